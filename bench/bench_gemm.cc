@@ -1,0 +1,84 @@
+// GEMM library comparison on the shapes DistilBERT-base and Qwen2.5-0.5B use (docs/perf.md).
+// Each case is C[M, N] = A[M, K] · W[N, K]^T, the nn.Linear layout, with M = batch * seq tokens.
+// Counters: GFLOP/s = 2*M*N*K / time. Run: build/bench/tach_bench_gemm --benchmark_repetitions=5
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "cpu/gemm.h"
+#include "cpu/packed_linear.h"
+#include "tach/tensor.h"
+
+namespace {
+
+using tach::cpu::GemmBackend;
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+
+void BM_sgemm(benchmark::State& state, GemmBackend backend) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  auto A = random_floats(size_t(M * K), 1), W = random_floats(size_t(N * K), 2);
+  std::vector<float> C(size_t(M * N));
+  for (auto _ : state) {
+    tach::cpu::sgemm(backend, false, true, M, N, K, 1.f, A.data(), K, W.data(), K, 0.f, C.data(), N);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2e-9 * double(M) * double(N) * double(K), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_bf16gemm(benchmark::State& state, GemmBackend backend) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  auto Af = random_floats(size_t(M * K), 1), Wf = random_floats(size_t(N * K), 2);
+  std::vector<uint16_t> A(Af.size()), W(Wf.size());
+  tach::convert_from_f32(tach::DType::bf16, Af.data(), A.data(), A.size());
+  tach::convert_from_f32(tach::DType::bf16, Wf.data(), W.data(), W.size());
+  std::vector<float> C(size_t(M * N));
+  for (auto _ : state) {
+    tach::cpu::gemm_bf16(backend, false, true, M, N, K, 1.f, A.data(), K, W.data(), K, 0.f, C.data(), N);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2e-9 * double(M) * double(N) * double(K), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_packed_linear(benchmark::State& state, tach::DType compute) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  auto A = random_floats(size_t(M * K), 1), Wf = random_floats(size_t(N * K), 2);
+  tach::Tensor W = tach::Tensor::from_borrowed(Wf.data(), {N, K}, tach::DType::f32, nullptr);
+  tach::cpu::PackedLinear lin(W, tach::Tensor(), compute, tach::cpu::FusedActivation::none);
+  std::vector<float> C(size_t(M * N));
+  for (auto _ : state) {
+    lin.forward(A.data(), M, K, C.data(), N);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2e-9 * double(M) * double(N) * double(K), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// {M, N, K}: DistilBERT-base at batch 32 x seq 128 (qkv/out, ffn up, ffn down), then
+// Qwen2.5-0.5B at 512 tokens (q/o, k/v with 2 KV heads, gate/up, down).
+void shapes(benchmark::internal::Benchmark* b) {
+  b->Args({4096, 768, 768})->Args({4096, 3072, 768})->Args({4096, 768, 3072});
+  b->Args({512, 896, 896})->Args({512, 128, 896})->Args({512, 4864, 896})->Args({512, 896, 4864});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_sgemm, openblas, GemmBackend::openblas)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_sgemm, onednn, GemmBackend::onednn)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32, tach::DType::f32)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_bf16gemm, openblas, GemmBackend::openblas)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_bf16gemm, onednn, GemmBackend::onednn)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_bf16, tach::DType::bf16)->Apply(shapes);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,33 @@
+# Every dependency is a Debian package; scripts/setup.sh installs them.
+find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 CONFIG QUIET)
+if(NOT CLI11_FOUND)
+  find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  set_target_properties(CLI11::CLI11 PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${CLI11_INCLUDE_DIR})
+endif()
+
+# GEMM: oneDNN (chosen by measurement, docs/perf.md) and OpenBLAS (kept for comparison
+# and as the BLAS the benchmark compares against).
+find_package(dnnl CONFIG QUIET)
+if(NOT dnnl_FOUND)
+  find_library(DNNL_LIBRARY dnnl REQUIRED)
+  find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+  add_library(DNNL::dnnl UNKNOWN IMPORTED)
+  set_target_properties(DNNL::dnnl PROPERTIES IMPORTED_LOCATION ${DNNL_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${DNNL_INCLUDE_DIR})
+endif()
+find_library(OPENBLAS_LIBRARY openblas REQUIRED)
+find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-pthread REQUIRED)
+add_library(tach_openblas INTERFACE)
+target_link_libraries(tach_openblas INTERFACE ${OPENBLAS_LIBRARY})
+target_include_directories(tach_openblas INTERFACE ${OPENBLAS_INCLUDE_DIR})
+
+if(TACH_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(TACH_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

@@ -1,0 +1,11 @@
+# TACH_SANITIZE=address,undefined builds everything with those sanitizers.
+if(TACH_SANITIZE)
+  string(REPLACE "," ";" _tach_sans "${TACH_SANITIZE}")
+  foreach(_s IN LISTS _tach_sans)
+    if(NOT _s MATCHES "^(address|undefined|thread|leak)$")
+      message(FATAL_ERROR "TACH_SANITIZE: unknown sanitizer '${_s}' (address, undefined, thread, leak)")
+    endif()
+  endforeach()
+  add_compile_options(-fsanitize=${TACH_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=${TACH_SANITIZE})
+endif()

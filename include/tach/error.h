@@ -1,0 +1,21 @@
+// tach::Error: the one exception type tach throws for anything a user can act on.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tach {
+
+// The message says what was wrong and, where it helps, what to do about it
+// ("model.safetensors: tensor 'classifier.weight' has shape [2, 768], config.json needs [3, 768]").
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// Throws tach::Error(message) when cond is false. A function, not a macro: no hidden locals.
+inline void check(bool cond, const std::string& message) {
+  if (!cond) throw Error(message);
+}
+
+}  // namespace tach

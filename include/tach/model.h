@@ -1,0 +1,80 @@
+// Loading and running models. The CLI and later modules use only this header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tach/device.h"
+#include "tach/dtype.h"
+#include "tach/tensor.h"
+
+namespace tach {
+
+// A padded batch of token ids.
+// input_ids: [B, T] i32  attention_mask: [B, T] i32 (1 = token, 0 = padding)
+// token_type_ids: [B, T] i32 or undefined (all zeros)
+struct TokenBatch {
+  Tensor input_ids;
+  Tensor attention_mask;
+  Tensor token_type_ids;
+
+  int64_t batch() const { return input_ids.size(0); }
+  int64_t seq_len() const { return input_ids.size(1); }
+  int64_t real_tokens() const;  // sum of the mask
+  // Pads rows of different lengths on the right with pad_id. type_rows may be empty, or one
+  // row per id row of the same length.
+  static TokenBatch from_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id,
+                              const std::vector<std::vector<int32_t>>& type_rows = {});
+};
+
+struct ModelInfo {
+  std::string spec;            // as given
+  std::string source;          // directory, hub snapshot, or "synthetic weights (seed N)"
+  std::string model_type;      // bert | distilbert
+  std::string architecture;    // as built
+  bool classifier = false;     // has a sequence-classification head
+  std::vector<std::string> labels;
+  std::string problem_type;    // single_label_classification | multi_label_classification | regression
+  int64_t parameters = 0;
+  std::string weights_dtype;   // as stored: f32, f16, bf16 (or "mixed")
+  DType compute = DType::f32;
+  int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, intermediate_size = 0;
+  int64_t max_positions = 0, type_vocab_size = 0;
+  int32_t pad_token_id = 0;
+  std::vector<std::string> notes;  // decisions made while loading, for the user to see
+};
+
+struct LoadOptions {
+  Device device = Device::cpu();
+  DType compute = DType::f32;  // f32, or bf16 (GEMM inputs rounded to bf16, f32 accumulation)
+  uint64_t seed = 0;           // synthetic weights of presets
+};
+
+// Work one forward pass does, from the ops' declared costs.
+struct ForwardCost {
+  double flops = 0;
+  double bytes = 0;
+};
+
+class EncoderModel {
+ public:
+  virtual ~EncoderModel() = default;
+  virtual const ModelInfo& info() const = 0;
+  // last_hidden_state: [B, T, hidden] f32
+  virtual Tensor hidden_states(const TokenBatch& batch) const = 0;
+  // logits: [B, num_labels] f32. An error for a bare encoder.
+  virtual Tensor classify(const TokenBatch& batch) const = 0;
+  virtual ForwardCost forward_cost(int64_t batch, int64_t seq_len) const = 0;
+};
+
+// spec: "preset:NAME", a model directory, or a hub id ORG/NAME[@REV] in the Hugging Face cache.
+std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOptions& options = {});
+std::vector<std::string> preset_names();
+
+// Turns logits into scores as the problem type says: softmax (single label), sigmoid (multi
+// label), identity (regression). logits: [B, L]  returns [B, L]
+Tensor scores_from_logits(const Tensor& logits, const std::string& problem_type);
+
+}  // namespace tach

@@ -1,0 +1,11 @@
+// Compiled when TACH_CUDA is OFF: the CUDA entry points answer honestly that there is none.
+#include "tach/device.h"
+
+namespace tach {
+
+bool cuda_available() { return false; }
+int cuda_device_count() { return 0; }
+std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
+std::string cuda_unavailable_reason() { return "this build of tach has no CUDA backend (configure with -DTACH_CUDA=ON)"; }
+
+}  // namespace tach

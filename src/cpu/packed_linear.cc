@@ -1,0 +1,122 @@
+#include "cpu/packed_linear.h"
+
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "tach/error.h"
+
+namespace tach::cpu {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+namespace {
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+// The row count used to ask oneDNN for its preferred weight layout. Every later M reuses
+// that layout; 128 sits in the range the kernels are tuned for.
+constexpr int64_t kPackingRows = 128;
+}  // namespace
+
+struct PackedLinear::Impl {
+  dnnl::memory::desc weights_md;   // packed layout
+  dnnl::memory weights;            // packed bytes, owned by oneDNN's memory object
+  std::shared_ptr<Storage> weights_storage;  // our counted allocation behind `weights`
+  dnnl::memory bias;
+  bool has_bias = false;
+  dnnl::primitive_attr attr;
+  dt src_dt = dt::f32;
+  mutable std::mutex mu;
+  mutable std::map<int64_t, dnnl::matmul> by_rows;  // one primitive per M (and stride)
+
+  dnnl::matmul::primitive_desc make_pd(int64_t M, int64_t K, int64_t N, int64_t ldx, int64_t ldy,
+                                       const dnnl::memory::desc& w) const {
+    dnnl::memory::desc src({M, K}, src_dt, {ldx, 1});
+    dnnl::memory::desc dst({M, N}, dt::f32, {ldy, 1});
+    dnnl::memory::desc b = has_bias ? dnnl::memory::desc({1, N}, dt::f32, tag::ab) : dnnl::memory::desc();
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, b, dst), attr, engine());
+  }
+};
+
+PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compute, FusedActivation activation)
+    : impl_(std::make_unique<Impl>()), compute_(compute) {
+  check(weight.dim() == 2, "PackedLinear: weight must be [out, in], got " + weight.describe());
+  check(compute == DType::f32 || compute == DType::bf16,
+        "linear on cpu: compute dtype " + std::string(dtype_name(compute)) + " is not supported (f32, bf16)");
+  N_ = weight.size(0);
+  K_ = weight.size(1);
+  impl_->src_dt = compute == DType::bf16 ? dt::bf16 : dt::f32;
+  if (activation != FusedActivation::none) {
+    dnnl::post_ops po;
+    const dnnl::algorithm alg = activation == FusedActivation::gelu_erf ? dnnl::algorithm::eltwise_gelu_erf
+                                : activation == FusedActivation::relu   ? dnnl::algorithm::eltwise_relu
+                                                                        : dnnl::algorithm::eltwise_tanh;
+    po.append_eltwise(1.0f, alg, 0.0f, 0.0f);
+    impl_->attr.set_post_ops(po);
+  }
+  impl_->has_bias = bias.defined();
+  if (impl_->has_bias) {
+    check(bias.numel() == N_, "PackedLinear: bias " + bias.describe() + " does not match weight " + weight.describe());
+    Tensor b32 = bias.to(DType::f32, MemoryCategory::weights);
+    impl_->bias = dnnl::memory({{1, N_}, dt::f32, tag::ab}, engine());
+    std::memcpy(impl_->bias.get_data_handle(), b32.raw(), static_cast<size_t>(N_) * sizeof(float));
+  }
+
+  // Logical weights for matmul are [K, N]; our [N, K] row-major storage is that with strides {1, K}.
+  Tensor w = weight.to(compute, MemoryCategory::workspace).contiguous();
+  dnnl::memory::desc plain({K_, N_}, impl_->src_dt, {1, K_});
+  dnnl::memory::desc any({K_, N_}, impl_->src_dt, tag::any);
+  auto pd = impl_->make_pd(kPackingRows, K_, N_, K_, N_, any);
+  impl_->weights_md = pd.weights_desc();
+  impl_->weights_storage = Storage::allocate(Device::cpu(), impl_->weights_md.get_size(), MemoryCategory::weights);
+  impl_->weights = dnnl::memory(impl_->weights_md, engine(), impl_->weights_storage->data());
+  dnnl::memory src(plain, engine(), w.raw());
+  dnnl::stream s(engine());
+  dnnl::reorder(src, impl_->weights).execute(s, src, impl_->weights);
+  s.wait();
+}
+
+PackedLinear::~PackedLinear() = default;
+
+size_t PackedLinear::packed_bytes() const { return impl_->weights_md.get_size(); }
+
+void PackedLinear::forward(const float* x, int64_t M, int64_t ldx, float* y, int64_t ldy) const {
+  if (M == 0) return;
+  check(ldx >= K_ && ldy >= N_, "PackedLinear::forward: row strides smaller than the matrix");
+  dnnl::matmul prim;
+  {
+    // Keyed by M and the strides; the common case (contiguous) has ldx == K and ldy == N.
+    const int64_t src_ld = impl_->src_dt == dt::bf16 ? K_ : ldx;  // bf16 input is converted to a dense copy
+    const int64_t key = (M * 1'000'003 + src_ld) * 1'000'003 + ldy;
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->by_rows.find(key);
+    if (it == impl_->by_rows.end())
+      it = impl_->by_rows.emplace(key, dnnl::matmul(impl_->make_pd(M, K_, N_, src_ld, ldy, impl_->weights_md))).first;
+    prim = it->second;
+  }
+  dnnl::stream s(engine());
+  dnnl::memory::desc dst_md({M, N_}, dt::f32, {ldy, 1});
+  dnnl::memory dst(dst_md, engine(), y);
+  std::vector<uint16_t> x_bf16;
+  dnnl::memory src;
+  if (impl_->src_dt == dt::bf16) {
+    // Activations are rounded to bf16 here; the packed weights already are.
+    x_bf16.resize(static_cast<size_t>(M * K_));
+    for (int64_t r = 0; r < M; ++r)
+      convert_from_f32(DType::bf16, x + r * ldx, x_bf16.data() + r * K_, static_cast<size_t>(K_));
+    src = dnnl::memory(dnnl::memory::desc({M, K_}, dt::bf16, {K_, 1}), engine(), x_bf16.data());
+  } else {
+    src = dnnl::memory(dnnl::memory::desc({M, K_}, dt::f32, {ldx, 1}), engine(), const_cast<float*>(x));
+  }
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, impl_->weights}, {DNNL_ARG_DST, dst}};
+  if (impl_->has_bias) args.emplace(DNNL_ARG_BIAS, impl_->bias);
+  prim.execute(s, args);
+  s.wait();
+}
+
+}  // namespace tach::cpu

@@ -1,0 +1,48 @@
+// config.json → typed configs. Only what the engine needs is kept; every field is checked
+// for type and range, and errors name the file and the field.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tach::model {
+
+enum class EncoderFamily { bert, distilbert };
+
+struct EncoderConfig {
+  EncoderFamily family = EncoderFamily::bert;
+  std::string model_type;     // "bert" | "distilbert", as in the file
+  std::string architecture;   // first of "architectures", or "" when absent
+  bool classification_head = false;  // *ForSequenceClassification
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t intermediate_size = 0;
+  int64_t max_position_embeddings = 0;
+  int64_t type_vocab_size = 0;  // 0 for DistilBERT (no token-type embeddings)
+  float layer_norm_eps = 1e-12f;
+  std::string hidden_act = "gelu";  // gelu (erf) or relu
+  int64_t pad_token_id = 0;
+
+  std::vector<std::string> id2label;  // index = class id
+  std::map<std::string, int> label2id;
+  std::string problem_type;  // "", single_label_classification, multi_label_classification, regression
+  std::string torch_dtype;   // as saved ("float32", ...), informational
+
+  int64_t num_labels() const { return static_cast<int64_t>(id2label.size()); }
+  int64_t head_dim() const { return hidden_size / num_heads; }
+};
+
+// The architectures tach can build, for error messages.
+const std::vector<std::string>& supported_architectures();
+
+EncoderConfig parse_encoder_config(const nlohmann::json& j, const std::string& source);
+EncoderConfig parse_encoder_config_text(const std::string& text, const std::string& source);
+EncoderConfig load_encoder_config(const std::string& path);
+
+}  // namespace tach::model

@@ -1,0 +1,103 @@
+#include "model/encoder.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/attention.h"
+#include "ops/embedding.h"
+#include "ops/layer_norm.h"
+#include "ops/linear.h"
+#include "tach/error.h"
+
+namespace tach::model {
+
+void check_batch(const TokenBatch& batch, const EncoderShape& shape) {
+  const Tensor& ids = batch.input_ids;
+  check(ids.defined() && ids.dim() == 2 && ids.dtype() == DType::i32,
+        "input_ids must be i32 [batch, seq], got " + (ids.defined() ? ids.describe() : std::string("nothing")));
+  const int64_t B = ids.size(0), T = ids.size(1);
+  check(B > 0 && T > 0, "empty batch " + ids.describe());
+  check(T <= shape.max_positions, "sequence length " + std::to_string(T) + " exceeds the model's " +
+                                      std::to_string(shape.max_positions) + " positions (max_position_embeddings)");
+  check(batch.attention_mask.defined() && batch.attention_mask.shape() == ids.shape() &&
+            batch.attention_mask.dtype() == DType::i32,
+        "attention_mask must be i32 " + shape_str(ids.shape()));
+  const int32_t* id = ids.data<int32_t>();
+  const int32_t* m = batch.attention_mask.data<int32_t>();
+  for (int64_t i = 0; i < B * T; ++i) {
+    check(id[i] >= 0 && id[i] < shape.vocab, "input_ids[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
+                                                 "] = " + std::to_string(id[i]) + " is outside the vocabulary of " +
+                                                 std::to_string(shape.vocab) + " tokens");
+    check(m[i] == 0 || m[i] == 1, "attention_mask[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
+                                      "] = " + std::to_string(m[i]) + ": expected 0 or 1");
+  }
+  if (batch.token_type_ids.defined()) {
+    check(batch.token_type_ids.shape() == ids.shape() && batch.token_type_ids.dtype() == DType::i32,
+          "token_type_ids must be i32 " + shape_str(ids.shape()));
+    check(shape.type_vocab > 0, "this model has no token types (DistilBERT): do not pass token_type_ids");
+    const int32_t* tt = batch.token_type_ids.data<int32_t>();
+    for (int64_t i = 0; i < B * T; ++i)
+      check(tt[i] >= 0 && tt[i] < shape.type_vocab,
+            "token_type_ids[" + std::to_string(i / T) + "][" + std::to_string(i % T) + "] = " + std::to_string(tt[i]) +
+                " is outside the " + std::to_string(shape.type_vocab) + " token types");
+  }
+}
+
+ops::OpCost encoder_cost(const EncoderShape& s, int64_t B, int64_t T) {
+  const int64_t N = B * T, C = s.hidden, I = s.intermediate;
+  ops::OpCost c = ops::embedding_cost(N, C, DType::f32);
+  c += ops::embedding_cost(N, C, DType::f32);
+  if (s.type_vocab > 0) c += ops::embedding_cost(N, C, DType::f32);
+  c += ops::layer_norm_cost(N, C, false);
+  ops::OpCost layer = ops::linear_cost(N, 3 * C, C, DType::f32, true);
+  layer += ops::attention_cost(B, T, s.heads, C / s.heads);
+  layer += ops::linear_cost(N, C, C, DType::f32, true);
+  layer += ops::layer_norm_cost(N, C, true);
+  layer += ops::linear_cost(N, I, C, DType::f32, true);
+  layer += ops::linear_cost(N, C, I, DType::f32, true);
+  layer += ops::layer_norm_cost(N, C, true);
+  for (int64_t i = 0; i < s.layers; ++i) c += layer;
+  return c;
+}
+
+Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch, ops::OpCost* cost) {
+  check_batch(batch, s);
+  const int64_t B = batch.batch(), T = batch.seq_len(), C = s.hidden, I = s.intermediate, N = B * T;
+
+  // Embeddings: word + position (+ token type), then LayerNorm.
+  Tensor h = Tensor::empty({B, T, C}, DType::f32);
+  ops::embedding_forward(h, batch.input_ids, w.word_embeddings, false);
+  Tensor positions = Tensor::empty({B, T}, DType::i32);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) positions.data<int32_t>()[b * T + t] = static_cast<int32_t>(t);
+  ops::embedding_forward(h, positions, w.position_embeddings, true);
+  if (w.token_type_embeddings.defined()) {
+    Tensor types = batch.token_type_ids.defined() ? batch.token_type_ids : Tensor::zeros({B, T}, DType::i32);
+    ops::embedding_forward(h, types, w.token_type_embeddings, true);
+  }
+  ops::layer_norm_forward(h, h, Tensor(), w.emb_ln_gamma, w.emb_ln_beta, s.eps);
+
+  // Buffers reused by every layer.
+  Tensor qkv = Tensor::empty({N, 3 * C}, DType::f32);
+  Tensor ctx = Tensor::empty({B, T, C}, DType::f32);
+  Tensor proj = Tensor::empty({N, C}, DType::f32);
+  Tensor ffn = Tensor::empty({N, I}, DType::f32);
+  Tensor h2 = h.reshape({N, C});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(C / s.heads));
+  for (const EncoderLayer& layer : w.layers) {
+    ops::linear_forward(qkv, h2, *layer.qkv);
+    // q, k, v are column blocks of one [B, T, 3C] buffer: views, no copies.
+    Tensor qkv3 = qkv.reshape({B, T, 3 * C});
+    ops::attention_forward(ctx, qkv3.narrow(2, 0, C), qkv3.narrow(2, C, C), qkv3.narrow(2, 2 * C, C),
+                           batch.attention_mask, static_cast<int>(s.heads), scale);
+    ops::linear_forward(proj, ctx.reshape({N, C}), *layer.attn_out);
+    ops::layer_norm_forward(h2, proj, h2, layer.ln1_gamma, layer.ln1_beta, s.eps);
+    ops::linear_forward(ffn, h2, *layer.ffn_in);
+    ops::linear_forward(proj, ffn, *layer.ffn_out);
+    ops::layer_norm_forward(h2, proj, h2, layer.ln2_gamma, layer.ln2_beta, s.eps);
+  }
+  if (cost) *cost += encoder_cost(s, B, T);
+  return h;
+}
+
+}  // namespace tach::model

@@ -1,0 +1,46 @@
+// The post-LayerNorm transformer encoder that BERT and DistilBERT share. The families differ
+// in tensor names, in token-type embeddings and in their classification heads, not here.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cpu/packed_linear.h"
+#include "ops/op_cost.h"
+#include "tach/model.h"
+#include "tach/tensor.h"
+
+namespace tach::model {
+
+struct EncoderLayer {
+  std::unique_ptr<cpu::PackedLinear> qkv;       // [3C, C]: q, k, v fused into one GEMM
+  std::unique_ptr<cpu::PackedLinear> attn_out;  // [C, C]
+  Tensor ln1_gamma, ln1_beta;                   // [C] f32, after attention
+  std::unique_ptr<cpu::PackedLinear> ffn_in;    // [I, C], activation fused
+  std::unique_ptr<cpu::PackedLinear> ffn_out;   // [C, I]
+  Tensor ln2_gamma, ln2_beta;                   // [C] f32, after the FFN
+};
+
+struct EncoderWeights {
+  Tensor word_embeddings;        // [V, C] as stored (f32/f16/bf16)
+  Tensor position_embeddings;    // [P, C]
+  Tensor token_type_embeddings;  // [Tt, C] or undefined
+  Tensor emb_ln_gamma, emb_ln_beta;  // [C] f32
+  std::vector<EncoderLayer> layers;
+};
+
+struct EncoderShape {
+  int64_t layers = 0, hidden = 0, heads = 0, intermediate = 0, vocab = 0, max_positions = 0, type_vocab = 0;
+  float eps = 1e-12f;
+};
+
+// Checks the batch against the model (ids in range, length within positions, type ids) and
+// says which row and position is wrong when it is not.
+void check_batch(const TokenBatch& batch, const EncoderShape& shape);
+
+// batch → hidden: [B, T, C] f32. Adds the ops' declared costs to `cost` when given.
+Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& shape, const TokenBatch& batch,
+                       ops::OpCost* cost);
+ops::OpCost encoder_cost(const EncoderShape& shape, int64_t B, int64_t T);
+
+}  // namespace tach::model

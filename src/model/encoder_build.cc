@@ -1,0 +1,47 @@
+#include "model/encoder_build.h"
+
+#include <cstring>
+
+#include "tach/error.h"
+
+namespace tach::model {
+
+EncoderShape encoder_shape(const EncoderConfig& c) {
+  EncoderShape s;
+  s.layers = c.num_layers;
+  s.hidden = c.hidden_size;
+  s.heads = c.num_heads;
+  s.intermediate = c.intermediate_size;
+  s.vocab = c.vocab_size;
+  s.max_positions = c.max_position_embeddings;
+  s.type_vocab = c.type_vocab_size;
+  s.eps = c.layer_norm_eps;
+  return s;
+}
+
+Tensor to_f32_param(const Tensor& t) { return t.to(DType::f32, MemoryCategory::weights); }
+
+Tensor concat_rows(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const int64_t rows = a.size(0) + b.size(0) + c.size(0);
+  Shape shape = a.shape();
+  shape[0] = rows;
+  Tensor out = Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::workspace);
+  char* dst = static_cast<char*>(out.raw());
+  for (const Tensor* t : {&a, &b, &c}) {
+    Tensor f = t->to(DType::f32, MemoryCategory::workspace);
+    std::memcpy(dst, f.raw(), f.nbytes());
+    dst += f.nbytes();
+  }
+  return out;
+}
+
+std::unique_ptr<cpu::PackedLinear> pack_linear(const Tensor& weight, const Tensor& bias, DType compute,
+                                               cpu::FusedActivation act) {
+  return std::make_unique<cpu::PackedLinear>(weight, bias, compute, act);
+}
+
+cpu::FusedActivation ffn_activation(const EncoderConfig& c) {
+  return c.hidden_act == "relu" ? cpu::FusedActivation::relu : cpu::FusedActivation::gelu_erf;
+}
+
+}  // namespace tach::model

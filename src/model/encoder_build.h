@@ -1,0 +1,40 @@
+// Building an encoder from bound tensors: the family files (bert.cc, distilbert.cc) name the
+// tensors; these helpers pack and convert them.
+#pragma once
+
+#include <memory>
+
+#include "cpu/packed_linear.h"
+#include "model/config.h"
+#include "model/encoder.h"
+#include "model/weight_binder.h"
+
+namespace tach::model {
+
+// The classification head on the first token: hidden = act(dense(h[:, 0])), logits = out(hidden).
+// BERT: dense = pooler (tanh). DistilBERT: dense = pre_classifier (ReLU).
+struct ClassifierHead {
+  std::unique_ptr<cpu::PackedLinear> dense;
+  std::unique_ptr<cpu::PackedLinear> out;
+};
+
+struct BuiltEncoder {
+  EncoderWeights weights;
+  EncoderShape shape;
+  ClassifierHead head;  // empty for a bare encoder
+};
+
+BuiltEncoder build_bert(const EncoderConfig& config, WeightBinder& binder, DType compute, bool with_head);
+BuiltEncoder build_distilbert(const EncoderConfig& config, WeightBinder& binder, DType compute, bool with_head);
+
+EncoderShape encoder_shape(const EncoderConfig& config);
+
+// Small parameters (LayerNorm, biases) are kept in f32.
+Tensor to_f32_param(const Tensor& t);
+// Stacks [q; k; v] rows into one [3C, C] matrix (and their biases into [3C]).
+Tensor concat_rows(const Tensor& a, const Tensor& b, const Tensor& c);
+std::unique_ptr<cpu::PackedLinear> pack_linear(const Tensor& weight, const Tensor& bias, DType compute,
+                                               cpu::FusedActivation act = cpu::FusedActivation::none);
+cpu::FusedActivation ffn_activation(const EncoderConfig& config);
+
+}  // namespace tach::model

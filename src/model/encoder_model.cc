@@ -1,0 +1,187 @@
+// The EncoderModel behind tach/model.h: loads a BERT or DistilBERT from a preset, a directory
+// or the hub cache, and runs it.
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/encoder_build.h"
+#include "model/presets.h"
+#include "ops/linear.h"
+#include "tach/error.h"
+#include "tach/model.h"
+
+namespace tach {
+
+namespace {
+
+class Encoder final : public EncoderModel {
+ public:
+  Encoder(ModelInfo info, model::BuiltEncoder built, model::EncoderConfig config)
+      : info_(std::move(info)), m_(std::move(built)), config_(std::move(config)) {}
+
+  const ModelInfo& info() const override { return info_; }
+
+  Tensor hidden_states(const TokenBatch& batch) const override {
+    return model::encoder_forward(m_.weights, m_.shape, batch, nullptr);
+  }
+
+  Tensor classify(const TokenBatch& batch) const override {
+    check(m_.head.out != nullptr, info_.spec + " is a bare encoder (" + info_.architecture +
+                                      "): it has no sequence-classification head to produce logits");
+    Tensor h = model::encoder_forward(m_.weights, m_.shape, batch, nullptr);
+    const int64_t B = batch.batch(), T = batch.seq_len(), C = m_.shape.hidden;
+    // The first token of each row: a [B, C] view with row stride T*C, no copy.
+    Tensor first = h.reshape({B, T * C}).narrow(1, 0, C);
+    Tensor pooled = Tensor::empty({B, C}, DType::f32);
+    ops::linear_forward(pooled, first, *m_.head.dense);
+    Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32);
+    ops::linear_forward(logits, pooled, *m_.head.out);
+    return logits;
+  }
+
+  ForwardCost forward_cost(int64_t B, int64_t T) const override {
+    ops::OpCost c = model::encoder_cost(m_.shape, B, T);
+    if (m_.head.out) {
+      c += ops::linear_cost(B, m_.shape.hidden, m_.shape.hidden, info_.compute, true);
+      c += ops::linear_cost(B, config_.num_labels(), m_.shape.hidden, info_.compute, true);
+    }
+    return {c.flops, c.bytes()};
+  }
+
+ private:
+  ModelInfo info_;
+  model::BuiltEncoder m_;
+  model::EncoderConfig config_;
+};
+
+}  // namespace
+
+std::vector<std::string> preset_names() { return model::preset_list(); }
+
+std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOptions& options) {
+  check(options.device.kind == DeviceKind::cpu,
+        "device " + options.device.str() + ": BERT and DistilBERT run on the CPU in this version; the CUDA backend "
+        "comes with the CUDA issue" + (cuda_available() ? "" : " (and " + cuda_unavailable_reason() + ")"));
+  check(options.compute == DType::f32 || options.compute == DType::bf16,
+        "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cpu (f32, bf16)");
+  const model::ModelLocation loc = model::resolve_model(spec);
+
+  ModelInfo info;
+  info.spec = spec;
+  info.compute = options.compute;
+  model::EncoderConfig config;
+  model::WeightStore store;
+  std::optional<model::WeightBinder> binder;
+  std::string config_source = "config.json";
+  if (loc.kind == model::ModelLocation::Kind::preset) {
+    model::PresetConfig preset = model::preset_config(loc.preset);
+    config = preset.config;
+    info.source = "synthetic weights (seed " + std::to_string(options.seed) + "): " + preset.description;
+    binder.emplace(model::WeightBinder::synthetic(options.seed));
+  } else {
+    config_source = (std::filesystem::path(loc.dir) / "config.json").string();
+    config = model::load_encoder_config(config_source);
+    store = model::open_checkpoint_weights(loc.dir);
+    info.source = loc.dir + (loc.revision.empty() ? "" : " (revision " + loc.revision + ")");
+    const bool bert = config.family == model::EncoderFamily::bert;
+    binder.emplace(store, std::vector<std::string>{bert ? "bert." : "distilbert.", bert ? "distilbert." : "bert.", ""},
+                   "embeddings.word_embeddings.weight", config_source);
+    if (!config.classification_head && store.find("classifier.weight")) {
+      // Real case: distilbert-base-uncased-finetuned-sst-2-english names DistilBertModel but
+      // ships a trained head. Use it rather than drop it.
+      config.classification_head = true;
+      info.notes.push_back("config.json names " + config.architecture +
+                           " but the checkpoint has a classifier; loaded as a sequence classifier");
+    }
+  }
+
+  const bool head = config.classification_head;
+  model::BuiltEncoder built = config.family == model::EncoderFamily::bert
+                                  ? model::build_bert(config, *binder, options.compute, head)
+                                  : model::build_distilbert(config, *binder, options.compute, head);
+  for (auto& n : binder->finish()) info.notes.push_back(n);
+
+  const bool bert = config.family == model::EncoderFamily::bert;
+  info.model_type = config.model_type;
+  info.architecture = head ? (bert ? "BertForSequenceClassification" : "DistilBertForSequenceClassification")
+                           : (bert ? "BertModel" : "DistilBertModel");
+  info.classifier = head;
+  info.labels = config.id2label;
+  info.problem_type = config.problem_type;
+  if (info.problem_type.empty())  // transformers infers it the same way at the first loss
+    info.problem_type = config.num_labels() == 1 ? "regression" : "single_label_classification";
+  info.parameters = binder->parameters();
+  info.weights_dtype = binder->stored_dtypes();
+  info.vocab_size = config.vocab_size;
+  info.hidden_size = config.hidden_size;
+  info.num_layers = config.num_layers;
+  info.num_heads = config.num_heads;
+  info.intermediate_size = config.intermediate_size;
+  info.max_positions = config.max_position_embeddings;
+  info.type_vocab_size = config.type_vocab_size;
+  info.pad_token_id = static_cast<int32_t>(config.pad_token_id);
+  return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
+}
+
+int64_t TokenBatch::real_tokens() const {
+  int64_t n = 0;
+  const int32_t* m = attention_mask.data<int32_t>();
+  for (int64_t i = 0; i < attention_mask.numel(); ++i) n += m[i];
+  return n;
+}
+
+TokenBatch TokenBatch::from_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id,
+                                 const std::vector<std::vector<int32_t>>& type_rows) {
+  check(!rows.empty(), "empty batch: no rows of token ids");
+  check(type_rows.empty() || type_rows.size() == rows.size(),
+        "token_type_ids has " + std::to_string(type_rows.size()) + " rows for " + std::to_string(rows.size()) +
+            " rows of input_ids");
+  size_t T = 0;
+  for (const auto& r : rows) T = std::max(T, r.size());
+  check(T > 0, "every row of token ids is empty");
+  const auto B = static_cast<int64_t>(rows.size());
+  TokenBatch b;
+  b.input_ids = Tensor::empty({B, int64_t(T)}, DType::i32);
+  b.attention_mask = Tensor::zeros({B, int64_t(T)}, DType::i32);
+  if (!type_rows.empty()) b.token_type_ids = Tensor::zeros({B, int64_t(T)}, DType::i32);
+  for (int64_t r = 0; r < B; ++r) {
+    const auto& row = rows[size_t(r)];
+    int32_t* ids = b.input_ids.data<int32_t>() + r * int64_t(T);
+    int32_t* mask = b.attention_mask.data<int32_t>() + r * int64_t(T);
+    for (size_t t = 0; t < T; ++t) {
+      ids[t] = t < row.size() ? row[t] : pad_id;
+      mask[t] = t < row.size() ? 1 : 0;
+    }
+    if (!type_rows.empty()) {
+      check(type_rows[size_t(r)].size() == row.size(), "row " + std::to_string(r) + ": " +
+                                                           std::to_string(type_rows[size_t(r)].size()) +
+                                                           " token_type_ids for " + std::to_string(row.size()) + " ids");
+      int32_t* tt = b.token_type_ids.data<int32_t>() + r * int64_t(T);
+      for (size_t t = 0; t < row.size(); ++t) tt[t] = type_rows[size_t(r)][t];
+    }
+  }
+  return b;
+}
+
+Tensor scores_from_logits(const Tensor& logits, const std::string& problem_type) {
+  check(logits.dim() == 2 && logits.dtype() == DType::f32, "scores_from_logits: logits must be f32 [B, L]");
+  Tensor out = logits.to(DType::f32);
+  const int64_t B = logits.size(0), L = logits.size(1);
+  float* p = out.data<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    float* row = p + b * L;
+    if (problem_type == "multi_label_classification") {
+      for (int64_t l = 0; l < L; ++l) row[l] = 1.0f / (1.0f + std::exp(-row[l]));
+    } else if (problem_type != "regression") {
+      float mx = row[0], sum = 0;
+      for (int64_t l = 1; l < L; ++l) mx = std::max(mx, row[l]);
+      for (int64_t l = 0; l < L; ++l) sum += (row[l] = std::exp(row[l] - mx));
+      for (int64_t l = 0; l < L; ++l) row[l] /= sum;
+    }
+  }
+  return out;
+}
+
+}  // namespace tach

@@ -1,0 +1,136 @@
+// Built-in presets: real configs with synthetic weights, deterministic from a seed. They let
+// a newcomer run and benchmark the engine without downloading anything. The configs are
+// copies of ../shared/configs/ (and bert-base-uncased's published config).
+#include "model/presets.h"
+
+#include "tach/error.h"
+
+namespace tach::model {
+
+namespace {
+
+struct Preset {
+  const char* name;
+  const char* description;
+  const char* config_json;
+};
+
+// ../shared/configs/distilbert-base-uncased-finetuned-sst-2-english.config.json
+constexpr const char* kDistilbertBase = R"json(
+{
+  "_name_or_path": "distilbert-base-uncased-finetuned-sst-2-english",
+  "activation": "gelu",
+  "architectures": [
+    "DistilBertModel"
+  ],
+  "attention_dropout": 0.1,
+  "dim": 768,
+  "dropout": 0.1,
+  "finetuning_task": "sst-2",
+  "hidden_dim": 3072,
+  "id2label": {
+    "0": "NEGATIVE",
+    "1": "POSITIVE"
+  },
+  "initializer_range": 0.02,
+  "label2id": {
+    "NEGATIVE": 0,
+    "POSITIVE": 1
+  },
+  "max_position_embeddings": 512,
+  "model_type": "distilbert",
+  "n_heads": 12,
+  "n_layers": 6,
+  "output_past": true,
+  "pad_token_id": 0,
+  "qa_dropout": 0.1,
+  "seq_classif_dropout": 0.2,
+  "sinusoidal_pos_embds": false,
+  "tie_weights_": true,
+  "torch_dtype": "float32",
+  "transformers_version": "4.41.2",
+  "vocab_size": 30522
+}
+)json";
+
+// bert-base-uncased's config.json, as a 2-label sequence classifier.
+constexpr const char* kBertBase = R"json({
+  "architectures": ["BertForSequenceClassification"],
+  "attention_probs_dropout_prob": 0.1,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-12,
+  "max_position_embeddings": 512,
+  "model_type": "bert",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "pad_token_id": 0,
+  "position_embedding_type": "absolute",
+  "type_vocab_size": 2,
+  "vocab_size": 30522
+})json";
+
+// ../shared/configs/bert-tiny-imdb.config.json
+constexpr const char* kBertTiny = R"json(
+{
+  "architectures": [
+    "BertForSequenceClassification"
+  ],
+  "attention_probs_dropout_prob": 0.1,
+  "classifier_dropout": null,
+  "dtype": "float32",
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 128,
+  "initializer_range": 0.02,
+  "intermediate_size": 512,
+  "layer_norm_eps": 1e-12,
+  "max_position_embeddings": 512,
+  "model_type": "bert",
+  "num_attention_heads": 2,
+  "num_hidden_layers": 2,
+  "pad_token_id": 0,
+  "position_embedding_type": "absolute",
+  "problem_type": "single_label_classification",
+  "transformers_version": "4.57.0",
+  "type_vocab_size": 2,
+  "use_cache": true,
+  "vocab_size": 30522
+}
+)json";
+
+constexpr Preset kPresets[] = {
+    {"distilbert-base-uncased", "DistilBERT-base, 6 layers, 66M parameters, 2-label head (SST-2 config)",
+     kDistilbertBase},
+    {"bert-base-uncased", "BERT-base, 12 layers, 110M parameters, 2-label head", kBertBase},
+    {"bert-tiny", "BERT-tiny, 2 layers, hidden 128, 4.4M parameters, 2-label head (IMDB config)", kBertTiny},
+};
+
+}  // namespace
+
+std::vector<std::string> preset_list() {
+  std::vector<std::string> v;
+  for (const auto& p : kPresets) v.emplace_back(p.name);
+  return v;
+}
+
+PresetConfig preset_config(const std::string& name) {
+  for (const auto& p : kPresets) {
+    if (name == p.name) {
+      PresetConfig pc;
+      pc.config = parse_encoder_config_text(p.config_json, "preset:" + name + " config");
+      pc.description = p.description;
+      // A preset is always a classifier, whatever architecture the copied config names.
+      pc.config.classification_head = true;
+      return pc;
+    }
+  }
+  std::string list;
+  for (const auto& p : kPresets) list += std::string("\n  preset:") + p.name + "  " + p.description;
+  throw Error("unknown preset '" + name + "'. Presets:" + list);
+}
+
+}  // namespace tach::model

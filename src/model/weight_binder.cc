@@ -1,0 +1,170 @@
+#include "model/weight_binder.h"
+
+#include <cmath>
+
+#include "core/parallel.h"
+#include "tach/error.h"
+
+namespace tach::model {
+
+namespace {
+
+std::string prefixes_str(const std::vector<std::string>& prefixes) {
+  std::string s;
+  for (const auto& p : prefixes) s += (s.empty() ? "" : ", ") + (p.empty() ? std::string("none") : "'" + p + "'");
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Older BERT checkpoints (TF-converted) call LayerNorm's parameters gamma and beta.
+std::string legacy_name(const std::string& name) {
+  if (ends_with(name, "LayerNorm.weight")) return name.substr(0, name.size() - 6) + "gamma";
+  if (ends_with(name, "LayerNorm.bias")) return name.substr(0, name.size() - 4) + "beta";
+  return "";
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Extras a checkpoint may carry that a sequence classifier or bare encoder does not use.
+bool is_known_extra(const std::string& name) {
+  return ends_with(name, "position_ids") || ends_with(name, "embeddings.token_type_ids") ||
+         name.rfind("cls.", 0) == 0 ||                                    // BERT pre-training heads
+         name.rfind("vocab_", 0) == 0 ||                                  // DistilBERT MLM head
+         name.rfind("qa_outputs.", 0) == 0 ||                              // question answering
+         name.find("pooler.") != std::string::npos ||                     // pooler of a bare BERT
+         name.rfind("classifier.", 0) == 0 || name.rfind("pre_classifier.", 0) == 0;  // head of a bare model
+}
+
+}  // namespace
+
+WeightBinder::WeightBinder(const WeightStore& store, const std::vector<std::string>& prefixes, const std::string& probe,
+                           std::string config_source)
+    : store_(&store), prefixes_(prefixes), config_source_(std::move(config_source)) {
+  bool found = false;
+  for (const auto& p : prefixes) {
+    if (store.find(p + probe)) {
+      prefix_ = p;
+      found = true;
+      break;
+    }
+  }
+  if (!found)
+    throw Error(store.description + ": tensor '" + probe + "' not found under any name prefix (tried " +
+                prefixes_str(prefixes) + "); is this checkpoint of the model type config.json says?");
+}
+
+WeightBinder WeightBinder::synthetic(uint64_t seed) {
+  WeightBinder b;
+  b.synthetic_ = true;
+  b.seed_ = seed;
+  return b;
+}
+
+Tensor WeightBinder::bind(const std::string& full_name, const std::string& shown_name, const Shape& shape) {
+  parameters_ += shape_numel(shape);
+  if (synthetic_) {
+    dtypes_.insert("f32");
+    return synthesize(full_name, shape);
+  }
+  std::string name = full_name;
+  const StoredTensor* t = store_->find(name);
+  if (!t) {
+    const std::string legacy = legacy_name(full_name);
+    if (!legacy.empty() && (t = store_->find(legacy))) name = legacy;
+  }
+  if (!t)
+    throw Error(store_->description + ": missing tensor '" + shown_name + "' (looked for '" + full_name +
+                "'; name prefixes tried: " + prefixes_str(prefixes_) + ")");
+  if (t->shape != shape)
+    throw Error(t->file + ": tensor '" + name + "' has shape " + shape_str(t->shape) + ", " + config_source_ +
+                " needs " + shape_str(shape));
+  if (!is_floating(t->dtype) || t->dtype == DType::f64)
+    throw Error(t->file + ": tensor '" + name + "' is " + std::string(dtype_name(t->dtype)) +
+                "; weights must be f32, f16 or bf16");
+  used_.insert(name);
+  dtypes_.insert(std::string(dtype_name(t->dtype)));
+  return t->load();
+}
+
+Tensor WeightBinder::take(const std::string& name, const Shape& shape) { return bind(prefix_ + name, name, shape); }
+
+Tensor WeightBinder::take_head(const std::string& name, const Shape& shape) { return bind(name, name, shape); }
+
+bool WeightBinder::has_head(const std::string& name) const { return synthetic_ || store_->find(name) != nullptr; }
+
+std::vector<std::string> WeightBinder::finish() const {
+  std::vector<std::string> notes;
+  if (synthetic_) return notes;
+  std::vector<std::string> ignored, unexpected;
+  for (const auto& n : store_->names()) {
+    if (used_.count(n)) continue;
+    (is_known_extra(n) ? ignored : unexpected).push_back(n);
+  }
+  if (!unexpected.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unexpected.size() && i < 8; ++i) list += "\n  " + unexpected[i];
+    if (unexpected.size() > 8) list += "\n  ... and " + std::to_string(unexpected.size() - 8) + " more";
+    throw Error(store_->description + ": " + std::to_string(unexpected.size()) +
+                " unexpected tensor(s) that the architecture in " + config_source_ + " does not use (name prefix '" +
+                prefix_ + "'):" + list);
+  }
+  if (!ignored.empty()) {
+    std::string list;
+    for (size_t i = 0; i < ignored.size() && i < 4; ++i) list += (i ? ", " : "") + ignored[i];
+    if (ignored.size() > 4) list += ", ...";
+    notes.push_back("ignored " + std::to_string(ignored.size()) + " tensor(s) this architecture does not use: " + list);
+  }
+  return notes;
+}
+
+std::string WeightBinder::stored_dtypes() const {
+  std::string s;
+  for (const auto& d : dtypes_) s += (s.empty() ? "" : "+") + d;
+  return s;
+}
+
+Tensor WeightBinder::synthesize(const std::string& name, const Shape& shape) const {
+  Tensor t = Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::weights);
+  float* p = t.data<float>();
+  const int64_t n = t.numel();
+  const bool norm = name.find("LayerNorm") != std::string::npos || name.find("layer_norm") != std::string::npos;
+  if (norm) {
+    const float v = ends_with(name, "weight") ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < n; ++i) p[i] = v;
+    return t;
+  }
+  // Chunks seeded by (seed, name, chunk): identical values whatever the thread count.
+  constexpr int64_t kChunk = 1 << 14;
+  const uint64_t base = seed_ * 0x9e3779b97f4a7c15ull ^ fnv1a(name);
+  core::parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      uint64_t state = base + static_cast<uint64_t>(c) * 0xd1b54a32d192ed03ull;
+      const int64_t end = std::min(n, (c + 1) * kChunk);
+      for (int64_t i = c * kChunk; i < end; i += 2) {
+        // Box-Muller: two normals from two uniforms in (0, 1].
+        const double u1 = (double(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
+        const double u2 = double(splitmix64(state) >> 11) * 0x1.0p-53;
+        const double r = std::sqrt(-2.0 * std::log(u1)) * 0.02;
+        p[i] = static_cast<float>(r * std::cos(2 * M_PI * u2));
+        if (i + 1 < end) p[i + 1] = static_cast<float>(r * std::sin(2 * M_PI * u2));
+      }
+    }
+  });
+  return t;
+}
+
+}  // namespace tach::model

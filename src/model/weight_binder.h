@@ -1,0 +1,54 @@
+// Binds the tensors an architecture needs to the tensors a checkpoint holds: finds the name
+// prefix, checks every shape against the config, and afterwards reports what was left over.
+// For presets it synthesises each tensor instead, deterministically from a seed and the name.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "tach/tensor.h"
+
+namespace tach::model {
+
+class WeightBinder {
+ public:
+  // Reads from a checkpoint. `probe` is a tensor every checkpoint of the family has (the word
+  // embeddings); the prefix under which it is found is used for the whole encoder.
+  WeightBinder(const WeightStore& store, const std::vector<std::string>& prefixes, const std::string& probe,
+               std::string config_source);
+  // Synthesises: N(0, 0.02) for matrices and biases, ones and zeros for LayerNorm.
+  static WeightBinder synthetic(uint64_t seed);
+
+  // An encoder tensor (prefixed). Throws naming the tensor, both shapes and the prefixes tried.
+  Tensor take(const std::string& name, const Shape& shape);
+  // A head tensor (never prefixed: Hugging Face keeps heads at the top level).
+  Tensor take_head(const std::string& name, const Shape& shape);
+  bool has_head(const std::string& name) const;
+
+  // Tensors the checkpoint holds that nothing took: known extras (buffers such as position_ids,
+  // heads of other tasks) are returned as notes; anything else is an error.
+  std::vector<std::string> finish() const;
+
+  int64_t parameters() const { return parameters_; }
+  std::string stored_dtypes() const;  // "f32", "bf16", or "f16+f32"
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  WeightBinder() = default;
+  Tensor bind(const std::string& full_name, const std::string& shown_name, const Shape& shape);
+  Tensor synthesize(const std::string& name, const Shape& shape) const;
+
+  const WeightStore* store_ = nullptr;
+  std::vector<std::string> prefixes_;
+  std::string prefix_;
+  std::string config_source_;
+  bool synthetic_ = false;
+  uint64_t seed_ = 0;
+  std::set<std::string> used_;
+  std::set<std::string> dtypes_;
+  int64_t parameters_ = 0;
+};
+
+}  // namespace tach::model

@@ -1,0 +1,39 @@
+#include "ops/attention.h"
+
+#include "ops/dispatch.h"
+
+namespace tach::ops {
+
+OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D) {
+  OpCost c;
+  // Two GEMMs of 2*T*T*D per head, plus scale, mask and softmax (~5 flops per score).
+  c.flops = double(B * H) * (4.0 * double(T) * double(T) * double(D) + 5.0 * double(T) * double(T));
+  c.bytes_read = double(B * T * H * D) * 4 * 3 + double(B * T) * 4;
+  c.bytes_written = double(B * T * H * D) * 4;
+  return c;
+}
+
+void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
+                       float scale) {
+  check(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, "attention: q, k, v must be [B, T, C]");
+  const int64_t B = q.size(0), T = q.size(1), C = q.size(2);
+  check(heads > 0 && C % heads == 0, "attention: " + std::to_string(C) + " channels do not split into " +
+                                         std::to_string(heads) + " heads");
+  check(k.shape() == q.shape() && v.shape() == q.shape(), "attention: q " + q.describe() + ", k " + k.describe() +
+                                                              ", v " + v.describe() + " must have one shape");
+  check(q.strides() == k.strides() && q.strides() == v.strides() && q.strides()[2] == 1 &&
+            q.strides()[0] == T * q.strides()[1],
+        "attention: q, k, v must share a row layout with unit column stride");
+  check(q.dtype() == DType::f32 && out.dtype() == DType::f32 && out.is_contiguous() && out.shape() == q.shape(),
+        "attention: out must be a contiguous f32 " + shape_str(q.shape()) + ", got " + out.describe());
+  if (key_mask.defined())
+    check(key_mask.dtype() == DType::i32 && key_mask.numel() == B * T,
+          "attention: key_mask must be i32 [" + std::to_string(B) + ", " + std::to_string(T) + "], got " +
+              key_mask.describe());
+  if (q.device().kind != DeviceKind::cpu) unsupported("attention", q.device(), q.dtype());
+  attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(),
+                        key_mask.defined() ? key_mask.data<int32_t>() : nullptr, B, T, heads, C / heads,
+                        q.strides()[1], C, scale);
+}
+
+}  // namespace tach::ops

@@ -1,0 +1,34 @@
+#include "ops/embedding.h"
+
+#include "ops/dispatch.h"
+
+namespace tach::ops {
+
+OpCost embedding_cost(int64_t N, int64_t C, DType table_dtype) {
+  OpCost c;
+  c.bytes_read = double(N) * 4 + double(dtype_bytes(table_dtype, size_t(N * C)));
+  c.bytes_written = double(N * C) * 4;
+  return c;
+}
+
+void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool accumulate) {
+  check(ids.dtype() == DType::i32, "embedding: ids must be i32, got " + ids.describe());
+  check(table.dim() == 2 && table.is_contiguous(), "embedding: table must be a contiguous [V, C], got " + table.describe());
+  const int64_t N = ids.numel(), V = table.size(0), C = table.size(1);
+  check(out.dtype() == DType::f32 && out.numel() == N * C && out.is_contiguous(),
+        "embedding: out must be f32 with " + std::to_string(N) + " x " + std::to_string(C) + " elements, got " +
+            out.describe());
+  const int32_t* id = ids.data<int32_t>();
+  for (int64_t n = 0; n < N; ++n)
+    check(id[n] >= 0 && id[n] < V, "embedding: id " + std::to_string(id[n]) + " at position " + std::to_string(n) +
+                                       " is outside the table of " + std::to_string(V) + " rows");
+  if (out.device().kind != DeviceKind::cpu) unsupported("embedding", out.device(), table.dtype());
+  switch (table.dtype()) {
+    case DType::f32: case DType::f16: case DType::bf16:
+      embedding_forward_cpu(out.data<float>(), id, table.raw(), table.dtype(), N, C, accumulate);
+      return;
+    default: unsupported("embedding", out.device(), table.dtype());
+  }
+}
+
+}  // namespace tach::ops

@@ -1,0 +1,20 @@
+// Embedding lookup: out[n, :] (+)= table[ids[n], :].
+#pragma once
+
+#include "ops/op_cost.h"
+#include "tach/tensor.h"
+
+namespace tach::ops {
+
+// ids: [N] i32 (any shape, flattened)  table: [V, C] f32|f16|bf16  out: [N, C] f32
+// accumulate=false overwrites out, true adds to it (position and token-type embeddings add
+// onto the word embeddings). Every id is checked against V first; an id outside the table is
+// an error naming its index and value. Saves nothing for the backward (ids are the input).
+void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool accumulate);
+OpCost embedding_cost(int64_t N, int64_t C, DType table_dtype);
+
+// Kernel. ids: [N]  table: [V, C] (dtype table_dtype)  out: [N, C]
+void embedding_forward_cpu(float* out, const int32_t* ids, const void* table, DType table_dtype, int64_t N, int64_t C,
+                           bool accumulate);
+
+}  // namespace tach::ops

@@ -1,0 +1,32 @@
+#include "ops/layer_norm.h"
+
+#include "ops/dispatch.h"
+
+namespace tach::ops {
+
+OpCost layer_norm_cost(int64_t N, int64_t C, bool with_residual) {
+  OpCost c;
+  c.flops = double(N * C) * (with_residual ? 9 : 8);
+  c.bytes_read = double(N * C) * 4 * (with_residual ? 2 : 1) + double(C) * 8;
+  c.bytes_written = double(N * C) * 4;
+  return c;
+}
+
+void layer_norm_forward(Tensor& out, const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                        float eps) {
+  check(x.dtype() == DType::f32 && x.is_contiguous(), "layer_norm: x must be contiguous f32, got " + x.describe());
+  const int64_t C = x.size(-1), N = x.numel() / (C == 0 ? 1 : C);
+  check(gamma.numel() == C && beta.numel() == C && gamma.dtype() == DType::f32 && beta.dtype() == DType::f32,
+        "layer_norm: gamma and beta must be f32 [" + std::to_string(C) + "], got " + gamma.describe() + " and " +
+            beta.describe());
+  check(out.numel() == x.numel() && out.dtype() == DType::f32, "layer_norm: out " + out.describe() +
+                                                                    " does not match x " + x.describe());
+  if (residual.defined())
+    check(residual.numel() == x.numel() && residual.dtype() == DType::f32 && residual.is_contiguous(),
+          "layer_norm: residual " + residual.describe() + " does not match x " + x.describe());
+  if (x.device().kind != DeviceKind::cpu) unsupported("layer_norm", x.device(), x.dtype());
+  layer_norm_forward_cpu(out.data<float>(), x.data<float>(), residual.defined() ? residual.data<float>() : nullptr,
+                         gamma.data<float>(), beta.data<float>(), N, C, eps);
+}
+
+}  // namespace tach::ops

@@ -1,0 +1,28 @@
+#include "ops/linear.h"
+
+#include "ops/dispatch.h"
+
+namespace tach::ops {
+
+OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias) {
+  OpCost c;
+  c.flops = 2.0 * double(M) * double(N) * double(K) + (has_bias ? double(M * N) : 0);
+  c.bytes_read = double(M * K) * 4 + double(dtype_bytes(compute, size_t(N * K))) + (has_bias ? double(N) * 4 : 0);
+  c.bytes_written = double(M * N) * 4;
+  return c;
+}
+
+void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weight) {
+  check(x.dtype() == DType::f32 && x.dim() == 2 && x.strides()[1] == 1,
+        "linear: x must be f32 [M, K] with unit column stride, got " + x.describe());
+  check(x.size(1) == weight.in_features(), "linear: x " + x.describe() + " has " + std::to_string(x.size(1)) +
+                                               " features, the weight expects " + std::to_string(weight.in_features()));
+  check(out.dtype() == DType::f32 && out.dim() == 2 && out.size(0) == x.size(0) &&
+            out.size(1) == weight.out_features() && out.strides()[1] == 1,
+        "linear: out " + out.describe() + " must be f32 [" + std::to_string(x.size(0)) + ", " +
+            std::to_string(weight.out_features()) + "]");
+  if (x.device().kind != DeviceKind::cpu) unsupported("linear", x.device(), weight.compute_dtype());
+  weight.forward(x.data<float>(), x.size(0), x.strides()[0], out.data<float>(), out.strides()[0]);
+}
+
+}  // namespace tach::ops

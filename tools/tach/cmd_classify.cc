@@ -1,0 +1,246 @@
+// tach classify: run a sequence classifier over token ids and time it. Texts arrive with the
+// tokenizer; until then ids come from --ids, --ids-file, or are drawn at random (--batch/--seq-len).
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "commands.h"
+#include "format.h"
+#include "tach/error.h"
+#include "tach/memory.h"
+#include "tach/model.h"
+#include "tach/runtime.h"
+#include "tach/stats.h"
+#include "tach/system_info.h"
+
+namespace tach::cli {
+
+namespace {
+
+struct ClassifyOptions {
+  std::string model = "preset:distilbert-base-uncased";
+  std::vector<std::string> ids;
+  std::vector<std::string> types;
+  std::string ids_file;
+  int batch = 8;
+  int seq_len = 128;
+  int warmup = 2;
+  int repeat = 10;
+  int threads = 0;
+  std::string compute = "f32";
+  uint64_t seed = 0;
+  int show_rows = 8;
+  bool json = false;
+};
+
+std::vector<int32_t> parse_id_list(const std::string& text, const std::string& where) {
+  std::vector<int32_t> out;
+  std::string tok;
+  std::stringstream ss(text);
+  while (ss >> tok) {
+    std::stringstream parts(tok);
+    std::string part;
+    while (std::getline(parts, part, ',')) {
+      if (part.empty()) continue;
+      try {
+        size_t used = 0;
+        const long long v = std::stoll(part, &used);
+        if (used != part.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument("");
+        out.push_back(static_cast<int32_t>(v));
+      } catch (const std::exception&) {
+        throw Error(where + ": '" + part + "' is not a token id (a non-negative integer)");
+      }
+    }
+  }
+  return out;
+}
+
+// One row per line: "101 2023 102", "101,2023,102", or JSON {"input_ids": [...], "token_type_ids": [...]}.
+void read_ids_file(const std::string& path, std::vector<std::vector<int32_t>>& rows,
+                   std::vector<std::vector<int32_t>>& types) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open");
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string where = path + ":" + std::to_string(lineno);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find('{') != std::string::npos) {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+        rows.push_back(j.at("input_ids").get<std::vector<int32_t>>());
+        if (j.contains("token_type_ids")) types.push_back(j["token_type_ids"].get<std::vector<int32_t>>());
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(where + ": expected {\"input_ids\": [ints], \"token_type_ids\": [ints]}: " + e.what());
+      }
+    } else {
+      rows.push_back(parse_id_list(line, where));
+    }
+  }
+  if (!types.empty() && types.size() != rows.size())
+    throw Error(path + ": token_type_ids given on some lines but not all");
+}
+
+TokenBatch make_input(const ClassifyOptions& opt, const ModelInfo& info, std::string* what) {
+  std::vector<std::vector<int32_t>> rows, types;
+  if (!opt.ids_file.empty()) read_ids_file(opt.ids_file, rows, types);
+  for (size_t i = 0; i < opt.ids.size(); ++i) rows.push_back(parse_id_list(opt.ids[i], "--ids #" + std::to_string(i + 1)));
+  for (size_t i = 0; i < opt.types.size(); ++i)
+    types.push_back(parse_id_list(opt.types[i], "--types #" + std::to_string(i + 1)));
+  if (!rows.empty()) {
+    *what = std::to_string(rows.size()) + " rows from " + (opt.ids_file.empty() ? "--ids" : opt.ids_file);
+    return TokenBatch::from_rows(rows, info.pad_token_id, types);
+  }
+  check(opt.batch > 0 && opt.seq_len > 0, "--batch and --seq-len must be positive");
+  // Random ids in [1000, vocab): past BERT's special and unused tokens, like real words.
+  std::mt19937 rng(static_cast<uint32_t>(opt.seed));
+  const int32_t lo = info.vocab_size > 2000 ? 1000 : 1;
+  std::uniform_int_distribution<int32_t> pick(lo, static_cast<int32_t>(info.vocab_size - 1));
+  rows.assign(size_t(opt.batch), std::vector<int32_t>(size_t(opt.seq_len)));
+  for (auto& r : rows)
+    for (auto& id : r) id = pick(rng);
+  *what = "random ids (seed " + std::to_string(opt.seed) + ")";
+  return TokenBatch::from_rows(rows, info.pad_token_id);
+}
+
+int run_classify(const ClassifyOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  if (opt.threads > 0) set_threads(opt.threads);
+  check(opt.warmup >= 0 && opt.repeat >= 1, "--warmup must be >= 0 and --repeat >= 1");
+  LoadOptions lo;
+  lo.seed = opt.seed;
+  lo.compute = opt.compute == "bf16" ? DType::bf16 : DType::f32;
+  check(opt.compute == "f32" || opt.compute == "bf16", "--compute '" + opt.compute + "': expected f32 or bf16");
+
+  const auto t_load0 = clock::now();
+  auto model = load_model(opt.model, lo);
+  const double load_s = std::chrono::duration<double>(clock::now() - t_load0).count();
+  const ModelInfo& info = model->info();
+  check(info.classifier, opt.model + " is a bare encoder (" + info.architecture + "): nothing to classify with");
+
+  std::string input_what;
+  TokenBatch batch = make_input(opt, info, &input_what);
+  const int64_t B = batch.batch(), T = batch.seq_len();
+
+  const MemoryStats before = memory_stats(Device::cpu());
+  reset_memory_peaks(Device::cpu());
+  Tensor logits;
+  for (int i = 0; i < opt.warmup; ++i) logits = model->classify(batch);
+  std::vector<double> seconds;
+  for (int i = 0; i < opt.repeat; ++i) {
+    const auto t0 = clock::now();
+    logits = model->classify(batch);
+    seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  const MemoryStats after = memory_stats(Device::cpu());
+  const Summary lat = summarize(seconds);
+  const ForwardCost cost = model->forward_cost(B, T);
+  const Tensor scores = scores_from_logits(logits, info.problem_type);
+  const double timer_s = timer_overhead_seconds();
+  const SystemInfo sys = system_info();
+
+  const int64_t L = logits.size(1);
+  const float* lg = logits.data<float>();
+  const float* sc = scores.data<float>();
+  auto best_label = [&](int64_t r) {
+    int64_t best = 0;
+    for (int64_t l = 1; l < L; ++l)
+      if (sc[r * L + l] > sc[r * L + best]) best = l;
+    return best;
+  };
+
+  if (opt.json) {
+    nlohmann::json j;
+    j["schema"] = "tach.classify/1";
+    j["model"] = {{"spec", info.spec}, {"source", info.source}, {"architecture", info.architecture},
+                  {"parameters", info.parameters}, {"weights_dtype", info.weights_dtype},
+                  {"compute_dtype", std::string(dtype_name(info.compute))}, {"labels", info.labels},
+                  {"problem_type", info.problem_type}, {"notes", info.notes}};
+    j["machine"] = {{"cpu", sys.cpu_model}, {"threads", threads()}, {"gemm", sys.gemm_library}};
+    j["input"] = {{"batch", B}, {"seq_len", T}, {"real_tokens", batch.real_tokens()}, {"source", input_what}};
+    j["rows"] = nlohmann::json::array();
+    for (int64_t r = 0; r < B; ++r) {
+      std::vector<float> lr(lg + r * L, lg + (r + 1) * L), sr(sc + r * L, sc + (r + 1) * L);
+      j["rows"].push_back({{"label", info.labels[size_t(best_label(r))]}, {"logits", lr}, {"scores", sr}});
+    }
+    j["timing"] = {{"unit", "s"}, {"method", "wall clock (steady_clock) around one batched forward"},
+                   {"warmup", opt.warmup}, {"repetitions", opt.repeat}, {"median", lat.median},
+                   {"min", lat.min}, {"max", lat.max}, {"p10", lat.p10}, {"p90", lat.p90}, {"iqr", lat.iqr},
+                   {"mean", lat.mean}, {"samples", seconds}, {"load_s", load_s},
+                   {"timer_overhead_s", timer_s}};
+    j["throughput"] = {{"samples_per_s", double(B) / lat.median}, {"tokens_per_s", double(B * T) / lat.median},
+                       {"flops_per_forward", cost.flops}, {"achieved_flops_per_s", cost.flops / lat.median}};
+    j["memory"] = {{"unit", "bytes"},
+                   {"weights", after[MemoryCategory::weights].current},
+                   {"activations_peak", after[MemoryCategory::activations].peak},
+                   {"workspace_peak", after[MemoryCategory::workspace].peak},
+                   {"total_peak", after.total.peak},
+                   {"mapped", after.mapped.current},
+                   {"before_total", before.total.current}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+
+  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << human_count(double(info.parameters))
+            << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n"
+            << "            " << info.source << "\n";
+  for (const auto& n : info.notes) std::cout << "note        " << n << "\n";
+  std::cout << "machine     " << sys.cpu_model << ", " << threads() << " threads, GEMM " << sys.gemm_library << "\n"
+            << "input       " << B << " rows x " << T << " tokens (" << batch.real_tokens() << " real), "
+            << input_what << "\n"
+            << "load        " << fixed(load_s, 2) << " s (config, weights, packing)\n";
+  const int64_t shown = std::min<int64_t>(B, opt.show_rows);
+  for (int64_t r = 0; r < shown; ++r) {
+    std::cout << "row " << r << (r < 10 ? "      " : "     ") << info.labels[size_t(best_label(r))] << "  (";
+    for (int64_t l = 0; l < L; ++l)
+      std::cout << (l ? ", " : "") << info.labels[size_t(l)] << " " << fixed(sc[r * L + l], 4);
+    std::cout << ")\n";
+  }
+  if (shown < B) std::cout << "...         " << (B - shown) << " more rows (--show-rows, or --json for all)\n";
+  std::cout << "latency     per batch, wall clock; " << opt.warmup << " warm-up runs discarded, " << opt.repeat
+            << " timed\n"
+            << "            " << describe_ms(lat) << "\n"
+            << "throughput  " << fixed(double(B) / lat.median, 1) << " samples/s, "
+            << fixed(double(B * T) / lat.median, 0) << " tokens/s (from the median)\n"
+            << "compute     " << fixed(cost.flops / 1e9, 2) << " GFLOP per batch (declared by the ops), "
+            << fixed(cost.flops / lat.median / 1e9, 1) << " GFLOP/s achieved\n"
+            << "memory      weights " << human_bytes(double(after[MemoryCategory::weights].current))
+            << " (packed for the GEMM), activations peak "
+            << human_bytes(double(after[MemoryCategory::activations].peak)) << ", mapped files "
+            << human_bytes(double(after.mapped.current)) << " (counted by tach's allocator)\n"
+            << "overhead    " << fixed(timer_s * 1e9, 0) << " ns per clock reading (two per timed run)\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_classify_command(CLI::App& app) {
+  auto opt = std::make_shared<ClassifyOptions>();
+  CLI::App* sub = app.add_subcommand("classify", "Run a sequence classifier on token ids; print labels, scores and "
+                                                 "timings");
+  sub->add_option("-m,--model", opt->model,
+                  "Model: preset:NAME (distilbert-base-uncased, bert-base-uncased, bert-tiny), a directory with "
+                  "config.json and model.safetensors, or a hub id ORG/NAME[@REV] in the Hugging Face cache")
+      ->capture_default_str();
+  sub->add_option("--ids", opt->ids, "One row of token ids, e.g. \"101 7592 102\" (repeat for more rows)");
+  sub->add_option("--types", opt->types, "token_type_ids for the matching --ids row (BERT only)");
+  sub->add_option("--ids-file", opt->ids_file,
+                  "File with one row per line: ids separated by spaces or commas, or JSON {\"input_ids\": [...]}");
+  sub->add_option("-b,--batch", opt->batch, "Rows of random ids when no ids are given")->capture_default_str();
+  sub->add_option("-s,--seq-len", opt->seq_len, "Tokens per row of random ids")->capture_default_str();
+  sub->add_option("--warmup", opt->warmup, "Untimed runs before timing")->capture_default_str();
+  sub->add_option("--repeat", opt->repeat, "Timed runs")->capture_default_str();
+  sub->add_option("-t,--threads", opt->threads, "Threads (default: all cores, or OMP_NUM_THREADS)");
+  sub->add_option("--compute", opt->compute, "Compute dtype: f32 or bf16")->capture_default_str();
+  sub->add_option("--seed", opt->seed, "Seed for preset weights and random ids")->capture_default_str();
+  sub->add_option("--show-rows", opt->show_rows, "Rows to print")->capture_default_str();
+  sub->add_flag("--json", opt->json, "Print machine-readable JSON (schema tach.classify/1)");
+  return {sub, [opt] { return run_classify(*opt); }};
+}
+
+}  // namespace tach::cli

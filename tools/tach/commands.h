@@ -1,0 +1,17 @@
+// One function per subcommand: it registers the subcommand's options and returns how to run it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace tach::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  // returns the exit code
+};
+
+Command add_info_command(CLI::App& app);
+Command add_classify_command(CLI::App& app);
+
+}  // namespace tach::cli

@@ -1,0 +1,16 @@
+// Formatting numbers for people: units always printed.
+#pragma once
+
+#include <string>
+
+#include "tach/stats.h"
+
+namespace tach::cli {
+
+std::string human_bytes(double bytes);          // "255.3 MiB"
+std::string fixed(double v, int decimals);      // "12.35"
+std::string human_count(double v);              // "66.96M"
+// "median 12.35 ms (min 12.01, p90 12.90, max 13.40; IQR 0.21 ms = 1.7%)"
+std::string describe_ms(const Summary& s_seconds);
+
+}  // namespace tach::cli
