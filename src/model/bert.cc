@@ -12,8 +12,7 @@ BuiltEncoder build_bert(const EncoderConfig& c, WeightBinder& w, DType compute, 
   e.word_embeddings = w.take("embeddings.word_embeddings.weight", {c.vocab_size, C});
   e.position_embeddings = w.take("embeddings.position_embeddings.weight", {c.max_position_embeddings, C});
   e.token_type_embeddings = w.take("embeddings.token_type_embeddings.weight", {c.type_vocab_size, C});
-  e.emb_ln_gamma = to_f32_param(w.take("embeddings.LayerNorm.weight", {C}));
-  e.emb_ln_beta = to_f32_param(w.take("embeddings.LayerNorm.bias", {C}));
+  take_layer_norm(w, "embeddings.LayerNorm", C, &e.emb_ln_gamma, &e.emb_ln_beta);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = "encoder.layer." + std::to_string(i) + ".";
     EncoderLayer L;
@@ -24,22 +23,16 @@ BuiltEncoder build_bert(const EncoderConfig& c, WeightBinder& w, DType compute, 
     Tensor wv = w.take(p + "attention.self.value.weight", {C, C});
     Tensor bv = w.take(p + "attention.self.value.bias", {C});
     L.qkv = pack_linear(concat_rows(wq, wk, wv), concat_rows(bq, bk, bv), compute);
-    L.attn_out = pack_linear(w.take(p + "attention.output.dense.weight", {C, C}),
-                             w.take(p + "attention.output.dense.bias", {C}), compute);
-    L.ln1_gamma = to_f32_param(w.take(p + "attention.output.LayerNorm.weight", {C}));
-    L.ln1_beta = to_f32_param(w.take(p + "attention.output.LayerNorm.bias", {C}));
-    L.ffn_in = pack_linear(w.take(p + "intermediate.dense.weight", {I, C}), w.take(p + "intermediate.dense.bias", {I}),
-                           compute, ffn_activation(c));
-    L.ffn_out = pack_linear(w.take(p + "output.dense.weight", {C, I}), w.take(p + "output.dense.bias", {C}), compute);
-    L.ln2_gamma = to_f32_param(w.take(p + "output.LayerNorm.weight", {C}));
-    L.ln2_beta = to_f32_param(w.take(p + "output.LayerNorm.bias", {C}));
+    L.attn_out = take_linear(w, p + "attention.output.dense", C, C, compute);
+    take_layer_norm(w, p + "attention.output.LayerNorm", C, &L.ln1_gamma, &L.ln1_beta);
+    L.ffn_in = take_linear(w, p + "intermediate.dense", I, C, compute, ffn_activation(c));
+    L.ffn_out = take_linear(w, p + "output.dense", C, I, compute);
+    take_layer_norm(w, p + "output.LayerNorm", C, &L.ln2_gamma, &L.ln2_beta);
     e.layers.push_back(std::move(L));
   }
   if (with_head) {
-    m.head.dense = pack_linear(w.take("pooler.dense.weight", {C, C}), w.take("pooler.dense.bias", {C}), compute,
-                               cpu::FusedActivation::tanh);
-    m.head.out = pack_linear(w.take_head("classifier.weight", {c.num_labels(), C}),
-                             w.take_head("classifier.bias", {c.num_labels()}), compute);
+    m.head.dense = take_linear(w, "pooler.dense", C, C, compute, cpu::FusedActivation::tanh);
+    m.head.out = take_linear(w, "classifier", c.num_labels(), C, compute, cpu::FusedActivation::none, Scope::head);
   }
   return m;
 }

@@ -44,4 +44,17 @@ cpu::FusedActivation ffn_activation(const EncoderConfig& c) {
   return c.hidden_act == "relu" ? cpu::FusedActivation::relu : cpu::FusedActivation::gelu_erf;
 }
 
+std::unique_ptr<cpu::PackedLinear> take_linear(WeightBinder& w, const std::string& name, int64_t out, int64_t in,
+                                               DType compute, cpu::FusedActivation act, Scope scope) {
+  const bool head = scope == Scope::head;
+  Tensor weight = head ? w.take_head(name + ".weight", {out, in}) : w.take(name + ".weight", {out, in});
+  Tensor bias = head ? w.take_head(name + ".bias", {out}) : w.take(name + ".bias", {out});
+  return pack_linear(weight, bias, compute, act);
+}
+
+void take_layer_norm(WeightBinder& w, const std::string& name, int64_t width, Tensor* gamma, Tensor* beta) {
+  *gamma = to_f32_param(w.take(name + ".weight", {width}));
+  *beta = to_f32_param(w.take(name + ".bias", {width}));
+}
+
 }  // namespace tach::model

@@ -37,4 +37,13 @@ std::unique_ptr<cpu::PackedLinear> pack_linear(const Tensor& weight, const Tenso
                                                cpu::FusedActivation act = cpu::FusedActivation::none);
 cpu::FusedActivation ffn_activation(const EncoderConfig& config);
 
+// Takes NAME.weight [out, in], then NAME.bias [out], and packs them. The order is fixed so that
+// a checkpoint with several bad tensors always reports the same one first.
+enum class Scope { encoder, head };  // head tensors are never prefixed
+std::unique_ptr<cpu::PackedLinear> take_linear(WeightBinder& w, const std::string& name, int64_t out, int64_t in,
+                                               DType compute, cpu::FusedActivation act = cpu::FusedActivation::none,
+                                               Scope scope = Scope::encoder);
+// Takes NAME.weight and NAME.bias of a LayerNorm over `width` as f32.
+void take_layer_norm(WeightBinder& w, const std::string& name, int64_t width, Tensor* gamma, Tensor* beta);
+
 }  // namespace tach::model

@@ -1,0 +1,49 @@
+# Thin wrapper over CMake. `make run` and `make test` are the README's two commands.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: setup configure build run test test-all bench smoke sanitize fuzz clean
+
+setup:
+	scripts/setup.sh
+
+configure: setup
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job on the built-in default: DistilBERT-base (synthetic weights) on the CPU.
+run: build
+	$(BUILD)/tach info
+	$(BUILD)/tach classify --model preset:distilbert-base-uncased --batch 8 --seq-len 128
+
+# The test suite without the slow label (CI runs this).
+test: build
+	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure -LE slow
+
+test-all: build
+	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
+
+smoke: build
+	$(BUILD)/tach classify --model preset:bert-tiny --batch 2 --seq-len 16 --repeat 3
+
+bench: build
+	OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-SKYLAKEX} $(BUILD)/bench/tach_bench_gemm --benchmark_repetitions=5 \
+	  --benchmark_report_aggregates_only=true
+
+# The whole suite under AddressSanitizer and UBSan.
+sanitize: setup
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTACH_SANITIZE=address,undefined -DTACH_BUILD_BENCH=OFF
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j $(JOBS) --output-on-failure
+
+fuzz:
+	TACH_FUZZ=1 scripts/setup.sh
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTACH_BUILD_FUZZ=ON \
+	  -DTACH_BUILD_TESTS=OFF -DTACH_BUILD_BENCH=OFF -DTACH_CUDA=OFF
+	cmake --build build-fuzz -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

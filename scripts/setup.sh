@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages tach builds against. Idempotent: installs only what is
+# missing and says what. Works as root or through sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev     # JSON (configs, safetensors headers, results)
+  libcli11-dev           # command line
+  libdnnl-dev            # oneDNN: GEMM and fused linear layers (chosen by measurement, docs/perf.md)
+  libopenblas-dev        # OpenBLAS: the GEMM comparison and BLAS checks in tach info
+  libyaml-cpp-dev        # YAML run configs
+  libutf8proc-dev libpcre2-dev   # Unicode data and regex for the tokenizers
+  libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks
+)
+if [ "${TACH_FUZZ:-0}" = 1 ]; then packages+=(clang libclang-rt-dev); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

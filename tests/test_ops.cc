@@ -1,0 +1,189 @@
+// Each op against a naive double-precision reference. Tolerances per dtype, with reasons.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "cpu/gemm.h"
+#include "cpu/packed_linear.h"
+#include "ops/attention.h"
+#include "ops/embedding.h"
+#include "ops/layer_norm.h"
+#include "ops/linear.h"
+#include "tach/error.h"
+#include "test_util.h"
+
+namespace tach::ops {
+namespace {
+
+Tensor random_tensor(const Shape& shape, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.f, scale);
+  Tensor t = Tensor::empty(shape, DType::f32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = n(rng);
+  return t;
+}
+
+// y = act(x Wᵀ + b) in double.
+std::vector<double> linear_reference(const Tensor& x, const Tensor& w, const Tensor& b, int act) {
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  std::vector<double> y(size_t(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = b.defined() ? b.data<float>()[n] : 0;
+      for (int64_t k = 0; k < K; ++k) s += double(x.data<float>()[m * K + k]) * w.data<float>()[n * K + k];
+      if (act == 1) s = 0.5 * s * (1 + std::erf(s / std::sqrt(2.0)));
+      if (act == 2) s = std::max(0.0, s);
+      if (act == 3) s = std::tanh(s);
+      y[size_t(m * N + n)] = s;
+    }
+  return y;
+}
+
+void expect_close(const Tensor& got, const std::vector<double>& want, double atol, double rtol) {
+  ASSERT_EQ(size_t(got.numel()), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got.data<float>()[i], want[i], atol + rtol * std::fabs(want[i])) << "element " << i;
+}
+
+struct LinearCase {
+  int64_t M, N, K;
+  cpu::FusedActivation act;
+};
+
+class LinearTest : public ::testing::TestWithParam<LinearCase> {};
+
+TEST_P(LinearTest, F32MatchesReference) {
+  const auto p = GetParam();
+  Tensor x = random_tensor({p.M, p.K}, 1), w = random_tensor({p.N, p.K}, 2, 0.2f), b = random_tensor({p.N}, 3);
+  cpu::PackedLinear lin(w, b, DType::f32, p.act);
+  Tensor y = Tensor::empty({p.M, p.N}, DType::f32);
+  linear_forward(y, x, lin);
+  // f32 accumulation over K terms of size ~0.2: 1e-4 absolute covers K up to a few thousand.
+  expect_close(y, linear_reference(x, w, b, int(p.act)), 1e-4, 1e-4);
+}
+
+TEST_P(LinearTest, Bf16WithinBf16Rounding) {
+  const auto p = GetParam();
+  Tensor x = random_tensor({p.M, p.K}, 1), w = random_tensor({p.N, p.K}, 2, 0.2f), b = random_tensor({p.N}, 3);
+  cpu::PackedLinear lin(w, b, DType::bf16, p.act);
+  Tensor y = Tensor::empty({p.M, p.N}, DType::f32);
+  linear_forward(y, x, lin);
+  // Inputs rounded to 8 bits of mantissa: relative error per product ~2^-8, summed over K
+  // random-sign terms it grows like sqrt(K); 0.05 + 2% is loose enough for K = 300.
+  expect_close(y, linear_reference(x, w, b, int(p.act)), 0.05, 0.02);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LinearTest,
+                         ::testing::Values(LinearCase{1, 1, 1, cpu::FusedActivation::none},
+                                           LinearCase{7, 13, 29, cpu::FusedActivation::gelu_erf},
+                                           LinearCase{64, 48, 32, cpu::FusedActivation::relu},
+                                           LinearCase{130, 33, 300, cpu::FusedActivation::tanh},
+                                           LinearCase{3, 200, 17, cpu::FusedActivation::none}));
+
+TEST(Linear, StridedRowsAndShapeErrors) {
+  Tensor big = random_tensor({4, 10}, 5), w = random_tensor({3, 6}, 6);
+  Tensor x = big.narrow(1, 2, 6);  // rows of stride 10
+  cpu::PackedLinear lin(w, Tensor(), DType::f32, cpu::FusedActivation::none);
+  Tensor y = Tensor::empty({4, 3}, DType::f32);
+  linear_forward(y, x, lin);
+  expect_close(y, linear_reference(x.contiguous(), w, Tensor(), 0), 1e-5, 1e-5);
+  Tensor wrong = Tensor::empty({4, 5}, DType::f32);
+  EXPECT_THROW(linear_forward(y, wrong, lin), Error);
+}
+
+TEST(Gemm, BackendsAgree) {
+  const int64_t M = 37, N = 23, K = 41;
+  Tensor a = random_tensor({M, K}, 1), b = random_tensor({N, K}, 2);
+  Tensor c1 = Tensor::zeros({M, N}, DType::f32), c2 = Tensor::zeros({M, N}, DType::f32);
+  cpu::sgemm(cpu::GemmBackend::onednn, false, true, M, N, K, 1.f, a.data<float>(), K, b.data<float>(), K, 0.f,
+             c1.data<float>(), N);
+  cpu::sgemm(cpu::GemmBackend::openblas, false, true, M, N, K, 1.f, a.data<float>(), K, b.data<float>(), K, 0.f,
+             c2.data<float>(), N);
+  for (int64_t i = 0; i < M * N; ++i) EXPECT_NEAR(c1.data<float>()[i], c2.data<float>()[i], 1e-4);
+}
+
+TEST(LayerNorm, MatchesReferenceWithResidual) {
+  const int64_t N = 5, C = 37;
+  Tensor x = random_tensor({N, C}, 1, 3.f), r = random_tensor({N, C}, 2), g = random_tensor({C}, 3),
+         b = random_tensor({C}, 4);
+  Tensor out = Tensor::empty({N, C}, DType::f32);
+  layer_norm_forward(out, x, r, g, b, 1e-12f);
+  std::vector<double> want(size_t(N * C));
+  for (int64_t n = 0; n < N; ++n) {
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < C; ++c) mean += double(x.data<float>()[n * C + c]) + r.data<float>()[n * C + c];
+    mean /= double(C);
+    for (int64_t c = 0; c < C; ++c) {
+      const double d = double(x.data<float>()[n * C + c]) + r.data<float>()[n * C + c] - mean;
+      var += d * d;
+    }
+    var /= double(C);
+    for (int64_t c = 0; c < C; ++c)
+      want[size_t(n * C + c)] =
+          (double(x.data<float>()[n * C + c]) + r.data<float>()[n * C + c] - mean) / std::sqrt(var + 1e-12) *
+              g.data<float>()[c] +
+          b.data<float>()[c];
+  }
+  expect_close(out, want, 1e-5, 1e-5);
+  EXPECT_THROW(layer_norm_forward(out, x, r, random_tensor({C + 1}, 5), b, 1e-5f), Error);
+}
+
+TEST(Embedding, GathersConvertsAndRejectsBadIds) {
+  Tensor table = random_tensor({10, 4}, 1);
+  Tensor table_bf16 = table.to(DType::bf16);
+  Tensor ids = Tensor::empty({3}, DType::i32);
+  ids.data<int32_t>()[0] = 9;
+  ids.data<int32_t>()[1] = 0;
+  ids.data<int32_t>()[2] = 9;
+  Tensor out = Tensor::empty({3, 4}, DType::f32);
+  embedding_forward(out, ids, table, false);
+  EXPECT_EQ(out.data<float>()[0], table.data<float>()[36]);
+  embedding_forward(out, ids, table_bf16, true);
+  EXPECT_NEAR(out.data<float>()[5], 2 * table.data<float>()[1], 2e-2);
+  ids.data<int32_t>()[1] = 10;
+  EXPECT_THROW(embedding_forward(out, ids, table, false), Error);
+}
+
+TEST(Attention, MatchesReferenceWithPadding) {
+  const int64_t B = 2, T = 5, H = 2, D = 3, C = H * D;
+  Tensor qkv = random_tensor({B, T, 3 * C}, 1);
+  Tensor mask = Tensor::empty({B, T}, DType::i32);
+  for (int64_t i = 0; i < B * T; ++i) mask.data<int32_t>()[i] = (i / T == 1 && i % T >= 3) ? 0 : 1;
+  Tensor out = Tensor::empty({B, T, C}, DType::f32);
+  const float scale = 1.0f / std::sqrt(float(D));
+  attention_forward(out, qkv.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), mask, int(H), scale);
+  std::vector<double> want(size_t(B * T * C));
+  const float* p = qkv.data<float>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i) {
+        std::vector<double> s(static_cast<size_t>(T));
+        double mx = -1e300, sum = 0;
+        for (int64_t j = 0; j < T; ++j) {
+          double d = 0;
+          for (int64_t e = 0; e < D; ++e) d += double(p[(b * T + i) * 3 * C + h * D + e]) * p[(b * T + j) * 3 * C + C + h * D + e];
+          s[size_t(j)] = mask.data<int32_t>()[b * T + j] ? d * scale : -1e300;
+          mx = std::max(mx, s[size_t(j)]);
+        }
+        for (auto& v : s) sum += (v = std::exp(v - mx));
+        for (int64_t e = 0; e < D; ++e) {
+          double acc = 0;
+          for (int64_t j = 0; j < T; ++j) acc += s[size_t(j)] / sum * p[(b * T + j) * 3 * C + 2 * C + h * D + e];
+          want[size_t((b * T + i) * C + h * D + e)] = acc;
+        }
+      }
+  expect_close(out, want, 1e-5, 1e-5);
+}
+
+TEST(OpCost, DeclaredFromArguments) {
+  const OpCost l = linear_cost(4, 3, 2, DType::f32, true);
+  EXPECT_EQ(l.flops, 2.0 * 4 * 3 * 2 + 12);
+  EXPECT_EQ(l.bytes_written, 4.0 * 3 * 4);
+  const OpCost a = attention_cost(1, 128, 12, 64);
+  EXPECT_EQ(a.flops, 12 * (4.0 * 128 * 128 * 64 + 5.0 * 128 * 128));
+  EXPECT_GT(layer_norm_cost(10, 10, true).intensity(), 0);
+}
+
+}  // namespace
+}  // namespace tach::ops

@@ -1,0 +1,96 @@
+#include "test_util.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace tach::test {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  std::random_device rd;
+  path_ = (fs::temp_directory_path() / ("tach-test-" + std::to_string(rd()) + std::to_string(rd()))).string();
+  fs::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+static size_t element_bytes(const std::string& dtype) {
+  if (dtype == "F64" || dtype == "I64") return 8;
+  if (dtype == "F32" || dtype == "I32") return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16") return 2;
+  return 1;
+}
+
+std::vector<uint8_t> safetensors_bytes(const std::vector<FakeTensor>& tensors, const std::string& metadata_json) {
+  std::ostringstream header;
+  header << "{";
+  bool first = true;
+  if (!metadata_json.empty()) {
+    header << "\"__metadata__\":" << metadata_json;
+    first = false;
+  }
+  std::vector<uint8_t> data;
+  for (const auto& t : tensors) {
+    size_t n = 1;
+    for (auto d : t.shape) n *= size_t(d);
+    std::vector<uint8_t> bytes = t.bytes;
+    if (bytes.empty()) {
+      bytes.resize(n * element_bytes(t.dtype));
+      for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 7 + 3);
+    }
+    header << (first ? "" : ",") << "\"" << t.name << "\":{\"dtype\":\"" << t.dtype << "\",\"shape\":[";
+    for (size_t i = 0; i < t.shape.size(); ++i) header << (i ? "," : "") << t.shape[i];
+    header << "],\"data_offsets\":[" << data.size() << "," << data.size() + bytes.size() << "]}";
+    data.insert(data.end(), bytes.begin(), bytes.end());
+    first = false;
+  }
+  header << "}";
+  std::string h = header.str();
+  while (h.size() % 8) h += ' ';
+  std::vector<uint8_t> out(8 + h.size() + data.size());
+  const uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) out[size_t(i)] = uint8_t(n >> (8 * i));
+  std::memcpy(out.data() + 8, h.data(), h.size());
+  if (!data.empty()) std::memcpy(out.data() + 8 + h.size(), data.data(), data.size());
+  return out;
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string fixtures_dir() { return TACH_FIXTURES; }
+std::string shared_dir() { return TACH_SHARED_DIR; }
+bool shared_available() { return fs::is_directory(shared_dir() + "/configs"); }
+
+double max_relative_error(const float* a, const float* b, size_t n, double floor) {
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double err = std::fabs(double(a[i]) - double(b[i])) / (std::fabs(double(b[i])) + floor);
+    if (!(err <= worst)) worst = err;  // NaN propagates as the worst
+  }
+  return worst;
+}
+
+}  // namespace tach::test

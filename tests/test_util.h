@@ -1,0 +1,45 @@
+// Helpers shared by the tests: temporary directories and hand-built safetensors files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tach/tensor.h"
+
+namespace tach::test {
+
+// A fresh directory under the system temp dir, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct FakeTensor {
+  std::string name;
+  std::string dtype = "F32";
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  // empty: filled with deterministic bytes of the right size
+};
+
+// Serialises tensors into safetensors bytes (header padded to 8 bytes as the library does).
+std::vector<uint8_t> safetensors_bytes(const std::vector<FakeTensor>& tensors, const std::string& metadata_json = "");
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
+void write_text(const std::string& path, const std::string& text);
+std::string read_text(const std::string& path);
+
+// Fixture paths; tests skip with a reason when shared/ is absent.
+std::string fixtures_dir();
+std::string shared_dir();
+bool shared_available();
+
+// Largest |a - b| / (|b| + floor) over two float arrays.
+double max_relative_error(const float* a, const float* b, size_t n, double floor);
+
+}  // namespace tach::test
