@@ -36,6 +36,10 @@ void BM_sgemm(benchmark::State& state, GemmBackend backend) {
 }
 
 void BM_bf16gemm(benchmark::State& state, GemmBackend backend) {
+  if (backend == GemmBackend::openblas && tach::cpu::openblas_sbgemm() == nullptr) {
+    state.SkipWithError("this OpenBLAS has no bfloat16 GEMM (cblas_sbgemm)");
+    return;
+  }
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   auto Af = random_floats(size_t(M * K), 1), Wf = random_floats(size_t(N * K), 2);
   std::vector<uint16_t> A(Af.size()), W(Wf.size());
@@ -50,11 +54,12 @@ void BM_bf16gemm(benchmark::State& state, GemmBackend backend) {
       benchmark::Counter(2e-9 * double(M) * double(N) * double(K), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_packed_linear(benchmark::State& state, tach::DType compute) {
+void BM_packed_linear(benchmark::State& state, tach::DType compute, bool with_bias, tach::cpu::FusedActivation act) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
-  auto A = random_floats(size_t(M * K), 1), Wf = random_floats(size_t(N * K), 2);
+  auto A = random_floats(size_t(M * K), 1), Wf = random_floats(size_t(N * K), 2), bf = random_floats(size_t(N), 3);
   tach::Tensor W = tach::Tensor::from_borrowed(Wf.data(), {N, K}, tach::DType::f32, nullptr);
-  tach::cpu::PackedLinear lin(W, tach::Tensor(), compute, tach::cpu::FusedActivation::none);
+  tach::Tensor b = with_bias ? tach::Tensor::from_borrowed(bf.data(), {N}, tach::DType::f32, nullptr) : tach::Tensor();
+  tach::cpu::PackedLinear lin(W, b, compute, act);
   std::vector<float> C(size_t(M * N));
   for (auto _ : state) {
     lin.forward(A.data(), M, K, C.data(), N);
@@ -76,9 +81,13 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_sgemm, openblas, GemmBackend::openblas)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_sgemm, onednn, GemmBackend::onednn)->Apply(shapes);
-BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32, tach::DType::f32)->Apply(shapes);
+using tach::cpu::FusedActivation;
+BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32, tach::DType::f32, false, FusedActivation::none)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32_bias, tach::DType::f32, true, FusedActivation::none)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32_bias_gelu, tach::DType::f32, true, FusedActivation::gelu_erf)
+    ->Apply(shapes);
 BENCHMARK_CAPTURE(BM_bf16gemm, openblas, GemmBackend::openblas)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_bf16gemm, onednn, GemmBackend::onednn)->Apply(shapes);
-BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_bf16, tach::DType::bf16)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_bf16, tach::DType::bf16, false, FusedActivation::none)->Apply(shapes);
 
 BENCHMARK_MAIN();

@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "cpu/gemm.h"
 #include "cpu/packed_linear.h"
+#include "cpu/vec_math.h"
 #include "ops/attention.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
@@ -145,16 +147,19 @@ TEST(Embedding, GathersConvertsAndRejectsBadIds) {
   EXPECT_THROW(embedding_forward(out, ids, table, false), Error);
 }
 
-TEST(Attention, MatchesReferenceWithPadding) {
-  const int64_t B = 2, T = 5, H = 2, D = 3, C = H * D;
+// Attention against a double reference that applies the mask as Hugging Face does: finfo.min
+// added to a padded key's score (so an all-padding row attends uniformly to every key).
+void check_attention(const std::vector<std::vector<int32_t>>& mask_rows) {
+  const int64_t B = int64_t(mask_rows.size()), T = int64_t(mask_rows[0].size()), H = 2, D = 3, C = H * D;
   Tensor qkv = random_tensor({B, T, 3 * C}, 1);
   Tensor mask = Tensor::empty({B, T}, DType::i32);
-  for (int64_t i = 0; i < B * T; ++i) mask.data<int32_t>()[i] = (i / T == 1 && i % T >= 3) ? 0 : 1;
+  for (int64_t i = 0; i < B * T; ++i) mask.data<int32_t>()[i] = mask_rows[size_t(i / T)][size_t(i % T)];
   Tensor out = Tensor::empty({B, T, C}, DType::f32);
   const float scale = 1.0f / std::sqrt(float(D));
   attention_forward(out, qkv.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), mask, int(H), scale);
   std::vector<double> want(size_t(B * T * C));
   const float* p = qkv.data<float>();
+  const double lowest = std::numeric_limits<float>::lowest();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < T; ++i) {
@@ -162,8 +167,10 @@ TEST(Attention, MatchesReferenceWithPadding) {
         double mx = -1e300, sum = 0;
         for (int64_t j = 0; j < T; ++j) {
           double d = 0;
-          for (int64_t e = 0; e < D; ++e) d += double(p[(b * T + i) * 3 * C + h * D + e]) * p[(b * T + j) * 3 * C + C + h * D + e];
-          s[size_t(j)] = mask.data<int32_t>()[b * T + j] ? d * scale : -1e300;
+          for (int64_t e = 0; e < D; ++e)
+            d += double(p[(b * T + i) * 3 * C + h * D + e]) * p[(b * T + j) * 3 * C + C + h * D + e];
+          // In f32, score + finfo.min rounds to finfo.min for any modest score.
+          s[size_t(j)] = mask.data<int32_t>()[b * T + j] ? d * scale : lowest;
           mx = std::max(mx, s[size_t(j)]);
         }
         for (auto& v : s) sum += (v = std::exp(v - mx));
@@ -174,6 +181,56 @@ TEST(Attention, MatchesReferenceWithPadding) {
         }
       }
   expect_close(out, want, 1e-5, 1e-5);
+}
+
+TEST(Attention, RightPaddingUsesOnlyRealKeys) { check_attention({{1, 1, 1, 1, 1}, {1, 1, 1, 0, 0}}); }
+TEST(Attention, GeneralMaskPatternIsAdditive) { check_attention({{1, 0, 1, 1, 0}, {0, 1, 1, 1, 1}}); }
+TEST(Attention, AllPaddingRowAttendsUniformlyAsInTransformers) { check_attention({{0, 0, 0, 0}, {1, 1, 0, 0}}); }
+TEST(Attention, LongSequence) {
+  std::vector<int32_t> row(200, 1);
+  for (int i = 150; i < 200; ++i) row[size_t(i)] = 0;
+  check_attention({row});
+}
+
+TEST(VecMath, ExpErfGeluAccuracy) {
+  for (double x = -100; x <= 88; x += 0.01) {
+    const float f = float(x);
+    const double want = std::exp(double(f));
+    const float got = cpu::fast_exp(f);
+    if (want < 1.5e-38) {
+      EXPECT_LE(got, 1.5e-38f) << x;  // at the bottom of the normal range: 0 or nearly
+    } else {
+      EXPECT_NEAR(got, want, 3e-7 * want) << x;  // ~2.5 ulp
+    }
+  }
+  EXPECT_EQ(cpu::fast_exp(-1e30f), 0.0f);
+  EXPECT_EQ(cpu::fast_exp(std::numeric_limits<float>::lowest()), 0.0f);
+  EXPECT_TRUE(std::isinf(cpu::fast_exp(100.f)));
+  for (double x = -12; x <= 12; x += 0.001) {
+    EXPECT_NEAR(cpu::fast_erf(float(x)), std::erf(x), 5e-7) << x;  // A&S 7.1.26: 1.5e-7, plus f32 rounding
+    const double gelu = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    EXPECT_NEAR(cpu::gelu_erf(float(x)), gelu, 5e-7 * std::max(1.0, std::fabs(x))) << x;
+  }
+}
+
+TEST(VecMath, VectorPathsMatchScalar) {
+  // The AVX-512 path (when built) against the scalar reference, on lengths with tails.
+  for (int64_t n : {1, 5, 16, 17, 128, 131}) {
+    Tensor a = random_tensor({n}, unsigned(n), 4.f);
+    Tensor b = a.contiguous().to(DType::f32);
+    cpu::softmax_inplace(a.data<float>(), n);
+    cpu::softmax_inplace_portable(b.data<float>(), n);
+    double total = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      EXPECT_NEAR(a.data<float>()[j], b.data<float>()[j], 1e-6) << n << " " << j;
+      total += a.data<float>()[j];
+    }
+    EXPECT_NEAR(total, 1.0, 1e-5);
+    Tensor g = random_tensor({3, n}, unsigned(n) + 7, 5.f), g2 = g.to(DType::f32);
+    cpu::gelu_erf_inplace(g.data<float>(), 3, n, n);
+    for (int64_t j = 0; j < 3 * n; ++j)
+      EXPECT_NEAR(g.data<float>()[j], cpu::gelu_erf(g2.data<float>()[j]), 2e-6 * std::max(1.f, std::fabs(g2.data<float>()[j])));
+  }
 }
 
 TEST(OpCost, DeclaredFromArguments) {

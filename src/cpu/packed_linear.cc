@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cpu/vec_math.h"
 #include "tach/error.h"
 
 namespace tach::cpu {
@@ -29,6 +30,7 @@ struct PackedLinear::Impl {
   std::shared_ptr<Storage> weights_storage;  // our counted allocation behind `weights`
   dnnl::memory bias;
   bool has_bias = false;
+  bool gelu_after = false;  // GELU applied by vec_math after the GEMM, not as a post-op
   dnnl::primitive_attr attr;
   dt src_dt = dt::f32;
   mutable std::mutex mu;
@@ -51,7 +53,10 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
   N_ = weight.size(0);
   K_ = weight.size(1);
   impl_->src_dt = compute == DType::bf16 ? dt::bf16 : dt::f32;
-  if (activation != FusedActivation::none) {
+  // oneDNN 2.6 applies a gelu_erf post-op outside its JIT kernels (~4 ns per element, +40% on
+  // an FFN GEMM); our vectorised pass after the GEMM costs a fraction of that (docs/perf.md).
+  impl_->gelu_after = activation == FusedActivation::gelu_erf;
+  if (activation != FusedActivation::none && !impl_->gelu_after) {
     dnnl::post_ops po;
     const dnnl::algorithm alg = activation == FusedActivation::gelu_erf ? dnnl::algorithm::eltwise_gelu_erf
                                 : activation == FusedActivation::relu   ? dnnl::algorithm::eltwise_relu
@@ -117,6 +122,7 @@ void PackedLinear::forward(const float* x, int64_t M, int64_t ldx, float* y, int
   if (impl_->has_bias) args.emplace(DNNL_ARG_BIAS, impl_->bias);
   prim.execute(s, args);
   s.wait();
+  if (impl_->gelu_after) gelu_erf_inplace(y, M, N_, ldy);
 }
 
 }  // namespace tach::cpu
