@@ -3,7 +3,10 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build run test test-all bench smoke sanitize fuzz clean
+.PHONY: setup configure build run test test-all bench bench-peers golden smoke sanitize fuzz clean
+
+# The development-only virtualenv with torch, transformers and onnxruntime (scripts/peers/README.md).
+REF_PYTHON ?= $(HOME)/tach-ref/bin/python
 
 setup:
 	scripts/setup.sh
@@ -32,6 +35,17 @@ smoke: build
 bench: build
 	OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-SKYLAKEX} $(BUILD)/bench/tach_bench_gemm --benchmark_repetitions=5 \
 	  --benchmark_report_aggregates_only=true
+
+# DistilBERT-base at seq 128, batch 1/8/32: tach vs PyTorch eager vs ONNX Runtime, same weights
+# and inputs, alternating in rounds (docs/perf.md).
+bench-peers: build
+	test -f $(BUILD)/golden/distilbert-base-random/model.safetensors || \
+	  $(REF_PYTHON) scripts/golden/make_encoder_fixtures.py --base $(BUILD)/golden
+	$(REF_PYTHON) scripts/peers/encoder_peers.py --model $(BUILD)/golden/distilbert-base-random --tach $(BUILD)/tach
+
+# Regenerate the committed golden fixtures (needs REF_PYTHON).
+golden:
+	$(REF_PYTHON) scripts/golden/make_encoder_fixtures.py tests/fixtures/encoders
 
 # The whole suite under AddressSanitizer and UBSan.
 sanitize: setup

@@ -59,7 +59,7 @@ void BM_packed_linear(benchmark::State& state, tach::DType compute, bool with_bi
   auto A = random_floats(size_t(M * K), 1), Wf = random_floats(size_t(N * K), 2), bf = random_floats(size_t(N), 3);
   tach::Tensor W = tach::Tensor::from_borrowed(Wf.data(), {N, K}, tach::DType::f32, nullptr);
   tach::Tensor b = with_bias ? tach::Tensor::from_borrowed(bf.data(), {N}, tach::DType::f32, nullptr) : tach::Tensor();
-  tach::cpu::PackedLinear lin(W, b, compute, act);
+  tach::cpu::PackedLinear lin(W, b, compute, act, state.range(3));
   std::vector<float> C(size_t(M * N));
   for (auto _ : state) {
     lin.forward(A.data(), M, K, C.data(), N);
@@ -71,9 +71,22 @@ void BM_packed_linear(benchmark::State& state, tach::DType compute, bool with_bi
 
 // {M, N, K}: DistilBERT-base at batch 32 x seq 128 (qkv/out, ffn up, ffn down), then
 // Qwen2.5-0.5B at 512 tokens (q/o, k/v with 2 KV heads, gate/up, down).
+void packing(benchmark::internal::Benchmark* b) {
+  for (int64_t rows : {32, 128, 512, 4096})
+    b->Args({4096, 768, 768, rows})->Args({4096, 3072, 768, rows})->Args({4096, 768, 3072, rows});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+// DistilBERT-base at batch 1 and 8 (M = 128 and 1024 tokens).
+void small_batch(benchmark::internal::Benchmark* b) {
+  for (int64_t M : {128, 1024}) b->Args({M, 2304, 768, 128})->Args({M, 768, 768, 128})->Args({M, 3072, 768, 128})->Args({M, 768, 3072, 128});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
-  b->Args({4096, 768, 768})->Args({4096, 3072, 768})->Args({4096, 768, 3072});
-  b->Args({512, 896, 896})->Args({512, 128, 896})->Args({512, 4864, 896})->Args({512, 896, 4864});
+  // The 4th argument is the row count weights are packed for (PackedLinear only).
+  b->Args({4096, 768, 768, 128})->Args({4096, 3072, 768, 128})->Args({4096, 768, 3072, 128});
+  b->Args({512, 896, 896, 128})->Args({512, 128, 896, 128})->Args({512, 4864, 896, 128})->Args({512, 896, 4864, 128});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
@@ -83,6 +96,10 @@ BENCHMARK_CAPTURE(BM_sgemm, openblas, GemmBackend::openblas)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_sgemm, onednn, GemmBackend::onednn)->Apply(shapes);
 using tach::cpu::FusedActivation;
 BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32, tach::DType::f32, false, FusedActivation::none)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_sgemm, openblas_small, GemmBackend::openblas)->Apply(small_batch);
+BENCHMARK_CAPTURE(BM_sgemm, onednn_small, GemmBackend::onednn)->Apply(small_batch);
+BENCHMARK_CAPTURE(BM_packed_linear, packed_small, tach::DType::f32, false, FusedActivation::none)->Apply(small_batch);
+BENCHMARK_CAPTURE(BM_packed_linear, packing_rows, tach::DType::f32, false, FusedActivation::none)->Apply(packing);
 BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32_bias, tach::DType::f32, true, FusedActivation::none)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32_bias_gelu, tach::DType::f32, true, FusedActivation::gelu_erf)
     ->Apply(shapes);

@@ -73,6 +73,8 @@ TEST(ConfigMalformed, FieldTypesAndRanges) {
   expect_error(R"({"model_type":"bert","vocab_size":10,"position_embedding_type":"relative_key"})", "absolute");
   expect_error(R"([1,2])", "must be a JSON object");
   expect_error(R"({"model_type":)", "not valid JSON");
+  expect_error(R"({"model_type":"bert","vocab_size":1e999})", "not valid JSON");
+  expect_error(R"({"model_type":"bert","vocab_size":18446744073709551615})", "must be a positive integer");
 }
 
 TEST(ConfigMalformed, Labels) {

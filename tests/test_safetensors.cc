@@ -88,6 +88,11 @@ TEST(SafetensorsMalformed, HeaderLengthLies) {
 }
 
 TEST(SafetensorsMalformed, NotJson) { expect_error(raw_file("{\"w\": [1, 2", 0), "not valid JSON"); }
+// Found by fuzz_safetensors: a number too large for a double makes the JSON library throw
+// out_of_range rather than parse_error.
+TEST(SafetensorsMalformed, NumberOverflowInHeader) {
+  expect_error(raw_file(R"({"w":{"dtype":"U8","shape":[3e888888],"data_offsets":[0,3]}})", 3), "not valid JSON");
+}
 TEST(SafetensorsMalformed, NotAnObject) { expect_error(raw_file("[1, 2, 3]", 0), "does not start with '{'"); }
 
 TEST(SafetensorsMalformed, UnknownDtype) {

@@ -73,6 +73,32 @@ TEST(Memory, AccountingIsExactPerCategory) {
   EXPECT_EQ(memory_stats(Device::cpu()).total.peak, s2.total.current);
 }
 
+TEST(Memory, LargeBlocksAreCachedAndCountedApart) {
+  release_cached_memory(Device::cpu());
+  const MemoryStats s0 = memory_stats(Device::cpu());
+  const void* first = nullptr;
+  {
+    Tensor a = Tensor::empty({1 << 20}, DType::f32);  // 4 MiB: cached on free
+    first = a.raw();
+  }
+  const MemoryStats s1 = memory_stats(Device::cpu());
+  EXPECT_EQ(s1.cached.current - s0.cached.current, 4 << 20);
+  EXPECT_EQ(s1.total.current, s0.total.current);  // not in use any more
+  {
+    Tensor b = Tensor::empty({1 << 20}, DType::f32, Device::cpu(), MemoryCategory::workspace);
+    EXPECT_EQ(b.raw(), first);  // the same block, no new pages
+    EXPECT_EQ(memory_stats(Device::cpu()).cached.current, s0.cached.current);
+    EXPECT_EQ(memory_stats(Device::cpu())[MemoryCategory::workspace].current -
+                  s0[MemoryCategory::workspace].current, 4 << 20);
+  }
+  EXPECT_EQ(release_cached_memory(Device::cpu()), int64_t(s1.cached.current));
+  EXPECT_EQ(memory_stats(Device::cpu()).cached.current, 0);
+  {
+    Tensor small = Tensor::empty({100}, DType::f32);  // small blocks go straight back
+  }
+  EXPECT_EQ(memory_stats(Device::cpu()).cached.current, 0);
+}
+
 TEST(Memory, CudaWithoutBackendIsAClearError) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present; this checks the CPU-only path";
   try {

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -43,6 +45,7 @@ struct Ledger {
   AtomicCounter by_category[kMemoryCategoryCount];
   AtomicCounter total;
   AtomicCounter mapped;
+  AtomicCounter cached;
   std::atomic<int64_t> allocations{0};
   std::atomic<int64_t> frees{0};
 };
@@ -56,18 +59,84 @@ Ledger& ledger(Device device) {
   return cuda[device.index];
 }
 
+// Large blocks are kept after free and handed out again for a request of the same rounded
+// size. A forward pass allocates the same activation sizes every time; without the cache each
+// pass would fault its buffers in afresh from the kernel (about 1 us per 4 KiB page, ~30 ms
+// per DistilBERT-base forward at batch 32). Bytes held are reported as `cached`, apart from
+// bytes in use. TACH_CPU_CACHE_MB sets the bound (0 turns the cache off).
 class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t bytes) override {
-    const size_t rounded = (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    return std::aligned_alloc(kCpuAlignment, rounded == 0 ? kCpuAlignment : rounded);
+    const size_t size = rounded(bytes);
+    if (size >= kMinCachedBlock) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(size);
+      if (it != free_.end()) {
+        void* p = it->second;
+        free_.erase(it);
+        ledger_cached(-int64_t(size));
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(kCpuAlignment, size);
+    if (p == nullptr && release_all() > 0) p = std::aligned_alloc(kCpuAlignment, size);  // retry with the cache emptied
+    return p;
   }
-  void deallocate(void* ptr, size_t) override { std::free(ptr); }
+  void deallocate(void* ptr, size_t bytes) override {
+    const size_t size = rounded(bytes);
+    if (size >= kMinCachedBlock) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + size <= limit()) {
+        free_.emplace(size, ptr);
+        ledger_cached(int64_t(size));
+        return;
+      }
+    }
+    std::free(ptr);
+  }
+  size_t release_all() {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t freed = cached_;
+    for (auto& [size, p] : free_) std::free(p);
+    free_.clear();
+    ledger_cached(-int64_t(freed));
+    return freed;
+  }
+
+ private:
+  static constexpr size_t kMinCachedBlock = size_t(1) << 20;
+  static size_t rounded(size_t bytes) {
+    // Pages for large blocks (so that near sizes share), cache lines for the rest.
+    const size_t unit = bytes >= kMinCachedBlock ? 4096 : kCpuAlignment;
+    return bytes == 0 ? kCpuAlignment : (bytes + unit - 1) / unit * unit;
+  }
+  static size_t limit() {
+    static const size_t bytes = [] {
+      const char* env = std::getenv("TACH_CPU_CACHE_MB");
+      return (env ? size_t(std::strtoull(env, nullptr, 10)) : size_t(1024)) << 20;
+    }();
+    return bytes;
+  }
+  void ledger_cached(int64_t delta);
+
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_ = 0;
 };
 
+void CpuAllocator::ledger_cached(int64_t delta) {
+  cached_ = size_t(int64_t(cached_) + delta);
+  ledger(Device::cpu()).cached.add(delta);
+}
+
+CpuAllocator& cpu_allocator() {
+  // Never destroyed: tensors in static objects may be freed after main returns.
+  static CpuAllocator* a = new CpuAllocator();
+  return *a;
+}
+
 Allocator*& allocator_slot(DeviceKind kind) {
-  static CpuAllocator cpu_allocator;
-  static Allocator* slots[2] = {&cpu_allocator, nullptr};
+  static Allocator* slots[2] = {&cpu_allocator(), nullptr};
   return slots[static_cast<int>(kind)];
 }
 
@@ -104,12 +173,21 @@ void account_mapped(Device device, int64_t delta_bytes) { ledger(device).mapped.
 
 }  // namespace core
 
+int64_t release_cached_memory(Device device) {
+  return device.kind == DeviceKind::cpu ? int64_t(core::cpu_allocator().release_all()) : 0;
+}
+
+namespace core {
+
+}  // namespace core
+
 MemoryStats memory_stats(Device device) {
   core::Ledger& l = core::ledger(device);
   MemoryStats s;
   for (int i = 0; i < kMemoryCategoryCount; ++i) s.by_category[i] = l.by_category[i].snapshot();
   s.total = l.total.snapshot();
   s.mapped = l.mapped.snapshot();
+  s.cached = l.cached.snapshot();
   s.allocations = l.allocations.load();
   s.frees = l.frees.load();
   return s;
@@ -120,6 +198,7 @@ void reset_memory_peaks(Device device) {
   for (auto& c : l.by_category) c.reset_peak();
   l.total.reset_peak();
   l.mapped.reset_peak();
+  l.cached.reset_peak();
 }
 
 }  // namespace tach

@@ -106,6 +106,9 @@ SystemInfo system_info() {
                             "' kernels on a CPU with AVX-512: it does not recognise this core and runs several "
                             "times slower than it can. Set OPENBLAS_CORETYPE=SKYLAKEX (or COOPERLAKE with "
                             "avx512_bf16) before running. tach's own GEMM uses oneDNN and is not affected.");
+  } else if (info.isa.avx512f && (core == "Haswell" || core == "Zen")) {
+    info.warnings.push_back("OpenBLAS picked its AVX2 '" + core +
+                            "' kernels on a CPU with AVX-512; set OPENBLAS_CORETYPE=SKYLAKEX for its AVX-512 kernels.");
   } else if (info.isa.avx2 && generic_core) {
     info.warnings.push_back("OpenBLAS picked the '" + core +
                             "' kernels on a CPU with AVX2: set OPENBLAS_CORETYPE=HASWELL to use them.");

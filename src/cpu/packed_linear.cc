@@ -19,9 +19,6 @@ dnnl::engine& engine() {
   return e;
 }
 
-// The row count used to ask oneDNN for its preferred weight layout. Every later M reuses
-// that layout; 128 sits in the range the kernels are tuned for.
-constexpr int64_t kPackingRows = 128;
 }  // namespace
 
 struct PackedLinear::Impl {
@@ -45,7 +42,8 @@ struct PackedLinear::Impl {
   }
 };
 
-PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compute, FusedActivation activation)
+PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compute, FusedActivation activation,
+                           int64_t packing_rows)
     : impl_(std::make_unique<Impl>()), compute_(compute) {
   check(weight.dim() == 2, "PackedLinear: weight must be [out, in], got " + weight.describe());
   check(compute == DType::f32 || compute == DType::bf16,
@@ -76,7 +74,7 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
   Tensor w = weight.to(compute, MemoryCategory::workspace).contiguous();
   dnnl::memory::desc plain({K_, N_}, impl_->src_dt, {1, K_});
   dnnl::memory::desc any({K_, N_}, impl_->src_dt, tag::any);
-  auto pd = impl_->make_pd(kPackingRows, K_, N_, K_, N_, any);
+  auto pd = impl_->make_pd(packing_rows, K_, N_, K_, N_, any);
   impl_->weights_md = pd.weights_desc();
   impl_->weights_storage = Storage::allocate(Device::cpu(), impl_->weights_md.get_size(), MemoryCategory::weights);
   impl_->weights = dnnl::memory(impl_->weights_md, engine(), impl_->weights_storage->data());

@@ -19,7 +19,9 @@ class PackedLinear {
  public:
   // weight: [N, K] (nn.Linear layout, any float dtype)  bias: [N] or undefined
   // compute: f32, or bf16 (weights and activations rounded to bf16, f32 accumulation and output)
-  PackedLinear(const Tensor& weight, const Tensor& bias, DType compute, FusedActivation activation);
+  // packing_rows: the M oneDNN is asked to choose the weight layout for (every M reuses it).
+  PackedLinear(const Tensor& weight, const Tensor& bias, DType compute, FusedActivation activation,
+               int64_t packing_rows = 128);
   ~PackedLinear();
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;

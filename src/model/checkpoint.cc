@@ -156,7 +156,7 @@ WeightStore open_checkpoint_weights(const std::string& dir) {
     json j;
     try {
       j = json::parse(read_text(index));
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       throw Error(index.string() + ": not valid JSON: " + e.what());
     }
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())

@@ -204,7 +204,7 @@ EncoderConfig parse_encoder_config_text(const std::string& text, const std::stri
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw Error(source + ": not valid JSON: " + e.what());
   }
   return parse_encoder_config(j, source);

@@ -81,7 +81,7 @@ SafetensorsHeader parse_safetensors(const uint8_t* data, size_t size, const std:
   json header;
   try {
     header = json::parse(data + 8, data + 8 + n);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     fail(source, std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) fail(source, "header must be a JSON object");

@@ -181,6 +181,7 @@ int run_classify(const ClassifyOptions& opt) {
                    {"workspace_peak", after[MemoryCategory::workspace].peak},
                    {"total_peak", after.total.peak},
                    {"mapped", after.mapped.current},
+                   {"allocator_cached", after.cached.current},
                    {"before_total", before.total.current}};
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -212,7 +213,8 @@ int run_classify(const ClassifyOptions& opt) {
             << "memory      weights " << human_bytes(double(after[MemoryCategory::weights].current))
             << " (packed for the GEMM), activations peak "
             << human_bytes(double(after[MemoryCategory::activations].peak)) << ", mapped files "
-            << human_bytes(double(after.mapped.current)) << " (counted by tach's allocator)\n"
+            << human_bytes(double(after.mapped.current)) << ", allocator cache "
+            << human_bytes(double(after.cached.current)) << " (counted by tach's allocator)\n"
             << "overhead    " << fixed(timer_s * 1e9, 0) << " ns per clock reading (two per timed run)\n";
   return 0;
 }
