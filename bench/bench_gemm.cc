@@ -83,6 +83,12 @@ void small_batch(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+// The same layer GEMMs at M = 1024 and 4096 tokens: does a smaller M run faster per FLOP?
+void rows_sweep(benchmark::internal::Benchmark* b) {
+  for (int64_t M : {512, 1024, 2048, 4096}) b->Args({M, 2304, 768, 128})->Args({M, 3072, 768, 128})->Args({M, 768, 3072, 128});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   // The 4th argument is the row count weights are packed for (PackedLinear only).
   b->Args({4096, 768, 768, 128})->Args({4096, 3072, 768, 128})->Args({4096, 768, 3072, 128});
@@ -99,6 +105,7 @@ BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32, tach::DType::f32, false, 
 BENCHMARK_CAPTURE(BM_sgemm, openblas_small, GemmBackend::openblas)->Apply(small_batch);
 BENCHMARK_CAPTURE(BM_sgemm, onednn_small, GemmBackend::onednn)->Apply(small_batch);
 BENCHMARK_CAPTURE(BM_packed_linear, packed_small, tach::DType::f32, false, FusedActivation::none)->Apply(small_batch);
+BENCHMARK_CAPTURE(BM_packed_linear, rows_sweep, tach::DType::f32, false, FusedActivation::none)->Apply(rows_sweep);
 BENCHMARK_CAPTURE(BM_packed_linear, packing_rows, tach::DType::f32, false, FusedActivation::none)->Apply(packing);
 BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32_bias, tach::DType::f32, true, FusedActivation::none)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32_bias_gelu, tach::DType::f32, true, FusedActivation::gelu_erf)
