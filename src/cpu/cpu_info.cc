@@ -69,7 +69,9 @@ CpuIsa detect_isa() {
 std::string CpuIsa::summary() const {
   std::string s;
   auto add = [&](bool on, const char* name) {
-    if (on) s += (s.empty() ? "" : " ") + std::string(name);
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += name;
   };
   add(avx2, "avx2");
   add(fma, "fma");

@@ -71,7 +71,10 @@ std::string cuda_unavailable_reason() {
   const cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    return std::string("CUDA driver reports: ") + cudaGetErrorString(err);
+    // The runtime reports a missing driver as an "insufficient" one; say which it is.
+    if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice)
+      return std::string("no usable NVIDIA driver or GPU on this machine (CUDA runtime: ") + cudaGetErrorString(err) + ")";
+    return std::string("CUDA runtime: ") + cudaGetErrorString(err);
   }
   return n == 0 ? "no CUDA device found" : "";
 }
