@@ -25,6 +25,11 @@ add_library(tach_openblas INTERFACE)
 target_link_libraries(tach_openblas INTERFACE ${OPENBLAS_LIBRARY})
 target_include_directories(tach_openblas INTERFACE ${OPENBLAS_INCLUDE_DIR})
 
+# Tokenizers: PCRE2 (regex with JIT and Unicode properties) and utf8proc (Unicode data).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+
 if(TACH_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

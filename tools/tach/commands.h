@@ -13,5 +13,6 @@ struct Command {
 
 Command add_info_command(CLI::App& app);
 Command add_classify_command(CLI::App& app);
+Command add_tokenize_command(CLI::App& app);
 
 }  // namespace tach::cli

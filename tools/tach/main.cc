@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   const tach::cli::Command commands[] = {
       tach::cli::add_info_command(app),
       tach::cli::add_classify_command(app),
+      tach::cli::add_tokenize_command(app),
   };
   try {
     app.parse(argc, argv);

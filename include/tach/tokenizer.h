@@ -1,0 +1,47 @@
+// Tokenizers: read what a Hugging Face model ships (tokenizer.json, or vocab.txt, or
+// vocab.json + merges.txt) and produce exactly the ids the `tokenizers` library does.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tach {
+
+// One encoded sequence. Offsets are byte ranges [start, end) into the text given (the Python
+// `tokenizers` reports character offsets; convert with the text when you need those).
+// Special tokens added by post-processing have the empty range (0, 0).
+struct Encoding {
+  std::vector<int32_t> ids;
+  std::vector<std::string> tokens;
+  std::vector<std::pair<uint32_t, uint32_t>> offsets;
+  std::vector<int32_t> type_ids;
+  std::vector<int32_t> special_tokens_mask;  // 1 for tokens the post-processor added
+  std::vector<int32_t> attention_mask;
+  size_t size() const { return ids.size(); }
+};
+
+class Tokenizer {
+ public:
+  // path: a tokenizer.json, or a directory holding tokenizer.json (or vocab.txt, or
+  // vocab.json + merges.txt). Errors name the file and, for JSON, the path inside it.
+  static std::unique_ptr<Tokenizer> load(const std::string& path);
+  virtual ~Tokenizer() = default;
+
+  // Text that is not valid UTF-8 is read with each bad byte as U+FFFD (offsets still index
+  // the bytes given).
+  virtual Encoding encode(const std::string& text, bool add_special_tokens = true) const = 0;
+  virtual Encoding encode_pair(const std::string& a, const std::string& b, bool add_special_tokens = true) const = 0;
+  // Encodes across threads (all of tach's pool); the order of the output is the input's.
+  virtual std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, bool add_special_tokens = true) const = 0;
+  virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const = 0;
+
+  virtual std::optional<int32_t> token_to_id(const std::string& token) const = 0;
+  virtual std::optional<std::string> id_to_token(int32_t id) const = 0;
+  virtual size_t vocab_size() const = 0;  // including added tokens
+  virtual std::string describe() const = 0;  // "BPE, 151643 tokens + 22 added; NFC; Sequence[Split, ByteLevel]"
+};
+
+}  // namespace tach

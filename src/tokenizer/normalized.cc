@@ -1,0 +1,140 @@
+#include "tokenizer/normalized.h"
+
+#include <array>
+
+namespace tach::tokenizer {
+
+NormalizedString::NormalizedString(std::string_view text, uint32_t offset) {
+  text_.reserve(text.size());
+  spans_.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const size_t start = i;
+    const char32_t c = next_codepoint(text, i);
+    const size_t before = text_.size();
+    append_utf8(text_, c);
+    for (size_t k = before; k < text_.size(); ++k)
+      spans_.push_back({offset + uint32_t(start), offset + uint32_t(i)});
+  }
+}
+
+NormalizedString NormalizedString::from_parts(std::string text, std::vector<Span> spans) {
+  NormalizedString n;
+  n.text_ = std::move(text);
+  n.spans_ = std::move(spans);
+  return n;
+}
+
+Span NormalizedString::original(size_t a, size_t b) const {
+  if (spans_.empty()) return {};
+  if (a >= b) {
+    const uint32_t p = a < spans_.size() ? spans_[a].start : spans_.back().end;
+    return {p, p};
+  }
+  return {spans_[a].start, spans_[b - 1].end};
+}
+
+void NormalizedString::map_chars(const std::function<void(char32_t, std::u32string&)>& fn) {
+  std::string out;
+  std::vector<Span> spans;
+  out.reserve(text_.size());
+  spans.reserve(text_.size());
+  std::u32string produced;
+  for (size_t i = 0; i < text_.size();) {
+    const size_t start = i;
+    const char32_t c = next_codepoint(text_, i);
+    produced.clear();
+    fn(c, produced);
+    for (char32_t p : produced) {
+      const size_t before = out.size();
+      append_utf8(out, p);
+      for (size_t k = before; k < out.size(); ++k) spans.push_back({spans_[start].start, spans_[i - 1].end});
+    }
+  }
+  text_ = std::move(out);
+  spans_ = std::move(spans);
+}
+
+void NormalizedString::normalize(NormalForm form) {
+  std::string whole = tokenizer::normalize(text_, form);
+  if (whole == text_) return;
+  // Alignment: normalize runs that start at a starter independently; each output byte maps to
+  // its run's original range. When the runs do not reassemble into the whole (composition
+  // across starters, e.g. Hangul jamo), fall back to one run for the whole string.
+  std::string out;
+  std::vector<Span> spans;
+  size_t run = 0;
+  auto flush = [&](size_t end) {
+    if (end <= run) return;
+    const std::string part = tokenizer::normalize(std::string_view(text_).substr(run, end - run), form);
+    out += part;
+    for (size_t k = 0; k < part.size(); ++k) spans.push_back({spans_[run].start, spans_[end - 1].end});
+    run = end;
+  };
+  for (size_t i = 0; i < text_.size();) {
+    const size_t start = i;
+    const char32_t c = next_codepoint(text_, i);
+    if (start > run && combining_class(c) == 0) flush(start);
+  }
+  flush(text_.size());
+  if (out != whole) {
+    spans.assign(whole.size(), {spans_.front().start, spans_.back().end});
+    out = std::move(whole);
+  }
+  text_ = std::move(out);
+  spans_ = std::move(spans);
+}
+
+NormalizedString NormalizedString::slice(size_t a, size_t b) const {
+  return from_parts(text_.substr(a, b - a), std::vector<Span>(spans_.begin() + long(a), spans_.begin() + long(b)));
+}
+
+void NormalizedString::prepend(const std::string& s) {
+  const Span at = spans_.empty() ? Span{} : Span{spans_.front().start, spans_.front().start};
+  text_.insert(0, s);
+  spans_.insert(spans_.begin(), s.size(), at);
+}
+
+namespace {
+std::array<char32_t, 256> make_byte_table() {
+  std::array<char32_t, 256> t{};
+  std::array<bool, 256> printable{};
+  for (int b = '!'; b <= '~'; ++b) printable[size_t(b)] = true;
+  for (int b = 0xa1; b <= 0xac; ++b) printable[size_t(b)] = true;
+  for (int b = 0xae; b <= 0xff; ++b) printable[size_t(b)] = true;
+  char32_t next = 256;
+  for (int b = 0; b < 256; ++b) t[size_t(b)] = printable[size_t(b)] ? char32_t(b) : next++;
+  return t;
+}
+const std::array<char32_t, 256>& byte_table() {
+  static const auto t = make_byte_table();
+  return t;
+}
+}  // namespace
+
+char32_t byte_to_char(uint8_t b) { return byte_table()[b]; }
+
+int char_to_byte(char32_t c) {
+  static const auto inverse = [] {
+    std::array<int, 512> inv{};
+    inv.fill(-1);
+    for (int b = 0; b < 256; ++b) inv[byte_table()[size_t(b)]] = b;
+    return inv;
+  }();
+  return c < 512 ? inverse[c] : -1;
+}
+
+void NormalizedString::to_byte_level() {
+  std::string out;
+  std::vector<Span> spans;
+  out.reserve(text_.size() * 2);
+  spans.reserve(text_.size() * 2);
+  for (size_t i = 0; i < text_.size(); ++i) {
+    const size_t before = out.size();
+    append_utf8(out, byte_to_char(static_cast<uint8_t>(text_[i])));
+    for (size_t k = before; k < out.size(); ++k) spans.push_back(spans_[i]);
+  }
+  text_ = std::move(out);
+  spans_ = std::move(spans);
+}
+
+}  // namespace tach::tokenizer

@@ -1,0 +1,135 @@
+#include "tokenizer/pipeline.h"
+
+#include <filesystem>
+
+#include "core/parallel.h"
+
+namespace tach {
+
+namespace tk = tokenizer;
+
+namespace {
+
+class Pipeline final : public Tokenizer {
+ public:
+  explicit Pipeline(tk::Parts p) : p_(std::move(p)) {
+    for (const auto& a : p_.added) {
+      added_by_id_[a.id] = &a;
+      added_by_content_[a.content] = a.id;
+    }
+  }
+
+  Encoding encode(const std::string& text, bool add_special) const override {
+    Encoding e = encode_raw(text);
+    p_.post_processor ? p_.post_processor->process(e, nullptr, add_special, text, "") : tk::concatenate(e, nullptr);
+    return e;
+  }
+
+  Encoding encode_pair(const std::string& a, const std::string& b, bool add_special) const override {
+    Encoding ea = encode_raw(a), eb = encode_raw(b);
+    p_.post_processor ? p_.post_processor->process(ea, &eb, add_special, a, b) : tk::concatenate(ea, &eb);
+    return ea;
+  }
+
+  std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, bool add_special) const override {
+    std::vector<Encoding> out(texts.size());
+    core::parallel_for(int64_t(texts.size()), 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[size_t(i)] = encode(texts[size_t(i)], add_special);
+    });
+    return out;
+  }
+
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special) const override {
+    std::vector<std::string> tokens;
+    for (int32_t id : ids) {
+      auto a = added_by_id_.find(id);
+      if (a != added_by_id_.end() && a->second->special && skip_special) continue;
+      if (auto t = id_to_token(id)) tokens.push_back(*t);
+    }
+    return p_.decoder->decode(tokens);
+  }
+
+  std::optional<int32_t> token_to_id(const std::string& token) const override {
+    auto a = added_by_content_.find(token);
+    if (a != added_by_content_.end()) return a->second;
+    return p_.model->vocab().find(token);
+  }
+  std::optional<std::string> id_to_token(int32_t id) const override {
+    auto a = added_by_id_.find(id);
+    if (a != added_by_id_.end()) return a->second->content;
+    if (const std::string* t = p_.model->vocab().token(id)) return *t;
+    return std::nullopt;
+  }
+  size_t vocab_size() const override {
+    size_t extra = 0;
+    for (const auto& a : p_.added)
+      if (!p_.model->vocab().token(a.id)) ++extra;
+    return p_.model->vocab().size() + extra;
+  }
+  std::string describe() const override { return p_.description; }
+
+ private:
+  void push(Encoding& e, int32_t id, std::string token, tk::Span s) const {
+    e.ids.push_back(id);
+    e.tokens.push_back(std::move(token));
+    e.offsets.push_back({s.start, s.end});
+    e.type_ids.push_back(0);
+    e.special_tokens_mask.push_back(0);
+    e.attention_mask.push_back(1);
+  }
+
+  // Tokens of one text, without post-processing.
+  Encoding encode_raw(const std::string& text) const {
+    Encoding e;
+    std::vector<tk::NormalizedString> pieces;
+    std::vector<tk::Token> tokens;
+    for (const auto& seg : tk::split_added(text, p_.added, false)) {
+      if (seg.token) {
+        push(e, *seg.token, added_by_id_.at(*seg.token)->content, {uint32_t(seg.start), uint32_t(seg.end)});
+        continue;
+      }
+      tk::NormalizedString ns(std::string_view(text).substr(seg.start, seg.end - seg.start), uint32_t(seg.start));
+      if (p_.normalizer) p_.normalizer->normalize(ns);
+      // Tokens added with normalized=true are found in the normalized text.
+      for (const auto& sub : tk::split_added(ns.text(), p_.added, true)) {
+        if (sub.token) {
+          push(e, *sub.token, added_by_id_.at(*sub.token)->content, ns.original(sub.start, sub.end));
+          continue;
+        }
+        pieces.clear();
+        pieces.push_back(ns.slice(sub.start, sub.end));
+        if (p_.pre_tokenizer) p_.pre_tokenizer->split(pieces);
+        for (const auto& piece : pieces) {
+          tokens.clear();
+          p_.model->tokenize(piece.text(), tokens);
+          for (auto& t : tokens) push(e, t.id, std::move(t.value), piece.original(t.start, t.end));
+        }
+      }
+    }
+    return e;
+  }
+
+  tk::Parts p_;
+  std::unordered_map<int32_t, const tk::AddedToken*> added_by_id_;
+  std::unordered_map<std::string, int32_t> added_by_content_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (fs::is_regular_file(path)) return tk::make_tokenizer(tk::load_tokenizer_json(path));
+  if (!fs::is_directory(path)) throw Error(path + ": no such tokenizer file or directory");
+  if (fs::is_regular_file(fs::path(path) / "tokenizer.json"))
+    return tk::make_tokenizer(tk::load_tokenizer_json((fs::path(path) / "tokenizer.json").string()));
+  return tk::make_tokenizer(tk::load_legacy(path));
+}
+
+namespace tokenizer {
+std::unique_ptr<Tokenizer> make_tokenizer(Parts parts) {
+  if (!parts.decoder) parts.decoder = make_decoder(JsonAt{json(), "", ""});
+  return std::make_unique<Pipeline>(std::move(parts));
+}
+}  // namespace tokenizer
+
+}  // namespace tach

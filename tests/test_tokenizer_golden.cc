@@ -1,0 +1,106 @@
+// Token ids against Hugging Face `tokenizers`, on every file in ../shared/golden/tokenizers:
+// SST-2 dev, CLINC150 test, AG News and IMDB with bert-base-uncased (special tokens added) and
+// Qwen2.5 (none), and llama.cpp's tokenizer test vectors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tach/tokenizer.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+std::string ids_str(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
+  return s;
+}
+
+struct GoldenCase {
+  std::string file;       // under golden/tokenizers/hf
+  std::string tokenizer;  // under tokenizers/
+  bool add_special;
+};
+
+class HfGolden : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(HfGolden, IdsMatchTokenizers) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared/ is not present; the golden files live there";
+  const auto& c = GetParam();
+  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
+  auto& tok = cache[c.tokenizer];
+  if (!tok) tok = Tokenizer::load(test::shared_dir() + "/tokenizers/" + c.tokenizer);
+  std::ifstream in(test::shared_dir() + "/golden/tokenizers/hf/" + c.file);
+  ASSERT_TRUE(in) << c.file;
+  std::string line;
+  size_t n = 0, wrong = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    const auto want = j["ids"].get<std::vector<int32_t>>();
+    const auto got = tok->encode(j["text"].get<std::string>(), c.add_special).ids;
+    ++n;
+    if (got != want && ++wrong <= 3)
+      ADD_FAILURE() << c.file << " line " << n << ": " << j["text"].dump() << "\n  want " << ids_str(want)
+                    << "\n  got  " << ids_str(got);
+  }
+  EXPECT_GT(n, 0u);
+  EXPECT_EQ(wrong, 0u) << wrong << " of " << n << " lines differ";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shared, HfGolden,
+    ::testing::Values(GoldenCase{"bert-base-uncased.sst2-dev.jsonl", "bert-base-uncased", true},
+                      GoldenCase{"bert-base-uncased.clinc150-test.jsonl", "bert-base-uncased", true},
+                      GoldenCase{"bert-base-uncased.agnews-test-500.jsonl", "bert-base-uncased", true},
+                      GoldenCase{"bert-base-uncased.imdb-200.jsonl", "bert-base-uncased", true},
+                      GoldenCase{"qwen2.5.sst2-dev.jsonl", "qwen2.5", false},
+                      GoldenCase{"qwen2.5.clinc150-test.jsonl", "qwen2.5", false},
+                      GoldenCase{"qwen2.5.agnews-test-500.jsonl", "qwen2.5", false},
+                      GoldenCase{"qwen2.5.imdb-200.jsonl", "qwen2.5", false}),
+    [](const auto& param_info) {
+      std::string s = param_info.param.file.substr(0, param_info.param.file.size() - 6);
+      for (auto& ch : s)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return s;
+    });
+
+// llama.cpp's vectors: inputs separated by "\n__ggml_vocab_test__\n", one line of ids per input.
+void check_llama_cpp(const std::string& stem, const std::string& tokenizer) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared/ is not present; the golden files live there";
+  auto tok = Tokenizer::load(test::shared_dir() + "/tokenizers/" + tokenizer);
+  const std::string base = test::shared_dir() + "/golden/tokenizers/llama.cpp/" + stem;
+  const std::string inp = test::read_text(base + ".inp");
+  std::vector<std::string> inputs;
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  for (size_t pos = 0;;) {
+    const size_t next = inp.find(sep, pos);
+    if (next == std::string::npos) break;
+    inputs.push_back(inp.substr(pos, next - pos));
+    pos = next + sep.size();
+  }
+  std::ifstream out(base + ".out");
+  std::string line;
+  size_t i = 0, wrong = 0;
+  while (std::getline(out, line) && i < inputs.size()) {
+    std::vector<int32_t> want;
+    std::istringstream ss(line);
+    for (int32_t id; ss >> id;) want.push_back(id);
+    const auto got = tok->encode(inputs[i], false).ids;
+    if (got != want && ++wrong <= 5)
+      ADD_FAILURE() << stem << " input " << i << ": " << nlohmann::json(inputs[i]).dump() << "\n  want "
+                    << ids_str(want) << "\n  got  " << ids_str(got);
+    ++i;
+  }
+  EXPECT_EQ(i, inputs.size()) << "as many id lines as inputs";
+  EXPECT_EQ(wrong, 0u) << wrong << " of " << i << " inputs differ";
+}
+
+TEST(LlamaCppVectors, Qwen2) { check_llama_cpp("ggml-vocab-qwen2.gguf", "qwen2.5"); }
+TEST(LlamaCppVectors, BertBge) { check_llama_cpp("ggml-vocab-bert-bge.gguf", "bert-base-uncased"); }
+
+}  // namespace
+}  // namespace tach
