@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -101,6 +102,42 @@ void check_llama_cpp(const std::string& stem, const std::string& tokenizer) {
 
 TEST(LlamaCppVectors, Qwen2) { check_llama_cpp("ggml-vocab-qwen2.gguf", "qwen2.5"); }
 TEST(LlamaCppVectors, BertBge) { check_llama_cpp("ggml-vocab-bert-bge.gguf", "bert-base-uncased"); }
+
+}  // namespace
+}  // namespace tach
+
+namespace tach {
+namespace {
+
+// Hard cases (scripts/golden/make_tokenizer_cases.py): empty and whitespace-only text,
+// control characters, zero-width joiners, combining accents against precomposed letters,
+// CJK, emoji ZWJ sequences, full-width forms, words over 100 characters, special-token
+// strings inside text, pairs. Ids, type ids and (UTF-8 byte) offsets as tokenizers gives them.
+TEST(HardCases, IdsTypeIdsAndOffsetsMatchTokenizers) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared/ is not present; the tokenizers live there";
+  std::map<std::string, std::unique_ptr<Tokenizer>> toks;
+  std::ifstream in(test::fixtures_dir() + "/tokenizers/hard_cases.jsonl");
+  ASSERT_TRUE(in);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    auto& tok = toks[j["tokenizer"].get<std::string>()];
+    if (!tok) tok = Tokenizer::load(test::shared_dir() + "/tokenizers/" + j["tokenizer"].get<std::string>());
+    const std::string text = j["text"].get<std::string>();
+    const bool add = j["add_special"].get<bool>();
+    const Encoding e = j.contains("pair") ? tok->encode_pair(text, j["pair"].get<std::string>(), add) : tok->encode(text, add);
+    SCOPED_TRACE(j["tokenizer"].get<std::string>() + " " + j["text"].dump() + (add ? " +special" : ""));
+    EXPECT_EQ(e.ids, j["ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(e.type_ids, j["type_ids"].get<std::vector<int32_t>>());
+    if (j.contains("offsets")) {
+      const auto want = j["offsets"].get<std::vector<std::pair<uint32_t, uint32_t>>>();
+      EXPECT_EQ(e.offsets, want);
+    }
+    ++n;
+  }
+  EXPECT_EQ(n, 84);
+}
 
 }  // namespace
 }  // namespace tach

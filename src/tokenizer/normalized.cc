@@ -1,5 +1,6 @@
 #include "tokenizer/normalized.h"
 
+#include <algorithm>
 #include <array>
 
 namespace tach::tokenizer {
@@ -57,26 +58,37 @@ void NormalizedString::map_chars(const std::function<void(char32_t, std::u32stri
 void NormalizedString::normalize(NormalForm form) {
   std::string whole = tokenizer::normalize(text_, form);
   if (whole == text_) return;
-  // Alignment: normalize runs that start at a starter independently; each output byte maps to
-  // its run's original range. When the runs do not reassemble into the whole (composition
-  // across starters, e.g. Hangul jamo), fall back to one run for the whole string.
+  // Alignment as tokenizers keeps it: normalize runs that start at a starter; within a run the
+  // i-th output character takes the span of the i-th source character, and characters beyond
+  // the source count (a decomposition's marks) take the last one's. So é decomposed gives e
+  // and the accent both é's span, and e + accent composed gives é the span of e alone.
   std::string out;
   std::vector<Span> spans;
+  std::vector<Span> source;  // spans of the current run's characters
   size_t run = 0;
   auto flush = [&](size_t end) {
     if (end <= run) return;
     const std::string part = tokenizer::normalize(std::string_view(text_).substr(run, end - run), form);
-    out += part;
-    for (size_t k = 0; k < part.size(); ++k) spans.push_back({spans_[run].start, spans_[end - 1].end});
+    size_t k = 0;
+    for (size_t i = 0; i < part.size(); ++k) {
+      const size_t before = i;
+      next_codepoint(part, i);
+      const Span sp = source[std::min(k, source.size() - 1)];
+      out.append(part, before, i - before);
+      spans.insert(spans.end(), i - before, sp);
+    }
     run = end;
+    source.clear();
   };
   for (size_t i = 0; i < text_.size();) {
     const size_t start = i;
     const char32_t c = next_codepoint(text_, i);
     if (start > run && combining_class(c) == 0) flush(start);
+    source.push_back({spans_[start].start, spans_[i - 1].end});
   }
   flush(text_.size());
   if (out != whole) {
+    // Composition across starters (Hangul jamo): one span for the whole string.
     spans.assign(whole.size(), {spans_.front().start, spans_.back().end});
     out = std::move(whole);
   }
