@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tach/error.h"
 #include "tach/tokenizer.h"
 #include "test_util.h"
 
@@ -137,6 +138,80 @@ TEST(HardCases, IdsTypeIdsAndOffsetsMatchTokenizers) {
     ++n;
   }
   EXPECT_EQ(n, 84);
+}
+
+}  // namespace
+}  // namespace tach
+
+namespace tach {
+namespace {
+
+Truncation::Strategy strategy_of(const std::string& s) {
+  if (s == "only_first") return Truncation::Strategy::only_first;
+  if (s == "only_second") return Truncation::Strategy::only_second;
+  return Truncation::Strategy::longest_first;
+}
+
+// Truncation (strategies, stride windows, both directions) and padding (longest in a batch,
+// fixed, both directions, pad_to_multiple_of) against tokenizers. Where tokenizers refuses
+// (a sequence too short to cut, a stride not below the cut length), tach must refuse too.
+TEST(TruncationAndPadding, MatchTokenizers) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared/ is not present; the tokenizers live there";
+  std::map<std::string, std::unique_ptr<Tokenizer>> toks;
+  std::ifstream in(test::fixtures_dir() + "/tokenizers/truncation_cases.jsonl");
+  ASSERT_TRUE(in);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    auto& tok = toks[j["tokenizer"].get<std::string>()];
+    if (!tok) tok = Tokenizer::load(test::shared_dir() + "/tokenizers/" + j["tokenizer"].get<std::string>());
+    SCOPED_TRACE(line.substr(0, 200));
+    ++n;
+    EncodeOptions opt;
+    const Side side = j["direction"] == "left" ? Side::left : Side::right;
+    if (j.contains("padding")) {
+      Padding p;
+      p.direction = side;
+      p.pad_to_multiple_of = j["multiple"].is_null() ? 0 : j["multiple"].get<size_t>();
+      if (j["padding"] == "longest") {
+        const auto out = tok->encode_batch(j["batch"].get<std::vector<std::string>>(), EncodeOptions{true, {}, p});
+        std::vector<std::vector<int32_t>> ids, mask;
+        for (const auto& e : out) ids.push_back(e.ids), mask.push_back(e.attention_mask);
+        EXPECT_EQ(ids, j["ids"].get<std::vector<std::vector<int32_t>>>());
+        EXPECT_EQ(mask, j["attention_mask"].get<std::vector<std::vector<int32_t>>>());
+      } else {
+        p.strategy = Padding::Strategy::fixed;
+        p.length = j["length"].get<size_t>();
+        const Encoding e = tok->encode(j["text"].get<std::string>(), EncodeOptions{true, {}, p});
+        EXPECT_EQ(e.ids, j["ids"].get<std::vector<int32_t>>());
+        EXPECT_EQ(e.attention_mask, j["attention_mask"].get<std::vector<int32_t>>());
+        EXPECT_EQ(e.type_ids, j["type_ids"].get<std::vector<int32_t>>());
+      }
+      continue;
+    }
+    Truncation t;
+    t.max_length = j["max_length"].get<size_t>();
+    t.stride = j["stride"].get<size_t>();
+    t.strategy = strategy_of(j["strategy"].get<std::string>());
+    t.direction = side;
+    opt.truncation = t;
+    const std::string a = j["text"].get<std::string>();
+    auto run = [&] { return j["pair"].is_null() ? tok->encode(a, opt) : tok->encode_pair(a, j["pair"].get<std::string>(), opt); };
+    if (j.contains("error")) {
+      EXPECT_THROW(run(), Error);
+      continue;
+    }
+    const Encoding e = run();
+    EXPECT_EQ(e.ids, j["ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(e.type_ids, j["type_ids"].get<std::vector<int32_t>>());
+    if (!j["overflowing"].is_null()) {
+      std::vector<std::vector<int32_t>> over;
+      for (const auto& o : e.overflowing) over.push_back(o.ids);
+      EXPECT_EQ(over, j["overflowing"].get<std::vector<std::vector<int32_t>>>());
+    }
+  }
+  EXPECT_EQ(n, 144);
 }
 
 }  // namespace

@@ -66,3 +66,56 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+def truncation_cases(tok_dir, out_dir):
+    """Truncation and padding as tokenizers applies them: tests/fixtures/tokenizers/truncation_cases.jsonl."""
+    texts = ["the quick brown fox jumps over the lazy dog again and again", "short one",
+             "a somewhat longer second sentence for pairs"]
+    rows = []
+    for name in ["bert-base-uncased", "qwen2.5"]:
+        tok = Tokenizer.from_file(os.path.join(tok_dir, name, "tokenizer.json"))
+        for strategy in ["longest_first", "only_first", "only_second"]:
+            for direction in ["right", "left"]:
+                for max_length, stride in [(8, 0), (8, 2), (12, 3), (5, 1)]:
+                    tok.no_padding()
+                    tok.enable_truncation(max_length, stride=stride, strategy=strategy, direction=direction)
+                    cases = [(texts[0], None), (texts[0], texts[2]), (texts[1], texts[2])]
+                    for a, b in cases:
+                        if strategy == "only_second" and b is None:
+                            continue
+                        try:
+                            e = tok.encode(a, b) if b is not None else tok.encode(a)
+                        except BaseException as ex:  # too short to truncate, or stride too large: tach errors too
+                            rows.append({"tokenizer": name, "text": a, "pair": b, "strategy": strategy,
+                                         "direction": direction, "max_length": max_length, "stride": stride,
+                                         "error": str(ex)})
+                            continue
+                        rows.append({"tokenizer": name, "text": a, "pair": b, "strategy": strategy,
+                                     "direction": direction, "max_length": max_length, "stride": stride,
+                                     "ids": e.ids, "type_ids": e.type_ids,
+                                     "overflowing": [o.ids for o in e.overflowing] if b is None else None})
+        tok.no_truncation()
+        for direction in ["right", "left"]:
+            for multiple in [None, 8]:
+                tok.enable_padding(direction=direction, pad_id=0, pad_type_id=0, pad_token="[PAD]",
+                                   pad_to_multiple_of=multiple)
+                batch = tok.encode_batch(texts)
+                rows.append({"tokenizer": name, "batch": texts, "padding": "longest", "direction": direction,
+                             "multiple": multiple, "ids": [e.ids for e in batch],
+                             "attention_mask": [e.attention_mask for e in batch]})
+                tok.enable_padding(direction=direction, pad_id=0, pad_type_id=0, pad_token="[PAD]", length=20,
+                                   pad_to_multiple_of=multiple)
+                e = tok.encode(texts[1])
+                rows.append({"tokenizer": name, "text": texts[1], "padding": "fixed", "length": 20,
+                             "direction": direction, "multiple": multiple, "ids": e.ids,
+                             "attention_mask": e.attention_mask, "type_ids": e.type_ids})
+        tok.no_padding()
+    with open(os.path.join(out_dir, "truncation_cases.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    print("wrote", len(rows), "truncation and padding cases")
+
+
+if __name__ == "__main__" and len(sys.argv) > 2:
+    truncation_cases(sys.argv[1], sys.argv[2])

@@ -1,8 +1,10 @@
 #include "tokenizer/pipeline.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/parallel.h"
+#include "tokenizer/truncation.h"
 
 namespace tach {
 
@@ -19,23 +21,31 @@ class Pipeline final : public Tokenizer {
     }
   }
 
-  Encoding encode(const std::string& text, bool add_special) const override {
+  Encoding encode(const std::string& text, const EncodeOptions& opt) const override {
     Encoding e = encode_raw(text);
-    p_.post_processor ? p_.post_processor->process(e, nullptr, add_special, text, "") : tk::concatenate(e, nullptr);
+    finish(e, nullptr, opt, text, "");
     return e;
   }
 
-  Encoding encode_pair(const std::string& a, const std::string& b, bool add_special) const override {
+  Encoding encode_pair(const std::string& a, const std::string& b, const EncodeOptions& opt) const override {
     Encoding ea = encode_raw(a), eb = encode_raw(b);
-    p_.post_processor ? p_.post_processor->process(ea, &eb, add_special, a, b) : tk::concatenate(ea, &eb);
+    finish(ea, &eb, opt, a, b);
     return ea;
   }
 
-  std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, bool add_special) const override {
+  std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, const EncodeOptions& opt) const override {
     std::vector<Encoding> out(texts.size());
+    EncodeOptions each = opt;
+    if (opt.padding && opt.padding->strategy == Padding::Strategy::longest) each.padding.reset();
     core::parallel_for(int64_t(texts.size()), 16, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[size_t(i)] = encode(texts[size_t(i)], add_special);
+      for (int64_t i = begin; i < end; ++i) out[size_t(i)] = encode(texts[size_t(i)], each);
     });
+    if (opt.padding && opt.padding->strategy == Padding::Strategy::longest) {
+      size_t longest = 0;
+      for (const auto& e : out) longest = std::max(longest, e.size());
+      const size_t target = tk::padded_length(longest, *opt.padding);
+      for (auto& e : out) tk::pad(e, target, *opt.padding);
+    }
     return out;
   }
 
@@ -76,6 +86,37 @@ class Pipeline final : public Tokenizer {
     e.type_ids.push_back(0);
     e.special_tokens_mask.push_back(0);
     e.attention_mask.push_back(1);
+  }
+
+  // Truncate, post-process (overflowing windows too), then pad to a fixed length: the order
+  // tokenizers uses.
+  void finish(Encoding& a, Encoding* b, const EncodeOptions& opt, const std::string& ta, const std::string& tb) const {
+    if (opt.truncation) {
+      const size_t added = opt.add_special_tokens && p_.post_processor ? p_.post_processor->added_tokens(b != nullptr) : 0;
+      check(opt.truncation->max_length >= added,
+            "truncation max_length " + std::to_string(opt.truncation->max_length) + " leaves no room: the " +
+                "post-processor adds " + std::to_string(added) + " special tokens");
+      tk::truncate_encodings(a, b, *opt.truncation, opt.truncation->max_length - added);
+    }
+    auto post = [&](Encoding& x, Encoding* y) {
+      p_.post_processor ? p_.post_processor->process(x, y, opt.add_special_tokens, ta, tb) : tk::concatenate(x, y);
+    };
+    // Overflowing windows of a single sequence are post-processed on their own. For pairs
+    // they are dropped: tokenizers pairs every window of one with every window of the other,
+    // which tach does not reproduce yet.
+    std::vector<Encoding> overflow = std::move(a.overflowing);
+    a.overflowing.clear();
+    if (b) {
+      overflow.clear();
+      b->overflowing.clear();
+    }
+    post(a, b);
+    for (auto& o : overflow) {
+      post(o, nullptr);
+      a.overflowing.push_back(std::move(o));
+    }
+    if (opt.padding && opt.padding->strategy == Padding::Strategy::fixed)
+      tk::pad(a, tk::padded_length(opt.padding->length, *opt.padding), *opt.padding);
   }
 
   // Tokens of one text, without post-processing.

@@ -63,6 +63,12 @@ class Template final : public PostProcessor {
     }
     a = std::move(out);
   }
+  size_t added_tokens(bool pair) const override {
+    size_t n = 0;
+    for (const auto& p : pair ? pair_ : single_)
+      if (p.special) n += specials_.at(p.id).ids.size();
+    return n;
+  }
 
  private:
   std::vector<TemplatePiece> single_, pair_;
@@ -93,6 +99,7 @@ class ClsSep final : public PostProcessor {
     }
     a = std::move(out);
   }
+  size_t added_tokens(bool pair) const override { return pair ? (roberta_ ? 4 : 3) : 2; }
 
  private:
   std::string cls_, sep_;
@@ -110,6 +117,7 @@ class ByteLevelPost final : public PostProcessor {
     }
     concatenate(a, b);
   }
+  size_t added_tokens(bool) const override { return 0; }
 
  private:
   bool trim_;

@@ -17,6 +17,8 @@ class PostProcessor {
   // Merges a (and b, for pairs) into `out`, adding special tokens when asked.
   virtual void process(Encoding& a, Encoding* b, bool add_special_tokens, const std::string& text_a,
                        const std::string& text_b) const = 0;
+  // How many special tokens process() adds, for truncation's budget.
+  virtual size_t added_tokens(bool pair) const = 0;
 };
 
 // The default when tokenizer.json has none: concatenation, type 0 then 1.
