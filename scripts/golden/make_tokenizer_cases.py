@@ -32,6 +32,8 @@ CASES = [
     "\u0130stanbul \u00df \u0391\u0392\u0393 \u0430\u0431\u0432",
     "emoji \u2764\ufe0f flags \U0001F1FA\U0001F1F8 keycap 1\ufe0f\u20e3",
     "\u00a0nbsp\u2003em\u3000ideographic\u2028line",
+    "vertical\x0btab\x0cform\x85next line \ufffd replaced",
+    "VERTICAL\x0bTAB only ascii\x0c",
 ]
 PAIRS = [("How old are you?", "I am six."), ("", "second only"), ("first \u6771\u4eac", "")]
 

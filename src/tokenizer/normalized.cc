@@ -56,6 +56,10 @@ void NormalizedString::map_chars(const std::function<void(char32_t, std::u32stri
 }
 
 void NormalizedString::normalize(NormalForm form) {
+  // ASCII is unchanged by every normal form: skip the library call for the common case.
+  bool ascii = true;
+  for (char ch : text_) ascii &= static_cast<unsigned char>(ch) < 0x80;
+  if (ascii) return;
   std::string whole = tokenizer::normalize(text_, form);
   if (whole == text_) return;
   // Alignment as tokenizers keeps it: normalize runs that start at a starter; within a run the

@@ -13,12 +13,14 @@ class BertNormalizer final : public Normalizer {
   BertNormalizer(bool clean_text, bool chinese, bool strip_accents, bool lowercase)
       : clean_text_(clean_text), chinese_(chinese), strip_accents_(strip_accents), lowercase_(lowercase) {}
   void normalize(NormalizedString& s) const override {
+    if (normalize_ascii(s)) return;
     if (clean_text_)
       s.map_chars([](char32_t c, std::u32string& out) {
+        // Removed first: NUL, U+FFFD and control characters other than \t \n \r (so VT, FF and
+        // U+0085 go, though they are whitespace); then whitespace becomes a space.
         if (c == 0 || c == 0xfffd) return;
-        const bool ws = c == '\t' || c == '\n' || c == '\r' || is_whitespace(c);
-        if (!ws && is_control_or_other(c)) return;
-        out += ws ? U' ' : c;
+        if (c != '\t' && c != '\n' && c != '\r' && is_control_or_other(c)) return;
+        out += is_whitespace(c) ? U' ' : c;
       });
     if (chinese_)
       s.map_chars([](char32_t c, std::u32string& out) {
@@ -40,6 +42,30 @@ class BertNormalizer final : public Normalizer {
   }
 
  private:
+  // All-ASCII text in one byte loop: no CJK, no accents, so only cleaning and lowercasing
+  // apply, byte for byte. Returns false (nothing done) when a byte is not ASCII.
+  bool normalize_ascii(NormalizedString& s) const {
+    const std::string& t = s.text();
+    for (char ch : t)
+      if (static_cast<unsigned char>(ch) >= 0x80) return false;
+    std::string out;
+    std::vector<Span> spans;
+    out.reserve(t.size());
+    spans.reserve(t.size());
+    for (size_t i = 0; i < t.size(); ++i) {
+      char c = t[i];
+      if (clean_text_) {
+        if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+        else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) continue;  // includes NUL
+      }
+      if (lowercase_ && c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+      out += c;
+      spans.push_back(s.spans()[i]);
+    }
+    s = NormalizedString::from_parts(std::move(out), std::move(spans));
+    return true;
+  }
+
   bool clean_text_, chinese_, strip_accents_, lowercase_;
 };
 

@@ -5,6 +5,7 @@
 
 #include "core/parallel.h"
 #include "tokenizer/truncation.h"
+#include "tokenizer/word_cache.h"
 
 namespace tach {
 
@@ -142,7 +143,10 @@ class Pipeline final : public Tokenizer {
         if (p_.pre_tokenizer) p_.pre_tokenizer->split(pieces);
         for (const auto& piece : pieces) {
           tokens.clear();
-          p_.model->tokenize(piece.text(), tokens);
+          if (!cache_.lookup(piece.text(), tokens)) {
+            p_.model->tokenize(piece.text(), tokens);
+            cache_.insert(piece.text(), tokens.begin(), tokens.end());
+          }
           for (auto& t : tokens) push(e, t.id, std::move(t.value), piece.original(t.start, t.end));
         }
       }
@@ -151,6 +155,7 @@ class Pipeline final : public Tokenizer {
   }
 
   tk::Parts p_;
+  mutable tk::WordCache cache_;
   std::unordered_map<int32_t, const tk::AddedToken*> added_by_id_;
   std::unordered_map<std::string, int32_t> added_by_content_;
 };

@@ -67,18 +67,22 @@ void append_utf8(std::string& out, char32_t c) {
 static utf8proc_category_t category(char32_t c) { return utf8proc_category(static_cast<utf8proc_int32_t>(c)); }
 
 bool is_whitespace(char32_t c) {
-  if ((c >= 0x09 && c <= 0x0d) || c == 0x85) return true;
+  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0d);  // fast path; same answer as the tables
+  if (c == 0x85) return true;
   const auto cat = category(c);
   return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
 }
 
 bool is_control_or_other(char32_t c) {
+  if (c < 0x80) return c < 0x20 || c == 0x7f;
   const auto cat = category(c);
   return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF || cat == UTF8PROC_CATEGORY_CN ||
          cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CS;
 }
 
 bool is_punctuation(char32_t c) {
+  if (c < 0x80) return is_ascii_punctuation(c) && c != '$' && c != '+' && c != '<' && c != '=' && c != '>' &&
+                       c != '^' && c != '`' && c != '|' && c != '~';  // ASCII symbols are S*, not P*
   const auto cat = category(c);
   return cat == UTF8PROC_CATEGORY_PC || cat == UTF8PROC_CATEGORY_PD || cat == UTF8PROC_CATEGORY_PS ||
          cat == UTF8PROC_CATEGORY_PE || cat == UTF8PROC_CATEGORY_PI || cat == UTF8PROC_CATEGORY_PF ||
