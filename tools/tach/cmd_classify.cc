@@ -15,6 +15,7 @@
 #include "tach/runtime.h"
 #include "tach/stats.h"
 #include "tach/system_info.h"
+#include "tach/tokenizer.h"
 
 namespace tach::cli {
 
@@ -25,6 +26,8 @@ struct ClassifyOptions {
   std::vector<std::string> ids;
   std::vector<std::string> types;
   std::string ids_file;
+  std::vector<std::string> texts;
+  std::string tokenizer;  // default: the model directory's
   int batch = 8;
   int seq_len = 128;
   int warmup = 2;
@@ -86,6 +89,33 @@ void read_ids_file(const std::string& path, std::vector<std::vector<int32_t>>& r
     throw Error(path + ": token_type_ids given on some lines but not all");
 }
 
+// Texts through the tokenizer: the model directory's unless --tokenizer names one. Rows are
+// truncated to the model's positions (longest_first, as transformers' pipelines do).
+TokenBatch tokenize_texts(const ClassifyOptions& opt, const ModelInfo& info, std::string* what, double* seconds) {
+  std::string path = opt.tokenizer;
+  if (path.empty()) {
+    check(info.source.rfind("synthetic", 0) != 0,
+          opt.model + " has synthetic weights and no tokenizer files: pass --tokenizer (e.g. ../shared/tokenizers/" +
+              std::string(info.model_type == "distilbert" || info.model_type == "bert" ? "bert-base-uncased" : "...") +
+              ")");
+    path = info.source.substr(0, info.source.find(" (revision"));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto tok = Tokenizer::load(path);
+  EncodeOptions eo;
+  eo.truncation = Truncation{};
+  eo.truncation->max_length = size_t(info.max_positions);
+  const auto encodings = tok->encode_batch(opt.texts, eo);
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<std::vector<int32_t>> rows, types;
+  for (const auto& e : encodings) {
+    rows.push_back(e.ids);
+    types.push_back(e.type_ids);
+  }
+  *what = std::to_string(rows.size()) + " texts through " + path;
+  return TokenBatch::from_rows(rows, info.pad_token_id, info.type_vocab_size > 0 ? types : decltype(types){});
+}
+
 TokenBatch make_input(const ClassifyOptions& opt, const ModelInfo& info, std::string* what) {
   std::vector<std::vector<int32_t>> rows, types;
   if (!opt.ids_file.empty()) read_ids_file(opt.ids_file, rows, types);
@@ -124,7 +154,10 @@ int run_classify(const ClassifyOptions& opt) {
   check(info.classifier, opt.model + " is a bare encoder (" + info.architecture + "): nothing to classify with");
 
   std::string input_what;
-  TokenBatch batch = make_input(opt, info, &input_what);
+  double tokenize_s = 0;
+  check(opt.texts.empty() || (opt.ids.empty() && opt.ids_file.empty()), "give texts or ids, not both");
+  TokenBatch batch = opt.texts.empty() ? make_input(opt, info, &input_what)
+                                       : tokenize_texts(opt, info, &input_what, &tokenize_s);
   const int64_t B = batch.batch(), T = batch.seq_len();
 
   const MemoryStats before = memory_stats(Device::cpu());
@@ -162,7 +195,9 @@ int run_classify(const ClassifyOptions& opt) {
                   {"compute_dtype", std::string(dtype_name(info.compute))}, {"labels", info.labels},
                   {"problem_type", info.problem_type}, {"notes", info.notes}};
     j["machine"] = {{"cpu", sys.cpu_model}, {"threads", threads()}, {"gemm", sys.gemm_library}};
-    j["input"] = {{"batch", B}, {"seq_len", T}, {"real_tokens", batch.real_tokens()}, {"source", input_what}};
+    j["input"] = {{"batch", B}, {"seq_len", T}, {"real_tokens", batch.real_tokens()}, {"source", input_what},
+                  {"tokenize_s", tokenize_s}};
+    if (!opt.texts.empty()) j["input"]["texts"] = opt.texts;
     j["rows"] = nlohmann::json::array();
     for (int64_t r = 0; r < B; ++r) {
       std::vector<float> lr(lg + r * L, lg + (r + 1) * L), sr(sc + r * L, sc + (r + 1) * L);
@@ -194,6 +229,7 @@ int run_classify(const ClassifyOptions& opt) {
   std::cout << "machine     " << sys.cpu_model << ", " << threads() << " threads, GEMM " << sys.gemm_library << "\n"
             << "input       " << B << " rows x " << T << " tokens (" << batch.real_tokens() << " real), "
             << input_what << "\n"
+            << (opt.texts.empty() ? "" : "tokenize    " + fixed(tokenize_s * 1e3, 1) + " ms (load + encode, not in the latency)\n")
             << "load        " << fixed(load_s, 2) << " s (config, weights, packing)\n";
   const int64_t shown = std::min<int64_t>(B, opt.show_rows);
   for (int64_t r = 0; r < shown; ++r) {
@@ -231,6 +267,10 @@ Command add_classify_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--ids", opt->ids, "One row of token ids, e.g. \"101 7592 102\" (repeat for more rows)");
   sub->add_option("--types", opt->types, "token_type_ids for the matching --ids row (BERT only)");
+  sub->add_option("--text", opt->texts, "A text to classify (repeat for more rows); tokenized with the model's "
+                                        "tokenizer, truncated to its max positions");
+  sub->add_option("-k,--tokenizer", opt->tokenizer,
+                  "Tokenizer for --text: tokenizer.json or a directory (default: the model directory's)");
   sub->add_option("--ids-file", opt->ids_file,
                   "File with one row per line: ids separated by spaces or commas, or JSON {\"input_ids\": [...]}");
   sub->add_option("-b,--batch", opt->batch, "Rows of random ids when no ids are given")->capture_default_str();

@@ -18,7 +18,45 @@ struct TokenizeOptions {
   std::string pair;
   bool no_special = false;
   bool json = false;
+  size_t max_length = 0;  // 0: no truncation
+  std::string strategy = "longest_first";
+  size_t stride = 0;
+  std::string truncation_side = "right";
+  size_t pad_to = 0;      // 0: no padding
+  std::string padding_side = "right";
+  size_t pad_multiple = 0;
 };
+
+EncodeOptions encode_options(const TokenizeOptions& opt, const Tokenizer& tok) {
+  EncodeOptions eo;
+  eo.add_special_tokens = !opt.no_special;
+  if (opt.max_length > 0) {
+    Truncation t;
+    t.max_length = opt.max_length;
+    t.stride = opt.stride;
+    t.direction = opt.truncation_side == "left" ? Side::left : Side::right;
+    if (opt.strategy == "only_first") t.strategy = Truncation::Strategy::only_first;
+    else if (opt.strategy == "only_second") t.strategy = Truncation::Strategy::only_second;
+    else check(opt.strategy == "longest_first", "--truncation '" + opt.strategy + "': expected longest_first, only_first or only_second");
+    eo.truncation = t;
+  }
+  if (opt.pad_to > 0 || opt.pad_multiple > 0) {
+    Padding p;
+    p.strategy = opt.pad_to > 0 ? Padding::Strategy::fixed : Padding::Strategy::longest;
+    p.length = opt.pad_to;
+    p.direction = opt.padding_side == "left" ? Side::left : Side::right;
+    p.pad_to_multiple_of = opt.pad_multiple;
+    // The pad token the tokenizer knows: [PAD], <pad>, or <|endoftext|> for Qwen2.
+    for (const char* name : {"[PAD]", "<pad>", "<|endoftext|>"})
+      if (auto id = tok.token_to_id(name)) {
+        p.pad_id = *id;
+        p.pad_token = name;
+        break;
+      }
+    eo.padding = p;
+  }
+  return eo;
+}
 
 int run_tokenize(const TokenizeOptions& opt) {
   check(!opt.texts.empty(), "no text given: tach tokenize --tokenizer DIR TEXT...");
@@ -29,8 +67,16 @@ int run_tokenize(const TokenizeOptions& opt) {
   if (!opt.json)
     std::cout << "tokenizer   " << opt.tokenizer << ": " << tok->describe() << " (loaded in " << fixed(load_s * 1e3, 1)
               << " ms)\n";
-  for (const auto& text : opt.texts) {
-    const Encoding e = opt.pair.empty() ? tok->encode(text, !opt.no_special) : tok->encode_pair(text, opt.pair, !opt.no_special);
+  const EncodeOptions eo = encode_options(opt, *tok);
+  std::vector<Encoding> encodings;
+  if (opt.pair.empty()) {
+    encodings = tok->encode_batch(opt.texts, eo);  // padding to the longest is across the texts
+  } else {
+    for (const auto& text : opt.texts) encodings.push_back(tok->encode_pair(text, opt.pair, eo));
+  }
+  for (size_t k = 0; k < opt.texts.size(); ++k) {
+    const std::string& text = opt.texts[k];
+    const Encoding& e = encodings[k];
     if (opt.json) {
       nlohmann::json j;
       j["text"] = text;
@@ -40,6 +86,9 @@ int run_tokenize(const TokenizeOptions& opt) {
       j["offsets"] = e.offsets;
       j["type_ids"] = e.type_ids;
       j["special_tokens_mask"] = e.special_tokens_mask;
+      j["attention_mask"] = e.attention_mask;
+      j["overflowing"] = nlohmann::json::array();
+      for (const auto& o : e.overflowing) j["overflowing"].push_back(o.ids);
       out.push_back(j);
       continue;
     }
@@ -51,6 +100,11 @@ int run_tokenize(const TokenizeOptions& opt) {
       std::cout << (i ? " " : "") << nlohmann::json(e.tokens[i]).dump() << "@" << e.offsets[i].first << ":"
                 << e.offsets[i].second << (e.type_ids[i] ? "/1" : "");
     std::cout << "\ncount       " << e.size() << " tokens; offsets are byte ranges [start:end) in the text\n";
+    for (size_t w = 0; w < e.overflowing.size(); ++w) {
+      std::cout << "overflow " << w + 1 << "  ";
+      for (size_t i = 0; i < e.overflowing[w].size(); ++i) std::cout << (i ? " " : "") << e.overflowing[w].ids[i];
+      std::cout << "\n";
+    }
   }
   if (opt.json) std::cout << out.dump(2) << "\n";
   return 0;
@@ -68,6 +122,13 @@ Command add_tokenize_command(CLI::App& app) {
   sub->add_option("--pair", opt->pair, "Second sequence, encoded as a pair with each TEXT");
   sub->add_flag("--no-special", opt->no_special, "Do not add the post-processor's special tokens");
   sub->add_flag("--json", opt->json, "Print machine-readable JSON");
+  sub->add_option("--max-length", opt->max_length, "Truncate to this many tokens, special tokens included");
+  sub->add_option("--truncation", opt->strategy, "longest_first, only_first or only_second")->capture_default_str();
+  sub->add_option("--stride", opt->stride, "Tokens shared by consecutive overflowing windows")->capture_default_str();
+  sub->add_option("--truncation-side", opt->truncation_side, "right or left")->capture_default_str();
+  sub->add_option("--pad-to", opt->pad_to, "Pad to this length (fixed)");
+  sub->add_option("--pad-multiple", opt->pad_multiple, "Pad to a multiple of this (alone: pad to the longest text)");
+  sub->add_option("--padding-side", opt->padding_side, "right or left")->capture_default_str();
   sub->add_option("texts", opt->texts, "Texts to tokenize")->required();
   return {sub, [opt] { return run_tokenize(*opt); }};
 }
