@@ -205,11 +205,10 @@ TEST(TruncationAndPadding, MatchTokenizers) {
     const Encoding e = run();
     EXPECT_EQ(e.ids, j["ids"].get<std::vector<int32_t>>());
     EXPECT_EQ(e.type_ids, j["type_ids"].get<std::vector<int32_t>>());
-    if (!j["overflowing"].is_null()) {
-      std::vector<std::vector<int32_t>> over;
-      for (const auto& o : e.overflowing) over.push_back(o.ids);
-      EXPECT_EQ(over, j["overflowing"].get<std::vector<std::vector<int32_t>>>());
-    }
+    std::vector<std::vector<int32_t>> over, over_types;
+    for (const auto& o : e.overflowing) over.push_back(o.ids), over_types.push_back(o.type_ids);
+    EXPECT_EQ(over, j["overflowing"].get<std::vector<std::vector<int32_t>>>());
+    EXPECT_EQ(over_types, j["overflowing_type_ids"].get<std::vector<std::vector<int32_t>>>());
   }
   EXPECT_EQ(n, 144);
 }

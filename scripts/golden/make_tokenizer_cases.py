@@ -96,7 +96,8 @@ def truncation_cases(tok_dir, out_dir):
                         rows.append({"tokenizer": name, "text": a, "pair": b, "strategy": strategy,
                                      "direction": direction, "max_length": max_length, "stride": stride,
                                      "ids": e.ids, "type_ids": e.type_ids,
-                                     "overflowing": [o.ids for o in e.overflowing] if b is None else None})
+                                     "overflowing": [o.ids for o in e.overflowing],
+                                     "overflowing_type_ids": [o.type_ids for o in e.overflowing]})
         tok.no_truncation()
         for direction in ["right", "left"]:
             for multiple in [None, 8]:

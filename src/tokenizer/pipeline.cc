@@ -102,20 +102,28 @@ class Pipeline final : public Tokenizer {
     auto post = [&](Encoding& x, Encoding* y) {
       p_.post_processor ? p_.post_processor->process(x, y, opt.add_special_tokens, ta, tb) : tk::concatenate(x, y);
     };
-    // Overflowing windows of a single sequence are post-processed on their own. For pairs
-    // they are dropped: tokenizers pairs every window of one with every window of the other,
-    // which tach does not reproduce yet.
-    std::vector<Encoding> overflow = std::move(a.overflowing);
+    // Overflowing windows are post-processed like the main encoding. For pairs, tokenizers'
+    // Encoding::merge_with gives, for each window a_i of the first sequence, (a_i, B) and then
+    // (a_i, b_j) for every window b_j of the second; then (A, b_j) for every b_j.
+    std::vector<Encoding> a_over = std::move(a.overflowing), b_over;
     a.overflowing.clear();
     if (b) {
-      overflow.clear();
+      b_over = std::move(b->overflowing);
       b->overflowing.clear();
     }
-    post(a, b);
-    for (auto& o : overflow) {
-      post(o, nullptr);
-      a.overflowing.push_back(std::move(o));
+    std::vector<Encoding> over;
+    auto combined = [&](Encoding x, const Encoding* y) {
+      Encoding yy = y ? *y : Encoding();
+      post(x, y ? &yy : nullptr);
+      return x;
+    };
+    for (const auto& ao : a_over) {
+      over.push_back(combined(ao, b));
+      for (const auto& bo : b_over) over.push_back(combined(ao, &bo));
     }
+    for (const auto& bo : b_over) over.push_back(combined(a, &bo));
+    post(a, b);
+    a.overflowing = std::move(over);
     if (opt.padding && opt.padding->strategy == Padding::Strategy::fixed)
       tk::pad(a, tk::padded_length(opt.padding->length, *opt.padding), *opt.padding);
   }
