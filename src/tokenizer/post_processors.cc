@@ -259,10 +259,14 @@ class MetaspaceDecoder final : public Decoder {
   std::string decode(const std::vector<std::string>& tokens) const override {
     std::string out;
     for (const auto& t : tokens) {
-      std::string s = t;
-      for (size_t p = s.find(replacement_); p != std::string::npos; p = s.find(replacement_, p + 1))
-        s.replace(p, replacement_.size(), " ");
-      out += s;
+      for (size_t i = 0; i < t.size();) {
+        if (t.compare(i, replacement_.size(), replacement_) == 0) {
+          out += ' ';
+          i += replacement_.size();
+        } else {
+          out += t[i++];
+        }
+      }
     }
     if (!out.empty() && out[0] == ' ') out.erase(0, 1);
     return out;
