@@ -13,14 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 // A copy of a committed fixture, to break in one way per test.
 std::string copy_fixture(const test::TempDir& dir, const std::string& name) {

@@ -14,14 +14,7 @@
 namespace tach {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 // A small WordPiece tokenizer.json, edited per test.
 nlohmann::json tiny_wordpiece() {

@@ -25,6 +25,14 @@ std::string ids_str(const std::vector<int32_t>& ids) {
   return s;
 }
 
+// The shared tokenizers, loaded once per test binary.
+const Tokenizer& shared_tokenizer(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
+  auto& tok = cache[name];
+  if (!tok) tok = Tokenizer::load(test::shared_dir() + "/tokenizers/" + name);
+  return *tok;
+}
+
 struct GoldenCase {
   std::string file;       // under golden/tokenizers/hf
   std::string tokenizer;  // under tokenizers/
@@ -36,9 +44,7 @@ class HfGolden : public ::testing::TestWithParam<GoldenCase> {};
 TEST_P(HfGolden, IdsMatchTokenizers) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared/ is not present; the golden files live there";
   const auto& c = GetParam();
-  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-  auto& tok = cache[c.tokenizer];
-  if (!tok) tok = Tokenizer::load(test::shared_dir() + "/tokenizers/" + c.tokenizer);
+  const Tokenizer* tok = &shared_tokenizer(c.tokenizer);
   std::ifstream in(test::shared_dir() + "/golden/tokenizers/hf/" + c.file);
   ASSERT_TRUE(in) << c.file;
   std::string line;
@@ -119,15 +125,13 @@ namespace {
 // strings inside text, pairs. Ids, type ids and (UTF-8 byte) offsets as tokenizers gives them.
 TEST(HardCases, IdsTypeIdsAndOffsetsMatchTokenizers) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared/ is not present; the tokenizers live there";
-  std::map<std::string, std::unique_ptr<Tokenizer>> toks;
   std::ifstream in(test::fixtures_dir() + "/tokenizers/hard_cases.jsonl");
   ASSERT_TRUE(in);
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line);
-    auto& tok = toks[j["tokenizer"].get<std::string>()];
-    if (!tok) tok = Tokenizer::load(test::shared_dir() + "/tokenizers/" + j["tokenizer"].get<std::string>());
+    const Tokenizer* tok = &shared_tokenizer(j["tokenizer"].get<std::string>());
     const std::string text = j["text"].get<std::string>();
     const bool add = j["add_special"].get<bool>();
     const Encoding e = j.contains("pair") ? tok->encode_pair(text, j["pair"].get<std::string>(), add) : tok->encode(text, add);
@@ -160,15 +164,13 @@ Truncation::Strategy strategy_of(const std::string& s) {
 // (a sequence too short to cut, a stride not below the cut length), tach must refuse too.
 TEST(TruncationAndPadding, MatchTokenizers) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared/ is not present; the tokenizers live there";
-  std::map<std::string, std::unique_ptr<Tokenizer>> toks;
   std::ifstream in(test::fixtures_dir() + "/tokenizers/truncation_cases.jsonl");
   ASSERT_TRUE(in);
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line);
-    auto& tok = toks[j["tokenizer"].get<std::string>()];
-    if (!tok) tok = Tokenizer::load(test::shared_dir() + "/tokenizers/" + j["tokenizer"].get<std::string>());
+    const Tokenizer* tok = &shared_tokenizer(j["tokenizer"].get<std::string>());
     SCOPED_TRACE(line.substr(0, 200));
     ++n;
     EncodeOptions opt;

@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include "tach/error.h"
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -83,6 +85,15 @@ std::string read_text(const std::string& path) {
 std::string fixtures_dir() { return TACH_FIXTURES; }
 std::string shared_dir() { return TACH_SHARED_DIR; }
 bool shared_available() { return fs::is_directory(shared_dir() + "/configs"); }
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 double max_relative_error(const float* a, const float* b, size_t n, double floor) {
   double worst = 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ std::string read_text(const std::string& path);
 std::string fixtures_dir();
 std::string shared_dir();
 bool shared_available();
+
+// The message of the tach::Error fn throws, or "(no error)".
+std::string error_of(const std::function<void()>& fn);
 
 // Largest |a - b| / (|b| + floor) over two float arrays.
 double max_relative_error(const float* a, const float* b, size_t n, double floor);
