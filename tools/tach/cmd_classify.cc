@@ -259,7 +259,7 @@ int run_classify(const ClassifyOptions& opt) {
 
 Command add_classify_command(CLI::App& app) {
   auto opt = std::make_shared<ClassifyOptions>();
-  CLI::App* sub = app.add_subcommand("classify", "Run a sequence classifier on token ids; print labels, scores and "
+  CLI::App* sub = app.add_subcommand("classify", "Run a sequence classifier on texts or token ids; print labels, scores and "
                                                  "timings");
   sub->add_option("-m,--model", opt->model,
                   "Model: preset:NAME (distilbert-base-uncased, bert-base-uncased, bert-tiny), a directory with "
