@@ -22,6 +22,18 @@ std::string copy_fixture(const test::TempDir& dir, const std::string& name) {
   return dst;
 }
 
+// Every tensor of a checkpoint directory, as raw f32 parts to write a modified copy from.
+std::vector<test::FakeTensor> checkpoint_tensors(const std::string& dir) {
+  const WeightStore store = open_checkpoint_weights(dir);
+  std::vector<test::FakeTensor> out;
+  for (const auto& name : store.names()) {
+    const Tensor t = store.find(name)->load();
+    const auto* p = static_cast<const uint8_t*>(t.raw());
+    out.push_back({name, "F32", t.shape(), std::vector<uint8_t>(p, p + t.nbytes())});
+  }
+  return out;
+}
+
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const std::string& value) : name_(name) {
@@ -130,15 +142,9 @@ TEST(Load, MissingTensorNamesPrefixesTried) {
   test::TempDir dir;
   const std::string m = copy_fixture(dir, "bert-cls2-f32");
   // Rewrite the checkpoint without one tensor.
-  WeightStore store = open_checkpoint_weights(m);
   std::vector<test::FakeTensor> kept;
-  for (const auto& name : store.names()) {
-    if (name == "bert.encoder.layer.1.output.dense.bias") continue;
-    Tensor t = store.find(name)->load();
-    std::vector<uint8_t> bytes(static_cast<const uint8_t*>(t.raw()), static_cast<const uint8_t*>(t.raw()) + t.nbytes());
-    kept.push_back({name, "F32", t.shape(), bytes});
-  }
-  store = WeightStore();
+  for (auto& t : checkpoint_tensors(m))
+    if (t.name != "bert.encoder.layer.1.output.dense.bias") kept.push_back(std::move(t));
   test::write_file(m + "/model.safetensors", test::safetensors_bytes(kept));
   const std::string err = error_of([&] { load_model(m); });
   EXPECT_NE(err.find("missing tensor 'encoder.layer.1.output.dense.bias'"), std::string::npos) << err;
@@ -148,15 +154,8 @@ TEST(Load, MissingTensorNamesPrefixesTried) {
 TEST(Load, UnexpectedTensorIsAnError) {
   test::TempDir dir;
   const std::string m = copy_fixture(dir, "distilbert-cls2-f32");
-  WeightStore store = open_checkpoint_weights(m);
-  std::vector<test::FakeTensor> all;
-  for (const auto& name : store.names()) {
-    Tensor t = store.find(name)->load();
-    std::vector<uint8_t> bytes(static_cast<const uint8_t*>(t.raw()), static_cast<const uint8_t*>(t.raw()) + t.nbytes());
-    all.push_back({name, "F32", t.shape(), bytes});
-  }
+  std::vector<test::FakeTensor> all = checkpoint_tensors(m);
   all.push_back({"distilbert.transformer.layer.7.ffn.lin1.weight", "F32", {2, 2}, {}});
-  store = WeightStore();
   test::write_file(m + "/model.safetensors", test::safetensors_bytes(all));
   const std::string err = error_of([&] { load_model(m); });
   EXPECT_NE(err.find("unexpected tensor"), std::string::npos) << err;
