@@ -17,10 +17,11 @@ configure: setup
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on the built-in default: DistilBERT-base (synthetic weights) on the CPU.
+# The main job on the built-in default: a sweep of DistilBERT-base (synthetic weights), batch 1-32
+# at seq 128, f32, on the CPU, into runs/<run_id>/ (under 2 minutes on 2 cores).
 run: build
 	$(BUILD)/tach info
-	$(BUILD)/tach classify --model preset:distilbert-base-uncased --batch 8 --seq-len 128
+	$(BUILD)/tach bench
 
 # The test suite without the slow label (CI runs this).
 test: build

@@ -36,3 +36,11 @@ endif()
 if(TACH_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+
+# Datasets: libcsv (RFC 4180 CSV/TSV) and yaml-cpp (run configs).
+find_path(CSV_INCLUDE_DIR csv.h REQUIRED)
+find_library(CSV_LIBRARY csv REQUIRED)
+add_library(tach_csv INTERFACE)
+target_link_libraries(tach_csv INTERFACE ${CSV_LIBRARY})
+target_include_directories(tach_csv INTERFACE ${CSV_INCLUDE_DIR})
+find_package(yaml-cpp REQUIRED)

@@ -10,6 +10,7 @@ packages=(
   libdnnl-dev            # oneDNN: GEMM and fused linear layers (chosen by measurement, docs/perf.md)
   libopenblas-dev        # OpenBLAS: the GEMM comparison and BLAS checks in tach info
   libyaml-cpp-dev        # YAML run configs
+  libcsv-dev             # CSV/TSV datasets (RFC 4180 quoting, multi-line fields)
   libutf8proc-dev libpcre2-dev   # Unicode data and regex for the tokenizers
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks
 )

@@ -38,6 +38,7 @@ struct ModelInfo {
   std::vector<std::string> labels;
   std::string problem_type;    // single_label_classification | multi_label_classification | regression
   int64_t parameters = 0;
+  int64_t disk_bytes = 0;      // the safetensors files read; 0 for synthetic weights
   std::string weights_dtype;   // as stored: f32, f16, bf16 (or "mixed")
   DType compute = DType::f32;
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, intermediate_size = 0;

@@ -14,5 +14,8 @@ struct Command {
 Command add_info_command(CLI::App& app);
 Command add_classify_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
 
 }  // namespace tach::cli

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
       tach::cli::add_info_command(app),
       tach::cli::add_classify_command(app),
       tach::cli::add_tokenize_command(app),
+      tach::cli::add_bench_command(app),
+      tach::cli::add_eval_command(app),
+      tach::cli::add_run_command(app),
   };
   try {
     app.parse(argc, argv);

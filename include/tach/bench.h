@@ -1,0 +1,173 @@
+// tach bench: inference sweeps (batch × sequence length × dtype × device × threads), the
+// accuracy pass, and the run directory that keeps every finished point.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tach/dataset.h"
+
+namespace tach {
+
+// When a point stops measuring. Warm-up runs are never measured.
+struct StoppingRule {
+  int runs = 0;              // > 0: exactly this many measured runs (the count rule); the rest is ignored
+  int min_runs = 5;          // the other rules never stop before this many
+  int max_runs = 50;         // ... and always stop here
+  double time_budget_s = 5;  // > 0: stop once the measured runs took this long
+  // > 0: stop once the relative standard error of the median (1.2533 s / (sqrt(n) median), for
+  // roughly normal noise) is below this
+  double target_cv = 0.02;
+  std::string describe() const;
+};
+
+struct BenchConfig {
+  std::string model = "preset:distilbert-base-uncased";
+  std::string tokenizer;  // texts: a tokenizer file or directory; default the model directory's
+  std::vector<std::string> devices{"cpu"};
+  std::vector<std::string> dtypes{"f32"};  // f32 | bf16 (compute)
+  std::vector<int64_t> batch_sizes{1, 2, 4, 8, 16, 32};
+  std::vector<int64_t> seq_lens{128};  // synthetic: exact length; dataset: max_length
+  std::vector<int> threads{0};         // 0: the default (all cores)
+  int warmup_runs = 2;
+  StoppingRule stop;
+  uint64_t seed = 0;  // synthetic weights and token ids, dataset shuffle
+
+  // Inputs: "synthetic" token ids at exactly seq_len, or "dataset" texts tokenized, truncated
+  // to seq_len, and padded to seq_len (bucketing off) or to the longest row of a batch of
+  // similar lengths (bucketing on).
+  std::string input = "synthetic";
+  DatasetOptions dataset;
+  bool bucketing = false;
+
+  // The accuracy pass (needs a dataset).
+  bool accuracy = false;
+  std::vector<int64_t> sample_sizes;  // accuracy on the first N of the shuffled examples, per N
+  int64_t limit = 0;                  // > 0: at most this many examples in all
+  int64_t eval_batch_size = 32;
+  int64_t eval_max_length = 128;
+
+  double latency_budget_ms = 0;  // > 0: summary names the best batch size with p95 batch latency under it
+  std::string runs_dir = "runs";
+  std::string run_id;  // default: UTC time and model name
+};
+
+// Defaults, then the YAML file (shaped as seed S0's config.yaml plus tach's own keys).
+// Unknown keys and values of the wrong type are errors that name the key.
+BenchConfig bench_config_from_yaml(const std::string& path, BenchConfig base = {});
+std::string bench_config_to_json(const BenchConfig& config);    // config.json of a run
+BenchConfig bench_config_from_json(const std::string& json_text, const std::string& where);
+
+struct PointKey {
+  std::string device = "cpu";
+  std::string dtype = "f32";
+  int threads = 0;
+  int64_t batch = 1;
+  int64_t seq_len = 128;
+  std::string id() const;  // "cpu/f32/t0/b8/s128", unique within a run
+};
+
+// Order statistics of one quantity, with its unit in the name of the field that holds it.
+struct Distribution {
+  int64_t n = 0;
+  double median = 0, mean = 0, std = 0, min = 0, max = 0, p90 = 0, p95 = 0, p99 = 0;
+};
+
+struct MemoryCategoryBytes {
+  int64_t current = 0, peak = 0;
+};
+
+struct PointResult {
+  PointKey key;
+  std::string status = "ok";  // ok | failed | skipped
+  std::string reason;         // why it failed or was skipped
+  std::string input;          // "synthetic" | "dataset <path>"
+  int warmup_runs = 0;
+  int measured_runs = 0;
+  std::string stopped_by;  // which rule stopped the point, in words
+  Distribution batch_latency_ms, sample_latency_ms, tokenize_ms_per_batch;
+  double samples_per_s = 0, tokens_per_s = 0, batches_per_s = 0;  // over the measured time
+  double padded_tokens_per_batch = 0, real_tokens_per_batch = 0;
+  double flops_per_batch = 0, achieved_gflops_per_s = 0;  // from the ops' declared costs
+  int64_t rss_bytes = 0, peak_rss_bytes = 0;
+  bool peak_rss_is_per_point = true;  // false when the kernel would not reset VmHWM
+  std::map<std::string, MemoryCategoryBytes> allocator;  // per category, and "total"
+  double measured_wall_s = 0;    // first measured run start to last end, on the bench's clock
+  double timer_overhead_ns = 0;  // one steady-clock reading
+  double bookkeeping_ms = 0;     // measured wall minus the sum of run latencies
+  std::string finished_at;       // UTC, ISO 8601
+};
+
+std::string point_to_json(const PointResult& p);  // one line of results.jsonl, no newline
+PointResult point_from_json(const std::string& line, const std::string& where);
+
+struct ClassMetrics {
+  std::string label;
+  double precision = 0, recall = 0, f1 = 0;
+  int64_t support = 0;
+};
+
+struct AccuracyResult {
+  int64_t examples = 0;
+  double accuracy = 0, macro_f1 = 0;
+  double chance_accuracy = 0;  // the majority class's share: what a constant guess scores
+  std::vector<ClassMetrics> per_class;
+  std::vector<std::vector<int64_t>> confusion;  // [true label][predicted label]
+  double tokenize_s = 0, model_s = 0, total_s = 0, samples_per_s = 0;
+};
+
+// Accuracy, macro-F1 (mean over labels present in truth or predictions), per-class metrics and
+// the confusion matrix. truth and predicted: ids in [0, labels.size()).
+AccuracyResult classification_metrics(const std::vector<int32_t>& truth, const std::vector<int32_t>& predicted,
+                                      const std::vector<std::string>& labels);
+
+struct ModelSummary {
+  std::string spec, source, architecture, weights_dtype;
+  bool synthetic_weights = false;
+  int64_t parameters = 0;
+  int64_t disk_bytes = 0;    // safetensors files; 0 for synthetic weights
+  int64_t memory_bytes = 0;  // allocator weights + mapped bytes after loading
+  std::vector<std::string> labels;
+};
+
+// What a sweep calls back, for progress bars and tests. All optional.
+struct BenchObserver {
+  std::function<void(const PointKey&, size_t index, size_t total)> on_point_start;
+  std::function<void(const PointResult&, size_t index, size_t total)> on_point_done;
+  std::function<void(const std::string& message)> on_note;
+  // Around the measured runs of a point: lets a caller time the same work on its own clock.
+  std::function<void(const PointKey&)> on_measure_begin;
+  std::function<void(const PointKey&, int64_t samples)> on_measure_end;
+};
+
+struct SweepOutcome {
+  std::string run_dir;
+  BenchConfig config;  // as run (a resumed run's own config.json)
+  std::vector<PointResult> results;   // every point of the run, finished earlier or now, in grid order
+  std::vector<ModelSummary> models;   // per device and dtype loaded in this process
+  std::vector<AccuracyResult> accuracy;  // one per sample size (or the whole pass)
+  std::string accuracy_dataset;
+  int64_t resumed_points = 0;  // points found finished in results.jsonl
+  double result_write_ms_median = 0;  // appending and fsyncing one results line
+  std::vector<std::string> notes;     // what the sweep decided or found, for the summary
+};
+
+// Creates runs/<run_id>/ with config.json and runs every point, appending each to results.jsonl
+// as it finishes. A point that fails is recorded with its reason and the sweep goes on.
+SweepOutcome run_bench(const BenchConfig& config, const BenchObserver& observer = {});
+
+// Continues the run in run_dir with its own config.json: points already in results.jsonl are kept
+// and skipped (a torn last line from a kill is cut off first).
+SweepOutcome resume_bench(const std::string& run_dir, const BenchObserver& observer = {});
+
+// The accuracy pass alone (tach eval): reads the dataset, loads the model, classifies.
+SweepOutcome run_eval(const BenchConfig& config, const BenchObserver& observer = {});
+
+// accuracy.json of a run: one object per sample size, schema "tach.bench.accuracy/1".
+std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const std::string& dataset);
+std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const std::string& where, std::string* dataset);
+
+}  // namespace tach

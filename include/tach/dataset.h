@@ -1,0 +1,62 @@
+// Labelled text datasets: CSV, TSV, JSONL, and JSON split files (CLINC150's data_full.json,
+// Hugging Face-style {"split": [{...}, ...]}), and the map from their labels to a model's ids.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tach {
+
+struct DatasetOptions {
+  std::string path;
+  // auto (from the extension: .csv, .tsv, .jsonl, .json) | csv | tsv | jsonl | json
+  std::string format = "auto";
+  // Columns (CSV/TSV header names, or 0-based indices for files without a header) or keys
+  // (JSONL objects). A JSON split of [text, label] pairs takes 0 and 1 whatever is given.
+  std::string text_column = "text";
+  std::string text_pair_column;  // optional second text (sentence pairs)
+  std::string label_column = "label";
+  std::string split;  // JSON split files: the split to read; default "test" when it exists
+  // CSV/TSV: auto (a header when the first row names the text column) | yes | no
+  std::string header = "auto";
+};
+
+struct Example {
+  std::string text;
+  std::string text_pair;
+  std::string label;   // as written in the file
+  int64_t source_row;  // 1-based record number in the file (a CSV record may span lines)
+};
+
+struct Dataset {
+  std::string path;
+  std::string format;  // as detected
+  std::string split;   // JSON splits only
+  std::vector<std::string> columns;  // what the file offers (header names, indices or keys)
+  std::vector<Example> examples;
+};
+
+// Reads every example. Errors name the file, the record and what is wrong: a missing column
+// lists the columns there are; an empty dataset is an error.
+Dataset read_dataset(const DatasetOptions& options);
+
+// Labels as a model names them (id2label, id order). A dataset label maps to an id by name,
+// or as an integer id in range. Unknown labels are an error that lists them (with counts) and
+// the model's labels.
+class LabelMap {
+ public:
+  explicit LabelMap(std::vector<std::string> model_labels);
+  // One id per example, in order.
+  std::vector<int32_t> ids_of(const std::vector<Example>& examples, const std::string& dataset_name) const;
+  const std::vector<std::string>& labels() const { return labels_; }
+
+ private:
+  std::vector<std::string> labels_;
+};
+
+// A deterministic shuffle (seeded), so that prefixes of any length are fair samples: CLINC150's
+// splits are sorted by intent, and its first 100 rows hold one label.
+void shuffle_examples(std::vector<Example>& examples, uint64_t seed);
+
+}  // namespace tach

@@ -1,0 +1,206 @@
+// BenchConfig from YAML (seed S0's config.yaml shape, plus tach's keys) and to/from config.json.
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "bench/bench_internal.h"
+#include "tach/error.h"
+
+namespace tach {
+
+namespace {
+
+// S0 and transformers spell dtypes as torch does; tach's short names are accepted too.
+std::string dtype_from_user(const std::string& s) {
+  if (s == "float32" || s == "fp32" || s == "f32") return "f32";
+  if (s == "bfloat16" || s == "bf16") return "bf16";
+  if (s == "float16" || s == "fp16" || s == "f16" || s == "half") return "f16";
+  throw Error("dtype '" + s + "' is not one of float32 (f32), bfloat16 (bf16), float16 (f16)");
+}
+
+template <typename T>
+T scalar(const YAML::Node& node, const std::string& key) {
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    const char* want = std::is_same_v<T, std::string> ? "a string"
+                       : std::is_same_v<T, bool>      ? "true or false"
+                       : std::is_integral_v<T>        ? "an integer"
+                                                      : "a number";
+    throw Error(key + ": expected " + want + " (line " + std::to_string(node.Mark().line + 1) + ")");
+  }
+}
+
+// A scalar or a list of scalars.
+template <typename T>
+std::vector<T> list(const YAML::Node& node, const std::string& key) {
+  std::vector<T> out;
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) out.push_back(scalar<T>(node[i], key + "[" + std::to_string(i) + "]"));
+  } else {
+    out.push_back(scalar<T>(node, key));
+  }
+  check(!out.empty(), key + ": an empty list");
+  return out;
+}
+
+void check_keys(const YAML::Node& node, const std::string& section, const std::set<std::string>& known) {
+  check(node.IsMap(), section + ": expected a mapping of keys");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const auto key = it->first.as<std::string>();
+    if (known.count(key)) continue;
+    std::string names;
+    for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+    throw Error(section + "." + key + ": unknown key (line " + std::to_string(it->first.Mark().line + 1) +
+                "); known keys: " + names);
+  }
+}
+
+}  // namespace
+
+BenchConfig bench_config_from_yaml(const std::string& path, BenchConfig c) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error(path + ": cannot open the config file");
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ": not valid YAML: " + e.what());
+  }
+  if (root.IsNull()) return c;
+  const std::string p = path + ": ";
+  try {
+    check_keys(root, path, {"model", "dataset", "profiling", "output", "seed"});
+    if (root["seed"]) c.seed = scalar<uint64_t>(root["seed"], p + "seed");
+    if (const auto m = root["model"]) {
+      check_keys(m, p + "model", {"name", "device", "dtype", "tokenizer"});
+      if (m["name"]) c.model = scalar<std::string>(m["name"], p + "model.name");
+      if (m["tokenizer"]) c.tokenizer = scalar<std::string>(m["tokenizer"], p + "model.tokenizer");
+      if (m["device"]) c.devices = list<std::string>(m["device"], p + "model.device");
+      if (m["dtype"]) {
+        c.dtypes.clear();
+        for (const auto& d : list<std::string>(m["dtype"], p + "model.dtype")) c.dtypes.push_back(dtype_from_user(d));
+      }
+    }
+    if (const auto d = root["dataset"]) {
+      check_keys(d, p + "dataset",
+                 {"path", "local_path", "hf_name", "format", "text_column", "text_pair_column", "label_column", "split",
+                  "header", "sample_sizes", "limit"});
+      if (d["path"]) c.dataset.path = scalar<std::string>(d["path"], p + "dataset.path");
+      if (d["local_path"]) c.dataset.path = scalar<std::string>(d["local_path"], p + "dataset.local_path");
+      check(!d["hf_name"] || !c.dataset.path.empty(),
+            p + "dataset.hf_name: tach reads datasets from files and does not download; give dataset.path "
+                "(or local_path) to a CSV, TSV, JSONL or JSON file");
+      if (d["format"]) c.dataset.format = scalar<std::string>(d["format"], p + "dataset.format");
+      if (d["text_column"]) c.dataset.text_column = scalar<std::string>(d["text_column"], p + "dataset.text_column");
+      if (d["text_pair_column"])
+        c.dataset.text_pair_column = scalar<std::string>(d["text_pair_column"], p + "dataset.text_pair_column");
+      if (d["label_column"]) c.dataset.label_column = scalar<std::string>(d["label_column"], p + "dataset.label_column");
+      if (d["split"]) c.dataset.split = scalar<std::string>(d["split"], p + "dataset.split");
+      if (d["header"]) c.dataset.header = scalar<std::string>(d["header"], p + "dataset.header");
+      if (d["sample_sizes"]) c.sample_sizes = list<int64_t>(d["sample_sizes"], p + "dataset.sample_sizes");
+      if (d["limit"]) c.limit = scalar<int64_t>(d["limit"], p + "dataset.limit");
+    }
+    if (const auto f = root["profiling"]) {
+      check_keys(f, p + "profiling",
+                 {"batch_sizes", "num_warmup_runs", "num_measurement_runs", "max_length", "seq_lens", "min_runs",
+                  "max_runs", "time_budget_s", "target_cv", "threads", "input", "bucketing", "latency_budget_ms",
+                  "accuracy", "eval_batch_size"});
+      if (f["batch_sizes"]) c.batch_sizes = list<int64_t>(f["batch_sizes"], p + "profiling.batch_sizes");
+      if (f["num_warmup_runs"]) c.warmup_runs = scalar<int>(f["num_warmup_runs"], p + "profiling.num_warmup_runs");
+      if (f["num_measurement_runs"])
+        c.stop.runs = scalar<int>(f["num_measurement_runs"], p + "profiling.num_measurement_runs");
+      if (f["max_length"]) c.seq_lens = list<int64_t>(f["max_length"], p + "profiling.max_length");
+      if (f["seq_lens"]) c.seq_lens = list<int64_t>(f["seq_lens"], p + "profiling.seq_lens");
+      if (f["max_length"] && !f["seq_lens"]) c.eval_max_length = c.seq_lens.back();
+      if (f["min_runs"]) c.stop.min_runs = scalar<int>(f["min_runs"], p + "profiling.min_runs");
+      if (f["max_runs"]) c.stop.max_runs = scalar<int>(f["max_runs"], p + "profiling.max_runs");
+      if (f["time_budget_s"]) c.stop.time_budget_s = scalar<double>(f["time_budget_s"], p + "profiling.time_budget_s");
+      if (f["target_cv"]) c.stop.target_cv = scalar<double>(f["target_cv"], p + "profiling.target_cv");
+      if (f["threads"]) c.threads = list<int>(f["threads"], p + "profiling.threads");
+      if (f["input"]) c.input = scalar<std::string>(f["input"], p + "profiling.input");
+      if (f["bucketing"]) c.bucketing = scalar<bool>(f["bucketing"], p + "profiling.bucketing");
+      if (f["latency_budget_ms"])
+        c.latency_budget_ms = scalar<double>(f["latency_budget_ms"], p + "profiling.latency_budget_ms");
+      if (f["accuracy"]) c.accuracy = scalar<bool>(f["accuracy"], p + "profiling.accuracy");
+      if (f["eval_batch_size"]) c.eval_batch_size = scalar<int64_t>(f["eval_batch_size"], p + "profiling.eval_batch_size");
+    }
+    if (const auto o = root["output"]) {
+      check_keys(o, p + "output", {"runs_dir", "run_id"});
+      if (o["runs_dir"]) c.runs_dir = scalar<std::string>(o["runs_dir"], p + "output.runs_dir");
+      if (o["run_id"]) c.run_id = scalar<std::string>(o["run_id"], p + "output.run_id");
+    }
+  } catch (const YAML::Exception& e) {
+    throw Error(p + e.what());
+  }
+  return c;
+}
+
+std::string bench_config_to_json(const BenchConfig& c) {
+  nlohmann::json j = {
+      {"schema", "tach.bench.config/1"},
+      {"model", c.model},
+      {"tokenizer", c.tokenizer},
+      {"devices", c.devices},
+      {"dtypes", c.dtypes},
+      {"batch_sizes", c.batch_sizes},
+      {"seq_lens", c.seq_lens},
+      {"threads", c.threads},
+      {"warmup_runs", c.warmup_runs},
+      {"stop", {{"runs", c.stop.runs}, {"min_runs", c.stop.min_runs}, {"max_runs", c.stop.max_runs},
+                {"time_budget_s", c.stop.time_budget_s}, {"target_cv", c.stop.target_cv}}},
+      {"seed", c.seed},
+      {"input", c.input},
+      {"dataset", {{"path", c.dataset.path}, {"format", c.dataset.format}, {"text_column", c.dataset.text_column},
+                   {"text_pair_column", c.dataset.text_pair_column}, {"label_column", c.dataset.label_column},
+                   {"split", c.dataset.split}, {"header", c.dataset.header}}},
+      {"bucketing", c.bucketing},
+      {"accuracy", c.accuracy},
+      {"sample_sizes", c.sample_sizes},
+      {"limit", c.limit},
+      {"eval_batch_size", c.eval_batch_size},
+      {"eval_max_length", c.eval_max_length},
+      {"latency_budget_ms", c.latency_budget_ms},
+      {"runs_dir", c.runs_dir},
+      {"run_id", c.run_id},
+  };
+  return j.dump(2);
+}
+
+BenchConfig bench_config_from_json(const std::string& text, const std::string& where) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    check(j.value("schema", "") == "tach.bench.config/1", where + ": not a tach.bench.config/1 file");
+    BenchConfig c;
+    c.model = j.at("model");
+    c.tokenizer = j.at("tokenizer");
+    c.devices = j.at("devices").get<std::vector<std::string>>();
+    c.dtypes = j.at("dtypes").get<std::vector<std::string>>();
+    c.batch_sizes = j.at("batch_sizes").get<std::vector<int64_t>>();
+    c.seq_lens = j.at("seq_lens").get<std::vector<int64_t>>();
+    c.threads = j.at("threads").get<std::vector<int>>();
+    c.warmup_runs = j.at("warmup_runs");
+    const auto& s = j.at("stop");
+    c.stop = {s.at("runs"), s.at("min_runs"), s.at("max_runs"), s.at("time_budget_s"), s.at("target_cv")};
+    c.seed = j.at("seed");
+    c.input = j.at("input");
+    const auto& d = j.at("dataset");
+    c.dataset = {d.at("path"), d.at("format"), d.at("text_column"), d.at("text_pair_column"), d.at("label_column"),
+                 d.at("split"), d.at("header")};
+    c.bucketing = j.at("bucketing");
+    c.accuracy = j.at("accuracy");
+    c.sample_sizes = j.at("sample_sizes").get<std::vector<int64_t>>();
+    c.limit = j.at("limit");
+    c.eval_batch_size = j.at("eval_batch_size");
+    c.eval_max_length = j.at("eval_max_length");
+    c.latency_budget_ms = j.at("latency_budget_ms");
+    c.runs_dir = j.at("runs_dir");
+    c.run_id = j.at("run_id");
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(where + ": " + e.what());
+  }
+}
+
+}  // namespace tach

@@ -1,0 +1,76 @@
+// Pieces of the bench room shared between its files (not public).
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tach/bench.h"
+#include "tach/model.h"
+#include "tach/tokenizer.h"
+
+namespace tach::bench {
+
+// Empty while the point should go on; otherwise the rule that stopped it, in words.
+// latencies_s: the measured runs so far.
+std::string stop_reason(const StoppingRule& rule, const std::vector<double>& latencies_s, double measured_s);
+
+Distribution distribution(std::vector<double> values);
+
+std::string utc_now_iso();
+
+// The run directory: config.json, results.jsonl (appended and flushed per point).
+class RunStore {
+ public:
+  // Creates dir (which must not hold a results.jsonl yet) and writes config.json.
+  static RunStore create(const std::string& dir, const BenchConfig& config);
+  // Opens an existing run: reads config.json and the finished points; a torn last line is cut.
+  static RunStore open(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  const BenchConfig& config() const { return config_; }
+  const std::vector<PointResult>& finished() const { return finished_; }
+  bool is_finished(const PointKey& key) const { return finished_ids_.count(key.id()) != 0; }
+  // Appends one line and flushes it to the file (fsync), so that a kill keeps it. Returns ms taken.
+  double append(const PointResult& point);
+  void write_text(const std::string& name, const std::string& text) const;  // atomically (tmp + rename)
+  std::vector<std::string> notes;  // what opening found (a cut line)
+
+ private:
+  std::string dir_;
+  BenchConfig config_;
+  std::vector<PointResult> finished_;
+  std::set<std::string> finished_ids_;
+};
+
+// Texts that feed dataset points and the accuracy pass.
+struct TextSource {
+  std::vector<Example> examples;  // shuffled
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::string name;  // "dataset <path>"
+};
+// Reads and shuffles the dataset (limit applied); the tokenizer comes once the model is known.
+TextSource read_texts(const BenchConfig& config);
+// The tokenizer config.tokenizer names, or the model directory's.
+void attach_tokenizer(TextSource& texts, const BenchConfig& config, const std::string& model_source);
+
+// The pad id and the type-id flag a batch needs for this model.
+TokenBatch synthetic_batch(const ModelInfo& info, int64_t batch, int64_t seq_len, uint64_t seed);
+// Tokenizes the examples at `rows`, truncated to max_length and padded to max_length, or to the
+// longest row when pad_to_longest.
+TokenBatch text_batch(const TextSource& texts, const ModelInfo& info, const std::vector<size_t>& rows,
+                      int64_t max_length, bool pad_to_longest);
+
+// One point: warm-up, measured runs until the rule stops, memory. Throws on failure.
+PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,
+                      const TextSource* texts, const BenchObserver& observer);
+
+// The accuracy pass on texts; one result per sample size (prefixes of the shuffled examples).
+std::vector<AccuracyResult> evaluate(const EncoderModel& model, const TextSource& texts, const BenchConfig& config,
+                                     const BenchObserver& observer);
+
+ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes);
+
+}  // namespace tach::bench

@@ -1,0 +1,135 @@
+// One point of a sweep: warm-up, measured runs until the stopping rule says enough, then the
+// statistics and memory of that point. Only the model call is inside a batch's timing;
+// tokenization is timed on its own.
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+
+#include "bench/bench_internal.h"
+#include "tach/error.h"
+#include "tach/memory.h"
+#include "tach/monitor.h"
+#include "tach/stats.h"
+
+namespace tach::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,
+                      const TextSource* texts, const BenchObserver& observer) {
+  const ModelInfo& info = model.info();
+  PointResult r;
+  r.key = key;
+  r.input = texts ? texts->name : "synthetic";
+  r.warmup_runs = config.warmup_runs;
+
+  // Dataset batches start at seeded random places, so that bucketed (sorted) pools are sampled
+  // over their whole length rather than from their short end.
+  std::mt19937_64 rng(config.seed ^ uint64_t(key.batch * 1000003 + key.seq_len));
+  std::vector<size_t> order;  // example indices sorted by length, for bucketing
+  if (texts && config.bucketing) {
+    order.resize(texts->examples.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return texts->examples[a].text.size() + texts->examples[a].text_pair.size() <
+             texts->examples[b].text.size() + texts->examples[b].text_pair.size();
+    });
+  }
+  if (texts && order.empty()) {
+    order.resize(texts->examples.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+  }
+  // B consecutive examples of `order` from a random start: similar lengths when bucketing.
+  const auto pick_rows = [&] {
+    std::vector<size_t> rows(size_t(key.batch));
+    const size_t start = rng() % order.size();
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = order[(start + i) % order.size()];
+    return rows;
+  };
+
+  reset_memory_peaks(Device::cpu());
+  r.peak_rss_is_per_point = reset_peak_rss();
+  const double flops = model.forward_cost(key.batch, key.seq_len).flops;
+
+  // Warm-up: caches, packed weights, allocator blocks. Never measured.
+  for (int i = 0; i < config.warmup_runs; ++i) {
+    TokenBatch b = texts ? text_batch(*texts, info, pick_rows(), key.seq_len, config.bucketing)
+                         : synthetic_batch(info, key.batch, key.seq_len, config.seed);
+    (void)model.classify(b);
+  }
+
+  std::vector<double> latencies_s, tokenize_s;
+  double padded_tokens = 0, real_tokens = 0, flops_total = 0;
+  if (observer.on_measure_begin) observer.on_measure_begin(key);
+  const auto wall0 = Clock::now();
+  double measured_s = 0;
+  const TokenBatch synthetic = texts ? TokenBatch{} : synthetic_batch(info, key.batch, key.seq_len, config.seed);
+  for (;;) {
+    TokenBatch batch_storage;
+    const TokenBatch* batch = &synthetic;
+    if (texts) {
+      const auto t0 = Clock::now();
+      batch_storage = text_batch(*texts, info, pick_rows(), key.seq_len, config.bucketing);
+      tokenize_s.push_back(seconds_since(t0));
+      batch = &batch_storage;
+    }
+    const auto t0 = Clock::now();
+    (void)model.classify(*batch);
+    const double s = seconds_since(t0);
+    latencies_s.push_back(s);
+    measured_s += s;
+    padded_tokens += double(batch->batch() * batch->seq_len());
+    real_tokens += double(batch->real_tokens());
+    flops_total += texts ? model.forward_cost(batch->batch(), batch->seq_len()).flops : flops;
+    r.stopped_by = stop_reason(config.stop, latencies_s, measured_s);
+    if (!r.stopped_by.empty()) break;
+  }
+  const double wall_s = seconds_since(wall0);
+  const auto n = static_cast<double>(latencies_s.size());
+  if (observer.on_measure_end) observer.on_measure_end(key, int64_t(n) * key.batch);
+
+  r.measured_runs = int(latencies_s.size());
+  std::vector<double> batch_ms, sample_ms, tok_ms;
+  for (double s : latencies_s) {
+    batch_ms.push_back(s * 1e3);
+    sample_ms.push_back(s * 1e3 / double(key.batch));
+  }
+  for (double s : tokenize_s) tok_ms.push_back(s * 1e3);
+  r.batch_latency_ms = distribution(batch_ms);
+  r.sample_latency_ms = distribution(sample_ms);
+  r.tokenize_ms_per_batch = distribution(tok_ms);
+  // Throughput over the measured model time (sum of latencies), not from the median: it is what
+  // a loop of these batches would sustain.
+  r.samples_per_s = n * double(key.batch) / measured_s;
+  r.batches_per_s = n / measured_s;
+  r.tokens_per_s = real_tokens / measured_s;
+  r.padded_tokens_per_batch = padded_tokens / n;
+  r.real_tokens_per_batch = real_tokens / n;
+  r.flops_per_batch = flops_total / n;
+  r.achieved_gflops_per_s = flops_total / measured_s / 1e9;
+
+  const ProcessMemory pm = read_process_memory();
+  r.rss_bytes = pm.rss_bytes;
+  r.peak_rss_bytes = pm.peak_rss_bytes;
+  const MemoryStats ms = memory_stats(Device::cpu());
+  for (int c = 0; c < kMemoryCategoryCount; ++c)
+    r.allocator[std::string(memory_category_name(MemoryCategory(c)))] = {ms.by_category[size_t(c)].current,
+                                                                         ms.by_category[size_t(c)].peak};
+  r.allocator["total"] = {ms.total.current, ms.total.peak};
+  r.allocator["mapped"] = {ms.mapped.current, ms.mapped.peak};
+  r.allocator["cached"] = {ms.cached.current, ms.cached.peak};
+  r.measured_wall_s = wall_s;
+  r.timer_overhead_ns = timer_overhead_seconds() * 1e9;
+  r.bookkeeping_ms = (wall_s - measured_s - std::accumulate(tokenize_s.begin(), tokenize_s.end(), 0.0)) * 1e3;
+  r.finished_at = utc_now_iso();
+  return r;
+}
+
+}  // namespace tach::bench

@@ -1,0 +1,121 @@
+// results.jsonl lines: one PointResult per line, schema "tach.bench.point/1" (docs/formats.md).
+// Units are in the field names (_ms, _s, _bytes, _per_s).
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_internal.h"
+#include "tach/error.h"
+
+namespace tach {
+
+namespace {
+
+constexpr const char* kPointSchema = "tach.bench.point/1";
+
+nlohmann::json dist_json(const Distribution& d) {
+  return {{"n", d.n},     {"median", d.median}, {"mean", d.mean}, {"std", d.std}, {"min", d.min},
+          {"max", d.max}, {"p90", d.p90},       {"p95", d.p95},   {"p99", d.p99}};
+}
+
+Distribution dist_from(const nlohmann::json& j) {
+  Distribution d;
+  d.n = j.at("n");
+  d.median = j.at("median");
+  d.mean = j.at("mean");
+  d.std = j.at("std");
+  d.min = j.at("min");
+  d.max = j.at("max");
+  d.p90 = j.at("p90");
+  d.p95 = j.at("p95");
+  d.p99 = j.at("p99");
+  return d;
+}
+
+}  // namespace
+
+std::string PointKey::id() const {
+  return device + "/" + dtype + "/t" + std::to_string(threads) + "/b" + std::to_string(batch) + "/s" +
+         std::to_string(seq_len);
+}
+
+std::string point_to_json(const PointResult& p) {
+  nlohmann::json allocator = nlohmann::json::object();
+  for (const auto& [cat, b] : p.allocator) allocator[cat] = {{"current_bytes", b.current}, {"peak_bytes", b.peak}};
+  nlohmann::json j = {
+      {"schema", kPointSchema},
+      {"id", p.key.id()},
+      {"device", p.key.device},
+      {"dtype", p.key.dtype},
+      {"threads", p.key.threads},
+      {"batch_size", p.key.batch},
+      {"seq_len", p.key.seq_len},
+      {"status", p.status},
+      {"reason", p.reason},
+      {"input", p.input},
+      {"warmup_runs", p.warmup_runs},
+      {"measured_runs", p.measured_runs},
+      {"stopped_by", p.stopped_by},
+      {"batch_latency_ms", dist_json(p.batch_latency_ms)},
+      {"sample_latency_ms", dist_json(p.sample_latency_ms)},
+      {"tokenize_ms_per_batch", dist_json(p.tokenize_ms_per_batch)},
+      {"throughput", {{"samples_per_s", p.samples_per_s}, {"tokens_per_s", p.tokens_per_s},
+                      {"batches_per_s", p.batches_per_s}}},
+      {"padded_tokens_per_batch", p.padded_tokens_per_batch},
+      {"real_tokens_per_batch", p.real_tokens_per_batch},
+      {"flops_per_batch", p.flops_per_batch},
+      {"achieved_gflops_per_s", p.achieved_gflops_per_s},
+      {"memory", {{"rss_bytes", p.rss_bytes}, {"peak_rss_bytes", p.peak_rss_bytes},
+                  {"peak_rss_is_per_point", p.peak_rss_is_per_point}, {"allocator", allocator}}},
+      {"overhead", {{"measured_wall_s", p.measured_wall_s}, {"timer_overhead_ns", p.timer_overhead_ns},
+                    {"bookkeeping_ms", p.bookkeeping_ms}}},
+      {"finished_at", p.finished_at},
+  };
+  return j.dump();
+}
+
+PointResult point_from_json(const std::string& line, const std::string& where) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    check(j.value("schema", "") == kPointSchema,
+          where + ": not a " + std::string(kPointSchema) + " line (schema '" + j.value("schema", "") + "')");
+    PointResult p;
+    p.key.device = j.at("device");
+    p.key.dtype = j.at("dtype");
+    p.key.threads = j.at("threads");
+    p.key.batch = j.at("batch_size");
+    p.key.seq_len = j.at("seq_len");
+    p.status = j.at("status");
+    p.reason = j.at("reason");
+    p.input = j.at("input");
+    p.warmup_runs = j.at("warmup_runs");
+    p.measured_runs = j.at("measured_runs");
+    p.stopped_by = j.at("stopped_by");
+    p.batch_latency_ms = dist_from(j.at("batch_latency_ms"));
+    p.sample_latency_ms = dist_from(j.at("sample_latency_ms"));
+    p.tokenize_ms_per_batch = dist_from(j.at("tokenize_ms_per_batch"));
+    const auto& t = j.at("throughput");
+    p.samples_per_s = t.at("samples_per_s");
+    p.tokens_per_s = t.at("tokens_per_s");
+    p.batches_per_s = t.at("batches_per_s");
+    p.padded_tokens_per_batch = j.at("padded_tokens_per_batch");
+    p.real_tokens_per_batch = j.at("real_tokens_per_batch");
+    p.flops_per_batch = j.at("flops_per_batch");
+    p.achieved_gflops_per_s = j.at("achieved_gflops_per_s");
+    const auto& m = j.at("memory");
+    p.rss_bytes = m.at("rss_bytes");
+    p.peak_rss_bytes = m.at("peak_rss_bytes");
+    p.peak_rss_is_per_point = m.at("peak_rss_is_per_point");
+    for (auto it = m.at("allocator").begin(); it != m.at("allocator").end(); ++it)
+      p.allocator[it.key()] = {it.value().at("current_bytes"), it.value().at("peak_bytes")};
+    const auto& o = j.at("overhead");
+    p.measured_wall_s = o.at("measured_wall_s");
+    p.timer_overhead_ns = o.at("timer_overhead_ns");
+    p.bookkeeping_ms = o.at("bookkeeping_ms");
+    p.finished_at = j.at("finished_at");
+    check(j.at("id") == p.key.id(), where + ": id '" + j.at("id").get<std::string>() + "' does not match its fields");
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(where + ": " + e.what());
+  }
+}
+
+}  // namespace tach

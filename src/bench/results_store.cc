@@ -1,0 +1,119 @@
+// The run directory. results.jsonl is append-only: each point is one line, written with a
+// single write() and fsync()ed, so a kill leaves every finished point and at most one torn line.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "bench/bench_internal.h"
+#include "tach/error.h"
+
+namespace fs = std::filesystem;
+
+namespace tach::bench {
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  check(static_cast<bool>(in), p.string() + ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::string utc_now_iso() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  check(!ec, dir + ": cannot create the run directory: " + ec.message());
+  check(!fs::exists(fs::path(dir) / "results.jsonl"),
+        dir + " already holds a run (results.jsonl); continue it with --resume " + dir + " or choose another --run-id");
+  RunStore s;
+  s.dir_ = dir;
+  s.config_ = config;
+  s.write_text("config.json", bench_config_to_json(config) + "\n");
+  return s;
+}
+
+RunStore RunStore::open(const std::string& dir) {
+  const fs::path config_path = fs::path(dir) / "config.json";
+  check(fs::exists(config_path), dir + ": no config.json, so this is not a tach run directory");
+  RunStore s;
+  s.dir_ = dir;
+  s.config_ = bench_config_from_json(slurp(config_path), config_path.string());
+  const fs::path results = fs::path(dir) / "results.jsonl";
+  if (!fs::exists(results)) return s;
+  std::string text = slurp(results);
+  // A kill during a write can leave a last line without its newline: cut it, it reruns.
+  const size_t end = text.rfind('\n');
+  const size_t keep = end == std::string::npos ? 0 : end + 1;
+  if (keep != text.size()) {
+    s.notes.push_back("results.jsonl ended in a torn line (" + std::to_string(text.size() - keep) +
+                      " bytes, from an interrupted write); cut it, and that point runs again");
+    fs::resize_file(results, keep);
+    text.resize(keep);
+  }
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    PointResult p = point_from_json(line, results.string() + ":" + std::to_string(lineno));
+    s.finished_ids_.insert(p.key.id());
+    s.finished_.push_back(std::move(p));
+  }
+  return s;
+}
+
+double RunStore::append(const PointResult& point) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string line = point_to_json(point) + "\n";
+  const std::string path = (fs::path(dir_) / "results.jsonl").string();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  check(fd >= 0, path + ": cannot open for appending");
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n < 0) {
+      ::close(fd);
+      throw Error(path + ": write failed");
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  finished_ids_.insert(point.key.id());
+  finished_.push_back(point);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void RunStore::write_text(const std::string& name, const std::string& text) const {
+  const fs::path target = fs::path(dir_) / name;
+  const fs::path tmp = fs::path(dir_) / (name + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    check(static_cast<bool>(out), tmp.string() + ": cannot write");
+    out << text;
+    out.flush();
+    check(static_cast<bool>(out), tmp.string() + ": write failed (disk full?)");
+  }
+  fs::rename(tmp, target);
+}
+
+}  // namespace tach::bench

@@ -1,0 +1,299 @@
+// run_bench / resume_bench / run_eval: the grid, model loading per device and dtype, failures
+// recorded as results, and the accuracy pass.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "bench/bench_internal.h"
+#include "tach/error.h"
+#include "tach/memory.h"
+#include "tach/runtime.h"
+#include "tach/stats.h"
+
+namespace fs = std::filesystem;
+
+namespace tach {
+
+namespace {
+
+void validate(const BenchConfig& c) {
+  check(!c.model.empty(), "no model given");
+  check(!c.batch_sizes.empty() && !c.seq_lens.empty() && !c.dtypes.empty() && !c.devices.empty() &&
+            !c.threads.empty(),
+        "every sweep axis needs at least one value");
+  for (int64_t b : c.batch_sizes)
+    check(b > 0, "batch size " + std::to_string(b) + ": batch sizes must be positive integers");
+  for (int64_t s : c.seq_lens)
+    check(s > 0, "sequence length " + std::to_string(s) + ": sequence lengths must be positive integers");
+  for (int t : c.threads) check(t >= 0, "threads " + std::to_string(t) + ": must be 0 (all cores) or more");
+  for (const auto& d : c.dtypes)
+    check(d == "f32" || d == "bf16" || d == "f16", "dtype '" + d + "' is not one of f32, bf16, f16");
+  for (const auto& d : c.devices) {
+    const Device dev = parse_device(d);  // a clear error for "tpu", "cuda:x"
+    check(dev.kind != DeviceKind::cuda || cuda_available(),
+          "device " + d + ": no CUDA device here (" + cuda_unavailable_reason() + "); sweep --device cpu");
+  }
+  check(c.warmup_runs >= 0, "warm-up runs must be 0 or more");
+  check(c.stop.runs >= 0 && c.stop.min_runs >= 1 && c.stop.max_runs >= c.stop.min_runs,
+        "stopping rule: need runs >= 0, min_runs >= 1 and max_runs >= min_runs (got " + std::to_string(c.stop.runs) +
+            ", " + std::to_string(c.stop.min_runs) + ", " + std::to_string(c.stop.max_runs) + ")");
+  check(c.stop.runs > 0 || c.stop.target_cv > 0 || c.stop.time_budget_s > 0 || c.stop.max_runs < 1000000,
+        "stopping rule: give a count, a time budget or a precision target");
+  check(c.input == "synthetic" || c.input == "dataset", "input '" + c.input + "' is not one of synthetic, dataset");
+  check(c.input != "dataset" || !c.dataset.path.empty(), "--input dataset needs --dataset FILE");
+  check(!c.accuracy || !c.dataset.path.empty(), "accuracy needs a labelled dataset: pass --dataset FILE");
+}
+
+std::string default_run_id(const std::string& model) {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  std::string name = model.substr(model.find_last_of("/:") == std::string::npos ? 0 : model.find_last_of("/:") + 1);
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.' && ch != '_') ch = '-';
+  return std::string(buf) + "-" + name;
+}
+
+// Claims runs_dir/base (or base-2, base-3, ...) by creating it: two runs started in the same
+// second never share a directory.
+std::string unique_run_id(const std::string& runs_dir, const std::string& base) {
+  std::error_code ec;
+  fs::create_directories(runs_dir, ec);
+  check(!ec, runs_dir + ": cannot create: " + ec.message());
+  for (int n = 1; n < 1000; ++n) {
+    const std::string id = n == 1 ? base : base + "-" + std::to_string(n);
+    if (fs::create_directory(fs::path(runs_dir) / id, ec)) return id;
+  }
+  throw Error(runs_dir + ": cannot find a free run directory name for " + base);
+}
+
+DType compute_dtype(const std::string& d) { return d == "bf16" ? DType::bf16 : d == "f16" ? DType::f16 : DType::f32; }
+
+std::vector<PointKey> grid(const BenchConfig& c) {
+  std::vector<PointKey> keys;
+  for (const auto& device : c.devices)
+    for (const auto& dtype : c.dtypes)
+      for (int t : c.threads)
+        for (int64_t s : c.seq_lens)
+          for (int64_t b : c.batch_sizes) keys.push_back({parse_device(device).str(), dtype, t, b, s});
+  return keys;
+}
+
+PointResult failed_point(const PointKey& key, const std::string& reason, const std::string& input) {
+  PointResult p;
+  p.key = key;
+  p.status = "failed";
+  p.reason = reason;
+  p.input = input;
+  p.finished_at = bench::utc_now_iso();
+  return p;
+}
+
+std::optional<std::string> read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The whole grid against a store that may already hold finished points.
+SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool sweep, bool accuracy) {
+  const BenchConfig& config = store.config();
+  SweepOutcome out;
+  out.run_dir = store.dir();
+  out.config = config;
+  out.notes = store.notes;
+  for (const auto& n : store.notes)
+    if (observer.on_note) observer.on_note(n);
+  const std::vector<PointKey> keys = sweep ? grid(config) : std::vector<PointKey>{};
+  std::vector<double> write_ms;
+  std::unique_ptr<EncoderModel> model;
+  std::string model_group, load_error;
+  std::optional<bench::TextSource> texts;
+  const bool texts_for_points = config.input == "dataset";
+  const std::string input_name = texts_for_points ? "dataset " + config.dataset.path : "synthetic";
+
+  const auto load = [&](const std::string& device, const std::string& dtype) {
+    model.reset();
+    load_error.clear();
+    try {
+      const MemoryStats before = memory_stats(Device::cpu());
+      LoadOptions lo;
+      lo.device = parse_device(device);
+      lo.compute = compute_dtype(dtype);
+      lo.seed = config.seed;
+      model = load_model(config.model, lo);
+      const MemoryStats after = memory_stats(Device::cpu());
+      const int64_t bytes = (after.total.current + after.mapped.current) - (before.total.current + before.mapped.current);
+      out.models.push_back(bench::summarize_model(*model, bytes));
+    } catch (const Error& e) {
+      model.reset();
+      load_error = e.what();
+      return;
+    }
+    // Tokenizer and label problems are the user's to fix before anything is measured: they stop
+    // the run rather than fail every point.
+    if (texts && !texts->tokenizer) bench::attach_tokenizer(*texts, config, model->info().source);
+    if (accuracy && texts) (void)LabelMap(model->info().labels).ids_of(texts->examples, texts->name);
+  };
+  // The dataset is read before anything runs, so that a missing column or an empty file is an
+  // error now, not after a sweep.
+  if (texts_for_points || accuracy) texts = bench::read_texts(config);
+
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const PointKey& key = keys[i];
+    if (store.is_finished(key)) {
+      ++out.resumed_points;
+      continue;
+    }
+    const std::string group = key.device + "/" + key.dtype;
+    if (group != model_group) {
+      model_group = group;
+      if (observer.on_note) observer.on_note("loading " + config.model + " for " + group);
+      load(key.device, key.dtype);
+    }
+    if (observer.on_point_start) observer.on_point_start(key, i, keys.size());
+    PointResult r;
+    if (!model) {
+      r = failed_point(key, "the model did not load: " + load_error, input_name);
+    } else {
+      set_threads(key.threads);
+      try {
+        r = bench::run_point(*model, config, key, texts_for_points ? &*texts : nullptr, observer);
+      } catch (const Error& e) {
+        r = failed_point(key, e.what(), input_name);
+      } catch (const std::bad_alloc&) {
+        r = failed_point(key, "out of memory (an allocation failed)", input_name);
+      }
+      set_threads(0);
+    }
+    write_ms.push_back(store.append(r));
+    if (observer.on_point_done) observer.on_point_done(r, i, keys.size());
+  }
+
+  // Every point of the grid, in grid order, from the store (finished before or now).
+  std::map<std::string, const PointResult*> by_id;
+  for (const auto& p : store.finished()) by_id[p.key.id()] = &p;
+  for (const auto& key : keys)
+    if (auto it = by_id.find(key.id()); it != by_id.end()) out.results.push_back(*it->second);
+  out.result_write_ms_median = summarize(write_ms).median;
+
+  if (accuracy) {
+    const fs::path acc_path = fs::path(store.dir()) / "accuracy.json";
+    if (auto text = read_text(acc_path)) {
+      out.accuracy = accuracy_from_json(*text, acc_path.string(), &out.accuracy_dataset);
+    } else {
+      if (!model || model_group.empty()) {
+        model_group = config.devices.front() + "/" + config.dtypes.front();
+        load(config.devices.front(), config.dtypes.front());
+        check(model != nullptr, "the model did not load: " + load_error);
+      }
+      check(texts.has_value(), "no texts for the accuracy pass");
+      if (observer.on_note)
+        observer.on_note("accuracy pass on " + texts->name + " (" + std::to_string(texts->examples.size()) +
+                         " examples) with " + model_group);
+      out.accuracy = bench::evaluate(*model, *texts, config, observer);
+      out.accuracy_dataset = texts->name;
+      store.write_text("accuracy.json", accuracy_to_json(out.accuracy, out.accuracy_dataset) + "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace bench {
+
+ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
+  const ModelInfo& info = model.info();
+  ModelSummary s;
+  s.spec = info.spec;
+  s.source = info.source;
+  s.architecture = info.architecture;
+  s.weights_dtype = info.weights_dtype;
+  s.synthetic_weights = info.source.rfind("synthetic", 0) == 0;
+  s.parameters = info.parameters;
+  s.disk_bytes = info.disk_bytes;
+  s.memory_bytes = memory_bytes;
+  s.labels = info.labels;
+  return s;
+}
+
+}  // namespace bench
+
+SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) {
+  BenchConfig config = given;
+  validate(config);
+  if (config.run_id.empty()) config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model));
+  bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
+  return execute(store, observer, true, config.accuracy);
+}
+
+SweepOutcome resume_bench(const std::string& run_dir, const BenchObserver& observer) {
+  bench::RunStore store = bench::RunStore::open(run_dir);
+  validate(store.config());
+  return execute(store, observer, true, store.config().accuracy);
+}
+
+SweepOutcome run_eval(const BenchConfig& given, const BenchObserver& observer) {
+  BenchConfig config = given;
+  config.accuracy = true;
+  validate(config);
+  if (config.run_id.empty()) config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model) + "-eval");
+  bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
+  return execute(store, observer, false, true);
+}
+
+std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const std::string& dataset) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : results) {
+    nlohmann::json classes = nlohmann::json::array();
+    for (const auto& c : r.per_class)
+      classes.push_back(
+          {{"label", c.label}, {"precision", c.precision}, {"recall", c.recall}, {"f1", c.f1}, {"support", c.support}});
+    arr.push_back({{"examples", r.examples}, {"accuracy", r.accuracy}, {"macro_f1", r.macro_f1},
+                   {"chance_accuracy", r.chance_accuracy}, {"per_class", classes}, {"confusion", r.confusion},
+                   {"tokenize_s", r.tokenize_s}, {"model_s", r.model_s}, {"total_s", r.total_s},
+                   {"samples_per_s", r.samples_per_s}});
+  }
+  return nlohmann::json{{"schema", "tach.bench.accuracy/1"}, {"dataset", dataset}, {"results", arr}}.dump(2);
+}
+
+std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const std::string& where, std::string* dataset) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    check(j.value("schema", "") == "tach.bench.accuracy/1", where + ": not a tach.bench.accuracy/1 file");
+    if (dataset) *dataset = j.at("dataset");
+    std::vector<AccuracyResult> out;
+    for (const auto& a : j.at("results")) {
+      AccuracyResult r;
+      r.examples = a.at("examples");
+      r.accuracy = a.at("accuracy");
+      r.macro_f1 = a.at("macro_f1");
+      r.chance_accuracy = a.at("chance_accuracy");
+      for (const auto& c : a.at("per_class"))
+        r.per_class.push_back({c.at("label"), c.at("precision"), c.at("recall"), c.at("f1"), c.at("support")});
+      r.confusion = a.at("confusion").get<std::vector<std::vector<int64_t>>>();
+      r.tokenize_s = a.at("tokenize_s");
+      r.model_s = a.at("model_s");
+      r.total_s = a.at("total_s");
+      r.samples_per_s = a.at("samples_per_s");
+      out.push_back(std::move(r));
+    }
+    return out;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(where + ": " + e.what());
+  }
+}
+
+}  // namespace tach

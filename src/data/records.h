@@ -1,0 +1,29 @@
+// A table of string records read from a file, before columns are chosen: the common shape of
+// CSV/TSV rows, JSONL objects and JSON split lists.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tach::data {
+
+struct Records {
+  std::vector<std::string> columns;          // names or "0", "1", ... when there are none
+  std::vector<std::vector<std::string>> rows;  // one value per column ("" when absent)
+  std::vector<int64_t> row_numbers;          // 1-based record number in the file, per row
+  std::string split;                         // JSON split files
+};
+
+// CSV (RFC 4180: quoted fields, "" escapes, multi-line fields) with `delimiter`; a UTF-8 BOM is
+// dropped. Nothing is trimmed. header: "auto" (a header when the first row contains
+// header_probe), "yes" or "no".
+Records read_delimited(const std::string& path, const std::string& bytes, char delimiter, const std::string& header,
+                       const std::string& header_probe);
+
+// One JSON object per line; columns are the union of keys in order of first appearance.
+Records read_jsonl(const std::string& path, const std::string& bytes);
+
+// A JSON object of splits. Each split is a list of [text, label] pairs (CLINC150) or of objects.
+Records read_json_splits(const std::string& path, const std::string& bytes, const std::string& split);
+
+}  // namespace tach::data

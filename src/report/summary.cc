@@ -1,0 +1,235 @@
+// The findings of a sweep in words (summary.txt) and as data (summary.json).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tach/error.h"
+#include "tach/report.h"
+#include "tach/stats.h"
+#include "tach/system_info.h"
+
+namespace tach {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  if (std::fabs(v) < 1e-9) v = 0;  // no "-0.0"
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string group_of(const PointKey& k) {
+  return k.device + " " + k.dtype + " threads " + (k.threads ? std::to_string(k.threads) : std::string("all")) +
+         " seq " + std::to_string(k.seq_len);
+}
+
+// Bytes the forward needs beyond the weights: the allocator's activation and workspace peaks.
+double working_bytes(const PointResult& p) {
+  double b = 0;
+  for (const char* c : {"activations", "workspace"})
+    if (auto it = p.allocator.find(c); it != p.allocator.end()) b += double(it->second.peak);
+  return b;
+}
+
+void write_atomically(const std::filesystem::path& target, const std::string& text) {
+  const auto tmp = target.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    check(static_cast<bool>(out), tmp + ": cannot write");
+    out << text;
+    check(static_cast<bool>(out.flush()), tmp + ": write failed (disk full?)");
+  }
+  std::filesystem::rename(tmp, target);
+}
+
+}  // namespace
+
+std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results, double latency_budget_ms) {
+  std::map<std::string, std::vector<const PointResult*>> groups;
+  std::vector<std::string> order;
+  for (const auto& p : results) {
+    if (p.status != "ok") continue;
+    const std::string g = group_of(p.key);
+    if (!groups.count(g)) order.push_back(g);
+    groups[g].push_back(&p);
+  }
+  std::vector<BatchFinding> out;
+  for (const auto& g : order) {
+    BatchFinding f;
+    f.group = g;
+    const auto& pts = groups[g];
+    f.points = int(pts.size());
+    for (const PointResult* p : pts) {
+      if (p->samples_per_s > f.best_samples_per_s) {
+        f.best_samples_per_s = p->samples_per_s;
+        f.best_batch = p->key.batch;
+      }
+      if (latency_budget_ms > 0 && p->batch_latency_ms.p95 <= latency_budget_ms &&
+          p->samples_per_s > f.best_in_budget_samples_per_s) {
+        f.best_in_budget_samples_per_s = p->samples_per_s;
+        f.best_batch_in_budget = p->key.batch;
+      }
+    }
+    // Least squares: working bytes = fixed + per_sample * batch.
+    if (pts.size() >= 2) {
+      double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
+      const double n = double(pts.size());
+      for (const PointResult* p : pts) {
+        const double x = double(p->key.batch), y = working_bytes(*p);
+        sx += x, sy += y, sxx += x * x, sxy += x * y, syy += y * y;
+      }
+      const double den = n * sxx - sx * sx;
+      if (den > 0) {
+        f.activation_bytes_per_sample = (n * sxy - sx * sy) / den;
+        f.activation_bytes_fixed = (sy - f.activation_bytes_per_sample * sx) / n;
+        const double cov = n * sxy - sx * sy, vy = n * syy - sy * sy;
+        f.fit_r2 = vy > 0 ? cov * cov / (den * vy) : 1;
+      }
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
+  std::ostringstream s;
+  const double MiB = 1024.0 * 1024.0;
+  s << "tach bench: " << config.model << "\n";
+  s << "run directory: " << o.run_dir << "\n";
+  for (const auto& m : o.models) {
+    s << "model: " << m.architecture << ", " << fmt("%.1f", double(m.parameters) / 1e6) << " M parameters, weights "
+      << m.weights_dtype << ", " << fmt("%.1f", double(m.memory_bytes) / MiB) << " MiB in memory"
+      << (m.disk_bytes ? ", " + fmt("%.1f", double(m.disk_bytes) / MiB) + " MiB on disk" : std::string()) << "; "
+      << m.source << "\n";
+  }
+  int ok = 0, failed = 0;
+  for (const auto& p : o.results) (p.status == "ok" ? ok : failed)++;
+  s << "points: " << o.results.size() << " (" << ok << " ok, " << failed << " failed";
+  if (o.resumed_points) s << ", " << o.resumed_points << " kept from before the resume";
+  s << "); each point: " << config.warmup_runs << " warm-up runs (not measured), then " << config.stop.describe()
+    << ". Latencies are per batch, model forward only (tokenization timed apart); throughput is samples over the "
+       "summed measured time.\n\n";
+
+  s << "Findings\n";
+  for (const auto& f : batch_findings(o.results, config.latency_budget_ms)) {
+    s << "- " << f.group << ": the best throughput is at batch " << f.best_batch << " ("
+      << fmt("%.1f", f.best_samples_per_s) << " samples/s).";
+    // How much batching buys: best vs batch 1 (when measured).
+    for (const auto& p : o.results)
+      if (p.status == "ok" && group_of(p.key) == f.group && p.key.batch == 1 && p.samples_per_s > 0)
+        s << " That is " << fmt("%.2f", f.best_samples_per_s / p.samples_per_s) << "x batch 1.";
+    s << "\n";
+    if (config.latency_budget_ms > 0) {
+      if (f.best_batch_in_budget)
+        s << "  Under the latency budget of " << fmt("%.1f", config.latency_budget_ms) << " ms per batch (p95), batch "
+          << f.best_batch_in_budget << " is best (" << fmt("%.1f", f.best_in_budget_samples_per_s) << " samples/s).\n";
+      else
+        s << "  No batch size meets the latency budget of " << fmt("%.1f", config.latency_budget_ms)
+          << " ms per batch (p95).\n";
+    }
+    if (f.points >= 2)
+      s << "  Memory: the forward's working memory (allocator activations + workspace peak) grows by "
+        << fmt("%.2f", f.activation_bytes_per_sample / MiB) << " MiB per sample on top of "
+        << fmt("%.1f", f.activation_bytes_fixed / MiB) << " MiB (least-squares fit, R^2 " << fmt("%.3f", f.fit_r2)
+        << ").\n";
+  }
+  for (const auto& p : o.results)
+    if (p.status != "ok") s << "- " << p.key.id() << " failed: " << p.reason << "\n";
+  double worst_spread = 0;
+  std::string worst;
+  for (const auto& p : o.results)
+    if (p.status == "ok" && p.batch_latency_ms.median > 0 &&
+        p.batch_latency_ms.std / p.batch_latency_ms.median > worst_spread) {
+      worst_spread = p.batch_latency_ms.std / p.batch_latency_ms.median;
+      worst = p.key.id();
+    }
+  if (worst_spread > 0.1)
+    s << "- Noise: " << worst << " has a relative std of " << fmt("%.0f", worst_spread * 100)
+      << "%; compare runs by their medians, and prefer a quiet machine.\n";
+  if (!o.accuracy.empty()) {
+    const bool synthetic = !o.models.empty() && o.models.front().synthetic_weights;
+    s << "\n" << accuracy_text(o.accuracy, o.accuracy_dataset, synthetic);
+  }
+  s << "\nMeasurement overhead: one steady-clock reading costs "
+    << fmt("%.0f", o.results.empty() ? 0 : o.results.front().timer_overhead_ns) << " ns; appending a result line "
+    << "(with fsync) took " << fmt("%.2f", o.result_write_ms_median) << " ms (median), outside every timing.\n";
+  s << "\nNext steps\n";
+  bool has_bf16 = false;
+  for (const auto& d : config.dtypes) has_bf16 = has_bf16 || d == "bf16";
+  if (!has_bf16)
+    s << "- Try --dtype f32,bf16: bf16 halves weight traffic (fast where the CPU has AVX512_BF16 or AMX; tach info "
+         "says which).\n";
+  if (config.input == "synthetic")
+    s << "- Measure real lengths: --input dataset --dataset FILE (add --bucketing to see what less padding buys).\n";
+  s << "- Ask where the time goes: tach profile (op tables, trace, roofline) when the profiler lands.\n";
+  if (failed) s << "- " << failed << " points failed; their reasons are above and in results.jsonl.\n";
+  return s.str();
+}
+
+std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
+  const SystemInfo sys = system_info();
+  nlohmann::json machine = {{"cpu", sys.cpu_model},
+                            {"logical_cores", sys.logical_cores},
+                            {"threads", sys.threads},
+                            {"isa", sys.isa.summary()},
+                            {"memory_total_bytes", sys.memory_total_bytes},
+                            {"gemm_library", sys.gemm_library},
+                            {"warnings", sys.warnings}};
+  nlohmann::json models = nlohmann::json::array();
+  for (const auto& m : o.models)
+    models.push_back({{"spec", m.spec}, {"source", m.source}, {"architecture", m.architecture},
+                      {"weights_dtype", m.weights_dtype}, {"synthetic_weights", m.synthetic_weights},
+                      {"parameters", m.parameters}, {"disk_bytes", m.disk_bytes}, {"memory_bytes", m.memory_bytes},
+                      {"labels", m.labels}});
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : batch_findings(o.results, config.latency_budget_ms))
+    findings.push_back({{"group", f.group},
+                        {"best_batch_by_throughput", f.best_batch},
+                        {"best_samples_per_s", f.best_samples_per_s},
+                        {"latency_budget_ms", config.latency_budget_ms},
+                        {"best_batch_in_latency_budget", f.best_batch_in_budget},
+                        {"best_in_budget_samples_per_s", f.best_in_budget_samples_per_s},
+                        {"working_bytes_per_sample", f.activation_bytes_per_sample},
+                        {"working_bytes_fixed", f.activation_bytes_fixed},
+                        {"working_bytes_fit_r2", f.fit_r2}});
+  nlohmann::json points = nlohmann::json::array();
+  int ok = 0;
+  for (const auto& p : o.results) {
+    points.push_back(nlohmann::json::parse(point_to_json(p)));
+    ok += p.status == "ok";
+  }
+  nlohmann::json j = {
+      {"schema", "tach.bench.summary/1"},
+      {"run_dir", o.run_dir},
+      {"model", config.model},
+      {"machine", machine},
+      {"models", models},
+      {"stopping_rule", config.stop.describe()},
+      {"warmup_runs", config.warmup_runs},
+      {"points_total", o.results.size()},
+      {"points_ok", ok},
+      {"points_resumed", o.resumed_points},
+      {"findings", findings},
+      {"overhead", {{"timer_overhead_ns", o.results.empty() ? 0.0 : o.results.front().timer_overhead_ns},
+                    {"result_write_ms_median", o.result_write_ms_median}}},
+      {"points", points},
+  };
+  if (!o.accuracy.empty())
+    j["accuracy"] = nlohmann::json::parse(accuracy_to_json(o.accuracy, o.accuracy_dataset));
+  return j.dump(2);
+}
+
+void write_run_reports(const BenchConfig& config, const SweepOutcome& o) {
+  const std::filesystem::path dir(o.run_dir);
+  write_atomically(dir / "summary.json", summary_json(config, o) + "\n");
+  write_atomically(dir / "summary.txt", summary_text(config, o));
+  write_atomically(dir / "detailed_metrics.csv", detailed_metrics_csv(o.results));
+}
+
+}  // namespace tach

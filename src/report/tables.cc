@@ -1,0 +1,183 @@
+// Result tables: a terminal table, Markdown (llama-bench's shape), CSV, JSON and JSONL. One
+// data model, several views.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tach/error.h"
+#include "tach/report.h"
+
+namespace tach {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string mib(int64_t bytes) { return fmt("%.1f", double(bytes) / (1024.0 * 1024.0)); }
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// Columns padded to their widest cell; numbers right-aligned.
+std::string aligned(const std::vector<std::vector<std::string>>& rows, bool markdown) {
+  std::vector<size_t> width;
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], r[i].size());
+    }
+  std::ostringstream out;
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    const auto& r = rows[ri];
+    if (markdown) out << "|";
+    for (size_t i = 0; i < r.size(); ++i) {
+      const bool left = i == 0 || ri == 0;
+      // The last column is not padded on a terminal: no trailing blanks.
+      const std::string pad(markdown || i + 1 < r.size() || !left ? width[i] - r[i].size() : 0, ' ');
+      out << (markdown ? " " : (i ? "  " : ""));
+      if (left)
+        out << r[i] << pad;
+      else
+        out << pad << r[i];
+      out << (markdown ? " |" : "");
+    }
+    out << "\n";
+    if (markdown && ri == 0) {
+      out << "|";
+      // Numbers right-aligned (---:), the first column left.
+      for (size_t i = 0; i < r.size(); ++i) out << ' ' << std::string(width[i] - (i ? 1 : 0), '-') << (i ? ":" : "") << " |";
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace
+
+std::string results_table(const std::vector<PointResult>& results, const std::string& format,
+                          const std::string& model_name) {
+  if (format == "jsonl") {
+    std::string out;
+    for (const auto& p : results) out += point_to_json(p) + "\n";
+    return out;
+  }
+  if (format == "json") {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& p : results) arr.push_back(nlohmann::json::parse(point_to_json(p)));
+    return arr.dump(2) + "\n";
+  }
+  if (format == "csv") return detailed_metrics_csv(results);
+  check(format == "table" || format == "md", "output format '" + format + "' is not one of table, md, csv, json, jsonl");
+  const bool md = format == "md";
+  std::vector<std::vector<std::string>> rows;
+  if (md) {
+    rows.push_back({"model", "device", "dtype", "threads", "batch", "seq", "ms/batch (median ± std)", "samples/s",
+                    "tokens/s", "status"});
+  } else {
+    rows.push_back({"device", "dtype", "thr", "batch", "seq", "runs", "ms/batch med", "p95", "±std", "ms/sample",
+                    "samples/s", "tokens/s", "GFLOP/s", "tokenize ms", "alloc peak MiB", "RSS peak MiB", "stopped by"});
+  }
+  for (const auto& p : results) {
+    const std::string thr = p.key.threads ? std::to_string(p.key.threads) : "all";
+    if (p.status != "ok") {
+      if (md)
+        rows.push_back({model_name, p.key.device, p.key.dtype, thr, std::to_string(p.key.batch),
+                        std::to_string(p.key.seq_len), "-", "-", "-", p.status + ": " + p.reason.substr(0, 60)});
+      else
+        rows.push_back({p.key.device, p.key.dtype, thr, std::to_string(p.key.batch), std::to_string(p.key.seq_len), "-",
+                        "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", p.status + ": " + p.reason.substr(0, 70)});
+      continue;
+    }
+    const auto& l = p.batch_latency_ms;
+    if (md) {
+      rows.push_back({model_name, p.key.device, p.key.dtype, thr, std::to_string(p.key.batch),
+                      std::to_string(p.key.seq_len), fmt("%.2f", l.median) + " ± " + fmt("%.2f", l.std),
+                      fmt("%.2f", p.samples_per_s), fmt("%.0f", p.tokens_per_s), "ok"});
+    } else {
+      const auto alloc = p.allocator.count("total") ? p.allocator.at("total").peak : 0;
+      const std::string rule = p.stopped_by.substr(0, p.stopped_by.find(':'));
+      rows.push_back({p.key.device, p.key.dtype, thr, std::to_string(p.key.batch), std::to_string(p.key.seq_len),
+                      std::to_string(p.measured_runs), fmt("%.2f", l.median), fmt("%.2f", l.p95), fmt("%.2f", l.std),
+                      fmt("%.2f", p.sample_latency_ms.median), fmt("%.1f", p.samples_per_s),
+                      fmt("%.0f", p.tokens_per_s), fmt("%.1f", p.achieved_gflops_per_s),
+                      p.tokenize_ms_per_batch.n ? fmt("%.2f", p.tokenize_ms_per_batch.median) : "-", mib(alloc),
+                      mib(p.peak_rss_bytes), rule});
+    }
+  }
+  return aligned(rows, md);
+}
+
+std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
+  std::ostringstream out;
+  out << "id,device,dtype,threads,batch_size,seq_len,status,reason,input,warmup_runs,measured_runs,stopped_by";
+  for (const char* q : {"batch_latency_ms", "sample_latency_ms", "tokenize_ms_per_batch"})
+    for (const char* s : {"median", "mean", "std", "min", "max", "p90", "p95", "p99"}) out << "," << q << "_" << s;
+  out << ",samples_per_s,tokens_per_s,batches_per_s,padded_tokens_per_batch,real_tokens_per_batch,flops_per_batch,"
+         "achieved_gflops_per_s,rss_bytes,peak_rss_bytes,peak_rss_is_per_point";
+  std::vector<std::string> cats;
+  if (!results.empty())
+    for (const auto& [c, _] : results.front().allocator) cats.push_back(c);
+  for (const auto& c : cats) out << ",allocator_" << c << "_current_bytes,allocator_" << c << "_peak_bytes";
+  out << ",measured_wall_s,timer_overhead_ns,bookkeeping_ms,finished_at\n";
+  for (const auto& p : results) {
+    out << p.key.id() << "," << p.key.device << "," << p.key.dtype << "," << p.key.threads << "," << p.key.batch << ","
+        << p.key.seq_len << "," << p.status << "," << csv_field(p.reason) << "," << csv_field(p.input) << ","
+        << p.warmup_runs << "," << p.measured_runs << "," << csv_field(p.stopped_by);
+    for (const Distribution* d : {&p.batch_latency_ms, &p.sample_latency_ms, &p.tokenize_ms_per_batch})
+      for (double v : {d->median, d->mean, d->std, d->min, d->max, d->p90, d->p95, d->p99}) out << "," << v;
+    out << "," << p.samples_per_s << "," << p.tokens_per_s << "," << p.batches_per_s << "," << p.padded_tokens_per_batch
+        << "," << p.real_tokens_per_batch << "," << p.flops_per_batch << "," << p.achieved_gflops_per_s << ","
+        << p.rss_bytes << "," << p.peak_rss_bytes << "," << (p.peak_rss_is_per_point ? "true" : "false");
+    for (const auto& c : cats) {
+      const auto it = p.allocator.find(c);
+      out << "," << (it == p.allocator.end() ? 0 : it->second.current) << ","
+          << (it == p.allocator.end() ? 0 : it->second.peak);
+    }
+    out << "," << p.measured_wall_s << "," << p.timer_overhead_ns << "," << p.bookkeeping_ms << "," << p.finished_at
+        << "\n";
+  }
+  return out.str();
+}
+
+std::string accuracy_text(const std::vector<AccuracyResult>& results, const std::string& dataset,
+                          bool synthetic_weights) {
+  std::ostringstream out;
+  out << "Accuracy on " << dataset << "\n";
+  if (synthetic_weights)
+    out << "  The model has synthetic (random) weights: its accuracy is chance, and is shown as such.\n";
+  for (const auto& r : results) {
+    out << "  " << r.examples << " examples: accuracy " << fmt("%.4f", r.accuracy) << ", macro-F1 "
+        << fmt("%.4f", r.macro_f1) << " (chance, always the majority label: " << fmt("%.4f", r.chance_accuracy)
+        << "); " << fmt("%.2f", r.total_s) << " s in all (tokenize " << fmt("%.2f", r.tokenize_s) << " s, model "
+        << fmt("%.2f", r.model_s) << " s), " << fmt("%.1f", r.samples_per_s) << " samples/s\n";
+  }
+  if (results.empty()) return out.str();
+  const AccuracyResult& last = results.back();
+  std::vector<std::vector<std::string>> rows{{"label", "precision", "recall", "F1", "support"}};
+  for (const auto& c : last.per_class)
+    rows.push_back({c.label, fmt("%.4f", c.precision), fmt("%.4f", c.recall), fmt("%.4f", c.f1), std::to_string(c.support)});
+  out << "  Per class (" << last.examples << " examples):\n" << aligned(rows, false);
+  if (last.confusion.size() <= 12) {
+    std::vector<std::vector<std::string>> cm{{"true \\ predicted"}};
+    for (const auto& c : last.per_class) cm[0].push_back(c.label);
+    for (size_t i = 0; i < last.confusion.size(); ++i) {
+      cm.push_back({last.per_class[i].label});
+      for (int64_t v : last.confusion[i]) cm.back().push_back(std::to_string(v));
+    }
+    out << "  Confusion matrix (rows: true label, columns: predicted):\n" << aligned(cm, false);
+  } else {
+    out << "  Confusion matrix: " << last.confusion.size() << "x" << last.confusion.size()
+        << " labels, in accuracy.json and summary.json\n";
+  }
+  return out.str();
+}
+
+}  // namespace tach

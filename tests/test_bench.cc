@@ -1,0 +1,276 @@
+// The bench room: stopping rules, statistics, metrics, configs, the run store, sweeps with
+// failures and resumes, throughput against an outside clock, accuracy against transformers.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_internal.h"
+#include "tach/bench.h"
+#include "tach/device.h"
+#include "tach/report.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+using test::error_of;
+
+TEST(StoppingRule, CountRule) {
+  StoppingRule r;
+  r.runs = 3;
+  EXPECT_EQ(bench::stop_reason(r, {1, 1}, 100), "");
+  EXPECT_EQ(bench::stop_reason(r, {1, 1, 1}, 0), "count: 3 runs");
+}
+
+TEST(StoppingRule, PrecisionTimeBudgetAndBounds) {
+  StoppingRule r;  // min 5, max 50, 5 s, 2%
+  EXPECT_EQ(bench::stop_reason(r, {1, 1, 1, 1}, 100), "") << "never before min_runs";
+  EXPECT_NE(bench::stop_reason(r, {1, 1, 1, 1, 1}, 0.1).find("precision"), std::string::npos);
+  const std::vector<double> noisy{1, 2, 1, 2, 1};
+  EXPECT_EQ(bench::stop_reason(r, noisy, 1), "");
+  EXPECT_NE(bench::stop_reason(r, noisy, 5.5).find("time budget"), std::string::npos);
+  std::vector<double> many(50);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = i % 2 ? 1 : 3;
+  EXPECT_NE(bench::stop_reason(r, many, 1).find("max runs: 50"), std::string::npos);
+}
+
+TEST(Statistics, DistributionMatchesNumpy) {
+  // numpy.percentile([1..10], [50, 90, 95, 99]) = 5.5, 9.1, 9.55, 9.91; std(ddof=1) = 3.02765
+  const Distribution d = bench::distribution({10, 9, 8, 7, 6, 5, 4, 3, 2, 1});
+  EXPECT_DOUBLE_EQ(d.median, 5.5);
+  EXPECT_NEAR(d.p90, 9.1, 1e-12);
+  EXPECT_NEAR(d.p95, 9.55, 1e-12);
+  EXPECT_NEAR(d.p99, 9.91, 1e-12);
+  EXPECT_NEAR(d.std, 3.0276503540974917, 1e-12);
+  EXPECT_EQ(d.min, 1);
+  EXPECT_EQ(d.max, 10);
+}
+
+TEST(ClassificationMetrics, MatchScikitLearn) {
+  // sklearn: y_true=[0,0,1,1,2,2], y_pred=[0,1,1,1,0,1]; accuracy 0.5; per class precision
+  // [0.5, 0.5, 0], recall [0.5, 1, 0], f1 [0.5, 0.6667, 0]; macro-F1 0.38889.
+  const AccuracyResult r = classification_metrics({0, 0, 1, 1, 2, 2}, {0, 1, 1, 1, 0, 1}, {"a", "b", "c"});
+  EXPECT_DOUBLE_EQ(r.accuracy, 0.5);
+  EXPECT_NEAR(r.per_class[1].f1, 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(r.macro_f1, (0.5 + 2.0 / 3.0 + 0) / 3, 1e-12);
+  EXPECT_EQ(r.confusion[2][1], 1);
+  EXPECT_EQ(r.per_class[2].support, 2);
+  EXPECT_NEAR(r.chance_accuracy, 1.0 / 3.0, 1e-12);
+  // A label absent from both truth and predictions does not dilute macro-F1.
+  const AccuracyResult r2 = classification_metrics({0, 1}, {0, 1}, {"a", "b", "c"});
+  EXPECT_DOUBLE_EQ(r2.macro_f1, 1.0);
+}
+
+TEST(BenchConfig, YamlInSeedS0Shape) {
+  test::TempDir dir;
+  test::write_text(dir.file("c.yaml"), R"(model:
+  name: preset:bert-tiny
+  device: cpu
+  dtype: float32
+dataset:
+  hf_name: codefactory4791/amazon_test
+  local_path: ./data/val_df.csv
+  split: test
+  sample_sizes: [100, 500, 1000]
+profiling:
+  batch_sizes: [1, 4, 8]
+  num_warmup_runs: 3
+  num_measurement_runs: 10
+  max_length: 256
+)");
+  const BenchConfig c = bench_config_from_yaml(dir.file("c.yaml"));
+  EXPECT_EQ(c.model, "preset:bert-tiny");
+  EXPECT_EQ(c.dtypes, std::vector<std::string>{"f32"});
+  EXPECT_EQ(c.dataset.path, "./data/val_df.csv");
+  EXPECT_EQ(c.sample_sizes, (std::vector<int64_t>{100, 500, 1000}));
+  EXPECT_EQ(c.batch_sizes, (std::vector<int64_t>{1, 4, 8}));
+  EXPECT_EQ(c.warmup_runs, 3);
+  EXPECT_EQ(c.stop.runs, 10);
+  EXPECT_EQ(c.seq_lens, std::vector<int64_t>{256});
+  // Round trip through config.json.
+  const BenchConfig back = bench_config_from_json(bench_config_to_json(c), "config.json");
+  EXPECT_EQ(bench_config_to_json(back), bench_config_to_json(c));
+}
+
+TEST(BenchConfig, BadYamlGetsClearErrors) {
+  test::TempDir dir;
+  test::write_text(dir.file("t.yaml"), "profiling:\n  batch_sizes: [1, many]\n");
+  EXPECT_NE(error_of([&] { bench_config_from_yaml(dir.file("t.yaml")); })
+                .find("profiling.batch_sizes[1]: expected an integer (line 2)"),
+            std::string::npos);
+  test::write_text(dir.file("k.yaml"), "profiling:\n  batch_size: 4\n");
+  EXPECT_NE(error_of([&] { bench_config_from_yaml(dir.file("k.yaml")); }).find("profiling.batch_size: unknown key"),
+            std::string::npos);
+  test::write_text(dir.file("s.yaml"), "model: [unclosed\n");
+  EXPECT_NE(error_of([&] { bench_config_from_yaml(dir.file("s.yaml")); }).find("not valid YAML"), std::string::npos);
+  test::write_text(dir.file("d.yaml"), "model:\n  dtype: int3\n");
+  EXPECT_NE(error_of([&] { bench_config_from_yaml(dir.file("d.yaml")); }).find("dtype 'int3' is not one of"),
+            std::string::npos);
+}
+
+BenchConfig tiny_config(const std::string& runs_dir) {
+  BenchConfig c;
+  c.model = "preset:bert-tiny";
+  c.batch_sizes = {1, 2};
+  c.seq_lens = {8, 4096};  // 4096 is past bert-tiny's 512 positions: those points must fail, not stop the sweep
+  c.warmup_runs = 1;
+  c.stop.runs = 3;
+  c.runs_dir = runs_dir;
+  c.run_id = "r";
+  return c;
+}
+
+TEST(Sweep, FailedPointsAreRecordedAndTheSweepGoesOn) {
+  test::TempDir dir;
+  const SweepOutcome out = run_bench(tiny_config(dir.path()));
+  ASSERT_EQ(out.results.size(), 4u);
+  EXPECT_EQ(out.results[0].status, "ok");
+  EXPECT_EQ(out.results[0].measured_runs, 3);
+  EXPECT_EQ(out.results[0].stopped_by, "count: 3 runs");
+  EXPECT_GT(out.results[1].samples_per_s, 0);
+  EXPECT_EQ(out.results[2].status, "failed");
+  EXPECT_NE(out.results[2].reason.find("longer than the model's 512 positions"), std::string::npos);
+  // results.jsonl holds every point, one line each.
+  std::ifstream in(dir.path() + "/r/results.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    const PointResult p = point_from_json(line, "results.jsonl");
+    EXPECT_EQ(point_to_json(p), line);  // lossless round trip
+    ++lines;
+  }
+  EXPECT_EQ(lines, 4);
+  // The memory fields are filled from the allocator and procfs.
+  EXPECT_GT(out.results[0].allocator.at("weights").current, 0);
+  EXPECT_GT(out.results[0].peak_rss_bytes, 0);
+  write_run_reports(out.config, out);
+  for (const char* f : {"summary.json", "summary.txt", "detailed_metrics.csv", "config.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir.path() + "/r/" + f)) << f;
+  EXPECT_NE(test::read_text(dir.path() + "/r/summary.txt").find("failed: sequence length 4096"), std::string::npos);
+}
+
+TEST(Sweep, ResumeKeepsFinishedPointsAndCutsATornLine) {
+  test::TempDir dir;
+  const SweepOutcome full = run_bench(tiny_config(dir.path()));
+  // Keep two finished lines and a torn third, as a kill during a write leaves them.
+  const std::string path = dir.path() + "/r/results.jsonl";
+  std::string text = test::read_text(path);
+  size_t second_end = text.find('\n', text.find('\n') + 1);
+  test::write_text(path, text.substr(0, second_end + 1) + text.substr(second_end + 1, 40));
+  const SweepOutcome resumed = resume_bench(dir.path() + "/r");
+  EXPECT_EQ(resumed.resumed_points, 2);
+  ASSERT_EQ(resumed.results.size(), full.results.size());
+  for (size_t i = 0; i < full.results.size(); ++i) {
+    EXPECT_EQ(resumed.results[i].key.id(), full.results[i].key.id());
+    EXPECT_EQ(resumed.results[i].status, full.results[i].status);
+  }
+  EXPECT_EQ(resumed.results[0].finished_at, full.results[0].finished_at) << "kept, not rerun";
+  ASSERT_FALSE(resumed.notes.empty());
+  EXPECT_NE(resumed.notes[0].find("torn line"), std::string::npos);
+  // A second run into the same directory is refused rather than mixed in.
+  EXPECT_NE(error_of([&] { run_bench(tiny_config(dir.path())); }).find("already holds a run"), std::string::npos);
+}
+
+TEST(Sweep, BadConfigurationsAreErrors) {
+  test::TempDir dir;
+  BenchConfig c = tiny_config(dir.path());
+  c.batch_sizes = {0};
+  EXPECT_NE(error_of([&] { run_bench(c); }).find("batch size 0: batch sizes must be positive"), std::string::npos);
+  c = tiny_config(dir.path());
+  c.input = "dataset";
+  EXPECT_NE(error_of([&] { run_bench(c); }).find("--input dataset needs --dataset"), std::string::npos);
+  c = tiny_config(dir.path());
+  c.devices = {"tpu"};
+  EXPECT_NE(error_of([&] { run_bench(c); }).find("unknown device 'tpu'"), std::string::npos);
+  if (!cuda_available()) {
+    c.devices = {"cuda"};
+    EXPECT_NE(error_of([&] { run_bench(c); }).find("device cuda: no CUDA device here"), std::string::npos);
+  }
+}
+
+// The throughput tach reports must agree with an outside clock around the same measured runs.
+TEST(Sweep, ThroughputAgreesWithAnExternalClock) {
+  test::TempDir dir;
+  BenchConfig c = tiny_config(dir.path());
+  c.batch_sizes = {4};
+  c.seq_lens = {64};
+  c.stop.runs = 40;
+  std::chrono::steady_clock::time_point t0, t1;
+  int64_t samples = 0;
+  BenchObserver obs;
+  obs.on_measure_begin = [&](const PointKey&) { t0 = std::chrono::steady_clock::now(); };
+  obs.on_measure_end = [&](const PointKey&, int64_t n) {
+    t1 = std::chrono::steady_clock::now();
+    samples = n;
+  };
+  const SweepOutcome out = run_bench(c, obs);
+  ASSERT_EQ(out.results.at(0).status, "ok");
+  const double external = double(samples) / std::chrono::duration<double>(t1 - t0).count();
+  EXPECT_EQ(samples, 160);
+  EXPECT_NEAR(out.results[0].samples_per_s / external, 1.0, 0.03)
+      << "reported " << out.results[0].samples_per_s << " samples/s, outside clock " << external;
+}
+
+// A real (trained) model on the real SST-2 dev split: accuracy and every prediction as transformers.
+TEST(Accuracy, Sst2FixtureMatchesTransformers) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
+  test::TempDir dir;
+  BenchConfig c;
+  c.model = test::fixtures_dir() + "/encoders/distilbert-sst2-tiny";
+  c.tokenizer = test::shared_dir() + "/tokenizers/bert-base-uncased";
+  c.dataset.path = test::shared_dir() + "/data/sst2/dev.tsv";
+  c.runs_dir = dir.path();
+  c.run_id = "eval";
+  c.seed = 0;
+  const SweepOutcome out = run_eval(c);
+  ASSERT_EQ(out.accuracy.size(), 1u);
+  const auto expected = nlohmann::json::parse(test::read_text(c.model + "/expected.json"));
+  const AccuracyResult& r = out.accuracy[0];
+  EXPECT_EQ(r.examples, 872);
+  // bf16 weights computed in f32 by both; a near-tie may flip one prediction.
+  EXPECT_NEAR(r.accuracy, expected["accuracy"].get<double>(), 1.5 / 872);
+  EXPECT_GT(r.accuracy, 0.7) << "a trained model, far from chance";
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/eval/accuracy.json"));
+  // Sample sizes are prefixes of the seeded shuffle.
+  c.run_id = "sizes";
+  c.sample_sizes = {100, 500};
+  const SweepOutcome sized = run_eval(c);
+  ASSERT_EQ(sized.accuracy.size(), 2u);
+  EXPECT_EQ(sized.accuracy[0].examples, 100);
+  EXPECT_EQ(sized.accuracy[1].examples, 500);
+}
+
+TEST(Accuracy, UnknownLabelsStopTheRunBeforeMeasuring) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
+  test::TempDir dir;
+  BenchConfig c;
+  c.model = test::fixtures_dir() + "/encoders/distilbert-sst2-tiny";
+  c.tokenizer = test::shared_dir() + "/tokenizers/bert-base-uncased";
+  c.dataset.path = test::shared_dir() + "/data/agnews/test.tsv";
+  c.dataset.text_column = "0";
+  c.dataset.label_column = "1";
+  c.runs_dir = dir.path();
+  const std::string e = error_of([&] { run_eval(c); });
+  EXPECT_NE(e.find("labels the model does not know: 'Business' (1900x)"), std::string::npos) << e;
+  EXPECT_NE(e.find("0=negative, 1=positive"), std::string::npos) << e;
+}
+
+TEST(Reports, TablesInEveryFormat) {
+  PointResult p;
+  p.key = {"cpu", "f32", 0, 8, 128};
+  p.batch_latency_ms.median = 12.5;
+  p.samples_per_s = 640;
+  const std::vector<PointResult> v{p};
+  EXPECT_NE(results_table(v, "md", "m").find("| m "), std::string::npos);
+  EXPECT_NE(results_table(v, "md", "m").find("---:"), std::string::npos);
+  EXPECT_NE(results_table(v, "csv").find("cpu/f32/t0/b8/s128"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(results_table(v, "json")).size(), 1u);
+  EXPECT_EQ(results_table(v, "jsonl"), point_to_json(p) + "\n");
+  EXPECT_NE(error_of([&] { results_table(v, "xml"); }).find("not one of"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tach

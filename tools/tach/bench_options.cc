@@ -1,0 +1,205 @@
+// Options of tach bench / eval / run. Every flag says its default and unit; flags override the
+// YAML file, which overrides the defaults.
+#include "bench_options.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "format.h"
+#include "tach/error.h"
+
+namespace tach::cli {
+
+namespace {
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+}  // namespace
+
+BenchConfig BenchFlags::resolve() const {
+  BenchConfig c;
+  if (!config_file.empty()) c = bench_config_from_yaml(config_file, c);
+  for (const auto& [opt, apply] : given)
+    if (opt->count() > 0) apply(c);
+  return c;
+}
+
+void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
+  const BenchConfig d;
+  auto& v = f.values;
+  const auto on = [&f](CLI::Option* o, std::function<void(BenchConfig&)> apply) { f.given.emplace_back(o, std::move(apply)); };
+  sub->add_option("-c,--config", f.config_file,
+                  "YAML config (seed S0's shape: model{name,device,dtype}, dataset{path,text_column,label_column,split,"
+                  "sample_sizes}, profiling{batch_sizes,num_warmup_runs,num_measurement_runs,max_length}); flags "
+                  "override it")
+      ->check(CLI::ExistingFile);
+  on(sub->add_option("-m,--model", v.model,
+                     "Model: preset:NAME, a directory with config.json and safetensors, or a hub id in the HF cache "
+                     "(default " + d.model + ")"),
+     [&v](BenchConfig& c) { c.model = v.model; });
+  on(sub->add_option("-k,--tokenizer", v.tokenizer,
+                     "Tokenizer for dataset texts: tokenizer.json or a directory (default: the model directory's)"),
+     [&v](BenchConfig& c) { c.tokenizer = v.tokenizer; });
+  on(sub->add_option("--dtype", f.dtypes, "Compute dtypes, comma-separated: f32, bf16 (default f32)")->delimiter(','),
+     [&f](BenchConfig& c) {
+       c.dtypes.clear();
+       for (const auto& s : f.dtypes)
+         c.dtypes.push_back(s == "float32" ? "f32" : s == "bfloat16" ? "bf16" : s == "float16" ? "f16" : s);
+     });
+  on(sub->add_option("--seed", v.seed, "Seed for synthetic weights and ids, and the dataset shuffle (default 0)"),
+     [&v](BenchConfig& c) { c.seed = v.seed; });
+  on(sub->add_option("--runs-dir", v.runs_dir, "Where run directories go (default " + d.runs_dir + ")"),
+     [&v](BenchConfig& c) { c.runs_dir = v.runs_dir; });
+  on(sub->add_option("--run-id", v.run_id, "Name of the run directory (default: UTC time and model name)"),
+     [&v](BenchConfig& c) { c.run_id = v.run_id; });
+
+  if (scope != BenchScope::eval) {
+    on(sub->add_option("--device", v.devices, "Devices, comma-separated: cpu, cuda, cuda:N (default cpu)")->delimiter(','),
+       [&v](BenchConfig& c) { c.devices = v.devices; });
+    on(sub->add_option("-b,--batch-sizes", v.batch_sizes,
+                       "Batch sizes, comma-separated, in samples (default " + join(d.batch_sizes) + ")")
+           ->delimiter(','),
+       [&v](BenchConfig& c) { c.batch_sizes = v.batch_sizes; });
+    on(sub->add_option("-s,--seq-lens,--max-length", v.seq_lens,
+                       "Sequence lengths in tokens, comma-separated: exact for synthetic input, the truncation and "
+                       "padding length for dataset input (default " + join(d.seq_lens) + ")")
+           ->delimiter(','),
+       [&v](BenchConfig& c) { c.seq_lens = v.seq_lens; });
+    on(sub->add_option("-t,--threads", v.threads, "Thread counts, comma-separated; 0 = all cores (default 0)")
+           ->delimiter(','),
+       [&v](BenchConfig& c) { c.threads = v.threads; });
+    on(sub->add_option("--warmup", v.warmup_runs,
+                       "Warm-up runs per point, never measured (default " + std::to_string(d.warmup_runs) + ")"),
+       [&v](BenchConfig& c) { c.warmup_runs = v.warmup_runs; });
+    on(sub->add_option("-r,--runs", v.stop.runs, "Exactly N measured runs per point (the count rule; default: off, "
+                                                 "the adaptive rule below)"),
+       [&v](BenchConfig& c) { c.stop.runs = v.stop.runs; });
+    on(sub->add_option("--min-runs", v.stop.min_runs,
+                       "Adaptive rule: at least this many measured runs (default " + std::to_string(d.stop.min_runs) + ")"),
+       [&v](BenchConfig& c) { c.stop.min_runs = v.stop.min_runs; });
+    on(sub->add_option("--max-runs", v.stop.max_runs,
+                       "Adaptive rule: at most this many measured runs (default " + std::to_string(d.stop.max_runs) + ")"),
+       [&v](BenchConfig& c) { c.stop.max_runs = v.stop.max_runs; });
+    on(sub->add_option("--time-budget", v.stop.time_budget_s,
+                       "Adaptive rule: stop once this many seconds were measured; 0 = off (default " +
+                           fixed(d.stop.time_budget_s, 1) + " s)"),
+       [&v](BenchConfig& c) { c.stop.time_budget_s = v.stop.time_budget_s; });
+    on(sub->add_option("--target-cv", v.stop.target_cv,
+                       "Adaptive rule: stop once the median's relative standard error is below this fraction; 0 = off "
+                       "(default " + fixed(d.stop.target_cv, 2) + " = 2%)"),
+       [&v](BenchConfig& c) { c.stop.target_cv = v.stop.target_cv; });
+    on(sub->add_option("--input", v.input,
+                       "Inputs: synthetic (random ids at exactly the length) or dataset (texts from --dataset) "
+                       "(default synthetic)")
+           ->check(CLI::IsMember({"synthetic", "dataset"})),
+       [&v](BenchConfig& c) { c.input = v.input; });
+    on(sub->add_flag("--bucketing", v.bucketing,
+                     "Dataset input: batch texts of similar length and pad to the longest, not to --max-length"),
+       [&v](BenchConfig& c) { c.bucketing = v.bucketing; });
+    on(sub->add_flag("--accuracy", v.accuracy, "Also run the accuracy pass over --dataset"),
+       [&v](BenchConfig& c) { c.accuracy = v.accuracy; });
+    on(sub->add_option("--latency-budget-ms", v.latency_budget_ms,
+                       "The summary names the best batch size whose p95 batch latency is within this many ms"),
+       [&v](BenchConfig& c) { c.latency_budget_ms = v.latency_budget_ms; });
+    sub->add_option("--format", f.format, "Result table on stdout: table, md, csv, json, jsonl (default table)")
+        ->check(CLI::IsMember({"table", "md", "csv", "json", "jsonl"}));
+    sub->add_flag("--no-progress", f.no_progress, "No progress bar, even on a terminal");
+    sub->add_option("--resume", f.resume,
+                    "Continue the interrupted run in this directory with its own config.json; finished points are "
+                    "kept and skipped")
+        ->check(CLI::ExistingDirectory);
+  } else {
+    on(sub->add_option("-s,--max-length", v.eval_max_length,
+                       "Truncate texts to this many tokens (default " + std::to_string(d.eval_max_length) +
+                           ", and never past the model's positions)"),
+       [&v](BenchConfig& c) { c.eval_max_length = v.eval_max_length; });
+  }
+
+  // The dataset, for accuracy and dataset input.
+  on(sub->add_option("-d,--dataset", v.dataset.path, "Labelled dataset: .csv, .tsv, .jsonl, or .json with splits"),
+     [&v](BenchConfig& c) { c.dataset.path = v.dataset.path; });
+  on(sub->add_option("--dataset-format", v.dataset.format, "auto (from the extension), csv, tsv, jsonl, json")
+         ->check(CLI::IsMember({"auto", "csv", "tsv", "jsonl", "json"})),
+     [&v](BenchConfig& c) { c.dataset.format = v.dataset.format; });
+  on(sub->add_option("--text-column", v.dataset.text_column,
+                     "Text column or key; a 0-based index for files without a header (default text)"),
+     [&v](BenchConfig& c) { c.dataset.text_column = v.dataset.text_column; });
+  on(sub->add_option("--text-pair-column", v.dataset.text_pair_column, "Second text column, for sentence pairs"),
+     [&v](BenchConfig& c) { c.dataset.text_pair_column = v.dataset.text_pair_column; });
+  on(sub->add_option("--label-column", v.dataset.label_column,
+                     "Label column or key; labels match the model's id2label names, or integer ids (default label)"),
+     [&v](BenchConfig& c) { c.dataset.label_column = v.dataset.label_column; });
+  on(sub->add_option("--split", v.dataset.split, "Split of a JSON split file (default test)"),
+     [&v](BenchConfig& c) { c.dataset.split = v.dataset.split; });
+  on(sub->add_option("--header", v.dataset.header, "CSV/TSV header: auto, yes, no (default auto)")
+         ->check(CLI::IsMember({"auto", "yes", "no"})),
+     [&v](BenchConfig& c) { c.dataset.header = v.dataset.header; });
+  on(sub->add_option("--sample-sizes", v.sample_sizes,
+                     "Accuracy on the first N of the shuffled examples, per N, comma-separated (default: all)")
+         ->delimiter(','),
+     [&v](BenchConfig& c) { c.sample_sizes = v.sample_sizes; });
+  on(sub->add_option("--limit", v.limit, "Read at most N examples (after the seeded shuffle); 0 = all"),
+     [&v](BenchConfig& c) { c.limit = v.limit; });
+  on(sub->add_option("--eval-batch-size", v.eval_batch_size,
+                     "Batch size of the accuracy pass, in samples (default " + std::to_string(d.eval_batch_size) + ")"),
+     [&v](BenchConfig& c) { c.eval_batch_size = v.eval_batch_size; });
+}
+
+void end_progress(bool enabled) {
+  if (enabled && isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
+}
+
+BenchObserver progress_observer(bool enabled, const BenchConfig& config) {
+  BenchObserver o;
+  const bool tty = enabled && isatty(STDERR_FILENO);
+  struct State {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    double done_weight = 0, total_weight = 0;
+    std::vector<double> weights;
+  };
+  auto st = std::make_shared<State>();
+  // ETA: the time so far per unit of work (batch x seq) over the work left.
+  const double per_grid = double(config.devices.size() * config.dtypes.size() * config.threads.size());
+  for (int64_t b : config.batch_sizes)
+    for (int64_t s : config.seq_lens) st->total_weight += per_grid * double(b * s);
+  const auto clock_text = [](double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%d:%02d", int(s) / 60, int(s) % 60);
+    return std::string(buf);
+  };
+  o.on_note = [tty](const std::string& m) { std::cerr << (tty ? "\r\033[K" : "") << "tach: " << m << "\n"; };
+  o.on_point_start = [st, tty, clock_text](const PointKey& k, size_t i, size_t total) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - st->start).count();
+    const double eta = st->done_weight > 0 ? elapsed / st->done_weight * std::max(0.0, st->total_weight - st->done_weight)
+                                           : 0;
+    if (tty) {
+      const int width = 24, filled = int(double(width) * double(i) / double(total));
+      std::cerr << "\r\033[K[" << std::string(size_t(filled), '#') << std::string(size_t(width - filled), '.') << "] "
+                << i << "/" << total << " " << k.id() << "  elapsed " << clock_text(elapsed)
+                << (st->done_weight > 0 ? "  ETA " + clock_text(eta) : std::string()) << std::flush;
+    } else {
+      std::cerr << "point " << i + 1 << "/" << total << " " << k.id() << " ...\n";
+    }
+  };
+  o.on_point_done = [st, tty](const PointResult& r, size_t, size_t) {
+    st->done_weight += double(r.key.batch * r.key.seq_len);
+    if (r.status != "ok") {
+      std::cerr << (tty ? "\r\033[K" : "") << "  " << r.key.id() << " failed: " << r.reason << "\n";
+      return;
+    }
+    if (!tty)
+      std::cerr << "  " << r.key.id() << ": " << fixed(r.batch_latency_ms.median, 2) << " ms/batch median over "
+                << r.measured_runs << " runs, " << fixed(r.samples_per_s, 1) << " samples/s (" << r.stopped_by
+                << ")\n";
+  };
+  return o;
+}
+
+}  // namespace tach::cli

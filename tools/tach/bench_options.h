@@ -1,0 +1,38 @@
+// The options tach bench, eval and run share: a YAML file, then flags on top.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "tach/bench.h"
+
+namespace tach::cli {
+
+struct BenchFlags {
+  std::string config_file;
+  BenchConfig values;           // where CLI11 writes; only the flags given are applied
+  std::vector<std::string> dtypes;
+  std::string resume;
+  std::string format = "table";
+  bool no_progress = false;
+  std::vector<std::pair<CLI::Option*, std::function<void(BenchConfig&)>>> given;  // applied in order
+
+  // Defaults, the YAML file, then every flag the user gave.
+  BenchConfig resolve() const;
+};
+
+enum class BenchScope { sweep, eval, pipeline };
+void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope);
+
+// Progress on a terminal (a bar with an ETA over the sweep), plain lines otherwise.
+BenchObserver progress_observer(bool enabled, const BenchConfig& config);
+
+// Clears the progress line before the results are printed.
+void end_progress(bool enabled);
+
+// Writes summary.json, summary.txt and detailed_metrics.csv, then prints the table (format) and,
+// for the terminal table, the summary.
+void print_outcome(const BenchConfig& config, const SweepOutcome& out, const std::string& format);
+
+}  // namespace tach::cli

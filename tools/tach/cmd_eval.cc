@@ -1,0 +1,28 @@
+// tach eval: the accuracy pass alone, on a labelled dataset.
+#include <iostream>
+
+#include "bench_options.h"
+#include "commands.h"
+#include "tach/report.h"
+
+namespace tach::cli {
+
+Command add_eval_command(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "eval",
+      "Accuracy on a labelled dataset: accuracy, macro-F1, per-class precision/recall/F1, the confusion matrix, time "
+      "and throughput; writes runs/<run_id>/accuracy.json");
+  add_bench_options(sub, *f, BenchScope::eval);
+  return {sub, [f] {
+            const BenchConfig config = f->resolve();
+            const SweepOutcome out = run_eval(config, progress_observer(true, config));
+            write_run_reports(out.config, out);
+            const bool synthetic = !out.models.empty() && out.models.front().synthetic_weights;
+            std::cout << accuracy_text(out.accuracy, out.accuracy_dataset, synthetic);
+            std::cout << "written: " << out.run_dir << "/{config.json, accuracy.json, summary.json, summary.txt}\n";
+            return 0;
+          }};
+}
+
+}  // namespace tach::cli
