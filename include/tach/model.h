@@ -43,7 +43,12 @@ struct ModelInfo {
   DType compute = DType::f32;
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, intermediate_size = 0;
   int64_t max_positions = 0, type_vocab_size = 0;
+  int64_t num_kv_heads = 0, head_dim = 0;  // decoders: grouped-query attention
+  bool causal_lm = false;                  // can produce vocabulary logits and generate
+  std::vector<int64_t> eos_token_ids;      // decoders: generation stops at these
+  std::string positions;                   // "learned absolute", "rotary (theta 1e6)", ...
   int32_t pad_token_id = 0;
+  bool has_pad_token = true;  // false for a decoder whose config names none (batches of 1 then)
   std::vector<std::string> notes;  // decisions made while loading, for the user to see
 };
 
@@ -59,16 +64,36 @@ struct ForwardCost {
   double bytes = 0;
 };
 
-class EncoderModel {
+struct GenerateOptions {
+  int64_t max_new_tokens = 32;
+  bool stop_at_eos = true;  // a row that produced an end-of-sequence token gets pad tokens after it
+};
+
+// Greedy decoding results and their timing: the prefill/decode split benchmarks need.
+struct Generation {
+  std::vector<std::vector<int32_t>> tokens;  // the new tokens of each row
+  int64_t prompt_tokens = 0;                 // real (unpadded) prompt tokens, all rows
+  double time_to_first_token_s = 0;          // the prompt's forward and the first token's choice
+  std::vector<double> decode_step_s;         // every later step: one token for every row
+  double total_s = 0;
+};
+
+// A model tach runs: an encoder (BERT, DistilBERT) or a decoder (Qwen2).
+class Model {
  public:
-  virtual ~EncoderModel() = default;
+  virtual ~Model() = default;
   virtual const ModelInfo& info() const = 0;
   // last_hidden_state: [B, T, hidden] f32
   virtual Tensor hidden_states(const TokenBatch& batch) const = 0;
   // logits: [B, num_labels] f32. An error for a bare encoder.
   virtual Tensor classify(const TokenBatch& batch) const = 0;
   virtual ForwardCost forward_cost(int64_t batch, int64_t seq_len) const = 0;
+  // Causal LMs. logits: [B, T, V] f32. An error for models without an LM head.
+  virtual Tensor lm_logits(const TokenBatch& batch) const;
+  // Greedy decoding with a key/value cache. prompts: left-padded (the last column real).
+  virtual Generation generate(const TokenBatch& prompts, const GenerateOptions& options) const;
 };
+using EncoderModel = Model;  // the name this interface had when it held encoders only
 
 // spec: "preset:NAME", a model directory, or a hub id ORG/NAME[@REV] in the Hugging Face cache.
 std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOptions& options = {});

@@ -64,14 +64,59 @@ constexpr ArchitectureInfo kArchitectures[] = {
     {"DistilBertModel", EncoderFamily::distilbert, false},
     {"DistilBertForSequenceClassification", EncoderFamily::distilbert, true},
 };
+constexpr const char* kQwen2Architectures[] = {"Qwen2Model", "Qwen2ForCausalLM", "Qwen2ForSequenceClassification"};
 
 std::string supported_list() {
   std::string s;
   for (const auto& a : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  for (const char* a : kQwen2Architectures) s += ", " + std::string(a);
   return s;
 }
 
-void parse_labels(const Field& f, EncoderConfig& c) {
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json parse_json_text(const std::string& text, const std::string& source) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(source + ": not valid JSON: " + e.what());
+  }
+}
+
+double positive_number(const Field& f, const json& obj, const std::string& key, double fallback) {
+  if (!obj.contains(key) || obj[key].is_null()) return fallback;
+  if (!obj[key].is_number() || !(obj[key].get<double>() > 0)) f.fail(key, "must be a positive number, got " + obj[key].dump());
+  return obj[key].get<double>();
+}
+
+// RoPE settings, in transformers 4's spelling (rope_theta, rope_scaling) or 5's (rope_parameters).
+void parse_rope(const Field& f, Qwen2Config& c) {
+  c.rope_theta = positive_number(f, f.root, "rope_theta", 10000.0);
+  const char* key = f.has("rope_parameters") ? "rope_parameters" : f.has("rope_scaling") ? "rope_scaling" : nullptr;
+  if (!key) return;
+  const json& r = f.root[key];
+  if (!r.is_object()) f.fail(key, "must be an object or null");
+  c.rope_theta = positive_number(f, r, "rope_theta", c.rope_theta);
+  std::string type = "default";
+  for (const char* k : {"rope_type", "type"})
+    if (r.contains(k) && r[k].is_string()) type = r[k].get<std::string>();
+  if (type != "default" && type != "linear" && type != "dynamic")
+    f.fail(key, "has rope type \"" + type + "\"; tach supports default, linear and dynamic");
+  c.rope_type = type;
+  if (type != "default") {
+    c.rope_factor = positive_number(f, r, "factor", 0);
+    if (!(c.rope_factor >= 1)) f.fail(key, "needs \"factor\" >= 1 for " + type + " scaling");
+  }
+}
+
+template <typename Config>
+void parse_labels(const Field& f, Config& c) {
   // Hugging Face saves id2label (string keys "0".."n-1") and label2id; num_labels is implied.
   if (f.has("id2label")) {
     const json& m = f.root["id2label"];
@@ -145,7 +190,7 @@ EncoderConfig parse_encoder_config(const json& j, const std::string& source) {
   } else if (c.model_type == "distilbert") {
     c.family = EncoderFamily::distilbert;
   } else {
-    throw Error(source + ": model_type \"" + c.model_type + "\" is not supported (supported: bert, distilbert; " +
+    throw Error(source + ": model_type \"" + c.model_type + "\" is not supported (supported: bert, distilbert, qwen2; " +
                 "architectures: " + supported_list() + ")");
   }
   if (f.has("architectures")) {
@@ -201,21 +246,87 @@ EncoderConfig parse_encoder_config(const json& j, const std::string& source) {
 }
 
 EncoderConfig parse_encoder_config_text(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(source + ": not valid JSON: " + e.what());
-  }
-  return parse_encoder_config(j, source);
+  return parse_encoder_config(parse_json_text(text, source), source);
 }
 
-EncoderConfig load_encoder_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_encoder_config_text(ss.str(), path);
+EncoderConfig load_encoder_config(const std::string& path) { return parse_encoder_config_text(read_text_file(path), path); }
+
+std::string config_model_type(const json& j, const std::string& source) {
+  if (!j.is_object()) throw Error(source + ": config must be a JSON object");
+  const Field f{j, source};
+  const std::string t = f.str("model_type", "");
+  if (t.empty()) throw Error(source + ": missing \"model_type\" (supported: bert, distilbert, qwen2)");
+  if (t != "bert" && t != "distilbert" && t != "qwen2")
+    throw Error(source + ": model_type \"" + t + "\" is not supported (supported: bert, distilbert, qwen2; " +
+                "architectures: " + supported_list() + ")");
+  return t;
 }
+
+std::string load_config_model_type(const std::string& path) {
+  return config_model_type(parse_json_text(read_text_file(path), path), path);
+}
+
+Qwen2Config parse_qwen2_config(const json& j, const std::string& source) {
+  if (config_model_type(j, source) != "qwen2") throw Error(source + ": model_type is not qwen2");
+  const Field f{j, source};
+  Qwen2Config c;
+  c.architecture = "Qwen2Model";
+  if (f.has("architectures")) {
+    const json& a = j["architectures"];
+    if (!a.is_array() || a.empty() || !a[0].is_string()) f.fail("architectures", "must be a non-empty array of strings");
+    c.architecture = a[0].get<std::string>();
+    bool known = false;
+    for (const char* name : kQwen2Architectures) known = known || c.architecture == name;
+    if (!known)
+      throw Error(source + ": architecture \"" + c.architecture + "\" is not supported (supported: " + supported_list() +
+                  ")");
+  }
+  c.classification_head = c.architecture == "Qwen2ForSequenceClassification";
+  c.causal_lm = c.architecture == "Qwen2ForCausalLM";
+  c.vocab_size = f.positive_int("vocab_size", 151936, false);
+  c.hidden_size = f.positive_int("hidden_size", 4096, false);
+  c.num_layers = f.positive_int("num_hidden_layers", 32, false);
+  c.num_heads = f.positive_int("num_attention_heads", 32, false);
+  c.num_kv_heads = f.positive_int("num_key_value_heads", c.num_heads, false);
+  c.intermediate_size = f.positive_int("intermediate_size", 22016, false);
+  c.max_position_embeddings = f.positive_int("max_position_embeddings", 32768, false);
+  c.rms_norm_eps = f.number("rms_norm_eps", 1e-6f);
+  if (c.hidden_size % c.num_heads != 0)
+    throw Error(source + ": hidden size " + std::to_string(c.hidden_size) + " is not divisible by " +
+                std::to_string(c.num_heads) + " attention heads");
+  c.head_dim = f.positive_int("head_dim", c.hidden_size / c.num_heads, false);
+  if (c.head_dim % 2 != 0) f.fail("head_dim", "must be even for rotary embeddings, got " + std::to_string(c.head_dim));
+  if (c.num_heads % c.num_kv_heads != 0)
+    throw Error(source + ": " + std::to_string(c.num_heads) + " attention heads cannot be shared among " +
+                std::to_string(c.num_kv_heads) + " key/value heads (num_key_value_heads must divide them)");
+  const std::string act = f.str("hidden_act", "silu");
+  if (act != "silu") f.fail("hidden_act", "is \"" + act + "\"; Qwen2 in tach supports silu");
+  if (f.has("use_sliding_window") && j["use_sliding_window"].is_boolean() && j["use_sliding_window"].get<bool>())
+    f.fail("use_sliding_window", "is true; sliding-window attention is not supported");
+  parse_rope(f, c);
+  c.tie_word_embeddings = f.has("tie_word_embeddings") ? j["tie_word_embeddings"].is_boolean() &&
+                                                            j["tie_word_embeddings"].get<bool>()
+                                                      : false;
+  c.pad_token_id = f.has("pad_token_id") ? f.nonneg_int("pad_token_id", 0) : -1;
+  if (f.has("eos_token_id")) {
+    const json& e = j["eos_token_id"];
+    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int64_t>());
+    else if (e.is_array())
+      for (const auto& x : e) {
+        if (!x.is_number_integer()) f.fail("eos_token_id", "must be an integer or a list of integers");
+        c.eos_token_ids.push_back(x.get<int64_t>());
+      }
+    else f.fail("eos_token_id", "must be an integer or a list of integers");
+  }
+  c.torch_dtype = f.str("torch_dtype", f.str("dtype", ""));
+  parse_labels(f, c);
+  return c;
+}
+
+Qwen2Config parse_qwen2_config_text(const std::string& text, const std::string& source) {
+  return parse_qwen2_config(parse_json_text(text, source), source);
+}
+
+Qwen2Config load_qwen2_config(const std::string& path) { return parse_qwen2_config_text(read_text_file(path), path); }
 
 }  // namespace tach::model

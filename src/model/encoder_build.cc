@@ -21,13 +21,16 @@ EncoderShape encoder_shape(const EncoderConfig& c) {
 
 Tensor to_f32_param(const Tensor& t) { return t.to(DType::f32, MemoryCategory::weights); }
 
-Tensor concat_rows(const Tensor& a, const Tensor& b, const Tensor& c) {
-  const int64_t rows = a.size(0) + b.size(0) + c.size(0);
-  Shape shape = a.shape();
+Tensor concat_rows(const Tensor& a, const Tensor& b, const Tensor& c) { return concat_rows({&a, &b, &c}); }
+
+Tensor concat_rows(const std::vector<const Tensor*>& parts) {
+  int64_t rows = 0;
+  for (const Tensor* t : parts) rows += t->size(0);
+  Shape shape = parts.front()->shape();
   shape[0] = rows;
   Tensor out = Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::workspace);
   char* dst = static_cast<char*>(out.raw());
-  for (const Tensor* t : {&a, &b, &c}) {
+  for (const Tensor* t : parts) {
     Tensor f = t->to(DType::f32, MemoryCategory::workspace);
     std::memcpy(dst, f.raw(), f.nbytes());
     dst += f.nbytes();

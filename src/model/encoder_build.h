@@ -33,6 +33,7 @@ EncoderShape encoder_shape(const EncoderConfig& config);
 Tensor to_f32_param(const Tensor& t);
 // Stacks [q; k; v] rows into one [3C, C] matrix (and their biases into [3C]).
 Tensor concat_rows(const Tensor& a, const Tensor& b, const Tensor& c);
+Tensor concat_rows(const std::vector<const Tensor*>& parts);
 std::unique_ptr<cpu::PackedLinear> pack_linear(const Tensor& weight, const Tensor& bias, DType compute,
                                                cpu::FusedActivation act = cpu::FusedActivation::none);
 cpu::FusedActivation ffn_activation(const EncoderConfig& config);

@@ -8,6 +8,7 @@
 #include "model/config.h"
 #include "model/encoder_build.h"
 #include "model/presets.h"
+#include "model/qwen2_model.h"
 #include "ops/linear.h"
 #include "tach/error.h"
 #include "tach/model.h"
@@ -60,13 +61,26 @@ class Encoder final : public EncoderModel {
 
 std::vector<std::string> preset_names() { return model::preset_list(); }
 
+Tensor Model::lm_logits(const TokenBatch&) const {
+  throw Error(info().spec + " (" + info().architecture + ") has no language-model head: vocabulary logits need a "
+              "causal LM such as Qwen2ForCausalLM");
+}
+
+Generation Model::generate(const TokenBatch&, const GenerateOptions&) const {
+  throw Error(info().spec + " (" + info().architecture + ") cannot generate text: it is not a causal LM");
+}
+
 std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOptions& options) {
   check(options.device.kind == DeviceKind::cpu,
-        "device " + options.device.str() + ": BERT and DistilBERT run on the CPU in this version; the CUDA backend "
+        "device " + options.device.str() + ": tach runs models on the CPU in this version; the CUDA backend "
         "comes with the CUDA issue" + (cuda_available() ? "" : " (and " + cuda_unavailable_reason() + ")"));
   check(options.compute == DType::f32 || options.compute == DType::bf16,
         "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cpu (f32, bf16)");
   const model::ModelLocation loc = model::resolve_model(spec);
+  const bool qwen2 = loc.kind == model::ModelLocation::Kind::preset
+                         ? model::is_qwen2_preset(loc.preset)
+                         : model::load_config_model_type((std::filesystem::path(loc.dir) / "config.json").string()) == "qwen2";
+  if (qwen2) return model::load_qwen2(loc, options);
 
   ModelInfo info;
   info.spec = spec;
@@ -124,6 +138,7 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
   info.max_positions = config.max_position_embeddings;
   info.type_vocab_size = config.type_vocab_size;
   info.pad_token_id = static_cast<int32_t>(config.pad_token_id);
+  info.positions = "learned absolute";
   return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
 }
 

@@ -114,6 +114,7 @@ constexpr Preset kPresets[] = {
 std::vector<std::string> preset_list() {
   std::vector<std::string> v;
   for (const auto& p : kPresets) v.emplace_back(p.name);
+  for (const auto& n : qwen2_preset_list()) v.push_back(n);
   return v;
 }
 
@@ -130,6 +131,7 @@ PresetConfig preset_config(const std::string& name) {
   }
   std::string list;
   for (const auto& p : kPresets) list += std::string("\n  preset:") + p.name + "  " + p.description;
+  for (const auto& n : qwen2_preset_list()) list += "\n  preset:" + n + "  " + qwen2_preset_config(n).description;
   throw Error("unknown preset '" + name + "'. Presets:" + list);
 }
 

@@ -13,7 +13,15 @@ struct PresetConfig {
   std::string description;
 };
 
-std::vector<std::string> preset_list();
+struct Qwen2PresetConfig {
+  Qwen2Config config;
+  std::string description;
+};
+
+std::vector<std::string> preset_list();  // every preset, encoders and decoders
 PresetConfig preset_config(const std::string& name);
+bool is_qwen2_preset(const std::string& name);
+Qwen2PresetConfig qwen2_preset_config(const std::string& name);
+std::vector<std::string> qwen2_preset_list();
 
 }  // namespace tach::model

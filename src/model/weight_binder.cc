@@ -46,7 +46,9 @@ bool is_known_extra(const std::string& name) {
          name.rfind("vocab_", 0) == 0 ||                                  // DistilBERT MLM head
          name.rfind("qa_outputs.", 0) == 0 ||                              // question answering
          name.find("pooler.") != std::string::npos ||                     // pooler of a bare BERT
-         name.rfind("classifier.", 0) == 0 || name.rfind("pre_classifier.", 0) == 0;  // head of a bare model
+         name.rfind("classifier.", 0) == 0 || name.rfind("pre_classifier.", 0) == 0 ||  // head of a bare model
+         name.rfind("lm_head.", 0) == 0 || name.rfind("score.", 0) == 0 ||  // Qwen2 heads of the other task
+         ends_with(name, "rotary_emb.inv_freq");                           // a buffer older checkpoints saved
 }
 
 }  // namespace
@@ -141,7 +143,9 @@ Tensor WeightBinder::synthesize(const std::string& name, const Shape& shape) con
   Tensor t = Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::weights);
   float* p = t.data<float>();
   const int64_t n = t.numel();
-  const bool norm = name.find("LayerNorm") != std::string::npos || name.find("layer_norm") != std::string::npos;
+  // LayerNorm (BERT), layer_norm (DistilBERT), input_layernorm / model.norm (Qwen2 RMSNorm).
+  const bool norm = name.find("LayerNorm") != std::string::npos || name.find("layer_norm") != std::string::npos ||
+                    name.find("layernorm") != std::string::npos || ends_with(name, "norm.weight");
   if (norm) {
     const float v = ends_with(name, "weight") ? 1.0f : 0.0f;
     for (int64_t i = 0; i < n; ++i) p[i] = v;

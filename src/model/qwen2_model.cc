@@ -1,0 +1,251 @@
+// The Qwen2 Model: sequence classification pooled at the last non-pad token, vocabulary
+// logits, and greedy generation with a key/value cache.
+#include "model/qwen2_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+
+#include "model/encoder_build.h"
+#include "model/presets.h"
+#include "model/qwen2.h"
+#include "ops/linear.h"
+#include "tach/error.h"
+
+namespace tach::model {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Qwen2 final : public Model {
+ public:
+  Qwen2(ModelInfo info, Qwen2Config config, Qwen2Weights weights, DType compute)
+      : info_(std::move(info)), config_(std::move(config)), shape_(qwen2_shape(config_)), w_(std::move(weights)),
+        compute_(compute) {}
+
+  const ModelInfo& info() const override { return info_; }
+
+  Tensor hidden_states(const TokenBatch& batch) const override {
+    check_batch(batch);
+    return qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
+  }
+
+  // transformers' rule: per row, the last token that is not pad_token_id (right or left
+  // padding alike); the last position when the config names no pad token (batch of 1 only).
+  Tensor classify(const TokenBatch& batch) const override {
+    check(w_.score != nullptr, info_.spec + " (" + info_.architecture +
+                                   ") has no sequence-classification head (`score`): use tach generate, or a "
+                                   "Qwen2ForSequenceClassification checkpoint");
+    check_batch(batch);
+    const int64_t B = batch.batch(), T = batch.seq_len(), C = shape_.hidden;
+    check(config_.pad_token_id >= 0 || B == 1,
+          info_.spec + ": config.json names no pad_token_id, so rows of a batch cannot be told from padding "
+                       "(transformers refuses batches > 1 too); classify one row at a time");
+    Tensor h = qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
+    Tensor pooled = Tensor::empty({B, C}, DType::f32);
+    const int32_t* ids = batch.input_ids.data<int32_t>();
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t last = config_.pad_token_id < 0 ? T - 1 : 0;
+      if (config_.pad_token_id >= 0)
+        for (int64_t t = 0; t < T; ++t)
+          if (ids[b * T + t] != config_.pad_token_id) last = t;
+      std::copy_n(h.data<float>() + (b * T + last) * C, C, pooled.data<float>() + b * C);
+    }
+    Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32);
+    ops::linear_forward(logits, pooled, *w_.score);
+    return logits;
+  }
+
+  ForwardCost forward_cost(int64_t B, int64_t T) const override {
+    ops::OpCost c = qwen2_cost(shape_, B, T, 0);
+    if (w_.score) c += ops::linear_cost(B, config_.num_labels(), shape_.hidden, compute_, false);
+    return {c.flops, c.bytes()};
+  }
+
+  Tensor lm_logits(const TokenBatch& batch) const override {
+    const cpu::PackedLinear& head = lm_head();
+    check_batch(batch);
+    const int64_t B = batch.batch(), T = batch.seq_len();
+    Tensor h = qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
+    Tensor logits = Tensor::empty({B, T, shape_.vocab}, DType::f32);
+    Tensor flat = logits.reshape({B * T, shape_.vocab});
+    ops::linear_forward(flat, h.reshape({B * T, shape_.hidden}), head);
+    return logits;
+  }
+
+  Generation generate(const TokenBatch& prompts, const GenerateOptions& options) const override {
+    const cpu::PackedLinear& head = lm_head();
+    check_batch(prompts);
+    check(options.max_new_tokens > 0, "generate: max_new_tokens must be positive");
+    const int64_t B = prompts.batch(), T = prompts.seq_len(), C = shape_.hidden, V = shape_.vocab;
+    const int32_t* mask = prompts.attention_mask.data<int32_t>();
+    for (int64_t b = 0; b < B; ++b)
+      check(mask[b * T + T - 1] == 1, "generate: row " + std::to_string(b) +
+                                           " ends in padding; prompts must be left-padded (the last column real)");
+    Generation g;
+    g.tokens.assign(size_t(B), {});
+    g.prompt_tokens = prompts.real_tokens();
+    KvCache cache = make_kv_cache(shape_, B, T + options.max_new_tokens);
+    // Positions as transformers' generate makes them: cumsum(mask) - 1, and 1 on padding.
+    Tensor positions = Tensor::empty({B, T}, DType::i32);
+    std::vector<int32_t> next_position(static_cast<size_t>(B), 0);
+    for (int64_t b = 0; b < B; ++b) {
+      int32_t seen = 0;
+      for (int64_t t = 0; t < T; ++t) {
+        seen += mask[b * T + t];
+        positions.data<int32_t>()[b * T + t] = mask[b * T + t] ? seen - 1 : 1;
+      }
+      next_position[size_t(b)] = seen;
+    }
+    std::vector<bool> done(size_t(B), false);
+    const int32_t pad = config_.pad_token_id >= 0 ? int32_t(config_.pad_token_id)
+                                                  : int32_t(config_.eos_token_ids.empty() ? 0 : config_.eos_token_ids[0]);
+    Tensor last_hidden = Tensor::empty({B, C}, DType::f32);
+    Tensor logits = Tensor::empty({B, V}, DType::f32);
+    Tensor step_ids = Tensor::empty({B, 1}, DType::i32);
+    Tensor step_mask = Tensor::empty({B, 1}, DType::i32);
+    Tensor step_pos = Tensor::empty({B, 1}, DType::i32);
+    const auto t_start = Clock::now();
+    Tensor h = qwen2_forward(w_, shape_, prompts.input_ids, prompts.attention_mask, positions, &cache);
+    int64_t rows_per_call = T;
+    for (int64_t step = 0; step < options.max_new_tokens; ++step) {
+      const auto t0 = Clock::now();
+      if (step > 0) h = qwen2_forward(w_, shape_, step_ids, step_mask, step_pos, &cache);
+      // The LM head on each row's last position only: [B, C] -> [B, V].
+      for (int64_t b = 0; b < B; ++b)
+        std::copy_n(h.data<float>() + (b * rows_per_call + rows_per_call - 1) * C, C, last_hidden.data<float>() + b * C);
+      ops::linear_forward(logits, last_hidden, head);
+      bool all_done = true;
+      for (int64_t b = 0; b < B; ++b) {
+        const float* row = logits.data<float>() + b * V;
+        int32_t token = int32_t(std::max_element(row, row + V) - row);  // the first maximum, as torch.argmax
+        if (done[size_t(b)]) token = pad;
+        g.tokens[size_t(b)].push_back(token);
+        if (options.stop_at_eos && std::find(config_.eos_token_ids.begin(), config_.eos_token_ids.end(), token) !=
+                                       config_.eos_token_ids.end())
+          done[size_t(b)] = true;
+        all_done = all_done && done[size_t(b)];
+        step_ids.data<int32_t>()[b] = token;
+        step_mask.data<int32_t>()[b] = 1;
+        step_pos.data<int32_t>()[b] = next_position[size_t(b)]++;
+      }
+      const double s = std::chrono::duration<double>(Clock::now() - (step == 0 ? t_start : t0)).count();
+      if (step == 0)
+        g.time_to_first_token_s = s;
+      else
+        g.decode_step_s.push_back(s);
+      rows_per_call = 1;
+      if (all_done) break;
+    }
+    g.total_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+    return g;
+  }
+
+ private:
+  void check_batch(const TokenBatch& batch) const {
+    const Tensor& ids = batch.input_ids;
+    check(ids.defined() && ids.dim() == 2 && ids.dtype() == DType::i32 && ids.size(0) > 0 && ids.size(1) > 0,
+          "input_ids must be a non-empty i32 [batch, seq]");
+    const int64_t B = ids.size(0), T = ids.size(1);
+    check(T <= shape_.max_positions, "sequence length " + std::to_string(T) + " exceeds the model's " +
+                                         std::to_string(shape_.max_positions) + " positions (max_position_embeddings)");
+    check(batch.attention_mask.defined() && batch.attention_mask.shape() == ids.shape() &&
+              batch.attention_mask.dtype() == DType::i32,
+          "attention_mask must be i32 " + shape_str(ids.shape()));
+    check(!batch.token_type_ids.defined(), "Qwen2 has no token types: do not pass token_type_ids");
+    const int32_t* id = ids.data<int32_t>();
+    const int32_t* m = batch.attention_mask.data<int32_t>();
+    for (int64_t i = 0; i < B * T; ++i) {
+      check(id[i] >= 0 && id[i] < shape_.vocab, "input_ids[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
+                                                    "] = " + std::to_string(id[i]) + " is outside the vocabulary of " +
+                                                    std::to_string(shape_.vocab) + " tokens");
+      check(m[i] == 0 || m[i] == 1, "attention_mask[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
+                                        "] = " + std::to_string(m[i]) + ": expected 0 or 1");
+    }
+  }
+
+  // transformers' forward without position_ids uses 0..T-1 for every row, padded or not.
+  static Tensor arange_positions(const TokenBatch& batch) {
+    const int64_t B = batch.batch(), T = batch.seq_len();
+    Tensor p = Tensor::empty({B, T}, DType::i32);
+    for (int64_t i = 0; i < B * T; ++i) p.data<int32_t>()[i] = int32_t(i % T);
+    return p;
+  }
+
+  // Packed on first use: a classifier that never generates does not pay for a second copy of
+  // the (tied) vocabulary matrix.
+  const cpu::PackedLinear& lm_head() const {
+    check(w_.lm_head_weight.defined(), info_.spec + " (" + info_.architecture +
+                                           ") has no language-model head: its embeddings are not tied and it has "
+                                           "no lm_head.weight");
+    std::call_once(lm_head_once_, [&] { lm_head_ = pack_linear(w_.lm_head_weight, Tensor(), compute_); });
+    return *lm_head_;
+  }
+
+  ModelInfo info_;
+  Qwen2Config config_;
+  Qwen2Shape shape_;
+  Qwen2Weights w_;
+  DType compute_;
+  mutable std::once_flag lm_head_once_;
+  mutable std::unique_ptr<cpu::PackedLinear> lm_head_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& options) {
+  ModelInfo info;
+  info.spec = loc.spec;
+  info.compute = options.compute;
+  Qwen2Config config;
+  WeightStore store;
+  std::optional<WeightBinder> binder;
+  if (loc.kind == ModelLocation::Kind::preset) {
+    Qwen2PresetConfig preset = qwen2_preset_config(loc.preset);
+    config = preset.config;
+    info.source = "synthetic weights (seed " + std::to_string(options.seed) + "): " + preset.description;
+    binder.emplace(WeightBinder::synthetic(options.seed));
+  } else {
+    const std::string config_path = (std::filesystem::path(loc.dir) / "config.json").string();
+    config = load_qwen2_config(config_path);
+    store = open_checkpoint_weights(loc.dir);
+    for (const auto& entry : std::filesystem::directory_iterator(loc.dir))
+      if (entry.path().extension() == ".safetensors") info.disk_bytes += static_cast<int64_t>(entry.file_size());
+    info.source = loc.dir + (loc.revision.empty() ? "" : " (revision " + loc.revision + ")");
+    // Qwen2Model checkpoints keep their tensors at the top level; the task models under "model.".
+    binder.emplace(store, std::vector<std::string>{"model.", ""}, "embed_tokens.weight", config_path);
+  }
+  Qwen2Weights weights = build_qwen2(config, *binder, options.compute);
+  for (auto& n : binder->finish()) info.notes.push_back(n);
+
+  info.model_type = "qwen2";
+  info.architecture = config.architecture;
+  info.classifier = config.classification_head;
+  info.causal_lm = weights.lm_head_weight.defined();
+  info.labels = config.classification_head ? config.id2label : std::vector<std::string>{};
+  info.problem_type = config.problem_type.empty() ? (config.num_labels() == 1 ? "regression" : "single_label_classification")
+                                                  : config.problem_type;
+  info.parameters = binder->parameters();
+  info.weights_dtype = binder->stored_dtypes();
+  info.vocab_size = config.vocab_size;
+  info.hidden_size = config.hidden_size;
+  info.num_layers = config.num_layers;
+  info.num_heads = config.num_heads;
+  info.num_kv_heads = config.num_kv_heads;
+  info.head_dim = config.head_dim;
+  info.intermediate_size = config.intermediate_size;
+  info.max_positions = config.max_position_embeddings;
+  info.eos_token_ids = config.eos_token_ids;
+  info.has_pad_token = config.pad_token_id >= 0;
+  info.pad_token_id = int32_t(config.pad_token_id >= 0 ? config.pad_token_id : 0);
+  char theta[32];
+  std::snprintf(theta, sizeof theta, "%g", config.rope_theta);
+  info.positions = "rotary (theta " + std::string(theta) + (config.rope_type == "default" ? "" : ", " + config.rope_type +
+                   " scaling x" + std::to_string(config.rope_factor)) + ")";
+  return std::make_unique<Qwen2>(std::move(info), std::move(config), std::move(weights), options.compute);
+}
+
+}  // namespace tach::model

@@ -1,0 +1,13 @@
+// Loading a Qwen2 model behind tach/model.h (load_model dispatches here on model_type "qwen2").
+#pragma once
+
+#include <memory>
+
+#include "model/checkpoint.h"
+#include "tach/model.h"
+
+namespace tach::model {
+
+std::unique_ptr<Model> load_qwen2(const ModelLocation& location, const LoadOptions& options);
+
+}  // namespace tach::model

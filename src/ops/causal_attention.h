@@ -1,0 +1,30 @@
+// Causal self-attention with grouped-query heads (Qwen2, Llama): H query heads share KVH
+// key/value heads in groups of H/KVH, a query sees the keys at or before its own position,
+// and padded keys are masked. The same kernel serves a whole prompt and one decoding step
+// against a key/value cache.
+#pragma once
+
+#include "ops/op_cost.h"
+
+namespace tach::ops {
+
+struct CausalAttentionArgs {
+  int64_t B = 0, Tq = 0;  // batch, queries per row
+  int64_t past = 0;       // query i of a row sits at key index past + i (0 for a whole prompt)
+  int64_t H = 0, KVH = 0, D = 0;
+  // q: [B, Tq, H*D] rows of stride ld_q (batch stride Tq*ld_q)
+  // k, v: [B, past + Tq, KVH*D] rows of stride ld_kv, batch stride batch_stride_kv
+  // key_mask: [B, mask_stride] i32, 1 = real token, 0 = padding (left-padded prompts); null = all real
+  // out: [B, Tq, H*D] rows of stride ld_out
+  int64_t ld_q = 0, ld_kv = 0, batch_stride_kv = 0, ld_out = 0, mask_stride = 0;
+  float scale = 1.0f;
+};
+
+// A query whose every visible key is padding (a pad position of a left-padded row) gets zeros:
+// no real token reads it, since real queries never see padded keys.
+// The backward would need the probabilities [B, H, Tq, past+Tq]; inference keeps none.
+void causal_attention_forward_cpu(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
+                                  const CausalAttentionArgs& a);
+OpCost causal_attention_cost(int64_t B, int64_t Tq, int64_t Tk, int64_t H, int64_t KVH, int64_t D);
+
+}  // namespace tach::ops

@@ -1,0 +1,54 @@
+#include "ops/rms_norm.h"
+
+#include <cmath>
+
+#include "core/parallel.h"
+#include "ops/dispatch.h"
+
+namespace tach::ops {
+
+OpCost rms_norm_cost(int64_t N, int64_t C, bool with_residual) {
+  OpCost c;
+  c.flops = double(N * C) * (with_residual ? 5 : 4);
+  c.bytes_read = double(N * C) * 4 * (with_residual ? 2 : 1) + double(C) * 4;
+  c.bytes_written = double(N * C) * 4 * (with_residual ? 2 : 1);
+  return c;
+}
+
+void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps) {
+  check(h.dtype() == DType::f32 && h.is_contiguous(), "rms_norm: h must be contiguous f32, got " + h.describe());
+  const int64_t C = h.size(-1), N = h.numel() / (C == 0 ? 1 : C);
+  check(weight.numel() == C && weight.dtype() == DType::f32,
+        "rms_norm: weight must be f32 [" + std::to_string(C) + "], got " + weight.describe());
+  check(out.numel() == h.numel() && out.dtype() == DType::f32 && out.is_contiguous() && out.data<float>() != h.data<float>(),
+        "rms_norm: out " + out.describe() + " must be a separate contiguous f32 buffer like h " + h.describe());
+  if (delta.defined())
+    check(delta.numel() == h.numel() && delta.dtype() == DType::f32 && delta.is_contiguous(),
+          "rms_norm: delta " + delta.describe() + " does not match h " + h.describe());
+  if (h.device().kind != DeviceKind::cpu) unsupported("rms_norm", h.device(), h.dtype());
+  rms_norm_forward_cpu(out.data<float>(), h.data<float>(), delta.defined() ? delta.data<float>() : nullptr,
+                       weight.data<float>(), N, C, eps);
+}
+
+void rms_norm_forward_cpu(float* out, float* h, const float* delta, const float* weight, int64_t N, int64_t C,
+                          float eps) {
+  core::parallel_for(N, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* x = h + r * C;
+      if (delta) {
+        const float* d = delta + r * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) x[c] += d[c];
+      }
+      float ss = 0;
+#pragma omp simd reduction(+ : ss)
+      for (int64_t c = 0; c < C; ++c) ss += x[c] * x[c];
+      const float rstd = 1.0f / std::sqrt(ss / float(C) + eps);
+      float* y = out + r * C;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) y[c] = weight[c] * (x[c] * rstd);
+    }
+  });
+}
+
+}  // namespace tach::ops
