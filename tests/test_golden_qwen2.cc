@@ -1,0 +1,191 @@
+// Qwen2 against transformers on tiny models it wrote with save_pretrained
+// (scripts/golden/make_qwen2_fixtures.py): classifier logits for right- and left-padded
+// batches, vocabulary logits, greedy generation, f32/f16/bf16 weights, GQA with 1, 2 and 4
+// key/value heads, tied and untied embeddings, linear RoPE scaling, and bf16 compute.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+#include "tach/model.h"
+#include "tach/tokenizer.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+using json = nlohmann::json;
+using test::error_of;
+
+json expected_of(const std::string& dir) {
+  std::ifstream f(dir + "/expected.json");
+  return json::parse(f);
+}
+
+std::string fixture(const std::string& name) { return test::fixtures_dir() + "/decoders/" + name; }
+
+// Rows padded with pad_id on the given side. ids, mask: [B, T]
+TokenBatch padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id, bool left) {
+  size_t T = 0;
+  for (const auto& r : rows) T = std::max(T, r.size());
+  const auto B = int64_t(rows.size());
+  TokenBatch b;
+  b.input_ids = Tensor::empty({B, int64_t(T)}, DType::i32);
+  b.attention_mask = Tensor::zeros({B, int64_t(T)}, DType::i32);
+  for (int64_t r = 0; r < B; ++r) {
+    const auto& row = rows[size_t(r)];
+    const size_t offset = left ? T - row.size() : 0;
+    for (size_t t = 0; t < T; ++t) {
+      const bool real = t >= offset && t < offset + row.size();
+      b.input_ids.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? row[t - offset] : pad_id;
+      b.attention_mask.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? 1 : 0;
+    }
+  }
+  return b;
+}
+
+// Largest |got - want| over the largest |want|: relative to the scale of the logits.
+double scaled_error(const float* got, const std::vector<float>& want) {
+  double err = 0, scale = 1e-3;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, double(std::fabs(got[i] - want[i])));
+    scale = std::max(scale, double(std::fabs(want[i])));
+  }
+  return err / scale;
+}
+
+void check_logits(const Tensor& logits, const json& want, double tol, const std::string& what) {
+  const auto rows = want.get<std::vector<std::vector<float>>>();
+  ASSERT_EQ(logits.size(0), int64_t(rows.size())) << what;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ASSERT_EQ(logits.size(1), int64_t(rows[r].size())) << what;
+    // Element-wise 1e-4 relative (floor 1e-3), as the encoder goldens.
+    EXPECT_LT(test::max_relative_error(logits.data<float>() + r * rows[r].size(), rows[r].data(), rows[r].size(), 1e-3),
+              tol)
+        << what << " row " << r;
+  }
+}
+
+class GoldenQwen2Classifier : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GoldenQwen2Classifier, RightAndLeftPaddedLogitsMatchTransformers) {
+  const std::string dir = fixture(GetParam());
+  const json e = expected_of(dir);
+  auto model = load_model(dir);
+  EXPECT_EQ(model->info().architecture, e["architecture"].get<std::string>());
+  EXPECT_EQ(model->info().weights_dtype, e["weights_dtype"].get<std::string>());
+  const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
+  const int32_t pad = e["pad_id"].get<int32_t>();
+  check_logits(model->classify(padded(rows, pad, false)), e["logits_right"], 1e-4, "right-padded");
+  check_logits(model->classify(padded(rows, pad, true)), e["logits_left"], 1e-4, "left-padded");
+
+  // bf16 compute: within 2e-2 of the f32 reference, relative to the logits' scale.
+  LoadOptions bf16;
+  bf16.compute = DType::bf16;
+  auto m16 = load_model(dir, bf16);
+  Tensor l16 = m16->classify(padded(rows, pad, false));
+  const auto want = e["logits_right"].get<std::vector<std::vector<float>>>();
+  for (size_t r = 0; r < want.size(); ++r)
+    EXPECT_LT(scaled_error(l16.data<float>() + r * want[r].size(), want[r]), 2e-2) << "bf16 row " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenQwen2Classifier, ::testing::Values("qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16"));
+
+class GoldenQwen2CausalLM : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GoldenQwen2CausalLM, LogitsAndGreedyTokensMatchTransformers) {
+  const std::string dir = fixture(GetParam());
+  const json e = expected_of(dir);
+  auto model = load_model(dir);
+  EXPECT_EQ(model->info().architecture, "Qwen2ForCausalLM");
+  EXPECT_TRUE(model->info().causal_lm);
+  const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
+  const int32_t pad = e["pad_id"].get<int32_t>();
+  Tensor logits = model->lm_logits(padded(rows, pad, false));
+  const int64_t T = logits.size(1), V = logits.size(2);
+  const auto want = e["lm_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();
+  // Vocabulary logits are O(1) and some of the 256 land near zero by cancellation, where f32
+  // rounding (~1e-6 absolute) is more than 1e-4 of the element: the error is measured against
+  // the row's scale (its largest |logit|), which is what 1e-4 relative means for a vector.
+  double worst = 0;
+  for (size_t r = 0; r < want.size(); ++r)
+    for (size_t t = 0; t < want[r].size(); ++t)
+      worst = std::max(worst, scaled_error(logits.data<float>() + (int64_t(r) * T + int64_t(t)) * V, want[r][t]));
+  EXPECT_LT(worst, 1e-4);
+
+  GenerateOptions go;
+  go.max_new_tokens = e["new_tokens"].get<int64_t>();
+  go.stop_at_eos = false;
+  const Generation g = model->generate(padded(rows, pad, true), go);
+  EXPECT_EQ(g.tokens, (e["generated"].get<std::vector<std::vector<int32_t>>>()));
+  EXPECT_GT(g.time_to_first_token_s, 0);
+  EXPECT_EQ(int64_t(g.decode_step_s.size()), go.max_new_tokens - 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenQwen2CausalLM,
+                         ::testing::Values("qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16", "qwen2-lm-rope-linear-f32"));
+
+TEST(GoldenQwen2, RealTokenizerAndGeneration) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
+  const std::string dir = fixture("qwen2-tok-bf16");
+  const json e = expected_of(dir);
+  auto tok = Tokenizer::load(test::shared_dir() + "/tokenizers/qwen2.5");
+  std::vector<std::vector<int32_t>> rows;
+  for (const auto& t : e["texts"]) rows.push_back(tok->encode(t.get<std::string>()).ids);
+  EXPECT_EQ(rows, (e["input_rows"].get<std::vector<std::vector<int32_t>>>()));
+  auto model = load_model(dir);
+  GenerateOptions go;
+  go.max_new_tokens = e["new_tokens"].get<int64_t>();
+  go.stop_at_eos = false;
+  const Generation g = model->generate(padded(rows, e["pad_id"].get<int32_t>(), true), go);
+  EXPECT_EQ(g.tokens, (e["generated"].get<std::vector<std::vector<int32_t>>>()));
+}
+
+TEST(Qwen2, ClassifierNeedsItsHeadAndLeftPaddingForGeneration) {
+  auto lm = load_model(fixture("qwen2-lm-kv4-untied-f32"));
+  EXPECT_NE(error_of([&] { lm->classify(padded({{1, 2}}, 0, false)); }).find("has no sequence-classification head"),
+            std::string::npos);
+  GenerateOptions go;
+  go.max_new_tokens = 2;
+  EXPECT_NE(error_of([&] { lm->generate(padded({{1, 2, 3}, {4}}, 0, false), go); }).find("must be left-padded"),
+            std::string::npos);
+  auto cls = load_model(fixture("qwen2-cls-kv1-f32"));
+  EXPECT_NE(error_of([&] { cls->lm_logits(padded({{1}}, 0, false)); }).find("no language-model head"), std::string::npos);
+  EXPECT_NE(error_of([&] { cls->classify(padded({{1, 999}}, 0, false)); }).find("outside the vocabulary of 256"),
+            std::string::npos);
+}
+
+TEST(Qwen2Config, ClearErrors) {
+  const auto parse = [](const std::string& extra) {
+    return model::parse_qwen2_config_text(R"({"model_type": "qwen2", "hidden_size": 32, "num_attention_heads": 4)" +
+                                              extra + "}",
+                                          "config.json");
+  };
+  EXPECT_NE(error_of([&] { parse(R"(, "rope_scaling": {"type": "yarn", "factor": 4})"); })
+                .find("rope type \"yarn\"; tach supports default, linear and dynamic"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse(R"(, "num_key_value_heads": 3)"); }).find("cannot be shared among 3 key/value heads"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse(R"(, "use_sliding_window": true)"); }).find("sliding-window"), std::string::npos);
+  const auto c = parse(R"(, "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 500.0},
+                          "eos_token_id": [1, 2], "tie_word_embeddings": true)");
+  EXPECT_EQ(c.rope_type, "linear");
+  EXPECT_EQ(c.rope_theta, 500.0);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.num_kv_heads, 4);  // defaults to the query heads (plain multi-head attention)
+}
+
+TEST(Qwen2Preset, HalfBillionConfigIsTheRealOne) {
+  auto m = load_model("preset:qwen2-tiny");
+  EXPECT_EQ(m->info().labels.size(), 23u);
+  EXPECT_EQ(m->info().num_kv_heads, 1);
+  EXPECT_TRUE(m->info().causal_lm);  // tied embeddings: it also generates
+  Tensor logits = m->classify(padded({{1, 2, 3}, {4, 5}}, 151643, false));
+  EXPECT_EQ(logits.size(1), 23);
+}
+
+}  // namespace
+}  // namespace tach
