@@ -50,4 +50,8 @@ MappedFile::~MappedFile() {
   }
 }
 
+void MappedFile::drop_resident_pages() const {
+  if (data_ && size_) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
+}
+
 }  // namespace tach::core

@@ -20,6 +20,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Drops this mapping's pages from the process's resident set (madvise MADV_DONTNEED). The
+  // bytes stay in the page cache, and a later read faults them back in without I/O: after
+  // weights were packed into their own buffers, the file's pages need not stay resident too.
+  void drop_resident_pages() const;
 
  private:
   MappedFile() = default;

@@ -126,6 +126,7 @@ namespace {
 void add_file(WeightStore& store, const fs::path& path, const std::set<std::string>* only) {
   auto file = std::make_shared<SafetensorsFile>(SafetensorsFile::open(path.string()));
   for (const auto& [k, v] : file->header().metadata) store.metadata[k] = v;
+  store.page_droppers.push_back([file] { file->drop_resident_pages(); });
   for (const auto& e : file->header().entries) {
     if (only && !only->count(e.name)) {
       throw Error(path.string() + ": holds tensor '" + e.name +
@@ -141,6 +142,10 @@ void add_file(WeightStore& store, const fs::path& path, const std::set<std::stri
   }
 }
 }  // namespace
+
+void WeightStore::drop_resident_pages() const {
+  for (const auto& drop : page_droppers) drop();
+}
 
 WeightStore open_checkpoint_weights(const std::string& dir) {
   const fs::path d(dir);

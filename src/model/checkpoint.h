@@ -43,6 +43,10 @@ class WeightStore {
   size_t size() const { return tensors_.size(); }
   std::string description;  // "model.safetensors (f32)", "synthetic (seed 0)"
   std::map<std::string, std::string> metadata;  // safetensors __metadata__, merged
+  // Every file's pages out of the resident set (see MappedFile::drop_resident_pages); views
+  // into the files stay valid. Call once the weights that are copied (packed) are built.
+  void drop_resident_pages() const;
+  std::vector<std::function<void()>> page_droppers;  // one per file
 
  private:
   std::map<std::string, StoredTensor> tensors_;

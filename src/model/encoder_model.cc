@@ -118,6 +118,7 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
                                   ? model::build_bert(config, *binder, options.compute, head)
                                   : model::build_distilbert(config, *binder, options.compute, head);
   for (auto& n : binder->finish()) info.notes.push_back(n);
+  store.drop_resident_pages();  // the layers are packed copies; see load_qwen2
 
   const bool bert = config.family == model::EncoderFamily::bert;
   info.model_type = config.model_type;

@@ -13,6 +13,7 @@
 #include "model/qwen2.h"
 #include "ops/linear.h"
 #include "tach/error.h"
+#include "tach/memory.h"
 
 namespace tach::model {
 
@@ -219,6 +220,10 @@ std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& o
     binder.emplace(store, std::vector<std::string>{"model.", ""}, "embed_tokens.weight", config_path);
   }
   Qwen2Weights weights = build_qwen2(config, *binder, options.compute);
+  // The layers are packed copies now; only the embedding table (and a tied LM head) still read
+  // the file, row by row. Without this the file's pages would stay resident beside the copies.
+  store.drop_resident_pages();
+  release_cached_memory(Device::cpu());  // the f32 staging buffers of packing: freed, not kept cached
   for (auto& n : binder->finish()) info.notes.push_back(n);
 
   info.model_type = "qwen2";

@@ -44,6 +44,7 @@ class SafetensorsFile {
   // A view into the mapping when the bytes are aligned for the dtype (zero copy); an owned
   // copy (category weights) otherwise.
   Tensor tensor(const SafetensorsEntry& entry) const;
+  void drop_resident_pages() const { file_->drop_resident_pages(); }
 
  private:
   std::shared_ptr<core::MappedFile> file_;

@@ -1,9 +1,14 @@
 // tach info: the machine, as tach sees it, and anything about it that would skew numbers.
+#include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "format.h"
+#include "tach/error.h"
+#include "tach/memory.h"
+#include "tach/model.h"
+#include "tach/monitor.h"
 #include "tach/system_info.h"
 
 namespace tach::cli {
@@ -11,9 +16,57 @@ namespace tach::cli {
 namespace {
 struct InfoOptions {
   bool json = false;
+  std::string model;
+  std::string compute = "f32";
 };
 
+// What loading a model costs in memory: the file, tach's packed copies, the mapping, and what
+// the kernel says is resident (RSS before and after, so the cost is the model's alone).
+int run_model_info(const InfoOptions& opt) {
+  check(opt.compute == "f32" || opt.compute == "bf16", "--dtype '" + opt.compute + "': expected f32 or bf16");
+  LoadOptions lo;
+  lo.compute = opt.compute == "bf16" ? DType::bf16 : DType::f32;
+  const ProcessMemory before = read_process_memory();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = load_model(opt.model, lo);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const ProcessMemory after = read_process_memory();
+  const MemoryStats m = memory_stats(Device::cpu());
+  const ModelInfo& i = model->info();
+  const int64_t resident = after.rss_bytes - before.rss_bytes;
+  if (opt.json) {
+    nlohmann::json j = {{"spec", i.spec}, {"source", i.source}, {"architecture", i.architecture},
+                        {"parameters", i.parameters}, {"weights_dtype", i.weights_dtype}, {"compute_dtype", opt.compute},
+                        {"layers", i.num_layers}, {"hidden", i.hidden_size}, {"heads", i.num_heads},
+                        {"kv_heads", i.num_kv_heads}, {"vocab", i.vocab_size}, {"labels", i.labels},
+                        {"file_bytes", i.disk_bytes}, {"allocator_weights_bytes", m[MemoryCategory::weights].current},
+                        {"mapped_bytes", m.mapped.current}, {"rss_added_by_load_bytes", resident},
+                        {"peak_rss_bytes", after.peak_rss_bytes}, {"load_s", load_s}, {"notes", i.notes}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "model      " << i.spec << ": " << i.architecture << ", " << human_count(double(i.parameters))
+            << " parameters, weights " << i.weights_dtype << ", compute " << opt.compute << "\n"
+            << "           " << i.source << "\n"
+            << "shape      " << i.num_layers << " layers, hidden " << i.hidden_size << ", " << i.num_heads << " heads"
+            << (i.num_kv_heads ? " (" + std::to_string(i.num_kv_heads) + " key/value)" : std::string()) << ", vocab "
+            << i.vocab_size << ", positions " << i.positions << "\n";
+  if (!i.labels.empty()) std::cout << "labels     " << i.labels.size() << " (" << i.problem_type << ")\n";
+  std::cout << "load       " << fixed(load_s, 2) << " s\n"
+            << "memory     file " << (i.disk_bytes ? human_bytes(double(i.disk_bytes)) : std::string("none (synthetic)"))
+            << "; tach's packed weights " << human_bytes(double(m[MemoryCategory::weights].current))
+            << "; file mapped " << human_bytes(double(m.mapped.current)) << " (read in place, pages dropped after "
+            << "packing)\n"
+            << "resident   RSS grew by " << human_bytes(double(resident)) << " while loading (procfs VmRSS before "
+            << "and after; peak " << human_bytes(double(after.peak_rss_bytes)) << " for the process)";
+  if (i.disk_bytes) std::cout << ", " << fixed(double(resident) / double(i.disk_bytes), 2) << "x the file";
+  std::cout << "\n";
+  for (const auto& n : i.notes) std::cout << "note       " << n << "\n";
+  return 0;
+}
+
 int run_info(const InfoOptions& opt) {
+  if (!opt.model.empty()) return run_model_info(opt);
   const SystemInfo s = system_info();
   if (opt.json) {
     nlohmann::json j;
@@ -67,6 +120,9 @@ Command add_info_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("info", "Show the CPU, ISA, memory, GEMM libraries and CUDA devices; warn about "
                                              "settings that skew measurements");
   sub->add_flag("--json", opt->json, "Print machine-readable JSON");
+  sub->add_option("-m,--model", opt->model, "Describe a model instead: its shape, and the memory loading it takes "
+                                            "(file, packed weights, mapping, resident)");
+  sub->add_option("--dtype", opt->compute, "With --model: compute dtype f32 or bf16")->capture_default_str();
   return {sub, [opt] { return run_info(*opt); }};
 }
 

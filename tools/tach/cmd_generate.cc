@@ -1,0 +1,199 @@
+// tach generate: greedy decoding with a key/value cache, timed as prefill (time to first
+// token) and decode (time per output token).
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "commands.h"
+#include "format.h"
+#include "tach/error.h"
+#include "tach/model.h"
+#include "tach/runtime.h"
+#include "tach/stats.h"
+#include "tach/tokenizer.h"
+
+namespace tach::cli {
+
+namespace {
+
+struct GenerateFlags {
+  std::string model = "preset:qwen2-tiny";
+  std::string tokenizer;
+  std::vector<std::string> texts;
+  std::vector<std::string> ids;
+  int64_t batch = 1, prompt_len = 128, max_new_tokens = 32;
+  bool ignore_eos = false, json = false;
+  int warmup = 1;
+  std::string compute = "f32";
+  int threads = 0;
+  uint64_t seed = 0;
+};
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> out;
+  std::string tok;
+  for (char c : text + " ") {
+    if (c == ' ' || c == ',') {
+      if (tok.empty()) continue;
+      try {
+        size_t used = 0;
+        const long v = std::stol(tok, &used);
+        check(used == tok.size() && v >= 0 && v <= INT32_MAX, "");
+        out.push_back(int32_t(v));
+      } catch (const std::exception&) {
+        throw Error("--ids: '" + tok + "' is not a token id");
+      }
+      tok.clear();
+    } else {
+      tok += c;
+    }
+  }
+  return out;
+}
+
+// Rows padded on the left (decoders continue from the last column).
+TokenBatch left_padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad) {
+  size_t T = 0;
+  for (const auto& r : rows) T = std::max(T, r.size());
+  check(T > 0, "empty prompt");
+  const auto B = int64_t(rows.size());
+  TokenBatch b;
+  b.input_ids = Tensor::empty({B, int64_t(T)}, DType::i32);
+  b.attention_mask = Tensor::zeros({B, int64_t(T)}, DType::i32);
+  for (int64_t r = 0; r < B; ++r) {
+    const auto& row = rows[size_t(r)];
+    const size_t off = T - row.size();
+    for (size_t t = 0; t < T; ++t) {
+      b.input_ids.data<int32_t>()[r * int64_t(T) + int64_t(t)] = t >= off ? row[t - off] : pad;
+      b.attention_mask.data<int32_t>()[r * int64_t(T) + int64_t(t)] = t >= off ? 1 : 0;
+    }
+  }
+  return b;
+}
+
+int run_generate(const GenerateFlags& f) {
+  if (f.threads > 0) set_threads(f.threads);
+  check(f.compute == "f32" || f.compute == "bf16", "--dtype '" + f.compute + "': expected f32 or bf16");
+  check(f.max_new_tokens > 0, "--max-new-tokens must be positive");
+  LoadOptions lo;
+  lo.seed = f.seed;
+  lo.compute = f.compute == "bf16" ? DType::bf16 : DType::f32;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = load_model(f.model, lo);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const ModelInfo& info = model->info();
+  check(info.causal_lm, f.model + " (" + info.architecture + ") cannot generate: it has no language-model head");
+
+  std::unique_ptr<Tokenizer> tok;
+  std::string tok_path = f.tokenizer;
+  if (tok_path.empty() && info.source.rfind("synthetic", 0) != 0)
+    tok_path = info.source.substr(0, info.source.find(" (revision"));
+  std::vector<std::vector<int32_t>> rows;
+  std::string input_what;
+  if (!f.texts.empty()) {
+    check(!tok_path.empty(), f.model + " has synthetic weights and no tokenizer files: pass --tokenizer (for Qwen2 "
+                                       "presets, ../shared/tokenizers/qwen2.5)");
+    tok = Tokenizer::load(tok_path);
+    for (const auto& t : f.texts) rows.push_back(tok->encode(t).ids);
+    input_what = std::to_string(rows.size()) + " texts through " + tok_path;
+  } else if (!f.ids.empty()) {
+    for (const auto& s : f.ids) rows.push_back(parse_ids(s));
+    input_what = std::to_string(rows.size()) + " rows from --ids";
+  } else {
+    check(f.batch > 0 && f.prompt_len > 0, "--batch and --prompt-len must be positive");
+    std::mt19937_64 rng(f.seed);
+    std::uniform_int_distribution<int32_t> pick(0, int32_t(std::min<int64_t>(info.vocab_size, 151643) - 1));
+    rows.assign(size_t(f.batch), std::vector<int32_t>(size_t(f.prompt_len)));
+    for (auto& r : rows)
+      for (auto& id : r) id = pick(rng);
+    input_what = "random prompts (seed " + std::to_string(f.seed) + ")";
+  }
+  if (!tok && !tok_path.empty()) {
+    try {
+      tok = Tokenizer::load(tok_path);
+    } catch (const Error&) {  // a model directory without tokenizer files: print ids only
+    }
+  }
+  GenerateOptions go;
+  go.max_new_tokens = f.max_new_tokens;
+  go.stop_at_eos = !f.ignore_eos;
+  const TokenBatch prompts = left_padded(rows, info.pad_token_id);
+  // Untimed runs first: oneDNN builds its kernels for each new shape on first use.
+  for (int i = 0; i < f.warmup; ++i) (void)model->generate(prompts, go);
+  const Generation g = model->generate(prompts, go);
+
+  const Summary step = summarize(g.decode_step_s);
+  int64_t produced = 0;
+  for (const auto& r : g.tokens) produced += int64_t(r.size());
+  if (f.json) {
+    nlohmann::json j = {{"schema", "tach.generate/1"},
+                        {"model", {{"spec", info.spec}, {"architecture", info.architecture},
+                                   {"compute_dtype", f.compute}, {"parameters", info.parameters}}},
+                        {"input", {{"batch", prompts.batch()}, {"prompt_len", prompts.seq_len()},
+                                   {"prompt_tokens", g.prompt_tokens}, {"source", input_what}}},
+                        {"tokens", g.tokens},
+                        {"time_to_first_token_ms", g.time_to_first_token_s * 1e3},
+                        {"time_per_output_token_ms", {{"median", step.median * 1e3}, {"p10", step.p10 * 1e3},
+                                                      {"p90", step.p90 * 1e3}, {"n", step.n}}},
+                        {"total_s", g.total_s},
+                        {"load_s", load_s}};
+    if (tok) {
+      nlohmann::json texts = nlohmann::json::array();
+      for (const auto& r : g.tokens) texts.push_back(tok->decode(r, true));
+      j["texts"] = texts;
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "model       " << info.spec << " (" << info.architecture << ", " << human_count(double(info.parameters))
+            << " parameters, weights " << info.weights_dtype << ", compute " << f.compute << ")\n"
+            << "            " << info.source << "\n"
+            << "input       " << prompts.batch() << " prompts x " << prompts.seq_len() << " tokens (left-padded), "
+            << input_what << "\n"
+            << "load        " << fixed(load_s, 2) << " s\n";
+  for (size_t r = 0; r < g.tokens.size(); ++r) {
+    std::cout << "row " << r << "       ";
+    for (int32_t t : g.tokens[r]) std::cout << t << " ";
+    std::cout << "\n";
+    if (tok) std::cout << "            " << nlohmann::json(tok->decode(g.tokens[r], true)).dump() << "\n";
+  }
+  std::cout << "prefill     time to first token " << fixed(g.time_to_first_token_s * 1e3, 2) << " ms ("
+            << prompts.batch() * prompts.seq_len() << " prompt positions, "
+            << fixed(double(g.prompt_tokens) / g.time_to_first_token_s, 0) << " real prompt tokens/s)\n";
+  if (step.n > 0)
+    std::cout << "decode      time per output token: median " << fixed(step.median * 1e3, 2) << " ms (p10 "
+              << fixed(step.p10 * 1e3, 2) << ", p90 " << fixed(step.p90 * 1e3, 2) << "; " << step.n
+              << " steps, each one token for all " << prompts.batch() << " rows), "
+              << fixed(double(prompts.batch()) / step.median, 1) << " tokens/s\n";
+  std::cout << "total       " << produced << " tokens in " << fixed(g.total_s, 3)
+            << " s; steady clock, after " << f.warmup << " untimed warm-up generation(s) of the same prompts\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& app) {
+  auto f = std::make_shared<GenerateFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "generate", "Greedy decoding with a key/value cache (Qwen2 causal LMs, or Qwen2 models with tied embeddings); "
+                  "reports time to first token and time per output token");
+  sub->add_option("-m,--model", f->model, "Model: preset:NAME, a directory, or a hub id in the HF cache")
+      ->capture_default_str();
+  sub->add_option("-k,--tokenizer", f->tokenizer, "Tokenizer for --text and for printing text (default: the model "
+                                                  "directory's)");
+  sub->add_option("--text", f->texts, "A prompt (repeat for a batch; rows are left-padded)");
+  sub->add_option("--ids", f->ids, "A prompt as token ids, e.g. \"9707 11 1879\" (repeat for a batch)");
+  sub->add_option("-b,--batch", f->batch, "Random prompts when none are given: how many")->capture_default_str();
+  sub->add_option("--prompt-len", f->prompt_len, "Random prompts: tokens each")->capture_default_str();
+  sub->add_option("-n,--max-new-tokens", f->max_new_tokens, "Tokens to generate per row")->capture_default_str();
+  sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop rows at the end-of-sequence token");
+  sub->add_option("--warmup", f->warmup, "Untimed generations before the timed one")->capture_default_str();
+  sub->add_option("--dtype", f->compute, "Compute dtype: f32 or bf16")->capture_default_str();
+  sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");
+  sub->add_option("--seed", f->seed, "Seed for preset weights and random prompts")->capture_default_str();
+  sub->add_flag("--json", f->json, "Print JSON (schema tach.generate/1)");
+  return {sub, [f] { return run_generate(*f); }};
+}
+
+}  // namespace tach::cli
