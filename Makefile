@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build run test test-all bench bench-peers golden smoke sanitize fuzz clean
+.PHONY: setup configure build run test test-all bench bench-peers bench-qwen2 golden smoke sanitize fuzz clean
 
 # The development-only virtualenv with torch, transformers and onnxruntime (scripts/peers/README.md).
 REF_PYTHON ?= $(HOME)/tach-ref/bin/python
@@ -44,9 +44,16 @@ bench-peers: build
 	  $(REF_PYTHON) scripts/golden/make_encoder_fixtures.py --base $(BUILD)/golden
 	$(REF_PYTHON) scripts/peers/encoder_peers.py --model $(BUILD)/golden/distilbert-base-random --tach $(BUILD)/tach
 
+# A Qwen2.5-0.5B-sized classifier, f32 and bf16: tach vs PyTorch eager, same run (docs/perf.md).
+bench-qwen2: build
+	test -f $(BUILD)/golden/qwen2.5-0.5b-random-bf16/model.safetensors || \
+	  $(REF_PYTHON) scripts/golden/make_qwen2_fixtures.py --base $(BUILD)/golden
+	$(REF_PYTHON) scripts/peers/qwen2_peers.py --models $(BUILD)/golden --tach $(BUILD)/tach
+
 # Regenerate the committed golden fixtures (needs REF_PYTHON).
 golden:
 	$(REF_PYTHON) scripts/golden/make_encoder_fixtures.py tests/fixtures/encoders
+	$(REF_PYTHON) scripts/golden/make_qwen2_fixtures.py tests/fixtures/decoders
 
 # The whole suite under AddressSanitizer and UBSan.
 sanitize: setup

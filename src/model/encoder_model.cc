@@ -12,6 +12,7 @@
 #include "ops/linear.h"
 #include "tach/error.h"
 #include "tach/model.h"
+#include "tach/system_info.h"
 
 namespace tach {
 
@@ -61,6 +62,16 @@ class Encoder final : public EncoderModel {
 
 std::vector<std::string> preset_names() { return model::preset_list(); }
 
+namespace model {
+
+std::string bf16_compute_note(DType compute) {
+  if (compute != DType::bf16 || detect_isa().avx512_bf16 || detect_isa().amx_bf16) return "";
+  return "bf16 compute on a CPU without AVX512_BF16 or AMX: oneDNN emulates the bf16 GEMMs, which run slower than "
+         "f32 here (docs/perf.md); bf16 weights load and run fastest with f32 compute on this machine";
+}
+
+}  // namespace model
+
 Tensor Model::lm_logits(const TokenBatch&) const {
   throw Error(info().spec + " (" + info().architecture + ") has no language-model head: vocabulary logits need a "
               "causal LM such as Qwen2ForCausalLM");
@@ -81,6 +92,7 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
                          ? model::is_qwen2_preset(loc.preset)
                          : model::load_config_model_type((std::filesystem::path(loc.dir) / "config.json").string()) == "qwen2";
   if (qwen2) return model::load_qwen2(loc, options);
+  // (Encoders below; both families get the same note on emulated bf16, from bf16_compute_note.)
 
   ModelInfo info;
   info.spec = spec;
@@ -140,6 +152,7 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
   info.type_vocab_size = config.type_vocab_size;
   info.pad_token_id = static_cast<int32_t>(config.pad_token_id);
   info.positions = "learned absolute";
+  if (const std::string n = model::bf16_compute_note(options.compute); !n.empty()) info.notes.push_back(n);
   return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
 }
 

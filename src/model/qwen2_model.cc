@@ -227,6 +227,7 @@ std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& o
   for (auto& n : binder->finish()) info.notes.push_back(n);
 
   info.model_type = "qwen2";
+  if (const std::string n = bf16_compute_note(options.compute); !n.empty()) info.notes.push_back(n);
   info.architecture = config.architecture;
   info.classifier = config.classification_head;
   info.causal_lm = weights.lm_head_weight.defined();

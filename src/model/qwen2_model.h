@@ -10,4 +10,7 @@ namespace tach::model {
 
 std::unique_ptr<Model> load_qwen2(const ModelLocation& location, const LoadOptions& options);
 
+// A note for ModelInfo::notes when bf16 compute will be emulated on this CPU ("" otherwise).
+std::string bf16_compute_note(DType compute);
+
 }  // namespace tach::model
