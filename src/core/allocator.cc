@@ -1,4 +1,5 @@
 #include "core/allocator.h"
+#include "core/trace.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -157,6 +158,7 @@ void* allocate_bytes(Device device, size_t bytes, MemoryCategory category) {
   l.by_category[static_cast<int>(category)].add(static_cast<int64_t>(bytes));
   l.total.add(static_cast<int64_t>(bytes));
   l.allocations.fetch_add(1, std::memory_order_relaxed);
+  thread_allocation_counters().allocated += static_cast<int64_t>(bytes);
   return p;
 }
 
@@ -167,6 +169,7 @@ void deallocate_bytes(Device device, void* ptr, size_t bytes, MemoryCategory cat
   l.by_category[static_cast<int>(category)].add(-static_cast<int64_t>(bytes));
   l.total.add(-static_cast<int64_t>(bytes));
   l.frees.fetch_add(1, std::memory_order_relaxed);
+  thread_allocation_counters().freed += static_cast<int64_t>(bytes);
 }
 
 void account_mapped(Device device, int64_t delta_bytes) { ledger(device).mapped.add(delta_bytes); }

@@ -44,7 +44,7 @@ struct PackedLinear::Impl {
 
 PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compute, FusedActivation activation,
                            int64_t packing_rows)
-    : impl_(std::make_unique<Impl>()), compute_(compute) {
+    : impl_(std::make_unique<Impl>()), compute_(compute), has_bias_(bias.defined()) {
   check(weight.dim() == 2, "PackedLinear: weight must be [out, in], got " + weight.describe());
   check(compute == DType::f32 || compute == DType::bf16,
         "linear on cpu: compute dtype " + std::string(dtype_name(compute)) + " is not supported (f32, bf16)");

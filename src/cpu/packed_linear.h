@@ -32,6 +32,7 @@ class PackedLinear {
   int64_t in_features() const { return K_; }
   int64_t out_features() const { return N_; }
   DType compute_dtype() const { return compute_; }
+  bool has_bias() const { return has_bias_; }
   size_t packed_bytes() const;
 
  private:
@@ -39,6 +40,7 @@ class PackedLinear {
   std::unique_ptr<Impl> impl_;
   int64_t N_ = 0, K_ = 0;
   DType compute_ = DType::f32;
+  bool has_bias_ = false;
 };
 
 }  // namespace tach::cpu

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
+
+#include "core/trace.h"
 
 #include "ops/attention.h"
 #include "ops/embedding.h"
@@ -64,6 +67,10 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   check_batch(batch, s);
   const int64_t B = batch.batch(), T = batch.seq_len(), C = s.hidden, I = s.intermediate, N = B * T;
 
+  // Module spans name where each op sits (the profiler's module paths): transformers' module
+  // names, with the fused q|k|v projection as "attention.qkv".
+  core::Span model_span(core::SpanKind::module, s.type_vocab > 0 ? "bert" : "distilbert");
+  std::optional<core::Span> emb_span(std::in_place, core::SpanKind::module, "embeddings");
   // Embeddings: word + position (+ token type), then LayerNorm.
   Tensor h = Tensor::empty({B, T, C}, DType::f32);
   ops::embedding_forward(h, batch.input_ids, w.word_embeddings, false);
@@ -76,6 +83,7 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
     ops::embedding_forward(h, types, w.token_type_embeddings, true);
   }
   ops::layer_norm_forward(h, h, Tensor(), w.emb_ln_gamma, w.emb_ln_beta, s.eps);
+  emb_span.reset();
 
   // Buffers reused by every layer.
   Tensor qkv = Tensor::empty({N, 3 * C}, DType::f32);
@@ -84,7 +92,11 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   Tensor ffn = Tensor::empty({N, I}, DType::f32);
   Tensor h2 = h.reshape({N, C});
   const float scale = 1.0f / std::sqrt(static_cast<float>(C / s.heads));
-  for (const EncoderLayer& layer : w.layers) {
+  for (size_t li = 0; li < w.layers.size(); ++li) {
+    const EncoderLayer& layer = w.layers[li];
+    core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.type_vocab > 0 ? "encoder.layer." : "transformer.layer.", li)
+                                                    : std::string());
+    std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
     ops::linear_forward(qkv, h2, *layer.qkv);
     // q, k, v are column blocks of one [B, T, 3C] buffer: views, no copies.
     Tensor qkv3 = qkv.reshape({B, T, 3 * C});
@@ -92,6 +104,8 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
                            batch.attention_mask, static_cast<int>(s.heads), scale);
     ops::linear_forward(proj, ctx.reshape({N, C}), *layer.attn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln1_gamma, layer.ln1_beta, s.eps);
+    attn_span.reset();
+    core::Span ffn_span(core::SpanKind::module, "ffn");
     ops::linear_forward(ffn, h2, *layer.ffn_in);
     ops::linear_forward(proj, ffn, *layer.ffn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln2_gamma, layer.ln2_beta, s.eps);

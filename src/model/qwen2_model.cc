@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/trace.h"
 #include "model/encoder_build.h"
 #include "model/presets.h"
 #include "model/qwen2.h"
@@ -56,6 +57,7 @@ class Qwen2 final : public Model {
       std::copy_n(h.data<float>() + (b * T + last) * C, C, pooled.data<float>() + b * C);
     }
     Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32);
+    core::Span head_span(core::SpanKind::module, "score");
     ops::linear_forward(logits, pooled, *w_.score);
     return logits;
   }

@@ -31,6 +31,12 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
           "attention: key_mask must be i32 [" + std::to_string(B) + ", " + std::to_string(T) + "], got " +
               key_mask.describe());
   if (q.device().kind != DeviceKind::cpu) unsupported("attention", q.device(), q.dtype());
+  core::Span span(core::SpanKind::op, "attention");
+  if (span.active()) {
+    const OpCost c = attention_cost(B, T, heads, C / heads);
+    span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat("[", B, ", ", T, ", ", heads, "x", C / heads, "] f32"));
+  }
   attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(),
                         key_mask.defined() ? key_mask.data<int32_t>() : nullptr, B, T, heads, C / heads,
                         q.strides()[1], C, scale);

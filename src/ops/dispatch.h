@@ -3,6 +3,8 @@
 // silent fallback to another device or dtype.
 #pragma once
 
+#include "core/trace.h"
+
 #include <string>
 
 #include "tach/device.h"

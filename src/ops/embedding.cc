@@ -23,6 +23,12 @@ void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool
     check(id[n] >= 0 && id[n] < V, "embedding: id " + std::to_string(id[n]) + " at position " + std::to_string(n) +
                                        " is outside the table of " + std::to_string(V) + " rows");
   if (out.device().kind != DeviceKind::cpu) unsupported("embedding", out.device(), table.dtype());
+  core::Span span(core::SpanKind::op, "embedding");
+  if (span.active()) {
+    const OpCost c = embedding_cost(N, C, table.dtype());
+    span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat(N, " ids of [", V, ", ", C, "] ", dtype_name(table.dtype())));
+  }
   switch (table.dtype()) {
     case DType::f32: case DType::f16: case DType::bf16:
       embedding_forward_cpu(out.data<float>(), id, table.raw(), table.dtype(), N, C, accumulate);

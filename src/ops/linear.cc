@@ -22,6 +22,13 @@ void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weigh
         "linear: out " + out.describe() + " must be f32 [" + std::to_string(x.size(0)) + ", " +
             std::to_string(weight.out_features()) + "]");
   if (x.device().kind != DeviceKind::cpu) unsupported("linear", x.device(), weight.compute_dtype());
+  core::Span span(core::SpanKind::op, "linear");
+  if (span.active()) {
+    const OpCost c = linear_cost(x.size(0), weight.out_features(), x.size(1), weight.compute_dtype(), weight.has_bias());
+    span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat("x [", x.size(0), ", ", x.size(1), "] · W [", weight.out_features(), ", ", x.size(1),
+                                 "]ᵀ ", dtype_name(weight.compute_dtype())));
+  }
   weight.forward(x.data<float>(), x.size(0), x.strides()[0], out.data<float>(), out.strides()[0]);
 }
 

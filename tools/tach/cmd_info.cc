@@ -9,6 +9,7 @@
 #include "tach/memory.h"
 #include "tach/model.h"
 #include "tach/monitor.h"
+#include "tach/profile.h"
 #include "tach/system_info.h"
 
 namespace tach::cli {
@@ -18,6 +19,7 @@ struct InfoOptions {
   bool json = false;
   std::string model;
   std::string compute = "f32";
+  bool ceilings = false, remeasure = false;
 };
 
 // What loading a model costs in memory: the file, tach's packed copies, the mapping, and what
@@ -67,6 +69,14 @@ int run_model_info(const InfoOptions& opt) {
 
 int run_info(const InfoOptions& opt) {
   if (!opt.model.empty()) return run_model_info(opt);
+  if (opt.ceilings) {
+    const MachineCeilings c = machine_ceilings(opt.remeasure);
+    std::cout << "ceilings   GEMM f32 " << fixed(c.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, GEMM bf16 "
+              << fixed(c.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, memory " << fixed(c.memory_bytes_per_s * 1e-9, 1)
+              << " GB/s\n           " << c.method << "\n           measured " << c.measured_at << " on " << c.cpu
+              << "; cached in " << c.cache_file << " (--remeasure to measure again)\n";
+    return 0;
+  }
   const SystemInfo s = system_info();
   if (opt.json) {
     nlohmann::json j;
@@ -123,6 +133,9 @@ Command add_info_command(CLI::App& app) {
   sub->add_option("-m,--model", opt->model, "Describe a model instead: its shape, and the memory loading it takes "
                                             "(file, packed weights, mapping, resident)");
   sub->add_option("--dtype", opt->compute, "With --model: compute dtype f32 or bf16")->capture_default_str();
+  sub->add_flag("--ceilings", opt->ceilings, "Show the machine's ceilings for the roofline: peak GEMM FLOP/s per dtype "
+                                             "and STREAM bandwidth (measured once, then cached)");
+  sub->add_flag("--remeasure", opt->remeasure, "With --ceilings: measure again instead of reading the cache");
   return {sub, [opt] { return run_info(*opt); }};
 }
 

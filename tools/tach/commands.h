@@ -18,5 +18,6 @@ Command add_bench_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
+Command add_profile_command(CLI::App& app);
 
 }  // namespace tach::cli

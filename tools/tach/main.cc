@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       tach::cli::add_eval_command(app),
       tach::cli::add_run_command(app),
       tach::cli::add_generate_command(app),
+      tach::cli::add_profile_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,168 @@
+// The profiler: op- and module-level spans from inside the engine, a schedule (skip_first,
+// wait, warmup, active, repeat, as torch.profiler's), Chrome/Perfetto traces, op tables,
+// collapsed stacks, machine ceilings, roofline verdicts, step accounting and leak verdicts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tach/memory.h"
+
+namespace tach {
+
+// Counted in steps (Profiler::step() ends one). After skip_first steps, cycles of wait (nothing
+// recorded), warmup (recording on, events discarded) and active (kept), repeat times (0 = until
+// stop()). The same meaning as torch.profiler.schedule.
+struct ProfileSchedule {
+  int skip_first = 0, wait = 0, warmup = 1, active = 3, repeat = 1;
+  enum class Phase { skip, wait, warmup, active, done };
+  Phase phase(int64_t step) const;  // the phase of step `step` (0-based)
+  std::string describe() const;
+};
+
+struct ProfilerOptions {
+  ProfileSchedule schedule;
+  size_t max_events = 2'000'000;  // a cap on kept events; more are dropped, counted and reported
+  bool memory_logging = true;     // allocator and RSS samples at step ends
+  int memory_log_steps = 1;       // ... every N steps
+};
+
+enum class EventKind : uint8_t { op, module, scope };
+
+struct ProfileEvent {
+  EventKind kind = EventKind::op;
+  std::string name;         // "linear", "layers.3", "forward"
+  std::string path;         // enclosing modules and scopes, outermost first, '.'-joined ("model.layers.3.self_attn")
+  std::string stack;        // the same spans ';'-joined, for collapsed stacks
+  std::string detail;       // shapes and dtype of an op
+  uint32_t thread = 0;
+  uint16_t depth = 0;
+  int64_t step = 0;
+  int64_t start_ns = 0, end_ns = 0;  // steady clock
+  double flops = 0, bytes = 0;
+  int64_t allocated_bytes = 0, freed_bytes = 0;
+  double self_ns = 0;  // end - start minus the children's (filled by the profiler)
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct StepSample {
+  int64_t step = 0;
+  bool active = false;
+  int64_t start_ns = 0, end_ns = 0;
+  std::array<int64_t, kMemoryCategoryCount> allocator_bytes{};  // current at the step's end
+  int64_t allocator_total_bytes = 0, rss_bytes = 0;
+};
+
+struct ProfileData {
+  std::vector<ProfileEvent> events;  // kept events of active steps, by start time
+  std::vector<StepSample> steps;     // every step seen, active or not
+  int64_t dropped_events = 0;
+  int64_t origin_ns = 0;             // the profiler's start: trace timestamps count from here
+  ProfileSchedule schedule;
+};
+
+class Profiler {
+ public:
+  explicit Profiler(ProfilerOptions options = {});
+  ~Profiler();
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+  void start();  // begins step 0
+  void step();   // ends the current step and begins the next
+  void stop();
+  ProfileData data() const;  // events with paths and self times filled in
+  bool recording() const;    // in a warmup or active step now
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A user scope ("forward", "tokenize", "optimizer"): an RAII object, not a macro, so that no
+// hidden local is declared (house style). Nests module and op spans inside it.
+class ProfileScope {
+ public:
+  explicit ProfileScope(const char* name);
+  ~ProfileScope();
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// What the machine can do, measured once and cached per machine (~/.cache/tach/).
+struct MachineCeilings {
+  double gemm_f32_flops = 0;    // FLOP/s, oneDNN sgemm 1024^3 (best of repetitions)
+  double gemm_bf16_flops = 0;   // FLOP/s, oneDNN bf16 matmul (emulated where the CPU lacks bf16)
+  double memory_bytes_per_s = 0;  // STREAM triad, all threads, arrays well past the caches
+  int threads = 0;
+  std::string cpu, measured_at, cache_file, method;
+};
+MachineCeilings machine_ceilings(bool remeasure = false);
+
+enum class Bound { compute, memory, overhead };
+const char* bound_name(Bound b);
+struct RooflineVerdict {
+  Bound bound = Bound::overhead;
+  double achieved_fraction = 0;  // of the ceiling that binds: time at the ceiling / time taken
+  double intensity = 0;          // FLOP per byte
+};
+// overhead-bound: the time is more than `overhead_factor` times what either ceiling allows.
+RooflineVerdict roofline(double flops, double bytes, double seconds, const MachineCeilings& c, bool bf16 = false,
+                         double overhead_factor = 10);
+
+struct OpTableRow {
+  std::string key;  // op name, module path, or "op | detail"
+  int64_t calls = 0;
+  double total_ns = 0, self_ns = 0, flops = 0, bytes = 0;
+  int64_t allocated_bytes = 0, freed_bytes = 0;
+  double percent_of_steps = 0;  // self time over the active steps' wall time
+  RooflineVerdict verdict;
+};
+// group_by: op | module | shape (op and its detail).  sort_by: self | total | memory | flops
+std::vector<OpTableRow> op_table(const ProfileData& data, const std::string& group_by, const std::string& sort_by,
+                                 const MachineCeilings& ceilings);
+std::string op_table_text(const std::vector<OpTableRow>& rows, size_t limit);
+std::string op_table_csv(const std::vector<OpTableRow>& rows);
+std::string op_table_json(const std::vector<OpTableRow>& rows);
+
+// Chrome trace event format (JSON; opens in ui.perfetto.dev and chrome://tracing): complete
+// events nested per thread, thread names, counter tracks for allocator memory per category and RSS.
+std::string chrome_trace_json(const ProfileData& data);
+// Collapsed stacks ("model;layers.0;self_attn;linear 1234", self time in µs) for flame graphs.
+std::string collapsed_stacks(const ProfileData& data);
+
+// Step time against the ops inside it: the gap is named.
+struct StepAccounting {
+  double step_ns = 0;          // median wall time of the active steps
+  double ops_ns = 0;           // median per step of the outermost ops' time
+  double inside_modules_ns = 0;  // per step: in model modules but between ops (checks, buffers, copies)
+  double outside_ns = 0;         // per step: outside every module (the caller: inputs, the loop)
+  double profiler_ns_per_event = 0;
+};
+StepAccounting step_accounting(const ProfileData& data);
+
+// What recording one span costs on this machine (ns): spans recorded into a throwaway profiler
+// in a tight loop (median of several batches). Times events per step gives the profiler's
+// overhead without the machine's step-to-step noise.
+double profiler_ns_per_event();
+
+struct LeakVerdict {
+  bool leak = false;
+  std::vector<std::string> growing_categories;  // "activations: +4.0 MiB per step"
+  std::vector<std::string> growing_scopes;      // module paths whose allocations outlive them
+  double bytes_per_step = 0;
+  std::string explanation;
+};
+// Steady growth of the allocator across steps beyond threshold_bytes in all (least squares).
+LeakVerdict detect_leak(const ProfileData& data, int64_t threshold_bytes = 1 << 20);
+
+// The top bottlenecks in words, with what would move them.
+std::vector<std::string> bottlenecks(const ProfileData& data, const MachineCeilings& ceilings, size_t top = 3);
+
+}  // namespace tach

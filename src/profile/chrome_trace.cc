@@ -1,0 +1,89 @@
+// Chrome trace event format (the JSON ui.perfetto.dev and chrome://tracing read) and collapsed
+// stacks. Timestamps are microseconds since the profiler started, converted in to_us() only.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tach/profile.h"
+
+namespace tach {
+
+namespace {
+
+double to_us(int64_t ns, int64_t origin_ns) { return double(ns - origin_ns) * 1e-3; }
+
+const char* category(EventKind k) {
+  switch (k) {
+    case EventKind::op: return "op";
+    case EventKind::module: return "module";
+    default: return "scope";
+  }
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const ProfileData& d) {
+  nlohmann::json events = nlohmann::json::array();
+  const int pid = 1;
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", "tach"}}}});
+  std::map<uint32_t, bool> threads;
+  for (const auto& e : d.events) threads[e.thread] = true;
+  for (const auto& [tid, _] : threads)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+                      {"args", {{"name", tid == 1 ? std::string("main") : "thread " + std::to_string(tid)}}}});
+  // Steps as slices on their own track, so that every op sits visibly inside its step.
+  for (const auto& s : d.steps) {
+    if (!s.active) continue;
+    events.push_back({{"name", "ProfilerStep#" + std::to_string(s.step)}, {"cat", "step"}, {"ph", "X"},
+                      {"ts", to_us(s.start_ns, d.origin_ns)}, {"dur", double(s.end_ns - s.start_ns) * 1e-3},
+                      {"pid", pid}, {"tid", 0}});
+  }
+  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "steps"}}}});
+  for (const auto& e : d.events) {
+    nlohmann::json args = {{"self_us", e.self_ns * 1e-3}, {"step", e.step}};
+    if (e.kind == EventKind::op) {
+      args["shapes"] = e.detail;
+      args["module"] = e.path;
+      args["flops"] = e.flops;
+      args["bytes"] = e.bytes;
+    }
+    if (e.allocated_bytes || e.freed_bytes) {
+      args["allocated_bytes"] = e.allocated_bytes;
+      args["freed_bytes"] = e.freed_bytes;
+    }
+    events.push_back({{"name", e.name}, {"cat", category(e.kind)}, {"ph", "X"}, {"ts", to_us(e.start_ns, d.origin_ns)},
+                      {"dur", double(e.duration_ns()) * 1e-3}, {"pid", pid}, {"tid", e.thread}, {"args", args}});
+  }
+  // Counter tracks: allocator bytes per category, and RSS, at each step's end.
+  for (const auto& s : d.steps) {
+    if (s.rss_bytes == 0 && s.allocator_total_bytes == 0) continue;
+    nlohmann::json alloc;
+    for (int c = 0; c < kMemoryCategoryCount; ++c)
+      alloc[std::string(memory_category_name(MemoryCategory(c)))] = s.allocator_bytes[size_t(c)];
+    events.push_back({{"name", "allocator bytes"}, {"ph", "C"}, {"ts", to_us(s.end_ns, d.origin_ns)}, {"pid", pid},
+                      {"args", alloc}});
+    events.push_back({{"name", "RSS bytes"}, {"ph", "C"}, {"ts", to_us(s.end_ns, d.origin_ns)}, {"pid", pid},
+                      {"args", {{"rss", s.rss_bytes}}}});
+  }
+  nlohmann::json trace = {{"traceEvents", events},
+                          {"displayTimeUnit", "ms"},
+                          {"otherData",
+                           {{"producer", "tach"}, {"schedule", d.schedule.describe()},
+                            {"dropped_events", d.dropped_events}, {"timestamps", "microseconds since profiler start"}}}};
+  return trace.dump();
+}
+
+std::string collapsed_stacks(const ProfileData& d) {
+  std::map<std::string, double> weights;  // stack -> self µs
+  for (const auto& e : d.events) {
+    // Frames are spans, not dots: names such as "layers.3" hold dots of their own.
+    const std::string stack = e.stack.empty() ? e.name : e.stack + ";" + e.name;
+    weights[stack] += e.self_ns * 1e-3;
+  }
+  std::ostringstream s;
+  for (const auto& [stack, us] : weights)
+    if (us >= 0.5) s << stack << " " << static_cast<int64_t>(us + 0.5) << "\n";
+  return s.str();
+}
+
+}  // namespace tach

@@ -1,0 +1,140 @@
+// Op tables (like torch.profiler's key_averages): events grouped by op, by module, or by op and
+// shapes; sorted by self time, total time, memory or FLOPs; with roofline verdicts.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tach/error.h"
+#include "tach/profile.h"
+
+namespace tach {
+
+namespace {
+
+double active_step_ns(const ProfileData& d) {
+  double ns = 0;
+  for (const auto& s : d.steps)
+    if (s.active) ns += double(s.end_ns - s.start_ns);
+  return ns;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_by, const std::string& sort_by,
+                                 const MachineCeilings& ceilings) {
+  check(group_by == "op" || group_by == "module" || group_by == "shape",
+        "op table: group by op, module or shape, not '" + group_by + "'");
+  check(sort_by == "self" || sort_by == "total" || sort_by == "memory" || sort_by == "flops",
+        "op table: sort by self, total, memory or flops, not '" + sort_by + "'");
+  std::map<std::string, OpTableRow> rows;
+  for (const auto& e : d.events) {
+    std::string key;
+    if (group_by == "module") {
+      if (e.kind == EventKind::op) continue;  // modules and scopes, with their full path
+      key = e.path.empty() ? e.name : e.path + "." + e.name;
+    } else {
+      if (e.kind != EventKind::op) continue;
+      key = group_by == "op" ? e.name : e.name + " | " + e.detail;
+    }
+    OpTableRow& r = rows[key];
+    r.key = key;
+    ++r.calls;
+    r.total_ns += double(e.duration_ns());
+    r.self_ns += e.self_ns;
+    r.flops += e.flops;
+    r.bytes += e.bytes;
+    r.allocated_bytes += e.allocated_bytes;
+    r.freed_bytes += e.freed_bytes;
+  }
+  // Modules carry no cost of their own: theirs is the sum of the ops inside them.
+  if (group_by == "module")
+    for (const auto& e : d.events) {
+      if (e.kind != EventKind::op) continue;
+      std::string path = e.path;
+      while (!path.empty()) {
+        if (auto it = rows.find(path); it != rows.end()) {
+          it->second.flops += e.flops;
+          it->second.bytes += e.bytes;
+        }
+        const size_t dot = path.rfind('.');
+        path = dot == std::string::npos ? "" : path.substr(0, dot);
+      }
+    }
+  const double steps_ns = active_step_ns(d);
+  std::vector<OpTableRow> out;
+  for (auto& [k, r] : rows) {
+    r.percent_of_steps = steps_ns > 0 ? 100.0 * r.self_ns / steps_ns : 0;
+    const bool bf16 = r.key.find("bf16") != std::string::npos;
+    r.verdict = roofline(r.flops, r.bytes, r.total_ns * 1e-9, ceilings, bf16);
+    out.push_back(r);
+  }
+  const auto metric = [&](const OpTableRow& r) {
+    if (sort_by == "self") return r.self_ns;
+    if (sort_by == "total") return r.total_ns;
+    if (sort_by == "memory") return double(r.allocated_bytes);
+    return r.flops;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const OpTableRow& a, const OpTableRow& b) { return metric(a) > metric(b); });
+  return out;
+}
+
+std::string op_table_text(const std::vector<OpTableRow>& rows, size_t limit) {
+  std::ostringstream s;
+  size_t w = 4;
+  for (size_t i = 0; i < rows.size() && i < limit; ++i) w = std::max(w, std::min<size_t>(rows[i].key.size(), 72));
+  s << std::string(w, ' ').replace(0, 4, "name") << "  calls    self ms   total ms    avg ms  % steps  GFLOP/s   GB/s  alloc MiB  verdict\n";
+  for (size_t i = 0; i < rows.size() && i < limit; ++i) {
+    const auto& r = rows[i];
+    std::string key = r.key.size() > 72 ? r.key.substr(0, 69) + "..." : r.key;
+    key.resize(w, ' ');
+    const double secs = r.total_ns * 1e-9;
+    s << key << fmt("%7.0f", double(r.calls)) << fmt("%11.2f", r.self_ns * 1e-6)
+      << fmt("%11.2f", r.total_ns * 1e-6) << fmt("%10.3f", r.total_ns * 1e-6 / double(r.calls))
+      << fmt("%9.1f", r.percent_of_steps) << fmt("%9.1f", secs > 0 ? r.flops / secs * 1e-9 : 0)
+      << fmt("%7.1f", secs > 0 ? r.bytes / secs * 1e-9 : 0) << fmt("%11.1f", double(r.allocated_bytes) / 1048576.0)
+      << "  " << bound_name(r.verdict.bound) << fmt(" %.0f%%", r.verdict.achieved_fraction * 100) << "\n";
+  }
+  return s.str();
+}
+
+std::string op_table_csv(const std::vector<OpTableRow>& rows) {
+  std::ostringstream s;
+  s << "name,calls,self_ms,total_ms,avg_us,percent_of_steps,flops,bytes,gflops_per_s,gb_per_s,allocated_bytes,"
+       "freed_bytes,verdict,achieved_fraction\n";
+  for (const auto& r : rows) {
+    std::string key = r.key;
+    if (key.find_first_of(",\"") != std::string::npos) {
+      std::string q = "\"";
+      for (char c : key) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      key = q + "\"";
+    }
+    const double secs = r.total_ns * 1e-9;
+    s << key << "," << r.calls << "," << r.self_ns * 1e-6 << "," << r.total_ns * 1e-6 << ","
+      << r.total_ns * 1e-3 / double(r.calls) << "," << r.percent_of_steps << "," << r.flops << "," << r.bytes << ","
+      << (secs > 0 ? r.flops / secs * 1e-9 : 0) << "," << (secs > 0 ? r.bytes / secs * 1e-9 : 0) << ","
+      << r.allocated_bytes << "," << r.freed_bytes << "," << bound_name(r.verdict.bound) << ","
+      << r.verdict.achieved_fraction << "\n";
+  }
+  return s.str();
+}
+
+std::string op_table_json(const std::vector<OpTableRow>& rows) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : rows)
+    arr.push_back({{"name", r.key}, {"calls", r.calls}, {"self_ms", r.self_ns * 1e-6}, {"total_ms", r.total_ns * 1e-6},
+                   {"percent_of_steps", r.percent_of_steps}, {"flops", r.flops}, {"bytes", r.bytes},
+                   {"allocated_bytes", r.allocated_bytes}, {"freed_bytes", r.freed_bytes},
+                   {"verdict", bound_name(r.verdict.bound)}, {"achieved_fraction", r.verdict.achieved_fraction},
+                   {"intensity_flops_per_byte", r.verdict.intensity}});
+  return nlohmann::json{{"schema", "tach.profile.op_table/1"}, {"rows", arr}}.dump(2);
+}
+
+}  // namespace tach

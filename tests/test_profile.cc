@@ -1,0 +1,185 @@
+// The profiler: schedule windows, nesting and timestamps in the trace, table totals, roofline
+// verdicts on synthetic ops, the leak verdict on a leaking and a clean loop, the event cap.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "core/trace.h"
+#include "tach/model.h"
+#include "tach/profile.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+using Phase = ProfileSchedule::Phase;
+
+TEST(ProfileSchedule, WindowsAreExact) {
+  const ProfileSchedule s{1, 1, 1, 2, 2};  // skip 1, then 2 x (wait 1, warmup 1, active 2)
+  const std::vector<Phase> want{Phase::skip,   Phase::wait,   Phase::warmup, Phase::active, Phase::active,
+                                Phase::wait,   Phase::warmup, Phase::active, Phase::active, Phase::done};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(s.phase(int64_t(i)), want[i]) << "step " << i;
+  const ProfileSchedule forever{0, 0, 0, 1, 0};
+  EXPECT_EQ(forever.phase(1000), Phase::active);
+}
+
+ProfileData profile_bert_tiny(ProfilerOptions o, int steps) {
+  auto model = load_model("preset:bert-tiny");
+  const TokenBatch batch = TokenBatch::from_rows({{101, 2000, 2001, 102}, {101, 3000, 102}}, 0);
+  Profiler p(o);
+  p.start();
+  for (int i = 0; i < steps; ++i) {
+    {
+      ProfileScope forward("forward");
+      (void)model->classify(batch);
+    }
+    p.step();
+  }
+  p.stop();
+  return p.data();
+}
+
+TEST(Profiler, RecordsOnlyActiveStepsWithModulePaths) {
+  ProfilerOptions o;
+  o.schedule = {1, 1, 1, 2, 1};
+  const ProfileData d = profile_bert_tiny(o, 6);
+  ASSERT_FALSE(d.events.empty());
+  std::map<int64_t, int> per_step;
+  for (const auto& e : d.events) ++per_step[e.step];
+  EXPECT_EQ(per_step.size(), 2u);
+  EXPECT_TRUE(per_step.count(3) && per_step.count(4)) << "steps 3 and 4 are the active ones";
+  bool found = false;
+  for (const auto& e : d.events)
+    if (e.kind == EventKind::op && e.name == "linear" && e.path == "forward.bert.encoder.layer.1.attention") found = true;
+  EXPECT_TRUE(found) << "an op knows its module path";
+  EXPECT_EQ(d.steps.size(), 6u);
+}
+
+TEST(Profiler, TraceIsValidNestedAndMonotone) {
+  ProfilerOptions o;
+  o.schedule = {0, 0, 1, 2, 1};
+  const ProfileData d = profile_bert_tiny(o, 3);
+  const auto j = nlohmann::json::parse(chrome_trace_json(d));
+  ASSERT_TRUE(j.contains("traceEvents"));
+  std::map<int64_t, std::vector<std::pair<double, double>>> slices;  // tid -> (ts, end)
+  for (const auto& e : j["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid"));
+    if (e["ph"] == "X") {
+      ASSERT_GE(e["ts"].get<double>(), 0.0);
+      ASSERT_GE(e["dur"].get<double>(), 0.0);
+      slices[e["tid"].get<int64_t>()].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+    }
+  }
+  EXPECT_TRUE(slices.size() >= 2u) << "the steps track and the main thread";
+  for (auto& [tid, v] : slices) {
+    // In recording order timestamps are monotone; nested slices close before their parents.
+    std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    std::vector<double> open;
+    for (const auto& [ts, end] : v) {
+      while (!open.empty() && open.back() <= ts) open.pop_back();
+      if (!open.empty()) {
+        EXPECT_LE(end, open.back() + 1e-3) << "slice on tid " << tid << " overlaps its parent";
+      }
+      open.push_back(end);
+    }
+  }
+  for (size_t i = 1; i < d.events.size(); ++i) EXPECT_LE(d.events[i - 1].start_ns, d.events[i].start_ns);
+  EXPECT_FALSE(collapsed_stacks(d).empty());
+}
+
+TEST(Profiler, TableTotalsEqualTheSumOfEvents) {
+  ProfilerOptions o;
+  o.schedule = {0, 0, 0, 2, 1};
+  const ProfileData d = profile_bert_tiny(o, 2);
+  MachineCeilings c;
+  c.gemm_f32_flops = 1e11;
+  c.memory_bytes_per_s = 1e10;
+  double ns = 0, flops = 0;
+  int64_t calls = 0;
+  for (const auto& e : d.events)
+    if (e.kind == EventKind::op) ns += double(e.duration_ns()), flops += e.flops, ++calls;
+  for (const char* g : {"op", "shape"}) {
+    double t_ns = 0, t_flops = 0;
+    int64_t t_calls = 0;
+    for (const auto& r : op_table(d, g, "self", c)) t_ns += r.total_ns, t_flops += r.flops, t_calls += r.calls;
+    EXPECT_DOUBLE_EQ(t_ns, ns) << g;
+    EXPECT_DOUBLE_EQ(t_flops, flops) << g;
+    EXPECT_EQ(t_calls, calls) << g;
+  }
+  // Self times of every span add up to the outermost spans' total: nothing counted twice.
+  double self = 0, outer = 0;
+  for (const auto& e : d.events) {
+    self += e.self_ns;
+    if (e.depth == 0) outer += double(e.duration_ns());
+  }
+  EXPECT_NEAR(self, outer, 1.0);
+}
+
+TEST(Roofline, SyntheticOpsAreClassified) {
+  MachineCeilings c;
+  c.gemm_f32_flops = 100e9;
+  c.memory_bytes_per_s = 10e9;
+  // 1 GFLOP over 1 MB: 10 ms at the compute ceiling, taken in 12.5 ms.
+  RooflineVerdict v = roofline(1e9, 1e6, 0.0125, c);
+  EXPECT_EQ(v.bound, Bound::compute);
+  EXPECT_NEAR(v.achieved_fraction, 0.8, 1e-9);
+  // 1 MFLOP over 1 GB: 100 ms at the memory ceiling, taken in 200 ms.
+  v = roofline(1e6, 1e9, 0.2, c);
+  EXPECT_EQ(v.bound, Bound::memory);
+  EXPECT_NEAR(v.achieved_fraction, 0.5, 1e-9);
+  // A tiny op taking 1 ms: far above both floors.
+  v = roofline(1e3, 1e3, 1e-3, c);
+  EXPECT_EQ(v.bound, Bound::overhead);
+}
+
+ProfileData loop(bool leak, int steps) {
+  std::vector<Tensor> kept;
+  ProfilerOptions o;
+  o.schedule = {0, 0, 0, steps, 1};
+  Profiler p(o);
+  p.start();
+  for (int i = 0; i < steps; ++i) {
+    {
+      ProfileScope scope("cache_update");
+      Tensor t = Tensor::zeros({512, 1024}, DType::f32);  // 2 MiB
+      if (leak) kept.push_back(t);
+    }
+    p.step();
+  }
+  p.stop();
+  return p.data();
+}
+
+TEST(LeakVerdict, CatchesALeakAndPassesACleanLoop) {
+  const LeakVerdict bad = detect_leak(loop(true, 8));
+  EXPECT_TRUE(bad.leak) << bad.explanation;
+  ASSERT_FALSE(bad.growing_categories.empty());
+  EXPECT_NE(bad.growing_categories[0].find("+2.00 MiB per step"), std::string::npos) << bad.growing_categories[0];
+  ASSERT_FALSE(bad.growing_scopes.empty());
+  EXPECT_EQ(bad.growing_scopes[0].rfind("cache_update", 0), 0u) << bad.growing_scopes[0];
+  const LeakVerdict good = detect_leak(loop(false, 8));
+  EXPECT_FALSE(good.leak) << good.explanation;
+  EXPECT_TRUE(good.growing_scopes.empty());
+}
+
+TEST(Profiler, EventCapDropsAndCounts) {
+  ProfilerOptions o;
+  o.schedule = {0, 0, 0, 1, 1};
+  o.max_events = 10;
+  const ProfileData d = profile_bert_tiny(o, 1);
+  EXPECT_EQ(d.events.size(), 10u);
+  EXPECT_GT(d.dropped_events, 0);
+}
+
+TEST(Profiler, OffIsOffAndCostIsMeasured) {
+  EXPECT_FALSE(core::tracing());
+  const double ns = profiler_ns_per_event();
+  EXPECT_GT(ns, 0);
+  EXPECT_LT(ns, 100000) << "one span should cost well under 100 µs";
+  std::cout << "[ profiler ] " << ns << " ns per recorded span\n";
+}
+
+}  // namespace
+}  // namespace tach

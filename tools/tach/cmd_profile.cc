@@ -1,0 +1,209 @@
+// tach profile: run a model under the profiler's schedule and write the trace, op tables,
+// collapsed stacks and a verdict summary; print the top tables.
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "commands.h"
+#include "format.h"
+#include "tach/error.h"
+#include "tach/model.h"
+#include "tach/profile.h"
+#include "tach/runtime.h"
+#include "tach/stats.h"
+
+namespace fs = std::filesystem;
+
+namespace tach::cli {
+
+namespace {
+
+struct ProfileFlags {
+  std::string model = "preset:distilbert-base-uncased";
+  int64_t batch = 8, seq_len = 128;
+  std::string dtype = "f32";
+  ProfileSchedule schedule{0, 1, 1, 3, 1};
+  std::string output_dir;
+  bool memory_logging = false;
+  int memory_log_steps = 1;
+  std::string group_by = "op", sort_by = "self";
+  size_t top = 15;
+  int overhead_steps = 5;
+  int threads = 0;
+  uint64_t seed = 0;
+};
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  check(static_cast<bool>(out), p.string() + ": cannot write");
+  out << text;
+  check(static_cast<bool>(out.flush()), p.string() + ": write failed");
+}
+
+TokenBatch random_batch(const ModelInfo& info, int64_t B, int64_t T, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int32_t lo = info.vocab_size > 2000 ? 1000 : 0;
+  std::uniform_int_distribution<int32_t> pick(lo, int32_t(std::min<int64_t>(info.vocab_size, 151643) - 1));
+  std::vector<std::vector<int32_t>> rows(static_cast<size_t>(B), std::vector<int32_t>(static_cast<size_t>(T)));
+  for (auto& r : rows)
+    for (auto& id : r) id = pick(rng);
+  return TokenBatch::from_rows(rows, info.pad_token_id);
+}
+
+int run_profile(const ProfileFlags& f) {
+  if (f.threads > 0) set_threads(f.threads);
+  check(f.batch > 0 && f.seq_len > 0, "--batch-size and --seq-len must be positive");
+  check(f.dtype == "f32" || f.dtype == "bf16", "--dtype '" + f.dtype + "': expected f32 or bf16");
+  LoadOptions lo;
+  lo.seed = f.seed;
+  lo.compute = f.dtype == "bf16" ? DType::bf16 : DType::f32;
+  auto model = load_model(f.model, lo);
+  check(model->info().classifier, f.model + " has no classification head to profile a forward of");
+  const TokenBatch batch = random_batch(model->info(), f.batch, f.seq_len, f.seed);
+
+  std::string dir = f.output_dir;
+  if (dir.empty()) {
+    const std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+    dir = "runs/" + std::string(buf) + "-profile/traces";
+  }
+  fs::create_directories(dir);
+
+  ProfilerOptions po;
+  po.schedule = f.schedule;
+  po.memory_logging = true;  // the step samples are cheap; --enable-memory-logging adds them to the outputs
+  po.memory_log_steps = f.memory_log_steps;
+  const int64_t cycles = f.schedule.repeat > 0 ? f.schedule.repeat : 1;
+  const int64_t steps = f.schedule.skip_first + cycles * (f.schedule.wait + f.schedule.warmup + f.schedule.active);
+  std::cerr << "tach: profiling " << f.model << ", batch " << f.batch << " x " << f.seq_len << ", " << f.dtype << ", "
+            << steps << " steps (" << f.schedule.describe() << ")\n";
+  Profiler profiler(po);
+  profiler.start();
+  for (int64_t s = 0; s < steps; ++s) {
+    {
+      ProfileScope forward("forward");
+      (void)model->classify(batch);
+    }
+    profiler.step();
+  }
+  profiler.stop();
+  const ProfileData data = profiler.data();
+
+  // The profiler's own cost: steps with it recording against steps without, alternating.
+  std::vector<double> on, off;
+  for (int i = 0; i < f.overhead_steps; ++i) {
+    for (bool recording : {false, true}) {
+      ProfilerOptions o;
+      o.schedule = {0, 0, 0, 1, 1};
+      o.memory_logging = false;
+      Profiler p(o);
+      if (recording) p.start();
+      const auto t0 = std::chrono::steady_clock::now();
+      {
+        ProfileScope forward("forward");
+        (void)model->classify(batch);
+      }
+      (recording ? on : off).push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      p.stop();
+    }
+  }
+  const double on_med = summarize(on).median, off_med = summarize(off).median;
+  int64_t events_per_step = 0;
+  for (const auto& e : data.events) events_per_step += e.step == data.events.front().step;
+
+  const MachineCeilings ceilings = machine_ceilings();
+  const double ns_per_event = profiler_ns_per_event();
+  const fs::path out(dir);
+  write_file(out / "trace.json", chrome_trace_json(data));
+  for (const char* g : {"op", "module", "shape"}) {
+    const auto rows = op_table(data, g, f.sort_by, ceilings);
+    write_file(out / ("ops_by_" + std::string(g) + ".csv"), op_table_csv(rows));
+    write_file(out / ("ops_by_" + std::string(g) + ".json"), op_table_json(rows));
+  }
+  write_file(out / "stacks.txt", collapsed_stacks(data));
+
+  const StepAccounting acc = step_accounting(data);
+  const LeakVerdict leak = detect_leak(data);
+  std::ostringstream s;
+  s << "tach profile: " << f.model << ", batch " << f.batch << " x " << f.seq_len << ", " << f.dtype << "\n"
+    << "schedule: " << f.schedule.describe() << "; " << data.events.size() << " events kept, " << data.dropped_events
+    << " dropped" << (data.dropped_events ? " (WARNING: raise the cap or shorten the active window)" : "") << "\n"
+    << "machine ceilings: GEMM f32 " << fixed(ceilings.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, bf16 "
+    << fixed(ceilings.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, memory " << fixed(ceilings.memory_bytes_per_s * 1e-9, 1)
+    << " GB/s (" << ceilings.method << "; " << ceilings.measured_at << ")\n\n"
+    << "Step accounting (median over active steps)\n"
+    << "  step wall time            " << fixed(acc.step_ns * 1e-6, 3) << " ms\n"
+    << "  ops (kernels with checks) " << fixed(acc.ops_ns * 1e-6, 3) << " ms ("
+    << fixed(acc.step_ns > 0 ? 100 * acc.ops_ns / acc.step_ns : 0, 2) << "%)\n"
+    << "  in modules, between ops   " << fixed(acc.inside_modules_ns * 1e-6, 3)
+    << " ms: buffer allocation, pooling, head copies, span bookkeeping\n"
+    << "  outside the forward       " << fixed(acc.outside_ns * 1e-6, 3)
+    << " ms: the caller's loop and the profiler's step boundary\n\n"
+    << "Profiler overhead: " << fixed(ns_per_event, 0) << " ns per recorded span (measured in a tight loop) x "
+    << events_per_step << " spans per step = " << fixed(ns_per_event * double(events_per_step) * 1e-6, 3)
+    << " ms, " << fixed(acc.step_ns > 0 ? 100 * ns_per_event * double(events_per_step) / acc.step_ns : 0, 3)
+    << "% of the step. Cross-check, steps timed with the profiler off and on, alternating (" << f.overhead_steps
+    << " pairs, medians): " << fixed(off_med * 1e3, 2) << " ms off, " << fixed(on_med * 1e3, 2) << " ms on ("
+    << fixed(off_med > 0 ? 100 * (on_med - off_med) / off_med : 0, 1)
+    << "%; this machine's step-to-step noise is larger than the overhead)\n\n"
+    << "Top bottlenecks\n";
+  int k = 1;
+  for (const auto& b : bottlenecks(data, ceilings, 3)) s << "  " << k++ << ". " << b << "\n";
+  s << "\nMemory: " << leak.explanation << "\n";
+  for (const auto& c : leak.growing_categories) s << "  growing: " << c << "\n";
+  for (const auto& c : leak.growing_scopes) s << "  scope keeping memory: " << c << "\n";
+  if (f.memory_logging) {
+    s << "\nMemory timeline (allocator bytes at each step's end; RSS)\n";
+    for (const auto& st : data.steps)
+      if (st.allocator_total_bytes)
+        s << "  step " << st.step << (st.active ? " (active)" : "") << ": allocator " << human_bytes(double(st.allocator_total_bytes))
+          << ", activations " << human_bytes(double(st.allocator_bytes[size_t(MemoryCategory::activations)])) << ", RSS "
+          << human_bytes(double(st.rss_bytes)) << "\n";
+  }
+  write_file(out / "summary.txt", s.str());
+
+  std::cout << s.str() << "\nOps by " << f.group_by << ", sorted by " << f.sort_by << " time (top " << f.top << ")\n"
+            << op_table_text(op_table(data, f.group_by, f.sort_by, ceilings), f.top) << "\nModules (top " << f.top
+            << ")\n"
+            << op_table_text(op_table(data, "module", "total", ceilings), f.top) << "\nwritten: " << dir
+            << "/{trace.json (open in ui.perfetto.dev), ops_by_{op,module,shape}.{csv,json}, stacks.txt, summary.txt}\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_profile_command(CLI::App& app) {
+  auto f = std::make_shared<ProfileFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "profile", "Op-level profile of a forward: Perfetto/Chrome trace, op tables by op/module/shape, collapsed "
+                 "stacks, roofline verdicts, step accounting, the profiler's overhead and a leak verdict");
+  sub->add_option("-m,--model", f->model, "Model: preset:NAME, a directory, or a hub id in the HF cache")
+      ->capture_default_str();
+  sub->add_option("-b,--batch-size", f->batch, "Rows per forward")->capture_default_str();
+  sub->add_option("-s,--seq-len", f->seq_len, "Tokens per row")->capture_default_str();
+  sub->add_option("--dtype", f->dtype, "Compute dtype: f32 or bf16")->capture_default_str();
+  sub->add_option("--profiler-skip-first", f->schedule.skip_first, "Steps before the first cycle")->capture_default_str();
+  sub->add_option("--profiler-wait-steps", f->schedule.wait, "Steps per cycle with the profiler off")->capture_default_str();
+  sub->add_option("--profiler-warmup-steps", f->schedule.warmup, "Steps per cycle recorded and discarded")
+      ->capture_default_str();
+  sub->add_option("--profiler-active-steps", f->schedule.active, "Steps per cycle recorded and kept")->capture_default_str();
+  sub->add_option("--profiler-repeat", f->schedule.repeat, "Cycles (wait, warmup, active)")->capture_default_str();
+  sub->add_option("--profiler-output-dir", f->output_dir, "Where the trace and tables go (default runs/<time>-profile/traces)");
+  sub->add_flag("--enable-memory-logging", f->memory_logging, "Write the memory timeline to the summary");
+  sub->add_option("--memory-log-steps", f->memory_log_steps, "Sample memory every N steps")->capture_default_str();
+  sub->add_option("--group-by", f->group_by, "Printed table: op, module or shape")->capture_default_str();
+  sub->add_option("--sort-by", f->sort_by, "Sort tables by self, total, memory or flops")->capture_default_str();
+  sub->add_option("--top", f->top, "Rows printed per table")->capture_default_str();
+  sub->add_option("--overhead-steps", f->overhead_steps, "Alternating on/off steps that measure the profiler's cost")
+      ->capture_default_str();
+  sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");
+  sub->add_option("--seed", f->seed, "Seed for preset weights and ids")->capture_default_str();
+  return {sub, [f] { return run_profile(*f); }};
+}
+
+}  // namespace tach::cli
