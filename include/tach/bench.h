@@ -51,6 +51,9 @@ struct BenchConfig {
   int64_t eval_max_length = 128;
 
   double latency_budget_ms = 0;  // > 0: summary names the best batch size with p95 batch latency under it
+  // After each point's measured runs (never during them): 1 warm-up and 2 profiled forwards,
+  // written to traces/<point>/ (trace.json, op tables, stacks).
+  bool profile = false;
   std::string runs_dir = "runs";
   std::string run_id;  // default: UTC time and model name
 };

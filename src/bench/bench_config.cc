@@ -162,6 +162,7 @@ std::string bench_config_to_json(const BenchConfig& c) {
       {"eval_batch_size", c.eval_batch_size},
       {"eval_max_length", c.eval_max_length},
       {"latency_budget_ms", c.latency_budget_ms},
+      {"profile", c.profile},
       {"runs_dir", c.runs_dir},
       {"run_id", c.run_id},
   };
@@ -195,6 +196,7 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     c.eval_batch_size = j.at("eval_batch_size");
     c.eval_max_length = j.at("eval_max_length");
     c.latency_budget_ms = j.at("latency_budget_ms");
+    c.profile = j.value("profile", false);
     c.runs_dir = j.at("runs_dir");
     c.run_id = j.at("run_id");
     return c;

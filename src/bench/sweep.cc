@@ -14,6 +14,7 @@
 #include "bench/bench_internal.h"
 #include "tach/error.h"
 #include "tach/memory.h"
+#include "tach/profile.h"
 #include "tach/runtime.h"
 #include "tach/stats.h"
 
@@ -106,6 +107,39 @@ std::optional<std::string> read_text(const fs::path& p) {
   return ss.str();
 }
 
+// A short profiled window after a point (its timings are already taken): traces/<point>/.
+void profile_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key, const std::string& run_dir) {
+  const TokenBatch batch = bench::synthetic_batch(model.info(), key.batch, key.seq_len, config.seed);
+  ProfilerOptions o;
+  o.schedule = {0, 0, 1, 2, 1};
+  Profiler p(o);
+  p.start();
+  for (int i = 0; i < 3; ++i) {
+    {
+      ProfileScope forward("forward");
+      (void)model.classify(batch);
+    }
+    p.step();
+  }
+  p.stop();
+  const ProfileData data = p.data();
+  std::string id = key.id();
+  for (char& c : id)
+    if (c == '/') c = '_';
+  const fs::path dir = fs::path(run_dir) / "traces" / id;
+  fs::create_directories(dir);
+  const MachineCeilings ceilings = machine_ceilings();
+  const auto put = [&](const char* name, const std::string& text) {
+    std::ofstream out(dir / name, std::ios::binary);
+    out << text;
+  };
+  put("trace.json", chrome_trace_json(data));
+  put("ops_by_op.csv", op_table_csv(op_table(data, "op", "self", ceilings)));
+  put("ops_by_module.csv", op_table_csv(op_table(data, "module", "total", ceilings)));
+  put("ops_by_shape.csv", op_table_csv(op_table(data, "shape", "self", ceilings)));
+  put("stacks.txt", collapsed_stacks(data));
+}
+
 // The whole grid against a store that may already hold finished points.
 SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool sweep, bool accuracy) {
   const BenchConfig& config = store.config();
@@ -178,6 +212,13 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
       set_threads(0);
     }
     write_ms.push_back(store.append(r));
+    if (config.profile && r.status == "ok" && model) {
+      try {
+        profile_point(*model, config, key, store.dir());
+      } catch (const Error& e) {
+        if (observer.on_note) observer.on_note("profile of " + key.id() + " failed: " + e.what());
+      }
+    }
     if (observer.on_point_done) observer.on_point_done(r, i, keys.size());
   }
 

@@ -167,7 +167,8 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
          "says which).\n";
   if (config.input == "synthetic")
     s << "- Measure real lengths: --input dataset --dataset FILE (add --bucketing to see what less padding buys).\n";
-  s << "- Ask where the time goes: tach profile (op tables, trace, roofline) when the profiler lands.\n";
+  s << "- Ask where the time goes: tach profile -m MODEL -b B -s T (trace, op tables, roofline verdicts), or --profile "
+       "here for a trace of every point.\n";
   if (failed) s << "- " << failed << " points failed; their reasons are above and in results.jsonl.\n";
   return s.str();
 }
