@@ -18,6 +18,10 @@ struct Device {
   std::string str() const;  // "cpu", "cuda:0"
 };
 
+// Waits until the device has finished the work queued on it (a no-op on the CPU), so that a
+// clock read afterwards times the work, not its launch.
+void synchronize(Device device);
+
 // Parses "cpu", "cuda", "cuda:N"; throws tach::Error on anything else.
 Device parse_device(const std::string& text);
 

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <array>
+#include <mutex>
+#include <string>
+#include <vector>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -37,5 +40,37 @@ int64_t release_cached_memory(Device device);
 
 // Sets every peak to the current value, so that a later phase measures its own peak.
 void reset_memory_peaks(Device device);
+
+// A memory profiler in seed S2's shape: measure(tag) snapshots the allocator per category, the
+// process RSS and (with a GPU) the device's memory in use; set_baseline() marks a point (after
+// loading a model, say); detect_leak() compares now with it. Thread-safe.
+struct MemorySnapshot {
+  std::string tag;
+  MemoryStats allocator;
+  int64_t rss_bytes = 0, peak_rss_bytes = 0;
+  int64_t device_used_bytes = -1;  // CUDA: the device's memory in use (all processes); -1 without one
+};
+
+class MemoryProfiler {
+ public:
+  explicit MemoryProfiler(Device device = Device::cpu());
+  MemorySnapshot measure(const std::string& tag);
+  void set_baseline();  // measures, and keeps it as the baseline
+  struct Leak {
+    bool leak = false;
+    int64_t growth_bytes = 0;            // allocator total now minus at the baseline
+    std::vector<std::string> growing;    // "activations: +12.0 MiB"
+    std::string explanation;
+  };
+  // Allocator growth since the baseline beyond threshold_bytes; an error without a baseline.
+  Leak detect_leak(int64_t threshold_bytes) const;
+  std::vector<MemorySnapshot> history() const;
+
+ private:
+  Device device_;
+  mutable std::mutex mu_;
+  std::vector<MemorySnapshot> history_;
+  int baseline_ = -1;
+};
 
 }  // namespace tach

@@ -13,6 +13,7 @@
 
 #include "bench/bench_internal.h"
 #include "tach/error.h"
+#include "tach/estimate.h"
 #include "tach/memory.h"
 #include "tach/profile.h"
 #include "tach/runtime.h"
@@ -198,8 +199,30 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
     }
     if (observer.on_point_start) observer.on_point_start(key, i, keys.size());
     PointResult r;
+    std::string no_fit;
+    if (model && config.input == "synthetic") {
+      // The estimate first: a point that cannot fit is skipped with the reason, not crashed into.
+      EstimateInput ei;
+      ei.model = config.model;
+      ei.dtype = key.dtype;
+      ei.batch = key.batch;
+      ei.seq_len = key.seq_len;
+      ei.device = key.device;
+      ei.margin = 0.05;
+      try {
+        const MemoryEstimate e = estimate_memory(ei);
+        if (!e.fits)
+          no_fit = "does not fit: the estimate needs " + std::to_string(e.total_bytes >> 20) + " MiB, " +
+                   std::to_string(e.available_bytes >> 20) + " MiB are available (" + e.available_source +
+                   "); the largest batch that fits is " + std::to_string(e.largest_batch_that_fits);
+      } catch (const Error&) {  // no estimate for this model: run the point and see
+      }
+    }
     if (!model) {
       r = failed_point(key, "the model did not load: " + load_error, input_name);
+    } else if (!no_fit.empty()) {
+      r = failed_point(key, no_fit, input_name);
+      r.status = "skipped";
     } else {
       set_threads(key.threads);
       try {

@@ -1,11 +1,15 @@
 // Compiled when TACH_CUDA is OFF: the CUDA entry points answer honestly that there is none.
 #include "tach/device.h"
+#include "tach/error.h"
 
 namespace tach {
 
 bool cuda_available() { return false; }
 int cuda_device_count() { return 0; }
 std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
+void synchronize(Device device) {
+  if (device.kind == DeviceKind::cuda) throw Error("synchronize " + device.str() + ": " + cuda_unavailable_reason());
+}
 std::string cuda_unavailable_reason() { return "this build of tach has no CUDA backend (configure with -DTACH_CUDA=ON)"; }
 
 }  // namespace tach

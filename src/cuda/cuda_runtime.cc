@@ -79,4 +79,10 @@ std::string cuda_unavailable_reason() {
   return n == 0 ? "no CUDA device found" : "";
 }
 
+void synchronize(Device device) {
+  if (device.kind != DeviceKind::cuda) return;
+  if (cudaSetDevice(device.index) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+    throw Error("synchronize " + device.str() + ": " + cudaGetErrorString(cudaGetLastError()));
+}
+
 }  // namespace tach

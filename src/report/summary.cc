@@ -140,7 +140,7 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
         << ").\n";
   }
   for (const auto& p : o.results)
-    if (p.status != "ok") s << "- " << p.key.id() << " failed: " << p.reason << "\n";
+    if (p.status != "ok") s << "- " << p.key.id() << " " << p.status << ": " << p.reason << "\n";
   double worst_spread = 0;
   std::string worst;
   for (const auto& p : o.results)

@@ -195,7 +195,7 @@ BenchObserver progress_observer(bool enabled, const BenchConfig& config) {
   o.on_point_done = [st, tty](const PointResult& r, size_t, size_t) {
     st->done_weight += double(r.key.batch * r.key.seq_len);
     if (r.status != "ok") {
-      std::cerr << (tty ? "\r\033[K" : "") << "  " << r.key.id() << " failed: " << r.reason << "\n";
+      std::cerr << (tty ? "\r\033[K" : "") << "  " << r.key.id() << " " << r.status << ": " << r.reason << "\n";
       return;
     }
     if (!tty)

@@ -19,5 +19,7 @@ Command add_eval_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_profile_command(CLI::App& app);
+Command add_monitor_command(CLI::App& app);
+Command add_estimate_command(CLI::App& app);
 
 }  // namespace tach::cli

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
       tach::cli::add_run_command(app),
       tach::cli::add_generate_command(app),
       tach::cli::add_profile_command(app),
+      tach::cli::add_monitor_command(app),
+      tach::cli::add_estimate_command(app),
   };
   try {
     app.parse(argc, argv);

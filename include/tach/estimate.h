@@ -1,0 +1,49 @@
+// How much memory a model needs, and whether it fits: weights, gradients, optimizer states,
+// master weights, activations (from the architecture), the KV cache, LoRA and NF4 (QLoRA)
+// overheads; a total with its peak phase; the fit check against the device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tach {
+
+struct EstimateInput {
+  std::string model;            // preset:NAME, a directory, or a hub id in the HF cache (config only is read)
+  std::string dtype = "f32";    // f32 | bf16 | f16: weights and activations
+  int64_t batch = 1, seq_len = 128;
+  std::string mode = "inference";  // inference | train-full | train-lora | train-qlora
+  std::string optimizer = "adamw";  // adamw: 2 f32 states per trained parameter
+  int64_t lora_rank = 8;
+  std::vector<std::string> lora_targets{"q", "v"};  // q k v o (attention), up down gate (MLP)
+  bool gradient_checkpointing = false;
+  int64_t generate_tokens = 0;  // decoders: KV cache for seq_len + this many positions
+  std::string device = "cpu";
+  double margin = 0.10;         // fraction of the available memory kept free
+};
+
+struct EstimateLine {
+  std::string name;   // "weights", "gradients", ...
+  int64_t bytes = 0;
+  std::string how;    // the formula, in words
+};
+
+struct MemoryEstimate {
+  std::string model, architecture;
+  int64_t parameters = 0, trainable_parameters = 0;
+  std::vector<EstimateLine> lines;
+  int64_t total_bytes = 0;       // the peak: what must fit at once
+  std::string peak_phase;        // "forward", "backward", "optimizer step"
+  int64_t available_bytes = 0;   // on the device, after the margin
+  std::string available_source;  // "MemAvailable (/proc/meminfo)", "cudaMemGetInfo"
+  bool fits = false;
+  int64_t largest_batch_that_fits = 0;  // at this length and mode (0: not even 1)
+};
+
+MemoryEstimate estimate_memory(const EstimateInput& input);
+
+// The free memory of a device (bytes) and where the figure comes from.
+int64_t available_memory(const std::string& device, std::string* source);
+
+}  // namespace tach

@@ -1,0 +1,205 @@
+// The memory model behind tach estimate. Activation terms follow tach's own forward for inference
+// (the buffers encoder_forward and qwen2_forward allocate; docs/perf.md checks them against the
+// allocator's measured peak), and the usual transformer accounting for what a backward keeps.
+#include "tach/estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/presets.h"
+#include "tach/device.h"
+#include "tach/error.h"
+#include "tach/system_info.h"
+
+namespace tach {
+
+namespace {
+
+// The architecture numbers the formulas need.
+struct Arch {
+  std::string name;
+  bool decoder = false, tied = false;
+  int64_t V = 0, C = 0, L = 0, H = 0, KVH = 0, D = 0, I = 0, P = 0, Tt = 0, labels = 0;
+  int64_t layer_params() const {
+    if (decoder)  // q, k, v with bias, o, gate/up/down, two RMSNorms
+      return C * H * D + H * D + 2 * (C * KVH * D + KVH * D) + H * D * C + 3 * C * I + 2 * C;
+    return 4 * C * C + 4 * C + 2 * C * I + I + C + 4 * C;  // q k v o with bias, FFN, two LayerNorms
+  }
+  int64_t parameters() const {
+    if (decoder) return V * C + L * layer_params() + C + (tied ? 0 : V * C) + labels * C;
+    int64_t p = V * C + P * C + Tt * C + 2 * C + L * layer_params();
+    return p + C * C + C + labels * C + labels;  // pooler / pre_classifier, classifier
+  }
+};
+
+Arch describe(const std::string& spec) {
+  const model::ModelLocation loc = model::resolve_model(spec);
+  Arch a;
+  auto from_qwen = [&](const model::Qwen2Config& c) {
+    a.decoder = true;
+    a.name = c.architecture;
+    a.tied = c.tie_word_embeddings;
+    a.V = c.vocab_size, a.C = c.hidden_size, a.L = c.num_layers, a.H = c.num_heads, a.KVH = c.num_kv_heads;
+    a.D = c.head_dim, a.I = c.intermediate_size, a.P = c.max_position_embeddings;
+    a.labels = c.classification_head ? c.num_labels() : 0;
+  };
+  auto from_encoder = [&](const model::EncoderConfig& c) {
+    a.name = c.architecture.empty() ? c.model_type : c.architecture;
+    a.V = c.vocab_size, a.C = c.hidden_size, a.L = c.num_layers, a.H = c.num_heads, a.KVH = c.num_heads;
+    a.D = c.head_dim(), a.I = c.intermediate_size, a.P = c.max_position_embeddings, a.Tt = c.type_vocab_size;
+    a.labels = c.num_labels();
+  };
+  if (loc.kind == model::ModelLocation::Kind::preset) {
+    if (model::is_qwen2_preset(loc.preset))
+      from_qwen(model::qwen2_preset_config(loc.preset).config);
+    else
+      from_encoder(model::preset_config(loc.preset).config);
+  } else {
+    const std::string path = (std::filesystem::path(loc.dir) / "config.json").string();
+    if (model::load_config_model_type(path) == "qwen2")
+      from_qwen(model::load_qwen2_config(path));
+    else
+      from_encoder(model::load_encoder_config(path));
+  }
+  return a;
+}
+
+int64_t dtype_size(const std::string& d) {
+  if (d == "f32") return 4;
+  if (d == "bf16" || d == "f16") return 2;
+  throw Error("estimate: dtype '" + d + "' is not one of f32, bf16, f16");
+}
+
+
+struct Totals {
+  std::vector<EstimateLine> lines;
+  int64_t total = 0, trainable = 0;
+  std::string phase;
+};
+
+Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
+  Totals t;
+  const int64_t B = batch, T = in.seq_len, N = B * T, s = dtype_size(in.dtype), params = a.parameters();
+  const bool train = in.mode != "inference";
+  const auto add = [&](std::string name, double bytes, std::string how) {
+    t.lines.push_back({std::move(name), int64_t(bytes), std::move(how)});
+  };
+  // Weights.
+  if (in.mode == "train-qlora") {
+    const int64_t embed = a.V * a.C * (a.tied || !a.decoder ? 1 : 2);
+    const int64_t quantized = params - embed;
+    // NF4: 4 bits per weight; absmax per 64-weight block in 8 bits (double quantization) plus an
+    // f32 second-level scale per 256 blocks.
+    add("weights (NF4)", double(quantized) * (0.5 + 1.0 / 64 + 4.0 / (64 * 256)),
+        "linear layers in NF4: 0.5 B/param + absmax 1 B per 64 + f32 per 256 blocks (double quantization)");
+    add("weights (embeddings, kept in " + in.dtype + ")", double(embed * s), "embedding (and untied LM head) matrices");
+  } else {
+    add("weights", double(params * s), std::to_string(params) + " parameters x " + std::to_string(s) + " B (" + in.dtype + ")");
+  }
+  // Trainable parameters.
+  int64_t trainable = 0;
+  if (in.mode == "train-full") trainable = params;
+  if (in.mode == "train-lora" || in.mode == "train-qlora") {
+    for (const auto& target : in.lora_targets) {
+      int64_t in_f = a.C, out_f = a.C;
+      if (target == "q" || target == "o") out_f = a.H * a.D;
+      else if (target == "k" || target == "v") out_f = a.KVH * a.D;
+      else if (target == "up" || target == "gate") out_f = a.I;
+      else if (target == "down") in_f = a.I;
+      else throw Error("estimate: LoRA target '" + target + "' is not one of q k v o gate up down");
+      if (target == "o") std::swap(in_f, out_f);
+      trainable += a.L * in.lora_rank * (in_f + out_f);
+    }
+    add("LoRA adapters", double(trainable * 4), std::to_string(trainable) + " parameters (rank " +
+                                                    std::to_string(in.lora_rank) + ") in f32");
+  }
+  t.trainable = trainable;
+  if (train) {
+    add("gradients", double(trainable * 4), "one f32 gradient per trainable parameter");
+    add("optimizer states (AdamW)", double(trainable * 8), "2 f32 moments per trainable parameter");
+    if (in.mode == "train-full" && s < 4)
+      add("master weights (f32)", double(trainable * 4), "mixed precision keeps an f32 copy of trained weights");
+  }
+  // Activations of the forward (tach's buffers, f32), live at once within a layer.
+  double act;
+  std::string how;
+  if (a.decoder) {
+    const int64_t qkv = (a.H + 2 * a.KVH) * a.D;
+    act = 4.0 * double(N) * double(3 * a.C + qkv + a.H * a.D + 3 * a.I + a.D);
+    how = "4 B x tokens x (3C + (H+2KVH)D + HD + 3I + D): hidden, normed, qkv, context, delta, gate|up, act, rope";
+  } else {
+    act = 4.0 * double(N) * double(6 * a.C + a.I);
+    how = "4 B x tokens x (6C + I): hidden, qkv (3C), context, projection, FFN";
+  }
+  if (!train) {
+    add("activations (forward)", act, how);
+    t.phase = "forward";
+  } else {
+    // What the backward keeps per layer (f32 here): inputs of each linear and norm, the FFN
+    // activation input, attention scores and probabilities [B, H, T, T].
+    const double per_layer = 4.0 * (double(N) * double(10 * a.C + 2 * a.I) + 2.0 * double(B * a.H) * double(T * T));
+    const double kept = in.gradient_checkpointing ? 4.0 * double(N * a.C) * double(a.L) + per_layer
+                                                  : per_layer * double(a.L);
+    add("activations kept for the backward", kept,
+        in.gradient_checkpointing ? "checkpointing: each layer's input (4 B x tokens x C) + one layer recomputed"
+                                  : "per layer 4 B x (tokens x (10C + 2I) + 2 B H T^2), all layers");
+    t.phase = "backward";
+  }
+  if (a.decoder && in.generate_tokens > 0) {
+    const double kv = 2.0 * 4.0 * double(a.L) * double(B) * double(T + in.generate_tokens) * double(a.KVH * a.D);
+    add("KV cache", kv, "2 x 4 B x layers x batch x (prompt + new tokens) x KVH x D");
+  }
+  for (const auto& l : t.lines) t.total += l.bytes;
+  return t;
+}
+
+}  // namespace
+
+int64_t available_memory(const std::string& device, std::string* source) {
+  const Device d = parse_device(device);
+  if (d.kind == DeviceKind::cpu) {
+    *source = "MemAvailable (/proc/meminfo)";
+    return system_info().memory_available_bytes;
+  }
+  for (const auto& g : cuda_devices())
+    if (g.index == d.index) {
+      *source = "free memory of " + g.name + " (CUDA)";
+      return g.free_bytes;
+    }
+  throw Error("estimate: device " + device + " is not here (" + cuda_unavailable_reason() + ")");
+}
+
+MemoryEstimate estimate_memory(const EstimateInput& in) {
+  check(in.mode == "inference" || in.mode == "train-full" || in.mode == "train-lora" || in.mode == "train-qlora",
+        "estimate: mode '" + in.mode + "' is not one of inference, train-full, train-lora, train-qlora");
+  check(in.optimizer == "adamw", "estimate: optimizer '" + in.optimizer + "' is not supported (adamw)");
+  check(in.batch > 0 && in.seq_len > 0, "estimate: batch and sequence length must be positive");
+  check(in.margin >= 0 && in.margin < 1, "estimate: the margin must be in [0, 1)");
+  const Arch a = describe(in.model);
+  MemoryEstimate e;
+  e.model = in.model;
+  e.architecture = a.name;
+  e.parameters = a.parameters();
+  const Totals t = compute(a, in, in.batch);
+  e.lines = t.lines;
+  e.total_bytes = t.total;
+  e.peak_phase = t.phase;
+  e.trainable_parameters = t.trainable;
+  const int64_t avail = available_memory(in.device, &e.available_source);
+  e.available_bytes = int64_t(double(avail) * (1.0 - in.margin));
+  e.fits = e.total_bytes <= e.available_bytes;
+  // The largest batch that fits: doubling, then bisection (memory grows with the batch).
+  int64_t lo = 0, hi = 1;
+  while (hi <= (int64_t(1) << 20) && compute(a, in, hi).total <= e.available_bytes) lo = hi, hi *= 2;
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    (compute(a, in, mid).total <= e.available_bytes ? lo : hi) = mid;
+  }
+  e.largest_batch_that_fits = lo;
+  return e;
+}
+
+}  // namespace tach

@@ -1,0 +1,119 @@
+// Monitors and the memory estimate: procfs samples, RAPL and NVML reporting what they can (or
+// why not), the background sampler, and the estimate against what tach measures.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tach/estimate.h"
+#include "tach/memory.h"
+#include "tach/model.h"
+#include "tach/monitor.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+using test::error_of;
+
+TEST(Monitor, ProcessSampleOfThisProcess) {
+  ProcessSample s;
+  ASSERT_TRUE(read_process_sample(getpid(), &s));
+  EXPECT_GT(s.rss_bytes, 0);
+  EXPECT_GE(s.peak_rss_bytes, s.rss_bytes);
+  EXPECT_GE(s.threads, 1);
+  EXPECT_FALSE(read_process_sample(999999999, &s));
+}
+
+TEST(Monitor, EnergyAndGpuSayWhatTheyCan) {
+  RaplEnergy rapl;
+  if (rapl.available()) {
+    EXPECT_GE(rapl.joules(), 0.0);
+  } else {
+    EXPECT_FALSE(rapl.unavailable_reason().empty());
+    std::cout << "[ rapl ] " << rapl.unavailable_reason() << "\n";
+  }
+  GpuMonitor gpu;
+  if (!gpu.available()) {
+    EXPECT_NE(gpu.unavailable_reason().find("no GPU monitoring"), std::string::npos);
+  }
+}
+
+TEST(Monitor, SamplerFollowsAChild) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char> buf(64 << 20, 1);  // 64 MiB resident
+    usleep(300000);
+    _exit(buf[100] == 1 ? 0 : 1);
+  }
+  ProcessSampler sampler(pid, 0.02);
+  sampler.start();
+  int status = 0;
+  waitpid(pid, &status, 0);
+  sampler.stop();
+  const auto samples = sampler.samples();
+  ASSERT_GE(samples.size(), 3u);
+  int64_t peak = 0;
+  for (const auto& m : samples) peak = std::max(peak, m.process.peak_rss_bytes);
+  EXPECT_GT(peak, int64_t(60) << 20);
+  EXPECT_LT(sampler.sampling_cost_s(), 0.01);
+}
+
+// The estimate's inference terms against the allocator's measured peak (aim: within 10%).
+TEST(Estimate, InferenceMatchesMeasurement) {
+  for (const char* spec : {"preset:bert-tiny", "preset:qwen2-tiny"}) {
+    SCOPED_TRACE(spec);
+    auto model = load_model(spec);
+    std::vector<std::vector<int32_t>> rows(8, std::vector<int32_t>(64, 1000));
+    const TokenBatch batch = TokenBatch::from_rows(rows, 0);
+    (void)model->classify(batch);  // warm: the allocator's cache settles
+    reset_memory_peaks(Device::cpu());
+    (void)model->classify(batch);
+    const MemoryStats m = memory_stats(Device::cpu());
+    EstimateInput in;
+    in.model = spec;
+    in.batch = 8;
+    in.seq_len = 64;
+    const MemoryEstimate e = estimate_memory(in);
+    EXPECT_EQ(e.parameters, model->info().parameters);
+    int64_t est_act = 0;
+    for (const auto& l : e.lines)
+      if (l.name.rfind("activations", 0) == 0) est_act = l.bytes;
+    const int64_t measured = m[MemoryCategory::activations].peak + m[MemoryCategory::workspace].peak;
+    EXPECT_NEAR(double(est_act), double(measured), 0.10 * double(measured)) << "activations";
+    EXPECT_NEAR(double(e.total_bytes), double(m.total.peak), 0.10 * double(m.total.peak)) << "total";
+  }
+}
+
+TEST(Estimate, TrainingModesAndErrors) {
+  EstimateInput in;
+  in.model = "preset:distilbert-base-uncased";
+  in.mode = "train-full";
+  in.dtype = "bf16";
+  const MemoryEstimate full = estimate_memory(in);
+  bool master = false;
+  for (const auto& l : full.lines) master = master || l.name.rfind("master", 0) == 0;
+  EXPECT_TRUE(master) << "mixed precision keeps f32 master weights";
+  in.mode = "train-lora";
+  const MemoryEstimate lora = estimate_memory(in);
+  EXPECT_LT(lora.trainable_parameters, full.trainable_parameters / 100);
+  EXPECT_LT(lora.total_bytes, full.total_bytes);
+  in.mode = "train-qlora";
+  EXPECT_LT(estimate_memory(in).total_bytes, lora.total_bytes);
+  in.gradient_checkpointing = true;
+  in.batch = 32;
+  const int64_t ckpt = estimate_memory(in).total_bytes;
+  in.gradient_checkpointing = false;
+  EXPECT_LT(ckpt, estimate_memory(in).total_bytes);
+  in.mode = "pretraining";
+  EXPECT_NE(error_of([&] { estimate_memory(in); }).find("not one of inference"), std::string::npos);
+  in.mode = "inference";
+  in.margin = 0.5;
+  in.batch = 1 << 22;
+  const MemoryEstimate huge = estimate_memory(in);
+  EXPECT_FALSE(huge.fits);
+  EXPECT_GT(huge.largest_batch_that_fits, 0);
+  EXPECT_LT(huge.largest_batch_that_fits, 1 << 22);
+}
+
+}  // namespace
+}  // namespace tach
