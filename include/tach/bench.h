@@ -98,6 +98,10 @@ struct PointResult {
   int64_t rss_bytes = 0, peak_rss_bytes = 0;
   bool peak_rss_is_per_point = true;  // false when the kernel would not reset VmHWM
   std::map<std::string, MemoryCategoryBytes> allocator;  // per category, and "total"
+  // Energy of the measured runs: CPU package + DRAM from RAPL. -1 when unavailable, with the
+  // reason in energy_source: never estimated from TDP.
+  double energy_j = -1, energy_j_per_sample = -1, energy_j_per_token = -1;
+  std::string energy_source;
   double measured_wall_s = 0;    // first measured run start to last end, on the bench's clock
   double timer_overhead_ns = 0;  // one steady-clock reading
   double bookkeeping_ms = 0;     // measured wall minus the sum of run latencies

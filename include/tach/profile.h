@@ -54,6 +54,7 @@ struct StepSample {
   int64_t start_ns = 0, end_ns = 0;
   std::array<int64_t, kMemoryCategoryCount> allocator_bytes{};  // current at the step's end
   int64_t allocator_total_bytes = 0, rss_bytes = 0;
+  double cpu_energy_j = -1;  // RAPL since the profiler started; -1 when unavailable
 };
 
 struct ProfileData {

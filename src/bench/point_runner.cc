@@ -67,6 +67,8 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
 
   std::vector<double> latencies_s, tokenize_s;
   double padded_tokens = 0, real_tokens = 0, flops_total = 0;
+  RaplEnergy rapl;
+  if (rapl.available()) (void)rapl.joules();  // starts the counters at this point
   if (observer.on_measure_begin) observer.on_measure_begin(key);
   const auto wall0 = Clock::now();
   double measured_s = 0;
@@ -92,6 +94,12 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     if (!r.stopped_by.empty()) break;
   }
   const double wall_s = seconds_since(wall0);
+  if (rapl.available()) {
+    r.energy_j = rapl.joules();
+    r.energy_source = "RAPL (package + DRAM) over the measured runs, whole machine";
+  } else {
+    r.energy_source = "unavailable: " + rapl.unavailable_reason();
+  }
   const auto n = static_cast<double>(latencies_s.size());
   if (observer.on_measure_end) observer.on_measure_end(key, int64_t(n) * key.batch);
 
@@ -114,6 +122,10 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   r.real_tokens_per_batch = real_tokens / n;
   r.flops_per_batch = flops_total / n;
   r.achieved_gflops_per_s = flops_total / measured_s / 1e9;
+  if (r.energy_j >= 0) {
+    r.energy_j_per_sample = r.energy_j / (n * double(key.batch));
+    r.energy_j_per_token = real_tokens > 0 ? r.energy_j / real_tokens : -1;
+  }
 
   const ProcessMemory pm = read_process_memory();
   r.rss_bytes = pm.rss_bytes;

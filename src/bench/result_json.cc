@@ -65,6 +65,8 @@ std::string point_to_json(const PointResult& p) {
       {"achieved_gflops_per_s", p.achieved_gflops_per_s},
       {"memory", {{"rss_bytes", p.rss_bytes}, {"peak_rss_bytes", p.peak_rss_bytes},
                   {"peak_rss_is_per_point", p.peak_rss_is_per_point}, {"allocator", allocator}}},
+      {"energy", {{"j", p.energy_j}, {"j_per_sample", p.energy_j_per_sample}, {"j_per_token", p.energy_j_per_token},
+                  {"source", p.energy_source}}},
       {"overhead", {{"measured_wall_s", p.measured_wall_s}, {"timer_overhead_ns", p.timer_overhead_ns},
                     {"bookkeeping_ms", p.bookkeeping_ms}}},
       {"finished_at", p.finished_at},
@@ -106,6 +108,13 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.peak_rss_is_per_point = m.at("peak_rss_is_per_point");
     for (auto it = m.at("allocator").begin(); it != m.at("allocator").end(); ++it)
       p.allocator[it.key()] = {it.value().at("current_bytes"), it.value().at("peak_bytes")};
+    if (j.contains("energy")) {
+      const auto& en = j.at("energy");
+      p.energy_j = en.at("j");
+      p.energy_j_per_sample = en.at("j_per_sample");
+      p.energy_j_per_token = en.at("j_per_token");
+      p.energy_source = en.at("source");
+    }
     const auto& o = j.at("overhead");
     p.measured_wall_s = o.at("measured_wall_s");
     p.timer_overhead_ns = o.at("timer_overhead_ns");

@@ -64,6 +64,9 @@ std::string chrome_trace_json(const ProfileData& d) {
                       {"args", alloc}});
     events.push_back({{"name", "RSS bytes"}, {"ph", "C"}, {"ts", to_us(s.end_ns, d.origin_ns)}, {"pid", pid},
                       {"args", {{"rss", s.rss_bytes}}}});
+    if (s.cpu_energy_j >= 0)
+      events.push_back({{"name", "CPU energy J (RAPL)"}, {"ph", "C"}, {"ts", to_us(s.end_ns, d.origin_ns)}, {"pid", pid},
+                        {"args", {{"joules", s.cpu_energy_j}}}});
   }
   nlohmann::json trace = {{"traceEvents", events},
                           {"displayTimeUnit", "ms"},

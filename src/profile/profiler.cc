@@ -41,6 +41,7 @@ struct Profiler::Impl final : core::TraceSink {
   int64_t origin_ns = 0, step_start_ns = 0;
   int64_t step_index = 0;
   bool started = false, installed = false;
+  RaplEnergy rapl;  // energy counter tracks, where the machine has RAPL
 
   void record(core::SpanRecord&& span) override {
     std::lock_guard<std::mutex> lock(mu);
@@ -73,6 +74,7 @@ struct Profiler::Impl final : core::TraceSink {
       for (int c = 0; c < kMemoryCategoryCount; ++c) s.allocator_bytes[size_t(c)] = m.by_category[size_t(c)].current;
       s.allocator_total_bytes = m.total.current;
       s.rss_bytes = read_process_memory().rss_bytes;
+      if (rapl.available()) s.cpu_energy_j = rapl.joules();
     }
     std::lock_guard<std::mutex> lock(mu);
     steps.push_back(s);
