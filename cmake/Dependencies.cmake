@@ -44,3 +44,5 @@ add_library(tach_csv INTERFACE)
 target_link_libraries(tach_csv INTERFACE ${CSV_LIBRARY})
 target_include_directories(tach_csv INTERFACE ${CSV_INCLUDE_DIR})
 find_package(yaml-cpp REQUIRED)
+# Traces: zlib for trace.json.gz.
+find_package(ZLIB REQUIRED)

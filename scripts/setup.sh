@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev        # OpenBLAS: the GEMM comparison and BLAS checks in tach info
   libyaml-cpp-dev        # YAML run configs
   libcsv-dev             # CSV/TSV datasets (RFC 4180 quoting, multi-line fields)
+  zlib1g-dev             # gzipped traces
   libutf8proc-dev libpcre2-dev   # Unicode data and regex for the tokenizers
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks
 )

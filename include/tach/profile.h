@@ -135,6 +135,8 @@ std::string op_table_json(const std::vector<OpTableRow>& rows);
 // Chrome trace event format (JSON; opens in ui.perfetto.dev and chrome://tracing): complete
 // events nested per thread, thread names, counter tracks for allocator memory per category and RSS.
 std::string chrome_trace_json(const ProfileData& data);
+// Writes the trace to path; gzip-compressed (zlib) when path ends in ".gz" (Perfetto opens both).
+void write_chrome_trace(const ProfileData& data, const std::string& path);
 // Collapsed stacks ("model;layers.0;self_attn;linear 1234", self time in µs) for flame graphs.
 std::string collapsed_stacks(const ProfileData& data);
 

@@ -1,9 +1,13 @@
 // Chrome trace event format (the JSON ui.perfetto.dev and chrome://tracing read) and collapsed
 // stacks. Timestamps are microseconds since the profiler started, converted in to_us() only.
+#include <zlib.h>
+
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tach/error.h"
 #include "tach/profile.h"
 
 namespace tach {
@@ -87,6 +91,22 @@ std::string collapsed_stacks(const ProfileData& d) {
   for (const auto& [stack, us] : weights)
     if (us >= 0.5) s << stack << " " << static_cast<int64_t>(us + 0.5) << "\n";
   return s.str();
+}
+
+void write_chrome_trace(const ProfileData& data, const std::string& path) {
+  const std::string text = chrome_trace_json(data);
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+    gzFile f = gzopen(path.c_str(), "wb6");
+    check(f != nullptr, path + ": cannot write");
+    const int written = gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+    const int closed = gzclose(f);
+    check(written == int(text.size()) && closed == Z_OK, path + ": gzip write failed (disk full?)");
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  check(static_cast<bool>(out), path + ": cannot write");
+  out << text;
+  check(static_cast<bool>(out.flush()), path + ": write failed (disk full?)");
 }
 
 }  // namespace tach

@@ -33,6 +33,7 @@ struct ProfileFlags {
   std::string group_by = "op", sort_by = "self";
   size_t top = 15;
   int overhead_steps = 5;
+  bool gzip = false;
   int threads = 0;
   uint64_t seed = 0;
 };
@@ -119,7 +120,8 @@ int run_profile(const ProfileFlags& f) {
   const MachineCeilings ceilings = machine_ceilings();
   const double ns_per_event = profiler_ns_per_event();
   const fs::path out(dir);
-  write_file(out / "trace.json", chrome_trace_json(data));
+  const std::string trace_name = f.gzip ? "trace.json.gz" : "trace.json";
+  write_chrome_trace(data, (out / trace_name).string());
   for (const char* g : {"op", "module", "shape"}) {
     const auto rows = op_table(data, g, f.sort_by, ceilings);
     write_file(out / ("ops_by_" + std::string(g) + ".csv"), op_table_csv(rows));
@@ -171,7 +173,8 @@ int run_profile(const ProfileFlags& f) {
             << op_table_text(op_table(data, f.group_by, f.sort_by, ceilings), f.top) << "\nModules (top " << f.top
             << ")\n"
             << op_table_text(op_table(data, "module", "total", ceilings), f.top) << "\nwritten: " << dir
-            << "/{trace.json (open in ui.perfetto.dev), ops_by_{op,module,shape}.{csv,json}, stacks.txt, summary.txt}\n";
+            << "/{" << trace_name << " (open in ui.perfetto.dev), ops_by_{op,module,shape}.{csv,json}, stacks.txt, "
+            << "summary.txt}\n";
   return 0;
 }
 
@@ -201,6 +204,7 @@ Command add_profile_command(CLI::App& app) {
   sub->add_option("--top", f->top, "Rows printed per table")->capture_default_str();
   sub->add_option("--overhead-steps", f->overhead_steps, "Alternating on/off steps that measure the profiler's cost")
       ->capture_default_str();
+  sub->add_flag("--gzip", f->gzip, "Write trace.json.gz (zlib) instead of trace.json");
   sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");
   sub->add_option("--seed", f->seed, "Seed for preset weights and ids")->capture_default_str();
   return {sub, [f] { return run_profile(*f); }};
