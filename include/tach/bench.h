@@ -61,6 +61,7 @@ struct BenchConfig {
 // Defaults, then the YAML file (shaped as seed S0's config.yaml plus tach's own keys).
 // Unknown keys and values of the wrong type are errors that name the key.
 BenchConfig bench_config_from_yaml(const std::string& path, BenchConfig base = {});
+BenchConfig bench_config_from_yaml_text(const std::string& text, const std::string& source, BenchConfig base = {});
 std::string bench_config_to_json(const BenchConfig& config);    // config.json of a run
 BenchConfig bench_config_from_json(const std::string& json_text, const std::string& where);
 

@@ -1,7 +1,9 @@
 // BenchConfig from YAML (seed S0's config.yaml shape, plus tach's keys) and to/from config.json.
 #include <yaml-cpp/yaml.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <set>
 
 #include "bench/bench_internal.h"
@@ -60,11 +62,17 @@ void check_keys(const YAML::Node& node, const std::string& section, const std::s
 }  // namespace
 
 BenchConfig bench_config_from_yaml(const std::string& path, BenchConfig c) {
+  std::ifstream in(path, std::ios::binary);
+  check(static_cast<bool>(in), path + ": cannot open the config file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return bench_config_from_yaml_text(ss.str(), path, std::move(c));
+}
+
+BenchConfig bench_config_from_yaml_text(const std::string& text, const std::string& path, BenchConfig c) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error(path + ": cannot open the config file");
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(path + ": not valid YAML: " + e.what());
   }
