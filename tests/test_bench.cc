@@ -258,6 +258,18 @@ TEST(Accuracy, UnknownLabelsStopTheRunBeforeMeasuring) {
   EXPECT_NE(e.find("0=negative, 1=positive"), std::string::npos) << e;
 }
 
+// Found by fuzz_bench_config: text that is not UTF-8 must be an error for config.json (which must
+// reproduce the run exactly) and replaced, not fatal, in results (reasons quote paths).
+TEST(BenchConfig, InvalidUtf8IsAClearErrorNotACrash) {
+  BenchConfig c;
+  c.model = "preset:bert-ti\x92\x86";
+  EXPECT_NE(error_of([&] { bench_config_to_json(c); }).find("not valid UTF-8"), std::string::npos);
+  PointResult p;
+  p.status = "failed";
+  p.reason = "model /tmp/\xff not found";
+  EXPECT_NO_THROW(point_to_json(p));
+}
+
 TEST(Reports, TablesInEveryFormat) {
   PointResult p;
   p.key = {"cpu", "f32", 0, 8, 128};

@@ -174,7 +174,13 @@ std::string bench_config_to_json(const BenchConfig& c) {
       {"runs_dir", c.runs_dir},
       {"run_id", c.run_id},
   };
-  return j.dump(2);
+  try {
+    return j.dump(2);
+  } catch (const nlohmann::json::type_error&) {
+    // config.json must reproduce the run exactly, so text is not replaced: it is refused.
+    throw Error("the configuration holds text that is not valid UTF-8 (a model path, a column name?); config.json "
+                "cannot record it exactly");
+  }
 }
 
 BenchConfig bench_config_from_json(const std::string& text, const std::string& where) {

@@ -71,7 +71,7 @@ std::string point_to_json(const PointResult& p) {
                     {"bookkeeping_ms", p.bookkeeping_ms}}},
       {"finished_at", p.finished_at},
   };
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 PointResult point_from_json(const std::string& line, const std::string& where) {

@@ -330,7 +330,7 @@ std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const s
                    {"tokenize_s", r.tokenize_s}, {"model_s", r.model_s}, {"total_s", r.total_s},
                    {"samples_per_s", r.samples_per_s}});
   }
-  return nlohmann::json{{"schema", "tach.bench.accuracy/1"}, {"dataset", dataset}, {"results", arr}}.dump(2);
+  return nlohmann::json{{"schema", "tach.bench.accuracy/1"}, {"dataset", dataset}, {"results", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const std::string& where, std::string* dataset) {

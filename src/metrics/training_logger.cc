@@ -51,7 +51,7 @@ void TrainingLogger::log_step(int64_t step, const std::map<std::string, double>&
     }
     line["scores"] = s;
   }
-  const std::string text = line.dump();
+  const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(mu_);
   step_lines_.push_back(text);
   if (!jsonl_path_.empty()) {
@@ -63,7 +63,7 @@ void TrainingLogger::log_step(int64_t step, const std::map<std::string, double>&
 }
 
 void TrainingLogger::save_checkpoint_metrics(const std::string& name) {
-  const std::string stats = all_stats(metrics_).dump();
+  const std::string stats = all_stats(metrics_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(mu_);
   checkpoints_.emplace_back(name, stats);
 }
@@ -71,7 +71,7 @@ void TrainingLogger::save_checkpoint_metrics(const std::string& name) {
 std::string TrainingLogger::export_all() const {
   const auto sc = scores_.summary();
   nlohmann::json counts = nlohmann::json::object();
-  for (const auto& [v, n] : sc.counts) counts[nlohmann::json(v).dump()] = n;
+  for (const auto& [v, n] : sc.counts) counts[nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)] = n;
   nlohmann::json j = {{"schema", "tach.training_log/1"},
                       {"metrics", all_stats(metrics_)},
                       {"scores", {{"total", sc.total}, {"valid", sc.valid}, {"invalid", sc.invalid},
@@ -83,7 +83,7 @@ std::string TrainingLogger::export_all() const {
   nlohmann::json cps = nlohmann::json::object();
   for (const auto& [name, stats] : checkpoints_) cps[name] = nlohmann::json::parse(stats);
   j["checkpoints"] = cps;
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void TrainingLogger::export_all(const std::string& path) const {

@@ -77,7 +77,7 @@ std::string chrome_trace_json(const ProfileData& d) {
                           {"otherData",
                            {{"producer", "tach"}, {"schedule", d.schedule.describe()},
                             {"dropped_events", d.dropped_events}, {"timestamps", "microseconds since profiler start"}}}};
-  return trace.dump();
+  return trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string collapsed_stacks(const ProfileData& d) {

@@ -223,7 +223,7 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
   };
   if (!o.accuracy.empty())
     j["accuracy"] = nlohmann::json::parse(accuracy_to_json(o.accuracy, o.accuracy_dataset));
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void write_run_reports(const BenchConfig& config, const SweepOutcome& o) {

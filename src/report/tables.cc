@@ -72,7 +72,7 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
   if (format == "json") {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& p : results) arr.push_back(nlohmann::json::parse(point_to_json(p)));
-    return arr.dump(2) + "\n";
+    return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   if (format == "csv") return detailed_metrics_csv(results);
   check(format == "table" || format == "md", "output format '" + format + "' is not one of table, md, csv, json, jsonl");

@@ -218,7 +218,7 @@ int run_classify(const ClassifyOptions& opt) {
                    {"mapped", after.mapped.current},
                    {"allocator_cached", after.cached.current},
                    {"before_total", before.total.current}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
 

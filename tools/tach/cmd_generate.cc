@@ -143,7 +143,7 @@ int run_generate(const GenerateFlags& f) {
       for (const auto& r : g.tokens) texts.push_back(tok->decode(r, true));
       j["texts"] = texts;
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << "model       " << info.spec << " (" << info.architecture << ", " << human_count(double(info.parameters))
@@ -156,7 +156,7 @@ int run_generate(const GenerateFlags& f) {
     std::cout << "row " << r << "       ";
     for (int32_t t : g.tokens[r]) std::cout << t << " ";
     std::cout << "\n";
-    if (tok) std::cout << "            " << nlohmann::json(tok->decode(g.tokens[r], true)).dump() << "\n";
+    if (tok) std::cout << "            " << nlohmann::json(tok->decode(g.tokens[r], true)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   }
   std::cout << "prefill     time to first token " << fixed(g.time_to_first_token_s * 1e3, 2) << " ms ("
             << prompts.batch() * prompts.seq_len() << " prompt positions, "

@@ -44,7 +44,7 @@ int run_model_info(const InfoOptions& opt) {
                         {"file_bytes", i.disk_bytes}, {"allocator_weights_bytes", m[MemoryCategory::weights].current},
                         {"mapped_bytes", m.mapped.current}, {"rss_added_by_load_bytes", resident},
                         {"peak_rss_bytes", after.peak_rss_bytes}, {"load_s", load_s}, {"notes", i.notes}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << "model      " << i.spec << ": " << i.architecture << ", " << human_count(double(i.parameters))
@@ -99,7 +99,7 @@ int run_info(const InfoOptions& opt) {
                                    {"total_bytes", d.total_bytes},
                                    {"free_bytes", d.free_bytes}});
     if (s.cuda.empty()) j["cuda_note"] = s.cuda_note;
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << "cpu        " << s.cpu_model << "\n"

@@ -92,12 +92,12 @@ int run_tokenize(const TokenizeOptions& opt) {
       out.push_back(j);
       continue;
     }
-    std::cout << "text        " << nlohmann::json(text).dump() << (opt.pair.empty() ? "" : " + " + nlohmann::json(opt.pair).dump())
+    std::cout << "text        " << nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << (opt.pair.empty() ? "" : " + " + nlohmann::json(opt.pair).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
               << "\nids         ";
     for (size_t i = 0; i < e.size(); ++i) std::cout << (i ? " " : "") << e.ids[i];
     std::cout << "\ntokens      ";
     for (size_t i = 0; i < e.size(); ++i)
-      std::cout << (i ? " " : "") << nlohmann::json(e.tokens[i]).dump() << "@" << e.offsets[i].first << ":"
+      std::cout << (i ? " " : "") << nlohmann::json(e.tokens[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "@" << e.offsets[i].first << ":"
                 << e.offsets[i].second << (e.type_ids[i] ? "/1" : "");
     std::cout << "\ncount       " << e.size() << " tokens; offsets are byte ranges [start:end) in the text\n";
     for (size_t w = 0; w < e.overflowing.size(); ++w) {
@@ -106,7 +106,7 @@ int run_tokenize(const TokenizeOptions& opt) {
       std::cout << "\n";
     }
   }
-  if (opt.json) std::cout << out.dump(2) << "\n";
+  if (opt.json) std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return 0;
 }
 
