@@ -125,7 +125,8 @@ TEST_P(GoldenQwen2CausalLM, LogitsAndGreedyTokensMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenQwen2CausalLM,
-                         ::testing::Values("qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16", "qwen2-lm-rope-linear-f32"));
+                         ::testing::Values("qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16", "qwen2-lm-rope-linear-f32",
+                                           "qwen2-lm-rope-dynamic-f32"));
 
 TEST(GoldenQwen2, RealTokenizerAndGeneration) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";

@@ -45,6 +45,11 @@ CASES = [
      lambda: tiny(2, tie_word_embeddings=True,
                   rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}),
      Qwen2ForCausalLM, "f32"),
+    # Dynamic NTK scaling matters past max_position_embeddings: 8 here, and rows of up to 10.
+    ("qwen2-lm-rope-dynamic-f32",
+     lambda: tiny(2, tie_word_embeddings=True, max_position_embeddings=8,
+                  rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}),
+     Qwen2ForCausalLM, "f32"),
 ]
 
 
@@ -155,8 +160,13 @@ def main():
     if args.base:
         write_base(args.out_dir, args.seed)
         return
+    only = os.environ.get("ONLY")
     for i, (name, make_config, cls, dtype) in enumerate(CASES):
+        if only and name != only:
+            continue
         write_case(args.out_dir, name, make_config, cls, dtype, args.seed + i)
+    if only:
+        return
     write_tokenizer_case(args.out_dir, args.shared, args.seed + 100)
 
 
