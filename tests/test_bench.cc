@@ -174,6 +174,21 @@ TEST(Sweep, ResumeKeepsFinishedPointsAndCutsATornLine) {
   EXPECT_NE(error_of([&] { run_bench(tiny_config(dir.path())); }).find("already holds a run"), std::string::npos);
 }
 
+// --profile: a trace per point, written after (never during) the point's measured runs.
+TEST(Sweep, ProfileWritesATracePerPoint) {
+  test::TempDir dir;
+  BenchConfig c = tiny_config(dir.path());
+  c.seq_lens = {8};
+  c.batch_sizes = {1};
+  c.profile = true;
+  const SweepOutcome out = run_bench(c);
+  ASSERT_EQ(out.results.at(0).status, "ok");
+  const std::string traces = dir.path() + "/r/traces/cpu_f32_t0_b1_s8/";
+  for (const char* f : {"trace.json", "ops_by_op.csv", "ops_by_module.csv", "stacks.txt"})
+    EXPECT_TRUE(std::filesystem::exists(traces + f)) << f;
+  EXPECT_NE(test::read_text(traces + "ops_by_op.csv").find("linear,"), std::string::npos);
+}
+
 TEST(Sweep, BadConfigurationsAreErrors) {
   test::TempDir dir;
   BenchConfig c = tiny_config(dir.path());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -76,6 +77,7 @@ TEST_P(GoldenQwen2Classifier, RightAndLeftPaddedLogitsMatchTransformers) {
   auto model = load_model(dir);
   EXPECT_EQ(model->info().architecture, e["architecture"].get<std::string>());
   EXPECT_EQ(model->info().weights_dtype, e["weights_dtype"].get<std::string>());
+  EXPECT_EQ(model->info().disk_bytes, int64_t(std::filesystem::file_size(dir + "/model.safetensors")));
   const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
   const int32_t pad = e["pad_id"].get<int32_t>();
   check_logits(model->classify(padded(rows, pad, false)), e["logits_right"], 1e-4, "right-padded");

@@ -15,24 +15,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
 from transformers import Qwen2ForSequenceClassification
 
+from encoder_peers import timed  # the same timing loop as the encoder peers (this folder)
+
 TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 
 
-def timed(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - t0)
-    return statistics.median(t)
 
 
 def main():

@@ -143,6 +143,13 @@ void add_file(WeightStore& store, const fs::path& path, const std::set<std::stri
 }
 }  // namespace
 
+int64_t safetensors_bytes(const std::string& dir) {
+  int64_t bytes = 0;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().extension() == ".safetensors") bytes += static_cast<int64_t>(entry.file_size());
+  return bytes;
+}
+
 void WeightStore::drop_resident_pages() const {
   for (const auto& drop : page_droppers) drop();
 }

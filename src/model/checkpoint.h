@@ -55,5 +55,7 @@ class WeightStore {
 // Opens model.safetensors, or the shards listed by model.safetensors.index.json. A directory
 // with only pytorch_model.bin (or *.pt, *.pth) gets an error: pickle is not read.
 WeightStore open_checkpoint_weights(const std::string& dir);
+// The bytes of the *.safetensors files in dir: a model's size on disk.
+int64_t safetensors_bytes(const std::string& dir);
 
 }  // namespace tach::model

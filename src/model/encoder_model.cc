@@ -116,8 +116,7 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
     config_source = (std::filesystem::path(loc.dir) / "config.json").string();
     config = model::load_encoder_config(config_source);
     store = model::open_checkpoint_weights(loc.dir);
-    for (const auto& entry : std::filesystem::directory_iterator(loc.dir))
-      if (entry.path().extension() == ".safetensors") info.disk_bytes += static_cast<int64_t>(entry.file_size());
+    info.disk_bytes = model::safetensors_bytes(loc.dir);
     info.source = loc.dir + (loc.revision.empty() ? "" : " (revision " + loc.revision + ")");
     const bool bert = config.family == model::EncoderFamily::bert;
     binder.emplace(store, std::vector<std::string>{bert ? "bert." : "distilbert.", bert ? "distilbert." : "bert.", ""},

@@ -216,8 +216,7 @@ std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& o
     const std::string config_path = (std::filesystem::path(loc.dir) / "config.json").string();
     config = load_qwen2_config(config_path);
     store = open_checkpoint_weights(loc.dir);
-    for (const auto& entry : std::filesystem::directory_iterator(loc.dir))
-      if (entry.path().extension() == ".safetensors") info.disk_bytes += static_cast<int64_t>(entry.file_size());
+    info.disk_bytes = safetensors_bytes(loc.dir);
     info.source = loc.dir + (loc.revision.empty() ? "" : " (revision " + loc.revision + ")");
     // Qwen2Model checkpoints keep their tensors at the top level; the task models under "model.".
     binder.emplace(store, std::vector<std::string>{"model.", ""}, "embed_tokens.weight", config_path);

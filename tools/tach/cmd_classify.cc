@@ -262,7 +262,7 @@ Command add_classify_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("classify", "Run a sequence classifier on texts or token ids; print labels, scores and "
                                                  "timings");
   sub->add_option("-m,--model", opt->model,
-                  "Model: preset:NAME (distilbert-base-uncased, bert-base-uncased, bert-tiny), a directory with "
+                  "Model: preset:NAME (distilbert-base-uncased, bert-base-uncased, bert-tiny, qwen2.5-0.5b, qwen2-tiny), a directory with "
                   "config.json and model.safetensors, or a hub id ORG/NAME[@REV] in the Hugging Face cache")
       ->capture_default_str();
   sub->add_option("--ids", opt->ids, "One row of token ids, e.g. \"101 7592 102\" (repeat for more rows)");
