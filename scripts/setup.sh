@@ -8,6 +8,7 @@ packages=(
   nlohmann-json3-dev     # JSON (configs, safetensors headers, results)
   libcli11-dev           # command line
   libdnnl-dev            # oneDNN: GEMM and fused linear layers (chosen by measurement, docs/perf.md)
+  ocl-icd-opencl-dev opencl-headers   # Debian's oneDNN CMake config probes for OpenCL (its GPU runtime)
   libopenblas-dev        # OpenBLAS: the GEMM comparison and BLAS checks in tach info
   libyaml-cpp-dev        # YAML run configs
   libcsv-dev             # CSV/TSV datasets (RFC 4180 quoting, multi-line fields)

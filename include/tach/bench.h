@@ -58,7 +58,7 @@ struct BenchConfig {
   std::string run_id;  // default: UTC time and model name
 };
 
-// Defaults, then the YAML file (shaped as seed S0's config.yaml plus tach's own keys).
+// Defaults, then the YAML file (the benchmark config.yaml shape: model, dataset, profiling, plus tach's own keys).
 // Unknown keys and values of the wrong type are errors that name the key.
 BenchConfig bench_config_from_yaml(const std::string& path, BenchConfig base = {});
 BenchConfig bench_config_from_yaml_text(const std::string& text, const std::string& source, BenchConfig base = {});

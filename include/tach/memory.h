@@ -41,7 +41,7 @@ int64_t release_cached_memory(Device device);
 // Sets every peak to the current value, so that a later phase measures its own peak.
 void reset_memory_peaks(Device device);
 
-// A memory profiler in seed S2's shape: measure(tag) snapshots the allocator per category, the
+// A memory profiler as training scripts write one: measure(tag) snapshots the allocator per category, the
 // process RSS and (with a GPU) the device's memory in use; set_baseline() marks a point (after
 // loading a model, say); detect_leak() compares now with it. Thread-safe.
 struct MemorySnapshot {

@@ -103,8 +103,18 @@ struct MachineCeilings {
   double memory_bytes_per_s = 0;  // STREAM triad, all threads, arrays well past the caches
   int threads = 0;
   std::string cpu, measured_at, cache_file, method;
+  // The load while it was measured: CPU time other processes used during the measurement, in
+  // cores (from /proc/stat minus this process's own time), and the 1-minute load average. A
+  // measurement taken while others held more than kMaxOtherCores is not cached (under_load).
+  double other_cores = 0, load_average = 0;
+  bool under_load = false;
+  bool from_cache = false;  // read from cache_file rather than measured by this call
+  double age_s = 0;         // seconds since measured_at
 };
+inline constexpr double kMaxOtherCores = 0.25;
 MachineCeilings machine_ceilings(bool remeasure = false);
+// Where `c` came from, its age and the load it was measured under, in one line.
+std::string describe_ceilings_provenance(const MachineCeilings& c);
 
 enum class Bound { compute, memory, overhead };
 const char* bound_name(Bound b);
@@ -112,7 +122,11 @@ struct RooflineVerdict {
   Bound bound = Bound::overhead;
   double achieved_fraction = 0;  // of the ceiling that binds: time at the ceiling / time taken
   double intensity = 0;          // FLOP per byte
+  // Faster than the ceiling allows, by more than measurement noise (kCeilingTolerance): the
+  // ceiling is wrong (measured under load, or on another setting), not the op.
+  bool above_ceiling = false;
 };
+inline constexpr double kCeilingTolerance = 1.10;
 // overhead-bound: the time is more than `overhead_factor` times what either ceiling allows.
 RooflineVerdict roofline(double flops, double bytes, double seconds, const MachineCeilings& c, bool bf16 = false,
                          double overhead_factor = 10);
@@ -164,6 +178,11 @@ struct LeakVerdict {
 };
 // Steady growth of the allocator across steps beyond threshold_bytes in all (least squares).
 LeakVerdict detect_leak(const ProfileData& data, int64_t threshold_bytes = 1 << 20);
+
+// Ops whose achieved rate exceeds the ceiling by more than kCeilingTolerance, in words; empty when
+// the ceilings are consistent with what was measured. A non-empty answer means every verdict is
+// suspect: the ceilings should be measured again.
+std::vector<std::string> ceiling_violations(const ProfileData& data, const MachineCeilings& ceilings);
 
 // The top bottlenecks in words, with what would move them.
 std::vector<std::string> bottlenecks(const ProfileData& data, const MachineCeilings& ceilings, size_t top = 3);

@@ -1,4 +1,4 @@
-// BenchConfig from YAML (seed S0's config.yaml shape, plus tach's keys) and to/from config.json.
+// BenchConfig from YAML (the benchmark config.yaml shape, plus tach's keys) and to/from config.json.
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -13,7 +13,7 @@ namespace tach {
 
 namespace {
 
-// S0 and transformers spell dtypes as torch does; tach's short names are accepted too.
+// Benchmark configs and transformers spell dtypes as torch does; tach's short names are accepted too.
 std::string dtype_from_user(const std::string& s) {
   if (s == "float32" || s == "fp32" || s == "f32") return "f32";
   if (s == "bfloat16" || s == "bf16") return "bf16";

@@ -35,8 +35,13 @@ void validate(const BenchConfig& c) {
   for (int64_t s : c.seq_lens)
     check(s > 0, "sequence length " + std::to_string(s) + ": sequence lengths must be positive integers");
   for (int t : c.threads) check(t >= 0, "threads " + std::to_string(t) + ": must be 0 (all cores) or more");
-  for (const auto& d : c.dtypes)
+  for (const auto& d : c.dtypes) {
     check(d == "f32" || d == "bf16" || d == "f16", "dtype '" + d + "' is not one of f32, bf16, f16");
+    // f16 weights load (they are converted), but no backend computes in f16 yet: refuse it here,
+    // once, rather than failing every point of the sweep.
+    check(d != "f16", "dtype f16: tach computes in f32 or bf16 (f16 checkpoints are read and converted); sweep "
+                      "--dtype f32,bf16");
+  }
   for (const auto& d : c.devices) {
     const Device dev = parse_device(d);  // a clear error for "tpu", "cuda:x"
     check(dev.kind != DeviceKind::cuda || cuda_available(),
@@ -176,6 +181,15 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
       load_error = e.what();
       return;
     }
+    // A bare encoder (a sentence-embedding BertModel, say) has nothing for a point to measure:
+    // say so once, with what can be done with it, instead of failing every point.
+    const ModelInfo& mi = model->info();
+    check(mi.classifier, config.model + " is a bare encoder (" + mi.architecture + ", " + std::to_string(mi.num_layers) +
+                             " layers, hidden " + std::to_string(mi.hidden_size) +
+                             ") without a sequence-classification head: tach bench and eval measure classifiers. "
+                             "With this model, tach info -m describes it and tach estimate -m says whether it fits; "
+                             "to benchmark it, give it a head (e.g. save it with "
+                             "AutoModelForSequenceClassification.from_pretrained)");
     // Tokenizer and label problems are the user's to fix before anything is measured: they stop
     // the run rather than fail every point.
     if (texts && !texts->tokenizer) bench::attach_tokenizer(*texts, config, model->info().source);

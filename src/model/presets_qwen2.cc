@@ -1,5 +1,5 @@
 // Qwen2 presets: the real Qwen2.5-0.5B config (../shared/configs/qwen2.5-0.5b-instruct.config.json)
-// as seed S0's 23-label intent classifier, and a tiny model with the same vocabulary, both with
+// as a 23-label intent classifier, and a tiny model with the same vocabulary, both with
 // synthetic weights. Their embeddings are tied, so they also generate (with the tied LM head).
 #include "model/presets.h"
 #include "tach/error.h"
@@ -65,7 +65,7 @@ struct Qwen2Preset {
 };
 
 constexpr Qwen2Preset kQwen2Presets[] = {
-    {"qwen2.5-0.5b", "Qwen2.5-0.5B, 24 layers, 494M parameters, 14 query / 2 key-value heads, 23-label head (seed S0)",
+    {"qwen2.5-0.5b", "Qwen2.5-0.5B, 24 layers, 494M parameters, 14 query / 2 key-value heads, 23-label intent-classification head",
      kQwen25_05b},
     {"qwen2-tiny", "Qwen2 tiny: Qwen2.5's vocabulary, 2 layers, hidden 112, 7 query / 1 key-value heads, 23-label head",
      kQwen2Tiny},

@@ -68,7 +68,7 @@ LeakVerdict detect_leak(const ProfileData& d, int64_t threshold_bytes) {
     v.explanation = "fewer than 3 memory samples: no verdict (profile more steps, or log memory more often)";
     return v;
   }
-  // The first sample is the baseline (seed S2's set_baseline); growth after it counts.
+  // The first sample is the baseline (as a memory profiler's set_baseline); growth after it counts.
   for (int c = 0; c < kMemoryCategoryCount; ++c) {
     std::vector<double> y;
     for (const auto* s : samples) y.push_back(double(s->allocator_bytes[size_t(c)]));
@@ -107,6 +107,18 @@ LeakVerdict detect_leak(const ProfileData& d, int64_t threshold_bytes) {
     v.explanation = "no steady growth beyond " + mib(double(threshold_bytes)) + " across " +
                     std::to_string(samples.size()) + " memory samples";
   return v;
+}
+
+std::vector<std::string> ceiling_violations(const ProfileData& d, const MachineCeilings& c) {
+  std::vector<std::string> out;
+  for (const auto& r : op_table(d, "shape", "self", c)) {
+    if (!r.verdict.above_ceiling) continue;
+    char line[320];
+    std::snprintf(line, sizeof line, "%s ran at %.0f%% of its %s ceiling", r.key.c_str(),
+                  r.verdict.achieved_fraction * 100, r.verdict.bound == Bound::memory ? "memory" : "GEMM");
+    out.push_back(line);
+  }
+  return out;
 }
 
 std::vector<std::string> bottlenecks(const ProfileData& d, const MachineCeilings& c, size_t top) {

@@ -1,6 +1,8 @@
 // Machine ceilings for the roofline: peak GEMM throughput per dtype through the GEMM library
 // tach uses, and memory bandwidth from a STREAM triad. Measured once per machine and cached in
-// $XDG_CACHE_HOME/tach (or ~/.cache/tach), keyed by CPU model, cores and threads.
+// $XDG_CACHE_HOME/tach (or ~/.cache/tach), keyed by CPU model, cores and threads. A measurement
+// taken while other processes were busy is not cached: one slow figure would otherwise make every
+// later verdict claim ops ran above their ceiling.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -8,7 +10,11 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "core/parallel.h"
 #include "cpu/gemm.h"
@@ -39,7 +45,70 @@ fs::path cache_dir() {
   return fs::temp_directory_path() / "tach";
 }
 
+// CPU time in seconds: every core's busy time (/proc/stat), and this process's own (/proc/self/stat).
+struct CpuTimes {
+  double all_busy_s = 0, self_s = 0;
+  bool ok = false;
+};
+
+CpuTimes read_cpu_times() {
+  CpuTimes t;
+  const double tick = double(sysconf(_SC_CLK_TCK));
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+  double v[8] = {};
+  if (!(stat >> cpu) || cpu != "cpu") return t;
+  for (double& x : v) stat >> x;
+  if (!stat) return t;
+  t.all_busy_s = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tick;
+  std::ifstream self("/proc/self/stat");
+  std::string line;
+  std::getline(self, line);
+  const size_t close = line.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return t;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int k = 3; k <= 15 && rest >> field; ++k) {
+    if (k == 14) utime = std::stod(field);
+    if (k == 15) stime = std::stod(field);
+  }
+  t.self_s = (utime + stime) / tick;
+  t.ok = true;
+  return t;
+}
+
+double load_average_1m() {
+  std::ifstream in("/proc/loadavg");
+  double l = 0;
+  in >> l;
+  return l;
+}
+
+MachineCeilings measure_once(const SystemInfo& sys);
+
+// Measures; while other processes hold more than kMaxOtherCores, waits and tries again (3 tries).
+// The result says how loaded the machine was, so a loaded figure is never taken for a quiet one.
 MachineCeilings measure(const SystemInfo& sys) {
+  MachineCeilings c;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt) std::this_thread::sleep_for(std::chrono::seconds(2));
+    const CpuTimes before = read_cpu_times();
+    const auto t0 = std::chrono::steady_clock::now();
+    c = measure_once(sys);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const CpuTimes after = read_cpu_times();
+    c.load_average = load_average_1m();
+    if (before.ok && after.ok && wall > 0)
+      c.other_cores = std::max(0.0, ((after.all_busy_s - before.all_busy_s) - (after.self_s - before.self_s)) / wall);
+    c.under_load = c.other_cores > kMaxOtherCores;
+    if (!c.under_load) break;
+  }
+  return c;
+}
+
+MachineCeilings measure_once(const SystemInfo& sys) {
   MachineCeilings c;
   c.cpu = sys.cpu_model;
   c.threads = threads();
@@ -95,7 +164,13 @@ MachineCeilings machine_ceilings(bool remeasure) {
           c.cpu = j.at("cpu");
           c.measured_at = j.at("measured_at");
           c.method = j.at("method");
+          c.other_cores = j.value("other_cores", 0.0);
+          c.load_average = j.value("load_average", 0.0);
           c.cache_file = file.string();
+          c.from_cache = true;
+          std::tm tm{};
+          if (strptime(c.measured_at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm))
+            c.age_s = std::max(0.0, std::difftime(std::time(nullptr), timegm(&tm)));
           return c;
         }
       } catch (const nlohmann::json::exception&) {  // a damaged cache is measured again
@@ -103,6 +178,7 @@ MachineCeilings machine_ceilings(bool remeasure) {
     }
   }
   MachineCeilings c = measure(sys);
+  if (c.under_load) return c;  // not cached: the next call measures again
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   std::ofstream out(file);
@@ -114,11 +190,37 @@ MachineCeilings machine_ceilings(bool remeasure) {
                           {"threads", c.threads},
                           {"cpu", c.cpu},
                           {"measured_at", c.measured_at},
-                          {"method", c.method}}
+                          {"method", c.method},
+                          {"other_cores", c.other_cores},
+                          {"load_average", c.load_average}}
                .dump(2);
     c.cache_file = file.string();
   }
   return c;
+}
+
+std::string describe_ceilings_provenance(const MachineCeilings& c) {
+  char load[160];
+  std::snprintf(load, sizeof load, "other processes used %.2f cores during it, load average %.2f", c.other_cores,
+                c.load_average);
+  std::string age;
+  if (c.from_cache) {
+    const double h = c.age_s / 3600;
+    char a[64];
+    if (h < 1) std::snprintf(a, sizeof a, "%.0f minutes old", c.age_s / 60);
+    else if (h < 48) std::snprintf(a, sizeof a, "%.1f hours old", h);
+    else std::snprintf(a, sizeof a, "%.0f days old", h / 24);
+    age = std::string(", ") + a;
+  }
+  std::string s = "measured " + c.measured_at + age + " (" + load + ")";
+  if (c.under_load)
+    s += "; WARNING: measured under load, so the ceilings are too low and not cached; measure again on a quiet machine "
+         "(tach info --ceilings --remeasure)";
+  else if (c.from_cache)
+    s += "; cached in " + c.cache_file + " (--remeasure to measure again)";
+  else if (!c.cache_file.empty())
+    s += "; now cached in " + c.cache_file;
+  return s;
 }
 
 const char* bound_name(Bound b) {
@@ -139,6 +241,7 @@ RooflineVerdict roofline(double flops, double bytes, double seconds, const Machi
   v.intensity = bytes > 0 ? flops / bytes : 0;
   if (seconds <= 0) return v;
   v.achieved_fraction = floor / seconds;
+  v.above_ceiling = v.achieved_fraction > kCeilingTolerance;
   if (floor <= 0 || seconds > overhead_factor * floor)
     v.bound = Bound::overhead;
   else

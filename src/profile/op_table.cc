@@ -100,7 +100,8 @@ std::string op_table_text(const std::vector<OpTableRow>& rows, size_t limit) {
       << fmt("%11.2f", r.total_ns * 1e-6) << fmt("%10.3f", r.total_ns * 1e-6 / double(r.calls))
       << fmt("%9.1f", r.percent_of_steps) << fmt("%9.1f", secs > 0 ? r.flops / secs * 1e-9 : 0)
       << fmt("%7.1f", secs > 0 ? r.bytes / secs * 1e-9 : 0) << fmt("%11.1f", double(r.allocated_bytes) / 1048576.0)
-      << "  " << bound_name(r.verdict.bound) << fmt(" %.0f%%", r.verdict.achieved_fraction * 100) << "\n";
+      << "  " << bound_name(r.verdict.bound) << fmt(" %.0f%%", r.verdict.achieved_fraction * 100)
+      << (r.verdict.above_ceiling ? " (ABOVE THE CEILING: the ceiling is wrong)" : "") << "\n";
   }
   return s.str();
 }

@@ -36,7 +36,7 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   auto& v = f.values;
   const auto on = [&f](CLI::Option* o, std::function<void(BenchConfig&)> apply) { f.given.emplace_back(o, std::move(apply)); };
   sub->add_option("-c,--config", f.config_file,
-                  "YAML config (seed S0's shape: model{name,device,dtype}, dataset{path,text_column,label_column,split,"
+                  "YAML config (shape: model{name,device,dtype}, dataset{path,text_column,label_column,split,"
                   "sample_sizes}, profiling{batch_sizes,num_warmup_runs,num_measurement_runs,max_length}); flags "
                   "override it")
       ->check(CLI::ExistingFile);

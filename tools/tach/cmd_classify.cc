@@ -278,7 +278,8 @@ Command add_classify_command(CLI::App& app) {
   sub->add_option("--warmup", opt->warmup, "Untimed runs before timing")->capture_default_str();
   sub->add_option("--repeat", opt->repeat, "Timed runs")->capture_default_str();
   sub->add_option("-t,--threads", opt->threads, "Threads (default: all cores, or OMP_NUM_THREADS)");
-  sub->add_option("--compute", opt->compute, "Compute dtype: f32 or bf16")->capture_default_str();
+  sub->add_option("--dtype", opt->compute, "Compute dtype: f32 or bf16")->capture_default_str();
+  sub->add_option("--compute", opt->compute, "Same as --dtype (the former name)")->group("");  // hidden alias
   sub->add_option("--seed", opt->seed, "Seed for preset weights and random ids")->capture_default_str();
   sub->add_option("--show-rows", opt->show_rows, "Rows to print")->capture_default_str();
   sub->add_flag("--json", opt->json, "Print machine-readable JSON (schema tach.classify/1)");

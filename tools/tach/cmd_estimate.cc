@@ -1,5 +1,5 @@
 // tach estimate: the memory a model needs, broken down, and whether it fits here; with
-// --models a,b,c --table, seed S2's requirement and compatibility tables.
+// --models a,b,c --table, the memory requirement and compatibility tables.
 #include <iostream>
 #include <sstream>
 
@@ -21,7 +21,7 @@ struct EstimateFlags {
 std::string gb(double b) { return fixed(b / 1e9, 2) + " GB"; }
 
 int run_table(const EstimateFlags& f) {
-  // Seed S2's two tables: requirements (inference in 16-bit, training in 16-bit with Adam), then
+  // The two tables: requirements (inference in 16-bit, training in 16-bit with Adam), then
   // which of them fit the chosen device.
   std::vector<std::string> models = f.models;
   if (models.empty()) models.push_back(f.in.model);
@@ -88,7 +88,7 @@ Command add_estimate_command(CLI::App& app) {
                                                  "cache, LoRA, NF4) and whether it fits; exit code 3 when it does not");
   sub->add_option("-m,--model", f->in.model, "Model: preset:NAME, a directory, or a hub id (only config.json is read)")
       ->capture_default_str();
-  sub->add_option("--models", f->models, "Several models, comma-separated: prints seed S2's tables")->delimiter(',');
+  sub->add_option("--models", f->models, "Several models, comma-separated: prints the memory requirement and compatibility tables")->delimiter(',');
   sub->add_flag("--table", f->table, "Requirement and compatibility tables (inference and training with AdamW)");
   sub->add_option("--dtype", f->in.dtype, "f32, bf16 or f16")->capture_default_str();
   sub->add_option("-b,--batch", f->in.batch, "Rows")->capture_default_str();

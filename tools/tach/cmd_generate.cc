@@ -131,13 +131,15 @@ int run_generate(const GenerateFlags& f) {
                         {"model", {{"spec", info.spec}, {"architecture", info.architecture},
                                    {"compute_dtype", f.compute}, {"parameters", info.parameters}}},
                         {"input", {{"batch", prompts.batch()}, {"prompt_len", prompts.seq_len()},
-                                   {"prompt_tokens", g.prompt_tokens}, {"source", input_what}}},
+                                   {"prompt_tokens", g.prompt_tokens}, {"source", input_what},
+                                   {"prompt_ids", rows}}},
                         {"tokens", g.tokens},
                         {"time_to_first_token_ms", g.time_to_first_token_s * 1e3},
                         {"time_per_output_token_ms", {{"median", step.median * 1e3}, {"p10", step.p10 * 1e3},
                                                       {"p90", step.p90 * 1e3}, {"n", step.n}}},
                         {"total_s", g.total_s},
                         {"load_s", load_s}};
+    if (!f.texts.empty()) j["input"]["texts"] = f.texts;  // as received (invalid UTF-8 shown as U+FFFD)
     if (tok) {
       nlohmann::json texts = nlohmann::json::array();
       for (const auto& r : g.tokens) texts.push_back(tok->decode(r, true));

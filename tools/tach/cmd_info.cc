@@ -73,8 +73,8 @@ int run_info(const InfoOptions& opt) {
     const MachineCeilings c = machine_ceilings(opt.remeasure);
     std::cout << "ceilings   GEMM f32 " << fixed(c.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, GEMM bf16 "
               << fixed(c.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, memory " << fixed(c.memory_bytes_per_s * 1e-9, 1)
-              << " GB/s\n           " << c.method << "\n           measured " << c.measured_at << " on " << c.cpu
-              << "; cached in " << c.cache_file << " (--remeasure to measure again)\n";
+              << " GB/s\n           " << c.method << "\n           on " << c.cpu << ", "
+              << describe_ceilings_provenance(c) << "\n";
     return 0;
   }
   const SystemInfo s = system_info();

@@ -117,7 +117,17 @@ int run_profile(const ProfileFlags& f) {
   int64_t events_per_step = 0;
   for (const auto& e : data.events) events_per_step += e.step == data.events.front().step;
 
-  const MachineCeilings ceilings = machine_ceilings();
+  MachineCeilings ceilings = machine_ceilings();
+  // An op faster than its ceiling means the ceiling is wrong (cached from a busy moment, say):
+  // measure it again once, and if it still is, say so loudly above every verdict.
+  std::vector<std::string> violations = ceiling_violations(data, ceilings);
+  std::string ceiling_note;
+  if (!violations.empty() && ceilings.from_cache) {
+    ceiling_note = "the cached ceilings (" + ceilings.measured_at + ") were below what " +
+                   std::to_string(violations.size()) + " ops achieved; measured them again\n";
+    ceilings = machine_ceilings(true);
+    violations = ceiling_violations(data, ceilings);
+  }
   const double ns_per_event = profiler_ns_per_event();
   const fs::path out(dir);
   const std::string trace_name = f.gzip ? "trace.json.gz" : "trace.json";
@@ -137,7 +147,15 @@ int run_profile(const ProfileFlags& f) {
     << " dropped" << (data.dropped_events ? " (WARNING: raise the cap or shorten the active window)" : "") << "\n"
     << "machine ceilings: GEMM f32 " << fixed(ceilings.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, bf16 "
     << fixed(ceilings.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, memory " << fixed(ceilings.memory_bytes_per_s * 1e-9, 1)
-    << " GB/s (" << ceilings.method << "; " << ceilings.measured_at << ")\n\n"
+    << " GB/s (" << ceilings.method << "; " << describe_ceilings_provenance(ceilings) << ")\n" << ceiling_note;
+  if (!violations.empty()) {
+    s << "WARNING: " << violations.size() << " ops ran faster than the machine's ceilings allow (by more than "
+      << fixed((kCeilingTolerance - 1) * 100, 0) << "%), so the roofline verdicts below are not to be trusted; the "
+      << "ceilings were measured under other load or settings. Measure them on a quiet machine: tach info --ceilings "
+      << "--remeasure\n";
+    for (size_t i = 0; i < violations.size() && i < 5; ++i) s << "  " << violations[i] << "\n";
+  }
+  s << "\n"
     << "Step accounting (median over active steps)\n"
     << "  step wall time            " << fixed(acc.step_ns * 1e-6, 3) << " ms\n"
     << "  ops (kernels with checks) " << fixed(acc.ops_ns * 1e-6, 3) << " ms ("

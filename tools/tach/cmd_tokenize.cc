@@ -1,6 +1,8 @@
 // tach tokenize: ids, tokens and offsets for texts, with a model's own tokenizer files.
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -14,7 +16,9 @@ namespace {
 
 struct TokenizeOptions {
   std::string tokenizer;
-  std::vector<std::string> texts;
+  std::vector<std::string> texts;     // positionals, then --text values
+  std::vector<std::string> flag_texts;
+  std::string file;                   // one text per line; "-" is standard input
   std::string pair;
   bool no_special = false;
   bool json = false;
@@ -58,8 +62,54 @@ EncodeOptions encode_options(const TokenizeOptions& opt, const Tokenizer& tok) {
   return eo;
 }
 
-int run_tokenize(const TokenizeOptions& opt) {
-  check(!opt.texts.empty(), "no text given: tach tokenize --tokenizer DIR TEXT...");
+// Splits bytes into lines at '\n' only: every other byte, '\r' and NUL included, stays in its text.
+// A final line without '\n' is a text; the newline that ends the file does not start another.
+std::vector<std::string> split_lines(const std::string& bytes) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < bytes.size()) {
+    const size_t end = bytes.find('\n', start);
+    if (end == std::string::npos) {
+      lines.push_back(bytes.substr(start));
+      break;
+    }
+    lines.push_back(bytes.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string read_all(const std::string& path) {
+  if (path == "-") return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  std::ifstream in(path, std::ios::binary);
+  check(static_cast<bool>(in), "--file " + path + ": cannot open it");
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  check(!in.bad(), "--file " + path + ": read failed");
+  return bytes;
+}
+
+// The texts in the order given: positionals (a lone "-" reads standard input), --text values,
+// then --file lines.
+std::vector<std::string> gather_texts(const TokenizeOptions& opt) {
+  std::vector<std::string> texts;
+  if (opt.texts.size() == 1 && opt.texts[0] == "-") {
+    check(opt.file != "-", "standard input given twice ('-' and --file -)");
+    texts = split_lines(read_all("-"));
+  } else {
+    texts = opt.texts;
+  }
+  texts.insert(texts.end(), opt.flag_texts.begin(), opt.flag_texts.end());
+  if (!opt.file.empty()) {
+    auto lines = split_lines(read_all(opt.file));
+    texts.insert(texts.end(), lines.begin(), lines.end());
+  }
+  return texts;
+}
+
+int run_tokenize(TokenizeOptions opt) {
+  opt.texts = gather_texts(opt);
+  check(!opt.texts.empty(), "no text given: tach tokenize --tokenizer DIR TEXT... (or --text T, --file PATH, or - "
+                            "for standard input)");
   const auto t0 = std::chrono::steady_clock::now();
   auto tok = Tokenizer::load(opt.tokenizer);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -129,7 +179,11 @@ Command add_tokenize_command(CLI::App& app) {
   sub->add_option("--pad-to", opt->pad_to, "Pad to this length (fixed)");
   sub->add_option("--pad-multiple", opt->pad_multiple, "Pad to a multiple of this (alone: pad to the longest text)");
   sub->add_option("--padding-side", opt->padding_side, "right or left")->capture_default_str();
-  sub->add_option("texts", opt->texts, "Texts to tokenize")->required();
+  sub->add_option("--text", opt->flag_texts, "A text (repeat for more); --text=-x for a text that starts with '-'");
+  sub->add_option("--file", opt->file, "Texts, one per line (split at \\n only; every other byte kept); - reads "
+                                       "standard input");
+  sub->add_option("texts", opt->texts, "Texts to tokenize, byte for byte; after -- a text may start with '-'; a lone - "
+                                       "reads texts from standard input, one per line");
   return {sub, [opt] { return run_tokenize(*opt); }};
 }
 

@@ -1,14 +1,25 @@
 // tach: measure how transformer models run. One file per subcommand (cmd_*.cc).
+//
+// Exit status, the same for every command (docs/cli.md): 0 success; 1 an error in the input or
+// while running (the message says which); 2 a usage error (unknown option, missing or malformed
+// value); 3 `tach estimate`: the model does not fit; 70 an internal error (a bug in tach).
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "commands.h"
 #include "tach/error.h"
+#include "verbatim_args.h"
+
+namespace {
+constexpr int kUsageError = 2;
+constexpr int kInternalError = 70;  // EX_SOFTWARE in sysexits.h
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tach: measure how transformer models run (latency, throughput, memory, accuracy, profiles)"};
   app.set_version_flag("--version", std::string("tach 0.1.0"));
   app.require_subcommand(1);
+  app.footer("Exit status: 0 success, 1 error, 2 usage error, 3 (estimate) does not fit, 70 internal error.");
   const tach::cli::Command commands[] = {
       tach::cli::add_info_command(app),
       tach::cli::add_classify_command(app),
@@ -21,10 +32,13 @@ int main(int argc, char** argv) {
       tach::cli::add_monitor_command(app),
       tach::cli::add_estimate_command(app),
   };
+  const tach::cli::VerbatimArgs args(argc, argv);
+  args.restore_in(app);
   try {
-    app.parse(argc, argv);
+    app.parse(args.for_parse());
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);  // prints help, the version, or the message
+    return code == 0 ? 0 : kUsageError;
   }
   try {
     for (const auto& c : commands)
@@ -35,6 +49,6 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "tach: internal error: " << e.what() << "\n";
-    return 2;
+    return kInternalError;
   }
 }
