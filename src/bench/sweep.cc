@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "bench/bench_internal.h"
+#include "cpu/gemm.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
 #include "tach/memory.h"
@@ -41,6 +42,7 @@ void validate(const BenchConfig& c) {
     // once, rather than failing every point of the sweep.
     check(d != "f16", "dtype f16: tach computes in f32 or bf16 (f16 checkpoints are read and converted); sweep "
                       "--dtype f32,bf16");
+    if (d == "bf16") cpu::require_bf16_compute("dtype bf16");
   }
   for (const auto& d : c.devices) {
     const Device dev = parse_device(d);  // a clear error for "tpu", "cuda:x"

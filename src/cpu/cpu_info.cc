@@ -115,6 +115,9 @@ SystemInfo system_info() {
     info.warnings.push_back("OpenBLAS picked the '" + core +
                             "' kernels on a CPU with AVX2: set OPENBLAS_CORETYPE=HASWELL to use them.");
   }
+  if (!cpu::onednn_bf16_supported())
+    info.warnings.push_back("oneDNN " + info.onednn_version +
+                            " has no bf16 GEMM for this CPU (it needs AVX-512): bf16 compute is refused, f32 only.");
   info.cuda = cuda_devices();
   if (info.cuda.empty()) info.cuda_note = cuda_unavailable_reason();
   return info;

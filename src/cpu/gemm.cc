@@ -106,6 +106,26 @@ SbgemmFn openblas_sbgemm() {
   return fn;
 }
 
+bool onednn_bf16_supported() {
+  static const bool ok = [] {
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    try {
+      dnnl::memory::desc a({16, 16}, dt::bf16, tag::ab), b({16, 16}, dt::bf16, tag::ab), c({16, 16}, dt::f32, tag::ab);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), cpu_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return ok;
+}
+
+void require_bf16_compute(const std::string& what) {
+  check(onednn_bf16_supported(), what + ": bf16 compute needs a bf16 GEMM, and oneDNN " + onednn_version() +
+                                     " has none for this CPU (it needs AVX-512; tach info lists the ISA); use f32");
+}
+
 void gemm_bf16(GemmBackend backend, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
@@ -120,6 +140,7 @@ void gemm_bf16(GemmBackend backend, bool trans_a, bool trans_b, int64_t M, int64
     return;
   }
   check(beta == 0.0f || beta == 1.0f, "gemm_bf16 (oneDNN): beta must be 0 or 1");
+  require_bf16_compute("gemm_bf16");
   const MatmulKey key{trans_a, trans_b, M, N, K, lda, ldb, ldc, alpha, beta == 1.0f};
   const CachedMatmul& mm = bf16_matmul(key);
   dnnl::stream stream(cpu_engine());

@@ -21,6 +21,12 @@ void sgemm(GemmBackend backend, bool trans_a, bool trans_b, int64_t M, int64_t N
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // As sgemm with bf16 inputs (raw uint16 bits) and f32 accumulation and output.
+// Whether oneDNN has a bf16 matmul for this CPU (oneDNN 2.x needs AVX-512 for it: an AVX2-only
+// CPU has none). Asked once, by creating a small primitive.
+bool onednn_bf16_supported();
+// Throws a clear error naming `what` when bf16 compute cannot run on this CPU.
+void require_bf16_compute(const std::string& what);
+
 void gemm_bf16(GemmBackend backend, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc);
 

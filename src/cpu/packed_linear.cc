@@ -1,4 +1,5 @@
 #include "cpu/packed_linear.h"
+#include "cpu/gemm.h"
 
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -48,6 +49,7 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
   check(weight.dim() == 2, "PackedLinear: weight must be [out, in], got " + weight.describe());
   check(compute == DType::f32 || compute == DType::bf16,
         "linear on cpu: compute dtype " + std::string(dtype_name(compute)) + " is not supported (f32, bf16)");
+  if (compute == DType::bf16) require_bf16_compute("linear on cpu");
   N_ = weight.size(0);
   K_ = weight.size(1);
   impl_->src_dt = compute == DType::bf16 ? dt::bf16 : dt::f32;

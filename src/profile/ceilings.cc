@@ -119,11 +119,16 @@ MachineCeilings measure_once(const SystemInfo& sys) {
     cpu::sgemm(backend, false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, out.data(), n);
   });
   c.gemm_f32_flops = 2.0 * double(n) * double(n) * double(n) / t32;
-  std::vector<uint16_t> a16(size_t(n * n), 0x3f00), b16(size_t(n * n), 0x3e80);
-  const double t16 = best_seconds(3, [&] {
-    cpu::gemm_bf16(backend, false, true, n, n, n, 1.f, a16.data(), n, b16.data(), n, 0.f, out.data(), n);
-  });
-  c.gemm_bf16_flops = 2.0 * double(n) * double(n) * double(n) / t16;
+  std::string bf16_method = " (f32) / 3 (bf16)";
+  if (cpu::onednn_bf16_supported()) {
+    std::vector<uint16_t> a16(size_t(n * n), 0x3f00), b16(size_t(n * n), 0x3e80);
+    const double t16 = best_seconds(3, [&] {
+      cpu::gemm_bf16(backend, false, true, n, n, n, 1.f, a16.data(), n, b16.data(), n, 0.f, out.data(), n);
+    });
+    c.gemm_bf16_flops = 2.0 * double(n) * double(n) * double(n) / t16;
+  } else {
+    bf16_method = " (f32; bf16: none, no bf16 GEMM on this CPU)";  // gemm_bf16_flops stays 0
+  }
   // STREAM triad a = b + s*c over 3 arrays of 32 Mi floats (384 MiB), far past any cache.
   const int64_t m = int64_t(32) << 20;
   std::vector<float> x(static_cast<size_t>(m)), y(static_cast<size_t>(m), 1.f), z(static_cast<size_t>(m), 2.f);
@@ -135,7 +140,7 @@ MachineCeilings measure_once(const SystemInfo& sys) {
   });
   c.memory_bytes_per_s = 3.0 * 4.0 * double(m) / tt;
   c.method = "GEMM: " + std::string(cpu::gemm_backend_name(backend)) +
-             " 1024x1024x1024, best of 5 (f32) / 3 (bf16); memory: STREAM triad over 3 x 128 MiB, best of 5; " +
+             " 1024x1024x1024, best of 5" + bf16_method + "; memory: STREAM triad over 3 x 128 MiB, best of 5; " +
              std::to_string(c.threads) + " threads";
   const std::time_t t = std::time(nullptr);
   char buf[32];

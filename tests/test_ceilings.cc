@@ -1,0 +1,131 @@
+// Machine ceilings must not poison later verdicts: a measurement taken while another process
+// holds a core is marked as such and not cached, and an op that beats its ceiling is reported
+// as a violation instead of a verdict above 100%.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "tach/model.h"
+#include "tach/profile.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+// A child process spinning on a core for as long as the object lives.
+class BusyLoop {
+ public:
+  BusyLoop() {
+    pid_ = fork();
+    if (pid_ == 0) {
+      volatile uint64_t x = 0;
+      for (;;) x = x + 1;
+    }
+  }
+  ~BusyLoop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Points the cache at a temporary directory for the test's lifetime.
+class TempCache {
+ public:
+  TempCache() {
+    const char* old = std::getenv("XDG_CACHE_HOME");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv("XDG_CACHE_HOME", dir_.path().c_str(), 1);
+  }
+  ~TempCache() {
+    if (had_) setenv("XDG_CACHE_HOME", old_.c_str(), 1);
+    else unsetenv("XDG_CACHE_HOME");
+  }
+  bool empty() const {
+    const auto d = std::filesystem::path(dir_.path()) / "tach";
+    return !std::filesystem::exists(d) || std::filesystem::is_empty(d);
+  }
+
+ private:
+  test::TempDir dir_;
+  bool had_ = false;
+  std::string old_;
+};
+
+TEST(Ceilings, MeasurementUnderLoadIsFlaggedAndNotCached) {
+  TempCache cache;
+  MachineCeilings c;
+  {
+    BusyLoop busy;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let it take its core
+    c = machine_ceilings(true);
+  }
+  EXPECT_TRUE(c.under_load) << "other processes used " << c.other_cores << " cores";
+  EXPECT_GT(c.other_cores, kMaxOtherCores);
+  EXPECT_TRUE(cache.empty()) << "a loaded measurement must not be cached";
+  EXPECT_NE(describe_ceilings_provenance(c).find("WARNING: measured under load"), std::string::npos);
+  // The next call measures again rather than reading a cached loaded figure.
+  const MachineCeilings again = machine_ceilings();
+  EXPECT_FALSE(again.from_cache);
+}
+
+TEST(Ceilings, CachedFigureSaysItsAgeAndLoad) {
+  TempCache cache;
+  const MachineCeilings first = machine_ceilings(true);
+  if (first.under_load) GTEST_SKIP() << "the machine is busy (" << first.other_cores << " other cores): nothing cached";
+  const MachineCeilings second = machine_ceilings();
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.measured_at, first.measured_at);
+  EXPECT_GE(second.age_s, 0);
+  EXPECT_NE(describe_ceilings_provenance(second).find("old (other processes used"), std::string::npos)
+      << describe_ceilings_provenance(second);
+}
+
+TEST(Ceilings, AnOpAboveItsCeilingIsAViolation) {
+  MachineCeilings c;
+  c.gemm_f32_flops = 100e9;
+  c.memory_bytes_per_s = 10e9;
+  // 1 GFLOP in 5 ms: twice what the compute ceiling allows.
+  EXPECT_TRUE(roofline(1e9, 1e6, 0.005, c).above_ceiling);
+  // Within the tolerance (105%) is noise, not a violation.
+  EXPECT_FALSE(roofline(1e9, 1e6, 0.01 / 1.05, c).above_ceiling);
+
+  // A real profile against ceilings 1000x too low, as a figure cached from a busy moment would be.
+  LoadOptions lo;
+  auto model = load_model("preset:bert-tiny", lo);
+  const TokenBatch batch = TokenBatch::from_rows({{101, 7, 8, 9, 102}, {101, 5, 102}}, 0);
+  ProfilerOptions o;
+  o.schedule = {0, 0, 0, 2, 1};
+  Profiler p(o);
+  p.start();
+  for (int i = 0; i < 2; ++i) {
+    (void)model->classify(batch);
+    p.step();
+  }
+  p.stop();
+  const ProfileData d = p.data();
+  MachineCeilings low;
+  low.gemm_f32_flops = 1e6;
+  low.memory_bytes_per_s = 1e6;
+  const auto v = ceiling_violations(d, low);
+  ASSERT_FALSE(v.empty());
+  EXPECT_NE(v[0].find("% of its"), std::string::npos) << v[0];
+  MachineCeilings high;
+  high.gemm_f32_flops = 1e18;
+  high.memory_bytes_per_s = 1e18;
+  EXPECT_TRUE(ceiling_violations(d, high).empty());
+}
+
+}  // namespace
+}  // namespace tach
