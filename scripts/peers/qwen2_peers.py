@@ -62,7 +62,7 @@ def main():
 
             def run_tach():
                 out = subprocess.run([args.tach, "classify", "--model", path, "--ids-file", ids_file, "--json",
-                                      "--compute", dtype, "--threads", str(args.threads), "--warmup", str(warm),
+                                      "--dtype", dtype, "--threads", str(args.threads), "--warmup", str(warm),
                                       "--repeat", str(reps)], check=True, capture_output=True, text=True)
                 return json.loads(out.stdout)
 
