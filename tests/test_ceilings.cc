@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "tach/model.h"
@@ -125,6 +126,34 @@ TEST(Ceilings, AnOpAboveItsCeilingIsAViolation) {
   high.gemm_f32_flops = 1e18;
   high.memory_bytes_per_s = 1e18;
   EXPECT_TRUE(ceiling_violations(d, high).empty());
+}
+
+// End to end: a cached ceiling far below what the machine does (as one cached from a busy moment
+// would be) is caught by tach profile, which measures again and says so.
+TEST(Ceilings, ProfileMeasuresAgainWhenACachedCeilingIsBeaten) {
+  TempCache cache;
+  MachineCeilings c = machine_ceilings(true);
+  if (c.under_load || c.cache_file.empty())
+    GTEST_SKIP() << "the machine is busy (" << c.other_cores << " other cores): nothing cached to doctor";
+  auto j = nlohmann::json::parse(test::read_text(c.cache_file));
+  j["gemm_f32_flops"] = 1e6;  // 1 MFLOP/s: every GEMM beats it
+  j["memory_bytes_per_s"] = 1e6;
+  test::write_text(c.cache_file, j.dump());
+  test::TempDir out;
+  const std::string cmd = std::string(TACH_BINARY_DIR) + "/tach profile -m preset:bert-tiny -b 2 -s 16 " +
+                          "--overhead-steps 1 --profiler-output-dir " + out.path() + " 2>&1";
+  std::string text;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << text;
+  EXPECT_NE(text.find("were below what"), std::string::npos) << text;
+  EXPECT_NE(text.find("measured them again"), std::string::npos) << text;
+  // Measured again: the doctored figure is gone from the cache (or, on a machine that turned busy,
+  // not replaced and the run warned).
+  const auto after = nlohmann::json::parse(test::read_text(c.cache_file));
+  EXPECT_TRUE(after["gemm_f32_flops"].get<double>() > 1e6 || text.find("WARNING") != std::string::npos) << text;
 }
 
 }  // namespace

@@ -134,7 +134,7 @@ std::string op_table_json(const std::vector<OpTableRow>& rows) {
                    {"percent_of_steps", r.percent_of_steps}, {"flops", r.flops}, {"bytes", r.bytes},
                    {"allocated_bytes", r.allocated_bytes}, {"freed_bytes", r.freed_bytes},
                    {"verdict", bound_name(r.verdict.bound)}, {"achieved_fraction", r.verdict.achieved_fraction},
-                   {"intensity_flops_per_byte", r.verdict.intensity}});
+                   {"intensity_flops_per_byte", r.verdict.intensity}, {"above_ceiling", r.verdict.above_ceiling}});
   return nlohmann::json{{"schema", "tach.profile.op_table/1"}, {"rows", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
