@@ -1,0 +1,175 @@
+// The training loop's building blocks: losses against central finite differences and known
+// values, AdamW against torch.optim.AdamW's update rule step by step, the linear warm-up schedule
+// as transformers' get_linear_schedule_with_warmup, and clipping as clip_grad_norm_.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "test_util.h"
+#include "train/adamw.h"
+#include "train/grad_norm.h"
+#include "train/loss.h"
+#include "train/lr_schedule.h"
+
+namespace tach::train {
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Central differences of a scalar loss of x, against the analytic gradient.
+template <typename Loss>
+void expect_gradient_matches(std::vector<float> x, const std::vector<float>& analytic, Loss loss) {
+  const float h = 1e-2f;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float keep = x[i];
+    x[i] = keep + h;
+    const double up = loss(x);
+    x[i] = keep - h;
+    const double down = loss(x);
+    x[i] = keep;
+    const double numeric = (up - down) / (2.0 * h);
+    // f32 kernels and h = 1e-2: the difference quotient is good to ~1e-4 absolute here.
+    EXPECT_NEAR(analytic[i], numeric, 2e-4 + 1e-3 * std::abs(numeric)) << "element " << i;
+  }
+}
+
+TEST(Loss, CrossEntropyKnownValuesAndIgnoredRows) {
+  const std::vector<float> logits = {0, 0, 3, 1};
+  std::vector<float> probs(4);
+  const int32_t labels[] = {0, kIgnoreIndex};
+  EXPECT_NEAR(cross_entropy_forward(probs.data(), logits.data(), labels, 2, 2), std::log(2.0), 1e-7);
+  EXPECT_NEAR(probs[2], 1.0 / (1.0 + std::exp(-2.0)), 1e-6);
+  std::vector<float> d(4, 0.0f);
+  cross_entropy_backward(d.data(), probs.data(), labels, 2, 2);
+  EXPECT_FLOAT_EQ(d[0], -0.5f);
+  EXPECT_FLOAT_EQ(d[1], 0.5f);
+  EXPECT_EQ(d[2], 0.0f) << "an ignored row gets no gradient";
+  const int32_t bad[] = {2, 0};
+  EXPECT_NE(test::error_of([&] { cross_entropy_forward(probs.data(), logits.data(), bad, 2, 2); })
+                .find("label 2 of row 0 is outside the head's 2 labels"),
+            std::string::npos);
+}
+
+TEST(Loss, CrossEntropyGradientIsTheFiniteDifference) {
+  const int64_t B = 3, L = 5;
+  const auto x = randn(size_t(B * L), 1, 2.0f);
+  const int32_t labels[] = {4, 0, 2};
+  std::vector<float> probs(x.size()), d(x.size(), 0.0f);
+  cross_entropy_forward(probs.data(), x.data(), labels, B, L);
+  cross_entropy_backward(d.data(), probs.data(), labels, B, L);
+  expect_gradient_matches(x, d, [&](const std::vector<float>& v) {
+    std::vector<float> p(v.size());
+    return cross_entropy_forward(p.data(), v.data(), labels, B, L);
+  });
+}
+
+TEST(Loss, MseAndBceGradientsAreTheFiniteDifference) {
+  const auto x = randn(8, 2, 1.5f);
+  const auto t = randn(8, 3);
+  std::vector<float> d(8, 0.0f);
+  mse_backward(d.data(), x.data(), t.data(), 8);
+  expect_gradient_matches(x, d, [&](const std::vector<float>& v) { return mse_forward(v.data(), t.data(), 8); });
+
+  std::vector<float> y = {1, 0, 1, 1, 0, 0, 0.25f, 1};
+  std::fill(d.begin(), d.end(), 0.0f);
+  bce_with_logits_backward(d.data(), x.data(), y.data(), 8);
+  expect_gradient_matches(x, d, [&](const std::vector<float>& v) { return bce_with_logits_forward(v.data(), y.data(), 8); });
+}
+
+TEST(Loss, BceWithLogitsIsStableForLargeLogits) {
+  const float x[] = {0.0f, 100.0f, -100.0f};
+  const float y[] = {1.0f, 0.0f, 1.0f};
+  EXPECT_NEAR(bce_with_logits_forward(x, y, 1), std::log(2.0), 1e-7);
+  EXPECT_NEAR(bce_with_logits_forward(x + 1, y + 1, 2), 100.0, 1e-6);  // (100 + 100) / 2
+}
+
+TEST(Loss, GradientsAccumulateWithScale) {
+  const float x[] = {1.0f, -2.0f}, t[] = {0.0f, 0.0f};
+  float d[] = {10.0f, 10.0f};
+  mse_backward(d, x, t, 2, 0.5f);  // += 0.5 * 2 * x / 2
+  EXPECT_FLOAT_EQ(d[0], 10.5f);
+  EXPECT_FLOAT_EQ(d[1], 9.0f);
+}
+
+// torch.optim.AdamW's rule written out in double, step by step (torch/optim/adamw.py,
+// _single_tensor_adamw): decay first, then the moments, then the bias-corrected update.
+TEST(AdamW, FollowsTorchsUpdateRuleOverSteps) {
+  AdamWConfig c;
+  c.lr = 1e-2f;
+  c.weight_decay = 0.1f;
+  std::vector<float> p = {0.5f, -1.0f, 2.0f, 0.0f}, m(4, 0.0f), v(4, 0.0f);
+  std::vector<double> pr(p.begin(), p.end()), mr(4, 0.0), vr(4, 0.0);
+  for (int64_t step = 1; step <= 5; ++step) {
+    const auto g = randn(4, uint32_t(step));
+    adamw_update(p.data(), g.data(), m.data(), v.data(), 4, step, c, true);
+    for (size_t i = 0; i < 4; ++i) {
+      pr[i] *= 1.0 - double(c.lr) * double(c.weight_decay);
+      mr[i] = 0.9 * mr[i] + 0.1 * g[i];
+      vr[i] = 0.999 * vr[i] + 0.001 * double(g[i]) * g[i];
+      const double bc1 = 1 - std::pow(0.9, double(step)), bc2 = 1 - std::pow(0.999, double(step));
+      pr[i] -= double(c.lr) / bc1 * mr[i] / (std::sqrt(vr[i]) / std::sqrt(bc2) + 1e-8);
+    }
+    for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(p[i], pr[i], 1e-6) << "step " << step << " element " << i;
+  }
+}
+
+TEST(AdamW, FirstStepMovesByTheRateAndDecayIsDecoupled) {
+  AdamWConfig c;
+  c.lr = 0.1f;
+  c.weight_decay = 0.5f;
+  // Step 1: m_hat = g and sqrt(v_hat) = |g|, so the move is lr * sign(g) whatever |g| is.
+  float p[] = {1.0f, 1.0f}, m[] = {0, 0}, v[] = {0, 0};
+  const float g[] = {1e-3f, -50.0f};
+  adamw_update(p, g, m, v, 2, 1, c, false);
+  EXPECT_NEAR(p[0], 0.9f, 1e-5);
+  EXPECT_NEAR(p[1], 1.1f, 1e-5);
+  // With decay, the parameter shrinks by lr * wd first, independent of the gradient.
+  float q[] = {1.0f}, mq[] = {0}, vq[] = {0};
+  const float zero[] = {0.0f};
+  adamw_update(q, zero, mq, vq, 1, 1, c, true);
+  EXPECT_FLOAT_EQ(q[0], 0.95f);
+  AdamWConfig bad = c;
+  bad.lr = std::nanf("");
+  EXPECT_NE(test::error_of([&] { adamw_update(q, zero, mq, vq, 1, 1, bad, true); }).find("learning rate"),
+            std::string::npos);
+}
+
+TEST(LinearSchedule, MatchesGetLinearScheduleWithWarmup) {
+  LinearSchedule s;
+  s.peak_lr = 1.0;
+  s.warmup_steps = 10;
+  s.total_steps = 110;
+  EXPECT_DOUBLE_EQ(s.lr(0), 0.0);
+  EXPECT_DOUBLE_EQ(s.lr(5), 0.5);
+  EXPECT_DOUBLE_EQ(s.lr(10), 1.0);
+  EXPECT_DOUBLE_EQ(s.lr(60), 0.5);
+  EXPECT_DOUBLE_EQ(s.lr(110), 0.0);
+  EXPECT_DOUBLE_EQ(s.lr(200), 0.0);
+  LinearSchedule constant;
+  constant.peak_lr = 5e-5;
+  constant.decay = false;
+  EXPECT_DOUBLE_EQ(constant.lr(0), 5e-5);
+  EXPECT_DOUBLE_EQ(constant.lr(1000), 5e-5);
+}
+
+TEST(GradNorm, ClipsByTheGlobalNormAsTorch) {
+  std::vector<float> a = {3.0f}, b = {0.0f, 4.0f};
+  const double norm = clip_grad_norm({{a.data(), 1}, {b.data(), 2}}, 1.0);
+  EXPECT_DOUBLE_EQ(norm, 5.0);
+  EXPECT_NEAR(a[0], 3.0 / (5.0 + 1e-6), 1e-7);
+  EXPECT_NEAR(b[1], 4.0 / (5.0 + 1e-6), 1e-7);
+  std::vector<float> small = {0.3f};
+  EXPECT_NEAR(clip_grad_norm({{small.data(), 1}}, 1.0), 0.3, 1e-7);
+  EXPECT_FLOAT_EQ(small[0], 0.3f) << "below the limit: unchanged";
+}
+
+}  // namespace
+}  // namespace tach::train
