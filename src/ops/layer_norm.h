@@ -8,15 +8,23 @@
 namespace tach::ops {
 
 // x: [N, C] f32  residual: [N, C] f32 or undefined  gamma, beta: [C] f32  out: [N, C] f32
-// out may alias x. For the backward this would save mean and rstd per row ([N] each); the
-// inference path does not keep them.
+// out may alias x. The inference path keeps no statistics; training calls the kernel with mean
+// and rstd outputs and layer_norm_backward_cpu.
 void layer_norm_forward(Tensor& out, const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                         float eps);
 OpCost layer_norm_cost(int64_t N, int64_t C, bool with_residual);
 
 // Kernel. Statistics in double-free two-pass f32 (mean first, then variance about the mean)
-// to match PyTorch's numerics to ~1e-6.
+// to match PyTorch's numerics to ~1e-6. For the backward it saves mean and rstd per row
+// (mean, rstd: [N]) when they are not null; inference passes null.
 void layer_norm_forward_cpu(float* out, const float* x, const float* residual, const float* gamma, const float* beta,
-                            int64_t N, int64_t C, float eps);
+                            int64_t N, int64_t C, float eps, float* mean = nullptr, float* rstd = nullptr);
+
+// Backward of out = (inp - mean) * rstd * gamma + beta, with inp = x + residual (the residual's
+// gradient is dinp too: the caller adds it to both branches).
+// dout, inp: [N, C]  gamma: [C]  mean, rstd: [N] (saved by the forward)
+// dinp: [N, C] +=   dgamma, dbeta: [C] +=   (gradients accumulate)
+void layer_norm_backward_cpu(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp,
+                             const float* gamma, const float* mean, const float* rstd, int64_t N, int64_t C);
 
 }  // namespace tach::ops

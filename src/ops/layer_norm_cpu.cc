@@ -6,7 +6,7 @@
 namespace tach::ops {
 
 void layer_norm_forward_cpu(float* out, const float* x, const float* residual, const float* gamma, const float* beta,
-                            int64_t N, int64_t C, float eps) {
+                            int64_t N, int64_t C, float eps, float* mean_out, float* rstd_out) {
   core::parallel_for(N, 8, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const float* xr = x + n * C;
@@ -35,10 +35,38 @@ void layer_norm_forward_cpu(float* out, const float* x, const float* residual, c
         var += d * d;
       }
       const float rstd = 1.0f / std::sqrt(var / float(C) + eps);
+      if (mean_out) mean_out[n] = mean, rstd_out[n] = rstd;
 #pragma omp simd
       for (int64_t c = 0; c < C; ++c) o[c] = (o[c] - mean) * rstd * gamma[c] + beta[c];
     }
   });
+}
+
+void layer_norm_backward_cpu(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp,
+                             const float* gamma, const float* mean, const float* rstd, int64_t N, int64_t C) {
+  // Rows in order: dgamma and dbeta sum over rows, and a serial sum keeps them deterministic.
+  for (int64_t n = 0; n < N; ++n) {
+    const float* g = dout + n * C;
+    const float* in = inp + n * C;
+    float* d = dinp + n * C;
+    const float m = mean[n], r = rstd[n];
+    // dnorm = dout * gamma; dinp = r * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+    float dnorm_mean = 0.f, dnorm_norm_mean = 0.f;
+    for (int64_t c = 0; c < C; ++c) {
+      const float norm = (in[c] - m) * r;
+      const float dnorm = g[c] * gamma[c];
+      dnorm_mean += dnorm;
+      dnorm_norm_mean += dnorm * norm;
+    }
+    dnorm_mean /= float(C);
+    dnorm_norm_mean /= float(C);
+    for (int64_t c = 0; c < C; ++c) {
+      const float norm = (in[c] - m) * r;
+      dbeta[c] += g[c];
+      dgamma[c] += g[c] * norm;
+      d[c] += r * (g[c] * gamma[c] - dnorm_mean - norm * dnorm_norm_mean);
+    }
+  }
 }
 
 }  // namespace tach::ops

@@ -1,0 +1,20 @@
+// GELU, the exact (erf) form as torch.nn.functional.gelu's default: x/2 (1 + erf(x / sqrt 2)).
+// Inference fuses it after the linear's GEMM (cpu/packed_linear); training applies it as its
+// own op, so that the pre-activation its backward needs is kept.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/op_cost.h"
+
+namespace tach::ops {
+
+// x: [n]  out: [n] (may alias x; then the pre-activation is gone and no backward is possible)
+void gelu_forward_cpu(float* out, const float* x, int64_t n);
+// d gelu / dx = Phi(x) + x phi(x).   x (the saved pre-activation), dout: [n]   dx: [n] +=
+void gelu_backward_cpu(float* dx, const float* x, const float* dout, int64_t n);
+
+OpCost gelu_cost(int64_t n);
+OpCost gelu_backward_cost(int64_t n);
+
+}  // namespace tach::ops
