@@ -9,17 +9,10 @@
 
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
+#include "test_util.h"
 
 namespace tach::ops {
 namespace {
-
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0;
@@ -27,22 +20,8 @@ double dot(const std::vector<float>& a, const std::vector<float>& b) {
   return s;
 }
 
-// Checks analytic[i] against (L(x + h e_i) - L(x - h e_i)) / 2h for every i, L computed in double
-// from an f32 forward. h = 1e-2 keeps f32 rounding in the forward below the tolerance.
-void expect_finite_difference(std::vector<float>& x, const std::vector<float>& analytic,
-                              const std::function<double()>& loss, const char* what) {
-  const float h = 1e-2f;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float keep = x[i];
-    x[i] = keep + h;
-    const double up = loss();
-    x[i] = keep - h;
-    const double down = loss();
-    x[i] = keep;
-    const double numeric = (up - down) / (2.0 * h);
-    EXPECT_NEAR(analytic[i], numeric, 3e-3 + 3e-3 * std::abs(numeric)) << what << " element " << i;
-  }
-}
+using test::expect_finite_difference;
+using test::randn;
 
 TEST(Backward, Gelu) {
   const int64_t n = 64;

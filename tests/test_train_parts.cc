@@ -16,29 +16,12 @@
 namespace tach::train {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::randn;
 
-// Central differences of a scalar loss of x, against the analytic gradient.
+// The shared harness on a loss of x: tolerances for f32 losses with h = 1e-2.
 template <typename Loss>
 void expect_gradient_matches(std::vector<float> x, const std::vector<float>& analytic, Loss loss) {
-  const float h = 1e-2f;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float keep = x[i];
-    x[i] = keep + h;
-    const double up = loss(x);
-    x[i] = keep - h;
-    const double down = loss(x);
-    x[i] = keep;
-    const double numeric = (up - down) / (2.0 * h);
-    // f32 kernels and h = 1e-2: the difference quotient is good to ~1e-4 absolute here.
-    EXPECT_NEAR(analytic[i], numeric, 2e-4 + 1e-3 * std::abs(numeric)) << "element " << i;
-  }
+  test::expect_finite_difference(x, analytic, [&] { return loss(x); }, "loss", 2e-4, 1e-3);
 }
 
 TEST(Loss, CrossEntropyKnownValuesAndIgnoredRows) {

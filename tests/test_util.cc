@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <gtest/gtest.h>
+
 #include "tach/error.h"
 
 #include <cmath>
@@ -102,6 +104,30 @@ double max_relative_error(const float* a, const float* b, size_t n, double floor
     if (!(err <= worst)) worst = err;  // NaN propagates as the worst
   }
   return worst;
+}
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+void expect_finite_difference(std::vector<float>& x, const std::vector<float>& analytic,
+                              const std::function<double()>& loss, const std::string& what, double abs_tol,
+                              double rel_tol) {
+  const float h = 1e-2f;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float keep = x[i];
+    x[i] = keep + h;
+    const double up = loss();
+    x[i] = keep - h;
+    const double down = loss();
+    x[i] = keep;
+    const double numeric = (up - down) / (2.0 * h);
+    EXPECT_NEAR(analytic[i], numeric, abs_tol + rel_tol * std::abs(numeric)) << what << " element " << i;
+  }
 }
 
 }  // namespace tach::test

@@ -46,4 +46,14 @@ std::string error_of(const std::function<void()>& fn);
 // Largest |a - b| / (|b| + floor) over two float arrays.
 double max_relative_error(const float* a, const float* b, size_t n, double floor);
 
+// n normal samples (mean 0, standard deviation `scale`), deterministic in seed.
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f);
+
+// The one gradient harness: analytic[i] against the central difference (L(x + h e_i) - L(x - h e_i)) / 2h
+// for every element of x, where loss() reads x. h = 1e-2 keeps the f32 forward's rounding below
+// the tolerance, abs_tol + rel_tol * |numeric|.
+void expect_finite_difference(std::vector<float>& x, const std::vector<float>& analytic,
+                              const std::function<double()>& loss, const std::string& what, double abs_tol = 3e-3,
+                              double rel_tol = 3e-3);
+
 }  // namespace tach::test
