@@ -10,7 +10,6 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -18,6 +17,7 @@
 
 #include "core/parallel.h"
 #include "cpu/gemm.h"
+#include "tach/monitor.h"
 #include "tach/profile.h"
 #include "tach/runtime.h"
 #include "tach/system_info.h"
@@ -45,7 +45,7 @@ fs::path cache_dir() {
   return fs::temp_directory_path() / "tach";
 }
 
-// CPU time in seconds: every core's busy time (/proc/stat), and this process's own (/proc/self/stat).
+// CPU time in seconds: every core's busy time (/proc/stat), and this process's own.
 struct CpuTimes {
   double all_busy_s = 0, self_s = 0;
   bool ok = false;
@@ -62,19 +62,9 @@ CpuTimes read_cpu_times() {
   for (double& x : v) stat >> x;
   if (!stat) return t;
   t.all_busy_s = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tick;
-  std::ifstream self("/proc/self/stat");
-  std::string line;
-  std::getline(self, line);
-  const size_t close = line.rfind(')');  // the command name may hold spaces
-  if (close == std::string::npos) return t;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  for (int k = 3; k <= 15 && rest >> field; ++k) {
-    if (k == 14) utime = std::stod(field);
-    if (k == 15) stime = std::stod(field);
-  }
-  t.self_s = (utime + stime) / tick;
+  ProcessSample self;  // this process's own CPU time, as tach monitor reads it
+  if (!read_process_sample(getpid(), &self)) return t;
+  t.self_s = self.user_s + self.system_s;
   t.ok = true;
   return t;
 }

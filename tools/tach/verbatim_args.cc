@@ -29,9 +29,9 @@ VerbatimArgs::VerbatimArgs(int argc, const char* const* argv) {
     if (!after_marker && a == "--") after_marker = true;
     // The value inside "--name=[...]" and "-k[...]" is split the same way.
     if (!after_marker && a.size() > 2 && a[0] == '-') {
-      const size_t eq = a[1] == '-' ? a.find('=') : 2;
-      if (eq != std::string::npos && would_be_split(a.substr(eq + (a[1] == '-' ? 1 : 0)))) {
-        const size_t value_at = eq + (a[1] == '-' ? 1 : 0);
+      const size_t eq = a.find('=');
+      const size_t value_at = a[1] != '-' ? 2 : eq == std::string::npos ? a.size() : eq + 1;
+      if (would_be_split(a.substr(value_at))) {
         args_.push_back(a.substr(0, value_at) + placeholder(a.substr(value_at)));
         continue;
       }
