@@ -39,6 +39,14 @@ struct Field {
       fail(key, "must be a non-negative integer, got " + v.dump());
     return v.get<int64_t>();
   }
+  // A dropout rate: a number in [0, 1) (1 would drop everything and scale by infinity).
+  float probability(const std::string& key, float fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = root[key];
+    if (!v.is_number() || !(v.get<double>() >= 0) || !(v.get<double>() < 1))
+      fail(key, "must be a dropout probability in [0, 1), got " + v.dump());
+    return v.get<float>();
+  }
   std::string str(const std::string& key, const std::string& fallback) const {
     if (!has(key)) return fallback;
     if (!root[key].is_string()) fail(key, "must be a string, got " + std::string(root[key].type_name()));
@@ -220,6 +228,10 @@ EncoderConfig parse_encoder_config(const json& j, const std::string& source) {
     c.type_vocab_size = f.positive_int("type_vocab_size", 2, false);
     c.layer_norm_eps = f.number("layer_norm_eps", 1e-12f);
     c.hidden_act = f.str("hidden_act", "gelu");
+    c.hidden_dropout = f.probability("hidden_dropout_prob", 0.1f);
+    c.attention_dropout = f.probability("attention_probs_dropout_prob", 0.1f);
+    // BertForSequenceClassification: classifier_dropout, or hidden_dropout_prob when it is null.
+    c.classifier_dropout = f.probability("classifier_dropout", c.hidden_dropout);
     const std::string pos = f.str("position_embedding_type", "absolute");
     if (pos != "absolute")
       f.fail("position_embedding_type", "is \"" + pos + "\"; only \"absolute\" is supported");
@@ -233,7 +245,12 @@ EncoderConfig parse_encoder_config(const json& j, const std::string& source) {
     c.type_vocab_size = 0;
     c.layer_norm_eps = 1e-12f;  // DistilBERT hard-codes its LayerNorm eps
     c.hidden_act = f.str("activation", "gelu");
+    c.hidden_dropout = f.probability("dropout", 0.1f);
+    c.attention_dropout = f.probability("attention_dropout", 0.1f);
+    c.classifier_dropout = f.probability("seq_classif_dropout", 0.2f);
   }
+  c.initializer_range = f.has("initializer_range") ? f.number("initializer_range", 0.02f) : 0.02f;
+  if (!(c.initializer_range > 0)) f.fail("initializer_range", "must be positive");
   if (c.hidden_act != "gelu" && c.hidden_act != "relu")
     throw Error(source + ": activation \"" + c.hidden_act + "\" is not supported (gelu, relu)");
   if (c.hidden_size % c.num_heads != 0)

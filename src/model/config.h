@@ -29,6 +29,12 @@ struct EncoderConfig {
   std::string hidden_act = "gelu";  // gelu (erf) or relu
   int64_t pad_token_id = 0;
 
+  // Training only (inference is transformers' eval mode, where dropout is the identity).
+  float hidden_dropout = 0.1f;      // BERT hidden_dropout_prob, DistilBERT dropout
+  float attention_dropout = 0.1f;   // BERT attention_probs_dropout_prob, DistilBERT attention_dropout
+  float classifier_dropout = 0.1f;  // BERT classifier_dropout (else hidden), DistilBERT seq_classif_dropout
+  float initializer_range = 0.02f;  // std of a newly initialised head's weights
+
   std::vector<std::string> id2label;  // index = class id
   std::map<std::string, int> label2id;
   std::string problem_type;  // "", single_label_classification, multi_label_classification, regression

@@ -124,6 +124,7 @@ PresetConfig preset_config(const std::string& name) {
       PresetConfig pc;
       pc.config = parse_encoder_config_text(p.config_json, "preset:" + name + " config");
       pc.description = p.description;
+      pc.config_json = p.config_json;
       // A preset is always a classifier, whatever architecture the copied config names.
       pc.config.classification_head = true;
       return pc;

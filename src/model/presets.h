@@ -11,6 +11,7 @@ namespace tach::model {
 struct PresetConfig {
   EncoderConfig config;
   std::string description;
+  std::string config_json;  // the text it was parsed from (training saves it with the weights)
 };
 
 struct Qwen2PresetConfig {

@@ -108,6 +108,12 @@ Tensor WeightBinder::take_head(const std::string& name, const Shape& shape) { re
 
 bool WeightBinder::has_head(const std::string& name) const { return synthetic_ || store_->find(name) != nullptr; }
 
+bool WeightBinder::has(const std::string& name) const {
+  if (synthetic_) return true;
+  const std::string legacy = legacy_name(prefix_ + name);
+  return store_->find(prefix_ + name) != nullptr || (!legacy.empty() && store_->find(legacy) != nullptr);
+}
+
 std::vector<std::string> WeightBinder::finish() const {
   std::vector<std::string> notes;
   if (synthetic_) return notes;

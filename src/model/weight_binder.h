@@ -26,6 +26,8 @@ class WeightBinder {
   // A head tensor (never prefixed: Hugging Face keeps heads at the top level).
   Tensor take_head(const std::string& name, const Shape& shape);
   bool has_head(const std::string& name) const;
+  // Whether the checkpoint holds an encoder tensor (under the prefix found).
+  bool has(const std::string& name) const;
 
   // Tensors the checkpoint holds that nothing took: known extras (buffers such as position_ids,
   // heads of other tasks) are returned as notes; anything else is an error.

@@ -13,6 +13,15 @@ OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D) {
   return c;
 }
 
+OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D) {
+  OpCost c;
+  // Four GEMMs of 2*T*T*D per head (dV, dP, dQ, dK) and the softmax backward (~4 per score).
+  c.flops = double(B * H) * (8.0 * double(T) * double(T) * double(D) + 4.0 * double(T) * double(T));
+  c.bytes_read = double(B * T * H * D) * 4 * 4 + double(B * H * T * T) * 4;
+  c.bytes_written = double(B * T * H * D) * 4 * 3;
+  return c;
+}
+
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
                        float scale) {
   check(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, "attention: q, k, v must be [B, T, C]");

@@ -10,7 +10,7 @@ namespace tach::ops {
 // key_mask: [B, T] i32 (1 = keep, 0 = padding) or undefined  out: [B, T, H*D] f32 contiguous
 // scores = q·kᵀ * scale, plus finfo(f32).min where the key is padding (Hugging Face's
 // additive mask, so a fully padded row behaves as it does there), softmax over keys, · v.
-// The backward would need the softmax probabilities [B, H, T, T]; inference keeps none.
+// Inference keeps no probabilities; training calls attention_forward_train_cpu, which saves them.
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
                        float scale);
 OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D);
@@ -18,5 +18,21 @@ OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D);
 // Kernel. q/k/v row stride ld_in, out row stride ld_out (in floats). mask: [B, T] or null.
 void attention_forward_cpu(float* out, const float* q, const float* k, const float* v, const int32_t* mask, int64_t B,
                            int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale);
+
+// Training forward: as attention_forward_cpu, and saves the softmax probabilities (before
+// dropout) in probs: [B, H, T, T], zero at keys past a right-padded prefix. Dropout on the
+// probabilities (attention_probs_dropout_prob) uses ops/dropout's mask with element index
+// ((b*H + h)*T + i)*T + j; dropout_p = 0 turns it off.
+void attention_forward_train_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
+                                 const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
+                                 int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key);
+// Backward. dout: [B, T, H*D] (row stride ld_out)  probs: saved by the forward.
+// dq, dk, dv: [B, T, H*D] with row stride ld_in (column blocks of one [B, T, 3C] gradient),
+// written, not accumulated.
+void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
+                            const float* k, const float* v, const int32_t* mask, int64_t B, int64_t T, int64_t H,
+                            int64_t D, int64_t ld_in, int64_t ld_out, float scale, float dropout_p,
+                            uint64_t dropout_key);
+OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D);
 
 }  // namespace tach::ops

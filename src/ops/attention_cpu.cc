@@ -5,6 +5,7 @@
 #include "cpu/gemm.h"
 #include "cpu/vec_math.h"
 #include "ops/attention.h"
+#include "ops/dropout.h"
 
 namespace tach::ops {
 
@@ -55,6 +56,109 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
       // out_bh: [T, D] = probs : [T, L] · v_bh[:L] : [L, D]
       cpu::sgemm(backend, false, false, T, D, L, 1.f, scores.data(), L, vb, ld_in, 0.f, out + b * T * ld_out + h * D,
                  ld_out);
+    }
+  });
+}
+
+namespace {
+
+// Keys used per sequence (see prefix_length); -1 where the additive mask applies.
+std::vector<int64_t> keys_per_sequence(const int32_t* mask, int64_t B, int64_t T) {
+  std::vector<int64_t> keys(static_cast<size_t>(B), T);
+  if (mask)
+    for (int64_t b = 0; b < B; ++b) keys[size_t(b)] = prefix_length(mask + b * T, T);
+  return keys;
+}
+
+// dst [T, L] = P [T, L] (row stride T) with dropout applied (or P itself when p = 0).
+const float* dropped_probs(std::vector<float>& dst, const float* P, int64_t T, int64_t L, int64_t bh, float p,
+                           uint64_t key, int64_t* ld) {
+  if (p <= 0.f) {
+    *ld = T;
+    return P;
+  }
+  const float scale = 1.0f / (1.0f - p);
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < L; ++j) {
+      const int64_t index = (bh * T + i) * T + j;  // the element's index in probs [B, H, T, T]
+      dst[size_t(i * L + j)] = dropout_keeps(key, index, p) ? P[i * T + j] * scale : 0.0f;
+    }
+  *ld = L;
+  return dst.data();
+}
+
+}  // namespace
+
+void attention_forward_train_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
+                                 const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
+                                 int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key) {
+  const auto backend = cpu::default_gemm_backend();
+  const float mask_value = std::numeric_limits<float>::lowest();
+  const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);
+  core::parallel_for(B * H, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> dropped(static_cast<size_t>(dropout_p > 0.f ? T * T : 0));
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / H, h = bh % H;
+      const bool additive = keys[size_t(b)] < 0;
+      const int64_t L = additive ? T : keys[size_t(b)];
+      const float* qb = q + b * T * ld_in + h * D;
+      const float* kb = k + b * T * ld_in + h * D;
+      const float* vb = v + b * T * ld_in + h * D;
+      float* P = probs + bh * T * T;  // [T, T]; columns >= L are zero
+      cpu::sgemm(backend, false, true, T, L, D, scale, qb, ld_in, kb, ld_in, 0.f, P, T);
+      const int32_t* mb = additive ? mask + b * T : nullptr;
+      for (int64_t i = 0; i < T; ++i) {
+        float* row = P + i * T;
+        if (mb)
+          for (int64_t j = 0; j < L; ++j) row[j] += mb[j] == 0 ? mask_value : 0.0f;
+        cpu::softmax_inplace(row, L);
+        for (int64_t j = L; j < T; ++j) row[j] = 0.0f;
+      }
+      int64_t ldp = T;
+      const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);
+      cpu::sgemm(backend, false, false, T, D, L, 1.f, Pd, ldp, vb, ld_in, 0.f, out + b * T * ld_out + h * D, ld_out);
+    }
+  });
+}
+
+void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
+                            const float* k, const float* v, const int32_t* mask, int64_t B, int64_t T, int64_t H,
+                            int64_t D, int64_t ld_in, int64_t ld_out, float scale, float dropout_p,
+                            uint64_t dropout_key) {
+  const auto backend = cpu::default_gemm_backend();
+  const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);
+  core::parallel_for(B * H, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> dropped(static_cast<size_t>(dropout_p > 0.f ? T * T : 0));
+    std::vector<float> dP(static_cast<size_t>(T * T));
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / H, h = bh % H;
+      const int64_t L = keys[size_t(b)] < 0 ? T : keys[size_t(b)];
+      const int64_t in_off = b * T * ld_in + h * D;
+      const float* dO = dout + b * T * ld_out + h * D;  // [T, D]
+      const float* P = probs + bh * T * T;
+      int64_t ldp = T;
+      const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);
+      // dV[:L] [L, D] = Pdᵀ [L, T] · dO [T, D]; keys past the prefix were never read.
+      cpu::sgemm(backend, true, false, L, D, T, 1.f, Pd, ldp, dO, ld_out, 0.f, dv + in_off, ld_in);
+      // dPd [T, L] = dO [T, D] · V[:L]ᵀ [D, L]
+      cpu::sgemm(backend, false, true, T, L, D, 1.f, dO, ld_out, v + in_off, ld_in, 0.f, dP.data(), L);
+      // Through the dropout, then the softmax: dS = P ⊙ (dP - Σ_j P dP), per row.
+      const float keep_scale = dropout_p > 0.f ? 1.0f / (1.0f - dropout_p) : 1.0f;
+      for (int64_t i = 0; i < T; ++i) {
+        float* d = dP.data() + i * L;
+        const float* p = P + i * T;
+        if (dropout_p > 0.f)
+          for (int64_t j = 0; j < L; ++j)
+            d[j] = dropout_keeps(dropout_key, (bh * T + i) * T + j, dropout_p) ? d[j] * keep_scale : 0.0f;
+        float dot = 0.f;
+        for (int64_t j = 0; j < L; ++j) dot += p[j] * d[j];
+        for (int64_t j = 0; j < L; ++j) d[j] = p[j] * (d[j] - dot);
+      }
+      // scores = scale · q kᵀ:  dQ [T, D] = scale · dS [T, L] · K[:L] [L, D];  dK[:L] = scale · dSᵀ · Q
+      cpu::sgemm(backend, false, false, T, D, L, scale, dP.data(), L, k + in_off, ld_in, 0.f, dq + in_off, ld_in);
+      cpu::sgemm(backend, true, false, L, D, T, scale, dP.data(), L, q + in_off, ld_in, 0.f, dk + in_off, ld_in);
+      for (int64_t j = L; j < T; ++j)
+        for (int64_t d = 0; d < D; ++d) dk[in_off + j * ld_in + d] = dv[in_off + j * ld_in + d] = 0.0f;
     }
   });
 }

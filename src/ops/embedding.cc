@@ -37,4 +37,12 @@ void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool
   }
 }
 
+OpCost embedding_backward_cost(int64_t N, int64_t C) {
+  OpCost c;
+  c.flops = double(N * C);
+  c.bytes_read = double(N * C) * 8;  // dout and the table rows it adds to
+  c.bytes_written = double(N * C) * 4;
+  return c;
+}
+
 }  // namespace tach::ops

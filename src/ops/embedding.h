@@ -17,4 +17,11 @@ OpCost embedding_cost(int64_t N, int64_t C, DType table_dtype);
 void embedding_forward_cpu(float* out, const int32_t* ids, const void* table, DType table_dtype, int64_t N, int64_t C,
                            bool accumulate);
 
+// Backward: a scatter-add. dout: [N, C]  dtable: [V, C] f32 +=, row ids[n] gets dout[n].
+// Rows whose id is padding_idx get nothing, as nn.Embedding(padding_idx=...) (BERT and
+// DistilBERT build their word embeddings so); pass -1 for none.
+void embedding_backward_cpu(float* dtable, const int32_t* ids, const float* dout, int64_t N, int64_t C,
+                            int32_t padding_idx);
+OpCost embedding_backward_cost(int64_t N, int64_t C);
+
 }  // namespace tach::ops

@@ -36,3 +36,21 @@ void embedding_forward_cpu(float* out, const int32_t* ids, const void* table, DT
 }
 
 }  // namespace tach::ops
+
+namespace tach::ops {
+
+void embedding_backward_cpu(float* dtable, const int32_t* ids, const float* dout, int64_t N, int64_t C,
+                            int32_t padding_idx) {
+  // Threads split the columns, not the rows: two rows may share an id, and a column block is
+  // written by one thread only. Rows are visited in order, so sums are deterministic.
+  core::parallel_for(C, 64, [&](int64_t c0, int64_t c1) {
+    for (int64_t n = 0; n < N; ++n) {
+      if (ids[n] == padding_idx) continue;
+      float* d = dtable + int64_t(ids[n]) * C;
+      const float* g = dout + n * C;
+      for (int64_t c = c0; c < c1; ++c) d[c] += g[c];
+    }
+  });
+}
+
+}  // namespace tach::ops

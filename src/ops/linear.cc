@@ -12,6 +12,15 @@ OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias
   return c;
 }
 
+OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool needs_dx) {
+  OpCost c;
+  // dW = dyᵀ·x (2MNK), dx = dy·W (2MNK), db (MN).
+  c.flops = 2.0 * double(M) * double(N) * double(K) * (needs_dx ? 2 : 1) + (has_bias ? double(M * N) : 0);
+  c.bytes_read = double(M * N) * 4 + double(M * K) * 4 + double(N * K) * 4 * (needs_dx ? 2 : 1);
+  c.bytes_written = double(N * K) * 4 + (needs_dx ? double(M * K) * 4 : 0) + (has_bias ? double(N) * 4 : 0);
+  return c;
+}
+
 void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weight) {
   check(x.dtype() == DType::f32 && x.dim() == 2 && x.strides()[1] == 1,
         "linear: x must be f32 [M, K] with unit column stride, got " + x.describe());

@@ -1,0 +1,23 @@
+// ReLU and tanh as ops of their own for training (inference fuses them into the linear's
+// GEMM). Both backwards read the saved output, which is all their derivatives need.
+// GELU has its own files (gelu.h): its backward needs the input.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/op_cost.h"
+
+namespace tach::ops {
+
+// x, y: [n] (y may alias x)
+void relu_forward_cpu(float* y, const float* x, int64_t n);
+// dx += dy * (y > 0)
+void relu_backward_cpu(float* dx, const float* y, const float* dy, int64_t n);
+void tanh_forward_cpu(float* y, const float* x, int64_t n);
+// dx += dy * (1 - y²)
+void tanh_backward_cpu(float* dx, const float* y, const float* dy, int64_t n);
+
+OpCost activation_cost(int64_t n);
+OpCost activation_backward_cost(int64_t n);
+
+}  // namespace tach::ops

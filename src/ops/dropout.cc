@@ -1,0 +1,34 @@
+#include "ops/dropout.h"
+
+namespace tach::ops {
+
+namespace {
+
+// splitmix64's finaliser: a bijective mix whose output bits are close to independent.
+inline uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+uint64_t dropout_key(uint64_t seed, int64_t micro_batch, int64_t site) {
+  return mix(mix(seed * 0x9e3779b97f4a7c15ull + uint64_t(micro_batch)) + uint64_t(site) * 0xd1b54a32d192ed03ull);
+}
+
+bool dropout_keeps(uint64_t key, int64_t i, float p) {
+  // 24 uniform bits against p: a resolution of 6e-8, far finer than any dropout rate.
+  const uint32_t u = static_cast<uint32_t>(mix(key + uint64_t(i) * 0x9e3779b97f4a7c15ull) >> 40);
+  return float(u) * 0x1.0p-24f >= p;
+}
+
+OpCost dropout_cost(int64_t n) {
+  OpCost c;
+  c.flops = double(n);
+  c.bytes_read = double(n) * 4;
+  c.bytes_written = double(n) * 4;
+  return c;
+}
+
+}  // namespace tach::ops

@@ -1,0 +1,94 @@
+#include "train/parameters.h"
+
+#include <cstring>
+
+#include "tach/error.h"
+
+namespace tach::train {
+
+namespace {
+
+Tensor f32_copy(const Tensor& t, MemoryCategory category) { return t.to(DType::f32, category); }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+Parameter& ParameterTable::add(const std::string& name, const Tensor& init) {
+  check(!index_.count(name), "parameter '" + name + "' registered twice");
+  Parameter p;
+  p.name = name;
+  p.value = f32_copy(init, MemoryCategory::weights);
+  p.grad = Tensor::zeros(p.value.shape(), DType::f32, Device::cpu(), MemoryCategory::gradients);
+  p.decay = trainer_decays(name);
+  index_[name] = entries_.size();
+  entries_.push_back(std::move(p));
+  return entries_.back();
+}
+
+FusedTensor ParameterTable::add_fused(const std::string& fused_name,
+                                      const std::vector<std::pair<std::string, Tensor>>& parts) {
+  check(!parts.empty(), "fused parameter '" + fused_name + "' has no parts");
+  Shape shape = parts.front().second.shape();
+  int64_t rows = 0;
+  for (const auto& [name, t] : parts) {
+    Shape s = t.shape();
+    s[0] = shape[0];
+    check(s == shape, "fused parameter '" + fused_name + "': part '" + name + "' " + t.describe() +
+                          " does not stack with " + shape_str(parts.front().second.shape()));
+    rows += t.size(0);
+  }
+  shape[0] = rows;
+  FusedTensor fused{Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::weights),
+                    Tensor::zeros(shape, DType::f32, Device::cpu(), MemoryCategory::gradients)};
+  int64_t row = 0;
+  for (const auto& [name, t] : parts) {
+    check(!index_.count(name), "parameter '" + name + "' registered twice");
+    Tensor f = f32_copy(t, MemoryCategory::workspace);
+    Parameter p;
+    p.name = name;
+    p.value = fused.value.narrow(0, row, t.size(0));
+    p.grad = fused.grad.narrow(0, row, t.size(0));
+    std::memcpy(p.value.raw(), f.raw(), f.nbytes());
+    p.decay = trainer_decays(name);
+    p.fused = fused_name;
+    p.fused_row = row;
+    row += t.size(0);
+    index_[name] = entries_.size();
+    entries_.push_back(std::move(p));
+  }
+  return fused;
+}
+
+Parameter& ParameterTable::at(const std::string& name) {
+  auto it = index_.find(name);
+  check(it != index_.end(), "no parameter named '" + name + "'");
+  return entries_[it->second];
+}
+
+const Parameter* ParameterTable::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second];
+}
+
+void ParameterTable::zero_grad() {
+  for (auto& p : entries_) std::memset(p.grad.raw(), 0, p.grad.nbytes());
+}
+
+int64_t ParameterTable::count(bool trainable_only) const {
+  int64_t n = 0;
+  for (const auto& p : entries_)
+    if (!trainable_only || p.trainable) n += p.value.numel();
+  return n;
+}
+
+bool trainer_decays(const std::string& name) {
+  // Trainer.get_decay_parameter_names: every parameter except biases and those of LayerNorm
+  // modules (BERT's "LayerNorm", DistilBERT's "sa_layer_norm" / "output_layer_norm").
+  if (ends_with(name, ".bias")) return false;
+  return name.find("LayerNorm") == std::string::npos && name.find("layer_norm") == std::string::npos;
+}
+
+}  // namespace tach::train

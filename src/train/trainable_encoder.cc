@@ -1,0 +1,183 @@
+// Binding a checkpoint into the parameter table, and sizing the saved activations.
+#include "train/trainable_encoder.h"
+
+#include <cmath>
+
+#include "model/encoder_build.h"
+#include "tach/error.h"
+
+namespace tach::train {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t name_hash(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// transformers' _init_weights for a new nn.Linear: weight N(0, std), bias 0.
+Tensor normal_init(const Shape& shape, float std, uint64_t seed, const std::string& name) {
+  Tensor t = Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::workspace);
+  float* p = t.data<float>();
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull ^ name_hash(name);
+  for (int64_t i = 0; i < t.numel(); i += 2) {
+    const double u1 = (double(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
+    const double u2 = double(splitmix64(state) >> 11) * 0x1.0p-53;
+    const double r = std::sqrt(-2.0 * std::log(u1)) * std;
+    p[i] = float(r * std::cos(2 * M_PI * u2));
+    if (i + 1 < t.numel()) p[i + 1] = float(r * std::sin(2 * M_PI * u2));
+  }
+  return t;
+}
+
+struct Names {
+  std::string q, k, v, out, ln1, ffn_in, ffn_out, ln2;
+};
+
+Names layer_names(bool bert, int64_t i) {
+  const std::string n = std::to_string(i);
+  if (bert) {
+    const std::string p = "encoder.layer." + n + ".";
+    return {p + "attention.self.query", p + "attention.self.key", p + "attention.self.value",
+            p + "attention.output.dense", p + "attention.output.LayerNorm", p + "intermediate.dense",
+            p + "output.dense", p + "output.LayerNorm"};
+  }
+  const std::string p = "transformer.layer." + n + ".";
+  return {p + "attention.q_lin", p + "attention.k_lin", p + "attention.v_lin", p + "attention.out_lin",
+          p + "sa_layer_norm", p + "ffn.lin1", p + "ffn.lin2", p + "output_layer_norm"};
+}
+
+}  // namespace
+
+TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, model::WeightBinder& w,
+                                         uint64_t init_seed, std::vector<std::string>* notes) {
+  check(config.num_labels() >= 1, "training needs a classification head: the model has no labels");
+  TrainableEncoder m;
+  m.config = config;
+  m.shape = model::encoder_shape(config);
+  const bool bert = m.bert();
+  const int64_t C = config.hidden_size, I = config.intermediate_size, L = config.num_labels();
+  // Names as the *ForSequenceClassification model saves them, whatever prefix the checkpoint used.
+  const std::string P = bert ? "bert." : "distilbert.";
+  ParameterTable& t = m.params;
+  auto encoder = [&](const std::string& name, const Shape& shape) -> Parameter& {
+    return t.add(P + name, w.take(name, shape));
+  };
+  m.word = &encoder("embeddings.word_embeddings.weight", {config.vocab_size, C});
+  m.position = &encoder("embeddings.position_embeddings.weight", {config.max_position_embeddings, C});
+  if (bert) m.token_type = &encoder("embeddings.token_type_embeddings.weight", {config.type_vocab_size, C});
+  m.emb_ln_gamma = &encoder("embeddings.LayerNorm.weight", {C});
+  m.emb_ln_beta = &encoder("embeddings.LayerNorm.bias", {C});
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    const Names n = layer_names(bert, i);
+    TrainableLayer layer;
+    const std::string fused = P + (bert ? "encoder.layer." : "transformer.layer.") + std::to_string(i) + ".attention.qkv";
+    layer.qkv_weight = t.add_fused(fused + ".weight", {{P + n.q + ".weight", w.take(n.q + ".weight", {C, C})},
+                                                       {P + n.k + ".weight", w.take(n.k + ".weight", {C, C})},
+                                                       {P + n.v + ".weight", w.take(n.v + ".weight", {C, C})}});
+    layer.qkv_bias = t.add_fused(fused + ".bias", {{P + n.q + ".bias", w.take(n.q + ".bias", {C})},
+                                                   {P + n.k + ".bias", w.take(n.k + ".bias", {C})},
+                                                   {P + n.v + ".bias", w.take(n.v + ".bias", {C})}});
+    layer.out_weight = &encoder(n.out + ".weight", {C, C});
+    layer.out_bias = &encoder(n.out + ".bias", {C});
+    layer.ln1_gamma = &encoder(n.ln1 + ".weight", {C});
+    layer.ln1_beta = &encoder(n.ln1 + ".bias", {C});
+    layer.ffn_in_weight = &encoder(n.ffn_in + ".weight", {I, C});
+    layer.ffn_in_bias = &encoder(n.ffn_in + ".bias", {I});
+    layer.ffn_out_weight = &encoder(n.ffn_out + ".weight", {C, I});
+    layer.ffn_out_bias = &encoder(n.ffn_out + ".bias", {C});
+    layer.ln2_gamma = &encoder(n.ln2 + ".weight", {C});
+    layer.ln2_beta = &encoder(n.ln2 + ".bias", {C});
+    m.layers.push_back(layer);
+  }
+
+  // The head. What the checkpoint lacks is initialised as transformers initialises it.
+  std::vector<std::string> initialised;
+  auto head_linear = [&](const std::string& name, const std::string& saved, int64_t out, bool in_encoder,
+                         Parameter** weight, Parameter** bias) {
+    const bool present = in_encoder ? w.has(name + ".weight") : w.has_head(name + ".weight");
+    if (present) {
+      *weight = &t.add(saved + ".weight", in_encoder ? w.take(name + ".weight", {out, C})
+                                                     : w.take_head(name + ".weight", {out, C}));
+      *bias = &t.add(saved + ".bias", in_encoder ? w.take(name + ".bias", {out}) : w.take_head(name + ".bias", {out}));
+      return;
+    }
+    *weight = &t.add(saved + ".weight", normal_init({out, C}, config.initializer_range, init_seed, saved + ".weight"));
+    *bias = &t.add(saved + ".bias", Tensor::zeros({out}, DType::f32, Device::cpu(), MemoryCategory::workspace));
+    initialised.push_back(saved);
+  };
+  if (bert)
+    head_linear("pooler.dense", "bert.pooler.dense", C, true, &m.head_dense_weight, &m.head_dense_bias);
+  else
+    head_linear("pre_classifier", "pre_classifier", C, false, &m.head_dense_weight, &m.head_dense_bias);
+  head_linear("classifier", "classifier", L, false, &m.classifier_weight, &m.classifier_bias);
+  if (notes) {
+    for (auto& n : w.finish()) notes->push_back(n);
+    if (!initialised.empty()) {
+      std::string list;
+      for (const auto& n : initialised) list += (list.empty() ? "" : ", ") + n;
+      notes->push_back("newly initialised (the checkpoint has none): " + list + " — weights N(0, " +
+                       std::to_string(config.initializer_range) + "), biases 0, seed " + std::to_string(init_seed));
+    }
+  }
+  return m;
+}
+
+int64_t activation_bytes(const model::EncoderShape& s, int64_t num_labels, int64_t B, int64_t T) {
+  const int64_t N = B * T, C = s.hidden, I = s.intermediate, H = s.heads;
+  // Per layer: input, context, residual1, hidden1, residual2 (5 NC), qkv (3 NC), ffn_pre and
+  // ffn_act (2 NI), probs (B H T T), four row statistics (4 N).
+  const int64_t layer = 8 * N * C + 2 * N * I + B * H * T * T + 4 * N;
+  // Embeddings (sum, 2 stats), output, backward buffers (2 NC + 3 NC + NI), head (4 BC + BL).
+  const int64_t rest = N * C + 2 * N + N * C + 5 * N * C + N * I + 4 * B * C + B * num_labels;
+  return 4 * (s.layers * layer + rest);
+}
+
+void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T) {
+  if (a.B == B && a.T == T) return;
+  const int64_t N = B * T, C = m.shape.hidden, I = m.shape.intermediate, H = m.shape.heads;
+  auto make = [](const Shape& s) { return Tensor::empty(s, DType::f32, Device::cpu(), MemoryCategory::activations); };
+  a = EncoderActivations{};
+  a.B = B;
+  a.T = T;
+  a.emb_sum = make({N, C});
+  a.emb_mean = make({N});
+  a.emb_rstd = make({N});
+  a.layers.resize(size_t(m.shape.layers));
+  for (auto& l : a.layers) {
+    l.input = make({N, C});
+    l.qkv = make({N, 3 * C});
+    l.probs = make({B, H, T, T});
+    l.context = make({N, C});
+    l.residual1 = make({N, C});
+    l.mean1 = make({N});
+    l.rstd1 = make({N});
+    l.hidden1 = make({N, C});
+    l.ffn_pre = make({N, I});
+    l.ffn_act = make({N, I});
+    l.residual2 = make({N, C});
+    l.mean2 = make({N});
+    l.rstd2 = make({N});
+  }
+  a.output = make({N, C});
+  a.first = make({B, C});
+  a.head_hidden = make({B, C});
+  a.head_dropped = make({B, C});
+  a.logits = make({B, m.num_labels()});
+  a.d_hidden = make({N, C});
+  a.d_scratch = make({N, C});
+  a.d_qkv = make({N, 3 * C});
+  a.d_ffn = make({N, I});
+  a.d_head = make({B, C});
+  a.d_first = make({B, C});
+}
+
+}  // namespace tach::train

@@ -1,0 +1,105 @@
+// A BERT or DistilBERT sequence classifier set up for training: its parameters in a table under
+// their Hugging Face names (BertForSequenceClassification / DistilBertForSequenceClassification),
+// with a hand-written forward that keeps what the backward needs, layer by layer, and the
+// backward itself (trainable_encoder_step.cc).
+//
+// Why hand-written rather than an autograd tape: the two families are one fixed graph, so the
+// backward is a page of calls in reverse order, each op's backward sitting beside its forward
+// in ops/. No tape means no per-op bookkeeping, no dynamic allocation per node, and memory that
+// is planned up front (EncoderActivations) and visible per category.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/encoder.h"
+#include "model/weight_binder.h"
+#include "tach/model.h"
+#include "tach/tensor.h"
+#include "train/parameters.h"
+
+namespace tach::train {
+
+struct TrainableLayer {
+  FusedTensor qkv_weight, qkv_bias;  // [3C, C], [3C]: query, key, value stacked
+  Parameter *out_weight, *out_bias;  // [C, C], [C]
+  Parameter *ln1_gamma, *ln1_beta;   // [C]
+  Parameter *ffn_in_weight, *ffn_in_bias;    // [I, C], [I]
+  Parameter *ffn_out_weight, *ffn_out_bias;  // [C, I], [C]
+  Parameter *ln2_gamma, *ln2_beta;   // [C]
+};
+
+struct TrainableEncoder {
+  model::EncoderConfig config;
+  model::EncoderShape shape;
+  ParameterTable params;
+  Parameter *word = nullptr, *position = nullptr, *token_type = nullptr;  // token_type: BERT only
+  Parameter *emb_ln_gamma = nullptr, *emb_ln_beta = nullptr;
+  std::vector<TrainableLayer> layers;
+  Parameter *head_dense_weight = nullptr, *head_dense_bias = nullptr;  // BERT pooler, DistilBERT pre_classifier
+  Parameter *classifier_weight = nullptr, *classifier_bias = nullptr;  // [L, C], [L]
+  bool bert() const { return config.family == model::EncoderFamily::bert; }
+  int64_t num_labels() const { return config.num_labels(); }
+};
+
+// Builds from a checkpoint (or a preset's synthetic binder). `config.id2label` says the head's
+// size. A head the checkpoint does not hold (a bare BertModel, or a head of another size) is
+// initialised as transformers does: weights N(0, initializer_range), biases 0, drawn from
+// `init_seed`; `notes` says which.
+TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, model::WeightBinder& binder,
+                                         uint64_t init_seed, std::vector<std::string>* notes);
+
+// What one forward keeps for the backward, per layer, sized for [B, T]. Allocated once for the
+// largest batch and reused across steps (category activations).
+struct LayerActivations {
+  Tensor input;      // [N, C] the layer's input (the previous LayerNorm's output)
+  Tensor qkv;        // [N, 3C]
+  Tensor probs;      // [B, H, T, T] softmax before dropout
+  Tensor context;    // [N, C]
+  Tensor residual1;  // [N, C] input + dropout(attention output), LayerNorm 1's input
+  Tensor mean1, rstd1;  // [N]
+  Tensor hidden1;    // [N, C] LayerNorm 1's output
+  Tensor ffn_pre;    // [N, I] before the activation
+  Tensor ffn_act;    // [N, I] after it
+  Tensor residual2;  // [N, C]
+  Tensor mean2, rstd2;  // [N]
+};
+
+struct EncoderActivations {
+  int64_t B = 0, T = 0;
+  Tensor emb_sum;              // [N, C] word + position (+ type), the embedding LayerNorm's input
+  Tensor emb_mean, emb_rstd;   // [N]
+  std::vector<LayerActivations> layers;
+  Tensor output;               // [N, C] the last layer's output
+  Tensor first;                // [B, C] the first token of each row
+  Tensor head_hidden;          // [B, C] act(dense(first)), before dropout
+  Tensor head_dropped;         // [B, C] after dropout
+  Tensor logits;               // [B, L]
+  // Gradient buffers reused by the backward.
+  Tensor d_hidden, d_scratch, d_qkv, d_ffn;  // [N, C], [N, C], [N, 3C], [N, I]
+  Tensor d_head, d_first;                    // [B, C], [B, C]
+};
+
+// Sizes (or re-sizes) the activations for a [B, T] batch.
+void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T);
+// Bytes the activations of a [B, T] batch take, for estimates and reports.
+int64_t activation_bytes(const model::EncoderShape& shape, int64_t num_labels, int64_t B, int64_t T);
+
+// Dropout rates in effect for a step: the config's in training, zero with dropout off.
+struct DropoutRates {
+  float hidden = 0, attention = 0, classifier = 0;
+  uint64_t seed = 0;
+  int64_t micro_batch = 0;  // with seed, names every mask of this forward
+};
+
+// The forward of the classifier: logits [B, L] in a.logits. batch: input_ids, attention_mask,
+// token_type_ids (optional) as in TokenBatch.
+void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
+                       const DropoutRates& dropout);
+// The backward from d_logits [B, L]: every parameter's gradient accumulates (+=).
+void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch, const float* d_logits,
+                        const DropoutRates& dropout);
+
+}  // namespace tach::train

@@ -1,0 +1,291 @@
+// The training forward and its backward, in reverse order of the same calls. Every op is an
+// ops/ kernel; the spans name module paths as transformers does, under "backward." for the
+// backward, so a trace and the op table say where time goes in both directions.
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "core/trace.h"
+#include "ops/activation.h"
+#include "ops/attention.h"
+#include "ops/dropout.h"
+#include "ops/embedding.h"
+#include "ops/gelu.h"
+#include "ops/layer_norm.h"
+#include "ops/linear.h"
+#include "train/trainable_encoder.h"
+
+namespace tach::train {
+
+namespace {
+
+float* f(const Tensor& t) { return t.data<float>(); }
+float* f(const Parameter* p) { return p->value.data<float>(); }
+float* g(const Parameter* p) { return p->grad.data<float>(); }
+void zero(const Tensor& t) { std::memset(t.raw(), 0, t.nbytes()); }
+
+// An op span with its declared cost (only built when a trace is being recorded).
+struct OpSpan {
+  core::Span span;
+  OpSpan(const char* name, const ops::OpCost& cost) : span(core::SpanKind::op, name) {
+    if (span.active()) span.set_cost(cost.flops, cost.bytes());
+  }
+};
+
+// Dropout sites, one key per site and micro-batch.
+int64_t site_embeddings() { return 0; }
+int64_t site_attention_probs(int64_t layer) { return 1 + 4 * layer; }
+int64_t site_attention_output(int64_t layer) { return 2 + 4 * layer; }
+int64_t site_ffn(int64_t layer) { return 3 + 4 * layer; }
+int64_t site_head(int64_t layers) { return 1 + 4 * layers; }
+
+uint64_t key(const DropoutRates& d, int64_t site) { return ops::dropout_key(d.seed, d.micro_batch, site); }
+
+std::string layer_module(bool bert, size_t i) {
+  return core::tracing() ? core::concat(bert ? "encoder.layer." : "transformer.layer.", i) : std::string();
+}
+
+// position ids 0..T-1 for every row: [B*T]
+std::vector<int32_t> position_ids(int64_t B, int64_t T) {
+  std::vector<int32_t> p(size_t(B * T));
+  for (int64_t i = 0; i < B * T; ++i) p[size_t(i)] = int32_t(i % T);
+  return p;
+}
+
+void dropout_fwd(float* x, int64_t n, float p, uint64_t k) {
+  if (p <= 0.f) return;
+  OpSpan s("dropout", ops::dropout_cost(n));
+  ops::dropout_forward_cpu(x, x, n, p, k);
+}
+
+void dropout_bwd(float* dx, int64_t n, float p, uint64_t k) {
+  if (p <= 0.f) return;
+  OpSpan s("dropout_backward", ops::dropout_cost(n));
+  ops::dropout_backward_cpu(dx, dx, n, p, k);
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace
+
+void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
+                       const DropoutRates& dr) {
+  model::check_batch(batch, m.shape);
+  const int64_t B = batch.batch(), T = batch.seq_len(), C = m.shape.hidden, I = m.shape.intermediate;
+  const int64_t H = m.shape.heads, D = C / H, N = B * T, L = m.num_labels();
+  const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
+  const bool bert = m.bert();
+  prepare_activations(a, m, B, T);
+  const int32_t* ids = batch.input_ids.data<int32_t>();
+  const int32_t* mask = batch.attention_mask.data<int32_t>();
+
+  std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, bert ? "bert" : "distilbert");
+  {
+    core::Span span(core::SpanKind::module, "embeddings");
+    {
+      OpSpan s("embedding", ops::embedding_cost(N, C, DType::f32));
+      ops::embedding_forward_cpu(f(a.emb_sum), ids, f(m.word), DType::f32, N, C, false);
+      const std::vector<int32_t> pos = position_ids(B, T);
+      ops::embedding_forward_cpu(f(a.emb_sum), pos.data(), f(m.position), DType::f32, N, C, true);
+      if (m.token_type) {
+        std::vector<int32_t> zeros;
+        const int32_t* types = batch.token_type_ids.defined() ? batch.token_type_ids.data<int32_t>()
+                                                              : (zeros.assign(size_t(N), 0), zeros.data());
+        ops::embedding_forward_cpu(f(a.emb_sum), types, f(m.token_type), DType::f32, N, C, true);
+      }
+    }
+    OpSpan s("layer_norm", ops::layer_norm_cost(N, C, false));
+    ops::layer_norm_forward_cpu(f(a.layers[0].input), f(a.emb_sum), nullptr, f(m.emb_ln_gamma), f(m.emb_ln_beta), N, C,
+                                eps, f(a.emb_mean), f(a.emb_rstd));
+  }
+  dropout_fwd(f(a.layers[0].input), N * C, dr.hidden, key(dr, site_embeddings()));
+
+  for (size_t li = 0; li < m.layers.size(); ++li) {
+    const TrainableLayer& w = m.layers[li];
+    LayerActivations& s = a.layers[li];
+    const Tensor& out = li + 1 < m.layers.size() ? a.layers[li + 1].input : a.output;
+    core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
+    {
+      core::Span span(core::SpanKind::module, "attention");
+      {
+        OpSpan o("linear", ops::linear_cost(N, 3 * C, C, DType::f32, true));
+        ops::linear_forward_cpu(f(s.qkv), f(s.input), f(w.qkv_weight.value), f(w.qkv_bias.value), N, 3 * C, C);
+      }
+      {
+        OpSpan o("attention", ops::attention_cost(B, T, H, D));
+        ops::attention_forward_train_cpu(f(s.context), f(s.probs), f(s.qkv), f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B,
+                                         T, H, D, 3 * C, C, scale, dr.attention,
+                                         key(dr, site_attention_probs(int64_t(li))));
+      }
+      {
+        OpSpan o("linear", ops::linear_cost(N, C, C, DType::f32, true));
+        ops::linear_forward_cpu(f(s.residual1), f(s.context), f(w.out_weight), f(w.out_bias), N, C, C);
+      }
+      // BERT drops out the attention output (BertSelfOutput); DistilBERT does not.
+      if (bert) dropout_fwd(f(s.residual1), N * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
+      add_inplace(f(s.residual1), f(s.input), N * C);
+      OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
+      ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), N, C, eps,
+                                  f(s.mean1), f(s.rstd1));
+    }
+    core::Span span(core::SpanKind::module, "ffn");
+    {
+      OpSpan o("linear", ops::linear_cost(N, I, C, DType::f32, true));
+      ops::linear_forward_cpu(f(s.ffn_pre), f(s.hidden1), f(w.ffn_in_weight), f(w.ffn_in_bias), N, I, C);
+    }
+    if (m.config.hidden_act == "relu") {
+      OpSpan o("relu", ops::activation_cost(N * I));
+      ops::relu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
+    } else {
+      OpSpan o("gelu", ops::gelu_cost(N * I));
+      ops::gelu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
+    }
+    {
+      OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, true));
+      ops::linear_forward_cpu(f(s.residual2), f(s.ffn_act), f(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
+    }
+    dropout_fwd(f(s.residual2), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
+    add_inplace(f(s.residual2), f(s.hidden1), N * C);
+    OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
+    ops::layer_norm_forward_cpu(f(out), f(s.residual2), nullptr, f(w.ln2_gamma), f(w.ln2_beta), N, C, eps, f(s.mean2),
+                                f(s.rstd2));
+  }
+  model_span.reset();
+
+  // The head on the first token: BERT's pooler (tanh), DistilBERT's pre_classifier (ReLU).
+  core::Span head_span(core::SpanKind::module, "classifier");
+  for (int64_t b = 0; b < B; ++b) std::memcpy(f(a.first) + b * C, f(a.output) + b * T * C, sizeof(float) * size_t(C));
+  {
+    OpSpan o("linear", ops::linear_cost(B, C, C, DType::f32, true));
+    ops::linear_forward_cpu(f(a.head_hidden), f(a.first), f(m.head_dense_weight), f(m.head_dense_bias), B, C, C);
+  }
+  if (bert)
+    ops::tanh_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
+  else
+    ops::relu_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
+  std::memcpy(f(a.head_dropped), f(a.head_hidden), a.head_hidden.nbytes());
+  dropout_fwd(f(a.head_dropped), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
+  OpSpan o("linear", ops::linear_cost(B, L, C, DType::f32, true));
+  ops::linear_forward_cpu(f(a.logits), f(a.head_dropped), f(m.classifier_weight), f(m.classifier_bias), B, L, C);
+}
+
+void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch, const float* d_logits,
+                        const DropoutRates& dr) {
+  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
+  const int64_t H = m.shape.heads, D = C / H, N = B * T, L = m.num_labels();
+  const float scale = 1.0f / std::sqrt(float(D));
+  const bool bert = m.bert();
+  const int32_t* ids = batch.input_ids.data<int32_t>();
+  const int32_t* mask = batch.attention_mask.data<int32_t>();
+  core::Span backward_span(core::SpanKind::module, "backward");
+
+  {
+    core::Span head_span(core::SpanKind::module, "classifier");
+    zero(a.d_head);
+    {
+      OpSpan o("linear_backward", ops::linear_backward_cost(B, L, C, true, true));
+      ops::linear_backward_cpu(f(a.d_head), g(m.classifier_weight), g(m.classifier_bias), d_logits, f(a.head_dropped),
+                               f(m.classifier_weight), B, L, C);
+    }
+    dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
+    // Through the activation, from its saved output: d_first holds d(dense output).
+    zero(a.d_first);
+    if (bert)
+      ops::tanh_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
+    else
+      ops::relu_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
+    zero(a.d_head);
+    OpSpan o("linear_backward", ops::linear_backward_cost(B, C, C, true, true));
+    ops::linear_backward_cpu(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(a.first),
+                             f(m.head_dense_weight), B, C, C);
+  }
+  // Only the first token of each row reaches the head.
+  zero(a.d_hidden);
+  for (int64_t b = 0; b < B; ++b) std::memcpy(f(a.d_hidden) + b * T * C, f(a.d_head) + b * C, sizeof(float) * size_t(C));
+
+  core::Span model_span(core::SpanKind::module, bert ? "bert" : "distilbert");
+  for (size_t li = m.layers.size(); li-- > 0;) {
+    TrainableLayer& w = m.layers[li];
+    LayerActivations& s = a.layers[li];
+    core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
+    // d_hidden: d(layer output) on entry, d(layer input) on exit.
+    {
+      core::Span span(core::SpanKind::module, "ffn");
+      zero(a.d_scratch);
+      {
+        OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, true));
+        ops::layer_norm_backward_cpu(f(a.d_scratch), g(w.ln2_gamma), g(w.ln2_beta), f(a.d_hidden), f(s.residual2),
+                                     f(w.ln2_gamma), f(s.mean2), f(s.rstd2), N, C);
+      }
+      // The residual carries d(residual2) to hidden1 unchanged; the FFN branch gets it through dropout.
+      std::memcpy(f(a.d_hidden), f(a.d_scratch), a.d_scratch.nbytes());
+      dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
+      zero(a.d_ffn);
+      {
+        OpSpan o("linear_backward", ops::linear_backward_cost(N, C, I, true, true));
+        ops::linear_backward_cpu(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act),
+                                 f(w.ffn_out_weight), N, C, I);
+      }
+      // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
+      zero(s.ffn_act);
+      if (m.config.hidden_act == "relu") {
+        OpSpan o("relu_backward", ops::activation_backward_cost(N * I));
+        ops::relu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
+      } else {
+        OpSpan o("gelu_backward", ops::gelu_backward_cost(N * I));
+        ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
+      }
+      OpSpan o("linear_backward", ops::linear_backward_cost(N, I, C, true, true));
+      ops::linear_backward_cpu(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
+                               f(w.ffn_in_weight), N, I, C);
+    }
+    core::Span span(core::SpanKind::module, "attention");
+    zero(a.d_scratch);
+    {
+      OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, true));
+      ops::layer_norm_backward_cpu(f(a.d_scratch), g(w.ln1_gamma), g(w.ln1_beta), f(a.d_hidden), f(s.residual1),
+                                   f(w.ln1_gamma), f(s.mean1), f(s.rstd1), N, C);
+    }
+    std::memcpy(f(a.d_hidden), f(a.d_scratch), a.d_scratch.nbytes());
+    if (bert) dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
+    // d(context) goes into residual1's buffer, no longer needed.
+    zero(s.residual1);
+    {
+      OpSpan o("linear_backward", ops::linear_backward_cost(N, C, C, true, true));
+      ops::linear_backward_cpu(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context),
+                               f(w.out_weight), N, C, C);
+    }
+    {
+      OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D));
+      ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(s.residual1), f(s.probs), f(s.qkv),
+                                  f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
+                                  key(dr, site_attention_probs(int64_t(li))));
+    }
+    OpSpan o("linear_backward", ops::linear_backward_cost(N, 3 * C, C, true, true));
+    ops::linear_backward_cpu(f(a.d_hidden), f(w.qkv_weight.grad), f(w.qkv_bias.grad), f(a.d_qkv), f(s.input),
+                             f(w.qkv_weight.value), N, 3 * C, C);
+  }
+
+  core::Span span(core::SpanKind::module, "embeddings");
+  dropout_bwd(f(a.d_hidden), N * C, dr.hidden, key(dr, site_embeddings()));
+  zero(a.d_scratch);
+  {
+    OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, false));
+    ops::layer_norm_backward_cpu(f(a.d_scratch), g(m.emb_ln_gamma), g(m.emb_ln_beta), f(a.d_hidden), f(a.emb_sum),
+                                 f(m.emb_ln_gamma), f(a.emb_mean), f(a.emb_rstd), N, C);
+  }
+  OpSpan o("embedding_backward", ops::embedding_backward_cost(N, C));
+  ops::embedding_backward_cpu(g(m.word), ids, f(a.d_scratch), N, C, int32_t(m.config.pad_token_id));
+  const std::vector<int32_t> pos = position_ids(B, T);
+  ops::embedding_backward_cpu(g(m.position), pos.data(), f(a.d_scratch), N, C, -1);
+  if (m.token_type) {
+    std::vector<int32_t> zeros;
+    const int32_t* types = batch.token_type_ids.defined() ? batch.token_type_ids.data<int32_t>()
+                                                          : (zeros.assign(size_t(N), 0), zeros.data());
+    ops::embedding_backward_cpu(g(m.token_type), types, f(a.d_scratch), N, C, -1);
+  }
+}
+
+}  // namespace tach::train

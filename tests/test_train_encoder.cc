@@ -1,0 +1,173 @@
+// The training engine against transformers + torch on tiny fixtures (scripts/golden/
+// make_train_fixtures.py wrote the references): every parameter's gradient on one padded batch,
+// and 20 optimizer steps of AdamW with the linear schedule and clipping.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/safetensors.h"
+#include "test_util.h"
+#include "train/classifier_loss.h"
+#include "train/grad_norm.h"
+#include "train/lr_schedule.h"
+#include "train/optimizer.h"
+#include "train/trainable_encoder.h"
+#include "train/training_model.h"
+
+namespace tach {
+namespace {
+
+struct Case {
+  train::TrainingModelSource source;
+  train::TrainableEncoder model;
+  std::vector<TokenBatch> batches;
+  std::vector<train::Targets> targets;
+  nlohmann::json expected;
+  std::string dir;
+};
+
+Tensor i32_matrix(const nlohmann::json& rows) {
+  const int64_t B = int64_t(rows.size()), T = int64_t(rows[0].size());
+  Tensor t = Tensor::empty({B, T}, DType::i32);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T; ++i) t.data<int32_t>()[b * T + i] = rows[size_t(b)][size_t(i)].get<int32_t>();
+  return t;
+}
+
+Case load_case(const std::string& name) {
+  Case c;
+  c.dir = test::fixtures_dir() + "/train/" + name;
+  std::ifstream e(c.dir + "/expected.json");
+  c.expected = nlohmann::json::parse(e);
+  c.source = train::open_training_model(test::fixtures_dir() + "/encoders/" + c.expected["model"].get<std::string>(), 0);
+  c.model = train::build_trainable_encoder(c.source.config, *c.source.binder, 0, nullptr);
+  std::ifstream b(c.dir + "/batches.json");
+  const bool regression = c.model.num_labels() == 1;
+  for (const auto& j : nlohmann::json::parse(b)) {
+    TokenBatch batch;
+    batch.input_ids = i32_matrix(j["input_ids"]);
+    batch.attention_mask = i32_matrix(j["attention_mask"]);
+    if (j.contains("token_type_ids")) batch.token_type_ids = i32_matrix(j["token_type_ids"]);
+    train::Targets t;
+    for (const auto& l : j["labels"]) {
+      if (regression)
+        t.values.push_back(l.get<float>());
+      else
+        t.classes.push_back(l.get<int32_t>());
+    }
+    c.batches.push_back(batch);
+    c.targets.push_back(t);
+  }
+  return c;
+}
+
+std::string problem(const train::TrainableEncoder& m) {
+  return m.num_labels() == 1 ? "regression" : "single_label_classification";
+}
+
+// One forward and backward on batch i, dropout off; returns the loss.
+double forward_backward(Case& c, train::EncoderActivations& acts, size_t i) {
+  train::DropoutRates off;
+  train::trainable_forward(c.model, acts, c.batches[i], off);
+  const int64_t B = c.batches[i].batch(), L = c.model.num_labels();
+  std::vector<float> dlogits(size_t(B * L), 0.f);
+  const double loss =
+      train::classifier_loss(problem(c.model), acts.logits.data<float>(), B, L, c.targets[i], dlogits.data(), 1.f);
+  train::trainable_backward(c.model, acts, c.batches[i], dlogits.data(), off);
+  return loss;
+}
+
+// The key projection's bias adds q·b to every score of a row, which softmax ignores: its
+// gradient is zero in exact arithmetic, and both engines hold rounding noise (~1e-9) there.
+// AdamW divides that noise by its own RMS, so after a few steps the bias has walked by ~lr per
+// step in a direction set by rounding, in torch as in tach, without changing any output.
+bool gradient_is_zero_in_exact_arithmetic(const std::string& name) {
+  return name.find("attention.self.key.bias") != std::string::npos || name.find("attention.k_lin.bias") != std::string::npos;
+}
+
+double max_abs(const Tensor& t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, double(std::fabs(t.data<float>()[i])));
+  return m;
+}
+
+// Largest |a - b| over the tensor, relative to the largest |b|: a per-tensor relative error that
+// near-zero elements cannot inflate.
+double tensor_error(const Tensor& a, const Tensor& b) {
+  Tensor bf = b.to(DType::f32);
+  double num = 0, den = 1e-30;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    num = std::max(num, double(std::fabs(a.data<float>()[i] - bf.data<float>()[i])));
+    den = std::max(den, double(std::fabs(bf.data<float>()[i])));
+  }
+  return num / den;
+}
+
+class TrainFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TrainFixture, EveryGradientMatchesTransformers) {
+  Case c = load_case(GetParam());
+  train::EncoderActivations acts;
+  c.model.params.zero_grad();
+  const double loss = forward_backward(c, acts, 0);
+  EXPECT_NEAR(loss, c.expected["loss0"].get<double>(), 1e-5 * std::max(1.0, std::fabs(loss)));
+  const auto ref = model::SafetensorsFile::open(c.dir + "/grads.safetensors");
+  size_t checked = 0;
+  for (const auto& e : ref.header().entries) {
+    const train::Parameter* p = c.model.params.find(e.name);
+    ASSERT_NE(p, nullptr) << "tach has no parameter " << e.name;
+    ASSERT_EQ(p->grad.shape(), e.shape) << e.name;
+    if (gradient_is_zero_in_exact_arithmetic(e.name))
+      EXPECT_LT(max_abs(p->grad), 1e-6) << e.name << " should be rounding noise";
+    else
+      EXPECT_LT(tensor_error(p->grad, ref.tensor(e)), 1e-4) << e.name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, c.model.params.entries().size()) << "every parameter has a reference gradient";
+}
+
+TEST_P(TrainFixture, TwentyAdamWStepsMatchTorch) {
+  Case c = load_case(GetParam());
+  const nlohmann::json& x = c.expected;
+  train::AdamWConfig config;
+  config.weight_decay = x["weight_decay"].get<float>();
+  train::AdamWOptimizer opt(c.model.params, config, train::DecayScope::trainer);
+  train::LinearSchedule schedule{x["lr"].get<double>(), x["warmup"].get<int64_t>(), x["steps"].get<int64_t>(), true};
+  train::EncoderActivations acts;
+  for (int64_t step = 0; step < x["steps"].get<int64_t>(); ++step) {
+    c.model.params.zero_grad();
+    const double loss = forward_backward(c, acts, size_t(step % 4));
+    std::vector<std::pair<float*, int64_t>> grads;
+    for (auto& p : c.model.params.entries()) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
+    const double norm = train::clip_grad_norm(grads, x["clip"].get<double>());
+    const double lr = schedule.lr(step);
+    EXPECT_NEAR(lr, x["lrs"][size_t(step)].get<double>(), 1e-12) << "step " << step;
+    EXPECT_NEAR(norm, x["grad_norms"][size_t(step)].get<double>(), 1e-4 * x["grad_norms"][size_t(step)].get<double>())
+        << "step " << step;
+    opt.step(lr);
+    const double want = x["losses"][size_t(step)].get<double>();
+    EXPECT_NEAR(loss, want, 1e-4 * std::max(1.0, std::fabs(want))) << "step " << step;
+  }
+  const auto ref = model::SafetensorsFile::open(c.dir + "/final.safetensors");
+  for (const auto& e : ref.header().entries) {
+    const train::Parameter* p = c.model.params.find(e.name);
+    ASSERT_NE(p, nullptr) << e.name;
+    if (!gradient_is_zero_in_exact_arithmetic(e.name)) {
+      EXPECT_LT(tensor_error(p->value, ref.tensor(e)), 1e-4) << e.name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TrainFixture,
+                         ::testing::Values("bert-cls2-f32", "distilbert-cls2-f32", "bert-reg1-bf16", "bert-cls3-f16"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace tach
