@@ -162,8 +162,8 @@ TEST_P(TrainFixture, TwentyAdamWStepsMatchTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TrainFixture,
                          ::testing::Values("bert-cls2-f32", "distilbert-cls2-f32", "bert-reg1-bf16", "bert-cls3-f16"),
-                         [](const auto& info) {
-                           std::string n = info.param;
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
                            for (char& ch : n)
                              if (ch == '-') ch = '_';
                            return n;

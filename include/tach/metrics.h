@@ -158,8 +158,9 @@ class GrpoTracker {
 // export_all(), and snapshots the metrics at checkpoints.
 class TrainingLogger {
  public:
-  // jsonl_path may be empty: keep in memory only.
-  explicit TrainingLogger(std::string jsonl_path = "");
+  // jsonl_path may be empty: keep in memory only. append: continue an existing file (a resumed
+  // run) instead of starting it afresh.
+  explicit TrainingLogger(std::string jsonl_path = "", bool append = false);
   void log_step(int64_t step, const std::map<std::string, double>& metrics,
                 const std::vector<std::optional<double>>& scores = {});
   void save_checkpoint_metrics(const std::string& name);  // stats of every metric now, under `name`

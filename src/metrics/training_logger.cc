@@ -29,9 +29,9 @@ nlohmann::json all_stats(const MetricTracker& m) {
 
 }  // namespace
 
-TrainingLogger::TrainingLogger(std::string jsonl_path) : jsonl_path_(std::move(jsonl_path)) {
+TrainingLogger::TrainingLogger(std::string jsonl_path, bool append) : jsonl_path_(std::move(jsonl_path)) {
   if (!jsonl_path_.empty()) {
-    std::ofstream out(jsonl_path_, std::ios::trunc);
+    std::ofstream out(jsonl_path_, append ? std::ios::app : std::ios::trunc);
     check(static_cast<bool>(out), jsonl_path_ + ": cannot create the training log");
   }
 }

@@ -1,0 +1,101 @@
+// Fine-tuning on tach's own engine: `tach train`. A BERT or DistilBERT sequence classifier
+// trains on a labelled dataset with AdamW, the linear warm-up/decay schedule, clipping and
+// gradient accumulation; every step is timed by phase and logged; the run can be killed and
+// resumed; the result is saved as a Hugging Face model directory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tach/dataset.h"
+
+namespace tach {
+
+struct TrainOptions {
+  std::string model;       // preset:NAME, a directory, or ORG/NAME from the hub cache
+  std::string tokenizer;   // default: the model's directory
+  DatasetOptions data;
+  int64_t max_samples = 0;  // the first N examples, in file order (0: all)
+  bool shuffle = true;      // reshuffle every epoch (seeded); false keeps file order
+  std::vector<std::string> labels;  // a new head's labels, in id order (default: from the data)
+  std::string problem_type;         // a new head's; default single_label_classification
+
+  DatasetOptions eval_data;  // path empty: no evaluation
+  int64_t eval_every = 0;    // steps between evaluations; 0: at the end of each epoch
+  int64_t eval_max_length = 0;  // 0: max_length
+
+  int64_t epochs = 3;        // transformers' TrainingArguments defaults where they have one
+  int64_t max_steps = 0;     // > 0 overrides epochs
+  int64_t batch_size = 8;
+  int64_t grad_accumulation = 1;
+  double lr = 5e-5;
+  double warmup_ratio = 0;
+  std::string schedule = "linear";  // linear | constant
+  double weight_decay = 0;
+  std::string decay_scope = "trainer";  // trainer (no decay on biases, LayerNorm) | all
+  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
+  double max_grad_norm = 1.0;  // 0: no clipping
+  int64_t max_length = 128;
+  std::string padding = "longest";  // longest (per batch) | max_length
+  bool dropout = true;       // false: dropout off in training too
+  uint64_t seed = 42;
+  std::string dtype = "f32";
+  std::string exec = "eager";
+
+  std::string runs_dir = "runs";
+  std::string run_id;        // default: UTC time and model name
+  std::string save_dir;      // default: runs/<run_id>/model
+  int64_t save_every = 0;    // steps between resume checkpoints; 0: every epoch and at the end
+  std::string resume;        // a run directory to continue
+
+  // Profiling, named as the training profiling guide names them.
+  bool profile = false;
+  int64_t profiler_wait = 1, profiler_warmup = 1, profiler_active = 3, profiler_repeat = 1;
+  std::string profiler_output_dir;  // default: runs/<run_id>/traces
+  bool memory_logging = false;
+  int64_t memory_log_steps = 10;
+
+  int threads = 0;  // 0: all cores
+};
+
+// Reads a YAML file of the same options (keys as the flags, without the dashes, with
+// underscores), onto `options`. Unknown keys are errors naming the key.
+void load_train_yaml(const std::string& path, TrainOptions& options);
+// Options from a YAML file under flags from the command line: every option not given on the
+// command line (by its key, e.g. "batch_size" for --batch-size) takes the file's value.
+void merge_train_options(TrainOptions& flags, const TrainOptions& file,
+                         const std::function<bool(const std::string& key)>& given_on_command_line);
+
+struct TrainStepReport {
+  int64_t step = 0, total_steps = 0, epoch = 0;
+  double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, eta_s = 0;
+};
+
+struct TrainEpochReport {
+  int64_t epoch = 0;
+  double train_loss = 0, eval_loss = 0, eval_accuracy = 0, eval_macro_f1 = 0;
+  bool evaluated = false;
+  double seconds = 0, tokens_per_s = 0, samples_per_s = 0;
+  int64_t peak_bytes = 0;
+};
+
+struct TrainObserver {
+  std::function<void(const TrainStepReport&)> on_step;
+  std::function<void(const std::string&)> on_note;
+};
+
+struct TrainResult {
+  std::string run_dir, saved_model;
+  int64_t steps = 0;
+  int64_t resumed_from = -1;  // the step a resumed run continued after; -1 when it started fresh
+  double train_seconds = 0, step_ms_median = 0;
+  std::vector<TrainEpochReport> epochs;
+  bool diverged = false;       // the loss turned NaN or infinite; the run stopped
+  std::string divergence;      // which step and what
+};
+
+TrainResult run_training(TrainOptions options, const TrainObserver& observer = {});
+
+}  // namespace tach

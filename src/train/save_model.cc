@@ -1,0 +1,51 @@
+#include "train/save_model.h"
+
+#include <filesystem>
+
+#include "model/safetensors_writer.h"
+#include "tach/error.h"
+
+namespace tach::train {
+
+namespace fs = std::filesystem;
+
+nlohmann::json trained_config(const TrainableEncoder& m, const nlohmann::json& source_config,
+                              const std::string& problem_type) {
+  nlohmann::json c = source_config;
+  c["architectures"] = {m.bert() ? "BertForSequenceClassification" : "DistilBertForSequenceClassification"};
+  nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
+  for (size_t i = 0; i < m.config.id2label.size(); ++i) {
+    id2label[std::to_string(i)] = m.config.id2label[i];
+    label2id[m.config.id2label[i]] = i;
+  }
+  c["id2label"] = id2label;
+  c["label2id"] = label2id;
+  c.erase("num_labels");  // implied by id2label; a stale value would contradict it
+  c["problem_type"] = problem_type;
+  c["dtype"] = "float32";
+  c.erase("torch_dtype");
+  return c;
+}
+
+void save_hf_model(const std::string& dir, const TrainableEncoder& m, const nlohmann::json& source_config,
+                   const std::string& problem_type, const std::string& tokenizer_dir) {
+  const nlohmann::json config = trained_config(m, source_config, problem_type);
+  model::write_directory_atomically(dir, [&](const std::string& tmp) {
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& p : m.params.entries()) tensors.emplace_back(p.name, p.value.contiguous());
+    model::write_safetensors(tmp + "/model.safetensors", tensors, {{"format", "pt"}});
+    model::write_file_atomically(tmp + "/config.json", config.dump(2) + "\n");
+    if (tokenizer_dir.empty()) return;
+    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
+                             "vocab.json", "merges.txt"}) {
+      const fs::path src = fs::path(tokenizer_dir) / name;
+      std::error_code ec;
+      if (fs::exists(src)) {
+        fs::copy_file(src, fs::path(tmp) / name, fs::copy_options::overwrite_existing, ec);
+        check(!ec, (fs::path(tmp) / name).string() + ": cannot copy the tokenizer file (" + ec.message() + ")");
+      }
+    }
+  });
+}
+
+}  // namespace tach::train

@@ -1,0 +1,135 @@
+#include "train/train_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "tach/error.h"
+
+namespace tach::train {
+
+namespace {
+
+bool parse_int(const std::string& s, int64_t* v) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  *v = std::stoll(s);
+  return true;
+}
+
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+TrainData prepare_train_data(const Dataset& dataset, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
+                             const std::string& problem_type, int64_t max_length, bool pad_to_max_length,
+                             int32_t pad_id, bool with_types) {
+  check(max_length >= 2, "--max-length must be at least 2 (the special tokens alone take 2), got " +
+                             std::to_string(max_length));
+  TrainData d;
+  d.max_length = max_length;
+  d.pad_to_max_length = pad_to_max_length;
+  d.pad_id = pad_id;
+  d.with_types = with_types;
+  d.regression = problem_type == "regression";
+  check(problem_type != "multi_label_classification",
+        "multi-label datasets are not read by tach train in this version (one label per example); the loss "
+        "(BCE with logits) is built, the dataset format for label sets is not");
+  EncodeOptions eo;
+  Truncation tr;
+  tr.max_length = size_t(max_length);
+  eo.truncation = tr;
+  for (const Example& e : dataset.examples) {
+    Encoding enc = e.text_pair.empty() ? tokenizer.encode(e.text, eo) : tokenizer.encode_pair(e.text, e.text_pair, eo);
+    d.ids.push_back(enc.ids);
+    d.types.push_back(with_types ? enc.type_ids : std::vector<int32_t>{});
+  }
+  if (d.regression) {
+    for (const Example& e : dataset.examples) {
+      char* end = nullptr;
+      const float v = std::strtof(e.label.c_str(), &end);
+      check(!e.label.empty() && end && *end == '\0' && std::isfinite(v),
+            dataset.path + ": record " + std::to_string(e.source_row) + ": label \"" + e.label +
+                "\" is not a number, and this model is a regression head (problem_type regression)");
+      d.values.push_back(v);
+    }
+  } else {
+    d.classes = LabelMap(labels).ids_of(dataset.examples, dataset.path);
+  }
+  return d;
+}
+
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
+  if (!shuffle) return order;
+  // Fisher-Yates with a counter-based generator: the same order on every platform and library.
+  uint64_t state = mix(seed * 0x9e3779b97f4a7c15ull + uint64_t(epoch) + 1);
+  for (int64_t i = n - 1; i > 0; --i) {
+    state = mix(state + 0x9e3779b97f4a7c15ull);
+    const int64_t j = int64_t(state % uint64_t(i + 1));
+    std::swap(order[size_t(i)], order[size_t(j)]);
+  }
+  return order;
+}
+
+void make_batch(const TrainData& d, const std::vector<int64_t>& examples, TokenBatch* batch, Targets* targets) {
+  std::vector<std::vector<int32_t>> rows, type_rows;
+  *targets = Targets{};
+  size_t longest = 0;
+  for (int64_t i : examples) {
+    rows.push_back(d.ids[size_t(i)]);
+    if (d.with_types) type_rows.push_back(d.types[size_t(i)]);
+    longest = std::max(longest, rows.back().size());
+    if (d.regression)
+      targets->values.push_back(d.values[size_t(i)]);
+    else
+      targets->classes.push_back(d.classes[size_t(i)]);
+  }
+  *batch = TokenBatch::from_rows(rows, d.pad_id, type_rows);
+  if (!d.pad_to_max_length || int64_t(longest) >= d.max_length) return;
+  // Fixed-length padding: widen to max_length with pad ids and a zero mask.
+  const int64_t B = int64_t(rows.size()), T = d.max_length, T0 = batch->seq_len();
+  TokenBatch wide;
+  wide.input_ids = Tensor::empty({B, T}, DType::i32);
+  wide.attention_mask = Tensor::zeros({B, T}, DType::i32);
+  if (d.with_types) wide.token_type_ids = Tensor::zeros({B, T}, DType::i32);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      const bool in = t < T0;
+      wide.input_ids.data<int32_t>()[b * T + t] = in ? batch->input_ids.data<int32_t>()[b * T0 + t] : d.pad_id;
+      wide.attention_mask.data<int32_t>()[b * T + t] = in ? batch->attention_mask.data<int32_t>()[b * T0 + t] : 0;
+      if (d.with_types && in)
+        wide.token_type_ids.data<int32_t>()[b * T + t] = batch->token_type_ids.data<int32_t>()[b * T0 + t];
+    }
+  *batch = wide;
+}
+
+std::vector<std::string> labels_from_data(const Dataset& dataset) {
+  std::set<std::string> distinct;
+  for (const auto& e : dataset.examples) distinct.insert(e.label);
+  int64_t max_id = -1;
+  bool all_ints = true;
+  for (const auto& l : distinct) {
+    int64_t v = 0;
+    if (!parse_int(l, &v)) {
+      all_ints = false;
+      break;
+    }
+    max_id = std::max(max_id, v);
+  }
+  std::vector<std::string> labels;
+  if (all_ints && max_id < 10000) {
+    for (int64_t i = 0; i <= std::max<int64_t>(max_id, 1); ++i) labels.push_back("LABEL_" + std::to_string(i));
+    return labels;
+  }
+  labels.assign(distinct.begin(), distinct.end());
+  return labels;
+}
+
+}  // namespace tach::train

@@ -1,0 +1,43 @@
+// A labelled dataset made ready for training: every example tokenized once, its target checked
+// against the head, and batches cut in a seeded order that a resumed run reproduces exactly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tach/dataset.h"
+#include "tach/model.h"
+#include "tach/tokenizer.h"
+#include "train/classifier_loss.h"
+
+namespace tach::train {
+
+struct TrainData {
+  std::vector<std::vector<int32_t>> ids, types;  // per example, truncated to max_length
+  std::vector<int32_t> classes;                  // single-label targets (ids into the head's labels)
+  std::vector<float> values;                     // regression targets
+  bool regression = false;
+  bool with_types = false;  // BERT: token_type_ids go to the model
+  int64_t max_length = 0;
+  bool pad_to_max_length = false;
+  int32_t pad_id = 0;
+  int64_t size() const { return int64_t(ids.size()); }
+};
+
+// labels: the head's labels (id order); problem_type as the model's.
+TrainData prepare_train_data(const Dataset& dataset, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
+                             const std::string& problem_type, int64_t max_length, bool pad_to_max_length,
+                             int32_t pad_id, bool with_types);
+
+// The examples of one epoch, in order: file order, or a permutation seeded by (seed, epoch).
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle);
+
+// One batch of the given examples: padded on the right (to the longest, or to max_length).
+void make_batch(const TrainData& data, const std::vector<int64_t>& examples, TokenBatch* batch, Targets* targets);
+
+// The labels a new head gets from the data: 0..n-1 as LABEL_0.. when every label is such an
+// integer (transformers' default names), else the distinct labels sorted.
+std::vector<std::string> labels_from_data(const Dataset& dataset);
+
+}  // namespace tach::train

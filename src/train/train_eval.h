@@ -1,0 +1,22 @@
+// Evaluation during training: the classifier's forward with dropout off (transformers' eval
+// mode) over a prepared dataset, with the mean loss and, for classification, accuracy and macro-F1.
+#pragma once
+
+#include <string>
+
+#include "train/train_data.h"
+#include "train/trainable_encoder.h"
+
+namespace tach::train {
+
+struct EvalScores {
+  int64_t examples = 0;
+  double loss = 0;
+  double accuracy = -1, macro_f1 = -1;  // -1 for regression
+  double seconds = 0;
+};
+
+EvalScores evaluate_trainable(const TrainableEncoder& model, const TrainData& data, int64_t batch_size,
+                              const std::string& problem_type);
+
+}  // namespace tach::train

@@ -1,0 +1,190 @@
+#include "train/train_options.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <set>
+
+#include "tach/error.h"
+
+namespace tach {
+
+namespace train {
+
+namespace {
+
+// Every option once: its key (the flag without dashes, '-' as '_') and its member.
+template <typename F>
+void visit(TrainOptions& o, F&& f) {
+  f("model", o.model);
+  f("tokenizer", o.tokenizer);
+  f("dataset", o.data.path);
+  f("dataset_format", o.data.format);
+  f("text_column", o.data.text_column);
+  f("text_pair_column", o.data.text_pair_column);
+  f("label_column", o.data.label_column);
+  f("split", o.data.split);
+  f("header", o.data.header);
+  f("max_samples", o.max_samples);
+  f("shuffle", o.shuffle);
+  f("labels", o.labels);
+  f("problem_type", o.problem_type);
+  f("eval_dataset", o.eval_data.path);
+  f("eval_split", o.eval_data.split);
+  f("eval_every", o.eval_every);
+  f("eval_max_length", o.eval_max_length);
+  f("epochs", o.epochs);
+  f("max_steps", o.max_steps);
+  f("batch_size", o.batch_size);
+  f("gradient_accumulation_steps", o.grad_accumulation);
+  f("lr", o.lr);
+  f("warmup_ratio", o.warmup_ratio);
+  f("schedule", o.schedule);
+  f("weight_decay", o.weight_decay);
+  f("decay_scope", o.decay_scope);
+  f("adam_beta1", o.adam_beta1);
+  f("adam_beta2", o.adam_beta2);
+  f("adam_epsilon", o.adam_eps);
+  f("max_grad_norm", o.max_grad_norm);
+  f("max_length", o.max_length);
+  f("padding", o.padding);
+  f("dropout", o.dropout);
+  f("seed", o.seed);
+  f("dtype", o.dtype);
+  f("exec", o.exec);
+  f("runs_dir", o.runs_dir);
+  f("run_id", o.run_id);
+  f("save", o.save_dir);
+  f("save_every", o.save_every);
+  f("profile", o.profile);
+  f("profiler_wait", o.profiler_wait);
+  f("profiler_warmup", o.profiler_warmup);
+  f("profiler_active", o.profiler_active);
+  f("profiler_repeat", o.profiler_repeat);
+  f("profiler_output_dir", o.profiler_output_dir);
+  f("enable_memory_logging", o.memory_logging);
+  f("memory_log_steps", o.memory_log_steps);
+  f("threads", o.threads);
+}
+
+template <typename T>
+T yaml_scalar(const YAML::Node& n, const std::string& where) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    const char* want = std::is_same_v<T, std::string> ? "a string"
+                       : std::is_same_v<T, bool>      ? "true or false"
+                       : std::is_integral_v<T>        ? "an integer"
+                                                      : "a number";
+    throw Error(where + ": expected " + want + " (line " + std::to_string(n.Mark().line + 1) + ")");
+  }
+}
+
+}  // namespace
+
+nlohmann::json options_to_json(const TrainOptions& options) {
+  TrainOptions o = options;
+  nlohmann::json j = nlohmann::json::object();
+  visit(o, [&](const char* key, auto& member) { j[key] = member; });
+  return j;
+}
+
+TrainOptions options_from_json(const nlohmann::json& j, const std::string& source) {
+  TrainOptions o;
+  visit(o, [&](const char* key, auto& member) {
+    if (!j.contains(key)) return;
+    try {
+      j.at(key).get_to(member);
+    } catch (const std::exception&) {
+      throw Error(source + ": option \"" + key + "\" has the wrong type: " + j.at(key).dump());
+    }
+  });
+  return o;
+}
+
+}  // namespace train
+
+void merge_train_options(TrainOptions& flags, const TrainOptions& file,
+                         const std::function<bool(const std::string& key)>& given_on_command_line) {
+  std::vector<const void*> from;
+  TrainOptions copy = file;
+  train::visit(copy, [&](const char*, auto& member) { from.push_back(&member); });
+  size_t i = 0;
+  train::visit(flags, [&](const char* key, auto& member) {
+    using T = std::decay_t<decltype(member)>;
+    if (!given_on_command_line(key)) member = *static_cast<const T*>(from[i]);
+    ++i;
+  });
+}
+
+namespace train {
+
+void validate_options(const TrainOptions& o) {
+  check(!o.model.empty(), "no model: pass -m MODEL");
+  check(!o.data.path.empty(), "no dataset: pass -d DATASET");
+  check(std::isfinite(o.lr) && o.lr > 0, "--lr must be a positive number, got " + std::to_string(o.lr) +
+                                             " (a zero, negative or NaN learning rate trains nothing or diverges)");
+  check(o.epochs >= 1 || o.max_steps >= 1, "--epochs must be at least 1 (or give --max-steps)");
+  check(o.max_steps >= 0, "--max-steps must be >= 0");
+  check(o.batch_size >= 1, "--batch-size must be at least 1");
+  check(o.grad_accumulation >= 1, "--gradient-accumulation-steps must be at least 1");
+  check(std::isfinite(o.warmup_ratio) && o.warmup_ratio >= 0 && o.warmup_ratio < 1, "--warmup-ratio must be in [0, 1)");
+  check(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be >= 0");
+  check(std::isfinite(o.max_grad_norm) && o.max_grad_norm >= 0, "--max-grad-norm must be >= 0 (0: no clipping)");
+  check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1, "Adam betas must be in [0, 1)");
+  check(o.adam_eps > 0, "--adam-epsilon must be positive");
+  check(o.schedule == "linear" || o.schedule == "constant", "--schedule must be linear or constant, got " + o.schedule);
+  check(o.decay_scope == "trainer" || o.decay_scope == "all", "--decay-scope must be trainer or all, got " + o.decay_scope);
+  check(o.padding == "longest" || o.padding == "max_length", "--padding must be longest or max_length, got " + o.padding);
+  check(o.max_samples >= 0, "--max-samples must be >= 0");
+  check(o.eval_every >= 0 && o.save_every >= 0, "--eval-every and --save-every must be >= 0");
+  check(o.dtype == "f32" || o.dtype == "bf16", "--dtype must be f32 or bf16, got " + o.dtype);
+  check(o.dtype == "f32", "--dtype bf16: bf16 training (bf16 compute with f32 master weights) is not built yet; "
+                          "train in f32");
+  check(o.exec == "eager" || o.exec == "fused", "--exec must be eager or fused, got " + o.exec);
+  check(o.exec == "eager", "--exec fused: the fused training kernels are not built yet; --exec eager is the engine "
+                           "that runs today");
+  check(o.profiler_wait >= 0 && o.profiler_warmup >= 0 && o.profiler_active >= 1 && o.profiler_repeat >= 0,
+        "profiler schedule: wait and warmup >= 0, active >= 1, repeat >= 0");
+  check(o.memory_log_steps >= 1, "--memory-log-steps must be at least 1");
+  check(o.threads >= 0, "--threads must be >= 0");
+}
+
+}  // namespace train
+
+void load_train_yaml(const std::string& path, TrainOptions& options) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ": " + e.what());
+  }
+  if (root.IsNull()) return;
+  check(root.IsMap(), path + ": expected a mapping of options");
+  std::set<std::string> known;
+  train::visit(options, [&](const char* key, auto& member) {
+    known.insert(key);
+    const YAML::Node n = root[key];
+    if (!n) return;
+    using T = std::decay_t<decltype(member)>;
+    if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      member.clear();
+      if (n.IsSequence())
+        for (size_t i = 0; i < n.size(); ++i) member.push_back(train::yaml_scalar<std::string>(n[i], path + ": " + key));
+      else
+        member.push_back(train::yaml_scalar<std::string>(n, path + ": " + key));
+    } else {
+      member = train::yaml_scalar<T>(n, path + ": " + key);
+    }
+  });
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    if (known.count(key)) continue;
+    std::string names;
+    for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+    throw Error(path + ": unknown option \"" + key + "\" (line " + std::to_string(it->first.Mark().line + 1) +
+                "); options: " + names);
+  }
+}
+
+}  // namespace tach

@@ -1,0 +1,164 @@
+// tach train: fine-tune a BERT or DistilBERT classifier on tach's own engine.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "format.h"
+#include "tach/train.h"
+
+namespace tach::cli {
+
+namespace {
+
+std::string clock_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%d:%02d", int(s) / 60, int(s) % 60);
+  return buf;
+}
+
+std::string key_to_flag(const std::string& key) {
+  std::string f = "--" + key;
+  for (char& c : f)
+    if (c == '_') c = '-';
+  return f;
+}
+
+}  // namespace
+
+Command add_train_command(CLI::App& app) {
+  auto o = std::make_shared<TrainOptions>();
+  auto config_file = std::make_shared<std::string>();
+  auto no_progress = std::make_shared<bool>(false);
+  CLI::App* sub = app.add_subcommand(
+      "train",
+      "Fine-tune a BERT or DistilBERT sequence classifier on a labelled dataset (AdamW, linear warm-up and decay, "
+      "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, steps.jsonl, "
+      "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
+  sub->add_option("-c,--config", *config_file, "YAML file of these options (keys as the flags, '_' for '-'); flags "
+                                               "given here override it");
+  sub->add_option("-m,--model", o->model, "preset:NAME, a model directory, or ORG/NAME from the hub cache");
+  sub->add_option("-k,--tokenizer", o->tokenizer, "Tokenizer file or directory (default: the model's directory)");
+  sub->add_option("-d,--dataset", o->data.path, "Training data: .csv, .tsv, .jsonl, or .json with splits");
+  sub->add_option("--dataset-format", o->data.format, "auto (from the extension), csv, tsv, jsonl, json");
+  sub->add_option("--text-column", o->data.text_column, "Text column or key (default text)");
+  sub->add_option("--text-pair-column", o->data.text_pair_column, "Second text column, for sentence pairs");
+  sub->add_option("--label-column", o->data.label_column, "Label column or key (default label)");
+  sub->add_option("--split", o->data.split, "Split of a JSON split file for training (default train)");
+  sub->add_option("--header", o->data.header, "CSV/TSV header: auto, yes, no (default auto)");
+  sub->add_option("--max-samples", o->max_samples, "Train on the first N examples in file order (default all)");
+  sub->add_flag("--shuffle,!--no-shuffle", o->shuffle,
+                "Reshuffle the examples every epoch, seeded by --seed (default); --no-shuffle keeps file order");
+  sub->add_option("--labels", o->labels, "A new head's labels in id order, comma-separated (default: from the data; "
+                                         "integer labels 0..n-1 become LABEL_0..)")
+      ->delimiter(',');
+  sub->add_option("--problem-type", o->problem_type,
+                  "A new head's problem type: single_label_classification (default) or regression");
+  sub->add_option("--eval-dataset", o->eval_data.path, "Evaluation data (same columns as --dataset)");
+  sub->add_option("--eval-split", o->eval_data.split, "Split of a JSON split file for evaluation");
+  sub->add_option("--eval-every", o->eval_every, "Evaluate every N optimizer steps (default 0: at each epoch's end)");
+  sub->add_option("--eval-max-length", o->eval_max_length, "Truncation for evaluation (default: --max-length)");
+  sub->add_option("--epochs", o->epochs, "Epochs (default 3)");
+  sub->add_option("--max-steps", o->max_steps, "Optimizer steps; overrides --epochs (default 0: use epochs)");
+  sub->add_option("-b,--batch-size", o->batch_size, "Examples per micro-batch (default 8)");
+  sub->add_option("--gradient-accumulation-steps", o->grad_accumulation,
+                  "Micro-batches per optimizer step (default 1)");
+  sub->add_option("--lr", o->lr, "Peak learning rate (default 5e-5)");
+  sub->add_option("--warmup-ratio", o->warmup_ratio, "Share of the steps spent warming up linearly (default 0)");
+  sub->add_option("--schedule", o->schedule, "linear (warm-up, then linear decay to 0; default) or constant");
+  sub->add_option("--weight-decay", o->weight_decay, "AdamW's decoupled weight decay (default 0, as the Trainer)");
+  sub->add_option("--decay-scope", o->decay_scope,
+                  "trainer: no decay on biases and LayerNorm weights (default); all: every parameter, as "
+                  "torch.optim.AdamW(model.parameters())");
+  sub->add_option("--adam-beta1", o->adam_beta1, "AdamW beta1 (default 0.9)");
+  sub->add_option("--adam-beta2", o->adam_beta2, "AdamW beta2 (default 0.999)");
+  sub->add_option("--adam-epsilon", o->adam_eps, "AdamW epsilon (default 1e-8)");
+  sub->add_option("--max-grad-norm", o->max_grad_norm, "Clip gradients to this global L2 norm; 0 = off (default 1)");
+  sub->add_option("-s,--max-length", o->max_length, "Truncate examples to N tokens, specials included (default 128)");
+  sub->add_option("--padding", o->padding, "longest (pad each batch to its longest; default) or max_length");
+  sub->add_flag("--dropout,!--no-dropout", o->dropout,
+                "Dropout as config.json sets it (default); --no-dropout turns it off in training too");
+  sub->add_option("--seed", o->seed, "Seed: data order, dropout masks, a new head's weights (default 42)");
+  sub->add_option("--dtype", o->dtype, "f32 (bf16 training is not built yet)");
+  sub->add_option("--exec", o->exec, "eager (fused training kernels are not built yet)");
+  sub->add_option("--runs-dir", o->runs_dir, "Where run directories go (default runs)");
+  sub->add_option("--run-id", o->run_id, "Name of the run directory (default: train-<UTC time>-<model>)");
+  sub->add_option("--save", o->save_dir, "Where the fine-tuned model goes (default runs/<run_id>/model)");
+  sub->add_option("--save-every", o->save_every,
+                  "Write a resume checkpoint every N steps (default 0: at each epoch's end)");
+  sub->add_option("--resume", o->resume, "Continue a run directory from its last checkpoint, with its own options");
+  sub->add_flag("--profile", o->profile, "Write Perfetto traces and op tables of the profiled steps to traces/");
+  sub->add_option("--profiler-wait", o->profiler_wait, "Profiler schedule: steps skipped per cycle (default 1)");
+  sub->add_option("--profiler-warmup", o->profiler_warmup, "... steps recorded and discarded (default 1)");
+  sub->add_option("--profiler-active", o->profiler_active, "... steps recorded and kept (default 3)");
+  sub->add_option("--profiler-repeat", o->profiler_repeat, "... cycles; 0 = until the end (default 1)");
+  sub->add_option("--profiler-output-dir", o->profiler_output_dir, "Where traces go (default runs/<run_id>/traces)");
+  sub->add_flag("--enable-memory-logging", o->memory_logging, "Log the process RSS in steps.jsonl");
+  sub->add_option("--memory-log-steps", o->memory_log_steps, "... every N steps (default 10)");
+  sub->add_option("-t,--threads", o->threads, "Threads; 0 = all cores (default 0)");
+  sub->add_flag("--no-progress", *no_progress, "No progress bar, even on a terminal");
+
+  return {sub, [o, config_file, no_progress, sub] {
+            TrainOptions options = *o;
+            if (!config_file->empty()) {
+              TrainOptions file;
+              load_train_yaml(*config_file, file);
+              merge_train_options(options, file, [sub](const std::string& key) {
+                const CLI::Option* opt = sub->get_option_no_throw(key_to_flag(key));
+                if (key == "shuffle") opt = sub->get_option_no_throw("--shuffle");
+                if (key == "dropout") opt = sub->get_option_no_throw("--dropout");
+                return opt != nullptr && opt->count() > 0;
+              });
+            }
+            const bool tty = !*no_progress && isatty(STDERR_FILENO);
+            TrainObserver obs;
+            obs.on_note = [tty](const std::string& m) { std::cerr << (tty ? "\r\033[K" : "") << "tach: " << m << "\n"; };
+            auto last_line = std::make_shared<std::chrono::steady_clock::time_point>();
+            obs.on_step = [tty, last_line, quiet = *no_progress](const TrainStepReport& r) {
+              char buf[256];
+              std::snprintf(buf, sizeof buf, "step %lld/%lld  epoch %lld  loss %.4f  lr %.3g  %.0f tok/s  ETA %s",
+                            (long long)r.step, (long long)r.total_steps, (long long)r.epoch + 1, r.loss, r.lr,
+                            r.tokens_per_s, clock_text(r.eta_s).c_str());
+              if (tty) {
+                const int width = 20, filled = int(double(width) * double(r.step) / double(r.total_steps));
+                std::cerr << "\r\033[K[" << std::string(size_t(filled), '#') << std::string(size_t(width - filled), '.')
+                          << "] " << buf << std::flush;
+              } else if (!quiet) {
+                const auto now = std::chrono::steady_clock::now();
+                if (r.step == r.total_steps || now - *last_line > std::chrono::seconds(10)) {
+                  std::cerr << buf << "\n";
+                  *last_line = now;
+                }
+              }
+            };
+            const TrainResult res = run_training(options, obs);
+            if (tty) std::cerr << "\n";
+            for (const auto& e : res.epochs) {
+              std::cout << "epoch " << e.epoch + 1 << ": train loss " << fixed(e.train_loss, 4);
+              if (e.evaluated)
+                std::cout << ", eval loss " << fixed(e.eval_loss, 4)
+                          << (e.eval_accuracy >= 0 ? ", eval accuracy " + fixed(e.eval_accuracy, 4) +
+                                                         ", macro-F1 " + fixed(e.eval_macro_f1, 4)
+                                                   : std::string());
+              std::cout << ", " << fixed(e.seconds, 1) << " s, " << fixed(e.tokens_per_s, 0) << " tokens/s (real "
+                        << "tokens, wall time), peak memory " << human_bytes(double(e.peak_bytes)) << "\n";
+            }
+            std::cout << "steps: " << res.steps << (res.resumed_from >= 0 ? " (resumed after step " +
+                                                                                  std::to_string(res.resumed_from) + ")"
+                                                                            : std::string())
+                      << ", median step " << fixed(res.step_ms_median, 1) << " ms, training "
+                      << fixed(res.train_seconds, 1) << " s (wall)\n";
+            if (res.diverged) {
+              std::cerr << "tach: training diverged at " << res.divergence << "\n";
+              std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json}\n";
+              return 1;
+            }
+            std::cout << "model: " << res.saved_model << "\n";
+            std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json}\n";
+            return 0;
+          }};
+}
+
+}  // namespace tach::cli
