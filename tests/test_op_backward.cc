@@ -7,8 +7,13 @@
 #include <random>
 #include <vector>
 
+#include "ops/activation.h"
+#include "ops/attention.h"
+#include "ops/dropout.h"
+#include "ops/embedding.h"
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
+#include "ops/linear.h"
 #include "test_util.h"
 
 namespace tach::ops {
@@ -62,6 +67,119 @@ TEST(Backward, LayerNormWithResidual) {
   layer_norm_forward_cpu(out.data(), x.data(), res.data(), gamma.data(), beta.data(), N, C, 1e-5f, mean.data(),
                          rstd.data());
   EXPECT_EQ(again, out);
+}
+
+TEST(Backward, Linear) {
+  const int64_t M = 5, N = 4, K = 6;
+  auto x = randn(M * K, 11), W = randn(N * K, 12), b = randn(N, 13);
+  const auto dout = randn(M * N, 14);
+  std::vector<float> dx(M * K, 0.f), dW(N * K, 0.f), db(N, 0.f), y(M * N);
+  linear_backward_cpu(dx.data(), dW.data(), db.data(), dout.data(), x.data(), W.data(), M, N, K);
+  const auto loss = [&] {
+    linear_forward_cpu(y.data(), x.data(), W.data(), b.data(), M, N, K);
+    return dot(y, dout);
+  };
+  expect_finite_difference(x, dx, loss, "dx");
+  expect_finite_difference(W, dW, loss, "dW");
+  expect_finite_difference(b, db, loss, "db");
+}
+
+// Attention with a right-padded row, a row whose mask is not a prefix (the additive path) and
+// dropout on the probabilities: the same key in forward and backward.
+TEST(Backward, AttentionWithPaddingAndDropout) {
+  const int64_t B = 3, T = 5, H = 2, D = 3, C = H * D;
+  auto qkv = randn(B * T * 3 * C, 21);  // [B, T, 3C] as the fused projection writes it
+  const auto dout = randn(B * T * C, 22);
+  const std::vector<int32_t> mask = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 0};
+  for (float p : {0.0f, 0.3f}) {
+    const uint64_t key = dropout_key(7, 0, 1);
+    std::vector<float> out(B * T * C), probs(B * H * T * T), dqkv(B * T * 3 * C, 0.f);
+    const float* q = qkv.data();
+    attention_forward_train_cpu(out.data(), probs.data(), q, q + C, q + 2 * C, mask.data(), B, T, H, D, 3 * C, C, 0.5f,
+                                p, key);
+    attention_backward_cpu(dqkv.data(), dqkv.data() + C, dqkv.data() + 2 * C, dout.data(), probs.data(), q, q + C,
+                           q + 2 * C, mask.data(), B, T, H, D, 3 * C, C, 0.5f, p, key);
+    expect_finite_difference(qkv, dqkv, [&] {
+      attention_forward_train_cpu(out.data(), probs.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C,
+                                  mask.data(), B, T, H, D, 3 * C, C, 0.5f, p, key);
+      return dot(out, dout);
+    }, p > 0 ? "dqkv (dropout 0.3)" : "dqkv");
+  }
+}
+
+// The training forward equals the inference kernel when dropout is off.
+TEST(Backward, AttentionTrainForwardMatchesInference) {
+  const int64_t B = 2, T = 4, H = 2, D = 4, C = H * D;
+  const auto qkv = randn(B * T * 3 * C, 31);
+  const std::vector<int32_t> mask = {1, 1, 1, 0, 1, 1, 1, 1};
+  std::vector<float> a(B * T * C), b(B * T * C), probs(B * H * T * T);
+  attention_forward_cpu(a.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C, mask.data(), B, T, H, D, 3 * C, C,
+                        0.35f);
+  attention_forward_train_cpu(b.data(), probs.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C, mask.data(), B,
+                              T, H, D, 3 * C, C, 0.35f, 0.f, 0);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6) << i;
+}
+
+TEST(Backward, EmbeddingScatterAddSkipsPadding) {
+  const int64_t V = 5, C = 3, N = 6;
+  const std::vector<int32_t> ids = {1, 3, 1, 0, 4, 1};
+  auto table = randn(V * C, 41);
+  const auto dout = randn(N * C, 42);
+  std::vector<float> dtable(V * C, 0.f), out(N * C);
+  embedding_backward_cpu(dtable.data(), ids.data(), dout.data(), N, C, -1);
+  expect_finite_difference(table, dtable, [&] {
+    embedding_forward_cpu(out.data(), ids.data(), table.data(), DType::f32, N, C, false);
+    return dot(out, dout);
+  }, "dtable");
+  // With padding_idx 0 the row of id 0 gets nothing (nn.Embedding(padding_idx=0)).
+  std::vector<float> padded(V * C, 0.f);
+  embedding_backward_cpu(padded.data(), ids.data(), dout.data(), N, C, 0);
+  for (int64_t c = 0; c < C; ++c) EXPECT_EQ(padded[c], 0.f);
+  for (int64_t i = C; i < V * C; ++i) EXPECT_EQ(padded[i], dtable[i]);
+}
+
+TEST(Backward, DropoutMaskIsDeterministicAndUnbiased) {
+  const int64_t n = 200000;
+  std::vector<float> x(n, 1.0f), y(n), y2(n), dx(n);
+  const uint64_t key = dropout_key(42, 3, 5);
+  dropout_forward_cpu(y.data(), x.data(), n, 0.1f, key);
+  dropout_forward_cpu(y2.data(), x.data(), n, 0.1f, key);
+  EXPECT_EQ(y, y2);
+  double kept = 0, mean = 0;
+  for (float v : y) {
+    kept += v != 0.f;
+    mean += v;
+  }
+  EXPECT_NEAR(kept / n, 0.9, 0.005);
+  EXPECT_NEAR(mean / n, 1.0, 0.01);  // scaled by 1/(1-p): the expectation is kept
+  // The backward applies the same mask and scale.
+  dropout_backward_cpu(dx.data(), x.data(), n, 0.1f, key);
+  EXPECT_EQ(dx, y);
+  // Another site or micro-batch draws another mask.
+  dropout_forward_cpu(y2.data(), x.data(), n, 0.1f, dropout_key(42, 4, 5));
+  EXPECT_NE(y, y2);
+}
+
+TEST(Backward, ReluAndTanh) {
+  const int64_t n = 32;
+  auto x = randn(n, 51, 2.0f);
+  const auto dout = randn(n, 52);
+  std::vector<float> y(n), dx(n, 0.f);
+  tanh_forward_cpu(y.data(), x.data(), n);
+  tanh_backward_cpu(dx.data(), y.data(), dout.data(), n);
+  expect_finite_difference(x, dx, [&] {
+    tanh_forward_cpu(y.data(), x.data(), n);
+    return dot(y, dout);
+  }, "tanh dx");
+  for (auto& v : x)
+    if (std::fabs(v) < 0.05f) v = 0.5f;  // keep away from the kink, where the difference quotient is not the derivative
+  std::fill(dx.begin(), dx.end(), 0.f);
+  relu_forward_cpu(y.data(), x.data(), n);
+  relu_backward_cpu(dx.data(), y.data(), dout.data(), n);
+  expect_finite_difference(x, dx, [&] {
+    relu_forward_cpu(y.data(), x.data(), n);
+    return dot(y, dout);
+  }, "relu dx");
 }
 
 }  // namespace
