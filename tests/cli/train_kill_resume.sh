@@ -9,7 +9,7 @@ dir=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 args=(train -m "$fixtures/encoders/bert-cls2-f32" -k "$fixtures/tokenizers/tiny-wordpiece" -d "$fixtures/train/tiny.csv"
-      --epochs 40 -b 4 --lr 1e-3 --warmup-ratio 0.1 --weight-decay 0.01 --save-every 7 --seed 5 --runs-dir "$dir"
+      --epochs 25 -b 4 --lr 1e-3 --warmup-ratio 0.1 --weight-decay 0.01 --save-every 7 --seed 5 --runs-dir "$dir"
       --no-progress)
 
 "$tach" "${args[@]}" --run-id full >/dev/null 2>&1
