@@ -137,6 +137,18 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   if (!train) {
     add("activations (forward)", act, how);
     t.phase = "forward";
+  } else if (!a.decoder && !in.gradient_checkpointing) {
+    // What tach train keeps (train/trainable_encoder.h, EncoderActivations, f32): per layer the
+    // input, q|k|v, context, both residual sums and the first LayerNorm's output (8C per token),
+    // the FFN pre-activation and activation (2I), the probabilities [B, H, T, T] and four row
+    // statistics; besides the layers, the embedding sum and the output (2C), the backward's
+    // gradient buffers (5C + I), and the head's [B, C] buffers (5C) and logits.
+    const double per_layer = 4.0 * (double(N) * double(8 * a.C + 2 * a.I + 4) + double(B * a.H) * double(T * T));
+    const double rest = 4.0 * (double(N) * double(7 * a.C + a.I + 2) + double(B) * double(5 * a.C + a.labels));
+    add("activations kept for the backward", per_layer * double(a.L) + rest,
+        "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), all layers, + 4 B x tokens x (7C + I + 2) for the "
+        "embeddings, output and backward buffers (tach train's layout)");
+    t.phase = "backward";
   } else {
     // What the backward keeps per layer (f32 here): inputs of each linear and norm, the FFN
     // activation input, attention scores and probabilities [B, H, T, T].

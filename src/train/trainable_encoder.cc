@@ -131,16 +131,6 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, mod
   return m;
 }
 
-int64_t activation_bytes(const model::EncoderShape& s, int64_t num_labels, int64_t B, int64_t T) {
-  const int64_t N = B * T, C = s.hidden, I = s.intermediate, H = s.heads;
-  // Per layer: input, context, residual1, hidden1, residual2 (5 NC), qkv (3 NC), ffn_pre and
-  // ffn_act (2 NI), probs (B H T T), four row statistics (4 N).
-  const int64_t layer = 8 * N * C + 2 * N * I + B * H * T * T + 4 * N;
-  // Embeddings (sum, 2 stats), output, backward buffers (2 NC + 3 NC + NI), head (4 BC + BL).
-  const int64_t rest = N * C + 2 * N + N * C + 5 * N * C + N * I + 4 * B * C + B * num_labels;
-  return 4 * (s.layers * layer + rest);
-}
-
 void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T) {
   if (a.B == B && a.T == T) return;
   const int64_t N = B * T, C = m.shape.hidden, I = m.shape.intermediate, H = m.shape.heads;

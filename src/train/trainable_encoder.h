@@ -84,8 +84,6 @@ struct EncoderActivations {
 
 // Sizes (or re-sizes) the activations for a [B, T] batch.
 void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T);
-// Bytes the activations of a [B, T] batch take, for estimates and reports.
-int64_t activation_bytes(const model::EncoderShape& shape, int64_t num_labels, int64_t B, int64_t T);
 
 // Dropout rates in effect for a step: the config's in training, zero with dropout off.
 struct DropoutRates {
