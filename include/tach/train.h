@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tach/dataset.h"
+#include "tach/model.h"
 
 namespace tach {
 
@@ -97,5 +99,27 @@ struct TrainResult {
 };
 
 TrainResult run_training(TrainOptions options, const TrainObserver& observer = {});
+
+// A classifier set up for training steps outside tach train's loop (tach profile --train, or a
+// program that embeds tach): each step() runs the forward with the loss, the backward, clipping
+// and an AdamW update, each phase inside a profiler scope ("forward", "backward", "optimizer").
+class TrainStepper {
+ public:
+  struct Options {
+    std::string model;
+    uint64_t seed = 0;          // preset weights, a new head, dropout masks
+    double lr = 5e-5, weight_decay = 0, max_grad_norm = 1.0;
+    bool dropout = true;
+  };
+  static std::unique_ptr<TrainStepper> create(const Options& options);
+  virtual ~TrainStepper() = default;
+  // labels: one class id per row, in [0, num_labels()). Returns the loss before the update.
+  virtual double step(const TokenBatch& batch, const std::vector<int32_t>& labels) = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t num_labels() const = 0;
+  virtual int32_t pad_token_id() const = 0;
+  virtual int64_t parameters() const = 0;
+  virtual std::string architecture() const = 0;
+};
 
 }  // namespace tach

@@ -8,8 +8,13 @@
 
 namespace tach::train {
 
-// grads: (pointer, count) per parameter. Returns the norm before clipping. When max_norm > 0,
-// every gradient is multiplied by min(1, max_norm / (norm + 1e-6)), as torch does.
-double clip_grad_norm(const std::vector<std::pair<float*, int64_t>>& grads, double max_norm);
+using GradList = std::vector<std::pair<float*, int64_t>>;  // (pointer, count) per parameter
+
+// The L2 norm over every element, summed in double in a fixed order (deterministic).
+double global_grad_norm(const GradList& grads);
+// Multiplies every gradient by min(1, max_norm / (norm + 1e-6)), as torch does.
+void scale_to_norm(const GradList& grads, double norm, double max_norm);
+// Both: returns the norm before clipping; max_norm <= 0 only measures.
+double clip_grad_norm(const GradList& grads, double max_norm);
 
 }  // namespace tach::train

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/parallel.h"
 #include "core/trace.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -64,8 +65,16 @@ void dropout_bwd(float* dx, int64_t n, float p, uint64_t k) {
   ops::dropout_backward_cpu(dx, dx, n, p, k);
 }
 
+// The residual add, as an op of its own so the profile counts it.
 void add_inplace(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  ops::OpCost c;
+  c.flops = double(n);
+  c.bytes_read = 8.0 * double(n);
+  c.bytes_written = 4.0 * double(n);
+  OpSpan s("add", c);
+  core::parallel_for(n, 1 << 15, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] += x[i];
+  });
 }
 
 }  // namespace
@@ -179,7 +188,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
   const bool bert = m.bert();
   const int32_t* ids = batch.input_ids.data<int32_t>();
   const int32_t* mask = batch.attention_mask.data<int32_t>();
-  core::Span backward_span(core::SpanKind::module, "backward");
+  // The caller's "backward" scope (train_step.cc) prefixes these module paths.
 
   {
     core::Span head_span(core::SpanKind::module, "classifier");

@@ -20,7 +20,7 @@
 #include "tach/system_info.h"
 #include "tach/tokenizer.h"
 #include "tach/train.h"
-#include "train/grad_norm.h"
+#include "train/train_step.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/run_checkpoint.h"
@@ -278,7 +278,6 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
     for (int c = 0; c < kMemoryCategoryCount; ++c)
       run_peak_by_category[size_t(c)] = std::max(run_peak_by_category[size_t(c)], now.by_category[size_t(c)].peak);
   };
-  const int64_t L = model.num_labels();
   profiler.start();
   int64_t step = start_step;
   for (; step < total_steps; ++step) {
@@ -306,44 +305,27 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
       t0 = Clock::now();
       train::DropoutRates r = rates;
       r.micro_batch = step * A + micro;
-      std::vector<float> dlogits(size_t(batch.batch() * L), 0.f);
-      {
-        ProfileScope scope("forward");
-        train::trainable_forward(model, acts, batch, r);
-        loss_sum += train::classifier_loss(problem_type, acts.logits.data<float>(), batch.batch(), L, targets,
-                                           dlogits.data(), 1.0f / float(micro_batches));
-      }
-      t_fwd += seconds_since(t0);
-      t0 = Clock::now();
-      {
-        ProfileScope scope("backward");
-        train::trainable_backward(model, acts, batch, dlogits.data(), r);
-      }
-      t_bwd += seconds_since(t0);
+      train::PhaseSeconds phase;
+      loss_sum += train::forward_backward(model, acts, batch, targets, problem_type, r, 1.0f / float(micro_batches),
+                                          &phase);
+      t_fwd += phase.forward;
+      t_bwd += phase.backward;
       tokens += batch.real_tokens();
       samples += batch.batch();
     }
     const double loss = loss_sum / double(micro_batches);
     auto t0 = Clock::now();
-    double grad_norm = 0;
-    {
-      ProfileScope scope("optimizer");
-      std::vector<std::pair<float*, int64_t>> grads;
-      for (auto& p : model.params.entries())
-        if (p.trainable) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
-      // Clipping is skipped for a non-finite norm: the step is refused below instead.
-      grad_norm = train::clip_grad_norm(grads, 0);
-      if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
-        result.diverged = true;
-        result.divergence = "step " + std::to_string(step) + ": the " +
-                            (!std::isfinite(loss) ? "loss is " + std::to_string(loss)
-                                                  : "gradient norm is " + std::to_string(grad_norm)) +
-                            "; training stopped before the update, the weights of step " + std::to_string(step) +
-                            " are kept, and the last checkpoint in " + run_dir + " is untouched";
-        break;
-      }
-      if (o.max_grad_norm > 0) train::clip_grad_norm(grads, o.max_grad_norm);
-      optimizer.step(schedule.lr(step));
+    const double grad_norm = !std::isfinite(loss) ? loss
+                                                   : train::clip_and_update(model.params, optimizer, schedule.lr(step),
+                                                                            o.max_grad_norm);
+    if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+      result.diverged = true;
+      result.divergence = "step " + std::to_string(step) + ": the " +
+                          (!std::isfinite(loss) ? "loss is " + std::to_string(loss)
+                                                : "gradient norm is " + std::to_string(grad_norm)) +
+                          "; training stopped before the update, the weights of step " + std::to_string(step) +
+                          " are kept, and the last checkpoint in " + run_dir + " is untouched";
+      break;
     }
     const double t_opt = seconds_since(t0);
     const double t_total = seconds_since(t_step);

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "tach/profile.h"
 #include "tach/runtime.h"
 #include "tach/stats.h"
+#include "tach/train.h"
 
 namespace fs = std::filesystem;
 
@@ -36,6 +38,8 @@ struct ProfileFlags {
   bool gzip = false;
   int threads = 0;
   uint64_t seed = 0;
+  bool train = false;  // profile training steps (forward, loss, backward, AdamW) instead of forwards
+  double lr = 5e-5;
 };
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -45,26 +49,49 @@ void write_file(const fs::path& p, const std::string& text) {
   check(static_cast<bool>(out.flush()), p.string() + ": write failed");
 }
 
-TokenBatch random_batch(const ModelInfo& info, int64_t B, int64_t T, uint64_t seed) {
+TokenBatch random_batch(int64_t vocab_size, int32_t pad_token_id, int64_t B, int64_t T, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const int32_t lo = info.vocab_size > 2000 ? 1000 : 0;
-  std::uniform_int_distribution<int32_t> pick(lo, int32_t(std::min<int64_t>(info.vocab_size, 151643) - 1));
+  const int32_t lo = vocab_size > 2000 ? 1000 : 0;
+  std::uniform_int_distribution<int32_t> pick(lo, int32_t(std::min<int64_t>(vocab_size, 151643) - 1));
   std::vector<std::vector<int32_t>> rows(static_cast<size_t>(B), std::vector<int32_t>(static_cast<size_t>(T)));
   for (auto& r : rows)
     for (auto& id : r) id = pick(rng);
-  return TokenBatch::from_rows(rows, info.pad_token_id);
+  return TokenBatch::from_rows(rows, pad_token_id);
 }
 
 int run_profile(const ProfileFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
   check(f.batch > 0 && f.seq_len > 0, "--batch-size and --seq-len must be positive");
   check(f.dtype == "f32" || f.dtype == "bf16", "--dtype '" + f.dtype + "': expected f32 or bf16");
-  LoadOptions lo;
-  lo.seed = f.seed;
-  lo.compute = f.dtype == "bf16" ? DType::bf16 : DType::f32;
-  auto model = load_model(f.model, lo);
-  check(model->info().classifier, f.model + " has no classification head to profile a forward of");
-  const TokenBatch batch = random_batch(model->info(), f.batch, f.seq_len, f.seed);
+  // One step: a forward (inference), or with --train a whole training step.
+  std::unique_ptr<EncoderModel> model;
+  std::unique_ptr<TrainStepper> stepper;
+  TokenBatch batch;
+  std::vector<int32_t> labels;
+  std::function<void()> run_step;
+  if (f.train) {
+    check(f.dtype == "f32", "--train: training runs in f32 (bf16 training is not built yet)");
+    TrainStepper::Options so;
+    so.model = f.model;
+    so.seed = f.seed;
+    so.lr = f.lr;
+    stepper = TrainStepper::create(so);
+    batch = random_batch(stepper->vocab_size(), stepper->pad_token_id(), f.batch, f.seq_len, f.seed);
+    for (int64_t i = 0; i < f.batch; ++i) labels.push_back(int32_t(i % stepper->num_labels()));
+    run_step = [&] { (void)stepper->step(batch, labels); };
+  } else {
+    LoadOptions lo;
+    lo.seed = f.seed;
+    lo.compute = f.dtype == "bf16" ? DType::bf16 : DType::f32;
+    model = load_model(f.model, lo);
+    check(model->info().classifier, f.model + " has no classification head to profile a forward of");
+    batch = random_batch(model->info().vocab_size, model->info().pad_token_id, f.batch, f.seq_len, f.seed);
+    run_step = [&] {
+      ProfileScope forward("forward");
+      (void)model->classify(batch);
+    };
+  }
+  const std::string what = f.train ? "training steps (forward with the loss, backward, AdamW)" : "forwards";
 
   std::string dir = f.output_dir;
   if (dir.empty()) {
@@ -81,15 +108,12 @@ int run_profile(const ProfileFlags& f) {
   po.memory_log_steps = f.memory_log_steps;
   const int64_t cycles = f.schedule.repeat > 0 ? f.schedule.repeat : 1;
   const int64_t steps = f.schedule.skip_first + cycles * (f.schedule.wait + f.schedule.warmup + f.schedule.active);
-  std::cerr << "tach: profiling " << f.model << ", batch " << f.batch << " x " << f.seq_len << ", " << f.dtype << ", "
+  std::cerr << "tach: profiling " << what << " of " << f.model << ", batch " << f.batch << " x " << f.seq_len << ", " << f.dtype << ", "
             << steps << " steps (" << f.schedule.describe() << ")\n";
   Profiler profiler(po);
   profiler.start();
   for (int64_t s = 0; s < steps; ++s) {
-    {
-      ProfileScope forward("forward");
-      (void)model->classify(batch);
-    }
+    run_step();
     profiler.step();
   }
   profiler.stop();
@@ -105,10 +129,7 @@ int run_profile(const ProfileFlags& f) {
       Profiler p(o);
       if (recording) p.start();
       const auto t0 = std::chrono::steady_clock::now();
-      {
-        ProfileScope forward("forward");
-        (void)model->classify(batch);
-      }
+      run_step();
       (recording ? on : off).push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       p.stop();
     }
@@ -142,7 +163,8 @@ int run_profile(const ProfileFlags& f) {
   const StepAccounting acc = step_accounting(data);
   const LeakVerdict leak = detect_leak(data);
   std::ostringstream s;
-  s << "tach profile: " << f.model << ", batch " << f.batch << " x " << f.seq_len << ", " << f.dtype << "\n"
+  s << "tach profile: " << what << " of " << f.model << ", batch " << f.batch << " x " << f.seq_len << ", " << f.dtype
+    << "\n"
     << "schedule: " << f.schedule.describe() << "; " << data.events.size() << " events kept, " << data.dropped_events
     << " dropped" << (data.dropped_events ? " (WARNING: raise the cap or shorten the active window)" : "") << "\n"
     << "machine ceilings: GEMM f32 " << fixed(ceilings.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, bf16 "
@@ -162,7 +184,7 @@ int run_profile(const ProfileFlags& f) {
     << fixed(acc.step_ns > 0 ? 100 * acc.ops_ns / acc.step_ns : 0, 2) << "%)\n"
     << "  in modules, between ops   " << fixed(acc.inside_modules_ns * 1e-6, 3)
     << " ms: buffer allocation, pooling, head copies, span bookkeeping\n"
-    << "  outside the forward       " << fixed(acc.outside_ns * 1e-6, 3)
+    << "  outside the model         " << fixed(acc.outside_ns * 1e-6, 3)
     << " ms: the caller's loop and the profiler's step boundary\n\n"
     << "Profiler overhead: " << fixed(ns_per_event, 0) << " ns per recorded span (measured in a tight loop) x "
     << events_per_step << " spans per step = " << fixed(ns_per_event * double(events_per_step) * 1e-6, 3)
@@ -178,7 +200,12 @@ int run_profile(const ProfileFlags& f) {
   for (const auto& c : leak.growing_categories) s << "  growing: " << c << "\n";
   for (const auto& c : leak.growing_scopes) s << "  scope keeping memory: " << c << "\n";
   if (f.memory_logging) {
-    s << "\nMemory timeline (allocator bytes at each step's end; RSS)\n";
+    s << "\nMemory timeline (allocator bytes at each step's end; RSS)"
+      << (f.train ? "; training keeps its activations in buffers planned for the batch shape and reused by every "
+                    "step (the backward overwrites them with gradients rather than freeing them), so the "
+                    "activations line is flat by design"
+                  : "")
+      << "\n";
     for (const auto& st : data.steps)
       if (st.allocator_total_bytes)
         s << "  step " << st.step << (st.active ? " (active)" : "") << ": allocator " << human_bytes(double(st.allocator_total_bytes))
@@ -201,7 +228,7 @@ int run_profile(const ProfileFlags& f) {
 Command add_profile_command(CLI::App& app) {
   auto f = std::make_shared<ProfileFlags>();
   CLI::App* sub = app.add_subcommand(
-      "profile", "Op-level profile of a forward: Perfetto/Chrome trace, op tables by op/module/shape, collapsed "
+      "profile", "Op-level profile of a forward (or with --train a training step): Perfetto/Chrome trace, op tables by op/module/shape, collapsed "
                  "stacks, roofline verdicts, step accounting, the profiler's overhead and a leak verdict");
   sub->add_option("-m,--model", f->model, "Model: preset:NAME, a directory, or a hub id in the HF cache")
       ->capture_default_str();
@@ -225,6 +252,10 @@ Command add_profile_command(CLI::App& app) {
   sub->add_flag("--gzip", f->gzip, "Write trace.json.gz (zlib) instead of trace.json");
   sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");
   sub->add_option("--seed", f->seed, "Seed for preset weights and ids")->capture_default_str();
+  sub->add_flag("--train", f->train,
+                "Profile training steps (forward with the loss, backward, clipping, AdamW) on random ids and labels; "
+                "backward ops appear under module paths starting with backward.");
+  sub->add_option("--lr", f->lr, "--train: the learning rate of the steps")->capture_default_str();
   return {sub, [f] { return run_profile(*f); }};
 }
 

@@ -1,0 +1,55 @@
+#include "train/train_step.h"
+
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "tach/profile.h"
+#include "train/grad_norm.h"
+
+namespace tach::train {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+double forward_backward(TrainableEncoder& model, EncoderActivations& acts, const TokenBatch& batch,
+                        const Targets& targets, const std::string& problem_type, const DropoutRates& dropout,
+                        float loss_scale, PhaseSeconds* seconds) {
+  const int64_t L = model.num_labels();
+  std::vector<float> dlogits(size_t(batch.batch() * L), 0.f);
+  auto t0 = std::chrono::steady_clock::now();
+  double loss = 0;
+  {
+    ProfileScope scope("forward");
+    trainable_forward(model, acts, batch, dropout);
+    loss = classifier_loss(problem_type, acts.logits.data<float>(), batch.batch(), L, targets, dlogits.data(),
+                           loss_scale);
+  }
+  if (seconds) seconds->forward += seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  {
+    ProfileScope scope("backward");
+    trainable_backward(model, acts, batch, dlogits.data(), dropout);
+  }
+  if (seconds) seconds->backward += seconds_since(t0);
+  return loss;
+}
+
+double clip_and_update(ParameterTable& params, AdamWOptimizer& optimizer, double lr, double max_grad_norm) {
+  ProfileScope scope("optimizer");
+  std::vector<std::pair<float*, int64_t>> grads;
+  for (auto& p : params.entries())
+    if (p.trainable) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
+  const double norm = global_grad_norm(grads);
+  if (!std::isfinite(norm)) return norm;
+  if (max_grad_norm > 0) scale_to_norm(grads, norm, max_grad_norm);
+  optimizer.step(lr);
+  return norm;
+}
+
+}  // namespace tach::train
