@@ -1,0 +1,119 @@
+// Saving: a fine-tuned model round-trips through the loader tach classify uses, a failed write
+// (a full disk, simulated with RLIMIT_FSIZE) leaves the previous model untouched and no
+// temporary behind, and gradient accumulation matches one large batch.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/safetensors.h"
+#include "tach/model.h"
+#include "tach/train.h"
+#include "test_util.h"
+#include "train/save_model.h"
+#include "train/trainable_encoder.h"
+#include "train/training_model.h"
+
+namespace tach {
+namespace {
+
+namespace fs = std::filesystem;
+
+TrainOptions tiny_options(const std::string& runs) {
+  TrainOptions o;
+  o.model = test::fixtures_dir() + "/encoders/bert-cls2-f32";
+  o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
+  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
+  o.runs_dir = runs;
+  o.lr = 1e-3;
+  o.shuffle = false;
+  o.dropout = false;
+  return o;
+}
+
+TEST(TrainSave, SavedModelLoadsAndClassifiesAsTrained) {
+  test::TempDir dir;
+  TrainOptions o = tiny_options(dir.path());
+  o.epochs = 2;
+  o.batch_size = 8;
+  const TrainResult r = run_training(o);
+  ASSERT_FALSE(r.saved_model.empty());
+  // The saved weights are the trained ones: reload both ways and compare logits with the
+  // training engine's forward (dropout off).
+  auto inference = load_model(r.saved_model, {});
+  train::TrainingModelSource src = train::open_training_model(r.saved_model, 0);
+  train::TrainableEncoder m = train::build_trainable_encoder(src.config, *src.binder, 0, nullptr);
+  const TokenBatch batch = TokenBatch::from_rows({{1, 6, 8, 2}, {1, 3, 4, 5, 2}}, 0, {{0, 0, 0, 0}, {0, 0, 0, 0, 0}});
+  const Tensor a = inference->classify(batch);
+  train::EncoderActivations acts;
+  train::trainable_forward(m, acts, batch, {});
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], acts.logits.data<float>()[i], 1e-4);
+  std::ifstream in(r.saved_model + "/config.json");
+  const auto config = nlohmann::json::parse(in);
+  EXPECT_EQ(config["architectures"][0], "BertForSequenceClassification");
+  EXPECT_EQ(config["id2label"]["1"], "LABEL_1");
+  EXPECT_TRUE(fs::exists(r.saved_model + "/tokenizer.json"));
+}
+
+TEST(TrainSave, FullDiskKeepsThePreviousModel) {
+  test::TempDir dir;
+  train::TrainingModelSource src = train::open_training_model(test::fixtures_dir() + "/encoders/bert-cls2-f32", 0);
+  train::TrainableEncoder m = train::build_trainable_encoder(src.config, *src.binder, 0, nullptr);
+  const std::string out = dir.file("model");
+  train::save_hf_model(out, m, src.config_json, "single_label_classification", "");
+  const auto before = fs::file_size(out + "/model.safetensors");
+  m.params.entries().front().value.data<float>()[0] += 1.0f;  // a different model to save over it
+
+  // Files may not grow past 4 KiB: every write beyond fails with EFBIG, as a full disk fails with
+  // ENOSPC. SIGXFSZ is ignored so the write returns the error instead of killing the test.
+  struct rlimit old;
+  getrlimit(RLIMIT_FSIZE, &old);
+  auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 4096;
+  setrlimit(RLIMIT_FSIZE, &small);
+  const std::string err = test::error_of([&] { train::save_hf_model(out, m, src.config_json, "", ""); });
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous);
+
+  EXPECT_NE(err.find("write failed"), std::string::npos) << err;
+  EXPECT_EQ(fs::file_size(out + "/model.safetensors"), before);
+  const auto reread = model::SafetensorsFile::open(out + "/model.safetensors");  // still valid
+  EXPECT_EQ(reread.header().entries.size(), m.params.entries().size());
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string(), "model") << "left behind: " << e.path();
+}
+
+TEST(TrainSave, GradientAccumulationMatchesOneLargerBatch) {
+  test::TempDir dir;
+  TrainOptions big = tiny_options(dir.path());
+  big.max_samples = 16;
+  big.epochs = 1;
+  big.batch_size = 4;
+  big.run_id = "big";
+  TrainOptions acc = big;
+  acc.batch_size = 2;
+  acc.grad_accumulation = 2;
+  acc.run_id = "acc";
+  const TrainResult a = run_training(big), b = run_training(acc);
+  ASSERT_EQ(a.steps, 4);
+  ASSERT_EQ(b.steps, 4);
+  const auto fa = model::SafetensorsFile::open(a.saved_model + "/model.safetensors");
+  const auto fb = model::SafetensorsFile::open(b.saved_model + "/model.safetensors");
+  for (const auto& e : fa.header().entries) {
+    if (e.name.find("key.bias") != std::string::npos) continue;  // zero gradient: rounding noise (test_train_encoder)
+    const Tensor x = fa.tensor(e), y = fb.tensor(*fb.find(e.name));
+    double num = 0, den = 1e-30;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      num = std::max(num, double(std::fabs(x.data<float>()[i] - y.data<float>()[i])));
+      den = std::max(den, double(std::fabs(x.data<float>()[i])));
+    }
+    EXPECT_LT(num / den, 1e-5) << e.name;
+  }
+}
+
+}  // namespace
+}  // namespace tach
