@@ -77,12 +77,8 @@ const float* dropped_probs(std::vector<float>& dst, const float* P, int64_t T, i
     *ld = T;
     return P;
   }
-  const float scale = 1.0f / (1.0f - p);
-  for (int64_t i = 0; i < T; ++i)
-    for (int64_t j = 0; j < L; ++j) {
-      const int64_t index = (bh * T + i) * T + j;  // the element's index in probs [B, H, T, T]
-      dst[size_t(i * L + j)] = dropout_keeps(key, index, p) ? P[i * T + j] * scale : 0.0f;
-    }
+  // The element's index in probs [B, H, T, T] names its mask bit.
+  for (int64_t i = 0; i < T; ++i) dropout_apply(dst.data() + i * L, P + i * T, L, p, key, (bh * T + i) * T);
   *ld = L;
   return dst.data();
 }
@@ -143,13 +139,10 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
       // dPd [T, L] = dO [T, D] · V[:L]ᵀ [D, L]
       cpu::sgemm(backend, false, true, T, L, D, 1.f, dO, ld_out, v + in_off, ld_in, 0.f, dP.data(), L);
       // Through the dropout, then the softmax: dS = P ⊙ (dP - Σ_j P dP), per row.
-      const float keep_scale = dropout_p > 0.f ? 1.0f / (1.0f - dropout_p) : 1.0f;
       for (int64_t i = 0; i < T; ++i) {
         float* d = dP.data() + i * L;
         const float* p = P + i * T;
-        if (dropout_p > 0.f)
-          for (int64_t j = 0; j < L; ++j)
-            d[j] = dropout_keeps(dropout_key, (bh * T + i) * T + j, dropout_p) ? d[j] * keep_scale : 0.0f;
+        if (dropout_p > 0.f) dropout_apply(d, d, L, dropout_p, dropout_key, (bh * T + i) * T);
         float dot = 0.f;
         for (int64_t j = 0; j < L; ++j) dot += p[j] * d[j];
         for (int64_t j = 0; j < L; ++j) d[j] = p[j] * (d[j] - dot);

@@ -4,8 +4,8 @@ namespace tach::ops {
 
 namespace {
 
-// splitmix64's finaliser: a bijective mix whose output bits are close to independent.
-inline uint64_t mix(uint64_t z) {
+// splitmix64's finaliser: spreads (seed, micro-batch, site) over all 64 bits of the key.
+inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
@@ -14,13 +14,7 @@ inline uint64_t mix(uint64_t z) {
 }  // namespace
 
 uint64_t dropout_key(uint64_t seed, int64_t micro_batch, int64_t site) {
-  return mix(mix(seed * 0x9e3779b97f4a7c15ull + uint64_t(micro_batch)) + uint64_t(site) * 0xd1b54a32d192ed03ull);
-}
-
-bool dropout_keeps(uint64_t key, int64_t i, float p) {
-  // 24 uniform bits against p: a resolution of 6e-8, far finer than any dropout rate.
-  const uint32_t u = static_cast<uint32_t>(mix(key + uint64_t(i) * 0x9e3779b97f4a7c15ull) >> 40);
-  return float(u) * 0x1.0p-24f >= p;
+  return mix64(mix64(seed * 0x9e3779b97f4a7c15ull + uint64_t(micro_batch)) + uint64_t(site) * 0xd1b54a32d192ed03ull);
 }
 
 OpCost dropout_cost(int64_t n) {

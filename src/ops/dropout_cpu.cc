@@ -5,25 +5,23 @@
 
 namespace tach::ops {
 
-namespace {
-
-void apply_mask(float* out, const float* in, int64_t n, float p, uint64_t key) {
+void dropout_apply(float* out, const float* in, int64_t n, float p, uint64_t key, int64_t first_index) {
   if (p <= 0.f) {
-    if (out != in) std::memcpy(out, in, sizeof(float) * size_t(n));
+    if (out != in) std::memmove(out, in, sizeof(float) * size_t(n));
     return;
   }
   const float scale = 1.0f / (1.0f - p);
-  core::parallel_for(n, 1 << 14, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = dropout_keeps(key, i, p) ? in[i] * scale : 0.0f;
-  });
+  const uint32_t threshold = dropout_threshold(p);
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) out[j] = dropout_keeps_at(key, first_index + j, threshold) ? in[j] * scale : 0.0f;
 }
 
-}  // namespace
-
-void dropout_forward_cpu(float* out, const float* x, int64_t n, float p, uint64_t key) { apply_mask(out, x, n, p, key); }
+void dropout_forward_cpu(float* out, const float* x, int64_t n, float p, uint64_t key) {
+  core::parallel_for(n, 1 << 15, [&](int64_t b, int64_t e) { dropout_apply(out + b, x + b, e - b, p, key, b); });
+}
 
 void dropout_backward_cpu(float* dx, const float* dout, int64_t n, float p, uint64_t key) {
-  apply_mask(dx, dout, n, p, key);
+  core::parallel_for(n, 1 << 15, [&](int64_t b, int64_t e) { dropout_apply(dx + b, dout + b, e - b, p, key, b); });
 }
 
 }  // namespace tach::ops

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/parallel.h"
 #include "ops/layer_norm.h"
@@ -44,29 +46,50 @@ void layer_norm_forward_cpu(float* out, const float* x, const float* residual, c
 
 void layer_norm_backward_cpu(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp,
                              const float* gamma, const float* mean, const float* rstd, int64_t N, int64_t C) {
-  // Rows in order: dgamma and dbeta sum over rows, and a serial sum keeps them deterministic.
-  for (int64_t n = 0; n < N; ++n) {
-    const float* g = dout + n * C;
-    const float* in = inp + n * C;
-    float* d = dinp + n * C;
-    const float m = mean[n], r = rstd[n];
-    // dnorm = dout * gamma; dinp = r * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
-    float dnorm_mean = 0.f, dnorm_norm_mean = 0.f;
-    for (int64_t c = 0; c < C; ++c) {
-      const float norm = (in[c] - m) * r;
-      const float dnorm = g[c] * gamma[c];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * norm;
+  // Rows split into fixed chunks (not per thread): each chunk sums its own dgamma and dbeta, and
+  // the chunks are added in order afterwards, so the result does not depend on the thread count.
+  constexpr int64_t kRows = 64;
+  const int64_t chunks = (N + kRows - 1) / kRows;
+  std::vector<float> partial(size_t(chunks * 2 * C), 0.f);  // per chunk: dgamma [C], dbeta [C]
+  core::parallel_for(chunks, 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      float* pg = partial.data() + k * 2 * C;
+      float* pb = pg + C;
+      for (int64_t n = k * kRows; n < std::min(N, (k + 1) * kRows); ++n) {
+        const float* g = dout + n * C;
+        const float* in = inp + n * C;
+        float* d = dinp + n * C;
+        const float m = mean[n], r = rstd[n];
+        // dnorm = dout * gamma; dinp = r * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+        float dnorm_mean = 0.f, dnorm_norm_mean = 0.f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
+        for (int64_t c = 0; c < C; ++c) {
+          const float norm = (in[c] - m) * r;
+          const float dnorm = g[c] * gamma[c];
+          dnorm_mean += dnorm;
+          dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= float(C);
+        dnorm_norm_mean /= float(C);
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) {
+          const float norm = (in[c] - m) * r;
+          pb[c] += g[c];
+          pg[c] += g[c] * norm;
+          d[c] += r * (g[c] * gamma[c] - dnorm_mean - norm * dnorm_norm_mean);
+        }
+      }
     }
-    dnorm_mean /= float(C);
-    dnorm_norm_mean /= float(C);
-    for (int64_t c = 0; c < C; ++c) {
-      const float norm = (in[c] - m) * r;
-      dbeta[c] += g[c];
-      dgamma[c] += g[c] * norm;
-      d[c] += r * (g[c] * gamma[c] - dnorm_mean - norm * dnorm_norm_mean);
+  });
+  core::parallel_for(C, 64, [&](int64_t c0, int64_t c1) {
+    for (int64_t k = 0; k < chunks; ++k) {
+      const float* pg = partial.data() + k * 2 * C;
+      for (int64_t c = c0; c < c1; ++c) {
+        dgamma[c] += pg[c];
+        dbeta[c] += pg[C + c];
+      }
     }
-  }
+  });
 }
 
 }  // namespace tach::ops

@@ -230,9 +230,9 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
         return false;  // a line cut short by the kill
       }
     });
-    const int64_t epochs_done = start_step / steps_per_epoch;
+    const int64_t epochs_done = start_step / steps_per_epoch;  // epochs 0 .. epochs_done - 1 are complete
     keep_lines(epochs_path, [&](const std::string& line, size_t i) {
-      return i == 0 || std::atoll(line.c_str()) <= epochs_done;
+      return i == 0 || std::atoll(line.c_str()) < epochs_done;  // epochs that ended by the checkpoint
     });
     note("resuming " + run_dir + " after step " + std::to_string(start_step) + " (" + resume_checkpoint + ")");
   } else if (!o.resume.empty()) {
