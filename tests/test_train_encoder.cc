@@ -107,9 +107,10 @@ double tensor_error(const Tensor& a, const Tensor& b) {
 
 class TrainFixture : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(TrainFixture, EveryGradientMatchesTransformers) {
-  Case c = load_case(GetParam());
+void expect_gradients_match(const std::string& name, bool fused) {
+  Case c = load_case(name);
   train::EncoderActivations acts;
+  acts.fused = fused;
   c.model.params.zero_grad();
   const double loss = forward_backward(c, acts, 0);
   EXPECT_NEAR(loss, c.expected["loss0"].get<double>(), 1e-5 * std::max(1.0, std::fabs(loss)));
@@ -126,6 +127,30 @@ TEST_P(TrainFixture, EveryGradientMatchesTransformers) {
     ++checked;
   }
   EXPECT_EQ(checked, c.model.params.entries().size()) << "every parameter has a reference gradient";
+}
+
+TEST_P(TrainFixture, EveryGradientMatchesTransformers) { expect_gradients_match(GetParam(), false); }
+TEST_P(TrainFixture, EveryGradientMatchesTransformersFused) { expect_gradients_match(GetParam(), true); }
+
+// With dropout on, eager and fused draw the same masks: their gradients agree to rounding.
+TEST_P(TrainFixture, FusedEqualsEagerWithDropout) {
+  Case eager = load_case(GetParam()), fused = load_case(GetParam());
+  train::EncoderActivations a, b;
+  b.fused = true;
+  train::DropoutRates on{0.2f, 0.2f, 0.2f, 99, 3};
+  for (auto* c : {&eager, &fused}) {
+    train::EncoderActivations& acts = c == &eager ? a : b;
+    c->model.params.zero_grad();
+    train::trainable_forward(c->model, acts, c->batches[1], on);
+    const int64_t B = c->batches[1].batch(), L = c->model.num_labels();
+    std::vector<float> dlogits(size_t(B * L), 0.f);
+    train::classifier_loss(problem(c->model), acts.logits.data<float>(), B, L, c->targets[1], dlogits.data(), 1.f);
+    train::trainable_backward(c->model, acts, c->batches[1], dlogits.data(), on);
+  }
+  for (auto& p : eager.model.params.entries()) {
+    if (gradient_is_zero_in_exact_arithmetic(p.name)) continue;
+    EXPECT_LT(tensor_error(fused.model.params.at(p.name).grad, p.grad), 1e-5) << p.name;
+  }
 }
 
 TEST_P(TrainFixture, TwentyAdamWStepsMatchTorch) {

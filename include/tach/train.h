@@ -44,7 +44,7 @@ struct TrainOptions {
   bool dropout = true;       // false: dropout off in training too
   uint64_t seed = 42;
   std::string dtype = "f32";
-  std::string exec = "eager";
+  std::string exec = "eager";  // eager: one op at a time, every intermediate kept; fused: fused kernels
 
   std::string runs_dir = "runs";
   std::string run_id;        // default: UTC time and model name
@@ -110,6 +110,7 @@ class TrainStepper {
     uint64_t seed = 0;          // preset weights, a new head, dropout masks
     double lr = 5e-5, weight_decay = 0, max_grad_norm = 1.0;
     bool dropout = true;
+    bool fused = false;         // --exec fused: the fused kernels (docs/architecture.md)
   };
   static std::unique_ptr<TrainStepper> create(const Options& options);
   virtual ~TrainStepper() = default;

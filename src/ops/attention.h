@@ -22,11 +22,13 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
 // Training forward: as attention_forward_cpu, and saves the softmax probabilities (before
 // dropout) in probs: [B, H, T, T], zero at keys past a right-padded prefix. Dropout on the
 // probabilities (attention_probs_dropout_prob) uses ops/dropout's mask with element index
-// ((b*H + h)*T + i)*T + j; dropout_p = 0 turns it off.
+// ((b*H + h)*T + i)*T + j; dropout_p = 0 turns it off. probs null (the fused path): nothing is
+// saved, and the backward recomputes the probabilities from q and k (one GEMM per head more,
+// B*H*T*T floats less per layer).
 void attention_forward_train_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
                                  const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
                                  int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key);
-// Backward. dout: [B, T, H*D] (row stride ld_out)  probs: saved by the forward.
+// Backward. dout: [B, T, H*D] (row stride ld_out)  probs: saved by the forward, or null to recompute.
 // dq, dk, dv: [B, T, H*D] with row stride ld_in (column blocks of one [B, T, 3C] gradient),
 // written, not accumulated.
 void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,

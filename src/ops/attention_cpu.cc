@@ -83,16 +83,30 @@ const float* dropped_probs(std::vector<float>& dst, const float* P, int64_t T, i
   return dst.data();
 }
 
+// P [T, T] (row stride T) = softmax(scale q kᵀ + mask) for one (batch, head); columns >= L zero.
+void attention_probs(float* P, const float* qb, const float* kb, const int32_t* mb, int64_t T, int64_t L, int64_t D,
+                     int64_t ld_in, float scale, cpu::GemmBackend backend) {
+  const float mask_value = std::numeric_limits<float>::lowest();
+  cpu::sgemm(backend, false, true, T, L, D, scale, qb, ld_in, kb, ld_in, 0.f, P, T);
+  for (int64_t i = 0; i < T; ++i) {
+    float* row = P + i * T;
+    if (mb)
+      for (int64_t j = 0; j < L; ++j) row[j] += mb[j] == 0 ? mask_value : 0.0f;
+    cpu::softmax_inplace(row, L);
+    for (int64_t j = L; j < T; ++j) row[j] = 0.0f;
+  }
+}
+
 }  // namespace
 
 void attention_forward_train_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
                                  const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
                                  int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key) {
   const auto backend = cpu::default_gemm_backend();
-  const float mask_value = std::numeric_limits<float>::lowest();
   const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);
   core::parallel_for(B * H, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> dropped(static_cast<size_t>(dropout_p > 0.f ? T * T : 0));
+    std::vector<float> scratch(static_cast<size_t>(probs ? 0 : T * T));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / H, h = bh % H;
       const bool additive = keys[size_t(b)] < 0;
@@ -100,16 +114,9 @@ void attention_forward_train_cpu(float* out, float* probs, const float* q, const
       const float* qb = q + b * T * ld_in + h * D;
       const float* kb = k + b * T * ld_in + h * D;
       const float* vb = v + b * T * ld_in + h * D;
-      float* P = probs + bh * T * T;  // [T, T]; columns >= L are zero
-      cpu::sgemm(backend, false, true, T, L, D, scale, qb, ld_in, kb, ld_in, 0.f, P, T);
-      const int32_t* mb = additive ? mask + b * T : nullptr;
-      for (int64_t i = 0; i < T; ++i) {
-        float* row = P + i * T;
-        if (mb)
-          for (int64_t j = 0; j < L; ++j) row[j] += mb[j] == 0 ? mask_value : 0.0f;
-        cpu::softmax_inplace(row, L);
-        for (int64_t j = L; j < T; ++j) row[j] = 0.0f;
-      }
+      // Saved for the backward, or (probs null: the fused path) in a scratch the backward recomputes.
+      float* P = probs ? probs + bh * T * T : scratch.data();
+      attention_probs(P, qb, kb, additive ? mask + b * T : nullptr, T, L, D, ld_in, scale, backend);
       int64_t ldp = T;
       const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);
       cpu::sgemm(backend, false, false, T, D, L, 1.f, Pd, ldp, vb, ld_in, 0.f, out + b * T * ld_out + h * D, ld_out);
@@ -126,12 +133,17 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
   core::parallel_for(B * H, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> dropped(static_cast<size_t>(dropout_p > 0.f ? T * T : 0));
     std::vector<float> dP(static_cast<size_t>(T * T));
+    std::vector<float> recomputed(static_cast<size_t>(probs ? 0 : T * T));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / H, h = bh % H;
-      const int64_t L = keys[size_t(b)] < 0 ? T : keys[size_t(b)];
+      const bool additive = keys[size_t(b)] < 0;
+      const int64_t L = additive ? T : keys[size_t(b)];
       const int64_t in_off = b * T * ld_in + h * D;
       const float* dO = dout + b * T * ld_out + h * D;  // [T, D]
-      const float* P = probs + bh * T * T;
+      if (!probs)
+        attention_probs(recomputed.data(), q + in_off, k + in_off, additive ? mask + b * T : nullptr, T, L, D, ld_in,
+                        scale, backend);
+      const float* P = probs ? probs + bh * T * T : recomputed.data();
       int64_t ldp = T;
       const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);
       // dV[:L] [L, D] = Pdᵀ [L, T] · dO [T, D]; keys past the prefix were never read.

@@ -17,4 +17,11 @@ void gelu_backward_cpu(float* dx, const float* x, const float* dout, int64_t n);
 OpCost gelu_cost(int64_t n);
 OpCost gelu_backward_cost(int64_t n);
 
+// Fused with the linear's bias (training, --exec fused): the GEMM runs without its bias, then one
+// pass adds it and applies GELU. pre: [M, N] GEMM output, becomes x·Wᵀ + b (kept for the
+// backward)  b: [N]  act: [M, N] = gelu(pre)
+void bias_gelu_forward_cpu(float* pre, float* act, const float* b, int64_t M, int64_t N);
+// The backward of both: dpre [M, N] = dact * gelu'(pre) (written), db [N] += Σ_m dpre (in row order).
+void bias_gelu_backward_cpu(float* dpre, float* db, const float* pre, const float* dact, int64_t M, int64_t N);
+
 }  // namespace tach::ops

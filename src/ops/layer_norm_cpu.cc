@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/dropout.h"
 #include "ops/layer_norm.h"
 
 namespace tach::ops {
@@ -88,6 +89,37 @@ void layer_norm_backward_cpu(float* dinp, float* dgamma, float* dbeta, const flo
         dgamma[c] += pg[c];
         dbeta[c] += pg[C + c];
       }
+    }
+  });
+}
+
+void dropout_add_layer_norm_forward_cpu(float* sum, float* out, const float* branch, const float* x,
+                                        const float* gamma, const float* beta, int64_t N, int64_t C, float eps,
+                                        float dropout_p, uint64_t dropout_key, float* mean, float* rstd) {
+  core::parallel_for(N, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      float* s = sum + n * C;
+      float* o = out + n * C;
+      const float* xr = x + n * C;
+      dropout_apply(s, branch + n * C, C, dropout_p, dropout_key, n * C);
+      float total = 0.f;
+#pragma omp simd reduction(+ : total)
+      for (int64_t c = 0; c < C; ++c) {
+        s[c] += xr[c];
+        total += s[c];
+      }
+      const float m = total / float(C);
+      float var = 0.f;
+#pragma omp simd reduction(+ : var)
+      for (int64_t c = 0; c < C; ++c) {
+        const float d = s[c] - m;
+        var += d * d;
+      }
+      const float r = 1.0f / std::sqrt(var / float(C) + eps);
+      mean[n] = m;
+      rstd[n] = r;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) o[c] = (s[c] - m) * r * gamma[c] + beta[c];
     }
   });
 }

@@ -1,25 +1,45 @@
 #include "train/optimizer.h"
 
+#include <algorithm>
+
+#include "core/parallel.h"
 #include "tach/error.h"
 
 namespace tach::train {
 
-AdamWOptimizer::AdamWOptimizer(ParameterTable& params, AdamWConfig config, DecayScope scope) : config_(config) {
+AdamWOptimizer::AdamWOptimizer(ParameterTable& params, AdamWConfig config, DecayScope scope, bool fused)
+    : fused_(fused), config_(config) {
   for (auto& p : params.entries()) {
     if (!p.trainable) continue;
     slots_.push_back({&p, Tensor::zeros(p.value.shape(), DType::f32, Device::cpu(), MemoryCategory::optimizer_state),
                       Tensor::zeros(p.value.shape(), DType::f32, Device::cpu(), MemoryCategory::optimizer_state),
                       scope == DecayScope::all || p.decay});
   }
+  constexpr int64_t kChunk = 1 << 16;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    for (int64_t b = 0; b < slots_[i].param->value.numel(); b += kChunk)
+      chunks_.push_back({i, b, std::min(slots_[i].param->value.numel(), b + kChunk)});
 }
 
 void AdamWOptimizer::step(double lr) {
   ++steps_;
   AdamWConfig c = config_;
   c.lr = float(lr);
-  for (auto& s : slots_)
-    adamw_update(s.param->value.data<float>(), s.param->grad.data<float>(), s.m.data<float>(), s.v.data<float>(),
-                 s.param->value.numel(), steps_, c, s.decay && c.weight_decay != 0.f);
+  if (!fused_) {
+    for (auto& s : slots_)
+      adamw_update(s.param->value.data<float>(), s.param->grad.data<float>(), s.m.data<float>(), s.v.data<float>(),
+                   s.param->value.numel(), steps_, c, s.decay && c.weight_decay != 0.f);
+    return;
+  }
+  core::parallel_for(int64_t(chunks_.size()), 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const Chunk& ch = chunks_[size_t(k)];
+      Slot& s = slots_[ch.slot];
+      adamw_update(s.param->value.data<float>() + ch.begin, s.param->grad.data<float>() + ch.begin,
+                   s.m.data<float>() + ch.begin, s.v.data<float>() + ch.begin, ch.end - ch.begin, steps_, c,
+                   s.decay && c.weight_decay != 0.f);
+    }
+  });
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamWOptimizer::state() const {

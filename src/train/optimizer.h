@@ -18,7 +18,9 @@ enum class DecayScope {
 
 class AdamWOptimizer {
  public:
-  AdamWOptimizer(ParameterTable& params, AdamWConfig config, DecayScope scope);
+  // fused: one parallel pass over every parameter's elements (--exec fused) instead of one
+  // pass per parameter; the same arithmetic per element, so the same numbers.
+  AdamWOptimizer(ParameterTable& params, AdamWConfig config, DecayScope scope, bool fused = false);
   // One update of every trainable parameter at learning rate lr.
   void step(double lr);
   int64_t steps() const { return steps_; }
@@ -35,7 +37,13 @@ class AdamWOptimizer {
     Tensor m, v;
     bool decay;
   };
+  struct Chunk {
+    size_t slot;
+    int64_t begin, end;
+  };
   std::vector<Slot> slots_;
+  std::vector<Chunk> chunks_;  // fused: every parameter cut into pieces of at most 64K elements
+  bool fused_ = false;
   AdamWConfig config_;
   int64_t steps_ = 0;
 };

@@ -142,8 +142,6 @@ void validate_options(const TrainOptions& o) {
   check(o.dtype == "f32", "--dtype bf16: bf16 training (bf16 compute with f32 master weights) is not built yet; "
                           "train in f32");
   check(o.exec == "eager" || o.exec == "fused", "--exec must be eager or fused, got " + o.exec);
-  check(o.exec == "eager", "--exec fused: the fused training kernels are not built yet; --exec eager is the engine "
-                           "that runs today");
   check(o.profiler_wait >= 0 && o.profiler_warmup >= 0 && o.profiler_active >= 1 && o.profiler_repeat >= 0,
         "profiler schedule: wait and warmup >= 0, active >= 1, repeat >= 0");
   check(o.memory_log_steps >= 1, "--memory-log-steps must be at least 1");

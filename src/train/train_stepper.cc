@@ -16,8 +16,9 @@ class Stepper final : public TrainStepper {
       : options_(o),
         source_(train::open_training_model(o.model, o.seed)),
         model_(build(source_, o.seed)),
-        optimizer_(model_.params, adam(o), train::DecayScope::trainer) {
+        optimizer_(model_.params, adam(o), train::DecayScope::trainer, o.fused) {
     source_.store.reset();
+    acts_.fused = o.fused;
     check(model_.num_labels() >= 2, o.model + ": a training step needs a classification head with labels; this one "
                                               "is a regression head");
     problem_type_ = source_.config.problem_type.empty() ? "single_label_classification" : source_.config.problem_type;

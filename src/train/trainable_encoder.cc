@@ -133,9 +133,11 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, mod
 
 void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T) {
   if (a.B == B && a.T == T) return;
+  const bool fused = a.fused;
   const int64_t N = B * T, C = m.shape.hidden, I = m.shape.intermediate, H = m.shape.heads;
   auto make = [](const Shape& s) { return Tensor::empty(s, DType::f32, Device::cpu(), MemoryCategory::activations); };
   a = EncoderActivations{};
+  a.fused = fused;
   a.B = B;
   a.T = T;
   a.emb_sum = make({N, C});
@@ -145,7 +147,7 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   for (auto& l : a.layers) {
     l.input = make({N, C});
     l.qkv = make({N, 3 * C});
-    l.probs = make({B, H, T, T});
+    if (!fused) l.probs = make({B, H, T, T});
     l.context = make({N, C});
     l.residual1 = make({N, C});
     l.mean1 = make({N});

@@ -56,7 +56,7 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, mod
 struct LayerActivations {
   Tensor input;      // [N, C] the layer's input (the previous LayerNorm's output)
   Tensor qkv;        // [N, 3C]
-  Tensor probs;      // [B, H, T, T] softmax before dropout
+  Tensor probs;      // [B, H, T, T] softmax before dropout (eager only)
   Tensor context;    // [N, C]
   Tensor residual1;  // [N, C] input + dropout(attention output), LayerNorm 1's input
   Tensor mean1, rstd1;  // [N]
@@ -68,6 +68,10 @@ struct LayerActivations {
 };
 
 struct EncoderActivations {
+  // --exec fused: attention keeps no probabilities (the backward recomputes them), the bias and
+  // GELU share one pass, dropout + residual + LayerNorm share one pass, and the backward fuses
+  // GELU's derivative with the bias gradient. Same arithmetic up to rounding.
+  bool fused = false;
   int64_t B = 0, T = 0;
   Tensor emb_sum;              // [N, C] word + position (+ type), the embedding LayerNorm's input
   Tensor emb_mean, emb_rstd;   // [N]

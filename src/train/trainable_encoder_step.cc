@@ -124,32 +124,67 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
       }
       {
         OpSpan o("attention", ops::attention_cost(B, T, H, D));
-        ops::attention_forward_train_cpu(f(s.context), f(s.probs), f(s.qkv), f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B,
-                                         T, H, D, 3 * C, C, scale, dr.attention,
+        ops::attention_forward_train_cpu(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C,
+                                         f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
                                          key(dr, site_attention_probs(int64_t(li))));
       }
-      {
-        OpSpan o("linear", ops::linear_cost(N, C, C, DType::f32, true));
-        ops::linear_forward_cpu(f(s.residual1), f(s.context), f(w.out_weight), f(w.out_bias), N, C, C);
-      }
       // BERT drops out the attention output (BertSelfOutput); DistilBERT does not.
-      if (bert) dropout_fwd(f(s.residual1), N * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
-      add_inplace(f(s.residual1), f(s.input), N * C);
-      OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
-      ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), N, C, eps,
-                                  f(s.mean1), f(s.rstd1));
+      const float out_p = bert ? dr.hidden : 0.f;
+      const uint64_t out_key = key(dr, site_attention_output(int64_t(li)));
+      if (a.fused) {
+        // The projection goes to a scratch buffer (d_scratch is free in the forward), then one pass.
+        {
+          OpSpan o("linear", ops::linear_cost(N, C, C, DType::f32, true));
+          ops::linear_forward_cpu(f(a.d_scratch), f(s.context), f(w.out_weight), f(w.out_bias), N, C, C);
+        }
+        OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
+        ops::dropout_add_layer_norm_forward_cpu(f(s.residual1), f(s.hidden1), f(a.d_scratch), f(s.input),
+                                                f(w.ln1_gamma), f(w.ln1_beta), N, C, eps, out_p, out_key, f(s.mean1),
+                                                f(s.rstd1));
+      } else {
+        {
+          OpSpan o("linear", ops::linear_cost(N, C, C, DType::f32, true));
+          ops::linear_forward_cpu(f(s.residual1), f(s.context), f(w.out_weight), f(w.out_bias), N, C, C);
+        }
+        dropout_fwd(f(s.residual1), N * C, out_p, out_key);
+        add_inplace(f(s.residual1), f(s.input), N * C);
+        OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
+        ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), N, C, eps,
+                                    f(s.mean1), f(s.rstd1));
+      }
     }
     core::Span span(core::SpanKind::module, "ffn");
-    {
-      OpSpan o("linear", ops::linear_cost(N, I, C, DType::f32, true));
-      ops::linear_forward_cpu(f(s.ffn_pre), f(s.hidden1), f(w.ffn_in_weight), f(w.ffn_in_bias), N, I, C);
-    }
-    if (m.config.hidden_act == "relu") {
-      OpSpan o("relu", ops::activation_cost(N * I));
-      ops::relu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
+    const bool gelu = m.config.hidden_act != "relu";
+    if (a.fused && gelu) {
+      {
+        OpSpan o("linear", ops::linear_cost(N, I, C, DType::f32, false));
+        ops::linear_forward_cpu(f(s.ffn_pre), f(s.hidden1), f(w.ffn_in_weight), nullptr, N, I, C);
+      }
+      OpSpan o("bias_gelu", ops::gelu_cost(N * I));
+      ops::bias_gelu_forward_cpu(f(s.ffn_pre), f(s.ffn_act), f(w.ffn_in_bias), N, I);
     } else {
-      OpSpan o("gelu", ops::gelu_cost(N * I));
-      ops::gelu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
+      {
+        OpSpan o("linear", ops::linear_cost(N, I, C, DType::f32, true));
+        ops::linear_forward_cpu(f(s.ffn_pre), f(s.hidden1), f(w.ffn_in_weight), f(w.ffn_in_bias), N, I, C);
+      }
+      if (gelu) {
+        OpSpan o("gelu", ops::gelu_cost(N * I));
+        ops::gelu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
+      } else {
+        OpSpan o("relu", ops::activation_cost(N * I));
+        ops::relu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
+      }
+    }
+    if (a.fused) {
+      {
+        OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, true));
+        ops::linear_forward_cpu(f(a.d_scratch), f(s.ffn_act), f(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
+      }
+      OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
+      ops::dropout_add_layer_norm_forward_cpu(f(s.residual2), f(out), f(a.d_scratch), f(s.hidden1), f(w.ln2_gamma),
+                                              f(w.ln2_beta), N, C, eps, dr.hidden, key(dr, site_ffn(int64_t(li))),
+                                              f(s.mean2), f(s.rstd2));
+      continue;
     }
     {
       OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, true));
@@ -238,17 +273,27 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
                                  f(w.ffn_out_weight), N, C, I);
       }
       // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
-      zero(s.ffn_act);
-      if (m.config.hidden_act == "relu") {
-        OpSpan o("relu_backward", ops::activation_backward_cost(N * I));
-        ops::relu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
+      if (a.fused && m.config.hidden_act != "relu") {
+        {
+          OpSpan o("bias_gelu_backward", ops::gelu_backward_cost(N * I));
+          ops::bias_gelu_backward_cpu(f(s.ffn_act), g(w.ffn_in_bias), f(s.ffn_pre), f(a.d_ffn), N, I);
+        }
+        OpSpan o("linear_backward", ops::linear_backward_cost(N, I, C, false, true));
+        ops::linear_backward_cpu(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1),
+                                 f(w.ffn_in_weight), N, I, C);
       } else {
-        OpSpan o("gelu_backward", ops::gelu_backward_cost(N * I));
-        ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
+        zero(s.ffn_act);
+        if (m.config.hidden_act == "relu") {
+          OpSpan o("relu_backward", ops::activation_backward_cost(N * I));
+          ops::relu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
+        } else {
+          OpSpan o("gelu_backward", ops::gelu_backward_cost(N * I));
+          ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
+        }
+        OpSpan o("linear_backward", ops::linear_backward_cost(N, I, C, true, true));
+        ops::linear_backward_cpu(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
+                                 f(w.ffn_in_weight), N, I, C);
       }
-      OpSpan o("linear_backward", ops::linear_backward_cost(N, I, C, true, true));
-      ops::linear_backward_cpu(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
-                               f(w.ffn_in_weight), N, I, C);
     }
     core::Span span(core::SpanKind::module, "attention");
     zero(a.d_scratch);
@@ -268,7 +313,8 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     }
     {
       OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D));
-      ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(s.residual1), f(s.probs), f(s.qkv),
+      ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(s.residual1),
+                                  a.fused ? nullptr : f(s.probs), f(s.qkv),
                                   f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
                                   key(dr, site_attention_probs(int64_t(li))));
     }

@@ -187,8 +187,9 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   adam.beta2 = float(o.adam_beta2);
   adam.eps = float(o.adam_eps);
   adam.weight_decay = float(o.weight_decay);
+  const bool fused = o.exec == "fused";
   train::AdamWOptimizer optimizer(model.params, adam,
-                                  o.decay_scope == "all" ? train::DecayScope::all : train::DecayScope::trainer);
+                                  o.decay_scope == "all" ? train::DecayScope::all : train::DecayScope::trainer, fused);
 
   // The run directory.
   if (run_dir.empty()) {
@@ -257,6 +258,7 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
 
   // The loop.
   train::EncoderActivations acts;
+  acts.fused = fused;
   const train::DropoutRates rates{o.dropout ? config.hidden_dropout : 0.f, o.dropout ? config.attention_dropout : 0.f,
                                   o.dropout ? config.classifier_dropout : 0.f, o.seed, 0};
   std::vector<double> step_ms, data_ms, fwd_ms, bwd_ms, opt_ms, tok_rates;
@@ -465,6 +467,7 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
       {"steps", result.steps},
       {"total_steps", total_steps},
       {"resumed_from_step", result.resumed_from},
+      {"exec", o.exec},
       {"diverged", result.diverged},
       {"divergence", result.divergence},
       {"train_seconds", result.train_seconds},

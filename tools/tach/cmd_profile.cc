@@ -40,6 +40,7 @@ struct ProfileFlags {
   uint64_t seed = 0;
   bool train = false;  // profile training steps (forward, loss, backward, AdamW) instead of forwards
   double lr = 5e-5;
+  std::string exec = "eager";
 };
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -75,6 +76,8 @@ int run_profile(const ProfileFlags& f) {
     so.model = f.model;
     so.seed = f.seed;
     so.lr = f.lr;
+    check(f.exec == "eager" || f.exec == "fused", "--exec must be eager or fused, got " + f.exec);
+    so.fused = f.exec == "fused";
     stepper = TrainStepper::create(so);
     batch = random_batch(stepper->vocab_size(), stepper->pad_token_id(), f.batch, f.seq_len, f.seed);
     for (int64_t i = 0; i < f.batch; ++i) labels.push_back(int32_t(i % stepper->num_labels()));
@@ -91,7 +94,8 @@ int run_profile(const ProfileFlags& f) {
       (void)model->classify(batch);
     };
   }
-  const std::string what = f.train ? "training steps (forward with the loss, backward, AdamW)" : "forwards";
+  const std::string what =
+      f.train ? "training steps (forward with the loss, backward, AdamW; exec " + f.exec + ")" : "forwards";
 
   std::string dir = f.output_dir;
   if (dir.empty()) {
@@ -256,6 +260,8 @@ Command add_profile_command(CLI::App& app) {
                 "Profile training steps (forward with the loss, backward, clipping, AdamW) on random ids and labels; "
                 "backward ops appear under module paths starting with backward.");
   sub->add_option("--lr", f->lr, "--train: the learning rate of the steps")->capture_default_str();
+  sub->add_option("--exec", f->exec, "--train: eager (one op at a time, every intermediate kept) or fused")
+      ->capture_default_str();
   return {sub, [f] { return run_profile(*f); }};
 }
 

@@ -82,7 +82,10 @@ Command add_train_command(CLI::App& app) {
                 "Dropout as config.json sets it (default); --no-dropout turns it off in training too");
   sub->add_option("--seed", o->seed, "Seed: data order, dropout masks, a new head's weights (default 42)");
   sub->add_option("--dtype", o->dtype, "f32 (bf16 training is not built yet)");
-  sub->add_option("--exec", o->exec, "eager (fused training kernels are not built yet)");
+  sub->add_option("--exec", o->exec,
+                  "eager (one op at a time, every intermediate kept; default) or fused (attention recomputes its "
+                  "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each, one "
+                  "AdamW pass over all parameters)");
   sub->add_option("--runs-dir", o->runs_dir, "Where run directories go (default runs)");
   sub->add_option("--run-id", o->run_id, "Name of the run directory (default: train-<UTC time>-<model>)");
   sub->add_option("--save", o->save_dir, "Where the fine-tuned model goes (default runs/<run_id>/model)");
