@@ -157,9 +157,16 @@ Tensor WeightBinder::synthesize(const std::string& name, const Shape& shape) con
     for (int64_t i = 0; i < n; ++i) p[i] = v;
     return t;
   }
+  fill_normal(t, 0.02f, seed_, name);
+  return t;
+}
+
+void fill_normal(Tensor& t, float std, uint64_t seed, const std::string& name) {
+  float* p = t.data<float>();
+  const int64_t n = t.numel();
   // Chunks seeded by (seed, name, chunk): identical values whatever the thread count.
   constexpr int64_t kChunk = 1 << 14;
-  const uint64_t base = seed_ * 0x9e3779b97f4a7c15ull ^ fnv1a(name);
+  const uint64_t base = seed * 0x9e3779b97f4a7c15ull ^ fnv1a(name);
   core::parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       uint64_t state = base + static_cast<uint64_t>(c) * 0xd1b54a32d192ed03ull;
@@ -168,13 +175,12 @@ Tensor WeightBinder::synthesize(const std::string& name, const Shape& shape) con
         // Box-Muller: two normals from two uniforms in (0, 1].
         const double u1 = (double(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
         const double u2 = double(splitmix64(state) >> 11) * 0x1.0p-53;
-        const double r = std::sqrt(-2.0 * std::log(u1)) * 0.02;
+        const double r = std::sqrt(-2.0 * std::log(u1)) * double(std);
         p[i] = static_cast<float>(r * std::cos(2 * M_PI * u2));
         if (i + 1 < end) p[i + 1] = static_cast<float>(r * std::sin(2 * M_PI * u2));
       }
     }
   });
-  return t;
 }
 
 }  // namespace tach::model

@@ -53,4 +53,8 @@ class WeightBinder {
   int64_t parameters_ = 0;
 };
 
+// t (f32, contiguous) = N(0, std), deterministic in (seed, name) and independent of the thread
+// count: the synthetic weights of presets, and heads that training initialises.
+void fill_normal(Tensor& t, float std, uint64_t seed, const std::string& name);
+
 }  // namespace tach::model

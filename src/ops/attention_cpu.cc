@@ -24,15 +24,36 @@ int64_t prefix_length(const int32_t* mask, int64_t T) {
   return L == 0 ? -1 : L;
 }
 
+// Keys used per sequence (see prefix_length); -1 where the additive mask applies.
+std::vector<int64_t> keys_per_sequence(const int32_t* mask, int64_t B, int64_t T) {
+  std::vector<int64_t> keys(static_cast<size_t>(B), T);
+  if (mask)
+    for (int64_t b = 0; b < B; ++b) keys[size_t(b)] = prefix_length(mask + b * T, T);
+  return keys;
+}
+
+// P [T, L..] (row stride ldP >= L) = softmax(scale q kᵀ + mask) for one (batch, head) over its
+// first L keys; when ldP > L the columns L..ldP-1 are zeroed (the training layout [T, T]).
+void attention_probs(float* P, int64_t ldP, const float* qb, const float* kb, const int32_t* mb, int64_t T, int64_t L,
+                     int64_t D, int64_t ld_in, float scale, cpu::GemmBackend backend) {
+  const float mask_value = std::numeric_limits<float>::lowest();
+  // P: [T, L] = scale * q_bh : [T, D] · k_bh[:L]ᵀ : [D, L]
+  cpu::sgemm(backend, false, true, T, L, D, scale, qb, ld_in, kb, ld_in, 0.f, P, ldP);
+  for (int64_t i = 0; i < T; ++i) {
+    float* row = P + i * ldP;
+    if (mb)
+      for (int64_t j = 0; j < L; ++j) row[j] += mb[j] == 0 ? mask_value : 0.0f;
+    cpu::softmax_inplace(row, L);
+    for (int64_t j = L; j < ldP; ++j) row[j] = 0.0f;
+  }
+}
+
 }  // namespace
 
 void attention_forward_cpu(float* out, const float* q, const float* k, const float* v, const int32_t* mask, int64_t B,
                            int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale) {
   const auto backend = cpu::default_gemm_backend();
-  const float mask_value = std::numeric_limits<float>::lowest();
-  std::vector<int64_t> keys(static_cast<size_t>(B), T);  // keys used per sequence; -1: additive mask
-  if (mask)
-    for (int64_t b = 0; b < B; ++b) keys[size_t(b)] = prefix_length(mask + b * T, T);
+  const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);  // keys used per sequence; -1: additive mask
   // One (batch, head) pair per work item; the small GEMMs inside run single-threaded (oneDNN
   // sees it is inside a parallel region). B*H >= 12 for every model here.
   core::parallel_for(B * H, 1, [&](int64_t begin, int64_t end) {
@@ -44,15 +65,7 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
       const float* qb = q + b * T * ld_in + h * D;
       const float* kb = k + b * T * ld_in + h * D;
       const float* vb = v + b * T * ld_in + h * D;
-      // scores: [T, L] = scale * q_bh : [T, D] · k_bh[:L]ᵀ : [D, L]
-      cpu::sgemm(backend, false, true, T, L, D, scale, qb, ld_in, kb, ld_in, 0.f, scores.data(), L);
-      const int32_t* mb = additive ? mask + b * T : nullptr;
-      for (int64_t i = 0; i < T; ++i) {
-        float* row = scores.data() + i * L;
-        if (mb)
-          for (int64_t j = 0; j < L; ++j) row[j] += mb[j] == 0 ? mask_value : 0.0f;
-        cpu::softmax_inplace(row, L);
-      }
+      attention_probs(scores.data(), L, qb, kb, additive ? mask + b * T : nullptr, T, L, D, ld_in, scale, backend);
       // out_bh: [T, D] = probs : [T, L] · v_bh[:L] : [L, D]
       cpu::sgemm(backend, false, false, T, D, L, 1.f, scores.data(), L, vb, ld_in, 0.f, out + b * T * ld_out + h * D,
                  ld_out);
@@ -61,14 +74,6 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
 }
 
 namespace {
-
-// Keys used per sequence (see prefix_length); -1 where the additive mask applies.
-std::vector<int64_t> keys_per_sequence(const int32_t* mask, int64_t B, int64_t T) {
-  std::vector<int64_t> keys(static_cast<size_t>(B), T);
-  if (mask)
-    for (int64_t b = 0; b < B; ++b) keys[size_t(b)] = prefix_length(mask + b * T, T);
-  return keys;
-}
 
 // dst [T, L] = P [T, L] (row stride T) with dropout applied (or P itself when p = 0).
 const float* dropped_probs(std::vector<float>& dst, const float* P, int64_t T, int64_t L, int64_t bh, float p,
@@ -81,20 +86,6 @@ const float* dropped_probs(std::vector<float>& dst, const float* P, int64_t T, i
   for (int64_t i = 0; i < T; ++i) dropout_apply(dst.data() + i * L, P + i * T, L, p, key, (bh * T + i) * T);
   *ld = L;
   return dst.data();
-}
-
-// P [T, T] (row stride T) = softmax(scale q kᵀ + mask) for one (batch, head); columns >= L zero.
-void attention_probs(float* P, const float* qb, const float* kb, const int32_t* mb, int64_t T, int64_t L, int64_t D,
-                     int64_t ld_in, float scale, cpu::GemmBackend backend) {
-  const float mask_value = std::numeric_limits<float>::lowest();
-  cpu::sgemm(backend, false, true, T, L, D, scale, qb, ld_in, kb, ld_in, 0.f, P, T);
-  for (int64_t i = 0; i < T; ++i) {
-    float* row = P + i * T;
-    if (mb)
-      for (int64_t j = 0; j < L; ++j) row[j] += mb[j] == 0 ? mask_value : 0.0f;
-    cpu::softmax_inplace(row, L);
-    for (int64_t j = L; j < T; ++j) row[j] = 0.0f;
-  }
 }
 
 }  // namespace
@@ -116,7 +107,7 @@ void attention_forward_train_cpu(float* out, float* probs, const float* q, const
       const float* vb = v + b * T * ld_in + h * D;
       // Saved for the backward, or (probs null: the fused path) in a scratch the backward recomputes.
       float* P = probs ? probs + bh * T * T : scratch.data();
-      attention_probs(P, qb, kb, additive ? mask + b * T : nullptr, T, L, D, ld_in, scale, backend);
+      attention_probs(P, T, qb, kb, additive ? mask + b * T : nullptr, T, L, D, ld_in, scale, backend);
       int64_t ldp = T;
       const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);
       cpu::sgemm(backend, false, false, T, D, L, 1.f, Pd, ldp, vb, ld_in, 0.f, out + b * T * ld_out + h * D, ld_out);
@@ -141,8 +132,8 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
       const int64_t in_off = b * T * ld_in + h * D;
       const float* dO = dout + b * T * ld_out + h * D;  // [T, D]
       if (!probs)
-        attention_probs(recomputed.data(), q + in_off, k + in_off, additive ? mask + b * T : nullptr, T, L, D, ld_in,
-                        scale, backend);
+        attention_probs(recomputed.data(), T, q + in_off, k + in_off, additive ? mask + b * T : nullptr, T, L, D,
+                        ld_in, scale, backend);
       const float* P = probs ? probs + bh * T * T : recomputed.data();
       int64_t ldp = T;
       const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);

@@ -8,6 +8,28 @@
 
 namespace tach::ops {
 
+namespace {
+
+// o = (s - mean) * rstd * gamma + beta for one row whose sum `total` is known (o may be s);
+// statistics two-pass in f32, as PyTorch computes them. Returns mean and rstd.
+inline void normalize_row(float* o, const float* s, float total, const float* gamma, const float* beta, int64_t C,
+                          float eps, float* mean_out, float* rstd_out) {
+  const float mean = total / float(C);
+  float var = 0.f;
+#pragma omp simd reduction(+ : var)
+  for (int64_t c = 0; c < C; ++c) {
+    const float d = s[c] - mean;
+    var += d * d;
+  }
+  const float rstd = 1.0f / std::sqrt(var / float(C) + eps);
+  *mean_out = mean;
+  *rstd_out = rstd;
+#pragma omp simd
+  for (int64_t c = 0; c < C; ++c) o[c] = (s[c] - mean) * rstd * gamma[c] + beta[c];
+}
+
+}  // namespace
+
 void layer_norm_forward_cpu(float* out, const float* x, const float* residual, const float* gamma, const float* beta,
                             int64_t N, int64_t C, float eps, float* mean_out, float* rstd_out) {
   core::parallel_for(N, 8, [&](int64_t begin, int64_t end) {
@@ -30,17 +52,9 @@ void layer_norm_forward_cpu(float* out, const float* x, const float* residual, c
           sum += o[c];
         }
       }
-      const float mean = sum / float(C);
-      float var = 0.f;
-#pragma omp simd reduction(+ : var)
-      for (int64_t c = 0; c < C; ++c) {
-        const float d = o[c] - mean;
-        var += d * d;
-      }
-      const float rstd = 1.0f / std::sqrt(var / float(C) + eps);
+      float mean, rstd;
+      normalize_row(o, o, sum, gamma, beta, C, eps, &mean, &rstd);
       if (mean_out) mean_out[n] = mean, rstd_out[n] = rstd;
-#pragma omp simd
-      for (int64_t c = 0; c < C; ++c) o[c] = (o[c] - mean) * rstd * gamma[c] + beta[c];
     }
   });
 }
@@ -108,18 +122,7 @@ void dropout_add_layer_norm_forward_cpu(float* sum, float* out, const float* bra
         s[c] += xr[c];
         total += s[c];
       }
-      const float m = total / float(C);
-      float var = 0.f;
-#pragma omp simd reduction(+ : var)
-      for (int64_t c = 0; c < C; ++c) {
-        const float d = s[c] - m;
-        var += d * d;
-      }
-      const float r = 1.0f / std::sqrt(var / float(C) + eps);
-      mean[n] = m;
-      rstd[n] = r;
-#pragma omp simd
-      for (int64_t c = 0; c < C; ++c) o[c] = (s[c] - m) * r * gamma[c] + beta[c];
+      normalize_row(o, s, total, gamma, beta, C, eps, &mean[n], &rstd[n]);
     }
   });
 }

@@ -10,31 +10,10 @@ namespace tach::train {
 
 namespace {
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-uint64_t name_hash(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
 // transformers' _init_weights for a new nn.Linear: weight N(0, std), bias 0.
 Tensor normal_init(const Shape& shape, float std, uint64_t seed, const std::string& name) {
   Tensor t = Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::workspace);
-  float* p = t.data<float>();
-  uint64_t state = seed * 0x9e3779b97f4a7c15ull ^ name_hash(name);
-  for (int64_t i = 0; i < t.numel(); i += 2) {
-    const double u1 = (double(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
-    const double u2 = double(splitmix64(state) >> 11) * 0x1.0p-53;
-    const double r = std::sqrt(-2.0 * std::log(u1)) * std;
-    p[i] = float(r * std::cos(2 * M_PI * u2));
-    if (i + 1 < t.numel()) p[i + 1] = float(r * std::sin(2 * M_PI * u2));
-  }
+  model::fill_normal(t, std, seed, name);
   return t;
 }
 
