@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build run test test-all bench bench-peers bench-qwen2 golden smoke sanitize fuzz clean
+.PHONY: setup configure build run test test-all bench bench-peers bench-train-peers bench-recipe bench-qwen2 golden smoke sanitize fuzz clean
 
 # The development-only virtualenv with torch, transformers and onnxruntime (scripts/peers/README.md).
 REF_PYTHON ?= $(HOME)/tach-ref/bin/python
@@ -43,6 +43,16 @@ bench-peers: build
 	test -f $(BUILD)/golden/distilbert-base-random/model.safetensors || \
 	  $(REF_PYTHON) scripts/golden/make_encoder_fixtures.py --base $(BUILD)/golden
 	$(REF_PYTHON) scripts/peers/encoder_peers.py --model $(BUILD)/golden/distilbert-base-random --tach $(BUILD)/tach
+
+# A DistilBERT-base training step (batch 8 and 32, seq 128, f32) on tach and PyTorch eager, alternating.
+bench-train-peers: build
+	test -f $(BUILD)/golden/distilbert-base-random/model.safetensors || \
+	  $(REF_PYTHON) scripts/golden/make_encoder_fixtures.py --base $(BUILD)/golden
+	$(REF_PYTHON) scripts/peers/train_peers.py --model $(BUILD)/golden/distilbert-base-random --tach $(BUILD)/tach
+
+# The MiniLM SST-2 fine-tuning recipe on tach and PyTorch, 3 seeds each (about an hour on 2 cores).
+bench-recipe: build
+	$(REF_PYTHON) scripts/peers/minilm_sst2_recipe.py --tach $(BUILD)/tach --model $$(../shared/tools/get-minilm)
 
 # A Qwen2.5-0.5B-sized classifier, f32 and bf16: tach vs PyTorch eager, same run (docs/perf.md).
 bench-qwen2: build
