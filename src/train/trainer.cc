@@ -135,7 +135,9 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   // The model, its labels and the data.
   train::TrainingModelSource src = train::open_training_model(o.model, o.seed);
   model::EncoderConfig config = src.config;
-  Dataset train_set = read_dataset(o.data);
+  DatasetOptions train_source = o.data;
+  if (train_source.split.empty()) train_source.split = "train";  // JSON split files: train on "train", not "test"
+  Dataset train_set = read_dataset(train_source);
   if (o.max_samples > 0 && int64_t(train_set.examples.size()) > o.max_samples) train_set.examples.resize(size_t(o.max_samples));
   std::vector<std::string> head_notes;
   if (!src.checkpoint_has_head) {
