@@ -321,6 +321,8 @@ Qwen2Config parse_qwen2_config(const json& j, const std::string& source) {
   if (f.has("use_sliding_window") && j["use_sliding_window"].is_boolean() && j["use_sliding_window"].get<bool>())
     f.fail("use_sliding_window", "is true; sliding-window attention is not supported");
   parse_rope(f, c);
+  c.initializer_range = f.has("initializer_range") ? f.number("initializer_range", 0.02f) : 0.02f;
+  if (!(c.initializer_range > 0)) f.fail("initializer_range", "must be positive");
   c.tie_word_embeddings = f.has("tie_word_embeddings") ? j["tie_word_embeddings"].is_boolean() &&
                                                             j["tie_word_embeddings"].get<bool>()
                                                       : false;

@@ -63,6 +63,7 @@ struct Qwen2Config {
   std::string rope_type = "default";  // default | linear | dynamic
   double rope_factor = 1.0;
   bool tie_word_embeddings = false;
+  float initializer_range = 0.02f;  // std of a newly initialised head's weights (training)
   int64_t pad_token_id = -1;  // -1: none
   std::vector<int64_t> eos_token_ids;
 

@@ -17,6 +17,7 @@ struct PresetConfig {
 struct Qwen2PresetConfig {
   Qwen2Config config;
   std::string description;
+  std::string config_json;  // as PresetConfig's
 };
 
 std::vector<std::string> preset_list();  // every preset, encoders and decoders

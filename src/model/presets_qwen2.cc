@@ -87,7 +87,7 @@ bool is_qwen2_preset(const std::string& name) {
 
 Qwen2PresetConfig qwen2_preset_config(const std::string& name) {
   for (const auto& p : kQwen2Presets)
-    if (name == p.name) return {parse_qwen2_config_text(p.config_json, "preset:" + name + " config"), p.description};
+    if (name == p.name) return {parse_qwen2_config_text(p.config_json, "preset:" + name + " config"), p.description, p.config_json};
   throw Error("unknown Qwen2 preset '" + name + "'");
 }
 

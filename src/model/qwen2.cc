@@ -134,17 +134,8 @@ Tensor qwen2_forward(const Qwen2Weights& w, const Qwen2Shape& s, const Tensor& i
     core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat("layers.", l) : std::string());
     std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "self_attn");
     ops::linear_forward(qkv, x, *L.qkv);
-    float* q = qkv.data<float>();
-    {
-      core::Span span(core::SpanKind::op, "rope");
-      if (span.active()) {
-        const ops::OpCost c = ops::rope_cost(N, H + KVH, D);
-        span.set_cost(c.flops, c.bytes());
-        span.set_detail(core::concat("q [", N, ", ", H, "x", D, "], k [", N, ", ", KVH, "x", D, "] f32"));
-      }
-      ops::rope_forward(q, N, H, D, QKV, rope);       // q columns [0, HD)
-      ops::rope_forward(q + HD, N, KVH, D, QKV, rope);  // k columns [HD, HD + KD)
-    }
+    ops::rope_forward(qkv, H, KVH, D, rope);  // q columns [0, HD), k columns [HD, HD + KD)
+    const float* q = qkv.data<float>();
     ops::CausalAttentionArgs a;
     a.B = B, a.Tq = T, a.past = past, a.H = H, a.KVH = KVH, a.D = D;
     a.ld_q = QKV, a.ld_out = HD, a.scale = scale, a.mask_stride = mask_stride;
@@ -165,29 +156,13 @@ Tensor qwen2_forward(const Qwen2Weights& w, const Qwen2Shape& s, const Tensor& i
     } else {
       a.ld_kv = QKV, a.batch_stride_kv = T * QKV;  // read straight from the fused buffer
     }
-    {
-      core::Span span(core::SpanKind::op, "causal_attention");
-      if (span.active()) {
-        const ops::OpCost c = ops::causal_attention_cost(B, T, past + T, H, KVH, D);
-        span.set_cost(c.flops, c.bytes());
-        span.set_detail(core::concat("[", B, ", ", T, " of ", past + T, ", ", H, "/", KVH, " heads x", D, "] f32"));
-      }
-      ops::causal_attention_forward_cpu(ctx.data<float>(), q, k, v, key_mask, a);
-    }
+    ops::causal_attention_forward(ctx.data<float>(), q, k, v, key_mask, a);
     ops::linear_forward(delta, ctx, *L.o_proj);
     attn_span.reset();
     ops::rms_norm_forward(x, h, delta, L.post_attention_norm, s.eps);  // h += attn; x = norm(h)
     std::optional<core::Span> mlp_span(std::in_place, core::SpanKind::module, "mlp");
     ops::linear_forward(gate_up, x, *L.gate_up);
-    {
-      core::Span span(core::SpanKind::op, "silu_gate");
-      if (span.active()) {
-        const ops::OpCost c = ops::silu_gate_cost(N, I);
-        span.set_cost(c.flops, c.bytes());
-        span.set_detail(core::concat("[", N, ", 2x", I, "] f32"));
-      }
-      ops::silu_gate_forward_cpu(act.data<float>(), gate_up.data<float>(), N, I);
-    }
+    ops::silu_gate_forward(act, gate_up);
     ops::linear_forward(delta, act, *L.down);
     mlp_span.reset();
     const Tensor& next_norm = l + 1 < w.layers.size() ? w.layers[l + 1].input_norm : w.final_norm;

@@ -22,9 +22,27 @@ struct CausalAttentionArgs {
 
 // A query whose every visible key is padding (a pad position of a left-padded row) gets zeros:
 // no real token reads it, since real queries never see padded keys.
-// The backward would need the probabilities [B, H, Tq, past+Tq]; inference keeps none.
-void causal_attention_forward_cpu(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
-                                  const CausalAttentionArgs& a);
+// The op (span, cost) around the kernel; inference keeps no probabilities.
+void causal_attention_forward(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
+                              const CausalAttentionArgs& a);
 OpCost causal_attention_cost(int64_t B, int64_t Tq, int64_t Tk, int64_t H, int64_t KVH, int64_t D);
+
+// Training (past = 0, Tq = Tk = T): as the forward, and saves the probabilities in
+// probs: [B, H, T, T] (zero where masked). probs null (--exec fused): nothing is saved and the
+// backward recomputes them from q and k.
+void causal_attention_forward_train(float* out, float* probs, const float* q, const float* k, const float* v,
+                                    const int32_t* key_mask, const CausalAttentionArgs& a);
+// Backward. dout: [B, T, H*D] (stride ld_out)  dq: as q (stride ld_q), dk, dv: as k, v (stride
+// ld_kv): written, not accumulated; each key/value head sums the gradients of its query group.
+void causal_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
+                               const float* k, const float* v, const int32_t* key_mask, const CausalAttentionArgs& a);
+OpCost causal_attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t KVH, int64_t D);
+
+// Kernels.
+void causal_attention_forward_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
+                                  const int32_t* key_mask, const CausalAttentionArgs& a);
+void causal_attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, const float* probs,
+                                   const float* q, const float* k, const float* v, const int32_t* key_mask,
+                                   const CausalAttentionArgs& a);
 
 }  // namespace tach::ops

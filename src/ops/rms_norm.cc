@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "core/parallel.h"
 #include "ops/dispatch.h"
 
 namespace tach::ops {
@@ -12,6 +11,14 @@ OpCost rms_norm_cost(int64_t N, int64_t C, bool with_residual) {
   c.flops = double(N * C) * (with_residual ? 5 : 4);
   c.bytes_read = double(N * C) * 4 * (with_residual ? 2 : 1) + double(C) * 4;
   c.bytes_written = double(N * C) * 4 * (with_residual ? 2 : 1);
+  return c;
+}
+
+OpCost rms_norm_backward_cost(int64_t N, int64_t C) {
+  OpCost c;
+  c.flops = double(N * C) * 8;
+  c.bytes_read = double(N * C) * 12 + double(C) * 4;  // dout, inp, dinp
+  c.bytes_written = double(N * C) * 4 + double(C) * 4;
   return c;
 }
 
@@ -34,27 +41,6 @@ void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor&
   }
   rms_norm_forward_cpu(out.data<float>(), h.data<float>(), delta.defined() ? delta.data<float>() : nullptr,
                        weight.data<float>(), N, C, eps);
-}
-
-void rms_norm_forward_cpu(float* out, float* h, const float* delta, const float* weight, int64_t N, int64_t C,
-                          float eps) {
-  core::parallel_for(N, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* x = h + r * C;
-      if (delta) {
-        const float* d = delta + r * C;
-#pragma omp simd
-        for (int64_t c = 0; c < C; ++c) x[c] += d[c];
-      }
-      float ss = 0;
-#pragma omp simd reduction(+ : ss)
-      for (int64_t c = 0; c < C; ++c) ss += x[c] * x[c];
-      const float rstd = 1.0f / std::sqrt(ss / float(C) + eps);
-      float* y = out + r * C;
-#pragma omp simd
-      for (int64_t c = 0; c < C; ++c) y[c] = weight[c] * (x[c] * rstd);
-    }
-  });
 }
 
 }  // namespace tach::ops

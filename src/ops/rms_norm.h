@@ -9,11 +9,23 @@ namespace tach::ops {
 
 // h: [N, C] f32, updated in place when delta is given  delta: [N, C] f32 or undefined
 // weight: [C] f32  out: [N, C] f32 (must not alias h)
-// For the backward this would save rstd per row ([N]); inference keeps nothing.
+// Inference keeps no statistics; training calls the kernel with an rstd output and
+// rms_norm_backward_cpu.
 void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps);
 OpCost rms_norm_cost(int64_t N, int64_t C, bool with_residual);
 
-// Kernel. Sum of squares in f32, as transformers' Qwen2RMSNorm computes it in f32.
-void rms_norm_forward_cpu(float* out, float* h, const float* delta, const float* weight, int64_t N, int64_t C, float eps);
+// Kernel. Sum of squares in f32, as transformers' Qwen2RMSNorm computes it in f32. Saves
+// rstd: [N] for the backward when it is not null.
+void rms_norm_forward_cpu(float* out, float* h, const float* delta, const float* weight, int64_t N, int64_t C, float eps,
+                          float* rstd = nullptr);
+
+// Backward of out = weight * inp * rstd, rstd = 1 / sqrt(mean(inp^2) + eps):
+//   dinp += rstd * (dout*weight - inp * rstd^2 * mean(dout*weight*inp)),  dweight += Σ_n dout*inp*rstd.
+// dout, inp: [N, C] (inp: the h the forward normalised, after the residual add)  weight: [C]
+// rstd: [N] saved by the forward  dinp: [N, C] +=  dweight: [C] +=  (the residual stream's
+// gradient is already in dinp, so the add is the accumulation)
+void rms_norm_backward_cpu(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                           const float* rstd, int64_t N, int64_t C);
+OpCost rms_norm_backward_cost(int64_t N, int64_t C);
 
 }  // namespace tach::ops

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/parallel.h"
+#include "ops/dispatch.h"
 #include "tach/error.h"
 
 namespace tach::ops {
@@ -47,28 +47,35 @@ OpCost rope_cost(int64_t N, int64_t heads, int64_t D) {
   return c;
 }
 
-void rope_forward(float* x, int64_t N, int64_t heads, int64_t D, int64_t ld, const RopeTable& table) {
-  const int64_t F = D / 2;
-  check(table.cos.numel() == N * F, "rope: the table has " + std::to_string(table.cos.numel()) + " entries for " +
-                                        std::to_string(N) + " rows of " + std::to_string(F) + " frequencies");
-  const float* cs = table.cos.data<float>();
-  const float* sn = table.sin.data<float>();
-  core::parallel_for(N, 8, [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) {
-      const float* c = cs + n * F;
-      const float* s = sn + n * F;
-      for (int64_t h = 0; h < heads; ++h) {
-        float* a = x + n * ld + h * D;  // first half
-        float* b = a + F;               // second half
-#pragma omp simd
-        for (int64_t i = 0; i < F; ++i) {
-          const float x1 = a[i], x2 = b[i];
-          a[i] = x1 * c[i] - x2 * s[i];  // q*cos + rotate_half(q)*sin, first half: -x2
-          b[i] = x2 * c[i] + x1 * s[i];  // second half: +x1
-        }
-      }
-    }
-  });
+namespace {
+
+void rope(Tensor& qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTable& table, bool backward) {
+  const char* name = backward ? "rope_backward" : "rope";
+  check(qkv.dtype() == DType::f32 && qkv.dim() == 2 && qkv.is_contiguous() && D > 0 &&
+            qkv.size(1) >= (q_heads + k_heads) * D,
+        std::string(name) + ": expected a contiguous f32 [N, >= " + std::to_string((q_heads + k_heads) * D) +
+            "] buffer, got " + qkv.describe());
+  if (qkv.device().kind != DeviceKind::cpu) unsupported(name, qkv.device(), qkv.dtype());
+  const int64_t N = qkv.size(0), ld = qkv.size(1);
+  core::Span span(core::SpanKind::op, name);
+  if (span.active()) {
+    const OpCost c = rope_cost(N, q_heads + k_heads, D);
+    span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat("q [", N, ", ", q_heads, "x", D, "], k [", N, ", ", k_heads, "x", D, "] f32"));
+  }
+  float* x = qkv.data<float>();
+  rope_rotate_cpu(x, N, q_heads, D, ld, table, backward);
+  rope_rotate_cpu(x + q_heads * D, N, k_heads, D, ld, table, backward);
+}
+
+}  // namespace
+
+void rope_forward(Tensor& qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTable& table) {
+  rope(qkv, q_heads, k_heads, D, table, false);
+}
+
+void rope_backward(Tensor& d_qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTable& table) {
+  rope(d_qkv, q_heads, k_heads, D, table, true);
 }
 
 }  // namespace tach::ops

@@ -28,9 +28,15 @@ struct RopeTable {
 };
 RopeTable rope_table(const Tensor& positions, const std::vector<float>& inv_freq);
 
-// x: [N, heads*D] f32 view with row stride ld (the q or k columns of a fused qkv buffer),
-// rotated in place. Saves nothing for the backward (it is the same rotation, transposed).
-void rope_forward(float* x, int64_t N, int64_t heads, int64_t D, int64_t ld, const RopeTable& table);
+// qkv: [N, ld] f32 with the query heads in columns [0, q_heads*D) and the key heads right after
+// them (a fused q|k|v buffer); both are rotated in place, values untouched.
+// The backward is the same rotation by the opposite angle (a rotation's transpose), applied to
+// the gradient of the rotated q and k in place: nothing is saved.
+void rope_forward(Tensor& qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTable& table);
+void rope_backward(Tensor& d_qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTable& table);
 OpCost rope_cost(int64_t N, int64_t heads, int64_t D);
+
+// Kernel: heads*D columns of x: [N, ld], rotated by +angle (forward) or -angle (backward).
+void rope_rotate_cpu(float* x, int64_t N, int64_t heads, int64_t D, int64_t ld, const RopeTable& table, bool inverse);
 
 }  // namespace tach::ops

@@ -1,7 +1,6 @@
 #include "ops/silu_gate.h"
 
-#include "core/parallel.h"
-#include "cpu/vec_math.h"
+#include "ops/dispatch.h"
 
 namespace tach::ops {
 
@@ -13,16 +12,50 @@ OpCost silu_gate_cost(int64_t N, int64_t I) {
   return c;
 }
 
-void silu_gate_forward_cpu(float* out, const float* gate_up, int64_t N, int64_t I) {
-  core::parallel_for(N, 4, [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) {
-      const float* g = gate_up + n * 2 * I;
-      const float* u = g + I;
-      float* y = out + n * I;
-#pragma omp simd
-      for (int64_t i = 0; i < I; ++i) y[i] = g[i] / (1.0f + cpu::fast_exp(-g[i])) * u[i];
-    }
-  });
+OpCost silu_gate_backward_cost(int64_t N, int64_t I) {
+  OpCost c;
+  c.flops = double(N * I) * 10;
+  c.bytes_read = double(N * I) * 12;
+  c.bytes_written = double(N * I) * 8;
+  return c;
+}
+
+namespace {
+
+int64_t checked_rows(const char* op, const Tensor& gate_up, const Tensor& other, int64_t other_cols) {
+  check(gate_up.dtype() == DType::f32 && gate_up.is_contiguous() && gate_up.size(-1) % 2 == 0,
+        std::string(op) + ": gate_up must be contiguous f32 [N, 2I], got " + gate_up.describe());
+  const int64_t I = gate_up.size(-1) / 2, N = gate_up.numel() / (2 * I == 0 ? 1 : 2 * I);
+  check(other.dtype() == DType::f32 && other.is_contiguous() && other.numel() == N * other_cols * I,
+        std::string(op) + ": " + other.describe() + " does not match gate_up " + gate_up.describe());
+  if (gate_up.device().kind != DeviceKind::cpu) unsupported(op, gate_up.device(), gate_up.dtype());
+  return N;
+}
+
+}  // namespace
+
+void silu_gate_forward(Tensor& out, const Tensor& gate_up) {
+  const int64_t N = checked_rows("silu_gate", gate_up, out, 1), I = gate_up.size(-1) / 2;
+  core::Span span(core::SpanKind::op, "silu_gate");
+  if (span.active()) {
+    const OpCost c = silu_gate_cost(N, I);
+    span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat("[", N, ", 2x", I, "] f32"));
+  }
+  silu_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
+}
+
+void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& dout) {
+  const int64_t N = checked_rows("silu_gate_backward", gate_up, dout, 1), I = gate_up.size(-1) / 2;
+  check(d_gate_up.numel() == gate_up.numel() && d_gate_up.dtype() == DType::f32 && d_gate_up.is_contiguous(),
+        "silu_gate_backward: d_gate_up " + d_gate_up.describe() + " does not match gate_up " + gate_up.describe());
+  core::Span span(core::SpanKind::op, "silu_gate_backward");
+  if (span.active()) {
+    const OpCost c = silu_gate_backward_cost(N, I);
+    span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat("[", N, ", 2x", I, "] f32"));
+  }
+  silu_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
 }
 
 }  // namespace tach::ops

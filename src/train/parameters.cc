@@ -1,5 +1,7 @@
 #include "train/parameters.h"
 
+#include <cctype>
+
 #include <cstring>
 
 #include "tach/error.h"
@@ -10,9 +12,6 @@ namespace {
 
 Tensor f32_copy(const Tensor& t, MemoryCategory category) { return t.to(DType::f32, category); }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 }  // namespace
 
@@ -85,10 +84,20 @@ int64_t ParameterTable::count(bool trainable_only) const {
 }
 
 bool trainer_decays(const std::string& name) {
-  // Trainer.get_decay_parameter_names: every parameter except biases and those of LayerNorm
-  // modules (BERT's "LayerNorm", DistilBERT's "sa_layer_norm" / "output_layer_norm").
-  if (ends_with(name, ".bias")) return false;
-  return name.find("LayerNorm") == std::string::npos && name.find("layer_norm") == std::string::npos;
+  // Trainer.get_decay_parameter_names: no decay where the lower-cased name matches "bias",
+  // "layernorm", "rmsnorm", "(^|\.)norm($|\.)" or "_norm($|\.)": biases, BERT's "LayerNorm",
+  // DistilBERT's "sa_layer_norm", Qwen2's "input_layernorm" and final "norm".
+  std::string n = name;
+  for (char& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (n.find("bias") != std::string::npos || n.find("layernorm") != std::string::npos ||
+      n.find("rmsnorm") != std::string::npos)
+    return false;
+  for (size_t at = n.find("norm"); at != std::string::npos; at = n.find("norm", at + 1)) {
+    const size_t after = at + 4;
+    const bool ends = after == n.size() || n[after] == '.';
+    if (ends && (at == 0 || n[at - 1] == '.' || n[at - 1] == '_')) return false;
+  }
+  return true;
 }
 
 }  // namespace tach::train

@@ -9,14 +9,14 @@ namespace tach::train {
 
 namespace fs = std::filesystem;
 
-nlohmann::json trained_config(const TrainableEncoder& m, const nlohmann::json& source_config,
+nlohmann::json trained_config(const TrainableModel& m, const nlohmann::json& source_config,
                               const std::string& problem_type) {
   nlohmann::json c = source_config;
-  c["architectures"] = {m.bert() ? "BertForSequenceClassification" : "DistilBertForSequenceClassification"};
+  c["architectures"] = {m.architecture()};
   nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
-  for (size_t i = 0; i < m.config.id2label.size(); ++i) {
-    id2label[std::to_string(i)] = m.config.id2label[i];
-    label2id[m.config.id2label[i]] = i;
+  for (size_t i = 0; i < m.labels().size(); ++i) {
+    id2label[std::to_string(i)] = m.labels()[i];
+    label2id[m.labels()[i]] = i;
   }
   c["id2label"] = id2label;
   c["label2id"] = label2id;
@@ -27,7 +27,7 @@ nlohmann::json trained_config(const TrainableEncoder& m, const nlohmann::json& s
   return c;
 }
 
-void save_hf_model(const std::string& dir, const TrainableEncoder& m, const nlohmann::json& source_config,
+void save_hf_model(const std::string& dir, const TrainableModel& m, const nlohmann::json& source_config,
                    const std::string& problem_type, const std::string& tokenizer_dir) {
   const nlohmann::json config = trained_config(m, source_config, problem_type);
   model::write_directory_atomically(dir, [&](const std::string& tmp) {

@@ -8,16 +8,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/trainable_encoder.h"
+#include "train/trainable_model.h"
 
 namespace tach::train {
 
 // source_config: config.json as read. tokenizer_dir: where tokenizer files are copied from ("" for none).
-void save_hf_model(const std::string& dir, const TrainableEncoder& m, const nlohmann::json& source_config,
+void save_hf_model(const std::string& dir, const TrainableModel& m, const nlohmann::json& source_config,
                    const std::string& problem_type, const std::string& tokenizer_dir);
 
 // The config.json save_hf_model writes.
-nlohmann::json trained_config(const TrainableEncoder& m, const nlohmann::json& source_config,
+nlohmann::json trained_config(const TrainableModel& m, const nlohmann::json& source_config,
                               const std::string& problem_type);
 
 }  // namespace tach::train

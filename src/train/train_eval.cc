@@ -6,11 +6,11 @@
 
 namespace tach::train {
 
-EvalScores evaluate_trainable(const TrainableEncoder& model, const TrainData& data, int64_t batch_size,
+EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data, int64_t batch_size,
                               const std::string& problem_type) {
   const auto t0 = std::chrono::steady_clock::now();
   EvalScores s;
-  EncoderActivations acts;  // its own: the training buffers keep their size
+  const auto state = model.new_state(false);  // its own: the training buffers keep their size
   const int64_t L = model.num_labels();
   std::vector<int32_t> predicted;
   double loss_sum = 0;
@@ -20,8 +20,8 @@ EvalScores evaluate_trainable(const TrainableEncoder& model, const TrainData& da
     TokenBatch batch;
     Targets targets;
     make_batch(data, idx, &batch, &targets);
-    trainable_forward(model, acts, batch, DropoutRates{});
-    const float* logits = acts.logits.data<float>();
+    model.forward(*state, batch, DropoutRates{});
+    const float* logits = state->logits.data<float>();
     loss_sum += classifier_loss(problem_type, logits, int64_t(idx.size()), L, targets, nullptr, 1.f) * double(idx.size());
     if (!data.regression)
       for (size_t r = 0; r < idx.size(); ++r) {
@@ -34,7 +34,7 @@ EvalScores evaluate_trainable(const TrainableEncoder& model, const TrainData& da
   s.examples = data.size();
   s.loss = loss_sum / double(std::max<int64_t>(1, data.size()));
   if (!data.regression) {
-    const AccuracyResult a = classification_metrics(data.classes, predicted, model.config.id2label);
+    const AccuracyResult a = classification_metrics(data.classes, predicted, model.labels());
     s.accuracy = a.accuracy;
     s.macro_f1 = a.macro_f1;
   }

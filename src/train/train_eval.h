@@ -5,7 +5,7 @@
 #include <string>
 
 #include "train/train_data.h"
-#include "train/trainable_encoder.h"
+#include "train/trainable_model.h"
 
 namespace tach::train {
 
@@ -16,7 +16,7 @@ struct EvalScores {
   double seconds = 0;
 };
 
-EvalScores evaluate_trainable(const TrainableEncoder& model, const TrainData& data, int64_t batch_size,
+EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data, int64_t batch_size,
                               const std::string& problem_type);
 
 }  // namespace tach::train

@@ -17,7 +17,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-double forward_backward(TrainableEncoder& model, EncoderActivations& acts, const TokenBatch& batch,
+double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch,
                         const Targets& targets, const std::string& problem_type, const DropoutRates& dropout,
                         float loss_scale, PhaseSeconds* seconds) {
   const int64_t L = model.num_labels();
@@ -26,15 +26,15 @@ double forward_backward(TrainableEncoder& model, EncoderActivations& acts, const
   double loss = 0;
   {
     ProfileScope scope("forward");
-    trainable_forward(model, acts, batch, dropout);
-    loss = classifier_loss(problem_type, acts.logits.data<float>(), batch.batch(), L, targets, dlogits.data(),
+    model.forward(state, batch, dropout);
+    loss = classifier_loss(problem_type, state.logits.data<float>(), batch.batch(), L, targets, dlogits.data(),
                            loss_scale);
   }
   if (seconds) seconds->forward += seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   {
     ProfileScope scope("backward");
-    trainable_backward(model, acts, batch, dlogits.data(), dropout);
+    model.backward(state, batch, dlogits.data(), dropout);
   }
   if (seconds) seconds->backward += seconds_since(t0);
   return loss;

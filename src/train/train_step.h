@@ -7,7 +7,7 @@
 
 #include "train/classifier_loss.h"
 #include "train/optimizer.h"
-#include "train/trainable_encoder.h"
+#include "train/trainable_model.h"
 
 namespace tach::train {
 
@@ -17,7 +17,7 @@ struct PhaseSeconds {
 
 // Forward, loss (its gradient scaled by loss_scale: 1 / micro-batches per step) and backward;
 // gradients accumulate. Returns the micro-batch's mean loss.
-double forward_backward(TrainableEncoder& model, EncoderActivations& acts, const TokenBatch& batch,
+double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch,
                         const Targets& targets, const std::string& problem_type, const DropoutRates& dropout,
                         float loss_scale, PhaseSeconds* seconds);
 

@@ -152,3 +152,26 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
 }
 
 }  // namespace tach::train
+
+namespace tach::train {
+
+std::string TrainableEncoder::architecture() const {
+  return bert() ? "BertForSequenceClassification" : "DistilBertForSequenceClassification";
+}
+
+std::unique_ptr<ForwardState> TrainableEncoder::new_state(bool fused) const {
+  auto s = std::make_unique<EncoderActivations>();
+  s->fused = fused;
+  return s;
+}
+
+void TrainableEncoder::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const {
+  trainable_forward(*this, dynamic_cast<EncoderActivations&>(state), batch, dropout);
+}
+
+void TrainableEncoder::backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
+                                const DropoutRates& dropout) {
+  trainable_backward(*this, dynamic_cast<EncoderActivations&>(state), batch, d_logits, dropout);
+}
+
+}  // namespace tach::train

@@ -2,11 +2,7 @@
 // their Hugging Face names (BertForSequenceClassification / DistilBertForSequenceClassification),
 // with a hand-written forward that keeps what the backward needs, layer by layer, and the
 // backward itself (trainable_encoder_step.cc).
-//
-// Why hand-written rather than an autograd tape: the two families are one fixed graph, so the
-// backward is a page of calls in reverse order, each op's backward sitting beside its forward
-// in ops/. No tape means no per-op bookkeeping, no dynamic allocation per node, and memory that
-// is planned up front (EncoderActivations) and visible per category.
+// (Why hand-written rather than a tape: trainable_model.h.)
 #pragma once
 
 #include <cstdint>
@@ -19,6 +15,7 @@
 #include "tach/model.h"
 #include "tach/tensor.h"
 #include "train/parameters.h"
+#include "train/trainable_model.h"
 
 namespace tach::train {
 
@@ -31,17 +28,23 @@ struct TrainableLayer {
   Parameter *ln2_gamma, *ln2_beta;   // [C]
 };
 
-struct TrainableEncoder {
+struct TrainableEncoder final : TrainableModel {
   model::EncoderConfig config;
   model::EncoderShape shape;
-  ParameterTable params;
   Parameter *word = nullptr, *position = nullptr, *token_type = nullptr;  // token_type: BERT only
   Parameter *emb_ln_gamma = nullptr, *emb_ln_beta = nullptr;
   std::vector<TrainableLayer> layers;
   Parameter *head_dense_weight = nullptr, *head_dense_bias = nullptr;  // BERT pooler, DistilBERT pre_classifier
   Parameter *classifier_weight = nullptr, *classifier_bias = nullptr;  // [L, C], [L]
   bool bert() const { return config.family == model::EncoderFamily::bert; }
-  int64_t num_labels() const { return config.num_labels(); }
+
+  const std::vector<std::string>& labels() const override { return config.id2label; }
+  std::string architecture() const override;
+  bool uses_token_types() const override { return bert(); }
+  std::unique_ptr<ForwardState> new_state(bool fused) const override;
+  void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const override;
+  void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
+                const DropoutRates& dropout) override;
 };
 
 // Builds from a checkpoint (or a preset's synthetic binder). `config.id2label` says the head's
@@ -67,11 +70,10 @@ struct LayerActivations {
   Tensor mean2, rstd2;  // [N]
 };
 
-struct EncoderActivations {
-  // --exec fused: attention keeps no probabilities (the backward recomputes them), the bias and
-  // GELU share one pass, dropout + residual + LayerNorm share one pass, and the backward fuses
-  // GELU's derivative with the bias gradient. Same arithmetic up to rounding.
-  bool fused = false;
+struct EncoderActivations final : ForwardState {
+  // fused: attention keeps no probabilities (the backward recomputes them), the bias and GELU
+  // share one pass, dropout + residual + LayerNorm share one pass, and the backward fuses GELU's
+  // derivative with the bias gradient. Same arithmetic up to rounding.
   int64_t B = 0, T = 0;
   Tensor emb_sum;              // [N, C] word + position (+ type), the embedding LayerNorm's input
   Tensor emb_mean, emb_rstd;   // [N]
@@ -79,8 +81,7 @@ struct EncoderActivations {
   Tensor output;               // [N, C] the last layer's output
   Tensor first;                // [B, C] the first token of each row
   Tensor head_hidden;          // [B, C] act(dense(first)), before dropout
-  Tensor head_dropped;         // [B, C] after dropout
-  Tensor logits;               // [B, L]
+  Tensor head_dropped;         // [B, C] after dropout (logits [B, L]: ForwardState's)
   // Gradient buffers reused by the backward.
   Tensor d_hidden, d_scratch, d_qkv, d_ffn;  // [N, C], [N, C], [N, 3C], [N, I]
   Tensor d_head, d_first;                    // [B, C], [B, C]
@@ -89,12 +90,6 @@ struct EncoderActivations {
 // Sizes (or re-sizes) the activations for a [B, T] batch.
 void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T);
 
-// Dropout rates in effect for a step: the config's in training, zero with dropout off.
-struct DropoutRates {
-  float hidden = 0, attention = 0, classifier = 0;
-  uint64_t seed = 0;
-  int64_t micro_batch = 0;  // with seed, names every mask of this forward
-};
 
 // The forward of the classifier: logits [B, L] in a.logits. batch: input_ids, attention_mask,
 // token_type_ids (optional) as in TokenBatch.

@@ -8,12 +8,14 @@
 #include "core/parallel.h"
 #include "core/trace.h"
 #include "ops/activation.h"
+#include "ops/add.h"
 #include "ops/attention.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "train/op_span.h"
 #include "train/trainable_encoder.h"
 
 namespace tach::train {
@@ -24,14 +26,6 @@ float* f(const Tensor& t) { return t.data<float>(); }
 float* f(const Parameter* p) { return p->value.data<float>(); }
 float* g(const Parameter* p) { return p->grad.data<float>(); }
 void zero(const Tensor& t) { std::memset(t.raw(), 0, t.nbytes()); }
-
-// An op span with its declared cost (only built when a trace is being recorded).
-struct OpSpan {
-  core::Span span;
-  OpSpan(const char* name, const ops::OpCost& cost) : span(core::SpanKind::op, name) {
-    if (span.active()) span.set_cost(cost.flops, cost.bytes());
-  }
-};
 
 // Dropout sites, one key per site and micro-batch.
 int64_t site_embeddings() { return 0; }
@@ -63,18 +57,6 @@ void dropout_bwd(float* dx, int64_t n, float p, uint64_t k) {
   if (p <= 0.f) return;
   OpSpan s("dropout_backward", ops::dropout_cost(n));
   ops::dropout_backward_cpu(dx, dx, n, p, k);
-}
-
-// The residual add, as an op of its own so the profile counts it.
-void add_inplace(float* y, const float* x, int64_t n) {
-  ops::OpCost c;
-  c.flops = double(n);
-  c.bytes_read = 8.0 * double(n);
-  c.bytes_written = 4.0 * double(n);
-  OpSpan s("add", c);
-  core::parallel_for(n, 1 << 15, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) y[i] += x[i];
-  });
 }
 
 }  // namespace
@@ -147,7 +129,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
           ops::linear_forward_cpu(f(s.residual1), f(s.context), f(w.out_weight), f(w.out_bias), N, C, C);
         }
         dropout_fwd(f(s.residual1), N * C, out_p, out_key);
-        add_inplace(f(s.residual1), f(s.input), N * C);
+        ops::add_inplace(f(s.residual1), f(s.input), N * C);
         OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
         ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), N, C, eps,
                                     f(s.mean1), f(s.rstd1));
@@ -191,7 +173,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
       ops::linear_forward_cpu(f(s.residual2), f(s.ffn_act), f(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
     }
     dropout_fwd(f(s.residual2), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
-    add_inplace(f(s.residual2), f(s.hidden1), N * C);
+    ops::add_inplace(f(s.residual2), f(s.hidden1), N * C);
     OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
     ops::layer_norm_forward_cpu(f(out), f(s.residual2), nullptr, f(w.ln2_gamma), f(w.ln2_beta), N, C, eps, f(s.mean2),
                                 f(s.rstd2));

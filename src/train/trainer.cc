@@ -28,7 +28,7 @@
 #include "train/train_data.h"
 #include "train/train_eval.h"
 #include "train/train_options.h"
-#include "train/trainable_encoder.h"
+#include "train/trainable_model.h"
 #include "train/training_model.h"
 
 namespace tach {
@@ -134,7 +134,8 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
 
   // The model, its labels and the data.
   train::TrainingModelSource src = train::open_training_model(o.model, o.seed);
-  model::EncoderConfig config = src.config;
+  std::vector<std::string> labels = src.id2label();
+  std::string problem_type = src.problem_type();
   DatasetOptions train_source = o.data;
   if (train_source.split.empty()) train_source.split = "train";  // JSON split files: train on "train", not "test"
   Dataset train_set = read_dataset(train_source);
@@ -142,18 +143,18 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   std::vector<std::string> head_notes;
   if (!src.checkpoint_has_head) {
     // A new head: its labels come from --labels or the data, its problem type from --problem-type.
-    config.id2label = o.labels.empty() ? train::labels_from_data(train_set) : o.labels;
-    config.problem_type = o.problem_type.empty() ? "single_label_classification" : o.problem_type;
-    if (config.problem_type == "regression") config.id2label = {"LABEL_0"};
+    labels = o.labels.empty() ? train::labels_from_data(train_set) : o.labels;
+    problem_type = o.problem_type.empty() ? "single_label_classification" : o.problem_type;
+    if (problem_type == "regression") labels = {"LABEL_0"};
   } else {
-    check(o.labels.empty() || o.labels == config.id2label,
-          "--labels names a new head, but " + o.model + " already has one (" + std::to_string(config.num_labels()) +
+    check(o.labels.empty() || o.labels == labels,
+          "--labels names a new head, but " + o.model + " already has one (" + std::to_string(labels.size()) +
               " labels); drop --labels to train it");
   }
-  std::string problem_type = config.problem_type.empty()
-                                 ? (config.num_labels() == 1 ? "regression" : "single_label_classification")
-                                 : config.problem_type;
-  train::TrainableEncoder model = train::build_trainable_encoder(config, *src.binder, o.seed, &head_notes);
+  if (problem_type.empty()) problem_type = labels.size() == 1 ? "regression" : "single_label_classification";
+  const std::unique_ptr<train::TrainableModel> model_ptr =
+      train::build_trainable_model(src, labels, problem_type, o.seed, &head_notes);
+  train::TrainableModel& model = *model_ptr;
   src.store.reset();  // every weight is an f32 master copy now
   for (const auto& n : head_notes) note(n);
 
@@ -161,10 +162,13 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   check(!tokenizer_path.empty(), o.model + " has synthetic weights and no tokenizer files: pass --tokenizer (for "
                                            "BERT and DistilBERT presets, ../shared/tokenizers/bert-base-uncased)");
   const auto tokenizer = Tokenizer::load(tokenizer_path);
-  const auto pad_id = int32_t(config.pad_token_id);
+  check(src.pad_token_id() >= 0 || o.batch_size == 1,
+        o.model + ": config.json names no pad_token_id, so padded rows of a batch cannot be told apart; set "
+                  "pad_token_id in config.json or train with --batch-size 1");
+  const auto pad_id = int32_t(std::max<int64_t>(0, src.pad_token_id()));
   const train::TrainData data =
-      train::prepare_train_data(train_set, *tokenizer, config.id2label, problem_type, o.max_length,
-                                o.padding == "max_length", pad_id, model.bert());
+      train::prepare_train_data(train_set, *tokenizer, labels, problem_type, o.max_length,
+                                o.padding == "max_length", pad_id, model.uses_token_types());
   train::TrainData eval_data;
   const bool has_eval = !o.eval_data.path.empty();
   if (has_eval) {
@@ -172,9 +176,9 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
     eo.path = o.eval_data.path;
     eo.split = o.eval_data.split;
     const Dataset eval_set = read_dataset(eo);
-    eval_data = train::prepare_train_data(eval_set, *tokenizer, config.id2label, problem_type,
+    eval_data = train::prepare_train_data(eval_set, *tokenizer, labels, problem_type,
                                           o.eval_max_length > 0 ? o.eval_max_length : o.max_length, false, pad_id,
-                                          model.bert());
+                                          model.uses_token_types());
   }
 
   // The schedule of steps.
@@ -201,9 +205,8 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
     nlohmann::json cfg = {{"schema", "tach.train_config/1"},
                           {"options", train::options_to_json(o)},
                           {"model", {{"source", src.source},
-                                     {"architecture", model.bert() ? "BertForSequenceClassification"
-                                                                   : "DistilBertForSequenceClassification"},
-                                     {"labels", config.id2label},
+                                     {"architecture", model.architecture()},
+                                     {"labels", labels},
                                      {"problem_type", problem_type},
                                      {"parameters", model.params.count(false)},
                                      {"trainable_parameters", model.params.count(true)},
@@ -259,10 +262,9 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   Profiler profiler(popts);
 
   // The loop.
-  train::EncoderActivations acts;
-  acts.fused = fused;
-  const train::DropoutRates rates{o.dropout ? config.hidden_dropout : 0.f, o.dropout ? config.attention_dropout : 0.f,
-                                  o.dropout ? config.classifier_dropout : 0.f, o.seed, 0};
+  const std::unique_ptr<train::ForwardState> forward_state = model.new_state(fused);
+  train::DropoutRates rates = o.dropout ? src.dropout() : train::DropoutRates{};
+  rates.seed = o.seed;
   std::vector<double> step_ms, data_ms, fwd_ms, bwd_ms, opt_ms, tok_rates;
   std::vector<int64_t> epoch_order_cache;
   int64_t cached_epoch = -1;
@@ -310,7 +312,7 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
       train::DropoutRates r = rates;
       r.micro_batch = step * A + micro;
       train::PhaseSeconds phase;
-      loss_sum += train::forward_backward(model, acts, batch, targets, problem_type, r, 1.0f / float(micro_batches),
+      loss_sum += train::forward_backward(model, *forward_state, batch, targets, problem_type, r, 1.0f / float(micro_batches),
                                           &phase);
       t_fwd += phase.forward;
       t_bwd += phase.backward;

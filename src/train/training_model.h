@@ -1,6 +1,6 @@
 // Opening a model for training: where it is, its config (typed and as JSON, for saving), and a
-// binder over its weights (or a preset's synthetic ones). Training builds BERT and DistilBERT
-// sequence classifiers; other families are refused with the reason.
+// binder over its weights (or a preset's synthetic ones); then building the family's trainable
+// classifier over it. BERT, DistilBERT and Qwen2 sequence classifiers train.
 #pragma once
 
 #include <memory>
@@ -12,19 +12,37 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/weight_binder.h"
+#include "train/trainable_model.h"
 
 namespace tach::train {
 
 struct TrainingModelSource {
   model::ModelLocation location;
-  model::EncoderConfig config;
-  nlohmann::json config_json;  // config.json as read
-  std::string source;          // the directory, or "synthetic weights (seed N): ..."
+  std::string model_type;         // bert | distilbert | qwen2
+  model::EncoderConfig config;    // bert, distilbert
+  model::Qwen2Config qwen2;       // qwen2
+  nlohmann::json config_json;     // config.json as read
+  std::string source;             // the directory, or "synthetic weights (seed N): ..."
   bool checkpoint_has_head = false;  // a classifier is in the weights
   std::unique_ptr<model::WeightStore> store;
   std::unique_ptr<model::WeightBinder> binder;
+
+  // Either family's: the head's labels and problem type as config.json says, the pad token
+  // (-1: none), and the dropout rates of training mode.
+  const std::vector<std::string>& id2label() const;
+  const std::string& problem_type() const;
+  int64_t pad_token_id() const;
+  DropoutRates dropout() const;
 };
 
 TrainingModelSource open_training_model(const std::string& spec, uint64_t seed);
+
+// The trainable classifier: id2label and problem_type say the head (a head of another size, or
+// none in the checkpoint, is initialised as transformers initialises it, from init_seed).
+// notes: what the binder left over and what was initialised.
+std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource& source,
+                                                      const std::vector<std::string>& id2label,
+                                                      const std::string& problem_type, uint64_t init_seed,
+                                                      std::vector<std::string>* notes);
 
 }  // namespace tach::train

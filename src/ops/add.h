@@ -1,0 +1,13 @@
+// The residual add, y += x, as an op of its own so that the profile counts it. Its backward is
+// the identity on both branches: the callers copy or accumulate the gradient themselves.
+#pragma once
+
+#include "ops/op_cost.h"
+
+namespace tach::ops {
+
+// y, x: [n] f32
+void add_inplace(float* y, const float* x, int64_t n);
+OpCost add_cost(int64_t n);
+
+}  // namespace tach::ops

@@ -1,0 +1,37 @@
+#include "core/parallel.h"
+#include "cpu/vec_math.h"
+#include "ops/silu_gate.h"
+
+namespace tach::ops {
+
+void silu_gate_forward_cpu(float* out, const float* gate_up, int64_t N, int64_t I) {
+  core::parallel_for(N, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      const float* g = gate_up + n * 2 * I;
+      const float* u = g + I;
+      float* y = out + n * I;
+#pragma omp simd
+      for (int64_t i = 0; i < I; ++i) y[i] = g[i] / (1.0f + cpu::fast_exp(-g[i])) * u[i];
+    }
+  });
+}
+
+void silu_gate_backward_cpu(float* d_gate_up, const float* gate_up, const float* dout, int64_t N, int64_t I) {
+  core::parallel_for(N, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      const float* g = gate_up + n * 2 * I;
+      const float* u = g + I;
+      const float* dy = dout + n * I;
+      float* dg = d_gate_up + n * 2 * I;
+      float* du = dg + I;
+#pragma omp simd
+      for (int64_t i = 0; i < I; ++i) {
+        const float s = 1.0f / (1.0f + cpu::fast_exp(-g[i]));
+        du[i] = dy[i] * g[i] * s;
+        dg[i] = dy[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+      }
+    }
+  });
+}
+
+}  // namespace tach::ops

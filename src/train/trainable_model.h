@@ -1,0 +1,65 @@
+// What training needs from a model family: its parameter table, its head's labels, a forward
+// that keeps what the backward needs, and the backward. BERT and DistilBERT (trainable_encoder)
+// and Qwen2 (trainable_qwen2) implement it; the trainer, the evaluation, saving and tach
+// profile --train see only this.
+//
+// Why hand-written backward passes rather than an autograd tape: each family is one fixed
+// graph, so its backward is a page of op calls in reverse order, each op's backward sitting
+// beside its forward in ops/. No tape means no per-op bookkeeping, no allocation per node, and
+// activation memory planned up front and visible per category.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tach/model.h"
+#include "tach/tensor.h"
+#include "train/parameters.h"
+
+namespace tach::train {
+
+// Dropout rates in effect for a step: the config's in training, zero with dropout off.
+struct DropoutRates {
+  float hidden = 0, attention = 0, classifier = 0;
+  uint64_t seed = 0;
+  int64_t micro_batch = 0;  // with seed, names every mask of this forward
+};
+
+// What one forward keeps for its backward (a family's own layout, sized on first use for a
+// [B, T] batch and reused while the shape holds), and the logits it produced.
+struct ForwardState {
+  virtual ~ForwardState() = default;
+  // --exec fused: fused kernels where they pay (the family says which); same numbers up to rounding.
+  bool fused = false;
+  Tensor logits;  // [B, L]
+};
+
+class TrainableModel {
+ public:
+  TrainableModel() = default;
+  // Moves keep every Parameter where it is (the table is a deque), so the families' Parameter*
+  // stay valid; a copy would leave them pointing into the original.
+  TrainableModel(TrainableModel&&) = default;
+  TrainableModel& operator=(TrainableModel&&) = default;
+  TrainableModel(const TrainableModel&) = delete;
+  TrainableModel& operator=(const TrainableModel&) = delete;
+  virtual ~TrainableModel() = default;
+
+  ParameterTable params;
+
+  virtual const std::vector<std::string>& labels() const = 0;  // the head's id2label
+  int64_t num_labels() const { return int64_t(labels().size()); }
+  virtual std::string architecture() const = 0;  // as transformers names it, e.g. "BertForSequenceClassification"
+  virtual bool uses_token_types() const = 0;
+
+  virtual std::unique_ptr<ForwardState> new_state(bool fused) const = 0;
+  // state.logits: [B, L]. batch: input_ids, attention_mask (and token_type_ids where used).
+  virtual void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const = 0;
+  // From d_logits [B, L]: every trainable parameter's gradient accumulates (+=).
+  virtual void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
+                        const DropoutRates& dropout) = 0;
+};
+
+}  // namespace tach::train

@@ -1,0 +1,63 @@
+// Binding a Qwen2 checkpoint into the parameter table, and sizing the saved activations.
+#include "train/trainable_qwen2.h"
+
+#include "tach/error.h"
+
+namespace tach::train {
+
+TrainableQwen2 build_trainable_qwen2(const model::Qwen2Config& config, model::WeightBinder& w, uint64_t init_seed,
+                                     std::vector<std::string>* notes) {
+  check(config.num_labels() >= 1, "training needs a classification head: the model has no labels");
+  TrainableQwen2 m;
+  m.config = config;
+  m.shape = model::qwen2_shape(config);
+  const int64_t C = config.hidden_size, I = config.intermediate_size, D = config.head_dim;
+  const int64_t HD = config.num_heads * D, KD = config.num_kv_heads * D, L = config.num_labels();
+  ParameterTable& t = m.params;
+  // Names as Qwen2ForSequenceClassification saves them ("model." + the decoder's own), whatever
+  // prefix the checkpoint used.
+  auto decoder = [&](const std::string& name, const Shape& shape) -> Parameter& {
+    return t.add("model." + name, w.take(name, shape));
+  };
+  m.embed = &decoder("embed_tokens.weight", {config.vocab_size, C});
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".", P = "model." + p;
+    TrainableQwen2Layer layer;
+    layer.input_norm = &decoder(p + "input_layernorm.weight", {C});
+    const std::string a = p + "self_attn.";
+    layer.qkv_weight = t.add_fused(P + "self_attn.qkv.weight", {{"model." + a + "q_proj.weight", w.take(a + "q_proj.weight", {HD, C})},
+                                                                 {"model." + a + "k_proj.weight", w.take(a + "k_proj.weight", {KD, C})},
+                                                                 {"model." + a + "v_proj.weight", w.take(a + "v_proj.weight", {KD, C})}});
+    layer.qkv_bias = t.add_fused(P + "self_attn.qkv.bias", {{"model." + a + "q_proj.bias", w.take(a + "q_proj.bias", {HD})},
+                                                             {"model." + a + "k_proj.bias", w.take(a + "k_proj.bias", {KD})},
+                                                             {"model." + a + "v_proj.bias", w.take(a + "v_proj.bias", {KD})}});
+    layer.o_proj = &decoder(a + "o_proj.weight", {C, HD});
+    layer.post_norm = &decoder(p + "post_attention_layernorm.weight", {C});
+    layer.gate_up = t.add_fused(P + "mlp.gate_up.weight", {{P + "mlp.gate_proj.weight", w.take(p + "mlp.gate_proj.weight", {I, C})},
+                                                            {P + "mlp.up_proj.weight", w.take(p + "mlp.up_proj.weight", {I, C})}});
+    layer.down = &decoder(p + "mlp.down_proj.weight", {C, I});
+    m.layers.push_back(layer);
+  }
+  m.final_norm = &decoder("norm.weight", {C});
+  if (w.has_head("score.weight")) {
+    m.score = &t.add("score.weight", w.take_head("score.weight", {L, C}));
+  } else {
+    Tensor init = Tensor::empty({L, C}, DType::f32, Device::cpu(), MemoryCategory::workspace);
+    model::fill_normal(init, config.initializer_range, init_seed, "score.weight");
+    m.score = &t.add("score.weight", init);
+    if (notes)
+      notes->push_back("newly initialised (the checkpoint has none): score — weights N(0, " +
+                       std::to_string(config.initializer_range) + "), no bias, seed " + std::to_string(init_seed));
+  }
+  if (notes)
+    for (auto& n : w.finish()) notes->push_back(n);
+  return m;
+}
+
+std::unique_ptr<ForwardState> TrainableQwen2::new_state(bool fused) const {
+  auto s = std::make_unique<Qwen2Activations>();
+  s->fused = fused;
+  return s;
+}
+
+}  // namespace tach::train

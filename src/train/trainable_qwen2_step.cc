@@ -1,0 +1,268 @@
+// The Qwen2 classifier's training forward and its backward, in reverse order of the same calls.
+// Module paths follow transformers' (model.layers.3.self_attn, ...), under "backward." for the
+// backward (the caller's profiler scope adds it).
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "core/trace.h"
+#include "ops/add.h"
+#include "ops/causal_attention.h"
+#include "ops/embedding.h"
+#include "ops/linear.h"
+#include "ops/rms_norm.h"
+#include "ops/rope.h"
+#include "ops/silu_gate.h"
+#include "tach/error.h"
+#include "train/op_span.h"
+#include "train/trainable_qwen2.h"
+
+namespace tach::train {
+
+namespace {
+
+float* f(const Tensor& t) { return t.data<float>(); }
+float* f(const Parameter* p) { return p->value.data<float>(); }
+float* g(const Parameter* p) { return p->grad.data<float>(); }
+void zero(const Tensor& t) { std::memset(t.raw(), 0, t.nbytes()); }
+
+std::string layer_module(size_t i) { return core::tracing() ? core::concat("layers.", i) : std::string(); }
+
+void prepare(Qwen2Activations& a, const TrainableQwen2& m, int64_t B, int64_t T) {
+  if (a.B == B && a.T == T) return;
+  const bool fused = a.fused;
+  const model::Qwen2Shape& s = m.shape;
+  const int64_t N = B * T, C = s.hidden, I = s.intermediate, QKV = s.qkv_width(), HD = s.heads * s.head_dim;
+  auto make = [](const Shape& shape) { return Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::activations); };
+  a = Qwen2Activations{};
+  a.fused = fused;
+  a.B = B;
+  a.T = T;
+  a.layers.resize(size_t(s.layers));
+  for (auto& l : a.layers) {
+    l.resid_in = make({N, C});
+    l.rstd1 = make({N});
+    l.x1 = make({N, C});
+    l.qkv = make({N, QKV});
+    if (!fused) l.probs = make({B, s.heads, T, T});
+    l.context = make({N, HD});
+    l.resid_mid = make({N, C});
+    l.rstd2 = make({N});
+    l.x2 = make({N, C});
+    l.gate_up = make({N, 2 * I});
+    l.act = make({N, I});
+  }
+  a.resid_out = make({N, C});
+  a.pooled_in = make({B, C});
+  a.final_rstd = make({B});
+  a.pooled = make({B, C});
+  a.logits = make({B, m.num_labels()});
+  a.d_resid = make({N, C});
+  a.d_x = make({N, C});
+  a.d_qkv = make({N, QKV});
+  a.d_context = make({N, HD});
+  a.d_gate_up = make({N, 2 * I});
+  a.d_act = make({N, I});
+  a.scratch = make({N, C});
+  a.d_pooled = make({B, C});
+  a.d_pooled_in = make({B, C});
+  // transformers' forward without position_ids: positions 0..T-1 in every row.
+  Tensor positions = Tensor::empty({N}, DType::i32);
+  for (int64_t i = 0; i < N; ++i) positions.data<int32_t>()[i] = int32_t(i % T);
+  a.rope = ops::rope_table(positions, ops::rope_inverse_frequencies(s.rope, T));
+}
+
+ops::CausalAttentionArgs attention_args(const model::Qwen2Shape& s, int64_t B, int64_t T) {
+  ops::CausalAttentionArgs a;
+  a.B = B, a.Tq = T, a.past = 0, a.H = s.heads, a.KVH = s.kv_heads, a.D = s.head_dim;
+  a.ld_q = a.ld_kv = s.qkv_width();  // q, k and v read straight from the fused buffer
+  a.batch_stride_kv = T * s.qkv_width();
+  a.ld_out = s.heads * s.head_dim;
+  a.mask_stride = T;
+  a.scale = 1.0f / std::sqrt(float(s.head_dim));
+  return a;
+}
+
+// transformers' rule: per row, the last token that is not pad_token_id (position 0 when all
+// are); the last position when the config names no pad token, for a batch of one.
+std::vector<int64_t> last_tokens(const TrainableQwen2& m, const TokenBatch& batch) {
+  const int64_t B = batch.batch(), T = batch.seq_len();
+  const int64_t pad = m.config.pad_token_id;
+  check(pad >= 0 || B == 1, "Qwen2 config.json names no pad_token_id, so rows of a batch cannot be told from "
+                            "padding; set pad_token_id (Qwen2.5 uses <|endoftext|>, 151643) or train with batch 1");
+  const int32_t* ids = batch.input_ids.data<int32_t>();
+  std::vector<int64_t> last(size_t(B), pad < 0 ? T - 1 : 0);
+  if (pad >= 0)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        if (ids[b * T + t] != pad) last[size_t(b)] = t;
+  return last;
+}
+
+void check_batch(const TrainableQwen2& m, const TokenBatch& batch) {
+  check(batch.input_ids.defined() && batch.input_ids.dim() == 2 && batch.input_ids.dtype() == DType::i32 &&
+            batch.batch() > 0 && batch.seq_len() > 0,
+        "input_ids must be a non-empty i32 [batch, seq]");
+  check(batch.attention_mask.defined() && batch.attention_mask.shape() == batch.input_ids.shape() &&
+            batch.attention_mask.dtype() == DType::i32,
+        "attention_mask must be i32 " + shape_str(batch.input_ids.shape()));
+  const int32_t* ids = batch.input_ids.data<int32_t>();
+  for (int64_t i = 0; i < batch.input_ids.numel(); ++i)
+    check(ids[i] >= 0 && ids[i] < m.shape.vocab, "input id " + std::to_string(ids[i]) +
+                                                     " is outside the vocabulary of " + std::to_string(m.shape.vocab));
+}
+
+}  // namespace
+
+void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates&) const {
+  auto& a = dynamic_cast<Qwen2Activations&>(state);
+  check_batch(*this, batch);
+  const int64_t B = batch.batch(), T = batch.seq_len(), N = B * T, C = shape.hidden, I = shape.intermediate;
+  const int64_t H = shape.heads, KVH = shape.kv_heads, D = shape.head_dim, HD = H * D, KD = KVH * D;
+  const int64_t QKV = shape.qkv_width(), L = num_labels();
+  prepare(a, *this, B, T);
+  a.last = last_tokens(*this, batch);
+  const int32_t* mask = batch.attention_mask.data<int32_t>();
+  const ops::CausalAttentionArgs args = attention_args(shape, B, T);
+
+  std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
+  {
+    core::Span span(core::SpanKind::module, "embed_tokens");
+    OpSpan o("embedding", ops::embedding_cost(N, C, DType::f32));
+    ops::embedding_forward_cpu(f(a.layers[0].resid_in), batch.input_ids.data<int32_t>(), f(embed), DType::f32, N, C,
+                               false);
+  }
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const TrainableQwen2Layer& w = layers[li];
+    Qwen2LayerActivations& s = a.layers[li];
+    core::Span layer_span(core::SpanKind::module, layer_module(li));
+    {
+      OpSpan o("rms_norm", ops::rms_norm_cost(N, C, false));
+      ops::rms_norm_forward_cpu(f(s.x1), f(s.resid_in), nullptr, f(w.input_norm), N, C, shape.eps, f(s.rstd1));
+    }
+    {
+      core::Span span(core::SpanKind::module, "self_attn");
+      {
+        OpSpan o("linear", ops::linear_cost(N, QKV, C, DType::f32, true));
+        ops::linear_forward_cpu(f(s.qkv), f(s.x1), f(w.qkv_weight.value), f(w.qkv_bias.value), N, QKV, C);
+      }
+      ops::rope_forward(s.qkv, H, KVH, D, a.rope);
+      ops::causal_attention_forward_train(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD,
+                                          f(s.qkv) + HD + KD, mask, args);
+      OpSpan o("linear", ops::linear_cost(N, C, HD, DType::f32, false));
+      ops::linear_forward_cpu(f(a.scratch), f(s.context), f(w.o_proj), nullptr, N, C, HD);
+    }
+    // resid_mid = resid_in + attention; x2 = post_attention_layernorm(resid_mid), in one pass.
+    std::memcpy(f(s.resid_mid), f(s.resid_in), s.resid_in.nbytes());
+    {
+      OpSpan o("rms_norm", ops::rms_norm_cost(N, C, true));
+      ops::rms_norm_forward_cpu(f(s.x2), f(s.resid_mid), f(a.scratch), f(w.post_norm), N, C, shape.eps, f(s.rstd2));
+    }
+    core::Span span(core::SpanKind::module, "mlp");
+    {
+      OpSpan o("linear", ops::linear_cost(N, 2 * I, C, DType::f32, false));
+      ops::linear_forward_cpu(f(s.gate_up), f(s.x2), f(w.gate_up.value), nullptr, N, 2 * I, C);
+    }
+    ops::silu_gate_forward(s.act, s.gate_up);
+    {
+      OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, false));
+      ops::linear_forward_cpu(f(a.scratch), f(s.act), f(w.down), nullptr, N, C, I);
+    }
+    const Tensor& out = li + 1 < layers.size() ? a.layers[li + 1].resid_in : a.resid_out;
+    std::memcpy(f(out), f(s.resid_mid), s.resid_mid.nbytes());
+    ops::add_inplace(f(out), f(a.scratch), N * C);
+  }
+  {
+    // The final norm is per row, so it runs on the rows the head reads only.
+    for (int64_t b = 0; b < B; ++b)
+      std::memcpy(f(a.pooled_in) + b * C, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C, sizeof(float) * size_t(C));
+    core::Span span(core::SpanKind::module, "norm");
+    OpSpan o("rms_norm", ops::rms_norm_cost(B, C, false));
+    ops::rms_norm_forward_cpu(f(a.pooled), f(a.pooled_in), nullptr, f(final_norm), B, C, shape.eps, f(a.final_rstd));
+  }
+  model_span.reset();
+  core::Span head_span(core::SpanKind::module, "score");
+  OpSpan o("linear", ops::linear_cost(B, L, C, DType::f32, false));
+  ops::linear_forward_cpu(f(a.logits), f(a.pooled), f(score), nullptr, B, L, C);
+}
+
+void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
+                              const DropoutRates&) {
+  auto& a = dynamic_cast<Qwen2Activations&>(state);
+  const int64_t B = a.B, T = a.T, N = B * T, C = shape.hidden, I = shape.intermediate;
+  const int64_t H = shape.heads, KVH = shape.kv_heads, D = shape.head_dim, HD = H * D, KD = KVH * D;
+  const int64_t QKV = shape.qkv_width(), L = num_labels();
+  const int32_t* mask = batch.attention_mask.data<int32_t>();
+  const ops::CausalAttentionArgs args = attention_args(shape, B, T);
+  {
+    core::Span head_span(core::SpanKind::module, "score");
+    zero(a.d_pooled);
+    OpSpan o("linear_backward", ops::linear_backward_cost(B, L, C, false, true));
+    ops::linear_backward_cpu(f(a.d_pooled), g(score), nullptr, d_logits, f(a.pooled), f(score), B, L, C);
+  }
+  core::Span model_span(core::SpanKind::module, "model");
+  {
+    core::Span span(core::SpanKind::module, "norm");
+    zero(a.d_pooled_in);
+    OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(B, C));
+    ops::rms_norm_backward_cpu(f(a.d_pooled_in), g(final_norm), f(a.d_pooled), f(a.pooled_in), f(final_norm),
+                               f(a.final_rstd), B, C);
+  }
+  // Only each row's last real token reaches the head.
+  zero(a.d_resid);
+  for (int64_t b = 0; b < B; ++b)
+    std::memcpy(f(a.d_resid) + (b * T + a.last[size_t(b)]) * C, f(a.d_pooled_in) + b * C, sizeof(float) * size_t(C));
+
+  for (size_t li = layers.size(); li-- > 0;) {
+    TrainableQwen2Layer& w = layers[li];
+    Qwen2LayerActivations& s = a.layers[li];
+    core::Span layer_span(core::SpanKind::module, layer_module(li));
+    // d_resid: d(layer output) on entry; the residual passes it on unchanged, and each branch's
+    // norm backward adds its share: d(resid_mid), then d(resid_in) on exit.
+    {
+      core::Span span(core::SpanKind::module, "mlp");
+      zero(a.d_act);
+      {
+        OpSpan o("linear_backward", ops::linear_backward_cost(N, C, I, false, true));
+        ops::linear_backward_cpu(f(a.d_act), g(w.down), nullptr, f(a.d_resid), f(s.act), f(w.down), N, C, I);
+      }
+      ops::silu_gate_backward(a.d_gate_up, s.gate_up, a.d_act);
+      zero(a.d_x);
+      OpSpan o("linear_backward", ops::linear_backward_cost(N, 2 * I, C, false, true));
+      ops::linear_backward_cpu(f(a.d_x), f(w.gate_up.grad), nullptr, f(a.d_gate_up), f(s.x2), f(w.gate_up.value), N,
+                               2 * I, C);
+    }
+    {
+      OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
+      ops::rms_norm_backward_cpu(f(a.d_resid), g(w.post_norm), f(a.d_x), f(s.resid_mid), f(w.post_norm), f(s.rstd2), N,
+                                 C);
+    }
+    {
+      core::Span span(core::SpanKind::module, "self_attn");
+      zero(a.d_context);
+      {
+        OpSpan o("linear_backward", ops::linear_backward_cost(N, C, HD, false, true));
+        ops::linear_backward_cpu(f(a.d_context), g(w.o_proj), nullptr, f(a.d_resid), f(s.context), f(w.o_proj), N, C,
+                                 HD);
+      }
+      ops::causal_attention_backward(f(a.d_qkv), f(a.d_qkv) + HD, f(a.d_qkv) + HD + KD, f(a.d_context),
+                                     a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD, f(s.qkv) + HD + KD, mask,
+                                     args);
+      ops::rope_backward(a.d_qkv, H, KVH, D, a.rope);
+      zero(a.d_x);
+      OpSpan o("linear_backward", ops::linear_backward_cost(N, QKV, C, true, true));
+      ops::linear_backward_cpu(f(a.d_x), f(w.qkv_weight.grad), f(w.qkv_bias.grad), f(a.d_qkv), f(s.x1),
+                               f(w.qkv_weight.value), N, QKV, C);
+    }
+    OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
+    ops::rms_norm_backward_cpu(f(a.d_resid), g(w.input_norm), f(a.d_x), f(s.resid_in), f(w.input_norm), f(s.rstd1), N,
+                               C);
+  }
+  core::Span span(core::SpanKind::module, "embed_tokens");
+  OpSpan o("embedding_backward", ops::embedding_backward_cost(N, C));
+  // nn.Embedding(padding_idx=pad_token_id): the pad row gets no gradient.
+  ops::embedding_backward_cpu(g(embed), batch.input_ids.data<int32_t>(), f(a.d_resid), N, C,
+                              int32_t(config.pad_token_id));
+}
+
+}  // namespace tach::train
