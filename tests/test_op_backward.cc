@@ -9,11 +9,15 @@
 
 #include "ops/activation.h"
 #include "ops/attention.h"
+#include "ops/causal_attention.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/rms_norm.h"
+#include "ops/rope.h"
+#include "ops/silu_gate.h"
 #include "test_util.h"
 
 namespace tach::ops {
@@ -180,6 +184,83 @@ TEST(Backward, ReluAndTanh) {
     relu_forward_cpu(y.data(), x.data(), n);
     return dot(y, dout);
   }, "relu dx");
+}
+
+TEST(Backward, RmsNorm) {
+  const int64_t N = 3, C = 16;
+  auto x = randn(N * C, 41, 1.5f), w = randn(C, 42);
+  const auto dout = randn(N * C, 43);
+  std::vector<float> out(N * C), rstd(N);
+  rms_norm_forward_cpu(out.data(), x.data(), nullptr, w.data(), N, C, 1e-6f, rstd.data());
+  std::vector<float> dx(N * C, 0.25f), dw(C, 0.f);  // dx accumulates (the residual stream's gradient)
+  rms_norm_backward_cpu(dx.data(), dw.data(), dout.data(), x.data(), w.data(), rstd.data(), N, C);
+  for (auto& v : dx) v -= 0.25f;
+  const auto loss = [&] {
+    rms_norm_forward_cpu(out.data(), x.data(), nullptr, w.data(), N, C, 1e-6f);
+    return dot(out, dout);
+  };
+  expect_finite_difference(x, dx, loss, "dx");
+  expect_finite_difference(w, dw, loss, "dweight");
+}
+
+TEST(Backward, RopeIsItsOwnTransposedRotation) {
+  const int64_t N = 4, Hq = 2, Hk = 1, D = 8, ld = (Hq + 2 * Hk) * D;
+  Tensor positions = Tensor::empty({N}, DType::i32);
+  for (int64_t i = 0; i < N; ++i) positions.data<int32_t>()[i] = int32_t(3 * i + 1);
+  RopeSettings settings;
+  settings.head_dim = D;
+  const RopeTable table = rope_table(positions, rope_inverse_frequencies(settings, 16));
+  auto x = randn(N * ld, 51);
+  const auto dout = randn(N * ld, 52);
+  Tensor d = Tensor::empty({N, ld}, DType::f32);
+  std::copy(dout.begin(), dout.end(), d.data<float>());
+  rope_backward(d, Hq, Hk, D, table);
+  std::vector<float> dx(d.data<float>(), d.data<float>() + N * ld);
+  Tensor y = Tensor::empty({N, ld}, DType::f32);
+  expect_finite_difference(x, dx, [&] {
+    std::copy(x.begin(), x.end(), y.data<float>());
+    rope_forward(y, Hq, Hk, D, table);
+    return dot(std::vector<float>(y.data<float>(), y.data<float>() + N * ld), dout);
+  }, "dx (values pass through)");
+}
+
+TEST(Backward, SiluGate) {
+  const int64_t N = 3, I = 8;
+  auto gu = randn(N * 2 * I, 61, 2.0f);
+  const auto dout = randn(N * I, 62);
+  std::vector<float> dgu(N * 2 * I), y(N * I);
+  silu_gate_backward_cpu(dgu.data(), gu.data(), dout.data(), N, I);
+  expect_finite_difference(gu, dgu, [&] {
+    silu_gate_forward_cpu(y.data(), gu.data(), N, I);
+    return dot(y, dout);
+  }, "d(gate|up)");
+}
+
+// Grouped-query causal attention (4 query heads on 2 key/value heads) with a right-padded row,
+// from saved probabilities and recomputed ones; the training forward equals the inference one.
+TEST(Backward, CausalGroupedQueryAttentionWithPadding) {
+  const int64_t B = 2, T = 5, H = 4, KVH = 2, D = 3, QKV = (H + 2 * KVH) * D;
+  auto qkv = randn(B * T * QKV, 71);
+  const auto dout = randn(B * T * H * D, 72);
+  const std::vector<int32_t> mask = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+  CausalAttentionArgs a;
+  a.B = B, a.Tq = T, a.H = H, a.KVH = KVH, a.D = D, a.ld_q = a.ld_kv = QKV, a.batch_stride_kv = T * QKV;
+  a.ld_out = H * D, a.mask_stride = T, a.scale = 0.6f;
+  std::vector<float> out(B * T * H * D), inference(B * T * H * D), probs(B * H * T * T);
+  const float* q = qkv.data();
+  causal_attention_forward_cpu(inference.data(), nullptr, q, q + H * D, q + (H + KVH) * D, mask.data(), a);
+  causal_attention_forward_train(out.data(), probs.data(), q, q + H * D, q + (H + KVH) * D, mask.data(), a);
+  EXPECT_EQ(out, inference);
+  for (bool saved : {true, false}) {
+    std::vector<float> dqkv(B * T * QKV, 0.f);
+    causal_attention_backward(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(),
+                              saved ? probs.data() : nullptr, q, q + H * D, q + (H + KVH) * D, mask.data(), a);
+    expect_finite_difference(qkv, dqkv, [&] {
+      causal_attention_forward_cpu(out.data(), nullptr, qkv.data(), qkv.data() + H * D, qkv.data() + (H + KVH) * D,
+                                   mask.data(), a);
+      return dot(out, dout);
+    }, saved ? "dqkv (saved probabilities)" : "dqkv (recomputed)");
+  }
 }
 
 }  // namespace

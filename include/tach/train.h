@@ -1,4 +1,4 @@
-// Fine-tuning on tach's own engine: `tach train`. A BERT or DistilBERT sequence classifier
+// Fine-tuning on tach's own engine: `tach train`. A BERT, DistilBERT or Qwen2 sequence classifier
 // trains on a labelled dataset with AdamW, the linear warm-up/decay schedule, clipping and
 // gradient accumulation; every step is timed by phase and logged; the run can be killed and
 // resumed; the result is saved as a Hugging Face model directory.

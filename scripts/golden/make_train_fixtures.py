@@ -1,28 +1,36 @@
 #!/usr/bin/env python3
 """Training references for tach's backward and optimizer, from transformers + torch.optim.AdamW.
 
-    scripts/golden/make_train_fixtures.py tests/fixtures/encoders tests/fixtures/train
+    scripts/golden/make_train_fixtures.py tests/fixtures tests/fixtures/train [CASE ...]
 
-For each tiny encoder fixture, writes OUT/<case>/:
+For each tiny encoder and Qwen2 classifier fixture (or the CASEs named), writes OUT/<case>/:
   batches.json        four padded batches (input_ids, attention_mask, token_type_ids, labels)
   expected.json       the loss on batch 0, and the per-step losses and learning rates of 20 steps
   grads.safetensors   every parameter's gradient on batch 0 (dropout off), under its HF name
   final.safetensors   every parameter after the 20 steps
 
 The 20 steps: AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01 except biases and
-LayerNorm weights, as the Trainer groups them), get_linear_schedule_with_warmup with 2 warm-up
+LayerNorm/RMSNorm weights, as the Trainer's get_decay_parameter_names groups them), get_linear_schedule_with_warmup with 2 warm-up
 steps of 20, clipping at global norm 1.0, batch i % 4 at step i, dropout off.
 Development only: run with the virtualenv that has torch and transformers (docs/perf.md).
 """
 import json
 import os
+import re
 import sys
 
 import torch
 from safetensors.torch import save_file
 from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup
 
-CASES = ["bert-cls2-f32", "distilbert-cls2-f32", "bert-reg1-bf16", "bert-cls3-f16"]
+CASES = ["encoders/bert-cls2-f32", "encoders/distilbert-cls2-f32", "encoders/bert-reg1-bf16", "encoders/bert-cls3-f16",
+         "decoders/qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv2-bf16"]
+# transformers.Trainer.get_decay_parameter_names: no decay for these (lower-cased) name patterns.
+NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
+
+
+def decays(name):
+    return not any(p.search(name.lower()) for p in NO_DECAY)
 STEPS, WARMUP, LR, WD, CLIP = 20, 2, 1e-3, 0.01, 1.0
 
 
@@ -46,7 +54,7 @@ def batches(config, num_labels, regression, gen):
 
 
 def run(src, dst):
-    model = AutoModelForSequenceClassification.from_pretrained(src).float()
+    model = AutoModelForSequenceClassification.from_pretrained(src, attn_implementation="eager").float()
     model.eval()  # dropout off; gradients still flow
     cfg = model.config
     has_types = cfg.model_type == "bert"
@@ -65,8 +73,8 @@ def run(src, dst):
     grads = {n: p.grad.detach().clone().contiguous() for n, p in model.named_parameters()}
     model.zero_grad()
 
-    decay = [p for n, p in model.named_parameters() if not (n.endswith(".bias") or "LayerNorm" in n or "layer_norm" in n)]
-    no_decay = [p for n, p in model.named_parameters() if n.endswith(".bias") or "LayerNorm" in n or "layer_norm" in n]
+    decay = [p for n, p in model.named_parameters() if decays(n)]
+    no_decay = [p for n, p in model.named_parameters() if not decays(n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD}, {"params": no_decay, "weight_decay": 0.0}], lr=LR)
     sched = get_linear_schedule_with_warmup(opt, WARMUP, STEPS)
     losses, lrs, norms = [], [], []
@@ -84,7 +92,7 @@ def run(src, dst):
     with open(os.path.join(dst, "batches.json"), "w") as f:
         json.dump([{k: v.tolist() for k, v in b.items() if has_types or k != "token_type_ids"} for b in bs], f)
     with open(os.path.join(dst, "expected.json"), "w") as f:
-        json.dump({"model": os.path.basename(src), "loss0": loss0.item(), "losses": losses, "lrs": lrs,
+        json.dump({"model": os.path.relpath(src, os.path.dirname(os.path.dirname(src))), "loss0": loss0.item(), "losses": losses, "lrs": lrs,
                    "grad_norms": norms, "steps": STEPS, "warmup": WARMUP, "lr": LR, "weight_decay": WD,
                    "clip": CLIP, "torch": torch.__version__}, f, indent=1)
     save_file(grads, os.path.join(dst, "grads.safetensors"))
@@ -94,7 +102,11 @@ def run(src, dst):
 
 if __name__ == "__main__":
     src_root, dst_root = sys.argv[1], sys.argv[2]
+    wanted = sys.argv[3:]
     torch.manual_seed(0)
     for case in CASES:
-        run(os.path.join(src_root, case), os.path.join(dst_root, case))
-        print("wrote", os.path.join(dst_root, case))
+        name = os.path.basename(case)
+        if wanted and name not in wanted:
+            continue
+        run(os.path.join(src_root, case), os.path.join(dst_root, name))
+        print("wrote", os.path.join(dst_root, name))

@@ -137,6 +137,21 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   if (!train) {
     add("activations (forward)", act, how);
     t.phase = "forward";
+  } else if (a.decoder && !in.gradient_checkpointing) {
+    // What tach train keeps (train/trainable_qwen2.h, Qwen2Activations, f32, eager): per layer the
+    // residual stream before and after attention, both RMSNorm outputs (4C per token), q|k|v after
+    // RoPE, the context, gate|up and the gated activation (3I), two row statistics, and the
+    // probabilities [B, H, T, T]; besides the layers, the last layer's output, the backward's
+    // gradient buffers (4C + (H+2KVH)D + HD + 3I) and the RoPE table (D per token).
+    const int64_t qkv = (a.H + 2 * a.KVH) * a.D, hd = a.H * a.D;
+    const double per_layer =
+        4.0 * (double(N) * double(4 * a.C + qkv + hd + 3 * a.I + 2) + double(B * a.H) * double(T * T));
+    const double rest = 4.0 * (double(N) * double(5 * a.C + qkv + hd + 3 * a.I + a.D) +
+                               double(B) * double(4 * a.C + 1 + a.labels));
+    add("activations kept for the backward", per_layer * double(a.L) + rest,
+        "per layer 4 B x (tokens x (4C + (H+2KVH)D + HD + 3I + 2) + B H T^2), all layers, + 4 B x tokens x "
+        "(5C + (H+2KVH)D + HD + 3I + D) for the output, backward buffers and RoPE table (tach train's layout)");
+    t.phase = "backward";
   } else if (!a.decoder && !in.gradient_checkpointing) {
     // What tach train keeps (train/trainable_encoder.h, EncoderActivations, f32): per layer the
     // input, q|k|v, context, both residual sums and the first LayerNorm's output (8C per token),

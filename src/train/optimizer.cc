@@ -4,8 +4,23 @@
 
 #include "core/parallel.h"
 #include "tach/error.h"
+#include "train/op_span.h"
 
 namespace tach::train {
+
+namespace {
+
+// Per element: ~12 flops (decay, two moments, bias corrections, the update); reads param, grad,
+// m and v, writes param, m and v.
+ops::OpCost adamw_cost(int64_t n) {
+  ops::OpCost c;
+  c.flops = 12.0 * double(n);
+  c.bytes_read = 16.0 * double(n);
+  c.bytes_written = 12.0 * double(n);
+  return c;
+}
+
+}  // namespace
 
 AdamWOptimizer::AdamWOptimizer(ParameterTable& params, AdamWConfig config, DecayScope scope, bool fused)
     : fused_(fused), config_(config) {
@@ -26,11 +41,16 @@ void AdamWOptimizer::step(double lr) {
   AdamWConfig c = config_;
   c.lr = float(lr);
   if (!fused_) {
-    for (auto& s : slots_)
+    for (auto& s : slots_) {
+      OpSpan o("adamw", adamw_cost(s.param->value.numel()));
       adamw_update(s.param->value.data<float>(), s.param->grad.data<float>(), s.m.data<float>(), s.v.data<float>(),
                    s.param->value.numel(), steps_, c, s.decay && c.weight_decay != 0.f);
+    }
     return;
   }
+  int64_t total = 0;
+  for (const auto& s : slots_) total += s.param->value.numel();
+  OpSpan o("adamw_fused", adamw_cost(total));
   core::parallel_for(int64_t(chunks_.size()), 1, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
       const Chunk& ch = chunks_[size_t(k)];

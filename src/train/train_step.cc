@@ -6,6 +6,7 @@
 
 #include "tach/profile.h"
 #include "train/grad_norm.h"
+#include "train/op_span.h"
 
 namespace tach::train {
 
@@ -45,9 +46,24 @@ double clip_and_update(ParameterTable& params, AdamWOptimizer& optimizer, double
   std::vector<std::pair<float*, int64_t>> grads;
   for (auto& p : params.entries())
     if (p.trainable) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
-  const double norm = global_grad_norm(grads);
+  int64_t n = 0;
+  for (const auto& g : grads) n += g.second;
+  double norm = 0;
+  {
+    ops::OpCost c;  // a sum of squares: 2 flops and 4 bytes per element
+    c.flops = 2.0 * double(n);
+    c.bytes_read = 4.0 * double(n);
+    OpSpan o("grad_norm", c);
+    norm = global_grad_norm(grads);
+  }
   if (!std::isfinite(norm)) return norm;
-  if (max_grad_norm > 0) scale_to_norm(grads, norm, max_grad_norm);
+  if (max_grad_norm > 0) {
+    ops::OpCost c;  // a scale in place (when the norm exceeds the limit)
+    c.flops = double(n);
+    c.bytes_read = c.bytes_written = 4.0 * double(n);
+    OpSpan o("clip_grad_norm", c);
+    scale_to_norm(grads, norm, max_grad_norm);
+  }
   optimizer.step(lr);
   return norm;
 }

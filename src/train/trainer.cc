@@ -160,7 +160,8 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
 
   const std::string tokenizer_path = !o.tokenizer.empty() ? o.tokenizer : src.location.dir;
   check(!tokenizer_path.empty(), o.model + " has synthetic weights and no tokenizer files: pass --tokenizer (for "
-                                           "BERT and DistilBERT presets, ../shared/tokenizers/bert-base-uncased)");
+                                           "BERT and DistilBERT presets, ../shared/tokenizers/bert-base-uncased; for "
+                                           "Qwen2 presets, ../shared/tokenizers/qwen2.5)");
   const auto tokenizer = Tokenizer::load(tokenizer_path);
   check(src.pad_token_id() >= 0 || o.batch_size == 1,
         o.model + ": config.json names no pad_token_id, so padded rows of a batch cannot be told apart; set "

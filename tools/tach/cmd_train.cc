@@ -1,4 +1,4 @@
-// tach train: fine-tune a BERT or DistilBERT classifier on tach's own engine.
+// tach train: fine-tune a BERT, DistilBERT or Qwen2 classifier on tach's own engine.
 #include <unistd.h>
 
 #include <chrono>
@@ -34,7 +34,7 @@ Command add_train_command(CLI::App& app) {
   auto no_progress = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
       "train",
-      "Fine-tune a BERT or DistilBERT sequence classifier on a labelled dataset (AdamW, linear warm-up and decay, "
+      "Fine-tune a BERT, DistilBERT or Qwen2 sequence classifier on a labelled dataset (AdamW, linear warm-up and decay, "
       "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, steps.jsonl, "
       "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
   sub->add_option("-c,--config", *config_file, "YAML file of these options (keys as the flags, '_' for '-'); flags "

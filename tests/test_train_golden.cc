@@ -1,4 +1,4 @@
-// The training engine against transformers + torch on tiny fixtures (scripts/golden/
+// The training engine (BERT, DistilBERT, Qwen2) against transformers + torch on tiny fixtures (scripts/golden/
 // make_train_fixtures.py wrote the references): every parameter's gradient on one padded batch,
 // and 20 optimizer steps of AdamW with the linear schedule and clipping.
 #include <gtest/gtest.h>
@@ -13,7 +13,6 @@
 #include "train/grad_norm.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
-#include "train/trainable_encoder.h"
 #include "train/training_model.h"
 
 namespace tach {
@@ -21,7 +20,7 @@ namespace {
 
 struct Case {
   train::TrainingModelSource source;
-  train::TrainableEncoder model;
+  std::unique_ptr<train::TrainableModel> model;
   std::vector<TokenBatch> batches;
   std::vector<train::Targets> targets;
   nlohmann::json expected;
@@ -41,10 +40,10 @@ Case load_case(const std::string& name) {
   c.dir = test::fixtures_dir() + "/train/" + name;
   std::ifstream e(c.dir + "/expected.json");
   c.expected = nlohmann::json::parse(e);
-  c.source = train::open_training_model(test::fixtures_dir() + "/encoders/" + c.expected["model"].get<std::string>(), 0);
-  c.model = train::build_trainable_encoder(c.source.config, *c.source.binder, 0, nullptr);
+  c.source = train::open_training_model(test::fixtures_dir() + "/" + c.expected["model"].get<std::string>(), 0);
+  c.model = train::build_trainable_model(c.source, c.source.id2label(), c.source.problem_type(), 0, nullptr);
   std::ifstream b(c.dir + "/batches.json");
-  const bool regression = c.model.num_labels() == 1;
+  const bool regression = c.model->num_labels() == 1;
   for (const auto& j : nlohmann::json::parse(b)) {
     TokenBatch batch;
     batch.input_ids = i32_matrix(j["input_ids"]);
@@ -63,28 +62,45 @@ Case load_case(const std::string& name) {
   return c;
 }
 
-std::string problem(const train::TrainableEncoder& m) {
+std::string problem(const train::TrainableModel& m) {
   return m.num_labels() == 1 ? "regression" : "single_label_classification";
 }
 
 // One forward and backward on batch i, dropout off; returns the loss.
-double forward_backward(Case& c, train::EncoderActivations& acts, size_t i) {
+double forward_backward(Case& c, train::ForwardState& state, size_t i) {
   train::DropoutRates off;
-  train::trainable_forward(c.model, acts, c.batches[i], off);
-  const int64_t B = c.batches[i].batch(), L = c.model.num_labels();
+  c.model->forward(state, c.batches[i], off);
+  const int64_t B = c.batches[i].batch(), L = c.model->num_labels();
   std::vector<float> dlogits(size_t(B * L), 0.f);
   const double loss =
-      train::classifier_loss(problem(c.model), acts.logits.data<float>(), B, L, c.targets[i], dlogits.data(), 1.f);
-  train::trainable_backward(c.model, acts, c.batches[i], dlogits.data(), off);
+      train::classifier_loss(problem(*c.model), state.logits.data<float>(), B, L, c.targets[i], dlogits.data(), 1.f);
+  c.model->backward(state, c.batches[i], dlogits.data(), off);
   return loss;
 }
 
 // The key projection's bias adds q·b to every score of a row, which softmax ignores: its
 // gradient is zero in exact arithmetic, and both engines hold rounding noise (~1e-9) there.
+// (Not so in Qwen2: RoPE rotates the bias by each key's position, so q·R_j b varies with j.)
 // AdamW divides that noise by its own RMS, so after a few steps the bias has walked by ~lr per
 // step in a direction set by rounding, in torch as in tach, without changing any output.
 bool gradient_is_zero_in_exact_arithmetic(const std::string& name) {
   return name.find("attention.self.key.bias") != std::string::npos || name.find("attention.k_lin.bias") != std::string::npos;
+}
+
+// Qwen2's key bias: RoPE rotates it by each key's position, but its last components pair with
+// the lowest frequencies, whose angles stay near zero over a short sequence, so their gradient
+// is nearly shift-invariant and nearly zero, and AdamW walks them by rounding as above. The
+// bias starts at zero and ends near 1e-2, so its check is absolute (1e-4), not relative to its
+// largest value.
+bool gradient_is_nearly_zero_in_exact_arithmetic(const std::string& name) {
+  return name.find("self_attn.k_proj.bias") != std::string::npos;
+}
+
+double max_abs_difference(const Tensor& a, const Tensor& b) {
+  Tensor bf = b.to(DType::f32);
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, double(std::fabs(a.data<float>()[i] - bf.data<float>()[i])));
+  return m;
 }
 
 double max_abs(const Tensor& t) {
@@ -109,15 +125,14 @@ class TrainFixture : public ::testing::TestWithParam<std::string> {};
 
 void expect_gradients_match(const std::string& name, bool fused) {
   Case c = load_case(name);
-  train::EncoderActivations acts;
-  acts.fused = fused;
-  c.model.params.zero_grad();
-  const double loss = forward_backward(c, acts, 0);
+  const auto state = c.model->new_state(fused);
+  c.model->params.zero_grad();
+  const double loss = forward_backward(c, *state, 0);
   EXPECT_NEAR(loss, c.expected["loss0"].get<double>(), 1e-5 * std::max(1.0, std::fabs(loss)));
   const auto ref = model::SafetensorsFile::open(c.dir + "/grads.safetensors");
   size_t checked = 0;
   for (const auto& e : ref.header().entries) {
-    const train::Parameter* p = c.model.params.find(e.name);
+    const train::Parameter* p = c.model->params.find(e.name);
     ASSERT_NE(p, nullptr) << "tach has no parameter " << e.name;
     ASSERT_EQ(p->grad.shape(), e.shape) << e.name;
     if (gradient_is_zero_in_exact_arithmetic(e.name))
@@ -126,7 +141,7 @@ void expect_gradients_match(const std::string& name, bool fused) {
       EXPECT_LT(tensor_error(p->grad, ref.tensor(e)), 1e-4) << e.name;
     ++checked;
   }
-  EXPECT_EQ(checked, c.model.params.entries().size()) << "every parameter has a reference gradient";
+  EXPECT_EQ(checked, c.model->params.entries().size()) << "every parameter has a reference gradient";
 }
 
 TEST_P(TrainFixture, EveryGradientMatchesTransformers) { expect_gradients_match(GetParam(), false); }
@@ -135,21 +150,21 @@ TEST_P(TrainFixture, EveryGradientMatchesTransformersFused) { expect_gradients_m
 // With dropout on, eager and fused draw the same masks: their gradients agree to rounding.
 TEST_P(TrainFixture, FusedEqualsEagerWithDropout) {
   Case eager = load_case(GetParam()), fused = load_case(GetParam());
-  train::EncoderActivations a, b;
-  b.fused = true;
-  train::DropoutRates on{0.2f, 0.2f, 0.2f, 99, 3};
+  // Qwen2 has no dropout (attention_dropout 0 in every released config): eager against fused alone.
+  const bool qwen2 = eager.source.model_type == "qwen2";
+  train::DropoutRates on{qwen2 ? 0.f : 0.2f, qwen2 ? 0.f : 0.2f, qwen2 ? 0.f : 0.2f, 99, 3};
   for (auto* c : {&eager, &fused}) {
-    train::EncoderActivations& acts = c == &eager ? a : b;
-    c->model.params.zero_grad();
-    train::trainable_forward(c->model, acts, c->batches[1], on);
-    const int64_t B = c->batches[1].batch(), L = c->model.num_labels();
+    const auto state = c->model->new_state(c == &fused);
+    c->model->params.zero_grad();
+    c->model->forward(*state, c->batches[1], on);
+    const int64_t B = c->batches[1].batch(), L = c->model->num_labels();
     std::vector<float> dlogits(size_t(B * L), 0.f);
-    train::classifier_loss(problem(c->model), acts.logits.data<float>(), B, L, c->targets[1], dlogits.data(), 1.f);
-    train::trainable_backward(c->model, acts, c->batches[1], dlogits.data(), on);
+    train::classifier_loss(problem(*c->model), state->logits.data<float>(), B, L, c->targets[1], dlogits.data(), 1.f);
+    c->model->backward(*state, c->batches[1], dlogits.data(), on);
   }
-  for (auto& p : eager.model.params.entries()) {
+  for (auto& p : eager.model->params.entries()) {
     if (gradient_is_zero_in_exact_arithmetic(p.name)) continue;
-    EXPECT_LT(tensor_error(fused.model.params.at(p.name).grad, p.grad), 1e-5) << p.name;
+    EXPECT_LT(tensor_error(fused.model->params.at(p.name).grad, p.grad), 1e-5) << p.name;
   }
 }
 
@@ -158,14 +173,14 @@ TEST_P(TrainFixture, TwentyAdamWStepsMatchTorch) {
   const nlohmann::json& x = c.expected;
   train::AdamWConfig config;
   config.weight_decay = x["weight_decay"].get<float>();
-  train::AdamWOptimizer opt(c.model.params, config, train::DecayScope::trainer);
+  train::AdamWOptimizer opt(c.model->params, config, train::DecayScope::trainer);
   train::LinearSchedule schedule{x["lr"].get<double>(), x["warmup"].get<int64_t>(), x["steps"].get<int64_t>(), true};
-  train::EncoderActivations acts;
+  const auto state = c.model->new_state(false);
   for (int64_t step = 0; step < x["steps"].get<int64_t>(); ++step) {
-    c.model.params.zero_grad();
-    const double loss = forward_backward(c, acts, size_t(step % 4));
+    c.model->params.zero_grad();
+    const double loss = forward_backward(c, *state, size_t(step % 4));
     std::vector<std::pair<float*, int64_t>> grads;
-    for (auto& p : c.model.params.entries()) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
+    for (auto& p : c.model->params.entries()) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
     const double norm = train::clip_grad_norm(grads, x["clip"].get<double>());
     const double lr = schedule.lr(step);
     EXPECT_NEAR(lr, x["lrs"][size_t(step)].get<double>(), 1e-12) << "step " << step;
@@ -177,16 +192,19 @@ TEST_P(TrainFixture, TwentyAdamWStepsMatchTorch) {
   }
   const auto ref = model::SafetensorsFile::open(c.dir + "/final.safetensors");
   for (const auto& e : ref.header().entries) {
-    const train::Parameter* p = c.model.params.find(e.name);
+    const train::Parameter* p = c.model->params.find(e.name);
     ASSERT_NE(p, nullptr) << e.name;
-    if (!gradient_is_zero_in_exact_arithmetic(e.name)) {
+    if (gradient_is_zero_in_exact_arithmetic(e.name)) continue;
+    if (gradient_is_nearly_zero_in_exact_arithmetic(e.name))
+      EXPECT_LT(max_abs_difference(p->value, ref.tensor(e)), 1e-4) << e.name << " (absolute)";
+    else
       EXPECT_LT(tensor_error(p->value, ref.tensor(e)), 1e-4) << e.name;
-    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TrainFixture,
-                         ::testing::Values("bert-cls2-f32", "distilbert-cls2-f32", "bert-reg1-bf16", "bert-cls3-f16"),
+                         ::testing::Values("bert-cls2-f32", "distilbert-cls2-f32", "bert-reg1-bf16", "bert-cls3-f16",
+                                           "qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
                            for (char& ch : n)
