@@ -4,7 +4,7 @@
 
 #include "core/parallel.h"
 #include "tach/error.h"
-#include "train/op_span.h"
+#include "train/step_support.h"
 
 namespace tach::train {
 

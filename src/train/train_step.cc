@@ -6,7 +6,7 @@
 
 #include "tach/profile.h"
 #include "train/grad_norm.h"
-#include "train/op_span.h"
+#include "train/step_support.h"
 
 namespace tach::train {
 

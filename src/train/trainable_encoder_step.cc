@@ -15,17 +15,16 @@
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
-#include "train/op_span.h"
+#include "train/step_support.h"
 #include "train/trainable_encoder.h"
 
 namespace tach::train {
 
 namespace {
 
-float* f(const Tensor& t) { return t.data<float>(); }
-float* f(const Parameter* p) { return p->value.data<float>(); }
-float* g(const Parameter* p) { return p->grad.data<float>(); }
-void zero(const Tensor& t) { std::memset(t.raw(), 0, t.nbytes()); }
+using step::f;
+using step::g;
+using step::zero;
 
 // Dropout sites, one key per site and micro-batch.
 int64_t site_embeddings() { return 0; }

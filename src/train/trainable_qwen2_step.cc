@@ -14,17 +14,16 @@
 #include "ops/rope.h"
 #include "ops/silu_gate.h"
 #include "tach/error.h"
-#include "train/op_span.h"
+#include "train/step_support.h"
 #include "train/trainable_qwen2.h"
 
 namespace tach::train {
 
 namespace {
 
-float* f(const Tensor& t) { return t.data<float>(); }
-float* f(const Parameter* p) { return p->value.data<float>(); }
-float* g(const Parameter* p) { return p->grad.data<float>(); }
-void zero(const Tensor& t) { std::memset(t.raw(), 0, t.nbytes()); }
+using step::f;
+using step::g;
+using step::zero;
 
 std::string layer_module(size_t i) { return core::tracing() ? core::concat("layers.", i) : std::string(); }
 
