@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "cpu/gemm.h"
+#include "cpu/train_gemm.h"
 #include "test_util.h"
 #include "train/adamw.h"
 #include "train/grad_norm.h"
@@ -152,6 +154,40 @@ TEST(GradNorm, ClipsByTheGlobalNormAsTorch) {
   std::vector<float> small = {0.3f};
   EXPECT_NEAR(clip_grad_norm({{small.data(), 1}}, 1.0), 0.3, 1e-7);
   EXPECT_FLOAT_EQ(small[0], 0.3f) << "below the limit: unchanged";
+}
+
+// bf16 mixed precision: inside the scope every training GEMM multiplies bf16-rounded inputs (the
+// same as the f32 GEMM of rounded copies), outside it the plain f32 GEMM; the scope restores f32.
+TEST(TrainGemm, Bf16RoundsBothInputsAndAccumulatesInF32) {
+  const int64_t M = 7, N = 5, K = 33;
+  auto A = test::randn(M * K, 81), B = test::randn(N * K, 82);
+  std::vector<float> Ar(A.size()), Br(B.size());
+  for (size_t i = 0; i < A.size(); ++i) Ar[i] = cpu::round_to_bf16(A[i]);
+  for (size_t i = 0; i < B.size(); ++i) Br[i] = cpu::round_to_bf16(B[i]);
+  std::vector<float> f32(M * N), rounded(M * N), mixed(M * N), after(M * N);
+  const auto backend = cpu::default_gemm_backend();
+  cpu::sgemm(backend, false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.f, f32.data(), N);
+  cpu::sgemm(backend, false, true, M, N, K, 1.f, Ar.data(), K, Br.data(), K, 0.f, rounded.data(), N);
+  {
+    const cpu::TrainPrecisionScope bf16(cpu::TrainPrecision::bf16);
+    // A strided view of A (ld 40) exercises the gather.
+    std::vector<float> strided(M * 40, 9.f);
+    for (int64_t m = 0; m < M; ++m) std::copy_n(A.data() + m * K, K, strided.data() + m * 40);
+    cpu::train_gemm(false, true, M, N, K, 1.f, strided.data(), 40, B.data(), K, 0.f, mixed.data(), N);
+  }
+  EXPECT_EQ(cpu::train_precision(), cpu::TrainPrecision::f32);
+  cpu::train_gemm(false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.f, after.data(), N);
+  double differs = 0;
+  for (int64_t i = 0; i < M * N; ++i) {
+    EXPECT_NEAR(mixed[size_t(i)], rounded[size_t(i)], 1e-5 * (1 + std::fabs(rounded[size_t(i)]))) << i;
+    EXPECT_EQ(after[size_t(i)], f32[size_t(i)]) << i;
+    differs = std::max(differs, double(std::fabs(mixed[size_t(i)] - f32[size_t(i)])));
+  }
+  EXPECT_GT(differs, 1e-3) << "bf16 inputs must change the product";
+  // Near 1 bf16's spacing is 1/128: halfway cases round to the even neighbour, down or up.
+  EXPECT_EQ(cpu::round_to_bf16(1.0f + 1.0f / 256), 1.0f);
+  EXPECT_EQ(cpu::round_to_bf16(1.0f + 3.0f / 256), 1.0f + 4.0f / 256);
+  EXPECT_EQ(cpu::round_to_bf16(1.0f + 1.5f / 256), 1.0f + 2.0f / 256);  // past halfway: up
 }
 
 }  // namespace

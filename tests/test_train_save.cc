@@ -130,5 +130,32 @@ TEST(TrainSave, GradientAccumulationMatchesOneLargerBatch) {
   }
 }
 
+// --dtype bf16 runs mixed precision end to end: the run says so in config.json, ends at nearly
+// the f32 run's loss, and its weights are not the f32 run's (the GEMMs did round).
+TEST(TrainSave, Bf16RunRecordsItsPrecisionAndTrains) {
+  test::TempDir dir;
+  TrainOptions f32 = tiny_options(dir.path());
+  f32.epochs = 2;
+  f32.run_id = "f32";
+  TrainOptions bf16 = f32;
+  bf16.dtype = "bf16";
+  bf16.run_id = "bf16";
+  const TrainResult a = run_training(f32), b = run_training(bf16);
+  std::ifstream in(b.run_dir + "/config.json");
+  const auto config = nlohmann::json::parse(in);
+  EXPECT_EQ(config["precision"]["dtype"], "bf16");
+  EXPECT_NE(config["precision"]["gemm"].get<std::string>().find("bf16"), std::string::npos);
+  ASSERT_EQ(a.epochs.size(), 2u);
+  ASSERT_EQ(b.epochs.size(), 2u);
+  EXPECT_NEAR(b.epochs.back().train_loss, a.epochs.back().train_loss, 0.05 * std::fabs(a.epochs.back().train_loss));
+  const auto fa = model::SafetensorsFile::open(a.saved_model + "/model.safetensors");
+  const auto fb = model::SafetensorsFile::open(b.saved_model + "/model.safetensors");
+  const auto& e = *fa.find("classifier.weight");
+  const Tensor x = fa.tensor(e), y = fb.tensor(*fb.find(e.name));
+  double diff = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) diff = std::max(diff, double(std::fabs(x.data<float>()[i] - y.data<float>()[i])));
+  EXPECT_GT(diff, 0.0);
+}
+
 }  // namespace
 }  // namespace tach

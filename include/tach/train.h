@@ -111,6 +111,7 @@ class TrainStepper {
     double lr = 5e-5, weight_decay = 0, max_grad_norm = 1.0;
     bool dropout = true;
     bool fused = false;         // --exec fused: the fused kernels (docs/architecture.md)
+    bool bf16 = false;          // mixed precision: bf16 GEMM inputs, f32 masters (emulated where the CPU lacks bf16)
   };
   static std::unique_ptr<TrainStepper> create(const Options& options);
   virtual ~TrainStepper() = default;
@@ -121,6 +122,7 @@ class TrainStepper {
   virtual int32_t pad_token_id() const = 0;
   virtual int64_t parameters() const = 0;
   virtual std::string architecture() const = 0;
+  virtual std::vector<std::string> notes() const = 0;  // e.g. that bf16 is emulated on this CPU
 };
 
 }  // namespace tach

@@ -8,6 +8,8 @@ For each tiny encoder and Qwen2 classifier fixture (or the CASEs named), writes 
   expected.json       the loss on batch 0, and the per-step losses and learning rates of 20 steps
   grads.safetensors   every parameter's gradient on batch 0 (dropout off), under its HF name
   final.safetensors   every parameter after the 20 steps
+  grads_bf16.safetensors, bf16.json   the same gradient and loss under torch.autocast("cpu",
+                      dtype=torch.bfloat16): bf16 mixed precision, for tach train --dtype bf16
 
 The 20 steps: AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01 except biases and
 LayerNorm/RMSNorm weights, as the Trainer's get_decay_parameter_names groups them), get_linear_schedule_with_warmup with 2 warm-up
@@ -72,6 +74,11 @@ def run(src, dst):
     loss0.backward()
     grads = {n: p.grad.detach().clone().contiguous() for n, p in model.named_parameters()}
     model.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss_bf16 = forward(bs[0])
+    loss_bf16.backward()
+    grads_bf16 = {n: p.grad.detach().float().clone().contiguous() for n, p in model.named_parameters()}
+    model.zero_grad()
 
     decay = [p for n, p in model.named_parameters() if decays(n)]
     no_decay = [p for n, p in model.named_parameters() if not decays(n)]
@@ -96,6 +103,9 @@ def run(src, dst):
                    "grad_norms": norms, "steps": STEPS, "warmup": WARMUP, "lr": LR, "weight_decay": WD,
                    "clip": CLIP, "torch": torch.__version__}, f, indent=1)
     save_file(grads, os.path.join(dst, "grads.safetensors"))
+    save_file(grads_bf16, os.path.join(dst, "grads_bf16.safetensors"))
+    with open(os.path.join(dst, "bf16.json"), "w") as f:
+        json.dump({"loss0": loss_bf16.item(), "autocast": "cpu bfloat16", "torch": torch.__version__}, f, indent=1)
     save_file({n: p.detach().clone().contiguous() for n, p in model.named_parameters()},
               os.path.join(dst, "final.safetensors"))
 

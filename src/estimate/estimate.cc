@@ -8,8 +8,7 @@
 #include <filesystem>
 
 #include "model/checkpoint.h"
-#include "model/config.h"
-#include "model/presets.h"
+#include "model/family.h"
 #include "tach/device.h"
 #include "tach/error.h"
 #include "tach/system_info.h"
@@ -18,54 +17,9 @@ namespace tach {
 
 namespace {
 
-// The architecture numbers the formulas need.
-struct Arch {
-  std::string name;
-  bool decoder = false, tied = false;
-  int64_t V = 0, C = 0, L = 0, H = 0, KVH = 0, D = 0, I = 0, P = 0, Tt = 0, labels = 0;
-  int64_t layer_params() const {
-    if (decoder)  // q, k, v with bias, o, gate/up/down, two RMSNorms
-      return C * H * D + H * D + 2 * (C * KVH * D + KVH * D) + H * D * C + 3 * C * I + 2 * C;
-    return 4 * C * C + 4 * C + 2 * C * I + I + C + 4 * C;  // q k v o with bias, FFN, two LayerNorms
-  }
-  int64_t parameters() const {
-    if (decoder) return V * C + L * layer_params() + C + (tied ? 0 : V * C) + labels * C;
-    int64_t p = V * C + P * C + Tt * C + 2 * C + L * layer_params();
-    return p + C * C + C + labels * C + labels;  // pooler / pre_classifier, classifier
-  }
-};
+using Arch = model::ArchitectureSummary;  // the family table's numbers (model/family.h)
 
-Arch describe(const std::string& spec) {
-  const model::ModelLocation loc = model::resolve_model(spec);
-  Arch a;
-  auto from_qwen = [&](const model::Qwen2Config& c) {
-    a.decoder = true;
-    a.name = c.architecture;
-    a.tied = c.tie_word_embeddings;
-    a.V = c.vocab_size, a.C = c.hidden_size, a.L = c.num_layers, a.H = c.num_heads, a.KVH = c.num_kv_heads;
-    a.D = c.head_dim, a.I = c.intermediate_size, a.P = c.max_position_embeddings;
-    a.labels = c.classification_head ? c.num_labels() : 0;
-  };
-  auto from_encoder = [&](const model::EncoderConfig& c) {
-    a.name = c.architecture.empty() ? c.model_type : c.architecture;
-    a.V = c.vocab_size, a.C = c.hidden_size, a.L = c.num_layers, a.H = c.num_heads, a.KVH = c.num_heads;
-    a.D = c.head_dim(), a.I = c.intermediate_size, a.P = c.max_position_embeddings, a.Tt = c.type_vocab_size;
-    a.labels = c.num_labels();
-  };
-  if (loc.kind == model::ModelLocation::Kind::preset) {
-    if (model::is_qwen2_preset(loc.preset))
-      from_qwen(model::qwen2_preset_config(loc.preset).config);
-    else
-      from_encoder(model::preset_config(loc.preset).config);
-  } else {
-    const std::string path = (std::filesystem::path(loc.dir) / "config.json").string();
-    if (model::load_config_model_type(path) == "qwen2")
-      from_qwen(model::load_qwen2_config(path));
-    else
-      from_encoder(model::load_encoder_config(path));
-  }
-  return a;
-}
+Arch describe(const std::string& spec) { return model::summarize_architecture(model::resolve_model(spec)); }
 
 int64_t dtype_size(const std::string& d) {
   if (d == "f32") return 4;

@@ -10,7 +10,8 @@
 #include "model/config.h"
 #include "model/encoder_build.h"
 #include "model/presets.h"
-#include "model/qwen2_model.h"
+#include "model/compute_note.h"
+#include "model/encoder_model.h"
 #include "ops/linear.h"
 #include "tach/error.h"
 #include "tach/model.h"
@@ -66,18 +67,6 @@ class Encoder final : public EncoderModel {
 
 }  // namespace
 
-std::vector<std::string> preset_names() { return model::preset_list(); }
-
-namespace model {
-
-std::string bf16_compute_note(DType compute) {
-  if (compute != DType::bf16 || detect_isa().avx512_bf16 || detect_isa().amx_bf16) return "";
-  return "bf16 compute on a CPU without AVX512_BF16 or AMX: oneDNN emulates the bf16 GEMMs, which run slower than "
-         "f32 here (docs/perf.md); bf16 weights load and run fastest with f32 compute on this machine";
-}
-
-}  // namespace model
-
 Tensor Model::lm_logits(const TokenBatch&) const {
   throw Error(info().spec + " (" + info().architecture + ") has no language-model head: vocabulary logits need a "
               "causal LM such as Qwen2ForCausalLM");
@@ -87,19 +76,22 @@ Generation Model::generate(const TokenBatch&, const GenerateOptions&) const {
   throw Error(info().spec + " (" + info().architecture + ") cannot generate text: it is not a causal LM");
 }
 
-std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOptions& options) {
-  check(options.device.kind == DeviceKind::cpu,
-        "device " + options.device.str() + ": tach runs models on the CPU in this version; the CUDA backend "
-        "comes with the CUDA issue" + (cuda_available() ? "" : " (and " + cuda_unavailable_reason() + ")"));
-  check(options.compute == DType::f32 || options.compute == DType::bf16,
-        "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cpu (f32, bf16)");
-  const model::ModelLocation loc = model::resolve_model(spec);
-  const bool qwen2 = loc.kind == model::ModelLocation::Kind::preset
-                         ? model::is_qwen2_preset(loc.preset)
-                         : model::load_config_model_type((std::filesystem::path(loc.dir) / "config.json").string()) == "qwen2";
-  if (qwen2) return model::load_qwen2(loc, options);
-  // (Encoders below; both families get the same note on emulated bf16, from bf16_compute_note.)
+namespace model {
 
+ArchitectureSummary summarize_encoder(const ModelLocation& loc) {
+  const EncoderConfig c = loc.kind == ModelLocation::Kind::preset
+                              ? preset_config(loc.preset).config
+                              : load_encoder_config((std::filesystem::path(loc.dir) / "config.json").string());
+  ArchitectureSummary a;
+  a.name = c.architecture.empty() ? c.model_type : c.architecture;
+  a.V = c.vocab_size, a.C = c.hidden_size, a.L = c.num_layers, a.H = c.num_heads, a.KVH = c.num_heads;
+  a.D = c.head_dim(), a.I = c.intermediate_size, a.P = c.max_position_embeddings, a.Tt = c.type_vocab_size;
+  a.labels = c.num_labels();
+  return a;
+}
+
+std::unique_ptr<Model> load_encoder(const ModelLocation& loc, const LoadOptions& options) {
+  const std::string& spec = loc.spec;
   ModelInfo info;
   info.spec = spec;
   info.compute = options.compute;
@@ -160,6 +152,8 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
   if (const std::string n = model::bf16_compute_note(options.compute); !n.empty()) info.notes.push_back(n);
   return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
 }
+
+}  // namespace model
 
 int64_t TokenBatch::real_tokens() const {
   int64_t n = 0;

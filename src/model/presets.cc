@@ -111,10 +111,9 @@ constexpr Preset kPresets[] = {
 
 }  // namespace
 
-std::vector<std::string> preset_list() {
+std::vector<std::string> encoder_preset_list() {
   std::vector<std::string> v;
   for (const auto& p : kPresets) v.emplace_back(p.name);
-  for (const auto& n : qwen2_preset_list()) v.push_back(n);
   return v;
 }
 

@@ -20,7 +20,7 @@ struct Qwen2PresetConfig {
   std::string config_json;  // as PresetConfig's
 };
 
-std::vector<std::string> preset_list();  // every preset, encoders and decoders
+std::vector<std::string> encoder_preset_list();  // BERT and DistilBERT presets (all: tach::preset_names)
 PresetConfig preset_config(const std::string& name);
 bool is_qwen2_preset(const std::string& name);
 Qwen2PresetConfig qwen2_preset_config(const std::string& name);

@@ -1,6 +1,7 @@
 // The Qwen2 Model: sequence classification pooled at the last non-pad token, vocabulary
 // logits, and greedy generation with a key/value cache.
 #include "model/qwen2_model.h"
+#include "model/compute_note.h"
 
 #include <algorithm>
 #include <chrono>
@@ -199,6 +200,20 @@ class Qwen2 final : public Model {
 };
 
 }  // namespace
+
+ArchitectureSummary summarize_qwen2(const ModelLocation& loc) {
+  const Qwen2Config c = loc.kind == ModelLocation::Kind::preset
+                            ? qwen2_preset_config(loc.preset).config
+                            : load_qwen2_config((std::filesystem::path(loc.dir) / "config.json").string());
+  ArchitectureSummary a;
+  a.decoder = true;
+  a.name = c.architecture;
+  a.tied = c.tie_word_embeddings;
+  a.V = c.vocab_size, a.C = c.hidden_size, a.L = c.num_layers, a.H = c.num_heads, a.KVH = c.num_kv_heads;
+  a.D = c.head_dim, a.I = c.intermediate_size, a.P = c.max_position_embeddings;
+  a.labels = c.classification_head ? c.num_labels() : 0;
+  return a;
+}
 
 std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& options) {
   ModelInfo info;

@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "core/parallel.h"
-#include "cpu/gemm.h"
+#include "cpu/train_gemm.h"
 #include "cpu/vec_math.h"
 #include "ops/attention.h"
 #include "ops/dropout.h"
@@ -35,10 +35,10 @@ std::vector<int64_t> keys_per_sequence(const int32_t* mask, int64_t B, int64_t T
 // P [T, L..] (row stride ldP >= L) = softmax(scale q kᵀ + mask) for one (batch, head) over its
 // first L keys; when ldP > L the columns L..ldP-1 are zeroed (the training layout [T, T]).
 void attention_probs(float* P, int64_t ldP, const float* qb, const float* kb, const int32_t* mb, int64_t T, int64_t L,
-                     int64_t D, int64_t ld_in, float scale, cpu::GemmBackend backend) {
+                     int64_t D, int64_t ld_in, float scale) {
   const float mask_value = std::numeric_limits<float>::lowest();
   // P: [T, L] = scale * q_bh : [T, D] · k_bh[:L]ᵀ : [D, L]
-  cpu::sgemm(backend, false, true, T, L, D, scale, qb, ld_in, kb, ld_in, 0.f, P, ldP);
+  cpu::train_gemm(false, true, T, L, D, scale, qb, ld_in, kb, ld_in, 0.f, P, ldP);
   for (int64_t i = 0; i < T; ++i) {
     float* row = P + i * ldP;
     if (mb)
@@ -52,7 +52,6 @@ void attention_probs(float* P, int64_t ldP, const float* qb, const float* kb, co
 
 void attention_forward_cpu(float* out, const float* q, const float* k, const float* v, const int32_t* mask, int64_t B,
                            int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale) {
-  const auto backend = cpu::default_gemm_backend();
   const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);  // keys used per sequence; -1: additive mask
   // One (batch, head) pair per work item; the small GEMMs inside run single-threaded (oneDNN
   // sees it is inside a parallel region). B*H >= 12 for every model here.
@@ -65,9 +64,9 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
       const float* qb = q + b * T * ld_in + h * D;
       const float* kb = k + b * T * ld_in + h * D;
       const float* vb = v + b * T * ld_in + h * D;
-      attention_probs(scores.data(), L, qb, kb, additive ? mask + b * T : nullptr, T, L, D, ld_in, scale, backend);
+      attention_probs(scores.data(), L, qb, kb, additive ? mask + b * T : nullptr, T, L, D, ld_in, scale);
       // out_bh: [T, D] = probs : [T, L] · v_bh[:L] : [L, D]
-      cpu::sgemm(backend, false, false, T, D, L, 1.f, scores.data(), L, vb, ld_in, 0.f, out + b * T * ld_out + h * D,
+      cpu::train_gemm(false, false, T, D, L, 1.f, scores.data(), L, vb, ld_in, 0.f, out + b * T * ld_out + h * D,
                  ld_out);
     }
   });
@@ -93,7 +92,6 @@ const float* dropped_probs(std::vector<float>& dst, const float* P, int64_t T, i
 void attention_forward_train_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
                                  const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
                                  int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key) {
-  const auto backend = cpu::default_gemm_backend();
   const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);
   core::parallel_for(B * H, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> dropped(static_cast<size_t>(dropout_p > 0.f ? T * T : 0));
@@ -107,10 +105,10 @@ void attention_forward_train_cpu(float* out, float* probs, const float* q, const
       const float* vb = v + b * T * ld_in + h * D;
       // Saved for the backward, or (probs null: the fused path) in a scratch the backward recomputes.
       float* P = probs ? probs + bh * T * T : scratch.data();
-      attention_probs(P, T, qb, kb, additive ? mask + b * T : nullptr, T, L, D, ld_in, scale, backend);
+      attention_probs(P, T, qb, kb, additive ? mask + b * T : nullptr, T, L, D, ld_in, scale);
       int64_t ldp = T;
       const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);
-      cpu::sgemm(backend, false, false, T, D, L, 1.f, Pd, ldp, vb, ld_in, 0.f, out + b * T * ld_out + h * D, ld_out);
+      cpu::train_gemm(false, false, T, D, L, 1.f, Pd, ldp, vb, ld_in, 0.f, out + b * T * ld_out + h * D, ld_out);
     }
   });
 }
@@ -119,7 +117,6 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
                             const float* k, const float* v, const int32_t* mask, int64_t B, int64_t T, int64_t H,
                             int64_t D, int64_t ld_in, int64_t ld_out, float scale, float dropout_p,
                             uint64_t dropout_key) {
-  const auto backend = cpu::default_gemm_backend();
   const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);
   core::parallel_for(B * H, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> dropped(static_cast<size_t>(dropout_p > 0.f ? T * T : 0));
@@ -133,14 +130,14 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
       const float* dO = dout + b * T * ld_out + h * D;  // [T, D]
       if (!probs)
         attention_probs(recomputed.data(), T, q + in_off, k + in_off, additive ? mask + b * T : nullptr, T, L, D,
-                        ld_in, scale, backend);
+                        ld_in, scale);
       const float* P = probs ? probs + bh * T * T : recomputed.data();
       int64_t ldp = T;
       const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);
       // dV[:L] [L, D] = Pdᵀ [L, T] · dO [T, D]; keys past the prefix were never read.
-      cpu::sgemm(backend, true, false, L, D, T, 1.f, Pd, ldp, dO, ld_out, 0.f, dv + in_off, ld_in);
+      cpu::train_gemm(true, false, L, D, T, 1.f, Pd, ldp, dO, ld_out, 0.f, dv + in_off, ld_in);
       // dPd [T, L] = dO [T, D] · V[:L]ᵀ [D, L]
-      cpu::sgemm(backend, false, true, T, L, D, 1.f, dO, ld_out, v + in_off, ld_in, 0.f, dP.data(), L);
+      cpu::train_gemm(false, true, T, L, D, 1.f, dO, ld_out, v + in_off, ld_in, 0.f, dP.data(), L);
       // Through the dropout, then the softmax: dS = P ⊙ (dP - Σ_j P dP), per row.
       for (int64_t i = 0; i < T; ++i) {
         float* d = dP.data() + i * L;
@@ -151,8 +148,8 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
         for (int64_t j = 0; j < L; ++j) d[j] = p[j] * (d[j] - dot);
       }
       // scores = scale · q kᵀ:  dQ [T, D] = scale · dS [T, L] · K[:L] [L, D];  dK[:L] = scale · dSᵀ · Q
-      cpu::sgemm(backend, false, false, T, D, L, scale, dP.data(), L, k + in_off, ld_in, 0.f, dq + in_off, ld_in);
-      cpu::sgemm(backend, true, false, L, D, T, scale, dP.data(), L, q + in_off, ld_in, 0.f, dk + in_off, ld_in);
+      cpu::train_gemm(false, false, T, D, L, scale, dP.data(), L, k + in_off, ld_in, 0.f, dq + in_off, ld_in);
+      cpu::train_gemm(true, false, L, D, T, scale, dP.data(), L, q + in_off, ld_in, 0.f, dk + in_off, ld_in);
       for (int64_t j = L; j < T; ++j)
         for (int64_t d = 0; d < D; ++d) dk[in_off + j * ld_in + d] = dv[in_off + j * ld_in + d] = 0.0f;
     }

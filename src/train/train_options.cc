@@ -139,8 +139,6 @@ void validate_options(const TrainOptions& o) {
   check(o.max_samples >= 0, "--max-samples must be >= 0");
   check(o.eval_every >= 0 && o.save_every >= 0, "--eval-every and --save-every must be >= 0");
   check(o.dtype == "f32" || o.dtype == "bf16", "--dtype must be f32 or bf16, got " + o.dtype);
-  check(o.dtype == "f32", "--dtype bf16: bf16 training (bf16 compute with f32 master weights) is not built yet; "
-                          "train in f32");
   check(o.exec == "eager" || o.exec == "fused", "--exec must be eager or fused, got " + o.exec);
   check(o.profiler_wait >= 0 && o.profiler_warmup >= 0 && o.profiler_active >= 1 && o.profiler_repeat >= 0,
         "profiler schedule: wait and warmup >= 0, active >= 1, repeat >= 0");

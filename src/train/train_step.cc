@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/gemm.h"
+#include "cpu/train_gemm.h"
 #include "tach/profile.h"
 #include "train/grad_norm.h"
 #include "train/step_support.h"
@@ -39,6 +41,15 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
   }
   if (seconds) seconds->backward += seconds_since(t0);
   return loss;
+}
+
+std::string bf16_training_note() {
+  if (cpu::bf16_train_gemm_native())
+    return "bf16 mixed precision: f32 master weights and AdamW; every GEMM takes bf16 inputs and accumulates in f32 "
+           "(oneDNN's bf16 matmul); norms, softmax and the loss in f32";
+  return "bf16 mixed precision is emulated on this CPU: oneDNN " + cpu::onednn_version() +
+         " has no bf16 matmul for it (no AVX-512), so every GEMM's inputs are rounded to bf16 and multiplied by the "
+         "f32 GEMM: the numbers of bf16 training, slower than f32 here, not faster";
 }
 
 double clip_and_update(ParameterTable& params, AdamWOptimizer& optimizer, double lr, double max_grad_norm) {

@@ -23,6 +23,9 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
 
 // The global L2 norm of the trainable gradients (before clipping). When it is finite, clips to
 // max_grad_norm (0: no clipping) and updates at lr; when not, changes nothing.
+// What a bf16 run says about its GEMMs: a bf16 matmul here, or emulated (same numbers, no speed-up).
+std::string bf16_training_note();
+
 double clip_and_update(ParameterTable& params, AdamWOptimizer& optimizer, double lr, double max_grad_norm);
 
 }  // namespace tach::train

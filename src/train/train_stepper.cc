@@ -1,6 +1,7 @@
 // TrainStepper: one training step per call, on the same pieces as tach train's loop.
 #include <cmath>
 
+#include "cpu/train_gemm.h"
 #include "tach/error.h"
 #include "tach/train.h"
 #include "train/train_step.h"
@@ -32,6 +33,7 @@ class Stepper final : public TrainStepper {
     train::DropoutRates r = options_.dropout ? source_.dropout() : train::DropoutRates{};
     r.seed = options_.seed;
     r.micro_batch = steps_;
+    const cpu::TrainPrecisionScope precision(options_.bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
     model_->params.zero_grad();
     const double loss = train::forward_backward(*model_, *state_, batch, targets, problem_type_, r, 1.0f, nullptr);
     train::clip_and_update(model_->params, optimizer_, options_.lr, options_.max_grad_norm);
@@ -45,6 +47,10 @@ class Stepper final : public TrainStepper {
   int32_t pad_token_id() const override { return int32_t(std::max<int64_t>(0, source_.pad_token_id())); }
   int64_t parameters() const override { return model_->params.count(false); }
   std::string architecture() const override { return model_->architecture(); }
+  std::vector<std::string> notes() const override {
+    if (!options_.bf16) return {};
+    return {train::bf16_training_note()};
+  }
 
  private:
   static std::unique_ptr<train::TrainableModel> build(train::TrainingModelSource& s, uint64_t seed) {

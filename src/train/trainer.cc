@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/parallel.h"
+#include "cpu/train_gemm.h"
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
 #include "tach/memory.h"
@@ -131,6 +132,9 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   }
   train::validate_options(o);
   if (o.threads > 0) core::set_num_threads(o.threads);
+  // Mixed precision for this run's GEMMs (cpu/train_gemm.h); restored when the run ends.
+  const cpu::TrainPrecisionScope precision(o.dtype == "bf16" ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
+  if (o.dtype == "bf16") note(train::bf16_training_note());
 
   // The model, its labels and the data.
   train::TrainingModelSource src = train::open_training_model(o.model, o.seed);
@@ -215,6 +219,11 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
                           {"data", {{"train_examples", n}, {"eval_examples", eval_data.size()},
                                     {"batches_per_epoch", batches_per_epoch}, {"steps_per_epoch", steps_per_epoch},
                                     {"total_steps", total_steps}, {"warmup_steps", warmup_steps}}},
+                          {"precision", {{"dtype", o.dtype},
+                                         {"gemm", o.dtype == "f32" ? "f32"
+                                                  : cpu::bf16_train_gemm_native()
+                                                      ? "bf16 inputs, f32 accumulation (oneDNN bf16 matmul)"
+                                                      : "bf16 emulated: inputs rounded to bf16, f32 GEMM"}}},
                           {"machine", {{"cpu", sys.cpu_model}, {"threads", core::num_threads()},
                                        {"isa", sys.isa.summary()}, {"gemm", sys.gemm_library}}}};
     model::write_file_atomically(run_dir + "/config.json", cfg.dump(2) + "\n");

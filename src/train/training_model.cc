@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "model/family.h"
 #include "model/presets.h"
 #include "tach/error.h"
 #include "train/trainable_encoder.h"
@@ -52,7 +53,7 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
   s.location = model::resolve_model(spec);
   if (s.location.kind == model::ModelLocation::Kind::preset) {
     s.source = "synthetic weights (seed " + std::to_string(seed) + "): ";
-    if (model::is_qwen2_preset(s.location.preset)) {
+    if (model::model_type_of(s.location) == "qwen2") {
       model::Qwen2PresetConfig preset = model::qwen2_preset_config(s.location.preset);
       s.model_type = "qwen2";
       s.qwen2 = preset.config;

@@ -71,14 +71,15 @@ int run_profile(const ProfileFlags& f) {
   std::vector<int32_t> labels;
   std::function<void()> run_step;
   if (f.train) {
-    check(f.dtype == "f32", "--train: training runs in f32 (bf16 training is not built yet)");
     TrainStepper::Options so;
     so.model = f.model;
     so.seed = f.seed;
     so.lr = f.lr;
     check(f.exec == "eager" || f.exec == "fused", "--exec must be eager or fused, got " + f.exec);
     so.fused = f.exec == "fused";
+    so.bf16 = f.dtype == "bf16";
     stepper = TrainStepper::create(so);
+    for (const auto& n : stepper->notes()) std::cerr << "tach: note: " << n << "\n";
     batch = random_batch(stepper->vocab_size(), stepper->pad_token_id(), f.batch, f.seq_len, f.seed);
     for (int64_t i = 0; i < f.batch; ++i) labels.push_back(int32_t(i % stepper->num_labels()));
     run_step = [&] { (void)stepper->step(batch, labels); };

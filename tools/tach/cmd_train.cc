@@ -81,7 +81,10 @@ Command add_train_command(CLI::App& app) {
   sub->add_flag("--dropout,!--no-dropout", o->dropout,
                 "Dropout as config.json sets it (default); --no-dropout turns it off in training too");
   sub->add_option("--seed", o->seed, "Seed: data order, dropout masks, a new head's weights (default 42)");
-  sub->add_option("--dtype", o->dtype, "f32 (bf16 training is not built yet)");
+  sub->add_option("--dtype", o->dtype,
+                  "f32 (default) or bf16: mixed precision, f32 master weights and optimizer, every GEMM's inputs "
+                  "in bf16 with f32 accumulation (as torch.autocast); emulated, with a note, where oneDNN has no "
+                  "bf16 matmul for the CPU");
   sub->add_option("--exec", o->exec,
                   "eager (one op at a time, every intermediate kept; default) or fused (attention recomputes its "
                   "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each, one "

@@ -1,0 +1,78 @@
+#include "cpu/train_gemm.h"
+
+#include <atomic>
+#include <vector>
+
+#include "cpu/gemm.h"
+
+namespace tach::cpu {
+
+namespace {
+
+std::atomic<TrainPrecision> g_precision{TrainPrecision::f32};
+
+// The stored block of an operand (rows x cols with leading dimension ld) copied contiguous, each
+// element rounded to bf16: as bf16 bits for a bf16 matmul, or as f32 values for the emulation.
+void gather_bf16_bits(std::vector<uint16_t>& out, const float* src, int64_t rows, int64_t cols, int64_t ld) {
+  out.resize(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * ld;
+    uint16_t* d = out.data() + r * cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = round_to_bf16(s[c]);
+      uint32_t u;
+      __builtin_memcpy(&u, &v, 4);
+      d[c] = uint16_t(u >> 16);
+    }
+  }
+}
+
+void gather_rounded(std::vector<float>& out, const float* src, int64_t rows, int64_t cols, int64_t ld) {
+  out.resize(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * ld;
+    float* d = out.data() + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) d[c] = round_to_bf16(s[c]);
+  }
+}
+
+}  // namespace
+
+TrainPrecision train_precision() { return g_precision.load(std::memory_order_relaxed); }
+
+TrainPrecisionScope::TrainPrecisionScope(TrainPrecision p) : previous(train_precision()) {
+  g_precision.store(p, std::memory_order_relaxed);
+}
+
+TrainPrecisionScope::~TrainPrecisionScope() { g_precision.store(previous, std::memory_order_relaxed); }
+
+bool bf16_train_gemm_native() {
+  return default_gemm_backend() == GemmBackend::onednn && onednn_bf16_supported();
+}
+
+void train_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const GemmBackend backend = default_gemm_backend();
+  if (train_precision() == TrainPrecision::f32 || M == 0 || N == 0) {
+    sgemm(backend, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  // The stored shapes: A is [M, K] ([K, M] transposed), B is [K, N] ([N, K] transposed).
+  const int64_t a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
+  const int64_t b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
+  // Per thread: attention calls this from the workers of its parallel loop.
+  if (bf16_train_gemm_native()) {
+    thread_local std::vector<uint16_t> a16, b16;
+    gather_bf16_bits(a16, A, a_rows, a_cols, lda);
+    gather_bf16_bits(b16, B, b_rows, b_cols, ldb);
+    gemm_bf16(backend, trans_a, trans_b, M, N, K, alpha, a16.data(), a_cols, b16.data(), b_cols, beta, C, ldc);
+    return;
+  }
+  thread_local std::vector<float> a32, b32;
+  gather_rounded(a32, A, a_rows, a_cols, lda);
+  gather_rounded(b32, B, b_rows, b_cols, ldb);
+  sgemm(backend, trans_a, trans_b, M, N, K, alpha, a32.data(), a_cols, b32.data(), b_cols, beta, C, ldc);
+}
+
+}  // namespace tach::cpu
