@@ -139,5 +139,27 @@ TEST(SharedData, ReadsEveryDatasetWithItsDocumentedCount) {
   EXPECT_EQ(read(dir + "clinc150/data_full.json", oos).examples.size(), 1000u);
 }
 
+TEST(Dataset, MultiLabelSetsFromListsAndCommas) {
+  EXPECT_EQ(split_label_set(R"(["sports", "politics"])", "r"), (std::vector<std::string>{"sports", "politics"}));
+  EXPECT_EQ(split_label_set("[0, 3]", "r"), (std::vector<std::string>{"0", "3"}));
+  EXPECT_EQ(split_label_set(" sports ,politics", "r"), (std::vector<std::string>{"sports", "politics"}));
+  EXPECT_TRUE(split_label_set("", "r").empty());
+  EXPECT_TRUE(split_label_set("[]", "r").empty());
+  EXPECT_NE(test::error_of([] { split_label_set("[sports", "rec 4"); }).find("rec 4: the label set [sports"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] { split_label_set("a,,b", "rec 5"); }).find("empty name"), std::string::npos);
+  EXPECT_NE(test::error_of([] { split_label_set("[1.5]", "rec 6"); }).find("integer ids"), std::string::npos);
+
+  std::vector<Example> ex(3);
+  ex[0].label = R"(["b", "a"])";
+  ex[1].label = "1";
+  ex[2].label = "";
+  const LabelMap map({"a", "b"});
+  EXPECT_EQ(map.label_sets_of(ex, "d"), (std::vector<std::vector<int32_t>>{{1, 0}, {1}, {}}));
+  ex[2].label = "a, c, c";
+  const std::string err = test::error_of([&] { map.label_sets_of(ex, "d.jsonl"); });
+  EXPECT_NE(err.find("d.jsonl: labels the model does not know: 'c' (2x)"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace tach

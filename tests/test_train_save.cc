@@ -157,5 +157,32 @@ TEST(TrainSave, Bf16RunRecordsItsPrecisionAndTrains) {
   EXPECT_GT(diff, 0.0);
 }
 
+// Multi-label: a bare encoder gets a head over the labels of every example's set, learns the
+// tiny set with BCE-with-logits, and saves problem_type multi_label_classification, which the
+// inference side reads back (sigmoid scores).
+TEST(TrainSave, MultiLabelTrainsSavesAndReloads) {
+  test::TempDir dir;
+  TrainOptions o = tiny_options(dir.path());
+  o.model = test::fixtures_dir() + "/encoders/bert-base-model-f32";
+  o.data.path = test::fixtures_dir() + "/train/tiny_multilabel.jsonl";
+  o.data.label_column = "labels";
+  o.eval_data.path = o.data.path;
+  o.problem_type = "multi_label_classification";
+  o.lr = 5e-3;
+  o.epochs = 30;
+  o.batch_size = 4;
+  const TrainResult r = run_training(o);
+  ASSERT_EQ(r.epochs.size(), 30u);
+  EXPECT_LT(r.epochs.back().train_loss, 0.5 * r.epochs.front().train_loss);
+  EXPECT_TRUE(r.epochs.back().evaluated);
+  EXPECT_GE(r.epochs.back().eval_accuracy, 0.75);  // exact-match over the 8 sets
+  std::ifstream in(r.saved_model + "/config.json");
+  const auto config = nlohmann::json::parse(in);
+  EXPECT_EQ(config["problem_type"], "multi_label_classification");
+  EXPECT_EQ(config["id2label"]["0"], "greeting");
+  EXPECT_EQ(config["id2label"]["1"], "place");
+  EXPECT_EQ(load_model(r.saved_model, {})->info().problem_type, "multi_label_classification");
+}
+
 }  // namespace
 }  // namespace tach

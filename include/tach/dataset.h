@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,11 +50,22 @@ class LabelMap {
   explicit LabelMap(std::vector<std::string> model_labels);
   // One id per example, in order.
   std::vector<int32_t> ids_of(const std::vector<Example>& examples, const std::string& dataset_name) const;
+  // Multi-label datasets: each example's label is a set (split_label_set); its ids, in order.
+  std::vector<std::vector<int32_t>> label_sets_of(const std::vector<Example>& examples,
+                                                  const std::string& dataset_name) const;
   const std::vector<std::string>& labels() const { return labels_; }
 
  private:
+  int32_t id_of(const std::string& label) const;  // -1 when unknown
+  [[noreturn]] void throw_unknown(const std::map<std::string, int64_t>& unknown, const std::string& dataset_name) const;
   std::vector<std::string> labels_;
+  std::map<std::string, int32_t> by_name_;
 };
+
+// A multi-label cell: a JSON list (["sports", "politics"], [0, 3]; JSON and JSONL files hold it
+// as a list) or names separated by commas ("sports, politics"); empty or [] is the empty set.
+// `where` names the record in errors.
+std::vector<std::string> split_label_set(const std::string& cell, const std::string& where);
 
 // A deterministic shuffle (seeded), so that prefixes of any length are fair samples: CLINC150's
 // splits are sorted by intent, and its first 100 rows hold one label.

@@ -24,6 +24,8 @@ ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--compile", action="store_true", help="also torch.compile (inductor); slow to compile")
+ap.add_argument("--compile-rounds", type=int, default=1,
+                help="rounds that include torch.compile (each compiles afresh: minutes on 2 cores)")
 a = ap.parse_args()
 
 TORCH_STEP = r'''
@@ -74,7 +76,7 @@ broken = {}
 for r in range(a.rounds):
     for B in a.batch:
         for e in engines:
-            if e in broken:
+            if e in broken or (e == "torch.compile" and r >= a.compile_rounds):
                 continue
             try:
                 ms = tach_ms(B) if e == "tach" else torch_ms(B, e == "torch.compile")
@@ -84,7 +86,8 @@ for r in range(a.rounds):
             results[(e, B)].append(ms)
             print(f"round {r + 1} batch {B:3d} {e:14s} {ms:9.1f} ms/step", flush=True)
 print()
-print(f"training step, {os.path.basename(a.model)}, seq {a.seq}, f32, {a.threads} threads, median over {a.rounds} rounds")
+print(f"training step, {os.path.basename(a.model)}, seq {a.seq}, f32, {a.threads} threads, median over {a.rounds} rounds"
+      + (f" ({a.compile_rounds} for torch.compile)" if a.compile else ""))
 for B in a.batch:
     base = statistics.median(results[("tach", B)])
     line = f"  batch {B:3d}: tach {base:8.1f} ms"

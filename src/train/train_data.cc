@@ -37,9 +37,8 @@ TrainData prepare_train_data(const Dataset& dataset, const Tokenizer& tokenizer,
   d.pad_id = pad_id;
   d.with_types = with_types;
   d.regression = problem_type == "regression";
-  check(problem_type != "multi_label_classification",
-        "multi-label datasets are not read by tach train in this version (one label per example); the loss "
-        "(BCE with logits) is built, the dataset format for label sets is not");
+  d.multi_label = problem_type == "multi_label_classification";
+  d.num_labels = int64_t(labels.size());
   EncodeOptions eo;
   Truncation tr;
   tr.max_length = size_t(max_length);
@@ -58,6 +57,8 @@ TrainData prepare_train_data(const Dataset& dataset, const Tokenizer& tokenizer,
                 "\" is not a number, and this model is a regression head (problem_type regression)");
       d.values.push_back(v);
     }
+  } else if (d.multi_label) {
+    d.label_sets = LabelMap(labels).label_sets_of(dataset.examples, dataset.path);
   } else {
     d.classes = LabelMap(labels).ids_of(dataset.examples, dataset.path);
   }
@@ -86,10 +87,16 @@ void make_batch(const TrainData& d, const std::vector<int64_t>& examples, TokenB
     rows.push_back(d.ids[size_t(i)]);
     if (d.with_types) type_rows.push_back(d.types[size_t(i)]);
     longest = std::max(longest, rows.back().size());
-    if (d.regression)
+    if (d.regression) {
       targets->values.push_back(d.values[size_t(i)]);
-    else
+    } else if (d.multi_label) {
+      // Multi-hot [L] per row, as transformers' BCEWithLogitsLoss takes float targets.
+      const size_t row = targets->values.size();
+      targets->values.resize(row + size_t(d.num_labels), 0.f);
+      for (int32_t id : d.label_sets[size_t(i)]) targets->values[row + size_t(id)] = 1.f;
+    } else {
       targets->classes.push_back(d.classes[size_t(i)]);
+    }
   }
   *batch = TokenBatch::from_rows(rows, d.pad_id, type_rows);
   if (!d.pad_to_max_length || int64_t(longest) >= d.max_length) return;
@@ -110,9 +117,17 @@ void make_batch(const TrainData& d, const std::vector<int64_t>& examples, TokenB
   *batch = wide;
 }
 
-std::vector<std::string> labels_from_data(const Dataset& dataset) {
+std::vector<std::string> labels_from_data(const Dataset& dataset, bool multi_label) {
   std::set<std::string> distinct;
-  for (const auto& e : dataset.examples) distinct.insert(e.label);
+  for (const auto& e : dataset.examples) {
+    if (!multi_label) {
+      distinct.insert(e.label);
+      continue;
+    }
+    for (auto& l : split_label_set(e.label, dataset.path + ": record " + std::to_string(e.source_row)))
+      distinct.insert(l);
+  }
+  check(!distinct.empty(), dataset.path + ": no labels in the data to make a head from");
   int64_t max_id = -1;
   bool all_ints = true;
   for (const auto& l : distinct) {

@@ -17,7 +17,10 @@ struct TrainData {
   std::vector<std::vector<int32_t>> ids, types;  // per example, truncated to max_length
   std::vector<int32_t> classes;                  // single-label targets (ids into the head's labels)
   std::vector<float> values;                     // regression targets
+  std::vector<std::vector<int32_t>> label_sets;  // multi-label targets (ids into the head's labels)
   bool regression = false;
+  bool multi_label = false;
+  int64_t num_labels = 0;  // the head's outputs
   bool with_types = false;  // BERT: token_type_ids go to the model
   int64_t max_length = 0;
   bool pad_to_max_length = false;
@@ -37,7 +40,8 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool s
 void make_batch(const TrainData& data, const std::vector<int64_t>& examples, TokenBatch* batch, Targets* targets);
 
 // The labels a new head gets from the data: 0..n-1 as LABEL_0.. when every label is such an
-// integer (transformers' default names), else the distinct labels sorted.
-std::vector<std::string> labels_from_data(const Dataset& dataset);
+// integer (transformers' default names), else the distinct labels sorted. multi_label: the labels
+// of every example's set (split_label_set), pooled.
+std::vector<std::string> labels_from_data(const Dataset& dataset, bool multi_label = false);
 
 }  // namespace tach::train

@@ -6,6 +6,43 @@
 
 namespace tach::train {
 
+namespace {
+
+// Multi-label scores from the logits [N, L] (a label is predicted where its logit is above 0) and
+// the truth sets: exact-match accuracy, and F1 per label averaged over the labels that occur in
+// truth or predictions (the convention classification_metrics uses for classes).
+void multi_label_scores(const std::vector<float>& logits, const std::vector<std::vector<int32_t>>& truth, int64_t L,
+                        EvalScores* s) {
+  const int64_t N = int64_t(truth.size());
+  std::vector<int64_t> tp(size_t(L), 0), fp(size_t(L), 0), fn(size_t(L), 0);
+  int64_t exact = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    std::vector<bool> want(size_t(L), false);
+    for (int32_t id : truth[size_t(n)]) want[size_t(id)] = true;
+    bool all = true;
+    for (int64_t l = 0; l < L; ++l) {
+      const bool got = logits[size_t(n * L + l)] > 0.f;
+      tp[size_t(l)] += got && want[size_t(l)];
+      fp[size_t(l)] += got && !want[size_t(l)];
+      fn[size_t(l)] += !got && want[size_t(l)];
+      all = all && got == want[size_t(l)];
+    }
+    exact += all;
+  }
+  double f1 = 0;
+  int64_t present = 0;
+  for (int64_t l = 0; l < L; ++l) {
+    const int64_t d = 2 * tp[size_t(l)] + fp[size_t(l)] + fn[size_t(l)];
+    if (d == 0) continue;
+    f1 += 2.0 * double(tp[size_t(l)]) / double(d);
+    ++present;
+  }
+  s->accuracy = N ? double(exact) / double(N) : 0;
+  s->macro_f1 = present ? f1 / double(present) : 0;
+}
+
+}  // namespace
+
 EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data, int64_t batch_size,
                               const std::string& problem_type) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -13,6 +50,7 @@ EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data
   const auto state = model.new_state(false);  // its own: the training buffers keep their size
   const int64_t L = model.num_labels();
   std::vector<int32_t> predicted;
+  std::vector<float> all_logits;  // multi-label: kept for the per-label scores
   double loss_sum = 0;
   for (int64_t begin = 0; begin < data.size(); begin += batch_size) {
     std::vector<int64_t> idx;
@@ -23,7 +61,9 @@ EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data
     model.forward(*state, batch, DropoutRates{});
     const float* logits = state->logits.data<float>();
     loss_sum += classifier_loss(problem_type, logits, int64_t(idx.size()), L, targets, nullptr, 1.f) * double(idx.size());
-    if (!data.regression)
+    if (data.multi_label)
+      all_logits.insert(all_logits.end(), logits, logits + int64_t(idx.size()) * L);
+    else if (!data.regression)
       for (size_t r = 0; r < idx.size(); ++r) {
         int32_t best = 0;
         for (int32_t l = 1; l < L; ++l)
@@ -33,7 +73,9 @@ EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data
   }
   s.examples = data.size();
   s.loss = loss_sum / double(std::max<int64_t>(1, data.size()));
-  if (!data.regression) {
+  if (data.multi_label) {
+    multi_label_scores(all_logits, data.label_sets, L, &s);
+  } else if (!data.regression) {
     const AccuracyResult a = classification_metrics(data.classes, predicted, model.labels());
     s.accuracy = a.accuracy;
     s.macro_f1 = a.macro_f1;

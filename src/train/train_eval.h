@@ -12,7 +12,10 @@ namespace tach::train {
 struct EvalScores {
   int64_t examples = 0;
   double loss = 0;
-  double accuracy = -1, macro_f1 = -1;  // -1 for regression
+  // Single-label: accuracy and macro-F1 over classes. Multi-label: exact-match (subset) accuracy
+  // and macro-F1 over labels, a label predicted where its logit is above 0 (sigmoid above 0.5).
+  // -1 for regression.
+  double accuracy = -1, macro_f1 = -1;
   double seconds = 0;
 };
 

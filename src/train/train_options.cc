@@ -140,6 +140,10 @@ void validate_options(const TrainOptions& o) {
   check(o.eval_every >= 0 && o.save_every >= 0, "--eval-every and --save-every must be >= 0");
   check(o.dtype == "f32" || o.dtype == "bf16", "--dtype must be f32 or bf16, got " + o.dtype);
   check(o.exec == "eager" || o.exec == "fused", "--exec must be eager or fused, got " + o.exec);
+  check(o.problem_type.empty() || o.problem_type == "single_label_classification" ||
+            o.problem_type == "multi_label_classification" || o.problem_type == "regression",
+        "--problem-type must be single_label_classification, multi_label_classification or regression, got " +
+            o.problem_type);
   check(o.profiler_wait >= 0 && o.profiler_warmup >= 0 && o.profiler_active >= 1 && o.profiler_repeat >= 0,
         "profiler schedule: wait and warmup >= 0, active >= 1, repeat >= 0");
   check(o.memory_log_steps >= 1, "--memory-log-steps must be at least 1");

@@ -147,8 +147,9 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   std::vector<std::string> head_notes;
   if (!src.checkpoint_has_head) {
     // A new head: its labels come from --labels or the data, its problem type from --problem-type.
-    labels = o.labels.empty() ? train::labels_from_data(train_set) : o.labels;
     problem_type = o.problem_type.empty() ? "single_label_classification" : o.problem_type;
+    labels = o.labels.empty() ? train::labels_from_data(train_set, problem_type == "multi_label_classification")
+                              : o.labels;
     if (problem_type == "regression") labels = {"LABEL_0"};
   } else {
     check(o.labels.empty() || o.labels == labels,

@@ -55,7 +55,7 @@ Command add_train_command(CLI::App& app) {
                                          "integer labels 0..n-1 become LABEL_0..)")
       ->delimiter(',');
   sub->add_option("--problem-type", o->problem_type,
-                  "A new head's problem type: single_label_classification (default) or regression");
+                  "A new head's problem type: single_label_classification (default), multi_label_classification (each label cell a set: a JSON list or comma-separated names) or regression");
   sub->add_option("--eval-dataset", o->eval_data.path, "Evaluation data (same columns as --dataset)");
   sub->add_option("--eval-split", o->eval_data.split, "Split of a JSON split file for evaluation");
   sub->add_option("--eval-every", o->eval_every, "Evaluate every N optimizer steps (default 0: at each epoch's end)");
