@@ -6,7 +6,8 @@ the same checkpoint, the same shapes, alternating engines over several rounds.
     ~/tach-ref/bin/python scripts/peers/train_peers.py --model build/golden/distilbert-base-random \
         --batch 8 32 --seq 128 --rounds 3
 
-A step is: forward with the cross-entropy loss, backward, and an AdamW update (lr 5e-5), in f32,
+A step is: forward with the cross-entropy loss, backward, clipping at global norm 1.0 and an AdamW
+update (lr 5e-5), as transformers' Trainer runs it by default and as tach's training step does, in f32,
 dropout as config.json, on full rows of random token ids (no padding, so neither engine can skip
 work the other does). tach's figure is the median of steps timed with its profiler off (`tach
 profile --train --overhead-steps N`, the "ms off" median); PyTorch's the median of N timed steps
@@ -40,6 +41,7 @@ opt = torch.optim.AdamW(m.parameters(), lr=5e-5)
 def step():
     opt.zero_grad(set_to_none=True)
     m(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
     opt.step()
 if compiled:
     step = torch.compile(step)
