@@ -153,7 +153,7 @@ TEST_P(TrainFixture, FusedEqualsEagerWithDropout) {
   Case eager = load_case(GetParam()), fused = load_case(GetParam());
   // Qwen2 has no dropout (attention_dropout 0 in every released config): eager against fused alone.
   const bool qwen2 = eager.source.model_type == "qwen2";
-  train::DropoutRates on{qwen2 ? 0.f : 0.2f, qwen2 ? 0.f : 0.2f, qwen2 ? 0.f : 0.2f, 99, 3};
+  train::DropoutRates on{qwen2 ? 0.f : 0.2f, qwen2 ? 0.f : 0.2f, qwen2 ? 0.f : 0.2f, 0.f, 99, 3};
   for (auto* c : {&eager, &fused}) {
     const auto state = c->model->new_state(c == &fused);
     c->model->params.zero_grad();

@@ -41,6 +41,7 @@ namespace tach::ops {
 
 void embedding_backward_cpu(float* dtable, const int32_t* ids, const float* dout, int64_t N, int64_t C,
                             int32_t padding_idx) {
+  if (!dtable) return;  // a frozen table (LoRA)
   // Threads split the columns, not the rows: two rows may share an id, and a column block is
   // written by one thread only. Rows are visited in order, so sums are deterministic.
   core::parallel_for(C, 64, [&](int64_t c0, int64_t c1) {

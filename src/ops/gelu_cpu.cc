@@ -1,3 +1,4 @@
+#include <cstring>
 #include <cmath>
 
 #include "core/parallel.h"
@@ -44,6 +45,11 @@ void bias_gelu_forward_cpu(float* pre, float* act, const float* b, int64_t M, in
 }
 
 void bias_gelu_backward_cpu(float* dpre, float* db, const float* pre, const float* dact, int64_t M, int64_t N) {
+  if (!db) {  // a frozen bias (LoRA): GELU's derivative alone
+    std::memset(dpre, 0, sizeof(float) * size_t(M * N));
+    gelu_backward_cpu(dpre, pre, dact, M * N);
+    return;
+  }
   constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
   // Threads split the columns, so each db[n] is summed by one thread over the rows in order.
   core::parallel_for(N, 64, [&](int64_t n0, int64_t n1) {

@@ -23,7 +23,7 @@ void layer_norm_forward_cpu(float* out, const float* x, const float* residual, c
 // Backward of out = (inp - mean) * rstd * gamma + beta, with inp = x + residual (the residual's
 // gradient is dinp too: the caller adds it to both branches).
 // dout, inp: [N, C]  gamma: [C]  mean, rstd: [N] (saved by the forward)
-// dinp: [N, C] +=   dgamma, dbeta: [C] +=   (gradients accumulate)
+// dinp: [N, C] +=   dgamma, dbeta: [C] +=   (gradients accumulate; both null for a frozen LayerNorm)
 void layer_norm_backward_cpu(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp,
                              const float* gamma, const float* mean, const float* rstd, int64_t N, int64_t C);
 

@@ -96,6 +96,7 @@ void layer_norm_backward_cpu(float* dinp, float* dgamma, float* dbeta, const flo
       }
     }
   });
+  if (!dgamma) return;  // a frozen LayerNorm (LoRA): dinp only
   core::parallel_for(C, 64, [&](int64_t c0, int64_t c1) {
     for (int64_t k = 0; k < chunks; ++k) {
       const float* pg = partial.data() + k * 2 * C;

@@ -17,7 +17,8 @@ OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias
 // x: [M, K]  W: [N, K]  b: [N] or null  y: [M, N] (y = x · Wᵀ + b)
 void linear_forward_cpu(float* y, const float* x, const float* W, const float* b, int64_t M, int64_t N, int64_t K);
 // dy: [M, N]  x: [M, K] (saved input)  W: [N, K]
-// dx: [M, K] += dy · W (skipped when null)   dW: [N, K] += dyᵀ · x   db: [N] += Σ_m dy (when not null)
+// dx: [M, K] += dy · W (skipped when null)   dW: [N, K] += dyᵀ · x (skipped when null: a frozen weight)
+// db: [N] += Σ_m dy (when not null)
 void linear_backward_cpu(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W, int64_t M,
                          int64_t N, int64_t K);
 OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool needs_dx);

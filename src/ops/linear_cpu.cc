@@ -21,7 +21,7 @@ void linear_forward_cpu(float* y, const float* x, const float* W, const float* b
 void linear_backward_cpu(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W, int64_t M,
                          int64_t N, int64_t K) {
   // dW [N, K] += dyᵀ [N, M] · x [M, K]
-  cpu::train_gemm(true, false, N, K, M, 1.f, dy, N, x, K, 1.f, dW, K);
+  if (dW) cpu::train_gemm(true, false, N, K, M, 1.f, dy, N, x, K, 1.f, dW, K);  // null: a frozen weight
   // dx [M, K] += dy [M, N] · W [N, K]
   if (dx) cpu::train_gemm(false, false, M, K, N, 1.f, dy, N, W, K, 1.f, dx, K);
   if (db) {

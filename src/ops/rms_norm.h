@@ -22,7 +22,7 @@ void rms_norm_forward_cpu(float* out, float* h, const float* delta, const float*
 // Backward of out = weight * inp * rstd, rstd = 1 / sqrt(mean(inp^2) + eps):
 //   dinp += rstd * (dout*weight - inp * rstd^2 * mean(dout*weight*inp)),  dweight += Σ_n dout*inp*rstd.
 // dout, inp: [N, C] (inp: the h the forward normalised, after the residual add)  weight: [C]
-// rstd: [N] saved by the forward  dinp: [N, C] +=  dweight: [C] +=  (the residual stream's
+// rstd: [N] saved by the forward  dinp: [N, C] +=  dweight: [C] += (null: frozen)  (the residual stream's
 // gradient is already in dinp, so the add is the accumulation)
 void rms_norm_backward_cpu(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
                            const float* rstd, int64_t N, int64_t C);

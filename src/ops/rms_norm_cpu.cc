@@ -57,6 +57,7 @@ void rms_norm_backward_cpu(float* dinp, float* dweight, const float* dout, const
       }
     }
   });
+  if (!dweight) return;  // a frozen norm (LoRA): dinp only
   core::parallel_for(C, 64, [&](int64_t c0, int64_t c1) {
     for (int64_t k = 0; k < chunks; ++k)
       for (int64_t c = c0; c < c1; ++c) dweight[c] += partial[size_t(k * C + c)];

@@ -73,7 +73,8 @@ const Parameter* ParameterTable::find(const std::string& name) const {
 }
 
 void ParameterTable::zero_grad() {
-  for (auto& p : entries_) std::memset(p.grad.raw(), 0, p.grad.nbytes());
+  for (auto& p : entries_)
+    if (p.grad.defined()) std::memset(p.grad.raw(), 0, p.grad.nbytes());
 }
 
 int64_t ParameterTable::count(bool trainable_only) const {
@@ -81,6 +82,18 @@ int64_t ParameterTable::count(bool trainable_only) const {
   for (const auto& p : entries_)
     if (!trainable_only || p.trainable) n += p.value.numel();
   return n;
+}
+
+bool any_part_trainable(const ParameterTable& table, const FusedTensor& fused) {
+  if (!fused.grad.defined()) return false;
+  const char* begin = static_cast<const char*>(fused.grad.raw());
+  const char* end = begin + fused.grad.nbytes();
+  for (const auto& p : table.entries()) {
+    if (!p.trainable || !p.grad.defined()) continue;
+    const char* at = static_cast<const char*>(p.grad.raw());
+    if (at >= begin && at < end) return true;
+  }
+  return false;
 }
 
 bool trainer_decays(const std::string& name) {

@@ -53,6 +53,9 @@ class ParameterTable {
   std::map<std::string, size_t> index_;
 };
 
+// Whether any parameter viewing `fused`'s gradient still trains (LoRA freezes the rest).
+bool any_part_trainable(const ParameterTable& table, const FusedTensor& fused);
+
 // transformers' Trainer excludes biases and LayerNorm weights from weight decay; this says
 // whether a Hugging Face name is one of those.
 bool trainer_decays(const std::string& name);

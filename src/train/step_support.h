@@ -23,7 +23,10 @@ namespace step {
 
 inline float* f(const Tensor& t) { return t.data<float>(); }
 inline float* f(const Parameter* p) { return p->value.data<float>(); }  // the master value
-inline float* g(const Parameter* p) { return p->grad.data<float>(); }   // its gradient
+// Its gradient, or null for a frozen parameter (LoRA's base weights): the kernels skip it.
+inline float* g(const Parameter* p) { return p->trainable && p->grad.defined() ? p->grad.data<float>() : nullptr; }
+// A fused tensor's gradient, or null when every part is frozen.
+inline float* g(const FusedTensor& t) { return t.grad.defined() ? t.grad.data<float>() : nullptr; }
 inline void zero(const Tensor& t) { std::memset(t.raw(), 0, t.nbytes()); }
 
 }  // namespace step

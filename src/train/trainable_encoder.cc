@@ -175,3 +175,35 @@ void TrainableEncoder::backward(ForwardState& state, const TokenBatch& batch, co
 }
 
 }  // namespace tach::train
+
+namespace tach::train {
+
+std::vector<LinearSite> TrainableEncoder::linear_sites() {
+  const bool b = bert();
+  const int64_t C = config.hidden_size, I = config.intermediate_size;
+  const std::string P = b ? "bert." : "distilbert.";
+  std::vector<LinearSite> sites;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    TrainableLayer& l = layers[i];
+    const std::string p = P + (b ? "encoder.layer." : "transformer.layer.") + std::to_string(i) + ".";
+    const std::string a = p + (b ? "attention.self." : "attention.");
+    sites.push_back({a + (b ? "query" : "q_lin"), C, C, 0, &l.qkv_lora});
+    sites.push_back({a + (b ? "key" : "k_lin"), C, C, C, &l.qkv_lora});
+    sites.push_back({a + (b ? "value" : "v_lin"), C, C, 2 * C, &l.qkv_lora});
+    sites.push_back({p + (b ? "attention.output.dense" : "attention.out_lin"), C, C, 0, &l.out_lora});
+    sites.push_back({p + (b ? "intermediate.dense" : "ffn.lin1"), C, I, 0, &l.ffn_in_lora});
+    sites.push_back({p + (b ? "output.dense" : "ffn.lin2"), I, C, 0, &l.ffn_out_lora});
+  }
+  if (b) sites.push_back({"bert.pooler.dense", C, C, 0, &head_dense_lora});
+  return sites;
+}
+
+void TrainableEncoder::release_frozen_grads() {
+  // A fused q|k|v gradient is dropped only when all three parts are frozen.
+  for (auto& l : layers)
+    for (FusedTensor* t : {&l.qkv_weight, &l.qkv_bias}) {
+      if (!any_part_trainable(params, *t)) t->grad = Tensor();
+    }
+}
+
+}  // namespace tach::train

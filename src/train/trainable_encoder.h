@@ -26,6 +26,8 @@ struct TrainableLayer {
   Parameter *ffn_in_weight, *ffn_in_bias;    // [I, C], [I]
   Parameter *ffn_out_weight, *ffn_out_bias;  // [C, I], [C]
   Parameter *ln2_gamma, *ln2_beta;   // [C]
+  // LoRA adapters (indices into TrainableModel::lora) on q|k|v, the output projection and the FFN.
+  std::vector<int64_t> qkv_lora, out_lora, ffn_in_lora, ffn_out_lora;
 };
 
 struct TrainableEncoder final : TrainableModel {
@@ -36,11 +38,14 @@ struct TrainableEncoder final : TrainableModel {
   std::vector<TrainableLayer> layers;
   Parameter *head_dense_weight = nullptr, *head_dense_bias = nullptr;  // BERT pooler, DistilBERT pre_classifier
   Parameter *classifier_weight = nullptr, *classifier_bias = nullptr;  // [L, C], [L]
+  std::vector<int64_t> head_dense_lora;  // BERT's pooler.dense is a "dense" that PEFT may target
   bool bert() const { return config.family == model::EncoderFamily::bert; }
 
   const std::vector<std::string>& labels() const override { return config.id2label; }
   std::string architecture() const override;
   bool uses_token_types() const override { return bert(); }
+  std::vector<LinearSite> linear_sites() override;
+  void release_frozen_grads() override;
   std::unique_ptr<ForwardState> new_state(bool fused) const override;
   void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const override;
   void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,

@@ -58,6 +58,18 @@ void dropout_bwd(float* dx, int64_t n, float p, uint64_t k) {
   ops::dropout_backward_cpu(dx, dx, n, p, k);
 }
 
+// The LoRA adapters of an engine linear (none in full fine-tuning): forward adds to its output,
+// backward adds to its input's gradient and fills the adapters' own.
+void lora_fwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, float* y, int64_t ldy, const float* x,
+              int64_t M, EncoderActivations& a, const DropoutRates& dr) {
+  if (m.lora) m.lora->forward(ids, y, ldy, x, M, a.lora, dr);
+}
+
+void lora_bwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy,
+              const float* x, int64_t M, EncoderActivations& a, const DropoutRates& dr) {
+  if (m.lora) m.lora->backward(ids, dx, dy, ldy, x, M, a.lora, dr);
+}
+
 }  // namespace
 
 void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
@@ -103,6 +115,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
         OpSpan o("linear", ops::linear_cost(N, 3 * C, C, DType::f32, true));
         ops::linear_forward_cpu(f(s.qkv), f(s.input), f(w.qkv_weight.value), f(w.qkv_bias.value), N, 3 * C, C);
       }
+      lora_fwd(m, w.qkv_lora, f(s.qkv), 3 * C, f(s.input), N, a, dr);
       {
         OpSpan o("attention", ops::attention_cost(B, T, H, D));
         ops::attention_forward_train_cpu(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C,
@@ -118,6 +131,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
           OpSpan o("linear", ops::linear_cost(N, C, C, DType::f32, true));
           ops::linear_forward_cpu(f(a.d_scratch), f(s.context), f(w.out_weight), f(w.out_bias), N, C, C);
         }
+        lora_fwd(m, w.out_lora, f(a.d_scratch), C, f(s.context), N, a, dr);
         OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
         ops::dropout_add_layer_norm_forward_cpu(f(s.residual1), f(s.hidden1), f(a.d_scratch), f(s.input),
                                                 f(w.ln1_gamma), f(w.ln1_beta), N, C, eps, out_p, out_key, f(s.mean1),
@@ -127,6 +141,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
           OpSpan o("linear", ops::linear_cost(N, C, C, DType::f32, true));
           ops::linear_forward_cpu(f(s.residual1), f(s.context), f(w.out_weight), f(w.out_bias), N, C, C);
         }
+        lora_fwd(m, w.out_lora, f(s.residual1), C, f(s.context), N, a, dr);
         dropout_fwd(f(s.residual1), N * C, out_p, out_key);
         ops::add_inplace(f(s.residual1), f(s.input), N * C);
         OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
@@ -141,6 +156,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
         OpSpan o("linear", ops::linear_cost(N, I, C, DType::f32, false));
         ops::linear_forward_cpu(f(s.ffn_pre), f(s.hidden1), f(w.ffn_in_weight), nullptr, N, I, C);
       }
+      lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
       OpSpan o("bias_gelu", ops::gelu_cost(N * I));
       ops::bias_gelu_forward_cpu(f(s.ffn_pre), f(s.ffn_act), f(w.ffn_in_bias), N, I);
     } else {
@@ -148,6 +164,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
         OpSpan o("linear", ops::linear_cost(N, I, C, DType::f32, true));
         ops::linear_forward_cpu(f(s.ffn_pre), f(s.hidden1), f(w.ffn_in_weight), f(w.ffn_in_bias), N, I, C);
       }
+      lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
       if (gelu) {
         OpSpan o("gelu", ops::gelu_cost(N * I));
         ops::gelu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
@@ -161,6 +178,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
         OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, true));
         ops::linear_forward_cpu(f(a.d_scratch), f(s.ffn_act), f(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
       }
+      lora_fwd(m, w.ffn_out_lora, f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
       OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
       ops::dropout_add_layer_norm_forward_cpu(f(s.residual2), f(out), f(a.d_scratch), f(s.hidden1), f(w.ln2_gamma),
                                               f(w.ln2_beta), N, C, eps, dr.hidden, key(dr, site_ffn(int64_t(li))),
@@ -171,6 +189,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
       OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, true));
       ops::linear_forward_cpu(f(s.residual2), f(s.ffn_act), f(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
     }
+    lora_fwd(m, w.ffn_out_lora, f(s.residual2), C, f(s.ffn_act), N, a, dr);
     dropout_fwd(f(s.residual2), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
     ops::add_inplace(f(s.residual2), f(s.hidden1), N * C);
     OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
@@ -186,6 +205,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
     OpSpan o("linear", ops::linear_cost(B, C, C, DType::f32, true));
     ops::linear_forward_cpu(f(a.head_hidden), f(a.first), f(m.head_dense_weight), f(m.head_dense_bias), B, C, C);
   }
+  lora_fwd(m, m.head_dense_lora, f(a.head_hidden), C, f(a.first), B, a, dr);
   if (bert)
     ops::tanh_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
   else
@@ -225,6 +245,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     OpSpan o("linear_backward", ops::linear_backward_cost(B, C, C, true, true));
     ops::linear_backward_cpu(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(a.first),
                              f(m.head_dense_weight), B, C, C);
+    lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(a.first), B, a, dr);
   }
   // Only the first token of each row reaches the head.
   zero(a.d_hidden);
@@ -253,6 +274,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
         ops::linear_backward_cpu(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act),
                                  f(w.ffn_out_weight), N, C, I);
       }
+      lora_bwd(m, w.ffn_out_lora, f(a.d_ffn), f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
       // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
       if (a.fused && m.config.hidden_act != "relu") {
         {
@@ -262,6 +284,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
         OpSpan o("linear_backward", ops::linear_backward_cost(N, I, C, false, true));
         ops::linear_backward_cpu(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1),
                                  f(w.ffn_in_weight), N, I, C);
+        lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
       } else {
         zero(s.ffn_act);
         if (m.config.hidden_act == "relu") {
@@ -274,6 +297,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
         OpSpan o("linear_backward", ops::linear_backward_cost(N, I, C, true, true));
         ops::linear_backward_cpu(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
                                  f(w.ffn_in_weight), N, I, C);
+        lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
       }
     }
     core::Span span(core::SpanKind::module, "attention");
@@ -292,6 +316,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
       ops::linear_backward_cpu(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context),
                                f(w.out_weight), N, C, C);
     }
+    lora_bwd(m, w.out_lora, f(s.residual1), f(a.d_scratch), C, f(s.context), N, a, dr);
     {
       OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D));
       ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(s.residual1),
@@ -300,8 +325,9 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
                                   key(dr, site_attention_probs(int64_t(li))));
     }
     OpSpan o("linear_backward", ops::linear_backward_cost(N, 3 * C, C, true, true));
-    ops::linear_backward_cpu(f(a.d_hidden), f(w.qkv_weight.grad), f(w.qkv_bias.grad), f(a.d_qkv), f(s.input),
+    ops::linear_backward_cpu(f(a.d_hidden), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input),
                              f(w.qkv_weight.value), N, 3 * C, C);
+    lora_bwd(m, w.qkv_lora, f(a.d_hidden), f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
   }
 
   core::Span span(core::SpanKind::module, "embeddings");

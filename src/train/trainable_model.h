@@ -16,6 +16,7 @@
 
 #include "tach/model.h"
 #include "tach/tensor.h"
+#include "train/lora.h"
 #include "train/parameters.h"
 
 namespace tach::train {
@@ -23,6 +24,7 @@ namespace tach::train {
 // Dropout rates in effect for a step: the config's in training, zero with dropout off.
 struct DropoutRates {
   float hidden = 0, attention = 0, classifier = 0;
+  float lora = 0;  // on the LoRA adapters' inputs (lora_dropout), when the model has adapters
   uint64_t seed = 0;
   int64_t micro_batch = 0;  // with seed, names every mask of this forward
 };
@@ -34,6 +36,7 @@ struct ForwardState {
   // --exec fused: fused kernels where they pay (the family says which); same numbers up to rounding.
   bool fused = false;
   Tensor logits;  // [B, L]
+  LoraActivations lora;  // what the adapters save, when the model has them
 };
 
 class TrainableModel {
@@ -48,11 +51,17 @@ class TrainableModel {
   virtual ~TrainableModel() = default;
 
   ParameterTable params;
+  std::unique_ptr<LoraSet> lora;  // null: full fine-tuning (attach_lora sets it)
 
   virtual const std::vector<std::string>& labels() const = 0;  // the head's id2label
   int64_t num_labels() const { return int64_t(labels().size()); }
   virtual std::string architecture() const = 0;  // as transformers names it, e.g. "BertForSequenceClassification"
   virtual bool uses_token_types() const = 0;
+
+  // Every linear the step runs, for LoRA to attach to (train/lora.h).
+  virtual std::vector<LinearSite> linear_sites() = 0;
+  // After freezing: drops the gradients of fused tensors whose every part is frozen.
+  virtual void release_frozen_grads() = 0;
 
   virtual std::unique_ptr<ForwardState> new_state(bool fused) const = 0;
   // state.logits: [B, L]. batch: input_ids, attention_mask (and token_type_ids where used).

@@ -61,3 +61,31 @@ std::unique_ptr<ForwardState> TrainableQwen2::new_state(bool fused) const {
 }
 
 }  // namespace tach::train
+
+namespace tach::train {
+
+std::vector<LinearSite> TrainableQwen2::linear_sites() {
+  const int64_t C = config.hidden_size, I = config.intermediate_size, D = config.head_dim;
+  const int64_t HD = config.num_heads * D, KD = config.num_kv_heads * D;
+  std::vector<LinearSite> sites;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    TrainableQwen2Layer& l = layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    sites.push_back({p + "self_attn.q_proj", C, HD, 0, &l.qkv_lora});
+    sites.push_back({p + "self_attn.k_proj", C, KD, HD, &l.qkv_lora});
+    sites.push_back({p + "self_attn.v_proj", C, KD, HD + KD, &l.qkv_lora});
+    sites.push_back({p + "self_attn.o_proj", HD, C, 0, &l.o_lora});
+    sites.push_back({p + "mlp.gate_proj", C, I, 0, &l.gate_up_lora});
+    sites.push_back({p + "mlp.up_proj", C, I, I, &l.gate_up_lora});
+    sites.push_back({p + "mlp.down_proj", I, C, 0, &l.down_lora});
+  }
+  return sites;
+}
+
+void TrainableQwen2::release_frozen_grads() {
+  for (auto& l : layers)
+    for (FusedTensor* t : {&l.qkv_weight, &l.qkv_bias, &l.gate_up})
+      if (!any_part_trainable(params, *t)) t->grad = Tensor();
+}
+
+}  // namespace tach::train

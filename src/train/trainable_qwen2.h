@@ -20,6 +20,7 @@ struct TrainableQwen2Layer {
   Parameter* post_norm;             // [C]
   FusedTensor gate_up;              // [2I, C]: gate_proj, up_proj stacked
   Parameter* down;                  // [C, I]
+  std::vector<int64_t> qkv_lora, o_lora, gate_up_lora, down_lora;  // LoRA adapters (train/lora.h)
 };
 
 struct TrainableQwen2 final : TrainableModel {
@@ -33,6 +34,8 @@ struct TrainableQwen2 final : TrainableModel {
   const std::vector<std::string>& labels() const override { return config.id2label; }
   std::string architecture() const override { return "Qwen2ForSequenceClassification"; }
   bool uses_token_types() const override { return false; }
+  std::vector<LinearSite> linear_sites() override;
+  void release_frozen_grads() override;
   std::unique_ptr<ForwardState> new_state(bool fused) const override;
   void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const override;
   void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,

@@ -111,9 +111,19 @@ void check_batch(const TrainableQwen2& m, const TokenBatch& batch) {
                                                      " is outside the vocabulary of " + std::to_string(m.shape.vocab));
 }
 
+void lora_fwd(const TrainableQwen2& m, const std::vector<int64_t>& ids, float* y, int64_t ldy, const float* x, int64_t M,
+              Qwen2Activations& a, const DropoutRates& dr) {
+  if (m.lora) m.lora->forward(ids, y, ldy, x, M, a.lora, dr);
+}
+
+void lora_bwd(const TrainableQwen2& m, const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy,
+              const float* x, int64_t M, Qwen2Activations& a, const DropoutRates& dr) {
+  if (m.lora) m.lora->backward(ids, dx, dy, ldy, x, M, a.lora, dr);
+}
+
 }  // namespace
 
-void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates&) const {
+void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dr) const {
   auto& a = dynamic_cast<Qwen2Activations&>(state);
   check_batch(*this, batch);
   const int64_t B = batch.batch(), T = batch.seq_len(), N = B * T, C = shape.hidden, I = shape.intermediate;
@@ -145,11 +155,13 @@ void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const
         OpSpan o("linear", ops::linear_cost(N, QKV, C, DType::f32, true));
         ops::linear_forward_cpu(f(s.qkv), f(s.x1), f(w.qkv_weight.value), f(w.qkv_bias.value), N, QKV, C);
       }
+      lora_fwd(*this, w.qkv_lora, f(s.qkv), QKV, f(s.x1), N, a, dr);  // before RoPE, as PEFT's q_proj
       ops::rope_forward(s.qkv, H, KVH, D, a.rope);
       ops::causal_attention_forward_train(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD,
                                           f(s.qkv) + HD + KD, mask, args);
       OpSpan o("linear", ops::linear_cost(N, C, HD, DType::f32, false));
       ops::linear_forward_cpu(f(a.scratch), f(s.context), f(w.o_proj), nullptr, N, C, HD);
+      lora_fwd(*this, w.o_lora, f(a.scratch), C, f(s.context), N, a, dr);
     }
     // resid_mid = resid_in + attention; x2 = post_attention_layernorm(resid_mid), in one pass.
     std::memcpy(f(s.resid_mid), f(s.resid_in), s.resid_in.nbytes());
@@ -162,11 +174,13 @@ void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const
       OpSpan o("linear", ops::linear_cost(N, 2 * I, C, DType::f32, false));
       ops::linear_forward_cpu(f(s.gate_up), f(s.x2), f(w.gate_up.value), nullptr, N, 2 * I, C);
     }
+    lora_fwd(*this, w.gate_up_lora, f(s.gate_up), 2 * I, f(s.x2), N, a, dr);
     ops::silu_gate_forward(s.act, s.gate_up);
     {
       OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, false));
       ops::linear_forward_cpu(f(a.scratch), f(s.act), f(w.down), nullptr, N, C, I);
     }
+    lora_fwd(*this, w.down_lora, f(a.scratch), C, f(s.act), N, a, dr);
     const Tensor& out = li + 1 < layers.size() ? a.layers[li + 1].resid_in : a.resid_out;
     std::memcpy(f(out), f(s.resid_mid), s.resid_mid.nbytes());
     ops::add_inplace(f(out), f(a.scratch), N * C);
@@ -186,7 +200,7 @@ void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const
 }
 
 void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
-                              const DropoutRates&) {
+                              const DropoutRates& dr) {
   auto& a = dynamic_cast<Qwen2Activations&>(state);
   const int64_t B = a.B, T = a.T, N = B * T, C = shape.hidden, I = shape.intermediate;
   const int64_t H = shape.heads, KVH = shape.kv_heads, D = shape.head_dim, HD = H * D, KD = KVH * D;
@@ -225,11 +239,13 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
         OpSpan o("linear_backward", ops::linear_backward_cost(N, C, I, false, true));
         ops::linear_backward_cpu(f(a.d_act), g(w.down), nullptr, f(a.d_resid), f(s.act), f(w.down), N, C, I);
       }
+      lora_bwd(*this, w.down_lora, f(a.d_act), f(a.d_resid), C, f(s.act), N, a, dr);
       ops::silu_gate_backward(a.d_gate_up, s.gate_up, a.d_act);
       zero(a.d_x);
       OpSpan o("linear_backward", ops::linear_backward_cost(N, 2 * I, C, false, true));
-      ops::linear_backward_cpu(f(a.d_x), f(w.gate_up.grad), nullptr, f(a.d_gate_up), f(s.x2), f(w.gate_up.value), N,
+      ops::linear_backward_cpu(f(a.d_x), g(w.gate_up), nullptr, f(a.d_gate_up), f(s.x2), f(w.gate_up.value), N,
                                2 * I, C);
+      lora_bwd(*this, w.gate_up_lora, f(a.d_x), f(a.d_gate_up), 2 * I, f(s.x2), N, a, dr);
     }
     {
       OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
@@ -244,14 +260,16 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
         ops::linear_backward_cpu(f(a.d_context), g(w.o_proj), nullptr, f(a.d_resid), f(s.context), f(w.o_proj), N, C,
                                  HD);
       }
+      lora_bwd(*this, w.o_lora, f(a.d_context), f(a.d_resid), C, f(s.context), N, a, dr);
       ops::causal_attention_backward(f(a.d_qkv), f(a.d_qkv) + HD, f(a.d_qkv) + HD + KD, f(a.d_context),
                                      a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD, f(s.qkv) + HD + KD, mask,
                                      args);
       ops::rope_backward(a.d_qkv, H, KVH, D, a.rope);
       zero(a.d_x);
       OpSpan o("linear_backward", ops::linear_backward_cost(N, QKV, C, true, true));
-      ops::linear_backward_cpu(f(a.d_x), f(w.qkv_weight.grad), f(w.qkv_bias.grad), f(a.d_qkv), f(s.x1),
+      ops::linear_backward_cpu(f(a.d_x), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.x1),
                                f(w.qkv_weight.value), N, QKV, C);
+      lora_bwd(*this, w.qkv_lora, f(a.d_x), f(a.d_qkv), QKV, f(s.x1), N, a, dr);
     }
     OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
     ops::rms_norm_backward_cpu(f(a.d_resid), g(w.input_norm), f(a.d_x), f(s.resid_in), f(w.input_norm), f(s.rstd1), N,

@@ -1,0 +1,22 @@
+#include "ops/lora.h"
+
+namespace tach::ops {
+
+OpCost lora_cost(const LoraShape& s) {
+  OpCost c;
+  c.flops = 2.0 * double(s.M) * double(s.r) * double(s.K + s.N);
+  c.bytes_read = 4.0 * (double(s.M) * double(s.K) + double(s.r) * double(s.K + s.N) + double(s.M) * double(s.N));
+  c.bytes_written = 4.0 * (double(s.M) * double(s.r) + double(s.M) * double(s.N));
+  return c;
+}
+
+OpCost lora_backward_cost(const LoraShape& s) {
+  OpCost c;
+  // dB, dxa, dA, dx: four GEMMs with the rank as one dimension.
+  c.flops = 4.0 * double(s.M) * double(s.r) * double(s.K + s.N);
+  c.bytes_read = 4.0 * (2.0 * double(s.M) * double(s.K) + double(s.M) * double(s.N) + double(s.r) * double(s.K + s.N));
+  c.bytes_written = 4.0 * (double(s.M) * double(s.K) + double(s.r) * double(s.K + s.N));
+  return c;
+}
+
+}  // namespace tach::ops

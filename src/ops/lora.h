@@ -1,0 +1,36 @@
+// LoRA beside a frozen linear (Hu et al., 2021; PEFT's lora.Linear): the linear's output rows
+// [row0, row0 + N) gain scale · B · A · dropout(x), scale = lora_alpha / r. A: [r, K] (PEFT's
+// lora_A), B: [N, r] (lora_B). The base weight gets no gradient; only dX flows through it, and
+// the adapter adds its own share of dX here.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/op_cost.h"
+
+namespace tach::ops {
+
+struct LoraShape {
+  int64_t M = 0;  // rows of x
+  int64_t K = 0;  // input features
+  int64_t N = 0;  // output features of this adapter (a row block of the base linear's output)
+  int64_t r = 0;  // rank
+  float scale = 1.0f;
+  float dropout = 0.0f;  // on x, before A (PEFT's lora_dropout)
+  uint64_t dropout_key = 0;
+};
+
+// x: [M, K]  y: [M, ldy] (the adapter's columns start at y)  xa: [M, r] (saved for the backward)
+// scratch: [M, K] when dropout > 0 (the dropped x), else unused
+// xa = dropout(x) · Aᵀ;  y += scale · xa · Bᵀ
+void lora_forward_cpu(float* y, int64_t ldy, float* xa, const float* x, const float* A, const float* B,
+                      const LoraShape& s, float* scratch);
+// dy: [M, ldy] (the adapter's columns)  x, xa: as saved  dx: [M, K] +=  dA: [r, K] +=  dB: [N, r] +=
+// scratch: [M, K] + [M, r] floats
+//   dB += scale · dyᵀ · xa;  dxa = scale · dy · B;  dA += dxaᵀ · dropout(x);  dx += dropout'(dxa · A)
+void lora_backward_cpu(float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x, const float* xa,
+                       const float* A, const float* B, const LoraShape& s, float* scratch);
+OpCost lora_cost(const LoraShape& s);
+OpCost lora_backward_cost(const LoraShape& s);
+
+}  // namespace tach::ops

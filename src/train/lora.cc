@@ -1,0 +1,164 @@
+#include "train/lora.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "model/safetensors.h"
+#include "ops/dropout.h"
+#include "ops/lora.h"
+#include "tach/error.h"
+#include "train/step_support.h"
+#include "train/trainable_model.h"
+
+namespace tach::train {
+
+namespace {
+
+std::string last_name(const std::string& module) {
+  const size_t dot = module.rfind('.');
+  return dot == std::string::npos ? module : module.substr(dot + 1);
+}
+
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// PEFT's lora_A init, nn.init.kaiming_uniform_(A, a=sqrt(5)): U(-1/sqrt(in), 1/sqrt(in)), drawn
+// here from (seed, name) so that it does not depend on the order adapters are made in.
+Tensor kaiming_uniform(int64_t r, int64_t in, uint64_t seed, const std::string& name) {
+  Tensor t = Tensor::empty({r, in}, DType::f32, Device::cpu(), MemoryCategory::workspace);
+  const double bound = 1.0 / std::sqrt(double(in));
+  uint64_t h = seed;
+  for (char c : name) h = mix(h ^ uint64_t(uint8_t(c)));
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < r * in; ++i) {
+    const double u = double(mix(h + uint64_t(i)) >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
+    p[i] = float((2.0 * u - 1.0) * bound);
+  }
+  return t;
+}
+
+// Keeps its gradient: an adapter, or a parameter of a module to save.
+// PEFT's rule for modules_to_save: the module's name ends with one of them ("classifier" also
+// keeps DistilBERT's "pre_classifier").
+bool stays_trainable(const std::string& name, const LoraOptions& o) {
+  if (name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos) return true;
+  const std::string module = name.substr(0, name.rfind('.'));
+  for (const auto& m : o.modules_to_save)
+    if (module.size() >= m.size() && module.compare(module.size() - m.size(), m.size(), m) == 0) return true;
+  return false;
+}
+
+// Dropout keys of the adapters: a site range of their own, past the families' sites.
+constexpr int64_t kLoraSite = 1 << 20;
+
+ops::LoraShape shape_of(const LoraAdapter& a, const LoraSet& set, int64_t M, const DropoutRates& d, int64_t index) {
+  ops::LoraShape s;
+  s.M = M, s.K = a.in, s.N = a.out, s.r = set.options.r, s.scale = set.scale;
+  s.dropout = d.lora;
+  s.dropout_key = ops::dropout_key(d.seed, d.micro_batch, kLoraSite + index);
+  return s;
+}
+
+// Sizes adapter i's saved xa for M rows (adapters see different row counts: BERT's pooler sees
+// one row per sequence) and the shared scratch for the widest input so far.
+void prepare(LoraActivations& saved, const LoraSet& set, int64_t i, int64_t M) {
+  if (saved.xa.size() != set.adapters.size()) saved.xa.assign(set.adapters.size(), Tensor());
+  const int64_t r = set.options.r, K = set.adapters[size_t(i)].in;
+  Tensor& xa = saved.xa[size_t(i)];
+  if (!xa.defined() || xa.size(0) != M) xa = Tensor::empty({M, r}, DType::f32, Device::cpu(), MemoryCategory::activations);
+  const int64_t need = M * K + M * r;
+  if (!saved.scratch.defined() || saved.scratch.numel() < need)
+    saved.scratch = Tensor::empty({need}, DType::f32, Device::cpu(), MemoryCategory::workspace);
+}
+
+}  // namespace
+
+void LoraSet::forward(const std::vector<int64_t>& ids, float* y, int64_t ldy, const float* x, int64_t M,
+                      LoraActivations& saved, const DropoutRates& dropout) const {
+  for (int64_t i : ids) {
+    prepare(saved, *this, i, M);
+    const LoraAdapter& a = adapters[size_t(i)];
+    const ops::LoraShape s = shape_of(a, *this, M, dropout, i);
+    OpSpan o("lora", ops::lora_cost(s));
+    ops::lora_forward_cpu(y + a.row0, ldy, saved.xa[size_t(i)].data<float>(), x, a.A->value.data<float>(),
+                          a.B->value.data<float>(), s, saved.scratch.data<float>());
+  }
+}
+
+void LoraSet::backward(const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy, const float* x,
+                       int64_t M, LoraActivations& saved, const DropoutRates& dropout) const {
+  for (int64_t i : ids) {
+    const LoraAdapter& a = adapters[size_t(i)];
+    const ops::LoraShape s = shape_of(a, *this, M, dropout, i);
+    OpSpan o("lora_backward", ops::lora_backward_cost(s));
+    ops::lora_backward_cpu(dx, a.A->grad.data<float>(), a.B->grad.data<float>(), dy + a.row0, ldy, x,
+                           saved.xa[size_t(i)].data<float>(), a.A->value.data<float>(), a.B->value.data<float>(), s,
+                           saved.scratch.data<float>());
+  }
+}
+
+void attach_lora(TrainableModel& model, const LoraOptions& o, uint64_t init_seed) {
+  check(o.r >= 1, "LoRA: the rank r must be at least 1, got " + std::to_string(o.r));
+  check(std::isfinite(o.alpha) && o.alpha > 0, "LoRA: lora_alpha must be positive, got " + std::to_string(o.alpha));
+  check(o.dropout >= 0 && o.dropout < 1, "LoRA: lora_dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  check(!o.target_modules.empty(), "LoRA: no target modules");
+  auto set = std::make_unique<LoraSet>();
+  set->options = o;
+  set->scale = o.alpha / float(o.r);
+  std::vector<LinearSite> sites = model.linear_sites();
+  std::set<std::string> names, matched;
+  for (const auto& s : sites) names.insert(last_name(s.module));
+  for (const auto& t : o.target_modules)
+    if (!names.count(t)) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw Error("LoRA: target module '" + t + "' is not a linear of this model; its linears are: " + list);
+    }
+  // Freeze first, so that the adapters added below keep their gradients.
+  for (auto& p : model.params.entries())
+    if (!stays_trainable(p.name, o)) {
+      p.trainable = false;
+      p.grad = Tensor();
+    }
+  for (auto& s : sites) {
+    bool wanted = false;
+    for (const auto& t : o.target_modules) wanted = wanted || last_name(s.module) == t;
+    if (!wanted) continue;
+    LoraAdapter a;
+    a.module = s.module;
+    a.in = s.in, a.out = s.out, a.row0 = s.row0;
+    a.A = &model.params.add(s.module + ".lora_A.weight", kaiming_uniform(o.r, s.in, init_seed, s.module));
+    a.B = &model.params.add(s.module + ".lora_B.weight",
+                            Tensor::zeros({s.out, o.r}, DType::f32, Device::cpu(), MemoryCategory::workspace));
+    a.A->decay = a.B->decay = true;
+    s.adapters->push_back(int64_t(set->adapters.size()));
+    set->adapters.push_back(a);
+  }
+  model.release_frozen_grads();
+  model.lora = std::move(set);
+}
+
+void load_peft_adapter_weights(TrainableModel& model, const std::string& dir) {
+  check(model.lora != nullptr, dir + ": loading an adapter needs a model set up for LoRA");
+  const std::string path = dir + "/adapter_model.safetensors";
+  const auto file = model::SafetensorsFile::open(path);
+  const std::string prefix = "base_model.model.";
+  for (const auto& e : file.header().entries) {
+    const std::string name = e.name.rfind(prefix, 0) == 0 ? e.name.substr(prefix.size()) : e.name;
+    Parameter* p = nullptr;
+    for (auto& q : model.params.entries())
+      if (q.name == name) p = &q;
+    check(p != nullptr, path + ": tensor '" + e.name + "' has no place in this model (" + model.architecture() +
+                            " with LoRA r=" + std::to_string(model.lora->options.r) + ")");
+    check(e.shape == p->value.shape(), path + ": '" + e.name + "' is " + shape_str(e.shape) + ", the model's is " +
+                                           shape_str(p->value.shape()));
+    const Tensor t = file.tensor(e).to(DType::f32);
+    std::memcpy(p->value.raw(), t.raw(), p->value.nbytes());
+  }
+}
+
+}  // namespace tach::train

@@ -1,0 +1,183 @@
+// LoRA on the training engine against peft + transformers + torch (scripts/golden/
+// make_lora_fixtures.py): with the same adapter weights (peft's save_pretrained, loaded by tach),
+// every trainable gradient on one padded batch, and 20 AdamW steps; the base stays frozen.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "model/safetensors.h"
+#include "test_util.h"
+#include "train/classifier_loss.h"
+#include "train/grad_norm.h"
+#include "train/lora.h"
+#include "train/lr_schedule.h"
+#include "train/optimizer.h"
+#include "train/training_model.h"
+
+namespace tach {
+namespace {
+
+const std::map<std::string, std::string> kModels = {{"distilbert-cls2-f32", "encoders/distilbert-cls2-f32"},
+                                                    {"bert-cls2-f32", "encoders/bert-cls2-f32"},
+                                                    {"qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv1-f32"}};
+
+Tensor i32_matrix(const nlohmann::json& rows) {
+  const int64_t B = int64_t(rows.size()), T = int64_t(rows[0].size());
+  Tensor t = Tensor::empty({B, T}, DType::i32);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T; ++i) t.data<int32_t>()[b * T + i] = rows[size_t(b)][size_t(i)].get<int32_t>();
+  return t;
+}
+
+struct LoraCase {
+  train::TrainingModelSource source;
+  std::unique_ptr<train::TrainableModel> model;
+  std::vector<TokenBatch> batches;
+  std::vector<train::Targets> targets;
+  nlohmann::json expected;
+  std::string dir;
+};
+
+LoraCase load(const std::string& name) {
+  LoraCase c;
+  c.dir = test::fixtures_dir() + "/lora/" + name;
+  std::ifstream e(c.dir + "/expected.json");
+  c.expected = nlohmann::json::parse(e);
+  c.source = train::open_training_model(test::fixtures_dir() + "/" + kModels.at(name), 0);
+  c.model = train::build_trainable_model(c.source, c.source.id2label(), c.source.problem_type(), 0, nullptr);
+  train::LoraOptions o;
+  o.r = c.expected["r"].get<int64_t>();
+  o.alpha = c.expected["lora_alpha"].get<float>();
+  o.target_modules = c.expected["target_modules"].get<std::vector<std::string>>();
+  o.modules_to_save = c.expected["modules_to_save"].get<std::vector<std::string>>();
+  train::attach_lora(*c.model, o, 0);
+  train::load_peft_adapter_weights(*c.model, c.dir + "/adapter_init");
+  std::ifstream b(test::fixtures_dir() + "/train/" + name + "/batches.json");
+  for (const auto& j : nlohmann::json::parse(b)) {
+    TokenBatch batch;
+    batch.input_ids = i32_matrix(j["input_ids"]);
+    batch.attention_mask = i32_matrix(j["attention_mask"]);
+    if (j.contains("token_type_ids")) batch.token_type_ids = i32_matrix(j["token_type_ids"]);
+    train::Targets t;
+    for (const auto& l : j["labels"]) t.classes.push_back(l.get<int32_t>());
+    c.batches.push_back(batch);
+    c.targets.push_back(t);
+  }
+  return c;
+}
+
+double forward_backward(LoraCase& c, train::ForwardState& state, size_t i) {
+  train::DropoutRates off;
+  c.model->forward(state, c.batches[i], off);
+  const int64_t B = c.batches[i].batch(), L = c.model->num_labels();
+  std::vector<float> dlogits(size_t(B * L), 0.f);
+  const double loss = train::classifier_loss("single_label_classification", state.logits.data<float>(), B, L,
+                                             c.targets[i], dlogits.data(), 1.f);
+  c.model->backward(state, c.batches[i], dlogits.data(), off);
+  return loss;
+}
+
+double tensor_error(const Tensor& a, const Tensor& b) {
+  Tensor bf = b.to(DType::f32);
+  double num = 0, den = 1e-30;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    num = std::max(num, double(std::fabs(a.data<float>()[i] - bf.data<float>()[i])));
+    den = std::max(den, double(std::fabs(bf.data<float>()[i])));
+  }
+  return num / den;
+}
+
+class LoraFixture : public ::testing::TestWithParam<std::string> {};
+
+// The trainable set is peft's (adapters and the modules to save), every other parameter is
+// frozen with no gradient kept, and each trainable gradient matches peft's within 1e-4.
+TEST_P(LoraFixture, TrainableSetAndGradientsMatchPeft) {
+  LoraCase c = load(GetParam());
+  std::vector<std::string> trainable;
+  for (const auto& p : c.model->params.entries()) {
+    if (p.trainable)
+      trainable.push_back(p.name);
+    else
+      EXPECT_FALSE(p.grad.defined()) << p.name << " is frozen but keeps a gradient";
+  }
+  std::vector<std::string> want = c.expected["trainable"].get<std::vector<std::string>>();
+  std::sort(trainable.begin(), trainable.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(trainable, want);
+  for (bool fused : {false, true}) {
+    const auto state = c.model->new_state(fused);
+    c.model->params.zero_grad();
+    const double loss = forward_backward(c, *state, 0);
+    EXPECT_NEAR(loss, c.expected["loss0"].get<double>(), 1e-5 * std::max(1.0, std::fabs(loss)));
+    const auto ref = model::SafetensorsFile::open(c.dir + "/grads.safetensors");
+    for (const auto& e : ref.header().entries) {
+      const train::Parameter* p = c.model->params.find(e.name);
+      ASSERT_NE(p, nullptr) << e.name;
+      EXPECT_LT(tensor_error(p->grad, ref.tensor(e)), 1e-4) << e.name << (fused ? " (fused)" : "");
+    }
+  }
+}
+
+TEST_P(LoraFixture, TwentyAdamWStepsMatchPeft) {
+  LoraCase c = load(GetParam());
+  const nlohmann::json& x = c.expected;
+  train::AdamWConfig config;
+  config.weight_decay = x["weight_decay"].get<float>();
+  train::AdamWOptimizer opt(c.model->params, config, train::DecayScope::trainer);
+  train::LinearSchedule schedule{x["lr"].get<double>(), x["warmup"].get<int64_t>(), x["steps"].get<int64_t>(), true};
+  const auto state = c.model->new_state(false);
+  for (int64_t step = 0; step < x["steps"].get<int64_t>(); ++step) {
+    c.model->params.zero_grad();
+    const double loss = forward_backward(c, *state, size_t(step % 4));
+    std::vector<std::pair<float*, int64_t>> grads;
+    for (auto& p : c.model->params.entries())
+      if (p.trainable) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
+    const double norm = train::clip_grad_norm(grads, x["clip"].get<double>());
+    EXPECT_NEAR(norm, x["grad_norms"][size_t(step)].get<double>(), 1e-4 * x["grad_norms"][size_t(step)].get<double>())
+        << "step " << step;
+    opt.step(schedule.lr(step));
+    const double want = x["losses"][size_t(step)].get<double>();
+    EXPECT_NEAR(loss, want, 1e-4 * std::max(1.0, std::fabs(want))) << "step " << step;
+  }
+  const auto ref = model::SafetensorsFile::open(c.dir + "/final.safetensors");
+  for (const auto& e : ref.header().entries) {
+    const train::Parameter* p = c.model->params.find(e.name);
+    ASSERT_NE(p, nullptr) << e.name;
+    EXPECT_LT(tensor_error(p->value, ref.tensor(e)), 1e-4) << e.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, LoraFixture,
+                         ::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "qwen2-cls-kv1-f32"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+TEST(Lora, BadOptionsAreRefusedWithTheModelsLinearNames) {
+  auto src = train::open_training_model(test::fixtures_dir() + "/encoders/distilbert-cls2-f32", 0);
+  auto model = train::build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr);
+  train::LoraOptions o;
+  o.target_modules = {"query"};
+  const std::string err = test::error_of([&] { train::attach_lora(*model, o, 0); });
+  EXPECT_NE(err.find("target module 'query' is not a linear of this model; its linears are: k_lin, lin1, lin2, "
+                     "out_lin, q_lin, v_lin"),
+            std::string::npos)
+      << err;
+  o.target_modules = {"q_lin"};
+  o.r = 0;
+  EXPECT_NE(test::error_of([&] { train::attach_lora(*model, o, 0); }).find("rank r must be at least 1"),
+            std::string::npos);
+  o.r = 4;
+  o.alpha = -1;
+  EXPECT_NE(test::error_of([&] { train::attach_lora(*model, o, 0); }).find("lora_alpha must be positive"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tach
