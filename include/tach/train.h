@@ -46,6 +46,15 @@ struct TrainOptions {
   std::string dtype = "f32";
   std::string exec = "eager";  // eager: one op at a time, every intermediate kept; fused: fused kernels
 
+  // full: every parameter trains; lora: adapters beside the linears, the base frozen (PEFT's
+  // LoraConfig defaults: r 8, alpha 8, dropout 0; the head trains in full as modules_to_save).
+  std::string method = "full";
+  int64_t lora_r = 8;
+  double lora_alpha = 8;
+  double lora_dropout = 0;
+  std::vector<std::string> lora_target_modules;  // default: every linear of the layers (docs/cli.md)
+  std::vector<std::string> modules_to_save;      // default: classifier, score (PEFT's for SEQ_CLS)
+
   std::string runs_dir = "runs";
   std::string run_id;        // default: UTC time and model name
   std::string save_dir;      // default: runs/<run_id>/model

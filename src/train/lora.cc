@@ -4,7 +4,10 @@
 #include <cstring>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "model/safetensors.h"
+#include "model/safetensors_writer.h"
 #include "ops/dropout.h"
 #include "ops/lora.h"
 #include "tach/error.h"
@@ -159,6 +162,44 @@ void load_peft_adapter_weights(TrainableModel& model, const std::string& dir) {
     const Tensor t = file.tensor(e).to(DType::f32);
     std::memcpy(p->value.raw(), t.raw(), p->value.nbytes());
   }
+}
+
+std::vector<std::string> default_lora_targets(const std::string& model_type) {
+  if (model_type == "distilbert") return {"q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"};
+  if (model_type == "bert") return {"query", "key", "value", "dense"};
+  if (model_type == "qwen2") return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  throw Error("LoRA: no default target modules for model_type '" + model_type + "'; pass --lora-target-modules");
+}
+
+void save_peft_adapter(const std::string& dir, const TrainableModel& m, const std::string& base_model) {
+  check(m.lora != nullptr, "save_peft_adapter: the model has no LoRA adapters");
+  const LoraOptions& o = m.lora->options;
+  nlohmann::json config = {{"peft_type", "LORA"},
+                           {"task_type", "SEQ_CLS"},
+                           {"base_model_name_or_path", base_model},
+                           {"r", o.r},
+                           {"lora_alpha", o.alpha},
+                           {"lora_dropout", o.dropout},
+                           {"target_modules", o.target_modules},
+                           {"modules_to_save", o.modules_to_save},
+                           {"bias", "none"},
+                           {"fan_in_fan_out", false},
+                           {"inference_mode", true},
+                           {"init_lora_weights", true},
+                           {"use_rslora", false},
+                           {"use_dora", false},
+                           {"layers_to_transform", nullptr},
+                           {"layers_pattern", nullptr},
+                           {"rank_pattern", nlohmann::json::object()},
+                           {"alpha_pattern", nlohmann::json::object()},
+                           {"revision", nullptr}};
+  model::write_directory_atomically(dir, [&](const std::string& tmp) {
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& p : m.params.entries())
+      if (p.trainable) tensors.emplace_back("base_model.model." + p.name, p.value.contiguous());
+    model::write_safetensors(tmp + "/adapter_model.safetensors", tensors, {{"format", "pt"}});
+    model::write_file_atomically(tmp + "/adapter_config.json", config.dump(2) + "\n");
+  });
 }
 
 }  // namespace tach::train

@@ -66,6 +66,14 @@ class LoraSet {
 // the frozen parameters' gradients. init_seed draws A as PEFT does (Kaiming-uniform).
 void attach_lora(TrainableModel& model, const LoraOptions& options, uint64_t init_seed);
 
+// The linears the workflow targets by default: every linear of the layers.
+std::vector<std::string> default_lora_targets(const std::string& model_type);
+
+// Writes DIR as peft's save_pretrained does: adapter_config.json (LORA, SEQ_CLS, the options,
+// base_model_name_or_path) and adapter_model.safetensors (every trainable tensor, f32, under
+// base_model.model.<name>), into a temporary directory renamed into place.
+void save_peft_adapter(const std::string& dir, const TrainableModel& model, const std::string& base_model);
+
 // Loads a PEFT adapter's tensors (DIR/adapter_model.safetensors, names as PEFT saves them:
 // base_model.model.<module>.lora_A.weight, and the modules to save under their own names) into
 // a model that attach_lora set up with the same options. A tensor the model lacks, or of another

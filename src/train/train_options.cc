@@ -52,6 +52,12 @@ void visit(TrainOptions& o, F&& f) {
   f("seed", o.seed);
   f("dtype", o.dtype);
   f("exec", o.exec);
+  f("method", o.method);
+  f("lora_r", o.lora_r);
+  f("lora_alpha", o.lora_alpha);
+  f("lora_dropout", o.lora_dropout);
+  f("lora_target_modules", o.lora_target_modules);
+  f("modules_to_save", o.modules_to_save);
   f("runs_dir", o.runs_dir);
   f("run_id", o.run_id);
   f("save", o.save_dir);
@@ -140,6 +146,10 @@ void validate_options(const TrainOptions& o) {
   check(o.eval_every >= 0 && o.save_every >= 0, "--eval-every and --save-every must be >= 0");
   check(o.dtype == "f32" || o.dtype == "bf16", "--dtype must be f32 or bf16, got " + o.dtype);
   check(o.exec == "eager" || o.exec == "fused", "--exec must be eager or fused, got " + o.exec);
+  check(o.method == "full" || o.method == "lora", "--method must be full or lora, got " + o.method);
+  check(o.lora_r >= 1, "--lora-r must be at least 1, got " + std::to_string(o.lora_r));
+  check(std::isfinite(o.lora_alpha) && o.lora_alpha > 0, "--lora-alpha must be positive");
+  check(o.lora_dropout >= 0 && o.lora_dropout < 1, "--lora-dropout must be in [0, 1)");
   check(o.problem_type.empty() || o.problem_type == "single_label_classification" ||
             o.problem_type == "multi_label_classification" || o.problem_type == "regression",
         "--problem-type must be single_label_classification, multi_label_classification or regression, got " +

@@ -30,6 +30,7 @@
 #include "train/train_eval.h"
 #include "train/train_options.h"
 #include "train/trainable_model.h"
+#include "train/lora.h"
 #include "train/training_model.h"
 
 namespace tach {
@@ -160,6 +161,20 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   const std::unique_ptr<train::TrainableModel> model_ptr =
       train::build_trainable_model(src, labels, problem_type, o.seed, &head_notes);
   train::TrainableModel& model = *model_ptr;
+  if (o.method == "lora") {
+    train::LoraOptions lo;
+    lo.r = o.lora_r;
+    lo.alpha = float(o.lora_alpha);
+    lo.dropout = float(o.lora_dropout);
+    lo.target_modules = o.lora_target_modules.empty() ? train::default_lora_targets(src.model_type)
+                                                      : o.lora_target_modules;
+    lo.modules_to_save = o.modules_to_save.empty() ? std::vector<std::string>{"classifier", "score"} : o.modules_to_save;
+    train::attach_lora(model, lo, o.seed);
+    head_notes.push_back("LoRA: r " + std::to_string(lo.r) + ", alpha " + std::to_string(o.lora_alpha) + ", " +
+                         std::to_string(model.lora->adapters.size()) + " adapters; " +
+                         std::to_string(model.params.count(true)) + " of " + std::to_string(model.params.count(false)) +
+                         " parameters train");
+  }
   src.store.reset();  // every weight is an f32 master copy now
   for (const auto& n : head_notes) note(n);
 
@@ -276,6 +291,7 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   const std::unique_ptr<train::ForwardState> forward_state = model.new_state(fused);
   train::DropoutRates rates = o.dropout ? src.dropout() : train::DropoutRates{};
   rates.seed = o.seed;
+  if (o.dropout && model.lora) rates.lora = float(o.lora_dropout);
   std::vector<double> step_ms, data_ms, fwd_ms, bwd_ms, opt_ms, tok_rates;
   std::vector<int64_t> epoch_order_cache;
   int64_t cached_epoch = -1;
@@ -442,7 +458,11 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
 
   if (!result.diverged) {
     result.saved_model = o.save_dir.empty() ? run_dir + "/model" : o.save_dir;
-    train::save_hf_model(result.saved_model, model, src.config_json, problem_type, tokenizer_path);
+    if (model.lora)
+      train::save_peft_adapter(result.saved_model, model,
+                               src.location.dir.empty() ? o.model : fs::absolute(src.location.dir).string());
+    else
+      train::save_hf_model(result.saved_model, model, src.config_json, problem_type, tokenizer_path);
   }
 
   // The summary, with the top ops of the profiled training steps.

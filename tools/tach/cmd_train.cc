@@ -89,6 +89,21 @@ Command add_train_command(CLI::App& app) {
                   "eager (one op at a time, every intermediate kept; default) or fused (attention recomputes its "
                   "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each, one "
                   "AdamW pass over all parameters)");
+  sub->add_option("--method", o->method,
+                  "full (every parameter trains; default) or lora (adapters beside the linears, the base frozen, the "
+                  "head trained in full; saved as a PEFT adapter)");
+  sub->add_option("--lora-r", o->lora_r, "LoRA rank (default 8)");
+  sub->add_option("--lora-alpha", o->lora_alpha, "LoRA alpha: the adapters scale by alpha / r (default 8)");
+  sub->add_option("--lora-dropout", o->lora_dropout, "Dropout on the adapters' inputs (default 0)");
+  sub->add_option("--lora-target-modules", o->lora_target_modules,
+                  "Linears that get adapters, by their Hugging Face names (default: DistilBERT q_lin,k_lin,v_lin,"
+                  "out_lin,lin1,lin2; BERT query,key,value,dense; Qwen2 q_proj,k_proj,v_proj,o_proj,gate_proj,"
+                  "up_proj,down_proj)")
+      ->delimiter(',');
+  sub->add_option("--modules-to-save", o->modules_to_save,
+                  "Modules trained in full beside the adapters and saved with them (default classifier,score; a "
+                  "name also matches modules ending in it, as PEFT's)")
+      ->delimiter(',');
   sub->add_option("--runs-dir", o->runs_dir, "Where run directories go (default runs)");
   sub->add_option("--run-id", o->run_id, "Name of the run directory (default: train-<UTC time>-<model>)");
   sub->add_option("--save", o->save_dir, "Where the fine-tuned model goes (default runs/<run_id>/model)");
