@@ -10,6 +10,7 @@
 #include "cpu/train_gemm.h"
 #include "model/safetensors.h"
 #include "test_util.h"
+#include "train_fixtures.h"
 #include "train/classifier_loss.h"
 #include "train/grad_norm.h"
 #include "train/lr_schedule.h"
@@ -28,14 +29,6 @@ struct Case {
   std::string dir;
 };
 
-Tensor i32_matrix(const nlohmann::json& rows) {
-  const int64_t B = int64_t(rows.size()), T = int64_t(rows[0].size());
-  Tensor t = Tensor::empty({B, T}, DType::i32);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < T; ++i) t.data<int32_t>()[b * T + i] = rows[size_t(b)][size_t(i)].get<int32_t>();
-  return t;
-}
-
 Case load_case(const std::string& name) {
   Case c;
   c.dir = test::fixtures_dir() + "/train/" + name;
@@ -43,23 +36,7 @@ Case load_case(const std::string& name) {
   c.expected = nlohmann::json::parse(e);
   c.source = train::open_training_model(test::fixtures_dir() + "/" + c.expected["model"].get<std::string>(), 0);
   c.model = train::build_trainable_model(c.source, c.source.id2label(), c.source.problem_type(), 0, nullptr);
-  std::ifstream b(c.dir + "/batches.json");
-  const bool regression = c.model->num_labels() == 1;
-  for (const auto& j : nlohmann::json::parse(b)) {
-    TokenBatch batch;
-    batch.input_ids = i32_matrix(j["input_ids"]);
-    batch.attention_mask = i32_matrix(j["attention_mask"]);
-    if (j.contains("token_type_ids")) batch.token_type_ids = i32_matrix(j["token_type_ids"]);
-    train::Targets t;
-    for (const auto& l : j["labels"]) {
-      if (regression)
-        t.values.push_back(l.get<float>());
-      else
-        t.classes.push_back(l.get<int32_t>());
-    }
-    c.batches.push_back(batch);
-    c.targets.push_back(t);
-  }
+  test::load_batches(c.dir + "/batches.json", c.model->num_labels() == 1, &c.batches, &c.targets);
   return c;
 }
 
@@ -69,14 +46,7 @@ std::string problem(const train::TrainableModel& m) {
 
 // One forward and backward on batch i, dropout off; returns the loss.
 double forward_backward(Case& c, train::ForwardState& state, size_t i) {
-  train::DropoutRates off;
-  c.model->forward(state, c.batches[i], off);
-  const int64_t B = c.batches[i].batch(), L = c.model->num_labels();
-  std::vector<float> dlogits(size_t(B * L), 0.f);
-  const double loss =
-      train::classifier_loss(problem(*c.model), state.logits.data<float>(), B, L, c.targets[i], dlogits.data(), 1.f);
-  c.model->backward(state, c.batches[i], dlogits.data(), off);
-  return loss;
+  return test::forward_backward(*c.model, state, c.batches[i], c.targets[i]);
 }
 
 // The key projection's bias adds q·b to every score of a row, which softmax ignores: its
@@ -110,17 +80,7 @@ double max_abs(const Tensor& t) {
   return m;
 }
 
-// Largest |a - b| over the tensor, relative to the largest |b|: a per-tensor relative error that
-// near-zero elements cannot inflate.
-double tensor_error(const Tensor& a, const Tensor& b) {
-  Tensor bf = b.to(DType::f32);
-  double num = 0, den = 1e-30;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    num = std::max(num, double(std::fabs(a.data<float>()[i] - bf.data<float>()[i])));
-    den = std::max(den, double(std::fabs(bf.data<float>()[i])));
-  }
-  return num / den;
-}
+using test::tensor_error;
 
 class TrainFixture : public ::testing::TestWithParam<std::string> {};
 
@@ -238,12 +198,7 @@ TEST_P(TrainFixture, Bf16GradientsMatchAutocast) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, TrainFixture,
                          ::testing::Values("bert-cls2-f32", "distilbert-cls2-f32", "bert-reg1-bf16", "bert-cls3-f16",
                                            "qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         [](const auto& param_info) { return test::param_name(param_info.param); });
 
 }  // namespace
 }  // namespace tach

@@ -10,6 +10,7 @@
 
 #include "model/safetensors.h"
 #include "test_util.h"
+#include "train_fixtures.h"
 #include "train/classifier_loss.h"
 #include "train/grad_norm.h"
 #include "train/lora.h"
@@ -24,14 +25,6 @@ namespace {
 const std::map<std::string, std::string> kModels = {{"distilbert-cls2-f32", "encoders/distilbert-cls2-f32"},
                                                     {"bert-cls2-f32", "encoders/bert-cls2-f32"},
                                                     {"qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv1-f32"}};
-
-Tensor i32_matrix(const nlohmann::json& rows) {
-  const int64_t B = int64_t(rows.size()), T = int64_t(rows[0].size());
-  Tensor t = Tensor::empty({B, T}, DType::i32);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < T; ++i) t.data<int32_t>()[b * T + i] = rows[size_t(b)][size_t(i)].get<int32_t>();
-  return t;
-}
 
 struct LoraCase {
   train::TrainingModelSource source;
@@ -56,40 +49,15 @@ LoraCase load(const std::string& name) {
   o.modules_to_save = c.expected["modules_to_save"].get<std::vector<std::string>>();
   train::attach_lora(*c.model, o, 0);
   train::load_peft_adapter_weights(*c.model, c.dir + "/adapter_init");
-  std::ifstream b(test::fixtures_dir() + "/train/" + name + "/batches.json");
-  for (const auto& j : nlohmann::json::parse(b)) {
-    TokenBatch batch;
-    batch.input_ids = i32_matrix(j["input_ids"]);
-    batch.attention_mask = i32_matrix(j["attention_mask"]);
-    if (j.contains("token_type_ids")) batch.token_type_ids = i32_matrix(j["token_type_ids"]);
-    train::Targets t;
-    for (const auto& l : j["labels"]) t.classes.push_back(l.get<int32_t>());
-    c.batches.push_back(batch);
-    c.targets.push_back(t);
-  }
+  test::load_batches(test::fixtures_dir() + "/train/" + name + "/batches.json", false, &c.batches, &c.targets);
   return c;
 }
 
 double forward_backward(LoraCase& c, train::ForwardState& state, size_t i) {
-  train::DropoutRates off;
-  c.model->forward(state, c.batches[i], off);
-  const int64_t B = c.batches[i].batch(), L = c.model->num_labels();
-  std::vector<float> dlogits(size_t(B * L), 0.f);
-  const double loss = train::classifier_loss("single_label_classification", state.logits.data<float>(), B, L,
-                                             c.targets[i], dlogits.data(), 1.f);
-  c.model->backward(state, c.batches[i], dlogits.data(), off);
-  return loss;
+  return test::forward_backward(*c.model, state, c.batches[i], c.targets[i]);
 }
 
-double tensor_error(const Tensor& a, const Tensor& b) {
-  Tensor bf = b.to(DType::f32);
-  double num = 0, den = 1e-30;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    num = std::max(num, double(std::fabs(a.data<float>()[i] - bf.data<float>()[i])));
-    den = std::max(den, double(std::fabs(bf.data<float>()[i])));
-  }
-  return num / den;
-}
+using test::tensor_error;
 
 class LoraFixture : public ::testing::TestWithParam<std::string> {};
 
@@ -153,12 +121,7 @@ TEST_P(LoraFixture, TwentyAdamWStepsMatchPeft) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, LoraFixture,
                          ::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "qwen2-cls-kv1-f32"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         [](const auto& param_info) { return test::param_name(param_info.param); });
 
 TEST(Lora, BadOptionsAreRefusedWithTheModelsLinearNames) {
   auto src = train::open_training_model(test::fixtures_dir() + "/encoders/distilbert-cls2-f32", 0);
