@@ -121,6 +121,9 @@ class TrainStepper {
     bool dropout = true;
     bool fused = false;         // --exec fused: the fused kernels (docs/architecture.md)
     bool bf16 = false;          // mixed precision: bf16 GEMM inputs, f32 masters (emulated where the CPU lacks bf16)
+    bool lora = false;          // LoRA on every linear of the layers (tach train --method lora's defaults)
+    int64_t lora_r = 8;
+    double lora_alpha = 8;
   };
   static std::unique_ptr<TrainStepper> create(const Options& options);
   virtual ~TrainStepper() = default;

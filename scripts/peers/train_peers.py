@@ -25,6 +25,8 @@ ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--compile", action="store_true", help="also torch.compile (inductor); slow to compile")
+ap.add_argument("--method", default="full", choices=["full", "lora"],
+                help="lora: PEFT LoRA (r 8, alpha 8, every linear of the layers, head saved) on both sides")
 ap.add_argument("--compile-rounds", type=int, default=1,
                 help="rounds that include torch.compile (each compiles afresh: minutes on 2 cores)")
 a = ap.parse_args()
@@ -33,15 +35,22 @@ TORCH_STEP = r'''
 import sys, time, statistics, torch
 from transformers import AutoModelForSequenceClassification
 torch.set_num_threads(int(sys.argv[4])); torch.manual_seed(0)
-B, T, steps, compiled = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5]), sys.argv[6] == "1"
-m = AutoModelForSequenceClassification.from_pretrained(sys.argv[1]).float(); m.train()
+B, T, steps, compiled, method = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5]), sys.argv[6] == "1", sys.argv[7]
+m = AutoModelForSequenceClassification.from_pretrained(sys.argv[1]).float()
+if method == "lora":
+    from peft import LoraConfig, get_peft_model
+    targets = {"distilbert": ["q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"], "bert": ["query", "key", "value", "dense"],
+               "qwen2": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]}[m.config.model_type]
+    m = get_peft_model(m, LoraConfig(r=8, lora_alpha=8, lora_dropout=0.0, target_modules=targets, task_type="SEQ_CLS"))
+m.train()
+params = [p for p in m.parameters() if p.requires_grad]
 ids = torch.randint(1000, m.config.vocab_size, (B, T)); mask = torch.ones(B, T, dtype=torch.long)
 labels = torch.randint(0, m.config.num_labels, (B,))
-opt = torch.optim.AdamW(m.parameters(), lr=5e-5)
+opt = torch.optim.AdamW(params, lr=5e-5)
 def step():
     opt.zero_grad(set_to_none=True)
     m(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
-    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
     opt.step()
 if compiled:
     step = torch.compile(step)
@@ -57,7 +66,7 @@ print(statistics.median(times) * 1e3, warm)
 
 def torch_ms(B, compiled):
     out = subprocess.run([sys.executable, "-c", TORCH_STEP, a.model, str(B), str(a.seq), str(a.threads), str(a.steps),
-                          "1" if compiled else "0"], capture_output=True, text=True, timeout=1800)
+                          "1" if compiled else "0", a.method], capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed")
     ms, warm = out.stdout.strip().splitlines()[-1].split()
@@ -65,7 +74,7 @@ def torch_ms(B, compiled):
 
 
 def tach_ms(B):
-    out = subprocess.run([a.tach, "profile", "--train", "-m", a.model, "-b", str(B), "-s", str(a.seq), "-t",
+    out = subprocess.run([a.tach, "profile", "--train", "--method", a.method, "-m", a.model, "-b", str(B), "-s", str(a.seq), "-t",
                           str(a.threads), "--overhead-steps", str(a.steps), "--profiler-output-dir", "/tmp/tach-train-peers"],
                          capture_output=True, text=True, check=True)
     m = re.search(r"medians\): ([0-9.]+) ms off", out.stdout)
@@ -88,7 +97,7 @@ for r in range(a.rounds):
             results[(e, B)].append(ms)
             print(f"round {r + 1} batch {B:3d} {e:14s} {ms:9.1f} ms/step", flush=True)
 print()
-print(f"training step, {os.path.basename(a.model)}, seq {a.seq}, f32, {a.threads} threads, median over {a.rounds} rounds"
+print(f"training step ({a.method}), {os.path.basename(a.model)}, seq {a.seq}, f32, {a.threads} threads, median over {a.rounds} rounds"
       + (f" ({a.compile_rounds} for torch.compile)" if a.compile else ""))
 for B in a.batch:
     base = statistics.median(results[("tach", B)])

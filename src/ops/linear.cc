@@ -12,12 +12,15 @@ OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias
   return c;
 }
 
-OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool needs_dx) {
+OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool needs_dx, bool needs_dw) {
   OpCost c;
-  // dW = dyᵀ·x (2MNK), dx = dy·W (2MNK), db (MN).
-  c.flops = 2.0 * double(M) * double(N) * double(K) * (needs_dx ? 2 : 1) + (has_bias ? double(M * N) : 0);
-  c.bytes_read = double(M * N) * 4 + double(M * K) * 4 + double(N * K) * 4 * (needs_dx ? 2 : 1);
-  c.bytes_written = double(N * K) * 4 + (needs_dx ? double(M * K) * 4 : 0) + (has_bias ? double(N) * 4 : 0);
+  // dW = dyᵀ·x (2MNK, skipped for a frozen weight), dx = dy·W (2MNK), db (MN).
+  const int gemms = (needs_dx ? 1 : 0) + (needs_dw ? 1 : 0);
+  c.flops = 2.0 * double(M) * double(N) * double(K) * gemms + (has_bias ? double(M * N) : 0);
+  c.bytes_read = double(M * N) * 4 + (needs_dw ? double(M * K) * 4 + double(N * K) * 4 : 0) +
+                 (needs_dx ? double(N * K) * 4 : 0);
+  c.bytes_written = (needs_dw ? double(N * K) * 4 : 0) + (needs_dx ? double(M * K) * 4 : 0) +
+                    (has_bias ? double(N) * 4 : 0);
   return c;
 }
 

@@ -21,6 +21,6 @@ void linear_forward_cpu(float* y, const float* x, const float* W, const float* b
 // db: [N] += Σ_m dy (when not null)
 void linear_backward_cpu(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W, int64_t M,
                          int64_t N, int64_t K);
-OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool needs_dx);
+OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool needs_dx, bool needs_dw = true);
 
 }  // namespace tach::ops

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/trace.h"
+#include "ops/linear.h"
 #include "ops/op_cost.h"
 #include "tach/tensor.h"
 #include "train/parameters.h"
@@ -28,6 +29,14 @@ inline float* g(const Parameter* p) { return p->trainable && p->grad.defined() ?
 // A fused tensor's gradient, or null when every part is frozen.
 inline float* g(const FusedTensor& t) { return t.grad.defined() ? t.grad.data<float>() : nullptr; }
 inline void zero(const Tensor& t) { std::memset(t.raw(), 0, t.nbytes()); }
+
+// The linear's backward as an op: its declared cost counts only the GEMMs that run (a frozen
+// weight's dW is skipped, and so is its cost). Arguments as ops::linear_backward_cpu.
+inline void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
+                            int64_t M, int64_t N, int64_t K) {
+  OpSpan o("linear_backward", ops::linear_backward_cost(M, N, K, db != nullptr, dx != nullptr, dW != nullptr));
+  ops::linear_backward_cpu(dx, dW, db, dy, x, W, M, N, K);
+}
 
 }  // namespace step
 

@@ -4,6 +4,7 @@
 #include "cpu/train_gemm.h"
 #include "tach/error.h"
 #include "tach/train.h"
+#include "train/lora.h"
 #include "train/train_step.h"
 #include "train/training_model.h"
 
@@ -16,7 +17,7 @@ class Stepper final : public TrainStepper {
   explicit Stepper(const Options& o)
       : options_(o),
         source_(train::open_training_model(o.model, o.seed)),
-        model_(build(source_, o.seed)),
+        model_(build(source_, o)),
         optimizer_(model_->params, adam(o), train::DecayScope::trainer, o.fused),
         state_(model_->new_state(o.fused)) {
     source_.store.reset();
@@ -53,10 +54,20 @@ class Stepper final : public TrainStepper {
   }
 
  private:
-  static std::unique_ptr<train::TrainableModel> build(train::TrainingModelSource& s, uint64_t seed) {
+  // The model, with its LoRA adapters before the optimizer sees the parameter table.
+  static std::unique_ptr<train::TrainableModel> build(train::TrainingModelSource& s, const Options& o) {
     std::vector<std::string> labels = s.id2label();
     if (labels.empty()) labels = {"LABEL_0", "LABEL_1"};  // a bare encoder: transformers' default head
-    return train::build_trainable_model(s, labels, s.problem_type(), seed, nullptr);
+    auto m = train::build_trainable_model(s, labels, s.problem_type(), o.seed, nullptr);
+    if (o.lora) {
+      train::LoraOptions lo;
+      lo.r = o.lora_r;
+      lo.alpha = float(o.lora_alpha);
+      lo.target_modules = train::default_lora_targets(s.model_type);
+      lo.modules_to_save = {"classifier", "score"};
+      train::attach_lora(*m, lo, o.seed);
+    }
+    return m;
   }
   static train::AdamWConfig adam(const Options& o) {
     train::AdamWConfig a;

@@ -230,8 +230,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     core::Span head_span(core::SpanKind::module, "classifier");
     zero(a.d_head);
     {
-      OpSpan o("linear_backward", ops::linear_backward_cost(B, L, C, true, true));
-      ops::linear_backward_cpu(f(a.d_head), g(m.classifier_weight), g(m.classifier_bias), d_logits, f(a.head_dropped),
+      step::linear_backward(f(a.d_head), g(m.classifier_weight), g(m.classifier_bias), d_logits, f(a.head_dropped),
                                f(m.classifier_weight), B, L, C);
     }
     dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
@@ -242,8 +241,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     else
       ops::relu_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
     zero(a.d_head);
-    OpSpan o("linear_backward", ops::linear_backward_cost(B, C, C, true, true));
-    ops::linear_backward_cpu(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(a.first),
+    step::linear_backward(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(a.first),
                              f(m.head_dense_weight), B, C, C);
     lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(a.first), B, a, dr);
   }
@@ -270,8 +268,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
       dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
       zero(a.d_ffn);
       {
-        OpSpan o("linear_backward", ops::linear_backward_cost(N, C, I, true, true));
-        ops::linear_backward_cpu(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act),
+        step::linear_backward(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act),
                                  f(w.ffn_out_weight), N, C, I);
       }
       lora_bwd(m, w.ffn_out_lora, f(a.d_ffn), f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
@@ -281,8 +278,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
           OpSpan o("bias_gelu_backward", ops::gelu_backward_cost(N * I));
           ops::bias_gelu_backward_cpu(f(s.ffn_act), g(w.ffn_in_bias), f(s.ffn_pre), f(a.d_ffn), N, I);
         }
-        OpSpan o("linear_backward", ops::linear_backward_cost(N, I, C, false, true));
-        ops::linear_backward_cpu(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1),
+        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1),
                                  f(w.ffn_in_weight), N, I, C);
         lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
       } else {
@@ -294,8 +290,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
           OpSpan o("gelu_backward", ops::gelu_backward_cost(N * I));
           ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
         }
-        OpSpan o("linear_backward", ops::linear_backward_cost(N, I, C, true, true));
-        ops::linear_backward_cpu(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
+        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
                                  f(w.ffn_in_weight), N, I, C);
         lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
       }
@@ -312,8 +307,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     // d(context) goes into residual1's buffer, no longer needed.
     zero(s.residual1);
     {
-      OpSpan o("linear_backward", ops::linear_backward_cost(N, C, C, true, true));
-      ops::linear_backward_cpu(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context),
+      step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context),
                                f(w.out_weight), N, C, C);
     }
     lora_bwd(m, w.out_lora, f(s.residual1), f(a.d_scratch), C, f(s.context), N, a, dr);
@@ -324,8 +318,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
                                   f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
                                   key(dr, site_attention_probs(int64_t(li))));
     }
-    OpSpan o("linear_backward", ops::linear_backward_cost(N, 3 * C, C, true, true));
-    ops::linear_backward_cpu(f(a.d_hidden), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input),
+    step::linear_backward(f(a.d_hidden), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input),
                              f(w.qkv_weight.value), N, 3 * C, C);
     lora_bwd(m, w.qkv_lora, f(a.d_hidden), f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
   }

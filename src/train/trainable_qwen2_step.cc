@@ -210,8 +210,7 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
   {
     core::Span head_span(core::SpanKind::module, "score");
     zero(a.d_pooled);
-    OpSpan o("linear_backward", ops::linear_backward_cost(B, L, C, false, true));
-    ops::linear_backward_cpu(f(a.d_pooled), g(score), nullptr, d_logits, f(a.pooled), f(score), B, L, C);
+    step::linear_backward(f(a.d_pooled), g(score), nullptr, d_logits, f(a.pooled), f(score), B, L, C);
   }
   core::Span model_span(core::SpanKind::module, "model");
   {
@@ -236,14 +235,12 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
       core::Span span(core::SpanKind::module, "mlp");
       zero(a.d_act);
       {
-        OpSpan o("linear_backward", ops::linear_backward_cost(N, C, I, false, true));
-        ops::linear_backward_cpu(f(a.d_act), g(w.down), nullptr, f(a.d_resid), f(s.act), f(w.down), N, C, I);
+        step::linear_backward(f(a.d_act), g(w.down), nullptr, f(a.d_resid), f(s.act), f(w.down), N, C, I);
       }
       lora_bwd(*this, w.down_lora, f(a.d_act), f(a.d_resid), C, f(s.act), N, a, dr);
       ops::silu_gate_backward(a.d_gate_up, s.gate_up, a.d_act);
       zero(a.d_x);
-      OpSpan o("linear_backward", ops::linear_backward_cost(N, 2 * I, C, false, true));
-      ops::linear_backward_cpu(f(a.d_x), g(w.gate_up), nullptr, f(a.d_gate_up), f(s.x2), f(w.gate_up.value), N,
+      step::linear_backward(f(a.d_x), g(w.gate_up), nullptr, f(a.d_gate_up), f(s.x2), f(w.gate_up.value), N,
                                2 * I, C);
       lora_bwd(*this, w.gate_up_lora, f(a.d_x), f(a.d_gate_up), 2 * I, f(s.x2), N, a, dr);
     }
@@ -256,8 +253,7 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
       core::Span span(core::SpanKind::module, "self_attn");
       zero(a.d_context);
       {
-        OpSpan o("linear_backward", ops::linear_backward_cost(N, C, HD, false, true));
-        ops::linear_backward_cpu(f(a.d_context), g(w.o_proj), nullptr, f(a.d_resid), f(s.context), f(w.o_proj), N, C,
+        step::linear_backward(f(a.d_context), g(w.o_proj), nullptr, f(a.d_resid), f(s.context), f(w.o_proj), N, C,
                                  HD);
       }
       lora_bwd(*this, w.o_lora, f(a.d_context), f(a.d_resid), C, f(s.context), N, a, dr);
@@ -266,8 +262,7 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
                                      args);
       ops::rope_backward(a.d_qkv, H, KVH, D, a.rope);
       zero(a.d_x);
-      OpSpan o("linear_backward", ops::linear_backward_cost(N, QKV, C, true, true));
-      ops::linear_backward_cpu(f(a.d_x), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.x1),
+      step::linear_backward(f(a.d_x), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.x1),
                                f(w.qkv_weight.value), N, QKV, C);
       lora_bwd(*this, w.qkv_lora, f(a.d_x), f(a.d_qkv), QKV, f(s.x1), N, a, dr);
     }

@@ -41,6 +41,9 @@ struct ProfileFlags {
   bool train = false;  // profile training steps (forward, loss, backward, AdamW) instead of forwards
   double lr = 5e-5;
   std::string exec = "eager";
+  std::string method = "full";
+  int64_t lora_r = 8;
+  double lora_alpha = 8;
 };
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -77,6 +80,10 @@ int run_profile(const ProfileFlags& f) {
     so.lr = f.lr;
     check(f.exec == "eager" || f.exec == "fused", "--exec must be eager or fused, got " + f.exec);
     so.fused = f.exec == "fused";
+    check(f.method == "full" || f.method == "lora", "--method must be full or lora, got " + f.method);
+    so.lora = f.method == "lora";
+    so.lora_r = f.lora_r;
+    so.lora_alpha = f.lora_alpha;
     so.bf16 = f.dtype == "bf16";
     stepper = TrainStepper::create(so);
     for (const auto& n : stepper->notes()) std::cerr << "tach: note: " << n << "\n";
@@ -96,7 +103,8 @@ int run_profile(const ProfileFlags& f) {
     };
   }
   const std::string what =
-      f.train ? "training steps (forward with the loss, backward, AdamW; exec " + f.exec + ")" : "forwards";
+      f.train ? "training steps (forward with the loss, backward, AdamW; " + f.method + ", exec " + f.exec + ")"
+              : "forwards";
 
   std::string dir = f.output_dir;
   if (dir.empty()) {
@@ -261,6 +269,12 @@ Command add_profile_command(CLI::App& app) {
                 "Profile training steps (forward with the loss, backward, clipping, AdamW) on random ids and labels; "
                 "backward ops appear under module paths starting with backward.");
   sub->add_option("--lr", f->lr, "--train: the learning rate of the steps")->capture_default_str();
+  sub->add_option("--method", f->method,
+                  "--train: full (every parameter) or lora (adapters on every linear of the layers, as tach train "
+                  "--method lora with its defaults)")
+      ->capture_default_str();
+  sub->add_option("--lora-r", f->lora_r, "--train --method lora: the rank")->capture_default_str();
+  sub->add_option("--lora-alpha", f->lora_alpha, "--train --method lora: alpha")->capture_default_str();
   sub->add_option("--exec", f->exec, "--train: eager (one op at a time, every intermediate kept) or fused")
       ->capture_default_str();
   return {sub, [f] { return run_profile(*f); }};
