@@ -15,6 +15,7 @@
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/lora.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 #include "ops/silu_gate.h"
@@ -260,6 +261,32 @@ TEST(Backward, CausalGroupedQueryAttentionWithPadding) {
                                    mask.data(), a);
       return dot(out, dout);
     }, saved ? "dqkv (saved probabilities)" : "dqkv (recomputed)");
+  }
+}
+
+// A LoRA adapter on rows [1, 1 + N) of a wider output, with and without dropout on its input
+// (the backward draws the same mask again from the key): dx, dA and dB.
+TEST(Backward, LoraWithDropout) {
+  const int64_t M = 4, K = 6, N = 3, r = 2, ldy = 5;
+  auto x = randn(M * K, 91), A = randn(r * K, 92), Bw = randn(N * r, 93);
+  const auto dout = randn(M * ldy, 94);
+  for (float p : {0.0f, 0.4f}) {
+    LoraShape s;
+    s.M = M, s.K = K, s.N = N, s.r = r, s.scale = 1.5f, s.dropout = p, s.dropout_key = dropout_key(5, 1, 2);
+    std::vector<float> y(M * ldy, 0.f), xa(M * r), scratch(M * K + M * r);
+    lora_forward_cpu(y.data() + 1, ldy, xa.data(), x.data(), A.data(), Bw.data(), s, scratch.data());
+    std::vector<float> dx(M * K, 0.f), dA(r * K, 0.f), dB(N * r, 0.f);
+    lora_backward_cpu(dx.data(), dA.data(), dB.data(), dout.data() + 1, ldy, x.data(), xa.data(), A.data(),
+                      Bw.data(), s, scratch.data());
+    const auto loss = [&] {
+      std::fill(y.begin(), y.end(), 0.f);
+      lora_forward_cpu(y.data() + 1, ldy, xa.data(), x.data(), A.data(), Bw.data(), s, scratch.data());
+      return dot(y, dout);
+    };
+    const std::string tag = p > 0 ? " (dropout 0.4)" : "";
+    expect_finite_difference(x, dx, loss, "dx" + tag);
+    expect_finite_difference(A, dA, loss, "dA" + tag);
+    expect_finite_difference(Bw, dB, loss, "dB" + tag);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -195,6 +196,44 @@ TEST(Lora, TrainSavesAPeftAdapterThatReloads) {
   train::load_peft_adapter_weights(*fresh, r.saved_model);
   fresh->forward(*again, batch, {});
   for (int i = 0; i < 4; ++i) EXPECT_EQ(again->logits.data<float>()[i], state->logits.data<float>()[i]);
+}
+
+// An adapter made for another model or rank is refused, naming the tensor.
+TEST(Lora, AnAdapterThatDoesNotFitIsRefused) {
+  auto src = train::open_training_model(test::fixtures_dir() + "/encoders/bert-cls2-f32", 0);
+  auto bert = train::build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr);
+  train::LoraOptions o;
+  o.r = 4;
+  o.target_modules = {"query"};
+  o.modules_to_save = {"classifier"};
+  train::attach_lora(*bert, o, 0);
+  const std::string other = test::error_of(
+      [&] { train::load_peft_adapter_weights(*bert, test::fixtures_dir() + "/lora/distilbert-cls2-f32/adapter_init"); });
+  EXPECT_NE(other.find("has no place in this model (BertForSequenceClassification with LoRA r=4)"), std::string::npos)
+      << other;
+  auto src2 = train::open_training_model(test::fixtures_dir() + "/encoders/distilbert-cls2-f32", 0);
+  auto distil = train::build_trainable_model(src2, src2.id2label(), src2.problem_type(), 0, nullptr);
+  o.r = 2;
+  o.target_modules = train::default_lora_targets("distilbert");
+  train::attach_lora(*distil, o, 0);
+  const std::string rank = test::error_of(
+      [&] { train::load_peft_adapter_weights(*distil, test::fixtures_dir() + "/lora/distilbert-cls2-f32/adapter_init"); });
+  EXPECT_NE(rank.find("is [4, 16], the model's is [2, 16]"), std::string::npos) << rank;
+}
+
+// Qwen2 attention dropout is not built: a config asking for it is refused rather than ignored.
+TEST(Lora, Qwen2AttentionDropoutIsRefused) {
+  test::TempDir dir;
+  const std::string from = test::fixtures_dir() + "/decoders/qwen2-cls-kv1-f32";
+  std::filesystem::copy(from, dir.path() + "/m");
+  std::ifstream in(from + "/config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["attention_dropout"] = 0.1;
+  std::ofstream(dir.path() + "/m/config.json", std::ios::trunc) << config.dump();
+  auto src = train::open_training_model(dir.path() + "/m", 0);
+  const std::string err = test::error_of(
+      [&] { train::build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr); });
+  EXPECT_NE(err.find("attention_dropout"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -152,11 +152,9 @@ void load_peft_adapter_weights(TrainableModel& model, const std::string& dir) {
   const std::string prefix = "base_model.model.";
   for (const auto& e : file.header().entries) {
     const std::string name = e.name.rfind(prefix, 0) == 0 ? e.name.substr(prefix.size()) : e.name;
-    Parameter* p = nullptr;
-    for (auto& q : model.params.entries())
-      if (q.name == name) p = &q;
-    check(p != nullptr, path + ": tensor '" + e.name + "' has no place in this model (" + model.architecture() +
+    check(model.params.find(name) != nullptr, path + ": tensor '" + e.name + "' has no place in this model (" + model.architecture() +
                             " with LoRA r=" + std::to_string(model.lora->options.r) + ")");
+    Parameter* p = &model.params.at(name);
     check(e.shape == p->value.shape(), path + ": '" + e.name + "' is " + shape_str(e.shape) + ", the model's is " +
                                            shape_str(p->value.shape()));
     const Tensor t = file.tensor(e).to(DType::f32);

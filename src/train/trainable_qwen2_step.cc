@@ -159,8 +159,10 @@ void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const
       ops::rope_forward(s.qkv, H, KVH, D, a.rope);
       ops::causal_attention_forward_train(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD,
                                           f(s.qkv) + HD + KD, mask, args);
-      OpSpan o("linear", ops::linear_cost(N, C, HD, DType::f32, false));
-      ops::linear_forward_cpu(f(a.scratch), f(s.context), f(w.o_proj), nullptr, N, C, HD);
+      {
+        OpSpan o("linear", ops::linear_cost(N, C, HD, DType::f32, false));
+        ops::linear_forward_cpu(f(a.scratch), f(s.context), f(w.o_proj), nullptr, N, C, HD);
+      }
       lora_fwd(*this, w.o_lora, f(a.scratch), C, f(s.context), N, a, dr);
     }
     // resid_mid = resid_in + attention; x2 = post_attention_layernorm(resid_mid), in one pass.
