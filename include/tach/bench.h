@@ -27,6 +27,7 @@ struct StoppingRule {
 struct BenchConfig {
   std::string model = "preset:distilbert-base-uncased";
   std::string tokenizer;  // texts: a tokenizer file or directory; default the model directory's
+  std::string adapter;    // a peft LoRA adapter directory merged into the weights at load (empty: none)
   std::vector<std::string> devices{"cpu"};
   std::vector<std::string> dtypes{"f32"};  // f32 | bf16 (compute)
   std::vector<int64_t> batch_sizes{1, 2, 4, 8, 16, 32};

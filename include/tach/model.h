@@ -56,6 +56,9 @@ struct LoadOptions {
   Device device = Device::cpu();
   DType compute = DType::f32;  // f32, or bf16 (GEMM inputs rounded to bf16, f32 accumulation)
   uint64_t seed = 0;           // synthetic weights of presets
+  // A LoRA adapter directory as peft saves it (empty: none), merged into the weights at load;
+  // the head it carries (modules_to_save) replaces the checkpoint's.
+  std::string adapter;
 };
 
 // Work one forward pass does, from the ops' declared costs.

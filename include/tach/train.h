@@ -54,6 +54,9 @@ struct TrainOptions {
   double lora_dropout = 0;
   std::vector<std::string> lora_target_modules;  // default: every linear of the layers (docs/cli.md)
   std::vector<std::string> modules_to_save;      // default: classifier, score (PEFT's for SEQ_CLS)
+  // A peft LoRA adapter directory to continue training from: its options (r, alpha, dropout,
+  // targets, modules_to_save) and weights replace the lora_* options above.
+  std::string adapter;
 
   std::string runs_dir = "runs";
   std::string run_id;        // default: UTC time and model name

@@ -174,6 +174,7 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
       lo.device = parse_device(device);
       lo.compute = compute_dtype(dtype);
       lo.seed = config.seed;
+      lo.adapter = config.adapter;
       model = load_model(config.model, lo);
       const MemoryStats after = memory_stats(Device::cpu());
       const int64_t bytes = (after.total.current + after.mapped.current) - (before.total.current + before.mapped.current);

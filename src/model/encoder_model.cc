@@ -9,6 +9,7 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/encoder_build.h"
+#include "model/peft_adapter.h"
 #include "model/presets.h"
 #include "model/compute_note.h"
 #include "model/encoder_model.h"
@@ -122,6 +123,14 @@ std::unique_ptr<Model> load_encoder(const ModelLocation& loc, const LoadOptions&
     }
   }
 
+  if (!options.adapter.empty()) {
+    auto adapter = model::PeftAdapter::open(options.adapter);
+    if (adapter->head_tensor("classifier.weight")) {
+      config.classification_head = true;
+      config.id2label = model::labels_with_adapter(*adapter, "classifier.weight", config.id2label);
+    }
+    binder->set_adapter(adapter, {"distilbert.", "bert."}, spec);
+  }
   const bool head = config.classification_head;
   model::BuiltEncoder built = config.family == model::EncoderFamily::bert
                                   ? model::build_bert(config, *binder, options.compute, head)

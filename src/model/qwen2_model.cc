@@ -1,6 +1,7 @@
 // The Qwen2 Model: sequence classification pooled at the last non-pad token, vocabulary
 // logits, and greedy generation with a key/value cache.
 #include "model/qwen2_model.h"
+#include "model/peft_adapter.h"
 #include "model/compute_note.h"
 
 #include <algorithm>
@@ -235,6 +236,17 @@ std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& o
     info.source = loc.dir + (loc.revision.empty() ? "" : " (revision " + loc.revision + ")");
     // Qwen2Model checkpoints keep their tensors at the top level; the task models under "model.".
     binder.emplace(store, std::vector<std::string>{"model.", ""}, "embed_tokens.weight", config_path);
+  }
+  if (!options.adapter.empty()) {
+    auto adapter = PeftAdapter::open(options.adapter);
+    if (adapter->head_tensor("score.weight")) {
+      // A classifier adapter on a base language model: the task model peft wrapped.
+      config.classification_head = true;
+      config.causal_lm = false;
+      config.architecture = "Qwen2ForSequenceClassification";
+      config.id2label = labels_with_adapter(*adapter, "score.weight", config.id2label);
+    }
+    binder->set_adapter(adapter, {"model."}, loc.spec);
   }
   Qwen2Weights weights = build_qwen2(config, *binder, options.compute);
   // The layers are packed copies now; only the embedding table (and a tied LM head) still read

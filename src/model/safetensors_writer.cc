@@ -132,4 +132,16 @@ void write_directory_atomically(const std::string& dir, const std::function<void
   if (replacing) fs::remove_all(old, ec);
 }
 
+void copy_tokenizer_files(const std::string& src_dir, const std::string& dst_dir) {
+  namespace fs = std::filesystem;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
+                           "vocab.json", "merges.txt"}) {
+    const fs::path src = fs::path(src_dir) / name;
+    std::error_code ec;
+    if (!fs::exists(src)) continue;
+    fs::copy_file(src, fs::path(dst_dir) / name, fs::copy_options::overwrite_existing, ec);
+    check(!ec, (fs::path(dst_dir) / name).string() + ": cannot copy the tokenizer file (" + ec.message() + ")");
+  }
+}
+
 }  // namespace tach::model

@@ -26,4 +26,8 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // `dir` (an existing `dir` is replaced only after the new one is complete).
 void write_directory_atomically(const std::string& dir, const std::function<void(const std::string& tmp)>& fill);
 
+// Copies the tokenizer files a model directory may hold (tokenizer.json, vocab.txt, merges.txt,
+// their configs) from src_dir into dst_dir, so that a written model tokenizes as its source did.
+void copy_tokenizer_files(const std::string& src_dir, const std::string& dst_dir);
+
 }  // namespace tach::model

@@ -76,7 +76,21 @@ WeightBinder WeightBinder::synthetic(uint64_t seed) {
   return b;
 }
 
+void WeightBinder::set_adapter(std::shared_ptr<PeftAdapter> adapter, std::vector<std::string> prefixes,
+                               std::string model_name) {
+  adapter_ = std::move(adapter);
+  adapter_prefixes_ = std::move(prefixes);
+  adapter_model_name_ = std::move(model_name);
+}
+
 Tensor WeightBinder::bind(const std::string& full_name, const std::string& shown_name, const Shape& shape) {
+  Tensor t = bind_base(full_name, shown_name, shape);
+  if (!adapter_) return t;
+  Tensor merged = adapter_->merged(full_name, t, adapter_prefixes_, adapter_model_name_);
+  return merged.defined() ? merged : t;
+}
+
+Tensor WeightBinder::bind_base(const std::string& full_name, const std::string& shown_name, const Shape& shape) {
   parameters_ += shape_numel(shape);
   if (synthetic_) {
     dtypes_.insert("f32");
@@ -104,9 +118,24 @@ Tensor WeightBinder::bind(const std::string& full_name, const std::string& shown
 
 Tensor WeightBinder::take(const std::string& name, const Shape& shape) { return bind(prefix_ + name, name, shape); }
 
-Tensor WeightBinder::take_head(const std::string& name, const Shape& shape) { return bind(name, name, shape); }
+Tensor WeightBinder::take_head(const std::string& name, const Shape& shape) {
+  if (adapter_ && adapter_->head_tensor(name)) {
+    const SafetensorsEntry* e = adapter_->head_tensor(name);
+    if (e->shape != shape)
+      throw Error(adapter_->dir() + ": the adapter's '" + name + "' is " + shape_str(e->shape) + ", the model '" +
+                  adapter_model_name_ + "' needs " + shape_str(shape) + " (" + config_source_ + ")");
+    parameters_ += shape_numel(shape);
+    adapter_heads_used_.insert(name);
+    if (!synthetic_ && store_->find(name)) used_.insert(name);  // replaced by the adapter's
+    return adapter_->load_head(name);
+  }
+  return bind(name, name, shape);
+}
 
-bool WeightBinder::has_head(const std::string& name) const { return synthetic_ || store_->find(name) != nullptr; }
+bool WeightBinder::has_head(const std::string& name) const {
+  if (adapter_ && adapter_->head_tensor(name)) return true;
+  return synthetic_ || store_->find(name) != nullptr;
+}
 
 bool WeightBinder::has(const std::string& name) const {
   if (synthetic_) return true;
@@ -116,6 +145,14 @@ bool WeightBinder::has(const std::string& name) const {
 
 std::vector<std::string> WeightBinder::finish() const {
   std::vector<std::string> notes;
+  if (adapter_) {
+    adapter_->check_all_used(adapter_model_name_);
+    for (const auto& n : adapter_->modules_to_save_names())
+      if (!adapter_heads_used_.count(n))
+        throw Error("the adapter in " + adapter_->dir() + " was made for base model '" + adapter_->base_model() +
+                    "' and does not fit '" + adapter_model_name_ + "': its tensor '" + n + "' has no place in it");
+    notes.push_back(adapter_->describe());
+  }
   if (synthetic_) return notes;
   std::vector<std::string> ignored, unexpected;
   for (const auto& n : store_->names()) {

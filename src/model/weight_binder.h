@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/checkpoint.h"
+#include "model/peft_adapter.h"
 #include "tach/tensor.h"
 
 namespace tach::model {
@@ -33,6 +34,11 @@ class WeightBinder {
   // heads of other tasks) are returned as notes; anything else is an error.
   std::vector<std::string> finish() const;
 
+  // Merges a LoRA adapter into every weight it targets as it is bound, and takes the heads it
+  // carries in place of the checkpoint's. `prefixes`: the family's task-model name prefixes;
+  // `model_name` names the model in errors. finish() then checks that the adapter fit.
+  void set_adapter(std::shared_ptr<PeftAdapter> adapter, std::vector<std::string> prefixes, std::string model_name);
+
   int64_t parameters() const { return parameters_; }
   std::string stored_dtypes() const;  // "f32", "bf16", or "f16+f32"
   const std::string& prefix() const { return prefix_; }
@@ -40,6 +46,7 @@ class WeightBinder {
  private:
   WeightBinder() = default;
   Tensor bind(const std::string& full_name, const std::string& shown_name, const Shape& shape);
+  Tensor bind_base(const std::string& full_name, const std::string& shown_name, const Shape& shape);
   Tensor synthesize(const std::string& name, const Shape& shape) const;
 
   const WeightStore* store_ = nullptr;
@@ -50,6 +57,10 @@ class WeightBinder {
   uint64_t seed_ = 0;
   std::set<std::string> used_;
   std::set<std::string> dtypes_;
+  std::shared_ptr<PeftAdapter> adapter_;
+  std::vector<std::string> adapter_prefixes_;
+  std::string adapter_model_name_;
+  std::set<std::string> adapter_heads_used_;
   int64_t parameters_ = 0;
 };
 

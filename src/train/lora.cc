@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/peft_adapter.h"
 #include "model/safetensors.h"
 #include "model/safetensors_writer.h"
 #include "ops/dropout.h"
@@ -151,7 +152,8 @@ void load_peft_adapter_weights(TrainableModel& model, const std::string& dir) {
   const auto file = model::SafetensorsFile::open(path);
   const std::string prefix = "base_model.model.";
   for (const auto& e : file.header().entries) {
-    const std::string name = e.name.rfind(prefix, 0) == 0 ? e.name.substr(prefix.size()) : e.name;
+    std::string name = e.name.rfind(prefix, 0) == 0 ? e.name.substr(prefix.size()) : e.name;
+    if (auto at = name.find("modules_to_save.default."); at != std::string::npos) name.erase(at, 24);
     check(model.params.find(name) != nullptr, path + ": tensor '" + e.name + "' has no place in this model (" + model.architecture() +
                             " with LoRA r=" + std::to_string(model.lora->options.r) + ")");
     Parameter* p = &model.params.at(name);
@@ -160,6 +162,21 @@ void load_peft_adapter_weights(TrainableModel& model, const std::string& dir) {
     const Tensor t = file.tensor(e).to(DType::f32);
     std::memcpy(p->value.raw(), t.raw(), p->value.nbytes());
   }
+}
+
+LoraOptions lora_options_of(const model::PeftAdapter& a) {
+  check(!a.rslora(), a.dir() + ": an rsLoRA adapter (use_rslora); tach trains adapters scaled by alpha / r (it can "
+                              "still merge this one: tach classify, eval or bench --adapter, tach merge)");
+  check(!a.has_patterns(), a.dir() + ": rank_pattern or alpha_pattern gives modules their own rank or alpha; tach "
+                                     "trains one rank and alpha for all (it can still merge this adapter)");
+  LoraOptions o;
+  o.r = a.r();
+  o.alpha = a.alpha();
+  o.dropout = a.lora_dropout();
+  o.target_modules = a.target_modules();
+  o.modules_to_save = a.modules_to_save();
+  check(!o.target_modules.empty(), a.dir() + "/adapter_config.json: target_modules is empty");
+  return o;
 }
 
 std::vector<std::string> default_lora_targets(const std::string& model_type) {
@@ -195,7 +212,10 @@ void save_peft_adapter(const std::string& dir, const TrainableModel& m, const st
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (const auto& p : m.params.entries())
       if (p.trainable) tensors.emplace_back("base_model.model." + p.name, p.value.contiguous());
-    model::write_safetensors(tmp + "/adapter_model.safetensors", tensors, {{"format", "pt"}});
+    // The head's labels ride in the file's metadata (peft ignores it), so that tach classify
+    // --adapter names the classes this adapter was trained on.
+    model::write_safetensors(tmp + "/adapter_model.safetensors", tensors,
+                             {{"format", "pt"}, {model::kAdapterLabelsKey, nlohmann::json(m.labels()).dump()}});
     model::write_file_atomically(tmp + "/adapter_config.json", config.dump(2) + "\n");
   });
 }

@@ -11,6 +11,10 @@
 #include "tach/tensor.h"
 #include "train/parameters.h"
 
+namespace tach::model {
+class PeftAdapter;
+}
+
 namespace tach::train {
 
 struct DropoutRates;
@@ -65,6 +69,10 @@ class LoraSet {
 // error listing the model's linear names), freezes the rest except modules_to_save, and frees
 // the frozen parameters' gradients. init_seed draws A as PEFT does (Kaiming-uniform).
 void attach_lora(TrainableModel& model, const LoraOptions& options, uint64_t init_seed);
+
+// The options of an adapter peft (or tach) saved, to train it further. rsLoRA and per-module
+// rank or alpha patterns are refused: the training engine scales every adapter by alpha / r.
+LoraOptions lora_options_of(const model::PeftAdapter& adapter);
 
 // The linears the workflow targets by default: every linear of the layers.
 std::vector<std::string> default_lora_targets(const std::string& model_type);

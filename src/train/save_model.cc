@@ -35,16 +35,7 @@ void save_hf_model(const std::string& dir, const TrainableModel& m, const nlohma
     for (const auto& p : m.params.entries()) tensors.emplace_back(p.name, p.value.contiguous());
     model::write_safetensors(tmp + "/model.safetensors", tensors, {{"format", "pt"}});
     model::write_file_atomically(tmp + "/config.json", config.dump(2) + "\n");
-    if (tokenizer_dir.empty()) return;
-    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
-                             "vocab.json", "merges.txt"}) {
-      const fs::path src = fs::path(tokenizer_dir) / name;
-      std::error_code ec;
-      if (fs::exists(src)) {
-        fs::copy_file(src, fs::path(tmp) / name, fs::copy_options::overwrite_existing, ec);
-        check(!ec, (fs::path(tmp) / name).string() + ": cannot copy the tokenizer file (" + ec.message() + ")");
-      }
-    }
+    if (!tokenizer_dir.empty()) model::copy_tokenizer_files(tokenizer_dir, tmp);
   });
 }
 

@@ -58,6 +58,7 @@ void visit(TrainOptions& o, F&& f) {
   f("lora_dropout", o.lora_dropout);
   f("lora_target_modules", o.lora_target_modules);
   f("modules_to_save", o.modules_to_save);
+  f("adapter", o.adapter);
   f("runs_dir", o.runs_dir);
   f("run_id", o.run_id);
   f("save", o.save_dir);
@@ -147,6 +148,9 @@ void validate_options(const TrainOptions& o) {
   check(o.dtype == "f32" || o.dtype == "bf16", "--dtype must be f32 or bf16, got " + o.dtype);
   check(o.exec == "eager" || o.exec == "fused", "--exec must be eager or fused, got " + o.exec);
   check(o.method == "full" || o.method == "lora", "--method must be full or lora, got " + o.method);
+  check(o.adapter.empty() || o.method == "lora",
+        "--adapter continues training a LoRA adapter; it needs --method lora (to run a model with an adapter "
+        "merged in, use tach classify, eval or bench --adapter, or tach merge)");
   check(o.lora_r >= 1, "--lora-r must be at least 1, got " + std::to_string(o.lora_r));
   check(std::isfinite(o.lora_alpha) && o.lora_alpha > 0, "--lora-alpha must be positive");
   check(o.lora_dropout >= 0 && o.lora_dropout < 1, "--lora-dropout must be in [0, 1)");

@@ -30,12 +30,20 @@
 #include "train/train_eval.h"
 #include "train/train_options.h"
 #include "train/trainable_model.h"
+#include "model/peft_adapter.h"
 #include "train/lora.h"
 #include "train/training_model.h"
 
 namespace tach {
 
 namespace {
+
+// 16 rather than 16.000000.
+std::string shortest(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -146,7 +154,15 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   Dataset train_set = read_dataset(train_source);
   if (o.max_samples > 0 && int64_t(train_set.examples.size()) > o.max_samples) train_set.examples.resize(size_t(o.max_samples));
   std::vector<std::string> head_notes;
-  if (!src.checkpoint_has_head) {
+  // Training on from a peft adapter: its head (modules_to_save) decides the labels' count.
+  std::shared_ptr<model::PeftAdapter> adapter;
+  int64_t adapter_head_rows = 0;
+  if (!o.adapter.empty()) {
+    adapter = model::PeftAdapter::open(o.adapter);
+    adapter_head_rows = std::max(adapter->head_rows("classifier.weight"), adapter->head_rows("score.weight"));
+    if (adapter_head_rows > 0 && !adapter->id2label().empty()) labels = adapter->id2label();
+  }
+  if (!src.checkpoint_has_head && !(adapter && !adapter->id2label().empty() && adapter_head_rows > 0)) {
     // A new head: its labels come from --labels or the data, its problem type from --problem-type.
     problem_type = o.problem_type.empty() ? "single_label_classification" : o.problem_type;
     labels = o.labels.empty() ? train::labels_from_data(train_set, problem_type == "multi_label_classification")
@@ -158,6 +174,9 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
               " labels); drop --labels to train it");
   }
   if (problem_type.empty()) problem_type = labels.size() == 1 ? "regression" : "single_label_classification";
+  check(adapter_head_rows == 0 || int64_t(labels.size()) == adapter_head_rows,
+        "the adapter in " + o.adapter + " has a head for " + std::to_string(adapter_head_rows) + " labels, but " +
+            std::to_string(labels.size()) + " come from " + (src.checkpoint_has_head ? o.model : "the data"));
   const std::unique_ptr<train::TrainableModel> model_ptr =
       train::build_trainable_model(src, labels, problem_type, o.seed, &head_notes);
   train::TrainableModel& model = *model_ptr;
@@ -169,8 +188,14 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
     lo.target_modules = o.lora_target_modules.empty() ? train::default_lora_targets(src.model_type)
                                                       : o.lora_target_modules;
     lo.modules_to_save = o.modules_to_save.empty() ? std::vector<std::string>{"classifier", "score"} : o.modules_to_save;
+    if (adapter) lo = train::lora_options_of(*adapter);
     train::attach_lora(model, lo, o.seed);
-    head_notes.push_back("LoRA: r " + std::to_string(lo.r) + ", alpha " + std::to_string(o.lora_alpha) + ", " +
+    if (adapter) {
+      train::load_peft_adapter_weights(model, o.adapter);
+      head_notes.push_back("LoRA: continuing " + adapter->describe().substr(0, adapter->describe().find(')') + 1) +
+                           "; its options replace the --lora-* flags");
+    }
+    head_notes.push_back("LoRA: r " + std::to_string(lo.r) + ", alpha " + shortest(lo.alpha) + ", " +
                          std::to_string(model.lora->adapters.size()) + " adapters; " +
                          std::to_string(model.params.count(true)) + " of " + std::to_string(model.params.count(false)) +
                          " parameters train");

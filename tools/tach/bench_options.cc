@@ -44,6 +44,10 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
                      "Model: preset:NAME, a directory with config.json and safetensors, or a hub id in the HF cache "
                      "(default " + d.model + ")"),
      [&v](BenchConfig& c) { c.model = v.model; });
+  on(sub->add_option("--adapter", v.adapter,
+                     "A LoRA adapter directory as peft saves it (adapter_config.json, adapter_model.safetensors), "
+                     "merged into the model's weights at load"),
+     [&v](BenchConfig& c) { c.adapter = v.adapter; });
   on(sub->add_option("-k,--tokenizer", v.tokenizer,
                      "Tokenizer for dataset texts: tokenizer.json or a directory (default: the model directory's)"),
      [&v](BenchConfig& c) { c.tokenizer = v.tokenizer; });

@@ -35,6 +35,7 @@ struct ClassifyOptions {
   int threads = 0;
   std::string compute = "f32";
   uint64_t seed = 0;
+  std::string adapter;  // a peft LoRA adapter merged at load
   int show_rows = 8;
   bool json = false;
 };
@@ -144,6 +145,7 @@ int run_classify(const ClassifyOptions& opt) {
   check(opt.warmup >= 0 && opt.repeat >= 1, "--warmup must be >= 0 and --repeat >= 1");
   LoadOptions lo;
   lo.seed = opt.seed;
+  lo.adapter = opt.adapter;
   lo.compute = opt.compute == "bf16" ? DType::bf16 : DType::f32;
   check(opt.compute == "f32" || opt.compute == "bf16", "--compute '" + opt.compute + "': expected f32 or bf16");
 
@@ -280,6 +282,9 @@ Command add_classify_command(CLI::App& app) {
   sub->add_option("-t,--threads", opt->threads, "Threads (default: all cores, or OMP_NUM_THREADS)");
   sub->add_option("--dtype", opt->compute, "Compute dtype: f32 or bf16")->capture_default_str();
   sub->add_option("--compute", opt->compute, "Same as --dtype (the former name)")->group("");  // hidden alias
+  sub->add_option("--adapter", opt->adapter,
+                  "A LoRA adapter directory as peft saves it (adapter_config.json, adapter_model.safetensors), merged "
+                  "into the weights at load; its head replaces the model's");
   sub->add_option("--seed", opt->seed, "Seed for preset weights and random ids")->capture_default_str();
   sub->add_option("--show-rows", opt->show_rows, "Rows to print")->capture_default_str();
   sub->add_flag("--json", opt->json, "Print machine-readable JSON (schema tach.classify/1)");

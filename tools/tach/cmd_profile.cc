@@ -38,6 +38,7 @@ struct ProfileFlags {
   bool gzip = false;
   int threads = 0;
   uint64_t seed = 0;
+  std::string adapter;  // a peft LoRA adapter merged at load (forward profiles)
   bool train = false;  // profile training steps (forward, loss, backward, AdamW) instead of forwards
   double lr = 5e-5;
   std::string exec = "eager";
@@ -93,6 +94,7 @@ int run_profile(const ProfileFlags& f) {
   } else {
     LoadOptions lo;
     lo.seed = f.seed;
+    lo.adapter = f.adapter;
     lo.compute = f.dtype == "bf16" ? DType::bf16 : DType::f32;
     model = load_model(f.model, lo);
     check(model->info().classifier, f.model + " has no classification head to profile a forward of");
@@ -264,6 +266,8 @@ Command add_profile_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--gzip", f->gzip, "Write trace.json.gz (zlib) instead of trace.json");
   sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");
+  sub->add_option("--adapter", f->adapter,
+                  "A LoRA adapter directory (peft's format) merged into the weights at load, for a forward profile");
   sub->add_option("--seed", f->seed, "Seed for preset weights and ids")->capture_default_str();
   sub->add_flag("--train", f->train,
                 "Profile training steps (forward with the loss, backward, clipping, AdamW) on random ids and labels; "

@@ -1,0 +1,159 @@
+#include "tach/merge.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/peft_adapter.h"
+#include "model/safetensors_writer.h"
+#include "tach/error.h"
+
+namespace tach {
+
+using namespace model;
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+// What merging needs to know of a family: the task model's name prefix, its head and the
+// classifier architecture a head turns the base into.
+struct FamilyNames {
+  std::string prefix, head, classifier_architecture;
+  std::vector<std::string> head_roots;  // top-level head modules
+};
+
+FamilyNames family_names(const std::string& model_type) {
+  if (model_type == "bert") return {"bert.", "classifier.weight", "BertForSequenceClassification", {"classifier."}};
+  if (model_type == "distilbert")
+    return {"distilbert.", "classifier.weight", "DistilBertForSequenceClassification", {"pre_classifier.", "classifier."}};
+  if (model_type == "qwen2") return {"model.", "score.weight", "Qwen2ForSequenceClassification", {"score."}};
+  throw Error("tach merge: model_type '" + model_type + "' is not one tach builds (bert, distilbert, qwen2)");
+}
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  check(static_cast<bool>(in), path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::exception& e) {
+    throw Error(path + ": not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+MergeResult merge_adapter(const MergeOptions& o) {
+  check(o.dtype == "keep" || o.dtype == "f32", "--dtype must be keep or f32, got " + o.dtype);
+  check(!o.output.empty(), "tach merge: an output directory is needed (-o DIR)");
+  const ModelLocation loc = resolve_model(o.model);
+  check(loc.kind != ModelLocation::Kind::preset,
+        "tach merge writes a checkpoint from a base checkpoint's files; " + o.model +
+            " is a preset with synthetic weights (use tach classify --adapter to run it with the adapter)");
+  check(fs::weakly_canonical(o.output) != fs::weakly_canonical(loc.dir),
+        "tach merge: the output directory is the base model's own (" + loc.dir + "); write somewhere else");
+  const std::string config_path = (fs::path(loc.dir) / "config.json").string();
+  json config = read_json_file(config_path);
+  const std::string model_type = load_config_model_type(config_path);
+  const FamilyNames names = family_names(model_type);
+  const WeightStore store = open_checkpoint_weights(loc.dir);
+  auto adapter = PeftAdapter::open(o.adapter);
+
+  MergeResult r;
+  const bool adapter_head = adapter->head_tensor(names.head) != nullptr;
+  bool base_head = store.find(names.head) != nullptr;
+  const bool classifier = adapter_head || base_head;
+  // A task model's checkpoint keeps the body under its prefix; a bare base model's does not. A
+  // classifier written from a bare base needs the prefix, or transformers would take the file
+  // for a bare model and draw a new head.
+  auto is_head = [&](const std::string& n) {
+    for (const auto& h : names.head_roots)
+      if (starts_with(n, h)) return true;
+    return false;
+  };
+  auto out_name = [&](const std::string& n) {
+    if (!classifier || is_head(n) || starts_with(n, names.prefix)) return n;
+    if (model_type == "qwen2" && starts_with(n, "lm_head.")) return n;
+    return names.prefix + n;
+  };
+
+  std::map<DType, int> dtype_count;
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& n : store.names()) {
+    const StoredTensor* st = store.find(n);
+    dtype_count[st->dtype]++;
+    if (adapter_head && is_head(n) && adapter->head_tensor(n)) continue;  // the adapter's replaces it
+    if (adapter_head && model_type == "qwen2" && starts_with(n, "lm_head.")) {
+      r.notes.push_back("dropped " + n + ": the adapter makes a sequence classifier, which has no LM head");
+      continue;
+    }
+    Tensor t = st->load();
+    Tensor merged = adapter->merged(n, t, {names.prefix}, o.model);
+    if (merged.defined()) {
+      ++r.merged_weights;
+      t = o.dtype == "f32" || st->dtype == DType::f32 ? merged : merged.to(st->dtype, MemoryCategory::weights);
+    } else if (o.dtype == "f32" && t.dtype() != DType::f32) {
+      t = t.to(DType::f32, MemoryCategory::weights);
+    }
+    tensors.emplace_back(out_name(n), t.contiguous());
+  }
+  adapter->check_all_used(o.model);
+  // The adapter's own tensors: the head it trained (modules_to_save), in the base's main dtype.
+  DType main_dtype = DType::f32;
+  int most = 0;
+  for (const auto& [d, c] : dtype_count)
+    if (c > most) most = c, main_dtype = d;
+  for (const auto& n : adapter->modules_to_save_names()) {
+    check(is_head(n) || store.find(n) != nullptr,
+          "the adapter in " + o.adapter + " was made for base model '" + adapter->base_model() + "' and does not fit '" +
+              o.model + "': its tensor '" + n + "' has no place in it");
+    Tensor t = adapter->load_head(n);
+    if (o.dtype == "keep" && main_dtype != DType::f32) t = t.to(main_dtype, MemoryCategory::weights);
+    tensors.emplace_back(out_name(n), t);
+    ++r.head_tensors;
+  }
+  r.tensors = int64_t(tensors.size());
+
+  // config.json: a head from the adapter makes the base a classifier with the adapter's labels.
+  if (adapter_head) {
+    std::vector<std::string> config_labels;
+    if (config.contains("id2label") && config["id2label"].is_object() && base_head)
+      for (size_t i = 0; i < config["id2label"].size(); ++i)
+        config_labels.push_back(config["id2label"].value(std::to_string(i), "LABEL_" + std::to_string(i)));
+    r.labels = labels_with_adapter(*adapter, names.head, config_labels);
+    json id2label = json::object(), label2id = json::object();
+    for (size_t i = 0; i < r.labels.size(); ++i) {
+      id2label[std::to_string(i)] = r.labels[i];
+      label2id[r.labels[i]] = int64_t(i);
+    }
+    config["id2label"] = id2label;
+    config["label2id"] = label2id;
+    config["architectures"] = json::array({names.classifier_architecture});
+  }
+  r.architecture = config.contains("architectures") && config["architectures"].is_array() &&
+                           !config["architectures"].empty()
+                       ? config["architectures"][0].get<std::string>()
+                       : model_type;
+  if (config.contains("torch_dtype") && o.dtype == "f32") config["torch_dtype"] = "float32";
+  if (config.contains("dtype") && o.dtype == "f32") config["dtype"] = "float32";
+
+  write_directory_atomically(o.output, [&](const std::string& tmp) {
+    write_safetensors(tmp + "/model.safetensors", tensors,
+                      {{"format", "pt"}, {"tach.merged_adapter", adapter->describe()}});
+    write_file_atomically(tmp + "/config.json", config.dump(2) + "\n");
+    copy_tokenizer_files(loc.dir, tmp);
+  });
+  r.bytes = int64_t(fs::file_size(fs::path(o.output) / "model.safetensors"));
+  return r;
+}
+
+}  // namespace tach
