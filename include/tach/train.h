@@ -125,6 +125,7 @@ class TrainStepper {
     bool fused = false;         // --exec fused: the fused kernels (docs/architecture.md)
     bool bf16 = false;          // mixed precision: bf16 GEMM inputs, f32 masters (emulated where the CPU lacks bf16)
     bool lora = false;          // LoRA on every linear of the layers (tach train --method lora's defaults)
+    bool qlora = false;         // and the frozen base's layer weights in NF4 (implies lora)
     int64_t lora_r = 8;
     double lora_alpha = 8;
   };

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include <cstring>
+#include <set>
 
 #include "tach/error.h"
 
@@ -41,7 +42,7 @@ FusedTensor ParameterTable::add_fused(const std::string& fused_name,
   }
   shape[0] = rows;
   FusedTensor fused{Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::weights),
-                    Tensor::zeros(shape, DType::f32, Device::cpu(), MemoryCategory::gradients)};
+                    Tensor::zeros(shape, DType::f32, Device::cpu(), MemoryCategory::gradients), fused_name, nullptr};
   int64_t row = 0;
   for (const auto& [name, t] : parts) {
     check(!index_.count(name), "parameter '" + name + "' registered twice");
@@ -80,7 +81,47 @@ void ParameterTable::zero_grad() {
 int64_t ParameterTable::count(bool trainable_only) const {
   int64_t n = 0;
   for (const auto& p : entries_)
-    if (!trainable_only || p.trainable) n += p.value.numel();
+    if (!trainable_only || p.trainable) n += p.numel();
+  return n;
+}
+
+void ParameterTable::quantize_nf4(FusedTensor& fused) {
+  std::vector<Parameter*> parts;
+  std::vector<int64_t> rows;
+  for (auto& p : entries_)
+    if (p.fused == fused.name) {
+      check(!p.trainable, "NF4: '" + p.name + "' trains; only frozen weights are quantized");
+      parts.push_back(&p);
+      rows.push_back(p.value.size(0));
+    }
+  check(!parts.empty() && fused.value.dim() == 2, "NF4: '" + fused.name + "' is not a fused weight matrix");
+  fused.nf4 = std::make_shared<const cpu::Nf4Matrix>(
+      cpu::quantize_nf4_matrix(fused.value.data<float>(), rows, fused.value.size(1)));
+  for (Parameter* p : parts) {
+    p->shape = p->value.shape();
+    p->value = Tensor();
+    p->grad = Tensor();
+    p->nf4 = fused.nf4;
+  }
+  fused.value = Tensor();
+  fused.grad = Tensor();
+}
+
+void ParameterTable::quantize_nf4(Parameter& p) {
+  check(!p.trainable, "NF4: '" + p.name + "' trains; only frozen weights are quantized");
+  check(p.value.dim() == 2 && p.fused.empty(), "NF4: '" + p.name + "' is not a weight matrix of its own");
+  p.nf4 = std::make_shared<const cpu::Nf4Matrix>(
+      cpu::quantize_nf4_matrix(p.value.data<float>(), {p.value.size(0)}, p.value.size(1)));
+  p.shape = p.value.shape();
+  p.value = Tensor();
+  p.grad = Tensor();
+}
+
+int64_t ParameterTable::nf4_bytes() const {
+  std::set<const cpu::Nf4Matrix*> seen;
+  int64_t n = 0;
+  for (const auto& p : entries_)
+    if (p.nf4 && seen.insert(p.nf4.get()).second) n += p.nf4->bytes();
   return n;
 }
 

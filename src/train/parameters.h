@@ -13,6 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include <memory>
+
+#include "cpu/nf4.h"
 #include "tach/tensor.h"
 
 namespace tach::train {
@@ -25,10 +28,17 @@ struct Parameter {
   bool decay = true;         // weight decay applies to it
   std::string fused;         // the fused tensor this is a row slice of, or ""
   int64_t fused_row = 0;     // its first row there
+  // QLoRA: a frozen linear weight kept in NF4 (then `value` is released and `shape` remembers
+  // it). For a part of a fused tensor the NF4 copy is the fused tensor's.
+  std::shared_ptr<const cpu::Nf4Matrix> nf4;
+  Shape shape;
+  int64_t numel() const { return value.defined() ? value.numel() : shape_numel(shape); }
 };
 
 struct FusedTensor {
   Tensor value, grad;        // [Σ rows, ...]
+  std::string name;
+  std::shared_ptr<const cpu::Nf4Matrix> nf4;  // QLoRA: the frozen weight in NF4, value released
 };
 
 class ParameterTable {
@@ -43,6 +53,13 @@ class ParameterTable {
   const Parameter* find(const std::string& name) const;
   std::deque<Parameter>& entries() { return entries_; }
   const std::deque<Parameter>& entries() const { return entries_; }
+
+  // QLoRA: a frozen linear weight to NF4, each Hugging Face tensor quantized on its own as
+  // bitsandbytes quantizes each nn.Linear; the f32 master (and its parts' views) is released.
+  void quantize_nf4(FusedTensor& fused);
+  void quantize_nf4(Parameter& weight);
+  // Bytes of the NF4 weights (codes, absmax values and scales).
+  int64_t nf4_bytes() const;
 
   void zero_grad();
   // Parameters (elements), all or trainable only.

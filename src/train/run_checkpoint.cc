@@ -41,7 +41,8 @@ void save_run_checkpoint(const std::string& run_dir, int64_t step, const Paramet
   const fs::path dir = fs::path(run_dir) / (kPrefix + std::to_string(step));
   model::write_directory_atomically(dir.string(), [&](const std::string& tmp) {
     std::vector<std::pair<std::string, Tensor>> weights;
-    for (const auto& p : params.entries()) weights.emplace_back(p.name, p.value);
+    for (const auto& p : params.entries())  // NF4 weights are quantized again from the base on resume
+      if (p.value.defined()) weights.emplace_back(p.name, p.value);
     model::write_safetensors(tmp + "/model.safetensors", weights);
     model::write_safetensors(tmp + "/optimizer.safetensors", optimizer.state());
     model::write_file_atomically(tmp + "/trainer_state.json", trainer_state.dump(2) + "\n");
@@ -70,7 +71,8 @@ std::string latest_run_checkpoint(const std::string& run_dir) {
 
 nlohmann::json load_run_checkpoint(const std::string& dir, ParameterTable& params, AdamWOptimizer& optimizer) {
   const auto weights = model::SafetensorsFile::open(dir + "/model.safetensors");
-  for (auto& p : params.entries()) restore(weights, p.name, p.value);
+  for (auto& p : params.entries())
+    if (p.value.defined()) restore(weights, p.name, p.value);
   const auto moments = model::SafetensorsFile::open(dir + "/optimizer.safetensors");
   for (const auto& [name, t] : optimizer.state()) restore(moments, name, t);
   std::ifstream in(dir + "/trainer_state.json");

@@ -147,8 +147,9 @@ void validate_options(const TrainOptions& o) {
   check(o.eval_every >= 0 && o.save_every >= 0, "--eval-every and --save-every must be >= 0");
   check(o.dtype == "f32" || o.dtype == "bf16", "--dtype must be f32 or bf16, got " + o.dtype);
   check(o.exec == "eager" || o.exec == "fused", "--exec must be eager or fused, got " + o.exec);
-  check(o.method == "full" || o.method == "lora", "--method must be full or lora, got " + o.method);
-  check(o.adapter.empty() || o.method == "lora",
+  check(o.method == "full" || o.method == "lora" || o.method == "qlora",
+        "--method must be full, lora or qlora, got " + o.method);
+  check(o.adapter.empty() || o.method != "full",
         "--adapter continues training a LoRA adapter; it needs --method lora (to run a model with an adapter "
         "merged in, use tach classify, eval or bench --adapter, or tach merge)");
   check(o.lora_r >= 1, "--lora-r must be at least 1, got " + std::to_string(o.lora_r));

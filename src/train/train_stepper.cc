@@ -59,13 +59,14 @@ class Stepper final : public TrainStepper {
     std::vector<std::string> labels = s.id2label();
     if (labels.empty()) labels = {"LABEL_0", "LABEL_1"};  // a bare encoder: transformers' default head
     auto m = train::build_trainable_model(s, labels, s.problem_type(), o.seed, nullptr);
-    if (o.lora) {
+    if (o.lora || o.qlora) {
       train::LoraOptions lo;
       lo.r = o.lora_r;
       lo.alpha = float(o.lora_alpha);
       lo.target_modules = train::default_lora_targets(s.model_type);
       lo.modules_to_save = {"classifier", "score"};
       train::attach_lora(*m, lo, o.seed);
+      if (o.qlora) m->quantize_base_nf4();
     }
     return m;
   }

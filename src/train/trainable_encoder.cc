@@ -151,6 +151,19 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   a.d_first = make({B, C});
 }
 
+int64_t TrainableEncoder::quantize_base_nf4() {
+  int64_t n = 0;
+  for (auto& l : layers) {
+    if (!any_part_trainable(params, l.qkv_weight)) params.quantize_nf4(l.qkv_weight), n += 3;
+    for (Parameter* p : {l.out_weight, l.ffn_in_weight, l.ffn_out_weight})
+      if (!p->trainable) params.quantize_nf4(*p), ++n;
+  }
+  // BERT's pooler is an nn.Linear that bitsandbytes quantizes too; DistilBERT's pre_classifier
+  // trains (a module to save) and stays f32.
+  if (head_dense_weight && !head_dense_weight->trainable) params.quantize_nf4(*head_dense_weight), ++n;
+  return n;
+}
+
 }  // namespace tach::train
 
 namespace tach::train {

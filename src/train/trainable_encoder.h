@@ -46,6 +46,7 @@ struct TrainableEncoder final : TrainableModel {
   bool uses_token_types() const override { return bert(); }
   std::vector<LinearSite> linear_sites() override;
   void release_frozen_grads() override;
+  int64_t quantize_base_nf4() override;
   std::unique_ptr<ForwardState> new_state(bool fused) const override;
   void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const override;
   void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,

@@ -24,6 +24,7 @@ namespace {
 
 using step::f;
 using step::g;
+using step::wt;
 using step::zero;
 
 // Dropout sites, one key per site and micro-batch.
@@ -111,10 +112,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
     core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
     {
       core::Span span(core::SpanKind::module, "attention");
-      {
-        OpSpan o("linear", ops::linear_cost(N, 3 * C, C, DType::f32, true));
-        ops::linear_forward_cpu(f(s.qkv), f(s.input), f(w.qkv_weight.value), f(w.qkv_bias.value), N, 3 * C, C);
-      }
+      step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
       lora_fwd(m, w.qkv_lora, f(s.qkv), 3 * C, f(s.input), N, a, dr);
       {
         OpSpan o("attention", ops::attention_cost(B, T, H, D));
@@ -127,20 +125,14 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
       const uint64_t out_key = key(dr, site_attention_output(int64_t(li)));
       if (a.fused) {
         // The projection goes to a scratch buffer (d_scratch is free in the forward), then one pass.
-        {
-          OpSpan o("linear", ops::linear_cost(N, C, C, DType::f32, true));
-          ops::linear_forward_cpu(f(a.d_scratch), f(s.context), f(w.out_weight), f(w.out_bias), N, C, C);
-        }
+        step::linear_forward(f(a.d_scratch), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
         lora_fwd(m, w.out_lora, f(a.d_scratch), C, f(s.context), N, a, dr);
         OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
         ops::dropout_add_layer_norm_forward_cpu(f(s.residual1), f(s.hidden1), f(a.d_scratch), f(s.input),
                                                 f(w.ln1_gamma), f(w.ln1_beta), N, C, eps, out_p, out_key, f(s.mean1),
                                                 f(s.rstd1));
       } else {
-        {
-          OpSpan o("linear", ops::linear_cost(N, C, C, DType::f32, true));
-          ops::linear_forward_cpu(f(s.residual1), f(s.context), f(w.out_weight), f(w.out_bias), N, C, C);
-        }
+        step::linear_forward(f(s.residual1), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
         lora_fwd(m, w.out_lora, f(s.residual1), C, f(s.context), N, a, dr);
         dropout_fwd(f(s.residual1), N * C, out_p, out_key);
         ops::add_inplace(f(s.residual1), f(s.input), N * C);
@@ -152,18 +144,12 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
     core::Span span(core::SpanKind::module, "ffn");
     const bool gelu = m.config.hidden_act != "relu";
     if (a.fused && gelu) {
-      {
-        OpSpan o("linear", ops::linear_cost(N, I, C, DType::f32, false));
-        ops::linear_forward_cpu(f(s.ffn_pre), f(s.hidden1), f(w.ffn_in_weight), nullptr, N, I, C);
-      }
+      step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), nullptr, N, I, C);
       lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
       OpSpan o("bias_gelu", ops::gelu_cost(N * I));
       ops::bias_gelu_forward_cpu(f(s.ffn_pre), f(s.ffn_act), f(w.ffn_in_bias), N, I);
     } else {
-      {
-        OpSpan o("linear", ops::linear_cost(N, I, C, DType::f32, true));
-        ops::linear_forward_cpu(f(s.ffn_pre), f(s.hidden1), f(w.ffn_in_weight), f(w.ffn_in_bias), N, I, C);
-      }
+      step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), f(w.ffn_in_bias), N, I, C);
       lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
       if (gelu) {
         OpSpan o("gelu", ops::gelu_cost(N * I));
@@ -174,10 +160,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
       }
     }
     if (a.fused) {
-      {
-        OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, true));
-        ops::linear_forward_cpu(f(a.d_scratch), f(s.ffn_act), f(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
-      }
+      step::linear_forward(f(a.d_scratch), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
       lora_fwd(m, w.ffn_out_lora, f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
       OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
       ops::dropout_add_layer_norm_forward_cpu(f(s.residual2), f(out), f(a.d_scratch), f(s.hidden1), f(w.ln2_gamma),
@@ -185,10 +168,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
                                               f(s.mean2), f(s.rstd2));
       continue;
     }
-    {
-      OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, true));
-      ops::linear_forward_cpu(f(s.residual2), f(s.ffn_act), f(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
-    }
+    step::linear_forward(f(s.residual2), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
     lora_fwd(m, w.ffn_out_lora, f(s.residual2), C, f(s.ffn_act), N, a, dr);
     dropout_fwd(f(s.residual2), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
     ops::add_inplace(f(s.residual2), f(s.hidden1), N * C);
@@ -201,10 +181,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
   // The head on the first token: BERT's pooler (tanh), DistilBERT's pre_classifier (ReLU).
   core::Span head_span(core::SpanKind::module, "classifier");
   for (int64_t b = 0; b < B; ++b) std::memcpy(f(a.first) + b * C, f(a.output) + b * T * C, sizeof(float) * size_t(C));
-  {
-    OpSpan o("linear", ops::linear_cost(B, C, C, DType::f32, true));
-    ops::linear_forward_cpu(f(a.head_hidden), f(a.first), f(m.head_dense_weight), f(m.head_dense_bias), B, C, C);
-  }
+  step::linear_forward(f(a.head_hidden), f(a.first), wt(m.head_dense_weight), f(m.head_dense_bias), B, C, C);
   lora_fwd(m, m.head_dense_lora, f(a.head_hidden), C, f(a.first), B, a, dr);
   if (bert)
     ops::tanh_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
@@ -242,7 +219,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
       ops::relu_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
     zero(a.d_head);
     step::linear_backward(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(a.first),
-                             f(m.head_dense_weight), B, C, C);
+                             wt(m.head_dense_weight), B, C, C);
     lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(a.first), B, a, dr);
   }
   // Only the first token of each row reaches the head.
@@ -268,8 +245,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
       dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
       zero(a.d_ffn);
       {
-        step::linear_backward(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act),
-                                 f(w.ffn_out_weight), N, C, I);
+        step::linear_backward(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act), wt(w.ffn_out_weight), N, C, I);
       }
       lora_bwd(m, w.ffn_out_lora, f(a.d_ffn), f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
       // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
@@ -278,8 +254,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
           OpSpan o("bias_gelu_backward", ops::gelu_backward_cost(N * I));
           ops::bias_gelu_backward_cpu(f(s.ffn_act), g(w.ffn_in_bias), f(s.ffn_pre), f(a.d_ffn), N, I);
         }
-        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1),
-                                 f(w.ffn_in_weight), N, I, C);
+        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight), N, I, C);
         lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
       } else {
         zero(s.ffn_act);
@@ -290,8 +265,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
           OpSpan o("gelu_backward", ops::gelu_backward_cost(N * I));
           ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
         }
-        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
-                                 f(w.ffn_in_weight), N, I, C);
+        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight), N, I, C);
         lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
       }
     }
@@ -307,8 +281,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     // d(context) goes into residual1's buffer, no longer needed.
     zero(s.residual1);
     {
-      step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context),
-                               f(w.out_weight), N, C, C);
+      step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context), wt(w.out_weight), N, C, C);
     }
     lora_bwd(m, w.out_lora, f(s.residual1), f(a.d_scratch), C, f(s.context), N, a, dr);
     {
@@ -318,8 +291,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
                                   f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
                                   key(dr, site_attention_probs(int64_t(li))));
     }
-    step::linear_backward(f(a.d_hidden), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input),
-                             f(w.qkv_weight.value), N, 3 * C, C);
+    step::linear_backward(f(a.d_hidden), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N, 3 * C, C);
     lora_bwd(m, w.qkv_lora, f(a.d_hidden), f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
   }
 

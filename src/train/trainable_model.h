@@ -62,6 +62,10 @@ class TrainableModel {
   virtual std::vector<LinearSite> linear_sites() = 0;
   // After freezing: drops the gradients of fused tensors whose every part is frozen.
   virtual void release_frozen_grads() = 0;
+  // QLoRA: every frozen nn.Linear weight (the layers', and BERT's pooler) to NF4 (train/parameters.h),
+  // as bitsandbytes quantizes every nn.Linear but the output head; embeddings, norms, biases and
+  // the trained head stay f32. Returns how many weight matrices were quantized.
+  virtual int64_t quantize_base_nf4() = 0;
 
   virtual std::unique_ptr<ForwardState> new_state(bool fused) const = 0;
   // state.logits: [B, L]. batch: input_ids, attention_mask (and token_type_ids where used).

@@ -60,6 +60,17 @@ std::unique_ptr<ForwardState> TrainableQwen2::new_state(bool fused) const {
   return s;
 }
 
+int64_t TrainableQwen2::quantize_base_nf4() {
+  int64_t n = 0;
+  for (auto& l : layers) {
+    if (!any_part_trainable(params, l.qkv_weight)) params.quantize_nf4(l.qkv_weight), n += 3;
+    if (!any_part_trainable(params, l.gate_up)) params.quantize_nf4(l.gate_up), n += 2;
+    for (Parameter* p : {l.o_proj, l.down})
+      if (!p->trainable) params.quantize_nf4(*p), ++n;
+  }
+  return n;
+}
+
 }  // namespace tach::train
 
 namespace tach::train {

@@ -36,6 +36,7 @@ struct TrainableQwen2 final : TrainableModel {
   bool uses_token_types() const override { return false; }
   std::vector<LinearSite> linear_sites() override;
   void release_frozen_grads() override;
+  int64_t quantize_base_nf4() override;
   std::unique_ptr<ForwardState> new_state(bool fused) const override;
   void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const override;
   void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,

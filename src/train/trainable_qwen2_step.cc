@@ -23,6 +23,7 @@ namespace {
 
 using step::f;
 using step::g;
+using step::wt;
 using step::zero;
 
 std::string layer_module(size_t i) { return core::tracing() ? core::concat("layers.", i) : std::string(); }
@@ -151,18 +152,12 @@ void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const
     }
     {
       core::Span span(core::SpanKind::module, "self_attn");
-      {
-        OpSpan o("linear", ops::linear_cost(N, QKV, C, DType::f32, true));
-        ops::linear_forward_cpu(f(s.qkv), f(s.x1), f(w.qkv_weight.value), f(w.qkv_bias.value), N, QKV, C);
-      }
+      step::linear_forward(f(s.qkv), f(s.x1), wt(w.qkv_weight), f(w.qkv_bias.value), N, QKV, C);
       lora_fwd(*this, w.qkv_lora, f(s.qkv), QKV, f(s.x1), N, a, dr);  // before RoPE, as PEFT's q_proj
       ops::rope_forward(s.qkv, H, KVH, D, a.rope);
       ops::causal_attention_forward_train(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD,
                                           f(s.qkv) + HD + KD, mask, args);
-      {
-        OpSpan o("linear", ops::linear_cost(N, C, HD, DType::f32, false));
-        ops::linear_forward_cpu(f(a.scratch), f(s.context), f(w.o_proj), nullptr, N, C, HD);
-      }
+      step::linear_forward(f(a.scratch), f(s.context), wt(w.o_proj), nullptr, N, C, HD);
       lora_fwd(*this, w.o_lora, f(a.scratch), C, f(s.context), N, a, dr);
     }
     // resid_mid = resid_in + attention; x2 = post_attention_layernorm(resid_mid), in one pass.
@@ -172,16 +167,10 @@ void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const
       ops::rms_norm_forward_cpu(f(s.x2), f(s.resid_mid), f(a.scratch), f(w.post_norm), N, C, shape.eps, f(s.rstd2));
     }
     core::Span span(core::SpanKind::module, "mlp");
-    {
-      OpSpan o("linear", ops::linear_cost(N, 2 * I, C, DType::f32, false));
-      ops::linear_forward_cpu(f(s.gate_up), f(s.x2), f(w.gate_up.value), nullptr, N, 2 * I, C);
-    }
+    step::linear_forward(f(s.gate_up), f(s.x2), wt(w.gate_up), nullptr, N, 2 * I, C);
     lora_fwd(*this, w.gate_up_lora, f(s.gate_up), 2 * I, f(s.x2), N, a, dr);
     ops::silu_gate_forward(s.act, s.gate_up);
-    {
-      OpSpan o("linear", ops::linear_cost(N, C, I, DType::f32, false));
-      ops::linear_forward_cpu(f(a.scratch), f(s.act), f(w.down), nullptr, N, C, I);
-    }
+    step::linear_forward(f(a.scratch), f(s.act), wt(w.down), nullptr, N, C, I);
     lora_fwd(*this, w.down_lora, f(a.scratch), C, f(s.act), N, a, dr);
     const Tensor& out = li + 1 < layers.size() ? a.layers[li + 1].resid_in : a.resid_out;
     std::memcpy(f(out), f(s.resid_mid), s.resid_mid.nbytes());
@@ -237,13 +226,12 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
       core::Span span(core::SpanKind::module, "mlp");
       zero(a.d_act);
       {
-        step::linear_backward(f(a.d_act), g(w.down), nullptr, f(a.d_resid), f(s.act), f(w.down), N, C, I);
+        step::linear_backward(f(a.d_act), g(w.down), nullptr, f(a.d_resid), f(s.act), wt(w.down), N, C, I);
       }
       lora_bwd(*this, w.down_lora, f(a.d_act), f(a.d_resid), C, f(s.act), N, a, dr);
       ops::silu_gate_backward(a.d_gate_up, s.gate_up, a.d_act);
       zero(a.d_x);
-      step::linear_backward(f(a.d_x), g(w.gate_up), nullptr, f(a.d_gate_up), f(s.x2), f(w.gate_up.value), N,
-                               2 * I, C);
+      step::linear_backward(f(a.d_x), g(w.gate_up), nullptr, f(a.d_gate_up), f(s.x2), wt(w.gate_up), N, 2 * I, C);
       lora_bwd(*this, w.gate_up_lora, f(a.d_x), f(a.d_gate_up), 2 * I, f(s.x2), N, a, dr);
     }
     {
@@ -255,8 +243,7 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
       core::Span span(core::SpanKind::module, "self_attn");
       zero(a.d_context);
       {
-        step::linear_backward(f(a.d_context), g(w.o_proj), nullptr, f(a.d_resid), f(s.context), f(w.o_proj), N, C,
-                                 HD);
+        step::linear_backward(f(a.d_context), g(w.o_proj), nullptr, f(a.d_resid), f(s.context), wt(w.o_proj), N, C, HD);
       }
       lora_bwd(*this, w.o_lora, f(a.d_context), f(a.d_resid), C, f(s.context), N, a, dr);
       ops::causal_attention_backward(f(a.d_qkv), f(a.d_qkv) + HD, f(a.d_qkv) + HD + KD, f(a.d_context),
@@ -264,8 +251,7 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
                                      args);
       ops::rope_backward(a.d_qkv, H, KVH, D, a.rope);
       zero(a.d_x);
-      step::linear_backward(f(a.d_x), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.x1),
-                               f(w.qkv_weight.value), N, QKV, C);
+      step::linear_backward(f(a.d_x), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.x1), wt(w.qkv_weight), N, QKV, C);
       lora_bwd(*this, w.qkv_lora, f(a.d_x), f(a.d_qkv), QKV, f(s.x1), N, a, dr);
     }
     OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));

@@ -180,7 +180,7 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   const std::unique_ptr<train::TrainableModel> model_ptr =
       train::build_trainable_model(src, labels, problem_type, o.seed, &head_notes);
   train::TrainableModel& model = *model_ptr;
-  if (o.method == "lora") {
+  if (o.method == "lora" || o.method == "qlora") {
     train::LoraOptions lo;
     lo.r = o.lora_r;
     lo.alpha = float(o.lora_alpha);
@@ -199,6 +199,16 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
                          std::to_string(model.lora->adapters.size()) + " adapters; " +
                          std::to_string(model.params.count(true)) + " of " + std::to_string(model.params.count(false)) +
                          " parameters train");
+    if (o.method == "qlora") {
+      const int64_t before = memory_stats(Device::cpu()).by_category[int(MemoryCategory::weights)].current;
+      const int64_t matrices = model.quantize_base_nf4();
+      release_cached_memory(Device::cpu());
+      const int64_t after = memory_stats(Device::cpu()).by_category[int(MemoryCategory::weights)].current;
+      head_notes.push_back("QLoRA: " + std::to_string(matrices) + " frozen weight matrices in NF4 (blocks of 64, " +
+                           "double-quantized absmax, as bitsandbytes): " + std::to_string(model.params.nf4_bytes() >> 20) +
+                           " MiB; the weights category went from " + std::to_string(before >> 20) + " to " +
+                           std::to_string(after >> 20) + " MiB");
+    }
   }
   src.store.reset();  // every weight is an f32 master copy now
   for (const auto& n : head_notes) note(n);

@@ -81,8 +81,10 @@ int run_profile(const ProfileFlags& f) {
     so.lr = f.lr;
     check(f.exec == "eager" || f.exec == "fused", "--exec must be eager or fused, got " + f.exec);
     so.fused = f.exec == "fused";
-    check(f.method == "full" || f.method == "lora", "--method must be full or lora, got " + f.method);
+    check(f.method == "full" || f.method == "lora" || f.method == "qlora",
+          "--method must be full, lora or qlora, got " + f.method);
     so.lora = f.method == "lora";
+    so.qlora = f.method == "qlora";
     so.lora_r = f.lora_r;
     so.lora_alpha = f.lora_alpha;
     so.bf16 = f.dtype == "bf16";
@@ -274,8 +276,8 @@ Command add_profile_command(CLI::App& app) {
                 "backward ops appear under module paths starting with backward.");
   sub->add_option("--lr", f->lr, "--train: the learning rate of the steps")->capture_default_str();
   sub->add_option("--method", f->method,
-                  "--train: full (every parameter) or lora (adapters on every linear of the layers, as tach train "
-                  "--method lora with its defaults)")
+                  "--train: full (every parameter), lora (adapters on every linear of the layers, as tach train "
+                  "--method lora with its defaults) or qlora (the same, the frozen layer weights in NF4)")
       ->capture_default_str();
   sub->add_option("--lora-r", f->lora_r, "--train --method lora: the rank")->capture_default_str();
   sub->add_option("--lora-alpha", f->lora_alpha, "--train --method lora: alpha")->capture_default_str();

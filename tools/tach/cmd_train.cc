@@ -90,8 +90,9 @@ Command add_train_command(CLI::App& app) {
                   "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each, one "
                   "AdamW pass over all parameters)");
   sub->add_option("--method", o->method,
-                  "full (every parameter trains; default) or lora (adapters beside the linears, the base frozen, the "
-                  "head trained in full; saved as a PEFT adapter)");
+                  "full (every parameter trains; default), lora (adapters beside the linears, the base frozen, the "
+                  "head trained in full; saved as a PEFT adapter) or qlora (lora with the frozen layer weights in "
+                  "NF4, as bitsandbytes quantizes them)");
   sub->add_option("--lora-r", o->lora_r, "LoRA rank (default 8)");
   sub->add_option("--lora-alpha", o->lora_alpha, "LoRA alpha: the adapters scale by alpha / r (default 8)");
   sub->add_option("--lora-dropout", o->lora_dropout, "Dropout on the adapters' inputs (default 0)");

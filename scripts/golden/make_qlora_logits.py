@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""QLoRA references: the base loaded in 4-bit by transformers + bitsandbytes (NF4, blocks of 64,
+double quantization, f32 compute, on the CPU), with peft's adapter from adapter_init on top.
+
+    scripts/golden/make_qlora_logits.py tests/fixtures
+
+Writes tests/fixtures/lora/<case>/qlora_logits.json: the logits (eval mode) on every batch of
+tests/fixtures/train/<case>/batches.json. The trained heads (classifier, DistilBERT's
+pre_classifier, score) stay out of quantization, as in tach; BERT's frozen pooler is quantized
+in both.
+Development only: run with the virtualenv that has torch, transformers, peft and bitsandbytes.
+"""
+import json
+import os
+import sys
+
+import bitsandbytes
+import peft
+import torch
+import transformers
+from peft import PeftModel
+from transformers import AutoModelForSequenceClassification, BitsAndBytesConfig
+
+CASES = {
+    "distilbert-cls2-f32": "encoders/distilbert-cls2-f32",
+    "bert-cls2-f32": "encoders/bert-cls2-f32",
+    "qwen2-cls-kv1-f32": "decoders/qwen2-cls-kv1-f32",
+}
+
+
+def main(root):
+    for case, base in CASES.items():
+        q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                               bnb_4bit_compute_dtype=torch.float32,
+                               llm_int8_skip_modules=["classifier", "pre_classifier", "score"])
+        model = AutoModelForSequenceClassification.from_pretrained(
+            os.path.join(root, base), quantization_config=q, device_map="cpu", dtype=torch.float32,
+            attn_implementation="eager").eval()
+        n4 = sum(1 for m in model.modules() if isinstance(m, bitsandbytes.nn.Linear4bit))
+        pm = PeftModel.from_pretrained(model, os.path.join(root, "lora", case, "adapter_init")).eval()
+        has_types = model.config.model_type == "bert"
+        batches = json.load(open(os.path.join(root, "train", case, "batches.json")))
+        logits = []
+        with torch.no_grad():
+            for b in batches:
+                kw = {k: torch.tensor(b[k]) for k in ("input_ids", "attention_mask")}
+                if has_types:
+                    kw["token_type_ids"] = torch.tensor(b["token_type_ids"])
+                logits.append(pm(**kw).logits.float().tolist())
+        path = os.path.join(root, "lora", case, "qlora_logits.json")
+        with open(path, "w") as f:
+            json.dump({"base": base, "adapter": "adapter_init", "linear4bit_modules": n4, "logits": logits,
+                       "torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
+                       "bitsandbytes": bitsandbytes.__version__}, f, indent=1)
+        print("wrote", path, n4, "Linear4bit")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
