@@ -99,5 +99,47 @@ TEST(Qlora, TrainsOnAnNf4Base) {
     if (p.nf4) EXPECT_FALSE(p.value.defined()) << p.name << ": no f32 copy is kept";
 }
 
+// tach train --method full,lora,qlora --exec eager,fused: a run per combination and the table.
+TEST(Comparison, WritesOneRowPerMethodAndExec) {
+  test::TempDir dir;
+  TrainOptions o;
+  o.model = test::fixtures_dir() + "/encoders/distilbert-cls2-f32";
+  o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
+  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
+  o.eval_data.path = o.data.path;
+  o.runs_dir = dir.path();
+  o.run_id = "cmp";
+  o.epochs = 1;
+  o.batch_size = 4;
+  const TrainComparison c = run_training_comparison(o, {"full", "lora", "qlora"}, {"eager", "fused"});
+  ASSERT_EQ(c.rows.size(), 6u);
+  EXPECT_EQ(c.rows[0].method, "full");
+  EXPECT_EQ(c.rows[5].exec, "fused");
+  std::ifstream in(c.dir + "/comparison.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["schema"], "tach.train_comparison/1");
+  ASSERT_EQ(j["rows"].size(), 6u);
+  for (const auto& r : j["rows"]) {
+    EXPECT_GT(r["step_ms_median"].get<double>(), 0);
+    EXPECT_GE(r["step_ms_p90"].get<double>(), r["step_ms_median"].get<double>());
+    EXPECT_FALSE(r["dev_accuracy"].is_null());
+    EXPECT_GT(r["peak_bytes_by_category"]["weights"].get<int64_t>(), 0);
+  }
+  // full trains everything; LoRA and QLoRA the adapters and the head only, out of more in all.
+  EXPECT_EQ(j["rows"][0]["trainable_parameters"], j["rows"][0]["total_parameters"]);
+  EXPECT_LT(j["rows"][2]["trainable_parameters"].get<int64_t>(), j["rows"][0]["trainable_parameters"].get<int64_t>());
+  EXPECT_EQ(j["rows"][4]["total_parameters"], j["rows"][2]["total_parameters"]);
+  // NF4 base weights: QLoRA's weights peak below LoRA's.
+  EXPECT_LT(j["rows"][4]["peak_bytes_by_category"]["weights"].get<int64_t>(),
+            j["rows"][2]["peak_bytes_by_category"]["weights"].get<int64_t>());
+  std::ifstream csv(c.dir + "/comparison.csv");
+  int lines = 0;
+  for (std::string l; std::getline(csv, l);) ++lines;
+  EXPECT_EQ(lines, 7);
+  EXPECT_TRUE(std::filesystem::exists(c.dir + "/qlora-fused/summary.json"));
+  EXPECT_NE(test::error_of([&] { run_training_comparison(o, {"full"}, {"eager"}); }).find("exists already"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tach

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -105,12 +106,34 @@ struct TrainResult {
   int64_t steps = 0;
   int64_t resumed_from = -1;  // the step a resumed run continued after; -1 when it started fresh
   double train_seconds = 0, step_ms_median = 0;
+  double step_ms_p90 = 0;                       // over the steps this process ran
+  double tokens_per_s_median = 0, samples_per_s_median = 0;  // per step, real tokens, wall time
+  int64_t trainable_parameters = 0, total_parameters = 0;
+  int64_t peak_bytes = 0;                       // tach's allocator, the whole run
+  std::map<std::string, int64_t> peak_bytes_by_category;
   std::vector<TrainEpochReport> epochs;
   bool diverged = false;       // the loss turned NaN or infinite; the run stopped
   std::string divergence;      // which step and what
 };
 
 TrainResult run_training(TrainOptions options, const TrainObserver& observer = {});
+
+// The method × exec comparison: one training run per combination of `methods` (full, lora,
+// qlora) and `execs` (eager, fused), each with `base`'s other options, into
+// <runs_dir>/<run_id>/<method>-<exec>/; then comparison.json (schema tach.train_comparison/1)
+// and comparison.csv in <runs_dir>/<run_id>/. One row per run: trainable and total parameters,
+// step latency (median, p90), tokens/s and samples/s, peak memory per category, epoch time and
+// dev accuracy.
+struct TrainComparisonRow {
+  std::string method, exec, run_dir;
+  TrainResult result;
+};
+struct TrainComparison {
+  std::string dir;
+  std::vector<TrainComparisonRow> rows;
+};
+TrainComparison run_training_comparison(const TrainOptions& base, const std::vector<std::string>& methods,
+                                        const std::vector<std::string>& execs, const TrainObserver& observer = {});
 
 // A classifier set up for training steps outside tach train's loop (tach profile --train, or a
 // program that embeds tach): each step() runs the forward with the loss, the backward, clipping

@@ -109,6 +109,16 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// The 90th percentile, linear between order statistics (numpy's default).
+double p90(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = 0.9 * double(v.size() - 1);
+  const size_t lo = size_t(at);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - double(lo)) * (v[hi] - v[lo]);
+}
+
 std::string csv_number(double v) {
   if (!std::isfinite(v)) return "";
   std::ostringstream s;
@@ -265,6 +275,8 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
                                      {"labels", labels},
                                      {"problem_type", problem_type},
                                      {"parameters", model.params.count(false)},
+      {"trainable_parameters", model.params.count(true)},
+      {"nf4_weight_bytes", model.params.nf4_bytes()},
                                      {"trainable_parameters", model.params.count(true)},
                                      {"notes", head_notes}}},
                           {"data", {{"train_examples", n}, {"eval_examples", eval_data.size()},
@@ -327,7 +339,7 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   train::DropoutRates rates = o.dropout ? src.dropout() : train::DropoutRates{};
   rates.seed = o.seed;
   if (o.dropout && model.lora) rates.lora = float(o.lora_dropout);
-  std::vector<double> step_ms, data_ms, fwd_ms, bwd_ms, opt_ms, tok_rates;
+  std::vector<double> step_ms, data_ms, fwd_ms, bwd_ms, opt_ms, tok_rates, sample_rates;
   std::vector<int64_t> epoch_order_cache;
   int64_t cached_epoch = -1;
   std::vector<int64_t> order;
@@ -419,6 +431,7 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
     bwd_ms.push_back(t_bwd * 1e3);
     opt_ms.push_back(t_opt * 1e3);
     tok_rates.push_back(double(tokens) / t_total);
+    sample_rates.push_back(double(samples) / t_total);
     epoch_loss_sum += loss;
     ++epoch_loss_count;
     epoch_tokens += tokens;
@@ -522,8 +535,16 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
   }
   fold_peaks();
   nlohmann::json by_cat = nlohmann::json::object();
-  for (int c = 0; c < kMemoryCategoryCount; ++c)
+  for (int c = 0; c < kMemoryCategoryCount; ++c) {
     by_cat[std::string(memory_category_name(MemoryCategory(c)))] = run_peak_by_category[size_t(c)];
+    result.peak_bytes_by_category[std::string(memory_category_name(MemoryCategory(c)))] = run_peak_by_category[size_t(c)];
+  }
+  result.peak_bytes = run_peak_total;
+  result.step_ms_p90 = p90(step_ms);
+  result.tokens_per_s_median = median(tok_rates);
+  result.samples_per_s_median = median(sample_rates);
+  result.trainable_parameters = model.params.count(true);
+  result.total_parameters = model.params.count(false);
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& e : result.epochs)
     epochs.push_back({{"epoch", e.epoch}, {"train_loss", e.train_loss},
@@ -543,7 +564,10 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
       {"train_seconds", result.train_seconds},
       {"note_on_timings", "medians over the steps this process ran (a resumed run: after the resume); wall time, "
                           "steady clock; tokens are real (unpadded) tokens"},
+      {"method", o.method},
       {"step_ms_median", median(step_ms)},
+      {"step_ms_p90", result.step_ms_p90},
+      {"samples_per_s_median", result.samples_per_s_median},
       {"phase_ms_median", {{"data", median(data_ms)}, {"forward", median(fwd_ms)}, {"backward", median(bwd_ms)},
                            {"optimizer", median(opt_ms)}}},
       {"tokens_per_s_median", median(tok_rates)},

@@ -19,6 +19,57 @@ std::string clock_text(double s) {
   return buf;
 }
 
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c != ',') {
+      cur += c;
+    } else if (!cur.empty()) {
+      out.push_back(cur);
+      cur.clear();
+    }
+  }
+  return out;
+}
+
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
+
+// --method a,b --exec c,d: every combination, then the table (also comparison.json and .csv).
+int run_comparison(const TrainOptions& options, const TrainObserver& obs) {
+  const TrainComparison c =
+      run_training_comparison(options, split_commas(options.method), split_commas(options.exec), obs);
+  std::cout << "\ncomparison (" << c.rows.size() << " runs; step latency wall time per optimizer step, tokens are "
+            << "real tokens, memory is tach's allocator's peak over the run)\n";
+  std::cout << pad("method", 7) << pad("exec", 6) << pad("trainable", 12) << pad("total", 12) << pad("step ms p50", 12)
+            << pad("p90", 9) << pad("tokens/s", 10) << pad("samples/s", 10) << pad("epoch s", 9) << pad("dev acc", 8)
+            << pad("peak", 11) << pad("weights", 11) << pad("grads", 11) << pad("optimizer", 11) << "activations\n";
+  for (const auto& r : c.rows) {
+    const TrainResult& t = r.result;
+    auto cat = [&](const char* k) {
+      auto it = t.peak_bytes_by_category.find(k);
+      return human_bytes(it == t.peak_bytes_by_category.end() ? 0.0 : double(it->second));
+    };
+    std::string acc = "-";
+    for (auto it = t.epochs.rbegin(); it != t.epochs.rend(); ++it)
+      if (it->evaluated && it->eval_accuracy >= 0) {
+        acc = fixed(it->eval_accuracy, 4);
+        break;
+      }
+    std::cout << pad(r.method, 7) << pad(r.exec, 6) << pad(std::to_string(t.trainable_parameters), 12)
+              << pad(std::to_string(t.total_parameters), 12) << pad(fixed(t.step_ms_median, 1), 12)
+              << pad(fixed(t.step_ms_p90, 1), 9) << pad(fixed(t.tokens_per_s_median, 0), 10)
+              << pad(fixed(t.samples_per_s_median, 1), 10)
+              << pad(t.epochs.empty() ? "-" : fixed(t.epochs.back().seconds, 1), 9) << pad(acc, 8)
+              << pad(human_bytes(double(t.peak_bytes)), 11) << pad(cat("weights"), 11) << pad(cat("gradients"), 11)
+              << pad(cat("optimizer_state"), 11) << cat("activations") << "\n";
+  }
+  std::cout << "written: " << c.dir << "/{comparison.json, comparison.csv} and one run directory per row\n";
+  for (const auto& r : c.rows)
+    if (r.result.diverged) return 1;
+  return 0;
+}
+
 std::string key_to_flag(const std::string& key) {
   std::string f = "--" + key;
   for (char& c : f)
@@ -88,11 +139,12 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--exec", o->exec,
                   "eager (one op at a time, every intermediate kept; default) or fused (attention recomputes its "
                   "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each, one "
-                  "AdamW pass over all parameters)");
+                  "AdamW pass over all parameters); eager,fused with a --method list compares them");
   sub->add_option("--method", o->method,
                   "full (every parameter trains; default), lora (adapters beside the linears, the base frozen, the "
                   "head trained in full; saved as a PEFT adapter) or qlora (lora with the frozen layer weights in "
-                  "NF4, as bitsandbytes quantizes them)");
+                  "NF4, as bitsandbytes quantizes them). A comma-separated list (with --exec eager,fused) runs every "
+                  "combination and writes the comparison table");
   sub->add_option("--lora-r", o->lora_r, "LoRA rank (default 8)");
   sub->add_option("--lora-alpha", o->lora_alpha, "LoRA alpha: the adapters scale by alpha / r (default 8)");
   sub->add_option("--lora-dropout", o->lora_dropout, "Dropout on the adapters' inputs (default 0)");
@@ -159,6 +211,8 @@ Command add_train_command(CLI::App& app) {
                 }
               }
             };
+            if (options.method.find(',') != std::string::npos || options.exec.find(',') != std::string::npos)
+              return run_comparison(options, obs);
             const TrainResult res = run_training(options, obs);
             if (tty) std::cerr << "\n";
             for (const auto& e : res.epochs) {
