@@ -15,7 +15,9 @@ namespace {
 
 // Trains `model` for 3 steps at batches 8 and 32 of 64 tokens and compares the measured peak with
 // the estimate.
-void expect_estimate_within_ten_percent(const std::string& model, const std::string& tokenizer) {
+void expect_estimate_within_ten_percent(const std::string& model, const std::string& tokenizer,
+                                        const std::string& method = "full",
+                                        const std::vector<std::string>& targets = {}) {
   test::TempDir dir;
   for (int64_t batch : {8, 32}) {
     TrainOptions o;
@@ -27,7 +29,8 @@ void expect_estimate_within_ten_percent(const std::string& model, const std::str
     o.max_length = 64;
     o.padding = "max_length";
     o.runs_dir = dir.path();
-    o.run_id = "b" + std::to_string(batch);
+    o.run_id = method + "-b" + std::to_string(batch);
+    o.method = method;
     const TrainResult r = run_training(o);
     std::ifstream in(r.run_dir + "/summary.json");
     const int64_t measured = nlohmann::json::parse(in)["memory_peak_bytes"]["total"].get<int64_t>();
@@ -36,10 +39,11 @@ void expect_estimate_within_ten_percent(const std::string& model, const std::str
     e.model = model;
     e.batch = batch;
     e.seq_len = 64;
-    e.mode = "train-full";
+    e.mode = "train-" + method;
+    if (!targets.empty()) e.lora_targets = targets;
     const MemoryEstimate est = estimate_memory(e);
     const double ratio = double(est.total_bytes) / double(measured);
-    std::printf("%s batch %lld: estimate %lld B, measured %lld B (ratio %.3f)\n", model.c_str(), (long long)batch,
+    std::printf("%s %s batch %lld: estimate %lld B, measured %lld B (ratio %.3f)\n", method.c_str(), model.c_str(), (long long)batch,
                 (long long)est.total_bytes, (long long)measured, ratio);
     EXPECT_NEAR(ratio, 1.0, 0.10) << model << " batch " << batch << ": estimate " << est.total_bytes
                                   << " B, measured peak " << measured << " B";
@@ -54,6 +58,16 @@ TEST(TrainEstimate, FullFineTuningPeakWithinTenPercent) {
 TEST(TrainEstimate, Qwen2FullFineTuningPeakWithinTenPercent) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared (tokenizer and SST-2) is absent";
   expect_estimate_within_ten_percent("preset:qwen2-tiny", "qwen2.5");
+}
+
+// LoRA and QLoRA with tach train's default targets (every linear of the layers).
+TEST(TrainEstimate, LoraAndQloraPeaksWithinTenPercent) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared (tokenizer and SST-2) is absent";
+  for (const char* method : {"lora", "qlora"}) {
+    expect_estimate_within_ten_percent("preset:bert-tiny", "bert-base-uncased", method, {"q", "k", "v", "o", "up", "down"});
+    expect_estimate_within_ten_percent("preset:qwen2-tiny", "qwen2.5", method,
+                                       {"q", "k", "v", "o", "gate", "up", "down"});
+  }
 }
 
 }  // namespace

@@ -50,6 +50,10 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     add("weights (NF4)", double(quantized) * (0.5 + 1.0 / 64 + 4.0 / (64 * 256)),
         "linear layers in NF4: 0.5 B/param + absmax 1 B per 64 + f32 per 256 blocks (double quantization)");
     add("weights (embeddings, kept in " + in.dtype + ")", double(embed * s), "embedding (and untied LM head) matrices");
+    // The GEMM dequantizes tiles of about 2^20 weights into f32 (cpu/nf4_gemm.h).
+    const int64_t widest = std::max(a.C, a.I);
+    const int64_t tile_rows = std::min(widest, std::max<int64_t>(16, ((int64_t(1) << 20) / widest) / 16 * 16));
+    add("NF4 dequantization tile", 4.0 * double(tile_rows * widest), "one f32 tile of a weight's rows at a time");
   } else {
     add("weights", double(params * s), std::to_string(params) + " parameters x " + std::to_string(s) + " B (" + in.dtype + ")");
   }
@@ -69,6 +73,19 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     }
     add("LoRA adapters", double(trainable * 4), std::to_string(trainable) + " parameters (rank " +
                                                     std::to_string(in.lora_rank) + ") in f32");
+    // The head trains in full (modules_to_save): the classifier, and DistilBERT's pre_classifier.
+    int64_t head = a.labels * (a.C + 1);
+    if (a.name.rfind("DistilBert", 0) == 0) head += a.C * (a.C + 1);
+    trainable += head;
+    // Each adapter keeps dropout(x)·Aᵀ [tokens, r] for its backward, and one scratch buffer
+    // serves the widest call: [tokens, in + r] (train/lora.h's LoraActivations).
+    int64_t widest_in = a.C;
+    for (const auto& target : in.lora_targets)
+      if (target == "down") widest_in = std::max(widest_in, a.I);
+      else if (target == "o") widest_in = std::max(widest_in, a.H * a.D);
+    add("LoRA activations", 4.0 * double(N) * double(in.lora_rank) * double(in.lora_targets.size()) * double(a.L) +
+                                4.0 * double(N) * double(widest_in + in.lora_rank),
+        "4 B x tokens x r per adapter and layer, + one scratch of 4 B x tokens x (widest input + r)");
   }
   t.trainable = trainable;
   if (train) {
