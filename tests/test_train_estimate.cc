@@ -17,7 +17,7 @@ namespace {
 // the estimate.
 void expect_estimate_within_ten_percent(const std::string& model, const std::string& tokenizer,
                                         const std::string& method = "full",
-                                        const std::vector<std::string>& targets = {}) {
+                                        const std::vector<std::string>& targets = {}, bool checkpointing = false) {
   test::TempDir dir;
   for (int64_t batch : {8, 32}) {
     TrainOptions o;
@@ -31,6 +31,8 @@ void expect_estimate_within_ten_percent(const std::string& model, const std::str
     o.runs_dir = dir.path();
     o.run_id = method + "-b" + std::to_string(batch);
     o.method = method;
+    o.gradient_checkpointing = checkpointing;
+    if (checkpointing) o.run_id += "-ckpt";
     const TrainResult r = run_training(o);
     std::ifstream in(r.run_dir + "/summary.json");
     const int64_t measured = nlohmann::json::parse(in)["memory_peak_bytes"]["total"].get<int64_t>();
@@ -41,6 +43,7 @@ void expect_estimate_within_ten_percent(const std::string& model, const std::str
     e.seq_len = 64;
     e.mode = "train-" + method;
     if (!targets.empty()) e.lora_targets = targets;
+    e.gradient_checkpointing = checkpointing;
     const MemoryEstimate est = estimate_memory(e);
     const double ratio = double(est.total_bytes) / double(measured);
     std::printf("%s %s batch %lld: estimate %lld B, measured %lld B (ratio %.3f)\n", method.c_str(), model.c_str(), (long long)batch,
@@ -68,6 +71,15 @@ TEST(TrainEstimate, LoraAndQloraPeaksWithinTenPercent) {
     expect_estimate_within_ten_percent("preset:qwen2-tiny", "qwen2.5", method,
                                        {"q", "k", "v", "o", "gate", "up", "down"});
   }
+}
+
+// --gradient-checkpointing: the layer inputs and one layer's intermediates.
+TEST(TrainEstimate, GradientCheckpointingPeakWithinTenPercent) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared (tokenizer and SST-2) is absent";
+  expect_estimate_within_ten_percent("preset:bert-tiny", "bert-base-uncased", "full", {}, true);
+  expect_estimate_within_ten_percent("preset:qwen2-tiny", "qwen2.5", "full", {}, true);
+  expect_estimate_within_ten_percent("preset:bert-tiny", "bert-base-uncased", "lora", {"q", "k", "v", "o", "up", "down"},
+                                     true);
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ struct TrainOptions {
   uint64_t seed = 42;
   std::string dtype = "f32";
   std::string exec = "eager";  // eager: one op at a time, every intermediate kept; fused: fused kernels
+  // Keep only each layer's input in the forward; the backward recomputes the layer first.
+  bool gradient_checkpointing = false;
 
   // full: every parameter trains; lora: adapters beside the linears, the base frozen (PEFT's
   // LoraConfig defaults: r 8, alpha 8, dropout 0; the head trains in full as modules_to_save).
@@ -149,6 +151,7 @@ class TrainStepper {
     bool bf16 = false;          // mixed precision: bf16 GEMM inputs, f32 masters (emulated where the CPU lacks bf16)
     bool lora = false;          // LoRA on every linear of the layers (tach train --method lora's defaults)
     bool qlora = false;         // and the frozen base's layer weights in NF4 (implies lora)
+    bool gradient_checkpointing = false;  // keep layer inputs only; recompute each layer in the backward
     int64_t lora_r = 8;
     double lora_alpha = 8;
   };

@@ -108,42 +108,41 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   if (!train) {
     add("activations (forward)", act, how);
     t.phase = "forward";
-  } else if (a.decoder && !in.gradient_checkpointing) {
-    // What tach train keeps (train/trainable_qwen2.h, Qwen2Activations, f32, eager): per layer the
-    // residual stream before and after attention, both RMSNorm outputs (4C per token), q|k|v after
-    // RoPE, the context, gate|up and the gated activation (3I), two row statistics, and the
-    // probabilities [B, H, T, T]; besides the layers, the last layer's output, the backward's
-    // gradient buffers (4C + (H+2KVH)D + HD + 3I) and the RoPE table (D per token).
-    const int64_t qkv = (a.H + 2 * a.KVH) * a.D, hd = a.H * a.D;
-    const double per_layer =
-        4.0 * (double(N) * double(4 * a.C + qkv + hd + 3 * a.I + 2) + double(B * a.H) * double(T * T));
-    const double rest = 4.0 * (double(N) * double(5 * a.C + qkv + hd + 3 * a.I + a.D) +
-                               double(B) * double(4 * a.C + 1 + a.labels));
-    add("activations kept for the backward", per_layer * double(a.L) + rest,
-        "per layer 4 B x (tokens x (4C + (H+2KVH)D + HD + 3I + 2) + B H T^2), all layers, + 4 B x tokens x "
-        "(5C + (H+2KVH)D + HD + 3I + D) for the output, backward buffers and RoPE table (tach train's layout)");
-    t.phase = "backward";
-  } else if (!a.decoder && !in.gradient_checkpointing) {
-    // What tach train keeps (train/trainable_encoder.h, EncoderActivations, f32): per layer the
-    // input, q|k|v, context, both residual sums and the first LayerNorm's output (8C per token),
-    // the FFN pre-activation and activation (2I), the probabilities [B, H, T, T] and four row
-    // statistics; besides the layers, the embedding sum and the output (2C), the backward's
-    // gradient buffers (5C + I), and the head's [B, C] buffers (5C) and logits.
-    const double per_layer = 4.0 * (double(N) * double(8 * a.C + 2 * a.I + 4) + double(B * a.H) * double(T * T));
-    const double rest = 4.0 * (double(N) * double(7 * a.C + a.I + 2) + double(B) * double(5 * a.C + a.labels));
-    add("activations kept for the backward", per_layer * double(a.L) + rest,
-        "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), all layers, + 4 B x tokens x (7C + I + 2) for the "
-        "embeddings, output and backward buffers (tach train's layout)");
-    t.phase = "backward";
   } else {
-    // What the backward keeps per layer (f32 here): inputs of each linear and norm, the FFN
-    // activation input, attention scores and probabilities [B, H, T, T].
-    const double per_layer = 4.0 * (double(N) * double(10 * a.C + 2 * a.I) + 2.0 * double(B * a.H) * double(T * T));
-    const double kept = in.gradient_checkpointing ? 4.0 * double(N * a.C) * double(a.L) + per_layer
-                                                  : per_layer * double(a.L);
-    add("activations kept for the backward", kept,
-        in.gradient_checkpointing ? "checkpointing: each layer's input (4 B x tokens x C) + one layer recomputed"
-                                  : "per layer 4 B x (tokens x (10C + 2I) + 2 B H T^2), all layers");
+    double per_layer, rest;
+    std::string layout;
+    if (a.decoder) {
+      // What tach train keeps (train/trainable_qwen2.h, Qwen2Activations, f32, eager): per layer the
+      // residual stream before and after attention, both RMSNorm outputs (4C per token), q|k|v after
+      // RoPE, the context, gate|up and the gated activation (3I), two row statistics, and the
+      // probabilities [B, H, T, T]; besides the layers, the last layer's output, the backward's
+      // gradient buffers (4C + (H+2KVH)D + HD + 3I) and the RoPE table (D per token).
+      const int64_t qkv = (a.H + 2 * a.KVH) * a.D, hd = a.H * a.D;
+      per_layer = 4.0 * (double(N) * double(4 * a.C + qkv + hd + 3 * a.I + 2) + double(B * a.H) * double(T * T));
+      rest = 4.0 * (double(N) * double(5 * a.C + qkv + hd + 3 * a.I + a.D) + double(B) * double(4 * a.C + 1 + a.labels));
+      layout = "per layer 4 B x (tokens x (4C + (H+2KVH)D + HD + 3I + 2) + B H T^2), + 4 B x tokens x "
+               "(5C + (H+2KVH)D + HD + 3I + D) for the output, backward buffers and RoPE table";
+    } else {
+      // What tach train keeps (train/trainable_encoder.h, EncoderActivations, f32): per layer the
+      // input, q|k|v, context, both residual sums and the first LayerNorm's output (8C per token),
+      // the FFN pre-activation and activation (2I), the probabilities [B, H, T, T] and four row
+      // statistics; besides the layers, the embedding sum and the output (2C), the backward's
+      // gradient buffers (5C + I), and the head's [B, C] buffers (5C) and logits.
+      per_layer = 4.0 * (double(N) * double(8 * a.C + 2 * a.I + 4) + double(B * a.H) * double(T * T));
+      rest = 4.0 * (double(N) * double(7 * a.C + a.I + 2) + double(B) * double(5 * a.C + a.labels));
+      layout = "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), + 4 B x tokens x (7C + I + 2) for the "
+               "embeddings, output and backward buffers";
+    }
+    if (in.gradient_checkpointing) {
+      // Checkpointing keeps every layer's input (4 B x tokens x C) and one layer's intermediates,
+      // shared by all layers and recomputed in the backward.
+      add("activations kept for the backward", per_layer + double(a.L - 1) * 4.0 * double(N * a.C) + rest,
+          "gradient checkpointing: one layer's set (" + layout.substr(0, layout.find(", +")) +
+              ") + each other layer's input, 4 B x tokens x C" + layout.substr(layout.find(", +")) +
+              " (tach train's layout)");
+    } else {
+      add("activations kept for the backward", per_layer * double(a.L) + rest, layout + ", all layers (tach train's layout)");
+    }
     t.phase = "backward";
   }
   if (a.decoder && in.generate_tokens > 0) {

@@ -52,6 +52,7 @@ void visit(TrainOptions& o, F&& f) {
   f("seed", o.seed);
   f("dtype", o.dtype);
   f("exec", o.exec);
+  f("gradient_checkpointing", o.gradient_checkpointing);
   f("method", o.method);
   f("lora_r", o.lora_r);
   f("lora_alpha", o.lora_alpha);

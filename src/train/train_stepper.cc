@@ -20,6 +20,7 @@ class Stepper final : public TrainStepper {
         model_(build(source_, o)),
         optimizer_(model_->params, adam(o), train::DecayScope::trainer, o.fused),
         state_(model_->new_state(o.fused)) {
+    state_->checkpoint = o.gradient_checkpointing;
     source_.store.reset();
     check(model_->num_labels() >= 2, o.model + ": a training step needs a classification head with labels; this one "
                                                "is a regression head");

@@ -112,11 +112,12 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, mod
 
 void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T) {
   if (a.B == B && a.T == T) return;
-  const bool fused = a.fused;
+  const bool fused = a.fused, checkpoint = a.checkpoint;
   const int64_t N = B * T, C = m.shape.hidden, I = m.shape.intermediate, H = m.shape.heads;
   auto make = [](const Shape& s) { return Tensor::empty(s, DType::f32, Device::cpu(), MemoryCategory::activations); };
   a = EncoderActivations{};
   a.fused = fused;
+  a.checkpoint = checkpoint;
   a.B = B;
   a.T = T;
   a.emb_sum = make({N, C});
@@ -125,6 +126,14 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   a.layers.resize(size_t(m.shape.layers));
   for (auto& l : a.layers) {
     l.input = make({N, C});
+    if (checkpoint && &l != &a.layers.front()) {
+      // Every layer's intermediates in the first layer's buffers: only the inputs are kept.
+      const LayerActivations& shared = a.layers.front();
+      const Tensor input = l.input;
+      l = shared;
+      l.input = input;
+      continue;
+    }
     l.qkv = make({N, 3 * C});
     if (!fused) l.probs = make({B, H, T, T});
     l.context = make({N, C});

@@ -71,14 +71,93 @@ void lora_bwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, float*
   if (m.lora) m.lora->backward(ids, dx, dy, ldy, x, M, a.lora, dr);
 }
 
+// One layer's forward: from a.layers[li].input to the next layer's input (or a.output), keeping
+// what its backward needs. The backward calls it again under gradient checkpointing.
+void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+                   const DropoutRates& dr) {
+  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
+  const int64_t H = m.shape.heads, D = C / H, N = B * T;
+  const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
+  const bool bert = m.bert();
+  const TrainableLayer& w = m.layers[li];
+  LayerActivations& s = a.layers[li];
+  const Tensor& out = li + 1 < m.layers.size() ? a.layers[li + 1].input : a.output;
+  core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
+  {
+    core::Span span(core::SpanKind::module, "attention");
+    step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
+    lora_fwd(m, w.qkv_lora, f(s.qkv), 3 * C, f(s.input), N, a, dr);
+    {
+      OpSpan o("attention", ops::attention_cost(B, T, H, D));
+      ops::attention_forward_train_cpu(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C,
+                                       f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
+                                       key(dr, site_attention_probs(int64_t(li))));
+    }
+    // BERT drops out the attention output (BertSelfOutput); DistilBERT does not.
+    const float out_p = bert ? dr.hidden : 0.f;
+    const uint64_t out_key = key(dr, site_attention_output(int64_t(li)));
+    if (a.fused) {
+      // The projection goes to a scratch buffer (d_scratch is free in the forward), then one pass.
+      step::linear_forward(f(a.d_scratch), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
+      lora_fwd(m, w.out_lora, f(a.d_scratch), C, f(s.context), N, a, dr);
+      OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
+      ops::dropout_add_layer_norm_forward_cpu(f(s.residual1), f(s.hidden1), f(a.d_scratch), f(s.input),
+                                              f(w.ln1_gamma), f(w.ln1_beta), N, C, eps, out_p, out_key, f(s.mean1),
+                                              f(s.rstd1));
+    } else {
+      step::linear_forward(f(s.residual1), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
+      lora_fwd(m, w.out_lora, f(s.residual1), C, f(s.context), N, a, dr);
+      dropout_fwd(f(s.residual1), N * C, out_p, out_key);
+      ops::add_inplace(f(s.residual1), f(s.input), N * C);
+      OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
+      ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), N, C, eps,
+                                  f(s.mean1), f(s.rstd1));
+    }
+  }
+  core::Span span(core::SpanKind::module, "ffn");
+  const bool gelu = m.config.hidden_act != "relu";
+  if (a.fused && gelu) {
+    step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), nullptr, N, I, C);
+    lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
+    OpSpan o("bias_gelu", ops::gelu_cost(N * I));
+    ops::bias_gelu_forward_cpu(f(s.ffn_pre), f(s.ffn_act), f(w.ffn_in_bias), N, I);
+  } else {
+    step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), f(w.ffn_in_bias), N, I, C);
+    lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
+    if (gelu) {
+      OpSpan o("gelu", ops::gelu_cost(N * I));
+      ops::gelu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
+    } else {
+      OpSpan o("relu", ops::activation_cost(N * I));
+      ops::relu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
+    }
+  }
+  if (a.fused) {
+    step::linear_forward(f(a.d_scratch), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
+    lora_fwd(m, w.ffn_out_lora, f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
+    OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
+    ops::dropout_add_layer_norm_forward_cpu(f(s.residual2), f(out), f(a.d_scratch), f(s.hidden1), f(w.ln2_gamma),
+                                            f(w.ln2_beta), N, C, eps, dr.hidden, key(dr, site_ffn(int64_t(li))),
+                                            f(s.mean2), f(s.rstd2));
+    return;
+  }
+  step::linear_forward(f(s.residual2), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
+  lora_fwd(m, w.ffn_out_lora, f(s.residual2), C, f(s.ffn_act), N, a, dr);
+  dropout_fwd(f(s.residual2), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
+  ops::add_inplace(f(s.residual2), f(s.hidden1), N * C);
+  OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
+  ops::layer_norm_forward_cpu(f(out), f(s.residual2), nullptr, f(w.ln2_gamma), f(w.ln2_beta), N, C, eps, f(s.mean2),
+                              f(s.rstd2));
+}
+
 }  // namespace
 
 void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
                        const DropoutRates& dr) {
   model::check_batch(batch, m.shape);
-  const int64_t B = batch.batch(), T = batch.seq_len(), C = m.shape.hidden, I = m.shape.intermediate;
-  const int64_t H = m.shape.heads, D = C / H, N = B * T, L = m.num_labels();
-  const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
+  const int64_t B = batch.batch(), T = batch.seq_len(), C = m.shape.hidden;
+  const int64_t N = B * T, L = m.num_labels();
+  const float eps = m.shape.eps;
   const bool bert = m.bert();
   prepare_activations(a, m, B, T);
   const int32_t* ids = batch.input_ids.data<int32_t>();
@@ -105,78 +184,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
   }
   dropout_fwd(f(a.layers[0].input), N * C, dr.hidden, key(dr, site_embeddings()));
 
-  for (size_t li = 0; li < m.layers.size(); ++li) {
-    const TrainableLayer& w = m.layers[li];
-    LayerActivations& s = a.layers[li];
-    const Tensor& out = li + 1 < m.layers.size() ? a.layers[li + 1].input : a.output;
-    core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
-    {
-      core::Span span(core::SpanKind::module, "attention");
-      step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
-      lora_fwd(m, w.qkv_lora, f(s.qkv), 3 * C, f(s.input), N, a, dr);
-      {
-        OpSpan o("attention", ops::attention_cost(B, T, H, D));
-        ops::attention_forward_train_cpu(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C,
-                                         f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
-                                         key(dr, site_attention_probs(int64_t(li))));
-      }
-      // BERT drops out the attention output (BertSelfOutput); DistilBERT does not.
-      const float out_p = bert ? dr.hidden : 0.f;
-      const uint64_t out_key = key(dr, site_attention_output(int64_t(li)));
-      if (a.fused) {
-        // The projection goes to a scratch buffer (d_scratch is free in the forward), then one pass.
-        step::linear_forward(f(a.d_scratch), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
-        lora_fwd(m, w.out_lora, f(a.d_scratch), C, f(s.context), N, a, dr);
-        OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
-        ops::dropout_add_layer_norm_forward_cpu(f(s.residual1), f(s.hidden1), f(a.d_scratch), f(s.input),
-                                                f(w.ln1_gamma), f(w.ln1_beta), N, C, eps, out_p, out_key, f(s.mean1),
-                                                f(s.rstd1));
-      } else {
-        step::linear_forward(f(s.residual1), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
-        lora_fwd(m, w.out_lora, f(s.residual1), C, f(s.context), N, a, dr);
-        dropout_fwd(f(s.residual1), N * C, out_p, out_key);
-        ops::add_inplace(f(s.residual1), f(s.input), N * C);
-        OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
-        ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), N, C, eps,
-                                    f(s.mean1), f(s.rstd1));
-      }
-    }
-    core::Span span(core::SpanKind::module, "ffn");
-    const bool gelu = m.config.hidden_act != "relu";
-    if (a.fused && gelu) {
-      step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), nullptr, N, I, C);
-      lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
-      OpSpan o("bias_gelu", ops::gelu_cost(N * I));
-      ops::bias_gelu_forward_cpu(f(s.ffn_pre), f(s.ffn_act), f(w.ffn_in_bias), N, I);
-    } else {
-      step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), f(w.ffn_in_bias), N, I, C);
-      lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
-      if (gelu) {
-        OpSpan o("gelu", ops::gelu_cost(N * I));
-        ops::gelu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
-      } else {
-        OpSpan o("relu", ops::activation_cost(N * I));
-        ops::relu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
-      }
-    }
-    if (a.fused) {
-      step::linear_forward(f(a.d_scratch), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
-      lora_fwd(m, w.ffn_out_lora, f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
-      OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
-      ops::dropout_add_layer_norm_forward_cpu(f(s.residual2), f(out), f(a.d_scratch), f(s.hidden1), f(w.ln2_gamma),
-                                              f(w.ln2_beta), N, C, eps, dr.hidden, key(dr, site_ffn(int64_t(li))),
-                                              f(s.mean2), f(s.rstd2));
-      continue;
-    }
-    step::linear_forward(f(s.residual2), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
-    lora_fwd(m, w.ffn_out_lora, f(s.residual2), C, f(s.ffn_act), N, a, dr);
-    dropout_fwd(f(s.residual2), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
-    ops::add_inplace(f(s.residual2), f(s.hidden1), N * C);
-    OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
-    ops::layer_norm_forward_cpu(f(out), f(s.residual2), nullptr, f(w.ln2_gamma), f(w.ln2_beta), N, C, eps, f(s.mean2),
-                                f(s.rstd2));
-  }
-  model_span.reset();
+  for (size_t li = 0; li < m.layers.size(); ++li) layer_forward(m, a, li, mask, dr);
 
   // The head on the first token: BERT's pooler (tanh), DistilBERT's pre_classifier (ReLU).
   core::Span head_span(core::SpanKind::module, "classifier");
@@ -230,6 +238,11 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
   for (size_t li = m.layers.size(); li-- > 0;) {
     TrainableLayer& w = m.layers[li];
     LayerActivations& s = a.layers[li];
+    if (a.checkpoint) {
+      // The layer's intermediates were overwritten by the layers after it: recompute them.
+      core::Span span(core::SpanKind::module, "recompute");
+      layer_forward(m, a, li, mask, dr);
+    }
     core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
     // d_hidden: d(layer output) on entry, d(layer input) on exit.
     {

@@ -35,6 +35,10 @@ struct ForwardState {
   virtual ~ForwardState() = default;
   // --exec fused: fused kernels where they pay (the family says which); same numbers up to rounding.
   bool fused = false;
+  // --gradient-checkpointing: the forward keeps each layer's input only (one set of the layer's
+  // intermediates is shared by all layers), and the backward recomputes a layer's forward, with
+  // the same dropout masks, just before its backward. Same numbers; less memory, more time.
+  bool checkpoint = false;
   Tensor logits;  // [B, L]
   LoraActivations lora;  // what the adapters save, when the model has them
 };

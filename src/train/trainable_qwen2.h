@@ -23,6 +23,8 @@ struct TrainableQwen2Layer {
   std::vector<int64_t> qkv_lora, o_lora, gate_up_lora, down_lora;  // LoRA adapters (train/lora.h)
 };
 
+struct Qwen2Activations;
+
 struct TrainableQwen2 final : TrainableModel {
   model::Qwen2Config config;
   model::Qwen2Shape shape;
@@ -37,6 +39,7 @@ struct TrainableQwen2 final : TrainableModel {
   std::vector<LinearSite> linear_sites() override;
   void release_frozen_grads() override;
   int64_t quantize_base_nf4() override;
+  void layer_forward(Qwen2Activations& a, size_t li, const int32_t* mask, const DropoutRates& dr) const;
   std::unique_ptr<ForwardState> new_state(bool fused) const override;
   void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const override;
   void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,

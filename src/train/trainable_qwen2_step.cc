@@ -30,17 +30,25 @@ std::string layer_module(size_t i) { return core::tracing() ? core::concat("laye
 
 void prepare(Qwen2Activations& a, const TrainableQwen2& m, int64_t B, int64_t T) {
   if (a.B == B && a.T == T) return;
-  const bool fused = a.fused;
+  const bool fused = a.fused, checkpoint = a.checkpoint;
   const model::Qwen2Shape& s = m.shape;
   const int64_t N = B * T, C = s.hidden, I = s.intermediate, QKV = s.qkv_width(), HD = s.heads * s.head_dim;
   auto make = [](const Shape& shape) { return Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::activations); };
   a = Qwen2Activations{};
   a.fused = fused;
+  a.checkpoint = checkpoint;
   a.B = B;
   a.T = T;
   a.layers.resize(size_t(s.layers));
   for (auto& l : a.layers) {
     l.resid_in = make({N, C});
+    if (checkpoint && &l != &a.layers.front()) {
+      // Every layer's intermediates in the first layer's buffers: only the inputs are kept.
+      const Tensor input = l.resid_in;
+      l = a.layers.front();
+      l.resid_in = input;
+      continue;
+    }
     l.rstd1 = make({N});
     l.x1 = make({N, C});
     l.qkv = make({N, QKV});
@@ -124,16 +132,54 @@ void lora_bwd(const TrainableQwen2& m, const std::vector<int64_t>& ids, float* d
 
 }  // namespace
 
+// One layer's forward: from a.layers[li].resid_in to the next layer's (or a.resid_out), keeping
+// what its backward needs. The backward calls it again under gradient checkpointing.
+void TrainableQwen2::layer_forward(Qwen2Activations& a, size_t li, const int32_t* mask, const DropoutRates& dr) const {
+  const int64_t B = a.B, T = a.T, N = B * T, C = shape.hidden, I = shape.intermediate;
+  const int64_t H = shape.heads, KVH = shape.kv_heads, D = shape.head_dim, HD = H * D, KD = KVH * D;
+  const int64_t QKV = shape.qkv_width();
+  const ops::CausalAttentionArgs args = attention_args(shape, B, T);
+  const TrainableQwen2Layer& w = layers[li];
+  Qwen2LayerActivations& s = a.layers[li];
+  core::Span layer_span(core::SpanKind::module, layer_module(li));
+  {
+    OpSpan o("rms_norm", ops::rms_norm_cost(N, C, false));
+    ops::rms_norm_forward_cpu(f(s.x1), f(s.resid_in), nullptr, f(w.input_norm), N, C, shape.eps, f(s.rstd1));
+  }
+  {
+    core::Span span(core::SpanKind::module, "self_attn");
+    step::linear_forward(f(s.qkv), f(s.x1), wt(w.qkv_weight), f(w.qkv_bias.value), N, QKV, C);
+    lora_fwd(*this, w.qkv_lora, f(s.qkv), QKV, f(s.x1), N, a, dr);  // before RoPE, as PEFT's q_proj
+    ops::rope_forward(s.qkv, H, KVH, D, a.rope);
+    ops::causal_attention_forward_train(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD,
+                                        f(s.qkv) + HD + KD, mask, args);
+    step::linear_forward(f(a.scratch), f(s.context), wt(w.o_proj), nullptr, N, C, HD);
+    lora_fwd(*this, w.o_lora, f(a.scratch), C, f(s.context), N, a, dr);
+  }
+  // resid_mid = resid_in + attention; x2 = post_attention_layernorm(resid_mid), in one pass.
+  std::memcpy(f(s.resid_mid), f(s.resid_in), s.resid_in.nbytes());
+  {
+    OpSpan o("rms_norm", ops::rms_norm_cost(N, C, true));
+    ops::rms_norm_forward_cpu(f(s.x2), f(s.resid_mid), f(a.scratch), f(w.post_norm), N, C, shape.eps, f(s.rstd2));
+  }
+  core::Span span(core::SpanKind::module, "mlp");
+  step::linear_forward(f(s.gate_up), f(s.x2), wt(w.gate_up), nullptr, N, 2 * I, C);
+  lora_fwd(*this, w.gate_up_lora, f(s.gate_up), 2 * I, f(s.x2), N, a, dr);
+  ops::silu_gate_forward(s.act, s.gate_up);
+  step::linear_forward(f(a.scratch), f(s.act), wt(w.down), nullptr, N, C, I);
+  lora_fwd(*this, w.down_lora, f(a.scratch), C, f(s.act), N, a, dr);
+  const Tensor& out = li + 1 < layers.size() ? a.layers[li + 1].resid_in : a.resid_out;
+  std::memcpy(f(out), f(s.resid_mid), s.resid_mid.nbytes());
+  ops::add_inplace(f(out), f(a.scratch), N * C);
+}
+
 void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dr) const {
   auto& a = dynamic_cast<Qwen2Activations&>(state);
   check_batch(*this, batch);
-  const int64_t B = batch.batch(), T = batch.seq_len(), N = B * T, C = shape.hidden, I = shape.intermediate;
-  const int64_t H = shape.heads, KVH = shape.kv_heads, D = shape.head_dim, HD = H * D, KD = KVH * D;
-  const int64_t QKV = shape.qkv_width(), L = num_labels();
+  const int64_t B = batch.batch(), T = batch.seq_len(), N = B * T, C = shape.hidden, L = num_labels();
   prepare(a, *this, B, T);
   a.last = last_tokens(*this, batch);
   const int32_t* mask = batch.attention_mask.data<int32_t>();
-  const ops::CausalAttentionArgs args = attention_args(shape, B, T);
 
   std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
   {
@@ -142,40 +188,7 @@ void TrainableQwen2::forward(ForwardState& state, const TokenBatch& batch, const
     ops::embedding_forward_cpu(f(a.layers[0].resid_in), batch.input_ids.data<int32_t>(), f(embed), DType::f32, N, C,
                                false);
   }
-  for (size_t li = 0; li < layers.size(); ++li) {
-    const TrainableQwen2Layer& w = layers[li];
-    Qwen2LayerActivations& s = a.layers[li];
-    core::Span layer_span(core::SpanKind::module, layer_module(li));
-    {
-      OpSpan o("rms_norm", ops::rms_norm_cost(N, C, false));
-      ops::rms_norm_forward_cpu(f(s.x1), f(s.resid_in), nullptr, f(w.input_norm), N, C, shape.eps, f(s.rstd1));
-    }
-    {
-      core::Span span(core::SpanKind::module, "self_attn");
-      step::linear_forward(f(s.qkv), f(s.x1), wt(w.qkv_weight), f(w.qkv_bias.value), N, QKV, C);
-      lora_fwd(*this, w.qkv_lora, f(s.qkv), QKV, f(s.x1), N, a, dr);  // before RoPE, as PEFT's q_proj
-      ops::rope_forward(s.qkv, H, KVH, D, a.rope);
-      ops::causal_attention_forward_train(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD,
-                                          f(s.qkv) + HD + KD, mask, args);
-      step::linear_forward(f(a.scratch), f(s.context), wt(w.o_proj), nullptr, N, C, HD);
-      lora_fwd(*this, w.o_lora, f(a.scratch), C, f(s.context), N, a, dr);
-    }
-    // resid_mid = resid_in + attention; x2 = post_attention_layernorm(resid_mid), in one pass.
-    std::memcpy(f(s.resid_mid), f(s.resid_in), s.resid_in.nbytes());
-    {
-      OpSpan o("rms_norm", ops::rms_norm_cost(N, C, true));
-      ops::rms_norm_forward_cpu(f(s.x2), f(s.resid_mid), f(a.scratch), f(w.post_norm), N, C, shape.eps, f(s.rstd2));
-    }
-    core::Span span(core::SpanKind::module, "mlp");
-    step::linear_forward(f(s.gate_up), f(s.x2), wt(w.gate_up), nullptr, N, 2 * I, C);
-    lora_fwd(*this, w.gate_up_lora, f(s.gate_up), 2 * I, f(s.x2), N, a, dr);
-    ops::silu_gate_forward(s.act, s.gate_up);
-    step::linear_forward(f(a.scratch), f(s.act), wt(w.down), nullptr, N, C, I);
-    lora_fwd(*this, w.down_lora, f(a.scratch), C, f(s.act), N, a, dr);
-    const Tensor& out = li + 1 < layers.size() ? a.layers[li + 1].resid_in : a.resid_out;
-    std::memcpy(f(out), f(s.resid_mid), s.resid_mid.nbytes());
-    ops::add_inplace(f(out), f(a.scratch), N * C);
-  }
+  for (size_t li = 0; li < layers.size(); ++li) layer_forward(a, li, mask, dr);
   {
     // The final norm is per row, so it runs on the rows the head reads only.
     for (int64_t b = 0; b < B; ++b)
@@ -219,6 +232,11 @@ void TrainableQwen2::backward(ForwardState& state, const TokenBatch& batch, cons
   for (size_t li = layers.size(); li-- > 0;) {
     TrainableQwen2Layer& w = layers[li];
     Qwen2LayerActivations& s = a.layers[li];
+    if (a.checkpoint) {
+      // The layer's intermediates were overwritten by the layers after it: recompute them.
+      core::Span span(core::SpanKind::module, "recompute");
+      layer_forward(a, li, mask, dr);
+    }
     core::Span layer_span(core::SpanKind::module, layer_module(li));
     // d_resid: d(layer output) on entry; the residual passes it on unchanged, and each branch's
     // norm backward adds its share: d(resid_mid), then d(resid_in) on exit.

@@ -336,6 +336,7 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
 
   // The loop.
   const std::unique_ptr<train::ForwardState> forward_state = model.new_state(fused);
+  forward_state->checkpoint = o.gradient_checkpointing;
   train::DropoutRates rates = o.dropout ? src.dropout() : train::DropoutRates{};
   rates.seed = o.seed;
   if (o.dropout && model.lora) rates.lora = float(o.lora_dropout);

@@ -45,6 +45,7 @@ struct ProfileFlags {
   std::string method = "full";
   int64_t lora_r = 8;
   double lora_alpha = 8;
+  bool gradient_checkpointing = false;
 };
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -87,6 +88,7 @@ int run_profile(const ProfileFlags& f) {
     so.qlora = f.method == "qlora";
     so.lora_r = f.lora_r;
     so.lora_alpha = f.lora_alpha;
+    so.gradient_checkpointing = f.gradient_checkpointing;
     so.bf16 = f.dtype == "bf16";
     stepper = TrainStepper::create(so);
     for (const auto& n : stepper->notes()) std::cerr << "tach: note: " << n << "\n";
@@ -281,6 +283,8 @@ Command add_profile_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--lora-r", f->lora_r, "--train --method lora: the rank")->capture_default_str();
   sub->add_option("--lora-alpha", f->lora_alpha, "--train --method lora: alpha")->capture_default_str();
+  sub->add_flag("--gradient-checkpointing", f->gradient_checkpointing,
+                "--train: keep each layer's input only and recompute the layer in the backward");
   sub->add_option("--exec", f->exec, "--train: eager (one op at a time, every intermediate kept) or fused")
       ->capture_default_str();
   return {sub, [f] { return run_profile(*f); }};

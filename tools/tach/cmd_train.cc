@@ -136,6 +136,9 @@ Command add_train_command(CLI::App& app) {
                   "f32 (default) or bf16: mixed precision, f32 master weights and optimizer, every GEMM's inputs "
                   "in bf16 with f32 accumulation (as torch.autocast); emulated, with a note, where oneDNN has no "
                   "bf16 matmul for the CPU");
+  sub->add_flag("--gradient-checkpointing", o->gradient_checkpointing,
+               "Keep only each layer's input in the forward and recompute the layer in the backward (same numbers, "
+               "less activation memory, about one more forward of time); summary.json records both");
   sub->add_option("--exec", o->exec,
                   "eager (one op at a time, every intermediate kept; default) or fused (attention recomputes its "
                   "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each, one "
