@@ -95,7 +95,9 @@ TEST(Estimate, TrainingModesAndErrors) {
   EXPECT_TRUE(master) << "mixed precision keeps f32 master weights";
   in.mode = "train-lora";
   const MemoryEstimate lora = estimate_memory(in);
-  EXPECT_LT(lora.trainable_parameters, full.trainable_parameters / 100);
+  // The adapters (q, v at r 8) and the head trained in full (DistilBERT's pre_classifier is most
+  // of it): about 1.1%, as peft's print_trainable_parameters counts them.
+  EXPECT_LT(lora.trainable_parameters, full.trainable_parameters / 50);
   EXPECT_LT(lora.total_bytes, full.total_bytes);
   in.mode = "train-qlora";
   EXPECT_LT(estimate_memory(in).total_bytes, lora.total_bytes);

@@ -110,6 +110,7 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     t.phase = "forward";
   } else {
     double per_layer, rest;
+    double last_layer = -1, last_shared = -1;  // encoders: the last layer's own layout (below)
     std::string layout;
     if (a.decoder) {
       // What tach train keeps (train/trainable_qwen2.h, Qwen2Activations, f32, eager): per layer the
@@ -126,22 +127,29 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       // What tach train keeps (train/trainable_encoder.h, EncoderActivations, f32): per layer the
       // input, q|k|v, context, both residual sums and the first LayerNorm's output (8C per token),
       // the FFN pre-activation and activation (2I), the probabilities [B, H, T, T] and four row
-      // statistics; besides the layers, the embedding sum and the output (2C), the backward's
-      // gradient buffers (5C + I), and the head's [B, C] buffers (5C) and logits.
+      // statistics. The last layer runs past attention for the first tokens only: 5C per token
+      // and the probabilities, plus 4C + 2I + 4 per row. Besides the layers, the embedding sum
+      // (C) and the backward's gradient buffers (5C + I per token, 7C + I per row with the head's).
       per_layer = 4.0 * (double(N) * double(8 * a.C + 2 * a.I + 4) + double(B * a.H) * double(T * T));
-      rest = 4.0 * (double(N) * double(7 * a.C + a.I + 2) + double(B) * double(5 * a.C + a.labels));
-      layout = "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), + 4 B x tokens x (7C + I + 2) for the "
-               "embeddings, output and backward buffers";
+      last_layer = 4.0 * (double(N) * double(5 * a.C) + double(B * a.H) * double(T * T) +
+                          double(B) * double(4 * a.C + 2 * a.I + 4));
+      last_shared = 4.0 * (double(N) * double(a.C) + double(B) * double(4 * a.C + 2 * a.I + 4));
+      rest = 4.0 * (double(N) * double(6 * a.C + a.I + 2) + double(B) * double(7 * a.C + a.I + a.labels));
+      layout = "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), the last layer 4 B x (tokens x 5C + B H T^2 + "
+               "rows x (4C + 2I + 4)), + 4 B x tokens x (6C + I + 2) for the embeddings and backward buffers";
     }
+    if (last_layer < 0) last_layer = per_layer, last_shared = 4.0 * double(N * a.C);
     if (in.gradient_checkpointing) {
       // Checkpointing keeps every layer's input (4 B x tokens x C) and one layer's intermediates,
-      // shared by all layers and recomputed in the backward.
-      add("activations kept for the backward", per_layer + double(a.L - 1) * 4.0 * double(N * a.C) + rest,
-          "gradient checkpointing: one layer's set (" + layout.substr(0, layout.find(", +")) +
-              ") + each other layer's input, 4 B x tokens x C" + layout.substr(layout.find(", +")) +
-              " (tach train's layout)");
+      // shared by all layers and recomputed in the backward (the encoders' last layer keeps its
+      // first-token buffers of its own).
+      const double kept = a.L > 1 ? per_layer + double(a.L - 2) * 4.0 * double(N * a.C) + last_shared : last_layer;
+      add("activations kept for the backward", kept + rest,
+          "gradient checkpointing: one layer's set and each other layer's input, 4 B x tokens x C (" + layout +
+              "; tach train's layout)");
     } else {
-      add("activations kept for the backward", per_layer * double(a.L) + rest, layout + ", all layers (tach train's layout)");
+      add("activations kept for the backward", per_layer * double(a.L - 1) + last_layer + rest,
+          layout + ", all layers (tach train's layout)");
     }
     t.phase = "backward";
   }

@@ -4,21 +4,23 @@
 
 namespace tach::ops {
 
-OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D) {
+OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq) {
+  if (Tq < 0) Tq = T;
   OpCost c;
-  // Two GEMMs of 2*T*T*D per head, plus scale, mask and softmax (~5 flops per score).
-  c.flops = double(B * H) * (4.0 * double(T) * double(T) * double(D) + 5.0 * double(T) * double(T));
-  c.bytes_read = double(B * T * H * D) * 4 * 3 + double(B * T) * 4;
-  c.bytes_written = double(B * T * H * D) * 4;
+  // Two GEMMs of 2*Tq*T*D per head, plus scale, mask and softmax (~5 flops per score).
+  c.flops = double(B * H) * (4.0 * double(Tq) * double(T) * double(D) + 5.0 * double(Tq) * double(T));
+  c.bytes_read = double(B * H * D) * 4 * double(Tq + 2 * T) + double(B * T) * 4;
+  c.bytes_written = double(B * Tq * H * D) * 4;
   return c;
 }
 
-OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D) {
+OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq) {
+  if (Tq < 0) Tq = T;
   OpCost c;
-  // Four GEMMs of 2*T*T*D per head (dV, dP, dQ, dK) and the softmax backward (~4 per score).
-  c.flops = double(B * H) * (8.0 * double(T) * double(T) * double(D) + 4.0 * double(T) * double(T));
-  c.bytes_read = double(B * T * H * D) * 4 * 4 + double(B * H * T * T) * 4;
-  c.bytes_written = double(B * T * H * D) * 4 * 3;
+  // Four GEMMs of 2*Tq*T*D per head (dV, dP, dQ, dK) and the softmax backward (~4 per score).
+  c.flops = double(B * H) * (8.0 * double(Tq) * double(T) * double(D) + 4.0 * double(Tq) * double(T));
+  c.bytes_read = double(B * H * D) * 4 * double(2 * Tq + 2 * T) + double(B * H * Tq * T) * 4;
+  c.bytes_written = double(B * H * D) * 4 * double(Tq + 2 * T);
   return c;
 }
 

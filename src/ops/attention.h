@@ -13,7 +13,7 @@ namespace tach::ops {
 // Inference keeps no probabilities; training calls attention_forward_train_cpu, which saves them.
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
                        float scale);
-OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D);
+OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1);
 
 // Kernel. q/k/v row stride ld_in, out row stride ld_out (in floats). mask: [B, T] or null.
 void attention_forward_cpu(float* out, const float* q, const float* k, const float* v, const int32_t* mask, int64_t B,
@@ -27,14 +27,16 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
 // B*H*T*T floats less per layer).
 void attention_forward_train_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
                                  const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
-                                 int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key);
+                                 int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key, int64_t Tq = -1);
 // Backward. dout: [B, T, H*D] (row stride ld_out)  probs: saved by the forward, or null to recompute.
 // dq, dk, dv: [B, T, H*D] with row stride ld_in (column blocks of one [B, T, 3C] gradient),
 // written, not accumulated.
 void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
                             const float* k, const float* v, const int32_t* mask, int64_t B, int64_t T, int64_t H,
                             int64_t D, int64_t ld_in, int64_t ld_out, float scale, float dropout_p,
-                            uint64_t dropout_key);
-OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D);
+                            uint64_t dropout_key, int64_t Tq = -1);
+// Tq >= 0: only the first Tq query rows of each sequence (a classifier's last layer reads the
+// first token only): out and dq get those rows, dk and dv all keys. -1: all T.
+OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1);
 
 }  // namespace tach::ops

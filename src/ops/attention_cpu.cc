@@ -75,14 +75,14 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
 namespace {
 
 // dst [T, L] = P [T, L] (row stride T) with dropout applied (or P itself when p = 0).
-const float* dropped_probs(std::vector<float>& dst, const float* P, int64_t T, int64_t L, int64_t bh, float p,
-                           uint64_t key, int64_t* ld) {
+const float* dropped_probs(std::vector<float>& dst, const float* P, int64_t T, int64_t rows, int64_t L, int64_t bh,
+                           float p, uint64_t key, int64_t* ld) {
   if (p <= 0.f) {
     *ld = T;
     return P;
   }
   // The element's index in probs [B, H, T, T] names its mask bit.
-  for (int64_t i = 0; i < T; ++i) dropout_apply(dst.data() + i * L, P + i * T, L, p, key, (bh * T + i) * T);
+  for (int64_t i = 0; i < rows; ++i) dropout_apply(dst.data() + i * L, P + i * T, L, p, key, (bh * T + i) * T);
   *ld = L;
   return dst.data();
 }
@@ -91,7 +91,8 @@ const float* dropped_probs(std::vector<float>& dst, const float* P, int64_t T, i
 
 void attention_forward_train_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
                                  const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
-                                 int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key) {
+                                 int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key, int64_t Tq) {
+  if (Tq < 0) Tq = T;
   const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);
   core::parallel_for(B * H, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> dropped(static_cast<size_t>(dropout_p > 0.f ? T * T : 0));
@@ -105,10 +106,10 @@ void attention_forward_train_cpu(float* out, float* probs, const float* q, const
       const float* vb = v + b * T * ld_in + h * D;
       // Saved for the backward, or (probs null: the fused path) in a scratch the backward recomputes.
       float* P = probs ? probs + bh * T * T : scratch.data();
-      attention_probs(P, T, qb, kb, additive ? mask + b * T : nullptr, T, L, D, ld_in, scale);
+      attention_probs(P, T, qb, kb, additive ? mask + b * T : nullptr, Tq, L, D, ld_in, scale);
       int64_t ldp = T;
-      const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);
-      cpu::train_gemm(false, false, T, D, L, 1.f, Pd, ldp, vb, ld_in, 0.f, out + b * T * ld_out + h * D, ld_out);
+      const float* Pd = dropped_probs(dropped, P, T, Tq, L, bh, dropout_p, dropout_key, &ldp);
+      cpu::train_gemm(false, false, Tq, D, L, 1.f, Pd, ldp, vb, ld_in, 0.f, out + b * T * ld_out + h * D, ld_out);
     }
   });
 }
@@ -116,7 +117,8 @@ void attention_forward_train_cpu(float* out, float* probs, const float* q, const
 void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
                             const float* k, const float* v, const int32_t* mask, int64_t B, int64_t T, int64_t H,
                             int64_t D, int64_t ld_in, int64_t ld_out, float scale, float dropout_p,
-                            uint64_t dropout_key) {
+                            uint64_t dropout_key, int64_t Tq) {
+  if (Tq < 0) Tq = T;
   const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);
   core::parallel_for(B * H, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> dropped(static_cast<size_t>(dropout_p > 0.f ? T * T : 0));
@@ -129,17 +131,17 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
       const int64_t in_off = b * T * ld_in + h * D;
       const float* dO = dout + b * T * ld_out + h * D;  // [T, D]
       if (!probs)
-        attention_probs(recomputed.data(), T, q + in_off, k + in_off, additive ? mask + b * T : nullptr, T, L, D,
+        attention_probs(recomputed.data(), T, q + in_off, k + in_off, additive ? mask + b * T : nullptr, Tq, L, D,
                         ld_in, scale);
       const float* P = probs ? probs + bh * T * T : recomputed.data();
       int64_t ldp = T;
-      const float* Pd = dropped_probs(dropped, P, T, L, bh, dropout_p, dropout_key, &ldp);
-      // dV[:L] [L, D] = Pdᵀ [L, T] · dO [T, D]; keys past the prefix were never read.
-      cpu::train_gemm(true, false, L, D, T, 1.f, Pd, ldp, dO, ld_out, 0.f, dv + in_off, ld_in);
-      // dPd [T, L] = dO [T, D] · V[:L]ᵀ [D, L]
-      cpu::train_gemm(false, true, T, L, D, 1.f, dO, ld_out, v + in_off, ld_in, 0.f, dP.data(), L);
+      const float* Pd = dropped_probs(dropped, P, T, Tq, L, bh, dropout_p, dropout_key, &ldp);
+      // dV[:L] [L, D] = Pdᵀ [L, Tq] · dO [Tq, D]; keys past the prefix were never read.
+      cpu::train_gemm(true, false, L, D, Tq, 1.f, Pd, ldp, dO, ld_out, 0.f, dv + in_off, ld_in);
+      // dPd [Tq, L] = dO [Tq, D] · V[:L]ᵀ [D, L]
+      cpu::train_gemm(false, true, Tq, L, D, 1.f, dO, ld_out, v + in_off, ld_in, 0.f, dP.data(), L);
       // Through the dropout, then the softmax: dS = P ⊙ (dP - Σ_j P dP), per row.
-      for (int64_t i = 0; i < T; ++i) {
+      for (int64_t i = 0; i < Tq; ++i) {
         float* d = dP.data() + i * L;
         const float* p = P + i * T;
         if (dropout_p > 0.f) dropout_apply(d, d, L, dropout_p, dropout_key, (bh * T + i) * T);
@@ -148,8 +150,8 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
         for (int64_t j = 0; j < L; ++j) d[j] = p[j] * (d[j] - dot);
       }
       // scores = scale · q kᵀ:  dQ [T, D] = scale · dS [T, L] · K[:L] [L, D];  dK[:L] = scale · dSᵀ · Q
-      cpu::train_gemm(false, false, T, D, L, scale, dP.data(), L, k + in_off, ld_in, 0.f, dq + in_off, ld_in);
-      cpu::train_gemm(true, false, L, D, T, scale, dP.data(), L, q + in_off, ld_in, 0.f, dk + in_off, ld_in);
+      cpu::train_gemm(false, false, Tq, D, L, scale, dP.data(), L, k + in_off, ld_in, 0.f, dq + in_off, ld_in);
+      cpu::train_gemm(true, false, L, D, Tq, scale, dP.data(), L, q + in_off, ld_in, 0.f, dk + in_off, ld_in);
       for (int64_t j = L; j < T; ++j)
         for (int64_t d = 0; d < D; ++d) dk[in_off + j * ld_in + d] = dv[in_off + j * ld_in + d] = 0.0f;
     }

@@ -125,6 +125,7 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   a.emb_rstd = make({N});
   a.layers.resize(size_t(m.shape.layers));
   for (auto& l : a.layers) {
+    const bool last = &l == &a.layers.back();
     l.input = make({N, C});
     if (checkpoint && &l != &a.layers.front()) {
       // Every layer's intermediates in the first layer's buffers: only the inputs are kept.
@@ -132,22 +133,26 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
       const Tensor input = l.input;
       l = shared;
       l.input = input;
-      continue;
+      if (!last) continue;
+    } else {
+      l.qkv = make({N, 3 * C});
+      if (!fused) l.probs = make({B, H, T, T});
+      l.context = make({N, C});
     }
-    l.qkv = make({N, 3 * C});
-    if (!fused) l.probs = make({B, H, T, T});
-    l.context = make({N, C});
-    l.residual1 = make({N, C});
-    l.mean1 = make({N});
-    l.rstd1 = make({N});
-    l.hidden1 = make({N, C});
-    l.ffn_pre = make({N, I});
-    l.ffn_act = make({N, I});
-    l.residual2 = make({N, C});
-    l.mean2 = make({N});
-    l.rstd2 = make({N});
+    // The last layer after attention: the first token of each row only (trainable_encoder_step.cc).
+    const int64_t rows = last ? B : N;
+    l.residual1 = make({rows, C});
+    l.mean1 = make({rows});
+    l.rstd1 = make({rows});
+    l.hidden1 = make({rows, C});
+    l.ffn_pre = make({rows, I});
+    l.ffn_act = make({rows, I});
+    l.residual2 = make({rows, C});
+    l.mean2 = make({rows});
+    l.rstd2 = make({rows});
   }
-  a.output = make({N, C});
+  LayerActivations& last = a.layers.back();
+  last.context_cls = make({B, C});
   a.first = make({B, C});
   a.head_hidden = make({B, C});
   a.head_dropped = make({B, C});
@@ -158,6 +163,9 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   a.d_ffn = make({N, I});
   a.d_head = make({B, C});
   a.d_first = make({B, C});
+  a.d_cls1 = make({B, C});
+  a.d_cls2 = make({B, C});
+  a.d_cls_ffn = make({B, I});
 }
 
 int64_t TrainableEncoder::quantize_base_nf4() {

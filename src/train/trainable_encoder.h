@@ -74,6 +74,10 @@ struct LayerActivations {
   Tensor ffn_act;    // [N, I] after it
   Tensor residual2;  // [N, C]
   Tensor mean2, rstd2;  // [N]
+  // The last layer runs everything after attention for the first token of each row only: its
+  // residual1, hidden1, residual2 are [B, C], ffn_pre and ffn_act [B, I], the statistics [B], and
+  // context_cls [B, C] holds the first tokens' context (context stays [N, C]).
+  Tensor context_cls;
 };
 
 struct EncoderActivations final : ForwardState {
@@ -84,13 +88,13 @@ struct EncoderActivations final : ForwardState {
   Tensor emb_sum;              // [N, C] word + position (+ type), the embedding LayerNorm's input
   Tensor emb_mean, emb_rstd;   // [N]
   std::vector<LayerActivations> layers;
-  Tensor output;               // [N, C] the last layer's output
-  Tensor first;                // [B, C] the first token of each row
+  Tensor first;                // [B, C] the last layer's output at the first token of each row
   Tensor head_hidden;          // [B, C] act(dense(first)), before dropout
   Tensor head_dropped;         // [B, C] after dropout (logits [B, L]: ForwardState's)
   // Gradient buffers reused by the backward.
   Tensor d_hidden, d_scratch, d_qkv, d_ffn;  // [N, C], [N, C], [N, 3C], [N, I]
   Tensor d_head, d_first;                    // [B, C], [B, C]
+  Tensor d_cls1, d_cls2, d_cls_ffn;          // the last layer's: [B, C], [B, C], [B, I]
 };
 
 // Sizes (or re-sizes) the activations for a [B, T] batch.

@@ -71,17 +71,17 @@ void lora_bwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, float*
   if (m.lora) m.lora->backward(ids, dx, dy, ldy, x, M, a.lora, dr);
 }
 
-// One layer's forward: from a.layers[li].input to the next layer's input (or a.output), keeping
-// what its backward needs. The backward calls it again under gradient checkpointing.
-void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
-                   const DropoutRates& dr) {
+// One layer's forward over every token: from a.layers[li].input to the next layer's input,
+// keeping what its backward needs.
+void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+                        const DropoutRates& dr) {
   const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
   const int64_t H = m.shape.heads, D = C / H, N = B * T;
   const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
   const bool bert = m.bert();
   const TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
-  const Tensor& out = li + 1 < m.layers.size() ? a.layers[li + 1].input : a.output;
+  const Tensor& out = a.layers[li + 1].input;
   core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
   {
     core::Span span(core::SpanKind::module, "attention");
@@ -150,6 +150,140 @@ void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, 
                               f(s.rstd2));
 }
 
+// The last layer, for the first token of each row only: the classifier reads nothing else, so
+// keys and values are computed for every token and everything after attention (the output
+// projection, both LayerNorms, the FFN) for B rows instead of B·T. transformers computes the
+// other rows and discards them; the loss and every gradient are the same. Writes a.first [B, C].
+void last_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+                        const DropoutRates& dr) {
+  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
+  const int64_t H = m.shape.heads, D = C / H, N = B * T;
+  const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
+  const bool bert = m.bert();
+  const TrainableLayer& w = m.layers[li];
+  LayerActivations& s = a.layers[li];
+  core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
+  {
+    core::Span span(core::SpanKind::module, "attention");
+    step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
+    lora_fwd(m, w.qkv_lora, f(s.qkv), 3 * C, f(s.input), N, a, dr);
+    {
+      OpSpan o("attention", ops::attention_cost(B, T, H, D, 1));
+      ops::attention_forward_train_cpu(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C,
+                                       f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
+                                       key(dr, site_attention_probs(int64_t(li))), 1);
+    }
+    // context_cls [B, C]: the first token's context of each row
+    for (int64_t b = 0; b < B; ++b)
+      std::memcpy(f(s.context_cls) + b * C, f(s.context) + b * T * C, sizeof(float) * size_t(C));
+    step::linear_forward(f(s.residual1), f(s.context_cls), wt(w.out_weight), f(w.out_bias), B, C, C);
+    lora_fwd(m, w.out_lora, f(s.residual1), C, f(s.context_cls), B, a, dr);
+    dropout_fwd(f(s.residual1), B * C, bert ? dr.hidden : 0.f, key(dr, site_attention_output(int64_t(li))));
+    for (int64_t b = 0; b < B; ++b) ops::add_inplace(f(s.residual1) + b * C, f(s.input) + b * T * C, C);
+    OpSpan o("layer_norm", ops::layer_norm_cost(B, C, true));
+    ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), B, C, eps,
+                                f(s.mean1), f(s.rstd1));
+  }
+  core::Span span(core::SpanKind::module, "ffn");
+  step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), f(w.ffn_in_bias), B, I, C);
+  lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), B, a, dr);
+  if (m.config.hidden_act != "relu") {
+    OpSpan o("gelu", ops::gelu_cost(B * I));
+    ops::gelu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), B * I);
+  } else {
+    OpSpan o("relu", ops::activation_cost(B * I));
+    ops::relu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), B * I);
+  }
+  step::linear_forward(f(s.residual2), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), B, C, I);
+  lora_fwd(m, w.ffn_out_lora, f(s.residual2), C, f(s.ffn_act), B, a, dr);
+  dropout_fwd(f(s.residual2), B * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
+  ops::add_inplace(f(s.residual2), f(s.hidden1), B * C);
+  OpSpan o("layer_norm", ops::layer_norm_cost(B, C, true));
+  ops::layer_norm_forward_cpu(f(a.first), f(s.residual2), nullptr, f(w.ln2_gamma), f(w.ln2_beta), B, C, eps,
+                              f(s.mean2), f(s.rstd2));
+}
+
+// Its backward, from d_out = d(a.first) [B, C]; leaves d(layer input) [N, C] in a.d_hidden.
+void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+                         const DropoutRates& dr, const float* d_out) {
+  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
+  const int64_t H = m.shape.heads, D = C / H, N = B * T;
+  const float scale = 1.0f / std::sqrt(float(D));
+  const bool bert = m.bert();
+  TrainableLayer& w = m.layers[li];
+  LayerActivations& s = a.layers[li];
+  float* d1 = f(a.d_cls1);  // [B, C]
+  float* d2 = f(a.d_cls2);  // [B, C]
+  core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
+  {
+    core::Span span(core::SpanKind::module, "ffn");
+    zero(a.d_cls1);
+    {
+      OpSpan o("layer_norm_backward", ops::layer_norm_cost(B, C, true));
+      ops::layer_norm_backward_cpu(d1, g(w.ln2_gamma), g(w.ln2_beta), d_out, f(s.residual2), f(w.ln2_gamma),
+                                   f(s.mean2), f(s.rstd2), B, C);
+    }
+    // The residual carries d(residual2) to hidden1; the FFN branch gets it through dropout.
+    std::memcpy(d2, d1, a.d_cls1.nbytes());
+    dropout_bwd(d1, B * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
+    zero(a.d_cls_ffn);
+    step::linear_backward(f(a.d_cls_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), d1, f(s.ffn_act),
+                          wt(w.ffn_out_weight), B, C, I);
+    lora_bwd(m, w.ffn_out_lora, f(a.d_cls_ffn), d1, C, f(s.ffn_act), B, a, dr);
+    // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
+    zero(s.ffn_act);
+    if (m.config.hidden_act == "relu") {
+      OpSpan o("relu_backward", ops::activation_backward_cost(B * I));
+      ops::relu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_cls_ffn), B * I);
+    } else {
+      OpSpan o("gelu_backward", ops::gelu_backward_cost(B * I));
+      ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_cls_ffn), B * I);
+    }
+    step::linear_backward(d2, g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight),
+                          B, I, C);
+    lora_bwd(m, w.ffn_in_lora, d2, f(s.ffn_act), I, f(s.hidden1), B, a, dr);
+  }
+  core::Span span(core::SpanKind::module, "attention");
+  zero(a.d_cls1);
+  {
+    OpSpan o("layer_norm_backward", ops::layer_norm_cost(B, C, true));
+    ops::layer_norm_backward_cpu(d1, g(w.ln1_gamma), g(w.ln1_beta), d2, f(s.residual1), f(w.ln1_gamma), f(s.mean1),
+                                 f(s.rstd1), B, C);
+  }
+  std::memcpy(d2, d1, a.d_cls1.nbytes());  // the residual: d(input) at the first tokens
+  if (bert) dropout_bwd(d1, B * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
+  // d(context_cls) into residual1's buffer, no longer needed; then into the first tokens' rows
+  // of a full d(context), zero elsewhere.
+  zero(s.residual1);
+  step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), d1, f(s.context_cls), wt(w.out_weight), B, C,
+                        C);
+  lora_bwd(m, w.out_lora, f(s.residual1), d1, C, f(s.context_cls), B, a, dr);
+  zero(a.d_scratch);
+  for (int64_t b = 0; b < B; ++b)
+    std::memcpy(f(a.d_scratch) + b * T * C, f(s.residual1) + b * C, sizeof(float) * size_t(C));
+  zero(a.d_qkv);  // the rows of dq after the first token stay zero
+  {
+    OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D, 1));
+    ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(a.d_scratch),
+                                a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H,
+                                D, 3 * C, C, scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), 1);
+  }
+  zero(a.d_hidden);
+  step::linear_backward(f(a.d_hidden), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N,
+                        3 * C, C);
+  lora_bwd(m, w.qkv_lora, f(a.d_hidden), f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
+  for (int64_t b = 0; b < B; ++b) ops::add_inplace(f(a.d_hidden) + b * T * C, d2 + b * C, C);
+}
+
+// Layer li's forward; the last layer runs for the first tokens only.
+void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+                   const DropoutRates& dr) {
+  if (li + 1 == m.layers.size())
+    last_layer_forward(m, a, li, mask, dr);
+  else
+    full_layer_forward(m, a, li, mask, dr);
+}
+
 }  // namespace
 
 void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
@@ -188,7 +322,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
 
   // The head on the first token: BERT's pooler (tanh), DistilBERT's pre_classifier (ReLU).
   core::Span head_span(core::SpanKind::module, "classifier");
-  for (int64_t b = 0; b < B; ++b) std::memcpy(f(a.first) + b * C, f(a.output) + b * T * C, sizeof(float) * size_t(C));
+  // a.first [B, C] is the last layer's output at each row's first token (last_layer_forward).
   step::linear_forward(f(a.head_hidden), f(a.first), wt(m.head_dense_weight), f(m.head_dense_bias), B, C, C);
   lora_fwd(m, m.head_dense_lora, f(a.head_hidden), C, f(a.first), B, a, dr);
   if (bert)
@@ -230,12 +364,17 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
                              wt(m.head_dense_weight), B, C, C);
     lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(a.first), B, a, dr);
   }
-  // Only the first token of each row reaches the head.
-  zero(a.d_hidden);
-  for (int64_t b = 0; b < B; ++b) std::memcpy(f(a.d_hidden) + b * T * C, f(a.d_head) + b * C, sizeof(float) * size_t(C));
-
   core::Span model_span(core::SpanKind::module, bert ? "bert" : "distilbert");
-  for (size_t li = m.layers.size(); li-- > 0;) {
+  // Only the first token of each row reaches the head: the last layer's backward starts there.
+  {
+    const size_t last = m.layers.size() - 1;
+    if (a.checkpoint) {
+      core::Span span(core::SpanKind::module, "recompute");
+      layer_forward(m, a, last, mask, dr);
+    }
+    last_layer_backward(m, a, last, mask, dr, f(a.d_head));
+  }
+  for (size_t li = m.layers.size() - 1; li-- > 0;) {
     TrainableLayer& w = m.layers[li];
     LayerActivations& s = a.layers[li];
     if (a.checkpoint) {
