@@ -117,16 +117,23 @@ TEST(Adapter, ForAnotherBaseModelIsRefused) {
   EXPECT_NE(merge_err.find("was made for base model"), std::string::npos) << merge_err;
 }
 
-// Copies an adapter, lets `edit` change its config, and returns the error loading it gives.
-std::string error_with_config(const std::function<void(nlohmann::json&)>& edit) {
-  test::TempDir dir;
-  const std::string a = dir.path() + "/a";
+// A copy of the DistilBERT fixture's adapter in dir/name with `edit` applied to its config.
+std::string edited_adapter(const test::TempDir& dir, const std::string& name,
+                           const std::function<void(nlohmann::json&)>& edit) {
+  const std::string a = dir.path() + "/" + name;
   fs::copy(adapter_dir("distilbert-cls2-f32"), a);
   std::ifstream in(a + "/adapter_config.json");
   nlohmann::json config = nlohmann::json::parse(in);
   in.close();
   edit(config);
   std::ofstream(a + "/adapter_config.json") << config.dump();
+  return a;
+}
+
+// The error loading an adapter whose config `edit` changed.
+std::string error_with_config(const std::function<void(nlohmann::json&)>& edit) {
+  test::TempDir dir;
+  const std::string a = edited_adapter(dir, "a", edit);
   return test::error_of([&] { load_with(base_dir("distilbert-cls2-f32"), a); });
 }
 
@@ -164,14 +171,7 @@ TEST(Adapter, CorruptFilesAreRefused) {
 TEST(Adapter, RsLoraScalesByTheSquareRootOfTheRank) {
   test::TempDir dir;
   auto variant = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
-    const std::string a = dir.path() + "/" + name;
-    fs::copy(adapter_dir("distilbert-cls2-f32"), a);
-    std::ifstream in(a + "/adapter_config.json");
-    nlohmann::json config = nlohmann::json::parse(in);
-    in.close();
-    edit(config);
-    std::ofstream(a + "/adapter_config.json") << config.dump();
-    return load_with(base_dir("distilbert-cls2-f32"), a);
+    return load_with(base_dir("distilbert-cls2-f32"), edited_adapter(dir, name, edit));
   };
   auto rs = variant("rs", [](auto& c) { c["use_rslora"] = true; });
   auto doubled = variant("double", [](auto& c) { c["lora_alpha"] = c["lora_alpha"].template get<double>() * 2; });

@@ -348,4 +348,6 @@ Qwen2Config parse_qwen2_config_text(const std::string& text, const std::string& 
 
 Qwen2Config load_qwen2_config(const std::string& path) { return parse_qwen2_config_text(read_text_file(path), path); }
 
+json read_json_file(const std::string& path) { return parse_json_text(read_text_file(path), path); }
+
 }  // namespace tach::model

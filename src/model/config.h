@@ -89,4 +89,8 @@ EncoderConfig parse_encoder_config(const nlohmann::json& j, const std::string& s
 EncoderConfig parse_encoder_config_text(const std::string& text, const std::string& source);
 EncoderConfig load_encoder_config(const std::string& path);
 
+// A JSON file (config.json, adapter_config.json): an error naming the file when it cannot be
+// read or is not valid JSON.
+nlohmann::json read_json_file(const std::string& path);
+
 }  // namespace tach::model

@@ -1,10 +1,8 @@
 #include "tach/merge.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "model/checkpoint.h"
 #include "model/config.h"
@@ -36,18 +34,6 @@ FamilyNames family_names(const std::string& model_type) {
     return {"distilbert.", "classifier.weight", "DistilBertForSequenceClassification", {"pre_classifier.", "classifier."}};
   if (model_type == "qwen2") return {"model.", "score.weight", "Qwen2ForSequenceClassification", {"score."}};
   throw Error("tach merge: model_type '" + model_type + "' is not one tach builds (bert, distilbert, qwen2)");
-}
-
-json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  check(static_cast<bool>(in), path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::exception& e) {
-    throw Error(path + ": not valid JSON: " + e.what());
-  }
 }
 
 }  // namespace

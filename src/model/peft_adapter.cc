@@ -2,12 +2,12 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
 #include "cpu/gemm.h"
+#include "model/config.h"
 #include "tach/error.h"
 
 namespace tach::model {
@@ -19,18 +19,6 @@ using json = nlohmann::json;
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 bool ends_with(const std::string& s, const std::string& x) {
   return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
-}
-
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open (is this a peft adapter directory?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::exception& e) {
-    throw Error(path + ": not valid JSON: " + e.what());
-  }
 }
 
 std::vector<std::string> string_list(const json& v, const std::string& key, const std::string& source) {
@@ -64,7 +52,9 @@ std::shared_ptr<PeftAdapter> PeftAdapter::open(const std::string& dir) {
   auto a = std::make_shared<PeftAdapter>();
   a->dir_ = dir;
   const std::string config_path = (std::filesystem::path(dir) / "adapter_config.json").string();
-  const json c = read_json(config_path);
+  if (!std::filesystem::exists(config_path))
+    throw Error(config_path + ": cannot open (is this a peft adapter directory?)");
+  const json c = read_json_file(config_path);
   if (!c.is_object()) throw Error(config_path + ": not a JSON object");
   const std::string type = c.value("peft_type", std::string());
   check(type == "LORA", config_path + ": peft_type is '" + type + "'; tach reads LoRA adapters (peft_type LORA)");

@@ -1,6 +1,5 @@
 // tach train --method full,lora,qlora --exec eager,fused: one run per combination, then the
 // comparison table (comparison.json, comparison.csv) beside them.
-#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -8,21 +7,13 @@
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
 #include "tach/train.h"
+#include "train/run_names.h"
 
 namespace tach {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string stamp() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 std::string csv_number(double v) {
   std::ostringstream s;
@@ -50,11 +41,10 @@ TrainComparison run_training_comparison(const TrainOptions& base, const std::vec
     check(m == "full" || m == "lora" || m == "qlora", "--method: '" + m + "' is not full, lora or qlora");
   for (const auto& e : execs) check(e == "eager" || e == "fused", "--exec: '" + e + "' is not eager or fused");
   TrainComparison out;
-  std::string name = base.model.substr(base.model.find_last_of("/:") == std::string::npos ? 0
-                                                                                        : base.model.find_last_of("/:") + 1);
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.' && ch != '_') ch = '-';
-  out.dir = (fs::path(base.runs_dir) / (base.run_id.empty() ? "compare-" + stamp() + "-" + name : base.run_id)).string();
+  out.dir = (fs::path(base.runs_dir) / (base.run_id.empty() ? "compare-" + train::utc_stamp() + "-" +
+                                                                   train::model_name_for_runs(base.model)
+                                                             : base.run_id))
+                .string();
   check(!fs::exists(out.dir), out.dir + " exists already: pick another --run-id");
   fs::create_directories(out.dir);
   for (const auto& method : methods)

@@ -32,6 +32,7 @@
 #include "train/trainable_model.h"
 #include "model/peft_adapter.h"
 #include "train/lora.h"
+#include "train/run_names.h"
 #include "train/training_model.h"
 
 namespace tach {
@@ -50,15 +51,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string utc_stamp() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
-
 std::string claim_run_dir(const std::string& runs_dir, const std::string& model, const std::string& wanted) {
   std::error_code ec;
   fs::create_directories(runs_dir, ec);
@@ -71,10 +63,7 @@ std::string claim_run_dir(const std::string& runs_dir, const std::string& model,
     check(!ec, p.string() + ": cannot create (" + ec.message() + ")");
     return p.string();
   }
-  std::string name = model.substr(model.find_last_of("/:") == std::string::npos ? 0 : model.find_last_of("/:") + 1);
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.' && ch != '_') ch = '-';
-  const std::string base = "train-" + utc_stamp() + "-" + name;
+  const std::string base = "train-" + train::utc_stamp() + "-" + train::model_name_for_runs(model);
   for (int n = 1; n < 1000; ++n) {
     const fs::path p = fs::path(runs_dir) / (n == 1 ? base : base + "-" + std::to_string(n));
     if (fs::create_directory(p, ec)) return p.string();
