@@ -27,6 +27,10 @@ ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--compile", action="store_true", help="also torch.compile (inductor); slow to compile")
 ap.add_argument("--method", default="full", choices=["full", "lora"],
                 help="lora: PEFT LoRA (r 8, alpha 8, every linear of the layers, head saved) on both sides")
+ap.add_argument("--tach-variants", nargs="+", default=None,
+                help="tach runs to time, each METHOD[+ckpt] (e.g. lora qlora lora+ckpt; default: --method); the "
+                     "first is the ratios' base; +ckpt adds --gradient-checkpointing")
+ap.add_argument("--no-torch", action="store_true", help="time tach's variants only")
 ap.add_argument("--compile-rounds", type=int, default=1,
                 help="rounds that include torch.compile (each compiles afresh: minutes on 2 cores)")
 a = ap.parse_args()
@@ -73,15 +77,19 @@ def torch_ms(B, compiled):
     return float(ms)
 
 
-def tach_ms(B):
-    out = subprocess.run([a.tach, "profile", "--train", "--method", a.method, "-m", a.model, "-b", str(B), "-s", str(a.seq), "-t",
-                          str(a.threads), "--overhead-steps", str(a.steps), "--profiler-output-dir", "/tmp/tach-train-peers"],
+def tach_ms(B, variant):
+    method, _, extra = variant.partition("+")
+    out = subprocess.run([a.tach, "profile", "--train", "--method", method, "-m", a.model, "-b", str(B), "-s", str(a.seq), "-t",
+                          str(a.threads), "--overhead-steps", str(a.steps), "--profiler-output-dir", "/tmp/tach-train-peers"]
+                         + (["--gradient-checkpointing"] if extra == "ckpt" else []),
                          capture_output=True, text=True, check=True)
     m = re.search(r"medians\): ([0-9.]+) ms off", out.stdout)
     return float(m.group(1))
 
 
-engines = ["tach", "torch eager"] + (["torch.compile"] if a.compile else [])
+variants = a.tach_variants or [a.method]
+engines = [f"tach {v}" if a.tach_variants else "tach" for v in variants]
+engines += ([] if a.no_torch else ["torch eager"] + (["torch.compile"] if a.compile else []))
 results = {(e, B): [] for e in engines for B in a.batch}
 broken = {}
 for r in range(a.rounds):
@@ -90,7 +98,7 @@ for r in range(a.rounds):
             if e in broken or (e == "torch.compile" and r >= a.compile_rounds):
                 continue
             try:
-                ms = tach_ms(B) if e == "tach" else torch_ms(B, e == "torch.compile")
+                ms = tach_ms(B, variants[engines.index(e)]) if e.startswith("tach") else torch_ms(B, e == "torch.compile")
             except Exception as ex:  # torch.compile may not work on this CPU or toolchain
                 broken[e] = str(ex)
                 continue
@@ -100,12 +108,12 @@ print()
 print(f"training step ({a.method}), {os.path.basename(a.model)}, seq {a.seq}, f32, {a.threads} threads, median over {a.rounds} rounds"
       + (f" ({a.compile_rounds} for torch.compile)" if a.compile else ""))
 for B in a.batch:
-    base = statistics.median(results[("tach", B)])
-    line = f"  batch {B:3d}: tach {base:8.1f} ms"
+    base = statistics.median(results[(engines[0], B)])
+    line = f"  batch {B:3d}: {engines[0]} {base:8.1f} ms"
     for e in engines[1:]:
         if results[(e, B)]:
             ms = statistics.median(results[(e, B)])
-            line += f", {e} {ms:8.1f} ms ({ms / base:.2f}x tach's time)"
+            line += f", {e} {ms:8.1f} ms ({ms / base:.2f}x {engines[0]}'s time)"
     print(line)
 for e, why in broken.items():
     print(f"  {e}: did not run ({why})")

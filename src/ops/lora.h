@@ -31,6 +31,6 @@ void lora_forward_cpu(float* y, int64_t ldy, float* xa, const float* x, const fl
 void lora_backward_cpu(float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x, const float* xa,
                        const float* A, const float* B, const LoraShape& s, float* scratch);
 OpCost lora_cost(const LoraShape& s);
-OpCost lora_backward_cost(const LoraShape& s);
+OpCost lora_backward_cost(const LoraShape& s, bool needs_dx = true);
 
 }  // namespace tach::ops

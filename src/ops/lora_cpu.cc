@@ -31,6 +31,7 @@ void lora_backward_cpu(float* dx, float* dA, float* dB, const float* dy, int64_t
     // dA [r, K] += dxaᵀ [r, M] · dropout(x) [M, K]; the dropped x is drawn again from its key.
     dropout_forward_cpu(dxd, x, s.M * s.K, s.dropout, s.dropout_key);
     cpu::train_gemm(true, false, s.r, s.K, s.M, 1.f, dxa, s.r, dxd, s.K, 1.f, dA, s.K);
+    if (!dx) return;  // nothing upstream trains
     // d(dropped x) [M, K] = dxa · A, then through the mask into dx.
     cpu::train_gemm(false, false, s.M, s.K, s.r, 1.f, dxa, s.r, A, s.K, 0.f, dxd, s.K);
     dropout_backward_cpu(dxd, dxd, s.M * s.K, s.dropout, s.dropout_key);
@@ -38,8 +39,8 @@ void lora_backward_cpu(float* dx, float* dA, float* dB, const float* dy, int64_t
     return;
   }
   cpu::train_gemm(true, false, s.r, s.K, s.M, 1.f, dxa, s.r, x, s.K, 1.f, dA, s.K);
-  // dx [M, K] += dxa [M, r] · A [r, K]
-  cpu::train_gemm(false, false, s.M, s.K, s.r, 1.f, dxa, s.r, A, s.K, 1.f, dx, s.K);
+  // dx [M, K] += dxa [M, r] · A [r, K] (null dx: nothing upstream trains)
+  if (dx) cpu::train_gemm(false, false, s.M, s.K, s.r, 1.f, dxa, s.r, A, s.K, 1.f, dx, s.K);
 }
 
 }  // namespace tach::ops

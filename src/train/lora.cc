@@ -98,7 +98,7 @@ void LoraSet::backward(const std::vector<int64_t>& ids, float* dx, const float* 
   for (int64_t i : ids) {
     const LoraAdapter& a = adapters[size_t(i)];
     const ops::LoraShape s = shape_of(a, *this, M, dropout, i);
-    OpSpan o("lora_backward", ops::lora_backward_cost(s));
+    OpSpan o("lora_backward", ops::lora_backward_cost(s, dx != nullptr));
     ops::lora_backward_cpu(dx, a.A->grad.data<float>(), a.B->grad.data<float>(), dy + a.row0, ldy, x,
                            saved.xa[size_t(i)].data<float>(), a.A->value.data<float>(), a.B->value.data<float>(), s,
                            saved.scratch.data<float>());

@@ -364,6 +364,8 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
                              wt(m.head_dense_weight), B, C, C);
     lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(a.first), B, a, dr);
   }
+  const bool embeddings_frozen = !g(m.word) && !g(m.position) && !(m.token_type && g(m.token_type)) &&
+                                 !g(m.emb_ln_gamma) && !g(m.emb_ln_beta);
   core::Span model_span(core::SpanKind::module, bert ? "bert" : "distilbert");
   // Only the first token of each row reaches the head: the last layer's backward starts there.
   {
@@ -443,9 +445,12 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
                                   f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
                                   key(dr, site_attention_probs(int64_t(li))));
     }
-    step::linear_backward(f(a.d_hidden), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N, 3 * C, C);
-    lora_bwd(m, w.qkv_lora, f(a.d_hidden), f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
+    // The first layer's dX feeds only the embeddings: when they are frozen (LoRA), skip it.
+    float* dx = li == 0 && embeddings_frozen ? nullptr : f(a.d_hidden);
+    step::linear_backward(dx, g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N, 3 * C, C);
+    lora_bwd(m, w.qkv_lora, dx, f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
   }
+  if (embeddings_frozen && m.layers.size() > 1) return;
 
   core::Span span(core::SpanKind::module, "embeddings");
   dropout_bwd(f(a.d_hidden), N * C, dr.hidden, key(dr, site_embeddings()));
