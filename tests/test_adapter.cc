@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -207,6 +208,68 @@ TEST(Adapter, TrainingContinuesFromAPeftAdapter) {
   // full fine-tuning has no adapter to continue
   o.method = "full";
   EXPECT_NE(test::error_of([&] { run_training(o); }).find("needs --method lora"), std::string::npos);
+}
+
+// The Python with torch, transformers and peft (development only): $TACH_REF_PYTHON, else
+// ~/tach-ref/bin/python; empty when neither can import them.
+std::string reference_python() {
+  std::string py = std::getenv("TACH_REF_PYTHON") ? std::getenv("TACH_REF_PYTHON") : "";
+  if (py.empty() && std::getenv("HOME")) py = std::string(std::getenv("HOME")) + "/tach-ref/bin/python";
+  if (py.empty() || !fs::exists(py)) return "";
+  const std::string probe = "'" + py + "' -c 'import torch, transformers, peft' > /dev/null 2>&1";
+  return std::system(probe.c_str()) == 0 ? py : "";
+}
+
+// peft's own PeftModel.from_pretrained loads the adapter tach train wrote and computes the same
+// logits as tach with --adapter. Runs peft itself; skips where it is not installed.
+TEST(Adapter, PeftLoadsTachsAdapterWithTheSameLogits) {
+  const std::string py = reference_python();
+  if (py.empty()) GTEST_SKIP() << "needs a Python with torch, transformers and peft (set TACH_REF_PYTHON)";
+  test::TempDir dir;
+  TrainOptions o;
+  o.model = base_dir("distilbert-cls2-f32");
+  o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
+  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
+  o.runs_dir = dir.path();
+  o.method = "lora";
+  o.lora_r = 4;
+  o.lora_alpha = 16;
+  o.lr = 1e-2;
+  o.epochs = 2;
+  o.batch_size = 4;
+  const TrainResult r = run_training(o);
+  const auto batches = batches_of("distilbert-cls2-f32");
+  auto m = load_with(o.model, r.saved_model);
+  const Tensor logits = m->classify(batches[0]);
+  nlohmann::json batch = {{"input_ids", nlohmann::json::array()}, {"attention_mask", nlohmann::json::array()}};
+  for (int64_t i = 0; i < batches[0].batch(); ++i) {
+    const int32_t* ids = batches[0].input_ids.data<int32_t>() + i * batches[0].seq_len();
+    const int32_t* mask = batches[0].attention_mask.data<int32_t>() + i * batches[0].seq_len();
+    batch["input_ids"].push_back(std::vector<int32_t>(ids, ids + batches[0].seq_len()));
+    batch["attention_mask"].push_back(std::vector<int32_t>(mask, mask + batches[0].seq_len()));
+  }
+  std::ofstream(dir.path() + "/batch.json") << batch.dump();
+  std::ofstream(dir.path() + "/peft_logits.py")
+      << "import json, sys, torch\n"
+         "from transformers import AutoModelForSequenceClassification\n"
+         "from peft import PeftModel\n"
+         "base, adapter, batch, out = sys.argv[1:5]\n"
+         "m = AutoModelForSequenceClassification.from_pretrained(base, attn_implementation='eager').float().eval()\n"
+         "pm = PeftModel.from_pretrained(m, adapter).eval()\n"
+         "b = json.load(open(batch))\n"
+         "with torch.no_grad():\n"
+         "    y = pm(input_ids=torch.tensor(b['input_ids']), attention_mask=torch.tensor(b['attention_mask'])).logits\n"
+         "json.dump(y.tolist(), open(out, 'w'))\n";
+  const std::string cmd = "'" + py + "' '" + dir.path() + "/peft_logits.py' '" + o.model + "' '" + r.saved_model +
+                          "' '" + dir.path() + "/batch.json' '" + dir.path() + "/peft.json' > '" + dir.path() +
+                          "/peft.log' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "peft failed; see the log: " << cmd;
+  std::ifstream in(dir.path() + "/peft.json");
+  const nlohmann::json peft = nlohmann::json::parse(in);
+  ASSERT_EQ(int64_t(peft.size()), logits.size(0));
+  for (int64_t i = 0; i < logits.size(0); ++i)
+    for (int64_t j = 0; j < logits.size(1); ++j)
+      EXPECT_NEAR(logits.data<float>()[i * logits.size(1) + j], peft[i][j].get<double>(), 1e-4) << i << "," << j;
 }
 
 }  // namespace
