@@ -117,7 +117,7 @@ TEST(Comparison, WritesOneRowPerMethodAndExec) {
   ASSERT_EQ(c.rows.size(), 6u);
   EXPECT_EQ(c.rows[0].method, "full");
   EXPECT_EQ(c.rows[5].exec, "fused");
-  std::ifstream in(c.dir + "/comparison.json");
+  std::ifstream in(c.dir + "/summary.json");
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["schema"], "tach.train_comparison/1");
   ASSERT_EQ(j["rows"].size(), 6u);

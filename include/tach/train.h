@@ -122,7 +122,7 @@ TrainResult run_training(TrainOptions options, const TrainObserver& observer = {
 
 // The method × exec comparison: one training run per combination of `methods` (full, lora,
 // qlora) and `execs` (eager, fused), each with `base`'s other options, into
-// <runs_dir>/<run_id>/<method>-<exec>/; then comparison.json (schema tach.train_comparison/1)
+// <runs_dir>/<run_id>/<method>-<exec>/; then summary.json (schema tach.train_comparison/1)
 // and comparison.csv in <runs_dir>/<run_id>/. One row per run: trainable and total parameters,
 // step latency (median, p90), tokens/s and samples/s, peak memory per category, epoch time and
 // dev accuracy.

@@ -1,5 +1,5 @@
 // tach train --method full,lora,qlora --exec eager,fused: one run per combination, then the
-// comparison table (comparison.json, comparison.csv) beside them.
+// comparison table (summary.json, comparison.csv) beside them.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -100,7 +100,7 @@ TrainComparison run_training_comparison(const TrainOptions& base, const std::vec
                  {"peak_bytes", "tach's allocator, exact bytes, from the first step to the end of the run"},
                  {"dev_accuracy", "the last evaluated epoch's accuracy on --eval-dataset (null without one)"}}},
       {"rows", rows}};
-  model::write_file_atomically(out.dir + "/comparison.json", summary.dump(2) + "\n");
+  model::write_file_atomically(out.dir + "/summary.json", summary.dump(2) + "\n");
   model::write_file_atomically(out.dir + "/comparison.csv", csv.str());
   return out;
 }

@@ -35,7 +35,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
 
-// --method a,b --exec c,d: every combination, then the table (also comparison.json and .csv).
+// --method a,b --exec c,d: every combination, then the table (also summary.json and .csv).
 int run_comparison(const TrainOptions& options, const TrainObserver& obs) {
   const TrainComparison c =
       run_training_comparison(options, split_commas(options.method), split_commas(options.exec), obs);
@@ -64,7 +64,7 @@ int run_comparison(const TrainOptions& options, const TrainObserver& obs) {
               << pad(human_bytes(double(t.peak_bytes)), 11) << pad(cat("weights"), 11) << pad(cat("gradients"), 11)
               << pad(cat("optimizer_state"), 11) << cat("activations") << "\n";
   }
-  std::cout << "written: " << c.dir << "/{comparison.json, comparison.csv} and one run directory per row\n";
+  std::cout << "written: " << c.dir << "/{summary.json, comparison.csv} and one run directory per row\n";
   for (const auto& r : c.rows)
     if (r.result.diverged) return 1;
   return 0;
