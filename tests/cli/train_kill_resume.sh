@@ -2,15 +2,17 @@
 # tach train killed with SIGKILL midway, then resumed, ends with the same weights, byte for byte,
 # as an uninterrupted run (same data order, same dropout masks, same optimizer state), and its
 # steps.jsonl holds every step exactly once. Usage: train_kill_resume.sh path/to/tach fixtures_dir
+# [more tach train flags, e.g. --method qlora: then the saved adapter is compared]
 set -euo pipefail
 tach=$1
 fixtures=$2
+shift 2
 dir=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 args=(train -m "$fixtures/encoders/bert-cls2-f32" -k "$fixtures/tokenizers/tiny-wordpiece" -d "$fixtures/train/tiny.csv"
       --epochs 25 -b 4 --lr 1e-3 --warmup-ratio 0.1 --weight-decay 0.01 --save-every 7 --seed 5 --runs-dir "$dir"
-      --no-progress)
+      --no-progress "$@")
 
 "$tach" "${args[@]}" --run-id full >/dev/null 2>&1
 total=$(wc -l < "$dir/full/steps.jsonl")
@@ -30,7 +32,9 @@ echo "killed after $(wc -l < "$dir/killed/steps.jsonl") of $total logged steps (
 
 "$tach" train --resume "$dir/killed" --no-progress | tee "$dir/resume.out"
 grep -q "resumed after step" "$dir/resume.out"
-cmp "$dir/full/model/model.safetensors" "$dir/killed/model/model.safetensors"
+saved=model.safetensors
+[ -f "$dir/full/model/adapter_model.safetensors" ] && saved=adapter_model.safetensors
+cmp "$dir/full/model/$saved" "$dir/killed/model/$saved"
 steps() { grep -o '"step":[0-9]*}$' "$1" | sort -t: -k2 -n | uniq -c | awk '{print $1}' | sort -u; }
 # Each step appears once (plus once more where an evaluation was logged: none here).
 [ "$(steps "$dir/killed/steps.jsonl")" = "1" ] || { echo "a step was logged twice or lost"; exit 1; }
