@@ -151,7 +151,7 @@ void validate_options(const TrainOptions& o) {
   check(o.method == "full" || o.method == "lora" || o.method == "qlora",
         "--method must be full, lora or qlora, got " + o.method);
   check(o.adapter.empty() || o.method != "full",
-        "--adapter continues training a LoRA adapter; it needs --method lora (to run a model with an adapter "
+        "--adapter continues training a LoRA adapter; it needs --method lora or qlora (to run a model with an adapter "
         "merged in, use tach classify, eval or bench --adapter, or tach merge)");
   check(o.lora_r >= 1, "--lora-r must be at least 1, got " + std::to_string(o.lora_r));
   check(std::isfinite(o.lora_alpha) && o.lora_alpha > 0, "--lora-alpha must be positive");

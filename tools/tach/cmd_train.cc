@@ -163,7 +163,7 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--adapter", o->adapter,
                   "Continue training a peft LoRA adapter (a directory with adapter_config.json and "
                   "adapter_model.safetensors): its r, alpha, dropout, target modules, modules to save and weights "
-                  "replace the --lora-* options; needs --method lora");
+                  "replace the --lora-* options; needs --method lora or qlora");
   sub->add_option("--runs-dir", o->runs_dir, "Where run directories go (default runs)");
   sub->add_option("--run-id", o->run_id, "Name of the run directory (default: train-<UTC time>-<model>)");
   sub->add_option("--save", o->save_dir, "Where the fine-tuned model goes (default runs/<run_id>/model)");
