@@ -17,7 +17,7 @@ struct DatasetOptions {
   // (JSONL objects). A JSON split of [text, label] pairs takes 0 and 1 whatever is given.
   std::string text_column = "text";
   std::string text_pair_column;  // optional second text (sentence pairs)
-  std::string label_column = "label";
+  std::string label_column = "label";  // empty: texts only, no label read (tach embed)
   std::string split;  // JSON split files: the split to read; default "test" when it exists
   // CSV/TSV: auto (a header when the first row names the text column) | yes | no
   std::string header = "auto";

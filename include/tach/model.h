@@ -49,6 +49,14 @@ struct ModelInfo {
   std::string positions;                   // "learned absolute", "rotary (theta 1e6)", ...
   int32_t pad_token_id = 0;
   bool has_pad_token = true;  // false for a decoder whose config names none (batches of 1 then)
+  // Sentence embeddings: a model with a sentence-transformers config (modules.json), or a bare
+  // encoder (mean pooling, as sentence-transformers treats a plain transformers model).
+  bool embedding = false;        // Model::embed pools its hidden states into one vector per row
+  std::string pooling;           // "mean", "cls", "cls+mean", ...
+  bool normalized = false;       // the vectors are L2-normalised (a Normalize module)
+  int64_t embedding_dim = 0;     // the pooled vector's length
+  int64_t max_seq_length = 0;    // sentence-transformers' max_seq_length, capped by the positions (0: none)
+  bool lowercase_input = false;  // sentence_bert_config.json's do_lower_case: lowercase texts first
   std::vector<std::string> notes;  // decisions made while loading, for the user to see
 };
 
@@ -90,6 +98,13 @@ class Model {
   virtual Tensor hidden_states(const TokenBatch& batch) const = 0;
   // logits: [B, num_labels] f32. An error for a bare encoder.
   virtual Tensor classify(const TokenBatch& batch) const = 0;
+  // Sentence embeddings: [B, embedding_dim] f32, pooled (and normalised) as info().pooling says.
+  // An error for a model that is not an embedding model (info().embedding false).
+  virtual Tensor embed(const TokenBatch& batch) const;
+  // What tach bench and tach profile time: a classifier's logits, else an embedding model's
+  // vectors; an error naming both for a model that is neither.
+  Tensor measured_forward(const TokenBatch& batch) const;
+  // The work of measured_forward (or of the forward alone, for a model that is neither).
   virtual ForwardCost forward_cost(int64_t batch, int64_t seq_len) const = 0;
   // Causal LMs. logits: [B, T, V] f32. An error for models without an LM head.
   virtual Tensor lm_logits(const TokenBatch& batch) const;

@@ -87,4 +87,8 @@ class Tokenizer {
   virtual std::string describe() const = 0;  // "BPE, 151643 tokens + 22 added; NFC; Sequence[Split, ByteLevel]"
 };
 
+// The text lowercased code point by code point as the tokenizers library's Lowercase normalizer
+// does: what sentence-transformers' do_lower_case puts in front of a tokenizer.
+std::string lowercase_text(const std::string& utf8);
+
 }  // namespace tach

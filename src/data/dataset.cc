@@ -75,15 +75,16 @@ Dataset read_dataset(const DatasetOptions& options) {
   // JSON [text, label] pairs have no names: the text is first, the label second.
   const bool pairs = d.format == "json" && r.columns == std::vector<std::string>{"0", "1"};
   const size_t text_col = pairs ? 0 : column_index(r, options.text_column, "text", options.path);
-  const size_t label_col = pairs ? 1 : column_index(r, options.label_column, "label", options.path);
+  const bool has_label = pairs || !options.label_column.empty();  // texts only (tach embed) when empty
+  const size_t label_col = pairs ? 1 : has_label ? column_index(r, options.label_column, "label", options.path) : 0;
   const bool has_pair = !options.text_pair_column.empty();
   const size_t pair_col = has_pair ? column_index(r, options.text_pair_column, "text-pair", options.path) : 0;
   d.examples.reserve(r.rows.size());
   for (size_t i = 0; i < r.rows.size(); ++i) {
     auto& row = r.rows[i];
-    Example e{std::move(row[text_col]), has_pair ? std::move(row[pair_col]) : std::string(), std::move(row[label_col]),
-              r.row_numbers[i]};
-    check(!e.label.empty(), "dataset " + where + ": record " + std::to_string(e.source_row) + " has no label in column '" +
+    Example e{std::move(row[text_col]), has_pair ? std::move(row[pair_col]) : std::string(),
+              has_label ? std::move(row[label_col]) : std::string(), r.row_numbers[i]};
+    check(!has_label || !e.label.empty(), "dataset " + where + ": record " + std::to_string(e.source_row) + " has no label in column '" +
                                 r.columns[label_col] + "'");
     d.examples.push_back(std::move(e));
   }

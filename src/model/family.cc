@@ -1,8 +1,10 @@
 #include "model/family.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "model/config.h"
+#include "model/embedding_model.h"
 #include "model/encoder_model.h"
 #include "model/presets.h"
 #include "model/qwen2_model.h"
@@ -69,7 +71,13 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
   check(options.compute == DType::f32 || options.compute == DType::bf16,
         "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cpu (f32, bf16)");
   const model::ModelLocation loc = model::resolve_model(spec);
-  return model::model_family(model::model_type_of(loc)).load(loc, options);
+  std::unique_ptr<Model> m = model::model_family(model::model_type_of(loc)).load(loc, options);
+  std::optional<model::SentenceEmbeddingConfig> sentence;
+  if (loc.kind != model::ModelLocation::Kind::preset) sentence = model::read_sentence_embedding_config(loc.dir);
+  // A bare encoder (no head) is what sentence-transformers would wrap with mean pooling.
+  if (!sentence && !m->info().classifier && !m->info().causal_lm) sentence = model::default_sentence_embedding_config();
+  if (sentence) m = model::with_sentence_embedding(std::move(m), *sentence);
+  return m;
 }
 
 std::vector<std::string> preset_names() {

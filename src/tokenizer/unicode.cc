@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "tach/error.h"
+#include "tach/tokenizer.h"
 
 namespace tach::tokenizer {
 
@@ -147,3 +148,15 @@ int combining_class(char32_t c) {
 }
 
 }  // namespace tach::tokenizer
+
+namespace tach {
+
+std::string lowercase_text(const std::string& utf8) {
+  std::u32string lowered;
+  for (size_t i = 0; i < utf8.size();) tokenizer::append_lowercase(lowered, tokenizer::next_codepoint(utf8, i));
+  std::string out;
+  for (char32_t c : lowered) tokenizer::append_utf8(out, c);
+  return out;
+}
+
+}  // namespace tach

@@ -23,5 +23,6 @@ Command add_monitor_command(CLI::App& app);
 Command add_estimate_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_merge_command(CLI::App& app);
+Command add_embed_command(CLI::App& app);
 
 }  // namespace tach::cli

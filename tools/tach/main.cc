@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   const tach::cli::Command commands[] = {
       tach::cli::add_info_command(app),
       tach::cli::add_classify_command(app),
+      tach::cli::add_embed_command(app),
       tach::cli::add_tokenize_command(app),
       tach::cli::add_bench_command(app),
       tach::cli::add_eval_command(app),

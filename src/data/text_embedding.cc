@@ -1,0 +1,85 @@
+// embed_texts: texts → token batches (longest first) → Model::embed → vectors in input order.
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "tach/embed.h"
+#include "tach/error.h"
+
+namespace tach {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Embeddings embed_texts(const Model& model, const Tokenizer& tokenizer, const std::vector<std::string>& texts,
+                       const EmbedOptions& options) {
+  const ModelInfo& info = model.info();
+  check(info.embedding, info.spec + " (" + info.architecture +
+                            ") is not an embedding model: it has a head and no sentence-transformers config "
+                            "(modules.json)");
+  check(!texts.empty(), "no texts to embed");
+  check(options.batch_size > 0, "--batch-size must be positive, got " + std::to_string(options.batch_size));
+  Embeddings out;
+  out.max_length = options.max_length > 0 ? options.max_length
+                                          : (info.max_seq_length > 0 ? info.max_seq_length : info.max_positions);
+  check(info.max_positions <= 0 || out.max_length <= info.max_positions,
+        "--max-length " + std::to_string(out.max_length) + " is more than the model's " +
+            std::to_string(info.max_positions) + " positions");
+
+  // Truncation as sentence-transformers asks the tokenizer for it: longest_first at max_length,
+  // special tokens counted.
+  const auto t_tok = std::chrono::steady_clock::now();
+  EncodeOptions eo;
+  eo.truncation = Truncation{};
+  eo.truncation->max_length = size_t(out.max_length);
+  std::vector<std::string> inputs;
+  if (info.lowercase_input) {
+    inputs.reserve(texts.size());
+    for (const auto& t : texts) inputs.push_back(lowercase_text(t));
+  }
+  const std::vector<Encoding> enc = tokenizer.encode_batch(info.lowercase_input ? inputs : texts, eo);
+  out.tokenize_s = seconds_since(t_tok);
+
+  const size_t N = texts.size();
+  out.tokens.resize(N);
+  out.truncated.resize(N);
+  for (size_t i = 0; i < N; ++i) {
+    out.tokens[i] = int64_t(enc[i].ids.size());
+    out.truncated[i] = !enc[i].overflowing.empty();
+  }
+  std::vector<size_t> order(N);
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return out.tokens[a] > out.tokens[b]; });
+
+  out.vectors = Tensor::empty({int64_t(N), info.embedding_dim}, DType::f32);
+  float* dst = out.vectors.data<float>();
+  const bool types = info.type_vocab_size > 0;
+  // A decoder whose config names no pad token cannot pad a batch: one text at a time.
+  const auto batch_size = size_t(info.has_pad_token ? options.batch_size : 1);
+  for (size_t start = 0; start < N; start += batch_size) {
+    const size_t end = std::min(N, start + batch_size);
+    std::vector<std::vector<int32_t>> rows, type_rows;
+    for (size_t k = start; k < end; ++k) {
+      rows.push_back(enc[order[k]].ids);
+      if (types) type_rows.push_back(enc[order[k]].type_ids);
+    }
+    const TokenBatch batch = TokenBatch::from_rows(rows, info.pad_token_id, type_rows);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Tensor v = model.embed(batch);  // [b, E]
+    out.forward_s += seconds_since(t0);
+    ++out.batches;
+    out.padded_tokens += batch.batch() * batch.seq_len();
+    const float* src = v.data<float>();
+    for (size_t k = start; k < end; ++k)
+      std::copy_n(src + int64_t(k - start) * info.embedding_dim, info.embedding_dim,
+                  dst + int64_t(order[k]) * info.embedding_dim);
+  }
+  return out;
+}
+
+}  // namespace tach

@@ -1,0 +1,128 @@
+#include "model/sentence_config.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+#include "tach/error.h"
+
+namespace tach::model {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+ops::PoolingMode parse_mode(const std::string& name, const std::string& file) {
+  using M = ops::PoolingMode;
+  if (name == "cls") return M::cls;
+  if (name == "max") return M::max;
+  if (name == "mean") return M::mean;
+  if (name == "mean_sqrt_len_tokens" || name == "mean_sqrt_len") return M::mean_sqrt_len;
+  if (name == "weightedmean") return M::weighted_mean;
+  if (name == "lasttoken") return M::last_token;
+  throw Error(file + ": pooling mode '" + name +
+              "' is not one sentence-transformers defines (cls, max, mean, mean_sqrt_len_tokens, weightedmean, "
+              "lasttoken)");
+}
+
+// Both spellings sentence-transformers has saved: the pooling_mode_* booleans (v2 to v5) and a
+// "pooling_mode" string or list (v6). The booleans' order is the concatenation order.
+std::vector<ops::PoolingMode> pooling_modes(const json& j, const std::string& file) {
+  std::vector<ops::PoolingMode> modes;
+  if (j.contains("pooling_mode")) {
+    const json& m = j["pooling_mode"];
+    if (m.is_string()) return {parse_mode(m.get<std::string>(), file)};
+    check(m.is_array() && !m.empty(), file + ": pooling_mode must be a mode name or a list of them");
+    for (const auto& x : m) {
+      check(x.is_string(), file + ": pooling_mode lists a value that is not a mode name: " + x.dump());
+      modes.push_back(parse_mode(x.get<std::string>(), file));
+    }
+    return modes;
+  }
+  static const std::pair<const char*, ops::PoolingMode> legacy[] = {
+      {"pooling_mode_cls_token", ops::PoolingMode::cls},
+      {"pooling_mode_max_tokens", ops::PoolingMode::max},
+      {"pooling_mode_mean_tokens", ops::PoolingMode::mean},
+      {"pooling_mode_mean_sqrt_len_tokens", ops::PoolingMode::mean_sqrt_len},
+      {"pooling_mode_weightedmean_tokens", ops::PoolingMode::weighted_mean},
+      {"pooling_mode_lasttoken", ops::PoolingMode::last_token},
+  };
+  for (const auto& [key, mode] : legacy)
+    if (j.contains(key)) {
+      check(j[key].is_boolean(), file + ": " + key + " must be true or false");
+      if (j[key].get<bool>()) modes.push_back(mode);
+    }
+  if (modes.empty()) modes.push_back(ops::PoolingMode::mean);  // sentence-transformers' own fallback
+  return modes;
+}
+
+}  // namespace
+
+std::string SentenceEmbeddingConfig::pooling_name() const {
+  std::string s;
+  for (auto m : modes) {
+    if (!s.empty()) s += '+';
+    s += ops::pooling_mode_name(m);
+  }
+  return s;
+}
+
+SentenceEmbeddingConfig default_sentence_embedding_config() {
+  SentenceEmbeddingConfig c;
+  c.source = "no modules.json: mean pooling without normalisation, as sentence-transformers builds a plain "
+             "transformers model";
+  return c;
+}
+
+std::optional<SentenceEmbeddingConfig> read_sentence_embedding_config(const std::string& dir) {
+  const fs::path modules_file = fs::path(dir) / "modules.json";
+  if (!fs::exists(modules_file)) return std::nullopt;
+  const std::string mf = modules_file.string();
+  const json modules = read_json_file(mf);
+  check(modules.is_array() && !modules.empty(), mf + ": expected a list of modules");
+  SentenceEmbeddingConfig c;
+  c.source = "modules.json";
+  bool transformer = false, pooling = false;
+  for (const auto& m : modules) {
+    check(m.is_object() && m.contains("type") && m["type"].is_string(), mf + ": a module without a \"type\": " + m.dump());
+    const std::string type = m["type"].get<std::string>();
+    const std::string path = m.value("path", std::string());
+    const std::string kind = type.substr(type.rfind('.') == std::string::npos ? 0 : type.rfind('.') + 1);
+    if (kind == "Transformer" && !transformer && !pooling) {
+      transformer = true;
+      const fs::path st = fs::path(dir) / path / "sentence_bert_config.json";
+      if (fs::exists(st)) {
+        const json s = read_json_file(st.string());
+        if (s.contains("max_seq_length") && s["max_seq_length"].is_number_integer())
+          c.max_seq_length = s["max_seq_length"].get<int64_t>();
+        c.do_lower_case = s.value("do_lower_case", false);
+      }
+    } else if (kind == "Pooling" && transformer && !pooling) {
+      pooling = true;
+      const fs::path pf = fs::path(dir) / path / "config.json";
+      check(fs::exists(pf), mf + " names a Pooling module in '" + path + "', but " + pf.string() + " does not exist");
+      const json p = read_json_file(pf.string());
+      c.modes = pooling_modes(p, pf.string());
+      for (const char* key : {"word_embedding_dimension", "embedding_dimension"})
+        if (p.contains(key) && p[key].is_number_integer()) c.embedding_dimension = p[key].get<int64_t>();
+      check(p.value("include_prompt", true), pf.string() +
+                                                 ": include_prompt false (prompt tokens left out of the pooling) needs "
+                                                 "prompts, which tach embed does not add");
+    } else if (kind == "Normalize" && pooling && !c.normalize) {
+      c.normalize = true;
+    } else {
+      throw Error(mf + ": module '" + type + "'" + (path.empty() ? "" : " in '" + path + "'") +
+                  " is not one tach runs: it runs Transformer → Pooling → (Normalize), in that order");
+    }
+  }
+  check(transformer, mf + ": no sentence_transformers.models.Transformer module");
+  if (!pooling) {
+    // sentence-transformers adds mean pooling itself when a model lists no Pooling module.
+    c.modes = {ops::PoolingMode::mean};
+    c.source = "modules.json (no Pooling module: mean pooling, as sentence-transformers adds)";
+  }
+  return c;
+}
+
+}  // namespace tach::model

@@ -1,0 +1,32 @@
+// A sentence-transformers model's pipeline, read from its own files: modules.json (the module
+// list), 1_Pooling/config.json (the pooling modes), the Normalize module, and
+// sentence_bert_config.json (max_seq_length, do_lower_case).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/pooling.h"
+
+namespace tach::model {
+
+struct SentenceEmbeddingConfig {
+  std::vector<ops::PoolingMode> modes = {ops::PoolingMode::mean};
+  bool normalize = false;
+  int64_t max_seq_length = 0;   // 0: none given (the model's position limit applies)
+  bool do_lower_case = false;   // sentence-transformers lowercases the text before the tokenizer
+  int64_t embedding_dimension = 0;  // 1_Pooling's word_embedding_dimension (0: not given)
+  std::string source;           // "modules.json" or why the default was taken
+  std::string pooling_name() const;  // "mean", "cls+mean", ...
+};
+
+// nullopt when dir has no modules.json. A modules.json that names a module tach does not run
+// (Dense, a second Transformer, ...), or a pooling config with unknown modes or an unsupported
+// include_prompt, is an error naming the file and the module.
+std::optional<SentenceEmbeddingConfig> read_sentence_embedding_config(const std::string& dir);
+
+// What sentence-transformers does with a plain transformers model: mean pooling, no normalisation.
+SentenceEmbeddingConfig default_sentence_embedding_config();
+
+}  // namespace tach::model
