@@ -140,6 +140,7 @@ struct ModelSummary {
   int64_t disk_bytes = 0;    // safetensors files; 0 for synthetic weights
   int64_t memory_bytes = 0;  // allocator weights + mapped bytes after loading
   std::vector<std::string> labels;
+  std::string task;  // what a point times: "sequence classification (2 labels)", "sentence embedding (...)"
 };
 
 // What a sweep calls back, for progress bars and tests. All optional.

@@ -125,7 +125,7 @@ void profile_point(const EncoderModel& model, const BenchConfig& config, const P
   for (int i = 0; i < 3; ++i) {
     {
       ProfileScope forward("forward");
-      (void)model.classify(batch);
+      (void)model.measured_forward(batch);
     }
     p.step();
   }
@@ -184,15 +184,17 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
       load_error = e.what();
       return;
     }
-    // A bare encoder (a sentence-embedding BertModel, say) has nothing for a point to measure:
-    // say so once, with what can be done with it, instead of failing every point.
+    // A model with neither a head nor pooling (a causal LM without a classifier) has nothing for
+    // a point to measure: say so once, with what can be done with it, instead of failing every point.
     const ModelInfo& mi = model->info();
-    check(mi.classifier, config.model + " is a bare encoder (" + mi.architecture + ", " + std::to_string(mi.num_layers) +
-                             " layers, hidden " + std::to_string(mi.hidden_size) +
-                             ") without a sequence-classification head: tach bench and eval measure classifiers. "
-                             "With this model, tach info -m describes it and tach estimate -m says whether it fits; "
-                             "to benchmark it, give it a head (e.g. save it with "
-                             "AutoModelForSequenceClassification.from_pretrained)");
+    check(mi.classifier || mi.embedding,
+          config.model + " (" + mi.architecture + ", " + std::to_string(mi.num_layers) + " layers, hidden " +
+              std::to_string(mi.hidden_size) +
+              ") is neither a sequence classifier nor an embedding model: tach bench measures those. With this "
+              "model, tach generate runs it, tach info -m describes it and tach estimate -m says whether it fits");
+    check(!accuracy || mi.classifier,
+          config.model + " is an embedding model (" + mi.pooling + " pooling): the accuracy pass needs a "
+          "sequence classifier; drop --accuracy (the sweep measures its embeddings)");
     // Tokenizer and label problems are the user's to fix before anything is measured: they stop
     // the run rather than fail every point.
     if (texts && !texts->tokenizer) bench::attach_tokenizer(*texts, config, model->info().source);
@@ -307,6 +309,10 @@ ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
   s.disk_bytes = info.disk_bytes;
   s.memory_bytes = memory_bytes;
   s.labels = info.labels;
+  s.task = info.classifier ? "sequence classification (" + std::to_string(info.labels.size()) + " labels)"
+                           : "sentence embedding (" + info.pooling + " pooling" +
+                                 (info.normalized ? ", L2-normalised" : "") + ", " +
+                                 std::to_string(info.embedding_dim) + " dims)";
   return s;
 }
 

@@ -107,6 +107,7 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
       << m.weights_dtype << ", " << fmt("%.1f", double(m.memory_bytes) / MiB) << " MiB in memory"
       << (m.disk_bytes ? ", " + fmt("%.1f", double(m.disk_bytes) / MiB) + " MiB on disk" : std::string()) << "; "
       << m.source << "\n";
+    if (!m.task.empty()) s << "each run times: " << m.task << "\n";
   }
   int ok = 0, failed = 0;
   for (const auto& p : o.results) (p.status == "ok" ? ok : failed)++;
@@ -185,7 +186,7 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
   nlohmann::json models = nlohmann::json::array();
   for (const auto& m : o.models)
     models.push_back({{"spec", m.spec}, {"source", m.source}, {"architecture", m.architecture},
-                      {"weights_dtype", m.weights_dtype}, {"synthetic_weights", m.synthetic_weights},
+                      {"weights_dtype", m.weights_dtype}, {"synthetic_weights", m.synthetic_weights}, {"task", m.task},
                       {"parameters", m.parameters}, {"disk_bytes", m.disk_bytes}, {"memory_bytes", m.memory_bytes},
                       {"labels", m.labels}});
   nlohmann::json findings = nlohmann::json::array();

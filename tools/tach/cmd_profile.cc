@@ -101,11 +101,12 @@ int run_profile(const ProfileFlags& f) {
     lo.adapter = f.adapter;
     lo.compute = f.dtype == "bf16" ? DType::bf16 : DType::f32;
     model = load_model(f.model, lo);
-    check(model->info().classifier, f.model + " has no classification head to profile a forward of");
+    check(model->info().classifier || model->info().embedding,
+          f.model + " is neither a sequence classifier nor an embedding model: nothing to profile a forward of");
     batch = random_batch(model->info().vocab_size, model->info().pad_token_id, f.batch, f.seq_len, f.seed);
     run_step = [&] {
       ProfileScope forward("forward");
-      (void)model->classify(batch);
+      (void)model->measured_forward(batch);  // the head's logits, or the pooled embeddings
     };
   }
   const std::string what =
