@@ -46,3 +46,5 @@ target_include_directories(tach_csv INTERFACE ${CSV_INCLUDE_DIR})
 find_package(yaml-cpp REQUIRED)
 # Traces: zlib for trace.json.gz.
 find_package(ZLIB REQUIRED)
+find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)

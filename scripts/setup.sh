@@ -13,6 +13,7 @@ packages=(
   libyaml-cpp-dev        # YAML run configs
   libcsv-dev             # CSV/TSV datasets (RFC 4180 quoting, multi-line fields)
   zlib1g-dev             # gzipped traces
+  libcurl4-openssl-dev libssl-dev   # downloads from the Hugging Face Hub (HTTPS); SHA-256/SHA-1 to verify them
   libutf8proc-dev libpcre2-dev   # Unicode data and regex for the tokenizers
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks
 )

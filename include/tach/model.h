@@ -117,6 +117,14 @@ using EncoderModel = Model;  // the name this interface had when it held encoder
 std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOptions& options = {});
 std::vector<std::string> preset_names();
 
+// Asks the Hugging Face Hub for ORG/NAME[@REV] now (load_model uses a cached snapshot without
+// asking) and fetches what tach reads into the cache, as huggingface_hub lays it out; returns
+// the snapshot directory. HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE/HF_HOME, HF_HUB_OFFLINE apply.
+std::string download_model(const std::string& hub_id);
+// A dataset file: hf://datasets/ORG/NAME[@REV][/PATH] → the cached file (read_dataset takes the
+// same names directly).
+std::string download_dataset_file(const std::string& spec);
+
 // Turns logits into scores as the problem type says: softmax (single label), sigmoid (multi
 // label), identity (regression). logits: [B, L]  returns [B, L]
 Tensor scores_from_logits(const Tensor& logits, const std::string& problem_type);

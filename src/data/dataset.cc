@@ -7,6 +7,7 @@
 
 #include "data/records.h"
 #include "tach/dataset.h"
+#include "model/hub.h"
 #include "tach/error.h"
 
 namespace tach {
@@ -56,6 +57,13 @@ size_t column_index(const data::Records& r, const std::string& name, const std::
 
 Dataset read_dataset(const DatasetOptions& options) {
   check(!options.path.empty(), "no dataset path given");
+  if (model::is_hub_dataset_spec(options.path)) {  // hf://datasets/ORG/NAME[@REV][/PATH]: the Hub's cache
+    DatasetOptions local = options;
+    local.path = model::hub_dataset_file(options.path, model::HubSettings::from_environment());
+    Dataset d = read_dataset(local);
+    d.path = options.path + " (" + local.path + ")";
+    return d;
+  }
   const std::string bytes = read_file(options.path);
   Dataset d;
   d.path = options.path;

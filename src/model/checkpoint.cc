@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/hub.h"
 #include "model/safetensors.h"
 #include "tach/error.h"
 
@@ -32,11 +33,6 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 bool looks_like_hub_id(const std::string& s) {
   // ORG/NAME with exactly one slash, no leading dot or slash, no spaces.
   if (s.empty() || s[0] == '.' || s[0] == '/' || s[0] == '~') return false;
@@ -46,39 +42,34 @@ bool looks_like_hub_id(const std::string& s) {
 }
 
 ModelLocation resolve_hub(const std::string& spec) {
-  std::string id = spec, rev = "main";
+  HubRepo repo;
+  repo.id = spec;
   if (auto at = spec.find('@'); at != std::string::npos) {
-    id = spec.substr(0, at);
-    rev = spec.substr(at + 1);
-    check(!rev.empty(), "model '" + spec + "': empty revision after '@'");
+    repo.id = spec.substr(0, at);
+    repo.revision = spec.substr(at + 1);
+    check(!repo.revision.empty(), "model '" + spec + "': empty revision after '@'");
   }
-  const std::string org = id.substr(0, id.find('/')), name = id.substr(id.find('/') + 1);
-  const fs::path cache = hf_hub_cache_dir();
-  const fs::path repo = cache / ("models--" + org + "--" + name);
-  std::vector<std::string> looked;
+  const HubSettings settings = HubSettings::from_environment();
   std::string commit;
-  const fs::path ref = repo / "refs" / rev;
-  looked.push_back(ref.string());
-  if (fs::is_regular_file(ref)) {
-    commit = trim(read_text(ref));
-  } else if (fs::is_directory(repo / "snapshots" / rev)) {
-    commit = rev;  // a commit hash given directly
-  }
-  looked.push_back((repo / "snapshots" / (commit.empty() ? rev : commit)).string());
-  const fs::path snap = repo / "snapshots" / (commit.empty() ? rev : commit);
-  if (commit.empty() || !fs::is_directory(snap)) {
-    std::string msg = "model '" + spec + "' not found: it is not a local directory, and the Hugging Face cache (" +
-                      cache.string() + ") has no snapshot of it. Looked at:";
-    msg += "\n  " + fs::absolute(spec).string() + " (local directory)";
-    for (const auto& l : looked) msg += "\n  " + l;
-    msg += "\nDownload it first (e.g. `huggingface-cli download " + id +
-           "`), or set HF_HUB_CACHE / HF_HOME to the cache that holds it.";
-    throw Error(msg);
+  // A cached snapshot with config.json and its weights is used as it is, without asking the Hub
+  // whether the revision moved (tach download ORG/NAME does that).
+  std::string snap = hub_cached_model(repo, settings, &commit);
+  if (snap.empty()) {
+    if (settings.offline) {
+      const fs::path storage = fs::path(settings.cache_dir) / repo.folder();
+      throw Error("model '" + spec + "' not found: it is not a local directory, and HF_HUB_OFFLINE is set, so the "
+                  "Hub is not asked; the cache (" + settings.cache_dir + ") has no complete snapshot of it. Looked at:"
+                  "\n  " + fs::absolute(spec).string() + " (local directory)\n  " +
+                  (storage / "refs" / repo.revision).string() + "\n  " + (storage / "snapshots").string() +
+                  "\nUnset HF_HUB_OFFLINE to download it, or set HF_HUB_CACHE / HF_HOME to the cache that holds it.");
+    }
+    snap = hub_download_model(repo, settings);
+    commit = fs::path(snap).filename().string();
   }
   ModelLocation loc;
   loc.kind = ModelLocation::Kind::hub;
   loc.spec = spec;
-  loc.dir = snap.string();
+  loc.dir = snap;
   loc.revision = commit;
   return loc;
 }

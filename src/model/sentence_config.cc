@@ -1,9 +1,11 @@
 #include "model/sentence_config.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
-#include "model/config.h"
 #include "tach/error.h"
 
 namespace tach::model {
@@ -75,40 +77,58 @@ SentenceEmbeddingConfig default_sentence_embedding_config() {
   return c;
 }
 
-std::optional<SentenceEmbeddingConfig> read_sentence_embedding_config(const std::string& dir) {
-  const fs::path modules_file = fs::path(dir) / "modules.json";
-  if (!fs::exists(modules_file)) return std::nullopt;
-  const std::string mf = modules_file.string();
-  const json modules = read_json_file(mf);
+namespace {
+
+json parse_json(const std::string& text, const std::string& name) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(name + ": not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+SentenceEmbeddingConfig parse_sentence_embedding_config(const std::string& modules_text, const FileReader& read,
+                                                        const std::string& dir) {
+  const std::string mf = (fs::path(dir) / "modules.json").string();
+  const json modules = parse_json(modules_text, mf);
   check(modules.is_array() && !modules.empty(), mf + ": expected a list of modules");
   SentenceEmbeddingConfig c;
   c.source = "modules.json";
   bool transformer = false, pooling = false;
   for (const auto& m : modules) {
     check(m.is_object() && m.contains("type") && m["type"].is_string(), mf + ": a module without a \"type\": " + m.dump());
+    check(!m.contains("path") || m["path"].is_string(), mf + ": a module's \"path\" must be a string: " + m.dump());
     const std::string type = m["type"].get<std::string>();
     const std::string path = m.value("path", std::string());
+    check(path.find("..") == std::string::npos && (path.empty() || path[0] != '/'),
+          mf + ": module path '" + path + "' leaves the model directory");
     const std::string kind = type.substr(type.rfind('.') == std::string::npos ? 0 : type.rfind('.') + 1);
     if (kind == "Transformer" && !transformer && !pooling) {
       transformer = true;
-      const fs::path st = fs::path(dir) / path / "sentence_bert_config.json";
-      if (fs::exists(st)) {
-        const json s = read_json_file(st.string());
-        if (s.contains("max_seq_length") && s["max_seq_length"].is_number_integer())
-          c.max_seq_length = s["max_seq_length"].get<int64_t>();
-        c.do_lower_case = s.value("do_lower_case", false);
+      const std::string st_name = (fs::path(path) / "sentence_bert_config.json").string();
+      if (const auto text = read(st_name)) {
+        const json st = parse_json(*text, (fs::path(dir) / st_name).string());
+        check(st.is_object(), (fs::path(dir) / st_name).string() + ": expected a JSON object");
+        if (st.contains("max_seq_length") && st["max_seq_length"].is_number_integer())
+          c.max_seq_length = std::max<int64_t>(0, st["max_seq_length"].get<int64_t>());
+        if (st.contains("do_lower_case") && st["do_lower_case"].is_boolean()) c.do_lower_case = st["do_lower_case"].get<bool>();
       }
     } else if (kind == "Pooling" && transformer && !pooling) {
       pooling = true;
-      const fs::path pf = fs::path(dir) / path / "config.json";
-      check(fs::exists(pf), mf + " names a Pooling module in '" + path + "', but " + pf.string() + " does not exist");
-      const json p = read_json_file(pf.string());
-      c.modes = pooling_modes(p, pf.string());
+      const std::string pool_name = (fs::path(path) / "config.json").string();
+      const std::string pf = (fs::path(dir) / pool_name).string();
+      const auto text = read(pool_name);
+      check(text.has_value(), mf + " names a Pooling module in '" + path + "', but " + pf + " does not exist");
+      const json p = parse_json(*text, pf);
+      check(p.is_object(), pf + ": expected a JSON object");
+      c.modes = pooling_modes(p, pf);
       for (const char* key : {"word_embedding_dimension", "embedding_dimension"})
         if (p.contains(key) && p[key].is_number_integer()) c.embedding_dimension = p[key].get<int64_t>();
-      check(p.value("include_prompt", true), pf.string() +
-                                                 ": include_prompt false (prompt tokens left out of the pooling) needs "
-                                                 "prompts, which tach embed does not add");
+      check(!p.contains("include_prompt") || !p["include_prompt"].is_boolean() || p["include_prompt"].get<bool>(),
+            pf + ": include_prompt false (prompt tokens left out of the pooling) needs prompts, which tach embed does "
+                 "not add");
     } else if (kind == "Normalize" && pooling && !c.normalize) {
       c.normalize = true;
     } else {
@@ -123,6 +143,20 @@ std::optional<SentenceEmbeddingConfig> read_sentence_embedding_config(const std:
     c.source = "modules.json (no Pooling module: mean pooling, as sentence-transformers adds)";
   }
   return c;
+}
+
+std::optional<SentenceEmbeddingConfig> read_sentence_embedding_config(const std::string& dir) {
+  const fs::path modules_file = fs::path(dir) / "modules.json";
+  if (!fs::exists(modules_file)) return std::nullopt;
+  auto read = [&](const std::string& relative) -> std::optional<std::string> {
+    const fs::path p = fs::path(dir) / relative;
+    if (!fs::is_regular_file(p)) return std::nullopt;
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  return parse_sentence_embedding_config(*read("modules.json"), read, dir);
 }
 
 }  // namespace tach::model

@@ -3,6 +3,7 @@
 // sentence_bert_config.json (max_seq_length, do_lower_case).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,12 @@ struct SentenceEmbeddingConfig {
 // (Dense, a second Transformer, ...), or a pooling config with unknown modes or an unsupported
 // include_prompt, is an error naming the file and the module.
 std::optional<SentenceEmbeddingConfig> read_sentence_embedding_config(const std::string& dir);
+
+// The same from text: modules.json's, and read(path relative to the model directory) for the
+// files it points at (nullopt: absent). dir only names files in errors. (The fuzz target's entry.)
+using FileReader = std::function<std::optional<std::string>(const std::string& relative_path)>;
+SentenceEmbeddingConfig parse_sentence_embedding_config(const std::string& modules_text, const FileReader& read,
+                                                        const std::string& dir);
 
 // What sentence-transformers does with a plain transformers model: mean pooling, no normalisation.
 SentenceEmbeddingConfig default_sentence_embedding_config();

@@ -24,5 +24,6 @@ Command add_estimate_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_merge_command(CLI::App& app);
 Command add_embed_command(CLI::App& app);
+Command add_download_command(CLI::App& app);
 
 }  // namespace tach::cli

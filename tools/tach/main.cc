@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
       tach::cli::add_estimate_command(app),
       tach::cli::add_train_command(app),
       tach::cli::add_merge_command(app),
+      tach::cli::add_download_command(app),
   };
   const tach::cli::VerbatimArgs args(argc, argv);
   args.restore_in(app);
