@@ -58,11 +58,15 @@ TEST(Resolve, HubCacheLayout) {
   test::TempDir cache;
   const std::string repo = cache.file("models--acme--tiny-bert");
   fs::create_directories(repo + "/refs");
-  fs::create_directories(repo + "/snapshots/abc123");
-  fs::create_directories(repo + "/snapshots/def456");
+  for (const char* snap : {"/snapshots/abc123", "/snapshots/def456"}) {
+    fs::create_directories(repo + snap);
+    test::write_text(repo + snap + "/config.json", "{}");  // a snapshot is complete with a config and weights
+    test::write_text(repo + snap + "/model.safetensors", "");
+  }
   test::write_text(repo + "/refs/main", "abc123\n");
   test::write_text(repo + "/refs/v2", "def456");
   ScopedEnv env("HF_HUB_CACHE", cache.path());
+  ScopedEnv offline("HF_HUB_OFFLINE", "1");  // never the network from a test (test_hub.cc has a fake hub)
   EXPECT_EQ(hf_hub_cache_dir(), cache.path());
   ModelLocation loc = resolve_model("acme/tiny-bert");
   EXPECT_EQ(loc.kind, ModelLocation::Kind::hub);
@@ -72,7 +76,10 @@ TEST(Resolve, HubCacheLayout) {
   EXPECT_EQ(resolve_model("acme/tiny-bert@def456").revision, "def456");  // a commit given directly
   const std::string err = error_of([] { resolve_model("acme/other-model"); });
   EXPECT_NE(err.find("models--acme--other-model/refs/main"), std::string::npos) << err;
-  EXPECT_NE(err.find("huggingface-cli download"), std::string::npos) << err;
+  EXPECT_NE(err.find("HF_HUB_OFFLINE is set"), std::string::npos) << err;
+  // A snapshot without its weights is not taken for the model.
+  fs::remove(repo + "/snapshots/def456/model.safetensors");
+  EXPECT_NE(error_of([] { resolve_model("acme/tiny-bert@v2"); }).find("no complete snapshot"), std::string::npos);
 }
 
 TEST(Resolve, HfHomeFallback) {

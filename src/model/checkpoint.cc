@@ -61,7 +61,8 @@ ModelLocation resolve_hub(const std::string& spec) {
                   "Hub is not asked; the cache (" + settings.cache_dir + ") has no complete snapshot of it. Looked at:"
                   "\n  " + fs::absolute(spec).string() + " (local directory)\n  " +
                   (storage / "refs" / repo.revision).string() + "\n  " + (storage / "snapshots").string() +
-                  "\nUnset HF_HUB_OFFLINE to download it, or set HF_HUB_CACHE / HF_HOME to the cache that holds it.");
+                  "\nUnset HF_HUB_OFFLINE to download it (or run `tach download " + repo.id + "` where there is a network), or set "
+                  "HF_HUB_CACHE / HF_HOME to the cache that holds it.");
     }
     snap = hub_download_model(repo, settings);
     commit = fs::path(snap).filename().string();

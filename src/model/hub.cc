@@ -367,7 +367,7 @@ std::string hub_cached_model(const HubRepo& repo, const HubSettings& s, std::str
   std::string commit;
   const fs::path ref = storage / "refs" / repo.revision;
   if (fs::is_regular_file(ref)) commit = trim(read_file_text(ref));
-  else if (is_commit(repo.revision)) commit = repo.revision;
+  else if (fs::is_directory(storage / "snapshots" / repo.revision)) commit = repo.revision;  // a commit given directly
   if (commit.empty()) return "";
   const fs::path snap = storage / "snapshots" / commit;
   if (!fs::exists(snap / "config.json")) return "";
