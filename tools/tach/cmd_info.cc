@@ -40,7 +40,11 @@ int run_model_info(const InfoOptions& opt) {
     nlohmann::json j = {{"spec", i.spec}, {"source", i.source}, {"architecture", i.architecture},
                         {"parameters", i.parameters}, {"weights_dtype", i.weights_dtype}, {"compute_dtype", opt.compute},
                         {"layers", i.num_layers}, {"hidden", i.hidden_size}, {"heads", i.num_heads},
-                        {"kv_heads", i.num_kv_heads}, {"vocab", i.vocab_size}, {"labels", i.labels},
+                        {"kv_heads", i.num_kv_heads}, {"vocab", i.vocab_size}, {"labels", i.classifier ? i.labels : std::vector<std::string>{}},
+                        {"embedding", i.embedding ? nlohmann::json{{"pooling", i.pooling}, {"normalized", i.normalized},
+                                                                   {"dims", i.embedding_dim},
+                                                                   {"max_seq_length", i.max_seq_length}}
+                                                  : nlohmann::json(nullptr)},
                         {"file_bytes", i.disk_bytes}, {"allocator_weights_bytes", m[MemoryCategory::weights].current},
                         {"mapped_bytes", m.mapped.current}, {"rss_added_by_load_bytes", resident},
                         {"peak_rss_bytes", after.peak_rss_bytes}, {"load_s", load_s}, {"notes", i.notes}};
@@ -53,7 +57,10 @@ int run_model_info(const InfoOptions& opt) {
             << "shape      " << i.num_layers << " layers, hidden " << i.hidden_size << ", " << i.num_heads << " heads"
             << (i.num_kv_heads ? " (" + std::to_string(i.num_kv_heads) + " key/value)" : std::string()) << ", vocab "
             << i.vocab_size << ", positions " << i.positions << "\n";
-  if (!i.labels.empty()) std::cout << "labels     " << i.labels.size() << " (" << i.problem_type << ")\n";
+  if (i.classifier) std::cout << "labels     " << i.labels.size() << " (" << i.problem_type << ")\n";
+  if (i.embedding)
+    std::cout << "embedding  " << i.embedding_dim << " dims, " << i.pooling << " pooling"
+              << (i.normalized ? ", L2-normalised" : "") << ", texts cut at " << i.max_seq_length << " tokens\n";
   std::cout << "load       " << fixed(load_s, 2) << " s\n"
             << "memory     file " << (i.disk_bytes ? human_bytes(double(i.disk_bytes)) : std::string("none (synthetic)"))
             << "; tach's packed weights " << human_bytes(double(m[MemoryCategory::weights].current))
