@@ -2,6 +2,8 @@
 // failures and resumes, throughput against an outside clock, accuracy against transformers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -143,6 +145,21 @@ TEST(Sweep, FailedPointsAreRecordedAndTheSweepGoesOn) {
     ++lines;
   }
   EXPECT_EQ(lines, 4);
+  // Every measured run's latency is kept, in order, and the summary is theirs.
+  ASSERT_EQ(out.results[0].batch_latency_samples_ms.size(), 3u);
+  const auto& raw = out.results[0].batch_latency_samples_ms;
+  EXPECT_DOUBLE_EQ(*std::min_element(raw.begin(), raw.end()), out.results[0].batch_latency_ms.min);
+  // A line written before the raw latencies were kept (schema /1) still reads, without them.
+  {
+    std::ifstream again(dir.path() + "/r/results.jsonl");
+    std::getline(again, line);
+    auto j = nlohmann::json::parse(line);
+    j["schema"] = "tach.bench.point/1";
+    j.erase("batch_latency_samples_ms");
+    const PointResult old = point_from_json(j.dump(), "old results.jsonl");
+    EXPECT_TRUE(old.batch_latency_samples_ms.empty());
+    EXPECT_EQ(old.batch_latency_ms.n, 3);
+  }
   // The memory fields are filled from the allocator and procfs.
   EXPECT_GT(out.results[0].allocator.at("weights").current, 0);
   EXPECT_GT(out.results[0].peak_rss_bytes, 0);

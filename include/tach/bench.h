@@ -94,6 +94,9 @@ struct PointResult {
   int measured_runs = 0;
   std::string stopped_by;  // which rule stopped the point, in words
   Distribution batch_latency_ms, sample_latency_ms, tokenize_ms_per_batch;
+  // Every measured run's batch latency, in the order measured (schema /2; empty when read from a
+  // /1 line, which kept only the summary): what distributions and run comparisons resample.
+  std::vector<double> batch_latency_samples_ms;
   double samples_per_s = 0, tokens_per_s = 0, batches_per_s = 0;  // over the measured time
   double padded_tokens_per_batch = 0, real_tokens_per_batch = 0;
   double flops_per_batch = 0, achieved_gflops_per_s = 0;  // from the ops' declared costs

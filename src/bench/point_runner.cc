@@ -110,6 +110,7 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     sample_ms.push_back(s * 1e3 / double(key.batch));
   }
   for (double s : tokenize_s) tok_ms.push_back(s * 1e3);
+  r.batch_latency_samples_ms = batch_ms;
   r.batch_latency_ms = distribution(batch_ms);
   r.sample_latency_ms = distribution(sample_ms);
   r.tokenize_ms_per_batch = distribution(tok_ms);

@@ -1,4 +1,5 @@
-// results.jsonl lines: one PointResult per line, schema "tach.bench.point/1" (docs/formats.md).
+// results.jsonl lines: one PointResult per line, schema "tach.bench.point/2" (docs/formats.md); /1 lines
+// (before the raw latencies were kept) are still read.
 // Units are in the field names (_ms, _s, _bytes, _per_s).
 #include <nlohmann/json.hpp>
 
@@ -9,7 +10,8 @@ namespace tach {
 
 namespace {
 
-constexpr const char* kPointSchema = "tach.bench.point/1";
+constexpr const char* kPointSchema = "tach.bench.point/2";
+constexpr const char* kPointSchemaV1 = "tach.bench.point/1";
 
 nlohmann::json dist_json(const Distribution& d) {
   return {{"n", d.n},     {"median", d.median}, {"mean", d.mean}, {"std", d.std}, {"min", d.min},
@@ -56,6 +58,7 @@ std::string point_to_json(const PointResult& p) {
       {"stopped_by", p.stopped_by},
       {"batch_latency_ms", dist_json(p.batch_latency_ms)},
       {"sample_latency_ms", dist_json(p.sample_latency_ms)},
+      {"batch_latency_samples_ms", p.batch_latency_samples_ms},
       {"tokenize_ms_per_batch", dist_json(p.tokenize_ms_per_batch)},
       {"throughput", {{"samples_per_s", p.samples_per_s}, {"tokens_per_s", p.tokens_per_s},
                       {"batches_per_s", p.batches_per_s}}},
@@ -77,8 +80,9 @@ std::string point_to_json(const PointResult& p) {
 PointResult point_from_json(const std::string& line, const std::string& where) {
   try {
     const nlohmann::json j = nlohmann::json::parse(line);
-    check(j.value("schema", "") == kPointSchema,
-          where + ": not a " + std::string(kPointSchema) + " line (schema '" + j.value("schema", "") + "')");
+    const std::string schema = j.value("schema", "");
+    check(schema == kPointSchema || schema == kPointSchemaV1,
+          where + ": not a " + std::string(kPointSchema) + " (or /1) line (schema '" + schema + "')");
     PointResult p;
     p.key.device = j.at("device");
     p.key.dtype = j.at("dtype");
@@ -94,6 +98,7 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.batch_latency_ms = dist_from(j.at("batch_latency_ms"));
     p.sample_latency_ms = dist_from(j.at("sample_latency_ms"));
     p.tokenize_ms_per_batch = dist_from(j.at("tokenize_ms_per_batch"));
+    if (schema == kPointSchema) p.batch_latency_samples_ms = j.at("batch_latency_samples_ms").get<std::vector<double>>();
     const auto& t = j.at("throughput");
     p.samples_per_s = t.at("samples_per_s");
     p.tokens_per_s = t.at("tokens_per_s");
