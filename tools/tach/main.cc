@@ -2,7 +2,8 @@
 //
 // Exit status, the same for every command (docs/cli.md): 0 success; 1 an error in the input or
 // while running (the message says which); 2 a usage error (unknown option, missing or malformed
-// value); 3 `tach estimate`: the model does not fit; 70 an internal error (a bug in tach).
+// value); 3 `tach estimate`: the model does not fit; 4 `tach compare --fail-on-regression`: a point
+// regressed beyond the limit; 70 an internal error (a bug in tach).
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
   CLI::App app{"tach: measure how transformer models run (latency, throughput, memory, accuracy, profiles)"};
   app.set_version_flag("--version", std::string("tach 0.1.0"));
   app.require_subcommand(1);
-  app.footer("Exit status: 0 success, 1 error, 2 usage error, 3 (estimate) does not fit, 70 internal error.");
+  app.footer("Exit status: 0 success, 1 error, 2 usage error, 3 (estimate) does not fit, 4 (compare) regressed beyond\n"
+             "--fail-on-regression, 70 internal error.");
   const tach::cli::Command commands[] = {
       tach::cli::add_info_command(app),
       tach::cli::add_classify_command(app),
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
       tach::cli::add_train_command(app),
       tach::cli::add_merge_command(app),
       tach::cli::add_download_command(app),
+      tach::cli::add_compare_command(app),
   };
   const tach::cli::VerbatimArgs args(argc, argv);
   args.restore_in(app);

@@ -1,0 +1,61 @@
+// Run-to-run comparison (tach compare): points matched by key across bench runs, the change in
+// median latency and throughput with a bootstrap confidence interval over the raw per-run
+// latencies, and a verdict against a noise threshold, as Criterion.rs words it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tach/bench.h"
+
+namespace tach {
+
+struct CompareOptions {
+  double noise_threshold = 0.02;  // a relative change smaller than this is "within noise" (Criterion's 2%)
+  double confidence = 0.95;       // of the bootstrap interval
+  int resamples = 10000;          // bootstrap resamples per point
+  uint64_t seed = 0;              // the resampling is deterministic
+};
+
+struct CompareRun {
+  std::string dir;
+  std::string model;        // config.json's model
+  std::string started_at;   // from the run id / config, when known
+  std::vector<PointResult> points;
+};
+
+struct PointChange {
+  std::string id;             // device/dtype/tTHREADS/bBATCH/sSEQ
+  size_t run = 0;             // index of the run compared with the baseline (runs[0])
+  int64_t baseline_n = 0, n = 0;              // raw samples on each side
+  double baseline_median_ms = 0, median_ms = 0;
+  double baseline_samples_per_s = 0, samples_per_s = 0;  // batch / median latency
+  // Relative changes (0.05 = +5%): new median / baseline median - 1, with the bootstrap interval.
+  double latency_change = 0, latency_lo = 0, latency_hi = 0;
+  double throughput_change = 0, throughput_lo = 0, throughput_hi = 0;
+  bool significant = false;  // the latency interval excludes 0
+  // improved | regressed | within noise | not comparable (a side without raw samples, or failed)
+  std::string verdict;
+  std::string why;  // "not significant", "below the 2% threshold", "+8.1% latency", a failure's reason
+};
+
+struct RunComparison {
+  CompareOptions options;
+  std::vector<CompareRun> runs;             // runs[0] is the baseline
+  std::vector<PointChange> changes;         // per later run, per point both have, in the baseline's order
+  std::vector<std::string> only_in;         // "POINT: only in RUN[, RUN]" for points not in every run
+};
+
+// Reads each run directory's results.jsonl (a torn last line after a kill is left out) and
+// compares every later run with the first. Fewer than two runs, or a directory without
+// results.jsonl, is an error.
+RunComparison compare_runs(const std::vector<std::string>& run_dirs, const CompareOptions& options = {});
+
+// format: table (terminal) | md | csv | json (schema tach.compare/1)
+std::string comparison_text(const RunComparison& comparison, const std::string& format);
+
+// The points whose latency regressed by more than pct (0.05 = 5%), as verdict says regressed.
+std::vector<const PointChange*> regressions_beyond(const RunComparison& comparison, double pct);
+
+}  // namespace tach

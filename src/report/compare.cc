@@ -1,0 +1,322 @@
+// tach compare: matching points across runs, bootstrap intervals, verdicts, and their tables.
+#include "tach/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "tach/error.h"
+
+namespace tach {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + long(m), v.end());
+  const double hi = v[m];
+  if (v.size() % 2) return hi;
+  return (*std::max_element(v.begin(), v.begin() + long(m)) + hi) / 2;
+}
+
+double quantile_sorted(const std::vector<double>& v, double q) {
+  const double pos = q * double(v.size() - 1);
+  const auto lo = size_t(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+}
+
+CompareRun read_run(const std::string& dir) {
+  CompareRun run;
+  run.dir = dir;
+  const fs::path results = fs::path(dir) / "results.jsonl";
+  check(fs::is_regular_file(results), dir + ": no results.jsonl (is it a tach bench run directory?)");
+  std::ifstream in(results, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A kill during a write can leave a last line without its newline: it is not a result.
+  if (!text.empty() && text.back() != '\n') text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  std::istringstream lines(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    run.points.push_back(point_from_json(line, results.string() + ":" + std::to_string(n)));
+  }
+  check(!run.points.empty(), results.string() + ": no finished points to compare");
+  const fs::path config = fs::path(dir) / "config.json";
+  if (fs::is_regular_file(config)) {
+    try {
+      std::ifstream c(config);
+      const auto j = nlohmann::json::parse(c);
+      run.model = j.value("model", std::string());
+      run.started_at = j.value("run_id", std::string());
+    } catch (const std::exception&) {
+      // The model name is decoration here; results.jsonl is what is compared.
+    }
+  }
+  return run;
+}
+
+struct Bootstrap {
+  double change = 0, lo = 0, hi = 0;
+};
+
+// new / baseline - 1 of f(samples) (the median), with the percentile interval of the same over
+// resamples drawn with replacement from each side independently.
+Bootstrap bootstrap_ratio(const std::vector<double>& base, const std::vector<double>& now, const CompareOptions& o,
+                          std::mt19937_64& rng) {
+  Bootstrap b;
+  b.change = median_of(now) / median_of(base) - 1;
+  std::vector<double> ratios;
+  ratios.reserve(size_t(o.resamples));
+  std::vector<double> ra(base.size()), rb(now.size());
+  std::uniform_int_distribution<size_t> pa(0, base.size() - 1), pb(0, now.size() - 1);
+  for (int r = 0; r < o.resamples; ++r) {
+    for (auto& x : ra) x = base[pa(rng)];
+    for (auto& x : rb) x = now[pb(rng)];
+    ratios.push_back(median_of(rb) / median_of(ra) - 1);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double tail = (1 - o.confidence) / 2;
+  b.lo = quantile_sorted(ratios, tail);
+  b.hi = quantile_sorted(ratios, 1 - tail);
+  return b;
+}
+
+std::string pct(double x, int decimals = 1) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(decimals);
+  s << (x >= 0 ? "+" : "") << x * 100 << "%";
+  return s.str();
+}
+
+std::string num(double x, int decimals) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(decimals);
+  s << x;
+  return s.str();
+}
+
+}  // namespace
+
+RunComparison compare_runs(const std::vector<std::string>& run_dirs, const CompareOptions& options) {
+  check(run_dirs.size() >= 2, "tach compare needs two runs or more (the first is the baseline)");
+  check(options.noise_threshold >= 0 && options.noise_threshold < 1,
+        "--noise-threshold must be a fraction in [0, 1), e.g. 0.02");
+  check(options.confidence > 0 && options.confidence < 1, "--confidence must be in (0, 1), e.g. 0.95");
+  check(options.resamples >= 100, "--resamples must be at least 100");
+  RunComparison c;
+  c.options = options;
+  for (const auto& d : run_dirs) c.runs.push_back(read_run(d));
+  std::mt19937_64 rng(options.seed);
+
+  // Every point id, in the order first seen (the baseline's grid order first).
+  std::vector<std::string> ids;
+  std::set<std::string> seen;
+  std::vector<std::map<std::string, const PointResult*>> by_id(c.runs.size());
+  for (size_t r = 0; r < c.runs.size(); ++r)
+    for (const auto& p : c.runs[r].points) {
+      by_id[r][p.key.id()] = &p;
+      if (seen.insert(p.key.id()).second) ids.push_back(p.key.id());
+    }
+  for (const auto& id : ids) {
+    std::vector<std::string> in, missing;
+    for (size_t r = 0; r < c.runs.size(); ++r) (by_id[r].count(id) ? in : missing).push_back(c.runs[r].dir);
+    if (!missing.empty()) {
+      std::string s = id + ": only in";
+      for (size_t i = 0; i < in.size(); ++i) s += (i ? ", " : " ") + in[i];
+      c.only_in.push_back(s);
+    }
+  }
+  for (size_t r = 1; r < c.runs.size(); ++r) {
+    for (const auto& id : ids) {
+      if (!by_id[0].count(id) || !by_id[r].count(id)) continue;
+      const PointResult& a = *by_id[0].at(id);
+      const PointResult& b = *by_id[r].at(id);
+      PointChange ch;
+      ch.id = id;
+      ch.run = r;
+      ch.baseline_n = int64_t(a.batch_latency_samples_ms.size());
+      ch.n = int64_t(b.batch_latency_samples_ms.size());
+      ch.baseline_median_ms = a.batch_latency_ms.median;
+      ch.median_ms = b.batch_latency_ms.median;
+      if (a.status != "ok" || b.status != "ok") {
+        ch.verdict = "not comparable";
+        ch.why = a.status != "ok" ? "baseline " + a.status + ": " + a.reason : "this run " + b.status + ": " + b.reason;
+        c.changes.push_back(ch);
+        continue;
+      }
+      ch.baseline_samples_per_s = double(a.key.batch) * 1e3 / ch.baseline_median_ms;
+      ch.samples_per_s = double(b.key.batch) * 1e3 / ch.median_ms;
+      if (ch.baseline_n < 2 || ch.n < 2) {
+        ch.latency_change = ch.median_ms / ch.baseline_median_ms - 1;
+        ch.throughput_change = ch.samples_per_s / ch.baseline_samples_per_s - 1;
+        ch.verdict = "not comparable";
+        ch.why = "no raw latencies on one side (a tach.bench.point/1 run): medians only, no interval";
+        c.changes.push_back(ch);
+        continue;
+      }
+      const Bootstrap lat = bootstrap_ratio(a.batch_latency_samples_ms, b.batch_latency_samples_ms, options, rng);
+      // Throughput per run (samples/s = batch / latency); its median is the inverse of the latency's.
+      std::vector<double> ta, tb;
+      for (double ms : a.batch_latency_samples_ms) ta.push_back(double(a.key.batch) * 1e3 / ms);
+      for (double ms : b.batch_latency_samples_ms) tb.push_back(double(b.key.batch) * 1e3 / ms);
+      const Bootstrap thr = bootstrap_ratio(ta, tb, options, rng);
+      ch.latency_change = lat.change, ch.latency_lo = lat.lo, ch.latency_hi = lat.hi;
+      ch.throughput_change = thr.change, ch.throughput_lo = thr.lo, ch.throughput_hi = thr.hi;
+      ch.significant = lat.lo > 0 || lat.hi < 0;
+      if (!ch.significant) {
+        ch.verdict = "within noise";
+        ch.why = "not significant (the interval holds 0)";
+      } else if (std::abs(lat.change) < options.noise_threshold) {
+        ch.verdict = "within noise";
+        ch.why = "below the " + num(options.noise_threshold * 100, 1) + "% threshold";
+      } else {
+        ch.verdict = lat.change > 0 ? "regressed" : "improved";
+        ch.why = pct(lat.change) + " latency";
+      }
+      c.changes.push_back(ch);
+    }
+  }
+  return c;
+}
+
+std::vector<const PointChange*> regressions_beyond(const RunComparison& c, double pct_limit) {
+  std::vector<const PointChange*> out;
+  for (const auto& ch : c.changes)
+    if (ch.verdict == "regressed" && ch.latency_change > pct_limit) out.push_back(&ch);
+  return out;
+}
+
+std::string comparison_text(const RunComparison& c, const std::string& format) {
+  const CompareOptions& o = c.options;
+  const std::string ci = num(o.confidence * 100, 0) + "% CI";
+  if (format == "json") {
+    nlohmann::json j;
+    j["schema"] = "tach.compare/1";
+    j["method"] = {{"statistic", "median batch latency per point; throughput = batch / latency"},
+                   {"interval", "percentile bootstrap over the raw per-run latencies, each side resampled with "
+                                "replacement"},
+                   {"confidence", o.confidence},
+                   {"resamples", o.resamples},
+                   {"seed", o.seed},
+                   {"noise_threshold", o.noise_threshold},
+                   {"changes_are", "relative: new / baseline - 1"}};
+    j["runs"] = nlohmann::json::array();
+    for (const auto& r : c.runs) j["runs"].push_back({{"dir", r.dir}, {"model", r.model}, {"points", r.points.size()}});
+    j["changes"] = nlohmann::json::array();
+    for (const auto& ch : c.changes)
+      j["changes"].push_back({{"point", ch.id},
+                              {"baseline", c.runs[0].dir},
+                              {"run", c.runs[ch.run].dir},
+                              {"baseline_n", ch.baseline_n},
+                              {"n", ch.n},
+                              {"baseline_median_ms", ch.baseline_median_ms},
+                              {"median_ms", ch.median_ms},
+                              {"baseline_samples_per_s", ch.baseline_samples_per_s},
+                              {"samples_per_s", ch.samples_per_s},
+                              {"latency_change", ch.latency_change},
+                              {"latency_ci", {ch.latency_lo, ch.latency_hi}},
+                              {"throughput_change", ch.throughput_change},
+                              {"throughput_ci", {ch.throughput_lo, ch.throughput_hi}},
+                              {"significant", ch.significant},
+                              {"verdict", ch.verdict},
+                              {"why", ch.why}});
+    j["only_in"] = c.only_in;
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  const bool csv = format == "csv", md = format == "md";
+  check(csv || md || format == "table", "--format '" + format + "': expected table, md, csv or json");
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"point", "run", "baseline ms (n)", "ms (n)", "latency change [" + ci + "]",
+                  "throughput change [" + ci + "]", "verdict", "why"});
+  if (csv)
+    rows.back() = {"point", "baseline", "run", "baseline_n", "n", "baseline_median_ms", "median_ms", "latency_change",
+                   "latency_ci_lo", "latency_ci_hi", "throughput_change", "throughput_ci_lo", "throughput_ci_hi",
+                   "verdict", "why"};
+  for (const auto& ch : c.changes) {
+    const bool interval = ch.baseline_n >= 2 && ch.n >= 2 && ch.verdict != "not comparable";
+    if (csv) {
+      rows.push_back({ch.id, c.runs[0].dir, c.runs[ch.run].dir, std::to_string(ch.baseline_n), std::to_string(ch.n),
+                      num(ch.baseline_median_ms, 4), num(ch.median_ms, 4), num(ch.latency_change, 5),
+                      interval ? num(ch.latency_lo, 5) : "", interval ? num(ch.latency_hi, 5) : "",
+                      num(ch.throughput_change, 5), interval ? num(ch.throughput_lo, 5) : "",
+                      interval ? num(ch.throughput_hi, 5) : "", ch.verdict, ch.why});
+      continue;
+    }
+    rows.push_back({ch.id, std::to_string(ch.run), num(ch.baseline_median_ms, 3) + " (" + std::to_string(ch.baseline_n) + ")",
+                    num(ch.median_ms, 3) + " (" + std::to_string(ch.n) + ")",
+                    pct(ch.latency_change) + (interval ? " [" + pct(ch.latency_lo) + ", " + pct(ch.latency_hi) + "]" : ""),
+                    pct(ch.throughput_change) +
+                        (interval ? " [" + pct(ch.throughput_lo) + ", " + pct(ch.throughput_hi) + "]" : ""),
+                    ch.verdict, ch.why});
+  }
+  std::ostringstream out;
+  if (csv) {
+    for (const auto& r : rows) {
+      for (size_t i = 0; i < r.size(); ++i) {
+        const bool quote = r[i].find_first_of(",\"\n") != std::string::npos;
+        std::string v = r[i];
+        if (quote) {
+          std::string q;
+          for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+          v = "\"" + q + "\"";
+        }
+        out << (i ? "," : "") << v;
+      }
+      out << "\n";
+    }
+    return out.str();
+  }
+  out << (md ? "" : "tach compare\n");
+  for (size_t r = 0; r < c.runs.size(); ++r)
+    out << (md ? "- " : "  ") << "run " << r << (r == 0 ? " (baseline)" : "") << ": " << c.runs[r].dir
+        << (c.runs[r].model.empty() ? "" : ", model " + c.runs[r].model) << ", " << c.runs[r].points.size()
+        << " points\n";
+  out << (md ? "\n" : "");
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const auto& r = rows[k];
+    if (md) {
+      out << "|";
+      for (const auto& v : r) out << " " << v << " |";
+      out << "\n";
+      if (k == 0) {
+        out << "|";
+        for (size_t i = 0; i < r.size(); ++i) out << "---|";
+        out << "\n";
+      }
+    } else {
+      for (size_t i = 0; i < r.size(); ++i)
+        out << (i ? "  " : "") << r[i] << std::string(i + 1 < r.size() ? width[i] - r[i].size() : 0, ' ');
+      out << "\n";
+    }
+  }
+  int improved = 0, regressed = 0, noise = 0, other = 0;
+  for (const auto& ch : c.changes)
+    (ch.verdict == "improved" ? improved : ch.verdict == "regressed" ? regressed : ch.verdict == "within noise" ? noise : other)++;
+  out << (md ? "\n" : "") << c.changes.size() << " comparisons: " << improved << " improved, " << regressed
+      << " regressed, " << noise << " within noise" << (other ? ", " + std::to_string(other) + " not comparable" : "")
+      << ". Latency is the median batch latency (ms, wall clock) of each point; changes are new / baseline - 1 with a "
+      << ci << " from " << o.resamples << " bootstrap resamples of the raw per-run latencies; a change is a verdict "
+      << "only when the interval excludes 0 and it is at least " << num(o.noise_threshold * 100, 1)
+      << "% (--noise-threshold).\n";
+  for (const auto& s : c.only_in) out << (md ? "- " : "  ") << s << "\n";
+  return out.str();
+}
+
+}  // namespace tach

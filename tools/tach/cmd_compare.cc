@@ -1,0 +1,70 @@
+// tach compare: did it get faster, or is that noise? Bench runs compared point by point.
+#include <iostream>
+
+#include "commands.h"
+#include "tach/compare.h"
+#include "tach/error.h"
+
+namespace tach::cli {
+
+namespace {
+
+struct CompareCliOptions {
+  std::vector<std::string> runs;
+  std::string format = "table";
+  double noise_threshold_pct = 2;
+  double confidence = 0.95;
+  int resamples = 10000;
+  uint64_t seed = 0;
+  double fail_on_regression_pct = -1;
+};
+
+// Exit status 4: a regression beyond --fail-on-regression (CI); the table is printed first.
+constexpr int kExitRegressed = 4;
+
+int run_compare(const CompareCliOptions& opt) {
+  check(opt.noise_threshold_pct >= 0 && opt.noise_threshold_pct < 100,
+        "--noise-threshold is a percentage in [0, 100), e.g. 2");
+  CompareOptions o;
+  o.noise_threshold = opt.noise_threshold_pct / 100;
+  o.confidence = opt.confidence;
+  o.resamples = opt.resamples;
+  o.seed = opt.seed;
+  const RunComparison c = compare_runs(opt.runs, o);
+  std::cout << comparison_text(c, opt.format);
+  if (opt.fail_on_regression_pct >= 0) {
+    const auto bad = regressions_beyond(c, opt.fail_on_regression_pct / 100);
+    if (!bad.empty()) {
+      std::cerr << "tach compare: " << bad.size() << " point(s) regressed by more than " << opt.fail_on_regression_pct
+                << "% (--fail-on-regression):";
+      for (const auto* ch : bad) std::cerr << " " << ch->id << " (run " << ch->run << ")";
+      std::cerr << "\n";
+      return kExitRegressed;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_compare_command(CLI::App& app) {
+  auto opt = std::make_shared<CompareCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "compare",
+      "Compare bench runs point by point: the change in median latency and throughput with a bootstrap confidence "
+      "interval over the raw per-run latencies, and a verdict (improved, regressed, within noise). The first run is "
+      "the baseline");
+  sub->add_option("runs", opt->runs, "Run directories (runs/<id>), the baseline first")->required()->expected(2, -1);
+  sub->add_option("--format", opt->format, "table | md | csv | json (schema tach.compare/1)")->capture_default_str();
+  sub->add_option("--noise-threshold", opt->noise_threshold_pct,
+                  "Percent: a significant change smaller than this is within noise")
+      ->capture_default_str();
+  sub->add_option("--confidence", opt->confidence, "Of the bootstrap interval")->capture_default_str();
+  sub->add_option("--resamples", opt->resamples, "Bootstrap resamples per point")->capture_default_str();
+  sub->add_option("--seed", opt->seed, "Seed of the resampling (results are deterministic)")->capture_default_str();
+  sub->add_option("--fail-on-regression", opt->fail_on_regression_pct,
+                  "Percent: exit with status 4 when a point regressed by more than this (for CI)");
+  return {sub, [opt] { return run_compare(*opt); }};
+}
+
+}  // namespace tach::cli
