@@ -2,6 +2,7 @@
 // the noise threshold, the formats, old runs and bad input. (test_compare_live.cc: real runs.)
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -101,6 +102,34 @@ TEST(Compare, DeterministicAndEveryFormatHoldsTheNumbers) {
   EXPECT_NE(comparison_text(c1, "md").find("| cpu/f32/t0/b8/s128 | 1 |"), std::string::npos);
   EXPECT_NE(comparison_text(c1, "table").find("regressed"), std::string::npos);
   EXPECT_NE(test::error_of([&] { comparison_text(c1, "xml"); }).find("--format 'xml'"), std::string::npos);
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Compare, HtmlPageIsSelfContainedWithEveryNumberInATable) {
+  test::TempDir root;
+  const std::string a = write_run(root, "a", {point(1, 10, 0.05, 1), point(8, 40, 0.05, 2)});
+  const std::string b = write_run(root, "b", {point(1, 10, 0.05, 11), point(8, 44, 0.05, 12)});
+  const RunComparison c = compare_runs({a, b});
+  const std::string html = comparison_html(c);
+  EXPECT_EQ(html.find("<script"), std::string::npos);  // nothing runs, nothing is fetched
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  // One change chart with a bar per point, and a distribution chart per point with both runs.
+  EXPECT_EQ(count(html, "class='chart change-chart'"), 1u);
+  EXPECT_EQ(count(html, "class='chart distribution-chart'"), 2u);
+  EXPECT_EQ(count(html, "<g class='series'"), 2u + 2u * 2u);
+  // The table holds the numbers the charts show.
+  char median[32];
+  std::snprintf(median, sizeof median, "%.3f", c.changes[1].median_ms);
+  EXPECT_NE(html.find(median), std::string::npos);
+  EXPECT_NE(html.find(">regressed<"), std::string::npos);
+  write_comparison_html(c, root.path() + "/compare.html");
+  EXPECT_EQ(test::read_text(root.path() + "/compare.html"), html);
 }
 
 TEST(Compare, OldRunsFailedPointsAndBadInput) {

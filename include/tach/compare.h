@@ -55,6 +55,12 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
 // format: table (terminal) | md | csv | json (schema tach.compare/1)
 std::string comparison_text(const RunComparison& comparison, const std::string& format);
 
+// compare.html: a self-contained page (inline styles and SVG, no script, nothing fetched): the
+// change per point with its interval, the overlaid raw latency distributions per point, and a
+// table with every number. write_ writes it atomically.
+std::string comparison_html(const RunComparison& comparison);
+void write_comparison_html(const RunComparison& comparison, const std::string& path);
+
 // The points whose latency regressed by more than pct (0.05 = 5%), as verdict says regressed.
 std::vector<const PointChange*> regressions_beyond(const RunComparison& comparison, double pct);
 

@@ -17,6 +17,8 @@ struct CompareCliOptions {
   int resamples = 10000;
   uint64_t seed = 0;
   double fail_on_regression_pct = -1;
+  std::string html = "compare.html";
+  bool no_html = false;
 };
 
 // Exit status 4: a regression beyond --fail-on-regression (CI); the table is printed first.
@@ -32,6 +34,11 @@ int run_compare(const CompareCliOptions& opt) {
   o.seed = opt.seed;
   const RunComparison c = compare_runs(opt.runs, o);
   std::cout << comparison_text(c, opt.format);
+  if (!opt.no_html) {
+    write_comparison_html(c, opt.html);
+    (opt.format == "table" ? std::cout : std::cerr) << "wrote " << opt.html
+                                                    << " (the change per point, overlaid distributions, every number)\n";
+  }
   if (opt.fail_on_regression_pct >= 0) {
     const auto bad = regressions_beyond(c, opt.fail_on_regression_pct / 100);
     if (!bad.empty()) {
@@ -64,6 +71,9 @@ Command add_compare_command(CLI::App& app) {
   sub->add_option("--seed", opt->seed, "Seed of the resampling (results are deterministic)")->capture_default_str();
   sub->add_option("--fail-on-regression", opt->fail_on_regression_pct,
                   "Percent: exit with status 4 when a point regressed by more than this (for CI)");
+  sub->add_option("--html", opt->html, "Where to write the HTML page (self-contained: opens from disk)")
+      ->capture_default_str();
+  sub->add_flag("--no-html", opt->no_html, "Write no HTML page");
   return {sub, [opt] { return run_compare(*opt); }};
 }
 

@@ -1,0 +1,114 @@
+// compare.html: one self-contained page (inline styles and SVG, no script, nothing fetched) with
+// the change per point as bars with intervals, the overlaid latency distributions per point, and
+// every number in a table beside the pictures.
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "model/safetensors_writer.h"
+#include "report/svg_chart.h"
+#include "tach/compare.h"
+
+namespace tach {
+
+namespace {
+
+std::string pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", v * 100);
+  return buf;
+}
+
+std::string num(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+const char* kStyle = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
+h1{font-size:22px} h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:right} th{background:#f5f5f5} td:first-child,th:first-child{text-align:left}
+.improved{color:#0072B2;font-weight:600} .regressed{color:#D55E00;font-weight:600} .noise{color:#666}
+.charts{display:flex;flex-wrap:wrap;gap:12px} svg text{font-size:11px} .chart-title{font-size:13px;font-weight:600}
+.method{color:#444;max-width:900px}
+)";
+
+}  // namespace
+
+std::string comparison_html(const RunComparison& c) {
+  using report::escape_html;
+  std::ostringstream h;
+  h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>tach compare</title><style>" << kStyle
+    << "</style></head><body><h1>tach compare</h1><ul>";
+  for (size_t r = 0; r < c.runs.size(); ++r)
+    h << "<li>run " << r << (r == 0 ? " (baseline)" : "") << ": <code>" << escape_html(c.runs[r].dir) << "</code>"
+      << (c.runs[r].model.empty() ? "" : ", model " + escape_html(c.runs[r].model)) << ", " << c.runs[r].points.size()
+      << " points</li>";
+  h << "</ul><p class='method'>Latency is each point's median batch latency (ms, wall clock, per run). A change is new / "
+       "baseline − 1, with a " << num(c.options.confidence * 100, 0) << "% percentile bootstrap interval from "
+    << c.options.resamples << " resamples of the raw per-run latencies (each side resampled with replacement, seed "
+    << c.options.seed << "). Verdicts: <b>within noise</b> when the interval holds 0 or the change is below "
+    << num(c.options.noise_threshold * 100, 1) << "%; otherwise <b>improved</b> or <b>regressed</b>. Throughput is "
+       "batch / latency per run.</p>";
+
+  int improved = 0, regressed = 0, noise = 0, other = 0;
+  for (const auto& ch : c.changes)
+    (ch.verdict == "improved" ? improved : ch.verdict == "regressed" ? regressed : ch.verdict == "within noise" ? noise : other)++;
+  h << "<p><b>" << c.changes.size() << " comparisons</b>: <span class='improved'>" << improved
+    << " improved</span>, <span class='regressed'>" << regressed << " regressed</span>, <span class='noise'>" << noise
+    << " within noise</span>" << (other ? ", " + std::to_string(other) + " not comparable" : "") << ".</p>";
+
+  for (size_t r = 1; r < c.runs.size(); ++r) {
+    std::vector<report::ChangeBar> bars;
+    for (const auto& ch : c.changes)
+      if (ch.run == r) bars.push_back({ch.id, ch.latency_change, ch.latency_lo, ch.latency_hi, ch.verdict});
+    h << "<h2>Run " << r << " against the baseline</h2>"
+      << report::change_chart("latency change per point: " + c.runs[r].dir, bars, c.options.noise_threshold);
+  }
+
+  h << "<h2>Every comparison</h2><table><tr><th>point</th><th>run</th><th>baseline median ms (n)</th><th>median ms "
+       "(n)</th><th>latency change</th><th>interval</th><th>throughput change</th><th>interval</th><th>baseline "
+       "samples/s</th><th>samples/s</th><th>verdict</th><th>why</th></tr>";
+  for (const auto& ch : c.changes) {
+    const bool interval = ch.baseline_n >= 2 && ch.n >= 2 && ch.verdict != "not comparable";
+    const std::string cls = ch.verdict == "improved" ? "improved" : ch.verdict == "regressed" ? "regressed" : "noise";
+    h << "<tr><td>" << escape_html(ch.id) << "</td><td>" << ch.run << "</td><td>" << num(ch.baseline_median_ms, 3)
+      << " (" << ch.baseline_n << ")</td><td>" << num(ch.median_ms, 3) << " (" << ch.n << ")</td><td>"
+      << pct(ch.latency_change) << "</td><td>" << (interval ? pct(ch.latency_lo) + " … " + pct(ch.latency_hi) : "–")
+      << "</td><td>" << pct(ch.throughput_change) << "</td><td>"
+      << (interval ? pct(ch.throughput_lo) + " … " + pct(ch.throughput_hi) : "–") << "</td><td>"
+      << num(ch.baseline_samples_per_s, 2) << "</td><td>" << num(ch.samples_per_s, 2) << "</td><td class='" << cls
+      << "'>" << escape_html(ch.verdict) << "</td><td>" << escape_html(ch.why) << "</td></tr>";
+  }
+  h << "</table>";
+
+  // Distributions: per point present in the baseline, every run's raw latencies overlaid.
+  h << "<h2>Latency distributions per point</h2><div class='charts'>";
+  std::map<std::string, std::vector<report::Distribution1D>> by_point;
+  std::vector<std::string> order;
+  for (size_t r = 0; r < c.runs.size(); ++r)
+    for (const auto& p : c.runs[r].points) {
+      const std::string id = p.key.id();
+      if (!by_point.count(id)) order.push_back(id);
+      by_point[id].push_back({r == 0 ? "baseline" : "run " + std::to_string(r), p.batch_latency_samples_ms});
+    }
+  for (const auto& id : order)
+    h << report::distribution_chart({id, "batch latency (ms), one dot per measured run"}, by_point[id]);
+  h << "</div>";
+  if (!c.only_in.empty()) {
+    h << "<h2>Points not in every run</h2><ul>";
+    for (const auto& s : c.only_in) h << "<li>" << escape_html(s) << "</li>";
+    h << "</ul>";
+  }
+  h << "</body></html>\n";
+  return h.str();
+}
+
+void write_comparison_html(const RunComparison& c, const std::string& path) {
+  model::write_file_atomically(path, comparison_html(c));
+}
+
+}  // namespace tach

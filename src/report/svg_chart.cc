@@ -1,0 +1,266 @@
+#include "report/svg_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace tach::report {
+
+namespace {
+
+// Okabe & Ito (2008): blue, orange, bluish green, vermillion, reddish purple, sky blue, yellow, black.
+const char* const kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"};
+const char* const kMarkers[] = {"circle", "square", "diamond", "triangle"};
+
+std::string fmt(double v) {
+  char buf[32];
+  const double a = std::abs(v);
+  if (a != 0 && (a >= 1e5 || a < 1e-3)) std::snprintf(buf, sizeof buf, "%.3g", v);
+  else if (a >= 100) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else if (a >= 10) std::snprintf(buf, sizeof buf, "%.1f", v);
+  else std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", v * 100);
+  return buf;
+}
+
+// "Nice" ticks over [lo, hi]: steps of 1, 2 or 5 × 10^k.
+std::vector<double> ticks(double lo, double hi, int target = 5) {
+  if (!(hi > lo)) return {lo};
+  const double raw = (hi - lo) / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag) {
+      step = m * mag;
+      break;
+    }
+  std::vector<double> t;
+  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
+  return t;
+}
+
+std::string marker(const std::string& shape, double x, double y, const std::string& colour) {
+  std::ostringstream s;
+  if (shape == "square")
+    s << "<rect x='" << x - 3.5 << "' y='" << y - 3.5 << "' width='7' height='7' fill='" << colour << "'";
+  else if (shape == "diamond")
+    s << "<path d='M" << x << " " << y - 4.5 << " L" << x + 4.5 << " " << y << " L" << x << " " << y + 4.5 << " L"
+      << x - 4.5 << " " << y << " Z' fill='" << colour << "'";
+  else if (shape == "triangle")
+    s << "<path d='M" << x << " " << y - 4.5 << " L" << x + 4.5 << " " << y + 3.5 << " L" << x - 4.5 << " " << y + 3.5
+      << " Z' fill='" << colour << "'";
+  else
+    s << "<circle cx='" << x << "' cy='" << y << "' r='3.8' fill='" << colour << "'";
+  return s.str();
+}
+
+}  // namespace
+
+const char* series_colour(size_t i) { return kPalette[i % 8]; }
+
+std::string escape_html(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& series) {
+  const double W = spec.width, H = spec.height, L = 62, R = 12, T = 28, B = 46;
+  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
+  auto tx = [&](double x) { return spec.log2_x ? std::log2(std::max(x, 1e-12)) : x; };
+  for (const auto& s : series)
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      if (!std::isfinite(s.y[i])) continue;
+      x0 = std::min(x0, tx(s.x[i])), x1 = std::max(x1, tx(s.x[i]));
+      y0 = std::min(y0, i < s.y_lo.size() ? s.y_lo[i] : s.y[i]);
+      y1 = std::max(y1, i < s.y_hi.size() ? s.y_hi[i] : s.y[i]);
+    }
+  std::ostringstream o;
+  o << "<svg class='chart line-chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H
+    << "' width='" << W << "' height='" << H << "' role='img' aria-label='" << escape_html(spec.title) << "'>";
+  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(spec.title) << "</text>";
+  if (!std::isfinite(x0)) {
+    o << "<text x='" << W / 2 << "' y='" << H / 2 << "' text-anchor='middle' class='no-data'>no data</text></svg>";
+    return o.str();
+  }
+  if (spec.zero_y) y0 = std::min(0.0, y0);
+  if (y1 <= y0) y1 = y0 + 1;
+  y1 += (y1 - y0) * 0.05;
+  if (x1 <= x0) x0 -= 0.5, x1 += 0.5;
+  auto px = [&](double x) { return L + (tx(x) - x0) / (x1 - x0) * (W - L - R); };
+  auto py = [&](double y) { return T + (1 - (y - y0) / (y1 - y0)) * (H - T - B); };
+  // Axes, grid, ticks.
+  o << "<g class='axes' stroke='#999' stroke-width='1'>";
+  o << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - R << "' y2='" << H - B << "'/>";
+  o << "<line x1='" << L << "' y1='" << T << "' x2='" << L << "' y2='" << H - B << "'/></g>";
+  for (double v : ticks(y0, y1)) {
+    o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(v) << "' y2='" << py(v) << "' stroke='#eee'/>";
+    o << "<text x='" << L - 6 << "' y='" << py(v) + 4 << "' text-anchor='end' class='tick'>" << fmt(v) << "</text>";
+  }
+  std::vector<double> xt;
+  if (spec.log2_x) {
+    for (double e = std::ceil(x0); e <= x1 + 1e-9; ++e) xt.push_back(std::pow(2.0, e));
+  } else {
+    xt = ticks(x0, x1);
+  }
+  for (double v : xt)
+    o << "<text x='" << px(v) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>" << fmt(v) << "</text>";
+  o << "<text x='" << (L + W - R) / 2 << "' y='" << H - 8 << "' text-anchor='middle' class='axis-label'>"
+    << escape_html(spec.x_label) << "</text>";
+  o << "<text transform='translate(14," << (T + H - B) / 2 << ") rotate(-90)' text-anchor='middle' class='axis-label'>"
+    << escape_html(spec.y_label) << "</text>";
+  // Series.
+  for (size_t k = 0; k < series.size(); ++k) {
+    const auto& s = series[k];
+    const std::string c = series_colour(k), shape = kMarkers[k % 4];
+    o << "<g class='series' data-name='" << escape_html(s.name) << "'>";
+    std::ostringstream pts;
+    for (size_t i = 0; i < s.x.size(); ++i)
+      if (std::isfinite(s.y[i])) pts << px(s.x[i]) << "," << py(s.y[i]) << " ";
+    o << "<polyline fill='none' stroke='" << c << "' stroke-width='1.8' points='" << pts.str() << "'/>";
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      if (!std::isfinite(s.y[i])) continue;
+      if (i < s.y_lo.size() && i < s.y_hi.size())
+        o << "<line x1='" << px(s.x[i]) << "' x2='" << px(s.x[i]) << "' y1='" << py(s.y_lo[i]) << "' y2='"
+          << py(s.y_hi[i]) << "' stroke='" << c << "'/>";
+      o << marker(shape, px(s.x[i]), py(s.y[i]), c) << "><title>" << escape_html(s.name) << ": " << fmt(s.x[i])
+        << ", " << fmt(s.y[i]) << "</title>" << (shape == "square" ? "</rect>" : shape == "circle" ? "</circle>" : "</path>");
+    }
+    o << "</g>";
+  }
+  // Legend, inside the top-left of the plot.
+  for (size_t k = 0; k < series.size(); ++k) {
+    const double ly = T + 8 + double(k) * 15;
+    o << marker(kMarkers[k % 4], L + 12, ly, series_colour(k)) << "/>";
+    o << "<text x='" << L + 22 << "' y='" << ly + 4 << "' class='legend'>" << escape_html(series[k].name) << "</text>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+std::string distribution_chart(const DistributionChartSpec& spec, const std::vector<Distribution1D>& groups) {
+  const double W = spec.width, L = 90, R = 14, T = 28, B = 40;
+  const double row = 56;
+  const double H = T + B + row * double(std::max<size_t>(groups.size(), 1));
+  double v0 = std::numeric_limits<double>::infinity(), v1 = -v0;
+  for (const auto& g : groups)
+    for (double v : g.values) v0 = std::min(v0, v), v1 = std::max(v1, v);
+  std::ostringstream o;
+  o << "<svg class='chart distribution-chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H
+    << "' width='" << W << "' height='" << H << "' role='img' aria-label='" << escape_html(spec.title) << "'>";
+  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(spec.title) << "</text>";
+  if (!std::isfinite(v0)) {
+    o << "<text x='" << W / 2 << "' y='" << H / 2 << "' text-anchor='middle' class='no-data'>no raw samples</text></svg>";
+    return o.str();
+  }
+  const double pad = std::max((v1 - v0) * 0.08, std::abs(v1) * 1e-3 + 1e-12);
+  v0 -= pad, v1 += pad;
+  auto px = [&](double v) { return L + (v - v0) / (v1 - v0) * (W - L - R); };
+  for (double t : ticks(v0, v1)) {
+    o << "<line x1='" << px(t) << "' x2='" << px(t) << "' y1='" << T << "' y2='" << H - B << "' stroke='#eee'/>";
+    o << "<text x='" << px(t) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>" << fmt(t) << "</text>";
+  }
+  o << "<text x='" << (L + W - R) / 2 << "' y='" << H - 8 << "' text-anchor='middle' class='axis-label'>"
+    << escape_html(spec.value_label) << "</text>";
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const auto& g = groups[k];
+    const std::string c = series_colour(k);
+    const double cy = T + row * (double(k) + 0.5);
+    o << "<g class='series' data-name='" << escape_html(g.name) << "'>";
+    o << "<text x='" << L - 8 << "' y='" << cy + 4 << "' text-anchor='end' class='legend'>" << escape_html(g.name)
+      << "</text>";
+    std::vector<double> v = g.values;
+    std::sort(v.begin(), v.end());
+    if (!v.empty()) {
+      // Silverman's rule of thumb for the bandwidth; a floor keeps identical samples drawable.
+      double mean = 0, var = 0;
+      for (double x : v) mean += x;
+      mean /= double(v.size());
+      for (double x : v) var += (x - mean) * (x - mean);
+      const double sd = v.size() > 1 ? std::sqrt(var / double(v.size() - 1)) : 0;
+      const double h = std::max(1.06 * sd * std::pow(double(v.size()), -0.2), (v1 - v0) * 0.01);
+      const int steps = 80;
+      std::vector<double> dens(steps + 1);
+      double peak = 0;
+      for (int i = 0; i <= steps; ++i) {
+        const double at = v0 + (v1 - v0) * i / steps;
+        double d = 0;
+        for (double x : v) d += std::exp(-0.5 * (at - x) * (at - x) / (h * h));
+        dens[size_t(i)] = d;
+        peak = std::max(peak, d);
+      }
+      std::ostringstream path;
+      for (int i = 0; i <= steps; ++i)
+        path << (i ? " L" : "M") << px(v0 + (v1 - v0) * i / steps) << " " << cy - dens[size_t(i)] / peak * row * 0.42;
+      for (int i = steps; i >= 0; --i)
+        path << " L" << px(v0 + (v1 - v0) * i / steps) << " " << cy + dens[size_t(i)] / peak * row * 0.42;
+      o << "<path d='" << path.str() << " Z' fill='" << c << "' fill-opacity='0.25' stroke='" << c << "'/>";
+      for (double x : v) o << "<circle cx='" << px(x) << "' cy='" << cy << "' r='1.6' fill='" << c << "'/>";
+      const double med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      o << "<line x1='" << px(med) << "' x2='" << px(med) << "' y1='" << cy - row * 0.42 << "' y2='" << cy + row * 0.42
+        << "' stroke='#000' stroke-width='2'><title>" << escape_html(g.name) << " median " << fmt(med) << " ("
+        << v.size() << " samples)</title></line>";
+    }
+    o << "</g>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+std::string change_chart(const std::string& title, const std::vector<ChangeBar>& bars, double threshold) {
+  const double W = 620, L = 170, R = 90, T = 28, B = 40, row = 22;
+  const double H = T + B + row * double(std::max<size_t>(bars.size(), 1));
+  double lo = -threshold * 2, hi = threshold * 2;
+  for (const auto& b : bars) lo = std::min({lo, b.lo, b.change}), hi = std::max({hi, b.hi, b.change});
+  const double pad = (hi - lo) * 0.06;
+  lo -= pad, hi += pad;
+  auto px = [&](double v) { return L + (v - lo) / (hi - lo) * (W - L - R); };
+  std::ostringstream o;
+  o << "<svg class='chart change-chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H
+    << "' width='" << W << "' height='" << H << "' role='img' aria-label='" << escape_html(title) << "'>";
+  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(title) << "</text>";
+  o << "<rect x='" << px(-threshold) << "' y='" << T << "' width='" << px(threshold) - px(-threshold) << "' height='"
+    << H - T - B << "' fill='#ddd'><title>within noise: |change| below " << pct(threshold) << "</title></rect>";
+  for (double t : ticks(lo, hi)) {
+    o << "<line x1='" << px(t) << "' x2='" << px(t) << "' y1='" << T << "' y2='" << H - B << "' stroke='#eee'/>";
+    o << "<text x='" << px(t) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>" << pct(t) << "</text>";
+  }
+  o << "<line x1='" << px(0) << "' x2='" << px(0) << "' y1='" << T << "' y2='" << H - B << "' stroke='#444'/>";
+  o << "<text x='" << (L + W - R) / 2 << "' y='" << H - 8
+    << "' text-anchor='middle' class='axis-label'>latency change (new / baseline - 1), with its interval</text>";
+  for (size_t k = 0; k < bars.size(); ++k) {
+    const auto& b = bars[k];
+    // Colour by verdict (blue improved, vermillion regressed, grey otherwise), and the word beside it.
+    const std::string c = b.verdict == "improved" ? "#0072B2" : b.verdict == "regressed" ? "#D55E00" : "#888888";
+    const double cy = T + row * (double(k) + 0.5);
+    o << "<g class='series' data-name='" << escape_html(b.label) << "'>";
+    o << "<text x='" << L - 8 << "' y='" << cy + 4 << "' text-anchor='end' class='legend'>" << escape_html(b.label)
+      << "</text>";
+    o << "<rect x='" << std::min(px(0), px(b.change)) << "' y='" << cy - 6 << "' width='" << std::abs(px(b.change) - px(0))
+      << "' height='12' fill='" << c << "'><title>" << escape_html(b.label) << ": " << pct(b.change) << " ["
+      << pct(b.lo) << ", " << pct(b.hi) << "] " << b.verdict << "</title></rect>";
+    o << "<line x1='" << px(b.lo) << "' x2='" << px(b.hi) << "' y1='" << cy << "' y2='" << cy << "' stroke='#000'/>";
+    o << "<text x='" << W - R + 6 << "' y='" << cy + 4 << "' class='legend'>" << escape_html(b.verdict) << "</text>";
+    o << "</g>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+}  // namespace tach::report

@@ -1,0 +1,58 @@
+// Charts as inline SVG, drawn by tach itself: no script runs to draw them, so a report opens
+// from disk anywhere, prints to PDF as it shows, and a test can count its series in the markup.
+// Colours are the Okabe-Ito palette, distinguishable with the common colour-vision deficiencies,
+// and each series also differs by marker shape, so nothing depends on colour alone.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tach::report {
+
+// The i-th colour of the palette (cycles) and a marker shape name.
+const char* series_colour(size_t i);
+
+struct Series {
+  std::string name;
+  std::vector<double> x, y;
+  std::vector<double> y_lo, y_hi;  // optional error bars (same length as y), e.g. a confidence interval
+};
+
+struct LineChartSpec {
+  std::string title, x_label, y_label;  // labels carry units: "batch size", "latency (ms)"
+  bool log2_x = false;                  // batch sizes 1, 2, 4, ...
+  bool zero_y = true;                   // the y axis starts at 0
+  int width = 460, height = 300;
+};
+
+// One <svg class="chart line-chart"> with a <g class="series" data-name=...> per series (a
+// polyline and one marker per point, each with a <title> giving its values).
+std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& series);
+
+struct Distribution1D {
+  std::string name;            // the category ("baseline", "run 1")
+  std::vector<double> values;  // raw samples
+};
+
+struct DistributionChartSpec {
+  std::string title, value_label;  // value_label with its unit: "batch latency (ms)"
+  int width = 460, height = 220;
+};
+
+// Horizontal violins (a kernel density estimate, Silverman's bandwidth) with the median marked
+// and every sample as a dot: one <g class="series"> per distribution.
+std::string distribution_chart(const DistributionChartSpec& spec, const std::vector<Distribution1D>& groups);
+
+struct ChangeBar {
+  std::string label;       // the point id
+  double change = 0, lo = 0, hi = 0;  // relative (0.05 = +5%)
+  std::string verdict;     // improved | regressed | within noise | not comparable
+};
+
+// Relative changes as horizontal bars with their interval as whiskers, the ±threshold band
+// shaded; one <g class="series"> per bar, coloured by verdict (and labelled in words).
+std::string change_chart(const std::string& title, const std::vector<ChangeBar>& bars, double threshold);
+
+std::string escape_html(const std::string& s);
+
+}  // namespace tach::report
