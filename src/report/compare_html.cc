@@ -30,7 +30,7 @@ const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
 h1{font-size:22px} h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
-th,td{border:1px solid #ddd;padding:3px 8px;text-align:right} th{background:#f5f5f5} td:first-child,th:first-child{text-align:left}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap} td:last-child{white-space:normal;text-align:left} th{background:#f5f5f5} td:first-child,th:first-child{text-align:left}
 .improved{color:#0072B2;font-weight:600} .regressed{color:#D55E00;font-weight:600} .noise{color:#666}
 .charts{display:flex;flex-wrap:wrap;gap:12px} svg text{font-size:11px} .chart-title{font-size:13px;font-weight:600}
 .method{color:#444;max-width:900px}
