@@ -37,4 +37,11 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& outcome)
 // Writes summary.json, summary.txt and detailed_metrics.csv into outcome.run_dir.
 void write_run_reports(const BenchConfig& config, const SweepOutcome& outcome);
 
+// RUN_DIR/report.html: one self-contained page (inline styles and SVG charts, no script, nothing
+// fetched) with the run's header, the sweep's six panels against batch size, the normalised
+// metrics heatmap, latency distributions, accuracy and the confusion matrix, the profile's op and
+// module tables, and the findings; every charted number is also in a table. Returns the path.
+std::string run_report_html(const std::string& run_dir);
+std::string write_run_report(const std::string& run_dir);
+
 }  // namespace tach

@@ -36,4 +36,7 @@ struct SystemInfo {
 SystemInfo system_info();
 CpuIsa detect_isa();
 
+// "0.1.0 (commit 0123abcd4567 at configure time)": what reports print as tach's version.
+std::string tach_version();
+
 }  // namespace tach

@@ -17,7 +17,10 @@ const char* const kMarkers[] = {"circle", "square", "diamond", "triangle"};
 std::string fmt(double v) {
   char buf[32];
   const double a = std::abs(v);
-  if (a != 0 && (a >= 1e5 || a < 1e-3)) std::snprintf(buf, sizeof buf, "%.3g", v);
+  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.3gG", v / 1e9);
+  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
+  else if (a >= 1e4) std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
+  else if (a != 0 && a < 1e-3) std::snprintf(buf, sizeof buf, "%.3g", v);
   else if (a >= 100) std::snprintf(buf, sizeof buf, "%.0f", v);
   else if (a >= 10) std::snprintf(buf, sizeof buf, "%.1f", v);
   else std::snprintf(buf, sizeof buf, "%.3g", v);
@@ -81,7 +84,9 @@ std::string escape_html(const std::string& s) {
 }
 
 std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& series) {
-  const double W = spec.width, H = spec.height, L = 62, R = 12, T = 28, B = 46;
+  // The legend goes under the plot, one line per series, so it never covers a point.
+  const double W = spec.width, L = 62, R = 12, T = 28, B = 46 + 15 * double(series.size());
+  const double H = spec.height + 15 * double(series.size());
   double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
   auto tx = [&](double x) { return spec.log2_x ? std::log2(std::max(x, 1e-12)) : x; };
   for (const auto& s : series)
@@ -121,7 +126,7 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
   }
   for (double v : xt)
     o << "<text x='" << px(v) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>" << fmt(v) << "</text>";
-  o << "<text x='" << (L + W - R) / 2 << "' y='" << H - 8 << "' text-anchor='middle' class='axis-label'>"
+  o << "<text x='" << (L + W - R) / 2 << "' y='" << H - B + 32 << "' text-anchor='middle' class='axis-label'>"
     << escape_html(spec.x_label) << "</text>";
   o << "<text transform='translate(14," << (T + H - B) / 2 << ") rotate(-90)' text-anchor='middle' class='axis-label'>"
     << escape_html(spec.y_label) << "</text>";
@@ -144,9 +149,8 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
     }
     o << "</g>";
   }
-  // Legend, inside the top-left of the plot.
   for (size_t k = 0; k < series.size(); ++k) {
-    const double ly = T + 8 + double(k) * 15;
+    const double ly = H - B + 48 + double(k) * 15;
     o << marker(kMarkers[k % 4], L + 12, ly, series_colour(k)) << "/>";
     o << "<text x='" << L + 22 << "' y='" << ly + 4 << "' class='legend'>" << escape_html(series[k].name) << "</text>";
   }
@@ -257,6 +261,67 @@ std::string change_chart(const std::string& title, const std::vector<ChangeBar>&
       << pct(b.lo) << ", " << pct(b.hi) << "] " << b.verdict << "</title></rect>";
     o << "<line x1='" << px(b.lo) << "' x2='" << px(b.hi) << "' y1='" << cy << "' y2='" << cy << "' stroke='#000'/>";
     o << "<text x='" << W - R + 6 << "' y='" << cy + 4 << "' class='legend'>" << escape_html(b.verdict) << "</text>";
+    o << "</g>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+std::string bar_chart(const std::string& title, const std::vector<std::string>& labels,
+                      const std::vector<double>& values, const std::string& value_label) {
+  const double W = 560, L = 200, R = 80, T = 28, B = 36, row = 18;
+  const double H = T + B + row * double(std::max<size_t>(labels.size(), 1));
+  double hi = 0;
+  for (double v : values) hi = std::max(hi, v);
+  if (hi <= 0) hi = 1;
+  auto px = [&](double v) { return L + v / hi * (W - L - R); };
+  std::ostringstream o;
+  o << "<svg class='chart bar-chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H << "' width='"
+    << W << "' height='" << H << "' role='img' aria-label='" << escape_html(title) << "'>";
+  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(title) << "</text>";
+  for (size_t k = 0; k < labels.size(); ++k) {
+    const double cy = T + row * (double(k) + 0.5);
+    o << "<g class='series' data-name='" << escape_html(labels[k]) << "'><text x='" << L - 6 << "' y='" << cy + 4
+      << "' text-anchor='end' class='legend'>" << escape_html(labels[k]) << "</text><rect x='" << L << "' y='" << cy - 6
+      << "' width='" << px(values[k]) - L << "' height='12' fill='" << series_colour(0) << "'><title>"
+      << escape_html(labels[k]) << ": " << fmt(values[k]) << "</title></rect><text x='" << px(values[k]) + 4 << "' y='"
+      << cy + 4 << "' class='tick'>" << fmt(values[k]) << "</text></g>";
+  }
+  o << "<text x='" << (L + W - R) / 2 << "' y='" << H - 8 << "' text-anchor='middle' class='axis-label'>"
+    << escape_html(value_label) << "</text></svg>";
+  return o.str();
+}
+
+std::string heatmap(const std::string& title, const std::vector<std::string>& row_labels,
+                    const std::vector<std::string>& col_labels, const std::vector<std::vector<double>>& level,
+                    const std::vector<std::vector<std::string>>& text) {
+  const double L = 170, T = 70, cw = 92, ch = 22;
+  const double W = L + cw * double(col_labels.size()) + 10, H = T + ch * double(row_labels.size()) + 10;
+  std::ostringstream o;
+  o << "<svg class='chart heatmap' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H << "' width='"
+    << W << "' height='" << H << "' role='img' aria-label='" << escape_html(title) << "'>";
+  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(title) << "</text>";
+  for (size_t c = 0; c < col_labels.size(); ++c)
+    o << "<text x='" << L + cw * (double(c) + 0.5) << "' y='" << T - 8 << "' text-anchor='middle' class='tick'>"
+      << escape_html(col_labels[c]) << "</text>";
+  for (size_t r = 0; r < row_labels.size(); ++r) {
+    o << "<g class='series' data-name='" << escape_html(row_labels[r]) << "'><text x='" << L - 6 << "' y='"
+      << T + ch * (double(r) + 0.5) + 4 << "' text-anchor='end' class='legend'>" << escape_html(row_labels[r]) << "</text>";
+    for (size_t c = 0; c < col_labels.size(); ++c) {
+      const double v = r < level.size() && c < level[r].size() ? level[r][c] : std::nan("");
+      // Light (#f7fbff) to dark (#08306b) blue: lightness carries the level, so grey print keeps it.
+      const bool ok = std::isfinite(v);
+      const double t = ok ? std::clamp(v, 0.0, 1.0) : 0;
+      char fill[16];
+      std::snprintf(fill, sizeof fill, "#%02x%02x%02x", int(247 - t * (247 - 8)), int(251 - t * (251 - 48)),
+                    int(255 - t * (255 - 107)));
+      o << "<rect x='" << L + cw * double(c) << "' y='" << T + ch * double(r) << "' width='" << cw - 2 << "' height='"
+        << ch - 2 << "' fill='" << (ok ? fill : "#ffffff") << "' stroke='#ccc'/>";
+      const std::string label = r < text.size() && c < text[r].size() ? text[r][c] : "";
+      o << "<text x='" << L + cw * (double(c) + 0.5) << "' y='" << T + ch * (double(r) + 0.5) + 4
+        << "' text-anchor='middle' class='tick' fill='" << (t > 0.55 ? "#fff" : "#000") << "'>" << escape_html(label)
+        << "</text>";
+    }
     o << "</g>";
   }
   o << "</svg>";

@@ -53,6 +53,16 @@ struct ChangeBar {
 // shaded; one <g class="series"> per bar, coloured by verdict (and labelled in words).
 std::string change_chart(const std::string& title, const std::vector<ChangeBar>& bars, double threshold);
 
+// Horizontal bars, one <g class="series"> per bar, the value written beside each.
+std::string bar_chart(const std::string& title, const std::vector<std::string>& labels,
+                      const std::vector<double>& values, const std::string& value_label);
+
+// A grid of cells shaded by level (0..1, a sequential light-to-dark blue scale, readable in grey
+// too), each with its text written in it: one <g class="series"> per row.
+std::string heatmap(const std::string& title, const std::vector<std::string>& row_labels,
+                    const std::vector<std::string>& col_labels, const std::vector<std::vector<double>>& level,
+                    const std::vector<std::vector<std::string>>& text);
+
 std::string escape_html(const std::string& s);
 
 }  // namespace tach::report

@@ -16,6 +16,7 @@ struct BenchFlags {
   std::string resume;
   std::string format = "table";
   bool no_progress = false;
+  bool report = false;  // tach bench --report: report.html at the end
   std::vector<std::pair<CLI::Option*, std::function<void(BenchConfig&)>>> given;  // applied in order
 
   // Defaults, the YAML file, then every flag the user gave.

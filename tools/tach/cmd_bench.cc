@@ -45,6 +45,7 @@ int run_bench_command(const BenchFlags& f) {
   }
   end_progress(!f.no_progress);
   print_outcome(out.config, out, f.format);
+  if (f.report) std::cerr << "report: " << write_run_report(out.run_dir) << "\n";
   return 0;
 }
 
@@ -58,6 +59,7 @@ Command add_bench_command(CLI::App& app) {
       "dtypes x devices x threads, optionally accuracy; writes runs/<run_id>/. With no arguments: DistilBERT-base "
       "(synthetic weights), batch 1-32 at seq 128, f32, on the CPU.");
   add_bench_options(sub, *f, BenchScope::sweep);
+  sub->add_flag("--report", f->report, "Also write runs/<id>/report.html (as tach report does)");
   return {sub, [f] { return run_bench_command(*f); }};
 }
 

@@ -26,5 +26,6 @@ Command add_merge_command(CLI::App& app);
 Command add_embed_command(CLI::App& app);
 Command add_download_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
 
 }  // namespace tach::cli

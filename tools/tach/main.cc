@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
       tach::cli::add_merge_command(app),
       tach::cli::add_download_command(app),
       tach::cli::add_compare_command(app),
+      tach::cli::add_report_command(app),
   };
   const tach::cli::VerbatimArgs args(argc, argv);
   args.restore_in(app);

@@ -1,0 +1,359 @@
+// tach report RUN_DIR: report.html, one self-contained page (inline styles and SVG, no script,
+// nothing fetched) from what the run directory holds: summary.json, results.jsonl,
+// accuracy.json, summary.txt and traces/. Every chart's numbers are also in a table.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "model/safetensors_writer.h"
+#include "report/svg_chart.h"
+#include "tach/error.h"
+#include "tach/report.h"
+#include "tach/system_info.h"
+
+namespace tach {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using report::escape_html;
+
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::optional<json> read_json(const fs::path& p) {
+  if (!fs::is_regular_file(p)) return std::nullopt;
+  try {
+    return json::parse(read_file(p));
+  } catch (const json::exception& e) {
+    throw Error(p.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+std::string num(double v, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string mib(double bytes) { return num(bytes / (1024.0 * 1024.0), 1); }
+
+// A series of the sweep: every point but the batch size.
+std::string series_name(const PointResult& p) {
+  return p.key.device + " " + p.key.dtype + " seq " + std::to_string(p.key.seq_len) + " threads " +
+         (p.key.threads ? std::to_string(p.key.threads) : std::string("all"));
+}
+
+const char* kStyle = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
+h1{font-size:22px} h2{font-size:18px;margin-top:30px;border-bottom:1px solid #ddd} h3{font-size:15px}
+table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums;display:block;overflow-x:auto;max-width:100%}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap} th{background:#f5f5f5}
+td:first-child,th:first-child{text-align:left} .charts{display:flex;flex-wrap:wrap;gap:12px}
+svg text{font-size:11px} .chart-title{font-size:13px;font-weight:600} dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}
+dt{color:#555} dd{margin:0} pre{background:#f7f7f7;padding:10px;white-space:pre-wrap} .muted{color:#666}
+)";
+
+void header_section(std::ostringstream& h, const fs::path& dir, const std::optional<json>& summary,
+                    const std::optional<json>& config, const std::vector<PointResult>& points) {
+  h << "<h1>tach report: " << escape_html(config ? config->value("model", std::string()) : dir.filename().string())
+    << "</h1><dl>";
+  auto row = [&](const std::string& k, const std::string& v) { h << "<dt>" << k << "</dt><dd>" << v << "</dd>"; };
+  row("run directory", "<code>" + escape_html(fs::absolute(dir).string()) + "</code>");
+  if (summary && summary->contains("models"))
+    for (const auto& m : (*summary)["models"])
+      row("model", escape_html(m.value("architecture", std::string())) + ", " +
+                       num(m.value("parameters", 0.0) / 1e6, 1) + " M parameters, weights " +
+                       escape_html(m.value("weights_dtype", std::string())) + ", " +
+                       escape_html(m.value("task", std::string())) + "; " + escape_html(m.value("source", std::string())));
+  if (summary && summary->contains("machine")) {
+    const json& m = (*summary)["machine"];
+    std::string w;
+    for (const auto& x : m.value("warnings", json::array())) w += "<br>warning: " + escape_html(x.get<std::string>());
+    row("machine", escape_html(m.value("cpu", std::string())) + ", " + std::to_string(m.value("logical_cores", 0)) +
+                       " logical cores, " + std::to_string(m.value("threads", 0)) + " threads, ISA " +
+                       escape_html(m.value("isa", std::string())) + ", GEMM " +
+                       escape_html(m.value("gemm_library", std::string())) + ", " +
+                       mib(m.value("memory_total_bytes", 0.0) / 1024) + " GiB" + w);
+  }
+  if (summary)
+    row("method", std::to_string(summary->value("warmup_runs", 0)) + " warm-up runs (not measured), then " +
+                      escape_html(summary->value("stopping_rule", std::string())) +
+                      "; latency per batch is the model forward alone, wall clock (steady_clock)");
+  std::string first, last;
+  for (const auto& p : points)
+    if (!p.finished_at.empty()) {
+      if (first.empty() || p.finished_at < first) first = p.finished_at;
+      if (p.finished_at > last) last = p.finished_at;
+    }
+  if (!first.empty()) row("date", escape_html(first) + (last != first ? " to " + escape_html(last) : "") + " (UTC, points finished)");
+  row("tach", escape_html(tach_version()) + " (the build writing this report)");
+  h << "</dl>";
+}
+
+void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
+  std::vector<PointResult> points;
+  for (const auto& p : all)
+    if (p.status == "ok") points.push_back(p);
+  h << "<h2>Sweep</h2>";
+  if (points.empty()) {
+    h << "<p class='muted'>No finished points.</p>";
+    return;
+  }
+  std::map<std::string, std::vector<const PointResult*>> by_series;
+  std::vector<std::string> order;
+  for (const auto& p : points) {
+    if (!by_series.count(series_name(p))) order.push_back(series_name(p));
+    by_series[series_name(p)].push_back(&p);
+  }
+  for (auto& [k, v] : by_series)
+    std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->key.batch < b->key.batch; });
+  auto panel = [&](const std::string& title, const std::string& y_label, auto value) {
+    std::vector<report::Series> series;
+    for (const auto& name : order) {
+      report::Series s;
+      s.name = name;
+      for (const PointResult* p : by_series[name]) {
+        s.x.push_back(double(p->key.batch));
+        s.y.push_back(value(*p));
+      }
+      series.push_back(s);
+    }
+    report::LineChartSpec spec;
+    spec.title = title;
+    spec.x_label = "batch size";
+    spec.y_label = y_label;
+    spec.log2_x = true;
+    return report::line_chart(spec, series);
+  };
+  auto peak = [](const PointResult& p, const std::string& cat) {
+    auto it = p.allocator.find(cat);
+    return it == p.allocator.end() ? std::nan("") : double(it->second.peak);
+  };
+  const bool gpu = std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.key.device != "cpu"; });
+  h << "<div class='charts'>"
+    << panel("latency per sample", "ms per sample (median)", [](const PointResult& p) { return p.sample_latency_ms.median; })
+    << panel("throughput", "samples/s", [](const PointResult& p) { return p.samples_per_s; })
+    << panel("GPU memory", "MiB, allocator peak on the device",
+             [&](const PointResult& p) { return gpu && p.key.device != "cpu" ? peak(p, "total") / 1048576.0 : std::nan(""); })
+    << panel("CPU memory", "MiB, peak RSS of the process", [](const PointResult& p) { return double(p.peak_rss_bytes) / 1048576.0; })
+    << panel("latency per batch", "ms per batch (median)", [](const PointResult& p) { return p.batch_latency_ms.median; })
+    << panel("memory efficiency", "samples/s per GiB of peak RSS",
+             [](const PointResult& p) { return p.samples_per_s / (double(p.peak_rss_bytes) / 1073741824.0); })
+    << "</div>";
+  if (!gpu) h << "<p class='muted'>GPU memory: no point ran on a GPU.</p>";
+
+  // The grid's metrics, each normalised over the points (0 = the best, 1 = the worst: darker is worse).
+  struct Metric {
+    const char* name;
+    bool higher_is_better;
+    std::function<double(const PointResult&)> get;
+    int decimals;
+  };
+  const std::vector<Metric> metrics = {
+      {"ms/sample", false, [](const PointResult& p) { return p.sample_latency_ms.median; }, 3},
+      {"samples/s", true, [](const PointResult& p) { return p.samples_per_s; }, 1},
+      {"p95 ms/batch", false, [](const PointResult& p) { return p.batch_latency_ms.p95; }, 2},
+      {"GFLOP/s", true, [](const PointResult& p) { return p.achieved_gflops_per_s; }, 1},
+      {"RSS MiB", false, [](const PointResult& p) { return double(p.peak_rss_bytes) / 1048576.0; }, 0},
+      {"J/sample", false, [](const PointResult& p) { return p.energy_j_per_sample >= 0 ? p.energy_j_per_sample : std::nan(""); }, 3},
+  };
+  std::vector<std::string> rows, cols;
+  std::vector<std::vector<double>> level(points.size());
+  std::vector<std::vector<std::string>> text(points.size());
+  for (const auto& m : metrics) cols.push_back(m.name);
+  for (const auto& p : points) rows.push_back(p.key.id());
+  for (size_t c = 0; c < metrics.size(); ++c) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& p : points) {
+      const double v = metrics[c].get(p);
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    for (size_t r = 0; r < points.size(); ++r) {
+      const double v = metrics[c].get(points[r]);
+      double t = std::isfinite(v) && hi > lo ? (v - lo) / (hi - lo) : (std::isfinite(v) ? 0 : std::nan(""));
+      if (std::isfinite(t) && metrics[c].higher_is_better) t = 1 - t;
+      level[r].push_back(t);
+      text[r].push_back(std::isfinite(v) ? num(v, metrics[c].decimals) : "n/a");
+    }
+  }
+  h << "<h3>Every metric over the grid</h3><p class='muted'>Each column normalised over the points: light is the best "
+       "of the run, dark the worst; the value is written in the cell.</p>"
+    << report::heatmap("normalised metrics (dark = worse)", rows, cols, level, text);
+
+  // Latency distributions: per series, one violin per batch size (ms per sample, so sizes share an axis).
+  h << "<h3>Latency distributions</h3><div class='charts'>";
+  for (const auto& name : order) {
+    std::vector<report::Distribution1D> groups;
+    for (const PointResult* p : by_series[name]) {
+      report::Distribution1D d;
+      d.name = "batch " + std::to_string(p->key.batch);
+      for (double ms : p->batch_latency_samples_ms) d.values.push_back(ms / double(p->key.batch));
+      groups.push_back(d);
+    }
+    h << report::distribution_chart({name, "ms per sample, one dot per measured run"}, groups);
+  }
+  h << "</div>";
+
+  h << "<h3>Points</h3><table><tr><th>point</th><th>runs</th><th>ms/batch median</th><th>p95</th><th>ms/sample</th>"
+       "<th>samples/s</th><th>tokens/s</th><th>GFLOP/s</th><th>peak RSS MiB</th><th>allocator peak MiB</th>"
+       "<th>J/sample</th><th>stopped by</th></tr>";
+  for (const auto& p : all) {
+    if (p.status != "ok") {
+      h << "<tr><td>" << escape_html(p.key.id()) << "</td><td colspan='11' style='text-align:left'>" << escape_html(p.status)
+        << ": " << escape_html(p.reason) << "</td></tr>";
+      continue;
+    }
+    h << "<tr><td>" << escape_html(p.key.id()) << "</td><td>" << p.measured_runs << "</td><td>"
+      << num(p.batch_latency_ms.median, 3) << "</td><td>" << num(p.batch_latency_ms.p95, 3) << "</td><td>"
+      << num(p.sample_latency_ms.median, 4) << "</td><td>" << num(p.samples_per_s, 2) << "</td><td>"
+      << num(p.tokens_per_s, 0) << "</td><td>" << num(p.achieved_gflops_per_s, 1) << "</td><td>"
+      << mib(double(p.peak_rss_bytes)) << "</td><td>" << mib(peak(p, "total")) << "</td><td>"
+      << (p.energy_j_per_sample >= 0 ? num(p.energy_j_per_sample, 4) : "n/a") << "</td><td>"
+      << escape_html(p.stopped_by) << "</td></tr>";
+  }
+  h << "</table>";
+}
+
+void accuracy_section(std::ostringstream& h, const json& acc) {
+  h << "<h2>Accuracy</h2><p>Dataset: " << escape_html(acc.value("dataset", std::string())) << "</p>";
+  const json& results = acc.at("results");
+  h << "<table><tr><th>examples</th><th>accuracy</th><th>macro-F1</th><th>chance (majority label)</th><th>samples/s</th></tr>";
+  for (const auto& r : results)
+    h << "<tr><td>" << r.value("examples", 0) << "</td><td>" << num(r.value("accuracy", 0.0), 4) << "</td><td>"
+      << num(r.value("macro_f1", 0.0), 4) << "</td><td>" << num(r.value("chance_accuracy", 0.0), 4) << "</td><td>"
+      << num(r.value("samples_per_s", 0.0), 1) << "</td></tr>";
+  h << "</table>";
+  if (results.empty()) return;
+  const json& last = results.back();
+  std::vector<std::string> labels;
+  h << "<table><tr><th>label</th><th>precision</th><th>recall</th><th>F1</th><th>support</th></tr>";
+  for (const auto& c : last.value("per_class", json::array())) {
+    labels.push_back(c.value("label", std::string()));
+    h << "<tr><td>" << escape_html(labels.back()) << "</td><td>" << num(c.value("precision", 0.0), 4) << "</td><td>"
+      << num(c.value("recall", 0.0), 4) << "</td><td>" << num(c.value("f1", 0.0), 4) << "</td><td>"
+      << c.value("support", 0) << "</td></tr>";
+  }
+  h << "</table>";
+  const auto confusion = last.value("confusion", std::vector<std::vector<int64_t>>{});
+  if (confusion.empty()) return;
+  std::vector<std::vector<double>> level;
+  std::vector<std::vector<std::string>> text;
+  std::vector<std::string> rows, cols;
+  for (size_t i = 0; i < confusion.size(); ++i) {
+    int64_t total = 0;
+    for (auto v : confusion[i]) total += v;
+    level.emplace_back();
+    text.emplace_back();
+    for (auto v : confusion[i]) {
+      level.back().push_back(total ? double(v) / double(total) : 0);
+      text.back().push_back(std::to_string(v));
+    }
+    rows.push_back("true " + (i < labels.size() ? labels[i] : std::to_string(i)));
+    cols.push_back("pred " + (i < labels.size() ? labels[i] : std::to_string(i)));
+  }
+  h << report::heatmap("confusion matrix (counts; shade = share of the true label's row)", rows, cols, level, text);
+}
+
+// One profiled point's op and module tables (the CSVs `tach profile` writes) as bars and tables.
+void profile_section(std::ostringstream& h, const fs::path& traces) {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(traces))
+    if (e.is_directory() && fs::exists(e.path() / "ops_by_op.csv")) dirs.push_back(e.path());
+  if (dirs.empty()) return;
+  std::sort(dirs.begin(), dirs.end());
+  h << "<h2>Profile</h2><p>Op and module tables of the profiled points. The traces open in "
+       "<a href='https://ui.perfetto.dev'>ui.perfetto.dev</a> (Open trace file, then the <code>trace.json</code> "
+       "linked below; nothing is uploaded) or chrome://tracing.</p>";
+  for (const auto& d : dirs) {
+    h << "<h3>" << escape_html(d.filename().string()) << "</h3><p><a href='"
+      << escape_html(fs::relative(d / "trace.json", traces.parent_path()).string()) << "'>trace.json</a></p>";
+    for (const char* table : {"ops_by_op.csv", "ops_by_module.csv"}) {
+      std::istringstream in(read_file(d / table));
+      std::string line;
+      std::getline(in, line);  // header: name,calls,self_ms,total_ms,...,verdict,achieved_fraction
+      std::vector<std::string> names;
+      std::vector<double> ms;
+      std::vector<std::vector<std::string>> rows;
+      while (std::getline(in, line) && rows.size() < 15) {
+        std::vector<std::string> f;
+        std::string cell;
+        std::istringstream ls(line);
+        while (std::getline(ls, cell, ',')) f.push_back(cell);
+        if (f.size() < 4) continue;
+        names.push_back(f[0]);
+        ms.push_back(std::atof(f[table == std::string("ops_by_op.csv") ? 2 : 3].c_str()));
+        rows.push_back(f);
+      }
+      const bool ops = table == std::string("ops_by_op.csv");
+      h << report::bar_chart(ops ? "time by op (self ms over the profiled steps)" : "time by module (total ms)", names, ms,
+                             "ms");
+      h << "<table><tr><th>" << (ops ? "op" : "module") << "</th><th>calls</th><th>self ms</th><th>total ms</th>"
+        << "<th>GFLOP/s</th><th>GB/s</th><th>verdict</th></tr>";
+      for (const auto& f : rows)
+        h << "<tr><td>" << escape_html(f[0]) << "</td><td>" << escape_html(f[1]) << "</td><td>" << escape_html(f[2])
+          << "</td><td>" << escape_html(f[3]) << "</td><td>" << (f.size() > 8 ? escape_html(f[8]) : "") << "</td><td>"
+          << (f.size() > 9 ? escape_html(f[9]) : "") << "</td><td style='text-align:left'>"
+          << (f.size() > 12 ? escape_html(f[12]) : "") << "</td></tr>";
+      h << "</table>";
+    }
+  }
+}
+
+}  // namespace
+
+std::string run_report_html(const std::string& run_dir) {
+  const fs::path dir(run_dir);
+  check(fs::is_directory(dir), run_dir + ": not a directory");
+  const auto summary = read_json(dir / "summary.json");
+  const auto config = read_json(dir / "config.json");
+  std::vector<PointResult> points;
+  if (fs::is_regular_file(dir / "results.jsonl")) {
+    std::string text = read_file(dir / "results.jsonl");
+    if (!text.empty() && text.back() != '\n') text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+    std::istringstream in(text);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.find('{') != std::string::npos)
+        points.push_back(point_from_json(line, (dir / "results.jsonl").string() + ":" + std::to_string(n)));
+    }
+  }
+  const auto accuracy = read_json(dir / "accuracy.json");
+  check(!points.empty() || accuracy, run_dir + ": neither results.jsonl nor accuracy.json: nothing to report (is it a "
+                                               "tach bench, eval or run directory?)");
+  std::ostringstream h;
+  h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>tach report: "
+    << escape_html(dir.filename().string()) << "</title><style>" << kStyle << "</style></head><body>";
+  header_section(h, dir, summary, config, points);
+  if (!points.empty()) sweep_section(h, points);
+  if (accuracy) accuracy_section(h, *accuracy);
+  if (fs::is_directory(dir / "traces")) profile_section(h, dir / "traces");
+  if (fs::is_regular_file(dir / "summary.txt"))
+    h << "<h2>Findings</h2><pre>" << escape_html(read_file(dir / "summary.txt")) << "</pre>";
+  h << "<p class='muted'>Written by tach " << escape_html(tach_version())
+    << " from the files in the run directory; rewrite it any time with <code>tach report "
+    << escape_html(run_dir) << "</code>.</p></body></html>\n";
+  return h.str();
+}
+
+std::string write_run_report(const std::string& run_dir) {
+  const std::string path = (fs::path(run_dir) / "report.html").string();
+  model::write_file_atomically(path, run_report_html(run_dir));
+  return path;
+}
+
+}  // namespace tach

@@ -1,0 +1,103 @@
+// tach report: report.html from real run directories (a profiled sweep, an eval run): self-contained,
+// every chart drawn with the expected series, and the tables holding the run's numbers.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "tach/bench.h"
+#include "tach/error.h"
+#include "tach/report.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The charts of one kind, and the series in each.
+std::vector<size_t> series_per_chart(const std::string& html, const std::string& kind) {
+  std::vector<size_t> out;
+  const std::string open = "<svg class='chart " + kind + "'";
+  for (size_t at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
+    const size_t end = html.find("</svg>", at);
+    out.push_back(count(html.substr(at, end - at), "<g class='series'"));
+  }
+  return out;
+}
+
+TEST(Report, ProfiledSweepHasEveryPanelTheHeatmapAndTheTables) {
+  test::TempDir dir;
+  BenchConfig c;
+  c.model = "preset:bert-tiny";
+  c.batch_sizes = {1, 2, 4};
+  c.seq_lens = {8, 16};
+  c.warmup_runs = 1;
+  c.stop.runs = 4;
+  c.profile = true;
+  c.runs_dir = dir.path();
+  c.run_id = "r";
+  const SweepOutcome out = run_bench(c);
+  write_run_reports(out.config, out);
+  const std::string path = write_run_report(out.run_dir);
+  EXPECT_EQ(path, out.run_dir + "/report.html");
+  const std::string html = test::read_text(path);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);  // nothing fetched: styles inline
+  // Six panels against batch size, one series per sequence length (two), GPU memory has none.
+  const auto lines = series_per_chart(html, "line-chart");
+  // (the third, GPU memory, says "no data": no point ran on a GPU).
+  EXPECT_EQ(lines, (std::vector<size_t>{2, 2, 0, 2, 2, 2}));
+  EXPECT_NE(html.find("no point ran on a GPU"), std::string::npos);
+  // The heatmap: a row per point; distributions: a chart per series, a violin per batch size.
+  EXPECT_EQ(series_per_chart(html, "heatmap"), std::vector<size_t>{6});
+  EXPECT_EQ(series_per_chart(html, "distribution-chart"), (std::vector<size_t>{3, 3}));
+  // The points table holds the run's numbers; the header the model, machine and method.
+  for (const auto& p : out.results) {
+    char median[32];
+    std::snprintf(median, sizeof median, "%.3f", p.batch_latency_ms.median);
+    EXPECT_NE(html.find(std::string("<td>") + median + "</td>"), std::string::npos) << p.key.id();
+  }
+  EXPECT_NE(html.find("BertForSequenceClassification"), std::string::npos);
+  EXPECT_NE(html.find("exactly 4 measured runs"), std::string::npos);
+  EXPECT_NE(html.find("at configure time"), std::string::npos);
+  // The profile: op and module bars per profiled point, with a link to each trace.
+  EXPECT_EQ(series_per_chart(html, "bar-chart").size(), 2u * 6u);
+  EXPECT_EQ(count(html, "trace.json</a>"), 6u);
+  EXPECT_NE(html.find("<h2>Findings</h2>"), std::string::npos);
+}
+
+TEST(Report, EvalRunShowsAccuracyAndTheConfusionMatrix) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
+  test::TempDir dir;
+  BenchConfig c;
+  c.model = test::fixtures_dir() + "/encoders/distilbert-sst2-tiny";
+  c.tokenizer = test::shared_dir() + "/tokenizers/bert-base-uncased";
+  c.dataset.path = test::shared_dir() + "/data/sst2/dev.tsv";
+  c.runs_dir = dir.path();
+  c.run_id = "eval";
+  c.sample_sizes = {200};
+  const SweepOutcome out = run_eval(c);
+  const std::string html = run_report_html(out.run_dir);
+  EXPECT_NE(html.find("<h2>Accuracy</h2>"), std::string::npos);
+  char acc[32];
+  std::snprintf(acc, sizeof acc, "%.4f", out.accuracy[0].accuracy);
+  EXPECT_NE(html.find(std::string("<td>") + acc + "</td>"), std::string::npos);
+  // The confusion matrix: a row per true label, cells holding the counts.
+  EXPECT_EQ(series_per_chart(html, "heatmap"), std::vector<size_t>{out.accuracy[0].confusion.size()});
+  EXPECT_NE(html.find(">" + std::to_string(out.accuracy[0].confusion[0][0]) + "</text>"), std::string::npos);
+}
+
+TEST(Report, NotARunDirectoryIsAClearError) {
+  test::TempDir dir;
+  EXPECT_NE(test::error_of([&] { run_report_html(dir.path()); }).find("nothing to report"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { run_report_html(dir.path() + "/none"); }).find("not a directory"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/report.html"));
+}
+
+}  // namespace
+}  // namespace tach
