@@ -63,6 +63,16 @@ void make_relative_symlink(const std::string& target, const std::string& link_pa
 
 namespace {
 
+std::string to_hex(const unsigned char* bytes, unsigned len) {
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < len; ++i) {
+    s += hex[bytes[i] >> 4];
+    s += hex[bytes[i] & 15];
+  }
+  return s;
+}
+
 std::string digest_of_file(const std::string& path, const EVP_MD* md, const std::string& prefix) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   check(fd >= 0, path + ": cannot read (" + std::strerror(errno) + ")");
@@ -85,16 +95,8 @@ std::string digest_of_file(const std::string& path, const EVP_MD* md, const std:
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), out, &len);
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned i = 0; i < len; ++i) {
-    s += hex[out[i] >> 4];
-    s += hex[out[i] & 15];
-  }
-  return s;
+  return to_hex(out, len);
 }
-
-}  // namespace
 
 std::string hex_digest(const EVP_MD* md, const std::string& prefix, const std::string& bytes) {
   unsigned char out[EVP_MAX_MD_SIZE];
@@ -104,14 +106,11 @@ std::string hex_digest(const EVP_MD* md, const std::string& prefix, const std::s
   EVP_DigestUpdate(ctx.get(), prefix.data(), prefix.size());
   EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size());
   EVP_DigestFinal_ex(ctx.get(), out, &len);
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned i = 0; i < len; ++i) {
-    s += hex[out[i] >> 4];
-    s += hex[out[i] & 15];
-  }
-  return s;
+  return to_hex(out, len);
 }
+
+}  // namespace
+
 
 std::string sha256_of_bytes(const std::string& bytes) { return hex_digest(EVP_sha256(), "", bytes); }
 
