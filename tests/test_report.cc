@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "tach/bench.h"
@@ -68,6 +69,12 @@ TEST(Report, ProfiledSweepHasEveryPanelTheHeatmapAndTheTables) {
   // The profile: op and module bars per profiled point, with a link to each trace.
   EXPECT_EQ(series_per_chart(html, "bar-chart").size(), 2u * 6u);
   EXPECT_EQ(count(html, "trace.json</a>"), 6u);
+  // profile.json per point: a roofline with a point per op that has FLOPs, the gap, the bottlenecks.
+  const auto roofs = series_per_chart(html, "roofline");
+  ASSERT_EQ(roofs.size(), 6u);
+  for (size_t n : roofs) EXPECT_GE(n, 3u) << "linear, attention, layer_norm at least";
+  EXPECT_EQ(count(html, "in modules, between ops (the gap)"), 6u);
+  EXPECT_EQ(count(html, "<p><b>Top bottlenecks</b></p>"), 6u);
   EXPECT_NE(html.find("<h2>Findings</h2>"), std::string::npos);
 }
 
@@ -90,6 +97,18 @@ TEST(Report, EvalRunShowsAccuracyAndTheConfusionMatrix) {
   // The confusion matrix: a row per true label, cells holding the counts.
   EXPECT_EQ(series_per_chart(html, "heatmap"), std::vector<size_t>{out.accuracy[0].confusion.size()});
   EXPECT_NE(html.find(">" + std::to_string(out.accuracy[0].confusion[0][0]) + "</text>"), std::string::npos);
+}
+
+TEST(Report, AProfileDirectoryIsReportedToo) {
+  const char* tach = TACH_BINARY_DIR "/tach";
+  if (!std::filesystem::exists(tach)) GTEST_SKIP() << "the tach binary is not built at " << tach;
+  test::TempDir dir;
+  const std::string cmd = std::string("'") + tach + "' profile -m preset:bert-tiny -b 2 -s 8 --profiler-output-dir '" +
+                          dir.path() + "' > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string html = run_report_html(dir.path());
+  EXPECT_EQ(series_per_chart(html, "roofline").size(), 1u);
+  EXPECT_NE(html.find("<b>Memory</b>: "), std::string::npos);
 }
 
 TEST(Report, NotARunDirectoryIsAClearError) {

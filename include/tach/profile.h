@@ -187,4 +187,9 @@ std::vector<std::string> ceiling_violations(const ProfileData& data, const Machi
 // The top bottlenecks in words, with what would move them.
 std::vector<std::string> bottlenecks(const ProfileData& data, const MachineCeilings& ceilings, size_t top = 3);
 
+// profile.json (schema tach.profile/1): the ceilings the verdicts used (and where they came from),
+// the step accounting (the op-sum against the step's wall time), the top bottlenecks in words,
+// the leak verdict and the ops table by op; what tach report draws the roofline and gap from.
+std::string profile_summary_json(const ProfileData& data, const MachineCeilings& ceilings);
+
 }  // namespace tach

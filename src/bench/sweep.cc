@@ -146,6 +146,7 @@ void profile_point(const EncoderModel& model, const BenchConfig& config, const P
   put("ops_by_module.csv", op_table_csv(op_table(data, "module", "total", ceilings)));
   put("ops_by_shape.csv", op_table_csv(op_table(data, "shape", "self", ceilings)));
   put("stacks.txt", collapsed_stacks(data));
+  put("profile.json", profile_summary_json(data, ceilings));
 }
 
 // The whole grid against a store that may already hold finished points.

@@ -267,9 +267,48 @@ void accuracy_section(std::ostringstream& h, const json& acc) {
   h << report::heatmap("confusion matrix (counts; shade = share of the true label's row)", rows, cols, level, text);
 }
 
-// One profiled point's op and module tables (the CSVs `tach profile` writes) as bars and tables.
+// profile.json's words and numbers: the roofline, the bottlenecks, the op-sum against the step,
+// the leak verdict.
+void profile_summary(std::ostringstream& h, const json& p) {
+  const json& c = p.at("ceilings");
+  std::vector<report::RooflinePoint> pts;
+  for (const auto& op : p.at("ops")) {
+    const double ms = op.value("self_ms", 0.0), flops = op.value("flops", 0.0), bytes = op.value("bytes", 0.0);
+    if (ms > 0 && flops > 0 && bytes > 0) pts.push_back({op.value("op", std::string()), flops / bytes, flops / (ms * 1e-3)});
+  }
+  h << report::roofline_chart("roofline: each op against the measured ceilings", pts,
+                              c.value("gemm_f32_flops_per_s", 0.0), c.value("memory_bytes_per_s", 0.0));
+  h << "<p class='muted'>Ceilings (f32 GEMM peak, memory bandwidth): " << escape_html(c.value("method", std::string()))
+    << "; " << escape_html(c.value("provenance", std::string())) << "</p>";
+  h << "<table><tr><th>op</th><th>calls</th><th>self ms</th><th>FLOP/byte</th><th>GFLOP/s</th><th>verdict</th>"
+       "<th>of its ceiling</th></tr>";
+  for (const auto& op : p.at("ops")) {
+    const double ms = op.value("self_ms", 0.0), flops = op.value("flops", 0.0), bytes = op.value("bytes", 0.0);
+    h << "<tr><td>" << escape_html(op.value("op", std::string())) << "</td><td>" << op.value("calls", 0) << "</td><td>"
+      << num(ms, 4) << "</td><td>" << (bytes > 0 ? num(flops / bytes, 2) : "–") << "</td><td>"
+      << (ms > 0 ? num(flops / (ms * 1e-3) / 1e9, 2) : "–") << "</td><td>" << escape_html(op.value("verdict", std::string()))
+      << "</td><td>" << num(100 * op.value("achieved_fraction", 0.0), 0) << "%</td></tr>";
+  }
+  h << "</table>";
+  const json& st = p.at("step_ms");
+  const double wall = st.value("wall", 0.0);
+  auto share = [&](double v) { return wall > 0 ? " (" + num(100 * v / wall, 1) + "%)" : std::string(); };
+  h << "<table><tr><th>step time (" << escape_html(st.value("method", std::string())) << ")</th><th>ms</th></tr>"
+    << "<tr><td>step wall time</td><td>" << num(wall, 3) << "</td></tr><tr><td>ops (the op-sum)</td><td>"
+    << num(st.value("ops", 0.0), 3) << share(st.value("ops", 0.0)) << "</td></tr><tr><td>in modules, between ops (the gap)</td><td>"
+    << num(st.value("in_modules_between_ops", 0.0), 3) << share(st.value("in_modules_between_ops", 0.0))
+    << "</td></tr><tr><td>outside the model</td><td>" << num(st.value("outside_model", 0.0), 3)
+    << share(st.value("outside_model", 0.0)) << "</td></tr></table>";
+  h << "<p><b>Top bottlenecks</b></p><ol>";
+  for (const auto& b : p.at("bottlenecks")) h << "<li>" << escape_html(b.get<std::string>()) << "</li>";
+  h << "</ol><p><b>Memory</b>: " << (p.at("memory").value("leak", false) ? "<b>growth across steps</b>: " : "")
+    << escape_html(p.at("memory").value("explanation", std::string())) << "</p>";
+}
+
+// One profiled point: profile.json's summary, then its op and module tables (the CSVs) as bars and tables.
 void profile_section(std::ostringstream& h, const fs::path& traces) {
   std::vector<fs::path> dirs;
+  if (fs::exists(traces / "ops_by_op.csv")) dirs.push_back(traces);  // a tach profile output directory itself
   for (const auto& e : fs::directory_iterator(traces))
     if (e.is_directory() && fs::exists(e.path() / "ops_by_op.csv")) dirs.push_back(e.path());
   if (dirs.empty()) return;
@@ -279,7 +318,9 @@ void profile_section(std::ostringstream& h, const fs::path& traces) {
        "linked below; nothing is uploaded) or chrome://tracing.</p>";
   for (const auto& d : dirs) {
     h << "<h3>" << escape_html(d.filename().string()) << "</h3><p><a href='"
-      << escape_html(fs::relative(d / "trace.json", traces.parent_path()).string()) << "'>trace.json</a></p>";
+      << escape_html(fs::relative(d / "trace.json", d == traces ? traces : traces.parent_path()).string())
+      << "'>trace.json</a></p>";
+    if (const auto p = read_json(d / "profile.json")) profile_summary(h, *p);
     for (const char* table : {"ops_by_op.csv", "ops_by_module.csv"}) {
       std::istringstream in(read_file(d / table));
       std::string line;
@@ -333,8 +374,10 @@ std::string run_report_html(const std::string& run_dir) {
     }
   }
   const auto accuracy = read_json(dir / "accuracy.json");
-  check(!points.empty() || accuracy, run_dir + ": neither results.jsonl nor accuracy.json: nothing to report (is it a "
-                                               "tach bench, eval or run directory?)");
+  const bool profile_dir = fs::exists(dir / "ops_by_op.csv");  // what tach profile writes
+  check(!points.empty() || accuracy || profile_dir,
+        run_dir + ": no results.jsonl, accuracy.json or ops_by_op.csv: nothing to report (is it a tach bench, eval, "
+                  "run or profile directory?)");
   std::ostringstream h;
   h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>tach report: "
     << escape_html(dir.filename().string()) << "</title><style>" << kStyle << "</style></head><body>";
@@ -342,6 +385,7 @@ std::string run_report_html(const std::string& run_dir) {
   if (!points.empty()) sweep_section(h, points);
   if (accuracy) accuracy_section(h, *accuracy);
   if (fs::is_directory(dir / "traces")) profile_section(h, dir / "traces");
+  if (profile_dir) profile_section(h, dir);
   if (fs::is_regular_file(dir / "summary.txt"))
     h << "<h2>Findings</h2><pre>" << escape_html(read_file(dir / "summary.txt")) << "</pre>";
   h << "<p class='muted'>Written by tach " << escape_html(tach_version())

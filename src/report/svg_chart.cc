@@ -328,4 +328,56 @@ std::string heatmap(const std::string& title, const std::vector<std::string>& ro
   return o.str();
 }
 
+std::string roofline_chart(const std::string& title, const std::vector<RooflinePoint>& points, double peak,
+                           double bw) {
+  const double W = 560, H = 360, L = 64, R = 16, T = 28, B = 46;
+  double x0 = 1e-2, x1 = 1e3, y0 = 1e7, y1 = std::max(peak, 1e9) * 2;
+  for (const auto& p : points)
+    if (p.intensity > 0 && p.flops_per_s > 0) {
+      x0 = std::min(x0, p.intensity / 2), x1 = std::max(x1, p.intensity * 2);
+      y0 = std::min(y0, p.flops_per_s / 2);
+    }
+  const double lx0 = std::log10(x0), lx1 = std::log10(x1), ly0 = std::log10(y0), ly1 = std::log10(y1);
+  auto px = [&](double x) { return L + (std::log10(x) - lx0) / (lx1 - lx0) * (W - L - R); };
+  auto py = [&](double y) { return T + (1 - (std::log10(y) - ly0) / (ly1 - ly0)) * (H - T - B); };
+  std::ostringstream o;
+  o << "<svg class='chart roofline' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H << "' width='"
+    << W << "' height='" << H << "' role='img' aria-label='" << escape_html(title) << "'>";
+  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(title) << "</text>";
+  for (double e = std::ceil(lx0); e <= lx1; ++e)
+    o << "<line x1='" << px(std::pow(10, e)) << "' x2='" << px(std::pow(10, e)) << "' y1='" << T << "' y2='" << H - B
+      << "' stroke='#eee'/><text x='" << px(std::pow(10, e)) << "' y='" << H - B + 16
+      << "' text-anchor='middle' class='tick'>" << fmt(std::pow(10, e)) << "</text>";
+  for (double e = std::ceil(ly0); e <= ly1; ++e)
+    o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(std::pow(10, e)) << "' y2='" << py(std::pow(10, e))
+      << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << py(std::pow(10, e)) + 4
+      << "' text-anchor='end' class='tick'>" << fmt(std::pow(10, e) / 1e9) << "</text>";
+  o << "<text x='" << (L + W - R) / 2 << "' y='" << H - 8
+    << "' text-anchor='middle' class='axis-label'>arithmetic intensity (FLOP per byte, declared by the ops)</text>";
+  o << "<text transform='translate(14," << (T + H - B) / 2
+    << ") rotate(-90)' text-anchor='middle' class='axis-label'>achieved GFLOP/s</text>";
+  if (peak > 0 && bw > 0) {
+    const double knee = peak / bw;  // intensity where the memory slope meets the compute peak
+    const double start = std::max(x0, y0 / bw);
+    o << "<polyline class='ceiling' fill='none' stroke='#000' stroke-width='1.5' points='" << px(start) << ","
+      << py(bw * start) << " " << px(knee) << "," << py(peak) << " " << px(x1) << "," << py(peak) << "'/>";
+    o << "<text x='" << W - R - 4 << "' y='" << py(peak) - 5 << "' text-anchor='end' class='tick'>compute peak "
+      << fmt(peak / 1e9) << " GFLOP/s</text>";
+    o << "<text x='" << px(start) + 6 << "' y='" << py(bw * start) - 6 << "' class='tick'>memory " << fmt(bw / 1e9)
+      << " GB/s</text>";
+  }
+  for (size_t k = 0; k < points.size(); ++k) {
+    const auto& p = points[k];
+    if (!(p.intensity > 0 && p.flops_per_s > 0)) continue;
+    const std::string c = series_colour(k), shape = kMarkers[k % 4];
+    o << "<g class='series' data-name='" << escape_html(p.name) << "'>" << marker(shape, px(p.intensity), py(p.flops_per_s), c)
+      << "><title>" << escape_html(p.name) << ": " << fmt(p.intensity) << " FLOP/B, " << fmt(p.flops_per_s / 1e9)
+      << " GFLOP/s</title>" << (shape == "square" ? "</rect>" : shape == "circle" ? "</circle>" : "</path>")
+      << "<text x='" << px(p.intensity) + 6 << "' y='" << py(p.flops_per_s) + 4 << "' class='legend'>"
+      << escape_html(p.name) << "</text></g>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
 }  // namespace tach::report

@@ -63,6 +63,17 @@ std::string heatmap(const std::string& title, const std::vector<std::string>& ro
                     const std::vector<std::string>& col_labels, const std::vector<std::vector<double>>& level,
                     const std::vector<std::vector<std::string>>& text);
 
+struct RooflinePoint {
+  std::string name;
+  double intensity = 0;  // FLOP per byte
+  double flops_per_s = 0;
+};
+
+// The roofline on log-log axes: the memory slope (bandwidth × intensity) up to the compute peak,
+// each op a point (one <g class="series"> per op) with its name; ceilings named with their values.
+std::string roofline_chart(const std::string& title, const std::vector<RooflinePoint>& points, double peak_flops_per_s,
+                           double bytes_per_s);
+
 std::string escape_html(const std::string& s);
 
 }  // namespace tach::report

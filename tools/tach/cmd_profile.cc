@@ -233,6 +233,7 @@ int run_profile(const ProfileFlags& f) {
           << human_bytes(double(st.rss_bytes)) << "\n";
   }
   write_file(out / "summary.txt", s.str());
+  write_file(out / "profile.json", profile_summary_json(data, ceilings));
 
   std::cout << s.str() << "\nOps by " << f.group_by << ", sorted by " << f.sort_by << " time (top " << f.top << ")\n"
             << op_table_text(op_table(data, f.group_by, f.sort_by, ceilings), f.top) << "\nModules (top " << f.top
