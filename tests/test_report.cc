@@ -111,6 +111,26 @@ TEST(Report, AProfileDirectoryIsReportedToo) {
   EXPECT_NE(html.find("<b>Memory</b>: "), std::string::npos);
 }
 
+TEST(Report, TrainingRunsAndTheComparisonAreReported) {
+  const char* tach = TACH_BINARY_DIR "/tach";
+  if (!std::filesystem::exists(tach)) GTEST_SKIP() << "the tach binary is not built at " << tach;
+  test::TempDir dir;
+  const std::string fx = test::fixtures_dir();
+  const std::string cmd = std::string("'") + tach + "' train -m " + fx + "/encoders/bert-cls2-f32 -k " + fx +
+                          "/tokenizers/tiny-wordpiece -d " + fx + "/train/tiny.csv --eval-dataset " + fx +
+                          "/train/tiny.csv --eval-every 2 --max-steps 4 -b 2 --method full,lora --exec eager "
+                          "--no-progress --runs-dir '" + dir.path() + "' --run-id cmp > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string html = run_report_html(dir.path() + "/cmp");
+  EXPECT_NE(html.find("<h2>Method × exec comparison</h2>"), std::string::npos);
+  EXPECT_EQ(count(html, "<h2>Training: "), 2u);  // full-eager, lora-eager
+  // Per run: loss, evaluation, throughput (one series each but evaluation's two), memory by category (six).
+  EXPECT_EQ(series_per_chart(html, "line-chart"), (std::vector<size_t>{1, 2, 1, 6, 1, 2, 1, 6}));
+  // The step split into four phases, a column per step.
+  EXPECT_EQ(series_per_chart(html, "stacked-columns"), (std::vector<size_t>{4, 4}));
+  EXPECT_NE(html.find("<th>eval_accuracy</th>"), std::string::npos);
+}
+
 TEST(Report, NotARunDirectoryIsAClearError) {
   test::TempDir dir;
   EXPECT_NE(test::error_of([&] { run_report_html(dir.path()); }).find("nothing to report"), std::string::npos);

@@ -68,27 +68,47 @@ dt{color:#555} dd{margin:0} pre{background:#f7f7f7;padding:10px;white-space:pre-
 
 void header_section(std::ostringstream& h, const fs::path& dir, const std::optional<json>& summary,
                     const std::optional<json>& config, const std::vector<PointResult>& points) {
-  h << "<h1>tach report: " << escape_html(config ? config->value("model", std::string()) : dir.filename().string())
-    << "</h1><dl>";
+  // config.json's model: a name (bench runs) or an object describing it (train runs).
+  std::string model = dir.filename().string();
+  if (config && config->contains("model")) {
+    const json& m = (*config)["model"];
+    if (m.is_string()) model = m.get<std::string>();
+    else if (m.is_object()) model = m.value("spec", m.value("source", model));
+  }
+  h << "<h1>tach report: " << escape_html(model) << "</h1><dl>";
   auto row = [&](const std::string& k, const std::string& v) { h << "<dt>" << k << "</dt><dd>" << v << "</dd>"; };
   row("run directory", "<code>" + escape_html(fs::absolute(dir).string()) + "</code>");
-  if (summary && summary->contains("models"))
+  if (summary && summary->contains("models") && (*summary)["models"].is_array())
     for (const auto& m : (*summary)["models"])
       row("model", escape_html(m.value("architecture", std::string())) + ", " +
                        num(m.value("parameters", 0.0) / 1e6, 1) + " M parameters, weights " +
                        escape_html(m.value("weights_dtype", std::string())) + ", " +
                        escape_html(m.value("task", std::string())) + "; " + escape_html(m.value("source", std::string())));
-  if (summary && summary->contains("machine")) {
+  if (config && config->contains("model") && (*config)["model"].is_object()) {  // a train run describes its model here
+    const json& m = (*config)["model"];
+    row("model", escape_html(m.value("architecture", std::string())) + ", " + num(m.value("parameters", 0.0) / 1e6, 2) +
+                     " M parameters; " + escape_html(m.value("source", std::string())));
+    const json notes = m.value("notes", json::array());
+    for (const auto& n : notes) row("note", escape_html(n.get<std::string>()));
+  }
+  if (config && config->contains("machine") && (*config)["machine"].is_object()) {
+    const json& m = (*config)["machine"];
+    row("machine", escape_html(m.value("cpu", std::string())) + ", " + std::to_string(m.value("threads", 0)) +
+                       " threads, ISA " + escape_html(m.value("isa", std::string())) + ", GEMM " +
+                       escape_html(m.value("gemm", std::string())));
+  }
+  if (summary && summary->contains("machine") && (*summary)["machine"].is_object()) {
     const json& m = (*summary)["machine"];
     std::string w;
-    for (const auto& x : m.value("warnings", json::array())) w += "<br>warning: " + escape_html(x.get<std::string>());
+    const json warnings = m.value("warnings", json::array());
+    for (const auto& x : warnings) w += "<br>warning: " + escape_html(x.get<std::string>());
     row("machine", escape_html(m.value("cpu", std::string())) + ", " + std::to_string(m.value("logical_cores", 0)) +
                        " logical cores, " + std::to_string(m.value("threads", 0)) + " threads, ISA " +
                        escape_html(m.value("isa", std::string())) + ", GEMM " +
                        escape_html(m.value("gemm_library", std::string())) + ", " +
                        mib(m.value("memory_total_bytes", 0.0) / 1024) + " GiB" + w);
   }
-  if (summary)
+  if (summary && summary->contains("stopping_rule"))
     row("method", std::to_string(summary->value("warmup_runs", 0)) + " warm-up runs (not measured), then " +
                       escape_html(summary->value("stopping_rule", std::string())) +
                       "; latency per batch is the model forward alone, wall clock (steady_clock)");
@@ -240,7 +260,8 @@ void accuracy_section(std::ostringstream& h, const json& acc) {
   const json& last = results.back();
   std::vector<std::string> labels;
   h << "<table><tr><th>label</th><th>precision</th><th>recall</th><th>F1</th><th>support</th></tr>";
-  for (const auto& c : last.value("per_class", json::array())) {
+  const json per_class = last.value("per_class", json::array());
+  for (const auto& c : per_class) {
     labels.push_back(c.value("label", std::string()));
     h << "<tr><td>" << escape_html(labels.back()) << "</td><td>" << num(c.value("precision", 0.0), 4) << "</td><td>"
       << num(c.value("recall", 0.0), 4) << "</td><td>" << num(c.value("f1", 0.0), 4) << "</td><td>"
@@ -353,6 +374,133 @@ void profile_section(std::ostringstream& h, const fs::path& traces) {
   }
 }
 
+// A tach train run: steps.jsonl (one line per step; evaluations as extra lines), epoch_results.csv,
+// summary.json. Read as files (the run directory's schema), not through the trainer's code.
+void training_section(std::ostringstream& h, const fs::path& dir, const std::string& heading) {
+  std::vector<json> steps, evals;
+  std::istringstream in(read_file(dir / "steps.jsonl"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find('{') == std::string::npos) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception&) {
+      continue;  // a torn last line after a kill
+    }
+    const json& m = j.value("metrics", json::object());
+    (m.contains("eval_loss") ? evals : steps).push_back(j);
+  }
+  h << "<h2>" << escape_html(heading) << "</h2>";
+  if (steps.empty()) {
+    h << "<p class='muted'>No steps recorded.</p>";
+    return;
+  }
+  auto series = [&](const std::vector<json>& from, const std::string& name, const std::string& key, double scale) {
+    report::Series s;
+    s.name = name;
+    for (const auto& j : from)
+      if (j["metrics"].contains(key)) {
+        s.x.push_back(j.value("step", 0.0) + 1);
+        s.y.push_back(j["metrics"].value(key, 0.0) * scale);
+      }
+    return s;
+  };
+  auto chart = [&](const std::string& title, const std::string& y, std::vector<report::Series> s, bool zero = true) {
+    report::LineChartSpec spec;
+    spec.title = title;
+    spec.x_label = "optimizer step";
+    spec.y_label = y;
+    spec.zero_y = zero;
+    return report::line_chart(spec, s);
+  };
+  h << "<div class='charts'>" << chart("training loss", "loss (per step's batch)", {series(steps, "train loss", "loss", 1)}, false);
+  if (!evals.empty())
+    h << chart("evaluation", "loss, accuracy", {series(evals, "eval loss", "eval_loss", 1),
+                                                series(evals, "eval accuracy", "eval_accuracy", 1)});
+  h << chart("throughput", "tokens/s (real tokens, per step)", {series(steps, "tokens/s", "tokens_per_s", 1)});
+  // The step split into its phases, stacked (every step, or an even sample of 120 of them).
+  const std::vector<std::pair<std::string, std::string>> phases = {
+      {"data", "data_ms"}, {"forward", "forward_ms"}, {"backward", "backward_ms"}, {"optimizer", "optimizer_ms"}};
+  std::vector<std::string> xl, names;
+  std::vector<std::vector<double>> vals(phases.size());
+  const size_t stride = std::max<size_t>(1, (steps.size() + 119) / 120);
+  for (size_t i = 0; i < steps.size(); i += stride) {
+    xl.push_back(std::to_string(steps[i].value("step", 0) + 1));
+    for (size_t k = 0; k < phases.size(); ++k) vals[k].push_back(steps[i]["metrics"].value(phases[k].second, 0.0));
+  }
+  for (const auto& p : phases) names.push_back(p.first);
+  h << report::stacked_columns("step time by phase" + std::string(stride > 1 ? " (every " + std::to_string(stride) + "th step)" : ""),
+                               xl, names, vals, "optimizer step", "ms, wall clock");
+  std::vector<report::Series> mem;
+  for (const char* cat : {"weights", "activations", "gradients", "optimizer_state", "workspace", "other"})
+    mem.push_back(series(steps, cat, std::string("memory_") + cat + "_bytes", 1.0 / 1048576.0));
+  h << chart("memory by category (allocator, at each step's end)", "MiB", mem) << "</div>";
+
+  if (const auto sum = read_json(dir / "summary.json")) {
+    h << "<table><tr><th>summary</th><th></th></tr>";
+    auto row = [&](const std::string& k, const std::string& v) { h << "<tr><td>" << k << "</td><td>" << v << "</td></tr>"; };
+    std::string method = sum->value("method", std::string());
+    if (const auto cfg = read_json(dir / "config.json"); method.empty() && cfg && cfg->contains("options"))
+      method = (*cfg)["options"].value("method", std::string());
+    row("method / exec", escape_html(method.empty() ? "full" : method) + " / " + escape_html(sum->value("exec", std::string())));
+    row("steps", std::to_string(sum->value("steps", 0)));
+    row("step ms (median)", num(sum->value("step_ms_median", 0.0), 1));
+    row("tokens/s (median)", num(sum->value("tokens_per_s_median", 0.0), 1));
+    if (sum->contains("phase_ms_median"))
+      for (const auto& [k, v] : (*sum)["phase_ms_median"].items())
+        if (v.is_number()) row(escape_html(k) + " ms (median)", num(v.get<double>(), 2));
+    if (sum->contains("memory_peak_bytes") && (*sum)["memory_peak_bytes"].is_object()) {
+      const json& m = (*sum)["memory_peak_bytes"];
+      row("peak memory MiB (allocator, all categories)", mib(m.value("total", 0.0)));
+      const json by_category = m.value("by_category", json::object());
+      for (const auto& [k, v] : by_category.items())
+        if (v.is_number()) row("&nbsp;&nbsp;" + escape_html(k) + " MiB", mib(v.get<double>()));
+    }
+    row("training time s", num(sum->value("train_seconds", 0.0), 1));
+    h << "</table>";
+  }
+  if (fs::exists(dir / "epoch_results.csv")) {
+    std::istringstream csv(read_file(dir / "epoch_results.csv"));
+    h << "<table>";
+    bool first = true;
+    while (std::getline(csv, line)) {
+      h << "<tr>";
+      std::istringstream cells(line);
+      std::string cell;
+      while (std::getline(cells, cell, ',')) h << (first ? "<th>" : "<td>") << escape_html(cell) << (first ? "</th>" : "</td>");
+      h << "</tr>";
+      first = false;
+    }
+    h << "</table>";
+  }
+}
+
+// tach train --method a,b --exec c,d: comparison.csv as a table, then each combination's run.
+void comparison_section(std::ostringstream& h, const fs::path& dir) {
+  h << "<h2>Method × exec comparison</h2>";
+  if (fs::exists(dir / "comparison.csv")) {
+    std::istringstream csv(read_file(dir / "comparison.csv"));
+    std::string line;
+    bool first = true;
+    h << "<table>";
+    while (std::getline(csv, line)) {
+      h << "<tr>";
+      std::istringstream cells(line);
+      std::string cell;
+      while (std::getline(cells, cell, ',')) h << (first ? "<th>" : "<td>") << escape_html(cell) << (first ? "</th>" : "</td>");
+      h << "</tr>";
+      first = false;
+    }
+    h << "</table>";
+  }
+  std::vector<fs::path> subs;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && fs::exists(e.path() / "steps.jsonl")) subs.push_back(e.path());
+  std::sort(subs.begin(), subs.end());
+  for (const auto& d : subs) training_section(h, d, "Training: " + d.filename().string());
+}
+
 }  // namespace
 
 std::string run_report_html(const std::string& run_dir) {
@@ -375,15 +523,19 @@ std::string run_report_html(const std::string& run_dir) {
   }
   const auto accuracy = read_json(dir / "accuracy.json");
   const bool profile_dir = fs::exists(dir / "ops_by_op.csv");  // what tach profile writes
-  check(!points.empty() || accuracy || profile_dir,
-        run_dir + ": no results.jsonl, accuracy.json or ops_by_op.csv: nothing to report (is it a tach bench, eval, "
-                  "run or profile directory?)");
+  const bool training = fs::exists(dir / "steps.jsonl");
+  const bool comparison = summary && summary->value("schema", std::string()) == "tach.train_comparison/1";
+  check(!points.empty() || accuracy || profile_dir || training || comparison,
+        run_dir + ": no results.jsonl, accuracy.json, steps.jsonl or ops_by_op.csv: nothing to report (is it a tach "
+                  "bench, eval, run, train or profile directory?)");
   std::ostringstream h;
   h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>tach report: "
     << escape_html(dir.filename().string()) << "</title><style>" << kStyle << "</style></head><body>";
   header_section(h, dir, summary, config, points);
   if (!points.empty()) sweep_section(h, points);
   if (accuracy) accuracy_section(h, *accuracy);
+  if (training) training_section(h, dir, "Training");
+  if (comparison) comparison_section(h, dir);
   if (fs::is_directory(dir / "traces")) profile_section(h, dir / "traces");
   if (profile_dir) profile_section(h, dir);
   if (fs::is_regular_file(dir / "summary.txt"))

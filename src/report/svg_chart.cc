@@ -380,4 +380,56 @@ std::string roofline_chart(const std::string& title, const std::vector<RooflineP
   return o.str();
 }
 
+std::string stacked_columns(const std::string& title, const std::vector<std::string>& x_labels,
+                            const std::vector<std::string>& parts, const std::vector<std::vector<double>>& values,
+                            const std::string& x_label, const std::string& y_label) {
+  // values[part][column]
+  const double W = 560, L = 62, R = 12, T = 28, B = 46 + 15 * double(parts.size());
+  const double H = 280 + 15 * double(parts.size());
+  const size_t n = x_labels.size();
+  double top = 0;
+  for (size_t c = 0; c < n; ++c) {
+    double sum = 0;
+    for (const auto& v : values) sum += c < v.size() ? v[c] : 0;
+    top = std::max(top, sum);
+  }
+  if (top <= 0) top = 1;
+  top *= 1.05;
+  const double cw = n ? (W - L - R) / double(n) : 1;
+  auto py = [&](double y) { return T + (1 - y / top) * (H - T - B); };
+  std::ostringstream o;
+  o << "<svg class='chart stacked-columns' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H
+    << "' width='" << W << "' height='" << H << "' role='img' aria-label='" << escape_html(title) << "'>";
+  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(title) << "</text>";
+  for (double v : ticks(0, top))
+    o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(v) << "' y2='" << py(v) << "' stroke='#eee'/><text x='"
+      << L - 6 << "' y='" << py(v) + 4 << "' text-anchor='end' class='tick'>" << fmt(v) << "</text>";
+  const size_t every = std::max<size_t>(1, n / 8);
+  for (size_t c = 0; c < n; c += every)
+    o << "<text x='" << L + cw * (double(c) + 0.5) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>"
+      << escape_html(x_labels[c]) << "</text>";
+  std::vector<double> base(n, 0);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    o << "<g class='series' data-name='" << escape_html(parts[k]) << "'>";
+    for (size_t c = 0; c < n; ++c) {
+      const double v = c < values[k].size() ? values[k][c] : 0;
+      o << "<rect x='" << L + cw * double(c) + cw * 0.1 << "' y='" << py(base[c] + v) << "' width='" << cw * 0.8
+        << "' height='" << py(base[c]) - py(base[c] + v) << "' fill='" << series_colour(k) << "'><title>"
+        << escape_html(x_labels[c]) << " " << escape_html(parts[k]) << ": " << fmt(v) << "</title></rect>";
+      base[c] += v;
+    }
+    o << "</g>";
+  }
+  o << "<text x='" << (L + W - R) / 2 << "' y='" << H - B + 32 << "' text-anchor='middle' class='axis-label'>"
+    << escape_html(x_label) << "</text><text transform='translate(14," << (T + H - B) / 2
+    << ") rotate(-90)' text-anchor='middle' class='axis-label'>" << escape_html(y_label) << "</text>";
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const double ly = H - B + 48 + double(k) * 15;
+    o << "<rect x='" << L + 8 << "' y='" << ly - 5 << "' width='9' height='9' fill='" << series_colour(k) << "'/><text x='"
+      << L + 22 << "' y='" << ly + 4 << "' class='legend'>" << escape_html(parts[k]) << "</text>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
 }  // namespace tach::report

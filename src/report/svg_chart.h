@@ -63,6 +63,12 @@ std::string heatmap(const std::string& title, const std::vector<std::string>& ro
                     const std::vector<std::string>& col_labels, const std::vector<std::vector<double>>& level,
                     const std::vector<std::vector<std::string>>& text);
 
+// Columns stacked from parts (e.g. a step's data, forward, backward, optimizer time), one column
+// per x label; one <g class="series"> per part, in the palette's order, with a legend.
+std::string stacked_columns(const std::string& title, const std::vector<std::string>& x_labels,
+                            const std::vector<std::string>& parts, const std::vector<std::vector<double>>& values,
+                            const std::string& x_label, const std::string& y_label);
+
 struct RooflinePoint {
   std::string name;
   double intensity = 0;  // FLOP per byte
