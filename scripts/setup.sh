@@ -16,6 +16,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev   # downloads from the Hugging Face Hub (HTTPS); SHA-256/SHA-1 to verify them
   libutf8proc-dev libpcre2-dev   # Unicode data and regex for the tokenizers
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks
+  chromium chromium-driver python3-selenium     # tests open the HTML reports in a real (headless) browser; tach report --pdf
 )
 if [ "${TACH_FUZZ:-0}" = 1 ]; then packages+=(clang libclang-rt-dev); fi
 

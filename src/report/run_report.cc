@@ -248,7 +248,7 @@ void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
 }
 
 void accuracy_section(std::ostringstream& h, const json& acc) {
-  h << "<h2>Accuracy</h2><p>Dataset: " << escape_html(acc.value("dataset", std::string())) << "</p>";
+  h << "<h2>Accuracy</h2><p>" << escape_html(acc.value("dataset", std::string())) << "</p>";
   const json& results = acc.at("results");
   h << "<table><tr><th>examples</th><th>accuracy</th><th>macro-F1</th><th>chance (majority label)</th><th>samples/s</th></tr>";
   for (const auto& r : results)

@@ -296,7 +296,9 @@ std::string heatmap(const std::string& title, const std::vector<std::string>& ro
                     const std::vector<std::string>& col_labels, const std::vector<std::vector<double>>& level,
                     const std::vector<std::vector<std::string>>& text) {
   const double L = 170, T = 70, cw = 92, ch = 22;
-  const double W = L + cw * double(col_labels.size()) + 10, H = T + ch * double(row_labels.size()) + 10;
+  // Wide enough for the title too (about 7 px per character at the title's size).
+  const double W = std::max(L + cw * double(col_labels.size()) + 10, 7.0 * double(title.size()) + 20);
+  const double H = T + ch * double(row_labels.size()) + 10;
   std::ostringstream o;
   o << "<svg class='chart heatmap' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H << "' width='"
     << W << "' height='" << H << "' role='img' aria-label='" << escape_html(title) << "'>";

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Opens tach's HTML pages in headless Chromium (Selenium with Debian's chromium-driver) and checks
+what a reader sees: no console errors, every chart drawn with the series it should have, and the
+tables holding the run's numbers. Takes a screenshot of each page beside it (PAGE.png).
+
+    check_report.py PAGE.html [--expect KIND=N,N,...]... [--contains TEXT]... [--max-mb 2] [--max-load-s 2]
+
+--expect line-chart=2,2,0,2,2,2: the page's line charts, in order, and the <g class="series"> in each.
+Exit 77 (ctest's skip) when Selenium or Chromium cannot be had, saying why.
+"""
+import argparse
+import os
+import shutil
+import sys
+import time
+
+SKIP = 77
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("page")
+    ap.add_argument("--expect", action="append", default=[])
+    ap.add_argument("--contains", action="append", default=[])
+    ap.add_argument("--max-mb", type=float, default=0)
+    ap.add_argument("--max-load-s", type=float, default=0)
+    a = ap.parse_args()
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        print("SKIP: python3-selenium is not installed (scripts/setup.sh installs it)")
+        return SKIP
+    driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+    if not os.path.exists(driver_path) or not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        print("SKIP: chromium and chromium-driver are not installed (scripts/setup.sh installs them)")
+        return SKIP
+    size_mb = os.path.getsize(a.page) / 1e6
+    if a.max_mb and size_mb > a.max_mb:
+        print(f"FAIL: {a.page} is {size_mb:.2f} MB, over {a.max_mb} MB")
+        return 1
+    opts = webdriver.ChromeOptions()
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1250,1600"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    try:
+        d = webdriver.Chrome(service=Service(driver_path), options=opts)
+    except Exception as e:  # a browser that will not start in this sandbox
+        print(f"SKIP: headless Chromium would not start: {e}".splitlines()[0])
+        return SKIP
+    failures = []
+    try:
+        t0 = time.perf_counter()
+        d.get("file://" + os.path.abspath(a.page))
+        loaded = time.perf_counter() - t0
+        nav = d.execute_script(
+            "const n = performance.getEntriesByType('navigation')[0]; return n ? n.loadEventEnd : null;")
+        load_ms = nav if nav else loaded * 1e3
+        errors = [e for e in d.get_log("browser") if e.get("level") in ("SEVERE", "ERROR")]
+        for e in errors:
+            failures.append(f"console error: {e.get('message')}")
+        for spec in a.expect:
+            kind, counts = spec.split("=")
+            want = [int(x) for x in counts.split(",")] if counts else []
+            got = d.execute_script(
+                "return Array.from(document.querySelectorAll(\"svg.chart.\" + arguments[0]))"
+                ".map(s => s.querySelectorAll('g.series').length);", kind)
+            if got != want:
+                failures.append(f"{kind}: series per chart {got}, expected {want}")
+            drawn = d.execute_script(
+                "return Array.from(document.querySelectorAll(\"svg.chart.\" + arguments[0]))"
+                ".map(s => { const b = s.getBoundingClientRect(); return b.width > 0 && b.height > 0; });", kind)
+            if not all(drawn):
+                failures.append(f"{kind}: a chart has no size on the page")
+        text = d.execute_script("return document.body.innerText;")
+        for t in a.contains:
+            if t not in text:
+                failures.append(f"the page does not show {t!r}")
+        if a.max_load_s and load_ms / 1e3 > a.max_load_s:
+            failures.append(f"rendered in {load_ms / 1e3:.2f} s, over {a.max_load_s} s")
+        shot = os.path.splitext(a.page)[0] + ".png"
+        d.save_screenshot(shot)
+        print(f"{a.page}: {size_mb:.3f} MB, loaded in {load_ms:.0f} ms (navigation timing), "
+              f"{len(errors)} console errors; screenshot {shot}")
+    finally:
+        d.quit()
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The reports of a profiled bench run, an eval run and a profile directory, and compare.html,
+# opened in headless Chromium by check_report.py (console errors, charts drawn with their series,
+# the run's numbers in the tables); screenshots land beside each page in OUT.
+# Usage: report_pages.sh TACH FIXTURES SHARED OUT. Exit 77 (skip) when no browser can be had.
+set -u
+tach=$1 fixtures=$2 shared=$3 out=$4
+check="$(dirname "$0")/check_report.py"
+# Debian's python3, where python3-selenium is installed (another python3 may come first on PATH).
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3) || { echo "SKIP: no python3 to drive the browser (scripts/setup.sh installs it)"; exit 77; }
+rm -rf "$out" && mkdir -p "$out"
+"$tach" run -m preset:bert-tiny -b 1,2,4 -s 8,16 --runs 5 --no-progress --runs-dir "$out" --run-id bench > /dev/null || exit 1
+"$py" "$check" "$out/bench/report.html" --expect line-chart=2,2,0,2,2,2 --expect heatmap=6 \
+  --expect distribution-chart=3,3 --expect roofline=3,3,3,3,3,3 --contains BertForSequenceClassification \
+  --contains "cpu/f32/t0/b4/s16"
+rc=$?; [ $rc -ne 0 ] && exit $rc
+"$tach" bench -m preset:bert-tiny -b 1,2,4 -s 8,16 --runs 5 --no-progress --runs-dir "$out" --run-id again > /dev/null || exit 1
+"$tach" compare "$out/bench" "$out/again" --html "$out/compare.html" > /dev/null || exit 1
+"$py" "$check" "$out/compare.html" --expect change-chart=6 --expect distribution-chart=2,2,2,2,2,2 --contains "comparisons" || exit 1
+"$tach" profile -m preset:bert-tiny -b 2 -s 8 --profiler-output-dir "$out/profile" > /dev/null || exit 1
+"$tach" report "$out/profile" > /dev/null || exit 1
+"$py" "$check" "$out/profile/report.html" --expect roofline=3 --expect bar-chart=4,10 --contains "Top bottlenecks" || exit 1
+if [ -f "$shared/data/sst2/dev.tsv" ]; then
+  "$tach" eval -m "$fixtures/encoders/distilbert-sst2-tiny" -k "$shared/tokenizers/bert-base-uncased" \
+    -d "$shared/data/sst2/dev.tsv" --sample-sizes 200 --runs-dir "$out" --run-id eval > /dev/null || exit 1
+  "$tach" report "$out/eval" > /dev/null || exit 1
+  "$py" "$check" "$out/eval/report.html" --expect heatmap=2 --contains "macro-F1" --contains "true negative" || exit 1
+else
+  echo "the eval page is left out: $shared/data/sst2/dev.tsv is absent"
+fi
