@@ -66,6 +66,7 @@ std::string marker(const std::string& shape, double x, double y, const std::stri
 
 }  // namespace
 
+// Past eight series the colours repeat, and the marker shifts (k + k / 8) so no two series share both.
 const char* series_colour(size_t i) { return kPalette[i % 8]; }
 
 std::string escape_html(const std::string& s) {
@@ -133,7 +134,7 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
   // Series.
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
-    const std::string c = series_colour(k), shape = kMarkers[k % 4];
+    const std::string c = series_colour(k), shape = kMarkers[(k + k / 8) % 4];
     o << "<g class='series' data-name='" << escape_html(s.name) << "'>";
     std::ostringstream pts;
     for (size_t i = 0; i < s.x.size(); ++i)
@@ -151,7 +152,7 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
   }
   for (size_t k = 0; k < series.size(); ++k) {
     const double ly = H - B + 48 + double(k) * 15;
-    o << marker(kMarkers[k % 4], L + 12, ly, series_colour(k)) << "/>";
+    o << marker(kMarkers[(k + k / 8) % 4], L + 12, ly, series_colour(k)) << "/>";
     o << "<text x='" << L + 22 << "' y='" << ly + 4 << "' class='legend'>" << escape_html(series[k].name) << "</text>";
   }
   o << "</svg>";
@@ -371,7 +372,7 @@ std::string roofline_chart(const std::string& title, const std::vector<RooflineP
   for (size_t k = 0; k < points.size(); ++k) {
     const auto& p = points[k];
     if (!(p.intensity > 0 && p.flops_per_s > 0)) continue;
-    const std::string c = series_colour(k), shape = kMarkers[k % 4];
+    const std::string c = series_colour(k), shape = kMarkers[(k + k / 8) % 4];
     o << "<g class='series' data-name='" << escape_html(p.name) << "'>" << marker(shape, px(p.intensity), py(p.flops_per_s), c)
       << "><title>" << escape_html(p.name) << ": " << fmt(p.intensity) << " FLOP/B, " << fmt(p.flops_per_s / 1e9)
       << " GFLOP/s</title>" << (shape == "square" ? "</rect>" : shape == "circle" ? "</circle>" : "</path>")

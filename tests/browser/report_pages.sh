@@ -29,3 +29,10 @@ if [ -f "$shared/data/sst2/dev.tsv" ]; then
 else
   echo "the eval page is left out: $shared/data/sst2/dev.tsv is absent"
 fi
+# --pdf prints through the same headless Chromium.
+"$tach" report --pdf "$out/profile" > /dev/null || exit 1
+head -c 5 "$out/profile/report.pdf" | grep -q "%PDF-" || { echo "FAIL: report.pdf is not a PDF"; exit 1; }
+echo "report.pdf: $(stat -c %s "$out/profile/report.pdf") bytes"
+# Without a browser, --pdf says how to get one (and report.html is still written).
+msg=$(PATH=/nonexistent "$tach" report --pdf "$out/profile" 2>&1)
+echo "$msg" | grep -q "apt-get install chromium" || { echo "FAIL: --pdf without chromium said: $msg"; exit 1; }
