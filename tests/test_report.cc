@@ -44,6 +44,9 @@ TEST(Report, ProfiledSweepHasEveryPanelTheHeatmapAndTheTables) {
   c.run_id = "r";
   const SweepOutcome out = run_bench(c);
   write_run_reports(out.config, out);
+  // A monitor timeline beside it (tach monitor -o RUN_DIR/monitor.csv), energy unavailable (-1).
+  test::write_text(out.run_dir + "/monitor.csv",
+                   "t_s,rss_bytes,cpu_percent,cpu_energy_j\n0,1048576,10,-1\n0.5,2097152,180,-1\n1.0,2097152,190,-1\n");
   const std::string path = write_run_report(out.run_dir);
   EXPECT_EQ(path, out.run_dir + "/report.html");
   const std::string html = test::read_text(path);
@@ -51,8 +54,11 @@ TEST(Report, ProfiledSweepHasEveryPanelTheHeatmapAndTheTables) {
   EXPECT_EQ(html.find("<link"), std::string::npos);  // nothing fetched: styles inline
   // Six panels against batch size, one series per sequence length (two), GPU memory has none.
   const auto lines = series_per_chart(html, "line-chart");
-  // (the third, GPU memory, says "no data": no point ran on a GPU).
-  EXPECT_EQ(lines, (std::vector<size_t>{2, 2, 0, 2, 2, 2}));
+  // (the third, GPU memory, says "no data": no point ran on a GPU); then the monitor's RSS and CPU
+  // (its energy column is all -1: no chart).
+  EXPECT_EQ(lines, (std::vector<size_t>{2, 2, 0, 2, 2, 2, 1, 1}));
+  EXPECT_NE(html.find("<h2>Monitor timeline</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>190</td>"), std::string::npos) << "every sample in the table";
   EXPECT_NE(html.find("no point ran on a GPU"), std::string::npos);
   // The heatmap: a row per point; distributions: a chart per series, a violin per batch size.
   EXPECT_EQ(series_per_chart(html, "heatmap"), std::vector<size_t>{6});

@@ -174,6 +174,14 @@ void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
              [](const PointResult& p) { return p.samples_per_s / (double(p.peak_rss_bytes) / 1073741824.0); })
     << "</div>";
   if (!gpu) h << "<p class='muted'>GPU memory: no point ran on a GPU.</p>";
+  const bool energy = std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.energy_j_per_sample >= 0; });
+  if (energy)
+    h << "<div class='charts'>"
+      << panel("energy per sample", "J per sample (RAPL: CPU package + DRAM)",
+               [](const PointResult& p) { return p.energy_j_per_sample >= 0 ? p.energy_j_per_sample : std::nan(""); })
+      << "</div>";
+  else
+    h << "<p class='muted'>Energy: " << escape_html(points.front().energy_source) << ".</p>";
 
   // The grid's metrics, each normalised over the points (0 = the best, 1 = the worst: darker is worse).
   struct Metric {
@@ -374,6 +382,56 @@ void profile_section(std::ostringstream& h, const fs::path& traces) {
   }
 }
 
+// monitor.csv (tach monitor -o RUN_DIR/monitor.csv -- ...): each column over time, and the whole
+// timeline as a table under a disclosure.
+void monitor_section(std::ostringstream& h, const fs::path& csv_path) {
+  std::istringstream in(read_file(csv_path));
+  std::string line;
+  std::vector<std::string> cols;
+  std::vector<std::vector<double>> rows;
+  auto split = [](const std::string& l) {
+    std::vector<std::string> f;
+    std::string cell;
+    std::istringstream ls(l);
+    while (std::getline(ls, cell, ',')) f.push_back(cell);
+    return f;
+  };
+  if (!std::getline(in, line)) return;
+  cols = split(line);
+  while (std::getline(in, line)) {
+    const auto f = split(line);
+    if (f.size() != cols.size()) continue;
+    std::vector<double> r;
+    for (const auto& x : f) r.push_back(std::atof(x.c_str()));
+    rows.push_back(r);
+  }
+  if (rows.empty() || cols.empty() || cols[0] != "t_s") return;
+  h << "<h2>Monitor timeline</h2><p class='muted'>From " << escape_html(csv_path.filename().string()) << " ("
+    << rows.size() << " samples; energy columns are -1 where unavailable).</p><div class='charts'>";
+  for (size_t c = 1; c < cols.size(); ++c) {
+    const bool bytes = cols[c].size() > 6 && cols[c].compare(cols[c].size() - 6, 6, "_bytes") == 0;
+    report::Series s;
+    s.name = cols[c];
+    for (const auto& r : rows)
+      if (r[c] >= 0) s.x.push_back(r[0]), s.y.push_back(bytes ? r[c] / 1048576.0 : r[c]);
+    if (s.x.empty()) continue;
+    report::LineChartSpec spec;
+    spec.title = cols[c];
+    spec.x_label = "seconds since the command started";
+    spec.y_label = bytes ? cols[c].substr(0, cols[c].size() - 6) + " (MiB)" : cols[c];
+    h << report::line_chart(spec, {s});
+  }
+  h << "</div><details><summary>every sample</summary><table><tr>";
+  for (const auto& c : cols) h << "<th>" << escape_html(c) << "</th>";
+  h << "</tr>";
+  for (const auto& r : rows) {
+    h << "<tr>";
+    for (double v : r) h << "<td>" << num(v, std::abs(v) < 100 ? 3 : 0) << "</td>";
+    h << "</tr>";
+  }
+  h << "</table></details>";
+}
+
 // A tach train run: steps.jsonl (one line per step; evaluations as extra lines), epoch_results.csv,
 // summary.json. Read as files (the run directory's schema), not through the trainer's code.
 void training_section(std::ostringstream& h, const fs::path& dir, const std::string& heading) {
@@ -538,6 +596,7 @@ std::string run_report_html(const std::string& run_dir) {
   if (comparison) comparison_section(h, dir);
   if (fs::is_directory(dir / "traces")) profile_section(h, dir / "traces");
   if (profile_dir) profile_section(h, dir);
+  if (fs::is_regular_file(dir / "monitor.csv")) monitor_section(h, dir / "monitor.csv");
   if (fs::is_regular_file(dir / "summary.txt"))
     h << "<h2>Findings</h2><pre>" << escape_html(read_file(dir / "summary.txt")) << "</pre>";
   h << "<p class='muted'>Written by tach " << escape_html(tach_version())
