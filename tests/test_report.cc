@@ -72,6 +72,7 @@ TEST(Report, ProfiledSweepHasEveryPanelTheHeatmapAndTheTables) {
   EXPECT_NE(html.find("BertForSequenceClassification"), std::string::npos);
   EXPECT_NE(html.find("exactly 4 measured runs"), std::string::npos);
   EXPECT_NE(html.find("at configure time"), std::string::npos);
+  EXPECT_NE(html.find("<dt>ceilings</dt><dd>GEMM f32 "), std::string::npos);
   // The profile: op and module bars per profiled point, with a link to each trace.
   EXPECT_EQ(series_per_chart(html, "bar-chart").size(), 2u * 6u);
   EXPECT_EQ(count(html, "trace.json</a>"), 6u);

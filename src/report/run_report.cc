@@ -108,6 +108,18 @@ void header_section(std::ostringstream& h, const fs::path& dir, const std::optio
                        escape_html(m.value("gemm_library", std::string())) + ", " +
                        mib(m.value("memory_total_bytes", 0.0) / 1024) + " GiB" + w);
   }
+  // The measured ceilings the roofline verdicts used (from the first profiled point, if any).
+  std::optional<json> prof = read_json(dir / "profile.json");
+  if (!prof && fs::is_directory(dir / "traces"))
+    for (const auto& e : fs::directory_iterator(dir / "traces"))
+      if (!prof && fs::exists(e.path() / "profile.json")) prof = read_json(e.path() / "profile.json");
+  if (prof && prof->contains("ceilings")) {
+    const json& c = (*prof)["ceilings"];
+    row("ceilings", "GEMM f32 " + num(c.value("gemm_f32_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, bf16 " +
+                        num(c.value("gemm_bf16_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, memory " +
+                        num(c.value("memory_bytes_per_s", 0.0) / 1e9, 1) + " GB/s (" +
+                        escape_html(c.value("provenance", std::string())) + ")");
+  }
   if (summary && summary->contains("stopping_rule"))
     row("method", std::to_string(summary->value("warmup_runs", 0)) + " warm-up runs (not measured), then " +
                       escape_html(summary->value("stopping_rule", std::string())) +
