@@ -394,6 +394,34 @@ void profile_section(std::ostringstream& h, const fs::path& traces) {
   }
 }
 
+// A CSV file (the run's own: a header row, fields quoted with "" where they hold commas) as a table.
+void csv_table(std::ostringstream& h, const fs::path& path) {
+  std::istringstream csv(read_file(path));
+  std::string line;
+  bool header = true;
+  h << "<table>";
+  while (std::getline(csv, line)) {
+    h << "<tr>";
+    std::string cell;
+    bool quoted = false;
+    auto emit = [&] {
+      h << (header ? "<th>" : "<td>") << escape_html(cell) << (header ? "</th>" : "</td>");
+      cell.clear();
+    };
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') cell += '"', ++i;
+      else if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) emit();
+      else cell += c;
+    }
+    emit();
+    h << "</tr>";
+    header = false;
+  }
+  h << "</table>";
+}
+
 // monitor.csv (tach monitor -o RUN_DIR/monitor.csv -- ...): each column over time, and the whole
 // timeline as a table under a disclosure.
 void monitor_section(std::ostringstream& h, const fs::path& csv_path) {
@@ -530,40 +558,13 @@ void training_section(std::ostringstream& h, const fs::path& dir, const std::str
     row("training time s", num(sum->value("train_seconds", 0.0), 1));
     h << "</table>";
   }
-  if (fs::exists(dir / "epoch_results.csv")) {
-    std::istringstream csv(read_file(dir / "epoch_results.csv"));
-    h << "<table>";
-    bool first = true;
-    while (std::getline(csv, line)) {
-      h << "<tr>";
-      std::istringstream cells(line);
-      std::string cell;
-      while (std::getline(cells, cell, ',')) h << (first ? "<th>" : "<td>") << escape_html(cell) << (first ? "</th>" : "</td>");
-      h << "</tr>";
-      first = false;
-    }
-    h << "</table>";
-  }
+  if (fs::exists(dir / "epoch_results.csv")) csv_table(h, dir / "epoch_results.csv");
 }
 
 // tach train --method a,b --exec c,d: comparison.csv as a table, then each combination's run.
 void comparison_section(std::ostringstream& h, const fs::path& dir) {
   h << "<h2>Method × exec comparison</h2>";
-  if (fs::exists(dir / "comparison.csv")) {
-    std::istringstream csv(read_file(dir / "comparison.csv"));
-    std::string line;
-    bool first = true;
-    h << "<table>";
-    while (std::getline(csv, line)) {
-      h << "<tr>";
-      std::istringstream cells(line);
-      std::string cell;
-      while (std::getline(cells, cell, ',')) h << (first ? "<th>" : "<td>") << escape_html(cell) << (first ? "</th>" : "</td>");
-      h << "</tr>";
-      first = false;
-    }
-    h << "</table>";
-  }
+  if (fs::exists(dir / "comparison.csv")) csv_table(h, dir / "comparison.csv");
   std::vector<fs::path> subs;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_directory() && fs::exists(e.path() / "steps.jsonl")) subs.push_back(e.path());
