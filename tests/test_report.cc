@@ -83,6 +83,10 @@ TEST(Report, ProfiledSweepHasEveryPanelTheHeatmapAndTheTables) {
   EXPECT_EQ(count(html, "in modules, between ops (the gap)"), 6u);
   EXPECT_EQ(count(html, "<p><b>Top bottlenecks</b></p>"), 6u);
   EXPECT_NE(html.find("<h2>Findings</h2>"), std::string::npos);
+  // The violins' dots are in a table too: every raw latency.
+  char raw[32];
+  std::snprintf(raw, sizeof raw, "%.4f", out.results[0].batch_latency_samples_ms.back());
+  EXPECT_NE(html.find(raw), std::string::npos);
 }
 
 TEST(Report, EvalRunShowsAccuracyAndTheConfusionMatrix) {
@@ -136,6 +140,7 @@ TEST(Report, TrainingRunsAndTheComparisonAreReported) {
   // The step split into four phases, a column per step.
   EXPECT_EQ(series_per_chart(html, "stacked-columns"), (std::vector<size_t>{4, 4}));
   EXPECT_NE(html.find("<th>eval_accuracy</th>"), std::string::npos);
+  EXPECT_EQ(count(html, "<summary>every step's numbers</summary>"), 2u);
 }
 
 TEST(Report, NotARunDirectoryIsAClearError) {

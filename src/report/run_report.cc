@@ -247,6 +247,17 @@ void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
   }
   h << "</div>";
 
+  // The dots of the violins: every measured run's latency, per point.
+  h << "<details><summary>every measured run's batch latency (ms), per point</summary><table><tr><th>point</th>"
+       "<th>latencies in the order measured</th></tr>";
+  for (const auto& p : points) {
+    std::string v;
+    for (double ms : p.batch_latency_samples_ms) v += (v.empty() ? "" : " ") + num(ms, 4);
+    h << "<tr><td>" << escape_html(p.key.id()) << "</td><td style='text-align:left;white-space:normal'>"
+      << (v.empty() ? "not kept (a tach.bench.point/1 run)" : v) << "</td></tr>";
+  }
+  h << "</table></details>";
+
   h << "<h3>Points</h3><table><tr><th>point</th><th>runs</th><th>ms/batch median</th><th>p95</th><th>ms/sample</th>"
        "<th>samples/s</th><th>tokens/s</th><th>GFLOP/s</th><th>peak RSS MiB</th><th>allocator peak MiB</th>"
        "<th>J/sample</th><th>stopped by</th></tr>";
@@ -534,6 +545,27 @@ void training_section(std::ostringstream& h, const fs::path& dir, const std::str
   for (const char* cat : {"weights", "activations", "gradients", "optimizer_state", "workspace", "other"})
     mem.push_back(series(steps, cat, std::string("memory_") + cat + "_bytes", 1.0 / 1048576.0));
   h << chart("memory by category (allocator, at each step's end)", "MiB", mem) << "</div>";
+
+  // The charts' numbers, step by step.
+  h << "<details><summary>every step's numbers</summary><table><tr><th>step</th><th>loss</th><th>lr</th>"
+       "<th>grad norm</th><th>step ms</th><th>data ms</th><th>forward ms</th><th>backward ms</th><th>optimizer ms</th>"
+       "<th>tokens/s</th><th>allocator MiB</th></tr>";
+  for (const auto& j : steps) {
+    const json& m = j["metrics"];
+    h << "<tr><td>" << j.value("step", 0) + 1 << "</td><td>" << num(m.value("loss", 0.0), 5) << "</td><td>"
+      << m.value("lr", 0.0) << "</td><td>" << num(m.value("grad_norm", 0.0), 4) << "</td><td>"
+      << num(m.value("step_ms", 0.0), 2) << "</td><td>" << num(m.value("data_ms", 0.0), 3) << "</td><td>"
+      << num(m.value("forward_ms", 0.0), 2) << "</td><td>" << num(m.value("backward_ms", 0.0), 2) << "</td><td>"
+      << num(m.value("optimizer_ms", 0.0), 3) << "</td><td>" << num(m.value("tokens_per_s", 0.0), 1) << "</td><td>"
+      << mib(m.value("memory_total_bytes", 0.0)) << "</td></tr>";
+  }
+  for (const auto& j : evals) {
+    const json& m = j["metrics"];
+    h << "<tr><td>" << j.value("step", 0) + 1 << " (eval)</td><td>" << num(m.value("eval_loss", 0.0), 5)
+      << "</td><td colspan='9' style='text-align:left'>accuracy " << num(m.value("eval_accuracy", 0.0), 4)
+      << ", macro-F1 " << num(m.value("eval_macro_f1", 0.0), 4) << "</td></tr>";
+  }
+  h << "</table></details>";
 
   if (const auto sum = read_json(dir / "summary.json")) {
     h << "<table><tr><th>summary</th><th></th></tr>";
