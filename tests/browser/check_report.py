@@ -11,10 +11,25 @@ Exit 77 (ctest's skip) when Selenium or Chromium cannot be had, saying why.
 import argparse
 import os
 import shutil
+import socket
 import sys
 import time
 
 SKIP = 77
+
+
+def loopback_by_address():
+    """Selenium talks to chromedriver through the name "localhost"; a minimal root (a fresh container
+    or chroot) may have no /etc/hosts to resolve it, so use the loopback address instead."""
+    try:
+        socket.getaddrinfo("localhost", None)
+        return
+    except OSError:
+        pass
+    from selenium.webdriver.common import utils
+    join, connectable = utils.join_host_port, utils.is_connectable
+    utils.join_host_port = lambda host, port: join("127.0.0.1" if host == "localhost" else host, port)
+    utils.is_connectable = lambda port, host="127.0.0.1": connectable(port, "127.0.0.1" if host == "localhost" else host)
 
 
 def main():
@@ -31,6 +46,7 @@ def main():
     except ImportError:
         print("SKIP: python3-selenium is not installed (scripts/setup.sh installs it)")
         return SKIP
+    loopback_by_address()
     driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
     if not os.path.exists(driver_path) or not (shutil.which("chromium") or shutil.which("chromium-browser")):
         print("SKIP: chromium and chromium-driver are not installed (scripts/setup.sh installs them)")
