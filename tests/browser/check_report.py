@@ -18,14 +18,43 @@ import time
 SKIP = 77
 
 
+def localhost_resolves():
+    try:
+        socket.getaddrinfo("localhost", None)
+        return True
+    except OSError:
+        return False
+
+
+def start_chromium_on_loopback(flags):
+    """Where "localhost" does not resolve (a minimal root without /etc/hosts), chromedriver cannot
+    reach a browser it starts itself (it asks for ws://localhost:PORT); start Chromium here with a
+    DevTools port and let chromedriver attach to 127.0.0.1:PORT. Returns (process, port)."""
+    import subprocess
+    import tempfile
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    profile = tempfile.mkdtemp(prefix="tach-chromium-")
+    proc = subprocess.Popen([browser, *flags, f"--remote-debugging-port={port}", "--remote-debugging-address=127.0.0.1",
+                             f"--user-data-dir={profile}", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, port
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("Chromium did not open its DevTools port")
+
+
 def loopback_by_address():
     """Selenium talks to chromedriver through the name "localhost"; a minimal root (a fresh container
     or chroot) may have no /etc/hosts to resolve it, so use the loopback address instead."""
-    try:
-        socket.getaddrinfo("localhost", None)
+    if localhost_resolves():
         return
-    except OSError:
-        pass
     from selenium.webdriver.common import utils
     join, connectable = utils.join_host_port, utils.is_connectable
     utils.join_host_port = lambda host, port: join("127.0.0.1" if host == "localhost" else host, port)
@@ -56,13 +85,22 @@ def main():
         print(f"FAIL: {a.page} is {size_mb:.2f} MB, over {a.max_mb} MB")
         return 1
     opts = webdriver.ChromeOptions()
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1250,1600"):
+    flags = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1250,1600")
+    for flag in flags:
         opts.add_argument(flag)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    browser_proc = None
     try:
+        if not localhost_resolves():
+            browser_proc, port = start_chromium_on_loopback(flags)
+            opts = webdriver.ChromeOptions()
+            opts.debugger_address = f"127.0.0.1:{port}"
+            opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         d = webdriver.Chrome(service=Service(driver_path), options=opts)
     except Exception as e:  # a browser that will not start in this sandbox
-        print(f"SKIP: headless Chromium would not start: {e}".splitlines()[0])
+        if browser_proc:
+            browser_proc.kill()
+        print(" ".join(f"SKIP: headless Chromium would not start: {e}".split())[:300])
         return SKIP
     failures = []
     try:
@@ -100,6 +138,8 @@ def main():
               f"{len(errors)} console errors; screenshot {shot}")
     finally:
         d.quit()
+        if browser_proc:
+            browser_proc.kill()
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
