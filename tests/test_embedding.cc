@@ -137,6 +137,17 @@ TEST(Embedding, ConfigsTachCannotRunAreRefusedByName) {
   EXPECT_EQ(attempt("[" + tp + "," + pp + "]", ok_pool), "(no error)");
 }
 
+TEST(Embedding, DoLowerCaseLowercasesTextsAsTheLowercaseNormalizer) {
+  EXPECT_EQ(lowercase_text("ÀB Σ İstanbul HELLO"), "àb σ i̇stanbul hello");  // Unicode, not ASCII only
+  test::TempDir dir;
+  write_case(dir.path(), json{{"modules.json", json::parse(R"([{"type": "sentence_transformers.models.Transformer", "path": ""}])")}});
+  test::write_text(dir.file("sentence_bert_config.json"), R"({"max_seq_length": 7, "do_lower_case": true})");
+  auto model = load_model(dir.path());
+  EXPECT_TRUE(model->info().lowercase_input);
+  EXPECT_EQ(model->info().max_seq_length, 7);
+  EXPECT_EQ(model->info().pooling, "mean");  // no Pooling module: sentence-transformers adds mean pooling
+}
+
 TEST(Embedding, DimensionThatDoesNotMatchTheModelIsAnError) {
   test::TempDir dir;
   write_case(dir.path(), json{{"modules.json", json::parse(R"([{"type": "sentence_transformers.models.Transformer", "path": ""},

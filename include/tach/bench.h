@@ -114,6 +114,11 @@ struct PointResult {
 };
 
 std::string point_to_json(const PointResult& p);  // one line of results.jsonl, no newline
+
+// Every finished point of a run directory's results.jsonl, read only. A torn last line (a kill
+// during a write) is left out and its byte count put in *torn_bytes; a bad line is an error
+// naming the file and line. No results.jsonl: an empty list.
+std::vector<PointResult> read_run_results(const std::string& run_dir, size_t* torn_bytes = nullptr);
 PointResult point_from_json(const std::string& line, const std::string& where);
 
 struct ClassMetrics {

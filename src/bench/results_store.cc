@@ -56,27 +56,15 @@ RunStore RunStore::open(const std::string& dir) {
   RunStore s;
   s.dir_ = dir;
   s.config_ = bench_config_from_json(slurp(config_path), config_path.string());
-  const fs::path results = fs::path(dir) / "results.jsonl";
-  if (!fs::exists(results)) return s;
-  std::string text = slurp(results);
-  // A kill during a write can leave a last line without its newline: cut it, it reruns.
-  const size_t end = text.rfind('\n');
-  const size_t keep = end == std::string::npos ? 0 : end + 1;
-  if (keep != text.size()) {
-    s.notes.push_back("results.jsonl ended in a torn line (" + std::to_string(text.size() - keep) +
+  size_t torn = 0;
+  s.finished_ = read_run_results(dir, &torn);
+  for (const auto& p : s.finished_) s.finished_ids_.insert(p.key.id());
+  if (torn) {
+    // Cut the torn line off the file, so that the point runs again and appends cleanly.
+    const fs::path results = fs::path(dir) / "results.jsonl";
+    s.notes.push_back("results.jsonl ended in a torn line (" + std::to_string(torn) +
                       " bytes, from an interrupted write); cut it, and that point runs again");
-    fs::resize_file(results, keep);
-    text.resize(keep);
-  }
-  std::istringstream in(text);
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty()) continue;
-    PointResult p = point_from_json(line, results.string() + ":" + std::to_string(lineno));
-    s.finished_ids_.insert(p.key.id());
-    s.finished_.push_back(std::move(p));
+    fs::resize_file(results, fs::file_size(results) - torn);
   }
   return s;
 }
@@ -117,3 +105,29 @@ void RunStore::write_text(const std::string& name, const std::string& text) cons
 }
 
 }  // namespace tach::bench
+
+namespace tach {
+
+std::vector<PointResult> read_run_results(const std::string& run_dir, size_t* torn_bytes) {
+  if (torn_bytes) *torn_bytes = 0;
+  const fs::path results = fs::path(run_dir) / "results.jsonl";
+  std::vector<PointResult> out;
+  if (!fs::exists(results)) return out;
+  std::string text = bench::slurp(results);
+  // A kill during a write can leave a last line without its newline: not a result.
+  const size_t end = text.rfind('\n');
+  const size_t keep = end == std::string::npos ? 0 : end + 1;
+  if (torn_bytes) *torn_bytes = text.size() - keep;
+  text.resize(keep);
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    out.push_back(point_from_json(line, results.string() + ":" + std::to_string(lineno)));
+  }
+  return out;
+}
+
+}  // namespace tach

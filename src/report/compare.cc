@@ -40,18 +40,7 @@ CompareRun read_run(const std::string& dir) {
   run.dir = dir;
   const fs::path results = fs::path(dir) / "results.jsonl";
   check(fs::is_regular_file(results), dir + ": no results.jsonl (is it a tach bench run directory?)");
-  std::ifstream in(results, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // A kill during a write can leave a last line without its newline: it is not a result.
-  if (!text.empty() && text.back() != '\n') text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
-  std::istringstream lines(text);
-  std::string line;
-  int n = 0;
-  while (std::getline(lines, line)) {
-    ++n;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    run.points.push_back(point_from_json(line, results.string() + ":" + std::to_string(n)));
-  }
+  run.points = read_run_results(dir);
   check(!run.points.empty(), results.string() + ": no finished points to compare");
   const fs::path config = fs::path(dir) / "config.json";
   if (fs::is_regular_file(config)) {

@@ -611,19 +611,7 @@ std::string run_report_html(const std::string& run_dir) {
   check(fs::is_directory(dir), run_dir + ": not a directory");
   const auto summary = read_json(dir / "summary.json");
   const auto config = read_json(dir / "config.json");
-  std::vector<PointResult> points;
-  if (fs::is_regular_file(dir / "results.jsonl")) {
-    std::string text = read_file(dir / "results.jsonl");
-    if (!text.empty() && text.back() != '\n') text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
-    std::istringstream in(text);
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) {
-      ++n;
-      if (line.find('{') != std::string::npos)
-        points.push_back(point_from_json(line, (dir / "results.jsonl").string() + ":" + std::to_string(n)));
-    }
-  }
+  const std::vector<PointResult> points = read_run_results(run_dir);
   const auto accuracy = read_json(dir / "accuracy.json");
   const bool profile_dir = fs::exists(dir / "ops_by_op.csv");  // what tach profile writes
   const bool training = fs::exists(dir / "steps.jsonl");
