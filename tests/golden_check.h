@@ -3,10 +3,14 @@
 
 #include <string>
 
+#include "tach/model.h"
+
 namespace tach::test {
 
-// Loads the model in dir, runs its input batch, and checks logits or hidden states against
-// transformers' within 1e-4 relative (gtest assertions).
-void check_encoder_against_transformers(const std::string& dir);
+// Loads the model in dir (with `options`: a device, a compute dtype), runs its input batch, and
+// checks logits or hidden states against transformers' within `tolerance` relative (1e-4 for
+// f32; gtest assertions).
+void check_encoder_against_transformers(const std::string& dir, const LoadOptions& options = {},
+                                        double tolerance = 1e-4);
 
 }  // namespace tach::test

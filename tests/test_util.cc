@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 #include "tach/error.h"
@@ -84,7 +86,12 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-std::string fixtures_dir() { return TACH_FIXTURES; }
+// TACH_FIXTURES_DIR overrides the path compiled in: test binaries built here and run from a copy
+// of the tree elsewhere (a lent GPU machine, scripts/gpu/) find the fixtures in the copy.
+std::string fixtures_dir() {
+  const char* moved = std::getenv("TACH_FIXTURES_DIR");
+  return moved && *moved ? moved : TACH_FIXTURES;
+}
 std::string shared_dir() { return TACH_SHARED_DIR; }
 bool shared_available() { return fs::is_directory(shared_dir() + "/configs"); }
 

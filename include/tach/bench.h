@@ -100,9 +100,17 @@ struct PointResult {
   double samples_per_s = 0, tokens_per_s = 0, batches_per_s = 0;  // over the measured time
   double padded_tokens_per_batch = 0, real_tokens_per_batch = 0;
   double flops_per_batch = 0, achieved_gflops_per_s = 0;  // from the ops' declared costs
+  // GPU points: the GPU time of each measured run, from CUDA events on tach's stream around the
+  // forward (the copies of the batch in and the results out included, and any time the GPU
+  // waited for the host to launch); n = 0 on the CPU.
+  Distribution gpu_time_ms;
   int64_t rss_bytes = 0, peak_rss_bytes = 0;
   bool peak_rss_is_per_point = true;  // false when the kernel would not reset VmHWM
-  std::map<std::string, MemoryCategoryBytes> allocator;  // per category, and "total"
+  // The allocator's books for the point's device (the GPU's for a GPU point), per category, and "total".
+  std::map<std::string, MemoryCategoryBytes> allocator;
+  // GPU points: device memory in use per the driver after the measured runs (every process's,
+  // and the pool's cached blocks, which tach keeps), -1 on the CPU.
+  int64_t device_memory_used_bytes = -1;
   // Energy of the measured runs: CPU package + DRAM from RAPL. -1 when unavailable, with the
   // reason in energy_source: never estimated from TDP.
   double energy_j = -1, energy_j_per_sample = -1, energy_j_per_token = -1;

@@ -1,6 +1,7 @@
 // Where a tensor lives and where an op runs. The CUDA backend (src/cuda/) plugs in here.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,25 @@ Device parse_device(const std::string& text);
 bool cuda_available();
 int cuda_device_count();
 
+// GPU time between two points of the work tach queues on a device: CUDA events recorded on tach's
+// stream (resolution about 0.5 us). It counts what the GPU was given between the two records,
+// including the gaps where it waited for the host to launch more; on the CPU there is no
+// separate device clock and elapsed_ms() is -1.
+class DeviceTimer {
+ public:
+  explicit DeviceTimer(Device device);
+  ~DeviceTimer();
+  DeviceTimer(const DeviceTimer&) = delete;
+  DeviceTimer& operator=(const DeviceTimer&) = delete;
+  void start();
+  void stop();
+  double elapsed_ms() const;  // waits for the stop event
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace tach
 
 namespace tach {
@@ -39,6 +59,7 @@ struct CudaDeviceInfo {
   int sm_major = 0, sm_minor = 0;
   size_t total_bytes = 0, free_bytes = 0;
   int multiprocessors = 0;
+  int pci_domain = -1, pci_bus = -1, pci_device = -1;  // to find the same GPU in NVML
 };
 // Empty without the CUDA backend or without a usable driver.
 std::vector<CudaDeviceInfo> cuda_devices();

@@ -41,6 +41,7 @@ struct ModelInfo {
   int64_t disk_bytes = 0;      // the safetensors files read; 0 for synthetic weights
   std::string weights_dtype;   // as stored: f32, f16, bf16 (or "mixed")
   DType compute = DType::f32;
+  Device device = Device::cpu();  // where the weights live and the forward runs
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, intermediate_size = 0;
   int64_t max_positions = 0, type_vocab_size = 0;
   int64_t num_kv_heads = 0, head_dim = 0;  // decoders: grouped-query attention
@@ -62,7 +63,9 @@ struct ModelInfo {
 
 struct LoadOptions {
   Device device = Device::cpu();
-  DType compute = DType::f32;  // f32, or bf16 (GEMM inputs rounded to bf16, f32 accumulation)
+  // The GEMMs' input dtype; accumulation is f32 everywhere. CPU: f32, or bf16 (inputs rounded to
+  // bf16). CUDA: f32 (full f32, not TF32, as PyTorch's default), bf16 or f16 through cuBLASLt.
+  DType compute = DType::f32;
   uint64_t seed = 0;           // synthetic weights of presets
   // A LoRA adapter directory as peft saves it (empty: none), merged into the weights at load;
   // the head it carries (modules_to_save) replaces the checkpoint's.

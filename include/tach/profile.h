@@ -116,6 +116,17 @@ MachineCeilings machine_ceilings(bool remeasure = false);
 // Where `c` came from, its age and the load it was measured under, in one line.
 std::string describe_ceilings_provenance(const MachineCeilings& c);
 
+// What a GPU can do, measured now (about two seconds; not cached: a GPU's clocks move with its
+// temperature and power limit, and a reading is cheap). FLOP/s of cuBLASLt GEMMs of 8192^3 (f32:
+// 4096^3) per precision, best of 10 timed with CUDA events after 3 warm-ups; memory: a
+// device-to-device copy of 1 GiB, bytes read plus written, best of 10. An error without a GPU.
+struct GpuCeilings {
+  std::string device, name, method, measured_at;
+  double gemm_f32_flops = 0, gemm_tf32_flops = 0, gemm_bf16_flops = 0, gemm_f16_flops = 0;
+  double memory_bytes_per_s = 0;
+};
+GpuCeilings measure_gpu_ceilings(Device device);
+
 enum class Bound { compute, memory, overhead };
 const char* bound_name(Bound b);
 struct RooflineVerdict {

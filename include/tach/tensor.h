@@ -80,6 +80,9 @@ class Tensor {
   // A contiguous copy in dtype (conversions round to nearest even), on the CPU.
   Tensor to(DType dtype, MemoryCategory category = MemoryCategory::activations) const;
   Tensor contiguous() const;
+  // A contiguous copy on `device`, same dtype (a strided source is gathered first on the CPU).
+  // Returns when the bytes have arrived. Copying to the device the tensor is on makes a copy too.
+  Tensor to_device(Device device, MemoryCategory category = MemoryCategory::activations) const;
   std::string describe() const;  // "f32[2, 768] cpu"
 
  private:

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "bench/bench_internal.h"
@@ -19,6 +20,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The NVML sample of the GPU CUDA calls `device`: NVML numbers GPUs in its own order (and
+// ignores CUDA_VISIBLE_DEVICES), so they are matched by PCI address. Null when none matches.
+const GpuSample* nvml_sample_of(const std::vector<GpuSample>& samples, Device device) {
+  for (const CudaDeviceInfo& d : cuda_devices())
+    if (d.index == device.index)
+      for (const GpuSample& s : samples)
+        if (s.pci_domain == d.pci_domain && s.pci_bus == d.pci_bus && s.pci_device == d.pci_device) return &s;
+  return nullptr;
+}
 
 }  // namespace
 
@@ -54,7 +65,10 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     return rows;
   };
 
+  const Device device = info.device;
+  const bool on_gpu = device.kind == DeviceKind::cuda;
   reset_memory_peaks(Device::cpu());
+  if (on_gpu) reset_memory_peaks(device);
   r.peak_rss_is_per_point = reset_peak_rss();
   const double flops = model.forward_cost(key.batch, key.seq_len).flops;
 
@@ -65,10 +79,19 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     (void)model.measured_forward(b);
   }
 
-  std::vector<double> latencies_s, tokenize_s;
+  std::vector<double> latencies_s, tokenize_s, gpu_ms;
   double padded_tokens = 0, real_tokens = 0, flops_total = 0;
   RaplEnergy rapl;
-  if (rapl.available()) (void)rapl.joules();  // starts the counters at this point
+  std::optional<GpuMonitor> nvml;
+  double gpu_energy_start_j = -1;
+  if (on_gpu) {
+    nvml.emplace();
+    if (const GpuSample* s = nvml->available() ? nvml_sample_of(nvml->sample(), device) : nullptr)
+      gpu_energy_start_j = s->energy_j;
+  } else if (rapl.available()) {
+    (void)rapl.joules();  // starts the counters at this point
+  }
+  DeviceTimer gpu_timer(device);
   if (observer.on_measure_begin) observer.on_measure_begin(key);
   const auto wall0 = Clock::now();
   double measured_s = 0;
@@ -83,8 +106,11 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
       batch = &batch_storage;
     }
     const auto t0 = Clock::now();
-    (void)model.measured_forward(*batch);
+    gpu_timer.start();
+    (void)model.measured_forward(*batch);  // returns on the host: a GPU's work is finished
+    gpu_timer.stop();
     const double s = seconds_since(t0);
+    if (on_gpu) gpu_ms.push_back(gpu_timer.elapsed_ms());
     latencies_s.push_back(s);
     measured_s += s;
     padded_tokens += double(batch->batch() * batch->seq_len());
@@ -94,7 +120,18 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     if (!r.stopped_by.empty()) break;
   }
   const double wall_s = seconds_since(wall0);
-  if (rapl.available()) {
+  if (on_gpu) {
+    const GpuSample* end = nvml->available() ? nvml_sample_of(nvml->sample(), device) : nullptr;
+    if (end && end->energy_j >= 0 && gpu_energy_start_j >= 0) {
+      r.energy_j = end->energy_j - gpu_energy_start_j;
+      r.energy_source = "NVML total-energy counter of " + device.str() +
+                        " over the measured runs (the whole GPU, every process; the counter's resolution is 1 mJ)";
+    } else {
+      r.energy_source = "unavailable: " + (nvml->available() ? std::string("NVML has no energy counter for ") +
+                                                                   device.str() + " (or it could not be matched by PCI address)"
+                                                             : nvml->unavailable_reason());
+    }
+  } else if (rapl.available()) {
     r.energy_j = rapl.joules();
     r.energy_source = "RAPL (package + DRAM) over the measured runs, whole machine";
   } else {
@@ -114,6 +151,7 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   r.batch_latency_ms = distribution(batch_ms);
   r.sample_latency_ms = distribution(sample_ms);
   r.tokenize_ms_per_batch = distribution(tok_ms);
+  if (!gpu_ms.empty()) r.gpu_time_ms = distribution(gpu_ms);
   // Throughput over the measured model time (sum of latencies), not from the median: it is what
   // a loop of these batches would sustain.
   r.samples_per_s = n * double(key.batch) / measured_s;
@@ -131,7 +169,10 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   const ProcessMemory pm = read_process_memory();
   r.rss_bytes = pm.rss_bytes;
   r.peak_rss_bytes = pm.peak_rss_bytes;
-  const MemoryStats ms = memory_stats(Device::cpu());
+  const MemoryStats ms = memory_stats(device);
+  if (on_gpu)
+    for (const CudaDeviceInfo& d : cuda_devices())
+      if (d.index == device.index) r.device_memory_used_bytes = int64_t(d.total_bytes - d.free_bytes);
   for (int c = 0; c < kMemoryCategoryCount; ++c)
     r.allocator[std::string(memory_category_name(MemoryCategory(c)))] = {ms.by_category[size_t(c)].current,
                                                                          ms.by_category[size_t(c)].peak};

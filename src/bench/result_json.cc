@@ -60,6 +60,7 @@ std::string point_to_json(const PointResult& p) {
       {"sample_latency_ms", dist_json(p.sample_latency_ms)},
       {"batch_latency_samples_ms", p.batch_latency_samples_ms},
       {"tokenize_ms_per_batch", dist_json(p.tokenize_ms_per_batch)},
+      {"gpu_time_ms", dist_json(p.gpu_time_ms)},
       {"throughput", {{"samples_per_s", p.samples_per_s}, {"tokens_per_s", p.tokens_per_s},
                       {"batches_per_s", p.batches_per_s}}},
       {"padded_tokens_per_batch", p.padded_tokens_per_batch},
@@ -67,7 +68,8 @@ std::string point_to_json(const PointResult& p) {
       {"flops_per_batch", p.flops_per_batch},
       {"achieved_gflops_per_s", p.achieved_gflops_per_s},
       {"memory", {{"rss_bytes", p.rss_bytes}, {"peak_rss_bytes", p.peak_rss_bytes},
-                  {"peak_rss_is_per_point", p.peak_rss_is_per_point}, {"allocator", allocator}}},
+                  {"peak_rss_is_per_point", p.peak_rss_is_per_point}, {"allocator", allocator},
+                  {"device_memory_used_bytes", p.device_memory_used_bytes}}},
       {"energy", {{"j", p.energy_j}, {"j_per_sample", p.energy_j_per_sample}, {"j_per_token", p.energy_j_per_token},
                   {"source", p.energy_source}}},
       {"overhead", {{"measured_wall_s", p.measured_wall_s}, {"timer_overhead_ns", p.timer_overhead_ns},
@@ -98,6 +100,7 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.batch_latency_ms = dist_from(j.at("batch_latency_ms"));
     p.sample_latency_ms = dist_from(j.at("sample_latency_ms"));
     p.tokenize_ms_per_batch = dist_from(j.at("tokenize_ms_per_batch"));
+    if (j.contains("gpu_time_ms")) p.gpu_time_ms = dist_from(j.at("gpu_time_ms"));  // absent before the CUDA backend
     if (schema == kPointSchema) p.batch_latency_samples_ms = j.at("batch_latency_samples_ms").get<std::vector<double>>();
     const auto& t = j.at("throughput");
     p.samples_per_s = t.at("samples_per_s");
@@ -113,6 +116,7 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.peak_rss_is_per_point = m.at("peak_rss_is_per_point");
     for (auto it = m.at("allocator").begin(); it != m.at("allocator").end(); ++it)
       p.allocator[it.key()] = {it.value().at("current_bytes"), it.value().at("peak_bytes")};
+    p.device_memory_used_bytes = m.value("device_memory_used_bytes", int64_t(-1));
     if (j.contains("energy")) {
       const auto& en = j.at("energy");
       p.energy_j = en.at("j");

@@ -170,14 +170,15 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
     model.reset();
     load_error.clear();
     try {
-      const MemoryStats before = memory_stats(Device::cpu());
       LoadOptions lo;
       lo.device = parse_device(device);
+      // The model's bytes where it lives: the GPU's books for a GPU model.
+      const MemoryStats before = memory_stats(lo.device);
       lo.compute = compute_dtype(dtype);
       lo.seed = config.seed;
       lo.adapter = config.adapter;
       model = load_model(config.model, lo);
-      const MemoryStats after = memory_stats(Device::cpu());
+      const MemoryStats after = memory_stats(lo.device);
       const int64_t bytes = (after.total.current + after.mapped.current) - (before.total.current + before.mapped.current);
       out.models.push_back(bench::summarize_model(*model, bytes));
     } catch (const Error& e) {

@@ -1,7 +1,10 @@
 #include "core/allocator.h"
 #include "core/trace.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <vector>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -67,7 +70,7 @@ Ledger& ledger(Device device) {
 // bytes in use. TACH_CPU_CACHE_MB sets the bound (0 turns the cache off).
 class CpuAllocator final : public Allocator {
  public:
-  void* allocate(size_t bytes) override {
+  void* allocate(int, size_t bytes) override {
     const size_t size = rounded(bytes);
     if (size >= kMinCachedBlock) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -83,7 +86,7 @@ class CpuAllocator final : public Allocator {
     if (p == nullptr && release_all() > 0) p = std::aligned_alloc(kCpuAlignment, size);  // retry with the cache emptied
     return p;
   }
-  void deallocate(void* ptr, size_t bytes) override {
+  void deallocate(int, void* ptr, size_t bytes) override {
     const size_t size = rounded(bytes);
     if (size >= kMinCachedBlock) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -94,6 +97,17 @@ class CpuAllocator final : public Allocator {
       }
     }
     std::free(ptr);
+  }
+  int64_t cached_bytes(int) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return int64_t(cached_);
+  }
+  int64_t release_cached(int) override { return int64_t(release_all()); }
+  void copy(int, void* dst, const void* src, size_t bytes, Direction) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void fill_zero(int, void* dst, size_t bytes) override {
+    if (bytes) std::memset(dst, 0, bytes);
   }
   size_t release_all() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -145,12 +159,18 @@ Allocator*& allocator_slot(DeviceKind kind) {
 
 void register_allocator(DeviceKind kind, Allocator* allocator) { allocator_slot(kind) = allocator; }
 
-void* allocate_bytes(Device device, size_t bytes, MemoryCategory category) {
+namespace {
+Allocator& allocator_for(Device device) {
   Allocator* a = allocator_slot(device.kind);
   if (a == nullptr)
     throw Error("no allocator for " + device.str() + ": this build of tach has no " +
                 (device.kind == DeviceKind::cuda ? "CUDA backend (configure with -DTACH_CUDA=ON)" : "backend"));
-  void* p = a->allocate(bytes);
+  return *a;
+}
+}  // namespace
+
+void* allocate_bytes(Device device, size_t bytes, MemoryCategory category) {
+  void* p = allocator_for(device).allocate(device.index, bytes);
   if (p == nullptr)
     throw Error("out of memory on " + device.str() + ": could not allocate " + std::to_string(bytes) + " bytes for " +
                 std::string(memory_category_name(category)));
@@ -164,7 +184,7 @@ void* allocate_bytes(Device device, size_t bytes, MemoryCategory category) {
 
 void deallocate_bytes(Device device, void* ptr, size_t bytes, MemoryCategory category) {
   if (ptr == nullptr) return;
-  allocator_slot(device.kind)->deallocate(ptr, bytes);
+  allocator_slot(device.kind)->deallocate(device.index, ptr, bytes);
   Ledger& l = ledger(device);
   l.by_category[static_cast<int>(category)].add(-static_cast<int64_t>(bytes));
   l.total.add(-static_cast<int64_t>(bytes));
@@ -174,15 +194,35 @@ void deallocate_bytes(Device device, void* ptr, size_t bytes, MemoryCategory cat
 
 void account_mapped(Device device, int64_t delta_bytes) { ledger(device).mapped.add(delta_bytes); }
 
+void zero_bytes(Device device, void* dst, size_t bytes) {
+  if (bytes) allocator_for(device).fill_zero(device.index, dst, bytes);
+}
+
+void copy_bytes(Device dst_device, void* dst, Device src_device, const void* src, size_t bytes) {
+  using Direction = Allocator::Direction;
+  if (bytes == 0) return;
+  if (dst_device.kind == DeviceKind::cpu && src_device.kind == DeviceKind::cpu) {
+    std::memcpy(dst, src, bytes);
+  } else if (dst_device.kind == DeviceKind::cpu) {
+    allocator_for(src_device).copy(src_device.index, dst, src, bytes, Direction::to_host);
+  } else if (src_device.kind == DeviceKind::cpu) {
+    allocator_for(dst_device).copy(dst_device.index, dst, src, bytes, Direction::from_host);
+  } else if (dst_device == src_device) {
+    allocator_for(dst_device).copy(dst_device.index, dst, src, bytes, Direction::within_device);
+  } else {
+    // Two different GPUs: through the host, which every pair of devices can do.
+    std::vector<unsigned char> staging(bytes);
+    allocator_for(src_device).copy(src_device.index, staging.data(), src, bytes, Direction::to_host);
+    allocator_for(dst_device).copy(dst_device.index, dst, staging.data(), bytes, Direction::from_host);
+  }
+}
+
 }  // namespace core
 
 int64_t release_cached_memory(Device device) {
-  return device.kind == DeviceKind::cpu ? int64_t(core::cpu_allocator().release_all()) : 0;
+  core::Allocator* a = core::allocator_slot(device.kind);
+  return a ? a->release_cached(device.index) : 0;
 }
-
-namespace core {
-
-}  // namespace core
 
 MemoryStats memory_stats(Device device) {
   core::Ledger& l = core::ledger(device);
@@ -191,6 +231,12 @@ MemoryStats memory_stats(Device device) {
   s.total = l.total.snapshot();
   s.mapped = l.mapped.snapshot();
   s.cached = l.cached.snapshot();
+  // A device pool keeps its own books of what it holds back; ask it (peak: the largest seen here).
+  if (device.kind != DeviceKind::cpu)
+    if (core::Allocator* a = core::allocator_slot(device.kind)) {
+      s.cached.current = a->cached_bytes(device.index);
+      s.cached.peak = std::max(s.cached.peak, s.cached.current);
+    }
   s.allocations = l.allocations.load();
   s.frees = l.frees.load();
   return s;

@@ -1,6 +1,7 @@
 // Compiled when TACH_CUDA is OFF: the CUDA entry points answer honestly that there is none.
 #include "tach/device.h"
 #include "tach/error.h"
+#include "tach/profile.h"
 
 namespace tach {
 
@@ -10,6 +11,19 @@ std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
 void synchronize(Device device) {
   if (device.kind == DeviceKind::cuda) throw Error("synchronize " + device.str() + ": " + cuda_unavailable_reason());
 }
+struct DeviceTimer::Impl {};
+DeviceTimer::DeviceTimer(Device device) {
+  if (device.kind == DeviceKind::cuda) throw Error("DeviceTimer on " + device.str() + ": " + cuda_unavailable_reason());
+}
+DeviceTimer::~DeviceTimer() = default;
+void DeviceTimer::start() {}
+void DeviceTimer::stop() {}
+double DeviceTimer::elapsed_ms() const { return -1; }
+
+GpuCeilings measure_gpu_ceilings(Device device) {
+  throw Error("GPU ceilings on " + device.str() + ": " + cuda_unavailable_reason());
+}
+
 std::string cuda_unavailable_reason() { return "this build of tach has no CUDA backend (configure with -DTACH_CUDA=ON)"; }
 
 }  // namespace tach

@@ -71,8 +71,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, MemoryCateg
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device, MemoryCategory category) {
   Tensor t = empty(shape, dtype, device, category);
-  check(device.kind == DeviceKind::cpu, "Tensor::zeros on " + device.str() + " is not supported yet");
-  std::memset(t.raw(), 0, t.nbytes());
+  core::zero_bytes(device, t.raw(), t.nbytes());
   return t;
 }
 
@@ -123,6 +122,18 @@ Tensor Tensor::narrow(int d, int64_t start, int64_t length) const {
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
   return to(dtype_);
+}
+
+Tensor Tensor::to_device(Device device, MemoryCategory category) const {
+  check(defined(), "to_device: the tensor is undefined");
+  if (!is_contiguous()) {
+    check(this->device().kind == DeviceKind::cpu,
+          "to_device: " + describe() + " is strided on a GPU; only contiguous device tensors can be copied");
+    return contiguous().to_device(device, category);
+  }
+  Tensor out = empty(shape_, dtype_, device, category);
+  core::copy_bytes(device, out.raw(), this->device(), raw(), nbytes());
+  return out;
 }
 
 Tensor Tensor::to(DType dtype, MemoryCategory category) const {

@@ -3,11 +3,12 @@
 
 #include <string>
 
+#include "tach/device.h"
 #include "tach/dtype.h"
 
 namespace tach::model {
 
-// "" when the compute dtype is not bf16 or the CPU has native bf16.
-std::string bf16_compute_note(DType compute);
+// "" when the compute dtype is not bf16, the CPU has native bf16, or the model runs on a GPU.
+std::string bf16_compute_note(DType compute, Device device);
 
 }  // namespace tach::model

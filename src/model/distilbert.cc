@@ -4,14 +4,14 @@
 
 namespace tach::model {
 
-BuiltEncoder build_distilbert(const EncoderConfig& c, WeightBinder& w, DType compute, bool with_head) {
+BuiltEncoder build_distilbert(const EncoderConfig& c, WeightBinder& w, const ops::LinearPlacement& place, bool with_head) {
   const int64_t C = c.hidden_size, I = c.intermediate_size;
   BuiltEncoder m;
   m.shape = encoder_shape(c);
   EncoderWeights& e = m.weights;
-  e.word_embeddings = w.take("embeddings.word_embeddings.weight", {c.vocab_size, C});
-  e.position_embeddings = w.take("embeddings.position_embeddings.weight", {c.max_position_embeddings, C});
-  take_layer_norm(w, "embeddings.LayerNorm", C, &e.emb_ln_gamma, &e.emb_ln_beta);
+  e.word_embeddings = on_device(w.take("embeddings.word_embeddings.weight", {c.vocab_size, C}), place.device);
+  e.position_embeddings = on_device(w.take("embeddings.position_embeddings.weight", {c.max_position_embeddings, C}), place.device);
+  take_layer_norm(w, "embeddings.LayerNorm", C, &e.emb_ln_gamma, &e.emb_ln_beta, place.device);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = "transformer.layer." + std::to_string(i) + ".";
     EncoderLayer L;
@@ -21,18 +21,18 @@ BuiltEncoder build_distilbert(const EncoderConfig& c, WeightBinder& w, DType com
     Tensor bk = w.take(p + "attention.k_lin.bias", {C});
     Tensor wv = w.take(p + "attention.v_lin.weight", {C, C});
     Tensor bv = w.take(p + "attention.v_lin.bias", {C});
-    L.qkv = pack_linear(concat_rows(wq, wk, wv), concat_rows(bq, bk, bv), compute);
-    L.attn_out = take_linear(w, p + "attention.out_lin", C, C, compute);
-    take_layer_norm(w, p + "sa_layer_norm", C, &L.ln1_gamma, &L.ln1_beta);
-    L.ffn_in = take_linear(w, p + "ffn.lin1", I, C, compute, ffn_activation(c));
-    L.ffn_out = take_linear(w, p + "ffn.lin2", C, I, compute);
-    take_layer_norm(w, p + "output_layer_norm", C, &L.ln2_gamma, &L.ln2_beta);
+    L.qkv = pack_linear(concat_rows(wq, wk, wv), concat_rows(bq, bk, bv), place);
+    L.attn_out = take_linear(w, p + "attention.out_lin", C, C, place);
+    take_layer_norm(w, p + "sa_layer_norm", C, &L.ln1_gamma, &L.ln1_beta, place.device);
+    L.ffn_in = take_linear(w, p + "ffn.lin1", I, C, place, ffn_activation(c));
+    L.ffn_out = take_linear(w, p + "ffn.lin2", C, I, place);
+    take_layer_norm(w, p + "output_layer_norm", C, &L.ln2_gamma, &L.ln2_beta, place.device);
     e.layers.push_back(std::move(L));
   }
   if (with_head) {
     m.head.dense =
-        take_linear(w, "pre_classifier", C, C, compute, cpu::FusedActivation::relu, Scope::head);
-    m.head.out = take_linear(w, "classifier", c.num_labels(), C, compute, cpu::FusedActivation::none, Scope::head);
+        take_linear(w, "pre_classifier", C, C, place, cpu::FusedActivation::relu, Scope::head);
+    m.head.out = take_linear(w, "classifier", c.num_labels(), C, place, cpu::FusedActivation::none, Scope::head);
   }
   return m;
 }

@@ -64,32 +64,40 @@ ops::OpCost encoder_cost(const EncoderShape& s, int64_t B, int64_t T) {
 }
 
 Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch, ops::OpCost* cost) {
-  check_batch(batch, s);
+  check_batch(batch, s);  // on the host, where the batch arrives
   const int64_t B = batch.batch(), T = batch.seq_len(), C = s.hidden, I = s.intermediate, N = B * T;
+  // The model's device is where its weights are; a GPU model gets a copy of the (checked) batch.
+  const Device device = w.emb_ln_gamma.device();
+  const auto on_model_device = [&](const Tensor& t) {
+    return device.kind == DeviceKind::cpu ? t : t.to_device(device, MemoryCategory::activations);
+  };
+  const Tensor input_ids = on_model_device(batch.input_ids);
+  const Tensor attention_mask = on_model_device(batch.attention_mask);
 
   // Module spans name where each op sits (the profiler's module paths): transformers' module
   // names, with the fused q|k|v projection as "attention.qkv".
   core::Span model_span(core::SpanKind::module, s.type_vocab > 0 ? "bert" : "distilbert");
   std::optional<core::Span> emb_span(std::in_place, core::SpanKind::module, "embeddings");
   // Embeddings: word + position (+ token type), then LayerNorm.
-  Tensor h = Tensor::empty({B, T, C}, DType::f32);
-  ops::embedding_forward(h, batch.input_ids, w.word_embeddings, false);
+  Tensor h = Tensor::empty({B, T, C}, DType::f32, device);
+  ops::embedding_forward(h, input_ids, w.word_embeddings, false);
   Tensor positions = Tensor::empty({B, T}, DType::i32);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) positions.data<int32_t>()[b * T + t] = static_cast<int32_t>(t);
-  ops::embedding_forward(h, positions, w.position_embeddings, true);
+  ops::embedding_forward(h, on_model_device(positions), w.position_embeddings, true);
   if (w.token_type_embeddings.defined()) {
-    Tensor types = batch.token_type_ids.defined() ? batch.token_type_ids : Tensor::zeros({B, T}, DType::i32);
+    Tensor types = batch.token_type_ids.defined() ? on_model_device(batch.token_type_ids)
+                                                  : Tensor::zeros({B, T}, DType::i32, device);
     ops::embedding_forward(h, types, w.token_type_embeddings, true);
   }
   ops::layer_norm_forward(h, h, Tensor(), w.emb_ln_gamma, w.emb_ln_beta, s.eps);
   emb_span.reset();
 
   // Buffers reused by every layer.
-  Tensor qkv = Tensor::empty({N, 3 * C}, DType::f32);
-  Tensor ctx = Tensor::empty({B, T, C}, DType::f32);
-  Tensor proj = Tensor::empty({N, C}, DType::f32);
-  Tensor ffn = Tensor::empty({N, I}, DType::f32);
+  Tensor qkv = Tensor::empty({N, 3 * C}, DType::f32, device);
+  Tensor ctx = Tensor::empty({B, T, C}, DType::f32, device);
+  Tensor proj = Tensor::empty({N, C}, DType::f32, device);
+  Tensor ffn = Tensor::empty({N, I}, DType::f32, device);
   Tensor h2 = h.reshape({N, C});
   const float scale = 1.0f / std::sqrt(static_cast<float>(C / s.heads));
   for (size_t li = 0; li < w.layers.size(); ++li) {
@@ -101,7 +109,7 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
     // q, k, v are column blocks of one [B, T, 3C] buffer: views, no copies.
     Tensor qkv3 = qkv.reshape({B, T, 3 * C});
     ops::attention_forward(ctx, qkv3.narrow(2, 0, C), qkv3.narrow(2, C, C), qkv3.narrow(2, 2 * C, C),
-                           batch.attention_mask, static_cast<int>(s.heads), scale);
+                           attention_mask, static_cast<int>(s.heads), scale);
     ops::linear_forward(proj, ctx.reshape({N, C}), *layer.attn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln1_gamma, layer.ln1_beta, s.eps);
     attn_span.reset();

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "cpu/packed_linear.h"
+#include "ops/linear.h"
 #include "ops/op_cost.h"
 #include "tach/model.h"
 #include "tach/tensor.h"
@@ -13,11 +13,11 @@
 namespace tach::model {
 
 struct EncoderLayer {
-  std::unique_ptr<cpu::PackedLinear> qkv;       // [3C, C]: q, k, v fused into one GEMM
-  std::unique_ptr<cpu::PackedLinear> attn_out;  // [C, C]
+  std::unique_ptr<ops::Linear> qkv;       // [3C, C]: q, k, v fused into one GEMM
+  std::unique_ptr<ops::Linear> attn_out;  // [C, C]
   Tensor ln1_gamma, ln1_beta;                   // [C] f32, after attention
-  std::unique_ptr<cpu::PackedLinear> ffn_in;    // [I, C], activation fused
-  std::unique_ptr<cpu::PackedLinear> ffn_out;   // [C, I]
+  std::unique_ptr<ops::Linear> ffn_in;    // [I, C], activation fused
+  std::unique_ptr<ops::Linear> ffn_out;   // [C, I]
   Tensor ln2_gamma, ln2_beta;                   // [C] f32, after the FFN
 };
 

@@ -19,7 +19,14 @@ EncoderShape encoder_shape(const EncoderConfig& c) {
   return s;
 }
 
-Tensor to_f32_param(const Tensor& t) { return t.to(DType::f32, MemoryCategory::weights); }
+Tensor to_f32_param(const Tensor& t, Device device) {
+  if (device.kind == DeviceKind::cpu) return t.to(DType::f32, MemoryCategory::weights);
+  return t.to(DType::f32, MemoryCategory::workspace).to_device(device, MemoryCategory::weights);
+}
+
+Tensor on_device(const Tensor& t, Device device) {
+  return device.kind == DeviceKind::cpu ? t : t.to_device(device, MemoryCategory::weights);
+}
 
 Tensor concat_rows(const Tensor& a, const Tensor& b, const Tensor& c) { return concat_rows({&a, &b, &c}); }
 
@@ -38,26 +45,27 @@ Tensor concat_rows(const std::vector<const Tensor*>& parts) {
   return out;
 }
 
-std::unique_ptr<cpu::PackedLinear> pack_linear(const Tensor& weight, const Tensor& bias, DType compute,
-                                               cpu::FusedActivation act) {
-  return std::make_unique<cpu::PackedLinear>(weight, bias, compute, act);
+std::unique_ptr<ops::Linear> pack_linear(const Tensor& weight, const Tensor& bias, const ops::LinearPlacement& place,
+                                         cpu::FusedActivation act) {
+  return std::make_unique<ops::Linear>(weight, bias, place, act);
 }
 
 cpu::FusedActivation ffn_activation(const EncoderConfig& c) {
   return c.hidden_act == "relu" ? cpu::FusedActivation::relu : cpu::FusedActivation::gelu_erf;
 }
 
-std::unique_ptr<cpu::PackedLinear> take_linear(WeightBinder& w, const std::string& name, int64_t out, int64_t in,
-                                               DType compute, cpu::FusedActivation act, Scope scope) {
+std::unique_ptr<ops::Linear> take_linear(WeightBinder& w, const std::string& name, int64_t out, int64_t in,
+                                         const ops::LinearPlacement& place, cpu::FusedActivation act, Scope scope) {
   const bool head = scope == Scope::head;
   Tensor weight = head ? w.take_head(name + ".weight", {out, in}) : w.take(name + ".weight", {out, in});
   Tensor bias = head ? w.take_head(name + ".bias", {out}) : w.take(name + ".bias", {out});
-  return pack_linear(weight, bias, compute, act);
+  return pack_linear(weight, bias, place, act);
 }
 
-void take_layer_norm(WeightBinder& w, const std::string& name, int64_t width, Tensor* gamma, Tensor* beta) {
-  *gamma = to_f32_param(w.take(name + ".weight", {width}));
-  *beta = to_f32_param(w.take(name + ".bias", {width}));
+void take_layer_norm(WeightBinder& w, const std::string& name, int64_t width, Tensor* gamma, Tensor* beta,
+                     Device device) {
+  *gamma = to_f32_param(w.take(name + ".weight", {width}), device);
+  *beta = to_f32_param(w.take(name + ".bias", {width}), device);
 }
 
 }  // namespace tach::model

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "cpu/packed_linear.h"
+#include "ops/linear.h"
 #include "model/config.h"
 #include "model/encoder.h"
 #include "model/weight_binder.h"
@@ -14,8 +14,8 @@ namespace tach::model {
 // The classification head on the first token: hidden = act(dense(h[:, 0])), logits = out(hidden).
 // BERT: dense = pooler (tanh). DistilBERT: dense = pre_classifier (ReLU).
 struct ClassifierHead {
-  std::unique_ptr<cpu::PackedLinear> dense;
-  std::unique_ptr<cpu::PackedLinear> out;
+  std::unique_ptr<ops::Linear> dense;
+  std::unique_ptr<ops::Linear> out;
 };
 
 struct BuiltEncoder {
@@ -24,27 +24,34 @@ struct BuiltEncoder {
   ClassifierHead head;  // empty for a bare encoder
 };
 
-BuiltEncoder build_bert(const EncoderConfig& config, WeightBinder& binder, DType compute, bool with_head);
-BuiltEncoder build_distilbert(const EncoderConfig& config, WeightBinder& binder, DType compute, bool with_head);
+BuiltEncoder build_bert(const EncoderConfig& config, WeightBinder& binder, const ops::LinearPlacement& place,
+                        bool with_head);
+BuiltEncoder build_distilbert(const EncoderConfig& config, WeightBinder& binder, const ops::LinearPlacement& place,
+                              bool with_head);
 
 EncoderShape encoder_shape(const EncoderConfig& config);
 
-// Small parameters (LayerNorm, biases) are kept in f32.
-Tensor to_f32_param(const Tensor& t);
+// Small parameters (LayerNorm, biases) are kept in f32, on the device the model runs on.
+Tensor to_f32_param(const Tensor& t, Device device = Device::cpu());
+// A tensor kept in its stored dtype (embedding tables): the CPU uses it where it is (a view of
+// the mapped file), a GPU gets a copy.
+Tensor on_device(const Tensor& t, Device device);
 // Stacks [q; k; v] rows into one [3C, C] matrix (and their biases into [3C]).
 Tensor concat_rows(const Tensor& a, const Tensor& b, const Tensor& c);
 Tensor concat_rows(const std::vector<const Tensor*>& parts);
-std::unique_ptr<cpu::PackedLinear> pack_linear(const Tensor& weight, const Tensor& bias, DType compute,
-                                               cpu::FusedActivation act = cpu::FusedActivation::none);
+std::unique_ptr<ops::Linear> pack_linear(const Tensor& weight, const Tensor& bias, const ops::LinearPlacement& place,
+                                         cpu::FusedActivation act = cpu::FusedActivation::none);
 cpu::FusedActivation ffn_activation(const EncoderConfig& config);
 
 // Takes NAME.weight [out, in], then NAME.bias [out], and packs them. The order is fixed so that
 // a checkpoint with several bad tensors always reports the same one first.
 enum class Scope { encoder, head };  // head tensors are never prefixed
-std::unique_ptr<cpu::PackedLinear> take_linear(WeightBinder& w, const std::string& name, int64_t out, int64_t in,
-                                               DType compute, cpu::FusedActivation act = cpu::FusedActivation::none,
-                                               Scope scope = Scope::encoder);
+std::unique_ptr<ops::Linear> take_linear(WeightBinder& w, const std::string& name, int64_t out, int64_t in,
+                                         const ops::LinearPlacement& place,
+                                         cpu::FusedActivation act = cpu::FusedActivation::none,
+                                         Scope scope = Scope::encoder);
 // Takes NAME.weight and NAME.bias of a LayerNorm over `width` as f32.
-void take_layer_norm(WeightBinder& w, const std::string& name, int64_t width, Tensor* gamma, Tensor* beta);
+void take_layer_norm(WeightBinder& w, const std::string& name, int64_t width, Tensor* gamma, Tensor* beta,
+                     Device device = Device::cpu());
 
 }  // namespace tach::model

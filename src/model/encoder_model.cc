@@ -29,8 +29,10 @@ class Encoder final : public EncoderModel {
 
   const ModelInfo& info() const override { return info_; }
 
+  // Returned on the host: callers (pooling, the golden comparisons) read them there.
   Tensor hidden_states(const TokenBatch& batch) const override {
-    return model::encoder_forward(m_.weights, m_.shape, batch, nullptr);
+    Tensor h = model::encoder_forward(m_.weights, m_.shape, batch, nullptr);
+    return h.device().kind == DeviceKind::cpu ? h : h.to_device(Device::cpu());
   }
 
   Tensor classify(const TokenBatch& batch) const override {
@@ -42,13 +44,20 @@ class Encoder final : public EncoderModel {
     // T*C) would avoid the copy, but oneDNN 2.6 runs such a matmul on a slow reference path:
     // `tach profile` showed the head taking 158 ms of an 850 ms DistilBERT step at batch 8.
     core::Span head_span(core::SpanKind::module, "classifier");
-    Tensor first = Tensor::empty({B, C}, DType::f32);
-    for (int64_t b = 0; b < B; ++b) std::copy_n(h.data<float>() + b * T * C, C, first.data<float>() + b * C);
-    Tensor pooled = Tensor::empty({B, C}, DType::f32);
+    const Device device = h.device();
+    Tensor first;
+    if (device.kind == DeviceKind::cpu) {
+      first = Tensor::empty({B, C}, DType::f32);
+      for (int64_t b = 0; b < B; ++b) std::copy_n(h.data<float>() + b * T * C, C, first.data<float>() + b * C);
+    } else {
+      first = h.reshape({B, T * C}).narrow(1, 0, C);  // cuBLASLt reads the row stride T*C directly
+    }
+    Tensor pooled = Tensor::empty({B, C}, DType::f32, device);
     ops::linear_forward(pooled, first, *m_.head.dense);
-    Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32);
+    Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32, device);
     ops::linear_forward(logits, pooled, *m_.head.out);
-    return logits;
+    // Logits go back to the host (the copy waits for the GPU, so a timed call includes its work).
+    return device.kind == DeviceKind::cpu ? logits : logits.to_device(Device::cpu());
   }
 
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
@@ -96,6 +105,7 @@ std::unique_ptr<Model> load_encoder(const ModelLocation& loc, const LoadOptions&
   ModelInfo info;
   info.spec = spec;
   info.compute = options.compute;
+  info.device = options.device;
   model::EncoderConfig config;
   model::WeightStore store;
   std::optional<model::WeightBinder> binder;
@@ -133,8 +143,8 @@ std::unique_ptr<Model> load_encoder(const ModelLocation& loc, const LoadOptions&
   }
   const bool head = config.classification_head;
   model::BuiltEncoder built = config.family == model::EncoderFamily::bert
-                                  ? model::build_bert(config, *binder, options.compute, head)
-                                  : model::build_distilbert(config, *binder, options.compute, head);
+                                  ? model::build_bert(config, *binder, {options.device, options.compute}, head)
+                                  : model::build_distilbert(config, *binder, {options.device, options.compute}, head);
   for (auto& n : binder->finish()) info.notes.push_back(n);
   store.drop_resident_pages();  // the layers are packed copies; see load_qwen2
 
@@ -158,7 +168,7 @@ std::unique_ptr<Model> load_encoder(const ModelLocation& loc, const LoadOptions&
   info.type_vocab_size = config.type_vocab_size;
   info.pad_token_id = static_cast<int32_t>(config.pad_token_id);
   info.positions = "learned absolute";
-  if (const std::string n = model::bf16_compute_note(options.compute); !n.empty()) info.notes.push_back(n);
+  if (const std::string n = model::bf16_compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
   return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
 }
 

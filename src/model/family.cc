@@ -65,11 +65,17 @@ ArchitectureSummary summarize_architecture(const ModelLocation& location) {
 namespace tach {
 
 std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOptions& options) {
-  check(options.device.kind == DeviceKind::cpu,
-        "device " + options.device.str() + ": tach runs models on the CPU in this version; the CUDA backend "
-        "comes with the CUDA issue" + (cuda_available() ? "" : " (and " + cuda_unavailable_reason() + ")"));
-  check(options.compute == DType::f32 || options.compute == DType::bf16,
-        "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cpu (f32, bf16)");
+  if (options.device.kind == DeviceKind::cuda) {
+    check(cuda_available(), "device " + options.device.str() + ": " + cuda_unavailable_reason());
+    check(options.device.index < cuda_device_count(),
+          "device " + options.device.str() + ": this machine has " + std::to_string(cuda_device_count()) +
+              " CUDA device(s), numbered from 0");
+    check(options.compute == DType::f32 || options.compute == DType::bf16 || options.compute == DType::f16,
+          "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cuda (f32, bf16, f16)");
+  } else {
+    check(options.compute == DType::f32 || options.compute == DType::bf16,
+          "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cpu (f32, bf16)");
+  }
   const model::ModelLocation loc = model::resolve_model(spec);
   std::unique_ptr<Model> m = model::model_family(model::model_type_of(loc)).load(loc, options);
   std::optional<model::SentenceEmbeddingConfig> sentence;

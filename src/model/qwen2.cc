@@ -4,10 +4,12 @@
 #include <cstring>
 #include <optional>
 
+#include "core/allocator.h"
 #include "core/trace.h"
 
 #include "model/encoder_build.h"
 #include "ops/causal_attention.h"
+#include "ops/copy_rows.h"
 #include "ops/embedding.h"
 #include "ops/linear.h"
 #include "ops/rms_norm.h"
@@ -31,32 +33,32 @@ Qwen2Shape qwen2_shape(const Qwen2Config& c) {
   return s;
 }
 
-Qwen2Weights build_qwen2(const Qwen2Config& c, WeightBinder& w, DType compute) {
+Qwen2Weights build_qwen2(const Qwen2Config& c, WeightBinder& w, const ops::LinearPlacement& place) {
   const int64_t C = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
   const int64_t HD = c.num_heads * D, KD = c.num_kv_heads * D;
   Qwen2Weights m;
-  m.embed_tokens = w.take("embed_tokens.weight", {c.vocab_size, C});
+  m.embed_tokens = on_device(w.take("embed_tokens.weight", {c.vocab_size, C}), place.device);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     Qwen2Layer L;
-    L.input_norm = to_f32_param(w.take(p + "input_layernorm.weight", {C}));
+    L.input_norm = to_f32_param(w.take(p + "input_layernorm.weight", {C}), place.device);
     Tensor wq = w.take(p + "self_attn.q_proj.weight", {HD, C});
     Tensor bq = w.take(p + "self_attn.q_proj.bias", {HD});
     Tensor wk = w.take(p + "self_attn.k_proj.weight", {KD, C});
     Tensor bk = w.take(p + "self_attn.k_proj.bias", {KD});
     Tensor wv = w.take(p + "self_attn.v_proj.weight", {KD, C});
     Tensor bv = w.take(p + "self_attn.v_proj.bias", {KD});
-    L.qkv = pack_linear(concat_rows(wq, wk, wv), concat_rows(bq, bk, bv), compute);
-    L.o_proj = pack_linear(w.take(p + "self_attn.o_proj.weight", {C, HD}), Tensor(), compute);
-    L.post_attention_norm = to_f32_param(w.take(p + "post_attention_layernorm.weight", {C}));
+    L.qkv = pack_linear(concat_rows(wq, wk, wv), concat_rows(bq, bk, bv), place);
+    L.o_proj = pack_linear(w.take(p + "self_attn.o_proj.weight", {C, HD}), Tensor(), place);
+    L.post_attention_norm = to_f32_param(w.take(p + "post_attention_layernorm.weight", {C}), place.device);
     Tensor wg = w.take(p + "mlp.gate_proj.weight", {I, C});
     Tensor wu = w.take(p + "mlp.up_proj.weight", {I, C});
-    L.gate_up = pack_linear(concat_rows({&wg, &wu}), Tensor(), compute);
-    L.down = pack_linear(w.take(p + "mlp.down_proj.weight", {C, I}), Tensor(), compute);
+    L.gate_up = pack_linear(concat_rows({&wg, &wu}), Tensor(), place);
+    L.down = pack_linear(w.take(p + "mlp.down_proj.weight", {C, I}), Tensor(), place);
     m.layers.push_back(std::move(L));
   }
-  m.final_norm = to_f32_param(w.take("norm.weight", {C}));
-  if (c.classification_head) m.score = pack_linear(w.take_head("score.weight", {c.num_labels(), C}), Tensor(), compute);
+  m.final_norm = to_f32_param(w.take("norm.weight", {C}), place.device);
+  if (c.classification_head) m.score = pack_linear(w.take_head("score.weight", {c.num_labels(), C}), Tensor(), place);
   if (c.tie_word_embeddings)
     m.lm_head_weight = m.embed_tokens;
   else if (c.causal_lm)
@@ -64,15 +66,16 @@ Qwen2Weights build_qwen2(const Qwen2Config& c, WeightBinder& w, DType compute) {
   return m;
 }
 
-KvCache make_kv_cache(const Qwen2Shape& s, int64_t batch, int64_t capacity) {
+KvCache make_kv_cache(const Qwen2Shape& s, int64_t batch, int64_t capacity, Device device) {
   KvCache c;
   c.capacity = capacity;
   const int64_t KD = s.kv_heads * s.head_dim;
   for (int64_t l = 0; l < s.layers; ++l) {
-    c.k.push_back(Tensor::empty({batch, capacity, KD}, DType::f32, Device::cpu(), MemoryCategory::activations));
-    c.v.push_back(Tensor::empty({batch, capacity, KD}, DType::f32, Device::cpu(), MemoryCategory::activations));
+    c.k.push_back(Tensor::empty({batch, capacity, KD}, DType::f32, device, MemoryCategory::activations));
+    c.v.push_back(Tensor::empty({batch, capacity, KD}, DType::f32, device, MemoryCategory::activations));
   }
-  c.mask = Tensor::zeros({batch, capacity}, DType::i32);
+  c.host_mask = Tensor::zeros({batch, capacity}, DType::i32);
+  c.mask = device.kind == DeviceKind::cpu ? c.host_mask : Tensor::zeros({batch, capacity}, DType::i32, device);
   return c;
 }
 
@@ -92,6 +95,13 @@ ops::OpCost qwen2_cost(const Qwen2Shape& s, int64_t B, int64_t T, int64_t past) 
   return c;
 }
 
+namespace {
+// The host mask's new state, whole, to the device copy the kernel reads.
+void upload_cache_mask(KvCache& cache) {
+  core::copy_bytes(cache.mask.device(), cache.mask.raw(), Device::cpu(), cache.host_mask.raw(), cache.host_mask.nbytes());
+}
+}  // namespace
+
 Tensor qwen2_forward(const Qwen2Weights& w, const Qwen2Shape& s, const Tensor& ids, const Tensor& mask,
                      const Tensor& positions, KvCache* cache) {
   const int64_t B = ids.size(0), T = ids.size(1), N = B * T, C = s.hidden, I = s.intermediate, D = s.head_dim;
@@ -99,34 +109,45 @@ Tensor qwen2_forward(const Qwen2Weights& w, const Qwen2Shape& s, const Tensor& i
   const int64_t past = cache ? cache->length : 0;
   check(!cache || past + T <= cache->capacity, "the key/value cache holds " + std::to_string(cache ? cache->capacity : 0) +
                                                    " positions; " + std::to_string(past + T) + " are needed");
-  // The rotary table of this call's positions, shared by every layer.
+  // The model's device is where its weights are; ids, mask and positions arrive on the host.
+  const Device device = w.final_norm.device();
+  const bool on_host = device.kind == DeviceKind::cpu;
+  const auto on_model_device = [&](const Tensor& t) { return on_host ? t : t.to_device(device); };
+
+  // The rotary table of this call's positions, shared by every layer (computed on the host).
   int32_t max_pos = 0;
   for (int64_t i = 0; i < N; ++i) max_pos = std::max(max_pos, positions.data<int32_t>()[i]);
-  const ops::RopeTable rope = ops::rope_table(positions, ops::rope_inverse_frequencies(s.rope, int64_t(max_pos) + 1));
+  ops::RopeTable rope = ops::rope_table(positions, ops::rope_inverse_frequencies(s.rope, int64_t(max_pos) + 1));
+  if (!on_host) rope = {rope.cos.to_device(device), rope.sin.to_device(device)};
 
   // Keys visible to this call: the cache's mask (with this call's tokens appended) or this mask.
-  const int32_t* key_mask = mask.data<int32_t>();
+  Tensor call_mask;
+  const int32_t* key_mask = nullptr;
   int64_t mask_stride = T;
   if (cache) {
-    int32_t* cm = cache->mask.data<int32_t>();
+    int32_t* cm = cache->host_mask.data<int32_t>();
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(cm + b * cache->capacity + past, mask.data<int32_t>() + b * T, size_t(T) * sizeof(int32_t));
-    key_mask = cm;
+    if (!on_host) upload_cache_mask(*cache);
+    key_mask = cache->mask.data<int32_t>();
     mask_stride = cache->capacity;
+  } else {
+    call_mask = on_model_device(mask);
+    key_mask = call_mask.data<int32_t>();
   }
 
   core::Span model_span(core::SpanKind::module, "model");
-  Tensor h = Tensor::empty({N, C}, DType::f32);
+  Tensor h = Tensor::empty({N, C}, DType::f32, device);
   {
     core::Span span(core::SpanKind::module, "embed_tokens");
-    ops::embedding_forward(h, ids, w.embed_tokens, false);
+    ops::embedding_forward(h, on_model_device(ids), w.embed_tokens, false);
   }
-  Tensor x = Tensor::empty({N, C}, DType::f32);
-  Tensor qkv = Tensor::empty({N, QKV}, DType::f32);
-  Tensor ctx = Tensor::empty({N, HD}, DType::f32);
-  Tensor delta = Tensor::empty({N, C}, DType::f32);
-  Tensor gate_up = Tensor::empty({N, 2 * I}, DType::f32);
-  Tensor act = Tensor::empty({N, I}, DType::f32);
+  Tensor x = Tensor::empty({N, C}, DType::f32, device);
+  Tensor qkv = Tensor::empty({N, QKV}, DType::f32, device);
+  Tensor ctx = Tensor::empty({N, HD}, DType::f32, device);
+  Tensor delta = Tensor::empty({N, C}, DType::f32, device);
+  Tensor gate_up = Tensor::empty({N, 2 * I}, DType::f32, device);
+  Tensor act = Tensor::empty({N, I}, DType::f32, device);
   ops::rms_norm_forward(x, h, Tensor(), w.layers.front().input_norm, s.eps);
   const float scale = 1.0f / std::sqrt(float(D));
   for (size_t l = 0; l < w.layers.size(); ++l) {
@@ -138,19 +159,18 @@ Tensor qwen2_forward(const Qwen2Weights& w, const Qwen2Shape& s, const Tensor& i
     const float* q = qkv.data<float>();
     ops::CausalAttentionArgs a;
     a.B = B, a.Tq = T, a.past = past, a.H = H, a.KVH = KVH, a.D = D;
-    a.ld_q = QKV, a.ld_out = HD, a.scale = scale, a.mask_stride = mask_stride;
+    a.ld_q = QKV, a.ld_out = HD, a.scale = scale, a.mask_stride = mask_stride, a.device = device;
     const float* k = q + HD;
     const float* v = q + HD + KD;
     if (cache) {
       // Append this call's keys and values: rows [past, past + T) of each sequence.
       float* ck = cache->k[l].data<float>();
       float* cv = cache->v[l].data<float>();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t t = 0; t < T; ++t) {
-          const float* row = q + (b * T + t) * QKV;
-          std::memcpy(ck + (b * cache->capacity + past + t) * KD, row + HD, size_t(KD) * sizeof(float));
-          std::memcpy(cv + (b * cache->capacity + past + t) * KD, row + HD + KD, size_t(KD) * sizeof(float));
-        }
+      for (int64_t b = 0; b < B; ++b) {
+        const float* rows = q + b * T * QKV;  // this sequence's T rows of q|k|v
+        ops::copy_rows(device, ck + (b * cache->capacity + past) * KD, KD, rows + HD, QKV, T, KD);
+        ops::copy_rows(device, cv + (b * cache->capacity + past) * KD, KD, rows + HD + KD, QKV, T, KD);
+      }
       k = ck, v = cv;
       a.ld_kv = KD, a.batch_stride_kv = cache->capacity * KD;
     } else {

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <vector>
 
-#include "cpu/packed_linear.h"
 #include "model/config.h"
 #include "model/weight_binder.h"
+#include "ops/linear.h"
 #include "ops/op_cost.h"
 #include "ops/rope.h"
 #include "tach/model.h"
@@ -28,36 +28,39 @@ struct Qwen2Shape {
 
 struct Qwen2Layer {
   Tensor input_norm, post_attention_norm;        // [C] f32
-  std::unique_ptr<cpu::PackedLinear> qkv;        // [(H + 2 KVH) D, C] with bias: q, k, v in one GEMM
-  std::unique_ptr<cpu::PackedLinear> o_proj;     // [C, H D], no bias
-  std::unique_ptr<cpu::PackedLinear> gate_up;    // [2I, C]: gate and up in one GEMM
-  std::unique_ptr<cpu::PackedLinear> down;       // [C, I]
+  std::unique_ptr<ops::Linear> qkv;        // [(H + 2 KVH) D, C] with bias: q, k, v in one GEMM
+  std::unique_ptr<ops::Linear> o_proj;     // [C, H D], no bias
+  std::unique_ptr<ops::Linear> gate_up;    // [2I, C]: gate and up in one GEMM
+  std::unique_ptr<ops::Linear> down;       // [C, I]
 };
 
 struct Qwen2Weights {
   Tensor embed_tokens;  // [V, C] as stored (f32, f16 or bf16; mapped, not copied)
   std::vector<Qwen2Layer> layers;
   Tensor final_norm;    // [C] f32
-  std::unique_ptr<cpu::PackedLinear> score;    // [labels, C], no bias; null without the head
+  std::unique_ptr<ops::Linear> score;    // [labels, C], no bias; null without the head
   Tensor lm_head_weight;                       // [V, C] as stored: lm_head.weight, or embed_tokens when tied
 };
 
-// Keys and values of every layer for a batch, for decoding one token at a time.
-// k[l], v[l]: [B, capacity, KVH*D] f32; mask: [B, capacity] i32 (1 = a real token).
+// Keys and values of every layer for a batch, for decoding one token at a time, on the model's
+// device. k[l], v[l]: [B, capacity, KVH*D] f32; mask: [B, capacity] i32 (1 = a real token).
+// host_mask is where the mask is written (each call appends its columns); on a GPU the whole
+// mask is then copied to `mask` (B*capacity ints), on the CPU both are one tensor.
 struct KvCache {
   std::vector<Tensor> k, v;
-  Tensor mask;
+  Tensor mask, host_mask;
   int64_t capacity = 0, length = 0;
 };
-KvCache make_kv_cache(const Qwen2Shape& s, int64_t batch, int64_t capacity);
+KvCache make_kv_cache(const Qwen2Shape& s, int64_t batch, int64_t capacity, Device device = Device::cpu());
 
 Qwen2Shape qwen2_shape(const Qwen2Config& c);
-Qwen2Weights build_qwen2(const Qwen2Config& c, WeightBinder& w, DType compute);
+Qwen2Weights build_qwen2(const Qwen2Config& c, WeightBinder& w, const ops::LinearPlacement& place);
 
-// ids: [B, T] i32  mask: [B, T] i32  positions: [B, T] i32
+// ids: [B, T] i32  mask: [B, T] i32  positions: [B, T] i32, all on the host (checked there; a GPU
+// model copies them)
 // Without a cache every query sees the keys at or before it in this call; with one, the new
 // keys and values are appended (cache->length grows by T) and queries see the whole cache.
-// Returns the final-normed hidden states [B, T, C] f32.
+// Returns the final-normed hidden states [B, T, C] f32 on the model's device.
 Tensor qwen2_forward(const Qwen2Weights& w, const Qwen2Shape& s, const Tensor& ids, const Tensor& mask,
                      const Tensor& positions, KvCache* cache);
 ops::OpCost qwen2_cost(const Qwen2Shape& s, int64_t B, int64_t T, int64_t past);

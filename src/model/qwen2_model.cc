@@ -14,6 +14,7 @@
 #include "model/encoder_build.h"
 #include "model/presets.h"
 #include "model/qwen2.h"
+#include "ops/copy_rows.h"
 #include "ops/linear.h"
 #include "tach/error.h"
 #include "tach/memory.h"
@@ -26,15 +27,15 @@ using Clock = std::chrono::steady_clock;
 
 class Qwen2 final : public Model {
  public:
-  Qwen2(ModelInfo info, Qwen2Config config, Qwen2Weights weights, DType compute)
+  Qwen2(ModelInfo info, Qwen2Config config, Qwen2Weights weights, ops::LinearPlacement place)
       : info_(std::move(info)), config_(std::move(config)), shape_(qwen2_shape(config_)), w_(std::move(weights)),
-        compute_(compute) {}
+        place_(place), compute_(place.compute) {}
 
   const ModelInfo& info() const override { return info_; }
 
   Tensor hidden_states(const TokenBatch& batch) const override {
     check_batch(batch);
-    return qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
+    return to_host(qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr));
   }
 
   // transformers' rule: per row, the last token that is not pad_token_id (right or left
@@ -49,19 +50,19 @@ class Qwen2 final : public Model {
           info_.spec + ": config.json names no pad_token_id, so rows of a batch cannot be told from padding "
                        "(transformers refuses batches > 1 too); classify one row at a time");
     Tensor h = qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
-    Tensor pooled = Tensor::empty({B, C}, DType::f32);
+    Tensor pooled = Tensor::empty({B, C}, DType::f32, h.device());
     const int32_t* ids = batch.input_ids.data<int32_t>();
     for (int64_t b = 0; b < B; ++b) {
       int64_t last = config_.pad_token_id < 0 ? T - 1 : 0;
       if (config_.pad_token_id >= 0)
         for (int64_t t = 0; t < T; ++t)
           if (ids[b * T + t] != config_.pad_token_id) last = t;
-      std::copy_n(h.data<float>() + (b * T + last) * C, C, pooled.data<float>() + b * C);
+      ops::copy_rows(h.device(), pooled.data<float>() + b * C, C, h.data<float>() + (b * T + last) * C, C, 1, C);
     }
-    Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32);
+    Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32, h.device());
     core::Span head_span(core::SpanKind::module, "score");
     ops::linear_forward(logits, pooled, *w_.score);
-    return logits;
+    return to_host(logits);
   }
 
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
@@ -71,18 +72,18 @@ class Qwen2 final : public Model {
   }
 
   Tensor lm_logits(const TokenBatch& batch) const override {
-    const cpu::PackedLinear& head = lm_head();
+    const ops::Linear& head = lm_head();
     check_batch(batch);
     const int64_t B = batch.batch(), T = batch.seq_len();
     Tensor h = qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
-    Tensor logits = Tensor::empty({B, T, shape_.vocab}, DType::f32);
+    Tensor logits = Tensor::empty({B, T, shape_.vocab}, DType::f32, h.device());
     Tensor flat = logits.reshape({B * T, shape_.vocab});
     ops::linear_forward(flat, h.reshape({B * T, shape_.hidden}), head);
-    return logits;
+    return to_host(logits);
   }
 
   Generation generate(const TokenBatch& prompts, const GenerateOptions& options) const override {
-    const cpu::PackedLinear& head = lm_head();
+    const ops::Linear& head = lm_head();
     check_batch(prompts);
     check(options.max_new_tokens > 0, "generate: max_new_tokens must be positive");
     const int64_t B = prompts.batch(), T = prompts.seq_len(), C = shape_.hidden, V = shape_.vocab;
@@ -93,7 +94,7 @@ class Qwen2 final : public Model {
     Generation g;
     g.tokens.assign(size_t(B), {});
     g.prompt_tokens = prompts.real_tokens();
-    KvCache cache = make_kv_cache(shape_, B, T + options.max_new_tokens);
+    KvCache cache = make_kv_cache(shape_, B, T + options.max_new_tokens, place_.device);
     // Positions as transformers' generate makes them: cumsum(mask) - 1, and 1 on padding.
     Tensor positions = Tensor::empty({B, T}, DType::i32);
     std::vector<int32_t> next_position(static_cast<size_t>(B), 0);
@@ -108,8 +109,9 @@ class Qwen2 final : public Model {
     std::vector<bool> done(size_t(B), false);
     const int32_t pad = config_.pad_token_id >= 0 ? int32_t(config_.pad_token_id)
                                                   : int32_t(config_.eos_token_ids.empty() ? 0 : config_.eos_token_ids[0]);
-    Tensor last_hidden = Tensor::empty({B, C}, DType::f32);
-    Tensor logits = Tensor::empty({B, V}, DType::f32);
+    Tensor last_hidden = Tensor::empty({B, C}, DType::f32, place_.device);
+    Tensor device_logits = Tensor::empty({B, V}, DType::f32, place_.device);
+    Tensor logits;  // on the host, where the next token is chosen
     Tensor step_ids = Tensor::empty({B, 1}, DType::i32);
     Tensor step_mask = Tensor::empty({B, 1}, DType::i32);
     Tensor step_pos = Tensor::empty({B, 1}, DType::i32);
@@ -120,9 +122,10 @@ class Qwen2 final : public Model {
       const auto t0 = Clock::now();
       if (step > 0) h = qwen2_forward(w_, shape_, step_ids, step_mask, step_pos, &cache);
       // The LM head on each row's last position only: [B, C] -> [B, V].
-      for (int64_t b = 0; b < B; ++b)
-        std::copy_n(h.data<float>() + (b * rows_per_call + rows_per_call - 1) * C, C, last_hidden.data<float>() + b * C);
-      ops::linear_forward(logits, last_hidden, head);
+      ops::copy_rows(place_.device, last_hidden.data<float>(), C, h.data<float>() + (rows_per_call - 1) * C,
+                     rows_per_call * C, B, C);
+      ops::linear_forward(device_logits, last_hidden, head);
+      logits = to_host(device_logits);
       bool all_done = true;
       for (int64_t b = 0; b < B; ++b) {
         const float* row = logits.data<float>() + b * V;
@@ -173,6 +176,9 @@ class Qwen2 final : public Model {
     }
   }
 
+  // A result on the model's device, on the host (the copy waits for the device's work).
+  static Tensor to_host(const Tensor& t) { return t.device().kind == DeviceKind::cpu ? t : t.to_device(Device::cpu()); }
+
   // transformers' forward without position_ids uses 0..T-1 for every row, padded or not.
   static Tensor arange_positions(const TokenBatch& batch) {
     const int64_t B = batch.batch(), T = batch.seq_len();
@@ -183,11 +189,11 @@ class Qwen2 final : public Model {
 
   // Packed on first use: a classifier that never generates does not pay for a second copy of
   // the (tied) vocabulary matrix.
-  const cpu::PackedLinear& lm_head() const {
+  const ops::Linear& lm_head() const {
     check(w_.lm_head_weight.defined(), info_.spec + " (" + info_.architecture +
                                            ") has no language-model head: its embeddings are not tied and it has "
                                            "no lm_head.weight");
-    std::call_once(lm_head_once_, [&] { lm_head_ = pack_linear(w_.lm_head_weight, Tensor(), compute_); });
+    std::call_once(lm_head_once_, [&] { lm_head_ = pack_linear(w_.lm_head_weight, Tensor(), place_); });
     return *lm_head_;
   }
 
@@ -195,9 +201,10 @@ class Qwen2 final : public Model {
   Qwen2Config config_;
   Qwen2Shape shape_;
   Qwen2Weights w_;
+  ops::LinearPlacement place_;
   DType compute_;
   mutable std::once_flag lm_head_once_;
-  mutable std::unique_ptr<cpu::PackedLinear> lm_head_;
+  mutable std::unique_ptr<ops::Linear> lm_head_;
 };
 
 }  // namespace
@@ -220,6 +227,7 @@ std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& o
   ModelInfo info;
   info.spec = loc.spec;
   info.compute = options.compute;
+  info.device = options.device;
   Qwen2Config config;
   WeightStore store;
   std::optional<WeightBinder> binder;
@@ -248,7 +256,7 @@ std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& o
     }
     binder->set_adapter(adapter, {"model."}, loc.spec);
   }
-  Qwen2Weights weights = build_qwen2(config, *binder, options.compute);
+  Qwen2Weights weights = build_qwen2(config, *binder, {options.device, options.compute});
   // The layers are packed copies now; only the embedding table (and a tied LM head) still read
   // the file, row by row. Without this the file's pages would stay resident beside the copies.
   store.drop_resident_pages();
@@ -256,7 +264,7 @@ std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& o
   for (auto& n : binder->finish()) info.notes.push_back(n);
 
   info.model_type = "qwen2";
-  if (const std::string n = bf16_compute_note(options.compute); !n.empty()) info.notes.push_back(n);
+  if (const std::string n = bf16_compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
   info.architecture = config.architecture;
   info.classifier = config.classification_head;
   info.causal_lm = weights.lm_head_weight.defined();
@@ -280,7 +288,7 @@ std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& o
   std::snprintf(theta, sizeof theta, "%g", config.rope_theta);
   info.positions = "rotary (theta " + std::string(theta) + (config.rope_type == "default" ? "" : ", " + config.rope_type +
                    " scaling x" + std::to_string(config.rope_factor)) + ")";
-  return std::make_unique<Qwen2>(std::move(info), std::move(config), std::move(weights), options.compute);
+  return std::make_unique<Qwen2>(std::move(info), std::move(config), std::move(weights), ops::LinearPlacement{options.device, options.compute});
 }
 
 }  // namespace tach::model

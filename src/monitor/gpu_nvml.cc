@@ -13,6 +13,12 @@ using nvmlDevice_t = void*;
 struct nvmlUtilization_t {
   unsigned int gpu, memory;
 };
+// nvml.h's nvmlPciInfo_t (v3 layout, which nvmlDeviceGetPciInfo_v3 fills).
+struct nvmlPciInfo_t {
+  char bus_id_legacy[16];
+  unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
 struct nvmlMemory_t {
   unsigned long long total, free, used;
 };
@@ -27,6 +33,7 @@ struct GpuMonitor::Api {
   nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
   nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;
   nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int*) = nullptr;
@@ -48,6 +55,7 @@ GpuMonitor::GpuMonitor() : api_(std::make_unique<Api>()) {
   sym(a.handle, "nvmlDeviceGetHandleByIndex_v2");
   sym(a.utilization, "nvmlDeviceGetUtilizationRates");
   sym(a.memory, "nvmlDeviceGetMemoryInfo");
+  sym(a.pci, "nvmlDeviceGetPciInfo_v3");
   sym(a.power, "nvmlDeviceGetPowerUsage");
   sym(a.energy, "nvmlDeviceGetTotalEnergyConsumption");
   sym(a.clock, "nvmlDeviceGetClockInfo");
@@ -81,6 +89,8 @@ std::vector<GpuSample> GpuMonitor::sample() const {
     if (a.utilization && a.utilization(dev, &u) == 0) s.utilization_percent = u.gpu, s.memory_utilization_percent = u.memory;
     nvmlMemory_t m{};
     if (a.memory && a.memory(dev, &m) == 0) s.memory_used_bytes = int64_t(m.used), s.memory_total_bytes = int64_t(m.total);
+    nvmlPciInfo_t pci{};
+    if (a.pci && a.pci(dev, &pci) == 0) s.pci_domain = int(pci.domain), s.pci_bus = int(pci.bus), s.pci_device = int(pci.device);
     unsigned int v = 0;
     if (a.power && a.power(dev, &v) == 0) s.power_w = double(v) / 1000.0;  // mW
     unsigned long long e = 0;

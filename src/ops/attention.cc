@@ -41,16 +41,24 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
     check(key_mask.dtype() == DType::i32 && key_mask.numel() == B * T,
           "attention: key_mask must be i32 [" + std::to_string(B) + ", " + std::to_string(T) + "], got " +
               key_mask.describe());
-  if (q.device().kind != DeviceKind::cpu) unsupported("attention", q.device(), q.dtype());
+  check_device("attention", q.device(), {&k, &v, &out, &key_mask});
+  [[maybe_unused]] const bool cuda = on_cuda("attention", q.device(), q.dtype());
   core::Span span(core::SpanKind::op, "attention");
   if (span.active()) {
     const OpCost c = attention_cost(B, T, heads, C / heads);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", B, ", ", T, ", ", heads, "x", C / heads, "] f32"));
   }
-  attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(),
-                        key_mask.defined() ? key_mask.data<int32_t>() : nullptr, B, T, heads, C / heads,
-                        q.strides()[1], C, scale);
+  const int32_t* mask = key_mask.defined() ? key_mask.data<int32_t>() : nullptr;
+#if TACH_HAS_CUDA
+  if (cuda) {
+    attention_forward_cuda(q.device().index, out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask,
+                           B, T, heads, C / heads, q.strides()[1], C, scale);
+    return;
+  }
+#endif
+  attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask, B, T, heads,
+                          C / heads, q.strides()[1], C, scale);
 }
 
 }  // namespace tach::ops

@@ -39,4 +39,10 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
 // first token only): out and dq get those rows, dk and dv all keys. -1: all T.
 OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1);
 
+// CUDA kernel: as attention_forward_cpu, one fused pass with an online softmax (no [T, T]
+// scores in memory); head sizes 4, 8, 16, 32, 64, 80, 96, 128.
+void attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
+                            const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
+                            int64_t ld_out, float scale);
+
 }  // namespace tach::ops

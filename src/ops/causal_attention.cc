@@ -1,5 +1,7 @@
 #include "ops/causal_attention.h"
 
+#include "ops/dispatch.h"
+
 #include "core/trace.h"
 #include "tach/error.h"
 
@@ -45,6 +47,14 @@ void causal_attention_forward(float* out, const float* q, const float* k, const 
     span.set_detail(core::concat("[", a.B, ", ", a.Tq, " of ", a.past + a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D,
                                  "] f32"));
   }
+#if TACH_HAS_CUDA
+  if (on_cuda("causal_attention", a.device, DType::f32)) {
+    causal_attention_forward_cuda(a.device.index, out, q, k, v, key_mask, a);
+    return;
+  }
+#else
+  on_cuda("causal_attention", a.device, DType::f32);
+#endif
   causal_attention_forward_cpu(out, nullptr, q, k, v, key_mask, a);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ops/op_cost.h"
+#include "tach/device.h"
 
 namespace tach::ops {
 
@@ -18,6 +19,7 @@ struct CausalAttentionArgs {
   // out: [B, Tq, H*D] rows of stride ld_out
   int64_t ld_q = 0, ld_kv = 0, batch_stride_kv = 0, ld_out = 0, mask_stride = 0;
   float scale = 1.0f;
+  Device device = Device::cpu();  // where every pointer lives (inference runs CUDA too; training the CPU)
 };
 
 // A query whose every visible key is padding (a pad position of a left-padded row) gets zeros:
@@ -44,5 +46,10 @@ void causal_attention_forward_cpu(float* out, float* probs, const float* q, cons
 void causal_attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, const float* probs,
                                    const float* q, const float* k, const float* v, const int32_t* key_mask,
                                    const CausalAttentionArgs& a);
+
+// CUDA kernel (inference): as causal_attention_forward_cpu without probabilities, fused with an
+// online softmax; every pointer on a.device.
+void causal_attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
+                                   const int32_t* key_mask, const CausalAttentionArgs& a);
 
 }  // namespace tach::ops

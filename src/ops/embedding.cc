@@ -18,11 +18,15 @@ void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool
   check(out.dtype() == DType::f32 && out.numel() == N * C && out.is_contiguous(),
         "embedding: out must be f32 with " + std::to_string(N) + " x " + std::to_string(C) + " elements, got " +
             out.describe());
+  check_device("embedding", out.device(), {&ids, &table});
+  [[maybe_unused]] const bool cuda = on_cuda("embedding", out.device(), table.dtype());
   const int32_t* id = ids.data<int32_t>();
-  for (int64_t n = 0; n < N; ++n)
-    check(id[n] >= 0 && id[n] < V, "embedding: id " + std::to_string(id[n]) + " at position " + std::to_string(n) +
-                                       " is outside the table of " + std::to_string(V) + " rows");
-  if (out.device().kind != DeviceKind::cpu) unsupported("embedding", out.device(), table.dtype());
+  // Device ids cannot be read here without a copy and a wait; the models check them on the host
+  // before copying them (model::check_batch), and the kernel reads no row outside the table.
+  if (!cuda)
+    for (int64_t n = 0; n < N; ++n)
+      check(id[n] >= 0 && id[n] < V, "embedding: id " + std::to_string(id[n]) + " at position " + std::to_string(n) +
+                                         " is outside the table of " + std::to_string(V) + " rows");
   core::Span span(core::SpanKind::op, "embedding");
   if (span.active()) {
     const OpCost c = embedding_cost(N, C, table.dtype());
@@ -31,6 +35,13 @@ void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool
   }
   switch (table.dtype()) {
     case DType::f32: case DType::f16: case DType::bf16:
+#if TACH_HAS_CUDA
+      if (cuda) {
+        embedding_forward_cuda(out.device().index, out.data<float>(), id, table.raw(), table.dtype(), N, C, V,
+                               accumulate);
+        return;
+      }
+#endif
       embedding_forward_cpu(out.data<float>(), id, table.raw(), table.dtype(), N, C, accumulate);
       return;
     default: unsupported("embedding", out.device(), table.dtype());

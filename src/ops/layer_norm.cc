@@ -24,15 +24,23 @@ void layer_norm_forward(Tensor& out, const Tensor& x, const Tensor& residual, co
   if (residual.defined())
     check(residual.numel() == x.numel() && residual.dtype() == DType::f32 && residual.is_contiguous(),
           "layer_norm: residual " + residual.describe() + " does not match x " + x.describe());
-  if (x.device().kind != DeviceKind::cpu) unsupported("layer_norm", x.device(), x.dtype());
+  check_device("layer_norm", x.device(), {&out, &residual, &gamma, &beta});
+  [[maybe_unused]] const bool cuda = on_cuda("layer_norm", x.device(), x.dtype());
   core::Span span(core::SpanKind::op, "layer_norm");
   if (span.active()) {
     const OpCost c = layer_norm_cost(N, C, residual.defined());
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", N, ", ", C, "] f32", residual.defined() ? " +residual" : ""));
   }
-  layer_norm_forward_cpu(out.data<float>(), x.data<float>(), residual.defined() ? residual.data<float>() : nullptr,
-                         gamma.data<float>(), beta.data<float>(), N, C, eps);
+  const float* res = residual.defined() ? residual.data<float>() : nullptr;
+#if TACH_HAS_CUDA
+  if (cuda) {
+    layer_norm_forward_cuda(x.device().index, out.data<float>(), x.data<float>(), res, gamma.data<float>(),
+                            beta.data<float>(), N, C, eps);
+    return;
+  }
+#endif
+  layer_norm_forward_cpu(out.data<float>(), x.data<float>(), res, gamma.data<float>(), beta.data<float>(), N, C, eps);
 }
 
 }  // namespace tach::ops

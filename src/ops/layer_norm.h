@@ -34,4 +34,9 @@ void dropout_add_layer_norm_forward_cpu(float* sum, float* out, const float* bra
                                         const float* gamma, const float* beta, int64_t N, int64_t C, float eps,
                                         float dropout_p, uint64_t dropout_key, float* mean, float* rstd);
 
+// CUDA kernel (ops/layer_norm_cuda.cu, built with the CUDA backend): as the CPU forward, on
+// tach's stream of `device`; out may alias x or residual. No statistics are saved.
+void layer_norm_forward_cuda(int device, float* out, const float* x, const float* residual, const float* gamma,
+                             const float* beta, int64_t N, int64_t C, float eps);
+
 }  // namespace tach::ops

@@ -24,24 +24,81 @@ OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool
   return c;
 }
 
-void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weight) {
+namespace {
+
+void check_linear_shapes(const Tensor& out, const Tensor& x, int64_t in_features, int64_t out_features) {
   check(x.dtype() == DType::f32 && x.dim() == 2 && x.strides()[1] == 1,
         "linear: x must be f32 [M, K] with unit column stride, got " + x.describe());
-  check(x.size(1) == weight.in_features(), "linear: x " + x.describe() + " has " + std::to_string(x.size(1)) +
-                                               " features, the weight expects " + std::to_string(weight.in_features()));
-  check(out.dtype() == DType::f32 && out.dim() == 2 && out.size(0) == x.size(0) &&
-            out.size(1) == weight.out_features() && out.strides()[1] == 1,
+  check(x.size(1) == in_features, "linear: x " + x.describe() + " has " + std::to_string(x.size(1)) +
+                                      " features, the weight expects " + std::to_string(in_features));
+  check(out.dtype() == DType::f32 && out.dim() == 2 && out.size(0) == x.size(0) && out.size(1) == out_features &&
+            out.strides()[1] == 1,
         "linear: out " + out.describe() + " must be f32 [" + std::to_string(x.size(0)) + ", " +
-            std::to_string(weight.out_features()) + "]");
-  if (x.device().kind != DeviceKind::cpu) unsupported("linear", x.device(), weight.compute_dtype());
-  core::Span span(core::SpanKind::op, "linear");
-  if (span.active()) {
-    const OpCost c = linear_cost(x.size(0), weight.out_features(), x.size(1), weight.compute_dtype(), weight.has_bias());
-    span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat("x [", x.size(0), ", ", x.size(1), "] · W [", weight.out_features(), ", ", x.size(1),
-                                 "]ᵀ ", dtype_name(weight.compute_dtype())));
+            std::to_string(out_features) + "]");
+}
+
+void describe_span(core::Span& span, const Tensor& x, int64_t N, DType compute, bool has_bias) {
+  if (!span.active()) return;
+  const OpCost c = linear_cost(x.size(0), N, x.size(1), compute, has_bias);
+  span.set_cost(c.flops, c.bytes());
+  span.set_detail(core::concat("x [", x.size(0), ", ", x.size(1), "] · W [", N, ", ", x.size(1), "]ᵀ ",
+                               dtype_name(compute)));
+}
+
+}  // namespace
+
+Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& placement,
+               cpu::FusedActivation activation)
+    : placement_(placement), activation_(activation) {
+  check(weight.dim() == 2, "linear: weight must be [out, in], got " + weight.describe());
+  N_ = weight.size(0), K_ = weight.size(1);
+  has_bias_ = bias.defined();
+  if (has_bias_) check(bias.numel() == N_, "linear: bias " + bias.describe() + " does not match weight " + weight.describe());
+  if (placement.device.kind == DeviceKind::cpu) {
+    const Tensor w = weight.device().kind == DeviceKind::cpu ? weight : weight.to_device(Device::cpu(), MemoryCategory::workspace);
+    const Tensor b = !has_bias_ || bias.device().kind == DeviceKind::cpu ? bias : bias.to_device(Device::cpu(), MemoryCategory::workspace);
+    packed_ = std::make_unique<cpu::PackedLinear>(w, b, placement.compute, activation);
+    return;
   }
+  on_cuda("linear", placement.device, placement.compute);
+  check(placement.compute == DType::f32 || placement.compute == DType::bf16 || placement.compute == DType::f16,
+        "linear on " + placement.device.str() + ": compute dtype " + std::string(dtype_name(placement.compute)) +
+            " is not supported (f32, bf16, f16)");
+  // Converted on the host (round to nearest even, as torch's .to()) and copied once.
+  const Tensor host_w = weight.device().kind == DeviceKind::cpu ? weight : weight.to_device(Device::cpu(), MemoryCategory::workspace);
+  weight_ = host_w.to(placement.compute, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
+  if (has_bias_) {
+    const Tensor host_b = bias.device().kind == DeviceKind::cpu ? bias : bias.to_device(Device::cpu(), MemoryCategory::workspace);
+    bias_ = host_b.to(DType::f32, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
+  }
+}
+
+Linear::~Linear() = default;
+
+void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weight) {
+  check_linear_shapes(out, x, weight.in_features(), weight.out_features());
+  if (x.device().kind != DeviceKind::cpu || out.device().kind != DeviceKind::cpu)
+    unsupported("linear (packed for the CPU)", x.device(), weight.compute_dtype());
+  core::Span span(core::SpanKind::op, "linear");
+  describe_span(span, x, weight.out_features(), weight.compute_dtype(), weight.has_bias());
   weight.forward(x.data<float>(), x.size(0), x.strides()[0], out.data<float>(), out.strides()[0]);
+}
+
+void linear_forward(Tensor& out, const Tensor& x, const Linear& weight) {
+  if (weight.packed()) {
+    linear_forward(out, x, *weight.packed());
+    return;
+  }
+  check_linear_shapes(out, x, weight.in_features(), weight.out_features());
+  check_device("linear", weight.device(), {&x, &out});
+  core::Span span(core::SpanKind::op, "linear");
+  describe_span(span, x, weight.out_features(), weight.compute_dtype(), weight.has_bias());
+#if TACH_HAS_CUDA
+  linear_forward_cuda(weight.device().index, out.data<float>(), out.strides()[0], x.data<float>(), x.strides()[0],
+                      x.size(0), weight);
+#else
+  unsupported("linear", weight.device(), weight.compute_dtype());
+#endif
 }
 
 }  // namespace tach::ops

@@ -1,5 +1,8 @@
-// Linear layer: out = act(x · Wᵀ + b), with W packed once at load (cpu/packed_linear.h).
+// Linear layer: out = act(x · Wᵀ + b), with W prepared once at load for the device it runs on:
+// packed for oneDNN on the CPU (cpu/packed_linear.h), stored for cuBLASLt on a GPU.
 #pragma once
+
+#include <memory>
 
 #include "cpu/packed_linear.h"
 #include "ops/op_cost.h"
@@ -7,9 +10,55 @@
 
 namespace tach::ops {
 
-// x: [M, K] f32 (rows may be strided)  W: [N, K] packed  out: [M, N] f32
-// Inference: the packed weight is a cache over the master weight; nothing is saved.
+// Where a model's linear layers run, and the dtype their GEMMs take their inputs in
+// (accumulation and outputs are f32 in every case).
+struct LinearPlacement {
+  Device device = Device::cpu();
+  DType compute = DType::f32;  // f32, bf16 (CPU and CUDA), f16 (CUDA)
+};
+
+// An inference linear layer's weights on one device.
+//   CPU:  a cpu::PackedLinear (oneDNN's blocked layout, bias and activation as post-ops).
+//   CUDA: W: [N, K] in the compute dtype on the device, b: [N] f32; cuBLASLt adds the bias (and
+//         ReLU) in its epilogue; erf-GELU and tanh run as kernels after it.
+class Linear {
+ public:
+  // weight: [N, K] (any float dtype, any device)  bias: [N] or undefined
+  Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& placement,
+         cpu::FusedActivation activation = cpu::FusedActivation::none);
+  ~Linear();
+  Linear(const Linear&) = delete;
+  Linear& operator=(const Linear&) = delete;
+
+  int64_t in_features() const { return K_; }
+  int64_t out_features() const { return N_; }
+  DType compute_dtype() const { return placement_.compute; }
+  Device device() const { return placement_.device; }
+  bool has_bias() const { return has_bias_; }
+  cpu::FusedActivation activation() const { return activation_; }
+  const cpu::PackedLinear* packed() const { return packed_.get(); }  // CPU only
+  const Tensor& device_weight() const { return weight_; }             // CUDA only
+  const Tensor& device_bias() const { return bias_; }                 // CUDA only, may be undefined
+
+ private:
+  LinearPlacement placement_;
+  int64_t N_ = 0, K_ = 0;
+  bool has_bias_ = false;
+  cpu::FusedActivation activation_ = cpu::FusedActivation::none;
+  std::unique_ptr<cpu::PackedLinear> packed_;
+  Tensor weight_, bias_;
+};
+
+// x: [M, K] f32 (rows may be strided)  out: [M, N] f32 (rows may be strided), both on the
+// layer's device. Inference: the prepared weight is a cache over the master weight; nothing is saved.
+void linear_forward(Tensor& out, const Tensor& x, const Linear& weight);
 void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weight);
+
+// CUDA kernel side of linear_forward: the GEMM through cuBLASLt (x converted to the compute dtype
+// first when that is not f32), then the activation. x: [M, K] (row stride ld_x), out: [M, N]
+// (row stride ld_out), every pointer on `device`.
+void linear_forward_cuda(int device, float* out, int64_t ld_out, const float* x, int64_t ld_x, int64_t M,
+                         const Linear& weight);
 OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias);
 
 // Training works on the plain f32 master weight (the optimizer updates it in place, so a

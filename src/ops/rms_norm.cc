@@ -32,15 +32,22 @@ void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor&
   if (delta.defined())
     check(delta.numel() == h.numel() && delta.dtype() == DType::f32 && delta.is_contiguous(),
           "rms_norm: delta " + delta.describe() + " does not match h " + h.describe());
-  if (h.device().kind != DeviceKind::cpu) unsupported("rms_norm", h.device(), h.dtype());
+  check_device("rms_norm", h.device(), {&out, &delta, &weight});
+  [[maybe_unused]] const bool cuda = on_cuda("rms_norm", h.device(), h.dtype());
   core::Span span(core::SpanKind::op, "rms_norm");
   if (span.active()) {
     const OpCost c = rms_norm_cost(N, C, delta.defined());
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", N, ", ", C, "] f32", delta.defined() ? " +residual" : ""));
   }
-  rms_norm_forward_cpu(out.data<float>(), h.data<float>(), delta.defined() ? delta.data<float>() : nullptr,
-                       weight.data<float>(), N, C, eps);
+  const float* d = delta.defined() ? delta.data<float>() : nullptr;
+#if TACH_HAS_CUDA
+  if (cuda) {
+    rms_norm_forward_cuda(h.device().index, out.data<float>(), h.data<float>(), d, weight.data<float>(), N, C, eps);
+    return;
+  }
+#endif
+  rms_norm_forward_cpu(out.data<float>(), h.data<float>(), d, weight.data<float>(), N, C, eps);
 }
 
 }  // namespace tach::ops

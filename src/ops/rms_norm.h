@@ -28,4 +28,8 @@ void rms_norm_backward_cpu(float* dinp, float* dweight, const float* dout, const
                            const float* rstd, int64_t N, int64_t C);
 OpCost rms_norm_backward_cost(int64_t N, int64_t C);
 
+// CUDA kernel: as rms_norm_forward_cpu without the saved rstd.
+void rms_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* weight, int64_t N,
+                           int64_t C, float eps);
+
 }  // namespace tach::ops

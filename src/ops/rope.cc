@@ -55,7 +55,8 @@ void rope(Tensor& qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTa
             qkv.size(1) >= (q_heads + k_heads) * D,
         std::string(name) + ": expected a contiguous f32 [N, >= " + std::to_string((q_heads + k_heads) * D) +
             "] buffer, got " + qkv.describe());
-  if (qkv.device().kind != DeviceKind::cpu) unsupported(name, qkv.device(), qkv.dtype());
+  check_device(name, qkv.device(), {&table.cos, &table.sin});
+  [[maybe_unused]] const bool cuda = on_cuda(name, qkv.device(), qkv.dtype());
   const int64_t N = qkv.size(0), ld = qkv.size(1);
   core::Span span(core::SpanKind::op, name);
   if (span.active()) {
@@ -64,6 +65,14 @@ void rope(Tensor& qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTa
     span.set_detail(core::concat("q [", N, ", ", q_heads, "x", D, "], k [", N, ", ", k_heads, "x", D, "] f32"));
   }
   float* x = qkv.data<float>();
+#if TACH_HAS_CUDA
+  if (cuda) {
+    // q's and k's heads sit side by side in the row, so one launch rotates both.
+    rope_rotate_cuda(qkv.device().index, x, N, q_heads + k_heads, D, ld, table.cos.data<float>(),
+                     table.sin.data<float>(), backward);
+    return;
+  }
+#endif
   rope_rotate_cpu(x, N, q_heads, D, ld, table, backward);
   rope_rotate_cpu(x + q_heads * D, N, k_heads, D, ld, table, backward);
 }

@@ -39,4 +39,9 @@ OpCost rope_cost(int64_t N, int64_t heads, int64_t D);
 // Kernel: heads*D columns of x: [N, ld], rotated by +angle (forward) or -angle (backward).
 void rope_rotate_cpu(float* x, int64_t N, int64_t heads, int64_t D, int64_t ld, const RopeTable& table, bool inverse);
 
+// CUDA kernel: heads*D columns of x: [N, ld] rotated in place; cos, sin: [N, D/2] on the device
+// (a RopeTable copied with to_device).
+void rope_rotate_cuda(int device, float* x, int64_t N, int64_t heads, int64_t D, int64_t ld, const float* cos_table,
+                      const float* sin_table, bool inverse);
+
 }  // namespace tach::ops

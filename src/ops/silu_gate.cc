@@ -28,7 +28,6 @@ int64_t checked_rows(const char* op, const Tensor& gate_up, const Tensor& other,
   const int64_t I = gate_up.size(-1) / 2, N = gate_up.numel() / (2 * I == 0 ? 1 : 2 * I);
   check(other.dtype() == DType::f32 && other.is_contiguous() && other.numel() == N * other_cols * I,
         std::string(op) + ": " + other.describe() + " does not match gate_up " + gate_up.describe());
-  if (gate_up.device().kind != DeviceKind::cpu) unsupported(op, gate_up.device(), gate_up.dtype());
   return N;
 }
 
@@ -42,10 +41,20 @@ void silu_gate_forward(Tensor& out, const Tensor& gate_up) {
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", N, ", 2x", I, "] f32"));
   }
+  check_device("silu_gate", gate_up.device(), {&out});
+#if TACH_HAS_CUDA
+  if (on_cuda("silu_gate", gate_up.device(), gate_up.dtype())) {
+    silu_gate_forward_cuda(gate_up.device().index, out.data<float>(), gate_up.data<float>(), N, I);
+    return;
+  }
+#else
+  on_cuda("silu_gate", gate_up.device(), gate_up.dtype());
+#endif
   silu_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
 }
 
 void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& dout) {
+  if (gate_up.device().kind != DeviceKind::cpu) unsupported("silu_gate_backward", gate_up.device(), gate_up.dtype());
   const int64_t N = checked_rows("silu_gate_backward", gate_up, dout, 1), I = gate_up.size(-1) / 2;
   check(d_gate_up.numel() == gate_up.numel() && d_gate_up.dtype() == DType::f32 && d_gate_up.is_contiguous(),
         "silu_gate_backward: d_gate_up " + d_gate_up.describe() + " does not match gate_up " + gate_up.describe());

@@ -21,4 +21,6 @@ OpCost silu_gate_backward_cost(int64_t N, int64_t I);
 void silu_gate_forward_cpu(float* out, const float* gate_up, int64_t N, int64_t I);
 void silu_gate_backward_cpu(float* d_gate_up, const float* gate_up, const float* dout, int64_t N, int64_t I);
 
+void silu_gate_forward_cuda(int device, float* out, const float* gate_up, int64_t N, int64_t I);
+
 }  // namespace tach::ops

@@ -51,7 +51,7 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   on(sub->add_option("-k,--tokenizer", v.tokenizer,
                      "Tokenizer for dataset texts: tokenizer.json or a directory (default: the model directory's)"),
      [&v](BenchConfig& c) { c.tokenizer = v.tokenizer; });
-  on(sub->add_option("--dtype", f.dtypes, "Compute dtypes, comma-separated: f32, bf16 (default f32)")->delimiter(','),
+  on(sub->add_option("--dtype", f.dtypes, "Compute dtypes, comma-separated: f32, bf16; f16 on cuda (default f32)")->delimiter(','),
      [&f](BenchConfig& c) {
        c.dtypes.clear();
        for (const auto& s : f.dtypes)

@@ -82,6 +82,14 @@ int run_info(const InfoOptions& opt) {
               << fixed(c.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, memory " << fixed(c.memory_bytes_per_s * 1e-9, 1)
               << " GB/s\n           " << c.method << "\n           on " << c.cpu << ", "
               << describe_ceilings_provenance(c) << "\n";
+    for (int i = 0; i < cuda_device_count(); ++i) {
+      const GpuCeilings g = measure_gpu_ceilings(Device::cuda(i));
+      std::cout << g.device << "     GEMM f32 " << fixed(g.gemm_f32_flops * 1e-12, 1) << " TFLOP/s, tf32 "
+                << fixed(g.gemm_tf32_flops * 1e-12, 1) << ", bf16 " << fixed(g.gemm_bf16_flops * 1e-12, 1) << ", f16 "
+                << fixed(g.gemm_f16_flops * 1e-12, 1) << " TFLOP/s, memory " << fixed(g.memory_bytes_per_s * 1e-9, 0)
+                << " GB/s\n           " << g.method << "\n           on " << g.name << ", measured now ("
+                << g.measured_at << ", not cached)\n";
+    }
     return 0;
   }
   const SystemInfo s = system_info();
@@ -141,7 +149,8 @@ Command add_info_command(CLI::App& app) {
                                             "(file, packed weights, mapping, resident)");
   sub->add_option("--dtype", opt->compute, "With --model: compute dtype f32 or bf16")->capture_default_str();
   sub->add_flag("--ceilings", opt->ceilings, "Show the machine's ceilings for the roofline: peak GEMM FLOP/s per dtype "
-                                             "and STREAM bandwidth (measured once, then cached)");
+                                             "and STREAM bandwidth (measured once, then cached); with a GPU, its cuBLASLt GEMM FLOP/s per "
+                                             "precision and copy bandwidth too (measured each time)");
   sub->add_flag("--remeasure", opt->remeasure, "With --ceilings: measure again instead of reading the cache");
   return {sub, [opt] { return run_info(*opt); }};
 }

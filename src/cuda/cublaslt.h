@@ -1,0 +1,36 @@
+// GEMMs on the GPU through cuBLASLt, in row-major terms, with the bias and activation fused as
+// cuBLASLt epilogues.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace tach::cuda {
+
+// What the multiply runs in. The inputs x and W are stored in `input` (f32 for f32 and tf32);
+// the products accumulate in f32 in every case.
+enum class GemmPrecision { f32, tf32, bf16, f16 };
+const char* gemm_precision_name(GemmPrecision p);
+
+// Applied to x·Wᵀ in the GEMM's epilogue. ReLU is exact; cuBLASLt's GELU epilogue is the tanh
+// approximation, not transformers' erf GELU, so GELU runs as its own kernel (ops/gelu_cuda.cu).
+enum class Epilogue { none, bias, bias_relu };
+
+struct LinearArgs {
+  int64_t M = 0, N = 0, K = 0;
+  int64_t ld_x = 0;  // row stride of x in elements (>= K)
+  int64_t ld_y = 0;  // row stride of y in elements (>= N)
+  GemmPrecision precision = GemmPrecision::f32;
+  bool y_in_input_type = false;  // y in bf16/f16 instead of f32 (bf16/f16 precision only)
+  Epilogue epilogue = Epilogue::none;
+  float beta = 0.0f;  // 1: y += x·Wᵀ (accumulate into y), 0: y is overwritten
+};
+
+// x: [M, K] (row stride ld_x)  W: [N, K] contiguous  bias: [N] f32 (bias epilogues) or null
+// y: [M, N] (row stride ld_y)   y = epilogue(x · Wᵀ + bias) + beta · y
+// Runs on tach's stream of `device`; the algorithm cuBLASLt's heuristic picks for each shape is
+// cached, and a 32 MiB workspace per device is allocated once (counted as `workspace`).
+void linear(int device, void* y, const void* x, const void* W, const float* bias, const LinearArgs& a);
+
+}  // namespace tach::cuda

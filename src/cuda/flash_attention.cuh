@@ -1,0 +1,121 @@
+// One fused attention kernel for the encoder (bidirectional, additive key mask) and the decoder
+// (causal, grouped-query, key/value cache): scores, softmax and the weighted sum of values in
+// one pass over the keys with an online softmax, so no [T, T] matrix exists in memory.
+//
+// Each thread owns one query row: its q and its output accumulator sit in registers, and the
+// block (64 query rows of one batch row and head) walks the keys in tiles staged through shared
+// memory. Per tile the running maximum moves once and the accumulator is rescaled once
+// (FlashAttention's online softmax). f32 throughout, no tensor cores: the first, exact version.
+#pragma once
+
+#include <cfloat>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace tach::cuda {
+
+struct FlashAttentionParams {
+  float* out = nullptr;
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const int32_t* key_mask = nullptr;  // [B, mask_stride], 1 = real token; null = all real
+  int64_t Tq = 0, Tk = 0, past = 0;   // query i sits at key position past + i (causal only)
+  int64_t H = 0, KVH = 0;             // query heads, key/value heads (H % KVH == 0)
+  int64_t q_batch_stride = 0, ld_q = 0;
+  int64_t kv_batch_stride = 0, ld_kv = 0;
+  int64_t out_batch_stride = 0, ld_out = 0;
+  int64_t mask_stride = 0;
+  float scale = 1.0f;
+  // false: every key is visible and a padded key gets finfo(f32).min added to its score
+  //        (transformers' additive mask: an all-padding row averages every value, as there);
+  // true:  query i sees keys [0, past + i], padded keys are left out, and a row that sees no
+  //        real key gets zeros.
+  bool causal = false;
+};
+
+constexpr int kFlashQueryRows = 64;  // threads per block, one query row each
+
+template <int D, int kKeys>
+__global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashAttentionParams p) {
+  __shared__ float ks[kKeys][D];
+  __shared__ float vs[kKeys][D];
+  __shared__ float key_bias[kKeys];  // 0, finfo.min (additive mask) or -inf (left out)
+  const int64_t b = blockIdx.z, h = blockIdx.y, kvh = h / (p.H / p.KVH);
+  const int64_t first_row = int64_t(blockIdx.x) * blockDim.x;
+  const int64_t i = first_row + threadIdx.x;
+  const bool active = i < p.Tq;
+
+  float qr[D], acc[D];
+  const float* qrow = p.q + b * p.q_batch_stride + i * p.ld_q + h * D;
+#pragma unroll
+  for (int d = 0; d < D; ++d) {
+    qr[d] = active ? qrow[d] : 0.0f;
+    acc[d] = 0.0f;
+  }
+  float running_max = -INFINITY, denominator = 0.0f;
+
+  const int64_t last_row = min(p.Tq - 1, first_row + int64_t(blockDim.x) - 1);
+  const int64_t key_end = p.causal ? min(p.Tk, p.past + last_row + 1) : p.Tk;  // keys any row of the block sees
+  const int64_t visible_end = p.causal ? p.past + i + 1 : key_end;              // keys this row sees
+  const float* kb = p.k + b * p.kv_batch_stride + kvh * D;
+  const float* vb = p.v + b * p.kv_batch_stride + kvh * D;
+  const int32_t* mb = p.key_mask ? p.key_mask + b * p.mask_stride : nullptr;
+
+  for (int64_t j0 = 0; j0 < key_end; j0 += kKeys) {
+    __syncthreads();  // the previous tile is no longer read
+    for (int e = threadIdx.x; e < kKeys * D; e += blockDim.x) {
+      const int j = e / D, d = e % D;
+      const int64_t key = j0 + j;
+      const bool in = key < key_end;
+      ks[j][d] = in ? kb[key * p.ld_kv + d] : 0.0f;
+      vs[j][d] = in ? vb[key * p.ld_kv + d] : 0.0f;
+    }
+    for (int j = threadIdx.x; j < kKeys; j += blockDim.x) {
+      const int64_t key = j0 + j;
+      float bias = 0.0f;
+      if (key >= key_end) bias = -INFINITY;
+      else if (mb && mb[key] == 0) bias = p.causal ? -INFINITY : -FLT_MAX;
+      key_bias[j] = bias;
+    }
+    __syncthreads();
+
+    float s[kKeys];
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kKeys; ++j) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int d = 0; d < D; ++d) dot = fmaf(qr[d], ks[j][d], dot);
+      float score = dot * p.scale + key_bias[j];
+      if (j0 + j >= visible_end) score = -INFINITY;
+      s[j] = score;
+      tile_max = fmaxf(tile_max, score);
+    }
+    if (tile_max == -INFINITY) continue;  // nothing this row sees in the tile (all threads reach the next sync)
+    const float new_max = fmaxf(running_max, tile_max);
+    const float correction = expf(running_max - new_max);  // 0 on the first tile (running_max = -inf)
+    denominator *= correction;
+#pragma unroll
+    for (int d = 0; d < D; ++d) acc[d] *= correction;
+#pragma unroll
+    for (int j = 0; j < kKeys; ++j) {
+      const float weight = expf(s[j] - new_max);
+      denominator += weight;
+#pragma unroll
+      for (int d = 0; d < D; ++d) acc[d] = fmaf(weight, vs[j][d], acc[d]);
+    }
+    running_max = new_max;
+  }
+  if (!active) return;
+  float* orow = p.out + b * p.out_batch_stride + i * p.ld_out + h * D;
+  const float inv = denominator > 0.0f ? 1.0f / denominator : 0.0f;
+#pragma unroll
+  for (int d = 0; d < D; ++d) orow[d] = acc[d] * inv;
+}
+
+// Launches the kernel for the head size; false when D has no instantiation (the caller says so).
+bool launch_flash_attention(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStream_t stream);
+
+}  // namespace tach::cuda

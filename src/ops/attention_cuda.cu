@@ -1,0 +1,23 @@
+// Encoder attention on the GPU: the fused online-softmax kernel with the additive key mask.
+#include "cuda/flash_attention.cuh"
+#include "cuda/stream.h"
+#include "ops/attention.h"
+#include "tach/error.h"
+
+namespace tach::ops {
+
+void attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
+                            const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
+                            int64_t ld_out, float scale) {
+  cuda::FlashAttentionParams p;
+  p.out = out, p.q = q, p.k = k, p.v = v, p.key_mask = mask;
+  p.Tq = T, p.Tk = T, p.past = 0, p.H = H, p.KVH = H;
+  p.q_batch_stride = T * ld_in, p.ld_q = ld_in;
+  p.kv_batch_stride = T * ld_in, p.ld_kv = ld_in;
+  p.out_batch_stride = T * ld_out, p.ld_out = ld_out;
+  p.mask_stride = T, p.scale = scale, p.causal = false;
+  check(cuda::launch_flash_attention(p, B, D, cuda::stream(device)),
+        "attention on CUDA: head size " + std::to_string(D) + " has no kernel (4, 8, 16, 32, 64, 80, 96 and 128 do)");
+}
+
+}  // namespace tach::ops

@@ -1,0 +1,22 @@
+// Causal grouped-query attention on the GPU: the fused online-softmax kernel, padded keys left out.
+#include "cuda/flash_attention.cuh"
+#include "cuda/stream.h"
+#include "ops/causal_attention.h"
+#include "tach/error.h"
+
+namespace tach::ops {
+
+void causal_attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
+                                   const int32_t* key_mask, const CausalAttentionArgs& a) {
+  cuda::FlashAttentionParams p;
+  p.out = out, p.q = q, p.k = k, p.v = v, p.key_mask = key_mask;
+  p.Tq = a.Tq, p.Tk = a.past + a.Tq, p.past = a.past, p.H = a.H, p.KVH = a.KVH;
+  p.q_batch_stride = a.Tq * a.ld_q, p.ld_q = a.ld_q;
+  p.kv_batch_stride = a.batch_stride_kv, p.ld_kv = a.ld_kv;
+  p.out_batch_stride = a.Tq * a.ld_out, p.ld_out = a.ld_out;
+  p.mask_stride = a.mask_stride, p.scale = a.scale, p.causal = true;
+  check(cuda::launch_flash_attention(p, a.B, a.D, cuda::stream(device)),
+        "causal_attention on CUDA: head size " + std::to_string(a.D) + " has no kernel (4, 8, 16, 32, 64, 80, 96 and 128 do)");
+}
+
+}  // namespace tach::ops

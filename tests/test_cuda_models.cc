@@ -1,0 +1,162 @@
+// BERT, DistilBERT and Qwen2 on CUDA against transformers (the fixtures written by
+// scripts/golden/make_encoder_fixtures.py and make_qwen2_fixtures.py) and against tach's own
+// CPU results. Skipped, saying why, without a CUDA device or backend.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "golden_check.h"
+#include "tach/memory.h"
+#include "tach/model.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+using json = nlohmann::json;
+
+LoadOptions on_gpu(DType compute = DType::f32) {
+  LoadOptions o;
+  o.device = Device::cuda(0);
+  o.compute = compute;
+  return o;
+}
+
+json expected_of(const std::string& dir) {
+  std::ifstream f(dir + "/expected.json");
+  return json::parse(f);
+}
+
+// Largest |got - want| over the largest |want|.
+double scaled_error(const float* got, const std::vector<float>& want) {
+  double err = 0, scale = 1e-3;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(double(got[i]) - double(want[i]));
+    err = std::isnan(d) ? INFINITY : std::max(err, d);
+    scale = std::max(scale, double(std::fabs(want[i])));
+  }
+  return err / scale;
+}
+
+TokenBatch padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id, bool left) {
+  size_t T = 0;
+  for (const auto& r : rows) T = std::max(T, r.size());
+  const auto B = int64_t(rows.size());
+  TokenBatch b;
+  b.input_ids = Tensor::empty({B, int64_t(T)}, DType::i32);
+  b.attention_mask = Tensor::zeros({B, int64_t(T)}, DType::i32);
+  for (int64_t r = 0; r < B; ++r) {
+    const auto& row = rows[size_t(r)];
+    const size_t offset = left ? T - row.size() : 0;
+    for (size_t t = 0; t < T; ++t) {
+      const bool real = t >= offset && t < offset + row.size();
+      b.input_ids.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? row[t - offset] : pad_id;
+      b.attention_mask.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? 1 : 0;
+    }
+  }
+  return b;
+}
+
+class CudaModels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  }
+};
+
+TEST_F(CudaModels, EncodersMatchTransformersInF32) {
+  for (const char* name : {"bert-cls2-f32", "bert-cls3-f16", "bert-reg1-bf16", "bert-base-model-f32",
+                           "distilbert-cls2-f32", "distilbert-cls3-bf16", "distilbert-cls1-f16",
+                           "distilbert-base-model-f32"})
+    test::check_encoder_against_transformers(test::fixtures_dir() + "/encoders/" + name, on_gpu(), 1e-4);
+}
+
+// bf16 and f16 GEMM inputs: within the rounding of the inputs, relative to the logits' scale.
+TEST_F(CudaModels, EncodersInBf16AndF16StayNearTransformers) {
+  for (const char* name : {"bert-cls3-f16", "distilbert-cls2-f32"}) {
+    const std::string dir = test::fixtures_dir() + "/encoders/" + name;
+    const json e = expected_of(dir);
+    const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
+    std::vector<std::vector<int32_t>> types;
+    if (!e["token_type_rows"].is_null()) types = e["token_type_rows"].get<std::vector<std::vector<int32_t>>>();
+    const TokenBatch batch = TokenBatch::from_rows(rows, e["pad_id"].get<int32_t>(), types);
+    const auto want = e["logits"].get<std::vector<std::vector<float>>>();
+    for (DType dt : {DType::bf16, DType::f16}) {
+      Tensor logits = load_model(dir, on_gpu(dt))->classify(batch);
+      for (size_t r = 0; r < want.size(); ++r)
+        EXPECT_LT(scaled_error(logits.data<float>() + r * want[r].size(), want[r]), dt == DType::bf16 ? 2e-2 : 4e-3)
+            << name << " " << dtype_name(dt) << " row " << r;
+    }
+  }
+}
+
+TEST_F(CudaModels, Qwen2ClassifierMatchesTransformersRightAndLeftPadded) {
+  for (const char* name : {"qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = test::fixtures_dir() + "/decoders/" + name;
+    const json e = expected_of(dir);
+    auto model = load_model(dir, on_gpu());
+    EXPECT_EQ(model->info().device, Device::cuda(0));
+    const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
+    const int32_t pad = e["pad_id"].get<int32_t>();
+    for (bool left : {false, true}) {
+      Tensor logits = model->classify(padded(rows, pad, left));
+      ASSERT_EQ(logits.device(), Device::cpu());
+      const auto want = e[left ? "logits_left" : "logits_right"].get<std::vector<std::vector<float>>>();
+      for (size_t r = 0; r < want.size(); ++r)
+        EXPECT_LT(scaled_error(logits.data<float>() + r * want[r].size(), want[r]), 1e-4) << (left ? "left" : "right");
+    }
+  }
+}
+
+TEST_F(CudaModels, Qwen2LogitsAndGreedyTokensMatchTransformers) {
+  for (const char* name : {"qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16", "qwen2-lm-rope-linear-f32",
+                           "qwen2-lm-rope-dynamic-f32"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = test::fixtures_dir() + "/decoders/" + name;
+    const json e = expected_of(dir);
+    auto model = load_model(dir, on_gpu());
+    const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
+    const int32_t pad = e["pad_id"].get<int32_t>();
+    Tensor logits = model->lm_logits(padded(rows, pad, false));
+    const int64_t T = logits.size(1), V = logits.size(2);
+    const auto want = e["lm_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();
+    double worst = 0;
+    for (size_t r = 0; r < want.size(); ++r)
+      for (size_t t = 0; t < want[r].size(); ++t)
+        worst = std::max(worst, scaled_error(logits.data<float>() + (int64_t(r) * T + int64_t(t)) * V, want[r][t]));
+    EXPECT_LT(worst, 1e-4);
+    GenerateOptions go;
+    go.max_new_tokens = e["new_tokens"].get<int64_t>();
+    go.stop_at_eos = false;
+    EXPECT_EQ(model->generate(padded(rows, pad, true), go).tokens,
+              (e["generated"].get<std::vector<std::vector<int32_t>>>()));
+  }
+}
+
+// The weights live on the device and are counted there, by category; nothing of the model's
+// stays in the CPU ledger beyond what the host copy of the batch and the logits need.
+TEST_F(CudaModels, WeightsAreCountedOnTheDevice) {
+  const MemoryStats before = memory_stats(Device::cuda(0));
+  auto model = load_model("preset:bert-tiny", on_gpu());
+  const MemoryStats after = memory_stats(Device::cuda(0));
+  EXPECT_GT(after[MemoryCategory::weights].current - before[MemoryCategory::weights].current,
+            model->info().parameters * 4 * 9 / 10);
+  // One forward on the device gives what the CPU gives, to f32 rounding.
+  auto cpu_model = load_model("preset:bert-tiny");
+  const TokenBatch batch = TokenBatch::from_rows({{101, 2023, 2003, 102}, {101, 7592, 102}}, 0);
+  Tensor a = model->classify(batch), b = cpu_model->classify(batch);
+  for (int64_t i = 0; i < a.numel(); ++i)
+    EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-4 * (1 + std::fabs(b.data<float>()[i])));
+}
+
+TEST(CudaModelsWithoutGpu, LoadingOnCudaSaysWhyNot) {
+  if (cuda_available()) GTEST_SKIP() << "a CUDA device is present; this checks the refusal without one";
+  const std::string e = test::error_of([] { (void)load_model("preset:bert-tiny", on_gpu()); });
+  EXPECT_NE(e.find("cuda:0"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace tach
