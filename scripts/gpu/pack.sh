@@ -4,20 +4,25 @@
 # (ignored by git; name it in the call's `carry`). That machine starts bare, reaches no package
 # registry and has its own CUDA 13 (cudart, cuBLASLt), so the pack holds tach, the GPU test
 # binaries, and the shared libraries from this machine that it lacks, never the C library or
-# CUDA's own. Then, on the GPU machine: scripts/gpu/check.sh.
+# CUDA's own, as .gpu/pack.tar.xz (~22 MB). Then, on the GPU machine: scripts/gpu/check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTACH_CUDA=ON \
   -DTACH_BUILD_BENCH=OFF > /dev/null
 ninja -C "$build" tach test_cuda test_cuda_ops test_cuda_models
-rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib
-cp "$build/tach" "$build/tests/test_cuda" "$build/tests/test_cuda_ops" "$build/tests/test_cuda_models" .gpu/bin/
-strip .gpu/bin/*
+stage="$build/gpu-pack"
+rm -rf "$stage" .gpu && mkdir -p "$stage/bin" "$stage/lib" .gpu
+cp "$build/tach" "$build/tests/test_cuda" "$build/tests/test_cuda_ops" "$build/tests/test_cuda_models" "$stage/bin/"
+strip "$stage"/bin/*
 # Everything the binaries load from this machine except the C runtime and CUDA (the GPU machine's
 # driver and toolkit provide those, in the versions that match its driver).
-ldd .gpu/bin/* | awk '/=> \// {print $3}' | sort -u |
-  grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnvidia[^/]*)\.so' |
-  xargs -r -I{} cp -L {} .gpu/lib/
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+ldd "$stage"/bin/* | awk '/=> \// {print $3}' | sort -u |
+  grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnvidia[^/]*)\.so' |
+  xargs -r -I{} cp -L {} "$stage/lib/"
+# Compressed: the libraries alone are ~90 MB (oneDNN, OpenBLAS), the tree a call carries at most 64 MiB.
+tar -C "$stage" -cJf .gpu/pack.tar.xz bin lib
+exclude=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
 du -sh .gpu

@@ -34,6 +34,7 @@ struct ClassifyOptions {
   int repeat = 10;
   int threads = 0;
   std::string compute = "f32";
+  std::string device = "cpu";
   uint64_t seed = 0;
   std::string adapter;  // a peft LoRA adapter merged at load
   int show_rows = 8;
@@ -146,8 +147,10 @@ int run_classify(const ClassifyOptions& opt) {
   LoadOptions lo;
   lo.seed = opt.seed;
   lo.adapter = opt.adapter;
-  lo.compute = opt.compute == "bf16" ? DType::bf16 : DType::f32;
-  check(opt.compute == "f32" || opt.compute == "bf16", "--compute '" + opt.compute + "': expected f32 or bf16");
+  lo.device = parse_device(opt.device);
+  check(opt.compute == "f32" || opt.compute == "bf16" || opt.compute == "f16",
+        "--dtype '" + opt.compute + "': expected f32 or bf16 (or f16 on cuda)");
+  lo.compute = opt.compute == "bf16" ? DType::bf16 : opt.compute == "f16" ? DType::f16 : DType::f32;
 
   const auto t_load0 = clock::now();
   auto model = load_model(opt.model, lo);
@@ -162,8 +165,9 @@ int run_classify(const ClassifyOptions& opt) {
                                        : tokenize_texts(opt, info, &input_what, &tokenize_s);
   const int64_t B = batch.batch(), T = batch.seq_len();
 
-  const MemoryStats before = memory_stats(Device::cpu());
-  reset_memory_peaks(Device::cpu());
+  // The books of the device the model runs on (a GPU's for --device cuda).
+  const MemoryStats before = memory_stats(info.device);
+  reset_memory_peaks(info.device);
   Tensor logits;
   for (int i = 0; i < opt.warmup; ++i) logits = model->classify(batch);
   std::vector<double> seconds;
@@ -172,7 +176,7 @@ int run_classify(const ClassifyOptions& opt) {
     logits = model->classify(batch);
     seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
   }
-  const MemoryStats after = memory_stats(Device::cpu());
+  const MemoryStats after = memory_stats(info.device);
   const Summary lat = summarize(seconds);
   const ForwardCost cost = model->forward_cost(B, T);
   const Tensor scores = scores_from_logits(logits, info.problem_type);
@@ -196,7 +200,8 @@ int run_classify(const ClassifyOptions& opt) {
                   {"parameters", info.parameters}, {"weights_dtype", info.weights_dtype},
                   {"compute_dtype", std::string(dtype_name(info.compute))}, {"labels", info.labels},
                   {"problem_type", info.problem_type}, {"notes", info.notes}};
-    j["machine"] = {{"cpu", sys.cpu_model}, {"threads", threads()}, {"gemm", sys.gemm_library}};
+    j["machine"] = {{"cpu", sys.cpu_model}, {"threads", threads()}, {"gemm", sys.gemm_library},
+                    {"device", info.device.str()}};
     j["input"] = {{"batch", B}, {"seq_len", T}, {"real_tokens", batch.real_tokens()}, {"source", input_what},
                   {"tokenize_s", tokenize_s}};
     if (!opt.texts.empty()) j["input"]["texts"] = opt.texts;
@@ -213,6 +218,7 @@ int run_classify(const ClassifyOptions& opt) {
     j["throughput"] = {{"samples_per_s", double(B) / lat.median}, {"tokens_per_s", double(B * T) / lat.median},
                        {"flops_per_forward", cost.flops}, {"achieved_flops_per_s", cost.flops / lat.median}};
     j["memory"] = {{"unit", "bytes"},
+                   {"device", info.device.str()},
                    {"weights", after[MemoryCategory::weights].current},
                    {"activations_peak", after[MemoryCategory::activations].peak},
                    {"workspace_peak", after[MemoryCategory::workspace].peak},
@@ -228,7 +234,8 @@ int run_classify(const ClassifyOptions& opt) {
             << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n"
             << "            " << info.source << "\n";
   for (const auto& n : info.notes) std::cout << "note        " << n << "\n";
-  std::cout << "machine     " << sys.cpu_model << ", " << threads() << " threads, GEMM " << sys.gemm_library << "\n"
+  std::cout << "machine     " << sys.cpu_model << ", " << threads() << " threads, GEMM " << sys.gemm_library
+            << (info.device.kind == DeviceKind::cpu ? "" : "; the model runs on " + info.device.str()) << "\n"
             << "input       " << B << " rows x " << T << " tokens (" << batch.real_tokens() << " real), "
             << input_what << "\n"
             << (opt.texts.empty() ? "" : "tokenize    " + fixed(tokenize_s * 1e3, 1) + " ms (load + encode, not in the latency)\n")
@@ -248,8 +255,9 @@ int run_classify(const ClassifyOptions& opt) {
             << fixed(double(B * T) / lat.median, 0) << " tokens/s (from the median)\n"
             << "compute     " << fixed(cost.flops / 1e9, 2) << " GFLOP per batch (declared by the ops), "
             << fixed(cost.flops / lat.median / 1e9, 1) << " GFLOP/s achieved\n"
-            << "memory      weights " << human_bytes(double(after[MemoryCategory::weights].current))
-            << " (packed for the GEMM), activations peak "
+            << "memory      " << (info.device.kind == DeviceKind::cpu ? "" : info.device.str() + ": ") << "weights "
+            << human_bytes(double(after[MemoryCategory::weights].current))
+            << (info.device.kind == DeviceKind::cpu ? " (packed for the GEMM)" : "") << ", activations peak "
             << human_bytes(double(after[MemoryCategory::activations].peak)) << ", mapped files "
             << human_bytes(double(after.mapped.current)) << ", allocator cache "
             << human_bytes(double(after.cached.current)) << " (counted by tach's allocator)\n"
@@ -280,7 +288,8 @@ Command add_classify_command(CLI::App& app) {
   sub->add_option("--warmup", opt->warmup, "Untimed runs before timing")->capture_default_str();
   sub->add_option("--repeat", opt->repeat, "Timed runs")->capture_default_str();
   sub->add_option("-t,--threads", opt->threads, "Threads (default: all cores, or OMP_NUM_THREADS)");
-  sub->add_option("--dtype", opt->compute, "Compute dtype: f32 or bf16")->capture_default_str();
+  sub->add_option("--dtype", opt->compute, "Compute dtype: f32 or bf16; f16 too on cuda")->capture_default_str();
+  sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str();
   sub->add_option("--compute", opt->compute, "Same as --dtype (the former name)")->group("");  // hidden alias
   sub->add_option("--adapter", opt->adapter,
                   "A LoRA adapter directory as peft saves it (adapter_config.json, adapter_model.safetensors), merged "

@@ -26,6 +26,7 @@ struct GenerateFlags {
   bool ignore_eos = false, json = false;
   int warmup = 1;
   std::string compute = "f32";
+  std::string device = "cpu";
   int threads = 0;
   uint64_t seed = 0;
 };
@@ -74,11 +75,13 @@ TokenBatch left_padded(const std::vector<std::vector<int32_t>>& rows, int32_t pa
 
 int run_generate(const GenerateFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
-  check(f.compute == "f32" || f.compute == "bf16", "--dtype '" + f.compute + "': expected f32 or bf16");
+  check(f.compute == "f32" || f.compute == "bf16" || f.compute == "f16",
+        "--dtype '" + f.compute + "': expected f32 or bf16 (or f16 on cuda)");
   check(f.max_new_tokens > 0, "--max-new-tokens must be positive");
   LoadOptions lo;
   lo.seed = f.seed;
-  lo.compute = f.compute == "bf16" ? DType::bf16 : DType::f32;
+  lo.compute = f.compute == "bf16" ? DType::bf16 : f.compute == "f16" ? DType::f16 : DType::f32;
+  lo.device = parse_device(f.device);
   const auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(f.model, lo);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -191,7 +194,9 @@ Command add_generate_command(CLI::App& app) {
   sub->add_option("-n,--max-new-tokens", f->max_new_tokens, "Tokens to generate per row")->capture_default_str();
   sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop rows at the end-of-sequence token");
   sub->add_option("--warmup", f->warmup, "Untimed generations before the timed one")->capture_default_str();
-  sub->add_option("--dtype", f->compute, "Compute dtype: f32 or bf16")->capture_default_str();
+  sub->add_option("--dtype", f->compute, "Compute dtype: f32 or bf16; f16 too on cuda")->capture_default_str();
+  sub->add_option("--device", f->device, "cpu, cuda or cuda:N (the key/value cache lives there too)")
+      ->capture_default_str();
   sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");
   sub->add_option("--seed", f->seed, "Seed for preset weights and random prompts")->capture_default_str();
   sub->add_flag("--json", f->json, "Print JSON (schema tach.generate/1)");
