@@ -159,7 +159,17 @@ TEST(Sweep, FailedPointsAreRecordedAndTheSweepGoesOn) {
     const PointResult old = point_from_json(j.dump(), "old results.jsonl");
     EXPECT_TRUE(old.batch_latency_samples_ms.empty());
     EXPECT_EQ(old.batch_latency_ms.n, 3);
+    // Lines written before the CUDA backend have no GPU fields: read as "none".
+    j = nlohmann::json::parse(line);
+    j.erase("gpu_time_ms");
+    j["memory"].erase("device_memory_used_bytes");
+    const PointResult before_gpu = point_from_json(j.dump(), "older results.jsonl");
+    EXPECT_EQ(before_gpu.gpu_time_ms.n, 0);
+    EXPECT_EQ(before_gpu.device_memory_used_bytes, -1);
   }
+  // A CPU point has no GPU time and no driver figure.
+  EXPECT_EQ(out.results[0].gpu_time_ms.n, 0);
+  EXPECT_EQ(out.results[0].device_memory_used_bytes, -1);
   // The memory fields are filled from the allocator and procfs.
   EXPECT_GT(out.results[0].allocator.at("weights").current, 0);
   EXPECT_GT(out.results[0].peak_rss_bytes, 0);

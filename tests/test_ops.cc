@@ -95,6 +95,32 @@ TEST(Linear, StridedRowsAndShapeErrors) {
   EXPECT_THROW(linear_forward(y, wrong, lin), Error);
 }
 
+// ops::Linear placed on the CPU is the packed layer: the same numbers, and its errors.
+TEST(Linear, PlacedOnTheCpuIsThePackedLayer) {
+  Tensor x = random_tensor({5, 24}, 7), w = random_tensor({9, 24}, 8, 0.2f), b = random_tensor({9}, 9);
+  Linear placed(w, b, {Device::cpu(), DType::f32}, cpu::FusedActivation::gelu_erf);
+  ASSERT_NE(placed.packed(), nullptr);
+  EXPECT_EQ(placed.device(), Device::cpu());
+  EXPECT_EQ(placed.out_features(), 9);
+  Tensor y = Tensor::empty({5, 9}, DType::f32);
+  linear_forward(y, x, placed);
+  expect_close(y, linear_reference(x, w, b, 1), 1e-4, 1e-4);
+  EXPECT_NE(test::error_of([&] { Linear(w, random_tensor({4}, 10), {Device::cpu(), DType::f32}); }).find("bias"),
+            std::string::npos);
+}
+
+// A tensor on another device than the op's others is an error naming both, before any kernel
+// runs (a GPU tensor is made here without a GPU by borrowing host bytes under a cuda device).
+TEST(Dispatch, MixedDevicesAreRefusedByName) {
+  std::vector<float> bytes(32);
+  const Tensor gpu_looking = Tensor::from_borrowed(bytes.data(), {4, 8}, DType::f32, nullptr, Device::cuda(0));
+  Tensor out = Tensor::empty({4, 8}, DType::f32);
+  const Tensor g = random_tensor({8}, 11), b = random_tensor({8}, 12);
+  const std::string e = test::error_of([&] { layer_norm_forward(out, out, gpu_looking, g, b, 1e-5f); });
+  EXPECT_NE(e.find("cuda:0"), std::string::npos) << e;
+  EXPECT_NE(e.find("not on cpu"), std::string::npos) << e;
+}
+
 TEST(Gemm, BackendsAgree) {
   const int64_t M = 37, N = 23, K = 41;
   Tensor a = random_tensor({M, K}, 1), b = random_tensor({N, K}, 2);

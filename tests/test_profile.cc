@@ -2,11 +2,13 @@
 // verdicts on synthetic ops, the leak verdict on a leaking and a clean loop, the event cap.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "core/trace.h"
+#include "profile/gpu_attribution.h"
 #include "tach/model.h"
 #include "tach/profile.h"
 #include "test_util.h"
@@ -163,6 +165,58 @@ TEST(LeakVerdict, CatchesALeakAndPassesACleanLoop) {
   const LeakVerdict good = detect_leak(loop(false, 8));
   EXPECT_FALSE(good.leak) << good.explanation;
   EXPECT_TRUE(good.growing_scopes.empty());
+}
+
+// GPU activity (as CUPTI reports it) goes under the op whose span held its launch, adds to that
+// op's GPU time, and becomes a GPU track with a flow from the launch in the trace; activity
+// launched outside an active step is dropped. Hand-made records: no GPU is needed for the logic.
+TEST(GpuActivity, KernelsGoUnderTheOpThatLaunchedThem) {
+  ProfileData d;
+  d.origin_ns = 1000;
+  StepSample active;
+  active.step = 1, active.active = true, active.start_ns = 1000, active.end_ns = 9000;
+  d.steps.push_back(active);
+  const auto event = [](EventKind kind, const char* name, int64_t start, int64_t end, uint16_t depth) {
+    ProfileEvent e;
+    e.kind = kind, e.name = name, e.start_ns = start, e.end_ns = end, e.depth = depth, e.step = 1;
+    return e;
+  };
+  d.events = {event(EventKind::module, "layer", 1000, 8000, 0), event(EventKind::op, "linear", 1100, 1500, 1),
+              event(EventKind::op, "attention", 2000, 2600, 1), event(EventKind::op, "layer_norm", 3000, 3200, 1)};
+  const auto kernel = [](const char* name, int64_t launch, int64_t start, int64_t end) {
+    GpuActivityEvent g;
+    g.name = name, g.kind = "kernel", g.launch_ns = launch, g.start_ns = start, g.end_ns = end, g.stream = 7;
+    return g;
+  };
+  attribute_gpu_activity(d, {kernel("gemm", 1200, 1300, 4300), kernel("gelu", 1400, 4300, 4500),
+                             kernel("flash_attention", 2100, 4500, 6500), kernel("between ops", 2800, 6500, 6600),
+                             kernel("before the step", 500, 600, 700)});
+  ASSERT_EQ(d.gpu_activity.size(), 4u) << "the kernel launched outside the active step is dropped";
+  EXPECT_DOUBLE_EQ(d.events[1].gpu_ns, 3000 + 200);  // linear: its GEMM and the GELU after it
+  EXPECT_DOUBLE_EQ(d.events[2].gpu_ns, 2000);
+  EXPECT_DOUBLE_EQ(d.events[3].gpu_ns, 0);
+  EXPECT_EQ(d.gpu_activity[3].op, -1) << "launched while no op span was open";
+  EXPECT_EQ(d.gpu_activity[0].op, 1);
+  // The op table judges GPU time, and the text table shows it.
+  MachineCeilings c;
+  c.gemm_f32_flops = 1e12, c.memory_bytes_per_s = 1e11;
+  const auto rows = op_table(d, "op", "self", c);
+  const auto linear = std::find_if(rows.begin(), rows.end(), [](const OpTableRow& r) { return r.key == "linear"; });
+  ASSERT_NE(linear, rows.end());
+  EXPECT_DOUBLE_EQ(linear->gpu_ns, 3200);
+  EXPECT_NE(op_table_text(rows, 10).find("gpu ms"), std::string::npos);
+  // The trace: a GPU process with the stream's track, the kernel slices, and launch flows.
+  const auto trace = nlohmann::json::parse(chrome_trace_json(d));
+  int gpu_slices = 0, flows = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["pid"] == 100) {
+      ++gpu_slices;
+      EXPECT_EQ(e["tid"], 7);
+    }
+    if (e["ph"] == "s") ++flows;
+  }
+  EXPECT_EQ(gpu_slices, 4);
+  EXPECT_EQ(flows, 3);
 }
 
 TEST(Profiler, EventCapDropsAndCounts) {

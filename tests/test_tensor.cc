@@ -109,6 +109,30 @@ TEST(Memory, CudaWithoutBackendIsAClearError) {
   }
 }
 
+// to_device on the CPU: a contiguous copy (strided views gathered), counted in the category asked.
+TEST(Tensor, ToDeviceCopiesAndCounts) {
+  Tensor t = Tensor::empty({4, 6}, DType::f32);
+  for (int i = 0; i < 24; ++i) t.data<float>()[i] = float(i);
+  const MemoryStats before = memory_stats(Device::cpu());
+  const Tensor copy = t.to_device(Device::cpu(), MemoryCategory::weights);
+  EXPECT_NE(copy.raw(), t.raw());
+  EXPECT_EQ(memory_stats(Device::cpu())[MemoryCategory::weights].current - before[MemoryCategory::weights].current,
+            int64_t(t.nbytes()));
+  const Tensor cols = t.narrow(1, 2, 3).to_device(Device::cpu());
+  ASSERT_TRUE(cols.is_contiguous());
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(cols.data<float>()[r * 3 + c], float(r * 6 + 2 + c));
+  const Tensor z = Tensor::zeros({1000}, DType::i32);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(z.data<int32_t>()[i], 0);
+}
+
+TEST(Device, TimerHasNoDeviceClockOnTheCpu) {
+  DeviceTimer timer(Device::cpu());
+  timer.start();
+  timer.stop();
+  EXPECT_EQ(timer.elapsed_ms(), -1.0);
+}
+
 TEST(Device, Parse) {
   EXPECT_EQ(parse_device("cpu"), Device::cpu());
   EXPECT_EQ(parse_device("cuda:3"), Device::cuda(3));

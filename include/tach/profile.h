@@ -28,6 +28,10 @@ struct ProfilerOptions {
   size_t max_events = 2'000'000;  // a cap on kept events; more are dropped, counted and reported
   bool memory_logging = true;     // allocator and RSS samples at step ends
   int memory_log_steps = 1;       // ... every N steps
+  // With the CUDA backend and a GPU: every kernel, copy and memset from CUPTI's Activity API,
+  // each put under the op whose launch queued it (ProfileData::gpu_activity, ProfileEvent::gpu_ns).
+  bool gpu_activity = true;
+  Device memory_device = Device::cpu();  // whose allocator books the step samples read
 };
 
 enum class EventKind : uint8_t { op, module, scope };
@@ -45,7 +49,22 @@ struct ProfileEvent {
   double flops = 0, bytes = 0;
   int64_t allocated_bytes = 0, freed_bytes = 0;
   double self_ns = 0;  // end - start minus the children's (filled by the profiler)
+  // GPU time of the kernels, copies and memsets this op's launches queued (CUPTI), summed; 0 on
+  // the CPU. An op's span times its launch on the host; this is its work on the device.
+  double gpu_ns = 0;
   int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+// One kernel, copy or memset on a GPU, from CUPTI, on the steady clock of the spans.
+struct GpuActivityEvent {
+  std::string name;  // the kernel's (mangled) name, "memcpy HtoD", "memset"
+  std::string kind;  // kernel | memcpy | memset
+  uint32_t device = 0, stream = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  int64_t launch_ns = -1;  // host time of the runtime call that queued it; -1 unknown
+  int64_t bytes = 0;
+  int64_t step = -1;       // the active step it was launched in; -1 outside them (discarded)
+  int64_t op = -1;         // index in ProfileData::events of the op that launched it; -1 none
 };
 
 struct StepSample {
@@ -63,6 +82,8 @@ struct ProfileData {
   int64_t dropped_events = 0;
   int64_t origin_ns = 0;             // the profiler's start: trace timestamps count from here
   ProfileSchedule schedule;
+  std::vector<GpuActivityEvent> gpu_activity;  // launched in active steps, by start time
+  std::string gpu_activity_note;               // why there is none, or what was lost; "" otherwise
 };
 
 class Profiler {
@@ -126,6 +147,9 @@ struct GpuCeilings {
   double memory_bytes_per_s = 0;
 };
 GpuCeilings measure_gpu_ceilings(Device device);
+// A GPU's ceilings in the roofline's terms (f32 and bf16 GEMM FLOP/s, memory bandwidth), so
+// that op tables and verdicts of a GPU profile are judged against the GPU.
+MachineCeilings as_machine_ceilings(const GpuCeilings& g);
 
 enum class Bound { compute, memory, overhead };
 const char* bound_name(Bound b);
@@ -148,6 +172,9 @@ struct OpTableRow {
   double total_ns = 0, self_ns = 0, flops = 0, bytes = 0;
   int64_t allocated_bytes = 0, freed_bytes = 0;
   double percent_of_steps = 0;  // self time over the active steps' wall time
+  // GPU time of the kernels the rows' launches queued (CUPTI); 0 on the CPU. Where it is there,
+  // the roofline verdict judges it (the host span times only the launch).
+  double gpu_ns = 0;
   RooflineVerdict verdict;
 };
 // group_by: op | module | shape (op and its detail).  sort_by: self | total | memory | flops

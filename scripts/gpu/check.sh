@@ -5,7 +5,7 @@
 set -uo pipefail
 pack=/tmp/tach-pack
 mkdir -p "$pack" && tar -C "$pack" -xJf .gpu/pack.tar.xz || { echo "no .gpu/pack.tar.xz: run scripts/gpu/pack.sh here and carry .gpu"; exit 2; }
-export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}:$pack/lib-fallback"
 export TACH_FIXTURES_DIR="$PWD/tests/fixtures"
 out=${OUT:-/tmp/tach-gpu}
 mkdir -p "$out"

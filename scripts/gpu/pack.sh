@@ -18,10 +18,13 @@ strip "$stage"/bin/*
 # Everything the binaries load from this machine except the C runtime and CUDA (the GPU machine's
 # driver and toolkit provide those, in the versions that match its driver).
 ldd "$stage"/bin/* | awk '/=> \// {print $3}' | sort -u |
-  grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnvidia[^/]*)\.so' |
+  grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcupti|libnvidia[^/]*)\.so' |
   xargs -r -I{} cp -L {} "$stage/lib/"
+# CUPTI goes apart, as a fallback behind the GPU machine's own (which matches its driver).
+mkdir -p "$stage/lib-fallback"
+ldd "$stage"/bin/tach | awk '/libcupti/ {print $3}' | xargs -r -I{} cp -L {} "$stage/lib-fallback/"
 # Compressed: the libraries alone are ~90 MB (oneDNN, OpenBLAS), the tree a call carries at most 64 MiB.
-tar -C "$stage" -cJf .gpu/pack.tar.xz bin lib
+tar -C "$stage" -cJf .gpu/pack.tar.xz bin lib lib-fallback
 exclude=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
 grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"

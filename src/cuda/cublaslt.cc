@@ -2,6 +2,7 @@
 
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -41,8 +42,23 @@ DeviceState& device_state(int device) {
   return states[device];
 }
 
-// Everything that decides the descriptors and the algorithm.
-using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool, int, bool, bool>;
+// Everything that decides the descriptors and the algorithm (the alignments too: cuBLASLt
+// assumes 256-byte aligned matrices unless told otherwise, and an algorithm picked for that would
+// fault on a view that starts mid-row).
+using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool, int, bool, bool, uint32_t,
+                           uint32_t, uint32_t>;
+
+// The largest power of two (at most 256) that divides the address.
+uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
+}
+
+struct Alignments {
+  uint32_t x = 256, w = 256, y = 256;
+};
 
 // Descriptors and the chosen algorithm for one shape; built once, reused by every call.
 struct Plan {
@@ -59,7 +75,7 @@ cudaDataType_t input_type(GemmPrecision p) {
   }
 }
 
-Plan make_plan(int device, const LinearArgs& args, bool has_bias) {
+Plan make_plan(int device, const LinearArgs& args, bool has_bias, const Alignments& align) {
   DeviceState& st = device_state(device);
   Plan plan;
   const cublasComputeType_t compute =
@@ -91,6 +107,15 @@ Plan make_plan(int device, const LinearArgs& args, bool has_bias) {
   const size_t ws = kWorkspaceBytes;
   check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
            "workspace preference");
+  // A is W, B is x, C and D are y.
+  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align.w,
+                                                sizeof(align.w)), "alignment of W");
+  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align.x,
+                                                sizeof(align.x)), "alignment of x");
+  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align.y,
+                                                sizeof(align.y)), "alignment of y");
+  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align.y,
+                                                sizeof(align.y)), "alignment of y");
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t hs =
@@ -124,17 +149,16 @@ void linear(int device, void* y, const void* x, const void* W, const float* bias
   tach::check(!a.y_in_input_type || a.precision == GemmPrecision::bf16 || a.precision == GemmPrecision::f16,
               "cuda linear: a reduced-precision output needs bf16 or f16 precision");
   const bool has_bias = bias != nullptr && a.epilogue != Epilogue::none;
+  const Alignments align{alignment_of(x), alignment_of(W), alignment_of(y)};
   const PlanKey key{device, a.M, a.N, a.K, a.ld_x, a.ld_y, int(a.precision), a.y_in_input_type, int(a.epilogue),
-                    has_bias, a.beta != 0.0f};
+                    has_bias, a.beta != 0.0f, align.x, align.w, align.y};
   static std::mutex mu;
   static std::map<PlanKey, Plan> plans;
-  Plan plan;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = plans.find(key);
-    if (it == plans.end()) it = plans.emplace(key, make_plan(device, a, has_bias)).first;
-    plan = it->second;
-  }
+  // Held through the enqueue: the bias pointer is set on the shared descriptor.
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = plans.find(key);
+  if (it == plans.end()) it = plans.emplace(key, make_plan(device, a, has_bias, align)).first;
+  const Plan& plan = it->second;
   DeviceState& st = device_state(device);
   if (has_bias)
     check_lt(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),

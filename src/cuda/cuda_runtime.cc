@@ -62,9 +62,12 @@ class CudaAllocator final : public core::Allocator {
     return p;
   }
   void deallocate(int index, void* ptr, size_t bytes) override {
-    // Errors are swallowed: this runs from destructors, possibly after the driver shut down.
-    if (cudaFreeAsync(ptr, cuda::stream(index)) != cudaSuccess) cudaGetLastError();
     in_use_[index] -= int64_t(bytes == 0 ? 1 : bytes);
+    // Errors are swallowed: this runs from destructors, possibly while the runtime shuts down.
+    try {
+      if (cudaFreeAsync(ptr, cuda::stream(index)) != cudaSuccess) cudaGetLastError();
+    } catch (...) {
+    }
   }
   int64_t cached_bytes(int index) override {
     uint64_t reserved = 0;

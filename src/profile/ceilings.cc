@@ -141,6 +141,17 @@ MachineCeilings measure_once(const SystemInfo& sys) {
 
 }  // namespace
 
+MachineCeilings as_machine_ceilings(const GpuCeilings& g) {
+  MachineCeilings c;
+  c.gemm_f32_flops = g.gemm_f32_flops;
+  c.gemm_bf16_flops = g.gemm_bf16_flops;
+  c.memory_bytes_per_s = g.memory_bytes_per_s;
+  c.cpu = g.name + " (" + g.device + ")";
+  c.measured_at = g.measured_at;
+  c.method = g.method;
+  return c;
+}
+
 MachineCeilings machine_ceilings(bool remeasure) {
   const SystemInfo sys = system_info();
   const std::string key = sys.cpu_model + "|" + std::to_string(sys.logical_cores) + "|" + std::to_string(threads());

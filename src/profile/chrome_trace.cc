@@ -55,8 +55,39 @@ std::string chrome_trace_json(const ProfileData& d) {
       args["allocated_bytes"] = e.allocated_bytes;
       args["freed_bytes"] = e.freed_bytes;
     }
+    if (e.gpu_ns > 0) args["gpu_us"] = e.gpu_ns * 1e-3;
     events.push_back({{"name", e.name}, {"cat", category(e.kind)}, {"ph", "X"}, {"ts", to_us(e.start_ns, d.origin_ns)},
                       {"dur", double(e.duration_ns()) * 1e-3}, {"pid", pid}, {"tid", e.thread}, {"args", args}});
+  }
+  // GPU activity (CUPTI): a process per GPU, a thread per stream, each kernel, copy and memset
+  // as a slice with its launching op, and a flow arrow from the launch to the work.
+  std::map<std::pair<uint32_t, uint32_t>, bool> gpu_tracks;
+  for (size_t i = 0; i < d.gpu_activity.size(); ++i) {
+    const GpuActivityEvent& g = d.gpu_activity[i];
+    const int gpid = 100 + int(g.device);
+    if (!gpu_tracks[{g.device, g.stream}]) {
+      gpu_tracks[{g.device, g.stream}] = true;
+      events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", gpid},
+                        {"args", {{"name", "GPU " + std::to_string(g.device)}}}});
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", gpid}, {"tid", g.stream},
+                        {"args", {{"name", "stream " + std::to_string(g.stream)}}}});
+    }
+    nlohmann::json args = {{"step", g.step}};
+    if (g.bytes) args["bytes"] = g.bytes;
+    if (g.op >= 0) {
+      const ProfileEvent& op = d.events[size_t(g.op)];
+      args["op"] = op.name;
+      args["module"] = op.path;
+    }
+    events.push_back({{"name", g.name}, {"cat", g.kind}, {"ph", "X"}, {"ts", to_us(g.start_ns, d.origin_ns)},
+                      {"dur", double(g.end_ns - g.start_ns) * 1e-3}, {"pid", gpid}, {"tid", g.stream}, {"args", args}});
+    if (g.op >= 0 && g.launch_ns >= 0) {
+      const ProfileEvent& op = d.events[size_t(g.op)];
+      events.push_back({{"name", "launch"}, {"cat", "launch"}, {"ph", "s"}, {"id", i}, {"pid", pid}, {"tid", op.thread},
+                        {"ts", to_us(g.launch_ns, d.origin_ns)}});
+      events.push_back({{"name", "launch"}, {"cat", "launch"}, {"ph", "f"}, {"bp", "e"}, {"id", i}, {"pid", gpid},
+                        {"tid", g.stream}, {"ts", to_us(g.start_ns, d.origin_ns)}});
+    }
   }
   // Counter tracks: allocator bytes per category, and RSS, at each step's end.
   for (const auto& s : d.steps) {
@@ -76,7 +107,10 @@ std::string chrome_trace_json(const ProfileData& d) {
                           {"displayTimeUnit", "ms"},
                           {"otherData",
                            {{"producer", "tach"}, {"schedule", d.schedule.describe()},
-                            {"dropped_events", d.dropped_events}, {"timestamps", "microseconds since profiler start"}}}};
+                            {"dropped_events", d.dropped_events}, {"timestamps", "microseconds since profiler start"},
+                            {"gpu_activity", d.gpu_activity_note.empty() ? std::to_string(d.gpu_activity.size()) +
+                                                                               " records (CUPTI)"
+                                                                         : d.gpu_activity_note}}}};
   return trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -53,6 +53,7 @@ std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_
     r.bytes += e.bytes;
     r.allocated_bytes += e.allocated_bytes;
     r.freed_bytes += e.freed_bytes;
+    r.gpu_ns += e.gpu_ns;
   }
   // Modules carry no cost of their own: theirs is the sum of the ops inside them.
   if (group_by == "module")
@@ -63,6 +64,7 @@ std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_
         if (auto it = rows.find(path); it != rows.end()) {
           it->second.flops += e.flops;
           it->second.bytes += e.bytes;
+          it->second.gpu_ns += e.gpu_ns;
         }
         const size_t dot = path.rfind('.');
         path = dot == std::string::npos ? "" : path.substr(0, dot);
@@ -73,7 +75,7 @@ std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_
   for (auto& [k, r] : rows) {
     r.percent_of_steps = steps_ns > 0 ? 100.0 * r.self_ns / steps_ns : 0;
     const bool bf16 = r.key.find("bf16") != std::string::npos;
-    r.verdict = roofline(r.flops, r.bytes, r.total_ns * 1e-9, ceilings, bf16);
+    r.verdict = roofline(r.flops, r.bytes, (r.gpu_ns > 0 ? r.gpu_ns : r.total_ns) * 1e-9, ceilings, bf16);
     out.push_back(r);
   }
   const auto metric = [&](const OpTableRow& r) {
@@ -90,15 +92,18 @@ std::string op_table_text(const std::vector<OpTableRow>& rows, size_t limit) {
   std::ostringstream s;
   size_t w = 4;
   for (size_t i = 0; i < rows.size() && i < limit; ++i) w = std::max(w, std::min<size_t>(rows[i].key.size(), 72));
-  s << std::string(w, ' ').replace(0, 4, "name") << "  calls    self ms   total ms    avg ms  % steps  GFLOP/s   GB/s  alloc MiB  verdict\n";
+  // A GPU profile gets a GPU-time column, and its rates are over GPU time.
+  const bool gpu = std::any_of(rows.begin(), rows.end(), [](const OpTableRow& r) { return r.gpu_ns > 0; });
+  s << std::string(w, ' ').replace(0, 4, "name") << "  calls    self ms   total ms    avg ms" << (gpu ? "    gpu ms" : "")
+    << "  % steps  GFLOP/s   GB/s  alloc MiB  verdict\n";
   for (size_t i = 0; i < rows.size() && i < limit; ++i) {
     const auto& r = rows[i];
     std::string key = r.key.size() > 72 ? r.key.substr(0, 69) + "..." : r.key;
     key.resize(w, ' ');
-    const double secs = r.total_ns * 1e-9;
+    const double secs = (gpu ? r.gpu_ns : r.total_ns) * 1e-9;
     s << key << fmt("%7.0f", double(r.calls)) << fmt("%11.2f", r.self_ns * 1e-6)
       << fmt("%11.2f", r.total_ns * 1e-6) << fmt("%10.3f", r.total_ns * 1e-6 / double(r.calls))
-      << fmt("%9.1f", r.percent_of_steps) << fmt("%9.1f", secs > 0 ? r.flops / secs * 1e-9 : 0)
+      << (gpu ? fmt("%10.3f", r.gpu_ns * 1e-6) : std::string()) << fmt("%9.1f", r.percent_of_steps) << fmt("%9.1f", secs > 0 ? r.flops / secs * 1e-9 : 0)
       << fmt("%7.1f", secs > 0 ? r.bytes / secs * 1e-9 : 0) << fmt("%11.1f", double(r.allocated_bytes) / 1048576.0)
       << "  " << bound_name(r.verdict.bound) << fmt(" %.0f%%", r.verdict.achieved_fraction * 100)
       << (r.verdict.above_ceiling ? " (ABOVE THE CEILING: the ceiling is wrong)" : "") << "\n";
@@ -109,7 +114,7 @@ std::string op_table_text(const std::vector<OpTableRow>& rows, size_t limit) {
 std::string op_table_csv(const std::vector<OpTableRow>& rows) {
   std::ostringstream s;
   s << "name,calls,self_ms,total_ms,avg_us,percent_of_steps,flops,bytes,gflops_per_s,gb_per_s,allocated_bytes,"
-       "freed_bytes,verdict,achieved_fraction\n";
+       "freed_bytes,verdict,achieved_fraction,gpu_ms\n";
   for (const auto& r : rows) {
     std::string key = r.key;
     if (key.find_first_of(",\"") != std::string::npos) {
@@ -122,7 +127,7 @@ std::string op_table_csv(const std::vector<OpTableRow>& rows) {
       << r.total_ns * 1e-3 / double(r.calls) << "," << r.percent_of_steps << "," << r.flops << "," << r.bytes << ","
       << (secs > 0 ? r.flops / secs * 1e-9 : 0) << "," << (secs > 0 ? r.bytes / secs * 1e-9 : 0) << ","
       << r.allocated_bytes << "," << r.freed_bytes << "," << bound_name(r.verdict.bound) << ","
-      << r.verdict.achieved_fraction << "\n";
+      << r.verdict.achieved_fraction << "," << r.gpu_ns * 1e-6 << "\n";
   }
   return s.str();
 }
@@ -134,7 +139,8 @@ std::string op_table_json(const std::vector<OpTableRow>& rows) {
                    {"percent_of_steps", r.percent_of_steps}, {"flops", r.flops}, {"bytes", r.bytes},
                    {"allocated_bytes", r.allocated_bytes}, {"freed_bytes", r.freed_bytes},
                    {"verdict", bound_name(r.verdict.bound)}, {"achieved_fraction", r.verdict.achieved_fraction},
-                   {"intensity_flops_per_byte", r.verdict.intensity}, {"above_ceiling", r.verdict.above_ceiling}});
+                   {"intensity_flops_per_byte", r.verdict.intensity}, {"above_ceiling", r.verdict.above_ceiling},
+                   {"gpu_ms", r.gpu_ns * 1e-6}});
   return nlohmann::json{{"schema", "tach.profile.op_table/1"}, {"rows", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -6,6 +6,10 @@
 #include <sstream>
 
 #include "core/trace.h"
+#include "profile/gpu_attribution.h"
+#if TACH_HAS_CUDA
+#include "cuda/cupti_activity.h"
+#endif
 #include "tach/error.h"
 #include "tach/monitor.h"
 #include "tach/profile.h"
@@ -42,6 +46,12 @@ struct Profiler::Impl final : core::TraceSink {
   int64_t step_index = 0;
   bool started = false, installed = false;
   RaplEnergy rapl;  // energy counter tracks, where the machine has RAPL
+  std::vector<GpuActivityEvent> gpu_activity;
+  std::string gpu_note;
+#if TACH_HAS_CUDA
+  cuda::ActivityCollector cupti;
+  bool cupti_running = false;
+#endif
 
   void record(core::SpanRecord&& span) override {
     std::lock_guard<std::mutex> lock(mu);
@@ -70,7 +80,7 @@ struct Profiler::Impl final : core::TraceSink {
     s.start_ns = step_start_ns;
     s.end_ns = now;
     if (options.memory_logging && options.memory_log_steps > 0 && step_index % options.memory_log_steps == 0) {
-      const MemoryStats m = memory_stats(Device::cpu());
+      const MemoryStats m = memory_stats(options.memory_device);
       for (int c = 0; c < kMemoryCategoryCount; ++c) s.allocator_bytes[size_t(c)] = m.by_category[size_t(c)].current;
       s.allocator_total_bytes = m.total.current;
       s.rss_bytes = read_process_memory().rss_bytes;
@@ -118,6 +128,18 @@ void Profiler::start() {
   check(!core::tracing(), "another profiler is recording: one at a time");
   impl_->origin_ns = impl_->step_start_ns = core::steady_ns();
   impl_->started = true;
+  impl_->gpu_activity.clear();
+  impl_->gpu_note.clear();
+#if TACH_HAS_CUDA
+  if (impl_->options.gpu_activity && cuda_available()) {
+    try {
+      impl_->cupti.start();
+      impl_->cupti_running = true;
+    } catch (const Error& e) {  // another CUPTI client (Nsight) holds it: profile without
+      impl_->gpu_note = std::string("no GPU activity: ") + e.what();
+    }
+  }
+#endif
   impl_->install_for_current_step();
 }
 
@@ -133,6 +155,21 @@ void Profiler::stop() {
   if (impl_->installed) core::set_trace_sink(nullptr);
   impl_->installed = false;
   impl_->started = false;
+#if TACH_HAS_CUDA
+  if (impl_->cupti_running) {
+    impl_->cupti_running = false;
+    int64_t dropped = 0;
+    for (cuda::GpuActivity& a : impl_->cupti.stop(&dropped)) {
+      GpuActivityEvent g;
+      g.name = std::move(a.name), g.kind = std::move(a.kind);
+      g.device = a.device, g.stream = a.stream, g.start_ns = a.start_ns, g.end_ns = a.end_ns;
+      g.launch_ns = a.launch_ns, g.bytes = a.bytes;
+      impl_->gpu_activity.push_back(std::move(g));
+    }
+    if (dropped > 0)
+      impl_->gpu_note = "CUPTI dropped " + std::to_string(dropped) + " GPU activity records (its buffers were full)";
+  }
+#endif
 }
 
 bool Profiler::recording() const { return impl_->installed; }
@@ -173,6 +210,8 @@ ProfileData Profiler::data() const {
   }
   std::stable_sort(d.events.begin(), d.events.end(),
                    [](const ProfileEvent& a, const ProfileEvent& b) { return a.start_ns < b.start_ns; });
+  attribute_gpu_activity(d, impl_->gpu_activity);
+  d.gpu_activity_note = impl_->gpu_note;
   return d;
 }
 

@@ -28,6 +28,7 @@ struct ProfileFlags {
   std::string model = "preset:distilbert-base-uncased";
   int64_t batch = 8, seq_len = 128;
   std::string dtype = "f32";
+  std::string device = "cpu";
   ProfileSchedule schedule{0, 1, 1, 3, 1};
   std::string output_dir;
   bool memory_logging = false;
@@ -75,6 +76,8 @@ int run_profile(const ProfileFlags& f) {
   TokenBatch batch;
   std::vector<int32_t> labels;
   std::function<void()> run_step;
+  check(!f.train || parse_device(f.device).kind == DeviceKind::cpu,
+        "--train runs on the CPU in this version (training on a GPU needs the backward kernels): drop --device");
   if (f.train) {
     TrainStepper::Options so;
     so.model = f.model;
@@ -99,7 +102,8 @@ int run_profile(const ProfileFlags& f) {
     LoadOptions lo;
     lo.seed = f.seed;
     lo.adapter = f.adapter;
-    lo.compute = f.dtype == "bf16" ? DType::bf16 : DType::f32;
+    lo.compute = f.dtype == "bf16" ? DType::bf16 : f.dtype == "f16" ? DType::f16 : DType::f32;
+    lo.device = parse_device(f.device);
     model = load_model(f.model, lo);
     check(model->info().classifier || model->info().embedding,
           f.model + " is neither a sequence classifier nor an embedding model: nothing to profile a forward of");
@@ -122,8 +126,10 @@ int run_profile(const ProfileFlags& f) {
   }
   fs::create_directories(dir);
 
+  const Device device = f.train ? Device::cpu() : model->info().device;
   ProfilerOptions po;
   po.schedule = f.schedule;
+  po.memory_device = device;
   po.memory_logging = true;  // the step samples are cheap; --enable-memory-logging adds them to the outputs
   po.memory_log_steps = f.memory_log_steps;
   const int64_t cycles = f.schedule.repeat > 0 ? f.schedule.repeat : 1;
@@ -158,7 +164,10 @@ int run_profile(const ProfileFlags& f) {
   int64_t events_per_step = 0;
   for (const auto& e : data.events) events_per_step += e.step == data.events.front().step;
 
-  MachineCeilings ceilings = machine_ceilings();
+  // On a GPU the ops are judged by their kernels' GPU time against the GPU's ceilings.
+  MachineCeilings ceilings =
+      device.kind == DeviceKind::cuda ? as_machine_ceilings(measure_gpu_ceilings(device)) : machine_ceilings();
+  if (!data.gpu_activity_note.empty()) std::cerr << "tach: note: " << data.gpu_activity_note << "\n";
   // An op faster than its ceiling means the ceiling is wrong (cached from a busy moment, say):
   // measure it again once, and if it still is, say so loudly above every verdict.
   std::vector<std::string> violations = ceiling_violations(data, ceilings);
@@ -255,7 +264,11 @@ Command add_profile_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-b,--batch-size", f->batch, "Rows per forward")->capture_default_str();
   sub->add_option("-s,--seq-len", f->seq_len, "Tokens per row")->capture_default_str();
-  sub->add_option("--dtype", f->dtype, "Compute dtype: f32 or bf16")->capture_default_str();
+  sub->add_option("--dtype", f->dtype, "Compute dtype: f32 or bf16; f16 too on cuda")->capture_default_str();
+  sub->add_option("--device", f->device,
+                  "cpu, cuda or cuda:N (forwards only; on a GPU every kernel comes from CUPTI with its GPU time, under "
+                  "the op that launched it)")
+      ->capture_default_str();
   sub->add_option("--profiler-skip-first", f->schedule.skip_first, "Steps before the first cycle")->capture_default_str();
   sub->add_option("--profiler-wait-steps", f->schedule.wait, "Steps per cycle with the profiler off")->capture_default_str();
   sub->add_option("--profiler-warmup-steps", f->schedule.warmup, "Steps per cycle recorded and discarded")
