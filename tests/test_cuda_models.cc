@@ -40,24 +40,7 @@ double scaled_error(const float* got, const std::vector<float>& want) {
   return err / scale;
 }
 
-TokenBatch padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id, bool left) {
-  size_t T = 0;
-  for (const auto& r : rows) T = std::max(T, r.size());
-  const auto B = int64_t(rows.size());
-  TokenBatch b;
-  b.input_ids = Tensor::empty({B, int64_t(T)}, DType::i32);
-  b.attention_mask = Tensor::zeros({B, int64_t(T)}, DType::i32);
-  for (int64_t r = 0; r < B; ++r) {
-    const auto& row = rows[size_t(r)];
-    const size_t offset = left ? T - row.size() : 0;
-    for (size_t t = 0; t < T; ++t) {
-      const bool real = t >= offset && t < offset + row.size();
-      b.input_ids.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? row[t - offset] : pad_id;
-      b.attention_mask.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? 1 : 0;
-    }
-  }
-  return b;
-}
+using test::padded_batch;
 
 class CudaModels : public ::testing::Test {
  protected:
@@ -102,7 +85,7 @@ TEST_F(CudaModels, Qwen2ClassifierMatchesTransformersRightAndLeftPadded) {
     const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
     const int32_t pad = e["pad_id"].get<int32_t>();
     for (bool left : {false, true}) {
-      Tensor logits = model->classify(padded(rows, pad, left));
+      Tensor logits = model->classify(padded_batch(rows, pad, left));
       ASSERT_EQ(logits.device(), Device::cpu());
       const auto want = e[left ? "logits_left" : "logits_right"].get<std::vector<std::vector<float>>>();
       for (size_t r = 0; r < want.size(); ++r)
@@ -120,7 +103,7 @@ TEST_F(CudaModels, Qwen2LogitsAndGreedyTokensMatchTransformers) {
     auto model = load_model(dir, on_gpu());
     const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
     const int32_t pad = e["pad_id"].get<int32_t>();
-    Tensor logits = model->lm_logits(padded(rows, pad, false));
+    Tensor logits = model->lm_logits(padded_batch(rows, pad, false));
     const int64_t T = logits.size(1), V = logits.size(2);
     const auto want = e["lm_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();
     double worst = 0;
@@ -131,7 +114,7 @@ TEST_F(CudaModels, Qwen2LogitsAndGreedyTokensMatchTransformers) {
     GenerateOptions go;
     go.max_new_tokens = e["new_tokens"].get<int64_t>();
     go.stop_at_eos = false;
-    EXPECT_EQ(model->generate(padded(rows, pad, true), go).tokens,
+    EXPECT_EQ(model->generate(padded_batch(rows, pad, true), go).tokens,
               (e["generated"].get<std::vector<std::vector<int32_t>>>()));
   }
 }

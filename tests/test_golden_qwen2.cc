@@ -29,25 +29,7 @@ json expected_of(const std::string& dir) {
 
 std::string fixture(const std::string& name) { return test::fixtures_dir() + "/decoders/" + name; }
 
-// Rows padded with pad_id on the given side. ids, mask: [B, T]
-TokenBatch padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id, bool left) {
-  size_t T = 0;
-  for (const auto& r : rows) T = std::max(T, r.size());
-  const auto B = int64_t(rows.size());
-  TokenBatch b;
-  b.input_ids = Tensor::empty({B, int64_t(T)}, DType::i32);
-  b.attention_mask = Tensor::zeros({B, int64_t(T)}, DType::i32);
-  for (int64_t r = 0; r < B; ++r) {
-    const auto& row = rows[size_t(r)];
-    const size_t offset = left ? T - row.size() : 0;
-    for (size_t t = 0; t < T; ++t) {
-      const bool real = t >= offset && t < offset + row.size();
-      b.input_ids.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? row[t - offset] : pad_id;
-      b.attention_mask.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? 1 : 0;
-    }
-  }
-  return b;
-}
+using test::padded_batch;
 
 // Largest |got - want| over the largest |want|: relative to the scale of the logits.
 double scaled_error(const float* got, const std::vector<float>& want) {
@@ -82,8 +64,8 @@ TEST_P(GoldenQwen2Classifier, RightAndLeftPaddedLogitsMatchTransformers) {
   EXPECT_EQ(model->info().disk_bytes, int64_t(std::filesystem::file_size(dir + "/model.safetensors")));
   const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
   const int32_t pad = e["pad_id"].get<int32_t>();
-  check_logits(model->classify(padded(rows, pad, false)), e["logits_right"], 1e-4, "right-padded");
-  check_logits(model->classify(padded(rows, pad, true)), e["logits_left"], 1e-4, "left-padded");
+  check_logits(model->classify(padded_batch(rows, pad, false)), e["logits_right"], 1e-4, "right-padded");
+  check_logits(model->classify(padded_batch(rows, pad, true)), e["logits_left"], 1e-4, "left-padded");
 
   // bf16 compute: within 2e-2 of the f32 reference, relative to the logits' scale.
   // Where oneDNN has no bf16 GEMM (AVX2-only CPUs) loading with bf16 compute is refused, and that
@@ -98,7 +80,7 @@ TEST_P(GoldenQwen2Classifier, RightAndLeftPaddedLogitsMatchTransformers) {
   LoadOptions bf16;
   bf16.compute = DType::bf16;
   auto m16 = load_model(dir, bf16);
-  Tensor l16 = m16->classify(padded(rows, pad, false));
+  Tensor l16 = m16->classify(padded_batch(rows, pad, false));
   const auto want = e["logits_right"].get<std::vector<std::vector<float>>>();
   for (size_t r = 0; r < want.size(); ++r)
     EXPECT_LT(scaled_error(l16.data<float>() + r * want[r].size(), want[r]), 2e-2) << "bf16 row " << r;
@@ -116,7 +98,7 @@ TEST_P(GoldenQwen2CausalLM, LogitsAndGreedyTokensMatchTransformers) {
   EXPECT_TRUE(model->info().causal_lm);
   const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
   const int32_t pad = e["pad_id"].get<int32_t>();
-  Tensor logits = model->lm_logits(padded(rows, pad, false));
+  Tensor logits = model->lm_logits(padded_batch(rows, pad, false));
   const int64_t T = logits.size(1), V = logits.size(2);
   const auto want = e["lm_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();
   // Vocabulary logits are O(1) and some of the 256 land near zero by cancellation, where f32
@@ -131,7 +113,7 @@ TEST_P(GoldenQwen2CausalLM, LogitsAndGreedyTokensMatchTransformers) {
   GenerateOptions go;
   go.max_new_tokens = e["new_tokens"].get<int64_t>();
   go.stop_at_eos = false;
-  const Generation g = model->generate(padded(rows, pad, true), go);
+  const Generation g = model->generate(padded_batch(rows, pad, true), go);
   EXPECT_EQ(g.tokens, (e["generated"].get<std::vector<std::vector<int32_t>>>()));
   EXPECT_GT(g.time_to_first_token_s, 0);
   EXPECT_EQ(int64_t(g.decode_step_s.size()), go.max_new_tokens - 1);
@@ -153,21 +135,21 @@ TEST(GoldenQwen2, RealTokenizerAndGeneration) {
   GenerateOptions go;
   go.max_new_tokens = e["new_tokens"].get<int64_t>();
   go.stop_at_eos = false;
-  const Generation g = model->generate(padded(rows, e["pad_id"].get<int32_t>(), true), go);
+  const Generation g = model->generate(padded_batch(rows, e["pad_id"].get<int32_t>(), true), go);
   EXPECT_EQ(g.tokens, (e["generated"].get<std::vector<std::vector<int32_t>>>()));
 }
 
 TEST(Qwen2, ClassifierNeedsItsHeadAndLeftPaddingForGeneration) {
   auto lm = load_model(fixture("qwen2-lm-kv4-untied-f32"));
-  EXPECT_NE(error_of([&] { lm->classify(padded({{1, 2}}, 0, false)); }).find("has no sequence-classification head"),
+  EXPECT_NE(error_of([&] { lm->classify(padded_batch({{1, 2}}, 0, false)); }).find("has no sequence-classification head"),
             std::string::npos);
   GenerateOptions go;
   go.max_new_tokens = 2;
-  EXPECT_NE(error_of([&] { lm->generate(padded({{1, 2, 3}, {4}}, 0, false), go); }).find("must be left-padded"),
+  EXPECT_NE(error_of([&] { lm->generate(padded_batch({{1, 2, 3}, {4}}, 0, false), go); }).find("must be left-padded"),
             std::string::npos);
   auto cls = load_model(fixture("qwen2-cls-kv1-f32"));
-  EXPECT_NE(error_of([&] { cls->lm_logits(padded({{1}}, 0, false)); }).find("no language-model head"), std::string::npos);
-  EXPECT_NE(error_of([&] { cls->classify(padded({{1, 999}}, 0, false)); }).find("outside the vocabulary of 256"),
+  EXPECT_NE(error_of([&] { cls->lm_logits(padded_batch({{1}}, 0, false)); }).find("no language-model head"), std::string::npos);
+  EXPECT_NE(error_of([&] { cls->classify(padded_batch({{1, 999}}, 0, false)); }).find("outside the vocabulary of 256"),
             std::string::npos);
 }
 
@@ -197,7 +179,7 @@ TEST(Qwen2Preset, HalfBillionConfigIsTheRealOne) {
   EXPECT_EQ(m->info().labels.size(), 23u);
   EXPECT_EQ(m->info().num_kv_heads, 1);
   EXPECT_TRUE(m->info().causal_lm);  // tied embeddings: it also generates
-  Tensor logits = m->classify(padded({{1, 2, 3}, {4, 5}}, 151643, false));
+  Tensor logits = m->classify(padded_batch({{1, 2, 3}, {4, 5}}, 151643, false));
   EXPECT_EQ(logits.size(1), 23);
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tach/model.h"
 #include "tach/tensor.h"
 
 namespace tach::test {
@@ -45,6 +46,10 @@ std::string error_of(const std::function<void()>& fn);
 
 // Largest |a - b| / (|b| + floor) over two float arrays.
 double max_relative_error(const float* a, const float* b, size_t n, double floor);
+
+// Rows of ids padded with pad_id on the right, or on the left (as decoders are fed), with the
+// attention mask. ids, mask: [rows, longest row]
+TokenBatch padded_batch(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id, bool left);
 
 // n normal samples (mean 0, standard deviation `scale`), deterministic in seed.
 std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f);
