@@ -89,6 +89,35 @@ TEST(Report, ProfiledSweepHasEveryPanelTheHeatmapAndTheTables) {
   EXPECT_NE(html.find(raw), std::string::npos);
 }
 
+// A GPU run's points (results.jsonl lines as a GPU sweep writes them, made from a CPU sweep's by
+// moving them to cuda:0 and giving them GPU times): the GPU-time panels and column appear.
+TEST(Report, GpuPointsShowTheirGpuTime) {
+  test::TempDir dir;
+  BenchConfig c;
+  c.model = "preset:bert-tiny";
+  c.batch_sizes = {1, 2};
+  c.seq_lens = {8};
+  c.warmup_runs = 0;
+  c.stop.runs = 2;
+  c.runs_dir = dir.path();
+  c.run_id = "g";
+  const SweepOutcome out = run_bench(c);
+  write_run_reports(out.config, out);
+  std::string lines;
+  for (PointResult p : out.results) {
+    p.key.device = "cuda:0";
+    p.gpu_time_ms = p.batch_latency_ms;
+    p.gpu_time_ms.median = 0.25;
+    lines += point_to_json(p) + "\n";
+  }
+  test::write_text(out.run_dir + "/results.jsonl", lines);
+  const std::string html = test::read_text(write_run_report(out.run_dir));
+  EXPECT_NE(html.find("<th>GPU ms/batch median</th>"), std::string::npos);
+  EXPECT_EQ(count(html, "<td>0.250</td>"), 2u) << "each point's GPU median in the table";
+  EXPECT_NE(html.find("GPU time per batch"), std::string::npos);
+  EXPECT_EQ(html.find("no point ran on a GPU"), std::string::npos);
+}
+
 TEST(Report, EvalRunShowsAccuracyAndTheConfusionMatrix) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
   test::TempDir dir;

@@ -186,10 +186,23 @@ void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
              [](const PointResult& p) { return p.samples_per_s / (double(p.peak_rss_bytes) / 1073741824.0); })
     << "</div>";
   if (!gpu) h << "<p class='muted'>GPU memory: no point ran on a GPU.</p>";
+  // GPU points also carry the GPU's own time per run (CUDA events): beside the host's latency.
+  const bool gpu_time = std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
+  if (gpu_time)
+    h << "<div class='charts'>"
+      << panel("GPU time per batch", "ms per batch (median; CUDA events around the forward, copies included)",
+               [](const PointResult& p) { return p.gpu_time_ms.n > 0 ? p.gpu_time_ms.median : std::nan(""); })
+      << panel("host latency minus GPU time", "ms per batch (medians): launch and host work the GPU did not overlap",
+               [](const PointResult& p) {
+                 return p.gpu_time_ms.n > 0 ? p.batch_latency_ms.median - p.gpu_time_ms.median : std::nan("");
+               })
+      << "</div>";
   const bool energy = std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.energy_j_per_sample >= 0; });
   if (energy)
     h << "<div class='charts'>"
-      << panel("energy per sample", "J per sample (RAPL: CPU package + DRAM)",
+      << panel("energy per sample",
+               gpu ? "J per sample (RAPL: CPU package + DRAM on CPU points; NVML: the whole GPU on GPU points)"
+                   : "J per sample (RAPL: CPU package + DRAM)",
                [](const PointResult& p) { return p.energy_j_per_sample >= 0 ? p.energy_j_per_sample : std::nan(""); })
       << "</div>";
   else
@@ -258,17 +271,21 @@ void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
   }
   h << "</table></details>";
 
-  h << "<h3>Points</h3><table><tr><th>point</th><th>runs</th><th>ms/batch median</th><th>p95</th><th>ms/sample</th>"
-       "<th>samples/s</th><th>tokens/s</th><th>GFLOP/s</th><th>peak RSS MiB</th><th>allocator peak MiB</th>"
-       "<th>J/sample</th><th>stopped by</th></tr>";
+  h << "<h3>Points</h3><table><tr><th>point</th><th>runs</th><th>ms/batch median</th><th>p95</th>"
+    << (gpu_time ? "<th>GPU ms/batch median</th>" : "")
+    << "<th>ms/sample</th><th>samples/s</th><th>tokens/s</th><th>GFLOP/s</th><th>peak RSS MiB</th>"
+       "<th>allocator peak MiB</th><th>J/sample</th><th>stopped by</th></tr>";
   for (const auto& p : all) {
     if (p.status != "ok") {
-      h << "<tr><td>" << escape_html(p.key.id()) << "</td><td colspan='11' style='text-align:left'>" << escape_html(p.status)
+      h << "<tr><td>" << escape_html(p.key.id()) << "</td><td colspan='" << (gpu_time ? 12 : 11)
+        << "' style='text-align:left'>" << escape_html(p.status)
         << ": " << escape_html(p.reason) << "</td></tr>";
       continue;
     }
     h << "<tr><td>" << escape_html(p.key.id()) << "</td><td>" << p.measured_runs << "</td><td>"
       << num(p.batch_latency_ms.median, 3) << "</td><td>" << num(p.batch_latency_ms.p95, 3) << "</td><td>"
+      << (gpu_time ? (p.gpu_time_ms.n > 0 ? num(p.gpu_time_ms.median, 3) : std::string("n/a")) + "</td><td>"
+                   : std::string())
       << num(p.sample_latency_ms.median, 4) << "</td><td>" << num(p.samples_per_s, 2) << "</td><td>"
       << num(p.tokens_per_s, 0) << "</td><td>" << num(p.achieved_gflops_per_s, 1) << "</td><td>"
       << mib(double(p.peak_rss_bytes)) << "</td><td>" << mib(peak(p, "total")) << "</td><td>"
