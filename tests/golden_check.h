@@ -1,7 +1,10 @@
-// Comparing tach's outputs with the expected.json written by scripts/golden/make_encoder_fixtures.py.
+// Comparing tach's outputs with the expected.json written by scripts/golden/make_encoder_fixtures.py
+// and make_qwen2_fixtures.py; shared by the CPU goldens and the GPU tests.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tach/model.h"
 
@@ -12,5 +15,19 @@ namespace tach::test {
 // f32; gtest assertions).
 void check_encoder_against_transformers(const std::string& dir, const LoadOptions& options = {},
                                         double tolerance = 1e-4);
+
+// The fixture's expected.json.
+nlohmann::json expected_json(const std::string& dir);
+
+// Largest |got - want| over the largest |want| (floor 1e-3): relative to the scale of the logits.
+double scaled_error(const float* got, const std::vector<float>& want);
+
+// A Qwen2 classifier fixture's batch, right- and left-padded: logits element-wise within 1e-4
+// relative (floor 1e-3) of transformers'.
+void check_qwen2_classifier_against_transformers(const Model& model, const std::string& dir);
+
+// A Qwen2 causal-LM fixture: vocabulary logits within 1e-4 of each row's scale, then greedy
+// generation of the fixture's length, token for token. Returns the generation (for timing checks).
+Generation check_qwen2_lm_against_transformers(const Model& model, const std::string& dir);
 
 }  // namespace tach::test

@@ -24,23 +24,8 @@ LoadOptions on_gpu(DType compute = DType::f32) {
   return o;
 }
 
-json expected_of(const std::string& dir) {
-  std::ifstream f(dir + "/expected.json");
-  return json::parse(f);
-}
-
-// Largest |got - want| over the largest |want|.
-double scaled_error(const float* got, const std::vector<float>& want) {
-  double err = 0, scale = 1e-3;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double d = std::fabs(double(got[i]) - double(want[i]));
-    err = std::isnan(d) ? INFINITY : std::max(err, d);
-    scale = std::max(scale, double(std::fabs(want[i])));
-  }
-  return err / scale;
-}
-
-using test::padded_batch;
+using test::expected_json;
+using test::scaled_error;
 
 class CudaModels : public ::testing::Test {
  protected:
@@ -60,7 +45,7 @@ TEST_F(CudaModels, EncodersMatchTransformersInF32) {
 TEST_F(CudaModels, EncodersInBf16AndF16StayNearTransformers) {
   for (const char* name : {"bert-cls3-f16", "distilbert-cls2-f32"}) {
     const std::string dir = test::fixtures_dir() + "/encoders/" + name;
-    const json e = expected_of(dir);
+    const json e = expected_json(dir);
     const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
     std::vector<std::vector<int32_t>> types;
     if (!e["token_type_rows"].is_null()) types = e["token_type_rows"].get<std::vector<std::vector<int32_t>>>();
@@ -77,45 +62,18 @@ TEST_F(CudaModels, EncodersInBf16AndF16StayNearTransformers) {
 
 TEST_F(CudaModels, Qwen2ClassifierMatchesTransformersRightAndLeftPadded) {
   for (const char* name : {"qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16"}) {
-    SCOPED_TRACE(name);
     const std::string dir = test::fixtures_dir() + "/decoders/" + name;
-    const json e = expected_of(dir);
     auto model = load_model(dir, on_gpu());
     EXPECT_EQ(model->info().device, Device::cuda(0));
-    const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
-    const int32_t pad = e["pad_id"].get<int32_t>();
-    for (bool left : {false, true}) {
-      Tensor logits = model->classify(padded_batch(rows, pad, left));
-      ASSERT_EQ(logits.device(), Device::cpu());
-      const auto want = e[left ? "logits_left" : "logits_right"].get<std::vector<std::vector<float>>>();
-      for (size_t r = 0; r < want.size(); ++r)
-        EXPECT_LT(scaled_error(logits.data<float>() + r * want[r].size(), want[r]), 1e-4) << (left ? "left" : "right");
-    }
+    test::check_qwen2_classifier_against_transformers(*model, dir);
   }
 }
 
 TEST_F(CudaModels, Qwen2LogitsAndGreedyTokensMatchTransformers) {
   for (const char* name : {"qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16", "qwen2-lm-rope-linear-f32",
                            "qwen2-lm-rope-dynamic-f32"}) {
-    SCOPED_TRACE(name);
     const std::string dir = test::fixtures_dir() + "/decoders/" + name;
-    const json e = expected_of(dir);
-    auto model = load_model(dir, on_gpu());
-    const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
-    const int32_t pad = e["pad_id"].get<int32_t>();
-    Tensor logits = model->lm_logits(padded_batch(rows, pad, false));
-    const int64_t T = logits.size(1), V = logits.size(2);
-    const auto want = e["lm_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();
-    double worst = 0;
-    for (size_t r = 0; r < want.size(); ++r)
-      for (size_t t = 0; t < want[r].size(); ++t)
-        worst = std::max(worst, scaled_error(logits.data<float>() + (int64_t(r) * T + int64_t(t)) * V, want[r][t]));
-    EXPECT_LT(worst, 1e-4);
-    GenerateOptions go;
-    go.max_new_tokens = e["new_tokens"].get<int64_t>();
-    go.stop_at_eos = false;
-    EXPECT_EQ(model->generate(padded_batch(rows, pad, true), go).tokens,
-              (e["generated"].get<std::vector<std::vector<int32_t>>>()));
+    (void)test::check_qwen2_lm_against_transformers(*load_model(dir, on_gpu()), dir);
   }
 }
 

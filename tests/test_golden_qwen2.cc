@@ -14,6 +14,7 @@
 #include "model/config.h"
 #include "tach/model.h"
 #include "tach/tokenizer.h"
+#include "golden_check.h"
 #include "test_util.h"
 
 namespace tach {
@@ -22,50 +23,25 @@ namespace {
 using json = nlohmann::json;
 using test::error_of;
 
-json expected_of(const std::string& dir) {
-  std::ifstream f(dir + "/expected.json");
-  return json::parse(f);
-}
-
 std::string fixture(const std::string& name) { return test::fixtures_dir() + "/decoders/" + name; }
 
 using test::padded_batch;
 
-// Largest |got - want| over the largest |want|: relative to the scale of the logits.
-double scaled_error(const float* got, const std::vector<float>& want) {
-  double err = 0, scale = 1e-3;
-  for (size_t i = 0; i < want.size(); ++i) {
-    err = std::max(err, double(std::fabs(got[i] - want[i])));
-    scale = std::max(scale, double(std::fabs(want[i])));
-  }
-  return err / scale;
-}
-
-void check_logits(const Tensor& logits, const json& want, double tol, const std::string& what) {
-  const auto rows = want.get<std::vector<std::vector<float>>>();
-  ASSERT_EQ(logits.size(0), int64_t(rows.size())) << what;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    ASSERT_EQ(logits.size(1), int64_t(rows[r].size())) << what;
-    // Element-wise 1e-4 relative (floor 1e-3), as the encoder goldens.
-    EXPECT_LT(test::max_relative_error(logits.data<float>() + r * rows[r].size(), rows[r].data(), rows[r].size(), 1e-3),
-              tol)
-        << what << " row " << r;
-  }
-}
+using test::expected_json;
+using test::scaled_error;
 
 class GoldenQwen2Classifier : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GoldenQwen2Classifier, RightAndLeftPaddedLogitsMatchTransformers) {
   const std::string dir = fixture(GetParam());
-  const json e = expected_of(dir);
+  const json e = expected_json(dir);
   auto model = load_model(dir);
   EXPECT_EQ(model->info().architecture, e["architecture"].get<std::string>());
   EXPECT_EQ(model->info().weights_dtype, e["weights_dtype"].get<std::string>());
   EXPECT_EQ(model->info().disk_bytes, int64_t(std::filesystem::file_size(dir + "/model.safetensors")));
+  test::check_qwen2_classifier_against_transformers(*model, dir);
   const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
   const int32_t pad = e["pad_id"].get<int32_t>();
-  check_logits(model->classify(padded_batch(rows, pad, false)), e["logits_right"], 1e-4, "right-padded");
-  check_logits(model->classify(padded_batch(rows, pad, true)), e["logits_left"], 1e-4, "left-padded");
 
   // bf16 compute: within 2e-2 of the f32 reference, relative to the logits' scale.
   // Where oneDNN has no bf16 GEMM (AVX2-only CPUs) loading with bf16 compute is refused, and that
@@ -92,31 +68,12 @@ class GoldenQwen2CausalLM : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GoldenQwen2CausalLM, LogitsAndGreedyTokensMatchTransformers) {
   const std::string dir = fixture(GetParam());
-  const json e = expected_of(dir);
   auto model = load_model(dir);
   EXPECT_EQ(model->info().architecture, "Qwen2ForCausalLM");
   EXPECT_TRUE(model->info().causal_lm);
-  const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
-  const int32_t pad = e["pad_id"].get<int32_t>();
-  Tensor logits = model->lm_logits(padded_batch(rows, pad, false));
-  const int64_t T = logits.size(1), V = logits.size(2);
-  const auto want = e["lm_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();
-  // Vocabulary logits are O(1) and some of the 256 land near zero by cancellation, where f32
-  // rounding (~1e-6 absolute) is more than 1e-4 of the element: the error is measured against
-  // the row's scale (its largest |logit|), which is what 1e-4 relative means for a vector.
-  double worst = 0;
-  for (size_t r = 0; r < want.size(); ++r)
-    for (size_t t = 0; t < want[r].size(); ++t)
-      worst = std::max(worst, scaled_error(logits.data<float>() + (int64_t(r) * T + int64_t(t)) * V, want[r][t]));
-  EXPECT_LT(worst, 1e-4);
-
-  GenerateOptions go;
-  go.max_new_tokens = e["new_tokens"].get<int64_t>();
-  go.stop_at_eos = false;
-  const Generation g = model->generate(padded_batch(rows, pad, true), go);
-  EXPECT_EQ(g.tokens, (e["generated"].get<std::vector<std::vector<int32_t>>>()));
+  const Generation g = test::check_qwen2_lm_against_transformers(*model, dir);
   EXPECT_GT(g.time_to_first_token_s, 0);
-  EXPECT_EQ(int64_t(g.decode_step_s.size()), go.max_new_tokens - 1);
+  EXPECT_EQ(int64_t(g.decode_step_s.size()), int64_t(g.tokens.front().size()) - 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenQwen2CausalLM,
@@ -126,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenQwen2CausalLM,
 TEST(GoldenQwen2, RealTokenizerAndGeneration) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
   const std::string dir = fixture("qwen2-tok-bf16");
-  const json e = expected_of(dir);
+  const json e = expected_json(dir);
   auto tok = Tokenizer::load(test::shared_dir() + "/tokenizers/qwen2.5");
   std::vector<std::vector<int32_t>> rows;
   for (const auto& t : e["texts"]) rows.push_back(tok->encode(t.get<std::string>()).ids);

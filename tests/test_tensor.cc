@@ -116,6 +116,7 @@ TEST(Tensor, ToDeviceCopiesAndCounts) {
   const MemoryStats before = memory_stats(Device::cpu());
   const Tensor copy = t.to_device(Device::cpu(), MemoryCategory::weights);
   EXPECT_NE(copy.raw(), t.raw());
+  EXPECT_EQ(t.on(Device::cpu()).raw(), t.raw()) << "already there: no copy";
   EXPECT_EQ(memory_stats(Device::cpu())[MemoryCategory::weights].current - before[MemoryCategory::weights].current,
             int64_t(t.nbytes()));
   const Tensor cols = t.narrow(1, 2, 3).to_device(Device::cpu());

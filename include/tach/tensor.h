@@ -83,6 +83,10 @@ class Tensor {
   // A contiguous copy on `device`, same dtype (a strided source is gathered first on the CPU).
   // Returns when the bytes have arrived. Copying to the device the tensor is on makes a copy too.
   Tensor to_device(Device device, MemoryCategory category = MemoryCategory::activations) const;
+  // This tensor where `device` is: itself when it is there already (no copy), else to_device.
+  Tensor on(Device device, MemoryCategory category = MemoryCategory::activations) const {
+    return this->device() == device ? *this : to_device(device, category);
+  }
   std::string describe() const;  // "f32[2, 768] cpu"
 
  private:

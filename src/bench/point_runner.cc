@@ -106,9 +106,9 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
       batch = &batch_storage;
     }
     const auto t0 = Clock::now();
-    gpu_timer.start();
+    if (on_gpu) gpu_timer.start();
     (void)model.measured_forward(*batch);  // returns on the host: a GPU's work is finished
-    gpu_timer.stop();
+    if (on_gpu) gpu_timer.stop();
     const double s = seconds_since(t0);
     if (on_gpu) gpu_ms.push_back(gpu_timer.elapsed_ms());
     latencies_s.push_back(s);

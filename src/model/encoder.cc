@@ -68,11 +68,8 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   const int64_t B = batch.batch(), T = batch.seq_len(), C = s.hidden, I = s.intermediate, N = B * T;
   // The model's device is where its weights are; a GPU model gets a copy of the (checked) batch.
   const Device device = w.emb_ln_gamma.device();
-  const auto on_model_device = [&](const Tensor& t) {
-    return device.kind == DeviceKind::cpu ? t : t.to_device(device, MemoryCategory::activations);
-  };
-  const Tensor input_ids = on_model_device(batch.input_ids);
-  const Tensor attention_mask = on_model_device(batch.attention_mask);
+  const Tensor input_ids = batch.input_ids.on(device);
+  const Tensor attention_mask = batch.attention_mask.on(device);
 
   // Module spans name where each op sits (the profiler's module paths): transformers' module
   // names, with the fused q|k|v projection as "attention.qkv".
@@ -84,9 +81,9 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   Tensor positions = Tensor::empty({B, T}, DType::i32);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) positions.data<int32_t>()[b * T + t] = static_cast<int32_t>(t);
-  ops::embedding_forward(h, on_model_device(positions), w.position_embeddings, true);
+  ops::embedding_forward(h, positions.on(device), w.position_embeddings, true);
   if (w.token_type_embeddings.defined()) {
-    Tensor types = batch.token_type_ids.defined() ? on_model_device(batch.token_type_ids)
+    Tensor types = batch.token_type_ids.defined() ? batch.token_type_ids.on(device)
                                                   : Tensor::zeros({B, T}, DType::i32, device);
     ops::embedding_forward(h, types, w.token_type_embeddings, true);
   }

@@ -24,9 +24,7 @@ Tensor to_f32_param(const Tensor& t, Device device) {
   return t.to(DType::f32, MemoryCategory::workspace).to_device(device, MemoryCategory::weights);
 }
 
-Tensor on_device(const Tensor& t, Device device) {
-  return device.kind == DeviceKind::cpu ? t : t.to_device(device, MemoryCategory::weights);
-}
+Tensor on_device(const Tensor& t, Device device) { return t.on(device, MemoryCategory::weights); }
 
 Tensor concat_rows(const Tensor& a, const Tensor& b, const Tensor& c) { return concat_rows({&a, &b, &c}); }
 

@@ -31,8 +31,7 @@ class Encoder final : public EncoderModel {
 
   // Returned on the host: callers (pooling, the golden comparisons) read them there.
   Tensor hidden_states(const TokenBatch& batch) const override {
-    Tensor h = model::encoder_forward(m_.weights, m_.shape, batch, nullptr);
-    return h.device().kind == DeviceKind::cpu ? h : h.to_device(Device::cpu());
+    return model::encoder_forward(m_.weights, m_.shape, batch, nullptr).on(Device::cpu());
   }
 
   Tensor classify(const TokenBatch& batch) const override {
@@ -57,7 +56,7 @@ class Encoder final : public EncoderModel {
     Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32, device);
     ops::linear_forward(logits, pooled, *m_.head.out);
     // Logits go back to the host (the copy waits for the GPU, so a timed call includes its work).
-    return device.kind == DeviceKind::cpu ? logits : logits.to_device(Device::cpu());
+    return logits.on(Device::cpu());
   }
 
   ForwardCost forward_cost(int64_t B, int64_t T) const override {

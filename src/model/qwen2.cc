@@ -112,13 +112,12 @@ Tensor qwen2_forward(const Qwen2Weights& w, const Qwen2Shape& s, const Tensor& i
   // The model's device is where its weights are; ids, mask and positions arrive on the host.
   const Device device = w.final_norm.device();
   const bool on_host = device.kind == DeviceKind::cpu;
-  const auto on_model_device = [&](const Tensor& t) { return on_host ? t : t.to_device(device); };
 
   // The rotary table of this call's positions, shared by every layer (computed on the host).
   int32_t max_pos = 0;
   for (int64_t i = 0; i < N; ++i) max_pos = std::max(max_pos, positions.data<int32_t>()[i]);
   ops::RopeTable rope = ops::rope_table(positions, ops::rope_inverse_frequencies(s.rope, int64_t(max_pos) + 1));
-  if (!on_host) rope = {rope.cos.to_device(device), rope.sin.to_device(device)};
+  rope = {rope.cos.on(device), rope.sin.on(device)};
 
   // Keys visible to this call: the cache's mask (with this call's tokens appended) or this mask.
   Tensor call_mask;
@@ -132,7 +131,7 @@ Tensor qwen2_forward(const Qwen2Weights& w, const Qwen2Shape& s, const Tensor& i
     key_mask = cache->mask.data<int32_t>();
     mask_stride = cache->capacity;
   } else {
-    call_mask = on_model_device(mask);
+    call_mask = mask.on(device);
     key_mask = call_mask.data<int32_t>();
   }
 
@@ -140,7 +139,7 @@ Tensor qwen2_forward(const Qwen2Weights& w, const Qwen2Shape& s, const Tensor& i
   Tensor h = Tensor::empty({N, C}, DType::f32, device);
   {
     core::Span span(core::SpanKind::module, "embed_tokens");
-    ops::embedding_forward(h, on_model_device(ids), w.embed_tokens, false);
+    ops::embedding_forward(h, ids.on(device), w.embed_tokens, false);
   }
   Tensor x = Tensor::empty({N, C}, DType::f32, device);
   Tensor qkv = Tensor::empty({N, QKV}, DType::f32, device);

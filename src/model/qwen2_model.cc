@@ -177,7 +177,7 @@ class Qwen2 final : public Model {
   }
 
   // A result on the model's device, on the host (the copy waits for the device's work).
-  static Tensor to_host(const Tensor& t) { return t.device().kind == DeviceKind::cpu ? t : t.to_device(Device::cpu()); }
+  static Tensor to_host(const Tensor& t) { return t.on(Device::cpu()); }
 
   // transformers' forward without position_ids uses 0..T-1 for every row, padded or not.
   static Tensor arange_positions(const TokenBatch& batch) {

@@ -54,10 +54,11 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& 
   N_ = weight.size(0), K_ = weight.size(1);
   has_bias_ = bias.defined();
   if (has_bias_) check(bias.numel() == N_, "linear: bias " + bias.describe() + " does not match weight " + weight.describe());
+  // Both are prepared from host copies (a tied LM head's weight may already be on the device).
+  const Tensor host_w = weight.on(Device::cpu(), MemoryCategory::workspace);
+  const Tensor host_b = has_bias_ ? bias.on(Device::cpu(), MemoryCategory::workspace) : Tensor();
   if (placement.device.kind == DeviceKind::cpu) {
-    const Tensor w = weight.device().kind == DeviceKind::cpu ? weight : weight.to_device(Device::cpu(), MemoryCategory::workspace);
-    const Tensor b = !has_bias_ || bias.device().kind == DeviceKind::cpu ? bias : bias.to_device(Device::cpu(), MemoryCategory::workspace);
-    packed_ = std::make_unique<cpu::PackedLinear>(w, b, placement.compute, activation);
+    packed_ = std::make_unique<cpu::PackedLinear>(host_w, host_b, placement.compute, activation);
     return;
   }
   on_cuda("linear", placement.device, placement.compute);
@@ -65,12 +66,9 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& 
         "linear on " + placement.device.str() + ": compute dtype " + std::string(dtype_name(placement.compute)) +
             " is not supported (f32, bf16, f16)");
   // Converted on the host (round to nearest even, as torch's .to()) and copied once.
-  const Tensor host_w = weight.device().kind == DeviceKind::cpu ? weight : weight.to_device(Device::cpu(), MemoryCategory::workspace);
   weight_ = host_w.to(placement.compute, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
-  if (has_bias_) {
-    const Tensor host_b = bias.device().kind == DeviceKind::cpu ? bias : bias.to_device(Device::cpu(), MemoryCategory::workspace);
+  if (has_bias_)
     bias_ = host_b.to(DType::f32, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
-  }
 }
 
 Linear::~Linear() = default;
