@@ -78,7 +78,7 @@ double scaled_error(const float* got, const std::vector<float>& want) {
   return err / scale;
 }
 
-void check_qwen2_classifier_against_transformers(const Model& model, const std::string& dir) {
+void check_decoder_classifier_against_transformers(const Model& model, const std::string& dir) {
   SCOPED_TRACE(dir + " on " + model.info().device.str());
   const json e = expected_json(dir);
   const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
@@ -98,7 +98,7 @@ void check_qwen2_classifier_against_transformers(const Model& model, const std::
   }
 }
 
-Generation check_qwen2_lm_against_transformers(const Model& model, const std::string& dir) {
+Generation check_decoder_lm_against_transformers(const Model& model, const std::string& dir) {
   SCOPED_TRACE(dir + " on " + model.info().device.str());
   const json e = expected_json(dir);
   const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();

@@ -24,10 +24,10 @@ double scaled_error(const float* got, const std::vector<float>& want);
 
 // A Qwen2 classifier fixture's batch, right- and left-padded: logits element-wise within 1e-4
 // relative (floor 1e-3) of transformers'.
-void check_qwen2_classifier_against_transformers(const Model& model, const std::string& dir);
+void check_decoder_classifier_against_transformers(const Model& model, const std::string& dir);
 
 // A Qwen2 causal-LM fixture: vocabulary logits within 1e-4 of each row's scale, then greedy
 // generation of the fixture's length, token for token. Returns the generation (for timing checks).
-Generation check_qwen2_lm_against_transformers(const Model& model, const std::string& dir);
+Generation check_decoder_lm_against_transformers(const Model& model, const std::string& dir);
 
 }  // namespace tach::test

@@ -50,7 +50,8 @@ TEST(Config, LabelsFromNumLabels) {
 }
 
 TEST(ConfigMalformed, UnknownModelTypeListsSupported) {
-  expect_error(R"({"model_type":"gpt2","vocab_size":10})", "supported: bert, distilbert");
+  expect_error(R"({"model_type":"gpt2","vocab_size":10})",
+               "is not one tach builds (bert, distilbert, qwen2, llama, mistral, qwen3, gemma3_text)");
 }
 
 TEST(ConfigMalformed, UnknownArchitectureListsSupported) {

@@ -65,7 +65,7 @@ TEST_F(CudaModels, Qwen2ClassifierMatchesTransformersRightAndLeftPadded) {
     const std::string dir = test::fixtures_dir() + "/decoders/" + name;
     auto model = load_model(dir, on_gpu());
     EXPECT_EQ(model->info().device, Device::cuda(0));
-    test::check_qwen2_classifier_against_transformers(*model, dir);
+    test::check_decoder_classifier_against_transformers(*model, dir);
   }
 }
 
@@ -73,7 +73,7 @@ TEST_F(CudaModels, Qwen2LogitsAndGreedyTokensMatchTransformers) {
   for (const char* name : {"qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16", "qwen2-lm-rope-linear-f32",
                            "qwen2-lm-rope-dynamic-f32"}) {
     const std::string dir = test::fixtures_dir() + "/decoders/" + name;
-    (void)test::check_qwen2_lm_against_transformers(*load_model(dir, on_gpu()), dir);
+    (void)test::check_decoder_lm_against_transformers(*load_model(dir, on_gpu()), dir);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/config.h"
+#include "model/decoder_config.h"
 #include "tach/model.h"
 #include "tach/tokenizer.h"
 #include "golden_check.h"
@@ -39,7 +40,7 @@ TEST_P(GoldenQwen2Classifier, RightAndLeftPaddedLogitsMatchTransformers) {
   EXPECT_EQ(model->info().architecture, e["architecture"].get<std::string>());
   EXPECT_EQ(model->info().weights_dtype, e["weights_dtype"].get<std::string>());
   EXPECT_EQ(model->info().disk_bytes, int64_t(std::filesystem::file_size(dir + "/model.safetensors")));
-  test::check_qwen2_classifier_against_transformers(*model, dir);
+  test::check_decoder_classifier_against_transformers(*model, dir);
   const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
   const int32_t pad = e["pad_id"].get<int32_t>();
 
@@ -71,7 +72,7 @@ TEST_P(GoldenQwen2CausalLM, LogitsAndGreedyTokensMatchTransformers) {
   auto model = load_model(dir);
   EXPECT_EQ(model->info().architecture, "Qwen2ForCausalLM");
   EXPECT_TRUE(model->info().causal_lm);
-  const Generation g = test::check_qwen2_lm_against_transformers(*model, dir);
+  const Generation g = test::check_decoder_lm_against_transformers(*model, dir);
   EXPECT_GT(g.time_to_first_token_s, 0);
   EXPECT_EQ(int64_t(g.decode_step_s.size()), int64_t(g.tokens.front().size()) - 1);
 }
@@ -110,22 +111,37 @@ TEST(Qwen2, ClassifierNeedsItsHeadAndLeftPaddingForGeneration) {
             std::string::npos);
 }
 
-TEST(Qwen2Config, ClearErrors) {
+TEST(DecoderConfig, ClearErrorsAndSwitches) {
   const auto parse = [](const std::string& extra) {
-    return model::parse_qwen2_config_text(R"({"model_type": "qwen2", "hidden_size": 32, "num_attention_heads": 4)" +
-                                              extra + "}",
-                                          "config.json");
+    return model::parse_decoder_config_text(R"({"model_type": "qwen2", "hidden_size": 32, "num_attention_heads": 4,
+                                                "vocab_size": 64, "num_hidden_layers": 2, "intermediate_size": 48)" +
+                                                extra + "}",
+                                            "config.json");
   };
-  EXPECT_NE(error_of([&] { parse(R"(, "rope_scaling": {"type": "yarn", "factor": 4})"); })
-                .find("rope type \"yarn\"; tach supports default, linear and dynamic"),
+  EXPECT_NE(error_of([&] { parse(R"(, "rope_scaling": {"type": "longrope", "factor": 4})"); })
+                .find("rope type \"longrope\"; tach implements default, linear, dynamic, llama3, yarn"),
             std::string::npos);
   EXPECT_NE(error_of([&] { parse(R"(, "num_key_value_heads": 3)"); }).find("cannot be shared among 3 key/value heads"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { parse(R"(, "use_sliding_window": true)"); }).find("sliding-window"), std::string::npos);
+  EXPECT_NE(error_of([&] { parse(R"(, "layer_types": ["full_attention", "chunked_attention"])"); })
+                .find("layer type \"chunked_attention\" at layer 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse(R"(, "attn_logit_softcapping": 50.0)"); }).find("attention-logit softcapping"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse(R"(, "model_type": "falcon")"); }).find("is not one tach builds (bert, distilbert, qwen2, llama"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})"); })
+                .find("needs \"original_max_position_embeddings\""),
+            std::string::npos);
+  // Qwen2's sliding layers: from max_window_layers on, when use_sliding_window is set.
+  const auto w = parse(R"(, "use_sliding_window": true, "sliding_window": 16, "max_window_layers": 1)");
+  EXPECT_EQ(w.layer_window, (std::vector<int64_t>{0, 16}));
   const auto c = parse(R"(, "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 500.0},
                           "eos_token_id": [1, 2], "tie_word_embeddings": true)");
-  EXPECT_EQ(c.rope_type, "linear");
-  EXPECT_EQ(c.rope_theta, 500.0);
+  EXPECT_EQ(c.rope.type, "linear");
+  EXPECT_EQ(c.rope.theta, 500.0);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.o_bias);
   EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(c.head_dim, 8);
   EXPECT_EQ(c.num_kv_heads, 4);  // defaults to the query heads (plain multi-head attention)

@@ -33,7 +33,7 @@ StepResult run(const std::string& c, bool fused, bool checkpoint, bool lora) {
     train::LoraOptions o;
     o.r = 4;
     o.dropout = 0.1f;
-    o.target_modules = train::default_lora_targets(src.model_type);
+    o.target_modules = train::default_lora_targets(*src.family);
     o.modules_to_save = {"classifier", "score"};
     train::attach_lora(*model, o, 3);
   }

@@ -14,6 +14,7 @@
 #include "train_fixtures.h"
 #include "train/classifier_loss.h"
 #include "train/grad_norm.h"
+#include "model/family.h"
 #include "train/lora.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
@@ -174,7 +175,7 @@ TEST(Lora, TrainSavesAPeftAdapterThatReloads) {
   train::LoraOptions lo;
   lo.r = 4;
   lo.alpha = 16;
-  lo.target_modules = train::default_lora_targets("distilbert");
+  lo.target_modules = train::default_lora_targets(model::model_family("distilbert"));
   lo.modules_to_save = {"classifier", "score"};
   train::attach_lora(*fresh, lo, 123);  // other random A: the file must overwrite every adapter
   auto before = fresh->new_state(false);
@@ -214,7 +215,7 @@ TEST(Lora, AnAdapterThatDoesNotFitIsRefused) {
   auto src2 = train::open_training_model(test::fixtures_dir() + "/encoders/distilbert-cls2-f32", 0);
   auto distil = train::build_trainable_model(src2, src2.id2label(), src2.problem_type(), 0, nullptr);
   o.r = 2;
-  o.target_modules = train::default_lora_targets("distilbert");
+  o.target_modules = train::default_lora_targets(model::model_family("distilbert"));
   train::attach_lora(*distil, o, 0);
   const std::string rank = test::error_of(
       [&] { train::load_peft_adapter_weights(*distil, test::fixtures_dir() + "/lora/distilbert-cls2-f32/adapter_init"); });

@@ -14,6 +14,7 @@
 #include "tach/memory.h"
 #include "tach/train.h"
 #include "test_util.h"
+#include "model/family.h"
 #include "train/lora.h"
 #include "train/training_model.h"
 #include "train_fixtures.h"
@@ -85,7 +86,7 @@ TEST(Qlora, TrainsOnAnNf4Base) {
   auto src = train::open_training_model(o.model, 0);
   auto model = train::build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr);
   train::LoraOptions lo;
-  lo.target_modules = train::default_lora_targets("distilbert");
+  lo.target_modules = train::default_lora_targets(model::model_family("distilbert"));
   lo.modules_to_save = {"classifier"};
   train::attach_lora(*model, lo, 0);
   int64_t f32_bytes = 0;

@@ -32,7 +32,8 @@ struct TokenBatch {
 struct ModelInfo {
   std::string spec;            // as given
   std::string source;          // directory, hub snapshot, or "synthetic weights (seed N)"
-  std::string model_type;      // bert | distilbert
+  std::string model_type;      // config.json's: bert, distilbert, qwen2, llama, mistral, qwen3, gemma3_text
+  std::string tokenizer_hint;  // a tokenizer of the family to suggest when a model has none ("bert-base-uncased")
   std::string architecture;    // as built
   bool classifier = false;     // has a sequence-classification head
   std::vector<std::string> labels;

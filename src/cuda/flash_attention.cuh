@@ -33,6 +33,9 @@ struct FlashAttentionParams {
   // true:  query i sees keys [0, past + i], padded keys are left out, and a row that sees no
   //        real key gets zeros.
   bool causal = false;
+  // causal only: a query at key position P sees keys (P - window, P] (0: no window; Mistral's and
+  // Gemma's sliding-window layers).
+  int64_t window = 0;
 };
 
 constexpr int kFlashQueryRows = 64;  // threads per block, one query row each
@@ -89,7 +92,7 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
 #pragma unroll
       for (int d = 0; d < D; ++d) dot = fmaf(qr[d], ks[j][d], dot);
       float score = dot * p.scale + key_bias[j];
-      if (j0 + j >= visible_end) score = -INFINITY;
+      if (j0 + j >= visible_end || (p.window > 0 && j0 + j <= p.past + i - p.window)) score = -INFINITY;
       s[j] = score;
       tile_max = fmaxf(tile_max, score);
     }

@@ -1,5 +1,5 @@
 // The memory model behind tach estimate. Activation terms follow tach's own forward for inference
-// (the buffers encoder_forward and qwen2_forward allocate; docs/perf.md checks them against the
+// (the buffers encoder_forward and decoder_forward allocate; docs/perf.md checks them against the
 // allocator's measured peak), and the usual transformer accounting for what a backward keeps.
 #include "tach/estimate.h"
 
@@ -113,7 +113,7 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     double last_layer = -1, last_shared = -1;  // encoders: the last layer's own layout (below)
     std::string layout;
     if (a.decoder) {
-      // What tach train keeps (train/trainable_qwen2.h, Qwen2Activations, f32, eager): per layer the
+      // What tach train keeps (train/trainable_decoder.h, DecoderActivations, f32, eager): per layer the
       // residual stream before and after attention, both RMSNorm outputs (4C per token), q|k|v after
       // RoPE, the context, gate|up and the gated activation (3I), two row statistics, and the
       // probabilities [B, H, T, T]; besides the layers, the last layer's output, the backward's

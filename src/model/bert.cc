@@ -1,6 +1,8 @@
 // BERT (bert-base-uncased and its fine-tunes): word + position + token-type embeddings,
 // post-LN layers, and for classification the pooler (tanh dense on [CLS]) and a classifier.
 #include "model/encoder_build.h"
+#include "model/encoder_model.h"
+#include "model/family.h"
 
 namespace tach::model {
 
@@ -35,6 +37,24 @@ BuiltEncoder build_bert(const EncoderConfig& c, WeightBinder& w, const ops::Line
     m.head.out = take_linear(w, "classifier", c.num_labels(), C, place, cpu::FusedActivation::none, Scope::head);
   }
   return m;
+}
+
+ModelFamily bert_family() {
+  ModelFamily f;
+  f.name = "BERT encoders";
+  f.model_types = {"bert"};
+  f.body_prefix = "bert.";
+  f.probe = "embeddings.word_embeddings.weight";
+  f.classifier_weight = "classifier.weight";
+  f.head_modules = {"classifier"};
+  f.bare_architecture = "BertModel";
+  f.classifier_architecture = "BertForSequenceClassification";
+  f.lora_targets = {"query", "key", "value", "dense"};
+  f.tokenizer_hint = "bert-base-uncased";
+  f.encoder = [] { return EncoderFamily::bert; };
+  f.load = load_encoder;
+  f.summarize = summarize_encoder;
+  return f;
 }
 
 }  // namespace tach::model

@@ -10,7 +10,7 @@
 
 namespace tach::model {
 
-enum class EncoderFamily { bert, distilbert };
+enum class EncoderFamily { bert, distilbert };  // the family row says which (model/family.h)
 
 struct EncoderConfig {
   EncoderFamily family = EncoderFamily::bert;
@@ -44,46 +44,9 @@ struct EncoderConfig {
   int64_t head_dim() const { return hidden_size / num_heads; }
 };
 
-// Qwen2 decoders (Qwen2Model, Qwen2ForCausalLM, Qwen2ForSequenceClassification).
-struct Qwen2Config {
-  std::string architecture;
-  bool classification_head = false;  // Qwen2ForSequenceClassification: the `score` head
-  bool causal_lm = false;            // Qwen2ForCausalLM: the `lm_head` (or the tied embeddings)
-
-  int64_t vocab_size = 0;
-  int64_t hidden_size = 0;
-  int64_t num_layers = 0;
-  int64_t num_heads = 0;
-  int64_t num_kv_heads = 0;  // grouped-query attention: heads share key/value heads in groups
-  int64_t head_dim = 0;
-  int64_t intermediate_size = 0;
-  int64_t max_position_embeddings = 0;
-  float rms_norm_eps = 1e-6f;
-  double rope_theta = 10000.0;
-  std::string rope_type = "default";  // default | linear | dynamic
-  double rope_factor = 1.0;
-  bool tie_word_embeddings = false;
-  float initializer_range = 0.02f;  // std of a newly initialised head's weights (training)
-  int64_t pad_token_id = -1;  // -1: none
-  std::vector<int64_t> eos_token_ids;
-
-  std::vector<std::string> id2label;
-  std::map<std::string, int> label2id;
-  std::string problem_type;
-  std::string torch_dtype;
-
-  int64_t num_labels() const { return static_cast<int64_t>(id2label.size()); }
-};
-
-// "bert", "distilbert", "qwen2": model_type of a config.json, checked against what tach builds.
+// model_type of a config.json, checked against the family table (model/family.cc).
 std::string config_model_type(const nlohmann::json& j, const std::string& source);
 std::string load_config_model_type(const std::string& path);
-Qwen2Config parse_qwen2_config(const nlohmann::json& j, const std::string& source);
-Qwen2Config parse_qwen2_config_text(const std::string& text, const std::string& source);
-Qwen2Config load_qwen2_config(const std::string& path);
-
-// The architectures tach can build, for error messages.
-const std::vector<std::string>& supported_architectures();
 
 EncoderConfig parse_encoder_config(const nlohmann::json& j, const std::string& source);
 EncoderConfig parse_encoder_config_text(const std::string& text, const std::string& source);

@@ -1,6 +1,8 @@
 // DistilBERT: word + position embeddings (no token types), post-LN layers with q/k/v/out_lin,
 // and for classification pre_classifier + ReLU on [CLS], then the classifier.
 #include "model/encoder_build.h"
+#include "model/encoder_model.h"
+#include "model/family.h"
 
 namespace tach::model {
 
@@ -35,6 +37,24 @@ BuiltEncoder build_distilbert(const EncoderConfig& c, WeightBinder& w, const ops
     m.head.out = take_linear(w, "classifier", c.num_labels(), C, place, cpu::FusedActivation::none, Scope::head);
   }
   return m;
+}
+
+ModelFamily distilbert_family() {
+  ModelFamily f;
+  f.name = "DistilBERT encoders";
+  f.model_types = {"distilbert"};
+  f.body_prefix = "distilbert.";
+  f.probe = "embeddings.word_embeddings.weight";
+  f.classifier_weight = "classifier.weight";
+  f.head_modules = {"pre_classifier", "classifier"};
+  f.bare_architecture = "DistilBertModel";
+  f.classifier_architecture = "DistilBertForSequenceClassification";
+  f.lora_targets = {"q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"};
+  f.tokenizer_hint = "bert-base-uncased";
+  f.encoder = [] { return EncoderFamily::distilbert; };
+  f.load = load_encoder;
+  f.summarize = summarize_encoder;
+  return f;
 }
 
 }  // namespace tach::model

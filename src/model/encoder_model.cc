@@ -87,7 +87,7 @@ Generation Model::generate(const TokenBatch&, const GenerateOptions&) const {
 
 namespace model {
 
-ArchitectureSummary summarize_encoder(const ModelLocation& loc) {
+ArchitectureSummary summarize_encoder(const ModelFamily&, const ModelLocation& loc) {
   const EncoderConfig c = loc.kind == ModelLocation::Kind::preset
                               ? preset_config(loc.preset).config
                               : load_encoder_config((std::filesystem::path(loc.dir) / "config.json").string());
@@ -99,7 +99,7 @@ ArchitectureSummary summarize_encoder(const ModelLocation& loc) {
   return a;
 }
 
-std::unique_ptr<Model> load_encoder(const ModelLocation& loc, const LoadOptions& options) {
+std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocation& loc, const LoadOptions& options) {
   const std::string& spec = loc.spec;
   ModelInfo info;
   info.spec = spec;
@@ -120,10 +120,8 @@ std::unique_ptr<Model> load_encoder(const ModelLocation& loc, const LoadOptions&
     store = model::open_checkpoint_weights(loc.dir);
     info.disk_bytes = model::safetensors_bytes(loc.dir);
     info.source = loc.dir + (loc.revision.empty() ? "" : " (revision " + loc.revision + ")");
-    const bool bert = config.family == model::EncoderFamily::bert;
-    binder.emplace(store, std::vector<std::string>{bert ? "bert." : "distilbert.", bert ? "distilbert." : "bert.", ""},
-                   "embeddings.word_embeddings.weight", config_source);
-    if (!config.classification_head && store.find("classifier.weight")) {
+    binder.emplace(store, std::vector<std::string>{family.body_prefix, ""}, family.probe, config_source);
+    if (!config.classification_head && store.find(family.classifier_weight)) {
       // Real case: distilbert-base-uncased-finetuned-sst-2-english names DistilBertModel but
       // ships a trained head. Use it rather than drop it.
       config.classification_head = true;
@@ -134,11 +132,11 @@ std::unique_ptr<Model> load_encoder(const ModelLocation& loc, const LoadOptions&
 
   if (!options.adapter.empty()) {
     auto adapter = model::PeftAdapter::open(options.adapter);
-    if (adapter->head_tensor("classifier.weight")) {
+    if (adapter->head_tensor(family.classifier_weight)) {
       config.classification_head = true;
-      config.id2label = model::labels_with_adapter(*adapter, "classifier.weight", config.id2label);
+      config.id2label = model::labels_with_adapter(*adapter, family.classifier_weight, config.id2label);
     }
-    binder->set_adapter(adapter, {"distilbert.", "bert."}, spec);
+    binder->set_adapter(adapter, {family.body_prefix}, spec);
   }
   const bool head = config.classification_head;
   model::BuiltEncoder built = config.family == model::EncoderFamily::bert
@@ -147,10 +145,9 @@ std::unique_ptr<Model> load_encoder(const ModelLocation& loc, const LoadOptions&
   for (auto& n : binder->finish()) info.notes.push_back(n);
   store.drop_resident_pages();  // the layers are packed copies; see load_qwen2
 
-  const bool bert = config.family == model::EncoderFamily::bert;
   info.model_type = config.model_type;
-  info.architecture = head ? (bert ? "BertForSequenceClassification" : "DistilBertForSequenceClassification")
-                           : (bert ? "BertModel" : "DistilBertModel");
+  info.tokenizer_hint = family.tokenizer_hint;
+  info.architecture = head ? family.classifier_architecture : family.bare_architecture;
   info.classifier = head;
   info.labels = config.id2label;
   info.problem_type = config.problem_type;

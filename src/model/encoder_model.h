@@ -9,7 +9,7 @@
 
 namespace tach::model {
 
-std::unique_ptr<Model> load_encoder(const ModelLocation& location, const LoadOptions& options);
-ArchitectureSummary summarize_encoder(const ModelLocation& location);
+std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocation& location, const LoadOptions& options);
+ArchitectureSummary summarize_encoder(const ModelFamily& family, const ModelLocation& location);
 
 }  // namespace tach::model

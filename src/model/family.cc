@@ -4,17 +4,23 @@
 #include <optional>
 
 #include "model/config.h"
+#include "model/config_fields.h"
 #include "model/embedding_model.h"
-#include "model/encoder_model.h"
 #include "model/presets.h"
-#include "model/qwen2_model.h"
 #include "tach/error.h"
 
 namespace tach::model {
 
 int64_t ArchitectureSummary::layer_params() const {
-  if (decoder)  // q, k, v with bias, o, gate/up/down, two RMSNorms
-    return C * H * D + H * D + 2 * (C * KVH * D + KVH * D) + H * D * C + 3 * C * I + 2 * C;
+  if (decoder) {
+    int64_t p = C * H * D + 2 * C * KVH * D + H * D * C + 3 * C * I + 2 * C;  // q k v o, gate up down, two norms
+    if (qkv_bias) p += H * D + 2 * KVH * D;
+    if (o_bias) p += C;
+    if (mlp_bias) p += 2 * I + C;
+    if (qk_norm) p += 2 * D;
+    if (sandwich_norms) p += 2 * C;
+    return p;
+  }
   return 4 * C * C + 4 * C + 2 * C * I + I + C + 4 * C;  // q k v o with bias, FFN, two LayerNorms
 }
 
@@ -25,39 +31,50 @@ int64_t ArchitectureSummary::parameters() const {
 }
 
 const std::vector<ModelFamily>& model_families() {
-  static const std::vector<ModelFamily> families = {
-      {"BERT / DistilBERT encoders", {"bert", "distilbert"}, encoder_preset_list,
-       [](const std::string& preset) { return preset_config(preset).config.model_type; }, load_encoder,
-       summarize_encoder},
-      {"Qwen2 decoders", {"qwen2"}, qwen2_preset_list, [](const std::string&) { return std::string("qwen2"); },
-       load_qwen2, summarize_qwen2},
-  };
+  static const std::vector<ModelFamily> families = {bert_family(),  distilbert_family(), qwen2_family(), llama_family(),
+                                                    mistral_family(), qwen3_family(),      gemma3_family()};
   return families;
 }
 
-const ModelFamily& model_family(const std::string& model_type) {
+std::string known_model_types() {
   std::string known;
   for (const auto& f : model_families())
-    for (const auto& t : f.model_types) {
+    for (const auto& t : f.model_types) known += (known.empty() ? "" : ", ") + t;
+  return known;
+}
+
+const ModelFamily& model_family(const std::string& model_type) {
+  for (const auto& f : model_families())
+    for (const auto& t : f.model_types)
       if (t == model_type) return f;
-      known += (known.empty() ? "" : ", ") + t;
-    }
-  throw Error("model_type '" + model_type + "' is not one tach builds (" + known + ")");
+  throw Error("model_type '" + model_type + "' is not one tach builds (" + known_model_types() + ")");
+}
+
+std::string config_model_type(const json& j, const std::string& source) {
+  if (!j.is_object()) throw Error(source + ": config must be a JSON object");
+  if (!j.contains("model_type") || !j["model_type"].is_string())
+    throw Error(source + ": missing \"model_type\" (tach builds " + known_model_types() + ")");
+  const std::string t = j["model_type"].get<std::string>();
+  for (const auto& f : model_families())
+    for (const auto& known : f.model_types)
+      if (known == t) return t;
+  throw Error(source + ": model_type \"" + t + "\" is not one tach builds (" + known_model_types() + ")");
+}
+
+std::string load_config_model_type(const std::string& path) {
+  return config_model_type(parse_json_text(read_text_file(path), path), path);
 }
 
 std::string model_type_of(const ModelLocation& location) {
-  if (location.kind == ModelLocation::Kind::preset) {
-    for (const auto& f : model_families())
-      for (const auto& p : f.presets())
-        if (p == location.preset) return f.preset_model_type(p);
-    preset_config(location.preset);  // throws, listing every preset with its description
-    throw Error("unknown preset '" + location.preset + "'");
-  }
+  if (location.kind == ModelLocation::Kind::preset) return preset_model_type(location.preset);
   return load_config_model_type((std::filesystem::path(location.dir) / "config.json").string());
 }
 
+const ModelFamily& family_of(const ModelLocation& location) { return model_family(model_type_of(location)); }
+
 ArchitectureSummary summarize_architecture(const ModelLocation& location) {
-  return model_family(model_type_of(location)).summarize(location);
+  const ModelFamily& f = family_of(location);
+  return f.summarize(f, location);
 }
 
 }  // namespace tach::model
@@ -77,7 +94,8 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
           "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cpu (f32, bf16)");
   }
   const model::ModelLocation loc = model::resolve_model(spec);
-  std::unique_ptr<Model> m = model::model_family(model::model_type_of(loc)).load(loc, options);
+  const model::ModelFamily& family = model::family_of(loc);
+  std::unique_ptr<Model> m = family.load(family, loc, options);
   std::optional<model::SentenceEmbeddingConfig> sentence;
   if (loc.kind != model::ModelLocation::Kind::preset) sentence = model::read_sentence_embedding_config(loc.dir);
   // A bare encoder (no head) is what sentence-transformers would wrap with mean pooling.
@@ -86,11 +104,6 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
   return m;
 }
 
-std::vector<std::string> preset_names() {
-  std::vector<std::string> names;
-  for (const auto& f : model::model_families())
-    for (auto& p : f.presets()) names.push_back(p);
-  return names;
-}
+std::vector<std::string> preset_names() { return model::all_preset_names(); }
 
 }  // namespace tach

@@ -1,7 +1,10 @@
-// The model families tach builds, in one table: each family's model_types, its presets, its
-// inference loader and the architecture numbers tach estimate needs. load_model, preset_names,
-// tach estimate, training and the CLI's help read it; a new family is one more row (and its
-// files), and no family's loader includes another's.
+// The model families tach builds, one row each, and the only place in the code that compares a
+// model_type. A row gives how config.json becomes one architecture description (the encoder's
+// EncoderConfig, or for a decoder the sizes and switches of DecoderConfig through the family's
+// read_switches), the Hugging Face tensor names and prefixes that loading, training, LoRA, merging
+// and saving all use, the heads, the default LoRA targets and modules_to_save, the builders, and
+// the numbers tach estimate needs. Adding a family is a row in a naming file (family_*.cc),
+// presets, fixtures and tests (docs/architecture.md, "Adding a family").
 #pragma once
 
 #include <memory>
@@ -13,6 +16,10 @@
 
 namespace tach::model {
 
+struct Field;  // model/config_fields.h
+struct DecoderConfig;
+enum class EncoderFamily;
+
 // The numbers the memory formulas need, whatever the family.
 struct ArchitectureSummary {
   std::string name;  // the architecture as config.json names it (or the model_type)
@@ -21,24 +28,72 @@ struct ArchitectureSummary {
   int64_t P = 0;       // learned positions (0 for rotary)
   int64_t Tt = 0;      // token types
   int64_t labels = 0;  // classifier outputs (0: no head)
+  // Decoders: which projections have biases, and the per-layer norm vectors besides the two
+  // every layer has (Gemma's sandwich norms: 2 more; q/k norms: 2 of head_dim).
+  bool qkv_bias = false, o_bias = false, mlp_bias = false, qk_norm = false, sandwich_norms = false;
   int64_t layer_params() const;
   int64_t parameters() const;
 };
 
+// A decoder layer's Hugging Face tensor names by role, under "layers.N." (weights; biases swap
+// ".weight" for ".bias"). Gemma's norms: attn_out_norm and mlp_out_norm are its
+// post_attention_layernorm and post_feedforward_layernorm, and mlp_norm is pre_feedforward_layernorm.
+struct DecoderTensorNames {
+  std::string embed = "embed_tokens", final_norm = "norm";
+  std::string q = "self_attn.q_proj", k = "self_attn.k_proj", v = "self_attn.v_proj", o = "self_attn.o_proj";
+  std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";
+  std::string attn_norm = "input_layernorm", mlp_norm = "post_attention_layernorm";
+  std::string attn_out_norm, mlp_out_norm;  // empty: the family has none
+  std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
+};
+
+// What a decoder family adds to its row.
+struct DecoderFamily {
+  const char* causal_lm_architecture;   // "LlamaForCausalLM"
+  double default_rope_theta = 10000.0;  // when config.json names none
+  bool tied_by_default = false;         // tie_word_embeddings when config.json omits it
+  DecoderTensorNames names;
+  // The family's own fields: biases, q/k norms, Gemma's norm and scaling switches, its rule for
+  // sliding layers when config.json has no layer_types. Refuses, by name, what tach does not build.
+  void (*read_switches)(const Field& f, DecoderConfig& c);
+};
+
 struct ModelFamily {
-  const char* name;                              // "BERT / DistilBERT encoders", "Qwen2 decoders"
-  std::vector<std::string> model_types;          // config.json's model_type values it builds
-  std::vector<std::string> (*presets)();         // its built-in presets
-  std::string (*preset_model_type)(const std::string& preset);
-  std::unique_ptr<Model> (*load)(const ModelLocation& location, const LoadOptions& options);
-  ArchitectureSummary (*summarize)(const ModelLocation& location);
+  const char* name;                      // "Llama decoders (Llama 2/3.x, SmolLM2, TinyLlama)"
+  std::vector<std::string> model_types;  // config.json's model_type values it builds
+  // Checkpoint names. Task models keep the body under body_prefix ("model.", "bert."); bare
+  // models at the top level. `probe` is a body tensor every checkpoint has.
+  std::string body_prefix, probe;
+  std::string classifier_weight;           // "score.weight", "classifier.weight"
+  std::vector<std::string> head_modules;   // the classifier's top-level modules: PEFT's modules_to_save
+  std::string lm_head;                     // the LM head's module ("lm_head"), "" for encoders
+  std::string bare_architecture;           // "LlamaModel", "BertModel"
+  std::string classifier_architecture;     // "LlamaForSequenceClassification": what a head makes of a base model
+  std::vector<std::string> lora_targets;   // default LoRA target_modules (PEFT's names: every linear)
+  std::string tokenizer_hint;              // a tokenizer to suggest when a checkpoint has none
+  const DecoderFamily* decoder = nullptr;  // null: a BERT-style encoder
+  EncoderFamily (*encoder)() = nullptr;    // encoders: which one
+  std::unique_ptr<Model> (*load)(const ModelFamily& family, const ModelLocation& location, const LoadOptions& options);
+  ArchitectureSummary (*summarize)(const ModelFamily& family, const ModelLocation& location);
 };
 
 const std::vector<ModelFamily>& model_families();
 // The family that builds a model_type; throws naming the ones tach builds.
 const ModelFamily& model_family(const std::string& model_type);
-// A preset's or a checkpoint's model_type (config.json's).
+// A preset's or a checkpoint's model_type (config.json's), checked against the table.
 std::string model_type_of(const ModelLocation& location);
+const ModelFamily& family_of(const ModelLocation& location);
 ArchitectureSummary summarize_architecture(const ModelLocation& location);
+// Every model_type tach builds, for messages: "bert, distilbert, qwen2, llama, ...".
+std::string known_model_types();
+
+// The rows, one per naming file.
+ModelFamily bert_family();
+ModelFamily distilbert_family();
+ModelFamily qwen2_family();
+ModelFamily llama_family();
+ModelFamily mistral_family();
+ModelFamily qwen3_family();
+ModelFamily gemma3_family();
 
 }  // namespace tach::model

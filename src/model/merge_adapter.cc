@@ -6,6 +6,7 @@
 
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "model/family.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
@@ -21,21 +22,6 @@ using json = nlohmann::json;
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
-// What merging needs to know of a family: the task model's name prefix, its head and the
-// classifier architecture a head turns the base into.
-struct FamilyNames {
-  std::string prefix, head, classifier_architecture;
-  std::vector<std::string> head_roots;  // top-level head modules
-};
-
-FamilyNames family_names(const std::string& model_type) {
-  if (model_type == "bert") return {"bert.", "classifier.weight", "BertForSequenceClassification", {"classifier."}};
-  if (model_type == "distilbert")
-    return {"distilbert.", "classifier.weight", "DistilBertForSequenceClassification", {"pre_classifier.", "classifier."}};
-  if (model_type == "qwen2") return {"model.", "score.weight", "Qwen2ForSequenceClassification", {"score."}};
-  throw Error("tach merge: model_type '" + model_type + "' is not one tach builds (bert, distilbert, qwen2)");
-}
-
 }  // namespace
 
 MergeResult merge_adapter(const MergeOptions& o) {
@@ -50,26 +36,26 @@ MergeResult merge_adapter(const MergeOptions& o) {
   const std::string config_path = (fs::path(loc.dir) / "config.json").string();
   json config = read_json_file(config_path);
   const std::string model_type = load_config_model_type(config_path);
-  const FamilyNames names = family_names(model_type);
+  const ModelFamily& family = model_family(model_type);
   const WeightStore store = open_checkpoint_weights(loc.dir);
   auto adapter = PeftAdapter::open(o.adapter);
 
   MergeResult r;
-  const bool adapter_head = adapter->head_tensor(names.head) != nullptr;
-  bool base_head = store.find(names.head) != nullptr;
+  const bool adapter_head = adapter->head_tensor(family.classifier_weight) != nullptr;
+  bool base_head = store.find(family.classifier_weight) != nullptr;
   const bool classifier = adapter_head || base_head;
   // A task model's checkpoint keeps the body under its prefix; a bare base model's does not. A
   // classifier written from a bare base needs the prefix, or transformers would take the file
   // for a bare model and draw a new head.
   auto is_head = [&](const std::string& n) {
-    for (const auto& h : names.head_roots)
-      if (starts_with(n, h)) return true;
+    for (const auto& h : family.head_modules)
+      if (starts_with(n, h + ".")) return true;
     return false;
   };
+  auto is_lm_head = [&](const std::string& n) { return !family.lm_head.empty() && starts_with(n, family.lm_head + "."); };
   auto out_name = [&](const std::string& n) {
-    if (!classifier || is_head(n) || starts_with(n, names.prefix)) return n;
-    if (model_type == "qwen2" && starts_with(n, "lm_head.")) return n;
-    return names.prefix + n;
+    if (!classifier || is_head(n) || starts_with(n, family.body_prefix) || is_lm_head(n)) return n;
+    return family.body_prefix + n;
   };
 
   std::map<DType, int> dtype_count;
@@ -78,12 +64,12 @@ MergeResult merge_adapter(const MergeOptions& o) {
     const StoredTensor* st = store.find(n);
     dtype_count[st->dtype]++;
     if (adapter_head && is_head(n) && adapter->head_tensor(n)) continue;  // the adapter's replaces it
-    if (adapter_head && model_type == "qwen2" && starts_with(n, "lm_head.")) {
+    if (adapter_head && is_lm_head(n)) {
       r.notes.push_back("dropped " + n + ": the adapter makes a sequence classifier, which has no LM head");
       continue;
     }
     Tensor t = st->load();
-    Tensor merged = adapter->merged(n, t, {names.prefix}, o.model);
+    Tensor merged = adapter->merged(n, t, {family.body_prefix}, o.model);
     if (merged.defined()) {
       ++r.merged_weights;
       t = o.dtype == "f32" || st->dtype == DType::f32 ? merged : merged.to(st->dtype, MemoryCategory::weights);
@@ -115,7 +101,7 @@ MergeResult merge_adapter(const MergeOptions& o) {
     if (config.contains("id2label") && config["id2label"].is_object() && base_head)
       for (size_t i = 0; i < config["id2label"].size(); ++i)
         config_labels.push_back(config["id2label"].value(std::to_string(i), "LABEL_" + std::to_string(i)));
-    r.labels = labels_with_adapter(*adapter, names.head, config_labels);
+    r.labels = labels_with_adapter(*adapter, family.classifier_weight, config_labels);
     json id2label = json::object(), label2id = json::object();
     for (size_t i = 0; i < r.labels.size(); ++i) {
       id2label[std::to_string(i)] = r.labels[i];
@@ -123,7 +109,7 @@ MergeResult merge_adapter(const MergeOptions& o) {
     }
     config["id2label"] = id2label;
     config["label2id"] = label2id;
-    config["architectures"] = json::array({names.classifier_architecture});
+    config["architectures"] = json::array({family.classifier_architecture});
   }
   r.architecture = config.contains("architectures") && config["architectures"].is_array() &&
                            !config["architectures"].empty()

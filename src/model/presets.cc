@@ -3,6 +3,8 @@
 // copies of ../shared/configs/ (and bert-base-uncased's published config).
 #include "model/presets.h"
 
+#include <nlohmann/json.hpp>
+
 #include "tach/error.h"
 
 namespace tach::model {
@@ -129,10 +131,27 @@ PresetConfig preset_config(const std::string& name) {
       return pc;
     }
   }
+  throw unknown_preset(name);
+}
+
+Error unknown_preset(const std::string& name) {
   std::string list;
   for (const auto& p : kPresets) list += std::string("\n  preset:") + p.name + "  " + p.description;
-  for (const auto& n : qwen2_preset_list()) list += "\n  preset:" + n + "  " + qwen2_preset_config(n).description;
-  throw Error("unknown preset '" + name + "'. Presets:" + list);
+  for (const auto& n : decoder_preset_list()) list += "\n  preset:" + n + "  " + decoder_preset_description(n);
+  return Error("unknown preset '" + name + "'. Presets:" + list);
+}
+
+std::vector<std::string> all_preset_names() {
+  std::vector<std::string> v = encoder_preset_list();
+  for (auto& n : decoder_preset_list()) v.push_back(n);
+  return v;
+}
+
+std::string preset_model_type(const std::string& name) {
+  for (const auto& p : kPresets)
+    if (name == p.name) return nlohmann::json::parse(p.config_json).at("model_type").get<std::string>();
+  if (is_decoder_preset(name)) return nlohmann::json::parse(decoder_preset_json(name)).at("model_type").get<std::string>();
+  throw unknown_preset(name);
 }
 
 }  // namespace tach::model

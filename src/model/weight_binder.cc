@@ -69,10 +69,11 @@ WeightBinder::WeightBinder(const WeightStore& store, const std::vector<std::stri
                 prefixes_str(prefixes) + "); is this checkpoint of the model type config.json says?");
 }
 
-WeightBinder WeightBinder::synthetic(uint64_t seed) {
+WeightBinder WeightBinder::synthetic(uint64_t seed, bool norms_at_zero) {
   WeightBinder b;
   b.synthetic_ = true;
   b.seed_ = seed;
+  b.norms_at_zero_ = norms_at_zero;
   return b;
 }
 
@@ -186,11 +187,11 @@ Tensor WeightBinder::synthesize(const std::string& name, const Shape& shape) con
   Tensor t = Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::weights);
   float* p = t.data<float>();
   const int64_t n = t.numel();
-  // LayerNorm (BERT), layer_norm (DistilBERT), input_layernorm / model.norm (Qwen2 RMSNorm).
+  // LayerNorm (BERT), layer_norm (DistilBERT), input_layernorm / model.norm / q_norm (decoders' RMSNorm).
   const bool norm = name.find("LayerNorm") != std::string::npos || name.find("layer_norm") != std::string::npos ||
                     name.find("layernorm") != std::string::npos || ends_with(name, "norm.weight");
   if (norm) {
-    const float v = ends_with(name, "weight") ? 1.0f : 0.0f;
+    const float v = ends_with(name, "weight") && !norms_at_zero_ ? 1.0f : 0.0f;
     for (int64_t i = 0; i < n; ++i) p[i] = v;
     return t;
   }

@@ -20,7 +20,8 @@ class WeightBinder {
   WeightBinder(const WeightStore& store, const std::vector<std::string>& prefixes, const std::string& probe,
                std::string config_source);
   // Synthesises: N(0, 0.02) for matrices and biases, ones and zeros for LayerNorm.
-  static WeightBinder synthetic(uint64_t seed);
+  // norms_at_zero: norm weights are 0 (Gemma's RMSNorm multiplies by 1 + w, so 0 is its identity).
+  static WeightBinder synthetic(uint64_t seed, bool norms_at_zero = false);
 
   // An encoder tensor (prefixed). Throws naming the tensor, both shapes and the prefixes tried.
   Tensor take(const std::string& name, const Shape& shape);
@@ -54,6 +55,7 @@ class WeightBinder {
   std::string prefix_;
   std::string config_source_;
   bool synthetic_ = false;
+  bool norms_at_zero_ = false;
   uint64_t seed_ = 0;
   std::set<std::string> used_;
   std::set<std::string> dtypes_;

@@ -3,11 +3,16 @@
 #pragma once
 
 #include "ops/op_cost.h"
+#include "tach/tensor.h"
 
 namespace tach::ops {
 
 // y, x: [n] f32
 void add_inplace(float* y, const float* x, int64_t n);
 OpCost add_cost(int64_t n);
+
+// x *= s, as an op (Gemma's embedding scale). x: [n] f32 on the CPU.
+void scale_inplace(Tensor& x, float s);
+OpCost scale_cost(int64_t n);
 
 }  // namespace tach::ops

@@ -1,6 +1,6 @@
 // Causal self-attention with grouped-query heads (Qwen2, Llama): H query heads share KVH
-// key/value heads in groups of H/KVH, a query sees the keys at or before its own position,
-// and padded keys are masked. The same kernel serves a whole prompt and one decoding step
+// key/value heads in groups of H/KVH, a query sees the keys at or before its own position (or
+// the last `window` of them), and padded keys are masked. The same kernel serves a whole prompt and one decoding step
 // against a key/value cache.
 #pragma once
 
@@ -19,6 +19,9 @@ struct CausalAttentionArgs {
   // out: [B, Tq, H*D] rows of stride ld_out
   int64_t ld_q = 0, ld_kv = 0, batch_stride_kv = 0, ld_out = 0, mask_stride = 0;
   float scale = 1.0f;
+  // A sliding window: the query at key index P sees keys (P - window, P] only, as transformers'
+  // sliding_window mask (kv > q - window, on cache indices); 0 = every earlier key.
+  int64_t window = 0;
   Device device = Device::cpu();  // where every pointer lives (inference runs CUDA too; training the CPU)
 };
 

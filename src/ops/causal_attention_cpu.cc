@@ -19,21 +19,23 @@ void causal_probs(float* scores, const float* qb, const float* kb, const int32_t
   for (int64_t i = 0; i < a.Tq; ++i) {
     float* row = scores + i * Tk;
     const int64_t visible = a.past + i + 1;  // keys [0, visible) are at or before the query
+    const int64_t first = a.window > 0 ? std::max<int64_t>(0, visible - a.window) : 0;  // sliding window
     float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < visible; ++j)
+    for (int64_t j = first; j < visible; ++j)
       if (!mb || mb[j]) mx = std::max(mx, row[j]);
     if (mx == -std::numeric_limits<float>::infinity()) {  // every visible key is padding
       for (int64_t j = 0; j < Tk; ++j) row[j] = 0;
       continue;
     }
+    for (int64_t j = 0; j < first; ++j) row[j] = 0;
     float sum = 0;
-    for (int64_t j = 0; j < visible; ++j) {
+    for (int64_t j = first; j < visible; ++j) {
       const float e = (!mb || mb[j]) ? cpu::fast_exp(row[j] - mx) : 0.0f;
       row[j] = e;
       sum += e;
     }
     const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < visible; ++j) row[j] *= inv;
+    for (int64_t j = first; j < visible; ++j) row[j] *= inv;
     for (int64_t j = visible; j < Tk; ++j) row[j] = 0;
   }
 }

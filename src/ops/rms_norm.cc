@@ -50,4 +50,30 @@ void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor&
   rms_norm_forward_cpu(out.data<float>(), h.data<float>(), d, weight.data<float>(), N, C, eps);
 }
 
+OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D) {
+  OpCost c;
+  c.flops = double(N * heads * D) * 4;
+  c.bytes_read = double(N * heads * D) * 4 + double(D) * 4;
+  c.bytes_written = double(N * heads * D) * 4;
+  return c;
+}
+
+void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, const Tensor& weight, float eps) {
+  check(x.dtype() == DType::f32 && x.dim() == 2 && x.is_contiguous() && col0 + heads * D <= x.size(1),
+        "rms_norm_heads: expected a contiguous f32 [N, >= " + std::to_string(col0 + heads * D) + "] buffer, got " +
+            x.describe());
+  check(weight.dtype() == DType::f32 && weight.numel() == D,
+        "rms_norm_heads: weight must be f32 [" + std::to_string(D) + "], got " + weight.describe());
+  check_device("rms_norm_heads", x.device(), {&weight});
+  if (x.device().kind != DeviceKind::cpu) unsupported("rms_norm_heads", x.device(), x.dtype());
+  const int64_t N = x.size(0);
+  core::Span span(core::SpanKind::op, "rms_norm_heads");
+  if (span.active()) {
+    const OpCost c = rms_norm_heads_cost(N, heads, D);
+    span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat("[", N, ", ", heads, "x", D, "] f32"));
+  }
+  rms_norm_heads_forward_cpu(x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(), eps);
+}
+
 }  // namespace tach::ops

@@ -28,6 +28,19 @@ void rms_norm_backward_cpu(float* dinp, float* dweight, const float* dout, const
                            const float* rstd, int64_t N, int64_t C);
 OpCost rms_norm_backward_cost(int64_t N, int64_t C);
 
+// RMSNorm over each head of q and k (Qwen3, Gemma 3: q_norm and k_norm before RoPE): in
+// `x: [N, ld]`, the `heads` blocks of D columns from column col0 are each normalised in place
+// with the shared weight: [D] f32.
+void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, const Tensor& weight, float eps);
+OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D);
+// Kernel: saved_in: [N, heads*D] (null at inference) keeps the input for the backward; rstd: [N*heads].
+void rms_norm_heads_forward_cpu(float* x, int64_t ld, int64_t N, int64_t heads, int64_t D, const float* weight, float eps,
+                                float* saved_in = nullptr, float* rstd = nullptr);
+// Backward, in place: dx (stride ld) holds d(out) on entry and d(in) on exit; inp: [N, heads*D]
+// the saved input; dweight: [D] += (null: frozen).
+void rms_norm_heads_backward_cpu(float* dx, int64_t ld, const float* inp, const float* weight, const float* rstd,
+                                 float* dweight, int64_t N, int64_t heads, int64_t D);
+
 // CUDA kernel: as rms_norm_forward_cpu without the saved rstd.
 void rms_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* weight, int64_t N,
                            int64_t C, float eps);

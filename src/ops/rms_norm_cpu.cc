@@ -64,4 +64,53 @@ void rms_norm_backward_cpu(float* dinp, float* dweight, const float* dout, const
   });
 }
 
+void rms_norm_heads_forward_cpu(float* x, int64_t ld, int64_t N, int64_t heads, int64_t D, const float* weight,
+                                float eps, float* saved_in, float* rstd) {
+  core::parallel_for(N, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n)
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x + n * ld + h * D;
+        if (saved_in) std::copy(v, v + D, saved_in + (n * heads + h) * D);
+        float ss = 0;
+#pragma omp simd reduction(+ : ss)
+        for (int64_t d = 0; d < D; ++d) ss += v[d] * v[d];
+        const float r = 1.0f / std::sqrt(ss / float(D) + eps);
+        if (rstd) rstd[n * heads + h] = r;
+#pragma omp simd
+        for (int64_t d = 0; d < D; ++d) v[d] = weight[d] * (v[d] * r);
+      }
+  });
+}
+
+void rms_norm_heads_backward_cpu(float* dx, int64_t ld, const float* inp, const float* weight, const float* rstd,
+                                 float* dweight, int64_t N, int64_t heads, int64_t D) {
+  // Chunks of tokens sum their own dweight, added in order: independent of the thread count.
+  constexpr int64_t kRows = 64;
+  const int64_t chunks = (N + kRows - 1) / kRows;
+  std::vector<float> partial(size_t(chunks * D), 0.f);
+  core::parallel_for(chunks, 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      float* pw = partial.data() + k * D;
+      for (int64_t n = k * kRows; n < std::min(N, (k + 1) * kRows); ++n)
+        for (int64_t h = 0; h < heads; ++h) {
+          float* g = dx + n * ld + h * D;  // d(out) in, d(in) out
+          const float* v = inp + (n * heads + h) * D;
+          const float r = rstd[n * heads + h];
+          float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+          for (int64_t d = 0; d < D; ++d) dot += g[d] * weight[d] * v[d];
+          const float k2 = r * r * r * dot / float(D);
+#pragma omp simd
+          for (int64_t d = 0; d < D; ++d) {
+            pw[d] += g[d] * v[d] * r;
+            g[d] = r * g[d] * weight[d] - v[d] * k2;
+          }
+        }
+    }
+  });
+  if (!dweight) return;
+  for (int64_t k = 0; k < chunks; ++k)
+    for (int64_t d = 0; d < D; ++d) dweight[d] += partial[size_t(k * D + d)];
+}
+
 }  // namespace tach::ops

@@ -1,11 +1,54 @@
 #include "ops/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/dispatch.h"
 #include "tach/error.h"
 
 namespace tach::ops {
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Llama 3.1: wavelengths longer than the old context / low_freq_factor are divided by factor,
+// shorter than old / high_freq_factor kept, and those between blended smoothly (f32, as torch).
+void llama3_scaling(std::vector<float>& inv, const RopeSettings& s) {
+  const float old_len = float(s.original_max_positions), factor = float(s.factor);
+  const float low = float(s.low_freq_factor), high = float(s.high_freq_factor);
+  const float low_wavelen = old_len / low, high_wavelen = old_len / high;
+  for (float& f : inv) {
+    const float wavelen = float(2 * kPi) / f;
+    float scaled = wavelen > low_wavelen ? f / factor : f;
+    if (!(wavelen < high_wavelen) && !(wavelen > low_wavelen)) {
+      const float smooth = (old_len / wavelen - low) / (high - low);
+      scaled = (1 - smooth) * scaled / factor + smooth * scaled;
+    }
+    f = scaled;
+  }
+}
+
+// YaRN: frequencies that turn fewer than beta_slow times over the old context are interpolated
+// (divided by factor), more than beta_fast kept, with a linear ramp over the dimensions between.
+void yarn_scaling(std::vector<float>& inv, const RopeSettings& s) {
+  const double D = double(s.head_dim), base = s.theta, old_len = double(s.original_max_positions);
+  auto correction_dim = [&](double rotations) { return D * std::log(old_len / (rotations * 2 * kPi)) / (2 * std::log(base)); };
+  double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+  if (s.truncate) low = std::floor(low), high = std::ceil(high);
+  low = std::max(low, 0.0), high = std::min(high, D - 1);
+  if (low == high) high += 0.001;  // no division by zero
+  for (size_t i = 0; i < inv.size(); ++i) {
+    const float ramp = std::clamp(float((double(i) - low) / (high - low)), 0.0f, 1.0f);
+    const float extrapolation_weight = 1 - ramp;
+    const float extrapolated = inv[i], interpolated = inv[i] / float(s.factor);
+    inv[i] = interpolated * (1 - extrapolation_weight) + extrapolated * extrapolation_weight;
+  }
+}
+
+double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+
+}  // namespace
 
 std::vector<float> rope_inverse_frequencies(const RopeSettings& s, int64_t seq_len) {
   const int64_t D = s.head_dim;
@@ -21,20 +64,34 @@ std::vector<float> rope_inverse_frequencies(const RopeSettings& s, int64_t seq_l
     inv[size_t(i)] = float(1.0 / std::pow(base, double(exponent)));
     if (s.type == "linear") inv[size_t(i)] /= float(s.factor);
   }
+  if (s.type == "llama3") llama3_scaling(inv, s);
+  if (s.type == "yarn") yarn_scaling(inv, s);
   return inv;
 }
 
-RopeTable rope_table(const Tensor& positions, const std::vector<float>& inv_freq) {
+double rope_attention_factor(const RopeSettings& s) {
+  if (s.type != "yarn") return 1.0;
+  if (s.attention_factor > 0) return s.attention_factor;
+  if (s.mscale > 0 && s.mscale_all_dim > 0) return yarn_mscale(s.factor, s.mscale) / yarn_mscale(s.factor, s.mscale_all_dim);
+  return yarn_mscale(s.factor, 1.0);
+}
+
+RopeTable rope_table(const Tensor& positions, const RopeSettings& s, int64_t seq_len) {
+  return rope_table(positions, rope_inverse_frequencies(s, seq_len), rope_attention_factor(s));
+}
+
+RopeTable rope_table(const Tensor& positions, const std::vector<float>& inv_freq, double attention_factor) {
   const int64_t N = positions.numel(), F = int64_t(inv_freq.size());
   RopeTable t{Tensor::empty({N, F}, DType::f32), Tensor::empty({N, F}, DType::f32)};
   const int32_t* pos = positions.data<int32_t>();
+  const float factor = float(attention_factor);
   float* c = t.cos.data<float>();
   float* s = t.sin.data<float>();
   for (int64_t n = 0; n < N; ++n)
     for (int64_t i = 0; i < F; ++i) {
       const float angle = float(pos[n]) * inv_freq[size_t(i)];  // f32 product, as transformers
-      c[n * F + i] = std::cos(angle);
-      s[n * F + i] = std::sin(angle);
+      c[n * F + i] = std::cos(angle) * factor;  // f32 times f32, as torch's emb.cos() * attention_scaling
+      s[n * F + i] = std::sin(angle) * factor;
     }
   return t;
 }

@@ -10,23 +10,39 @@
 
 namespace tach::ops {
 
+// The rope types transformers computes in modeling_rope_utils.py, as config.json names them.
 struct RopeSettings {
   int64_t head_dim = 0;
   double theta = 10000.0;
-  std::string type = "default";  // default | linear (positions / factor) | dynamic (NTK base rescale)
+  // default | linear (positions / factor) | dynamic (NTK base rescale) | llama3 (Llama 3.1's
+  // wavelength-banded interpolation) | yarn (NTK-by-parts ramp and an attention temperature)
+  std::string type = "default";
   double factor = 1.0;
   int64_t max_positions = 0;  // dynamic: the length past which the base grows
+  // llama3 and yarn: the pre-training context the scaling is measured from.
+  int64_t original_max_positions = 0;
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  double beta_fast = 32.0, beta_slow = 1.0;              // yarn: the ramp's rotation counts
+  double attention_factor = 0.0;  // yarn: cos and sin are scaled by it (0: derived from factor)
+  bool truncate = true;           // yarn: the ramp's ends rounded to whole dimensions
+  double mscale = 0.0, mscale_all_dim = 0.0;  // yarn (DeepSeek's): the attention factor's ratio
 };
 
 // inv_freq: [D/2], as transformers computes it. seq_len matters only for dynamic scaling
 // (transformers uses max(position) + 1).
 std::vector<float> rope_inverse_frequencies(const RopeSettings& s, int64_t seq_len);
+// The factor transformers multiplies cos and sin by (1 but for yarn).
+double rope_attention_factor(const RopeSettings& s);
 
-// The cos/sin of every (row, frequency): cos, sin: [N, D/2] for positions: [N] i32.
+// The cos/sin of every (row, frequency): cos, sin: [N, D/2] for positions: [N] i32, each times
+// attention_factor.
 struct RopeTable {
   Tensor cos, sin;
 };
-RopeTable rope_table(const Tensor& positions, const std::vector<float>& inv_freq);
+RopeTable rope_table(const Tensor& positions, const std::vector<float>& inv_freq, double attention_factor = 1.0);
+// Both steps for a settings row: what a forward calls once per distinct RoPE (Gemma 3's local
+// layers have their own).
+RopeTable rope_table(const Tensor& positions, const RopeSettings& s, int64_t seq_len);
 
 // qkv: [N, ld] f32 with the query heads in columns [0, q_heads*D) and the key heads right after
 // them (a fused q|k|v buffer); both are rotated in place, values untouched.

@@ -20,6 +20,11 @@ OpCost silu_gate_backward_cost(int64_t N, int64_t I) {
   return c;
 }
 
+const char* gate_op_name(GateActivation act, bool backward) {
+  if (act == GateActivation::silu) return backward ? "silu_gate_backward" : "silu_gate";
+  return backward ? "gelu_tanh_gate_backward" : "gelu_tanh_gate";
+}
+
 namespace {
 
 int64_t checked_rows(const char* op, const Tensor& gate_up, const Tensor& other, int64_t other_cols) {
@@ -33,38 +38,48 @@ int64_t checked_rows(const char* op, const Tensor& gate_up, const Tensor& other,
 
 }  // namespace
 
-void silu_gate_forward(Tensor& out, const Tensor& gate_up) {
-  const int64_t N = checked_rows("silu_gate", gate_up, out, 1), I = gate_up.size(-1) / 2;
-  core::Span span(core::SpanKind::op, "silu_gate");
+void silu_gate_forward(Tensor& out, const Tensor& gate_up, GateActivation act) {
+  const char* name = gate_op_name(act);
+  const int64_t N = checked_rows(name, gate_up, out, 1), I = gate_up.size(-1) / 2;
+  core::Span span(core::SpanKind::op, name);
   if (span.active()) {
     const OpCost c = silu_gate_cost(N, I);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", N, ", 2x", I, "] f32"));
   }
-  check_device("silu_gate", gate_up.device(), {&out});
+  check_device(name, gate_up.device(), {&out});
+  if (act == GateActivation::gelu_tanh) {
+    if (gate_up.device().kind != DeviceKind::cpu) unsupported(name, gate_up.device(), gate_up.dtype());
+    gelu_tanh_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
+    return;
+  }
 #if TACH_HAS_CUDA
-  if (on_cuda("silu_gate", gate_up.device(), gate_up.dtype())) {
+  if (on_cuda(name, gate_up.device(), gate_up.dtype())) {
     silu_gate_forward_cuda(gate_up.device().index, out.data<float>(), gate_up.data<float>(), N, I);
     return;
   }
 #else
-  on_cuda("silu_gate", gate_up.device(), gate_up.dtype());
+  on_cuda(name, gate_up.device(), gate_up.dtype());
 #endif
   silu_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
 }
 
-void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& dout) {
-  if (gate_up.device().kind != DeviceKind::cpu) unsupported("silu_gate_backward", gate_up.device(), gate_up.dtype());
-  const int64_t N = checked_rows("silu_gate_backward", gate_up, dout, 1), I = gate_up.size(-1) / 2;
+void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& dout, GateActivation act) {
+  const char* name = gate_op_name(act, true);
+  if (gate_up.device().kind != DeviceKind::cpu) unsupported(name, gate_up.device(), gate_up.dtype());
+  const int64_t N = checked_rows(name, gate_up, dout, 1), I = gate_up.size(-1) / 2;
   check(d_gate_up.numel() == gate_up.numel() && d_gate_up.dtype() == DType::f32 && d_gate_up.is_contiguous(),
-        "silu_gate_backward: d_gate_up " + d_gate_up.describe() + " does not match gate_up " + gate_up.describe());
-  core::Span span(core::SpanKind::op, "silu_gate_backward");
+        std::string(name) + ": d_gate_up " + d_gate_up.describe() + " does not match gate_up " + gate_up.describe());
+  core::Span span(core::SpanKind::op, name);
   if (span.active()) {
     const OpCost c = silu_gate_backward_cost(N, I);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", N, ", 2x", I, "] f32"));
   }
-  silu_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
+  if (act == GateActivation::gelu_tanh)
+    gelu_tanh_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
+  else
+    silu_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
 }
 
 }  // namespace tach::ops

@@ -1,5 +1,6 @@
-// The SwiGLU gate of Qwen2/Llama MLPs: out = silu(gate) * up, with gate and up the two halves
-// of one fused GEMM's output.
+// The gate of a gated MLP: out = act(gate) * up, with gate and up the two halves of one fused
+// GEMM's output. act is SiLU (SwiGLU: Qwen2, Llama, Mistral, Qwen3) or the tanh approximation
+// of GELU (GeGLU with gelu_pytorch_tanh: Gemma). The op is named after its activation in traces.
 #pragma once
 
 #include "ops/op_cost.h"
@@ -7,19 +8,27 @@
 
 namespace tach::ops {
 
+enum class GateActivation { silu, gelu_tanh };
+const char* gate_op_name(GateActivation act, bool backward = false);
+
 // gate_up: [N, 2I] f32 (gate in columns [0, I), up in [I, 2I))  out: [N, I] f32
 // The backward needs gate_up itself; training keeps it, inference does not.
-void silu_gate_forward(Tensor& out, const Tensor& gate_up);
+void silu_gate_forward(Tensor& out, const Tensor& gate_up, GateActivation act = GateActivation::silu);
 OpCost silu_gate_cost(int64_t N, int64_t I);
 
 // d_gate = dout * up * silu'(gate), silu'(g) = s (1 + g (1 - s)), s = sigmoid(g);  d_up = dout * silu(gate).
 // dout: [N, I]  gate_up: [N, 2I] (saved)  d_gate_up: [N, 2I] (written)
-void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& dout);
+// GeGLU: d_gate = dout * up * gelu_tanh'(gate), d_up = dout * gelu_tanh(gate).
+void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& dout,
+                        GateActivation act = GateActivation::silu);
 OpCost silu_gate_backward_cost(int64_t N, int64_t I);
 
 // Kernels.
 void silu_gate_forward_cpu(float* out, const float* gate_up, int64_t N, int64_t I);
 void silu_gate_backward_cpu(float* d_gate_up, const float* gate_up, const float* dout, int64_t N, int64_t I);
+// gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))), as torch's approximate="tanh".
+void gelu_tanh_gate_forward_cpu(float* out, const float* gate_up, int64_t N, int64_t I);
+void gelu_tanh_gate_backward_cpu(float* d_gate_up, const float* gate_up, const float* dout, int64_t N, int64_t I);
 
 void silu_gate_forward_cuda(int device, float* out, const float* gate_up, int64_t N, int64_t I);
 

@@ -1,5 +1,7 @@
 #include "train/lora.h"
 
+#include "model/family.h"
+
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -179,12 +181,9 @@ LoraOptions lora_options_of(const model::PeftAdapter& a) {
   return o;
 }
 
-std::vector<std::string> default_lora_targets(const std::string& model_type) {
-  if (model_type == "distilbert") return {"q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"};
-  if (model_type == "bert") return {"query", "key", "value", "dense"};
-  if (model_type == "qwen2") return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-  throw Error("LoRA: no default target modules for model_type '" + model_type + "'; pass --lora-target-modules");
-}
+std::vector<std::string> default_lora_targets(const model::ModelFamily& family) { return family.lora_targets; }
+
+std::vector<std::string> default_modules_to_save(const model::ModelFamily& family) { return family.head_modules; }
 
 void save_peft_adapter(const std::string& dir, const TrainableModel& m, const std::string& base_model) {
   check(m.lora != nullptr, "save_peft_adapter: the model has no LoRA adapters");

@@ -15,6 +15,10 @@ namespace tach::model {
 class PeftAdapter;
 }
 
+namespace tach::model {
+struct ModelFamily;
+}
+
 namespace tach::train {
 
 struct DropoutRates;
@@ -75,7 +79,9 @@ void attach_lora(TrainableModel& model, const LoraOptions& options, uint64_t ini
 LoraOptions lora_options_of(const model::PeftAdapter& adapter);
 
 // The linears the workflow targets by default: every linear of the layers.
-std::vector<std::string> default_lora_targets(const std::string& model_type);
+// The family row's defaults: every linear by PEFT's name, and the head's modules.
+std::vector<std::string> default_lora_targets(const model::ModelFamily& family);
+std::vector<std::string> default_modules_to_save(const model::ModelFamily& family);
 
 // Writes DIR as peft's save_pretrained does: adapter_config.json (LORA, SEQ_CLS, the options,
 // base_model_name_or_path) and adapter_model.safetensors (every trainable tensor, f32, under

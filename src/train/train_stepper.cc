@@ -43,7 +43,7 @@ class Stepper final : public TrainStepper {
     return loss;
   }
   int64_t vocab_size() const override {
-    return source_.model_type == "qwen2" ? source_.qwen2.vocab_size : source_.config.vocab_size;
+    return source_.is_decoder() ? source_.decoder.vocab_size : source_.config.vocab_size;
   }
   int64_t num_labels() const override { return model_->num_labels(); }
   int32_t pad_token_id() const override { return int32_t(std::max<int64_t>(0, source_.pad_token_id())); }
@@ -64,8 +64,8 @@ class Stepper final : public TrainStepper {
       train::LoraOptions lo;
       lo.r = o.lora_r;
       lo.alpha = float(o.lora_alpha);
-      lo.target_modules = train::default_lora_targets(s.model_type);
-      lo.modules_to_save = {"classifier", "score"};
+      lo.target_modules = train::default_lora_targets(*s.family);
+      lo.modules_to_save = train::default_modules_to_save(*s.family);
       train::attach_lora(*m, lo, o.seed);
       if (o.qlora) m->quantize_base_nf4();
     }

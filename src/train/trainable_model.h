@@ -1,6 +1,6 @@
 // What training needs from a model family: its parameter table, its head's labels, a forward
 // that keeps what the backward needs, and the backward. BERT and DistilBERT (trainable_encoder)
-// and Qwen2 (trainable_qwen2) implement it; the trainer, the evaluation, saving and tach
+// and every decoder family (trainable_decoder) implement it; the trainer, the evaluation, saving and tach
 // profile --train see only this.
 //
 // Why hand-written backward passes rather than an autograd tape: each family is one fixed

@@ -184,9 +184,9 @@ TrainResult run_training(TrainOptions o, const TrainObserver& observer) {
     lo.r = o.lora_r;
     lo.alpha = float(o.lora_alpha);
     lo.dropout = float(o.lora_dropout);
-    lo.target_modules = o.lora_target_modules.empty() ? train::default_lora_targets(src.model_type)
+    lo.target_modules = o.lora_target_modules.empty() ? train::default_lora_targets(*src.family)
                                                       : o.lora_target_modules;
-    lo.modules_to_save = o.modules_to_save.empty() ? std::vector<std::string>{"classifier", "score"} : o.modules_to_save;
+    lo.modules_to_save = o.modules_to_save.empty() ? train::default_modules_to_save(*src.family) : o.modules_to_save;
     if (adapter) lo = train::lora_options_of(*adapter);
     train::attach_lora(model, lo, o.seed);
     if (adapter) {

@@ -8,7 +8,7 @@
 #include "model/presets.h"
 #include "tach/error.h"
 #include "train/trainable_encoder.h"
-#include "train/trainable_qwen2.h"
+#include "train/trainable_decoder.h"
 
 namespace tach::train {
 
@@ -23,23 +23,23 @@ nlohmann::json read_config_json(const std::string& path) {
 
 }  // namespace
 
+bool TrainingModelSource::is_decoder() const { return family->decoder != nullptr; }
+
 const std::vector<std::string>& TrainingModelSource::id2label() const {
-  return model_type == "qwen2" ? qwen2.id2label : config.id2label;
+  return is_decoder() ? decoder.id2label : config.id2label;
 }
 
 const std::string& TrainingModelSource::problem_type() const {
-  return model_type == "qwen2" ? qwen2.problem_type : config.problem_type;
+  return is_decoder() ? decoder.problem_type : config.problem_type;
 }
 
-int64_t TrainingModelSource::pad_token_id() const {
-  return model_type == "qwen2" ? qwen2.pad_token_id : config.pad_token_id;
-}
+int64_t TrainingModelSource::pad_token_id() const { return is_decoder() ? decoder.pad_token_id : config.pad_token_id; }
 
 DropoutRates TrainingModelSource::dropout() const {
   DropoutRates r;
-  if (model_type == "qwen2") {
-    // Qwen2 has no hidden or classifier dropout; attention_dropout is 0 in every released config.
-    r.attention = config_json.value("attention_dropout", 0.0f);
+  if (is_decoder()) {
+    // The decoders have no hidden or classifier dropout; attention_dropout is 0 in every released config.
+    r.attention = decoder.attention_dropout;
     return r;
   }
   r.hidden = config.hidden_dropout;
@@ -53,10 +53,11 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
   s.location = model::resolve_model(spec);
   if (s.location.kind == model::ModelLocation::Kind::preset) {
     s.source = "synthetic weights (seed " + std::to_string(seed) + "): ";
-    if (model::model_type_of(s.location) == "qwen2") {
-      model::Qwen2PresetConfig preset = model::qwen2_preset_config(s.location.preset);
-      s.model_type = "qwen2";
-      s.qwen2 = preset.config;
+    s.model_type = model::model_type_of(s.location);
+    s.family = &model::model_family(s.model_type);
+    if (s.is_decoder()) {
+      model::DecoderPresetConfig preset = model::decoder_preset_config(s.location.preset);
+      s.decoder = preset.config;
       s.config_json = nlohmann::json::parse(preset.config_json);
       s.source += preset.description;
     } else {
@@ -66,28 +67,24 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
       s.config_json = nlohmann::json::parse(preset.config_json);
       s.source += preset.description;
     }
-    s.binder = std::make_unique<model::WeightBinder>(model::WeightBinder::synthetic(seed));
+    s.binder = std::make_unique<model::WeightBinder>(
+        model::WeightBinder::synthetic(seed, s.is_decoder() && s.decoder.norm_plus_one));
     s.checkpoint_has_head = true;
     return s;
   }
   const std::string config_path = (std::filesystem::path(s.location.dir) / "config.json").string();
   s.model_type = model::load_config_model_type(config_path);
+  s.family = &model::model_family(s.model_type);
   s.config_json = read_config_json(config_path);
   s.store = std::make_unique<model::WeightStore>(model::open_checkpoint_weights(s.location.dir));
-  if (s.model_type == "qwen2") {
-    s.qwen2 = model::load_qwen2_config(config_path);
-    // Qwen2Model checkpoints keep their tensors at the top level; the task models under "model.".
-    s.binder = std::make_unique<model::WeightBinder>(*s.store, std::vector<std::string>{"model.", ""},
-                                                     "embed_tokens.weight", config_path);
-    s.checkpoint_has_head = s.store->find("score.weight") != nullptr;
-  } else {
+  if (s.is_decoder())
+    s.decoder = model::load_decoder_config(config_path);
+  else
     s.config = model::load_encoder_config(config_path);
-    const bool bert = s.config.family == model::EncoderFamily::bert;
-    s.binder = std::make_unique<model::WeightBinder>(
-        *s.store, std::vector<std::string>{bert ? "bert." : "distilbert.", bert ? "distilbert." : "bert.", ""},
-        "embeddings.word_embeddings.weight", config_path);
-    s.checkpoint_has_head = s.store->find("classifier.weight") != nullptr;
-  }
+  // Bare models keep their tensors at the top level; the task models under the body prefix.
+  s.binder = std::make_unique<model::WeightBinder>(*s.store, std::vector<std::string>{s.family->body_prefix, ""},
+                                                   s.family->probe, config_path);
+  s.checkpoint_has_head = s.store->find(s.family->classifier_weight) != nullptr;
   s.source = s.location.dir + (s.location.revision.empty() ? "" : " (revision " + s.location.revision + ")");
   return s;
 }
@@ -96,15 +93,16 @@ std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource&
                                                       const std::vector<std::string>& id2label,
                                                       const std::string& problem_type, uint64_t init_seed,
                                                       std::vector<std::string>* notes) {
-  if (source.model_type == "qwen2") {
-    model::Qwen2Config c = source.qwen2;
+  if (source.is_decoder()) {
+    model::DecoderConfig c = source.decoder;
     c.id2label = id2label;
     c.problem_type = problem_type;
     check(source.dropout().attention == 0.0f,
           source.location.spec + ": config.json sets attention_dropout " +
               std::to_string(source.dropout().attention) +
-              "; Qwen2 training runs attention without dropout (every released Qwen2 config has 0.0)");
-    return std::make_unique<TrainableQwen2>(build_trainable_qwen2(c, *source.binder, init_seed, notes));
+              "; decoder training runs attention without dropout (every released decoder config has 0.0)");
+    return std::make_unique<TrainableDecoder>(
+        build_trainable_decoder(c, *source.family, *source.binder, init_seed, notes));
   }
   model::EncoderConfig c = source.config;
   c.id2label = id2label;

@@ -1,6 +1,7 @@
 // Opening a model for training: where it is, its config (typed and as JSON, for saving), and a
 // binder over its weights (or a preset's synthetic ones); then building the family's trainable
-// classifier over it. BERT, DistilBERT and Qwen2 sequence classifiers train.
+// classifier over it. Every family's sequence classifier trains: the encoders on
+// trainable_encoder, every decoder family on trainable_decoder.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,8 @@
 
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "model/decoder_config.h"
+#include "model/family.h"
 #include "model/weight_binder.h"
 #include "train/trainable_model.h"
 
@@ -18,9 +21,11 @@ namespace tach::train {
 
 struct TrainingModelSource {
   model::ModelLocation location;
-  std::string model_type;         // bert | distilbert | qwen2
-  model::EncoderConfig config;    // bert, distilbert
-  model::Qwen2Config qwen2;       // qwen2
+  std::string model_type;         // config.json's
+  const model::ModelFamily* family = nullptr;  // its row in the family table
+  model::EncoderConfig config;    // encoders
+  model::DecoderConfig decoder;   // decoders
+  bool is_decoder() const;
   nlohmann::json config_json;     // config.json as read
   std::string source;             // the directory, or "synthetic weights (seed N): ..."
   bool checkpoint_has_head = false;  // a classifier is in the weights

@@ -97,9 +97,8 @@ TokenBatch tokenize_texts(const ClassifyOptions& opt, const ModelInfo& info, std
   std::string path = opt.tokenizer;
   if (path.empty()) {
     check(info.source.rfind("synthetic", 0) != 0,
-          opt.model + " has synthetic weights and no tokenizer files: pass --tokenizer (e.g. ../shared/tokenizers/" +
-              std::string(info.model_type == "distilbert" || info.model_type == "bert" ? "bert-base-uncased" : "...") +
-              ")");
+          opt.model + " has synthetic weights and no tokenizer files: pass --tokenizer (a directory with the " +
+              "tokenizer.json of " + info.tokenizer_hint + ", or that hub id)");
     path = info.source.substr(0, info.source.find(" (revision"));
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -272,7 +271,7 @@ Command add_classify_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("classify", "Run a sequence classifier on texts or token ids; print labels, scores and "
                                                  "timings");
   sub->add_option("-m,--model", opt->model,
-                  "Model: preset:NAME (distilbert-base-uncased, bert-base-uncased, bert-tiny, qwen2.5-0.5b, qwen2-tiny), a directory with "
+                  "Model: preset:NAME (an unknown NAME lists them all), a directory with "
                   "config.json and model.safetensors, or a hub id ORG/NAME[@REV] in the Hugging Face cache")
       ->capture_default_str();
   sub->add_option("--ids", opt->ids, "One row of token ids, e.g. \"101 7592 102\" (repeat for more rows)");

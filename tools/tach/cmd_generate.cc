@@ -181,7 +181,7 @@ int run_generate(const GenerateFlags& f) {
 Command add_generate_command(CLI::App& app) {
   auto f = std::make_shared<GenerateFlags>();
   CLI::App* sub = app.add_subcommand(
-      "generate", "Greedy decoding with a key/value cache (Qwen2 causal LMs, or Qwen2 models with tied embeddings); "
+      "generate", "Greedy decoding with a key/value cache (causal LMs of every decoder family, or decoders with tied embeddings); "
                   "reports time to first token and time per output token");
   sub->add_option("-m,--model", f->model, "Model: preset:NAME, a directory, or a hub id in the HF cache")
       ->capture_default_str();

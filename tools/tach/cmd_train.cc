@@ -1,4 +1,4 @@
-// tach train: fine-tune a BERT, DistilBERT or Qwen2 classifier on tach's own engine.
+// tach train: fine-tune a sequence classifier of any family tach builds on tach's own engine.
 #include <unistd.h>
 
 #include <chrono>
@@ -85,7 +85,7 @@ Command add_train_command(CLI::App& app) {
   auto no_progress = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
       "train",
-      "Fine-tune a BERT, DistilBERT or Qwen2 sequence classifier on a labelled dataset (AdamW, linear warm-up and decay, "
+      "Fine-tune a sequence classifier (BERT, DistilBERT, Qwen2, Llama, Mistral, Qwen3, Gemma 3) on a labelled dataset (AdamW, linear warm-up and decay, "
       "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, steps.jsonl, "
       "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
   sub->add_option("-c,--config", *config_file, "YAML file of these options (keys as the flags, '_' for '-'); flags "
@@ -152,12 +152,12 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--lora-alpha", o->lora_alpha, "LoRA alpha: the adapters scale by alpha / r (default 8)");
   sub->add_option("--lora-dropout", o->lora_dropout, "Dropout on the adapters' inputs (default 0)");
   sub->add_option("--lora-target-modules", o->lora_target_modules,
-                  "Linears that get adapters, by their Hugging Face names (default: DistilBERT q_lin,k_lin,v_lin,"
-                  "out_lin,lin1,lin2; BERT query,key,value,dense; Qwen2 q_proj,k_proj,v_proj,o_proj,gate_proj,"
-                  "up_proj,down_proj)")
+                  "Linears that get adapters, by their Hugging Face names (default: every linear of the family: "
+                  "decoders q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj; BERT query,key,value,dense; "
+                  "DistilBERT q_lin,k_lin,v_lin,out_lin,lin1,lin2)")
       ->delimiter(',');
   sub->add_option("--modules-to-save", o->modules_to_save,
-                  "Modules trained in full beside the adapters and saved with them (default classifier,score; a "
+                  "Modules trained in full beside the adapters and saved with them (default the family's head: score, classifier, or DistilBERT's pre_classifier,classifier; a "
                   "name also matches modules ending in it, as PEFT's)")
       ->delimiter(',');
   sub->add_option("--adapter", o->adapter,

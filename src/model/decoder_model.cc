@@ -1,10 +1,11 @@
-// The Qwen2 Model: sequence classification pooled at the last non-pad token, vocabulary
-// logits, and greedy generation with a key/value cache.
-#include "model/qwen2_model.h"
+// The decoder Model of every decoder family: sequence classification pooled at the last non-pad
+// token, vocabulary logits, and greedy generation with a key/value cache.
+#include "model/decoder_model.h"
 #include "model/peft_adapter.h"
 #include "model/compute_note.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
@@ -13,7 +14,7 @@
 #include "core/trace.h"
 #include "model/encoder_build.h"
 #include "model/presets.h"
-#include "model/qwen2.h"
+#include "model/decoder.h"
 #include "ops/copy_rows.h"
 #include "ops/linear.h"
 #include "tach/error.h"
@@ -25,17 +26,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class Qwen2 final : public Model {
+class Decoder final : public Model {
  public:
-  Qwen2(ModelInfo info, Qwen2Config config, Qwen2Weights weights, ops::LinearPlacement place)
-      : info_(std::move(info)), config_(std::move(config)), shape_(qwen2_shape(config_)), w_(std::move(weights)),
-        place_(place), compute_(place.compute) {}
+  Decoder(ModelInfo info, DecoderConfig config, DecoderWeights weights, ops::LinearPlacement place)
+      : info_(std::move(info)), config_(std::move(config)), w_(std::move(weights)), place_(place),
+        compute_(place.compute) {}
 
   const ModelInfo& info() const override { return info_; }
 
   Tensor hidden_states(const TokenBatch& batch) const override {
     check_batch(batch);
-    return to_host(qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr));
+    return to_host(decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr));
   }
 
   // transformers' rule: per row, the last token that is not pad_token_id (right or left
@@ -43,13 +44,13 @@ class Qwen2 final : public Model {
   Tensor classify(const TokenBatch& batch) const override {
     check(w_.score != nullptr, info_.spec + " (" + info_.architecture +
                                    ") has no sequence-classification head (`score`): use tach generate, or a "
-                                   "Qwen2ForSequenceClassification checkpoint");
+                                   "…ForSequenceClassification checkpoint");
     check_batch(batch);
-    const int64_t B = batch.batch(), T = batch.seq_len(), C = shape_.hidden;
+    const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size;
     check(config_.pad_token_id >= 0 || B == 1,
           info_.spec + ": config.json names no pad_token_id, so rows of a batch cannot be told from padding "
                        "(transformers refuses batches > 1 too); classify one row at a time");
-    Tensor h = qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
+    Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
     Tensor pooled = Tensor::empty({B, C}, DType::f32, h.device());
     const int32_t* ids = batch.input_ids.data<int32_t>();
     for (int64_t b = 0; b < B; ++b) {
@@ -66,8 +67,8 @@ class Qwen2 final : public Model {
   }
 
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
-    ops::OpCost c = qwen2_cost(shape_, B, T, 0);
-    if (w_.score) c += ops::linear_cost(B, config_.num_labels(), shape_.hidden, compute_, false);
+    ops::OpCost c = decoder_cost(config_, B, T, 0);
+    if (w_.score) c += ops::linear_cost(B, config_.num_labels(), config_.hidden_size, compute_, false);
     return {c.flops, c.bytes()};
   }
 
@@ -75,18 +76,20 @@ class Qwen2 final : public Model {
     const ops::Linear& head = lm_head();
     check_batch(batch);
     const int64_t B = batch.batch(), T = batch.seq_len();
-    Tensor h = qwen2_forward(w_, shape_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
-    Tensor logits = Tensor::empty({B, T, shape_.vocab}, DType::f32, h.device());
-    Tensor flat = logits.reshape({B * T, shape_.vocab});
-    ops::linear_forward(flat, h.reshape({B * T, shape_.hidden}), head);
-    return to_host(logits);
+    Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
+    Tensor logits = Tensor::empty({B, T, config_.vocab_size}, DType::f32, h.device());
+    Tensor flat = logits.reshape({B * T, config_.vocab_size});
+    ops::linear_forward(flat, h.reshape({B * T, config_.hidden_size}), head);
+    Tensor out = to_host(logits);
+    softcap(out);
+    return out;
   }
 
   Generation generate(const TokenBatch& prompts, const GenerateOptions& options) const override {
     const ops::Linear& head = lm_head();
     check_batch(prompts);
     check(options.max_new_tokens > 0, "generate: max_new_tokens must be positive");
-    const int64_t B = prompts.batch(), T = prompts.seq_len(), C = shape_.hidden, V = shape_.vocab;
+    const int64_t B = prompts.batch(), T = prompts.seq_len(), C = config_.hidden_size, V = config_.vocab_size;
     const int32_t* mask = prompts.attention_mask.data<int32_t>();
     for (int64_t b = 0; b < B; ++b)
       check(mask[b * T + T - 1] == 1, "generate: row " + std::to_string(b) +
@@ -94,7 +97,7 @@ class Qwen2 final : public Model {
     Generation g;
     g.tokens.assign(size_t(B), {});
     g.prompt_tokens = prompts.real_tokens();
-    KvCache cache = make_kv_cache(shape_, B, T + options.max_new_tokens, place_.device);
+    KvCache cache = make_kv_cache(config_, B, T + options.max_new_tokens, place_.device);
     // Positions as transformers' generate makes them: cumsum(mask) - 1, and 1 on padding.
     Tensor positions = Tensor::empty({B, T}, DType::i32);
     std::vector<int32_t> next_position(static_cast<size_t>(B), 0);
@@ -116,16 +119,17 @@ class Qwen2 final : public Model {
     Tensor step_mask = Tensor::empty({B, 1}, DType::i32);
     Tensor step_pos = Tensor::empty({B, 1}, DType::i32);
     const auto t_start = Clock::now();
-    Tensor h = qwen2_forward(w_, shape_, prompts.input_ids, prompts.attention_mask, positions, &cache);
+    Tensor h = decoder_forward(w_, config_, prompts.input_ids, prompts.attention_mask, positions, &cache);
     int64_t rows_per_call = T;
     for (int64_t step = 0; step < options.max_new_tokens; ++step) {
       const auto t0 = Clock::now();
-      if (step > 0) h = qwen2_forward(w_, shape_, step_ids, step_mask, step_pos, &cache);
+      if (step > 0) h = decoder_forward(w_, config_, step_ids, step_mask, step_pos, &cache);
       // The LM head on each row's last position only: [B, C] -> [B, V].
       ops::copy_rows(place_.device, last_hidden.data<float>(), C, h.data<float>() + (rows_per_call - 1) * C,
                      rows_per_call * C, B, C);
       ops::linear_forward(device_logits, last_hidden, head);
       logits = to_host(device_logits);
+      softcap(logits);  // monotonic, so the argmax is unchanged; kept so the two paths agree
       bool all_done = true;
       for (int64_t b = 0; b < B; ++b) {
         const float* row = logits.data<float>() + b * V;
@@ -164,16 +168,24 @@ class Qwen2 final : public Model {
     check(batch.attention_mask.defined() && batch.attention_mask.shape() == ids.shape() &&
               batch.attention_mask.dtype() == DType::i32,
           "attention_mask must be i32 " + shape_str(ids.shape()));
-    check(!batch.token_type_ids.defined(), "Qwen2 has no token types: do not pass token_type_ids");
+    check(!batch.token_type_ids.defined(), info_.architecture + " has no token types: do not pass token_type_ids");
     const int32_t* id = ids.data<int32_t>();
     const int32_t* m = batch.attention_mask.data<int32_t>();
     for (int64_t i = 0; i < B * T; ++i) {
-      check(id[i] >= 0 && id[i] < shape_.vocab, "input_ids[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
+      check(id[i] >= 0 && id[i] < config_.vocab_size, "input_ids[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
                                                     "] = " + std::to_string(id[i]) + " is outside the vocabulary of " +
-                                                    std::to_string(shape_.vocab) + " tokens");
+                                                    std::to_string(config_.vocab_size) + " tokens");
       check(m[i] == 0 || m[i] == 1, "attention_mask[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
                                         "] = " + std::to_string(m[i]) + ": expected 0 or 1");
     }
+  }
+
+  // Gemma's final_logit_softcapping: logits = cap * tanh(logits / cap), on the host copy.
+  void softcap(Tensor& logits) const {
+    const double cap = config_.final_logit_softcap;
+    if (cap <= 0) return;
+    float* p = logits.data<float>();
+    for (int64_t i = 0; i < logits.numel(); ++i) p[i] = float(cap * std::tanh(double(p[i]) / cap));
   }
 
   // A result on the model's device, on the host (the copy waits for the device's work).
@@ -198,9 +210,8 @@ class Qwen2 final : public Model {
   }
 
   ModelInfo info_;
-  Qwen2Config config_;
-  Qwen2Shape shape_;
-  Qwen2Weights w_;
+  DecoderConfig config_;
+  DecoderWeights w_;
   ops::LinearPlacement place_;
   DType compute_;
   mutable std::once_flag lm_head_once_;
@@ -209,10 +220,13 @@ class Qwen2 final : public Model {
 
 }  // namespace
 
-ArchitectureSummary summarize_qwen2(const ModelLocation& loc) {
-  const Qwen2Config c = loc.kind == ModelLocation::Kind::preset
-                            ? qwen2_preset_config(loc.preset).config
-                            : load_qwen2_config((std::filesystem::path(loc.dir) / "config.json").string());
+DecoderConfig decoder_config_of(const ModelLocation& loc) {
+  return loc.kind == ModelLocation::Kind::preset ? decoder_preset_config(loc.preset).config
+                                                 : load_decoder_config((std::filesystem::path(loc.dir) / "config.json").string());
+}
+
+ArchitectureSummary summarize_decoder(const ModelFamily&, const ModelLocation& loc) {
+  const DecoderConfig c = decoder_config_of(loc);
   ArchitectureSummary a;
   a.decoder = true;
   a.name = c.architecture;
@@ -220,50 +234,54 @@ ArchitectureSummary summarize_qwen2(const ModelLocation& loc) {
   a.V = c.vocab_size, a.C = c.hidden_size, a.L = c.num_layers, a.H = c.num_heads, a.KVH = c.num_kv_heads;
   a.D = c.head_dim, a.I = c.intermediate_size, a.P = c.max_position_embeddings;
   a.labels = c.classification_head ? c.num_labels() : 0;
+  a.qkv_bias = c.qkv_bias, a.o_bias = c.o_bias, a.mlp_bias = c.mlp_bias, a.qk_norm = c.qk_norm;
+  a.sandwich_norms = c.sandwich_norms;
   return a;
 }
 
-std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& options) {
+std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocation& loc, const LoadOptions& options) {
   ModelInfo info;
   info.spec = loc.spec;
   info.compute = options.compute;
   info.device = options.device;
-  Qwen2Config config;
+  DecoderConfig config;
   WeightStore store;
   std::optional<WeightBinder> binder;
   if (loc.kind == ModelLocation::Kind::preset) {
-    Qwen2PresetConfig preset = qwen2_preset_config(loc.preset);
+    DecoderPresetConfig preset = decoder_preset_config(loc.preset);
     config = preset.config;
     info.source = "synthetic weights (seed " + std::to_string(options.seed) + "): " + preset.description;
-    binder.emplace(WeightBinder::synthetic(options.seed));
+    binder.emplace(WeightBinder::synthetic(options.seed, config.norm_plus_one));
   } else {
     const std::string config_path = (std::filesystem::path(loc.dir) / "config.json").string();
-    config = load_qwen2_config(config_path);
+    config = load_decoder_config(config_path);
     store = open_checkpoint_weights(loc.dir);
     info.disk_bytes = safetensors_bytes(loc.dir);
     info.source = loc.dir + (loc.revision.empty() ? "" : " (revision " + loc.revision + ")");
-    // Qwen2Model checkpoints keep their tensors at the top level; the task models under "model.".
-    binder.emplace(store, std::vector<std::string>{"model.", ""}, "embed_tokens.weight", config_path);
+    // Bare models keep their tensors at the top level; the task models under the body prefix.
+    binder.emplace(store, std::vector<std::string>{family.body_prefix, ""}, family.decoder->names.embed + ".weight",
+                   config_path);
   }
   if (!options.adapter.empty()) {
     auto adapter = PeftAdapter::open(options.adapter);
-    if (adapter->head_tensor("score.weight")) {
+    if (adapter->head_tensor(family.classifier_weight)) {
       // A classifier adapter on a base language model: the task model peft wrapped.
       config.classification_head = true;
       config.causal_lm = false;
-      config.architecture = "Qwen2ForSequenceClassification";
-      config.id2label = labels_with_adapter(*adapter, "score.weight", config.id2label);
+      config.architecture = family.classifier_architecture;
+      config.id2label = labels_with_adapter(*adapter, family.classifier_weight, config.id2label);
     }
-    binder->set_adapter(adapter, {"model."}, loc.spec);
+    binder->set_adapter(adapter, {family.body_prefix}, loc.spec);
   }
-  Qwen2Weights weights = build_qwen2(config, *binder, {options.device, options.compute});
+  DecoderWeights weights = build_decoder(config, family.decoder->names, *binder, {options.device, options.compute});
   // The layers are packed copies now; only the embedding table (and a tied LM head) still read
   // the file, row by row. Without this the file's pages would stay resident beside the copies.
   store.drop_resident_pages();
   release_cached_memory(Device::cpu());  // the f32 staging buffers of packing: freed, not kept cached
   for (auto& n : binder->finish()) info.notes.push_back(n);
 
-  info.model_type = "qwen2";
+  info.model_type = config.model_type;
+  info.tokenizer_hint = family.tokenizer_hint;
   if (const std::string n = bf16_compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
   info.architecture = config.architecture;
   info.classifier = config.classification_head;
@@ -284,11 +302,9 @@ std::unique_ptr<Model> load_qwen2(const ModelLocation& loc, const LoadOptions& o
   info.eos_token_ids = config.eos_token_ids;
   info.has_pad_token = config.pad_token_id >= 0;
   info.pad_token_id = int32_t(config.pad_token_id >= 0 ? config.pad_token_id : 0);
-  char theta[32];
-  std::snprintf(theta, sizeof theta, "%g", config.rope_theta);
-  info.positions = "rotary (theta " + std::string(theta) + (config.rope_type == "default" ? "" : ", " + config.rope_type +
-                   " scaling x" + std::to_string(config.rope_factor)) + ")";
-  return std::make_unique<Qwen2>(std::move(info), std::move(config), std::move(weights), ops::LinearPlacement{options.device, options.compute});
+  info.positions = config.describe_positions();
+  return std::make_unique<Decoder>(std::move(info), std::move(config), std::move(weights),
+                                   ops::LinearPlacement{options.device, options.compute});
 }
 
 }  // namespace tach::model

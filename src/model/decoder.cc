@@ -1,0 +1,242 @@
+#include "model/decoder.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "core/allocator.h"
+#include "core/trace.h"
+
+#include "model/encoder_build.h"
+#include "ops/causal_attention.h"
+#include "ops/add.h"
+#include "ops/copy_rows.h"
+#include "ops/embedding.h"
+#include "ops/linear.h"
+#include "ops/rms_norm.h"
+#include "ops/silu_gate.h"
+#include "tach/error.h"
+
+namespace tach::model {
+
+Tensor applied_norm(const Tensor& stored_f32, const DecoderConfig& c) {
+  if (!c.norm_plus_one) return stored_f32;
+  Tensor w = stored_f32.device().kind == DeviceKind::cpu ? stored_f32 : stored_f32.on(Device::cpu());
+  Tensor out = Tensor::empty(w.shape(), DType::f32, Device::cpu(), MemoryCategory::weights);
+  for (int64_t i = 0; i < w.numel(); ++i) out.data<float>()[i] = 1.0f + w.data<float>()[i];
+  return out.on(stored_f32.device());
+}
+
+float embedding_scale(const DecoderConfig& c, DType compute) {
+  if (!c.scale_embeddings) return 0;
+  const float s = float(std::sqrt(double(c.hidden_size)));
+  if (compute == DType::f32) return s;
+  Tensor one = Tensor::empty({1}, DType::f32);
+  one.data<float>()[0] = s;
+  return one.to(compute).to(DType::f32).data<float>()[0];  // rounded as that dtype rounds it
+}
+
+namespace {
+
+// A stored norm weight, in f32 on the device, as applied.
+Tensor take_norm(WeightBinder& w, const std::string& name, int64_t n, const DecoderConfig& c, Device device) {
+  return applied_norm(to_f32_param(w.take(name + ".weight", {n}), Device::cpu()), c).on(device);
+}
+
+Tensor take_bias(WeightBinder& w, bool has, const std::string& module, int64_t n) {
+  return has ? w.take(module + ".bias", {n}) : Tensor();
+}
+
+}  // namespace
+
+DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n, WeightBinder& w,
+                             const ops::LinearPlacement& place) {
+  const int64_t C = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
+  const int64_t HD = c.num_heads * D, KD = c.num_kv_heads * D;
+  DecoderWeights m;
+  m.embed_tokens = on_device(w.take(n.embed + ".weight", {c.vocab_size, C}), place.device);
+  m.embed_scale = embedding_scale(c, place.compute);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    DecoderLayer L;
+    L.attn_norm = take_norm(w, p + n.attn_norm, C, c, place.device);
+    Tensor wq = w.take(p + n.q + ".weight", {HD, C}), bq = take_bias(w, c.qkv_bias, p + n.q, HD);
+    Tensor wk = w.take(p + n.k + ".weight", {KD, C}), bk = take_bias(w, c.qkv_bias, p + n.k, KD);
+    Tensor wv = w.take(p + n.v + ".weight", {KD, C}), bv = take_bias(w, c.qkv_bias, p + n.v, KD);
+    L.qkv = pack_linear(concat_rows(wq, wk, wv), c.qkv_bias ? concat_rows(bq, bk, bv) : Tensor(), place);
+    if (c.qk_norm) {
+      L.q_norm = take_norm(w, p + n.q_norm, D, c, place.device);
+      L.k_norm = take_norm(w, p + n.k_norm, D, c, place.device);
+    }
+    L.o_proj = pack_linear(w.take(p + n.o + ".weight", {C, HD}), take_bias(w, c.o_bias, p + n.o, C), place);
+    if (c.sandwich_norms) {
+      L.attn_out_norm = take_norm(w, p + n.attn_out_norm, C, c, place.device);
+      L.mlp_out_norm = take_norm(w, p + n.mlp_out_norm, C, c, place.device);
+    }
+    L.mlp_norm = take_norm(w, p + n.mlp_norm, C, c, place.device);
+    Tensor wg = w.take(p + n.gate + ".weight", {I, C}), bg = take_bias(w, c.mlp_bias, p + n.gate, I);
+    Tensor wu = w.take(p + n.up + ".weight", {I, C}), bu = take_bias(w, c.mlp_bias, p + n.up, I);
+    L.gate_up = pack_linear(concat_rows({&wg, &wu}), c.mlp_bias ? concat_rows({&bg, &bu}) : Tensor(), place);
+    L.down = pack_linear(w.take(p + n.down + ".weight", {C, I}), take_bias(w, c.mlp_bias, p + n.down, C), place);
+    m.layers.push_back(std::move(L));
+  }
+  m.final_norm = take_norm(w, n.final_norm, C, c, place.device);
+  if (c.classification_head) m.score = pack_linear(w.take_head("score.weight", {c.num_labels(), C}), Tensor(), place);
+  if (c.tie_word_embeddings)
+    m.lm_head_weight = m.embed_tokens;
+  else if (c.causal_lm)
+    m.lm_head_weight = w.take_head("lm_head.weight", {c.vocab_size, C});
+  return m;
+}
+
+KvCache make_kv_cache(const DecoderConfig& s, int64_t batch, int64_t capacity, Device device) {
+  KvCache c;
+  c.capacity = capacity;
+  const int64_t KD = s.num_kv_heads * s.head_dim;
+  for (int64_t l = 0; l < s.num_layers; ++l) {
+    c.k.push_back(Tensor::empty({batch, capacity, KD}, DType::f32, device, MemoryCategory::activations));
+    c.v.push_back(Tensor::empty({batch, capacity, KD}, DType::f32, device, MemoryCategory::activations));
+  }
+  c.host_mask = Tensor::zeros({batch, capacity}, DType::i32);
+  c.mask = device.kind == DeviceKind::cpu ? c.host_mask : Tensor::zeros({batch, capacity}, DType::i32, device);
+  return c;
+}
+
+ops::OpCost decoder_cost(const DecoderConfig& s, int64_t B, int64_t T, int64_t past) {
+  const int64_t N = B * T, C = s.hidden_size, I = s.intermediate_size, D = s.head_dim;
+  const int64_t H = s.num_heads, KVH = s.num_kv_heads;
+  ops::OpCost c = ops::embedding_cost(N, C, DType::f32);
+  if (s.scale_embeddings) c += ops::scale_cost(N * C);
+  ops::OpCost layer = ops::rms_norm_cost(N, C, true);
+  layer += ops::linear_cost(N, s.qkv_width(), C, DType::f32, s.qkv_bias);
+  if (s.qk_norm) layer += ops::rms_norm_heads_cost(N, H + KVH, D);
+  layer += ops::rope_cost(N, H + KVH, D);
+  layer += ops::causal_attention_cost(B, T, past + T, H, KVH, D);
+  layer += ops::linear_cost(N, C, H * D, DType::f32, s.o_bias);
+  if (s.sandwich_norms) layer += ops::rms_norm_cost(N, 2 * C, false);  // two norms of [N, C]
+  layer += ops::rms_norm_cost(N, C, true);
+  layer += ops::linear_cost(N, 2 * I, C, DType::f32, s.mlp_bias);
+  layer += ops::silu_gate_cost(N, I);
+  layer += ops::linear_cost(N, C, I, DType::f32, s.mlp_bias);
+  for (int64_t i = 0; i < s.num_layers; ++i) c += layer;
+  return c;
+}
+
+namespace {
+// The host mask's new state, whole, to the device copy the kernel reads.
+void upload_cache_mask(KvCache& cache) {
+  core::copy_bytes(cache.mask.device(), cache.mask.raw(), Device::cpu(), cache.host_mask.raw(), cache.host_mask.nbytes());
+}
+}  // namespace
+
+Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Tensor& ids, const Tensor& mask,
+                       const Tensor& positions, KvCache* cache) {
+  const int64_t B = ids.size(0), T = ids.size(1), N = B * T, C = s.hidden_size, I = s.intermediate_size;
+  const int64_t D = s.head_dim, H = s.num_heads, KVH = s.num_kv_heads, HD = H * D, KD = KVH * D, QKV = s.qkv_width();
+  const int64_t past = cache ? cache->length : 0;
+  check(!cache || past + T <= cache->capacity, "the key/value cache holds " + std::to_string(cache ? cache->capacity : 0) +
+                                                   " positions; " + std::to_string(past + T) + " are needed");
+  // The model's device is where its weights are; ids, mask and positions arrive on the host.
+  const Device device = w.final_norm.device();
+  const bool on_host = device.kind == DeviceKind::cpu;
+
+  // The rotary tables of this call's positions, shared by every layer (computed on the host):
+  // one, or Gemma 3's global and local ones.
+  int32_t max_pos = 0;
+  for (int64_t i = 0; i < N; ++i) max_pos = std::max(max_pos, positions.data<int32_t>()[i]);
+  auto table = [&](const ops::RopeSettings& r) {
+    ops::RopeTable t = ops::rope_table(positions, r, int64_t(max_pos) + 1);
+    return ops::RopeTable{t.cos.on(device), t.sin.on(device)};
+  };
+  const ops::RopeTable rope = table(s.rope);
+  const ops::RopeTable local_rope = s.has_local_rope ? table(s.local_rope) : ops::RopeTable{};
+
+  // Keys visible to this call: the cache's mask (with this call's tokens appended) or this mask.
+  Tensor call_mask;
+  const int32_t* key_mask = nullptr;
+  int64_t mask_stride = T;
+  if (cache) {
+    int32_t* cm = cache->host_mask.data<int32_t>();
+    for (int64_t b = 0; b < B; ++b)
+      std::memcpy(cm + b * cache->capacity + past, mask.data<int32_t>() + b * T, size_t(T) * sizeof(int32_t));
+    if (!on_host) upload_cache_mask(*cache);
+    key_mask = cache->mask.data<int32_t>();
+    mask_stride = cache->capacity;
+  } else {
+    call_mask = mask.on(device);
+    key_mask = call_mask.data<int32_t>();
+  }
+
+  core::Span model_span(core::SpanKind::module, "model");
+  Tensor h = Tensor::empty({N, C}, DType::f32, device);
+  {
+    core::Span span(core::SpanKind::module, "embed_tokens");
+    ops::embedding_forward(h, ids.on(device), w.embed_tokens, false);
+    if (w.embed_scale != 0) ops::scale_inplace(h, w.embed_scale);
+  }
+  Tensor x = Tensor::empty({N, C}, DType::f32, device);
+  Tensor qkv = Tensor::empty({N, QKV}, DType::f32, device);
+  Tensor ctx = Tensor::empty({N, HD}, DType::f32, device);
+  Tensor delta = Tensor::empty({N, C}, DType::f32, device);
+  Tensor normed_delta = s.sandwich_norms ? Tensor::empty({N, C}, DType::f32, device) : Tensor();
+  Tensor gate_up = Tensor::empty({N, 2 * I}, DType::f32, device);
+  Tensor act = Tensor::empty({N, I}, DType::f32, device);
+  ops::rms_norm_forward(x, h, Tensor(), w.layers.front().attn_norm, s.rms_norm_eps);
+  // h += branch (Gemma: h += norm(branch)); x = norm(h) for what follows, in one pass.
+  auto add_branch = [&](const Tensor& out_norm, const Tensor& next_norm) {
+    if (out_norm.defined()) {
+      ops::rms_norm_forward(normed_delta, delta, Tensor(), out_norm, s.rms_norm_eps);
+      ops::rms_norm_forward(x, h, normed_delta, next_norm, s.rms_norm_eps);
+    } else {
+      ops::rms_norm_forward(x, h, delta, next_norm, s.rms_norm_eps);
+    }
+  };
+  const float scale = s.attention_scale();
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const DecoderLayer& L = w.layers[l];
+    core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat("layers.", l) : std::string());
+    std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "self_attn");
+    ops::linear_forward(qkv, x, *L.qkv);
+    if (L.q_norm.defined()) {
+      ops::rms_norm_heads_forward(qkv, 0, H, D, L.q_norm, s.rms_norm_eps);
+      ops::rms_norm_heads_forward(qkv, HD, KVH, D, L.k_norm, s.rms_norm_eps);
+    }
+    const bool sliding = s.layer_window[l] > 0;
+    ops::rope_forward(qkv, H, KVH, D, sliding && s.has_local_rope ? local_rope : rope);  // q, then k columns
+    const float* q = qkv.data<float>();
+    ops::CausalAttentionArgs a;
+    a.B = B, a.Tq = T, a.past = past, a.H = H, a.KVH = KVH, a.D = D;
+    a.ld_q = QKV, a.ld_out = HD, a.scale = scale, a.mask_stride = mask_stride, a.device = device;
+    a.window = s.layer_window[l];
+    const float* k = q + HD;
+    const float* v = q + HD + KD;
+    if (cache) {
+      // Append this call's keys and values: rows [past, past + T) of each sequence.
+      float* ck = cache->k[l].data<float>();
+      float* cv = cache->v[l].data<float>();
+      for (int64_t b = 0; b < B; ++b) {
+        const float* rows = q + b * T * QKV;  // this sequence's T rows of q|k|v
+        ops::copy_rows(device, ck + (b * cache->capacity + past) * KD, KD, rows + HD, QKV, T, KD);
+        ops::copy_rows(device, cv + (b * cache->capacity + past) * KD, KD, rows + HD + KD, QKV, T, KD);
+      }
+      k = ck, v = cv;
+      a.ld_kv = KD, a.batch_stride_kv = cache->capacity * KD;
+    } else {
+      a.ld_kv = QKV, a.batch_stride_kv = T * QKV;  // read straight from the fused buffer
+    }
+    ops::causal_attention_forward(ctx.data<float>(), q, k, v, key_mask, a);
+    ops::linear_forward(delta, ctx, *L.o_proj);
+    attn_span.reset();
+    add_branch(L.attn_out_norm, L.mlp_norm);
+    std::optional<core::Span> mlp_span(std::in_place, core::SpanKind::module, "mlp");
+    ops::linear_forward(gate_up, x, *L.gate_up);
+    ops::silu_gate_forward(act, gate_up, s.activation);
+    ops::linear_forward(delta, act, *L.down);
+    mlp_span.reset();
+    add_branch(L.mlp_out_norm, l + 1 < w.layers.size() ? w.layers[l + 1].attn_norm : w.final_norm);
+  }
+  if (cache) cache->length += T;
+  return x.reshape({B, T, C});
+}
+
+}  // namespace tach::model

@@ -1,0 +1,73 @@
+// The pre-norm decoder every decoder family runs on (Qwen2, Llama, Mistral, Qwen3, Gemma 3):
+// token embeddings, RMSNorm layers with rotary grouped-query attention and a gated MLP, a final
+// RMSNorm; heads for sequence classification (`score`, pooled at the last non-pad token) and
+// causal LM (`lm_head`, or the tied embeddings). Where the families differ, DecoderConfig's
+// switches say (model/decoder_config.h); the tensor names come from the family's row.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "model/decoder_config.h"
+#include "model/family.h"
+#include "model/weight_binder.h"
+#include "ops/linear.h"
+#include "ops/op_cost.h"
+#include "ops/rope.h"
+#include "tach/model.h"
+#include "tach/tensor.h"
+
+namespace tach::model {
+
+struct DecoderLayer {
+  Tensor attn_norm, mlp_norm;          // [C] f32, as applied (Gemma's 1 + w already added)
+  Tensor attn_out_norm, mlp_out_norm;  // [C] Gemma's norms on the branch outputs; undefined elsewhere
+  Tensor q_norm, k_norm;               // [D] per-head q/k norms (Qwen3, Gemma 3); undefined elsewhere
+  std::unique_ptr<ops::Linear> qkv;      // [(H + 2 KVH) D, C] (bias where the family has one): q, k, v in one GEMM
+  std::unique_ptr<ops::Linear> o_proj;   // [C, H D]
+  std::unique_ptr<ops::Linear> gate_up;  // [2I, C]: gate and up in one GEMM
+  std::unique_ptr<ops::Linear> down;     // [C, I]
+};
+
+struct DecoderWeights {
+  Tensor embed_tokens;  // [V, C] as stored (f32, f16 or bf16; mapped, not copied)
+  float embed_scale = 0;  // Gemma: sqrt(C) rounded to the compute dtype; 0 = none
+  std::vector<DecoderLayer> layers;
+  Tensor final_norm;    // [C] f32
+  std::unique_ptr<ops::Linear> score;    // [labels, C], no bias; null without the head
+  Tensor lm_head_weight;                       // [V, C] as stored: lm_head.weight, or embed_tokens when tied
+};
+
+// A norm weight as the forward applies it: Gemma's (1 + w), else w. [C] f32.
+Tensor applied_norm(const Tensor& stored_f32, const DecoderConfig& c);
+// The embedding scale Gemma applies: sqrt(hidden) rounded to the dtype the model runs in
+// (transformers multiplies by torch.tensor(sqrt(C)).to(weight.dtype), the weights as loaded: f32
+// for tach's f32 compute, bf16 for its bf16 compute); 0 for the other families.
+float embedding_scale(const DecoderConfig& c, DType compute);
+
+// Keys and values of every layer for a batch, for decoding one token at a time, on the model's
+// device. k[l], v[l]: [B, capacity, KVH*D] f32; mask: [B, capacity] i32 (1 = a real token).
+// host_mask is where the mask is written (each call appends its columns); on a GPU the whole
+// mask is then copied to `mask` (B*capacity ints), on the CPU both are one tensor.
+struct KvCache {
+  std::vector<Tensor> k, v;
+  Tensor mask, host_mask;
+  int64_t capacity = 0, length = 0;
+};
+KvCache make_kv_cache(const DecoderConfig& c, int64_t batch, int64_t capacity, Device device = Device::cpu());
+
+// Binds and packs the body (and the score head when the config has it); names from the row.
+DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& names, WeightBinder& w,
+                             const ops::LinearPlacement& place);
+
+// ids: [B, T] i32  mask: [B, T] i32  positions: [B, T] i32, all on the host (checked there; a GPU
+// model copies them)
+// Without a cache every query sees the keys at or before it in this call; with one, the new
+// keys and values are appended (cache->length grows by T) and queries see the whole cache.
+// Returns the final-normed hidden states [B, T, C] f32 on the model's device.
+Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& c, const Tensor& ids, const Tensor& mask,
+                       const Tensor& positions, KvCache* cache);
+ops::OpCost decoder_cost(const DecoderConfig& c, int64_t B, int64_t T, int64_t past);
+
+}  // namespace tach::model

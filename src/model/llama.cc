@@ -1,0 +1,67 @@
+// Llama (2, 3.x; SmolLM2, TinyLlama and DeepSeek's Llama-shaped models) and Mistral: biases where
+// attention_bias and mlp_bias say, llama3 RoPE; Mistral's sliding window on every layer.
+#include "model/config_fields.h"
+#include "model/decoder_config.h"
+#include "model/decoder_model.h"
+#include "model/family.h"
+
+namespace tach::model {
+
+namespace {
+
+void read_silu(const Field& f, const char* family) {
+  const std::string act = f.str("hidden_act", "silu");
+  if (act != "silu") f.fail("hidden_act", "is \"" + act + "\"; " + family + " in tach runs silu");
+}
+
+void read_llama(const Field& f, DecoderConfig& c) {
+  read_silu(f, "Llama");
+  const bool bias = f.has("attention_bias") && f.root["attention_bias"].get<bool>();
+  c.qkv_bias = c.o_bias = bias;
+  c.mlp_bias = f.has("mlp_bias") && f.root["mlp_bias"].get<bool>();
+  if (f.has("rope_interleaved") && f.root["rope_interleaved"] == true)
+    f.fail("rope_interleaved", "is true; tach rotates halves (rotate_half), as transformers' Llama does");
+}
+
+void read_mistral(const Field& f, DecoderConfig& c) {
+  read_silu(f, "Mistral");
+  if (f.has("sliding_window"))
+    c.layer_window.assign(size_t(c.num_layers), f.positive_int("sliding_window", 0, true));
+}
+
+ModelFamily llama_like(const char* name, const char* type, const char* stem, const DecoderFamily* d) {
+  ModelFamily f;
+  f.name = name;
+  f.model_types = {type};
+  f.body_prefix = "model.";
+  f.probe = "embed_tokens.weight";
+  f.classifier_weight = "score.weight";
+  f.head_modules = {"score"};
+  f.lm_head = "lm_head";
+  f.bare_architecture = std::string(stem) + "Model";
+  f.classifier_architecture = std::string(stem) + "ForSequenceClassification";
+  f.lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  f.decoder = d;
+  f.load = load_decoder;
+  f.summarize = summarize_decoder;
+  return f;
+}
+
+const DecoderFamily kLlama{"LlamaForCausalLM", 10000.0, false, DecoderTensorNames{}, read_llama};
+const DecoderFamily kMistral{"MistralForCausalLM", 10000.0, false, DecoderTensorNames{}, read_mistral};
+
+}  // namespace
+
+ModelFamily llama_family() {
+  ModelFamily f = llama_like("Llama decoders (Llama 2/3.x, SmolLM2, TinyLlama)", "llama", "Llama", &kLlama);
+  f.tokenizer_hint = "meta-llama/Llama-3.2-1B";
+  return f;
+}
+
+ModelFamily mistral_family() {
+  ModelFamily f = llama_like("Mistral decoders", "mistral", "Mistral", &kMistral);
+  f.tokenizer_hint = "mistralai/Mistral-7B-v0.1";
+  return f;
+}
+
+}  // namespace tach::model

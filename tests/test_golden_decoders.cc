@@ -1,0 +1,66 @@
+// Llama, Mistral, Qwen3 and Gemma 3 against transformers on tiny models it wrote with
+// save_pretrained (scripts/golden/make_decoder_fixtures.py): classifier logits for right- and
+// left-padded batches, vocabulary logits and greedy generation, with each family's switches on:
+// attention and MLP biases, llama3 and yarn RoPE, sliding windows shorter than the rows (4 keys,
+// rows of up to 10 tokens plus 8 generated), q/k norms, head_dim != hidden/heads, Gemma's (1 + w)
+// norms on both sides of each branch, embedding scale, query_pre_attn_scalar, per-layer-type RoPE
+// and final logit softcapping; f32 and bf16 weights. Norm weights are random in every fixture.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "golden_check.h"
+#include "tach/model.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+using json = nlohmann::json;
+
+std::string fixture(const std::string& name) { return test::fixtures_dir() + "/decoders/" + name; }
+
+class GoldenDecoderClassifier : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GoldenDecoderClassifier, RightAndLeftPaddedLogitsMatchTransformers) {
+  const std::string dir = fixture(GetParam());
+  const json e = test::expected_json(dir);
+  auto model = load_model(dir);
+  EXPECT_EQ(model->info().architecture, e["architecture"].get<std::string>());
+  EXPECT_EQ(model->info().weights_dtype, e["weights_dtype"].get<std::string>());
+  EXPECT_TRUE(model->info().classifier);
+  test::check_decoder_classifier_against_transformers(*model, dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenDecoderClassifier,
+                         ::testing::Values("llama-cls-bias-f32", "mistral-cls-window4-f32", "qwen3-cls-headdim16-f32",
+                                           "gemma3-cls-f32"));
+
+class GoldenDecoderCausalLM : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GoldenDecoderCausalLM, LogitsAndGreedyTokensMatchTransformers) {
+  const std::string dir = fixture(GetParam());
+  const json e = test::expected_json(dir);
+  auto model = load_model(dir);
+  EXPECT_EQ(model->info().architecture, e["architecture"].get<std::string>());
+  EXPECT_TRUE(model->info().causal_lm);
+  const Generation g = test::check_decoder_lm_against_transformers(*model, dir);
+  EXPECT_EQ(g.decode_step_s.size(), size_t(e["new_tokens"].get<int64_t>() - 1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenDecoderCausalLM,
+                         ::testing::Values("llama-lm-llama3rope-f32", "llama-lm-yarn-bf16", "mistral-lm-window4-f32",
+                                           "qwen3-lm-window-bf16", "gemma3-lm-softcap-f32", "gemma3-lm-bf16"));
+
+TEST(DecoderFamilies, InfoNamesTheSwitches) {
+  auto gemma = load_model(fixture("gemma3-lm-softcap-f32"));
+  EXPECT_EQ(gemma->info().model_type, "gemma3_text");
+  EXPECT_NE(gemma->info().positions.find("sliding window 4 on 2 of 3 layers"), std::string::npos) << gemma->info().positions;
+  EXPECT_NE(gemma->info().positions.find("(local rotary theta 100)"), std::string::npos) << gemma->info().positions;
+  auto llama = load_model(fixture("llama-lm-llama3rope-f32"));
+  EXPECT_NE(llama->info().positions.find("llama3 scaling x4"), std::string::npos) << llama->info().positions;
+  EXPECT_EQ(llama->info().head_dim, 16);  // not hidden / heads (32 / 4)
+}
+
+}  // namespace
+}  // namespace tach
