@@ -112,7 +112,7 @@ TEST_P(TrainFixture, EveryGradientMatchesTransformersFused) { expect_gradients_m
 TEST_P(TrainFixture, FusedEqualsEagerWithDropout) {
   Case eager = load_case(GetParam()), fused = load_case(GetParam());
   // Qwen2 has no dropout (attention_dropout 0 in every released config): eager against fused alone.
-  const bool qwen2 = eager.source.model_type == "qwen2";
+  const bool qwen2 = eager.source.is_decoder();  // the decoders have no hidden or classifier dropout
   train::DropoutRates on{qwen2 ? 0.f : 0.2f, qwen2 ? 0.f : 0.2f, qwen2 ? 0.f : 0.2f, 0.f, 99, 3};
   for (auto* c : {&eager, &fused}) {
     const auto state = c->model->new_state(c == &fused);
@@ -190,14 +190,19 @@ TEST_P(TrainFixture, Bf16GradientsMatchAutocast) {
     if (gradient_is_zero_in_exact_arithmetic(e.name)) continue;
     const double err = tensor_error(p->grad, ref.tensor(e));
     worst = std::max(worst, err);
-    EXPECT_LT(err, 5e-2) << e.name;
+    // The per-head q/k norms' weights (head_dim entries, summed over every head and token): autocast
+    // normalises q_proj's bf16-rounded output, tach its f32 one, and the difference adds up over
+    // those sums (measured 7.4% on Gemma 3's; every other tensor within 5%).
+    const bool qk_norm = e.name.find("q_norm") != std::string::npos || e.name.find("k_norm") != std::string::npos;
+    EXPECT_LT(err, qk_norm ? 1e-1 : 5e-2) << e.name;
   }
   std::printf("%s: bf16 loss %.6f (autocast %.6f), worst gradient error %.4f\n", GetParam().c_str(), loss, want, worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TrainFixture,
                          ::testing::Values("bert-cls2-f32", "distilbert-cls2-f32", "bert-reg1-bf16", "bert-cls3-f16",
-                                           "qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16"),
+                                           "qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16", "llama-cls-bias-f32",
+                                           "mistral-cls-window4-f32", "qwen3-cls-headdim16-f32", "gemma3-cls-f32"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 
 }  // namespace

@@ -3,7 +3,7 @@
 
     scripts/golden/make_train_fixtures.py tests/fixtures tests/fixtures/train [CASE ...]
 
-For each tiny encoder and Qwen2 classifier fixture (or the CASEs named), writes OUT/<case>/:
+For each tiny encoder and decoder classifier fixture (or the CASEs named), writes OUT/<case>/:
   batches.json        four padded batches (input_ids, attention_mask, token_type_ids, labels)
   expected.json       the loss on batch 0, and the per-step losses and learning rates of 20 steps
   grads.safetensors   every parameter's gradient on batch 0 (dropout off), under its HF name
@@ -26,7 +26,8 @@ from safetensors.torch import save_file
 from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup
 
 CASES = ["encoders/bert-cls2-f32", "encoders/distilbert-cls2-f32", "encoders/bert-reg1-bf16", "encoders/bert-cls3-f16",
-         "decoders/qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv2-bf16"]
+         "decoders/qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv2-bf16", "decoders/llama-cls-bias-f32",
+         "decoders/mistral-cls-window4-f32", "decoders/qwen3-cls-headdim16-f32", "decoders/gemma3-cls-f32"]
 # transformers.Trainer.get_decay_parameter_names: no decay for these (lower-cased) name patterns.
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
@@ -64,9 +65,12 @@ struct MatmulKeyHash {
     return h ^ (k.ta ? 7u : 0u) ^ (k.tb ? 13u : 0u) ^ (k.beta_one ? 31u : 0u) ^ std::hash<float>()(k.alpha);
   }
 };
+// One primitive per shape, shared by every thread: attention runs these GEMMs from the workers
+// of its parallel loop, so the scratchpad is the caller's (user mode, a thread_local buffer), not
+// the primitive's own, which concurrent executions would share.
 struct CachedMatmul {
   dnnl::matmul prim;
-  dnnl::memory::desc a, b, c;
+  dnnl::memory::desc a, b, c, scratchpad;
 };
 
 dnnl::engine& cpu_engine() {
@@ -87,6 +91,7 @@ const CachedMatmul& bf16_matmul(const MatmulKey& key) {
   dnnl::memory::desc b({key.K, key.N}, dt::bf16, key.tb ? dims{1, key.ldb} : dims{key.ldb, 1});
   dnnl::memory::desc c({key.M, key.N}, dt::f32, dims{key.ldc, 1});
   dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
   if (key.beta_one) {
     dnnl::post_ops po;
@@ -94,7 +99,7 @@ const CachedMatmul& bf16_matmul(const MatmulKey& key) {
     attr.set_post_ops(po);
   }
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
-  CachedMatmul m{dnnl::matmul(pd), a, b, c};
+  CachedMatmul m{dnnl::matmul(pd), a, b, c, pd.scratchpad_desc()};
   return cache.emplace(key, std::move(m)).first->second;
 }
 
@@ -147,7 +152,10 @@ void gemm_bf16(GemmBackend backend, bool trans_a, bool trans_b, int64_t M, int64
   dnnl::memory a(mm.a, cpu_engine(), const_cast<uint16_t*>(A));
   dnnl::memory b(mm.b, cpu_engine(), const_cast<uint16_t*>(B));
   dnnl::memory c(mm.c, cpu_engine(), C);
-  mm.prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < mm.scratchpad.get_size()) scratch.resize(mm.scratchpad.get_size());
+  dnnl::memory pad(mm.scratchpad, cpu_engine(), scratch.data());
+  mm.prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}, {DNNL_ARG_SCRATCHPAD, pad}});
   stream.wait();
 }
 
