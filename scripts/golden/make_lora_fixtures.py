@@ -29,6 +29,10 @@ CASES = {
     "bert-cls2-f32": ("encoders/bert-cls2-f32", ["query", "key", "value", "dense"]),
     "qwen2-cls-kv1-f32": ("decoders/qwen2-cls-kv1-f32",
                           ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+    "llama-cls-bias-f32": ("decoders/llama-cls-bias-f32",
+                           ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+    "gemma3-cls-f32": ("decoders/gemma3-cls-f32",
+                       ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
 }
 R, ALPHA, STEPS, WARMUP, LR, WD, CLIP = 4, 8, 20, 2, 1e-3, 0.01, 1.0
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
