@@ -9,8 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "golden_check.h"
+#include "tach/embed.h"
 #include "tach/model.h"
+#include "tach/tokenizer.h"
 #include "test_util.h"
 
 namespace tach {
@@ -60,6 +64,40 @@ TEST(DecoderFamilies, InfoNamesTheSwitches) {
   auto llama = load_model(fixture("llama-lm-llama3rope-f32"));
   EXPECT_NE(llama->info().positions.find("llama3 scaling x4"), std::string::npos) << llama->info().positions;
   EXPECT_EQ(llama->info().head_dim, 16);  // not hidden / heads (32 / 4)
+}
+
+// A Qwen3-Embedding-shaped model (bare Qwen3, last-token pooling, normalised, prompts in
+// config_sentence_transformers.json) against SentenceTransformer.encode, with and without the
+// query prompt: cosine within 1e-5 of 1 per text (bf16 weights, f32 compute on both sides).
+TEST(DecoderEmbedding, LastTokenPoolingAndPromptsMatchSentenceTransformers) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared is absent (its qwen2.5 tokenizer.json is the tokenizer)";
+  const std::string dir = fixture("qwen3-embed-bf16");
+  const json e = test::expected_json(dir);
+  auto model = load_model(dir);
+  ASSERT_TRUE(model->info().embedding);
+  EXPECT_EQ(model->info().pooling, "last_token");
+  EXPECT_EQ(model->info().prompts.at("query"), e["prompt"].get<std::string>());
+  auto tok = Tokenizer::load(test::shared_dir() + "/tokenizers/qwen2.5");
+  const auto texts = e["texts"].get<std::vector<std::string>>();
+  for (const char* which : {"query", "plain"}) {
+    EmbedOptions o;
+    o.batch_size = 2;  // rows of different lengths in one batch: padding must not leak into the last token
+    if (std::string(which) == "query") o.prompt_name = "query";
+    const Embeddings got = embed_texts(*model, *tok, texts, o);
+    EXPECT_EQ(got.prompt, std::string(which) == "query" ? e["prompt"].get<std::string>() : "");
+    const auto want = e[which].get<std::vector<std::vector<float>>>();
+    for (size_t i = 0; i < texts.size(); ++i) {
+      double dot = 0, a = 0, b = 0;
+      for (size_t k = 0; k < want[i].size(); ++k) {
+        const double x = got.vectors.data<float>()[i * want[i].size() + k], y = want[i][k];
+        dot += x * y, a += x * x, b += y * y;
+      }
+      EXPECT_NEAR(dot / std::sqrt(a * b), 1.0, 1e-5) << which << " text " << i;
+    }
+  }
+  EmbedOptions bad;
+  bad.prompt_name = "passage";
+  EXPECT_NE(test::error_of([&] { embed_texts(*model, *tok, texts, bad); }).find("not one of"), std::string::npos);
 }
 
 }  // namespace

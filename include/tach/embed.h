@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ namespace tach {
 struct EmbedOptions {
   int64_t batch_size = 32;  // sentence-transformers' default
   int64_t max_length = 0;   // tokens per text, special tokens included (0: the model's max_seq_length)
+  // Text put before every input, as sentence-transformers' encode(prompt=..., prompt_name=...):
+  // `prompt` itself, else the model's prompt named `prompt_name`, else its default prompt.
+  std::optional<std::string> prompt;
+  std::string prompt_name;
 };
 
 struct Embeddings {
@@ -26,6 +31,8 @@ struct Embeddings {
   int64_t padded_tokens = 0;      // B × T summed over batches: the work the forward did
   double tokenize_s = 0;          // wall clock, encoding all texts
   double forward_s = 0;           // wall clock, every batch's forward and pooling
+  std::string prompt;             // the text put before each input ("" none)
+  std::string prompt_name;        // its name in the model's prompts ("" when given as text or none)
 };
 
 // Texts are sorted longest first and cut into batches (little padding, as sentence-transformers

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,8 @@ struct ModelInfo {
   int64_t embedding_dim = 0;     // the pooled vector's length
   int64_t max_seq_length = 0;    // sentence-transformers' max_seq_length, capped by the positions (0: none)
   bool lowercase_input = false;  // sentence_bert_config.json's do_lower_case: lowercase texts first
+  std::map<std::string, std::string> prompts;  // config_sentence_transformers.json: name -> text put before inputs
+  std::string default_prompt_name;              // the prompt used when none is asked for ("": none)
   std::vector<std::string> notes;  // decisions made while loading, for the user to see
 };
 
@@ -93,7 +96,7 @@ struct Generation {
   double total_s = 0;
 };
 
-// A model tach runs: an encoder (BERT, DistilBERT) or a decoder (Qwen2).
+// A model tach runs: an encoder (BERT, DistilBERT) or a decoder (Qwen2, Llama, Mistral, Qwen3, Gemma 3).
 class Model {
  public:
   virtual ~Model() = default;
@@ -106,12 +109,15 @@ class Model {
   // An error for a model that is not an embedding model (info().embedding false).
   virtual Tensor embed(const TokenBatch& batch) const;
   // What tach bench and tach profile time: a classifier's logits, else an embedding model's
-  // vectors; an error naming both for a model that is neither.
+  // vectors, else a causal LM's prefill (prefill_logits); an error for a model that is none.
   Tensor measured_forward(const TokenBatch& batch) const;
   // The work of measured_forward (or of the forward alone, for a model that is neither).
   virtual ForwardCost forward_cost(int64_t batch, int64_t seq_len) const = 0;
   // Causal LMs. logits: [B, T, V] f32. An error for models without an LM head.
   virtual Tensor lm_logits(const TokenBatch& batch) const;
+  // Causal LMs: the prefill of generation, the forward over the prompts and the LM head at each
+  // row's last real token only. logits: [B, V] f32.
+  virtual Tensor prefill_logits(const TokenBatch& batch) const;
   // Greedy decoding with a key/value cache. prompts: left-padded (the last column real).
   virtual Generation generate(const TokenBatch& prompts, const GenerateOptions& options) const;
 };

@@ -130,6 +130,52 @@ def write_case(out_dir, name, make_config, cls, dtype, seed):
     print(f"{path}: {cls.__name__}, weights {dtype}")
 
 
+EMBED_TEXTS = ["What is the capital of China?", "Explain gravity", " ", "The capital of China is Beijing.",
+               "Gravity is a force that attracts two bodies towards each other."]
+QUERY_PROMPT = "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:"
+
+
+def write_embedding_case(out_dir, shared, seed):
+    """A Qwen3-Embedding-shaped sentence-transformers model: a bare Qwen3 with Qwen2.5's full
+    vocabulary (hidden 8, bf16: small enough to commit), last-token pooling, normalisation, and
+    the query/document prompts of config_sentence_transformers.json. The expected embeddings are
+    SentenceTransformer.encode's, with ../shared/tokenizers/qwen2.5 (left padding, as Qwen3-Embedding)."""
+    import shutil
+    import tempfile
+    from sentence_transformers import SentenceTransformer
+    torch.manual_seed(seed)
+    cfg = tf.Qwen3Config(vocab_size=151936, hidden_size=8, intermediate_size=16, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=512,
+                         rope_parameters={"rope_type": "default", "rope_theta": 1e6}, tie_word_embeddings=True,
+                         initializer_range=0.5, pad_token_id=151643, eos_token_id=151643, bos_token_id=None)
+    model = tf.Qwen3Model(cfg).eval()
+    init_norms(model, seed)
+    model = model.to(torch.bfloat16)
+    path = os.path.join(out_dir, "qwen3-embed-bf16")
+    model.save_pretrained(path, safe_serialization=True)
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+    json.dump(modules, open(os.path.join(path, "modules.json"), "w"), indent=1)
+    os.makedirs(os.path.join(path, "1_Pooling"), exist_ok=True)
+    json.dump({"word_embedding_dimension": 8, "pooling_mode_lasttoken": True, "include_prompt": True},
+              open(os.path.join(path, "1_Pooling", "config.json"), "w"), indent=1)
+    json.dump({"max_seq_length": 512, "do_lower_case": False}, open(os.path.join(path, "sentence_bert_config.json"), "w"))
+    json.dump({"prompts": {"query": QUERY_PROMPT, "document": ""}, "default_prompt_name": None,
+               "similarity_fn_name": "cosine"}, open(os.path.join(path, "config_sentence_transformers.json"), "w"), indent=1)
+    e = {"texts": EMBED_TEXTS, "prompt_name": "query", "prompt": QUERY_PROMPT}
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copytree(path, d, dirs_exist_ok=True)
+        shutil.copy(os.path.join(shared, "tokenizers/qwen2.5/tokenizer.json"), d)
+        json.dump({"padding_side": "left", "pad_token": "<|endoftext|>", "model_max_length": 512,
+                   "tokenizer_class": "Qwen2TokenizerFast"}, open(os.path.join(d, "tokenizer_config.json"), "w"))
+        st = SentenceTransformer(d, device="cpu", model_kwargs={"dtype": torch.float32, "attn_implementation": "eager"})
+        e["query"] = st.encode(EMBED_TEXTS, prompt_name="query", convert_to_numpy=True).tolist()
+        e["plain"] = st.encode(EMBED_TEXTS, convert_to_numpy=True).tolist()
+    json.dump(e, open(os.path.join(path, "expected.json"), "w"))
+    print(f"{path}: Qwen3Model + last-token pooling + Normalize, prompts query/document")
+
+
 def write_base(out_dir, seed):
     """Llama-3.2-1B and Qwen3-0.6B sized causal LMs with random weights (f32): the speed peers.
     The configs are the presets' (tach's src/model/presets_decoders.cc, as published)."""
@@ -159,6 +205,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
     ap.add_argument("--base", action="store_true")
+    ap.add_argument("--shared", default=os.path.join(os.path.dirname(__file__), "../../../shared"))
     ap.add_argument("--seed", type=int, default=8765)
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
@@ -170,6 +217,8 @@ def main():
         if only and name != only:
             continue
         write_case(args.out_dir, name, make_config, cls, dtype, args.seed + i)
+    if not only or only == "qwen3-embed-bf16":
+        write_embedding_case(args.out_dir, args.shared, args.seed + 100)
 
 
 if __name__ == "__main__":

@@ -186,17 +186,19 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
       load_error = e.what();
       return;
     }
-    // A model with neither a head nor pooling (a causal LM without a classifier) has nothing for
-    // a point to measure: say so once, with what can be done with it, instead of failing every point.
+    // A model with no head, no pooling and no LM head has nothing for a point to measure: say so
+    // once, with what can be done with it, instead of failing every point. A causal LM's point
+    // measures its prefill (the forward and the LM head at each row's last token).
     const ModelInfo& mi = model->info();
-    check(mi.classifier || mi.embedding,
+    check(mi.classifier || mi.embedding || mi.causal_lm,
           config.model + " (" + mi.architecture + ", " + std::to_string(mi.num_layers) + " layers, hidden " +
               std::to_string(mi.hidden_size) +
-              ") is neither a sequence classifier nor an embedding model: tach bench measures those. With this "
-              "model, tach generate runs it, tach info -m describes it and tach estimate -m says whether it fits");
+              ") is neither a sequence classifier, an embedding model nor a causal LM: tach bench measures those. "
+              "tach info -m describes it and tach estimate -m says whether it fits");
     check(!accuracy || mi.classifier,
-          config.model + " is an embedding model (" + mi.pooling + " pooling): the accuracy pass needs a "
-          "sequence classifier; drop --accuracy (the sweep measures its embeddings)");
+          config.model + (mi.embedding ? " is an embedding model (" + mi.pooling + " pooling)" : " is a causal LM") +
+              ": the accuracy pass needs a sequence classifier; drop --accuracy (the sweep measures its " +
+              (mi.embedding ? "embeddings)" : "prefill)"));
     // Tokenizer and label problems are the user's to fix before anything is measured: they stop
     // the run rather than fail every point.
     if (texts && !texts->tokenizer) bench::attach_tokenizer(*texts, config, model->info().source);
@@ -311,10 +313,14 @@ ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
   s.disk_bytes = info.disk_bytes;
   s.memory_bytes = memory_bytes;
   s.labels = info.labels;
-  s.task = info.classifier ? "sequence classification (" + std::to_string(info.labels.size()) + " labels)"
-                           : "sentence embedding (" + info.pooling + " pooling" +
-                                 (info.normalized ? ", L2-normalised" : "") + ", " +
-                                 std::to_string(info.embedding_dim) + " dims)";
+  if (info.classifier)
+    s.task = "sequence classification (" + std::to_string(info.labels.size()) + " labels)";
+  else if (info.embedding)
+    s.task = "sentence embedding (" + info.pooling + " pooling" + (info.normalized ? ", L2-normalised" : "") + ", " +
+             std::to_string(info.embedding_dim) + " dims)";
+  else
+    s.task = "causal-LM prefill (the forward over the prompt and the LM head at each row's last token, " +
+             std::to_string(info.vocab_size) + " logits; tach generate times decoding)";
   return s;
 }
 

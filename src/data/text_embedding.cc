@@ -37,12 +37,29 @@ Embeddings embed_texts(const Model& model, const Tokenizer& tokenizer, const std
   EncodeOptions eo;
   eo.truncation = Truncation{};
   eo.truncation->max_length = size_t(out.max_length);
-  std::vector<std::string> inputs;
-  if (info.lowercase_input) {
-    inputs.reserve(texts.size());
-    for (const auto& t : texts) inputs.push_back(lowercase_text(t));
+  // The prompt, as sentence-transformers picks it: given text, a named prompt, or the default one.
+  if (options.prompt) {
+    out.prompt = *options.prompt;
+  } else {
+    out.prompt_name = options.prompt_name.empty() ? info.default_prompt_name : options.prompt_name;
+    if (!out.prompt_name.empty()) {
+      const auto it = info.prompts.find(out.prompt_name);
+      if (it == info.prompts.end()) {
+        std::string known;
+        for (const auto& [name, text] : info.prompts) known += (known.empty() ? "" : ", ") + name;
+        throw Error("prompt \"" + out.prompt_name + "\" is not one of " + info.spec + "'s prompts (" +
+                    (known.empty() ? "it has none in config_sentence_transformers.json" : known) + ")");
+      }
+      out.prompt = it->second;
+    }
   }
-  const std::vector<Encoding> enc = tokenizer.encode_batch(info.lowercase_input ? inputs : texts, eo);
+  std::vector<std::string> inputs;
+  const bool rewrite = info.lowercase_input || !out.prompt.empty();
+  if (rewrite) {
+    inputs.reserve(texts.size());
+    for (const auto& t : texts) inputs.push_back(info.lowercase_input ? lowercase_text(out.prompt + t) : out.prompt + t);
+  }
+  const std::vector<Encoding> enc = tokenizer.encode_batch(rewrite ? inputs : texts, eo);
   out.tokenize_s = seconds_since(t_tok);
 
   const size_t N = texts.size();

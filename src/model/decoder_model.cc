@@ -66,10 +66,35 @@ class Decoder final : public Model {
     return to_host(logits);
   }
 
+  // The work measured_forward does: the classifier's head, or the prefill's LM head on B rows.
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
     ops::OpCost c = decoder_cost(config_, B, T, 0);
     if (w_.score) c += ops::linear_cost(B, config_.num_labels(), config_.hidden_size, compute_, false);
+    else if (w_.lm_head_weight.defined() && !info_.embedding)
+      c += ops::linear_cost(B, config_.vocab_size, config_.hidden_size, compute_, false);
     return {c.flops, c.bytes()};
+  }
+
+  Tensor prefill_logits(const TokenBatch& batch) const override {
+    const ops::Linear& head = lm_head();
+    check_batch(batch);
+    const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size;
+    Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
+    Tensor last = Tensor::empty({B, C}, DType::f32, h.device());
+    const int32_t* mask = batch.attention_mask.data<int32_t>();
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t t = T - 1;  // each row's last real token (the last column when left-padded)
+      while (t > 0 && mask[b * T + t] == 0) --t;
+      ops::copy_rows(h.device(), last.data<float>() + b * C, C, h.data<float>() + (b * T + t) * C, C, 1, C);
+    }
+    Tensor logits = Tensor::empty({B, config_.vocab_size}, DType::f32, h.device());
+    {
+      core::Span span(core::SpanKind::module, "lm_head");
+      ops::linear_forward(logits, last, head);
+    }
+    Tensor out = to_host(logits);
+    softcap(out);
+    return out;
   }
 
   Tensor lm_logits(const TokenBatch& batch) const override {

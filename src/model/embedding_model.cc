@@ -17,8 +17,10 @@ Tensor Model::embed(const TokenBatch&) const {
 Tensor Model::measured_forward(const TokenBatch& batch) const {
   if (info().classifier) return classify(batch);
   if (info().embedding) return embed(batch);
+  if (info().causal_lm) return prefill_logits(batch);
   throw Error(info().spec + " (" + info().architecture +
-              ") is neither a sequence classifier nor an embedding model: tach bench and profile measure those");
+              ") is neither a sequence classifier, an embedding model nor a causal LM: tach bench and profile measure "
+              "those");
 }
 
 namespace model {
@@ -41,6 +43,8 @@ class SentenceEmbedder final : public Model {
     if (info_.max_positions > 0 && (info_.max_seq_length == 0 || info_.max_seq_length > info_.max_positions))
       info_.max_seq_length = info_.max_positions;  // sentence-transformers caps it the same way
     info_.lowercase_input = config_.do_lower_case;
+    info_.prompts = config_.prompts;
+    info_.default_prompt_name = config_.default_prompt_name;
     info_.notes.push_back("sentence embeddings: " + info_.pooling + " pooling" +
                           (config_.normalize ? ", L2-normalised" : "") + " (" + config_.source + ")");
   }
@@ -49,6 +53,7 @@ class SentenceEmbedder final : public Model {
   Tensor hidden_states(const TokenBatch& batch) const override { return inner_->hidden_states(batch); }
   Tensor classify(const TokenBatch& batch) const override { return inner_->classify(batch); }
   Tensor lm_logits(const TokenBatch& batch) const override { return inner_->lm_logits(batch); }
+  Tensor prefill_logits(const TokenBatch& batch) const override { return inner_->prefill_logits(batch); }
   Generation generate(const TokenBatch& prompts, const GenerateOptions& options) const override {
     return inner_->generate(prompts, options);
   }

@@ -78,8 +78,10 @@ class Encoder final : public EncoderModel {
 
 Tensor Model::lm_logits(const TokenBatch&) const {
   throw Error(info().spec + " (" + info().architecture + ") has no language-model head: vocabulary logits need a "
-              "causal LM such as Qwen2ForCausalLM");
+              "causal LM such as LlamaForCausalLM");
 }
+
+Tensor Model::prefill_logits(const TokenBatch& batch) const { return lm_logits(batch); }
 
 Generation Model::generate(const TokenBatch&, const GenerateOptions&) const {
   throw Error(info().spec + " (" + info().architecture + ") cannot generate text: it is not a causal LM");

@@ -59,6 +59,33 @@ std::vector<ops::PoolingMode> pooling_modes(const json& j, const std::string& fi
   return modes;
 }
 
+// config_sentence_transformers.json: {"prompts": {"query": "Instruct: ...\nQuery:", ...},
+// "default_prompt_name": null}.
+void read_prompts(SentenceEmbeddingConfig& c, const FileReader& read, const std::string& dir) {
+  const std::string file = dir + "/config_sentence_transformers.json";
+  const auto text = read("config_sentence_transformers.json");
+  if (!text) return;
+  json j;
+  try {
+    j = json::parse(*text);
+  } catch (const json::exception& e) {
+    throw Error(file + ": not valid JSON: " + e.what());
+  }
+  check(j.is_object(), file + ": must be a JSON object");
+  if (j.contains("prompts") && !j["prompts"].is_null()) {
+    check(j["prompts"].is_object(), file + ": \"prompts\" must be an object of name: text");
+    for (const auto& [name, value] : j["prompts"].items()) {
+      check(value.is_string(), file + ": prompt \"" + name + "\" must be a string");
+      c.prompts[name] = value.get<std::string>();
+    }
+  }
+  if (j.contains("default_prompt_name") && j["default_prompt_name"].is_string()) {
+    c.default_prompt_name = j["default_prompt_name"].get<std::string>();
+    check(c.prompts.count(c.default_prompt_name) > 0,
+          file + ": default_prompt_name \"" + c.default_prompt_name + "\" is not one of its prompts");
+  }
+}
+
 }  // namespace
 
 std::string SentenceEmbeddingConfig::pooling_name() const {
@@ -142,6 +169,7 @@ SentenceEmbeddingConfig parse_sentence_embedding_config(const std::string& modul
     c.modes = {ops::PoolingMode::mean};
     c.source = "modules.json (no Pooling module: mean pooling, as sentence-transformers adds)";
   }
+  read_prompts(c, read, dir);
   return c;
 }
 

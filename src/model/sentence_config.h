@@ -3,6 +3,8 @@
 // sentence_bert_config.json (max_seq_length, do_lower_case).
 #pragma once
 
+#include <map>
+
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,6 +21,10 @@ struct SentenceEmbeddingConfig {
   bool do_lower_case = false;   // sentence-transformers lowercases the text before the tokenizer
   int64_t embedding_dimension = 0;  // 1_Pooling's word_embedding_dimension (0: not given)
   std::string source;           // "modules.json" or why the default was taken
+  // config_sentence_transformers.json's prompts (name -> text put before each input, as
+  // sentence-transformers' encode(prompt_name=...)) and the one used when none is asked for.
+  std::map<std::string, std::string> prompts;
+  std::string default_prompt_name;
   std::string pooling_name() const;  // "mean", "cls+mean", ...
 };
 

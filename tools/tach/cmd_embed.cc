@@ -29,6 +29,7 @@ struct EmbedCliOptions {
   std::string output;
   int64_t batch_size = 32;
   int64_t max_length = 0;
+  std::string prompt_name, prompt;
   std::string dtype = "f32";
   int threads = 0;
   int show_rows = 8;
@@ -114,6 +115,8 @@ int run_embed(const EmbedCliOptions& opt) {
   EmbedOptions eo;
   eo.batch_size = opt.batch_size;
   eo.max_length = opt.max_length;
+  eo.prompt_name = opt.prompt_name;
+  if (!opt.prompt.empty()) eo.prompt = opt.prompt;
   const Embeddings e = embed_texts(*model, *tokenizer, texts, eo);
   if (!opt.output.empty()) write_embeddings(opt.output, e, texts);
 
@@ -135,6 +138,7 @@ int run_embed(const EmbedCliOptions& opt) {
                   {"weights_dtype", info.weights_dtype}, {"compute_dtype", std::string(dtype_name(info.compute))},
                   {"pooling", info.pooling},     {"normalized", info.normalized},
                   {"embedding_dim", E},          {"max_length", e.max_length},
+                  {"prompt", e.prompt},          {"prompt_name", e.prompt_name},
                   {"notes", info.notes}};
     j["machine"] = {{"cpu", sys.cpu_model}, {"threads", threads()}, {"gemm", sys.gemm_library}};
     j["rows"] = nlohmann::json::array();
@@ -157,7 +161,11 @@ int run_embed(const EmbedCliOptions& opt) {
   for (const auto& n : info.notes) std::cout << "note        " << n << "\n";
   std::cout << "embedding   " << E << " dims, " << info.pooling << " pooling"
             << (info.normalized ? ", L2-normalised" : ", not normalised") << "; texts cut at " << e.max_length
-            << " tokens\n"
+            << " tokens\n";
+  if (!e.prompt.empty())
+    std::cout << "prompt      " << (e.prompt_name.empty() ? "given" : "\"" + e.prompt_name + "\"")
+              << " before every text: " << nlohmann::json(e.prompt).dump() << "\n";
+  std::cout
             << "machine     " << sys.cpu_model << ", " << threads() << " threads, GEMM " << sys.gemm_library << "\n"
             << "input       " << N << " texts, " << total_tokens << " tokens, " << truncated << " truncated; "
             << e.batches << " batches of up to " << opt.batch_size << ", longest first (" << e.padded_tokens
@@ -219,6 +227,10 @@ Command add_embed_command(CLI::App& app) {
   sub->add_option("--max-length", opt->max_length,
                   "Tokens per text, special tokens included (default: the model's max_seq_length from "
                   "sentence_bert_config.json, else its positions)");
+  sub->add_option("--prompt-name", opt->prompt_name,
+                  "A prompt of the model's config_sentence_transformers.json (e.g. query), put before every text as "
+                  "sentence-transformers' encode(prompt_name=...) does (default: its default_prompt_name, if any)");
+  sub->add_option("--prompt", opt->prompt, "Text put before every text (overrides --prompt-name)");
   sub->add_option("--dtype", opt->dtype, "Compute dtype: f32 or bf16")->capture_default_str();
   sub->add_option("-t,--threads", opt->threads, "Threads (default: all cores, or OMP_NUM_THREADS)");
   sub->add_option("--show-rows", opt->show_rows, "Texts to print")->capture_default_str();

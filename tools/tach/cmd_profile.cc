@@ -105,8 +105,9 @@ int run_profile(const ProfileFlags& f) {
     lo.compute = f.dtype == "bf16" ? DType::bf16 : f.dtype == "f16" ? DType::f16 : DType::f32;
     lo.device = parse_device(f.device);
     model = load_model(f.model, lo);
-    check(model->info().classifier || model->info().embedding,
-          f.model + " is neither a sequence classifier nor an embedding model: nothing to profile a forward of");
+    check(model->info().classifier || model->info().embedding || model->info().causal_lm,
+          f.model + " is neither a sequence classifier, an embedding model nor a causal LM: nothing to profile a "
+                    "forward of");
     batch = random_batch(model->info().vocab_size, model->info().pad_token_id, f.batch, f.seq_len, f.seed);
     run_step = [&] {
       ProfileScope forward("forward");
