@@ -298,7 +298,10 @@ std::unique_ptr<Decoder> make_decoder(const JsonAt& j) {
   if (type == "WordPiece") return make_wordpiece_decoder(j.str_or("prefix", "##"), j.boolean_or("cleanup", true));
   if (type == "ByteLevel") return make_byte_level_decoder();
   if (type == "Metaspace") return std::make_unique<MetaspaceDecoder>(j.str_or("replacement", "\xe2\x96\x81"));
-  j.at("type").fail("decoder \"" + type + "\" is not supported yet (supported: WordPiece, ByteLevel, Metaspace)");
+  if (auto d = make_chain_decoder(j)) return d;
+  j.at("type").fail("decoder \"" + type +
+                    "\" is not supported yet (supported: WordPiece, ByteLevel, Metaspace, Replace, ByteFallback, Fuse, "
+                    "Strip, Sequence)");
 }
 
 }  // namespace tach::tokenizer

@@ -38,6 +38,8 @@ class Decoder {
 // Null: tokens joined with spaces, as tokenizers does without a decoder.
 std::unique_ptr<Decoder> make_decoder(const JsonAt& j);
 std::unique_ptr<Decoder> make_wordpiece_decoder(const std::string& prefix, bool cleanup);
+// Replace, ByteFallback, Fuse, Strip, Sequence (tokenizer/decoders.cc); null for another type.
+std::unique_ptr<Decoder> make_chain_decoder(const JsonAt& j);
 std::unique_ptr<Decoder> make_byte_level_decoder();
 
 }  // namespace tach::tokenizer

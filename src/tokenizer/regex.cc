@@ -29,7 +29,8 @@ pcre2_match_context* thread_match_context() {
 Regex::Regex(const std::string& pattern, bool literal, const std::string& where) : impl_(std::make_unique<Impl>()) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0);
+  // PCRE2 refuses UCP beside LITERAL (and a literal has no character classes for it to change).
+  const uint32_t options = PCRE2_UTF | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err, &offset,
                               nullptr);
   if (impl_->code == nullptr) {
