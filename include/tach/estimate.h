@@ -31,6 +31,7 @@ struct EstimateLine {
 
 struct MemoryEstimate {
   std::string model, architecture;
+  std::string note;  // how the architecture was read when tach does not build it (MoE, MLA, generic)
   int64_t parameters = 0, trainable_parameters = 0;
   std::vector<EstimateLine> lines;
   int64_t total_bytes = 0;       // the peak: what must fit at once

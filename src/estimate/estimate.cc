@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "model/checkpoint.h"
+#include "estimate/architecture_reader.h"
 #include "model/family.h"
 #include "tach/device.h"
 #include "tach/error.h"
@@ -19,7 +20,7 @@ namespace {
 
 using Arch = model::ArchitectureSummary;  // the family table's numbers (model/family.h)
 
-Arch describe(const std::string& spec) { return model::summarize_architecture(model::resolve_model(spec)); }
+Arch describe(const std::string& spec) { return estimate::describe_model(spec); }
 
 int64_t dtype_size(const std::string& d) {
   if (d == "f32") return 4;
@@ -99,8 +100,9 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   std::string how;
   if (a.decoder) {
     const int64_t qkv = (a.H + 2 * a.KVH) * a.D;
-    act = 4.0 * double(N) * double(3 * a.C + qkv + a.H * a.D + 3 * a.I + a.D);
-    how = "4 B x tokens x (3C + (H+2KVH)D + HD + 3I + D): hidden, normed, qkv, context, delta, gate|up, act, rope";
+    act = 4.0 * double(N) * double(3 * a.C + qkv + a.H * a.D + 3 * a.active_I() + a.D);
+    how = "4 B x tokens x (3C + (H+2KVH)D + HD + 3I + D): hidden, normed, qkv, context, delta, gate|up, act, rope" +
+          std::string(a.experts ? " (I: the active experts' width, k x expert + shared)" : "");
   } else {
     act = 4.0 * double(N) * double(6 * a.C + a.I);
     how = "4 B x tokens x (6C + I): hidden, qkv (3C), context, projection, FFN";
@@ -119,8 +121,8 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       // probabilities [B, H, T, T]; besides the layers, the last layer's output, the backward's
       // gradient buffers (4C + (H+2KVH)D + HD + 3I) and the RoPE table (D per token).
       const int64_t qkv = (a.H + 2 * a.KVH) * a.D, hd = a.H * a.D;
-      per_layer = 4.0 * (double(N) * double(4 * a.C + qkv + hd + 3 * a.I + 2) + double(B * a.H) * double(T * T));
-      rest = 4.0 * (double(N) * double(5 * a.C + qkv + hd + 3 * a.I + a.D) + double(B) * double(4 * a.C + 1 + a.labels));
+      per_layer = 4.0 * (double(N) * double(4 * a.C + qkv + hd + 3 * a.active_I() + 2) + double(B * a.H) * double(T * T));
+      rest = 4.0 * (double(N) * double(5 * a.C + qkv + hd + 3 * a.active_I() + a.D) + double(B) * double(4 * a.C + 1 + a.labels));
       layout = "per layer 4 B x (tokens x (4C + (H+2KVH)D + HD + 3I + 2) + B H T^2), + 4 B x tokens x "
                "(5C + (H+2KVH)D + HD + 3I + D) for the output, backward buffers and RoPE table";
     } else {
@@ -154,8 +156,10 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     t.phase = "backward";
   }
   if (a.decoder && in.generate_tokens > 0) {
-    const double kv = 2.0 * 4.0 * double(a.L) * double(B) * double(T + in.generate_tokens) * double(a.KVH * a.D);
-    add("KV cache", kv, "2 x 4 B x layers x batch x (prompt + new tokens) x KVH x D");
+    const double kv = 4.0 * double(a.L) * double(B) * double(T + in.generate_tokens) * double(a.kv_cache_width());
+    add("KV cache", kv, a.mla ? "4 B x layers x batch x (prompt + new tokens) x (kv_lora_rank + qk_rope_head_dim): "
+                                "MLA's compressed latent and rope key"
+                              : "2 x 4 B x layers x batch x (prompt + new tokens) x KVH x D");
   }
   for (const auto& l : t.lines) t.total += l.bytes;
   return t;
@@ -187,6 +191,7 @@ MemoryEstimate estimate_memory(const EstimateInput& in) {
   MemoryEstimate e;
   e.model = in.model;
   e.architecture = a.name;
+  e.note = a.note;
   e.parameters = a.parameters();
   const Totals t = compute(a, in, in.batch);
   e.lines = t.lines;

@@ -251,7 +251,10 @@ DecoderConfig decoder_config_of(const ModelLocation& loc) {
 }
 
 ArchitectureSummary summarize_decoder(const ModelFamily&, const ModelLocation& loc) {
-  const DecoderConfig c = decoder_config_of(loc);
+  return summarize_decoder_config(decoder_config_of(loc));
+}
+
+ArchitectureSummary summarize_decoder_config(const DecoderConfig& c) {
   ArchitectureSummary a;
   a.decoder = true;
   a.name = c.architecture;

@@ -13,6 +13,7 @@ namespace tach::model {
 
 std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocation& location, const LoadOptions& options);
 ArchitectureSummary summarize_decoder(const ModelFamily& family, const ModelLocation& location);
+ArchitectureSummary summarize_decoder_config(const DecoderConfig& config);
 // A decoder's config: a preset's, or the checkpoint's config.json.
 DecoderConfig decoder_config_of(const ModelLocation& location);
 

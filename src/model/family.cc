@@ -11,21 +11,39 @@
 
 namespace tach::model {
 
-int64_t ArchitectureSummary::layer_params() const {
-  if (decoder) {
-    int64_t p = C * H * D + 2 * C * KVH * D + H * D * C + 3 * C * I + 2 * C;  // q k v o, gate up down, two norms
-    if (qkv_bias) p += H * D + 2 * KVH * D;
-    if (o_bias) p += C;
-    if (mlp_bias) p += 2 * I + C;
-    if (qk_norm) p += 2 * D;
-    if (sandwich_norms) p += 2 * C;
-    return p;
+int64_t ArchitectureSummary::attention_params() const {
+  if (mla) {
+    const int64_t qk = qk_nope_dim + qk_rope_dim;
+    int64_t p = q_lora_rank > 0 ? C * q_lora_rank + q_lora_rank + q_lora_rank * H * qk : C * H * qk;
+    p += C * (kv_lora_rank + qk_rope_dim) + kv_lora_rank + kv_lora_rank * H * (qk_nope_dim + v_head_dim);
+    return p + H * v_head_dim * C;
   }
+  int64_t p = C * H * D + 2 * C * KVH * D + H * D * C;
+  if (qkv_bias) p += H * D + 2 * KVH * D;
+  if (o_bias) p += C;
+  if (qk_norm) p += 2 * D;
+  return p;
+}
+
+int64_t ArchitectureSummary::mlp_params(bool sparse) const {
+  if (!sparse) return 3 * C * I + (mlp_bias ? 2 * I + C : 0);
+  int64_t p = C * experts + experts * 3 * C * expert_I + 3 * C * shared_I;
+  if (shared_expert_gate) p += C;
+  return p;
+}
+
+int64_t ArchitectureSummary::layer_params() const {
+  if (decoder) return attention_params() + mlp_params(false) + (sandwich_norms ? 4 : 2) * C;
   return 4 * C * C + 4 * C + 2 * C * I + I + C + 4 * C;  // q k v o with bias, FFN, two LayerNorms
 }
 
 int64_t ArchitectureSummary::parameters() const {
-  if (decoder) return V * C + L * layer_params() + C + (tied ? 0 : V * C) + labels * C;
+  if (decoder) {
+    const int64_t norms = (sandwich_norms ? 4 : 2) * C;
+    const int64_t layers = (L - moe_layers) * (attention_params() + mlp_params(false) + norms) +
+                           moe_layers * (attention_params() + mlp_params(true) + norms);
+    return V * C + layers + C + (tied ? 0 : V * C) + labels * C;
+  }
   const int64_t p = V * C + P * C + Tt * C + 2 * C + L * layer_params();
   return p + C * C + C + labels * C + labels;  // pooler / pre_classifier, classifier
 }

@@ -31,8 +31,24 @@ struct ArchitectureSummary {
   // Decoders: which projections have biases, and the per-layer norm vectors besides the two
   // every layer has (Gemma's sandwich norms: 2 more; q/k norms: 2 of head_dim).
   bool qkv_bias = false, o_bias = false, mlp_bias = false, qk_norm = false, sandwich_norms = false;
-  int64_t layer_params() const;
+  // Mixture of experts (Mixtral, Qwen-MoE, DeepSeek-V3): moe_layers of L have `experts` experts of
+  // width expert_I (a router C x experts), experts_per_token of them active, and shared experts of
+  // total width shared_I (Qwen2-MoE adds a 1-output gate to them); the other layers a dense MLP of I.
+  int64_t experts = 0, experts_per_token = 0, expert_I = 0, shared_I = 0, moe_layers = 0;
+  bool shared_expert_gate = false;
+  // DeepSeek's multi-head latent attention: q through a rank-q_lora_rank bottleneck (0: a plain
+  // q_proj), k and v from one compressed kv_lora_rank latent plus a shared rope key per token.
+  bool mla = false;
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
+  std::string note;  // how the numbers were read, when not from a family tach builds
+  int64_t attention_params() const;             // one layer's attention, with its norms
+  int64_t mlp_params(bool sparse) const;        // one layer's MLP (dense, or the experts)
+  int64_t layer_params() const;                 // a dense layer: attention, MLP, the two norms
   int64_t parameters() const;
+  // What one token reads in the MLP: the dense width, or the active experts' and shared ones'.
+  int64_t active_I() const { return experts > 0 ? experts_per_token * expert_I + shared_I : I; }
+  // K and V per token per layer in the cache: 2 KVH D, or MLA's latent and rope key.
+  int64_t kv_cache_width() const { return mla ? kv_lora_rank + qk_rope_dim : 2 * KVH * D; }
 };
 
 // A decoder layer's Hugging Face tensor names by role, under "layers.N." (weights; biases swap

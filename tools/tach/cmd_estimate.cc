@@ -1,6 +1,7 @@
 // tach estimate: the memory a model needs, broken down, and whether it fits here; with
 // --models a,b,c --table, the memory requirement and compatibility tables.
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "commands.h"
@@ -16,54 +17,112 @@ struct EstimateFlags {
   EstimateInput in;
   std::vector<std::string> models;
   bool table = false;
+  bool json = false;
 };
 
 std::string gb(double b) { return fixed(b / 1e9, 2) + " GB"; }
 
+nlohmann::json to_json(const MemoryEstimate& e, const EstimateInput& in) {
+  nlohmann::json lines = nlohmann::json::array();
+  for (const auto& l : e.lines) lines.push_back({{"name", l.name}, {"bytes", l.bytes}, {"how", l.how}});
+  return {{"model", e.model},
+          {"architecture", e.architecture},
+          {"note", e.note},
+          {"parameters", e.parameters},
+          {"trainable_parameters", e.trainable_parameters},
+          {"setting",
+           {{"mode", in.mode}, {"dtype", in.dtype}, {"batch", in.batch}, {"seq_len", in.seq_len},
+            {"gradient_checkpointing", in.gradient_checkpointing}, {"generate_tokens", in.generate_tokens},
+            {"lora_rank", in.lora_rank}, {"lora_targets", in.lora_targets}}},
+          {"lines", lines},
+          {"total_bytes", e.total_bytes},
+          {"peak_phase", e.peak_phase},
+          {"available_bytes", e.available_bytes},
+          {"available_source", e.available_source},
+          {"fits", e.fits},
+          {"largest_batch_that_fits", e.largest_batch_that_fits},
+          {"unit", "bytes"},
+          {"method", "tach's memory model (docs/cli.md, tach estimate): derived from config.json, nothing is loaded"}};
+}
+
+// The table profiling guides show: one row per model, its memory for inference, full training
+// with AdamW, and LoRA and QLoRA training; then which of them fit the chosen device.
 int run_table(const EstimateFlags& f) {
-  // The two tables: requirements (inference in 16-bit, training in 16-bit with Adam), then
-  // which of them fit the chosen device.
   std::vector<std::string> models = f.models;
   if (models.empty()) models.push_back(f.in.model);
-  std::cout << "Model memory requirements (batch " << f.in.batch << " x " << f.in.seq_len << " tokens)\n\n";
-  std::ostringstream rows;
+  const std::vector<std::pair<std::string, std::string>> modes = {
+      {"inference", "Inference"}, {"train-full", "Train AdamW"}, {"train-lora", "Train LoRA"}, {"train-qlora", "Train QLoRA"}};
+  std::vector<std::vector<MemoryEstimate>> all;
+  for (const auto& m : models) {
+    std::vector<MemoryEstimate> row;
+    for (const auto& [mode, title] : modes) {
+      EstimateInput in = f.in;
+      in.model = m;
+      in.mode = mode;
+      row.push_back(estimate_memory(in));
+    }
+    all.push_back(std::move(row));
+  }
+  if (f.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (size_t i = 0; i < models.size(); ++i)
+      for (size_t k = 0; k < modes.size(); ++k) {
+        EstimateInput in = f.in;
+        in.model = models[i];
+        in.mode = modes[k].first;
+        j.push_back(to_json(all[i][k], in));
+      }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "Model memory requirements (" << f.in.dtype << " weights and activations, batch " << f.in.batch << " x "
+            << f.in.seq_len << " tokens; LoRA rank " << f.in.lora_rank << " on the default targets; QLoRA: NF4 base)\n\n";
   size_t w = 28;
   for (const auto& m : models) w = std::max(w, m.size() + 2);
-  std::cout << std::string("Model").append(w - 5, ' ') << "Inference (" << f.in.dtype << ")   Training (" << f.in.dtype
-            << "+AdamW)\n"
-            << std::string(w + 40, '-') << "\n";
-  std::vector<std::pair<std::string, MemoryEstimate>> checks;
-  for (const auto& m : models) {
-    EstimateInput inf = f.in, train = f.in;
-    inf.model = train.model = m;
-    inf.mode = "inference";
-    train.mode = "train-full";
-    const MemoryEstimate ei = estimate_memory(inf), et = estimate_memory(train);
-    std::cout << std::string(m).append(w - m.size(), ' ') << gb(double(ei.total_bytes)) << std::string(14, ' ')
-              << gb(double(et.total_bytes)) << "\n";
-    checks.push_back({m + " (inference)", ei});
-    checks.push_back({m + " (training)", et});
+  std::cout << std::string("Model").append(w - 5, ' ') << "Parameters  ";
+  for (const auto& [mode, title] : modes) std::cout << std::string(title).append(14 - title.size(), ' ');
+  std::cout << "\n" << std::string(w + 12 + 14 * modes.size(), '-') << "\n";
+  for (size_t i = 0; i < models.size(); ++i) {
+    const std::string params = human_count(double(all[i][0].parameters));
+    std::cout << std::string(models[i]).append(w - models[i].size(), ' ') << params
+              << std::string(12 - std::min<size_t>(11, params.size()), ' ');
+    for (const auto& e : all[i]) {
+      const std::string g = gb(double(e.total_bytes));
+      std::cout << g << std::string(14 - std::min<size_t>(13, g.size()), ' ');
+    }
+    std::cout << "\n";
   }
-  const MemoryEstimate& any = checks.front().second;
+  for (size_t i = 0; i < models.size(); ++i)
+    if (!all[i][0].note.empty()) std::cout << "note: " << models[i] << ": " << all[i][0].note << "\n";
+  const MemoryEstimate& any = all.front().front();
   std::cout << "\nModel compatibility check\n\nAvailable memory on " << f.in.device << ": "
             << gb(double(any.available_bytes)) << " (" << any.available_source << ", minus a "
             << fixed(f.in.margin * 100, 0) << "% margin)\n\n"
             << std::string("Model").append(w + 8, ' ') << "Required     Status\n"
             << std::string(w + 35, '-') << "\n";
-  for (const auto& [name, e] : checks)
-    std::cout << std::string(name).append(w + 13 - std::min(name.size(), w + 12), ' ') << gb(double(e.total_bytes))
-              << "     " << (e.fits ? "fits" : "too large") << " (largest batch that fits: " << e.largest_batch_that_fits
-              << ")\n";
+  for (size_t i = 0; i < models.size(); ++i)
+    for (size_t k = 0; k < modes.size(); ++k) {
+      const MemoryEstimate& e = all[i][k];
+      const std::string name = models[i] + " (" + modes[k].first + ")";
+      std::cout << std::string(name).append(w + 13 - std::min(name.size(), w + 12), ' ') << gb(double(e.total_bytes))
+                << "     " << (e.fits ? "fits" : "too large") << " (largest batch that fits: "
+                << e.largest_batch_that_fits << ")\n";
+    }
   return 0;
 }
 
 int run_estimate(const EstimateFlags& f) {
   if (f.table || f.models.size() > 1) return run_table(f);
   const MemoryEstimate e = estimate_memory(f.in);
+  if (f.json) {
+    std::cout << to_json(e, f.in).dump(2) << "\n";
+    return e.fits ? 0 : 3;
+  }
   std::cout << "model      " << e.model << " (" << e.architecture << "), " << human_count(double(e.parameters))
             << " parameters" << (e.trainable_parameters ? ", " + human_count(double(e.trainable_parameters)) + " trained" : "")
-            << "\n"
-            << "setting    " << f.in.mode << ", " << f.in.dtype << ", batch " << f.in.batch << " x " << f.in.seq_len
+            << "\n";
+  if (!e.note.empty()) std::cout << "note       " << e.note << "\n";
+  std::cout << "setting    " << f.in.mode << ", " << f.in.dtype << ", batch " << f.in.batch << " x " << f.in.seq_len
             << " tokens" << (f.in.gradient_checkpointing ? ", gradient checkpointing" : "") << "\n\n";
   size_t w = 8;
   for (const auto& l : e.lines) w = std::max(w, l.name.size());
@@ -86,10 +145,14 @@ Command add_estimate_command(CLI::App& app) {
   f->in.model = "preset:distilbert-base-uncased";
   CLI::App* sub = app.add_subcommand("estimate", "Memory a model needs (weights, gradients, optimizer, activations, KV "
                                                  "cache, LoRA, NF4) and whether it fits; exit code 3 when it does not");
-  sub->add_option("-m,--model", f->in.model, "Model: preset:NAME, a directory, or a hub id (only config.json is read)")
+  sub->add_option("-m,--model", f->in.model,
+                  "Model: preset:NAME (also the config-only llama-3.1-70b, mixtral-8x7b, qwen1.5-moe-a2.7b, deepseek-v3), a "
+                  "directory, or a hub id; only config.json is read, of any decoder (MoE and MLA included)")
       ->capture_default_str();
   sub->add_option("--models", f->models, "Several models, comma-separated: prints the memory requirement and compatibility tables")->delimiter(',');
-  sub->add_flag("--table", f->table, "Requirement and compatibility tables (inference and training with AdamW)");
+  sub->add_flag("--table", f->table,
+                "Requirement and compatibility tables: inference, full training with AdamW, LoRA and QLoRA per model");
+  sub->add_flag("--json", f->json, "Print the estimate (or the table's estimates) as JSON, every line in bytes");
   sub->add_option("--dtype", f->in.dtype, "f32, bf16 or f16")->capture_default_str();
   sub->add_option("-b,--batch", f->in.batch, "Rows")->capture_default_str();
   sub->add_option("-s,--seq-len", f->in.seq_len, "Tokens per row")->capture_default_str();
