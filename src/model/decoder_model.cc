@@ -245,6 +245,27 @@ class Decoder final : public Model {
 
 }  // namespace
 
+ModelFamily decoder_family_row(const char* name, const char* model_type, const std::string& bare_architecture,
+                               const std::string& classifier_architecture, const DecoderFamily* decoder,
+                               const char* tokenizer_hint) {
+  ModelFamily f;
+  f.name = name;
+  f.model_types = {model_type};
+  f.body_prefix = "model.";
+  f.probe = decoder->names.embed + ".weight";
+  f.classifier_weight = "score.weight";
+  f.head_modules = {"score"};
+  f.lm_head = "lm_head";
+  f.bare_architecture = bare_architecture;
+  f.classifier_architecture = classifier_architecture;
+  f.lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  f.tokenizer_hint = tokenizer_hint;
+  f.decoder = decoder;
+  f.load = load_decoder;
+  f.summarize = summarize_decoder;
+  return f;
+}
+
 DecoderConfig decoder_config_of(const ModelLocation& loc) {
   return loc.kind == ModelLocation::Kind::preset ? decoder_preset_config(loc.preset).config
                                                  : load_decoder_config((std::filesystem::path(loc.dir) / "config.json").string());

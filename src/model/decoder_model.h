@@ -14,6 +14,12 @@ namespace tach::model {
 std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocation& location, const LoadOptions& options);
 ArchitectureSummary summarize_decoder(const ModelFamily& family, const ModelLocation& location);
 ArchitectureSummary summarize_decoder_config(const DecoderConfig& config);
+// A decoder family's row: what every decoder row shares (the task models' "model." prefix, the
+// `score` head, `lm_head`, every linear as a LoRA target, this loader and summary) around its
+// name, model_type, architectures and DecoderFamily.
+ModelFamily decoder_family_row(const char* name, const char* model_type, const std::string& bare_architecture,
+                               const std::string& classifier_architecture, const DecoderFamily* decoder,
+                               const char* tokenizer_hint);
 // A decoder's config: a preset's, or the checkpoint's config.json.
 DecoderConfig decoder_config_of(const ModelLocation& location);
 

@@ -39,22 +39,8 @@ const DecoderFamily kGemma3{"Gemma3ForCausalLM", 1000000.0, true, gemma_names(),
 }  // namespace
 
 ModelFamily gemma3_family() {
-  ModelFamily f;
-  f.name = "Gemma 3 text decoders";
-  f.model_types = {"gemma3_text"};
-  f.body_prefix = "model.";
-  f.probe = "embed_tokens.weight";
-  f.classifier_weight = "score.weight";
-  f.head_modules = {"score"};
-  f.lm_head = "lm_head";
-  f.bare_architecture = "Gemma3TextModel";
-  f.classifier_architecture = "Gemma3TextForSequenceClassification";
-  f.lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-  f.tokenizer_hint = "google/gemma-3-1b-pt";
-  f.decoder = &kGemma3;
-  f.load = load_decoder;
-  f.summarize = summarize_decoder;
-  return f;
+  return decoder_family_row("Gemma 3 text decoders", "gemma3_text", "Gemma3TextModel",
+                            "Gemma3TextForSequenceClassification", &kGemma3, "google/gemma-3-1b-pt");
 }
 
 }  // namespace tach::model

@@ -29,39 +29,19 @@ void read_mistral(const Field& f, DecoderConfig& c) {
     c.layer_window.assign(size_t(c.num_layers), f.positive_int("sliding_window", 0, true));
 }
 
-ModelFamily llama_like(const char* name, const char* type, const char* stem, const DecoderFamily* d) {
-  ModelFamily f;
-  f.name = name;
-  f.model_types = {type};
-  f.body_prefix = "model.";
-  f.probe = "embed_tokens.weight";
-  f.classifier_weight = "score.weight";
-  f.head_modules = {"score"};
-  f.lm_head = "lm_head";
-  f.bare_architecture = std::string(stem) + "Model";
-  f.classifier_architecture = std::string(stem) + "ForSequenceClassification";
-  f.lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-  f.decoder = d;
-  f.load = load_decoder;
-  f.summarize = summarize_decoder;
-  return f;
-}
-
 const DecoderFamily kLlama{"LlamaForCausalLM", 10000.0, false, DecoderTensorNames{}, read_llama};
 const DecoderFamily kMistral{"MistralForCausalLM", 10000.0, false, DecoderTensorNames{}, read_mistral};
 
 }  // namespace
 
 ModelFamily llama_family() {
-  ModelFamily f = llama_like("Llama decoders (Llama 2/3.x, SmolLM2, TinyLlama)", "llama", "Llama", &kLlama);
-  f.tokenizer_hint = "meta-llama/Llama-3.2-1B";
-  return f;
+  return decoder_family_row("Llama decoders (Llama 2/3.x, SmolLM2, TinyLlama)", "llama", "LlamaModel",
+                            "LlamaForSequenceClassification", &kLlama, "meta-llama/Llama-3.2-1B");
 }
 
 ModelFamily mistral_family() {
-  ModelFamily f = llama_like("Mistral decoders", "mistral", "Mistral", &kMistral);
-  f.tokenizer_hint = "mistralai/Mistral-7B-v0.1";
-  return f;
+  return decoder_family_row("Mistral decoders", "mistral", "MistralModel", "MistralForSequenceClassification", &kMistral,
+                            "mistralai/Mistral-7B-v0.1");
 }
 
 }  // namespace tach::model

@@ -31,22 +31,8 @@ const DecoderFamily kQwen2{"Qwen2ForCausalLM", 10000.0, false, DecoderTensorName
 }  // namespace
 
 ModelFamily qwen2_family() {
-  ModelFamily f;
-  f.name = "Qwen2 decoders (Qwen2, Qwen2.5)";
-  f.model_types = {"qwen2"};
-  f.body_prefix = "model.";
-  f.probe = "embed_tokens.weight";
-  f.classifier_weight = "score.weight";
-  f.head_modules = {"score"};
-  f.lm_head = "lm_head";
-  f.bare_architecture = "Qwen2Model";
-  f.classifier_architecture = "Qwen2ForSequenceClassification";
-  f.lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-  f.tokenizer_hint = "Qwen/Qwen2.5-0.5B";
-  f.decoder = &kQwen2;
-  f.load = load_decoder;
-  f.summarize = summarize_decoder;
-  return f;
+  return decoder_family_row("Qwen2 decoders (Qwen2, Qwen2.5)", "qwen2", "Qwen2Model", "Qwen2ForSequenceClassification",
+                            &kQwen2, "Qwen/Qwen2.5-0.5B");
 }
 
 }  // namespace tach::model

@@ -24,22 +24,8 @@ const DecoderFamily kQwen3{"Qwen3ForCausalLM", 10000.0, false, DecoderTensorName
 }  // namespace
 
 ModelFamily qwen3_family() {
-  ModelFamily f;
-  f.name = "Qwen3 decoders (dense; Qwen3-Embedding)";
-  f.model_types = {"qwen3"};
-  f.body_prefix = "model.";
-  f.probe = "embed_tokens.weight";
-  f.classifier_weight = "score.weight";
-  f.head_modules = {"score"};
-  f.lm_head = "lm_head";
-  f.bare_architecture = "Qwen3Model";
-  f.classifier_architecture = "Qwen3ForSequenceClassification";
-  f.lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-  f.tokenizer_hint = "Qwen/Qwen3-0.6B";
-  f.decoder = &kQwen3;
-  f.load = load_decoder;
-  f.summarize = summarize_decoder;
-  return f;
+  return decoder_family_row("Qwen3 decoders (dense; Qwen3-Embedding)", "qwen3", "Qwen3Model",
+                            "Qwen3ForSequenceClassification", &kQwen3, "Qwen/Qwen3-0.6B");
 }
 
 }  // namespace tach::model
