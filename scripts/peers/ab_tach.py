@@ -7,7 +7,9 @@
         --model build/golden/distilbert-base-random --batches 1,8
 
 Each round runs both binaries once per batch size (the order flips every round); a run is
-`tach classify --repeat N` on full rows of random ids, and its figure is tach's own median.
+`tach classify --repeat N` on full rows of random ids, and its figure is tach's own median. With
+--train a run is a full fine-tuning step instead (`tach profile --train --overhead-steps N`, the
+median of its steps with the profiler off, as scripts/peers/train_peers.py times tach).
 Reported: the median over rounds for each binary and after/before (< 1: the change is faster).
 Development only: the machine must be otherwise idle.
 """
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import tempfile
@@ -27,6 +30,7 @@ ap.add_argument("--batches", default="1,8")
 ap.add_argument("--seq-len", type=int, default=128)
 ap.add_argument("--rounds", type=int, default=7)
 ap.add_argument("--threads", type=int, default=os.cpu_count())
+ap.add_argument("--train", action="store_true", help="time a training step (full fine-tuning) instead of a forward")
 a = ap.parse_args()
 
 vocab = json.load(open(os.path.join(a.model, "config.json")))["vocab_size"]
@@ -39,6 +43,11 @@ for B in [int(b) for b in a.batches.split(",")]:
     reps = max(3, min(20, 64 // B))
 
     def run(binary):
+        if a.train:
+            out = subprocess.run([binary, "profile", "--train", "-m", a.model, "-b", str(B), "-s", str(a.seq_len), "-t",
+                                  str(a.threads), "--overhead-steps", "3", "--profiler-output-dir", "/tmp/tach-ab-train"],
+                                 check=True, capture_output=True, text=True)
+            return float(re.search(r"medians\): ([0-9.]+) ms off", out.stdout).group(1)) / 1e3
         out = subprocess.run([binary, "classify", "--model", a.model, "--ids-file", ids_file, "--json", "--threads",
                               str(a.threads), "--warmup", "2", "--repeat", str(reps)],
                              check=True, capture_output=True, text=True)

@@ -80,6 +80,72 @@ int64_t layers_with_experts(const model::Field& f, int64_t L, int64_t step_defau
   return n;
 }
 
+// The readers of decoders tach does not build, one row per kind: what their config.json adds to
+// the standard fields (the estimate's counterpart of the family table's read_switches).
+void read_mixtral(const model::Field& f, ArchitectureSummary& a) {
+  a.experts = f.positive_int("num_local_experts", 8, false);
+  a.experts_per_token = f.positive_int("num_experts_per_tok", 2, false);
+  a.expert_I = a.I;
+  a.moe_layers = a.L;
+  a.note = "Mixtral: every layer's MLP is " + std::to_string(a.experts) + " experts, " +
+           std::to_string(a.experts_per_token) + " active per token";
+}
+
+void read_qwen_experts(const model::Field& f, ArchitectureSummary& a) {
+  a.experts = f.positive_int("num_experts", 60, false);
+  a.experts_per_token = f.positive_int("num_experts_per_tok", 4, false);
+  a.expert_I = f.positive_int("moe_intermediate_size", 0, true);
+  a.moe_layers = layers_with_experts(f, a.L, 1);
+  a.note = f.str("model_type", "") + ": " + std::to_string(a.moe_layers) + " of " + std::to_string(a.L) +
+           " layers with " + std::to_string(a.experts) + " experts (" + std::to_string(a.experts_per_token) + " active)" +
+           (a.shared_I ? ", a shared expert of width " + std::to_string(a.shared_I) : "");
+}
+
+void read_qwen2_moe(const model::Field& f, ArchitectureSummary& a) {
+  a.qkv_bias = true;  // Qwen2's biases on q, k and v
+  a.shared_I = f.nonneg_int("shared_expert_intermediate_size", 0);
+  a.shared_expert_gate = a.shared_I > 0;
+  read_qwen_experts(f, a);
+}
+
+void read_qwen3_moe(const model::Field& f, ArchitectureSummary& a) {
+  a.qkv_bias = a.o_bias = f.root.value("attention_bias", false);
+  a.qk_norm = true;
+  read_qwen_experts(f, a);
+}
+
+void read_deepseek(const model::Field& f, ArchitectureSummary& a) {
+  a.mla = true;
+  a.q_lora_rank = f.nonneg_int("q_lora_rank", 0);
+  a.kv_lora_rank = f.positive_int("kv_lora_rank", 0, true);
+  a.qk_rope_dim = f.positive_int("qk_rope_head_dim", 0, true);
+  a.qk_nope_dim = f.positive_int("qk_nope_head_dim", 0, true);
+  a.v_head_dim = f.positive_int("v_head_dim", 0, true);
+  a.D = a.qk_nope_dim + a.qk_rope_dim;
+  a.experts = f.nonneg_int("n_routed_experts", 0);
+  a.experts_per_token = f.positive_int("num_experts_per_tok", 1, false);
+  a.expert_I = f.positive_int("moe_intermediate_size", a.I, false);
+  a.shared_I = f.nonneg_int("n_shared_experts", 0) * a.expert_I;
+  const int64_t freq = f.positive_int("moe_layer_freq", 1, false);
+  const int64_t first_dense = f.nonneg_int("first_k_dense_replace", 0);
+  for (int64_t i = 0; i < a.L; ++i) a.moe_layers += a.experts > 0 && i >= first_dense && i % freq == 0;
+  a.note = f.str("model_type", "") + ": multi-head latent attention (KV cache " + std::to_string(a.kv_lora_rank) + " + " +
+           std::to_string(a.qk_rope_dim) + " values per token and layer), " + std::to_string(a.moe_layers) + " of " +
+           std::to_string(a.L) + " layers with " + std::to_string(a.experts) + " routed experts (" +
+           std::to_string(a.experts_per_token) + " active) and " + std::to_string(f.nonneg_int("n_shared_experts", 0)) +
+           " shared; the multi-token-prediction layers (" + std::to_string(f.nonneg_int("num_nextn_predict_layers", 0)) +
+           ") are not counted, as transformers builds none";
+}
+
+struct ConfigReader {
+  const char* model_types[2];
+  void (*read)(const model::Field& f, ArchitectureSummary& a);
+};
+constexpr ConfigReader kReaders[] = {{{"mixtral", nullptr}, read_mixtral},
+                                     {{"qwen2_moe", nullptr}, read_qwen2_moe},
+                                     {{"qwen3_moe", nullptr}, read_qwen3_moe},
+                                     {{"deepseek_v3", "deepseek_v2"}, read_deepseek}};
+
 }  // namespace
 
 std::vector<std::string> config_only_presets() {
@@ -107,56 +173,16 @@ ArchitectureSummary describe_config(const json& j, const std::string& source) {
   a.I = f.positive_int("intermediate_size", 0, true);
   a.P = f.positive_int("max_position_embeddings", 2048, false);
   a.tied = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean() && j["tie_word_embeddings"].get<bool>();
-  const bool bias = j.value("attention_bias", false);
-  if (type == "mixtral") {
-    a.experts = f.positive_int("num_local_experts", 8, false);
-    a.experts_per_token = f.positive_int("num_experts_per_tok", 2, false);
-    a.expert_I = a.I;
-    a.moe_layers = a.L;
-    a.note = "Mixtral: every layer's MLP is " + std::to_string(a.experts) + " experts, " +
-             std::to_string(a.experts_per_token) + " active per token";
-  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
-    a.qkv_bias = type == "qwen2_moe" || bias;
-    a.o_bias = type == "qwen3_moe" && bias;
-    a.qk_norm = type == "qwen3_moe";
-    a.experts = f.positive_int("num_experts", 60, false);
-    a.experts_per_token = f.positive_int("num_experts_per_tok", 4, false);
-    a.expert_I = f.positive_int("moe_intermediate_size", 0, true);
-    if (type == "qwen2_moe") {
-      a.shared_I = f.nonneg_int("shared_expert_intermediate_size", 0);
-      a.shared_expert_gate = a.shared_I > 0;
-    }
-    a.moe_layers = layers_with_experts(f, a.L, 1);
-    a.note = type + ": " + std::to_string(a.moe_layers) + " of " + std::to_string(a.L) + " layers with " +
-             std::to_string(a.experts) + " experts (" + std::to_string(a.experts_per_token) + " active)" +
-             (a.shared_I ? ", a shared expert of width " + std::to_string(a.shared_I) : "");
-  } else if (type == "deepseek_v3" || type == "deepseek_v2") {
-    a.mla = true;
-    a.q_lora_rank = f.nonneg_int("q_lora_rank", 0);
-    a.kv_lora_rank = f.positive_int("kv_lora_rank", 0, true);
-    a.qk_rope_dim = f.positive_int("qk_rope_head_dim", 0, true);
-    a.qk_nope_dim = f.positive_int("qk_nope_head_dim", 0, true);
-    a.v_head_dim = f.positive_int("v_head_dim", 0, true);
-    a.D = a.qk_nope_dim + a.qk_rope_dim;
-    a.experts = f.nonneg_int("n_routed_experts", 0);
-    a.experts_per_token = f.positive_int("num_experts_per_tok", 1, false);
-    a.expert_I = f.positive_int("moe_intermediate_size", a.I, false);
-    a.shared_I = f.nonneg_int("n_shared_experts", 0) * a.expert_I;
-    const int64_t freq = f.positive_int("moe_layer_freq", 1, false);
-    const int64_t first_dense = f.nonneg_int("first_k_dense_replace", 0);
-    for (int64_t i = 0; i < a.L; ++i) a.moe_layers += a.experts > 0 && i >= first_dense && i % freq == 0;
-    a.note = type + ": multi-head latent attention (KV cache " + std::to_string(a.kv_lora_rank) + " + " +
-             std::to_string(a.qk_rope_dim) + " values per token and layer), " + std::to_string(a.moe_layers) +
-             " of " + std::to_string(a.L) + " layers with " + std::to_string(a.experts) + " routed experts (" +
-             std::to_string(a.experts_per_token) + " active) and " +
-             std::to_string(f.nonneg_int("n_shared_experts", 0)) + " shared; the multi-token-prediction layers (" +
-             std::to_string(f.nonneg_int("num_nextn_predict_layers", 0)) + ") are not counted, as transformers builds none";
-  } else {
-    a.qkv_bias = a.o_bias = bias;
-    a.mlp_bias = j.value("mlp_bias", false);
-    a.note = "model_type \"" + type + "\" is not one tach builds or knows: estimated as a Llama-shaped decoder from its "
-             "standard fields (q, k, v, o, gate/up/down, two RMSNorms per layer); its parameter count may differ";
-  }
+  for (const auto& reader : kReaders)
+    for (const char* t : reader.model_types)
+      if (t && type == t) {
+        reader.read(f, a);
+        return a;
+      }
+  a.qkv_bias = a.o_bias = j.value("attention_bias", false);
+  a.mlp_bias = j.value("mlp_bias", false);
+  a.note = "model_type \"" + type + "\" is not one tach builds or knows: estimated as a Llama-shaped decoder from its "
+           "standard fields (q, k, v, o, gate/up/down, two RMSNorms per layer); its parameter count may differ";
   return a;
 }
 
