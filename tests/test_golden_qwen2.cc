@@ -133,6 +133,11 @@ TEST(DecoderConfig, ClearErrorsAndSwitches) {
   EXPECT_NE(error_of([&] { parse(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})"); })
                 .find("needs \"original_max_position_embeddings\""),
             std::string::npos);
+  EXPECT_NE(error_of([&] { parse(R"(, "model_type": "llama", "attention_bias": "yes")"); })
+                .find("\"attention_bias\" must be true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse(R"(, "attention_dropout": "0.1")"); }).find("\"attention_dropout\" must be a number"),
+            std::string::npos);
   // Qwen2's sliding layers: from max_window_layers on, when use_sliding_window is set.
   const auto w = parse(R"(, "use_sliding_window": true, "sliding_window": 16, "max_window_layers": 1)");
   EXPECT_EQ(w.layer_window, (std::vector<int64_t>{0, 16}));

@@ -72,7 +72,10 @@ int64_t layers_with_experts(const model::Field& f, int64_t L, int64_t step_defau
   std::set<int64_t> dense;
   if (f.has("mlp_only_layers")) {
     if (!f.root["mlp_only_layers"].is_array()) f.fail("mlp_only_layers", "must be a list of layer indices");
-    for (const auto& x : f.root["mlp_only_layers"]) dense.insert(x.get<int64_t>());
+    for (const auto& x : f.root["mlp_only_layers"]) {
+      if (!x.is_number_integer()) f.fail("mlp_only_layers", "must be a list of layer indices, got " + x.dump());
+      dense.insert(x.get<int64_t>());
+    }
   }
   const int64_t step = f.positive_int("decoder_sparse_step", step_default, false);
   int64_t n = 0;
@@ -109,7 +112,7 @@ void read_qwen2_moe(const model::Field& f, ArchitectureSummary& a) {
 }
 
 void read_qwen3_moe(const model::Field& f, ArchitectureSummary& a) {
-  a.qkv_bias = a.o_bias = f.root.value("attention_bias", false);
+  a.qkv_bias = a.o_bias = f.flag("attention_bias", false);
   a.qk_norm = true;
   read_qwen_experts(f, a);
 }
@@ -172,15 +175,15 @@ ArchitectureSummary describe_config(const json& j, const std::string& source) {
   a.D = f.positive_int("head_dim", a.C / a.H, false);
   a.I = f.positive_int("intermediate_size", 0, true);
   a.P = f.positive_int("max_position_embeddings", 2048, false);
-  a.tied = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean() && j["tie_word_embeddings"].get<bool>();
+  a.tied = f.flag("tie_word_embeddings", false);
   for (const auto& reader : kReaders)
     for (const char* t : reader.model_types)
       if (t && type == t) {
         reader.read(f, a);
         return a;
       }
-  a.qkv_bias = a.o_bias = j.value("attention_bias", false);
-  a.mlp_bias = j.value("mlp_bias", false);
+  a.qkv_bias = a.o_bias = f.flag("attention_bias", false);
+  a.mlp_bias = f.flag("mlp_bias", false);
   a.note = "model_type \"" + type + "\" is not one tach builds or knows: estimated as a Llama-shaped decoder from its "
            "standard fields (q, k, v, o, gate/up/down, two RMSNorms per layer); its parameter count may differ";
   return a;

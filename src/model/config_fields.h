@@ -49,6 +49,17 @@ struct Field {
       fail(key, "must be a dropout probability in [0, 1), got " + v.dump());
     return v.get<float>();
   }
+  bool flag(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!root[key].is_boolean()) fail(key, "must be true or false, got " + root[key].dump());
+    return root[key].get<bool>();
+  }
+  // A number >= 0 (attention_dropout, softcaps), or fallback.
+  double nonneg_number(const std::string& key, double fallback) const {
+    if (!has(key)) return fallback;
+    if (!root[key].is_number() || !(root[key].get<double>() >= 0)) fail(key, "must be a number >= 0, got " + root[key].dump());
+    return root[key].get<double>();
+  }
   std::string str(const std::string& key, const std::string& fallback) const {
     if (!has(key)) return fallback;
     if (!root[key].is_string()) fail(key, "must be a string, got " + std::string(root[key].type_name()));

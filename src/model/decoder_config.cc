@@ -152,16 +152,11 @@ void read_eos(const Field& f, DecoderConfig& c) {
   else if (e.is_array())
     for (const auto& x : e) {
       if (!x.is_number_integer()) f.fail("eos_token_id", "must be an integer or a list of integers");
-      c.eos_token_ids.push_back(x.get<int64_t>());
+      c.eos_token_ids.push_back(x.get<int64_t>());  // checked to be an integer above
     }
   else f.fail("eos_token_id", "must be an integer or a list of integers");
 }
 
-bool read_bool(const Field& f, const std::string& key, bool fallback) {
-  if (!f.has(key)) return fallback;
-  if (!f.root[key].is_boolean()) f.fail(key, "must be true or false");
-  return f.root[key].get<bool>();
-}
 
 }  // namespace
 
@@ -206,7 +201,7 @@ DecoderConfig parse_decoder_config(const json& j, const std::string& source) {
   if (c.num_heads % c.num_kv_heads != 0)
     throw Error(source + ": " + std::to_string(c.num_heads) + " attention heads cannot be shared among " +
                 std::to_string(c.num_kv_heads) + " key/value heads (num_key_value_heads must divide them)");
-  c.tie_word_embeddings = read_bool(f, "tie_word_embeddings", d.tied_by_default);
+  c.tie_word_embeddings = f.flag("tie_word_embeddings", d.tied_by_default);
   c.layer_window.assign(size_t(c.num_layers), 0);
 
   // The family's own fields and defaults (model/family_*.cc), then what every family spells alike.
@@ -215,13 +210,12 @@ DecoderConfig parse_decoder_config(const json& j, const std::string& source) {
   read_layer_types(f, c);
   for (const char* key : {"attn_logit_softcapping"})
     if (f.has(key)) f.fail(key, "is set; tach does not implement attention-logit softcapping (Gemma 2)");
-  if (f.has("final_logit_softcapping"))
-    c.final_logit_softcap = positive_number(f, j, "final_logit_softcapping", 0);
+  c.final_logit_softcap = f.nonneg_number("final_logit_softcapping", 0);
   if (f.has("pretraining_tp") && f.root["pretraining_tp"] != 1)
     f.fail("pretraining_tp", "is not 1; tach implements the plain (unsplit) projections");
-  if (read_bool(f, "use_bidirectional_attention", false))
+  if (f.flag("use_bidirectional_attention", false))
     f.fail("use_bidirectional_attention", "is true; tach's decoders are causal");
-  c.attention_dropout = f.has("attention_dropout") ? float(f.root["attention_dropout"].get<double>()) : 0.0f;
+  c.attention_dropout = float(f.nonneg_number("attention_dropout", 0));
   c.initializer_range = f.has("initializer_range") ? f.number("initializer_range", 0.02f) : 0.02f;
   c.pad_token_id = f.has("pad_token_id") ? f.nonneg_int("pad_token_id", 0) : -1;
   read_eos(f, c);

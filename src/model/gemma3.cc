@@ -16,7 +16,7 @@ void read_gemma3(const Field& f, DecoderConfig& c) {
   if (act != "gelu_pytorch_tanh")
     f.fail("hidden_activation", "is \"" + act + "\"; Gemma 3 in tach runs gelu_pytorch_tanh");
   c.activation = ops::GateActivation::gelu_tanh;
-  c.qkv_bias = c.o_bias = f.has("attention_bias") && f.root["attention_bias"].get<bool>();
+  c.qkv_bias = c.o_bias = f.flag("attention_bias", false);
   c.qk_norm = c.norm_plus_one = c.sandwich_norms = c.scale_embeddings = true;
   c.query_pre_attn_scalar = positive_number(f, f.root, "query_pre_attn_scalar", 256);
   c.has_local_rope = true;  // its local layers' base: rope_local_base_freq (default 10000)

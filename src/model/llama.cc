@@ -16,10 +16,10 @@ void read_silu(const Field& f, const char* family) {
 
 void read_llama(const Field& f, DecoderConfig& c) {
   read_silu(f, "Llama");
-  const bool bias = f.has("attention_bias") && f.root["attention_bias"].get<bool>();
+  const bool bias = f.flag("attention_bias", false);
   c.qkv_bias = c.o_bias = bias;
-  c.mlp_bias = f.has("mlp_bias") && f.root["mlp_bias"].get<bool>();
-  if (f.has("rope_interleaved") && f.root["rope_interleaved"] == true)
+  c.mlp_bias = f.flag("mlp_bias", false);
+  if (f.flag("rope_interleaved", false))
     f.fail("rope_interleaved", "is true; tach rotates halves (rotate_half), as transformers' Llama does");
 }
 

@@ -9,8 +9,7 @@ namespace tach::model {
 
 // Qwen2 and Qwen3 share the rule for sliding layers when config.json has no layer_types.
 void read_qwen_sliding_window(const Field& f, DecoderConfig& c) {
-  const bool use = f.has("use_sliding_window") && f.root["use_sliding_window"].is_boolean() &&
-                   f.root["use_sliding_window"].get<bool>();
+  const bool use = f.flag("use_sliding_window", false);
   if (!use || !f.has("sliding_window")) return;
   const int64_t window = f.positive_int("sliding_window", 0, true);
   const int64_t from = f.nonneg_int("max_window_layers", c.num_layers);

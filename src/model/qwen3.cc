@@ -14,7 +14,7 @@ namespace {
 void read_qwen3(const Field& f, DecoderConfig& c) {
   const std::string act = f.str("hidden_act", "silu");
   if (act != "silu") f.fail("hidden_act", "is \"" + act + "\"; Qwen3 in tach runs silu");
-  c.qkv_bias = c.o_bias = f.has("attention_bias") && f.root["attention_bias"].get<bool>();
+  c.qkv_bias = c.o_bias = f.flag("attention_bias", false);
   c.qk_norm = true;
   read_qwen_sliding_window(f, c);
 }
