@@ -24,7 +24,9 @@ namespace fs = std::filesystem;
 
 const std::map<std::string, std::string> kBases = {{"distilbert-cls2-f32", "encoders/distilbert-cls2-f32"},
                                                    {"bert-cls2-f32", "encoders/bert-cls2-f32"},
-                                                   {"qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv1-f32"}};
+                                                   {"qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv1-f32"},
+                                                   {"llama-cls-bias-f32", "decoders/llama-cls-bias-f32"},
+                                                   {"gemma3-cls-f32", "decoders/gemma3-cls-f32"}};
 
 std::string adapter_dir(const std::string& c) { return test::fixtures_dir() + "/lora/" + c + "/adapter_init"; }
 std::string base_dir(const std::string& c) { return test::fixtures_dir() + "/" + kBases.at(c); }
@@ -99,7 +101,8 @@ TEST_P(AdapterFixture, MergeWritesAPlainCheckpoint) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Peft, AdapterFixture,
-                         ::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "qwen2-cls-kv1-f32"));
+                         ::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "qwen2-cls-kv1-f32",
+                                           "llama-cls-bias-f32", "gemma3-cls-f32"));
 
 // An adapter made for another base model is refused, naming both.
 TEST(Adapter, ForAnotherBaseModelIsRefused) {

@@ -23,6 +23,8 @@ CASES = {
     "distilbert-cls2-f32": "encoders/distilbert-cls2-f32",
     "bert-cls2-f32": "encoders/bert-cls2-f32",
     "qwen2-cls-kv1-f32": "decoders/qwen2-cls-kv1-f32",
+    "llama-cls-bias-f32": "decoders/llama-cls-bias-f32",
+    "gemma3-cls-f32": "decoders/gemma3-cls-f32",
 }
 
 
