@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build run test test-all bench bench-peers bench-train-peers bench-recipe bench-qwen2 golden smoke sanitize fuzz clean
+.PHONY: setup configure build run test test-all bench bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden smoke sanitize fuzz clean
 
 # The development-only virtualenv with torch, transformers and onnxruntime (scripts/peers/README.md).
 REF_PYTHON ?= $(HOME)/tach-ref/bin/python
@@ -60,10 +60,19 @@ bench-qwen2: build
 	  $(REF_PYTHON) scripts/golden/make_qwen2_fixtures.py --base $(BUILD)/golden
 	$(REF_PYTHON) scripts/peers/qwen2_peers.py --models $(BUILD)/golden --tach $(BUILD)/tach
 
+# Llama-3.2-1B- and Qwen3-0.6B-sized causal LMs (random weights, f32): prefill at batch 1 and 8 against
+# PyTorch eager and ONNX Runtime, batch-1 decode against PyTorch eager, same run (docs/perf.md).
+bench-decoders: build
+	test -f $(BUILD)/golden/qwen3-0.6b-random/model.safetensors || \
+	  (cd scripts/golden && $(REF_PYTHON) make_decoder_fixtures.py --base ../../$(BUILD)/golden)
+	$(REF_PYTHON) scripts/peers/decoder_peers.py $(BUILD)/golden/llama-3.2-1b-random $(BUILD)/golden/qwen3-0.6b-random \
+	  --tach $(BUILD)/tach
+
 # Regenerate the committed golden fixtures (needs REF_PYTHON).
 golden:
 	$(REF_PYTHON) scripts/golden/make_encoder_fixtures.py tests/fixtures/encoders
 	$(REF_PYTHON) scripts/golden/make_qwen2_fixtures.py tests/fixtures/decoders
+	cd scripts/golden && $(REF_PYTHON) make_decoder_fixtures.py ../../tests/fixtures/decoders
 
 # The whole suite under AddressSanitizer and UBSan.
 sanitize: setup

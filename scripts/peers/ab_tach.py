@@ -30,6 +30,7 @@ ap.add_argument("--batches", default="1,8")
 ap.add_argument("--seq-len", type=int, default=128)
 ap.add_argument("--rounds", type=int, default=7)
 ap.add_argument("--threads", type=int, default=os.cpu_count())
+ap.add_argument("--reps", type=int, default=0, help="timed forwards per run (default: 64/batch, 3 to 20)")
 ap.add_argument("--train", action="store_true", help="time a training step (full fine-tuning) instead of a forward")
 a = ap.parse_args()
 
@@ -40,7 +41,7 @@ for B in [int(b) for b in a.batches.split(",")]:
         for _ in range(B):
             f.write(" ".join(str(rng.randrange(1000, vocab)) for _ in range(a.seq_len)) + "\n")
         ids_file = f.name
-    reps = max(3, min(20, 64 // B))
+    reps = a.reps or max(3, min(20, 64 // B))
 
     def run(binary):
         if a.train:
