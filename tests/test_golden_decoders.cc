@@ -50,6 +50,13 @@ TEST_P(GoldenDecoderCausalLM, LogitsAndGreedyTokensMatchTransformers) {
   EXPECT_TRUE(model->info().causal_lm);
   const Generation g = test::check_decoder_lm_against_transformers(*model, dir);
   EXPECT_EQ(g.decode_step_s.size(), size_t(e["new_tokens"].get<int64_t>() - 1));
+  // The prefill bench and profile time: transformers' logits at each row's last real token.
+  const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
+  const auto want = e["lm_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();
+  const Tensor prefill = model->prefill_logits(test::padded_batch(rows, e["pad_id"].get<int32_t>(), false));
+  ASSERT_EQ(prefill.size(0), int64_t(rows.size()));
+  for (size_t r = 0; r < rows.size(); ++r)
+    EXPECT_LT(test::scaled_error(prefill.data<float>() + r * prefill.size(1), want[r].back()), 1e-4) << "row " << r;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenDecoderCausalLM,
