@@ -2,11 +2,11 @@
 
 #include <cmath>
 #include <cstring>
-#include <optional>
 
 #include "core/allocator.h"
 #include "core/trace.h"
 
+#include "model/decoder_layer.h"
 #include "model/encoder_build.h"
 #include "ops/causal_attention.h"
 #include "ops/add.h"
@@ -123,16 +123,96 @@ ops::OpCost decoder_cost(const DecoderConfig& s, int64_t B, int64_t T, int64_t p
 }
 
 namespace {
+
 // The host mask's new state, whole, to the device copy the kernel reads.
 void upload_cache_mask(KvCache& cache) {
   core::copy_bytes(cache.mask.device(), cache.mask.raw(), Device::cpu(), cache.host_mask.raw(), cache.host_mask.nbytes());
 }
+
+// Inference's side of the layer: packed linears on the model's device, and attention over this
+// call's keys or, with a cache, over the cache with this call's keys appended.
+class InferenceRunner final : public DecoderLayerRunner {
+ public:
+  InferenceRunner(const DecoderWeights& w, KvCache* cache, const int32_t* key_mask, int64_t mask_stride)
+      : w_(w), cache_(cache), key_mask_(key_mask), mask_stride_(mask_stride) {}
+
+  void linear(size_t l, DecoderLinear site, Tensor& out, const Tensor& in) override {
+    const DecoderLayer& L = w_.layers[l];
+    switch (site) {
+      case DecoderLinear::qkv: ops::linear_forward(out, in, *L.qkv); return;
+      case DecoderLinear::o: ops::linear_forward(out, in, *L.o_proj); return;
+      case DecoderLinear::gate_up: ops::linear_forward(out, in, *L.gate_up); return;
+      case DecoderLinear::down: ops::linear_forward(out, in, *L.down); return;
+    }
+  }
+
+  void attention(size_t l, ops::CausalAttentionArgs a, DecoderLayerTensors& t) override {
+    const int64_t B = a.B, T = a.Tq, HD = a.H * a.D, KD = a.KVH * a.D, QKV = a.ld_q;
+    const float* q = t.qkv.data<float>();
+    const float* k = q + HD;
+    const float* v = q + HD + KD;
+    a.mask_stride = mask_stride_;
+    if (cache_) {
+      // Append this call's keys and values: rows [past, past + T) of each sequence.
+      const int64_t past = cache_->length;
+      float* ck = cache_->k[l].data<float>();
+      float* cv = cache_->v[l].data<float>();
+      for (int64_t b = 0; b < B; ++b) {
+        const float* rows = q + b * T * QKV;  // this sequence's T rows of q|k|v
+        ops::copy_rows(a.device, ck + (b * cache_->capacity + past) * KD, KD, rows + HD, QKV, T, KD);
+        ops::copy_rows(a.device, cv + (b * cache_->capacity + past) * KD, KD, rows + HD + KD, QKV, T, KD);
+      }
+      k = ck, v = cv;
+      a.past = past;
+      a.ld_kv = KD, a.batch_stride_kv = cache_->capacity * KD;
+    } else {
+      a.ld_kv = QKV, a.batch_stride_kv = T * QKV;  // read straight from the fused buffer
+    }
+    ops::causal_attention_forward(t.context.data<float>(), q, k, v, key_mask_, a);
+  }
+
+  const Tensor& norm(size_t l, DecoderNorm which) const override {
+    const DecoderLayer& L = w_.layers[l];
+    switch (which) {
+      case DecoderNorm::attn: return L.attn_norm;
+      case DecoderNorm::q: return L.q_norm;
+      case DecoderNorm::k: return L.k_norm;
+      case DecoderNorm::attn_out: return L.attn_out_norm;
+      case DecoderNorm::mlp: return L.mlp_norm;
+      case DecoderNorm::mlp_out: return L.mlp_out_norm;
+    }
+    return L.attn_norm;
+  }
+
+ private:
+  const DecoderWeights& w_;
+  KvCache* cache_;
+  const int32_t* key_mask_;
+  int64_t mask_stride_;
+};
+
+// One scratch set for every layer; the stream h is updated in place, and x serves as both norms'
+// output (each is read before the next is written).
+DecoderLayerTensors inference_scratch(const DecoderConfig& s, int64_t N, const Tensor& h, Device device) {
+  auto make = [&](const Shape& shape) { return Tensor::empty(shape, DType::f32, device); };
+  const int64_t C = s.hidden_size, I = s.intermediate_size;
+  DecoderLayerTensors t;
+  t.resid = t.resid_mid = t.resid_out = h;
+  t.x1 = t.x2 = make({N, C});
+  t.qkv = make({N, s.qkv_width()});
+  t.context = make({N, s.num_heads * s.head_dim});
+  t.gate_up = make({N, 2 * I});
+  t.act = make({N, I});
+  t.branch = make({N, C});
+  if (s.sandwich_norms) t.attn_out = t.mlp_out = make({N, C});  // the branch before its norm
+  return t;
+}
+
 }  // namespace
 
 Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Tensor& ids, const Tensor& mask,
                        const Tensor& positions, KvCache* cache) {
-  const int64_t B = ids.size(0), T = ids.size(1), N = B * T, C = s.hidden_size, I = s.intermediate_size;
-  const int64_t D = s.head_dim, H = s.num_heads, KVH = s.num_kv_heads, HD = H * D, KD = KVH * D, QKV = s.qkv_width();
+  const int64_t B = ids.size(0), T = ids.size(1), N = B * T, C = s.hidden_size;
   const int64_t past = cache ? cache->length : 0;
   check(!cache || past + T <= cache->capacity, "the key/value cache holds " + std::to_string(cache ? cache->capacity : 0) +
                                                    " positions; " + std::to_string(past + T) + " are needed");
@@ -140,16 +220,9 @@ Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Te
   const Device device = w.final_norm.device();
   const bool on_host = device.kind == DeviceKind::cpu;
 
-  // The rotary tables of this call's positions, shared by every layer (computed on the host):
-  // one, or Gemma 3's global and local ones.
   int32_t max_pos = 0;
   for (int64_t i = 0; i < N; ++i) max_pos = std::max(max_pos, positions.data<int32_t>()[i]);
-  auto table = [&](const ops::RopeSettings& r) {
-    ops::RopeTable t = ops::rope_table(positions, r, int64_t(max_pos) + 1);
-    return ops::RopeTable{t.cos.on(device), t.sin.on(device)};
-  };
-  const ops::RopeTable rope = table(s.rope);
-  const ops::RopeTable local_rope = s.has_local_rope ? table(s.local_rope) : ops::RopeTable{};
+  const DecoderRope rope = decoder_rope(s, positions, int64_t(max_pos) + 1, device);
 
   // Keys visible to this call: the cache's mask (with this call's tokens appended) or this mask.
   Tensor call_mask;
@@ -169,74 +242,20 @@ Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Te
 
   core::Span model_span(core::SpanKind::module, "model");
   Tensor h = Tensor::empty({N, C}, DType::f32, device);
-  {
-    core::Span span(core::SpanKind::module, "embed_tokens");
-    ops::embedding_forward(h, ids.on(device), w.embed_tokens, false);
-    if (w.embed_scale != 0) ops::scale_inplace(h, w.embed_scale);
-  }
-  Tensor x = Tensor::empty({N, C}, DType::f32, device);
-  Tensor qkv = Tensor::empty({N, QKV}, DType::f32, device);
-  Tensor ctx = Tensor::empty({N, HD}, DType::f32, device);
-  Tensor delta = Tensor::empty({N, C}, DType::f32, device);
-  Tensor normed_delta = s.sandwich_norms ? Tensor::empty({N, C}, DType::f32, device) : Tensor();
-  Tensor gate_up = Tensor::empty({N, 2 * I}, DType::f32, device);
-  Tensor act = Tensor::empty({N, I}, DType::f32, device);
-  ops::rms_norm_forward(x, h, Tensor(), w.layers.front().attn_norm, s.rms_norm_eps);
-  // h += branch (Gemma: h += norm(branch)); x = norm(h) for what follows, in one pass.
-  auto add_branch = [&](const Tensor& out_norm, const Tensor& next_norm) {
-    if (out_norm.defined()) {
-      ops::rms_norm_forward(normed_delta, delta, Tensor(), out_norm, s.rms_norm_eps);
-      ops::rms_norm_forward(x, h, normed_delta, next_norm, s.rms_norm_eps);
-    } else {
-      ops::rms_norm_forward(x, h, delta, next_norm, s.rms_norm_eps);
-    }
-  };
-  const float scale = s.attention_scale();
+  decoder_embed(h, ids.on(device), w.embed_tokens, w.embed_scale);
+  DecoderLayerTensors t = inference_scratch(s, N, h, device);
+  InferenceRunner run(w, cache, key_mask, mask_stride);
+  // Each layer's last add norms the stream for the next layer (the final norm after the last).
+  ops::rms_norm_forward(t.x1, h, Tensor(), w.layers.front().attn_norm, s.rms_norm_eps);
   for (size_t l = 0; l < w.layers.size(); ++l) {
-    const DecoderLayer& L = w.layers[l];
-    core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat("layers.", l) : std::string());
-    std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "self_attn");
-    ops::linear_forward(qkv, x, *L.qkv);
-    if (L.q_norm.defined()) {
-      ops::rms_norm_heads_forward(qkv, 0, H, D, L.q_norm, s.rms_norm_eps);
-      ops::rms_norm_heads_forward(qkv, HD, KVH, D, L.k_norm, s.rms_norm_eps);
-    }
-    const bool sliding = s.layer_window[l] > 0;
-    ops::rope_forward(qkv, H, KVH, D, sliding && s.has_local_rope ? local_rope : rope);  // q, then k columns
-    const float* q = qkv.data<float>();
-    ops::CausalAttentionArgs a;
-    a.B = B, a.Tq = T, a.past = past, a.H = H, a.KVH = KVH, a.D = D;
-    a.ld_q = QKV, a.ld_out = HD, a.scale = scale, a.mask_stride = mask_stride, a.device = device;
-    a.window = s.layer_window[l];
-    const float* k = q + HD;
-    const float* v = q + HD + KD;
-    if (cache) {
-      // Append this call's keys and values: rows [past, past + T) of each sequence.
-      float* ck = cache->k[l].data<float>();
-      float* cv = cache->v[l].data<float>();
-      for (int64_t b = 0; b < B; ++b) {
-        const float* rows = q + b * T * QKV;  // this sequence's T rows of q|k|v
-        ops::copy_rows(device, ck + (b * cache->capacity + past) * KD, KD, rows + HD, QKV, T, KD);
-        ops::copy_rows(device, cv + (b * cache->capacity + past) * KD, KD, rows + HD + KD, QKV, T, KD);
-      }
-      k = ck, v = cv;
-      a.ld_kv = KD, a.batch_stride_kv = cache->capacity * KD;
-    } else {
-      a.ld_kv = QKV, a.batch_stride_kv = T * QKV;  // read straight from the fused buffer
-    }
-    ops::causal_attention_forward(ctx.data<float>(), q, k, v, key_mask, a);
-    ops::linear_forward(delta, ctx, *L.o_proj);
-    attn_span.reset();
-    add_branch(L.attn_out_norm, L.mlp_norm);
-    std::optional<core::Span> mlp_span(std::in_place, core::SpanKind::module, "mlp");
-    ops::linear_forward(gate_up, x, *L.gate_up);
-    ops::silu_gate_forward(act, gate_up, s.activation);
-    ops::linear_forward(delta, act, *L.down);
-    mlp_span.reset();
-    add_branch(L.mlp_out_norm, l + 1 < w.layers.size() ? w.layers[l + 1].attn_norm : w.final_norm);
+    DecoderLayerEnds ends;
+    ends.input_normed = true;
+    ends.next_norm = l + 1 < w.layers.size() ? &w.layers[l + 1].attn_norm : &w.final_norm;
+    ends.next_x = t.x1;
+    decoder_layer_forward(s, l, B, T, rope, t, run, ends);
   }
   if (cache) cache->length += T;
-  return x.reshape({B, T, C});
+  return t.x1.reshape({B, T, C});
 }
 
 }  // namespace tach::model

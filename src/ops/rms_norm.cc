@@ -22,7 +22,7 @@ OpCost rms_norm_backward_cost(int64_t N, int64_t C) {
   return c;
 }
 
-void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps) {
+void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps, const Tensor& rstd) {
   check(h.dtype() == DType::f32 && h.is_contiguous(), "rms_norm: h must be contiguous f32, got " + h.describe());
   const int64_t C = h.size(-1), N = h.numel() / (C == 0 ? 1 : C);
   check(weight.numel() == C && weight.dtype() == DType::f32,
@@ -32,8 +32,12 @@ void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor&
   if (delta.defined())
     check(delta.numel() == h.numel() && delta.dtype() == DType::f32 && delta.is_contiguous(),
           "rms_norm: delta " + delta.describe() + " does not match h " + h.describe());
+  if (rstd.defined())
+    check(rstd.numel() == N && rstd.dtype() == DType::f32 && rstd.device().kind == DeviceKind::cpu,
+          "rms_norm: rstd must be f32 [" + std::to_string(N) + "] on the CPU, got " + rstd.describe());
   check_device("rms_norm", h.device(), {&out, &delta, &weight});
   [[maybe_unused]] const bool cuda = on_cuda("rms_norm", h.device(), h.dtype());
+  check(!(cuda && rstd.defined()), "rms_norm: the statistics training saves are kept on the CPU only");
   core::Span span(core::SpanKind::op, "rms_norm");
   if (span.active()) {
     const OpCost c = rms_norm_cost(N, C, delta.defined());
@@ -47,7 +51,8 @@ void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor&
     return;
   }
 #endif
-  rms_norm_forward_cpu(out.data<float>(), h.data<float>(), d, weight.data<float>(), N, C, eps);
+  rms_norm_forward_cpu(out.data<float>(), h.data<float>(), d, weight.data<float>(), N, C, eps,
+                       rstd.defined() ? rstd.data<float>() : nullptr);
 }
 
 OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D) {
@@ -58,7 +63,8 @@ OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D) {
   return c;
 }
 
-void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, const Tensor& weight, float eps) {
+void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, const Tensor& weight, float eps,
+                            float* saved_in, float* rstd) {
   check(x.dtype() == DType::f32 && x.dim() == 2 && x.is_contiguous() && col0 + heads * D <= x.size(1),
         "rms_norm_heads: expected a contiguous f32 [N, >= " + std::to_string(col0 + heads * D) + "] buffer, got " +
             x.describe());
@@ -73,7 +79,7 @@ void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, c
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", N, ", ", heads, "x", D, "] f32"));
   }
-  rms_norm_heads_forward_cpu(x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(), eps);
+  rms_norm_heads_forward_cpu(x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(), eps, saved_in, rstd);
 }
 
 }  // namespace tach::ops

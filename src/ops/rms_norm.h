@@ -9,9 +9,10 @@ namespace tach::ops {
 
 // h: [N, C] f32, updated in place when delta is given  delta: [N, C] f32 or undefined
 // weight: [C] f32  out: [N, C] f32 (must not alias h)
-// Inference keeps no statistics; training calls the kernel with an rstd output and
-// rms_norm_backward_cpu.
-void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps);
+// rstd: [N] f32, or undefined: inference keeps no statistics; training saves them for
+// rms_norm_backward_cpu (CPU only).
+void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps,
+                      const Tensor& rstd = Tensor());
 OpCost rms_norm_cost(int64_t N, int64_t C, bool with_residual);
 
 // Kernel. Sum of squares in f32, as transformers' Qwen2RMSNorm computes it in f32. Saves
@@ -30,8 +31,9 @@ OpCost rms_norm_backward_cost(int64_t N, int64_t C);
 
 // RMSNorm over each head of q and k (Qwen3, Gemma 3: q_norm and k_norm before RoPE): in
 // `x: [N, ld]`, the `heads` blocks of D columns from column col0 are each normalised in place
-// with the shared weight: [D] f32.
-void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, const Tensor& weight, float eps);
+// with the shared weight: [D] f32. Training passes saved_in and rstd as the kernel takes them.
+void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, const Tensor& weight, float eps,
+                            float* saved_in = nullptr, float* rstd = nullptr);
 OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D);
 // Kernel: saved_in: [N, heads*D] (null at inference) keeps the input for the backward; rstd: [N*heads].
 void rms_norm_heads_forward_cpu(float* x, int64_t ld, int64_t N, int64_t heads, int64_t D, const float* weight, float eps,

@@ -74,9 +74,9 @@ std::unique_ptr<ForwardState> TrainableDecoder::new_state(bool fused) const {
   return s;
 }
 
-const float* TrainableDecoder::norm_weight(const Parameter* p) const {
-  if (!config.norm_plus_one) return p->value.data<float>();
-  return applied_norms_.at(p).data<float>();
+const Tensor& TrainableDecoder::norm_weight(const Parameter* p) const {
+  if (!config.norm_plus_one) return p->value;
+  return applied_norms_.at(p);
 }
 
 void TrainableDecoder::refresh_applied_norms() const {

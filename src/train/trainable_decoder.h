@@ -10,6 +10,7 @@
 
 #include "model/decoder.h"
 #include "model/decoder_config.h"
+#include "model/decoder_layer.h"
 #include "model/family.h"
 #include "model/weight_binder.h"
 #include "train/trainable_model.h"
@@ -58,7 +59,7 @@ struct TrainableDecoder final : TrainableModel {
                 const DropoutRates& dropout) override;
 
   // A norm's weight as applied: the parameter itself, or Gemma's 1 + w (refreshed by each forward).
-  const float* norm_weight(const Parameter* p) const;
+  const Tensor& norm_weight(const Parameter* p) const;
 
  private:
   void refresh_applied_norms() const;
@@ -71,41 +72,21 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
                                          model::WeightBinder& binder, uint64_t init_seed,
                                          std::vector<std::string>* notes);
 
-// What the forward keeps, per layer, for a [B, T] batch (N = B*T rows).
-struct DecoderLayerActivations {
-  Tensor resid_in;   // [N, C] the residual stream entering the layer (the attention norm's input)
-  Tensor rstd1;      // [N]
-  Tensor x1;         // [N, C] the attention norm's output
-  Tensor qk_raw;     // [N, (H + KVH) D] q and k before their norms (qk_norm only)
-  Tensor qk_rstd;    // [N, H + KVH] (qk_norm only)
-  Tensor qkv;        // [N, (H + 2 KVH) D] after the projection, q/k norms and RoPE
-  Tensor probs;      // [B, H, T, T] (eager only)
-  Tensor context;    // [N, H D]
-  Tensor attn_out;   // [N, C] o_proj's output before its norm (sandwich norms only)
-  Tensor rstd_ao;    // [N]
-  Tensor resid_mid;  // [N, C] resid_in + attention: the MLP norm's input
-  Tensor rstd2;      // [N]
-  Tensor x2;         // [N, C]
-  Tensor gate_up;    // [N, 2I]
-  Tensor act;        // [N, I] act(gate) * up
-  Tensor mlp_out;    // [N, C] down's output before its norm (sandwich norms only)
-  Tensor rstd_mo;    // [N]
-};
-
 struct DecoderActivations final : ForwardState {
   // fused: attention keeps no probabilities; the backward recomputes them.
   int64_t B = 0, T = 0;
-  std::vector<DecoderLayerActivations> layers;
+  // Per layer, what its forward wrote and its backward reads (model/decoder_layer.h); under
+  // gradient checkpointing every layer but its resid shares the first layer's buffers.
+  std::vector<model::DecoderLayerTensors> layers;
   Tensor resid_out;   // [N, C] the last layer's output: the final norm's input
   Tensor pooled_in;   // [B, C] the last layer's output at each row's last real token
   Tensor final_rstd;  // [B]
   Tensor pooled;      // [B, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
   std::vector<int64_t> last;  // per row, that token's position
-  ops::RopeTable rope, local_rope;  // cos/sin of positions 0..T-1 for every row (local: Gemma 3's sliding layers)
+  model::DecoderRope rope;  // cos/sin of positions 0..T-1 for every row
   // Gradients, reused by the backward.
   Tensor d_resid, d_x, d_qkv, d_context, d_gate_up, d_act;  // [N, C] x2, [N, QKV], [N, HD], [N, 2I], [N, I]
   Tensor d_branch;                                          // [N, C] sandwich norms: d(branch before its norm)
-  Tensor scratch;                                           // [N, C] a projection's output before its residual add
   Tensor d_pooled, d_pooled_in;                             // [B, C]
 };
 

@@ -42,13 +42,14 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   a.B = B;
   a.T = T;
   a.layers.resize(size_t(s.num_layers));
+  const Tensor branch = make({N, C});  // one scratch: each branch's output is added right away
   for (auto& l : a.layers) {
-    l.resid_in = make({N, C});
+    l.resid = make({N, C});
     if (checkpoint && &l != &a.layers.front()) {
       // Every layer's intermediates in the first layer's buffers: only the inputs are kept.
-      const Tensor input = l.resid_in;
+      const Tensor input = l.resid;
       l = a.layers.front();
-      l.resid_in = input;
+      l.resid = input;
       continue;
     }
     l.rstd1 = make({N});
@@ -63,8 +64,11 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
     l.x2 = make({N, C});
     l.gate_up = make({N, 2 * I});
     l.act = make({N, I});
+    l.branch = branch;
   }
   a.resid_out = make({N, C});
+  for (size_t i = 0; i < a.layers.size(); ++i)
+    a.layers[i].resid_out = i + 1 < a.layers.size() ? a.layers[i + 1].resid : a.resid_out;
   a.pooled_in = make({B, C});
   a.final_rstd = make({B});
   a.pooled = make({B, C});
@@ -76,30 +80,12 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   a.d_gate_up = make({N, 2 * I});
   a.d_act = make({N, I});
   if (s.sandwich_norms) a.d_branch = make({N, C});
-  a.scratch = make({N, C});
   a.d_pooled = make({B, C});
   a.d_pooled_in = make({B, C});
   // transformers' forward without position_ids: positions 0..T-1 in every row.
   Tensor positions = Tensor::empty({N}, DType::i32);
   for (int64_t i = 0; i < N; ++i) positions.data<int32_t>()[i] = int32_t(i % T);
-  a.rope = ops::rope_table(positions, s.rope, T);
-  if (s.has_local_rope) a.local_rope = ops::rope_table(positions, s.local_rope, T);
-}
-
-ops::CausalAttentionArgs attention_args(const model::DecoderConfig& s, int64_t B, int64_t T, size_t layer) {
-  ops::CausalAttentionArgs a;
-  a.B = B, a.Tq = T, a.past = 0, a.H = s.num_heads, a.KVH = s.num_kv_heads, a.D = s.head_dim;
-  a.ld_q = a.ld_kv = s.qkv_width();  // q, k and v read straight from the fused buffer
-  a.batch_stride_kv = T * s.qkv_width();
-  a.ld_out = s.num_heads * s.head_dim;
-  a.mask_stride = T;
-  a.scale = s.attention_scale();
-  a.window = s.layer_window[layer];
-  return a;
-}
-
-const ops::RopeTable& layer_rope(const DecoderActivations& a, const model::DecoderConfig& s, size_t layer) {
-  return s.has_local_rope && s.layer_window[layer] > 0 ? a.local_rope : a.rope;
+  a.rope = model::decoder_rope(s, positions, T, Device::cpu());
 }
 
 const float* bias_of(const FusedTensor& t) { return t.value.defined() ? f(t.value) : nullptr; }
@@ -137,104 +123,107 @@ void check_batch(const TrainableDecoder& m, const TokenBatch& batch) {
                                                      " is outside the vocabulary of " + std::to_string(m.config.vocab_size));
 }
 
-void lora_fwd(const TrainableDecoder& m, const std::vector<int64_t>& ids, float* y, int64_t ldy, const float* x, int64_t M,
-              DecoderActivations& a, const DropoutRates& dr) {
-  if (m.lora) m.lora->forward(ids, y, ldy, x, M, a.lora, dr);
-}
-
 void lora_bwd(const TrainableDecoder& m, const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy,
               const float* x, int64_t M, DecoderActivations& a, const DropoutRates& dr) {
   if (m.lora) m.lora->backward(ids, dx, dy, ldy, x, M, a.lora, dr);
 }
 
+// Training's side of the layer (model/decoder_layer.h): f32 masters or NF4 with LoRA on top, and
+// attention that saves its probabilities unless fused.
+class TrainingRunner final : public model::DecoderLayerRunner {
+ public:
+  TrainingRunner(const TrainableDecoder& m, DecoderActivations& a, const int32_t* mask, const DropoutRates& dr)
+      : m_(m), a_(a), mask_(mask), dr_(dr) {}
+
+  void linear(size_t l, model::DecoderLinear site, Tensor& out, const Tensor& in) override {
+    const TrainableDecoderLayer& w = m_.layers[l];
+    const int64_t M = in.size(0), K = in.size(1), Nout = out.size(1);
+    auto run = [&](step::LinearWeight W, const float* b, const std::vector<int64_t>& lora) {
+      step::linear_forward(f(out), f(in), W, b, M, Nout, K);
+      // LoRA's update on q|k|v lands before the q/k norms and RoPE, as on PEFT's q_proj.
+      if (m_.lora) m_.lora->forward(lora, f(out), Nout, f(in), M, a_.lora, dr_);
+    };
+    switch (site) {
+      case model::DecoderLinear::qkv: return run(wt(w.qkv_weight), bias_of(w.qkv_bias), w.qkv_lora);
+      case model::DecoderLinear::o: return run(wt(w.o_proj), bias_of(w.o_bias), w.o_lora);
+      case model::DecoderLinear::gate_up: return run(wt(w.gate_up), bias_of(w.gate_up_bias), w.gate_up_lora);
+      case model::DecoderLinear::down: return run(wt(w.down), bias_of(w.down_bias), w.down_lora);
+    }
+  }
+
+  void attention(size_t, ops::CausalAttentionArgs args, model::DecoderLayerTensors& t) override {
+    with_training_layout(args);
+    const int64_t HD = args.H * args.D, KD = args.KVH * args.D;
+    ops::causal_attention_forward_train(f(t.context), a_.fused ? nullptr : f(t.probs), f(t.qkv), f(t.qkv) + HD,
+                                        f(t.qkv) + HD + KD, mask_, args);
+  }
+
+  const Tensor& norm(size_t l, model::DecoderNorm which) const override {
+    const TrainableDecoderLayer& w = m_.layers[l];
+    switch (which) {
+      case model::DecoderNorm::attn: return m_.norm_weight(w.attn_norm);
+      case model::DecoderNorm::q: return m_.norm_weight(w.q_norm);
+      case model::DecoderNorm::k: return m_.norm_weight(w.k_norm);
+      case model::DecoderNorm::attn_out: return m_.norm_weight(w.attn_out_norm);
+      case model::DecoderNorm::mlp: return m_.norm_weight(w.mlp_norm);
+      case model::DecoderNorm::mlp_out: return m_.norm_weight(w.mlp_out_norm);
+    }
+    return m_.norm_weight(w.attn_norm);
+  }
+
+  // Keys and values straight from the fused q|k|v buffer, every row's T tokens, no cache.
+  static void with_training_layout(ops::CausalAttentionArgs& args) {
+    args.past = 0;
+    args.ld_kv = args.ld_q;
+    args.batch_stride_kv = args.Tq * args.ld_q;
+    args.mask_stride = args.Tq;
+  }
+
+ private:
+  const TrainableDecoder& m_;
+  DecoderActivations& a_;
+  const int32_t* mask_;
+  const DropoutRates& dr_;
+};
+
+// The attention arguments the forward used for layer li, for its backward.
+ops::CausalAttentionArgs attention_args(const model::DecoderConfig& c, int64_t B, int64_t T, size_t li) {
+  ops::CausalAttentionArgs args;
+  args.B = B, args.Tq = T, args.H = c.num_heads, args.KVH = c.num_kv_heads, args.D = c.head_dim;
+  args.ld_q = c.qkv_width(), args.ld_out = c.num_heads * c.head_dim, args.scale = c.attention_scale();
+  args.window = c.layer_window[li];
+  TrainingRunner::with_training_layout(args);
+  return args;
+}
+
 }  // namespace
 
-// One layer's forward: from a.layers[li].resid_in to the next layer's (or a.resid_out), keeping
-// what its backward needs. The backward calls it again under gradient checkpointing.
+// One layer's forward (model/decoder_layer.cc): from a.layers[li].resid to the next layer's (or
+// a.resid_out), keeping what its backward needs. The backward calls it again under gradient
+// checkpointing, which is why the layer norms its own input rather than fusing the next norm.
 void TrainableDecoder::layer_forward(DecoderActivations& a, size_t li, const int32_t* mask, const DropoutRates& dr) const {
-  const model::DecoderConfig& c = config;
-  const int64_t B = a.B, T = a.T, N = B * T, C = c.hidden_size, I = c.intermediate_size;
-  const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D, KD = KVH * D;
-  const int64_t QKV = c.qkv_width();
-  const float eps = c.rms_norm_eps;
-  const ops::CausalAttentionArgs args = attention_args(c, B, T, li);
-  const TrainableDecoderLayer& w = layers[li];
-  DecoderLayerActivations& s = a.layers[li];
-  core::Span layer_span(core::SpanKind::module, layer_module(li));
-  {
-    OpSpan o("rms_norm", ops::rms_norm_cost(N, C, false));
-    ops::rms_norm_forward_cpu(f(s.x1), f(s.resid_in), nullptr, norm_weight(w.attn_norm), N, C, eps, f(s.rstd1));
-  }
-  {
-    core::Span span(core::SpanKind::module, "self_attn");
-    step::linear_forward(f(s.qkv), f(s.x1), wt(w.qkv_weight), bias_of(w.qkv_bias), N, QKV, C);
-    lora_fwd(*this, w.qkv_lora, f(s.qkv), QKV, f(s.x1), N, a, dr);  // before the norms and RoPE, as PEFT's q_proj
-    if (c.qk_norm) {
-      OpSpan o("rms_norm_heads", ops::rms_norm_heads_cost(N, H + KVH, D));
-      ops::rms_norm_heads_forward_cpu(f(s.qkv), QKV, N, H, D, norm_weight(w.q_norm), eps, f(s.qk_raw), f(s.qk_rstd));
-      // qk_raw holds two blocks: q's [N, H D], then k's [N, KVH D] (and qk_rstd [N H], then [N KVH]).
-      ops::rms_norm_heads_forward_cpu(f(s.qkv) + HD, QKV, N, KVH, D, norm_weight(w.k_norm), eps, f(s.qk_raw) + N * HD,
-                                      f(s.qk_rstd) + N * H);
-    }
-    ops::rope_forward(s.qkv, H, KVH, D, layer_rope(a, c, li));
-    ops::causal_attention_forward_train(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD,
-                                        f(s.qkv) + HD + KD, mask, args);
-    float* o_out = c.sandwich_norms ? f(s.attn_out) : f(a.scratch);
-    step::linear_forward(o_out, f(s.context), wt(w.o_proj), bias_of(w.o_bias), N, C, HD);
-    lora_fwd(*this, w.o_lora, o_out, C, f(s.context), N, a, dr);
-    if (c.sandwich_norms) {
-      OpSpan o("rms_norm", ops::rms_norm_cost(N, C, false));
-      ops::rms_norm_forward_cpu(f(a.scratch), o_out, nullptr, norm_weight(w.attn_out_norm), N, C, eps, f(s.rstd_ao));
-    }
-  }
-  // resid_mid = resid_in + attention; x2 = the MLP norm of resid_mid, in one pass.
-  std::memcpy(f(s.resid_mid), f(s.resid_in), s.resid_in.nbytes());
-  {
-    OpSpan o("rms_norm", ops::rms_norm_cost(N, C, true));
-    ops::rms_norm_forward_cpu(f(s.x2), f(s.resid_mid), f(a.scratch), norm_weight(w.mlp_norm), N, C, eps, f(s.rstd2));
-  }
-  core::Span span(core::SpanKind::module, "mlp");
-  step::linear_forward(f(s.gate_up), f(s.x2), wt(w.gate_up), bias_of(w.gate_up_bias), N, 2 * I, C);
-  lora_fwd(*this, w.gate_up_lora, f(s.gate_up), 2 * I, f(s.x2), N, a, dr);
-  ops::silu_gate_forward(s.act, s.gate_up, c.activation);
-  float* down_out = c.sandwich_norms ? f(s.mlp_out) : f(a.scratch);
-  step::linear_forward(down_out, f(s.act), wt(w.down), bias_of(w.down_bias), N, C, I);
-  lora_fwd(*this, w.down_lora, down_out, C, f(s.act), N, a, dr);
-  if (c.sandwich_norms) {
-    OpSpan o("rms_norm", ops::rms_norm_cost(N, C, false));
-    ops::rms_norm_forward_cpu(f(a.scratch), down_out, nullptr, norm_weight(w.mlp_out_norm), N, C, eps, f(s.rstd_mo));
-  }
-  const Tensor& out = li + 1 < layers.size() ? a.layers[li + 1].resid_in : a.resid_out;
-  std::memcpy(f(out), f(s.resid_mid), s.resid_mid.nbytes());
-  ops::add_inplace(f(out), f(a.scratch), N * C);
+  TrainingRunner run(*this, a, mask, dr);
+  model::decoder_layer_forward(config, li, a.B, a.T, a.rope, a.layers[li], run, model::DecoderLayerEnds{});
 }
 
 void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dr) const {
   auto& a = dynamic_cast<DecoderActivations&>(state);
   check_batch(*this, batch);
-  const int64_t B = batch.batch(), T = batch.seq_len(), N = B * T, C = config.hidden_size, L = num_labels();
+  const int64_t B = batch.batch(), T = batch.seq_len(), C = config.hidden_size, L = num_labels();
   prepare(a, *this, B, T);
   refresh_applied_norms();
   a.last = last_tokens(*this, batch);
   const int32_t* mask = batch.attention_mask.data<int32_t>();
 
   std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
-  {
-    core::Span span(core::SpanKind::module, "embed_tokens");
-    OpSpan o("embedding", ops::embedding_cost(N, C, DType::f32));
-    ops::embedding_forward_cpu(f(a.layers[0].resid_in), batch.input_ids.data<int32_t>(), f(embed), DType::f32, N, C,
-                               false);
-    if (embed_scale != 0) ops::scale_inplace(a.layers[0].resid_in, embed_scale);
-  }
+  model::decoder_embed(a.layers[0].resid, batch.input_ids, embed->value, embed_scale);
   for (size_t li = 0; li < layers.size(); ++li) layer_forward(a, li, mask, dr);
   {
     // The final norm is per row, so it runs on the rows the head reads only.
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(f(a.pooled_in) + b * C, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C, sizeof(float) * size_t(C));
     core::Span span(core::SpanKind::module, names.final_norm);
-    OpSpan o("rms_norm", ops::rms_norm_cost(B, C, false));
-    ops::rms_norm_forward_cpu(f(a.pooled), f(a.pooled_in), nullptr, norm_weight(final_norm), B, C, config.rms_norm_eps,
-                              f(a.final_rstd));
+    ops::rms_norm_forward(a.pooled, a.pooled_in, Tensor(), norm_weight(final_norm), config.rms_norm_eps, a.final_rstd);
   }
   model_span.reset();
   core::Span head_span(core::SpanKind::module, "score");
@@ -260,7 +249,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
     core::Span span(core::SpanKind::module, names.final_norm);
     zero(a.d_pooled_in);
     OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(B, C));
-    ops::rms_norm_backward_cpu(f(a.d_pooled_in), g(final_norm), f(a.d_pooled), f(a.pooled_in), norm_weight(final_norm),
+    ops::rms_norm_backward_cpu(f(a.d_pooled_in), g(final_norm), f(a.d_pooled), f(a.pooled_in), f(norm_weight(final_norm)),
                                f(a.final_rstd), B, C);
   }
   // Only each row's last real token reaches the head.
@@ -274,13 +263,13 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
     if (!out_norm) return f(a.d_resid);
     zero(a.d_branch);
     OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
-    ops::rms_norm_backward_cpu(f(a.d_branch), g(out_norm), f(a.d_resid), f(branch_out), norm_weight(out_norm), f(rstd), N, C);
+    ops::rms_norm_backward_cpu(f(a.d_branch), g(out_norm), f(a.d_resid), f(branch_out), f(norm_weight(out_norm)), f(rstd), N, C);
     return f(a.d_branch);
   };
 
   for (size_t li = layers.size(); li-- > 0;) {
     TrainableDecoderLayer& w = layers[li];
-    DecoderLayerActivations& s = a.layers[li];
+    model::DecoderLayerTensors& s = a.layers[li];
     const ops::CausalAttentionArgs args = attention_args(c, B, T, li);
     if (a.checkpoint) {
       // The layer's intermediates were overwritten by the layers after it: recompute them.
@@ -289,7 +278,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
     }
     core::Span layer_span(core::SpanKind::module, layer_module(li));
     // d_resid: d(layer output) on entry; the residual passes it on unchanged, and each branch's
-    // norm backward adds its share: d(resid_mid), then d(resid_in) on exit.
+    // norm backward adds its share: d(resid_mid), then d(resid) on exit.
     {
       core::Span span(core::SpanKind::module, "mlp");
       const float* dy = branch_grad(w.mlp_out_norm, s.mlp_out, s.rstd_mo);
@@ -304,7 +293,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
     }
     {
       OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
-      ops::rms_norm_backward_cpu(f(a.d_resid), g(w.mlp_norm), f(a.d_x), f(s.resid_mid), norm_weight(w.mlp_norm),
+      ops::rms_norm_backward_cpu(f(a.d_resid), g(w.mlp_norm), f(a.d_x), f(s.resid_mid), f(norm_weight(w.mlp_norm)),
                                  f(s.rstd2), N, C);
     }
     {
@@ -316,12 +305,12 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
       ops::causal_attention_backward(f(a.d_qkv), f(a.d_qkv) + HD, f(a.d_qkv) + HD + KD, f(a.d_context),
                                      a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD, f(s.qkv) + HD + KD, mask,
                                      args);
-      ops::rope_backward(a.d_qkv, H, KVH, D, layer_rope(a, c, li));
+      ops::rope_backward(a.d_qkv, H, KVH, D, a.rope.of(c, li));
       if (c.qk_norm) {
         OpSpan o("rms_norm_heads_backward", ops::rms_norm_heads_cost(N, H + KVH, D));
-        ops::rms_norm_heads_backward_cpu(f(a.d_qkv), QKV, f(s.qk_raw), norm_weight(w.q_norm), f(s.qk_rstd), g(w.q_norm), N,
+        ops::rms_norm_heads_backward_cpu(f(a.d_qkv), QKV, f(s.qk_raw), f(norm_weight(w.q_norm)), f(s.qk_rstd), g(w.q_norm), N,
                                          H, D);
-        ops::rms_norm_heads_backward_cpu(f(a.d_qkv) + HD, QKV, f(s.qk_raw) + N * HD, norm_weight(w.k_norm),
+        ops::rms_norm_heads_backward_cpu(f(a.d_qkv) + HD, QKV, f(s.qk_raw) + N * HD, f(norm_weight(w.k_norm)),
                                          f(s.qk_rstd) + N * H, g(w.k_norm), N, KVH, D);
       }
       zero(a.d_x);
@@ -330,7 +319,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
       lora_bwd(*this, w.qkv_lora, f(a.d_x), f(a.d_qkv), QKV, f(s.x1), N, a, dr);
     }
     OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
-    ops::rms_norm_backward_cpu(f(a.d_resid), g(w.attn_norm), f(a.d_x), f(s.resid_in), norm_weight(w.attn_norm), f(s.rstd1),
+    ops::rms_norm_backward_cpu(f(a.d_resid), g(w.attn_norm), f(a.d_x), f(s.resid), f(norm_weight(w.attn_norm)), f(s.rstd1),
                                N, C);
   }
   core::Span span(core::SpanKind::module, names.embed);

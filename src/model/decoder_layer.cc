@@ -1,0 +1,103 @@
+#include "model/decoder_layer.h"
+
+#include <string>
+
+#include "core/allocator.h"
+#include "core/trace.h"
+#include "ops/add.h"
+#include "ops/embedding.h"
+#include "ops/rms_norm.h"
+#include "ops/silu_gate.h"
+#include "tach/error.h"
+
+namespace tach::model {
+
+DecoderRope decoder_rope(const DecoderConfig& c, const Tensor& positions, int64_t length, Device device) {
+  auto table = [&](const ops::RopeSettings& r) {
+    ops::RopeTable t = ops::rope_table(positions, r, length);
+    return ops::RopeTable{t.cos.on(device), t.sin.on(device)};
+  };
+  DecoderRope rope;
+  rope.global = table(c.rope);
+  if (c.has_local_rope) rope.local = table(c.local_rope);
+  return rope;
+}
+
+void decoder_embed(Tensor& h, const Tensor& ids, const Tensor& table, float scale) {
+  core::Span span(core::SpanKind::module, "embed_tokens");
+  ops::embedding_forward(h, ids, table, false);
+  if (scale != 0) ops::scale_inplace(h, scale);
+}
+
+namespace {
+
+// dst = src unless they are one tensor (inference updates its stream in place).
+void copy_unless_same(Tensor& dst, const Tensor& src) {
+  if (dst.raw() != src.raw()) core::copy_bytes(dst.device(), dst.raw(), src.device(), src.raw(), src.nbytes());
+}
+
+// The output of a branch (o or down) goes where its norm reads it, or straight to t.branch.
+Tensor& branch_target(const DecoderConfig& c, Tensor& before_norm, DecoderLayerTensors& t) {
+  return c.sandwich_norms ? before_norm : t.branch;
+}
+
+// Gemma's norm on a branch's output: t.branch = norm(before_norm). (Other families have no such
+// norm, so its weight is asked for only here.)
+void norm_branch(const DecoderConfig& c, size_t l, DecoderNorm which, Tensor& before_norm, const Tensor& rstd,
+                 DecoderLayerRunner& run, DecoderLayerTensors& t) {
+  if (c.sandwich_norms) ops::rms_norm_forward(t.branch, before_norm, Tensor(), run.norm(l, which), c.rms_norm_eps, rstd);
+}
+
+}  // namespace
+
+void decoder_layer_forward(const DecoderConfig& c, size_t l, int64_t B, int64_t T, const DecoderRope& rope,
+                           DecoderLayerTensors& t, DecoderLayerRunner& run, const DecoderLayerEnds& ends) {
+  const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D;
+  const float eps = c.rms_norm_eps;
+  core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat("layers.", l) : std::string());
+  if (!ends.input_normed) ops::rms_norm_forward(t.x1, t.resid, Tensor(), run.norm(l, DecoderNorm::attn), eps, t.rstd1);
+  {
+    core::Span span(core::SpanKind::module, "self_attn");
+    run.linear(l, DecoderLinear::qkv, t.qkv, t.x1);
+    if (c.qk_norm) {
+      // qk_raw and qk_rstd hold q's block, then k's: [N, H D] then [N, KVH D] (and [N H], [N KVH]).
+      const int64_t N = B * T;
+      float* raw = t.qk_raw.defined() ? t.qk_raw.data<float>() : nullptr;
+      float* rstd = t.qk_rstd.defined() ? t.qk_rstd.data<float>() : nullptr;
+      ops::rms_norm_heads_forward(t.qkv, 0, H, D, run.norm(l, DecoderNorm::q), eps, raw, rstd);
+      ops::rms_norm_heads_forward(t.qkv, HD, KVH, D, run.norm(l, DecoderNorm::k), eps, raw ? raw + N * HD : nullptr,
+                                  rstd ? rstd + N * H : nullptr);
+    }
+    ops::rope_forward(t.qkv, H, KVH, D, rope.of(c, l));  // q, then k columns
+    ops::CausalAttentionArgs a;
+    a.B = B, a.Tq = T, a.H = H, a.KVH = KVH, a.D = D;
+    a.ld_q = c.qkv_width(), a.ld_out = HD, a.scale = c.attention_scale(), a.window = c.layer_window[l];
+    a.device = t.qkv.device();
+    run.attention(l, a, t);
+    Tensor& o_out = branch_target(c, t.attn_out, t);
+    run.linear(l, DecoderLinear::o, o_out, t.context);
+    norm_branch(c, l, DecoderNorm::attn_out, o_out, t.rstd_ao, run, t);
+  }
+  // resid_mid = resid + attention; x2 = the MLP norm of resid_mid, in one pass.
+  copy_unless_same(t.resid_mid, t.resid);
+  ops::rms_norm_forward(t.x2, t.resid_mid, t.branch, run.norm(l, DecoderNorm::mlp), eps, t.rstd2);
+  {
+    core::Span span(core::SpanKind::module, "mlp");
+    run.linear(l, DecoderLinear::gate_up, t.gate_up, t.x2);
+    ops::silu_gate_forward(t.act, t.gate_up, c.activation);
+    Tensor& down_out = branch_target(c, t.mlp_out, t);
+    run.linear(l, DecoderLinear::down, down_out, t.act);
+    norm_branch(c, l, DecoderNorm::mlp_out, down_out, t.rstd_mo, run, t);
+  }
+  // resid_out = resid_mid + MLP, normed for what follows in the same pass when the caller asks.
+  copy_unless_same(t.resid_out, t.resid_mid);
+  if (ends.next_norm) {
+    Tensor next_x = ends.next_x;
+    ops::rms_norm_forward(next_x, t.resid_out, t.branch, *ends.next_norm, eps);
+  } else {
+    check(t.resid_out.device().kind == DeviceKind::cpu, "decoder layer: an unfused residual add runs on the CPU only");
+    ops::add_inplace(t.resid_out.data<float>(), t.branch.data<float>(), t.resid_out.numel());
+  }
+}
+
+}  // namespace tach::model
