@@ -63,11 +63,14 @@ TEST(TokenizerMalformed, ErrorsNameFileAndJsonPath) {
   test::TempDir dir;
   auto j = tiny_wordpiece();
   j["normalizer"] = {{"type", "Precompiled"}};
-  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("normalizer.type: normalizer \"Precompiled\" is not supported"),
+  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("normalizer: missing \"precompiled_charsmap\""), std::string::npos);
+  j = tiny_wordpiece();
+  j["normalizer"] = {{"type", "Unknown"}};
+  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("normalizer.type: normalizer \"Unknown\" is not supported"),
             std::string::npos);
   j = tiny_wordpiece();
-  j["model"] = {{"type", "Unigram"}, {"vocab", nlohmann::json::array()}};
-  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("Unigram is not supported yet"), std::string::npos);
+  j["model"] = {{"type", "Unigram"}, {"vocab", {{"a", 0.5}, 3}}};
+  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("model.vocab[1]: expected [\"piece\", score]"), std::string::npos);
   j = tiny_wordpiece();
   j["model"] = {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b", "ab"}}, {"dropout", nullptr}};
   const std::string err = error_of([&] { load_json(dir, j); });

@@ -1,44 +1,21 @@
 // The decoders that work token list to token list, as tokenizers' decode_chain: Replace,
-// ByteFallback, Fuse, Strip, and Sequence, which runs a chain of decoders (Llama 2, Mistral and
-// Gemma decode with Replace("▁", " ") → ByteFallback → Fuse (→ Strip(" ", 1, 0))). The
-// whole-string decoders (WordPiece, ByteLevel, Metaspace) take part in a Sequence as one step that
-// fuses what it is given.
+// ByteFallback, Fuse, Strip, Metaspace, and Sequence, which runs a chain of decoders (Llama 2,
+// Mistral and Gemma decode with Replace("▁", " ") → ByteFallback → Fuse (→ Strip(" ", 1, 0));
+// byte-fallback Unigram models with Metaspace → ByteFallback → Fuse). The whole-string decoders
+// (WordPiece, ByteLevel) take part in a Sequence as one step that fuses what it is given.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "tokenizer/post_processors.h"
 #include "tokenizer/regex.h"
+#include "tokenizer/unicode.h"
 
 namespace tach::tokenizer {
 
 namespace {
 
 using Tokens = std::vector<std::string>;
-
-// Whether bytes are well-formed UTF-8 (shortest forms, no surrogates, at most U+10FFFF), as Rust's
-// String::from_utf8 accepts them.
-bool valid_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0, min = 0;
-    if (c < 0x80) n = 1, cp = c;
-    else if ((c & 0xE0) == 0xC0) n = 2, cp = c & 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0) n = 3, cp = c & 0x0F, min = 0x800;
-    else if ((c & 0xF8) == 0xF0) n = 4, cp = c & 0x07, min = 0x10000;
-    else return false;
-    if (i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k) {
-      const unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    if (n > 1 && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) return false;
-    i += n;
-  }
-  return true;
-}
 
 class ChainDecoder : public Decoder {
  public:
@@ -83,7 +60,7 @@ class ByteFallbackDecoder final : public ChainDecoder {
     std::string bytes;
     auto flush = [&] {
       if (bytes.empty()) return;
-      if (valid_utf8(bytes))
+      if (is_valid_utf8(bytes))
         out.push_back(bytes);
       else
         for (size_t i = 0; i < bytes.size(); ++i) out.push_back("\xef\xbf\xbd");
@@ -145,6 +122,34 @@ class StripDecoder final : public ChainDecoder {
   int64_t start_, stop_;
 };
 
+// The replacement character becomes a space, except in the first token, where it is dropped
+// (the space the pre-tokenizer prepended) unless the prepend scheme is "never".
+class MetaspaceDecoder final : public ChainDecoder {
+ public:
+  MetaspaceDecoder(std::string replacement, bool drop_in_first)
+      : replacement_(std::move(replacement)), drop_in_first_(drop_in_first) {}
+  Tokens chain(Tokens tokens) const override {
+    for (size_t k = 0; k < tokens.size(); ++k) {
+      const std::string& t = tokens[k];
+      std::string out;
+      for (size_t i = 0; i < t.size();) {
+        if (!replacement_.empty() && t.compare(i, replacement_.size(), replacement_) == 0) {
+          if (!(k == 0 && drop_in_first_)) out += ' ';
+          i += replacement_.size();
+        } else {
+          out += t[i++];
+        }
+      }
+      tokens[k] = std::move(out);
+    }
+    return tokens;
+  }
+
+ private:
+  std::string replacement_;
+  bool drop_in_first_;
+};
+
 class SequenceDecoder final : public ChainDecoder {
  public:
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
@@ -169,6 +174,13 @@ std::unique_ptr<Decoder> make_chain_decoder(const JsonAt& j) {
   if (type == "Replace") return std::make_unique<ReplaceDecoder>(make_pattern(j.at("pattern")), j.str("content"));
   if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
   if (type == "Fuse") return std::make_unique<FuseDecoder>();
+  if (type == "Metaspace") {
+    // Files from before prepend_scheme say add_prefix_space.
+    const std::string scheme = j.str_or("prepend_scheme", j.boolean_or("add_prefix_space", true) ? "always" : "never");
+    if (scheme != "always" && scheme != "first" && scheme != "never")
+      j.at("prepend_scheme").fail("expected always, first or never");
+    return std::make_unique<MetaspaceDecoder>(j.str_or("replacement", "\xe2\x96\x81"), scheme != "never");
+  }
   if (type == "Strip") {
     const int64_t start = j.integer_or("start", 0), stop = j.integer_or("stop", 0);
     if (start < 0 || stop < 0) j.fail("Strip's start and stop must not be negative");

@@ -287,9 +287,8 @@ std::unique_ptr<Model> make_model(const JsonAt& j) {
     read_vocab(j, m->vocab());
     return m;
   }
-  if (type == "Unigram")
-    j.at("type").fail("model Unigram is not supported yet (supported: BPE, WordPiece, WordLevel)");
-  j.fail("model type \"" + type + "\" is not supported (supported: BPE, WordPiece, WordLevel)");
+  if (type == "Unigram") return make_unigram(j);
+  j.fail("model type \"" + type + "\" is not supported (supported: BPE, WordPiece, WordLevel, Unigram)");
 }
 
 }  // namespace tach::tokenizer

@@ -1,4 +1,4 @@
-// Tokenizer models: WordPiece, BPE and WordLevel. Unigram is refused with a clear error.
+// Tokenizer models: WordPiece, BPE, WordLevel and Unigram (unigram.cc).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,7 @@ class Model {
 };
 
 std::unique_ptr<Model> make_model(const JsonAt& j);
+std::unique_ptr<Model> make_unigram(const JsonAt& j);  // {"type": "Unigram", "vocab": [[piece, score], ...], ...}
 
 // Parts for the legacy loaders (vocab.txt; vocab.json + merges.txt).
 std::unique_ptr<Model> make_wordpiece(Vocab vocab, std::string unk, std::string prefix, size_t max_chars);

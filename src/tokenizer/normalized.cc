@@ -55,6 +55,30 @@ void NormalizedString::map_chars(const std::function<void(char32_t, std::u32stri
   spans_ = std::move(spans);
 }
 
+void NormalizedString::transform(const std::vector<std::pair<char32_t, int>>& chars) {
+  std::string out;
+  std::vector<Span> spans;
+  out.reserve(text_.size());
+  spans.reserve(text_.size());
+  const Span first_point = spans_.empty() ? Span{} : Span{spans_.front().start, spans_.front().start};
+  size_t offset = 0;  // the next byte of the current text to be replaced
+  for (const auto& [c, change] : chars) {
+    Span span;
+    if (change > 0) {
+      span = offset == 0 ? first_point : spans_[offset - 1];
+    } else {
+      // Past the end only when an earlier removal was not charged to a code point (tokenizers'
+      // Precompiled does that at the start of a string): the last span then.
+      span = offset < spans_.size() ? spans_[offset] : (spans_.empty() ? Span{} : spans_.back());
+      for (int k = 0; k < 1 - change && offset < text_.size(); ++k) next_codepoint(text_, offset);
+    }
+    append_utf8(out, c);
+    spans.resize(out.size(), span);
+  }
+  text_ = std::move(out);
+  spans_ = std::move(spans);
+}
+
 void NormalizedString::normalize(NormalForm form) {
   // ASCII is unchanged by every normal form: skip the library call for the common case.
   bool ascii = true;
@@ -105,7 +129,10 @@ NormalizedString NormalizedString::slice(size_t a, size_t b) const {
 }
 
 void NormalizedString::prepend(const std::string& s) {
-  const Span at = spans_.empty() ? Span{} : Span{spans_.front().start, spans_.front().start};
+  // As tokenizers: the new text replaces the first code point and that code point is put back,
+  // so every new byte takes the first code point's span.
+  if (spans_.empty()) return;
+  const Span at = spans_.front();
   text_.insert(0, s);
   spans_.insert(spans_.begin(), s.size(), at);
 }

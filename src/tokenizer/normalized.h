@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/unicode.h"
@@ -33,7 +34,12 @@ class NormalizedString {
   void normalize(NormalForm form);
   // Bytes [a, b) as a new string (a and b on code point boundaries).
   NormalizedString slice(size_t a, size_t b) const;
-  void prepend(const std::string& s);    // new bytes map to the first byte's span start
+  void prepend(const std::string& s);
+  // tokenizers' transform: the text becomes the listed code points, each with its change
+  // against the current text read left to right: 0 replaces the next code point (and takes its
+  // span), -n replaces it and removes n more, 1 is inserted (and takes the span of the byte
+  // before it).
+  void transform(const std::vector<std::pair<char32_t, int>>& chars);    // new bytes map to the first byte's span start
   // Byte-level: each byte becomes the code point GPT-2's table gives it.
   void to_byte_level();
 

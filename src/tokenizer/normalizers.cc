@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "tokenizer/precompiled.h"
 #include "tokenizer/regex.h"
 
 namespace tach::tokenizer {
@@ -136,7 +137,12 @@ class Replace final : public Normalizer {
     for (const auto& [a, b] : re_->find_all(t)) {
       out.append(t, last, a - last);
       spans.insert(spans.end(), s.spans().begin() + long(last), s.spans().begin() + long(a));
-      const Span sp = s.original(a, b);
+      // As tokenizers: the new text counts as inserted after the match is removed, so it takes
+      // the span of the byte before it, the match's last (or, for an empty match, the one before).
+      const size_t before = b > 0 ? b - 1 : 0;
+      const Span sp = b > 0           ? s.spans()[before]
+                      : s.empty() ? Span{}
+                                  : Span{s.spans().front().start, s.spans().front().start};
       out += content_;
       spans.insert(spans.end(), content_.size(), sp);
       last = b;
@@ -184,6 +190,7 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonAt& j) {
   if (type == "Strip") return std::make_unique<Strip>(j.boolean_or("strip_left", true), j.boolean_or("strip_right", true));
   if (type == "Prepend") return std::make_unique<Prepend>(j.str("prepend"));
   if (type == "Replace") return std::make_unique<Replace>(make_pattern(j.at("pattern")), j.str("content"));
+  if (type == "Precompiled") return make_precompiled(j);
   if (type == "Sequence") {
     JsonAt list = j.at("normalizers");
     list.expect_array();
@@ -193,7 +200,7 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonAt& j) {
   }
   j.at("type").fail("normalizer \"" + type +
                     "\" is not supported (supported: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, "
-                    "Prepend, Sequence)");
+                    "Prepend, Precompiled, Sequence)");
 }
 
 }  // namespace tach::tokenizer

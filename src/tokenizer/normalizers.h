@@ -1,5 +1,5 @@
 // Normalizers: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, Prepend,
-// Sequence (tokenizers' names and semantics).
+// Precompiled (precompiled.h), Sequence (tokenizers' names and semantics).
 #pragma once
 
 #include <memory>

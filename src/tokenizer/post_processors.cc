@@ -253,29 +253,6 @@ class ByteLevelDecoder final : public Decoder {
   }
 };
 
-class MetaspaceDecoder final : public Decoder {
- public:
-  explicit MetaspaceDecoder(std::string replacement) : replacement_(std::move(replacement)) {}
-  std::string decode(const std::vector<std::string>& tokens) const override {
-    std::string out;
-    for (const auto& t : tokens) {
-      for (size_t i = 0; i < t.size();) {
-        if (t.compare(i, replacement_.size(), replacement_) == 0) {
-          out += ' ';
-          i += replacement_.size();
-        } else {
-          out += t[i++];
-        }
-      }
-    }
-    if (!out.empty() && out[0] == ' ') out.erase(0, 1);
-    return out;
-  }
-
- private:
-  std::string replacement_;
-};
-
 class JoinDecoder final : public Decoder {
  public:
   std::string decode(const std::vector<std::string>& tokens) const override {
@@ -297,7 +274,6 @@ std::unique_ptr<Decoder> make_decoder(const JsonAt& j) {
   const std::string type = j.type();
   if (type == "WordPiece") return make_wordpiece_decoder(j.str_or("prefix", "##"), j.boolean_or("cleanup", true));
   if (type == "ByteLevel") return make_byte_level_decoder();
-  if (type == "Metaspace") return std::make_unique<MetaspaceDecoder>(j.str_or("replacement", "\xe2\x96\x81"));
   if (auto d = make_chain_decoder(j)) return d;
   j.at("type").fail("decoder \"" + type +
                     "\" is not supported yet (supported: WordPiece, ByteLevel, Metaspace, Replace, ByteFallback, Fuse, "

@@ -147,6 +147,41 @@ int combining_class(char32_t c) {
   return utf8proc_get_property(static_cast<utf8proc_int32_t>(c))->combining_class;
 }
 
+bool is_valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0, min = 0;
+    if (c < 0x80) n = 1, cp = c;
+    else if ((c & 0xE0) == 0xC0) n = 2, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0) n = 3, cp = c & 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0) n = 4, cp = c & 0x07, min = 0x10000;
+    else return false;
+    if (i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if (n > 1 && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) return false;
+    i += n;
+  }
+  return true;
+}
+
+size_t grapheme_end(std::string_view s, size_t i) {
+  utf8proc_int32_t state = 0;
+  auto prev = static_cast<utf8proc_int32_t>(next_codepoint(s, i));
+  while (i < s.size()) {
+    size_t j = i;
+    const auto c = static_cast<utf8proc_int32_t>(next_codepoint(s, j));
+    if (utf8proc_grapheme_break_stateful(prev, c, &state)) break;
+    prev = c;
+    i = j;
+  }
+  return i;
+}
+
 }  // namespace tach::tokenizer
 
 namespace tach {

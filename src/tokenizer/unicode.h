@@ -16,6 +16,9 @@ namespace tach::tokenizer {
 char32_t next_codepoint(std::string_view s, size_t& i);
 void append_utf8(std::string& out, char32_t c);
 size_t utf8_length(char32_t c);
+// Whether bytes are well-formed UTF-8 (shortest forms, no surrogates, at most U+10FFFF), as Rust's
+// String::from_utf8 accepts them.
+bool is_valid_utf8(std::string_view s);
 
 bool is_whitespace(char32_t c);         // Rust char::is_whitespace (White_Space property)
 bool is_control_or_other(char32_t c);   // categories Cc Cf Cn Co Cs (unicode_categories' is_other)
@@ -28,6 +31,9 @@ bool is_alphabetic(char32_t c);         // letters (L*) and Nl, approximating Ru
 // Full lowercase mapping as Rust's char::to_lowercase (1 or more code points).
 void append_lowercase(std::u32string& out, char32_t c);
 void append_uppercase(std::u32string& out, char32_t c);
+
+// The end of the extended grapheme cluster (UAX #29) that starts at byte i of valid UTF-8 s.
+size_t grapheme_end(std::string_view s, size_t i);
 
 enum class NormalForm { nfc, nfd, nfkc, nfkd };
 // Normalizes a UTF-8 string (valid, as the pipeline produces it).
