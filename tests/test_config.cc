@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "model/config.h"
+#include "model/family.h"
 #include "tach/error.h"
 #include "test_util.h"
 
@@ -20,7 +21,7 @@ TEST(Config, SharedDistilbertSst2) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared/ is not present; the real configs live there";
   EncoderConfig c =
       load_encoder_config(test::shared_dir() + "/configs/distilbert-base-uncased-finetuned-sst-2-english.config.json");
-  EXPECT_EQ(c.family, EncoderFamily::distilbert);
+  EXPECT_EQ(c.family, model_family("distilbert").encoder);
   EXPECT_EQ(c.architecture, "DistilBertModel");
   EXPECT_FALSE(c.classification_head);
   EXPECT_EQ(c.hidden_size, 768);
@@ -34,7 +35,7 @@ TEST(Config, SharedDistilbertSst2) {
 TEST(Config, SharedBertTiny) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared/ is not present; the real configs live there";
   EncoderConfig c = load_encoder_config(test::shared_dir() + "/configs/bert-tiny-imdb.config.json");
-  EXPECT_EQ(c.family, EncoderFamily::bert);
+  EXPECT_EQ(c.family, model_family("bert").encoder);
   EXPECT_TRUE(c.classification_head);
   EXPECT_EQ(c.hidden_size, 128);
   EXPECT_EQ(c.num_heads, 2);
@@ -51,7 +52,7 @@ TEST(Config, LabelsFromNumLabels) {
 
 TEST(ConfigMalformed, UnknownModelTypeListsSupported) {
   expect_error(R"({"model_type":"gpt2","vocab_size":10})",
-               "is not one tach builds (bert, distilbert, qwen2, llama, mistral, qwen3, gemma3_text)");
+               "is not one tach builds (bert, distilbert, roberta, xlm-roberta, qwen2, llama, mistral, qwen3, gemma3_text)");
 }
 
 TEST(ConfigMalformed, UnknownArchitectureListsSupported) {

@@ -16,7 +16,8 @@ TEST_P(GoldenEncoder, MatchesTransformers) { test::check_encoder_against_transfo
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenEncoder,
                          ::testing::Values("bert-cls2-f32", "bert-cls3-f16", "bert-reg1-bf16", "bert-base-model-f32",
                                            "distilbert-cls2-f32", "distilbert-cls3-bf16", "distilbert-cls1-f16",
-                                           "distilbert-base-model-f32"),
+                                           "distilbert-base-model-f32", "roberta-cls2-f32", "roberta-base-model-f32",
+                                           "xlm-roberta-cls3-bf16", "xlm-roberta-base-model-f32"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            for (auto& c : s)

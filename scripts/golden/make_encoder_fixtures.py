@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Writes tiny BERT and DistilBERT models with transformers' own save_pretrained, plus the
-logits (or last_hidden_state) transformers computes for a fixed padded batch.
+"""Writes tiny BERT, DistilBERT, RoBERTa and XLM-RoBERTa models with transformers' own
+save_pretrained, plus the logits (or last_hidden_state) transformers computes for a fixed padded
+batch. RoBERTa's rows hold its pad id once inside a row too: transformers gives that token the
+padding position (position ids follow the ids, not the mask), and tach must as well.
 
     scripts/golden/make_encoder_fixtures.py tests/fixtures/encoders          # small, committed
     scripts/golden/make_encoder_fixtures.py --base build/golden              # DistilBERT-base size, not committed
@@ -16,7 +18,9 @@ import sys
 
 import torch
 from transformers import (BertConfig, BertForSequenceClassification, BertModel, DistilBertConfig,
-                          DistilBertForSequenceClassification, DistilBertModel)
+                          DistilBertForSequenceClassification, DistilBertModel, RobertaConfig,
+                          RobertaForSequenceClassification, RobertaModel, XLMRobertaConfig,
+                          XLMRobertaForSequenceClassification, XLMRobertaModel)
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -32,6 +36,14 @@ def tiny_distilbert(num_labels, **kw):
                             max_position_embeddings=32, initializer_range=0.2, num_labels=num_labels, **kw)
 
 
+def tiny_roberta(config_cls, num_labels, **kw):
+    # Positions start after padding_idx (1): 32 positions hold rows of 29 tokens.
+    return config_cls(vocab_size=120, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=40, max_position_embeddings=32, type_vocab_size=1, pad_token_id=1,
+                      bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5, initializer_range=0.2,
+                      num_labels=num_labels, **kw)
+
+
 # name, config, model class, stored dtype, uses token_type_ids
 CASES = [
     ("bert-cls2-f32", lambda: tiny_bert(2), BertForSequenceClassification, "f32", True),
@@ -44,6 +56,11 @@ CASES = [
     ("distilbert-cls3-bf16", lambda: tiny_distilbert(3), DistilBertForSequenceClassification, "bf16", False),
     ("distilbert-cls1-f16", lambda: tiny_distilbert(1), DistilBertForSequenceClassification, "f16", False),
     ("distilbert-base-model-f32", lambda: tiny_distilbert(2), DistilBertModel, "f32", False),
+    ("roberta-cls2-f32", lambda: tiny_roberta(RobertaConfig, 2), RobertaForSequenceClassification, "f32", False),
+    ("roberta-base-model-f32", lambda: tiny_roberta(RobertaConfig, 2), RobertaModel, "f32", False),
+    ("xlm-roberta-cls3-bf16", lambda: tiny_roberta(XLMRobertaConfig, 3), XLMRobertaForSequenceClassification, "bf16",
+     False),
+    ("xlm-roberta-base-model-f32", lambda: tiny_roberta(XLMRobertaConfig, 2), XLMRobertaModel, "f32", False),
 ]
 
 # Rows of different lengths (padded on the right with 0), so the attention mask matters.
@@ -58,6 +75,15 @@ TYPES = [
     [0, 0, 0],
     [0, 0, 0, 0, 0, 0, 1, 1, 1, 1],
     [0, 0, 0, 0, 1, 1, 1],
+]
+
+
+# RoBERTa's: <s> = 0, </s> = 2, pad = 1 (also once inside the last row).
+ROBERTA_ROWS = [
+    [0, 7, 19, 33, 54, 2],
+    [0, 88, 2],
+    [0, 5, 6, 7, 8, 9, 10, 11, 12, 2],
+    [0, 119, 3, 2, 2, 40, 1, 41, 2],
 ]
 
 
@@ -76,20 +102,22 @@ def write_case(out_dir, name, make_config, cls, dtype, use_types, seed):
     model.save_pretrained(path, safe_serialization=True)
     # Reload as float32 from what was written: the reference for tach.
     ref = cls.from_pretrained(path, torch_dtype=torch.float32).eval()
-    ids, mask = padded(ROWS)
+    roberta = name.startswith(("roberta", "xlm-roberta"))
+    rows, pad = (ROBERTA_ROWS, 1) if roberta else (ROWS, 0)
+    ids, mask = padded(rows, pad)
     kwargs = {"input_ids": ids, "attention_mask": mask}
     if use_types:
         kwargs["token_type_ids"], _ = padded(TYPES)
     with torch.no_grad():
         out = ref(**kwargs)
-    expected = {"input_rows": ROWS, "token_type_rows": TYPES if use_types else None, "pad_id": 0,
+    expected = {"input_rows": rows, "token_type_rows": TYPES if use_types else None, "pad_id": pad,
                 "weights_dtype": dtype, "architecture": cls.__name__}
     if hasattr(out, "logits"):
         expected["logits"] = out.logits.tolist()
     else:
         # Padded positions carry no meaning; compare real tokens only.
         h = out.last_hidden_state
-        expected["last_hidden_state"] = [h[i, :len(r)].tolist() for i, r in enumerate(ROWS)]
+        expected["last_hidden_state"] = [h[i, :len(r)].tolist() for i, r in enumerate(rows)]
     with open(os.path.join(path, "expected.json"), "w") as f:
         json.dump(expected, f)
     print(f"{path}: {cls.__name__}, weights {dtype}")
@@ -119,12 +147,15 @@ def main():
     ap.add_argument("out_dir")
     ap.add_argument("--base", action="store_true", help="write the DistilBERT-base sized model instead")
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--only", default="", help="comma-separated case names (default: all)")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     if args.base:
         write_base(args.out_dir, args.seed)
         return
     for i, (name, make_config, cls, dtype, use_types) in enumerate(CASES):
+        if args.only and name not in args.only.split(","):
+            continue
         write_case(args.out_dir, name, make_config, cls, dtype, use_types, args.seed + i)
 
 

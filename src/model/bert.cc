@@ -1,43 +1,35 @@
 // BERT (bert-base-uncased and its fine-tunes): word + position + token-type embeddings,
 // post-LN layers, and for classification the pooler (tanh dense on [CLS]) and a classifier.
-#include "model/encoder_build.h"
+#include "model/bert.h"
+
+#include "model/config.h"
+#include "model/config_fields.h"
 #include "model/encoder_model.h"
 #include "model/family.h"
 
 namespace tach::model {
 
-BuiltEncoder build_bert(const EncoderConfig& c, WeightBinder& w, const ops::LinearPlacement& place, bool with_head) {
-  const int64_t C = c.hidden_size, I = c.intermediate_size;
-  BuiltEncoder m;
-  m.shape = encoder_shape(c);
-  EncoderWeights& e = m.weights;
-  e.word_embeddings = on_device(w.take("embeddings.word_embeddings.weight", {c.vocab_size, C}), place.device);
-  e.position_embeddings = on_device(w.take("embeddings.position_embeddings.weight", {c.max_position_embeddings, C}), place.device);
-  e.token_type_embeddings = on_device(w.take("embeddings.token_type_embeddings.weight", {c.type_vocab_size, C}), place.device);
-  take_layer_norm(w, "embeddings.LayerNorm", C, &e.emb_ln_gamma, &e.emb_ln_beta, place.device);
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "encoder.layer." + std::to_string(i) + ".";
-    EncoderLayer L;
-    Tensor wq = w.take(p + "attention.self.query.weight", {C, C});
-    Tensor bq = w.take(p + "attention.self.query.bias", {C});
-    Tensor wk = w.take(p + "attention.self.key.weight", {C, C});
-    Tensor bk = w.take(p + "attention.self.key.bias", {C});
-    Tensor wv = w.take(p + "attention.self.value.weight", {C, C});
-    Tensor bv = w.take(p + "attention.self.value.bias", {C});
-    L.qkv = pack_linear(concat_rows(wq, wk, wv), concat_rows(bq, bk, bv), place);
-    L.attn_out = take_linear(w, p + "attention.output.dense", C, C, place);
-    take_layer_norm(w, p + "attention.output.LayerNorm", C, &L.ln1_gamma, &L.ln1_beta, place.device);
-    L.ffn_in = take_linear(w, p + "intermediate.dense", I, C, place, ffn_activation(c));
-    L.ffn_out = take_linear(w, p + "output.dense", C, I, place);
-    take_layer_norm(w, p + "output.LayerNorm", C, &L.ln2_gamma, &L.ln2_beta, place.device);
-    e.layers.push_back(std::move(L));
-  }
-  if (with_head) {
-    m.head.dense = take_linear(w, "pooler.dense", C, C, place, cpu::FusedActivation::tanh);
-    m.head.out = take_linear(w, "classifier", c.num_labels(), C, place, cpu::FusedActivation::none, Scope::head);
-  }
-  return m;
+void read_bert_config(const Field& f, EncoderConfig& c) {
+  c.vocab_size = f.positive_int("vocab_size", 0, true);
+  c.hidden_size = f.positive_int("hidden_size", 768, false);
+  c.num_layers = f.positive_int("num_hidden_layers", 12, false);
+  c.num_heads = f.positive_int("num_attention_heads", 12, false);
+  c.intermediate_size = f.positive_int("intermediate_size", 3072, false);
+  c.max_position_embeddings = f.positive_int("max_position_embeddings", 512, false);
+  c.type_vocab_size = f.positive_int("type_vocab_size", 2, false);
+  c.layer_norm_eps = f.number("layer_norm_eps", 1e-12f);
+  c.hidden_act = f.str("hidden_act", "gelu");
+  c.hidden_dropout = f.probability("hidden_dropout_prob", 0.1f);
+  c.attention_dropout = f.probability("attention_probs_dropout_prob", 0.1f);
+  // …ForSequenceClassification: classifier_dropout, or hidden_dropout_prob when it is null.
+  c.classifier_dropout = f.probability("classifier_dropout", c.hidden_dropout);
+  const std::string pos = f.str("position_embedding_type", "absolute");
+  if (pos != "absolute") f.fail("position_embedding_type", "is \"" + pos + "\"; only \"absolute\" is supported");
 }
+
+namespace {
+const EncoderFamily kBert{.module = "bert", .names = {}, .read_config = read_bert_config};
+}  // namespace
 
 ModelFamily bert_family() {
   ModelFamily f;
@@ -51,7 +43,7 @@ ModelFamily bert_family() {
   f.classifier_architecture = "BertForSequenceClassification";
   f.lora_targets = {"query", "key", "value", "dense"};
   f.tokenizer_hint = "bert-base-uncased";
-  f.encoder = [] { return EncoderFamily::bert; };
+  f.encoder = &kBert;
   f.load = load_encoder;
   f.summarize = summarize_encoder;
   return f;

@@ -14,21 +14,11 @@ using json = nlohmann::json;
 
 namespace {
 
-struct ArchitectureInfo {
-  const char* name;
-  EncoderFamily family;
-  bool head;
-};
-constexpr ArchitectureInfo kArchitectures[] = {
-    {"BertModel", EncoderFamily::bert, false},
-    {"BertForSequenceClassification", EncoderFamily::bert, true},
-    {"DistilBertModel", EncoderFamily::distilbert, false},
-    {"DistilBertForSequenceClassification", EncoderFamily::distilbert, true},
-};
-
+// The architectures the encoder rows build: "BertModel, BertForSequenceClassification, ...".
 std::string encoder_architectures() {
   std::string s;
-  for (const auto& a : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  for (const ModelFamily& f : model_families())
+    if (f.encoder) s += (s.empty() ? "" : ", ") + f.bare_architecture + ", " + f.classifier_architecture;
   return s;
 }
 
@@ -63,55 +53,25 @@ EncoderConfig parse_encoder_config(const json& j, const std::string& source) {
   c.model_type = config_model_type(j, source);
   const ModelFamily& family = model_family(c.model_type);
   if (!family.encoder) throw Error(source + ": model_type \"" + c.model_type + "\" is not an encoder");
-  c.family = family.encoder();
+  c.family = family.encoder;
   if (f.has("architectures")) {
     const json& a = j["architectures"];
     if (!a.is_array() || a.empty() || !a[0].is_string())
       f.fail("architectures", "must be a non-empty array of strings");
     c.architecture = a[0].get<std::string>();
-    const ArchitectureInfo* found = nullptr;
-    for (const auto& info : kArchitectures)
-      if (c.architecture == info.name) found = &info;
-    if (found == nullptr)
+    const ModelFamily* owner = nullptr;
+    for (const ModelFamily& row : model_families())
+      if (row.encoder && (c.architecture == row.bare_architecture || c.architecture == row.classifier_architecture))
+        owner = &row;
+    if (owner == nullptr)
       throw Error(source + ": architecture \"" + c.architecture + "\" is not supported (supported: " +
                   encoder_architectures() + ")");
-    if (found->family != c.family)
+    if (owner->encoder != c.family)
       throw Error(source + ": architecture \"" + c.architecture + "\" does not belong to model_type \"" +
                   c.model_type + "\"");
-    c.classification_head = found->head;
+    c.classification_head = c.architecture == owner->classifier_architecture;
   }
-
-  if (c.family == EncoderFamily::bert) {
-    c.vocab_size = f.positive_int("vocab_size", 0, true);
-    c.hidden_size = f.positive_int("hidden_size", 768, false);
-    c.num_layers = f.positive_int("num_hidden_layers", 12, false);
-    c.num_heads = f.positive_int("num_attention_heads", 12, false);
-    c.intermediate_size = f.positive_int("intermediate_size", 3072, false);
-    c.max_position_embeddings = f.positive_int("max_position_embeddings", 512, false);
-    c.type_vocab_size = f.positive_int("type_vocab_size", 2, false);
-    c.layer_norm_eps = f.number("layer_norm_eps", 1e-12f);
-    c.hidden_act = f.str("hidden_act", "gelu");
-    c.hidden_dropout = f.probability("hidden_dropout_prob", 0.1f);
-    c.attention_dropout = f.probability("attention_probs_dropout_prob", 0.1f);
-    // BertForSequenceClassification: classifier_dropout, or hidden_dropout_prob when it is null.
-    c.classifier_dropout = f.probability("classifier_dropout", c.hidden_dropout);
-    const std::string pos = f.str("position_embedding_type", "absolute");
-    if (pos != "absolute")
-      f.fail("position_embedding_type", "is \"" + pos + "\"; only \"absolute\" is supported");
-  } else {
-    c.vocab_size = f.positive_int("vocab_size", 0, true);
-    c.hidden_size = f.positive_int("dim", 768, false);
-    c.num_layers = f.positive_int("n_layers", 6, false);
-    c.num_heads = f.positive_int("n_heads", 12, false);
-    c.intermediate_size = f.positive_int("hidden_dim", 3072, false);
-    c.max_position_embeddings = f.positive_int("max_position_embeddings", 512, false);
-    c.type_vocab_size = 0;
-    c.layer_norm_eps = 1e-12f;  // DistilBERT hard-codes its LayerNorm eps
-    c.hidden_act = f.str("activation", "gelu");
-    c.hidden_dropout = f.probability("dropout", 0.1f);
-    c.attention_dropout = f.probability("attention_dropout", 0.1f);
-    c.classifier_dropout = f.probability("seq_classif_dropout", 0.2f);
-  }
+  c.family->read_config(f, c);
   c.initializer_range = f.has("initializer_range") ? f.number("initializer_range", 0.02f) : 0.02f;
   if (!(c.initializer_range > 0)) f.fail("initializer_range", "must be positive");
   if (c.hidden_act != "gelu" && c.hidden_act != "relu")

@@ -10,11 +10,11 @@
 
 namespace tach::model {
 
-enum class EncoderFamily { bert, distilbert };  // the family row says which (model/family.h)
+struct EncoderFamily;  // model/family.h
 
 struct EncoderConfig {
-  EncoderFamily family = EncoderFamily::bert;
-  std::string model_type;     // "bert" | "distilbert", as in the file
+  const EncoderFamily* family = nullptr;  // the family row's encoder part
+  std::string model_type;     // "bert", "distilbert", "roberta", "xlm-roberta", as in the file
   std::string architecture;   // first of "architectures", or "" when absent
   bool classification_head = false;  // *ForSequenceClassification
 
@@ -24,7 +24,7 @@ struct EncoderConfig {
   int64_t num_heads = 0;
   int64_t intermediate_size = 0;
   int64_t max_position_embeddings = 0;
-  int64_t type_vocab_size = 0;  // 0 for DistilBERT (no token-type embeddings)
+  int64_t type_vocab_size = 0;  // 0 for DistilBERT (no token-type embeddings); 1 for RoBERTa
   float layer_norm_eps = 1e-12f;
   std::string hidden_act = "gelu";  // gelu (erf) or relu
   int64_t pad_token_id = 0;
@@ -32,7 +32,7 @@ struct EncoderConfig {
   // Training only (inference is transformers' eval mode, where dropout is the identity).
   float hidden_dropout = 0.1f;      // BERT hidden_dropout_prob, DistilBERT dropout
   float attention_dropout = 0.1f;   // BERT attention_probs_dropout_prob, DistilBERT attention_dropout
-  float classifier_dropout = 0.1f;  // BERT classifier_dropout (else hidden), DistilBERT seq_classif_dropout
+  float classifier_dropout = 0.1f;  // BERT, RoBERTa classifier_dropout (else hidden), DistilBERT seq_classif_dropout
   float initializer_range = 0.02f;  // std of a newly initialised head's weights
 
   std::vector<std::string> id2label;  // index = class id

@@ -20,8 +20,10 @@ void check_batch(const TokenBatch& batch, const EncoderShape& shape) {
         "input_ids must be i32 [batch, seq], got " + (ids.defined() ? ids.describe() : std::string("nothing")));
   const int64_t B = ids.size(0), T = ids.size(1);
   check(B > 0 && T > 0, "empty batch " + ids.describe());
-  check(T <= shape.max_positions, "sequence length " + std::to_string(T) + " exceeds the model's " +
-                                      std::to_string(shape.max_positions) + " positions (max_position_embeddings)");
+  check(shape.positions_needed(T) <= shape.max_positions,
+        "sequence length " + std::to_string(T) + " exceeds the model's " +
+            std::to_string(shape.max_positions - shape.positions_needed(0)) + " positions (max_position_embeddings " +
+            std::to_string(shape.max_positions) + (shape.position_pad >= 0 ? ", starting after padding_idx)" : ")"));
   check(batch.attention_mask.defined() && batch.attention_mask.shape() == ids.shape() &&
             batch.attention_mask.dtype() == DType::i32,
         "attention_mask must be i32 " + shape_str(ids.shape()));
@@ -44,6 +46,24 @@ void check_batch(const TokenBatch& batch, const EncoderShape& shape) {
             "token_type_ids[" + std::to_string(i / T) + "][" + std::to_string(i % T) + "] = " + std::to_string(tt[i]) +
                 " is outside the " + std::to_string(shape.type_vocab) + " token types");
   }
+}
+
+Tensor encoder_position_ids(const Tensor& ids, const EncoderShape& s) {
+  const int64_t B = ids.size(0), T = ids.size(1);
+  Tensor positions = Tensor::empty({B, T}, DType::i32);
+  int32_t* pos = positions.data<int32_t>();
+  const int32_t* id = ids.data<int32_t>();
+  for (int64_t b = 0; b < B; ++b) {
+    int32_t real = 0;  // RoBERTa: cumsum(ids != pad) * (ids != pad) + pad
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t i = b * T + t;
+      if (s.position_pad < 0)
+        pos[i] = int32_t(t);
+      else
+        pos[i] = id[i] == s.position_pad ? s.position_pad : s.position_pad + ++real;
+    }
+  }
+  return positions;
 }
 
 ops::OpCost encoder_cost(const EncoderShape& s, int64_t B, int64_t T) {
@@ -73,15 +93,12 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
 
   // Module spans name where each op sits (the profiler's module paths): transformers' module
   // names, with the fused q|k|v projection as "attention.qkv".
-  core::Span model_span(core::SpanKind::module, s.type_vocab > 0 ? "bert" : "distilbert");
+  core::Span model_span(core::SpanKind::module, s.module);
   std::optional<core::Span> emb_span(std::in_place, core::SpanKind::module, "embeddings");
   // Embeddings: word + position (+ token type), then LayerNorm.
   Tensor h = Tensor::empty({B, T, C}, DType::f32, device);
   ops::embedding_forward(h, input_ids, w.word_embeddings, false);
-  Tensor positions = Tensor::empty({B, T}, DType::i32);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t) positions.data<int32_t>()[b * T + t] = static_cast<int32_t>(t);
-  ops::embedding_forward(h, positions.on(device), w.position_embeddings, true);
+  ops::embedding_forward(h, encoder_position_ids(batch.input_ids, s).on(device), w.position_embeddings, true);
   if (w.token_type_embeddings.defined()) {
     Tensor types = batch.token_type_ids.defined() ? batch.token_type_ids.on(device)
                                                   : Tensor::zeros({B, T}, DType::i32, device);
@@ -99,7 +116,7 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   const float scale = 1.0f / std::sqrt(static_cast<float>(C / s.heads));
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const EncoderLayer& layer = w.layers[li];
-    core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.type_vocab > 0 ? "encoder.layer." : "transformer.layer.", li)
+    core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.layer_prefix, li)
                                                     : std::string());
     std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
     ops::linear_forward(qkv, h2, *layer.qkv);

@@ -1,8 +1,10 @@
-// The post-LayerNorm transformer encoder that BERT and DistilBERT share. The families differ
-// in tensor names, in token-type embeddings and in their classification heads, not here.
+// The post-LayerNorm transformer encoder that BERT, DistilBERT, RoBERTa and XLM-RoBERTa share.
+// The families differ in tensor names, token types, position ids and classification heads, which
+// their rows say (model/family.h), not here.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ops/linear.h"
@@ -32,7 +34,16 @@ struct EncoderWeights {
 struct EncoderShape {
   int64_t layers = 0, hidden = 0, heads = 0, intermediate = 0, vocab = 0, max_positions = 0, type_vocab = 0;
   float eps = 1e-12f;
+  std::string module = "bert", layer_prefix = "encoder.layer.";  // module paths in traces
+  // RoBERTa's padding_idx: position ids count the non-pad tokens after it (pads sit at it); -1:
+  // positions 0..T-1.
+  int32_t position_pad = -1;
+  // The positions a row of T tokens needs (RoBERTa's start after padding_idx).
+  int64_t positions_needed(int64_t T) const { return position_pad < 0 ? T : T + position_pad + 1; }
 };
+
+// Position ids for a batch of ids [B, T] (i32, on the host): [B, T] i32 on the host.
+Tensor encoder_position_ids(const Tensor& ids, const EncoderShape& shape);
 
 // Checks the batch against the model (ids in range, length within positions, type ids) and
 // says which row and position is wrong when it is not.

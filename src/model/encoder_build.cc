@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "model/family.h"
 #include "tach/error.h"
 
 namespace tach::model {
@@ -16,7 +17,45 @@ EncoderShape encoder_shape(const EncoderConfig& c) {
   s.max_positions = c.max_position_embeddings;
   s.type_vocab = c.type_vocab_size;
   s.eps = c.layer_norm_eps;
+  s.module = c.family->module;
+  s.layer_prefix = c.family->names.layer;
+  s.position_pad = c.family->positions_after_padding ? int32_t(c.pad_token_id) : -1;
   return s;
+}
+
+BuiltEncoder build_encoder(const EncoderConfig& c, WeightBinder& w, const ops::LinearPlacement& place, bool with_head) {
+  const EncoderFamily& family = *c.family;
+  const EncoderTensorNames& n = family.names;
+  const int64_t C = c.hidden_size, I = c.intermediate_size;
+  BuiltEncoder m;
+  m.shape = encoder_shape(c);
+  EncoderWeights& e = m.weights;
+  e.word_embeddings = on_device(w.take("embeddings.word_embeddings.weight", {c.vocab_size, C}), place.device);
+  e.position_embeddings = on_device(w.take("embeddings.position_embeddings.weight", {c.max_position_embeddings, C}), place.device);
+  if (family.token_types)
+    e.token_type_embeddings = on_device(w.take("embeddings.token_type_embeddings.weight", {c.type_vocab_size, C}), place.device);
+  take_layer_norm(w, "embeddings.LayerNorm", C, &e.emb_ln_gamma, &e.emb_ln_beta, place.device);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = n.layer + std::to_string(i) + ".";
+    EncoderLayer L;
+    Tensor wq = w.take(p + n.q + ".weight", {C, C}), bq = w.take(p + n.q + ".bias", {C});
+    Tensor wk = w.take(p + n.k + ".weight", {C, C}), bk = w.take(p + n.k + ".bias", {C});
+    Tensor wv = w.take(p + n.v + ".weight", {C, C}), bv = w.take(p + n.v + ".bias", {C});
+    L.qkv = pack_linear(concat_rows(wq, wk, wv), concat_rows(bq, bk, bv), place);
+    L.attn_out = take_linear(w, p + n.out, C, C, place);
+    take_layer_norm(w, p + n.ln1, C, &L.ln1_gamma, &L.ln1_beta, place.device);
+    L.ffn_in = take_linear(w, p + n.ffn_in, I, C, place, ffn_activation(c));
+    L.ffn_out = take_linear(w, p + n.ffn_out, C, I, place);
+    take_layer_norm(w, p + n.ln2, C, &L.ln2_gamma, &L.ln2_beta, place.device);
+    e.layers.push_back(std::move(L));
+  }
+  if (with_head) {
+    const cpu::FusedActivation act =
+        family.head_activation == HeadActivation::relu ? cpu::FusedActivation::relu : cpu::FusedActivation::tanh;
+    m.head.dense = take_linear(w, n.head_dense, C, C, place, act, n.head_dense_in_body ? Scope::encoder : Scope::head);
+    m.head.out = take_linear(w, n.head_out, c.num_labels(), C, place, cpu::FusedActivation::none, Scope::head);
+  }
+  return m;
 }
 
 Tensor to_f32_param(const Tensor& t, Device device) {

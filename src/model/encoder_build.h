@@ -1,5 +1,5 @@
-// Building an encoder from bound tensors: the family files (bert.cc, distilbert.cc) name the
-// tensors; these helpers pack and convert them.
+// Building an encoder from bound tensors: the family row (bert.cc, distilbert.cc, roberta.cc)
+// names the tensors; build_encoder binds them, and these helpers pack and convert them.
 #pragma once
 
 #include <memory>
@@ -12,7 +12,8 @@
 namespace tach::model {
 
 // The classification head on the first token: hidden = act(dense(h[:, 0])), logits = out(hidden).
-// BERT: dense = pooler (tanh). DistilBERT: dense = pre_classifier (ReLU).
+// BERT: dense = pooler (tanh). DistilBERT: dense = pre_classifier (ReLU). RoBERTa: classifier.dense
+// (tanh), out = classifier.out_proj.
 struct ClassifierHead {
   std::unique_ptr<ops::Linear> dense;
   std::unique_ptr<ops::Linear> out;
@@ -24,10 +25,9 @@ struct BuiltEncoder {
   ClassifierHead head;  // empty for a bare encoder
 };
 
-BuiltEncoder build_bert(const EncoderConfig& config, WeightBinder& binder, const ops::LinearPlacement& place,
-                        bool with_head);
-BuiltEncoder build_distilbert(const EncoderConfig& config, WeightBinder& binder, const ops::LinearPlacement& place,
-                              bool with_head);
+// Binds and packs the body under the row's names (and the head when asked).
+BuiltEncoder build_encoder(const EncoderConfig& config, WeightBinder& binder, const ops::LinearPlacement& place,
+                           bool with_head);
 
 EncoderShape encoder_shape(const EncoderConfig& config);
 

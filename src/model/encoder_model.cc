@@ -1,5 +1,5 @@
-// The EncoderModel behind tach/model.h: loads a BERT or DistilBERT from a preset, a directory
-// or the hub cache, and runs it.
+// The EncoderModel behind tach/model.h: loads any post-LN encoder family (BERT, DistilBERT,
+// RoBERTa, XLM-RoBERTa) from a preset, a directory or the hub cache, and runs it.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -141,9 +141,7 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
     binder->set_adapter(adapter, {family.body_prefix}, spec);
   }
   const bool head = config.classification_head;
-  model::BuiltEncoder built = config.family == model::EncoderFamily::bert
-                                  ? model::build_bert(config, *binder, {options.device, options.compute}, head)
-                                  : model::build_distilbert(config, *binder, {options.device, options.compute}, head);
+  model::BuiltEncoder built = model::build_encoder(config, *binder, {options.device, options.compute}, head);
   for (auto& n : binder->finish()) info.notes.push_back(n);
   store.drop_resident_pages();  // the layers are packed copies; see load_qwen2
 
@@ -165,7 +163,7 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   info.max_positions = config.max_position_embeddings;
   info.type_vocab_size = config.type_vocab_size;
   info.pad_token_id = static_cast<int32_t>(config.pad_token_id);
-  info.positions = "learned absolute";
+  info.positions = config.family->positions_after_padding ? "learned absolute, from padding_idx + 1" : "learned absolute";
   if (const std::string n = model::bf16_compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
   return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
 }

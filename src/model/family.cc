@@ -49,8 +49,9 @@ int64_t ArchitectureSummary::parameters() const {
 }
 
 const std::vector<ModelFamily>& model_families() {
-  static const std::vector<ModelFamily> families = {bert_family(),  distilbert_family(), qwen2_family(), llama_family(),
-                                                    mistral_family(), qwen3_family(),      gemma3_family()};
+  static const std::vector<ModelFamily> families = {
+      bert_family(),  distilbert_family(), roberta_family(), xlm_roberta_family(), qwen2_family(),
+      llama_family(), mistral_family(),    qwen3_family(),   gemma3_family()};
   return families;
 }
 

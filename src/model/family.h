@@ -18,7 +18,7 @@ namespace tach::model {
 
 struct Field;  // model/config_fields.h
 struct DecoderConfig;
-enum class EncoderFamily;
+struct EncoderConfig;
 
 // The numbers the memory formulas need, whatever the family.
 struct ArchitectureSummary {
@@ -74,6 +74,37 @@ struct DecoderFamily {
   void (*read_switches)(const Field& f, DecoderConfig& c);
 };
 
+// A post-LayerNorm encoder's Hugging Face tensor names by role (BERT's by default). Layer names
+// sit under `layer` + N + "."; each linear has .weight and .bias, each LayerNorm .weight and .bias.
+struct EncoderTensorNames {
+  std::string layer = "encoder.layer.";
+  std::string q = "attention.self.query", k = "attention.self.key", v = "attention.self.value";
+  std::string out = "attention.output.dense", ln1 = "attention.output.LayerNorm";
+  std::string ffn_in = "intermediate.dense", ffn_out = "output.dense", ln2 = "output.LayerNorm";
+  // The classification head on the first token: out(act(dense(h[:, 0]))). head_dense sits in the
+  // body (BERT's pooler.dense, under the body prefix) or at the top level (pre_classifier,
+  // RoBERTa's classifier.dense).
+  std::string head_dense = "pooler.dense", head_out = "classifier";
+  bool head_dense_in_body = true;
+};
+
+enum class HeadActivation { tanh, relu };
+
+// What a post-LN encoder family adds to its row.
+struct EncoderFamily {
+  const char* module;  // the body's module in traces and saved names: "bert", "distilbert", "roberta"
+  EncoderTensorNames names;
+  bool token_types = true;  // a token-type embedding table (DistilBERT has none)
+  // RoBERTa's position ids: padding_idx + 1 + the count of non-pad tokens so far (pad tokens sit at
+  // padding_idx), as transformers' create_position_ids_from_input_ids; else 0..T-1.
+  bool positions_after_padding = false;
+  HeadActivation head_activation = HeadActivation::tanh;
+  bool attention_output_dropout = true;    // dropout on the attention output (BertSelfOutput); DistilBERT has none
+  bool dropout_before_head_dense = false;  // RoBERTa's head drops the first token before its dense
+  // config.json's sizes under the family's own names, its dropouts; refuses what tach does not build.
+  void (*read_config)(const Field& f, EncoderConfig& c) = nullptr;
+};
+
 struct ModelFamily {
   const char* name;                      // "Llama decoders (Llama 2/3.x, SmolLM2, TinyLlama)"
   std::vector<std::string> model_types;  // config.json's model_type values it builds
@@ -87,8 +118,8 @@ struct ModelFamily {
   std::string classifier_architecture;     // "LlamaForSequenceClassification": what a head makes of a base model
   std::vector<std::string> lora_targets;   // default LoRA target_modules (PEFT's names: every linear)
   std::string tokenizer_hint;              // a tokenizer to suggest when a checkpoint has none
-  const DecoderFamily* decoder = nullptr;  // null: a BERT-style encoder
-  EncoderFamily (*encoder)() = nullptr;    // encoders: which one
+  const DecoderFamily* decoder = nullptr;  // exactly one of decoder and encoder is set
+  const EncoderFamily* encoder = nullptr;
   std::unique_ptr<Model> (*load)(const ModelFamily& family, const ModelLocation& location, const LoadOptions& options);
   ArchitectureSummary (*summarize)(const ModelFamily& family, const ModelLocation& location);
 };
@@ -106,6 +137,8 @@ std::string known_model_types();
 // The rows, one per naming file.
 ModelFamily bert_family();
 ModelFamily distilbert_family();
+ModelFamily roberta_family();
+ModelFamily xlm_roberta_family();
 ModelFamily qwen2_family();
 ModelFamily llama_family();
 ModelFamily mistral_family();

@@ -1,6 +1,7 @@
 // Built-in presets: real configs with synthetic weights, deterministic from a seed. They let
 // a newcomer run and benchmark the engine without downloading anything. The configs are
-// copies of ../shared/configs/ (and bert-base-uncased's published config).
+// copies of ../shared/configs/ (and bert-base-uncased's, roberta-base's and xlm-roberta-base's
+// published configs).
 #include "model/presets.h"
 
 #include <nlohmann/json.hpp>
@@ -104,11 +105,58 @@ constexpr const char* kBertTiny = R"json(
 }
 )json";
 
+// roberta-base's published config.json, as a 2-label sequence classifier.
+constexpr const char* kRobertaBase = R"json({
+  "architectures": ["RobertaForSequenceClassification"],
+  "attention_probs_dropout_prob": 0.1,
+  "bos_token_id": 0,
+  "eos_token_id": 2,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-05,
+  "max_position_embeddings": 514,
+  "model_type": "roberta",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "pad_token_id": 1,
+  "type_vocab_size": 1,
+  "vocab_size": 50265
+})json";
+
+// xlm-roberta-base's published config.json, as a 2-label sequence classifier.
+constexpr const char* kXlmRobertaBase = R"json({
+  "architectures": ["XLMRobertaForSequenceClassification"],
+  "attention_probs_dropout_prob": 0.1,
+  "bos_token_id": 0,
+  "eos_token_id": 2,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-05,
+  "max_position_embeddings": 514,
+  "model_type": "xlm-roberta",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "output_past": true,
+  "pad_token_id": 1,
+  "position_embedding_type": "absolute",
+  "type_vocab_size": 1,
+  "vocab_size": 250002
+})json";
+
 constexpr Preset kPresets[] = {
     {"distilbert-base-uncased", "DistilBERT-base, 6 layers, 66M parameters, 2-label head (SST-2 config)",
      kDistilbertBase},
     {"bert-base-uncased", "BERT-base, 12 layers, 110M parameters, 2-label head", kBertBase},
     {"bert-tiny", "BERT-tiny, 2 layers, hidden 128, 4.4M parameters, 2-label head (IMDB config)", kBertTiny},
+    {"roberta-base", "RoBERTa-base, 12 layers, 125M parameters, 2-label head", kRobertaBase},
+    {"xlm-roberta-base", "XLM-RoBERTa-base, 12 layers, 278M parameters (250k-token vocabulary), 2-label head",
+     kXlmRobertaBase},
 };
 
 }  // namespace

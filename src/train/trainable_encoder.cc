@@ -17,64 +17,50 @@ Tensor normal_init(const Shape& shape, float std, uint64_t seed, const std::stri
   return t;
 }
 
-struct Names {
-  std::string q, k, v, out, ln1, ffn_in, ffn_out, ln2;
-};
-
-Names layer_names(bool bert, int64_t i) {
-  const std::string n = std::to_string(i);
-  if (bert) {
-    const std::string p = "encoder.layer." + n + ".";
-    return {p + "attention.self.query", p + "attention.self.key", p + "attention.self.value",
-            p + "attention.output.dense", p + "attention.output.LayerNorm", p + "intermediate.dense",
-            p + "output.dense", p + "output.LayerNorm"};
-  }
-  const std::string p = "transformer.layer." + n + ".";
-  return {p + "attention.q_lin", p + "attention.k_lin", p + "attention.v_lin", p + "attention.out_lin",
-          p + "sa_layer_norm", p + "ffn.lin1", p + "ffn.lin2", p + "output_layer_norm"};
-}
-
 }  // namespace
 
-TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, model::WeightBinder& w,
-                                         uint64_t init_seed, std::vector<std::string>* notes) {
+TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, const model::ModelFamily& row,
+                                         model::WeightBinder& w, uint64_t init_seed, std::vector<std::string>* notes) {
   check(config.num_labels() >= 1, "training needs a classification head: the model has no labels");
   TrainableEncoder m;
   m.config = config;
   m.shape = model::encoder_shape(config);
-  const bool bert = m.bert();
+  m.classifier_architecture = row.classifier_architecture;
+  const model::EncoderFamily& family = m.family();
+  const model::EncoderTensorNames& n = family.names;
   const int64_t C = config.hidden_size, I = config.intermediate_size, L = config.num_labels();
   // Names as the *ForSequenceClassification model saves them, whatever prefix the checkpoint used.
-  const std::string P = bert ? "bert." : "distilbert.";
+  const std::string P = m.prefix();
   ParameterTable& t = m.params;
   auto encoder = [&](const std::string& name, const Shape& shape) -> Parameter& {
     return t.add(P + name, w.take(name, shape));
   };
   m.word = &encoder("embeddings.word_embeddings.weight", {config.vocab_size, C});
   m.position = &encoder("embeddings.position_embeddings.weight", {config.max_position_embeddings, C});
-  if (bert) m.token_type = &encoder("embeddings.token_type_embeddings.weight", {config.type_vocab_size, C});
+  if (family.token_types)
+    m.token_type = &encoder("embeddings.token_type_embeddings.weight", {config.type_vocab_size, C});
   m.emb_ln_gamma = &encoder("embeddings.LayerNorm.weight", {C});
   m.emb_ln_beta = &encoder("embeddings.LayerNorm.bias", {C});
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    const Names n = layer_names(bert, i);
+    const std::string p = n.layer + std::to_string(i) + ".";
     TrainableLayer layer;
-    const std::string fused = P + (bert ? "encoder.layer." : "transformer.layer.") + std::to_string(i) + ".attention.qkv";
-    layer.qkv_weight = t.add_fused(fused + ".weight", {{P + n.q + ".weight", w.take(n.q + ".weight", {C, C})},
-                                                       {P + n.k + ".weight", w.take(n.k + ".weight", {C, C})},
-                                                       {P + n.v + ".weight", w.take(n.v + ".weight", {C, C})}});
-    layer.qkv_bias = t.add_fused(fused + ".bias", {{P + n.q + ".bias", w.take(n.q + ".bias", {C})},
-                                                   {P + n.k + ".bias", w.take(n.k + ".bias", {C})},
-                                                   {P + n.v + ".bias", w.take(n.v + ".bias", {C})}});
-    layer.out_weight = &encoder(n.out + ".weight", {C, C});
-    layer.out_bias = &encoder(n.out + ".bias", {C});
-    layer.ln1_gamma = &encoder(n.ln1 + ".weight", {C});
-    layer.ln1_beta = &encoder(n.ln1 + ".bias", {C});
-    layer.ffn_in_weight = &encoder(n.ffn_in + ".weight", {I, C});
-    layer.ffn_in_bias = &encoder(n.ffn_in + ".bias", {I});
-    layer.ffn_out_weight = &encoder(n.ffn_out + ".weight", {C, I});
-    layer.ffn_out_bias = &encoder(n.ffn_out + ".bias", {C});
-    layer.ln2_gamma = &encoder(n.ln2 + ".weight", {C});
-    layer.ln2_beta = &encoder(n.ln2 + ".bias", {C});
+    const std::string fused = P + p + "attention.qkv";
+    layer.qkv_weight = t.add_fused(fused + ".weight", {{P + p + n.q + ".weight", w.take(p + n.q + ".weight", {C, C})},
+                                                       {P + p + n.k + ".weight", w.take(p + n.k + ".weight", {C, C})},
+                                                       {P + p + n.v + ".weight", w.take(p + n.v + ".weight", {C, C})}});
+    layer.qkv_bias = t.add_fused(fused + ".bias", {{P + p + n.q + ".bias", w.take(p + n.q + ".bias", {C})},
+                                                   {P + p + n.k + ".bias", w.take(p + n.k + ".bias", {C})},
+                                                   {P + p + n.v + ".bias", w.take(p + n.v + ".bias", {C})}});
+    layer.out_weight = &encoder(p + n.out + ".weight", {C, C});
+    layer.out_bias = &encoder(p + n.out + ".bias", {C});
+    layer.ln1_gamma = &encoder(p + n.ln1 + ".weight", {C});
+    layer.ln1_beta = &encoder(p + n.ln1 + ".bias", {C});
+    layer.ffn_in_weight = &encoder(p + n.ffn_in + ".weight", {I, C});
+    layer.ffn_in_bias = &encoder(p + n.ffn_in + ".bias", {I});
+    layer.ffn_out_weight = &encoder(p + n.ffn_out + ".weight", {C, I});
+    layer.ffn_out_bias = &encoder(p + n.ffn_out + ".bias", {C});
+    layer.ln2_gamma = &encoder(p + n.ln2 + ".weight", {C});
+    layer.ln2_beta = &encoder(p + n.ln2 + ".bias", {C});
     m.layers.push_back(layer);
   }
 
@@ -93,16 +79,14 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, mod
     *bias = &t.add(saved + ".bias", Tensor::zeros({out}, DType::f32, Device::cpu(), MemoryCategory::workspace));
     initialised.push_back(saved);
   };
-  if (bert)
-    head_linear("pooler.dense", "bert.pooler.dense", C, true, &m.head_dense_weight, &m.head_dense_bias);
-  else
-    head_linear("pre_classifier", "pre_classifier", C, false, &m.head_dense_weight, &m.head_dense_bias);
-  head_linear("classifier", "classifier", L, false, &m.classifier_weight, &m.classifier_bias);
+  head_linear(n.head_dense, n.head_dense_in_body ? P + n.head_dense : n.head_dense, C, n.head_dense_in_body,
+              &m.head_dense_weight, &m.head_dense_bias);
+  head_linear(n.head_out, n.head_out, L, false, &m.classifier_weight, &m.classifier_bias);
   if (notes) {
-    for (auto& n : w.finish()) notes->push_back(n);
+    for (auto& note : w.finish()) notes->push_back(note);
     if (!initialised.empty()) {
       std::string list;
-      for (const auto& n : initialised) list += (list.empty() ? "" : ", ") + n;
+      for (const auto& name : initialised) list += (list.empty() ? "" : ", ") + name;
       notes->push_back("newly initialised (the checkpoint has none): " + list + " — weights N(0, " +
                        std::to_string(config.initializer_range) + "), biases 0, seed " + std::to_string(init_seed));
     }
@@ -154,6 +138,7 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   LayerActivations& last = a.layers.back();
   last.context_cls = make({B, C});
   a.first = make({B, C});
+  if (m.family().dropout_before_head_dense) a.first_dropped = make({B, C});
   a.head_hidden = make({B, C});
   a.head_dropped = make({B, C});
   a.logits = make({B, m.num_labels()});
@@ -175,8 +160,8 @@ int64_t TrainableEncoder::quantize_base_nf4() {
     for (Parameter* p : {l.out_weight, l.ffn_in_weight, l.ffn_out_weight})
       if (!p->trainable) params.quantize_nf4(*p), ++n;
   }
-  // BERT's pooler is an nn.Linear that bitsandbytes quantizes too; DistilBERT's pre_classifier
-  // trains (a module to save) and stays f32.
+  // BERT's pooler is an nn.Linear that bitsandbytes quantizes too; a head module (DistilBERT's
+  // pre_classifier, RoBERTa's classifier) trains (a module to save) and stays f32.
   if (head_dense_weight && !head_dense_weight->trainable) params.quantize_nf4(*head_dense_weight), ++n;
   return n;
 }
@@ -185,9 +170,6 @@ int64_t TrainableEncoder::quantize_base_nf4() {
 
 namespace tach::train {
 
-std::string TrainableEncoder::architecture() const {
-  return bert() ? "BertForSequenceClassification" : "DistilBertForSequenceClassification";
-}
 
 std::unique_ptr<ForwardState> TrainableEncoder::new_state(bool fused) const {
   auto s = std::make_unique<EncoderActivations>();
@@ -209,22 +191,22 @@ void TrainableEncoder::backward(ForwardState& state, const TokenBatch& batch, co
 namespace tach::train {
 
 std::vector<LinearSite> TrainableEncoder::linear_sites() {
-  const bool b = bert();
+  const model::EncoderTensorNames& n = family().names;
   const int64_t C = config.hidden_size, I = config.intermediate_size;
-  const std::string P = b ? "bert." : "distilbert.";
   std::vector<LinearSite> sites;
   for (size_t i = 0; i < layers.size(); ++i) {
     TrainableLayer& l = layers[i];
-    const std::string p = P + (b ? "encoder.layer." : "transformer.layer.") + std::to_string(i) + ".";
-    const std::string a = p + (b ? "attention.self." : "attention.");
-    sites.push_back({a + (b ? "query" : "q_lin"), C, C, 0, &l.qkv_lora});
-    sites.push_back({a + (b ? "key" : "k_lin"), C, C, C, &l.qkv_lora});
-    sites.push_back({a + (b ? "value" : "v_lin"), C, C, 2 * C, &l.qkv_lora});
-    sites.push_back({p + (b ? "attention.output.dense" : "attention.out_lin"), C, C, 0, &l.out_lora});
-    sites.push_back({p + (b ? "intermediate.dense" : "ffn.lin1"), C, I, 0, &l.ffn_in_lora});
-    sites.push_back({p + (b ? "output.dense" : "ffn.lin2"), I, C, 0, &l.ffn_out_lora});
+    const std::string p = prefix() + n.layer + std::to_string(i) + ".";
+    sites.push_back({p + n.q, C, C, 0, &l.qkv_lora});
+    sites.push_back({p + n.k, C, C, C, &l.qkv_lora});
+    sites.push_back({p + n.v, C, C, 2 * C, &l.qkv_lora});
+    sites.push_back({p + n.out, C, C, 0, &l.out_lora});
+    sites.push_back({p + n.ffn_in, C, I, 0, &l.ffn_in_lora});
+    sites.push_back({p + n.ffn_out, I, C, 0, &l.ffn_out_lora});
   }
-  if (b) sites.push_back({"bert.pooler.dense", C, C, 0, &head_dense_lora});
+  // A head dense in the body is a base linear LoRA may target (BERT's pooler.dense); a head
+  // module's (pre_classifier, RoBERTa's classifier.dense) trains whole as a module to save.
+  if (n.head_dense_in_body) sites.push_back({prefix() + n.head_dense, C, C, 0, &head_dense_lora});
   return sites;
 }
 

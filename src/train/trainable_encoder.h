@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/family.h"
 #include "model/encoder.h"
 #include "model/weight_binder.h"
 #include "tach/model.h"
@@ -33,17 +34,20 @@ struct TrainableLayer {
 struct TrainableEncoder final : TrainableModel {
   model::EncoderConfig config;
   model::EncoderShape shape;
-  Parameter *word = nullptr, *position = nullptr, *token_type = nullptr;  // token_type: BERT only
+  Parameter *word = nullptr, *position = nullptr, *token_type = nullptr;  // token_type: not DistilBERT
   Parameter *emb_ln_gamma = nullptr, *emb_ln_beta = nullptr;
   std::vector<TrainableLayer> layers;
-  Parameter *head_dense_weight = nullptr, *head_dense_bias = nullptr;  // BERT pooler, DistilBERT pre_classifier
+  // BERT's pooler, DistilBERT's pre_classifier, RoBERTa's classifier.dense; then the output layer.
+  Parameter *head_dense_weight = nullptr, *head_dense_bias = nullptr;
   Parameter *classifier_weight = nullptr, *classifier_bias = nullptr;  // [L, C], [L]
   std::vector<int64_t> head_dense_lora;  // BERT's pooler.dense is a "dense" that PEFT may target
-  bool bert() const { return config.family == model::EncoderFamily::bert; }
+  const model::EncoderFamily& family() const { return *config.family; }
+  std::string prefix() const { return std::string(family().module) + "."; }  // "bert.": the body's saved names
 
   const std::vector<std::string>& labels() const override { return config.id2label; }
-  std::string architecture() const override;
-  bool uses_token_types() const override { return bert(); }
+  std::string architecture() const override { return classifier_architecture; }
+  std::string classifier_architecture;  // the row's: "XLMRobertaForSequenceClassification"
+  bool uses_token_types() const override { return family().token_types; }
   std::vector<LinearSite> linear_sites() override;
   void release_frozen_grads() override;
   int64_t quantize_base_nf4() override;
@@ -57,8 +61,9 @@ struct TrainableEncoder final : TrainableModel {
 // size. A head the checkpoint does not hold (a bare BertModel, or a head of another size) is
 // initialised as transformers does: weights N(0, initializer_range), biases 0, drawn from
 // `init_seed`; `notes` says which.
-TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, model::WeightBinder& binder,
-                                         uint64_t init_seed, std::vector<std::string>* notes);
+TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, const model::ModelFamily& family,
+                                         model::WeightBinder& binder, uint64_t init_seed,
+                                         std::vector<std::string>* notes);
 
 // What one forward keeps for the backward, per layer, sized for [B, T]. Allocated once for the
 // largest batch and reused across steps (category activations).
@@ -89,6 +94,7 @@ struct EncoderActivations final : ForwardState {
   Tensor emb_mean, emb_rstd;   // [N]
   std::vector<LayerActivations> layers;
   Tensor first;                // [B, C] the last layer's output at the first token of each row
+  Tensor first_dropped;        // [B, C] first after dropout (RoBERTa's head), else undefined
   Tensor head_hidden;          // [B, C] act(dense(first)), before dropout
   Tensor head_dropped;         // [B, C] after dropout (logits [B, L]: ForwardState's)
   // Gradient buffers reused by the backward.

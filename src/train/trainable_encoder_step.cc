@@ -33,18 +33,12 @@ int64_t site_attention_probs(int64_t layer) { return 1 + 4 * layer; }
 int64_t site_attention_output(int64_t layer) { return 2 + 4 * layer; }
 int64_t site_ffn(int64_t layer) { return 3 + 4 * layer; }
 int64_t site_head(int64_t layers) { return 1 + 4 * layers; }
+int64_t site_head_input(int64_t layers) { return 2 + 4 * layers; }  // RoBERTa's dropout before classifier.dense
 
 uint64_t key(const DropoutRates& d, int64_t site) { return ops::dropout_key(d.seed, d.micro_batch, site); }
 
-std::string layer_module(bool bert, size_t i) {
-  return core::tracing() ? core::concat(bert ? "encoder.layer." : "transformer.layer.", i) : std::string();
-}
-
-// position ids 0..T-1 for every row: [B*T]
-std::vector<int32_t> position_ids(int64_t B, int64_t T) {
-  std::vector<int32_t> p(size_t(B * T));
-  for (int64_t i = 0; i < B * T; ++i) p[size_t(i)] = int32_t(i % T);
-  return p;
+std::string layer_module(const TrainableEncoder& m, size_t i) {
+  return core::tracing() ? core::concat(m.family().names.layer, i) : std::string();
 }
 
 void dropout_fwd(float* x, int64_t n, float p, uint64_t k) {
@@ -78,11 +72,10 @@ void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
   const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
   const int64_t H = m.shape.heads, D = C / H, N = B * T;
   const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
-  const bool bert = m.bert();
   const TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
   const Tensor& out = a.layers[li + 1].input;
-  core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
+  core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
     core::Span span(core::SpanKind::module, "attention");
     step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
@@ -93,8 +86,8 @@ void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
                                        f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
                                        key(dr, site_attention_probs(int64_t(li))));
     }
-    // BERT drops out the attention output (BertSelfOutput); DistilBERT does not.
-    const float out_p = bert ? dr.hidden : 0.f;
+    // BERT and RoBERTa drop out the attention output (BertSelfOutput); DistilBERT does not.
+    const float out_p = m.family().attention_output_dropout ? dr.hidden : 0.f;
     const uint64_t out_key = key(dr, site_attention_output(int64_t(li)));
     if (a.fused) {
       // The projection goes to a scratch buffer (d_scratch is free in the forward), then one pass.
@@ -159,10 +152,9 @@ void last_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
   const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
   const int64_t H = m.shape.heads, D = C / H, N = B * T;
   const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
-  const bool bert = m.bert();
   const TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
-  core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
+  core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
     core::Span span(core::SpanKind::module, "attention");
     step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
@@ -178,7 +170,8 @@ void last_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
       std::memcpy(f(s.context_cls) + b * C, f(s.context) + b * T * C, sizeof(float) * size_t(C));
     step::linear_forward(f(s.residual1), f(s.context_cls), wt(w.out_weight), f(w.out_bias), B, C, C);
     lora_fwd(m, w.out_lora, f(s.residual1), C, f(s.context_cls), B, a, dr);
-    dropout_fwd(f(s.residual1), B * C, bert ? dr.hidden : 0.f, key(dr, site_attention_output(int64_t(li))));
+    dropout_fwd(f(s.residual1), B * C, m.family().attention_output_dropout ? dr.hidden : 0.f,
+                key(dr, site_attention_output(int64_t(li))));
     for (int64_t b = 0; b < B; ++b) ops::add_inplace(f(s.residual1) + b * C, f(s.input) + b * T * C, C);
     OpSpan o("layer_norm", ops::layer_norm_cost(B, C, true));
     ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), B, C, eps,
@@ -209,12 +202,11 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
   const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
   const int64_t H = m.shape.heads, D = C / H, N = B * T;
   const float scale = 1.0f / std::sqrt(float(D));
-  const bool bert = m.bert();
   TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
   float* d1 = f(a.d_cls1);  // [B, C]
   float* d2 = f(a.d_cls2);  // [B, C]
-  core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
+  core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
     core::Span span(core::SpanKind::module, "ffn");
     zero(a.d_cls1);
@@ -251,7 +243,7 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
                                  f(s.rstd1), B, C);
   }
   std::memcpy(d2, d1, a.d_cls1.nbytes());  // the residual: d(input) at the first tokens
-  if (bert) dropout_bwd(d1, B * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
+  if (m.family().attention_output_dropout) dropout_bwd(d1, B * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
   // d(context_cls) into residual1's buffer, no longer needed; then into the first tokens' rows
   // of a full d(context), zero elsewhere.
   zero(s.residual1);
@@ -286,25 +278,32 @@ void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, 
 
 }  // namespace
 
+// What the head's dense layer reads: a.first, or (RoBERTa) a.first after its own dropout.
+const Tensor& head_input(const TrainableEncoder& m, EncoderActivations& a, const DropoutRates& dr) {
+  if (!m.family().dropout_before_head_dense) return a.first;
+  std::memcpy(f(a.first_dropped), f(a.first), a.first.nbytes());
+  dropout_fwd(f(a.first_dropped), a.first.numel(), dr.classifier, key(dr, site_head_input(int64_t(m.layers.size()))));
+  return a.first_dropped;
+}
+
 void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
                        const DropoutRates& dr) {
   model::check_batch(batch, m.shape);
   const int64_t B = batch.batch(), T = batch.seq_len(), C = m.shape.hidden;
   const int64_t N = B * T, L = m.num_labels();
   const float eps = m.shape.eps;
-  const bool bert = m.bert();
   prepare_activations(a, m, B, T);
   const int32_t* ids = batch.input_ids.data<int32_t>();
   const int32_t* mask = batch.attention_mask.data<int32_t>();
 
-  std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, bert ? "bert" : "distilbert");
+  std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, m.family().module);
   {
     core::Span span(core::SpanKind::module, "embeddings");
     {
       OpSpan s("embedding", ops::embedding_cost(N, C, DType::f32));
       ops::embedding_forward_cpu(f(a.emb_sum), ids, f(m.word), DType::f32, N, C, false);
-      const std::vector<int32_t> pos = position_ids(B, T);
-      ops::embedding_forward_cpu(f(a.emb_sum), pos.data(), f(m.position), DType::f32, N, C, true);
+      const Tensor pos = model::encoder_position_ids(batch.input_ids, m.shape);
+      ops::embedding_forward_cpu(f(a.emb_sum), pos.data<int32_t>(), f(m.position), DType::f32, N, C, true);
       if (m.token_type) {
         std::vector<int32_t> zeros;
         const int32_t* types = batch.token_type_ids.defined() ? batch.token_type_ids.data<int32_t>()
@@ -320,12 +319,14 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
 
   for (size_t li = 0; li < m.layers.size(); ++li) layer_forward(m, a, li, mask, dr);
 
-  // The head on the first token: BERT's pooler (tanh), DistilBERT's pre_classifier (ReLU).
+  // The head on the first token: BERT's pooler (tanh), DistilBERT's pre_classifier (ReLU),
+  // RoBERTa's classifier.dense (tanh, after a dropout of its own).
   core::Span head_span(core::SpanKind::module, "classifier");
   // a.first [B, C] is the last layer's output at each row's first token (last_layer_forward).
-  step::linear_forward(f(a.head_hidden), f(a.first), wt(m.head_dense_weight), f(m.head_dense_bias), B, C, C);
-  lora_fwd(m, m.head_dense_lora, f(a.head_hidden), C, f(a.first), B, a, dr);
-  if (bert)
+  const Tensor& head_in = head_input(m, a, dr);
+  step::linear_forward(f(a.head_hidden), f(head_in), wt(m.head_dense_weight), f(m.head_dense_bias), B, C, C);
+  lora_fwd(m, m.head_dense_lora, f(a.head_hidden), C, f(head_in), B, a, dr);
+  if (m.family().head_activation == model::HeadActivation::tanh)
     ops::tanh_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
   else
     ops::relu_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
@@ -340,7 +341,6 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
   const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
   const int64_t H = m.shape.heads, D = C / H, N = B * T, L = m.num_labels();
   const float scale = 1.0f / std::sqrt(float(D));
-  const bool bert = m.bert();
   const int32_t* ids = batch.input_ids.data<int32_t>();
   const int32_t* mask = batch.attention_mask.data<int32_t>();
   // The caller's "backward" scope (train_step.cc) prefixes these module paths.
@@ -355,18 +355,21 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
     // Through the activation, from its saved output: d_first holds d(dense output).
     zero(a.d_first);
-    if (bert)
+    if (m.family().head_activation == model::HeadActivation::tanh)
       ops::tanh_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
     else
       ops::relu_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
     zero(a.d_head);
-    step::linear_backward(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(a.first),
+    const Tensor& head_in = m.family().dropout_before_head_dense ? a.first_dropped : a.first;
+    step::linear_backward(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(head_in),
                              wt(m.head_dense_weight), B, C, C);
-    lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(a.first), B, a, dr);
+    lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(head_in), B, a, dr);
+    if (m.family().dropout_before_head_dense)
+      dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head_input(m.shape.layers)));
   }
   const bool embeddings_frozen = !g(m.word) && !g(m.position) && !(m.token_type && g(m.token_type)) &&
                                  !g(m.emb_ln_gamma) && !g(m.emb_ln_beta);
-  core::Span model_span(core::SpanKind::module, bert ? "bert" : "distilbert");
+  core::Span model_span(core::SpanKind::module, m.family().module);
   // Only the first token of each row reaches the head: the last layer's backward starts there.
   {
     const size_t last = m.layers.size() - 1;
@@ -384,7 +387,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
       core::Span span(core::SpanKind::module, "recompute");
       layer_forward(m, a, li, mask, dr);
     }
-    core::Span layer_span(core::SpanKind::module, layer_module(bert, li));
+    core::Span layer_span(core::SpanKind::module, layer_module(m, li));
     // d_hidden: d(layer output) on entry, d(layer input) on exit.
     {
       core::Span span(core::SpanKind::module, "ffn");
@@ -431,7 +434,8 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
                                    f(w.ln1_gamma), f(s.mean1), f(s.rstd1), N, C);
     }
     std::memcpy(f(a.d_hidden), f(a.d_scratch), a.d_scratch.nbytes());
-    if (bert) dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
+    if (m.family().attention_output_dropout)
+      dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
     // d(context) goes into residual1's buffer, no longer needed.
     zero(s.residual1);
     {
@@ -462,8 +466,9 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
   }
   OpSpan o("embedding_backward", ops::embedding_backward_cost(N, C));
   ops::embedding_backward_cpu(g(m.word), ids, f(a.d_scratch), N, C, int32_t(m.config.pad_token_id));
-  const std::vector<int32_t> pos = position_ids(B, T);
-  ops::embedding_backward_cpu(g(m.position), pos.data(), f(a.d_scratch), N, C, -1);
+  const Tensor pos = model::encoder_position_ids(batch.input_ids, m.shape);
+  // RoBERTa's nn.Embedding(padding_idx=pad) leaves the pad position's row without a gradient.
+  ops::embedding_backward_cpu(g(m.position), pos.data<int32_t>(), f(a.d_scratch), N, C, m.shape.position_pad);
   if (m.token_type) {
     std::vector<int32_t> zeros;
     const int32_t* types = batch.token_type_ids.defined() ? batch.token_type_ids.data<int32_t>()

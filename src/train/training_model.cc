@@ -107,7 +107,7 @@ std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource&
   model::EncoderConfig c = source.config;
   c.id2label = id2label;
   c.problem_type = problem_type;
-  return std::make_unique<TrainableEncoder>(build_trainable_encoder(c, *source.binder, init_seed, notes));
+  return std::make_unique<TrainableEncoder>(build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes));
 }
 
 }  // namespace tach::train
