@@ -46,23 +46,28 @@ TokenBatch batch_of(const json& side) {
   return b;
 }
 
-// A sentence-transformers directory around the tiny bare BERT, with the case's files.
-void write_case(const std::string& dir, const json& files) {
+// A sentence-transformers directory around the tiny bare BERT, with the case's files (and the
+// files it copies from tests/fixtures: Dense modules' configs and weights).
+void write_case(const std::string& dir, const json& files, const json& copies = json::object()) {
   const std::string base = test::fixtures_dir() + "/encoders/bert-base-model-f32";
   for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(base + "/" + f, dir + "/" + f);
   for (const auto& [name, content] : files.items()) {
     fs::create_directories(fs::path(dir + "/" + name).parent_path());
     test::write_text(dir + "/" + name, content.dump());
   }
+  for (const auto& [name, from] : copies.items()) {
+    fs::create_directories(fs::path(dir + "/" + name).parent_path());
+    fs::copy_file(test::fixtures_dir() + "/" + from.get<std::string>(), dir + "/" + name);
+  }
   test::write_text(dir + "/sentence_bert_config.json", R"({"max_seq_length": 512, "do_lower_case": false})");
 }
 
 TEST(Embedding, EveryPoolingModeMatchesSentenceTransformers) {
   const json cases = read_json(test::fixtures_dir() + "/embeddings/pooling_cases.json");
-  ASSERT_GE(cases["cases"].size(), 5u);
+  ASSERT_GE(cases["cases"].size(), 7u);
   for (const auto& [name, c] : cases["cases"].items()) {
     test::TempDir dir;
-    write_case(dir.path(), c["files"]);
+    write_case(dir.path(), c["files"], c.value("copy", json::object()));
     auto model = load_model(dir.path());
     ASSERT_TRUE(model->info().embedding) << name;
     for (const char* side : {"right", "left"}) {
@@ -122,10 +127,28 @@ TEST(Embedding, ConfigsTachCannotRunAreRefusedByName) {
   const std::string tp = R"({"type": "sentence_transformers.models.Transformer", "path": ""})";
   const std::string pp = R"({"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"})";
   const std::string ok_pool = R"({"word_embedding_dimension": 16, "pooling_mode_mean_tokens": true})";
-  EXPECT_NE(attempt("[" + tp + "," + pp + R"(, {"type": "sentence_transformers.models.Dense", "path": "2_Dense"}])",
-                    ok_pool)
-                .find("sentence_transformers.models.Dense' in '2_Dense' is not one tach runs"),
+  // A Dense module needs its config; one on the token embeddings, or with another activation, is refused.
+  const std::string dense = R"(, {"type": "sentence_transformers.models.Dense", "path": "2_Dense"}])";
+  EXPECT_NE(attempt("[" + tp + "," + pp + dense, ok_pool).find("names a Dense module in '2_Dense', but"),
             std::string::npos);
+  auto with_dense = [&](const std::string& dense_config) {
+    test::TempDir dir;
+    test::write_text(dir.file("modules.json"), "[" + tp + "," + pp + dense);
+    fs::create_directories(dir.file("1_Pooling"));
+    test::write_text(dir.file("1_Pooling/config.json"), ok_pool);
+    fs::create_directories(dir.file("2_Dense"));
+    test::write_text(dir.file("2_Dense/config.json"), dense_config);
+    return test::error_of([&] { model::read_sentence_embedding_config(dir.path()); });
+  };
+  EXPECT_NE(with_dense(R"({"in_features": 16, "out_features": 8, "activation_function": "torch.nn.modules.activation.ReLU"})")
+                .find("activation_function 'torch.nn.modules.activation.ReLU' is not one tach runs"),
+            std::string::npos);
+  EXPECT_NE(with_dense(R"({"in_features": 16, "out_features": 8, "module_input_name": "token_embeddings"})")
+                .find("on the pooled sentence embedding only"),
+            std::string::npos);
+  EXPECT_NE(with_dense(R"({"in_features": 0, "out_features": 8})").find("\"in_features\" must be a positive integer"),
+            std::string::npos);
+  EXPECT_EQ(with_dense(R"({"in_features": 16, "out_features": 8})"), "(no error)");
   EXPECT_NE(attempt("[" + tp + "," + pp + "]", R"({"pooling_mode": "median"})").find("pooling mode 'median'"),
             std::string::npos);
   EXPECT_NE(attempt("[" + tp + "," + pp + "]", R"({"pooling_mode": "mean", "include_prompt": false})")

@@ -45,7 +45,7 @@ struct ModelInfo {
   DType compute = DType::f32;
   Device device = Device::cpu();  // where the weights live and the forward runs
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, intermediate_size = 0;
-  int64_t max_positions = 0, type_vocab_size = 0;
+  int64_t max_positions = 0, type_vocab_size = 0;  // max_positions: the tokens a row can hold (RoBERTa: 2 fewer)
   int64_t num_kv_heads = 0, head_dim = 0;  // decoders: grouped-query attention
   bool causal_lm = false;                  // can produce vocabulary logits and generate
   std::vector<int64_t> eos_token_ids;      // decoders: generation stops at these

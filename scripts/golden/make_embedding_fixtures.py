@@ -36,6 +36,14 @@ CASES = {
                       "normalize": True},
     "lasttoken": {"pooling": {"embedding_dimension": 16, "pooling_mode": "lasttoken"}, "normalize": False},
     "no-pooling-module": {"pooling": None, "normalize": False},
+    # Dense modules after the pooling (LaBSE, sentence-t5 and distilled models have them): their
+    # weights are written once under tests/fixtures/embeddings/dense/<case>/<module>/.
+    "mean-dense-tanh-normalize": {"pooling": {"word_embedding_dimension": 16, "pooling_mode_mean_tokens": True},
+                                  "dense": [(16, 8, True, "torch.nn.modules.activation.Tanh")], "normalize": True},
+    "cls-dense-identity-nobias-dense-tanh": {
+        "pooling": {"word_embedding_dimension": 16, "pooling_mode_cls_token": True},
+        "dense": [(16, 12, False, "torch.nn.modules.linear.Identity"), (12, 6, True, "torch.nn.modules.activation.Tanh")],
+        "normalize": False},
 }
 
 HARD_TEXTS = [
@@ -52,7 +60,8 @@ HARD_TEXTS = [
 ]
 
 
-def write_case(dst, base, spec):
+def write_case(dst, base, spec, dense_store=None):
+    """dense_store: where the Dense modules' weights are made (seeded) and kept for the test."""
     for f in ("config.json", "model.safetensors"):
         shutil.copy(os.path.join(base, f), dst)
     modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}]
@@ -60,8 +69,18 @@ def write_case(dst, base, spec):
         os.makedirs(os.path.join(dst, "1_Pooling"))
         json.dump(spec["pooling"], open(os.path.join(dst, "1_Pooling", "config.json"), "w"))
         modules.append({"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"})
+    for k, (fin, fout, bias, act) in enumerate(spec.get("dense", [])):
+        from sentence_transformers.sentence_transformer.modules import Dense
+        name = f"{2 + k}_Dense"
+        torch.manual_seed(100 + k)
+        activation = torch.nn.Tanh() if act.endswith("Tanh") else torch.nn.Identity()
+        os.makedirs(os.path.join(dense_store, name))
+        Dense(fin, fout, bias=bias, activation_function=activation).save(os.path.join(dense_store, name))
+        shutil.copytree(os.path.join(dense_store, name), os.path.join(dst, name))
+        modules.append({"idx": 2 + k, "name": str(2 + k), "path": name, "type": "sentence_transformers.models.Dense"})
     if spec["normalize"]:
-        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+        n = 2 + len(spec.get("dense", []))
+        modules.append({"idx": n, "name": str(n), "path": f"{n}_Normalize", "type": "sentence_transformers.models.Normalize"})
     json.dump(modules, open(os.path.join(dst, "modules.json"), "w"))
     json.dump({"max_seq_length": 512, "do_lower_case": False}, open(os.path.join(dst, "sentence_bert_config.json"), "w"))
 
@@ -79,12 +98,20 @@ def pooling_cases(root):
            "made_with": {"sentence_transformers": sentence_transformers.__version__, "torch": torch.__version__}}
     for name, spec in CASES.items():
         with tempfile.TemporaryDirectory() as d:
-            write_case(d, base, spec)
+            store = os.path.join(root, "embeddings", "dense", name)
+            if spec.get("dense"):
+                shutil.rmtree(store, ignore_errors=True)
+                os.makedirs(store)
+            write_case(d, base, spec, store)
             # The tokenizer is not used (features are token ids), but SentenceTransformer wants one.
             model = load_without_tokenizer(d)
             result = {"files": {"modules.json": json.load(open(os.path.join(d, "modules.json")))}}
             if spec["pooling"] is not None:
                 result["files"]["1_Pooling/config.json"] = spec["pooling"]
+            if spec.get("dense"):
+                # Copied from tests/fixtures/ by the test: the config and the safetensors weights.
+                result["copy"] = {f"{m}/{f}": f"embeddings/dense/{name}/{m}/{f}"
+                                  for m in sorted(os.listdir(store)) for f in ("config.json", "model.safetensors")}
             for side in ("right", "left"):
                 feats = {k: torch.tensor(v) for k, v in out[side].items()}
                 feats["token_type_ids"] = torch.zeros_like(feats["input_ids"])
@@ -121,6 +148,10 @@ def load_without_tokenizer(d):
         seq.append(Pooling(**_pooling_kwargs(cfg)))
     else:
         seq.append(Pooling(16))  # what SentenceTransformer adds when modules.json lists no Pooling module
+    from sentence_transformers.sentence_transformer.modules import Dense
+    for m in modules:
+        if m["type"].endswith(".Dense"):
+            seq.append(Dense.load(os.path.join(d, m["path"])))
     if "Normalize" in kinds:
         seq.append(Normalize())
     return torch.nn.Sequential(*seq).eval()

@@ -2,7 +2,12 @@
 
 #include <algorithm>
 
+#include <filesystem>
+
 #include "core/trace.h"
+#include "model/safetensors.h"
+#include "ops/activation.h"
+#include "ops/linear.h"
 #include "ops/pooling.h"
 #include "tach/error.h"
 
@@ -27,6 +32,37 @@ namespace model {
 
 namespace {
 
+// A Dense module's weights, f32: W [out, in] and b [out] (undefined without a bias).
+struct DenseWeights {
+  DenseModule config;
+  Tensor weight, bias;
+};
+
+DenseWeights load_dense(const DenseModule& d, const std::string& dir, int64_t in_features) {
+  namespace fs = std::filesystem;
+  const fs::path where = fs::path(dir) / d.path;
+  const std::string file = (where / "model.safetensors").string();
+  check(d.in_features == in_features, file + ": the Dense module takes " + std::to_string(d.in_features) +
+                                          " features, but what comes before it gives " + std::to_string(in_features));
+  if (!fs::exists(file))
+    throw Error(fs::exists(where / "pytorch_model.bin")
+                    ? (where / "pytorch_model.bin").string() + ": tach does not read pickle files (they can run code); "
+                          "save the Dense module with safetensors"
+                    : file + " does not exist: the Dense module's weights");
+  const SafetensorsFile st = SafetensorsFile::open(file);
+  auto take = [&](const char* name, const Shape& shape) {
+    const SafetensorsEntry* e = st.find(name);
+    check(e != nullptr, file + ": no tensor '" + std::string(name) + "'");
+    Tensor t = st.tensor(*e).to(DType::f32, MemoryCategory::weights);
+    check(t.shape() == shape, file + ": '" + std::string(name) + "' is " + shape_str(t.shape()) + ", expected " +
+                                  shape_str(shape));
+    return t;
+  };
+  DenseWeights w{d, take("linear.weight", {d.out_features, d.in_features}), Tensor()};
+  if (d.bias) w.bias = take("linear.bias", {d.out_features});
+  return w;
+}
+
 class SentenceEmbedder final : public Model {
  public:
   SentenceEmbedder(std::unique_ptr<Model> inner, SentenceEmbeddingConfig config)
@@ -39,13 +75,20 @@ class SentenceEmbedder final : public Model {
     info_.pooling = config_.pooling_name();
     info_.normalized = config_.normalize;
     info_.embedding_dim = int64_t(config_.modes.size()) * C;
+    for (const DenseModule& d : config_.dense) {
+      dense_.push_back(load_dense(d, config_.dir, info_.embedding_dim));
+      info_.embedding_dim = d.out_features;
+    }
     info_.max_seq_length = config_.max_seq_length;
     if (info_.max_positions > 0 && (info_.max_seq_length == 0 || info_.max_seq_length > info_.max_positions))
       info_.max_seq_length = info_.max_positions;  // sentence-transformers caps it the same way
     info_.lowercase_input = config_.do_lower_case;
     info_.prompts = config_.prompts;
     info_.default_prompt_name = config_.default_prompt_name;
-    info_.notes.push_back("sentence embeddings: " + info_.pooling + " pooling" +
+    std::string dense;
+    for (const DenseModule& d : config_.dense)
+      dense += ", Dense " + std::to_string(d.in_features) + "→" + std::to_string(d.out_features) + (d.tanh ? " tanh" : "");
+    info_.notes.push_back("sentence embeddings: " + info_.pooling + " pooling" + dense +
                           (config_.normalize ? ", L2-normalised" : "") + " (" + config_.source + ")");
   }
 
@@ -61,8 +104,26 @@ class SentenceEmbedder final : public Model {
   Tensor embed(const TokenBatch& batch) const override {
     Tensor h = inner_->hidden_states(batch);  // [B, T, C]
     core::Span span(core::SpanKind::module, "pooler");
-    Tensor out = Tensor::empty({batch.batch(), info_.embedding_dim}, DType::f32);
+    const int64_t B = batch.batch();
+    Tensor out = Tensor::empty({B, int64_t(config_.modes.size()) * info_.hidden_size}, DType::f32);
     ops::pooling_forward(out, h, batch.attention_mask, config_.modes);
+    for (const DenseWeights& d : dense_) {
+      // y [B, out] = act(x [B, in] · Wᵀ + b), the weights as the module stores them (unpacked: B is small).
+      core::Span dense_span(core::SpanKind::module, d.config.path);
+      Tensor y = Tensor::empty({B, d.config.out_features}, DType::f32);
+      {
+        core::Span op(core::SpanKind::op, "linear");
+        if (op.active()) {
+          const ops::OpCost c = ops::linear_cost(B, d.config.out_features, d.config.in_features, DType::f32, d.config.bias);
+          op.set_cost(c.flops, c.bytes());
+        }
+        ops::linear_forward_cpu(y.data<float>(), out.data<float>(), d.weight.data<float>(),
+                                d.bias.defined() ? d.bias.data<float>() : nullptr, B, d.config.out_features,
+                                d.config.in_features);
+      }
+      if (d.config.tanh) ops::tanh_forward_cpu(y.data<float>(), y.data<float>(), y.numel());
+      out = y;
+    }
     if (config_.normalize) ops::l2_normalize_forward(out);
     return out;
   }
@@ -71,6 +132,10 @@ class SentenceEmbedder final : public Model {
     ForwardCost c = inner_->forward_cost(B, T);
     if (info_.classifier) return c;  // measured_forward runs the head, not the pooling
     ops::OpCost p = ops::pooling_cost(B, T, info_.hidden_size, config_.modes.size());
+    for (const DenseModule& d : config_.dense) {
+      p += ops::linear_cost(B, d.out_features, d.in_features, DType::f32, d.bias);
+      if (d.tanh) p += ops::activation_cost(B * d.out_features);
+    }
     if (config_.normalize) p += ops::l2_normalize_cost(B, info_.embedding_dim);
     c.flops += p.flops;
     c.bytes += p.bytes();
@@ -81,6 +146,7 @@ class SentenceEmbedder final : public Model {
   std::unique_ptr<Model> inner_;
   SentenceEmbeddingConfig config_;
   ModelInfo info_;
+  std::vector<DenseWeights> dense_;
 };
 
 }  // namespace

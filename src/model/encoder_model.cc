@@ -160,7 +160,8 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   info.num_layers = config.num_layers;
   info.num_heads = config.num_heads;
   info.intermediate_size = config.intermediate_size;
-  info.max_positions = config.max_position_embeddings;
+  // The tokens a row can hold: RoBERTa's positions start after padding_idx (514 → 512).
+  info.max_positions = built.shape.max_positions - built.shape.positions_needed(0);
   info.type_vocab_size = config.type_vocab_size;
   info.pad_token_id = static_cast<int32_t>(config.pad_token_id);
   info.positions = config.family->positions_after_padding ? "learned absolute, from padding_idx + 1" : "learned absolute";

@@ -114,6 +114,38 @@ json parse_json(const std::string& text, const std::string& name) {
   }
 }
 
+// PATH/config.json of a Dense module: in_features, out_features, bias, activation_function.
+DenseModule read_dense(const std::string& path, const FileReader& read, const std::string& dir, const std::string& mf) {
+  const std::string name = (fs::path(path) / "config.json").string();
+  const std::string file = (fs::path(dir) / name).string();
+  const auto text = read(name);
+  check(text.has_value(), mf + " names a Dense module in '" + path + "', but " + file + " does not exist");
+  const json j = parse_json(*text, file);
+  check(j.is_object(), file + ": expected a JSON object");
+  DenseModule d;
+  d.path = path;
+  for (auto [key, field] : {std::pair{"in_features", &d.in_features}, std::pair{"out_features", &d.out_features}}) {
+    check(j.contains(key) && j[key].is_number_integer() && j[key].get<int64_t>() > 0,
+          file + ": \"" + key + "\" must be a positive integer");
+    *field = j[key].get<int64_t>();
+  }
+  if (j.contains("bias")) {
+    check(j["bias"].is_boolean(), file + ": \"bias\" must be true or false");
+    d.bias = j["bias"].get<bool>();
+  }
+  const std::string act = j.value("activation_function", std::string("torch.nn.modules.activation.Tanh"));
+  if (act == "torch.nn.modules.activation.Tanh" || act == "torch.nn.Tanh")
+    d.tanh = true;
+  else if (act == "torch.nn.modules.linear.Identity" || act == "torch.nn.Identity")
+    d.tanh = false;
+  else
+    throw Error(file + ": activation_function '" + act + "' is not one tach runs (Tanh, Identity)");
+  for (const char* key : {"module_input_name", "module_output_name"})
+    check(!j.contains(key) || j[key] == "sentence_embedding",
+          file + ": " + key + " " + j[key].dump() + ": tach runs a Dense module on the pooled sentence embedding only");
+  return d;
+}
+
 }  // namespace
 
 SentenceEmbeddingConfig parse_sentence_embedding_config(const std::string& modules_text, const FileReader& read,
@@ -123,6 +155,7 @@ SentenceEmbeddingConfig parse_sentence_embedding_config(const std::string& modul
   check(modules.is_array() && !modules.empty(), mf + ": expected a list of modules");
   SentenceEmbeddingConfig c;
   c.source = "modules.json";
+  c.dir = dir;
   bool transformer = false, pooling = false;
   for (const auto& m : modules) {
     check(m.is_object() && m.contains("type") && m["type"].is_string(), mf + ": a module without a \"type\": " + m.dump());
@@ -156,11 +189,13 @@ SentenceEmbeddingConfig parse_sentence_embedding_config(const std::string& modul
       check(!p.contains("include_prompt") || !p["include_prompt"].is_boolean() || p["include_prompt"].get<bool>(),
             pf + ": include_prompt false (prompt tokens left out of the pooling) needs prompts, which tach embed does "
                  "not add");
+    } else if (kind == "Dense" && pooling && !c.normalize) {
+      c.dense.push_back(read_dense(path, read, dir, mf));
     } else if (kind == "Normalize" && pooling && !c.normalize) {
       c.normalize = true;
     } else {
       throw Error(mf + ": module '" + type + "'" + (path.empty() ? "" : " in '" + path + "'") +
-                  " is not one tach runs: it runs Transformer → Pooling → (Normalize), in that order");
+                  " is not one tach runs: it runs Transformer → Pooling → (Dense ...) → (Normalize), in that order");
     }
   }
   check(transformer, mf + ": no sentence_transformers.models.Transformer module");

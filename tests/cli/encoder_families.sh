@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Every command on the encoder families added through the family table (RoBERTa, XLM-RoBERTa),
+# through the CLI, on the tiny fixtures transformers wrote (tests/fixtures/encoders): info,
+# classify (ids and text), eval, bench, profile, train (full and LoRA), merge (the merged model
+# classifies as the adapter does), embed on the bare models, and estimate. The numbers are checked
+# against transformers by the golden tests; this checks that each command takes each family.
+# Usage: encoder_families.sh path/to/tach fixtures_dir
+set -euo pipefail
+tach=$1
+fixtures=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+tok=$fixtures/tokenizers/tiny-wordpiece
+data=$fixtures/train/tiny.csv
+quiet=(--no-progress --runs-dir "$dir/runs")
+
+for name in roberta-cls2-f32 xlm-roberta-cls3-bf16; do
+  m=$fixtures/encoders/$name
+  echo "== $name"
+  "$tach" info -m "$m" | grep -q "padding_idx"
+  "$tach" classify -m "$m" --ids "0 5 17 33 2" --ids "0 9 88 2" | grep -q "LABEL_"
+  "$tach" classify -m "$m" -k "$tok" --text "hello world" --text "unaffable" | grep -q "LABEL_"
+  "$tach" eval -m "$m" -k "$tok" -d "$data" --label-column label --runs-dir "$dir/runs" | grep -qi "accuracy"
+  "$tach" bench -m "$m" -b 1,2 -s 8 --runs 2 "${quiet[@]}" | grep -q "cpu .* f32"
+  "$tach" profile -m "$m" -b 2 -s 8 --profiler-active-steps 1 --overhead-steps 1 \
+    --profiler-output-dir "$dir/profile-$name" > /dev/null
+  grep -q '"roberta' "$dir/profile-$name/trace.json"
+  "$tach" train -m "$m" -k "$tok" -d "$data" --epochs 1 -b 4 "${quiet[@]}" --run-id "full-$name" > /dev/null
+  test -s "$dir/runs/full-$name/model/model.safetensors"
+  "$tach" train -m "$m" -k "$tok" -d "$data" --epochs 1 -b 4 --method lora --lr 1e-2 "${quiet[@]}" \
+    --run-id "lora-$name" > /dev/null
+  adapter=$dir/runs/lora-$name/model
+  grep -q '"query"' "$adapter/adapter_config.json"
+  "$tach" merge -m "$m" --adapter "$adapter" -o "$dir/merged-$name" > /dev/null
+  a=$("$tach" classify -m "$m" --adapter "$adapter" --ids "0 5 17 33 2" | grep -o 'LABEL_[0-9]*.*' | head -1)
+  b=$("$tach" classify -m "$dir/merged-$name" --ids "0 5 17 33 2" | grep -o 'LABEL_[0-9]*.*' | head -1)
+  [ "$a" = "$b" ] || { echo "merged model classifies as '$b', the adapter as '$a'"; exit 1; }
+  "$tach" estimate -m "$m" --mode train-lora | grep -q "parameters"
+done
+
+for name in roberta-base-model-f32 xlm-roberta-base-model-f32; do
+  m=$fixtures/encoders/$name
+  echo "== $name"
+  "$tach" embed -m "$m" -k "$tok" --text "hello world" --text "unaffable" --output "$dir/$name.jsonl" > /dev/null
+  test "$(wc -l < "$dir/$name.jsonl")" = 2
+done
+for preset in roberta-base xlm-roberta-base; do
+  "$tach" estimate -m "preset:$preset" | grep -q "parameters"
+done
+echo "every command ran on every encoder family"
