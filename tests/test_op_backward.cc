@@ -237,6 +237,40 @@ TEST(Backward, SiluGate) {
   }, "d(gate|up)");
 }
 
+TEST(Backward, GeluTanhGate) {  // Gemma's GeGLU: gelu_pytorch_tanh(gate) * up
+  const int64_t N = 3, I = 8;
+  auto gu = randn(N * 2 * I, 63, 2.0f);
+  const auto dout = randn(N * I, 64);
+  std::vector<float> dgu(N * 2 * I), y(N * I);
+  gelu_tanh_gate_backward_cpu(dgu.data(), gu.data(), dout.data(), N, I);
+  expect_finite_difference(gu, dgu, [&] {
+    gelu_tanh_gate_forward_cpu(y.data(), gu.data(), N, I);
+    return dot(y, dout);
+  }, "d(gate|up)");
+}
+
+// Qwen3's and Gemma 3's per-head q/k norm, in place on a column block of a wider buffer (stride
+// ld): the input gradient in place, the shared weight's accumulated over every head and row.
+TEST(Backward, RmsNormHeadsInAStridedBlock) {
+  const int64_t N = 3, heads = 2, D = 8, col0 = 4, ld = col0 + heads * D + 5;
+  auto x = randn(N * ld, 65, 1.5f), w = randn(D, 66);
+  const auto dout = randn(N * ld, 67);
+  std::vector<float> y(N * ld), saved(N * heads * D), rstd(N * heads);
+  y = x;
+  rms_norm_heads_forward_cpu(y.data() + col0, ld, N, heads, D, w.data(), 1e-6f, saved.data(), rstd.data());
+  std::vector<float> d = dout, dw(D, 0.f);
+  rms_norm_heads_backward_cpu(d.data() + col0, ld, saved.data(), w.data(), rstd.data(), dw.data(), N, heads, D);
+  // Columns outside the block pass through: their gradient is dout's.
+  std::vector<float> dx = d;
+  const auto loss = [&] {
+    y = x;
+    rms_norm_heads_forward_cpu(y.data() + col0, ld, N, heads, D, w.data(), 1e-6f);
+    return dot(y, dout);
+  };
+  expect_finite_difference(x, dx, loss, "dx");
+  expect_finite_difference(w, dw, loss, "dweight");
+}
+
 // Grouped-query causal attention (4 query heads on 2 key/value heads) with a right-padded row,
 // from saved probabilities and recomputed ones; the training forward equals the inference one.
 TEST(Backward, CausalGroupedQueryAttentionWithPadding) {

@@ -55,7 +55,9 @@ def texts(shared, hard_cases):
         rows = [json.loads(l)["text"] for l in open(path, encoding="utf-8")]
         out += rows[:20 if name == "imdb-200" else 50]
     out += sorted({json.loads(l)["text"] for l in open(hard_cases, encoding="utf-8")})
-    out += NORMALIZER_TEXTS + ["<s> inside text </s>", "x" * 300]
+    # Added tokens inside a text: Metaspace's "first" scheme prepends only to what starts the text.
+    out += NORMALIZER_TEXTS + ["<s> inside text </s>", "x<s>after an added token", "<s>starts with one",
+                                "two</s><s>specials", "x" * 300]
     return out
 
 

@@ -5,7 +5,7 @@
 
 namespace tach::tokenizer {
 
-NormalizedString::NormalizedString(std::string_view text, uint32_t offset) {
+NormalizedString::NormalizedString(std::string_view text, uint32_t offset) : origin_(offset) {
   text_.reserve(text.size());
   spans_.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
@@ -18,11 +18,9 @@ NormalizedString::NormalizedString(std::string_view text, uint32_t offset) {
   }
 }
 
-NormalizedString NormalizedString::from_parts(std::string text, std::vector<Span> spans) {
-  NormalizedString n;
-  n.text_ = std::move(text);
-  n.spans_ = std::move(spans);
-  return n;
+void NormalizedString::assign(std::string text, std::vector<Span> spans) {
+  text_ = std::move(text);
+  spans_ = std::move(spans);
 }
 
 Span NormalizedString::original(size_t a, size_t b) const {
@@ -125,7 +123,12 @@ void NormalizedString::normalize(NormalForm form) {
 }
 
 NormalizedString NormalizedString::slice(size_t a, size_t b) const {
-  return from_parts(text_.substr(a, b - a), std::vector<Span>(spans_.begin() + long(a), spans_.begin() + long(b)));
+  NormalizedString n;
+  n.assign(text_.substr(a, b - a), std::vector<Span>(spans_.begin() + long(a), spans_.begin() + long(b)));
+  // A slice from the start keeps the string's origin (tokenizers keeps the original shift of a
+  // split that starts there); a later one starts where its first byte came from.
+  n.origin_ = a == 0 || a >= spans_.size() ? origin_ : spans_[a].start;
+  return n;
 }
 
 void NormalizedString::prepend(const std::string& s) {

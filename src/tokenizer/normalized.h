@@ -43,12 +43,16 @@ class NormalizedString {
   // Byte-level: each byte becomes the code point GPT-2's table gives it.
   void to_byte_level();
 
-  // Builds from pieces whose spans are already set (used by transformations).
-  static NormalizedString from_parts(std::string text, std::vector<Span> spans);
+  // Replaces the text and its spans (a normalizer's result), keeping the origin.
+  void assign(std::string text, std::vector<Span> spans);
+  // Where this string starts in the original text, whatever normalization removed since
+  // (tokenizers' offsets_original().0): Metaspace's "first" prepend scheme reads it.
+  uint32_t origin() const { return origin_; }
 
  private:
   std::string text_;
   std::vector<Span> spans_;  // one per byte of text_
+  uint32_t origin_ = 0;
 };
 
 // GPT-2's byte → code point table (printable bytes map to themselves), and its inverse.

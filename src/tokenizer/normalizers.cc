@@ -63,7 +63,7 @@ class BertNormalizer final : public Normalizer {
       out += c;
       spans.push_back(s.spans()[i]);
     }
-    s = NormalizedString::from_parts(std::move(out), std::move(spans));
+    s.assign(std::move(out), std::move(spans));
     return true;
   }
 
@@ -149,7 +149,7 @@ class Replace final : public Normalizer {
     }
     out.append(t, last, std::string::npos);
     spans.insert(spans.end(), s.spans().begin() + long(last), s.spans().end());
-    s = NormalizedString::from_parts(std::move(out), std::move(spans));
+    s.assign(std::move(out), std::move(spans));
   }
 
  private:

@@ -160,7 +160,9 @@ class Metaspace final : public PreTokenizer {
     for (size_t i = 0; i < pieces.size(); ++i) {
       auto& p = pieces[i];
       p.map_chars([this](char32_t c, std::u32string& out) { out += c == U' ' ? replacement_ : c; });
-      const bool prepend = scheme_ == "always" || (scheme_ == "first" && i == 0);
+      // "first": only the string that starts the text, as tokenizers' offsets_original().0 == 0
+      // (a piece after an added token, or after a split, starts later).
+      const bool prepend = scheme_ == "always" || (scheme_ == "first" && p.origin() == 0);
       if (prepend && !p.empty() && p.text().rfind(replacement_utf8_, 0) != 0) p.prepend(replacement_utf8_);
     }
     if (split_)
