@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """LoRA references for tach's adapters, from peft + transformers + torch.optim.AdamW.
 
-    scripts/golden/make_lora_fixtures.py tests/fixtures tests/fixtures/lora
+    scripts/golden/make_lora_fixtures.py tests/fixtures tests/fixtures/lora [CASE ...]
 
 For each case, on the batches of tests/fixtures/train/<model>/batches.json, writes OUT/<case>/:
   adapter_init/       the adapter before training, as peft's save_pretrained writes it
@@ -27,6 +27,8 @@ from transformers import AutoModelForSequenceClassification, get_linear_schedule
 CASES = {
     "distilbert-cls2-f32": ("encoders/distilbert-cls2-f32", ["q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"]),
     "bert-cls2-f32": ("encoders/bert-cls2-f32", ["query", "key", "value", "dense"]),
+    # RoBERTa's classifier.dense is a "dense" too, but inside the head that modules_to_save trains whole.
+    "roberta-cls2-f32": ("encoders/roberta-cls2-f32", ["query", "key", "value", "dense"]),
     "qwen2-cls-kv1-f32": ("decoders/qwen2-cls-kv1-f32",
                           ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
     "llama-cls-bias-f32": ("decoders/llama-cls-bias-f32",
@@ -95,8 +97,11 @@ def run(name, src, targets, dst, batches_path):
 
 if __name__ == "__main__":
     src_root, dst_root = sys.argv[1], sys.argv[2]
+    wanted = sys.argv[3:]  # case names (default: all)
     torch.manual_seed(0)
     for case, (model, targets) in CASES.items():
+        if wanted and case not in wanted:
+            continue
         dst = os.path.join(dst_root, case)
         os.makedirs(dst, exist_ok=True)
         run(case, os.path.join(src_root, model), targets, dst, os.path.join(src_root, "train", case, "batches.json"))

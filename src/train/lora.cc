@@ -48,13 +48,19 @@ Tensor kaiming_uniform(int64_t r, int64_t in, uint64_t seed, const std::string& 
 }
 
 // Keeps its gradient: an adapter, or a parameter of a module to save.
-// PEFT's rule for modules_to_save: the module's name ends with one of them ("classifier" also
-// keeps DistilBERT's "pre_classifier").
+// PEFT's rule for modules_to_save: the parameter sits in a module whose name ends with one of
+// them, at any depth ("classifier" keeps DistilBERT's "pre_classifier", and RoBERTa's
+// "classifier.dense" and "classifier.out_proj", which PEFT wraps whole as "classifier").
 bool stays_trainable(const std::string& name, const LoraOptions& o) {
   if (name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos) return true;
-  const std::string module = name.substr(0, name.rfind('.'));
-  for (const auto& m : o.modules_to_save)
-    if (module.size() >= m.size() && module.compare(module.size() - m.size(), m.size(), m) == 0) return true;
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+    const std::string module = name.substr(0, dot);  // every enclosing module, outermost first
+    for (const auto& m : o.modules_to_save)
+      if (ends_with(module, m)) return true;
+  }
   return false;
 }
 
