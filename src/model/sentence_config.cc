@@ -141,8 +141,8 @@ DenseModule read_dense(const std::string& path, const FileReader& read, const st
   else
     throw Error(file + ": activation_function '" + act + "' is not one tach runs (Tanh, Identity)");
   for (const char* key : {"module_input_name", "module_output_name"})
-    check(!j.contains(key) || j[key] == "sentence_embedding",
-          file + ": " + key + " " + j[key].dump() + ": tach runs a Dense module on the pooled sentence embedding only");
+    if (j.contains(key) && j[key] != "sentence_embedding")
+      throw Error(file + ": " + key + " " + j[key].dump() + ": tach runs a Dense module on the pooled sentence embedding only");
   return d;
 }
 
