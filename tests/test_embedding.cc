@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -160,6 +161,34 @@ TEST(Embedding, ConfigsTachCannotRunAreRefusedByName) {
   EXPECT_EQ(attempt("[" + tp + "," + pp + "]", ok_pool), "(no error)");
 }
 
+// A Dense module's weights: absent, pickled, or of the wrong width are errors naming the file.
+TEST(Embedding, DenseWeightsThatCannotBeUsedAreClearErrors) {
+  const json cases = read_json(test::fixtures_dir() + "/embeddings/pooling_cases.json");
+  const json& c = cases["cases"]["mean-dense-tanh-normalize"];
+  auto error_with = [&](const std::function<void(const std::string&)>& spoil) {
+    test::TempDir dir;
+    write_case(dir.path(), c["files"], c["copy"]);
+    spoil(dir.path());
+    return test::error_of([&] { load_model(dir.path()); });
+  };
+  EXPECT_NE(error_with([](const std::string& d) { fs::remove(d + "/2_Dense/model.safetensors"); })
+                .find("2_Dense/model.safetensors does not exist"),
+            std::string::npos);
+  EXPECT_NE(error_with([](const std::string& d) {
+              fs::remove(d + "/2_Dense/model.safetensors");
+              test::write_text(d + "/2_Dense/pytorch_model.bin", "not read");
+            }).find("does not read pickle files"),
+            std::string::npos);
+  EXPECT_NE(error_with([](const std::string& d) {
+              test::write_text(d + "/2_Dense/config.json", R"({"in_features": 32, "out_features": 8})");
+            }).find("the Dense module takes 32 features, but what comes before it gives 16"),
+            std::string::npos);
+  EXPECT_NE(error_with([](const std::string& d) {
+              test::write_text(d + "/2_Dense/config.json", R"({"in_features": 16, "out_features": 9})");
+            }).find("'linear.weight' is [8, 16], expected [9, 16]"),
+            std::string::npos);
+}
+
 TEST(Embedding, DoLowerCaseLowercasesTextsAsTheLowercaseNormalizer) {
   EXPECT_EQ(lowercase_text("ÀB Σ İstanbul HELLO"), "àb σ i̇stanbul hello");  // Unicode, not ASCII only
   test::TempDir dir;
@@ -308,7 +337,9 @@ TEST_F(MiniLM, HardTextsMatchInF32AndBf16) {
     lo.compute = dt;
     auto model = load_model(dir_, lo);
     // Batch size 3: the long text shares a batch with short ones, so padding is exercised.
-    const Embeddings e = embed_texts(*model, *tok, texts, {3, 0});
+    EmbedOptions eo;
+    eo.batch_size = 3;
+    const Embeddings e = embed_texts(*model, *tok, texts, eo);
     EXPECT_EQ(e.max_length, 256);
     const Tensor f32 = ref("hard"), bf16 = ref("hard_bf16");
     for (size_t i = 0; i < texts.size(); ++i) {

@@ -23,6 +23,15 @@ DecoderRope decoder_rope(const DecoderConfig& c, const Tensor& positions, int64_
   return rope;
 }
 
+ops::CausalAttentionArgs decoder_attention_args(const DecoderConfig& c, size_t l, int64_t B, int64_t T, Device device) {
+  ops::CausalAttentionArgs a;
+  a.B = B, a.Tq = T, a.H = c.num_heads, a.KVH = c.num_kv_heads, a.D = c.head_dim;
+  a.ld_q = c.qkv_width(), a.ld_out = c.num_heads * c.head_dim, a.scale = c.attention_scale();
+  a.window = c.layer_window[l];
+  a.device = device;
+  return a;
+}
+
 void decoder_embed(Tensor& h, const Tensor& ids, const Tensor& table, float scale) {
   core::Span span(core::SpanKind::module, "embed_tokens");
   ops::embedding_forward(h, ids, table, false);
@@ -69,11 +78,7 @@ void decoder_layer_forward(const DecoderConfig& c, size_t l, int64_t B, int64_t 
                                   rstd ? rstd + N * H : nullptr);
     }
     ops::rope_forward(t.qkv, H, KVH, D, rope.of(c, l));  // q, then k columns
-    ops::CausalAttentionArgs a;
-    a.B = B, a.Tq = T, a.H = H, a.KVH = KVH, a.D = D;
-    a.ld_q = c.qkv_width(), a.ld_out = HD, a.scale = c.attention_scale(), a.window = c.layer_window[l];
-    a.device = t.qkv.device();
-    run.attention(l, a, t);
+    run.attention(l, decoder_attention_args(c, l, B, T, t.qkv.device()), t);
     Tensor& o_out = branch_target(c, t.attn_out, t);
     run.linear(l, DecoderLinear::o, o_out, t.context);
     norm_branch(c, l, DecoderNorm::attn_out, o_out, t.rstd_ao, run, t);

@@ -81,6 +81,10 @@ struct DecoderLayerEnds {
   Tensor next_x;                      // [N, C]
 };
 
+// Layer l's attention over q|k|v rows of one fused buffer, for B rows of T new tokens: all but
+// where the keys, values and mask are (the runner's part). The backward builds the same.
+ops::CausalAttentionArgs decoder_attention_args(const DecoderConfig& c, size_t l, int64_t B, int64_t T, Device device);
+
 // One layer, from t.resid to t.resid_out. B, T: the call's batch and new tokens (N = B*T).
 void decoder_layer_forward(const DecoderConfig& c, size_t layer, int64_t B, int64_t T, const DecoderRope& rope,
                            DecoderLayerTensors& t, DecoderLayerRunner& run, const DecoderLayerEnds& ends);

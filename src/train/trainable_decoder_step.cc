@@ -188,10 +188,7 @@ class TrainingRunner final : public model::DecoderLayerRunner {
 
 // The attention arguments the forward used for layer li, for its backward.
 ops::CausalAttentionArgs attention_args(const model::DecoderConfig& c, int64_t B, int64_t T, size_t li) {
-  ops::CausalAttentionArgs args;
-  args.B = B, args.Tq = T, args.H = c.num_heads, args.KVH = c.num_kv_heads, args.D = c.head_dim;
-  args.ld_q = c.qkv_width(), args.ld_out = c.num_heads * c.head_dim, args.scale = c.attention_scale();
-  args.window = c.layer_window[li];
+  ops::CausalAttentionArgs args = model::decoder_attention_args(c, li, B, T, Device::cpu());
   TrainingRunner::with_training_layout(args);
   return args;
 }
