@@ -31,14 +31,15 @@ using json = nlohmann::json;
 
 json read_json(const std::string& path) { return json::parse(test::read_text(path)); }
 
-TokenBatch batch_of(const json& side) {
+// types: whether the model has token types (BERT does; MPNet refuses them).
+TokenBatch batch_of(const json& side, bool types = true) {
   const auto ids = side["input_ids"].get<std::vector<std::vector<int32_t>>>();
   const auto mask = side["attention_mask"].get<std::vector<std::vector<int32_t>>>();
   const auto B = int64_t(ids.size()), T = int64_t(ids[0].size());
   TokenBatch b;
   b.input_ids = Tensor::empty({B, T}, DType::i32);
   b.attention_mask = Tensor::empty({B, T}, DType::i32);
-  b.token_type_ids = Tensor::zeros({B, T}, DType::i32);
+  if (types) b.token_type_ids = Tensor::zeros({B, T}, DType::i32);
   for (int64_t r = 0; r < B; ++r)
     for (int64_t t = 0; t < T; ++t) {
       b.input_ids.data<int32_t>()[r * T + t] = ids[size_t(r)][size_t(t)];
@@ -47,10 +48,11 @@ TokenBatch batch_of(const json& side) {
   return b;
 }
 
-// A sentence-transformers directory around the tiny bare BERT, with the case's files (and the
-// files it copies from tests/fixtures: Dense modules' configs and weights).
-void write_case(const std::string& dir, const json& files, const json& copies = json::object()) {
-  const std::string base = test::fixtures_dir() + "/encoders/bert-base-model-f32";
+// A sentence-transformers directory around a tiny bare encoder (BERT's unless named), with the
+// case's files (and the files it copies from tests/fixtures: Dense modules' configs and weights).
+void write_case(const std::string& dir, const json& files, const json& copies = json::object(),
+                const std::string& body = "encoders/bert-base-model-f32") {
+  const std::string base = test::fixtures_dir() + "/" + body;
   for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(base + "/" + f, dir + "/" + f);
   for (const auto& [name, content] : files.items()) {
     fs::create_directories(fs::path(dir + "/" + name).parent_path());
@@ -82,6 +84,26 @@ TEST(Embedding, EveryPoolingModeMatchesSentenceTransformers) {
               << name << " " << side << " row " << r << " [" << k << "]";
     }
   }
+}
+
+// RoBERTa's, XLM-RoBERTa's and MPNet's bare models pooled as their sentence-embedding
+// checkpoints are (mean or CLS), on their own rows (pad id 1, positions after it).
+TEST(Embedding, EveryEncoderFamilyMatchesSentenceTransformers) {
+  const json cases = read_json(test::fixtures_dir() + "/embeddings/pooling_cases.json");
+  ASSERT_GE(cases["bodies"].size(), 3u);
+  for (const auto& [body, b] : cases["bodies"].items())
+    for (const auto& [name, c] : b["cases"].items()) {
+      test::TempDir dir;
+      write_case(dir.path(), c["files"], json::object(), b["base"].get<std::string>());
+      auto model = load_model(dir.path());
+      const Tensor got = model->embed(batch_of(b["right"], model->info().type_vocab_size > 0));
+      const auto want = c["right"].get<std::vector<std::vector<float>>>();
+      ASSERT_EQ(got.size(0), int64_t(want.size())) << body << " " << name;
+      for (size_t r = 0; r < want.size(); ++r)
+        for (size_t k = 0; k < want[r].size(); ++k)
+          ASSERT_NEAR(got.data<float>()[int64_t(r) * got.size(1) + int64_t(k)], want[r][k], 2e-5)
+              << body << " " << name << " row " << r << " [" << k << "]";
+    }
 }
 
 TEST(Embedding, ModelInfoSaysHowItPools) {

@@ -128,7 +128,7 @@ TEST(DecoderConfig, ClearErrorsAndSwitches) {
             std::string::npos);
   EXPECT_NE(error_of([&] { parse(R"(, "attn_logit_softcapping": 50.0)"); }).find("attention-logit softcapping"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { parse(R"(, "model_type": "falcon")"); }).find("is not one tach builds (bert, distilbert, roberta, xlm-roberta, qwen2, llama"),
+  EXPECT_NE(error_of([&] { parse(R"(, "model_type": "falcon")"); }).find("is not one tach builds (bert, distilbert, roberta, xlm-roberta, mpnet, qwen2, llama"),
             std::string::npos);
   EXPECT_NE(error_of([&] { parse(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})"); })
                 .find("needs \"original_max_position_embeddings\""),

@@ -112,6 +112,46 @@ TEST(Backward, AttentionWithPaddingAndDropout) {
   }
 }
 
+// MPNet's relative position bias: the score gradients summed per bucket give the table's
+// gradient, with saved probabilities and recomputed ones, over all queries and the first only.
+TEST(Backward, AttentionRelativeBias) {
+  const int64_t B = 2, T = 12, H = 2, D = 3, C = H * D, NB = 32;
+  auto qkv = randn(B * T * 3 * C, 61);
+  const auto dout = randn(B * T * C, 62);
+  auto table = randn(NB * H, 63);
+  const std::vector<int32_t> buckets = relative_position_buckets(T, NB, 128);
+  std::vector<int32_t> mask(B * T, 1);
+  for (int64_t t = 9; t < T; ++t) mask[size_t(T + t)] = 0;  // the second row is right-padded
+  for (const int64_t Tq : {int64_t(-1), int64_t(1)})
+    for (const bool saved : {true, false}) {
+      const ScoreBias bias{buckets.data(), table.data(), NB};
+      std::vector<float> out(B * T * C, 0.f), probs(B * H * T * T), dqkv(B * T * 3 * C, 0.f), parts(B * H * NB);
+      const float* q = qkv.data();
+      float* P = saved ? probs.data() : nullptr;
+      attention_forward_train_cpu(out.data(), P, q, q + C, q + 2 * C, mask.data(), B, T, H, D, 3 * C, C, 0.5f, 0.f, 0,
+                                  Tq, bias);
+      attention_backward_cpu(dqkv.data(), dqkv.data() + C, dqkv.data() + 2 * C, dout.data(), P, q, q + C, q + 2 * C,
+                             mask.data(), B, T, H, D, 3 * C, C, 0.5f, 0.f, 0, Tq, bias, parts.data());
+      std::vector<float> dtable(NB * H, 0.f);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t k = 0; k < NB; ++k) dtable[size_t(k * H + h)] += parts[size_t((b * H + h) * NB + k)];
+      // Only the query rows that are computed (Tq) count in the loss.
+      const int64_t rows = Tq < 0 ? T : Tq;
+      const auto loss = [&] {
+        attention_forward_train_cpu(out.data(), P, q, q + C, q + 2 * C, mask.data(), B, T, H, D, 3 * C, C, 0.5f, 0.f,
+                                    0, Tq, bias);
+        double sum = 0;
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t i = 0; i < rows * C; ++i) sum += double(out[size_t(b * T * C + i)]) * dout[size_t(b * T * C + i)];
+        return sum;
+      };
+      expect_finite_difference(table, dtable, loss, saved ? "dtable (saved)" : "dtable (recomputed)");
+      // The dout rows past Tq never reach the backward either.
+      if (Tq < 0) expect_finite_difference(qkv, dqkv, loss, "dqkv with a bias");
+    }
+}
+
 // The training forward equals the inference kernel when dropout is off.
 TEST(Backward, AttentionTrainForwardMatchesInference) {
   const int64_t B = 2, T = 4, H = 2, D = 4, C = H * D;

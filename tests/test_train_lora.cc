@@ -27,6 +27,7 @@ namespace {
 const std::map<std::string, std::string> kModels = {{"distilbert-cls2-f32", "encoders/distilbert-cls2-f32"},
                                                     {"bert-cls2-f32", "encoders/bert-cls2-f32"},
                                                     {"roberta-cls2-f32", "encoders/roberta-cls2-f32"},
+                                                    {"mpnet-cls2-f32", "encoders/mpnet-cls2-f32"},
                                                     {"qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv1-f32"},
                                                     {"llama-cls-bias-f32", "decoders/llama-cls-bias-f32"},
                                                     {"gemma3-cls-f32", "decoders/gemma3-cls-f32"}};
@@ -125,7 +126,8 @@ TEST_P(LoraFixture, TwentyAdamWStepsMatchPeft) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, LoraFixture,
-                         ::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "roberta-cls2-f32", "qwen2-cls-kv1-f32",
+                         ::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "roberta-cls2-f32", "mpnet-cls2-f32",
+                                           "qwen2-cls-kv1-f32",
                                            "llama-cls-bias-f32", "gemma3-cls-f32"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 

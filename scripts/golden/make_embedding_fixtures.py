@@ -7,7 +7,9 @@
    (Transformer -> Pooling -> Normalize, run through SentenceTransformer's forward on token ids)
    over the tiny bare BERT in encoders/bert-base-model-f32, for each pooling configuration listed
    in CASES (the files tach must read are written into the case, so the test rebuilds the same
-   directory). Rows are right-padded, and once left-padded, as a decoder's would be.
+   directory). Rows are right-padded, and once left-padded, as a decoder's would be. Under
+   "bodies", the other encoder families' tiny bare models (FAMILY_BODIES) with mean and CLS
+   pooling, on their own rows.
 2. With MINILM_DIR (../shared/tools/get-minilm): tests/fixtures/embeddings/minilm.safetensors,
    SentenceTransformer(MINILM_DIR).encode of the 872 SST-2 dev sentences (f16: the test's
    cosine bound of 0.99999 is 250x the rounding this costs) and of the hard texts in
@@ -45,6 +47,11 @@ CASES = {
         "dense": [(16, 12, False, "torch.nn.modules.linear.Identity"), (12, 6, True, "torch.nn.modules.activation.Tanh")],
         "normalize": False},
 }
+
+# Bare models of the other encoder families, pooled as their sentence-embedding checkpoints are
+# (all-mpnet-base-v2 and multilingual-e5: mean + normalize; bge-m3: CLS + normalize).
+FAMILY_BODIES = ["roberta-base-model-f32", "xlm-roberta-base-model-f32", "mpnet-base-model-f32"]
+FAMILY_CASES = ["mean-normalize", "cls-max"]
 
 HARD_TEXTS = [
     "",
@@ -119,9 +126,31 @@ def pooling_cases(root):
                     emb = model(feats)["sentence_embedding"]
                 result[side] = emb.tolist()
             out["cases"][name] = result
+    out["bodies"] = {body: family_body(root, body) for body in FAMILY_BODIES}
     dst = os.path.join(root, "embeddings")
     os.makedirs(dst, exist_ok=True)
     json.dump(out, open(os.path.join(dst, "pooling_cases.json"), "w"))
+
+
+def family_body(root, body):
+    base = os.path.join(root, "encoders", body)
+    expected = json.load(open(os.path.join(base, "expected.json")))
+    rows, pad = expected["input_rows"], expected["pad_id"]
+    T = max(len(r) for r in rows)
+    right = {"input_ids": [r + [pad] * (T - len(r)) for r in rows],
+             "attention_mask": [[1] * len(r) + [0] * (T - len(r)) for r in rows]}
+    result = {"base": f"encoders/{body}", "right": right, "cases": {}}
+    for name in FAMILY_CASES:
+        with tempfile.TemporaryDirectory() as d:
+            write_case(d, base, CASES[name])
+            model = load_without_tokenizer(d)
+            feats = {k: torch.tensor(v) for k, v in right.items()}
+            with torch.no_grad():
+                emb = model(feats)["sentence_embedding"]
+            result["cases"][name] = {"files": {"modules.json": json.load(open(os.path.join(d, "modules.json"))),
+                                               "1_Pooling/config.json": CASES[name]["pooling"]},
+                                     "right": emb.tolist()}
+    return result
 
 
 def load_without_tokenizer(d):
@@ -137,8 +166,9 @@ def load_without_tokenizer(d):
             self.m = transformers.AutoModel.from_pretrained(d, attn_implementation="eager").eval()
 
         def forward(self, f):
+            kw = {"token_type_ids": f["token_type_ids"]} if "token_type_ids" in f else {}
             f["token_embeddings"] = self.m(input_ids=f["input_ids"], attention_mask=f["attention_mask"],
-                                           token_type_ids=f["token_type_ids"]).last_hidden_state
+                                           **kw).last_hidden_state
             return f
 
     seq = [Body()]

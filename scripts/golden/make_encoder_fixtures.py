@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tiny BERT, DistilBERT, RoBERTa and XLM-RoBERTa models with transformers' own
+"""Writes tiny BERT, DistilBERT, RoBERTa, XLM-RoBERTa and MPNet models with transformers' own
 save_pretrained, plus the logits (or last_hidden_state) transformers computes for a fixed padded
 batch. RoBERTa's rows hold its pad id once inside a row too: transformers gives that token the
 padding position (position ids follow the ids, not the mask), and tach must as well.
@@ -17,7 +17,7 @@ import os
 import sys
 
 import torch
-from transformers import (BertConfig, BertForSequenceClassification, BertModel, DistilBertConfig,
+from transformers import (MPNetConfig, MPNetForSequenceClassification, MPNetModel, BertConfig, BertForSequenceClassification, BertModel, DistilBertConfig,
                           DistilBertForSequenceClassification, DistilBertModel, RobertaConfig,
                           RobertaForSequenceClassification, RobertaModel, XLMRobertaConfig,
                           XLMRobertaForSequenceClassification, XLMRobertaModel)
@@ -44,6 +44,13 @@ def tiny_roberta(config_cls, num_labels, **kw):
                       num_labels=num_labels, **kw)
 
 
+def tiny_mpnet(num_labels, **kw):
+    # RoBERTa's positions (after padding_idx 1) and a relative position bias of 32 buckets.
+    return MPNetConfig(vocab_size=120, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=40, max_position_embeddings=32, pad_token_id=1, bos_token_id=0,
+                       eos_token_id=2, layer_norm_eps=1e-5, initializer_range=0.2, num_labels=num_labels, **kw)
+
+
 # name, config, model class, stored dtype, uses token_type_ids
 CASES = [
     ("bert-cls2-f32", lambda: tiny_bert(2), BertForSequenceClassification, "f32", True),
@@ -61,6 +68,8 @@ CASES = [
     ("xlm-roberta-cls3-bf16", lambda: tiny_roberta(XLMRobertaConfig, 3), XLMRobertaForSequenceClassification, "bf16",
      False),
     ("xlm-roberta-base-model-f32", lambda: tiny_roberta(XLMRobertaConfig, 2), XLMRobertaModel, "f32", False),
+    ("mpnet-cls2-f32", lambda: tiny_mpnet(2), MPNetForSequenceClassification, "f32", False),
+    ("mpnet-base-model-f32", lambda: tiny_mpnet(2), MPNetModel, "f32", False),
 ]
 
 # Rows of different lengths (padded on the right with 0), so the attention mask matters.
@@ -87,6 +96,11 @@ ROBERTA_ROWS = [
 ]
 
 
+# MPNet's: RoBERTa's, and a row of 29 tokens, so the relative position bias reaches its
+# logarithmic buckets (distances of 8 and more).
+MPNET_ROWS = ROBERTA_ROWS[:3] + [[0] + [3 + (7 * i) % 110 for i in range(27)] + [2]]
+
+
 def padded(rows, pad=0):
     T = max(len(r) for r in rows)
     ids = torch.tensor([r + [pad] * (T - len(r)) for r in rows], dtype=torch.long)
@@ -103,7 +117,7 @@ def write_case(out_dir, name, make_config, cls, dtype, use_types, seed):
     # Reload as float32 from what was written: the reference for tach.
     ref = cls.from_pretrained(path, torch_dtype=torch.float32).eval()
     roberta = name.startswith(("roberta", "xlm-roberta"))
-    rows, pad = (ROBERTA_ROWS, 1) if roberta else (ROWS, 0)
+    rows, pad = (ROBERTA_ROWS, 1) if roberta else (MPNET_ROWS, 1) if name.startswith("mpnet") else (ROWS, 0)
     ids, mask = padded(rows, pad)
     kwargs = {"input_ids": ids, "attention_mask": mask}
     if use_types:
@@ -142,6 +156,17 @@ def write_base(out_dir, seed):
     print(f"{path}: DistilBERT-base, {sum(p.numel() for p in model.parameters())} parameters")
 
 
+def write_relative_buckets(out_dir):
+    """transformers' MPNet relative position buckets for distances -600..600 (key - query)."""
+    from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
+    distances = torch.arange(-600, 601)
+    buckets = MPNetEncoder.relative_position_bucket(distances)
+    path = os.path.join(out_dir, "mpnet-relative-buckets.json")
+    with open(path, "w") as f:
+        json.dump({"first_distance": -600, "buckets": buckets.tolist(), "num_buckets": 32, "max_distance": 128}, f)
+    print(f"{path}: buckets for distances -600..600")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
@@ -153,6 +178,8 @@ def main():
     if args.base:
         write_base(args.out_dir, args.seed)
         return
+    if not args.only or "mpnet-relative-buckets" in args.only.split(","):
+        write_relative_buckets(args.out_dir)
     for i, (name, make_config, cls, dtype, use_types) in enumerate(CASES):
         if args.only and name not in args.only.split(","):
             continue

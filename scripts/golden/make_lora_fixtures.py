@@ -29,6 +29,8 @@ CASES = {
     "bert-cls2-f32": ("encoders/bert-cls2-f32", ["query", "key", "value", "dense"]),
     # RoBERTa's classifier.dense is a "dense" too, but inside the head that modules_to_save trains whole.
     "roberta-cls2-f32": ("encoders/roberta-cls2-f32", ["query", "key", "value", "dense"]),
+    # MPNet's: attention.attn.q/k/v/o, and "dense" for the FFN (classifier.dense trains whole).
+    "mpnet-cls2-f32": ("encoders/mpnet-cls2-f32", ["q", "k", "v", "o", "dense"]),
     "qwen2-cls-kv1-f32": ("decoders/qwen2-cls-kv1-f32",
                           ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
     "llama-cls-bias-f32": ("decoders/llama-cls-bias-f32",

@@ -26,7 +26,7 @@ from safetensors.torch import save_file
 from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup
 
 CASES = ["encoders/bert-cls2-f32", "encoders/distilbert-cls2-f32", "encoders/bert-reg1-bf16", "encoders/bert-cls3-f16",
-         "encoders/roberta-cls2-f32", "encoders/xlm-roberta-cls3-bf16",
+         "encoders/roberta-cls2-f32", "encoders/xlm-roberta-cls3-bf16", "encoders/mpnet-cls2-f32",
          "decoders/qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv2-bf16", "decoders/llama-cls-bias-f32",
          "decoders/mistral-cls-window4-f32", "decoders/qwen3-cls-headdim16-f32", "decoders/gemma3-cls-f32"]
 # transformers.Trainer.get_decay_parameter_names: no decay for these (lower-cased) name patterns.

@@ -79,7 +79,7 @@ EncoderConfig parse_encoder_config(const json& j, const std::string& source) {
   if (c.hidden_size % c.num_heads != 0)
     throw Error(source + ": hidden size " + std::to_string(c.hidden_size) + " is not divisible by " +
                 std::to_string(c.num_heads) + " attention heads");
-  c.pad_token_id = f.nonneg_int("pad_token_id", 0);
+  c.pad_token_id = f.nonneg_int("pad_token_id", c.pad_token_id);  // a family's read_config may set its default
   c.torch_dtype = f.str("torch_dtype", f.str("dtype", ""));
   parse_labels(f, c);
   return c;

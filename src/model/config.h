@@ -28,6 +28,7 @@ struct EncoderConfig {
   float layer_norm_eps = 1e-12f;
   std::string hidden_act = "gelu";  // gelu (erf) or relu
   int64_t pad_token_id = 0;
+  int64_t relative_attention_buckets = 0;  // MPNet's relative_attention_num_buckets (the table's rows)
 
   // Training only (inference is transformers' eval mode, where dropout is the identity).
   float hidden_dropout = 0.1f;      // BERT hidden_dropout_prob, DistilBERT dropout

@@ -39,7 +39,7 @@ void check_batch(const TokenBatch& batch, const EncoderShape& shape) {
   if (batch.token_type_ids.defined()) {
     check(batch.token_type_ids.shape() == ids.shape() && batch.token_type_ids.dtype() == DType::i32,
           "token_type_ids must be i32 " + shape_str(ids.shape()));
-    check(shape.type_vocab > 0, "this model has no token types (DistilBERT): do not pass token_type_ids");
+    check(shape.type_vocab > 0, "this model has no token types (DistilBERT, MPNet): do not pass token_type_ids");
     const int32_t* tt = batch.token_type_ids.data<int32_t>();
     for (int64_t i = 0; i < B * T; ++i)
       check(tt[i] >= 0 && tt[i] < shape.type_vocab,
@@ -73,7 +73,7 @@ ops::OpCost encoder_cost(const EncoderShape& s, int64_t B, int64_t T) {
   if (s.type_vocab > 0) c += ops::embedding_cost(N, C, DType::f32);
   c += ops::layer_norm_cost(N, C, false);
   ops::OpCost layer = ops::linear_cost(N, 3 * C, C, DType::f32, true);
-  layer += ops::attention_cost(B, T, s.heads, C / s.heads);
+  layer += ops::attention_cost(B, T, s.heads, C / s.heads, -1, s.relative_buckets > 0);
   layer += ops::linear_cost(N, C, C, DType::f32, true);
   layer += ops::layer_norm_cost(N, C, true);
   layer += ops::linear_cost(N, I, C, DType::f32, true);
@@ -113,6 +113,10 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   Tensor proj = Tensor::empty({N, C}, DType::f32, device);
   Tensor ffn = Tensor::empty({N, I}, DType::f32, device);
   Tensor h2 = h.reshape({N, C});
+  // MPNet: the relative position buckets, computed once for every layer.
+  const std::vector<int32_t> buckets = w.relative_bias.defined()
+                                           ? ops::relative_position_buckets(T, s.relative_buckets, s.relative_max_distance)
+                                           : std::vector<int32_t>();
   const float scale = 1.0f / std::sqrt(static_cast<float>(C / s.heads));
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const EncoderLayer& layer = w.layers[li];
@@ -123,7 +127,7 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
     // q, k, v are column blocks of one [B, T, 3C] buffer: views, no copies.
     Tensor qkv3 = qkv.reshape({B, T, 3 * C});
     ops::attention_forward(ctx, qkv3.narrow(2, 0, C), qkv3.narrow(2, C, C), qkv3.narrow(2, 2 * C, C),
-                           attention_mask, static_cast<int>(s.heads), scale);
+                           attention_mask, static_cast<int>(s.heads), scale, w.relative_bias, buckets.data());
     ops::linear_forward(proj, ctx.reshape({N, C}), *layer.attn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln1_gamma, layer.ln1_beta, s.eps);
     attn_span.reset();

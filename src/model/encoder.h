@@ -1,6 +1,6 @@
-// The post-LayerNorm transformer encoder that BERT, DistilBERT, RoBERTa and XLM-RoBERTa share.
-// The families differ in tensor names, token types, position ids and classification heads, which
-// their rows say (model/family.h), not here.
+// The post-LayerNorm transformer encoder that BERT, DistilBERT, RoBERTa, XLM-RoBERTa and MPNet
+// share. The families differ in tensor names, token types, position ids, MPNet's relative position
+// bias and classification heads, which their rows say (model/family.h), not here.
 #pragma once
 
 #include <memory>
@@ -28,6 +28,7 @@ struct EncoderWeights {
   Tensor position_embeddings;    // [P, C]
   Tensor token_type_embeddings;  // [Tt, C] or undefined
   Tensor emb_ln_gamma, emb_ln_beta;  // [C] f32
+  Tensor relative_bias;              // [buckets, H] f32 (MPNet) or undefined
   std::vector<EncoderLayer> layers;
 };
 
@@ -40,6 +41,8 @@ struct EncoderShape {
   int32_t position_pad = -1;
   // The positions a row of T tokens needs (RoBERTa's start after padding_idx).
   int64_t positions_needed(int64_t T) const { return position_pad < 0 ? T : T + position_pad + 1; }
+  // MPNet's relative position bias: the bucketing's buckets and max distance; 0: none.
+  int64_t relative_buckets = 0, relative_max_distance = 0;
 };
 
 // Position ids for a batch of ids [B, T] (i32, on the host): [B, T] i32 on the host.

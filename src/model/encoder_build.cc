@@ -20,6 +20,10 @@ EncoderShape encoder_shape(const EncoderConfig& c) {
   s.module = c.family->module;
   s.layer_prefix = c.family->names.layer;
   s.position_pad = c.family->positions_after_padding ? int32_t(c.pad_token_id) : -1;
+  if (!c.family->names.relative_bias.empty()) {
+    s.relative_buckets = c.family->relative_buckets;
+    s.relative_max_distance = c.family->relative_max_distance;
+  }
   return s;
 }
 
@@ -35,6 +39,9 @@ BuiltEncoder build_encoder(const EncoderConfig& c, WeightBinder& w, const ops::L
   if (family.token_types)
     e.token_type_embeddings = on_device(w.take("embeddings.token_type_embeddings.weight", {c.type_vocab_size, C}), place.device);
   take_layer_norm(w, "embeddings.LayerNorm", C, &e.emb_ln_gamma, &e.emb_ln_beta, place.device);
+  if (!n.relative_bias.empty())
+    e.relative_bias = to_f32_param(w.take(n.relative_bias + ".weight", {c.relative_attention_buckets, c.num_heads}),
+                                   place.device);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = n.layer + std::to_string(i) + ".";
     EncoderLayer L;

@@ -97,6 +97,7 @@ ArchitectureSummary summarize_encoder(const ModelFamily&, const ModelLocation& l
   a.name = c.architecture.empty() ? c.model_type : c.architecture;
   a.V = c.vocab_size, a.C = c.hidden_size, a.L = c.num_layers, a.H = c.num_heads, a.KVH = c.num_heads;
   a.D = c.head_dim(), a.I = c.intermediate_size, a.P = c.max_position_embeddings, a.Tt = c.type_vocab_size;
+  a.relative_bias = c.relative_attention_buckets * c.num_heads;
   a.labels = c.num_labels();
   return a;
 }
@@ -164,7 +165,8 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   info.max_positions = built.shape.max_positions - built.shape.positions_needed(0);
   info.type_vocab_size = config.type_vocab_size;
   info.pad_token_id = static_cast<int32_t>(config.pad_token_id);
-  info.positions = config.family->positions_after_padding ? "learned absolute, from padding_idx + 1" : "learned absolute";
+  info.positions = std::string(config.family->positions_after_padding ? "learned absolute, from padding_idx + 1" : "learned absolute") +
+                   (built.shape.relative_buckets > 0 ? ", plus a relative position bias on the scores" : "");
   if (const std::string n = model::bf16_compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
   return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
 }

@@ -44,13 +44,13 @@ int64_t ArchitectureSummary::parameters() const {
                            moe_layers * (attention_params() + mlp_params(true) + norms);
     return V * C + layers + C + (tied ? 0 : V * C) + labels * C;
   }
-  const int64_t p = V * C + P * C + Tt * C + 2 * C + L * layer_params();
+  const int64_t p = V * C + P * C + Tt * C + 2 * C + relative_bias + L * layer_params();
   return p + C * C + C + labels * C + labels;  // pooler / pre_classifier, classifier
 }
 
 const std::vector<ModelFamily>& model_families() {
   static const std::vector<ModelFamily> families = {
-      bert_family(),  distilbert_family(), roberta_family(), xlm_roberta_family(), qwen2_family(),
+      bert_family(),  distilbert_family(), roberta_family(), xlm_roberta_family(), mpnet_family(), qwen2_family(),
       llama_family(), mistral_family(),    qwen3_family(),   gemma3_family()};
   return families;
 }

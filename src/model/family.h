@@ -27,6 +27,7 @@ struct ArchitectureSummary {
   int64_t V = 0, C = 0, L = 0, H = 0, KVH = 0, D = 0, I = 0;
   int64_t P = 0;       // learned positions (0 for rotary)
   int64_t Tt = 0;      // token types
+  int64_t relative_bias = 0;  // MPNet's relative position bias table: buckets x heads
   int64_t labels = 0;  // classifier outputs (0: no head)
   // Decoders: which projections have biases, and the per-layer norm vectors besides the two
   // every layer has (Gemma's sandwich norms: 2 more; q/k norms: 2 of head_dim).
@@ -86,6 +87,8 @@ struct EncoderTensorNames {
   // RoBERTa's classifier.dense).
   std::string head_dense = "pooler.dense", head_out = "classifier";
   bool head_dense_in_body = true;
+  // MPNet's relative position bias, an embedding [buckets, heads] shared by every layer; empty: none.
+  std::string relative_bias;
 };
 
 enum class HeadActivation { tanh, relu };
@@ -103,6 +106,9 @@ struct EncoderFamily {
   bool dropout_before_head_dense = false;  // RoBERTa's head drops the first token before its dense
   // config.json's sizes under the family's own names, its dropouts; refuses what tach does not build.
   void (*read_config)(const Field& f, EncoderConfig& c) = nullptr;
+  // With names.relative_bias: the buckets and distance transformers' compute_position_bias uses
+  // (MPNet fixes them in code: 32 buckets, 128 tokens, whatever the table's size).
+  int64_t relative_buckets = 0, relative_max_distance = 0;
 };
 
 struct ModelFamily {
@@ -139,6 +145,7 @@ ModelFamily bert_family();
 ModelFamily distilbert_family();
 ModelFamily roberta_family();
 ModelFamily xlm_roberta_family();
+ModelFamily mpnet_family();
 ModelFamily qwen2_family();
 ModelFamily llama_family();
 ModelFamily mistral_family();

@@ -1,6 +1,6 @@
 // Built-in presets: real configs with synthetic weights, deterministic from a seed. They let
 // a newcomer run and benchmark the engine without downloading anything. The configs are
-// copies of ../shared/configs/ (and bert-base-uncased's, roberta-base's and xlm-roberta-base's
+// copies of ../shared/configs/ (and bert-base-uncased's, roberta-base's, xlm-roberta-base's and mpnet-base's
 // published configs).
 #include "model/presets.h"
 
@@ -149,6 +149,28 @@ constexpr const char* kXlmRobertaBase = R"json({
   "vocab_size": 250002
 })json";
 
+// microsoft/mpnet-base's published config.json (all-mpnet-base-v2's body), as a 2-label sequence
+// classifier.
+constexpr const char* kMpnetBase = R"json({
+  "architectures": ["MPNetForSequenceClassification"],
+  "attention_probs_dropout_prob": 0.1,
+  "bos_token_id": 0,
+  "eos_token_id": 2,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-05,
+  "max_position_embeddings": 514,
+  "model_type": "mpnet",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "pad_token_id": 1,
+  "relative_attention_num_buckets": 32,
+  "vocab_size": 30527
+})json";
+
 constexpr Preset kPresets[] = {
     {"distilbert-base-uncased", "DistilBERT-base, 6 layers, 66M parameters, 2-label head (SST-2 config)",
      kDistilbertBase},
@@ -157,6 +179,7 @@ constexpr Preset kPresets[] = {
     {"roberta-base", "RoBERTa-base, 12 layers, 125M parameters, 2-label head", kRobertaBase},
     {"xlm-roberta-base", "XLM-RoBERTa-base, 12 layers, 278M parameters (250k-token vocabulary), 2-label head",
      kXlmRobertaBase},
+    {"mpnet-base", "MPNet-base, 12 layers, 109M parameters, relative position bias, 2-label head", kMpnetBase},
 };
 
 }  // namespace

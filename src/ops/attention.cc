@@ -4,11 +4,12 @@
 
 namespace tach::ops {
 
-OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq) {
+OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq, bool biased) {
   if (Tq < 0) Tq = T;
   OpCost c;
-  // Two GEMMs of 2*Tq*T*D per head, plus scale, mask and softmax (~5 flops per score).
-  c.flops = double(B * H) * (4.0 * double(Tq) * double(T) * double(D) + 5.0 * double(Tq) * double(T));
+  // Two GEMMs of 2*Tq*T*D per head, plus scale, mask and softmax (~5 flops per score), and the bias.
+  const double per_score = biased ? 6.0 : 5.0;
+  c.flops = double(B * H) * (4.0 * double(Tq) * double(T) * double(D) + per_score * double(Tq) * double(T));
   c.bytes_read = double(B * H * D) * 4 * double(Tq + 2 * T) + double(B * T) * 4;
   c.bytes_written = double(B * Tq * H * D) * 4;
   return c;
@@ -25,7 +26,7 @@ OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64
 }
 
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
-                       float scale) {
+                       float scale, const Tensor& bias_table, const int32_t* bias_buckets) {
   check(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, "attention: q, k, v must be [B, T, C]");
   const int64_t B = q.size(0), T = q.size(1), C = q.size(2);
   check(heads > 0 && C % heads == 0, "attention: " + std::to_string(C) + " channels do not split into " +
@@ -41,11 +42,20 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
     check(key_mask.dtype() == DType::i32 && key_mask.numel() == B * T,
           "attention: key_mask must be i32 [" + std::to_string(B) + ", " + std::to_string(T) + "], got " +
               key_mask.describe());
+  ScoreBias bias;
+  if (bias_table.defined()) {
+    check(bias_table.dim() == 2 && bias_table.size(1) == heads && bias_table.dtype() == DType::f32 && bias_buckets,
+          "attention: the score bias must be an f32 [buckets, " + std::to_string(heads) + "] table with its buckets, got " +
+              bias_table.describe());
+    check(bias_table.device().kind == DeviceKind::cpu && q.device().kind == DeviceKind::cpu,
+          "attention: a relative position bias (MPNet) runs on the CPU only; the CUDA attention kernel has none");
+    bias = {bias_buckets, bias_table.data<float>(), bias_table.size(0)};
+  }
   check_device("attention", q.device(), {&k, &v, &out, &key_mask});
   [[maybe_unused]] const bool cuda = on_cuda("attention", q.device(), q.dtype());
   core::Span span(core::SpanKind::op, "attention");
   if (span.active()) {
-    const OpCost c = attention_cost(B, T, heads, C / heads);
+    const OpCost c = attention_cost(B, T, heads, C / heads, -1, bias.table != nullptr);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", B, ", ", T, ", ", heads, "x", C / heads, "] f32"));
   }
@@ -58,7 +68,7 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
   }
 #endif
   attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask, B, T, heads,
-                          C / heads, q.strides()[1], C, scale);
+                          C / heads, q.strides()[1], C, scale, bias);
 }
 
 }  // namespace tach::ops

@@ -1,23 +1,43 @@
 // Multi-head scaled dot-product attention for encoders (bidirectional, key padding mask).
 #pragma once
 
+#include <vector>
+
 #include "ops/op_cost.h"
 #include "tach/tensor.h"
 
 namespace tach::ops {
+
+// A bias on the scores that every sequence of the batch shares, looked up by bucket: MPNet's
+// relative position bias, computed once and added in every layer.
+// score(h, i, j) += table[bucket[i*T + j] * H + h], after the scale and before the key mask.
+struct ScoreBias {
+  const int32_t* bucket = nullptr;  // [T, T] i32, on the host
+  const float* table = nullptr;     // [buckets, H] f32
+  int64_t buckets = 0;
+};
+
+// MPNet's (and T5's bidirectional) relative position buckets for T tokens: [T, T] i32,
+// bucket[i*T + j] for the key at j seen from the query at i, as transformers'
+// relative_position_bucket: half the buckets for keys after the query, half of each half exact
+// distances, the rest logarithmic up to max_distance (computed in f32, as there).
+std::vector<int32_t> relative_position_buckets(int64_t T, int64_t buckets, int64_t max_distance);
 
 // q, k, v: [B, T, H*D] f32, rows may be strided (views into one fused QKV buffer [B, T, 3*H*D])
 // key_mask: [B, T] i32 (1 = keep, 0 = padding) or undefined  out: [B, T, H*D] f32 contiguous
 // scores = q·kᵀ * scale, plus finfo(f32).min where the key is padding (Hugging Face's
 // additive mask, so a fully padded row behaves as it does there), softmax over keys, · v.
 // Inference keeps no probabilities; training calls attention_forward_train_cpu, which saves them.
+// bias: [buckets, H] f32 with its buckets (the CPU only), or an undefined table.
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
-                       float scale);
-OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1);
+                       float scale, const Tensor& bias_table = Tensor(), const int32_t* bias_buckets = nullptr);
+// biased: a ScoreBias is added (one flop more per score).
+OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1, bool biased = false);
 
 // Kernel. q/k/v row stride ld_in, out row stride ld_out (in floats). mask: [B, T] or null.
 void attention_forward_cpu(float* out, const float* q, const float* k, const float* v, const int32_t* mask, int64_t B,
-                           int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale);
+                           int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale,
+                           const ScoreBias& bias = {});
 
 // Training forward: as attention_forward_cpu, and saves the softmax probabilities (before
 // dropout) in probs: [B, H, T, T], zero at keys past a right-padded prefix. Dropout on the
@@ -27,14 +47,18 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
 // B*H*T*T floats less per layer).
 void attention_forward_train_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
                                  const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
-                                 int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key, int64_t Tq = -1);
+                                 int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key, int64_t Tq = -1,
+                                 const ScoreBias& bias = {});
 // Backward. dout: [B, T, H*D] (row stride ld_out)  probs: saved by the forward, or null to recompute.
 // dq, dk, dv: [B, T, H*D] with row stride ld_in (column blocks of one [B, T, 3C] gradient),
 // written, not accumulated.
 void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
                             const float* k, const float* v, const int32_t* mask, int64_t B, int64_t T, int64_t H,
                             int64_t D, int64_t ld_in, int64_t ld_out, float scale, float dropout_p,
-                            uint64_t dropout_key, int64_t Tq = -1);
+                            uint64_t dropout_key, int64_t Tq = -1, const ScoreBias& bias = {},
+                            float* d_bias = nullptr);
+// d_bias: [B, H, buckets], written: each (sequence, head)'s score gradients summed per bucket (the
+// caller sums over the batch, in order, into the table's gradient [buckets, H]).
 // Tq >= 0: only the first Tq query rows of each sequence (a classifier's last layer reads the
 // first token only): out and dq get those rows, dk and dv all keys. -1: all T.
 OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1);

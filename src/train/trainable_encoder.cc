@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/encoder_build.h"
+#include "ops/attention.h"
 #include "tach/error.h"
 
 namespace tach::train {
@@ -41,6 +42,8 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
     m.token_type = &encoder("embeddings.token_type_embeddings.weight", {config.type_vocab_size, C});
   m.emb_ln_gamma = &encoder("embeddings.LayerNorm.weight", {C});
   m.emb_ln_beta = &encoder("embeddings.LayerNorm.bias", {C});
+  if (!n.relative_bias.empty())
+    m.relative_bias = &encoder(n.relative_bias + ".weight", {config.relative_attention_buckets, config.num_heads});
   for (int64_t i = 0; i < config.num_layers; ++i) {
     const std::string p = n.layer + std::to_string(i) + ".";
     TrainableLayer layer;
@@ -108,6 +111,10 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   a.emb_mean = make({N});
   a.emb_rstd = make({N});
   a.layers.resize(size_t(m.shape.layers));
+  if (m.relative_bias) {
+    a.buckets = ops::relative_position_buckets(T, m.shape.relative_buckets, m.shape.relative_max_distance);
+    a.d_bias_parts = make({B, H, m.shape.relative_buckets});
+  }
   for (auto& l : a.layers) {
     const bool last = &l == &a.layers.back();
     l.input = make({N, C});

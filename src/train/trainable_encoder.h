@@ -1,5 +1,6 @@
-// A BERT or DistilBERT sequence classifier set up for training: its parameters in a table under
-// their Hugging Face names (BertForSequenceClassification / DistilBertForSequenceClassification),
+// A post-LN encoder sequence classifier (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, MPNet) set up
+// for training: its parameters in a table under their Hugging Face names (the row's
+// …ForSequenceClassification),
 // with a hand-written forward that keeps what the backward needs, layer by layer, and the
 // backward itself (trainable_encoder_step.cc).
 // (Why hand-written rather than a tape: trainable_model.h.)
@@ -36,6 +37,7 @@ struct TrainableEncoder final : TrainableModel {
   model::EncoderShape shape;
   Parameter *word = nullptr, *position = nullptr, *token_type = nullptr;  // token_type: not DistilBERT
   Parameter *emb_ln_gamma = nullptr, *emb_ln_beta = nullptr;
+  Parameter* relative_bias = nullptr;  // MPNet's [buckets, H], shared by every layer
   std::vector<TrainableLayer> layers;
   // BERT's pooler, DistilBERT's pre_classifier, RoBERTa's classifier.dense; then the output layer.
   Parameter *head_dense_weight = nullptr, *head_dense_bias = nullptr;
@@ -93,6 +95,8 @@ struct EncoderActivations final : ForwardState {
   Tensor emb_sum;              // [N, C] word + position (+ type), the embedding LayerNorm's input
   Tensor emb_mean, emb_rstd;   // [N]
   std::vector<LayerActivations> layers;
+  std::vector<int32_t> buckets;  // MPNet: the relative position buckets [T, T]
+  Tensor d_bias_parts;           // MPNet: [B, H, buckets] a layer's bias gradient per sequence and head
   Tensor first;                // [B, C] the last layer's output at the first token of each row
   Tensor first_dropped;        // [B, C] first after dropout (RoBERTa's head), else undefined
   Tensor head_hidden;          // [B, C] act(dense(first)), before dropout

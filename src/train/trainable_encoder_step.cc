@@ -65,6 +65,29 @@ void lora_bwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, float*
   if (m.lora) m.lora->backward(ids, dx, dy, ldy, x, M, a.lora, dr);
 }
 
+// MPNet's relative position bias on the scores, or none.
+ops::ScoreBias score_bias(const TrainableEncoder& m, const EncoderActivations& a) {
+  if (!m.relative_bias) return {};
+  return {a.buckets.data(), f(m.relative_bias), m.shape.relative_buckets};
+}
+
+// The d_bias_parts [B, H, buckets] that a layer's attention backward wrote, summed over the batch
+// in order into the table's gradient [buckets, H] (every layer adds its share).
+void add_relative_bias_grad(TrainableEncoder& m, EncoderActivations& a) {
+  float* grad = g(m.relative_bias);
+  if (!grad) return;
+  const int64_t H = m.shape.heads, NB = m.shape.relative_buckets;
+  const float* parts = f(a.d_bias_parts);
+  for (int64_t b = 0; b < a.B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t k = 0; k < NB; ++k) grad[k * H + h] += parts[(b * H + h) * NB + k];
+}
+
+// The bias gradient's destination for the attention backward: null when the table is frozen.
+float* relative_bias_parts(TrainableEncoder& m, EncoderActivations& a) {
+  return m.relative_bias && g(m.relative_bias) ? f(a.d_bias_parts) : nullptr;
+}
+
 // One layer's forward over every token: from a.layers[li].input to the next layer's input,
 // keeping what its backward needs.
 void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
@@ -81,10 +104,10 @@ void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
     step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
     lora_fwd(m, w.qkv_lora, f(s.qkv), 3 * C, f(s.input), N, a, dr);
     {
-      OpSpan o("attention", ops::attention_cost(B, T, H, D));
+      OpSpan o("attention", ops::attention_cost(B, T, H, D, -1, m.relative_bias != nullptr));
       ops::attention_forward_train_cpu(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C,
                                        f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
-                                       key(dr, site_attention_probs(int64_t(li))));
+                                       key(dr, site_attention_probs(int64_t(li))), -1, score_bias(m, a));
     }
     // BERT and RoBERTa drop out the attention output (BertSelfOutput); DistilBERT does not.
     const float out_p = m.family().attention_output_dropout ? dr.hidden : 0.f;
@@ -160,10 +183,10 @@ void last_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
     step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
     lora_fwd(m, w.qkv_lora, f(s.qkv), 3 * C, f(s.input), N, a, dr);
     {
-      OpSpan o("attention", ops::attention_cost(B, T, H, D, 1));
+      OpSpan o("attention", ops::attention_cost(B, T, H, D, 1, m.relative_bias != nullptr));
       ops::attention_forward_train_cpu(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C,
                                        f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
-                                       key(dr, site_attention_probs(int64_t(li))), 1);
+                                       key(dr, site_attention_probs(int64_t(li))), 1, score_bias(m, a));
     }
     // context_cls [B, C]: the first token's context of each row
     for (int64_t b = 0; b < B; ++b)
@@ -258,8 +281,10 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
     OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D, 1));
     ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(a.d_scratch),
                                 a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H,
-                                D, 3 * C, C, scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), 1);
+                                D, 3 * C, C, scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), 1,
+                                score_bias(m, a), relative_bias_parts(m, a));
   }
+  if (relative_bias_parts(m, a)) add_relative_bias_grad(m, a);
   zero(a.d_hidden);
   step::linear_backward(f(a.d_hidden), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N,
                         3 * C, C);
@@ -447,8 +472,10 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
       ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(s.residual1),
                                   a.fused ? nullptr : f(s.probs), f(s.qkv),
                                   f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
-                                  key(dr, site_attention_probs(int64_t(li))));
+                                  key(dr, site_attention_probs(int64_t(li))), -1, score_bias(m, a),
+                                  relative_bias_parts(m, a));
     }
+    if (relative_bias_parts(m, a)) add_relative_bias_grad(m, a);
     // The first layer's dX feeds only the embeddings: when they are frozen (LoRA), skip it.
     float* dx = li == 0 && embeddings_frozen ? nullptr : f(a.d_hidden);
     step::linear_backward(dx, g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N, 3 * C, C);

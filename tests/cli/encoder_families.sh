@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every command on the encoder families added through the family table (RoBERTa, XLM-RoBERTa),
+# Every command on the encoder families added through the family table (RoBERTa, XLM-RoBERTa, MPNet),
 # through the CLI, on the tiny fixtures transformers wrote (tests/fixtures/encoders): info,
 # classify (ids and text), eval, bench, profile, train (full and LoRA), merge (the merged model
 # classifies as the adapter does), embed on the bare models, and estimate. The numbers are checked
@@ -14,7 +14,9 @@ tok=$fixtures/tokenizers/tiny-wordpiece
 data=$fixtures/train/tiny.csv
 quiet=(--no-progress --runs-dir "$dir/runs")
 
-for name in roberta-cls2-f32 xlm-roberta-cls3-bf16; do
+# name, the body's module in traces, a LoRA target the family's defaults hold
+for row in "roberta-cls2-f32 roberta query" "xlm-roberta-cls3-bf16 roberta query" "mpnet-cls2-f32 mpnet q"; do
+  read -r name module target <<< "$row"
   m=$fixtures/encoders/$name
   echo "== $name"
   "$tach" info -m "$m" | grep -q "padding_idx"
@@ -24,13 +26,13 @@ for name in roberta-cls2-f32 xlm-roberta-cls3-bf16; do
   "$tach" bench -m "$m" -b 1,2 -s 8 --runs 2 "${quiet[@]}" | grep -q "cpu .* f32"
   "$tach" profile -m "$m" -b 2 -s 8 --profiler-active-steps 1 --overhead-steps 1 \
     --profiler-output-dir "$dir/profile-$name" > /dev/null
-  grep -q '"roberta' "$dir/profile-$name/trace.json"
+  grep -q "\"$module" "$dir/profile-$name/trace.json"
   "$tach" train -m "$m" -k "$tok" -d "$data" --epochs 1 -b 4 "${quiet[@]}" --run-id "full-$name" > /dev/null
   test -s "$dir/runs/full-$name/model/model.safetensors"
   "$tach" train -m "$m" -k "$tok" -d "$data" --epochs 1 -b 4 --method lora --lr 1e-2 "${quiet[@]}" \
     --run-id "lora-$name" > /dev/null
   adapter=$dir/runs/lora-$name/model
-  grep -q '"query"' "$adapter/adapter_config.json"
+  grep -q "\"$target\"" "$adapter/adapter_config.json"
   "$tach" merge -m "$m" --adapter "$adapter" -o "$dir/merged-$name" > /dev/null
   # A bf16 checkpoint merges into bf16 weights (as peft's merge_and_unload on a bf16 model): the
   # rounding moves the 4th decimal, so only the label is compared there.
@@ -42,13 +44,13 @@ for name in roberta-cls2-f32 xlm-roberta-cls3-bf16; do
   "$tach" estimate -m "$m" --mode train-lora | grep -q "parameters"
 done
 
-for name in roberta-base-model-f32 xlm-roberta-base-model-f32; do
+for name in roberta-base-model-f32 xlm-roberta-base-model-f32 mpnet-base-model-f32; do
   m=$fixtures/encoders/$name
   echo "== $name"
   "$tach" embed -m "$m" -k "$tok" --text "hello world" --text "unaffable" --output "$dir/$name.jsonl" > /dev/null
   test "$(wc -l < "$dir/$name.jsonl")" = 2
 done
-for preset in roberta-base xlm-roberta-base; do
+for preset in roberta-base xlm-roberta-base mpnet-base; do
   "$tach" estimate -m "preset:$preset" | grep -q "parameters"
 done
 echo "every command ran on every encoder family"
