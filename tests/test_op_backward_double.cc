@@ -234,7 +234,7 @@ TEST(BackwardDouble, Rope) {
 // softmax(scale · q·k over the keys a row may see) · v, per (batch, head, query).
 Vec reference_attention(const Vec& qkv, int64_t B, int64_t T, int64_t H, int64_t KVH, int64_t D, int64_t q_off,
                         int64_t k_off, int64_t v_off, int64_t ld, const std::vector<int32_t>& mask, bool causal,
-                        double scale) {
+                        double scale, int64_t window = 0) {
   Vec out(B * T * H * D, 0.0);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
@@ -244,6 +244,7 @@ Vec reference_attention(const Vec& qkv, int64_t B, int64_t T, int64_t H, int64_t
         double mx = -INFINITY;
         for (int64_t j = 0; j < T; ++j) {
           if (!mask[size_t(b * T + j)] || (causal && j > t)) continue;
+          if (window > 0 && (causal ? t - j >= window : std::abs(t - j) > window)) continue;  // sliding windows
           double d = 0;
           for (int64_t e = 0; e < D; ++e)
             d += qkv[(b * T + t) * ld + q_off + h * D + e] * qkv[(b * T + j) * ld + k_off + kh * D + e];
@@ -293,6 +294,55 @@ TEST(BackwardDouble, CausalGroupedQueryAttention) {
   expect_matches_double_difference(qkv, dqkv, [&] {
     return dot(reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, true, double(0.6f)), dout);
   }, "causal attention dqkv");
+}
+
+// Longer than one block of query rows (64), so the blocks' key ranges matter: causal and
+// bidirectional (ModernBERT), each with and without a sliding window, a right-padded row, and two
+// query heads on one key/value head; the forward against the double reference, the backward
+// (saved and recomputed probabilities) against its differences.
+TEST(BackwardDouble, AttentionBlocksWindowsAndDirections) {
+  const int64_t B = 2, T = 80, H = 2, KVH = 1, D = 2, QKV = (H + 2 * KVH) * D;
+  auto qkvf = test::randn(B * T * QKV, 81);
+  const auto dout = test::randn(B * T * H * D, 82);
+  std::vector<int32_t> mask(size_t(B * T), 1);
+  for (int64_t t = 71; t < T; ++t) mask[size_t(T + t)] = 0;
+  for (const bool causal : {true, false})
+    for (const int64_t window : {int64_t(0), int64_t(24)}) {
+      CausalAttentionArgs a;
+      a.B = B, a.Tq = T, a.H = H, a.KVH = KVH, a.D = D, a.ld_q = a.ld_kv = QKV, a.batch_stride_kv = T * QKV;
+      a.ld_out = H * D, a.mask_stride = T, a.scale = 0.6f, a.causal = causal, a.window = window;
+      const std::string what = std::string(causal ? "causal" : "bidirectional") + " window " + std::to_string(window);
+      std::vector<float> out(B * T * H * D), probs(B * H * T * T);
+      const float* q = qkvf.data();
+      causal_attention_forward_train(out.data(), probs.data(), q, q + H * D, q + (H + KVH) * D, mask.data(), a);
+      Vec qkv = to_double(qkvf);
+      const Vec want = reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, causal,
+                                           double(0.6f), window);
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-5) << what << " [" << i << "]";
+      for (const bool saved : {true, false}) {
+        std::vector<float> dqkv(B * T * QKV, 0.f);
+        causal_attention_backward(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(),
+                                  saved ? probs.data() : nullptr, q, q + H * D, q + (H + KVH) * D, mask.data(), a);
+        expect_matches_double_difference(qkv, dqkv, [&] {
+          return dot(reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, causal,
+                                         double(0.6f), window), dout);
+        }, what + (saved ? " dqkv (saved)" : " dqkv (recomputed)"));
+      }
+      // The declared cost counts only the blocks' scores: a window computes a band.
+      CausalAttentionArgs unwindowed = a;
+      unwindowed.window = 0;
+      const int64_t full = causal ? T * (T + 1) / 2 : T * T;
+      EXPECT_GE(attention_scores_computed(unwindowed), full) << what;
+      if (window > 0) EXPECT_LT(attention_scores_computed(a), attention_scores_computed(unwindowed)) << what;
+      // Over long rows a sliding layer's scores grow linearly with the length, a full layer's as its square.
+      CausalAttentionArgs l1 = a, l2 = a;
+      l1.Tq = 4096, l2.Tq = 8192;
+      const double growth = double(attention_scores_computed(l2)) / double(attention_scores_computed(l1));
+      if (window > 0)
+        EXPECT_NEAR(growth, 2.0, 0.05) << what;
+      else
+        EXPECT_NEAR(growth, 4.0, 0.1) << what;
+    }
 }
 
 TEST(BackwardDouble, Lora) {

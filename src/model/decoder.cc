@@ -111,14 +111,19 @@ ops::OpCost decoder_cost(const DecoderConfig& s, int64_t B, int64_t T, int64_t p
   layer += ops::linear_cost(N, s.qkv_width(), C, DType::f32, s.qkv_bias);
   if (s.qk_norm) layer += ops::rms_norm_heads_cost(N, H + KVH, D);
   layer += ops::rope_cost(N, H + KVH, D);
-  layer += ops::causal_attention_cost(B, T, past + T, H, KVH, D);
   layer += ops::linear_cost(N, C, H * D, DType::f32, s.o_bias);
   if (s.sandwich_norms) layer += ops::rms_norm_cost(N, 2 * C, false);  // two norms of [N, C]
   layer += ops::rms_norm_cost(N, C, true);
   layer += ops::linear_cost(N, 2 * I, C, DType::f32, s.mlp_bias);
   layer += ops::silu_gate_cost(N, I);
   layer += ops::linear_cost(N, C, I, DType::f32, s.mlp_bias);
-  for (int64_t i = 0; i < s.num_layers; ++i) c += layer;
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    c += layer;
+    // The layer's window (and causality) decide the scores its attention computes.
+    ops::CausalAttentionArgs a = decoder_attention_args(s, size_t(i), B, T, Device::cpu());
+    a.past = past;
+    c += ops::causal_attention_cost(a);
+  }
   return c;
 }
 

@@ -2,27 +2,48 @@
 
 #include "ops/dispatch.h"
 
+#include <algorithm>
+
 #include "core/trace.h"
 #include "tach/error.h"
 
 namespace tach::ops {
 
-OpCost causal_attention_cost(int64_t B, int64_t Tq, int64_t Tk, int64_t H, int64_t KVH, int64_t D) {
+KeyRange key_range(const CausalAttentionArgs& a, int64_t i) {
+  const int64_t Tk = a.past + a.Tq, P = a.past + i;  // the query's own key index
+  if (a.causal) return {a.window > 0 ? std::max<int64_t>(0, P + 1 - a.window) : 0, P + 1};
+  if (a.window <= 0) return {0, Tk};
+  return {std::max<int64_t>(0, P - a.window), std::min(Tk, P + a.window + 1)};
+}
+
+int64_t attention_scores_computed(const CausalAttentionArgs& a) {
+  constexpr int64_t kRowBlock = 64;  // as the kernel's (causal_attention_cpu.cc)
+  int64_t n = 0;
+  for (int64_t i0 = 0; i0 < a.Tq; i0 += kRowBlock) {
+    const int64_t i1 = std::min(a.Tq, i0 + kRowBlock);
+    n += (i1 - i0) * (key_range(a, i1 - 1).end - key_range(a, i0).first);
+  }
+  return n;
+}
+
+OpCost causal_attention_cost(const CausalAttentionArgs& a) {
+  const double scores = double(attention_scores_computed(a)), Tk = double(a.past + a.Tq);
   OpCost c;
-  // Two GEMMs of 2*Tq*Tk*D per head (the kernel computes the full rectangle and masks), and
-  // ~5 flops per score for scale, mask and softmax.
-  c.flops = double(B * H) * (4.0 * double(Tq) * double(Tk) * double(D) + 5.0 * double(Tq) * double(Tk));
-  c.bytes_read = double(B) * (double(Tq * H * D) + 2.0 * double(Tk * KVH * D)) * 4 + double(B * Tk) * 4;
-  c.bytes_written = double(B * Tq * H * D) * 4;
+  // Two GEMMs of 2*D per computed score, and ~5 flops per score for scale, mask and softmax.
+  c.flops = double(a.B * a.H) * scores * (4.0 * double(a.D) + 5.0);
+  c.bytes_read = double(a.B) * (double(a.Tq * a.H * a.D) + 2.0 * Tk * double(a.KVH * a.D)) * 4 + double(a.B) * Tk * 4;
+  c.bytes_written = double(a.B * a.Tq * a.H * a.D) * 4;
   return c;
 }
 
-OpCost causal_attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t KVH, int64_t D) {
+OpCost causal_attention_backward_cost(const CausalAttentionArgs& a) {
+  const double scores = double(attention_scores_computed(a)), T = double(a.Tq);
   OpCost c;
-  // Four GEMMs of 2*T*T*D per head (dV, dP, dQ, dK) and ~4 flops per score for the softmax's backward.
-  c.flops = double(B * H) * (8.0 * double(T) * double(T) * double(D) + 4.0 * double(T) * double(T));
-  c.bytes_read = double(B) * (2.0 * double(T * H * D) + 2.0 * double(T * KVH * D)) * 4 + double(B * H * T * T) * 4;
-  c.bytes_written = double(B) * (double(T * H * D) + 2.0 * double(T * KVH * D)) * 4;
+  // Four GEMMs of 2*D per computed score (dV, dP, dQ, dK) and ~4 flops per score for the softmax's backward.
+  c.flops = double(a.B * a.H) * scores * (8.0 * double(a.D) + 4.0);
+  c.bytes_read = double(a.B) * (2.0 * T * double(a.H * a.D) + 2.0 * T * double(a.KVH * a.D)) * 4 +
+                 double(a.B * a.H) * scores * 4;
+  c.bytes_written = double(a.B) * (T * double(a.H * a.D) + 2.0 * T * double(a.KVH * a.D)) * 4;
   return c;
 }
 
@@ -42,13 +63,14 @@ void causal_attention_forward(float* out, const float* q, const float* k, const 
   check_args(a, false);
   core::Span span(core::SpanKind::op, "causal_attention");
   if (span.active()) {
-    const OpCost c = causal_attention_cost(a.B, a.Tq, a.past + a.Tq, a.H, a.KVH, a.D);
+    const OpCost c = causal_attention_cost(a);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", a.B, ", ", a.Tq, " of ", a.past + a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D,
                                  "] f32"));
   }
 #if TACH_HAS_CUDA
   if (on_cuda("causal_attention", a.device, DType::f32)) {
+    check(a.causal, "attention: bidirectional layers (ModernBERT) have no CUDA kernel yet; run on the CPU");
     causal_attention_forward_cuda(a.device.index, out, q, k, v, key_mask, a);
     return;
   }
@@ -63,7 +85,7 @@ void causal_attention_forward_train(float* out, float* probs, const float* q, co
   check_args(a, true);
   core::Span span(core::SpanKind::op, "causal_attention");
   if (span.active()) {
-    const OpCost c = causal_attention_cost(a.B, a.Tq, a.Tq, a.H, a.KVH, a.D);
+    const OpCost c = causal_attention_cost(a);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32",
                                  probs ? " saves probs" : ""));
@@ -76,7 +98,7 @@ void causal_attention_backward(float* dq, float* dk, float* dv, const float* dou
   check_args(a, true);
   core::Span span(core::SpanKind::op, "causal_attention_backward");
   if (span.active()) {
-    const OpCost c = causal_attention_backward_cost(a.B, a.Tq, a.H, a.KVH, a.D);
+    const OpCost c = causal_attention_backward_cost(a);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32",
                                  probs ? "" : " recomputes probs"));

@@ -1,7 +1,9 @@
-// Causal self-attention with grouped-query heads (Qwen2, Llama): H query heads share KVH
-// key/value heads in groups of H/KVH, a query sees the keys at or before its own position (or
-// the last `window` of them), and padded keys are masked. The same kernel serves a whole prompt and one decoding step
-// against a key/value cache.
+// Self-attention with grouped-query heads (Qwen2, Llama): H query heads share KVH key/value
+// heads in groups of H/KVH, a query sees the keys at or before its own position (or the last
+// `window` of them), and padded keys are masked. The same kernel serves a whole prompt and one
+// decoding step against a key/value cache, and ModernBERT's bidirectional layers (causal off: a
+// query sees every key, or those within `window` on either side). Blocks of query rows compute
+// only the scores of the keys they see, so a sliding layer's cost grows linearly with the length.
 #pragma once
 
 #include "ops/op_cost.h"
@@ -20,17 +22,28 @@ struct CausalAttentionArgs {
   int64_t ld_q = 0, ld_kv = 0, batch_stride_kv = 0, ld_out = 0, mask_stride = 0;
   float scale = 1.0f;
   // A sliding window: the query at key index P sees keys (P - window, P] only, as transformers'
-  // sliding_window mask (kv > q - window, on cache indices); 0 = every earlier key.
+  // sliding_window mask (kv > q - window, on cache indices); 0 = every earlier key. Bidirectional:
+  // keys with |P - j| <= window, as transformers' bidirectional sliding-window mask.
   int64_t window = 0;
+  bool causal = true;  // false: bidirectional (ModernBERT; CPU only)
   Device device = Device::cpu();  // where every pointer lives (inference runs CUDA too; training the CPU)
 };
+
+// The keys the query at row i of this call sees: [first, end), in key (cache) indices.
+struct KeyRange {
+  int64_t first, end;
+};
+KeyRange key_range(const CausalAttentionArgs& a, int64_t i);
+// The scores the kernel computes for one (row, head): each block of query rows against the keys
+// its rows see together. What the costs count.
+int64_t attention_scores_computed(const CausalAttentionArgs& a);
 
 // A query whose every visible key is padding (a pad position of a left-padded row) gets zeros:
 // no real token reads it, since real queries never see padded keys.
 // The op (span, cost) around the kernel; inference keeps no probabilities.
 void causal_attention_forward(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
                               const CausalAttentionArgs& a);
-OpCost causal_attention_cost(int64_t B, int64_t Tq, int64_t Tk, int64_t H, int64_t KVH, int64_t D);
+OpCost causal_attention_cost(const CausalAttentionArgs& a);
 
 // Training (past = 0, Tq = Tk = T): as the forward, and saves the probabilities in
 // probs: [B, H, T, T] (zero where masked). probs null (--exec fused): nothing is saved and the
@@ -41,7 +54,7 @@ void causal_attention_forward_train(float* out, float* probs, const float* q, co
 // ld_kv): written, not accumulated; each key/value head sums the gradients of its query group.
 void causal_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
                                const float* k, const float* v, const int32_t* key_mask, const CausalAttentionArgs& a);
-OpCost causal_attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t KVH, int64_t D);
+OpCost causal_attention_backward_cost(const CausalAttentionArgs& a);
 
 // Kernels.
 void causal_attention_forward_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
