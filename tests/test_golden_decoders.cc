@@ -38,7 +38,34 @@ TEST_P(GoldenDecoderClassifier, RightAndLeftPaddedLogitsMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenDecoderClassifier,
                          ::testing::Values("llama-cls-bias-f32", "mistral-cls-window4-f32", "qwen3-cls-headdim16-f32",
-                                           "gemma3-cls-f32"));
+                                           "gemma3-cls-f32", "modernbert-cls-mean-f32", "modernbert-cls-bias-bf16"));
+
+// ModernBERT's bare model: the final-normed hidden states at every real token, right- and
+// left-padded (bidirectional: a pad key on either side must not leak in; positions run 0..T-1
+// over the padding, as transformers runs them).
+TEST(GoldenModernBert, HiddenStatesMatchTransformers) {
+  const std::string dir = fixture("modernbert-base-model-f32");
+  const json e = test::expected_json(dir);
+  auto model = load_model(dir);
+  EXPECT_EQ(model->info().architecture, "ModernBertModel");
+  EXPECT_NE(model->info().positions.find("sliding window 2 on 2 of 4 layers"), std::string::npos)
+      << model->info().positions;
+  const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
+  for (const bool left : {false, true}) {
+    const Tensor h = model->hidden_states(test::padded_batch(rows, e["pad_id"].get<int32_t>(), left));
+    const auto want = e[left ? "hidden_left" : "hidden_right"].get<std::vector<std::vector<std::vector<float>>>>();
+    const int64_t T = h.size(1), C = h.size(2);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const int64_t first = left ? T - int64_t(rows[r].size()) : 0;
+      for (size_t t = 0; t < rows[r].size(); ++t)
+        EXPECT_LT(test::scaled_error(h.data<float>() + (int64_t(r) * T + first + int64_t(t)) * C, want[r][t]), 1e-4)
+            << (left ? "left" : "right") << " row " << r << " token " << t;
+    }
+  }
+  EXPECT_NE(test::error_of([&] { model->generate(test::padded_batch(rows, 0, true), GenerateOptions{}); })
+                .find("bidirectional encoder"),
+            std::string::npos);
+}
 
 class GoldenDecoderCausalLM : public ::testing::TestWithParam<const char*> {};
 

@@ -289,6 +289,40 @@ TEST(Backward, GeluTanhGate) {  // Gemma's GeGLU: gelu_pytorch_tanh(gate) * up
   }, "d(gate|up)");
 }
 
+TEST(Backward, GeluGate) {  // ModernBERT's GeGLU: gelu(input) * gate, the halves of Wi
+  const int64_t N = 3, I = 8;
+  auto gu = randn(N * 2 * I, 65, 2.0f);
+  const auto dout = randn(N * I, 66);
+  std::vector<float> dgu(N * 2 * I), y(N * I);
+  gelu_gate_backward_cpu(dgu.data(), gu.data(), dout.data(), N, I);
+  expect_finite_difference(gu, dgu, [&] {
+    gelu_gate_forward_cpu(y.data(), gu.data(), N, I);
+    return dot(y, dout);
+  }, "d(gate|up)");
+}
+
+// The pre-norm LayerNorm without a bias (ModernBERT): h += delta in place, then the norm; its
+// backward with no dbeta.
+TEST(Backward, PreLayerNormWithoutBias) {
+  const int64_t N = 3, C = 16;
+  auto h0 = randn(N * C, 67), delta = randn(N * C, 68), gamma = randn(C, 69);
+  const auto dout = randn(N * C, 70);
+  std::vector<float> h = h0, out(N * C), mean(N), rstd(N), dinp(N * C, 0.f), dgamma(C, 0.f);
+  add_layer_norm_forward_cpu(out.data(), h.data(), delta.data(), gamma.data(), nullptr, N, C, 1e-5f, mean.data(),
+                             rstd.data());
+  for (int64_t i = 0; i < N * C; ++i) EXPECT_FLOAT_EQ(h[size_t(i)], h0[size_t(i)] + delta[size_t(i)]);
+  layer_norm_backward_cpu(dinp.data(), dgamma.data(), nullptr, dout.data(), h.data(), gamma.data(), mean.data(),
+                          rstd.data(), N, C);
+  const auto loss = [&] {
+    std::vector<float> x = h0;
+    add_layer_norm_forward_cpu(out.data(), x.data(), delta.data(), gamma.data(), nullptr, N, C, 1e-5f);
+    return dot(out, dout);
+  };
+  expect_finite_difference(h0, dinp, loss, "dh");
+  expect_finite_difference(delta, dinp, loss, "ddelta");
+  expect_finite_difference(gamma, dgamma, loss, "dgamma");
+}
+
 // Qwen3's and Gemma 3's per-head q/k norm, in place on a column block of a wider buffer (stride
 // ld): the input gradient in place, the shared weight's accumulated over every head and row.
 TEST(Backward, RmsNormHeadsInAStridedBlock) {

@@ -252,6 +252,8 @@ Vec reference_attention(const Vec& qkv, int64_t B, int64_t T, int64_t H, int64_t
           mx = std::max(mx, s[size_t(j)]);
         }
         double sum = 0;
+        if (!causal && mx == -INFINITY) std::fill(s.begin(), s.end(), 0.0), mx = 0;  // padding only: uniform (transformers)
+        if (mx == -INFINITY) continue;  // causal, padding only: zeros
         for (auto& v : s) sum += (v = std::isfinite(v) ? std::exp(v - mx) : 0.0);
         for (int64_t j = 0; j < T; ++j)
           for (int64_t e = 0; e < D; ++e)
@@ -297,15 +299,17 @@ TEST(BackwardDouble, CausalGroupedQueryAttention) {
 }
 
 // Longer than one block of query rows (64), so the blocks' key ranges matter: causal and
-// bidirectional (ModernBERT), each with and without a sliding window, a right-padded row, and two
-// query heads on one key/value head; the forward against the double reference, the backward
+// bidirectional (ModernBERT), each with and without a sliding window, a right-padded and a
+// left-padded row (whose first queries see padding only under the window: zeros when causal, the
+// mean of every value when bidirectional, as transformers), and two query heads on one key/value head; the forward against the double reference, the backward
 // (saved and recomputed probabilities) against its differences.
 TEST(BackwardDouble, AttentionBlocksWindowsAndDirections) {
-  const int64_t B = 2, T = 80, H = 2, KVH = 1, D = 2, QKV = (H + 2 * KVH) * D;
+  const int64_t B = 3, T = 80, H = 2, KVH = 1, D = 2, QKV = (H + 2 * KVH) * D;
   auto qkvf = test::randn(B * T * QKV, 81);
   const auto dout = test::randn(B * T * H * D, 82);
   std::vector<int32_t> mask(size_t(B * T), 1);
-  for (int64_t t = 71; t < T; ++t) mask[size_t(T + t)] = 0;
+  for (int64_t t = 71; t < T; ++t) mask[size_t(T + t)] = 0;  // right-padded
+  for (int64_t t = 0; t < 30; ++t) mask[size_t(2 * T + t)] = 0;  // left-padded: under a window, rows of padding only
   for (const bool causal : {true, false})
     for (const int64_t window : {int64_t(0), int64_t(24)}) {
       CausalAttentionArgs a;

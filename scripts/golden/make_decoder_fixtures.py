@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tiny Llama, Mistral, Qwen3 and Gemma 3 models with transformers' own save_pretrained,
+"""Writes tiny Llama, Mistral, Qwen3, Gemma 3 and ModernBERT models with transformers' own save_pretrained,
 and what transformers computes with them: classifier logits for right- and left-padded batches,
 vocabulary logits, and the greedy tokens of generate(do_sample=False). Each case turns on the
 switches its family differs by (biases, llama3/yarn RoPE, sliding windows shorter than the rows,
@@ -51,6 +51,17 @@ def gemma3(**kw):
     return tf.Gemma3TextConfig(**kw)
 
 
+def modernbert(**kw):
+    # 4 layers: 0 and 3 global (rotary base 160), 1 and 2 local (base 10) seeing 2 keys on either
+    # side (local_attention 4), so the window is shorter than the rows.
+    base = dict(vocab_size=256, hidden_size=32, intermediate_size=48, num_hidden_layers=4, num_attention_heads=4,
+                max_position_embeddings=64, norm_eps=1e-5, initializer_range=0.2, pad_token_id=PAD,
+                bos_token_id=None, eos_token_id=None, cls_token_id=None, sep_token_id=None, local_attention=4,
+                global_attn_every_n_layers=3, global_rope_theta=160.0, local_rope_theta=10.0)
+    base.update(kw)
+    return tf.ModernBertConfig(**base)
+
+
 LLAMA3_ROPE = {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 8, "rope_theta": 500.0}
 YARN_ROPE = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16, "rope_theta": 10000.0}
@@ -81,6 +92,12 @@ CASES = [
                                      "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}}),
      tf.Gemma3ForCausalLM, "f32"),
     ("gemma3-lm-bf16", lambda: gemma3(sliding_window=4), tf.Gemma3ForCausalLM, "bf16"),
+    ("modernbert-cls-mean-f32", lambda: modernbert(num_labels=3, classifier_pooling="mean", classifier_bias=True),
+     tf.ModernBertForSequenceClassification, "f32"),
+    ("modernbert-cls-bias-bf16", lambda: modernbert(num_labels=2, classifier_pooling="cls", attention_bias=True,
+                                                    mlp_bias=True),
+     tf.ModernBertForSequenceClassification, "bf16"),
+    ("modernbert-base-model-f32", lambda: modernbert(), tf.ModernBertModel, "f32"),
 ]
 
 
@@ -91,7 +108,11 @@ def expectations(ref, cls, rows, pad_id):
         for side in ("right", "left"):
             ids, mask = pad(rows, side)
             out = ref(input_ids=ids, attention_mask=mask)
-            if not causal:
+            if not hasattr(out, "logits"):
+                # A bare encoder: the hidden states at real positions (padding carries no meaning).
+                e[f"hidden_{side}"] = [out.last_hidden_state[i, (0 if side == "right" else ids.shape[1] - len(r)):][:len(r)].tolist()
+                                       for i, r in enumerate(rows)]
+            elif not causal:
                 e[f"logits_{side}"] = out.logits.tolist()
             elif side == "right":
                 # Vocabulary logits at real positions only (padding carries no meaning).

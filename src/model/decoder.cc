@@ -56,14 +56,21 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
   DecoderWeights m;
   m.embed_tokens = on_device(w.take(n.embed + ".weight", {c.vocab_size, C}), place.device);
   m.embed_scale = embedding_scale(c, place.compute);
+  if (c.embedding_norm) m.embed_norm = take_norm(w, n.embed_norm, C, c, place.device);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     DecoderLayer L;
-    L.attn_norm = take_norm(w, p + n.attn_norm, C, c, place.device);
-    Tensor wq = w.take(p + n.q + ".weight", {HD, C}), bq = take_bias(w, c.qkv_bias, p + n.q, HD);
-    Tensor wk = w.take(p + n.k + ".weight", {KD, C}), bk = take_bias(w, c.qkv_bias, p + n.k, KD);
-    Tensor wv = w.take(p + n.v + ".weight", {KD, C}), bv = take_bias(w, c.qkv_bias, p + n.v, KD);
-    L.qkv = pack_linear(concat_rows(wq, wk, wv), c.qkv_bias ? concat_rows(bq, bk, bv) : Tensor(), place);
+    if (i > 0 || c.first_attn_norm) L.attn_norm = take_norm(w, p + n.attn_norm, C, c, place.device);
+    if (!n.qkv_fused.empty()) {
+      const int64_t QKV = c.qkv_width();
+      L.qkv = pack_linear(w.take(p + n.qkv_fused + ".weight", {QKV, C}), take_bias(w, c.qkv_bias, p + n.qkv_fused, QKV),
+                          place);
+    } else {
+      Tensor wq = w.take(p + n.q + ".weight", {HD, C}), bq = take_bias(w, c.qkv_bias, p + n.q, HD);
+      Tensor wk = w.take(p + n.k + ".weight", {KD, C}), bk = take_bias(w, c.qkv_bias, p + n.k, KD);
+      Tensor wv = w.take(p + n.v + ".weight", {KD, C}), bv = take_bias(w, c.qkv_bias, p + n.v, KD);
+      L.qkv = pack_linear(concat_rows(wq, wk, wv), c.qkv_bias ? concat_rows(bq, bk, bv) : Tensor(), place);
+    }
     if (c.qk_norm) {
       L.q_norm = take_norm(w, p + n.q_norm, D, c, place.device);
       L.k_norm = take_norm(w, p + n.k_norm, D, c, place.device);
@@ -74,14 +81,29 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
       L.mlp_out_norm = take_norm(w, p + n.mlp_out_norm, C, c, place.device);
     }
     L.mlp_norm = take_norm(w, p + n.mlp_norm, C, c, place.device);
-    Tensor wg = w.take(p + n.gate + ".weight", {I, C}), bg = take_bias(w, c.mlp_bias, p + n.gate, I);
-    Tensor wu = w.take(p + n.up + ".weight", {I, C}), bu = take_bias(w, c.mlp_bias, p + n.up, I);
-    L.gate_up = pack_linear(concat_rows({&wg, &wu}), c.mlp_bias ? concat_rows({&bg, &bu}) : Tensor(), place);
+    if (!n.gate_up_fused.empty()) {
+      L.gate_up = pack_linear(w.take(p + n.gate_up_fused + ".weight", {2 * I, C}),
+                              take_bias(w, c.mlp_bias, p + n.gate_up_fused, 2 * I), place);
+    } else {
+      Tensor wg = w.take(p + n.gate + ".weight", {I, C}), bg = take_bias(w, c.mlp_bias, p + n.gate, I);
+      Tensor wu = w.take(p + n.up + ".weight", {I, C}), bu = take_bias(w, c.mlp_bias, p + n.up, I);
+      L.gate_up = pack_linear(concat_rows({&wg, &wu}), c.mlp_bias ? concat_rows({&bg, &bu}) : Tensor(), place);
+    }
     L.down = pack_linear(w.take(p + n.down + ".weight", {C, I}), take_bias(w, c.mlp_bias, p + n.down, C), place);
     m.layers.push_back(std::move(L));
   }
   m.final_norm = take_norm(w, n.final_norm, C, c, place.device);
-  if (c.classification_head) m.score = pack_linear(w.take_head("score.weight", {c.num_labels(), C}), Tensor(), place);
+  if (c.classification_head) {
+    if (c.head_mlp) {  // ModernBERT: head.dense (GELU fused), head.norm, then the classifier
+      m.head_dense = pack_linear(w.take_head(n.head_dense + ".weight", {C, C}),
+                                 c.head_dense_bias ? w.take_head(n.head_dense + ".bias", {C}) : Tensor(), place,
+                                 cpu::FusedActivation::gelu_erf);
+      m.head_norm = applied_norm(to_f32_param(w.take_head(n.head_norm + ".weight", {C}), Device::cpu()), c).on(place.device);
+    }
+    const std::string score = c.head_mlp ? "classifier" : "score";
+    m.score = pack_linear(w.take_head(score + ".weight", {c.num_labels(), C}),
+                          c.classifier_bias ? w.take_head(score + ".bias", {c.num_labels()}) : Tensor(), place);
+  }
   if (c.tie_word_embeddings)
     m.lm_head_weight = m.embed_tokens;
   else if (c.causal_lm)
@@ -247,11 +269,22 @@ Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Te
 
   core::Span model_span(core::SpanKind::module, "model");
   Tensor h = Tensor::empty({N, C}, DType::f32, device);
-  decoder_embed(h, ids.on(device), w.embed_tokens, w.embed_scale);
   DecoderLayerTensors t = inference_scratch(s, N, h, device);
+  if (s.embedding_norm) {
+    // ModernBERT: h = norm(tok_embeddings[ids]), embedded into the scratch first.
+    decoder_embed(t.branch, ids.on(device), w.embed_tokens, w.embed_scale);
+    core::Span span(core::SpanKind::module, "embeddings.norm");
+    decoder_norm(s, h, t.branch, Tensor(), w.embed_norm);
+  } else {
+    decoder_embed(h, ids.on(device), w.embed_tokens, w.embed_scale);
+  }
   InferenceRunner run(w, cache, key_mask, mask_stride);
-  // Each layer's last add norms the stream for the next layer (the final norm after the last).
-  ops::rms_norm_forward(t.x1, h, Tensor(), w.layers.front().attn_norm, s.rms_norm_eps);
+  // Each layer's last add norms the stream for the next layer (the final norm after the last);
+  // ModernBERT's first attention norm is the identity.
+  if (s.first_attn_norm)
+    decoder_norm(s, t.x1, h, Tensor(), w.layers.front().attn_norm);
+  else
+    core::copy_bytes(device, t.x1.raw(), device, h.raw(), h.nbytes());
   for (size_t l = 0; l < w.layers.size(); ++l) {
     DecoderLayerEnds ends;
     ends.input_normed = true;

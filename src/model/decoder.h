@@ -1,7 +1,8 @@
-// The pre-norm decoder every decoder family runs on (Qwen2, Llama, Mistral, Qwen3, Gemma 3):
-// token embeddings, RMSNorm layers with rotary grouped-query attention and a gated MLP, a final
-// RMSNorm; heads for sequence classification (`score`, pooled at the last non-pad token) and
-// causal LM (`lm_head`, or the tied embeddings). Where the families differ, DecoderConfig's
+// The pre-norm decoder every decoder family runs on (Qwen2, Llama, Mistral, Qwen3, Gemma 3), and
+// ModernBERT's bidirectional stack of the same layers: token embeddings, RMSNorm (ModernBERT:
+// LayerNorm) layers with rotary grouped-query attention and a gated MLP, a final norm; heads for
+// sequence classification (`score`, pooled at the last non-pad token; ModernBERT's pooled head and
+// classifier) and causal LM (`lm_head`, or the tied embeddings). Where the families differ, DecoderConfig's
 // switches say (model/decoder_config.h); the tensor names come from the family's row.
 #pragma once
 
@@ -21,7 +22,8 @@
 namespace tach::model {
 
 struct DecoderLayer {
-  Tensor attn_norm, mlp_norm;          // [C] f32, as applied (Gemma's 1 + w already added)
+  Tensor attn_norm, mlp_norm;          // [C] f32, as applied (Gemma's 1 + w already added); ModernBERT's
+                                       // layer 0 has no attn_norm (the identity)
   Tensor attn_out_norm, mlp_out_norm;  // [C] Gemma's norms on the branch outputs; undefined elsewhere
   Tensor q_norm, k_norm;               // [D] per-head q/k norms (Qwen3, Gemma 3); undefined elsewhere
   std::unique_ptr<ops::Linear> qkv;      // [(H + 2 KVH) D, C] (bias where the family has one): q, k, v in one GEMM
@@ -33,9 +35,12 @@ struct DecoderLayer {
 struct DecoderWeights {
   Tensor embed_tokens;  // [V, C] as stored (f32, f16 or bf16; mapped, not copied)
   float embed_scale = 0;  // Gemma: sqrt(C) rounded to the compute dtype; 0 = none
+  Tensor embed_norm;      // [C] f32: ModernBERT's embeddings.norm; undefined elsewhere
   std::vector<DecoderLayer> layers;
   Tensor final_norm;    // [C] f32
-  std::unique_ptr<ops::Linear> score;    // [labels, C], no bias; null without the head
+  std::unique_ptr<ops::Linear> head_dense;  // ModernBERT's head.dense [C, C] (GELU fused); null elsewhere
+  Tensor head_norm;                         // [C] f32: ModernBERT's head.norm
+  std::unique_ptr<ops::Linear> score;    // [labels, C] (a bias where classifier_bias); null without the head
   Tensor lm_head_weight;                       // [V, C] as stored: lm_head.weight, or embed_tokens when tied
 };
 

@@ -1,5 +1,6 @@
 #include "model/decoder_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -92,15 +93,15 @@ void read_rope_object(const Field& f, const std::string& key, const json& r, ops
 
 // RoPE in transformers 4's spelling (rope_theta, rope_scaling) or 5's (rope_parameters, which
 // Gemma 3 nests per layer type: {"full_attention": {...}, "sliding_attention": {...}}).
-void read_rope(const Field& f, DecoderConfig& c, double default_theta) {
+void read_rope(const Field& f, DecoderConfig& c, const DecoderFamily& d) {
   c.rope.head_dim = c.head_dim;
   c.rope.max_positions = c.max_position_embeddings;
-  c.rope.theta = positive_number(f, f.root, "rope_theta", default_theta);
+  c.rope.theta = positive_number(f, f.root, d.rope_theta_key, d.default_rope_theta);
   c.local_rope = c.rope;
   c.local_rope.type = "default";
-  if (c.has_local_rope || f.has("rope_local_base_freq")) {  // the family's switch, or the file's field
+  if (c.has_local_rope || f.has(d.local_rope_theta_key)) {  // the family's switch, or the file's field
     c.has_local_rope = true;
-    c.local_rope.theta = positive_number(f, f.root, "rope_local_base_freq", 10000.0);
+    c.local_rope.theta = positive_number(f, f.root, d.local_rope_theta_key, 10000.0);
   }
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     if (!f.has(key)) continue;
@@ -123,8 +124,12 @@ void read_rope(const Field& f, DecoderConfig& c, double default_theta) {
 }
 
 // layer_types, or the family's rule when the file has none (read_switches sets layer_window).
+// The sliding layers' window: sliding_window, or the one the family's rule gave (ModernBERT's
+// files name local_attention instead).
 void read_layer_types(const Field& f, DecoderConfig& c) {
   if (!f.has("layer_types")) return;
+  int64_t family_window = 0;
+  for (int64_t w : c.layer_window) family_window = std::max(family_window, w);
   const json& t = f.root["layer_types"];
   if (!t.is_array() || int64_t(t.size()) != c.num_layers)
     f.fail("layer_types", "must list one type for each of the " + std::to_string(c.num_layers) + " layers");
@@ -133,7 +138,9 @@ void read_layer_types(const Field& f, DecoderConfig& c) {
       if (x == "sliding_attention") return true;
     return false;
   }();
-  const int64_t window = needs_window ? f.positive_int("sliding_window", 0, true) : 0;
+  const int64_t window =
+      needs_window ? (family_window > 0 && !f.has("sliding_window") ? family_window : f.positive_int("sliding_window", 0, true))
+                   : 0;
   c.layer_window.assign(size_t(c.num_layers), 0);
   for (size_t i = 0; i < t.size(); ++i) {
     if (!t[i].is_string()) f.fail("layer_types", "must be strings");
@@ -189,7 +196,7 @@ DecoderConfig parse_decoder_config(const json& j, const std::string& source) {
   c.num_kv_heads = f.positive_int("num_key_value_heads", c.num_heads, false);
   c.intermediate_size = f.positive_int("intermediate_size", 0, true);
   c.max_position_embeddings = f.positive_int("max_position_embeddings", 2048, false);
-  c.rms_norm_eps = f.number("rms_norm_eps", 1e-6f);
+  c.norm_eps = f.number("rms_norm_eps", 1e-6f);
   c.head_dim = f.positive_int("head_dim", 0, false);
   if (c.head_dim == 0) {
     if (c.hidden_size % c.num_heads != 0)
@@ -206,14 +213,14 @@ DecoderConfig parse_decoder_config(const json& j, const std::string& source) {
 
   // The family's own fields and defaults (model/family_*.cc), then what every family spells alike.
   d.read_switches(f, c);
-  read_rope(f, c, d.default_rope_theta);
+  read_rope(f, c, d);
   read_layer_types(f, c);
   for (const char* key : {"attn_logit_softcapping"})
     if (f.has(key)) f.fail(key, "is set; tach does not implement attention-logit softcapping (Gemma 2)");
   c.final_logit_softcap = f.nonneg_number("final_logit_softcapping", 0);
   if (f.has("pretraining_tp") && f.root["pretraining_tp"] != 1)
     f.fail("pretraining_tp", "is not 1; tach implements the plain (unsplit) projections");
-  if (f.flag("use_bidirectional_attention", false))
+  if (c.causal && f.flag("use_bidirectional_attention", false))
     f.fail("use_bidirectional_attention", "is true; tach's decoders are causal");
   c.attention_dropout = float(f.nonneg_number("attention_dropout", 0));
   c.initializer_range = f.has("initializer_range") ? f.number("initializer_range", 0.02f) : 0.02f;

@@ -1,5 +1,6 @@
-// One description of every pre-norm decoder tach builds (Qwen2, Llama, Mistral, Qwen3, Gemma 3):
-// the sizes, and the switches in which the families differ. config.json is read into it by
+// One description of every pre-norm decoder tach builds (Qwen2, Llama, Mistral, Qwen3, Gemma 3),
+// and of ModernBERT, the bidirectional encoder built from the same layer: the sizes, and the
+// switches in which the families differ. config.json is read into it by
 // parse_decoder_config, which takes the family's own fields from its row (model/family.h); the
 // inference forward (model/decoder.cc), the training step (train/trainable_decoder_step.cc) and
 // the estimate read only this.
@@ -30,7 +31,7 @@ struct DecoderConfig {
   int64_t head_dim = 0;      // may differ from hidden / heads (Qwen3, Gemma 3)
   int64_t intermediate_size = 0;
   int64_t max_position_embeddings = 0;
-  float rms_norm_eps = 1e-6f;
+  float norm_eps = 1e-6f;  // rms_norm_eps (ModernBERT: norm_eps, for its LayerNorms)
 
   // The switches.
   bool qkv_bias = false;   // q, k, v projections have biases (Qwen2; Llama's attention_bias)
@@ -49,7 +50,19 @@ struct DecoderConfig {
   std::vector<int64_t> layer_window;  // per layer: its sliding window, 0 = full attention
   bool tie_word_embeddings = false;
 
+  // ModernBERT: a bidirectional stack of the same pre-norm layers.
+  bool causal = true;            // false: a token sees the keys on both sides (within its layer's window)
+  bool layer_norm = false;       // LayerNorms (without bias) in place of the RMSNorms
+  bool first_attn_norm = true;   // false: layer 0's attention norm is the identity
+  bool embedding_norm = false;   // a norm on the token embeddings (embeddings.norm)
+  enum class Pooling { last_token, cls, mean };
+  Pooling pooling = Pooling::last_token;  // what the classifier reads: the last non-pad token, the first, the mean
+  bool head_mlp = false;         // head.dense (+ bias: head_dense_bias) -> GELU -> head.norm before the classifier
+  bool head_dense_bias = false;
+  bool classifier_bias = false;  // the classifier (score) has a bias
+
   float attention_dropout = 0;      // training: refused when not 0
+  std::string other_dropout;        // training: refused when set ("mlp_dropout 0.1": ModernBERT's other dropouts)
   float initializer_range = 0.02f;  // std of a newly initialised head's weights (training)
   int64_t pad_token_id = -1;        // -1: none
   std::vector<int64_t> eos_token_ids;

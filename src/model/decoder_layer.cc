@@ -6,6 +6,7 @@
 #include "core/trace.h"
 #include "ops/add.h"
 #include "ops/embedding.h"
+#include "ops/layer_norm.h"
 #include "ops/rms_norm.h"
 #include "ops/silu_gate.h"
 #include "tach/error.h"
@@ -28,8 +29,17 @@ ops::CausalAttentionArgs decoder_attention_args(const DecoderConfig& c, size_t l
   a.B = B, a.Tq = T, a.H = c.num_heads, a.KVH = c.num_kv_heads, a.D = c.head_dim;
   a.ld_q = c.qkv_width(), a.ld_out = c.num_heads * c.head_dim, a.scale = c.attention_scale();
   a.window = c.layer_window[l];
+  a.causal = c.causal;
   a.device = device;
   return a;
+}
+
+void decoder_norm(const DecoderConfig& c, Tensor& out, Tensor& x, const Tensor& delta, const Tensor& weight,
+                  const Tensor& mean, const Tensor& rstd) {
+  if (c.layer_norm)
+    ops::pre_layer_norm_forward(out, x, delta, weight, Tensor(), c.norm_eps, mean, rstd);
+  else
+    ops::rms_norm_forward(out, x, delta, weight, c.norm_eps, rstd);
 }
 
 void decoder_embed(Tensor& h, const Tensor& ids, const Tensor& table, float scale) {
@@ -54,7 +64,7 @@ Tensor& branch_target(const DecoderConfig& c, Tensor& before_norm, DecoderLayerT
 // norm, so its weight is asked for only here.)
 void norm_branch(const DecoderConfig& c, size_t l, DecoderNorm which, Tensor& before_norm, const Tensor& rstd,
                  DecoderLayerRunner& run, DecoderLayerTensors& t) {
-  if (c.sandwich_norms) ops::rms_norm_forward(t.branch, before_norm, Tensor(), run.norm(l, which), c.rms_norm_eps, rstd);
+  if (c.sandwich_norms) ops::rms_norm_forward(t.branch, before_norm, Tensor(), run.norm(l, which), c.norm_eps, rstd);
 }
 
 }  // namespace
@@ -62,9 +72,14 @@ void norm_branch(const DecoderConfig& c, size_t l, DecoderNorm which, Tensor& be
 void decoder_layer_forward(const DecoderConfig& c, size_t l, int64_t B, int64_t T, const DecoderRope& rope,
                            DecoderLayerTensors& t, DecoderLayerRunner& run, const DecoderLayerEnds& ends) {
   const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D;
-  const float eps = c.rms_norm_eps;
+  const float eps = c.norm_eps;
   core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat("layers.", l) : std::string());
-  if (!ends.input_normed) ops::rms_norm_forward(t.x1, t.resid, Tensor(), run.norm(l, DecoderNorm::attn), eps, t.rstd1);
+  if (!ends.input_normed) {
+    if (l > 0 || c.first_attn_norm)
+      decoder_norm(c, t.x1, t.resid, Tensor(), run.norm(l, DecoderNorm::attn), t.mean1, t.rstd1);
+    else  // ModernBERT's layer 0: the identity
+      copy_unless_same(t.x1, t.resid);
+  }
   {
     core::Span span(core::SpanKind::module, "self_attn");
     run.linear(l, DecoderLinear::qkv, t.qkv, t.x1);
@@ -85,7 +100,7 @@ void decoder_layer_forward(const DecoderConfig& c, size_t l, int64_t B, int64_t 
   }
   // resid_mid = resid + attention; x2 = the MLP norm of resid_mid, in one pass.
   copy_unless_same(t.resid_mid, t.resid);
-  ops::rms_norm_forward(t.x2, t.resid_mid, t.branch, run.norm(l, DecoderNorm::mlp), eps, t.rstd2);
+  decoder_norm(c, t.x2, t.resid_mid, t.branch, run.norm(l, DecoderNorm::mlp), t.mean2, t.rstd2);
   {
     core::Span span(core::SpanKind::module, "mlp");
     run.linear(l, DecoderLinear::gate_up, t.gate_up, t.x2);
@@ -98,7 +113,7 @@ void decoder_layer_forward(const DecoderConfig& c, size_t l, int64_t B, int64_t 
   copy_unless_same(t.resid_out, t.resid_mid);
   if (ends.next_norm) {
     Tensor next_x = ends.next_x;
-    ops::rms_norm_forward(next_x, t.resid_out, t.branch, *ends.next_norm, eps);
+    decoder_norm(c, next_x, t.resid_out, t.branch, *ends.next_norm);
   } else {
     check(t.resid_out.device().kind == DeviceKind::cpu, "decoder layer: an unfused residual add runs on the CPU only");
     ops::add_inplace(t.resid_out.data<float>(), t.branch.data<float>(), t.resid_out.numel());

@@ -1,6 +1,7 @@
 // One decoder layer's forward, written once for inference and training: every family's pre-norm
 // layer (attention norm, q|k|v, q/k norms, RoPE, causal attention, o, the sandwich norm, the
-// residual add with the MLP norm, gate|up, the gate, down, the sandwich norm, the residual add).
+// residual add with the MLP norm, gate|up, the gate, down, the sandwich norm, the residual add),
+// and ModernBERT's bidirectional one (LayerNorms, layer 0 without an attention norm).
 // The two callers differ only in how a linear and the attention run, and in what they keep:
 // - inference (model/decoder.cc): packed weights on any device, a key/value cache, one scratch
 //   set shared by every layer, and the next layer's norm fused into each layer's last add;
@@ -26,7 +27,8 @@ enum class DecoderNorm { attn, q, k, attn_out, mlp, mlp_out };
 // leaves those undefined, and makes resid, resid_mid and resid_out one tensor updated in place.
 struct DecoderLayerTensors {
   Tensor resid;      // [N, C] the residual stream entering the layer
-  Tensor rstd1;      // [N] the attention norm's 1/rms (training)
+  Tensor rstd1;      // [N] the attention norm's 1/rms, or 1/std (training)
+  Tensor mean1;      // [N] its mean (training, LayerNorm: ModernBERT)
   Tensor x1;         // [N, C] the attention norm's output
   Tensor qk_raw;     // [N, (H + KVH) D] q, then k, before their norms (training, qk_norm)
   Tensor qk_rstd;    // [N, H + KVH] (training, qk_norm)
@@ -37,6 +39,7 @@ struct DecoderLayerTensors {
   Tensor rstd_ao;    // [N] (training, sandwich norms)
   Tensor resid_mid;  // [N, C] resid + attention: the MLP norm's input
   Tensor rstd2;      // [N] (training)
+  Tensor mean2;      // [N] (training, LayerNorm)
   Tensor x2;         // [N, C] the MLP norm's output
   Tensor gate_up;    // [N, 2I]
   Tensor act;        // [N, I] act(gate) * up
@@ -88,6 +91,12 @@ ops::CausalAttentionArgs decoder_attention_args(const DecoderConfig& c, size_t l
 // One layer, from t.resid to t.resid_out. B, T: the call's batch and new tokens (N = B*T).
 void decoder_layer_forward(const DecoderConfig& c, size_t layer, int64_t B, int64_t T, const DecoderRope& rope,
                            DecoderLayerTensors& t, DecoderLayerRunner& run, const DecoderLayerEnds& ends);
+
+// The family's norm: x += delta when delta is given (x updated in place), then out = norm(x): an
+// RMSNorm, or ModernBERT's LayerNorm without bias. out must not alias x. mean (LayerNorm only)
+// and rstd: [N] saved for training, or undefined.
+void decoder_norm(const DecoderConfig& c, Tensor& out, Tensor& x, const Tensor& delta, const Tensor& weight,
+                  const Tensor& mean = Tensor(), const Tensor& rstd = Tensor());
 
 // The embedding the layers start from: h [N, C] = table[ids] (× Gemma's scale when not 0).
 // ids: [B, T] i32 on h's device  table: [V, C] as stored.

@@ -15,6 +15,8 @@
 #include "model/encoder_build.h"
 #include "model/presets.h"
 #include "model/decoder.h"
+#include "model/decoder_layer.h"
+#include "ops/layer_norm.h"
 #include "ops/copy_rows.h"
 #include "ops/linear.h"
 #include "tach/error.h"
@@ -39,29 +41,30 @@ class Decoder final : public Model {
     return to_host(decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr));
   }
 
-  // transformers' rule: per row, the last token that is not pad_token_id (right or left
-  // padding alike); the last position when the config names no pad token (batch of 1 only).
+  // What the head reads, per row: transformers' rule for decoders, the last token that is not
+  // pad_token_id (right or left padding alike; the last position when the config names no pad
+  // token, batch of 1 only); ModernBERT's first token or its mean over the mask. Then ModernBERT's
+  // head (dense, GELU, norm) and the classifier.
   Tensor classify(const TokenBatch& batch) const override {
-    check(w_.score != nullptr, info_.spec + " (" + info_.architecture +
-                                   ") has no sequence-classification head (`score`): use tach generate, or a "
-                                   "…ForSequenceClassification checkpoint");
+    check(w_.score != nullptr, info_.spec + " (" + info_.architecture + ") has no sequence-classification head (`" +
+                                   (config_.head_mlp ? "classifier" : "score") +
+                                   "`): use a …ForSequenceClassification checkpoint" +
+                                   (config_.causal ? ", or tach generate" : ""));
     check_batch(batch);
-    const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size;
-    check(config_.pad_token_id >= 0 || B == 1,
+    const int64_t B = batch.batch(), C = config_.hidden_size;
+    check(config_.pooling != DecoderConfig::Pooling::last_token || config_.pad_token_id >= 0 || B == 1,
           info_.spec + ": config.json names no pad_token_id, so rows of a batch cannot be told from padding "
                        "(transformers refuses batches > 1 too); classify one row at a time");
     Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
-    Tensor pooled = Tensor::empty({B, C}, DType::f32, h.device());
-    const int32_t* ids = batch.input_ids.data<int32_t>();
-    for (int64_t b = 0; b < B; ++b) {
-      int64_t last = config_.pad_token_id < 0 ? T - 1 : 0;
-      if (config_.pad_token_id >= 0)
-        for (int64_t t = 0; t < T; ++t)
-          if (ids[b * T + t] != config_.pad_token_id) last = t;
-      ops::copy_rows(h.device(), pooled.data<float>() + b * C, C, h.data<float>() + (b * T + last) * C, C, 1, C);
+    Tensor pooled = pool(h, batch);
+    if (w_.head_dense) {
+      core::Span span(core::SpanKind::module, "head");
+      Tensor dense = Tensor::empty({B, C}, DType::f32, h.device());
+      ops::linear_forward(dense, pooled, *w_.head_dense);
+      decoder_norm(config_, pooled, dense, Tensor(), w_.head_norm);
     }
     Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32, h.device());
-    core::Span head_span(core::SpanKind::module, "score");
+    core::Span head_span(core::SpanKind::module, config_.head_mlp ? "classifier" : "score");
     ops::linear_forward(logits, pooled, *w_.score);
     return to_host(logits);
   }
@@ -69,7 +72,11 @@ class Decoder final : public Model {
   // The work measured_forward does: the classifier's head, or the prefill's LM head on B rows.
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
     ops::OpCost c = decoder_cost(config_, B, T, 0);
-    if (w_.score) c += ops::linear_cost(B, config_.num_labels(), config_.hidden_size, compute_, false);
+    if (w_.head_dense) {
+      c += ops::linear_cost(B, config_.hidden_size, config_.hidden_size, compute_, config_.head_dense_bias);
+      c += ops::layer_norm_cost(B, config_.hidden_size, false);
+    }
+    if (w_.score) c += ops::linear_cost(B, config_.num_labels(), config_.hidden_size, compute_, config_.classifier_bias);
     else if (w_.lm_head_weight.defined() && !info_.embedding)
       c += ops::linear_cost(B, config_.vocab_size, config_.hidden_size, compute_, false);
     return {c.flops, c.bytes()};
@@ -205,6 +212,42 @@ class Decoder final : public Model {
     }
   }
 
+  // The rows the classifier reads, [B, C] on h's device, from the final hidden states h [B, T, C].
+  Tensor pool(const Tensor& h, const TokenBatch& batch) const {
+    const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size;
+    Tensor pooled = Tensor::empty({B, C}, DType::f32, h.device());
+    const int32_t* ids = batch.input_ids.data<int32_t>();
+    const int32_t* mask = batch.attention_mask.data<int32_t>();
+    if (config_.pooling == DecoderConfig::Pooling::mean) {
+      // (h * mask).sum(1) / mask.sum(1), as ModernBertForSequenceClassification; a row of padding only divides by 0.
+      check(h.device().kind == DeviceKind::cpu, "mean pooling runs on the CPU only");
+      for (int64_t b = 0; b < B; ++b) {
+        float* out = pooled.data<float>() + b * C;
+        std::fill(out, out + C, 0.0f);
+        float n = 0;
+        for (int64_t t = 0; t < T; ++t) {
+          if (!mask[b * T + t]) continue;
+          n += 1;
+          const float* row = h.data<float>() + (b * T + t) * C;
+          for (int64_t c = 0; c < C; ++c) out[c] += row[c];
+        }
+        for (int64_t c = 0; c < C; ++c) out[c] /= n;
+      }
+      return pooled;
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t at = 0;  // cls: the first token
+      if (config_.pooling == DecoderConfig::Pooling::last_token) {
+        at = config_.pad_token_id < 0 ? T - 1 : 0;
+        if (config_.pad_token_id >= 0)
+          for (int64_t t = 0; t < T; ++t)
+            if (ids[b * T + t] != config_.pad_token_id) at = t;
+      }
+      ops::copy_rows(h.device(), pooled.data<float>() + b * C, C, h.data<float>() + (b * T + at) * C, C, 1, C);
+    }
+    return pooled;
+  }
+
   // Gemma's final_logit_softcapping: logits = cap * tanh(logits / cap), on the host copy.
   void softcap(Tensor& logits) const {
     const double cap = config_.final_logit_softcap;
@@ -227,6 +270,8 @@ class Decoder final : public Model {
   // Packed on first use: a classifier that never generates does not pay for a second copy of
   // the (tied) vocabulary matrix.
   const ops::Linear& lm_head() const {
+    check(config_.causal, info_.spec + " (" + info_.architecture +
+                              ") is a bidirectional encoder: it has no language-model head and does not generate text");
     check(w_.lm_head_weight.defined(), info_.spec + " (" + info_.architecture +
                                            ") has no language-model head: its embeddings are not tied and it has "
                                            "no lm_head.weight");
@@ -285,6 +330,15 @@ ArchitectureSummary summarize_decoder_config(const DecoderConfig& c) {
   a.labels = c.classification_head ? c.num_labels() : 0;
   a.qkv_bias = c.qkv_bias, a.o_bias = c.o_bias, a.mlp_bias = c.mlp_bias, a.qk_norm = c.qk_norm;
   a.sandwich_norms = c.sandwich_norms;
+  if (!c.causal) {
+    // ModernBERT: no LM head (tied counts the embeddings once), an embedding norm, no attention
+    // norm in layer 0, and the pooled head (dense, norm) with the classifier's bias.
+    a.tied = true;
+    a.other_params = (c.embedding_norm ? c.hidden_size : 0) - (c.first_attn_norm ? 0 : c.hidden_size);
+    if (c.classification_head && c.head_mlp)
+      a.other_params += c.hidden_size * c.hidden_size + (c.head_dense_bias ? c.hidden_size : 0) + c.hidden_size +
+                        (c.classifier_bias ? c.num_labels() : 0);
+  }
   return a;
 }
 

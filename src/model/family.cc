@@ -42,7 +42,7 @@ int64_t ArchitectureSummary::parameters() const {
     const int64_t norms = (sandwich_norms ? 4 : 2) * C;
     const int64_t layers = (L - moe_layers) * (attention_params() + mlp_params(false) + norms) +
                            moe_layers * (attention_params() + mlp_params(true) + norms);
-    return V * C + layers + C + (tied ? 0 : V * C) + labels * C;
+    return V * C + layers + C + (tied ? 0 : V * C) + labels * C + other_params;
   }
   const int64_t p = V * C + P * C + Tt * C + 2 * C + relative_bias + L * layer_params();
   return p + C * C + C + labels * C + labels;  // pooler / pre_classifier, classifier
@@ -51,7 +51,7 @@ int64_t ArchitectureSummary::parameters() const {
 const std::vector<ModelFamily>& model_families() {
   static const std::vector<ModelFamily> families = {
       bert_family(),  distilbert_family(), roberta_family(), xlm_roberta_family(), mpnet_family(), qwen2_family(),
-      llama_family(), mistral_family(),    qwen3_family(),   gemma3_family()};
+      llama_family(), mistral_family(),    qwen3_family(),   gemma3_family(), modernbert_family()};
   return families;
 }
 

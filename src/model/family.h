@@ -41,6 +41,9 @@ struct ArchitectureSummary {
   // q_proj), k and v from one compressed kv_lora_rank latent plus a shared rope key per token.
   bool mla = false;
   int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
+  // Parameters the formulas below do not hold: ModernBERT's embedding norm, its pooled head and
+  // its classifier's bias, less layer 0's absent attention norm.
+  int64_t other_params = 0;
   std::string note;  // how the numbers were read, when not from a family tach builds
   int64_t attention_params() const;             // one layer's attention, with its norms
   int64_t mlp_params(bool sparse) const;        // one layer's MLP (dense, or the experts)
@@ -62,6 +65,10 @@ struct DecoderTensorNames {
   std::string attn_norm = "input_layernorm", mlp_norm = "post_attention_layernorm";
   std::string attn_out_norm, mlp_out_norm;  // empty: the family has none
   std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
+  // Stored fused (ModernBERT's attn.Wqkv [3C, C] and mlp.Wi [2I, C]); empty: q/k/v and gate/up apart.
+  std::string qkv_fused, gate_up_fused;
+  std::string embed_norm;             // ModernBERT's embeddings.norm; empty: none
+  std::string head_dense, head_norm;  // ModernBERT's classifier head (head.dense, head.norm)
 };
 
 // What a decoder family adds to its row.
@@ -73,6 +80,10 @@ struct DecoderFamily {
   // The family's own fields: biases, q/k norms, Gemma's norm and scaling switches, its rule for
   // sliding layers when config.json has no layer_types. Refuses, by name, what tach does not build.
   void (*read_switches)(const Field& f, DecoderConfig& c);
+  // RoPE bases in transformers 4's spelling: the global one, and the local layers' where they
+  // have their own (ModernBERT: global_rope_theta, local_rope_theta).
+  const char* rope_theta_key = "rope_theta";
+  const char* local_rope_theta_key = "rope_local_base_freq";
 };
 
 // A post-LayerNorm encoder's Hugging Face tensor names by role (BERT's by default). Layer names
@@ -151,5 +162,6 @@ ModelFamily llama_family();
 ModelFamily mistral_family();
 ModelFamily qwen3_family();
 ModelFamily gemma3_family();
+ModelFamily modernbert_family();
 
 }  // namespace tach::model

@@ -38,8 +38,11 @@ KeyRange key_range(const CausalAttentionArgs& a, int64_t i);
 // its rows see together. What the costs count.
 int64_t attention_scores_computed(const CausalAttentionArgs& a);
 
-// A query whose every visible key is padding (a pad position of a left-padded row) gets zeros:
-// no real token reads it, since real queries never see padded keys.
+// A causal query whose every visible key is padding (a pad position of a left-padded row) gets
+// zeros: no real token reads it, since real queries never see padded keys. A bidirectional one
+// gets the mean of every value row, as transformers' softmax over scores that all round to
+// finfo.min gives (ModernBERT's first-token pooling reads it when a row is left-padded); its
+// gradient reaches the values only.
 // The op (span, cost) around the kernel; inference keeps no probabilities.
 void causal_attention_forward(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
                               const CausalAttentionArgs& a);

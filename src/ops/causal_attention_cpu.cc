@@ -58,6 +58,22 @@ void block_probs(float* P, const float* qb, const float* kb, const int32_t* mb, 
   }
 }
 
+// Bidirectional rows whose every visible key is padding (a left-padded row's first tokens under a
+// window): transformers adds finfo.min to every score of such a row, the sums round to that one
+// value, and the softmax is uniform over all Tk keys. Such a row's output is the mean of every
+// value row, whatever q and k are, so its gradient reaches v alone.
+std::vector<int64_t> padding_only_rows(const int32_t* mb, const CausalAttentionArgs& a) {
+  std::vector<int64_t> rows;
+  if (!mb || a.causal) return rows;  // causal: such rows are padding no real token reads; they get zeros
+  for (int64_t i = 0; i < a.Tq; ++i) {
+    const KeyRange r = key_range(a, i);
+    bool any = false;
+    for (int64_t j = r.first; j < r.end && !any; ++j) any = mb[j] != 0;
+    if (!any) rows.push_back(i);
+  }
+  return rows;
+}
+
 }  // namespace
 
 void causal_attention_forward_cpu(float* out, float* probs, const float* q, const float* k, const float* v,
@@ -80,6 +96,13 @@ void causal_attention_forward_cpu(float* out, float* probs, const float* q, cons
         // out_bh[i0:i1]: [rows, D] = probs[i0:i1, lo:hi] · v[lo:hi] : [hi - lo, D]
         cpu::train_gemm(false, false, i1 - i0, a.D, r.end - r.first, 1.f, P + i0 * Tk + r.first, Tk,
                         vb + r.first * a.ld_kv, a.ld_kv, 0.f, ob + i0 * a.ld_out, a.ld_out);
+      }
+      for (const int64_t i : padding_only_rows(mb, a)) {
+        float* o = ob + i * a.ld_out;
+        std::fill(o, o + a.D, 0.0f);
+        for (int64_t j = 0; j < Tk; ++j)
+          for (int64_t d = 0; d < a.D; ++d) o[d] += vb[j * a.ld_kv + d];
+        for (int64_t d = 0; d < a.D; ++d) o[d] /= float(Tk);
       }
     }
   });
@@ -134,6 +157,13 @@ void causal_attention_backward_cpu(float* dq, float* dk, float* dv, const float*
                           dq + q_off + i0 * a.ld_q, a.ld_q);
           cpu::train_gemm(true, false, n, a.D, rows, a.scale, dPb, T, q + q_off + i0 * a.ld_q, a.ld_q, 1.f,
                           dk + kv_off + lo * a.ld_kv, a.ld_kv);
+        }
+        // A row of padding only took the mean of every value: dV[j] += dO_i / T, and dQ_i = 0.
+        for (const int64_t i : padding_only_rows(mb, a)) {
+          const float* g = dO + i * a.ld_out;
+          for (int64_t j = 0; j < T; ++j)
+            for (int64_t d = 0; d < a.D; ++d) dv[kv_off + j * a.ld_kv + d] += g[d] / float(T);
+          std::fill(dq + q_off + i * a.ld_q, dq + q_off + i * a.ld_q + a.D, 0.0f);
         }
       }
     }

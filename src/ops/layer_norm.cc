@@ -44,3 +44,32 @@ void layer_norm_forward(Tensor& out, const Tensor& x, const Tensor& residual, co
 }
 
 }  // namespace tach::ops
+
+namespace tach::ops {
+
+void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& gamma, const Tensor& beta,
+                            float eps, const Tensor& mean, const Tensor& rstd) {
+  check(h.dtype() == DType::f32 && h.is_contiguous(), "layer_norm: h must be contiguous f32, got " + h.describe());
+  const int64_t C = h.size(-1), N = h.numel() / (C == 0 ? 1 : C);
+  check(gamma.numel() == C && gamma.dtype() == DType::f32 && (!beta.defined() || beta.numel() == C),
+        "layer_norm: gamma (and beta) must be f32 [" + std::to_string(C) + "], got " + gamma.describe());
+  check(out.numel() == h.numel() && out.dtype() == DType::f32 && out.raw() != h.raw(),
+        "layer_norm: out " + out.describe() + " must match h " + h.describe() + " without aliasing it");
+  if (delta.defined())
+    check(delta.numel() == h.numel() && delta.dtype() == DType::f32 && delta.is_contiguous(),
+          "layer_norm: delta " + delta.describe() + " does not match h " + h.describe());
+  check(h.device().kind == DeviceKind::cpu,
+        "layer_norm: the pre-norm LayerNorm (ModernBERT) runs on the CPU only; its CUDA kernel is not written");
+  core::Span span(core::SpanKind::op, "layer_norm");
+  if (span.active()) {
+    const OpCost c = layer_norm_cost(N, C, delta.defined());
+    span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat("[", N, ", ", C, "] f32", delta.defined() ? " +residual" : "",
+                                 beta.defined() ? "" : " no bias"));
+  }
+  add_layer_norm_forward_cpu(out.data<float>(), h.data<float>(), delta.defined() ? delta.data<float>() : nullptr,
+                             gamma.data<float>(), beta.defined() ? beta.data<float>() : nullptr, N, C, eps,
+                             mean.defined() ? mean.data<float>() : nullptr, rstd.defined() ? rstd.data<float>() : nullptr);
+}
+
+}  // namespace tach::ops

@@ -7,7 +7,8 @@
 
 namespace tach::ops {
 
-// x: [N, C] f32  residual: [N, C] f32 or undefined  gamma, beta: [C] f32  out: [N, C] f32
+// x: [N, C] f32  residual: [N, C] f32 or undefined  gamma, beta: [C] f32 (the CPU: beta may be
+// undefined, no bias)  out: [N, C] f32
 // out may alias x. The inference path keeps no statistics; training calls the kernel with mean
 // and rstd outputs and layer_norm_backward_cpu.
 void layer_norm_forward(Tensor& out, const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
@@ -20,10 +21,19 @@ OpCost layer_norm_cost(int64_t N, int64_t C, bool with_residual);
 void layer_norm_forward_cpu(float* out, const float* x, const float* residual, const float* gamma, const float* beta,
                             int64_t N, int64_t C, float eps, float* mean = nullptr, float* rstd = nullptr);
 
+// Pre-norm form (ModernBERT): h += delta (when given), then out = LayerNorm(h) * gamma (+ beta when
+// defined: ModernBERT's have none). h: [N, C] updated in place  out: [N, C], not aliasing h.
+// mean, rstd: [N] saved for the backward (training), or undefined. CPU only.
+void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& gamma, const Tensor& beta,
+                            float eps, const Tensor& mean = Tensor(), const Tensor& rstd = Tensor());
+void add_layer_norm_forward_cpu(float* out, float* h, const float* delta, const float* gamma, const float* beta,
+                                int64_t N, int64_t C, float eps, float* mean = nullptr, float* rstd = nullptr);
+
 // Backward of out = (inp - mean) * rstd * gamma + beta, with inp = x + residual (the residual's
 // gradient is dinp too: the caller adds it to both branches).
 // dout, inp: [N, C]  gamma: [C]  mean, rstd: [N] (saved by the forward)
-// dinp: [N, C] +=   dgamma, dbeta: [C] +=   (gradients accumulate; both null for a frozen LayerNorm)
+// dinp: [N, C] +=   dgamma, dbeta: [C] +=   (gradients accumulate; both null for a frozen LayerNorm,
+// dbeta alone for one without a bias)
 void layer_norm_backward_cpu(float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp,
                              const float* gamma, const float* mean, const float* rstd, int64_t N, int64_t C);
 

@@ -10,8 +10,9 @@ namespace tach::ops {
 
 namespace {
 
-// o = (s - mean) * rstd * gamma + beta for one row whose sum `total` is known (o may be s);
-// statistics two-pass in f32, as PyTorch computes them. Returns mean and rstd.
+// o = (s - mean) * rstd * gamma + beta for one row whose sum `total` is known (o may be s; beta
+// null: no bias, as ModernBERT's LayerNorms); statistics two-pass in f32, as PyTorch computes
+// them. Returns mean and rstd.
 inline void normalize_row(float* o, const float* s, float total, const float* gamma, const float* beta, int64_t C,
                           float eps, float* mean_out, float* rstd_out) {
   const float mean = total / float(C);
@@ -24,8 +25,13 @@ inline void normalize_row(float* o, const float* s, float total, const float* ga
   const float rstd = 1.0f / std::sqrt(var / float(C) + eps);
   *mean_out = mean;
   *rstd_out = rstd;
+  if (beta) {
 #pragma omp simd
-  for (int64_t c = 0; c < C; ++c) o[c] = (s[c] - mean) * rstd * gamma[c] + beta[c];
+    for (int64_t c = 0; c < C; ++c) o[c] = (s[c] - mean) * rstd * gamma[c] + beta[c];
+  } else {
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) o[c] = (s[c] - mean) * rstd * gamma[c];
+  }
 }
 
 }  // namespace
@@ -102,8 +108,32 @@ void layer_norm_backward_cpu(float* dinp, float* dgamma, float* dbeta, const flo
       const float* pg = partial.data() + k * 2 * C;
       for (int64_t c = c0; c < c1; ++c) {
         dgamma[c] += pg[c];
-        dbeta[c] += pg[C + c];
+        if (dbeta) dbeta[c] += pg[C + c];
       }
+    }
+  });
+}
+
+void add_layer_norm_forward_cpu(float* out, float* h, const float* delta, const float* gamma, const float* beta,
+                                int64_t N, int64_t C, float eps, float* mean, float* rstd) {
+  core::parallel_for(N, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      float* hr = h + n * C;
+      const float* dr = delta ? delta + n * C : nullptr;
+      float total = 0.f;
+      if (dr) {
+#pragma omp simd reduction(+ : total)
+        for (int64_t c = 0; c < C; ++c) {
+          hr[c] += dr[c];
+          total += hr[c];
+        }
+      } else {
+#pragma omp simd reduction(+ : total)
+        for (int64_t c = 0; c < C; ++c) total += hr[c];
+      }
+      float m, r;
+      normalize_row(out + n * C, hr, total, gamma, beta, C, eps, &m, &r);
+      if (mean) mean[n] = m, rstd[n] = r;
     }
   });
 }

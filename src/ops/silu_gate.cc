@@ -22,6 +22,7 @@ OpCost silu_gate_backward_cost(int64_t N, int64_t I) {
 
 const char* gate_op_name(GateActivation act, bool backward) {
   if (act == GateActivation::silu) return backward ? "silu_gate_backward" : "silu_gate";
+  if (act == GateActivation::gelu) return backward ? "gelu_gate_backward" : "gelu_gate";
   return backward ? "gelu_tanh_gate_backward" : "gelu_tanh_gate";
 }
 
@@ -48,9 +49,12 @@ void silu_gate_forward(Tensor& out, const Tensor& gate_up, GateActivation act) {
     span.set_detail(core::concat("[", N, ", 2x", I, "] f32"));
   }
   check_device(name, gate_up.device(), {&out});
-  if (act == GateActivation::gelu_tanh) {
+  if (act != GateActivation::silu) {  // the GELU gates have CPU kernels only
     if (gate_up.device().kind != DeviceKind::cpu) unsupported(name, gate_up.device(), gate_up.dtype());
-    gelu_tanh_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
+    if (act == GateActivation::gelu_tanh)
+      gelu_tanh_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
+    else
+      gelu_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
     return;
   }
 #if TACH_HAS_CUDA
@@ -78,6 +82,8 @@ void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& 
   }
   if (act == GateActivation::gelu_tanh)
     gelu_tanh_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
+  else if (act == GateActivation::gelu)
+    gelu_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
   else
     silu_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
 }

@@ -1,6 +1,7 @@
 // The gate of a gated MLP: out = act(gate) * up, with gate and up the two halves of one fused
-// GEMM's output. act is SiLU (SwiGLU: Qwen2, Llama, Mistral, Qwen3) or the tanh approximation
-// of GELU (GeGLU with gelu_pytorch_tanh: Gemma). The op is named after its activation in traces.
+// GEMM's output. act is SiLU (SwiGLU: Qwen2, Llama, Mistral, Qwen3), the tanh approximation of
+// GELU (GeGLU with gelu_pytorch_tanh: Gemma) or exact GELU (GeGLU with gelu: ModernBERT's Wi,
+// whose first half is the activated "input"). The op is named after its activation in traces.
 #pragma once
 
 #include "ops/op_cost.h"
@@ -8,7 +9,7 @@
 
 namespace tach::ops {
 
-enum class GateActivation { silu, gelu_tanh };
+enum class GateActivation { silu, gelu_tanh, gelu };
 const char* gate_op_name(GateActivation act, bool backward = false);
 
 // gate_up: [N, 2I] f32 (gate in columns [0, I), up in [I, 2I))  out: [N, I] f32
@@ -29,6 +30,10 @@ void silu_gate_backward_cpu(float* d_gate_up, const float* gate_up, const float*
 // gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))), as torch's approximate="tanh".
 void gelu_tanh_gate_forward_cpu(float* out, const float* gate_up, int64_t N, int64_t I);
 void gelu_tanh_gate_backward_cpu(float* d_gate_up, const float* gate_up, const float* dout, int64_t N, int64_t I);
+
+// gelu(g) = g/2 (1 + erf(g / sqrt 2)), as torch's default.
+void gelu_gate_forward_cpu(float* out, const float* gate_up, int64_t N, int64_t I);
+void gelu_gate_backward_cpu(float* d_gate_up, const float* gate_up, const float* dout, int64_t N, int64_t I);
 
 void silu_gate_forward_cuda(int device, float* out, const float* gate_up, int64_t N, int64_t I);
 

@@ -220,7 +220,7 @@ void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, con
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(f(a.pooled_in) + b * C, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C, sizeof(float) * size_t(C));
     core::Span span(core::SpanKind::module, names.final_norm);
-    ops::rms_norm_forward(a.pooled, a.pooled_in, Tensor(), norm_weight(final_norm), config.rms_norm_eps, a.final_rstd);
+    ops::rms_norm_forward(a.pooled, a.pooled_in, Tensor(), norm_weight(final_norm), config.norm_eps, a.final_rstd);
   }
   model_span.reset();
   core::Span head_span(core::SpanKind::module, "score");

@@ -1,0 +1,87 @@
+// ModernBERT (answerdotai/ModernBERT-base, gte-modernbert, modernbert-embed): a bidirectional
+// stack of the pre-norm layers the decoders share. LayerNorms without bias; layer 0's attention
+// norm is the identity and the embeddings have a norm of their own; q|k|v stored fused (Wqkv) and
+// GeGLU with exact GELU from the fused Wi (its first half activated); rotary embeddings with a
+// global base on every global_attn_every_n_layers-th layer and a local base on the others, which
+// see local_attention / 2 keys on either side; a final norm. The classifier pools the first token
+// or the mean over the mask, then head.dense -> GELU -> head.norm -> classifier (with a bias).
+#include "model/config_fields.h"
+#include "model/decoder_config.h"
+#include "model/decoder_model.h"
+#include "model/family.h"
+
+namespace tach::model {
+
+namespace {
+
+void refuse_unless(const Field& f, const char* key, const std::string& want, const std::string& why) {
+  const std::string got = f.str(key, want);
+  if (got != want) f.fail(key, "is \"" + got + "\"; " + why);
+}
+
+void read_modernbert(const Field& f, DecoderConfig& c) {
+  refuse_unless(f, "hidden_activation", "gelu", "ModernBERT in tach runs gelu (exact) in its GeGLU");
+  refuse_unless(f, "classifier_activation", "gelu", "ModernBERT's head in tach runs gelu");
+  c.activation = ops::GateActivation::gelu;
+  c.norm_eps = f.number("norm_eps", 1e-5f);
+  if (f.flag("norm_bias", false)) f.fail("norm_bias", "is true; tach builds ModernBERT's bias-free LayerNorms");
+  c.qkv_bias = c.o_bias = f.flag("attention_bias", false);
+  c.mlp_bias = f.flag("mlp_bias", false);
+  c.causal = false;
+  c.layer_norm = true;
+  c.first_attn_norm = false;
+  c.embedding_norm = true;
+  c.has_local_rope = true;  // local layers: local_rope_theta (default 10000)
+  // The masked-LM head (head + decoder, tied to the embeddings) is not built: the body serves as
+  // a bare encoder, a sentence-embedding body or under a classifier.
+  c.causal_lm = false;
+  c.tie_word_embeddings = false;
+  // Without layer_types: every n-th layer global (from layer 0), the others local, seeing
+  // local_attention / 2 keys on either side (transformers' sliding_window).
+  const int64_t local = f.positive_int("local_attention", 128, false);
+  const int64_t every = f.positive_int("global_attn_every_n_layers", 3, false);
+  for (int64_t i = 0; i < c.num_layers; ++i) c.layer_window[size_t(i)] = i % every ? local / 2 : 0;
+  const std::string pooling = f.str("classifier_pooling", "cls");
+  if (pooling == "cls") c.pooling = DecoderConfig::Pooling::cls;
+  else if (pooling == "mean") c.pooling = DecoderConfig::Pooling::mean;
+  else f.fail("classifier_pooling", "is \"" + pooling + "\"; ModernBERT pools \"cls\" or \"mean\"");
+  c.head_mlp = true;
+  c.head_dense_bias = f.flag("classifier_bias", false);
+  c.classifier_bias = true;
+  for (const char* key : {"embedding_dropout", "mlp_dropout", "classifier_dropout"})
+    if (const double p = f.nonneg_number(key, 0); p > 0 && c.other_dropout.empty())
+      c.other_dropout = std::string(key) + " " + std::to_string(p);
+}
+
+DecoderTensorNames modernbert_names() {
+  DecoderTensorNames n;
+  n.embed = "embeddings.tok_embeddings", n.embed_norm = "embeddings.norm", n.final_norm = "final_norm";
+  n.qkv_fused = "attn.Wqkv", n.o = "attn.Wo", n.gate_up_fused = "mlp.Wi", n.down = "mlp.Wo";
+  n.attn_norm = "attn_norm", n.mlp_norm = "mlp_norm";
+  n.q = n.k = n.v = n.gate = n.up = n.q_norm = n.k_norm = "";
+  n.head_dense = "head.dense", n.head_norm = "head.norm";
+  return n;
+}
+
+const DecoderFamily kModernBert{.causal_lm_architecture = "ModernBertForMaskedLM",
+                                .default_rope_theta = 160000.0,
+                                .tied_by_default = false,
+                                .names = modernbert_names(),
+                                .read_switches = read_modernbert,
+                                .rope_theta_key = "global_rope_theta",
+                                .local_rope_theta_key = "local_rope_theta"};
+
+}  // namespace
+
+ModelFamily modernbert_family() {
+  ModelFamily f = decoder_family_row("ModernBERT encoders (gte-modernbert, modernbert-embed)", "modernbert",
+                                     "ModernBertModel", "ModernBertForSequenceClassification", &kModernBert,
+                                     "answerdotai/ModernBERT-base");
+  f.classifier_weight = "classifier.weight";
+  f.head_modules = {"classifier"};  // PEFT's default modules_to_save; head.dense is a linear LoRA may target
+  f.lm_head = "";
+  f.lora_targets = {"Wqkv", "Wo", "Wi", "dense"};
+  return f;
+}
+
+}  // namespace tach::model
