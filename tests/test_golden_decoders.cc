@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "golden_check.h"
+#include "model/decoder_config.h"
 #include "tach/embed.h"
 #include "tach/model.h"
 #include "tach/tokenizer.h"
@@ -48,7 +49,7 @@ TEST(GoldenModernBert, HiddenStatesMatchTransformers) {
   const json e = test::expected_json(dir);
   auto model = load_model(dir);
   EXPECT_EQ(model->info().architecture, "ModernBertModel");
-  EXPECT_NE(model->info().positions.find("sliding window 2 on 2 of 4 layers"), std::string::npos)
+  EXPECT_NE(model->info().positions.find("local attention (2 keys on either side) on 2 of 4 layers"), std::string::npos)
       << model->info().positions;
   const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
   for (const bool left : {false, true}) {
@@ -98,6 +99,32 @@ TEST(DecoderFamilies, InfoNamesTheSwitches) {
   auto llama = load_model(fixture("llama-lm-llama3rope-f32"));
   EXPECT_NE(llama->info().positions.find("llama3 scaling x4"), std::string::npos) << llama->info().positions;
   EXPECT_EQ(llama->info().head_dim, 16);  // not hidden / heads (32 / 4)
+}
+
+// ModernBERT's config.json as transformers 5 writes it (layer_types, rope_parameters per layer
+// type) and as the Hub's checkpoints spell it (global/local_rope_theta, global_attn_every_n_layers,
+// local_attention) read alike; what tach does not build is refused by name.
+TEST(DecoderFamilies, ModernBertConfigInEitherSpelling) {
+  const model::DecoderConfig fresh = model::load_decoder_config(fixture("modernbert-cls-mean-f32") + "/config.json");
+  const std::string old_fields = R"("model_type": "modernbert", "architectures": ["ModernBertForSequenceClassification"],
+      "vocab_size": 256, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 4, "num_attention_heads": 4,
+      "global_rope_theta": 160.0, "local_rope_theta": 10.0, "local_attention": 4, "global_attn_every_n_layers": 3,
+      "classifier_pooling": "mean", "num_labels": 3)";
+  const model::DecoderConfig old = model::parse_decoder_config_text("{" + old_fields + "}", "old");
+  EXPECT_EQ(old.layer_window, fresh.layer_window);
+  EXPECT_EQ(fresh.layer_window, (std::vector<int64_t>{0, 2, 2, 0}));
+  EXPECT_EQ(old.rope.theta, 160.0);
+  EXPECT_EQ(fresh.rope.theta, 160.0);
+  EXPECT_EQ(old.local_rope.theta, 10.0);
+  EXPECT_EQ(fresh.local_rope.theta, 10.0);
+  EXPECT_FALSE(old.causal);
+  EXPECT_TRUE(old.pooling == model::DecoderConfig::Pooling::mean);
+  auto refused = [&](const std::string& extra) {
+    return test::error_of([&] { model::parse_decoder_config_text("{" + old_fields + ", " + extra + "}", "bad"); });
+  };
+  EXPECT_NE(refused(R"("norm_bias": true)").find("norm_bias"), std::string::npos);
+  EXPECT_NE(refused(R"("hidden_activation": "silu")").find("hidden_activation"), std::string::npos);
+  EXPECT_NE(refused(R"("classifier_pooling": "max")").find("classifier_pooling"), std::string::npos);
 }
 
 // A Qwen3-Embedding-shaped model (bare Qwen3, last-token pooling, normalised, prompts in

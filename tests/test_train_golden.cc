@@ -205,7 +205,8 @@ TEST_P(TrainFixture, Bf16GradientsMatchAutocast) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, TrainFixture,
                          ::testing::Values("bert-cls2-f32", "distilbert-cls2-f32", "bert-reg1-bf16", "bert-cls3-f16",
                                            "roberta-cls2-f32", "xlm-roberta-cls3-bf16", "mpnet-cls2-f32", "qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16", "llama-cls-bias-f32",
-                                           "mistral-cls-window4-f32", "qwen3-cls-headdim16-f32", "gemma3-cls-f32"),
+                                           "mistral-cls-window4-f32", "qwen3-cls-headdim16-f32", "gemma3-cls-f32", "modernbert-cls-mean-f32",
+                                           "modernbert-cls-bias-bf16"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 
 }  // namespace

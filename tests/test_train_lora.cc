@@ -30,7 +30,8 @@ const std::map<std::string, std::string> kModels = {{"distilbert-cls2-f32", "enc
                                                     {"mpnet-cls2-f32", "encoders/mpnet-cls2-f32"},
                                                     {"qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv1-f32"},
                                                     {"llama-cls-bias-f32", "decoders/llama-cls-bias-f32"},
-                                                    {"gemma3-cls-f32", "decoders/gemma3-cls-f32"}};
+                                                    {"gemma3-cls-f32", "decoders/gemma3-cls-f32"},
+                                                    {"modernbert-cls-mean-f32", "decoders/modernbert-cls-mean-f32"}};
 
 struct LoraCase {
   train::TrainingModelSource source;
@@ -128,7 +129,7 @@ TEST_P(LoraFixture, TwentyAdamWStepsMatchPeft) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, LoraFixture,
                          ::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "roberta-cls2-f32", "mpnet-cls2-f32",
                                            "qwen2-cls-kv1-f32",
-                                           "llama-cls-bias-f32", "gemma3-cls-f32"),
+                                           "llama-cls-bias-f32", "gemma3-cls-f32", "modernbert-cls-mean-f32"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 
 TEST(Lora, BadOptionsAreRefusedWithTheModelsLinearNames) {

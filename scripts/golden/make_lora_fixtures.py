@@ -31,6 +31,9 @@ CASES = {
     "roberta-cls2-f32": ("encoders/roberta-cls2-f32", ["query", "key", "value", "dense"]),
     # MPNet's: attention.attn.q/k/v/o, and "dense" for the FFN (classifier.dense trains whole).
     "mpnet-cls2-f32": ("encoders/mpnet-cls2-f32", ["q", "k", "v", "o", "dense"]),
+    # ModernBERT: the fused Wqkv and Wi, both Wo, and head.dense (outside modules_to_save, which is
+    # the classifier alone: head.norm stays frozen).
+    "modernbert-cls-mean-f32": ("decoders/modernbert-cls-mean-f32", ["Wqkv", "Wo", "Wi", "dense"]),
     "qwen2-cls-kv1-f32": ("decoders/qwen2-cls-kv1-f32",
                           ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
     "llama-cls-bias-f32": ("decoders/llama-cls-bias-f32",

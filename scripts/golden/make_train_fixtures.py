@@ -28,7 +28,8 @@ from transformers import AutoModelForSequenceClassification, get_linear_schedule
 CASES = ["encoders/bert-cls2-f32", "encoders/distilbert-cls2-f32", "encoders/bert-reg1-bf16", "encoders/bert-cls3-f16",
          "encoders/roberta-cls2-f32", "encoders/xlm-roberta-cls3-bf16", "encoders/mpnet-cls2-f32",
          "decoders/qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv2-bf16", "decoders/llama-cls-bias-f32",
-         "decoders/mistral-cls-window4-f32", "decoders/qwen3-cls-headdim16-f32", "decoders/gemma3-cls-f32"]
+         "decoders/mistral-cls-window4-f32", "decoders/qwen3-cls-headdim16-f32", "decoders/gemma3-cls-f32",
+         "decoders/modernbert-cls-mean-f32", "decoders/modernbert-cls-bias-bf16"]
 # transformers.Trainer.get_decay_parameter_names: no decay for these (lower-cased) name patterns.
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
 

@@ -41,8 +41,9 @@ std::string DecoderConfig::describe_positions() const {
   for (int64_t w : layer_window)
     if (w > 0) ++sliding, window = w;
   if (sliding > 0) {
-    s += ", sliding window " + std::to_string(window) + " on " + std::to_string(sliding) + " of " +
-         std::to_string(num_layers) + " layers";
+    s += (causal ? ", sliding window " + std::to_string(window)
+                 : ", local attention (" + std::to_string(window) + " keys on either side)") +
+         " on " + std::to_string(sliding) + " of " + std::to_string(num_layers) + " layers";
     if (has_local_rope) s += " (local rotary " + one(local_rope) + ")";
   }
   return s;

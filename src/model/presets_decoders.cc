@@ -1,8 +1,9 @@
 // Decoder presets: published configs with synthetic weights, so that benchmarks run without a
 // download. Qwen2.5-0.5B (../shared/configs/qwen2.5-0.5b-instruct.config.json) as a 23-label
 // intent classifier and a tiny Qwen2 with the same vocabulary; Llama 3.2 1B, SmolLM2-135M,
-// Qwen3-0.6B, Gemma 3 1B and Mistral 7B as their causal LMs, each config.json as published on the
-// Hub (fields tach does not read kept, so the text is the published one).
+// Qwen3-0.6B, Gemma 3 1B and Mistral 7B as their causal LMs, and ModernBERT-base as a classifier,
+// each config.json as published on the Hub (fields tach does not read kept, so the text is the
+// published one).
 #include "model/presets.h"
 #include "tach/error.h"
 
@@ -203,6 +204,50 @@ constexpr const char* kMistral7b = R"json({
   "vocab_size": 32000
 })json";
 
+// answerdotai/ModernBERT-base's published config.json (transformers 4's spelling: global and local
+// RoPE bases, global_attn_every_n_layers), as a 2-label sequence classifier (it is published as
+// ModernBertForMaskedLM) with its mean pooling.
+constexpr const char* kModernBertBase = R"json({
+  "architectures": ["ModernBertForSequenceClassification"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 50281,
+  "classifier_activation": "gelu",
+  "classifier_bias": false,
+  "classifier_dropout": 0.0,
+  "classifier_pooling": "mean",
+  "cls_token_id": 50281,
+  "decoder_bias": true,
+  "deterministic_flash_attn": false,
+  "embedding_dropout": 0.0,
+  "eos_token_id": 50282,
+  "global_attn_every_n_layers": 3,
+  "global_rope_theta": 160000.0,
+  "gradient_checkpointing": false,
+  "hidden_activation": "gelu",
+  "hidden_size": 768,
+  "initializer_cutoff_factor": 2.0,
+  "initializer_range": 0.02,
+  "intermediate_size": 1152,
+  "layer_norm_eps": 1e-05,
+  "local_attention": 128,
+  "local_rope_theta": 10000.0,
+  "max_position_embeddings": 8192,
+  "mlp_bias": false,
+  "mlp_dropout": 0.0,
+  "model_type": "modernbert",
+  "norm_bias": false,
+  "norm_eps": 1e-05,
+  "num_attention_heads": 12,
+  "num_hidden_layers": 22,
+  "pad_token_id": 50283,
+  "position_embedding_type": "absolute",
+  "sep_token_id": 50282,
+  "tie_word_embeddings": true,
+  "torch_dtype": "float32",
+  "vocab_size": 50368
+})json";
+
 struct DecoderPreset {
   const char* name;
   const char* description;
@@ -222,6 +267,9 @@ constexpr DecoderPreset kDecoderPresets[] = {
     {"gemma-3-1b", "Gemma 3 1B causal LM, 26 layers, 1.0B parameters, 5 of 6 layers sliding (window 512), GeGLU",
      kGemma3_1b},
     {"mistral-7b", "Mistral 7B v0.1 causal LM, 32 layers, 7.24B parameters, sliding window 4096", kMistral7b},
+    {"modernbert-base", "ModernBERT-base encoder, 22 layers, 150M parameters, 2 of 3 layers local (128 keys), "
+                        "8192 positions, mean-pooled 2-label head",
+     kModernBertBase},
 };
 
 const DecoderPreset* find_preset(const std::string& name) {

@@ -26,16 +26,24 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
   auto body = [&](const std::string& name, const Shape& shape) -> Parameter& { return t.add(B + name, w.take(name, shape)); };
   auto part = [&](const std::string& name, const Shape& shape) { return std::make_pair(B + name, w.take(name, shape)); };
   m.embed = &body(n.embed + ".weight", {config.vocab_size, C});
+  if (config.embedding_norm) m.embed_norm = &body(n.embed_norm + ".weight", {C});
+  const int64_t QKV = config.qkv_width();
   for (int64_t i = 0; i < config.num_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     TrainableDecoderLayer l;
-    l.attn_norm = &body(p + n.attn_norm + ".weight", {C});
-    l.qkv_weight = t.add_fused(B + p + "self_attn.qkv.weight",
-                               {part(p + n.q + ".weight", {HD, C}), part(p + n.k + ".weight", {KD, C}),
-                                part(p + n.v + ".weight", {KD, C})});
-    if (config.qkv_bias)
-      l.qkv_bias = t.add_fused(B + p + "self_attn.qkv.bias", {part(p + n.q + ".bias", {HD}), part(p + n.k + ".bias", {KD}),
-                                                              part(p + n.v + ".bias", {KD})});
+    if (i > 0 || config.first_attn_norm) l.attn_norm = &body(p + n.attn_norm + ".weight", {C});
+    if (!n.qkv_fused.empty()) {  // stored fused (ModernBERT's Wqkv): one part
+      l.qkv_weight = t.add_fused(B + p + n.qkv_fused + ".weight", {part(p + n.qkv_fused + ".weight", {QKV, C})});
+      if (config.qkv_bias)
+        l.qkv_bias = t.add_fused(B + p + n.qkv_fused + ".bias", {part(p + n.qkv_fused + ".bias", {QKV})});
+    } else {
+      l.qkv_weight = t.add_fused(B + p + "self_attn.qkv.weight",
+                                 {part(p + n.q + ".weight", {HD, C}), part(p + n.k + ".weight", {KD, C}),
+                                  part(p + n.v + ".weight", {KD, C})});
+      if (config.qkv_bias)
+        l.qkv_bias = t.add_fused(B + p + "self_attn.qkv.bias", {part(p + n.q + ".bias", {HD}),
+                                                                part(p + n.k + ".bias", {KD}), part(p + n.v + ".bias", {KD})});
+    }
     if (config.qk_norm) {
       l.q_norm = &body(p + n.q_norm + ".weight", {D});
       l.k_norm = &body(p + n.k_norm + ".weight", {D});
@@ -44,27 +52,54 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
     if (config.o_bias) l.o_bias = &body(p + n.o + ".bias", {C});
     if (config.sandwich_norms) l.attn_out_norm = &body(p + n.attn_out_norm + ".weight", {C});
     l.mlp_norm = &body(p + n.mlp_norm + ".weight", {C});
-    l.gate_up = t.add_fused(B + p + "mlp.gate_up.weight", {part(p + n.gate + ".weight", {I, C}), part(p + n.up + ".weight", {I, C})});
-    if (config.mlp_bias)
-      l.gate_up_bias = t.add_fused(B + p + "mlp.gate_up.bias", {part(p + n.gate + ".bias", {I}), part(p + n.up + ".bias", {I})});
+    if (!n.gate_up_fused.empty()) {  // ModernBERT's Wi
+      l.gate_up = t.add_fused(B + p + n.gate_up_fused + ".weight", {part(p + n.gate_up_fused + ".weight", {2 * I, C})});
+      if (config.mlp_bias)
+        l.gate_up_bias = t.add_fused(B + p + n.gate_up_fused + ".bias", {part(p + n.gate_up_fused + ".bias", {2 * I})});
+    } else {
+      l.gate_up = t.add_fused(B + p + "mlp.gate_up.weight",
+                              {part(p + n.gate + ".weight", {I, C}), part(p + n.up + ".weight", {I, C})});
+      if (config.mlp_bias)
+        l.gate_up_bias = t.add_fused(B + p + "mlp.gate_up.bias", {part(p + n.gate + ".bias", {I}), part(p + n.up + ".bias", {I})});
+    }
     l.down = &body(p + n.down + ".weight", {C, I});
     if (config.mlp_bias) l.down_bias = &body(p + n.down + ".bias", {C});
     if (config.sandwich_norms) l.mlp_out_norm = &body(p + n.mlp_out_norm + ".weight", {C});
     m.layers.push_back(l);
   }
   m.final_norm = &body(n.final_norm + ".weight", {C});
-  if (w.has_head(family.classifier_weight)) {
-    m.score = &t.add(family.classifier_weight, w.take_head(family.classifier_weight, {L, C}));
-  } else {
-    Tensor init = Tensor::empty({L, C}, DType::f32, Device::cpu(), MemoryCategory::workspace);
-    model::fill_normal(init, config.initializer_range, init_seed, family.classifier_weight);
-    m.score = &t.add(family.classifier_weight, init);
-    if (notes)
-      notes->push_back("newly initialised (the checkpoint has none): score — weights N(0, " +
-                       std::to_string(config.initializer_range) + "), no bias, seed " + std::to_string(init_seed));
+  // The head: what the checkpoint lacks is initialised, weights N(0, initializer_range), biases 0,
+  // norms 1 (transformers draws ModernBERT's from a truncated normal; a fresh head is random either way).
+  std::vector<std::string> initialised;
+  auto head = [&](const std::string& name, const Shape& shape, bool weight) -> Parameter* {
+    if (w.has_head(name)) return &t.add(name, w.take_head(name, shape));
+    Tensor init = Tensor::zeros(shape, DType::f32, Device::cpu(), MemoryCategory::workspace);
+    if (weight && shape.size() == 2) model::fill_normal(init, config.initializer_range, init_seed, name);
+    if (weight && shape.size() == 1)
+      for (int64_t k = 0; k < init.numel(); ++k) init.data<float>()[k] = 1.0f;
+    initialised.push_back(name);
+    return &t.add(name, init);
+  };
+  if (config.head_mlp) {
+    m.head_dense = head(n.head_dense + ".weight", {C, C}, true);
+    if (config.head_dense_bias) m.head_dense_bias = head(n.head_dense + ".bias", {C}, false);
+    m.head_norm = head(n.head_norm + ".weight", {C}, true);
   }
-  if (notes)
+  m.score = head(family.classifier_weight, {L, C}, true);
+  if (config.classifier_bias) {
+    const std::string bias = family.classifier_weight.substr(0, family.classifier_weight.size() - 7) + ".bias";
+    m.score_bias = head(bias, {L}, false);
+  }
+  if (notes) {
     for (auto& note : w.finish()) notes->push_back(note);
+    if (!initialised.empty()) {
+      std::string list;
+      for (const auto& name : initialised) list += (list.empty() ? "" : ", ") + name;
+      notes->push_back("newly initialised (the checkpoint has none): " + list + " — weights N(0, " +
+                       std::to_string(config.initializer_range) + "), biases 0, norms 1, seed " +
+                       std::to_string(init_seed));
+    }
+  }
   return m;
 }
 
@@ -90,6 +125,8 @@ void TrainableDecoder::refresh_applied_norms() const {
   for (const auto& l : layers)
     for (const Parameter* p : {l.attn_norm, l.q_norm, l.k_norm, l.attn_out_norm, l.mlp_norm, l.mlp_out_norm}) refresh(p);
   refresh(final_norm);
+  refresh(embed_norm);
+  refresh(head_norm);
 }
 
 int64_t TrainableDecoder::quantize_base_nf4() {
@@ -100,6 +137,8 @@ int64_t TrainableDecoder::quantize_base_nf4() {
     for (Parameter* p : {l.o_proj, l.down})
       if (!p->trainable) params.quantize_nf4(*p), ++n;
   }
+  // ModernBERT's head.dense is an nn.Linear outside modules_to_save: bitsandbytes quantizes it too.
+  if (head_dense && !head_dense->trainable) params.quantize_nf4(*head_dense), ++n;
   return n;
 }
 
@@ -110,14 +149,24 @@ std::vector<LinearSite> TrainableDecoder::linear_sites() {
   for (size_t i = 0; i < layers.size(); ++i) {
     TrainableDecoderLayer& l = layers[i];
     const std::string p = body_prefix + "layers." + std::to_string(i) + ".";
-    sites.push_back({p + names.q, C, HD, 0, &l.qkv_lora});
-    sites.push_back({p + names.k, C, KD, HD, &l.qkv_lora});
-    sites.push_back({p + names.v, C, KD, HD + KD, &l.qkv_lora});
+    if (!names.qkv_fused.empty()) {
+      sites.push_back({p + names.qkv_fused, C, config.qkv_width(), 0, &l.qkv_lora});
+    } else {
+      sites.push_back({p + names.q, C, HD, 0, &l.qkv_lora});
+      sites.push_back({p + names.k, C, KD, HD, &l.qkv_lora});
+      sites.push_back({p + names.v, C, KD, HD + KD, &l.qkv_lora});
+    }
     sites.push_back({p + names.o, HD, C, 0, &l.o_lora});
-    sites.push_back({p + names.gate, C, I, 0, &l.gate_up_lora});
-    sites.push_back({p + names.up, C, I, I, &l.gate_up_lora});
+    if (!names.gate_up_fused.empty()) {
+      sites.push_back({p + names.gate_up_fused, C, 2 * I, 0, &l.gate_up_lora});
+    } else {
+      sites.push_back({p + names.gate, C, I, 0, &l.gate_up_lora});
+      sites.push_back({p + names.up, C, I, I, &l.gate_up_lora});
+    }
     sites.push_back({p + names.down, I, C, 0, &l.down_lora});
   }
+  // ModernBERT's head.dense: a base linear LoRA may target (the classifier trains whole).
+  if (head_dense) sites.push_back({names.head_dense, C, C, 0, &head_dense_lora});
   return sites;
 }
 

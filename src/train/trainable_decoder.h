@@ -1,8 +1,9 @@
-// Any decoder family's sequence classifier set up for training (…ForSequenceClassification):
-// its parameters under their Hugging Face names (from the family row), a forward that keeps each
-// layer's activations, and the backward (trainable_decoder_step.cc). The switches are
-// DecoderConfig's, the same the inference forward (model/decoder.cc) reads. The head reads the
-// last non-pad token of each row, as transformers' does.
+// Any decoder family's sequence classifier set up for training (…ForSequenceClassification),
+// and ModernBERT's: its parameters under their Hugging Face names (from the family row), a
+// forward that keeps each layer's activations, and the backward (trainable_decoder_step.cc). The
+// switches are DecoderConfig's, the same the inference forward (model/decoder.cc) reads. The head
+// reads the last non-pad token of each row, as transformers' does; ModernBERT's pools the first
+// token or the mean, then head.dense, GELU and head.norm before the classifier.
 #pragma once
 
 #include <map>
@@ -18,7 +19,7 @@
 namespace tach::train {
 
 struct TrainableDecoderLayer {
-  Parameter* attn_norm;                   // [C]
+  Parameter* attn_norm = nullptr;         // [C]; none in ModernBERT's layer 0 (the identity)
   Parameter* q_norm = nullptr;            // [D] qk_norm only
   Parameter* k_norm = nullptr;            // [D]
   FusedTensor qkv_weight, qkv_bias;       // [(H + 2 KVH) D, C], [(H + 2 KVH) D] (bias: qkv_bias only)
@@ -42,9 +43,15 @@ struct TrainableDecoder final : TrainableModel {
   std::string classifier_architecture;
   float embed_scale = 0;            // Gemma: sqrt(C) (f32 master weights); 0 = none
   Parameter* embed = nullptr;       // [V, C]
+  Parameter* embed_norm = nullptr;  // [C] ModernBERT's embeddings.norm
   std::vector<TrainableDecoderLayer> layers;
   Parameter* final_norm = nullptr;  // [C]
-  Parameter* score = nullptr;       // [L, C], no bias
+  Parameter* head_dense = nullptr;  // [C, C] ModernBERT's head.dense
+  Parameter* head_dense_bias = nullptr;  // [C] when classifier_bias
+  Parameter* head_norm = nullptr;   // [C] ModernBERT's head.norm
+  Parameter* score = nullptr;       // [L, C]: score, or ModernBERT's classifier
+  Parameter* score_bias = nullptr;  // [L] ModernBERT's classifier.bias
+  std::vector<int64_t> head_dense_lora;
 
   const std::vector<std::string>& labels() const override { return config.id2label; }
   std::string architecture() const override { return classifier_architecture; }
@@ -78,16 +85,21 @@ struct DecoderActivations final : ForwardState {
   // Per layer, what its forward wrote and its backward reads (model/decoder_layer.h); under
   // gradient checkpointing every layer but its resid shares the first layer's buffers.
   std::vector<model::DecoderLayerTensors> layers;
+  Tensor embedded, embed_mean, embed_rstd;  // ModernBERT: [N, C] the embeddings before their norm, its [N] stats
   Tensor resid_out;   // [N, C] the last layer's output: the final norm's input
-  Tensor pooled_in;   // [B, C] the last layer's output at each row's last real token
-  Tensor final_rstd;  // [B]
+  Tensor pooled_in;   // [B, C] the last layer's output at each row's pooled token (last, or first)
+  Tensor final_mean, final_rstd;  // [B] (mean pooling: [N]; mean for LayerNorms only)
+  Tensor final_normed;  // [N, C] mean pooling: every row's final norm, averaged into pooled
   Tensor pooled;      // [B, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
-  std::vector<int64_t> last;  // per row, that token's position
+  Tensor head_pre, head_act, head_mean, head_rstd, head_out;  // ModernBERT's head: [B, C] x3, [B] x2
+  std::vector<int64_t> last;  // per row, the pooled token's position (last or cls pooling)
+  std::vector<float> real_tokens;  // per row, its real tokens (mean pooling)
   model::DecoderRope rope;  // cos/sin of positions 0..T-1 for every row
   // Gradients, reused by the backward.
   Tensor d_resid, d_x, d_qkv, d_context, d_gate_up, d_act;  // [N, C] x2, [N, QKV], [N, HD], [N, 2I], [N, I]
   Tensor d_branch;                                          // [N, C] sandwich norms: d(branch before its norm)
   Tensor d_pooled, d_pooled_in;                             // [B, C]
+  Tensor d_head;                                            // [B, C] ModernBERT's head
 };
 
 }  // namespace tach::train

@@ -10,6 +10,8 @@
 #include "ops/add.h"
 #include "ops/causal_attention.h"
 #include "ops/embedding.h"
+#include "ops/gelu.h"
+#include "ops/layer_norm.h"
 #include "ops/linear.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
@@ -53,6 +55,7 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
       continue;
     }
     l.rstd1 = make({N});
+    if (s.layer_norm) l.mean1 = make({N}), l.mean2 = make({N});
     l.x1 = make({N, C});
     if (s.qk_norm) l.qk_raw = make({N, QK * D}), l.qk_rstd = make({N, QK});
     l.qkv = make({N, QKV});
@@ -69,9 +72,17 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   a.resid_out = make({N, C});
   for (size_t i = 0; i < a.layers.size(); ++i)
     a.layers[i].resid_out = i + 1 < a.layers.size() ? a.layers[i + 1].resid : a.resid_out;
+  if (s.embedding_norm) a.embedded = make({N, C}), a.embed_mean = make({N}), a.embed_rstd = make({N});
+  const bool mean_pool = s.pooling == model::DecoderConfig::Pooling::mean;
   a.pooled_in = make({B, C});
-  a.final_rstd = make({B});
+  a.final_mean = make({mean_pool ? N : B});
+  a.final_rstd = make({mean_pool ? N : B});
+  if (mean_pool) a.final_normed = make({N, C});
   a.pooled = make({B, C});
+  if (s.head_mlp) {
+    a.head_pre = make({B, C}), a.head_act = make({B, C}), a.head_out = make({B, C});
+    a.head_mean = make({B}), a.head_rstd = make({B}), a.d_head = make({B, C});
+  }
   a.logits = make({B, m.num_labels()});
   a.d_resid = make({N, C});
   a.d_x = make({N, C});
@@ -88,15 +99,30 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   a.rope = model::decoder_rope(s, positions, T, Device::cpu());
 }
 
+// The backward of decoder_norm: dinp += d(norm(inp)) (RMSNorm, or a LayerNorm without bias);
+// dweight += (null: frozen). mean is the LayerNorm's saved mean (unused by RMSNorm).
+void norm_backward(const model::DecoderConfig& c, float* dinp, float* dweight, const float* dout, const float* inp,
+                   const float* weight, const Tensor& mean, const Tensor& rstd, int64_t N, int64_t C) {
+  if (c.layer_norm) {
+    OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, false));
+    ops::layer_norm_backward_cpu(dinp, dweight, nullptr, dout, inp, weight, f(mean), f(rstd), N, C);
+    return;
+  }
+  OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
+  ops::rms_norm_backward_cpu(dinp, dweight, dout, inp, weight, f(rstd), N, C);
+}
+
 const float* bias_of(const FusedTensor& t) { return t.value.defined() ? f(t.value) : nullptr; }
 const float* bias_of(const Parameter* p) { return p ? f(p) : nullptr; }
 float* bias_grad(const FusedTensor& t) { return t.value.defined() ? g(t) : nullptr; }
 float* bias_grad(const Parameter* p) { return p ? g(p) : nullptr; }
 
 // transformers' rule: per row, the last token that is not pad_token_id (position 0 when all
-// are); the last position when the config names no pad token, for a batch of one.
+// are); the last position when the config names no pad token, for a batch of one. ModernBERT's
+// cls pooling: the first token.
 std::vector<int64_t> last_tokens(const TrainableDecoder& m, const TokenBatch& batch) {
   const int64_t B = batch.batch(), T = batch.seq_len();
+  if (m.config.pooling != model::DecoderConfig::Pooling::last_token) return std::vector<int64_t>(size_t(B), 0);
   const int64_t pad = m.config.pad_token_id;
   check(pad >= 0 || B == 1, "config.json names no pad_token_id, so rows of a batch cannot be told from padding; set "
                             "pad_token_id (Qwen2.5 uses <|endoftext|>, 151643; Llama 3 models often <|finetune_right_pad_id|>) "
@@ -213,19 +239,57 @@ void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, con
   const int32_t* mask = batch.attention_mask.data<int32_t>();
 
   std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
-  model::decoder_embed(a.layers[0].resid, batch.input_ids, embed->value, embed_scale);
+  if (config.embedding_norm) {  // ModernBERT: the embeddings' own norm
+    model::decoder_embed(a.embedded, batch.input_ids, embed->value, embed_scale);
+    core::Span span(core::SpanKind::module, names.embed_norm);
+    model::decoder_norm(config, a.layers[0].resid, a.embedded, Tensor(), norm_weight(embed_norm), a.embed_mean,
+                        a.embed_rstd);
+  } else {
+    model::decoder_embed(a.layers[0].resid, batch.input_ids, embed->value, embed_scale);
+  }
   for (size_t li = 0; li < layers.size(); ++li) layer_forward(a, li, mask, dr);
   {
-    // The final norm is per row, so it runs on the rows the head reads only.
-    for (int64_t b = 0; b < B; ++b)
-      std::memcpy(f(a.pooled_in) + b * C, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C, sizeof(float) * size_t(C));
     core::Span span(core::SpanKind::module, names.final_norm);
-    ops::rms_norm_forward(a.pooled, a.pooled_in, Tensor(), norm_weight(final_norm), config.norm_eps, a.final_rstd);
+    if (config.pooling == model::DecoderConfig::Pooling::mean) {
+      // Every row's final norm, then (h * mask).sum / mask.sum per sequence.
+      model::decoder_norm(config, a.final_normed, a.resid_out, Tensor(), norm_weight(final_norm), a.final_mean,
+                          a.final_rstd);
+      a.real_tokens.assign(size_t(B), 0.0f);
+      zero(a.pooled);
+      for (int64_t b = 0; b < B; ++b) {
+        float* out = f(a.pooled) + b * C;
+        for (int64_t t = 0; t < T; ++t) {
+          if (!mask[b * T + t]) continue;
+          a.real_tokens[size_t(b)] += 1;
+          const float* row = f(a.final_normed) + (b * T + t) * C;
+          for (int64_t k = 0; k < C; ++k) out[k] += row[k];
+        }
+        for (int64_t k = 0; k < C; ++k) out[k] /= a.real_tokens[size_t(b)];
+      }
+    } else {
+      // The final norm is per row, so it runs on the rows the head reads only.
+      for (int64_t b = 0; b < B; ++b)
+        std::memcpy(f(a.pooled_in) + b * C, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C, sizeof(float) * size_t(C));
+      model::decoder_norm(config, a.pooled, a.pooled_in, Tensor(), norm_weight(final_norm), a.final_mean, a.final_rstd);
+    }
   }
   model_span.reset();
-  core::Span head_span(core::SpanKind::module, "score");
-  OpSpan o("linear", ops::linear_cost(B, L, C, DType::f32, false));
-  ops::linear_forward_cpu(f(a.logits), f(a.pooled), f(score), nullptr, B, L, C);
+  const Tensor* head_in = &a.pooled;
+  if (config.head_mlp) {
+    // ModernBERT's head: norm(gelu(dense(pooled))).
+    core::Span span(core::SpanKind::module, "head");
+    step::linear_forward(f(a.head_pre), f(a.pooled), wt(head_dense), bias_of(head_dense_bias), B, C, C);
+    if (lora) lora->forward(head_dense_lora, f(a.head_pre), C, f(a.pooled), B, a.lora, dr);
+    {
+      OpSpan o("gelu", ops::gelu_cost(B * C));
+      ops::gelu_forward_cpu(f(a.head_act), f(a.head_pre), B * C);
+    }
+    model::decoder_norm(config, a.head_out, a.head_act, Tensor(), norm_weight(head_norm), a.head_mean, a.head_rstd);
+    head_in = &a.head_out;
+  }
+  core::Span head_span(core::SpanKind::module, config.head_mlp ? "classifier" : "score");
+  OpSpan o("linear", ops::linear_cost(B, L, C, DType::f32, score_bias != nullptr));
+  ops::linear_forward_cpu(f(a.logits), f(*head_in), f(score), bias_of(score_bias), B, L, C);
 }
 
 void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
@@ -237,22 +301,53 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
   const int64_t QKV = c.qkv_width(), L = num_labels();
   const int32_t* mask = batch.attention_mask.data<int32_t>();
   {
-    core::Span head_span(core::SpanKind::module, "score");
+    core::Span head_span(core::SpanKind::module, c.head_mlp ? "classifier" : "score");
     zero(a.d_pooled);
-    step::linear_backward(f(a.d_pooled), g(score), nullptr, d_logits, f(a.pooled), f(score), B, L, C);
+    if (c.head_mlp) {
+      zero(a.d_head);
+      step::linear_backward(f(a.d_head), g(score), bias_grad(score_bias), d_logits, f(a.head_out), f(score), B, L, C);
+      // Through head.norm and the GELU into d(dense output), kept in d_pooled_in for the moment.
+      core::Span span(core::SpanKind::module, "head");
+      zero(a.d_pooled_in);
+      norm_backward(c, f(a.d_pooled_in), g(head_norm), f(a.d_head), f(a.head_act), f(norm_weight(head_norm)),
+                    a.head_mean, a.head_rstd, B, C);
+      zero(a.d_head);
+      {
+        OpSpan o("gelu_backward", ops::gelu_backward_cost(B * C));
+        ops::gelu_backward_cpu(f(a.d_head), f(a.head_pre), f(a.d_pooled_in), B * C);
+      }
+      step::linear_backward(f(a.d_pooled), g(head_dense), bias_grad(head_dense_bias), f(a.d_head), f(a.pooled),
+                            wt(head_dense), B, C, C);
+      lora_bwd(*this, head_dense_lora, f(a.d_pooled), f(a.d_head), C, f(a.pooled), B, a, dr);
+    } else {
+      step::linear_backward(f(a.d_pooled), g(score), bias_grad(score_bias), d_logits, f(a.pooled), f(score), B, L, C);
+    }
   }
   core::Span model_span(core::SpanKind::module, "model");
+  zero(a.d_resid);
   {
     core::Span span(core::SpanKind::module, names.final_norm);
-    zero(a.d_pooled_in);
-    OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(B, C));
-    ops::rms_norm_backward_cpu(f(a.d_pooled_in), g(final_norm), f(a.d_pooled), f(a.pooled_in), f(norm_weight(final_norm)),
-                               f(a.final_rstd), B, C);
+    if (c.pooling == model::DecoderConfig::Pooling::mean) {
+      // d(normed row) = d_pooled / n at each real token; then the final norm over every row.
+      zero(a.d_x);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t) {
+          if (!mask[b * T + t]) continue;
+          float* d = f(a.d_x) + (b * T + t) * C;
+          const float* dp = f(a.d_pooled) + b * C;
+          for (int64_t k = 0; k < C; ++k) d[k] = dp[k] / a.real_tokens[size_t(b)];
+        }
+      norm_backward(c, f(a.d_resid), g(final_norm), f(a.d_x), f(a.resid_out), f(norm_weight(final_norm)), a.final_mean,
+                    a.final_rstd, N, C);
+    } else {
+      zero(a.d_pooled_in);
+      norm_backward(c, f(a.d_pooled_in), g(final_norm), f(a.d_pooled), f(a.pooled_in), f(norm_weight(final_norm)),
+                    a.final_mean, a.final_rstd, B, C);
+      // Only each row's pooled token reaches the head.
+      for (int64_t b = 0; b < B; ++b)
+        std::memcpy(f(a.d_resid) + (b * T + a.last[size_t(b)]) * C, f(a.d_pooled_in) + b * C, sizeof(float) * size_t(C));
+    }
   }
-  // Only each row's last real token reaches the head.
-  zero(a.d_resid);
-  for (int64_t b = 0; b < B; ++b)
-    std::memcpy(f(a.d_resid) + (b * T + a.last[size_t(b)]) * C, f(a.d_pooled_in) + b * C, sizeof(float) * size_t(C));
 
   // A branch's output gradient: d_resid itself, or through the norm on the branch's output
   // (sandwich norms) into d_branch.
@@ -288,11 +383,8 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
                             2 * I, C);
       lora_bwd(*this, w.gate_up_lora, f(a.d_x), f(a.d_gate_up), 2 * I, f(s.x2), N, a, dr);
     }
-    {
-      OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
-      ops::rms_norm_backward_cpu(f(a.d_resid), g(w.mlp_norm), f(a.d_x), f(s.resid_mid), f(norm_weight(w.mlp_norm)),
-                                 f(s.rstd2), N, C);
-    }
+    norm_backward(c, f(a.d_resid), g(w.mlp_norm), f(a.d_x), f(s.resid_mid), f(norm_weight(w.mlp_norm)), s.mean2,
+                  s.rstd2, N, C);
     {
       core::Span span(core::SpanKind::module, "self_attn");
       const float* dy = branch_grad(w.attn_out_norm, s.attn_out, s.rstd_ao);
@@ -315,9 +407,18 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
                             QKV, C);
       lora_bwd(*this, w.qkv_lora, f(a.d_x), f(a.d_qkv), QKV, f(s.x1), N, a, dr);
     }
-    OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
-    ops::rms_norm_backward_cpu(f(a.d_resid), g(w.attn_norm), f(a.d_x), f(s.resid), f(norm_weight(w.attn_norm)), f(s.rstd1),
-                               N, C);
+    if (w.attn_norm)
+      norm_backward(c, f(a.d_resid), g(w.attn_norm), f(a.d_x), f(s.resid), f(norm_weight(w.attn_norm)), s.mean1, s.rstd1,
+                    N, C);
+    else  // ModernBERT's layer 0: x1 = resid
+      ops::add_inplace(f(a.d_resid), f(a.d_x), N * C);
+  }
+  if (c.embedding_norm) {
+    core::Span span(core::SpanKind::module, names.embed_norm);
+    zero(a.d_x);
+    norm_backward(c, f(a.d_x), g(embed_norm), f(a.d_resid), f(a.embedded), f(norm_weight(embed_norm)), a.embed_mean,
+                  a.embed_rstd, N, C);
+    std::memcpy(f(a.d_resid), f(a.d_x), a.d_x.nbytes());
   }
   core::Span span(core::SpanKind::module, names.embed);
   if (embed_scale != 0) ops::scale_inplace(a.d_resid, embed_scale);  // h = scale * embed[ids]

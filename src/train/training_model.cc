@@ -101,6 +101,8 @@ std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource&
           source.location.spec + ": config.json sets attention_dropout " +
               std::to_string(source.dropout().attention) +
               "; decoder training runs attention without dropout (every released decoder config has 0.0)");
+    check(c.other_dropout.empty(), source.location.spec + ": config.json sets " + c.other_dropout +
+                                       "; tach trains ModernBERT without dropout (its published configs have 0.0)");
     return std::make_unique<TrainableDecoder>(
         build_trainable_decoder(c, *source.family, *source.binder, init_seed, notes));
   }
