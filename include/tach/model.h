@@ -48,6 +48,7 @@ struct ModelInfo {
   int64_t max_positions = 0, type_vocab_size = 0;  // max_positions: the tokens a row can hold (RoBERTa: 2 fewer)
   int64_t num_kv_heads = 0, head_dim = 0;  // decoders: grouped-query attention
   bool causal_lm = false;                  // can produce vocabulary logits and generate
+  bool bidirectional = false;              // every token sees both sides (encoders, ModernBERT): never generates
   std::vector<int64_t> eos_token_ids;      // decoders: generation stops at these
   std::string positions;                   // "learned absolute", "rotary (theta 1e6)", ...
   int32_t pad_token_id = 0;

@@ -389,6 +389,7 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
   info.architecture = config.architecture;
   info.classifier = config.classification_head;
   info.causal_lm = weights.lm_head_weight.defined();
+  info.bidirectional = !config.causal;
   info.labels = config.classification_head ? config.id2label : std::vector<std::string>{};
   info.problem_type = config.problem_type.empty() ? (config.num_labels() == 1 ? "regression" : "single_label_classification")
                                                   : config.problem_type;

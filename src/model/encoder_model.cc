@@ -150,6 +150,7 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   info.tokenizer_hint = family.tokenizer_hint;
   info.architecture = head ? family.classifier_architecture : family.bare_architecture;
   info.classifier = head;
+  info.bidirectional = true;
   info.labels = config.id2label;
   info.problem_type = config.problem_type;
   if (info.problem_type.empty())  // transformers infers it the same way at the first loss

@@ -130,6 +130,7 @@ struct ModelFamily {
   std::string body_prefix, probe;
   std::string classifier_weight;           // "score.weight", "classifier.weight"
   std::vector<std::string> head_modules;   // the classifier's top-level modules: PEFT's modules_to_save
+  std::vector<std::string> top_modules;    // other modules outside the body (ModernBERT's pooled head)
   std::string lm_head;                     // the LM head's module ("lm_head"), "" for encoders
   std::string bare_architecture;           // "LlamaModel", "BertModel"
   std::string classifier_architecture;     // "LlamaForSequenceClassification": what a head makes of a base model

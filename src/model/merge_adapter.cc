@@ -53,8 +53,13 @@ MergeResult merge_adapter(const MergeOptions& o) {
     return false;
   };
   auto is_lm_head = [&](const std::string& n) { return !family.lm_head.empty() && starts_with(n, family.lm_head + "."); };
+  auto is_top = [&](const std::string& n) {
+    for (const auto& m : family.top_modules)
+      if (starts_with(n, m + ".")) return true;
+    return false;
+  };
   auto out_name = [&](const std::string& n) {
-    if (!classifier || is_head(n) || starts_with(n, family.body_prefix) || is_lm_head(n)) return n;
+    if (!classifier || is_head(n) || is_top(n) || starts_with(n, family.body_prefix) || is_lm_head(n)) return n;
     return family.body_prefix + n;
   };
 

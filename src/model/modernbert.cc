@@ -79,6 +79,7 @@ ModelFamily modernbert_family() {
                                      "answerdotai/ModernBERT-base");
   f.classifier_weight = "classifier.weight";
   f.head_modules = {"classifier"};  // PEFT's default modules_to_save; head.dense is a linear LoRA may target
+  f.top_modules = {"head"};
   f.lm_head = "";
   f.lora_targets = {"Wqkv", "Wo", "Wi", "dense"};
   return f;
