@@ -52,7 +52,7 @@ TEST(Config, LabelsFromNumLabels) {
 
 TEST(ConfigMalformed, UnknownModelTypeListsSupported) {
   expect_error(R"({"model_type":"gpt2","vocab_size":10})",
-               "is not one tach builds (bert, distilbert, roberta, xlm-roberta, mpnet, qwen2, llama, mistral, qwen3, gemma3_text)");
+               "is not one tach builds (bert, distilbert, roberta, xlm-roberta, mpnet, qwen2, llama, mistral, qwen3, gemma3_text, modernbert)");
 }
 
 TEST(ConfigMalformed, UnknownArchitectureListsSupported) {

@@ -57,7 +57,8 @@ def main():
     import onnxruntime as ort
     torch.set_num_threads(args.threads)
     model = AutoModelForSequenceClassification.from_pretrained(args.model, torch_dtype=torch.float32).eval()
-    onnx_path = os.path.join(args.model, "model.onnx")
+    # One export per length: some models (ModernBERT's windowed masks) bake the length into the graph.
+    onnx_path = os.path.join(args.model, f"model-s{args.seq_len}.onnx")
     export_onnx(model, onnx_path, args.seq_len)
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads

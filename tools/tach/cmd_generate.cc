@@ -87,7 +87,7 @@ int run_generate(const GenerateFlags& f) {
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ModelInfo& info = model->info();
   check(!info.bidirectional, f.model + " (" + info.architecture +
-                                 ") is a bidirectional encoder: it has no language-model head and does not generate text");
+                                 ") cannot generate: it is a bidirectional encoder, with no language-model head");
   check(info.causal_lm, f.model + " (" + info.architecture + ") cannot generate: it has no language-model head");
 
   std::unique_ptr<Tokenizer> tok;
