@@ -34,9 +34,12 @@ struct KeyRange {
   int64_t first, end;
 };
 KeyRange key_range(const CausalAttentionArgs& a, int64_t i);
+// The query rows the kernel computes as one block: 64, or (the forward) every row when there are
+// 128 or fewer.
+int64_t attention_row_block(const CausalAttentionArgs& a, bool backward);
 // The scores the kernel computes for one (row, head): each block of query rows against the keys
 // its rows see together. What the costs count.
-int64_t attention_scores_computed(const CausalAttentionArgs& a);
+int64_t attention_scores_computed(const CausalAttentionArgs& a, bool backward = false);
 
 // A causal query whose every visible key is padding (a pad position of a left-padded row) gets
 // zeros: no real token reads it, since real queries never see padded keys. A bidirectional one

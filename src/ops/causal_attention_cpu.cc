@@ -13,10 +13,9 @@ namespace tach::ops {
 
 namespace {
 
-// Each block of query rows computes its scores against the keys some row of the block sees, and
-// nothing else: a causal prefill computes about half the square, a sliding layer a band whose area
-// grows linearly with the length.
-constexpr int64_t kRowBlock = 64;
+// Each block of query rows (attention_row_block) computes its scores against the keys some row
+// of the block sees, and nothing else: a causal prefill computes about half the square, a sliding
+// layer a band whose area grows linearly with the length.
 
 // The keys [lo, hi) rows [i0, i1) see together (the ranges only move forward with the row).
 KeyRange block_keys(const CausalAttentionArgs& a, int64_t i0, int64_t i1) {
@@ -89,8 +88,9 @@ void causal_attention_forward_cpu(float* out, float* probs, const float* q, cons
       const int32_t* mb = key_mask ? key_mask + b * a.mask_stride : nullptr;
       float* P = probs ? probs + bh * a.Tq * Tk : scratch.data();
       float* ob = out + b * a.Tq * a.ld_out + h * a.D;
-      for (int64_t i0 = 0; i0 < a.Tq; i0 += kRowBlock) {
-        const int64_t i1 = std::min(a.Tq, i0 + kRowBlock);
+      const int64_t block = attention_row_block(a, false);
+      for (int64_t i0 = 0; i0 < a.Tq; i0 += block) {
+        const int64_t i1 = std::min(a.Tq, i0 + block);
         block_probs(P, qb, kb, mb, a, i0, i1, probs != nullptr);
         const KeyRange r = block_keys(a, i0, i1);
         // out_bh[i0:i1]: [rows, D] = probs[i0:i1, lo:hi] · v[lo:hi] : [hi - lo, D]
@@ -131,8 +131,9 @@ void causal_attention_backward_cpu(float* dq, float* dk, float* dv, const float*
         const int64_t q_off = b * T * a.ld_q + h * a.D;
         const float* dO = dout + b * T * a.ld_out + h * a.D;  // [T, D]
         const float* P = probs ? probs + bh * T * T : recomputed.data();
-        for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
-          const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
+        const int64_t block = attention_row_block(a, true);
+        for (int64_t i0 = 0; i0 < T; i0 += block) {
+          const int64_t i1 = std::min(T, i0 + block), rows = i1 - i0;
           if (!probs) block_probs(recomputed.data(), q + q_off, k + kv_off, mb, a, i0, i1, false);
           const KeyRange r = block_keys(a, i0, i1);
           const int64_t lo = r.first, n = r.end - r.first;
