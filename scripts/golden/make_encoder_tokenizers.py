@@ -4,9 +4,10 @@
     scripts/golden/make_encoder_tokenizers.py tests/fixtures/tokenizers [--shared ../shared]
 
 Neither model's tokenizer ships unchanged on PyPI, so each is built the way its published file is:
-  mpnet       transformers' MPNetConverter over a slow MPNetTokenizer on ../shared's
-              bert-base-uncased vocab.txt: BertNormalizer (lowercase, accents stripped), BertPreTokenizer,
-              WordPiece, "<s> $A </s>" / "<s> $A </s> </s> $B </s>" (all-mpnet-base-v2's layout)
+  mpnet       transformers 5's MPNetTokenizer (the MPNetConverter layout) on ../shared's
+              bert-base-uncased vocab.txt, its special tokens <s> </s> <pad> <mask> added after the
+              vocabulary: BertNormalizer (lowercase), BertPreTokenizer, WordPiece,
+              "<s> $A </s>" / "<s> $A </s> </s> $B </s>" (all-mpnet-base-v2's layout)
   modernbert  a byte-level BPE trained here with tokenizers' BpeTrainer (2000 tokens) on ../shared's
               texts, in ModernBERT's layout: no normalizer, ByteLevel pre-tokenizer without a prefix
               space, "[CLS] $A [SEP]" / "[CLS] $A [SEP] $B [SEP]", ByteLevel decoder, its special
@@ -24,7 +25,6 @@ import tempfile
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import MPNetTokenizer
-from transformers.convert_slow_tokenizer import MPNetConverter
 
 SHARED_SETS = ["sst2-dev", "agnews-test-500", "clinc150-test", "imdb-200"]
 
@@ -48,8 +48,8 @@ def byte_offsets(text, offsets):
 
 
 def mpnet(shared):
-    slow = MPNetTokenizer(vocab_file=os.path.join(shared, "tokenizers/bert-base-uncased/vocab.txt"))
-    return MPNetConverter(slow).converted()
+    lines = open(os.path.join(shared, "tokenizers/bert-base-uncased/vocab.txt"), encoding="utf-8").read().splitlines()
+    return MPNetTokenizer(vocab={w: i for i, w in enumerate(lines)}).backend_tokenizer
 
 
 def modernbert(shared, corpus):
