@@ -219,40 +219,15 @@ ops::CausalAttentionArgs attention_args(const model::DecoderConfig& c, int64_t B
   return args;
 }
 
-}  // namespace
-
-// One layer's forward (model/decoder_layer.cc): from a.layers[li].resid to the next layer's (or
-// a.resid_out), keeping what its backward needs. The backward calls it again under gradient
-// checkpointing, which is why the layer norms its own input rather than fusing the next norm.
-void TrainableDecoder::layer_forward(DecoderActivations& a, size_t li, const int32_t* mask, const DropoutRates& dr) const {
-  TrainingRunner run(*this, a, mask, dr);
-  model::decoder_layer_forward(config, li, a.B, a.T, a.rope, a.layers[li], run, model::DecoderLayerEnds{});
-}
-
-void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dr) const {
-  auto& a = dynamic_cast<DecoderActivations&>(state);
-  check_batch(*this, batch);
-  const int64_t B = batch.batch(), T = batch.seq_len(), C = config.hidden_size, L = num_labels();
-  prepare(a, *this, B, T);
-  refresh_applied_norms();
-  a.last = last_tokens(*this, batch);
-  const int32_t* mask = batch.attention_mask.data<int32_t>();
-
-  std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
-  if (config.embedding_norm) {  // ModernBERT: the embeddings' own norm
-    model::decoder_embed(a.embedded, batch.input_ids, embed->value, embed_scale);
-    core::Span span(core::SpanKind::module, names.embed_norm);
-    model::decoder_norm(config, a.layers[0].resid, a.embedded, Tensor(), norm_weight(embed_norm), a.embed_mean,
-                        a.embed_rstd);
-  } else {
-    model::decoder_embed(a.layers[0].resid, batch.input_ids, embed->value, embed_scale);
-  }
-  for (size_t li = 0; li < layers.size(); ++li) layer_forward(a, li, mask, dr);
+// The final norm and the rows the head reads: a.pooled [B, C] (the last non-pad token's or the
+// first's, normed; ModernBERT's mean over the mask of every normed row).
+void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const int32_t* mask) {
+  const int64_t B = a.B, T = a.T, C = m.config.hidden_size;
   {
-    core::Span span(core::SpanKind::module, names.final_norm);
-    if (config.pooling == model::DecoderConfig::Pooling::mean) {
+    core::Span span(core::SpanKind::module, m.names.final_norm);
+    if (m.config.pooling == model::DecoderConfig::Pooling::mean) {
       // Every row's final norm, then (h * mask).sum / mask.sum per sequence.
-      model::decoder_norm(config, a.final_normed, a.resid_out, Tensor(), norm_weight(final_norm), a.final_mean,
+      model::decoder_norm(m.config, a.final_normed, a.resid_out, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
                           a.final_rstd);
       a.real_tokens.assign(size_t(B), 0.0f);
       zero(a.pooled);
@@ -270,64 +245,68 @@ void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, con
       // The final norm is per row, so it runs on the rows the head reads only.
       for (int64_t b = 0; b < B; ++b)
         std::memcpy(f(a.pooled_in) + b * C, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C, sizeof(float) * size_t(C));
-      model::decoder_norm(config, a.pooled, a.pooled_in, Tensor(), norm_weight(final_norm), a.final_mean, a.final_rstd);
+      model::decoder_norm(m.config, a.pooled, a.pooled_in, Tensor(), m.norm_weight(m.final_norm), a.final_mean, a.final_rstd);
     }
   }
-  model_span.reset();
+}
+
+// The head on a.pooled: the score (or ModernBERT's head.dense, GELU, head.norm, then its
+// classifier), into a.logits [B, L].
+void head_forward(const TrainableDecoder& m, DecoderActivations& a, const DropoutRates& dr) {
+  const int64_t B = a.B, C = m.config.hidden_size, L = m.num_labels();
   const Tensor* head_in = &a.pooled;
-  if (config.head_mlp) {
+  if (m.config.head_mlp) {
     // ModernBERT's head: norm(gelu(dense(pooled))).
     core::Span span(core::SpanKind::module, "head");
-    step::linear_forward(f(a.head_pre), f(a.pooled), wt(head_dense), bias_of(head_dense_bias), B, C, C);
-    if (lora) lora->forward(head_dense_lora, f(a.head_pre), C, f(a.pooled), B, a.lora, dr);
+    step::linear_forward(f(a.head_pre), f(a.pooled), wt(m.head_dense), bias_of(m.head_dense_bias), B, C, C);
+    if (m.lora) m.lora->forward(m.head_dense_lora, f(a.head_pre), C, f(a.pooled), B, a.lora, dr);
     {
       OpSpan o("gelu", ops::gelu_cost(B * C));
       ops::gelu_forward_cpu(f(a.head_act), f(a.head_pre), B * C);
     }
-    model::decoder_norm(config, a.head_out, a.head_act, Tensor(), norm_weight(head_norm), a.head_mean, a.head_rstd);
+    model::decoder_norm(m.config, a.head_out, a.head_act, Tensor(), m.norm_weight(m.head_norm), a.head_mean, a.head_rstd);
     head_in = &a.head_out;
   }
-  core::Span head_span(core::SpanKind::module, config.head_mlp ? "classifier" : "score");
-  OpSpan o("linear", ops::linear_cost(B, L, C, DType::f32, score_bias != nullptr));
-  ops::linear_forward_cpu(f(a.logits), f(*head_in), f(score), bias_of(score_bias), B, L, C);
+  core::Span head_span(core::SpanKind::module, m.config.head_mlp ? "classifier" : "score");
+  OpSpan o("linear", ops::linear_cost(B, L, C, DType::f32, m.score_bias != nullptr));
+  ops::linear_forward_cpu(f(a.logits), f(*head_in), f(m.score), bias_of(m.score_bias), B, L, C);
 }
 
-void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
-                                const DropoutRates& dr) {
-  auto& a = dynamic_cast<DecoderActivations&>(state);
-  const model::DecoderConfig& c = config;
-  const int64_t B = a.B, T = a.T, N = B * T, C = c.hidden_size, I = c.intermediate_size;
-  const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D, KD = KVH * D;
-  const int64_t QKV = c.qkv_width(), L = num_labels();
-  const int32_t* mask = batch.attention_mask.data<int32_t>();
+// The head's backward from d_logits [B, L]: its parameters' gradients, and d(pooled) in a.d_pooled.
+void head_backward(TrainableDecoder& m, DecoderActivations& a, const float* d_logits, const DropoutRates& dr) {
+  const int64_t B = a.B, C = m.config.hidden_size, L = m.num_labels();
   {
-    core::Span head_span(core::SpanKind::module, c.head_mlp ? "classifier" : "score");
+    core::Span head_span(core::SpanKind::module, m.config.head_mlp ? "classifier" : "score");
     zero(a.d_pooled);
-    if (c.head_mlp) {
+    if (m.config.head_mlp) {
       zero(a.d_head);
-      step::linear_backward(f(a.d_head), g(score), bias_grad(score_bias), d_logits, f(a.head_out), f(score), B, L, C);
+      step::linear_backward(f(a.d_head), g(m.score), bias_grad(m.score_bias), d_logits, f(a.head_out), f(m.score), B, L, C);
       // Through head.norm and the GELU into d(dense output), kept in d_pooled_in for the moment.
       core::Span span(core::SpanKind::module, "head");
       zero(a.d_pooled_in);
-      norm_backward(c, f(a.d_pooled_in), g(head_norm), f(a.d_head), f(a.head_act), f(norm_weight(head_norm)),
+      norm_backward(m.config, f(a.d_pooled_in), g(m.head_norm), f(a.d_head), f(a.head_act), f(m.norm_weight(m.head_norm)),
                     a.head_mean, a.head_rstd, B, C);
       zero(a.d_head);
       {
         OpSpan o("gelu_backward", ops::gelu_backward_cost(B * C));
         ops::gelu_backward_cpu(f(a.d_head), f(a.head_pre), f(a.d_pooled_in), B * C);
       }
-      step::linear_backward(f(a.d_pooled), g(head_dense), bias_grad(head_dense_bias), f(a.d_head), f(a.pooled),
-                            wt(head_dense), B, C, C);
-      lora_bwd(*this, head_dense_lora, f(a.d_pooled), f(a.d_head), C, f(a.pooled), B, a, dr);
+      step::linear_backward(f(a.d_pooled), g(m.head_dense), bias_grad(m.head_dense_bias), f(a.d_head), f(a.pooled),
+                            wt(m.head_dense), B, C, C);
+      lora_bwd(m, m.head_dense_lora, f(a.d_pooled), f(a.d_head), C, f(a.pooled), B, a, dr);
     } else {
-      step::linear_backward(f(a.d_pooled), g(score), bias_grad(score_bias), d_logits, f(a.pooled), f(score), B, L, C);
+      step::linear_backward(f(a.d_pooled), g(m.score), bias_grad(m.score_bias), d_logits, f(a.pooled), f(m.score), B, L, C);
     }
   }
-  core::Span model_span(core::SpanKind::module, "model");
+}
+
+// From d(pooled) to d(the last layer's output) in a.d_resid [N, C], through the final norm.
+void pool_backward(TrainableDecoder& m, DecoderActivations& a, const int32_t* mask) {
+  const int64_t B = a.B, T = a.T, N = B * T, C = m.config.hidden_size;
   zero(a.d_resid);
   {
-    core::Span span(core::SpanKind::module, names.final_norm);
-    if (c.pooling == model::DecoderConfig::Pooling::mean) {
+    core::Span span(core::SpanKind::module, m.names.final_norm);
+    if (m.config.pooling == model::DecoderConfig::Pooling::mean) {
       // d(normed row) = d_pooled / n at each real token; then the final norm over every row.
       zero(a.d_x);
       for (int64_t b = 0; b < B; ++b)
@@ -337,17 +316,65 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
           const float* dp = f(a.d_pooled) + b * C;
           for (int64_t k = 0; k < C; ++k) d[k] = dp[k] / a.real_tokens[size_t(b)];
         }
-      norm_backward(c, f(a.d_resid), g(final_norm), f(a.d_x), f(a.resid_out), f(norm_weight(final_norm)), a.final_mean,
+      norm_backward(m.config, f(a.d_resid), g(m.final_norm), f(a.d_x), f(a.resid_out), f(m.norm_weight(m.final_norm)), a.final_mean,
                     a.final_rstd, N, C);
     } else {
       zero(a.d_pooled_in);
-      norm_backward(c, f(a.d_pooled_in), g(final_norm), f(a.d_pooled), f(a.pooled_in), f(norm_weight(final_norm)),
+      norm_backward(m.config, f(a.d_pooled_in), g(m.final_norm), f(a.d_pooled), f(a.pooled_in), f(m.norm_weight(m.final_norm)),
                     a.final_mean, a.final_rstd, B, C);
       // Only each row's pooled token reaches the head.
       for (int64_t b = 0; b < B; ++b)
         std::memcpy(f(a.d_resid) + (b * T + a.last[size_t(b)]) * C, f(a.d_pooled_in) + b * C, sizeof(float) * size_t(C));
     }
   }
+
+}
+
+}  // namespace
+
+// One layer's forward (model/decoder_layer.cc): from a.layers[li].resid to the next layer's (or
+// a.resid_out), keeping what its backward needs. The backward calls it again under gradient
+// checkpointing, which is why the layer norms its own input rather than fusing the next norm.
+void TrainableDecoder::layer_forward(DecoderActivations& a, size_t li, const int32_t* mask, const DropoutRates& dr) const {
+  TrainingRunner run(*this, a, mask, dr);
+  model::decoder_layer_forward(config, li, a.B, a.T, a.rope, a.layers[li], run, model::DecoderLayerEnds{});
+}
+
+void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dr) const {
+  auto& a = dynamic_cast<DecoderActivations&>(state);
+  check_batch(*this, batch);
+  const int64_t B = batch.batch(), T = batch.seq_len();
+  prepare(a, *this, B, T);
+  refresh_applied_norms();
+  a.last = last_tokens(*this, batch);
+  const int32_t* mask = batch.attention_mask.data<int32_t>();
+
+  std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
+  if (config.embedding_norm) {  // ModernBERT: the embeddings' own norm
+    model::decoder_embed(a.embedded, batch.input_ids, embed->value, embed_scale);
+    core::Span span(core::SpanKind::module, names.embed_norm);
+    model::decoder_norm(config, a.layers[0].resid, a.embedded, Tensor(), norm_weight(embed_norm), a.embed_mean,
+                        a.embed_rstd);
+  } else {
+    model::decoder_embed(a.layers[0].resid, batch.input_ids, embed->value, embed_scale);
+  }
+  for (size_t li = 0; li < layers.size(); ++li) layer_forward(a, li, mask, dr);
+  pool_forward(*this, a, mask);
+  model_span.reset();
+  head_forward(*this, a, dr);
+}
+
+void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
+                                const DropoutRates& dr) {
+  auto& a = dynamic_cast<DecoderActivations&>(state);
+  const model::DecoderConfig& c = config;
+  const int64_t B = a.B, T = a.T, N = B * T, C = c.hidden_size, I = c.intermediate_size;
+  const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D, KD = KVH * D;
+  const int64_t QKV = c.qkv_width();
+  const int32_t* mask = batch.attention_mask.data<int32_t>();
+  head_backward(*this, a, d_logits, dr);
+  core::Span model_span(core::SpanKind::module, "model");
+  pool_backward(*this, a, mask);
 
   // A branch's output gradient: d_resid itself, or through the norm on the branch's output
   // (sandwich norms) into d_branch.
