@@ -15,7 +15,7 @@ Neither model's tokenizer ships unchanged on PyPI, so each is built the way its 
 Writes <name>/tokenizer.json and <name>/expected.jsonl: {"text", "ids", "offsets" (bytes),
 "pair_ids" (short texts only), "decoded"} per text over ../shared's texts (SST-2 dev, AG News,
 CLINC150 and IMDB samples) and tests/fixtures/tokenizers/hard_cases.jsonl.
-Development only (tokenizers, transformers).
+Development only (tokenizers, transformers; sentencepiece, for make_unigram_tokenizers' helpers).
 """
 import argparse
 import json
@@ -26,7 +26,7 @@ import tempfile
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import MPNetTokenizer
 
-SHARED_SETS = ["sst2-dev", "agnews-test-500", "clinc150-test", "imdb-200"]
+from make_unigram_tokenizers import SHARED_SETS, byte_offsets
 
 
 def texts(shared, hard_cases):
@@ -37,14 +37,6 @@ def texts(shared, hard_cases):
         out += rows[:20 if name == "imdb-200" else 50]
     out += sorted({json.loads(l)["text"] for l in open(hard_cases, encoding="utf-8")})
     return out + ["[CLS] inside [SEP] text", "<s>starts with one</s>", "x" * 300]
-
-
-def byte_offsets(text, offsets):
-    """tokenizers' offsets are in characters; tach's in bytes of the UTF-8 text."""
-    starts = [0]
-    for ch in text:
-        starts.append(starts[-1] + len(ch.encode("utf-8")))
-    return [[starts[a], starts[b]] for a, b in offsets]
 
 
 def mpnet(shared):
