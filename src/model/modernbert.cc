@@ -39,6 +39,9 @@ void read_modernbert(const Field& f, DecoderConfig& c) {
   // Without layer_types: every n-th layer global (from layer 0), the others local, seeing
   // local_attention / 2 keys on either side (transformers' sliding_window).
   const int64_t local = f.positive_int("local_attention", 128, false);
+  if (local < 2)
+    f.fail("local_attention", "is " + std::to_string(local) +
+                                  "; a local layer sees local_attention / 2 keys on either side, so it must be at least 2");
   const int64_t every = f.positive_int("global_attn_every_n_layers", 3, false);
   for (int64_t i = 0; i < c.num_layers; ++i) c.layer_window[size_t(i)] = i % every ? local / 2 : 0;
   const std::string pooling = f.str("classifier_pooling", "cls");
