@@ -86,7 +86,7 @@ TEST(Embedding, EveryPoolingModeMatchesSentenceTransformers) {
   }
 }
 
-// RoBERTa's, XLM-RoBERTa's and MPNet's bare models pooled as their sentence-embedding
+// RoBERTa's, XLM-RoBERTa's, MPNet's and ModernBERT's bare models pooled as their sentence-embedding
 // checkpoints are (mean or CLS), on their own rows (pad id 1, positions after it).
 TEST(Embedding, EveryEncoderFamilyMatchesSentenceTransformers) {
   const json cases = read_json(test::fixtures_dir() + "/embeddings/pooling_cases.json");

@@ -49,8 +49,9 @@ CASES = {
 }
 
 # Bare models of the other encoder families, pooled as their sentence-embedding checkpoints are
-# (all-mpnet-base-v2 and multilingual-e5: mean + normalize; bge-m3: CLS + normalize).
-FAMILY_BODIES = ["roberta-base-model-f32", "xlm-roberta-base-model-f32", "mpnet-base-model-f32"]
+# (all-mpnet-base-v2, multilingual-e5 and modernbert-embed: mean + normalize; bge-m3: CLS + normalize).
+FAMILY_BODIES = ["encoders/roberta-base-model-f32", "encoders/xlm-roberta-base-model-f32", "encoders/mpnet-base-model-f32",
+                 "decoders/modernbert-base-model-f32"]
 FAMILY_CASES = ["mean-normalize", "cls-max"]
 
 HARD_TEXTS = [
@@ -126,29 +127,31 @@ def pooling_cases(root):
                     emb = model(feats)["sentence_embedding"]
                 result[side] = emb.tolist()
             out["cases"][name] = result
-    out["bodies"] = {body: family_body(root, body) for body in FAMILY_BODIES}
+    out["bodies"] = {os.path.basename(body): family_body(root, body) for body in FAMILY_BODIES}
     dst = os.path.join(root, "embeddings")
     os.makedirs(dst, exist_ok=True)
     json.dump(out, open(os.path.join(dst, "pooling_cases.json"), "w"))
 
 
 def family_body(root, body):
-    base = os.path.join(root, "encoders", body)
+    base = os.path.join(root, body)
     expected = json.load(open(os.path.join(base, "expected.json")))
     rows, pad = expected["input_rows"], expected["pad_id"]
     T = max(len(r) for r in rows)
     right = {"input_ids": [r + [pad] * (T - len(r)) for r in rows],
              "attention_mask": [[1] * len(r) + [0] * (T - len(r)) for r in rows]}
-    result = {"base": f"encoders/{body}", "right": right, "cases": {}}
+    result = {"base": body, "right": right, "cases": {}}
+    hidden = json.load(open(os.path.join(base, "config.json")))["hidden_size"]
     for name in FAMILY_CASES:
+        spec = dict(CASES[name], pooling=dict(CASES[name]["pooling"], word_embedding_dimension=hidden))
         with tempfile.TemporaryDirectory() as d:
-            write_case(d, base, CASES[name])
+            write_case(d, base, spec)
             model = load_without_tokenizer(d)
             feats = {k: torch.tensor(v) for k, v in right.items()}
             with torch.no_grad():
                 emb = model(feats)["sentence_embedding"]
             result["cases"][name] = {"files": {"modules.json": json.load(open(os.path.join(d, "modules.json"))),
-                                               "1_Pooling/config.json": CASES[name]["pooling"]},
+                                               "1_Pooling/config.json": spec["pooling"]},
                                      "right": emb.tolist()}
     return result
 
