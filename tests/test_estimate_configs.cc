@@ -60,6 +60,10 @@ TEST(EstimateConfigs, UnknownTypesGetANoteOrARefusal) {
   test::write_text(tmp.file("config.json"), R"({"model_type": "mamba", "hidden_size": 64, "vocab_size": 10})");
   const std::string err = test::error_of([&] { estimate(tmp.path()); });
   EXPECT_NE(err.find("missing: num_hidden_layers, num_attention_heads, intermediate_size"), std::string::npos) << err;
+  // A model_type that is not a string (found by fuzz_config): the same refusal, not a JSON type error.
+  test::write_text(tmp.file("config.json"), R"({"model_type": 2, "intermediate_size": 48})");
+  const std::string numeric = test::error_of([&] { estimate(tmp.path()); });
+  EXPECT_NE(numeric.find("model_type \"?\" is not one tach builds"), std::string::npos) << numeric;
 }
 
 }  // namespace

@@ -57,13 +57,18 @@ constexpr ConfigPreset kConfigPresets[] = {{"llama-3.1-70b", kLlama31_70b},
                                            {"qwen1.5-moe-a2.7b", kQwen15MoE},
                                            {"deepseek-v3", kDeepSeekV3}};
 
+// j[key] when it is a string, else `otherwise` (a model_type of another type names no family).
+std::string string_field(const json& j, const char* key, const char* otherwise) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string(otherwise);
+}
+
 // The fields every decoder config has; a config without them is refused, naming them.
 void require_decoder_fields(const json& j, const std::string& source) {
   std::string missing;
   for (const char* k : {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size"})
     if (!j.contains(k) || !j[k].is_number_integer()) missing += (missing.empty() ? "" : ", ") + std::string(k);
   if (!missing.empty())
-    throw Error(source + ": model_type \"" + j.value("model_type", std::string("?")) + "\" is not one tach builds (" +
+    throw Error(source + ": model_type \"" + string_field(j, "model_type", "?") + "\" is not one tach builds (" +
                 model::known_model_types() + "), and the estimate of an unknown one needs the standard decoder fields; "
                 "missing: " + missing);
 }
@@ -220,7 +225,7 @@ ArchitectureSummary describe_model(const std::string& spec) {
   }
   const std::string path = (std::filesystem::path(loc.dir) / "config.json").string();
   const json j = model::parse_json_text(model::read_text_file(path), path);
-  const std::string type = j.is_object() ? j.value("model_type", std::string()) : std::string();
+  const std::string type = string_field(j, "model_type", "");
   for (const auto& fam : model::model_families())
     for (const auto& t : fam.model_types)
       if (t == type) return fam.summarize(fam, loc);

@@ -9,6 +9,7 @@
 
 #include "estimate/architecture_reader.h"
 #include "model/config.h"
+#include "model/config_fields.h"
 #include "model/decoder_config.h"
 #include "tach/error.h"
 
@@ -29,10 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const tach::Error&) {
   }
   try {
-    const nlohmann::json j = nlohmann::json::parse(text);
+    const nlohmann::json j = tach::model::parse_json_text(text, "fuzz");  // as tach estimate reads config.json
     const auto a = tach::estimate::describe_config(j, "fuzz");
     if (a.C <= 0 || a.L <= 0 || a.H <= 0 || a.moe_layers < 0 || a.moe_layers > a.L) __builtin_trap();
-  } catch (const nlohmann::json::parse_error&) {
   } catch (const tach::Error&) {
   }
   return 0;
