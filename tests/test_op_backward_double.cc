@@ -339,16 +339,14 @@ TEST(BackwardDouble, AttentionBlocksWindowsAndDirections) {
       EXPECT_GE(attention_scores_computed(unwindowed), full) << what;
       // 80 rows: the forward runs them as one block, the backward as blocks of 64.
       EXPECT_EQ(attention_scores_computed(a), T * T) << what;
-      if (window > 0)
+      if (window > 0) {
         EXPECT_LT(attention_scores_computed(a, true), attention_scores_computed(unwindowed, true)) << what;
+      }
       // Over long rows a sliding layer's scores grow linearly with the length, a full layer's as its square.
       CausalAttentionArgs l1 = a, l2 = a;
       l1.Tq = 4096, l2.Tq = 8192;
       const double growth = double(attention_scores_computed(l2)) / double(attention_scores_computed(l1));
-      if (window > 0)
-        EXPECT_NEAR(growth, 2.0, 0.05) << what;
-      else
-        EXPECT_NEAR(growth, 4.0, 0.1) << what;
+      EXPECT_NEAR(growth, window > 0 ? 2.0 : 4.0, window > 0 ? 0.05 : 0.1) << what;
     }
 }
 
