@@ -20,6 +20,49 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
+TrainingStep::TrainingStep(TrainableModel& model, const StepSettings& settings)
+    : model_(model),
+      settings_(settings),
+      optimizer_(model.params, settings.adam, settings.decay_scope, settings.fused),
+      state_(model.new_state(settings.fused)) {
+  state_->checkpoint = settings.gradient_checkpointing;
+}
+
+StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBatchSource& next, double lr) {
+  const auto t_step = std::chrono::steady_clock::now();
+  StepOutcome out;
+  model_.params.zero_grad();
+  double loss_sum = 0;
+  for (int64_t micro = 0; micro < micro_batches; ++micro) {
+    auto t0 = std::chrono::steady_clock::now();
+    TokenBatch batch;
+    Targets targets;
+    {
+      ProfileScope scope("data");
+      next(micro, &batch, &targets);
+    }
+    out.seconds.data += seconds_since(t0);
+    DropoutRates r = settings_.dropout;
+    r.micro_batch = step * settings_.grad_accumulation + micro;
+    PhaseSeconds phase;
+    loss_sum += forward_backward(model_, *state_, batch, targets, settings_.problem_type, r,
+                                 1.0f / float(micro_batches), &phase);
+    out.seconds.forward += phase.forward;
+    out.seconds.backward += phase.backward;
+    out.tokens += batch.real_tokens();
+    out.samples += batch.batch();
+  }
+  out.loss = loss_sum / double(micro_batches);
+  const auto t0 = std::chrono::steady_clock::now();
+  out.grad_norm = std::isfinite(out.loss)
+                      ? clip_and_update(model_.params, optimizer_, lr, settings_.max_grad_norm)
+                      : out.loss;
+  out.updated = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
+  out.seconds.optimizer = seconds_since(t0);
+  out.seconds.total = seconds_since(t_step);
+  return out;
+}
+
 double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch,
                         const Targets& targets, const std::string& problem_type, const DropoutRates& dropout,
                         float loss_scale, PhaseSeconds* seconds) {

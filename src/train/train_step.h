@@ -1,8 +1,11 @@
-// The pieces of one training step, shared by tach train's loop and TrainStepper (tach profile
-// --train): a micro-batch's forward, loss and backward; then the gradient norm, clipping and
-// the optimizer update. Each phase runs inside a profiler scope named as the phase.
+// One training step, the piece that tach train's loop, tach profile --train (TrainStepper) and
+// tach bench --train all run: the micro-batches' data, forward with the loss, and backward
+// (gradients accumulated), then the gradient norm, clipping and the AdamW update. Each phase
+// runs inside a profiler scope named as the phase and is timed on the steady clock.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "train/classifier_loss.h"
@@ -10,6 +13,52 @@
 #include "train/trainable_model.h"
 
 namespace tach::train {
+
+// How the step runs: the execution, the optimizer and the loss.
+struct StepSettings {
+  bool fused = false;                   // --exec fused
+  bool gradient_checkpointing = false;  // keep layer inputs only; recompute each layer in the backward
+  DropoutRates dropout;                 // rates and seed; micro_batch is set per micro-batch
+  int64_t grad_accumulation = 1;        // micro-batches in a full step: with the step, keys the masks
+  AdamWConfig adam;
+  DecayScope decay_scope = DecayScope::trainer;
+  double max_grad_norm = 1.0;  // 0: no clipping
+  std::string problem_type = "single_label_classification";
+};
+
+// Seconds per phase of one step. total is the step's wall time, so it also holds what no phase
+// claims (zeroing the gradients, the loop itself).
+struct StepSeconds {
+  double data = 0, forward = 0, backward = 0, optimizer = 0, total = 0;
+};
+
+struct StepOutcome {
+  double loss = 0;       // mean over the micro-batches
+  double grad_norm = 0;  // before clipping; the loss when the loss is not finite
+  StepSeconds seconds;
+  int64_t tokens = 0, samples = 0;  // real (unpadded) tokens, rows
+  bool updated = false;             // false: the loss or the norm was not finite, the weights are untouched
+};
+
+// Fills micro-batch `index` (0-based within the step). Runs inside the step's data phase.
+using MicroBatchSource = std::function<void(int64_t index, TokenBatch* batch, Targets* targets)>;
+
+class TrainingStep {
+ public:
+  TrainingStep(TrainableModel& model, const StepSettings& settings);
+  // One optimizer step over `micro_batches` micro-batches; `step` (0-based, counted over the
+  // run) and the micro-batch's index key the dropout masks, so a resumed run draws the masks of
+  // an uninterrupted one.
+  StepOutcome run(int64_t step, int64_t micro_batches, const MicroBatchSource& next, double lr);
+  AdamWOptimizer& optimizer() { return optimizer_; }
+  const StepSettings& settings() const { return settings_; }
+
+ private:
+  TrainableModel& model_;
+  StepSettings settings_;
+  AdamWOptimizer optimizer_;
+  std::unique_ptr<ForwardState> state_;
+};
 
 struct PhaseSeconds {
   double forward = 0, backward = 0;
@@ -23,9 +72,9 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
 
 // The global L2 norm of the trainable gradients (before clipping). When it is finite, clips to
 // max_grad_norm (0: no clipping) and updates at lr; when not, changes nothing.
+double clip_and_update(ParameterTable& params, AdamWOptimizer& optimizer, double lr, double max_grad_norm);
+
 // What a bf16 run says about its GEMMs: a bf16 matmul here, or emulated (same numbers, no speed-up).
 std::string bf16_training_note();
-
-double clip_and_update(ParameterTable& params, AdamWOptimizer& optimizer, double lr, double max_grad_norm);
 
 }  // namespace tach::train
