@@ -314,7 +314,7 @@ TEST(BenchConfig, InvalidUtf8IsAClearErrorNotACrash) {
 
 TEST(Reports, TablesInEveryFormat) {
   PointResult p;
-  p.key = {"cpu", "f32", 0, 8, 128};
+  p.key.batch = 8;
   p.batch_latency_ms.median = 12.5;
   p.samples_per_s = 640;
   const std::vector<PointResult> v{p};

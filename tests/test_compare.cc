@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 // A point whose runs took `median` ms with relative jitter `spread` (deterministic in seed).
 PointResult point(int64_t batch, double median, double spread, uint32_t seed, int n = 30) {
   PointResult p;
-  p.key = {"cpu", "f32", 0, batch, 128};
+  p.key.batch = batch;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-spread, spread);
   std::vector<double> v;

@@ -1,4 +1,5 @@
-// tach bench: inference sweeps (batch × sequence length × dtype × device × threads), the
+// tach bench: inference sweeps (batch × sequence length × dtype × device × threads), training
+// sweeps (tach bench --train: the same axes, and method × exec × gradient checkpointing), the
 // accuracy pass, and the run directory that keeps every finished point.
 #pragma once
 
@@ -22,6 +23,21 @@ struct StoppingRule {
   // roughly normal noise) is below this
   double target_cv = 0.02;
   std::string describe() const;
+};
+
+// tach bench --train: every point is a training step (forward with the loss, backward, clipping,
+// AdamW) instead of a forward, swept over these axes on top of the inference ones. The optimizer
+// settings are tach train's, with its defaults.
+struct TrainSweep {
+  bool enabled = false;
+  std::vector<std::string> methods{"full"};      // full | lora | qlora
+  std::vector<std::string> execs{"eager"};       // eager | fused
+  std::vector<bool> gradient_checkpointing{false};
+  double lr = 5e-5, weight_decay = 0, adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
+  double max_grad_norm = 1.0;  // 0: no clipping
+  bool dropout = true;         // the model's dropout rates, as in training mode
+  int64_t lora_r = 8;
+  double lora_alpha = 8, lora_dropout = 0;
 };
 
 struct BenchConfig {
@@ -57,7 +73,13 @@ struct BenchConfig {
   bool profile = false;
   std::string runs_dir = "runs";
   std::string run_id;  // default: UTC time and model name
+  TrainSweep train;    // enabled: a training sweep
 };
+
+// A training sweep's defaults, under a YAML file and flags: batch 8 to 64 (the inference default
+// starts at 1, which a training sweep rarely wants), 1 warm-up step, and a stopping rule for
+// steps of seconds: at least 3 and at most 20 steps, 20 s, or a 5% standard error.
+BenchConfig train_sweep_defaults();
 
 // Defaults, then the YAML file (the benchmark config.yaml shape: model, dataset, profiling, plus tach's own keys).
 // Unknown keys and values of the wrong type are errors that name the key.
@@ -72,8 +94,21 @@ struct PointKey {
   int threads = 0;
   int64_t batch = 1;
   int64_t seq_len = 128;
-  std::string id() const;  // "cpu/f32/t0/b8/s128", unique within a run
+  std::string kind = "inference";  // inference | train
+  // Training points only.
+  std::string method, exec;  // full | lora | qlora; eager | fused
+  bool gradient_checkpointing = false;
+  // Unique within a run: "cpu/f32/t0/b8/s128"; a training point adds "/full/eager/gc-off".
+  std::string id() const;
+  // The id without one axis (batch, seq_len, device, dtype, threads, method, exec,
+  // gradient_checkpointing): what two points differing only in that axis share.
+  std::string id_without(const std::string& axis) const;
+  // The axis's value as id() writes it ("b8", "eager", "gc-on").
+  std::string value_of(const std::string& axis) const;
 };
+
+// The axes a point is keyed by, in id order.
+const std::vector<std::string>& point_axes();
 
 // Order statistics of one quantity, with its unit in the name of the field that holds it.
 struct Distribution {
@@ -111,6 +146,27 @@ struct PointResult {
   // GPU points: device memory in use per the driver after the measured runs (every process's,
   // and the pool's cached blocks, which tach keeps), -1 on the CPU.
   int64_t device_memory_used_bytes = -1;
+  // Training points: what a step is made of. Their batch latency is the whole step's (data,
+  // forward, backward, optimizer), one run is one optimizer step over one batch, and the FLOPs
+  // are the step's.
+  struct Train {
+    Distribution data_ms, forward_ms, backward_ms, optimizer_ms;  // per step
+    double loss_first = 0, loss_last = 0;                        // of the measured steps
+    int64_t parameters = 0, trainable_parameters = 0;
+    // The ops' declared FLOPs of one step, from a profiled step after the measured ones: model
+    // FLOPs leave out a checkpointed layer's recomputation, hardware FLOPs count it.
+    double model_flops_per_step = 0, hardware_flops_per_step = 0;
+    // Achieved model FLOP/s (over the summed measured step time) against the measured GEMM
+    // ceiling of the point's precision (tach info --ceilings), and that ceiling.
+    double mfu = -1, ceiling_gflops_per_s = 0;
+    // The GEMMs' share of the profiled step's op time, and their achieved fraction of the ceiling
+    // (linear, linear_backward and the NF4 linears: FLOPs over self time).
+    double gemm_time_share = -1, gemm_efficiency = -1;
+    // tach estimate's peak for this point (bytes; 0: no estimate for this model) and the memory
+    // it saw available.
+    int64_t estimate_bytes = 0, available_bytes = 0;
+    std::string precision;  // how the GEMMs ran: f32, bf16, or bf16 emulated
+  } train;
   // Energy of the measured runs: CPU package + DRAM from RAPL. -1 when unavailable, with the
   // reason in energy_source: never estimated from TDP.
   double energy_j = -1, energy_j_per_sample = -1, energy_j_per_token = -1;

@@ -59,7 +59,69 @@ void check_keys(const YAML::Node& node, const std::string& section, const std::s
   }
 }
 
+// The training: section (tach bench --train's axes and optimizer settings).
+void read_training_yaml(const YAML::Node& t, const std::string& p, TrainSweep& s) {
+  check_keys(t, p + "training",
+             {"enabled", "method", "exec", "gradient_checkpointing", "lr", "learning_rate", "weight_decay",
+              "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm", "dropout", "lora_r", "lora_alpha",
+              "lora_dropout"});
+  s.enabled = t["enabled"] ? scalar<bool>(t["enabled"], p + "training.enabled") : true;
+  if (t["method"]) s.methods = list<std::string>(t["method"], p + "training.method");
+  if (t["exec"]) s.execs = list<std::string>(t["exec"], p + "training.exec");
+  if (t["gradient_checkpointing"]) s.gradient_checkpointing = list<bool>(t["gradient_checkpointing"], p + "training.gradient_checkpointing");
+  if (t["lr"]) s.lr = scalar<double>(t["lr"], p + "training.lr");
+  if (t["learning_rate"]) s.lr = scalar<double>(t["learning_rate"], p + "training.learning_rate");
+  if (t["weight_decay"]) s.weight_decay = scalar<double>(t["weight_decay"], p + "training.weight_decay");
+  if (t["adam_beta1"]) s.adam_beta1 = scalar<double>(t["adam_beta1"], p + "training.adam_beta1");
+  if (t["adam_beta2"]) s.adam_beta2 = scalar<double>(t["adam_beta2"], p + "training.adam_beta2");
+  if (t["adam_epsilon"]) s.adam_eps = scalar<double>(t["adam_epsilon"], p + "training.adam_epsilon");
+  if (t["max_grad_norm"]) s.max_grad_norm = scalar<double>(t["max_grad_norm"], p + "training.max_grad_norm");
+  if (t["dropout"]) s.dropout = scalar<bool>(t["dropout"], p + "training.dropout");
+  if (t["lora_r"]) s.lora_r = scalar<int64_t>(t["lora_r"], p + "training.lora_r");
+  if (t["lora_alpha"]) s.lora_alpha = scalar<double>(t["lora_alpha"], p + "training.lora_alpha");
+  if (t["lora_dropout"]) s.lora_dropout = scalar<double>(t["lora_dropout"], p + "training.lora_dropout");
+}
+
+nlohmann::json train_sweep_json(const TrainSweep& s) {
+  return {{"enabled", s.enabled}, {"methods", s.methods}, {"execs", s.execs},
+          {"gradient_checkpointing", s.gradient_checkpointing}, {"lr", s.lr}, {"weight_decay", s.weight_decay},
+          {"adam_beta1", s.adam_beta1}, {"adam_beta2", s.adam_beta2}, {"adam_eps", s.adam_eps},
+          {"max_grad_norm", s.max_grad_norm}, {"dropout", s.dropout}, {"lora_r", s.lora_r},
+          {"lora_alpha", s.lora_alpha}, {"lora_dropout", s.lora_dropout}};
+}
+
+TrainSweep train_sweep_from(const nlohmann::json& j) {
+  TrainSweep s;
+  s.enabled = j.at("enabled");
+  s.methods = j.at("methods").get<std::vector<std::string>>();
+  s.execs = j.at("execs").get<std::vector<std::string>>();
+  s.gradient_checkpointing = j.at("gradient_checkpointing").get<std::vector<bool>>();
+  s.lr = j.at("lr");
+  s.weight_decay = j.at("weight_decay");
+  s.adam_beta1 = j.at("adam_beta1");
+  s.adam_beta2 = j.at("adam_beta2");
+  s.adam_eps = j.at("adam_eps");
+  s.max_grad_norm = j.at("max_grad_norm");
+  s.dropout = j.at("dropout");
+  s.lora_r = j.at("lora_r");
+  s.lora_alpha = j.at("lora_alpha");
+  s.lora_dropout = j.at("lora_dropout");
+  return s;
+}
+
 }  // namespace
+
+BenchConfig train_sweep_defaults() {
+  BenchConfig c;
+  c.train.enabled = true;
+  c.batch_sizes = {8, 16, 32, 64};
+  c.warmup_runs = 1;
+  c.stop.min_runs = 3;
+  c.stop.max_runs = 20;
+  c.stop.time_budget_s = 20;
+  c.stop.target_cv = 0.05;
+  return c;
+}
 
 BenchConfig bench_config_from_yaml(const std::string& path, BenchConfig c) {
   std::ifstream in(path, std::ios::binary);
@@ -79,7 +141,7 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
   if (root.IsNull()) return c;
   const std::string p = path + ": ";
   try {
-    check_keys(root, path, {"model", "dataset", "profiling", "output", "seed"});
+    check_keys(root, path, {"model", "dataset", "profiling", "output", "seed", "training"});
     if (root["seed"]) c.seed = scalar<uint64_t>(root["seed"], p + "seed");
     if (const auto m = root["model"]) {
       check_keys(m, p + "model", {"name", "device", "dtype", "tokenizer", "adapter"});
@@ -135,6 +197,7 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
       if (f["accuracy"]) c.accuracy = scalar<bool>(f["accuracy"], p + "profiling.accuracy");
       if (f["eval_batch_size"]) c.eval_batch_size = scalar<int64_t>(f["eval_batch_size"], p + "profiling.eval_batch_size");
     }
+    if (const auto t = root["training"]) read_training_yaml(t, p, c.train);
     if (const auto o = root["output"]) {
       check_keys(o, p + "output", {"runs_dir", "run_id"});
       if (o["runs_dir"]) c.runs_dir = scalar<std::string>(o["runs_dir"], p + "output.runs_dir");
@@ -175,6 +238,7 @@ std::string bench_config_to_json(const BenchConfig& c) {
       {"profile", c.profile},
       {"runs_dir", c.runs_dir},
       {"run_id", c.run_id},
+      {"train", train_sweep_json(c.train)},
   };
   try {
     return j.dump(2);
@@ -216,6 +280,7 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     c.profile = j.value("profile", false);
     c.runs_dir = j.at("runs_dir");
     c.run_id = j.at("run_id");
+    if (j.contains("train")) c.train = train_sweep_from(j.at("train"));  // absent before training sweeps
     return c;
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what());

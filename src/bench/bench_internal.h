@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -10,6 +11,7 @@
 #include "tach/bench.h"
 #include "tach/model.h"
 #include "tach/tokenizer.h"
+#include "train/train_data.h"
 
 namespace tach::bench {
 
@@ -62,6 +64,33 @@ TokenBatch synthetic_batch(const ModelInfo& info, int64_t batch, int64_t seq_len
 // longest row when pad_to_longest.
 TokenBatch text_batch(const TextSource& texts, const ModelInfo& info, const std::vector<size_t>& rows,
                       int64_t max_length, bool pad_to_longest);
+
+// A dataset made ready for a training sweep: read once, its head's labels settled against the
+// model's, and tokenized per sequence length on first use (truncated to it; batches pad to their
+// longest row, as tach train's do).
+struct TrainInputs {
+  Dataset dataset;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::vector<std::string> labels;  // the head's: the checkpoint's, or the data's for a new head
+  std::string problem_type;
+  int32_t pad_id = 0;
+  bool with_types = false;
+  std::string name;  // "dataset <path>"
+  mutable std::map<int64_t, train::TrainData> by_length;
+  const train::TrainData& data_for(int64_t seq_len) const;
+};
+TrainInputs read_train_inputs(const BenchConfig& config);
+
+// The sweep's points in grid order (the batch innermost).
+std::vector<PointKey> sweep_grid(const BenchConfig& config);
+PointResult failed_point(const PointKey& key, const std::string& reason, const std::string& input);
+// A training sweep's points against the store (tach bench --train).
+SweepOutcome execute_train(RunStore& store, const BenchObserver& observer);
+
+// One training point: its model built for the method, warm-up steps, measured steps until the
+// rule stops, the phases, memory, and one profiled step for the FLOPs. Throws on failure.
+PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
+                            const BenchObserver& observer);
 
 // One point: warm-up, measured runs until the rule stops, memory. Throws on failure.
 PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,

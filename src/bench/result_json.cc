@@ -1,5 +1,6 @@
-// results.jsonl lines: one PointResult per line, schema "tach.bench.point/2" (docs/formats.md); /1 lines
-// (before the raw latencies were kept) are still read.
+// results.jsonl lines: one PointResult per line, schema "tach.bench.point/3" (docs/formats.md): /3
+// added training points (kind, method, exec, gradient checkpointing, the train block). /2 lines
+// (inference only) and /1 lines (before the raw latencies were kept) are still read.
 // Units are in the field names (_ms, _s, _bytes, _per_s).
 #include <nlohmann/json.hpp>
 
@@ -10,7 +11,8 @@ namespace tach {
 
 namespace {
 
-constexpr const char* kPointSchema = "tach.bench.point/2";
+constexpr const char* kPointSchema = "tach.bench.point/3";
+constexpr const char* kPointSchemaV2 = "tach.bench.point/2";
 constexpr const char* kPointSchemaV1 = "tach.bench.point/1";
 
 nlohmann::json dist_json(const Distribution& d) {
@@ -34,10 +36,98 @@ Distribution dist_from(const nlohmann::json& j) {
 
 }  // namespace
 
-std::string PointKey::id() const {
-  return device + "/" + dtype + "/t" + std::to_string(threads) + "/b" + std::to_string(batch) + "/s" +
-         std::to_string(seq_len);
+const std::vector<std::string>& point_axes() {
+  static const std::vector<std::string> axes = {"device", "dtype", "threads", "batch", "seq_len",
+                                                "method", "exec", "gradient_checkpointing"};
+  return axes;
 }
+
+std::string PointKey::value_of(const std::string& axis) const {
+  if (axis == "device") return device;
+  if (axis == "dtype") return dtype;
+  // Appended rather than "t" + to_string(...): g++ 12 warns falsely (-Wrestrict) on the latter.
+  const auto tagged = [](char tag, int64_t v) {
+    std::string s(1, tag);
+    s += std::to_string(v);
+    return s;
+  };
+  if (axis == "threads") return tagged('t', threads);
+  if (axis == "batch") return tagged('b', batch);
+  if (axis == "seq_len") return tagged('s', seq_len);
+  if (kind != "train") {
+    check(axis == "method" || axis == "exec" || axis == "gradient_checkpointing", "no point axis '" + axis + "'");
+    return "";
+  }
+  if (axis == "method") return method;
+  if (axis == "exec") return exec;
+  if (axis == "gradient_checkpointing") return gradient_checkpointing ? "gc-on" : "gc-off";
+  throw Error("no point axis '" + axis + "' (axes: device, dtype, threads, batch, seq_len, method, exec, "
+              "gradient_checkpointing)");
+}
+
+std::string PointKey::id_without(const std::string& skip) const {
+  std::string id;
+  bool found = false;
+  for (const auto& axis : point_axes()) {
+    if (axis == skip) {
+      found = true;
+      continue;
+    }
+    const std::string v = value_of(axis);
+    if (!v.empty()) id += (id.empty() ? "" : "/") + v;
+  }
+  check(skip.empty() || found, "no point axis '" + skip + "' (axes: device, dtype, threads, batch, seq_len, method, "
+                                                         "exec, gradient_checkpointing)");
+  return id;
+}
+
+std::string PointKey::id() const { return id_without(""); }
+
+namespace {
+
+nlohmann::json train_json(const PointResult::Train& t) {
+  return {{"data_ms", dist_json(t.data_ms)},
+          {"forward_ms", dist_json(t.forward_ms)},
+          {"backward_ms", dist_json(t.backward_ms)},
+          {"optimizer_ms", dist_json(t.optimizer_ms)},
+          {"loss_first", t.loss_first},
+          {"loss_last", t.loss_last},
+          {"parameters", t.parameters},
+          {"trainable_parameters", t.trainable_parameters},
+          {"model_flops_per_step", t.model_flops_per_step},
+          {"hardware_flops_per_step", t.hardware_flops_per_step},
+          {"mfu", t.mfu},
+          {"ceiling_gflops_per_s", t.ceiling_gflops_per_s},
+          {"gemm_time_share", t.gemm_time_share},
+          {"gemm_efficiency", t.gemm_efficiency},
+          {"estimate_bytes", t.estimate_bytes},
+          {"available_bytes", t.available_bytes},
+          {"precision", t.precision}};
+}
+
+PointResult::Train train_from(const nlohmann::json& j) {
+  PointResult::Train t;
+  t.data_ms = dist_from(j.at("data_ms"));
+  t.forward_ms = dist_from(j.at("forward_ms"));
+  t.backward_ms = dist_from(j.at("backward_ms"));
+  t.optimizer_ms = dist_from(j.at("optimizer_ms"));
+  t.loss_first = j.at("loss_first");
+  t.loss_last = j.at("loss_last");
+  t.parameters = j.at("parameters");
+  t.trainable_parameters = j.at("trainable_parameters");
+  t.model_flops_per_step = j.at("model_flops_per_step");
+  t.hardware_flops_per_step = j.at("hardware_flops_per_step");
+  t.mfu = j.at("mfu");
+  t.ceiling_gflops_per_s = j.at("ceiling_gflops_per_s");
+  t.gemm_time_share = j.at("gemm_time_share");
+  t.gemm_efficiency = j.at("gemm_efficiency");
+  t.estimate_bytes = j.at("estimate_bytes");
+  t.available_bytes = j.at("available_bytes");
+  t.precision = j.at("precision");
+  return t;
+}
+
+}  // namespace
 
 std::string point_to_json(const PointResult& p) {
   nlohmann::json allocator = nlohmann::json::object();
@@ -45,6 +135,7 @@ std::string point_to_json(const PointResult& p) {
   nlohmann::json j = {
       {"schema", kPointSchema},
       {"id", p.key.id()},
+      {"kind", p.key.kind},
       {"device", p.key.device},
       {"dtype", p.key.dtype},
       {"threads", p.key.threads},
@@ -76,6 +167,12 @@ std::string point_to_json(const PointResult& p) {
                     {"bookkeeping_ms", p.bookkeeping_ms}}},
       {"finished_at", p.finished_at},
   };
+  if (p.key.kind == "train") {
+    j["method"] = p.key.method;
+    j["exec"] = p.key.exec;
+    j["gradient_checkpointing"] = p.key.gradient_checkpointing;
+    j["train"] = train_json(p.train);
+  }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -83,9 +180,17 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
   try {
     const nlohmann::json j = nlohmann::json::parse(line);
     const std::string schema = j.value("schema", "");
-    check(schema == kPointSchema || schema == kPointSchemaV1,
-          where + ": not a " + std::string(kPointSchema) + " (or /1) line (schema '" + schema + "')");
+    check(schema == kPointSchema || schema == kPointSchemaV2 || schema == kPointSchemaV1,
+          where + ": not a " + std::string(kPointSchema) + " (or /2, /1) line (schema '" + schema + "')");
     PointResult p;
+    p.key.kind = j.value("kind", "inference");
+    check(p.key.kind == "inference" || p.key.kind == "train", where + ": kind '" + p.key.kind + "' is not inference or train");
+    if (p.key.kind == "train") {
+      p.key.method = j.at("method");
+      p.key.exec = j.at("exec");
+      p.key.gradient_checkpointing = j.at("gradient_checkpointing");
+      p.train = train_from(j.at("train"));
+    }
     p.key.device = j.at("device");
     p.key.dtype = j.at("dtype");
     p.key.threads = j.at("threads");
@@ -101,7 +206,7 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.sample_latency_ms = dist_from(j.at("sample_latency_ms"));
     p.tokenize_ms_per_batch = dist_from(j.at("tokenize_ms_per_batch"));
     if (j.contains("gpu_time_ms")) p.gpu_time_ms = dist_from(j.at("gpu_time_ms"));  // absent before the CUDA backend
-    if (schema == kPointSchema) p.batch_latency_samples_ms = j.at("batch_latency_samples_ms").get<std::vector<double>>();
+    if (schema != kPointSchemaV1) p.batch_latency_samples_ms = j.at("batch_latency_samples_ms").get<std::vector<double>>();
     const auto& t = j.at("throughput");
     p.samples_per_s = t.at("samples_per_s");
     p.tokens_per_s = t.at("tokens_per_s");

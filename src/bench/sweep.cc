@@ -26,6 +26,30 @@ namespace tach {
 
 namespace {
 
+void validate_train(const BenchConfig& c) {
+  const TrainSweep& t = c.train;
+  check(!t.methods.empty() && !t.execs.empty() && !t.gradient_checkpointing.empty(),
+        "every training axis needs at least one value (--method, --exec, --gradient-checkpointing)");
+  for (const auto& m : t.methods)
+    check(m == "full" || m == "lora" || m == "qlora", "method '" + m + "' is not one of full, lora, qlora");
+  for (const auto& e : t.execs) check(e == "eager" || e == "fused", "exec '" + e + "' is not one of eager, fused");
+  for (const auto& d : c.devices)
+    check(parse_device(d).kind == DeviceKind::cpu,
+          "device " + d + ": training steps run on the CPU in this version (the GPU backend has no backward kernels "
+                          "yet); sweep --device cpu");
+  check(std::isfinite(t.lr) && t.lr > 0, "--lr must be a positive number");
+  check(std::isfinite(t.max_grad_norm) && t.max_grad_norm >= 0, "--max-grad-norm must be 0 (no clipping) or more");
+  check(t.weight_decay >= 0 && t.adam_eps > 0 && t.adam_beta1 >= 0 && t.adam_beta1 < 1 && t.adam_beta2 >= 0 &&
+            t.adam_beta2 < 1,
+        "AdamW: weight decay >= 0, epsilon > 0, betas in [0, 1)");
+  check(t.lora_r > 0 && t.lora_alpha > 0 && t.lora_dropout >= 0 && t.lora_dropout < 1,
+        "LoRA: rank and alpha positive, dropout in [0, 1)");
+  check(!c.accuracy, "--accuracy evaluates a classifier's forwards; a training sweep measures steps: run tach eval "
+                     "on the trained model instead");
+  check(!c.bucketing, "--bucketing is for inference batches; a training sweep's dataset batches pad to their longest "
+                      "row, as tach train's do");
+}
+
 void validate(const BenchConfig& c) {
   check(!c.model.empty(), "no model given");
   check(!c.batch_sizes.empty() && !c.seq_lens.empty() && !c.dtypes.empty() && !c.devices.empty() &&
@@ -42,7 +66,8 @@ void validate(const BenchConfig& c) {
     // once, rather than failing every point of the sweep.
     check(d != "f16", "dtype f16: tach computes in f32 or bf16 (f16 checkpoints are read and converted); sweep "
                       "--dtype f32,bf16");
-    if (d == "bf16") cpu::require_bf16_compute("dtype bf16");
+    // Training in bf16 runs everywhere (emulated where the CPU has no bf16 GEMM, and said so).
+    if (d == "bf16" && !c.train.enabled) cpu::require_bf16_compute("dtype bf16");
   }
   for (const auto& d : c.devices) {
     const Device dev = parse_device(d);  // a clear error for "tpu", "cuda:x"
@@ -58,6 +83,7 @@ void validate(const BenchConfig& c) {
   check(c.input == "synthetic" || c.input == "dataset", "input '" + c.input + "' is not one of synthetic, dataset");
   check(c.input != "dataset" || !c.dataset.path.empty(), "--input dataset needs --dataset FILE");
   check(!c.accuracy || !c.dataset.path.empty(), "accuracy needs a labelled dataset: pass --dataset FILE");
+  if (c.train.enabled) validate_train(c);
 }
 
 std::string default_run_id(const std::string& model) {
@@ -87,15 +113,28 @@ std::string unique_run_id(const std::string& runs_dir, const std::string& base) 
 
 DType compute_dtype(const std::string& d) { return d == "bf16" ? DType::bf16 : d == "f16" ? DType::f16 : DType::f32; }
 
-std::vector<PointKey> grid(const BenchConfig& c) {
+// Training points: the batch innermost, so a series (every axis but the batch) is contiguous.
+std::vector<PointKey> train_grid(const BenchConfig& c) {
   std::vector<PointKey> keys;
   for (const auto& device : c.devices)
     for (const auto& dtype : c.dtypes)
       for (int t : c.threads)
         for (int64_t s : c.seq_lens)
-          for (int64_t b : c.batch_sizes) keys.push_back({parse_device(device).str(), dtype, t, b, s});
+          for (const auto& method : c.train.methods)
+            for (const auto& exec : c.train.execs)
+              for (bool gc : c.train.gradient_checkpointing)
+                for (int64_t b : c.batch_sizes) {
+                  PointKey k;
+                  k.kind = "train", k.device = parse_device(device).str(), k.dtype = dtype, k.threads = t;
+                  k.batch = b, k.seq_len = s, k.method = method, k.exec = exec, k.gradient_checkpointing = gc;
+                  keys.push_back(k);
+                }
   return keys;
 }
+
+}  // namespace
+
+namespace bench {
 
 PointResult failed_point(const PointKey& key, const std::string& reason, const std::string& input) {
   PointResult p;
@@ -103,9 +142,32 @@ PointResult failed_point(const PointKey& key, const std::string& reason, const s
   p.status = "failed";
   p.reason = reason;
   p.input = input;
-  p.finished_at = bench::utc_now_iso();
+  p.finished_at = utc_now_iso();
   return p;
 }
+
+std::vector<PointKey> sweep_grid(const BenchConfig& c) {
+  if (c.train.enabled) return train_grid(c);
+  std::vector<PointKey> keys;
+  for (const auto& device : c.devices)
+    for (const auto& dtype : c.dtypes)
+      for (int t : c.threads)
+        for (int64_t s : c.seq_lens)
+          for (int64_t b : c.batch_sizes) {
+            PointKey k;
+            k.device = parse_device(device).str(), k.dtype = dtype, k.threads = t, k.batch = b, k.seq_len = s;
+            keys.push_back(k);
+          }
+  return keys;
+}
+
+}  // namespace bench
+
+namespace {
+
+using bench::failed_point;
+using bench::sweep_grid;
+
 
 std::optional<std::string> read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -152,13 +214,14 @@ void profile_point(const EncoderModel& model, const BenchConfig& config, const P
 // The whole grid against a store that may already hold finished points.
 SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool sweep, bool accuracy) {
   const BenchConfig& config = store.config();
+  if (sweep && config.train.enabled) return bench::execute_train(store, observer);
   SweepOutcome out;
   out.run_dir = store.dir();
   out.config = config;
   out.notes = store.notes;
   for (const auto& n : store.notes)
     if (observer.on_note) observer.on_note(n);
-  const std::vector<PointKey> keys = sweep ? grid(config) : std::vector<PointKey>{};
+  const std::vector<PointKey> keys = sweep ? sweep_grid(config) : std::vector<PointKey>{};
   std::vector<double> write_ms;
   std::unique_ptr<EncoderModel> model;
   std::string model_group, load_error;
@@ -328,8 +391,11 @@ ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
 
 SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) {
   BenchConfig config = given;
+  // A training sweep given a dataset trains on its batches (and times their collation).
+  if (config.train.enabled && !config.dataset.path.empty()) config.input = "dataset";
   validate(config);
-  if (config.run_id.empty()) config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model));
+  if (config.run_id.empty())
+    config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model) + (config.train.enabled ? "-train" : ""));
   bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
   return execute(store, observer, true, config.accuracy);
 }

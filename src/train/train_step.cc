@@ -6,6 +6,7 @@
 
 #include "cpu/gemm.h"
 #include "cpu/train_gemm.h"
+#include "tach/error.h"
 #include "tach/profile.h"
 #include "train/grad_norm.h"
 #include "train/step_support.h"
@@ -42,6 +43,9 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
       next(micro, &batch, &targets);
     }
     out.seconds.data += seconds_since(t0);
+    check(batch.seq_len() <= model_.max_tokens(),
+          "a row of " + std::to_string(batch.seq_len()) + " tokens is longer than the model's " +
+              std::to_string(model_.max_tokens()) + " positions (max_position_embeddings)");
     DropoutRates r = settings_.dropout;
     r.micro_batch = step * settings_.grad_accumulation + micro;
     PhaseSeconds phase;

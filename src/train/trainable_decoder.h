@@ -6,6 +6,7 @@
 // token or the mean, then head.dense, GELU and head.norm before the classifier.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -56,6 +57,9 @@ struct TrainableDecoder final : TrainableModel {
   const std::vector<std::string>& labels() const override { return config.id2label; }
   std::string architecture() const override { return classifier_architecture; }
   bool uses_token_types() const override { return false; }
+  int64_t max_tokens() const override {
+    return config.max_position_embeddings > 0 ? config.max_position_embeddings : INT64_MAX;  // RoPE has no table
+  }
   std::vector<LinearSite> linear_sites() override;
   void release_frozen_grads() override;
   int64_t quantize_base_nf4() override;

@@ -50,6 +50,7 @@ struct TrainableEncoder final : TrainableModel {
   std::string architecture() const override { return classifier_architecture; }
   std::string classifier_architecture;  // the row's: "XLMRobertaForSequenceClassification"
   bool uses_token_types() const override { return family().token_types; }
+  int64_t max_tokens() const override { return shape.max_positions - shape.positions_needed(0); }
   std::vector<LinearSite> linear_sites() override;
   void release_frozen_grads() override;
   int64_t quantize_base_nf4() override;

@@ -61,6 +61,8 @@ class TrainableModel {
   int64_t num_labels() const { return int64_t(labels().size()); }
   virtual std::string architecture() const = 0;  // as transformers names it, e.g. "BertForSequenceClassification"
   virtual bool uses_token_types() const = 0;
+  // The longest row the positions allow (RoBERTa's start after padding_idx counted).
+  virtual int64_t max_tokens() const = 0;
 
   // Every linear the step runs, for LoRA to attach to (train/lora.h).
   virtual std::vector<LinearSite> linear_sites() = 0;

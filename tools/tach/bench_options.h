@@ -17,6 +17,9 @@ struct BenchFlags {
   std::string format = "table";
   bool no_progress = false;
   bool report = false;  // tach bench --report: report.html at the end
+  bool train = false;   // tach bench --train: a training sweep
+  bool no_dropout = false;
+  std::vector<std::string> methods, execs, checkpointing;
   std::vector<std::pair<CLI::Option*, std::function<void(BenchConfig&)>>> given;  // applied in order
 
   // Defaults, the YAML file, then every flag the user gave.
@@ -25,6 +28,8 @@ struct BenchFlags {
 
 enum class BenchScope { sweep, eval, pipeline };
 void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope);
+// tach bench --train and its axes and optimizer settings.
+void add_train_sweep_options(CLI::App* sub, BenchFlags& f);
 
 // Progress on a terminal (a bar with an ETA over the sweep), plain lines otherwise.
 BenchObserver progress_observer(bool enabled, const BenchConfig& config);

@@ -57,8 +57,11 @@ Command add_bench_command(CLI::App& app) {
       "bench",
       "Inference sweep: latency (median, p90/p95/p99), throughput and memory over batch sizes x sequence lengths x "
       "dtypes x devices x threads, optionally accuracy; writes runs/<run_id>/. With no arguments: DistilBERT-base "
-      "(synthetic weights), batch 1-32 at seq 128, f32, on the CPU.");
+      "(synthetic weights), batch 1-32 at seq 128, f32, on the CPU. With --train: training steps over the same axes "
+      "and method x exec x gradient checkpointing, with the phase breakdown, MFU, memory per category and "
+      "performance_report.md (the diagnosis of the curve).");
   add_bench_options(sub, *f, BenchScope::sweep);
+  add_train_sweep_options(sub, *f);
   sub->add_flag("--report", f->report, "Also write runs/<id>/report.html (as tach report does)");
   return {sub, [f] { return run_bench_command(*f); }};
 }

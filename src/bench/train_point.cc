@@ -1,0 +1,251 @@
+// One point of a training sweep (tach bench --train): the model set up for the point's method,
+// warm-up steps, measured steps under the stopping rule (every step's latency and phases kept),
+// then one profiled step for the step's FLOPs and the GEMMs' efficiency. The step is the one tach
+// train and tach profile --train run (train/train_step.h).
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "bench/bench_internal.h"
+#include "cpu/train_gemm.h"
+#include "tach/error.h"
+#include "tach/memory.h"
+#include "tach/monitor.h"
+#include "tach/profile.h"
+#include "tach/stats.h"
+#include "train/train_data.h"
+#include "train/train_step.h"
+#include "train/training_method.h"
+#include "train/training_model.h"
+
+namespace tach::bench {
+
+namespace {
+
+// The head a point trains: the checkpoint's, or transformers' default two labels for a bare body
+// (the dataset's labels when it has them and the checkpoint has no head).
+struct Head {
+  std::vector<std::string> labels;
+  std::string problem_type;
+};
+
+Head head_of(const train::TrainingModelSource& src, const TrainInputs* inputs) {
+  Head h{src.id2label(), src.problem_type()};
+  if (!src.checkpoint_has_head && inputs) h.labels = inputs->labels;
+  if (h.labels.empty()) h.labels = {"LABEL_0", "LABEL_1"};
+  if (h.problem_type.empty()) h.problem_type = h.labels.size() == 1 ? "regression" : "single_label_classification";
+  return h;
+}
+
+// Full rows of random ids (every token real), and random targets for the head.
+struct SyntheticRows {
+  TokenBatch batch;
+  train::Targets targets;
+};
+
+SyntheticRows synthetic_rows(const train::TrainableModel& model, int64_t vocab, const Head& head, int64_t B,
+                             int64_t T, uint64_t seed) {
+  SyntheticRows s;
+  ModelInfo info;
+  info.vocab_size = vocab;
+  info.type_vocab_size = model.uses_token_types() ? 1 : 0;
+  s.batch = synthetic_batch(info, B, T, seed);
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+  const auto L = int64_t(head.labels.size());
+  if (head.problem_type == "regression") {
+    std::normal_distribution<float> n(0.f, 1.f);
+    for (int64_t i = 0; i < B; ++i) s.targets.values.push_back(n(rng));
+  } else if (head.problem_type == "multi_label_classification") {
+    for (int64_t i = 0; i < B * L; ++i) s.targets.values.push_back(float(rng() & 1));
+  } else {
+    for (int64_t i = 0; i < B; ++i) s.targets.classes.push_back(int32_t(rng() % uint64_t(L)));
+  }
+  return s;
+}
+
+train::StepSettings step_settings(const BenchConfig& c, const PointKey& key, const train::TrainingModelSource& src,
+                                  const Head& head, bool has_lora) {
+  const TrainSweep& t = c.train;
+  train::StepSettings s;
+  s.fused = key.exec == "fused";
+  s.gradient_checkpointing = key.gradient_checkpointing;
+  s.dropout = t.dropout ? src.dropout() : train::DropoutRates{};
+  s.dropout.seed = c.seed;
+  if (t.dropout && has_lora) s.dropout.lora = float(t.lora_dropout);
+  s.adam.beta1 = float(t.adam_beta1);
+  s.adam.beta2 = float(t.adam_beta2);
+  s.adam.eps = float(t.adam_eps);
+  s.adam.weight_decay = float(t.weight_decay);
+  s.max_grad_norm = t.max_grad_norm;
+  s.problem_type = head.problem_type;
+  return s;
+}
+
+bool is_gemm(const std::string& op) {
+  return op == "linear" || op == "linear_backward" || op == "linear_nf4" || op == "linear_nf4_backward";
+}
+
+// One profiled step: the ops' declared FLOPs (model: without a checkpointed layer's recompute),
+// and the GEMMs' share of the op time and their achieved fraction of the ceiling.
+void profile_one_step(train::TrainingStep& step, int64_t index, const train::MicroBatchSource& next, double lr,
+                      double ceiling_flops, PointResult::Train& t) {
+  ProfilerOptions o;
+  o.schedule = {0, 0, 0, 1, 1};
+  o.memory_logging = false;
+  Profiler p(o);
+  p.start();
+  (void)step.run(index, 1, next, lr);
+  p.step();
+  p.stop();
+  const ProfileData data = p.data();
+  double flops = 0, recompute = 0, op_ns = 0, gemm_ns = 0, gemm_flops = 0;
+  for (const ProfileEvent& e : data.events) {
+    if (e.kind != EventKind::op) continue;
+    flops += e.flops;
+    if (e.path.find("recompute") != std::string::npos) recompute += e.flops;
+    op_ns += e.self_ns;
+    if (is_gemm(e.name)) gemm_ns += e.self_ns, gemm_flops += e.flops;
+  }
+  t.hardware_flops_per_step = flops;
+  t.model_flops_per_step = flops - recompute;
+  if (op_ns > 0) t.gemm_time_share = gemm_ns / op_ns;
+  if (gemm_ns > 0 && ceiling_flops > 0) t.gemm_efficiency = gemm_flops / (gemm_ns * 1e-9) / ceiling_flops;
+}
+
+}  // namespace
+
+PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
+                            const BenchObserver& observer) {
+  PointResult r;
+  r.key = key;
+  r.input = inputs ? inputs->name : "synthetic";
+  r.warmup_runs = config.warmup_runs;
+  const bool bf16 = key.dtype == "bf16";
+  const cpu::TrainPrecisionScope precision(bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
+  r.train.precision = !bf16 ? "f32" : cpu::bf16_train_gemm_native() ? "bf16 (oneDNN bf16 matmul, f32 accumulation)"
+                                                                     : "bf16 emulated (inputs rounded, f32 GEMM)";
+  release_cached_memory(Device::cpu());
+  reset_memory_peaks(Device::cpu());
+  r.peak_rss_is_per_point = reset_peak_rss();
+
+  // The point's own model: weights, gradients and AdamW moments are this point's memory.
+  train::TrainingModelSource src = train::open_training_model(config.model, config.seed);
+  const Head head = head_of(src, inputs);
+  std::unique_ptr<train::TrainableModel> model =
+      train::build_trainable_model(src, head.labels, head.problem_type, config.seed, nullptr);
+  train::MethodOptions mo;
+  mo.method = key.method;
+  mo.lora.r = config.train.lora_r;
+  mo.lora.alpha = float(config.train.lora_alpha);
+  mo.lora.dropout = float(config.train.lora_dropout);
+  (void)train::apply_training_method(*model, *src.family, mo, config.seed);
+  const int64_t vocab = src.is_decoder() ? src.decoder.vocab_size : src.config.vocab_size;
+  src.store.reset();
+  r.train.parameters = model->params.count(false);
+  r.train.trainable_parameters = model->params.count(true);
+  train::TrainingStep step(*model, step_settings(config, key, src, head, model->lora != nullptr));
+
+  // The batches: one synthetic batch for every step, or the dataset's examples in a seeded order.
+  const SyntheticRows synthetic =
+      inputs ? SyntheticRows{} : synthetic_rows(*model, vocab, head, key.batch, key.seq_len, config.seed);
+  const train::TrainData* data = inputs ? &inputs->data_for(key.seq_len) : nullptr;
+  std::vector<int64_t> order;
+  if (data) order = train::epoch_order(data->size(), config.seed, 0, true);
+  int64_t cursor = 0, padded = 0;
+  const train::MicroBatchSource next = [&](int64_t, TokenBatch* b, train::Targets* t) {
+    if (!data) {
+      *b = synthetic.batch;
+      *t = synthetic.targets;
+    } else {
+      std::vector<int64_t> rows(size_t(key.batch));
+      for (auto& i : rows) i = order[size_t(cursor++ % int64_t(order.size()))];
+      train::make_batch(*data, rows, b, t);  // padded to the batch's longest row, as tach train pads
+    }
+    padded = b->batch() * b->seq_len();
+  };
+  const double lr = config.train.lr;
+  int64_t index = 0;
+  for (int i = 0; i < config.warmup_runs; ++i) (void)step.run(index++, 1, next, lr);
+
+  std::vector<double> step_s, data_ms, fwd_ms, bwd_ms, opt_ms;
+  double measured_s = 0, real_tokens = 0, padded_tokens = 0;
+  RaplEnergy rapl;
+  if (rapl.available()) (void)rapl.joules();  // starts the counters here
+  if (observer.on_measure_begin) observer.on_measure_begin(key);
+  const auto wall0 = std::chrono::steady_clock::now();
+  for (;;) {
+    const train::StepOutcome s = step.run(index++, 1, next, lr);
+    check(std::isfinite(s.loss), "the loss is " + std::to_string(s.loss) + " at measured step " +
+                                     std::to_string(step_s.size()) + ": lower --lr");
+    if (step_s.empty()) r.train.loss_first = s.loss;
+    r.train.loss_last = s.loss;
+    step_s.push_back(s.seconds.total);
+    data_ms.push_back(s.seconds.data * 1e3);
+    fwd_ms.push_back(s.seconds.forward * 1e3);
+    bwd_ms.push_back(s.seconds.backward * 1e3);
+    opt_ms.push_back(s.seconds.optimizer * 1e3);
+    measured_s += s.seconds.total;
+    real_tokens += double(s.tokens);
+    padded_tokens += double(padded);
+    r.stopped_by = stop_reason(config.stop, step_s, measured_s);
+    if (!r.stopped_by.empty()) break;
+  }
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  if (rapl.available()) {
+    r.energy_j = rapl.joules();
+    r.energy_source = "RAPL (package + DRAM) over the measured steps, whole machine";
+  } else {
+    r.energy_source = "unavailable: " + rapl.unavailable_reason();
+  }
+  const auto n = double(step_s.size());
+  if (observer.on_measure_end) observer.on_measure_end(key, int64_t(n) * key.batch);
+
+  // Memory after the measured steps: the point's weights, gradients, moments and activations.
+  const ProcessMemory pm = read_process_memory();
+  r.rss_bytes = pm.rss_bytes;
+  r.peak_rss_bytes = pm.peak_rss_bytes;
+  const MemoryStats ms = memory_stats(Device::cpu());
+  for (int c = 0; c < kMemoryCategoryCount; ++c)
+    r.allocator[std::string(memory_category_name(MemoryCategory(c)))] = {ms.by_category[size_t(c)].current,
+                                                                         ms.by_category[size_t(c)].peak};
+  r.allocator["total"] = {ms.total.current, ms.total.peak};
+  r.allocator["mapped"] = {ms.mapped.current, ms.mapped.peak};
+  r.allocator["cached"] = {ms.cached.current, ms.cached.peak};
+
+  r.measured_runs = int(step_s.size());
+  std::vector<double> batch_ms, sample_ms;
+  for (double s : step_s) batch_ms.push_back(s * 1e3), sample_ms.push_back(s * 1e3 / double(key.batch));
+  r.batch_latency_samples_ms = batch_ms;
+  r.batch_latency_ms = distribution(batch_ms);
+  r.sample_latency_ms = distribution(sample_ms);
+  r.train.data_ms = distribution(data_ms);
+  r.train.forward_ms = distribution(fwd_ms);
+  r.train.backward_ms = distribution(bwd_ms);
+  r.train.optimizer_ms = distribution(opt_ms);
+  r.samples_per_s = n * double(key.batch) / measured_s;
+  r.batches_per_s = n / measured_s;
+  r.tokens_per_s = real_tokens / measured_s;
+  r.real_tokens_per_batch = real_tokens / n;
+  r.padded_tokens_per_batch = padded_tokens / n;
+  if (r.energy_j >= 0) {
+    r.energy_j_per_sample = r.energy_j / (n * double(key.batch));
+    r.energy_j_per_token = real_tokens > 0 ? r.energy_j / real_tokens : -1;
+  }
+  r.measured_wall_s = wall_s;
+  r.timer_overhead_ns = timer_overhead_seconds() * 1e9;
+  r.bookkeeping_ms = (wall_s - measured_s) * 1e3;
+
+  // The FLOPs and the GEMMs, from one more step under the profiler (never a measured one).
+  const MachineCeilings ceilings = machine_ceilings();
+  const double ceiling = bf16 ? ceilings.gemm_bf16_flops : ceilings.gemm_f32_flops;
+  profile_one_step(step, index, next, lr, ceiling, r.train);
+  r.flops_per_batch = r.train.model_flops_per_step;
+  r.achieved_gflops_per_s = r.train.model_flops_per_step * n / measured_s / 1e9;
+  r.train.ceiling_gflops_per_s = ceiling / 1e9;
+  if (ceiling > 0) r.train.mfu = r.achieved_gflops_per_s * 1e9 / ceiling;
+  r.finished_at = utc_now_iso();
+  return r;
+}
+
+}  // namespace tach::bench

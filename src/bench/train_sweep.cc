@@ -1,0 +1,133 @@
+// tach bench --train: the training sweep's grid against the run store. Per point: the fit
+// check (tach estimate for the point's method and checkpointing) skips a point that cannot fit,
+// with the reason; a point that fails is a result; a finished point is never run again, so a
+// killed sweep resumes where it stopped.
+#include <new>
+
+#include "bench/bench_internal.h"
+#include "tach/error.h"
+#include "tach/estimate.h"
+#include "tach/runtime.h"
+#include "tach/stats.h"
+#include "train/training_model.h"
+
+namespace tach::bench {
+
+namespace {
+
+// What the sweep knows of the model without building it: for the summary and the estimate.
+struct TrainModelFacts {
+  ModelSummary summary;
+  std::vector<std::string> lora_targets;  // the estimate's names for every linear of a layer
+};
+
+TrainModelFacts model_facts(const BenchConfig& config) {
+  TrainModelFacts f;
+  const train::TrainingModelSource src = train::open_training_model(config.model, config.seed);
+  ModelSummary& s = f.summary;
+  s.spec = config.model;
+  s.source = src.source;
+  s.synthetic_weights = src.location.dir.empty();
+  s.architecture = src.family ? src.family->classifier_architecture : src.model_type;
+  s.labels = src.id2label();
+  const std::string head = src.checkpoint_has_head ? std::to_string(s.labels.size()) + " labels"
+                                                   : "a new 2-label head, as transformers adds one";
+  s.task = "training steps of sequence classification (" + head + "): forward with the loss, backward, clipping, AdamW";
+  // LoRA trains every linear of a layer (tach train's default): a gated MLP has three.
+  f.lora_targets = {"q", "k", "v", "o", "up", "down"};
+  if (src.is_decoder()) f.lora_targets.push_back("gate");
+  return f;
+}
+
+// The point's estimate. Empty reason when it fits (or when there is no estimate for the model).
+std::string fit_check(const BenchConfig& config, const PointKey& key, const TrainModelFacts& facts,
+                      PointResult::Train* t) {
+  EstimateInput ei;
+  ei.model = config.model;
+  ei.dtype = key.dtype;
+  ei.batch = key.batch;
+  ei.seq_len = key.seq_len;
+  ei.device = key.device;
+  ei.mode = "train-" + key.method;
+  ei.gradient_checkpointing = key.gradient_checkpointing;
+  ei.lora_rank = config.train.lora_r;
+  ei.lora_targets = facts.lora_targets;
+  ei.margin = 0.05;
+  try {
+    const MemoryEstimate e = estimate_memory(ei);
+    t->estimate_bytes = e.total_bytes;
+    t->available_bytes = e.available_bytes;
+    if (e.fits) return "";
+    return "does not fit: the estimate needs " + std::to_string(e.total_bytes >> 20) + " MiB, " +
+           std::to_string(e.available_bytes >> 20) + " MiB are available (" + e.available_source +
+           "); the largest batch that fits is " + std::to_string(e.largest_batch_that_fits) +
+           (key.gradient_checkpointing ? "" : " (gradient checkpointing would fit more)");
+  } catch (const Error&) {  // no estimate for this model: run the point and see
+    return "";
+  }
+}
+
+}  // namespace
+
+SweepOutcome execute_train(RunStore& store, const BenchObserver& observer) {
+  const BenchConfig& config = store.config();
+  SweepOutcome out;
+  out.run_dir = store.dir();
+  out.config = config;
+  out.notes = store.notes;
+  for (const auto& n : store.notes)
+    if (observer.on_note) observer.on_note(n);
+  // A missing column, unknown labels or no tokenizer stop the run before anything is measured.
+  std::optional<TrainInputs> inputs;
+  if (!config.dataset.path.empty()) inputs = read_train_inputs(config);
+  const std::string input_name = inputs ? inputs->name : "synthetic";
+  const TrainModelFacts facts = model_facts(config);
+  out.models.push_back(facts.summary);
+  if (config.model == BenchConfig{}.model && observer.on_note)
+    observer.on_note("no model given: the default training sweep, " + config.model +
+                     " with synthetic weights; on 2 cores it takes a few minutes");
+  const std::vector<PointKey> keys = sweep_grid(config);
+  std::vector<double> write_ms;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const PointKey& key = keys[i];
+    if (store.is_finished(key)) {
+      ++out.resumed_points;
+      continue;
+    }
+    if (observer.on_point_start) observer.on_point_start(key, i, keys.size());
+    PointResult r;
+    PointResult::Train fit;
+    const std::string no_fit = fit_check(config, key, facts, &fit);
+    if (!no_fit.empty()) {
+      r = failed_point(key, no_fit, input_name);
+      r.status = "skipped";
+    } else {
+      set_threads(key.threads);
+      try {
+        r = run_train_point(config, key, inputs ? &*inputs : nullptr, observer);
+      } catch (const Error& e) {
+        r = failed_point(key, e.what(), input_name);
+      } catch (const std::bad_alloc&) {
+        r = failed_point(key, "out of memory (an allocation failed)", input_name);
+      }
+      set_threads(0);
+    }
+    r.train.estimate_bytes = fit.estimate_bytes;
+    r.train.available_bytes = fit.available_bytes;
+    write_ms.push_back(store.append(r));
+    if (observer.on_point_done) observer.on_point_done(r, i, keys.size());
+  }
+  std::map<std::string, const PointResult*> by_id;
+  for (const auto& p : store.finished()) by_id[p.key.id()] = &p;
+  for (const auto& key : keys)
+    if (auto it = by_id.find(key.id()); it != by_id.end()) out.results.push_back(*it->second);
+  for (const auto& p : out.results)
+    if (p.status == "ok") {
+      out.models.front().parameters = p.train.parameters;
+      break;
+    }
+  out.result_write_ms_median = summarize(write_ms).median;
+  return out;
+}
+
+}  // namespace tach::bench
