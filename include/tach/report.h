@@ -2,6 +2,8 @@
 // They are derived from results.jsonl and can be rewritten at any time (tach report).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +36,49 @@ std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results
 std::string summary_text(const BenchConfig& config, const SweepOutcome& outcome);
 std::string summary_json(const BenchConfig& config, const SweepOutcome& outcome);
 
-// Writes summary.json, summary.txt and detailed_metrics.csv into outcome.run_dir.
+// The diagnosis of a training sweep (tach bench --train), per series (every axis but the batch).
+// Every finding and piece of advice is a sentence with its numbers.
+struct TrainDiagnosis {
+  std::string series;  // "cpu f32 threads all seq 128 full eager gc-off"
+  PointKey key;        // the series' axes (its batch: the peak's)
+  int points = 0;      // finished points
+  int64_t peak_batch = 0;
+  double peak_samples_per_s = 0;
+  int64_t sweet_spot_batch = 0;  // the smallest batch within 5% of the peak's throughput
+  // Least squares over the points: median step ms = fixed_ms + per_sample_ms * batch.
+  double fixed_ms = 0, per_sample_ms = 0, fit_r2 = 0;
+  int64_t smallest_batch = 0;
+  double fixed_share_at_smallest = 0;  // fixed_ms over the smallest batch's step
+  bool overhead_bound = false;         // that share is 30% or more
+  bool declines = false;               // throughput falls after the peak by more than the noise
+  int64_t decline_batch = 0;
+  double decline_fraction = 0;  // 1 - throughput there / the peak's
+  std::vector<std::string> decline_reasons;
+  // The largest batch that fits at this length, with and without gradient checkpointing: the
+  // estimate scaled by measured peak / estimate (its median over the points); -1 unknown.
+  int64_t largest_fit = -1, largest_fit_checkpointed = -1;
+  double measured_over_estimate = 0;
+  std::vector<std::string> findings, advice;
+};
+
+// The memory a training point would need by tach estimate (bytes, and what was available),
+// for a batch and a checkpointing setting; nullopt when there is no estimate for the model.
+struct TrainEstimate {
+  int64_t total_bytes = 0, available_bytes = 0;
+};
+using TrainEstimator = std::function<std::optional<TrainEstimate>(const PointKey& key, int64_t batch, bool checkpointing)>;
+// tach estimate on the run's model (LoRA on the layers' q, k, v, o, up and down projections).
+TrainEstimator estimator_for(const std::string& model_spec);
+
+// bf16_gemm: whether this CPU has a bf16 GEMM (the advice on --dtype bf16 depends on it).
+std::vector<TrainDiagnosis> diagnose_training(const std::vector<PointResult>& results, const TrainEstimator& estimate,
+                                              bool bf16_gemm);
+// performance_report.md: the diagnosis per series, with each series' points as a table.
+std::string performance_report_md(const std::string& model, const std::vector<PointResult>& results,
+                                  const std::vector<TrainDiagnosis>& diagnoses);
+
+// Writes summary.json, summary.txt and detailed_metrics.csv into outcome.run_dir (and for a
+// training sweep, performance_report.md).
 void write_run_reports(const BenchConfig& config, const SweepOutcome& outcome);
 
 // RUN_DIR/report.html: one self-contained page (inline styles and SVG charts, no script, nothing

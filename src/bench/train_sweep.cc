@@ -28,6 +28,7 @@ TrainModelFacts model_facts(const BenchConfig& config) {
   s.spec = config.model;
   s.source = src.source;
   s.synthetic_weights = src.location.dir.empty();
+  s.weights_dtype = "f32 master copies (each point builds its own, with its method)";
   s.architecture = src.family ? src.family->classifier_architecture : src.model_type;
   s.labels = src.id2label();
   const std::string head = src.checkpoint_has_head ? std::to_string(s.labels.size()) + " labels"

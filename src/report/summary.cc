@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cpu/train_gemm.h"
 #include "tach/error.h"
 #include "tach/report.h"
 #include "tach/stats.h"
@@ -46,6 +47,30 @@ void write_atomically(const std::filesystem::path& target, const std::string& te
     check(static_cast<bool>(out.flush()), tmp + ": write failed (disk full?)");
   }
   std::filesystem::rename(tmp, target);
+}
+
+std::vector<TrainDiagnosis> diagnose(const BenchConfig& config, const SweepOutcome& o) {
+  return diagnose_training(o.results, estimator_for(config.model), cpu::bf16_train_gemm_native());
+}
+
+// A training sweep's findings: the diagnosis per series (performance_report.md has the tables).
+std::string train_findings_text(const BenchConfig& config, const SweepOutcome& o) {
+  std::ostringstream s;
+  s << "Findings (performance_report.md has them with every point's phases, MFU and memory)\n";
+  for (const auto& d : diagnose(config, o)) {
+    s << "- " << d.series << ":\n";
+    for (const auto& f : d.findings) s << "    " << f << "\n";
+    for (const auto& a : d.advice) s << "    To do: " << a << "\n";
+  }
+  for (const auto& p : o.results)
+    if (p.status != "ok") s << "- " << p.key.id() << " " << p.status << ": " << p.reason << "\n";
+  s << "\nMeasurement overhead: one steady-clock reading costs "
+    << fmt("%.0f", o.results.empty() ? 0 : o.results.front().timer_overhead_ns) << " ns; appending a result line "
+    << "(with fsync) took " << fmt("%.2f", o.result_write_ms_median) << " ms (median), outside every timing.\n";
+  s << "\nNext steps\n- Compare settings: tach compare RUN --by exec (or gradient_checkpointing, method, dtype) within "
+       "this run, or tach compare RUN_A RUN_B across runs.\n- Ask where a step's time goes: tach profile --train -m "
+    << config.model << " -b B -s T.\n- tach report " << o.run_dir << " draws the curves (report.html).\n";
+  return s.str();
 }
 
 }  // namespace
@@ -104,7 +129,8 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
   s << "run directory: " << o.run_dir << "\n";
   for (const auto& m : o.models) {
     s << "model: " << m.architecture << ", " << fmt("%.1f", double(m.parameters) / 1e6) << " M parameters, weights "
-      << m.weights_dtype << ", " << fmt("%.1f", double(m.memory_bytes) / MiB) << " MiB in memory"
+      << m.weights_dtype
+      << (m.memory_bytes ? ", " + fmt("%.1f", double(m.memory_bytes) / MiB) + " MiB in memory" : std::string())
       << (m.disk_bytes ? ", " + fmt("%.1f", double(m.disk_bytes) / MiB) + " MiB on disk" : std::string()) << "; "
       << m.source << "\n";
     if (!m.task.empty()) s << "each run times: " << m.task << "\n";
@@ -113,6 +139,13 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
   for (const auto& p : o.results) (p.status == "ok" ? ok : failed)++;
   s << "points: " << o.results.size() << " (" << ok << " ok, " << failed << " failed";
   if (o.resumed_points) s << ", " << o.resumed_points << " kept from before the resume";
+  if (config.train.enabled) {
+    s << "); each point: its own model, " << config.warmup_runs << " warm-up steps (not measured), then "
+      << config.stop.describe()
+      << ". Latencies are per optimizer step (data, forward with the loss, backward, clipping, AdamW; wall clock); "
+         "throughput is samples over the summed step time; then one profiled step for the FLOPs.\n\n";
+    return s.str() + train_findings_text(config, o);
+  }
   s << "); each point: " << config.warmup_runs << " warm-up runs (not measured), then " << config.stop.describe()
     << ". Latencies are per batch, model forward only (tokenization timed apart); throughput is samples over the "
        "summed measured time.\n\n";
@@ -224,6 +257,31 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
   };
   if (!o.accuracy.empty())
     j["accuracy"] = nlohmann::json::parse(accuracy_to_json(o.accuracy, o.accuracy_dataset));
+  if (config.train.enabled) {
+    j["kind"] = "train";
+    nlohmann::json diag = nlohmann::json::array();
+    for (const auto& d : diagnose(config, o))
+      diag.push_back({{"series", d.series},
+                      {"points", d.points},
+                      {"peak_batch", d.peak_batch},
+                      {"peak_samples_per_s", d.peak_samples_per_s},
+                      {"sweet_spot_batch", d.sweet_spot_batch},
+                      {"fixed_ms", d.fixed_ms},
+                      {"per_sample_ms", d.per_sample_ms},
+                      {"fit_r2", d.fit_r2},
+                      {"fixed_share_at_smallest_batch", d.fixed_share_at_smallest},
+                      {"overhead_bound", d.overhead_bound},
+                      {"declines", d.declines},
+                      {"decline_batch", d.decline_batch},
+                      {"decline_fraction", d.decline_fraction},
+                      {"decline_reasons", d.decline_reasons},
+                      {"largest_batch_that_fits", d.largest_fit},
+                      {"largest_batch_that_fits_checkpointed", d.largest_fit_checkpointed},
+                      {"measured_over_estimate", d.measured_over_estimate},
+                      {"findings", d.findings},
+                      {"advice", d.advice}});
+    j["diagnosis"] = diag;
+  }
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -232,6 +290,8 @@ void write_run_reports(const BenchConfig& config, const SweepOutcome& o) {
   write_atomically(dir / "summary.json", summary_json(config, o) + "\n");
   write_atomically(dir / "summary.txt", summary_text(config, o));
   write_atomically(dir / "detailed_metrics.csv", detailed_metrics_csv(o.results));
+  if (config.train.enabled)
+    write_atomically(dir / "performance_report.md", performance_report_md(config.model, o.results, diagnose(config, o)));
 }
 
 }  // namespace tach

@@ -1,5 +1,6 @@
 // Result tables: a terminal table, Markdown (llama-bench's shape), CSV, JSON and JSONL. One
 // data model, several views.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -60,6 +61,36 @@ std::string aligned(const std::vector<std::vector<std::string>>& rows, bool mark
   return out.str();
 }
 
+// Training points: the step and its phases, throughput, MFU and memory.
+std::string train_table(const std::vector<PointResult>& results, bool md) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"device", "dtype", "thr", "method", "exec", "ckpt", "batch", "seq", "steps", "ms/step med", "p95",
+                  "data", "fwd", "bwd", "opt", "samples/s", "tokens/s", "MFU", "alloc peak MiB", "RSS peak MiB",
+                  "stopped by"});
+  for (const auto& p : results) {
+    const auto& k = p.key;
+    std::vector<std::string> r = {k.device, k.dtype, k.threads ? std::to_string(k.threads) : "all", k.method, k.exec,
+                                  k.gradient_checkpointing ? "on" : "off", std::to_string(k.batch),
+                                  std::to_string(k.seq_len)};
+    if (p.status != "ok") {
+      r.push_back(p.status + ": " + p.reason.substr(0, 70));
+      rows.push_back(r);
+      continue;
+    }
+    const auto& t = p.train;
+    const auto alloc = p.allocator.count("total") ? p.allocator.at("total").peak : 0;
+    for (const std::string& v :
+         {std::to_string(p.measured_runs), fmt("%.1f", p.batch_latency_ms.median), fmt("%.1f", p.batch_latency_ms.p95),
+          fmt("%.1f", t.data_ms.median), fmt("%.1f", t.forward_ms.median), fmt("%.1f", t.backward_ms.median),
+          fmt("%.1f", t.optimizer_ms.median), fmt("%.1f", p.samples_per_s), fmt("%.0f", p.tokens_per_s),
+          t.mfu >= 0 ? fmt("%.1f%%", 100 * t.mfu) : std::string("-"), mib(alloc), mib(p.peak_rss_bytes),
+          p.stopped_by.substr(0, p.stopped_by.find(':'))})
+      r.push_back(v);
+    rows.push_back(r);
+  }
+  return aligned(rows, md);
+}
+
 }  // namespace
 
 std::string results_table(const std::vector<PointResult>& results, const std::string& format,
@@ -77,6 +108,7 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
   if (format == "csv") return detailed_metrics_csv(results);
   check(format == "table" || format == "md", "output format '" + format + "' is not one of table, md, csv, json, jsonl");
   const bool md = format == "md";
+  if (!results.empty() && results.front().key.kind == "train") return train_table(results, md);
   std::vector<std::vector<std::string>> rows;
   if (md) {
     rows.push_back({"model", "device", "dtype", "threads", "batch", "seq", "ms/batch (median ± std)", "samples/s",
@@ -117,7 +149,9 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
 
 std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
   std::ostringstream out;
+  const bool train = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.key.kind == "train"; });
   out << "id,device,dtype,threads,batch_size,seq_len,status,reason,input,warmup_runs,measured_runs,stopped_by";
+  if (train) out << ",kind,method,exec,gradient_checkpointing";
   for (const char* q : {"batch_latency_ms", "sample_latency_ms", "tokenize_ms_per_batch"})
     for (const char* s : {"median", "mean", "std", "min", "max", "p90", "p95", "p99"}) out << "," << q << "_" << s;
   out << ",samples_per_s,tokens_per_s,batches_per_s,padded_tokens_per_batch,real_tokens_per_batch,flops_per_batch,"
@@ -126,11 +160,20 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
   if (!results.empty())
     for (const auto& [c, _] : results.front().allocator) cats.push_back(c);
   for (const auto& c : cats) out << ",allocator_" << c << "_current_bytes,allocator_" << c << "_peak_bytes";
+  if (train) {
+    for (const char* q : {"data_ms", "forward_ms", "backward_ms", "optimizer_ms"})
+      for (const char* s : {"median", "mean", "p90"}) out << ",step_" << q << "_" << s;
+    out << ",loss_first,loss_last,parameters,trainable_parameters,model_flops_per_step,hardware_flops_per_step,mfu,"
+           "ceiling_gflops_per_s,gemm_time_share,gemm_efficiency,estimate_bytes,available_bytes,precision";
+  }
   out << ",measured_wall_s,timer_overhead_ns,bookkeeping_ms,finished_at\n";
   for (const auto& p : results) {
     out << p.key.id() << "," << p.key.device << "," << p.key.dtype << "," << p.key.threads << "," << p.key.batch << ","
         << p.key.seq_len << "," << p.status << "," << csv_field(p.reason) << "," << csv_field(p.input) << ","
         << p.warmup_runs << "," << p.measured_runs << "," << csv_field(p.stopped_by);
+    if (train)
+      out << "," << p.key.kind << "," << p.key.method << "," << p.key.exec << ","
+          << (p.key.gradient_checkpointing ? "true" : "false");
     for (const Distribution* d : {&p.batch_latency_ms, &p.sample_latency_ms, &p.tokenize_ms_per_batch})
       for (double v : {d->median, d->mean, d->std, d->min, d->max, d->p90, d->p95, d->p99}) out << "," << v;
     out << "," << p.samples_per_s << "," << p.tokens_per_s << "," << p.batches_per_s << "," << p.padded_tokens_per_batch
@@ -140,6 +183,15 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
       const auto it = p.allocator.find(c);
       out << "," << (it == p.allocator.end() ? 0 : it->second.current) << ","
           << (it == p.allocator.end() ? 0 : it->second.peak);
+    }
+    if (train) {
+      const auto& t = p.train;
+      for (const Distribution* d : {&t.data_ms, &t.forward_ms, &t.backward_ms, &t.optimizer_ms})
+        for (double v : {d->median, d->mean, d->p90}) out << "," << v;
+      out << "," << t.loss_first << "," << t.loss_last << "," << t.parameters << "," << t.trainable_parameters << ","
+          << t.model_flops_per_step << "," << t.hardware_flops_per_step << "," << t.mfu << ","
+          << t.ceiling_gflops_per_s << "," << t.gemm_time_share << "," << t.gemm_efficiency << ","
+          << t.estimate_bytes << "," << t.available_bytes << "," << csv_field(t.precision);
     }
     out << "," << p.measured_wall_s << "," << p.timer_overhead_ns << "," << p.bookkeeping_ms << "," << p.finished_at
         << "\n";

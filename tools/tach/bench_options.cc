@@ -253,7 +253,9 @@ BenchObserver progress_observer(bool enabled, const BenchConfig& config) {
   };
   auto st = std::make_shared<State>();
   // ETA: the time so far per unit of work (batch x seq) over the work left.
-  const double per_grid = double(config.devices.size() * config.dtypes.size() * config.threads.size());
+  double per_grid = double(config.devices.size() * config.dtypes.size() * config.threads.size());
+  if (config.train.enabled)
+    per_grid *= double(config.train.methods.size() * config.train.execs.size() * config.train.gradient_checkpointing.size());
   for (int64_t b : config.batch_sizes)
     for (int64_t s : config.seq_lens) st->total_weight += per_grid * double(b * s);
   const auto clock_text = [](double s) {
@@ -282,8 +284,9 @@ BenchObserver progress_observer(bool enabled, const BenchConfig& config) {
       return;
     }
     if (!tty)
-      std::cerr << "  " << r.key.id() << ": " << fixed(r.batch_latency_ms.median, 2) << " ms/batch median over "
-                << r.measured_runs << " runs, " << fixed(r.samples_per_s, 1) << " samples/s (" << r.stopped_by
+      std::cerr << "  " << r.key.id() << ": " << fixed(r.batch_latency_ms.median, 2)
+                << (r.key.kind == "train" ? " ms/step median over " : " ms/batch median over ") << r.measured_runs
+                << " runs, " << fixed(r.samples_per_s, 1) << " samples/s (" << r.stopped_by
                 << ")\n";
   };
   return o;

@@ -13,7 +13,11 @@ namespace tach::cli {
 void print_outcome(const BenchConfig& config, const SweepOutcome& out, const std::string& format) {
   write_run_reports(config, out);
   if (!out.results.empty()) {
-    if (format == "table") {
+    if (format == "table" && config.train.enabled) {
+      std::cout << "\nResults (ms per optimizer step, wall clock, and its phases' medians: data, forward with the loss, "
+                   "backward, optimizer; samples/s and tokens/s over the summed step time; MFU: model FLOP/s over the "
+                   "measured GEMM ceiling; memory peaks per point)\n";
+    } else if (format == "table") {
       std::cout << "\nResults (ms per batch, model forward only; samples/s and tokens/s over the summed measured "
                    "time; tokens/s counts real tokens; memory peaks per point)\n";
     }
@@ -22,7 +26,8 @@ void print_outcome(const BenchConfig& config, const SweepOutcome& out, const std
   if (format == "table") {
     std::cout << "\n" << summary_text(config, out);
     std::cout << "\nwritten: " << out.run_dir << "/{config.json, results.jsonl, summary.json, summary.txt, "
-              << "detailed_metrics.csv" << (out.accuracy.empty() ? "" : ", accuracy.json") << "}\n";
+              << "detailed_metrics.csv" << (out.accuracy.empty() ? "" : ", accuracy.json")
+              << (config.train.enabled ? ", performance_report.md" : "") << "}\n";
   }
 }
 
