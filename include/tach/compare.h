@@ -16,6 +16,12 @@ struct CompareOptions {
   double confidence = 0.95;       // of the bootstrap interval
   int resamples = 10000;          // bootstrap resamples per point
   uint64_t seed = 0;              // the resampling is deterministic
+  // Compare the values of one axis (exec, gradient_checkpointing, method, dtype, device, threads,
+  // seq_len, batch) against each other: every run's points are pooled, points that differ only in
+  // that axis are matched, and the first value seen (in the first run) is the baseline. One run
+  // is enough. Empty: points are matched by their whole id across runs; when two runs share no id
+  // but do once one axis is left out (one run eager, the other fused), that axis is used, and said.
+  std::string by;
 };
 
 struct CompareRun {
@@ -26,7 +32,7 @@ struct CompareRun {
 };
 
 struct PointChange {
-  std::string id;             // device/dtype/tTHREADS/bBATCH/sSEQ
+  std::string id;             // device/dtype/tTHREADS/bBATCH/sSEQ[/method/exec/gc-on|off], less the `by` axis
   size_t run = 0;             // index of the run compared with the baseline (runs[0])
   int64_t baseline_n = 0, n = 0;              // raw samples on each side
   double baseline_median_ms = 0, median_ms = 0;
@@ -45,11 +51,14 @@ struct RunComparison {
   std::vector<CompareRun> runs;             // runs[0] is the baseline
   std::vector<PointChange> changes;         // per later run, per point both have, in the baseline's order
   std::vector<std::string> only_in;         // "POINT: only in RUN[, RUN]" for points not in every run
+  std::string by;                           // the axis compared (empty: whole ids across runs)
+  std::string note;                         // how the points were matched, when not by whole ids
 };
 
 // Reads each run directory's results.jsonl (a torn last line after a kill is left out) and
-// compares every later run with the first. Fewer than two runs, or a directory without
-// results.jsonl, is an error.
+// compares every later run with the first (or, with options.by, every value of that axis with the
+// first). Training points compare their step latency and throughput. Fewer than two runs without
+// `by`, or a directory without results.jsonl, is an error.
 RunComparison compare_runs(const std::vector<std::string>& run_dirs, const CompareOptions& options = {});
 
 // format: table (terminal) | md | csv | json (schema tach.compare/1)

@@ -98,10 +98,54 @@ std::string num(double x, int decimals) {
   return s.str();
 }
 
+// The axis two runs differ in, when they share no point id but do once it is left out.
+std::string axis_between(const CompareRun& a, const CompareRun& b) {
+  for (const auto& p : a.points)
+    for (const auto& q : b.points)
+      if (p.key.id() == q.key.id()) return "";
+  for (const auto& axis : point_axes()) {
+    if (axis == "batch") continue;
+    std::set<std::string> left;
+    for (const auto& p : a.points) left.insert(p.key.id_without(axis));
+    for (const auto& q : b.points)
+      if (left.count(q.key.id_without(axis))) return axis;
+  }
+  return "";
+}
+
+// Every run's points pooled, then split by the value of `axis`: one side per value, in the
+// order first seen.
+std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std::string& axis) {
+  std::vector<CompareRun> sides;
+  std::map<std::string, size_t> index;
+  for (const auto& r : runs)
+    for (const auto& p : r.points) {
+      const std::string v = p.key.value_of(axis);
+      check(!v.empty(), r.dir + ": its points have no " + axis + " (an inference run); --by " + axis +
+                            " compares training runs");
+      if (!index.count(v)) {
+        index[v] = sides.size();
+        CompareRun s;
+        s.model = r.model;
+        s.started_at = r.started_at;
+        sides.push_back(s);
+      }
+      CompareRun& s = sides[index[v]];
+      if (s.dir.find(r.dir) == std::string::npos) s.dir += (s.dir.empty() ? "" : " + ") + r.dir;
+      s.points.push_back(p);
+    }
+  for (auto& s : sides) s.dir += " [" + axis + " " + s.points.front().key.value_of(axis) + "]";
+  check(sides.size() >= 2, "--by " + axis + ": every point has the same " + axis + " (" +
+                               (sides.empty() ? "" : sides.front().points.front().key.value_of(axis)) +
+                               "), so there is nothing to compare");
+  return sides;
+}
+
 }  // namespace
 
 RunComparison compare_runs(const std::vector<std::string>& run_dirs, const CompareOptions& options) {
-  check(run_dirs.size() >= 2, "tach compare needs two runs or more (the first is the baseline)");
+  check(run_dirs.size() >= 2 || !options.by.empty(),
+        "tach compare needs two runs or more (the first is the baseline), or one run and --by AXIS");
   check(options.noise_threshold >= 0 && options.noise_threshold < 1,
         "--noise-threshold must be a fraction in [0, 1), e.g. 0.02");
   check(options.confidence > 0 && options.confidence < 1, "--confidence must be in (0, 1), e.g. 0.95");
@@ -109,6 +153,19 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
   RunComparison c;
   c.options = options;
   for (const auto& d : run_dirs) c.runs.push_back(read_run(d));
+  c.by = options.by;
+  if (c.by.empty() && c.runs.size() == 2) {
+    c.by = axis_between(c.runs[0], c.runs[1]);
+    if (!c.by.empty())
+      c.note = "the runs share no point, but do once " + c.by + " is left out: comparing " + c.by +
+               " (as --by " + c.by + ")";
+  }
+  if (!c.by.empty()) {
+    (void)PointKey{}.id_without(c.by);  // an unknown axis is an error naming the axes
+    c.runs = sides_by(c.runs, c.by);
+    if (c.note.empty()) c.note = "points matched across values of " + c.by + ", the first value the baseline";
+  }
+  const auto match_id = [&](const PointResult& p) { return c.by.empty() ? p.key.id() : p.key.id_without(c.by); };
   std::mt19937_64 rng(options.seed);
 
   // Every point id, in the order first seen (the baseline's grid order first).
@@ -117,8 +174,8 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
   std::vector<std::map<std::string, const PointResult*>> by_id(c.runs.size());
   for (size_t r = 0; r < c.runs.size(); ++r)
     for (const auto& p : c.runs[r].points) {
-      by_id[r][p.key.id()] = &p;
-      if (seen.insert(p.key.id()).second) ids.push_back(p.key.id());
+      by_id[r][match_id(p)] = &p;
+      if (seen.insert(match_id(p)).second) ids.push_back(match_id(p));
     }
   for (const auto& id : ids) {
     std::vector<std::string> in, missing;
@@ -224,6 +281,8 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
                               {"verdict", ch.verdict},
                               {"why", ch.why}});
     j["only_in"] = c.only_in;
+    j["by"] = c.by;
+    j["matched"] = c.note;
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   const bool csv = format == "csv", md = format == "md";
@@ -270,6 +329,7 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
     return out.str();
   }
   out << (md ? "" : "tach compare\n");
+  if (!c.note.empty()) out << (md ? "" : "  ") << c.note << "\n";
   for (size_t r = 0; r < c.runs.size(); ++r)
     out << (md ? "- " : "  ") << "run " << r << (r == 0 ? " (baseline)" : "") << ": " << c.runs[r].dir
         << (c.runs[r].model.empty() ? "" : ", model " + c.runs[r].model) << ", " << c.runs[r].points.size()
@@ -300,7 +360,8 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
     (ch.verdict == "improved" ? improved : ch.verdict == "regressed" ? regressed : ch.verdict == "within noise" ? noise : other)++;
   out << (md ? "\n" : "") << c.changes.size() << " comparisons: " << improved << " improved, " << regressed
       << " regressed, " << noise << " within noise" << (other ? ", " + std::to_string(other) + " not comparable" : "")
-      << ". Latency is the median batch latency (ms, wall clock) of each point; changes are new / baseline - 1 with a "
+      << ". Latency is the median batch latency (ms, wall clock) of each point (a training point's: its optimizer "
+         "step); changes are new / baseline - 1 with a "
       << ci << " from " << o.resamples << " bootstrap resamples of the raw per-run latencies; a change is a verdict "
       << "only when the interval excludes 0 and it is at least " << num(o.noise_threshold * 100, 1)
       << "% (--noise-threshold).\n";

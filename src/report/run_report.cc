@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "model/safetensors_writer.h"
+#include "report/report_sections.h"
 #include "report/svg_chart.h"
 #include "tach/error.h"
 #include "tach/report.h"
@@ -120,10 +121,15 @@ void header_section(std::ostringstream& h, const fs::path& dir, const std::optio
                         num(c.value("memory_bytes_per_s", 0.0) / 1e9, 1) + " GB/s (" +
                         escape_html(c.value("provenance", std::string())) + ")");
   }
-  if (summary && summary->contains("stopping_rule"))
-    row("method", std::to_string(summary->value("warmup_runs", 0)) + " warm-up runs (not measured), then " +
+  if (summary && summary->contains("stopping_rule")) {
+    const bool train = summary->value("kind", std::string()) == "train";
+    row("method", std::to_string(summary->value("warmup_runs", 0)) +
+                      (train ? " warm-up steps (not measured), then " : " warm-up runs (not measured), then ") +
                       escape_html(summary->value("stopping_rule", std::string())) +
-                      "; latency per batch is the model forward alone, wall clock (steady_clock)");
+                      (train ? "; latency is the whole optimizer step (data, forward with the loss, backward, "
+                               "clipping, AdamW), wall clock (steady_clock); each point builds its own model"
+                             : "; latency per batch is the model forward alone, wall clock (steady_clock)"));
+  }
   std::string first, last;
   for (const auto& p : points)
     if (!p.finished_at.empty()) {
@@ -640,7 +646,10 @@ std::string run_report_html(const std::string& run_dir) {
   h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>tach report: "
     << escape_html(dir.filename().string()) << "</title><style>" << kStyle << "</style></head><body>";
   header_section(h, dir, summary, config, points);
-  if (!points.empty()) sweep_section(h, points);
+  const bool train_sweep = !points.empty() && points.front().key.kind == "train";
+  if (train_sweep) report::train_sweep_section(h, points, dir);
+  else if (!points.empty()) sweep_section(h, points);
+  report::speedup_section(h, points);
   if (accuracy) accuracy_section(h, *accuracy);
   if (training) training_section(h, dir, "Training");
   if (comparison) comparison_section(h, dir);

@@ -18,6 +18,14 @@ rc=$?; [ $rc -ne 0 ] && exit $rc
 "$tach" bench -m preset:bert-tiny -b 1,2,4 -s 8,16 --runs 5 --no-progress --runs-dir "$out" --run-id again > /dev/null || exit 1
 "$tach" compare "$out/bench" "$out/again" --html "$out/compare.html" > /dev/null || exit 1
 "$py" "$check" "$out/compare.html" --expect change-chart=6 --expect distribution-chart=2,2,2,2,2,2 --contains "comparisons" || exit 1
+"$tach" bench --train -m preset:bert-tiny -b 2,8 -s 16 --exec eager,fused --no-progress --runs-dir "$out" \
+  --run-id train --report > /dev/null 2>&1 || exit 1
+# Throughput, MFU, memory and step time against batch (one series per exec), then per series the
+# stacked phases and memory categories (four parts shown of each; five memory categories).
+"$py" "$check" "$out/train/report.html" --expect line-chart=2,2,2,2 --expect stacked-columns=4,5,4,5 \
+  --contains "Training sweep" --contains "Throughput peaks at batch" --contains "cpu/f32/t0/b8/s16/full/fused" || exit 1
+"$tach" compare "$out/train" --by exec --html "$out/train-compare.html" > /dev/null || exit 1
+"$py" "$check" "$out/train-compare.html" --expect change-chart=2 --contains "exec eager" || exit 1
 "$tach" profile -m preset:bert-tiny -b 2 -s 8 --profiler-output-dir "$out/profile" > /dev/null || exit 1
 "$tach" report "$out/profile" > /dev/null || exit 1
 "$py" "$check" "$out/profile/report.html" --expect roofline=3 --expect bar-chart=4,10 --contains "Top bottlenecks" || exit 1

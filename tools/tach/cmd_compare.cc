@@ -18,6 +18,7 @@ struct CompareCliOptions {
   uint64_t seed = 0;
   double fail_on_regression_pct = -1;
   std::string html = "compare.html";
+  std::string by;
   bool no_html = false;
 };
 
@@ -32,6 +33,7 @@ int run_compare(const CompareCliOptions& opt) {
   o.confidence = opt.confidence;
   o.resamples = opt.resamples;
   o.seed = opt.seed;
+  o.by = opt.by;
   const RunComparison c = compare_runs(opt.runs, o);
   std::cout << comparison_text(c, opt.format);
   if (!opt.no_html) {
@@ -60,8 +62,15 @@ Command add_compare_command(CLI::App& app) {
       "compare",
       "Compare bench runs point by point: the change in median latency and throughput with a bootstrap confidence "
       "interval over the raw per-run latencies, and a verdict (improved, regressed, within noise). The first run is "
-      "the baseline");
-  sub->add_option("runs", opt->runs, "Run directories (runs/<id>), the baseline first")->required()->expected(2, -1);
+      "the baseline. Training runs (tach bench --train) compare step latency and throughput; --by exec (or "
+      "gradient_checkpointing, method, dtype, ...) compares the values of one axis, within one run or across runs");
+  sub->add_option("runs", opt->runs, "Run directories (runs/<id>), the baseline first; one run with --by")
+      ->required()
+      ->expected(1, -1);
+  sub->add_option("--by", opt->by,
+                  "Compare the values of this axis: exec, gradient_checkpointing, method, dtype, device, threads, "
+                  "seq_len, batch (points differing only there are matched; the first value seen is the baseline). "
+                  "Default: whole point ids across runs, or the one axis two runs differ in");
   sub->add_option("--format", opt->format, "table | md | csv | json (schema tach.compare/1)")->capture_default_str();
   sub->add_option("--noise-threshold", opt->noise_threshold_pct,
                   "Percent: a significant change smaller than this is within noise")

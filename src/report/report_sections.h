@@ -1,0 +1,22 @@
+// Sections of report.html that live in their own files (report/run_report.cc composes the page).
+#pragma once
+
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include "tach/bench.h"
+
+namespace tach::report {
+
+// A training sweep (tach bench --train): throughput, the stacked phases of a step, memory per
+// category and MFU against batch, one series per method × exec × precision × checkpointing;
+// each panel also a table; then the diagnosis (performance_report.md).
+void train_sweep_section(std::ostringstream& h, const std::vector<PointResult>& points,
+                         const std::filesystem::path& dir);
+
+// Points measured on the CPU and on a GPU with every other axis equal: the GPU's speed-up, as a
+// table and a bar chart. Nothing when no point has both.
+void speedup_section(std::ostringstream& h, const std::vector<PointResult>& points);
+
+}  // namespace tach::report

@@ -1,0 +1,182 @@
+// report.html's sections for a training sweep and for CPU/GPU speed-ups.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "report/report_sections.h"
+#include "report/svg_chart.h"
+
+namespace tach::report {
+
+namespace {
+
+std::string num(double v, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// A series of a training sweep: every axis but the batch.
+std::string train_series(const PointKey& k) {
+  return k.method + " " + k.exec + " " + k.dtype + (k.gradient_checkpointing ? " ckpt" : "") + " seq " +
+         std::to_string(k.seq_len) + (k.threads ? " t" + std::to_string(k.threads) : std::string()) +
+         (k.device != "cpu" ? " " + k.device : std::string());
+}
+
+double peak_of(const PointResult& p, const std::string& cat) {
+  const auto it = p.allocator.find(cat);
+  return it == p.allocator.end() ? 0 : double(it->second.peak);
+}
+
+struct Grouped {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const PointResult*>> by;
+};
+
+Grouped group(const std::vector<PointResult>& points) {
+  Grouped g;
+  for (const auto& p : points) {
+    if (p.status != "ok") continue;
+    const std::string s = train_series(p.key);
+    if (!g.by.count(s)) g.order.push_back(s);
+    g.by[s].push_back(&p);
+  }
+  for (auto& [_, v] : g.by)
+    std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->key.batch < b->key.batch; });
+  return g;
+}
+
+// One line chart against batch, one series per group, and the same numbers as a table.
+void panel_with_table(std::ostringstream& h, const Grouped& g, const std::string& title, const std::string& y_label,
+                      const std::function<double(const PointResult&)>& value, int decimals) {
+  std::vector<Series> series;
+  for (const auto& name : g.order) {
+    Series s;
+    s.name = name;
+    for (const PointResult* p : g.by.at(name)) s.x.push_back(double(p->key.batch)), s.y.push_back(value(*p));
+    series.push_back(s);
+  }
+  LineChartSpec spec;
+  spec.title = title;
+  spec.x_label = "batch size";
+  spec.y_label = y_label;
+  spec.log2_x = true;
+  h << "<div class='panel'>" << line_chart(spec, series) << "<table><tr><th>series</th><th>batch</th><th>"
+    << escape_html(y_label) << "</th></tr>";
+  for (const auto& name : g.order)
+    for (const PointResult* p : g.by.at(name))
+      h << "<tr><td>" << escape_html(name) << "</td><td>" << p->key.batch << "</td><td>"
+        << (std::isfinite(value(*p)) ? num(value(*p), decimals) : "n/a") << "</td></tr>";
+  h << "</table></div>";
+}
+
+}  // namespace
+
+void train_sweep_section(std::ostringstream& h, const std::vector<PointResult>& points, const std::filesystem::path& dir) {
+  h << "<h2>Training sweep</h2>";
+  const Grouped g = group(points);
+  if (g.order.empty()) {
+    h << "<p class='muted'>No finished training points.</p>";
+  } else {
+    h << "<p class='muted'>Each point is an optimizer step (data, forward with the loss, backward, clipping, AdamW), "
+         "wall clock, median over the measured steps; one series per method × exec × precision × checkpointing.</p>"
+      << "<div class='charts'>";
+    panel_with_table(h, g, "training throughput", "samples/s (over the summed step time)",
+                     [](const PointResult& p) { return p.samples_per_s; }, 1);
+    panel_with_table(h, g, "MFU", "model FLOP/s over the GEMM ceiling (%)",
+                     [](const PointResult& p) { return p.train.mfu >= 0 ? 100 * p.train.mfu : std::nan(""); }, 1);
+    panel_with_table(h, g, "memory", "MiB, allocator peak (all categories)",
+                     [](const PointResult& p) { return peak_of(p, "total") / 1048576.0; }, 1);
+    panel_with_table(h, g, "step time", "ms per step (median)",
+                     [](const PointResult& p) { return p.batch_latency_ms.median; }, 2);
+    h << "</div>";
+    // Where the time goes and where the memory goes, per series.
+    const std::vector<std::string> phases = {"data", "forward", "backward", "optimizer"};
+    const std::vector<std::string> cats = {"weights", "gradients", "optimizer_state", "activations", "workspace"};
+    h << "<h3>Time breakdown and memory per category</h3><div class='charts'>";
+    for (const auto& name : g.order) {
+      std::vector<std::string> x;
+      std::vector<std::vector<double>> time(phases.size()), mem(cats.size());
+      for (const PointResult* p : g.by.at(name)) {
+        x.push_back(std::to_string(p->key.batch));
+        const auto& t = p->train;
+        const double v[] = {t.data_ms.median, t.forward_ms.median, t.backward_ms.median, t.optimizer_ms.median};
+        for (size_t i = 0; i < phases.size(); ++i) time[i].push_back(v[i]);
+        for (size_t i = 0; i < cats.size(); ++i) mem[i].push_back(peak_of(*p, cats[i]) / 1048576.0);
+      }
+      h << "<div class='panel'>"
+        << stacked_columns("time breakdown: " + name, x, phases, time, "batch size", "ms per step (phase medians)")
+        << stacked_columns("memory: " + name, x, cats, mem, "batch size", "MiB (allocator peak per category)")
+        << "<table><tr><th>batch</th>";
+      for (const auto& ph : phases) h << "<th>" << ph << " ms</th>";
+      for (const auto& c : cats) h << "<th>" << c << " MiB</th>";
+      h << "</tr>";
+      for (size_t k = 0; k < x.size(); ++k) {
+        h << "<tr><td>" << x[k] << "</td>";
+        for (size_t i = 0; i < phases.size(); ++i) h << "<td>" << num(time[i][k], 2) << "</td>";
+        for (size_t i = 0; i < cats.size(); ++i) h << "<td>" << num(mem[i][k], 1) << "</td>";
+        h << "</tr>";
+      }
+      h << "</table></div>";
+    }
+    h << "</div>";
+  }
+  // Every point, failed and skipped ones with their reasons.
+  h << "<h3>Points</h3><table><tr><th>point</th><th>steps</th><th>ms/step median</th><th>p95</th><th>samples/s</th>"
+       "<th>tokens/s</th><th>MFU</th><th>GEMM share</th><th>GEMM efficiency</th><th>allocator peak MiB</th>"
+       "<th>peak RSS MiB</th><th>loss first → last</th><th>stopped by</th></tr>";
+  const auto opt_pct = [](double v) { return v >= 0 ? num(100 * v, 1) + "%" : std::string("n/a"); };
+  for (const auto& p : points) {
+    h << "<tr><td>" << escape_html(p.key.id()) << "</td>";
+    if (p.status != "ok") {
+      h << "<td colspan='12' style='text-align:left'>" << escape_html(p.status) << ": " << escape_html(p.reason)
+        << "</td></tr>";
+      continue;
+    }
+    const auto& t = p.train;
+    h << "<td>" << p.measured_runs << "</td><td>" << num(p.batch_latency_ms.median, 2) << "</td><td>"
+      << num(p.batch_latency_ms.p95, 2) << "</td><td>" << num(p.samples_per_s, 1) << "</td><td>"
+      << num(p.tokens_per_s, 0) << "</td><td>" << opt_pct(t.mfu) << "</td><td>" << opt_pct(t.gemm_time_share)
+      << "</td><td>" << opt_pct(t.gemm_efficiency) << "</td><td>" << num(peak_of(p, "total") / 1048576.0, 1)
+      << "</td><td>" << num(double(p.peak_rss_bytes) / 1048576.0, 1) << "</td><td>" << num(t.loss_first, 4) << " → "
+      << num(t.loss_last, 4) << "</td><td>" << escape_html(p.stopped_by) << "</td></tr>";
+  }
+  h << "</table>";
+  std::ifstream md(dir / "performance_report.md");
+  if (md) {
+    std::ostringstream text;
+    text << md.rdbuf();
+    h << "<h3>Diagnosis (performance_report.md)</h3><pre>" << escape_html(text.str()) << "</pre>";
+  }
+}
+
+void speedup_section(std::ostringstream& h, const std::vector<PointResult>& points) {
+  std::map<std::string, const PointResult*> cpu;
+  for (const auto& p : points)
+    if (p.status == "ok" && p.key.device == "cpu") cpu[p.key.id_without("device")] = &p;
+  std::vector<std::string> labels;
+  std::vector<double> speedups;
+  std::ostringstream rows;
+  for (const auto& p : points) {
+    if (p.status != "ok" || p.key.device == "cpu") continue;
+    const auto it = cpu.find(p.key.id_without("device"));
+    if (it == cpu.end()) continue;
+    const double s = it->second->batch_latency_ms.median / p.batch_latency_ms.median;
+    labels.push_back(p.key.id_without("device") + " " + p.key.device);
+    speedups.push_back(s);
+    rows << "<tr><td>" << escape_html(p.key.id_without("device")) << "</td><td>" << escape_html(p.key.device)
+         << "</td><td>" << num(it->second->batch_latency_ms.median, 3) << "</td><td>"
+         << num(p.batch_latency_ms.median, 3) << "</td><td>" << num(s, 2) << "x</td></tr>";
+  }
+  if (labels.empty()) return;
+  h << "<h2>CPU / GPU speed-up</h2><p class='muted'>The same point (every other axis equal) on the CPU and on a GPU: "
+       "the CPU's median latency over the GPU's (a training point's: its step).</p>"
+    << bar_chart("GPU speed-up over the CPU", labels, speedups, "x (CPU ms / GPU ms)")
+    << "<table><tr><th>point</th><th>GPU</th><th>CPU ms</th><th>GPU ms</th><th>speed-up</th></tr>" << rows.str()
+    << "</table>";
+}
+
+}  // namespace tach::report
