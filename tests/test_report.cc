@@ -91,8 +91,8 @@ TEST(Report, ProfiledSweepHasEveryPanelTheHeatmapAndTheTables) {
 
 // A GPU run's points (results.jsonl lines as a GPU sweep writes them, made from a CPU sweep's by
 // moving them to cuda:0 and giving them GPU times): the GPU-time panels and column appear.
-TEST(Report, GpuPointsShowTheirGpuTime) {
-  test::TempDir dir;
+// bert-tiny at batch 1 and 2, 8 tokens, 2 runs each, with its reports written.
+SweepOutcome two_point_sweep(const test::TempDir& dir, const std::string& run_id) {
   BenchConfig c;
   c.model = "preset:bert-tiny";
   c.batch_sizes = {1, 2};
@@ -100,9 +100,15 @@ TEST(Report, GpuPointsShowTheirGpuTime) {
   c.warmup_runs = 0;
   c.stop.runs = 2;
   c.runs_dir = dir.path();
-  c.run_id = "g";
+  c.run_id = run_id;
   const SweepOutcome out = run_bench(c);
   write_run_reports(out.config, out);
+  return out;
+}
+
+TEST(Report, GpuPointsShowTheirGpuTime) {
+  test::TempDir dir;
+  const SweepOutcome out = two_point_sweep(dir, "g");
   std::string lines;
   for (PointResult p : out.results) {
     p.key.device = "cuda:0";
@@ -116,6 +122,26 @@ TEST(Report, GpuPointsShowTheirGpuTime) {
   EXPECT_EQ(count(html, "<td>0.250</td>"), 2u) << "each point's GPU median in the table";
   EXPECT_NE(html.find("GPU time per batch"), std::string::npos);
   EXPECT_EQ(html.find("no point ran on a GPU"), std::string::npos);
+}
+
+TEST(Report, TheSamePointsOnTheCpuAndAGpuGiveTheSpeedUp) {
+  test::TempDir dir;
+  const SweepOutcome out = two_point_sweep(dir, "s");
+  // Without a GPU point there is no speed-up section.
+  EXPECT_EQ(test::read_text(write_run_report(out.run_dir)).find("CPU / GPU speed-up"), std::string::npos);
+  std::string lines;
+  for (PointResult p : out.results) {
+    lines += point_to_json(p) + "\n";
+    p.key.device = "cuda:0";  // the same point, 4 times faster
+    for (double& ms : p.batch_latency_samples_ms) ms /= 4;
+    p.batch_latency_ms.median /= 4;
+    lines += point_to_json(p) + "\n";
+  }
+  test::write_text(out.run_dir + "/results.jsonl", lines);
+  const std::string html = test::read_text(write_run_report(out.run_dir));
+  EXPECT_NE(html.find("CPU / GPU speed-up"), std::string::npos);
+  EXPECT_EQ(count(html, "<td>4.00x</td>"), 2u) << "one row per point measured on both";
+  EXPECT_NE(html.find("class='chart bar-chart'"), std::string::npos);
 }
 
 TEST(Report, EvalRunShowsAccuracyAndTheConfusionMatrix) {
