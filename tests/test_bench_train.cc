@@ -35,7 +35,9 @@ BenchConfig tiny_train(const std::string& runs_dir) {
 
 TEST(TrainSweep, EveryPointIsAStepWithItsPhasesFlopsAndMemory) {
   test::TempDir root;
-  const SweepOutcome out = run_bench(tiny_train(root.path()));
+  BenchConfig config = tiny_train(root.path());
+  config.profile = true;
+  const SweepOutcome out = run_bench(config);
   ASSERT_EQ(out.results.size(), 8u);  // 2 methods x 2 checkpointing x 2 batches
   EXPECT_EQ(out.results[0].key.id(), "cpu/f32/t0/b2/s16/full/eager/gc-off");
   EXPECT_EQ(out.results[1].key.id(), "cpu/f32/t0/b4/s16/full/eager/gc-off");  // the batch innermost
@@ -74,6 +76,10 @@ TEST(TrainSweep, EveryPointIsAStepWithItsPhasesFlopsAndMemory) {
     EXPECT_DOUBLE_EQ(back.train.backward_ms.median, t.backward_ms.median);
     EXPECT_EQ(back.train.precision, "f32");
   }
+  // --profile: the profiled step's trace, with the backward's ops in it.
+  const std::string trace = test::read_text(out.run_dir + "/traces/cpu_f32_t0_b2_s16_lora_eager_gc-on/trace.json");
+  EXPECT_NE(trace.find("linear_backward"), std::string::npos);
+  EXPECT_NE(trace.find("recompute"), std::string::npos);
   // LoRA keeps far fewer gradients and moments than full fine-tuning.
   EXPECT_LT(out.results[4].allocator.at("optimizer_state").peak, out.results[0].allocator.at("optimizer_state").peak / 10);
   // The run directory: the config says it is a training sweep, and a resume finds everything done.

@@ -10,6 +10,7 @@
 
 #include "tach/bench.h"
 #include "tach/model.h"
+#include "tach/profile.h"
 #include "tach/tokenizer.h"
 #include "train/train_data.h"
 
@@ -84,13 +85,17 @@ TrainInputs read_train_inputs(const BenchConfig& config);
 // The sweep's points in grid order (the batch innermost).
 std::vector<PointKey> sweep_grid(const BenchConfig& config);
 PointResult failed_point(const PointKey& key, const std::string& reason, const std::string& input);
+// --profile: a point's profiled steps as RUN_DIR/traces/<point id, '/' as '_'>/ (trace.json, op
+// tables by op, module and shape, collapsed stacks, profile.json).
+void write_point_traces(const ProfileData& data, const PointKey& key, const std::string& run_dir);
 // A training sweep's points against the store (tach bench --train).
 SweepOutcome execute_train(RunStore& store, const BenchObserver& observer);
 
 // One training point: its model built for the method, warm-up steps, measured steps until the
 // rule stops, the phases, memory, and one profiled step for the FLOPs. Throws on failure.
+// With config.profile, the profiled step's trace and tables go to run_dir/traces/<point>/.
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
-                            const BenchObserver& observer);
+                            const BenchObserver& observer, const std::string& run_dir);
 
 // One point: warm-up, measured runs until the rule stops, memory. Throws on failure.
 PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,

@@ -136,6 +136,25 @@ std::vector<PointKey> train_grid(const BenchConfig& c) {
 
 namespace bench {
 
+void write_point_traces(const ProfileData& data, const PointKey& key, const std::string& run_dir) {
+  std::string id = key.id();
+  for (char& c : id)
+    if (c == '/') c = '_';
+  const fs::path dir = fs::path(run_dir) / "traces" / id;
+  fs::create_directories(dir);
+  const MachineCeilings ceilings = machine_ceilings();
+  const auto put = [&](const char* name, const std::string& text) {
+    std::ofstream out(dir / name, std::ios::binary);
+    out << text;
+  };
+  put("trace.json", chrome_trace_json(data));
+  put("ops_by_op.csv", op_table_csv(op_table(data, "op", "self", ceilings)));
+  put("ops_by_module.csv", op_table_csv(op_table(data, "module", "total", ceilings)));
+  put("ops_by_shape.csv", op_table_csv(op_table(data, "shape", "self", ceilings)));
+  put("stacks.txt", collapsed_stacks(data));
+  put("profile.json", profile_summary_json(data, ceilings));
+}
+
 PointResult failed_point(const PointKey& key, const std::string& reason, const std::string& input) {
   PointResult p;
   p.key = key;
@@ -192,23 +211,7 @@ void profile_point(const EncoderModel& model, const BenchConfig& config, const P
     p.step();
   }
   p.stop();
-  const ProfileData data = p.data();
-  std::string id = key.id();
-  for (char& c : id)
-    if (c == '/') c = '_';
-  const fs::path dir = fs::path(run_dir) / "traces" / id;
-  fs::create_directories(dir);
-  const MachineCeilings ceilings = machine_ceilings();
-  const auto put = [&](const char* name, const std::string& text) {
-    std::ofstream out(dir / name, std::ios::binary);
-    out << text;
-  };
-  put("trace.json", chrome_trace_json(data));
-  put("ops_by_op.csv", op_table_csv(op_table(data, "op", "self", ceilings)));
-  put("ops_by_module.csv", op_table_csv(op_table(data, "module", "total", ceilings)));
-  put("ops_by_shape.csv", op_table_csv(op_table(data, "shape", "self", ceilings)));
-  put("stacks.txt", collapsed_stacks(data));
-  put("profile.json", profile_summary_json(data, ceilings));
+  bench::write_point_traces(p.data(), key, run_dir);
 }
 
 // The whole grid against a store that may already hold finished points.

@@ -86,10 +86,10 @@ bool is_gemm(const std::string& op) {
   return op == "linear" || op == "linear_backward" || op == "linear_nf4" || op == "linear_nf4_backward";
 }
 
-// One profiled step: the ops' declared FLOPs (model: without a checkpointed layer's recompute),
+// One profiled step (its data returned, for --profile's traces): the ops' declared FLOPs (model: without a checkpointed layer's recompute),
 // and the GEMMs' share of the op time and their achieved fraction of the ceiling.
-void profile_one_step(train::TrainingStep& step, int64_t index, const train::MicroBatchSource& next, double lr,
-                      double ceiling_flops, PointResult::Train& t) {
+ProfileData profile_one_step(train::TrainingStep& step, int64_t index, const train::MicroBatchSource& next, double lr,
+                             double ceiling_flops, PointResult::Train& t) {
   ProfilerOptions o;
   o.schedule = {0, 0, 0, 1, 1};
   o.memory_logging = false;
@@ -111,12 +111,13 @@ void profile_one_step(train::TrainingStep& step, int64_t index, const train::Mic
   t.model_flops_per_step = flops - recompute;
   if (op_ns > 0) t.gemm_time_share = gemm_ns / op_ns;
   if (gemm_ns > 0 && ceiling_flops > 0) t.gemm_efficiency = gemm_flops / (gemm_ns * 1e-9) / ceiling_flops;
+  return data;
 }
 
 }  // namespace
 
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
-                            const BenchObserver& observer) {
+                            const BenchObserver& observer, const std::string& run_dir) {
   PointResult r;
   r.key = key;
   r.input = inputs ? inputs->name : "synthetic";
@@ -239,7 +240,8 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   // The FLOPs and the GEMMs, from one more step under the profiler (never a measured one).
   const MachineCeilings ceilings = machine_ceilings();
   const double ceiling = bf16 ? ceilings.gemm_bf16_flops : ceilings.gemm_f32_flops;
-  profile_one_step(step, index, next, lr, ceiling, r.train);
+  const ProfileData profiled = profile_one_step(step, index, next, lr, ceiling, r.train);
+  if (config.profile) write_point_traces(profiled, key, run_dir);
   r.flops_per_batch = r.train.model_flops_per_step;
   r.achieved_gflops_per_s = r.train.model_flops_per_step * n / measured_s / 1e9;
   r.train.ceiling_gflops_per_s = ceiling / 1e9;

@@ -126,8 +126,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
                        "The summary names the best batch size whose p95 batch latency is within this many ms"),
        [&v](BenchConfig& c) { c.latency_budget_ms = v.latency_budget_ms; });
     on(sub->add_flag("--profile", v.profile,
-                     "After each point's measured runs, profile 2 forwards into traces/<point>/ (trace.json, op "
-                     "tables, stacks); the point's timings never include the profiler"),
+                     "After each point's measured runs, profile 2 forwards (--train: its profiled step) into "
+                     "traces/<point>/ (trace.json, op tables, stacks); the point's timings never include the profiler"),
        [&v](BenchConfig& c) { c.profile = v.profile; });
     sub->add_option("--format", f.format, "Result table on stdout: table, md, csv, json, jsonl (default table)")
         ->check(CLI::IsMember({"table", "md", "csv", "json", "jsonl"}));
