@@ -104,6 +104,19 @@ TEST(TrainSweep, APointThatCannotRunIsAResultAndBadAxesAreRefused) {
   EXPECT_NE(out.results[1].status, "ok");
   EXPECT_FALSE(out.results[1].reason.empty());
 
+  // A batch no machine holds is skipped by the estimate, with its numbers, before it runs.
+  BenchConfig huge = tiny_train(root.path());
+  huge.run_id = "huge";
+  huge.batch_sizes = {int64_t(1) << 26};
+  huge.train.methods = {"full"};
+  huge.train.gradient_checkpointing = {false};
+  const SweepOutcome skipped = run_bench(huge);
+  ASSERT_EQ(skipped.results.size(), 1u);
+  EXPECT_EQ(skipped.results[0].status, "skipped");
+  EXPECT_NE(skipped.results[0].reason.find("does not fit: the estimate needs"), std::string::npos);
+  EXPECT_NE(skipped.results[0].reason.find("gradient checkpointing would fit more"), std::string::npos);
+  EXPECT_GT(skipped.results[0].train.estimate_bytes, skipped.results[0].train.available_bytes);
+
   BenchConfig bad = tiny_train(root.path());
   bad.run_id = "bad";
   bad.train.methods = {"dora"};

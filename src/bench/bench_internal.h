@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tach/bench.h"
+#include "tach/estimate.h"
 #include "tach/model.h"
 #include "tach/profile.h"
 #include "tach/tokenizer.h"
@@ -81,6 +82,16 @@ struct TrainInputs {
   const train::TrainData& data_for(int64_t seq_len) const;
 };
 TrainInputs read_train_inputs(const BenchConfig& config);
+
+// The fit check before a point: tach estimate for `in`; empty when the point fits (or when
+// there is no estimate for the model: then the point runs and shows), else why it is skipped,
+// with the estimate's numbers and the largest batch that fits. *estimate gets the estimate.
+std::string fit_refusal(const EstimateInput& in, MemoryEstimate* estimate = nullptr);
+// The estimate's input for a point: the run's model at the point's dtype, batch, length, device.
+EstimateInput estimate_input(const BenchConfig& config, const PointKey& key);
+
+// The allocator's books for `device` (every category, total, mapped, cached) into p.allocator.
+void record_allocator(PointResult& p, Device device);
 
 // The sweep's points in grid order (the batch innermost).
 std::vector<PointKey> sweep_grid(const BenchConfig& config);

@@ -33,6 +33,16 @@ const GpuSample* nvml_sample_of(const std::vector<GpuSample>& samples, Device de
 
 }  // namespace
 
+void record_allocator(PointResult& r, Device device) {
+  const MemoryStats ms = memory_stats(device);
+  for (int c = 0; c < kMemoryCategoryCount; ++c)
+    r.allocator[std::string(memory_category_name(MemoryCategory(c)))] = {ms.by_category[size_t(c)].current,
+                                                                         ms.by_category[size_t(c)].peak};
+  r.allocator["total"] = {ms.total.current, ms.total.peak};
+  r.allocator["mapped"] = {ms.mapped.current, ms.mapped.peak};
+  r.allocator["cached"] = {ms.cached.current, ms.cached.peak};
+}
+
 PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,
                       const TextSource* texts, const BenchObserver& observer) {
   const ModelInfo& info = model.info();
@@ -169,16 +179,10 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   const ProcessMemory pm = read_process_memory();
   r.rss_bytes = pm.rss_bytes;
   r.peak_rss_bytes = pm.peak_rss_bytes;
-  const MemoryStats ms = memory_stats(device);
   if (on_gpu)
     for (const CudaDeviceInfo& d : cuda_devices())
       if (d.index == device.index) r.device_memory_used_bytes = int64_t(d.total_bytes - d.free_bytes);
-  for (int c = 0; c < kMemoryCategoryCount; ++c)
-    r.allocator[std::string(memory_category_name(MemoryCategory(c)))] = {ms.by_category[size_t(c)].current,
-                                                                         ms.by_category[size_t(c)].peak};
-  r.allocator["total"] = {ms.total.current, ms.total.peak};
-  r.allocator["mapped"] = {ms.mapped.current, ms.mapped.peak};
-  r.allocator["cached"] = {ms.cached.current, ms.cached.peak};
+  record_allocator(r, device);
   r.measured_wall_s = wall_s;
   r.timer_overhead_ns = timer_overhead_seconds() * 1e9;
   r.bookkeeping_ms = (wall_s - measured_s - std::accumulate(tokenize_s.begin(), tokenize_s.end(), 0.0)) * 1e3;

@@ -155,6 +155,31 @@ void write_point_traces(const ProfileData& data, const PointKey& key, const std:
   put("profile.json", profile_summary_json(data, ceilings));
 }
 
+EstimateInput estimate_input(const BenchConfig& config, const PointKey& key) {
+  EstimateInput ei;
+  ei.model = config.model;
+  ei.dtype = key.dtype;
+  ei.batch = key.batch;
+  ei.seq_len = key.seq_len;
+  ei.device = key.device;
+  return ei;
+}
+
+std::string fit_refusal(const EstimateInput& in, MemoryEstimate* estimate) {
+  EstimateInput ei = in;
+  ei.margin = 0.05;
+  try {
+    const MemoryEstimate e = estimate_memory(ei);
+    if (estimate) *estimate = e;
+    if (e.fits) return "";
+    return "does not fit: the estimate needs " + std::to_string(e.total_bytes >> 20) + " MiB, " +
+           std::to_string(e.available_bytes >> 20) + " MiB are available (" + e.available_source +
+           "); the largest batch that fits is " + std::to_string(e.largest_batch_that_fits);
+  } catch (const Error&) {  // no estimate for this model: run the point and see
+    return "";
+  }
+}
+
 PointResult failed_point(const PointKey& key, const std::string& reason, const std::string& input) {
   PointResult p;
   p.key = key;
@@ -291,21 +316,7 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
     std::string no_fit;
     if (model && config.input == "synthetic") {
       // The estimate first: a point that cannot fit is skipped with the reason, not crashed into.
-      EstimateInput ei;
-      ei.model = config.model;
-      ei.dtype = key.dtype;
-      ei.batch = key.batch;
-      ei.seq_len = key.seq_len;
-      ei.device = key.device;
-      ei.margin = 0.05;
-      try {
-        const MemoryEstimate e = estimate_memory(ei);
-        if (!e.fits)
-          no_fit = "does not fit: the estimate needs " + std::to_string(e.total_bytes >> 20) + " MiB, " +
-                   std::to_string(e.available_bytes >> 20) + " MiB are available (" + e.available_source +
-                   "); the largest batch that fits is " + std::to_string(e.largest_batch_that_fits);
-      } catch (const Error&) {  // no estimate for this model: run the point and see
-      }
+      no_fit = bench::fit_refusal(bench::estimate_input(config, key));
     }
     if (!model) {
       r = failed_point(key, "the model did not load: " + load_error, input_name);

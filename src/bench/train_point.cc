@@ -206,13 +206,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   const ProcessMemory pm = read_process_memory();
   r.rss_bytes = pm.rss_bytes;
   r.peak_rss_bytes = pm.peak_rss_bytes;
-  const MemoryStats ms = memory_stats(Device::cpu());
-  for (int c = 0; c < kMemoryCategoryCount; ++c)
-    r.allocator[std::string(memory_category_name(MemoryCategory(c)))] = {ms.by_category[size_t(c)].current,
-                                                                         ms.by_category[size_t(c)].peak};
-  r.allocator["total"] = {ms.total.current, ms.total.peak};
-  r.allocator["mapped"] = {ms.mapped.current, ms.mapped.peak};
-  r.allocator["cached"] = {ms.cached.current, ms.cached.peak};
+  record_allocator(r, Device::cpu());
 
   r.measured_runs = int(step_s.size());
   std::vector<double> batch_ms, sample_ms;

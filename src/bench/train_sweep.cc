@@ -43,29 +43,17 @@ TrainModelFacts model_facts(const BenchConfig& config) {
 // The point's estimate. Empty reason when it fits (or when there is no estimate for the model).
 std::string fit_check(const BenchConfig& config, const PointKey& key, const TrainModelFacts& facts,
                       PointResult::Train* t) {
-  EstimateInput ei;
-  ei.model = config.model;
-  ei.dtype = key.dtype;
-  ei.batch = key.batch;
-  ei.seq_len = key.seq_len;
-  ei.device = key.device;
+  EstimateInput ei = estimate_input(config, key);
   ei.mode = "train-" + key.method;
   ei.gradient_checkpointing = key.gradient_checkpointing;
   ei.lora_rank = config.train.lora_r;
   ei.lora_targets = facts.lora_targets;
-  ei.margin = 0.05;
-  try {
-    const MemoryEstimate e = estimate_memory(ei);
-    t->estimate_bytes = e.total_bytes;
-    t->available_bytes = e.available_bytes;
-    if (e.fits) return "";
-    return "does not fit: the estimate needs " + std::to_string(e.total_bytes >> 20) + " MiB, " +
-           std::to_string(e.available_bytes >> 20) + " MiB are available (" + e.available_source +
-           "); the largest batch that fits is " + std::to_string(e.largest_batch_that_fits) +
-           (key.gradient_checkpointing ? "" : " (gradient checkpointing would fit more)");
-  } catch (const Error&) {  // no estimate for this model: run the point and see
-    return "";
-  }
+  MemoryEstimate e;
+  const std::string refusal = fit_refusal(ei, &e);
+  t->estimate_bytes = e.total_bytes;
+  t->available_bytes = e.available_bytes;
+  if (refusal.empty() || key.gradient_checkpointing) return refusal;
+  return refusal + " (gradient checkpointing would fit more)";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cpu/train_gemm.h"
+#include "report/number_text.h"
 #include "tach/error.h"
 #include "tach/report.h"
 #include "tach/stats.h"
@@ -18,12 +19,7 @@ namespace tach {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  if (std::fabs(v) < 1e-9) v = 0;  // no "-0.0"
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using report::fmt;
 
 std::string group_of(const PointKey& k) {
   return k.device + " " + k.dtype + " threads " + (k.threads ? std::to_string(k.threads) : std::string("all")) +

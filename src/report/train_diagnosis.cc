@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "report/number_text.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
 #include "tach/report.h"
@@ -16,12 +17,7 @@ namespace tach {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  if (std::fabs(v) < 1e-12) v = 0;  // no "-0.0"
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using report::fmt;
 
 std::string pct(double fraction) { return fmt("%.0f%%", 100 * fraction); }
 std::string mib(double bytes) { return fmt("%.0f MiB", bytes / 1048576.0); }
