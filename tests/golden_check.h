@@ -30,4 +30,9 @@ void check_decoder_classifier_against_transformers(const Model& model, const std
 // generation of the fixture's length, token for token. Returns the generation (for timing checks).
 Generation check_decoder_lm_against_transformers(const Model& model, const std::string& dir);
 
+// A bare bidirectional model's fixture (ModernBERT): the final hidden states at every real token
+// of right- and left-padded batches within 1e-4 of transformers' (padding on either side must not
+// leak in).
+void check_hidden_states_against_transformers(const Model& model, const std::string& dir);
+
 }  // namespace tach::test

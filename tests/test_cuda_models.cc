@@ -1,4 +1,4 @@
-// BERT, DistilBERT and Qwen2 on CUDA against transformers (the fixtures written by
+// Every family on CUDA against transformers (the fixtures written by
 // scripts/golden/make_encoder_fixtures.py and make_qwen2_fixtures.py) and against tach's own
 // CPU results. Skipped, saying why, without a CUDA device or backend.
 #include <gtest/gtest.h>
@@ -91,6 +91,64 @@ TEST_F(CudaModels, WeightsAreCountedOnTheDevice) {
   Tensor a = model->classify(batch), b = cpu_model->classify(batch);
   for (int64_t i = 0; i < a.numel(); ++i)
     EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-4 * (1 + std::fabs(b.data<float>()[i])));
+}
+
+// The families added after the backend was written, on the GPU against the same transformers
+// outputs the CPU is checked against: RoBERTa, XLM-RoBERTa and MPNet (its relative position bias
+// in the fused attention kernel); Llama, Mistral (sliding windows), Qwen3 (per-head q/k norms),
+// Gemma 3 (tanh-GELU gate, embedding scale, sandwich norms, softcapped logits) and ModernBERT
+// (bidirectional local windows, pre-norm LayerNorm without bias, GeGLU, mean pooling).
+class CudaEncoderFamilies : public CudaModels, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(CudaEncoderFamilies, MatchTransformers) {
+  test::check_encoder_against_transformers(test::fixtures_dir() + "/encoders/" + GetParam(), on_gpu(), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaEncoderFamilies,
+                         ::testing::Values("roberta-cls2-f32", "roberta-base-model-f32", "xlm-roberta-cls3-bf16",
+                                           "xlm-roberta-base-model-f32", "mpnet-cls2-f32", "mpnet-base-model-f32"));
+
+class CudaDecoderClassifiers : public CudaModels, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(CudaDecoderClassifiers, RightAndLeftPaddedLogitsMatchTransformers) {
+  const std::string dir = test::fixtures_dir() + "/decoders/" + GetParam();
+  auto model = load_model(dir, on_gpu());
+  EXPECT_EQ(model->info().device, Device::cuda(0));
+  test::check_decoder_classifier_against_transformers(*model, dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaDecoderClassifiers,
+                         ::testing::Values("llama-cls-bias-f32", "mistral-cls-window4-f32", "qwen3-cls-headdim16-f32",
+                                           "gemma3-cls-f32", "modernbert-cls-mean-f32", "modernbert-cls-bias-bf16"));
+
+class CudaDecoderLMs : public CudaModels, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(CudaDecoderLMs, LogitsAndGreedyTokensMatchTransformers) {
+  const std::string dir = test::fixtures_dir() + "/decoders/" + GetParam();
+  (void)test::check_decoder_lm_against_transformers(*load_model(dir, on_gpu()), dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaDecoderLMs,
+                         ::testing::Values("llama-lm-llama3rope-f32", "llama-lm-yarn-bf16", "mistral-lm-window4-f32",
+                                           "qwen3-lm-window-bf16", "gemma3-lm-bf16", "gemma3-lm-softcap-f32"));
+
+// ModernBERT's bare model: final-normed hidden states at every real token, right- and left-padded.
+TEST_F(CudaModels, ModernBertHiddenStatesMatchTransformers) {
+  const std::string dir = test::fixtures_dir() + "/decoders/modernbert-base-model-f32";
+  const json e = expected_json(dir);
+  auto model = load_model(dir, on_gpu());
+  const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
+  for (const bool left : {false, true}) {
+    const Tensor h = model->hidden_states(test::padded_batch(rows, e["pad_id"].get<int32_t>(), left));
+    const auto want = e[left ? "hidden_left" : "hidden_right"].get<std::vector<std::vector<std::vector<float>>>>();
+    const int64_t T = h.size(1), C = h.size(2);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const int64_t first = left ? T - int64_t(rows[r].size()) : 0;
+      for (size_t t = 0; t < rows[r].size(); ++t)
+        EXPECT_LT(scaled_error(h.data<float>() + (int64_t(r) * T + first + int64_t(t)) * C, want[r][t]), 1e-4)
+            << (left ? "left" : "right") << " row " << r << " token " << t;
+    }
+  }
 }
 
 TEST(CudaModelsWithoutGpu, LoadingOnCudaSaysWhyNot) {

@@ -8,12 +8,14 @@
 #include <cstring>
 #include <random>
 
+#include "ops/add.h"
 #include "ops/attention.h"
 #include "ops/causal_attention.h"
 #include "ops/copy_rows.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/pooling.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 #include "ops/silu_gate.h"
@@ -60,6 +62,23 @@ class CudaOps : public ::testing::Test {
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   }
 };
+
+// Key masks: 0 none, 1 right padding, 2 left padding, 3 a row of padding only (transformers'
+// additive mask averages every value there), 4 holes in the middle.
+Tensor key_mask(int64_t B, int64_t T, int pattern) {
+  Tensor m = Tensor::empty({B, T}, DType::i32);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t real = std::max<int64_t>(1, T - b * (T / 3 + 1));
+      int v = 1;
+      if (pattern == 1) v = t < real;
+      if (pattern == 2) v = t >= T - real;
+      if (pattern == 3) v = b == 1 ? 0 : t < real;
+      if (pattern == 4) v = (t % 3) != 1 || t == 0;
+      m.data<int32_t>()[b * T + t] = v;
+    }
+  return m;
+}
 
 TEST_F(CudaOps, TensorsCopyBothWaysAndAreCounted) {
   const Tensor host = random_tensor({3, 5, 7}, 1);
@@ -164,6 +183,87 @@ TEST_F(CudaOps, SiluGateMatchesCpu) {
   EXPECT_LT(scaled_error(on_cpu(got), want), kElementwiseTol);
 }
 
+// Gemma's tanh-GELU gate and ModernBERT's erf-GELU gate.
+TEST_F(CudaOps, GeluGatesMatchCpu) {
+  const int64_t N = 13, I = 257;
+  const Tensor gate_up = random_tensor({N, 2 * I}, 51, 3.0f);
+  for (GateActivation act : {GateActivation::gelu_tanh, GateActivation::gelu}) {
+    SCOPED_TRACE(gate_op_name(act));
+    Tensor want = Tensor::empty({N, I}, DType::f32), got = Tensor::empty({N, I}, DType::f32, kGpu);
+    silu_gate_forward(want, gate_up, act);
+    silu_gate_forward(got, on_gpu(gate_up), act);
+    EXPECT_LT(scaled_error(on_cpu(got), want), kElementwiseTol);
+  }
+}
+
+// Qwen3's and Gemma's per-head q/k norms, in place on a column block of the fused qkv buffer.
+TEST_F(CudaOps, RmsNormHeadsMatchesCpu) {
+  const int64_t N = 21, H = 6, KVH = 2, D = 48, ld = (H + 2 * KVH) * D;
+  const Tensor qkv = random_tensor({N, ld}, 23), wq = random_tensor({D}, 24), wk = random_tensor({D}, 25);
+  Tensor want = qkv.to(DType::f32), got = on_gpu(qkv);
+  rms_norm_heads_forward(want, 0, H, D, wq, 1e-6f);
+  rms_norm_heads_forward(want, H * D, KVH, D, wk, 1e-6f);
+  rms_norm_heads_forward(got, 0, H, D, on_gpu(wq), 1e-6f);
+  rms_norm_heads_forward(got, H * D, KVH, D, on_gpu(wk), 1e-6f);
+  EXPECT_LT(scaled_error(on_cpu(got), want), kElementwiseTol) << "v's columns must stay untouched too";
+}
+
+// ModernBERT's pre-norm LayerNorm: h += delta, out = LayerNorm(h), with and without a bias.
+TEST_F(CudaOps, PreLayerNormMatchesCpu) {
+  const int64_t N = 19, C = 768;
+  const Tensor gamma = random_tensor({C}, 26), beta = random_tensor({C}, 27), delta = random_tensor({N, C}, 28);
+  for (const bool with_delta : {false, true})
+    for (const bool with_beta : {false, true}) {
+      SCOPED_TRACE(std::string(with_delta ? "+delta" : "") + (with_beta ? " +beta" : ""));
+      Tensor h = random_tensor({N, C}, 29), hg = on_gpu(h);
+      Tensor want = Tensor::empty({N, C}, DType::f32), got = Tensor::empty({N, C}, DType::f32, kGpu);
+      pre_layer_norm_forward(want, h, with_delta ? delta : Tensor(), gamma, with_beta ? beta : Tensor(), 1e-5f);
+      pre_layer_norm_forward(got, hg, with_delta ? on_gpu(delta) : Tensor(), on_gpu(gamma),
+                             with_beta ? on_gpu(beta) : Tensor(), 1e-5f);
+      EXPECT_LT(scaled_error(on_cpu(got), want), kElementwiseTol);
+      EXPECT_LT(scaled_error(on_cpu(hg), h), 1e-7) << "the residual stream h += delta";
+    }
+}
+
+// The residual add and Gemma's embedding scale.
+TEST_F(CudaOps, AddAndScaleMatchCpu) {
+  Tensor y = random_tensor({1000}, 32), yg = on_gpu(y);
+  const Tensor x = random_tensor({1000}, 33);
+  add_inplace(y, x);
+  add_inplace(yg, on_gpu(x));
+  scale_inplace(y, 45.25f);
+  scale_inplace(yg, 45.25f);
+  EXPECT_EQ(scaled_error(on_cpu(yg), y), 0.0) << "one add and one multiply round alike";
+}
+
+// Every sentence-transformers pooling mode, concatenated, over right, left and all-padding rows;
+// then the L2 normalisation.
+TEST_F(CudaOps, PoolingAndNormalizeMatchCpu) {
+  const int64_t B = 4, T = 37, C = 40;
+  const Tensor hidden = random_tensor({B, T, C}, 34);
+  for (int pattern : {0, 1, 2, 3}) {
+    SCOPED_TRACE(pattern);
+    const Tensor mask = key_mask(B, T, pattern);
+    const std::vector<PoolingMode> modes = {PoolingMode::cls, PoolingMode::max, PoolingMode::mean,
+                                            PoolingMode::mean_sqrt_len, PoolingMode::weighted_mean,
+                                            PoolingMode::last_token};
+    const int64_t E = int64_t(modes.size()) * C;
+    Tensor want = Tensor::empty({B, E}, DType::f32), got = Tensor::empty({B, E}, DType::f32, kGpu);
+    pooling_forward(want, hidden, mask, modes);
+    pooling_forward(got, on_gpu(hidden), on_gpu(mask), modes);
+    // max over an all-padding row is -inf on both sides: compared as equal.
+    Tensor got_host = on_cpu(got);
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (std::isinf(want.data<float>()[i]) && got_host.data<float>()[i] == want.data<float>()[i])
+        want.data<float>()[i] = got_host.data<float>()[i] = 0;
+    EXPECT_LT(scaled_error(got_host, want), kElementwiseTol);
+  }
+  Tensor x = random_tensor({3, 300}, 35), xg = on_gpu(x);
+  l2_normalize_forward(x);
+  l2_normalize_forward(xg);
+  EXPECT_LT(scaled_error(on_cpu(xg), x), kElementwiseTol);
+}
+
 TEST_F(CudaOps, CopyRowsMatchesCpu) {
   const Tensor src = random_tensor({9, 40}, 60);
   Tensor want = Tensor::zeros({9, 16}, DType::f32), got = Tensor::zeros({9, 16}, DType::f32, kGpu);
@@ -173,22 +273,20 @@ TEST_F(CudaOps, CopyRowsMatchesCpu) {
   EXPECT_EQ(scaled_error(on_cpu(got), want), 0.0);
 }
 
-// Key masks: 0 none, 1 right padding, 2 left padding, 3 a row of padding only (transformers'
-// additive mask averages every value there), 4 holes in the middle.
-Tensor key_mask(int64_t B, int64_t T, int pattern) {
-  Tensor m = Tensor::empty({B, T}, DType::i32);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t real = std::max<int64_t>(1, T - b * (T / 3 + 1));
-      int v = 1;
-      if (pattern == 1) v = t < real;
-      if (pattern == 2) v = t >= T - real;
-      if (pattern == 3) v = b == 1 ? 0 : t < real;
-      if (pattern == 4) v = (t % 3) != 1 || t == 0;
-      m.data<int32_t>()[b * T + t] = v;
-    }
-  return m;
-}
+// Both CUDA attention kernels on every case: the tiled one and one block per row (the launcher
+// picks by grid size, so a test's small shapes would otherwise reach the rows kernel only).
+constexpr CudaAttentionKernel kBothKernels[] = {CudaAttentionKernel::tiles, CudaAttentionKernel::rows};
+class KernelChoice {
+ public:
+  explicit KernelChoice(CudaAttentionKernel k) : kernel_(k) { set_cuda_attention_kernel(k); }
+  ~KernelChoice() { set_cuda_attention_kernel(CudaAttentionKernel::automatic); }
+  KernelChoice(const KernelChoice&) = delete;
+  KernelChoice& operator=(const KernelChoice&) = delete;
+  const char* name() const { return kernel_ == CudaAttentionKernel::tiles ? "tiled kernel" : "rows kernel"; }
+
+ private:
+  CudaAttentionKernel kernel_;
+};
 
 struct AttentionCase {
   int64_t B, T, H, D;
@@ -207,9 +305,12 @@ TEST_P(CudaAttention, MatchesCpu) {
   const float scale = 1.0f / std::sqrt(float(c.D));
   Tensor want = Tensor::empty({c.B, c.T, C}, DType::f32), got = Tensor::empty({c.B, c.T, C}, DType::f32, kGpu);
   attention_forward(want, qkv.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), mask, int(c.H), scale);
-  attention_forward(got, qkv_gpu.narrow(2, 0, C), qkv_gpu.narrow(2, C, C), qkv_gpu.narrow(2, 2 * C, C),
-                    mask.defined() ? on_gpu(mask) : Tensor(), int(c.H), scale);
-  EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol);
+  for (const CudaAttentionKernel kernel : kBothKernels) {
+    const KernelChoice choice(kernel);
+    attention_forward(got, qkv_gpu.narrow(2, 0, C), qkv_gpu.narrow(2, C, C), qkv_gpu.narrow(2, 2 * C, C),
+                      mask.defined() ? on_gpu(mask) : Tensor(), int(c.H), scale);
+    EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol) << choice.name();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
@@ -222,6 +323,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
 struct CausalCase {
   int64_t B, past, Tq, H, KVH, D;
   bool left_padded;
+  int64_t window = 0;
+  bool causal = true;  // false: ModernBERT's bidirectional layers (past 0)
 };
 
 class CudaCausalAttention : public CudaOps, public ::testing::WithParamInterface<CausalCase> {};
@@ -240,21 +343,52 @@ TEST_P(CudaCausalAttention, MatchesCpu) {
   a.B = c.B, a.Tq = c.Tq, a.past = c.past, a.H = c.H, a.KVH = c.KVH, a.D = c.D;
   a.ld_q = HD, a.ld_kv = KD, a.batch_stride_kv = capacity * KD, a.ld_out = HD, a.mask_stride = capacity;
   a.scale = 1.0f / std::sqrt(float(c.D));
+  a.window = c.window, a.causal = c.causal;
   Tensor want = Tensor::empty({c.B, c.Tq, HD}, DType::f32);
   causal_attention_forward(want.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(),
                            mask.data<int32_t>(), a);
   const Tensor qg = on_gpu(q), kg = on_gpu(k), vg = on_gpu(v), mg = on_gpu(mask);
   Tensor got = Tensor::empty({c.B, c.Tq, HD}, DType::f32, kGpu);
   a.device = kGpu;
-  causal_attention_forward(got.data<float>(), qg.data<float>(), kg.data<float>(), vg.data<float>(),
-                           mg.data<int32_t>(), a);
-  EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol);
+  for (const CudaAttentionKernel kernel : kBothKernels) {
+    const KernelChoice choice(kernel);
+    causal_attention_forward(got.data<float>(), qg.data<float>(), kg.data<float>(), vg.data<float>(),
+                             mg.data<int32_t>(), a);
+    EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol) << choice.name();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaCausalAttention,
                          ::testing::Values(CausalCase{2, 0, 9, 4, 1, 8, false}, CausalCase{3, 0, 70, 14, 2, 64, true},
                                            CausalCase{3, 40, 1, 14, 2, 64, true}, CausalCase{2, 100, 5, 4, 4, 16, false},
-                                           CausalCase{2, 0, 130, 8, 2, 128, true}, CausalCase{1, 300, 1, 4, 2, 32, false}));
+                                           CausalCase{2, 0, 130, 8, 2, 128, true}, CausalCase{1, 300, 1, 4, 2, 32, false},
+                                           // sliding windows (Mistral, Gemma), in a prompt and in decoding
+                                           CausalCase{3, 0, 70, 4, 2, 32, true, 4}, CausalCase{2, 90, 1, 4, 1, 64, false, 16},
+                                           // bidirectional (ModernBERT): global, then local windows where the
+                                           // first rows of a left-padded row see padding only
+                                           CausalCase{3, 0, 70, 4, 2, 64, true, 0, false},
+                                           CausalCase{4, 0, 9, 4, 2, 16, true, 1, false},
+                                           CausalCase{2, 0, 150, 6, 3, 32, true, 64, false}));
+
+// MPNet's relative position bias on the encoder's scores: the same buckets and table on both sides.
+TEST_F(CudaOps, AttentionWithRelativePositionBiasMatchesCpu) {
+  const int64_t B = 3, T = 40, H = 4, D = 16, C = H * D, NB = 32;
+  const Tensor qkv = random_tensor({B, T, 3 * C}, 71), table = random_tensor({NB, H}, 72);
+  const std::vector<int32_t> b = relative_position_buckets(T, NB, 128);
+  Tensor buckets = Tensor::empty({T, T}, DType::i32);
+  std::copy(b.begin(), b.end(), buckets.data<int32_t>());
+  const Tensor mask = key_mask(B, T, 1), qkv_gpu = on_gpu(qkv);
+  const float scale = 1.0f / std::sqrt(float(D));
+  Tensor want = Tensor::empty({B, T, C}, DType::f32), got = Tensor::empty({B, T, C}, DType::f32, kGpu);
+  attention_forward(want, qkv.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), mask, int(H), scale, table,
+                    buckets);
+  for (const CudaAttentionKernel kernel : kBothKernels) {
+    const KernelChoice choice(kernel);
+    attention_forward(got, qkv_gpu.narrow(2, 0, C), qkv_gpu.narrow(2, C, C), qkv_gpu.narrow(2, 2 * C, C), on_gpu(mask),
+                      int(H), scale, on_gpu(table), on_gpu(buckets));
+    EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol) << choice.name();
+  }
+}
 
 struct LinearCase {
   DType compute;
@@ -297,12 +431,26 @@ INSTANTIATE_TEST_SUITE_P(
                       LinearCase{DType::f16, cpu::FusedActivation::relu, true, false}));
 
 TEST_F(CudaOps, UnsupportedHeadSizeIsAClearError) {
-  const int64_t B = 1, T = 4, H = 2, D = 12, C = H * D;
+  const int64_t B = 1, T = 4, H = 2, D = 320, C = H * D;
   const Tensor qkv = on_gpu(random_tensor({B, T, 3 * C}, 100));
   Tensor out = Tensor::empty({B, T, C}, DType::f32, kGpu);
   const std::string e = test::error_of(
       [&] { attention_forward(out, qkv.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), Tensor(), H, 1.f); });
-  EXPECT_NE(e.find("head size 12"), std::string::npos) << e;
+  EXPECT_NE(e.find("head size 320"), std::string::npos) << e;
+}
+
+// Head sizes the tiled kernel has no instantiation for (12; Gemma's 256) run on the rows kernel.
+TEST_F(CudaOps, AnyHeadSizeUpTo256Runs) {
+  for (const int64_t D : {12, 256}) {
+    SCOPED_TRACE(D);
+    const int64_t B = 2, T = 9, H = 2, C = H * D;
+    const Tensor qkv = random_tensor({B, T, 3 * C}, 101), mask = key_mask(B, T, 1), qkv_gpu = on_gpu(qkv);
+    Tensor want = Tensor::empty({B, T, C}, DType::f32), got = Tensor::empty({B, T, C}, DType::f32, kGpu);
+    attention_forward(want, qkv.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), mask, int(H), 0.1f);
+    attention_forward(got, qkv_gpu.narrow(2, 0, C), qkv_gpu.narrow(2, C, C), qkv_gpu.narrow(2, 2 * C, C),
+                      on_gpu(mask), int(H), 0.1f);
+    EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol);
+  }
 }
 
 }  // namespace

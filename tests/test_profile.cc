@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/symbol_name.h"
 #include "core/trace.h"
 #include "profile/gpu_attribution.h"
 #include "tach/model.h"
@@ -17,6 +18,19 @@ namespace tach {
 namespace {
 
 using Phase = ProfileSchedule::Phase;
+
+// CUPTI names kernels by their mangled symbols; the trace and the tables show them demangled,
+// without the parameter list. These are symbols CUPTI reported for tach's kernels on an H100.
+TEST(KernelNames, MangledSymbolsAreDemangledWithoutParameters) {
+  EXPECT_EQ(core::readable_kernel_name(
+                "_ZN4tach3ops50_GLOBAL__N__604e7fca_17_embedding_cuda_cu_788bfa1716embedding_kernelIfEEvPfPKiPKT_lllb"),
+            "tach::ops::embedding_kernel<float>");
+  EXPECT_EQ(core::readable_kernel_name("_ZN4tach4cuda22flash_attention_kernelILi64ELi32EEEvNS0_20FlashAttentionParamsE"),
+            "tach::cuda::flash_attention_kernel<64, 32>");
+  // Not mangled (cuBLAS's own kernels) or not demangleable: unchanged.
+  EXPECT_EQ(core::readable_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n"), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n");
+  EXPECT_EQ(core::readable_kernel_name("_Zgarbage"), "_Zgarbage");
+}
 
 TEST(ProfileSchedule, WindowsAreExact) {
   const ProfileSchedule s{1, 1, 1, 2, 2};  // skip 1, then 2 x (wait 1, warmup 1, active 2)
@@ -205,6 +219,12 @@ TEST(GpuActivity, KernelsGoUnderTheOpThatLaunchedThem) {
   ASSERT_NE(linear, rows.end());
   EXPECT_DOUBLE_EQ(linear->gpu_ns, 3200);
   EXPECT_NE(op_table_text(rows, 10).find("gpu ms"), std::string::npos);
+  // --sort-by gpu: linear (3.2 µs of kernels, 0.4 µs on the host) before attention (2.0, 0.6).
+  const auto by_gpu = op_table(d, "op", "gpu", c);
+  ASSERT_GE(by_gpu.size(), 3u);
+  EXPECT_EQ(by_gpu[0].key, "linear");
+  EXPECT_EQ(by_gpu[1].key, "attention");
+  EXPECT_EQ(op_table(d, "op", "self", c)[0].key, "attention") << "by host time attention comes first";
   // The trace: a GPU process with the stream's track, the kernel slices, and launch flows.
   const auto trace = nlohmann::json::parse(chrome_trace_json(d));
   int gpu_slices = 0, flows = 0;

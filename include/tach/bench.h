@@ -44,13 +44,18 @@ struct BenchConfig {
   std::string model = "preset:distilbert-base-uncased";
   std::string tokenizer;  // texts: a tokenizer file or directory; default the model directory's
   std::string adapter;    // a peft LoRA adapter directory merged into the weights at load (empty: none)
-  std::vector<std::string> devices{"cpu"};
+  // cpu, cuda, cuda:N, or auto: the first GPU when one is usable (forwards), else the CPU;
+  // resolved when the run starts, and config.json keeps what it resolved to.
+  std::vector<std::string> devices{"auto"};
   std::vector<std::string> dtypes{"f32"};  // f32 | bf16 (compute)
   std::vector<int64_t> batch_sizes{1, 2, 4, 8, 16, 32};
   std::vector<int64_t> seq_lens{128};  // synthetic: exact length; dataset: max_length
   std::vector<int> threads{0};         // 0: the default (all cores)
   int warmup_runs = 2;
   StoppingRule stop;
+  // On a GPU, after a point's timed runs: forwards back to back for at least this long between
+  // two steps of NVML's energy counter, for the energy per forward (0: no energy reading).
+  double gpu_energy_window_s = 1.0;
   uint64_t seed = 0;  // synthetic weights and token ids, dataset shuffle
 
   // Inputs: "synthetic" token ids at exactly seq_len, or "dataset" texts tokenized, truncated

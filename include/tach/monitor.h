@@ -75,6 +75,8 @@ class GpuMonitor {
   const std::string& unavailable_reason() const { return reason_; }  // one line
   int count() const { return count_; }
   std::vector<GpuSample> sample() const;
+  // The total-energy counter alone (one NVML call), in J; -1 when unavailable. index: NVML's.
+  double energy_j(int index) const;
 
  private:
   struct Api;

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Run on a lent GPU machine, from the repository root, after scripts/gpu/pack.sh here and with
-# .gpu carried: what the machine is, every gpu-labelled test, then a first speed reading.
-# Output worth keeping goes to $OUT (the device tool brings it back).
+# .gpu carried: what the machine is, every gpu-labelled test, the GPU's ceilings, a bench and a
+# profile on the GPU, and (PEERS=1) the peers. Every step has its own time limit, so one hang
+# costs one step, not the call. The log goes to $OUT/check.log (the device tool brings back at
+# most 8 files); the last lines printed are one row per step.
+#   STEPS="tests ceilings bench profile train peers"   which steps (default: all but peers)
 set -uo pipefail
 pack=/tmp/tach-pack
 mkdir -p "$pack" && tar -C "$pack" -xJf .gpu/pack.tar.xz || { echo "no .gpu/pack.tar.xz: run scripts/gpu/pack.sh here and carry .gpu"; exit 2; }
@@ -9,21 +12,62 @@ export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/C
 export TACH_FIXTURES_DIR="$PWD/tests/fixtures"
 out=${OUT:-/tmp/tach-gpu}
 mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
-$pack/bin/tach info | tee -a "$out/gpu.txt"
-status=0
-for t in test_cuda test_cuda_ops test_cuda_models; do
-  $pack/bin/$t --gtest_output="xml:$out/$t.xml" 2>&1 | tail -40 || status=1
-done
-# Latency and GPU time at batch 1 and 32, sequence 128, on the built-in DistilBERT-base preset.
-# The run directory stays in /tmp (the device tool brings back at most 8 files); its results come back.
-$pack/bin/tach bench -m preset:distilbert-base-uncased --device cuda --dtype f32,bf16 -b 1,32 -s 128 \
-  --runs-dir /tmp/tach-runs --run-id gpu-check 2>&1 | tail -30 || status=1
-cp /tmp/tach-runs/gpu-check/results.jsonl "$out/" 2>/dev/null || true
-# The peers, same weights and inputs (PyTorch eager, torch.compile, ONNX Runtime CUDA): slow, so
-# only when asked (PEERS=1), and best in a call of its own.
-if [ "${PEERS:-0}" = 1 ]; then
-  PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_peers.py --tach $pack/bin/tach --json-out "$out/peers.json" 2>&1 |
-    tee "$out/peers.txt" || status=1
+log="$out/check.log"
+tach=$pack/bin/tach
+steps=${STEPS:-"tests ceilings bench profile families decode"}
+[ "${PEERS:-0}" = 1 ] && steps="$steps peers"
+summary=()
+
+# step NAME SECONDS COMMAND...: runs it under a limit, logs it, remembers its exit status.
+step() {
+  local name=$1 limit=$2; shift 2
+  echo "=== $name ($limit s): $*" >> "$log"
+  local t0=$SECONDS
+  timeout --kill-after=5 "$limit" "$@" >> "$log" 2>&1
+  local rc=$?
+  summary+=("$(printf '%-22s exit %-3s %4ss' "$name" "$rc" $((SECONDS - t0)))")
+  echo "=== $name: exit $rc after $((SECONDS - t0)) s" >> "$log"
+}
+wants() { [[ " $steps " == *" $1 "* ]]; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv >> "$log" 2>&1
+step info 30 "$tach" info
+if wants tests; then
+  for t in test_cuda test_cuda_ops test_cuda_models; do step "$t" 300 "$pack/bin/$t" --gtest_brief=1; done
 fi
-exit $status
+wants ceilings && step ceilings 120 "$tach" info --ceilings --remeasure
+if wants bench; then
+  # Latency and GPU time at batch 1 and 32, sequence 128, on the built-in DistilBERT-base preset.
+  step bench 300 "$tach" bench -m preset:distilbert-base-uncased --device cuda --dtype f32,bf16 -b 1,32 -s 128 \
+    --runs-dir /tmp/tach-runs --run-id gpu-check
+  cp /tmp/tach-runs/gpu-check/results.jsonl "$out/bench.jsonl" 2>/dev/null
+fi
+if wants profile; then
+  step profile 180 "$tach" profile -m preset:distilbert-base-uncased --device cuda -b 8 -s 128 \
+    --profiler-output-dir /tmp/tach-profile --gzip --sort-by gpu
+  cp /tmp/tach-profile/trace.json.gz "$out/" 2>/dev/null
+fi
+if wants families; then
+  # Every family's preset at its real size: one forward sweep point each, f32 and bf16.
+  for m in roberta-base mpnet-base modernbert-base llama-3.2-1b qwen3-0.6b gemma-3-1b; do
+    step "bench-$m" 120 "$tach" bench -m preset:$m --device cuda --dtype f32,bf16 -b 8 -s 128 --runs-dir /tmp/tach-runs \
+      --run-id "fam-$m" --energy-window 0.5
+  done
+fi
+if wants decode; then
+  # Batch-1 decoding on the Qwen2.5-0.5B preset, and where a step's time goes.
+  step generate 120 "$tach" generate -m preset:qwen2.5-0.5b --device cuda --dtype bf16 --prompt-len 128 -n 64 \
+    --ignore-eos --warmup 1 --json
+  step profile-qwen 120 "$tach" profile -m preset:qwen2.5-0.5b --device cuda --dtype bf16 -b 1 -s 128 \
+    --profiler-output-dir /tmp/tach-profile-qwen --sort-by gpu
+fi
+if wants train; then
+  step train-profile 180 "$tach" profile --train -m preset:distilbert-base-uncased --device cuda -b 8 -s 128 \
+    --profiler-output-dir /tmp/tach-profile-train
+fi
+if wants peers; then
+  step peers 540 env PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_peers.py --tach "$tach" --json-out "$out/peers.json"
+fi
+tail -c 9000 "$log"
+echo
+printf '%s\n' "${summary[@]}"

@@ -221,6 +221,7 @@ std::string bench_config_to_json(const BenchConfig& c) {
       {"seq_lens", c.seq_lens},
       {"threads", c.threads},
       {"warmup_runs", c.warmup_runs},
+      {"gpu_energy_window_s", c.gpu_energy_window_s},
       {"stop", {{"runs", c.stop.runs}, {"min_runs", c.stop.min_runs}, {"max_runs", c.stop.max_runs},
                 {"time_budget_s", c.stop.time_budget_s}, {"target_cv", c.stop.target_cv}}},
       {"seed", c.seed},
@@ -263,6 +264,7 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     c.seq_lens = j.at("seq_lens").get<std::vector<int64_t>>();
     c.threads = j.at("threads").get<std::vector<int>>();
     c.warmup_runs = j.at("warmup_runs");
+    c.gpu_energy_window_s = j.value("gpu_energy_window_s", 1.0);  // absent from configs written before it
     const auto& s = j.at("stop");
     c.stop = {s.at("runs"), s.at("min_runs"), s.at("max_runs"), s.at("time_budget_s"), s.at("target_cv")};
     c.seed = j.at("seed");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -11,6 +12,7 @@
 #include "tach/bench.h"
 #include "tach/estimate.h"
 #include "tach/model.h"
+#include "tach/monitor.h"
 #include "tach/profile.h"
 #include "tach/tokenizer.h"
 #include "train/train_data.h"
@@ -107,6 +109,17 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer);
 // With config.profile, the profiled step's trace and tables go to run_dir/traces/<point>/.
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
                             const BenchObserver& observer, const std::string& run_dir);
+
+// The energy of one forward on a GPU: forwards back to back between two steps of NVML's
+// total-energy counter at least window_s apart (the counter moves in steps too coarse for the
+// timed runs themselves). j_per_run < 0 with the reason in source when it cannot be read.
+struct GpuEnergy {
+  double j_per_run = -1, mean_power_w = -1, window_s = 0;
+  int64_t runs = 0;
+  std::string source;
+};
+GpuEnergy measure_gpu_energy(const GpuMonitor& nvml, int nvml_index, const std::function<void()>& forward,
+                             double window_s);
 
 // One point: warm-up, measured runs until the rule stops, memory. Throws on failure.
 PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,

@@ -3,6 +3,8 @@
 // tokenization is timed on its own.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -22,13 +24,41 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // The NVML sample of the GPU CUDA calls `device`: NVML numbers GPUs in its own order (and
-// ignores CUDA_VISIBLE_DEVICES), so they are matched by PCI address. Null when none matches.
-const GpuSample* nvml_sample_of(const std::vector<GpuSample>& samples, Device device) {
+// ignores CUDA_VISIBLE_DEVICES), so they are matched by PCI address. Empty when none matches.
+// (By value: a pointer into a temporary vector of samples outlived it once, and read freed memory.)
+std::optional<GpuSample> nvml_sample_of(const std::vector<GpuSample>& samples, Device device) {
   for (const CudaDeviceInfo& d : cuda_devices())
     if (d.index == device.index)
       for (const GpuSample& s : samples)
-        if (s.pci_domain == d.pci_domain && s.pci_bus == d.pci_bus && s.pci_device == d.pci_device) return &s;
-  return nullptr;
+        if (s.pci_domain == d.pci_domain && s.pci_bus == d.pci_bus && s.pci_device == d.pci_device) return s;
+  return std::nullopt;
+}
+
+// Energy on a GPU (measure_gpu_energy): the energy of one forward, and the measured runs' total
+// derived from it (the counter is too coarse to read over the timed runs themselves).
+void record_gpu_energy(PointResult& r, Device device, const std::function<void()>& forward, int64_t measured_runs,
+                       double window_s) {
+  GpuMonitor nvml;
+  const std::optional<GpuSample> s = nvml.available() ? nvml_sample_of(nvml.sample(), device) : std::nullopt;
+  if (!s) {
+    r.energy_source = "unavailable: " + (nvml.available() ? "NVML has no device with " + device.str() + "'s PCI address"
+                                                          : nvml.unavailable_reason());
+    return;
+  }
+  const GpuEnergy e = measure_gpu_energy(nvml, s->index, forward, window_s);
+  if (e.j_per_run < 0) {
+    r.energy_source = e.source;
+    return;
+  }
+  r.energy_j = e.j_per_run * double(measured_runs);
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "NVML total-energy counter of %s (the whole GPU, every process): %lld forwards back to back after the "
+                "timed runs, between two steps of the counter %.2f s apart (mean power %.0f W); j is that energy per "
+                "forward times the %lld measured runs",
+                device.str().c_str(), static_cast<long long>(e.runs), e.window_s, e.mean_power_w,
+                static_cast<long long>(measured_runs));
+  r.energy_source = text;
 }
 
 }  // namespace
@@ -92,28 +122,20 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   std::vector<double> latencies_s, tokenize_s, gpu_ms;
   double padded_tokens = 0, real_tokens = 0, flops_total = 0;
   RaplEnergy rapl;
-  std::optional<GpuMonitor> nvml;
-  double gpu_energy_start_j = -1;
-  if (on_gpu) {
-    nvml.emplace();
-    if (const GpuSample* s = nvml->available() ? nvml_sample_of(nvml->sample(), device) : nullptr)
-      gpu_energy_start_j = s->energy_j;
-  } else if (rapl.available()) {
-    (void)rapl.joules();  // starts the counters at this point
-  }
+  if (!on_gpu && rapl.available()) (void)rapl.joules();  // starts the counters at this point
   DeviceTimer gpu_timer(device);
   if (observer.on_measure_begin) observer.on_measure_begin(key);
   const auto wall0 = Clock::now();
   double measured_s = 0;
   const TokenBatch synthetic = texts ? TokenBatch{} : synthetic_batch(info, key.batch, key.seq_len, config.seed);
+  TokenBatch last_text_batch;
   for (;;) {
-    TokenBatch batch_storage;
     const TokenBatch* batch = &synthetic;
     if (texts) {
       const auto t0 = Clock::now();
-      batch_storage = text_batch(*texts, info, pick_rows(), key.seq_len, config.bucketing);
+      last_text_batch = text_batch(*texts, info, pick_rows(), key.seq_len, config.bucketing);
       tokenize_s.push_back(seconds_since(t0));
-      batch = &batch_storage;
+      batch = &last_text_batch;
     }
     const auto t0 = Clock::now();
     if (on_gpu) gpu_timer.start();
@@ -130,17 +152,13 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     if (!r.stopped_by.empty()) break;
   }
   const double wall_s = seconds_since(wall0);
-  if (on_gpu) {
-    const GpuSample* end = nvml->available() ? nvml_sample_of(nvml->sample(), device) : nullptr;
-    if (end && end->energy_j >= 0 && gpu_energy_start_j >= 0) {
-      r.energy_j = end->energy_j - gpu_energy_start_j;
-      r.energy_source = "NVML total-energy counter of " + device.str() +
-                        " over the measured runs (the whole GPU, every process; the counter's resolution is 1 mJ)";
-    } else {
-      r.energy_source = "unavailable: " + (nvml->available() ? std::string("NVML has no energy counter for ") +
-                                                                   device.str() + " (or it could not be matched by PCI address)"
-                                                             : nvml->unavailable_reason());
-    }
+  if (on_gpu && config.gpu_energy_window_s > 0) {
+    // The last batch measured, again and again (a dataset's batches vary; its last is one of them).
+    const TokenBatch& energy_batch = texts ? last_text_batch : synthetic;
+    record_gpu_energy(r, device, [&] { (void)model.measured_forward(energy_batch); }, int64_t(latencies_s.size()),
+                      config.gpu_energy_window_s);
+  } else if (on_gpu) {
+    r.energy_source = "not measured (--energy-window 0)";
   } else if (rapl.available()) {
     r.energy_j = rapl.joules();
     r.energy_source = "RAPL (package + DRAM) over the measured runs, whole machine";

@@ -86,6 +86,30 @@ void validate(const BenchConfig& c) {
   if (c.train.enabled) validate_train(c);
 }
 
+// "auto" among the devices: the first GPU when one is usable and the sweep is of forwards (training
+// steps run on the CPU in this version), else the CPU. Returns what was picked and why, for the
+// run's notes; empty when no device said auto.
+std::string resolve_auto_device(BenchConfig& c) {
+  if (std::find(c.devices.begin(), c.devices.end(), "auto") == c.devices.end()) return "";
+  std::string pick = "cpu", why;
+  if (c.train.enabled) {
+    why = "training steps run on the CPU in this version";
+  } else if (cuda_available()) {
+    const auto devices = cuda_devices();
+    pick = "cuda:0";
+    why = devices.empty() ? "a CUDA device is usable" : devices.front().name + " is usable";
+  } else {
+    why = "no usable GPU: " + cuda_unavailable_reason();
+  }
+  std::vector<std::string> resolved;
+  for (const auto& d : c.devices) {
+    const std::string r = d == "auto" ? pick : d;
+    if (std::find(resolved.begin(), resolved.end(), r) == resolved.end()) resolved.push_back(r);
+  }
+  c.devices = resolved;
+  return "device auto: " + pick + " (" + why + ")";
+}
+
 std::string default_run_id(const std::string& model) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -407,10 +431,12 @@ SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) 
   BenchConfig config = given;
   // A training sweep given a dataset trains on its batches (and times their collation).
   if (config.train.enabled && !config.dataset.path.empty()) config.input = "dataset";
+  const std::string auto_note = resolve_auto_device(config);
   validate(config);
   if (config.run_id.empty())
     config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model) + (config.train.enabled ? "-train" : ""));
   bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
+  if (!auto_note.empty()) store.notes.insert(store.notes.begin(), auto_note);
   return execute(store, observer, true, config.accuracy);
 }
 
@@ -423,9 +449,11 @@ SweepOutcome resume_bench(const std::string& run_dir, const BenchObserver& obser
 SweepOutcome run_eval(const BenchConfig& given, const BenchObserver& observer) {
   BenchConfig config = given;
   config.accuracy = true;
+  const std::string auto_note = resolve_auto_device(config);
   validate(config);
   if (config.run_id.empty()) config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model) + "-eval");
   bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
+  if (!auto_note.empty()) store.notes.insert(store.notes.begin(), auto_note);
   return execute(store, observer, false, true);
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/symbol_name.h"
 #include "tach/device.h"
 #include "tach/error.h"
 
@@ -69,7 +70,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
         a.kind = "kernel";
-        a.name = k->name ? k->name : "?";
+        a.name = k->name ? core::readable_kernel_name(k->name) : "?";
         a.device = k->deviceId, a.stream = k->streamId;
         a.start_ns = to_steady(k->start), a.end_ns = to_steady(k->end);
         correlation = k->correlationId;

@@ -1,6 +1,7 @@
-// One fused attention kernel for the encoder (bidirectional, additive key mask) and the decoder
-// (causal, grouped-query, key/value cache): scores, softmax and the weighted sum of values in
-// one pass over the keys with an online softmax, so no [T, T] matrix exists in memory.
+// One fused attention kernel for the encoder (bidirectional, MPNet's relative bias), the decoder
+// (causal, grouped-query, key/value cache) and ModernBERT (bidirectional, grouped-query, local
+// windows): scores, softmax and the weighted sum of values in one pass over the keys with an
+// online softmax, so no [T, T] matrix exists in memory.
 //
 // Each thread owns one query row: its q and its output accumulator sit in registers, and the
 // block (64 query rows of one batch row and head) walks the keys in tiles staged through shared
@@ -28,14 +29,24 @@ struct FlashAttentionParams {
   int64_t out_batch_stride = 0, ld_out = 0;
   int64_t mask_stride = 0;
   float scale = 1.0f;
-  // false: every key is visible and a padded key gets finfo(f32).min added to its score
-  //        (transformers' additive mask: an all-padding row averages every value, as there);
+  // false: bidirectional: every key within the window is visible (all of them without one), padded
+  //        keys are left out, and a row whose visible keys are all padding gets the mean of every
+  //        value row, as transformers' additive finfo.min mask gives (its scores all round to one
+  //        value, so the softmax is uniform over every key);
   // true:  query i sees keys [0, past + i], padded keys are left out, and a row that sees no
   //        real key gets zeros.
   bool causal = false;
-  // causal only: a query at key position P sees keys (P - window, P] (0: no window; Mistral's and
-  // Gemma's sliding-window layers).
+  // A query at key position P sees keys (P - window, P] when causal (Mistral's and Gemma's sliding
+  // layers), [P - window, P + window] when bidirectional (ModernBERT's local layers); 0: no window.
   int64_t window = 0;
+  // MPNet's relative position bias: score(h, i, j) += bias_table[bias_bucket[i*Tk + j] * H + h]
+  // (bucket [Tq, Tk] i32 and table [buckets, H] f32, both on the device); null: none.
+  const int32_t* bias_bucket = nullptr;
+  const float* bias_table = nullptr;
+  // Which kernel: 0 the launcher picks (rows when tiles would leave the GPU idle, or for a head
+  // size the tiles have no instantiation for), 1 the tiled kernel, 2 one block per row. Tests
+  // run both on every case.
+  int kernel = 0;
 };
 
 constexpr int kFlashQueryRows = 64;  // threads per block, one query row each
@@ -60,13 +71,26 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
   float running_max = -INFINITY, denominator = 0.0f;
 
   const int64_t last_row = min(p.Tq - 1, first_row + int64_t(blockDim.x) - 1);
-  const int64_t key_end = p.causal ? min(p.Tk, p.past + last_row + 1) : p.Tk;  // keys any row of the block sees
-  const int64_t visible_end = p.causal ? p.past + i + 1 : key_end;              // keys this row sees
+  // Keys [key_begin, key_end) are the ones some row of the block sees.
+  int64_t key_begin = 0, key_end = p.Tk;
+  if (p.causal) {
+    key_end = min(p.Tk, p.past + last_row + 1);
+    if (p.window > 0) key_begin = max(int64_t(0), p.past + first_row + 1 - p.window);
+  } else if (p.window > 0) {
+    key_begin = max(int64_t(0), p.past + first_row - p.window);
+    key_end = min(p.Tk, p.past + last_row + p.window + 1);
+  }
+  key_begin -= key_begin % kKeys;
+  // This row's own visible keys [row_first, row_end).
+  const int64_t P = p.past + i;
+  const int64_t row_first = p.window > 0 ? (p.causal ? P + 1 - p.window : P - p.window) : 0;
+  const int64_t row_end = p.causal ? P + 1 : (p.window > 0 ? P + p.window + 1 : p.Tk);
   const float* kb = p.k + b * p.kv_batch_stride + kvh * D;
   const float* vb = p.v + b * p.kv_batch_stride + kvh * D;
   const int32_t* mb = p.key_mask ? p.key_mask + b * p.mask_stride : nullptr;
+  const int32_t* buckets = p.bias_bucket && active ? p.bias_bucket + i * p.Tk : nullptr;
 
-  for (int64_t j0 = 0; j0 < key_end; j0 += kKeys) {
+  for (int64_t j0 = key_begin; j0 < key_end; j0 += kKeys) {
     __syncthreads();  // the previous tile is no longer read
     for (int e = threadIdx.x; e < kKeys * D; e += blockDim.x) {
       const int j = e / D, d = e % D;
@@ -77,10 +101,7 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
     }
     for (int j = threadIdx.x; j < kKeys; j += blockDim.x) {
       const int64_t key = j0 + j;
-      float bias = 0.0f;
-      if (key >= key_end) bias = -INFINITY;
-      else if (mb && mb[key] == 0) bias = p.causal ? -INFINITY : -FLT_MAX;
-      key_bias[j] = bias;
+      key_bias[j] = key >= key_end || (mb && mb[key] == 0) ? -INFINITY : 0.0f;  // padding is left out
     }
     __syncthreads();
 
@@ -91,8 +112,10 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
       float dot = 0.0f;
 #pragma unroll
       for (int d = 0; d < D; ++d) dot = fmaf(qr[d], ks[j][d], dot);
+      const int64_t key = j0 + j;
       float score = dot * p.scale + key_bias[j];
-      if (j0 + j >= visible_end || (p.window > 0 && j0 + j <= p.past + i - p.window)) score = -INFINITY;
+      if (buckets && key < p.Tk) score += p.bias_table[int64_t(buckets[key]) * p.H + h];
+      if (key < row_first || key >= row_end) score = -INFINITY;
       s[j] = score;
       tile_max = fmaxf(tile_max, score);
     }
@@ -111,6 +134,32 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
     }
     running_max = new_max;
   }
+
+  // Bidirectional rows that saw no real key take the mean of every value row (rare: padding
+  // positions of a left-padded row under a window, or a row of padding only). The whole block
+  // walks the keys again when any of its rows needs it.
+  const bool padding_only = active && !p.causal && denominator == 0.0f;
+  if (__syncthreads_or(padding_only)) {
+    if (padding_only) {  // only these rows start over; the others keep their accumulators
+#pragma unroll
+      for (int d = 0; d < D; ++d) acc[d] = 0.0f;
+    }
+    for (int64_t j0 = 0; j0 < p.Tk; j0 += kKeys) {
+      __syncthreads();
+      for (int e = threadIdx.x; e < kKeys * D; e += blockDim.x) {
+        const int j = e / D, d = e % D;
+        vs[j][d] = j0 + j < p.Tk ? vb[(j0 + j) * p.ld_kv + d] : 0.0f;
+      }
+      __syncthreads();
+      if (padding_only) {
+#pragma unroll
+        for (int j = 0; j < kKeys; ++j)
+#pragma unroll
+          for (int d = 0; d < D; ++d) acc[d] += vs[j][d];
+      }
+    }
+    if (padding_only) denominator = float(p.Tk);
+  }
   if (!active) return;
   float* orow = p.out + b * p.out_batch_stride + i * p.ld_out + h * D;
   const float inv = denominator > 0.0f ? 1.0f / denominator : 0.0f;
@@ -118,7 +167,7 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
   for (int d = 0; d < D; ++d) orow[d] = acc[d] * inv;
 }
 
-// Launches the kernel for the head size; false when D has no instantiation (the caller says so).
+// Launches a kernel for the head size; false when none takes it (D over 256; the caller says so).
 bool launch_flash_attention(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStream_t stream);
 
 }  // namespace tach::cuda

@@ -115,8 +115,7 @@ void decoder_layer_forward(const DecoderConfig& c, size_t l, int64_t B, int64_t 
     Tensor next_x = ends.next_x;
     decoder_norm(c, next_x, t.resid_out, t.branch, *ends.next_norm);
   } else {
-    check(t.resid_out.device().kind == DeviceKind::cpu, "decoder layer: an unfused residual add runs on the CPU only");
-    ops::add_inplace(t.resid_out.data<float>(), t.branch.data<float>(), t.resid_out.numel());
+    ops::add_inplace(t.resid_out, t.branch);
   }
 }
 

@@ -19,6 +19,7 @@
 #include "ops/layer_norm.h"
 #include "ops/copy_rows.h"
 #include "ops/linear.h"
+#include "ops/pooling.h"
 #include "tach/error.h"
 #include "tach/memory.h"
 
@@ -220,7 +221,10 @@ class Decoder final : public Model {
     const int32_t* mask = batch.attention_mask.data<int32_t>();
     if (config_.pooling == DecoderConfig::Pooling::mean) {
       // (h * mask).sum(1) / mask.sum(1), as ModernBertForSequenceClassification; a row of padding only divides by 0.
-      check(h.device().kind == DeviceKind::cpu, "mean pooling runs on the CPU only");
+      if (h.device().kind != DeviceKind::cpu) {  // the pooling op's mean (sums in double) on the device
+        ops::pooling_forward(pooled, h, batch.attention_mask.on(h.device()), {ops::PoolingMode::mean});
+        return pooled;
+      }
       for (int64_t b = 0; b < B; ++b) {
         float* out = pooled.data<float>() + b * C;
         std::fill(out, out + C, 0.0f);

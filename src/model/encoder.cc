@@ -114,9 +114,13 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   Tensor ffn = Tensor::empty({N, I}, DType::f32, device);
   Tensor h2 = h.reshape({N, C});
   // MPNet: the relative position buckets, computed once for every layer.
-  const std::vector<int32_t> buckets = w.relative_bias.defined()
-                                           ? ops::relative_position_buckets(T, s.relative_buckets, s.relative_max_distance)
-                                           : std::vector<int32_t>();
+  Tensor buckets;
+  if (w.relative_bias.defined()) {
+    const std::vector<int32_t> b = ops::relative_position_buckets(T, s.relative_buckets, s.relative_max_distance);
+    buckets = Tensor::empty({T, T}, DType::i32);
+    std::copy(b.begin(), b.end(), buckets.data<int32_t>());
+    buckets = buckets.on(device);
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(C / s.heads));
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const EncoderLayer& layer = w.layers[li];
@@ -127,7 +131,7 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
     // q, k, v are column blocks of one [B, T, 3C] buffer: views, no copies.
     Tensor qkv3 = qkv.reshape({B, T, 3 * C});
     ops::attention_forward(ctx, qkv3.narrow(2, 0, C), qkv3.narrow(2, C, C), qkv3.narrow(2, 2 * C, C),
-                           attention_mask, static_cast<int>(s.heads), scale, w.relative_bias, buckets.data());
+                           attention_mask, static_cast<int>(s.heads), scale, w.relative_bias, buckets);
     ops::linear_forward(proj, ctx.reshape({N, C}), *layer.attn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln1_gamma, layer.ln1_beta, s.eps);
     attn_span.reset();

@@ -105,4 +105,13 @@ std::vector<GpuSample> GpuMonitor::sample() const {
   return out;
 }
 
+double GpuMonitor::energy_j(int index) const {
+  const Api& a = *api_;
+  nvmlDevice_t dev = nullptr;
+  unsigned long long e = 0;
+  if (index < 0 || index >= count_ || a.handle(unsigned(index), &dev) != 0 || !a.energy || a.energy(dev, &e) != 0)
+    return -1;
+  return double(e) / 1000.0;  // mJ
+}
+
 }  // namespace tach

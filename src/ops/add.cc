@@ -27,6 +27,26 @@ void add_inplace(float* y, const float* x, int64_t n) {
   });
 }
 
+void add_inplace(Tensor& y, const Tensor& x) {
+  check(y.dtype() == DType::f32 && x.dtype() == DType::f32 && y.is_contiguous() && x.is_contiguous() &&
+            y.numel() == x.numel(),
+        "add: expected two contiguous f32 tensors of one size, got " + y.describe() + " and " + x.describe());
+  check_device("add", y.device(), {&x});
+#if TACH_HAS_CUDA
+  if (on_cuda("add", y.device(), y.dtype())) {
+    core::Span span(core::SpanKind::op, "add");
+    if (span.active()) {
+      const OpCost c = add_cost(y.numel());
+      span.set_cost(c.flops, c.bytes());
+    }
+    return add_inplace_cuda(y.device().index, y.data<float>(), x.data<float>(), y.numel());
+  }
+#else
+  on_cuda("add", y.device(), y.dtype());
+#endif
+  add_inplace(y.data<float>(), x.data<float>(), y.numel());
+}
+
 OpCost scale_cost(int64_t n) {
   OpCost c;
   c.flops = double(n);
@@ -36,7 +56,7 @@ OpCost scale_cost(int64_t n) {
 
 void scale_inplace(Tensor& x, float s) {
   check(x.dtype() == DType::f32 && x.is_contiguous(), "scale: expected contiguous f32, got " + x.describe());
-  if (x.device().kind != DeviceKind::cpu) unsupported("scale", x.device(), x.dtype());
+  [[maybe_unused]] const bool cuda = on_cuda("scale", x.device(), x.dtype());
   const int64_t n = x.numel();
   core::Span span(core::SpanKind::op, "scale");
   if (span.active()) {
@@ -44,6 +64,9 @@ void scale_inplace(Tensor& x, float s) {
     span.set_cost(c.flops, c.bytes());
   }
   float* p = x.data<float>();
+#if TACH_HAS_CUDA
+  if (cuda) return scale_inplace_cuda(x.device().index, p, s, n);
+#endif
   core::parallel_for(n, 1 << 14, [&](int64_t b, int64_t e) {
 #pragma omp simd
     for (int64_t i = b; i < e; ++i) p[i] *= s;

@@ -7,12 +7,17 @@
 
 namespace tach::ops {
 
-// y, x: [n] f32
+// y, x: [n] f32 on the CPU
 void add_inplace(float* y, const float* x, int64_t n);
+// y += x, tensors of one size on one device (the CPU or a GPU).
+void add_inplace(Tensor& y, const Tensor& x);
 OpCost add_cost(int64_t n);
 
-// x *= s, as an op (Gemma's embedding scale). x: [n] f32 on the CPU.
+// x *= s, as an op (Gemma's embedding scale). x: [n] f32, on the CPU or a GPU.
 void scale_inplace(Tensor& x, float s);
 OpCost scale_cost(int64_t n);
+
+void scale_inplace_cuda(int device, float* x, float s, int64_t n);
+void add_inplace_cuda(int device, float* y, const float* x, int64_t n);
 
 }  // namespace tach::ops

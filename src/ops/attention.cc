@@ -1,8 +1,17 @@
 #include "ops/attention.h"
 
+#include <atomic>
+
 #include "ops/dispatch.h"
 
 namespace tach::ops {
+
+namespace {
+std::atomic<int> g_cuda_attention_kernel{0};
+}  // namespace
+
+void set_cuda_attention_kernel(CudaAttentionKernel kernel) { g_cuda_attention_kernel = int(kernel); }
+CudaAttentionKernel cuda_attention_kernel() { return CudaAttentionKernel(g_cuda_attention_kernel.load()); }
 
 OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq, bool biased) {
   if (Tq < 0) Tq = T;
@@ -26,7 +35,7 @@ OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64
 }
 
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
-                       float scale, const Tensor& bias_table, const int32_t* bias_buckets) {
+                       float scale, const Tensor& bias_table, const Tensor& bias_buckets) {
   check(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, "attention: q, k, v must be [B, T, C]");
   const int64_t B = q.size(0), T = q.size(1), C = q.size(2);
   check(heads > 0 && C % heads == 0, "attention: " + std::to_string(C) + " channels do not split into " +
@@ -44,13 +53,15 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
               key_mask.describe());
   ScoreBias bias;
   if (bias_table.defined()) {
-    check(bias_table.dim() == 2 && bias_table.size(1) == heads && bias_table.dtype() == DType::f32 && bias_buckets,
-          "attention: the score bias must be an f32 [buckets, " + std::to_string(heads) + "] table with its buckets, got " +
+    check(bias_table.dim() == 2 && bias_table.size(1) == heads && bias_table.dtype() == DType::f32,
+          "attention: the score bias must be an f32 [buckets, " + std::to_string(heads) + "] table, got " +
               bias_table.describe());
-    check(bias_table.device().kind == DeviceKind::cpu && q.device().kind == DeviceKind::cpu,
-          "attention: a relative position bias (MPNet) runs on the CPU only; the CUDA attention kernel has none");
-    bias = {bias_buckets, bias_table.data<float>(), bias_table.size(0)};
+    check(bias_buckets.dtype() == DType::i32 && bias_buckets.numel() == T * T && bias_buckets.is_contiguous(),
+          "attention: the score bias's buckets must be i32 [" + std::to_string(T) + ", " + std::to_string(T) + "], got " +
+              bias_buckets.describe());
+    bias = {bias_buckets.data<int32_t>(), bias_table.data<float>(), bias_table.size(0)};
   }
+  check_device("attention", q.device(), {&bias_table, &bias_buckets});
   check_device("attention", q.device(), {&k, &v, &out, &key_mask});
   [[maybe_unused]] const bool cuda = on_cuda("attention", q.device(), q.dtype());
   core::Span span(core::SpanKind::op, "attention");
@@ -63,7 +74,7 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
 #if TACH_HAS_CUDA
   if (cuda) {
     attention_forward_cuda(q.device().index, out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask,
-                           B, T, heads, C / heads, q.strides()[1], C, scale);
+                           B, T, heads, C / heads, q.strides()[1], C, scale, bias);
     return;
   }
 #endif

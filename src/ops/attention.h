@@ -12,7 +12,7 @@ namespace tach::ops {
 // relative position bias, computed once and added in every layer.
 // score(h, i, j) += table[bucket[i*T + j] * H + h], after the scale and before the key mask.
 struct ScoreBias {
-  const int32_t* bucket = nullptr;  // [T, T] i32, on the host
+  const int32_t* bucket = nullptr;  // [T, T] i32, on the kernel's device
   const float* table = nullptr;     // [buckets, H] f32
   int64_t buckets = 0;
 };
@@ -28,9 +28,9 @@ std::vector<int32_t> relative_position_buckets(int64_t T, int64_t buckets, int64
 // scores = q·kᵀ * scale, plus finfo(f32).min where the key is padding (Hugging Face's
 // additive mask, so a fully padded row behaves as it does there), softmax over keys, · v.
 // Inference keeps no probabilities; training calls attention_forward_train_cpu, which saves them.
-// bias: [buckets, H] f32 with its buckets (the CPU only), or an undefined table.
+// bias_table: [buckets, H] f32 with bias_buckets [T, T] i32 on the same device, or undefined.
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
-                       float scale, const Tensor& bias_table = Tensor(), const int32_t* bias_buckets = nullptr);
+                       float scale, const Tensor& bias_table = Tensor(), const Tensor& bias_buckets = Tensor());
 // biased: a ScoreBias is added (one flop more per score).
 OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1, bool biased = false);
 
@@ -63,10 +63,16 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
 // first token only): out and dq get those rows, dk and dv all keys. -1: all T.
 OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1);
 
+// Which CUDA attention kernel runs, for this op and causal_attention: the launcher's choice,
+// or one forced (the gpu tests run every case through both).
+enum class CudaAttentionKernel { automatic = 0, tiles = 1, rows = 2 };
+void set_cuda_attention_kernel(CudaAttentionKernel kernel);
+CudaAttentionKernel cuda_attention_kernel();
+
 // CUDA kernel: as attention_forward_cpu, one fused pass with an online softmax (no [T, T]
-// scores in memory); head sizes 4, 8, 16, 32, 64, 80, 96, 128.
+// scores in memory); head sizes up to 256.
 void attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
                             const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
-                            int64_t ld_out, float scale);
+                            int64_t ld_out, float scale, const ScoreBias& bias = {});
 
 }  // namespace tach::ops

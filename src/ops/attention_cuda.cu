@@ -1,4 +1,4 @@
-// Encoder attention on the GPU: the fused online-softmax kernel with the additive key mask.
+// Encoder attention on the GPU: the fused online-softmax kernel, bidirectional, with MPNet's bias.
 #include "cuda/flash_attention.cuh"
 #include "cuda/stream.h"
 #include "ops/attention.h"
@@ -8,7 +8,7 @@ namespace tach::ops {
 
 void attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
                             const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
-                            int64_t ld_out, float scale) {
+                            int64_t ld_out, float scale, const ScoreBias& bias) {
   cuda::FlashAttentionParams p;
   p.out = out, p.q = q, p.k = k, p.v = v, p.key_mask = mask;
   p.Tq = T, p.Tk = T, p.past = 0, p.H = H, p.KVH = H;
@@ -16,8 +16,10 @@ void attention_forward_cuda(int device, float* out, const float* q, const float*
   p.kv_batch_stride = T * ld_in, p.ld_kv = ld_in;
   p.out_batch_stride = T * ld_out, p.ld_out = ld_out;
   p.mask_stride = T, p.scale = scale, p.causal = false;
+  p.bias_bucket = bias.bucket, p.bias_table = bias.table;
+  p.kernel = int(cuda_attention_kernel());
   check(cuda::launch_flash_attention(p, B, D, cuda::stream(device)),
-        "attention on CUDA: head size " + std::to_string(D) + " has no kernel (4, 8, 16, 32, 64, 80, 96 and 128 do)");
+        "attention on CUDA: head size " + std::to_string(D) + " has no kernel (sizes up to 256 do)");
 }
 
 }  // namespace tach::ops

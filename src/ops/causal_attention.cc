@@ -78,7 +78,6 @@ void causal_attention_forward(float* out, const float* q, const float* k, const 
   }
 #if TACH_HAS_CUDA
   if (on_cuda("causal_attention", a.device, DType::f32)) {
-    check(a.causal, "attention: bidirectional layers (ModernBERT) have no CUDA kernel yet; run on the CPU");
     causal_attention_forward_cuda(a.device.index, out, q, k, v, key_mask, a);
     return;
   }

@@ -1,6 +1,8 @@
-// Causal grouped-query attention on the GPU: the fused online-softmax kernel, padded keys left out.
+// Grouped-query attention on the GPU, causal (decoders) or bidirectional (ModernBERT), windowed or
+// not: the fused online-softmax kernel, padded keys left out.
 #include "cuda/flash_attention.cuh"
 #include "cuda/stream.h"
+#include "ops/attention.h"
 #include "ops/causal_attention.h"
 #include "tach/error.h"
 
@@ -14,9 +16,10 @@ void causal_attention_forward_cuda(int device, float* out, const float* q, const
   p.q_batch_stride = a.Tq * a.ld_q, p.ld_q = a.ld_q;
   p.kv_batch_stride = a.batch_stride_kv, p.ld_kv = a.ld_kv;
   p.out_batch_stride = a.Tq * a.ld_out, p.ld_out = a.ld_out;
-  p.mask_stride = a.mask_stride, p.scale = a.scale, p.causal = true, p.window = a.window;
+  p.mask_stride = a.mask_stride, p.scale = a.scale, p.causal = a.causal, p.window = a.window;
+  p.kernel = int(cuda_attention_kernel());
   check(cuda::launch_flash_attention(p, a.B, a.D, cuda::stream(device)),
-        "causal_attention on CUDA: head size " + std::to_string(a.D) + " has no kernel (4, 8, 16, 32, 64, 80, 96 and 128 do)");
+        "causal_attention on CUDA: head size " + std::to_string(a.D) + " has no kernel (sizes up to 256 do)");
 }
 
 }  // namespace tach::ops

@@ -58,8 +58,9 @@ void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const T
   if (delta.defined())
     check(delta.numel() == h.numel() && delta.dtype() == DType::f32 && delta.is_contiguous(),
           "layer_norm: delta " + delta.describe() + " does not match h " + h.describe());
-  check(h.device().kind == DeviceKind::cpu,
-        "layer_norm: the pre-norm LayerNorm (ModernBERT) runs on the CPU only; its CUDA kernel is not written");
+  check_device("layer_norm", h.device(), {&out, &delta, &gamma, &beta});
+  [[maybe_unused]] const bool cuda = on_cuda("layer_norm", h.device(), h.dtype());
+  check(!(cuda && (mean.defined() || rstd.defined())), "layer_norm: the statistics training saves are kept on the CPU only");
   core::Span span(core::SpanKind::op, "layer_norm");
   if (span.active()) {
     const OpCost c = layer_norm_cost(N, C, delta.defined());
@@ -67,6 +68,14 @@ void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const T
     span.set_detail(core::concat("[", N, ", ", C, "] f32", delta.defined() ? " +residual" : "",
                                  beta.defined() ? "" : " no bias"));
   }
+#if TACH_HAS_CUDA
+  if (cuda) {
+    pre_layer_norm_forward_cuda(h.device().index, out.data<float>(), h.data<float>(),
+                                delta.defined() ? delta.data<float>() : nullptr, gamma.data<float>(),
+                                beta.defined() ? beta.data<float>() : nullptr, N, C, eps);
+    return;
+  }
+#endif
   add_layer_norm_forward_cpu(out.data<float>(), h.data<float>(), delta.defined() ? delta.data<float>() : nullptr,
                              gamma.data<float>(), beta.defined() ? beta.data<float>() : nullptr, N, C, eps,
                              mean.defined() ? mean.data<float>() : nullptr, rstd.defined() ? rstd.data<float>() : nullptr);

@@ -48,5 +48,8 @@ void dropout_add_layer_norm_forward_cpu(float* sum, float* out, const float* bra
 // tach's stream of `device`; out may alias x or residual. No statistics are saved.
 void layer_norm_forward_cuda(int device, float* out, const float* x, const float* residual, const float* gamma,
                              const float* beta, int64_t N, int64_t C, float eps);
+// h += delta (when given), out = LayerNorm(h) with beta optional: the pre-norm form.
+void pre_layer_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* gamma,
+                                 const float* beta, int64_t N, int64_t C, float eps);
 
 }  // namespace tach::ops

@@ -42,7 +42,8 @@ void pooling_forward(Tensor& out, const Tensor& hidden, const Tensor& mask, cons
   const auto E = int64_t(modes.size()) * C;
   check(out.dim() == 2 && out.size(0) == B && out.size(1) == E && out.dtype() == DType::f32 && out.is_contiguous(),
         "pooling: out must be f32 [" + std::to_string(B) + ", " + std::to_string(E) + "], got " + out.describe());
-  if (hidden.device().kind != DeviceKind::cpu) unsupported("pooling", hidden.device(), hidden.dtype());
+  check_device("pooling", hidden.device(), {&mask, &out});
+  [[maybe_unused]] const bool cuda = on_cuda("pooling", hidden.device(), hidden.dtype());
   core::Span span(core::SpanKind::op, "pooling");
   if (span.active()) {
     const OpCost c = pooling_cost(B, T, C, modes.size());
@@ -54,21 +55,31 @@ void pooling_forward(Tensor& out, const Tensor& hidden, const Tensor& mask, cons
     }
     span.set_detail(core::concat("[", B, ", ", T, ", ", C, "] f32 ", names));
   }
-  for (size_t i = 0; i < modes.size(); ++i)
-    pooling_forward_cpu(out.data<float>() + int64_t(i) * C, E, hidden.data<float>(), mask.data<int32_t>(), B, T, C,
-                        modes[i]);
+  for (size_t i = 0; i < modes.size(); ++i) {
+    float* o = out.data<float>() + int64_t(i) * C;
+#if TACH_HAS_CUDA
+    if (cuda) {
+      pooling_forward_cuda(hidden.device().index, o, E, hidden.data<float>(), mask.data<int32_t>(), B, T, C, modes[i]);
+      continue;
+    }
+#endif
+    pooling_forward_cpu(o, E, hidden.data<float>(), mask.data<int32_t>(), B, T, C, modes[i]);
+  }
 }
 
 void l2_normalize_forward(Tensor& x) {
   check(x.dim() == 2 && x.dtype() == DType::f32 && x.is_contiguous(),
         "l2_normalize: x must be contiguous f32 [B, E], got " + x.describe());
-  if (x.device().kind != DeviceKind::cpu) unsupported("l2_normalize", x.device(), x.dtype());
+  [[maybe_unused]] const bool cuda = on_cuda("l2_normalize", x.device(), x.dtype());
   core::Span span(core::SpanKind::op, "l2_normalize");
   if (span.active()) {
     const OpCost c = l2_normalize_cost(x.size(0), x.size(1));
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", x.size(0), ", ", x.size(1), "] f32"));
   }
+#if TACH_HAS_CUDA
+  if (cuda) return l2_normalize_forward_cuda(x.device().index, x.data<float>(), x.size(0), x.size(1));
+#endif
   l2_normalize_forward_cpu(x.data<float>(), x.size(0), x.size(1));
 }
 

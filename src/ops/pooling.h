@@ -34,5 +34,8 @@ OpCost l2_normalize_cost(int64_t B, int64_t E);
 void pooling_forward_cpu(float* out, int64_t out_stride, const float* hidden, const int32_t* mask, int64_t B,
                          int64_t T, int64_t C, PoolingMode mode);
 void l2_normalize_forward_cpu(float* x, int64_t B, int64_t E);
+void pooling_forward_cuda(int device, float* out, int64_t out_stride, const float* hidden, const int32_t* mask,
+                          int64_t B, int64_t T, int64_t C, PoolingMode mode);
+void l2_normalize_forward_cuda(int device, float* x, int64_t B, int64_t E);
 
 }  // namespace tach::ops

@@ -71,7 +71,8 @@ void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, c
   check(weight.dtype() == DType::f32 && weight.numel() == D,
         "rms_norm_heads: weight must be f32 [" + std::to_string(D) + "], got " + weight.describe());
   check_device("rms_norm_heads", x.device(), {&weight});
-  if (x.device().kind != DeviceKind::cpu) unsupported("rms_norm_heads", x.device(), x.dtype());
+  [[maybe_unused]] const bool cuda = on_cuda("rms_norm_heads", x.device(), x.dtype());
+  check(!(cuda && (saved_in || rstd)), "rms_norm_heads: the values training saves are kept on the CPU only");
   const int64_t N = x.size(0);
   core::Span span(core::SpanKind::op, "rms_norm_heads");
   if (span.active()) {
@@ -79,6 +80,12 @@ void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, c
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", N, ", ", heads, "x", D, "] f32"));
   }
+#if TACH_HAS_CUDA
+  if (cuda) {
+    rms_norm_heads_forward_cuda(x.device().index, x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(), eps);
+    return;
+  }
+#endif
   rms_norm_heads_forward_cpu(x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(), eps, saved_in, rstd);
 }
 

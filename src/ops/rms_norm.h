@@ -44,6 +44,8 @@ void rms_norm_heads_backward_cpu(float* dx, int64_t ld, const float* inp, const 
                                  float* dweight, int64_t N, int64_t heads, int64_t D);
 
 // CUDA kernel: as rms_norm_forward_cpu without the saved rstd.
+void rms_norm_heads_forward_cuda(int device, float* x, int64_t ld, int64_t N, int64_t heads, int64_t D,
+                                 const float* weight, float eps);
 void rms_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* weight, int64_t N,
                            int64_t C, float eps);
 

@@ -24,7 +24,30 @@ __global__ void rms_norm_kernel(float* out, float* h, const float* delta, const 
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) out[base + c] = weight[c] * (h[base + c] * rstd);
 }
 
+// Per-head RMSNorm in place (Qwen3's and Gemma's q/k norms): one warp per (token, head), the
+// head's D values read once into the warp's sum and written back scaled.
+__global__ void rms_norm_heads_kernel(float* x, int64_t ld, int64_t N, int64_t heads, int64_t D, const float* weight,
+                                      float eps) {
+  const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  if (warp >= N * heads) return;  // whole warps leave together: the shuffles below stay full
+  float* v = x + (warp / heads) * ld + (warp % heads) * D;
+  float squares = 0.0f;
+  for (int64_t d = lane; d < D; d += 32) squares += v[d] * v[d];
+  const float rstd = 1.0f / sqrtf(cuda::warp_sum(squares) / float(D) + eps);
+  for (int64_t d = lane; d < D; d += 32) v[d] = weight[d] * (v[d] * rstd);
+}
+
 }  // namespace
+
+void rms_norm_heads_forward_cuda(int device, float* x, int64_t ld, int64_t N, int64_t heads, int64_t D,
+                                 const float* weight, float eps) {
+  if (N * heads == 0) return;
+  const int64_t threads = N * heads * 32;
+  rms_norm_heads_kernel<<<unsigned((threads + 255) / 256), 256, 0, cuda::stream(device)>>>(x, ld, N, heads, D, weight,
+                                                                                         eps);
+  cuda::check_launch("rms_norm_heads_kernel");
+}
 
 void rms_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* weight, int64_t N,
                            int64_t C, float eps) {

@@ -49,23 +49,19 @@ void silu_gate_forward(Tensor& out, const Tensor& gate_up, GateActivation act) {
     span.set_detail(core::concat("[", N, ", 2x", I, "] f32"));
   }
   check_device(name, gate_up.device(), {&out});
-  if (act != GateActivation::silu) {  // the GELU gates have CPU kernels only
-    if (gate_up.device().kind != DeviceKind::cpu) unsupported(name, gate_up.device(), gate_up.dtype());
-    if (act == GateActivation::gelu_tanh)
-      gelu_tanh_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
-    else
-      gelu_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
-    return;
-  }
 #if TACH_HAS_CUDA
   if (on_cuda(name, gate_up.device(), gate_up.dtype())) {
-    silu_gate_forward_cuda(gate_up.device().index, out.data<float>(), gate_up.data<float>(), N, I);
+    gate_forward_cuda(gate_up.device().index, act, out.data<float>(), gate_up.data<float>(), N, I);
     return;
   }
 #else
   on_cuda(name, gate_up.device(), gate_up.dtype());
 #endif
-  silu_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I);
+  switch (act) {
+    case GateActivation::silu: silu_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I); return;
+    case GateActivation::gelu_tanh: gelu_tanh_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I); return;
+    case GateActivation::gelu: gelu_gate_forward_cpu(out.data<float>(), gate_up.data<float>(), N, I); return;
+  }
 }
 
 void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& dout, GateActivation act) {

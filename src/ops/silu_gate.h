@@ -35,6 +35,7 @@ void gelu_tanh_gate_backward_cpu(float* d_gate_up, const float* gate_up, const f
 void gelu_gate_forward_cpu(float* out, const float* gate_up, int64_t N, int64_t I);
 void gelu_gate_backward_cpu(float* d_gate_up, const float* gate_up, const float* dout, int64_t N, int64_t I);
 
-void silu_gate_forward_cuda(int device, float* out, const float* gate_up, int64_t N, int64_t I);
+// Every activation of the enum in one kernel family.
+void gate_forward_cuda(int device, GateActivation act, float* out, const float* gate_up, int64_t N, int64_t I);
 
 }  // namespace tach::ops

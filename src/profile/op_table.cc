@@ -32,8 +32,8 @@ std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_
                                  const MachineCeilings& ceilings) {
   check(group_by == "op" || group_by == "module" || group_by == "shape",
         "op table: group by op, module or shape, not '" + group_by + "'");
-  check(sort_by == "self" || sort_by == "total" || sort_by == "memory" || sort_by == "flops",
-        "op table: sort by self, total, memory or flops, not '" + sort_by + "'");
+  check(sort_by == "self" || sort_by == "total" || sort_by == "memory" || sort_by == "flops" || sort_by == "gpu",
+        "op table: sort by self, total, memory, flops or gpu, not '" + sort_by + "'");
   std::map<std::string, OpTableRow> rows;
   for (const auto& e : d.events) {
     std::string key;
@@ -82,6 +82,7 @@ std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_
     if (sort_by == "self") return r.self_ns;
     if (sort_by == "total") return r.total_ns;
     if (sort_by == "memory") return double(r.allocated_bytes);
+    if (sort_by == "gpu") return r.gpu_ns;  // the kernels' time on the GPU under the row (0 on the CPU)
     return r.flops;
   };
   std::stable_sort(out.begin(), out.end(), [&](const OpTableRow& a, const OpTableRow& b) { return metric(a) > metric(b); });

@@ -110,12 +110,18 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
   const bool md = format == "md";
   if (!results.empty() && results.front().key.kind == "train") return train_table(results, md);
   std::vector<std::vector<std::string>> rows;
+  // On a GPU the host's latency (until the result is back) and the GPU's own time (CUDA events
+  // around the forward) stand side by side; energy where a counter measured it.
+  const bool gpu = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
+  const bool energy = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.energy_j > 0; });
   if (md) {
     rows.push_back({"model", "device", "dtype", "threads", "batch", "seq", "ms/batch (median ± std)", "samples/s",
                     "tokens/s", "status"});
   } else {
     rows.push_back({"device", "dtype", "thr", "batch", "seq", "runs", "ms/batch med", "p95", "±std", "ms/sample",
                     "samples/s", "tokens/s", "GFLOP/s", "tokenize ms", "alloc peak MiB", "RSS peak MiB", "stopped by"});
+    if (gpu) rows.back().insert(rows.back().begin() + 9, "GPU ms med");
+    if (energy) rows.back().insert(rows.back().end() - 1, "mJ/sample");
   }
   for (const auto& p : results) {
     const std::string thr = p.key.threads ? std::to_string(p.key.threads) : "all";
@@ -123,9 +129,11 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
       if (md)
         rows.push_back({model_name, p.key.device, p.key.dtype, thr, std::to_string(p.key.batch),
                         std::to_string(p.key.seq_len), "-", "-", "-", p.status + ": " + p.reason.substr(0, 60)});
-      else
-        rows.push_back({p.key.device, p.key.dtype, thr, std::to_string(p.key.batch), std::to_string(p.key.seq_len), "-",
-                        "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", p.status + ": " + p.reason.substr(0, 70)});
+      else {  // every measured column "-", the reason last
+        rows.push_back({p.key.device, p.key.dtype, thr, std::to_string(p.key.batch), std::to_string(p.key.seq_len)});
+        rows.back().resize(rows.front().size() - 1, "-");
+        rows.back().push_back(p.status + ": " + p.reason.substr(0, 70));
+      }
       continue;
     }
     const auto& l = p.batch_latency_ms;
@@ -142,6 +150,9 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
                       fmt("%.0f", p.tokens_per_s), fmt("%.1f", p.achieved_gflops_per_s),
                       p.tokenize_ms_per_batch.n ? fmt("%.2f", p.tokenize_ms_per_batch.median) : "-", mib(alloc),
                       mib(p.peak_rss_bytes), rule});
+      if (gpu) rows.back().insert(rows.back().begin() + 9, p.gpu_time_ms.n ? fmt("%.2f", p.gpu_time_ms.median) : "-");
+      if (energy)
+        rows.back().insert(rows.back().end() - 1, p.energy_j > 0 ? fmt("%.1f", p.energy_j_per_sample * 1e3) : "-");
     }
   }
   return aligned(rows, md);
@@ -150,6 +161,7 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
 std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
   std::ostringstream out;
   const bool train = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.key.kind == "train"; });
+  const bool gpu = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
   out << "id,device,dtype,threads,batch_size,seq_len,status,reason,input,warmup_runs,measured_runs,stopped_by";
   if (train) out << ",kind,method,exec,gradient_checkpointing";
   for (const char* q : {"batch_latency_ms", "sample_latency_ms", "tokenize_ms_per_batch"})
@@ -166,7 +178,11 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
     out << ",loss_first,loss_last,parameters,trainable_parameters,model_flops_per_step,hardware_flops_per_step,mfu,"
            "ceiling_gflops_per_s,gemm_time_share,gemm_efficiency,estimate_bytes,available_bytes,precision";
   }
-  out << ",measured_wall_s,timer_overhead_ns,bookkeeping_ms,finished_at\n";
+  if (gpu) {
+    for (const char* st : {"median", "mean", "std", "min", "max", "p90", "p95", "p99"}) out << ",gpu_time_ms_" << st;
+    out << ",device_memory_used_bytes";
+  }
+  out << ",energy_j,energy_j_per_sample,energy_j_per_token,measured_wall_s,timer_overhead_ns,bookkeeping_ms,finished_at\n";
   for (const auto& p : results) {
     out << p.key.id() << "," << p.key.device << "," << p.key.dtype << "," << p.key.threads << "," << p.key.batch << ","
         << p.key.seq_len << "," << p.status << "," << csv_field(p.reason) << "," << csv_field(p.input) << ","
@@ -193,6 +209,12 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
           << t.ceiling_gflops_per_s << "," << t.gemm_time_share << "," << t.gemm_efficiency << ","
           << t.estimate_bytes << "," << t.available_bytes << "," << csv_field(t.precision);
     }
+    if (gpu) {
+      const Distribution& d = p.gpu_time_ms;
+      for (double v : {d.median, d.mean, d.std, d.min, d.max, d.p90, d.p95, d.p99}) out << "," << v;
+      out << "," << p.device_memory_used_bytes;
+    }
+    out << "," << p.energy_j << "," << p.energy_j_per_sample << "," << p.energy_j_per_token;
     out << "," << p.measured_wall_s << "," << p.timer_overhead_ns << "," << p.bookkeeping_ms << "," << p.finished_at
         << "\n";
   }

@@ -78,7 +78,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
      [&v](BenchConfig& c) { c.run_id = v.run_id; });
 
   if (scope != BenchScope::eval) {
-    on(sub->add_option("--device", v.devices, "Devices, comma-separated: cpu, cuda, cuda:N (default cpu)")->delimiter(','),
+    on(sub->add_option("--device", v.devices, "Devices, comma-separated: cpu, cuda, cuda:N, or auto: the first GPU when one is usable, else the CPU "
+                                         "(default auto)")->delimiter(','),
        [&v](BenchConfig& c) { c.devices = v.devices; });
     on(sub->add_option("-b,--batch-sizes", v.batch_sizes,
                        "Batch sizes, comma-separated, in samples (default " + join(d.batch_sizes) + ")")
@@ -95,6 +96,12 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
     on(sub->add_option("--warmup", v.warmup_runs,
                        "Warm-up runs per point, never measured (default " + std::to_string(d.warmup_runs) + ")"),
        [&v](BenchConfig& c) { c.warmup_runs = v.warmup_runs; });
+    on(sub->add_option("--energy-window", v.gpu_energy_window_s,
+                       "On a GPU: seconds of forwards after each point's timed runs, between two steps of NVML's "
+                       "energy counter, for the energy per forward (0: none; default " +
+                           fixed(d.gpu_energy_window_s, 1) + ")")
+           ->check(CLI::NonNegativeNumber),
+       [&v](BenchConfig& c) { c.gpu_energy_window_s = v.gpu_energy_window_s; });
     on(sub->add_option("-r,--runs", v.stop.runs, "Exactly N measured runs per point (the count rule; default: off, "
                                                  "the adaptive rule below)"),
        [&v](BenchConfig& c) { c.stop.runs = v.stop.runs; });

@@ -280,7 +280,7 @@ Command add_profile_command(CLI::App& app) {
   sub->add_flag("--enable-memory-logging", f->memory_logging, "Write the memory timeline to the summary");
   sub->add_option("--memory-log-steps", f->memory_log_steps, "Sample memory every N steps")->capture_default_str();
   sub->add_option("--group-by", f->group_by, "Printed table: op, module or shape")->capture_default_str();
-  sub->add_option("--sort-by", f->sort_by, "Sort tables by self, total, memory or flops")->capture_default_str();
+  sub->add_option("--sort-by", f->sort_by, "Sort tables by self, total, memory, flops or gpu (the kernels' GPU time under each row)")->capture_default_str();
   sub->add_option("--top", f->top, "Rows printed per table")->capture_default_str();
   sub->add_option("--overhead-steps", f->overhead_steps, "Alternating on/off steps that measure the profiler's cost")
       ->capture_default_str();
