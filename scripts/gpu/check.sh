@@ -4,7 +4,8 @@
 # profile on the GPU, and (PEERS=1) the peers. Every step has its own time limit, so one hang
 # costs one step, not the call. The log goes to $OUT/check.log (the device tool brings back at
 # most 8 files); the last lines printed are one row per step.
-#   STEPS="tests ceilings bench profile train peers"   which steps (default: all but peers)
+#   STEPS="tests ceilings bench profile auto families decode train"   which steps (default: all but
+#   auto and train); PEERS=1 adds the peers (scripts/peers/gpu_peers.py, ~3 minutes)
 set -uo pipefail
 pack=/tmp/tach-pack
 mkdir -p "$pack" && tar -C "$pack" -xJf .gpu/pack.tar.xz || { echo "no .gpu/pack.tar.xz: run scripts/gpu/pack.sh here and carry .gpu"; exit 2; }
@@ -46,6 +47,10 @@ if wants profile; then
   step profile 180 "$tach" profile -m preset:distilbert-base-uncased --device cuda -b 8 -s 128 \
     --profiler-output-dir /tmp/tach-profile --gzip --sort-by gpu
   cp /tmp/tach-profile/trace.json.gz "$out/" 2>/dev/null
+fi
+if wants auto; then
+  # No --device: the bench's default, auto, picks the GPU and says so in its notes.
+  step auto 120 "$tach" bench -m preset:distilbert-base-uncased -b 1 -s 128 --runs-dir /tmp/tach-runs --run-id auto
 fi
 if wants families; then
   # Every family's preset at its real size: one forward sweep point each, f32 and bf16.
