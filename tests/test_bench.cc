@@ -116,6 +116,7 @@ TEST(BenchConfig, BadYamlGetsClearErrors) {
 BenchConfig tiny_config(const std::string& runs_dir) {
   BenchConfig c;
   c.model = "preset:bert-tiny";
+  c.devices = {"cpu"};  // the point ids below name the CPU, on a machine with a GPU too
   c.batch_sizes = {1, 2};
   c.seq_lens = {8, 4096};  // 4096 is past bert-tiny's 512 positions: those points must fail, not stop the sweep
   c.warmup_runs = 1;
@@ -233,6 +234,50 @@ TEST(Sweep, BadConfigurationsAreErrors) {
   }
 }
 
+// The bench's default device: the first GPU when one is usable (forwards), else the CPU, said in
+// the run's first note; config.json keeps what it resolved to. A training sweep's auto is the CPU.
+TEST(Sweep, DeviceAutoPicksAndSaysWhich) {
+  test::TempDir dir;
+  BenchConfig c = tiny_config(dir.path());
+  c.devices = {"auto"};
+  c.seq_lens = {8};
+  c.batch_sizes = {1};
+  const SweepOutcome out = run_bench(c);
+  const std::string want = cuda_available() ? "cuda:0" : "cpu";
+  ASSERT_FALSE(out.notes.empty());
+  EXPECT_EQ(out.notes.front().rfind("device auto: " + want + " (", 0), 0u) << out.notes.front();
+  EXPECT_EQ(out.config.devices, std::vector<std::string>{want});
+  EXPECT_EQ(out.results.at(0).key.device, want);
+  const auto saved = nlohmann::json::parse(test::read_text(dir.path() + "/r/config.json"));
+  EXPECT_EQ(saved["devices"], nlohmann::json::array({want}));
+}
+
+// GPU energy: NVML's counter moves in steps, so the energy per forward is measured between two
+// steps. A counter that steps by 1 J every 10 forwards must give 0.1 J per forward, whatever the
+// window; one that never moves or cannot be read is "unavailable", with the reason.
+TEST(GpuEnergy, PerRunEnergyBetweenTwoStepsOfTheCounter) {
+  int64_t forwards = 0;
+  const auto stepping = [&] { return 1000.0 + double(forwards / 10); };
+  const bench::GpuEnergy e = bench::measure_energy_per_run(stepping, [&] { ++forwards; }, 0.02);
+  ASSERT_GT(e.runs, 0) << e.source;
+  EXPECT_EQ(e.runs % 10, 0) << "from one step to another: whole steps of 10 forwards";
+  EXPECT_DOUBLE_EQ(e.j_per_run, 0.1);
+  EXPECT_GE(e.window_s, 0.02);
+  EXPECT_GT(e.mean_power_w, 0);
+  const bench::GpuEnergy stuck = bench::measure_energy_per_run([] { return 5.0; }, [] {}, 0.01, 0.05);
+  EXPECT_LT(stuck.j_per_run, 0);
+  EXPECT_NE(stuck.source.find("did not move"), std::string::npos) << stuck.source;
+  const bench::GpuEnergy absent = bench::measure_energy_per_run([] { return -1.0; }, [] {}, 0.01, 0.05);
+  EXPECT_NE(absent.source.find("unavailable: NVML has no total-energy counter"), std::string::npos) << absent.source;
+}
+
+TEST(Sweep, BadEnergyWindowIsAnError) {
+  test::TempDir dir;
+  BenchConfig c = tiny_config(dir.path());
+  c.gpu_energy_window_s = -1;
+  EXPECT_NE(error_of([&] { run_bench(c); }).find("--energy-window must be 0"), std::string::npos);
+}
+
 // The throughput tach reports must agree with an outside clock around the same measured runs.
 TEST(Sweep, ThroughputAgreesWithAnExternalClock) {
   test::TempDir dir;
@@ -324,6 +369,31 @@ TEST(Reports, TablesInEveryFormat) {
   EXPECT_EQ(nlohmann::json::parse(results_table(v, "json")).size(), 1u);
   EXPECT_EQ(results_table(v, "jsonl"), point_to_json(p) + "\n");
   EXPECT_NE(error_of([&] { results_table(v, "xml"); }).find("not one of"), std::string::npos);
+  EXPECT_EQ(results_table(v, "table").find("GPU ms"), std::string::npos) << "no GPU column without a GPU point";
+}
+
+// A GPU point's table shows its GPU time beside the host's latency and its energy per sample;
+// the CSV gains the GPU time's distribution and the driver's memory.
+TEST(Reports, GpuPointsShowGpuTimeAndEnergy) {
+  PointResult p;
+  p.key.device = "cuda:0";
+  p.key.batch = 8;
+  p.status = "ok";
+  p.batch_latency_ms.median = 2.5;
+  p.gpu_time_ms.n = 5;
+  p.gpu_time_ms.median = 2.25;
+  p.energy_j = 1.0;
+  p.energy_j_per_sample = 0.0375;
+  p.device_memory_used_bytes = 123456;
+  const std::string t = results_table({p}, "table");
+  EXPECT_NE(t.find("GPU ms med"), std::string::npos) << t;
+  EXPECT_NE(t.find("2.25"), std::string::npos) << t;
+  EXPECT_NE(t.find("mJ/sample"), std::string::npos) << t;
+  EXPECT_NE(t.find("37.5"), std::string::npos) << t;
+  const std::string csv = results_table({p}, "csv");
+  EXPECT_NE(csv.find("gpu_time_ms_median"), std::string::npos);
+  EXPECT_NE(csv.find(",123456,"), std::string::npos);
+  EXPECT_NE(csv.find("energy_j_per_sample"), std::string::npos);
 }
 
 }  // namespace

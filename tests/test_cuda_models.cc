@@ -135,20 +135,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaDecoderLMs,
 // ModernBERT's bare model: final-normed hidden states at every real token, right- and left-padded.
 TEST_F(CudaModels, ModernBertHiddenStatesMatchTransformers) {
   const std::string dir = test::fixtures_dir() + "/decoders/modernbert-base-model-f32";
-  const json e = expected_json(dir);
-  auto model = load_model(dir, on_gpu());
-  const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
-  for (const bool left : {false, true}) {
-    const Tensor h = model->hidden_states(test::padded_batch(rows, e["pad_id"].get<int32_t>(), left));
-    const auto want = e[left ? "hidden_left" : "hidden_right"].get<std::vector<std::vector<std::vector<float>>>>();
-    const int64_t T = h.size(1), C = h.size(2);
-    for (size_t r = 0; r < rows.size(); ++r) {
-      const int64_t first = left ? T - int64_t(rows[r].size()) : 0;
-      for (size_t t = 0; t < rows[r].size(); ++t)
-        EXPECT_LT(scaled_error(h.data<float>() + (int64_t(r) * T + first + int64_t(t)) * C, want[r][t]), 1e-4)
-            << (left ? "left" : "right") << " row " << r << " token " << t;
-    }
-  }
+  test::check_hidden_states_against_transformers(*load_model(dir, on_gpu()), dir);
 }
 
 TEST(CudaModelsWithoutGpu, LoadingOnCudaSaysWhyNot) {

@@ -12,7 +12,6 @@
 #include "tach/bench.h"
 #include "tach/estimate.h"
 #include "tach/model.h"
-#include "tach/monitor.h"
 #include "tach/profile.h"
 #include "tach/tokenizer.h"
 #include "train/train_data.h"
@@ -110,16 +109,18 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer);
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
                             const BenchObserver& observer, const std::string& run_dir);
 
-// The energy of one forward on a GPU: forwards back to back between two steps of NVML's
-// total-energy counter at least window_s apart (the counter moves in steps too coarse for the
-// timed runs themselves). j_per_run < 0 with the reason in source when it cannot be read.
+// The energy of one forward on a GPU: forwards back to back between two steps of an energy
+// counter (NVML's total-energy counter, in J, read by read_counter_j; < 0 when it cannot be read)
+// at least window_s apart. The counter moves in steps too coarse for the timed runs themselves.
+// j_per_run < 0 with the reason in source when the counter is absent or does not move within
+// step_wait_s.
 struct GpuEnergy {
   double j_per_run = -1, mean_power_w = -1, window_s = 0;
   int64_t runs = 0;
   std::string source;
 };
-GpuEnergy measure_gpu_energy(const GpuMonitor& nvml, int nvml_index, const std::function<void()>& forward,
-                             double window_s);
+GpuEnergy measure_energy_per_run(const std::function<double()>& read_counter_j, const std::function<void()>& forward,
+                                 double window_s, double step_wait_s = 2.0);
 
 // One point: warm-up, measured runs until the rule stops, memory. Throws on failure.
 PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,

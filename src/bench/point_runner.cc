@@ -45,7 +45,8 @@ void record_gpu_energy(PointResult& r, Device device, const std::function<void()
                                                           : nvml.unavailable_reason());
     return;
   }
-  const GpuEnergy e = measure_gpu_energy(nvml, s->index, forward, window_s);
+  const int index = s->index;
+  const GpuEnergy e = measure_energy_per_run([&] { return nvml.energy_j(index); }, forward, window_s);
   if (e.j_per_run < 0) {
     r.energy_source = e.source;
     return;

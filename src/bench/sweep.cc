@@ -75,6 +75,8 @@ void validate(const BenchConfig& c) {
           "device " + d + ": no CUDA device here (" + cuda_unavailable_reason() + "); sweep --device cpu");
   }
   check(c.warmup_runs >= 0, "warm-up runs must be 0 or more");
+  check(std::isfinite(c.gpu_energy_window_s) && c.gpu_energy_window_s >= 0,
+        "--energy-window must be 0 (no GPU energy) or a number of seconds");
   check(c.stop.runs >= 0 && c.stop.min_runs >= 1 && c.stop.max_runs >= c.stop.min_runs,
         "stopping rule: need runs >= 0, min_runs >= 1 and max_runs >= min_runs (got " + std::to_string(c.stop.runs) +
             ", " + std::to_string(c.stop.min_runs) + ", " + std::to_string(c.stop.max_runs) + ")");
