@@ -76,6 +76,9 @@ struct BenchConfig {
   // After each point's measured runs (never during them): 1 warm-up and 2 profiled forwards,
   // written to traces/<point>/ (trace.json, op tables, stacks).
   bool profile = false;
+  // Each point's figures (and a training point's every step) as TensorBoard events in
+  // RUN_DIR/tensorboard/.
+  bool tensorboard = true;
   std::string runs_dir = "runs";
   std::string run_id;  // default: UTC time and model name
   TrainSweep train;    // enabled: a training sweep

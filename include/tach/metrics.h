@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -156,6 +157,8 @@ class GrpoTracker {
 
 // Logs steps to a JSONL file as they come (one object per line, flushed), keeps them for
 // export_all(), and snapshots the metrics at checkpoints.
+class TensorBoardWriter;
+
 class TrainingLogger {
  public:
   // jsonl_path may be empty: keep in memory only. append: continue an existing file (a resumed
@@ -163,6 +166,9 @@ class TrainingLogger {
   explicit TrainingLogger(std::string jsonl_path = "", bool append = false);
   void log_step(int64_t step, const std::map<std::string, double>& metrics,
                 const std::vector<std::optional<double>>& scores = {});
+  // Every step's metrics also go to `writer` (not owned; nullptr stops), tagged by group:
+  // eval_X as eval/X, memory_X and rss_bytes under memory/, the rest under train/.
+  void mirror_to(TensorBoardWriter* writer) { tensorboard_ = writer; }
   void save_checkpoint_metrics(const std::string& name);  // stats of every metric now, under `name`
   std::string export_all() const;                         // JSON, schema tach.training_log/1
   void export_all(const std::string& path) const;
@@ -170,11 +176,36 @@ class TrainingLogger {
 
  private:
   std::string jsonl_path_;
+  TensorBoardWriter* tensorboard_ = nullptr;
   MetricTracker metrics_;
   ScoreDistributionTracker scores_;
   mutable std::mutex mu_;
   std::vector<std::string> step_lines_;
   std::vector<std::pair<std::string, std::string>> checkpoints_;  // name, JSON of stats
+};
+
+// TensorBoard event files: `tensorboard --logdir DIR` (or `wandb sync --sync-tensorboard DIR`)
+// reads them. Scalars are stored as 32-bit floats, as TensorBoard's simple_value holds them;
+// the run's JSONL logs keep the doubles. Each writer starts a new file
+// (events.out.tfevents.<unix seconds>.<host>.<pid>.tach) and appends records as they come, flushed
+// after each, so a killed process leaves every finished record readable.
+class TensorBoardWriter {
+ public:
+  explicit TensorBoardWriter(const std::string& dir);
+  ~TensorBoardWriter();
+  TensorBoardWriter(const TensorBoardWriter&) = delete;
+  TensorBoardWriter& operator=(const TensorBoardWriter&) = delete;
+  void scalar(const std::string& tag, double value, int64_t step);
+  void text(const std::string& tag, const std::string& markdown, int64_t step);
+  // A resumed run: TensorBoard drops the points at or after `step` that earlier files hold.
+  void restart_at(int64_t step);
+  const std::string& path() const { return path_; }
+
+ private:
+  void write(const std::string& event);
+  std::string path_;
+  std::mutex mu_;
+  std::FILE* file_ = nullptr;
 };
 
 }  // namespace tach

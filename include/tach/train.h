@@ -73,6 +73,7 @@ struct TrainOptions {
   std::string profiler_output_dir;  // default: runs/<run_id>/traces
   bool memory_logging = false;
   int64_t memory_log_steps = 10;
+  bool tensorboard = true;  // every step's metrics also as TensorBoard events in RUN_DIR/tensorboard/
 
   int threads = 0;  // 0: all cores
 };

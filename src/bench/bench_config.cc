@@ -177,7 +177,7 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
       check_keys(f, p + "profiling",
                  {"batch_sizes", "num_warmup_runs", "num_measurement_runs", "max_length", "seq_lens", "min_runs",
                   "max_runs", "time_budget_s", "target_cv", "threads", "input", "bucketing", "latency_budget_ms",
-                  "accuracy", "eval_batch_size"});
+                  "accuracy", "eval_batch_size", "tensorboard"});
       if (f["batch_sizes"]) c.batch_sizes = list<int64_t>(f["batch_sizes"], p + "profiling.batch_sizes");
       if (f["num_warmup_runs"]) c.warmup_runs = scalar<int>(f["num_warmup_runs"], p + "profiling.num_warmup_runs");
       if (f["num_measurement_runs"])
@@ -195,6 +195,7 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
       if (f["latency_budget_ms"])
         c.latency_budget_ms = scalar<double>(f["latency_budget_ms"], p + "profiling.latency_budget_ms");
       if (f["accuracy"]) c.accuracy = scalar<bool>(f["accuracy"], p + "profiling.accuracy");
+      if (f["tensorboard"]) c.tensorboard = scalar<bool>(f["tensorboard"], p + "profiling.tensorboard");
       if (f["eval_batch_size"]) c.eval_batch_size = scalar<int64_t>(f["eval_batch_size"], p + "profiling.eval_batch_size");
     }
     if (const auto t = root["training"]) read_training_yaml(t, p, c.train);
@@ -237,6 +238,7 @@ std::string bench_config_to_json(const BenchConfig& c) {
       {"eval_max_length", c.eval_max_length},
       {"latency_budget_ms", c.latency_budget_ms},
       {"profile", c.profile},
+      {"tensorboard", c.tensorboard},
       {"runs_dir", c.runs_dir},
       {"run_id", c.run_id},
       {"train", train_sweep_json(c.train)},
@@ -280,6 +282,7 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     c.eval_max_length = j.at("eval_max_length");
     c.latency_budget_ms = j.at("latency_budget_ms");
     c.profile = j.value("profile", false);
+    c.tensorboard = j.value("tensorboard", true);
     c.runs_dir = j.at("runs_dir");
     c.run_id = j.at("run_id");
     if (j.contains("train")) c.train = train_sweep_from(j.at("train"));  // absent before training sweeps

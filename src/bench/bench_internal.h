@@ -11,6 +11,7 @@
 
 #include "tach/bench.h"
 #include "tach/estimate.h"
+#include "tach/metrics.h"
 #include "tach/model.h"
 #include "tach/profile.h"
 #include "tach/tokenizer.h"
@@ -40,6 +41,9 @@ class RunStore {
   bool is_finished(const PointKey& key) const { return finished_ids_.count(key.id()) != 0; }
   // Appends one line and flushes it to the file (fsync), so that a kill keeps it. Returns ms taken.
   double append(const PointResult& point);
+  // This process's TensorBoard event file in RUN_DIR/tensorboard/, opened on first use; nullptr
+  // when the run's config turns TensorBoard off. append() writes each point's figures to it.
+  TensorBoardWriter* tensorboard();
   void write_text(const std::string& name, const std::string& text) const;  // atomically (tmp + rename)
   std::vector<std::string> notes;  // what opening found (a cut line)
 
@@ -48,7 +52,12 @@ class RunStore {
   BenchConfig config_;
   std::vector<PointResult> finished_;
   std::set<std::string> finished_ids_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
 };
+
+// A finished point's figures as TensorBoard scalars, tagged METRIC/SERIES (the point's id without
+// its batch size) at step = the batch size, so each series draws a curve over batch sizes.
+void write_point_scalars(TensorBoardWriter& writer, const PointResult& point);
 
 // Texts that feed dataset points and the accuracy pass.
 struct TextSource {
@@ -105,9 +114,11 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer);
 
 // One training point: its model built for the method, warm-up steps, measured steps until the
 // rule stops, the phases, memory, and one profiled step for the FLOPs. Throws on failure.
-// With config.profile, the profiled step's trace and tables go to run_dir/traces/<point>/.
+// With config.profile, the profiled step's trace and tables go to run_dir/traces/<point>/; with a
+// TensorBoard writer, every measured step's figures go to it as step_METRIC/<point id>.
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
-                            const BenchObserver& observer, const std::string& run_dir);
+                            const BenchObserver& observer, const std::string& run_dir,
+                            TensorBoardWriter* tensorboard);
 
 // The energy of one forward on a GPU: forwards back to back between two steps of an energy
 // counter (NVML's total-energy counter, in J, read by read_counter_j; < 0 when it cannot be read)

@@ -11,6 +11,7 @@
 
 #include "bench/bench_internal.h"
 #include "tach/error.h"
+#include "tach/metrics.h"
 
 namespace fs = std::filesystem;
 
@@ -86,9 +87,16 @@ double RunStore::append(const PointResult& point) {
   }
   ::fsync(fd);
   ::close(fd);
+  if (point.status == "ok" && tensorboard()) write_point_scalars(*tensorboard(), point);
   finished_ids_.insert(point.key.id());
   finished_.push_back(point);
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TensorBoardWriter* RunStore::tensorboard() {
+  if (!tensorboard_ && config_.tensorboard)
+    tensorboard_ = std::make_unique<TensorBoardWriter>((fs::path(dir_) / "tensorboard").string());
+  return tensorboard_.get();
 }
 
 void RunStore::write_text(const std::string& name, const std::string& text) const {

@@ -114,10 +114,30 @@ ProfileData profile_one_step(train::TrainingStep& step, int64_t index, const tra
   return data;
 }
 
+// One measured step's figures, tagged step_METRIC/<point id> at the measured step's index.
+void log_step(TensorBoardWriter& tb, const std::string& point, int64_t index, const train::StepOutcome& s, double lr) {
+  const auto put = [&](const std::string& metric, double v) { tb.scalar("step_" + metric + "/" + point, v, index); };
+  put("loss", s.loss);
+  put("learning_rate", lr);
+  put("grad_norm", s.grad_norm);
+  put("ms", s.seconds.total * 1e3);
+  put("data_ms", s.seconds.data * 1e3);
+  put("forward_ms", s.seconds.forward * 1e3);
+  put("backward_ms", s.seconds.backward * 1e3);
+  put("optimizer_ms", s.seconds.optimizer * 1e3);
+  put("tokens_per_s", double(s.tokens) / s.seconds.total);
+  put("samples_per_s", double(s.samples) / s.seconds.total);
+  const MemoryStats mem = memory_stats(Device::cpu());
+  for (int c = 0; c < kMemoryCategoryCount; ++c)
+    put("memory_" + std::string(memory_category_name(MemoryCategory(c))) + "_bytes",
+        double(mem.by_category[size_t(c)].current));
+}
+
 }  // namespace
 
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
-                            const BenchObserver& observer, const std::string& run_dir) {
+                            const BenchObserver& observer, const std::string& run_dir,
+                            TensorBoardWriter* tensorboard) {
   PointResult r;
   r.key = key;
   r.input = inputs ? inputs->name : "synthetic";
@@ -186,6 +206,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
     fwd_ms.push_back(s.seconds.forward * 1e3);
     bwd_ms.push_back(s.seconds.backward * 1e3);
     opt_ms.push_back(s.seconds.optimizer * 1e3);
+    if (tensorboard) log_step(*tensorboard, key.id(), int64_t(step_s.size()) - 1, s, lr);
     measured_s += s.seconds.total;
     real_tokens += double(s.tokens);
     padded_tokens += double(padded);

@@ -93,7 +93,7 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer) {
     } else {
       set_threads(key.threads);
       try {
-        r = run_train_point(config, key, inputs ? &*inputs : nullptr, observer, store.dir());
+        r = run_train_point(config, key, inputs ? &*inputs : nullptr, observer, store.dir(), store.tensorboard());
       } catch (const Error& e) {
         r = failed_point(key, e.what(), input_name);
       } catch (const std::bad_alloc&) {

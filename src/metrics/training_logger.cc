@@ -27,6 +27,13 @@ nlohmann::json all_stats(const MetricTracker& m) {
   return j;
 }
 
+// The TensorBoard tag of a logged metric: grouped so that TensorBoard shows one section each.
+std::string tensorboard_tag(const std::string& key) {
+  if (key.rfind("eval_", 0) == 0) return "eval/" + key.substr(5);
+  if (key.rfind("memory_", 0) == 0 || key == "rss_bytes") return "memory/" + key;
+  return "train/" + key;
+}
+
 }  // namespace
 
 TrainingLogger::TrainingLogger(std::string jsonl_path, bool append) : jsonl_path_(std::move(jsonl_path)) {
@@ -53,6 +60,8 @@ void TrainingLogger::log_step(int64_t step, const std::map<std::string, double>&
   }
   const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(mu_);
+  if (tensorboard_)
+    for (const auto& [k, v] : metrics) tensorboard_->scalar(tensorboard_tag(k), v, step);
   step_lines_.push_back(text);
   if (!jsonl_path_.empty()) {
     std::ofstream out(jsonl_path_, std::ios::app);

@@ -72,6 +72,7 @@ void visit(TrainOptions& o, F&& f) {
   f("profiler_output_dir", o.profiler_output_dir);
   f("enable_memory_logging", o.memory_logging);
   f("memory_log_steps", o.memory_log_steps);
+  f("tensorboard", o.tensorboard);
   f("threads", o.threads);
 }
 

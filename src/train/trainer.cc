@@ -199,6 +199,7 @@ struct TrainRun {
   EpochTotals epoch;
   StepSeries series;
   RunPeaks peaks;
+  std::unique_ptr<TensorBoardWriter> tensorboard;  // RUN_DIR/tensorboard/, unless --no-tensorboard
 };
 
 // A resumed run continues with the options it started with; nothing given now overrides them.
@@ -363,6 +364,20 @@ void restore_checkpoint(TrainRun& r) {
   if (!fs::exists(r.epochs_path)) model::write_file_atomically(r.epochs_path, std::string(kEpochHeader) + "\n");
 }
 
+// A new event file for this process; a resumed run tells TensorBoard to drop the steps it redoes.
+void open_tensorboard(TrainRun& r) {
+  if (!r.o.tensorboard) return;
+  r.tensorboard = std::make_unique<TensorBoardWriter>(r.run_dir + "/tensorboard");
+  if (r.start_step > 0) r.tensorboard->restart_at(r.start_step);
+  std::ifstream in(r.run_dir + "/config.json");
+  std::stringstream config;
+  config << in.rdbuf();
+  // Four spaces make it a code block in TensorBoard's Markdown.
+  std::string text = "    ";
+  for (char c : config.str()) text += c == '\n' ? std::string("\n    ") : std::string(1, c);
+  r.tensorboard->text("config", text, r.start_step);
+}
+
 // steps.jsonl's line for one step.
 void log_step(TrainRun& r, TrainingLogger& logger, int64_t step, const train::StepOutcome& s, bool profiled) {
   const double t = s.seconds.total;
@@ -450,6 +465,7 @@ train::MicroBatchSource micro_batches_of(const TrainRun& r, const std::vector<in
 int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observer) {
   const StepPlan& p = r.plan;
   TrainingLogger logger(r.steps_path, r.start_step > 0);
+  logger.mirror_to(r.tensorboard.get());
   std::vector<int64_t> order;
   int64_t cached_epoch = -1;
   const auto run_start = Clock::now();
@@ -608,6 +624,7 @@ TrainResult run_training(TrainOptions options, const TrainObserver& observer) {
   create_run_dir(r);
   r.result.run_dir = r.run_dir;
   restore_checkpoint(r);
+  open_tensorboard(r);
 
   // The profiler records the schedule's active steps always (for the summary's top ops); traces
   // are written only with --profile.

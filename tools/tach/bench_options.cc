@@ -136,6 +136,10 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
                      "After each point's measured runs, profile 2 forwards (--train: its profiled step) into "
                      "traces/<point>/ (trace.json, op tables, stacks); the point's timings never include the profiler"),
        [&v](BenchConfig& c) { c.profile = v.profile; });
+    on(sub->add_flag("--tensorboard,!--no-tensorboard", v.tensorboard,
+                     "TensorBoard event files of each point's latency percentiles and throughput (--train: and of "
+                     "every measured step) in RUN_DIR/tensorboard/ (default on)"),
+       [&v](BenchConfig& c) { c.tensorboard = v.tensorboard; });
     sub->add_option("--format", f.format, "Result table on stdout: table, md, csv, json, jsonl (default table)")
         ->check(CLI::IsMember({"table", "md", "csv", "json", "jsonl"}));
     sub->add_flag("--no-progress", f.no_progress, "No progress bar, even on a terminal");

@@ -178,6 +178,9 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--profiler-output-dir", o->profiler_output_dir, "Where traces go (default runs/<run_id>/traces)");
   sub->add_flag("--enable-memory-logging", o->memory_logging, "Log the process RSS in steps.jsonl");
   sub->add_option("--memory-log-steps", o->memory_log_steps, "... every N steps (default 10)");
+  sub->add_flag("--tensorboard,!--no-tensorboard", o->tensorboard,
+                "TensorBoard event files of every step's metrics and the evaluations in RUN_DIR/tensorboard/ "
+                "(default on; --no-tensorboard turns them off)");
   sub->add_option("-t,--threads", o->threads, "Threads; 0 = all cores (default 0)");
   sub->add_flag("--no-progress", *no_progress, "No progress bar, even on a terminal");
 
