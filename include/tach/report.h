@@ -88,4 +88,17 @@ void write_run_reports(const BenchConfig& config, const SweepOutcome& outcome);
 std::string run_report_html(const std::string& run_dir);
 std::string write_run_report(const std::string& run_dir);
 
+// RUN_DIR/SHA256SUMS: one line per file under the directory (sorted, relative paths, as
+// `sha256sum` writes them, names with a backslash or newline escaped as it escapes them), written
+// atomically, so `sha256sum -c SHA256SUMS` run inside the directory checks it. Returns the count.
+int64_t write_manifest(const std::string& run_dir);
+
+// What `tach verify` finds: files changed, missing, or added since the manifest.
+struct ManifestCheck {
+  int64_t verified = 0;
+  std::vector<std::string> changed, missing, added;
+  bool ok() const { return changed.empty() && missing.empty() && added.empty(); }
+};
+ManifestCheck verify_manifest(const std::string& run_dir);  // an error when SHA256SUMS is absent or malformed
+
 }  // namespace tach

@@ -12,6 +12,7 @@
 #include "bench/bench_internal.h"
 #include "tach/error.h"
 #include "tach/metrics.h"
+#include "tach/runtime.h"
 
 namespace fs = std::filesystem;
 
@@ -44,6 +45,7 @@ RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
   check(!ec, dir + ": cannot create the run directory: " + ec.message());
   check(!fs::exists(fs::path(dir) / "results.jsonl"),
         dir + " already holds a run (results.jsonl); continue it with --resume " + dir + " or choose another --run-id");
+  announce_run_dir(dir);
   RunStore s;
   s.dir_ = dir;
   s.config_ = config;
@@ -54,6 +56,7 @@ RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
 RunStore RunStore::open(const std::string& dir) {
   const fs::path config_path = fs::path(dir) / "config.json";
   check(fs::exists(config_path), dir + ": no config.json, so this is not a tach run directory");
+  announce_run_dir(dir);
   RunStore s;
   s.dir_ = dir;
   s.config_ = bench_config_from_json(slurp(config_path), config_path.string());

@@ -22,6 +22,7 @@
 #include "tach/metrics.h"
 #include "tach/monitor.h"
 #include "tach/profile.h"
+#include "tach/runtime.h"
 #include "tach/system_info.h"
 #include "tach/tokenizer.h"
 #include "tach/train.h"
@@ -206,6 +207,7 @@ struct TrainRun {
 void resume_options(TrainRun& r) {
   if (r.o.resume.empty()) return;
   r.run_dir = r.o.resume;
+  announce_run_dir(r.run_dir);
   const nlohmann::json config = read_json(r.run_dir + "/config.json");
   check(config.value("schema", "") == "tach.train_config/1", r.run_dir + "/config.json is not a tach train run");
   const std::string resume = r.o.resume;
@@ -309,6 +311,7 @@ void create_run_dir(TrainRun& r) {
   if (!r.run_dir.empty()) return;
   TrainOptions& o = r.o;
   r.run_dir = claim_run_dir(o.runs_dir, o.model, o.run_id);
+  announce_run_dir(r.run_dir);
   o.run_id = fs::path(r.run_dir).filename().string();
   const SystemInfo sys = system_info();
   const train::TrainableModel& m = *r.model;
@@ -368,7 +371,8 @@ void restore_checkpoint(TrainRun& r) {
 void open_tensorboard(TrainRun& r) {
   if (!r.o.tensorboard) return;
   r.tensorboard = std::make_unique<TensorBoardWriter>(r.run_dir + "/tensorboard");
-  if (r.start_step > 0) r.tensorboard->restart_at(r.start_step);
+  // Resumed, even from step 0 (no checkpoint yet): the steps from here on replace earlier files' ones.
+  if (!r.o.resume.empty()) r.tensorboard->restart_at(r.start_step);
   std::ifstream in(r.run_dir + "/config.json");
   std::stringstream config;
   config << in.rdbuf();

@@ -40,4 +40,9 @@ steps() { grep -o '"step":[0-9]*}$' "$1" | sort -t: -k2 -n | uniq -c | awk '{pri
 [ "$(steps "$dir/killed/steps.jsonl")" = "1" ] || { echo "a step was logged twice or lost"; exit 1; }
 [ "$(wc -l < "$dir/killed/steps.jsonl")" = "$total" ] || { echo "steps.jsonl lost or repeated lines"; exit 1; }
 diff <(cut -d, -f1,2 "$dir/full/epoch_results.csv") <(cut -d, -f1,2 "$dir/killed/epoch_results.csv")
+# The killed process's output and the resumed one's are both in run.log; each wrote its own
+# TensorBoard event file (the second tells TensorBoard to drop the steps it redid).
+[ "$(grep -c '^=== ' "$dir/killed/run.log")" = 2 ] || { echo "run.log lacks the killed or the resumed command"; exit 1; }
+grep -q "resumed after step" "$dir/killed/run.log" || { echo "the resumed command's output is not in run.log"; exit 1; }
+[ "$(ls "$dir/killed/tensorboard" | grep -c tfevents)" = 2 ] || { echo "want one event file per process"; exit 1; }
 echo "resumed to the same weights after $total steps"

@@ -91,3 +91,22 @@ def test_no_tensorboard_flag(runs):
     run("bench", "-m", "preset:bert-tiny", "-b", "1", "-s", "8", "--runs", "2", "--no-tensorboard",
         "--runs-dir", str(runs), "--run-id", "off")
     assert not (runs / "off/tensorboard").exists()
+
+
+def test_resumed_run_replaces_the_steps_it_redoes(runs):
+    args = ["train", "-m", str(FIX / "encoders/bert-cls2-f32"), "-k", str(FIX / "tokenizers/tiny-wordpiece"),
+            "-d", str(FIX / "train/tiny.csv"), "--epochs", "2", "-b", "4", "--save-every", "10",
+            "--runs-dir", str(runs), "--run-id", "resumed"]
+    run(*args)
+    run_dir = runs / "resumed"
+    last = max(run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    import shutil
+    shutil.rmtree(last)  # as if killed before the last checkpoint: the resume redoes the steps after 20
+    run("train", "--resume", str(run_dir))
+    assert len(list((run_dir / "tensorboard").glob("*tfevents*"))) == 2
+    ea = load(run_dir)
+    logged = {json.loads(l)["step"]: json.loads(l)["metrics"]["step_ms"]
+              for l in (run_dir / "steps.jsonl").read_text().splitlines()}
+    events = ea.Scalars("train/step_ms")
+    assert sorted(e.step for e in events) == sorted(logged)  # each step once: the redone ones replaced
+    assert all(e.value == f32(logged[e.step]) for e in events)

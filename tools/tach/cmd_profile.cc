@@ -126,6 +126,7 @@ int run_profile(const ProfileFlags& f) {
     dir = "runs/" + std::string(buf) + "-profile/traces";
   }
   fs::create_directories(dir);
+  announce_run_dir(dir);
 
   const Device device = f.train ? Device::cpu() : model->info().device;
   ProfilerOptions po;

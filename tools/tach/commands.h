@@ -27,5 +27,7 @@ Command add_embed_command(CLI::App& app);
 Command add_download_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_manifest_command(CLI::App& app);
+Command add_verify_command(CLI::App& app);
 
 }  // namespace tach::cli

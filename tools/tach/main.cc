@@ -8,7 +8,9 @@
 #include <iostream>
 
 #include "commands.h"
+#include "run_log.h"
 #include "tach/error.h"
+#include "tach/runtime.h"
 #include "verbatim_args.h"
 
 namespace {
@@ -17,7 +19,9 @@ constexpr int kInternalError = 70;  // EX_SOFTWARE in sysexits.h
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tach: measure how transformer models run (latency, throughput, memory, accuracy, profiles)"};
+  tach::cli::RunLog run_log(argc, argv);
+  tach::set_run_dir_listener([&run_log](const std::string& dir) { run_log.attach(dir); });
+  CLI::App app{"tach: measure how transformer models run (latency, throughput, memory, accuracy, profiles)", "tach"};
   app.set_version_flag("--version", std::string("tach 0.1.0"));
   app.require_subcommand(1);
   app.footer("Exit status: 0 success, 1 error, 2 usage error, 3 (estimate) does not fit, 4 (compare) regressed beyond\n"
@@ -39,6 +43,8 @@ int main(int argc, char** argv) {
       tach::cli::add_download_command(app),
       tach::cli::add_compare_command(app),
       tach::cli::add_report_command(app),
+      tach::cli::add_manifest_command(app),
+      tach::cli::add_verify_command(app),
   };
   const tach::cli::VerbatimArgs args(argc, argv);
   args.restore_in(app);
