@@ -3,7 +3,14 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build run test test-all bench bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden smoke sanitize fuzz clean
+.PHONY: setup configure build run test test-all test-unit test-golden test-slow test-gpu smoke bench-gemm \
+  benchmark benchmark-gpu benchmark-all report report-pdf report-full quick-report manifest verify-manifest release \
+  bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden sanitize fuzz clean
+
+# The run directory the report, manifest and release targets work on: the newest under runs/
+# unless given (make report RUN=runs/<id>).
+RUN ?= $(shell ls -td runs/*/ 2>/dev/null | head -1)
+need-run = @test -n "$(RUN)" || { echo "no run directory under runs/: run make benchmark first, or give RUN=runs/<id>"; exit 1; }
 
 # The development-only virtualenv with torch, transformers and onnxruntime (scripts/peers/README.md).
 REF_PYTHON ?= $(HOME)/tach-ref/bin/python
@@ -30,10 +37,71 @@ test: build
 test-all: build
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
 
+# One label each (docs/testing.md): unit, golden, slow, gpu (skips without a GPU).
+test-unit test-golden test-slow test-gpu: test-%: build
+	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure -L '^$*$$'
+
+# Seconds: the built-in tiny model, one forward, one tiny sweep, through the CLI.
 smoke: build
 	$(BUILD)/tach classify --model preset:bert-tiny --batch 2 --seq-len 16 --repeat 3
+	$(BUILD)/tach bench --model preset:bert-tiny -b 1,2 -s 16 --runs 3 --no-progress --runs-dir $(BUILD)/smoke-runs
 
-bench: build
+# The benchmark targets write run directories under runs/ (MODEL=... picks a model; default the
+# built-in DistilBERT-base with synthetic weights).
+MODEL ?=
+model-flag = $(if $(MODEL),--model $(MODEL))
+
+# The inference sweep on the best device here (a GPU when one is usable).
+benchmark: build
+	$(BUILD)/tach bench $(model-flag)
+
+# The same sweep on the GPU, f32 and bf16; an error naming the reason where no GPU is usable.
+benchmark-gpu: build
+	$(BUILD)/tach bench $(model-flag) --device cuda --dtype f32,bf16
+
+# The inference sweep with its profile and report (tach run), then the training sweep.
+benchmark-all: build
+	$(BUILD)/tach run $(model-flag)
+	$(BUILD)/tach bench --train $(model-flag)
+
+report: build
+	$(need-run)
+	$(BUILD)/tach report $(RUN)
+
+report-pdf: build
+	$(need-run)
+	$(BUILD)/tach report --pdf $(RUN)
+
+# Every report format of the run, then its manifest.
+report-full: build
+	$(need-run)
+	$(BUILD)/tach report --pdf $(RUN)
+	$(BUILD)/tach manifest $(RUN)
+
+# A short sweep (batch 1 and 8, 5 runs each), profiled and reported, in about a minute.
+quick-report: build
+	$(BUILD)/tach run $(model-flag) -b 1,8 --runs 5
+
+manifest: build
+	$(need-run)
+	$(BUILD)/tach manifest $(RUN)
+
+verify-manifest: build
+	$(need-run)
+	$(BUILD)/tach verify $(RUN)
+
+# release/<run id>/: the run's reports (HTML, PDF), summaries, tables, TensorBoard events and
+# log, with SHA256SUMS over them, verified before it is called done.
+release: report-full
+	rm -rf release/$$(basename $(RUN)) && mkdir -p release/$$(basename $(RUN))
+	cd $(RUN) && cp -r --parents $$(ls -d report.html report.pdf summary.txt summary.json detailed_metrics.csv \
+	  performance_report.md config.json results.jsonl run.log tensorboard plots 2>/dev/null) \
+	  $(CURDIR)/release/$$(basename $(RUN))/
+	$(BUILD)/tach manifest release/$$(basename $(RUN))
+	$(BUILD)/tach verify release/$$(basename $(RUN))
+
+# The GEMM microbenchmark (Google Benchmark): oneDNN against OpenBLAS at the model's shapes.
+bench-gemm: build
 	OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-SKYLAKEX} $(BUILD)/bench/tach_bench_gemm --benchmark_repetitions=5 \
 	  --benchmark_report_aggregates_only=true
 

@@ -62,10 +62,13 @@ void validate(const BenchConfig& c) {
   for (int t : c.threads) check(t >= 0, "threads " + std::to_string(t) + ": must be 0 (all cores) or more");
   for (const auto& d : c.dtypes) {
     check(d == "f32" || d == "bf16" || d == "f16", "dtype '" + d + "' is not one of f32, bf16, f16");
-    // f16 weights load (they are converted), but no backend computes in f16 yet: refuse it here,
-    // once, rather than failing every point of the sweep.
-    check(d != "f16", "dtype f16: tach computes in f32 or bf16 (f16 checkpoints are read and converted); sweep "
-                      "--dtype f32,bf16");
+    // f16 checkpoints load anywhere (converted), but only CUDA computes in f16: refuse a CPU point
+    // here, once, rather than failing it in the sweep.
+    check(d != "f16" || (!c.train.enabled && std::all_of(c.devices.begin(), c.devices.end(), [](const std::string& dev) {
+            return parse_device(dev).kind == DeviceKind::cuda;
+          })),
+          "dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16 (f16 "
+          "checkpoints are read and converted); sweep --dtype f32,bf16");
     // Training in bf16 runs everywhere (emulated where the CPU has no bf16 GEMM, and said so).
     if (d == "bf16" && !c.train.enabled) cpu::require_bf16_compute("dtype bf16");
   }

@@ -27,7 +27,8 @@ void print_outcome(const BenchConfig& config, const SweepOutcome& out, const std
     std::cout << "\n" << summary_text(config, out);
     std::cout << "\nwritten: " << out.run_dir << "/{config.json, results.jsonl, summary.json, summary.txt, "
               << "detailed_metrics.csv" << (out.accuracy.empty() ? "" : ", accuracy.json")
-              << (config.train.enabled ? ", performance_report.md" : "") << "}\n";
+              << (config.train.enabled ? ", performance_report.md" : "") << ", run.log"
+              << (config.tensorboard ? ", tensorboard/" : "") << "}\n";
   }
 }
 

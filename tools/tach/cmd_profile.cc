@@ -69,7 +69,10 @@ TokenBatch random_batch(int64_t vocab_size, int32_t pad_token_id, int64_t B, int
 int run_profile(const ProfileFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
   check(f.batch > 0 && f.seq_len > 0, "--batch-size and --seq-len must be positive");
-  check(f.dtype == "f32" || f.dtype == "bf16", "--dtype '" + f.dtype + "': expected f32 or bf16");
+  check(f.dtype == "f32" || f.dtype == "bf16" || f.dtype == "f16", "--dtype '" + f.dtype + "': expected f32, bf16 or f16");
+  // f16 GEMMs exist on CUDA only; the CPU reads f16 checkpoints but computes in f32 or bf16.
+  check(f.dtype != "f16" || (!f.train && parse_device(f.device).kind == DeviceKind::cuda),
+        "--dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16");
   // One step: a forward (inference), or with --train a whole training step.
   std::unique_ptr<EncoderModel> model;
   std::unique_ptr<TrainStepper> stepper;

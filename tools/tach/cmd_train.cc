@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
@@ -238,11 +239,13 @@ Command add_train_command(CLI::App& app) {
                       << fixed(res.train_seconds, 1) << " s (wall)\n";
             if (res.diverged) {
               std::cerr << "tach: training diverged at " << res.divergence << "\n";
-              std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json}\n";
+              std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
+                        << (std::filesystem::exists(res.run_dir + "/tensorboard") ? ", tensorboard/" : "") << "}\n";
               return 1;
             }
             std::cout << "model: " << res.saved_model << "\n";
-            std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json}\n";
+            std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
+                        << (std::filesystem::exists(res.run_dir + "/tensorboard") ? ", tensorboard/" : "") << "}\n";
             return 0;
           }};
 }
