@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <vector>
 
 #include "core/symbol_name.h"
@@ -254,6 +255,31 @@ TEST(Profiler, OffIsOffAndCostIsMeasured) {
   EXPECT_GT(ns, 0);
   EXPECT_LT(ns, 100000) << "one span should cost well under 100 µs";
   std::cout << "[ profiler ] " << ns << " ns per recorded span\n";
+}
+
+
+// The JSON op table carries every CSV column, and both compute rates over the GPU time where a
+// row queued GPU work (the host span then times only the launch), as docs/formats.md says.
+TEST(OpTable, JsonHasEveryCsvColumnAndRatesUseGpuTime) {
+  OpTableRow host, gpu;
+  host.key = "layer_norm", host.calls = 2, host.total_ns = host.self_ns = 4e6, host.flops = 8e9, host.bytes = 4e9;
+  gpu.key = "linear", gpu.calls = 1, gpu.total_ns = gpu.self_ns = 1e6, gpu.flops = 2e9, gpu.bytes = 1e9;
+  gpu.gpu_ns = 2e6;
+  const std::vector<OpTableRow> rows = {host, gpu};
+  const auto json = nlohmann::json::parse(op_table_json(rows));
+  std::istringstream csv(op_table_csv(rows));
+  std::string header, line;
+  std::getline(csv, header);
+  std::stringstream columns(header);
+  for (std::string col; std::getline(columns, col, ',');)
+    EXPECT_TRUE(json["rows"][0].contains(col == "name" ? "name" : col)) << col << " is missing from the JSON";
+  EXPECT_DOUBLE_EQ(json["rows"][0]["gflops_per_s"].get<double>(), 8e9 / 4e-3 * 1e-9);  // host time
+  EXPECT_DOUBLE_EQ(json["rows"][1]["gflops_per_s"].get<double>(), 2e9 / 2e-3 * 1e-9);  // GPU time
+  EXPECT_DOUBLE_EQ(json["rows"][1]["gb_per_s"].get<double>(), 1e9 / 2e-3 * 1e-9);
+  EXPECT_DOUBLE_EQ(json["rows"][0]["avg_us"].get<double>(), 2000.0);
+  std::getline(csv, line);
+  std::getline(csv, line);
+  EXPECT_NE(line.find(",1000,500,"), std::string::npos) << "the CSV's GPU row rates over GPU time: " << line;
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ struct TrainOptions {
 
   // Profiling, named as the training profiling guide names them.
   bool profile = false;
-  int64_t profiler_wait = 1, profiler_warmup = 1, profiler_active = 3, profiler_repeat = 1;
+  // The same flags, spellings and defaults as tach profile's.
+  int64_t profiler_skip_first = 0, profiler_wait = 1, profiler_warmup = 1, profiler_active = 3, profiler_repeat = 1;
   std::string profiler_output_dir;  // default: runs/<run_id>/traces
   bool memory_logging = false;
   int64_t memory_log_steps = 10;

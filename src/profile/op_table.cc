@@ -26,6 +26,12 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// The time a row's rates are over: its kernels' GPU time where it queued GPU work (the rates and
+// the verdict are then against the GPU's ceilings), else its host time.
+double rate_seconds(const OpTableRow& r) { return (r.gpu_ns > 0 ? r.gpu_ns : r.total_ns) * 1e-9; }
+double gflops_per_s(const OpTableRow& r) { return rate_seconds(r) > 0 ? r.flops / rate_seconds(r) * 1e-9 : 0; }
+double gb_per_s(const OpTableRow& r) { return rate_seconds(r) > 0 ? r.bytes / rate_seconds(r) * 1e-9 : 0; }
+
 }  // namespace
 
 std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_by, const std::string& sort_by,
@@ -101,11 +107,10 @@ std::string op_table_text(const std::vector<OpTableRow>& rows, size_t limit) {
     const auto& r = rows[i];
     std::string key = r.key.size() > 72 ? r.key.substr(0, 69) + "..." : r.key;
     key.resize(w, ' ');
-    const double secs = (gpu ? r.gpu_ns : r.total_ns) * 1e-9;
     s << key << fmt("%7.0f", double(r.calls)) << fmt("%11.2f", r.self_ns * 1e-6)
       << fmt("%11.2f", r.total_ns * 1e-6) << fmt("%10.3f", r.total_ns * 1e-6 / double(r.calls))
-      << (gpu ? fmt("%10.3f", r.gpu_ns * 1e-6) : std::string()) << fmt("%9.1f", r.percent_of_steps) << fmt("%9.1f", secs > 0 ? r.flops / secs * 1e-9 : 0)
-      << fmt("%7.1f", secs > 0 ? r.bytes / secs * 1e-9 : 0) << fmt("%11.1f", double(r.allocated_bytes) / 1048576.0)
+      << (gpu ? fmt("%10.3f", r.gpu_ns * 1e-6) : std::string()) << fmt("%9.1f", r.percent_of_steps) << fmt("%9.1f", gflops_per_s(r))
+      << fmt("%7.1f", gb_per_s(r)) << fmt("%11.1f", double(r.allocated_bytes) / 1048576.0)
       << "  " << bound_name(r.verdict.bound) << fmt(" %.0f%%", r.verdict.achieved_fraction * 100)
       << (r.verdict.above_ceiling ? " (ABOVE THE CEILING: the ceiling is wrong)" : "") << "\n";
   }
@@ -123,10 +128,9 @@ std::string op_table_csv(const std::vector<OpTableRow>& rows) {
       for (char c : key) q += c == '"' ? std::string("\"\"") : std::string(1, c);
       key = q + "\"";
     }
-    const double secs = r.total_ns * 1e-9;
     s << key << "," << r.calls << "," << r.self_ns * 1e-6 << "," << r.total_ns * 1e-6 << ","
       << r.total_ns * 1e-3 / double(r.calls) << "," << r.percent_of_steps << "," << r.flops << "," << r.bytes << ","
-      << (secs > 0 ? r.flops / secs * 1e-9 : 0) << "," << (secs > 0 ? r.bytes / secs * 1e-9 : 0) << ","
+      << gflops_per_s(r) << "," << gb_per_s(r) << ","
       << r.allocated_bytes << "," << r.freed_bytes << "," << bound_name(r.verdict.bound) << ","
       << r.verdict.achieved_fraction << "," << r.gpu_ns * 1e-6 << "\n";
   }
@@ -137,7 +141,8 @@ std::string op_table_json(const std::vector<OpTableRow>& rows) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : rows)
     arr.push_back({{"name", r.key}, {"calls", r.calls}, {"self_ms", r.self_ns * 1e-6}, {"total_ms", r.total_ns * 1e-6},
-                   {"percent_of_steps", r.percent_of_steps}, {"flops", r.flops}, {"bytes", r.bytes},
+                   {"avg_us", r.total_ns * 1e-3 / double(r.calls)}, {"percent_of_steps", r.percent_of_steps},
+                   {"flops", r.flops}, {"bytes", r.bytes}, {"gflops_per_s", gflops_per_s(r)}, {"gb_per_s", gb_per_s(r)},
                    {"allocated_bytes", r.allocated_bytes}, {"freed_bytes", r.freed_bytes},
                    {"verdict", bound_name(r.verdict.bound)}, {"achieved_fraction", r.verdict.achieved_fraction},
                    {"intensity_flops_per_byte", r.verdict.intensity}, {"above_ceiling", r.verdict.above_ceiling},

@@ -65,6 +65,7 @@ void visit(TrainOptions& o, F&& f) {
   f("save", o.save_dir);
   f("save_every", o.save_every);
   f("profile", o.profile);
+  f("profiler_skip_first", o.profiler_skip_first);
   f("profiler_wait", o.profiler_wait);
   f("profiler_warmup", o.profiler_warmup);
   f("profiler_active", o.profiler_active);
@@ -161,8 +162,9 @@ void validate_options(const TrainOptions& o) {
             o.problem_type == "multi_label_classification" || o.problem_type == "regression",
         "--problem-type must be single_label_classification, multi_label_classification or regression, got " +
             o.problem_type);
-  check(o.profiler_wait >= 0 && o.profiler_warmup >= 0 && o.profiler_active >= 1 && o.profiler_repeat >= 0,
-        "profiler schedule: wait and warmup >= 0, active >= 1, repeat >= 0");
+  check(o.profiler_skip_first >= 0 && o.profiler_wait >= 0 && o.profiler_warmup >= 0 && o.profiler_active >= 1 &&
+            o.profiler_repeat >= 0,
+        "profiler schedule: skip-first, wait and warmup >= 0, active >= 1, repeat >= 0");
   check(o.memory_log_steps >= 1, "--memory-log-steps must be at least 1");
   check(o.threads >= 0, "--threads must be >= 0");
 }

@@ -633,6 +633,7 @@ TrainResult run_training(TrainOptions options, const TrainObserver& observer) {
   // The profiler records the schedule's active steps always (for the summary's top ops); traces
   // are written only with --profile.
   ProfilerOptions popts;
+  popts.schedule.skip_first = int(r.o.profiler_skip_first);
   popts.schedule.wait = int(r.o.profiler_wait);
   popts.schedule.warmup = int(r.o.profiler_warmup);
   popts.schedule.active = int(r.o.profiler_active);

@@ -27,7 +27,7 @@ for row in "encoders/roberta-cls2-f32 roberta query padding_idx" "encoders/xlm-r
   "$tach" classify -m "$m" -k "$tok" --text "hello world" --text "unaffable" | grep -q "LABEL_"
   "$tach" eval -m "$m" -k "$tok" -d "$data" --label-column label --runs-dir "$dir/runs" | grep -qi "accuracy"
   "$tach" bench -m "$m" -b 1,2 -s 8 --runs 2 "${quiet[@]}" | grep -q "cpu .* f32"
-  "$tach" profile -m "$m" -b 2 -s 8 --profiler-active-steps 1 --overhead-steps 1 \
+  "$tach" profile -m "$m" -b 2 -s 8 --profiler-active 1 --overhead-steps 1 \
     --profiler-output-dir "$dir/profile-$name" > /dev/null
   grep -q "\"$module" "$dir/profile-$name/trace.json"
   "$tach" train -m "$m" -k "$tok" -d "$data" --epochs 1 -b 4 "${quiet[@]}" --run-id "full-$name" > /dev/null

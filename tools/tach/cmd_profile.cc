@@ -275,10 +275,10 @@ Command add_profile_command(CLI::App& app) {
                   "the op that launched it)")
       ->capture_default_str();
   sub->add_option("--profiler-skip-first", f->schedule.skip_first, "Steps before the first cycle")->capture_default_str();
-  sub->add_option("--profiler-wait-steps", f->schedule.wait, "Steps per cycle with the profiler off")->capture_default_str();
-  sub->add_option("--profiler-warmup-steps", f->schedule.warmup, "Steps per cycle recorded and discarded")
+  sub->add_option("--profiler-wait", f->schedule.wait, "Steps per cycle with the profiler off")->capture_default_str();
+  sub->add_option("--profiler-warmup", f->schedule.warmup, "Steps per cycle recorded and discarded")
       ->capture_default_str();
-  sub->add_option("--profiler-active-steps", f->schedule.active, "Steps per cycle recorded and kept")->capture_default_str();
+  sub->add_option("--profiler-active", f->schedule.active, "Steps per cycle recorded and kept")->capture_default_str();
   sub->add_option("--profiler-repeat", f->schedule.repeat, "Cycles (wait, warmup, active)")->capture_default_str();
   sub->add_option("--profiler-output-dir", f->output_dir, "Where the trace and tables go (default runs/<time>-profile/traces)");
   sub->add_flag("--enable-memory-logging", f->memory_logging, "Write the memory timeline to the summary");

@@ -172,7 +172,9 @@ Command add_train_command(CLI::App& app) {
                   "Write a resume checkpoint every N steps (default 0: at each epoch's end)");
   sub->add_option("--resume", o->resume, "Continue a run directory from its last checkpoint, with its own options");
   sub->add_flag("--profile", o->profile, "Write Perfetto traces and op tables of the profiled steps to traces/");
-  sub->add_option("--profiler-wait", o->profiler_wait, "Profiler schedule: steps skipped per cycle (default 1)");
+  sub->add_option("--profiler-skip-first", o->profiler_skip_first,
+                  "Profiler schedule: steps before the first cycle (default 0)");
+  sub->add_option("--profiler-wait", o->profiler_wait, "... steps per cycle with the profiler off (default 1)");
   sub->add_option("--profiler-warmup", o->profiler_warmup, "... steps recorded and discarded (default 1)");
   sub->add_option("--profiler-active", o->profiler_active, "... steps recorded and kept (default 3)");
   sub->add_option("--profiler-repeat", o->profiler_repeat, "... cycles; 0 = until the end (default 1)");
