@@ -73,13 +73,6 @@ std::multimap<int, Field> fields(const std::string& m) {
   return out;
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 TEST(TensorBoard, Crc32cKnownValues) {
@@ -110,7 +103,7 @@ TEST(TensorBoard, WriterFileHoldsVersionScalarsTextAndRestart) {
     w.restart_at(300);
   }
   EXPECT_NE(fs::path(path).filename().string().find("tfevents"), std::string::npos);
-  const auto records = read_records(file_bytes(path));
+  const auto records = read_records(tach::test::read_text(path));
   ASSERT_EQ(records.size(), 4u);
 
   auto version = fields(records[0]);
@@ -151,7 +144,7 @@ TEST(TensorBoard, TrainingLoggerMirrorsGroupedTags) {
     logger.log_step(3, {{"loss", 1.5}, {"eval_accuracy", 0.75}, {"memory_weights_bytes", 1024}});
   }
   std::vector<std::string> tags;
-  const auto records = read_records(file_bytes(path));
+  const auto records = read_records(tach::test::read_text(path));
   for (size_t i = 1; i < records.size(); ++i)
     tags.push_back(fields(fields(fields(records[i]).find(5)->second.bytes).find(1)->second.bytes).find(1)->second.bytes);
   EXPECT_EQ(tags, (std::vector<std::string>{"eval/accuracy", "train/loss", "memory/memory_weights_bytes"}));
