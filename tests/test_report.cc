@@ -196,6 +196,10 @@ TEST(Report, TrainingRunsAndTheComparisonAreReported) {
   EXPECT_EQ(series_per_chart(html, "stacked-columns"), (std::vector<size_t>{4, 4}));
   EXPECT_NE(html.find("<th>eval_accuracy</th>"), std::string::npos);
   EXPECT_EQ(count(html, "<summary>every step's numbers</summary>"), 2u);
+  // What the comparison printed is the comparison's run.log, not its first run's.
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/cmp/run.log"));
+  for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/cmp"))
+    if (e.is_directory()) EXPECT_FALSE(std::filesystem::exists(e.path() / "run.log")) << e.path();
 }
 
 TEST(Report, NotARunDirectoryIsAClearError) {

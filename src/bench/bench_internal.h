@@ -39,7 +39,7 @@ class RunStore {
   const BenchConfig& config() const { return config_; }
   const std::vector<PointResult>& finished() const { return finished_; }
   bool is_finished(const PointKey& key) const { return finished_ids_.count(key.id()) != 0; }
-  // Appends one line and flushes it to the file (fsync), so that a kill keeps it. Returns ms taken.
+  // Appends one line and flushes it to the file (fsync), so that a kill keeps it. Returns the ms the line took (the TensorBoard scalars after it are not counted).
   double append(const PointResult& point);
   // This process's TensorBoard event file in RUN_DIR/tensorboard/, opened on first use; nullptr
   // when the run's config turns TensorBoard off. append() writes each point's figures to it.

@@ -90,10 +90,11 @@ double RunStore::append(const PointResult& point) {
   }
   ::fsync(fd);
   ::close(fd);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (point.status == "ok" && tensorboard()) write_point_scalars(*tensorboard(), point);
   finished_ids_.insert(point.key.id());
   finished_.push_back(point);
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return ms;
 }
 
 TensorBoardWriter* RunStore::tensorboard() {

@@ -6,6 +6,7 @@
 
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
+#include "tach/runtime.h"
 #include "tach/train.h"
 #include "train/run_names.h"
 
@@ -47,6 +48,7 @@ TrainComparison run_training_comparison(const TrainOptions& base, const std::vec
                 .string();
   check(!fs::exists(out.dir), out.dir + " exists already: pick another --run-id");
   fs::create_directories(out.dir);
+  announce_run_dir(out.dir);  // run.log for the whole comparison, not in its first run
   for (const auto& method : methods)
     for (const auto& exec : execs) {
       TrainOptions o = base;
