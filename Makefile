@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: setup configure build run test test-all test-unit test-golden test-slow test-gpu smoke bench-gemm \
-  benchmark benchmark-gpu benchmark-all report report-pdf report-full quick-report manifest verify-manifest release \
+  benchmark benchmark-gpu benchmark-all report report-pdf report-pptx report-full quick-report manifest verify-manifest release \
   bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden sanitize fuzz clean
 
 # The run directory the report, manifest and release targets work on: the newest under runs/
@@ -72,10 +72,15 @@ report-pdf: build
 	$(need-run)
 	$(BUILD)/tach report --pdf $(RUN)
 
-# Every report format of the run, then its manifest.
+# The slide deck: a title slide, one slide per chart with its numbers, the findings (and plots/*.png).
+report-pptx: build
+	$(need-run)
+	$(BUILD)/tach report --pptx $(RUN)
+
+# Every report format of the run (HTML, PDF, PNG figures, slides), then its manifest.
 report-full: build
 	$(need-run)
-	$(BUILD)/tach report --pdf $(RUN)
+	$(BUILD)/tach report --pdf --png --pptx $(RUN)
 	$(BUILD)/tach manifest $(RUN)
 
 # A short sweep (batch 1 and 8, 5 runs each), profiled and reported, in about a minute.
@@ -90,11 +95,11 @@ verify-manifest: build
 	$(need-run)
 	$(BUILD)/tach verify $(RUN)
 
-# release/<run id>/: the run's reports (HTML, PDF), summaries, tables, TensorBoard events and
+# release/<run id>/: the run's reports (HTML, PDF, slides), its figures (plots/), summaries, tables, TensorBoard events and
 # log, with SHA256SUMS over them, verified before it is called done.
 release: report-full
 	rm -rf release/$$(basename $(RUN)) && mkdir -p release/$$(basename $(RUN))
-	cd $(RUN) && cp -r --parents $$(ls -d report.html report.pdf summary.txt summary.json detailed_metrics.csv \
+	cd $(RUN) && cp -r --parents $$(ls -d report.html report.pdf report.pptx summary.txt summary.json detailed_metrics.csv \
 	  performance_report.md config.json results.jsonl run.log tensorboard plots 2>/dev/null) \
 	  $(CURDIR)/release/$$(basename $(RUN))/
 	$(BUILD)/tach manifest release/$$(basename $(RUN))

@@ -48,3 +48,6 @@ find_package(yaml-cpp REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# Reports: librsvg (and cairo under it) renders the charts' SVG to PNG; libzip packs the slide deck.
+pkg_check_modules(RSVG REQUIRED IMPORTED_TARGET librsvg-2.0 cairo)
+pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)

@@ -13,10 +13,13 @@ packages=(
   libyaml-cpp-dev        # YAML run configs
   libcsv-dev             # CSV/TSV datasets (RFC 4180 quoting, multi-line fields)
   zlib1g-dev             # gzipped traces
+  librsvg2-dev libcairo2-dev   # tach report --png: the charts' SVG rendered to PNG
+  libzip-dev             # tach report --pptx: the slide deck's zip package
   libcurl4-openssl-dev libssl-dev   # downloads from the Hugging Face Hub (HTTPS); SHA-256/SHA-1 to verify them
   libutf8proc-dev libpcre2-dev   # Unicode data and regex for the tokenizers
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks
   chromium chromium-driver python3-selenium     # tests open the HTML reports in a real (headless) browser; tach report --pdf
+  libreoffice-impress    # tests render tach report --pptx's deck headless, as a user's LibreOffice opens it
 )
 if [ "${TACH_FUZZ:-0}" = 1 ]; then packages+=(clang libclang-rt-dev); fi
 

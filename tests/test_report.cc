@@ -199,7 +199,9 @@ TEST(Report, TrainingRunsAndTheComparisonAreReported) {
   // What the comparison printed is the comparison's run.log, not its first run's.
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/cmp/run.log"));
   for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/cmp"))
-    if (e.is_directory()) EXPECT_FALSE(std::filesystem::exists(e.path() / "run.log")) << e.path();
+    if (e.is_directory()) {
+      EXPECT_FALSE(std::filesystem::exists(e.path() / "run.log")) << e.path();
+    }
 }
 
 TEST(Report, NotARunDirectoryIsAClearError) {

@@ -88,6 +88,42 @@ void write_run_reports(const BenchConfig& config, const SweepOutcome& outcome);
 std::string run_report_html(const std::string& run_dir);
 std::string write_run_report(const std::string& run_dir);
 
+// One chart of the report as a document of its own: what --png renders and --pptx shows.
+struct ReportFigure {
+  std::string name;   // the file stem: "throughput_vs_batch_size", "roofline"
+  std::string title;  // what it shows, in words
+  std::string svg;    // a standalone SVG document (white background, styles inlined)
+  std::vector<std::string> key_numbers;  // the numbers a slide says beside it, each with its unit
+};
+
+// The report as it is composed: the page, and the same content in pieces for other formats.
+struct RunReport {
+  std::string html;
+  std::string title;                 // "tach report: <model>"
+  std::vector<std::string> about;    // the header's lines as plain text: model, machine, ceilings, date
+  std::vector<ReportFigure> figures; // every chart, in the page's order
+  std::vector<std::string> findings; // the findings (summary.txt, the profile's bottlenecks), one per line
+};
+RunReport build_run_report(const std::string& run_dir);
+// RUN_DIR/report.html from a report already built. Returns the path.
+std::string write_run_report(const std::string& run_dir, const RunReport& report);
+
+// A PNG file written, and its size in pixels.
+struct WrittenImage {
+  std::string path;
+  int width = 0, height = 0;
+};
+
+// Each figure as PLOTS_DIR/<name>.png, rendered from its SVG by librsvg at `scale` pixels per SVG
+// unit (2: sharp on slides and in papers). Each file is written atomically; PNG files in PLOTS_DIR
+// that no figure of this report has (an older report's) are removed.
+std::vector<WrittenImage> write_report_pngs(const RunReport& report, const std::string& plots_dir, double scale);
+
+// A slide deck (OOXML, zipped with libzip): a title slide with the model and machine, one slide per
+// figure (its PNG and key numbers), and the findings. `pngs` are the figures' files, in order.
+// Written atomically; returns the number of slides.
+int write_report_pptx(const RunReport& report, const std::vector<WrittenImage>& pngs, const std::string& path);
+
 // RUN_DIR/SHA256SUMS: one line per file under the directory (sorted, relative paths, as
 // `sha256sum` writes them, names with a backslash or newline escaped as it escapes them), written
 // atomically, so `sha256sum -c SHA256SUMS` run inside the directory checks it. Returns the count.

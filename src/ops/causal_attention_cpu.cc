@@ -161,9 +161,9 @@ void causal_attention_backward_cpu(float* dq, float* dk, float* dv, const float*
         }
         // A row of padding only took the mean of every value: dV[j] += dO_i / T, and dQ_i = 0.
         for (const int64_t i : padding_only_rows(mb, a)) {
-          const float* g = dO + i * a.ld_out;
+          const float* grad_row = dO + i * a.ld_out;
           for (int64_t j = 0; j < T; ++j)
-            for (int64_t d = 0; d < a.D; ++d) dv[kv_off + j * a.ld_kv + d] += g[d] / float(T);
+            for (int64_t d = 0; d < a.D; ++d) dv[kv_off + j * a.ld_kv + d] += grad_row[d] / float(T);
           std::fill(dq + q_off + i * a.ld_q, dq + q_off + i * a.ld_q + a.D, 0.0f);
         }
       }

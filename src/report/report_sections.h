@@ -9,14 +9,18 @@
 
 namespace tach::report {
 
+class FigureBook;  // every chart a section draws is recorded there too (report/figure_book.h)
+
+// Each section writes its HTML to h and records its charts in figs.
+
 // A training sweep (tach bench --train): throughput, the stacked phases of a step, memory per
 // category and MFU against batch, one series per method × exec × precision × checkpointing;
 // each panel also a table; then the diagnosis (performance_report.md).
-void train_sweep_section(std::ostringstream& h, const std::vector<PointResult>& points,
+void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points,
                          const std::filesystem::path& dir);
 
 // Points measured on the CPU and on a GPU with every other axis equal: the GPU's speed-up, as a
 // table and a bar chart. Nothing when no point has both.
-void speedup_section(std::ostringstream& h, const std::vector<PointResult>& points);
+void speedup_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points);
 
 }  // namespace tach::report

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "model/safetensors_writer.h"
+#include "report/figure_book.h"
 #include "report/report_sections.h"
 #include "report/svg_chart.h"
 #include "tach/error.h"
@@ -57,6 +58,45 @@ std::string series_name(const PointResult& p) {
          (p.key.threads ? std::to_string(p.key.threads) : std::string("all"));
 }
 
+// The report while it is composed: the page, and its pieces for the PNG files and the slides.
+struct Page {
+  std::ostringstream h;
+  report::FigureBook figs;
+  std::string title;
+  std::vector<std::string> about, findings;  // plain text
+};
+
+// An HTML fragment as plain text: tags dropped, the entities escape_html writes read back.
+std::string plain_text(const std::string& html) {
+  std::string out;
+  bool tag = false;
+  for (size_t i = 0; i < html.size(); ++i) {
+    const char c = html[i];
+    if (c == '<') tag = true;
+    else if (c == '>') tag = false;
+    else if (!tag && c == '&') {
+      const size_t end = html.find(';', i);
+      const std::string e = end == std::string::npos ? "" : html.substr(i, end - i + 1);
+      const char* plain = e == "&amp;" ? "&" : e == "&lt;" ? "<" : e == "&gt;" ? ">" : e == "&quot;" ? "\"" : e == "&#39;" ? "'" : e == "&nbsp;" ? " " : nullptr;
+      if (plain) out += plain, i = end;
+      else out += c;
+    } else if (!tag) out += c;
+  }
+  return out;
+}
+
+// Non-empty lines of a text, trimmed of trailing spaces.
+std::vector<std::string> text_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
 const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
 h1{font-size:22px} h2{font-size:18px;margin-top:30px;border-bottom:1px solid #ddd} h3{font-size:15px}
@@ -67,8 +107,9 @@ svg text{font-size:11px} .chart-title{font-size:13px;font-weight:600} dl{display
 dt{color:#555} dd{margin:0} pre{background:#f7f7f7;padding:10px;white-space:pre-wrap} .muted{color:#666}
 )";
 
-void header_section(std::ostringstream& h, const fs::path& dir, const std::optional<json>& summary,
+void header_section(Page& page, const fs::path& dir, const std::optional<json>& summary,
                     const std::optional<json>& config, const std::vector<PointResult>& points) {
+  std::ostringstream& h = page.h;
   // config.json's model: a name (bench runs) or an object describing it (train runs).
   std::string model = dir.filename().string();
   if (config && config->contains("model")) {
@@ -76,8 +117,12 @@ void header_section(std::ostringstream& h, const fs::path& dir, const std::optio
     if (m.is_string()) model = m.get<std::string>();
     else if (m.is_object()) model = m.value("spec", m.value("source", model));
   }
-  h << "<h1>tach report: " << escape_html(model) << "</h1><dl>";
-  auto row = [&](const std::string& k, const std::string& v) { h << "<dt>" << k << "</dt><dd>" << v << "</dd>"; };
+  page.title = "tach report: " + model;
+  h << "<h1>" << escape_html(page.title) << "</h1><dl>";
+  auto row = [&](const std::string& k, const std::string& v) {
+    h << "<dt>" << k << "</dt><dd>" << v << "</dd>";
+    page.about.push_back(plain_text(k + ": " + v));
+  };
   row("run directory", "<code>" + escape_html(fs::absolute(dir).string()) + "</code>");
   if (summary && summary->contains("models") && (*summary)["models"].is_array())
     for (const auto& m : (*summary)["models"])
@@ -141,7 +186,8 @@ void header_section(std::ostringstream& h, const fs::path& dir, const std::optio
   h << "</dl>";
 }
 
-void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
+void sweep_section(Page& page, const std::vector<PointResult>& all) {
+  std::ostringstream& h = page.h;
   std::vector<PointResult> points;
   for (const auto& p : all)
     if (p.status == "ok") points.push_back(p);
@@ -181,17 +227,50 @@ void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
     return it == p.allocator.end() ? std::nan("") : double(it->second.peak);
   };
   const bool gpu = std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.key.device != "cpu"; });
-  h << "<div class='charts'>"
-    << panel("latency per sample", "ms per sample (median)", [](const PointResult& p) { return p.sample_latency_ms.median; })
-    << panel("throughput", "samples/s", [](const PointResult& p) { return p.samples_per_s; })
-    << panel("GPU memory", "MiB, allocator peak on the device",
-             [&](const PointResult& p) { return gpu && p.key.device != "cpu" ? peak(p, "total") / 1048576.0 : std::nan(""); })
-    << panel("CPU memory", "MiB, peak RSS of the process", [](const PointResult& p) { return double(p.peak_rss_bytes) / 1048576.0; })
-    << panel("latency per batch", "ms per batch (median)", [](const PointResult& p) { return p.batch_latency_ms.median; })
-    << panel("memory efficiency", "samples/s per GiB of peak RSS",
-             [](const PointResult& p) { return p.samples_per_s / (double(p.peak_rss_bytes) / 1073741824.0); })
-    << "</div>";
+  const std::vector<std::string> six = {
+      panel("latency per sample", "ms per sample (median)", [](const PointResult& p) { return p.sample_latency_ms.median; }),
+      panel("throughput", "samples/s", [](const PointResult& p) { return p.samples_per_s; }),
+      panel("GPU memory", "MiB, allocator peak on the device",
+            [&](const PointResult& p) { return gpu && p.key.device != "cpu" ? peak(p, "total") / 1048576.0 : std::nan(""); }),
+      panel("CPU memory", "MiB, peak RSS of the process", [](const PointResult& p) { return double(p.peak_rss_bytes) / 1048576.0; }),
+      panel("latency per batch", "ms per batch (median)", [](const PointResult& p) { return p.batch_latency_ms.median; }),
+      panel("memory efficiency", "samples/s per GiB of peak RSS",
+            [](const PointResult& p) { return p.samples_per_s / (double(p.peak_rss_bytes) / 1073741824.0); })};
+  h << "<div class='charts'>";
+  for (const auto& chart : six) h << chart;
+  h << "</div>";
   if (!gpu) h << "<p class='muted'>GPU memory: no point ran on a GPU.</p>";
+  // The same charts as figures: the six together, throughput alone, and memory as both measures.
+  std::vector<std::string> best;
+  for (const auto& name : order) {
+    const PointResult* b = nullptr;
+    for (const PointResult* p : by_series[name])
+      if (!b || p->samples_per_s > b->samples_per_s) b = p;
+    best.push_back(name + ": most throughput at batch " + std::to_string(b->key.batch) + ", " + num(b->samples_per_s, 1) +
+                   " samples/s, " + num(b->sample_latency_ms.median, 3) + " ms/sample, " +
+                   mib(double(b->peak_rss_bytes)) + " MiB peak RSS");
+  }
+  page.figs.add_grid("batch_size_comparison", "the sweep against batch size, six panels", six, 3, best);
+  page.figs.add("throughput_vs_batch_size", "throughput against batch size", six[1], best);
+  {
+    std::vector<report::Series> memory;
+    for (const auto& name : order)
+      for (const bool rss : {true, false}) {
+        report::Series s;
+        s.name = name + (rss ? ": peak RSS" : ": allocator peak");
+        for (const PointResult* p : by_series[name]) {
+          s.x.push_back(double(p->key.batch));
+          s.y.push_back((rss ? double(p->peak_rss_bytes) : peak(*p, "total")) / 1048576.0);
+        }
+        memory.push_back(s);
+      }
+    report::LineChartSpec spec;
+    spec.title = "memory usage";
+    spec.x_label = "batch size";
+    spec.y_label = "MiB (peak RSS of the process; tach's allocator peak)";
+    spec.log2_x = true;
+    page.figs.add("memory_usage", "memory against batch size", report::line_chart(spec, memory));
+  }
   // GPU points also carry the GPU's own time per run (CUDA events): beside the host's latency.
   const bool gpu_time = std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
   if (gpu_time)
@@ -248,9 +327,17 @@ void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
       text[r].push_back(std::isfinite(v) ? num(v, metrics[c].decimals) : "n/a");
     }
   }
+  std::vector<std::string> best_per_metric;
+  for (size_t c = 0; c < metrics.size(); ++c)
+    for (size_t r = 0; r < points.size(); ++r)
+      if (level[r][c] == 0) {
+        best_per_metric.push_back(std::string(metrics[c].name) + ": best " + text[r][c] + " (" + rows[r] + ")");
+        break;
+      }
   h << "<h3>Every metric over the grid</h3><p class='muted'>Each column normalised over the points: light is the best "
        "of the run, dark the worst; the value is written in the cell.</p>"
-    << report::heatmap("normalised metrics (dark = worse)", rows, cols, level, text);
+    << page.figs.add("metrics_heatmap", "every metric over the grid, normalised (dark = worse)",
+                     report::heatmap("normalised metrics (dark = worse)", rows, cols, level, text), best_per_metric);
 
   // Latency distributions: per series, one violin per batch size (ms per sample, so sizes share an axis).
   h << "<h3>Latency distributions</h3><div class='charts'>";
@@ -262,7 +349,8 @@ void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
       for (double ms : p->batch_latency_samples_ms) d.values.push_back(ms / double(p->key.batch));
       groups.push_back(d);
     }
-    h << report::distribution_chart({name, "ms per sample, one dot per measured run"}, groups);
+    h << page.figs.add("latency_distribution_" + report::figure_file_stem(name), "latency distributions: " + name,
+                       report::distribution_chart({name, "ms per sample, one dot per measured run"}, groups));
   }
   h << "</div>";
 
@@ -301,7 +389,8 @@ void sweep_section(std::ostringstream& h, const std::vector<PointResult>& all) {
   h << "</table>";
 }
 
-void accuracy_section(std::ostringstream& h, const json& acc) {
+void accuracy_section(Page& page, const json& acc) {
+  std::ostringstream& h = page.h;
   h << "<h2>Accuracy</h2><p>" << escape_html(acc.value("dataset", std::string())) << "</p>";
   const json& results = acc.at("results");
   h << "<table><tr><th>examples</th><th>accuracy</th><th>macro-F1</th><th>chance (majority label)</th><th>samples/s</th></tr>";
@@ -339,20 +428,36 @@ void accuracy_section(std::ostringstream& h, const json& acc) {
     rows.push_back("true " + (i < labels.size() ? labels[i] : std::to_string(i)));
     cols.push_back("pred " + (i < labels.size() ? labels[i] : std::to_string(i)));
   }
-  h << report::heatmap("confusion matrix (counts; shade = share of the true label's row)", rows, cols, level, text);
+  h << page.figs.add("confusion_matrix", "confusion matrix",
+                     report::heatmap("confusion matrix (counts; shade = share of the true label's row)", rows, cols, level, text),
+                     {"accuracy " + num(last.value("accuracy", 0.0), 4) + ", macro-F1 " + num(last.value("macro_f1", 0.0), 4) +
+                      " over " + std::to_string(last.value("examples", 0)) + " examples"});
 }
 
 // profile.json's words and numbers: the roofline, the bottlenecks, the op-sum against the step,
 // the leak verdict.
-void profile_summary(std::ostringstream& h, const json& p) {
+// `point` names the profiled point; `suffix` tells its figures from other points' ("" for the first).
+void profile_summary(Page& page, const json& p, const std::string& point, const std::string& suffix) {
+  std::ostringstream& h = page.h;
   const json& c = p.at("ceilings");
   std::vector<report::RooflinePoint> pts;
   for (const auto& op : p.at("ops")) {
     const double ms = op.value("self_ms", 0.0), flops = op.value("flops", 0.0), bytes = op.value("bytes", 0.0);
     if (ms > 0 && flops > 0 && bytes > 0) pts.push_back({op.value("op", std::string()), flops / bytes, flops / (ms * 1e-3)});
   }
-  h << report::roofline_chart("roofline: each op against the measured ceilings", pts,
-                              c.value("gemm_f32_flops_per_s", 0.0), c.value("memory_bytes_per_s", 0.0));
+  std::vector<std::string> top;  // the three ops with the most self time, with their verdicts
+  for (const auto& op : p.at("ops")) {
+    if (top.size() == 3) break;
+    top.push_back(op.value("op", std::string()) + ": " + num(op.value("self_ms", 0.0), 2) + " ms self, " +
+                  op.value("verdict", std::string()) + ", " + num(100 * op.value("achieved_fraction", 0.0), 0) +
+                  "% of its ceiling");
+  }
+  top.push_back("ceilings: GEMM f32 " + num(c.value("gemm_f32_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, memory " +
+                num(c.value("memory_bytes_per_s", 0.0) / 1e9, 1) + " GB/s");
+  h << page.figs.add("roofline" + suffix, "roofline: " + point,
+                     report::roofline_chart("roofline: each op against the measured ceilings", pts,
+                                            c.value("gemm_f32_flops_per_s", 0.0), c.value("memory_bytes_per_s", 0.0)),
+                     top);
   h << "<p class='muted'>Ceilings (f32 GEMM peak, memory bandwidth): " << escape_html(c.value("method", std::string()))
     << "; " << escape_html(c.value("provenance", std::string())) << "</p>";
   h << "<table><tr><th>op</th><th>calls</th><th>self ms</th><th>FLOP/byte</th><th>GFLOP/s</th><th>verdict</th>"
@@ -375,13 +480,17 @@ void profile_summary(std::ostringstream& h, const json& p) {
     << "</td></tr><tr><td>outside the model</td><td>" << num(st.value("outside_model", 0.0), 3)
     << share(st.value("outside_model", 0.0)) << "</td></tr></table>";
   h << "<p><b>Top bottlenecks</b></p><ol>";
-  for (const auto& b : p.at("bottlenecks")) h << "<li>" << escape_html(b.get<std::string>()) << "</li>";
+  for (const auto& b : p.at("bottlenecks")) {
+    h << "<li>" << escape_html(b.get<std::string>()) << "</li>";
+    page.findings.push_back(point + ": " + b.get<std::string>());
+  }
   h << "</ol><p><b>Memory</b>: " << (p.at("memory").value("leak", false) ? "<b>growth across steps</b>: " : "")
     << escape_html(p.at("memory").value("explanation", std::string())) << "</p>";
 }
 
 // One profiled point: profile.json's summary, then its op and module tables (the CSVs) as bars and tables.
-void profile_section(std::ostringstream& h, const fs::path& traces) {
+void profile_section(Page& page, const fs::path& traces) {
+  std::ostringstream& h = page.h;
   std::vector<fs::path> dirs;
   if (fs::exists(traces / "ops_by_op.csv")) dirs.push_back(traces);  // a tach profile output directory itself
   for (const auto& e : fs::directory_iterator(traces))
@@ -395,7 +504,9 @@ void profile_section(std::ostringstream& h, const fs::path& traces) {
     h << "<h3>" << escape_html(d.filename().string()) << "</h3><p><a href='"
       << escape_html(fs::relative(d / "trace.json", d == traces ? traces : traces.parent_path()).string())
       << "'>trace.json</a></p>";
-    if (const auto p = read_json(d / "profile.json")) profile_summary(h, *p);
+    // The first point's figures take the plain names (roofline.png), the others' add their point.
+    const std::string suffix = d == dirs.front() ? "" : "_" + report::figure_file_stem(d.filename().string());
+    if (const auto p = read_json(d / "profile.json")) profile_summary(page, *p, d.filename().string(), suffix);
     for (const char* table : {"ops_by_op.csv", "ops_by_module.csv"}) {
       std::istringstream in(read_file(d / table));
       std::string line;
@@ -414,8 +525,17 @@ void profile_section(std::ostringstream& h, const fs::path& traces) {
         rows.push_back(f);
       }
       const bool ops = table == std::string("ops_by_op.csv");
-      h << report::bar_chart(ops ? "time by op (self ms over the profiled steps)" : "time by module (total ms)", names, ms,
-                             "ms");
+      const std::string title = ops ? "time by op (self ms over the profiled steps)" : "time by module (total ms)";
+      double sum = 0;
+      for (double v : ms) sum += v;
+      // The largest three: ops as shares of the listed self time; modules nest, so their totals only.
+      std::vector<std::string> largest;
+      for (size_t i = 0; i < names.size() && i < 3 && sum > 0; ++i)
+        largest.push_back(names[i] + ": " + num(ms[i], 2) + " ms" +
+                          (ops ? " (" + num(100 * ms[i] / sum, 0) + "% of the self time of the ops listed)"
+                               : " in all, its children included"));
+      h << page.figs.add((ops ? "time_breakdown" : "time_by_module") + suffix, title + ": " + d.filename().string(),
+                         report::bar_chart(title, names, ms, "ms"), largest);
       h << "<table><tr><th>" << (ops ? "op" : "module") << "</th><th>calls</th><th>self ms</th><th>total ms</th>"
         << "<th>GFLOP/s</th><th>GB/s</th><th>verdict</th></tr>";
       for (const auto& f : rows)
@@ -458,7 +578,8 @@ void csv_table(std::ostringstream& h, const fs::path& path) {
 
 // monitor.csv (tach monitor -o RUN_DIR/monitor.csv -- ...): each column over time, and the whole
 // timeline as a table under a disclosure.
-void monitor_section(std::ostringstream& h, const fs::path& csv_path) {
+void monitor_section(Page& page, const fs::path& csv_path) {
+  std::ostringstream& h = page.h;
   std::istringstream in(read_file(csv_path));
   std::string line;
   std::vector<std::string> cols;
@@ -493,7 +614,7 @@ void monitor_section(std::ostringstream& h, const fs::path& csv_path) {
     spec.title = cols[c];
     spec.x_label = "seconds since the command started";
     spec.y_label = bytes ? cols[c].substr(0, cols[c].size() - 6) + " (MiB)" : cols[c];
-    h << report::line_chart(spec, {s});
+    h << page.figs.add("monitor_" + report::figure_file_stem(cols[c]), "monitor: " + cols[c], report::line_chart(spec, {s}));
   }
   h << "</div><details><summary>every sample</summary><table><tr>";
   for (const auto& c : cols) h << "<th>" << escape_html(c) << "</th>";
@@ -508,7 +629,8 @@ void monitor_section(std::ostringstream& h, const fs::path& csv_path) {
 
 // A tach train run: steps.jsonl (one line per step; evaluations as extra lines), epoch_results.csv,
 // summary.json. Read as files (the run directory's schema), not through the trainer's code.
-void training_section(std::ostringstream& h, const fs::path& dir, const std::string& heading) {
+void training_section(Page& page, const fs::path& dir, const std::string& heading) {
+  std::ostringstream& h = page.h;
   std::vector<json> steps, evals;
   std::istringstream in(read_file(dir / "steps.jsonl"));
   std::string line;
@@ -546,11 +668,25 @@ void training_section(std::ostringstream& h, const fs::path& dir, const std::str
     spec.zero_y = zero;
     return report::line_chart(spec, s);
   };
-  h << "<div class='charts'>" << chart("training loss", "loss (per step's batch)", {series(steps, "train loss", "loss", 1)}, false);
-  if (!evals.empty())
-    h << chart("evaluation", "loss, accuracy", {series(evals, "eval loss", "eval_loss", 1),
-                                                series(evals, "eval accuracy", "eval_accuracy", 1)});
-  h << chart("throughput", "tokens/s (real tokens, per step)", {series(steps, "tokens/s", "tokens_per_s", 1)});
+  // Figure titles and files name the combination in a comparison ("Training: lora-fused"), nothing otherwise.
+  const std::string combination = heading == "Training" ? "" : heading.substr(heading.find(": ") + 2);
+  const std::string of_run = combination.empty() ? "" : ": " + combination;
+  const std::string file_suffix = combination.empty() ? "" : "_" + report::figure_file_stem(combination);
+  const report::Series loss = series(steps, "train loss", "loss", 1), tokens = series(steps, "tokens/s", "tokens_per_s", 1);
+  h << "<div class='charts'>"
+    << page.figs.add("training_loss" + file_suffix, "training loss" + of_run, chart("training loss", "loss (per step's batch)", {loss}, false),
+                     {loss.y.empty() ? "no loss recorded"
+                                     : "loss " + num(loss.y.front(), 4) + " at step 1, " + num(loss.y.back(), 4) + " at step " +
+                                           num(loss.x.back(), 0)});
+  if (!evals.empty()) {
+    const report::Series accuracy = series(evals, "eval accuracy", "eval_accuracy", 1);
+    h << page.figs.add("evaluation" + file_suffix, "evaluation" + of_run,
+                       chart("evaluation", "loss, accuracy", {series(evals, "eval loss", "eval_loss", 1), accuracy}),
+                       {accuracy.y.empty() ? "no accuracy recorded"
+                                           : "eval accuracy " + num(accuracy.y.back(), 4) + " at step " + num(accuracy.x.back(), 0)});
+  }
+  h << page.figs.add("training_throughput" + file_suffix, "training throughput" + of_run,
+                     chart("throughput", "tokens/s (real tokens, per step)", {tokens}));
   // The step split into its phases, stacked (every step, or an even sample of 120 of them).
   const std::vector<std::pair<std::string, std::string>> phases = {
       {"data", "data_ms"}, {"forward", "forward_ms"}, {"backward", "backward_ms"}, {"optimizer", "optimizer_ms"}};
@@ -562,12 +698,22 @@ void training_section(std::ostringstream& h, const fs::path& dir, const std::str
     for (size_t k = 0; k < phases.size(); ++k) vals[k].push_back(steps[i]["metrics"].value(phases[k].second, 0.0));
   }
   for (const auto& p : phases) names.push_back(p.first);
-  h << report::stacked_columns("step time by phase" + std::string(stride > 1 ? " (every " + std::to_string(stride) + "th step)" : ""),
-                               xl, names, vals, "optimizer step", "ms, wall clock");
+  std::vector<std::string> phase_medians;  // each phase's median over the charted steps
+  for (size_t k = 0; k < phases.size(); ++k) {
+    std::vector<double> v = vals[k];
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    if (!v.empty()) phase_medians.push_back(phases[k].first + ": median " + num(v[v.size() / 2], 2) + " ms per step");
+  }
+  h << page.figs.add("time_breakdown" + file_suffix, "step time by phase" + of_run,
+                     report::stacked_columns("step time by phase" + std::string(stride > 1 ? " (every " + std::to_string(stride) + "th step)" : ""),
+                                             xl, names, vals, "optimizer step", "ms, wall clock"),
+                     phase_medians);
   std::vector<report::Series> mem;
   for (const char* cat : {"weights", "activations", "gradients", "optimizer_state", "workspace", "other"})
     mem.push_back(series(steps, cat, std::string("memory_") + cat + "_bytes", 1.0 / 1048576.0));
-  h << chart("memory by category (allocator, at each step's end)", "MiB", mem) << "</div>";
+  h << page.figs.add("memory_usage" + file_suffix, "memory by category" + of_run,
+                     chart("memory by category (allocator, at each step's end)", "MiB", mem))
+    << "</div>";
 
   // The charts' numbers, step by step.
   h << "<details><summary>every step's numbers</summary><table><tr><th>step</th><th>loss</th><th>lr</th>"
@@ -617,19 +763,20 @@ void training_section(std::ostringstream& h, const fs::path& dir, const std::str
 }
 
 // tach train --method a,b --exec c,d: comparison.csv as a table, then each combination's run.
-void comparison_section(std::ostringstream& h, const fs::path& dir) {
+void comparison_section(Page& page, const fs::path& dir) {
+  std::ostringstream& h = page.h;
   h << "<h2>Method × exec comparison</h2>";
   if (fs::exists(dir / "comparison.csv")) csv_table(h, dir / "comparison.csv");
   std::vector<fs::path> subs;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_directory() && fs::exists(e.path() / "steps.jsonl")) subs.push_back(e.path());
   std::sort(subs.begin(), subs.end());
-  for (const auto& d : subs) training_section(h, d, "Training: " + d.filename().string());
+  for (const auto& d : subs) training_section(page, d, "Training: " + d.filename().string());
 }
 
 }  // namespace
 
-std::string run_report_html(const std::string& run_dir) {
+RunReport build_run_report(const std::string& run_dir) {
   const fs::path dir(run_dir);
   check(fs::is_directory(dir), run_dir + ": not a directory");
   const auto summary = read_json(dir / "summary.json");
@@ -642,32 +789,48 @@ std::string run_report_html(const std::string& run_dir) {
   check(!points.empty() || accuracy || profile_dir || training || comparison,
         run_dir + ": no results.jsonl, accuracy.json, steps.jsonl or ops_by_op.csv: nothing to report (is it a tach "
                   "bench, eval, run, train or profile directory?)");
-  std::ostringstream h;
+  Page page;
+  std::ostringstream& h = page.h;
   h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>tach report: "
     << escape_html(dir.filename().string()) << "</title><style>" << kStyle << "</style></head><body>";
-  header_section(h, dir, summary, config, points);
+  header_section(page, dir, summary, config, points);
   const bool train_sweep = !points.empty() && points.front().key.kind == "train";
-  if (train_sweep) report::train_sweep_section(h, points, dir);
-  else if (!points.empty()) sweep_section(h, points);
-  report::speedup_section(h, points);
-  if (accuracy) accuracy_section(h, *accuracy);
-  if (training) training_section(h, dir, "Training");
-  if (comparison) comparison_section(h, dir);
-  if (fs::is_directory(dir / "traces")) profile_section(h, dir / "traces");
-  if (profile_dir) profile_section(h, dir);
-  if (fs::is_regular_file(dir / "monitor.csv")) monitor_section(h, dir / "monitor.csv");
-  if (fs::is_regular_file(dir / "summary.txt"))
-    h << "<h2>Findings</h2><pre>" << escape_html(read_file(dir / "summary.txt")) << "</pre>";
+  if (train_sweep) report::train_sweep_section(h, page.figs, points, dir);
+  else if (!points.empty()) sweep_section(page, points);
+  report::speedup_section(h, page.figs, points);
+  if (accuracy) accuracy_section(page, *accuracy);
+  if (training) training_section(page, dir, "Training");
+  if (comparison) comparison_section(page, dir);
+  if (fs::is_directory(dir / "traces")) profile_section(page, dir / "traces");
+  if (profile_dir) profile_section(page, dir);
+  if (fs::is_regular_file(dir / "monitor.csv")) monitor_section(page, dir / "monitor.csv");
+  if (fs::is_regular_file(dir / "summary.txt")) {
+    const std::string text = read_file(dir / "summary.txt");
+    h << "<h2>Findings</h2><pre>" << escape_html(text) << "</pre>";
+    // The findings on slides: summary.txt from its "Findings" heading on (the lines above repeat the
+    // header), bullets' dashes dropped (the deck draws its own).
+    const std::vector<std::string> lines = text_lines(text);
+    auto from = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("Findings", 0) == 0; });
+    from = from == lines.end() ? lines.begin() : from + 1;
+    std::vector<std::string> summary_findings;
+    for (auto it = from; it != lines.end(); ++it)
+      summary_findings.push_back(it->rfind("- ", 0) == 0 ? it->substr(2) : *it);
+    page.findings.insert(page.findings.begin(), summary_findings.begin(), summary_findings.end());
+  }
   h << "<p class='muted'>Written by tach " << escape_html(tach_version())
     << " from the files in the run directory; rewrite it any time with <code>tach report "
     << escape_html(run_dir) << "</code>.</p></body></html>\n";
-  return h.str();
+  return {h.str(), page.title, page.about, page.figs.figures(), page.findings};
 }
 
-std::string write_run_report(const std::string& run_dir) {
+std::string run_report_html(const std::string& run_dir) { return build_run_report(run_dir).html; }
+
+std::string write_run_report(const std::string& run_dir, const RunReport& report) {
   const std::string path = (fs::path(run_dir) / "report.html").string();
-  model::write_file_atomically(path, run_report_html(run_dir));
+  model::write_file_atomically(path, report.html);
   return path;
 }
+
+std::string write_run_report(const std::string& run_dir) { return write_run_report(run_dir, build_run_report(run_dir)); }
 
 }  // namespace tach

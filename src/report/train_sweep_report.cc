@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "report/figure_book.h"
 #include "report/report_sections.h"
 #include "report/svg_chart.h"
 
@@ -49,9 +50,9 @@ Grouped group(const std::vector<PointResult>& points) {
   return g;
 }
 
-// One line chart against batch, one series per group, and the same numbers as a table.
-void panel_with_table(std::ostringstream& h, const Grouped& g, const std::string& title, const std::string& y_label,
-                      const std::function<double(const PointResult&)>& value, int decimals) {
+// One line chart against batch, one series per group, and the same numbers as a table. Returns the chart.
+std::string panel_with_table(std::ostringstream& h, const Grouped& g, const std::string& title, const std::string& y_label,
+                             const std::function<double(const PointResult&)>& value, int decimals) {
   std::vector<Series> series;
   for (const auto& name : g.order) {
     Series s;
@@ -64,18 +65,34 @@ void panel_with_table(std::ostringstream& h, const Grouped& g, const std::string
   spec.x_label = "batch size";
   spec.y_label = y_label;
   spec.log2_x = true;
-  h << "<div class='panel'>" << line_chart(spec, series) << "<table><tr><th>series</th><th>batch</th><th>"
+  const std::string chart = line_chart(spec, series);
+  h << "<div class='panel'>" << chart << "<table><tr><th>series</th><th>batch</th><th>"
     << escape_html(y_label) << "</th></tr>";
   for (const auto& name : g.order)
     for (const PointResult* p : g.by.at(name))
       h << "<tr><td>" << escape_html(name) << "</td><td>" << p->key.batch << "</td><td>"
         << (std::isfinite(value(*p)) ? num(value(*p), decimals) : "n/a") << "</td></tr>";
   h << "</table></div>";
+  return chart;
+}
+
+// Per series, the batch with the most samples/s: what a slide says beside the sweep's charts.
+std::vector<std::string> best_throughput_lines(const Grouped& g) {
+  std::vector<std::string> lines;
+  for (const auto& name : g.order) {
+    const PointResult* best = nullptr;
+    for (const PointResult* p : g.by.at(name))
+      if (!best || p->samples_per_s > best->samples_per_s) best = p;
+    lines.push_back(name + ": most throughput at batch " + std::to_string(best->key.batch) + ", " +
+                    num(best->samples_per_s, 1) + " samples/s, " + num(best->batch_latency_ms.median, 1) + " ms/step");
+  }
+  return lines;
 }
 
 }  // namespace
 
-void train_sweep_section(std::ostringstream& h, const std::vector<PointResult>& points, const std::filesystem::path& dir) {
+void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points,
+                         const std::filesystem::path& dir) {
   h << "<h2>Training sweep</h2>";
   const Grouped g = group(points);
   if (g.order.empty()) {
@@ -84,15 +101,21 @@ void train_sweep_section(std::ostringstream& h, const std::vector<PointResult>& 
     h << "<p class='muted'>Each point is an optimizer step (data, forward with the loss, backward, clipping, AdamW), "
          "wall clock, median over the measured steps; one series per method × exec × precision × checkpointing.</p>"
       << "<div class='charts'>";
-    panel_with_table(h, g, "training throughput", "samples/s (over the summed step time)",
-                     [](const PointResult& p) { return p.samples_per_s; }, 1);
-    panel_with_table(h, g, "MFU", "model FLOP/s over the GEMM ceiling (%)",
-                     [](const PointResult& p) { return p.train.mfu >= 0 ? 100 * p.train.mfu : std::nan(""); }, 1);
-    panel_with_table(h, g, "memory", "MiB, allocator peak (all categories)",
-                     [](const PointResult& p) { return peak_of(p, "total") / 1048576.0; }, 1);
-    panel_with_table(h, g, "step time", "ms per step (median)",
-                     [](const PointResult& p) { return p.batch_latency_ms.median; }, 2);
+    const std::string throughput = panel_with_table(
+        h, g, "training throughput", "samples/s (over the summed step time)",
+        [](const PointResult& p) { return p.samples_per_s; }, 1);
+    const std::string mfu = panel_with_table(
+        h, g, "MFU", "model FLOP/s over the GEMM ceiling (%)",
+        [](const PointResult& p) { return p.train.mfu >= 0 ? 100 * p.train.mfu : std::nan(""); }, 1);
+    const std::string memory = panel_with_table(h, g, "memory", "MiB, allocator peak (all categories)",
+                                                [](const PointResult& p) { return peak_of(p, "total") / 1048576.0; }, 1);
+    const std::string step = panel_with_table(h, g, "step time", "ms per step (median)",
+                                              [](const PointResult& p) { return p.batch_latency_ms.median; }, 2);
     h << "</div>";
+    const std::vector<std::string> best = best_throughput_lines(g);
+    figs.add_grid("batch_size_comparison", "training sweep against batch size", {throughput, mfu, memory, step}, 2, best);
+    figs.add("throughput_vs_batch_size", "training throughput against batch size", throughput, best);
+    figs.add("memory_usage", "allocator peak against batch size", memory);
     // Where the time goes and where the memory goes, per series.
     const std::vector<std::string> phases = {"data", "forward", "backward", "optimizer"};
     const std::vector<std::string> cats = {"weights", "gradients", "optimizer_state", "activations", "workspace"};
@@ -107,9 +130,18 @@ void train_sweep_section(std::ostringstream& h, const std::vector<PointResult>& 
         for (size_t i = 0; i < phases.size(); ++i) time[i].push_back(v[i]);
         for (size_t i = 0; i < cats.size(); ++i) mem[i].push_back(peak_of(*p, cats[i]) / 1048576.0);
       }
+      std::vector<std::string> at_largest;  // the phases' shares at the series' largest batch
+      double step_ms = 0;
+      for (const auto& t : time) step_ms += t.back();
+      for (size_t i = 0; i < phases.size() && step_ms > 0; ++i)
+        at_largest.push_back(phases[i] + ": " + num(time[i].back(), 1) + " ms (" + num(100 * time[i].back() / step_ms, 0) +
+                             "% of the step at batch " + x.back() + ")");
       h << "<div class='panel'>"
-        << stacked_columns("time breakdown: " + name, x, phases, time, "batch size", "ms per step (phase medians)")
-        << stacked_columns("memory: " + name, x, cats, mem, "batch size", "MiB (allocator peak per category)")
+        << figs.add("time_breakdown", "time breakdown: " + name,
+                    stacked_columns("time breakdown: " + name, x, phases, time, "batch size", "ms per step (phase medians)"),
+                    at_largest)
+        << figs.add("memory_by_category", "memory per category: " + name,
+                    stacked_columns("memory: " + name, x, cats, mem, "batch size", "MiB (allocator peak per category)"))
         << "<table><tr><th>batch</th>";
       for (const auto& ph : phases) h << "<th>" << ph << " ms</th>";
       for (const auto& c : cats) h << "<th>" << c << " MiB</th>";
@@ -153,7 +185,7 @@ void train_sweep_section(std::ostringstream& h, const std::vector<PointResult>& 
   }
 }
 
-void speedup_section(std::ostringstream& h, const std::vector<PointResult>& points) {
+void speedup_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points) {
   std::map<std::string, const PointResult*> cpu;
   for (const auto& p : points)
     if (p.status == "ok" && p.key.device == "cpu") cpu[p.key.id_without("device")] = &p;
@@ -174,7 +206,8 @@ void speedup_section(std::ostringstream& h, const std::vector<PointResult>& poin
   if (labels.empty()) return;
   h << "<h2>CPU / GPU speed-up</h2><p class='muted'>The same point (every other axis equal) on the CPU and on a GPU: "
        "the CPU's median latency over the GPU's (a training point's: its step).</p>"
-    << bar_chart("GPU speed-up over the CPU", labels, speedups, "x (CPU ms / GPU ms)")
+    << figs.add("gpu_speedup", "GPU speed-up over the CPU",
+                bar_chart("GPU speed-up over the CPU", labels, speedups, "x (CPU ms / GPU ms)"))
     << "<table><tr><th>point</th><th>GPU</th><th>CPU ms</th><th>GPU ms</th><th>speed-up</th></tr>" << rows.str()
     << "</table>";
 }
