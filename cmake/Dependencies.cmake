@@ -51,3 +51,11 @@ find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 # Reports: librsvg (and cairo under it) renders the charts' SVG to PNG; libzip packs the slide deck.
 pkg_check_modules(RSVG REQUIRED IMPORTED_TARGET librsvg-2.0 cairo)
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
+# Parquet datasets: libthrift reads the footer and page headers; snappy, zstd and zlib the pages.
+pkg_check_modules(THRIFT REQUIRED IMPORTED_TARGET thrift)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+find_path(SNAPPY_INCLUDE_DIR snappy-c.h REQUIRED)
+find_library(SNAPPY_LIBRARY snappy REQUIRED)
+add_library(tach_snappy INTERFACE)
+target_link_libraries(tach_snappy INTERFACE ${SNAPPY_LIBRARY})
+target_include_directories(tach_snappy INTERFACE ${SNAPPY_INCLUDE_DIR})

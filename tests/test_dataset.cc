@@ -87,8 +87,10 @@ TEST(Dataset, BadInputGetsClearErrors) {
   test::write_text(dir.file("nolabel.csv"), "text,label\nhello,\n");
   EXPECT_NE(error_of([&] { read(dir.file("nolabel.csv")); }).find("record 2 has no label"), std::string::npos);
   EXPECT_NE(error_of([&] { read(dir.file("missing.csv")); }).find("not found"), std::string::npos);
-  test::write_text(dir.file("x.parquet"), "PAR1");
-  EXPECT_NE(error_of([&] { read(dir.file("x.parquet")); }).find("--dataset-format"), std::string::npos);
+  test::write_text(dir.file("x.parquet"), "PAR1");  // a Parquet name, not a Parquet file
+  EXPECT_NE(error_of([&] { read(dir.file("x.parquet")); }).find("not a Parquet file"), std::string::npos);
+  test::write_text(dir.file("x.xlsx"), "PK");
+  EXPECT_NE(error_of([&] { read(dir.file("x.xlsx")); }).find("--dataset-format"), std::string::npos);
   DatasetOptions o;
   o.label_column = "sentiment";
   test::write_text(dir.file("ok.csv"), "text,label\nhi,1\n");

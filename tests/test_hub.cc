@@ -11,6 +11,7 @@
 
 #include "fake_hub.h"
 #include "model/hub.h"
+#include "model/hub_dataset_layout.h"
 #include "model/hub_files.h"
 #include "tach/dataset.h"
 #include "tach/error.h"
@@ -318,8 +319,8 @@ TEST(Hub, DatasetFilesComeThroughTheSamePath) {
   ASSERT_EQ(ds.examples.size(), 2u);
   EXPECT_EQ(ds.examples[1].label, "neg");
   EXPECT_TRUE(fs::exists(cache.path() + "/datasets--org--reviews/snapshots/" + kCommit + "/data/train.csv"));
-  d.path = "hf://datasets/org/parquet";
-  EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("Debian 12 packages no Parquet reader"), std::string::npos);
+  d.path = "hf://datasets/org/parquet";  // not Parquet: 2000 bytes of 'Q'
+  EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("not a Parquet file"), std::string::npos);
   ::setenv("HF_HUB_OFFLINE", "1", 1);
   d.path = "hf://datasets/org/reviews/data/train.csv";
   const int before = int(hub.requests().size());
@@ -328,6 +329,78 @@ TEST(Hub, DatasetFilesComeThroughTheSamePath) {
   ::unsetenv("HF_HUB_OFFLINE");
   ::unsetenv("HF_ENDPOINT");
   ::unsetenv("HF_HUB_CACHE");
+}
+
+// nyu-mll/glue's layout: CONFIG/SPLIT-00000-of-0000N.parquet, written by `datasets`.
+test::FakeRepo glue_repo() {
+  test::FakeRepo r;
+  r.type = "dataset";
+  r.id = "nyu-mll/glue";
+  r.commit = kCommit;
+  const std::string dir = test::fixtures_dir() + "/parquet/";
+  r.files["sst2/validation-00000-of-00001.parquet"] = test::read_text(dir + "sst2-validation.parquet");
+  r.files["sst2/train-00000-of-00002.parquet"] = test::read_text(dir + "sst2-train.parquet");
+  r.files["sst2/train-00001-of-00002.parquet"] = test::read_text(dir + "sst2-test-gzip.parquet");
+  r.files["cola/validation-00000-of-00001.parquet"] = test::read_text(dir + "sst2-validation.parquet");
+  r.files["README.md"] = "# glue\n";
+  return r;
+}
+
+TEST(Hub, NamedParquetDatasetsReadTheirSplitFromTheHubsFilesThenFromTheCacheOffline) {
+  test::FakeHub hub;
+  hub.add(glue_repo());
+  test::TempDir cache;
+  ::setenv("HF_ENDPOINT", hub.endpoint().c_str(), 1);
+  ::setenv("HF_HUB_CACHE", cache.path().c_str(), 1);
+  DatasetOptions d;
+  d.path = "glue/sst2";  // as workflows name it: the canonical name and the configuration
+  d.text_column = "sentence";
+  d.split = "validation";
+  const Dataset v = read_dataset(d);
+  EXPECT_EQ(v.format, "parquet");
+  EXPECT_EQ(v.examples.size(), 24u);
+  EXPECT_EQ(v.label_names, (std::vector<std::string>{"negative", "positive"}));
+  EXPECT_NE(v.path.find("hf://datasets/nyu-mll/glue/sst2"), std::string::npos) << v.path;
+  d.split = "train";  // two shards, read in order as one split
+  const Dataset t = read_dataset(d);
+  ASSERT_EQ(t.examples.size(), 40u + 16u);
+  EXPECT_EQ(t.examples[40].source_row, 41);
+  d.split = "";
+  EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("holds the splits train, validation; choose one with --split"),
+            std::string::npos);
+  d.split = "test";
+  EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("no split 'test'; the splits are train, validation"),
+            std::string::npos);
+  d.path = "glue";
+  d.split = "validation";
+  EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("is in several configurations (cola, sst2)"), std::string::npos);
+  // Offline, the cached snapshot's files answer without a request.
+  ::setenv("HF_HUB_OFFLINE", "1", 1);
+  const int before = int(hub.requests().size());
+  d.path = "glue/sst2";
+  EXPECT_EQ(read_dataset(d).examples.size(), 24u);
+  d.path = "hf://datasets/nyu-mll/glue/sst2";
+  d.split = "train";
+  EXPECT_EQ(read_dataset(d).examples.size(), 56u);
+  EXPECT_EQ(int(hub.requests().size()), before);
+  d.path = "glue/cola";  // never fetched: its file is not in the cache
+  EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("holds no CSV, TSV, JSON, JSONL or Parquet file under cola/"),
+            std::string::npos);
+  ::unsetenv("HF_HUB_OFFLINE");
+  ::unsetenv("HF_ENDPOINT");
+  ::unsetenv("HF_HUB_CACHE");
+}
+
+TEST(HubDatasetLayout, SplitsAndNames) {
+  EXPECT_EQ(model::split_of_data_file("sst2/validation-00000-of-00001.parquet"), "validation");
+  EXPECT_EQ(model::split_of_data_file("mnli/test_matched-00000-of-00001.parquet"), "test_matched");
+  EXPECT_EQ(model::split_of_data_file("sst2/validation/0000.parquet"), "validation");
+  EXPECT_EQ(model::split_of_data_file("data/train.csv"), "train");
+  EXPECT_EQ(model::named_dataset_spec("glue/sst2", false), "hf://datasets/nyu-mll/glue/sst2");
+  EXPECT_EQ(model::named_dataset_spec("imdb", false), "hf://datasets/stanfordnlp/imdb");
+  EXPECT_EQ(model::named_dataset_spec("org/name", false), std::nullopt) << "a local-looking path stays a path";
+  EXPECT_EQ(model::named_dataset_spec("org/name/config", true), "hf://datasets/org/name/config");
+  EXPECT_EQ(model::named_dataset_spec("../data/x", true), std::nullopt);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Labelled text datasets: CSV, TSV, JSONL, and JSON split files (CLINC150's data_full.json,
+// Labelled text datasets: CSV, TSV, JSONL, Parquet, and JSON split files (CLINC150's data_full.json,
 // Hugging Face-style {"split": [{...}, ...]}), and the map from their labels to a model's ids.
 #pragma once
 
@@ -11,7 +11,7 @@ namespace tach {
 
 struct DatasetOptions {
   std::string path;
-  // auto (from the extension: .csv, .tsv, .jsonl, .json) | csv | tsv | jsonl | json
+  // auto (from the extension: .csv, .tsv, .jsonl, .json, .parquet) | csv | tsv | jsonl | json | parquet
   std::string format = "auto";
   // Columns (CSV/TSV header names, or 0-based indices for files without a header) or keys
   // (JSONL objects). A JSON split of [text, label] pairs takes 0 and 1 whatever is given.
@@ -36,7 +36,20 @@ struct Dataset {
   std::string split;   // JSON splits only
   std::vector<std::string> columns;  // what the file offers (header names, indices or keys)
   std::vector<Example> examples;
+  // The label column's class names in id order, where the file says them (a Parquet file written
+  // by `datasets` with a ClassLabel feature); its labels are then the ids 0..n-1.
+  std::vector<std::string> label_names;
 };
+
+// Every column of a dataset file as text, before columns are chosen (tach dataset shows it).
+struct DatasetTable {
+  std::string path, format, split;
+  std::vector<std::string> columns;
+  std::vector<std::string> skipped_columns;  // Parquet's nested columns (lists, structs): not read
+  std::vector<std::vector<std::string>> rows;  // one cell per column; "" for a null or absent value
+  std::map<std::string, std::vector<std::string>> class_names;  // ClassLabel names per column (Parquet)
+};
+DatasetTable read_dataset_table(const DatasetOptions& options);
 
 // Reads every example. Errors name the file, the record and what is wrong: a missing column
 // lists the columns there are; an empty dataset is an error.

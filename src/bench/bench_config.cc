@@ -7,6 +7,7 @@
 #include <set>
 
 #include "bench/bench_internal.h"
+#include "model/hub_dataset_layout.h"
 #include "tach/error.h"
 
 namespace tach {
@@ -160,9 +161,16 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
                   "header", "sample_sizes", "limit"});
       if (d["path"]) c.dataset.path = scalar<std::string>(d["path"], p + "dataset.path");
       if (d["local_path"]) c.dataset.path = scalar<std::string>(d["local_path"], p + "dataset.local_path");
-      check(!d["hf_name"] || !c.dataset.path.empty(),
-            p + "dataset.hf_name: tach reads datasets from files and does not download; give dataset.path "
-                "(or local_path) to a CSV, TSV, JSONL or JSON file");
+      // hf_name (glue/sst2, ORG/NAME[/CONFIG]) is read from the Hub's files, through the cache, when
+      // no local path is given; a local path, when given, is what is read.
+      if (d["hf_name"] && c.dataset.path.empty()) {
+        const std::string name = scalar<std::string>(d["hf_name"], p + "dataset.hf_name");
+        const auto spec = model::named_dataset_spec(name, true);
+        check(spec.has_value(), p + "dataset.hf_name: '" + name +
+                                    "' is not a Hub dataset name (ORG/NAME, ORG/NAME/CONFIG, a canonical name such as "
+                                    "glue/sst2, or hf://datasets/...)");
+        c.dataset.path = *spec;
+      }
       if (d["format"]) c.dataset.format = scalar<std::string>(d["format"], p + "dataset.format");
       if (d["text_column"]) c.dataset.text_column = scalar<std::string>(d["text_column"], p + "dataset.text_column");
       if (d["text_pair_column"])

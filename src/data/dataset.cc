@@ -8,6 +8,7 @@
 #include "data/records.h"
 #include "tach/dataset.h"
 #include "model/hub.h"
+#include "model/hub_dataset_layout.h"
 #include "tach/error.h"
 
 namespace tach {
@@ -26,8 +27,8 @@ std::string read_file(const std::string& path) {
 
 std::string detect_format(const std::string& path, const std::string& format) {
   if (format != "auto") {
-    check(format == "csv" || format == "tsv" || format == "jsonl" || format == "json",
-          "dataset format '" + format + "' is not one of auto, csv, tsv, jsonl, json");
+    check(format == "csv" || format == "tsv" || format == "jsonl" || format == "json" || format == "parquet",
+          "dataset format '" + format + "' is not one of auto, csv, tsv, jsonl, json, parquet");
     return format;
   }
   std::string ext = std::filesystem::path(path).extension().string();
@@ -36,8 +37,9 @@ std::string detect_format(const std::string& path, const std::string& format) {
   if (ext == ".tsv" || ext == ".tab") return "tsv";
   if (ext == ".jsonl" || ext == ".ndjson") return "jsonl";
   if (ext == ".json") return "json";
+  if (ext == ".parquet" || ext == ".pq") return "parquet";
   throw Error("dataset " + path + ": cannot tell the format from the extension '" + ext +
-              "'; say it with --dataset-format csv|tsv|jsonl|json");
+              "'; say it with --dataset-format csv|tsv|jsonl|json|parquet");
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -50,43 +52,82 @@ size_t column_index(const data::Records& r, const std::string& name, const std::
   for (size_t i = 0; i < r.columns.size(); ++i)
     if (r.columns[i] == name) return i;
   throw Error("dataset " + path + ": no " + role + " column '" + name + "'; the columns are " + joined(r.columns) +
+              (r.skipped_columns.empty() ? std::string()
+                                         : " (nested columns, not read: " + joined(r.skipped_columns) + ")") +
               " (choose with --" + role + "-column; files without a header number their columns from 0)");
+}
+
+// The file's records by its format.
+data::Records read_records(const std::string& path, const std::string& format, const DatasetOptions& options) {
+  const std::string bytes = read_file(path);
+  if (format == "csv" || format == "tsv")
+    return data::read_delimited(path, bytes, format == "csv" ? ',' : '\t', options.header, options.text_column);
+  if (format == "jsonl") return data::read_jsonl(path, bytes);
+  if (format == "parquet") return data::read_parquet(path, bytes);
+  return data::read_json_splits(path, bytes, options.split);
+}
+
+// What options.path names, read: a local file; or a Hub dataset (hf://datasets/..., or a name
+// such as glue/sst2) whose split may be several shards, read in order as one table. `shown` is
+// how errors and reports name it.
+data::Records load(const DatasetOptions& options, std::string& shown, std::string& format) {
+  check(!options.path.empty(), "no dataset path given");
+  std::error_code ec;
+  const auto spec = std::filesystem::exists(options.path, ec) ? std::nullopt : model::named_dataset_spec(options.path, false);
+  if (!spec) {
+    shown = options.path;
+    format = detect_format(options.path, options.format);
+    return read_records(options.path, format, options);
+  }
+  const std::vector<std::string> files =
+      model::hub_dataset_files(*spec, options.split, model::HubSettings::from_environment());
+  shown = options.path + (options.path == *spec ? "" : " (" + *spec + ")") +
+          (files.size() == 1 ? " (" + files.front() + ")" : " (" + std::to_string(files.size()) + " files)");
+  data::Records all;
+  for (const auto& f : files) {
+    format = detect_format(f, options.format);
+    data::Records r = read_records(f, format, options);
+    check(all.columns.empty() || r.columns == all.columns, "dataset " + f + ": its columns differ from the split's first file's");
+    const int64_t before = int64_t(all.rows.size());
+    if (all.columns.empty()) all = std::move(r);
+    else {
+      for (auto& row : r.rows) all.rows.push_back(std::move(row));
+      for (int64_t n : r.row_numbers) all.row_numbers.push_back(before + n);
+    }
+  }
+  return all;
 }
 
 }  // namespace
 
+DatasetTable read_dataset_table(const DatasetOptions& options) {
+  DatasetTable t;
+  data::Records r = load(options, t.path, t.format);
+  t.split = r.split;
+  t.columns = std::move(r.columns);
+  t.skipped_columns = std::move(r.skipped_columns);
+  t.rows = std::move(r.rows);
+  t.class_names = std::move(r.class_names);
+  return t;
+}
+
 Dataset read_dataset(const DatasetOptions& options) {
-  check(!options.path.empty(), "no dataset path given");
-  if (model::is_hub_dataset_spec(options.path)) {  // hf://datasets/ORG/NAME[@REV][/PATH]: the Hub's cache
-    DatasetOptions local = options;
-    local.path = model::hub_dataset_file(options.path, model::HubSettings::from_environment());
-    Dataset d = read_dataset(local);
-    d.path = options.path + " (" + local.path + ")";
-    return d;
-  }
-  const std::string bytes = read_file(options.path);
   Dataset d;
-  d.path = options.path;
-  d.format = detect_format(options.path, options.format);
-  data::Records r;
-  if (d.format == "csv" || d.format == "tsv")
-    r = data::read_delimited(options.path, bytes, d.format == "csv" ? ',' : '\t', options.header, options.text_column);
-  else if (d.format == "jsonl")
-    r = data::read_jsonl(options.path, bytes);
-  else
-    r = data::read_json_splits(options.path, bytes, options.split);
+  data::Records r = load(options, d.path, d.format);
   d.split = r.split;
   d.columns = r.columns;
-  const std::string where = options.path + (r.split.empty() ? "" : " (split '" + r.split + "')");
+  const std::string where = d.path + (r.split.empty() ? "" : " (split '" + r.split + "')");
   check(!r.rows.empty(), "dataset " + where + " is empty: no records to read");
 
   // JSON [text, label] pairs have no names: the text is first, the label second.
   const bool pairs = d.format == "json" && r.columns == std::vector<std::string>{"0", "1"};
-  const size_t text_col = pairs ? 0 : column_index(r, options.text_column, "text", options.path);
+  const size_t text_col = pairs ? 0 : column_index(r, options.text_column, "text", d.path);
   const bool has_label = pairs || !options.label_column.empty();  // texts only (tach embed) when empty
-  const size_t label_col = pairs ? 1 : has_label ? column_index(r, options.label_column, "label", options.path) : 0;
+  const size_t label_col = pairs ? 1 : has_label ? column_index(r, options.label_column, "label", d.path) : 0;
   const bool has_pair = !options.text_pair_column.empty();
   const size_t pair_col = has_pair ? column_index(r, options.text_pair_column, "text-pair", options.path) : 0;
+  if (has_label && !pairs)
+    if (const auto it = r.class_names.find(r.columns[label_col]); it != r.class_names.end()) d.label_names = it->second;
   d.examples.reserve(r.rows.size());
   for (size_t i = 0; i < r.rows.size(); ++i) {
     auto& row = r.rows[i];

@@ -2,6 +2,7 @@
 // CSV/TSV rows, JSONL objects and JSON split lists.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@ struct Records {
   std::vector<std::vector<std::string>> rows;  // one value per column ("" when absent)
   std::vector<int64_t> row_numbers;          // 1-based record number in the file, per row
   std::string split;                         // JSON split files
+  std::vector<std::string> skipped_columns;  // Parquet: nested columns (lists, structs), not read
+  std::map<std::string, std::vector<std::string>> class_names;  // Parquet from `datasets`: ClassLabel names per column
 };
 
 // CSV (RFC 4180: quoted fields, "" escapes, multi-line fields) with `delimiter`; a UTF-8 BOM is
@@ -22,6 +25,11 @@ Records read_delimited(const std::string& path, const std::string& bytes, char d
 
 // One JSON object per line; columns are the union of keys in order of first appearance.
 Records read_jsonl(const std::string& path, const std::string& bytes);
+
+// A Parquet file's flat columns (strings, integers, floats, booleans; plain, dictionary, RLE and
+// delta encodings; snappy, gzip, zstd or no compression), nulls as "", and the ClassLabel names
+// that `datasets` records in the footer's metadata.
+Records read_parquet(const std::string& path, const std::string& bytes);
 
 // A JSON object of splits. Each split is a list of [text, label] pairs (CLINC150) or of objects.
 Records read_json_splits(const std::string& path, const std::string& bytes, const std::string& split);

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "model/checkpoint.h"
+#include "model/hub_dataset_layout.h"
 #include "model/hub_files.h"
 #include "model/hub_http.h"
 #include "tach/error.h"
@@ -447,13 +448,14 @@ std::string hub_download_model(const HubRepo& repo, const HubSettings& s) {
 
 bool is_hub_dataset_spec(const std::string& spec) { return spec.rfind("hf://datasets/", 0) == 0; }
 
-std::string hub_dataset_file(const std::string& spec, const HubSettings& s) {
+std::vector<std::string> hub_dataset_files(const std::string& spec, const std::string& split, const HubSettings& s) {
   check(is_hub_dataset_spec(spec), spec + ": not an hf://datasets/ORG/NAME[@REV][/PATH] name");
   const std::string rest = spec.substr(std::string("hf://datasets/").size());
   const auto slash1 = rest.find('/');
   check(slash1 != std::string::npos && slash1 > 0, spec + ": expected hf://datasets/ORG/NAME[@REV][/PATH]");
   const auto slash2 = rest.find('/', slash1 + 1);
   std::string name = rest.substr(0, slash2), path = slash2 == std::string::npos ? "" : rest.substr(slash2 + 1);
+  while (!path.empty() && path.back() == '/') path.pop_back();
   HubRepo repo;
   repo.type = "dataset";
   if (const auto at = name.find('@'); at != std::string::npos) {
@@ -462,53 +464,43 @@ std::string hub_dataset_file(const std::string& spec, const HubSettings& s) {
   }
   repo.id = name;
   check(!repo.id.empty() && !repo.revision.empty(), spec + ": expected hf://datasets/ORG/NAME[@REV][/PATH]");
-  auto readable = [](const std::string& p) {
-    for (const char* ext : {".csv", ".tsv", ".json", ".jsonl"})
-      if (p.size() > std::strlen(ext) && p.compare(p.size() - std::strlen(ext), std::strlen(ext), ext) == 0) return true;
-    return false;
-  };
   const fs::path storage = fs::path(s.cache_dir) / repo.folder();
-  if (s.offline) {  // the cache only: the ref's snapshot, and the file in it
+  // PATH is a file (taken whatever its split), or a configuration's folder (its split's files).
+  auto choose = [&](const std::vector<std::string>& listed) {
+    if (!path.empty() && std::find(listed.begin(), listed.end(), path) != listed.end()) {
+      check(is_dataset_data_file(path), spec + ": tach reads CSV, TSV, JSON, JSONL and Parquet datasets");
+      return std::vector<std::string>{path};
+    }
+    return choose_split_files(listed, path, split, spec);
+  };
+  if (s.offline) {  // the cache only: the ref's snapshot, and the files in it
     std::string commit = is_commit(repo.revision) ? repo.revision : "";
     if (commit.empty() && fs::is_regular_file(storage / "refs" / repo.revision))
       commit = trim(read_file_text(storage / "refs" / repo.revision));
-    check(!commit.empty() && !path.empty() && fs::exists(storage / "snapshots" / commit / path),
+    const fs::path snapshot = storage / "snapshots" / commit;
+    check(!commit.empty() && fs::is_directory(snapshot),
           spec + ": HF_HUB_OFFLINE is set, so the Hub is not contacted, and the cache (" + s.cache_dir +
-              ") does not hold " + (path.empty() ? "it (name the file: hf://datasets/ORG/NAME/PATH)" : path));
-    return (storage / "snapshots" / commit / path).string();
+              ") holds no snapshot of " + repo.id + "@" + repo.revision + " (fetch it once online: tach download " + spec + ")");
+    std::vector<std::string> cached;
+    for (const auto& e : fs::recursive_directory_iterator(snapshot))
+      if (!e.is_directory()) cached.push_back(e.path().lexically_relative(snapshot).generic_string());  // links to blobs: not resolved
+    std::vector<std::string> out;
+    for (const auto& f : choose(cached)) out.push_back((snapshot / f).string());
+    return out;
   }
   const HubRevision rev = hub_list_files(repo, s);
-  const HubFile* chosen = nullptr;
-  if (path.empty()) {
-    std::vector<const HubFile*> candidates;
-    std::string parquet;
-    for (const auto& f : rev.files) {
-      if (readable(f.path)) candidates.push_back(&f);
-      if (f.path.size() > 8 && f.path.compare(f.path.size() - 8, 8, ".parquet") == 0) parquet += " " + f.path;
-    }
-    if (candidates.size() != 1) {
-      std::string listed;
-      for (const auto* f : candidates) listed += " " + f->path;
-      throw Error(spec + ": " +
-                  (candidates.empty() ? "holds no CSV, TSV, JSON or JSONL file" +
-                                            (parquet.empty() ? std::string() : " (only Parquet:" + parquet +
-                                                                                   "; Debian 12 packages no Parquet "
-                                                                                   "reader, see docs/formats.md)")
-                                      : "holds several data files; name one: hf://datasets/" + repo.id + "/PATH, PATH "
-                                        "one of" + listed));
-    }
-    chosen = candidates.front();
-  } else {
-    chosen = find_file(rev, path);
-    check(chosen != nullptr, repo.describe() + ": file '" + path + "' not found in commit " + rev.commit);
-    check(readable(path), spec + ": tach reads CSV, TSV, JSON and JSONL datasets" +
-                              std::string(path.size() > 8 && path.compare(path.size() - 8, 8, ".parquet") == 0
-                                              ? "; Debian 12 packages no Parquet reader (see docs/formats.md)"
-                                              : ""));
-  }
-  const std::string local = hub_download_file(repo, rev.commit, *chosen, s);
+  std::vector<std::string> listed;
+  for (const auto& f : rev.files) listed.push_back(f.path);
+  std::vector<std::string> out;
+  for (const auto& f : choose(listed)) out.push_back(hub_download_file(repo, rev.commit, *find_file(rev, f), s));
   if (repo.revision != rev.commit) write_small_file_atomically((storage / "refs" / repo.revision).string(), rev.commit);
-  return local;
+  return out;
+}
+
+std::string hub_dataset_file(const std::string& spec, const HubSettings& s) {
+  const std::vector<std::string> files = hub_dataset_files(spec, "", s);
+  check(files.size() == 1, spec + ": its split is in " + std::to_string(files.size()) + " files; read it with read_dataset");
+  return files.front();
 }
 
 }  // namespace tach::model

@@ -65,10 +65,13 @@ std::string hub_download_model(const HubRepo& repo, const HubSettings& settings)
 // A cached snapshot of the repo that holds what tach needs (config.json and the weights), or "".
 std::string hub_cached_model(const HubRepo& repo, const HubSettings& settings, std::string* commit = nullptr);
 
-// "hf://datasets/ORG/NAME[@REV][/PATH]": a CSV, TSV, JSON or JSONL file of a dataset repository,
-// downloaded (or found in the cache, offline) through the same path; without PATH the repository
-// must hold exactly one such file. Parquet is refused with the reason (see docs/formats.md).
+// "hf://datasets/ORG/NAME[@REV][/PATH]": the data files (CSV, TSV, JSON, JSONL, Parquet) of a
+// dataset repository, downloaded (or found in the cache, offline: the snapshot's files are listed
+// from disk) through the same path. PATH names a file, or a configuration's folder; otherwise the
+// files of `split` (model/hub_dataset_layout.h), shards in order. Returns the local paths.
 bool is_hub_dataset_spec(const std::string& spec);
+std::vector<std::string> hub_dataset_files(const std::string& spec, const std::string& split, const HubSettings& settings);
+// The one file a spec names (tach download): an error when its split has several shards.
 std::string hub_dataset_file(const std::string& spec, const HubSettings& settings);
 
 }  // namespace tach::model

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "bench/bench_internal.h"
 #include "report/pptx_parts.h"
 #include "tach/error.h"
 #include "tach/report.h"
@@ -32,15 +32,6 @@ std::string read_bytes(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // The largest box of the image's aspect inside `area`, centred horizontally when `centre`.
@@ -97,7 +88,7 @@ int write_report_pptx(const RunReport& report, const std::vector<WrittenImage>& 
   const int n = int(slides.size());
   parts.emplace_back("[Content_Types].xml", px::content_types(n));
   parts.emplace_back("_rels/.rels", px::package_rels());
-  parts.emplace_back("docProps/core.xml", px::core_properties(report.title, utc_now()));
+  parts.emplace_back("docProps/core.xml", px::core_properties(report.title, bench::utc_now_iso()));
   parts.emplace_back("docProps/app.xml", px::app_properties(n));
   parts.emplace_back("ppt/presentation.xml", px::presentation_xml(n));
   parts.emplace_back("ppt/_rels/presentation.xml.rels", px::presentation_rels(n));

@@ -139,6 +139,9 @@ std::vector<std::string> labels_from_data(const Dataset& dataset, bool multi_lab
     max_id = std::max(max_id, v);
   }
   std::vector<std::string> labels;
+  // A ClassLabel feature's names (a Parquet dataset from the Hub) name the ids they cover.
+  if (all_ints && !multi_label && !dataset.label_names.empty() && max_id < int64_t(dataset.label_names.size()))
+    return dataset.label_names;
   if (all_ints && max_id < 10000) {
     for (int64_t i = 0; i <= std::max<int64_t>(max_id, 1); ++i) labels.push_back("LABEL_" + std::to_string(i));
     return labels;

@@ -155,7 +155,7 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   }
 
   // The dataset, for accuracy and dataset input.
-  on(sub->add_option("-d,--dataset", v.dataset.path, "Labelled dataset: .csv, .tsv, .jsonl, or .json with splits"),
+  on(sub->add_option("-d,--dataset", v.dataset.path, "Labelled dataset: .csv, .tsv, .jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2, hf://datasets/ORG/NAME[/CONFIG]; Parquet splits through the cache)"),
      [&v](BenchConfig& c) { c.dataset.path = v.dataset.path; });
   on(sub->add_option("--dataset-format", v.dataset.format, "auto (from the extension), csv, tsv, jsonl, json")
          ->check(CLI::IsMember({"auto", "csv", "tsv", "jsonl", "json"})),
@@ -168,7 +168,7 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   on(sub->add_option("--label-column", v.dataset.label_column,
                      "Label column or key; labels match the model's id2label names, or integer ids (default label)"),
      [&v](BenchConfig& c) { c.dataset.label_column = v.dataset.label_column; });
-  on(sub->add_option("--split", v.dataset.split, "Split of a JSON split file (default test)"),
+  on(sub->add_option("--split", v.dataset.split, "Split of a JSON split file (default test) or of a Hub dataset (validation, test, ...)"),
      [&v](BenchConfig& c) { c.dataset.split = v.dataset.split; });
   on(sub->add_option("--header", v.dataset.header, "CSV/TSV header: auto, yes, no (default auto)")
          ->check(CLI::IsMember({"auto", "yes", "no"})),

@@ -41,12 +41,13 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// A dataset file (.csv, .tsv, .jsonl, .json) gives its text column; anything else (or "-",
+// A dataset file (.csv, .tsv, .jsonl, .json, .parquet) gives its text column; anything else (or "-",
 // standard input) is one text per line, an empty line an empty text.
 std::vector<std::string> read_texts_file(const EmbedCliOptions& opt) {
   std::vector<std::string> out;
   const std::string& p = opt.file;
-  if (p != "-" && (has_suffix(p, ".csv") || has_suffix(p, ".tsv") || has_suffix(p, ".jsonl") || has_suffix(p, ".json"))) {
+  if (p != "-" && (has_suffix(p, ".csv") || has_suffix(p, ".tsv") || has_suffix(p, ".jsonl") || has_suffix(p, ".json") ||
+                   has_suffix(p, ".parquet"))) {
     DatasetOptions d;
     d.path = p;
     d.text_column = opt.text_column;

@@ -93,12 +93,12 @@ Command add_train_command(CLI::App& app) {
                                                "given here override it");
   sub->add_option("-m,--model", o->model, "preset:NAME, a model directory, or ORG/NAME from the hub cache");
   sub->add_option("-k,--tokenizer", o->tokenizer, "Tokenizer file or directory (default: the model's directory)");
-  sub->add_option("-d,--dataset", o->data.path, "Training data: .csv, .tsv, .jsonl, or .json with splits");
+  sub->add_option("-d,--dataset", o->data.path, "Training data: .csv, .tsv, .jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2, hf://datasets/ORG/NAME[/CONFIG]; Parquet splits through the cache)");
   sub->add_option("--dataset-format", o->data.format, "auto (from the extension), csv, tsv, jsonl, json");
   sub->add_option("--text-column", o->data.text_column, "Text column or key (default text)");
   sub->add_option("--text-pair-column", o->data.text_pair_column, "Second text column, for sentence pairs");
   sub->add_option("--label-column", o->data.label_column, "Label column or key (default label)");
-  sub->add_option("--split", o->data.split, "Split of a JSON split file for training (default train)");
+  sub->add_option("--split", o->data.split, "Split of a JSON split file or a Hub dataset for training (default train)");
   sub->add_option("--header", o->data.header, "CSV/TSV header: auto, yes, no (default auto)");
   sub->add_option("--max-samples", o->max_samples, "Train on the first N examples in file order (default all)");
   sub->add_flag("--shuffle,!--no-shuffle", o->shuffle,
@@ -109,7 +109,7 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--problem-type", o->problem_type,
                   "A new head's problem type: single_label_classification (default), multi_label_classification (each label cell a set: a JSON list or comma-separated names) or regression");
   sub->add_option("--eval-dataset", o->eval_data.path, "Evaluation data (same columns as --dataset)");
-  sub->add_option("--eval-split", o->eval_data.split, "Split of a JSON split file for evaluation");
+  sub->add_option("--eval-split", o->eval_data.split, "Split of a JSON split file or a Hub dataset for evaluation");
   sub->add_option("--eval-every", o->eval_every, "Evaluate every N optimizer steps (default 0: at each epoch's end)");
   sub->add_option("--eval-max-length", o->eval_max_length, "Truncation for evaluation (default: --max-length)");
   sub->add_option("--epochs", o->epochs, "Epochs (default 3)");

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
       tach::cli::add_train_command(app),
       tach::cli::add_merge_command(app),
       tach::cli::add_download_command(app),
+      tach::cli::add_dataset_command(app),
       tach::cli::add_compare_command(app),
       tach::cli::add_report_command(app),
       tach::cli::add_manifest_command(app),
