@@ -374,6 +374,10 @@ TEST(Hub, NamedParquetDatasetsReadTheirSplitFromTheHubsFilesThenFromTheCacheOffl
   d.path = "glue";
   d.split = "validation";
   EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("is in several configurations (cola, sst2)"), std::string::npos);
+  // tach download glue/sst2 --split train: both shards, in order.
+  const auto shards = download_dataset_files("glue/sst2", "train");
+  ASSERT_EQ(shards.size(), 2u);
+  EXPECT_NE(shards[0].find("sst2/train-00000-of-00002.parquet"), std::string::npos) << shards[0];
   // Offline, the cached snapshot's files answer without a request.
   ::setenv("HF_HUB_OFFLINE", "1", 1);
   const int before = int(hub.requests().size());

@@ -132,9 +132,10 @@ std::vector<std::string> preset_names();
 // asking) and fetches what tach reads into the cache, as huggingface_hub lays it out; returns
 // the snapshot directory. HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE/HF_HOME, HF_HUB_OFFLINE apply.
 std::string download_model(const std::string& hub_id);
-// A dataset file: hf://datasets/ORG/NAME[@REV][/PATH] → the cached file (read_dataset takes the
-// same names directly).
-std::string download_dataset_file(const std::string& spec);
+// A Hub dataset's files: hf://datasets/ORG/NAME[@REV][/PATH] (or a name such as glue/sst2) → the
+// cached files of PATH, or of `split` (its shards in order), so that offline runs find them.
+// read_dataset takes the same names directly.
+std::vector<std::string> download_dataset_files(const std::string& spec, const std::string& split);
 
 // Turns logits into scores as the problem type says: softmax (single label), sigmoid (multi
 // label), identity (regression). logits: [B, L]  returns [B, L]

@@ -480,7 +480,8 @@ std::vector<std::string> hub_dataset_files(const std::string& spec, const std::s
     const fs::path snapshot = storage / "snapshots" / commit;
     check(!commit.empty() && fs::is_directory(snapshot),
           spec + ": HF_HUB_OFFLINE is set, so the Hub is not contacted, and the cache (" + s.cache_dir +
-              ") holds no snapshot of " + repo.id + "@" + repo.revision + " (fetch it once online: tach download " + spec + ")");
+              ") holds no snapshot of " + repo.id + "@" + repo.revision + " (fetch it once online: tach download " + spec +
+                  (split.empty() ? "" : " --split " + split) + ")");
     std::vector<std::string> cached;
     for (const auto& e : fs::recursive_directory_iterator(snapshot))
       if (!e.is_directory()) cached.push_back(e.path().lexically_relative(snapshot).generic_string());  // links to blobs: not resolved
@@ -497,12 +498,6 @@ std::vector<std::string> hub_dataset_files(const std::string& spec, const std::s
   return out;
 }
 
-std::string hub_dataset_file(const std::string& spec, const HubSettings& s) {
-  const std::vector<std::string> files = hub_dataset_files(spec, "", s);
-  check(files.size() == 1, spec + ": its split is in " + std::to_string(files.size()) + " files; read it with read_dataset");
-  return files.front();
-}
-
 }  // namespace tach::model
 
 namespace tach {
@@ -517,8 +512,11 @@ std::string download_model(const std::string& hub_id) {
   return model::hub_download_model(repo, model::HubSettings::from_environment());
 }
 
-std::string download_dataset_file(const std::string& spec) {
-  return model::hub_dataset_file(spec, model::HubSettings::from_environment());
+std::vector<std::string> download_dataset_files(const std::string& spec, const std::string& split) {
+  const auto named = model::named_dataset_spec(spec, true);
+  check(named.has_value(), "'" + spec + "' is not a Hub dataset: expected hf://datasets/ORG/NAME[@REV][/PATH], "
+                                        "ORG/NAME[/CONFIG] or a canonical name such as glue/sst2");
+  return model::hub_dataset_files(*named, split, model::HubSettings::from_environment());
 }
 
 }  // namespace tach

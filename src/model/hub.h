@@ -71,7 +71,6 @@ std::string hub_cached_model(const HubRepo& repo, const HubSettings& settings, s
 // files of `split` (model/hub_dataset_layout.h), shards in order. Returns the local paths.
 bool is_hub_dataset_spec(const std::string& spec);
 std::vector<std::string> hub_dataset_files(const std::string& spec, const std::string& split, const HubSettings& settings);
-// The one file a spec names (tach download): an error when its split has several shards.
-std::string hub_dataset_file(const std::string& spec, const HubSettings& settings);
+
 
 }  // namespace tach::model

@@ -9,13 +9,16 @@ namespace tach::cli {
 namespace {
 
 struct DownloadOptions {
-  std::string what;
+  std::string what, split;
 };
 
 int run_download(const DownloadOptions& opt) {
-  const std::string path = opt.what.rfind("hf://datasets/", 0) == 0 ? download_dataset_file(opt.what)
-                                                                     : download_model(opt.what);
-  std::cout << path << "\n";
+  // A dataset: hf://datasets/..., or a model-like name with --split (glue/sst2 --split validation).
+  if (opt.what.rfind("hf://datasets/", 0) == 0 || !opt.split.empty()) {
+    for (const auto& path : download_dataset_files(opt.what, opt.split)) std::cout << path << "\n";
+    return 0;
+  }
+  std::cout << download_model(opt.what) << "\n";
   return 0;
 }
 
@@ -29,11 +32,14 @@ Command add_download_command(CLI::App& app) {
       "tokenizer and sentence-transformers files; never pickles), asking the Hub for the revision's latest commit; "
       "prints the snapshot directory. Other commands fetch a hub id only when it is not cached");
   sub->add_option("what", opt->what,
-                  "ORG/NAME[@REVISION], or a dataset file hf://datasets/ORG/NAME[@REVISION][/PATH] (CSV, TSV, JSON, "
-                  "JSONL). Environment: HF_ENDPOINT, HF_TOKEN (or the token file, HF_TOKEN_PATH), HF_HUB_CACHE or "
+                  "ORG/NAME[@REVISION], or a dataset hf://datasets/ORG/NAME[@REVISION][/PATH] (a CSV, TSV, JSON, "
+                  "JSONL or Parquet file, or a configuration's folder with --split), or a dataset name with --split "
+                  "(glue/sst2 --split validation). Environment: HF_ENDPOINT, HF_TOKEN (or the token file, HF_TOKEN_PATH), HF_HUB_CACHE or "
                   "HF_HOME, HF_HUB_OFFLINE=1, HF_HUB_DOWNLOAD_TIMEOUT and HF_HUB_ETAG_TIMEOUT (seconds), "
                   "HF_HUB_DISABLE_PROGRESS_BARS=1")
       ->required();
+  sub->add_option("--split", opt->split,
+                  "A dataset's split to fetch (every shard of it), for offline runs: e.g. glue/sst2 --split validation");
   return {sub, [opt] { return run_download(*opt); }};
 }
 
