@@ -66,7 +66,19 @@ TEST(ClassificationMetrics, MatchScikitLearn) {
   EXPECT_DOUBLE_EQ(r2.macro_f1, 1.0);
 }
 
-TEST(BenchConfig, YamlInSeedS0Shape) {
+TEST(BenchConfig, AHubNameAloneIsReadFromTheHub) {
+  // Without a local path, dataset.hf_name names the Hub dataset read (through the cache).
+  const BenchConfig c = bench_config_from_yaml_text("dataset:\n  hf_name: glue/sst2\n  split: validation\n", "c.yaml");
+  EXPECT_EQ(c.dataset.path, "hf://datasets/nyu-mll/glue/sst2");
+  EXPECT_EQ(c.dataset.split, "validation");
+  EXPECT_EQ(bench_config_from_yaml_text("dataset:\n  hf_name: org/name\n", "c.yaml").dataset.path,
+            "hf://datasets/org/name");
+  EXPECT_NE(test::error_of([] { bench_config_from_yaml_text("dataset:\n  hf_name: ../x\n", "c.yaml"); })
+                .find("dataset.hf_name: '../x' is not a Hub dataset name"),
+            std::string::npos);
+}
+
+TEST(BenchConfig, YamlInTheShapeBenchmarkSuitesUse) {
   test::TempDir dir;
   test::write_text(dir.file("c.yaml"), R"(model:
   name: preset:bert-tiny

@@ -65,7 +65,7 @@ TEST(ReportFigures, BookKeepsThePageMarkupAndMakesStandaloneDocuments) {
 }
 
 TEST(ReportFigures, SlideTextIsEscapedAndControlCharactersDropped) {
-  EXPECT_EQ(report::pptx::xml_text("a<b & \"c\"\x01"), "a&lt;b &amp; &quot;c&quot;");
+  EXPECT_EQ(report::pptx::xml_text("a<b & \"c\"\x01'"), "a&lt;b &amp; &quot;c&quot;&#39;");
   const std::string box = report::pptx::text_box(2, "t", {0, 0, 1, 1}, {"x > y"}, 12, false, true);
   EXPECT_NE(box.find("<a:t>x &gt; y</a:t>"), std::string::npos);
   EXPECT_NE(box.find("sz=\"1200\""), std::string::npos);

@@ -304,11 +304,10 @@ std::vector<std::string> ValueReader::decode(int32_t encoding, const uint8_t* da
         check(lengths[i] >= 0, where + ": a negative length");
         c.need(size_t(lengths[i]));
         std::string v;
-        if (!prefixes.empty()) {
-          const std::string& previous = out.empty() ? std::string() : out.back();
-          check(prefixes[i] >= 0 && size_t(prefixes[i]) <= previous.size(),
-                where + ": a prefix longer than the value before it");
-          v = previous.substr(0, size_t(prefixes[i]));
+        if (!prefixes.empty()) {  // the first bytes of the value before, then its own suffix
+          const size_t before = out.empty() ? 0 : out.back().size();
+          check(prefixes[i] >= 0 && size_t(prefixes[i]) <= before, where + ": a prefix longer than the value before it");
+          if (prefixes[i] > 0) v.assign(out.back(), 0, size_t(prefixes[i]));
         }
         v.append(reinterpret_cast<const char*>(c.p + c.at), size_t(lengths[i]));
         c.at += size_t(lengths[i]);

@@ -5,6 +5,8 @@
 
 #include <sstream>
 
+#include "report/svg_chart.h"
+
 namespace tach::report::pptx {
 
 namespace {
@@ -37,19 +39,10 @@ std::string relationship(int id, const std::string& type, const std::string& tar
 }  // namespace
 
 std::string xml_text(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        if (c >= 0x20 || c == '\t') out += char(c);
-    }
-  }
-  return out;
+  std::string allowed;  // XML 1.0 has no control characters but tab, newline and return; a text run takes tab only
+  for (unsigned char c : s)
+    if (c >= 0x20 || c == '\t') allowed += char(c);
+  return escape_html(allowed);  // the same five escapes XML needs
 }
 
 std::string text_box(int id, const std::string& name, const Box& box, const std::vector<std::string>& lines,

@@ -4,13 +4,11 @@
 #include <zip.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "bench/bench_internal.h"
+#include "model/config_fields.h"
 #include "report/pptx_parts.h"
 #include "tach/error.h"
 #include "tach/report.h"
@@ -25,14 +23,6 @@ namespace {
 constexpr int64_t kInch = px::kEmuPerInch;
 constexpr size_t kFindingsPerSlide = 14;
 constexpr size_t kAboutLines = 12;
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(bool(in), path + ": cannot read the figure's PNG");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The largest box of the image's aspect inside `area`, centred horizontally when `centre`.
 px::Box fit(const px::Box& area, int width, int height, bool centre) {
@@ -107,7 +97,7 @@ int write_report_pptx(const RunReport& report, const std::vector<WrittenImage>& 
     parts.emplace_back("ppt/slides/slide" + std::to_string(i) + ".xml", slides[size_t(i - 1)]);
     parts.emplace_back("ppt/slides/_rels/slide" + std::to_string(i) + ".xml.rels",
                        px::slide_rels(figure ? "../media/" + image : ""));
-    if (figure) parts.emplace_back("ppt/media/" + image, read_bytes(pngs[size_t(i - 2)].path));
+    if (figure) parts.emplace_back("ppt/media/" + image, model::read_text_file(pngs[size_t(i - 2)].path));
   }
 
   const std::string tmp = path + ".tmp";

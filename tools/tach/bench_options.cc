@@ -157,7 +157,7 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   // The dataset, for accuracy and dataset input.
   on(sub->add_option("-d,--dataset", v.dataset.path, "Labelled dataset: .csv, .tsv, .jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2, hf://datasets/ORG/NAME[/CONFIG]; Parquet splits through the cache)"),
      [&v](BenchConfig& c) { c.dataset.path = v.dataset.path; });
-  on(sub->add_option("--dataset-format", v.dataset.format, "auto (from the extension), csv, tsv, jsonl, json")
+  on(sub->add_option("--dataset-format", v.dataset.format, "auto (from the extension), csv, tsv, jsonl, json, parquet")
          ->check(CLI::IsMember({"auto", "csv", "tsv", "jsonl", "json"})),
      [&v](BenchConfig& c) { c.dataset.format = v.dataset.format; });
   on(sub->add_option("--text-column", v.dataset.text_column,
