@@ -22,7 +22,6 @@ std::vector<float> random_floats(size_t n, unsigned seed) {
   return v;
 }
 
-
 void BM_sgemm(benchmark::State& state, GemmBackend backend) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   auto A = random_floats(size_t(M * K), 1), W = random_floats(size_t(N * K), 2);
@@ -79,13 +78,15 @@ void packing(benchmark::internal::Benchmark* b) {
 
 // DistilBERT-base at batch 1 and 8 (M = 128 and 1024 tokens).
 void small_batch(benchmark::internal::Benchmark* b) {
-  for (int64_t M : {128, 1024}) b->Args({M, 2304, 768, 128})->Args({M, 768, 768, 128})->Args({M, 3072, 768, 128})->Args({M, 768, 3072, 128});
+  for (int64_t M : {128, 1024})
+    b->Args({M, 2304, 768, 128})->Args({M, 768, 768, 128})->Args({M, 3072, 768, 128})->Args({M, 768, 3072, 128});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 // The same layer GEMMs at M = 1024 and 4096 tokens: does a smaller M run faster per FLOP?
 void rows_sweep(benchmark::internal::Benchmark* b) {
-  for (int64_t M : {512, 1024, 2048, 4096}) b->Args({M, 2304, 768, 128})->Args({M, 3072, 768, 128})->Args({M, 768, 3072, 128});
+  for (int64_t M : {512, 1024, 2048, 4096})
+    b->Args({M, 2304, 768, 128})->Args({M, 3072, 768, 128})->Args({M, 768, 3072, 128});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
@@ -107,7 +108,8 @@ BENCHMARK_CAPTURE(BM_sgemm, onednn_small, GemmBackend::onednn)->Apply(small_batc
 BENCHMARK_CAPTURE(BM_packed_linear, packed_small, tach::DType::f32, false, FusedActivation::none)->Apply(small_batch);
 BENCHMARK_CAPTURE(BM_packed_linear, rows_sweep, tach::DType::f32, false, FusedActivation::none)->Apply(rows_sweep);
 BENCHMARK_CAPTURE(BM_packed_linear, packing_rows, tach::DType::f32, false, FusedActivation::none)->Apply(packing);
-BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32_bias, tach::DType::f32, true, FusedActivation::none)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32_bias, tach::DType::f32, true, FusedActivation::none)
+    ->Apply(shapes);
 BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32_bias_gelu, tach::DType::f32, true, FusedActivation::gelu_erf)
     ->Apply(shapes);
 BENCHMARK_CAPTURE(BM_bf16gemm, openblas, GemmBackend::openblas)->Apply(shapes);

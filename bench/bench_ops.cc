@@ -55,9 +55,10 @@ void BM_softmax_rows(benchmark::State& state) {
   tach::Tensor x = random_tensor({rows, n}, 1);
   for (auto _ : state)
     for (int64_t r = 0; r < rows; ++r) tach::cpu::softmax_inplace(x.data<float>() + r * n, n);
-  state.counters["ns/elem"] = benchmark::Counter(double(rows * n), benchmark::Counter::kIsIterationInvariantRate |
-                                                                       benchmark::Counter::kInvert);
-  state.counters["ns/elem"] = benchmark::Counter(state.counters["ns/elem"].value * 1e9, state.counters["ns/elem"].flags);
+  state.counters["ns/elem"] =
+      benchmark::Counter(double(rows * n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["ns/elem"] =
+      benchmark::Counter(state.counters["ns/elem"].value * 1e9, state.counters["ns/elem"].flags);
 }
 }  // namespace
 BENCHMARK(BM_softmax_rows)->Arg(128)->Arg(512)->UseRealTime();

@@ -18,7 +18,8 @@
 int main(int argc, char** argv) {
   using clock = std::chrono::steady_clock;
   if (argc < 3) {
-    std::cerr << "usage: tach_bench_tokenizer TOKENIZER TEXTS.jsonl [--threads T] [--repeat R] [--warmup W] [--no-special]\n";
+    std::cerr
+        << "usage: tach_bench_tokenizer TOKENIZER TEXTS.jsonl [--threads T] [--repeat R] [--warmup W] [--no-special]\n";
     return 2;
   }
   int threads = 1, repeat = 5, warmup = 1;
@@ -55,9 +56,17 @@ int main(int argc, char** argv) {
       for (const auto& e : enc) tokens += e.size();
     }
     const tach::Summary s = tach::summarize(seconds);
-    nlohmann::json j = {{"tokenizer", argv[1]}, {"texts", texts.size()}, {"tokens", tokens}, {"threads", threads},
-                        {"warmup", warmup}, {"repeat", repeat}, {"seconds", seconds}, {"median_s", s.median},
-                        {"min_s", s.min}, {"max_s", s.max}, {"tokens_per_s", double(tokens) / s.median},
+    nlohmann::json j = {{"tokenizer", argv[1]},
+                        {"texts", texts.size()},
+                        {"tokens", tokens},
+                        {"threads", threads},
+                        {"warmup", warmup},
+                        {"repeat", repeat},
+                        {"seconds", seconds},
+                        {"median_s", s.median},
+                        {"min_s", s.min},
+                        {"max_s", s.max},
+                        {"tokens_per_s", double(tokens) / s.median},
                         {"load_s", load_s}};
     std::cout << j.dump() << "\n";
   } catch (const std::exception& e) {

@@ -30,8 +30,8 @@ int main() {
   const auto forward = timer.stats("forward");
   const auto rates = throughput.rates();
   const auto leak = memory.detect_leak(1 << 20);
-  std::cout << "forward: " << forward.count << " calls, median " << forward.p50 * 1e3 << " ms, p95 " << forward.p95 * 1e3
-            << " ms\n"
+  std::cout << "forward: " << forward.count << " calls, median " << forward.p50 * 1e3 << " ms, p95 "
+            << forward.p95 * 1e3 << " ms\n"
             << "throughput (last 20 updates): " << rates.samples_per_s << " samples/s, " << rates.tokens_per_s
             << " tokens/s\n"
             << "memory: " << leak.explanation << "\n";

@@ -186,7 +186,8 @@ void FakeHub::handle(int fd) {
   }
 
   for (const auto& r : repos) {
-    const std::string api = std::string("/api/") + (r.type == "dataset" ? "datasets/" : "models/") + r.id + "/revision/";
+    const std::string api =
+        std::string("/api/") + (r.type == "dataset" ? "datasets/" : "models/") + r.id + "/revision/";
     const std::string resolve = (r.type == "dataset" ? "/datasets/" : "/") + r.id + "/resolve/";
     if (path.rfind(api, 0) == 0) {
       if (!authorized(r)) return reply(401, {"X-Error-Code: GatedRepo"}, "{\"error\": \"gated\"}");
@@ -211,9 +212,10 @@ void FakeHub::handle(int fd) {
       const std::string& b = it->second;
       if (lfs(b)) {
         const std::string sha = model::sha256_of_bytes(b);
-        return reply(302, {"X-Repo-Commit: " + r.commit, "X-Linked-Etag: \"" + sha + "\"",
-                           "X-Linked-Size: " + std::to_string(b.size()), "ETag: \"" + model::git_blob_sha1_of_bytes(b) + "\"",
-                           "Location: " + endpoint() + "/cdn/" + sha},
+        return reply(302,
+                     {"X-Repo-Commit: " + r.commit, "X-Linked-Etag: \"" + sha + "\"",
+                      "X-Linked-Size: " + std::to_string(b.size()),
+                      "ETag: \"" + model::git_blob_sha1_of_bytes(b) + "\"", "Location: " + endpoint() + "/cdn/" + sha},
                      "");
       }
       std::string body = b;

@@ -13,11 +13,11 @@
 namespace tach::test {
 
 struct FakeRepo {
-  std::string type = "model";  // model | dataset
-  std::string id;              // ORG/NAME
-  std::string commit;          // 40 hex digits
+  std::string type = "model";                // model | dataset
+  std::string id;                            // ORG/NAME
+  std::string commit;                        // 40 hex digits
   std::map<std::string, std::string> files;  // path → bytes; files of 1 KiB or more are served as LFS
-  std::string token;           // non-empty: gated, 401 unless "Authorization: Bearer <token>"
+  std::string token;                         // non-empty: gated, 401 unless "Authorization: Bearer <token>"
 };
 
 class FakeHub {
@@ -28,10 +28,10 @@ class FakeHub {
   void add(const FakeRepo& repo);
 
   // Faults, set before a request.
-  std::atomic<int> drops_left{0};        // the next N file bodies stop after drop_after bytes, connection closed
+  std::atomic<int> drops_left{0};  // the next N file bodies stop after drop_after bytes, connection closed
   std::atomic<int64_t> drop_after{0};
-  std::atomic<int> corrupt_left{0};      // the next N file bodies have one byte changed
-  std::atomic<int> stall_ms{0};          // sleep before each file body
+  std::atomic<int> corrupt_left{0};  // the next N file bodies have one byte changed
+  std::atomic<int> stall_ms{0};      // sleep before each file body
   // What came in: "METHOD PATH" per request, and the Range header of each (or "").
   std::vector<std::string> requests() const;
   std::vector<std::string> ranges() const;

@@ -16,7 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 
-
 TokenBatch batch_of(const json& e) {
   std::vector<std::vector<int32_t>> rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>(), types;
   if (!e["token_type_rows"].is_null()) types = e["token_type_rows"].get<std::vector<std::vector<int32_t>>>();
@@ -44,8 +43,8 @@ void check_encoder_against_transformers(const std::string& dir, const LoadOption
     ASSERT_EQ(logits.size(0), int64_t(want.size()));
     for (size_t r = 0; r < want.size(); ++r) {
       ASSERT_EQ(logits.size(1), int64_t(want[r].size()));
-      const double err = test::max_relative_error(logits.data<float>() + r * want[r].size(), want[r].data(),
-                                                  want[r].size(), kFloor);
+      const double err =
+          test::max_relative_error(logits.data<float>() + r * want[r].size(), want[r].data(), want[r].size(), kFloor);
       EXPECT_LT(err, tolerance) << "row " << r;
     }
   } else {

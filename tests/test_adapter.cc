@@ -106,8 +106,8 @@ INSTANTIATE_TEST_SUITE_P(Peft, AdapterFixture,
 
 // An adapter made for another base model is refused, naming both.
 TEST(Adapter, ForAnotherBaseModelIsRefused) {
-  const std::string err = test::error_of(
-      [&] { load_with(base_dir("bert-cls2-f32"), adapter_dir("distilbert-cls2-f32")); });
+  const std::string err =
+      test::error_of([&] { load_with(base_dir("bert-cls2-f32"), adapter_dir("distilbert-cls2-f32")); });
   EXPECT_NE(err.find("was made for base model"), std::string::npos) << err;
   EXPECT_NE(err.find("does not fit '" + base_dir("bert-cls2-f32") + "'"), std::string::npos) << err;
   const std::string merge_err = test::error_of([&] {
@@ -195,7 +195,7 @@ TEST(Adapter, TrainingContinuesFromAPeftAdapter) {
   o.adapter = adapter_dir("distilbert-cls2-f32");
   o.lora_r = 16;  // replaced by the adapter's 4
   o.max_steps = 1;
-  o.lr = 1e-12;   // the weights barely move: what is saved is the adapter that was read
+  o.lr = 1e-12;  // the weights barely move: what is saved is the adapter that was read
   o.dropout = false;
   o.runs_dir = dir.path();
   o.run_id = "cont";

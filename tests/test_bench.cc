@@ -73,8 +73,9 @@ TEST(BenchConfig, AHubNameAloneIsReadFromTheHub) {
   EXPECT_EQ(c.dataset.split, "validation");
   EXPECT_EQ(bench_config_from_yaml_text("dataset:\n  hf_name: org/name\n", "c.yaml").dataset.path,
             "hf://datasets/org/name");
-  EXPECT_NE(test::error_of([] { bench_config_from_yaml_text("dataset:\n  hf_name: ../x\n", "c.yaml"); })
-                .find("dataset.hf_name: '../x' is not a Hub dataset name"),
+  EXPECT_NE(test::error_of([] {
+              bench_config_from_yaml_text("dataset:\n  hf_name: ../x\n", "c.yaml");
+            }).find("dataset.hf_name: '../x' is not a Hub dataset name"),
             std::string::npos);
 }
 
@@ -112,8 +113,9 @@ profiling:
 TEST(BenchConfig, BadYamlGetsClearErrors) {
   test::TempDir dir;
   test::write_text(dir.file("t.yaml"), "profiling:\n  batch_sizes: [1, many]\n");
-  EXPECT_NE(error_of([&] { bench_config_from_yaml(dir.file("t.yaml")); })
-                .find("profiling.batch_sizes[1]: expected an integer (line 2)"),
+  EXPECT_NE(error_of([&] {
+              bench_config_from_yaml(dir.file("t.yaml"));
+            }).find("profiling.batch_sizes[1]: expected an integer (line 2)"),
             std::string::npos);
   test::write_text(dir.file("k.yaml"), "profiling:\n  batch_size: 4\n");
   EXPECT_NE(error_of([&] { bench_config_from_yaml(dir.file("k.yaml")); }).find("profiling.batch_size: unknown key"),
@@ -270,7 +272,8 @@ TEST(Sweep, DeviceAutoPicksAndSaysWhich) {
 TEST(GpuEnergy, PerRunEnergyBetweenTwoStepsOfTheCounter) {
   int64_t forwards = 0;
   const auto stepping = [&] { return 1000.0 + double(forwards / 10); };
-  const bench::GpuEnergy e = bench::measure_energy_per_run(stepping, [&] { ++forwards; }, 0.02);
+  const bench::GpuEnergy e = bench::measure_energy_per_run(
+      stepping, [&] { ++forwards; }, 0.02);
   ASSERT_GT(e.runs, 0) << e.source;
   EXPECT_EQ(e.runs % 10, 0) << "from one step to another: whole steps of 10 forwards";
   EXPECT_DOUBLE_EQ(e.j_per_run, 0.1);

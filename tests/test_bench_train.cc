@@ -53,14 +53,12 @@ TEST(TrainSweep, EveryPointIsAStepWithItsPhasesFlopsAndMemory) {
     EXPECT_GT(t.optimizer_ms.median, 0);
     EXPECT_GE(t.data_ms.median, 0);
     // The phases fit inside the step.
-    EXPECT_LE(t.forward_ms.median + t.backward_ms.median + t.optimizer_ms.median,
-              p.batch_latency_ms.max * 1.05 + 0.1);
+    EXPECT_LE(t.forward_ms.median + t.backward_ms.median + t.optimizer_ms.median, p.batch_latency_ms.max * 1.05 + 0.1);
     EXPECT_DOUBLE_EQ(p.real_tokens_per_batch, double(p.key.batch * 16));  // synthetic rows are full
     EXPECT_GT(t.model_flops_per_step, 0);
     if (p.key.gradient_checkpointing)
       EXPECT_GT(t.hardware_flops_per_step, t.model_flops_per_step);  // the recomputed layers
-    else
-      EXPECT_DOUBLE_EQ(t.hardware_flops_per_step, t.model_flops_per_step);
+    else EXPECT_DOUBLE_EQ(t.hardware_flops_per_step, t.model_flops_per_step);
     EXPECT_GT(t.mfu, 0);
     EXPECT_LT(t.mfu, 1.5);
     EXPECT_GT(t.gemm_time_share, 0);
@@ -81,7 +79,8 @@ TEST(TrainSweep, EveryPointIsAStepWithItsPhasesFlopsAndMemory) {
   EXPECT_NE(trace.find("linear_backward"), std::string::npos);
   EXPECT_NE(trace.find("recompute"), std::string::npos);
   // LoRA keeps far fewer gradients and moments than full fine-tuning.
-  EXPECT_LT(out.results[4].allocator.at("optimizer_state").peak, out.results[0].allocator.at("optimizer_state").peak / 10);
+  EXPECT_LT(out.results[4].allocator.at("optimizer_state").peak,
+            out.results[0].allocator.at("optimizer_state").peak / 10);
   // The run directory: the config says it is a training sweep, and a resume finds everything done.
   const SweepOutcome again = resume_bench(out.run_dir);
   EXPECT_EQ(again.resumed_points, 8);
@@ -140,7 +139,8 @@ TEST(TrainSweep, ConfigRoundTripsThroughJsonAndYaml) {
   EXPECT_EQ(back.train.gradient_checkpointing, c.train.gradient_checkpointing);
   EXPECT_DOUBLE_EQ(back.train.lr, 1e-4);
   const BenchConfig y = bench_config_from_yaml_text(
-      "training:\n  method: [full, qlora]\n  exec: fused\n  gradient_checkpointing: [false, true]\n  lr: 2e-5\n", "t.yaml");
+      "training:\n  method: [full, qlora]\n  exec: fused\n  gradient_checkpointing: [false, true]\n  lr: 2e-5\n",
+      "t.yaml");
   EXPECT_TRUE(y.train.enabled);
   EXPECT_EQ(y.train.methods, (std::vector<std::string>{"full", "qlora"}));
   EXPECT_EQ(y.train.execs, (std::vector<std::string>{"fused"}));
@@ -211,10 +211,9 @@ TEST(TrainDiagnosis, OverheadBoundCurve) {
 TEST(TrainDiagnosis, APeakThenADeclineWithItsReason) {
   // Throughput: 8 → 100/s, 16 → 160/s, 32 → 200/s (the peak), 64 → 128/s.
   const auto make = [](double eff64, int64_t peak64, int64_t available) {
-    return std::vector<PointResult>{curve_point(8, 80, 0.7, 0.6, 1 << 30, 16LL << 30),
-                                    curve_point(16, 100, 0.7, 0.6, 1 << 30, 16LL << 30),
-                                    curve_point(32, 160, 0.7, 0.6, 2LL << 30, 16LL << 30),
-                                    curve_point(64, 500, eff64, 0.6, peak64, available)};
+    return std::vector<PointResult>{
+        curve_point(8, 80, 0.7, 0.6, 1 << 30, 16LL << 30), curve_point(16, 100, 0.7, 0.6, 1 << 30, 16LL << 30),
+        curve_point(32, 160, 0.7, 0.6, 2LL << 30, 16LL << 30), curve_point(64, 500, eff64, 0.6, peak64, available)};
   };
   {  // the GEMMs fall from 70% to 40% of the ceiling
     const TrainDiagnosis x = only(diagnose_training(make(0.4, 3LL << 30, 16LL << 30), fake_estimate, true));
@@ -275,9 +274,10 @@ std::string write_run(const test::TempDir& root, const std::string& name, const 
 TEST(TrainCompare, WithinOneRunAndAcrossTwo) {
   test::TempDir root;
   // One run with checkpointing off and on: on is 30% slower at both batches.
-  const std::string one = write_run(root, "one", {curve_point(8, 100, 0.6, 0.5, 1, 1), curve_point(16, 180, 0.6, 0.5, 1, 1),
-                                                  curve_point(8, 130, 0.6, 0.5, 1, 1, "eager", true),
-                                                  curve_point(16, 234, 0.6, 0.5, 1, 1, "eager", true)});
+  const std::string one = write_run(
+      root, "one",
+      {curve_point(8, 100, 0.6, 0.5, 1, 1), curve_point(16, 180, 0.6, 0.5, 1, 1),
+       curve_point(8, 130, 0.6, 0.5, 1, 1, "eager", true), curve_point(16, 234, 0.6, 0.5, 1, 1, "eager", true)});
   CompareOptions o;
   o.by = "gradient_checkpointing";
   const RunComparison c = compare_runs({one}, o);

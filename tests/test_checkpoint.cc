@@ -121,10 +121,12 @@ TEST(Checkpoint, ShardedIndex) {
 TEST(Checkpoint, ShardedIndexDisagreements) {
   test::TempDir dir;
   test::write_file(dir.file("s1.safetensors"), test::safetensors_bytes({{"a", "F32", {2}, {}}}));
-  test::write_text(dir.file("model.safetensors.index.json"), R"({"weight_map":{"a":"s1.safetensors","z":"s2.safetensors"}})");
+  test::write_text(dir.file("model.safetensors.index.json"),
+                   R"({"weight_map":{"a":"s1.safetensors","z":"s2.safetensors"}})");
   EXPECT_NE(error_of([&] { open_checkpoint_weights(dir.path()); }).find("shard s2.safetensors is missing"),
             std::string::npos);
-  test::write_text(dir.file("model.safetensors.index.json"), R"({"weight_map":{"a":"s1.safetensors","q":"s1.safetensors"}})");
+  test::write_text(dir.file("model.safetensors.index.json"),
+                   R"({"weight_map":{"a":"s1.safetensors","q":"s1.safetensors"}})");
   EXPECT_NE(error_of([&] { open_checkpoint_weights(dir.path()); }).find("'q' is listed"), std::string::npos);
   test::write_text(dir.file("model.safetensors.index.json"), R"({"weight_map":{"a":"../etc/passwd"}})");
   EXPECT_NE(error_of([&] { open_checkpoint_weights(dir.path()); }).find("not a file in the model directory"),
@@ -138,7 +140,8 @@ TEST(Load, ShapeDisagreeingWithConfigNamesBoth) {
   const std::string m = copy_fixture(dir, "bert-cls2-f32");
   // Claim three labels while the checkpoint's classifier has two.
   std::string cfg = test::read_text(m + "/config.json");
-  cfg.replace(cfg.find("\"model_type\""), 0, "\"num_labels\": 3, \"id2label\": {\"0\":\"a\",\"1\":\"b\",\"2\":\"c\"}, ");
+  cfg.replace(cfg.find("\"model_type\""), 0,
+              "\"num_labels\": 3, \"id2label\": {\"0\":\"a\",\"1\":\"b\",\"2\":\"c\"}, ");
   test::write_text(m + "/config.json", cfg);
   const std::string err = error_of([&] { load_model(m); });
   EXPECT_NE(err.find("tensor 'classifier.weight' has shape [2, 16]"), std::string::npos) << err;
@@ -199,12 +202,16 @@ TEST(Load, PresetsAreDeterministic) {
 
 TEST(Load, BadBatchesAreClearErrors) {
   auto m = load_model("preset:bert-tiny");
-  EXPECT_NE(error_of([&] { m->classify(TokenBatch::from_rows({{101, 40000}}, 0)); }).find("input_ids[0][1] = 40000"),
+  EXPECT_NE(error_of([&] {
+              m->classify(TokenBatch::from_rows({{101, 40000}}, 0));
+            }).find("input_ids[0][1] = 40000"),
             std::string::npos);
   std::vector<int32_t> long_row(513, 1000);
   EXPECT_NE(error_of([&] { m->classify(TokenBatch::from_rows({long_row}, 0)); }).find("exceeds the model's 512"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { m->classify(TokenBatch::from_rows({{101, 5}}, 0, {{0, 2}})); }).find("token types"),
+  EXPECT_NE(error_of([&] {
+              m->classify(TokenBatch::from_rows({{101, 5}}, 0, {{0, 2}}));
+            }).find("token types"),
             std::string::npos);
   EXPECT_NE(error_of([&] { load_model("preset:bert-tiny", {.device = Device::cuda(0)}); }).find("cuda:0"),
             std::string::npos);

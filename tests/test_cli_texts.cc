@@ -59,9 +59,18 @@ std::string tiny_tokenizer() { return test::fixtures_dir() + "/tokenizers/tiny-w
 
 // Texts that a naive parser mangles. Invalid UTF-8 last: JSON shows it with U+FFFD, so it is
 // compared through its ids and offsets instead of its echo.
-const std::vector<std::string> kValidTexts = {
-    "[CLS] [SEP] [MASK] [PAD] [UNK]", "[a,b]", "a,b", "[]", "[x]", "-x", "--y=1", "\"quoted\" 'single'",
-    "line one\nline two", "[hello, world]", "-k[a,b]", "--text=[a,b]"};
+const std::vector<std::string> kValidTexts = {"[CLS] [SEP] [MASK] [PAD] [UNK]",
+                                              "[a,b]",
+                                              "a,b",
+                                              "[]",
+                                              "[x]",
+                                              "-x",
+                                              "--y=1",
+                                              "\"quoted\" 'single'",
+                                              "line one\nline two",
+                                              "[hello, world]",
+                                              "-k[a,b]",
+                                              "--text=[a,b]"};
 const std::string kInvalidUtf8 = std::string("\xff\xfe [a] \xc3", 7);
 
 nlohmann::json tokenize_json(const std::vector<std::string>& extra, const std::string& input = "") {
@@ -81,8 +90,8 @@ TEST(CliTexts, TokenizePositionalsArriveByteForByte) {
 }
 
 TEST(CliTexts, TokenizeTextFlagAndEqualsForm) {
-  const auto j = tokenize_json({"--text", "[CLS] x [SEP]", "--text=-leading dash", "--text", "[a,b]",
-                                "--text=[CLS] y, z [SEP]"});
+  const auto j =
+      tokenize_json({"--text", "[CLS] x [SEP]", "--text=-leading dash", "--text", "[a,b]", "--text=[CLS] y, z [SEP]"});
   ASSERT_EQ(j.size(), 4u);
   EXPECT_EQ(j[3]["text"], "[CLS] y, z [SEP]");
   EXPECT_EQ(j[0]["text"], "[CLS] x [SEP]");
@@ -108,8 +117,7 @@ TEST(CliTexts, FileAndStandardInputKeepEveryByte) {
   const std::string bytes(kBytes, sizeof kBytes - 1);
   test::TempDir dir;
   test::write_text(dir.file("texts.txt"), bytes);
-  const std::vector<std::string> want = {"first [a,b]", std::string("with\0nul", 8), "", "last\r",
-                                         "no newline at end"};
+  const std::vector<std::string> want = {"first [a,b]", std::string("with\0nul", 8), "", "last\r", "no newline at end"};
   for (const auto& j : {tokenize_json({"--file", dir.file("texts.txt")}), tokenize_json({"-"}, bytes),
                         tokenize_json({"--file", "-"}, bytes)}) {
     ASSERT_EQ(j.size(), want.size());
@@ -118,8 +126,8 @@ TEST(CliTexts, FileAndStandardInputKeepEveryByte) {
 }
 
 TEST(CliTexts, ClassifyTextEchoesAndTokenizesAsTokenize) {
-  std::vector<std::string> args{"classify", "--model", "preset:bert-tiny", "-k", tiny_tokenizer(), "--repeat", "1",
-                                "--warmup", "0", "--json"};
+  std::vector<std::string> args{"classify", "--model", "preset:bert-tiny", "-k", tiny_tokenizer(),
+                                "--repeat", "1",       "--warmup",         "0",  "--json"};
   for (const auto& t : kValidTexts) {
     args.push_back("--text=" + t);  // the = form: a text may start with '-'
   }
@@ -147,9 +155,12 @@ TEST(CliTexts, GenerateTextPromptsAreTheTokenizersIds) {
 }
 
 TEST(CliExitStatus, UsageErrorsExitWithTwo) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"tokenize", "--no-such-flag"}, {"bench", "--batch-size", "4"}, {"no-such-command"},
-        {"classify", "--repeat", "many"}, {"generate", "-n"}, {}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"tokenize", "--no-such-flag"},
+                                               {"bench", "--batch-size", "4"},
+                                               {"no-such-command"},
+                                               {"classify", "--repeat", "many"},
+                                               {"generate", "-n"},
+                                               {}}) {
     EXPECT_EQ(run_tach(args).status, 2) << (args.empty() ? "(no arguments)" : args[0]);
   }
   EXPECT_EQ(run_tach({"--help"}).status, 0);

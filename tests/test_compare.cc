@@ -55,8 +55,8 @@ TEST(Compare, VerdictsFollowTheIntervalAndTheThreshold) {
   test::TempDir root;
   const std::string a = write_run(root, "a", {point(1, 10, 0.05, 1), point(8, 40, 0.05, 2), point(32, 150, 0.05, 3)});
   // b1: the same distribution, other draws; b8: 10% slower; b32: 10% faster; b64 only here.
-  const std::string b = write_run(root, "b", {point(1, 10, 0.05, 11), point(8, 44, 0.05, 12), point(32, 135, 0.05, 13),
-                                              point(64, 500, 0.05, 14)});
+  const std::string b = write_run(
+      root, "b", {point(1, 10, 0.05, 11), point(8, 44, 0.05, 12), point(32, 135, 0.05, 13), point(64, 500, 0.05, 14)});
   const RunComparison c = compare_runs({a, b});
   EXPECT_EQ(change_of(c, "cpu/f32/t0/b1/s128").verdict, "within noise");
   const PointChange& slow = change_of(c, "cpu/f32/t0/b8/s128");
@@ -147,7 +147,9 @@ TEST(Compare, OldRunsFailedPointsAndBadInput) {
   EXPECT_NE(change_of(c, "cpu/f32/t0/b1/s128").why.find("no raw latencies"), std::string::npos);
   EXPECT_NE(change_of(c, "cpu/f32/t0/b8/s128").why.find("out of memory"), std::string::npos);
   EXPECT_NE(test::error_of([&] { compare_runs({a}); }).find("two runs or more"), std::string::npos);
-  EXPECT_NE(test::error_of([&] { compare_runs({a, root.path() + "/none"}); }).find("no results.jsonl"),
+  EXPECT_NE(test::error_of([&] {
+              compare_runs({a, root.path() + "/none"});
+            }).find("no results.jsonl"),
             std::string::npos);
   test::write_text(b + "/results.jsonl", "{\"schema\": \"tach.bench.point/2\"}\n");
   EXPECT_NE(test::error_of([&] { compare_runs({a, b}); }).find("results.jsonl:1"), std::string::npos);

@@ -32,7 +32,8 @@ void scaled_copy(const std::string& from, const std::string& to, double factor) 
       for (auto& v : p["batch_latency_samples_ms"]) v = v.get<double>() * factor;
     if (p.contains("batch_latency_ms"))
       for (const char* k : {"median", "mean", "std", "min", "max", "p90", "p95", "p99"})
-        if (p["batch_latency_ms"].contains(k)) p["batch_latency_ms"][k] = p["batch_latency_ms"][k].get<double>() * factor;
+        if (p["batch_latency_ms"].contains(k))
+          p["batch_latency_ms"][k] = p["batch_latency_ms"][k].get<double>() * factor;
     out += p.dump() + "\n";
   }
   test::write_text(to + "/results.jsonl", out);
@@ -45,7 +46,8 @@ TEST(CompareLive, VerdictsOnRealRunsAndWhatNoiseCannotBreak) {
   auto bench = [&](const std::string& id) {
     const std::string cmd = "OMP_NUM_THREADS=2 '" + std::string(tach) +
                             "' bench -m preset:distilbert-base-uncased -b 1,4 -s 32 --runs 25 --warmup 3 "
-                            "--no-progress --runs-dir '" + root.path() + "' --run-id " + id + " > /dev/null 2>&1";
+                            "--no-progress --runs-dir '" +
+                            root.path() + "' --run-id " + id + " > /dev/null 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   };
   bench("a");

@@ -12,9 +12,7 @@ void expect_error(const std::string& json, const std::string& needle) {
   try {
     parse_encoder_config_text(json, "config.json");
     FAIL() << "expected an error containing: " << needle;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); }
 }
 
 TEST(Config, SharedDistilbertSst2) {
@@ -52,7 +50,8 @@ TEST(Config, LabelsFromNumLabels) {
 
 TEST(ConfigMalformed, UnknownModelTypeListsSupported) {
   expect_error(R"({"model_type":"gpt2","vocab_size":10})",
-               "is not one tach builds (bert, distilbert, roberta, xlm-roberta, mpnet, qwen2, llama, mistral, qwen3, gemma3_text, modernbert)");
+               "is not one tach builds (bert, distilbert, roberta, xlm-roberta, mpnet, qwen2, llama, mistral, qwen3, "
+               "gemma3_text, modernbert)");
 }
 
 TEST(ConfigMalformed, UnknownArchitectureListsSupported) {
@@ -68,8 +67,7 @@ TEST(ConfigMalformed, FieldTypesAndRanges) {
   expect_error(R"({"model_type":"bert"})", "missing \"vocab_size\"");
   expect_error(R"({"model_type":"bert","vocab_size":"big"})", "\"vocab_size\" must be an integer");
   expect_error(R"({"model_type":"bert","vocab_size":-4})", "must be a positive integer");
-  expect_error(R"({"model_type":"bert","vocab_size":10,"hidden_size":10,"num_attention_heads":3})",
-               "not divisible");
+  expect_error(R"({"model_type":"bert","vocab_size":10,"hidden_size":10,"num_attention_heads":3})", "not divisible");
   expect_error(R"({"model_type":"bert","vocab_size":10,"layer_norm_eps":2})", "\"layer_norm_eps\" must be in (0, 1)");
   expect_error(R"({"model_type":"bert","vocab_size":10,"hidden_act":"swish"})", "activation \"swish\"");
   expect_error(R"({"model_type":"bert","vocab_size":10,"position_embedding_type":"relative_key"})", "absolute");

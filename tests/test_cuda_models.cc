@@ -35,9 +35,9 @@ class CudaModels : public ::testing::Test {
 };
 
 TEST_F(CudaModels, EncodersMatchTransformersInF32) {
-  for (const char* name : {"bert-cls2-f32", "bert-cls3-f16", "bert-reg1-bf16", "bert-base-model-f32",
-                           "distilbert-cls2-f32", "distilbert-cls3-bf16", "distilbert-cls1-f16",
-                           "distilbert-base-model-f32"})
+  for (const char* name :
+       {"bert-cls2-f32", "bert-cls3-f16", "bert-reg1-bf16", "bert-base-model-f32", "distilbert-cls2-f32",
+        "distilbert-cls3-bf16", "distilbert-cls1-f16", "distilbert-base-model-f32"})
     test::check_encoder_against_transformers(test::fixtures_dir() + "/encoders/" + name, on_gpu(), 1e-4);
 }
 
@@ -70,8 +70,8 @@ TEST_F(CudaModels, Qwen2ClassifierMatchesTransformersRightAndLeftPadded) {
 }
 
 TEST_F(CudaModels, Qwen2LogitsAndGreedyTokensMatchTransformers) {
-  for (const char* name : {"qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16", "qwen2-lm-rope-linear-f32",
-                           "qwen2-lm-rope-dynamic-f32"}) {
+  for (const char* name :
+       {"qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16", "qwen2-lm-rope-linear-f32", "qwen2-lm-rope-dynamic-f32"}) {
     const std::string dir = test::fixtures_dir() + "/decoders/" + name;
     (void)test::check_decoder_lm_against_transformers(*load_model(dir, on_gpu()), dir);
   }

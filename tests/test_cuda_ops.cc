@@ -125,7 +125,8 @@ TEST_F(CudaOps, LayerNormMatchesCpu) {
       Tensor got = on_gpu(with_residual ? res : x);
       layer_norm_forward(got, with_residual ? on_gpu(x) : got, with_residual ? got : Tensor(), on_gpu(g), on_gpu(b),
                          1e-12f);
-      EXPECT_LT(scaled_error(on_cpu(got), want), kElementwiseTol) << (with_residual ? "with" : "without") << " residual";
+      EXPECT_LT(scaled_error(on_cpu(got), want), kElementwiseTol)
+          << (with_residual ? "with" : "without") << " residual";
     }
   }
 }
@@ -244,9 +245,9 @@ TEST_F(CudaOps, PoolingAndNormalizeMatchCpu) {
   for (int pattern : {0, 1, 2, 3}) {
     SCOPED_TRACE(pattern);
     const Tensor mask = key_mask(B, T, pattern);
-    const std::vector<PoolingMode> modes = {PoolingMode::cls, PoolingMode::max, PoolingMode::mean,
-                                            PoolingMode::mean_sqrt_len, PoolingMode::weighted_mean,
-                                            PoolingMode::last_token};
+    const std::vector<PoolingMode> modes = {PoolingMode::cls,           PoolingMode::max,
+                                            PoolingMode::mean,          PoolingMode::mean_sqrt_len,
+                                            PoolingMode::weighted_mean, PoolingMode::last_token};
     const int64_t E = int64_t(modes.size()) * C;
     Tensor want = Tensor::empty({B, E}, DType::f32), got = Tensor::empty({B, E}, DType::f32, kGpu);
     pooling_forward(want, hidden, mask, modes);
@@ -345,8 +346,8 @@ TEST_P(CudaCausalAttention, MatchesCpu) {
   a.scale = 1.0f / std::sqrt(float(c.D));
   a.window = c.window, a.causal = c.causal;
   Tensor want = Tensor::empty({c.B, c.Tq, HD}, DType::f32);
-  causal_attention_forward(want.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(),
-                           mask.data<int32_t>(), a);
+  causal_attention_forward(want.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask.data<int32_t>(),
+                           a);
   const Tensor qg = on_gpu(q), kg = on_gpu(k), vg = on_gpu(v), mg = on_gpu(mask);
   Tensor got = Tensor::empty({c.B, c.Tq, HD}, DType::f32, kGpu);
   a.device = kGpu;
@@ -358,17 +359,17 @@ TEST_P(CudaCausalAttention, MatchesCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaCausalAttention,
-                         ::testing::Values(CausalCase{2, 0, 9, 4, 1, 8, false}, CausalCase{3, 0, 70, 14, 2, 64, true},
-                                           CausalCase{3, 40, 1, 14, 2, 64, true}, CausalCase{2, 100, 5, 4, 4, 16, false},
-                                           CausalCase{2, 0, 130, 8, 2, 128, true}, CausalCase{1, 300, 1, 4, 2, 32, false},
-                                           // sliding windows (Mistral, Gemma), in a prompt and in decoding
-                                           CausalCase{3, 0, 70, 4, 2, 32, true, 4}, CausalCase{2, 90, 1, 4, 1, 64, false, 16},
-                                           // bidirectional (ModernBERT): global, then local windows where the
-                                           // first rows of a left-padded row see padding only
-                                           CausalCase{3, 0, 70, 4, 2, 64, true, 0, false},
-                                           CausalCase{4, 0, 9, 4, 2, 16, true, 1, false},
-                                           CausalCase{2, 0, 150, 6, 3, 32, true, 64, false}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaCausalAttention,
+    ::testing::Values(CausalCase{2, 0, 9, 4, 1, 8, false}, CausalCase{3, 0, 70, 14, 2, 64, true},
+                      CausalCase{3, 40, 1, 14, 2, 64, true}, CausalCase{2, 100, 5, 4, 4, 16, false},
+                      CausalCase{2, 0, 130, 8, 2, 128, true}, CausalCase{1, 300, 1, 4, 2, 32, false},
+                      // sliding windows (Mistral, Gemma), in a prompt and in decoding
+                      CausalCase{3, 0, 70, 4, 2, 32, true, 4}, CausalCase{2, 90, 1, 4, 1, 64, false, 16},
+                      // bidirectional (ModernBERT): global, then local windows where the
+                      // first rows of a left-padded row see padding only
+                      CausalCase{3, 0, 70, 4, 2, 64, true, 0, false}, CausalCase{4, 0, 9, 4, 2, 16, true, 1, false},
+                      CausalCase{2, 0, 150, 6, 3, 32, true, 64, false}));
 
 // MPNet's relative position bias on the encoder's scores: the same buckets and table on both sides.
 TEST_F(CudaOps, AttentionWithRelativePositionBiasMatchesCpu) {
@@ -419,23 +420,23 @@ TEST_P(CudaLinear, MatchesCpu) {
   EXPECT_LT(scaled_error(on_cpu(got), want), tol);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Precisions, CudaLinear,
-    ::testing::Values(LinearCase{DType::f32, cpu::FusedActivation::none, true, false},
-                      LinearCase{DType::f32, cpu::FusedActivation::gelu_erf, true, true},
-                      LinearCase{DType::f32, cpu::FusedActivation::relu, true, false},
-                      LinearCase{DType::f32, cpu::FusedActivation::tanh, true, false},
-                      LinearCase{DType::f32, cpu::FusedActivation::none, false, true},
-                      LinearCase{DType::bf16, cpu::FusedActivation::gelu_erf, true, true},
-                      LinearCase{DType::bf16, cpu::FusedActivation::none, false, false},
-                      LinearCase{DType::f16, cpu::FusedActivation::relu, true, false}));
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaLinear,
+                         ::testing::Values(LinearCase{DType::f32, cpu::FusedActivation::none, true, false},
+                                           LinearCase{DType::f32, cpu::FusedActivation::gelu_erf, true, true},
+                                           LinearCase{DType::f32, cpu::FusedActivation::relu, true, false},
+                                           LinearCase{DType::f32, cpu::FusedActivation::tanh, true, false},
+                                           LinearCase{DType::f32, cpu::FusedActivation::none, false, true},
+                                           LinearCase{DType::bf16, cpu::FusedActivation::gelu_erf, true, true},
+                                           LinearCase{DType::bf16, cpu::FusedActivation::none, false, false},
+                                           LinearCase{DType::f16, cpu::FusedActivation::relu, true, false}));
 
 TEST_F(CudaOps, UnsupportedHeadSizeIsAClearError) {
   const int64_t B = 1, T = 4, H = 2, D = 320, C = H * D;
   const Tensor qkv = on_gpu(random_tensor({B, T, 3 * C}, 100));
   Tensor out = Tensor::empty({B, T, C}, DType::f32, kGpu);
-  const std::string e = test::error_of(
-      [&] { attention_forward(out, qkv.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), Tensor(), H, 1.f); });
+  const std::string e = test::error_of([&] {
+    attention_forward(out, qkv.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), Tensor(), H, 1.f);
+  });
   EXPECT_NE(e.find("head size 320"), std::string::npos) << e;
 }
 
@@ -447,8 +448,8 @@ TEST_F(CudaOps, AnyHeadSizeUpTo256Runs) {
     const Tensor qkv = random_tensor({B, T, 3 * C}, 101), mask = key_mask(B, T, 1), qkv_gpu = on_gpu(qkv);
     Tensor want = Tensor::empty({B, T, C}, DType::f32), got = Tensor::empty({B, T, C}, DType::f32, kGpu);
     attention_forward(want, qkv.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), mask, int(H), 0.1f);
-    attention_forward(got, qkv_gpu.narrow(2, 0, C), qkv_gpu.narrow(2, C, C), qkv_gpu.narrow(2, 2 * C, C),
-                      on_gpu(mask), int(H), 0.1f);
+    attention_forward(got, qkv_gpu.narrow(2, 0, C), qkv_gpu.narrow(2, C, C), qkv_gpu.narrow(2, 2 * C, C), on_gpu(mask),
+                      int(H), 0.1f);
     EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol);
   }
 }

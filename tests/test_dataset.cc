@@ -43,7 +43,8 @@ TEST(Dataset, TsvWithoutHeaderUsesColumnIndices) {
 
 TEST(Dataset, JsonlAndPairs) {
   test::TempDir dir;
-  test::write_text(dir.file("a.jsonl"), "{\"q\": \"a\", \"p\": \"b\", \"y\": 1}\n\n{\"q\": \"c\", \"p\": \"d\", \"y\": 0}\n");
+  test::write_text(dir.file("a.jsonl"),
+                   "{\"q\": \"a\", \"p\": \"b\", \"y\": 1}\n\n{\"q\": \"c\", \"p\": \"d\", \"y\": 0}\n");
   DatasetOptions o;
   o.text_column = "q";
   o.text_pair_column = "p";
@@ -94,7 +95,9 @@ TEST(Dataset, BadInputGetsClearErrors) {
   DatasetOptions o;
   o.label_column = "sentiment";
   test::write_text(dir.file("ok.csv"), "text,label\nhi,1\n");
-  EXPECT_NE(error_of([&] { read(dir.file("ok.csv"), o); }).find("no label column 'sentiment'; the columns are 'text', 'label'"),
+  EXPECT_NE(error_of([&] {
+              read(dir.file("ok.csv"), o);
+            }).find("no label column 'sentiment'; the columns are 'text', 'label'"),
             std::string::npos);
 }
 

@@ -66,9 +66,9 @@ TEST(F16, Subnormals) {
   const float smallest = std::ldexp(1.0f, -24);  // smallest f16 subnormal
   EXPECT_EQ(f32_to_f16(smallest), 0x0001);
   EXPECT_EQ(f16_to_f32(0x0001), smallest);
-  EXPECT_EQ(f32_to_f16(smallest / 2), 0x0000);        // exactly half: ties to even (0)
-  EXPECT_EQ(f32_to_f16(smallest * 0.75f), 0x0001);    // above half rounds up
-  EXPECT_EQ(f32_to_f16(smallest * 1.5f), 0x0002);     // tie between 1 and 2 goes to 2
+  EXPECT_EQ(f32_to_f16(smallest / 2), 0x0000);      // exactly half: ties to even (0)
+  EXPECT_EQ(f32_to_f16(smallest * 0.75f), 0x0001);  // above half rounds up
+  EXPECT_EQ(f32_to_f16(smallest * 1.5f), 0x0002);   // tie between 1 and 2 goes to 2
   EXPECT_EQ(f32_to_f16(-smallest * 3), 0x8003);
   EXPECT_EQ(f16_to_f32(0x03ff), std::ldexp(1023.0f, -24));  // largest subnormal
   EXPECT_EQ(f32_to_f16(std::ldexp(1023.0f, -24)), 0x03ff);

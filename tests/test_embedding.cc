@@ -163,9 +163,10 @@ TEST(Embedding, ConfigsTachCannotRunAreRefusedByName) {
     test::write_text(dir.file("2_Dense/config.json"), dense_config);
     return test::error_of([&] { model::read_sentence_embedding_config(dir.path()); });
   };
-  EXPECT_NE(with_dense(R"({"in_features": 16, "out_features": 8, "activation_function": "torch.nn.modules.activation.ReLU"})")
-                .find("activation_function 'torch.nn.modules.activation.ReLU' is not one tach runs"),
-            std::string::npos);
+  EXPECT_NE(
+      with_dense(R"({"in_features": 16, "out_features": 8, "activation_function": "torch.nn.modules.activation.ReLU"})")
+          .find("activation_function 'torch.nn.modules.activation.ReLU' is not one tach runs"),
+      std::string::npos);
   EXPECT_NE(with_dense(R"({"in_features": 16, "out_features": 8, "module_input_name": "token_embeddings"})")
                 .find("on the pooled sentence embedding only"),
             std::string::npos);
@@ -174,9 +175,9 @@ TEST(Embedding, ConfigsTachCannotRunAreRefusedByName) {
   EXPECT_EQ(with_dense(R"({"in_features": 16, "out_features": 8})"), "(no error)");
   EXPECT_NE(attempt("[" + tp + "," + pp + "]", R"({"pooling_mode": "median"})").find("pooling mode 'median'"),
             std::string::npos);
-  EXPECT_NE(attempt("[" + tp + "," + pp + "]", R"({"pooling_mode": "mean", "include_prompt": false})")
-                .find("include_prompt"),
-            std::string::npos);
+  EXPECT_NE(
+      attempt("[" + tp + "," + pp + "]", R"({"pooling_mode": "mean", "include_prompt": false})").find("include_prompt"),
+      std::string::npos);
   EXPECT_NE(attempt("[" + tp + "," + pp + "]", "").find("does not exist"), std::string::npos);
   EXPECT_NE(attempt("[" + tp + "," + pp, ok_pool).find("modules.json"), std::string::npos);  // malformed JSON
   EXPECT_NE(attempt("[" + pp + "]", ok_pool).find("not one tach runs"), std::string::npos);  // no Transformer first
@@ -193,8 +194,9 @@ TEST(Embedding, DenseWeightsThatCannotBeUsedAreClearErrors) {
     spoil(dir.path());
     return test::error_of([&] { load_model(dir.path()); });
   };
-  EXPECT_NE(error_with([](const std::string& d) { fs::remove(d + "/2_Dense/model.safetensors"); })
-                .find("2_Dense/model.safetensors does not exist"),
+  EXPECT_NE(error_with([](const std::string& d) {
+              fs::remove(d + "/2_Dense/model.safetensors");
+            }).find("2_Dense/model.safetensors does not exist"),
             std::string::npos);
   EXPECT_NE(error_with([](const std::string& d) {
               fs::remove(d + "/2_Dense/model.safetensors");
@@ -214,7 +216,8 @@ TEST(Embedding, DenseWeightsThatCannotBeUsedAreClearErrors) {
 TEST(Embedding, DoLowerCaseLowercasesTextsAsTheLowercaseNormalizer) {
   EXPECT_EQ(lowercase_text("ÀB Σ İstanbul HELLO"), "àb σ i̇stanbul hello");  // Unicode, not ASCII only
   test::TempDir dir;
-  write_case(dir.path(), json{{"modules.json", json::parse(R"([{"type": "sentence_transformers.models.Transformer", "path": ""}])")}});
+  write_case(dir.path(), json{{"modules.json",
+                               json::parse(R"([{"type": "sentence_transformers.models.Transformer", "path": ""}])")}});
   test::write_text(dir.file("sentence_bert_config.json"), R"({"max_seq_length": 7, "do_lower_case": true})");
   auto model = load_model(dir.path());
   EXPECT_TRUE(model->info().lowercase_input);
@@ -224,9 +227,10 @@ TEST(Embedding, DoLowerCaseLowercasesTextsAsTheLowercaseNormalizer) {
 
 TEST(Embedding, DimensionThatDoesNotMatchTheModelIsAnError) {
   test::TempDir dir;
-  write_case(dir.path(), json{{"modules.json", json::parse(R"([{"type": "sentence_transformers.models.Transformer", "path": ""},
+  write_case(dir.path(),
+             json{{"modules.json", json::parse(R"([{"type": "sentence_transformers.models.Transformer", "path": ""},
       {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}])")},
-                              {"1_Pooling/config.json", json{{"word_embedding_dimension", 768}}}});
+                  {"1_Pooling/config.json", json{{"word_embedding_dimension", 768}}}});
   EXPECT_NE(test::error_of([&] { load_model(dir.path()); }).find("word_embedding_dimension is 768"), std::string::npos);
 }
 
@@ -275,7 +279,9 @@ TEST(Embedding, WritesNpyAndJsonl) {
   EXPECT_EQ(rows[1]["text"], "b");
   EXPECT_EQ(rows[1]["truncated"], true);
   EXPECT_EQ(rows[1]["embedding"][2].get<float>(), 2.5f);
-  EXPECT_NE(test::error_of([&] { write_embeddings(dir.file("v.txt"), e, {"a", "b"}); }).find(".npy or .jsonl"),
+  EXPECT_NE(test::error_of([&] {
+              write_embeddings(dir.file("v.txt"), e, {"a", "b"});
+            }).find(".npy or .jsonl"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(dir.file("v.txt")));
 }
@@ -373,7 +379,8 @@ TEST_F(MiniLM, HardTextsMatchInF32AndBf16) {
         // bf16 GEMM inputs (8 significant bits): as close to the f32 reference as
         // sentence-transformers' own bf16 run is, within a margin.
         const double st_bf16 = cosine(bf16.data<float>() + int64_t(i) * 384, f32.data<float>() + int64_t(i) * 384, 384);
-        EXPECT_GE(c, std::min(0.999, st_bf16 - 0.002)) << "text " << i << " (sentence-transformers bf16: " << st_bf16 << ")";
+        EXPECT_GE(c, std::min(0.999, st_bf16 - 0.002))
+            << "text " << i << " (sentence-transformers bf16: " << st_bf16 << ")";
       }
     }
     EXPECT_TRUE(e.truncated.back()) << "the long text is cut at 256 tokens";
@@ -391,7 +398,7 @@ TEST_F(MiniLM, LastHiddenStatesMatchTransformers) {
   for (size_t i = 0; i < texts.size(); ++i) {
     const Encoding enc = tok->encode(texts[i], eo);
     const TokenBatch b = TokenBatch::from_rows({enc.ids}, 0, {enc.type_ids});
-    const Tensor h = model->hidden_states(b);  // [1, T, 384]
+    const Tensor h = model->hidden_states(b);                // [1, T, 384]
     const Tensor want = ref("hidden." + std::to_string(i));  // [T, 384], stored as f16
     ASSERT_EQ(h.numel(), want.numel()) << "text " << i;
     // f16 storage rounds by up to 2^-11 relative; tach and transformers differ by ~1e-5.

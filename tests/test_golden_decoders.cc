@@ -53,8 +53,9 @@ TEST(GoldenModernBert, HiddenStatesMatchTransformers) {
       << model->info().positions;
   test::check_hidden_states_against_transformers(*model, dir);
   const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
-  EXPECT_NE(test::error_of([&] { model->generate(test::padded_batch(rows, 0, true), GenerateOptions{}); })
-                .find("bidirectional encoder"),
+  EXPECT_NE(test::error_of([&] {
+              model->generate(test::padded_batch(rows, 0, true), GenerateOptions{});
+            }).find("bidirectional encoder"),
             std::string::npos);
 }
 
@@ -84,7 +85,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenDecoderCausalLM,
 TEST(DecoderFamilies, InfoNamesTheSwitches) {
   auto gemma = load_model(fixture("gemma3-lm-softcap-f32"));
   EXPECT_EQ(gemma->info().model_type, "gemma3_text");
-  EXPECT_NE(gemma->info().positions.find("sliding window 4 on 2 of 3 layers"), std::string::npos) << gemma->info().positions;
+  EXPECT_NE(gemma->info().positions.find("sliding window 4 on 2 of 3 layers"), std::string::npos)
+      << gemma->info().positions;
   EXPECT_NE(gemma->info().positions.find("(local rotary theta 100)"), std::string::npos) << gemma->info().positions;
   auto llama = load_model(fixture("llama-lm-llama3rope-f32"));
   EXPECT_NE(llama->info().positions.find("llama3 scaling x4"), std::string::npos) << llama->info().positions;
@@ -96,7 +98,8 @@ TEST(DecoderFamilies, InfoNamesTheSwitches) {
 // local_attention) read alike; what tach does not build is refused by name.
 TEST(DecoderFamilies, ModernBertConfigInEitherSpelling) {
   const model::DecoderConfig fresh = model::load_decoder_config(fixture("modernbert-cls-mean-f32") + "/config.json");
-  const std::string old_fields = R"("model_type": "modernbert", "architectures": ["ModernBertForSequenceClassification"],
+  const std::string old_fields =
+      R"("model_type": "modernbert", "architectures": ["ModernBertForSequenceClassification"],
       "vocab_size": 256, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 4, "num_attention_heads": 4,
       "global_rope_theta": 160.0, "local_rope_theta": 10.0, "local_attention": 4, "global_attn_every_n_layers": 3,
       "classifier_pooling": "mean", "num_labels": 3)";

@@ -16,7 +16,9 @@ namespace {
 
 class GoldenEncoder : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(GoldenEncoder, MatchesTransformers) { test::check_encoder_against_transformers(test::fixtures_dir() + "/encoders/" + GetParam()); }
+TEST_P(GoldenEncoder, MatchesTransformers) {
+  test::check_encoder_against_transformers(test::fixtures_dir() + "/encoders/" + GetParam());
+}
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenEncoder,
                          ::testing::Values("bert-cls2-f32", "bert-cls3-f16", "bert-reg1-bf16", "bert-base-model-f32",

@@ -78,8 +78,8 @@ TEST_P(GoldenQwen2CausalLM, LogitsAndGreedyTokensMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenQwen2CausalLM,
-                         ::testing::Values("qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16", "qwen2-lm-rope-linear-f32",
-                                           "qwen2-lm-rope-dynamic-f32"));
+                         ::testing::Values("qwen2-lm-kv4-untied-f32", "qwen2-lm-kv2-tied-f16",
+                                           "qwen2-lm-rope-linear-f32", "qwen2-lm-rope-dynamic-f32"));
 
 TEST(GoldenQwen2, RealTokenizerAndGeneration) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
@@ -99,15 +99,22 @@ TEST(GoldenQwen2, RealTokenizerAndGeneration) {
 
 TEST(Qwen2, ClassifierNeedsItsHeadAndLeftPaddingForGeneration) {
   auto lm = load_model(fixture("qwen2-lm-kv4-untied-f32"));
-  EXPECT_NE(error_of([&] { lm->classify(padded_batch({{1, 2}}, 0, false)); }).find("has no sequence-classification head"),
+  EXPECT_NE(error_of([&] {
+              lm->classify(padded_batch({{1, 2}}, 0, false));
+            }).find("has no sequence-classification head"),
             std::string::npos);
   GenerateOptions go;
   go.max_new_tokens = 2;
-  EXPECT_NE(error_of([&] { lm->generate(padded_batch({{1, 2, 3}, {4}}, 0, false), go); }).find("must be left-padded"),
+  EXPECT_NE(error_of([&] {
+              lm->generate(padded_batch({{1, 2, 3}, {4}}, 0, false), go);
+            }).find("must be left-padded"),
             std::string::npos);
   auto cls = load_model(fixture("qwen2-cls-kv1-f32"));
-  EXPECT_NE(error_of([&] { cls->lm_logits(padded_batch({{1}}, 0, false)); }).find("no language-model head"), std::string::npos);
-  EXPECT_NE(error_of([&] { cls->classify(padded_batch({{1, 999}}, 0, false)); }).find("outside the vocabulary of 256"),
+  EXPECT_NE(error_of([&] { cls->lm_logits(padded_batch({{1}}, 0, false)); }).find("no language-model head"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              cls->classify(padded_batch({{1, 999}}, 0, false));
+            }).find("outside the vocabulary of 256"),
             std::string::npos);
 }
 
@@ -118,23 +125,29 @@ TEST(DecoderConfig, ClearErrorsAndSwitches) {
                                                 extra + "}",
                                             "config.json");
   };
-  EXPECT_NE(error_of([&] { parse(R"(, "rope_scaling": {"type": "longrope", "factor": 4})"); })
-                .find("rope type \"longrope\"; tach implements default, linear, dynamic, llama3, yarn"),
+  EXPECT_NE(error_of([&] {
+              parse(R"(, "rope_scaling": {"type": "longrope", "factor": 4})");
+            }).find("rope type \"longrope\"; tach implements default, linear, dynamic, llama3, yarn"),
             std::string::npos);
   EXPECT_NE(error_of([&] { parse(R"(, "num_key_value_heads": 3)"); }).find("cannot be shared among 3 key/value heads"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { parse(R"(, "layer_types": ["full_attention", "chunked_attention"])"); })
-                .find("layer type \"chunked_attention\" at layer 1"),
+  EXPECT_NE(error_of([&] {
+              parse(R"(, "layer_types": ["full_attention", "chunked_attention"])");
+            }).find("layer type \"chunked_attention\" at layer 1"),
             std::string::npos);
   EXPECT_NE(error_of([&] { parse(R"(, "attn_logit_softcapping": 50.0)"); }).find("attention-logit softcapping"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { parse(R"(, "model_type": "falcon")"); }).find("is not one tach builds (bert, distilbert, roberta, xlm-roberta, mpnet, qwen2, llama"),
+  EXPECT_NE(error_of([&] {
+              parse(R"(, "model_type": "falcon")");
+            }).find("is not one tach builds (bert, distilbert, roberta, xlm-roberta, mpnet, qwen2, llama"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { parse(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})"); })
-                .find("needs \"original_max_position_embeddings\""),
+  EXPECT_NE(error_of([&] {
+              parse(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})");
+            }).find("needs \"original_max_position_embeddings\""),
             std::string::npos);
-  EXPECT_NE(error_of([&] { parse(R"(, "model_type": "llama", "attention_bias": "yes")"); })
-                .find("\"attention_bias\" must be true or false"),
+  EXPECT_NE(error_of([&] {
+              parse(R"(, "model_type": "llama", "attention_bias": "yes")");
+            }).find("\"attention_bias\" must be true or false"),
             std::string::npos);
   EXPECT_NE(error_of([&] { parse(R"(, "attention_dropout": "0.1")"); }).find("\"attention_dropout\" must be a number"),
             std::string::npos);

@@ -13,8 +13,8 @@ namespace {
 TEST(GoldenEncoderSlow, DistilbertBaseSized) {
   const std::string dir = std::string(TACH_BINARY_DIR) + "/golden/distilbert-base-random";
   if (!std::filesystem::exists(dir + "/expected.json"))
-    GTEST_SKIP() << dir << " not generated: run scripts/golden/make_encoder_fixtures.py --base "
-                 << TACH_BINARY_DIR << "/golden (needs transformers)";
+    GTEST_SKIP() << dir << " not generated: run scripts/golden/make_encoder_fixtures.py --base " << TACH_BINARY_DIR
+                 << "/golden (needs transformers)";
   test::check_encoder_against_transformers(dir);
 }
 

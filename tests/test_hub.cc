@@ -130,7 +130,8 @@ TEST(Hub, ADroppedConnectionResumesOnTheNextRun) {
   hub.drops_left = 1;
   const std::string err = test::error_of([&] { model::hub_download_model(repo(), s); });
   EXPECT_NE(err.find("run again to resume"), std::string::npos) << err;
-  const fs::path blob = fs::path(cache.path()) / "models--org--tiny" / "blobs" / blob_sha(r.files.at("model.safetensors"));
+  const fs::path blob =
+      fs::path(cache.path()) / "models--org--tiny" / "blobs" / blob_sha(r.files.at("model.safetensors"));
   ASSERT_TRUE(fs::exists(blob.string() + ".incomplete"));
   EXPECT_EQ(fs::file_size(blob.string() + ".incomplete"), 10000u);
   EXPECT_FALSE(fs::exists(blob));
@@ -290,7 +291,8 @@ TEST(Hub, APickleOnlyRepoIsRefusedWithoutFetchingIt) {
   r.files["pytorch_model.bin"] = std::string(4096, 'P');
   hub.add(r);
   test::TempDir cache;
-  const std::string err = test::error_of([&] { model::hub_download_model(repo("org/pickled"), settings_for(hub, cache)); });
+  const std::string err =
+      test::error_of([&] { model::hub_download_model(repo("org/pickled"), settings_for(hub, cache)); });
   EXPECT_NE(err.find("pytorch_model.bin, PyTorch pickles, which tach never fetches"), std::string::npos) << err;
   EXPECT_EQ(hub.count("GET /cdn/"), 0);
 }
@@ -366,14 +368,16 @@ TEST(Hub, NamedParquetDatasetsReadTheirSplitFromTheHubsFilesThenFromTheCacheOffl
   ASSERT_EQ(t.examples.size(), 40u + 16u);
   EXPECT_EQ(t.examples[40].source_row, 41);
   d.split = "";
-  EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("holds the splits train, validation; choose one with --split"),
-            std::string::npos);
+  EXPECT_NE(
+      test::error_of([&] { read_dataset(d); }).find("holds the splits train, validation; choose one with --split"),
+      std::string::npos);
   d.split = "test";
   EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("no split 'test'; the splits are train, validation"),
             std::string::npos);
   d.path = "glue";
   d.split = "validation";
-  EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("is in several configurations (cola, sst2)"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { read_dataset(d); }).find("is in several configurations (cola, sst2)"),
+            std::string::npos);
   // tach download glue/sst2 --split train: both shards, in order.
   const auto shards = download_dataset_files("glue/sst2", "train");
   ASSERT_EQ(shards.size(), 2u);

@@ -35,9 +35,9 @@ TEST(Throughput, WindowAndEma) {
   ThroughputTracker tr(2, 0.5);
   EXPECT_EQ(tr.rates().samples_per_s, 0) << "no rate before two updates";
   tr.update_at(0.0, 10, 100);
-  tr.update_at(1.0, 10, 100);   // 10/s
-  tr.update_at(2.0, 30, 300);   // 30/s
-  tr.update_at(3.0, 10, 100);   // 10/s; the window (2 intervals) covers t = 1..3: 40 samples over 2 s
+  tr.update_at(1.0, 10, 100);  // 10/s
+  tr.update_at(2.0, 30, 300);  // 30/s
+  tr.update_at(3.0, 10, 100);  // 10/s; the window (2 intervals) covers t = 1..3: 40 samples over 2 s
   const auto r = tr.rates();
   EXPECT_DOUBLE_EQ(r.samples_per_s, 20.0);
   EXPECT_DOUBLE_EQ(r.tokens_per_s, 200.0);

@@ -33,9 +33,7 @@ TEST(Monitor, EnergyAndGpuSayWhatTheyCan) {
     std::cout << "[ rapl ] " << rapl.unavailable_reason() << "\n";
   }
   GpuMonitor gpu;
-  if (!gpu.available()) {
-    EXPECT_NE(gpu.unavailable_reason().find("no GPU monitoring"), std::string::npos);
-  }
+  if (!gpu.available()) { EXPECT_NE(gpu.unavailable_reason().find("no GPU monitoring"), std::string::npos); }
 }
 
 TEST(Monitor, SamplerFollowsAChild) {

@@ -128,11 +128,13 @@ TEST(Nf4, TiledGemmMatchesTheDequantizedWeight) {
     cpu::nf4_linear_forward(y.data(), x.data(), q, b.data(), M, N, K);
     for (int64_t m = 0; m < M; ++m) std::memcpy(&y_ref[size_t(m * N)], b.data(), size_t(N) * 4);
     cpu::sgemm(cpu::GemmBackend::onednn, false, true, M, N, K, 1, x.data(), K, Wd.data(), K, 1, y_ref.data(), N);
-    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4 * (1 + std::fabs(y_ref[i]))) << K << " " << i;
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_NEAR(y[i], y_ref[i], 1e-4 * (1 + std::fabs(y_ref[i]))) << K << " " << i;
     std::vector<float> dx(size_t(M * K), 0.5f), dx_ref(size_t(M * K), 0.5f);
     cpu::nf4_linear_backward_dx(dx.data(), dy.data(), q, M, N, K);
     cpu::sgemm(cpu::GemmBackend::onednn, false, false, M, K, N, 1, dy.data(), N, Wd.data(), K, 1, dx_ref.data(), K);
-    for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-4 * (1 + std::fabs(dx_ref[i]))) << K << " " << i;
+    for (size_t i = 0; i < dx.size(); ++i)
+      ASSERT_NEAR(dx[i], dx_ref[i], 1e-4 * (1 + std::fabs(dx_ref[i]))) << K << " " << i;
   }
 }
 

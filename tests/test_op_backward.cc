@@ -41,10 +41,13 @@ TEST(Backward, Gelu) {
   gelu_backward_cpu(dx.data(), x.data(), dout.data(), n);
   for (auto& v : dx) v -= 0.5f;
   std::vector<float> y(n);
-  expect_finite_difference(x, dx, [&] {
-    gelu_forward_cpu(y.data(), x.data(), n);
-    return dot(y, dout);
-  }, "dx");
+  expect_finite_difference(
+      x, dx,
+      [&] {
+        gelu_forward_cpu(y.data(), x.data(), n);
+        return dot(y, dout);
+      },
+      "dx");
 }
 
 TEST(Backward, LayerNormWithResidual) {
@@ -104,11 +107,14 @@ TEST(Backward, AttentionWithPaddingAndDropout) {
                                 p, key);
     attention_backward_cpu(dqkv.data(), dqkv.data() + C, dqkv.data() + 2 * C, dout.data(), probs.data(), q, q + C,
                            q + 2 * C, mask.data(), B, T, H, D, 3 * C, C, 0.5f, p, key);
-    expect_finite_difference(qkv, dqkv, [&] {
-      attention_forward_train_cpu(out.data(), probs.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C,
-                                  mask.data(), B, T, H, D, 3 * C, C, 0.5f, p, key);
-      return dot(out, dout);
-    }, p > 0 ? "dqkv (dropout 0.3)" : "dqkv");
+    expect_finite_difference(
+        qkv, dqkv,
+        [&] {
+          attention_forward_train_cpu(out.data(), probs.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C,
+                                      mask.data(), B, T, H, D, 3 * C, C, 0.5f, p, key);
+          return dot(out, dout);
+        },
+        p > 0 ? "dqkv (dropout 0.3)" : "dqkv");
   }
 }
 
@@ -139,11 +145,12 @@ TEST(Backward, AttentionRelativeBias) {
       // Only the query rows that are computed (Tq) count in the loss.
       const int64_t rows = Tq < 0 ? T : Tq;
       const auto loss = [&] {
-        attention_forward_train_cpu(out.data(), P, q, q + C, q + 2 * C, mask.data(), B, T, H, D, 3 * C, C, 0.5f, 0.f,
-                                    0, Tq, bias);
+        attention_forward_train_cpu(out.data(), P, q, q + C, q + 2 * C, mask.data(), B, T, H, D, 3 * C, C, 0.5f, 0.f, 0,
+                                    Tq, bias);
         double sum = 0;
         for (int64_t b = 0; b < B; ++b)
-          for (int64_t i = 0; i < rows * C; ++i) sum += double(out[size_t(b * T * C + i)]) * dout[size_t(b * T * C + i)];
+          for (int64_t i = 0; i < rows * C; ++i)
+            sum += double(out[size_t(b * T * C + i)]) * dout[size_t(b * T * C + i)];
         return sum;
       };
       expect_finite_difference(table, dtable, loss, saved ? "dtable (saved)" : "dtable (recomputed)");
@@ -160,8 +167,8 @@ TEST(Backward, AttentionTrainForwardMatchesInference) {
   std::vector<float> a(B * T * C), b(B * T * C), probs(B * H * T * T);
   attention_forward_cpu(a.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C, mask.data(), B, T, H, D, 3 * C, C,
                         0.35f);
-  attention_forward_train_cpu(b.data(), probs.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C, mask.data(), B,
-                              T, H, D, 3 * C, C, 0.35f, 0.f, 0);
+  attention_forward_train_cpu(b.data(), probs.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C, mask.data(), B, T,
+                              H, D, 3 * C, C, 0.35f, 0.f, 0);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6) << i;
 }
 
@@ -172,10 +179,13 @@ TEST(Backward, EmbeddingScatterAddSkipsPadding) {
   const auto dout = randn(N * C, 42);
   std::vector<float> dtable(V * C, 0.f), out(N * C);
   embedding_backward_cpu(dtable.data(), ids.data(), dout.data(), N, C, -1);
-  expect_finite_difference(table, dtable, [&] {
-    embedding_forward_cpu(out.data(), ids.data(), table.data(), DType::f32, N, C, false);
-    return dot(out, dout);
-  }, "dtable");
+  expect_finite_difference(
+      table, dtable,
+      [&] {
+        embedding_forward_cpu(out.data(), ids.data(), table.data(), DType::f32, N, C, false);
+        return dot(out, dout);
+      },
+      "dtable");
   // With padding_idx 0 the row of id 0 gets nothing (nn.Embedding(padding_idx=0)).
   std::vector<float> padded(V * C, 0.f);
   embedding_backward_cpu(padded.data(), ids.data(), dout.data(), N, C, 0);
@@ -212,19 +222,25 @@ TEST(Backward, ReluAndTanh) {
   std::vector<float> y(n), dx(n, 0.f);
   tanh_forward_cpu(y.data(), x.data(), n);
   tanh_backward_cpu(dx.data(), y.data(), dout.data(), n);
-  expect_finite_difference(x, dx, [&] {
-    tanh_forward_cpu(y.data(), x.data(), n);
-    return dot(y, dout);
-  }, "tanh dx");
+  expect_finite_difference(
+      x, dx,
+      [&] {
+        tanh_forward_cpu(y.data(), x.data(), n);
+        return dot(y, dout);
+      },
+      "tanh dx");
   for (auto& v : x)
     if (std::fabs(v) < 0.05f) v = 0.5f;  // keep away from the kink, where the difference quotient is not the derivative
   std::fill(dx.begin(), dx.end(), 0.f);
   relu_forward_cpu(y.data(), x.data(), n);
   relu_backward_cpu(dx.data(), y.data(), dout.data(), n);
-  expect_finite_difference(x, dx, [&] {
-    relu_forward_cpu(y.data(), x.data(), n);
-    return dot(y, dout);
-  }, "relu dx");
+  expect_finite_difference(
+      x, dx,
+      [&] {
+        relu_forward_cpu(y.data(), x.data(), n);
+        return dot(y, dout);
+      },
+      "relu dx");
 }
 
 TEST(Backward, RmsNorm) {
@@ -258,11 +274,14 @@ TEST(Backward, RopeIsItsOwnTransposedRotation) {
   rope_backward(d, Hq, Hk, D, table);
   std::vector<float> dx(d.data<float>(), d.data<float>() + N * ld);
   Tensor y = Tensor::empty({N, ld}, DType::f32);
-  expect_finite_difference(x, dx, [&] {
-    std::copy(x.begin(), x.end(), y.data<float>());
-    rope_forward(y, Hq, Hk, D, table);
-    return dot(std::vector<float>(y.data<float>(), y.data<float>() + N * ld), dout);
-  }, "dx (values pass through)");
+  expect_finite_difference(
+      x, dx,
+      [&] {
+        std::copy(x.begin(), x.end(), y.data<float>());
+        rope_forward(y, Hq, Hk, D, table);
+        return dot(std::vector<float>(y.data<float>(), y.data<float>() + N * ld), dout);
+      },
+      "dx (values pass through)");
 }
 
 TEST(Backward, SiluGate) {
@@ -271,10 +290,13 @@ TEST(Backward, SiluGate) {
   const auto dout = randn(N * I, 62);
   std::vector<float> dgu(N * 2 * I), y(N * I);
   silu_gate_backward_cpu(dgu.data(), gu.data(), dout.data(), N, I);
-  expect_finite_difference(gu, dgu, [&] {
-    silu_gate_forward_cpu(y.data(), gu.data(), N, I);
-    return dot(y, dout);
-  }, "d(gate|up)");
+  expect_finite_difference(
+      gu, dgu,
+      [&] {
+        silu_gate_forward_cpu(y.data(), gu.data(), N, I);
+        return dot(y, dout);
+      },
+      "d(gate|up)");
 }
 
 TEST(Backward, GeluTanhGate) {  // Gemma's GeGLU: gelu_pytorch_tanh(gate) * up
@@ -283,10 +305,13 @@ TEST(Backward, GeluTanhGate) {  // Gemma's GeGLU: gelu_pytorch_tanh(gate) * up
   const auto dout = randn(N * I, 64);
   std::vector<float> dgu(N * 2 * I), y(N * I);
   gelu_tanh_gate_backward_cpu(dgu.data(), gu.data(), dout.data(), N, I);
-  expect_finite_difference(gu, dgu, [&] {
-    gelu_tanh_gate_forward_cpu(y.data(), gu.data(), N, I);
-    return dot(y, dout);
-  }, "d(gate|up)");
+  expect_finite_difference(
+      gu, dgu,
+      [&] {
+        gelu_tanh_gate_forward_cpu(y.data(), gu.data(), N, I);
+        return dot(y, dout);
+      },
+      "d(gate|up)");
 }
 
 TEST(Backward, GeluGate) {  // ModernBERT's GeGLU: gelu(input) * gate, the halves of Wi
@@ -295,10 +320,13 @@ TEST(Backward, GeluGate) {  // ModernBERT's GeGLU: gelu(input) * gate, the halve
   const auto dout = randn(N * I, 66);
   std::vector<float> dgu(N * 2 * I), y(N * I);
   gelu_gate_backward_cpu(dgu.data(), gu.data(), dout.data(), N, I);
-  expect_finite_difference(gu, dgu, [&] {
-    gelu_gate_forward_cpu(y.data(), gu.data(), N, I);
-    return dot(y, dout);
-  }, "d(gate|up)");
+  expect_finite_difference(
+      gu, dgu,
+      [&] {
+        gelu_gate_forward_cpu(y.data(), gu.data(), N, I);
+        return dot(y, dout);
+      },
+      "d(gate|up)");
 }
 
 // The pre-norm LayerNorm without a bias (ModernBERT): h += delta in place, then the norm; its
@@ -364,11 +392,14 @@ TEST(Backward, CausalGroupedQueryAttentionWithPadding) {
     std::vector<float> dqkv(B * T * QKV, 0.f);
     causal_attention_backward(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(),
                               saved ? probs.data() : nullptr, q, q + H * D, q + (H + KVH) * D, mask.data(), a);
-    expect_finite_difference(qkv, dqkv, [&] {
-      causal_attention_forward_cpu(out.data(), nullptr, qkv.data(), qkv.data() + H * D, qkv.data() + (H + KVH) * D,
-                                   mask.data(), a);
-      return dot(out, dout);
-    }, saved ? "dqkv (saved probabilities)" : "dqkv (recomputed)");
+    expect_finite_difference(
+        qkv, dqkv,
+        [&] {
+          causal_attention_forward_cpu(out.data(), nullptr, qkv.data(), qkv.data() + H * D, qkv.data() + (H + KVH) * D,
+                                       mask.data(), a);
+          return dot(out, dout);
+        },
+        saved ? "dqkv (saved probabilities)" : "dqkv (recomputed)");
   }
 }
 
@@ -384,8 +415,8 @@ TEST(Backward, LoraWithDropout) {
     std::vector<float> y(M * ldy, 0.f), xa(M * r), scratch(M * K + M * r);
     lora_forward_cpu(y.data() + 1, ldy, xa.data(), x.data(), A.data(), Bw.data(), s, scratch.data());
     std::vector<float> dx(M * K, 0.f), dA(r * K, 0.f), dB(N * r, 0.f);
-    lora_backward_cpu(dx.data(), dA.data(), dB.data(), dout.data() + 1, ldy, x.data(), xa.data(), A.data(),
-                      Bw.data(), s, scratch.data());
+    lora_backward_cpu(dx.data(), dA.data(), dB.data(), dout.data() + 1, ldy, x.data(), xa.data(), A.data(), Bw.data(),
+                      s, scratch.data());
     const auto loss = [&] {
       std::fill(y.begin(), y.end(), 0.f);
       lora_forward_cpu(y.data() + 1, ldy, xa.data(), x.data(), A.data(), Bw.data(), s, scratch.data());

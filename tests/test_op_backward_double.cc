@@ -63,11 +63,14 @@ TEST(BackwardDouble, Gelu) {
   std::vector<float> dx(n, 0.f);
   gelu_backward_cpu(dx.data(), xf.data(), dout.data(), n);
   Vec x = to_double(xf);
-  expect_matches_double_difference(x, dx, [&] {
-    Vec y(n);
-    for (int64_t i = 0; i < n; ++i) y[i] = 0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0)));  // exact GELU
-    return dot(y, dout);
-  }, "gelu dx");
+  expect_matches_double_difference(
+      x, dx,
+      [&] {
+        Vec y(n);
+        for (int64_t i = 0; i < n; ++i) y[i] = 0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0)));  // exact GELU
+        return dot(y, dout);
+      },
+      "gelu dx");
 }
 
 TEST(BackwardDouble, ReluAndTanh) {
@@ -80,19 +83,25 @@ TEST(BackwardDouble, ReluAndTanh) {
   tanh_forward_cpu(y.data(), xf.data(), n);
   tanh_backward_cpu(dx.data(), y.data(), dout.data(), n);
   Vec x = to_double(xf);
-  expect_matches_double_difference(x, dx, [&] {
-    Vec t(n);
-    for (int64_t i = 0; i < n; ++i) t[i] = std::tanh(x[i]);
-    return dot(t, dout);
-  }, "tanh dx");
+  expect_matches_double_difference(
+      x, dx,
+      [&] {
+        Vec t(n);
+        for (int64_t i = 0; i < n; ++i) t[i] = std::tanh(x[i]);
+        return dot(t, dout);
+      },
+      "tanh dx");
   std::fill(dx.begin(), dx.end(), 0.f);
   relu_forward_cpu(y.data(), xf.data(), n);
   relu_backward_cpu(dx.data(), y.data(), dout.data(), n);
-  expect_matches_double_difference(x, dx, [&] {
-    Vec t(n);
-    for (int64_t i = 0; i < n; ++i) t[i] = std::max(0.0, x[i]);
-    return dot(t, dout);
-  }, "relu dx");
+  expect_matches_double_difference(
+      x, dx,
+      [&] {
+        Vec t(n);
+        for (int64_t i = 0; i < n; ++i) t[i] = std::max(0.0, x[i]);
+        return dot(t, dout);
+      },
+      "relu dx");
 }
 
 TEST(BackwardDouble, LayerNormWithResidual) {
@@ -176,12 +185,15 @@ TEST(BackwardDouble, Embedding) {
   std::vector<float> dt(V * C, 0.f);
   embedding_backward_cpu(dt.data(), ids.data(), dout.data(), N, C, -1);
   Vec t = to_double(tf);
-  expect_matches_double_difference(t, dt, [&] {
-    Vec y(N * C);
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t c = 0; c < C; ++c) y[n * C + c] = t[ids[size_t(n)] * C + c];
-    return dot(y, dout);
-  }, "embedding dtable");
+  expect_matches_double_difference(
+      t, dt,
+      [&] {
+        Vec y(N * C);
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t c = 0; c < C; ++c) y[n * C + c] = t[ids[size_t(n)] * C + c];
+        return dot(y, dout);
+      },
+      "embedding dtable");
 }
 
 TEST(BackwardDouble, SiluGate) {
@@ -191,15 +203,18 @@ TEST(BackwardDouble, SiluGate) {
   std::vector<float> dgu(N * 2 * I);
   silu_gate_backward_cpu(dgu.data(), guf.data(), dout.data(), N, I);
   Vec gu = to_double(guf);
-  expect_matches_double_difference(gu, dgu, [&] {
-    Vec y(N * I);
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t i = 0; i < I; ++i) {
-        const double g = gu[n * 2 * I + i], u = gu[n * 2 * I + I + i];
-        y[n * I + i] = g / (1 + std::exp(-g)) * u;
-      }
-    return dot(y, dout);
-  }, "silu_gate d(gate|up)");
+  expect_matches_double_difference(
+      gu, dgu,
+      [&] {
+        Vec y(N * I);
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t i = 0; i < I; ++i) {
+            const double g = gu[n * 2 * I + i], u = gu[n * 2 * I + I + i];
+            y[n * I + i] = g / (1 + std::exp(-g)) * u;
+          }
+        return dot(y, dout);
+      },
+      "silu_gate d(gate|up)");
 }
 
 TEST(BackwardDouble, Rope) {
@@ -217,18 +232,21 @@ TEST(BackwardDouble, Rope) {
   rope_backward(d, Hq, Hk, D, table);
   std::vector<float> dx(d.data<float>(), d.data<float>() + N * ld);
   Vec x = to_double(xf);
-  expect_matches_double_difference(x, dx, [&] {
-    Vec y = x;
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t h = 0; h < Hq + Hk; ++h)  // query and key heads rotate (rotate_half), values pass
-        for (int64_t i = 0; i < D / 2; ++i) {
-          const double a = double(positions.data<int32_t>()[n]) * double(inv[size_t(i)]);
-          const double x1 = x[n * ld + h * D + i], x2 = x[n * ld + h * D + i + D / 2];
-          y[n * ld + h * D + i] = x1 * std::cos(a) - x2 * std::sin(a);
-          y[n * ld + h * D + i + D / 2] = x2 * std::cos(a) + x1 * std::sin(a);
-        }
-    return dot(y, dout);
-  }, "rope dx");
+  expect_matches_double_difference(
+      x, dx,
+      [&] {
+        Vec y = x;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t h = 0; h < Hq + Hk; ++h)  // query and key heads rotate (rotate_half), values pass
+            for (int64_t i = 0; i < D / 2; ++i) {
+              const double a = double(positions.data<int32_t>()[n]) * double(inv[size_t(i)]);
+              const double x1 = x[n * ld + h * D + i], x2 = x[n * ld + h * D + i + D / 2];
+              y[n * ld + h * D + i] = x1 * std::cos(a) - x2 * std::sin(a);
+              y[n * ld + h * D + i + D / 2] = x2 * std::cos(a) + x1 * std::sin(a);
+            }
+        return dot(y, dout);
+      },
+      "rope dx");
 }
 
 // softmax(scale · q·k over the keys a row may see) · v, per (batch, head, query).
@@ -252,8 +270,9 @@ Vec reference_attention(const Vec& qkv, int64_t B, int64_t T, int64_t H, int64_t
           mx = std::max(mx, s[size_t(j)]);
         }
         double sum = 0;
-        if (!causal && mx == -INFINITY) std::fill(s.begin(), s.end(), 0.0), mx = 0;  // padding only: uniform (transformers)
-        if (mx == -INFINITY) continue;  // causal, padding only: zeros
+        if (!causal && mx == -INFINITY)
+          std::fill(s.begin(), s.end(), 0.0), mx = 0;  // padding only: uniform (transformers)
+        if (mx == -INFINITY) continue;                 // causal, padding only: zeros
         for (auto& v : s) sum += (v = std::isfinite(v) ? std::exp(v - mx) : 0.0);
         for (int64_t j = 0; j < T; ++j)
           for (int64_t e = 0; e < D; ++e)
@@ -274,9 +293,10 @@ TEST(BackwardDouble, AttentionWithPadding) {
   attention_backward_cpu(dqkv.data(), dqkv.data() + C, dqkv.data() + 2 * C, dout.data(), probs.data(), q, q + C,
                          q + 2 * C, mask.data(), B, T, H, D, 3 * C, C, 0.5f, 0.f, 0);
   Vec qkv = to_double(qkvf);
-  expect_matches_double_difference(qkv, dqkv, [&] {
-    return dot(reference_attention(qkv, B, T, H, H, D, 0, C, 2 * C, 3 * C, mask, false, 0.5), dout);
-  }, "attention dqkv");
+  expect_matches_double_difference(
+      qkv, dqkv,
+      [&] { return dot(reference_attention(qkv, B, T, H, H, D, 0, C, 2 * C, 3 * C, mask, false, 0.5), dout); },
+      "attention dqkv");
 }
 
 TEST(BackwardDouble, CausalGroupedQueryAttention) {
@@ -290,12 +310,16 @@ TEST(BackwardDouble, CausalGroupedQueryAttention) {
   std::vector<float> out(B * T * H * D), probs(B * H * T * T), dqkv(B * T * QKV, 0.f);
   const float* q = qkvf.data();
   causal_attention_forward_train(out.data(), probs.data(), q, q + H * D, q + (H + KVH) * D, mask.data(), a);
-  causal_attention_backward(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(), probs.data(),
-                            q, q + H * D, q + (H + KVH) * D, mask.data(), a);
+  causal_attention_backward(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(), probs.data(), q,
+                            q + H * D, q + (H + KVH) * D, mask.data(), a);
   Vec qkv = to_double(qkvf);
-  expect_matches_double_difference(qkv, dqkv, [&] {
-    return dot(reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, true, double(0.6f)), dout);
-  }, "causal attention dqkv");
+  expect_matches_double_difference(
+      qkv, dqkv,
+      [&] {
+        return dot(reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, true, double(0.6f)),
+                   dout);
+      },
+      "causal attention dqkv");
 }
 
 // Longer than one block of query rows (64), so the blocks' key ranges matter: causal and
@@ -308,7 +332,7 @@ TEST(BackwardDouble, AttentionBlocksWindowsAndDirections) {
   auto qkvf = test::randn(B * T * QKV, 81);
   const auto dout = test::randn(B * T * H * D, 82);
   std::vector<int32_t> mask(size_t(B * T), 1);
-  for (int64_t t = 71; t < T; ++t) mask[size_t(T + t)] = 0;  // right-padded
+  for (int64_t t = 71; t < T; ++t) mask[size_t(T + t)] = 0;      // right-padded
   for (int64_t t = 0; t < 30; ++t) mask[size_t(2 * T + t)] = 0;  // left-padded: under a window, rows of padding only
   for (const bool causal : {true, false})
     for (const int64_t window : {int64_t(0), int64_t(24)}) {
@@ -320,17 +344,21 @@ TEST(BackwardDouble, AttentionBlocksWindowsAndDirections) {
       const float* q = qkvf.data();
       causal_attention_forward_train(out.data(), probs.data(), q, q + H * D, q + (H + KVH) * D, mask.data(), a);
       Vec qkv = to_double(qkvf);
-      const Vec want = reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, causal,
-                                           double(0.6f), window);
+      const Vec want =
+          reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, causal, double(0.6f), window);
       for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-5) << what << " [" << i << "]";
       for (const bool saved : {true, false}) {
         std::vector<float> dqkv(B * T * QKV, 0.f);
         causal_attention_backward(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(),
                                   saved ? probs.data() : nullptr, q, q + H * D, q + (H + KVH) * D, mask.data(), a);
-        expect_matches_double_difference(qkv, dqkv, [&] {
-          return dot(reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, causal,
-                                         double(0.6f), window), dout);
-        }, what + (saved ? " dqkv (saved)" : " dqkv (recomputed)"));
+        expect_matches_double_difference(
+            qkv, dqkv,
+            [&] {
+              return dot(reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, causal,
+                                             double(0.6f), window),
+                         dout);
+            },
+            what + (saved ? " dqkv (saved)" : " dqkv (recomputed)"));
       }
       // The declared cost counts only the blocks' scores: a window computes a band.
       CausalAttentionArgs unwindowed = a;

@@ -105,7 +105,9 @@ TEST(Linear, PlacedOnTheCpuIsThePackedLayer) {
   Tensor y = Tensor::empty({5, 9}, DType::f32);
   linear_forward(y, x, placed);
   expect_close(y, linear_reference(x, w, b, 1), 1e-4, 1e-4);
-  EXPECT_NE(test::error_of([&] { Linear(w, random_tensor({4}, 10), {Device::cpu(), DType::f32}); }).find("bias"),
+  EXPECT_NE(test::error_of([&] {
+              Linear(w, random_tensor({4}, 10), {Device::cpu(), DType::f32});
+            }).find("bias"),
             std::string::npos);
 }
 
@@ -149,10 +151,9 @@ TEST(LayerNorm, MatchesReferenceWithResidual) {
     }
     var /= double(C);
     for (int64_t c = 0; c < C; ++c)
-      want[size_t(n * C + c)] =
-          (double(x.data<float>()[n * C + c]) + r.data<float>()[n * C + c] - mean) / std::sqrt(var + 1e-12) *
-              g.data<float>()[c] +
-          b.data<float>()[c];
+      want[size_t(n * C + c)] = (double(x.data<float>()[n * C + c]) + r.data<float>()[n * C + c] - mean) /
+                                    std::sqrt(var + 1e-12) * g.data<float>()[c] +
+                                b.data<float>()[c];
   }
   expect_close(out, want, 1e-5, 1e-5);
   EXPECT_THROW(layer_norm_forward(out, x, r, random_tensor({C + 1}, 5), b, 1e-5f), Error);
@@ -256,7 +257,8 @@ TEST(VecMath, VectorPathsMatchScalar) {
     Tensor g = random_tensor({3, n}, unsigned(n) + 7, 5.f), g2 = g.to(DType::f32);
     cpu::gelu_erf_inplace(g.data<float>(), 3, n, n);
     for (int64_t j = 0; j < 3 * n; ++j)
-      EXPECT_NEAR(g.data<float>()[j], cpu::gelu_erf(g2.data<float>()[j]), 2e-6 * std::max(1.f, std::fabs(g2.data<float>()[j])));
+      EXPECT_NEAR(g.data<float>()[j], cpu::gelu_erf(g2.data<float>()[j]),
+                  2e-6 * std::max(1.f, std::fabs(g2.data<float>()[j])));
   }
 }
 

@@ -19,8 +19,9 @@ namespace {
 std::string fixture(const std::string& name) { return test::fixtures_dir() + "/parquet/" + name; }
 
 TEST(Parquet, ReadsEachCompressionAndLayoutDatasetsWrites) {
-  for (const auto& [file, rows] : std::vector<std::pair<std::string, size_t>>{
-           {"sst2-validation.parquet", 24}, {"sst2-train.parquet", 40}, {"sst2-test-gzip.parquet", 16}}) {
+  for (const auto& [file, rows] : std::vector<std::pair<std::string, size_t>>{{"sst2-validation.parquet", 24},
+                                                                              {"sst2-train.parquet", 40},
+                                                                              {"sst2-test-gzip.parquet", 16}}) {
     DatasetOptions o;
     o.path = fixture(file);
     o.text_column = "sentence";
@@ -49,7 +50,8 @@ TEST(Parquet, AMissingColumnListsTheColumnsThereAre) {
 
 TEST(Parquet, MalformedFilesAreErrorsNeverCrashes) {
   const std::string good = test::read_text(fixture("sst2-train.parquet"));
-  EXPECT_NE(test::error_of([&] { data::read_parquet("x.parquet", "PAR1"); }).find("not a Parquet file"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { data::read_parquet("x.parquet", "PAR1"); }).find("not a Parquet file"),
+            std::string::npos);
   EXPECT_NE(test::error_of([&] { data::read_parquet("x.parquet", good.substr(0, good.size() / 2)); }).find("x.parquet"),
             std::string::npos);
   // Every byte position flipped once in turn, then random multi-byte damage: records or an Error.
@@ -60,9 +62,7 @@ TEST(Parquet, MalformedFilesAreErrorsNeverCrashes) {
       const auto r = data::read_parquet("m.parquet", bytes);
       for (const auto& row : r.rows) ASSERT_EQ(row.size(), r.columns.size());
       ++read;
-    } catch (const Error&) {
-      ++errors;
-    }
+    } catch (const Error&) { ++errors; }
   };
   for (size_t i = 0; i < good.size(); ++i) {
     std::string bad = good;

@@ -26,17 +26,19 @@ TEST(KernelNames, MangledSymbolsAreDemangledWithoutParameters) {
   EXPECT_EQ(core::readable_kernel_name(
                 "_ZN4tach3ops50_GLOBAL__N__604e7fca_17_embedding_cuda_cu_788bfa1716embedding_kernelIfEEvPfPKiPKT_lllb"),
             "tach::ops::embedding_kernel<float>");
-  EXPECT_EQ(core::readable_kernel_name("_ZN4tach4cuda22flash_attention_kernelILi64ELi32EEEvNS0_20FlashAttentionParamsE"),
-            "tach::cuda::flash_attention_kernel<64, 32>");
+  EXPECT_EQ(
+      core::readable_kernel_name("_ZN4tach4cuda22flash_attention_kernelILi64ELi32EEEvNS0_20FlashAttentionParamsE"),
+      "tach::cuda::flash_attention_kernel<64, 32>");
   // Not mangled (cuBLAS's own kernels) or not demangleable: unchanged.
-  EXPECT_EQ(core::readable_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n"), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n");
+  EXPECT_EQ(core::readable_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n"),
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n");
   EXPECT_EQ(core::readable_kernel_name("_Zgarbage"), "_Zgarbage");
 }
 
 TEST(ProfileSchedule, WindowsAreExact) {
   const ProfileSchedule s{1, 1, 1, 2, 2};  // skip 1, then 2 x (wait 1, warmup 1, active 2)
-  const std::vector<Phase> want{Phase::skip,   Phase::wait,   Phase::warmup, Phase::active, Phase::active,
-                                Phase::wait,   Phase::warmup, Phase::active, Phase::active, Phase::done};
+  const std::vector<Phase> want{Phase::skip, Phase::wait,   Phase::warmup, Phase::active, Phase::active,
+                                Phase::wait, Phase::warmup, Phase::active, Phase::active, Phase::done};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(s.phase(int64_t(i)), want[i]) << "step " << i;
   const ProfileSchedule forever{0, 0, 0, 1, 0};
   EXPECT_EQ(forever.phase(1000), Phase::active);
@@ -69,7 +71,8 @@ TEST(Profiler, RecordsOnlyActiveStepsWithModulePaths) {
   EXPECT_TRUE(per_step.count(3) && per_step.count(4)) << "steps 3 and 4 are the active ones";
   bool found = false;
   for (const auto& e : d.events)
-    if (e.kind == EventKind::op && e.name == "linear" && e.path == "forward.bert.encoder.layer.1.attention") found = true;
+    if (e.kind == EventKind::op && e.name == "linear" && e.path == "forward.bert.encoder.layer.1.attention")
+      found = true;
   EXPECT_TRUE(found) << "an op knows its module path";
   EXPECT_EQ(d.steps.size(), 6u);
 }
@@ -86,20 +89,20 @@ TEST(Profiler, TraceIsValidNestedAndMonotone) {
     if (e["ph"] == "X") {
       ASSERT_GE(e["ts"].get<double>(), 0.0);
       ASSERT_GE(e["dur"].get<double>(), 0.0);
-      slices[e["tid"].get<int64_t>()].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+      slices[e["tid"].get<int64_t>()].push_back(
+          {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
     }
   }
   EXPECT_TRUE(slices.size() >= 2u) << "the steps track and the main thread";
   for (auto& [tid, v] : slices) {
     // In recording order timestamps are monotone; nested slices close before their parents.
-    std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    std::stable_sort(v.begin(), v.end(),
+                     [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
     std::vector<double> open;
     for (const auto& [ts, end] : v) {
       // Adjacent slices (one step ending where the next begins) may differ by float rounding.
       while (!open.empty() && open.back() <= ts + 1e-3) open.pop_back();
-      if (!open.empty()) {
-        EXPECT_LE(end, open.back() + 1e-3) << "slice on tid " << tid << " overlaps its parent";
-      }
+      if (!open.empty()) { EXPECT_LE(end, open.back() + 1e-3) << "slice on tid " << tid << " overlaps its parent"; }
       open.push_back(end);
     }
   }
@@ -256,7 +259,6 @@ TEST(Profiler, OffIsOffAndCostIsMeasured) {
   EXPECT_LT(ns, 100000) << "one span should cost well under 100 µs";
   std::cout << "[ profiler ] " << ns << " ns per recorded span\n";
 }
-
 
 // The JSON op table carries every CSV column, and both compute rates over the GPU time where a
 // row queued GPU work (the host span then times only the launch), as docs/formats.md says.

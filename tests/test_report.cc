@@ -185,7 +185,8 @@ TEST(Report, TrainingRunsAndTheComparisonAreReported) {
   const std::string cmd = std::string("'") + tach + "' train -m " + fx + "/encoders/bert-cls2-f32 -k " + fx +
                           "/tokenizers/tiny-wordpiece -d " + fx + "/train/tiny.csv --eval-dataset " + fx +
                           "/train/tiny.csv --eval-every 2 --max-steps 4 -b 2 --method full,lora --exec eager "
-                          "--no-progress --runs-dir '" + dir.path() + "' --run-id cmp > /dev/null 2>&1";
+                          "--no-progress --runs-dir '" +
+                          dir.path() + "' --run-id cmp > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const std::string html = run_report_html(dir.path() + "/cmp");
   EXPECT_NE(html.find("<h2>Method × exec comparison</h2>"), std::string::npos);
@@ -199,9 +200,7 @@ TEST(Report, TrainingRunsAndTheComparisonAreReported) {
   // What the comparison printed is the comparison's run.log, not its first run's.
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/cmp/run.log"));
   for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/cmp"))
-    if (e.is_directory()) {
-      EXPECT_FALSE(std::filesystem::exists(e.path() / "run.log")) << e.path();
-    }
+    if (e.is_directory()) { EXPECT_FALSE(std::filesystem::exists(e.path() / "run.log")) << e.path(); }
 }
 
 TEST(Report, NotARunDirectoryIsAClearError) {

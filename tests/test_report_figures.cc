@@ -125,14 +125,13 @@ TEST(ReportFigures, BenchRunGivesNamedPngsOfTheStatedSizeAndADeck) {
 
 TEST(ReportFigures, MalformedSvgIsAClearError) {
   RunReport report;
-  report.figures.push_back({"broken", "broken", "<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'><g>", {}});
+  report.figures.push_back(
+      {"broken", "broken", "<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'><g>", {}});
   test::TempDir dir;
   try {
     write_report_pngs(report, dir.path(), 1);
     FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("librsvg"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("librsvg"), std::string::npos) << e.what(); }
   EXPECT_FALSE(fs::exists(dir.path() + "/broken.png"));
 }
 

@@ -88,8 +88,8 @@ TEST(Memory, LargeBlocksAreCachedAndCountedApart) {
     Tensor b = Tensor::empty({1 << 20}, DType::f32, Device::cpu(), MemoryCategory::workspace);
     EXPECT_EQ(b.raw(), first);  // the same block, no new pages
     EXPECT_EQ(memory_stats(Device::cpu()).cached.current, s0.cached.current);
-    EXPECT_EQ(memory_stats(Device::cpu())[MemoryCategory::workspace].current -
-                  s0[MemoryCategory::workspace].current, 4 << 20);
+    EXPECT_EQ(memory_stats(Device::cpu())[MemoryCategory::workspace].current - s0[MemoryCategory::workspace].current,
+              4 << 20);
   }
   EXPECT_EQ(release_cached_memory(Device::cpu()), int64_t(s1.cached.current));
   EXPECT_EQ(memory_stats(Device::cpu()).cached.current, 0);
@@ -104,9 +104,7 @@ TEST(Memory, CudaWithoutBackendIsAClearError) {
   try {
     Tensor::empty({4}, DType::f32, Device::cuda(0));
     FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what(); }
 }
 
 // to_device on the CPU: a contiguous copy (strided views gathered), counted in the category asked.

@@ -146,7 +146,8 @@ TEST(TensorBoard, TrainingLoggerMirrorsGroupedTags) {
   std::vector<std::string> tags;
   const auto records = read_records(tach::test::read_text(path));
   for (size_t i = 1; i < records.size(); ++i)
-    tags.push_back(fields(fields(fields(records[i]).find(5)->second.bytes).find(1)->second.bytes).find(1)->second.bytes);
+    tags.push_back(
+        fields(fields(fields(records[i]).find(5)->second.bytes).find(1)->second.bytes).find(1)->second.bytes);
   EXPECT_EQ(tags, (std::vector<std::string>{"eval/accuracy", "train/loss", "memory/memory_weights_bytes"}));
   fs::remove_all(dir);
 }

@@ -63,16 +63,21 @@ TEST(TokenizerMalformed, ErrorsNameFileAndJsonPath) {
   test::TempDir dir;
   auto j = tiny_wordpiece();
   j["normalizer"] = {{"type", "Precompiled"}};
-  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("normalizer: missing \"precompiled_charsmap\""), std::string::npos);
+  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("normalizer: missing \"precompiled_charsmap\""),
+            std::string::npos);
   j = tiny_wordpiece();
   j["normalizer"] = {{"type", "Unknown"}};
   EXPECT_NE(error_of([&] { load_json(dir, j); }).find("normalizer.type: normalizer \"Unknown\" is not supported"),
             std::string::npos);
   j = tiny_wordpiece();
   j["model"] = {{"type", "Unigram"}, {"vocab", {{"a", 0.5}, 3}}};
-  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("model.vocab[1]: expected [\"piece\", score]"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("model.vocab[1]: expected [\"piece\", score]"),
+            std::string::npos);
   j = tiny_wordpiece();
-  j["model"] = {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b", "ab"}}, {"dropout", nullptr}};
+  j["model"] = {{"type", "BPE"},
+                {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}},
+                {"merges", {"a b", "ab"}},
+                {"dropout", nullptr}};
   const std::string err = error_of([&] { load_json(dir, j); });
   EXPECT_NE(err.find("tokenizer.json: model.merges[1]: expected \"a b\" or [\"a\", \"b\"]"), std::string::npos) << err;
   j["model"]["merges"] = {"a b"};
@@ -80,7 +85,8 @@ TEST(TokenizerMalformed, ErrorsNameFileAndJsonPath) {
   EXPECT_NE(error_of([&] { load_json(dir, j); }).find("model.dropout: BPE dropout must be null"), std::string::npos);
   j = tiny_wordpiece();
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
-  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("pre_tokenizer.pattern: pattern does not compile"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("pre_tokenizer.pattern: pattern does not compile"),
+            std::string::npos);
   j = tiny_wordpiece();
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Sideways"}};
   EXPECT_NE(error_of([&] { load_json(dir, j); }).find("pre_tokenizer.behavior"), std::string::npos);

@@ -32,11 +32,13 @@ TEST_P(EncoderTokenizerLayout, IdsOffsetsPairsAndDecodingMatchHuggingFaceTokeniz
     const auto want = e["ids"].get<std::vector<int32_t>>();
     const Encoding got = tokenizer->encode(text);
     EXPECT_EQ(got.ids, want) << GetParam() << ": " << text;
-    EXPECT_EQ(got.offsets, (e["offsets"].get<std::vector<std::pair<uint32_t, uint32_t>>>())) << GetParam() << ": " << text;
+    EXPECT_EQ(got.offsets, (e["offsets"].get<std::vector<std::pair<uint32_t, uint32_t>>>()))
+        << GetParam() << ": " << text;
     EXPECT_EQ(tokenizer->decode(want), e["decoded"].get<std::string>()) << GetParam() << ": " << text;
     if (e.contains("pair_ids")) {  // the next row's text as the second sequence
       const std::string b = rows[(i + 1) % rows.size()]["text"].get<std::string>();
-      EXPECT_EQ(tokenizer->encode_pair(text, b).ids, e["pair_ids"].get<std::vector<int32_t>>()) << GetParam() << ": " << text;
+      EXPECT_EQ(tokenizer->encode_pair(text, b).ids, e["pair_ids"].get<std::vector<int32_t>>())
+          << GetParam() << ": " << text;
       ++pairs;
     }
   }

@@ -134,7 +134,8 @@ TEST(HardCases, IdsTypeIdsAndOffsetsMatchTokenizers) {
     const Tokenizer* tok = &shared_tokenizer(j["tokenizer"].get<std::string>());
     const std::string text = j["text"].get<std::string>();
     const bool add = j["add_special"].get<bool>();
-    const Encoding e = j.contains("pair") ? tok->encode_pair(text, j["pair"].get<std::string>(), add) : tok->encode(text, add);
+    const Encoding e =
+        j.contains("pair") ? tok->encode_pair(text, j["pair"].get<std::string>(), add) : tok->encode(text, add);
     SCOPED_TRACE(j["tokenizer"].get<std::string>() + " " + j["text"].dump() + (add ? " +special" : ""));
     EXPECT_EQ(e.ids, j["ids"].get<std::vector<int32_t>>());
     EXPECT_EQ(e.type_ids, j["type_ids"].get<std::vector<int32_t>>());
@@ -202,7 +203,9 @@ TEST(TruncationAndPadding, MatchTokenizers) {
     t.direction = side;
     opt.truncation = t;
     const std::string a = j["text"].get<std::string>();
-    auto run = [&] { return j["pair"].is_null() ? tok->encode(a, opt) : tok->encode_pair(a, j["pair"].get<std::string>(), opt); };
+    auto run = [&] {
+      return j["pair"].is_null() ? tok->encode(a, opt) : tok->encode_pair(a, j["pair"].get<std::string>(), opt);
+    };
     if (j.contains("error")) {
       EXPECT_THROW(run(), Error);
       continue;

@@ -64,7 +64,8 @@ TEST_P(UnigramPipeline, IdsOffsetsPairsAndDecodingMatchHuggingFaceTokenizers) {
       std::string next;
       if (std::getline(in, next)) {
         const std::string b = json::parse(next)["text"].get<std::string>();
-        EXPECT_EQ(tokenizer->encode_pair(text, b).ids, e["pair_ids"].get<std::vector<int32_t>>()) << variant << ": " << text;
+        EXPECT_EQ(tokenizer->encode_pair(text, b).ids, e["pair_ids"].get<std::vector<int32_t>>())
+            << variant << ": " << text;
         ++pairs;
       }
       in.seekg(here);
@@ -76,12 +77,11 @@ TEST_P(UnigramPipeline, IdsOffsetsPairsAndDecodingMatchHuggingFaceTokenizers) {
   EXPECT_GT(rows, 200);
   EXPECT_GT(pairs, 50);
   EXPECT_GT(changed_by_normalizer, 20) << "the texts must reach the normalizer's rules";
-  if (variant != std::string("byte_fallback")) {
-    EXPECT_GT(unknown, 3) << "the texts must reach the unknown token";
-  }
+  if (variant != std::string("byte_fallback")) { EXPECT_GT(unknown, 3) << "the texts must reach the unknown token"; }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, UnigramPipeline, ::testing::Values("published", "spm", "transformers5", "byte_fallback"));
+INSTANTIATE_TEST_SUITE_P(Variants, UnigramPipeline,
+                         ::testing::Values("published", "spm", "transformers5", "byte_fallback"));
 
 TEST(UnigramPipeline, ByteFallbackReachesBytePieces) {
   auto tokenizer = Tokenizer::load(dir() + "/tokenizer-byte_fallback.json");
@@ -96,8 +96,8 @@ TEST(UnigramPipeline, ByteFallbackReachesBytePieces) {
 // Hand-made blobs: what a malformed charsmap or model gives.
 TEST(Precompiled, MalformedCharsmapsAreErrorsNotCrashes) {
   using tokenizer::CharsMap;
-  EXPECT_THROW(CharsMap(std::string("\x01\x00", 2)), Error);                    // no full header
-  EXPECT_THROW(CharsMap(std::string("\x10\x00\x00\x00\x00\x00", 6)), Error);    // trie past the end
+  EXPECT_THROW(CharsMap(std::string("\x01\x00", 2)), Error);                      // no full header
+  EXPECT_THROW(CharsMap(std::string("\x10\x00\x00\x00\x00\x00", 6)), Error);      // trie past the end
   EXPECT_THROW(CharsMap(std::string("\x03\x00\x00\x00\x00\x00\x00", 7)), Error);  // not whole units
   // One unit whose offset points outside the trie: a lookup is an error, not a read past it.
   const std::string far("\x04\x00\x00\x00\x00\xfc\xff\x7f", 8);
@@ -114,9 +114,7 @@ TEST(Unigram, MalformedModelsNameTheField) {
     test::write_text(tmp.file("tokenizer.json"), j.dump());
     try {
       Tokenizer::load(tmp.file("tokenizer.json"));
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
+    } catch (const Error& e) { return std::string(e.what()); }
     return std::string();
   };
   json bad = tok;
@@ -127,7 +125,8 @@ TEST(Unigram, MalformedModelsNameTheField) {
   EXPECT_NE(error_of(bad).find("model.unk_id: expected the index of a piece"), std::string::npos) << error_of(bad);
   bad = tok;
   bad["normalizer"]["precompiled_charsmap"] = "@@@";
-  EXPECT_NE(error_of(bad).find("normalizer.precompiled_charsmap: not valid base64"), std::string::npos) << error_of(bad);
+  EXPECT_NE(error_of(bad).find("normalizer.precompiled_charsmap: not valid base64"), std::string::npos)
+      << error_of(bad);
   // Without an unk_id, a character no piece covers is an error naming the model.
   bad = tok;
   bad["model"].erase("unk_id");

@@ -77,7 +77,8 @@ TEST_P(Checkpointing, GradientsAreBitIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Checkpointing,
-                         ::testing::Combine(::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "qwen2-cls-kv1-f32"),
+                         ::testing::Combine(::testing::Values("distilbert-cls2-f32", "bert-cls2-f32",
+                                                              "qwen2-cls-kv1-f32"),
                                             ::testing::Bool(), ::testing::Bool()));
 
 }  // namespace

@@ -46,8 +46,8 @@ void expect_estimate_within_ten_percent(const std::string& model, const std::str
     e.gradient_checkpointing = checkpointing;
     const MemoryEstimate est = estimate_memory(e);
     const double ratio = double(est.total_bytes) / double(measured);
-    std::printf("%s %s batch %lld: estimate %lld B, measured %lld B (ratio %.3f)\n", method.c_str(), model.c_str(), (long long)batch,
-                (long long)est.total_bytes, (long long)measured, ratio);
+    std::printf("%s %s batch %lld: estimate %lld B, measured %lld B (ratio %.3f)\n", method.c_str(), model.c_str(),
+                (long long)batch, (long long)est.total_bytes, (long long)measured, ratio);
     EXPECT_NEAR(ratio, 1.0, 0.10) << model << " batch " << batch << ": estimate " << est.total_bytes
                                   << " B, measured peak " << measured << " B";
   }
@@ -67,7 +67,8 @@ TEST(TrainEstimate, Qwen2FullFineTuningPeakWithinTenPercent) {
 TEST(TrainEstimate, LoraAndQloraPeaksWithinTenPercent) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared (tokenizer and SST-2) is absent";
   for (const char* method : {"lora", "qlora"}) {
-    expect_estimate_within_ten_percent("preset:bert-tiny", "bert-base-uncased", method, {"q", "k", "v", "o", "up", "down"});
+    expect_estimate_within_ten_percent("preset:bert-tiny", "bert-base-uncased", method,
+                                       {"q", "k", "v", "o", "up", "down"});
     expect_estimate_within_ten_percent("preset:qwen2-tiny", "qwen2.5", method,
                                        {"q", "k", "v", "o", "gate", "up", "down"});
   }
@@ -78,8 +79,8 @@ TEST(TrainEstimate, GradientCheckpointingPeakWithinTenPercent) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared (tokenizer and SST-2) is absent";
   expect_estimate_within_ten_percent("preset:bert-tiny", "bert-base-uncased", "full", {}, true);
   expect_estimate_within_ten_percent("preset:qwen2-tiny", "qwen2.5", "full", {}, true);
-  expect_estimate_within_ten_percent("preset:bert-tiny", "bert-base-uncased", "lora", {"q", "k", "v", "o", "up", "down"},
-                                     true);
+  expect_estimate_within_ten_percent("preset:bert-tiny", "bert-base-uncased", "lora",
+                                     {"q", "k", "v", "o", "up", "down"}, true);
 }
 
 }  // namespace

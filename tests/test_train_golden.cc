@@ -101,8 +101,7 @@ void expect_gradients_match(const std::string& name, bool fused) {
     ASSERT_EQ(p->grad.shape(), e.shape) << e.name;
     if (gradient_is_zero_in_exact_arithmetic(e.name))
       EXPECT_LT(max_abs(p->grad), 1e-6) << e.name << " should be rounding noise";
-    else
-      EXPECT_LT(tensor_error(p->grad, ref.tensor(e)), 1e-4) << e.name;
+    else EXPECT_LT(tensor_error(p->grad, ref.tensor(e)), 1e-4) << e.name;
     ++checked;
   }
   EXPECT_EQ(checked, c.model->params.entries().size()) << "every parameter has a reference gradient";
@@ -161,8 +160,7 @@ TEST_P(TrainFixture, TwentyAdamWStepsMatchTorch) {
     if (gradient_is_zero_in_exact_arithmetic(e.name)) continue;
     if (gradient_is_nearly_zero_in_exact_arithmetic(e.name))
       EXPECT_LT(max_abs_difference(p->value, ref.tensor(e)), 1e-4) << e.name << " (absolute)";
-    else
-      EXPECT_LT(tensor_error(p->value, ref.tensor(e)), 1e-4) << e.name;
+    else EXPECT_LT(tensor_error(p->value, ref.tensor(e)), 1e-4) << e.name;
   }
 }
 
@@ -204,9 +202,10 @@ TEST_P(TrainFixture, Bf16GradientsMatchAutocast) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TrainFixture,
                          ::testing::Values("bert-cls2-f32", "distilbert-cls2-f32", "bert-reg1-bf16", "bert-cls3-f16",
-                                           "roberta-cls2-f32", "xlm-roberta-cls3-bf16", "mpnet-cls2-f32", "qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16", "llama-cls-bias-f32",
-                                           "mistral-cls-window4-f32", "qwen3-cls-headdim16-f32", "gemma3-cls-f32", "modernbert-cls-mean-f32",
-                                           "modernbert-cls-bias-bf16"),
+                                           "roberta-cls2-f32", "xlm-roberta-cls3-bf16", "mpnet-cls2-f32",
+                                           "qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16", "llama-cls-bias-f32",
+                                           "mistral-cls-window4-f32", "qwen3-cls-headdim16-f32", "gemma3-cls-f32",
+                                           "modernbert-cls-mean-f32", "modernbert-cls-bias-bf16"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 
 }  // namespace

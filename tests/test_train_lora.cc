@@ -74,10 +74,8 @@ TEST_P(LoraFixture, TrainableSetAndGradientsMatchPeft) {
   LoraCase c = load(GetParam());
   std::vector<std::string> trainable;
   for (const auto& p : c.model->params.entries()) {
-    if (p.trainable)
-      trainable.push_back(p.name);
-    else
-      EXPECT_FALSE(p.grad.defined()) << p.name << " is frozen but keeps a gradient";
+    if (p.trainable) trainable.push_back(p.name);
+    else EXPECT_FALSE(p.grad.defined()) << p.name << " is frozen but keeps a gradient";
   }
   std::vector<std::string> want = c.expected["trainable"].get<std::vector<std::string>>();
   std::sort(trainable.begin(), trainable.end());
@@ -128,8 +126,8 @@ TEST_P(LoraFixture, TwentyAdamWStepsMatchPeft) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, LoraFixture,
                          ::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "roberta-cls2-f32", "mpnet-cls2-f32",
-                                           "qwen2-cls-kv1-f32",
-                                           "llama-cls-bias-f32", "gemma3-cls-f32", "modernbert-cls-mean-f32"),
+                                           "qwen2-cls-kv1-f32", "llama-cls-bias-f32", "gemma3-cls-f32",
+                                           "modernbert-cls-mean-f32"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 
 TEST(Lora, BadOptionsAreRefusedWithTheModelsLinearNames) {
@@ -215,8 +213,9 @@ TEST(Lora, AnAdapterThatDoesNotFitIsRefused) {
   o.target_modules = {"query"};
   o.modules_to_save = {"classifier"};
   train::attach_lora(*bert, o, 0);
-  const std::string other = test::error_of(
-      [&] { train::load_peft_adapter_weights(*bert, test::fixtures_dir() + "/lora/distilbert-cls2-f32/adapter_init"); });
+  const std::string other = test::error_of([&] {
+    train::load_peft_adapter_weights(*bert, test::fixtures_dir() + "/lora/distilbert-cls2-f32/adapter_init");
+  });
   EXPECT_NE(other.find("has no place in this model (BertForSequenceClassification with LoRA r=4)"), std::string::npos)
       << other;
   auto src2 = train::open_training_model(test::fixtures_dir() + "/encoders/distilbert-cls2-f32", 0);
@@ -224,8 +223,9 @@ TEST(Lora, AnAdapterThatDoesNotFitIsRefused) {
   o.r = 2;
   o.target_modules = train::default_lora_targets(model::model_family("distilbert"));
   train::attach_lora(*distil, o, 0);
-  const std::string rank = test::error_of(
-      [&] { train::load_peft_adapter_weights(*distil, test::fixtures_dir() + "/lora/distilbert-cls2-f32/adapter_init"); });
+  const std::string rank = test::error_of([&] {
+    train::load_peft_adapter_weights(*distil, test::fixtures_dir() + "/lora/distilbert-cls2-f32/adapter_init");
+  });
   EXPECT_NE(rank.find("is [4, 16], the model's is [2, 16]"), std::string::npos) << rank;
 }
 
@@ -239,8 +239,8 @@ TEST(Lora, Qwen2AttentionDropoutIsRefused) {
   config["attention_dropout"] = 0.1;
   std::ofstream(dir.path() + "/m/config.json", std::ios::trunc) << config.dump();
   auto src = train::open_training_model(dir.path() + "/m", 0);
-  const std::string err = test::error_of(
-      [&] { train::build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr); });
+  const std::string err =
+      test::error_of([&] { train::build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr); });
   EXPECT_NE(err.find("attention_dropout"), std::string::npos) << err;
 }
 

@@ -23,7 +23,8 @@ using test::randn;
 // The shared harness on a loss of x: tolerances for f32 losses with h = 1e-2.
 template <typename Loss>
 void expect_gradient_matches(std::vector<float> x, const std::vector<float>& analytic, Loss loss) {
-  test::expect_finite_difference(x, analytic, [&] { return loss(x); }, "loss", 2e-4, 1e-3);
+  test::expect_finite_difference(
+      x, analytic, [&] { return loss(x); }, "loss", 2e-4, 1e-3);
 }
 
 TEST(Loss, CrossEntropyKnownValuesAndIgnoredRows) {
@@ -38,8 +39,9 @@ TEST(Loss, CrossEntropyKnownValuesAndIgnoredRows) {
   EXPECT_FLOAT_EQ(d[1], 0.5f);
   EXPECT_EQ(d[2], 0.0f) << "an ignored row gets no gradient";
   const int32_t bad[] = {2, 0};
-  EXPECT_NE(test::error_of([&] { cross_entropy_forward(probs.data(), logits.data(), bad, 2, 2); })
-                .find("label 2 of row 0 is outside the head's 2 labels"),
+  EXPECT_NE(test::error_of([&] {
+              cross_entropy_forward(probs.data(), logits.data(), bad, 2, 2);
+            }).find("label 2 of row 0 is outside the head's 2 labels"),
             std::string::npos);
 }
 
@@ -66,7 +68,8 @@ TEST(Loss, MseAndBceGradientsAreTheFiniteDifference) {
   std::vector<float> y = {1, 0, 1, 1, 0, 0, 0.25f, 1};
   std::fill(d.begin(), d.end(), 0.0f);
   bce_with_logits_backward(d.data(), x.data(), y.data(), 8);
-  expect_gradient_matches(x, d, [&](const std::vector<float>& v) { return bce_with_logits_forward(v.data(), y.data(), 8); });
+  expect_gradient_matches(x, d,
+                          [&](const std::vector<float>& v) { return bce_with_logits_forward(v.data(), y.data(), 8); });
 }
 
 TEST(Loss, BceWithLogitsIsStableForLargeLogits) {

@@ -97,9 +97,7 @@ TEST(Qlora, TrainsOnAnNf4Base) {
   EXPECT_LT(ratio, 0.3);
   EXPECT_GT(ratio, 0.125);  // 4 bits of 32, plus the block overhead
   for (const auto& p : model->params.entries())
-    if (p.nf4) {
-      EXPECT_FALSE(p.value.defined()) << p.name << ": no f32 copy is kept";
-    }
+    if (p.nf4) { EXPECT_FALSE(p.value.defined()) << p.name << ": no f32 copy is kept"; }
 }
 
 // tach train --method full,lora,qlora --exec eager,fused: a run per combination and the table.

@@ -47,9 +47,9 @@ void expect_saved_model_classifies_as_trained(const std::string& model, const st
   auto inference = load_model(r.saved_model, {});
   train::TrainingModelSource src = train::open_training_model(r.saved_model, 0);
   const auto m = train::build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr);
-  const TokenBatch batch = m->uses_token_types()
-                               ? TokenBatch::from_rows({{1, 6, 8, 2}, {1, 3, 4, 5, 2}}, 0, {{0, 0, 0, 0}, {0, 0, 0, 0, 0}})
-                               : TokenBatch::from_rows({{1, 6, 8, 2}, {1, 3, 4, 5, 2}}, 0);
+  const TokenBatch batch =
+      m->uses_token_types() ? TokenBatch::from_rows({{1, 6, 8, 2}, {1, 3, 4, 5, 2}}, 0, {{0, 0, 0, 0}, {0, 0, 0, 0, 0}})
+                            : TokenBatch::from_rows({{1, 6, 8, 2}, {1, 3, 4, 5, 2}}, 0);
   const Tensor a = inference->classify(batch);
   const auto state = m->new_state(false);
   m->forward(*state, batch, {});
@@ -153,7 +153,8 @@ TEST(TrainSave, Bf16RunRecordsItsPrecisionAndTrains) {
   const auto& e = *fa.find("classifier.weight");
   const Tensor x = fa.tensor(e), y = fb.tensor(*fb.find(e.name));
   double diff = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) diff = std::max(diff, double(std::fabs(x.data<float>()[i] - y.data<float>()[i])));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    diff = std::max(diff, double(std::fabs(x.data<float>()[i] - y.data<float>()[i])));
   EXPECT_GT(diff, 0.0);
 }
 

@@ -99,9 +99,7 @@ bool shared_available() { return fs::is_directory(shared_dir() + "/configs"); }
 std::string error_of(const std::function<void()>& fn) {
   try {
     fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "(no error)";
 }
 

@@ -34,10 +34,8 @@ inline void load_batches(const std::string& path, bool regression, std::vector<T
     if (j.contains("token_type_ids")) batch.token_type_ids = i32_matrix(j["token_type_ids"]);
     train::Targets t;
     for (const auto& l : j["labels"]) {
-      if (regression)
-        t.values.push_back(l.get<float>());
-      else
-        t.classes.push_back(l.get<int32_t>());
+      if (regression) t.values.push_back(l.get<float>());
+      else t.classes.push_back(l.get<int32_t>());
     }
     batches->push_back(batch);
     targets->push_back(t);

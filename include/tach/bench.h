@@ -30,8 +30,8 @@ struct StoppingRule {
 // settings are tach train's, with its defaults.
 struct TrainSweep {
   bool enabled = false;
-  std::vector<std::string> methods{"full"};      // full | lora | qlora
-  std::vector<std::string> execs{"eager"};       // eager | fused
+  std::vector<std::string> methods{"full"};  // full | lora | qlora
+  std::vector<std::string> execs{"eager"};   // eager | fused
   std::vector<bool> gradient_checkpointing{false};
   double lr = 5e-5, weight_decay = 0, adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
   double max_grad_norm = 1.0;  // 0: no clipping
@@ -93,7 +93,7 @@ BenchConfig train_sweep_defaults();
 // Unknown keys and values of the wrong type are errors that name the key.
 BenchConfig bench_config_from_yaml(const std::string& path, BenchConfig base = {});
 BenchConfig bench_config_from_yaml_text(const std::string& text, const std::string& source, BenchConfig base = {});
-std::string bench_config_to_json(const BenchConfig& config);    // config.json of a run
+std::string bench_config_to_json(const BenchConfig& config);  // config.json of a run
 BenchConfig bench_config_from_json(const std::string& json_text, const std::string& where);
 
 struct PointKey {
@@ -159,7 +159,7 @@ struct PointResult {
   // are the step's.
   struct Train {
     Distribution data_ms, forward_ms, backward_ms, optimizer_ms;  // per step
-    double loss_first = 0, loss_last = 0;                        // of the measured steps
+    double loss_first = 0, loss_last = 0;                         // of the measured steps
     int64_t parameters = 0, trainable_parameters = 0;
     // The ops' declared FLOPs of one step, from a profiled step after the measured ones: model
     // FLOPs leave out a checkpointed layer's recomputation, hardware FLOPs count it.
@@ -235,12 +235,12 @@ struct BenchObserver {
 
 struct SweepOutcome {
   std::string run_dir;
-  BenchConfig config;  // as run (a resumed run's own config.json)
-  std::vector<PointResult> results;   // every point of the run, finished earlier or now, in grid order
-  std::vector<ModelSummary> models;   // per device and dtype loaded in this process
+  BenchConfig config;                    // as run (a resumed run's own config.json)
+  std::vector<PointResult> results;      // every point of the run, finished earlier or now, in grid order
+  std::vector<ModelSummary> models;      // per device and dtype loaded in this process
   std::vector<AccuracyResult> accuracy;  // one per sample size (or the whole pass)
   std::string accuracy_dataset;
-  int64_t resumed_points = 0;  // points found finished in results.jsonl
+  int64_t resumed_points = 0;         // points found finished in results.jsonl
   double result_write_ms_median = 0;  // appending and fsyncing one results line
   std::vector<std::string> notes;     // what the sweep decided or found, for the summary
 };

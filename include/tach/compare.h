@@ -26,15 +26,15 @@ struct CompareOptions {
 
 struct CompareRun {
   std::string dir;
-  std::string model;        // config.json's model
-  std::string started_at;   // from the run id / config, when known
+  std::string model;       // config.json's model
+  std::string started_at;  // from the run id / config, when known
   std::vector<PointResult> points;
 };
 
 struct PointChange {
-  std::string id;             // device/dtype/tTHREADS/bBATCH/sSEQ[/method/exec/gc-on|off], less the `by` axis
-  size_t run = 0;             // index of the run compared with the baseline (runs[0])
-  int64_t baseline_n = 0, n = 0;              // raw samples on each side
+  std::string id;                 // device/dtype/tTHREADS/bBATCH/sSEQ[/method/exec/gc-on|off], less the `by` axis
+  size_t run = 0;                 // index of the run compared with the baseline (runs[0])
+  int64_t baseline_n = 0, n = 0;  // raw samples on each side
   double baseline_median_ms = 0, median_ms = 0;
   double baseline_samples_per_s = 0, samples_per_s = 0;  // batch / median latency
   // Relative changes (0.05 = +5%): new median / baseline median - 1, with the bootstrap interval.
@@ -48,11 +48,11 @@ struct PointChange {
 
 struct RunComparison {
   CompareOptions options;
-  std::vector<CompareRun> runs;             // runs[0] is the baseline
-  std::vector<PointChange> changes;         // per later run, per point both have, in the baseline's order
-  std::vector<std::string> only_in;         // "POINT: only in RUN[, RUN]" for points not in every run
-  std::string by;                           // the axis compared (empty: whole ids across runs)
-  std::string note;                         // how the points were matched, when not by whole ids
+  std::vector<CompareRun> runs;      // runs[0] is the baseline
+  std::vector<PointChange> changes;  // per later run, per point both have, in the baseline's order
+  std::vector<std::string> only_in;  // "POINT: only in RUN[, RUN]" for points not in every run
+  std::string by;                    // the axis compared (empty: whole ids across runs)
+  std::string note;                  // how the points were matched, when not by whole ids
 };
 
 // Reads each run directory's results.jsonl (a torn last line after a kill is left out) and

@@ -16,9 +16,9 @@ struct DatasetOptions {
   // Columns (CSV/TSV header names, or 0-based indices for files without a header) or keys
   // (JSONL objects). A JSON split of [text, label] pairs takes 0 and 1 whatever is given.
   std::string text_column = "text";
-  std::string text_pair_column;  // optional second text (sentence pairs)
+  std::string text_pair_column;        // optional second text (sentence pairs)
   std::string label_column = "label";  // empty: texts only, no label read (tach embed)
-  std::string split;  // JSON split files: the split to read; default "test" when it exists
+  std::string split;                   // JSON split files: the split to read; default "test" when it exists
   // CSV/TSV: auto (a header when the first row names the text column) | yes | no
   std::string header = "auto";
 };
@@ -32,8 +32,8 @@ struct Example {
 
 struct Dataset {
   std::string path;
-  std::string format;  // as detected
-  std::string split;   // JSON splits only
+  std::string format;                // as detected
+  std::string split;                 // JSON splits only
   std::vector<std::string> columns;  // what the file offers (header names, indices or keys)
   std::vector<Example> examples;
   // The label column's class names in id order, where the file says them (a Parquet file written
@@ -45,8 +45,8 @@ struct Dataset {
 struct DatasetTable {
   std::string path, format, split;
   std::vector<std::string> columns;
-  std::vector<std::string> skipped_columns;  // Parquet's nested columns (lists, structs): not read
-  std::vector<std::vector<std::string>> rows;  // one cell per column; "" for a null or absent value
+  std::vector<std::string> skipped_columns;                     // Parquet's nested columns (lists, structs): not read
+  std::vector<std::vector<std::string>> rows;                   // one cell per column; "" for a null or absent value
   std::map<std::string, std::vector<std::string>> class_names;  // ClassLabel names per column (Parquet)
 };
 DatasetTable read_dataset_table(const DatasetOptions& options);

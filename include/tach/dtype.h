@@ -15,7 +15,7 @@ enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, i16, i8, u8, boolean
 int dtype_bits(DType dt);
 // Bytes for n elements, rounding a trailing half byte up.
 size_t dtype_bytes(DType dt, size_t n);
-std::string_view dtype_name(DType dt);          // "f32", "bf16", ...
+std::string_view dtype_name(DType dt);  // "f32", "bf16", ...
 bool is_floating(DType dt);
 
 // safetensors' spelling ("F32", "BF16", "I64", ...). parse returns false for unknown names.

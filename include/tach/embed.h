@@ -23,16 +23,16 @@ struct EmbedOptions {
 };
 
 struct Embeddings {
-  Tensor vectors;                 // [N, embedding_dim] f32, in the order the texts were given
-  std::vector<int64_t> tokens;    // per text: tokens fed to the model (after truncation)
-  std::vector<bool> truncated;    // per text: cut at max_length
-  int64_t max_length = 0;         // the limit applied
+  Tensor vectors;               // [N, embedding_dim] f32, in the order the texts were given
+  std::vector<int64_t> tokens;  // per text: tokens fed to the model (after truncation)
+  std::vector<bool> truncated;  // per text: cut at max_length
+  int64_t max_length = 0;       // the limit applied
   int64_t batches = 0;
-  int64_t padded_tokens = 0;      // B × T summed over batches: the work the forward did
-  double tokenize_s = 0;          // wall clock, encoding all texts
-  double forward_s = 0;           // wall clock, every batch's forward and pooling
-  std::string prompt;             // the text put before each input ("" none)
-  std::string prompt_name;        // its name in the model's prompts ("" when given as text or none)
+  int64_t padded_tokens = 0;  // B × T summed over batches: the work the forward did
+  double tokenize_s = 0;      // wall clock, encoding all texts
+  double forward_s = 0;       // wall clock, every batch's forward and pooling
+  std::string prompt;         // the text put before each input ("" none)
+  std::string prompt_name;    // its name in the model's prompts ("" when given as text or none)
 };
 
 // Texts are sorted longest first and cut into batches (little padding, as sentence-transformers

@@ -10,23 +10,23 @@
 namespace tach {
 
 struct EstimateInput {
-  std::string model;            // preset:NAME, a directory, or a hub id in the HF cache (config only is read)
-  std::string dtype = "f32";    // f32 | bf16 | f16: weights and activations
+  std::string model;          // preset:NAME, a directory, or a hub id in the HF cache (config only is read)
+  std::string dtype = "f32";  // f32 | bf16 | f16: weights and activations
   int64_t batch = 1, seq_len = 128;
-  std::string mode = "inference";  // inference | train-full | train-lora | train-qlora
+  std::string mode = "inference";   // inference | train-full | train-lora | train-qlora
   std::string optimizer = "adamw";  // adamw: 2 f32 states per trained parameter
   int64_t lora_rank = 8;
   std::vector<std::string> lora_targets{"q", "v"};  // q k v o (attention), up down gate (MLP)
   bool gradient_checkpointing = false;
   int64_t generate_tokens = 0;  // decoders: KV cache for seq_len + this many positions
   std::string device = "cpu";
-  double margin = 0.10;         // fraction of the available memory kept free
+  double margin = 0.10;  // fraction of the available memory kept free
 };
 
 struct EstimateLine {
-  std::string name;   // "weights", "gradients", ...
+  std::string name;  // "weights", "gradients", ...
   int64_t bytes = 0;
-  std::string how;    // the formula, in words
+  std::string how;  // the formula, in words
 };
 
 struct MemoryEstimate {

@@ -26,10 +26,10 @@ struct MemoryCounter {
 
 struct MemoryStats {
   std::array<MemoryCounter, kMemoryCategoryCount> by_category;
-  MemoryCounter total;         // sum over categories; its peak is the peak of the sum
-  MemoryCounter mapped;        // file-backed views (not allocated by tach)
-  MemoryCounter cached;        // freed blocks the allocator keeps for reuse (not in use, still resident)
-  int64_t allocations = 0;     // allocate() calls since start
+  MemoryCounter total;      // sum over categories; its peak is the peak of the sum
+  MemoryCounter mapped;     // file-backed views (not allocated by tach)
+  MemoryCounter cached;     // freed blocks the allocator keeps for reuse (not in use, still resident)
+  int64_t allocations = 0;  // allocate() calls since start
   int64_t frees = 0;
   const MemoryCounter& operator[](MemoryCategory c) const { return by_category[static_cast<int>(c)]; }
 };
@@ -58,8 +58,8 @@ class MemoryProfiler {
   void set_baseline();  // measures, and keeps it as the baseline
   struct Leak {
     bool leak = false;
-    int64_t growth_bytes = 0;            // allocator total now minus at the baseline
-    std::vector<std::string> growing;    // "activations: +12.0 MiB"
+    int64_t growth_bytes = 0;          // allocator total now minus at the baseline
+    std::vector<std::string> growing;  // "activations: +12.0 MiB"
     std::string explanation;
   };
   // Allocator growth since the baseline beyond threshold_bytes; an error without a baseline.

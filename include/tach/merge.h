@@ -19,10 +19,10 @@ struct MergeOptions {
 };
 
 struct MergeResult {
-  int64_t merged_weights = 0;  // base weights that took W + scale·B·A
-  int64_t head_tensors = 0;    // tensors taken from the adapter (modules_to_save)
-  int64_t tensors = 0;         // written in all
-  int64_t bytes = 0;           // model.safetensors on disk
+  int64_t merged_weights = 0;       // base weights that took W + scale·B·A
+  int64_t head_tensors = 0;         // tensors taken from the adapter (modules_to_save)
+  int64_t tensors = 0;              // written in all
+  int64_t bytes = 0;                // model.safetensors on disk
   std::vector<std::string> labels;  // the head's, when the output is a classifier
   std::string architecture;
   std::vector<std::string> notes;

@@ -62,7 +62,7 @@ class ThroughputTracker {
   explicit ThroughputTracker(size_t window = 100, double ema_alpha = 0.1);
   void update(int64_t samples, int64_t tokens = 0);
   struct Rates {
-    double samples_per_s = 0, tokens_per_s = 0;      // over the window (0 before two updates)
+    double samples_per_s = 0, tokens_per_s = 0;  // over the window (0 before two updates)
     double ema_samples_per_s = 0, ema_tokens_per_s = 0;
     int64_t updates = 0, total_samples = 0, total_tokens = 0;
   };
@@ -120,9 +120,9 @@ class ScoreDistributionTracker {
   void update(std::optional<double> score);
   struct Summary {
     int64_t total = 0, valid = 0, invalid = 0;
-    double invalid_rate = 0;             // invalid / total (0 when total is 0)
-    double mean = 0;                     // of valid scores (NaN when none)
-    std::map<double, int64_t> counts;    // per distinct valid value
+    double invalid_rate = 0;           // invalid / total (0 when total is 0)
+    double mean = 0;                   // of valid scores (NaN when none)
+    std::map<double, int64_t> counts;  // per distinct valid value
   };
   Summary summary() const;
 
@@ -144,7 +144,7 @@ class GrpoTracker {
     double mean_reward = 0, mean_group_std = 0;  // std within a group (n - 1), averaged over groups
     double zero_variance_fraction = 0;           // groups whose rewards are all equal: no GRPO signal
     double mean_best_minus_worst = 0;
-    std::vector<double> mean_reward_by_rank;     // rank 0 = the best completion of each group
+    std::vector<double> mean_reward_by_rank;  // rank 0 = the best completion of each group
   };
   GroupStats group_stats() const;
   const MetricTracker& steps() const { return steps_; }

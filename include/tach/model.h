@@ -38,19 +38,19 @@ struct ModelInfo {
   std::string architecture;    // as built
   bool classifier = false;     // has a sequence-classification head
   std::vector<std::string> labels;
-  std::string problem_type;    // single_label_classification | multi_label_classification | regression
+  std::string problem_type;  // single_label_classification | multi_label_classification | regression
   int64_t parameters = 0;
-  int64_t disk_bytes = 0;      // the safetensors files read; 0 for synthetic weights
-  std::string weights_dtype;   // as stored: f32, f16, bf16 (or "mixed")
+  int64_t disk_bytes = 0;     // the safetensors files read; 0 for synthetic weights
+  std::string weights_dtype;  // as stored: f32, f16, bf16 (or "mixed")
   DType compute = DType::f32;
   Device device = Device::cpu();  // where the weights live and the forward runs
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, intermediate_size = 0;
   int64_t max_positions = 0, type_vocab_size = 0;  // max_positions: the tokens a row can hold (RoBERTa: 2 fewer)
-  int64_t num_kv_heads = 0, head_dim = 0;  // decoders: grouped-query attention
-  bool causal_lm = false;                  // can produce vocabulary logits and generate
-  bool bidirectional = false;              // every token sees both sides (encoders, ModernBERT): never generates
-  std::vector<int64_t> eos_token_ids;      // decoders: generation stops at these
-  std::string positions;                   // "learned absolute", "rotary (theta 1e6)", ...
+  int64_t num_kv_heads = 0, head_dim = 0;          // decoders: grouped-query attention
+  bool causal_lm = false;                          // can produce vocabulary logits and generate
+  bool bidirectional = false;          // every token sees both sides (encoders, ModernBERT): never generates
+  std::vector<int64_t> eos_token_ids;  // decoders: generation stops at these
+  std::string positions;               // "learned absolute", "rotary (theta 1e6)", ...
   int32_t pad_token_id = 0;
   bool has_pad_token = true;  // false for a decoder whose config names none (batches of 1 then)
   // Sentence embeddings: a model with a sentence-transformers config (modules.json), or a bare
@@ -62,8 +62,8 @@ struct ModelInfo {
   int64_t max_seq_length = 0;    // sentence-transformers' max_seq_length, capped by the positions (0: none)
   bool lowercase_input = false;  // sentence_bert_config.json's do_lower_case: lowercase texts first
   std::map<std::string, std::string> prompts;  // config_sentence_transformers.json: name -> text put before inputs
-  std::string default_prompt_name;              // the prompt used when none is asked for ("": none)
-  std::vector<std::string> notes;  // decisions made while loading, for the user to see
+  std::string default_prompt_name;             // the prompt used when none is asked for ("": none)
+  std::vector<std::string> notes;              // decisions made while loading, for the user to see
 };
 
 struct LoadOptions {
@@ -71,7 +71,7 @@ struct LoadOptions {
   // The GEMMs' input dtype; accumulation is f32 everywhere. CPU: f32, or bf16 (inputs rounded to
   // bf16). CUDA: f32 (full f32, not TF32, as PyTorch's default), bf16 or f16 through cuBLASLt.
   DType compute = DType::f32;
-  uint64_t seed = 0;           // synthetic weights of presets
+  uint64_t seed = 0;  // synthetic weights of presets
   // A LoRA adapter directory as peft saves it (empty: none), merged into the weights at load;
   // the head it carries (modules_to_save) replaces the checkpoint's.
   std::string adapter;

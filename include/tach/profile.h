@@ -38,10 +38,10 @@ enum class EventKind : uint8_t { op, module, scope };
 
 struct ProfileEvent {
   EventKind kind = EventKind::op;
-  std::string name;         // "linear", "layers.3", "forward"
-  std::string path;         // enclosing modules and scopes, outermost first, '.'-joined ("model.layers.3.self_attn")
-  std::string stack;        // the same spans ';'-joined, for collapsed stacks
-  std::string detail;       // shapes and dtype of an op
+  std::string name;    // "linear", "layers.3", "forward"
+  std::string path;    // enclosing modules and scopes, outermost first, '.'-joined ("model.layers.3.self_attn")
+  std::string stack;   // the same spans ';'-joined, for collapsed stacks
+  std::string detail;  // shapes and dtype of an op
   uint32_t thread = 0;
   uint16_t depth = 0;
   int64_t step = 0;
@@ -63,8 +63,8 @@ struct GpuActivityEvent {
   int64_t start_ns = 0, end_ns = 0;
   int64_t launch_ns = -1;  // host time of the runtime call that queued it; -1 unknown
   int64_t bytes = 0;
-  int64_t step = -1;       // the active step it was launched in; -1 outside them (discarded)
-  int64_t op = -1;         // index in ProfileData::events of the op that launched it; -1 none
+  int64_t step = -1;  // the active step it was launched in; -1 outside them (discarded)
+  int64_t op = -1;    // index in ProfileData::events of the op that launched it; -1 none
 };
 
 struct StepSample {
@@ -80,7 +80,7 @@ struct ProfileData {
   std::vector<ProfileEvent> events;  // kept events of active steps, by start time
   std::vector<StepSample> steps;     // every step seen, active or not
   int64_t dropped_events = 0;
-  int64_t origin_ns = 0;             // the profiler's start: trace timestamps count from here
+  int64_t origin_ns = 0;  // the profiler's start: trace timestamps count from here
   ProfileSchedule schedule;
   std::vector<GpuActivityEvent> gpu_activity;  // launched in active steps, by start time
   std::string gpu_activity_note;               // why there is none, or what was lost; "" otherwise
@@ -119,8 +119,8 @@ class ProfileScope {
 
 // What the machine can do, measured once and cached per machine (~/.cache/tach/).
 struct MachineCeilings {
-  double gemm_f32_flops = 0;    // FLOP/s, oneDNN sgemm 1024^3 (best of repetitions)
-  double gemm_bf16_flops = 0;   // FLOP/s, oneDNN bf16 matmul (emulated where the CPU lacks bf16)
+  double gemm_f32_flops = 0;      // FLOP/s, oneDNN sgemm 1024^3 (best of repetitions)
+  double gemm_bf16_flops = 0;     // FLOP/s, oneDNN bf16 matmul (emulated where the CPU lacks bf16)
   double memory_bytes_per_s = 0;  // STREAM triad, all threads, arrays well past the caches
   int threads = 0;
   std::string cpu, measured_at, cache_file, method;
@@ -194,8 +194,8 @@ std::string collapsed_stacks(const ProfileData& data);
 
 // Step time against the ops inside it: the gap is named.
 struct StepAccounting {
-  double step_ns = 0;          // median wall time of the active steps
-  double ops_ns = 0;           // median per step of the outermost ops' time
+  double step_ns = 0;            // median wall time of the active steps
+  double ops_ns = 0;             // median per step of the outermost ops' time
   double inside_modules_ns = 0;  // per step: in model modules but between ops (checks, buffers, copies)
   double outside_ns = 0;         // per step: outside every module (the caller: inputs, the loop)
   double profiler_ns_per_event = 0;

@@ -19,11 +19,12 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
 std::string detailed_metrics_csv(const std::vector<PointResult>& results);
 
 // The accuracy results as a table with per-class metrics and the confusion matrix.
-std::string accuracy_text(const std::vector<AccuracyResult>& results, const std::string& dataset, bool synthetic_weights);
+std::string accuracy_text(const std::vector<AccuracyResult>& results, const std::string& dataset,
+                          bool synthetic_weights);
 
 struct BatchFinding {
-  std::string group;        // "cpu f32 t0 seq 128"
-  int64_t best_batch = 0;   // by samples/s
+  std::string group;       // "cpu f32 t0 seq 128"
+  int64_t best_batch = 0;  // by samples/s
   double best_samples_per_s = 0;
   int64_t best_batch_in_budget = 0;  // 0: none within the latency budget (or no budget)
   double best_in_budget_samples_per_s = 0;
@@ -66,7 +67,8 @@ struct TrainDiagnosis {
 struct TrainEstimate {
   int64_t total_bytes = 0, available_bytes = 0;
 };
-using TrainEstimator = std::function<std::optional<TrainEstimate>(const PointKey& key, int64_t batch, bool checkpointing)>;
+using TrainEstimator =
+    std::function<std::optional<TrainEstimate>(const PointKey& key, int64_t batch, bool checkpointing)>;
 // tach estimate on the run's model (LoRA on the layers' q, k, v, o, up and down projections).
 TrainEstimator estimator_for(const std::string& model_spec);
 
@@ -90,19 +92,19 @@ std::string write_run_report(const std::string& run_dir);
 
 // One chart of the report as a document of its own: what --png renders and --pptx shows.
 struct ReportFigure {
-  std::string name;   // the file stem: "throughput_vs_batch_size", "roofline"
-  std::string title;  // what it shows, in words
-  std::string svg;    // a standalone SVG document (white background, styles inlined)
+  std::string name;                      // the file stem: "throughput_vs_batch_size", "roofline"
+  std::string title;                     // what it shows, in words
+  std::string svg;                       // a standalone SVG document (white background, styles inlined)
   std::vector<std::string> key_numbers;  // the numbers a slide says beside it, each with its unit
 };
 
 // The report as it is composed: the page, and the same content in pieces for other formats.
 struct RunReport {
   std::string html;
-  std::string title;                 // "tach report: <model>"
-  std::vector<std::string> about;    // the header's lines as plain text: model, machine, ceilings, date
-  std::vector<ReportFigure> figures; // every chart, in the page's order
-  std::vector<std::string> findings; // the findings (summary.txt, the profile's bottlenecks), one per line
+  std::string title;                  // "tach report: <model>"
+  std::vector<std::string> about;     // the header's lines as plain text: model, machine, ceilings, date
+  std::vector<ReportFigure> figures;  // every chart, in the page's order
+  std::vector<std::string> findings;  // the findings (summary.txt, the profile's bottlenecks), one per line
 };
 RunReport build_run_report(const std::string& run_dir);
 // RUN_DIR/report.html from a report already built. Returns the path.

@@ -19,18 +19,18 @@ struct CpuIsa {
 struct SystemInfo {
   std::string cpu_model;
   int logical_cores = 0;
-  int threads = 0;               // threads tach's pool uses
+  int threads = 0;  // threads tach's pool uses
   CpuIsa isa;
   long long memory_total_bytes = 0;
   long long memory_available_bytes = 0;
-  std::string gemm_library;      // the library the engine uses for GEMM
+  std::string gemm_library;  // the library the engine uses for GEMM
   std::string onednn_version;
-  std::string openblas_config;   // openblas_get_config()
-  std::string openblas_core;     // the kernel set OpenBLAS picked
+  std::string openblas_config;  // openblas_get_config()
+  std::string openblas_core;    // the kernel set OpenBLAS picked
   int openblas_threads = 0;
   std::vector<std::string> warnings;  // things that make numbers wrong or slow (see openblas check)
   std::vector<CudaDeviceInfo> cuda;
-  std::string cuda_note;         // why there is no CUDA device, when there is none
+  std::string cuda_note;  // why there is no CUDA device, when there is none
 };
 
 SystemInfo system_info();

@@ -23,7 +23,8 @@ int64_t shape_numel(const Shape& shape);
 class Storage {
  public:
   static std::shared_ptr<Storage> allocate(Device device, size_t bytes, MemoryCategory category);
-  static std::shared_ptr<Storage> borrow(Device device, void* data, size_t bytes, std::shared_ptr<const void> keepalive);
+  static std::shared_ptr<Storage> borrow(Device device, void* data, size_t bytes,
+                                         std::shared_ptr<const void> keepalive);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -72,7 +73,9 @@ class Tensor {
 
   void* raw() const { return static_cast<char*>(storage_->data()) + offset_bytes_; }
   template <typename T>
-  T* data() const { return static_cast<T*>(raw()); }
+  T* data() const {
+    return static_cast<T*>(raw());
+  }
 
   // Views share storage. reshape needs a contiguous tensor; narrow keeps strides.
   Tensor reshape(const Shape& shape) const;

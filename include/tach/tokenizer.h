@@ -68,7 +68,8 @@ class Tokenizer {
   virtual Encoding encode_pair(const std::string& a, const std::string& b, const EncodeOptions& options) const = 0;
   // Encodes across threads (all of tach's pool); the order of the output is the input's.
   // Padding::Strategy::longest pads to the longest encoding of the batch.
-  virtual std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, const EncodeOptions& options) const = 0;
+  virtual std::vector<Encoding> encode_batch(const std::vector<std::string>& texts,
+                                             const EncodeOptions& options) const = 0;
 
   Encoding encode(const std::string& text, bool add_special_tokens = true) const {
     return encode(text, EncodeOptions{add_special_tokens, std::nullopt, std::nullopt});
@@ -83,7 +84,7 @@ class Tokenizer {
 
   virtual std::optional<int32_t> token_to_id(const std::string& token) const = 0;
   virtual std::optional<std::string> id_to_token(int32_t id) const = 0;
-  virtual size_t vocab_size() const = 0;  // including added tokens
+  virtual size_t vocab_size() const = 0;     // including added tokens
   virtual std::string describe() const = 0;  // "BPE, 151643 tokens + 22 added; NFC; Sequence[Split, ByteLevel]"
 };
 

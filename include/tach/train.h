@@ -17,20 +17,20 @@
 namespace tach {
 
 struct TrainOptions {
-  std::string model;       // preset:NAME, a directory, or ORG/NAME from the hub cache
-  std::string tokenizer;   // default: the model's directory
+  std::string model;      // preset:NAME, a directory, or ORG/NAME from the hub cache
+  std::string tokenizer;  // default: the model's directory
   DatasetOptions data;
-  int64_t max_samples = 0;  // the first N examples, in file order (0: all)
-  bool shuffle = true;      // reshuffle every epoch (seeded); false keeps file order
+  int64_t max_samples = 0;          // the first N examples, in file order (0: all)
+  bool shuffle = true;              // reshuffle every epoch (seeded); false keeps file order
   std::vector<std::string> labels;  // a new head's labels, in id order (default: from the data)
   std::string problem_type;         // a new head's; default single_label_classification
 
-  DatasetOptions eval_data;  // path empty: no evaluation
-  int64_t eval_every = 0;    // steps between evaluations; 0: at the end of each epoch
+  DatasetOptions eval_data;     // path empty: no evaluation
+  int64_t eval_every = 0;       // steps between evaluations; 0: at the end of each epoch
   int64_t eval_max_length = 0;  // 0: max_length
 
-  int64_t epochs = 3;        // transformers' TrainingArguments defaults where they have one
-  int64_t max_steps = 0;     // > 0 overrides epochs
+  int64_t epochs = 3;     // transformers' TrainingArguments defaults where they have one
+  int64_t max_steps = 0;  // > 0 overrides epochs
   int64_t batch_size = 8;
   int64_t grad_accumulation = 1;
   double lr = 5e-5;
@@ -42,7 +42,7 @@ struct TrainOptions {
   double max_grad_norm = 1.0;  // 0: no clipping
   int64_t max_length = 128;
   std::string padding = "longest";  // longest (per batch) | max_length
-  bool dropout = true;       // false: dropout off in training too
+  bool dropout = true;              // false: dropout off in training too
   uint64_t seed = 42;
   std::string dtype = "f32";
   std::string exec = "eager";  // eager: one op at a time, every intermediate kept; fused: fused kernels
@@ -62,10 +62,10 @@ struct TrainOptions {
   std::string adapter;
 
   std::string runs_dir = "runs";
-  std::string run_id;        // default: UTC time and model name
-  std::string save_dir;      // default: runs/<run_id>/model
-  int64_t save_every = 0;    // steps between resume checkpoints; 0: every epoch and at the end
-  std::string resume;        // a run directory to continue
+  std::string run_id;      // default: UTC time and model name
+  std::string save_dir;    // default: runs/<run_id>/model
+  int64_t save_every = 0;  // steps between resume checkpoints; 0: every epoch and at the end
+  std::string resume;      // a run directory to continue
 
   // Profiling, named as the training profiling guide names them.
   bool profile = false;
@@ -110,14 +110,14 @@ struct TrainResult {
   int64_t steps = 0;
   int64_t resumed_from = -1;  // the step a resumed run continued after; -1 when it started fresh
   double train_seconds = 0, step_ms_median = 0;
-  double step_ms_p90 = 0;                       // over the steps this process ran
+  double step_ms_p90 = 0;                                    // over the steps this process ran
   double tokens_per_s_median = 0, samples_per_s_median = 0;  // per step, real tokens, wall time
   int64_t trainable_parameters = 0, total_parameters = 0;
-  int64_t peak_bytes = 0;                       // tach's allocator, the whole run
+  int64_t peak_bytes = 0;  // tach's allocator, the whole run
   std::map<std::string, int64_t> peak_bytes_by_category;
   std::vector<TrainEpochReport> epochs;
-  bool diverged = false;       // the loss turned NaN or infinite; the run stopped
-  std::string divergence;      // which step and what
+  bool diverged = false;   // the loss turned NaN or infinite; the run stopped
+  std::string divergence;  // which step and what
 };
 
 TrainResult run_training(TrainOptions options, const TrainObserver& observer = {});
@@ -146,13 +146,13 @@ class TrainStepper {
  public:
   struct Options {
     std::string model;
-    uint64_t seed = 0;          // preset weights, a new head, dropout masks
+    uint64_t seed = 0;  // preset weights, a new head, dropout masks
     double lr = 5e-5, weight_decay = 0, max_grad_norm = 1.0;
     bool dropout = true;
-    bool fused = false;         // --exec fused: the fused kernels (docs/architecture.md)
-    bool bf16 = false;          // mixed precision: bf16 GEMM inputs, f32 masters (emulated where the CPU lacks bf16)
-    bool lora = false;          // LoRA on every linear of the layers (tach train --method lora's defaults)
-    bool qlora = false;         // and the frozen base's layer weights in NF4 (implies lora)
+    bool fused = false;  // --exec fused: the fused kernels (docs/architecture.md)
+    bool bf16 = false;   // mixed precision: bf16 GEMM inputs, f32 masters (emulated where the CPU lacks bf16)
+    bool lora = false;   // LoRA on every linear of the layers (tach train --method lora's defaults)
+    bool qlora = false;  // and the frozen base's layer weights in NF4 (implies lora)
     bool gradient_checkpointing = false;  // keep layer inputs only; recompute each layer in the backward
     int64_t lora_r = 8;
     double lora_alpha = 8;

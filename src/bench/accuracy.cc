@@ -89,8 +89,8 @@ std::vector<AccuracyResult> evaluate(const EncoderModel& model, const TextSource
       const size_t last = std::min(n, first + size_t(config.eval_batch_size));
       const std::vector<size_t> rows(order.begin() + long(first), order.begin() + long(last));
       const auto t0 = std::chrono::steady_clock::now();
-      const int64_t max_len = info.max_positions > 0 ? std::min(config.eval_max_length, info.max_positions)
-                                                     : config.eval_max_length;
+      const int64_t max_len =
+          info.max_positions > 0 ? std::min(config.eval_max_length, info.max_positions) : config.eval_max_length;
       TokenBatch batch = text_batch(texts, info, rows, max_len, /*pad_to_longest=*/true);
       const auto t1 = std::chrono::steady_clock::now();
       Tensor logits = model.classify(batch);

@@ -62,14 +62,15 @@ void check_keys(const YAML::Node& node, const std::string& section, const std::s
 
 // The training: section (tach bench --train's axes and optimizer settings).
 void read_training_yaml(const YAML::Node& t, const std::string& p, TrainSweep& s) {
-  check_keys(t, p + "training",
-             {"enabled", "method", "exec", "gradient_checkpointing", "lr", "learning_rate", "weight_decay",
-              "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm", "dropout", "lora_r", "lora_alpha",
-              "lora_dropout"});
+  check_keys(
+      t, p + "training",
+      {"enabled", "method", "exec", "gradient_checkpointing", "lr", "learning_rate", "weight_decay", "adam_beta1",
+       "adam_beta2", "adam_epsilon", "max_grad_norm", "dropout", "lora_r", "lora_alpha", "lora_dropout"});
   s.enabled = t["enabled"] ? scalar<bool>(t["enabled"], p + "training.enabled") : true;
   if (t["method"]) s.methods = list<std::string>(t["method"], p + "training.method");
   if (t["exec"]) s.execs = list<std::string>(t["exec"], p + "training.exec");
-  if (t["gradient_checkpointing"]) s.gradient_checkpointing = list<bool>(t["gradient_checkpointing"], p + "training.gradient_checkpointing");
+  if (t["gradient_checkpointing"])
+    s.gradient_checkpointing = list<bool>(t["gradient_checkpointing"], p + "training.gradient_checkpointing");
   if (t["lr"]) s.lr = scalar<double>(t["lr"], p + "training.lr");
   if (t["learning_rate"]) s.lr = scalar<double>(t["learning_rate"], p + "training.learning_rate");
   if (t["weight_decay"]) s.weight_decay = scalar<double>(t["weight_decay"], p + "training.weight_decay");
@@ -84,11 +85,20 @@ void read_training_yaml(const YAML::Node& t, const std::string& p, TrainSweep& s
 }
 
 nlohmann::json train_sweep_json(const TrainSweep& s) {
-  return {{"enabled", s.enabled}, {"methods", s.methods}, {"execs", s.execs},
-          {"gradient_checkpointing", s.gradient_checkpointing}, {"lr", s.lr}, {"weight_decay", s.weight_decay},
-          {"adam_beta1", s.adam_beta1}, {"adam_beta2", s.adam_beta2}, {"adam_eps", s.adam_eps},
-          {"max_grad_norm", s.max_grad_norm}, {"dropout", s.dropout}, {"lora_r", s.lora_r},
-          {"lora_alpha", s.lora_alpha}, {"lora_dropout", s.lora_dropout}};
+  return {{"enabled", s.enabled},
+          {"methods", s.methods},
+          {"execs", s.execs},
+          {"gradient_checkpointing", s.gradient_checkpointing},
+          {"lr", s.lr},
+          {"weight_decay", s.weight_decay},
+          {"adam_beta1", s.adam_beta1},
+          {"adam_beta2", s.adam_beta2},
+          {"adam_eps", s.adam_eps},
+          {"max_grad_norm", s.max_grad_norm},
+          {"dropout", s.dropout},
+          {"lora_r", s.lora_r},
+          {"lora_alpha", s.lora_alpha},
+          {"lora_dropout", s.lora_dropout}};
 }
 
 TrainSweep train_sweep_from(const nlohmann::json& j) {
@@ -136,9 +146,7 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
   YAML::Node root;
   try {
     root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error(path + ": not valid YAML: " + e.what());
-  }
+  } catch (const YAML::Exception& e) { throw Error(path + ": not valid YAML: " + e.what()); }
   if (root.IsNull()) return c;
   const std::string p = path + ": ";
   try {
@@ -175,7 +183,8 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
       if (d["text_column"]) c.dataset.text_column = scalar<std::string>(d["text_column"], p + "dataset.text_column");
       if (d["text_pair_column"])
         c.dataset.text_pair_column = scalar<std::string>(d["text_pair_column"], p + "dataset.text_pair_column");
-      if (d["label_column"]) c.dataset.label_column = scalar<std::string>(d["label_column"], p + "dataset.label_column");
+      if (d["label_column"])
+        c.dataset.label_column = scalar<std::string>(d["label_column"], p + "dataset.label_column");
       if (d["split"]) c.dataset.split = scalar<std::string>(d["split"], p + "dataset.split");
       if (d["header"]) c.dataset.header = scalar<std::string>(d["header"], p + "dataset.header");
       if (d["sample_sizes"]) c.sample_sizes = list<int64_t>(d["sample_sizes"], p + "dataset.sample_sizes");
@@ -204,7 +213,8 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
         c.latency_budget_ms = scalar<double>(f["latency_budget_ms"], p + "profiling.latency_budget_ms");
       if (f["accuracy"]) c.accuracy = scalar<bool>(f["accuracy"], p + "profiling.accuracy");
       if (f["tensorboard"]) c.tensorboard = scalar<bool>(f["tensorboard"], p + "profiling.tensorboard");
-      if (f["eval_batch_size"]) c.eval_batch_size = scalar<int64_t>(f["eval_batch_size"], p + "profiling.eval_batch_size");
+      if (f["eval_batch_size"])
+        c.eval_batch_size = scalar<int64_t>(f["eval_batch_size"], p + "profiling.eval_batch_size");
     }
     if (const auto t = root["training"]) read_training_yaml(t, p, c.train);
     if (const auto o = root["output"]) {
@@ -212,9 +222,7 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
       if (o["runs_dir"]) c.runs_dir = scalar<std::string>(o["runs_dir"], p + "output.runs_dir");
       if (o["run_id"]) c.run_id = scalar<std::string>(o["run_id"], p + "output.run_id");
     }
-  } catch (const YAML::Exception& e) {
-    throw Error(p + e.what());
-  }
+  } catch (const YAML::Exception& e) { throw Error(p + e.what()); }
   return c;
 }
 
@@ -231,13 +239,22 @@ std::string bench_config_to_json(const BenchConfig& c) {
       {"threads", c.threads},
       {"warmup_runs", c.warmup_runs},
       {"gpu_energy_window_s", c.gpu_energy_window_s},
-      {"stop", {{"runs", c.stop.runs}, {"min_runs", c.stop.min_runs}, {"max_runs", c.stop.max_runs},
-                {"time_budget_s", c.stop.time_budget_s}, {"target_cv", c.stop.target_cv}}},
+      {"stop",
+       {{"runs", c.stop.runs},
+        {"min_runs", c.stop.min_runs},
+        {"max_runs", c.stop.max_runs},
+        {"time_budget_s", c.stop.time_budget_s},
+        {"target_cv", c.stop.target_cv}}},
       {"seed", c.seed},
       {"input", c.input},
-      {"dataset", {{"path", c.dataset.path}, {"format", c.dataset.format}, {"text_column", c.dataset.text_column},
-                   {"text_pair_column", c.dataset.text_pair_column}, {"label_column", c.dataset.label_column},
-                   {"split", c.dataset.split}, {"header", c.dataset.header}}},
+      {"dataset",
+       {{"path", c.dataset.path},
+        {"format", c.dataset.format},
+        {"text_column", c.dataset.text_column},
+        {"text_pair_column", c.dataset.text_pair_column},
+        {"label_column", c.dataset.label_column},
+        {"split", c.dataset.split},
+        {"header", c.dataset.header}}},
       {"bucketing", c.bucketing},
       {"accuracy", c.accuracy},
       {"sample_sizes", c.sample_sizes},
@@ -255,8 +272,9 @@ std::string bench_config_to_json(const BenchConfig& c) {
     return j.dump(2);
   } catch (const nlohmann::json::type_error&) {
     // config.json must reproduce the run exactly, so text is not replaced: it is refused.
-    throw Error("the configuration holds text that is not valid UTF-8 (a model path, a column name?); config.json "
-                "cannot record it exactly");
+    throw Error(
+        "the configuration holds text that is not valid UTF-8 (a model path, a column name?); config.json "
+        "cannot record it exactly");
   }
 }
 
@@ -280,8 +298,8 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     c.seed = j.at("seed");
     c.input = j.at("input");
     const auto& d = j.at("dataset");
-    c.dataset = {d.at("path"), d.at("format"), d.at("text_column"), d.at("text_pair_column"), d.at("label_column"),
-                 d.at("split"), d.at("header")};
+    c.dataset = {d.at("path"),         d.at("format"), d.at("text_column"), d.at("text_pair_column"),
+                 d.at("label_column"), d.at("split"),  d.at("header")};
     c.bucketing = j.at("bucketing");
     c.accuracy = j.at("accuracy");
     c.sample_sizes = j.at("sample_sizes").get<std::vector<int64_t>>();
@@ -295,9 +313,7 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     c.run_id = j.at("run_id");
     if (j.contains("train")) c.train = train_sweep_from(j.at("train"));  // absent before training sweeps
     return c;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(where + ": " + e.what());
-  }
+  } catch (const nlohmann::json::exception& e) { throw Error(where + ": " + e.what()); }
 }
 
 }  // namespace tach

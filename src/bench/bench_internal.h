@@ -45,7 +45,7 @@ class RunStore {
   // when the run's config turns TensorBoard off. append() writes each point's figures to it.
   TensorBoardWriter* tensorboard();
   void write_text(const std::string& name, const std::string& text) const;  // atomically (tmp + rename)
-  std::vector<std::string> notes;  // what opening found (a cut line)
+  std::vector<std::string> notes;                                           // what opening found (a cut line)
 
  private:
   std::string dir_;
@@ -117,8 +117,7 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer);
 // With config.profile, the profiled step's trace and tables go to run_dir/traces/<point>/; with a
 // TensorBoard writer, every measured step's figures go to it as step_METRIC/<point id>.
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
-                            const BenchObserver& observer, const std::string& run_dir,
-                            TensorBoardWriter* tensorboard);
+                            const BenchObserver& observer, const std::string& run_dir, TensorBoardWriter* tensorboard);
 
 // The energy of one forward on a GPU: forwards back to back between two steps of an energy
 // counter (NVML's total-energy counter, in J, read by read_counter_j; < 0 when it cannot be read)

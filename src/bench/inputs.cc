@@ -49,8 +49,9 @@ void attach_tokenizer(TextSource& ts, const BenchConfig& config, const std::stri
   std::string path = config.tokenizer;
   if (path.empty()) {
     check(model_source.rfind("synthetic", 0) != 0,
-          config.model + " has synthetic weights and no tokenizer files: pass --tokenizer (for BERT and DistilBERT "
-                         "presets, ../shared/tokenizers/bert-base-uncased)");
+          config.model +
+              " has synthetic weights and no tokenizer files: pass --tokenizer (for BERT and DistilBERT "
+              "presets, ../shared/tokenizers/bert-base-uncased)");
     path = model_source.substr(0, model_source.find(" (revision"));
   }
   ts.tokenizer = Tokenizer::load(path);

@@ -156,8 +156,9 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   if (on_gpu && config.gpu_energy_window_s > 0) {
     // The last batch measured, again and again (a dataset's batches vary; its last is one of them).
     const TokenBatch& energy_batch = texts ? last_text_batch : synthetic;
-    record_gpu_energy(r, device, [&] { (void)model.measured_forward(energy_batch); }, int64_t(latencies_s.size()),
-                      config.gpu_energy_window_s);
+    record_gpu_energy(
+        r, device, [&] { (void)model.measured_forward(energy_batch); }, int64_t(latencies_s.size()),
+        config.gpu_energy_window_s);
   } else if (on_gpu) {
     r.energy_source = "not measured (--energy-window 0)";
   } else if (rapl.available()) {

@@ -17,7 +17,8 @@ void write_point_scalars(TensorBoardWriter& writer, const PointResult& p) {
   if (p.gpu_time_ms.n > 0) put("gpu_time_ms_p50", p.gpu_time_ms.median);
   if (p.energy_j_per_sample >= 0) put("energy_j_per_sample", p.energy_j_per_sample);
   if (p.peak_rss_bytes > 0) put("peak_rss_bytes", double(p.peak_rss_bytes));
-  if (auto it = p.allocator.find("total"); it != p.allocator.end()) put("allocator_peak_bytes", double(it->second.peak));
+  if (auto it = p.allocator.find("total"); it != p.allocator.end())
+    put("allocator_peak_bytes", double(it->second.peak));
   if (p.key.kind != "train") return;
   put("data_ms_p50", p.train.data_ms.median);
   put("forward_ms_p50", p.train.forward_ms.median);

@@ -37,8 +37,8 @@ Distribution dist_from(const nlohmann::json& j) {
 }  // namespace
 
 const std::vector<std::string>& point_axes() {
-  static const std::vector<std::string> axes = {"device", "dtype", "threads", "batch", "seq_len",
-                                                "method", "exec", "gradient_checkpointing"};
+  static const std::vector<std::string> axes = {"device",  "dtype",  "threads", "batch",
+                                                "seq_len", "method", "exec",    "gradient_checkpointing"};
   return axes;
 }
 
@@ -61,7 +61,8 @@ std::string PointKey::value_of(const std::string& axis) const {
   if (axis == "method") return method;
   if (axis == "exec") return exec;
   if (axis == "gradient_checkpointing") return gradient_checkpointing ? "gc-on" : "gc-off";
-  throw Error("no point axis '" + axis + "' (axes: device, dtype, threads, batch, seq_len, method, exec, "
+  throw Error("no point axis '" + axis +
+              "' (axes: device, dtype, threads, batch, seq_len, method, exec, "
               "gradient_checkpointing)");
 }
 
@@ -76,8 +77,9 @@ std::string PointKey::id_without(const std::string& skip) const {
     const std::string v = value_of(axis);
     if (!v.empty()) id += (id.empty() ? "" : "/") + v;
   }
-  check(skip.empty() || found, "no point axis '" + skip + "' (axes: device, dtype, threads, batch, seq_len, method, "
-                                                         "exec, gradient_checkpointing)");
+  check(skip.empty() || found, "no point axis '" + skip +
+                                   "' (axes: device, dtype, threads, batch, seq_len, method, "
+                                   "exec, gradient_checkpointing)");
   return id;
 }
 
@@ -152,19 +154,27 @@ std::string point_to_json(const PointResult& p) {
       {"batch_latency_samples_ms", p.batch_latency_samples_ms},
       {"tokenize_ms_per_batch", dist_json(p.tokenize_ms_per_batch)},
       {"gpu_time_ms", dist_json(p.gpu_time_ms)},
-      {"throughput", {{"samples_per_s", p.samples_per_s}, {"tokens_per_s", p.tokens_per_s},
-                      {"batches_per_s", p.batches_per_s}}},
+      {"throughput",
+       {{"samples_per_s", p.samples_per_s}, {"tokens_per_s", p.tokens_per_s}, {"batches_per_s", p.batches_per_s}}},
       {"padded_tokens_per_batch", p.padded_tokens_per_batch},
       {"real_tokens_per_batch", p.real_tokens_per_batch},
       {"flops_per_batch", p.flops_per_batch},
       {"achieved_gflops_per_s", p.achieved_gflops_per_s},
-      {"memory", {{"rss_bytes", p.rss_bytes}, {"peak_rss_bytes", p.peak_rss_bytes},
-                  {"peak_rss_is_per_point", p.peak_rss_is_per_point}, {"allocator", allocator},
-                  {"device_memory_used_bytes", p.device_memory_used_bytes}}},
-      {"energy", {{"j", p.energy_j}, {"j_per_sample", p.energy_j_per_sample}, {"j_per_token", p.energy_j_per_token},
-                  {"source", p.energy_source}}},
-      {"overhead", {{"measured_wall_s", p.measured_wall_s}, {"timer_overhead_ns", p.timer_overhead_ns},
-                    {"bookkeeping_ms", p.bookkeeping_ms}}},
+      {"memory",
+       {{"rss_bytes", p.rss_bytes},
+        {"peak_rss_bytes", p.peak_rss_bytes},
+        {"peak_rss_is_per_point", p.peak_rss_is_per_point},
+        {"allocator", allocator},
+        {"device_memory_used_bytes", p.device_memory_used_bytes}}},
+      {"energy",
+       {{"j", p.energy_j},
+        {"j_per_sample", p.energy_j_per_sample},
+        {"j_per_token", p.energy_j_per_token},
+        {"source", p.energy_source}}},
+      {"overhead",
+       {{"measured_wall_s", p.measured_wall_s},
+        {"timer_overhead_ns", p.timer_overhead_ns},
+        {"bookkeeping_ms", p.bookkeeping_ms}}},
       {"finished_at", p.finished_at},
   };
   if (p.key.kind == "train") {
@@ -184,7 +194,8 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
           where + ": not a " + std::string(kPointSchema) + " (or /2, /1) line (schema '" + schema + "')");
     PointResult p;
     p.key.kind = j.value("kind", "inference");
-    check(p.key.kind == "inference" || p.key.kind == "train", where + ": kind '" + p.key.kind + "' is not inference or train");
+    check(p.key.kind == "inference" || p.key.kind == "train",
+          where + ": kind '" + p.key.kind + "' is not inference or train");
     if (p.key.kind == "train") {
       p.key.method = j.at("method");
       p.key.exec = j.at("exec");
@@ -206,7 +217,8 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.sample_latency_ms = dist_from(j.at("sample_latency_ms"));
     p.tokenize_ms_per_batch = dist_from(j.at("tokenize_ms_per_batch"));
     if (j.contains("gpu_time_ms")) p.gpu_time_ms = dist_from(j.at("gpu_time_ms"));  // absent before the CUDA backend
-    if (schema != kPointSchemaV1) p.batch_latency_samples_ms = j.at("batch_latency_samples_ms").get<std::vector<double>>();
+    if (schema != kPointSchemaV1)
+      p.batch_latency_samples_ms = j.at("batch_latency_samples_ms").get<std::vector<double>>();
     const auto& t = j.at("throughput");
     p.samples_per_s = t.at("samples_per_s");
     p.tokens_per_s = t.at("tokens_per_s");
@@ -236,9 +248,7 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.finished_at = j.at("finished_at");
     check(j.at("id") == p.key.id(), where + ": id '" + j.at("id").get<std::string>() + "' does not match its fields");
     return p;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(where + ": " + e.what());
-  }
+  } catch (const nlohmann::json::exception& e) { throw Error(where + ": " + e.what()); }
 }
 
 }  // namespace tach

@@ -35,8 +35,9 @@ void validate_train(const BenchConfig& c) {
   for (const auto& e : t.execs) check(e == "eager" || e == "fused", "exec '" + e + "' is not one of eager, fused");
   for (const auto& d : c.devices)
     check(parse_device(d).kind == DeviceKind::cpu,
-          "device " + d + ": training steps run on the CPU in this version (the GPU backend has no backward kernels "
-                          "yet); sweep --device cpu");
+          "device " + d +
+              ": training steps run on the CPU in this version (the GPU backend has no backward kernels "
+              "yet); sweep --device cpu");
   check(std::isfinite(t.lr) && t.lr > 0, "--lr must be a positive number");
   check(std::isfinite(t.max_grad_norm) && t.max_grad_norm >= 0, "--max-grad-norm must be 0 (no clipping) or more");
   check(t.weight_decay >= 0 && t.adam_eps > 0 && t.adam_beta1 >= 0 && t.adam_beta1 < 1 && t.adam_beta2 >= 0 &&
@@ -44,16 +45,17 @@ void validate_train(const BenchConfig& c) {
         "AdamW: weight decay >= 0, epsilon > 0, betas in [0, 1)");
   check(t.lora_r > 0 && t.lora_alpha > 0 && t.lora_dropout >= 0 && t.lora_dropout < 1,
         "LoRA: rank and alpha positive, dropout in [0, 1)");
-  check(!c.accuracy, "--accuracy evaluates a classifier's forwards; a training sweep measures steps: run tach eval "
-                     "on the trained model instead");
-  check(!c.bucketing, "--bucketing is for inference batches; a training sweep's dataset batches pad to their longest "
-                      "row, as tach train's do");
+  check(!c.accuracy,
+        "--accuracy evaluates a classifier's forwards; a training sweep measures steps: run tach eval "
+        "on the trained model instead");
+  check(!c.bucketing,
+        "--bucketing is for inference batches; a training sweep's dataset batches pad to their longest "
+        "row, as tach train's do");
 }
 
 void validate(const BenchConfig& c) {
   check(!c.model.empty(), "no model given");
-  check(!c.batch_sizes.empty() && !c.seq_lens.empty() && !c.dtypes.empty() && !c.devices.empty() &&
-            !c.threads.empty(),
+  check(!c.batch_sizes.empty() && !c.seq_lens.empty() && !c.dtypes.empty() && !c.devices.empty() && !c.threads.empty(),
         "every sweep axis needs at least one value");
   for (int64_t b : c.batch_sizes)
     check(b > 0, "batch size " + std::to_string(b) + ": batch sizes must be positive integers");
@@ -64,9 +66,10 @@ void validate(const BenchConfig& c) {
     check(d == "f32" || d == "bf16" || d == "f16", "dtype '" + d + "' is not one of f32, bf16, f16");
     // f16 checkpoints load anywhere (converted), but only CUDA computes in f16: refuse a CPU point
     // here, once, rather than failing it in the sweep.
-    check(d != "f16" || (!c.train.enabled && std::all_of(c.devices.begin(), c.devices.end(), [](const std::string& dev) {
-            return parse_device(dev).kind == DeviceKind::cuda;
-          })),
+    check(d != "f16" || (!c.train.enabled && std::all_of(c.devices.begin(), c.devices.end(),
+                                                         [](const std::string& dev) {
+                                                           return parse_device(dev).kind == DeviceKind::cuda;
+                                                         })),
           "dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16 (f16 "
           "checkpoints are read and converted); sweep --dtype f32,bf16");
     // Training in bf16 runs everywhere (emulated where the CPU has no bf16 GEMM, and said so).
@@ -241,7 +244,6 @@ namespace {
 using bench::failed_point;
 using bench::sweep_grid;
 
-
 std::optional<std::string> read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return std::nullopt;
@@ -251,7 +253,8 @@ std::optional<std::string> read_text(const fs::path& p) {
 }
 
 // A short profiled window after a point (its timings are already taken): traces/<point>/.
-void profile_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key, const std::string& run_dir) {
+void profile_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,
+                   const std::string& run_dir) {
   const TokenBatch batch = bench::synthetic_batch(model.info(), key.batch, key.seq_len, config.seed);
   ProfilerOptions o;
   o.schedule = {0, 0, 1, 2, 1};
@@ -299,7 +302,8 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
       lo.adapter = config.adapter;
       model = load_model(config.model, lo);
       const MemoryStats after = memory_stats(lo.device);
-      const int64_t bytes = (after.total.current + after.mapped.current) - (before.total.current + before.mapped.current);
+      const int64_t bytes =
+          (after.total.current + after.mapped.current) - (before.total.current + before.mapped.current);
       out.models.push_back(bench::summarize_model(*model, bytes));
     } catch (const Error& e) {
       model.reset();
@@ -356,9 +360,7 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
       set_threads(key.threads);
       try {
         r = bench::run_point(*model, config, key, texts_for_points ? &*texts : nullptr, observer);
-      } catch (const Error& e) {
-        r = failed_point(key, e.what(), input_name);
-      } catch (const std::bad_alloc&) {
+      } catch (const Error& e) { r = failed_point(key, e.what(), input_name); } catch (const std::bad_alloc&) {
         r = failed_point(key, "out of memory (an allocation failed)", input_name);
       }
       set_threads(0);
@@ -419,8 +421,7 @@ ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
   s.disk_bytes = info.disk_bytes;
   s.memory_bytes = memory_bytes;
   s.labels = info.labels;
-  if (info.classifier)
-    s.task = "sequence classification (" + std::to_string(info.labels.size()) + " labels)";
+  if (info.classifier) s.task = "sequence classification (" + std::to_string(info.labels.size()) + " labels)";
   else if (info.embedding)
     s.task = "sentence embedding (" + info.pooling + " pooling" + (info.normalized ? ", L2-normalised" : "") + ", " +
              std::to_string(info.embedding_dim) + " dims)";
@@ -439,7 +440,8 @@ SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) 
   const std::string auto_note = resolve_auto_device(config);
   validate(config);
   if (config.run_id.empty())
-    config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model) + (config.train.enabled ? "-train" : ""));
+    config.run_id =
+        unique_run_id(config.runs_dir, default_run_id(config.model) + (config.train.enabled ? "-train" : ""));
   bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
   if (!auto_note.empty()) store.notes.insert(store.notes.begin(), auto_note);
   return execute(store, observer, true, config.accuracy);
@@ -469,15 +471,23 @@ std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const s
     for (const auto& c : r.per_class)
       classes.push_back(
           {{"label", c.label}, {"precision", c.precision}, {"recall", c.recall}, {"f1", c.f1}, {"support", c.support}});
-    arr.push_back({{"examples", r.examples}, {"accuracy", r.accuracy}, {"macro_f1", r.macro_f1},
-                   {"chance_accuracy", r.chance_accuracy}, {"per_class", classes}, {"confusion", r.confusion},
-                   {"tokenize_s", r.tokenize_s}, {"model_s", r.model_s}, {"total_s", r.total_s},
+    arr.push_back({{"examples", r.examples},
+                   {"accuracy", r.accuracy},
+                   {"macro_f1", r.macro_f1},
+                   {"chance_accuracy", r.chance_accuracy},
+                   {"per_class", classes},
+                   {"confusion", r.confusion},
+                   {"tokenize_s", r.tokenize_s},
+                   {"model_s", r.model_s},
+                   {"total_s", r.total_s},
                    {"samples_per_s", r.samples_per_s}});
   }
-  return nlohmann::json{{"schema", "tach.bench.accuracy/1"}, {"dataset", dataset}, {"results", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json{{"schema", "tach.bench.accuracy/1"}, {"dataset", dataset}, {"results", arr}}.dump(
+      2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const std::string& where, std::string* dataset) {
+std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const std::string& where,
+                                               std::string* dataset) {
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
     check(j.value("schema", "") == "tach.bench.accuracy/1", where + ": not a tach.bench.accuracy/1 file");
@@ -499,9 +509,7 @@ std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const st
       out.push_back(std::move(r));
     }
     return out;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(where + ": " + e.what());
-  }
+  } catch (const nlohmann::json::exception& e) { throw Error(where + ": " + e.what()); }
 }
 
 }  // namespace tach

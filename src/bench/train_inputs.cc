@@ -19,16 +19,18 @@ TrainInputs read_train_inputs(const BenchConfig& config) {
   // The head's labels and the tokenizer: the model is opened for its config, not built.
   const train::TrainingModelSource src = train::open_training_model(config.model, config.seed);
   in.problem_type = src.problem_type().empty() ? "single_label_classification" : src.problem_type();
-  in.labels = src.checkpoint_has_head ? src.id2label()
-                                      : train::labels_from_data(in.dataset, in.problem_type == "multi_label_classification");
+  in.labels = src.checkpoint_has_head
+                  ? src.id2label()
+                  : train::labels_from_data(in.dataset, in.problem_type == "multi_label_classification");
   if (!src.checkpoint_has_head && in.problem_type == "regression") in.labels = {"LABEL_0"};
   in.pad_id = int32_t(std::max<int64_t>(0, src.pad_token_id()));
   in.with_types = src.family && src.family->encoder && src.family->encoder->token_types;
   std::string path = config.tokenizer;
   if (path.empty()) {
     check(!src.location.dir.empty(),
-          config.model + " has synthetic weights and no tokenizer files: pass --tokenizer (for BERT and DistilBERT "
-                         "presets, ../shared/tokenizers/bert-base-uncased)");
+          config.model +
+              " has synthetic weights and no tokenizer files: pass --tokenizer (for BERT and DistilBERT "
+              "presets, ../shared/tokenizers/bert-base-uncased)");
     path = src.location.dir;
   }
   in.tokenizer = Tokenizer::load(path);
@@ -38,8 +40,9 @@ TrainInputs read_train_inputs(const BenchConfig& config) {
 const train::TrainData& TrainInputs::data_for(int64_t seq_len) const {
   auto it = by_length.find(seq_len);
   if (it == by_length.end())
-    it = by_length.emplace(seq_len, train::prepare_train_data(dataset, *tokenizer, labels, problem_type, seq_len, false,
-                                                              pad_id, with_types))
+    it = by_length
+             .emplace(seq_len, train::prepare_train_data(dataset, *tokenizer, labels, problem_type, seq_len, false,
+                                                         pad_id, with_types))
              .first;
   return it->second;
 }

@@ -44,8 +44,8 @@ struct SyntheticRows {
   train::Targets targets;
 };
 
-SyntheticRows synthetic_rows(const train::TrainableModel& model, int64_t vocab, const Head& head, int64_t B,
-                             int64_t T, uint64_t seed) {
+SyntheticRows synthetic_rows(const train::TrainableModel& model, int64_t vocab, const Head& head, int64_t B, int64_t T,
+                             uint64_t seed) {
   SyntheticRows s;
   ModelInfo info;
   info.vocab_size = vocab;
@@ -136,16 +136,16 @@ void log_step(TensorBoardWriter& tb, const std::string& point, int64_t index, co
 }  // namespace
 
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
-                            const BenchObserver& observer, const std::string& run_dir,
-                            TensorBoardWriter* tensorboard) {
+                            const BenchObserver& observer, const std::string& run_dir, TensorBoardWriter* tensorboard) {
   PointResult r;
   r.key = key;
   r.input = inputs ? inputs->name : "synthetic";
   r.warmup_runs = config.warmup_runs;
   const bool bf16 = key.dtype == "bf16";
   const cpu::TrainPrecisionScope precision(bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
-  r.train.precision = !bf16 ? "f32" : cpu::bf16_train_gemm_native() ? "bf16 (oneDNN bf16 matmul, f32 accumulation)"
-                                                                     : "bf16 emulated (inputs rounded, f32 GEMM)";
+  r.train.precision = !bf16                           ? "f32"
+                      : cpu::bf16_train_gemm_native() ? "bf16 (oneDNN bf16 matmul, f32 accumulation)"
+                                                      : "bf16 emulated (inputs rounded, f32 GEMM)";
   release_cached_memory(Device::cpu());
   reset_memory_peaks(Device::cpu());
   r.peak_rss_is_per_point = reset_peak_rss();

@@ -94,9 +94,7 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer) {
       set_threads(key.threads);
       try {
         r = run_train_point(config, key, inputs ? &*inputs : nullptr, observer, store.dir(), store.tensorboard());
-      } catch (const Error& e) {
-        r = failed_point(key, e.what(), input_name);
-      } catch (const std::bad_alloc&) {
+      } catch (const Error& e) { r = failed_point(key, e.what(), input_name); } catch (const std::bad_alloc&) {
         r = failed_point(key, "out of memory (an allocation failed)", input_name);
       }
       set_threads(0);

@@ -38,8 +38,7 @@ struct AtomicCounter {
   void add(int64_t delta) {
     const int64_t now = current.fetch_add(delta, std::memory_order_relaxed) + delta;
     int64_t seen = peak.load(std::memory_order_relaxed);
-    while (now > seen && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
-    }
+    while (now > seen && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {}
   }
   MemoryCounter snapshot() const { return {current.load(), peak.load()}; }
   void reset_peak() { peak.store(current.load()); }

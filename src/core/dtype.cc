@@ -9,10 +9,16 @@ namespace tach {
 
 int dtype_bits(DType dt) {
   switch (dt) {
-    case DType::f64: case DType::i64: return 64;
-    case DType::f32: case DType::i32: return 32;
-    case DType::f16: case DType::bf16: case DType::i16: return 16;
-    case DType::i8: case DType::u8: case DType::boolean: return 8;
+    case DType::f64:
+    case DType::i64: return 64;
+    case DType::f32:
+    case DType::i32: return 32;
+    case DType::f16:
+    case DType::bf16:
+    case DType::i16: return 16;
+    case DType::i8:
+    case DType::u8:
+    case DType::boolean: return 8;
     case DType::nf4: return 4;
   }
   throw Error("dtype_bits: invalid dtype");
@@ -37,9 +43,7 @@ std::string_view dtype_name(DType dt) {
   return "?";
 }
 
-bool is_floating(DType dt) {
-  return dt == DType::f32 || dt == DType::f16 || dt == DType::bf16 || dt == DType::f64;
-}
+bool is_floating(DType dt) { return dt == DType::f32 || dt == DType::f16 || dt == DType::bf16 || dt == DType::f64; }
 
 namespace {
 struct SafetensorsName {
@@ -48,9 +52,8 @@ struct SafetensorsName {
 };
 // nf4 has no safetensors spelling: QLoRA stores it as U8 with its own metadata.
 constexpr SafetensorsName kSafetensorsNames[] = {
-    {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16}, {"F64", DType::f64},
-    {"I64", DType::i64}, {"I32", DType::i32}, {"I16", DType::i16},   {"I8", DType::i8},
-    {"U8", DType::u8},   {"BOOL", DType::boolean},
+    {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16}, {"F64", DType::f64}, {"I64", DType::i64},
+    {"I32", DType::i32}, {"I16", DType::i16}, {"I8", DType::i8},     {"U8", DType::u8},   {"BOOL", DType::boolean},
 };
 }  // namespace
 
@@ -90,9 +93,9 @@ uint16_t f32_to_f16(float x) {
   if (mag < 0x38800000u) {
     // Result is an f16 subnormal (or zero): value = m * 2^-24 with m < 1024.
     if (mag < 0x33000000u) return static_cast<uint16_t>(sign);  // below 2^-25: rounds to zero
-    const uint32_t exp = mag >> 23;                  // 102..112
+    const uint32_t exp = mag >> 23;                             // 102..112
     const uint32_t mant = (mag & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - exp;                // 14..24: bits dropped from the 24-bit mantissa
+    const uint32_t shift = 126 - exp;  // 14..24: bits dropped from the 24-bit mantissa
     uint32_t m = mant >> shift;
     const uint32_t rem = mant & ((1u << shift) - 1);
     const uint32_t half = 1u << (shift - 1);
@@ -140,8 +143,7 @@ void convert_to_f32(DType src_dtype, const void* src, float* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
       return;
     }
-    default:
-      throw Error("convert_to_f32: cannot convert " + std::string(dtype_name(src_dtype)) + " to f32");
+    default: throw Error("convert_to_f32: cannot convert " + std::string(dtype_name(src_dtype)) + " to f32");
   }
 }
 
@@ -158,8 +160,7 @@ void convert_from_f32(DType dst_dtype, const float* src, void* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
       return;
     }
-    default:
-      throw Error("convert_from_f32: cannot convert f32 to " + std::string(dtype_name(dst_dtype)));
+    default: throw Error("convert_from_f32: cannot convert f32 to " + std::string(dtype_name(dst_dtype)));
   }
 }
 

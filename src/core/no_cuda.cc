@@ -24,6 +24,8 @@ GpuCeilings measure_gpu_ceilings(Device device) {
   throw Error("GPU ceilings on " + device.str() + ": " + cuda_unavailable_reason());
 }
 
-std::string cuda_unavailable_reason() { return "this build of tach has no CUDA backend (configure with -DTACH_CUDA=ON)"; }
+std::string cuda_unavailable_reason() {
+  return "this build of tach has no CUDA backend (configure with -DTACH_CUDA=ON)";
+}
 
 }  // namespace tach

@@ -34,5 +34,4 @@ void parallel_for(int64_t n, int64_t grain, Fn&& fn) {
   }
 }
 
-
 }  // namespace tach::core

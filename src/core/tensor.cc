@@ -42,7 +42,8 @@ std::shared_ptr<Storage> Storage::allocate(Device device, size_t bytes, MemoryCa
   return s;
 }
 
-std::shared_ptr<Storage> Storage::borrow(Device device, void* data, size_t bytes, std::shared_ptr<const void> keepalive) {
+std::shared_ptr<Storage> Storage::borrow(Device device, void* data, size_t bytes,
+                                         std::shared_ptr<const void> keepalive) {
   std::shared_ptr<Storage> s(new Storage());
   s->data_ = data;
   s->bytes_ = bytes;
@@ -82,8 +83,8 @@ Tensor Tensor::from_borrowed(void* data, const Shape& shape, DType dtype, std::s
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
-  t.storage_ = Storage::borrow(device, data, dtype_bytes(dtype, static_cast<size_t>(shape_numel(shape))),
-                               std::move(keepalive));
+  t.storage_ =
+      Storage::borrow(device, data, dtype_bytes(dtype, static_cast<size_t>(shape_numel(shape))), std::move(keepalive));
   return t;
 }
 

@@ -17,13 +17,13 @@ enum class SpanKind : uint8_t { op, module, scope };
 
 struct SpanRecord {
   SpanKind kind = SpanKind::op;
-  std::string name;            // op name ("linear") or module/scope name ("layer.3", "attention")
-  std::string detail;          // shapes and dtype, for ops ("[1024, 768] x [2304, 768]ᵀ f32")
-  int64_t start_ns = 0, end_ns = 0;  // steady clock
-  double flops = 0, bytes = 0;       // the op's declared cost
+  std::string name;                              // op name ("linear") or module/scope name ("layer.3", "attention")
+  std::string detail;                            // shapes and dtype, for ops ("[1024, 768] x [2304, 768]ᵀ f32")
+  int64_t start_ns = 0, end_ns = 0;              // steady clock
+  double flops = 0, bytes = 0;                   // the op's declared cost
   int64_t allocated_bytes = 0, freed_bytes = 0;  // by this thread during the span
-  uint32_t thread = 0;               // small id of the recording thread
-  uint16_t depth = 0;                // nesting on its thread (0 = outermost)
+  uint32_t thread = 0;                           // small id of the recording thread
+  uint16_t depth = 0;                            // nesting on its thread (0 = outermost)
 };
 
 class TraceSink {

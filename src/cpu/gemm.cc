@@ -43,8 +43,8 @@ void sgemm(GemmBackend backend, bool trans_a, bool trans_b, int64_t M, int64_t N
   }
   const dnnl_status_t st =
       dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  check(st == dnnl_success, "oneDNN sgemm failed (status " + std::to_string(static_cast<int>(st)) + ") for M=" +
-                                std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
+  check(st == dnnl_success, "oneDNN sgemm failed (status " + std::to_string(static_cast<int>(st)) +
+                                ") for M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
 }
 
 namespace {
@@ -119,9 +119,7 @@ bool onednn_bf16_supported() {
       dnnl::memory::desc a({16, 16}, dt::bf16, tag::ab), b({16, 16}, dt::bf16, tag::ab), c({16, 16}, dt::f32, tag::ab);
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), cpu_engine());
       return true;
-    } catch (const dnnl::error&) {
-      return false;
-    }
+    } catch (const dnnl::error&) { return false; }
   }();
   return ok;
 }

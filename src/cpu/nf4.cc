@@ -14,11 +14,22 @@ namespace {
 
 // The NF4 values as the QLoRA paper defines them (Dettmers et al. 2023, appendix E): the
 // 2^4 quantiles of N(0, 1) normalised to [-1, 1], asymmetric so that zero is exact.
-constexpr std::array<float, 16> kNf4 = {
-    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
-    -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
-    0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f,
-    0.7229568362236023f, 1.0f};
+constexpr std::array<float, 16> kNf4 = {-1.0f,
+                                        -0.6961928009986877f,
+                                        -0.5250730514526367f,
+                                        -0.39491748809814453f,
+                                        -0.28444138169288635f,
+                                        -0.18477343022823334f,
+                                        -0.09105003625154495f,
+                                        0.0f,
+                                        0.07958029955625534f,
+                                        0.16093020141124725f,
+                                        0.24611230194568634f,
+                                        0.33791524171829224f,
+                                        0.44070982933044434f,
+                                        0.5626170039176941f,
+                                        0.7229568362236023f,
+                                        1.0f};
 
 // torch.linspace(start, end, steps) in f32 as ATen computes it: the first half counts up from
 // start, the second half down from end, so both ends are exact; each a fused multiply-add, as
@@ -89,7 +100,8 @@ Nf4Tensor quantize_nf4(const float* w, int64_t rows, int64_t cols) {
   t.rows = rows, t.cols = cols;
   t.codes = Tensor::empty({n / 2}, DType::u8, Device::cpu(), MemoryCategory::weights);
   t.qabsmax = Tensor::empty({blocks}, DType::u8, Device::cpu(), MemoryCategory::weights);
-  t.absmax2 = Tensor::empty({(blocks + kNf4Block2 - 1) / kNf4Block2}, DType::f32, Device::cpu(), MemoryCategory::weights);
+  t.absmax2 =
+      Tensor::empty({(blocks + kNf4Block2 - 1) / kNf4Block2}, DType::f32, Device::cpu(), MemoryCategory::weights);
   std::vector<float> absmax(static_cast<size_t>(blocks));
   uint8_t* codes = t.codes.data<uint8_t>();
   // Midpoints between neighbouring NF4 values: torch.bucketize against them, as bitsandbytes

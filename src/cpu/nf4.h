@@ -18,8 +18,8 @@
 
 namespace tach::cpu {
 
-inline constexpr int64_t kNf4Block = 64;      // weights per absmax
-inline constexpr int64_t kNf4Block2 = 256;    // absmax values per second-level scale
+inline constexpr int64_t kNf4Block = 64;    // weights per absmax
+inline constexpr int64_t kNf4Block2 = 256;  // absmax values per second-level scale
 
 // The 16 NF4 values (the quantiles of N(0, 1) scaled to [-1, 1], with an exact zero).
 const float* nf4_code_book();

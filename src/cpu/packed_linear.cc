@@ -23,8 +23,8 @@ dnnl::engine& engine() {
 }  // namespace
 
 struct PackedLinear::Impl {
-  dnnl::memory::desc weights_md;   // packed layout
-  dnnl::memory weights;            // packed bytes, owned by oneDNN's memory object
+  dnnl::memory::desc weights_md;             // packed layout
+  dnnl::memory weights;                      // packed bytes, owned by oneDNN's memory object
   std::shared_ptr<Storage> weights_storage;  // our counted allocation behind `weights`
   dnnl::memory bias;
   bool has_bias = false;
@@ -118,7 +118,9 @@ void PackedLinear::forward(const float* x, int64_t M, int64_t ldx, float* y, int
   } else {
     src = dnnl::memory(dnnl::memory::desc({M, K_}, dt::f32, {ldx, 1}), engine(), const_cast<float*>(x));
   }
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, impl_->weights}, {DNNL_ARG_DST, dst}};
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src},
+                                             {DNNL_ARG_WEIGHTS, impl_->weights},
+                                             {DNNL_ARG_DST, dst}};
   if (impl_->has_bias) args.emplace(DNNL_ARG_BIAS, impl_->bias);
   prim.execute(s, args);
   s.wait();

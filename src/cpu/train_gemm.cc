@@ -47,9 +47,7 @@ TrainPrecisionScope::TrainPrecisionScope(TrainPrecision p) : previous(train_prec
 
 TrainPrecisionScope::~TrainPrecisionScope() { g_precision.store(previous, std::memory_order_relaxed); }
 
-bool bf16_train_gemm_native() {
-  return default_gemm_backend() == GemmBackend::onednn && onednn_bf16_supported();
-}
+bool bf16_train_gemm_native() { return default_gemm_backend() == GemmBackend::onednn && onednn_bf16_supported(); }
 
 void train_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {

@@ -15,8 +15,8 @@ namespace tach::cpu {
 inline float fast_exp(float x) {
   const float clamped = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
   const float n = std::nearbyint(clamped * 1.44269504088896341f);  // round to nearest even (default mode)
-  float r = clamped - n * 0.693145751953125f;  // ln2 high part (exact in f32)
-  r = r - n * 1.428606765330187e-06f;          // ln2 low part
+  float r = clamped - n * 0.693145751953125f;                      // ln2 high part (exact in f32)
+  r = r - n * 1.428606765330187e-06f;                              // ln2 low part
   // Taylor coefficients 1/k!, k = 6..0, by Horner.
   float p = 1.3888889e-3f;
   p = p * r + 8.3333338e-3f;

@@ -31,7 +31,9 @@ void convert_from_f32(int device, void* dst, DType dst_dtype, const float* src, 
   cudaStream_t s = stream(device);
   const unsigned grid = grid_for(total, 256);
   switch (dst_dtype) {
-    case DType::bf16: convert_kernel<<<grid, 256, 0, s>>>(static_cast<__nv_bfloat16*>(dst), src, rows, cols, ld_src); break;
+    case DType::bf16:
+      convert_kernel<<<grid, 256, 0, s>>>(static_cast<__nv_bfloat16*>(dst), src, rows, cols, ld_src);
+      break;
     case DType::f16: convert_kernel<<<grid, 256, 0, s>>>(static_cast<__half*>(dst), src, rows, cols, ld_src); break;
     default: throw Error("convert_from_f32 on CUDA: no conversion to " + std::string(dtype_name(dst_dtype)));
   }

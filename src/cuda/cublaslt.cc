@@ -36,8 +36,7 @@ DeviceState& device_state(int device) {
   std::call_once(once[device], [&] {
     DeviceGuard guard(device);
     check_lt(cublasLtCreate(&states[device].handle), "create");
-    states[device].workspace =
-        core::allocate_bytes(Device::cuda(device), kWorkspaceBytes, MemoryCategory::workspace);
+    states[device].workspace = core::allocate_bytes(Device::cuda(device), kWorkspaceBytes, MemoryCategory::workspace);
   });
   return states[device];
 }
@@ -93,8 +92,9 @@ Plan make_plan(int device, const LinearArgs& args, bool has_bias, const Alignmen
   check_lt(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "epilogue");
   if (has_bias) {
     const cudaDataType_t bias_type = CUDA_R_32F;
-    check_lt(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
-             "bias type");
+    check_lt(
+        cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
+        "bias type");
   }
   const cudaDataType_t in = input_type(args.precision);
   const cudaDataType_t out = args.y_in_input_type ? in : CUDA_R_32F;
@@ -108,14 +108,18 @@ Plan make_plan(int device, const LinearArgs& args, bool has_bias, const Alignmen
   check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
            "workspace preference");
   // A is W, B is x, C and D are y.
-  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align.w,
-                                                sizeof(align.w)), "alignment of W");
-  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align.x,
-                                                sizeof(align.x)), "alignment of x");
-  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align.y,
-                                                sizeof(align.y)), "alignment of y");
-  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align.y,
-                                                sizeof(align.y)), "alignment of y");
+  check_lt(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align.w, sizeof(align.w)),
+      "alignment of W");
+  check_lt(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align.x, sizeof(align.x)),
+      "alignment of x");
+  check_lt(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align.y, sizeof(align.y)),
+      "alignment of y");
+  check_lt(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align.y, sizeof(align.y)),
+      "alignment of y");
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t hs =
@@ -143,15 +147,27 @@ const char* gemm_precision_name(GemmPrecision p) {
 }
 
 void linear(int device, void* y, const void* x, const void* W, const float* bias, const LinearArgs& a) {
-  tach::check(a.M > 0 && a.N > 0 && a.K > 0 && a.ld_x >= a.K && a.ld_y >= a.N,
-              "cuda linear: bad shape M=" + std::to_string(a.M) + " N=" + std::to_string(a.N) +
-                  " K=" + std::to_string(a.K));
+  tach::check(
+      a.M > 0 && a.N > 0 && a.K > 0 && a.ld_x >= a.K && a.ld_y >= a.N,
+      "cuda linear: bad shape M=" + std::to_string(a.M) + " N=" + std::to_string(a.N) + " K=" + std::to_string(a.K));
   tach::check(!a.y_in_input_type || a.precision == GemmPrecision::bf16 || a.precision == GemmPrecision::f16,
               "cuda linear: a reduced-precision output needs bf16 or f16 precision");
   const bool has_bias = bias != nullptr && a.epilogue != Epilogue::none;
   const Alignments align{alignment_of(x), alignment_of(W), alignment_of(y)};
-  const PlanKey key{device, a.M, a.N, a.K, a.ld_x, a.ld_y, int(a.precision), a.y_in_input_type, int(a.epilogue),
-                    has_bias, a.beta != 0.0f, align.x, align.w, align.y};
+  const PlanKey key{device,
+                    a.M,
+                    a.N,
+                    a.K,
+                    a.ld_x,
+                    a.ld_y,
+                    int(a.precision),
+                    a.y_in_input_type,
+                    int(a.epilogue),
+                    has_bias,
+                    a.beta != 0.0f,
+                    align.x,
+                    align.w,
+                    align.y};
   static std::mutex mu;
   static std::map<PlanKey, Plan> plans;
   // Held through the enqueue: the bias pointer is set on the shared descriptor.

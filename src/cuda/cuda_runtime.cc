@@ -66,8 +66,7 @@ class CudaAllocator final : public core::Allocator {
     // Errors are swallowed: this runs from destructors, possibly while the runtime shuts down.
     try {
       if (cudaFreeAsync(ptr, cuda::stream(index)) != cudaSuccess) cudaGetLastError();
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   int64_t cached_bytes(int index) override {
     uint64_t reserved = 0;
@@ -170,7 +169,8 @@ std::string cuda_unavailable_reason() {
     cudaGetLastError();
     // The runtime reports a missing driver as an "insufficient" one; say which it is.
     if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice)
-      return std::string("no usable NVIDIA driver or GPU on this machine (CUDA runtime: ") + cudaGetErrorString(err) + ")";
+      return std::string("no usable NVIDIA driver or GPU on this machine (CUDA runtime: ") + cudaGetErrorString(err) +
+             ")";
     return std::string("CUDA runtime: ") + cudaGetErrorString(err);
   }
   return n == 0 ? "no CUDA device found" : "";
@@ -191,7 +191,9 @@ void DeviceTimer::start() {
 void DeviceTimer::stop() {
   if (impl_) impl_->stop.record();
 }
-double DeviceTimer::elapsed_ms() const { return impl_ ? double(cuda::Event::elapsed_ms(impl_->start, impl_->stop)) : -1.0; }
+double DeviceTimer::elapsed_ms() const {
+  return impl_ ? double(cuda::Event::elapsed_ms(impl_->start, impl_->stop)) : -1.0;
+}
 
 void synchronize(Device device) {
   if (device.kind != DeviceKind::cuda) return;

@@ -20,9 +20,9 @@ constexpr size_t kBufferBytes = size_t(8) << 20;
 // Records land in buffers CUPTI asks for and hands back, from its own thread.
 struct Collected {
   std::mutex mu;
-  std::vector<std::pair<GpuActivity, uint32_t>> activities;  // with the launch's correlation id
+  std::vector<std::pair<GpuActivity, uint32_t>> activities;     // with the launch's correlation id
   std::unordered_map<uint32_t, int64_t> launch_by_correlation;  // runtime call's host start (CUPTI clock)
-  int64_t clock_offset_ns = 0;  // steady clock minus CUPTI's clock, measured at start
+  int64_t clock_offset_ns = 0;                                  // steady clock minus CUPTI's clock, measured at start
   int64_t dropped = 0;
 };
 Collected& collected() {

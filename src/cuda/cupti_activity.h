@@ -10,8 +10,8 @@
 namespace tach::cuda {
 
 struct GpuActivity {
-  std::string name;           // the kernel's (mangled) name, or "memcpy HtoD", "memset"
-  std::string kind;           // kernel | memcpy | memset
+  std::string name;  // the kernel's (mangled) name, or "memcpy HtoD", "memset"
+  std::string kind;  // kernel | memcpy | memset
   uint32_t device = 0, stream = 0;
   int64_t start_ns = 0, end_ns = 0;  // on the steady clock, like the profiler's spans
   int64_t launch_ns = -1;            // host time of the runtime call that queued it; -1 when unknown
@@ -23,7 +23,7 @@ class ActivityCollector {
  public:
   // "" when CUPTI can collect here, else why not (no GPU, CUPTI refused: another profiler holds it).
   static std::string unavailable_reason();
-  void start();                     // enables the activity kinds; throws tach::Error when CUPTI refuses
+  void start();  // enables the activity kinds; throws tach::Error when CUPTI refuses
   // Flushes, disables, returns everything since start(); *dropped: records CUPTI lost to full buffers.
   std::vector<GpuActivity> stop(int64_t* dropped = nullptr);
 

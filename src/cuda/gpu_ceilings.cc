@@ -30,7 +30,7 @@ double best_gpu_seconds(int device, int reps, const std::function<void()>& fn) {
 }
 
 double gemm_flops(int device, cuda::GemmPrecision precision, int64_t n) {
-  const DType in = precision == cuda::GemmPrecision::bf16 ? DType::bf16
+  const DType in = precision == cuda::GemmPrecision::bf16  ? DType::bf16
                    : precision == cuda::GemmPrecision::f16 ? DType::f16
                                                            : DType::f32;
   const Device d = Device::cuda(device);
@@ -47,7 +47,8 @@ double gemm_flops(int device, cuda::GemmPrecision precision, int64_t n) {
   args.M = args.N = args.K = n;
   args.ld_x = args.ld_y = n;
   args.precision = precision;
-  const double s = best_gpu_seconds(device, 10, [&] { cuda::linear(device, y.raw(), a.raw(), a.raw(), nullptr, args); });
+  const double s =
+      best_gpu_seconds(device, 10, [&] { cuda::linear(device, y.raw(), a.raw(), a.raw(), nullptr, args); });
   return 2.0 * double(n) * double(n) * double(n) / s;
 }
 
@@ -73,8 +74,9 @@ GpuCeilings measure_gpu_ceilings(Device device) {
                 "cudaMemcpyAsync");
   });
   c.memory_bytes_per_s = 2.0 * double(bytes) / s;
-  c.method = "cuBLASLt GEMM 8192^3 (f32: 4096^3), f32 accumulation, f32 output, best of 10 after 3 warm-ups, CUDA "
-             "events; memory: device-to-device copy of 1 GiB, read + written, best of 10";
+  c.method =
+      "cuBLASLt GEMM 8192^3 (f32: 4096^3), f32 accumulation, f32 output, best of 10 after 3 warm-ups, CUDA "
+      "events; memory: device-to-device copy of 1 GiB, read + written, best of 10";
   const std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));

@@ -51,10 +51,10 @@ std::string joined(const std::vector<std::string>& names) {
 size_t column_index(const data::Records& r, const std::string& name, const std::string& role, const std::string& path) {
   for (size_t i = 0; i < r.columns.size(); ++i)
     if (r.columns[i] == name) return i;
-  throw Error("dataset " + path + ": no " + role + " column '" + name + "'; the columns are " + joined(r.columns) +
-              (r.skipped_columns.empty() ? std::string()
-                                         : " (nested columns, not read: " + joined(r.skipped_columns) + ")") +
-              " (choose with --" + role + "-column; files without a header number their columns from 0)");
+  throw Error(
+      "dataset " + path + ": no " + role + " column '" + name + "'; the columns are " + joined(r.columns) +
+      (r.skipped_columns.empty() ? std::string() : " (nested columns, not read: " + joined(r.skipped_columns) + ")") +
+      " (choose with --" + role + "-column; files without a header number their columns from 0)");
 }
 
 // The file's records by its format.
@@ -73,7 +73,8 @@ data::Records read_records(const std::string& path, const std::string& format, c
 data::Records load(const DatasetOptions& options, std::string& shown, std::string& format) {
   check(!options.path.empty(), "no dataset path given");
   std::error_code ec;
-  const auto spec = std::filesystem::exists(options.path, ec) ? std::nullopt : model::named_dataset_spec(options.path, false);
+  const auto spec =
+      std::filesystem::exists(options.path, ec) ? std::nullopt : model::named_dataset_spec(options.path, false);
   if (!spec) {
     shown = options.path;
     format = detect_format(options.path, options.format);
@@ -87,7 +88,8 @@ data::Records load(const DatasetOptions& options, std::string& shown, std::strin
   for (const auto& f : files) {
     format = detect_format(f, options.format);
     data::Records r = read_records(f, format, options);
-    check(all.columns.empty() || r.columns == all.columns, "dataset " + f + ": its columns differ from the split's first file's");
+    check(all.columns.empty() || r.columns == all.columns,
+          "dataset " + f + ": its columns differ from the split's first file's");
     const int64_t before = int64_t(all.rows.size());
     if (all.columns.empty()) all = std::move(r);
     else {
@@ -133,8 +135,8 @@ Dataset read_dataset(const DatasetOptions& options) {
     auto& row = r.rows[i];
     Example e{std::move(row[text_col]), has_pair ? std::move(row[pair_col]) : std::string(),
               has_label ? std::move(row[label_col]) : std::string(), r.row_numbers[i]};
-    check(!has_label || !e.label.empty(), "dataset " + where + ": record " + std::to_string(e.source_row) + " has no label in column '" +
-                                r.columns[label_col] + "'");
+    check(!has_label || !e.label.empty(), "dataset " + where + ": record " + std::to_string(e.source_row) +
+                                              " has no label in column '" + r.columns[label_col] + "'");
     d.examples.push_back(std::move(e));
   }
   return d;

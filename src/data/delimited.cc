@@ -44,8 +44,8 @@ Records read_delimited(const std::string& path, const std::string& bytes, char d
   const size_t used = csv_parse(&parser, text.data(), text.size(), on_field, on_record, &c);
   if (used != text.size() || csv_fini(&parser, on_field, on_record, &c) != 0) {
     throw Error(path + ": malformed " + (delimiter == '\t' ? "TSV" : "CSV") + " near record " +
-                std::to_string(c.rows.size() + 1) + " (byte " + std::to_string(used) + "): " +
-                csv_strerror(csv_error(&parser)) + " (a quote inside an unquoted field, or an unclosed quote)");
+                std::to_string(c.rows.size() + 1) + " (byte " + std::to_string(used) +
+                "): " + csv_strerror(csv_error(&parser)) + " (a quote inside an unquoted field, or an unclosed quote)");
   }
   Records r;
   if (c.rows.empty()) return r;
@@ -63,10 +63,9 @@ Records read_delimited(const std::string& path, const std::string& bytes, char d
   for (size_t i = first; i < c.rows.size(); ++i) {
     auto& row = c.rows[i];
     if (row.size() == 1 && row[0].empty()) continue;  // a blank line
-    check(row.size() == r.columns.size(), path + ": record " + std::to_string(i + 1) + " has " +
-                                              std::to_string(row.size()) + " fields, the " +
-                                              (has_header ? "header has " : "first record has ") +
-                                              std::to_string(r.columns.size()));
+    check(row.size() == r.columns.size(),
+          path + ": record " + std::to_string(i + 1) + " has " + std::to_string(row.size()) + " fields, the " +
+              (has_header ? "header has " : "first record has ") + std::to_string(r.columns.size()));
     r.rows.push_back(std::move(row));
     r.row_numbers.push_back(static_cast<int64_t>(i + 1));
   }

@@ -59,9 +59,7 @@ Records read_json_splits(const std::string& path, const std::string& bytes, cons
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(bytes);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not JSON (" + e.what() + ")");
-  }
+  } catch (const nlohmann::json::exception& e) { throw Error(path + ": not JSON (" + e.what() + ")"); }
   std::string names;
   if (j.is_object())
     for (auto it = j.begin(); it != j.end(); ++it) names += (names.empty() ? "" : ", ") + it.key();

@@ -73,10 +73,8 @@ std::vector<std::vector<int32_t>> LabelMap::label_sets_of(const std::vector<Exam
     std::vector<int32_t> ids;
     for (const auto& label : split_label_set(e.label, dataset_name + ": record " + std::to_string(e.source_row))) {
       const int32_t id = id_of(label);
-      if (id < 0)
-        ++unknown[label];
-      else
-        ids.push_back(id);
+      if (id < 0) ++unknown[label];
+      else ids.push_back(id);
     }
     sets.push_back(std::move(ids));
   }

@@ -120,10 +120,11 @@ const char* codec_name(int32_t codec) {
   }
 }
 
-std::string decompress(int32_t codec, const uint8_t* data, size_t size, size_t uncompressed_size, const std::string& where) {
+std::string decompress(int32_t codec, const uint8_t* data, size_t size, size_t uncompressed_size,
+                       const std::string& where) {
   // Pages are at most a few MiB; a header claiming more than 1 GiB is corrupt, not a big page.
-  check(uncompressed_size <= (size_t(1) << 30), where + ": a page claims " + std::to_string(uncompressed_size) +
-                                                     " bytes uncompressed");
+  check(uncompressed_size <= (size_t(1) << 30),
+        where + ": a page claims " + std::to_string(uncompressed_size) + " bytes uncompressed");
   std::string out(uncompressed_size, '\0');
   auto dst = reinterpret_cast<char*>(out.data());
   auto src = reinterpret_cast<const char*>(data);
@@ -135,9 +136,10 @@ std::string decompress(int32_t codec, const uint8_t* data, size_t size, size_t u
       return out;
     case kSnappy: {
       size_t n = 0;
-      check(snappy_uncompressed_length(src, size, &n) == SNAPPY_OK && n == uncompressed_size &&
-                snappy_uncompress(src, size, dst, &n) == SNAPPY_OK && n == uncompressed_size,
-            where + ": a snappy page does not decompress to its stated " + std::to_string(uncompressed_size) + " bytes");
+      check(
+          snappy_uncompressed_length(src, size, &n) == SNAPPY_OK && n == uncompressed_size &&
+              snappy_uncompress(src, size, dst, &n) == SNAPPY_OK && n == uncompressed_size,
+          where + ": a snappy page does not decompress to its stated " + std::to_string(uncompressed_size) + " bytes");
       return out;
     }
     case kZstd: {
@@ -157,7 +159,8 @@ std::string decompress(int32_t codec, const uint8_t* data, size_t size, size_t u
       const int rc = inflate(&z, Z_FINISH);
       const size_t n = z.total_out;
       inflateEnd(&z);
-      check(rc == Z_STREAM_END && n == uncompressed_size, where + ": a gzip page does not decompress to its stated size");
+      check(rc == Z_STREAM_END && n == uncompressed_size,
+            where + ": a gzip page does not decompress to its stated size");
       return out;
     }
     default:
@@ -167,7 +170,8 @@ std::string decompress(int32_t codec, const uint8_t* data, size_t size, size_t u
   }
 }
 
-std::vector<uint32_t> read_hybrid(const uint8_t* data, size_t size, int bit_width, size_t count, const std::string& where) {
+std::vector<uint32_t> read_hybrid(const uint8_t* data, size_t size, int bit_width, size_t count,
+                                  const std::string& where) {
   check(bit_width >= 0 && bit_width <= 32, where + ": a level or index bit width of " + std::to_string(bit_width));
   Cursor c{data, size, 0, where};
   std::vector<uint32_t> out;
@@ -177,8 +181,8 @@ std::vector<uint32_t> read_hybrid(const uint8_t* data, size_t size, int bit_widt
     const uint64_t header = c.uleb();
     if (header & 1) {  // bit-packed: groups of 8 values
       const uint64_t groups = header >> 1;
-      check(groups > 0 && groups <= (count - out.size() + 7) / 8 + 1, where + ": a bit-packed run of " +
-                                                                          std::to_string(groups) + " groups");
+      check(groups > 0 && groups <= (count - out.size() + 7) / 8 + 1,
+            where + ": a bit-packed run of " + std::to_string(groups) + " groups");
       packed.clear();
       unpack(c, bit_width, size_t(groups) * 8, packed);
       for (size_t i = 0; i < packed.size() && out.size() < count; ++i) out.push_back(uint32_t(packed[i]));
@@ -246,11 +250,13 @@ std::vector<std::string> ValueReader::plain(const uint8_t* data, size_t size, si
       break;
     case kFixedLenByteArray:
       check(type_length > 0, where + ": a FIXED_LEN_BYTE_ARRAY column without a length");
-      fixed(size_t(type_length), [&](const uint8_t* p) { return std::string(reinterpret_cast<const char*>(p), size_t(type_length)); });
+      fixed(size_t(type_length),
+            [&](const uint8_t* p) { return std::string(reinterpret_cast<const char*>(p), size_t(type_length)); });
       break;
     default:
-      throw Error(where + ": INT96 (legacy timestamp) columns are not read; tach reads strings, integers, "
-                          "floats and booleans");
+      throw Error(where +
+                  ": INT96 (legacy timestamp) columns are not read; tach reads strings, integers, "
+                  "floats and booleans");
   }
   return out;
 }
@@ -306,7 +312,8 @@ std::vector<std::string> ValueReader::decode(int32_t encoding, const uint8_t* da
         std::string v;
         if (!prefixes.empty()) {  // the first bytes of the value before, then its own suffix
           const size_t before = out.empty() ? 0 : out.back().size();
-          check(prefixes[i] >= 0 && size_t(prefixes[i]) <= before, where + ": a prefix longer than the value before it");
+          check(prefixes[i] >= 0 && size_t(prefixes[i]) <= before,
+                where + ": a prefix longer than the value before it");
           if (prefixes[i] > 0) v.assign(out.back(), 0, size_t(prefixes[i]));
         }
         v.append(reinterpret_cast<const char*>(c.p + c.at), size_t(lengths[i]));
@@ -316,8 +323,10 @@ std::vector<std::string> ValueReader::decode(int32_t encoding, const uint8_t* da
       return out;
     }
     case kByteStreamSplit: {  // byte k of every value, then byte k+1 of every value, ...
-      const size_t width = type == kFloat || type == kInt32 ? 4 : type == kDouble || type == kInt64 ? 8
-                           : type == kFixedLenByteArray ? size_t(std::max(type_length, 0)) : 0;
+      const size_t width = type == kFloat || type == kInt32    ? 4
+                           : type == kDouble || type == kInt64 ? 8
+                           : type == kFixedLenByteArray        ? size_t(std::max(type_length, 0))
+                                                               : 0;
       check(width > 0, where + ": BYTE_STREAM_SPLIT values of a type it does not apply to");
       check(count <= size / width, where + ": a BYTE_STREAM_SPLIT page shorter than its values");
       std::string joined(count * width, '\0');
@@ -326,7 +335,8 @@ std::vector<std::string> ValueReader::decode(int32_t encoding, const uint8_t* da
       return plain(reinterpret_cast<const uint8_t*>(joined.data()), joined.size(), count);
     }
     default:
-      throw Error(where + ": value encoding " + std::to_string(encoding) + " is not one Parquet defines for data pages");
+      throw Error(where + ": value encoding " + std::to_string(encoding) +
+                  " is not one Parquet defines for data pages");
   }
 }
 

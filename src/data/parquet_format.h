@@ -10,12 +10,37 @@
 
 namespace tach::data::parquet {
 
-enum PhysicalType : int32_t { kBoolean = 0, kInt32 = 1, kInt64 = 2, kInt96 = 3, kFloat = 4, kDouble = 5, kByteArray = 6, kFixedLenByteArray = 7 };
+enum PhysicalType : int32_t {
+  kBoolean = 0,
+  kInt32 = 1,
+  kInt64 = 2,
+  kInt96 = 3,
+  kFloat = 4,
+  kDouble = 5,
+  kByteArray = 6,
+  kFixedLenByteArray = 7
+};
 enum Repetition : int32_t { kRequired = 0, kOptional = 1, kRepeated = 2 };
-enum Codec : int32_t { kUncompressed = 0, kSnappy = 1, kGzip = 2, kLzo = 3, kBrotli = 4, kLz4 = 5, kZstd = 6, kLz4Raw = 7 };
+enum Codec : int32_t {
+  kUncompressed = 0,
+  kSnappy = 1,
+  kGzip = 2,
+  kLzo = 3,
+  kBrotli = 4,
+  kLz4 = 5,
+  kZstd = 6,
+  kLz4Raw = 7
+};
 enum Encoding : int32_t {
-  kPlain = 0, kPlainDictionary = 2, kRle = 3, kBitPacked = 4, kDeltaBinaryPacked = 5, kDeltaLengthByteArray = 6,
-  kDeltaByteArray = 7, kRleDictionary = 8, kByteStreamSplit = 9
+  kPlain = 0,
+  kPlainDictionary = 2,
+  kRle = 3,
+  kBitPacked = 4,
+  kDeltaBinaryPacked = 5,
+  kDeltaLengthByteArray = 6,
+  kDeltaByteArray = 7,
+  kRleDictionary = 8,
+  kByteStreamSplit = 9
 };
 enum PageType : int32_t { kDataPage = 0, kIndexPage = 1, kDictionaryPage = 2, kDataPageV2 = 3 };
 
@@ -63,7 +88,8 @@ FileMetaData read_file_metadata(const uint8_t* data, size_t size, const std::str
 PageHeader read_page_header(const uint8_t* data, size_t size, size_t& consumed, const std::string& where);
 
 // A page's bytes decompressed to exactly `uncompressed_size` bytes.
-std::string decompress(int32_t codec, const uint8_t* data, size_t size, size_t uncompressed_size, const std::string& where);
+std::string decompress(int32_t codec, const uint8_t* data, size_t size, size_t uncompressed_size,
+                       const std::string& where);
 const char* codec_name(int32_t codec);
 
 // The bytes of one page's values and what they decode to: one string per value (integers in
@@ -79,6 +105,7 @@ struct ValueReader {
 };
 
 // The RLE / bit-packed hybrid of levels and dictionary indices: `count` values of `bit_width` bits.
-std::vector<uint32_t> read_hybrid(const uint8_t* data, size_t size, int bit_width, size_t count, const std::string& where);
+std::vector<uint32_t> read_hybrid(const uint8_t* data, size_t size, int bit_width, size_t count,
+                                  const std::string& where);
 
 }  // namespace tach::data::parquet

@@ -75,7 +75,8 @@ void read_chunk(const uint8_t* file, size_t file_size, const ColumnChunk& chunk,
     const uint8_t* body = p + at;
     at += size_t(h.compressed_size);
     if (h.type == kDictionaryPage) {
-      const std::string raw = decompress(chunk.codec, body, size_t(h.compressed_size), size_t(h.uncompressed_size), where);
+      const std::string raw =
+          decompress(chunk.codec, body, size_t(h.compressed_size), size_t(h.uncompressed_size), where);
       dictionary = values.plain(reinterpret_cast<const uint8_t*>(raw.data()), raw.size(), size_t(h.num_values));
       has_dictionary = true;
       continue;
@@ -107,7 +108,8 @@ void read_chunk(const uint8_t* file, size_t file_size, const ColumnChunk& chunk,
       levels = body + h.rep_levels_bytes, levels_size = size_t(h.def_levels_bytes);
       const bool compressed = h.is_compressed && chunk.codec != kUncompressed;
       check(size_t(h.uncompressed_size) >= lv, where + ": a v2 page smaller than its levels");
-      raw = compressed ? decompress(chunk.codec, body + lv, size_t(h.compressed_size) - lv, size_t(h.uncompressed_size) - lv, where)
+      raw = compressed ? decompress(chunk.codec, body + lv, size_t(h.compressed_size) - lv,
+                                    size_t(h.uncompressed_size) - lv, where)
                        : std::string(reinterpret_cast<const char*>(body + lv), size_t(h.compressed_size) - lv);
       data = reinterpret_cast<const uint8_t*>(raw.data());
       data_size = raw.size();
@@ -136,11 +138,13 @@ std::map<std::string, std::vector<std::string>> class_label_names(const FileMeta
     const auto j = nlohmann::json::parse(value, nullptr, false);
     if (j.is_discarded() || !j.is_object()) continue;
     const nlohmann::json* features = nullptr;
-    if (j.contains("info") && j["info"].is_object() && j["info"].contains("features")) features = &j["info"]["features"];
+    if (j.contains("info") && j["info"].is_object() && j["info"].contains("features"))
+      features = &j["info"]["features"];
     else if (j.contains("features")) features = &j["features"];
     if (!features || !features->is_object()) continue;
     for (const auto& [column, f] : features->items())
-      if (f.is_object() && f.value("_type", std::string()) == "ClassLabel" && f.contains("names") && f["names"].is_array()) {
+      if (f.is_object() && f.value("_type", std::string()) == "ClassLabel" && f.contains("names") &&
+          f["names"].is_array()) {
         std::vector<std::string> names;
         for (const auto& n : f["names"])
           if (n.is_string()) names.push_back(n.get<std::string>());
@@ -157,10 +161,13 @@ Records read_parquet(const std::string& path, const std::string& bytes) {
   const size_t n = bytes.size();
   check(n >= 12 && std::memcmp(file, "PAR1", 4) == 0 && std::memcmp(file + n - 4, "PAR1", 4) == 0,
         path + ": not a Parquet file (no PAR1 magic at its start and end" +
-            std::string(n >= 4 && std::memcmp(file + n - 4, "PARE", 4) == 0 ? "; it is encrypted Parquet, not read" : "") + ")");
+            std::string(n >= 4 && std::memcmp(file + n - 4, "PARE", 4) == 0 ? "; it is encrypted Parquet, not read"
+                                                                            : "") +
+            ")");
   uint32_t footer = 0;
   std::memcpy(&footer, file + n - 8, 4);
-  check(footer <= n - 12, path + ": a footer of " + std::to_string(footer) + " bytes in a file of " + std::to_string(n));
+  check(footer <= n - 12,
+        path + ": a footer of " + std::to_string(footer) + " bytes in a file of " + std::to_string(n));
   const FileMetaData m = read_file_metadata(file + n - 8 - footer, footer, path);
   const std::vector<Leaf> leaves = leaves_of(m, path);
   Records r;
@@ -182,7 +189,8 @@ Records read_parquet(const std::string& path, const std::string& bytes) {
       const ColumnChunk* chunk = nullptr;
       for (const auto& cc : group.columns)
         if (cc.path.size() == 1 && cc.path[0] == leaf.name) chunk = &cc;
-      check(chunk != nullptr, path + ": row group " + std::to_string(g) + " has no chunk for column '" + leaf.name + "'");
+      check(chunk != nullptr,
+            path + ": row group " + std::to_string(g) + " has no chunk for column '" + leaf.name + "'");
       read_chunk(file, n, *chunk, leaf, group.num_rows, cells[c],
                  path + " (column '" + leaf.name + "', row group " + std::to_string(g) + ")");
     }

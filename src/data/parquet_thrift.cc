@@ -105,7 +105,8 @@ ColumnChunk column_chunk(Protocol& p) {
     read_struct(p, [&](int16_t f, TType ft) {
       switch (f) {
         case 1: return i32(p, ft, c.type);
-        case 3: return read_list(p, ft, tt::T_STRING, [&] {
+        case 3:
+          return read_list(p, ft, tt::T_STRING, [&] {
             c.path.emplace_back();
             p.readBinary(c.path.back());
           });
@@ -154,9 +155,12 @@ FileMetaData read_file_metadata(const uint8_t* data, size_t size, const std::str
         case 2: return read_list(p, type, tt::T_STRUCT, [&] { m.schema.push_back(schema_element(p)); });
         case 3: return i64(p, type, m.num_rows);
         case 4: return read_list(p, type, tt::T_STRUCT, [&] { m.row_groups.push_back(row_group(p)); });
-        case 5: return read_list(p, type, tt::T_STRUCT, [&] {
+        case 5:
+          return read_list(p, type, tt::T_STRUCT, [&] {
             std::pair<std::string, std::string> kv;
-            read_struct(p, [&](int16_t f, TType ft) { return f == 1 ? text(p, ft, kv.first) : f == 2 && text(p, ft, kv.second); });
+            read_struct(p, [&](int16_t f, TType ft) {
+              return f == 1 ? text(p, ft, kv.first) : f == 2 && text(p, ft, kv.second);
+            });
             m.key_value.push_back(std::move(kv));
           });
         case 6: return text(p, type, m.created_by);
@@ -181,7 +185,9 @@ PageHeader read_page_header(const uint8_t* data, size_t size, size_t& consumed, 
         case 5:  // DataPageHeader: num_values, encoding
         case 7:  // DictionaryPageHeader: num_values, encoding
           if (type != tt::T_STRUCT) return false;
-          read_struct(p, [&](int16_t f, TType ft) { return f == 1 ? i32(p, ft, h.num_values) : f == 2 && i32(p, ft, h.encoding); });
+          read_struct(p, [&](int16_t f, TType ft) {
+            return f == 1 ? i32(p, ft, h.num_values) : f == 2 && i32(p, ft, h.encoding);
+          });
           return true;
         case 8:  // DataPageHeaderV2
           if (type != tt::T_STRUCT) return false;

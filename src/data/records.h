@@ -9,11 +9,11 @@
 namespace tach::data {
 
 struct Records {
-  std::vector<std::string> columns;          // names or "0", "1", ... when there are none
-  std::vector<std::vector<std::string>> rows;  // one value per column ("" when absent)
-  std::vector<int64_t> row_numbers;          // 1-based record number in the file, per row
-  std::string split;                         // JSON split files
-  std::vector<std::string> skipped_columns;  // Parquet: nested columns (lists, structs), not read
+  std::vector<std::string> columns;                             // names or "0", "1", ... when there are none
+  std::vector<std::vector<std::string>> rows;                   // one value per column ("" when absent)
+  std::vector<int64_t> row_numbers;                             // 1-based record number in the file, per row
+  std::string split;                                            // JSON split files
+  std::vector<std::string> skipped_columns;                     // Parquet: nested columns (lists, structs), not read
   std::map<std::string, std::vector<std::string>> class_names;  // Parquet from `datasets`: ClassLabel names per column
 };
 

@@ -57,7 +57,8 @@ Embeddings embed_texts(const Model& model, const Tokenizer& tokenizer, const std
   const bool rewrite = info.lowercase_input || !out.prompt.empty();
   if (rewrite) {
     inputs.reserve(texts.size());
-    for (const auto& t : texts) inputs.push_back(info.lowercase_input ? lowercase_text(out.prompt + t) : out.prompt + t);
+    for (const auto& t : texts)
+      inputs.push_back(info.lowercase_input ? lowercase_text(out.prompt + t) : out.prompt + t);
   }
   const std::vector<Encoding> enc = tokenizer.encode_batch(rewrite ? inputs : texts, eo);
   out.tokenize_s = seconds_since(t_tok);

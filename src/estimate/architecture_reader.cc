@@ -69,8 +69,10 @@ void require_decoder_fields(const json& j, const std::string& source) {
     if (!j.contains(k) || !j[k].is_number_integer()) missing += (missing.empty() ? "" : ", ") + std::string(k);
   if (!missing.empty())
     throw Error(source + ": model_type \"" + string_field(j, "model_type", "?") + "\" is not one tach builds (" +
-                model::known_model_types() + "), and the estimate of an unknown one needs the standard decoder fields; "
-                "missing: " + missing);
+                model::known_model_types() +
+                "), and the estimate of an unknown one needs the standard decoder fields; "
+                "missing: " +
+                missing);
 }
 
 int64_t layers_with_experts(const model::Field& f, int64_t L, int64_t step_default) {
@@ -105,8 +107,8 @@ void read_qwen_experts(const model::Field& f, ArchitectureSummary& a) {
   a.expert_I = f.positive_int("moe_intermediate_size", 0, true);
   a.moe_layers = layers_with_experts(f, a.L, 1);
   a.note = f.str("model_type", "") + ": " + std::to_string(a.moe_layers) + " of " + std::to_string(a.L) +
-           " layers with " + std::to_string(a.experts) + " experts (" + std::to_string(a.experts_per_token) + " active)" +
-           (a.shared_I ? ", a shared expert of width " + std::to_string(a.shared_I) : "");
+           " layers with " + std::to_string(a.experts) + " experts (" + std::to_string(a.experts_per_token) +
+           " active)" + (a.shared_I ? ", a shared expert of width " + std::to_string(a.shared_I) : "");
 }
 
 void read_qwen2_moe(const model::Field& f, ArchitectureSummary& a) {
@@ -137,11 +139,12 @@ void read_deepseek(const model::Field& f, ArchitectureSummary& a) {
   const int64_t freq = f.positive_int("moe_layer_freq", 1, false);
   const int64_t first_dense = f.nonneg_int("first_k_dense_replace", 0);
   for (int64_t i = 0; i < a.L; ++i) a.moe_layers += a.experts > 0 && i >= first_dense && i % freq == 0;
-  a.note = f.str("model_type", "") + ": multi-head latent attention (KV cache " + std::to_string(a.kv_lora_rank) + " + " +
-           std::to_string(a.qk_rope_dim) + " values per token and layer), " + std::to_string(a.moe_layers) + " of " +
-           std::to_string(a.L) + " layers with " + std::to_string(a.experts) + " routed experts (" +
+  a.note = f.str("model_type", "") + ": multi-head latent attention (KV cache " + std::to_string(a.kv_lora_rank) +
+           " + " + std::to_string(a.qk_rope_dim) + " values per token and layer), " + std::to_string(a.moe_layers) +
+           " of " + std::to_string(a.L) + " layers with " + std::to_string(a.experts) + " routed experts (" +
            std::to_string(a.experts_per_token) + " active) and " + std::to_string(f.nonneg_int("n_shared_experts", 0)) +
-           " shared; the multi-token-prediction layers (" + std::to_string(f.nonneg_int("num_nextn_predict_layers", 0)) +
+           " shared; the multi-token-prediction layers (" +
+           std::to_string(f.nonneg_int("num_nextn_predict_layers", 0)) +
            ") are not counted, as transformers builds none";
 }
 
@@ -189,7 +192,8 @@ ArchitectureSummary describe_config(const json& j, const std::string& source) {
       }
   a.qkv_bias = a.o_bias = f.flag("attention_bias", false);
   a.mlp_bias = f.flag("mlp_bias", false);
-  a.note = "model_type \"" + type + "\" is not one tach builds or knows: estimated as a Llama-shaped decoder from its "
+  a.note = "model_type \"" + type +
+           "\" is not one tach builds or knows: estimated as a Llama-shaped decoder from its "
            "standard fields (q, k, v, o, gate/up/down, two RMSNorms per layer); its parameter count may differ";
   return a;
 }
@@ -219,7 +223,8 @@ ArchitectureSummary describe_model(const std::string& spec) {
       return model::summarize_architecture(loc);
     } catch (const Error& e) {
       std::string more;
-      for (const auto& p : kConfigPresets) more += std::string("\n  preset:") + p.name + "  (config only, for tach estimate)";
+      for (const auto& p : kConfigPresets)
+        more += std::string("\n  preset:") + p.name + "  (config only, for tach estimate)";
       throw Error(std::string(e.what()) + more);
     }
   }

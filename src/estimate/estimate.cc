@@ -28,7 +28,6 @@ int64_t dtype_size(const std::string& d) {
   throw Error("estimate: dtype '" + d + "' is not one of f32, bf16, f16");
 }
 
-
 struct Totals {
   std::vector<EstimateLine> lines;
   int64_t total = 0, trainable = 0;
@@ -56,7 +55,8 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     const int64_t tile_rows = std::min(widest, std::max<int64_t>(16, ((int64_t(1) << 20) / widest) / 16 * 16));
     add("NF4 dequantization tile", 4.0 * double(tile_rows * widest), "one f32 tile of a weight's rows at a time");
   } else {
-    add("weights", double(params * s), std::to_string(params) + " parameters x " + std::to_string(s) + " B (" + in.dtype + ")");
+    add("weights", double(params * s),
+        std::to_string(params) + " parameters x " + std::to_string(s) + " B (" + in.dtype + ")");
   }
   // Trainable parameters.
   int64_t trainable = 0;
@@ -72,8 +72,8 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       if (target == "o") std::swap(in_f, out_f);
       trainable += a.L * in.lora_rank * (in_f + out_f);
     }
-    add("LoRA adapters", double(trainable * 4), std::to_string(trainable) + " parameters (rank " +
-                                                    std::to_string(in.lora_rank) + ") in f32");
+    add("LoRA adapters", double(trainable * 4),
+        std::to_string(trainable) + " parameters (rank " + std::to_string(in.lora_rank) + ") in f32");
     // The head trains in full (modules_to_save): the classifier, and DistilBERT's pre_classifier.
     int64_t head = a.labels * (a.C + 1);
     if (a.name.rfind("DistilBert", 0) == 0) head += a.C * (a.C + 1);
@@ -84,8 +84,9 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     for (const auto& target : in.lora_targets)
       if (target == "down") widest_in = std::max(widest_in, a.I);
       else if (target == "o") widest_in = std::max(widest_in, a.H * a.D);
-    add("LoRA activations", 4.0 * double(N) * double(in.lora_rank) * double(in.lora_targets.size()) * double(a.L) +
-                                4.0 * double(N) * double(widest_in + in.lora_rank),
+    add("LoRA activations",
+        4.0 * double(N) * double(in.lora_rank) * double(in.lora_targets.size()) * double(a.L) +
+            4.0 * double(N) * double(widest_in + in.lora_rank),
         "4 B x tokens x r per adapter and layer, + one scratch of 4 B x tokens x (widest input + r)");
   }
   t.trainable = trainable;
@@ -121,10 +122,13 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       // probabilities [B, H, T, T]; besides the layers, the last layer's output, the backward's
       // gradient buffers (4C + (H+2KVH)D + HD + 3I) and the RoPE table (D per token).
       const int64_t qkv = (a.H + 2 * a.KVH) * a.D, hd = a.H * a.D;
-      per_layer = 4.0 * (double(N) * double(4 * a.C + qkv + hd + 3 * a.active_I() + 2) + double(B * a.H) * double(T * T));
-      rest = 4.0 * (double(N) * double(5 * a.C + qkv + hd + 3 * a.active_I() + a.D) + double(B) * double(4 * a.C + 1 + a.labels));
-      layout = "per layer 4 B x (tokens x (4C + (H+2KVH)D + HD + 3I + 2) + B H T^2), + 4 B x tokens x "
-               "(5C + (H+2KVH)D + HD + 3I + D) for the output, backward buffers and RoPE table";
+      per_layer =
+          4.0 * (double(N) * double(4 * a.C + qkv + hd + 3 * a.active_I() + 2) + double(B * a.H) * double(T * T));
+      rest = 4.0 * (double(N) * double(5 * a.C + qkv + hd + 3 * a.active_I() + a.D) +
+                    double(B) * double(4 * a.C + 1 + a.labels));
+      layout =
+          "per layer 4 B x (tokens x (4C + (H+2KVH)D + HD + 3I + 2) + B H T^2), + 4 B x tokens x "
+          "(5C + (H+2KVH)D + HD + 3I + D) for the output, backward buffers and RoPE table";
     } else {
       // What tach train keeps (train/trainable_encoder.h, EncoderActivations, f32): per layer the
       // input, q|k|v, context, both residual sums and the first LayerNorm's output (8C per token),
@@ -137,8 +141,9 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
                           double(B) * double(4 * a.C + 2 * a.I + 4));
       last_shared = 4.0 * (double(N) * double(a.C) + double(B) * double(4 * a.C + 2 * a.I + 4));
       rest = 4.0 * (double(N) * double(6 * a.C + a.I + 2) + double(B) * double(7 * a.C + a.I + a.labels));
-      layout = "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), the last layer 4 B x (tokens x 5C + B H T^2 + "
-               "rows x (4C + 2I + 4)), + 4 B x tokens x (6C + I + 2) for the embeddings and backward buffers";
+      layout =
+          "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), the last layer 4 B x (tokens x 5C + B H T^2 + "
+          "rows x (4C + 2I + 4)), + 4 B x tokens x (6C + I + 2) for the embeddings and backward buffers";
     }
     if (last_layer < 0) last_layer = per_layer, last_shared = 4.0 * double(N * a.C);
     if (in.gradient_checkpointing) {
@@ -157,9 +162,10 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   }
   if (a.decoder && in.generate_tokens > 0) {
     const double kv = 4.0 * double(a.L) * double(B) * double(T + in.generate_tokens) * double(a.kv_cache_width());
-    add("KV cache", kv, a.mla ? "4 B x layers x batch x (prompt + new tokens) x (kv_lora_rank + qk_rope_head_dim): "
-                                "MLA's compressed latent and rope key"
-                              : "2 x 4 B x layers x batch x (prompt + new tokens) x KVH x D");
+    add("KV cache", kv,
+        a.mla ? "4 B x layers x batch x (prompt + new tokens) x (kv_lora_rank + qk_rope_head_dim): "
+                "MLA's compressed latent and rope key"
+              : "2 x 4 B x layers x batch x (prompt + new tokens) x KVH x D");
   }
   for (const auto& l : t.lines) t.total += l.bytes;
   return t;

@@ -20,12 +20,9 @@ double QuantileSketch::value(int k) const { return 2.0 * std::pow(gamma_, k) / (
 
 void QuantileSketch::add(double v) {
   ++count_;
-  if (std::fabs(v) < kMinMagnitude)
-    ++zeros_;
-  else if (v > 0)
-    ++positive_[key(v)];
-  else
-    ++negative_[key(-v)];
+  if (std::fabs(v) < kMinMagnitude) ++zeros_;
+  else if (v > 0) ++positive_[key(v)];
+  else ++negative_[key(-v)];
 }
 
 double QuantileSketch::quantile(double q) const {

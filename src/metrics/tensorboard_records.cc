@@ -122,17 +122,17 @@ std::string scalar_event(double wall_time, int64_t step, std::string_view tag, f
 
 std::string text_event(double wall_time, int64_t step, std::string_view tag, std::string_view text) {
   Message plugin, metadata, shape, tensor, v;
-  plugin.bytes(1, "text");                   // PluginData { plugin_name = 1 }
-  metadata.message(1, plugin);               // SummaryMetadata { plugin_data = 1 }
-  tensor.varint(1, 7).message(2, shape);     // TensorProto { dtype = 1: DT_STRING; tensor_shape = 2: scalar }
-  tensor.bytes(8, text);                     // TensorProto.string_val = 8
+  plugin.bytes(1, "text");                // PluginData { plugin_name = 1 }
+  metadata.message(1, plugin);            // SummaryMetadata { plugin_data = 1 }
+  tensor.varint(1, 7).message(2, shape);  // TensorProto { dtype = 1: DT_STRING; tensor_shape = 2: scalar }
+  tensor.bytes(8, text);                  // TensorProto.string_val = 8
   v.bytes(1, tag).message(9, metadata).message(8, tensor);  // Value { tag = 1; metadata = 9; tensor = 8 }
   return with_summary_value(event(wall_time, step), v);
 }
 
 std::string session_start_event(double wall_time, int64_t step) {
   Message log;
-  log.varint(1, 1);  // SessionLog { status = 1: START }
+  log.varint(1, 1);                                     // SessionLog { status = 1: START }
   return event(wall_time, step).message(7, log).str();  // Event.session_log = 7
 }
 

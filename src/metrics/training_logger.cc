@@ -14,8 +14,8 @@ namespace {
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 nlohmann::json stats_json(const SeriesStats& s) {
-  return {{"count", s.count}, {"mean", number(s.mean)}, {"std", number(s.std)}, {"min", number(s.min)},
-          {"max", number(s.max)}, {"p50", number(s.p50)}, {"p95", number(s.p95)}, {"p99", number(s.p99)}};
+  return {{"count", s.count},     {"mean", number(s.mean)}, {"std", number(s.std)}, {"min", number(s.min)},
+          {"max", number(s.max)}, {"p50", number(s.p50)},   {"p95", number(s.p95)}, {"p99", number(s.p99)}};
 }
 
 nlohmann::json all_stats(const MetricTracker& m) {
@@ -80,11 +80,17 @@ void TrainingLogger::save_checkpoint_metrics(const std::string& name) {
 std::string TrainingLogger::export_all() const {
   const auto sc = scores_.summary();
   nlohmann::json counts = nlohmann::json::object();
-  for (const auto& [v, n] : sc.counts) counts[nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)] = n;
+  for (const auto& [v, n] : sc.counts)
+    counts[nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)] = n;
   nlohmann::json j = {{"schema", "tach.training_log/1"},
                       {"metrics", all_stats(metrics_)},
-                      {"scores", {{"total", sc.total}, {"valid", sc.valid}, {"invalid", sc.invalid},
-                                  {"invalid_rate", sc.invalid_rate}, {"mean", number(sc.mean)}, {"counts", counts}}}};
+                      {"scores",
+                       {{"total", sc.total},
+                        {"valid", sc.valid},
+                        {"invalid", sc.invalid},
+                        {"invalid_rate", sc.invalid_rate},
+                        {"mean", number(sc.mean)},
+                        {"counts", counts}}}};
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& l : step_lines_) steps.push_back(nlohmann::json::parse(l));

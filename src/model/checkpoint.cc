@@ -57,11 +57,16 @@ ModelLocation resolve_hub(const std::string& spec) {
   if (snap.empty()) {
     if (settings.offline) {
       const fs::path storage = fs::path(settings.cache_dir) / repo.folder();
-      throw Error("model '" + spec + "' not found: it is not a local directory, and HF_HUB_OFFLINE is set, so the "
-                  "Hub is not asked; the cache (" + settings.cache_dir + ") has no complete snapshot of it. Looked at:"
-                  "\n  " + fs::absolute(spec).string() + " (local directory)\n  " +
-                  (storage / "refs" / repo.revision).string() + "\n  " + (storage / "snapshots").string() +
-                  "\nUnset HF_HUB_OFFLINE to download it (or run `tach download " + repo.id + "` where there is a network), or set "
+      throw Error("model '" + spec +
+                  "' not found: it is not a local directory, and HF_HUB_OFFLINE is set, so the "
+                  "Hub is not asked; the cache (" +
+                  settings.cache_dir +
+                  ") has no complete snapshot of it. Looked at:"
+                  "\n  " +
+                  fs::absolute(spec).string() + " (local directory)\n  " + (storage / "refs" / repo.revision).string() +
+                  "\n  " + (storage / "snapshots").string() +
+                  "\nUnset HF_HUB_OFFLINE to download it (or run `tach download " + repo.id +
+                  "` where there is a network), or set "
                   "HF_HUB_CACHE / HF_HOME to the cache that holds it.");
     }
     snap = hub_download_model(repo, settings);
@@ -90,8 +95,9 @@ ModelLocation resolve_model(const std::string& spec) {
     loc.kind = ModelLocation::Kind::local;
     loc.dir = spec;
     if (!fs::is_regular_file(fs::path(spec) / "config.json"))
-      throw Error(spec + ": directory has no config.json (a Hugging Face model directory holds config.json and "
-                         "model.safetensors)");
+      throw Error(spec +
+                  ": directory has no config.json (a Hugging Face model directory holds config.json and "
+                  "model.safetensors)");
     return loc;
   }
   if (looks_like_hub_id(spec.substr(0, spec.find('@')))) return resolve_hub(spec);
@@ -160,9 +166,7 @@ WeightStore open_checkpoint_weights(const std::string& dir) {
     json j;
     try {
       j = json::parse(read_text(index));
-    } catch (const json::exception& e) {
-      throw Error(index.string() + ": not valid JSON: " + e.what());
-    }
+    } catch (const json::exception& e) { throw Error(index.string() + ": not valid JSON: " + e.what()); }
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
       throw Error(index.string() + ": missing \"weight_map\" object");
     std::map<std::string, std::set<std::string>> by_file;
@@ -186,9 +190,10 @@ WeightStore open_checkpoint_weights(const std::string& dir) {
   }
   for (const char* pickle : {"pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt", "model.pth"}) {
     if (fs::exists(d / pickle))
-      throw Error(dir + ": has " + pickle + " but no model.safetensors. tach reads only safetensors: PyTorch's .bin "
-                        "format is a pickle, and loading a pickle can run arbitrary code. Convert it once with "
-                        "transformers (model.save_pretrained(dir, safe_serialization=True)).");
+      throw Error(dir + ": has " + pickle +
+                  " but no model.safetensors. tach reads only safetensors: PyTorch's .bin "
+                  "format is a pickle, and loading a pickle can run arbitrary code. Convert it once with "
+                  "transformers (model.save_pretrained(dir, safe_serialization=True)).");
   }
   throw Error(dir + ": no model.safetensors or model.safetensors.index.json");
 }

@@ -14,10 +14,10 @@ namespace tach::model {
 struct ModelLocation {
   enum class Kind { preset, local, hub };
   Kind kind = Kind::local;
-  std::string spec;         // as the user wrote it
-  std::string dir;          // the directory holding config.json (empty for presets)
-  std::string preset;       // for presets: the name after "preset:"
-  std::string revision;     // for hub ids: the commit the snapshot is
+  std::string spec;      // as the user wrote it
+  std::string dir;       // the directory holding config.json (empty for presets)
+  std::string preset;    // for presets: the name after "preset:"
+  std::string revision;  // for hub ids: the commit the snapshot is
 };
 
 // $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
@@ -41,7 +41,7 @@ class WeightStore {
   const StoredTensor* find(const std::string& name) const;
   std::vector<std::string> names() const;
   size_t size() const { return tensors_.size(); }
-  std::string description;  // "model.safetensors (f32)", "synthetic (seed 0)"
+  std::string description;                      // "model.safetensors (f32)", "synthetic (seed 0)"
   std::map<std::string, std::string> metadata;  // safetensors __metadata__, merged
   // Every file's pages out of the resident set (see MappedFile::drop_resident_pages); views
   // into the files stay valid. Call once the weights that are copied (packed) are built.

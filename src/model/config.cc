@@ -35,14 +35,13 @@ std::string read_text_file(const std::string& path) {
 json parse_json_text(const std::string& text, const std::string& source) {
   try {
     return json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(source + ": not valid JSON: " + e.what());
-  }
+  } catch (const json::exception& e) { throw Error(source + ": not valid JSON: " + e.what()); }
 }
 
 double positive_number(const Field& f, const json& obj, const std::string& key, double fallback) {
   if (!obj.contains(key) || obj[key].is_null()) return fallback;
-  if (!obj[key].is_number() || !(obj[key].get<double>() > 0)) f.fail(key, "must be a positive number, got " + obj[key].dump());
+  if (!obj[key].is_number() || !(obj[key].get<double>() > 0))
+    f.fail(key, "must be a positive number, got " + obj[key].dump());
   return obj[key].get<double>();
 }
 
@@ -64,11 +63,11 @@ EncoderConfig parse_encoder_config(const json& j, const std::string& source) {
       if (row.encoder && (c.architecture == row.bare_architecture || c.architecture == row.classifier_architecture))
         owner = &row;
     if (owner == nullptr)
-      throw Error(source + ": architecture \"" + c.architecture + "\" is not supported (supported: " +
-                  encoder_architectures() + ")");
+      throw Error(source + ": architecture \"" + c.architecture +
+                  "\" is not supported (supported: " + encoder_architectures() + ")");
     if (owner->encoder != c.family)
-      throw Error(source + ": architecture \"" + c.architecture + "\" does not belong to model_type \"" +
-                  c.model_type + "\"");
+      throw Error(source + ": architecture \"" + c.architecture + "\" does not belong to model_type \"" + c.model_type +
+                  "\"");
     c.classification_head = c.architecture == owner->classifier_architecture;
   }
   c.family->read_config(f, c);
@@ -89,7 +88,9 @@ EncoderConfig parse_encoder_config_text(const std::string& text, const std::stri
   return parse_encoder_config(parse_json_text(text, source), source);
 }
 
-EncoderConfig load_encoder_config(const std::string& path) { return parse_encoder_config_text(read_text_file(path), path); }
+EncoderConfig load_encoder_config(const std::string& path) {
+  return parse_encoder_config_text(read_text_file(path), path);
+}
 
 json read_json_file(const std::string& path) { return parse_json_text(read_text_file(path), path); }
 

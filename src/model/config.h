@@ -14,9 +14,9 @@ struct EncoderFamily;  // model/family.h
 
 struct EncoderConfig {
   const EncoderFamily* family = nullptr;  // the family row's encoder part
-  std::string model_type;     // "bert", "distilbert", "roberta", "xlm-roberta", as in the file
-  std::string architecture;   // first of "architectures", or "" when absent
-  bool classification_head = false;  // *ForSequenceClassification
+  std::string model_type;                 // "bert", "distilbert", "roberta", "xlm-roberta", as in the file
+  std::string architecture;               // first of "architectures", or "" when absent
+  bool classification_head = false;       // *ForSequenceClassification
 
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;

@@ -37,8 +37,7 @@ struct Field {
   int64_t nonneg_int(const std::string& key, int64_t fallback) const {
     if (!has(key)) return fallback;
     const json& v = root[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0)
-      fail(key, "must be a non-negative integer, got " + v.dump());
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) fail(key, "must be a non-negative integer, got " + v.dump());
     return v.get<int64_t>();
   }
   // A dropout rate: a number in [0, 1) (1 would drop everything and scale by infinity).
@@ -57,7 +56,8 @@ struct Field {
   // A number >= 0 (attention_dropout, softcaps), or fallback.
   double nonneg_number(const std::string& key, double fallback) const {
     if (!has(key)) return fallback;
-    if (!root[key].is_number() || !(root[key].get<double>() >= 0)) fail(key, "must be a number >= 0, got " + root[key].dump());
+    if (!root[key].is_number() || !(root[key].get<double>() >= 0))
+      fail(key, "must be a number >= 0, got " + root[key].dump());
     return root[key].get<double>();
   }
   std::string str(const std::string& key, const std::string& fallback) const {
@@ -73,7 +73,6 @@ struct Field {
     return static_cast<float>(v);
   }
 };
-
 
 std::string read_text_file(const std::string& path);
 json parse_json_text(const std::string& text, const std::string& source);
@@ -97,8 +96,8 @@ void parse_labels(const Field& f, Config& c) {
         if (used != it.key().size() || v < 0 || size_t(v) >= m.size()) throw std::out_of_range("");
         idx = size_t(v);
       } catch (const std::exception&) {
-        f.fail("id2label", "keys must be the class ids 0.." + std::to_string(m.size() - 1) + ", got \"" + it.key() +
-                               "\"");
+        f.fail("id2label",
+               "keys must be the class ids 0.." + std::to_string(m.size() - 1) + ", got \"" + it.key() + "\"");
       }
       if (!it->is_string()) f.fail("id2label", "[\"" + it.key() + "\"] must be a string");
       if (seen[idx]) f.fail("id2label", "repeats class id " + it.key());
@@ -111,8 +110,8 @@ void parse_labels(const Field& f, Config& c) {
     if (c.id2label.empty()) {
       for (int64_t i = 0; i < n; ++i) c.id2label.push_back("LABEL_" + std::to_string(i));
     } else if (n != c.num_labels()) {
-      f.fail("num_labels", "is " + std::to_string(n) + " but id2label has " + std::to_string(c.num_labels()) +
-                               " entries");
+      f.fail("num_labels",
+             "is " + std::to_string(n) + " but id2label has " + std::to_string(c.num_labels()) + " entries");
     }
   }
   if (c.id2label.empty()) c.id2label = {"LABEL_0", "LABEL_1"};  // transformers' default
@@ -133,6 +132,5 @@ void parse_labels(const Field& f, Config& c) {
     f.fail("problem_type", "is \"" + c.problem_type +
                                "\"; expected single_label_classification, multi_label_classification or regression");
 }
-
 
 }  // namespace tach::model

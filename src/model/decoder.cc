@@ -98,16 +98,15 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
       m.head_dense = pack_linear(w.take_head(n.head_dense + ".weight", {C, C}),
                                  c.head_dense_bias ? w.take_head(n.head_dense + ".bias", {C}) : Tensor(), place,
                                  cpu::FusedActivation::gelu_erf);
-      m.head_norm = applied_norm(to_f32_param(w.take_head(n.head_norm + ".weight", {C}), Device::cpu()), c).on(place.device);
+      m.head_norm =
+          applied_norm(to_f32_param(w.take_head(n.head_norm + ".weight", {C}), Device::cpu()), c).on(place.device);
     }
     const std::string score = c.head_mlp ? "classifier" : "score";
     m.score = pack_linear(w.take_head(score + ".weight", {c.num_labels(), C}),
                           c.classifier_bias ? w.take_head(score + ".bias", {c.num_labels()}) : Tensor(), place);
   }
-  if (c.tie_word_embeddings)
-    m.lm_head_weight = m.embed_tokens;
-  else if (c.causal_lm)
-    m.lm_head_weight = w.take_head("lm_head.weight", {c.vocab_size, C});
+  if (c.tie_word_embeddings) m.lm_head_weight = m.embed_tokens;
+  else if (c.causal_lm) m.lm_head_weight = w.take_head("lm_head.weight", {c.vocab_size, C});
   return m;
 }
 
@@ -153,7 +152,8 @@ namespace {
 
 // The host mask's new state, whole, to the device copy the kernel reads.
 void upload_cache_mask(KvCache& cache) {
-  core::copy_bytes(cache.mask.device(), cache.mask.raw(), Device::cpu(), cache.host_mask.raw(), cache.host_mask.nbytes());
+  core::copy_bytes(cache.mask.device(), cache.mask.raw(), Device::cpu(), cache.host_mask.raw(),
+                   cache.host_mask.nbytes());
 }
 
 // Inference's side of the layer: packed linears on the model's device, and attention over this
@@ -241,8 +241,9 @@ Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Te
                        const Tensor& positions, KvCache* cache) {
   const int64_t B = ids.size(0), T = ids.size(1), N = B * T, C = s.hidden_size;
   const int64_t past = cache ? cache->length : 0;
-  check(!cache || past + T <= cache->capacity, "the key/value cache holds " + std::to_string(cache ? cache->capacity : 0) +
-                                                   " positions; " + std::to_string(past + T) + " are needed");
+  check(!cache || past + T <= cache->capacity, "the key/value cache holds " +
+                                                   std::to_string(cache ? cache->capacity : 0) + " positions; " +
+                                                   std::to_string(past + T) + " are needed");
   // The model's device is where its weights are; ids, mask and positions arrive on the host.
   const Device device = w.final_norm.device();
   const bool on_host = device.kind == DeviceKind::cpu;
@@ -281,10 +282,8 @@ Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Te
   InferenceRunner run(w, cache, key_mask, mask_stride);
   // Each layer's last add norms the stream for the next layer (the final norm after the last);
   // ModernBERT's first attention norm is the identity.
-  if (s.first_attn_norm)
-    decoder_norm(s, t.x1, h, Tensor(), w.layers.front().attn_norm);
-  else
-    core::copy_bytes(device, t.x1.raw(), device, h.raw(), h.nbytes());
+  if (s.first_attn_norm) decoder_norm(s, t.x1, h, Tensor(), w.layers.front().attn_norm);
+  else core::copy_bytes(device, t.x1.raw(), device, h.raw(), h.nbytes());
   for (size_t l = 0; l < w.layers.size(); ++l) {
     DecoderLayerEnds ends;
     ends.input_normed = true;

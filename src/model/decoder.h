@@ -22,10 +22,10 @@
 namespace tach::model {
 
 struct DecoderLayer {
-  Tensor attn_norm, mlp_norm;          // [C] f32, as applied (Gemma's 1 + w already added); ModernBERT's
-                                       // layer 0 has no attn_norm (the identity)
-  Tensor attn_out_norm, mlp_out_norm;  // [C] Gemma's norms on the branch outputs; undefined elsewhere
-  Tensor q_norm, k_norm;               // [D] per-head q/k norms (Qwen3, Gemma 3); undefined elsewhere
+  Tensor attn_norm, mlp_norm;            // [C] f32, as applied (Gemma's 1 + w already added); ModernBERT's
+                                         // layer 0 has no attn_norm (the identity)
+  Tensor attn_out_norm, mlp_out_norm;    // [C] Gemma's norms on the branch outputs; undefined elsewhere
+  Tensor q_norm, k_norm;                 // [D] per-head q/k norms (Qwen3, Gemma 3); undefined elsewhere
   std::unique_ptr<ops::Linear> qkv;      // [(H + 2 KVH) D, C] (bias where the family has one): q, k, v in one GEMM
   std::unique_ptr<ops::Linear> o_proj;   // [C, H D]
   std::unique_ptr<ops::Linear> gate_up;  // [2I, C]: gate and up in one GEMM
@@ -33,15 +33,15 @@ struct DecoderLayer {
 };
 
 struct DecoderWeights {
-  Tensor embed_tokens;  // [V, C] as stored (f32, f16 or bf16; mapped, not copied)
+  Tensor embed_tokens;    // [V, C] as stored (f32, f16 or bf16; mapped, not copied)
   float embed_scale = 0;  // Gemma: sqrt(C) rounded to the compute dtype; 0 = none
   Tensor embed_norm;      // [C] f32: ModernBERT's embeddings.norm; undefined elsewhere
   std::vector<DecoderLayer> layers;
-  Tensor final_norm;    // [C] f32
+  Tensor final_norm;                        // [C] f32
   std::unique_ptr<ops::Linear> head_dense;  // ModernBERT's head.dense [C, C] (GELU fused); null elsewhere
   Tensor head_norm;                         // [C] f32: ModernBERT's head.norm
-  std::unique_ptr<ops::Linear> score;    // [labels, C] (a bias where classifier_bias); null without the head
-  Tensor lm_head_weight;                       // [V, C] as stored: lm_head.weight, or embed_tokens when tied
+  std::unique_ptr<ops::Linear> score;       // [labels, C] (a bias where classifier_bias); null without the head
+  Tensor lm_head_weight;                    // [V, C] as stored: lm_head.weight, or embed_tokens when tied
 };
 
 // A norm weight as the forward applies it: Gemma's (1 + w), else w. [C] f32.

@@ -115,7 +115,8 @@ void read_rope(const Field& f, DecoderConfig& c, const DecoderFamily& d) {
           c.has_local_rope = true;
           read_rope_object(f, std::string(key) + ".sliding_attention", value, c.local_rope);
         } else {
-          f.fail(key, "has RoPE settings for layer type \"" + type + "\"; tach knows full_attention and sliding_attention");
+          f.fail(key,
+                 "has RoPE settings for layer type \"" + type + "\"; tach knows full_attention and sliding_attention");
         }
       }
     } else {
@@ -140,8 +141,9 @@ void read_layer_types(const Field& f, DecoderConfig& c) {
     return false;
   }();
   const int64_t window =
-      needs_window ? (family_window > 0 && !f.has("sliding_window") ? family_window : f.positive_int("sliding_window", 0, true))
-                   : 0;
+      needs_window
+          ? (family_window > 0 && !f.has("sliding_window") ? family_window : f.positive_int("sliding_window", 0, true))
+          : 0;
   c.layer_window.assign(size_t(c.num_layers), 0);
   for (size_t i = 0; i < t.size(); ++i) {
     if (!t[i].is_string()) f.fail("layer_types", "must be strings");
@@ -165,7 +167,6 @@ void read_eos(const Field& f, DecoderConfig& c) {
   else f.fail("eos_token_id", "must be an integer or a list of integers");
 }
 
-
 }  // namespace
 
 DecoderConfig parse_decoder_config(const json& j, const std::string& source) {
@@ -179,7 +180,8 @@ DecoderConfig parse_decoder_config(const json& j, const std::string& source) {
   c.architecture = family.bare_architecture;
   if (f.has("architectures")) {
     const json& a = j["architectures"];
-    if (!a.is_array() || a.empty() || !a[0].is_string()) f.fail("architectures", "must be a non-empty array of strings");
+    if (!a.is_array() || a.empty() || !a[0].is_string())
+      f.fail("architectures", "must be a non-empty array of strings");
     c.architecture = a[0].get<std::string>();
     if (c.architecture != family.bare_architecture && c.architecture != d.causal_lm_architecture &&
         c.architecture != family.classifier_architecture)
@@ -236,6 +238,8 @@ DecoderConfig parse_decoder_config_text(const std::string& text, const std::stri
   return parse_decoder_config(parse_json_text(text, source), source);
 }
 
-DecoderConfig load_decoder_config(const std::string& path) { return parse_decoder_config_text(read_text_file(path), path); }
+DecoderConfig load_decoder_config(const std::string& path) {
+  return parse_decoder_config_text(read_text_file(path), path);
+}
 
 }  // namespace tach::model

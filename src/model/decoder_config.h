@@ -34,14 +34,14 @@ struct DecoderConfig {
   float norm_eps = 1e-6f;  // rms_norm_eps (ModernBERT: norm_eps, for its LayerNorms)
 
   // The switches.
-  bool qkv_bias = false;   // q, k, v projections have biases (Qwen2; Llama's attention_bias)
-  bool o_bias = false;     // the output projection too (Llama's attention_bias)
-  bool mlp_bias = false;   // gate, up and down (Llama's mlp_bias)
-  bool qk_norm = false;    // RMSNorm over each head of q and k before RoPE (Qwen3, Gemma 3)
+  bool qkv_bias = false;        // q, k, v projections have biases (Qwen2; Llama's attention_bias)
+  bool o_bias = false;          // the output projection too (Llama's attention_bias)
+  bool mlp_bias = false;        // gate, up and down (Llama's mlp_bias)
+  bool qk_norm = false;         // RMSNorm over each head of q and k before RoPE (Qwen3, Gemma 3)
   bool norm_plus_one = false;   // Gemma: every RMSNorm multiplies by (1 + weight)
   bool sandwich_norms = false;  // Gemma 2/3: norms on the attention and MLP outputs too
   ops::GateActivation activation = ops::GateActivation::silu;  // SwiGLU, or GeGLU (gelu_pytorch_tanh)
-  bool scale_embeddings = false;  // Gemma: embeddings times sqrt(hidden), rounded to the table's dtype
+  bool scale_embeddings = false;     // Gemma: embeddings times sqrt(hidden), rounded to the table's dtype
   double query_pre_attn_scalar = 0;  // Gemma: scores scaled by its -1/2 power instead of head_dim's
   double final_logit_softcap = 0;    // LM logits = cap * tanh(logits / cap) (0: none)
   ops::RopeSettings rope;            // global (full-attention) layers
@@ -51,13 +51,13 @@ struct DecoderConfig {
   bool tie_word_embeddings = false;
 
   // ModernBERT: a bidirectional stack of the same pre-norm layers.
-  bool causal = true;            // false: a token sees the keys on both sides (within its layer's window)
-  bool layer_norm = false;       // LayerNorms (without bias) in place of the RMSNorms
-  bool first_attn_norm = true;   // false: layer 0's attention norm is the identity
-  bool embedding_norm = false;   // a norm on the token embeddings (embeddings.norm)
+  bool causal = true;           // false: a token sees the keys on both sides (within its layer's window)
+  bool layer_norm = false;      // LayerNorms (without bias) in place of the RMSNorms
+  bool first_attn_norm = true;  // false: layer 0's attention norm is the identity
+  bool embedding_norm = false;  // a norm on the token embeddings (embeddings.norm)
   enum class Pooling { last_token, cls, mean };
   Pooling pooling = Pooling::last_token;  // what the classifier reads: the last non-pad token, the first, the mean
-  bool head_mlp = false;         // head.dense (+ bias: head_dense_bias) -> GELU -> head.norm before the classifier
+  bool head_mlp = false;  // head.dense (+ bias: head_dense_bias) -> GELU -> head.norm before the classifier
   bool head_dense_bias = false;
   bool classifier_bias = false;  // the classifier (score) has a bias
 

@@ -36,10 +36,8 @@ ops::CausalAttentionArgs decoder_attention_args(const DecoderConfig& c, size_t l
 
 void decoder_norm(const DecoderConfig& c, Tensor& out, Tensor& x, const Tensor& delta, const Tensor& weight,
                   const Tensor& mean, const Tensor& rstd) {
-  if (c.layer_norm)
-    ops::pre_layer_norm_forward(out, x, delta, weight, Tensor(), c.norm_eps, mean, rstd);
-  else
-    ops::rms_norm_forward(out, x, delta, weight, c.norm_eps, rstd);
+  if (c.layer_norm) ops::pre_layer_norm_forward(out, x, delta, weight, Tensor(), c.norm_eps, mean, rstd);
+  else ops::rms_norm_forward(out, x, delta, weight, c.norm_eps, rstd);
 }
 
 void decoder_embed(Tensor& h, const Tensor& ids, const Tensor& table, float scale) {

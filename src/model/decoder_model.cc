@@ -32,14 +32,18 @@ using Clock = std::chrono::steady_clock;
 class Decoder final : public Model {
  public:
   Decoder(ModelInfo info, DecoderConfig config, DecoderWeights weights, ops::LinearPlacement place)
-      : info_(std::move(info)), config_(std::move(config)), w_(std::move(weights)), place_(place),
+      : info_(std::move(info)),
+        config_(std::move(config)),
+        w_(std::move(weights)),
+        place_(place),
         compute_(place.compute) {}
 
   const ModelInfo& info() const override { return info_; }
 
   Tensor hidden_states(const TokenBatch& batch) const override {
     check_batch(batch);
-    return to_host(decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr));
+    return to_host(
+        decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr));
   }
 
   // What the head reads, per row: transformers' rule for decoders, the last token that is not
@@ -54,8 +58,9 @@ class Decoder final : public Model {
     check_batch(batch);
     const int64_t B = batch.batch(), C = config_.hidden_size;
     check(config_.pooling != DecoderConfig::Pooling::last_token || config_.pad_token_id >= 0 || B == 1,
-          info_.spec + ": config.json names no pad_token_id, so rows of a batch cannot be told from padding "
-                       "(transformers refuses batches > 1 too); classify one row at a time");
+          info_.spec +
+              ": config.json names no pad_token_id, so rows of a batch cannot be told from padding "
+              "(transformers refuses batches > 1 too); classify one row at a time");
     Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
     Tensor pooled = pool(h, batch);
     if (w_.head_dense) {
@@ -77,7 +82,8 @@ class Decoder final : public Model {
       c += ops::linear_cost(B, config_.hidden_size, config_.hidden_size, compute_, config_.head_dense_bias);
       c += ops::layer_norm_cost(B, config_.hidden_size, false);
     }
-    if (w_.score) c += ops::linear_cost(B, config_.num_labels(), config_.hidden_size, compute_, config_.classifier_bias);
+    if (w_.score)
+      c += ops::linear_cost(B, config_.num_labels(), config_.hidden_size, compute_, config_.classifier_bias);
     else if (w_.lm_head_weight.defined() && !info_.embedding)
       c += ops::linear_cost(B, config_.vocab_size, config_.hidden_size, compute_, false);
     return {c.flops, c.bytes()};
@@ -126,7 +132,7 @@ class Decoder final : public Model {
     const int32_t* mask = prompts.attention_mask.data<int32_t>();
     for (int64_t b = 0; b < B; ++b)
       check(mask[b * T + T - 1] == 1, "generate: row " + std::to_string(b) +
-                                           " ends in padding; prompts must be left-padded (the last column real)");
+                                          " ends in padding; prompts must be left-padded (the last column real)");
     Generation g;
     g.tokens.assign(size_t(B), {});
     g.prompt_tokens = prompts.real_tokens();
@@ -143,8 +149,9 @@ class Decoder final : public Model {
       next_position[size_t(b)] = seen;
     }
     std::vector<bool> done(size_t(B), false);
-    const int32_t pad = config_.pad_token_id >= 0 ? int32_t(config_.pad_token_id)
-                                                  : int32_t(config_.eos_token_ids.empty() ? 0 : config_.eos_token_ids[0]);
+    const int32_t pad = config_.pad_token_id >= 0
+                            ? int32_t(config_.pad_token_id)
+                            : int32_t(config_.eos_token_ids.empty() ? 0 : config_.eos_token_ids[0]);
     Tensor last_hidden = Tensor::empty({B, C}, DType::f32, place_.device);
     Tensor device_logits = Tensor::empty({B, V}, DType::f32, place_.device);
     Tensor logits;  // on the host, where the next token is chosen
@@ -169,8 +176,8 @@ class Decoder final : public Model {
         int32_t token = int32_t(std::max_element(row, row + V) - row);  // the first maximum, as torch.argmax
         if (done[size_t(b)]) token = pad;
         g.tokens[size_t(b)].push_back(token);
-        if (options.stop_at_eos && std::find(config_.eos_token_ids.begin(), config_.eos_token_ids.end(), token) !=
-                                       config_.eos_token_ids.end())
+        if (options.stop_at_eos &&
+            std::find(config_.eos_token_ids.begin(), config_.eos_token_ids.end(), token) != config_.eos_token_ids.end())
           done[size_t(b)] = true;
         all_done = all_done && done[size_t(b)];
         step_ids.data<int32_t>()[b] = token;
@@ -178,10 +185,8 @@ class Decoder final : public Model {
         step_pos.data<int32_t>()[b] = next_position[size_t(b)]++;
       }
       const double s = std::chrono::duration<double>(Clock::now() - (step == 0 ? t_start : t0)).count();
-      if (step == 0)
-        g.time_to_first_token_s = s;
-      else
-        g.decode_step_s.push_back(s);
+      if (step == 0) g.time_to_first_token_s = s;
+      else g.decode_step_s.push_back(s);
       rows_per_call = 1;
       if (all_done) break;
     }
@@ -205,9 +210,9 @@ class Decoder final : public Model {
     const int32_t* id = ids.data<int32_t>();
     const int32_t* m = batch.attention_mask.data<int32_t>();
     for (int64_t i = 0; i < B * T; ++i) {
-      check(id[i] >= 0 && id[i] < config_.vocab_size, "input_ids[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
-                                                    "] = " + std::to_string(id[i]) + " is outside the vocabulary of " +
-                                                    std::to_string(config_.vocab_size) + " tokens");
+      check(id[i] >= 0 && id[i] < config_.vocab_size,
+            "input_ids[" + std::to_string(i / T) + "][" + std::to_string(i % T) + "] = " + std::to_string(id[i]) +
+                " is outside the vocabulary of " + std::to_string(config_.vocab_size) + " tokens");
       check(m[i] == 0 || m[i] == 1, "attention_mask[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
                                         "] = " + std::to_string(m[i]) + ": expected 0 or 1");
     }
@@ -316,8 +321,9 @@ ModelFamily decoder_family_row(const char* name, const char* model_type, const s
 }
 
 DecoderConfig decoder_config_of(const ModelLocation& loc) {
-  return loc.kind == ModelLocation::Kind::preset ? decoder_preset_config(loc.preset).config
-                                                 : load_decoder_config((std::filesystem::path(loc.dir) / "config.json").string());
+  return loc.kind == ModelLocation::Kind::preset
+             ? decoder_preset_config(loc.preset).config
+             : load_decoder_config((std::filesystem::path(loc.dir) / "config.json").string());
 }
 
 ArchitectureSummary summarize_decoder(const ModelFamily&, const ModelLocation& loc) {
@@ -395,8 +401,9 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
   info.causal_lm = weights.lm_head_weight.defined();
   info.bidirectional = !config.causal;
   info.labels = config.classification_head ? config.id2label : std::vector<std::string>{};
-  info.problem_type = config.problem_type.empty() ? (config.num_labels() == 1 ? "regression" : "single_label_classification")
-                                                  : config.problem_type;
+  info.problem_type = config.problem_type.empty()
+                          ? (config.num_labels() == 1 ? "regression" : "single_label_classification")
+                          : config.problem_type;
   info.parameters = binder->parameters();
   info.weights_dtype = binder->stored_dtypes();
   info.vocab_size = config.vocab_size;

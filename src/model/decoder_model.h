@@ -11,7 +11,8 @@
 
 namespace tach::model {
 
-std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocation& location, const LoadOptions& options);
+std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocation& location,
+                                    const LoadOptions& options);
 ArchitectureSummary summarize_decoder(const ModelFamily& family, const ModelLocation& location);
 ArchitectureSummary summarize_decoder_config(const DecoderConfig& config);
 // A decoder family's row: what every decoder row shares (the task models' "model." prefix, the

@@ -45,17 +45,17 @@ DenseWeights load_dense(const DenseModule& d, const std::string& dir, int64_t in
   check(d.in_features == in_features, file + ": the Dense module takes " + std::to_string(d.in_features) +
                                           " features, but what comes before it gives " + std::to_string(in_features));
   if (!fs::exists(file))
-    throw Error(fs::exists(where / "pytorch_model.bin")
-                    ? (where / "pytorch_model.bin").string() + ": tach does not read pickle files (they can run code); "
-                          "save the Dense module with safetensors"
-                    : file + " does not exist: the Dense module's weights");
+    throw Error(fs::exists(where / "pytorch_model.bin") ? (where / "pytorch_model.bin").string() +
+                                                              ": tach does not read pickle files (they can run code); "
+                                                              "save the Dense module with safetensors"
+                                                        : file + " does not exist: the Dense module's weights");
   const SafetensorsFile st = SafetensorsFile::open(file);
   auto take = [&](const char* name, const Shape& shape) {
     const SafetensorsEntry* e = st.find(name);
     check(e != nullptr, file + ": no tensor '" + std::string(name) + "'");
     Tensor t = st.tensor(*e).to(DType::f32, MemoryCategory::weights);
-    check(t.shape() == shape, file + ": '" + std::string(name) + "' is " + shape_str(t.shape()) + ", expected " +
-                                  shape_str(shape));
+    check(t.shape() == shape,
+          file + ": '" + std::string(name) + "' is " + shape_str(t.shape()) + ", expected " + shape_str(shape));
     return t;
   };
   DenseWeights w{d, take("linear.weight", {d.out_features, d.in_features}), Tensor()};
@@ -87,7 +87,8 @@ class SentenceEmbedder final : public Model {
     info_.default_prompt_name = config_.default_prompt_name;
     std::string dense;
     for (const DenseModule& d : config_.dense)
-      dense += ", Dense " + std::to_string(d.in_features) + "→" + std::to_string(d.out_features) + (d.tanh ? " tanh" : "");
+      dense +=
+          ", Dense " + std::to_string(d.in_features) + "→" + std::to_string(d.out_features) + (d.tanh ? " tanh" : "");
     info_.notes.push_back("sentence embeddings: " + info_.pooling + " pooling" + dense +
                           (config_.normalize ? ", L2-normalised" : "") + " (" + config_.source + ")");
   }
@@ -114,7 +115,8 @@ class SentenceEmbedder final : public Model {
       {
         core::Span op(core::SpanKind::op, "linear");
         if (op.active()) {
-          const ops::OpCost c = ops::linear_cost(B, d.config.out_features, d.config.in_features, DType::f32, d.config.bias);
+          const ops::OpCost c =
+              ops::linear_cost(B, d.config.out_features, d.config.in_features, DType::f32, d.config.bias);
           op.set_cost(c.flops, c.bytes());
         }
         ops::linear_forward_cpu(y.data<float>(), out.data<float>(), d.weight.data<float>(),

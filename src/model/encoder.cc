@@ -57,10 +57,8 @@ Tensor encoder_position_ids(const Tensor& ids, const EncoderShape& s) {
     int32_t real = 0;  // RoBERTa: cumsum(ids != pad) * (ids != pad) + pad
     for (int64_t t = 0; t < T; ++t) {
       const int64_t i = b * T + t;
-      if (s.position_pad < 0)
-        pos[i] = int32_t(t);
-      else
-        pos[i] = id[i] == s.position_pad ? s.position_pad : s.position_pad + ++real;
+      if (s.position_pad < 0) pos[i] = int32_t(t);
+      else pos[i] = id[i] == s.position_pad ? s.position_pad : s.position_pad + ++real;
     }
   }
   return positions;
@@ -100,8 +98,8 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   ops::embedding_forward(h, input_ids, w.word_embeddings, false);
   ops::embedding_forward(h, encoder_position_ids(batch.input_ids, s).on(device), w.position_embeddings, true);
   if (w.token_type_embeddings.defined()) {
-    Tensor types = batch.token_type_ids.defined() ? batch.token_type_ids.on(device)
-                                                  : Tensor::zeros({B, T}, DType::i32, device);
+    Tensor types =
+        batch.token_type_ids.defined() ? batch.token_type_ids.on(device) : Tensor::zeros({B, T}, DType::i32, device);
     ops::embedding_forward(h, types, w.token_type_embeddings, true);
   }
   ops::layer_norm_forward(h, h, Tensor(), w.emb_ln_gamma, w.emb_ln_beta, s.eps);
@@ -124,14 +122,13 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   const float scale = 1.0f / std::sqrt(static_cast<float>(C / s.heads));
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const EncoderLayer& layer = w.layers[li];
-    core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.layer_prefix, li)
-                                                    : std::string());
+    core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.layer_prefix, li) : std::string());
     std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
     ops::linear_forward(qkv, h2, *layer.qkv);
     // q, k, v are column blocks of one [B, T, 3C] buffer: views, no copies.
     Tensor qkv3 = qkv.reshape({B, T, 3 * C});
-    ops::attention_forward(ctx, qkv3.narrow(2, 0, C), qkv3.narrow(2, C, C), qkv3.narrow(2, 2 * C, C),
-                           attention_mask, static_cast<int>(s.heads), scale, w.relative_bias, buckets);
+    ops::attention_forward(ctx, qkv3.narrow(2, 0, C), qkv3.narrow(2, C, C), qkv3.narrow(2, 2 * C, C), attention_mask,
+                           static_cast<int>(s.heads), scale, w.relative_bias, buckets);
     ops::linear_forward(proj, ctx.reshape({N, C}), *layer.attn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln1_gamma, layer.ln1_beta, s.eps);
     attn_span.reset();

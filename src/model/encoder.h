@@ -17,16 +17,16 @@ namespace tach::model {
 struct EncoderLayer {
   std::unique_ptr<ops::Linear> qkv;       // [3C, C]: q, k, v fused into one GEMM
   std::unique_ptr<ops::Linear> attn_out;  // [C, C]
-  Tensor ln1_gamma, ln1_beta;                   // [C] f32, after attention
+  Tensor ln1_gamma, ln1_beta;             // [C] f32, after attention
   std::unique_ptr<ops::Linear> ffn_in;    // [I, C], activation fused
   std::unique_ptr<ops::Linear> ffn_out;   // [C, I]
-  Tensor ln2_gamma, ln2_beta;                   // [C] f32, after the FFN
+  Tensor ln2_gamma, ln2_beta;             // [C] f32, after the FFN
 };
 
 struct EncoderWeights {
-  Tensor word_embeddings;        // [V, C] as stored (f32/f16/bf16)
-  Tensor position_embeddings;    // [P, C]
-  Tensor token_type_embeddings;  // [Tt, C] or undefined
+  Tensor word_embeddings;            // [V, C] as stored (f32/f16/bf16)
+  Tensor position_embeddings;        // [P, C]
+  Tensor token_type_embeddings;      // [Tt, C] or undefined
   Tensor emb_ln_gamma, emb_ln_beta;  // [C] f32
   Tensor relative_bias;              // [buckets, H] f32 (MPNet) or undefined
   std::vector<EncoderLayer> layers;
@@ -53,8 +53,7 @@ Tensor encoder_position_ids(const Tensor& ids, const EncoderShape& shape);
 void check_batch(const TokenBatch& batch, const EncoderShape& shape);
 
 // batch → hidden: [B, T, C] f32. Adds the ops' declared costs to `cost` when given.
-Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& shape, const TokenBatch& batch,
-                       ops::OpCost* cost);
+Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& shape, const TokenBatch& batch, ops::OpCost* cost);
 ops::OpCost encoder_cost(const EncoderShape& shape, int64_t B, int64_t T);
 
 }  // namespace tach::model

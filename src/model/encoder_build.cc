@@ -35,13 +35,15 @@ BuiltEncoder build_encoder(const EncoderConfig& c, WeightBinder& w, const ops::L
   m.shape = encoder_shape(c);
   EncoderWeights& e = m.weights;
   e.word_embeddings = on_device(w.take("embeddings.word_embeddings.weight", {c.vocab_size, C}), place.device);
-  e.position_embeddings = on_device(w.take("embeddings.position_embeddings.weight", {c.max_position_embeddings, C}), place.device);
+  e.position_embeddings =
+      on_device(w.take("embeddings.position_embeddings.weight", {c.max_position_embeddings, C}), place.device);
   if (family.token_types)
-    e.token_type_embeddings = on_device(w.take("embeddings.token_type_embeddings.weight", {c.type_vocab_size, C}), place.device);
+    e.token_type_embeddings =
+        on_device(w.take("embeddings.token_type_embeddings.weight", {c.type_vocab_size, C}), place.device);
   take_layer_norm(w, "embeddings.LayerNorm", C, &e.emb_ln_gamma, &e.emb_ln_beta, place.device);
   if (!n.relative_bias.empty())
-    e.relative_bias = to_f32_param(w.take(n.relative_bias + ".weight", {c.relative_attention_buckets, c.num_heads}),
-                                   place.device);
+    e.relative_bias =
+        to_f32_param(w.take(n.relative_bias + ".weight", {c.relative_attention_buckets, c.num_heads}), place.device);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = n.layer + std::to_string(i) + ".";
     EncoderLayer L;

@@ -77,7 +77,8 @@ class Encoder final : public EncoderModel {
 }  // namespace
 
 Tensor Model::lm_logits(const TokenBatch&) const {
-  throw Error(info().spec + " (" + info().architecture + ") has no language-model head: vocabulary logits need a "
+  throw Error(info().spec + " (" + info().architecture +
+              ") has no language-model head: vocabulary logits need a "
               "causal LM such as LlamaForCausalLM");
 }
 
@@ -166,9 +167,11 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   info.max_positions = built.shape.max_positions - built.shape.positions_needed(0);
   info.type_vocab_size = config.type_vocab_size;
   info.pad_token_id = static_cast<int32_t>(config.pad_token_id);
-  info.positions = std::string(config.family->positions_after_padding ? "learned absolute, from padding_idx + 1" : "learned absolute") +
+  info.positions = std::string(config.family->positions_after_padding ? "learned absolute, from padding_idx + 1"
+                                                                      : "learned absolute") +
                    (built.shape.relative_buckets > 0 ? ", plus a relative position bias on the scores" : "");
-  if (const std::string n = model::bf16_compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
+  if (const std::string n = model::bf16_compute_note(options.compute, options.device); !n.empty())
+    info.notes.push_back(n);
   return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
 }
 
@@ -184,9 +187,9 @@ int64_t TokenBatch::real_tokens() const {
 TokenBatch TokenBatch::from_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id,
                                  const std::vector<std::vector<int32_t>>& type_rows) {
   check(!rows.empty(), "empty batch: no rows of token ids");
-  check(type_rows.empty() || type_rows.size() == rows.size(),
-        "token_type_ids has " + std::to_string(type_rows.size()) + " rows for " + std::to_string(rows.size()) +
-            " rows of input_ids");
+  check(type_rows.empty() || type_rows.size() == rows.size(), "token_type_ids has " + std::to_string(type_rows.size()) +
+                                                                  " rows for " + std::to_string(rows.size()) +
+                                                                  " rows of input_ids");
   size_t T = 0;
   for (const auto& r : rows) T = std::max(T, r.size());
   check(T > 0, "every row of token ids is empty");
@@ -204,9 +207,9 @@ TokenBatch TokenBatch::from_rows(const std::vector<std::vector<int32_t>>& rows, 
       mask[t] = t < row.size() ? 1 : 0;
     }
     if (!type_rows.empty()) {
-      check(type_rows[size_t(r)].size() == row.size(), "row " + std::to_string(r) + ": " +
-                                                           std::to_string(type_rows[size_t(r)].size()) +
-                                                           " token_type_ids for " + std::to_string(row.size()) + " ids");
+      check(type_rows[size_t(r)].size() == row.size(),
+            "row " + std::to_string(r) + ": " + std::to_string(type_rows[size_t(r)].size()) + " token_type_ids for " +
+                std::to_string(row.size()) + " ids");
       int32_t* tt = b.token_type_ids.data<int32_t>() + r * int64_t(T);
       for (size_t t = 0; t < row.size(); ++t) tt[t] = type_rows[size_t(r)][t];
     }

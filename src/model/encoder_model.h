@@ -9,7 +9,8 @@
 
 namespace tach::model {
 
-std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocation& location, const LoadOptions& options);
+std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocation& location,
+                                    const LoadOptions& options);
 ArchitectureSummary summarize_encoder(const ModelFamily& family, const ModelLocation& location);
 
 }  // namespace tach::model

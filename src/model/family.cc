@@ -50,8 +50,8 @@ int64_t ArchitectureSummary::parameters() const {
 
 const std::vector<ModelFamily>& model_families() {
   static const std::vector<ModelFamily> families = {
-      bert_family(),  distilbert_family(), roberta_family(), xlm_roberta_family(), mpnet_family(), qwen2_family(),
-      llama_family(), mistral_family(),    qwen3_family(),   gemma3_family(), modernbert_family()};
+      bert_family(),  distilbert_family(), roberta_family(), xlm_roberta_family(), mpnet_family(),     qwen2_family(),
+      llama_family(), mistral_family(),    qwen3_family(),   gemma3_family(),      modernbert_family()};
   return families;
 }
 
@@ -103,9 +103,9 @@ namespace tach {
 std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOptions& options) {
   if (options.device.kind == DeviceKind::cuda) {
     check(cuda_available(), "device " + options.device.str() + ": " + cuda_unavailable_reason());
-    check(options.device.index < cuda_device_count(),
-          "device " + options.device.str() + ": this machine has " + std::to_string(cuda_device_count()) +
-              " CUDA device(s), numbered from 0");
+    check(options.device.index < cuda_device_count(), "device " + options.device.str() + ": this machine has " +
+                                                          std::to_string(cuda_device_count()) +
+                                                          " CUDA device(s), numbered from 0");
     check(options.compute == DType::f32 || options.compute == DType::bf16 || options.compute == DType::f16,
           "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cuda (f32, bf16, f16)");
   } else {

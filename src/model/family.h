@@ -25,10 +25,10 @@ struct ArchitectureSummary {
   std::string name;  // the architecture as config.json names it (or the model_type)
   bool decoder = false, tied = false;
   int64_t V = 0, C = 0, L = 0, H = 0, KVH = 0, D = 0, I = 0;
-  int64_t P = 0;       // learned positions (0 for rotary)
-  int64_t Tt = 0;      // token types
+  int64_t P = 0;              // learned positions (0 for rotary)
+  int64_t Tt = 0;             // token types
   int64_t relative_bias = 0;  // MPNet's relative position bias table: buckets x heads
-  int64_t labels = 0;  // classifier outputs (0: no head)
+  int64_t labels = 0;         // classifier outputs (0: no head)
   // Decoders: which projections have biases, and the per-layer norm vectors besides the two
   // every layer has (Gemma's sandwich norms: 2 more; q/k norms: 2 of head_dim).
   bool qkv_bias = false, o_bias = false, mlp_bias = false, qk_norm = false, sandwich_norms = false;
@@ -44,10 +44,10 @@ struct ArchitectureSummary {
   // Parameters the formulas below do not hold: ModernBERT's embedding norm, its pooled head and
   // its classifier's bias, less layer 0's absent attention norm.
   int64_t other_params = 0;
-  std::string note;  // how the numbers were read, when not from a family tach builds
-  int64_t attention_params() const;             // one layer's attention, with its norms
-  int64_t mlp_params(bool sparse) const;        // one layer's MLP (dense, or the experts)
-  int64_t layer_params() const;                 // a dense layer: attention, MLP, the two norms
+  std::string note;                       // how the numbers were read, when not from a family tach builds
+  int64_t attention_params() const;       // one layer's attention, with its norms
+  int64_t mlp_params(bool sparse) const;  // one layer's MLP (dense, or the experts)
+  int64_t layer_params() const;           // a dense layer: attention, MLP, the two norms
   int64_t parameters() const;
   // What one token reads in the MLP: the dense width, or the active experts' and shared ones'.
   int64_t active_I() const { return experts > 0 ? experts_per_token * expert_I + shared_I : I; }

@@ -114,8 +114,7 @@ std::string repo_url_prefix(const HubRepo& r, const HubSettings& s) {
     throw Error(repo.describe() + ": the Hub answered " + std::to_string(status) + " for " + what +
                 ": the repository is gated or private, and " + with);
   }
-  if (status == 404)
-    throw Error(repo.describe() + ": " + what + " not found (404 from " + url + ")");
+  if (status == 404) throw Error(repo.describe() + ": " + what + " not found (404 from " + url + ")");
   throw Error(repo.describe() + ": " + what + ": the Hub answered HTTP " + std::to_string(status) + " (" + url + ")");
 }
 
@@ -130,10 +129,8 @@ HttpRequest request(const std::string& url, const HubSettings& s, double timeout
 
 std::string human_mib(int64_t b) {
   char buf[32];
-  if (b < 1024 * 1024)
-    std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024.0);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / (1024.0 * 1024.0));
+  if (b < 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / (1024.0 * 1024.0));
   return buf;
 }
 
@@ -168,7 +165,7 @@ class ProgressLine {
 };
 
 int64_t file_size_or_zero(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(p.c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
 }
 
@@ -179,9 +176,10 @@ HubSettings HubSettings::from_environment() {
   if (const std::string e = env("HF_ENDPOINT"); !e.empty()) s.endpoint = e;
   while (!s.endpoint.empty() && s.endpoint.back() == '/') s.endpoint.pop_back();
   s.cache_dir = hf_hub_cache_dir();
-  const std::string home = env("HF_HOME").empty()
-                               ? (fs::path(env("HOME").empty() ? "/root" : env("HOME")) / ".cache" / "huggingface").string()
-                               : env("HF_HOME");
+  const std::string home =
+      env("HF_HOME").empty()
+          ? (fs::path(env("HOME").empty() ? "/root" : env("HOME")) / ".cache" / "huggingface").string()
+          : env("HF_HOME");
   s.token_file = env("HF_TOKEN_PATH").empty() ? (fs::path(home) / "token").string() : env("HF_TOKEN_PATH");
   s.token = env("HF_TOKEN");
   if (s.token.empty() && fs::is_regular_file(s.token_file)) s.token = trim(read_file_text(s.token_file));
@@ -211,17 +209,18 @@ HubRevision hub_list_files(const HubRepo& repo, const HubSettings& s) {
   try {
     resp = http_fetch(r);
   } catch (const Error& e) {
-    throw Error(repo.describe() + ": the Hub (" + s.endpoint + ", HF_ENDPOINT) could not be "
-                "reached: " + e.what() + ". With no network, HF_HUB_OFFLINE=1 says so, and a local directory works "
+    throw Error(repo.describe() + ": the Hub (" + s.endpoint +
+                ", HF_ENDPOINT) could not be "
+                "reached: " +
+                e.what() +
+                ". With no network, HF_HUB_OFFLINE=1 says so, and a local directory works "
                 "as the model");
   }
   if (resp.status != 200) throw_http(repo, s, resp.status, "the revision's file list", url);
   json j;
   try {
     j = json::parse(resp.body);
-  } catch (const json::exception& e) {
-    throw Error(url + ": the answer is not JSON (" + std::string(e.what()) + ")");
-  }
+  } catch (const json::exception& e) { throw Error(url + ": the answer is not JSON (" + std::string(e.what()) + ")"); }
   HubRevision rev;
   rev.commit = j.value("sha", std::string());
   check(is_commit(rev.commit), url + ": the answer names no commit (\"sha\")");
@@ -269,19 +268,22 @@ std::string hub_download_file(const HubRepo& repo, const std::string& commit, co
     break;
   }
   if (head.status >= 400) throw_http(repo, s, head.status, "file '" + file.path + "'", url);
-  const std::string etag = normalize_etag(head.header("x-linked-etag").empty() ? head.header("etag")
-                                                                                : head.header("x-linked-etag"));
+  const std::string etag =
+      normalize_etag(head.header("x-linked-etag").empty() ? head.header("etag") : head.header("x-linked-etag"));
   check(!etag.empty() && etag.find('/') == std::string::npos,
         url + ": the answer has no usable ETag, so the file cannot be cached or verified");
   int64_t size = file.size;
   if (const std::string ls = head.header("x-linked-size"); !ls.empty()) size = std::stoll(ls);
-  else if (const std::string cl = head.header("content-length"); !cl.empty() && head.status == 200) size = std::stoll(cl);
-  const std::string download_url = head.status >= 300 && !head.header("location").empty() && head.header("location")[0] != '/'
-                                       ? head.header("location")
-                                       : url;
+  else if (const std::string cl = head.header("content-length"); !cl.empty() && head.status == 200)
+    size = std::stoll(cl);
+  const std::string download_url =
+      head.status >= 300 && !head.header("location").empty() && head.header("location")[0] != '/'
+          ? head.header("location")
+          : url;
   // What the bytes must hash to: an LFS file's sha256 (its ETag), a small file's git blob id.
   const std::string sha256 = !file.lfs_sha256.empty() ? file.lfs_sha256 : (is_hex(etag, 64) ? etag : "");
-  const std::string sha1 = sha256.empty() ? (!file.blob_id.empty() ? file.blob_id : (is_hex(etag, 40) ? etag : "")) : "";
+  const std::string sha1 =
+      sha256.empty() ? (!file.blob_id.empty() ? file.blob_id : (is_hex(etag, 40) ? etag : "")) : "";
 
   const fs::path blob = storage / "blobs" / etag;
   {
@@ -307,7 +309,8 @@ std::string hub_download_file(const HubRepo& repo, const std::string& commit, co
         HttpRequest r = request(download_url, s, s.download_timeout_s);
         if (download_url != url) r.headers.clear();  // the CDN's signed URL needs no token
         try {
-          const HttpResponse got = http_download(r, fd, have, [&](int64_t now, int64_t total) { bar.update(now, total); });
+          const HttpResponse got =
+              http_download(r, fd, have, [&](int64_t now, int64_t total) { bar.update(now, total); });
           if (got.status == 416 && size >= 0 && have == size) break;  // nothing left to fetch
           if (got.status != 200 && got.status != 206) throw_http(repo, s, got.status, "file '" + file.path + "'", url);
           have = file_size_or_zero(part);
@@ -323,13 +326,15 @@ std::string hub_download_file(const HubRepo& repo, const std::string& commit, co
                       ": run again to resume from there");
         }
       }
-      const std::string got_hash = !sha256.empty() ? sha256_of_file(part) : !sha1.empty() ? git_blob_sha1_of_file(part) : "";
+      const std::string got_hash = !sha256.empty() ? sha256_of_file(part)
+                                   : !sha1.empty() ? git_blob_sha1_of_file(part)
+                                                   : "";
       const std::string want_hash = !sha256.empty() ? sha256 : sha1;
       if (got_hash != want_hash) {
         fs::remove(part, ec);  // never kept: a resume would only extend wrong bytes
         throw Error(repo.describe() + ": " + file.path + ": the downloaded bytes do not match the Hub's " +
-                    (sha256.empty() ? "git blob SHA-1" : "sha256") + " (expected " + want_hash + ", got " +
-                    got_hash + "); the partial file was deleted and nothing was cached");
+                    (sha256.empty() ? "git blob SHA-1" : "sha256") + " (expected " + want_hash + ", got " + got_hash +
+                    "); the partial file was deleted and nothing was cached");
       }
       check(::fsync(fd) == 0, part + ": cannot flush to disk (" + std::strerror(errno) + ")");
       fs::rename(part, blob, ec);
@@ -347,11 +352,18 @@ namespace {
 // are added below. Nothing else is fetched: no pickles (.bin, .pt, .pth, .pkl, .ckpt), no ONNX,
 // TF or Flax weights.
 const std::set<std::string>& wanted_names() {
-  static const std::set<std::string> names = {
-      "config.json",          "generation_config.json", "tokenizer.json",   "tokenizer_config.json",
-      "special_tokens_map.json", "added_tokens.json",    "vocab.txt",        "vocab.json",
-      "merges.txt",           "modules.json",           "sentence_bert_config.json",
-      "config_sentence_transformers.json"};
+  static const std::set<std::string> names = {"config.json",
+                                              "generation_config.json",
+                                              "tokenizer.json",
+                                              "tokenizer_config.json",
+                                              "special_tokens_map.json",
+                                              "added_tokens.json",
+                                              "vocab.txt",
+                                              "vocab.json",
+                                              "merges.txt",
+                                              "modules.json",
+                                              "sentence_bert_config.json",
+                                              "config_sentence_transformers.json"};
   return names;
 }
 
@@ -379,9 +391,7 @@ std::string hub_cached_model(const HubRepo& repo, const HubSettings& s, std::str
       const json j = json::parse(read_file_text(snap / "model.safetensors.index.json"));
       for (const auto& [k, v] : j.at("weight_map").items())
         if (!v.is_string() || !fs::exists(snap / v.get<std::string>())) weights = false;
-    } catch (const std::exception&) {
-      weights = false;
-    }
+    } catch (const std::exception&) { weights = false; }
   }
   if (!weights) return "";
   if (commit_out) *commit_out = commit;
@@ -393,8 +403,8 @@ std::string hub_download_model(const HubRepo& repo, const HubSettings& s) {
   std::vector<const HubFile*> todo;
   for (const auto& f : rev.files)
     if (wanted_names().count(f.path)) todo.push_back(&f);
-  check(find_file(rev, "config.json"), repo.describe() + " (commit " + rev.commit +
-                                           ") has no config.json: it is not a transformers model repository");
+  check(find_file(rev, "config.json"),
+        repo.describe() + " (commit " + rev.commit + ") has no config.json: it is not a transformers model repository");
   const HubFile* single = find_file(rev, "model.safetensors");
   const HubFile* index = find_file(rev, "model.safetensors.index.json");
   if (!single && !index) {
@@ -403,8 +413,10 @@ std::string hub_download_model(const HubRepo& repo, const HubSettings& s) {
       if (f.path.size() > 4 && (f.path.rfind(".bin") == f.path.size() - 4 || f.path.rfind(".pt") == f.path.size() - 3))
         pickles += " " + f.path;
     throw Error(repo.describe() + " has no model.safetensors" +
-                (pickles.empty() ? "" : " (only" + pickles + ", PyTorch pickles, which tach never fetches: loading a "
-                                        "pickle can run arbitrary code)") +
+                (pickles.empty() ? ""
+                                 : " (only" + pickles +
+                                       ", PyTorch pickles, which tach never fetches: loading a "
+                                       "pickle can run arbitrary code)") +
                 ". Use a revision with safetensors weights (the Hub's convert bot opens one as a pull request: "
                 "ORG/NAME@refs/pr/N)");
   }
@@ -480,11 +492,12 @@ std::vector<std::string> hub_dataset_files(const std::string& spec, const std::s
     const fs::path snapshot = storage / "snapshots" / commit;
     check(!commit.empty() && fs::is_directory(snapshot),
           spec + ": HF_HUB_OFFLINE is set, so the Hub is not contacted, and the cache (" + s.cache_dir +
-              ") holds no snapshot of " + repo.id + "@" + repo.revision + " (fetch it once online: tach download " + spec +
-                  (split.empty() ? "" : " --split " + split) + ")");
+              ") holds no snapshot of " + repo.id + "@" + repo.revision + " (fetch it once online: tach download " +
+              spec + (split.empty() ? "" : " --split " + split) + ")");
     std::vector<std::string> cached;
     for (const auto& e : fs::recursive_directory_iterator(snapshot))
-      if (!e.is_directory()) cached.push_back(e.path().lexically_relative(snapshot).generic_string());  // links to blobs: not resolved
+      if (!e.is_directory())
+        cached.push_back(e.path().lexically_relative(snapshot).generic_string());  // links to blobs: not resolved
     std::vector<std::string> out;
     for (const auto& f : choose(cached)) out.push_back((snapshot / f).string());
     return out;
@@ -514,8 +527,9 @@ std::string download_model(const std::string& hub_id) {
 
 std::vector<std::string> download_dataset_files(const std::string& spec, const std::string& split) {
   const auto named = model::named_dataset_spec(spec, true);
-  check(named.has_value(), "'" + spec + "' is not a Hub dataset: expected hf://datasets/ORG/NAME[@REV][/PATH], "
-                                        "ORG/NAME[/CONFIG] or a canonical name such as glue/sst2");
+  check(named.has_value(), "'" + spec +
+                               "' is not a Hub dataset: expected hf://datasets/ORG/NAME[@REV][/PATH], "
+                               "ORG/NAME[/CONFIG] or a canonical name such as glue/sst2");
   return model::hub_dataset_files(*named, split, model::HubSettings::from_environment());
 }
 

@@ -24,7 +24,7 @@ struct HubSettings {
   double etag_timeout_s = 10;                       // HF_HUB_ETAG_TIMEOUT: the API and HEAD requests
   double download_timeout_s = 10;                   // HF_HUB_DOWNLOAD_TIMEOUT: connect, and the longest stall
   int retries = 2;                                  // transport failures retried (resuming) within one call
-  bool progress_bar = true;                         // on stderr when it is a terminal (HF_HUB_DISABLE_PROGRESS_BARS=1: off)
+  bool progress_bar = true;  // on stderr when it is a terminal (HF_HUB_DISABLE_PROGRESS_BARS=1: off)
   static HubSettings from_environment();
 };
 
@@ -32,7 +32,7 @@ struct HubRepo {
   std::string type = "model";  // model | dataset
   std::string id;              // ORG/NAME
   std::string revision = "main";
-  std::string folder() const;  // models--ORG--NAME
+  std::string folder() const;    // models--ORG--NAME
   std::string describe() const;  // "ORG/NAME@main" (datasets: "dataset ORG/NAME@main")
 };
 
@@ -70,7 +70,7 @@ std::string hub_cached_model(const HubRepo& repo, const HubSettings& settings, s
 // from disk) through the same path. PATH names a file, or a configuration's folder; otherwise the
 // files of `split` (model/hub_dataset_layout.h), shards in order. Returns the local paths.
 bool is_hub_dataset_spec(const std::string& spec);
-std::vector<std::string> hub_dataset_files(const std::string& spec, const std::string& split, const HubSettings& settings);
-
+std::vector<std::string> hub_dataset_files(const std::string& spec, const std::string& split,
+                                           const HubSettings& settings);
 
 }  // namespace tach::model

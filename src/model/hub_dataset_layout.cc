@@ -43,9 +43,10 @@ const std::map<std::string, std::string>& canonical_names() {
 }
 
 bool plain_name(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_' || c == '-' || c == '.';
-  }) && s != "." && s != "..";
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-' || c == '.'; }) &&
+         s != "." && s != "..";
 }
 
 }  // namespace
@@ -72,7 +73,8 @@ std::vector<std::string> choose_split_files(const std::vector<std::string>& path
                                             const std::string& split, const std::string& what) {
   std::map<std::string, std::vector<std::string>> by_split;
   for (const auto& p : paths)
-    if ((prefix.empty() || p.rfind(prefix + "/", 0) == 0) && is_dataset_data_file(p)) by_split[split_of_data_file(p)].push_back(p);
+    if ((prefix.empty() || p.rfind(prefix + "/", 0) == 0) && is_dataset_data_file(p))
+      by_split[split_of_data_file(p)].push_back(p);
   std::set<std::string> splits;
   for (const auto& [s, _] : by_split) splits.insert(s);
   check(!by_split.empty(), what + ": holds no CSV, TSV, JSON, JSONL or Parquet file" +

@@ -111,7 +111,6 @@ std::string hex_digest(const EVP_MD* md, const std::string& prefix, const std::s
 
 }  // namespace
 
-
 std::string sha256_of_bytes(const std::string& bytes) { return hex_digest(EVP_sha256(), "", bytes); }
 
 std::string git_blob_sha1_of_bytes(const std::string& bytes) {

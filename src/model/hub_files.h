@@ -22,7 +22,7 @@ class FileLock {
 // link_path → a relative path to target (so a moved cache keeps working), replacing an existing link.
 void make_relative_symlink(const std::string& target, const std::string& link_path);
 
-std::string sha256_of_file(const std::string& path);        // lower-case hex
+std::string sha256_of_file(const std::string& path);         // lower-case hex
 std::string git_blob_sha1_of_file(const std::string& path);  // sha1("blob <size>\0" + bytes): the git object id
 std::string sha256_of_bytes(const std::string& bytes);
 std::string git_blob_sha1_of_bytes(const std::string& bytes);

@@ -25,8 +25,7 @@ void read_llama(const Field& f, DecoderConfig& c) {
 
 void read_mistral(const Field& f, DecoderConfig& c) {
   read_silu(f, "Mistral");
-  if (f.has("sliding_window"))
-    c.layer_window.assign(size_t(c.num_layers), f.positive_int("sliding_window", 0, true));
+  if (f.has("sliding_window")) c.layer_window.assign(size_t(c.num_layers), f.positive_int("sliding_window", 0, true));
 }
 
 const DecoderFamily kLlama{"LlamaForCausalLM", 10000.0, false, DecoderTensorNames{}, read_llama};
@@ -40,8 +39,8 @@ ModelFamily llama_family() {
 }
 
 ModelFamily mistral_family() {
-  return decoder_family_row("Mistral decoders", "mistral", "MistralModel", "MistralForSequenceClassification", &kMistral,
-                            "mistralai/Mistral-7B-v0.1");
+  return decoder_family_row("Mistral decoders", "mistral", "MistralModel", "MistralForSequenceClassification",
+                            &kMistral, "mistralai/Mistral-7B-v0.1");
 }
 
 }  // namespace tach::model

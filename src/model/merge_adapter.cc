@@ -52,7 +52,9 @@ MergeResult merge_adapter(const MergeOptions& o) {
       if (starts_with(n, h + ".")) return true;
     return false;
   };
-  auto is_lm_head = [&](const std::string& n) { return !family.lm_head.empty() && starts_with(n, family.lm_head + "."); };
+  auto is_lm_head = [&](const std::string& n) {
+    return !family.lm_head.empty() && starts_with(n, family.lm_head + ".");
+  };
   auto is_top = [&](const std::string& n) {
     for (const auto& m : family.top_modules)
       if (starts_with(n, m + ".")) return true;
@@ -90,9 +92,9 @@ MergeResult merge_adapter(const MergeOptions& o) {
   for (const auto& [d, c] : dtype_count)
     if (c > most) most = c, main_dtype = d;
   for (const auto& n : adapter->modules_to_save_names()) {
-    check(is_head(n) || store.find(n) != nullptr,
-          "the adapter in " + o.adapter + " was made for base model '" + adapter->base_model() + "' and does not fit '" +
-              o.model + "': its tensor '" + n + "' has no place in it");
+    check(is_head(n) || store.find(n) != nullptr, "the adapter in " + o.adapter + " was made for base model '" +
+                                                      adapter->base_model() + "' and does not fit '" + o.model +
+                                                      "': its tensor '" + n + "' has no place in it");
     Tensor t = adapter->load_head(n);
     if (o.dtype == "keep" && main_dtype != DType::f32) t = t.to(main_dtype, MemoryCategory::weights);
     tensors.emplace_back(out_name(n), t);
@@ -116,10 +118,10 @@ MergeResult merge_adapter(const MergeOptions& o) {
     config["label2id"] = label2id;
     config["architectures"] = json::array({family.classifier_architecture});
   }
-  r.architecture = config.contains("architectures") && config["architectures"].is_array() &&
-                           !config["architectures"].empty()
-                       ? config["architectures"][0].get<std::string>()
-                       : model_type;
+  r.architecture =
+      config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()
+          ? config["architectures"][0].get<std::string>()
+          : model_type;
   if (config.contains("torch_dtype") && o.dtype == "f32") config["torch_dtype"] = "float32";
   if (config.contains("dtype") && o.dtype == "f32") config["dtype"] = "float32";
 

@@ -40,8 +40,9 @@ void read_modernbert(const Field& f, DecoderConfig& c) {
   // local_attention / 2 keys on either side (transformers' sliding_window).
   const int64_t local = f.positive_int("local_attention", 128, false);
   if (local < 2)
-    f.fail("local_attention", "is " + std::to_string(local) +
-                                  "; a local layer sees local_attention / 2 keys on either side, so it must be at least 2");
+    f.fail("local_attention",
+           "is " + std::to_string(local) +
+               "; a local layer sees local_attention / 2 keys on either side, so it must be at least 2");
   const int64_t every = f.positive_int("global_attn_every_n_layers", 3, false);
   for (int64_t i = 0; i < c.num_layers; ++i) c.layer_window[size_t(i)] = i % every ? local / 2 : 0;
   const std::string pooling = f.str("classifier_pooling", "cls");
@@ -77,9 +78,9 @@ const DecoderFamily kModernBert{.causal_lm_architecture = "ModernBertForMaskedLM
 }  // namespace
 
 ModelFamily modernbert_family() {
-  ModelFamily f = decoder_family_row("ModernBERT encoders (gte-modernbert, modernbert-embed)", "modernbert",
-                                     "ModernBertModel", "ModernBertForSequenceClassification", &kModernBert,
-                                     "answerdotai/ModernBERT-base");
+  ModelFamily f =
+      decoder_family_row("ModernBERT encoders (gte-modernbert, modernbert-embed)", "modernbert", "ModernBertModel",
+                         "ModernBertForSequenceClassification", &kModernBert, "answerdotai/ModernBERT-base");
   f.classifier_weight = "classifier.weight";
   f.head_modules = {"classifier"};  // PEFT's default modules_to_save; head.dense is a linear LoRA may target
   f.top_modules = {"head"};

@@ -27,9 +27,9 @@ void read_mpnet_config(const Field& f, EncoderConfig& c) {
                                std::to_string(c.max_position_embeddings));
   c.relative_attention_buckets = f.positive_int("relative_attention_num_buckets", kBuckets, false);
   if (c.relative_attention_buckets < kBuckets)
-    f.fail("relative_attention_num_buckets",
-           "is " + std::to_string(c.relative_attention_buckets) + ": transformers' MPNet looks up " +
-               std::to_string(kBuckets) + " buckets in this table, so it needs at least that many rows");
+    f.fail("relative_attention_num_buckets", "is " + std::to_string(c.relative_attention_buckets) +
+                                                 ": transformers' MPNet looks up " + std::to_string(kBuckets) +
+                                                 " buckets in this table, so it needs at least that many rows");
 }
 
 EncoderTensorNames mpnet_names() {

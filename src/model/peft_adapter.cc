@@ -41,9 +41,7 @@ std::vector<std::string> string_list(const json& v, const std::string& key, cons
 bool pattern_matches(const std::string& key, const std::string& module) {
   try {
     return std::regex_match(module, std::regex("(.*\\.)?(" + key + ")"));
-  } catch (const std::regex_error&) {
-    return module == key || ends_with(module, "." + key);
-  }
+  } catch (const std::regex_error&) { return module == key || ends_with(module, "." + key); }
 }
 
 }  // namespace
@@ -83,10 +81,8 @@ std::shared_ptr<PeftAdapter> PeftAdapter::open(const std::string& dir) {
     check(p.is_object(), config_path + ": \"" + std::string(key) + "\" must be an object");
     for (auto it = p.begin(); it != p.end(); ++it) {
       check(it.value().is_number(), config_path + ": \"" + std::string(key) + "\"." + it.key() + " must be a number");
-      if (std::string(key) == "rank_pattern")
-        a->rank_pattern_[it.key()] = it.value().get<int64_t>();
-      else
-        a->alpha_pattern_[it.key()] = it.value().get<float>();
+      if (std::string(key) == "rank_pattern") a->rank_pattern_[it.key()] = it.value().get<int64_t>();
+      else a->alpha_pattern_[it.key()] = it.value().get<float>();
     }
   }
 
@@ -122,12 +118,14 @@ std::shared_ptr<PeftAdapter> PeftAdapter::open(const std::string& dir) {
     }
     if (name.empty()) continue;
     check(name.find("lora_") == std::string::npos,
-          path + ": tensor '" + e.name + "' is a LoRA tensor tach does not know (lora_A.weight and lora_B.weight are read)");
+          path + ": tensor '" + e.name +
+              "' is a LoRA tensor tach does not know (lora_A.weight and lora_B.weight are read)");
     a->full_[name] = &e;
   }
   check(!a->pairs_.empty() || !a->full_.empty(), path + ": holds no tensors");
   for (auto& [module, pr] : a->pairs_) {
-    check(pr.A && pr.B, path + ": '" + module + "' has lora_" + (pr.A ? "A" : "B") + " but no lora_" + (pr.A ? "B" : "A"));
+    check(pr.A && pr.B,
+          path + ": '" + module + "' has lora_" + (pr.A ? "A" : "B") + " but no lora_" + (pr.A ? "B" : "A"));
     check(pr.A->shape.size() == 2 && pr.B->shape.size() == 2 && pr.A->shape[0] == pr.B->shape[1],
           path + ": '" + module + "': lora_A " + shape_str(pr.A->shape) + " and lora_B " + shape_str(pr.B->shape) +
               " do not chain (A is [r, in], B is [out, r])");
@@ -193,8 +191,8 @@ const PeftAdapter::Pair* PeftAdapter::find_pair(const std::string& tensor_name,
   return nullptr;
 }
 
-Tensor PeftAdapter::merged(const std::string& tensor_name, const Tensor& weight, const std::vector<std::string>& prefixes,
-                           const std::string& model_name) {
+Tensor PeftAdapter::merged(const std::string& tensor_name, const Tensor& weight,
+                           const std::vector<std::string>& prefixes, const std::string& model_name) {
   const Pair* pr = find_pair(tensor_name, prefixes);
   if (!pr) return Tensor();
   const int64_t out = pr->B->shape[0], r = pr->A->shape[0], in = pr->A->shape[1];

@@ -73,8 +73,8 @@ class PeftAdapter {
   std::map<std::string, int64_t> rank_pattern_;
   std::map<std::string, float> alpha_pattern_;
   std::unique_ptr<SafetensorsFile> file_;
-  std::map<std::string, Pair> pairs_;                          // by module
-  std::map<std::string, const SafetensorsEntry*> full_;        // modules_to_save tensors, by name
+  std::map<std::string, Pair> pairs_;                    // by module
+  std::map<std::string, const SafetensorsEntry*> full_;  // modules_to_save tensors, by name
   std::set<std::string> used_;
 };
 

@@ -221,7 +221,8 @@ std::vector<std::string> all_preset_names() {
 std::string preset_model_type(const std::string& name) {
   for (const auto& p : kPresets)
     if (name == p.name) return nlohmann::json::parse(p.config_json).at("model_type").get<std::string>();
-  if (is_decoder_preset(name)) return nlohmann::json::parse(decoder_preset_json(name)).at("model_type").get<std::string>();
+  if (is_decoder_preset(name))
+    return nlohmann::json::parse(decoder_preset_json(name)).at("model_type").get<std::string>();
   throw unknown_preset(name);
 }
 

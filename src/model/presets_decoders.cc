@@ -255,7 +255,8 @@ struct DecoderPreset {
 };
 
 constexpr DecoderPreset kDecoderPresets[] = {
-    {"qwen2.5-0.5b", "Qwen2.5-0.5B, 24 layers, 494M parameters, 14 query / 2 key-value heads, 23-label intent-classification head",
+    {"qwen2.5-0.5b",
+     "Qwen2.5-0.5B, 24 layers, 494M parameters, 14 query / 2 key-value heads, 23-label intent-classification head",
      kQwen25_05b},
     {"qwen2-tiny", "Qwen2 tiny: Qwen2.5's vocabulary, 2 layers, hidden 112, 7 query / 1 key-value heads, 23-label head",
      kQwen2Tiny},
@@ -267,8 +268,9 @@ constexpr DecoderPreset kDecoderPresets[] = {
     {"gemma-3-1b", "Gemma 3 1B causal LM, 26 layers, 1.0B parameters, 5 of 6 layers sliding (window 512), GeGLU",
      kGemma3_1b},
     {"mistral-7b", "Mistral 7B v0.1 causal LM, 32 layers, 7.24B parameters, sliding window 4096", kMistral7b},
-    {"modernbert-base", "ModernBERT-base encoder, 22 layers, 150M parameters, 2 of 3 layers local (128 keys), "
-                        "8192 positions, mean-pooled 2-label head",
+    {"modernbert-base",
+     "ModernBERT-base encoder, 22 layers, 150M parameters, 2 of 3 layers local (128 keys), "
+     "8192 positions, mean-pooled 2-label head",
      kModernBertBase},
 };
 

@@ -16,7 +16,8 @@ void read_roberta_config(const Field& f, EncoderConfig& c) {
   // The positions a row can use start after padding_idx (pad_token_id).
   const int64_t pad = c.pad_token_id = f.nonneg_int("pad_token_id", 1);
   if (pad + 1 >= c.max_position_embeddings)
-    f.fail("pad_token_id", "is " + std::to_string(pad) + ": RoBERTa's positions start after it, and max_position_embeddings is " +
+    f.fail("pad_token_id", "is " + std::to_string(pad) +
+                               ": RoBERTa's positions start after it, and max_position_embeddings is " +
                                std::to_string(c.max_position_embeddings));
 }
 

@@ -52,8 +52,8 @@ SafetensorsEntry parse_entry(const std::string& source, const std::string& name,
     fail(source, where + ": data_offsets must be [begin, end] with non-negative integers");
   e.begin = off[0].get<uint64_t>();
   e.end = off[1].get<uint64_t>();
-  if (e.end < e.begin) fail(source, where + ": data_offsets end " + std::to_string(e.end) + " is before begin " +
-                                        std::to_string(e.begin));
+  if (e.end < e.begin)
+    fail(source, where + ": data_offsets end " + std::to_string(e.end) + " is before begin " + std::to_string(e.begin));
   uint64_t bits = 0;
   if (mul_overflows(numel, uint64_t(dtype_bits(e.dtype)), &bits)) fail(source, where + ": shape is too large");
   const uint64_t expected = (bits + 7) / 8;
@@ -81,9 +81,7 @@ SafetensorsHeader parse_safetensors(const uint8_t* data, size_t size, const std:
   json header;
   try {
     header = json::parse(data + 8, data + 8 + n);
-  } catch (const json::exception& e) {
-    fail(source, std::string("header is not valid JSON: ") + e.what());
-  }
+  } catch (const json::exception& e) { fail(source, std::string("header is not valid JSON: ") + e.what()); }
   if (!header.is_object()) fail(source, "header must be a JSON object");
 
   SafetensorsHeader h;

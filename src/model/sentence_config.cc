@@ -68,9 +68,7 @@ void read_prompts(SentenceEmbeddingConfig& c, const FileReader& read, const std:
   json j;
   try {
     j = json::parse(*text);
-  } catch (const json::exception& e) {
-    throw Error(file + ": not valid JSON: " + e.what());
-  }
+  } catch (const json::exception& e) { throw Error(file + ": not valid JSON: " + e.what()); }
   check(j.is_object(), file + ": must be a JSON object");
   if (j.contains("prompts") && !j["prompts"].is_null()) {
     check(j["prompts"].is_object(), file + ": \"prompts\" must be an object of name: text");
@@ -99,8 +97,9 @@ std::string SentenceEmbeddingConfig::pooling_name() const {
 
 SentenceEmbeddingConfig default_sentence_embedding_config() {
   SentenceEmbeddingConfig c;
-  c.source = "no modules.json: mean pooling without normalisation, as sentence-transformers builds a plain "
-             "transformers model";
+  c.source =
+      "no modules.json: mean pooling without normalisation, as sentence-transformers builds a plain "
+      "transformers model";
   return c;
 }
 
@@ -109,9 +108,7 @@ namespace {
 json parse_json(const std::string& text, const std::string& name) {
   try {
     return json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(name + ": not valid JSON: " + e.what());
-  }
+  } catch (const json::exception& e) { throw Error(name + ": not valid JSON: " + e.what()); }
 }
 
 // PATH/config.json of a Dense module: in_features, out_features, bias, activation_function.
@@ -134,15 +131,13 @@ DenseModule read_dense(const std::string& path, const FileReader& read, const st
     d.bias = j["bias"].get<bool>();
   }
   const std::string act = j.value("activation_function", std::string("torch.nn.modules.activation.Tanh"));
-  if (act == "torch.nn.modules.activation.Tanh" || act == "torch.nn.Tanh")
-    d.tanh = true;
-  else if (act == "torch.nn.modules.linear.Identity" || act == "torch.nn.Identity")
-    d.tanh = false;
-  else
-    throw Error(file + ": activation_function '" + act + "' is not one tach runs (Tanh, Identity)");
+  if (act == "torch.nn.modules.activation.Tanh" || act == "torch.nn.Tanh") d.tanh = true;
+  else if (act == "torch.nn.modules.linear.Identity" || act == "torch.nn.Identity") d.tanh = false;
+  else throw Error(file + ": activation_function '" + act + "' is not one tach runs (Tanh, Identity)");
   for (const char* key : {"module_input_name", "module_output_name"})
     if (j.contains(key) && j[key] != "sentence_embedding")
-      throw Error(file + ": " + key + " " + j[key].dump() + ": tach runs a Dense module on the pooled sentence embedding only");
+      throw Error(file + ": " + key + " " + j[key].dump() +
+                  ": tach runs a Dense module on the pooled sentence embedding only");
   return d;
 }
 
@@ -158,7 +153,8 @@ SentenceEmbeddingConfig parse_sentence_embedding_config(const std::string& modul
   c.dir = dir;
   bool transformer = false, pooling = false;
   for (const auto& m : modules) {
-    check(m.is_object() && m.contains("type") && m["type"].is_string(), mf + ": a module without a \"type\": " + m.dump());
+    check(m.is_object() && m.contains("type") && m["type"].is_string(),
+          mf + ": a module without a \"type\": " + m.dump());
     check(!m.contains("path") || m["path"].is_string(), mf + ": a module's \"path\" must be a string: " + m.dump());
     const std::string type = m["type"].get<std::string>();
     const std::string path = m.value("path", std::string());
@@ -173,7 +169,8 @@ SentenceEmbeddingConfig parse_sentence_embedding_config(const std::string& modul
         check(st.is_object(), (fs::path(dir) / st_name).string() + ": expected a JSON object");
         if (st.contains("max_seq_length") && st["max_seq_length"].is_number_integer())
           c.max_seq_length = std::max<int64_t>(0, st["max_seq_length"].get<int64_t>());
-        if (st.contains("do_lower_case") && st["do_lower_case"].is_boolean()) c.do_lower_case = st["do_lower_case"].get<bool>();
+        if (st.contains("do_lower_case") && st["do_lower_case"].is_boolean())
+          c.do_lower_case = st["do_lower_case"].get<bool>();
       }
     } else if (kind == "Pooling" && transformer && !pooling) {
       pooling = true;

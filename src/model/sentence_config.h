@@ -27,11 +27,11 @@ struct SentenceEmbeddingConfig {
   std::vector<ops::PoolingMode> modes = {ops::PoolingMode::mean};
   std::vector<DenseModule> dense;  // after the pooling, in order (LaBSE, sentence-t5, some distilled models)
   bool normalize = false;
-  int64_t max_seq_length = 0;   // 0: none given (the model's position limit applies)
-  bool do_lower_case = false;   // sentence-transformers lowercases the text before the tokenizer
+  int64_t max_seq_length = 0;       // 0: none given (the model's position limit applies)
+  bool do_lower_case = false;       // sentence-transformers lowercases the text before the tokenizer
   int64_t embedding_dimension = 0;  // 1_Pooling's word_embedding_dimension (0: not given)
-  std::string source;           // "modules.json" or why the default was taken
-  std::string dir;              // the model directory (where Dense modules' weights are)
+  std::string source;               // "modules.json" or why the default was taken
+  std::string dir;                  // the model directory (where Dense modules' weights are)
   // config_sentence_transformers.json's prompts (name -> text put before each input, as
   // sentence-transformers' encode(prompt_name=...)) and the one used when none is asked for.
   std::map<std::string, std::string> prompts;

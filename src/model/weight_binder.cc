@@ -42,13 +42,13 @@ uint64_t fnv1a(const std::string& s) {
 // Extras a checkpoint may carry that a sequence classifier or bare encoder does not use.
 bool is_known_extra(const std::string& name) {
   return ends_with(name, "position_ids") || ends_with(name, "embeddings.token_type_ids") ||
-         name.rfind("cls.", 0) == 0 ||                                    // BERT pre-training heads
-         name.rfind("vocab_", 0) == 0 ||                                  // DistilBERT MLM head
-         name.rfind("qa_outputs.", 0) == 0 ||                              // question answering
-         name.find("pooler.") != std::string::npos ||                     // pooler of a bare BERT
+         name.rfind("cls.", 0) == 0 ||                                                  // BERT pre-training heads
+         name.rfind("vocab_", 0) == 0 ||                                                // DistilBERT MLM head
+         name.rfind("qa_outputs.", 0) == 0 ||                                           // question answering
+         name.find("pooler.") != std::string::npos ||                                   // pooler of a bare BERT
          name.rfind("classifier.", 0) == 0 || name.rfind("pre_classifier.", 0) == 0 ||  // head of a bare model
-         name.rfind("lm_head.", 0) == 0 || name.rfind("score.", 0) == 0 ||  // Qwen2 heads of the other task
-         ends_with(name, "rotary_emb.inv_freq");                           // a buffer older checkpoints saved
+         name.rfind("lm_head.", 0) == 0 || name.rfind("score.", 0) == 0 ||              // Qwen2 heads of the other task
+         ends_with(name, "rotary_emb.inv_freq");  // a buffer older checkpoints saved
 }
 
 }  // namespace

@@ -48,7 +48,9 @@ GpuMonitor::GpuMonitor() : api_(std::make_unique<Api>()) {
     reason_ = "no GPU monitoring: libnvidia-ml.so.1 not found (no NVIDIA driver on this machine)";
     return;
   }
-  const auto sym = [&](auto& fn, const char* name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(a.lib, name)); };
+  const auto sym = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(a.lib, name));
+  };
   sym(a.init, "nvmlInit_v2");
   sym(a.shutdown, "nvmlShutdown");
   sym(a.count, "nvmlDeviceGetCount_v2");
@@ -86,11 +88,14 @@ std::vector<GpuSample> GpuMonitor::sample() const {
     nvmlDevice_t dev = nullptr;
     if (a.handle(unsigned(i), &dev) != 0) continue;
     nvmlUtilization_t u{};
-    if (a.utilization && a.utilization(dev, &u) == 0) s.utilization_percent = u.gpu, s.memory_utilization_percent = u.memory;
+    if (a.utilization && a.utilization(dev, &u) == 0)
+      s.utilization_percent = u.gpu, s.memory_utilization_percent = u.memory;
     nvmlMemory_t m{};
-    if (a.memory && a.memory(dev, &m) == 0) s.memory_used_bytes = int64_t(m.used), s.memory_total_bytes = int64_t(m.total);
+    if (a.memory && a.memory(dev, &m) == 0)
+      s.memory_used_bytes = int64_t(m.used), s.memory_total_bytes = int64_t(m.total);
     nvmlPciInfo_t pci{};
-    if (a.pci && a.pci(dev, &pci) == 0) s.pci_domain = int(pci.domain), s.pci_bus = int(pci.bus), s.pci_device = int(pci.device);
+    if (a.pci && a.pci(dev, &pci) == 0)
+      s.pci_domain = int(pci.domain), s.pci_bus = int(pci.bus), s.pci_device = int(pci.device);
     unsigned int v = 0;
     if (a.power && a.power(dev, &v) == 0) s.power_w = double(v) / 1000.0;  // mW
     unsigned long long e = 0;

@@ -140,7 +140,8 @@ void ProcessSampler::loop() {
     if (!m.process.alive) break;
     // Sleep in short slices so that stop() returns promptly.
     const auto next = s0 + std::chrono::duration<double>(interval_s_);
-    while (running_ && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (running_ && std::chrono::steady_clock::now() < next)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 

@@ -34,14 +34,14 @@ OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64
   return c;
 }
 
-void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
-                       float scale, const Tensor& bias_table, const Tensor& bias_buckets) {
+void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
+                       int heads, float scale, const Tensor& bias_table, const Tensor& bias_buckets) {
   check(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, "attention: q, k, v must be [B, T, C]");
   const int64_t B = q.size(0), T = q.size(1), C = q.size(2);
-  check(heads > 0 && C % heads == 0, "attention: " + std::to_string(C) + " channels do not split into " +
-                                         std::to_string(heads) + " heads");
-  check(k.shape() == q.shape() && v.shape() == q.shape(), "attention: q " + q.describe() + ", k " + k.describe() +
-                                                              ", v " + v.describe() + " must have one shape");
+  check(heads > 0 && C % heads == 0,
+        "attention: " + std::to_string(C) + " channels do not split into " + std::to_string(heads) + " heads");
+  check(k.shape() == q.shape() && v.shape() == q.shape(),
+        "attention: q " + q.describe() + ", k " + k.describe() + ", v " + v.describe() + " must have one shape");
   check(q.strides() == k.strides() && q.strides() == v.strides() && q.strides()[2] == 1 &&
             q.strides()[0] == T * q.strides()[1],
         "attention: q, k, v must share a row layout with unit column stride");
@@ -57,8 +57,8 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
           "attention: the score bias must be an f32 [buckets, " + std::to_string(heads) + "] table, got " +
               bias_table.describe());
     check(bias_buckets.dtype() == DType::i32 && bias_buckets.numel() == T * T && bias_buckets.is_contiguous(),
-          "attention: the score bias's buckets must be i32 [" + std::to_string(T) + ", " + std::to_string(T) + "], got " +
-              bias_buckets.describe());
+          "attention: the score bias's buckets must be i32 [" + std::to_string(T) + ", " + std::to_string(T) +
+              "], got " + bias_buckets.describe());
     bias = {bias_buckets.data<int32_t>(), bias_table.data<float>(), bias_table.size(0)};
   }
   check_device("attention", q.device(), {&bias_table, &bias_buckets});
@@ -79,7 +79,7 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
   }
 #endif
   attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask, B, T, heads,
-                          C / heads, q.strides()[1], C, scale, bias);
+                        C / heads, q.strides()[1], C, scale, bias);
 }
 
 }  // namespace tach::ops

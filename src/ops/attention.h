@@ -29,8 +29,9 @@ std::vector<int32_t> relative_position_buckets(int64_t T, int64_t buckets, int64
 // additive mask, so a fully padded row behaves as it does there), softmax over keys, · v.
 // Inference keeps no probabilities; training calls attention_forward_train_cpu, which saves them.
 // bias_table: [buckets, H] f32 with bias_buckets [T, T] i32 on the same device, or undefined.
-void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
-                       float scale, const Tensor& bias_table = Tensor(), const Tensor& bias_buckets = Tensor());
+void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
+                       int heads, float scale, const Tensor& bias_table = Tensor(),
+                       const Tensor& bias_buckets = Tensor());
 // biased: a ScoreBias is added (one flop more per score).
 OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1, bool biased = false);
 
@@ -55,8 +56,7 @@ void attention_forward_train_cpu(float* out, float* probs, const float* q, const
 void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
                             const float* k, const float* v, const int32_t* mask, int64_t B, int64_t T, int64_t H,
                             int64_t D, int64_t ld_in, int64_t ld_out, float scale, float dropout_p,
-                            uint64_t dropout_key, int64_t Tq = -1, const ScoreBias& bias = {},
-                            float* d_bias = nullptr);
+                            uint64_t dropout_key, int64_t Tq = -1, const ScoreBias& bias = {}, float* d_bias = nullptr);
 // d_bias: [B, H, buckets], written: each (sequence, head)'s score gradients summed per bucket (the
 // caller sums over the batch, in order, into the table's gradient [buckets, H]).
 // Tq >= 0: only the first Tq query rows of each sequence (a classifier's last layer reads the
@@ -71,8 +71,8 @@ CudaAttentionKernel cuda_attention_kernel();
 
 // CUDA kernel: as attention_forward_cpu, one fused pass with an online softmax (no [T, T]
 // scores in memory); head sizes up to 256.
-void attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
-                            const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
-                            int64_t ld_out, float scale, const ScoreBias& bias = {});
+void attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v, const int32_t* mask,
+                            int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale,
+                            const ScoreBias& bias = {});
 
 }  // namespace tach::ops

@@ -93,10 +93,11 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
       const float* qb = q + b * T * ld_in + h * D;
       const float* kb = k + b * T * ld_in + h * D;
       const float* vb = v + b * T * ld_in + h * D;
-      attention_probs(scores.data(), L, qb, kb, additive ? mask + b * T : nullptr, T, T, L, D, ld_in, scale, bias, h, H);
+      attention_probs(scores.data(), L, qb, kb, additive ? mask + b * T : nullptr, T, T, L, D, ld_in, scale, bias, h,
+                      H);
       // out_bh: [T, D] = probs : [T, L] · v_bh[:L] : [L, D]
       cpu::train_gemm(false, false, T, D, L, 1.f, scores.data(), L, vb, ld_in, 0.f, out + b * T * ld_out + h * D,
-                 ld_out);
+                      ld_out);
     }
   });
 }

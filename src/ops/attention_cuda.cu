@@ -6,9 +6,9 @@
 
 namespace tach::ops {
 
-void attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
-                            const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
-                            int64_t ld_out, float scale, const ScoreBias& bias) {
+void attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v, const int32_t* mask,
+                            int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale,
+                            const ScoreBias& bias) {
   cuda::FlashAttentionParams p;
   p.out = out, p.q = q, p.k = k, p.v = v, p.key_mask = mask;
   p.Tq = T, p.Tk = T, p.past = 0, p.H = H, p.KVH = H;

@@ -49,8 +49,8 @@ OpCost causal_attention_backward_cost(const CausalAttentionArgs& a) {
   OpCost c;
   // Four GEMMs of 2*D per computed score (dV, dP, dQ, dK) and ~4 flops per score for the softmax's backward.
   c.flops = double(a.B * a.H) * scores * (8.0 * double(a.D) + 4.0);
-  c.bytes_read = double(a.B) * (2.0 * T * double(a.H * a.D) + 2.0 * T * double(a.KVH * a.D)) * 4 +
-                 double(a.B * a.H) * scores * 4;
+  c.bytes_read =
+      double(a.B) * (2.0 * T * double(a.H * a.D) + 2.0 * T * double(a.KVH * a.D)) * 4 + double(a.B * a.H) * scores * 4;
   c.bytes_written = double(a.B) * (T * double(a.H * a.D) + 2.0 * T * double(a.KVH * a.D)) * 4;
   return c;
 }
@@ -73,8 +73,8 @@ void causal_attention_forward(float* out, const float* q, const float* k, const 
   if (span.active()) {
     const OpCost c = causal_attention_cost(a);
     span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat("[", a.B, ", ", a.Tq, " of ", a.past + a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D,
-                                 "] f32"));
+    span.set_detail(
+        core::concat("[", a.B, ", ", a.Tq, " of ", a.past + a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32"));
   }
 #if TACH_HAS_CUDA
   if (on_cuda("causal_attention", a.device, DType::f32)) {

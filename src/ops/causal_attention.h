@@ -25,7 +25,7 @@ struct CausalAttentionArgs {
   // sliding_window mask (kv > q - window, on cache indices); 0 = every earlier key. Bidirectional:
   // keys with |P - j| <= window, as transformers' bidirectional sliding-window mask.
   int64_t window = 0;
-  bool causal = true;  // false: bidirectional (ModernBERT)
+  bool causal = true;             // false: bidirectional (ModernBERT)
   Device device = Device::cpu();  // where every pointer lives (inference runs CUDA too; training the CPU)
 };
 

@@ -26,8 +26,8 @@ KeyRange block_keys(const CausalAttentionArgs& a, int64_t i0, int64_t i1) {
 // keys [lo, hi), then the masked softmax over each row's own visible keys. Entries of the block's
 // columns a row does not see are zero; `zero_outside` zeroes the rest of each row too (the
 // training layout, which the backward and tests read whole).
-void block_probs(float* P, const float* qb, const float* kb, const int32_t* mb, const CausalAttentionArgs& a, int64_t i0,
-                 int64_t i1, bool zero_outside) {
+void block_probs(float* P, const float* qb, const float* kb, const int32_t* mb, const CausalAttentionArgs& a,
+                 int64_t i0, int64_t i1, bool zero_outside) {
   const int64_t Tk = a.past + a.Tq;
   const KeyRange block = block_keys(a, i0, i1);
   const int64_t lo = block.first, hi = block.end;

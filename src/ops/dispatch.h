@@ -16,7 +16,8 @@
 namespace tach::ops {
 
 [[noreturn]] inline void unsupported(const char* op, Device device, DType dtype) {
-  std::string why = device.kind == DeviceKind::cuda ? " (this op has no CUDA kernel for it, or this build has no CUDA backend)" : "";
+  std::string why =
+      device.kind == DeviceKind::cuda ? " (this op has no CUDA kernel for it, or this build has no CUDA backend)" : "";
   throw Error(std::string(op) + ": no kernel for device " + device.str() + " with dtype " +
               std::string(dtype_name(dtype)) + why);
 }

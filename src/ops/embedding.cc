@@ -13,7 +13,8 @@ OpCost embedding_cost(int64_t N, int64_t C, DType table_dtype) {
 
 void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool accumulate) {
   check(ids.dtype() == DType::i32, "embedding: ids must be i32, got " + ids.describe());
-  check(table.dim() == 2 && table.is_contiguous(), "embedding: table must be a contiguous [V, C], got " + table.describe());
+  check(table.dim() == 2 && table.is_contiguous(),
+        "embedding: table must be a contiguous [V, C], got " + table.describe());
   const int64_t N = ids.numel(), V = table.size(0), C = table.size(1);
   check(out.dtype() == DType::f32 && out.numel() == N * C && out.is_contiguous(),
         "embedding: out must be f32 with " + std::to_string(N) + " x " + std::to_string(C) + " elements, got " +
@@ -34,7 +35,9 @@ void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool
     span.set_detail(core::concat(N, " ids of [", V, ", ", C, "] ", dtype_name(table.dtype())));
   }
   switch (table.dtype()) {
-    case DType::f32: case DType::f16: case DType::bf16:
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16:
 #if TACH_HAS_CUDA
       if (cuda) {
         embedding_forward_cuda(out.device().index, out.data<float>(), id, table.raw(), table.dtype(), N, C, V,

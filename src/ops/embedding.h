@@ -26,7 +26,7 @@ OpCost embedding_backward_cost(int64_t N, int64_t C);
 
 // CUDA kernel. ids must have been checked against V on the host (model::check_batch does): an id
 // outside [0, V) gives a zero row rather than a read outside the table.
-void embedding_forward_cuda(int device, float* out, const int32_t* ids, const void* table, DType table_dtype,
-                            int64_t N, int64_t C, int64_t V, bool accumulate);
+void embedding_forward_cuda(int device, float* out, const int32_t* ids, const void* table, DType table_dtype, int64_t N,
+                            int64_t C, int64_t V, bool accumulate);
 
 }  // namespace tach::ops

@@ -31,14 +31,18 @@ __global__ void embedding_kernel(float* out, const int32_t* ids, const T* table,
 
 }  // namespace
 
-void embedding_forward_cuda(int device, float* out, const int32_t* ids, const void* table, DType table_dtype,
-                            int64_t N, int64_t C, int64_t V, bool accumulate) {
+void embedding_forward_cuda(int device, float* out, const int32_t* ids, const void* table, DType table_dtype, int64_t N,
+                            int64_t C, int64_t V, bool accumulate) {
   if (N * C == 0) return;
   const unsigned grid = cuda::grid_for(N * C, 256);
   cudaStream_t s = cuda::stream(device);
   switch (table_dtype) {
-    case DType::f32: embedding_kernel<<<grid, 256, 0, s>>>(out, ids, static_cast<const float*>(table), N, C, V, accumulate); break;
-    case DType::f16: embedding_kernel<<<grid, 256, 0, s>>>(out, ids, static_cast<const __half*>(table), N, C, V, accumulate); break;
+    case DType::f32:
+      embedding_kernel<<<grid, 256, 0, s>>>(out, ids, static_cast<const float*>(table), N, C, V, accumulate);
+      break;
+    case DType::f16:
+      embedding_kernel<<<grid, 256, 0, s>>>(out, ids, static_cast<const __half*>(table), N, C, V, accumulate);
+      break;
     case DType::bf16:
       embedding_kernel<<<grid, 256, 0, s>>>(out, ids, static_cast<const __nv_bfloat16*>(table), N, C, V, accumulate);
       break;

@@ -19,8 +19,8 @@ void layer_norm_forward(Tensor& out, const Tensor& x, const Tensor& residual, co
   check(gamma.numel() == C && beta.numel() == C && gamma.dtype() == DType::f32 && beta.dtype() == DType::f32,
         "layer_norm: gamma and beta must be f32 [" + std::to_string(C) + "], got " + gamma.describe() + " and " +
             beta.describe());
-  check(out.numel() == x.numel() && out.dtype() == DType::f32, "layer_norm: out " + out.describe() +
-                                                                    " does not match x " + x.describe());
+  check(out.numel() == x.numel() && out.dtype() == DType::f32,
+        "layer_norm: out " + out.describe() + " does not match x " + x.describe());
   if (residual.defined())
     check(residual.numel() == x.numel() && residual.dtype() == DType::f32 && residual.is_contiguous(),
           "layer_norm: residual " + residual.describe() + " does not match x " + x.describe());
@@ -60,13 +60,14 @@ void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const T
           "layer_norm: delta " + delta.describe() + " does not match h " + h.describe());
   check_device("layer_norm", h.device(), {&out, &delta, &gamma, &beta});
   [[maybe_unused]] const bool cuda = on_cuda("layer_norm", h.device(), h.dtype());
-  check(!(cuda && (mean.defined() || rstd.defined())), "layer_norm: the statistics training saves are kept on the CPU only");
+  check(!(cuda && (mean.defined() || rstd.defined())),
+        "layer_norm: the statistics training saves are kept on the CPU only");
   core::Span span(core::SpanKind::op, "layer_norm");
   if (span.active()) {
     const OpCost c = layer_norm_cost(N, C, delta.defined());
     span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat("[", N, ", ", C, "] f32", delta.defined() ? " +residual" : "",
-                                 beta.defined() ? "" : " no bias"));
+    span.set_detail(
+        core::concat("[", N, ", ", C, "] f32", delta.defined() ? " +residual" : "", beta.defined() ? "" : " no bias"));
   }
 #if TACH_HAS_CUDA
   if (cuda) {
@@ -78,7 +79,8 @@ void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const T
 #endif
   add_layer_norm_forward_cpu(out.data<float>(), h.data<float>(), delta.defined() ? delta.data<float>() : nullptr,
                              gamma.data<float>(), beta.defined() ? beta.data<float>() : nullptr, N, C, eps,
-                             mean.defined() ? mean.data<float>() : nullptr, rstd.defined() ? rstd.data<float>() : nullptr);
+                             mean.defined() ? mean.data<float>() : nullptr,
+                             rstd.defined() ? rstd.data<float>() : nullptr);
 }
 
 }  // namespace tach::ops

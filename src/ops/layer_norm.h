@@ -40,9 +40,9 @@ void layer_norm_backward_cpu(float* dinp, float* dgamma, float* dbeta, const flo
 // Fused (training, --exec fused): sum = x + dropout(branch), out = LayerNorm(sum) in one pass per
 // row, saving sum (the backward's input), mean and rstd. The dropout mask is the one
 // dropout_forward_cpu draws over [N, C] with this key; dropout_p = 0 adds the branch as is.
-void dropout_add_layer_norm_forward_cpu(float* sum, float* out, const float* branch, const float* x,
-                                        const float* gamma, const float* beta, int64_t N, int64_t C, float eps,
-                                        float dropout_p, uint64_t dropout_key, float* mean, float* rstd);
+void dropout_add_layer_norm_forward_cpu(float* sum, float* out, const float* branch, const float* x, const float* gamma,
+                                        const float* beta, int64_t N, int64_t C, float eps, float dropout_p,
+                                        uint64_t dropout_key, float* mean, float* rstd);
 
 // CUDA kernel (ops/layer_norm_cuda.cu, built with the CUDA backend): as the CPU forward, on
 // tach's stream of `device`; out may alias x or residual. No statistics are saved.

@@ -138,9 +138,9 @@ void add_layer_norm_forward_cpu(float* out, float* h, const float* delta, const 
   });
 }
 
-void dropout_add_layer_norm_forward_cpu(float* sum, float* out, const float* branch, const float* x,
-                                        const float* gamma, const float* beta, int64_t N, int64_t C, float eps,
-                                        float dropout_p, uint64_t dropout_key, float* mean, float* rstd) {
+void dropout_add_layer_norm_forward_cpu(float* sum, float* out, const float* branch, const float* x, const float* gamma,
+                                        const float* beta, int64_t N, int64_t C, float eps, float dropout_p,
+                                        uint64_t dropout_key, float* mean, float* rstd) {
   core::parallel_for(N, 8, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       float* s = sum + n * C;

@@ -30,7 +30,8 @@ __global__ void layer_norm_kernel(float* out, const float* x, const float* resid
     var += d * d;
   }
   const float rstd = 1.0f / sqrtf(cuda::block_sum(var, scratch) / float(C) + eps);
-  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) out[base + c] = (row[c] - mean) * rstd * gamma[c] + (beta ? beta[c] : 0.0f);
+  for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+    out[base + c] = (row[c] - mean) * rstd * gamma[c] + (beta ? beta[c] : 0.0f);
 }
 
 }  // namespace
@@ -38,7 +39,8 @@ __global__ void layer_norm_kernel(float* out, const float* x, const float* resid
 void layer_norm_forward_cuda(int device, float* out, const float* x, const float* residual, const float* gamma,
                              const float* beta, int64_t N, int64_t C, float eps) {
   const size_t shared = size_t(C) * sizeof(float);
-  check(shared <= 48 * 1024, "layer_norm on CUDA: rows of " + std::to_string(C) + " floats exceed 48 KiB of shared memory");
+  check(shared <= 48 * 1024,
+        "layer_norm on CUDA: rows of " + std::to_string(C) + " floats exceed 48 KiB of shared memory");
   if (N == 0) return;
   layer_norm_kernel<<<unsigned(N), 256, shared, cuda::stream(device)>>>(out, x, residual, gamma, beta, C, eps, nullptr);
   cuda::check_launch("layer_norm_kernel");
@@ -47,7 +49,8 @@ void layer_norm_forward_cuda(int device, float* out, const float* x, const float
 void pre_layer_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* gamma,
                                  const float* beta, int64_t N, int64_t C, float eps) {
   const size_t shared = size_t(C) * sizeof(float);
-  check(shared <= 48 * 1024, "layer_norm on CUDA: rows of " + std::to_string(C) + " floats exceed 48 KiB of shared memory");
+  check(shared <= 48 * 1024,
+        "layer_norm on CUDA: rows of " + std::to_string(C) + " floats exceed 48 KiB of shared memory");
   if (N == 0) return;
   layer_norm_kernel<<<unsigned(N), 256, shared, cuda::stream(device)>>>(out, h, delta, gamma, beta, C, eps,
                                                                         delta ? h : nullptr);

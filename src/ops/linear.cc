@@ -17,10 +17,10 @@ OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool
   // dW = dyᵀ·x (2MNK, skipped for a frozen weight), dx = dy·W (2MNK), db (MN).
   const int gemms = (needs_dx ? 1 : 0) + (needs_dw ? 1 : 0);
   c.flops = 2.0 * double(M) * double(N) * double(K) * gemms + (has_bias ? double(M * N) : 0);
-  c.bytes_read = double(M * N) * 4 + (needs_dw ? double(M * K) * 4 + double(N * K) * 4 : 0) +
-                 (needs_dx ? double(N * K) * 4 : 0);
-  c.bytes_written = (needs_dw ? double(N * K) * 4 : 0) + (needs_dx ? double(M * K) * 4 : 0) +
-                    (has_bias ? double(N) * 4 : 0);
+  c.bytes_read =
+      double(M * N) * 4 + (needs_dw ? double(M * K) * 4 + double(N * K) * 4 : 0) + (needs_dx ? double(N * K) * 4 : 0);
+  c.bytes_written =
+      (needs_dw ? double(N * K) * 4 : 0) + (needs_dx ? double(M * K) * 4 : 0) + (has_bias ? double(N) * 4 : 0);
   return c;
 }
 
@@ -41,8 +41,8 @@ void describe_span(core::Span& span, const Tensor& x, int64_t N, DType compute, 
   if (!span.active()) return;
   const OpCost c = linear_cost(x.size(0), N, x.size(1), compute, has_bias);
   span.set_cost(c.flops, c.bytes());
-  span.set_detail(core::concat("x [", x.size(0), ", ", x.size(1), "] · W [", N, ", ", x.size(1), "]ᵀ ",
-                               dtype_name(compute)));
+  span.set_detail(
+      core::concat("x [", x.size(0), ", ", x.size(1), "] · W [", N, ", ", x.size(1), "]ᵀ ", dtype_name(compute)));
 }
 
 }  // namespace
@@ -53,7 +53,8 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& 
   check(weight.dim() == 2, "linear: weight must be [out, in], got " + weight.describe());
   N_ = weight.size(0), K_ = weight.size(1);
   has_bias_ = bias.defined();
-  if (has_bias_) check(bias.numel() == N_, "linear: bias " + bias.describe() + " does not match weight " + weight.describe());
+  if (has_bias_)
+    check(bias.numel() == N_, "linear: bias " + bias.describe() + " does not match weight " + weight.describe());
   // Both are prepared from host copies (a tied LM head's weight may already be on the device).
   const Tensor host_w = weight.on(Device::cpu(), MemoryCategory::workspace);
   const Tensor host_b = has_bias_ ? bias.on(Device::cpu(), MemoryCategory::workspace) : Tensor();
@@ -66,7 +67,8 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& 
         "linear on " + placement.device.str() + ": compute dtype " + std::string(dtype_name(placement.compute)) +
             " is not supported (f32, bf16, f16)");
   // Converted on the host (round to nearest even, as torch's .to()) and copied once.
-  weight_ = host_w.to(placement.compute, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
+  weight_ =
+      host_w.to(placement.compute, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
   if (has_bias_)
     bias_ = host_b.to(DType::f32, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
 }

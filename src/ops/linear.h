@@ -37,8 +37,8 @@ class Linear {
   bool has_bias() const { return has_bias_; }
   cpu::FusedActivation activation() const { return activation_; }
   const cpu::PackedLinear* packed() const { return packed_.get(); }  // CPU only
-  const Tensor& device_weight() const { return weight_; }             // CUDA only
-  const Tensor& device_bias() const { return bias_; }                 // CUDA only, may be undefined
+  const Tensor& device_weight() const { return weight_; }            // CUDA only
+  const Tensor& device_bias() const { return bias_; }                // CUDA only, may be undefined
 
  private:
   LinearPlacement placement_;

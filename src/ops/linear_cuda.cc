@@ -34,17 +34,15 @@ void linear_forward_cuda(int device, float* out, int64_t ld_out, const float* x,
   const float* bias = weight.has_bias() ? weight.device_bias().data<float>() : nullptr;
   const cpu::FusedActivation act = weight.activation();
   a.epilogue = act == cpu::FusedActivation::relu ? cuda::Epilogue::bias_relu
-               : bias                           ? cuda::Epilogue::bias
-                                                : cuda::Epilogue::none;
+               : bias                            ? cuda::Epilogue::bias
+                                                 : cuda::Epilogue::none;
   cuda::linear(device, out, input, weight.device_weight().raw(), bias, a);
   if (act == cpu::FusedActivation::gelu_erf || act == cpu::FusedActivation::tanh) {
     // The activation runs over whole rows; with padded rows (ld_out > N) row by row would be
     // needed, and no caller passes such an output with an activation.
     check(ld_out == N, "linear on CUDA: an activation needs a contiguous output");
-    if (act == cpu::FusedActivation::gelu_erf)
-      gelu_forward_cuda(device, out, out, M * N);
-    else
-      tanh_forward_cuda(device, out, out, M * N);
+    if (act == cpu::FusedActivation::gelu_erf) gelu_forward_cuda(device, out, out, M * N);
+    else tanh_forward_cuda(device, out, out, M * N);
   }
 }
 

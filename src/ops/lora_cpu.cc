@@ -21,8 +21,8 @@ void lora_forward_cpu(float* y, int64_t ldy, float* xa, const float* x, const fl
 
 void lora_backward_cpu(float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x, const float* xa,
                        const float* A, const float* B, const LoraShape& s, float* scratch) {
-  float* dxd = scratch;                // [M, K]
-  float* dxa = scratch + s.M * s.K;    // [M, r]
+  float* dxd = scratch;              // [M, K]
+  float* dxa = scratch + s.M * s.K;  // [M, r]
   // dB [N, r] += scale · dyᵀ [N, M] · xa [M, r]
   cpu::train_gemm(true, false, s.N, s.r, s.M, s.scale, dy, ldy, xa, s.r, 1.f, dB, s.r);
   // dxa [M, r] = scale · dy [M, N] · B [N, r]

@@ -31,8 +31,8 @@ void l2_normalize_forward(Tensor& x);
 OpCost l2_normalize_cost(int64_t B, int64_t E);
 
 // Kernels. out_stride: the distance between rows of out (modes × C when concatenated).
-void pooling_forward_cpu(float* out, int64_t out_stride, const float* hidden, const int32_t* mask, int64_t B,
-                         int64_t T, int64_t C, PoolingMode mode);
+void pooling_forward_cpu(float* out, int64_t out_stride, const float* hidden, const int32_t* mask, int64_t B, int64_t T,
+                         int64_t C, PoolingMode mode);
 void l2_normalize_forward_cpu(float* x, int64_t B, int64_t E);
 void pooling_forward_cuda(int device, float* out, int64_t out_stride, const float* hidden, const int32_t* mask,
                           int64_t B, int64_t T, int64_t C, PoolingMode mode);

@@ -9,8 +9,8 @@ namespace tach::ops {
 
 // Sums are in double: a mean over 512 tokens in f32 drifts by a few ulps from any other
 // summation order, and double makes tach's result the exact one, not one of many.
-void pooling_forward_cpu(float* out, int64_t out_stride, const float* hidden, const int32_t* mask, int64_t B,
-                         int64_t T, int64_t C, PoolingMode mode) {
+void pooling_forward_cpu(float* out, int64_t out_stride, const float* hidden, const int32_t* mask, int64_t B, int64_t T,
+                         int64_t C, PoolingMode mode) {
   std::vector<double> acc(static_cast<size_t>(C));
   for (int64_t b = 0; b < B; ++b) {
     const float* h = hidden + b * T * C;
@@ -29,8 +29,7 @@ void pooling_forward_cpu(float* out, int64_t out_stride, const float* hidden, co
         while (last >= 0 && !m[last]) --last;
         if (last < 0)  // a row of padding only: sentence-transformers gathers a masked (zeroed) vector
           std::fill_n(o, C, 0.0f);
-        else
-          std::copy_n(h + last * C, C, o);
+        else std::copy_n(h + last * C, C, o);
         break;
       }
       case PoolingMode::max:

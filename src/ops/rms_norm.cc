@@ -22,12 +22,14 @@ OpCost rms_norm_backward_cost(int64_t N, int64_t C) {
   return c;
 }
 
-void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps, const Tensor& rstd) {
+void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps,
+                      const Tensor& rstd) {
   check(h.dtype() == DType::f32 && h.is_contiguous(), "rms_norm: h must be contiguous f32, got " + h.describe());
   const int64_t C = h.size(-1), N = h.numel() / (C == 0 ? 1 : C);
   check(weight.numel() == C && weight.dtype() == DType::f32,
         "rms_norm: weight must be f32 [" + std::to_string(C) + "], got " + weight.describe());
-  check(out.numel() == h.numel() && out.dtype() == DType::f32 && out.is_contiguous() && out.data<float>() != h.data<float>(),
+  check(out.numel() == h.numel() && out.dtype() == DType::f32 && out.is_contiguous() &&
+            out.data<float>() != h.data<float>(),
         "rms_norm: out " + out.describe() + " must be a separate contiguous f32 buffer like h " + h.describe());
   if (delta.defined())
     check(delta.numel() == h.numel() && delta.dtype() == DType::f32 && delta.is_contiguous(),
@@ -82,7 +84,8 @@ void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, c
   }
 #if TACH_HAS_CUDA
   if (cuda) {
-    rms_norm_heads_forward_cuda(x.device().index, x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(), eps);
+    rms_norm_heads_forward_cuda(x.device().index, x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(),
+                                eps);
     return;
   }
 #endif

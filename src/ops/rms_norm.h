@@ -17,8 +17,8 @@ OpCost rms_norm_cost(int64_t N, int64_t C, bool with_residual);
 
 // Kernel. Sum of squares in f32, as transformers' Qwen2RMSNorm computes it in f32. Saves
 // rstd: [N] for the backward when it is not null.
-void rms_norm_forward_cpu(float* out, float* h, const float* delta, const float* weight, int64_t N, int64_t C, float eps,
-                          float* rstd = nullptr);
+void rms_norm_forward_cpu(float* out, float* h, const float* delta, const float* weight, int64_t N, int64_t C,
+                          float eps, float* rstd = nullptr);
 
 // Backward of out = weight * inp * rstd, rstd = 1 / sqrt(mean(inp^2) + eps):
 //   dinp += rstd * (dout*weight - inp * rstd^2 * mean(dout*weight*inp)),  dweight += Σ_n dout*inp*rstd.
@@ -36,8 +36,8 @@ void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, c
                             float* saved_in = nullptr, float* rstd = nullptr);
 OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D);
 // Kernel: saved_in: [N, heads*D] (null at inference) keeps the input for the backward; rstd: [N*heads].
-void rms_norm_heads_forward_cpu(float* x, int64_t ld, int64_t N, int64_t heads, int64_t D, const float* weight, float eps,
-                                float* saved_in = nullptr, float* rstd = nullptr);
+void rms_norm_heads_forward_cpu(float* x, int64_t ld, int64_t N, int64_t heads, int64_t D, const float* weight,
+                                float eps, float* saved_in = nullptr, float* rstd = nullptr);
 // Backward, in place: dx (stride ld) holds d(out) on entry and d(in) on exit; inp: [N, heads*D]
 // the saved input; dweight: [D] += (null: frozen).
 void rms_norm_heads_backward_cpu(float* dx, int64_t ld, const float* inp, const float* weight, const float* rstd,

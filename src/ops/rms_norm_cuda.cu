@@ -45,7 +45,7 @@ void rms_norm_heads_forward_cuda(int device, float* x, int64_t ld, int64_t N, in
   if (N * heads == 0) return;
   const int64_t threads = N * heads * 32;
   rms_norm_heads_kernel<<<unsigned((threads + 255) / 256), 256, 0, cuda::stream(device)>>>(x, ld, N, heads, D, weight,
-                                                                                         eps);
+                                                                                           eps);
   cuda::check_launch("rms_norm_heads_kernel");
 }
 

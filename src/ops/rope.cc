@@ -33,7 +33,9 @@ void llama3_scaling(std::vector<float>& inv, const RopeSettings& s) {
 // (divided by factor), more than beta_fast kept, with a linear ramp over the dimensions between.
 void yarn_scaling(std::vector<float>& inv, const RopeSettings& s) {
   const double D = double(s.head_dim), base = s.theta, old_len = double(s.original_max_positions);
-  auto correction_dim = [&](double rotations) { return D * std::log(old_len / (rotations * 2 * kPi)) / (2 * std::log(base)); };
+  auto correction_dim = [&](double rotations) {
+    return D * std::log(old_len / (rotations * 2 * kPi)) / (2 * std::log(base));
+  };
   double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
   if (s.truncate) low = std::floor(low), high = std::ceil(high);
   low = std::max(low, 0.0), high = std::min(high, D - 1);
@@ -55,8 +57,8 @@ std::vector<float> rope_inverse_frequencies(const RopeSettings& s, int64_t seq_l
   check(D > 0 && D % 2 == 0, "rope: head_dim must be even, got " + std::to_string(D));
   double base = s.theta;
   if (s.type == "dynamic" && seq_len > s.max_positions)
-    base = base * std::pow(s.factor * double(seq_len) / double(s.max_positions) - (s.factor - 1),
-                           double(D) / double(D - 2));
+    base = base *
+           std::pow(s.factor * double(seq_len) / double(s.max_positions) - (s.factor - 1), double(D) / double(D - 2));
   std::vector<float> inv(size_t(D / 2));
   for (int64_t i = 0; i < D / 2; ++i) {
     // transformers: 1 / base ** (arange(0, D, 2).float() / D), the exponent in f32.
@@ -72,7 +74,8 @@ std::vector<float> rope_inverse_frequencies(const RopeSettings& s, int64_t seq_l
 double rope_attention_factor(const RopeSettings& s) {
   if (s.type != "yarn") return 1.0;
   if (s.attention_factor > 0) return s.attention_factor;
-  if (s.mscale > 0 && s.mscale_all_dim > 0) return yarn_mscale(s.factor, s.mscale) / yarn_mscale(s.factor, s.mscale_all_dim);
+  if (s.mscale > 0 && s.mscale_all_dim > 0)
+    return yarn_mscale(s.factor, s.mscale) / yarn_mscale(s.factor, s.mscale_all_dim);
   return yarn_mscale(s.factor, 1.0);
 }
 

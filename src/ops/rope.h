@@ -23,9 +23,9 @@ struct RopeSettings {
   int64_t original_max_positions = 0;
   double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
   double beta_fast = 32.0, beta_slow = 1.0;              // yarn: the ramp's rotation counts
-  double attention_factor = 0.0;  // yarn: cos and sin are scaled by it (0: derived from factor)
-  bool truncate = true;           // yarn: the ramp's ends rounded to whole dimensions
-  double mscale = 0.0, mscale_all_dim = 0.0;  // yarn (DeepSeek's): the attention factor's ratio
+  double attention_factor = 0.0;                         // yarn: cos and sin are scaled by it (0: derived from factor)
+  bool truncate = true;                                  // yarn: the ramp's ends rounded to whole dimensions
+  double mscale = 0.0, mscale_all_dim = 0.0;             // yarn (DeepSeek's): the attention factor's ratio
 };
 
 // inv_freq: [D/2], as transformers computes it. seq_len matters only for dynamic scaling

@@ -80,8 +80,7 @@ void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& 
     gelu_tanh_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
   else if (act == GateActivation::gelu)
     gelu_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
-  else
-    silu_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
+  else silu_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
 }
 
 }  // namespace tach::ops

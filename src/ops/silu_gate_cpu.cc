@@ -67,7 +67,8 @@ void gelu_tanh_gate_backward_cpu(float* d_gate_up, const float* gate_up, const f
         const float t = std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
         const float gelu = 0.5f * x * (1.0f + t);
         // d/dx: 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-        const float d = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+        const float d =
+            0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
         du[i] = dy[i] * gelu;
         dg[i] = dy[i] * u[i] * d;
       }

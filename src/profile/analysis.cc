@@ -94,7 +94,8 @@ LeakVerdict detect_leak(const ProfileData& d, int64_t threshold_bytes) {
   }
   std::vector<std::pair<double, std::string>> grew;
   for (const auto& [path, bytes] : net)
-    if (active > 0 && bytes / double(active) > double(threshold_bytes) / double(samples.size())) grew.push_back({bytes, path});
+    if (active > 0 && bytes / double(active) > double(threshold_bytes) / double(samples.size()))
+      grew.push_back({bytes, path});
   std::sort(grew.rbegin(), grew.rend());
   // Scopes return their outputs, so some net allocation per scope is normal: name them only
   // when the totals grow.
@@ -127,8 +128,9 @@ std::vector<std::string> bottlenecks(const ProfileData& d, const MachineCeilings
   for (size_t i = 0; i < rows.size() && out.size() < top; ++i) {
     const auto& r = rows[i];
     char head[160];
-    std::snprintf(head, sizeof head, "%s takes %.1f%% of the steps (%lld calls), %s at %.0f%% of its ceiling: ",
-                  r.key.c_str(), r.percent_of_steps, static_cast<long long>(r.calls), bound_name(r.verdict.bound),
+    std::snprintf(head, sizeof head,
+                  "%s takes %.1f%% of the steps (%lld calls), %s at %.0f%% of its ceiling: ", r.key.c_str(),
+                  r.percent_of_steps, static_cast<long long>(r.calls), bound_name(r.verdict.bound),
                   r.verdict.achieved_fraction * 100);
     std::string advice;
     const std::string op = r.key.substr(0, r.key.find(" |"));
@@ -137,11 +139,13 @@ std::vector<std::string> bottlenecks(const ProfileData& d, const MachineCeilings
                                 "a faster GEMM dtype where the CPU has native bf16/AMX"
                               : "it is doing useful arithmetic near the peak; reduce the work it is given";
     else if (r.verdict.bound == Bound::memory)
-      advice = "fewer bytes move it: fuse it with its neighbour, keep activations in a narrower dtype, or batch more "
-               "rows per weight read";
+      advice =
+          "fewer bytes move it: fuse it with its neighbour, keep activations in a narrower dtype, or batch more "
+          "rows per weight read";
     else
-      advice = "it is far from both ceilings: per-call overhead (small shapes, many calls, threading and dispatch) "
-               "dominates; larger batches or fused kernels move it";
+      advice =
+          "it is far from both ceilings: per-call overhead (small shapes, many calls, threading and dispatch) "
+          "dominates; larger batches or fused kernels move it";
     out.push_back(std::string(head) + advice);
   }
   return out;

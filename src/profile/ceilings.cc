@@ -105,9 +105,8 @@ MachineCeilings measure_once(const SystemInfo& sys) {
   const int64_t n = 1024;
   std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), out(size_t(n * n));
   const auto backend = cpu::default_gemm_backend();
-  const double t32 = best_seconds(5, [&] {
-    cpu::sgemm(backend, false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, out.data(), n);
-  });
+  const double t32 = best_seconds(
+      5, [&] { cpu::sgemm(backend, false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, out.data(), n); });
   c.gemm_f32_flops = 2.0 * double(n) * double(n) * double(n) / t32;
   std::string bf16_method = " (f32) / 3 (bf16)";
   if (cpu::onednn_bf16_supported()) {
@@ -129,9 +128,8 @@ MachineCeilings measure_once(const SystemInfo& sys) {
     });
   });
   c.memory_bytes_per_s = 3.0 * 4.0 * double(m) / tt;
-  c.method = "GEMM: " + std::string(cpu::gemm_backend_name(backend)) +
-             " 1024x1024x1024, best of 5" + bf16_method + "; memory: STREAM triad over 3 x 128 MiB, best of 5; " +
-             std::to_string(c.threads) + " threads";
+  c.method = "GEMM: " + std::string(cpu::gemm_backend_name(backend)) + " 1024x1024x1024, best of 5" + bf16_method +
+             "; memory: STREAM triad over 3 x 128 MiB, best of 5; " + std::to_string(c.threads) + " threads";
   const std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
@@ -222,10 +220,8 @@ std::string describe_ceilings_provenance(const MachineCeilings& c) {
   if (c.under_load)
     s += "; WARNING: measured under load, so the ceilings are too low and not cached; measure again on a quiet machine "
          "(tach info --ceilings --remeasure)";
-  else if (c.from_cache)
-    s += "; cached in " + c.cache_file + " (--remeasure to measure again)";
-  else if (!c.cache_file.empty())
-    s += "; now cached in " + c.cache_file;
+  else if (c.from_cache) s += "; cached in " + c.cache_file + " (--remeasure to measure again)";
+  else if (!c.cache_file.empty()) s += "; now cached in " + c.cache_file;
   return s;
 }
 
@@ -248,10 +244,8 @@ RooflineVerdict roofline(double flops, double bytes, double seconds, const Machi
   if (seconds <= 0) return v;
   v.achieved_fraction = floor / seconds;
   v.above_ceiling = v.achieved_fraction > kCeilingTolerance;
-  if (floor <= 0 || seconds > overhead_factor * floor)
-    v.bound = Bound::overhead;
-  else
-    v.bound = t_compute >= t_memory ? Bound::compute : Bound::memory;
+  if (floor <= 0 || seconds > overhead_factor * floor) v.bound = Bound::overhead;
+  else v.bound = t_compute >= t_memory ? Bound::compute : Bound::memory;
   return v;
 }
 

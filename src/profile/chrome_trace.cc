@@ -33,14 +33,21 @@ std::string chrome_trace_json(const ProfileData& d) {
   std::map<uint32_t, bool> threads;
   for (const auto& e : d.events) threads[e.thread] = true;
   for (const auto& [tid, _] : threads)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"tid", tid},
                       {"args", {{"name", tid == 1 ? std::string("main") : "thread " + std::to_string(tid)}}}});
   // Steps as slices on their own track, so that every op sits visibly inside its step.
   for (const auto& s : d.steps) {
     if (!s.active) continue;
-    events.push_back({{"name", "ProfilerStep#" + std::to_string(s.step)}, {"cat", "step"}, {"ph", "X"},
-                      {"ts", to_us(s.start_ns, d.origin_ns)}, {"dur", double(s.end_ns - s.start_ns) * 1e-3},
-                      {"pid", pid}, {"tid", 0}});
+    events.push_back({{"name", "ProfilerStep#" + std::to_string(s.step)},
+                      {"cat", "step"},
+                      {"ph", "X"},
+                      {"ts", to_us(s.start_ns, d.origin_ns)},
+                      {"dur", double(s.end_ns - s.start_ns) * 1e-3},
+                      {"pid", pid},
+                      {"tid", 0}});
   }
   events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "steps"}}}});
   for (const auto& e : d.events) {
@@ -56,8 +63,14 @@ std::string chrome_trace_json(const ProfileData& d) {
       args["freed_bytes"] = e.freed_bytes;
     }
     if (e.gpu_ns > 0) args["gpu_us"] = e.gpu_ns * 1e-3;
-    events.push_back({{"name", e.name}, {"cat", category(e.kind)}, {"ph", "X"}, {"ts", to_us(e.start_ns, d.origin_ns)},
-                      {"dur", double(e.duration_ns()) * 1e-3}, {"pid", pid}, {"tid", e.thread}, {"args", args}});
+    events.push_back({{"name", e.name},
+                      {"cat", category(e.kind)},
+                      {"ph", "X"},
+                      {"ts", to_us(e.start_ns, d.origin_ns)},
+                      {"dur", double(e.duration_ns()) * 1e-3},
+                      {"pid", pid},
+                      {"tid", e.thread},
+                      {"args", args}});
   }
   // GPU activity (CUPTI): a process per GPU, a thread per stream, each kernel, copy and memset
   // as a slice with its launching op, and a flow arrow from the launch to the work.
@@ -67,9 +80,14 @@ std::string chrome_trace_json(const ProfileData& d) {
     const int gpid = 100 + int(g.device);
     if (!gpu_tracks[{g.device, g.stream}]) {
       gpu_tracks[{g.device, g.stream}] = true;
-      events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", gpid},
+      events.push_back({{"name", "process_name"},
+                        {"ph", "M"},
+                        {"pid", gpid},
                         {"args", {{"name", "GPU " + std::to_string(g.device)}}}});
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", gpid}, {"tid", g.stream},
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", gpid},
+                        {"tid", g.stream},
                         {"args", {{"name", "stream " + std::to_string(g.stream)}}}});
     }
     nlohmann::json args = {{"step", g.step}};
@@ -79,14 +97,31 @@ std::string chrome_trace_json(const ProfileData& d) {
       args["op"] = op.name;
       args["module"] = op.path;
     }
-    events.push_back({{"name", g.name}, {"cat", g.kind}, {"ph", "X"}, {"ts", to_us(g.start_ns, d.origin_ns)},
-                      {"dur", double(g.end_ns - g.start_ns) * 1e-3}, {"pid", gpid}, {"tid", g.stream}, {"args", args}});
+    events.push_back({{"name", g.name},
+                      {"cat", g.kind},
+                      {"ph", "X"},
+                      {"ts", to_us(g.start_ns, d.origin_ns)},
+                      {"dur", double(g.end_ns - g.start_ns) * 1e-3},
+                      {"pid", gpid},
+                      {"tid", g.stream},
+                      {"args", args}});
     if (g.op >= 0 && g.launch_ns >= 0) {
       const ProfileEvent& op = d.events[size_t(g.op)];
-      events.push_back({{"name", "launch"}, {"cat", "launch"}, {"ph", "s"}, {"id", i}, {"pid", pid}, {"tid", op.thread},
+      events.push_back({{"name", "launch"},
+                        {"cat", "launch"},
+                        {"ph", "s"},
+                        {"id", i},
+                        {"pid", pid},
+                        {"tid", op.thread},
                         {"ts", to_us(g.launch_ns, d.origin_ns)}});
-      events.push_back({{"name", "launch"}, {"cat", "launch"}, {"ph", "f"}, {"bp", "e"}, {"id", i}, {"pid", gpid},
-                        {"tid", g.stream}, {"ts", to_us(g.start_ns, d.origin_ns)}});
+      events.push_back({{"name", "launch"},
+                        {"cat", "launch"},
+                        {"ph", "f"},
+                        {"bp", "e"},
+                        {"id", i},
+                        {"pid", gpid},
+                        {"tid", g.stream},
+                        {"ts", to_us(g.start_ns, d.origin_ns)}});
     }
   }
   // Counter tracks: allocator bytes per category, and RSS, at each step's end.
@@ -95,22 +130,33 @@ std::string chrome_trace_json(const ProfileData& d) {
     nlohmann::json alloc;
     for (int c = 0; c < kMemoryCategoryCount; ++c)
       alloc[std::string(memory_category_name(MemoryCategory(c)))] = s.allocator_bytes[size_t(c)];
-    events.push_back({{"name", "allocator bytes"}, {"ph", "C"}, {"ts", to_us(s.end_ns, d.origin_ns)}, {"pid", pid},
+    events.push_back({{"name", "allocator bytes"},
+                      {"ph", "C"},
+                      {"ts", to_us(s.end_ns, d.origin_ns)},
+                      {"pid", pid},
                       {"args", alloc}});
-    events.push_back({{"name", "RSS bytes"}, {"ph", "C"}, {"ts", to_us(s.end_ns, d.origin_ns)}, {"pid", pid},
+    events.push_back({{"name", "RSS bytes"},
+                      {"ph", "C"},
+                      {"ts", to_us(s.end_ns, d.origin_ns)},
+                      {"pid", pid},
                       {"args", {{"rss", s.rss_bytes}}}});
     if (s.cpu_energy_j >= 0)
-      events.push_back({{"name", "CPU energy J (RAPL)"}, {"ph", "C"}, {"ts", to_us(s.end_ns, d.origin_ns)}, {"pid", pid},
+      events.push_back({{"name", "CPU energy J (RAPL)"},
+                        {"ph", "C"},
+                        {"ts", to_us(s.end_ns, d.origin_ns)},
+                        {"pid", pid},
                         {"args", {{"joules", s.cpu_energy_j}}}});
   }
-  nlohmann::json trace = {{"traceEvents", events},
-                          {"displayTimeUnit", "ms"},
-                          {"otherData",
-                           {{"producer", "tach"}, {"schedule", d.schedule.describe()},
-                            {"dropped_events", d.dropped_events}, {"timestamps", "microseconds since profiler start"},
-                            {"gpu_activity", d.gpu_activity_note.empty() ? std::to_string(d.gpu_activity.size()) +
-                                                                               " records (CUPTI)"
-                                                                         : d.gpu_activity_note}}}};
+  nlohmann::json trace = {
+      {"traceEvents", events},
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       {{"producer", "tach"},
+        {"schedule", d.schedule.describe()},
+        {"dropped_events", d.dropped_events},
+        {"timestamps", "microseconds since profiler start"},
+        {"gpu_activity", d.gpu_activity_note.empty() ? std::to_string(d.gpu_activity.size()) + " records (CUPTI)"
+                                                     : d.gpu_activity_note}}}};
   return trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

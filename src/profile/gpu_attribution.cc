@@ -28,5 +28,4 @@ void attribute_gpu_activity(ProfileData& d, const std::vector<GpuActivityEvent>&
             [](const GpuActivityEvent& a, const GpuActivityEvent& b) { return a.start_ns < b.start_ns; });
 }
 
-
 }  // namespace tach

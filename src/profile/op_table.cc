@@ -91,7 +91,8 @@ std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_
     if (sort_by == "gpu") return r.gpu_ns;  // the kernels' time on the GPU under the row (0 on the CPU)
     return r.flops;
   };
-  std::stable_sort(out.begin(), out.end(), [&](const OpTableRow& a, const OpTableRow& b) { return metric(a) > metric(b); });
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const OpTableRow& a, const OpTableRow& b) { return metric(a) > metric(b); });
   return out;
 }
 
@@ -101,17 +102,17 @@ std::string op_table_text(const std::vector<OpTableRow>& rows, size_t limit) {
   for (size_t i = 0; i < rows.size() && i < limit; ++i) w = std::max(w, std::min<size_t>(rows[i].key.size(), 72));
   // A GPU profile gets a GPU-time column, and its rates are over GPU time.
   const bool gpu = std::any_of(rows.begin(), rows.end(), [](const OpTableRow& r) { return r.gpu_ns > 0; });
-  s << std::string(w, ' ').replace(0, 4, "name") << "  calls    self ms   total ms    avg ms" << (gpu ? "    gpu ms" : "")
-    << "  % steps  GFLOP/s   GB/s  alloc MiB  verdict\n";
+  s << std::string(w, ' ').replace(0, 4, "name") << "  calls    self ms   total ms    avg ms"
+    << (gpu ? "    gpu ms" : "") << "  % steps  GFLOP/s   GB/s  alloc MiB  verdict\n";
   for (size_t i = 0; i < rows.size() && i < limit; ++i) {
     const auto& r = rows[i];
     std::string key = r.key.size() > 72 ? r.key.substr(0, 69) + "..." : r.key;
     key.resize(w, ' ');
-    s << key << fmt("%7.0f", double(r.calls)) << fmt("%11.2f", r.self_ns * 1e-6)
-      << fmt("%11.2f", r.total_ns * 1e-6) << fmt("%10.3f", r.total_ns * 1e-6 / double(r.calls))
-      << (gpu ? fmt("%10.3f", r.gpu_ns * 1e-6) : std::string()) << fmt("%9.1f", r.percent_of_steps) << fmt("%9.1f", gflops_per_s(r))
-      << fmt("%7.1f", gb_per_s(r)) << fmt("%11.1f", double(r.allocated_bytes) / 1048576.0)
-      << "  " << bound_name(r.verdict.bound) << fmt(" %.0f%%", r.verdict.achieved_fraction * 100)
+    s << key << fmt("%7.0f", double(r.calls)) << fmt("%11.2f", r.self_ns * 1e-6) << fmt("%11.2f", r.total_ns * 1e-6)
+      << fmt("%10.3f", r.total_ns * 1e-6 / double(r.calls)) << (gpu ? fmt("%10.3f", r.gpu_ns * 1e-6) : std::string())
+      << fmt("%9.1f", r.percent_of_steps) << fmt("%9.1f", gflops_per_s(r)) << fmt("%7.1f", gb_per_s(r))
+      << fmt("%11.1f", double(r.allocated_bytes) / 1048576.0) << "  " << bound_name(r.verdict.bound)
+      << fmt(" %.0f%%", r.verdict.achieved_fraction * 100)
       << (r.verdict.above_ceiling ? " (ABOVE THE CEILING: the ceiling is wrong)" : "") << "\n";
   }
   return s.str();
@@ -130,9 +131,8 @@ std::string op_table_csv(const std::vector<OpTableRow>& rows) {
     }
     s << key << "," << r.calls << "," << r.self_ns * 1e-6 << "," << r.total_ns * 1e-6 << ","
       << r.total_ns * 1e-3 / double(r.calls) << "," << r.percent_of_steps << "," << r.flops << "," << r.bytes << ","
-      << gflops_per_s(r) << "," << gb_per_s(r) << ","
-      << r.allocated_bytes << "," << r.freed_bytes << "," << bound_name(r.verdict.bound) << ","
-      << r.verdict.achieved_fraction << "," << r.gpu_ns * 1e-6 << "\n";
+      << gflops_per_s(r) << "," << gb_per_s(r) << "," << r.allocated_bytes << "," << r.freed_bytes << ","
+      << bound_name(r.verdict.bound) << "," << r.verdict.achieved_fraction << "," << r.gpu_ns * 1e-6 << "\n";
   }
   return s.str();
 }
@@ -140,14 +140,25 @@ std::string op_table_csv(const std::vector<OpTableRow>& rows) {
 std::string op_table_json(const std::vector<OpTableRow>& rows) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : rows)
-    arr.push_back({{"name", r.key}, {"calls", r.calls}, {"self_ms", r.self_ns * 1e-6}, {"total_ms", r.total_ns * 1e-6},
-                   {"avg_us", r.total_ns * 1e-3 / double(r.calls)}, {"percent_of_steps", r.percent_of_steps},
-                   {"flops", r.flops}, {"bytes", r.bytes}, {"gflops_per_s", gflops_per_s(r)}, {"gb_per_s", gb_per_s(r)},
-                   {"allocated_bytes", r.allocated_bytes}, {"freed_bytes", r.freed_bytes},
-                   {"verdict", bound_name(r.verdict.bound)}, {"achieved_fraction", r.verdict.achieved_fraction},
-                   {"intensity_flops_per_byte", r.verdict.intensity}, {"above_ceiling", r.verdict.above_ceiling},
+    arr.push_back({{"name", r.key},
+                   {"calls", r.calls},
+                   {"self_ms", r.self_ns * 1e-6},
+                   {"total_ms", r.total_ns * 1e-6},
+                   {"avg_us", r.total_ns * 1e-3 / double(r.calls)},
+                   {"percent_of_steps", r.percent_of_steps},
+                   {"flops", r.flops},
+                   {"bytes", r.bytes},
+                   {"gflops_per_s", gflops_per_s(r)},
+                   {"gb_per_s", gb_per_s(r)},
+                   {"allocated_bytes", r.allocated_bytes},
+                   {"freed_bytes", r.freed_bytes},
+                   {"verdict", bound_name(r.verdict.bound)},
+                   {"achieved_fraction", r.verdict.achieved_fraction},
+                   {"intensity_flops_per_byte", r.verdict.intensity},
+                   {"above_ceiling", r.verdict.above_ceiling},
                    {"gpu_ms", r.gpu_ns * 1e-6}});
-  return nlohmann::json{{"schema", "tach.profile.op_table/1"}, {"rows", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json{{"schema", "tach.profile.op_table/1"}, {"rows", arr}}.dump(
+      2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace tach

@@ -91,8 +91,9 @@ struct Profiler::Impl final : core::TraceSink {
     if (s.active) {
       for (auto& r : records) {
         ProfileEvent e;
-        e.kind = r.kind == core::SpanKind::op ? EventKind::op : r.kind == core::SpanKind::module ? EventKind::module
-                                                                                                : EventKind::scope;
+        e.kind = r.kind == core::SpanKind::op       ? EventKind::op
+                 : r.kind == core::SpanKind::module ? EventKind::module
+                                                    : EventKind::scope;
         e.name = std::move(r.name);
         e.detail = std::move(r.detail);
         e.thread = r.thread;

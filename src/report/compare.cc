@@ -121,8 +121,8 @@ std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std:
   for (const auto& r : runs)
     for (const auto& p : r.points) {
       const std::string v = p.key.value_of(axis);
-      check(!v.empty(), r.dir + ": its points have no " + axis + " (an inference run); --by " + axis +
-                            " compares training runs");
+      check(!v.empty(),
+            r.dir + ": its points have no " + axis + " (an inference run); --by " + axis + " compares training runs");
       if (!index.count(v)) {
         index[v] = sides.size();
         CompareRun s;
@@ -157,8 +157,8 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
   if (c.by.empty() && c.runs.size() == 2) {
     c.by = axis_between(c.runs[0], c.runs[1]);
     if (!c.by.empty())
-      c.note = "the runs share no point, but do once " + c.by + " is left out: comparing " + c.by +
-               " (as --by " + c.by + ")";
+      c.note = "the runs share no point, but do once " + c.by + " is left out: comparing " + c.by + " (as --by " +
+               c.by + ")";
   }
   if (!c.by.empty()) {
     (void)PointKey{}.id_without(c.by);  // an unknown axis is an error naming the axes
@@ -253,8 +253,9 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
     nlohmann::json j;
     j["schema"] = "tach.compare/1";
     j["method"] = {{"statistic", "median batch latency per point; throughput = batch / latency"},
-                   {"interval", "percentile bootstrap over the raw per-run latencies, each side resampled with "
-                                "replacement"},
+                   {"interval",
+                    "percentile bootstrap over the raw per-run latencies, each side resampled with "
+                    "replacement"},
                    {"confidence", o.confidence},
                    {"resamples", o.resamples},
                    {"seed", o.seed},
@@ -291,9 +292,21 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
   rows.push_back({"point", "run", "baseline ms (n)", "ms (n)", "latency change [" + ci + "]",
                   "throughput change [" + ci + "]", "verdict", "why"});
   if (csv)
-    rows.back() = {"point", "baseline", "run", "baseline_n", "n", "baseline_median_ms", "median_ms", "latency_change",
-                   "latency_ci_lo", "latency_ci_hi", "throughput_change", "throughput_ci_lo", "throughput_ci_hi",
-                   "verdict", "why"};
+    rows.back() = {"point",
+                   "baseline",
+                   "run",
+                   "baseline_n",
+                   "n",
+                   "baseline_median_ms",
+                   "median_ms",
+                   "latency_change",
+                   "latency_ci_lo",
+                   "latency_ci_hi",
+                   "throughput_change",
+                   "throughput_ci_lo",
+                   "throughput_ci_hi",
+                   "verdict",
+                   "why"};
   for (const auto& ch : c.changes) {
     const bool interval = ch.baseline_n >= 2 && ch.n >= 2 && ch.verdict != "not comparable";
     if (csv) {
@@ -304,12 +317,13 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
                       interval ? num(ch.throughput_hi, 5) : "", ch.verdict, ch.why});
       continue;
     }
-    rows.push_back({ch.id, std::to_string(ch.run), num(ch.baseline_median_ms, 3) + " (" + std::to_string(ch.baseline_n) + ")",
-                    num(ch.median_ms, 3) + " (" + std::to_string(ch.n) + ")",
-                    pct(ch.latency_change) + (interval ? " [" + pct(ch.latency_lo) + ", " + pct(ch.latency_hi) + "]" : ""),
-                    pct(ch.throughput_change) +
-                        (interval ? " [" + pct(ch.throughput_lo) + ", " + pct(ch.throughput_hi) + "]" : ""),
-                    ch.verdict, ch.why});
+    rows.push_back(
+        {ch.id, std::to_string(ch.run), num(ch.baseline_median_ms, 3) + " (" + std::to_string(ch.baseline_n) + ")",
+         num(ch.median_ms, 3) + " (" + std::to_string(ch.n) + ")",
+         pct(ch.latency_change) + (interval ? " [" + pct(ch.latency_lo) + ", " + pct(ch.latency_hi) + "]" : ""),
+         pct(ch.throughput_change) +
+             (interval ? " [" + pct(ch.throughput_lo) + ", " + pct(ch.throughput_hi) + "]" : ""),
+         ch.verdict, ch.why});
   }
   std::ostringstream out;
   if (csv) {
@@ -357,7 +371,10 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
   }
   int improved = 0, regressed = 0, noise = 0, other = 0;
   for (const auto& ch : c.changes)
-    (ch.verdict == "improved" ? improved : ch.verdict == "regressed" ? regressed : ch.verdict == "within noise" ? noise : other)++;
+    (ch.verdict == "improved"       ? improved
+     : ch.verdict == "regressed"    ? regressed
+     : ch.verdict == "within noise" ? noise
+                                    : other)++;
   out << (md ? "\n" : "") << c.changes.size() << " comparisons: " << improved << " improved, " << regressed
       << " regressed, " << noise << " within noise" << (other ? ", " + std::to_string(other) + " not comparable" : "")
       << ". Latency is the median batch latency (ms, wall clock) of each point (a training point's: its optimizer "

@@ -47,16 +47,22 @@ std::string comparison_html(const RunComparison& c) {
     h << "<li>run " << r << (r == 0 ? " (baseline)" : "") << ": <code>" << escape_html(c.runs[r].dir) << "</code>"
       << (c.runs[r].model.empty() ? "" : ", model " + escape_html(c.runs[r].model)) << ", " << c.runs[r].points.size()
       << " points</li>";
-  h << "</ul><p class='method'>Latency is each point's median batch latency (ms, wall clock, per run). A change is new / "
-       "baseline − 1, with a " << num(c.options.confidence * 100, 0) << "% percentile bootstrap interval from "
-    << c.options.resamples << " resamples of the raw per-run latencies (each side resampled with replacement, seed "
-    << c.options.seed << "). Verdicts: <b>within noise</b> when the interval holds 0 or the change is below "
-    << num(c.options.noise_threshold * 100, 1) << "%; otherwise <b>improved</b> or <b>regressed</b>. Throughput is "
+  h << "</ul><p class='method'>Latency is each point's median batch latency (ms, wall clock, per run). A change is new "
+       "/ "
+       "baseline − 1, with a "
+    << num(c.options.confidence * 100, 0) << "% percentile bootstrap interval from " << c.options.resamples
+    << " resamples of the raw per-run latencies (each side resampled with replacement, seed " << c.options.seed
+    << "). Verdicts: <b>within noise</b> when the interval holds 0 or the change is below "
+    << num(c.options.noise_threshold * 100, 1)
+    << "%; otherwise <b>improved</b> or <b>regressed</b>. Throughput is "
        "batch / latency per run.</p>";
 
   int improved = 0, regressed = 0, noise = 0, other = 0;
   for (const auto& ch : c.changes)
-    (ch.verdict == "improved" ? improved : ch.verdict == "regressed" ? regressed : ch.verdict == "within noise" ? noise : other)++;
+    (ch.verdict == "improved"       ? improved
+     : ch.verdict == "regressed"    ? regressed
+     : ch.verdict == "within noise" ? noise
+                                    : other)++;
   h << "<p><b>" << c.changes.size() << " comparisons</b>: <span class='improved'>" << improved
     << " improved</span>, <span class='regressed'>" << regressed << " regressed</span>, <span class='noise'>" << noise
     << " within noise</span>" << (other ? ", " + std::to_string(other) + " not comparable" : "") << ".</p>";

@@ -19,8 +19,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // padded with spaces and a newline so that the data starts on a 64-byte boundary.
 std::string npy_bytes(const Tensor& v) {
   const int64_t N = v.size(0), E = v.size(1);
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(N) + ", " +
-                     std::to_string(E) + "), }";
+  std::string dict =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(N) + ", " + std::to_string(E) + "), }";
   const size_t unpadded = 10 + dict.size() + 1;
   dict.append((64 - unpadded % 64) % 64, ' ');
   dict += '\n';

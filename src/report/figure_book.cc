@@ -68,8 +68,8 @@ void FigureBook::add_grid(const std::string& name, const std::string& title, con
   const int gap = 12, rows = int((chart_svgs.size() + columns - 1) / columns);
   const int W = columns * cell_w + (columns - 1) * gap, H = rows * cell_h + (rows - 1) * gap;
   std::ostringstream o;
-  o << "<svg class='chart figure-grid' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H
-    << "' width='" << W << "' height='" << H << "'>";
+  o << "<svg class='chart figure-grid' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H << "' width='"
+    << W << "' height='" << H << "'>";
   for (size_t i = 0; i < chart_svgs.size(); ++i)
     o << "<g transform='translate(" << int(i % columns) * (cell_w + gap) << "," << int(i / columns) * (cell_h + gap)
       << ")'>" << chart_svgs[i] << "</g>";

@@ -92,12 +92,9 @@ ManifestCheck verify_manifest(const std::string& run_dir) {
   ManifestCheck c;
   for (const auto& [name, digest] : listed) {
     const fs::path file = fs::path(run_dir) / name;
-    if (!fs::is_regular_file(file))
-      c.missing.push_back(name);
-    else if (model::sha256_of_file(file.string()) != digest)
-      c.changed.push_back(name);
-    else
-      ++c.verified;
+    if (!fs::is_regular_file(file)) c.missing.push_back(name);
+    else if (model::sha256_of_file(file.string()) != digest) c.changed.push_back(name);
+    else ++c.verified;
   }
   for (const auto& f : artefacts(run_dir))
     if (!listed.count(f)) c.added.push_back(f);

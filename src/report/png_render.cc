@@ -55,8 +55,8 @@ std::string render_png(const std::string& svg, double scale, const std::string& 
 }  // namespace
 
 std::vector<WrittenImage> write_report_pngs(const RunReport& report, const std::string& plots_dir, double scale) {
-  check(scale > 0 && scale <= 8, "--png-scale must be above 0 and at most 8 (pixels per SVG unit); got " +
-                                     std::to_string(scale));
+  check(scale > 0 && scale <= 8,
+        "--png-scale must be above 0 and at most 8 (pixels per SVG unit); got " + std::to_string(scale));
   std::filesystem::create_directories(plots_dir);
   std::vector<WrittenImage> written;
   for (const auto& figure : report.figures) {

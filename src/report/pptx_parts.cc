@@ -45,14 +45,15 @@ std::string xml_text(const std::string& s) {
   return escape_html(allowed);  // the same five escapes XML needs
 }
 
-std::string text_box(int id, const std::string& name, const Box& box, const std::vector<std::string>& lines,
-                     int points, bool bold, bool bullets) {
+std::string text_box(int id, const std::string& name, const Box& box, const std::vector<std::string>& lines, int points,
+                     bool bold, bool bullets) {
   std::ostringstream o;
   o << "<p:sp><p:nvSpPr><p:cNvPr id=\"" << id << "\" name=\"" << xml_text(name)
     << "\"/><p:cNvSpPr txBox=\"1\"/><p:nvPr/></p:nvSpPr><p:spPr>" << xfrm(box)
     << "<a:prstGeom prst=\"rect\"><a:avLst/></a:prstGeom><a:noFill/></p:spPr>"
     // normAutofit: an application that can shrinks text that would overflow the box.
-    << "<p:txBody><a:bodyPr wrap=\"square\" lIns=\"0\" rIns=\"0\" rtlCol=\"0\"><a:normAutofit/></a:bodyPr><a:lstStyle/>";
+    << "<p:txBody><a:bodyPr wrap=\"square\" lIns=\"0\" rIns=\"0\" "
+       "rtlCol=\"0\"><a:normAutofit/></a:bodyPr><a:lstStyle/>";
   for (const auto& line : lines) {
     o << "<a:p>";
     if (bullets)
@@ -71,7 +72,8 @@ std::string text_box(int id, const std::string& name, const Box& box, const std:
 std::string picture(int id, const std::string& description, const Box& box, const std::string& rel_id) {
   std::ostringstream o;
   o << "<p:pic><p:nvPicPr><p:cNvPr id=\"" << id << "\" name=\"Picture " << id << "\" descr=\"" << xml_text(description)
-    << "\"/><p:cNvPicPr><a:picLocks noChangeAspect=\"1\"/></p:cNvPicPr><p:nvPr/></p:nvPicPr><p:blipFill><a:blip r:embed=\""
+    << "\"/><p:cNvPicPr><a:picLocks noChangeAspect=\"1\"/></p:cNvPicPr><p:nvPr/></p:nvPicPr><p:blipFill><a:blip "
+       "r:embed=\""
     << rel_id << "\"/><a:stretch><a:fillRect/></a:stretch></p:blipFill><p:spPr>" << xfrm(box)
     << "<a:prstGeom prst=\"rect\"><a:avLst/></a:prstGeom></p:spPr></p:pic>";
   return o.str();
@@ -94,7 +96,8 @@ std::string content_types(int slides) {
   std::ostringstream o;
   o << kXmlHead << "<Types xmlns=\"http://schemas.openxmlformats.org/package/2006/content-types\">"
     << "<Default Extension=\"rels\" ContentType=\"application/vnd.openxmlformats-package.relationships+xml\"/>"
-    << "<Default Extension=\"xml\" ContentType=\"application/xml\"/><Default Extension=\"png\" ContentType=\"image/png\"/>";
+    << "<Default Extension=\"xml\" ContentType=\"application/xml\"/><Default Extension=\"png\" "
+       "ContentType=\"image/png\"/>";
   auto part = [&](const std::string& name, const std::string& type) {
     o << "<Override PartName=\"" << name << "\" ContentType=\"" << type << "\"/>";
   };
@@ -102,7 +105,8 @@ std::string content_types(int slides) {
   part("/ppt/slideMasters/slideMaster1.xml", ct + "presentationml.slideMaster+xml");
   part("/ppt/slideLayouts/slideLayout1.xml", ct + "presentationml.slideLayout+xml");
   part("/ppt/theme/theme1.xml", ct + "theme+xml");
-  for (int i = 1; i <= slides; ++i) part("/ppt/slides/slide" + std::to_string(i) + ".xml", ct + "presentationml.slide+xml");
+  for (int i = 1; i <= slides; ++i)
+    part("/ppt/slides/slide" + std::to_string(i) + ".xml", ct + "presentationml.slide+xml");
   part("/ppt/presProps.xml", ct + "presentationml.presProps+xml");
   part("/ppt/viewProps.xml", ct + "presentationml.viewProps+xml");
   part("/ppt/tableStyles.xml", ct + "presentationml.tableStyles+xml");
@@ -178,13 +182,15 @@ std::string slide_master_rels() {
 }
 
 std::string slide_layout() {
-  return std::string(kXmlHead) + "<p:sldLayout" + kNamespaces + " type=\"blank\" preserve=\"1\"><p:cSld name=\"Blank\"><p:spTree>" +
-         kTreeHead + "</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sldLayout>";
+  return std::string(kXmlHead) + "<p:sldLayout" + kNamespaces +
+         " type=\"blank\" preserve=\"1\"><p:cSld name=\"Blank\"><p:spTree>" + kTreeHead +
+         "</p:spTree></p:cSld><p:clrMapOvr><a:masterClrMapping/></p:clrMapOvr></p:sldLayout>";
 }
 
 std::string slide_layout_rels() {
   return std::string(kXmlHead) + "<Relationships xmlns=\"" + kRelsNs + "\">" +
-         relationship(1, std::string(kRelType) + "slideMaster", "../slideMasters/slideMaster1.xml") + "</Relationships>";
+         relationship(1, std::string(kRelType) + "slideMaster", "../slideMasters/slideMaster1.xml") +
+         "</Relationships>";
 }
 
 // The theme: the report's palette (Okabe-Ito, as the charts) and DejaVu Sans; the format scheme
@@ -214,7 +220,8 @@ std::string theme() {
   o << "</a:fontScheme><a:fmtScheme name=\"tach\"><a:fillStyleLst>";
   for (int i = 0; i < 3; ++i) o << "<a:solidFill><a:schemeClr val=\"phClr\"/></a:solidFill>";
   o << "</a:fillStyleLst><a:lnStyleLst>";
-  for (int w : {6350, 12700, 19050}) o << "<a:ln w=\"" << w << "\"><a:solidFill><a:schemeClr val=\"phClr\"/></a:solidFill></a:ln>";
+  for (int w : {6350, 12700, 19050})
+    o << "<a:ln w=\"" << w << "\"><a:solidFill><a:schemeClr val=\"phClr\"/></a:solidFill></a:ln>";
   o << "</a:lnStyleLst><a:effectStyleLst>";
   for (int i = 0; i < 3; ++i) o << "<a:effectStyle><a:effectLst/></a:effectStyle>";
   o << "</a:effectStyleLst><a:bgFillStyleLst>";

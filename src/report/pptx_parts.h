@@ -20,8 +20,8 @@ struct Box {
 std::string xml_text(const std::string& s);
 
 // A text box; each line one paragraph, as bullets or not, at `points` size (bold for a title).
-std::string text_box(int id, const std::string& name, const Box& box, const std::vector<std::string>& lines,
-                     int points, bool bold, bool bullets);
+std::string text_box(int id, const std::string& name, const Box& box, const std::vector<std::string>& lines, int points,
+                     bool bold, bool bullets);
 // A picture filling `box`, its image the slide's relationship `rel_id`; `description` is its alt text.
 std::string picture(int id, const std::string& description, const Box& box, const std::string& rel_id);
 // A slide holding the shapes (from text_box and picture).

@@ -63,9 +63,11 @@ int write_report_pptx(const RunReport& report, const std::vector<WrittenImage>& 
   // The parts, kept alive until zip_close reads them.
   std::deque<std::pair<std::string, std::string>> parts;
   std::vector<std::string> slides;
-  std::vector<std::string> about(report.about.begin(), report.about.begin() + std::min(report.about.size(), kAboutLines));
-  slides.push_back(px::slide_xml(px::text_box(2, "Title", inches(0.7, 1.4, 11.9, 1.1), {report.title}, 32, true, false) +
-                                 px::text_box(3, "About the run", inches(0.7, 2.7, 11.9, 4.4), about, 14, false, false)));
+  std::vector<std::string> about(report.about.begin(),
+                                 report.about.begin() + std::min(report.about.size(), kAboutLines));
+  slides.push_back(
+      px::slide_xml(px::text_box(2, "Title", inches(0.7, 1.4, 11.9, 1.1), {report.title}, 32, true, false) +
+                    px::text_box(3, "About the run", inches(0.7, 2.7, 11.9, 4.4), about, 14, false, false)));
   for (size_t i = 0; i < report.figures.size(); ++i) slides.push_back(figure_slide(report.figures[i], pngs[i]));
   std::vector<std::string> findings = report.findings;
   if (findings.empty()) findings.push_back("This run wrote no findings (no summary.txt and no profile).");

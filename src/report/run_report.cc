@@ -39,9 +39,7 @@ std::optional<json> read_json(const fs::path& p) {
   if (!fs::is_regular_file(p)) return std::nullopt;
   try {
     return json::parse(read_file(p));
-  } catch (const json::exception& e) {
-    throw Error(p.string() + ": not valid JSON (" + e.what() + ")");
-  }
+  } catch (const json::exception& e) { throw Error(p.string() + ": not valid JSON (" + e.what() + ")"); }
 }
 
 std::string num(double v, int decimals) {
@@ -77,7 +75,13 @@ std::string plain_text(const std::string& html) {
     else if (!tag && c == '&') {
       const size_t end = html.find(';', i);
       const std::string e = end == std::string::npos ? "" : html.substr(i, end - i + 1);
-      const char* plain = e == "&amp;" ? "&" : e == "&lt;" ? "<" : e == "&gt;" ? ">" : e == "&quot;" ? "\"" : e == "&#39;" ? "'" : e == "&nbsp;" ? " " : nullptr;
+      const char* plain = e == "&amp;"    ? "&"
+                          : e == "&lt;"   ? "<"
+                          : e == "&gt;"   ? ">"
+                          : e == "&quot;" ? "\""
+                          : e == "&#39;"  ? "'"
+                          : e == "&nbsp;" ? " "
+                                          : nullptr;
       if (plain) out += plain, i = end;
       else out += c;
     } else if (!tag) out += c;
@@ -126,10 +130,10 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
   row("run directory", "<code>" + escape_html(fs::absolute(dir).string()) + "</code>");
   if (summary && summary->contains("models") && (*summary)["models"].is_array())
     for (const auto& m : (*summary)["models"])
-      row("model", escape_html(m.value("architecture", std::string())) + ", " +
-                       num(m.value("parameters", 0.0) / 1e6, 1) + " M parameters, weights " +
-                       escape_html(m.value("weights_dtype", std::string())) + ", " +
-                       escape_html(m.value("task", std::string())) + "; " + escape_html(m.value("source", std::string())));
+      row("model",
+          escape_html(m.value("architecture", std::string())) + ", " + num(m.value("parameters", 0.0) / 1e6, 1) +
+              " M parameters, weights " + escape_html(m.value("weights_dtype", std::string())) + ", " +
+              escape_html(m.value("task", std::string())) + "; " + escape_html(m.value("source", std::string())));
   if (config && config->contains("model") && (*config)["model"].is_object()) {  // a train run describes its model here
     const json& m = (*config)["model"];
     row("model", escape_html(m.value("architecture", std::string())) + ", " + num(m.value("parameters", 0.0) / 1e6, 2) +
@@ -181,7 +185,8 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
       if (first.empty() || p.finished_at < first) first = p.finished_at;
       if (p.finished_at > last) last = p.finished_at;
     }
-  if (!first.empty()) row("date", escape_html(first) + (last != first ? " to " + escape_html(last) : "") + " (UTC, points finished)");
+  if (!first.empty())
+    row("date", escape_html(first) + (last != first ? " to " + escape_html(last) : "") + " (UTC, points finished)");
   row("tach", escape_html(tach_version()) + " (the build writing this report)");
   h << "</dl>";
 }
@@ -226,14 +231,20 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
     auto it = p.allocator.find(cat);
     return it == p.allocator.end() ? std::nan("") : double(it->second.peak);
   };
-  const bool gpu = std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.key.device != "cpu"; });
+  const bool gpu =
+      std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.key.device != "cpu"; });
   const std::vector<std::string> six = {
-      panel("latency per sample", "ms per sample (median)", [](const PointResult& p) { return p.sample_latency_ms.median; }),
+      panel("latency per sample", "ms per sample (median)",
+            [](const PointResult& p) { return p.sample_latency_ms.median; }),
       panel("throughput", "samples/s", [](const PointResult& p) { return p.samples_per_s; }),
       panel("GPU memory", "MiB, allocator peak on the device",
-            [&](const PointResult& p) { return gpu && p.key.device != "cpu" ? peak(p, "total") / 1048576.0 : std::nan(""); }),
-      panel("CPU memory", "MiB, peak RSS of the process", [](const PointResult& p) { return double(p.peak_rss_bytes) / 1048576.0; }),
-      panel("latency per batch", "ms per batch (median)", [](const PointResult& p) { return p.batch_latency_ms.median; }),
+            [&](const PointResult& p) {
+              return gpu && p.key.device != "cpu" ? peak(p, "total") / 1048576.0 : std::nan("");
+            }),
+      panel("CPU memory", "MiB, peak RSS of the process",
+            [](const PointResult& p) { return double(p.peak_rss_bytes) / 1048576.0; }),
+      panel("latency per batch", "ms per batch (median)",
+            [](const PointResult& p) { return p.batch_latency_ms.median; }),
       panel("memory efficiency", "samples/s per GiB of peak RSS",
             [](const PointResult& p) { return p.samples_per_s / (double(p.peak_rss_bytes) / 1073741824.0); })};
   h << "<div class='charts'>";
@@ -246,8 +257,8 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
     const PointResult* b = nullptr;
     for (const PointResult* p : by_series[name])
       if (!b || p->samples_per_s > b->samples_per_s) b = p;
-    best.push_back(name + ": most throughput at batch " + std::to_string(b->key.batch) + ", " + num(b->samples_per_s, 1) +
-                   " samples/s, " + num(b->sample_latency_ms.median, 3) + " ms/sample, " +
+    best.push_back(name + ": most throughput at batch " + std::to_string(b->key.batch) + ", " +
+                   num(b->samples_per_s, 1) + " samples/s, " + num(b->sample_latency_ms.median, 3) + " ms/sample, " +
                    mib(double(b->peak_rss_bytes)) + " MiB peak RSS");
   }
   page.figs.add_grid("batch_size_comparison", "the sweep against batch size, six panels", six, 3, best);
@@ -272,7 +283,8 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
     page.figs.add("memory_usage", "memory against batch size", report::line_chart(spec, memory));
   }
   // GPU points also carry the GPU's own time per run (CUDA events): beside the host's latency.
-  const bool gpu_time = std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
+  const bool gpu_time =
+      std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
   if (gpu_time)
     h << "<div class='charts'>"
       << panel("GPU time per batch", "ms per batch (median; CUDA events around the forward, copies included)",
@@ -282,7 +294,8 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
                  return p.gpu_time_ms.n > 0 ? p.batch_latency_ms.median - p.gpu_time_ms.median : std::nan("");
                })
       << "</div>";
-  const bool energy = std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.energy_j_per_sample >= 0; });
+  const bool energy =
+      std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.energy_j_per_sample >= 0; });
   if (energy)
     h << "<div class='charts'>"
       << panel("energy per sample",
@@ -290,8 +303,7 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
                    : "J per sample (RAPL: CPU package + DRAM)",
                [](const PointResult& p) { return p.energy_j_per_sample >= 0 ? p.energy_j_per_sample : std::nan(""); })
       << "</div>";
-  else
-    h << "<p class='muted'>Energy: " << escape_html(points.front().energy_source) << ".</p>";
+  else h << "<p class='muted'>Energy: " << escape_html(points.front().energy_source) << ".</p>";
 
   // The grid's metrics, each normalised over the points (0 = the best, 1 = the worst: darker is worse).
   struct Metric {
@@ -306,7 +318,8 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
       {"p95 ms/batch", false, [](const PointResult& p) { return p.batch_latency_ms.p95; }, 2},
       {"GFLOP/s", true, [](const PointResult& p) { return p.achieved_gflops_per_s; }, 1},
       {"RSS MiB", false, [](const PointResult& p) { return double(p.peak_rss_bytes) / 1048576.0; }, 0},
-      {"J/sample", false, [](const PointResult& p) { return p.energy_j_per_sample >= 0 ? p.energy_j_per_sample : std::nan(""); }, 3},
+      {"J/sample", false,
+       [](const PointResult& p) { return p.energy_j_per_sample >= 0 ? p.energy_j_per_sample : std::nan(""); }, 3},
   };
   std::vector<std::string> rows, cols;
   std::vector<std::vector<double>> level(points.size());
@@ -372,8 +385,7 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
   for (const auto& p : all) {
     if (p.status != "ok") {
       h << "<tr><td>" << escape_html(p.key.id()) << "</td><td colspan='" << (gpu_time ? 12 : 11)
-        << "' style='text-align:left'>" << escape_html(p.status)
-        << ": " << escape_html(p.reason) << "</td></tr>";
+        << "' style='text-align:left'>" << escape_html(p.status) << ": " << escape_html(p.reason) << "</td></tr>";
       continue;
     }
     h << "<tr><td>" << escape_html(p.key.id()) << "</td><td>" << p.measured_runs << "</td><td>"
@@ -393,7 +405,8 @@ void accuracy_section(Page& page, const json& acc) {
   std::ostringstream& h = page.h;
   h << "<h2>Accuracy</h2><p>" << escape_html(acc.value("dataset", std::string())) << "</p>";
   const json& results = acc.at("results");
-  h << "<table><tr><th>examples</th><th>accuracy</th><th>macro-F1</th><th>chance (majority label)</th><th>samples/s</th></tr>";
+  h << "<table><tr><th>examples</th><th>accuracy</th><th>macro-F1</th><th>chance (majority "
+       "label)</th><th>samples/s</th></tr>";
   for (const auto& r : results)
     h << "<tr><td>" << r.value("examples", 0) << "</td><td>" << num(r.value("accuracy", 0.0), 4) << "</td><td>"
       << num(r.value("macro_f1", 0.0), 4) << "</td><td>" << num(r.value("chance_accuracy", 0.0), 4) << "</td><td>"
@@ -428,10 +441,11 @@ void accuracy_section(Page& page, const json& acc) {
     rows.push_back("true " + (i < labels.size() ? labels[i] : std::to_string(i)));
     cols.push_back("pred " + (i < labels.size() ? labels[i] : std::to_string(i)));
   }
-  h << page.figs.add("confusion_matrix", "confusion matrix",
-                     report::heatmap("confusion matrix (counts; shade = share of the true label's row)", rows, cols, level, text),
-                     {"accuracy " + num(last.value("accuracy", 0.0), 4) + ", macro-F1 " + num(last.value("macro_f1", 0.0), 4) +
-                      " over " + std::to_string(last.value("examples", 0)) + " examples"});
+  h << page.figs.add(
+      "confusion_matrix", "confusion matrix",
+      report::heatmap("confusion matrix (counts; shade = share of the true label's row)", rows, cols, level, text),
+      {"accuracy " + num(last.value("accuracy", 0.0), 4) + ", macro-F1 " + num(last.value("macro_f1", 0.0), 4) +
+       " over " + std::to_string(last.value("examples", 0)) + " examples"});
 }
 
 // profile.json's words and numbers: the roofline, the bottlenecks, the op-sum against the step,
@@ -443,7 +457,8 @@ void profile_summary(Page& page, const json& p, const std::string& point, const 
   std::vector<report::RooflinePoint> pts;
   for (const auto& op : p.at("ops")) {
     const double ms = op.value("self_ms", 0.0), flops = op.value("flops", 0.0), bytes = op.value("bytes", 0.0);
-    if (ms > 0 && flops > 0 && bytes > 0) pts.push_back({op.value("op", std::string()), flops / bytes, flops / (ms * 1e-3)});
+    if (ms > 0 && flops > 0 && bytes > 0)
+      pts.push_back({op.value("op", std::string()), flops / bytes, flops / (ms * 1e-3)});
   }
   std::vector<std::string> top;  // the three ops with the most self time, with their verdicts
   for (const auto& op : p.at("ops")) {
@@ -466,8 +481,9 @@ void profile_summary(Page& page, const json& p, const std::string& point, const 
     const double ms = op.value("self_ms", 0.0), flops = op.value("flops", 0.0), bytes = op.value("bytes", 0.0);
     h << "<tr><td>" << escape_html(op.value("op", std::string())) << "</td><td>" << op.value("calls", 0) << "</td><td>"
       << num(ms, 4) << "</td><td>" << (bytes > 0 ? num(flops / bytes, 2) : "–") << "</td><td>"
-      << (ms > 0 ? num(flops / (ms * 1e-3) / 1e9, 2) : "–") << "</td><td>" << escape_html(op.value("verdict", std::string()))
-      << "</td><td>" << num(100 * op.value("achieved_fraction", 0.0), 0) << "%</td></tr>";
+      << (ms > 0 ? num(flops / (ms * 1e-3) / 1e9, 2) : "–") << "</td><td>"
+      << escape_html(op.value("verdict", std::string())) << "</td><td>"
+      << num(100 * op.value("achieved_fraction", 0.0), 0) << "%</td></tr>";
   }
   h << "</table>";
   const json& st = p.at("step_ms");
@@ -475,10 +491,10 @@ void profile_summary(Page& page, const json& p, const std::string& point, const 
   auto share = [&](double v) { return wall > 0 ? " (" + num(100 * v / wall, 1) + "%)" : std::string(); };
   h << "<table><tr><th>step time (" << escape_html(st.value("method", std::string())) << ")</th><th>ms</th></tr>"
     << "<tr><td>step wall time</td><td>" << num(wall, 3) << "</td></tr><tr><td>ops (the op-sum)</td><td>"
-    << num(st.value("ops", 0.0), 3) << share(st.value("ops", 0.0)) << "</td></tr><tr><td>in modules, between ops (the gap)</td><td>"
-    << num(st.value("in_modules_between_ops", 0.0), 3) << share(st.value("in_modules_between_ops", 0.0))
-    << "</td></tr><tr><td>outside the model</td><td>" << num(st.value("outside_model", 0.0), 3)
-    << share(st.value("outside_model", 0.0)) << "</td></tr></table>";
+    << num(st.value("ops", 0.0), 3) << share(st.value("ops", 0.0))
+    << "</td></tr><tr><td>in modules, between ops (the gap)</td><td>" << num(st.value("in_modules_between_ops", 0.0), 3)
+    << share(st.value("in_modules_between_ops", 0.0)) << "</td></tr><tr><td>outside the model</td><td>"
+    << num(st.value("outside_model", 0.0), 3) << share(st.value("outside_model", 0.0)) << "</td></tr></table>";
   h << "<p><b>Top bottlenecks</b></p><ol>";
   for (const auto& b : p.at("bottlenecks")) {
     h << "<li>" << escape_html(b.get<std::string>()) << "</li>";
@@ -614,7 +630,8 @@ void monitor_section(Page& page, const fs::path& csv_path) {
     spec.title = cols[c];
     spec.x_label = "seconds since the command started";
     spec.y_label = bytes ? cols[c].substr(0, cols[c].size() - 6) + " (MiB)" : cols[c];
-    h << page.figs.add("monitor_" + report::figure_file_stem(cols[c]), "monitor: " + cols[c], report::line_chart(spec, {s}));
+    h << page.figs.add("monitor_" + report::figure_file_stem(cols[c]), "monitor: " + cols[c],
+                       report::line_chart(spec, {s}));
   }
   h << "</div><details><summary>every sample</summary><table><tr>";
   for (const auto& c : cols) h << "<th>" << escape_html(c) << "</th>";
@@ -672,24 +689,29 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
   const std::string combination = heading == "Training" ? "" : heading.substr(heading.find(": ") + 2);
   const std::string of_run = combination.empty() ? "" : ": " + combination;
   const std::string file_suffix = combination.empty() ? "" : "_" + report::figure_file_stem(combination);
-  const report::Series loss = series(steps, "train loss", "loss", 1), tokens = series(steps, "tokens/s", "tokens_per_s", 1);
+  const report::Series loss = series(steps, "train loss", "loss", 1),
+                       tokens = series(steps, "tokens/s", "tokens_per_s", 1);
   h << "<div class='charts'>"
-    << page.figs.add("training_loss" + file_suffix, "training loss" + of_run, chart("training loss", "loss (per step's batch)", {loss}, false),
+    << page.figs.add("training_loss" + file_suffix, "training loss" + of_run,
+                     chart("training loss", "loss (per step's batch)", {loss}, false),
                      {loss.y.empty() ? "no loss recorded"
-                                     : "loss " + num(loss.y.front(), 4) + " at step 1, " + num(loss.y.back(), 4) + " at step " +
-                                           num(loss.x.back(), 0)});
+                                     : "loss " + num(loss.y.front(), 4) + " at step 1, " + num(loss.y.back(), 4) +
+                                           " at step " + num(loss.x.back(), 0)});
   if (!evals.empty()) {
     const report::Series accuracy = series(evals, "eval accuracy", "eval_accuracy", 1);
-    h << page.figs.add("evaluation" + file_suffix, "evaluation" + of_run,
-                       chart("evaluation", "loss, accuracy", {series(evals, "eval loss", "eval_loss", 1), accuracy}),
-                       {accuracy.y.empty() ? "no accuracy recorded"
-                                           : "eval accuracy " + num(accuracy.y.back(), 4) + " at step " + num(accuracy.x.back(), 0)});
+    h << page.figs.add(
+        "evaluation" + file_suffix, "evaluation" + of_run,
+        chart("evaluation", "loss, accuracy", {series(evals, "eval loss", "eval_loss", 1), accuracy}),
+        {accuracy.y.empty() ? "no accuracy recorded"
+                            : "eval accuracy " + num(accuracy.y.back(), 4) + " at step " + num(accuracy.x.back(), 0)});
   }
   h << page.figs.add("training_throughput" + file_suffix, "training throughput" + of_run,
                      chart("throughput", "tokens/s (real tokens, per step)", {tokens}));
   // The step split into its phases, stacked (every step, or an even sample of 120 of them).
-  const std::vector<std::pair<std::string, std::string>> phases = {
-      {"data", "data_ms"}, {"forward", "forward_ms"}, {"backward", "backward_ms"}, {"optimizer", "optimizer_ms"}};
+  const std::vector<std::pair<std::string, std::string>> phases = {{"data", "data_ms"},
+                                                                   {"forward", "forward_ms"},
+                                                                   {"backward", "backward_ms"},
+                                                                   {"optimizer", "optimizer_ms"}};
   std::vector<std::string> xl, names;
   std::vector<std::vector<double>> vals(phases.size());
   const size_t stride = std::max<size_t>(1, (steps.size() + 119) / 120);
@@ -704,10 +726,12 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     if (!v.empty()) phase_medians.push_back(phases[k].first + ": median " + num(v[v.size() / 2], 2) + " ms per step");
   }
-  h << page.figs.add("time_breakdown" + file_suffix, "step time by phase" + of_run,
-                     report::stacked_columns("step time by phase" + std::string(stride > 1 ? " (every " + std::to_string(stride) + "th step)" : ""),
-                                             xl, names, vals, "optimizer step", "ms, wall clock"),
-                     phase_medians);
+  h << page.figs.add(
+      "time_breakdown" + file_suffix, "step time by phase" + of_run,
+      report::stacked_columns(
+          "step time by phase" + std::string(stride > 1 ? " (every " + std::to_string(stride) + "th step)" : ""), xl,
+          names, vals, "optimizer step", "ms, wall clock"),
+      phase_medians);
   std::vector<report::Series> mem;
   for (const char* cat : {"weights", "activations", "gradients", "optimizer_state", "workspace", "other"})
     mem.push_back(series(steps, cat, std::string("memory_") + cat + "_bytes", 1.0 / 1048576.0));
@@ -738,11 +762,14 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
 
   if (const auto sum = read_json(dir / "summary.json")) {
     h << "<table><tr><th>summary</th><th></th></tr>";
-    auto row = [&](const std::string& k, const std::string& v) { h << "<tr><td>" << k << "</td><td>" << v << "</td></tr>"; };
+    auto row = [&](const std::string& k, const std::string& v) {
+      h << "<tr><td>" << k << "</td><td>" << v << "</td></tr>";
+    };
     std::string method = sum->value("method", std::string());
     if (const auto cfg = read_json(dir / "config.json"); method.empty() && cfg && cfg->contains("options"))
       method = (*cfg)["options"].value("method", std::string());
-    row("method / exec", escape_html(method.empty() ? "full" : method) + " / " + escape_html(sum->value("exec", std::string())));
+    row("method / exec",
+        escape_html(method.empty() ? "full" : method) + " / " + escape_html(sum->value("exec", std::string())));
     row("steps", std::to_string(sum->value("steps", 0)));
     row("step ms (median)", num(sum->value("step_ms_median", 0.0), 1));
     row("tokens/s (median)", num(sum->value("tokens_per_s_median", 0.0), 1));
@@ -787,8 +814,9 @@ RunReport build_run_report(const std::string& run_dir) {
   const bool training = fs::exists(dir / "steps.jsonl");
   const bool comparison = summary && summary->value("schema", std::string()) == "tach.train_comparison/1";
   check(!points.empty() || accuracy || profile_dir || training || comparison,
-        run_dir + ": no results.jsonl, accuracy.json, steps.jsonl or ops_by_op.csv: nothing to report (is it a tach "
-                  "bench, eval, run, train or profile directory?)");
+        run_dir +
+            ": no results.jsonl, accuracy.json, steps.jsonl or ops_by_op.csv: nothing to report (is it a tach "
+            "bench, eval, run, train or profile directory?)");
   Page page;
   std::ostringstream& h = page.h;
   h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>tach report: "
@@ -810,7 +838,8 @@ RunReport build_run_report(const std::string& run_dir) {
     // The findings on slides: summary.txt from its "Findings" heading on (the lines above repeat the
     // header), bullets' dashes dropped (the deck draws its own).
     const std::vector<std::string> lines = text_lines(text);
-    auto from = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("Findings", 0) == 0; });
+    auto from =
+        std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("Findings", 0) == 0; });
     from = from == lines.end() ? lines.begin() : from + 1;
     std::vector<std::string> summary_findings;
     for (auto it = from; it != lines.end(); ++it)
@@ -818,8 +847,8 @@ RunReport build_run_report(const std::string& run_dir) {
     page.findings.insert(page.findings.begin(), summary_findings.begin(), summary_findings.end());
   }
   h << "<p class='muted'>Written by tach " << escape_html(tach_version())
-    << " from the files in the run directory; rewrite it any time with <code>tach report "
-    << escape_html(run_dir) << "</code>.</p></body></html>\n";
+    << " from the files in the run directory; rewrite it any time with <code>tach report " << escape_html(run_dir)
+    << "</code>.</p></body></html>\n";
   return {h.str(), page.title, page.about, page.figs.figures(), page.findings};
 }
 
@@ -831,6 +860,8 @@ std::string write_run_report(const std::string& run_dir, const RunReport& report
   return path;
 }
 
-std::string write_run_report(const std::string& run_dir) { return write_run_report(run_dir, build_run_report(run_dir)); }
+std::string write_run_report(const std::string& run_dir) {
+  return write_run_report(run_dir, build_run_report(run_dir));
+}
 
 }  // namespace tach

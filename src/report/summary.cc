@@ -208,18 +208,21 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
 
 std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
   const SystemInfo sys = system_info();
-  nlohmann::json machine = {{"cpu", sys.cpu_model},
-                            {"logical_cores", sys.logical_cores},
-                            {"threads", sys.threads},
-                            {"isa", sys.isa.summary()},
-                            {"memory_total_bytes", sys.memory_total_bytes},
-                            {"gemm_library", sys.gemm_library},
-                            {"warnings", sys.warnings}};
+  nlohmann::json machine = {
+      {"cpu", sys.cpu_model},     {"logical_cores", sys.logical_cores},           {"threads", sys.threads},
+      {"isa", sys.isa.summary()}, {"memory_total_bytes", sys.memory_total_bytes}, {"gemm_library", sys.gemm_library},
+      {"warnings", sys.warnings}};
   nlohmann::json models = nlohmann::json::array();
   for (const auto& m : o.models)
-    models.push_back({{"spec", m.spec}, {"source", m.source}, {"architecture", m.architecture},
-                      {"weights_dtype", m.weights_dtype}, {"synthetic_weights", m.synthetic_weights}, {"task", m.task},
-                      {"parameters", m.parameters}, {"disk_bytes", m.disk_bytes}, {"memory_bytes", m.memory_bytes},
+    models.push_back({{"spec", m.spec},
+                      {"source", m.source},
+                      {"architecture", m.architecture},
+                      {"weights_dtype", m.weights_dtype},
+                      {"synthetic_weights", m.synthetic_weights},
+                      {"task", m.task},
+                      {"parameters", m.parameters},
+                      {"disk_bytes", m.disk_bytes},
+                      {"memory_bytes", m.memory_bytes},
                       {"labels", m.labels}});
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : batch_findings(o.results, config.latency_budget_ms))
@@ -250,12 +253,12 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
       {"points_ok", ok},
       {"points_resumed", o.resumed_points},
       {"findings", findings},
-      {"overhead", {{"timer_overhead_ns", o.results.empty() ? 0.0 : o.results.front().timer_overhead_ns},
-                    {"result_write_ms_median", o.result_write_ms_median}}},
+      {"overhead",
+       {{"timer_overhead_ns", o.results.empty() ? 0.0 : o.results.front().timer_overhead_ns},
+        {"result_write_ms_median", o.result_write_ms_median}}},
       {"points", points},
   };
-  if (!o.accuracy.empty())
-    j["accuracy"] = nlohmann::json::parse(accuracy_to_json(o.accuracy, o.accuracy_dataset));
+  if (!o.accuracy.empty()) j["accuracy"] = nlohmann::json::parse(accuracy_to_json(o.accuracy, o.accuracy_dataset));
   if (config.train.enabled) {
     j["kind"] = "train";
     nlohmann::json diag = nlohmann::json::array();
@@ -290,7 +293,8 @@ void write_run_reports(const BenchConfig& config, const SweepOutcome& o) {
   write_atomically(dir / "summary.txt", summary_text(config, o));
   write_atomically(dir / "detailed_metrics.csv", detailed_metrics_csv(o.results));
   if (config.train.enabled)
-    write_atomically(dir / "performance_report.md", performance_report_md(config.model, o.results, diagnose(config, o)));
+    write_atomically(dir / "performance_report.md",
+                     performance_report_md(config.model, o.results, diagnose(config, o)));
 }
 
 }  // namespace tach

@@ -45,7 +45,8 @@ std::vector<double> ticks(double lo, double hi, int target = 5) {
       break;
     }
   std::vector<double> t;
-  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
+  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
+    t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
   return t;
 }
 
@@ -59,8 +60,7 @@ std::string marker(const std::string& shape, double x, double y, const std::stri
   else if (shape == "triangle")
     s << "<path d='M" << x << " " << y - 4.5 << " L" << x + 4.5 << " " << y + 3.5 << " L" << x - 4.5 << " " << y + 3.5
       << " Z' fill='" << colour << "'";
-  else
-    s << "<circle cx='" << x << "' cy='" << y << "' r='3.8' fill='" << colour << "'";
+  else s << "<circle cx='" << x << "' cy='" << y << "' r='3.8' fill='" << colour << "'";
   return s.str();
 }
 
@@ -98,9 +98,10 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
       y1 = std::max(y1, i < s.y_hi.size() ? s.y_hi[i] : s.y[i]);
     }
   std::ostringstream o;
-  o << "<svg class='chart line-chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H
-    << "' width='" << W << "' height='" << H << "' role='img' aria-label='" << escape_html(spec.title) << "'>";
-  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(spec.title) << "</text>";
+  o << "<svg class='chart line-chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H << "' width='"
+    << W << "' height='" << H << "' role='img' aria-label='" << escape_html(spec.title) << "'>";
+  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(spec.title)
+    << "</text>";
   if (!std::isfinite(x0)) {
     o << "<text x='" << W / 2 << "' y='" << H / 2 << "' text-anchor='middle' class='no-data'>no data</text></svg>";
     return o.str();
@@ -145,8 +146,11 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
       if (i < s.y_lo.size() && i < s.y_hi.size())
         o << "<line x1='" << px(s.x[i]) << "' x2='" << px(s.x[i]) << "' y1='" << py(s.y_lo[i]) << "' y2='"
           << py(s.y_hi[i]) << "' stroke='" << c << "'/>";
-      o << marker(shape, px(s.x[i]), py(s.y[i]), c) << "><title>" << escape_html(s.name) << ": " << fmt(s.x[i])
-        << ", " << fmt(s.y[i]) << "</title>" << (shape == "square" ? "</rect>" : shape == "circle" ? "</circle>" : "</path>");
+      o << marker(shape, px(s.x[i]), py(s.y[i]), c) << "><title>" << escape_html(s.name) << ": " << fmt(s.x[i]) << ", "
+        << fmt(s.y[i]) << "</title>"
+        << (shape == "square"   ? "</rect>"
+            : shape == "circle" ? "</circle>"
+                                : "</path>");
     }
     o << "</g>";
   }
@@ -169,9 +173,11 @@ std::string distribution_chart(const DistributionChartSpec& spec, const std::vec
   std::ostringstream o;
   o << "<svg class='chart distribution-chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H
     << "' width='" << W << "' height='" << H << "' role='img' aria-label='" << escape_html(spec.title) << "'>";
-  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(spec.title) << "</text>";
+  o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(spec.title)
+    << "</text>";
   if (!std::isfinite(v0)) {
-    o << "<text x='" << W / 2 << "' y='" << H / 2 << "' text-anchor='middle' class='no-data'>no raw samples</text></svg>";
+    o << "<text x='" << W / 2 << "' y='" << H / 2
+      << "' text-anchor='middle' class='no-data'>no raw samples</text></svg>";
     return o.str();
   }
   const double pad = std::max((v1 - v0) * 0.08, std::abs(v1) * 1e-3 + 1e-12);
@@ -257,9 +263,9 @@ std::string change_chart(const std::string& title, const std::vector<ChangeBar>&
     o << "<g class='series' data-name='" << escape_html(b.label) << "'>";
     o << "<text x='" << L - 8 << "' y='" << cy + 4 << "' text-anchor='end' class='legend'>" << escape_html(b.label)
       << "</text>";
-    o << "<rect x='" << std::min(px(0), px(b.change)) << "' y='" << cy - 6 << "' width='" << std::abs(px(b.change) - px(0))
-      << "' height='12' fill='" << c << "'><title>" << escape_html(b.label) << ": " << pct(b.change) << " ["
-      << pct(b.lo) << ", " << pct(b.hi) << "] " << b.verdict << "</title></rect>";
+    o << "<rect x='" << std::min(px(0), px(b.change)) << "' y='" << cy - 6 << "' width='"
+      << std::abs(px(b.change) - px(0)) << "' height='12' fill='" << c << "'><title>" << escape_html(b.label) << ": "
+      << pct(b.change) << " [" << pct(b.lo) << ", " << pct(b.hi) << "] " << b.verdict << "</title></rect>";
     o << "<line x1='" << px(b.lo) << "' x2='" << px(b.hi) << "' y1='" << cy << "' y2='" << cy << "' stroke='#000'/>";
     o << "<text x='" << W - R + 6 << "' y='" << cy + 4 << "' class='legend'>" << escape_html(b.verdict) << "</text>";
     o << "</g>";
@@ -309,7 +315,8 @@ std::string heatmap(const std::string& title, const std::vector<std::string>& ro
       << escape_html(col_labels[c]) << "</text>";
   for (size_t r = 0; r < row_labels.size(); ++r) {
     o << "<g class='series' data-name='" << escape_html(row_labels[r]) << "'><text x='" << L - 6 << "' y='"
-      << T + ch * (double(r) + 0.5) + 4 << "' text-anchor='end' class='legend'>" << escape_html(row_labels[r]) << "</text>";
+      << T + ch * (double(r) + 0.5) + 4 << "' text-anchor='end' class='legend'>" << escape_html(row_labels[r])
+      << "</text>";
     for (size_t c = 0; c < col_labels.size(); ++c) {
       const double v = r < level.size() && c < level[r].size() ? level[r][c] : std::nan("");
       // Light (#f7fbff) to dark (#08306b) blue: lightness carries the level, so grey print keeps it.
@@ -331,8 +338,7 @@ std::string heatmap(const std::string& title, const std::vector<std::string>& ro
   return o.str();
 }
 
-std::string roofline_chart(const std::string& title, const std::vector<RooflinePoint>& points, double peak,
-                           double bw) {
+std::string roofline_chart(const std::string& title, const std::vector<RooflinePoint>& points, double peak, double bw) {
   const double W = 560, H = 360, L = 64, R = 16, T = 28, B = 46;
   double x0 = 1e-2, x1 = 1e3, y0 = 1e7, y1 = std::max(peak, 1e9) * 2;
   for (const auto& p : points)
@@ -373,9 +379,12 @@ std::string roofline_chart(const std::string& title, const std::vector<RooflineP
     const auto& p = points[k];
     if (!(p.intensity > 0 && p.flops_per_s > 0)) continue;
     const std::string c = series_colour(k), shape = kMarkers[(k + k / 8) % 4];
-    o << "<g class='series' data-name='" << escape_html(p.name) << "'>" << marker(shape, px(p.intensity), py(p.flops_per_s), c)
-      << "><title>" << escape_html(p.name) << ": " << fmt(p.intensity) << " FLOP/B, " << fmt(p.flops_per_s / 1e9)
-      << " GFLOP/s</title>" << (shape == "square" ? "</rect>" : shape == "circle" ? "</circle>" : "</path>")
+    o << "<g class='series' data-name='" << escape_html(p.name) << "'>"
+      << marker(shape, px(p.intensity), py(p.flops_per_s), c) << "><title>" << escape_html(p.name) << ": "
+      << fmt(p.intensity) << " FLOP/B, " << fmt(p.flops_per_s / 1e9) << " GFLOP/s</title>"
+      << (shape == "square"   ? "</rect>"
+          : shape == "circle" ? "</circle>"
+                              : "</path>")
       << "<text x='" << px(p.intensity) + 6 << "' y='" << py(p.flops_per_s) + 4 << "' class='legend'>"
       << escape_html(p.name) << "</text></g>";
   }
@@ -405,8 +414,9 @@ std::string stacked_columns(const std::string& title, const std::vector<std::str
     << "' width='" << W << "' height='" << H << "' role='img' aria-label='" << escape_html(title) << "'>";
   o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(title) << "</text>";
   for (double v : ticks(0, top))
-    o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(v) << "' y2='" << py(v) << "' stroke='#eee'/><text x='"
-      << L - 6 << "' y='" << py(v) + 4 << "' text-anchor='end' class='tick'>" << fmt(v) << "</text>";
+    o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(v) << "' y2='" << py(v)
+      << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << py(v) + 4 << "' text-anchor='end' class='tick'>" << fmt(v)
+      << "</text>";
   const size_t every = std::max<size_t>(1, n / 8);
   for (size_t c = 0; c < n; c += every)
     o << "<text x='" << L + cw * (double(c) + 0.5) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>"
@@ -428,8 +438,8 @@ std::string stacked_columns(const std::string& title, const std::vector<std::str
     << ") rotate(-90)' text-anchor='middle' class='axis-label'>" << escape_html(y_label) << "</text>";
   for (size_t k = 0; k < parts.size(); ++k) {
     const double ly = H - B + 48 + double(k) * 15;
-    o << "<rect x='" << L + 8 << "' y='" << ly - 5 << "' width='9' height='9' fill='" << series_colour(k) << "'/><text x='"
-      << L + 22 << "' y='" << ly + 4 << "' class='legend'>" << escape_html(parts[k]) << "</text>";
+    o << "<rect x='" << L + 8 << "' y='" << ly - 5 << "' width='9' height='9' fill='" << series_colour(k)
+      << "'/><text x='" << L + 22 << "' y='" << ly + 4 << "' class='legend'>" << escape_html(parts[k]) << "</text>";
   }
   o << "</svg>";
   return o.str();

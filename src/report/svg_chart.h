@@ -44,9 +44,9 @@ struct DistributionChartSpec {
 std::string distribution_chart(const DistributionChartSpec& spec, const std::vector<Distribution1D>& groups);
 
 struct ChangeBar {
-  std::string label;       // the point id
+  std::string label;                  // the point id
   double change = 0, lo = 0, hi = 0;  // relative (0.05 = +5%)
-  std::string verdict;     // improved | regressed | within noise | not comparable
+  std::string verdict;                // improved | regressed | within noise | not comparable
 };
 
 // Relative changes as horizontal bars with their interval as whiskers, the ±threshold band

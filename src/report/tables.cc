@@ -44,17 +44,16 @@ std::string aligned(const std::vector<std::vector<std::string>>& rows, bool mark
       // The last column is not padded on a terminal: no trailing blanks.
       const std::string pad(markdown || i + 1 < r.size() || !left ? width[i] - r[i].size() : 0, ' ');
       out << (markdown ? " " : (i ? "  " : ""));
-      if (left)
-        out << r[i] << pad;
-      else
-        out << pad << r[i];
+      if (left) out << r[i] << pad;
+      else out << pad << r[i];
       out << (markdown ? " |" : "");
     }
     out << "\n";
     if (markdown && ri == 0) {
       out << "|";
       // Numbers right-aligned (---:), the first column left.
-      for (size_t i = 0; i < r.size(); ++i) out << ' ' << std::string(width[i] - (i ? 1 : 0), '-') << (i ? ":" : "") << " |";
+      for (size_t i = 0; i < r.size(); ++i)
+        out << ' ' << std::string(width[i] - (i ? 1 : 0), '-') << (i ? ":" : "") << " |";
       out << "\n";
     }
   }
@@ -64,13 +63,18 @@ std::string aligned(const std::vector<std::vector<std::string>>& rows, bool mark
 // Training points: the step and its phases, throughput, MFU and memory.
 std::string train_table(const std::vector<PointResult>& results, bool md) {
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"device", "dtype", "thr", "method", "exec", "ckpt", "batch", "seq", "steps", "ms/step med", "p95",
-                  "data", "fwd", "bwd", "opt", "samples/s", "tokens/s", "MFU", "alloc peak MiB", "RSS peak MiB",
-                  "stopped by"});
+  rows.push_back({"device", "dtype",     "thr",         "method", "exec",           "ckpt",         "batch",
+                  "seq",    "steps",     "ms/step med", "p95",    "data",           "fwd",          "bwd",
+                  "opt",    "samples/s", "tokens/s",    "MFU",    "alloc peak MiB", "RSS peak MiB", "stopped by"});
   for (const auto& p : results) {
     const auto& k = p.key;
-    std::vector<std::string> r = {k.device, k.dtype, k.threads ? std::to_string(k.threads) : "all", k.method, k.exec,
-                                  k.gradient_checkpointing ? "on" : "off", std::to_string(k.batch),
+    std::vector<std::string> r = {k.device,
+                                  k.dtype,
+                                  k.threads ? std::to_string(k.threads) : "all",
+                                  k.method,
+                                  k.exec,
+                                  k.gradient_checkpointing ? "on" : "off",
+                                  std::to_string(k.batch),
                                   std::to_string(k.seq_len)};
     if (p.status != "ok") {
       r.push_back(p.status + ": " + p.reason.substr(0, 70));
@@ -106,13 +110,15 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
     return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   if (format == "csv") return detailed_metrics_csv(results);
-  check(format == "table" || format == "md", "output format '" + format + "' is not one of table, md, csv, json, jsonl");
+  check(format == "table" || format == "md",
+        "output format '" + format + "' is not one of table, md, csv, json, jsonl");
   const bool md = format == "md";
   if (!results.empty() && results.front().key.kind == "train") return train_table(results, md);
   std::vector<std::vector<std::string>> rows;
   // On a GPU the host's latency (until the result is back) and the GPU's own time (CUDA events
   // around the forward) stand side by side; energy where a counter measured it.
-  const bool gpu = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
+  const bool gpu =
+      std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
   const bool energy = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.energy_j > 0; });
   if (md) {
     rows.push_back({"model", "device", "dtype", "threads", "batch", "seq", "ms/batch (median ± std)", "samples/s",
@@ -160,8 +166,10 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
 
 std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
   std::ostringstream out;
-  const bool train = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.key.kind == "train"; });
-  const bool gpu = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
+  const bool train =
+      std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.key.kind == "train"; });
+  const bool gpu =
+      std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
   out << "id,device,dtype,threads,batch_size,seq_len,status,reason,input,warmup_runs,measured_runs,stopped_by";
   if (train) out << ",kind,method,exec,gradient_checkpointing";
   for (const char* q : {"batch_latency_ms", "sample_latency_ms", "tokenize_ms_per_batch"})
@@ -182,7 +190,8 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
     for (const char* st : {"median", "mean", "std", "min", "max", "p90", "p95", "p99"}) out << ",gpu_time_ms_" << st;
     out << ",device_memory_used_bytes";
   }
-  out << ",energy_j,energy_j_per_sample,energy_j_per_token,measured_wall_s,timer_overhead_ns,bookkeeping_ms,finished_at\n";
+  out << ",energy_j,energy_j_per_sample,energy_j_per_token,measured_wall_s,timer_overhead_ns,bookkeeping_ms,finished_"
+         "at\n";
   for (const auto& p : results) {
     out << p.key.id() << "," << p.key.device << "," << p.key.dtype << "," << p.key.threads << "," << p.key.batch << ","
         << p.key.seq_len << "," << p.status << "," << csv_field(p.reason) << "," << csv_field(p.input) << ","
@@ -205,9 +214,9 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
       for (const Distribution* d : {&t.data_ms, &t.forward_ms, &t.backward_ms, &t.optimizer_ms})
         for (double v : {d->median, d->mean, d->p90}) out << "," << v;
       out << "," << t.loss_first << "," << t.loss_last << "," << t.parameters << "," << t.trainable_parameters << ","
-          << t.model_flops_per_step << "," << t.hardware_flops_per_step << "," << t.mfu << ","
-          << t.ceiling_gflops_per_s << "," << t.gemm_time_share << "," << t.gemm_efficiency << ","
-          << t.estimate_bytes << "," << t.available_bytes << "," << csv_field(t.precision);
+          << t.model_flops_per_step << "," << t.hardware_flops_per_step << "," << t.mfu << "," << t.ceiling_gflops_per_s
+          << "," << t.gemm_time_share << "," << t.gemm_efficiency << "," << t.estimate_bytes << "," << t.available_bytes
+          << "," << csv_field(t.precision);
     }
     if (gpu) {
       const Distribution& d = p.gpu_time_ms;
@@ -229,15 +238,16 @@ std::string accuracy_text(const std::vector<AccuracyResult>& results, const std:
     out << "  The model has synthetic (random) weights: its accuracy is chance, and is shown as such.\n";
   for (const auto& r : results) {
     out << "  " << r.examples << " examples: accuracy " << fmt("%.4f", r.accuracy) << ", macro-F1 "
-        << fmt("%.4f", r.macro_f1) << " (chance, always the majority label: " << fmt("%.4f", r.chance_accuracy)
-        << "); " << fmt("%.2f", r.total_s) << " s in all (tokenize " << fmt("%.2f", r.tokenize_s) << " s, model "
+        << fmt("%.4f", r.macro_f1) << " (chance, always the majority label: " << fmt("%.4f", r.chance_accuracy) << "); "
+        << fmt("%.2f", r.total_s) << " s in all (tokenize " << fmt("%.2f", r.tokenize_s) << " s, model "
         << fmt("%.2f", r.model_s) << " s), " << fmt("%.1f", r.samples_per_s) << " samples/s\n";
   }
   if (results.empty()) return out.str();
   const AccuracyResult& last = results.back();
   std::vector<std::vector<std::string>> rows{{"label", "precision", "recall", "F1", "support"}};
   for (const auto& c : last.per_class)
-    rows.push_back({c.label, fmt("%.4f", c.precision), fmt("%.4f", c.recall), fmt("%.4f", c.f1), std::to_string(c.support)});
+    rows.push_back(
+        {c.label, fmt("%.4f", c.precision), fmt("%.4f", c.recall), fmt("%.4f", c.f1), std::to_string(c.support)});
   out << "  Per class (" << last.examples << " examples):\n" << aligned(rows, false);
   if (last.confusion.size() <= 12) {
     std::vector<std::vector<std::string>> cm{{"true \\ predicted"}};

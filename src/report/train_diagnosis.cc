@@ -42,7 +42,8 @@ double noise(const PointResult& p) {
 void fit_line(const std::vector<double>& x, const std::vector<double>& y, double* a, double* b, double* r2) {
   const double n = double(x.size());
   double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
-  for (size_t i = 0; i < x.size(); ++i) sx += x[i], sy += y[i], sxx += x[i] * x[i], sxy += x[i] * y[i], syy += y[i] * y[i];
+  for (size_t i = 0; i < x.size(); ++i)
+    sx += x[i], sy += y[i], sxx += x[i] * x[i], sxy += x[i] * y[i], syy += y[i] * y[i];
   const double den = n * sxx - sx * sx;
   if (den <= 0) {
     *a = sy / n, *b = 0, *r2 = 0;
@@ -126,7 +127,8 @@ void decline_findings(TrainDiagnosis& d, const std::vector<const PointResult*>& 
     if (p->key.batch <= d.peak_batch) continue;
     const double drop = 1 - p->samples_per_s / d.peak_samples_per_s;
     const double limit = std::max(0.05, 2 * std::hypot(noise(*p), noise(*peak)));
-    if (drop > limit && drop > d.decline_fraction) d.declines = true, d.decline_fraction = drop, d.decline_batch = p->key.batch;
+    if (drop > limit && drop > d.decline_fraction)
+      d.declines = true, d.decline_fraction = drop, d.decline_batch = p->key.batch;
   }
   if (!d.declines) {
     if (d.peak_batch == pts.back()->key.batch && pts.size() >= 2)
@@ -158,9 +160,10 @@ void decline_findings(TrainDiagnosis& d, const std::vector<const PointResult*>& 
                                 "the batch; tach profile --train at both batches shows which");
   std::string why;
   for (const auto& r : d.decline_reasons) why += (why.empty() ? "" : "; ") + r;
-  d.findings.push_back("Throughput falls by " + pct(d.decline_fraction) + " from batch " + std::to_string(d.peak_batch) +
-                       " to batch " + std::to_string(d.decline_batch) + " (" + fmt("%.1f", low->samples_per_s) +
-                       " samples/s, beyond the noise of both points)" + (why.empty() ? "." : ": " + why + "."));
+  d.findings.push_back("Throughput falls by " + pct(d.decline_fraction) + " from batch " +
+                       std::to_string(d.peak_batch) + " to batch " + std::to_string(d.decline_batch) + " (" +
+                       fmt("%.1f", low->samples_per_s) + " samples/s, beyond the noise of both points)" +
+                       (why.empty() ? "." : ": " + why + "."));
 }
 
 // The largest batch that fits, from the estimate calibrated by the measured peaks.
@@ -181,8 +184,10 @@ void fit_findings(TrainDiagnosis& d, const std::vector<const PointResult*>& pts,
   if (d.largest_fit < 0) return;
   d.findings.push_back("The measured peaks (tach's allocator) are " + pct(d.measured_over_estimate) +
                        " of tach estimate's figure (median over the points); with that correction the largest batch "
-                       "that fits at seq " + std::to_string(d.key.seq_len) + " is " + std::to_string(d.largest_fit) +
-                       " without gradient checkpointing and " + std::to_string(d.largest_fit_checkpointed) + " with it.");
+                       "that fits at seq " +
+                       std::to_string(d.key.seq_len) + " is " + std::to_string(d.largest_fit) +
+                       " without gradient checkpointing and " + std::to_string(d.largest_fit_checkpointed) +
+                       " with it.");
 }
 
 void advice(TrainDiagnosis& d, const std::vector<PointResult>& all, const std::vector<const PointResult*>& pts,
@@ -197,33 +202,38 @@ void advice(TrainDiagnosis& d, const std::vector<PointResult>& all, const std::v
   }
   d.advice.push_back("For an effective batch larger than " + std::to_string(d.peak_batch) +
                      ", accumulate gradients: --batch-size " + std::to_string(d.peak_batch) +
-                     " --grad-accumulation 4 gives " + std::to_string(4 * d.peak_batch) + " samples per optimizer step at "
-                     "about the peak's " + fmt("%.1f", d.peak_samples_per_s) + " samples/s.");
+                     " --grad-accumulation 4 gives " + std::to_string(4 * d.peak_batch) +
+                     " samples per optimizer step at "
+                     "about the peak's " +
+                     fmt("%.1f", d.peak_samples_per_s) + " samples/s.");
   if (!d.key.gradient_checkpointing && d.largest_fit_checkpointed > d.largest_fit && d.largest_fit >= 0) {
     const PointResult* gc = sibling(all, d.key, d.peak_batch, [](PointKey& k) { k.gradient_checkpointing = true; });
     d.advice.push_back("Gradient checkpointing lets batch " + std::to_string(d.largest_fit_checkpointed) +
-                       " fit instead of " + std::to_string(d.largest_fit) + "; it recomputes every layer's forward in "
+                       " fit instead of " + std::to_string(d.largest_fit) +
+                       "; it recomputes every layer's forward in "
                        "the backward, " +
-                       (gc ? "measured here at +" + pct(gc->batch_latency_ms.median / peak->batch_latency_ms.median - 1) +
+                       (gc ? "measured here at +" +
+                                 pct(gc->batch_latency_ms.median / peak->batch_latency_ms.median - 1) +
                                  " step time at batch " + std::to_string(d.peak_batch)
                            : std::string("not measured here (sweep --gradient-checkpointing off,on)")) +
                        ".");
   }
   if (d.key.dtype == "f32") {
     const double share = peak->train.gemm_time_share;
-    d.advice.push_back(bf16_gemm ? "This CPU has a bf16 GEMM: --dtype bf16 (f32 masters, bf16 GEMM inputs) speeds up the "
-                                   "GEMMs, which are " +
-                                       (share > 0 ? pct(share) : std::string("most")) + " of the op time at batch " +
-                                       std::to_string(d.peak_batch) + "."
-                                 : "This CPU has no bf16 GEMM (tach info): --dtype bf16 would round the inputs and run "
-                                   "the f32 GEMM, as slow or slower; stay in f32 here.");
+    d.advice.push_back(bf16_gemm
+                           ? "This CPU has a bf16 GEMM: --dtype bf16 (f32 masters, bf16 GEMM inputs) speeds up the "
+                             "GEMMs, which are " +
+                                 (share > 0 ? pct(share) : std::string("most")) + " of the op time at batch " +
+                                 std::to_string(d.peak_batch) + "."
+                           : "This CPU has no bf16 GEMM (tach info): --dtype bf16 would round the inputs and run "
+                             "the f32 GEMM, as slow or slower; stay in f32 here.");
   }
   if (d.key.exec == "eager") {
     const PointResult* f = sibling(all, d.key, d.peak_batch, [](PointKey& k) { k.exec = "fused"; });
     d.advice.push_back(
         f ? "Fused execution is measured at " + fmt("%.2f", f->samples_per_s / peak->samples_per_s) +
-                "x eager's throughput at batch " + std::to_string(d.peak_batch) + " (" +
-                mib(allocator_peak(*f)) + " peak against " + mib(allocator_peak(*peak)) + ")."
+                "x eager's throughput at batch " + std::to_string(d.peak_batch) + " (" + mib(allocator_peak(*f)) +
+                " peak against " + mib(allocator_peak(*peak)) + ")."
           : "Try --exec fused: it keeps no attention probabilities (the backward recomputes them) and fuses bias and "
             "GELU, dropout with the residual and LayerNorm, and AdamW into single passes.");
   }
@@ -246,9 +256,7 @@ TrainEstimator estimator_for(const std::string& model_spec) {
     try {
       const MemoryEstimate e = estimate_memory(in);
       return TrainEstimate{e.total_bytes, e.available_bytes};
-    } catch (const Error&) {
-      return std::nullopt;
-    }
+    } catch (const Error&) { return std::nullopt; }
   };
 }
 
@@ -301,11 +309,11 @@ std::string performance_report_md(const std::string& model, const std::vector<Po
       if (p.status != "ok" || p.key.kind != "train" || series_of(p.key) != d.series) continue;
       const auto& t = p.train;
       const auto opt = [](double v) { return v >= 0 ? pct(v) : std::string("-"); };
-      md << "| " << p.key.batch << " | " << fmt("%.1f", p.batch_latency_ms.median) << " | " << fmt("%.1f", t.data_ms.median)
-         << " | " << fmt("%.1f", t.forward_ms.median) << " | " << fmt("%.1f", t.backward_ms.median) << " | "
-         << fmt("%.1f", t.optimizer_ms.median) << " | " << fmt("%.1f", p.samples_per_s) << " | " << opt(t.mfu) << " | "
-         << opt(t.gemm_time_share) << " | " << opt(t.gemm_efficiency) << " | "
-         << fmt("%.0f", allocator_peak(p) / 1048576.0) << " | "
+      md << "| " << p.key.batch << " | " << fmt("%.1f", p.batch_latency_ms.median) << " | "
+         << fmt("%.1f", t.data_ms.median) << " | " << fmt("%.1f", t.forward_ms.median) << " | "
+         << fmt("%.1f", t.backward_ms.median) << " | " << fmt("%.1f", t.optimizer_ms.median) << " | "
+         << fmt("%.1f", p.samples_per_s) << " | " << opt(t.mfu) << " | " << opt(t.gemm_time_share) << " | "
+         << opt(t.gemm_efficiency) << " | " << fmt("%.0f", allocator_peak(p) / 1048576.0) << " | "
          << (t.estimate_bytes > 0 ? fmt("%.0f", double(t.estimate_bytes) / 1048576.0) : std::string("-")) << " |\n";
     }
   }

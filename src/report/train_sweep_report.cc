@@ -45,14 +45,14 @@ Grouped group(const std::vector<PointResult>& points) {
     if (!g.by.count(s)) g.order.push_back(s);
     g.by[s].push_back(&p);
   }
-  for (auto& [_, v] : g.by)
-    std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->key.batch < b->key.batch; });
+  for (auto& [_, v] : g.by) std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->key.batch < b->key.batch; });
   return g;
 }
 
 // One line chart against batch, one series per group, and the same numbers as a table. Returns the chart.
-std::string panel_with_table(std::ostringstream& h, const Grouped& g, const std::string& title, const std::string& y_label,
-                             const std::function<double(const PointResult&)>& value, int decimals) {
+std::string panel_with_table(std::ostringstream& h, const Grouped& g, const std::string& title,
+                             const std::string& y_label, const std::function<double(const PointResult&)>& value,
+                             int decimals) {
   std::vector<Series> series;
   for (const auto& name : g.order) {
     Series s;
@@ -66,8 +66,8 @@ std::string panel_with_table(std::ostringstream& h, const Grouped& g, const std:
   spec.y_label = y_label;
   spec.log2_x = true;
   const std::string chart = line_chart(spec, series);
-  h << "<div class='panel'>" << chart << "<table><tr><th>series</th><th>batch</th><th>"
-    << escape_html(y_label) << "</th></tr>";
+  h << "<div class='panel'>" << chart << "<table><tr><th>series</th><th>batch</th><th>" << escape_html(y_label)
+    << "</th></tr>";
   for (const auto& name : g.order)
     for (const PointResult* p : g.by.at(name))
       h << "<tr><td>" << escape_html(name) << "</td><td>" << p->key.batch << "</td><td>"
@@ -107,13 +107,15 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
     const std::string mfu = panel_with_table(
         h, g, "MFU", "model FLOP/s over the GEMM ceiling (%)",
         [](const PointResult& p) { return p.train.mfu >= 0 ? 100 * p.train.mfu : std::nan(""); }, 1);
-    const std::string memory = panel_with_table(h, g, "memory", "MiB, allocator peak (all categories)",
-                                                [](const PointResult& p) { return peak_of(p, "total") / 1048576.0; }, 1);
-    const std::string step = panel_with_table(h, g, "step time", "ms per step (median)",
-                                              [](const PointResult& p) { return p.batch_latency_ms.median; }, 2);
+    const std::string memory = panel_with_table(
+        h, g, "memory", "MiB, allocator peak (all categories)",
+        [](const PointResult& p) { return peak_of(p, "total") / 1048576.0; }, 1);
+    const std::string step = panel_with_table(
+        h, g, "step time", "ms per step (median)", [](const PointResult& p) { return p.batch_latency_ms.median; }, 2);
     h << "</div>";
     const std::vector<std::string> best = best_throughput_lines(g);
-    figs.add_grid("batch_size_comparison", "training sweep against batch size", {throughput, mfu, memory, step}, 2, best);
+    figs.add_grid("batch_size_comparison", "training sweep against batch size", {throughput, mfu, memory, step}, 2,
+                  best);
     figs.add("throughput_vs_batch_size", "training throughput against batch size", throughput, best);
     figs.add("memory_usage", "allocator peak against batch size", memory);
     // Where the time goes and where the memory goes, per series.
@@ -134,12 +136,13 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
       double step_ms = 0;
       for (const auto& t : time) step_ms += t.back();
       for (size_t i = 0; i < phases.size() && step_ms > 0; ++i)
-        at_largest.push_back(phases[i] + ": " + num(time[i].back(), 1) + " ms (" + num(100 * time[i].back() / step_ms, 0) +
-                             "% of the step at batch " + x.back() + ")");
+        at_largest.push_back(phases[i] + ": " + num(time[i].back(), 1) + " ms (" +
+                             num(100 * time[i].back() / step_ms, 0) + "% of the step at batch " + x.back() + ")");
       h << "<div class='panel'>"
-        << figs.add("time_breakdown", "time breakdown: " + name,
-                    stacked_columns("time breakdown: " + name, x, phases, time, "batch size", "ms per step (phase medians)"),
-                    at_largest)
+        << figs.add(
+               "time_breakdown", "time breakdown: " + name,
+               stacked_columns("time breakdown: " + name, x, phases, time, "batch size", "ms per step (phase medians)"),
+               at_largest)
         << figs.add("memory_by_category", "memory per category: " + name,
                     stacked_columns("memory: " + name, x, cats, mem, "batch size", "MiB (allocator peak per category)"))
         << "<table><tr><th>batch</th>";

@@ -60,8 +60,7 @@ class ByteFallbackDecoder final : public ChainDecoder {
     std::string bytes;
     auto flush = [&] {
       if (bytes.empty()) return;
-      if (is_valid_utf8(bytes))
-        out.push_back(bytes);
+      if (is_valid_utf8(bytes)) out.push_back(bytes);
       else
         for (size_t i = 0; i < bytes.size(); ++i) out.push_back("\xef\xbf\xbd");
       bytes.clear();
@@ -105,7 +104,8 @@ class FuseDecoder final : public ChainDecoder {
 // Up to `start` leading and `stop` trailing occurrences of one character cut from each token.
 class StripDecoder final : public ChainDecoder {
  public:
-  StripDecoder(std::string content, int64_t start, int64_t stop) : content_(std::move(content)), start_(start), stop_(stop) {}
+  StripDecoder(std::string content, int64_t start, int64_t stop)
+      : content_(std::move(content)), start_(start), stop_(stop) {}
   Tokens chain(Tokens tokens) const override {
     const size_t n = content_.size();
     for (auto& t : tokens) {
@@ -155,10 +155,8 @@ class SequenceDecoder final : public ChainDecoder {
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
   Tokens chain(Tokens tokens) const override {
     for (const auto& d : steps_) {
-      if (const auto* c = dynamic_cast<const ChainDecoder*>(d.get()))
-        tokens = c->chain(std::move(tokens));
-      else
-        tokens = {d->decode(tokens)};
+      if (const auto* c = dynamic_cast<const ChainDecoder*>(d.get())) tokens = c->chain(std::move(tokens));
+      else tokens = {d->decode(tokens)};
     }
     return tokens;
   }

@@ -30,7 +30,9 @@ struct JsonAt {
     if (!v.value.is_string()) v.fail("expected a string, got " + std::string(v.value.type_name()));
     return v.value.get<std::string>();
   }
-  std::string str_or(const std::string& key, const std::string& fallback) const { return has(key) ? str(key) : fallback; }
+  std::string str_or(const std::string& key, const std::string& fallback) const {
+    return has(key) ? str(key) : fallback;
+  }
   bool boolean_or(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
     JsonAt v = at(key);

@@ -132,10 +132,8 @@ class Bpe final : public Model {
       } else if (opt_.unk) {
         auto unk = vocab_.find(*opt_.unk);
         check(unk.has_value(), "BPE: the unknown token \"" + *opt_.unk + "\" is not in the vocabulary");
-        if (opt_.fuse_unk && !sym.empty() && sym.back().id == *unk)
-          sym.back().end = cs[i + 1];
-        else
-          sym.push_back({*unk, int(sym.size()) - 1, -1, cs[i], cs[i + 1]});
+        if (opt_.fuse_unk && !sym.empty() && sym.back().id == *unk) sym.back().end = cs[i + 1];
+        else sym.push_back({*unk, int(sym.size()) - 1, -1, cs[i], cs[i + 1]});
       }
       // Without unk or byte fallback an unknown character is dropped, as tokenizers does.
     }
@@ -203,8 +201,8 @@ class WordLevel final : public Model {
       return;
     }
     auto unk = vocab_.find(unk_);
-    check(unk.has_value(), "WordLevel: \"" + piece + "\" is not in the vocabulary and the unknown token \"" + unk_ +
-                               "\" is not either");
+    check(unk.has_value(),
+          "WordLevel: \"" + piece + "\" is not in the vocabulary and the unknown token \"" + unk_ + "\" is not either");
     out.push_back({*unk, unk_, 0, uint32_t(piece.size())});
   }
 

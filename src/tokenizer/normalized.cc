@@ -13,8 +13,7 @@ NormalizedString::NormalizedString(std::string_view text, uint32_t offset) : ori
     const char32_t c = next_codepoint(text, i);
     const size_t before = text_.size();
     append_utf8(text_, c);
-    for (size_t k = before; k < text_.size(); ++k)
-      spans_.push_back({offset + uint32_t(start), offset + uint32_t(i)});
+    for (size_t k = before; k < text_.size(); ++k) spans_.push_back({offset + uint32_t(start), offset + uint32_t(i)});
   }
 }
 

@@ -39,7 +39,7 @@ class NormalizedString {
   // against the current text read left to right: 0 replaces the next code point (and takes its
   // span), -n replaces it and removes n more, 1 is inserted (and takes the span of the byte
   // before it).
-  void transform(const std::vector<std::pair<char32_t, int>>& chars);    // new bytes map to the first byte's span start
+  void transform(const std::vector<std::pair<char32_t, int>>& chars);  // new bytes map to the first byte's span start
   // Byte-level: each byte becomes the code point GPT-2's table gives it.
   void to_byte_level();
 

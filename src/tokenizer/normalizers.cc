@@ -140,7 +140,7 @@ class Replace final : public Normalizer {
       // As tokenizers: the new text counts as inserted after the match is removed, so it takes
       // the span of the byte before it, the match's last (or, for an empty match, the one before).
       const size_t before = b > 0 ? b - 1 : 0;
-      const Span sp = b > 0           ? s.spans()[before]
+      const Span sp = b > 0       ? s.spans()[before]
                       : s.empty() ? Span{}
                                   : Span{s.spans().front().start, s.spans().front().start};
       out += content_;
@@ -179,15 +179,16 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonAt& j) {
     const bool lowercase = j.boolean_or("lowercase", true);
     // A null strip_accents follows lowercase, as in tokenizers.
     const bool strip = j.has("strip_accents") ? j.boolean_or("strip_accents", lowercase) : lowercase;
-    return std::make_unique<BertNormalizer>(j.boolean_or("clean_text", true), j.boolean_or("handle_chinese_chars", true),
-                                            strip, lowercase);
+    return std::make_unique<BertNormalizer>(j.boolean_or("clean_text", true),
+                                            j.boolean_or("handle_chinese_chars", true), strip, lowercase);
   }
   if (type == "NFC") return std::make_unique<UnicodeForm>(NormalForm::nfc);
   if (type == "NFD") return std::make_unique<UnicodeForm>(NormalForm::nfd);
   if (type == "NFKC") return std::make_unique<UnicodeForm>(NormalForm::nfkc);
   if (type == "NFKD") return std::make_unique<UnicodeForm>(NormalForm::nfkd);
   if (type == "Lowercase") return std::make_unique<Lowercase>();
-  if (type == "Strip") return std::make_unique<Strip>(j.boolean_or("strip_left", true), j.boolean_or("strip_right", true));
+  if (type == "Strip")
+    return std::make_unique<Strip>(j.boolean_or("strip_left", true), j.boolean_or("strip_right", true));
   if (type == "Prepend") return std::make_unique<Prepend>(j.str("prepend"));
   if (type == "Replace") return std::make_unique<Replace>(make_pattern(j.at("pattern")), j.str("content"));
   if (type == "Precompiled") return make_precompiled(j);

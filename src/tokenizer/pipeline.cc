@@ -93,10 +93,11 @@ class Pipeline final : public Tokenizer {
   // tokenizers uses.
   void finish(Encoding& a, Encoding* b, const EncodeOptions& opt, const std::string& ta, const std::string& tb) const {
     if (opt.truncation) {
-      const size_t added = opt.add_special_tokens && p_.post_processor ? p_.post_processor->added_tokens(b != nullptr) : 0;
-      check(opt.truncation->max_length >= added,
-            "truncation max_length " + std::to_string(opt.truncation->max_length) + " leaves no room: the " +
-                "post-processor adds " + std::to_string(added) + " special tokens");
+      const size_t added =
+          opt.add_special_tokens && p_.post_processor ? p_.post_processor->added_tokens(b != nullptr) : 0;
+      check(opt.truncation->max_length >= added, "truncation max_length " + std::to_string(opt.truncation->max_length) +
+                                                     " leaves no room: the " + "post-processor adds " +
+                                                     std::to_string(added) + " special tokens");
       tk::truncate_encodings(a, b, *opt.truncation, opt.truncation->max_length - added);
     }
     auto post = [&](Encoding& x, Encoding* y) {

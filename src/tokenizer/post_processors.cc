@@ -177,9 +177,7 @@ std::unique_ptr<PostProcessor> make_post_processor(const JsonAt& j) {
         try {
           sp.ids = s.at("ids").value.get<std::vector<int32_t>>();
           sp.tokens = s.at("tokens").value.get<std::vector<std::string>>();
-        } catch (const json::exception&) {
-          s.fail("expected {\"ids\": [ints], \"tokens\": [strings]}");
-        }
+        } catch (const json::exception&) { s.fail("expected {\"ids\": [ints], \"tokens\": [strings]}"); }
         if (sp.ids.size() != sp.tokens.size()) s.fail("ids and tokens differ in length");
         specials[it.key()] = std::move(sp);
       }
@@ -199,8 +197,9 @@ std::unique_ptr<PostProcessor> make_post_processor(const JsonAt& j) {
     return std::make_unique<ClsSep>(cls, cls_id, sep, sep_id, roberta, roberta && j.boolean_or("trim_offsets", true));
   }
   if (type == "ByteLevel") return std::make_unique<ByteLevelPost>(j.boolean_or("trim_offsets", true));
-  j.at("type").fail("post_processor \"" + type +
-                    "\" is not supported (supported: TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel)");
+  j.at("type").fail(
+      "post_processor \"" + type +
+      "\" is not supported (supported: TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel)");
 }
 
 namespace {
@@ -223,7 +222,7 @@ class WordPieceDecoder final : public Decoder {
   // tokenizers' decoders::wordpiece::cleanup.
   static std::string cleanup(std::string s) {
     static const std::pair<const char*, const char*> rules[] = {
-        {" .", "."},   {" ?", "?"},   {" !", "!"},   {" ,", ","},   {" ' ", "'"},   {" n't", "n't"},
+        {" .", "."},   {" ?", "?"},           {" !", "!"},   {" ,", ","},     {" ' ", "'"},   {" n't", "n't"},
         {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
     for (const auto& [from, to] : rules) {
       const std::string f = from, t = to;
@@ -244,10 +243,8 @@ class ByteLevelDecoder final : public Decoder {
         const size_t start = i;
         const char32_t c = next_codepoint(t, i);
         const int b = char_to_byte(c);
-        if (b >= 0)
-          out += char(b);
-        else
-          out.append(t, start, i - start);  // not from the byte table: keep as is
+        if (b >= 0) out += char(b);
+        else out.append(t, start, i - start);  // not from the byte table: keep as is
       }
     return out;
   }

@@ -24,29 +24,23 @@ void split_by(const NormalizedString& s, const std::vector<Match>& matches, Spli
       break;
     case SplitBehavior::merged_with_previous:
       for (const auto& m : matches) {
-        if (m.is_match && !previous_match && !parts.empty())
-          parts.back().end = m.end;
-        else
-          parts.push_back({m.start, m.end, false});
+        if (m.is_match && !previous_match && !parts.empty()) parts.back().end = m.end;
+        else parts.push_back({m.start, m.end, false});
         previous_match = m.is_match;
       }
       break;
     case SplitBehavior::merged_with_next:
       for (auto it = matches.rbegin(); it != matches.rend(); ++it) {
-        if (it->is_match && !previous_match && !parts.empty())
-          parts.back().start = it->start;
-        else
-          parts.push_back({it->start, it->end, false});
+        if (it->is_match && !previous_match && !parts.empty()) parts.back().start = it->start;
+        else parts.push_back({it->start, it->end, false});
         previous_match = it->is_match;
       }
       std::reverse(parts.begin(), parts.end());
       break;
     case SplitBehavior::contiguous:
       for (const auto& m : matches) {
-        if (m.is_match == previous_match && !parts.empty())
-          parts.back().end = m.end;
-        else
-          parts.push_back({m.start, m.end, false});
+        if (m.is_match == previous_match && !parts.empty()) parts.back().end = m.end;
+        else parts.push_back({m.start, m.end, false});
         previous_match = m.is_match;
       }
       break;
@@ -119,7 +113,8 @@ class CharSplit final : public PreTokenizer {
 
 class RegexSplit final : public PreTokenizer {
  public:
-  RegexSplit(std::unique_ptr<Regex> re, SplitBehavior b, bool invert) : re_(std::move(re)), behavior_(b), invert_(invert) {}
+  RegexSplit(std::unique_ptr<Regex> re, SplitBehavior b, bool invert)
+      : re_(std::move(re)), behavior_(b), invert_(invert) {}
   void split(std::vector<NormalizedString>& pieces) const override {
     split_each(pieces, behavior_, [this](const std::string& t) { return regex_matches(t, *re_, invert_); });
   }
@@ -141,7 +136,9 @@ class ByteLevel final : public PreTokenizer {
     if (add_prefix_space_)
       for (auto& p : pieces)
         if (!p.empty() && p.text()[0] != ' ') p.prepend(" ");
-    if (re_) split_each(pieces, SplitBehavior::isolated, [this](const std::string& t) { return regex_matches(t, *re_, false); });
+    if (re_)
+      split_each(pieces, SplitBehavior::isolated,
+                 [this](const std::string& t) { return regex_matches(t, *re_, false); });
     for (auto& p : pieces) p.to_byte_level();
   }
 
@@ -197,7 +194,8 @@ SplitBehavior parse_behavior(const JsonAt& j, const std::string& key, SplitBehav
   if (b == "MergedWithPrevious") return SplitBehavior::merged_with_previous;
   if (b == "MergedWithNext") return SplitBehavior::merged_with_next;
   if (b == "Contiguous") return SplitBehavior::contiguous;
-  j.at(key).fail("behavior \"" + b + "\": expected Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous");
+  j.at(key).fail("behavior \"" + b +
+                 "\": expected Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous");
 }
 
 }  // namespace
@@ -214,12 +212,14 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonAt& j) {
   if (type == "Punctuation")
     return std::make_unique<CharSplit>(is_bert_punctuation, parse_behavior(j, "behavior", SplitBehavior::isolated));
   if (type == "Digits")
-    return std::make_unique<CharSplit>(is_numeric, j.boolean_or("individual_digits", false) ? SplitBehavior::isolated
-                                                                                            : SplitBehavior::contiguous);
+    return std::make_unique<CharSplit>(
+        is_numeric, j.boolean_or("individual_digits", false) ? SplitBehavior::isolated : SplitBehavior::contiguous);
   if (type == "Split")
-    return std::make_unique<RegexSplit>(make_pattern(j.at("pattern")), parse_behavior(j, "behavior", SplitBehavior::removed),
+    return std::make_unique<RegexSplit>(make_pattern(j.at("pattern")),
+                                        parse_behavior(j, "behavior", SplitBehavior::removed),
                                         j.boolean_or("invert", false));
-  if (type == "ByteLevel") return std::make_unique<ByteLevel>(j.boolean_or("add_prefix_space", true), j.boolean_or("use_regex", true));
+  if (type == "ByteLevel")
+    return std::make_unique<ByteLevel>(j.boolean_or("add_prefix_space", true), j.boolean_or("use_regex", true));
   if (type == "Metaspace") {
     const std::string r = j.str_or("replacement", "\xe2\x96\x81");
     size_t i = 0;

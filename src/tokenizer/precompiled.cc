@@ -125,8 +125,7 @@ class Precompiled final : public Normalizer {
     const int diff = n_to - n_from;
     if (diff > 0)
       for (int k = 0; k < diff; ++k) chars[chars.size() - 1 - size_t(k)].second = 1;
-    else if (diff < 0 && !chars.empty())
-      chars.back().second += diff;
+    else if (diff < 0 && !chars.empty()) chars.back().second += diff;
   }
 
   CharsMap map_;
@@ -144,9 +143,7 @@ std::unique_ptr<Normalizer> make_precompiled(const JsonAt& j) {
   if (!blob) field.fail("not valid base64");
   try {
     return make_precompiled(CharsMap(*blob));
-  } catch (const Error& e) {
-    field.fail(e.what());
-  }
+  } catch (const Error& e) { field.fail(e.what()); }
 }
 
 }  // namespace tach::tokenizer

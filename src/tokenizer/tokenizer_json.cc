@@ -24,9 +24,7 @@ std::string read_file(const std::string& path) {
 json parse_file(const std::string& path) {
   try {
     return json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    throw Error(path + ": not valid JSON: " + e.what());
-  }
+  } catch (const json::exception& e) { throw Error(path + ": not valid JSON: " + e.what()); }
 }
 
 std::string describe(const JsonAt& j) {
@@ -67,17 +65,17 @@ Parts load_tokenizer_json(const std::string& path) {
     }
   }
   p.normalizer = make_normalizer(j.has("normalizer") ? j.at("normalizer") : JsonAt{json(), path, "normalizer"});
-  p.pre_tokenizer = make_pre_tokenizer(j.has("pre_tokenizer") ? j.at("pre_tokenizer") : JsonAt{json(), path, "pre_tokenizer"});
+  p.pre_tokenizer =
+      make_pre_tokenizer(j.has("pre_tokenizer") ? j.at("pre_tokenizer") : JsonAt{json(), path, "pre_tokenizer"});
   p.model = make_model(j.at("model"));
   p.post_processor =
       make_post_processor(j.has("post_processor") ? j.at("post_processor") : JsonAt{json(), path, "post_processor"});
   p.decoder = make_decoder(j.has("decoder") ? j.at("decoder") : JsonAt{json(), path, "decoder"});
-  p.description = p.model->type() + ", " + std::to_string(p.model->vocab().size()) + " tokens + " +
-                  std::to_string(p.added.size()) + " added; normalizer " +
-                  describe(j.has("normalizer") ? j.at("normalizer") : JsonAt{json(), path, ""}) + "; pre_tokenizer " +
-                  describe(j.has("pre_tokenizer") ? j.at("pre_tokenizer") : JsonAt{json(), path, ""}) +
-                  "; post_processor " +
-                  describe(j.has("post_processor") ? j.at("post_processor") : JsonAt{json(), path, ""});
+  p.description =
+      p.model->type() + ", " + std::to_string(p.model->vocab().size()) + " tokens + " + std::to_string(p.added.size()) +
+      " added; normalizer " + describe(j.has("normalizer") ? j.at("normalizer") : JsonAt{json(), path, ""}) +
+      "; pre_tokenizer " + describe(j.has("pre_tokenizer") ? j.at("pre_tokenizer") : JsonAt{json(), path, ""}) +
+      "; post_processor " + describe(j.has("post_processor") ? j.at("post_processor") : JsonAt{json(), path, ""});
   for (const char* key : {"truncation", "padding"})
     if (j.has(key)) p.description += "; " + std::string(key) + " settings in the file are not applied";
   return p;
@@ -109,8 +107,9 @@ void add_added_tokens_json(const fs::path& dir, Parts& p) {
 
 Parts load_legacy(const std::string& dir_path) {
   const fs::path dir(dir_path);
-  const json config = fs::is_regular_file(dir / "tokenizer_config.json") ? parse_file((dir / "tokenizer_config.json").string())
-                                                                          : json::object();
+  const json config = fs::is_regular_file(dir / "tokenizer_config.json")
+                          ? parse_file((dir / "tokenizer_config.json").string())
+                          : json::object();
   const json specials = fs::is_regular_file(dir / "special_tokens_map.json")
                             ? parse_file((dir / "special_tokens_map.json").string())
                             : json::object();
@@ -169,19 +168,24 @@ Parts load_legacy(const std::string& dir_path) {
       // Qwen2's slow tokenizer: NFC, its own split pattern, then the byte mapping.
       p.normalizer = make_normalizer(JsonAt{json{{"type", "NFC"}}, "", ""});
       p.pre_tokenizer = make_pre_tokenizer(JsonAt{
-          json{{"type", "Sequence"},
-               {"pretokenizers",
-                json::array({json{{"type", "Split"},
-                                  {"pattern",
-                                   {{"Regex", R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
-                                  {"behavior", "Isolated"}},
-                             json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}},
+          json{
+              {"type", "Sequence"},
+              {"pretokenizers",
+               json::array(
+                   {json{
+                        {"type", "Split"},
+                        {"pattern",
+                         {{"Regex",
+                           R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
+                        {"behavior", "Isolated"}},
+                    json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}},
           "", ""});
     } else {
       p.pre_tokenizer = make_pre_tokenizer(JsonAt{json{{"type", "ByteLevel"}, {"add_prefix_space", false}}, "", ""});
     }
     p.decoder = make_byte_level_decoder();
-    p.description = std::string("byte-level BPE from vocab.json + merges.txt") + (qwen ? " (Qwen2 pattern)" : " (GPT-2 pattern)");
+    p.description =
+        std::string("byte-level BPE from vocab.json + merges.txt") + (qwen ? " (Qwen2 pattern)" : " (GPT-2 pattern)");
   } else {
     throw Error(dir_path + ": no tokenizer.json, vocab.txt, or vocab.json with merges.txt");
   }

@@ -30,8 +30,10 @@ void truncate(Encoding& e, size_t max_len, size_t stride, Side direction) {
     e.overflowing.push_back(std::move(all));
     return;
   }
-  check(stride < max_len, "truncation stride " + std::to_string(stride) + " must be smaller than the length it "
-                          "truncates to (" + std::to_string(max_len) + ")");
+  check(stride < max_len, "truncation stride " + std::to_string(stride) +
+                              " must be smaller than the length it "
+                              "truncates to (" +
+                              std::to_string(max_len) + ")");
   const size_t step = max_len - stride;
   std::vector<std::pair<size_t, size_t>> parts;
   if (direction == Side::right) {
@@ -92,7 +94,8 @@ void truncate_encodings(Encoding& a, Encoding* b, const Truncation& t, size_t ma
 }
 
 size_t padded_length(size_t length, const Padding& p) {
-  if (p.pad_to_multiple_of > 0 && length % p.pad_to_multiple_of > 0) length += p.pad_to_multiple_of - length % p.pad_to_multiple_of;
+  if (p.pad_to_multiple_of > 0 && length % p.pad_to_multiple_of > 0)
+    length += p.pad_to_multiple_of - length % p.pad_to_multiple_of;
   return length;
 }
 
@@ -101,10 +104,8 @@ void pad(Encoding& e, size_t target, const Padding& p) {
   if (e.ids.size() >= target) return;
   const size_t n = target - e.ids.size();
   auto fill = [&](auto& v, const auto& value) {
-    if (p.direction == Side::left)
-      v.insert(v.begin(), n, value);
-    else
-      v.insert(v.end(), n, value);
+    if (p.direction == Side::left) v.insert(v.begin(), n, value);
+    else v.insert(v.end(), n, value);
   };
   fill(e.ids, p.pad_id);
   fill(e.tokens, p.pad_token);

@@ -82,8 +82,9 @@ bool is_control_or_other(char32_t c) {
 }
 
 bool is_punctuation(char32_t c) {
-  if (c < 0x80) return is_ascii_punctuation(c) && c != '$' && c != '+' && c != '<' && c != '=' && c != '>' &&
-                       c != '^' && c != '`' && c != '|' && c != '~';  // ASCII symbols are S*, not P*
+  if (c < 0x80)
+    return is_ascii_punctuation(c) && c != '$' && c != '+' && c != '<' && c != '=' && c != '>' && c != '^' &&
+           c != '`' && c != '|' && c != '~';  // ASCII symbols are S*, not P*
   const auto cat = category(c);
   return cat == UTF8PROC_CATEGORY_PC || cat == UTF8PROC_CATEGORY_PD || cat == UTF8PROC_CATEGORY_PS ||
          cat == UTF8PROC_CATEGORY_PE || cat == UTF8PROC_CATEGORY_PI || cat == UTF8PROC_CATEGORY_PF ||
@@ -135,17 +136,15 @@ std::string normalize(std::string_view s, NormalForm form) {
     case NormalForm::nfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
   }
   utf8proc_uint8_t* out = nullptr;
-  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                          static_cast<utf8proc_ssize_t>(s.size()), &out,
-                                          static_cast<utf8proc_option_t>(options));
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()), &out,
+                   static_cast<utf8proc_option_t>(options));
   check(n >= 0, std::string("Unicode normalization failed: ") + utf8proc_errmsg(n));
   std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> guard(out, &std::free);
   return std::string(reinterpret_cast<const char*>(out), size_t(n));
 }
 
-int combining_class(char32_t c) {
-  return utf8proc_get_property(static_cast<utf8proc_int32_t>(c))->combining_class;
-}
+int combining_class(char32_t c) { return utf8proc_get_property(static_cast<utf8proc_int32_t>(c))->combining_class; }
 
 bool is_valid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {

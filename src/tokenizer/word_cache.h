@@ -25,7 +25,8 @@ class WordCache {
     out.insert(out.end(), it->second.begin(), it->second.end());
     return true;
   }
-  void insert(const std::string& word, std::vector<Token>::const_iterator first, std::vector<Token>::const_iterator last) {
+  void insert(const std::string& word, std::vector<Token>::const_iterator first,
+              std::vector<Token>::const_iterator last) {
     if (word.size() > kMaxWordBytes) return;
     std::unique_lock lock(mu_);
     if (map_.size() >= capacity_) map_.clear();

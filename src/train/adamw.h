@@ -8,7 +8,7 @@
 namespace tach::train {
 
 struct AdamWConfig {
-  float lr = 1e-3f;            // the schedule's value for this step
+  float lr = 1e-3f;  // the schedule's value for this step
   float beta1 = 0.9f, beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 1e-2f;  // torch's default; applied only where decay is true

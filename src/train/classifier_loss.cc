@@ -5,12 +5,12 @@
 
 namespace tach::train {
 
-double classifier_loss(const std::string& problem_type, const float* logits, int64_t B, int64_t L,
-                       const Targets& t, float* dlogits, float scale) {
+double classifier_loss(const std::string& problem_type, const float* logits, int64_t B, int64_t L, const Targets& t,
+                       float* dlogits, float scale) {
   if (problem_type == "regression") {
     check(L == 1, "regression needs a head with one output, this one has " + std::to_string(L));
-    check(int64_t(t.values.size()) == B, "regression: " + std::to_string(t.values.size()) + " targets for " +
-                                             std::to_string(B) + " rows");
+    check(int64_t(t.values.size()) == B,
+          "regression: " + std::to_string(t.values.size()) + " targets for " + std::to_string(B) + " rows");
     const double loss = mse_forward(logits, t.values.data(), B);
     if (dlogits) mse_backward(dlogits, logits, t.values.data(), B, scale);
     return loss;

@@ -35,16 +35,17 @@ nlohmann::json dev_accuracy(const TrainResult& r) {
 TrainComparison run_training_comparison(const TrainOptions& base, const std::vector<std::string>& methods,
                                         const std::vector<std::string>& execs, const TrainObserver& observer) {
   check(!methods.empty() && !execs.empty(), "a comparison needs at least one method and one exec mode");
-  check(base.resume.empty(), "--resume continues one run: resume each run of a comparison on its own "
-                             "(tach train --resume DIR/<method>-<exec>)");
+  check(base.resume.empty(),
+        "--resume continues one run: resume each run of a comparison on its own "
+        "(tach train --resume DIR/<method>-<exec>)");
   check(base.save_dir.empty(), "--save names one model directory; a comparison saves each run's in its own directory");
   for (const auto& m : methods)
     check(m == "full" || m == "lora" || m == "qlora", "--method: '" + m + "' is not full, lora or qlora");
   for (const auto& e : execs) check(e == "eager" || e == "fused", "--exec: '" + e + "' is not eager or fused");
   TrainComparison out;
-  out.dir = (fs::path(base.runs_dir) / (base.run_id.empty() ? "compare-" + train::utc_stamp() + "-" +
-                                                                   train::model_name_for_runs(base.model)
-                                                             : base.run_id))
+  out.dir = (fs::path(base.runs_dir) /
+             (base.run_id.empty() ? "compare-" + train::utc_stamp() + "-" + train::model_name_for_runs(base.model)
+                                  : base.run_id))
                 .string();
   check(!fs::exists(out.dir), out.dir + " exists already: pick another --run-id");
   fs::create_directories(out.dir);
@@ -56,7 +57,8 @@ TrainComparison run_training_comparison(const TrainOptions& base, const std::vec
       o.exec = exec;
       o.runs_dir = out.dir;
       o.run_id = method + "-" + exec;
-      if (observer.on_note) observer.on_note("comparison: " + method + " × " + exec + " -> " + out.dir + "/" + o.run_id);
+      if (observer.on_note)
+        observer.on_note("comparison: " + method + " × " + exec + " -> " + out.dir + "/" + o.run_id);
       TrainComparisonRow row{method, exec, out.dir + "/" + o.run_id, run_training(o, observer)};
       out.rows.push_back(std::move(row));
     }
@@ -71,12 +73,19 @@ TrainComparison run_training_comparison(const TrainOptions& base, const std::vec
   for (const auto& r : out.rows) {
     const TrainResult& t = r.result;
     const double epoch_s = t.epochs.empty() ? 0 : t.epochs.back().seconds;
-    rows.push_back({{"method", r.method}, {"exec", r.exec}, {"run_dir", r.run_dir},
-                    {"trainable_parameters", t.trainable_parameters}, {"total_parameters", t.total_parameters},
-                    {"step_ms_median", t.step_ms_median}, {"step_ms_p90", t.step_ms_p90},
-                    {"tokens_per_s", t.tokens_per_s_median}, {"samples_per_s", t.samples_per_s_median},
-                    {"epoch_seconds", epoch_s}, {"dev_accuracy", dev_accuracy(t)},
-                    {"peak_bytes", t.peak_bytes}, {"peak_bytes_by_category", t.peak_bytes_by_category},
+    rows.push_back({{"method", r.method},
+                    {"exec", r.exec},
+                    {"run_dir", r.run_dir},
+                    {"trainable_parameters", t.trainable_parameters},
+                    {"total_parameters", t.total_parameters},
+                    {"step_ms_median", t.step_ms_median},
+                    {"step_ms_p90", t.step_ms_p90},
+                    {"tokens_per_s", t.tokens_per_s_median},
+                    {"samples_per_s", t.samples_per_s_median},
+                    {"epoch_seconds", epoch_s},
+                    {"dev_accuracy", dev_accuracy(t)},
+                    {"peak_bytes", t.peak_bytes},
+                    {"peak_bytes_by_category", t.peak_bytes_by_category},
                     {"diverged", t.diverged}});
     const nlohmann::json acc = dev_accuracy(t);
     csv << r.method << "," << r.exec << "," << t.trainable_parameters << "," << t.total_parameters << ","
@@ -94,13 +103,15 @@ TrainComparison run_training_comparison(const TrainOptions& base, const std::vec
       {"model", base.model},
       {"methods", methods},
       {"execs", execs},
-      {"units", {{"step_ms", "milliseconds per optimizer step, wall time, steady clock: median and p90 over each run's "
-                             "steps"},
-                 {"tokens_per_s", "real (unpadded) tokens per second, median over steps"},
-                 {"samples_per_s", "examples per second, median over steps"},
-                 {"epoch_seconds", "the last epoch's wall time"},
-                 {"peak_bytes", "tach's allocator, exact bytes, from the first step to the end of the run"},
-                 {"dev_accuracy", "the last evaluated epoch's accuracy on --eval-dataset (null without one)"}}},
+      {"units",
+       {{"step_ms",
+         "milliseconds per optimizer step, wall time, steady clock: median and p90 over each run's "
+         "steps"},
+        {"tokens_per_s", "real (unpadded) tokens per second, median over steps"},
+        {"samples_per_s", "examples per second, median over steps"},
+        {"epoch_seconds", "the last epoch's wall time"},
+        {"peak_bytes", "tach's allocator, exact bytes, from the first step to the end of the run"},
+        {"dev_accuracy", "the last evaluated epoch's accuracy on --eval-dataset (null without one)"}}},
       {"rows", rows}};
   model::write_file_atomically(out.dir + "/summary.json", summary.dump(2) + "\n");
   model::write_file_atomically(out.dir + "/comparison.csv", csv.str());

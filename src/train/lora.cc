@@ -81,7 +81,8 @@ void prepare(LoraActivations& saved, const LoraSet& set, int64_t i, int64_t M) {
   if (saved.xa.size() != set.adapters.size()) saved.xa.assign(set.adapters.size(), Tensor());
   const int64_t r = set.options.r, K = set.adapters[size_t(i)].in;
   Tensor& xa = saved.xa[size_t(i)];
-  if (!xa.defined() || xa.size(0) != M) xa = Tensor::empty({M, r}, DType::f32, Device::cpu(), MemoryCategory::activations);
+  if (!xa.defined() || xa.size(0) != M)
+    xa = Tensor::empty({M, r}, DType::f32, Device::cpu(), MemoryCategory::activations);
   const int64_t need = M * K + M * r;
   if (!saved.scratch.defined() || saved.scratch.numel() < need)
     saved.scratch = Tensor::empty({need}, DType::f32, Device::cpu(), MemoryCategory::workspace);
@@ -162,21 +163,24 @@ void load_peft_adapter_weights(TrainableModel& model, const std::string& dir) {
   for (const auto& e : file.header().entries) {
     std::string name = e.name.rfind(prefix, 0) == 0 ? e.name.substr(prefix.size()) : e.name;
     if (auto at = name.find("modules_to_save.default."); at != std::string::npos) name.erase(at, 24);
-    check(model.params.find(name) != nullptr, path + ": tensor '" + e.name + "' has no place in this model (" + model.architecture() +
-                            " with LoRA r=" + std::to_string(model.lora->options.r) + ")");
+    check(model.params.find(name) != nullptr, path + ": tensor '" + e.name + "' has no place in this model (" +
+                                                  model.architecture() +
+                                                  " with LoRA r=" + std::to_string(model.lora->options.r) + ")");
     Parameter* p = &model.params.at(name);
-    check(e.shape == p->value.shape(), path + ": '" + e.name + "' is " + shape_str(e.shape) + ", the model's is " +
-                                           shape_str(p->value.shape()));
+    check(e.shape == p->value.shape(),
+          path + ": '" + e.name + "' is " + shape_str(e.shape) + ", the model's is " + shape_str(p->value.shape()));
     const Tensor t = file.tensor(e).to(DType::f32);
     std::memcpy(p->value.raw(), t.raw(), p->value.nbytes());
   }
 }
 
 LoraOptions lora_options_of(const model::PeftAdapter& a) {
-  check(!a.rslora(), a.dir() + ": an rsLoRA adapter (use_rslora); tach trains adapters scaled by alpha / r (it can "
-                              "still merge this one: tach classify, eval or bench --adapter, tach merge)");
-  check(!a.has_patterns(), a.dir() + ": rank_pattern or alpha_pattern gives modules their own rank or alpha; tach "
-                                     "trains one rank and alpha for all (it can still merge this adapter)");
+  check(!a.rslora(), a.dir() +
+                         ": an rsLoRA adapter (use_rslora); tach trains adapters scaled by alpha / r (it can "
+                         "still merge this one: tach classify, eval or bench --adapter, tach merge)");
+  check(!a.has_patterns(), a.dir() +
+                               ": rank_pattern or alpha_pattern gives modules their own rank or alpha; tach "
+                               "trains one rank and alpha for all (it can still merge this adapter)");
   LoraOptions o;
   o.r = a.r();
   o.alpha = a.alpha();

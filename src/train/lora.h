@@ -35,7 +35,7 @@ struct LoraOptions {
 // One adapter, on the output rows [row0, row0 + out) of an engine linear (the engine's fused
 // q|k|v linear carries up to three).
 struct LoraAdapter {
-  std::string module;  // the Hugging Face module path, e.g. distilbert.transformer.layer.0.attention.q_lin
+  std::string module;      // the Hugging Face module path, e.g. distilbert.transformer.layer.0.attention.q_lin
   Parameter* A = nullptr;  // [r, in]
   Parameter* B = nullptr;  // [out, r]
   int64_t in = 0, out = 0, row0 = 0;

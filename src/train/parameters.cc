@@ -13,7 +13,6 @@ namespace {
 
 Tensor f32_copy(const Tensor& t, MemoryCategory category) { return t.to(DType::f32, category); }
 
-
 }  // namespace
 
 Parameter& ParameterTable::add(const std::string& name, const Tensor& init) {

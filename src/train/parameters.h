@@ -21,13 +21,13 @@
 namespace tach::train {
 
 struct Parameter {
-  std::string name;          // as in the checkpoint, e.g. "bert.encoder.layer.0.attention.self.query.weight"
-  Tensor value;              // f32 master (category weights)
-  Tensor grad;               // f32, value's shape (category gradients), zeroed by zero_grad()
+  std::string name;  // as in the checkpoint, e.g. "bert.encoder.layer.0.attention.self.query.weight"
+  Tensor value;      // f32 master (category weights)
+  Tensor grad;       // f32, value's shape (category gradients), zeroed by zero_grad()
   bool trainable = true;
-  bool decay = true;         // weight decay applies to it
-  std::string fused;         // the fused tensor this is a row slice of, or ""
-  int64_t fused_row = 0;     // its first row there
+  bool decay = true;      // weight decay applies to it
+  std::string fused;      // the fused tensor this is a row slice of, or ""
+  int64_t fused_row = 0;  // its first row there
   // QLoRA: a frozen linear weight kept in NF4 (then `value` is released and `shape` remembers
   // it). For a part of a fused tensor the NF4 copy is the fused tensor's.
   std::shared_ptr<const cpu::Nf4Matrix> nf4;
@@ -36,7 +36,7 @@ struct Parameter {
 };
 
 struct FusedTensor {
-  Tensor value, grad;        // [Σ rows, ...]
+  Tensor value, grad;  // [Σ rows, ...]
   std::string name;
   std::shared_ptr<const cpu::Nf4Matrix> nf4;  // QLoRA: the frozen weight in NF4, value released
 };

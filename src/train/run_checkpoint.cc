@@ -27,9 +27,9 @@ int64_t checkpoint_step(const fs::path& p) {
 void restore(const model::SafetensorsFile& file, const std::string& name, const Tensor& into) {
   const model::SafetensorsEntry* e = file.find(name);
   check(e != nullptr, file.path() + ": no tensor '" + name + "'; the checkpoint does not belong to this model");
-  check(e->shape == into.shape() && e->dtype == DType::f32,
-        file.path() + ": tensor '" + name + "' is " + shape_str(e->shape) + ", the model needs f32 " +
-            shape_str(into.shape()));
+  check(e->shape == into.shape() && e->dtype == DType::f32, file.path() + ": tensor '" + name + "' is " +
+                                                                shape_str(e->shape) + ", the model needs f32 " +
+                                                                shape_str(into.shape()));
   Tensor t = file.tensor(*e);
   std::memcpy(into.raw(), t.raw(), into.nbytes());
 }
@@ -80,9 +80,7 @@ nlohmann::json load_run_checkpoint(const std::string& dir, ParameterTable& param
   nlohmann::json state;
   try {
     state = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error(dir + "/trainer_state.json: " + e.what());
-  }
+  } catch (const std::exception& e) { throw Error(dir + "/trainer_state.json: " + e.what()); }
   optimizer.restore(state.at("optimizer_steps").get<int64_t>());
   return state;
 }

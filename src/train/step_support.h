@@ -33,8 +33,8 @@ inline void zero(const Tensor& t) { std::memset(t.raw(), 0, t.nbytes()); }
 
 // The linear's backward as an op: its declared cost counts only the GEMMs that run (a frozen
 // weight's dW is skipped, and so is its cost). Arguments as ops::linear_backward_cpu.
-inline void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
-                            int64_t M, int64_t N, int64_t K) {
+inline void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W, int64_t M,
+                            int64_t N, int64_t K) {
   OpSpan o("linear_backward", ops::linear_backward_cost(M, N, K, db != nullptr, dx != nullptr, dW != nullptr));
   ops::linear_backward_cpu(dx, dW, db, dy, x, W, M, N, K);
 }
@@ -60,8 +60,8 @@ inline void linear_forward(float* y, const float* x, LinearWeight W, const float
 }
 
 // The backward of a layer linear; an NF4 weight is frozen, so it has a dx (and a bias's db) only.
-inline void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, LinearWeight W,
-                            int64_t M, int64_t N, int64_t K) {
+inline void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, LinearWeight W, int64_t M,
+                            int64_t N, int64_t K) {
   if (!W.nf4) {
     linear_backward(dx, dW, db, dy, x, W.f32, M, N, K);
     return;

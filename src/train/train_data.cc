@@ -29,8 +29,8 @@ uint64_t mix(uint64_t z) {
 TrainData prepare_train_data(const Dataset& dataset, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
                              const std::string& problem_type, int64_t max_length, bool pad_to_max_length,
                              int32_t pad_id, bool with_types) {
-  check(max_length >= 2, "--max-length must be at least 2 (the special tokens alone take 2), got " +
-                             std::to_string(max_length));
+  check(max_length >= 2,
+        "--max-length must be at least 2 (the special tokens alone take 2), got " + std::to_string(max_length));
   TrainData d;
   d.max_length = max_length;
   d.pad_to_max_length = pad_to_max_length;

@@ -20,7 +20,7 @@ struct TrainData {
   std::vector<std::vector<int32_t>> label_sets;  // multi-label targets (ids into the head's labels)
   bool regression = false;
   bool multi_label = false;
-  int64_t num_labels = 0;  // the head's outputs
+  int64_t num_labels = 0;   // the head's outputs
   bool with_types = false;  // BERT: token_type_ids go to the model
   int64_t max_length = 0;
   bool pad_to_max_length = false;

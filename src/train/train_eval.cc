@@ -60,9 +60,9 @@ EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data
     make_batch(data, idx, &batch, &targets);
     model.forward(*state, batch, DropoutRates{});
     const float* logits = state->logits.data<float>();
-    loss_sum += classifier_loss(problem_type, logits, int64_t(idx.size()), L, targets, nullptr, 1.f) * double(idx.size());
-    if (data.multi_label)
-      all_logits.insert(all_logits.end(), logits, logits + int64_t(idx.size()) * L);
+    loss_sum +=
+        classifier_loss(problem_type, logits, int64_t(idx.size()), L, targets, nullptr, 1.f) * double(idx.size());
+    if (data.multi_label) all_logits.insert(all_logits.end(), logits, logits + int64_t(idx.size()) * L);
     else if (!data.regression)
       for (size_t r = 0; r < idx.size(); ++r) {
         int32_t best = 0;

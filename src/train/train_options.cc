@@ -144,8 +144,10 @@ void validate_options(const TrainOptions& o) {
   check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1, "Adam betas must be in [0, 1)");
   check(o.adam_eps > 0, "--adam-epsilon must be positive");
   check(o.schedule == "linear" || o.schedule == "constant", "--schedule must be linear or constant, got " + o.schedule);
-  check(o.decay_scope == "trainer" || o.decay_scope == "all", "--decay-scope must be trainer or all, got " + o.decay_scope);
-  check(o.padding == "longest" || o.padding == "max_length", "--padding must be longest or max_length, got " + o.padding);
+  check(o.decay_scope == "trainer" || o.decay_scope == "all",
+        "--decay-scope must be trainer or all, got " + o.decay_scope);
+  check(o.padding == "longest" || o.padding == "max_length",
+        "--padding must be longest or max_length, got " + o.padding);
   check(o.max_samples >= 0, "--max-samples must be >= 0");
   check(o.eval_every >= 0 && o.save_every >= 0, "--eval-every and --save-every must be >= 0");
   check(o.dtype == "f32" || o.dtype == "bf16", "--dtype must be f32 or bf16, got " + o.dtype);
@@ -175,9 +177,7 @@ void load_train_yaml(const std::string& path, TrainOptions& options) {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw Error(path + ": " + e.what());
-  }
+  } catch (const YAML::Exception& e) { throw Error(path + ": " + e.what()); }
   if (root.IsNull()) return;
   check(root.IsMap(), path + ": expected a mapping of options");
   std::set<std::string> known;
@@ -189,9 +189,9 @@ void load_train_yaml(const std::string& path, TrainOptions& options) {
     if constexpr (std::is_same_v<T, std::vector<std::string>>) {
       member.clear();
       if (n.IsSequence())
-        for (size_t i = 0; i < n.size(); ++i) member.push_back(train::yaml_scalar<std::string>(n[i], path + ": " + key));
-      else
-        member.push_back(train::yaml_scalar<std::string>(n, path + ": " + key));
+        for (size_t i = 0; i < n.size(); ++i)
+          member.push_back(train::yaml_scalar<std::string>(n[i], path + ": " + key));
+      else member.push_back(train::yaml_scalar<std::string>(n, path + ": " + key));
     } else {
       member = train::yaml_scalar<T>(n, path + ": " + key);
     }

@@ -58,18 +58,17 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
   }
   out.loss = loss_sum / double(micro_batches);
   const auto t0 = std::chrono::steady_clock::now();
-  out.grad_norm = std::isfinite(out.loss)
-                      ? clip_and_update(model_.params, optimizer_, lr, settings_.max_grad_norm)
-                      : out.loss;
+  out.grad_norm =
+      std::isfinite(out.loss) ? clip_and_update(model_.params, optimizer_, lr, settings_.max_grad_norm) : out.loss;
   out.updated = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
   out.seconds.optimizer = seconds_since(t0);
   out.seconds.total = seconds_since(t_step);
   return out;
 }
 
-double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch,
-                        const Targets& targets, const std::string& problem_type, const DropoutRates& dropout,
-                        float loss_scale, PhaseSeconds* seconds) {
+double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const Targets& targets,
+                        const std::string& problem_type, const DropoutRates& dropout, float loss_scale,
+                        PhaseSeconds* seconds) {
   const int64_t L = model.num_labels();
   std::vector<float> dlogits(size_t(batch.batch() * L), 0.f);
   auto t0 = std::chrono::steady_clock::now();

@@ -66,9 +66,9 @@ struct PhaseSeconds {
 
 // Forward, loss (its gradient scaled by loss_scale: 1 / micro-batches per step) and backward;
 // gradients accumulate. Returns the micro-batch's mean loss.
-double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch,
-                        const Targets& targets, const std::string& problem_type, const DropoutRates& dropout,
-                        float loss_scale, PhaseSeconds* seconds);
+double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const Targets& targets,
+                        const std::string& problem_type, const DropoutRates& dropout, float loss_scale,
+                        PhaseSeconds* seconds);
 
 // The global L2 norm of the trainable gradients (before clipping). When it is finite, clips to
 // max_grad_norm (0: no clipping) and updates at lr; when not, changes nothing.

@@ -20,13 +20,14 @@ class Stepper final : public TrainStepper {
         model_(build(source_, o)),
         step_(*model_, settings(source_, o)) {
     source_.store.reset();
-    check(model_->num_labels() >= 2, o.model + ": a training step needs a classification head with labels; this one "
-                                               "is a regression head");
+    check(model_->num_labels() >= 2, o.model +
+                                         ": a training step needs a classification head with labels; this one "
+                                         "is a regression head");
   }
 
   double step(const TokenBatch& batch, const std::vector<int32_t>& labels) override {
-    check(int64_t(labels.size()) == batch.batch(), "train step: " + std::to_string(labels.size()) + " labels for " +
-                                                       std::to_string(batch.batch()) + " rows");
+    check(int64_t(labels.size()) == batch.batch(),
+          "train step: " + std::to_string(labels.size()) + " labels for " + std::to_string(batch.batch()) + " rows");
     const cpu::TrainPrecisionScope precision(options_.bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
     const train::StepOutcome out = step_.run(
         steps_, 1,

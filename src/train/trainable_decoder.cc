@@ -23,8 +23,12 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
   ParameterTable& t = m.params;
   // Names as the task model saves them (body prefix + the decoder's own), whatever prefix the
   // checkpoint used.
-  auto body = [&](const std::string& name, const Shape& shape) -> Parameter& { return t.add(B + name, w.take(name, shape)); };
-  auto part = [&](const std::string& name, const Shape& shape) { return std::make_pair(B + name, w.take(name, shape)); };
+  auto body = [&](const std::string& name, const Shape& shape) -> Parameter& {
+    return t.add(B + name, w.take(name, shape));
+  };
+  auto part = [&](const std::string& name, const Shape& shape) {
+    return std::make_pair(B + name, w.take(name, shape));
+  };
   m.embed = &body(n.embed + ".weight", {config.vocab_size, C});
   if (config.embedding_norm) m.embed_norm = &body(n.embed_norm + ".weight", {C});
   const int64_t QKV = config.qkv_width();
@@ -37,12 +41,13 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
       if (config.qkv_bias)
         l.qkv_bias = t.add_fused(B + p + n.qkv_fused + ".bias", {part(p + n.qkv_fused + ".bias", {QKV})});
     } else {
-      l.qkv_weight = t.add_fused(B + p + "self_attn.qkv.weight",
-                                 {part(p + n.q + ".weight", {HD, C}), part(p + n.k + ".weight", {KD, C}),
-                                  part(p + n.v + ".weight", {KD, C})});
+      l.qkv_weight = t.add_fused(
+          B + p + "self_attn.qkv.weight",
+          {part(p + n.q + ".weight", {HD, C}), part(p + n.k + ".weight", {KD, C}), part(p + n.v + ".weight", {KD, C})});
       if (config.qkv_bias)
-        l.qkv_bias = t.add_fused(B + p + "self_attn.qkv.bias", {part(p + n.q + ".bias", {HD}),
-                                                                part(p + n.k + ".bias", {KD}), part(p + n.v + ".bias", {KD})});
+        l.qkv_bias =
+            t.add_fused(B + p + "self_attn.qkv.bias",
+                        {part(p + n.q + ".bias", {HD}), part(p + n.k + ".bias", {KD}), part(p + n.v + ".bias", {KD})});
     }
     if (config.qk_norm) {
       l.q_norm = &body(p + n.q_norm + ".weight", {D});
@@ -60,7 +65,8 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
       l.gate_up = t.add_fused(B + p + "mlp.gate_up.weight",
                               {part(p + n.gate + ".weight", {I, C}), part(p + n.up + ".weight", {I, C})});
       if (config.mlp_bias)
-        l.gate_up_bias = t.add_fused(B + p + "mlp.gate_up.bias", {part(p + n.gate + ".bias", {I}), part(p + n.up + ".bias", {I})});
+        l.gate_up_bias =
+            t.add_fused(B + p + "mlp.gate_up.bias", {part(p + n.gate + ".bias", {I}), part(p + n.up + ".bias", {I})});
     }
     l.down = &body(p + n.down + ".weight", {C, I});
     if (config.mlp_bias) l.down_bias = &body(p + n.down + ".bias", {C});
@@ -123,7 +129,8 @@ void TrainableDecoder::refresh_applied_norms() const {
     for (int64_t i = 0; i < a.numel(); ++i) a.data<float>()[i] = 1.0f + p->value.data<float>()[i];
   };
   for (const auto& l : layers)
-    for (const Parameter* p : {l.attn_norm, l.q_norm, l.k_norm, l.attn_out_norm, l.mlp_norm, l.mlp_out_norm}) refresh(p);
+    for (const Parameter* p : {l.attn_norm, l.q_norm, l.k_norm, l.attn_out_norm, l.mlp_norm, l.mlp_out_norm})
+      refresh(p);
   refresh(final_norm);
   refresh(embed_norm);
   refresh(head_norm);
@@ -173,7 +180,8 @@ std::vector<LinearSite> TrainableDecoder::linear_sites() {
 void TrainableDecoder::release_frozen_grads() {
   for (auto& l : layers)
     for (FusedTensor* t : {&l.qkv_weight, &l.qkv_bias, &l.gate_up, &l.gate_up_bias})
-      if (!t->name.empty() && !any_part_trainable(params, *t)) t->grad = Tensor();  // name empty: the family has no such bias
+      if (!t->name.empty() && !any_part_trainable(params, *t))
+        t->grad = Tensor();  // name empty: the family has no such bias
 }
 
 }  // namespace tach::train

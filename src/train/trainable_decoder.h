@@ -20,18 +20,18 @@
 namespace tach::train {
 
 struct TrainableDecoderLayer {
-  Parameter* attn_norm = nullptr;         // [C]; none in ModernBERT's layer 0 (the identity)
-  Parameter* q_norm = nullptr;            // [D] qk_norm only
-  Parameter* k_norm = nullptr;            // [D]
-  FusedTensor qkv_weight, qkv_bias;       // [(H + 2 KVH) D, C], [(H + 2 KVH) D] (bias: qkv_bias only)
-  Parameter* o_proj;                      // [C, H D]
-  Parameter* o_bias = nullptr;            // [C] o_bias only
-  Parameter* attn_out_norm = nullptr;     // [C] sandwich norms only
-  Parameter* mlp_norm;                    // [C]
-  FusedTensor gate_up, gate_up_bias;      // [2I, C], [2I] (bias: mlp_bias only)
-  Parameter* down;                        // [C, I]
-  Parameter* down_bias = nullptr;         // [C] mlp_bias only
-  Parameter* mlp_out_norm = nullptr;      // [C] sandwich norms only
+  Parameter* attn_norm = nullptr;      // [C]; none in ModernBERT's layer 0 (the identity)
+  Parameter* q_norm = nullptr;         // [D] qk_norm only
+  Parameter* k_norm = nullptr;         // [D]
+  FusedTensor qkv_weight, qkv_bias;    // [(H + 2 KVH) D, C], [(H + 2 KVH) D] (bias: qkv_bias only)
+  Parameter* o_proj;                   // [C, H D]
+  Parameter* o_bias = nullptr;         // [C] o_bias only
+  Parameter* attn_out_norm = nullptr;  // [C] sandwich norms only
+  Parameter* mlp_norm;                 // [C]
+  FusedTensor gate_up, gate_up_bias;   // [2I, C], [2I] (bias: mlp_bias only)
+  Parameter* down;                     // [C, I]
+  Parameter* down_bias = nullptr;      // [C] mlp_bias only
+  Parameter* mlp_out_norm = nullptr;   // [C] sandwich norms only
   std::vector<int64_t> qkv_lora, o_lora, gate_up_lora, down_lora;  // LoRA adapters (train/lora.h)
 };
 
@@ -46,12 +46,12 @@ struct TrainableDecoder final : TrainableModel {
   Parameter* embed = nullptr;       // [V, C]
   Parameter* embed_norm = nullptr;  // [C] ModernBERT's embeddings.norm
   std::vector<TrainableDecoderLayer> layers;
-  Parameter* final_norm = nullptr;  // [C]
-  Parameter* head_dense = nullptr;  // [C, C] ModernBERT's head.dense
+  Parameter* final_norm = nullptr;       // [C]
+  Parameter* head_dense = nullptr;       // [C, C] ModernBERT's head.dense
   Parameter* head_dense_bias = nullptr;  // [C] when classifier_bias
-  Parameter* head_norm = nullptr;   // [C] ModernBERT's head.norm
-  Parameter* score = nullptr;       // [L, C]: score, or ModernBERT's classifier
-  Parameter* score_bias = nullptr;  // [L] ModernBERT's classifier.bias
+  Parameter* head_norm = nullptr;        // [C] ModernBERT's head.norm
+  Parameter* score = nullptr;            // [L, C]: score, or ModernBERT's classifier
+  Parameter* score_bias = nullptr;       // [L] ModernBERT's classifier.bias
   std::vector<int64_t> head_dense_lora;
 
   const std::vector<std::string>& labels() const override { return config.id2label; }
@@ -90,15 +90,15 @@ struct DecoderActivations final : ForwardState {
   // gradient checkpointing every layer but its resid shares the first layer's buffers.
   std::vector<model::DecoderLayerTensors> layers;
   Tensor embedded, embed_mean, embed_rstd;  // ModernBERT: [N, C] the embeddings before their norm, its [N] stats
-  Tensor resid_out;   // [N, C] the last layer's output: the final norm's input
-  Tensor pooled_in;   // [B, C] the last layer's output at each row's pooled token (last, or first)
+  Tensor resid_out;                         // [N, C] the last layer's output: the final norm's input
+  Tensor pooled_in;               // [B, C] the last layer's output at each row's pooled token (last, or first)
   Tensor final_mean, final_rstd;  // [B] (mean pooling: [N]; mean for LayerNorms only)
-  Tensor final_normed;  // [N, C] mean pooling: every row's final norm, averaged into pooled
-  Tensor pooled;      // [B, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
+  Tensor final_normed;            // [N, C] mean pooling: every row's final norm, averaged into pooled
+  Tensor pooled;  // [B, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
   Tensor head_pre, head_act, head_mean, head_rstd, head_out;  // ModernBERT's head: [B, C] x3, [B] x2
-  std::vector<int64_t> last;  // per row, the pooled token's position (last or cls pooling)
+  std::vector<int64_t> last;       // per row, the pooled token's position (last or cls pooling)
   std::vector<float> real_tokens;  // per row, its real tokens (mean pooling)
-  model::DecoderRope rope;  // cos/sin of positions 0..T-1 for every row
+  model::DecoderRope rope;         // cos/sin of positions 0..T-1 for every row
   // Gradients, reused by the backward.
   Tensor d_resid, d_x, d_qkv, d_context, d_gate_up, d_act;  // [N, C] x2, [N, QKV], [N, HD], [N, 2I], [N, I]
   Tensor d_branch;                                          // [N, C] sandwich norms: d(branch before its norm)

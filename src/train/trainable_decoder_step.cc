@@ -37,7 +37,9 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   const model::DecoderConfig& s = m.config;
   const int64_t N = B * T, C = s.hidden_size, I = s.intermediate_size, QKV = s.qkv_width(), D = s.head_dim;
   const int64_t HD = s.num_heads * D, QK = s.num_heads + s.num_kv_heads;
-  auto make = [](const Shape& shape) { return Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::activations); };
+  auto make = [](const Shape& shape) {
+    return Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::activations);
+  };
   a = DecoderActivations{};
   a.fused = fused;
   a.checkpoint = checkpoint;
@@ -61,7 +63,8 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
     l.qkv = make({N, QKV});
     if (!fused) l.probs = make({B, s.num_heads, T, T});
     l.context = make({N, HD});
-    if (s.sandwich_norms) l.attn_out = make({N, C}), l.rstd_ao = make({N}), l.mlp_out = make({N, C}), l.rstd_mo = make({N});
+    if (s.sandwich_norms)
+      l.attn_out = make({N, C}), l.rstd_ao = make({N}), l.mlp_out = make({N, C}), l.rstd_mo = make({N});
     l.resid_mid = make({N, C});
     l.rstd2 = make({N});
     l.x2 = make({N, C});
@@ -124,9 +127,10 @@ std::vector<int64_t> last_tokens(const TrainableDecoder& m, const TokenBatch& ba
   const int64_t B = batch.batch(), T = batch.seq_len();
   if (m.config.pooling != model::DecoderConfig::Pooling::last_token) return std::vector<int64_t>(size_t(B), 0);
   const int64_t pad = m.config.pad_token_id;
-  check(pad >= 0 || B == 1, "config.json names no pad_token_id, so rows of a batch cannot be told from padding; set "
-                            "pad_token_id (Qwen2.5 uses <|endoftext|>, 151643; Llama 3 models often <|finetune_right_pad_id|>) "
-                            "or train with batch 1");
+  check(pad >= 0 || B == 1,
+        "config.json names no pad_token_id, so rows of a batch cannot be told from padding; set "
+        "pad_token_id (Qwen2.5 uses <|endoftext|>, 151643; Llama 3 models often <|finetune_right_pad_id|>) "
+        "or train with batch 1");
   const int32_t* ids = batch.input_ids.data<int32_t>();
   std::vector<int64_t> last(size_t(B), pad < 0 ? T - 1 : 0);
   if (pad >= 0)
@@ -145,8 +149,9 @@ void check_batch(const TrainableDecoder& m, const TokenBatch& batch) {
         "attention_mask must be i32 " + shape_str(batch.input_ids.shape()));
   const int32_t* ids = batch.input_ids.data<int32_t>();
   for (int64_t i = 0; i < batch.input_ids.numel(); ++i)
-    check(ids[i] >= 0 && ids[i] < m.config.vocab_size, "input id " + std::to_string(ids[i]) +
-                                                     " is outside the vocabulary of " + std::to_string(m.config.vocab_size));
+    check(
+        ids[i] >= 0 && ids[i] < m.config.vocab_size,
+        "input id " + std::to_string(ids[i]) + " is outside the vocabulary of " + std::to_string(m.config.vocab_size));
 }
 
 void lora_bwd(const TrainableDecoder& m, const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy,
@@ -244,8 +249,10 @@ void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const int32_
     } else {
       // The final norm is per row, so it runs on the rows the head reads only.
       for (int64_t b = 0; b < B; ++b)
-        std::memcpy(f(a.pooled_in) + b * C, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C, sizeof(float) * size_t(C));
-      model::decoder_norm(m.config, a.pooled, a.pooled_in, Tensor(), m.norm_weight(m.final_norm), a.final_mean, a.final_rstd);
+        std::memcpy(f(a.pooled_in) + b * C, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C,
+                    sizeof(float) * size_t(C));
+      model::decoder_norm(m.config, a.pooled, a.pooled_in, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
+                          a.final_rstd);
     }
   }
 }
@@ -264,7 +271,8 @@ void head_forward(const TrainableDecoder& m, DecoderActivations& a, const Dropou
       OpSpan o("gelu", ops::gelu_cost(B * C));
       ops::gelu_forward_cpu(f(a.head_act), f(a.head_pre), B * C);
     }
-    model::decoder_norm(m.config, a.head_out, a.head_act, Tensor(), m.norm_weight(m.head_norm), a.head_mean, a.head_rstd);
+    model::decoder_norm(m.config, a.head_out, a.head_act, Tensor(), m.norm_weight(m.head_norm), a.head_mean,
+                        a.head_rstd);
     head_in = &a.head_out;
   }
   core::Span head_span(core::SpanKind::module, m.config.head_mlp ? "classifier" : "score");
@@ -280,12 +288,13 @@ void head_backward(TrainableDecoder& m, DecoderActivations& a, const float* d_lo
     zero(a.d_pooled);
     if (m.config.head_mlp) {
       zero(a.d_head);
-      step::linear_backward(f(a.d_head), g(m.score), bias_grad(m.score_bias), d_logits, f(a.head_out), f(m.score), B, L, C);
+      step::linear_backward(f(a.d_head), g(m.score), bias_grad(m.score_bias), d_logits, f(a.head_out), f(m.score), B, L,
+                            C);
       // Through head.norm and the GELU into d(dense output), kept in d_pooled_in for the moment.
       core::Span span(core::SpanKind::module, "head");
       zero(a.d_pooled_in);
-      norm_backward(m.config, f(a.d_pooled_in), g(m.head_norm), f(a.d_head), f(a.head_act), f(m.norm_weight(m.head_norm)),
-                    a.head_mean, a.head_rstd, B, C);
+      norm_backward(m.config, f(a.d_pooled_in), g(m.head_norm), f(a.d_head), f(a.head_act),
+                    f(m.norm_weight(m.head_norm)), a.head_mean, a.head_rstd, B, C);
       zero(a.d_head);
       {
         OpSpan o("gelu_backward", ops::gelu_backward_cost(B * C));
@@ -295,7 +304,8 @@ void head_backward(TrainableDecoder& m, DecoderActivations& a, const float* d_lo
                             wt(m.head_dense), B, C, C);
       lora_bwd(m, m.head_dense_lora, f(a.d_pooled), f(a.d_head), C, f(a.pooled), B, a, dr);
     } else {
-      step::linear_backward(f(a.d_pooled), g(m.score), bias_grad(m.score_bias), d_logits, f(a.pooled), f(m.score), B, L, C);
+      step::linear_backward(f(a.d_pooled), g(m.score), bias_grad(m.score_bias), d_logits, f(a.pooled), f(m.score), B, L,
+                            C);
     }
   }
 }
@@ -316,18 +326,18 @@ void pool_backward(TrainableDecoder& m, DecoderActivations& a, const int32_t* ma
           const float* dp = f(a.d_pooled) + b * C;
           for (int64_t k = 0; k < C; ++k) d[k] = dp[k] / a.real_tokens[size_t(b)];
         }
-      norm_backward(m.config, f(a.d_resid), g(m.final_norm), f(a.d_x), f(a.resid_out), f(m.norm_weight(m.final_norm)), a.final_mean,
-                    a.final_rstd, N, C);
+      norm_backward(m.config, f(a.d_resid), g(m.final_norm), f(a.d_x), f(a.resid_out), f(m.norm_weight(m.final_norm)),
+                    a.final_mean, a.final_rstd, N, C);
     } else {
       zero(a.d_pooled_in);
-      norm_backward(m.config, f(a.d_pooled_in), g(m.final_norm), f(a.d_pooled), f(a.pooled_in), f(m.norm_weight(m.final_norm)),
-                    a.final_mean, a.final_rstd, B, C);
+      norm_backward(m.config, f(a.d_pooled_in), g(m.final_norm), f(a.d_pooled), f(a.pooled_in),
+                    f(m.norm_weight(m.final_norm)), a.final_mean, a.final_rstd, B, C);
       // Only each row's pooled token reaches the head.
       for (int64_t b = 0; b < B; ++b)
-        std::memcpy(f(a.d_resid) + (b * T + a.last[size_t(b)]) * C, f(a.d_pooled_in) + b * C, sizeof(float) * size_t(C));
+        std::memcpy(f(a.d_resid) + (b * T + a.last[size_t(b)]) * C, f(a.d_pooled_in) + b * C,
+                    sizeof(float) * size_t(C));
     }
   }
-
 }
 
 }  // namespace
@@ -335,7 +345,8 @@ void pool_backward(TrainableDecoder& m, DecoderActivations& a, const int32_t* ma
 // One layer's forward (model/decoder_layer.cc): from a.layers[li].resid to the next layer's (or
 // a.resid_out), keeping what its backward needs. The backward calls it again under gradient
 // checkpointing, which is why the layer norms its own input rather than fusing the next norm.
-void TrainableDecoder::layer_forward(DecoderActivations& a, size_t li, const int32_t* mask, const DropoutRates& dr) const {
+void TrainableDecoder::layer_forward(DecoderActivations& a, size_t li, const int32_t* mask,
+                                     const DropoutRates& dr) const {
   TrainingRunner run(*this, a, mask, dr);
   model::decoder_layer_forward(config, li, a.B, a.T, a.rope, a.layers[li], run, model::DecoderLayerEnds{});
 }
@@ -382,7 +393,8 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
     if (!out_norm) return f(a.d_resid);
     zero(a.d_branch);
     OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
-    ops::rms_norm_backward_cpu(f(a.d_branch), g(out_norm), f(a.d_resid), f(branch_out), f(norm_weight(out_norm)), f(rstd), N, C);
+    ops::rms_norm_backward_cpu(f(a.d_branch), g(out_norm), f(a.d_resid), f(branch_out), f(norm_weight(out_norm)),
+                               f(rstd), N, C);
     return f(a.d_branch);
   };
 
@@ -406,8 +418,8 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
       lora_bwd(*this, w.down_lora, f(a.d_act), dy, C, f(s.act), N, a, dr);
       ops::silu_gate_backward(a.d_gate_up, s.gate_up, a.d_act, c.activation);
       zero(a.d_x);
-      step::linear_backward(f(a.d_x), g(w.gate_up), bias_grad(w.gate_up_bias), f(a.d_gate_up), f(s.x2), wt(w.gate_up), N,
-                            2 * I, C);
+      step::linear_backward(f(a.d_x), g(w.gate_up), bias_grad(w.gate_up_bias), f(a.d_gate_up), f(s.x2), wt(w.gate_up),
+                            N, 2 * I, C);
       lora_bwd(*this, w.gate_up_lora, f(a.d_x), f(a.d_gate_up), 2 * I, f(s.x2), N, a, dr);
     }
     norm_backward(c, f(a.d_resid), g(w.mlp_norm), f(a.d_x), f(s.resid_mid), f(norm_weight(w.mlp_norm)), s.mean2,
@@ -424,8 +436,8 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
       ops::rope_backward(a.d_qkv, H, KVH, D, a.rope.of(c, li));
       if (c.qk_norm) {
         OpSpan o("rms_norm_heads_backward", ops::rms_norm_heads_cost(N, H + KVH, D));
-        ops::rms_norm_heads_backward_cpu(f(a.d_qkv), QKV, f(s.qk_raw), f(norm_weight(w.q_norm)), f(s.qk_rstd), g(w.q_norm), N,
-                                         H, D);
+        ops::rms_norm_heads_backward_cpu(f(a.d_qkv), QKV, f(s.qk_raw), f(norm_weight(w.q_norm)), f(s.qk_rstd),
+                                         g(w.q_norm), N, H, D);
         ops::rms_norm_heads_backward_cpu(f(a.d_qkv) + HD, QKV, f(s.qk_raw) + N * HD, f(norm_weight(w.k_norm)),
                                          f(s.qk_rstd) + N * H, g(w.k_norm), N, KVH, D);
       }
@@ -435,8 +447,8 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
       lora_bwd(*this, w.qkv_lora, f(a.d_x), f(a.d_qkv), QKV, f(s.x1), N, a, dr);
     }
     if (w.attn_norm)
-      norm_backward(c, f(a.d_resid), g(w.attn_norm), f(a.d_x), f(s.resid), f(norm_weight(w.attn_norm)), s.mean1, s.rstd1,
-                    N, C);
+      norm_backward(c, f(a.d_resid), g(w.attn_norm), f(a.d_x), f(s.resid), f(norm_weight(w.attn_norm)), s.mean1,
+                    s.rstd1, N, C);
     else  // ModernBERT's layer 0: x1 = resid
       ops::add_inplace(f(a.d_resid), f(a.d_x), N * C);
   }

@@ -73,8 +73,8 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
                          Parameter** weight, Parameter** bias) {
     const bool present = in_encoder ? w.has(name + ".weight") : w.has_head(name + ".weight");
     if (present) {
-      *weight = &t.add(saved + ".weight", in_encoder ? w.take(name + ".weight", {out, C})
-                                                     : w.take_head(name + ".weight", {out, C}));
+      *weight = &t.add(saved + ".weight",
+                       in_encoder ? w.take(name + ".weight", {out, C}) : w.take_head(name + ".weight", {out, C}));
       *bias = &t.add(saved + ".bias", in_encoder ? w.take(name + ".bias", {out}) : w.take_head(name + ".bias", {out}));
       return;
     }
@@ -176,7 +176,6 @@ int64_t TrainableEncoder::quantize_base_nf4() {
 }  // namespace tach::train
 
 namespace tach::train {
-
 
 std::unique_ptr<ForwardState> TrainableEncoder::new_state(bool fused) const {
   auto s = std::make_unique<EncoderActivations>();

@@ -22,12 +22,12 @@
 namespace tach::train {
 
 struct TrainableLayer {
-  FusedTensor qkv_weight, qkv_bias;  // [3C, C], [3C]: query, key, value stacked
-  Parameter *out_weight, *out_bias;  // [C, C], [C]
-  Parameter *ln1_gamma, *ln1_beta;   // [C]
+  FusedTensor qkv_weight, qkv_bias;          // [3C, C], [3C]: query, key, value stacked
+  Parameter *out_weight, *out_bias;          // [C, C], [C]
+  Parameter *ln1_gamma, *ln1_beta;           // [C]
   Parameter *ffn_in_weight, *ffn_in_bias;    // [I, C], [I]
   Parameter *ffn_out_weight, *ffn_out_bias;  // [C, I], [C]
-  Parameter *ln2_gamma, *ln2_beta;   // [C]
+  Parameter *ln2_gamma, *ln2_beta;           // [C]
   // LoRA adapters (indices into TrainableModel::lora) on q|k|v, the output projection and the FFN.
   std::vector<int64_t> qkv_lora, out_lora, ffn_in_lora, ffn_out_lora;
 };
@@ -71,16 +71,16 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
 // What one forward keeps for the backward, per layer, sized for [B, T]. Allocated once for the
 // largest batch and reused across steps (category activations).
 struct LayerActivations {
-  Tensor input;      // [N, C] the layer's input (the previous LayerNorm's output)
-  Tensor qkv;        // [N, 3C]
-  Tensor probs;      // [B, H, T, T] softmax before dropout (eager only)
-  Tensor context;    // [N, C]
-  Tensor residual1;  // [N, C] input + dropout(attention output), LayerNorm 1's input
+  Tensor input;         // [N, C] the layer's input (the previous LayerNorm's output)
+  Tensor qkv;           // [N, 3C]
+  Tensor probs;         // [B, H, T, T] softmax before dropout (eager only)
+  Tensor context;       // [N, C]
+  Tensor residual1;     // [N, C] input + dropout(attention output), LayerNorm 1's input
   Tensor mean1, rstd1;  // [N]
-  Tensor hidden1;    // [N, C] LayerNorm 1's output
-  Tensor ffn_pre;    // [N, I] before the activation
-  Tensor ffn_act;    // [N, I] after it
-  Tensor residual2;  // [N, C]
+  Tensor hidden1;       // [N, C] LayerNorm 1's output
+  Tensor ffn_pre;       // [N, I] before the activation
+  Tensor ffn_act;       // [N, I] after it
+  Tensor residual2;     // [N, C]
   Tensor mean2, rstd2;  // [N]
   // The last layer runs everything after attention for the first token of each row only: its
   // residual1, hidden1, residual2 are [B, C], ffn_pre and ffn_act [B, I], the statistics [B], and
@@ -93,15 +93,15 @@ struct EncoderActivations final : ForwardState {
   // share one pass, dropout + residual + LayerNorm share one pass, and the backward fuses GELU's
   // derivative with the bias gradient. Same arithmetic up to rounding.
   int64_t B = 0, T = 0;
-  Tensor emb_sum;              // [N, C] word + position (+ type), the embedding LayerNorm's input
-  Tensor emb_mean, emb_rstd;   // [N]
+  Tensor emb_sum;             // [N, C] word + position (+ type), the embedding LayerNorm's input
+  Tensor emb_mean, emb_rstd;  // [N]
   std::vector<LayerActivations> layers;
   std::vector<int32_t> buckets;  // MPNet: the relative position buckets [T, T]
   Tensor d_bias_parts;           // MPNet: [B, H, buckets] a layer's bias gradient per sequence and head
-  Tensor first;                // [B, C] the last layer's output at the first token of each row
-  Tensor first_dropped;        // [B, C] first after dropout (RoBERTa's head), else undefined
-  Tensor head_hidden;          // [B, C] act(dense(first)), before dropout
-  Tensor head_dropped;         // [B, C] after dropout (logits [B, L]: ForwardState's)
+  Tensor first;                  // [B, C] the last layer's output at the first token of each row
+  Tensor first_dropped;          // [B, C] first after dropout (RoBERTa's head), else undefined
+  Tensor head_hidden;            // [B, C] act(dense(first)), before dropout
+  Tensor head_dropped;           // [B, C] after dropout (logits [B, L]: ForwardState's)
   // Gradient buffers reused by the backward.
   Tensor d_hidden, d_scratch, d_qkv, d_ffn;  // [N, C], [N, C], [N, 3C], [N, I]
   Tensor d_head, d_first;                    // [B, C], [B, C]
@@ -110,7 +110,6 @@ struct EncoderActivations final : ForwardState {
 
 // Sizes (or re-sizes) the activations for a [B, T] batch.
 void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T);
-
 
 // The forward of the classifier: logits [B, L] in a.logits. batch: input_ids, attention_mask,
 // token_type_ids (optional) as in TokenBatch.

@@ -117,9 +117,8 @@ void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
       step::linear_forward(f(a.d_scratch), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
       lora_fwd(m, w.out_lora, f(a.d_scratch), C, f(s.context), N, a, dr);
       OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
-      ops::dropout_add_layer_norm_forward_cpu(f(s.residual1), f(s.hidden1), f(a.d_scratch), f(s.input),
-                                              f(w.ln1_gamma), f(w.ln1_beta), N, C, eps, out_p, out_key, f(s.mean1),
-                                              f(s.rstd1));
+      ops::dropout_add_layer_norm_forward_cpu(f(s.residual1), f(s.hidden1), f(a.d_scratch), f(s.input), f(w.ln1_gamma),
+                                              f(w.ln1_beta), N, C, eps, out_p, out_key, f(s.mean1), f(s.rstd1));
     } else {
       step::linear_forward(f(s.residual1), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
       lora_fwd(m, w.out_lora, f(s.residual1), C, f(s.context), N, a, dr);
@@ -215,8 +214,8 @@ void last_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
   dropout_fwd(f(s.residual2), B * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
   ops::add_inplace(f(s.residual2), f(s.hidden1), B * C);
   OpSpan o("layer_norm", ops::layer_norm_cost(B, C, true));
-  ops::layer_norm_forward_cpu(f(a.first), f(s.residual2), nullptr, f(w.ln2_gamma), f(w.ln2_beta), B, C, eps,
-                              f(s.mean2), f(s.rstd2));
+  ops::layer_norm_forward_cpu(f(a.first), f(s.residual2), nullptr, f(w.ln2_gamma), f(w.ln2_beta), B, C, eps, f(s.mean2),
+                              f(s.rstd2));
 }
 
 // Its backward, from d_out = d(a.first) [B, C]; leaves d(layer input) [N, C] in a.d_hidden.
@@ -235,8 +234,8 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
     zero(a.d_cls1);
     {
       OpSpan o("layer_norm_backward", ops::layer_norm_cost(B, C, true));
-      ops::layer_norm_backward_cpu(d1, g(w.ln2_gamma), g(w.ln2_beta), d_out, f(s.residual2), f(w.ln2_gamma),
-                                   f(s.mean2), f(s.rstd2), B, C);
+      ops::layer_norm_backward_cpu(d1, g(w.ln2_gamma), g(w.ln2_beta), d_out, f(s.residual2), f(w.ln2_gamma), f(s.mean2),
+                                   f(s.rstd2), B, C);
     }
     // The residual carries d(residual2) to hidden1; the FFN branch gets it through dropout.
     std::memcpy(d2, d1, a.d_cls1.nbytes());
@@ -254,8 +253,8 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
       OpSpan o("gelu_backward", ops::gelu_backward_cost(B * I));
       ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_cls_ffn), B * I);
     }
-    step::linear_backward(d2, g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight),
-                          B, I, C);
+    step::linear_backward(d2, g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight), B,
+                          I, C);
     lora_bwd(m, w.ffn_in_lora, d2, f(s.ffn_act), I, f(s.hidden1), B, a, dr);
   }
   core::Span span(core::SpanKind::module, "attention");
@@ -266,7 +265,8 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
                                  f(s.rstd1), B, C);
   }
   std::memcpy(d2, d1, a.d_cls1.nbytes());  // the residual: d(input) at the first tokens
-  if (m.family().attention_output_dropout) dropout_bwd(d1, B * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
+  if (m.family().attention_output_dropout)
+    dropout_bwd(d1, B * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
   // d(context_cls) into residual1's buffer, no longer needed; then into the first tokens' rows
   // of a full d(context), zero elsewhere.
   zero(s.residual1);
@@ -295,10 +295,8 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
 // Layer li's forward; the last layer runs for the first tokens only.
 void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
                    const DropoutRates& dr) {
-  if (li + 1 == m.layers.size())
-    last_layer_forward(m, a, li, mask, dr);
-  else
-    full_layer_forward(m, a, li, mask, dr);
+  if (li + 1 == m.layers.size()) last_layer_forward(m, a, li, mask, dr);
+  else full_layer_forward(m, a, li, mask, dr);
 }
 
 }  // namespace
@@ -353,8 +351,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
   lora_fwd(m, m.head_dense_lora, f(a.head_hidden), C, f(head_in), B, a, dr);
   if (m.family().head_activation == model::HeadActivation::tanh)
     ops::tanh_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
-  else
-    ops::relu_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
+  else ops::relu_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
   std::memcpy(f(a.head_dropped), f(a.head_hidden), a.head_hidden.nbytes());
   dropout_fwd(f(a.head_dropped), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
   OpSpan o("linear", ops::linear_cost(B, L, C, DType::f32, true));
@@ -375,25 +372,24 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     zero(a.d_head);
     {
       step::linear_backward(f(a.d_head), g(m.classifier_weight), g(m.classifier_bias), d_logits, f(a.head_dropped),
-                               f(m.classifier_weight), B, L, C);
+                            f(m.classifier_weight), B, L, C);
     }
     dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
     // Through the activation, from its saved output: d_first holds d(dense output).
     zero(a.d_first);
     if (m.family().head_activation == model::HeadActivation::tanh)
       ops::tanh_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
-    else
-      ops::relu_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
+    else ops::relu_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
     zero(a.d_head);
     const Tensor& head_in = m.family().dropout_before_head_dense ? a.first_dropped : a.first;
     step::linear_backward(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(head_in),
-                             wt(m.head_dense_weight), B, C, C);
+                          wt(m.head_dense_weight), B, C, C);
     lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(head_in), B, a, dr);
     if (m.family().dropout_before_head_dense)
       dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head_input(m.shape.layers)));
   }
-  const bool embeddings_frozen = !g(m.word) && !g(m.position) && !(m.token_type && g(m.token_type)) &&
-                                 !g(m.emb_ln_gamma) && !g(m.emb_ln_beta);
+  const bool embeddings_frozen =
+      !g(m.word) && !g(m.position) && !(m.token_type && g(m.token_type)) && !g(m.emb_ln_gamma) && !g(m.emb_ln_beta);
   core::Span model_span(core::SpanKind::module, m.family().module);
   // Only the first token of each row reaches the head: the last layer's backward starts there.
   {
@@ -427,7 +423,8 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
       dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
       zero(a.d_ffn);
       {
-        step::linear_backward(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act), wt(w.ffn_out_weight), N, C, I);
+        step::linear_backward(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act),
+                              wt(w.ffn_out_weight), N, C, I);
       }
       lora_bwd(m, w.ffn_out_lora, f(a.d_ffn), f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
       // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
@@ -436,7 +433,8 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
           OpSpan o("bias_gelu_backward", ops::gelu_backward_cost(N * I));
           ops::bias_gelu_backward_cpu(f(s.ffn_act), g(w.ffn_in_bias), f(s.ffn_pre), f(a.d_ffn), N, I);
         }
-        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight), N, I, C);
+        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1),
+                              wt(w.ffn_in_weight), N, I, C);
         lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
       } else {
         zero(s.ffn_act);
@@ -447,7 +445,8 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
           OpSpan o("gelu_backward", ops::gelu_backward_cost(N * I));
           ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
         }
-        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight), N, I, C);
+        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
+                              wt(w.ffn_in_weight), N, I, C);
         lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
       }
     }
@@ -464,16 +463,16 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     // d(context) goes into residual1's buffer, no longer needed.
     zero(s.residual1);
     {
-      step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context), wt(w.out_weight), N, C, C);
+      step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context),
+                            wt(w.out_weight), N, C, C);
     }
     lora_bwd(m, w.out_lora, f(s.residual1), f(a.d_scratch), C, f(s.context), N, a, dr);
     {
       OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D));
       ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(s.residual1),
-                                  a.fused ? nullptr : f(s.probs), f(s.qkv),
-                                  f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
-                                  key(dr, site_attention_probs(int64_t(li))), -1, score_bias(m, a),
-                                  relative_bias_parts(m, a));
+                                  a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T,
+                                  H, D, 3 * C, C, scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), -1,
+                                  score_bias(m, a), relative_bias_parts(m, a));
     }
     if (relative_bias_parts(m, a)) add_relative_bias_grad(m, a);
     // The first layer's dX feeds only the embeddings: when they are frozen (LoRA), skip it.

@@ -39,7 +39,7 @@ struct ForwardState {
   // intermediates is shared by all layers), and the backward recomputes a layer's forward, with
   // the same dropout masks, just before its backward. Same numbers; less memory, more time.
   bool checkpoint = false;
-  Tensor logits;  // [B, L]
+  Tensor logits;         // [B, L]
   LoraActivations lora;  // what the adapters save, when the model has them
 };
 

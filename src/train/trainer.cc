@@ -53,8 +53,8 @@ std::string claim_run_dir(const std::string& runs_dir, const std::string& model,
   check(!ec, runs_dir + ": cannot create (" + ec.message() + ")");
   if (!wanted.empty()) {
     const fs::path p = fs::path(runs_dir) / wanted;
-    check(!fs::exists(p), p.string() + " exists already: pick another --run-id, or continue it with --resume " +
-                              p.string());
+    check(!fs::exists(p),
+          p.string() + " exists already: pick another --run-id, or continue it with --resume " + p.string());
     fs::create_directories(p, ec);
     check(!ec, p.string() + ": cannot create (" + ec.message() + ")");
     return p.string();
@@ -72,9 +72,7 @@ nlohmann::json read_json(const std::string& path) {
   check(static_cast<bool>(in), path + ": cannot read");
   try {
     return nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error(path + ": " + e.what());
-  }
+  } catch (const std::exception& e) { throw Error(path + ": " + e.what()); }
 }
 
 // Keeps the lines of a steps.jsonl (or the rows of a CSV) that a resumed run still stands by.
@@ -138,8 +136,11 @@ struct EpochTotals {
   double loss_sum = 0, seconds = 0;
   int64_t loss_count = 0, tokens = 0, samples = 0;
   nlohmann::json to_json() const {
-    return {{"epoch_loss_sum", loss_sum}, {"epoch_loss_count", loss_count}, {"epoch_tokens", tokens},
-            {"epoch_samples", samples}, {"epoch_seconds", seconds}};
+    return {{"epoch_loss_sum", loss_sum},
+            {"epoch_loss_count", loss_count},
+            {"epoch_tokens", tokens},
+            {"epoch_samples", samples},
+            {"epoch_seconds", seconds}};
   }
   static EpochTotals from_json(const nlohmann::json& j) {
     EpochTotals t;
@@ -229,14 +230,13 @@ void resolve_head(TrainRun& r) {
   }
   if (!r.src.checkpoint_has_head && !(r.adapter && !r.adapter->id2label().empty() && adapter_head_rows > 0)) {
     r.problem_type = r.o.problem_type.empty() ? "single_label_classification" : r.o.problem_type;
-    r.labels = r.o.labels.empty()
-                   ? train::labels_from_data(r.train_set, r.problem_type == "multi_label_classification")
-                   : r.o.labels;
+    r.labels = r.o.labels.empty() ? train::labels_from_data(r.train_set, r.problem_type == "multi_label_classification")
+                                  : r.o.labels;
     if (r.problem_type == "regression") r.labels = {"LABEL_0"};
   } else {
-    check(r.o.labels.empty() || r.o.labels == r.labels,
-          "--labels names a new head, but " + r.o.model + " already has one (" + std::to_string(r.labels.size()) +
-              " labels); drop --labels to train it");
+    check(r.o.labels.empty() || r.o.labels == r.labels, "--labels names a new head, but " + r.o.model +
+                                                            " already has one (" + std::to_string(r.labels.size()) +
+                                                            " labels); drop --labels to train it");
   }
   if (r.problem_type.empty()) r.problem_type = r.labels.size() == 1 ? "regression" : "single_label_classification";
   check(adapter_head_rows == 0 || int64_t(r.labels.size()) == adapter_head_rows,
@@ -265,13 +265,15 @@ void build_model(TrainRun& r) {
 void prepare_data(TrainRun& r) {
   const TrainOptions& o = r.o;
   r.tokenizer_path = !o.tokenizer.empty() ? o.tokenizer : r.src.location.dir;
-  check(!r.tokenizer_path.empty(), o.model + " has synthetic weights and no tokenizer files: pass --tokenizer (for "
-                                             "BERT and DistilBERT presets, ../shared/tokenizers/bert-base-uncased; for "
-                                             "Qwen2 presets, ../shared/tokenizers/qwen2.5)");
+  check(!r.tokenizer_path.empty(), o.model +
+                                       " has synthetic weights and no tokenizer files: pass --tokenizer (for "
+                                       "BERT and DistilBERT presets, ../shared/tokenizers/bert-base-uncased; for "
+                                       "Qwen2 presets, ../shared/tokenizers/qwen2.5)");
   const auto tokenizer = Tokenizer::load(r.tokenizer_path);
   check(r.src.pad_token_id() >= 0 || o.batch_size == 1,
-        o.model + ": config.json names no pad_token_id, so padded rows of a batch cannot be told apart; set "
-                  "pad_token_id in config.json or train with --batch-size 1");
+        o.model +
+            ": config.json names no pad_token_id, so padded rows of a batch cannot be told apart; set "
+            "pad_token_id in config.json or train with --batch-size 1");
   const auto pad_id = int32_t(std::max<int64_t>(0, r.src.pad_token_id()));
   r.data = train::prepare_train_data(r.train_set, *tokenizer, r.labels, r.problem_type, o.max_length,
                                      o.padding == "max_length", pad_id, r.model->uses_token_types());
@@ -318,19 +320,32 @@ void create_run_dir(TrainRun& r) {
   nlohmann::json cfg = {
       {"schema", "tach.train_config/1"},
       {"options", train::options_to_json(o)},
-      {"model", {{"source", r.src.source}, {"architecture", m.architecture()}, {"labels", r.labels},
-                 {"problem_type", r.problem_type}, {"parameters", m.params.count(false)},
-                 {"trainable_parameters", m.params.count(true)}, {"nf4_weight_bytes", m.params.nf4_bytes()},
-                 {"notes", r.head_notes}}},
-      {"data", {{"train_examples", r.plan.examples}, {"eval_examples", r.eval_data.size()},
-                {"batches_per_epoch", r.plan.batches_per_epoch}, {"steps_per_epoch", r.plan.steps_per_epoch},
-                {"total_steps", r.plan.total_steps}, {"warmup_steps", r.plan.warmup_steps}}},
-      {"precision", {{"dtype", o.dtype},
-                     {"gemm", o.dtype == "f32"                     ? "f32"
-                              : cpu::bf16_train_gemm_native() ? "bf16 inputs, f32 accumulation (oneDNN bf16 matmul)"
-                                                              : "bf16 emulated: inputs rounded to bf16, f32 GEMM"}}},
-      {"machine", {{"cpu", sys.cpu_model}, {"threads", core::num_threads()}, {"isa", sys.isa.summary()},
-                   {"gemm", sys.gemm_library}}}};
+      {"model",
+       {{"source", r.src.source},
+        {"architecture", m.architecture()},
+        {"labels", r.labels},
+        {"problem_type", r.problem_type},
+        {"parameters", m.params.count(false)},
+        {"trainable_parameters", m.params.count(true)},
+        {"nf4_weight_bytes", m.params.nf4_bytes()},
+        {"notes", r.head_notes}}},
+      {"data",
+       {{"train_examples", r.plan.examples},
+        {"eval_examples", r.eval_data.size()},
+        {"batches_per_epoch", r.plan.batches_per_epoch},
+        {"steps_per_epoch", r.plan.steps_per_epoch},
+        {"total_steps", r.plan.total_steps},
+        {"warmup_steps", r.plan.warmup_steps}}},
+      {"precision",
+       {{"dtype", o.dtype},
+        {"gemm", o.dtype == "f32"                ? "f32"
+                 : cpu::bf16_train_gemm_native() ? "bf16 inputs, f32 accumulation (oneDNN bf16 matmul)"
+                                                 : "bf16 emulated: inputs rounded to bf16, f32 GEMM"}}},
+      {"machine",
+       {{"cpu", sys.cpu_model},
+        {"threads", core::num_threads()},
+        {"isa", sys.isa.summary()},
+        {"gemm", sys.gemm_library}}}};
   model::write_file_atomically(r.run_dir + "/config.json", cfg.dump(2) + "\n");
 }
 
@@ -339,8 +354,7 @@ void restore_checkpoint(TrainRun& r) {
   r.steps_path = r.run_dir + "/steps.jsonl";
   r.epochs_path = r.run_dir + "/epoch_results.csv";
   if (!r.resume_checkpoint.empty()) {
-    const nlohmann::json state =
-        train::load_run_checkpoint(r.resume_checkpoint, r.model->params, r.step->optimizer());
+    const nlohmann::json state = train::load_run_checkpoint(r.resume_checkpoint, r.model->params, r.step->optimizer());
     r.start_step = state.at("step").get<int64_t>();
     r.train_seconds_before = state.value("train_seconds", 0.0);
     r.epoch = EpochTotals::from_json(state);
@@ -386,14 +400,22 @@ void open_tensorboard(TrainRun& r) {
 void log_step(TrainRun& r, TrainingLogger& logger, int64_t step, const train::StepOutcome& s, bool profiled) {
   const double t = s.seconds.total;
   const MemoryStats mem = memory_stats(Device::cpu());
-  std::map<std::string, double> m = {
-      {"epoch", double(step / r.plan.steps_per_epoch)}, {"loss", s.loss}, {"lr", r.plan.schedule.lr(step)},
-      {"grad_norm", s.grad_norm}, {"step_ms", t * 1e3}, {"data_ms", s.seconds.data * 1e3},
-      {"forward_ms", s.seconds.forward * 1e3}, {"backward_ms", s.seconds.backward * 1e3},
-      {"optimizer_ms", s.seconds.optimizer * 1e3}, {"samples", double(s.samples)}, {"tokens", double(s.tokens)},
-      {"tokens_per_s", double(s.tokens) / t}, {"samples_per_s", double(s.samples) / t},
-      {"profiled", profiled ? 1.0 : 0.0}, {"memory_total_bytes", double(mem.total.current)},
-      {"memory_peak_bytes", double(mem.total.peak)}};
+  std::map<std::string, double> m = {{"epoch", double(step / r.plan.steps_per_epoch)},
+                                     {"loss", s.loss},
+                                     {"lr", r.plan.schedule.lr(step)},
+                                     {"grad_norm", s.grad_norm},
+                                     {"step_ms", t * 1e3},
+                                     {"data_ms", s.seconds.data * 1e3},
+                                     {"forward_ms", s.seconds.forward * 1e3},
+                                     {"backward_ms", s.seconds.backward * 1e3},
+                                     {"optimizer_ms", s.seconds.optimizer * 1e3},
+                                     {"samples", double(s.samples)},
+                                     {"tokens", double(s.tokens)},
+                                     {"tokens_per_s", double(s.tokens) / t},
+                                     {"samples_per_s", double(s.samples) / t},
+                                     {"profiled", profiled ? 1.0 : 0.0},
+                                     {"memory_total_bytes", double(mem.total.current)},
+                                     {"memory_peak_bytes", double(mem.total.peak)}};
   for (int c = 0; c < kMemoryCategoryCount; ++c)
     m[std::string("memory_") + std::string(memory_category_name(MemoryCategory(c))) + "_bytes"] =
         double(mem.by_category[size_t(c)].current);
@@ -408,8 +430,10 @@ std::optional<train::EvalScores> evaluate_if_due(TrainRun& r, TrainingLogger& lo
     return std::nullopt;
   const train::EvalScores scores =
       train::evaluate_trainable(*r.model, r.eval_data, std::max<int64_t>(o.batch_size, 32), r.problem_type);
-  logger.log_step(step, {{"eval_loss", scores.loss}, {"eval_accuracy", scores.accuracy},
-                         {"eval_macro_f1", scores.macro_f1}, {"eval_seconds", scores.seconds}});
+  logger.log_step(step, {{"eval_loss", scores.loss},
+                         {"eval_accuracy", scores.accuracy},
+                         {"eval_macro_f1", scores.macro_f1},
+                         {"eval_seconds", scores.seconds}});
   r.note("step " + std::to_string(step + 1) + ": eval loss " + std::to_string(scores.loss) +
          (scores.accuracy >= 0 ? ", accuracy " + std::to_string(scores.accuracy) : std::string()));
   return scores;
@@ -478,7 +502,8 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
   int64_t step = r.start_step;
   for (; step < p.total_steps; ++step) {
     const int64_t epoch = step / p.steps_per_epoch, in_epoch = step % p.steps_per_epoch;
-    if (epoch != cached_epoch) order = train::epoch_order(p.examples, r.o.seed, epoch, r.o.shuffle), cached_epoch = epoch;
+    if (epoch != cached_epoch)
+      order = train::epoch_order(p.examples, r.o.seed, epoch, r.o.shuffle), cached_epoch = epoch;
     const int64_t first_batch = in_epoch * p.accumulation;
     const int64_t micro = std::min(p.batches_per_epoch, first_batch + p.accumulation) - first_batch;
     const train::StepOutcome s = r.step->run(step, micro, micro_batches_of(r, order, first_batch), p.schedule.lr(step));
@@ -520,16 +545,19 @@ nlohmann::json top_ops(const TrainRun& r, const Profiler& profiler) {
   const MachineCeilings ceilings = machine_ceilings(false);
   const auto rows = op_table(pdata, "op", "self", ceilings);
   for (size_t i = 0; i < rows.size() && i < 12; ++i)
-    top.push_back({{"op", rows[i].key}, {"calls", rows[i].calls}, {"self_ms", rows[i].self_ns / 1e6},
-                   {"percent_of_steps", rows[i].percent_of_steps}, {"bound", bound_name(rows[i].verdict.bound)},
+    top.push_back({{"op", rows[i].key},
+                   {"calls", rows[i].calls},
+                   {"self_ms", rows[i].self_ns / 1e6},
+                   {"percent_of_steps", rows[i].percent_of_steps},
+                   {"bound", bound_name(rows[i].verdict.bound)},
                    {"achieved_fraction", rows[i].verdict.achieved_fraction}});
   if (r.o.profile) {
     const std::string dir = r.o.profiler_output_dir.empty() ? r.run_dir + "/traces" : r.o.profiler_output_dir;
     fs::create_directories(dir);
     write_chrome_trace(pdata, dir + "/train_steps.trace.json.gz");
-    model::write_file_atomically(dir + "/op_table.txt",
-                                 op_table_text(rows, 40) + "\n" +
-                                     op_table_text(op_table(pdata, "module", "self", ceilings), 40));
+    model::write_file_atomically(
+        dir + "/op_table.txt",
+        op_table_text(rows, 40) + "\n" + op_table_text(op_table(pdata, "module", "self", ceilings), 40));
   }
   return top;
 }
@@ -540,8 +568,7 @@ void save_trained_model(TrainRun& r) {
   if (r.model->lora)
     train::save_peft_adapter(r.result.saved_model, *r.model,
                              r.src.location.dir.empty() ? r.o.model : fs::absolute(r.src.location.dir).string());
-  else
-    train::save_hf_model(r.result.saved_model, *r.model, r.src.config_json, r.problem_type, r.tokenizer_path);
+  else train::save_hf_model(r.result.saved_model, *r.model, r.src.config_json, r.problem_type, r.tokenizer_path);
 }
 
 // The result's figures and summary.json.
@@ -564,10 +591,13 @@ void write_summary(TrainRun& r, const nlohmann::json& top, const std::string& pr
   nlohmann::json epochs = nlohmann::json::array();
   const auto or_null = [](bool has, double v) { return has ? nlohmann::json(v) : nlohmann::json(nullptr); };
   for (const auto& e : res.epochs)
-    epochs.push_back({{"epoch", e.epoch}, {"train_loss", e.train_loss}, {"eval_loss", or_null(e.evaluated, e.eval_loss)},
+    epochs.push_back({{"epoch", e.epoch},
+                      {"train_loss", e.train_loss},
+                      {"eval_loss", or_null(e.evaluated, e.eval_loss)},
                       {"eval_accuracy", or_null(e.evaluated && e.eval_accuracy >= 0, e.eval_accuracy)},
                       {"eval_macro_f1", or_null(e.evaluated && e.eval_macro_f1 >= 0, e.eval_macro_f1)},
-                      {"seconds", e.seconds}, {"tokens_per_s", e.tokens_per_s}});
+                      {"seconds", e.seconds},
+                      {"tokens_per_s", e.tokens_per_s}});
   const nlohmann::json summary = {
       {"schema", "tach.train_summary/1"},
       {"run_dir", r.run_dir},
@@ -578,19 +608,26 @@ void write_summary(TrainRun& r, const nlohmann::json& top, const std::string& pr
       {"diverged", res.diverged},
       {"divergence", res.divergence},
       {"train_seconds", res.train_seconds},
-      {"note_on_timings", "medians over the steps this process ran (a resumed run: after the resume); wall time, "
-                          "steady clock; tokens are real (unpadded) tokens"},
+      {"note_on_timings",
+       "medians over the steps this process ran (a resumed run: after the resume); wall time, "
+       "steady clock; tokens are real (unpadded) tokens"},
       {"method", r.o.method},
       {"step_ms_median", res.step_ms_median},
       {"step_ms_p90", res.step_ms_p90},
       {"samples_per_s_median", res.samples_per_s_median},
-      {"phase_ms_median", {{"data", median(s.data_ms)}, {"forward", median(s.fwd_ms)}, {"backward", median(s.bwd_ms)},
-                           {"optimizer", median(s.opt_ms)}}},
+      {"phase_ms_median",
+       {{"data", median(s.data_ms)},
+        {"forward", median(s.fwd_ms)},
+        {"backward", median(s.bwd_ms)},
+        {"optimizer", median(s.opt_ms)}}},
       {"tokens_per_s_median", res.tokens_per_s_median},
       {"epochs", epochs},
-      {"memory_peak_bytes", {{"total", r.peaks.total}, {"by_category", by_cat},
-                             {"method", "tach's allocator, exact bytes, from the first step to the end (evaluation "
-                                        "included); the model's own weights, gradients and AdamW moments are f32"}}},
+      {"memory_peak_bytes",
+       {{"total", r.peaks.total},
+        {"by_category", by_cat},
+        {"method",
+         "tach's allocator, exact bytes, from the first step to the end (evaluation "
+         "included); the model's own weights, gradients and AdamW moments are f32"}}},
       {"optimizer_state_bytes", r.step->optimizer().state_bytes()},
       {"parameters", res.total_parameters},
       {"top_ops", top},

@@ -35,8 +35,9 @@ std::vector<std::string> apply_training_method(TrainableModel& model, const mode
     notes.push_back("LoRA: continuing " + d.substr(0, d.find(')') + 1) + "; its options replace the --lora-* flags");
   }
   notes.push_back("LoRA: r " + std::to_string(lo.r) + ", alpha " + shortest(lo.alpha) + ", " +
-                  std::to_string(model.lora->adapters.size()) + " adapters; " + std::to_string(model.params.count(true)) +
-                  " of " + std::to_string(model.params.count(false)) + " parameters train");
+                  std::to_string(model.lora->adapters.size()) + " adapters; " +
+                  std::to_string(model.params.count(true)) + " of " + std::to_string(model.params.count(false)) +
+                  " parameters train");
   if (o.method == "qlora") {
     const int64_t before = memory_stats(Device::cpu()).by_category[int(MemoryCategory::weights)].current;
     const int64_t matrices = model.quantize_base_nf4();

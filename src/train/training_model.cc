@@ -77,10 +77,8 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
   s.family = &model::model_family(s.model_type);
   s.config_json = read_config_json(config_path);
   s.store = std::make_unique<model::WeightStore>(model::open_checkpoint_weights(s.location.dir));
-  if (s.is_decoder())
-    s.decoder = model::load_decoder_config(config_path);
-  else
-    s.config = model::load_encoder_config(config_path);
+  if (s.is_decoder()) s.decoder = model::load_decoder_config(config_path);
+  else s.config = model::load_encoder_config(config_path);
   // Bare models keep their tensors at the top level; the task models under the body prefix.
   s.binder = std::make_unique<model::WeightBinder>(*s.store, std::vector<std::string>{s.family->body_prefix, ""},
                                                    s.family->probe, config_path);
@@ -98,8 +96,7 @@ std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource&
     c.id2label = id2label;
     c.problem_type = problem_type;
     check(source.dropout().attention == 0.0f,
-          source.location.spec + ": config.json sets attention_dropout " +
-              std::to_string(source.dropout().attention) +
+          source.location.spec + ": config.json sets attention_dropout " + std::to_string(source.dropout().attention) +
               "; decoder training runs attention without dropout (every released decoder config has 0.0)");
     check(c.other_dropout.empty(), source.location.spec + ": config.json sets " + c.other_dropout +
                                        "; tach trains ModernBERT without dropout (its published configs have 0.0)");
@@ -109,7 +106,8 @@ std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource&
   model::EncoderConfig c = source.config;
   c.id2label = id2label;
   c.problem_type = problem_type;
-  return std::make_unique<TrainableEncoder>(build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes));
+  return std::make_unique<TrainableEncoder>(
+      build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes));
 }
 
 }  // namespace tach::train

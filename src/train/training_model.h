@@ -21,13 +21,13 @@ namespace tach::train {
 
 struct TrainingModelSource {
   model::ModelLocation location;
-  std::string model_type;         // config.json's
+  std::string model_type;                      // config.json's
   const model::ModelFamily* family = nullptr;  // its row in the family table
-  model::EncoderConfig config;    // encoders
-  model::DecoderConfig decoder;   // decoders
+  model::EncoderConfig config;                 // encoders
+  model::DecoderConfig decoder;                // decoders
   bool is_decoder() const;
-  nlohmann::json config_json;     // config.json as read
-  std::string source;             // the directory, or "synthetic weights (seed N): ..."
+  nlohmann::json config_json;        // config.json as read
+  std::string source;                // the directory, or "synthetic weights (seed N): ..."
   bool checkpoint_has_head = false;  // a classifier is in the weights
   std::unique_ptr<model::WeightStore> store;
   std::unique_ptr<model::WeightBinder> binder;

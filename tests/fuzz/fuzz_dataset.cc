@@ -28,7 +28,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 2: check_shape(tach::data::read_jsonl("fuzz.jsonl", bytes)); break;
       default: check_shape(tach::data::read_json_splits("fuzz.json", bytes, "")); break;
     }
-  } catch (const tach::Error&) {
-  }
+  } catch (const tach::Error&) {}
   return 0;
 }

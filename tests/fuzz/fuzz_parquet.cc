@@ -12,7 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto r = tach::data::read_parquet("fuzz.parquet", std::string(reinterpret_cast<const char*>(data), size));
     for (const auto& row : r.rows)
       if (row.size() != r.columns.size()) __builtin_trap();  // every row has every column
-  } catch (const tach::Error&) {
-  }
+  } catch (const tach::Error&) {}
   return 0;
 }

@@ -13,7 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (e.end > h.data_size || e.begin > e.end) __builtin_trap();  // validation let a bad range through
       if (tach::dtype_bytes(e.dtype, size_t(tach::shape_numel(e.shape))) != e.end - e.begin) __builtin_trap();
     }
-  } catch (const tach::Error&) {
-  }
+  } catch (const tach::Error&) {}
   return 0;
 }

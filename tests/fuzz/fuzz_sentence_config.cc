@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     at = end + 1;
   }
   auto read = [&](const std::string& p) -> std::optional<std::string> {
-    if (p.size() >= 11 && p.compare(p.size() - 11, 11, "config.json") == 0 && p.find("sentence_bert") == std::string::npos)
+    if (p.size() >= 11 && p.compare(p.size() - 11, 11, "config.json") == 0 &&
+        p.find("sentence_bert") == std::string::npos)
       return parts[1];
     if (p.find("sentence_bert_config.json") != std::string::npos) return parts[2];
     return std::nullopt;
@@ -27,7 +28,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const auto c = tach::model::parse_sentence_embedding_config(parts[0], read, "fuzz");
     if (c.modes.empty() || c.max_seq_length < 0) __builtin_trap();
-  } catch (const tach::Error&) {
-  }
+  } catch (const tach::Error&) {}
   return 0;
 }

@@ -19,7 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto tok = tach::Tokenizer::load(path);
     const auto e = tok->encode("Hello, wörld! 12 tokens\tand \xff bytes", true);
     tok->decode(e.ids, false);
-  } catch (const tach::Error&) {
-  }
+  } catch (const tach::Error&) {}
   return 0;
 }

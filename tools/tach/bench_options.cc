@@ -47,7 +47,9 @@ BenchConfig BenchFlags::resolve() const {
 void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   const BenchConfig d;
   auto& v = f.values;
-  const auto on = [&f](CLI::Option* o, std::function<void(BenchConfig&)> apply) { f.given.emplace_back(o, std::move(apply)); };
+  const auto on = [&f](CLI::Option* o, std::function<void(BenchConfig&)> apply) {
+    f.given.emplace_back(o, std::move(apply));
+  };
   sub->add_option("-c,--config", f.config_file,
                   "YAML config (shape: model{name,device,dtype}, dataset{path,text_column,label_column,split,"
                   "sample_sizes}, profiling{batch_sizes,num_warmup_runs,num_measurement_runs,max_length}); flags "
@@ -55,7 +57,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
       ->check(CLI::ExistingFile);
   on(sub->add_option("-m,--model", v.model,
                      "Model: preset:NAME, a directory with config.json and safetensors, or a hub id in the HF cache "
-                     "(default " + d.model + ")"),
+                     "(default " +
+                         d.model + ")"),
      [&v](BenchConfig& c) { c.model = v.model; });
   on(sub->add_option("--adapter", v.adapter,
                      "A LoRA adapter directory as peft saves it (adapter_config.json, adapter_model.safetensors), "
@@ -64,7 +67,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   on(sub->add_option("-k,--tokenizer", v.tokenizer,
                      "Tokenizer for dataset texts: tokenizer.json or a directory (default: the model directory's)"),
      [&v](BenchConfig& c) { c.tokenizer = v.tokenizer; });
-  on(sub->add_option("--dtype", f.dtypes, "Compute dtypes, comma-separated: f32, bf16; f16 on cuda (default f32)")->delimiter(','),
+  on(sub->add_option("--dtype", f.dtypes, "Compute dtypes, comma-separated: f32, bf16; f16 on cuda (default f32)")
+         ->delimiter(','),
      [&f](BenchConfig& c) {
        c.dtypes.clear();
        for (const auto& s : f.dtypes)
@@ -78,8 +82,11 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
      [&v](BenchConfig& c) { c.run_id = v.run_id; });
 
   if (scope != BenchScope::eval) {
-    on(sub->add_option("--device", v.devices, "Devices, comma-separated: cpu, cuda, cuda:N, or auto: the first GPU when one is usable, else the CPU "
-                                         "(default auto)")->delimiter(','),
+    on(sub->add_option(
+              "--device", v.devices,
+              "Devices, comma-separated: cpu, cuda, cuda:N, or auto: the first GPU when one is usable, else the CPU "
+              "(default auto)")
+           ->delimiter(','),
        [&v](BenchConfig& c) { c.devices = v.devices; });
     on(sub->add_option("-b,--batch-sizes", v.batch_sizes,
                        "Batch sizes, comma-separated, in samples (default " + join(d.batch_sizes) + ")")
@@ -87,7 +94,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
        [&v](BenchConfig& c) { c.batch_sizes = v.batch_sizes; });
     on(sub->add_option("-s,--seq-lens,--max-length", v.seq_lens,
                        "Sequence lengths in tokens, comma-separated: exact for synthetic input, the truncation and "
-                       "padding length for dataset input (default " + join(d.seq_lens) + ")")
+                       "padding length for dataset input (default " +
+                           join(d.seq_lens) + ")")
            ->delimiter(','),
        [&v](BenchConfig& c) { c.seq_lens = v.seq_lens; });
     on(sub->add_option("-t,--threads", v.threads, "Thread counts, comma-separated; 0 = all cores (default 0)")
@@ -102,14 +110,17 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
                            fixed(d.gpu_energy_window_s, 1) + ")")
            ->check(CLI::NonNegativeNumber),
        [&v](BenchConfig& c) { c.gpu_energy_window_s = v.gpu_energy_window_s; });
-    on(sub->add_option("-r,--runs", v.stop.runs, "Exactly N measured runs per point (the count rule; default: off, "
-                                                 "the adaptive rule below)"),
+    on(sub->add_option("-r,--runs", v.stop.runs,
+                       "Exactly N measured runs per point (the count rule; default: off, "
+                       "the adaptive rule below)"),
        [&v](BenchConfig& c) { c.stop.runs = v.stop.runs; });
-    on(sub->add_option("--min-runs", v.stop.min_runs,
-                       "Adaptive rule: at least this many measured runs (default " + std::to_string(d.stop.min_runs) + ")"),
+    on(sub->add_option(
+           "--min-runs", v.stop.min_runs,
+           "Adaptive rule: at least this many measured runs (default " + std::to_string(d.stop.min_runs) + ")"),
        [&v](BenchConfig& c) { c.stop.min_runs = v.stop.min_runs; });
-    on(sub->add_option("--max-runs", v.stop.max_runs,
-                       "Adaptive rule: at most this many measured runs (default " + std::to_string(d.stop.max_runs) + ")"),
+    on(sub->add_option(
+           "--max-runs", v.stop.max_runs,
+           "Adaptive rule: at most this many measured runs (default " + std::to_string(d.stop.max_runs) + ")"),
        [&v](BenchConfig& c) { c.stop.max_runs = v.stop.max_runs; });
     on(sub->add_option("--time-budget", v.stop.time_budget_s,
                        "Adaptive rule: stop once this many seconds were measured; 0 = off (default " +
@@ -117,7 +128,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
        [&v](BenchConfig& c) { c.stop.time_budget_s = v.stop.time_budget_s; });
     on(sub->add_option("--target-cv", v.stop.target_cv,
                        "Adaptive rule: stop once the median's relative standard error is below this fraction; 0 = off "
-                       "(default " + fixed(d.stop.target_cv, 2) + " = 2%)"),
+                       "(default " +
+                           fixed(d.stop.target_cv, 2) + " = 2%)"),
        [&v](BenchConfig& c) { c.stop.target_cv = v.stop.target_cv; });
     on(sub->add_option("--input", v.input,
                        "Inputs: synthetic (random ids at exactly the length) or dataset (texts from --dataset) "
@@ -155,7 +167,9 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   }
 
   // The dataset, for accuracy and dataset input.
-  on(sub->add_option("-d,--dataset", v.dataset.path, "Labelled dataset: .csv, .tsv, .jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2, hf://datasets/ORG/NAME[/CONFIG]; Parquet splits through the cache)"),
+  on(sub->add_option("-d,--dataset", v.dataset.path,
+                     "Labelled dataset: .csv, .tsv, .jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2, "
+                     "hf://datasets/ORG/NAME[/CONFIG]; Parquet splits through the cache)"),
      [&v](BenchConfig& c) { c.dataset.path = v.dataset.path; });
   on(sub->add_option("--dataset-format", v.dataset.format, "auto (from the extension), csv, tsv, jsonl, json, parquet")
          ->check(CLI::IsMember({"auto", "csv", "tsv", "jsonl", "json"})),
@@ -168,7 +182,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   on(sub->add_option("--label-column", v.dataset.label_column,
                      "Label column or key; labels match the model's id2label names, or integer ids (default label)"),
      [&v](BenchConfig& c) { c.dataset.label_column = v.dataset.label_column; });
-  on(sub->add_option("--split", v.dataset.split, "Split of a JSON split file (default test) or of a Hub dataset (validation, test, ...)"),
+  on(sub->add_option("--split", v.dataset.split,
+                     "Split of a JSON split file (default test) or of a Hub dataset (validation, test, ...)"),
      [&v](BenchConfig& c) { c.dataset.split = v.dataset.split; });
   on(sub->add_option("--header", v.dataset.header, "CSV/TSV header: auto, yes, no (default auto)")
          ->check(CLI::IsMember({"auto", "yes", "no"})),
@@ -187,7 +202,9 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
 void add_train_sweep_options(CLI::App* sub, BenchFlags& f) {
   const TrainSweep d;
   auto& t = f.values.train;
-  const auto on = [&f](CLI::Option* o, std::function<void(BenchConfig&)> apply) { f.given.emplace_back(o, std::move(apply)); };
+  const auto on = [&f](CLI::Option* o, std::function<void(BenchConfig&)> apply) {
+    f.given.emplace_back(o, std::move(apply));
+  };
   sub->add_flag("--train", f.train,
                 "A training sweep: each point times training steps (data, forward with the loss, backward, clipping, "
                 "AdamW) instead of forwards. Defaults: batch 8,16,32,64, 1 warm-up step, 3 to 20 measured steps "
@@ -243,7 +260,8 @@ void add_train_sweep_options(CLI::App* sub, BenchFlags& f) {
        needs_train("--lora-r")(c);
        c.train.lora_r = t.lora_r;
      });
-  on(sub->add_flag("--no-dropout", f.no_dropout, "--train: dropout off (default: the model's rates, as in training mode)"),
+  on(sub->add_flag("--no-dropout", f.no_dropout,
+                   "--train: dropout off (default: the model's rates, as in training mode)"),
      [needs_train](BenchConfig& c) {
        needs_train("--no-dropout")(c);
        c.train.dropout = false;
@@ -266,7 +284,8 @@ BenchObserver progress_observer(bool enabled, const BenchConfig& config) {
   // ETA: the time so far per unit of work (batch x seq) over the work left.
   double per_grid = double(config.devices.size() * config.dtypes.size() * config.threads.size());
   if (config.train.enabled)
-    per_grid *= double(config.train.methods.size() * config.train.execs.size() * config.train.gradient_checkpointing.size());
+    per_grid *=
+        double(config.train.methods.size() * config.train.execs.size() * config.train.gradient_checkpointing.size());
   for (int64_t b : config.batch_sizes)
     for (int64_t s : config.seq_lens) st->total_weight += per_grid * double(b * s);
   const auto clock_text = [](double s) {
@@ -277,8 +296,8 @@ BenchObserver progress_observer(bool enabled, const BenchConfig& config) {
   o.on_note = [tty](const std::string& m) { std::cerr << (tty ? "\r\033[K" : "") << "tach: " << m << "\n"; };
   o.on_point_start = [st, tty, clock_text](const PointKey& k, size_t i, size_t total) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - st->start).count();
-    const double eta = st->done_weight > 0 ? elapsed / st->done_weight * std::max(0.0, st->total_weight - st->done_weight)
-                                           : 0;
+    const double eta =
+        st->done_weight > 0 ? elapsed / st->done_weight * std::max(0.0, st->total_weight - st->done_weight) : 0;
     if (tty) {
       const int width = 24, filled = int(double(width) * double(i) / double(total));
       std::cerr << "\r\033[K[" << std::string(size_t(filled), '#') << std::string(size_t(width - filled), '.') << "] "
@@ -297,8 +316,7 @@ BenchObserver progress_observer(bool enabled, const BenchConfig& config) {
     if (!tty)
       std::cerr << "  " << r.key.id() << ": " << fixed(r.batch_latency_ms.median, 2)
                 << (r.key.kind == "train" ? " ms/step median over " : " ms/batch median over ") << r.measured_runs
-                << " runs, " << fixed(r.samples_per_s, 1) << " samples/s (" << r.stopped_by
-                << ")\n";
+                << " runs, " << fixed(r.samples_per_s, 1) << " samples/s (" << r.stopped_by << ")\n";
   };
   return o;
 }

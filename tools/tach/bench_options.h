@@ -11,7 +11,7 @@ namespace tach::cli {
 
 struct BenchFlags {
   std::string config_file;
-  BenchConfig values;           // where CLI11 writes; only the flags given are applied
+  BenchConfig values;  // where CLI11 writes; only the flags given are applied
   std::vector<std::string> dtypes;
   std::string resume;
   std::string format = "table";

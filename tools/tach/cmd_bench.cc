@@ -14,9 +14,10 @@ void print_outcome(const BenchConfig& config, const SweepOutcome& out, const std
   write_run_reports(config, out);
   if (!out.results.empty()) {
     if (format == "table" && config.train.enabled) {
-      std::cout << "\nResults (ms per optimizer step, wall clock, and its phases' medians: data, forward with the loss, "
-                   "backward, optimizer; samples/s and tokens/s over the summed step time; MFU: model FLOP/s over the "
-                   "measured GEMM ceiling; memory peaks per point)\n";
+      std::cout
+          << "\nResults (ms per optimizer step, wall clock, and its phases' medians: data, forward with the loss, "
+             "backward, optimizer; samples/s and tokens/s over the summed step time; MFU: model FLOP/s over the "
+             "measured GEMM ceiling; memory peaks per point)\n";
     } else if (format == "table") {
       std::cout << "\nResults (ms per batch, model forward only; samples/s and tokens/s over the summed measured "
                    "time; tokens/s counts real tokens; memory peaks per point)\n";

@@ -120,7 +120,8 @@ TokenBatch tokenize_texts(const ClassifyOptions& opt, const ModelInfo& info, std
 TokenBatch make_input(const ClassifyOptions& opt, const ModelInfo& info, std::string* what) {
   std::vector<std::vector<int32_t>> rows, types;
   if (!opt.ids_file.empty()) read_ids_file(opt.ids_file, rows, types);
-  for (size_t i = 0; i < opt.ids.size(); ++i) rows.push_back(parse_id_list(opt.ids[i], "--ids #" + std::to_string(i + 1)));
+  for (size_t i = 0; i < opt.ids.size(); ++i)
+    rows.push_back(parse_id_list(opt.ids[i], "--ids #" + std::to_string(i + 1)));
   for (size_t i = 0; i < opt.types.size(); ++i)
     types.push_back(parse_id_list(opt.types[i], "--types #" + std::to_string(i + 1)));
   if (!rows.empty()) {
@@ -160,8 +161,8 @@ int run_classify(const ClassifyOptions& opt) {
   std::string input_what;
   double tokenize_s = 0;
   check(opt.texts.empty() || (opt.ids.empty() && opt.ids_file.empty()), "give texts or ids, not both");
-  TokenBatch batch = opt.texts.empty() ? make_input(opt, info, &input_what)
-                                       : tokenize_texts(opt, info, &input_what, &tokenize_s);
+  TokenBatch batch =
+      opt.texts.empty() ? make_input(opt, info, &input_what) : tokenize_texts(opt, info, &input_what, &tokenize_s);
   const int64_t B = batch.batch(), T = batch.seq_len();
 
   // The books of the device the model runs on (a GPU's for --device cuda).
@@ -195,13 +196,23 @@ int run_classify(const ClassifyOptions& opt) {
   if (opt.json) {
     nlohmann::json j;
     j["schema"] = "tach.classify/1";
-    j["model"] = {{"spec", info.spec}, {"source", info.source}, {"architecture", info.architecture},
-                  {"parameters", info.parameters}, {"weights_dtype", info.weights_dtype},
-                  {"compute_dtype", std::string(dtype_name(info.compute))}, {"labels", info.labels},
-                  {"problem_type", info.problem_type}, {"notes", info.notes}};
-    j["machine"] = {{"cpu", sys.cpu_model}, {"threads", threads()}, {"gemm", sys.gemm_library},
+    j["model"] = {{"spec", info.spec},
+                  {"source", info.source},
+                  {"architecture", info.architecture},
+                  {"parameters", info.parameters},
+                  {"weights_dtype", info.weights_dtype},
+                  {"compute_dtype", std::string(dtype_name(info.compute))},
+                  {"labels", info.labels},
+                  {"problem_type", info.problem_type},
+                  {"notes", info.notes}};
+    j["machine"] = {{"cpu", sys.cpu_model},
+                    {"threads", threads()},
+                    {"gemm", sys.gemm_library},
                     {"device", info.device.str()}};
-    j["input"] = {{"batch", B}, {"seq_len", T}, {"real_tokens", batch.real_tokens()}, {"source", input_what},
+    j["input"] = {{"batch", B},
+                  {"seq_len", T},
+                  {"real_tokens", batch.real_tokens()},
+                  {"source", input_what},
                   {"tokenize_s", tokenize_s}};
     if (!opt.texts.empty()) j["input"]["texts"] = opt.texts;
     j["rows"] = nlohmann::json::array();
@@ -209,13 +220,17 @@ int run_classify(const ClassifyOptions& opt) {
       std::vector<float> lr(lg + r * L, lg + (r + 1) * L), sr(sc + r * L, sc + (r + 1) * L);
       j["rows"].push_back({{"label", info.labels[size_t(best_label(r))]}, {"logits", lr}, {"scores", sr}});
     }
-    j["timing"] = {{"unit", "s"}, {"method", "wall clock (steady_clock) around one batched forward"},
-                   {"warmup", opt.warmup}, {"repetitions", opt.repeat}, {"median", lat.median},
-                   {"min", lat.min}, {"max", lat.max}, {"p10", lat.p10}, {"p90", lat.p90}, {"iqr", lat.iqr},
-                   {"mean", lat.mean}, {"samples", seconds}, {"load_s", load_s},
-                   {"timer_overhead_s", timer_s}};
-    j["throughput"] = {{"samples_per_s", double(B) / lat.median}, {"tokens_per_s", double(B * T) / lat.median},
-                       {"flops_per_forward", cost.flops}, {"achieved_flops_per_s", cost.flops / lat.median}};
+    j["timing"] = {{"unit", "s"},          {"method", "wall clock (steady_clock) around one batched forward"},
+                   {"warmup", opt.warmup}, {"repetitions", opt.repeat},
+                   {"median", lat.median}, {"min", lat.min},
+                   {"max", lat.max},       {"p10", lat.p10},
+                   {"p90", lat.p90},       {"iqr", lat.iqr},
+                   {"mean", lat.mean},     {"samples", seconds},
+                   {"load_s", load_s},     {"timer_overhead_s", timer_s}};
+    j["throughput"] = {{"samples_per_s", double(B) / lat.median},
+                       {"tokens_per_s", double(B * T) / lat.median},
+                       {"flops_per_forward", cost.flops},
+                       {"achieved_flops_per_s", cost.flops / lat.median}};
     j["memory"] = {{"unit", "bytes"},
                    {"device", info.device.str()},
                    {"weights", after[MemoryCategory::weights].current},
@@ -235,9 +250,11 @@ int run_classify(const ClassifyOptions& opt) {
   for (const auto& n : info.notes) std::cout << "note        " << n << "\n";
   std::cout << "machine     " << sys.cpu_model << ", " << threads() << " threads, GEMM " << sys.gemm_library
             << (info.device.kind == DeviceKind::cpu ? "" : "; the model runs on " + info.device.str()) << "\n"
-            << "input       " << B << " rows x " << T << " tokens (" << batch.real_tokens() << " real), "
-            << input_what << "\n"
-            << (opt.texts.empty() ? "" : "tokenize    " + fixed(tokenize_s * 1e3, 1) + " ms (load + encode, not in the latency)\n")
+            << "input       " << B << " rows x " << T << " tokens (" << batch.real_tokens() << " real), " << input_what
+            << "\n"
+            << (opt.texts.empty()
+                    ? ""
+                    : "tokenize    " + fixed(tokenize_s * 1e3, 1) + " ms (load + encode, not in the latency)\n")
             << "load        " << fixed(load_s, 2) << " s (config, weights, packing)\n";
   const int64_t shown = std::min<int64_t>(B, opt.show_rows);
   for (int64_t r = 0; r < shown; ++r) {
@@ -268,16 +285,18 @@ int run_classify(const ClassifyOptions& opt) {
 
 Command add_classify_command(CLI::App& app) {
   auto opt = std::make_shared<ClassifyOptions>();
-  CLI::App* sub = app.add_subcommand("classify", "Run a sequence classifier on texts or token ids; print labels, scores and "
-                                                 "timings");
+  CLI::App* sub = app.add_subcommand("classify",
+                                     "Run a sequence classifier on texts or token ids; print labels, scores and "
+                                     "timings");
   sub->add_option("-m,--model", opt->model,
                   "Model: preset:NAME (an unknown NAME lists them all), a directory with "
                   "config.json and model.safetensors, or a hub id ORG/NAME[@REV] in the Hugging Face cache")
       ->capture_default_str();
   sub->add_option("--ids", opt->ids, "One row of token ids, e.g. \"101 7592 102\" (repeat for more rows)");
   sub->add_option("--types", opt->types, "token_type_ids for the matching --ids row (BERT only)");
-  sub->add_option("--text", opt->texts, "A text to classify (repeat for more rows); tokenized with the model's "
-                                        "tokenizer, truncated to its max positions");
+  sub->add_option("--text", opt->texts,
+                  "A text to classify (repeat for more rows); tokenized with the model's "
+                  "tokenizer, truncated to its max positions");
   sub->add_option("-k,--tokenizer", opt->tokenizer,
                   "Tokenizer for --text: tokenizer.json or a directory (default: the model directory's)");
   sub->add_option("--ids-file", opt->ids_file,

@@ -38,8 +38,8 @@ int run_compare(const CompareCliOptions& opt) {
   std::cout << comparison_text(c, opt.format);
   if (!opt.no_html) {
     write_comparison_html(c, opt.html);
-    (opt.format == "table" ? std::cout : std::cerr) << "wrote " << opt.html
-                                                    << " (the change per point, overlaid distributions, every number)\n";
+    (opt.format == "table" ? std::cout : std::cerr)
+        << "wrote " << opt.html << " (the change per point, overlaid distributions, every number)\n";
   }
   if (opt.fail_on_regression_pct >= 0) {
     const auto bad = regressions_beyond(c, opt.fail_on_regression_pct / 100);

@@ -46,7 +46,8 @@ int run_dataset(const DatasetCommandOptions& opt) {
     for (size_t c = 0; c < t.columns.size(); ++c) {
       std::string v = c < t.rows[r].size() ? t.rows[r][c] : "";
       if (v.size() > 60) v = v.substr(0, 57) + "...";
-      std::cout << " " << t.columns[c] << "=" << nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      std::cout << " " << t.columns[c] << "="
+                << nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     std::cout << "\n";
   }
@@ -66,7 +67,8 @@ Command add_dataset_command(CLI::App& app) {
   sub->add_option("--split", opt->data.split, "The split to read (JSON split files; Hub datasets)");
   sub->add_option("--header", opt->data.header, "CSV/TSV: auto, yes or no");
   sub->add_option("--head", opt->head, "How many rows to show (default 5)");
-  sub->add_flag("--jsonl", opt->jsonl, "Print every row as a JSON object of strings (null cells are \"\"), nothing else");
+  sub->add_flag("--jsonl", opt->jsonl,
+                "Print every row as a JSON object of strings (null cells are \"\"), nothing else");
   return {sub, [opt] { return run_dataset(*opt); }};
 }
 

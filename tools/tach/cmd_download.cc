@@ -34,12 +34,14 @@ Command add_download_command(CLI::App& app) {
   sub->add_option("what", opt->what,
                   "ORG/NAME[@REVISION], or a dataset hf://datasets/ORG/NAME[@REVISION][/PATH] (a CSV, TSV, JSON, "
                   "JSONL or Parquet file, or a configuration's folder with --split), or a dataset name with --split "
-                  "(glue/sst2 --split validation). Environment: HF_ENDPOINT, HF_TOKEN (or the token file, HF_TOKEN_PATH), HF_HUB_CACHE or "
+                  "(glue/sst2 --split validation). Environment: HF_ENDPOINT, HF_TOKEN (or the token file, "
+                  "HF_TOKEN_PATH), HF_HUB_CACHE or "
                   "HF_HOME, HF_HUB_OFFLINE=1, HF_HUB_DOWNLOAD_TIMEOUT and HF_HUB_ETAG_TIMEOUT (seconds), "
                   "HF_HUB_DISABLE_PROGRESS_BARS=1")
       ->required();
-  sub->add_option("--split", opt->split,
-                  "A dataset's split to fetch (every shard of it), for offline runs: e.g. glue/sst2 --split validation");
+  sub->add_option(
+      "--split", opt->split,
+      "A dataset's split to fetch (every shard of it), for offline runs: e.g. glue/sst2 --split validation");
   return {sub, [opt] { return run_download(*opt); }};
 }
 

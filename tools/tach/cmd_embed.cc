@@ -46,8 +46,8 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 std::vector<std::string> read_texts_file(const EmbedCliOptions& opt) {
   std::vector<std::string> out;
   const std::string& p = opt.file;
-  if (p != "-" && (has_suffix(p, ".csv") || has_suffix(p, ".tsv") || has_suffix(p, ".jsonl") || has_suffix(p, ".json") ||
-                   has_suffix(p, ".parquet"))) {
+  if (p != "-" && (has_suffix(p, ".csv") || has_suffix(p, ".tsv") || has_suffix(p, ".jsonl") ||
+                   has_suffix(p, ".json") || has_suffix(p, ".parquet"))) {
     DatasetOptions d;
     d.path = p;
     d.text_column = opt.text_column;
@@ -89,8 +89,9 @@ double dot(const float* a, const float* b, int64_t n) {
 int run_embed(const EmbedCliOptions& opt) {
   using clock = std::chrono::steady_clock;
   if (opt.threads > 0) set_threads(opt.threads);
-  check(!opt.model.empty(), "-m MODEL is required: a sentence-transformers model directory or hub id (e.g. "
-                            "sentence-transformers/all-MiniLM-L6-v2), or a bare encoder");
+  check(!opt.model.empty(),
+        "-m MODEL is required: a sentence-transformers model directory or hub id (e.g. "
+        "sentence-transformers/all-MiniLM-L6-v2), or a bare encoder");
   check(opt.dtype == "f32" || opt.dtype == "bf16", "--dtype '" + opt.dtype + "': expected f32 or bf16");
   std::vector<std::string> texts = opt.texts;
   if (!opt.file.empty())
@@ -134,12 +135,18 @@ int run_embed(const EmbedCliOptions& opt) {
   if (opt.json) {
     nlohmann::json j;
     j["schema"] = "tach.embed/1";
-    j["model"] = {{"spec", info.spec},          {"source", info.source},
-                  {"architecture", info.architecture}, {"parameters", info.parameters},
-                  {"weights_dtype", info.weights_dtype}, {"compute_dtype", std::string(dtype_name(info.compute))},
-                  {"pooling", info.pooling},     {"normalized", info.normalized},
-                  {"embedding_dim", E},          {"max_length", e.max_length},
-                  {"prompt", e.prompt},          {"prompt_name", e.prompt_name},
+    j["model"] = {{"spec", info.spec},
+                  {"source", info.source},
+                  {"architecture", info.architecture},
+                  {"parameters", info.parameters},
+                  {"weights_dtype", info.weights_dtype},
+                  {"compute_dtype", std::string(dtype_name(info.compute))},
+                  {"pooling", info.pooling},
+                  {"normalized", info.normalized},
+                  {"embedding_dim", E},
+                  {"max_length", e.max_length},
+                  {"prompt", e.prompt},
+                  {"prompt_name", e.prompt_name},
                   {"notes", info.notes}};
     j["machine"] = {{"cpu", sys.cpu_model}, {"threads", threads()}, {"gemm", sys.gemm_library}};
     j["rows"] = nlohmann::json::array();
@@ -148,8 +155,13 @@ int run_embed(const EmbedCliOptions& opt) {
                            {"tokens", e.tokens[size_t(i)]},
                            {"truncated", bool(e.truncated[size_t(i)])},
                            {"embedding", std::vector<float>(v + i * E, v + (i + 1) * E)}});
-    j["timing"] = {{"unit", "s"}, {"method", method}, {"load_s", load_s}, {"tokenize_s", e.tokenize_s},
-                   {"forward_s", e.forward_s}, {"batches", e.batches}, {"padded_tokens", e.padded_tokens},
+    j["timing"] = {{"unit", "s"},
+                   {"method", method},
+                   {"load_s", load_s},
+                   {"tokenize_s", e.tokenize_s},
+                   {"forward_s", e.forward_s},
+                   {"batches", e.batches},
+                   {"padded_tokens", e.padded_tokens},
                    {"texts_per_s", double(N) / e.forward_s}};
     if (!opt.output.empty()) j["output"] = opt.output;
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -166,8 +178,7 @@ int run_embed(const EmbedCliOptions& opt) {
   if (!e.prompt.empty())
     std::cout << "prompt      " << (e.prompt_name.empty() ? "given" : "\"" + e.prompt_name + "\"")
               << " before every text: " << nlohmann::json(e.prompt).dump() << "\n";
-  std::cout
-            << "machine     " << sys.cpu_model << ", " << threads() << " threads, GEMM " << sys.gemm_library << "\n"
+  std::cout << "machine     " << sys.cpu_model << ", " << threads() << " threads, GEMM " << sys.gemm_library << "\n"
             << "input       " << N << " texts, " << total_tokens << " tokens, " << truncated << " truncated; "
             << e.batches << " batches of up to " << opt.batch_size << ", longest first (" << e.padded_tokens
             << " padded tokens)\n"
@@ -177,8 +188,12 @@ int run_embed(const EmbedCliOptions& opt) {
             << fixed(double(N) / e.forward_s, 1) << " texts/s\n";
   const int64_t shown = std::min<int64_t>(N, opt.show_rows);
   for (int64_t i = 0; i < shown; ++i) {
-    std::cout << "text " << i << std::string(i < 10 ? 6 : i < 100 ? 5 : 4, ' ') << "norm "
-              << fixed(std::sqrt(dot(v + i * E, v + i * E, E)), 4) << "  [";
+    std::cout << "text " << i
+              << std::string(i < 10    ? 6
+                             : i < 100 ? 5
+                                       : 4,
+                             ' ')
+              << "norm " << fixed(std::sqrt(dot(v + i * E, v + i * E, E)), 4) << "  [";
     for (int64_t k = 0; k < std::min<int64_t>(E, 4); ++k) std::cout << (k ? ", " : "") << fixed(v[i * E + k], 4);
     std::cout << (E > 4 ? ", ...]  " : "]  ") << quoted_preview(texts[size_t(i)], 48) << "\n";
   }
@@ -198,8 +213,7 @@ int run_embed(const EmbedCliOptions& opt) {
       std::cout << " text " << a << "\n";
     }
   }
-  if (!opt.output.empty())
-    std::cout << "output      " << opt.output << " (" << N << " x " << E << " float32)\n";
+  if (!opt.output.empty()) std::cout << "output      " << opt.output << " (" << N << " x " << E << " float32)\n";
   return 0;
 }
 
@@ -208,8 +222,9 @@ int run_embed(const EmbedCliOptions& opt) {
 Command add_embed_command(CLI::App& app) {
   auto opt = std::make_shared<EmbedCliOptions>();
   CLI::App* sub = app.add_subcommand(
-      "embed", "Sentence embeddings of texts with a sentence-transformers model (all-MiniLM, bge, e5, ...) or a bare "
-               "encoder: pooling and normalisation as its modules.json says");
+      "embed",
+      "Sentence embeddings of texts with a sentence-transformers model (all-MiniLM, bge, e5, ...) or a bare "
+      "encoder: pooling and normalisation as its modules.json says");
   sub->add_option("-m,--model", opt->model,
                   "Model: a directory (config.json, model.safetensors, modules.json, 1_Pooling/), or a hub id "
                   "ORG/NAME[@REV]. A bare encoder without modules.json gets mean pooling, as sentence-transformers "
@@ -219,7 +234,8 @@ Command add_embed_command(CLI::App& app) {
   sub->add_option("-f,--file", opt->file,
                   "Texts from a file: .csv/.tsv/.jsonl/.json through --text-column, anything else one text per "
                   "line (- reads standard input)");
-  sub->add_option("--text-column", opt->text_column, "The text column or key of a dataset --file")->capture_default_str();
+  sub->add_option("--text-column", opt->text_column, "The text column or key of a dataset --file")
+      ->capture_default_str();
   sub->add_option("-k,--tokenizer", opt->tokenizer, "tokenizer.json or a directory (default: the model directory's)");
   sub->add_option("-o,--output", opt->output,
                   "Write every embedding: FILE.npy (float32 [texts, dims], numpy.load reads it) or FILE.jsonl (one "

@@ -31,9 +31,14 @@ nlohmann::json to_json(const MemoryEstimate& e, const EstimateInput& in) {
           {"parameters", e.parameters},
           {"trainable_parameters", e.trainable_parameters},
           {"setting",
-           {{"mode", in.mode}, {"dtype", in.dtype}, {"batch", in.batch}, {"seq_len", in.seq_len},
-            {"gradient_checkpointing", in.gradient_checkpointing}, {"generate_tokens", in.generate_tokens},
-            {"lora_rank", in.lora_rank}, {"lora_targets", in.lora_targets}}},
+           {{"mode", in.mode},
+            {"dtype", in.dtype},
+            {"batch", in.batch},
+            {"seq_len", in.seq_len},
+            {"gradient_checkpointing", in.gradient_checkpointing},
+            {"generate_tokens", in.generate_tokens},
+            {"lora_rank", in.lora_rank},
+            {"lora_targets", in.lora_targets}}},
           {"lines", lines},
           {"total_bytes", e.total_bytes},
           {"peak_phase", e.peak_phase},
@@ -50,8 +55,10 @@ nlohmann::json to_json(const MemoryEstimate& e, const EstimateInput& in) {
 int run_table(const EstimateFlags& f) {
   std::vector<std::string> models = f.models;
   if (models.empty()) models.push_back(f.in.model);
-  const std::vector<std::pair<std::string, std::string>> modes = {
-      {"inference", "Inference"}, {"train-full", "Train AdamW"}, {"train-lora", "Train LoRA"}, {"train-qlora", "Train QLoRA"}};
+  const std::vector<std::pair<std::string, std::string>> modes = {{"inference", "Inference"},
+                                                                  {"train-full", "Train AdamW"},
+                                                                  {"train-lora", "Train LoRA"},
+                                                                  {"train-qlora", "Train QLoRA"}};
   std::vector<std::vector<MemoryEstimate>> all;
   for (const auto& m : models) {
     std::vector<MemoryEstimate> row;
@@ -76,7 +83,8 @@ int run_table(const EstimateFlags& f) {
     return 0;
   }
   std::cout << "Model memory requirements (" << f.in.dtype << " weights and activations, batch " << f.in.batch << " x "
-            << f.in.seq_len << " tokens; LoRA rank " << f.in.lora_rank << " on the default targets; QLoRA: NF4 base)\n\n";
+            << f.in.seq_len << " tokens; LoRA rank " << f.in.lora_rank
+            << " on the default targets; QLoRA: NF4 base)\n\n";
   size_t w = 28;
   for (const auto& m : models) w = std::max(w, m.size() + 2);
   std::cout << std::string("Model").append(w - 5, ' ') << "Parameters  ";
@@ -105,8 +113,8 @@ int run_table(const EstimateFlags& f) {
       const MemoryEstimate& e = all[i][k];
       const std::string name = models[i] + " (" + modes[k].first + ")";
       std::cout << std::string(name).append(w + 13 - std::min(name.size(), w + 12), ' ') << gb(double(e.total_bytes))
-                << "     " << (e.fits ? "fits" : "too large") << " (largest batch that fits: "
-                << e.largest_batch_that_fits << ")\n";
+                << "     " << (e.fits ? "fits" : "too large")
+                << " (largest batch that fits: " << e.largest_batch_that_fits << ")\n";
     }
   return 0;
 }
@@ -119,8 +127,8 @@ int run_estimate(const EstimateFlags& f) {
     return e.fits ? 0 : 3;
   }
   std::cout << "model      " << e.model << " (" << e.architecture << "), " << human_count(double(e.parameters))
-            << " parameters" << (e.trainable_parameters ? ", " + human_count(double(e.trainable_parameters)) + " trained" : "")
-            << "\n";
+            << " parameters"
+            << (e.trainable_parameters ? ", " + human_count(double(e.trainable_parameters)) + " trained" : "") << "\n";
   if (!e.note.empty()) std::cout << "note       " << e.note << "\n";
   std::cout << "setting    " << f.in.mode << ", " << f.in.dtype << ", batch " << f.in.batch << " x " << f.in.seq_len
             << " tokens" << (f.in.gradient_checkpointing ? ", gradient checkpointing" : "") << "\n\n";
@@ -143,13 +151,17 @@ int run_estimate(const EstimateFlags& f) {
 Command add_estimate_command(CLI::App& app) {
   auto f = std::make_shared<EstimateFlags>();
   f->in.model = "preset:distilbert-base-uncased";
-  CLI::App* sub = app.add_subcommand("estimate", "Memory a model needs (weights, gradients, optimizer, activations, KV "
-                                                 "cache, LoRA, NF4) and whether it fits; exit code 3 when it does not");
-  sub->add_option("-m,--model", f->in.model,
-                  "Model: preset:NAME (also the config-only llama-3.1-70b, mixtral-8x7b, qwen1.5-moe-a2.7b, deepseek-v3), a "
-                  "directory, or a hub id; only config.json is read, of any decoder (MoE and MLA included)")
+  CLI::App* sub = app.add_subcommand("estimate",
+                                     "Memory a model needs (weights, gradients, optimizer, activations, KV "
+                                     "cache, LoRA, NF4) and whether it fits; exit code 3 when it does not");
+  sub->add_option(
+         "-m,--model", f->in.model,
+         "Model: preset:NAME (also the config-only llama-3.1-70b, mixtral-8x7b, qwen1.5-moe-a2.7b, deepseek-v3), a "
+         "directory, or a hub id; only config.json is read, of any decoder (MoE and MLA included)")
       ->capture_default_str();
-  sub->add_option("--models", f->models, "Several models, comma-separated: prints the memory requirement and compatibility tables")->delimiter(',');
+  sub->add_option("--models", f->models,
+                  "Several models, comma-separated: prints the memory requirement and compatibility tables")
+      ->delimiter(',');
   sub->add_flag("--table", f->table,
                 "Requirement and compatibility tables: inference, full training with AdamW, LoRA and QLoRA per model");
   sub->add_flag("--json", f->json, "Print the estimate (or the table's estimates) as JSON, every line in bytes");
@@ -161,8 +173,10 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_option("--lora-rank", f->in.lora_rank, "LoRA rank")->capture_default_str();
   sub->add_option("--lora-targets", f->in.lora_targets, "LoRA targets, comma-separated: q k v o gate up down")
       ->delimiter(',');
-  sub->add_flag("--gradient-checkpointing", f->in.gradient_checkpointing, "Keep only each layer's input for the backward");
-  sub->add_option("--generate-tokens", f->in.generate_tokens, "Decoders: new tokens, for the KV cache")->capture_default_str();
+  sub->add_flag("--gradient-checkpointing", f->in.gradient_checkpointing,
+                "Keep only each layer's input for the backward");
+  sub->add_option("--generate-tokens", f->in.generate_tokens, "Decoders: new tokens, for the KV cache")
+      ->capture_default_str();
   sub->add_option("--device", f->in.device, "cpu, cuda or cuda:N: where it must fit")->capture_default_str();
   sub->add_option("--margin", f->in.margin, "Fraction of the available memory kept free")->capture_default_str();
   return {sub, [f] { return run_estimate(*f); }};

@@ -42,9 +42,7 @@ std::vector<int32_t> parse_ids(const std::string& text) {
         const long v = std::stol(tok, &used);
         check(used == tok.size() && v >= 0 && v <= INT32_MAX, "");
         out.push_back(int32_t(v));
-      } catch (const std::exception&) {
-        throw Error("--ids: '" + tok + "' is not a token id");
-      }
+      } catch (const std::exception&) { throw Error("--ids: '" + tok + "' is not a token id"); }
       tok.clear();
     } else {
       tok += c;
@@ -97,8 +95,9 @@ int run_generate(const GenerateFlags& f) {
   std::vector<std::vector<int32_t>> rows;
   std::string input_what;
   if (!f.texts.empty()) {
-    check(!tok_path.empty(), f.model + " has synthetic weights and no tokenizer files: pass --tokenizer (for Qwen2 "
-                                       "presets, ../shared/tokenizers/qwen2.5)");
+    check(!tok_path.empty(), f.model +
+                                 " has synthetic weights and no tokenizer files: pass --tokenizer (for Qwen2 "
+                                 "presets, ../shared/tokenizers/qwen2.5)");
     tok = Tokenizer::load(tok_path);
     for (const auto& t : f.texts) rows.push_back(tok->encode(t).ids);
     input_what = std::to_string(rows.size()) + " texts through " + tok_path;
@@ -132,18 +131,25 @@ int run_generate(const GenerateFlags& f) {
   int64_t produced = 0;
   for (const auto& r : g.tokens) produced += int64_t(r.size());
   if (f.json) {
-    nlohmann::json j = {{"schema", "tach.generate/1"},
-                        {"model", {{"spec", info.spec}, {"architecture", info.architecture},
-                                   {"compute_dtype", f.compute}, {"parameters", info.parameters}}},
-                        {"input", {{"batch", prompts.batch()}, {"prompt_len", prompts.seq_len()},
-                                   {"prompt_tokens", g.prompt_tokens}, {"source", input_what},
-                                   {"prompt_ids", rows}}},
-                        {"tokens", g.tokens},
-                        {"time_to_first_token_ms", g.time_to_first_token_s * 1e3},
-                        {"time_per_output_token_ms", {{"median", step.median * 1e3}, {"p10", step.p10 * 1e3},
-                                                      {"p90", step.p90 * 1e3}, {"n", step.n}}},
-                        {"total_s", g.total_s},
-                        {"load_s", load_s}};
+    nlohmann::json j = {
+        {"schema", "tach.generate/1"},
+        {"model",
+         {{"spec", info.spec},
+          {"architecture", info.architecture},
+          {"compute_dtype", f.compute},
+          {"parameters", info.parameters}}},
+        {"input",
+         {{"batch", prompts.batch()},
+          {"prompt_len", prompts.seq_len()},
+          {"prompt_tokens", g.prompt_tokens},
+          {"source", input_what},
+          {"prompt_ids", rows}}},
+        {"tokens", g.tokens},
+        {"time_to_first_token_ms", g.time_to_first_token_s * 1e3},
+        {"time_per_output_token_ms",
+         {{"median", step.median * 1e3}, {"p10", step.p10 * 1e3}, {"p90", step.p90 * 1e3}, {"n", step.n}}},
+        {"total_s", g.total_s},
+        {"load_s", load_s}};
     if (!f.texts.empty()) j["input"]["texts"] = f.texts;  // as received (invalid UTF-8 shown as U+FFFD)
     if (tok) {
       nlohmann::json texts = nlohmann::json::array();
@@ -163,7 +169,11 @@ int run_generate(const GenerateFlags& f) {
     std::cout << "row " << r << "       ";
     for (int32_t t : g.tokens[r]) std::cout << t << " ";
     std::cout << "\n";
-    if (tok) std::cout << "            " << nlohmann::json(tok->decode(g.tokens[r], true)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    if (tok)
+      std::cout << "            "
+                << nlohmann::json(tok->decode(g.tokens[r], true))
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
   }
   std::cout << "prefill     time to first token " << fixed(g.time_to_first_token_s * 1e3, 2) << " ms ("
             << prompts.batch() * prompts.seq_len() << " prompt positions, "
@@ -173,8 +183,8 @@ int run_generate(const GenerateFlags& f) {
               << fixed(step.p10 * 1e3, 2) << ", p90 " << fixed(step.p90 * 1e3, 2) << "; " << step.n
               << " steps, each one token for all " << prompts.batch() << " rows), "
               << fixed(double(prompts.batch()) / step.median, 1) << " tokens/s\n";
-  std::cout << "total       " << produced << " tokens in " << fixed(g.total_s, 3)
-            << " s; steady clock, after " << f.warmup << " untimed warm-up generation(s) of the same prompts\n";
+  std::cout << "total       " << produced << " tokens in " << fixed(g.total_s, 3) << " s; steady clock, after "
+            << f.warmup << " untimed warm-up generation(s) of the same prompts\n";
   return 0;
 }
 
@@ -183,12 +193,14 @@ int run_generate(const GenerateFlags& f) {
 Command add_generate_command(CLI::App& app) {
   auto f = std::make_shared<GenerateFlags>();
   CLI::App* sub = app.add_subcommand(
-      "generate", "Greedy decoding with a key/value cache (causal LMs of every decoder family, or decoders with tied embeddings); "
-                  "reports time to first token and time per output token");
+      "generate",
+      "Greedy decoding with a key/value cache (causal LMs of every decoder family, or decoders with tied embeddings); "
+      "reports time to first token and time per output token");
   sub->add_option("-m,--model", f->model, "Model: preset:NAME, a directory, or a hub id in the HF cache")
       ->capture_default_str();
-  sub->add_option("-k,--tokenizer", f->tokenizer, "Tokenizer for --text and for printing text (default: the model "
-                                                  "directory's)");
+  sub->add_option("-k,--tokenizer", f->tokenizer,
+                  "Tokenizer for --text and for printing text (default: the model "
+                  "directory's)");
   sub->add_option("--text", f->texts, "A prompt (repeat for a batch; rows are left-padded)");
   sub->add_option("--ids", f->ids, "A prompt as token ids, e.g. \"9707 11 1879\" (repeat for a batch)");
   sub->add_option("-b,--batch", f->batch, "Random prompts when none are given: how many")->capture_default_str();

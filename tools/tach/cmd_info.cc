@@ -37,17 +37,30 @@ int run_model_info(const InfoOptions& opt) {
   const ModelInfo& i = model->info();
   const int64_t resident = after.rss_bytes - before.rss_bytes;
   if (opt.json) {
-    nlohmann::json j = {{"spec", i.spec}, {"source", i.source}, {"architecture", i.architecture},
-                        {"parameters", i.parameters}, {"weights_dtype", i.weights_dtype}, {"compute_dtype", opt.compute},
-                        {"layers", i.num_layers}, {"hidden", i.hidden_size}, {"heads", i.num_heads},
-                        {"kv_heads", i.num_kv_heads}, {"vocab", i.vocab_size}, {"labels", i.classifier ? i.labels : std::vector<std::string>{}},
-                        {"embedding", i.embedding ? nlohmann::json{{"pooling", i.pooling}, {"normalized", i.normalized},
+    nlohmann::json j = {{"spec", i.spec},
+                        {"source", i.source},
+                        {"architecture", i.architecture},
+                        {"parameters", i.parameters},
+                        {"weights_dtype", i.weights_dtype},
+                        {"compute_dtype", opt.compute},
+                        {"layers", i.num_layers},
+                        {"hidden", i.hidden_size},
+                        {"heads", i.num_heads},
+                        {"kv_heads", i.num_kv_heads},
+                        {"vocab", i.vocab_size},
+                        {"labels", i.classifier ? i.labels : std::vector<std::string>{}},
+                        {"embedding", i.embedding ? nlohmann::json{{"pooling", i.pooling},
+                                                                   {"normalized", i.normalized},
                                                                    {"dims", i.embedding_dim},
                                                                    {"max_seq_length", i.max_seq_length}}
                                                   : nlohmann::json(nullptr)},
-                        {"file_bytes", i.disk_bytes}, {"allocator_weights_bytes", m[MemoryCategory::weights].current},
-                        {"mapped_bytes", m.mapped.current}, {"rss_added_by_load_bytes", resident},
-                        {"peak_rss_bytes", after.peak_rss_bytes}, {"load_s", load_s}, {"notes", i.notes}};
+                        {"file_bytes", i.disk_bytes},
+                        {"allocator_weights_bytes", m[MemoryCategory::weights].current},
+                        {"mapped_bytes", m.mapped.current},
+                        {"rss_added_by_load_bytes", resident},
+                        {"peak_rss_bytes", after.peak_rss_bytes},
+                        {"load_s", load_s},
+                        {"notes", i.notes}};
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
@@ -62,9 +75,10 @@ int run_model_info(const InfoOptions& opt) {
     std::cout << "embedding  " << i.embedding_dim << " dims, " << i.pooling << " pooling"
               << (i.normalized ? ", L2-normalised" : "") << ", texts cut at " << i.max_seq_length << " tokens\n";
   std::cout << "load       " << fixed(load_s, 2) << " s\n"
-            << "memory     file " << (i.disk_bytes ? human_bytes(double(i.disk_bytes)) : std::string("none (synthetic)"))
-            << "; tach's packed weights " << human_bytes(double(m[MemoryCategory::weights].current))
-            << "; file mapped " << human_bytes(double(m.mapped.current)) << " (read in place, pages dropped after "
+            << "memory     file "
+            << (i.disk_bytes ? human_bytes(double(i.disk_bytes)) : std::string("none (synthetic)"))
+            << "; tach's packed weights " << human_bytes(double(m[MemoryCategory::weights].current)) << "; file mapped "
+            << human_bytes(double(m.mapped.current)) << " (read in place, pages dropped after "
             << "packing)\n"
             << "resident   RSS grew by " << human_bytes(double(resident)) << " while loading (procfs VmRSS before "
             << "and after; peak " << human_bytes(double(after.peak_rss_bytes)) << " for the process)";
@@ -107,12 +121,13 @@ int run_info(const InfoOptions& opt) {
     j["warnings"] = s.warnings;
     j["cuda_devices"] = nlohmann::json::array();
     for (const auto& d : s.cuda)
-      j["cuda_devices"].push_back({{"index", d.index},
-                                   {"name", d.name},
-                                   {"compute_capability", std::to_string(d.sm_major) + "." + std::to_string(d.sm_minor)},
-                                   {"multiprocessors", d.multiprocessors},
-                                   {"total_bytes", d.total_bytes},
-                                   {"free_bytes", d.free_bytes}});
+      j["cuda_devices"].push_back(
+          {{"index", d.index},
+           {"name", d.name},
+           {"compute_capability", std::to_string(d.sm_major) + "." + std::to_string(d.sm_minor)},
+           {"multiprocessors", d.multiprocessors},
+           {"total_bytes", d.total_bytes},
+           {"free_bytes", d.free_bytes}});
     if (s.cuda.empty()) j["cuda_note"] = s.cuda_note;
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
@@ -142,15 +157,18 @@ int run_info(const InfoOptions& opt) {
 
 Command add_info_command(CLI::App& app) {
   auto opt = std::make_shared<InfoOptions>();
-  CLI::App* sub = app.add_subcommand("info", "Show the CPU, ISA, memory, GEMM libraries and CUDA devices; warn about "
-                                             "settings that skew measurements");
+  CLI::App* sub = app.add_subcommand("info",
+                                     "Show the CPU, ISA, memory, GEMM libraries and CUDA devices; warn about "
+                                     "settings that skew measurements");
   sub->add_flag("--json", opt->json, "Print machine-readable JSON");
-  sub->add_option("-m,--model", opt->model, "Describe a model instead: its shape, and the memory loading it takes "
-                                            "(file, packed weights, mapping, resident)");
+  sub->add_option("-m,--model", opt->model,
+                  "Describe a model instead: its shape, and the memory loading it takes "
+                  "(file, packed weights, mapping, resident)");
   sub->add_option("--dtype", opt->compute, "With --model: compute dtype f32 or bf16")->capture_default_str();
-  sub->add_flag("--ceilings", opt->ceilings, "Show the machine's ceilings for the roofline: peak GEMM FLOP/s per dtype "
-                                             "and STREAM bandwidth (measured once, then cached); with a GPU, its cuBLASLt GEMM FLOP/s per "
-                                             "precision and copy bandwidth too (measured each time)");
+  sub->add_flag("--ceilings", opt->ceilings,
+                "Show the machine's ceilings for the roofline: peak GEMM FLOP/s per dtype "
+                "and STREAM bandwidth (measured once, then cached); with a GPU, its cuBLASLt GEMM FLOP/s per "
+                "precision and copy bandwidth too (measured each time)");
   sub->add_flag("--remeasure", opt->remeasure, "With --ceilings: measure again instead of reading the cache");
   return {sub, [opt] { return run_info(*opt); }};
 }

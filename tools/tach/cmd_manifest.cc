@@ -36,8 +36,8 @@ Command add_verify_command(CLI::App& app) {
               return 0;
             }
             std::cerr << "tach: error: " << *dir << " does not match its SHA256SUMS: " << c.changed.size()
-                      << " changed, " << c.missing.size() << " missing, " << c.added.size() << " added ("
-                      << c.verified << " match)\n";
+                      << " changed, " << c.missing.size() << " missing, " << c.added.size() << " added (" << c.verified
+                      << " match)\n";
             return 1;
           }};
 }

@@ -10,8 +10,8 @@ namespace tach::cli {
 
 Command add_merge_command(CLI::App& app) {
   auto o = std::make_shared<MergeOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "merge", "Merge a LoRA adapter into its base model and write a plain Hugging Face checkpoint");
+  CLI::App* sub =
+      app.add_subcommand("merge", "Merge a LoRA adapter into its base model and write a plain Hugging Face checkpoint");
   sub->add_option("-m,--model", o->model, "The base model: a directory or a hub id in the HF cache")->required();
   sub->add_option("--adapter", o->adapter,
                   "The adapter directory as peft saves it (adapter_config.json, adapter_model.safetensors)")
@@ -33,8 +33,8 @@ Command add_merge_command(CLI::App& app) {
             for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
             std::cout << "merged " << r.merged_weights << " weights (W + scale·B·A)";
             if (r.head_tensors) std::cout << ", took " << r.head_tensors << " head tensor(s) from the adapter";
-            std::cout << "; wrote " << r.tensors << " tensors, " << fixed(double(r.bytes) / 1e6, 1)
-                      << " MB, as " << r.architecture;
+            std::cout << "; wrote " << r.tensors << " tensors, " << fixed(double(r.bytes) / 1e6, 1) << " MB, as "
+                      << r.architecture;
             if (!r.labels.empty()) {
               std::cout << " (labels:";
               for (const auto& l : r.labels) std::cout << " " << l;

@@ -78,18 +78,17 @@ int run_monitor(const MonitorFlags& f) {
             << "% (100% = one core)\n";
   if (sampler.rapl().available())
     std::cerr << "  cpu energy  " << fixed(samples.empty() ? 0 : samples.back().cpu_energy_j, 2) << " J (RAPL: ";
-  else
-    std::cerr << "  cpu energy  unavailable: " << sampler.rapl().unavailable_reason() << "\n";
+  else std::cerr << "  cpu energy  unavailable: " << sampler.rapl().unavailable_reason() << "\n";
   if (sampler.rapl().available()) {
     for (const auto& d : sampler.rapl().domains()) std::cerr << d << " ";
     std::cerr << ")\n";
   }
   if (gpus > 0 && !samples.empty() && !samples.back().gpus.empty() && !samples.front().gpus.empty())
     for (int g = 0; g < gpus; ++g)
-      std::cerr << "  gpu " << g << "       energy " << fixed(samples.back().gpus[size_t(g)].energy_j - samples.front().gpus[size_t(g)].energy_j, 1)
+      std::cerr << "  gpu " << g << "       energy "
+                << fixed(samples.back().gpus[size_t(g)].energy_j - samples.front().gpus[size_t(g)].energy_j, 1)
                 << " J (NVML total-energy counter)\n";
-  else
-    std::cerr << "  gpu         " << sampler.gpus().unavailable_reason() << "\n";
+  else std::cerr << "  gpu         " << sampler.gpus().unavailable_reason() << "\n";
   return code;
 }
 
@@ -97,8 +96,9 @@ int run_monitor(const MonitorFlags& f) {
 
 Command add_monitor_command(CLI::App& app) {
   auto f = std::make_shared<MonitorFlags>();
-  CLI::App* sub = app.add_subcommand("monitor", "Run a command and write a CSV timeline of its RSS, CPU, threads, "
-                                                "the GPUs (NVML) and CPU energy (RAPL), plus a summary");
+  CLI::App* sub = app.add_subcommand("monitor",
+                                     "Run a command and write a CSV timeline of its RSS, CPU, threads, "
+                                     "the GPUs (NVML) and CPU energy (RAPL), plus a summary");
   sub->add_option("-i,--interval", f->interval_s, "Seconds between samples")->capture_default_str();
   sub->add_option("-o,--output", f->output, "CSV timeline")->capture_default_str();
   sub->add_option("command", f->command, "The command and its arguments (after --)")->required();

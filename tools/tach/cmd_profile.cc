@@ -40,7 +40,7 @@ struct ProfileFlags {
   int threads = 0;
   uint64_t seed = 0;
   std::string adapter;  // a peft LoRA adapter merged at load (forward profiles)
-  bool train = false;  // profile training steps (forward, loss, backward, AdamW) instead of forwards
+  bool train = false;   // profile training steps (forward, loss, backward, AdamW) instead of forwards
   double lr = 5e-5;
   std::string exec = "eager";
   std::string method = "full";
@@ -69,7 +69,8 @@ TokenBatch random_batch(int64_t vocab_size, int32_t pad_token_id, int64_t B, int
 int run_profile(const ProfileFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
   check(f.batch > 0 && f.seq_len > 0, "--batch-size and --seq-len must be positive");
-  check(f.dtype == "f32" || f.dtype == "bf16" || f.dtype == "f16", "--dtype '" + f.dtype + "': expected f32, bf16 or f16");
+  check(f.dtype == "f32" || f.dtype == "bf16" || f.dtype == "f16",
+        "--dtype '" + f.dtype + "': expected f32, bf16 or f16");
   // f16 GEMMs exist on CUDA only; the CPU reads f16 checkpoints but computes in f32 or bf16.
   check(f.dtype != "f16" || (!f.train && parse_device(f.device).kind == DeviceKind::cuda),
         "--dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16");
@@ -109,8 +110,9 @@ int run_profile(const ProfileFlags& f) {
     lo.device = parse_device(f.device);
     model = load_model(f.model, lo);
     check(model->info().classifier || model->info().embedding || model->info().causal_lm,
-          f.model + " is neither a sequence classifier, an embedding model nor a causal LM: nothing to profile a "
-                    "forward of");
+          f.model +
+              " is neither a sequence classifier, an embedding model nor a causal LM: nothing to profile a "
+              "forward of");
     batch = random_batch(model->info().vocab_size, model->info().pad_token_id, f.batch, f.seq_len, f.seed);
     run_step = [&] {
       ProfileScope forward("forward");
@@ -139,8 +141,8 @@ int run_profile(const ProfileFlags& f) {
   po.memory_log_steps = f.memory_log_steps;
   const int64_t cycles = f.schedule.repeat > 0 ? f.schedule.repeat : 1;
   const int64_t steps = f.schedule.skip_first + cycles * (f.schedule.wait + f.schedule.warmup + f.schedule.active);
-  std::cerr << "tach: profiling " << what << " of " << f.model << ", batch " << f.batch << " x " << f.seq_len << ", " << f.dtype << ", "
-            << steps << " steps (" << f.schedule.describe() << ")\n";
+  std::cerr << "tach: profiling " << what << " of " << f.model << ", batch " << f.batch << " x " << f.seq_len << ", "
+            << f.dtype << ", " << steps << " steps (" << f.schedule.describe() << ")\n";
   Profiler profiler(po);
   profiler.start();
   for (int64_t s = 0; s < steps; ++s) {
@@ -203,7 +205,8 @@ int run_profile(const ProfileFlags& f) {
     << " dropped" << (data.dropped_events ? " (WARNING: raise the cap or shorten the active window)" : "") << "\n"
     << "machine ceilings: GEMM f32 " << fixed(ceilings.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, bf16 "
     << fixed(ceilings.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, memory " << fixed(ceilings.memory_bytes_per_s * 1e-9, 1)
-    << " GB/s (" << ceilings.method << "; " << describe_ceilings_provenance(ceilings) << ")\n" << ceiling_note;
+    << " GB/s (" << ceilings.method << "; " << describe_ceilings_provenance(ceilings) << ")\n"
+    << ceiling_note;
   if (!violations.empty()) {
     s << "WARNING: " << violations.size() << " ops ran faster than the machine's ceilings allow (by more than "
       << fixed((kCeilingTolerance - 1) * 100, 0) << "%), so the roofline verdicts below are not to be trusted; the "
@@ -221,8 +224,8 @@ int run_profile(const ProfileFlags& f) {
     << "  outside the model         " << fixed(acc.outside_ns * 1e-6, 3)
     << " ms: the caller's loop and the profiler's step boundary\n\n"
     << "Profiler overhead: " << fixed(ns_per_event, 0) << " ns per recorded span (measured in a tight loop) x "
-    << events_per_step << " spans per step = " << fixed(ns_per_event * double(events_per_step) * 1e-6, 3)
-    << " ms, " << fixed(acc.step_ns > 0 ? 100 * ns_per_event * double(events_per_step) / acc.step_ns : 0, 3)
+    << events_per_step << " spans per step = " << fixed(ns_per_event * double(events_per_step) * 1e-6, 3) << " ms, "
+    << fixed(acc.step_ns > 0 ? 100 * ns_per_event * double(events_per_step) / acc.step_ns : 0, 3)
     << "% of the step. Cross-check, steps timed with the profiler off and on, alternating (" << f.overhead_steps
     << " pairs, medians): " << fixed(off_med * 1e3, 2) << " ms off, " << fixed(on_med * 1e3, 2) << " ms on ("
     << fixed(off_med > 0 ? 100 * (on_med - off_med) / off_med : 0, 1)
@@ -242,8 +245,9 @@ int run_profile(const ProfileFlags& f) {
       << "\n";
     for (const auto& st : data.steps)
       if (st.allocator_total_bytes)
-        s << "  step " << st.step << (st.active ? " (active)" : "") << ": allocator " << human_bytes(double(st.allocator_total_bytes))
-          << ", activations " << human_bytes(double(st.allocator_bytes[size_t(MemoryCategory::activations)])) << ", RSS "
+        s << "  step " << st.step << (st.active ? " (active)" : "") << ": allocator "
+          << human_bytes(double(st.allocator_total_bytes)) << ", activations "
+          << human_bytes(double(st.allocator_bytes[size_t(MemoryCategory::activations)])) << ", RSS "
           << human_bytes(double(st.rss_bytes)) << "\n";
   }
   write_file(out / "summary.txt", s.str());
@@ -252,8 +256,8 @@ int run_profile(const ProfileFlags& f) {
   std::cout << s.str() << "\nOps by " << f.group_by << ", sorted by " << f.sort_by << " time (top " << f.top << ")\n"
             << op_table_text(op_table(data, f.group_by, f.sort_by, ceilings), f.top) << "\nModules (top " << f.top
             << ")\n"
-            << op_table_text(op_table(data, "module", "total", ceilings), f.top) << "\nwritten: " << dir
-            << "/{" << trace_name << " (open in ui.perfetto.dev), ops_by_{op,module,shape}.{csv,json}, stacks.txt, "
+            << op_table_text(op_table(data, "module", "total", ceilings), f.top) << "\nwritten: " << dir << "/{"
+            << trace_name << " (open in ui.perfetto.dev), ops_by_{op,module,shape}.{csv,json}, stacks.txt, "
             << "summary.txt}\n";
   return 0;
 }
@@ -262,9 +266,11 @@ int run_profile(const ProfileFlags& f) {
 
 Command add_profile_command(CLI::App& app) {
   auto f = std::make_shared<ProfileFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "profile", "Op-level profile of a forward (or with --train a training step): Perfetto/Chrome trace, op tables by op/module/shape, collapsed "
-                 "stacks, roofline verdicts, step accounting, the profiler's overhead and a leak verdict");
+  CLI::App* sub =
+      app.add_subcommand("profile",
+                         "Op-level profile of a forward (or with --train a training step): Perfetto/Chrome trace, op "
+                         "tables by op/module/shape, collapsed "
+                         "stacks, roofline verdicts, step accounting, the profiler's overhead and a leak verdict");
   sub->add_option("-m,--model", f->model, "Model: preset:NAME, a directory, or a hub id in the HF cache")
       ->capture_default_str();
   sub->add_option("-b,--batch-size", f->batch, "Rows per forward")->capture_default_str();
@@ -274,17 +280,21 @@ Command add_profile_command(CLI::App& app) {
                   "cpu, cuda or cuda:N (forwards only; on a GPU every kernel comes from CUPTI with its GPU time, under "
                   "the op that launched it)")
       ->capture_default_str();
-  sub->add_option("--profiler-skip-first", f->schedule.skip_first, "Steps before the first cycle")->capture_default_str();
+  sub->add_option("--profiler-skip-first", f->schedule.skip_first, "Steps before the first cycle")
+      ->capture_default_str();
   sub->add_option("--profiler-wait", f->schedule.wait, "Steps per cycle with the profiler off")->capture_default_str();
   sub->add_option("--profiler-warmup", f->schedule.warmup, "Steps per cycle recorded and discarded")
       ->capture_default_str();
   sub->add_option("--profiler-active", f->schedule.active, "Steps per cycle recorded and kept")->capture_default_str();
   sub->add_option("--profiler-repeat", f->schedule.repeat, "Cycles (wait, warmup, active)")->capture_default_str();
-  sub->add_option("--profiler-output-dir", f->output_dir, "Where the trace and tables go (default runs/<time>-profile/traces)");
+  sub->add_option("--profiler-output-dir", f->output_dir,
+                  "Where the trace and tables go (default runs/<time>-profile/traces)");
   sub->add_flag("--enable-memory-logging", f->memory_logging, "Write the memory timeline to the summary");
   sub->add_option("--memory-log-steps", f->memory_log_steps, "Sample memory every N steps")->capture_default_str();
   sub->add_option("--group-by", f->group_by, "Printed table: op, module or shape")->capture_default_str();
-  sub->add_option("--sort-by", f->sort_by, "Sort tables by self, total, memory, flops or gpu (the kernels' GPU time under each row)")->capture_default_str();
+  sub->add_option("--sort-by", f->sort_by,
+                  "Sort tables by self, total, memory, flops or gpu (the kernels' GPU time under each row)")
+      ->capture_default_str();
   sub->add_option("--top", f->top, "Rows printed per table")->capture_default_str();
   sub->add_option("--overhead-steps", f->overhead_steps, "Alternating on/off steps that measure the profiler's cost")
       ->capture_default_str();

@@ -31,8 +31,7 @@ std::string find_chromium() {
 void write_figures(const RunReport& report, const ReportOptions& opt) {
   const auto dir = std::filesystem::path(opt.run_dir);
   const std::vector<WrittenImage> pngs = write_report_pngs(report, (dir / "plots").string(), opt.png_scale);
-  for (const auto& p : pngs)
-    std::cout << "wrote " << p.path << " (" << p.width << "x" << p.height << " px)\n";
+  for (const auto& p : pngs) std::cout << "wrote " << p.path << " (" << p.width << "x" << p.height << " px)\n";
   if (!opt.pptx) return;
   const int slides = write_report_pptx(report, pngs, (dir / "report.pptx").string());
   std::cout << "wrote " << (dir / "report.pptx").string() << " (" << slides << " slides: the title, " << pngs.size()
@@ -75,7 +74,8 @@ Command add_report_command(CLI::App& app) {
                 "Also write each chart as RUN_DIR/plots/<name>.png, rendered from the report's SVG by librsvg: "
                 "batch_size_comparison (the sweep's panels), metrics_heatmap, throughput_vs_batch_size, "
                 "time_breakdown, memory_usage, roofline, and every other chart of the page");
-  sub->add_option("--png-scale", opt->png_scale, "Pixels per SVG unit in the PNG files (2: a 460-unit chart is 920 px wide)")
+  sub->add_option("--png-scale", opt->png_scale,
+                  "Pixels per SVG unit in the PNG files (2: a 460-unit chart is 920 px wide)")
       ->check(CLI::Range(0.25, 8.0));
   sub->add_flag("--pptx", opt->pptx,
                 "Also write RUN_DIR/report.pptx: a title slide with the model and machine, one slide per chart with "

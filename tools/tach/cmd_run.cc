@@ -52,7 +52,8 @@ int run_pipeline(const RunFlags& f) {
     return 0;
   }
   print_outcome(out.config, out, f.bench.format);  // writes summary.json, which the report reads
-  std::cout << "[4/4] report: summary.txt, summary.json, detailed_metrics.csv, " << write_run_report(out.run_dir) << "\n";
+  std::cout << "[4/4] report: summary.txt, summary.json, detailed_metrics.csv, " << write_run_report(out.run_dir)
+            << "\n";
   return 0;
 }
 
@@ -61,8 +62,9 @@ int run_pipeline(const RunFlags& f) {
 Command add_run_command(CLI::App& app) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* sub = app.add_subcommand(
-      "run", "The pipeline: prepare data -> bench (+ accuracy when a dataset is given) -> profile -> report, into one "
-             "run directory; takes every tach bench option");
+      "run",
+      "The pipeline: prepare data -> bench (+ accuracy when a dataset is given) -> profile -> report, into one "
+      "run directory; takes every tach bench option");
   add_bench_options(sub, f->bench, BenchScope::pipeline);
   sub->add_flag("--skip-bench", f->skip_bench, "Skip the sweep");
   sub->add_flag("--skip-profile", f->skip_profile, "Skip the profile");

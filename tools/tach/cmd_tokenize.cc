@@ -16,9 +16,9 @@ namespace {
 
 struct TokenizeOptions {
   std::string tokenizer;
-  std::vector<std::string> texts;     // positionals, then --text values
+  std::vector<std::string> texts;  // positionals, then --text values
   std::vector<std::string> flag_texts;
-  std::string file;                   // one text per line; "-" is standard input
+  std::string file;  // one text per line; "-" is standard input
   std::string pair;
   bool no_special = false;
   bool json = false;
@@ -26,7 +26,7 @@ struct TokenizeOptions {
   std::string strategy = "longest_first";
   size_t stride = 0;
   std::string truncation_side = "right";
-  size_t pad_to = 0;      // 0: no padding
+  size_t pad_to = 0;  // 0: no padding
   std::string padding_side = "right";
   size_t pad_multiple = 0;
 };
@@ -41,7 +41,9 @@ EncodeOptions encode_options(const TokenizeOptions& opt, const Tokenizer& tok) {
     t.direction = opt.truncation_side == "left" ? Side::left : Side::right;
     if (opt.strategy == "only_first") t.strategy = Truncation::Strategy::only_first;
     else if (opt.strategy == "only_second") t.strategy = Truncation::Strategy::only_second;
-    else check(opt.strategy == "longest_first", "--truncation '" + opt.strategy + "': expected longest_first, only_first or only_second");
+    else
+      check(opt.strategy == "longest_first",
+            "--truncation '" + opt.strategy + "': expected longest_first, only_first or only_second");
     eo.truncation = t;
   }
   if (opt.pad_to > 0 || opt.pad_multiple > 0) {
@@ -108,8 +110,9 @@ std::vector<std::string> gather_texts(const TokenizeOptions& opt) {
 
 int run_tokenize(TokenizeOptions opt) {
   opt.texts = gather_texts(opt);
-  check(!opt.texts.empty(), "no text given: tach tokenize --tokenizer DIR TEXT... (or --text T, --file PATH, or - "
-                            "for standard input)");
+  check(!opt.texts.empty(),
+        "no text given: tach tokenize --tokenizer DIR TEXT... (or --text T, --file PATH, or - "
+        "for standard input)");
   const auto t0 = std::chrono::steady_clock::now();
   auto tok = Tokenizer::load(opt.tokenizer);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -142,13 +145,17 @@ int run_tokenize(TokenizeOptions opt) {
       out.push_back(j);
       continue;
     }
-    std::cout << "text        " << nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << (opt.pair.empty() ? "" : " + " + nlohmann::json(opt.pair).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+    std::cout << "text        " << nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << (opt.pair.empty()
+                      ? ""
+                      : " + " + nlohmann::json(opt.pair).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
               << "\nids         ";
     for (size_t i = 0; i < e.size(); ++i) std::cout << (i ? " " : "") << e.ids[i];
     std::cout << "\ntokens      ";
     for (size_t i = 0; i < e.size(); ++i)
-      std::cout << (i ? " " : "") << nlohmann::json(e.tokens[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "@" << e.offsets[i].first << ":"
-                << e.offsets[i].second << (e.type_ids[i] ? "/1" : "");
+      std::cout << (i ? " " : "")
+                << nlohmann::json(e.tokens[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "@"
+                << e.offsets[i].first << ":" << e.offsets[i].second << (e.type_ids[i] ? "/1" : "");
     std::cout << "\ncount       " << e.size() << " tokens; offsets are byte ranges [start:end) in the text\n";
     for (size_t w = 0; w < e.overflowing.size(); ++w) {
       std::cout << "overflow " << w + 1 << "  ";
@@ -164,8 +171,9 @@ int run_tokenize(TokenizeOptions opt) {
 
 Command add_tokenize_command(CLI::App& app) {
   auto opt = std::make_shared<TokenizeOptions>();
-  CLI::App* sub = app.add_subcommand("tokenize", "Tokenize texts as Hugging Face tokenizers does; print ids, tokens "
-                                                 "and offsets");
+  CLI::App* sub = app.add_subcommand("tokenize",
+                                     "Tokenize texts as Hugging Face tokenizers does; print ids, tokens "
+                                     "and offsets");
   sub->add_option("-k,--tokenizer", opt->tokenizer,
                   "tokenizer.json, or a directory with tokenizer.json (or vocab.txt, or vocab.json + merges.txt)")
       ->required();
@@ -180,10 +188,12 @@ Command add_tokenize_command(CLI::App& app) {
   sub->add_option("--pad-multiple", opt->pad_multiple, "Pad to a multiple of this (alone: pad to the longest text)");
   sub->add_option("--padding-side", opt->padding_side, "right or left")->capture_default_str();
   sub->add_option("--text", opt->flag_texts, "A text (repeat for more); --text=-x for a text that starts with '-'");
-  sub->add_option("--file", opt->file, "Texts, one per line (split at \\n only; every other byte kept); - reads "
-                                       "standard input");
-  sub->add_option("texts", opt->texts, "Texts to tokenize, byte for byte; after -- a text may start with '-'; a lone - "
-                                       "reads texts from standard input, one per line");
+  sub->add_option("--file", opt->file,
+                  "Texts, one per line (split at \\n only; every other byte kept); - reads "
+                  "standard input");
+  sub->add_option("texts", opt->texts,
+                  "Texts to tokenize, byte for byte; after -- a text may start with '-'; a lone - "
+                  "reads texts from standard input, one per line");
   return {sub, [opt] { return run_tokenize(*opt); }};
 }
 

@@ -86,14 +86,18 @@ Command add_train_command(CLI::App& app) {
   auto no_progress = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
       "train",
-      "Fine-tune a sequence classifier (BERT, DistilBERT, Qwen2, Llama, Mistral, Qwen3, Gemma 3) on a labelled dataset (AdamW, linear warm-up and decay, "
+      "Fine-tune a sequence classifier (BERT, DistilBERT, Qwen2, Llama, Mistral, Qwen3, Gemma 3) on a labelled dataset "
+      "(AdamW, linear warm-up and decay, "
       "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, steps.jsonl, "
       "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
-  sub->add_option("-c,--config", *config_file, "YAML file of these options (keys as the flags, '_' for '-'); flags "
-                                               "given here override it");
+  sub->add_option("-c,--config", *config_file,
+                  "YAML file of these options (keys as the flags, '_' for '-'); flags "
+                  "given here override it");
   sub->add_option("-m,--model", o->model, "preset:NAME, a model directory, or ORG/NAME from the hub cache");
   sub->add_option("-k,--tokenizer", o->tokenizer, "Tokenizer file or directory (default: the model's directory)");
-  sub->add_option("-d,--dataset", o->data.path, "Training data: .csv, .tsv, .jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2, hf://datasets/ORG/NAME[/CONFIG]; Parquet splits through the cache)");
+  sub->add_option("-d,--dataset", o->data.path,
+                  "Training data: .csv, .tsv, .jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2, "
+                  "hf://datasets/ORG/NAME[/CONFIG]; Parquet splits through the cache)");
   sub->add_option("--dataset-format", o->data.format, "auto (from the extension), csv, tsv, jsonl, json, parquet");
   sub->add_option("--text-column", o->data.text_column, "Text column or key (default text)");
   sub->add_option("--text-pair-column", o->data.text_pair_column, "Second text column, for sentence pairs");
@@ -103,11 +107,13 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--max-samples", o->max_samples, "Train on the first N examples in file order (default all)");
   sub->add_flag("--shuffle,!--no-shuffle", o->shuffle,
                 "Reshuffle the examples every epoch, seeded by --seed (default); --no-shuffle keeps file order");
-  sub->add_option("--labels", o->labels, "A new head's labels in id order, comma-separated (default: from the data; "
-                                         "integer labels 0..n-1 become LABEL_0..)")
+  sub->add_option("--labels", o->labels,
+                  "A new head's labels in id order, comma-separated (default: from the data; "
+                  "integer labels 0..n-1 become LABEL_0..)")
       ->delimiter(',');
   sub->add_option("--problem-type", o->problem_type,
-                  "A new head's problem type: single_label_classification (default), multi_label_classification (each label cell a set: a JSON list or comma-separated names) or regression");
+                  "A new head's problem type: single_label_classification (default), multi_label_classification (each "
+                  "label cell a set: a JSON list or comma-separated names) or regression");
   sub->add_option("--eval-dataset", o->eval_data.path, "Evaluation data (same columns as --dataset)");
   sub->add_option("--eval-split", o->eval_data.split, "Split of a JSON split file or a Hub dataset for evaluation");
   sub->add_option("--eval-every", o->eval_every, "Evaluate every N optimizer steps (default 0: at each epoch's end)");
@@ -138,8 +144,8 @@ Command add_train_command(CLI::App& app) {
                   "in bf16 with f32 accumulation (as torch.autocast); emulated, with a note, where oneDNN has no "
                   "bf16 matmul for the CPU");
   sub->add_flag("--gradient-checkpointing", o->gradient_checkpointing,
-               "Keep only each layer's input in the forward and recompute the layer in the backward (same numbers, "
-               "less activation memory, about one more forward of time); summary.json records both");
+                "Keep only each layer's input in the forward and recompute the layer in the backward (same numbers, "
+                "less activation memory, about one more forward of time); summary.json records both");
   sub->add_option("--exec", o->exec,
                   "eager (one op at a time, every intermediate kept; default) or fused (attention recomputes its "
                   "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each, one "
@@ -158,7 +164,8 @@ Command add_train_command(CLI::App& app) {
                   "DistilBERT q_lin,k_lin,v_lin,out_lin,lin1,lin2)")
       ->delimiter(',');
   sub->add_option("--modules-to-save", o->modules_to_save,
-                  "Modules trained in full beside the adapters and saved with them (default the family's head: score, classifier, or DistilBERT's pre_classifier,classifier; a "
+                  "Modules trained in full beside the adapters and saved with them (default the family's head: score, "
+                  "classifier, or DistilBERT's pre_classifier,classifier; a "
                   "name also matches modules ending in it, as PEFT's)")
       ->delimiter(',');
   sub->add_option("--adapter", o->adapter,
@@ -201,7 +208,9 @@ Command add_train_command(CLI::App& app) {
             }
             const bool tty = !*no_progress && isatty(STDERR_FILENO);
             TrainObserver obs;
-            obs.on_note = [tty](const std::string& m) { std::cerr << (tty ? "\r\033[K" : "") << "tach: " << m << "\n"; };
+            obs.on_note = [tty](const std::string& m) {
+              std::cerr << (tty ? "\r\033[K" : "") << "tach: " << m << "\n";
+            };
             auto last_line = std::make_shared<std::chrono::steady_clock::time_point>();
             obs.on_step = [tty, last_line, quiet = *no_progress](const TrainStepReport& r) {
               char buf[256];
@@ -228,26 +237,28 @@ Command add_train_command(CLI::App& app) {
               std::cout << "epoch " << e.epoch + 1 << ": train loss " << fixed(e.train_loss, 4);
               if (e.evaluated)
                 std::cout << ", eval loss " << fixed(e.eval_loss, 4)
-                          << (e.eval_accuracy >= 0 ? ", eval accuracy " + fixed(e.eval_accuracy, 4) +
-                                                         ", macro-F1 " + fixed(e.eval_macro_f1, 4)
+                          << (e.eval_accuracy >= 0 ? ", eval accuracy " + fixed(e.eval_accuracy, 4) + ", macro-F1 " +
+                                                         fixed(e.eval_macro_f1, 4)
                                                    : std::string());
               std::cout << ", " << fixed(e.seconds, 1) << " s, " << fixed(e.tokens_per_s, 0) << " tokens/s (real "
                         << "tokens, wall time), peak memory " << human_bytes(double(e.peak_bytes)) << "\n";
             }
-            std::cout << "steps: " << res.steps << (res.resumed_from >= 0 ? " (resumed after step " +
-                                                                                  std::to_string(res.resumed_from) + ")"
-                                                                            : std::string())
+            std::cout << "steps: " << res.steps
+                      << (res.resumed_from >= 0 ? " (resumed after step " + std::to_string(res.resumed_from) + ")"
+                                                : std::string())
                       << ", median step " << fixed(res.step_ms_median, 1) << " ms, training "
                       << fixed(res.train_seconds, 1) << " s (wall)\n";
             if (res.diverged) {
               std::cerr << "tach: training diverged at " << res.divergence << "\n";
-              std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
+              std::cout << "written: " << res.run_dir
+                        << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
                         << (std::filesystem::exists(res.run_dir + "/tensorboard") ? ", tensorboard/" : "") << "}\n";
               return 1;
             }
             std::cout << "model: " << res.saved_model << "\n";
-            std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
-                        << (std::filesystem::exists(res.run_dir + "/tensorboard") ? ", tensorboard/" : "") << "}\n";
+            std::cout << "written: " << res.run_dir
+                      << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
+                      << (std::filesystem::exists(res.run_dir + "/tensorboard") ? ", tensorboard/" : "") << "}\n";
             return 0;
           }};
 }

@@ -30,8 +30,8 @@ std::string human_count(double v) {
 std::string describe_ms(const Summary& s) {
   const double k = 1e3;
   return "median " + fixed(s.median * k, 2) + " ms (min " + fixed(s.min * k, 2) + ", p90 " + fixed(s.p90 * k, 2) +
-         ", max " + fixed(s.max * k, 2) + "; IQR " + fixed(s.iqr * k, 2) + " ms = " +
-         fixed(100 * s.relative_spread(), 1) + "%)";
+         ", max " + fixed(s.max * k, 2) + "; IQR " + fixed(s.iqr * k, 2) +
+         " ms = " + fixed(100 * s.relative_spread(), 1) + "%)";
 }
 
 }  // namespace tach::cli

@@ -24,27 +24,16 @@ int main(int argc, char** argv) {
   CLI::App app{"tach: measure how transformer models run (latency, throughput, memory, accuracy, profiles)", "tach"};
   app.set_version_flag("--version", std::string("tach 0.1.0"));
   app.require_subcommand(1);
-  app.footer("Exit status: 0 success, 1 error, 2 usage error, 3 (estimate) does not fit, 4 (compare) regressed beyond\n"
-             "--fail-on-regression, 70 internal error.");
+  app.footer(
+      "Exit status: 0 success, 1 error, 2 usage error, 3 (estimate) does not fit, 4 (compare) regressed beyond\n"
+      "--fail-on-regression, 70 internal error.");
   const tach::cli::Command commands[] = {
-      tach::cli::add_info_command(app),
-      tach::cli::add_classify_command(app),
-      tach::cli::add_embed_command(app),
-      tach::cli::add_tokenize_command(app),
-      tach::cli::add_bench_command(app),
-      tach::cli::add_eval_command(app),
-      tach::cli::add_run_command(app),
-      tach::cli::add_generate_command(app),
-      tach::cli::add_profile_command(app),
-      tach::cli::add_monitor_command(app),
-      tach::cli::add_estimate_command(app),
-      tach::cli::add_train_command(app),
-      tach::cli::add_merge_command(app),
-      tach::cli::add_download_command(app),
-      tach::cli::add_dataset_command(app),
-      tach::cli::add_compare_command(app),
-      tach::cli::add_report_command(app),
-      tach::cli::add_manifest_command(app),
+      tach::cli::add_info_command(app),     tach::cli::add_classify_command(app), tach::cli::add_embed_command(app),
+      tach::cli::add_tokenize_command(app), tach::cli::add_bench_command(app),    tach::cli::add_eval_command(app),
+      tach::cli::add_run_command(app),      tach::cli::add_generate_command(app), tach::cli::add_profile_command(app),
+      tach::cli::add_monitor_command(app),  tach::cli::add_estimate_command(app), tach::cli::add_train_command(app),
+      tach::cli::add_merge_command(app),    tach::cli::add_download_command(app), tach::cli::add_dataset_command(app),
+      tach::cli::add_compare_command(app),  tach::cli::add_report_command(app),   tach::cli::add_manifest_command(app),
       tach::cli::add_verify_command(app),
   };
   const tach::cli::VerbatimArgs args(argc, argv);
