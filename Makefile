@@ -5,7 +5,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: setup configure build run test test-all test-unit test-golden test-slow test-gpu smoke bench-gemm \
   benchmark benchmark-gpu benchmark-all report report-pdf report-pptx report-full quick-report manifest verify-manifest release \
-  bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden sanitize fuzz clean
+  bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden sanitize fuzz lint format clean
 
 # The run directory the report, manifest and release targets work on: the newest under runs/
 # unless given (make report RUN=runs/<id>).
@@ -152,6 +152,20 @@ sanitize: setup
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTACH_SANITIZE=address,undefined -DTACH_BUILD_BENCH=OFF
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j $(JOBS) --output-on-failure
+
+# clang-format and clang-tidy (Debian's, version 14) with the repository's .clang-format and .clang-tidy:
+# every tracked C++ file formatted, every translation unit of the build (not the .cu files, which
+# clang-tidy 14 cannot parse for CUDA 13) without a warning. About 25 minutes on 2 cores.
+CXX_SOURCES = $(shell git ls-files '*.cc' '*.h' '*.cu' '*.cuh')
+lint: build
+	TACH_LINT=1 scripts/setup.sh
+	clang-format --dry-run --Werror $(CXX_SOURCES)
+	run-clang-tidy -p $(BUILD) -j $(JOBS) -quiet '^$(CURDIR)/(src|tools|tests|bench|examples)/.*\.cc$$'
+
+# Rewrites the tracked C++ files in the house format (what lint's first half checks).
+format:
+	TACH_LINT=1 scripts/setup.sh
+	clang-format -i $(CXX_SOURCES)
 
 fuzz:
 	TACH_FUZZ=1 scripts/setup.sh

@@ -20,10 +20,13 @@ packages=(
   libcurl4-openssl-dev libssl-dev   # downloads from the Hugging Face Hub (HTTPS); SHA-256/SHA-1 to verify them
   libutf8proc-dev libpcre2-dev   # Unicode data and regex for the tokenizers
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks
+  pybind11-dev python3-dev python3-numpy python3-pytest   # the Python module (import tach) and its tests
+  clang-format           # the tests check the sources' format (.clang-format; make format rewrites them)
   chromium chromium-driver python3-selenium     # tests open the HTML reports in a real (headless) browser; tach report --pdf
   libreoffice-impress    # tests render tach report --pptx's deck headless, as a user's LibreOffice opens it
 )
 if [ "${TACH_FUZZ:-0}" = 1 ]; then packages+=(clang libclang-rt-dev); fi
+if [ "${TACH_LINT:-0}" = 1 ]; then packages+=(clang-tidy); fi   # make lint
 
 missing=()
 for p in "${packages[@]}"; do

@@ -11,6 +11,7 @@
 
 #include "bench/bench_internal.h"
 #include "tach/bench.h"
+#include "tach/runtime.h"
 #include "tach/device.h"
 #include "tach/report.h"
 #include "test_util.h"
@@ -214,6 +215,26 @@ TEST(Sweep, ResumeKeepsFinishedPointsAndCutsATornLine) {
   EXPECT_NE(resumed.notes[0].find("torn line"), std::string::npos);
   // A second run into the same directory is refused rather than mixed in.
   EXPECT_NE(error_of([&] { run_bench(tiny_config(dir.path())); }).find("already holds a run"), std::string::npos);
+}
+
+// Ctrl-C (a stop request) ends the sweep between points, with what finished kept; it resumes.
+TEST(Sweep, AStopRequestEndsBetweenPointsAndTheRunResumes) {
+  test::TempDir dir;
+  BenchObserver observer;
+  observer.on_point_done = [](const PointResult&, size_t index, size_t) {
+    if (index == 0) request_stop();  // as the SIGINT handler does, while point 1 is in flight
+  };
+  const std::string message = error_of([&] { run_bench(tiny_config(dir.path()), observer); });
+  clear_stop_request();
+  EXPECT_NE(message.find("stopped before point 2 of 4"), std::string::npos) << message;
+  EXPECT_NE(message.find("tach bench --resume " + dir.path() + "/r"), std::string::npos) << message;
+  EXPECT_EQ(test::read_text(dir.path() + "/r/results.jsonl").find('\n') + 1,
+            test::read_text(dir.path() + "/r/results.jsonl").size())
+      << "one point finished, one line";
+  const SweepOutcome resumed = resume_bench(dir.path() + "/r");
+  EXPECT_EQ(resumed.resumed_points, 1);
+  EXPECT_EQ(resumed.results.size(), 4u);
+  EXPECT_FALSE(in_stop_scope()) << "the sweep's scope ends with it";
 }
 
 // --profile: a trace per point, written after (never during) the point's measured runs.

@@ -2,12 +2,15 @@
 // the training logger, the memory profiler; window edge cases, NaN, and threads.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
+#include "tach/comprehensive_profiler.h"
 #include "tach/memory.h"
 #include "tach/metrics.h"
 #include "tach/tensor.h"
@@ -167,6 +170,53 @@ TEST(MemoryProfiler, BaselineAndLeak) {
   const auto snap = p.measure("after");
   EXPECT_GT(snap.rss_bytes, 0);
   EXPECT_EQ(p.history().size(), 2u);
+}
+
+// Memory tach's allocator never sees (a PyTorch loop's): the RSS against the baseline.
+TEST(MemoryProfiler, ProcessLeakSeesMemoryOutsideTheAllocator) {
+  MemoryProfiler p;
+  EXPECT_NE(error_of([&] { p.detect_process_leak(1); }).find("set_baseline"), std::string::npos);
+  p.set_baseline();
+  std::vector<char> hoard(64 << 20);
+  for (size_t i = 0; i < hoard.size(); i += 4096) hoard[i] = 1;  // resident, page by page
+  const auto leak = p.detect_process_leak(32 << 20);
+  EXPECT_TRUE(leak.leak) << leak.explanation;
+  EXPECT_GE(leak.growth_bytes, 60 << 20);
+  EXPECT_NE(leak.explanation.find("RSS"), std::string::npos) << leak.explanation;
+  EXPECT_FALSE(p.detect_process_leak(int64_t(1) << 40).leak);
+}
+
+TEST(ComprehensiveProfiler, IterationsThroughputMemoryAndItsOwnCost) {
+  ComprehensiveProfiler p;
+  EXPECT_NE(error_of([&] { p.end_iteration(1); }).find("without start_iteration"), std::string::npos);
+  for (int i = 0; i < 4; ++i) {
+    p.start_iteration();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    p.end_iteration(8, 1024);
+  }
+  p.start_iteration();
+  EXPECT_NE(error_of([&] { p.start_iteration(); }).find("not ended"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  p.end_iteration(8, 1024);
+  EXPECT_EQ(p.iterations(), 5);
+  const auto j = nlohmann::json::parse(p.to_json());
+  EXPECT_EQ(j["schema"], "tach.comprehensive_profile/1");
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["timing"]["iteration"]["count"], 5);
+  EXPECT_GE(j["timing"]["iteration"]["min_sec"].get<double>(), 0.002);
+  EXPECT_NEAR(j["throughput"]["tokens_per_sec"].get<double>(), 128 * j["throughput"]["samples_per_sec"].get<double>(),
+              1e-6 * j["throughput"]["tokens_per_sec"].get<double>());
+  EXPECT_EQ(j["throughput"]["total_samples"], 40);
+  EXPECT_GT(j["memory"]["peak_allocated_gb"].get<double>(), 0);
+  EXPECT_GT(j["overhead"]["per_iteration_sec"].get<double>(), 0);
+  test::TempDir dir;
+  p.export_to_json(dir.path() + "/sub/profile.json");
+  EXPECT_EQ(nlohmann::json::parse(test::read_text(dir.path() + "/sub/profile.json"))["timing"]["iteration"]["count"],
+            5);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/sub/profile.json.tmp"));
+  // Nothing measured yet: statistics are null, never zeros that look measured.
+  const auto empty = nlohmann::json::parse(ComprehensiveProfiler().to_json());
+  EXPECT_TRUE(empty["timing"]["iteration"]["mean_sec"].is_null());
 }
 
 }  // namespace

@@ -113,22 +113,7 @@ double max_relative_error(const float* a, const float* b, size_t n, double floor
 }
 
 TokenBatch padded_batch(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id, bool left) {
-  size_t T = 0;
-  for (const auto& r : rows) T = std::max(T, r.size());
-  const auto B = int64_t(rows.size());
-  TokenBatch b;
-  b.input_ids = Tensor::empty({B, int64_t(T)}, DType::i32);
-  b.attention_mask = Tensor::zeros({B, int64_t(T)}, DType::i32);
-  for (int64_t r = 0; r < B; ++r) {
-    const auto& row = rows[size_t(r)];
-    const size_t offset = left ? T - row.size() : 0;
-    for (size_t t = 0; t < T; ++t) {
-      const bool real = t >= offset && t < offset + row.size();
-      b.input_ids.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? row[t - offset] : pad_id;
-      b.attention_mask.data<int32_t>()[r * int64_t(T) + int64_t(t)] = real ? 1 : 0;
-    }
-  }
-  return b;
+  return left ? TokenBatch::left_padded(rows, pad_id) : TokenBatch::from_rows(rows, pad_id);
 }
 
 std::vector<float> randn(size_t n, uint32_t seed, float scale) {

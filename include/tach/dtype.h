@@ -16,6 +16,8 @@ int dtype_bits(DType dt);
 // Bytes for n elements, rounding a trailing half byte up.
 size_t dtype_bytes(DType dt, size_t n);
 std::string_view dtype_name(DType dt);  // "f32", "bf16", ...
+// A compute dtype as the commands spell it: f32, bf16 or f16; anything else is an error.
+DType parse_compute_dtype(const std::string& name);
 bool is_floating(DType dt);
 
 // safetensors' spelling ("F32", "BF16", "I64", ...). parse returns false for unknown names.

@@ -13,6 +13,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// Work stopped on request (Ctrl-C, tach/runtime.h) after saving what it finished; the message says
+// how to resume.
+class Stopped : public Error {
+ public:
+  explicit Stopped(const std::string& message) : Error(message) {}
+};
+
 // Throws tach::Error(message) when cond is false. A function, not a macro: no hidden locals.
 inline void check(bool cond, const std::string& message) {
   if (!cond) throw Error(message);

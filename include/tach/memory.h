@@ -64,6 +64,9 @@ class MemoryProfiler {
   };
   // Allocator growth since the baseline beyond threshold_bytes; an error without a baseline.
   Leak detect_leak(int64_t threshold_bytes) const;
+  // The same for memory tach's allocator does not see (a PyTorch loop, any program): the device's
+  // memory in use on a CUDA device, else the process's RSS, now against the baseline's.
+  Leak detect_process_leak(int64_t threshold_bytes);
   std::vector<MemorySnapshot> history() const;
 
  private:

@@ -28,6 +28,8 @@ struct TokenBatch {
   // row per id row of the same length.
   static TokenBatch from_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id,
                               const std::vector<std::vector<int32_t>>& type_rows = {});
+  // Pads on the left instead, for generation: decoders continue from the last column.
+  static TokenBatch left_padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id);
 };
 
 struct ModelInfo {
@@ -136,6 +138,14 @@ std::string download_model(const std::string& hub_id);
 // cached files of PATH, or of `split` (its shards in order), so that offline runs find them.
 // read_dataset takes the same names directly.
 std::vector<std::string> download_dataset_files(const std::string& spec, const std::string& split);
+
+class Tokenizer;
+// The tokenizer to read for a model: `given` when set, else the files beside its weights (its
+// directory or hub snapshot). Synthetic weights ship none: an error saying to pass --tokenizer.
+std::string tokenizer_path_for(const ModelInfo& info, const std::string& given = "");
+// Texts as tach classify feeds a model: special tokens added, each row truncated to the model's
+// positions (longest_first, as transformers' pipelines do), padded on the right.
+TokenBatch encode_texts_for(const Tokenizer& tokenizer, const ModelInfo& info, const std::vector<std::string>& texts);
 
 // Turns logits into scores as the problem type says: softmax (single label), sigmoid (multi
 // label), identity (regression). logits: [B, L]  returns [B, L]

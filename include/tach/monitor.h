@@ -65,8 +65,8 @@ struct GpuSample {
   double power_w = -1, energy_j = -1;  // energy: the driver's total-energy counter (since driver load)
   int sm_clock_mhz = -1, memory_clock_mhz = -1, temperature_c = -1;
   uint64_t throttle_reasons = 0;
-  int pci_domain = -1, pci_bus = -1,
-      pci_device = -1;  // NVML numbers GPUs its own way; CUDA's is matched by PCI address
+  // NVML numbers GPUs its own way; CUDA's is matched by PCI address.
+  int pci_domain = -1, pci_bus = -1, pci_device = -1;
 };
 class GpuMonitor {
  public:

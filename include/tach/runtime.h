@@ -15,4 +15,20 @@ int threads();
 void set_run_dir_listener(std::function<void(const std::string& dir)> listener);
 void announce_run_dir(const std::string& dir);
 
+// A clean stop (Ctrl-C). Work that can stop cleanly holds a StopScope while it runs: a sweep
+// checks between points, training after each step (saving a checkpoint first); either then throws
+// Stopped, and the run directory resumes with --resume. request_stop is async-signal-safe, so a
+// SIGINT handler may call it; in_stop_scope tells the handler whether anything will look.
+void request_stop();
+bool stop_requested();
+void clear_stop_request();
+bool in_stop_scope();
+class StopScope {
+ public:
+  StopScope();
+  ~StopScope();
+  StopScope(const StopScope&) = delete;
+  StopScope& operator=(const StopScope&) = delete;
+};
+
 }  // namespace tach

@@ -332,8 +332,13 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
   // error now, not after a sweep.
   if (texts_for_points || accuracy) texts = bench::read_texts(config);
 
+  const StopScope stoppable;  // Ctrl-C ends the sweep between points
   for (size_t i = 0; i < keys.size(); ++i) {
     const PointKey& key = keys[i];
+    if (stop_requested())
+      throw Stopped("stopped before point " + std::to_string(i + 1) + " of " + std::to_string(keys.size()) + " (" +
+                    key.id() + "); the points before it are in " + store.dir() +
+                    ": continue with tach bench --resume " + store.dir());
     if (store.is_finished(key)) {
       ++out.resumed_points;
       continue;

@@ -43,6 +43,13 @@ std::string_view dtype_name(DType dt) {
   return "?";
 }
 
+DType parse_compute_dtype(const std::string& name) {
+  if (name == "f32") return DType::f32;
+  if (name == "bf16") return DType::bf16;
+  if (name == "f16") return DType::f16;
+  throw Error("dtype '" + name + "': expected f32 or bf16 (or f16 on cuda)");
+}
+
 bool is_floating(DType dt) { return dt == DType::f32 || dt == DType::f16 || dt == DType::bf16 || dt == DType::f64; }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "tach/runtime.h"
 
+#include <atomic>
+
 #include "core/parallel.h"
 
 namespace tach {
@@ -21,5 +23,19 @@ void set_run_dir_listener(std::function<void(const std::string& dir)> listener) 
 void announce_run_dir(const std::string& dir) {
   if (run_dir_listener()) run_dir_listener()(dir);
 }
+
+namespace {
+// Lock-free atomics: safe to touch from a signal handler.
+std::atomic<bool> g_stop_requested{false};
+std::atomic<int> g_stop_scopes{0};
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
+}  // namespace
+
+void request_stop() { g_stop_requested.store(true); }
+bool stop_requested() { return g_stop_requested.load(); }
+void clear_stop_request() { g_stop_requested.store(false); }
+bool in_stop_scope() { return g_stop_scopes.load() > 0; }
+StopScope::StopScope() { g_stop_scopes.fetch_add(1); }
+StopScope::~StopScope() { g_stop_scopes.fetch_sub(1); }
 
 }  // namespace tach

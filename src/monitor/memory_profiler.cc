@@ -55,6 +55,22 @@ MemoryProfiler::Leak MemoryProfiler::detect_leak(int64_t threshold_bytes) const 
   return l;
 }
 
+MemoryProfiler::Leak MemoryProfiler::detect_process_leak(int64_t threshold_bytes) {
+  const MemorySnapshot now = measure("leak check");
+  std::lock_guard<std::mutex> lock(mu_);
+  check(baseline_ >= 0, "MemoryProfiler::detect_process_leak needs set_baseline() first");
+  const MemorySnapshot& base = history_[size_t(baseline_)];
+  const bool device = now.device_used_bytes >= 0 && base.device_used_bytes >= 0;
+  const std::string what = device ? "the device's memory in use (all processes)" : "the process's RSS";
+  Leak l;
+  l.growth_bytes = device ? now.device_used_bytes - base.device_used_bytes : now.rss_bytes - base.rss_bytes;
+  if (l.growth_bytes > 0) l.growing.push_back((device ? "device memory: " : "rss: ") + mib(l.growth_bytes));
+  l.leak = l.growth_bytes > threshold_bytes;
+  l.explanation = (l.leak ? "leak: " : "no leak: ") + what + " is " + mib(l.growth_bytes) +
+                  " against the baseline (threshold " + mib(threshold_bytes).substr(1) + ")";
+  return l;
+}
+
 std::vector<MemorySnapshot> MemoryProfiler::history() const {
   std::lock_guard<std::mutex> lock(mu_);
   return history_;

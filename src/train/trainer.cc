@@ -470,9 +470,11 @@ void end_epoch(TrainRun& r, int64_t epoch, const std::optional<train::EvalScores
 }
 
 // The resume checkpoint after `step` when due: every save_every steps, or at each epoch's end.
-void checkpoint_if_due(TrainRun& r, int64_t step, bool epoch_end, Clock::time_point run_start) {
+// A stop request (Ctrl-C) saves one whatever the schedule, so that --resume loses no step.
+void checkpoint_if_due(TrainRun& r, int64_t step, bool epoch_end, Clock::time_point run_start, bool stopping) {
   const TrainOptions& o = r.o;
-  if (!((o.save_every > 0 && (step + 1) % o.save_every == 0) || (o.save_every == 0 && epoch_end))) return;
+  const bool due = (o.save_every > 0 && (step + 1) % o.save_every == 0) || (o.save_every == 0 && epoch_end);
+  if (!due && !stopping) return;
   nlohmann::json state = r.epoch.to_json();
   state["step"] = step + 1;
   state["optimizer_steps"] = r.step->optimizer().steps();
@@ -500,6 +502,7 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
   reset_memory_peaks(Device::cpu());
   profiler.start();
   int64_t step = r.start_step;
+  const StopScope stoppable;  // Ctrl-C ends training after the step in flight, checkpointed
   for (; step < p.total_steps; ++step) {
     const int64_t epoch = step / p.steps_per_epoch, in_epoch = step % p.steps_per_epoch;
     if (epoch != cached_epoch)
@@ -530,7 +533,11 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
     const bool epoch_end = in_epoch == p.steps_per_epoch - 1 || step == p.total_steps - 1;
     const auto scores = evaluate_if_due(r, logger, step, epoch_end);
     if (epoch_end) end_epoch(r, epoch, scores);
-    checkpoint_if_due(r, step, epoch_end, run_start);
+    const bool stopping = stop_requested() && step + 1 < p.total_steps;
+    checkpoint_if_due(r, step, epoch_end, run_start, stopping);
+    if (stopping)
+      throw Stopped("stopped after step " + std::to_string(step + 1) + " of " + std::to_string(p.total_steps) +
+                    "; its checkpoint is in " + r.run_dir + ": continue with tach train --resume " + r.run_dir);
   }
   profiler.stop();
   r.result.train_seconds = r.train_seconds_before + seconds_since(run_start);

@@ -91,30 +91,15 @@ void read_ids_file(const std::string& path, std::vector<std::vector<int32_t>>& r
     throw Error(path + ": token_type_ids given on some lines but not all");
 }
 
-// Texts through the tokenizer: the model directory's unless --tokenizer names one. Rows are
-// truncated to the model's positions (longest_first, as transformers' pipelines do).
+// Texts through the tokenizer: the model directory's unless --tokenizer names one.
 TokenBatch tokenize_texts(const ClassifyOptions& opt, const ModelInfo& info, std::string* what, double* seconds) {
-  std::string path = opt.tokenizer;
-  if (path.empty()) {
-    check(info.source.rfind("synthetic", 0) != 0,
-          opt.model + " has synthetic weights and no tokenizer files: pass --tokenizer (a directory with the " +
-              "tokenizer.json of " + info.tokenizer_hint + ", or that hub id)");
-    path = info.source.substr(0, info.source.find(" (revision"));
-  }
+  const std::string path = tokenizer_path_for(info, opt.tokenizer);
   const auto t0 = std::chrono::steady_clock::now();
   auto tok = Tokenizer::load(path);
-  EncodeOptions eo;
-  eo.truncation = Truncation{};
-  eo.truncation->max_length = size_t(info.max_positions);
-  const auto encodings = tok->encode_batch(opt.texts, eo);
+  TokenBatch batch = encode_texts_for(*tok, info, opt.texts);
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::vector<std::vector<int32_t>> rows, types;
-  for (const auto& e : encodings) {
-    rows.push_back(e.ids);
-    types.push_back(e.type_ids);
-  }
-  *what = std::to_string(rows.size()) + " texts through " + path;
-  return TokenBatch::from_rows(rows, info.pad_token_id, info.type_vocab_size > 0 ? types : decltype(types){});
+  *what = std::to_string(opt.texts.size()) + " texts through " + path;
+  return batch;
 }
 
 TokenBatch make_input(const ClassifyOptions& opt, const ModelInfo& info, std::string* what) {
@@ -150,7 +135,7 @@ int run_classify(const ClassifyOptions& opt) {
   lo.device = parse_device(opt.device);
   check(opt.compute == "f32" || opt.compute == "bf16" || opt.compute == "f16",
         "--dtype '" + opt.compute + "': expected f32 or bf16 (or f16 on cuda)");
-  lo.compute = opt.compute == "bf16" ? DType::bf16 : opt.compute == "f16" ? DType::f16 : DType::f32;
+  lo.compute = parse_compute_dtype(opt.compute);
 
   const auto t_load0 = clock::now();
   auto model = load_model(opt.model, lo);

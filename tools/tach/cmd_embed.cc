@@ -107,12 +107,7 @@ int run_embed(const EmbedCliOptions& opt) {
   check(info.embedding, opt.model + " (" + info.architecture + ") is not an embedding model: it has a " +
                             (info.classifier ? "classification head (use tach classify)" : "language-model head") +
                             " and no sentence-transformers config (modules.json)");
-  std::string tok_path = opt.tokenizer;
-  if (tok_path.empty()) {
-    check(info.source.rfind("synthetic", 0) != 0,
-          opt.model + " has synthetic weights and no tokenizer files: pass --tokenizer");
-    tok_path = info.source.substr(0, info.source.find(" (revision"));
-  }
+  const std::string tok_path = tokenizer_path_for(info, opt.tokenizer);
   auto tokenizer = Tokenizer::load(tok_path);
   EmbedOptions eo;
   eo.batch_size = opt.batch_size;

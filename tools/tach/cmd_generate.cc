@@ -51,26 +51,6 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return out;
 }
 
-// Rows padded on the left (decoders continue from the last column).
-TokenBatch left_padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad) {
-  size_t T = 0;
-  for (const auto& r : rows) T = std::max(T, r.size());
-  check(T > 0, "empty prompt");
-  const auto B = int64_t(rows.size());
-  TokenBatch b;
-  b.input_ids = Tensor::empty({B, int64_t(T)}, DType::i32);
-  b.attention_mask = Tensor::zeros({B, int64_t(T)}, DType::i32);
-  for (int64_t r = 0; r < B; ++r) {
-    const auto& row = rows[size_t(r)];
-    const size_t off = T - row.size();
-    for (size_t t = 0; t < T; ++t) {
-      b.input_ids.data<int32_t>()[r * int64_t(T) + int64_t(t)] = t >= off ? row[t - off] : pad;
-      b.attention_mask.data<int32_t>()[r * int64_t(T) + int64_t(t)] = t >= off ? 1 : 0;
-    }
-  }
-  return b;
-}
-
 int run_generate(const GenerateFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
   check(f.compute == "f32" || f.compute == "bf16" || f.compute == "f16",
@@ -78,7 +58,7 @@ int run_generate(const GenerateFlags& f) {
   check(f.max_new_tokens > 0, "--max-new-tokens must be positive");
   LoadOptions lo;
   lo.seed = f.seed;
-  lo.compute = f.compute == "bf16" ? DType::bf16 : f.compute == "f16" ? DType::f16 : DType::f32;
+  lo.compute = parse_compute_dtype(f.compute);
   lo.device = parse_device(f.device);
   const auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(f.model, lo);
@@ -122,7 +102,7 @@ int run_generate(const GenerateFlags& f) {
   GenerateOptions go;
   go.max_new_tokens = f.max_new_tokens;
   go.stop_at_eos = !f.ignore_eos;
-  const TokenBatch prompts = left_padded(rows, info.pad_token_id);
+  const TokenBatch prompts = TokenBatch::left_padded(rows, info.pad_token_id);
   // Untimed runs first: oneDNN builds its kernels for each new shape on first use.
   for (int i = 0; i < f.warmup; ++i) (void)model->generate(prompts, go);
   const Generation g = model->generate(prompts, go);

@@ -106,7 +106,7 @@ int run_profile(const ProfileFlags& f) {
     LoadOptions lo;
     lo.seed = f.seed;
     lo.adapter = f.adapter;
-    lo.compute = f.dtype == "bf16" ? DType::bf16 : f.dtype == "f16" ? DType::f16 : DType::f32;
+    lo.compute = parse_compute_dtype(f.dtype);
     lo.device = parse_device(f.device);
     model = load_model(f.model, lo);
     check(model->info().classifier || model->info().embedding || model->info().causal_lm,

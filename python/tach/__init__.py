@@ -1,0 +1,26 @@
+"""tach: measure how transformer models run, from Python.
+
+    import tach
+    model = tach.load_model("preset:bert-tiny")
+    logits = model.classify([[101, 2023, 102]])          # numpy float32 [1, num_labels]
+    run = tach.bench(model="preset:bert-tiny", batch_sizes=[1, 8], runs=5)
+    df = run.to_pandas()                                  # one row per point
+
+Models run on tach's engine (the same library as the `tach` executable); bench, profile, train,
+run, estimate, compare and report take the CLI's options as keyword arguments and write the same
+run directories. The metrics library (MetricTracker, TrainingLogger, ComprehensiveProfiler, ...)
+works inside any training loop. docs/python.md shows the common flows.
+"""
+from . import _tach
+from ._commands import (Error, InternalError, UsageError, bench, cli, command_args, compare, estimate, info,
+                        profile, report, run, train)
+from ._records import Run
+from ._tach import Model, Tokenizer, load_model, preset_names
+from .metrics import (ComprehensiveProfiler, GPUMemoryProfiler, GRPOMetricsTracker, MetricTracker,
+                      ScoreDistributionTracker, ThroughputTracker, TrainingLogger, TrainingTimer)
+
+__version__ = "0.1.0"
+__all__ = ["load_model", "Model", "Tokenizer", "preset_names", "bench", "profile", "train", "run", "estimate",
+           "compare", "report", "info", "cli", "command_args", "Run", "Error", "UsageError", "InternalError",
+           "MetricTracker", "GRPOMetricsTracker", "ScoreDistributionTracker", "TrainingLogger", "TrainingTimer",
+           "ThroughputTracker", "GPUMemoryProfiler", "ComprehensiveProfiler"]

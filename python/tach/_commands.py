@@ -1,0 +1,159 @@
+"""The CLI's commands as functions: keyword arguments become the command's flags.
+
+Each function builds the argument list `tach COMMAND ...` would get and runs it in this process
+through the same code as the executable (_tach.run_cli), so options, defaults, run directories and
+error messages are the CLI's. Option names are the long flags with '_' for '-': batch_sizes=[1, 8]
+is --batch-sizes 1,8; True sets a flag; False sets its --no- form where it has one.
+"""
+import json
+import os
+
+from . import _tach
+from ._records import Run
+
+Error = _tach.Error
+
+
+class UsageError(Error, TypeError):
+    """An option the command does not have, or a value it does not accept (the CLI's exit status 2)."""
+
+
+class InternalError(Error):
+    """A bug in tach (the CLI's exit status 70)."""
+
+
+_option_tables = {}
+
+
+def _options(command):
+    table = _option_tables.get(command)
+    if table is None:
+        table = {}
+        for o in _tach.command_options(command):
+            for name in o["names"]:
+                table[name.replace("-", "_")] = (name, o)
+        _option_tables[command] = table
+    return table
+
+
+def _text(value):
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def command_args(command, positionals=(), options=None):
+    """The argument list (after `tach`) for `command` with these positionals and keyword options."""
+    table = _options(command)
+    args = [command]
+    for key, value in (options or {}).items():
+        if value is None:
+            continue
+        if key not in table:
+            known = ", ".join(sorted(k for k, (_, o) in table.items() if not o["positional"]))
+            raise UsageError(f"tach.{command}() has no option '{key}' (tach {command} has no "
+                             f"--{key.replace('_', '-')}); its options: {known}")
+        name, o = table[key]
+        if o["positional"]:
+            positionals = list(positionals) + (list(value) if isinstance(value, (list, tuple)) else [value])
+            continue
+        if o["flag"]:
+            if not isinstance(value, bool):
+                raise UsageError(f"tach.{command}(): {key} is a switch: give True or False, not {value!r}")
+            negation = next((n for n in o["names"] if n == "no-" + name), None)
+            if value:
+                args.append("--" + name)
+            elif negation:
+                args.append("--" + negation)
+            continue
+        if isinstance(value, (list, tuple)):
+            if o["delimiter"]:
+                args += ["--" + name, o["delimiter"].join(_text(v) for v in value)]
+            else:
+                for v in value:
+                    args += ["--" + name, _text(v)]
+        else:
+            args += ["--" + name, _text(value)]
+    return args + [_text(p) for p in positionals]
+
+
+def run_command(command, positionals=(), options=None, capture_stdout=False, ok_statuses=(0,)):
+    """Runs the command; returns (status, captured stdout, run directories). Errors raise tach.Error."""
+    args = command_args(command, positionals, options)
+    status, error, out, run_dirs = _tach.run_cli(args, capture_stdout)
+    if status in ok_statuses:
+        return status, out, run_dirs
+    if status == 2:
+        raise UsageError(error or f"tach {command}: usage error")
+    if status == 130:
+        raise KeyboardInterrupt(error)
+    if status == 70:
+        raise InternalError(error)
+    raise Error(error or f"tach {command} failed with exit status {status}")
+
+
+def _run_result(command, options, positionals=()):
+    _, _, run_dirs = run_command(command, positionals, options)
+    if not run_dirs:
+        raise Error(f"tach {command} wrote no run directory")
+    return Run(run_dirs[0])
+
+
+def bench(**options):
+    return _run_result("bench", options)
+
+
+def profile(**options):
+    return _run_result("profile", options)
+
+
+def train(**options):
+    return _run_result("train", options)
+
+
+def run(**options):
+    return _run_result("run", options)
+
+
+def estimate(**options):
+    options = dict(options, json=True)
+    status, out, _ = run_command("estimate", (), options, capture_stdout=True, ok_statuses=(0, 3))
+    result = json.loads(out)
+    return result
+
+
+def compare(baseline, *runs, **options):
+    options = dict(options, format="json")
+    status, out, _ = run_command("compare", (baseline,) + runs, options, capture_stdout=True, ok_statuses=(0, 4))
+    result = json.loads(out)
+    result["regressed_beyond_limit"] = status == 4
+    return result
+
+
+def report(run_dir, **options):
+    run_command("report", (run_dir,), options)
+    return os.path.join(os.fspath(run_dir), "report.html")
+
+
+def info(**options):
+    options = dict(options, json=True)
+    _, out, _ = run_command("info", (), options, capture_stdout=True)
+    return json.loads(out)
+
+
+def cli(*args):
+    """Runs `tach ARGS...` as the executable would (output to sys.stdout); returns the exit status."""
+    status, error, _, _ = _tach.run_cli([_text(a) for a in args], False)
+    if error and status not in (0, 2):
+        import sys
+        print(f"tach: error: {error}", file=sys.stderr)
+    return status
+
+
+COMMANDS = {"bench": bench, "profile": profile, "train": train, "run": run, "estimate": estimate,
+            "compare": compare, "report": report, "info": info}
+
+for _name, _function in COMMANDS.items():
+    _function.__doc__ = (_function.__doc__ or "") + _tach.command_help(_name)

@@ -1,0 +1,137 @@
+"""The commands as functions: the CLI's options as keyword arguments, the same run directories,
+records back as dicts, errors as exceptions with the CLI's messages, Ctrl-C stopping cleanly."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import tach
+from conftest import FIXTURES, REPO, run_cli
+
+TINY = dict(model="preset:bert-tiny", seq_lens=8, runs=3, warmup=1, no_progress=True, tensorboard=False)
+
+
+def test_bench_writes_the_cli_run_directory(tmp_path):
+    run = tach.bench(batch_sizes=[1, 2], runs_dir=tmp_path, run_id="py", **TINY)
+    assert run.kind == "sweep" and run.dir == str(tmp_path / "py")
+    assert [r["batch_size"] for r in run.records] == [1, 2]
+    assert all(r["status"] == "ok" for r in run.records)
+    run_cli("bench", "--model", "preset:bert-tiny", "-s", "8", "--runs", "3", "--warmup", "1", "--no-progress",
+            "--no-tensorboard", "-b", "1,2", "--runs-dir", tmp_path, "--run-id", "cli")
+    cli = tach.Run(tmp_path / "cli")
+    assert sorted(os.listdir(run.dir)) == sorted(os.listdir(cli.dir))
+    assert [sorted(r) for r in run.records] == [sorted(r) for r in cli.records]
+    py_config, cli_config = dict(run.config), dict(cli.config)
+    for c in (py_config, cli_config):
+        c.pop("run_id", None), c.pop("created", None), c.pop("started_at", None)
+    assert py_config == cli_config
+    assert "run.log" in os.listdir(run.dir)
+
+
+def test_to_pandas(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    run = tach.bench(batch_sizes=[1, 2], runs_dir=tmp_path, **TINY)
+    df = run.to_pandas()
+    assert isinstance(df, pandas.DataFrame) and list(df["batch_size"]) == [1, 2]
+
+
+def test_unknown_option_and_bad_value(tmp_path):
+    with pytest.raises(tach.UsageError, match="no option 'batch_size'.*batch_sizes"):
+        tach.bench(batch_size=[1], runs_dir=tmp_path)
+    with pytest.raises(tach.UsageError):
+        tach.bench(model="preset:bert-tiny", batch_sizes="one", runs_dir=tmp_path)
+    with pytest.raises(tach.UsageError, match="switch"):
+        tach.bench(no_progress="yes", runs_dir=tmp_path)
+
+
+def test_errors_are_the_cli_messages(tmp_path):
+    missing = str(tmp_path / "absent.csv")
+    with pytest.raises(tach.Error) as e:
+        tach.bench(model="preset:bert-tiny", input="dataset", dataset=missing, runs_dir=tmp_path, no_progress=True)
+    assert "absent.csv: not found" in str(e.value)
+    cli = run_cli("bench", "--model", "preset:bert-tiny", "--input", "dataset", "--dataset", missing, "--runs-dir",
+                  tmp_path, "--no-progress", check=False)
+    assert cli.returncode == 1 and "tach: error: " + str(e.value) in cli.stderr
+
+
+def test_estimate_and_compare_and_report(tmp_path):
+    est = tach.estimate(model="preset:bert-tiny")
+    assert isinstance(est, dict) and est  # the --json document
+    a = tach.bench(batch_sizes=[1], runs_dir=tmp_path, run_id="a", **TINY)
+    b = tach.bench(batch_sizes=[1], runs_dir=tmp_path, run_id="b", **TINY)
+    cmp = tach.compare(a.dir, b.dir, html=str(tmp_path / "compare.html"))
+    assert (tmp_path / "compare.html").exists()
+    assert cmp["schema"] == "tach.compare/1" and cmp["regressed_beyond_limit"] is False
+    html = tach.report(a.dir)
+    assert os.path.exists(html) and html.endswith("report.html")
+
+
+def test_train_returns_its_steps(tmp_path):
+    run = tach.train(model=os.path.join(FIXTURES, "encoders", "bert-cls2-f32"),
+                     tokenizer=os.path.join(FIXTURES, "tokenizers", "tiny-wordpiece"),
+                     dataset=os.path.join(FIXTURES, "train", "tiny.csv"), max_steps=3, batch_size=4,
+                     runs_dir=tmp_path, no_progress=True)
+    assert run.kind == "training" and len(run.records) == 3
+    assert all("loss" in r.get("metrics", r) for r in run.records) and run.summary is not None
+
+
+def test_help_is_the_cli_help():
+    assert tach.bench.__doc__.endswith(run_cli("bench", "--help").stdout)
+    stubs = open(os.path.join(os.path.dirname(tach.__file__), "__init__.pyi")).read()
+    assert "batch_sizes" in stubs
+    import ast
+    ast.parse(stubs)  # valid Python
+
+
+def test_the_gil_is_released(tmp_path):
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    before = len(ticks)
+    tach.bench(batch_sizes=[1, 2, 4], runs_dir=tmp_path, **TINY)
+    during = len(ticks) - before
+    stop.set()
+    t.join()
+    assert during > 10  # the other thread ran while the sweep did
+
+
+CTRL_C = textwrap.dedent("""
+    import sys, tach
+    try:
+        tach.bench(model="preset:bert-tiny", batch_sizes=list(range(1, 41)), seq_lens=16, runs=20, warmup=1,
+                   no_progress=True, tensorboard=False, runs_dir=sys.argv[1], run_id="stopped")
+    except KeyboardInterrupt as e:
+        print("STOPPED:", e)
+        sys.exit(0)
+    print("FINISHED")
+""")
+
+
+def test_ctrl_c_stops_a_sweep_cleanly_and_it_resumes(tmp_path):
+    env = dict(os.environ)
+    p = subprocess.Popen([sys.executable, "-c", CTRL_C, str(tmp_path)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    results = tmp_path / "stopped" / "results.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (results.exists() and results.read_text().count("\n") >= 2):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert "STOPPED:" in out and "--resume" in out, (out, err)
+    done = results.read_text().count("\n")
+    assert 2 <= done < 40
+    run = tach.bench(resume=str(tmp_path / "stopped"), no_progress=True)
+    assert len(run.records) == 40 and all(r["status"] == "ok" for r in run.records)
