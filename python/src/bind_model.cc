@@ -68,6 +68,17 @@ struct PyModel {
     const Rows types = token_type_ids.is_none() ? Rows{} : rows_of(token_type_ids);
     return TokenBatch::from_rows(rows_of(inputs), model->info().pad_token_id, types);
   }
+  // The inputs as a batch, `run` on it without the GIL, the result as an array.
+  template <class Run>
+  py::array_t<float> forward(const py::object& inputs, const py::object& token_type_ids, Run run) {
+    const TokenBatch b = batch_of(inputs, token_type_ids);
+    Tensor out;
+    {
+      py::gil_scoped_release unlocked;
+      out = run(b);
+    }
+    return to_numpy(out);
+  }
 };
 
 py::dict info_dict(const ModelInfo& i) {
@@ -105,11 +116,7 @@ void bind_model(py::module_& m) {
       .def(
           "classify",
           [](PyModel& self, const py::object& inputs, const py::object& token_type_ids) {
-            const TokenBatch b = self.batch_of(inputs, token_type_ids);
-            py::gil_scoped_release unlocked;
-            Tensor logits = self.model->classify(b);
-            py::gil_scoped_acquire locked;
-            return to_numpy(logits);
+            return self.forward(inputs, token_type_ids, [&](const TokenBatch& b) { return self.model->classify(b); });
           },
           py::arg("inputs"), py::arg("token_type_ids") = py::none(),
           "Logits [B, num_labels] float32 of texts (encoded as tach classify does: truncated to the model's "
@@ -117,22 +124,17 @@ void bind_model(py::module_& m) {
       .def(
           "scores",
           [](PyModel& self, const py::object& inputs, const py::object& token_type_ids) {
-            const TokenBatch b = self.batch_of(inputs, token_type_ids);
-            py::gil_scoped_release unlocked;
-            Tensor s = scores_from_logits(self.model->classify(b), self.model->info().problem_type);
-            py::gil_scoped_acquire locked;
-            return to_numpy(s);
+            return self.forward(inputs, token_type_ids, [&](const TokenBatch& b) {
+              return scores_from_logits(self.model->classify(b), self.model->info().problem_type);
+            });
           },
           py::arg("inputs"), py::arg("token_type_ids") = py::none(),
           "Scores [B, num_labels]: softmax (single label), sigmoid (multi-label) or the logits (regression).")
       .def(
           "hidden_states",
           [](PyModel& self, const py::object& inputs, const py::object& token_type_ids) {
-            const TokenBatch b = self.batch_of(inputs, token_type_ids);
-            py::gil_scoped_release unlocked;
-            Tensor h = self.model->hidden_states(b);
-            py::gil_scoped_acquire locked;
-            return to_numpy(h);
+            return self.forward(inputs, token_type_ids,
+                                [&](const TokenBatch& b) { return self.model->hidden_states(b); });
           },
           py::arg("inputs"), py::arg("token_type_ids") = py::none(), "The last hidden state [B, T, hidden] float32.")
       .def(

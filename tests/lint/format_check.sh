@@ -9,7 +9,7 @@ cd "$repo"
 if command -v git >/dev/null && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu' '*.cuh')
 else
-  mapfile -t files < <(find src include tools tests bench examples -type f \( -name '*.cc' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort)
+  mapfile -t files < <(find src include tools tests bench examples python -type f \( -name '*.cc' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort)
 fi
 [ "${#files[@]}" -gt 0 ] || { echo "no C++ files found under $repo"; exit 1; }
 if ! clang-format --dry-run --Werror "${files[@]}" 2> /tmp/tach-format-check.$$; then
