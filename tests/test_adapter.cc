@@ -124,7 +124,7 @@ TEST(Adapter, ForAnotherBaseModelIsRefused) {
 // A copy of the DistilBERT fixture's adapter in dir/name with `edit` applied to its config.
 std::string edited_adapter(const test::TempDir& dir, const std::string& name,
                            const std::function<void(nlohmann::json&)>& edit) {
-  const std::string a = dir.path() + "/" + name;
+  std::string a = dir.path() + "/" + name;
   fs::copy(adapter_dir("distilbert-cls2-f32"), a);
   std::ifstream in(a + "/adapter_config.json");
   nlohmann::json config = nlohmann::json::parse(in);
@@ -216,8 +216,10 @@ TEST(Adapter, TrainingContinuesFromAPeftAdapter) {
 // The Python with torch, transformers and peft (development only): $TACH_REF_PYTHON, else
 // ~/tach-ref/bin/python; empty when neither can import them.
 std::string reference_python() {
-  std::string py = std::getenv("TACH_REF_PYTHON") ? std::getenv("TACH_REF_PYTHON") : "";
-  if (py.empty() && std::getenv("HOME")) py = std::string(std::getenv("HOME")) + "/tach-ref/bin/python";
+  const char* named = std::getenv("TACH_REF_PYTHON");
+  const char* home = std::getenv("HOME");
+  std::string py = named != nullptr ? named : "";
+  if (py.empty() && home != nullptr) py = std::string(home) + "/tach-ref/bin/python";
   if (py.empty() || !fs::exists(py)) return "";
   const std::string probe = "'" + py + "' -c 'import torch, transformers, peft' > /dev/null 2>&1";
   return std::system(probe.c_str()) == 0 ? py : "";

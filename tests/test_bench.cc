@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -292,7 +293,7 @@ TEST(Sweep, DeviceAutoPicksAndSaysWhich) {
 // window; one that never moves or cannot be read is "unavailable", with the reason.
 TEST(GpuEnergy, PerRunEnergyBetweenTwoStepsOfTheCounter) {
   int64_t forwards = 0;
-  const auto stepping = [&] { return 1000.0 + double(forwards / 10); };
+  const auto stepping = [&] { return 1000.0 + std::floor(double(forwards) / 10); };  // whole joules
   const bench::GpuEnergy e = bench::measure_energy_per_run(
       stepping, [&] { ++forwards; }, 0.02);
   ASSERT_GT(e.runs, 0) << e.source;

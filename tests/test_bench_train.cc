@@ -262,7 +262,7 @@ TEST(TrainDiagnosis, AdviceUsesTheSiblingSeries) {
 }
 
 std::string write_run(const test::TempDir& root, const std::string& name, const std::vector<PointResult>& points) {
-  const std::string dir = root.path() + "/" + name;
+  std::string dir = root.path() + "/" + name;
   fs::create_directories(dir);
   std::string text;
   for (const auto& p : points) text += point_to_json(p) + "\n";

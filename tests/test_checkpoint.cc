@@ -17,7 +17,7 @@ using test::error_of;
 
 // A copy of a committed fixture, to break in one way per test.
 std::string copy_fixture(const test::TempDir& dir, const std::string& name) {
-  const std::string dst = dir.file(name);
+  std::string dst = dir.file(name);
   fs::copy(test::fixtures_dir() + "/encoders/" + name, dst, fs::copy_options::recursive);
   return dst;
 }

@@ -36,7 +36,7 @@ PointResult point(int64_t batch, double median, double spread, uint32_t seed, in
 
 std::string write_run(const test::TempDir& root, const std::string& name, const std::vector<PointResult>& points,
                       const std::string& tail = "") {
-  const std::string dir = root.path() + "/" + name;
+  std::string dir = root.path() + "/" + name;
   fs::create_directories(dir);
   std::string text;
   for (const auto& p : points) text += point_to_json(p) + "\n";

@@ -297,7 +297,7 @@ std::string minilm_dir() {
 // The model as published, fetched by ../shared/tools/get-minilm (sha256-checked) when it is not
 // there yet; empty with the reason in *why when it cannot be had.
 std::string fetch_minilm(std::string* why) {
-  const std::string dir = minilm_dir();
+  std::string dir = minilm_dir();
   if (fs::exists(dir + "/model.safetensors") && fs::exists(dir + "/modules.json")) return dir;
   const std::string tool = test::shared_dir() + "/tools/get-minilm";
   if (!fs::exists(tool)) {

@@ -101,7 +101,7 @@ SweepOutcome two_point_sweep(const test::TempDir& dir, const std::string& run_id
   c.stop.runs = 2;
   c.runs_dir = dir.path();
   c.run_id = run_id;
-  const SweepOutcome out = run_bench(c);
+  SweepOutcome out = run_bench(c);
   write_run_reports(out.config, out);
   return out;
 }

@@ -9,8 +9,6 @@
 namespace tach::model {
 namespace {
 
-using test::FakeTensor;
-
 // A file from a literal header and a data section, for the malformed cases.
 std::vector<uint8_t> raw_file(const std::string& header, size_t data_bytes) {
   std::vector<uint8_t> out(8 + header.size() + data_bytes, 0xab);

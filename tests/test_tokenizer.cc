@@ -90,6 +90,13 @@ TEST(TokenizerMalformed, ErrorsNameFileAndJsonPath) {
   j = tiny_wordpiece();
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Sideways"}};
   EXPECT_NE(error_of([&] { load_json(dir, j); }).find("pre_tokenizer.behavior"), std::string::npos);
+  j = tiny_wordpiece();
+  j["post_processor"] = {{"type", "TemplateProcessing"},
+                         {"single", {{{"Sequence", {{"id", "B"}, {"type_id", 0}}}}}},
+                         {"special_tokens", nlohmann::json::object()}};
+  EXPECT_NE(error_of([&] { load_json(dir, j); }).find("post_processor.single: the single-sequence template uses $B"),
+            std::string::npos)
+      << error_of([&] { load_json(dir, j); });
   test::write_text(dir.file("tokenizer.json"), "{\"model\": ");
   EXPECT_NE(error_of([&] { Tokenizer::load(dir.file("tokenizer.json")); }).find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of([&] { Tokenizer::load(dir.file("nope")); }).find("no such tokenizer"), std::string::npos);

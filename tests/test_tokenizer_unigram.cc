@@ -25,7 +25,7 @@ std::string dir() { return test::fixtures_dir() + "/tokenizers/unigram-xlmr"; }
 // The tokenizer.json of a variant: whole, or the published one with the variant's pipeline in
 // place of its own (the charsmap, "@published" there, is the published file's).
 std::string variant_file(const std::string& variant, test::TempDir& tmp) {
-  const std::string whole = dir() + "/tokenizer-" + variant + ".json";
+  std::string whole = dir() + "/tokenizer-" + variant + ".json";
   if (std::ifstream(whole).good()) return whole;
   json tok = json::parse(test::read_text(dir() + "/tokenizer-published.json"));
   const std::string charsmap = tok["normalizer"]["precompiled_charsmap"].get<std::string>();
@@ -35,7 +35,7 @@ std::string variant_file(const std::string& variant, test::TempDir& tmp) {
   parts_text.replace(at, std::string("@published").size(), charsmap);
   const json parts = json::parse(parts_text);
   for (const auto& [key, value] : parts.items()) tok[key] = value;
-  const std::string path = tmp.file("tokenizer.json");
+  std::string path = tmp.file("tokenizer.json");
   test::write_text(path, tok.dump());
   return path;
 }

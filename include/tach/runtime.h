@@ -31,4 +31,11 @@ class StopScope {
   StopScope& operator=(const StopScope&) = delete;
 };
 
+// How commands show progress on stderr. Auto resolves by stderr: a bar redrawn in place on a
+// terminal, plain lines elsewhere (logs, pipes, batch jobs). The Python module sets Bar or Quiet
+// from sys.stderr, since it sends std::cerr there and a notebook is no terminal.
+enum class ProgressStyle { Auto, Bar, Lines, Quiet };
+void set_progress_style(ProgressStyle style);
+ProgressStyle progress_style();  // resolved: never Auto
+
 }  // namespace tach

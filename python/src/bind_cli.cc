@@ -3,7 +3,8 @@
 // executable, so they take the same options, write the same run directories and fail with the
 // same messages. The GIL is released while a command runs; its output goes to Python's
 // sys.stdout/sys.stderr (a notebook shows it), or is captured for commands whose JSON the Python
-// side reads; run.log is kept as the executable keeps it.
+// side reads; run.log is kept as the executable keeps it. Progress draws only where sys.stderr is
+// a terminal.
 #include <pybind11/iostream.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -43,6 +44,18 @@ void on_interrupt(int) {
   }
   std::signal(SIGINT, SIG_DFL);
   std::raise(SIGINT);
+}
+
+// Progress follows Python's sys.stderr, where std::cerr goes: the bar where it is a terminal;
+// nothing where it is not (a notebook, a file, a pipe), as the returned Run holds the results.
+// Notes and failed points print either way.
+ProgressStyle progress_for_python_stderr() {
+  try {
+    return py::module_::import("sys").attr("stderr").attr("isatty")().cast<bool>() ? ProgressStyle::Bar
+                                                                                   : ProgressStyle::Quiet;
+  } catch (const py::error_already_set&) {
+    return ProgressStyle::Quiet;  // sys.stderr is None or has no isatty()
+  }
 }
 
 // Options of a command for the Python side: long names, and whether each is a flag (no value).
@@ -85,6 +98,7 @@ void bind_cli(py::module_& m) {
             run_dirs.push_back(dir);
           });
           clear_stop_request();
+          set_progress_style(progress_for_python_stderr());
           struct sigaction ours {
           }, before{};
           ours.sa_handler = on_interrupt;
@@ -97,6 +111,7 @@ void bind_cli(py::module_& m) {
           sigaction(SIGINT, &before, nullptr);
           interrupted = stop_requested();
           clear_stop_request();
+          set_progress_style(ProgressStyle::Auto);
           set_run_dir_listener(nullptr);
         }
         std::cout.flush();

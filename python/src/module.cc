@@ -12,7 +12,8 @@ PYBIND11_MODULE(_tach, m) {
   m.doc() = "tach's native module: use `import tach`.";
   // tach::Error arrives as tach.Error with the same message; Stopped (Ctrl-C) as KeyboardInterrupt.
   static py::exception<tach::Error> error(m, "Error", PyExc_RuntimeError);
-  py::register_exception_translator([](std::exception_ptr p) {
+  // pybind11 takes a plain void(*)(std::exception_ptr), so the pointer is taken by value.
+  py::register_exception_translator([](std::exception_ptr p) {  // NOLINT(performance-unnecessary-value-param)
     try {
       if (p) std::rethrow_exception(p);
     } catch (const tach::Stopped& e) {

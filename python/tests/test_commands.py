@@ -135,3 +135,56 @@ def test_ctrl_c_stops_a_sweep_cleanly_and_it_resumes(tmp_path):
     assert 2 <= done < 40
     run = tach.bench(resume=str(tmp_path / "stopped"), no_progress=True)
     assert len(run.records) == 40 and all(r["status"] == "ok" for r in run.records)
+
+
+PROGRESS = textwrap.dedent("""
+    import sys, tach
+    tach.bench(model="preset:bert-tiny", batch_sizes=[1, 2, 4], seq_lens=8, runs=3, warmup=1, tensorboard=False,
+               runs_dir=sys.argv[1])
+    fixtures = sys.argv[2]
+    tach.train(model=fixtures + "/encoders/bert-cls2-f32", tokenizer=fixtures + "/tokenizers/tiny-wordpiece",
+               dataset=fixtures + "/train/tiny.csv", max_steps=3, batch_size=4, runs_dir=sys.argv[1],
+               tensorboard=False)
+""")
+
+
+def _stderr_of_progress_script(tmp_path, terminal):
+    """The script's stderr, with stderr a pseudo-terminal or a pipe (stdout is a pipe either way)."""
+    import pty
+    args = [sys.executable, "-c", PROGRESS, str(tmp_path), FIXTURES]
+    if not terminal:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return p.stderr
+    leader, follower = pty.openpty()
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert p.wait(timeout=300) == 0, b"".join(chunks)
+    return b"".join(chunks).decode()
+
+
+def test_progress_draws_on_a_terminal(tmp_path):
+    err = _stderr_of_progress_script(tmp_path, terminal=True)
+    assert "] 2/3 " in err  # the sweep's bar, redrawn in place
+    assert "step " in err and "] step" in err  # the training bar
+    logs = [os.path.join(root, "run.log") for root, _, files in os.walk(tmp_path) if "run.log" in files]
+    assert len(logs) == 2
+    for log in logs:  # the log keeps what the terminal showed at the end, not the redraws
+        text = open(log).read()
+        assert "\r" not in text and "\x1b" not in text, text
+
+
+def test_progress_is_quiet_elsewhere(tmp_path):
+    err = _stderr_of_progress_script(tmp_path, terminal=False)
+    assert "\r" not in err and "\x1b[" not in err, err
+    assert "point 1/3" not in err and "step 1/" not in err, err

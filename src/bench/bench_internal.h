@@ -23,7 +23,7 @@ namespace tach::bench {
 // latencies_s: the measured runs so far.
 std::string stop_reason(const StoppingRule& rule, const std::vector<double>& latencies_s, double measured_s);
 
-Distribution distribution(std::vector<double> values);
+Distribution distribution(const std::vector<double>& values);
 
 std::string utc_now_iso();
 

@@ -57,7 +57,7 @@ std::string stop_reason(const StoppingRule& rule, const std::vector<double>& lat
   return "";
 }
 
-Distribution distribution(std::vector<double> v) {
+Distribution distribution(const std::vector<double>& v) {
   Distribution d;
   d.n = static_cast<int64_t>(v.size());
   if (v.empty()) return d;

@@ -137,7 +137,7 @@ std::string unique_run_id(const std::string& runs_dir, const std::string& base) 
   fs::create_directories(runs_dir, ec);
   check(!ec, runs_dir + ": cannot create: " + ec.message());
   for (int n = 1; n < 1000; ++n) {
-    const std::string id = n == 1 ? base : base + "-" + std::to_string(n);
+    std::string id = n == 1 ? base : base + "-" + std::to_string(n);
     if (fs::create_directory(fs::path(runs_dir) / id, ec)) return id;
   }
   throw Error(runs_dir + ": cannot find a free run directory name for " + base);

@@ -98,7 +98,7 @@ ProfileData profile_one_step(train::TrainingStep& step, int64_t index, const tra
   (void)step.run(index, 1, next, lr);
   p.step();
   p.stop();
-  const ProfileData data = p.data();
+  ProfileData data = p.data();  // not const: returned by move
   double flops = 0, recompute = 0, op_ns = 0, gemm_ns = 0, gemm_flops = 0;
   for (const ProfileEvent& e : data.events) {
     if (e.kind != EventKind::op) continue;

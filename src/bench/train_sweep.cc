@@ -49,7 +49,7 @@ std::string fit_check(const BenchConfig& config, const PointKey& key, const Trai
   ei.lora_rank = config.train.lora_r;
   ei.lora_targets = facts.lora_targets;
   MemoryEstimate e;
-  const std::string refusal = fit_refusal(ei, &e);
+  std::string refusal = fit_refusal(ei, &e);
   t->estimate_bytes = e.total_bytes;
   t->available_bytes = e.available_bytes;
   if (refusal.empty() || key.gradient_checkpointing) return refusal;

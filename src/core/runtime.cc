@@ -1,5 +1,7 @@
 #include "tach/runtime.h"
 
+#include <unistd.h>
+
 #include <atomic>
 
 #include "core/parallel.h"
@@ -37,5 +39,16 @@ void clear_stop_request() { g_stop_requested.store(false); }
 bool in_stop_scope() { return g_stop_scopes.load() > 0; }
 StopScope::StopScope() { g_stop_scopes.fetch_add(1); }
 StopScope::~StopScope() { g_stop_scopes.fetch_sub(1); }
+
+namespace {
+std::atomic<ProgressStyle> g_progress_style{ProgressStyle::Auto};
+}  // namespace
+
+void set_progress_style(ProgressStyle style) { g_progress_style.store(style); }
+ProgressStyle progress_style() {
+  const ProgressStyle s = g_progress_style.load();
+  if (s != ProgressStyle::Auto) return s;
+  return ::isatty(STDERR_FILENO) ? ProgressStyle::Bar : ProgressStyle::Lines;
+}
 
 }  // namespace tach

@@ -2,13 +2,15 @@
 
 #include "core/parallel.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && !defined(__clang__)
 // GCC 12 warns inside its own AVX-512 headers about the _mm512_undefined_ps() operand of masked
-// intrinsics (GCC bug 105593): silenced for these intrinsics only.
+// intrinsics (GCC bug 105593): silenced for these intrinsics only (clang has no such warning).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#elif defined(__AVX512F__)
+#include <immintrin.h>
 #endif
 
 namespace tach::cpu {

@@ -29,8 +29,8 @@ std::vector<Leaf> leaves_of(const FileMetaData& m, const std::string& where) {
   std::vector<Leaf> out;
   size_t at = 1;
   // Depth first: a group's children follow it; `def`/`rep` count the optional/repeated ancestors.
-  std::function<void(int, std::string, int, int, int)> walk = [&](int children, std::string prefix, int def, int rep,
-                                                                  int depth) {
+  std::function<void(int, const std::string&, int, int, int)> walk = [&](int children, const std::string& prefix,
+                                                                         int def, int rep, int depth) {
     for (int i = 0; i < children; ++i) {
       check(at < m.schema.size(), where + ": the schema lists fewer elements than its groups hold");
       const SchemaElement e = m.schema[at++];

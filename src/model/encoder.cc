@@ -119,7 +119,8 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
     std::copy(b.begin(), b.end(), buckets.data<int32_t>());
     buckets = buckets.on(device);
   }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(C / s.heads));
+  const int64_t head_dim = C / s.heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const EncoderLayer& layer = w.layers[li];
     core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.layer_prefix, li) : std::string());

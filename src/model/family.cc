@@ -73,7 +73,7 @@ std::string config_model_type(const json& j, const std::string& source) {
   if (!j.is_object()) throw Error(source + ": config must be a JSON object");
   if (!j.contains("model_type") || !j["model_type"].is_string())
     throw Error(source + ": missing \"model_type\" (tach builds " + known_model_types() + ")");
-  const std::string t = j["model_type"].get<std::string>();
+  std::string t = j["model_type"].get<std::string>();
   for (const auto& f : model_families())
     for (const auto& known : f.model_types)
       if (known == t) return t;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "model/hub_http.h"
 #include "tach/error.h"
 #include "tach/model.h"
+#include "tach/runtime.h"
 
 namespace tach::model {
 
@@ -138,22 +140,29 @@ std::string human_mib(int64_t b) {
 class ProgressLine {
  public:
   ProgressLine(std::string name, int64_t already, bool enabled)
-      : name_(std::move(name)), already_(already), tty_(enabled && ::isatty(2)), t0_(clock::now()) {}
+      : name_(std::move(name)),
+        already_(already),
+        tty_(enabled && progress_style() == ProgressStyle::Bar),
+        t0_(clock::now()) {}
   void update(int64_t now, int64_t total) {
     if (!tty_) return;
     const auto t = clock::now();
     if (t - last_ < std::chrono::milliseconds(100) && now < total) return;
     last_ = t;
     const double s = std::chrono::duration<double>(t - t0_).count();
-    std::fprintf(stderr, "\r  %s  %s / %s  %.1f MiB/s   ", name_.c_str(), human_mib(already_ + now).c_str(),
-                 total > 0 ? human_mib(already_ + total).c_str() : "?", s > 0 ? double(now) / s / 1048576.0 : 0.0);
+    char line[512];
+    std::snprintf(line, sizeof line, "\r  %s  %s / %s  %.1f MiB/s   ", name_.c_str(), human_mib(already_ + now).c_str(),
+                  total > 0 ? human_mib(already_ + total).c_str() : "?", s > 0 ? double(now) / s / 1048576.0 : 0.0);
+    std::cerr << line << std::flush;
     drawn_ = true;
   }
   void done(int64_t bytes, int64_t resumed_at) {
     const double s = std::chrono::duration<double>(clock::now() - t0_).count();
-    if (drawn_) std::fprintf(stderr, "\r\033[K");
-    std::fprintf(stderr, "fetched %s (%s in %.1f s%s)\n", name_.c_str(), human_mib(bytes).c_str(), s,
-                 resumed_at > 0 ? (", resumed at " + human_mib(resumed_at)).c_str() : "");
+    if (drawn_) std::cerr << "\r\033[K";
+    char line[512];
+    std::snprintf(line, sizeof line, "fetched %s (%s in %.1f s%s)\n", name_.c_str(), human_mib(bytes).c_str(), s,
+                  resumed_at > 0 ? (", resumed at " + human_mib(resumed_at)).c_str() : "");
+    std::cerr << line << std::flush;
   }
 
  private:
@@ -420,7 +429,7 @@ std::string hub_download_model(const HubRepo& repo, const HubSettings& s) {
                 ". Use a revision with safetensors weights (the Hub's convert bot opens one as a pull request: "
                 "ORG/NAME@refs/pr/N)");
   }
-  const std::string snap = (fs::path(s.cache_dir) / repo.folder() / "snapshots" / rev.commit).string();
+  std::string snap = (fs::path(s.cache_dir) / repo.folder() / "snapshots" / rev.commit).string();
   for (const HubFile* f : todo) hub_download_file(repo, rev.commit, *f, s);
   if (single) {
     hub_download_file(repo, rev.commit, *single, s);

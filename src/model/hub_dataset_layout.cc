@@ -59,7 +59,7 @@ bool is_dataset_data_file(const std::string& path) {
 
 std::string split_of_data_file(const std::string& path) {
   const std::string name = path.substr(path.rfind('/') + 1);
-  const std::string stem = name.substr(0, name.find('.'));
+  std::string stem = name.substr(0, name.find('.'));
   if (!stem.empty() && std::all_of(stem.begin(), stem.end(), [](unsigned char c) { return std::isdigit(c); })) {
     const std::string dir = parent_of(path);
     return dir.substr(dir.rfind('/') + 1);  // CONFIG/SPLIT/0000.parquet

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -114,7 +115,7 @@ HttpResponse perform(const HttpRequest& r, Transfer& t, int64_t resume_from) {
   // is libcurl's default and what the Hub expects.
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(r.connect_timeout_s * 1000));
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, std::max(1L, long(r.stall_timeout_s + 0.5)));
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, std::max(1L, std::lround(r.stall_timeout_s)));
   if (r.total_timeout_s > 0) curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(r.total_timeout_s * 1000));
   if (r.head) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   if (resume_from > 0) curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, curl_off_t(resume_from));

@@ -2,6 +2,7 @@
 // stacks. Timestamps are microseconds since the profiler started, converted in to_us() only.
 #include <zlib.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -169,7 +170,7 @@ std::string collapsed_stacks(const ProfileData& d) {
   }
   std::ostringstream s;
   for (const auto& [stack, us] : weights)
-    if (us >= 0.5) s << stack << " " << static_cast<int64_t>(us + 0.5) << "\n";
+    if (us >= 0.5) s << stack << " " << std::llround(us) << "\n";
   return s.str();
 }
 

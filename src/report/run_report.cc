@@ -677,7 +677,8 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
       }
     return s;
   };
-  auto chart = [&](const std::string& title, const std::string& y, std::vector<report::Series> s, bool zero = true) {
+  auto chart = [&](const std::string& title, const std::string& y, const std::vector<report::Series>& s,
+                   bool zero = true) {
     report::LineChartSpec spec;
     spec.title = title;
     spec.x_label = "optimizer step";
@@ -855,7 +856,7 @@ RunReport build_run_report(const std::string& run_dir) {
 std::string run_report_html(const std::string& run_dir) { return build_run_report(run_dir).html; }
 
 std::string write_run_report(const std::string& run_dir, const RunReport& report) {
-  const std::string path = (fs::path(run_dir) / "report.html").string();
+  std::string path = (fs::path(run_dir) / "report.html").string();
   model::write_file_atomically(path, report.html);
   return path;
 }

@@ -20,7 +20,6 @@ std::string fmt(double v) {
   if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.3gG", v / 1e9);
   else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
   else if (a >= 1e4) std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
-  else if (a != 0 && a < 1e-3) std::snprintf(buf, sizeof buf, "%.3g", v);
   else if (a >= 100) std::snprintf(buf, sizeof buf, "%.0f", v);
   else if (a >= 10) std::snprintf(buf, sizeof buf, "%.1f", v);
   else std::snprintf(buf, sizeof buf, "%.3g", v);
@@ -45,8 +44,8 @@ std::vector<double> ticks(double lo, double hi, int target = 5) {
       break;
     }
   std::vector<double> t;
-  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
-    t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
+  // Whole multiples of the step, each computed afresh so rounding does not build up.
+  for (auto k = int64_t(std::ceil(lo / step)); double(k) * step <= hi + step * 1e-9; ++k) t.push_back(double(k) * step);
   return t;
 }
 
@@ -122,7 +121,7 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
   }
   std::vector<double> xt;
   if (spec.log2_x) {
-    for (double e = std::ceil(x0); e <= x1 + 1e-9; ++e) xt.push_back(std::pow(2.0, e));
+    for (int e = int(std::ceil(x0)); e <= x1 + 1e-9; ++e) xt.push_back(std::pow(2.0, e));
   } else {
     xt = ticks(x0, x1);
   }
@@ -353,11 +352,11 @@ std::string roofline_chart(const std::string& title, const std::vector<RooflineP
   o << "<svg class='chart roofline' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H << "' width='"
     << W << "' height='" << H << "' role='img' aria-label='" << escape_html(title) << "'>";
   o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(title) << "</text>";
-  for (double e = std::ceil(lx0); e <= lx1; ++e)
+  for (int e = int(std::ceil(lx0)); e <= lx1; ++e)
     o << "<line x1='" << px(std::pow(10, e)) << "' x2='" << px(std::pow(10, e)) << "' y1='" << T << "' y2='" << H - B
       << "' stroke='#eee'/><text x='" << px(std::pow(10, e)) << "' y='" << H - B + 16
       << "' text-anchor='middle' class='tick'>" << fmt(std::pow(10, e)) << "</text>";
-  for (double e = std::ceil(ly0); e <= ly1; ++e)
+  for (int e = int(std::ceil(ly0)); e <= ly1; ++e)
     o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(std::pow(10, e)) << "' y2='" << py(std::pow(10, e))
       << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << py(std::pow(10, e)) + 4
       << "' text-anchor='end' class='tick'>" << fmt(std::pow(10, e) / 1e9) << "</text>";

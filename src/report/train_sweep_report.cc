@@ -65,7 +65,7 @@ std::string panel_with_table(std::ostringstream& h, const Grouped& g, const std:
   spec.x_label = "batch size";
   spec.y_label = y_label;
   spec.log2_x = true;
-  const std::string chart = line_chart(spec, series);
+  std::string chart = line_chart(spec, series);
   h << "<div class='panel'>" << chart << "<table><tr><th>series</th><th>batch</th><th>" << escape_html(y_label)
     << "</th></tr>";
   for (const auto& name : g.order)
@@ -83,6 +83,7 @@ std::vector<std::string> best_throughput_lines(const Grouped& g) {
     const PointResult* best = nullptr;
     for (const PointResult* p : g.by.at(name))
       if (!best || p->samples_per_s > best->samples_per_s) best = p;
+    if (best == nullptr) continue;  // a series with no points
     lines.push_back(name + ": most throughput at batch " + std::to_string(best->key.batch) + ", " +
                     num(best->samples_per_s, 1) + " samples/s, " + num(best->batch_latency_ms.median, 1) + " ms/step");
   }

@@ -58,7 +58,8 @@ class Template final : public PostProcessor {
         const Special& s = specials_.at(p.id);
         for (size_t i = 0; i < s.ids.size(); ++i) push_special(out, s.ids[i], s.tokens[i], p.type_id);
       } else {
-        append(out, p.id == "A" ? a : *b, p.type_id);
+        // A single-sequence template names only $A (checked when the template is read).
+        append(out, p.id == "A" || b == nullptr ? a : *b, p.type_id);
       }
     }
     a = std::move(out);
@@ -184,6 +185,8 @@ std::unique_ptr<PostProcessor> make_post_processor(const JsonAt& j) {
     }
     auto single = parse_template(j.at("single"));
     auto pair = j.has("pair") ? parse_template(j.at("pair")) : single;
+    for (const auto& p : single)
+      if (!p.special && p.id == "B") j.at("single").fail("the single-sequence template uses $B, which only a pair has");
     for (const auto* t : {&single, &pair})
       for (const auto& p : *t)
         if (p.special && !specials.count(p.id))

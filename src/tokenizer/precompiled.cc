@@ -73,7 +73,7 @@ std::optional<std::string> base64_decode(std::string_view s) {
                   EVP_DecodeFinal(ctx, reinterpret_cast<unsigned char*>(out.data()) + n, &tail) == 1;
   EVP_ENCODE_CTX_free(ctx);
   if (!ok) return std::nullopt;
-  out.resize(size_t(n + tail));
+  out.resize(size_t(n) + size_t(tail));
   return out;
 }
 

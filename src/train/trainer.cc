@@ -400,7 +400,8 @@ void open_tensorboard(TrainRun& r) {
 void log_step(TrainRun& r, TrainingLogger& logger, int64_t step, const train::StepOutcome& s, bool profiled) {
   const double t = s.seconds.total;
   const MemoryStats mem = memory_stats(Device::cpu());
-  std::map<std::string, double> m = {{"epoch", double(step / r.plan.steps_per_epoch)},
+  const int64_t epoch = step / r.plan.steps_per_epoch;  // whole epochs done before this step
+  std::map<std::string, double> m = {{"epoch", double(epoch)},
                                      {"loss", s.loss},
                                      {"lr", r.plan.schedule.lr(step)},
                                      {"grad_norm", s.grad_norm},

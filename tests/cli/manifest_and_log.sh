@@ -7,7 +7,7 @@ tach=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 run="$dir/run"
-"$tach" bench -m preset:bert-tiny -b 1,2 -s 8 --runs 3 --no-progress --runs-dir "$dir" --run-id run > "$dir/out.txt" 2>&1
+"$tach" bench -m preset:bert-tiny -b 1,2 -s 8 --runs 3 --runs-dir "$dir" --run-id run > "$dir/out.txt" 2>&1
 
 # run.log holds what was printed, stdout and stderr, under a header naming the command.
 head -1 "$run/run.log" | grep -q "^=== .* tach bench -m preset:bert-tiny" || { echo "no header in run.log"; exit 1; }

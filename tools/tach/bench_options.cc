@@ -2,9 +2,6 @@
 // YAML file, which overrides the defaults.
 #include "bench_options.h"
 
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -154,7 +151,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
        [&v](BenchConfig& c) { c.tensorboard = v.tensorboard; });
     sub->add_option("--format", f.format, "Result table on stdout: table, md, csv, json, jsonl (default table)")
         ->check(CLI::IsMember({"table", "md", "csv", "json", "jsonl"}));
-    sub->add_flag("--no-progress", f.no_progress, "No progress bar, even on a terminal");
+    sub->add_flag("--no-progress", f.no_progress,
+                  "No progress: no bar on a terminal, no line per point elsewhere (failures still print)");
     sub->add_option("--resume", f.resume,
                     "Continue the interrupted run in this directory with its own config.json; finished points are "
                     "kept and skipped")
@@ -266,59 +264,6 @@ void add_train_sweep_options(CLI::App* sub, BenchFlags& f) {
        needs_train("--no-dropout")(c);
        c.train.dropout = false;
      });
-}
-
-void end_progress(bool enabled) {
-  if (enabled && isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
-}
-
-BenchObserver progress_observer(bool enabled, const BenchConfig& config) {
-  BenchObserver o;
-  const bool tty = enabled && isatty(STDERR_FILENO);
-  struct State {
-    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-    double done_weight = 0, total_weight = 0;
-    std::vector<double> weights;
-  };
-  auto st = std::make_shared<State>();
-  // ETA: the time so far per unit of work (batch x seq) over the work left.
-  double per_grid = double(config.devices.size() * config.dtypes.size() * config.threads.size());
-  if (config.train.enabled)
-    per_grid *=
-        double(config.train.methods.size() * config.train.execs.size() * config.train.gradient_checkpointing.size());
-  for (int64_t b : config.batch_sizes)
-    for (int64_t s : config.seq_lens) st->total_weight += per_grid * double(b * s);
-  const auto clock_text = [](double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%d:%02d", int(s) / 60, int(s) % 60);
-    return std::string(buf);
-  };
-  o.on_note = [tty](const std::string& m) { std::cerr << (tty ? "\r\033[K" : "") << "tach: " << m << "\n"; };
-  o.on_point_start = [st, tty, clock_text](const PointKey& k, size_t i, size_t total) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - st->start).count();
-    const double eta =
-        st->done_weight > 0 ? elapsed / st->done_weight * std::max(0.0, st->total_weight - st->done_weight) : 0;
-    if (tty) {
-      const int width = 24, filled = int(double(width) * double(i) / double(total));
-      std::cerr << "\r\033[K[" << std::string(size_t(filled), '#') << std::string(size_t(width - filled), '.') << "] "
-                << i << "/" << total << " " << k.id() << "  elapsed " << clock_text(elapsed)
-                << (st->done_weight > 0 ? "  ETA " + clock_text(eta) : std::string()) << std::flush;
-    } else {
-      std::cerr << "point " << i + 1 << "/" << total << " " << k.id() << " ...\n";
-    }
-  };
-  o.on_point_done = [st, tty](const PointResult& r, size_t, size_t) {
-    st->done_weight += double(r.key.batch * r.key.seq_len);
-    if (r.status != "ok") {
-      std::cerr << (tty ? "\r\033[K" : "") << "  " << r.key.id() << " " << r.status << ": " << r.reason << "\n";
-      return;
-    }
-    if (!tty)
-      std::cerr << "  " << r.key.id() << ": " << fixed(r.batch_latency_ms.median, 2)
-                << (r.key.kind == "train" ? " ms/step median over " : " ms/batch median over ") << r.measured_runs
-                << " runs, " << fixed(r.samples_per_s, 1) << " samples/s (" << r.stopped_by << ")\n";
-  };
-  return o;
 }
 
 }  // namespace tach::cli

@@ -31,12 +31,6 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope);
 // tach bench --train and its axes and optimizer settings.
 void add_train_sweep_options(CLI::App* sub, BenchFlags& f);
 
-// Progress on a terminal (a bar with an ETA over the sweep), plain lines otherwise.
-BenchObserver progress_observer(bool enabled, const BenchConfig& config);
-
-// Clears the progress line before the results are printed.
-void end_progress(bool enabled);
-
 // Writes summary.json, summary.txt and detailed_metrics.csv, then prints the table (format) and,
 // for the terminal table, the summary.
 void print_outcome(const BenchConfig& config, const SweepOutcome& out, const std::string& format);

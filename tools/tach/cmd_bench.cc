@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "bench_options.h"
+#include "progress.h"
 #include "commands.h"
 #include "tach/bench.h"
 #include "tach/dataset.h"
@@ -45,12 +46,12 @@ int run_bench_command(const BenchFlags& f) {
   SweepOutcome out;
   if (f.resume.empty()) {
     const BenchConfig config = f.resolve();
-    out = run_bench(config, progress_observer(!f.no_progress, config));
+    out = run_bench(config, bench_progress(f.no_progress, config));
   } else {
     std::cerr << "tach: resuming " << f.resume << "\n";
-    out = resume_bench(f.resume, progress_observer(!f.no_progress, BenchConfig{}));
+    out = resume_bench(f.resume, bench_progress(f.no_progress, BenchConfig{}));
   }
-  end_progress(!f.no_progress);
+  end_bench_progress(f.no_progress);
   print_outcome(out.config, out, f.format);
   if (f.report) std::cerr << "report: " << write_run_report(out.run_dir) << "\n";
   return 0;

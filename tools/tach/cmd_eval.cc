@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "bench_options.h"
+#include "progress.h"
 #include "commands.h"
 #include "tach/report.h"
 
@@ -16,7 +17,8 @@ Command add_eval_command(CLI::App& app) {
   add_bench_options(sub, *f, BenchScope::eval);
   return {sub, [f] {
             const BenchConfig config = f->resolve();
-            const SweepOutcome out = run_eval(config, progress_observer(true, config));
+            const SweepOutcome out = run_eval(config, bench_progress(false, config));
+            end_bench_progress(false);
             write_run_reports(out.config, out);
             const bool synthetic = !out.models.empty() && out.models.front().synthetic_weights;
             std::cout << accuracy_text(out.accuracy, out.accuracy_dataset, synthetic);

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "bench_options.h"
+#include "progress.h"
 #include "commands.h"
 #include "tach/dataset.h"
 #include "tach/report.h"
@@ -35,8 +36,8 @@ int run_pipeline(const RunFlags& f) {
   SweepOutcome out;
   if (!f.skip_bench) {
     std::cout << "[2/4] bench: " << config.model << "\n";
-    out = run_bench(config, progress_observer(!f.bench.no_progress, config));
-    end_progress(!f.bench.no_progress);
+    out = run_bench(config, bench_progress(f.bench.no_progress, config));
+    end_bench_progress(f.bench.no_progress);
   } else {
     std::cout << "[2/4] bench: skipped (--skip-bench)\n";
   }

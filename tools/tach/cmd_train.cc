@@ -1,24 +1,16 @@
 // tach train: fine-tune a sequence classifier of any family tach builds on tach's own engine.
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include "commands.h"
 #include "format.h"
+#include "progress.h"
 #include "tach/train.h"
 
 namespace tach::cli {
 
 namespace {
-
-std::string clock_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%d:%02d", int(s) / 60, int(s) % 60);
-  return buf;
-}
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -192,7 +184,7 @@ Command add_train_command(CLI::App& app) {
                 "TensorBoard event files of every step's metrics and the evaluations in RUN_DIR/tensorboard/ "
                 "(default on; --no-tensorboard turns them off)");
   sub->add_option("-t,--threads", o->threads, "Threads; 0 = all cores (default 0)");
-  sub->add_flag("--no-progress", *no_progress, "No progress bar, even on a terminal");
+  sub->add_flag("--no-progress", *no_progress, "No progress: no bar on a terminal, no line every 10 s elsewhere");
 
   return {sub, [o, config_file, no_progress, sub] {
             TrainOptions options = *o;
@@ -206,33 +198,11 @@ Command add_train_command(CLI::App& app) {
                 return opt != nullptr && opt->count() > 0;
               });
             }
-            const bool tty = !*no_progress && isatty(STDERR_FILENO);
-            TrainObserver obs;
-            obs.on_note = [tty](const std::string& m) {
-              std::cerr << (tty ? "\r\033[K" : "") << "tach: " << m << "\n";
-            };
-            auto last_line = std::make_shared<std::chrono::steady_clock::time_point>();
-            obs.on_step = [tty, last_line, quiet = *no_progress](const TrainStepReport& r) {
-              char buf[256];
-              std::snprintf(buf, sizeof buf, "step %lld/%lld  epoch %lld  loss %.4f  lr %.3g  %.0f tok/s  ETA %s",
-                            (long long)r.step, (long long)r.total_steps, (long long)r.epoch + 1, r.loss, r.lr,
-                            r.tokens_per_s, clock_text(r.eta_s).c_str());
-              if (tty) {
-                const int width = 20, filled = int(double(width) * double(r.step) / double(r.total_steps));
-                std::cerr << "\r\033[K[" << std::string(size_t(filled), '#') << std::string(size_t(width - filled), '.')
-                          << "] " << buf << std::flush;
-              } else if (!quiet) {
-                const auto now = std::chrono::steady_clock::now();
-                if (r.step == r.total_steps || now - *last_line > std::chrono::seconds(10)) {
-                  std::cerr << buf << "\n";
-                  *last_line = now;
-                }
-              }
-            };
+            const TrainObserver obs = train_progress(*no_progress);
             if (options.method.find(',') != std::string::npos || options.exec.find(',') != std::string::npos)
               return run_comparison(options, obs);
             const TrainResult res = run_training(options, obs);
-            if (tty) std::cerr << "\n";
+            end_train_progress(*no_progress);
             for (const auto& e : res.epochs) {
               std::cout << "epoch " << e.epoch + 1 << ": train loss " << fixed(e.train_loss, 4);
               if (e.evaluated)

@@ -52,7 +52,7 @@ std::string VerbatimArgs::restore(const std::string& value) const {
 void VerbatimArgs::restore_in(CLI::App& app) const {
   for (CLI::Option* opt : app.get_options()) {
     if (opt->get_type_size_max() == 0) continue;  // flags take no value
-    opt->transform([this](std::string value) { return restore(value); });
+    opt->transform([this](const std::string& value) { return restore(value); });
   }
   for (CLI::App* sub : app.get_subcommands({})) restore_in(*sub);
 }
