@@ -59,3 +59,11 @@ find_library(SNAPPY_LIBRARY snappy REQUIRED)
 add_library(tach_snappy INTERFACE)
 target_link_libraries(tach_snappy INTERFACE ${SNAPPY_LIBRARY})
 target_include_directories(tach_snappy INTERFACE ${SNAPPY_INCLUDE_DIR})
+# Data-parallel training (src/dist/): Open MPI gives the ranks and moves the gradients. Without it
+# tach builds and trains in one process, and refuses to run under mpirun with several ranks.
+find_package(MPI COMPONENTS C QUIET)
+if(MPI_C_FOUND)
+  message(STATUS "tach: MPI ${MPI_C_VERSION} found: data-parallel training (mpirun, srun) is built")
+else()
+  message(STATUS "tach: no MPI found (Debian: libopenmpi-dev): data-parallel training is not built")
+endif()

@@ -76,6 +76,13 @@ struct StepSample {
   double cpu_energy_j = -1;  // RAPL since the profiler started; -1 when unavailable
 };
 
+// The job a data-parallel rank's profile belongs to: the trace says it as Kineto does
+// (distributedInfo), so trace analysers (Holistic Trace Analysis) line the ranks up.
+struct DistributedInfo {
+  std::string backend = "none";
+  int rank = 0, world_size = 1;
+};
+
 struct ProfileData {
   std::vector<ProfileEvent> events;  // kept events of active steps, by start time
   std::vector<StepSample> steps;     // every step seen, active or not
@@ -84,6 +91,7 @@ struct ProfileData {
   ProfileSchedule schedule;
   std::vector<GpuActivityEvent> gpu_activity;  // launched in active steps, by start time
   std::string gpu_activity_note;               // why there is none, or what was lost; "" otherwise
+  DistributedInfo distributed;                 // world_size 1: one process
 };
 
 class Profiler {

@@ -76,7 +76,15 @@ struct TrainOptions {
   int64_t memory_log_steps = 10;
   bool tensorboard = true;  // every step's metrics also as TensorBoard events in RUN_DIR/tensorboard/
 
-  int threads = 0;  // 0: all cores
+  int threads = 0;  // 0: all cores (under mpirun: the cores shared among this machine's ranks)
+
+  // Data-parallel training under mpirun or srun (rank and world size come from MPI; batch_size is
+  // per rank). A collective that takes longer than dist_timeout seconds ends the job, naming the
+  // rank that stopped; gradients travel in buckets of bucket_mb megabytes.
+  double dist_timeout = 300;
+  double bucket_mb = 25;
+  // A one-process run of the same job on the same machine: summary.json's scaling efficiency.
+  std::string scaling_reference;
 };
 
 // Reads a YAML file of the same options (keys as the flags, without the dashes, with
@@ -116,6 +124,8 @@ struct TrainResult {
   int64_t peak_bytes = 0;  // tach's allocator, the whole run
   std::map<std::string, int64_t> peak_bytes_by_category;
   std::vector<TrainEpochReport> epochs;
+  int world_size = 1;      // ranks that trained together (1: one process)
+  int rank = 0;            // this process's rank among them
   bool diverged = false;   // the loss turned NaN or infinite; the run stopped
   std::string divergence;  // which step and what
 };

@@ -44,17 +44,19 @@ void multi_label_scores(const std::vector<float>& logits, const std::vector<std:
 }  // namespace
 
 EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data, int64_t batch_size,
-                              const std::string& problem_type) {
+                              const std::string& problem_type, DataParallel* dp) {
   const auto t0 = std::chrono::steady_clock::now();
   EvalScores s;
   const auto state = model.new_state(false);  // its own: the training buffers keep their size
   const int64_t L = model.num_labels();
-  std::vector<int32_t> predicted;
-  std::vector<float> all_logits;  // multi-label: kept for the per-label scores
+  // Every example's logits [N, L], filled where this rank ran them (zeros elsewhere, for the sum).
+  std::vector<float> all_logits(size_t(data.size() * L), 0.f);
   double loss_sum = 0;
-  for (int64_t begin = 0; begin < data.size(); begin += batch_size) {
-    std::vector<int64_t> idx;
-    for (int64_t i = begin; i < std::min(data.size(), begin + batch_size); ++i) idx.push_back(i);
+  std::vector<int64_t> mine;
+  for (int64_t i = dp ? dp->rank() : 0; i < data.size(); i += dp ? dp->size() : 1) mine.push_back(i);
+  for (size_t begin = 0; begin < mine.size(); begin += size_t(batch_size)) {
+    const std::vector<int64_t> idx(mine.begin() + int64_t(begin),
+                                   mine.begin() + int64_t(std::min(mine.size(), begin + size_t(batch_size))));
     TokenBatch batch;
     Targets targets;
     make_batch(data, idx, &batch, &targets);
@@ -62,15 +64,21 @@ EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data
     const float* logits = state->logits.data<float>();
     loss_sum +=
         classifier_loss(problem_type, logits, int64_t(idx.size()), L, targets, nullptr, 1.f) * double(idx.size());
-    if (data.multi_label) all_logits.insert(all_logits.end(), logits, logits + int64_t(idx.size()) * L);
-    else if (!data.regression)
-      for (size_t r = 0; r < idx.size(); ++r) {
-        int32_t best = 0;
-        for (int32_t l = 1; l < L; ++l)
-          if (logits[int64_t(r) * L + l] > logits[int64_t(r) * L + best]) best = l;
-        predicted.push_back(best);
-      }
+    for (size_t r = 0; r < idx.size(); ++r)
+      std::copy(logits + int64_t(r) * L, logits + int64_t(r + 1) * L, all_logits.begin() + idx[r] * L);
   }
+  if (dp) {
+    dp->comm().sum(all_logits.data(), data.size() * L, "all_reduce of the evaluation's logits");
+    dp->comm().sum(&loss_sum, 1, "all_reduce of the evaluation's loss");
+  }
+  std::vector<int32_t> predicted;
+  if (!data.multi_label && !data.regression)
+    for (int64_t r = 0; r < data.size(); ++r) {
+      int32_t best = 0;
+      for (int32_t l = 1; l < L; ++l)
+        if (all_logits[size_t(r * L + l)] > all_logits[size_t(r * L + best)]) best = l;
+      predicted.push_back(best);
+    }
   s.examples = data.size();
   s.loss = loss_sum / double(std::max<int64_t>(1, data.size()));
   if (data.multi_label) {

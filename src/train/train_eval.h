@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "train/data_parallel.h"
 #include "train/train_data.h"
 #include "train/trainable_model.h"
 
@@ -19,7 +20,9 @@ struct EvalScores {
   double seconds = 0;
 };
 
+// Data-parallel (dp not null): each rank runs every size-th example and the logits and losses are
+// summed over the ranks, so every rank gets the scores of the whole set.
 EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data, int64_t batch_size,
-                              const std::string& problem_type);
+                              const std::string& problem_type, DataParallel* dp = nullptr);
 
 }  // namespace tach::train

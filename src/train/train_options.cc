@@ -75,6 +75,9 @@ void visit(TrainOptions& o, F&& f) {
   f("memory_log_steps", o.memory_log_steps);
   f("tensorboard", o.tensorboard);
   f("threads", o.threads);
+  f("dist_timeout", o.dist_timeout);
+  f("bucket_mb", o.bucket_mb);
+  f("scaling_reference", o.scaling_reference);
 }
 
 template <typename T>
@@ -169,6 +172,8 @@ void validate_options(const TrainOptions& o) {
         "profiler schedule: skip-first, wait and warmup >= 0, active >= 1, repeat >= 0");
   check(o.memory_log_steps >= 1, "--memory-log-steps must be at least 1");
   check(o.threads >= 0, "--threads must be >= 0");
+  check(std::isfinite(o.dist_timeout) && o.dist_timeout > 0, "--dist-timeout must be a positive number of seconds");
+  check(std::isfinite(o.bucket_mb) && o.bucket_mb > 0, "--bucket-mb must be a positive number of megabytes");
 }
 
 }  // namespace train

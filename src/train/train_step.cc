@@ -32,29 +32,55 @@ TrainingStep::TrainingStep(TrainableModel& model, const StepSettings& settings)
 StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBatchSource& next, double lr) {
   const auto t_step = std::chrono::steady_clock::now();
   StepOutcome out;
+  DataParallel* dp = settings_.data_parallel;
   model_.params.zero_grad();
   double loss_sum = 0;
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
     auto t0 = std::chrono::steady_clock::now();
     TokenBatch batch;
     Targets targets;
+    int64_t rows = 0, all_rows = 0;
     {
       ProfileScope scope("data");
       next(micro, &batch, &targets);
+      rows = batch.input_ids.defined() ? batch.batch() : 0;  // a rank may get none of a short last batch
+      all_rows = dp ? dp->global_rows(rows) : rows;
     }
     out.seconds.data += seconds_since(t0);
-    check(batch.seq_len() <= model_.max_tokens(),
-          "a row of " + std::to_string(batch.seq_len()) + " tokens is longer than the model's " +
-              std::to_string(model_.max_tokens()) + " positions (max_position_embeddings)");
-    DropoutRates r = settings_.dropout;
-    r.micro_batch = step * settings_.grad_accumulation + micro;
-    PhaseSeconds phase;
-    loss_sum += forward_backward(model_, *state_, batch, targets, settings_.problem_type, r,
-                                 1.0f / float(micro_batches), &phase);
-    out.seconds.forward += phase.forward;
-    out.seconds.backward += phase.backward;
-    out.tokens += batch.real_tokens();
-    out.samples += batch.batch();
+    // This rank's share of the micro-batch's mean loss (1 in one process): see data_parallel.h.
+    const double share = all_rows > 0 ? double(rows) / double(all_rows) : 0.0;
+    const bool last = micro == micro_batches - 1;
+    if (dp && last) {
+      // The step's gradients are complete layer by layer in this backward: each bucket's
+      // all-reduce starts as its last layer finishes.
+      dp->reducer().begin();
+      state_->layer_grads_ready = [dp](int layer) { dp->reducer().layer_done(layer); };
+    }
+    if (rows > 0) {
+      check(batch.seq_len() <= model_.max_tokens(),
+            "a row of " + std::to_string(batch.seq_len()) + " tokens is longer than the model's " +
+                std::to_string(model_.max_tokens()) + " positions (max_position_embeddings)");
+      DropoutRates r = settings_.dropout;
+      // Each rank draws its own masks; one process (rank 0 of 1) draws those it always drew.
+      r.micro_batch = (step * settings_.grad_accumulation + micro) * (dp ? dp->size() : 1) + (dp ? dp->rank() : 0);
+      PhaseSeconds phase;
+      loss_sum += share * forward_backward(model_, *state_, batch, targets, settings_.problem_type, r,
+                                           float(share / double(micro_batches)), &phase);
+      out.seconds.forward += phase.forward;
+      out.seconds.backward += phase.backward;
+      out.rank_tokens += batch.real_tokens();
+      out.rank_samples += rows;
+    }
+    state_->layer_grads_ready = nullptr;
+  }
+  out.tokens = out.rank_tokens, out.samples = out.rank_samples;
+  if (dp) {
+    const dist::ReduceTimes t = dp->reducer().finish();
+    out.seconds.communication = t.communication_s;
+    out.seconds.communication_exposed = t.exposed_s;
+    double totals[3] = {loss_sum, double(out.rank_tokens), double(out.rank_samples)};
+    dp->comm().sum(totals, 3, "all_reduce of the step's loss and counts");
+    loss_sum = totals[0], out.tokens = int64_t(totals[1]), out.samples = int64_t(totals[2]);
   }
   out.loss = loss_sum / double(micro_batches);
   const auto t0 = std::chrono::steady_clock::now();

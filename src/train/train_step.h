@@ -9,6 +9,7 @@
 #include <string>
 
 #include "train/classifier_loss.h"
+#include "train/data_parallel.h"
 #include "train/optimizer.h"
 #include "train/trainable_model.h"
 
@@ -24,20 +25,27 @@ struct StepSettings {
   DecayScope decay_scope = DecayScope::trainer;
   double max_grad_norm = 1.0;  // 0: no clipping
   std::string problem_type = "single_label_classification";
+  // Under mpirun with several ranks: the rank's share of each batch, gradients summed over the
+  // ranks (train/data_parallel.h). Null: one process.
+  DataParallel* data_parallel = nullptr;
 };
 
 // Seconds per phase of one step. total is the step's wall time, so it also holds what no phase
 // claims (zeroing the gradients, the loop itself).
 struct StepSeconds {
   double data = 0, forward = 0, backward = 0, optimizer = 0, total = 0;
+  // Data-parallel: the gradient all-reduces' time on the communication thread (most of it beside
+  // the backward), and the part the step waited for after its backward (exposed).
+  double communication = 0, communication_exposed = 0;
 };
 
 struct StepOutcome {
   double loss = 0;       // mean over the micro-batches
   double grad_norm = 0;  // before clipping; the loss when the loss is not finite
   StepSeconds seconds;
-  int64_t tokens = 0, samples = 0;  // real (unpadded) tokens, rows
-  bool updated = false;             // false: the loss or the norm was not finite, the weights are untouched
+  int64_t tokens = 0, samples = 0;            // real (unpadded) tokens, rows: over every rank
+  int64_t rank_tokens = 0, rank_samples = 0;  // this rank's share (the same in one process)
+  bool updated = false;                       // false: the loss or the norm was not finite, the weights are untouched
 };
 
 // Fills micro-batch `index` (0-based within the step). Runs inside the step's data phase.

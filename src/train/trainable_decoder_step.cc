@@ -451,6 +451,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
                     s.rstd1, N, C);
     else  // ModernBERT's layer 0: x1 = resid
       ops::add_inplace(f(a.d_resid), f(a.d_x), N * C);
+    if (a.layer_grads_ready) a.layer_grads_ready(int(li));
   }
   if (c.embedding_norm) {
     core::Span span(core::SpanKind::module, names.embed_norm);

@@ -399,6 +399,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
       layer_forward(m, a, last, mask, dr);
     }
     last_layer_backward(m, a, last, mask, dr, f(a.d_head));
+    if (a.layer_grads_ready) a.layer_grads_ready(int(last));
   }
   for (size_t li = m.layers.size() - 1; li-- > 0;) {
     TrainableLayer& w = m.layers[li];
@@ -479,6 +480,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     float* dx = li == 0 && embeddings_frozen ? nullptr : f(a.d_hidden);
     step::linear_backward(dx, g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N, 3 * C, C);
     lora_bwd(m, w.qkv_lora, dx, f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
+    if (a.layer_grads_ready) a.layer_grads_ready(int(li));
   }
   if (embeddings_frozen && m.layers.size() > 1) return;
 

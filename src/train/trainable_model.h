@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ struct ForwardState {
   // intermediates is shared by all layers), and the backward recomputes a layer's forward, with
   // the same dropout masks, just before its backward. Same numbers; less memory, more time.
   bool checkpoint = false;
+  // Data-parallel: called by the backward as each layer's gradients become final (the last
+  // layer first), so their all-reduce can start while the layers below are computed.
+  std::function<void(int layer)> layer_grads_ready;
   Tensor logits;         // [B, L]
   LoraActivations lora;  // what the adapters save, when the model has them
 };

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/parallel.h"
+#include "dist/communicator.h"
 #include "cpu/train_gemm.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors_writer.h"
@@ -26,6 +27,7 @@
 #include "tach/system_info.h"
 #include "tach/tokenizer.h"
 #include "tach/train.h"
+#include "train/data_parallel.h"
 #include "train/lr_schedule.h"
 #include "train/run_checkpoint.h"
 #include "train/run_names.h"
@@ -120,9 +122,10 @@ struct StepPlan {
   train::LinearSchedule schedule;
 };
 
-StepPlan plan_steps(const TrainOptions& o, int64_t examples) {
+// batch: the global batch (every rank's rows together).
+StepPlan plan_steps(const TrainOptions& o, int64_t examples, int world_size) {
   StepPlan p;
-  p.examples = examples, p.batch = o.batch_size, p.accumulation = o.grad_accumulation;
+  p.examples = examples, p.batch = o.batch_size * world_size, p.accumulation = o.grad_accumulation;
   p.batches_per_epoch = (examples + p.batch - 1) / p.batch;
   p.steps_per_epoch = (p.batches_per_epoch + p.accumulation - 1) / p.accumulation;
   p.total_steps = o.max_steps > 0 ? o.max_steps : o.epochs * p.steps_per_epoch;
@@ -155,8 +158,10 @@ struct EpochTotals {
 
 // Every step's phase times and rates, for the summary's medians.
 struct StepSeries {
-  std::vector<double> step_ms, data_ms, fwd_ms, bwd_ms, opt_ms, tok_rates, sample_rates;
+  std::vector<double> step_ms, data_ms, fwd_ms, bwd_ms, opt_ms, comm_ms, exposed_ms, tok_rates, sample_rates;
   void add(const train::StepOutcome& s) {
+    comm_ms.push_back(s.seconds.communication * 1e3);
+    exposed_ms.push_back(s.seconds.communication_exposed * 1e3);
     const double t = s.seconds.total;
     step_ms.push_back(t * 1e3);
     data_ms.push_back(s.seconds.data * 1e3);
@@ -202,18 +207,30 @@ struct TrainRun {
   StepSeries series;
   RunPeaks peaks;
   std::unique_ptr<TensorBoardWriter> tensorboard;  // RUN_DIR/tensorboard/, unless --no-tensorboard
+  // Data-parallel: this rank's place, and the sharding and gradient sums (null in one process).
+  // Rank 0 writes the run directory; every rank writes its own step times under ranks/.
+  dist::Communicator* comm = nullptr;
+  std::unique_ptr<train::DataParallel> dp;
+  bool lead() const { return !comm || comm->rank() == 0; }
+  int world() const { return comm ? comm->size() : 1; }
+  std::string rank_dir() const { return run_dir + "/ranks/rank-" + std::to_string(comm ? comm->rank() : 0); }
 };
 
 // A resumed run continues with the options it started with; nothing given now overrides them.
 void resume_options(TrainRun& r) {
   if (r.o.resume.empty()) return;
   r.run_dir = r.o.resume;
-  announce_run_dir(r.run_dir);
+  if (r.lead()) announce_run_dir(r.run_dir);
   const nlohmann::json config = read_json(r.run_dir + "/config.json");
   check(config.value("schema", "") == "tach.train_config/1", r.run_dir + "/config.json is not a tach train run");
   const std::string resume = r.o.resume;
   r.o = train::options_from_json(config.at("options"), r.run_dir + "/config.json");
   r.o.resume = resume;
+  const int trained_with = config.value("distributed", nlohmann::json::object()).value("world_size", 1);
+  check(trained_with == r.world(),
+        r.run_dir + " was trained with " + std::to_string(trained_with) + " rank(s) and this is " +
+            std::to_string(r.world()) + ": the global batch and the data each rank takes depend on it; resume with " +
+            (trained_with == 1 ? std::string("one process") : "mpirun -np " + std::to_string(trained_with)));
   r.resume_checkpoint = train::latest_run_checkpoint(r.run_dir);
 }
 
@@ -305,12 +322,15 @@ void make_step(TrainRun& r) {
   s.decay_scope = o.decay_scope == "all" ? train::DecayScope::all : train::DecayScope::trainer;
   s.max_grad_norm = o.max_grad_norm;
   s.problem_type = r.problem_type;
+  if (r.world() > 1) {
+    r.dp = std::make_unique<train::DataParallel>(*r.comm, r.model->params, int64_t(o.bucket_mb * 1e6));
+    s.data_parallel = r.dp.get();
+  }
   r.step = std::make_unique<train::TrainingStep>(*r.model, s);
 }
 
-// A new run's directory and config.json (a resumed run keeps its own).
-void create_run_dir(TrainRun& r) {
-  if (!r.run_dir.empty()) return;
+// A new run's directory and its config.json, by rank 0.
+void write_new_run_dir(TrainRun& r) {
   TrainOptions& o = r.o;
   r.run_dir = claim_run_dir(o.runs_dir, o.model, o.run_id);
   announce_run_dir(r.run_dir);
@@ -345,8 +365,27 @@ void create_run_dir(TrainRun& r) {
        {{"cpu", sys.cpu_model},
         {"threads", core::num_threads()},
         {"isa", sys.isa.summary()},
-        {"gemm", sys.gemm_library}}}};
+        {"gemm", sys.gemm_library}}},
+      {"distributed",
+       {{"world_size", r.world()},
+        {"backend", r.world() > 1 ? "mpi" : "none"},
+        {"batch_per_rank", o.batch_size},
+        {"global_batch", r.plan.batch},
+        {"sharding", "rank r takes rows r, r+N, ... of each global batch; losses weighted by each rank's rows"},
+        {"gradient_buckets", r.dp ? r.dp->reducer().bucket_count() : 0},
+        {"bucket_mb", o.bucket_mb},
+        {"timeout_s", o.dist_timeout}}}};
   model::write_file_atomically(r.run_dir + "/config.json", cfg.dump(2) + "\n");
+}
+
+// The run's directory: a new one claimed by rank 0 and told to the others, or the resumed one.
+void create_run_dir(TrainRun& r) {
+  if (r.run_dir.empty()) {
+    if (r.lead()) write_new_run_dir(r);
+    // Every rank works in the directory rank 0 claimed.
+    if (r.world() > 1) r.run_dir = r.comm->broadcast(r.run_dir, "broadcast of the run directory");
+  }
+  if (r.world() > 1) r.comm->set_heartbeat_dir(r.run_dir + "/ranks");
 }
 
 // A resumed run: the checkpoint's weights, moments and counters; the log lines after it dropped.
@@ -360,13 +399,17 @@ void restore_checkpoint(TrainRun& r) {
     r.epoch = EpochTotals::from_json(state);
     r.result.resumed_from = r.start_step;
     // Steps logged after the checkpoint are done again: drop them, and epochs that ended after it.
-    keep_lines(r.steps_path, [&](const std::string& line, size_t) {
+    // Each rank trims its own log; rank 0 the run's.
+    const auto before_checkpoint = [&](const std::string& line, size_t) {
       try {
         return nlohmann::json::parse(line).at("step").get<int64_t>() < r.start_step;
       } catch (const std::exception&) {
         return false;  // a line cut short by the kill
       }
-    });
+    };
+    if (r.world() > 1) keep_lines(r.rank_dir() + "/steps.jsonl", before_checkpoint);
+    if (!r.lead()) return;
+    keep_lines(r.steps_path, before_checkpoint);
     const int64_t epochs_done = r.start_step / r.plan.steps_per_epoch;  // epochs 0 .. epochs_done - 1 are complete
     keep_lines(r.epochs_path, [&](const std::string& line, size_t i) {
       return i == 0 || std::atoll(line.c_str()) < epochs_done;  // epochs that ended by the checkpoint
@@ -375,15 +418,18 @@ void restore_checkpoint(TrainRun& r) {
   } else if (!r.o.resume.empty()) {
     r.note("no checkpoint in " + r.run_dir + " yet: starting it from step 0");
     std::error_code ec;
+    if (r.world() > 1) fs::remove(r.rank_dir() + "/steps.jsonl", ec);
+    if (!r.lead()) return;
     fs::remove(r.steps_path, ec);
     fs::remove(r.epochs_path, ec);
   }
+  if (!r.lead()) return;
   if (!fs::exists(r.epochs_path)) model::write_file_atomically(r.epochs_path, std::string(kEpochHeader) + "\n");
 }
 
 // A new event file for this process; a resumed run tells TensorBoard to drop the steps it redoes.
 void open_tensorboard(TrainRun& r) {
-  if (!r.o.tensorboard) return;
+  if (!r.o.tensorboard || !r.lead()) return;
   r.tensorboard = std::make_unique<TensorBoardWriter>(r.run_dir + "/tensorboard");
   // Resumed, even from step 0 (no checkpoint yet): the steps from here on replace earlier files' ones.
   if (!r.o.resume.empty()) r.tensorboard->restart_at(r.start_step);
@@ -421,7 +467,24 @@ void log_step(TrainRun& r, TrainingLogger& logger, int64_t step, const train::St
     m[std::string("memory_") + std::string(memory_category_name(MemoryCategory(c))) + "_bytes"] =
         double(mem.by_category[size_t(c)].current);
   if (r.o.memory_logging && step % r.o.memory_log_steps == 0) m["rss_bytes"] = double(read_process_memory().rss_bytes);
+  if (r.world() > 1) {
+    m["communication_ms"] = s.seconds.communication * 1e3;
+    m["communication_exposed_ms"] = s.seconds.communication_exposed * 1e3;
+  }
   logger.log_step(step, m);
+}
+
+// ranks/rank-R/steps.jsonl: this rank's own times and rows, for the stragglers and the overlap.
+void log_rank_step(TrainingLogger& logger, int64_t step, const train::StepOutcome& s) {
+  logger.log_step(step, {{"step_ms", s.seconds.total * 1e3},
+                         {"data_ms", s.seconds.data * 1e3},
+                         {"forward_ms", s.seconds.forward * 1e3},
+                         {"backward_ms", s.seconds.backward * 1e3},
+                         {"optimizer_ms", s.seconds.optimizer * 1e3},
+                         {"communication_ms", s.seconds.communication * 1e3},
+                         {"communication_exposed_ms", s.seconds.communication_exposed * 1e3},
+                         {"samples", double(s.rank_samples)},
+                         {"tokens", double(s.rank_tokens)}});
 }
 
 // Evaluation when due: every eval_every steps, or at each epoch's end.
@@ -430,7 +493,8 @@ std::optional<train::EvalScores> evaluate_if_due(TrainRun& r, TrainingLogger& lo
   if (!r.has_eval || !((o.eval_every > 0 && (step + 1) % o.eval_every == 0) || (o.eval_every == 0 && epoch_end)))
     return std::nullopt;
   const train::EvalScores scores =
-      train::evaluate_trainable(*r.model, r.eval_data, std::max<int64_t>(o.batch_size, 32), r.problem_type);
+      train::evaluate_trainable(*r.model, r.eval_data, std::max<int64_t>(o.batch_size, 32), r.problem_type, r.dp.get());
+  if (!r.lead()) return scores;
   logger.log_step(step, {{"eval_loss", scores.loss},
                          {"eval_accuracy", scores.accuracy},
                          {"eval_macro_f1", scores.macro_f1},
@@ -456,6 +520,10 @@ void end_epoch(TrainRun& r, int64_t epoch, const std::optional<train::EvalScores
   er.samples_per_s = double(r.epoch.samples) / r.epoch.seconds;
   er.peak_bytes = memory_stats(Device::cpu()).total.peak;
   r.result.epochs.push_back(er);
+  if (!r.lead()) {
+    r.epoch = EpochTotals{};
+    return;
+  }
   std::ifstream in(r.epochs_path);
   std::stringstream rows;
   rows << in.rdbuf();
@@ -475,7 +543,7 @@ void end_epoch(TrainRun& r, int64_t epoch, const std::optional<train::EvalScores
 void checkpoint_if_due(TrainRun& r, int64_t step, bool epoch_end, Clock::time_point run_start, bool stopping) {
   const TrainOptions& o = r.o;
   const bool due = (o.save_every > 0 && (step + 1) % o.save_every == 0) || (o.save_every == 0 && epoch_end);
-  if (!due && !stopping) return;
+  if ((!due && !stopping) || !r.lead()) return;  // the weights are the same on every rank: rank 0 saves them
   nlohmann::json state = r.epoch.to_json();
   state["step"] = step + 1;
   state["optimizer_steps"] = r.step->optimizer().steps();
@@ -488,15 +556,21 @@ train::MicroBatchSource micro_batches_of(const TrainRun& r, const std::vector<in
   return [&r, &order, first_batch](int64_t micro, TokenBatch* batch, train::Targets* targets) {
     const int64_t b = first_batch + micro, B = r.plan.batch;
     std::vector<int64_t> idx(order.begin() + b * B, order.begin() + std::min(r.plan.examples, (b + 1) * B));
-    train::make_batch(r.data, idx, batch, targets);
+    if (r.dp) idx = train::rank_rows(idx, r.dp->rank(), r.dp->size());
+    if (!idx.empty()) train::make_batch(r.data, idx, batch, targets);  // none: this rank sits the batch out
   };
 }
 
 // The steps from start_step to the end (or to a divergence). Returns the step reached.
 int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observer) {
   const StepPlan& p = r.plan;
-  TrainingLogger logger(r.steps_path, r.start_step > 0);
+  TrainingLogger logger(r.lead() ? r.steps_path : "", r.start_step > 0);
   logger.mirror_to(r.tensorboard.get());
+  std::unique_ptr<TrainingLogger> rank_logger;
+  if (r.world() > 1) {
+    fs::create_directories(r.rank_dir());
+    rank_logger = std::make_unique<TrainingLogger>(r.rank_dir() + "/steps.jsonl", r.start_step > 0);
+  }
   std::vector<int64_t> order;
   int64_t cached_epoch = -1;
   const auto run_start = Clock::now();
@@ -522,11 +596,13 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
     }
     const bool profiled = profiler.recording();
     profiler.step();
-    log_step(r, logger, step, s, profiled);
+    if (r.lead()) log_step(r, logger, step, s, profiled);
+    if (rank_logger) log_rank_step(*rank_logger, step, s);
+    if (r.comm) r.comm->heartbeat("step " + std::to_string(step + 1));
     r.series.add(s);
     r.epoch.loss_sum += s.loss, ++r.epoch.loss_count;
     r.epoch.tokens += s.tokens, r.epoch.samples += s.samples, r.epoch.seconds += s.seconds.total;
-    if (observer.on_step) {
+    if (observer.on_step && r.lead()) {
       const double elapsed = seconds_since(run_start), done = double(step - r.start_step + 1);
       observer.on_step({step + 1, p.total_steps, epoch, s.loss, p.schedule.lr(step), s.grad_norm,
                         double(s.tokens) / s.seconds.total, elapsed / done * double(p.total_steps - step - 1)});
@@ -534,7 +610,9 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
     const bool epoch_end = in_epoch == p.steps_per_epoch - 1 || step == p.total_steps - 1;
     const auto scores = evaluate_if_due(r, logger, step, epoch_end);
     if (epoch_end) end_epoch(r, epoch, scores);
-    const bool stopping = stop_requested() && step + 1 < p.total_steps;
+    // Every rank stops after the same step, or the others would wait for it in the next one.
+    const bool stop = r.dp ? r.dp->any(stop_requested()) : stop_requested();
+    const bool stopping = stop && step + 1 < p.total_steps;
     checkpoint_if_due(r, step, epoch_end, run_start, stopping);
     if (stopping)
       throw Stopped("stopped after step " + std::to_string(step + 1) + " of " + std::to_string(p.total_steps) +
@@ -547,7 +625,8 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
 
 // The top ops of the profiled steps for the summary; with --profile, the trace and op tables too.
 nlohmann::json top_ops(const TrainRun& r, const Profiler& profiler) {
-  const ProfileData pdata = profiler.data();
+  ProfileData pdata = profiler.data();
+  pdata.distributed = {r.comm ? r.comm->backend() : "none", r.comm ? r.comm->rank() : 0, r.world()};
   nlohmann::json top = nlohmann::json::array();
   if (pdata.events.empty()) return top;
   const MachineCeilings ceilings = machine_ceilings(false);
@@ -562,21 +641,88 @@ nlohmann::json top_ops(const TrainRun& r, const Profiler& profiler) {
   if (r.o.profile) {
     const std::string dir = r.o.profiler_output_dir.empty() ? r.run_dir + "/traces" : r.o.profiler_output_dir;
     fs::create_directories(dir);
-    write_chrome_trace(pdata, dir + "/train_steps.trace.json.gz");
+    // Data-parallel: one trace per rank in one directory, as Holistic Trace Analysis reads them.
+    const std::string rank = r.world() > 1 ? "rank-" + std::to_string(r.comm->rank()) + "." : "";
+    write_chrome_trace(pdata, dir + "/" + rank + "train_steps.trace.json.gz");
     model::write_file_atomically(
-        dir + "/op_table.txt",
+        dir + "/" + rank + "op_table.txt",
         op_table_text(rows, 40) + "\n" + op_table_text(op_table(pdata, "module", "self", ceilings), 40));
   }
   return top;
 }
 
 void save_trained_model(TrainRun& r) {
-  if (r.result.diverged) return;
+  if (r.result.diverged || !r.lead()) return;
   r.result.saved_model = r.o.save_dir.empty() ? r.run_dir + "/model" : r.o.save_dir;
   if (r.model->lora)
     train::save_peft_adapter(r.result.saved_model, *r.model,
                              r.src.location.dir.empty() ? r.o.model : fs::absolute(r.src.location.dir).string());
   else train::save_hf_model(r.result.saved_model, *r.model, r.src.config_json, r.problem_type, r.tokenizer_path);
+}
+
+// The distributed section of summary.json: every rank's medians (a collective: every rank calls
+// it), the stragglers, the communication's share and how much of it the backward hid, and the
+// scaling against a one-process run of the same job when --scaling-reference names one.
+nlohmann::json distributed_summary(TrainRun& r) {
+  if (r.world() == 1) return {{"world_size", 1}};
+  const StepSeries& s = r.series;
+  constexpr int kFields = 8;
+  std::vector<double> all(size_t(r.world() * kFields), 0.0);
+  double* mine = all.data() + r.comm->rank() * kFields;
+  const double bytes_per_step = r.dp ? r.dp->reducer().bucket_bytes() : 0;
+  const double values[kFields] = {median(s.step_ms), median(s.data_ms), median(s.fwd_ms),     median(s.bwd_ms),
+                                  median(s.opt_ms),  median(s.comm_ms), median(s.exposed_ms), bytes_per_step};
+  std::copy(values, values + kFields, mine);
+  r.comm->sum(all.data(), int(all.size()), "all_reduce of every rank's step medians");
+  nlohmann::json ranks = nlohmann::json::array();
+  std::vector<double> step_medians;
+  int slowest = 0;
+  for (int k = 0; k < r.world(); ++k) {
+    const double* v = all.data() + k * kFields;
+    ranks.push_back({{"rank", k},
+                     {"step_ms_median", v[0]},
+                     {"data_ms_median", v[1]},
+                     {"forward_ms_median", v[2]},
+                     {"backward_ms_median", v[3]},
+                     {"optimizer_ms_median", v[4]},
+                     {"communication_ms_median", v[5]},
+                     {"communication_exposed_ms_median", v[6]}});
+    step_medians.push_back(v[0]);
+    if (v[0] > all[size_t(slowest * kFields)]) slowest = k;
+  }
+  const double step = median(s.step_ms), comm = median(s.comm_ms), exposed = median(s.exposed_ms);
+  nlohmann::json out = {
+      {"world_size", r.world()},
+      {"backend", "mpi"},
+      {"ranks", ranks},
+      {"stragglers",
+       {{"slowest_rank", slowest},
+        {"slowest_over_median", all[size_t(slowest * kFields)] / std::max(1e-9, median(step_medians))},
+        {"method", "each rank's median step time; the slowest against the median over the ranks"}}},
+      {"communication_share", comm / std::max(1e-9, step)},
+      {"communication_exposed_share", exposed / std::max(1e-9, step)},
+      {"overlap_share", comm > 0 ? 1.0 - std::min(1.0, exposed / comm) : 0.0},
+      {"all_reduce_bytes_per_step", bytes_per_step},
+      {"all_reduce_gb_per_s", comm > 0 ? bytes_per_step / (comm * 1e-3) / 1e9 : 0.0},
+      {"method",
+       "rank 0's medians over its steps: communication is the gradient all-reduces' time on the communication "
+       "thread; exposed is what the step waited for them after its backward; overlap is the rest's share of it. "
+       "Bandwidth: gradient bytes per rank over that time (MPI_Allreduce, in place)"}};
+  if (!r.o.scaling_reference.empty()) {
+    const nlohmann::json ref = read_json(r.o.scaling_reference + "/summary.json");
+    const nlohmann::json ref_config = read_json(r.o.scaling_reference + "/config.json");
+    check(ref_config.value("distributed", nlohmann::json::object()).value("world_size", 1) == 1,
+          "--scaling-reference " + r.o.scaling_reference + " is not a one-process run");
+    const double one = ref.at("samples_per_s_median").get<double>();
+    out["scaling"] = {{"reference", r.o.scaling_reference},
+                      {"reference_samples_per_s", one},
+                      {"samples_per_s", median(s.sample_rates)},
+                      {"efficiency", median(s.sample_rates) / std::max(1e-9, one)},
+                      {"method",
+                       "this run's median samples/s over the reference's, a one-process run on the same machine "
+                       "with the same cores; 1.0 is perfect scaling"}};
+  }
+  return out;
 }
 
 // The result's figures and summary.json.
@@ -639,25 +785,39 @@ void write_summary(TrainRun& r, const nlohmann::json& top, const std::string& pr
       {"optimizer_state_bytes", r.step->optimizer().state_bytes()},
       {"parameters", res.total_parameters},
       {"top_ops", top},
+      {"distributed", distributed_summary(r)},
       {"profiled_steps", profiled_steps},
       {"saved_model", res.saved_model}};
-  model::write_file_atomically(r.run_dir + "/summary.json", summary.dump(2) + "\n");
+  if (r.lead()) model::write_file_atomically(r.run_dir + "/summary.json", summary.dump(2) + "\n");
 }
 
-}  // namespace
+// Data-parallel set-up: this rank's communicator, its deadline, and the threads it may use
+// (under mpirun, the machine's cores shared among the ranks on it, unless --threads says).
+void join_ranks(TrainRun& r) {
+  dist::Communicator& comm = dist::Communicator::world();
+  if (!comm.distributed()) return;
+  r.comm = &comm;
+  comm.set_timeout(r.o.dist_timeout);
+  r.result.world_size = comm.size();
+  r.result.rank = comm.rank();
+  if (r.o.threads == 0) {
+    const int cores = core::num_threads();
+    core::set_num_threads(std::max(1, cores / comm.local_size()));
+  }
+  if (comm.rank() != 0) set_progress_style(ProgressStyle::Quiet);  // rank 0 speaks for the job
+}
 
-TrainResult run_training(TrainOptions options, const TrainObserver& observer) {
-  TrainRun r;
-  r.o = std::move(options);
-  r.note = [&](const std::string& m) {
-    if (observer.on_note) observer.on_note(m);
-  };
+TrainResult train_this_rank(TrainRun& r, const TrainObserver& observer) {
   resume_options(r);
   train::validate_options(r.o);
   if (r.o.threads > 0) core::set_num_threads(r.o.threads);
   // Mixed precision for this run's GEMMs (cpu/train_gemm.h); restored when the run ends.
   const cpu::TrainPrecisionScope precision(r.o.dtype == "bf16" ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
   if (r.o.dtype == "bf16") r.note(train::bf16_training_note());
+  if (r.world() > 1)
+    r.note(std::to_string(r.world()) + " ranks (MPI), " + std::to_string(core::num_threads()) +
+           " thread(s) each, batch " + std::to_string(r.o.batch_size) + " per rank: global batch " +
+           std::to_string(r.o.batch_size * r.world()));
 
   r.src = train::open_training_model(r.o.model, r.o.seed);
   DatasetOptions train_source = r.o.data;
@@ -668,7 +828,7 @@ TrainResult run_training(TrainOptions options, const TrainObserver& observer) {
   resolve_head(r);
   build_model(r);
   prepare_data(r);
-  r.plan = plan_steps(r.o, r.data.size());
+  r.plan = plan_steps(r.o, r.data.size(), r.world());
   make_step(r);
   create_run_dir(r);
   r.result.run_dir = r.run_dir;
@@ -689,7 +849,28 @@ TrainResult run_training(TrainOptions options, const TrainObserver& observer) {
   r.result.steps = train_loop(r, profiler, observer);
   save_trained_model(r);
   write_summary(r, top_ops(r, profiler), popts.schedule.describe());
+  if (r.comm) r.comm->barrier("barrier at the end of training");  // rank 0's files are complete for every rank
   return r.result;
+}
+
+}  // namespace
+
+TrainResult run_training(TrainOptions options, const TrainObserver& observer) {
+  TrainRun r;
+  r.o = std::move(options);
+  join_ranks(r);
+  r.note = [&](const std::string& m) {
+    if (observer.on_note && r.lead()) observer.on_note(m);
+  };
+  if (!r.comm) return train_this_rank(r, observer);
+  try {
+    return train_this_rank(r, observer);
+  } catch (const Stopped&) {
+    throw;  // every rank stopped after the same step (a collective decision), checkpointed
+  } catch (const std::exception& e) {
+    // The other ranks would wait for this one until their deadline: end the job now, saying why.
+    r.comm->abort_job(e.what(), 1);
+  }
 }
 
 }  // namespace tach

@@ -183,7 +183,16 @@ Command add_train_command(CLI::App& app) {
   sub->add_flag("--tensorboard,!--no-tensorboard", o->tensorboard,
                 "TensorBoard event files of every step's metrics and the evaluations in RUN_DIR/tensorboard/ "
                 "(default on; --no-tensorboard turns them off)");
-  sub->add_option("-t,--threads", o->threads, "Threads; 0 = all cores (default 0)");
+  sub->add_option("-t,--threads", o->threads,
+                  "Threads; 0 = all cores (default 0; under mpirun, the cores shared among the machine's ranks)");
+  sub->add_option("--dist-timeout", o->dist_timeout,
+                  "Under mpirun or srun: seconds a collective may take before the job ends, naming the rank that "
+                  "stopped (default 300)");
+  sub->add_option("--bucket-mb", o->bucket_mb,
+                  "Under mpirun or srun: megabytes of gradients per all-reduce bucket (default 25, as DDP)");
+  sub->add_option("--scaling-reference", o->scaling_reference,
+                  "A one-process run directory of the same job on the same machine: summary.json gives this "
+                  "run's scaling efficiency against it");
   sub->add_flag("--no-progress", *no_progress, "No progress: no bar on a terminal, no line every 10 s elsewhere");
 
   return {sub, [o, config_file, no_progress, sub] {
@@ -203,6 +212,9 @@ Command add_train_command(CLI::App& app) {
               return run_comparison(options, obs);
             const TrainResult res = run_training(options, obs);
             end_train_progress(*no_progress);
+            if (res.rank != 0) return res.diverged ? 1 : 0;  // under mpirun, rank 0 speaks for the job
+            if (res.world_size > 1)
+              std::cout << res.world_size << " ranks: per-rank step times in " << res.run_dir << "/ranks/\n";
             for (const auto& e : res.epochs) {
               std::cout << "epoch " << e.epoch + 1 << ": train loss " << fixed(e.train_loss, 4);
               if (e.evaluated)

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Data-parallel tach train under Open MPI's mpirun, 2 ranks of one thread each on this machine:
+#  1. 2 ranks at batch 4 take the steps of one process at batch 8: the same losses and weights to
+#     rounding, on a dataset whose last global batch is ragged (41 rows: the last batch has one
+#     row, so rank 1 sits it out);
+#  2. a 2-rank run killed with SIGKILL on one rank ends (nothing hangs), keeps its last
+#     checkpoint, and `mpirun -np 2 tach train --resume` ends with the weights of an uninterrupted
+#     2-rank run, byte for byte;
+#  3. a rank that stops (SIGSTOP) ends the job at the collective deadline, with an error naming the
+#     rank that stopped by its heartbeat;
+#  4. resuming with another number of ranks is refused, saying why.
+# Usage: train_data_parallel.sh path/to/tach fixtures_dir. Skips (77) without mpirun.
+set -euo pipefail
+tach=$1
+fixtures=$2
+command -v mpirun >/dev/null || { echo "skipped: no mpirun (Debian: openmpi-bin; scripts/setup.sh installs it)"; exit 77; }
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+# Open MPI refuses to run as root unless told (CI's container runs as root); its single-copy
+# shared-memory transport needs ptrace rights that containers withhold; a container may report
+# fewer cores than ranks.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+mpi=(mpirun -np 2 --bind-to none)
+common=(train -m "$fixtures/encoders/bert-cls2-f32" -k "$fixtures/tokenizers/tiny-wordpiece" -d "$fixtures/train/tiny.csv"
+        --max-samples 41 --lr 1e-3 --no-dropout --seed 5 --runs-dir "$dir" --no-progress --no-tensorboard -t 1)
+
+# 1. Equivalence.
+"$tach" "${common[@]}" --epochs 3 -b 8 --run-id one >/dev/null
+"${mpi[@]}" "$tach" "${common[@]}" --epochs 3 -b 4 --run-id two > "$dir/two.out"
+grep -q "^2 ranks" "$dir/two.out" || { echo "rank 0 did not report the 2 ranks"; cat "$dir/two.out"; exit 1; }
+[ -s "$dir/two/ranks/rank-1/steps.jsonl" ] || { echo "rank 1 wrote no steps of its own"; exit 1; }
+python3 - "$dir" <<'EOF'
+import json, struct, sys
+d = sys.argv[1]
+def losses(run):
+    return [json.loads(l)["metrics"]["loss"] for l in open(f"{d}/{run}/steps.jsonl") if '"loss"' in l]
+def tensors(run):
+    raw = open(f"{d}/{run}/model/model.safetensors", "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__": continue
+        a, b = t["data_offsets"]
+        out[name] = struct.unpack(f"<{(b - a) // 4}f", raw[8 + n + a:8 + n + b])
+    return out
+one, two = losses("one"), losses("two")
+assert len(one) == len(two) == 18, (len(one), len(two))
+worst = max(abs(a - b) / abs(a) for a, b in zip(one, two))
+assert worst < 1e-6, f"losses differ by {worst:.2e} relative"
+w1, w2 = tensors("one"), tensors("two")
+assert w1.keys() == w2.keys()
+for name in w1:
+    diff = max(abs(a - b) for a, b in zip(w1[name], w2[name]))
+    # A key bias cannot change the softmax: its true gradient is zero and what either run computes
+    # is rounding noise, which AdamW's normalisation turns into steps of up to lr. Any value is
+    # "equal to rounding" there; every other tensor must agree closely.
+    limit = 1e-2 if name.endswith("attention.self.key.bias") else 1e-5
+    assert diff <= limit, f"{name}: weights differ by {diff:.2e}"
+print(f"2 ranks x batch 4 = 1 process x batch 8: 18 losses within {worst:.1e} relative, weights within 1e-5")
+EOF
+
+# 2. A rank killed midway: the job ends, the checkpoint stays, --resume finishes it.
+long=("${common[@]}" --epochs 400 -b 4 --save-every 50)
+"${mpi[@]}" "$tach" "${long[@]}" --run-id full >/dev/null
+total=$(wc -l < "$dir/full/steps.jsonl")
+"${mpi[@]}" "$tach" "${long[@]}" --run-id killed > "$dir/killed.out" 2>&1 &
+job=$!
+pids+=("$job")
+rank1=""
+for _ in $(seq 1 3000); do
+  if ls -d "$dir"/killed/checkpoint-* >/dev/null 2>&1 && [ -s "$dir/killed/ranks/rank-1/steps.jsonl" ]; then
+    for p in $(pgrep -f "run-id killed" || true); do
+      tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && rank1=$p
+    done
+    [ -n "$rank1" ] && break
+  fi
+  sleep 0.01
+done
+[ -n "$rank1" ] || { echo "rank 1 of the killed run was not found"; exit 1; }
+kill -9 "$rank1"
+status=0
+timeout 60 tail --pid="$job" -f /dev/null || { echo "the job did not end within 60 s of a rank's death"; exit 1; }
+wait "$job" || status=$?
+[ "$status" -ne 0 ] || { echo "the job reported success though rank 1 was killed"; exit 1; }
+[ ! -d "$dir/killed/model" ] || { echo "the run finished before the kill: nothing was tested"; exit 1; }
+echo "killed rank 1 after $(wc -l < "$dir/killed/steps.jsonl") of $total steps; the job ended with status $status"
+"${mpi[@]}" "$tach" train --resume "$dir/killed" --no-progress | tee "$dir/resume.out" | grep -q "resumed after step"
+cmp "$dir/full/model/model.safetensors" "$dir/killed/model/model.safetensors"
+[ "$(wc -l < "$dir/killed/steps.jsonl")" = "$total" ] || { echo "steps.jsonl lost or repeated lines"; exit 1; }
+echo "resumed with 2 ranks to the uninterrupted run's weights"
+
+# 3. A rank that stops: the deadline ends the job and names it.
+"${mpi[@]}" "$tach" "${long[@]}" --run-id hung --dist-timeout 3 > "$dir/hung.out" 2>&1 &
+job=$!
+pids+=("$job")
+rank1=""
+for _ in $(seq 1 3000); do
+  if [ -s "$dir/hung/ranks/rank-1.heartbeat" ]; then
+    for p in $(pgrep -f "run-id hung" || true); do
+      tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && rank1=$p
+    done
+    [ -n "$rank1" ] && break
+  fi
+  sleep 0.01
+done
+[ -n "$rank1" ] || { echo "rank 1 of the hung run was not found"; exit 1; }
+kill -STOP "$rank1"
+pids+=("$rank1")
+timeout 60 tail --pid="$job" -f /dev/null || { echo "the job did not end within 60 s of a rank stopping"; exit 1; }
+kill -CONT "$rank1" 2>/dev/null || true
+wait "$job" || true
+grep -q "rank 0 of 2: .*did not complete within 3 s" "$dir/hung.out" ||
+  { echo "no deadline error from rank 0"; cat "$dir/hung.out"; exit 1; }
+grep -q "rank 1: last reached step" "$dir/hung.out" || { echo "the error does not name rank 1's heartbeat"; exit 1; }
+echo "a stopped rank ended the job at the deadline: $(grep -m1 'rank 1: last reached' "$dir/hung.out" | sed 's/^ *//')"
+
+# 4. The number of ranks is part of the run.
+if "$tach" train --resume "$dir/two" --no-progress > "$dir/wrong.out" 2>&1; then
+  echo "resuming a 2-rank run in one process was accepted"; exit 1
+fi
+grep -q "was trained with 2 rank(s) and this is 1" "$dir/wrong.out" || { cat "$dir/wrong.out"; exit 1; }
+echo "data-parallel training: all checks passed"
