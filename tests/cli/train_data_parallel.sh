@@ -17,7 +17,7 @@ command -v mpirun >/dev/null || { echo "skipped: no mpirun (Debian: openmpi-bin;
 dir=$(mktemp -d)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
   rm -rf "$dir"
 }
 trap cleanup EXIT
