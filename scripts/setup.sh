@@ -22,7 +22,6 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks
   pybind11-dev python3-dev python3-numpy python3-pytest   # the Python module (import tach) and its tests
   openmpi-bin libopenmpi-dev   # data-parallel training: tach train under mpirun (ranks, all-reduces)
-  slurm-wlm munge        # sweeps as SLURM job arrays; the tests start a one-node SLURM of their own
   clang-format           # the tests check the sources' format (.clang-format; make format rewrites them)
   chromium chromium-driver python3-selenium     # tests open the HTML reports in a real (headless) browser; tach report --pdf
   libreoffice-impress    # tests render tach report --pptx's deck headless, as a user's LibreOffice opens it
