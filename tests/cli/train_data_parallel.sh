@@ -97,7 +97,8 @@ wait "$job" || status=$?
 [ "$status" -ne 0 ] || { echo "the job reported success though rank 1 was killed"; exit 1; }
 [ ! -d "$dir/killed/model" ] || { echo "the run finished before the kill: nothing was tested"; exit 1; }
 echo "killed rank 1 after $(wc -l < "$dir/killed/steps.jsonl") of $total steps; the job ended with status $status"
-"${mpi[@]}" "$tach" train --resume "$dir/killed" --no-progress | tee "$dir/resume.out" | grep -q "resumed after step"
+"${mpi[@]}" "$tach" train --resume "$dir/killed" --no-progress > "$dir/resume.out"
+grep -q "resumed after step" "$dir/resume.out" || { echo "the resumed run did not say so"; cat "$dir/resume.out"; exit 1; }
 cmp "$dir/full/model/model.safetensors" "$dir/killed/model/model.safetensors"
 [ "$(wc -l < "$dir/killed/steps.jsonl")" = "$total" ] || { echo "steps.jsonl lost or repeated lines"; exit 1; }
 echo "resumed with 2 ranks to the uninterrupted run's weights"
