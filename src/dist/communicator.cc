@@ -120,7 +120,6 @@ void Communicator::run_worker() {
       c->end_ns = end;
       c->error = error;
       c->done = true;
-      busy_s_ += double(end - c->start_ns) * 1e-9;
     }
     finished_.notify_all();
   }
@@ -208,11 +207,6 @@ void Communicator::barrier(const std::string& what) {
 #else
   (void)what;
 #endif
-}
-
-double Communicator::busy_seconds() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return busy_s_;
 }
 
 void Communicator::set_heartbeat_dir(const std::string& dir) {

@@ -76,9 +76,6 @@ class Communicator {
   std::string broadcast(const std::string& text, const std::string& what);  // rank 0's text to every rank
   void barrier(const std::string& what);
 
-  // Seconds the worker has spent in collectives since the process started.
-  double busy_seconds() const;
-
   // Prints "rank R of N: why", the other ranks' last heartbeats, and ends every rank of the job.
   [[noreturn]] void abort_job(const std::string& why, int exit_code = 1);
 
@@ -94,7 +91,6 @@ class Communicator {
   std::condition_variable wake_, finished_;
   std::deque<CollectivePtr> queue_;
   bool stopping_ = false;
-  double busy_s_ = 0;
   std::thread worker_;
 };
 

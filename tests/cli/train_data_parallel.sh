@@ -8,7 +8,8 @@
 #     2-rank run, byte for byte;
 #  3. a rank that stops (SIGSTOP) ends the job at the collective deadline, with an error naming the
 #     rank that stopped by its heartbeat;
-#  4. resuming with another number of ranks is refused, saying why.
+#  4. a zero bucket size, and resuming with another number of ranks, are refused, saying why.
+# Also: summary.json's distributed section and each rank's trace with distributedInfo.
 # Usage: train_data_parallel.sh path/to/tach fixtures_dir. Skips (77) without mpirun.
 set -euo pipefail
 tach=$1
@@ -27,6 +28,19 @@ trap cleanup EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
 mpi=(mpirun -np 2 --bind-to none)
+# The pid of rank 1 of run RUN_ID, once the shell condition READY holds (waits up to 30 s).
+rank1_of() {
+  for _ in $(seq 1 3000); do
+    if eval "$2" >/dev/null 2>&1; then
+      for p in $(pgrep -f "run-id $1" || true); do
+        tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && { echo "$p"; return 0; }
+      done
+    fi
+    sleep 0.01
+  done
+  echo "rank 1 of run $1 was not found" >&2
+  return 1
+}
 # Where Open MPI itself cannot start two processes here (no shared memory, no loopback), there is
 # nothing of tach's to test: say what mpirun said.
 if ! probe=$("${mpi[@]}" true 2>&1); then
@@ -38,9 +52,15 @@ common=(train -m "$fixtures/encoders/bert-cls2-f32" -k "$fixtures/tokenizers/tin
 
 # 1. Equivalence.
 "$tach" "${common[@]}" --epochs 3 -b 8 --run-id one >/dev/null
-"${mpi[@]}" "$tach" "${common[@]}" --epochs 3 -b 4 --run-id two > "$dir/two.out"
+"${mpi[@]}" "$tach" "${common[@]}" --epochs 3 -b 4 --run-id two --profile --scaling-reference "$dir/one" > "$dir/two.out"
 grep -q "^2 ranks" "$dir/two.out" || { echo "rank 0 did not report the 2 ranks"; cat "$dir/two.out"; exit 1; }
 [ -s "$dir/two/ranks/rank-1/steps.jsonl" ] || { echo "rank 1 wrote no steps of its own"; exit 1; }
+# One trace per rank, each saying its rank as Kineto does (Holistic Trace Analysis reads it so).
+for k in 0 1; do
+  start=$(gzip -dc "$dir/two/traces/rank-$k.train_steps.trace.json.gz" | head -c 100 || true)  # head closes the pipe
+  [[ "$start" == "{\"distributedInfo\": {\"backend\": \"mpi\", \"rank\": $k, \"world_size\": 2}"* ]] ||
+    { echo "rank $k's trace lacks distributedInfo: $start"; exit 1; }
+done
 python3 - "$dir" <<'EOF'
 import json, struct, sys
 d = sys.argv[1]
@@ -69,6 +89,11 @@ for name in w1:
     # "equal to rounding" there; every other tensor must agree closely.
     limit = 1e-2 if name.endswith("attention.self.key.bias") else 1e-5
     assert diff <= limit, f"{name}: weights differ by {diff:.2e}"
+summary = json.load(open(f"{d}/two/summary.json"))["distributed"]
+assert summary["world_size"] == 2 and [r["rank"] for r in summary["ranks"]] == [0, 1], summary
+assert all(r["step_ms_median"] > 0 and r["communication_ms_median"] > 0 for r in summary["ranks"]), summary
+assert 0 <= summary["overlap_share"] <= 1 and summary["all_reduce_bytes_per_step"] == 4 * 7778, summary
+assert summary["stragglers"]["slowest_over_median"] >= 1 and summary["scaling"]["efficiency"] > 0, summary
 print(f"2 ranks x batch 4 = 1 process x batch 8: 18 losses within {worst:.1e} relative, weights within 1e-5")
 EOF
 
@@ -79,17 +104,7 @@ total=$(wc -l < "$dir/full/steps.jsonl")
 "${mpi[@]}" "$tach" "${long[@]}" --run-id killed > "$dir/killed.out" 2>&1 &
 job=$!
 pids+=("$job")
-rank1=""
-for _ in $(seq 1 3000); do
-  if ls -d "$dir"/killed/checkpoint-* >/dev/null 2>&1 && [ -s "$dir/killed/ranks/rank-1/steps.jsonl" ]; then
-    for p in $(pgrep -f "run-id killed" || true); do
-      tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && rank1=$p
-    done
-    [ -n "$rank1" ] && break
-  fi
-  sleep 0.01
-done
-[ -n "$rank1" ] || { echo "rank 1 of the killed run was not found"; exit 1; }
+rank1=$(rank1_of killed "ls -d $dir/killed/checkpoint-* && [ -s $dir/killed/ranks/rank-1/steps.jsonl ]")
 kill -9 "$rank1"
 status=0
 timeout 60 tail --pid="$job" -f /dev/null || { echo "the job did not end within 60 s of a rank's death"; exit 1; }
@@ -107,17 +122,7 @@ echo "resumed with 2 ranks to the uninterrupted run's weights"
 "${mpi[@]}" "$tach" "${long[@]}" --run-id hung --dist-timeout 3 > "$dir/hung.out" 2>&1 &
 job=$!
 pids+=("$job")
-rank1=""
-for _ in $(seq 1 3000); do
-  if [ -s "$dir/hung/ranks/rank-1.heartbeat" ]; then
-    for p in $(pgrep -f "run-id hung" || true); do
-      tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && rank1=$p
-    done
-    [ -n "$rank1" ] && break
-  fi
-  sleep 0.01
-done
-[ -n "$rank1" ] || { echo "rank 1 of the hung run was not found"; exit 1; }
+rank1=$(rank1_of hung "[ -s $dir/hung/ranks/rank-1.heartbeat ]")
 kill -STOP "$rank1"
 pids+=("$rank1")
 timeout 60 tail --pid="$job" -f /dev/null || { echo "the job did not end within 60 s of a rank stopping"; exit 1; }
@@ -128,7 +133,11 @@ grep -q "rank 0 of 2: .*did not complete within 3 s" "$dir/hung.out" ||
 grep -q "rank 1: last reached step" "$dir/hung.out" || { echo "the error does not name rank 1's heartbeat"; exit 1; }
 echo "a stopped rank ended the job at the deadline: $(grep -m1 'rank 1: last reached' "$dir/hung.out" | sed 's/^ *//')"
 
-# 4. The number of ranks is part of the run.
+# 4. Bad settings and the number of ranks are refused, saying why.
+if "$tach" "${common[@]}" --epochs 1 -b 4 --bucket-mb 0 --run-id bad > "$dir/bad.out" 2>&1; then
+  echo "--bucket-mb 0 was accepted"; exit 1
+fi
+grep -q "bucket-mb must be a positive" "$dir/bad.out" || { cat "$dir/bad.out"; exit 1; }
 if "$tach" train --resume "$dir/two" --no-progress > "$dir/wrong.out" 2>&1; then
   echo "resuming a 2-rank run in one process was accepted"; exit 1
 fi
