@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: setup configure build run test test-all test-unit test-golden test-slow test-gpu smoke bench-gemm \
-  benchmark benchmark-gpu benchmark-all report report-pdf report-pptx report-full quick-report manifest verify-manifest release \
+  benchmark benchmark-gpu benchmark-all slurm slurm-cpu slurm-gpu report report-pdf report-pptx report-full quick-report manifest verify-manifest release \
   bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden sanitize fuzz lint format clean
 
 # The run directory the report, manifest and release targets work on: the newest under runs/
@@ -63,6 +63,20 @@ benchmark-gpu: build
 benchmark-all: build
 	$(BUILD)/tach run $(model-flag)
 	$(BUILD)/tach bench --train $(model-flag)
+
+# The benchmark sweep as a SLURM job array (tach bench --slurm; docs/cli.md): one task per curve
+# over batch sizes, each writing its points into runs/<id>/; `make report` once they are in.
+# SLURM_FLAGS adds settings: SLURM_FLAGS="--slurm-partition gpu --slurm-time 30:00".
+SLURM_FLAGS ?=
+slurm: build
+	$(BUILD)/tach bench $(model-flag) --slurm $(SLURM_FLAGS)
+
+slurm-cpu: build
+	$(BUILD)/tach bench $(model-flag) --device cpu --slurm $(SLURM_FLAGS)
+
+# One GPU per task, f32 and bf16.
+slurm-gpu: build
+	$(BUILD)/tach bench $(model-flag) --device cuda --dtype f32,bf16 --slurm --slurm-gpus-per-task 1 $(SLURM_FLAGS)
 
 report: build
 	$(need-run)

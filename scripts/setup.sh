@@ -22,6 +22,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks
   pybind11-dev python3-dev python3-numpy python3-pytest   # the Python module (import tach) and its tests
   openmpi-bin libopenmpi-dev   # data-parallel training: tach train under mpirun (ranks, all-reduces)
+  slurm-client           # tach bench --slurm submits sweeps with sbatch
+  munge slurmctld slurmd # the tests start a single-node SLURM on localhost to run them through
   clang-format           # the tests check the sources' format (.clang-format; make format rewrites them)
   chromium chromium-driver python3-selenium     # tests open the HTML reports in a real (headless) browser; tach report --pdf
   libreoffice-impress    # tests render tach report --pptx's deck headless, as a user's LibreOffice opens it
@@ -44,6 +46,13 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo="sudo"
 fi
 echo "setup: installing ${missing[*]}"
+# munge's install makes its key as the munge user through su, which containers (and CI roots)
+# refuse; a key already in place is kept and only has its owner set. 1 KiB from the kernel's
+# random source, as mungekey makes it.
+if [[ " ${missing[*]} " == *" munge "* ]] && [ ! -e /etc/munge/munge.key ]; then
+  $sudo mkdir -p /etc/munge
+  $sudo sh -c 'umask 077 && head -c 1024 /dev/urandom > /etc/munge/munge.key'
+fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

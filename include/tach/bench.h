@@ -187,10 +187,15 @@ struct PointResult {
 
 std::string point_to_json(const PointResult& p);  // one line of results.jsonl, no newline
 
-// Every finished point of a run directory's results.jsonl, read only. A torn last line (a kill
-// during a write) is left out and its byte count put in *torn_bytes; a bad line is an error
-// naming the file and line. No results.jsonl: an empty list.
+// Every finished point of a run directory, read only: results.jsonl, then each SLURM task's
+// results.d/*.jsonl (in name order), a point found twice counted once (its first line). A torn last
+// line (a kill during a write, or a task still writing) is left out and its bytes added to
+// *torn_bytes; a bad line is an error naming the file and line. No results file: an empty list.
 std::vector<PointResult> read_run_results(const std::string& run_dir, size_t* torn_bytes = nullptr);
+// One results file's points (the same rules); a missing file: an empty list.
+std::vector<PointResult> read_results_file(const std::string& path, size_t* torn_bytes = nullptr);
+// The results files of a run directory in the order read_run_results reads them.
+std::vector<std::string> run_results_files(const std::string& run_dir);
 PointResult point_from_json(const std::string& line, const std::string& where);
 
 struct ClassMetrics {

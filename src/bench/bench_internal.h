@@ -32,8 +32,10 @@ class RunStore {
  public:
   // Creates dir (which must not hold a results.jsonl yet) and writes config.json.
   static RunStore create(const std::string& dir, const BenchConfig& config);
-  // Opens an existing run: reads config.json and the finished points; a torn last line is cut.
-  static RunStore open(const std::string& dir);
+  // Opens an existing run: reads config.json and the finished points of every results file.
+  // append() writes to results_file (relative to dir; a SLURM task's own file under results.d/),
+  // whose torn last line is cut; an empty results_file opens it to read only.
+  static RunStore open(const std::string& dir, const std::string& results_file = "results.jsonl");
 
   const std::string& dir() const { return dir_; }
   const BenchConfig& config() const { return config_; }
@@ -44,11 +46,13 @@ class RunStore {
   // This process's TensorBoard event file in RUN_DIR/tensorboard/, opened on first use; nullptr
   // when the run's config turns TensorBoard off. append() writes each point's figures to it.
   TensorBoardWriter* tensorboard();
-  void write_text(const std::string& name, const std::string& text) const;  // atomically (tmp + rename)
-  std::vector<std::string> notes;                                           // what opening found (a cut line)
+  void write_text(const std::string& name, const std::string& text) const;   // atomically (tmp + rename)
+  static void write_file(const std::string& path, const std::string& text);  // the same, any path
+  std::vector<std::string> notes;                                            // what opening found (a cut line)
 
  private:
   std::string dir_;
+  std::string results_file_ = "results.jsonl";
   BenchConfig config_;
   std::vector<PointResult> finished_;
   std::set<std::string> finished_ids_;
@@ -109,8 +113,28 @@ PointResult failed_point(const PointKey& key, const std::string& reason, const s
 // --profile: a point's profiled steps as RUN_DIR/traces/<point id, '/' as '_'>/ (trace.json, op
 // tables by op, module and shape, collapsed stacks, profile.json).
 void write_point_traces(const ProfileData& data, const PointKey& key, const std::string& run_dir);
+// Which points a sweep process measures. sweep false: none (tach eval's accuracy pass alone);
+// only set: these point ids and no others (a SLURM array task); measure false: none, and no
+// accuracy pass either: the outcome is what the run's files hold (collect_bench).
+struct PointSelection {
+  bool sweep = true;
+  bool measure = true;
+  const std::set<std::string>* only = nullptr;
+  bool runs(const PointKey& key) const { return measure && (!only || only->count(key.id()) != 0); }
+};
+
+// A new sweep's run directory (config.json) for the config as given: auto devices resolved, the
+// config validated, the run id chosen. here false: the devices and the bf16 GEMM are left for the
+// machines that will run the points to check (a SLURM submission).
+RunStore create_sweep_run(const BenchConfig& given, bool here = true);
+void validate_sweep(const BenchConfig& config, bool here = true);  // the errors run_bench gives a bad config
+// The grid against the store: the selection's points that have no result yet, each appended as
+// it finishes, then the accuracy pass when asked for and not yet written. results: every grid
+// point the store holds, in grid order.
+SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const PointSelection& selection,
+                           bool accuracy);
 // A training sweep's points against the store (tach bench --train).
-SweepOutcome execute_train(RunStore& store, const BenchObserver& observer);
+SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const PointSelection& selection);
 
 // One training point: its model built for the method, warm-up steps, measured steps until the
 // rule stops, the phases, memory, and one profiled step for the FLOPs. Throws on failure.

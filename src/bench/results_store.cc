@@ -1,12 +1,16 @@
 // The run directory. results.jsonl is append-only: each point is one line, written with a
 // single write() and fsync()ed, so a kill leaves every finished point and at most one torn line.
+// A SLURM array task appends to its own results.d/<plan>-task-<T>.jsonl instead, so that tasks on
+// several nodes never share a file; reading merges them all.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <ctime>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "bench/bench_internal.h"
@@ -53,30 +57,37 @@ RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
   return s;
 }
 
-RunStore RunStore::open(const std::string& dir) {
+RunStore RunStore::open(const std::string& dir, const std::string& results_file) {
   const fs::path config_path = fs::path(dir) / "config.json";
   check(fs::exists(config_path), dir + ": no config.json, so this is not a tach run directory");
   announce_run_dir(dir);
   RunStore s;
   s.dir_ = dir;
+  s.results_file_ = results_file;
   s.config_ = bench_config_from_json(slurp(config_path), config_path.string());
+  // This store's own file is written by this process alone: a torn last line (a kill, a requeued
+  // task) is cut, so that the point runs again and appends cleanly. Other tasks' files may be
+  // mid-write: their last line is left alone.
+  const fs::path own = fs::path(dir) / results_file;
   size_t torn = 0;
-  s.finished_ = read_run_results(dir, &torn);
-  for (const auto& p : s.finished_) s.finished_ids_.insert(p.key.id());
+  if (!results_file.empty()) (void)read_results_file(own.string(), &torn);
   if (torn) {
-    // Cut the torn line off the file, so that the point runs again and appends cleanly.
-    const fs::path results = fs::path(dir) / "results.jsonl";
-    s.notes.push_back("results.jsonl ended in a torn line (" + std::to_string(torn) +
+    s.notes.push_back(results_file + " ended in a torn line (" + std::to_string(torn) +
                       " bytes, from an interrupted write); cut it, and that point runs again");
-    fs::resize_file(results, fs::file_size(results) - torn);
+    fs::resize_file(own, fs::file_size(own) - torn);
   }
+  s.finished_ = read_run_results(dir);
+  for (const auto& p : s.finished_) s.finished_ids_.insert(p.key.id());
   return s;
 }
 
 double RunStore::append(const PointResult& point) {
+  check(!results_file_.empty(), dir_ + " was opened to read: no point is appended to it");
   const auto t0 = std::chrono::steady_clock::now();
   const std::string line = point_to_json(point) + "\n";
-  const std::string path = (fs::path(dir_) / "results.jsonl").string();
+  const fs::path file = fs::path(dir_) / results_file_;
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  const std::string path = file.string();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   check(fd >= 0, path + ": cannot open for appending");
   size_t done = 0;
@@ -104,8 +115,13 @@ TensorBoardWriter* RunStore::tensorboard() {
 }
 
 void RunStore::write_text(const std::string& name, const std::string& text) const {
-  const fs::path target = fs::path(dir_) / name;
-  const fs::path tmp = fs::path(dir_) / (name + ".tmp");
+  write_file((fs::path(dir_) / name).string(), text);
+}
+
+void RunStore::write_file(const std::string& path, const std::string& text) {
+  const fs::path target(path);
+  // The pid in the temporary's name: tasks of a job array may write the same file at once.
+  const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     check(static_cast<bool>(out), tmp.string() + ": cannot write");
@@ -120,12 +136,11 @@ void RunStore::write_text(const std::string& name, const std::string& text) cons
 
 namespace tach {
 
-std::vector<PointResult> read_run_results(const std::string& run_dir, size_t* torn_bytes) {
+std::vector<PointResult> read_results_file(const std::string& path, size_t* torn_bytes) {
   if (torn_bytes) *torn_bytes = 0;
-  const fs::path results = fs::path(run_dir) / "results.jsonl";
   std::vector<PointResult> out;
-  if (!fs::exists(results)) return out;
-  std::string text = bench::slurp(results);
+  if (!fs::exists(path)) return out;
+  std::string text = bench::slurp(path);
   // A kill during a write can leave a last line without its newline: not a result.
   const size_t end = text.rfind('\n');
   const size_t keep = end == std::string::npos ? 0 : end + 1;
@@ -137,7 +152,34 @@ std::vector<PointResult> read_run_results(const std::string& run_dir, size_t* to
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty()) continue;
-    out.push_back(point_from_json(line, results.string() + ":" + std::to_string(lineno)));
+    out.push_back(point_from_json(line, path + ":" + std::to_string(lineno)));
+  }
+  return out;
+}
+
+std::vector<std::string> run_results_files(const std::string& run_dir) {
+  std::vector<std::string> files;
+  const fs::path main = fs::path(run_dir) / "results.jsonl";
+  if (fs::exists(main)) files.push_back(main.string());
+  const fs::path tasks = fs::path(run_dir) / "results.d";
+  std::vector<std::string> task_files;
+  if (fs::is_directory(tasks))
+    for (const auto& e : fs::directory_iterator(tasks))
+      if (e.is_regular_file() && e.path().extension() == ".jsonl") task_files.push_back(e.path().string());
+  std::sort(task_files.begin(), task_files.end());
+  files.insert(files.end(), task_files.begin(), task_files.end());
+  return files;
+}
+
+std::vector<PointResult> read_run_results(const std::string& run_dir, size_t* torn_bytes) {
+  if (torn_bytes) *torn_bytes = 0;
+  std::vector<PointResult> out;
+  std::set<std::string> seen;  // a point found twice (a task requeued after it wrote) counts once: the first
+  for (const auto& file : run_results_files(run_dir)) {
+    size_t torn = 0;
+    for (auto& p : read_results_file(file, &torn))
+      if (seen.insert(p.key.id()).second) out.push_back(std::move(p));
+    if (torn_bytes) *torn_bytes += torn;
   }
   return out;
 }

@@ -53,7 +53,9 @@ void validate_train(const BenchConfig& c) {
         "row, as tach train's do");
 }
 
-void validate(const BenchConfig& c) {
+// here: the devices and the bf16 GEMM are checked on this machine. A sweep submitted to SLURM
+// is checked so on its nodes, by each task.
+void validate(const BenchConfig& c, bool here = true) {
   check(!c.model.empty(), "no model given");
   check(!c.batch_sizes.empty() && !c.seq_lens.empty() && !c.dtypes.empty() && !c.devices.empty() && !c.threads.empty(),
         "every sweep axis needs at least one value");
@@ -73,11 +75,11 @@ void validate(const BenchConfig& c) {
           "dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16 (f16 "
           "checkpoints are read and converted); sweep --dtype f32,bf16");
     // Training in bf16 runs everywhere (emulated where the CPU has no bf16 GEMM, and said so).
-    if (d == "bf16" && !c.train.enabled) cpu::require_bf16_compute("dtype bf16");
+    if (d == "bf16" && !c.train.enabled && here) cpu::require_bf16_compute("dtype bf16");
   }
   for (const auto& d : c.devices) {
     const Device dev = parse_device(d);  // a clear error for "tpu", "cuda:x"
-    check(dev.kind != DeviceKind::cuda || cuda_available(),
+    check(dev.kind != DeviceKind::cuda || !here || cuda_available(),
           "device " + d + ": no CUDA device here (" + cuda_unavailable_reason() + "); sweep --device cpu");
   }
   check(c.warmup_runs >= 0, "warm-up runs must be 0 or more");
@@ -271,10 +273,16 @@ void profile_point(const EncoderModel& model, const BenchConfig& config, const P
   bench::write_point_traces(p.data(), key, run_dir);
 }
 
-// The whole grid against a store that may already hold finished points.
-SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool sweep, bool accuracy) {
+}  // namespace
+
+namespace bench {
+
+// The grid (or the selection's part of it) against a store that may already hold finished points.
+SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const PointSelection& selection,
+                           bool accuracy) {
+  const bool sweep = selection.sweep;
   const BenchConfig& config = store.config();
-  if (sweep && config.train.enabled) return bench::execute_train(store, observer);
+  if (sweep && config.train.enabled) return execute_train(store, observer, selection);
   SweepOutcome out;
   out.run_dir = store.dir();
   out.config = config;
@@ -343,6 +351,7 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
       ++out.resumed_points;
       continue;
     }
+    if (!selection.runs(key)) continue;
     const std::string group = key.device + "/" + key.dtype;
     if (group != model_group) {
       model_group = group;
@@ -392,7 +401,7 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
     const fs::path acc_path = fs::path(store.dir()) / "accuracy.json";
     if (auto text = read_text(acc_path)) {
       out.accuracy = accuracy_from_json(*text, acc_path.string(), &out.accuracy_dataset);
-    } else {
+    } else if (selection.measure) {
       if (!model || model_group.empty()) {
         model_group = config.devices.front() + "/" + config.dtypes.front();
         load(config.devices.front(), config.dtypes.front());
@@ -409,10 +418,6 @@ SweepOutcome execute(bench::RunStore& store, const BenchObserver& observer, bool
   }
   return out;
 }
-
-}  // namespace
-
-namespace bench {
 
 ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
   const ModelInfo& info = model.info();
@@ -438,24 +443,35 @@ ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
 
 }  // namespace bench
 
-SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) {
+namespace bench {
+
+RunStore create_sweep_run(const BenchConfig& given, bool here) {
   BenchConfig config = given;
   // A training sweep given a dataset trains on its batches (and times their collation).
   if (config.train.enabled && !config.dataset.path.empty()) config.input = "dataset";
   const std::string auto_note = resolve_auto_device(config);
-  validate(config);
+  validate(config, here);
   if (config.run_id.empty())
     config.run_id =
         unique_run_id(config.runs_dir, default_run_id(config.model) + (config.train.enabled ? "-train" : ""));
-  bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
+  RunStore store = RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
   if (!auto_note.empty()) store.notes.insert(store.notes.begin(), auto_note);
-  return execute(store, observer, true, config.accuracy);
+  return store;
+}
+
+void validate_sweep(const BenchConfig& config, bool here) { validate(config, here); }
+
+}  // namespace bench
+
+SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) {
+  bench::RunStore store = bench::create_sweep_run(given);
+  return bench::execute_sweep(store, observer, {}, store.config().accuracy);
 }
 
 SweepOutcome resume_bench(const std::string& run_dir, const BenchObserver& observer) {
   bench::RunStore store = bench::RunStore::open(run_dir);
   validate(store.config());
-  return execute(store, observer, true, store.config().accuracy);
+  return bench::execute_sweep(store, observer, {}, store.config().accuracy);
 }
 
 SweepOutcome run_eval(const BenchConfig& given, const BenchObserver& observer) {
@@ -466,7 +482,9 @@ SweepOutcome run_eval(const BenchConfig& given, const BenchObserver& observer) {
   if (config.run_id.empty()) config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model) + "-eval");
   bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
   if (!auto_note.empty()) store.notes.insert(store.notes.begin(), auto_note);
-  return execute(store, observer, false, true);
+  bench::PointSelection accuracy_only;
+  accuracy_only.sweep = false;
+  return bench::execute_sweep(store, observer, accuracy_only, true);
 }
 
 std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const std::string& dataset) {

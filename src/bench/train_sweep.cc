@@ -58,7 +58,7 @@ std::string fit_check(const BenchConfig& config, const PointKey& key, const Trai
 
 }  // namespace
 
-SweepOutcome execute_train(RunStore& store, const BenchObserver& observer) {
+SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const PointSelection& selection) {
   const BenchConfig& config = store.config();
   SweepOutcome out;
   out.run_dir = store.dir();
@@ -83,6 +83,7 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer) {
       ++out.resumed_points;
       continue;
     }
+    if (!selection.runs(key)) continue;
     if (observer.on_point_start) observer.on_point_start(key, i, keys.size());
     PointResult r;
     PointResult::Train fit;

@@ -18,6 +18,7 @@
 #include "report/svg_chart.h"
 #include "tach/error.h"
 #include "tach/report.h"
+#include "tach/slurm.h"
 #include "tach/system_info.h"
 
 namespace tach {
@@ -111,6 +112,26 @@ svg text{font-size:11px} .chart-title{font-size:13px;font-weight:600} dl{display
 dt{color:#555} dd{margin:0} pre{background:#f7f7f7;padding:10px;white-space:pre-wrap} .muted{color:#666}
 )";
 
+// A sweep run as a SLURM job array: each submission's job and what squeue still lists, and the
+// grid's points with no result yet (what tach bench --resume --slurm would submit).
+template <typename Row>
+void slurm_rows(Page& page, const fs::path& dir, const Row& row) {
+  for (const auto& line : slurm_status(dir.string())) row("SLURM", escape_html(line));
+  std::vector<PointKey> missing;
+  try {
+    const SweepOutcome run = collect_bench(dir.string(), &missing);
+    if (missing.empty()) return;
+    std::string ids;
+    for (size_t i = 0; i < missing.size() && i < 6; ++i) ids += (i ? ", " : "") + missing[i].id();
+    if (missing.size() > 6) ids += ", ...";
+    const std::string what = std::to_string(run.results.size()) + " of " +
+                             std::to_string(run.results.size() + missing.size()) + " points are in; missing: " + ids;
+    row("points", escape_html(what) + " (tach bench --resume " + escape_html(dir.string()) +
+                      " --slurm submits them once the job has ended)");
+    page.findings.push_back("Incomplete: " + what + ".");
+  } catch (const Error& e) { row("points", "the grid could not be read back: " + escape_html(e.what())); }
+}
+
 void header_section(Page& page, const fs::path& dir, const std::optional<json>& summary,
                     const std::optional<json>& config, const std::vector<PointResult>& points) {
   std::ostringstream& h = page.h;
@@ -187,6 +208,7 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
     }
   if (!first.empty())
     row("date", escape_html(first) + (last != first ? " to " + escape_html(last) : "") + " (UTC, points finished)");
+  if (fs::is_directory(dir / "slurm")) slurm_rows(page, dir, row);
   row("tach", escape_html(tach_version()) + " (the build writing this report)");
   h << "</dl>";
 }

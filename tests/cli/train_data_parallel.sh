@@ -9,7 +9,8 @@
 #  3. a rank that stops (SIGSTOP) ends the job at the collective deadline, with an error naming the
 #     rank that stopped by its heartbeat;
 #  4. a zero bucket size, and resuming with another number of ranks, are refused, saying why.
-# Also: summary.json's distributed section and each rank's trace with distributedInfo.
+# Also: summary.json's distributed section, each rank's trace with distributedInfo, and (where the
+# development virtualenv has it) Holistic Trace Analysis loading the traces' directory.
 # Usage: train_data_parallel.sh path/to/tach fixtures_dir. Skips (77) without mpirun.
 set -euo pipefail
 tach=$1
@@ -96,6 +97,26 @@ assert 0 <= summary["overlap_share"] <= 1 and summary["all_reduce_bytes_per_step
 assert summary["stragglers"]["slowest_over_median"] >= 1 and summary["scaling"]["efficiency"] > 0, summary
 print(f"2 ranks x batch 4 = 1 process x batch 8: 18 losses within {worst:.1e} relative, weights within 1e-5")
 EOF
+
+# Holistic Trace Analysis itself loads the rank traces: both ranks, and their ProfilerStep#N
+# iterations. HTA is in the development virtualenv only (scripts/peers/README.md), never a
+# dependency: where it is absent this part says so and the rest runs.
+ref_python=${TACH_REF_PYTHON:-$HOME/tach-ref/bin/python}
+if [ -x "$ref_python" ] && "$ref_python" -c "import hta" 2>/dev/null; then
+  "$ref_python" - "$dir/two/traces" <<'EOF'
+import logging, sys
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+analysis = TraceAnalysis(trace_dir=sys.argv[1])
+ranks = sorted(analysis.t.traces.keys())
+assert ranks == [0, 1], ranks
+for r in ranks:
+    assert len(analysis.t.get_iterations(r)) >= 1, f"HTA finds no ProfilerStep iterations in rank {r}'s trace"
+print(f"Holistic Trace Analysis loaded ranks {ranks} with {len(analysis.t.get_iterations(0))} iterations each")
+EOF
+else
+  echo "note: Holistic Trace Analysis is not installed here ($ref_python): the rank traces were checked by format only"
+fi
 
 # 2. A rank killed midway: the job ends, the checkpoint stays, --resume finishes it.
 long=("${common[@]}" --epochs 400 -b 4 --save-every 50)

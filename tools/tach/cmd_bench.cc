@@ -8,6 +8,7 @@
 #include "tach/dataset.h"
 #include "tach/error.h"
 #include "tach/report.h"
+#include "tach/slurm.h"
 
 namespace tach::cli {
 
@@ -36,12 +37,92 @@ void print_outcome(const BenchConfig& config, const SweepOutcome& out, const std
 
 namespace {
 
-int run_bench_command(const BenchFlags& f) {
+// tach bench --slurm: the flags of the job array, and what a task of it runs.
+struct SlurmFlags {
+  bool submit = false;
+  SlurmOptions options;
+  std::string plan;  // --slurm-plan: a task of the array
+  int task = -1;     // --slurm-task
+  std::vector<CLI::Option*> submit_only;
+};
+
+void add_slurm_options(CLI::App* sub, SlurmFlags& s) {
+  sub->add_flag("--slurm", s.submit,
+                "Submit the sweep to SLURM as a job array instead of running it here: RUN_DIR/slurm/sweep.sbatch, one "
+                "task per curve over batch sizes, each task writing its points to RUN_DIR/results.d/; with --resume, "
+                "submit only the points still missing. tach report RUN_DIR reads the run once its points are in");
+  auto& o = s.options;
+  s.submit_only = {
+      sub->add_option("--slurm-partition", o.partition, "--slurm: the partition (default: the cluster's)"),
+      sub->add_option("--slurm-time", o.time, "--slurm: each task's time limit, as sbatch --time takes it (30:00)"),
+      sub->add_option("--slurm-cpus-per-task", o.cpus_per_task,
+                      "--slurm: cores per task; a point's threads 0 then means these cores (default: SLURM's)")
+          ->check(CLI::PositiveNumber),
+      sub->add_option("--slurm-gpus-per-task", o.gpus_per_task,
+                      "--slurm: GPUs per task; --device auto then means cuda (default 0)")
+          ->check(CLI::NonNegativeNumber),
+      sub->add_option("--slurm-array-parallelism", o.array_parallelism,
+                      "--slurm: at most this many tasks at once (sbatch --array=0-N%P; default: no limit)")
+          ->check(CLI::PositiveNumber),
+      sub->add_flag("--slurm-dry-run", o.dry_run, "--slurm: write the script and the plan, submit nothing"),
+  };
+  sub->add_option("--slurm-plan", s.plan,
+                  "What sweep.sbatch runs in each array task: the plan file (RUN_DIR/slurm/plan-N.json), with "
+                  "--resume RUN_DIR and --slurm-task")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--slurm-task", s.task, "What sweep.sbatch runs: the array task's index in --slurm-plan")
+      ->check(CLI::NonNegativeNumber);
+}
+
+void print_submission(const SlurmSubmission& sub) {
+  for (const auto& n : sub.notes) std::cerr << "tach: " << n << "\n";
+  if (sub.tasks == 0) return;
+  std::cout << "wrote " << sub.script << " (a job array of " << sub.tasks << " task(s) for " << sub.points
+            << " point(s)" << (sub.finished_points ? ", " + std::to_string(sub.finished_points) + " already in" : "")
+            << "; which task runs which points: " << sub.plan << ")\n";
+  if (sub.job_id.empty()) return;
+  std::cout << "submitted: job " << sub.job_id << " (" << sub.command << ")\n"
+            << "follow it with squeue -j " << sub.job_id << "; each task logs to " << sub.run_dir
+            << "/slurm/logs/. Once its points are in: tach report " << sub.run_dir
+            << ". Points missing after it ends: tach bench --resume " << sub.run_dir << " --slurm\n";
+}
+
+// One array task: its points, then the run's summary once every point of the run is in.
+int run_slurm_task_command(const BenchFlags& f, const SlurmFlags& s) {
+  check(!f.resume.empty() && !s.plan.empty() && s.task >= 0,
+        "--slurm-plan and --slurm-task are what sweep.sbatch runs in each array task, with --resume RUN_DIR");
+  const SweepOutcome out = run_slurm_task(f.resume, s.plan, s.task, bench_progress(f.no_progress, BenchConfig{}));
+  end_bench_progress(f.no_progress);
+  if (!out.results.empty()) std::cout << results_table(out.results, f.format, out.config.model);
+  std::vector<PointKey> missing;
+  const SweepOutcome run = collect_bench(f.resume, &missing);
+  if (!missing.empty()) {
+    std::cerr << "tach: task " << s.task << " done; " << missing.size() << " point(s) of the run are not in yet\n";
+    return 0;
+  }
+  // The last task to finish writes the summary; two finishing at once write the same files.
+  write_run_reports(run.config, run);
+  std::cerr << "tach: every point of " << f.resume << " is in: wrote summary.json, summary.txt\n";
+  return 0;
+}
+
+int run_bench_command(const BenchFlags& f, const SlurmFlags& s) {
+  if (!s.plan.empty() || s.task >= 0) return run_slurm_task_command(f, s);
+  for (const auto* opt : s.submit_only)
+    check(opt->count() == 0 || s.submit, opt->get_name() + " is a setting of the job array: add --slurm");
   if (!f.resume.empty()) {
     for (const auto& [opt, _] : f.given)
       check(opt->count() == 0, "--resume continues a run with its own config.json; drop " + opt->get_name() +
                                    " (start a new run to change the configuration)");
     check(f.config_file.empty(), "--resume continues a run with its own config.json; drop --config");
+  }
+  if (s.submit) {
+    check(!f.report,
+          "--report writes the report at the end of a run here; with --slurm the run ends on the cluster: "
+          "tach report RUN_DIR once its points are in");
+    print_submission(f.resume.empty() ? submit_bench_slurm(f.resolve(), s.options)
+                                      : resubmit_bench_slurm(f.resume, s.options));
+    return 0;
   }
   SweepOutcome out;
   if (f.resume.empty()) {
@@ -61,6 +142,7 @@ int run_bench_command(const BenchFlags& f) {
 
 Command add_bench_command(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();
+  auto slurm = std::make_shared<SlurmFlags>();
   CLI::App* sub = app.add_subcommand(
       "bench",
       "Inference sweep: latency (median, p90/p95/p99), throughput and memory over batch sizes x sequence lengths x "
@@ -71,7 +153,8 @@ Command add_bench_command(CLI::App& app) {
   add_bench_options(sub, *f, BenchScope::sweep);
   add_train_sweep_options(sub, *f);
   sub->add_flag("--report", f->report, "Also write runs/<id>/report.html (as tach report does)");
-  return {sub, [f] { return run_bench_command(*f); }};
+  add_slurm_options(sub, *slurm);
+  return {sub, [f, slurm] { return run_bench_command(*f, *slurm); }};
 }
 
 }  // namespace tach::cli

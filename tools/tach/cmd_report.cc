@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "tach/error.h"
 #include "tach/report.h"
+#include "tach/slurm.h"
 
 namespace tach::cli {
 
@@ -38,10 +39,23 @@ void write_figures(const RunReport& report, const ReportOptions& opt) {
             << " figures, the findings)\n";
 }
 
+// A run submitted with tach bench --slurm: its jobs, and the points not in yet.
+void print_slurm_state(const std::string& run_dir) {
+  if (!std::filesystem::is_directory(std::filesystem::path(run_dir) / "slurm")) return;
+  for (const auto& line : slurm_status(run_dir)) std::cerr << "SLURM " << line << "\n";
+  std::vector<PointKey> missing;
+  const SweepOutcome run = collect_bench(run_dir, &missing);
+  if (!missing.empty())
+    std::cerr << "tach: the report covers " << run.results.size() << " of " << run.results.size() + missing.size()
+              << " points; the rest are not in yet (tach bench --resume " << run_dir
+              << " --slurm submits them once the job has ended)\n";
+}
+
 int run_report(const ReportOptions& opt) {
   const RunReport report = build_run_report(opt.run_dir);
   const std::string html = write_run_report(opt.run_dir, report);
   std::cout << "wrote " << html << " (self-contained: open it from disk in any browser)\n";
+  print_slurm_state(opt.run_dir);
   if (opt.png || opt.pptx) write_figures(report, opt);
   if (!opt.pdf) return 0;
   const std::string chromium = find_chromium();

@@ -1,6 +1,7 @@
 #include "run_log.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -42,6 +43,13 @@ RunLog::RunLog(int argc, char** argv) {
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
   header_ = std::string("=== ") + when + " tach";
   for (int i = 1; i < argc; ++i) header_ += std::string(" ") + argv[i];
+  // The tasks of a SLURM job array share the run's log: each line says whose it is.
+  const char* job = std::getenv("SLURM_ARRAY_JOB_ID");
+  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+  if (job && task) {
+    prefix_ = std::string("[job ") + job + " task " + task + "] ";
+    header_ += std::string(" (") + prefix_.substr(1, prefix_.size() - 3) + ")";
+  }
   out_ = std::make_unique<Tee>(std::cout, *this);
   err_ = std::make_unique<Tee>(std::cerr, *this);
 }
@@ -85,9 +93,9 @@ void RunLog::write_line(const std::string& line) {
     // Held until a run directory appears; a command that never makes one (tach classify of a
     // large file) keeps at most this much.
     constexpr size_t kMaxPending = size_t(4) << 20;
-    if (pending_.size() + line.size() < kMaxPending) pending_ += line + "\n";
+    if (pending_.size() + line.size() < kMaxPending) pending_ += prefix_ + line + "\n";
   } else if (file_) {
-    file_ << line << "\n" << std::flush;
+    file_ << prefix_ + line + "\n" << std::flush;  // one write: lines of tasks appending at once stay whole
   }
 }
 

@@ -27,6 +27,7 @@ class RunLog {
   void write_line(const std::string& line);
 
   std::mutex mu_;
+  std::string prefix_;                   // "[job J task T] " in a SLURM array task, else empty
   std::string header_, pending_, line_;  // lines before attach; the unfinished line
   std::ofstream file_;
   bool attached_ = false;
