@@ -5,6 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "tach/bench.h"
 
 namespace tach::report {
@@ -22,5 +24,10 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
 // Points measured on the CPU and on a GPU with every other axis equal: the GPU's speed-up, as a
 // table and a bar chart. Nothing when no point has both.
 void speedup_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points);
+
+// A data-parallel training run (summary.json's distributed section): each rank's median step by
+// phase, the stragglers, the communication's share and overlap, the all-reduce's bandwidth and
+// the scaling efficiency. Nothing for a one-process run.
+void distributed_section(std::ostringstream& h, FigureBook& figs, const nlohmann::json& distributed);
 
 }  // namespace tach::report

@@ -808,6 +808,8 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
     }
     row("training time s", num(sum->value("train_seconds", 0.0), 1));
     h << "</table>";
+    if (sum->contains("distributed") && (*sum)["distributed"].is_object())
+      report::distributed_section(h, page.figs, (*sum)["distributed"]);
   }
   if (fs::exists(dir / "epoch_results.csv")) csv_table(h, dir / "epoch_results.csv");
 }

@@ -98,6 +98,11 @@ assert summary["stragglers"]["slowest_over_median"] >= 1 and summary["scaling"][
 print(f"2 ranks x batch 4 = 1 process x batch 8: 18 losses within {worst:.1e} relative, weights within 1e-5")
 EOF
 
+# The report shows each rank's step and the distributed figures.
+"$tach" report "$dir/two" > /dev/null
+grep -q "Data-parallel: 2 ranks (mpi)" "$dir/two/report.html" || { echo "report.html has no data-parallel section"; exit 1; }
+grep -q "scaling efficiency</td><td>[0-9.]*%" "$dir/two/report.html" || { echo "report.html has no scaling efficiency"; exit 1; }
+
 # Holistic Trace Analysis itself loads the rank traces: both ranks, and their ProfilerStep#N
 # iterations. HTA is in the development virtualenv only (scripts/peers/README.md), never a
 # dependency: where it is absent this part says so and the rest runs.
