@@ -174,6 +174,11 @@ struct PointResult {
     // it saw available.
     int64_t estimate_bytes = 0, available_bytes = 0;
     std::string precision;  // how the GEMMs ran: f32, bf16, or bf16 emulated
+    // Under mpirun: the ranks (the batch is per rank, and samples/s and tokens/s count every
+    // rank's rows over rank 0's step time), and rank 0's gradient all-reduce per step: its time
+    // on the communication thread, and what the step waited for after its backward.
+    int world_size = 1;
+    Distribution communication_ms, communication_exposed_ms;
   } train;
   // Energy of the measured runs: CPU package + DRAM from RAPL. -1 when unavailable, with the
   // reason in energy_source: never estimated from TDP.
@@ -248,10 +253,15 @@ struct SweepOutcome {
   int64_t resumed_points = 0;         // points found finished in results.jsonl
   double result_write_ms_median = 0;  // appending and fsyncing one results line
   std::vector<std::string> notes;     // what the sweep decided or found, for the summary
+  // Under mpirun (a training sweep, each point's steps data-parallel): this process's rank. Rank 0
+  // writes the run directory and speaks for the job; the others return with nothing to write.
+  int rank = 0, world_size = 1;
 };
 
 // Creates runs/<run_id>/ with config.json and runs every point, appending each to results.jsonl
-// as it finishes. A point that fails is recorded with its reason and the sweep goes on.
+// as it finishes. A point that fails is recorded with its reason and the sweep goes on. Under
+// mpirun a training sweep runs every point's steps data-parallel over the ranks (the batch is per
+// rank, as tach train's); rank 0 writes the run.
 SweepOutcome run_bench(const BenchConfig& config, const BenchObserver& observer = {});
 
 // Continues the run in run_dir with its own config.json: points already in results.jsonl are kept

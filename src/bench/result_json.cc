@@ -104,7 +104,10 @@ nlohmann::json train_json(const PointResult::Train& t) {
           {"gemm_efficiency", t.gemm_efficiency},
           {"estimate_bytes", t.estimate_bytes},
           {"available_bytes", t.available_bytes},
-          {"precision", t.precision}};
+          {"precision", t.precision},
+          {"world_size", t.world_size},
+          {"communication_ms", dist_json(t.communication_ms)},
+          {"communication_exposed_ms", dist_json(t.communication_exposed_ms)}};
 }
 
 PointResult::Train train_from(const nlohmann::json& j) {
@@ -126,6 +129,10 @@ PointResult::Train train_from(const nlohmann::json& j) {
   t.estimate_bytes = j.at("estimate_bytes");
   t.available_bytes = j.at("available_bytes");
   t.precision = j.at("precision");
+  // Points written before data-parallel sweeps: one process, no communication.
+  t.world_size = j.value("world_size", 1);
+  if (j.contains("communication_ms")) t.communication_ms = dist_from(j.at("communication_ms"));
+  if (j.contains("communication_exposed_ms")) t.communication_exposed_ms = dist_from(j.at("communication_exposed_ms"));
   return t;
 }
 

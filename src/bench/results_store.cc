@@ -60,7 +60,7 @@ RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
 RunStore RunStore::open(const std::string& dir, const std::string& results_file) {
   const fs::path config_path = fs::path(dir) / "config.json";
   check(fs::exists(config_path), dir + ": no config.json, so this is not a tach run directory");
-  announce_run_dir(dir);
+  if (!results_file.empty()) announce_run_dir(dir);  // a reader (tach report, another rank) is not the run's log
   RunStore s;
   s.dir_ = dir;
   s.results_file_ = results_file;

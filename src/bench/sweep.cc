@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 
 #include "bench/bench_internal.h"
 #include "cpu/gemm.h"
+#include "dist/communicator.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
 #include "tach/memory.h"
@@ -463,14 +465,52 @@ void validate_sweep(const BenchConfig& config, bool here) { validate(config, her
 
 }  // namespace bench
 
+namespace {
+
+// Under mpirun: rank 0 makes (or opens) the run directory with `lead`, then every rank opens it
+// to read. An error on rank 0 is every rank's error, not a wait until the collective deadline.
+SweepOutcome execute_on_ranks(dist::Communicator& comm, const std::function<bench::RunStore()>& lead,
+                              const BenchObserver& observer) {
+  std::optional<bench::RunStore> store;
+  std::string dir;
+  if (comm.rank() == 0) {
+    try {
+      store = lead();
+      dir = store->dir();
+    } catch (const std::exception& e) { dir = std::string("\x01") + e.what(); }
+  }
+  dir = comm.broadcast(dir, "broadcast of the run directory");
+  if (!dir.empty() && dir[0] == '\x01') throw Error(dir.substr(1));
+  if (comm.rank() != 0) store = bench::RunStore::open(dir, "");
+  check(store->config().train.enabled,
+        "under mpirun, tach bench runs training sweeps (--train), each point's steps data-parallel over the ranks; "
+        "an inference sweep runs in one process");
+  SweepOutcome out = bench::execute_sweep(*store, comm.rank() == 0 ? observer : BenchObserver{}, {}, false);
+  out.rank = comm.rank();
+  out.world_size = comm.size();
+  return out;
+}
+
+}  // namespace
+
 SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) {
+  dist::Communicator& comm = dist::Communicator::world();
+  if (comm.distributed())
+    return execute_on_ranks(
+        comm, [&] { return bench::create_sweep_run(given); }, observer);
   bench::RunStore store = bench::create_sweep_run(given);
   return bench::execute_sweep(store, observer, {}, store.config().accuracy);
 }
 
 SweepOutcome resume_bench(const std::string& run_dir, const BenchObserver& observer) {
-  bench::RunStore store = bench::RunStore::open(run_dir);
-  validate(store.config());
+  const auto open = [&] {
+    bench::RunStore store = bench::RunStore::open(run_dir);
+    validate(store.config());
+    return store;
+  };
+  dist::Communicator& comm = dist::Communicator::world();
+  if (comm.distributed()) return execute_on_ranks(comm, open, observer);
+  bench::RunStore store = open();
   return bench::execute_sweep(store, observer, {}, store.config().accuracy);
 }
 

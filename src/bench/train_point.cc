@@ -4,16 +4,19 @@
 // train and tach profile --train run (train/train_step.h).
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <random>
 
 #include "bench/bench_internal.h"
 #include "cpu/train_gemm.h"
+#include "dist/communicator.h"
 #include "tach/error.h"
 #include "tach/memory.h"
 #include "tach/monitor.h"
 #include "tach/profile.h"
 #include "tach/stats.h"
+#include "train/data_parallel.h"
 #include "train/train_data.h"
 #include "train/train_step.h"
 #include "train/training_method.h"
@@ -165,11 +168,21 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   src.store.reset();
   r.train.parameters = model->params.count(false);
   r.train.trainable_parameters = model->params.count(true);
-  train::TrainingStep step(*model, step_settings(config, key, src, head, model->lora != nullptr));
+  train::StepSettings settings = step_settings(config, key, src, head, model->lora != nullptr);
+  // Under mpirun: the gradients summed over the ranks in DDP's 25 MB buckets, as tach train's are.
+  dist::Communicator& comm = dist::Communicator::world();
+  std::unique_ptr<train::DataParallel> dp;
+  if (comm.distributed()) dp = std::make_unique<train::DataParallel>(comm, model->params, int64_t(25) << 20);
+  settings.data_parallel = dp.get();
+  const int rank = comm.rank(), ranks = comm.size();
+  r.train.world_size = ranks;
+  train::TrainingStep step(*model, settings);
 
-  // The batches: one synthetic batch for every step, or the dataset's examples in a seeded order.
+  // The batches: one synthetic batch for every step (each rank its own rows), or the dataset's
+  // examples in a seeded order, each global batch of ranks x batch rows interleaved over the ranks.
   const SyntheticRows synthetic =
-      inputs ? SyntheticRows{} : synthetic_rows(*model, vocab, head, key.batch, key.seq_len, config.seed);
+      inputs ? SyntheticRows{}
+             : synthetic_rows(*model, vocab, head, key.batch, key.seq_len, config.seed + uint64_t(rank));
   const train::TrainData* data = inputs ? &inputs->data_for(key.seq_len) : nullptr;
   std::vector<int64_t> order;
   if (data) order = train::epoch_order(data->size(), config.seed, 0, true);
@@ -179,9 +192,9 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
       *b = synthetic.batch;
       *t = synthetic.targets;
     } else {
-      std::vector<int64_t> rows(size_t(key.batch));
-      for (auto& i : rows) i = order[size_t(cursor++ % int64_t(order.size()))];
-      train::make_batch(*data, rows, b, t);  // padded to the batch's longest row, as tach train pads
+      std::vector<int64_t> global(size_t(key.batch * ranks));
+      for (auto& i : global) i = order[size_t(cursor++ % int64_t(order.size()))];
+      train::make_batch(*data, train::rank_rows(global, rank, ranks), b, t);  // padded to its longest row
     }
     padded = b->batch() * b->seq_len();
   };
@@ -189,8 +202,8 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   int64_t index = 0;
   for (int i = 0; i < config.warmup_runs; ++i) (void)step.run(index++, 1, next, lr);
 
-  std::vector<double> step_s, data_ms, fwd_ms, bwd_ms, opt_ms;
-  double measured_s = 0, real_tokens = 0, padded_tokens = 0;
+  std::vector<double> step_s, data_ms, fwd_ms, bwd_ms, opt_ms, comm_ms, exposed_ms;
+  double measured_s = 0, real_tokens = 0, padded_tokens = 0, samples = 0;
   RaplEnergy rapl;
   if (rapl.available()) (void)rapl.joules();  // starts the counters here
   if (observer.on_measure_begin) observer.on_measure_begin(key);
@@ -206,11 +219,16 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
     fwd_ms.push_back(s.seconds.forward * 1e3);
     bwd_ms.push_back(s.seconds.backward * 1e3);
     opt_ms.push_back(s.seconds.optimizer * 1e3);
+    comm_ms.push_back(s.seconds.communication * 1e3);
+    exposed_ms.push_back(s.seconds.communication_exposed * 1e3);
     if (tensorboard) log_step(*tensorboard, key.id(), int64_t(step_s.size()) - 1, s, lr);
     measured_s += s.seconds.total;
-    real_tokens += double(s.tokens);
+    real_tokens += double(s.tokens);  // every rank's
+    samples += double(s.samples);
     padded_tokens += double(padded);
     r.stopped_by = stop_reason(config.stop, step_s, measured_s);
+    // Every rank stops after the same step: rank 0's rule decides.
+    if (dp) r.stopped_by = comm.broadcast(r.stopped_by, "broadcast of the stopping rule's decision");
     if (!r.stopped_by.empty()) break;
   }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -221,7 +239,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
     r.energy_source = "unavailable: " + rapl.unavailable_reason();
   }
   const auto n = double(step_s.size());
-  if (observer.on_measure_end) observer.on_measure_end(key, int64_t(n) * key.batch);
+  if (observer.on_measure_end) observer.on_measure_end(key, int64_t(samples));
 
   // Memory after the measured steps: the point's weights, gradients, moments and activations.
   const ProcessMemory pm = read_process_memory();
@@ -231,7 +249,8 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
 
   r.measured_runs = int(step_s.size());
   std::vector<double> batch_ms, sample_ms;
-  for (double s : step_s) batch_ms.push_back(s * 1e3), sample_ms.push_back(s * 1e3 / double(key.batch));
+  const double global_batch = double(key.batch * ranks);
+  for (double s : step_s) batch_ms.push_back(s * 1e3), sample_ms.push_back(s * 1e3 / global_batch);
   r.batch_latency_samples_ms = batch_ms;
   r.batch_latency_ms = distribution(batch_ms);
   r.sample_latency_ms = distribution(sample_ms);
@@ -239,13 +258,17 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   r.train.forward_ms = distribution(fwd_ms);
   r.train.backward_ms = distribution(bwd_ms);
   r.train.optimizer_ms = distribution(opt_ms);
-  r.samples_per_s = n * double(key.batch) / measured_s;
+  if (dp) {
+    r.train.communication_ms = distribution(comm_ms);
+    r.train.communication_exposed_ms = distribution(exposed_ms);
+  }
+  r.samples_per_s = samples / measured_s;
   r.batches_per_s = n / measured_s;
   r.tokens_per_s = real_tokens / measured_s;
   r.real_tokens_per_batch = real_tokens / n;
   r.padded_tokens_per_batch = padded_tokens / n;
   if (r.energy_j >= 0) {
-    r.energy_j_per_sample = r.energy_j / (n * double(key.batch));
+    r.energy_j_per_sample = r.energy_j / samples;
     r.energy_j_per_token = real_tokens > 0 ? r.energy_j / real_tokens : -1;
   }
   r.measured_wall_s = wall_s;

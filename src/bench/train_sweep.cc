@@ -2,9 +2,11 @@
 // check (tach estimate for the point's method and checkpointing) skips a point that cannot fit,
 // with the reason; a point that fails is a result; a finished point is never run again, so a
 // killed sweep resumes where it stopped.
+#include <algorithm>
 #include <new>
 
 #include "bench/bench_internal.h"
+#include "dist/communicator.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
 #include "tach/runtime.h"
@@ -56,6 +58,13 @@ std::string fit_check(const BenchConfig& config, const PointKey& key, const Trai
   return refusal + " (gradient checkpointing would fit more)";
 }
 
+// A point's threads: 0 means this machine's cores, shared among the ranks on it.
+int threads_of(const PointKey& key, const dist::Communicator& comm) {
+  if (key.threads > 0 || comm.local_size() <= 1) return key.threads;
+  set_threads(0);
+  return std::max(1, threads() / comm.local_size());
+}
+
 }  // namespace
 
 SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const PointSelection& selection) {
@@ -77,6 +86,12 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
                      " with synthetic weights; on 2 cores it takes a few minutes");
   const std::vector<PointKey> keys = sweep_grid(config);
   std::vector<double> write_ms;
+  dist::Communicator& comm = dist::Communicator::world();
+  const bool lead = comm.rank() == 0;
+  if (comm.distributed() && lead && observer.on_note)
+    observer.on_note(std::to_string(comm.size()) +
+                     " ranks (MPI): every point's steps are data-parallel; its batch is "
+                     "per rank, and samples/s and tokens/s count every rank's rows");
   for (size_t i = 0; i < keys.size(); ++i) {
     const PointKey& key = keys[i];
     if (store.is_finished(key)) {
@@ -87,14 +102,17 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
     if (observer.on_point_start) observer.on_point_start(key, i, keys.size());
     PointResult r;
     PointResult::Train fit;
-    const std::string no_fit = fit_check(config, key, facts, &fit);
+    std::string no_fit = fit_check(config, key, facts, &fit);
+    // Every rank skips or runs the point together: rank 0's estimate decides.
+    if (comm.distributed()) no_fit = comm.broadcast(no_fit, "broadcast of the fit check of " + key.id());
     if (!no_fit.empty()) {
       r = failed_point(key, no_fit, input_name);
       r.status = "skipped";
     } else {
-      set_threads(key.threads);
+      set_threads(threads_of(key, comm));
       try {
-        r = run_train_point(config, key, inputs ? &*inputs : nullptr, observer, store.dir(), store.tensorboard());
+        r = run_train_point(config, key, inputs ? &*inputs : nullptr, observer, store.dir(),
+                            lead ? store.tensorboard() : nullptr);
       } catch (const Error& e) { r = failed_point(key, e.what(), input_name); } catch (const std::bad_alloc&) {
         r = failed_point(key, "out of memory (an allocation failed)", input_name);
       }
@@ -102,6 +120,7 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
     }
     r.train.estimate_bytes = fit.estimate_bytes;
     r.train.available_bytes = fit.available_bytes;
+    if (!lead) continue;  // rank 0 writes the run
     write_ms.push_back(store.append(r));
     if (observer.on_point_done) observer.on_point_done(r, i, keys.size());
   }

@@ -8,7 +8,8 @@
 #     2-rank run, byte for byte;
 #  3. a rank that stops (SIGSTOP) ends the job at the collective deadline, with an error naming the
 #     rank that stopped by its heartbeat;
-#  4. a zero bucket size, and resuming with another number of ranks, are refused, saying why.
+#  4. a zero bucket size, and resuming with another number of ranks, are refused, saying why;
+#  5. tach bench --train runs its points data-parallel; an inference sweep under mpirun is refused.
 # Also: summary.json's distributed section, each rank's trace with distributedInfo, and (where the
 # development virtualenv has it) Holistic Trace Analysis loading the traces' directory.
 # Usage: train_data_parallel.sh path/to/tach fixtures_dir. Skips (77) without mpirun.
@@ -168,4 +169,24 @@ if "$tach" train --resume "$dir/two" --no-progress > "$dir/wrong.out" 2>&1; then
   echo "resuming a 2-rank run in one process was accepted"; exit 1
 fi
 grep -q "was trained with 2 rank(s) and this is 1" "$dir/wrong.out" || { cat "$dir/wrong.out"; exit 1; }
+
+# 5. tach bench --train under mpirun: each point's steps data-parallel, rank 0 writing the run; an
+#    inference sweep under mpirun is refused.
+"${mpi[@]}" "$tach" bench --train -m "$fixtures/encoders/bert-cls2-f32" -b 2,4 -s 16 --runs 3 --no-progress \
+  --no-tensorboard --runs-dir "$dir" --run-id sweep > "$dir/sweep.out"
+[ "$(grep -c "^written: " "$dir/sweep.out")" = 1 ] || { echo "expected rank 0 alone to print the results"; cat "$dir/sweep.out"; exit 1; }
+python3 - "$dir/sweep/results.jsonl" <<'EOF'
+import json, sys
+points = [json.loads(l) for l in open(sys.argv[1])]
+assert len(points) == 2 and all(p["status"] == "ok" for p in points), points
+for p in points:
+    t = p["train"]
+    assert t["world_size"] == 2 and t["communication_ms"]["n"] == p["measured_runs"], t
+    assert t["communication_ms"]["median"] > 0, t
+print("tach bench --train with 2 ranks: 2 points, each with its all-reduce times")
+EOF
+if "${mpi[@]}" "$tach" bench -m preset:bert-tiny -b 1 -s 8 --runs 1 --runs-dir "$dir" --run-id inf > "$dir/inf.out" 2>&1; then
+  echo "an inference sweep under mpirun was accepted"; exit 1
+fi
+grep -q "under mpirun, tach bench runs training sweeps" "$dir/inf.out" || { cat "$dir/inf.out"; exit 1; }
 echo "data-parallel training: all checks passed"

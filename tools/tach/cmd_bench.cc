@@ -133,6 +133,7 @@ int run_bench_command(const BenchFlags& f, const SlurmFlags& s) {
     out = resume_bench(f.resume, bench_progress(f.no_progress, BenchConfig{}));
   }
   end_bench_progress(f.no_progress);
+  if (out.rank != 0) return 0;  // under mpirun rank 0 speaks for the job and writes the run
   print_outcome(out.config, out, f.format);
   if (f.report) std::cerr << "report: " << write_run_report(out.run_dir) << "\n";
   return 0;
