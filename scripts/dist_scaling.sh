@@ -6,12 +6,13 @@
 # bandwidth tach train measured while the backward ran beside it.
 #
 #   scripts/dist_scaling.sh [MODEL_DIR] [DATASET] [ROUNDS]
-# Defaults: all-MiniLM-L6-v2 from ../shared/tools/get-minilm's cache (a new 2-label head), the
+# Defaults: all-MiniLM-L6-v2 fetched by ../shared/tools/get-minilm (a new 2-label head), the
 # IMDB sample truncated to 128 tokens (every row fills them), 3 rounds of 12 optimizer steps.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 tach=${TACH:-$repo/build/tach}
-model=${1:-$HOME/.cache/tach-models/all-MiniLM-L6-v2}
+model=${1:-$("$repo/../shared/tools/get-minilm" 2>/dev/null | tail -1)}
+[ -f "$model/config.json" ] || [ ! -f "$model/all-MiniLM-L6-v2/config.json" ] || model=$model/all-MiniLM-L6-v2  # the package's folder
 data=${2:-$repo/../shared/data/imdb/sample.csv}
 rounds=${3:-3}
 [ -d "$model" ] || { echo "no model at $model: run ../shared/tools/get-minilm, or give MODEL_DIR" >&2; exit 2; }
