@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: setup configure build run test test-all test-unit test-golden test-slow test-gpu smoke bench-gemm \
-  benchmark benchmark-gpu benchmark-all slurm slurm-cpu slurm-gpu report report-pdf report-pptx report-full quick-report manifest verify-manifest release \
+  benchmark benchmark-gpu benchmark-all slurm slurm-cpu slurm-gpu bench-dist report report-pdf report-pptx report-full quick-report manifest verify-manifest release \
   bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden sanitize fuzz lint format clean
 
 # The run directory the report, manifest and release targets work on: the newest under runs/
@@ -37,7 +37,8 @@ test: build
 test-all: build
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
 
-# One label each (docs/testing.md): unit, golden, slow, gpu (skips without a GPU).
+# One label each: unit, golden, slow, gpu (skips without a GPU); timing marks the tests that
+# compare timed runs (make sanitize leaves them out).
 test-unit test-golden test-slow test-gpu: test-%: build
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure -L '^$*$$'
 
@@ -77,6 +78,11 @@ slurm-cpu: build
 # One GPU per task, f32 and bf16.
 slurm-gpu: build
 	$(BUILD)/tach bench $(model-flag) --device cuda --dtype f32,bf16 --slurm --slurm-gpus-per-task 1 $(SLURM_FLAGS)
+
+# Data-parallel scaling here: 2 MPI ranks x 1 thread against 1 process x 2 threads at global batch
+# 32, and tach's all-reduce against plain MPI_Allreduce (docs/perf.md; needs ../shared's MiniLM).
+bench-dist: build
+	TACH=$(BUILD)/tach scripts/dist_scaling.sh
 
 report: build
 	$(need-run)
@@ -165,7 +171,7 @@ golden:
 sanitize: setup
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTACH_SANITIZE=address,undefined -DTACH_BUILD_BENCH=OFF
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j $(JOBS) --output-on-failure
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j $(JOBS) --output-on-failure -LE timing
 
 # clang-format and clang-tidy (Debian's, version 14) with the repository's .clang-format and .clang-tidy:
 # every tracked C++ file formatted, every translation unit of the build (not the .cu files, which

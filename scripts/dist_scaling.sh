@@ -10,7 +10,7 @@
 # IMDB sample truncated to 128 tokens (every row fills them), 3 rounds of 12 optimizer steps.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-tach=${TACH:-$repo/build/tach}
+tach=$(realpath "${TACH:-$repo/build/tach}")
 model=${1:-$("$repo/../shared/tools/get-minilm" 2>/dev/null | tail -1)}
 [ -f "$model/config.json" ] || [ ! -f "$model/all-MiniLM-L6-v2/config.json" ] || model=$model/all-MiniLM-L6-v2  # the package's folder
 data=${2:-$repo/../shared/data/imdb/sample.csv}
