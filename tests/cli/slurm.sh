@@ -8,7 +8,8 @@
 #     second resubmission is refused, naming the job;
 #  3. --slurm-dry-run writes the script and submits nothing; a --slurm-* setting without --slurm
 #     is refused;
-#  4. scripts/slurm/train.sbatch trains with 2 MPI ranks across the allocation.
+#  4. scripts/slurm/train.sbatch trains with 2 MPI ranks across the allocation, and srun starts the
+#     2 ranks itself (PMIx).
 # Usage: slurm.sh path/to/tach fixtures_dir repo_dir. Skips (77) where the daemons cannot start.
 set -euo pipefail
 tach=$(realpath "$1")
@@ -85,7 +86,17 @@ if command -v mpirun > /dev/null; then
   [ -s "$dir/train-runs/dp/ranks/rank-1/steps.jsonl" ] || fail "rank 1 wrote no steps"
   python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['distributed']; assert d['world_size']==2, d" \
     "$dir/train-runs/dp/config.json" || fail "config.json's distributed block"
+  # srun starts the ranks itself, through SLURM's PMIx plugin (where this SLURM has it).
+  mpi_plugins=$(srun --mpi=list 2>&1 || true)
+  if [[ "$mpi_plugins" != *pmix* ]]; then echo "note: this SLURM has no PMIx plugin; srun was not tried"; else
+  timeout 180 srun --mpi=pmix -n 2 "$tach" train -m "$fixtures/encoders/bert-cls2-f32" \
+    -k "$fixtures/tokenizers/tiny-wordpiece" -d "$fixtures/train/tiny.csv" --max-samples 41 --epochs 1 -b 4 -t 1 \
+    --no-progress --no-tensorboard --runs-dir "$dir/train-runs" --run-id srun > "$dir/srun.out" 2>&1 ||
+    fail "srun --mpi=pmix -n 2 tach train: $(tail -5 "$dir/srun.out")"
+  grep -q "^2 ranks" "$dir/srun.out" || fail "srun: $(cat "$dir/srun.out")"
+  [ -s "$dir/train-runs/srun/ranks/rank-1/steps.jsonl" ] || fail "srun: rank 1 wrote no steps"
+  fi
 else
-  echo "note: no mpirun; the training job was not run"
+  echo "note: no mpirun; the training jobs were not run"
 fi
 echo "slurm: sweep, resubmission and training passed"
