@@ -29,8 +29,7 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 7; ++round) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
-      for (int i = 0; i < 5; ++i)
-        MPI_Allreduce(MPI_IN_PLACE, buf.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      for (int i = 0; i < 5; ++i) MPI_Allreduce(MPI_IN_PLACE, buf.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       per_call.push_back((MPI_Wtime() - t0) / 5);
     }
     std::sort(per_call.begin(), per_call.end());
