@@ -36,7 +36,8 @@ int main() {
     nccl.wait(nullptr, "ncclAllReduce of 25 MB");
     cudaMemcpy(host.data(), dev, n * sizeof(float), cudaMemcpyDeviceToHost);
     cudaFree(dev);
-    const float want = float(world.size() * (world.size() + 1) / 2);
+    const int sum_of_ranks = world.size() * (world.size() + 1) / 2;  // 1 + 2 + ... + N, exact
+    const float want = float(sum_of_ranks);
     for (size_t i = 0; i < n; ++i)
       if (host[i] != want) {
         std::printf("rank %d: element %zu is %g, not %g\n", world.rank(), i, double(host[i]), double(want));

@@ -245,9 +245,6 @@ std::vector<PointKey> sweep_grid(const BenchConfig& c) {
 
 namespace {
 
-using bench::failed_point;
-using bench::sweep_grid;
-
 std::optional<std::string> read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return std::nullopt;
