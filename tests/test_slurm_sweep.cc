@@ -8,6 +8,7 @@
 
 #include "bench/slurm_plan.h"
 #include "tach/bench.h"
+#include "tach/runtime.h"
 #include "tach/slurm.h"
 #include "test_util.h"
 
@@ -101,6 +102,35 @@ TEST(SlurmSweep, TasksWriteTheirOwnFilesAndTheRunReadsThemMerged) {
   EXPECT_NE(none.notes[0].find("nothing to submit"), std::string::npos);
   EXPECT_EQ(slurm_status(run).size(), 2u);
   EXPECT_NE(slurm_status(run)[0].find("not submitted"), std::string::npos);
+}
+
+// The submitting host is often a login node: the GPUs and the bf16 GEMM are checked on the
+// nodes, and GPUs per task make "auto" mean cuda.
+TEST(SlurmSweep, DevicesAreLeftForTheNodesToCheck) {
+  test::TempDir dir;
+  BenchConfig c = two_curves(dir.path());
+  c.devices = {"auto"};
+  SlurmOptions o = dry_run();
+  o.gpus_per_task = 1;
+  const SlurmSubmission sub = submit_bench_slurm(c, o);
+  EXPECT_NE(test::read_text(sub.script).find("#SBATCH --gpus-per-task=1\n"), std::string::npos);
+  const auto config = nlohmann::json::parse(test::read_text(dir.path() + "/s/config.json"));
+  EXPECT_EQ(config.at("devices"), nlohmann::json::array({"cuda"})) << config.at("devices");
+  EXPECT_EQ(bench::read_plan(sub.plan).tasks[0].points[0], "cuda:0/f32/t0/b1/s8");
+}
+
+// Reading a run (tach report, a resubmission) is not the run: it does not announce the directory,
+// so nothing is appended to the run's run.log; a task does.
+TEST(SlurmSweep, OnlyATaskAnnouncesTheRunDirectory) {
+  test::TempDir dir;
+  const SlurmSubmission sub = submit_bench_slurm(two_curves(dir.path()), dry_run());
+  std::vector<std::string> announced;
+  set_run_dir_listener([&](const std::string& d) { announced.push_back(d); });
+  (void)collect_bench(dir.path() + "/s");
+  EXPECT_TRUE(announced.empty());
+  (void)run_slurm_task(dir.path() + "/s", sub.plan, 0);
+  set_run_dir_listener(nullptr);
+  EXPECT_EQ(announced.size(), 1u);
 }
 
 TEST(SlurmSweep, ABadTaskOrPlanIsRefusedSayingWhy) {

@@ -22,17 +22,13 @@ namespace fs = std::filesystem;
 
 namespace tach::bench {
 
-namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  check(static_cast<bool>(in), p.string() + ": cannot open");
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  check(static_cast<bool>(in), path + ": cannot open");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
-
-}  // namespace
 
 std::string utc_now_iso() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -64,7 +60,7 @@ RunStore RunStore::open(const std::string& dir, const std::string& results_file)
   RunStore s;
   s.dir_ = dir;
   s.results_file_ = results_file;
-  s.config_ = bench_config_from_json(slurp(config_path), config_path.string());
+  s.config_ = bench_config_from_json(slurp(config_path.string()), config_path.string());
   // This store's own file is written by this process alone: a torn last line (a kill, a requeued
   // task) is cut, so that the point runs again and appends cleanly. Other tasks' files may be
   // mid-write: their last line is left alone.

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "bench/bench_internal.h"
 #include "tach/error.h"
@@ -30,13 +28,7 @@ std::string plan_to_json(const SlurmPlan& plan) {
 
 void write_plan(const std::string& path, const SlurmPlan& plan) { RunStore::write_file(path, plan_to_json(plan)); }
 
-SlurmPlan read_plan(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(static_cast<bool>(in), path + ": cannot open the SLURM plan");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return plan_from_json(text.str(), path);
-}
+SlurmPlan read_plan(const std::string& path) { return plan_from_json(slurp(path), path); }
 
 SlurmPlan plan_from_json(const std::string& text, const std::string& path) {
   try {

@@ -337,7 +337,8 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
   };
   // The dataset is read before anything runs, so that a missing column or an empty file is an
   // error now, not after a sweep.
-  if (texts_for_points || accuracy) texts = bench::read_texts(config);
+  // (A run read back without measuring needs none of it.)
+  if ((texts_for_points || accuracy) && selection.measure) texts = bench::read_texts(config);
 
   const StopScope stoppable;  // Ctrl-C ends the sweep between points
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -464,6 +465,13 @@ void validate_sweep(const BenchConfig& config, bool here) { validate(config, her
 
 namespace {
 
+// Only training sweeps run under mpirun; said before a run directory is made.
+void check_training_sweep(const BenchConfig& config) {
+  check(config.train.enabled,
+        "under mpirun, tach bench runs training sweeps (--train), each point's steps data-parallel over the ranks; "
+        "an inference sweep runs in one process");
+}
+
 // Under mpirun: rank 0 makes (or opens) the run directory with `lead`, then every rank opens it
 // to read. An error on rank 0 is every rank's error, not a wait until the collective deadline.
 SweepOutcome execute_on_ranks(dist::Communicator& comm, const std::function<bench::RunStore()>& lead,
@@ -479,9 +487,6 @@ SweepOutcome execute_on_ranks(dist::Communicator& comm, const std::function<benc
   dir = comm.broadcast(dir, "broadcast of the run directory");
   if (!dir.empty() && dir[0] == '\x01') throw Error(dir.substr(1));
   if (comm.rank() != 0) store = bench::RunStore::open(dir, "");
-  check(store->config().train.enabled,
-        "under mpirun, tach bench runs training sweeps (--train), each point's steps data-parallel over the ranks; "
-        "an inference sweep runs in one process");
   SweepOutcome out = bench::execute_sweep(*store, comm.rank() == 0 ? observer : BenchObserver{}, {}, false);
   out.rank = comm.rank();
   out.world_size = comm.size();
@@ -492,9 +497,13 @@ SweepOutcome execute_on_ranks(dist::Communicator& comm, const std::function<benc
 
 SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) {
   dist::Communicator& comm = dist::Communicator::world();
-  if (comm.distributed())
-    return execute_on_ranks(
-        comm, [&] { return bench::create_sweep_run(given); }, observer);
+  if (comm.distributed()) {
+    const auto lead = [&] {
+      check_training_sweep(given);
+      return bench::create_sweep_run(given);
+    };
+    return execute_on_ranks(comm, lead, observer);
+  }
   bench::RunStore store = bench::create_sweep_run(given);
   return bench::execute_sweep(store, observer, {}, store.config().accuracy);
 }
@@ -506,7 +515,14 @@ SweepOutcome resume_bench(const std::string& run_dir, const BenchObserver& obser
     return store;
   };
   dist::Communicator& comm = dist::Communicator::world();
-  if (comm.distributed()) return execute_on_ranks(comm, open, observer);
+  if (comm.distributed()) {
+    const auto lead = [&] {
+      bench::RunStore store = open();
+      check_training_sweep(store.config());
+      return store;
+    };
+    return execute_on_ranks(comm, lead, observer);
+  }
   bench::RunStore store = open();
   return bench::execute_sweep(store, observer, {}, store.config().accuracy);
 }

@@ -77,7 +77,7 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
     if (observer.on_note) observer.on_note(n);
   // A missing column, unknown labels or no tokenizer stop the run before anything is measured.
   std::optional<TrainInputs> inputs;
-  if (!config.dataset.path.empty()) inputs = read_train_inputs(config);
+  if (!config.dataset.path.empty() && selection.measure) inputs = read_train_inputs(config);  // not to read back
   const std::string input_name = inputs ? inputs->name : "synthetic";
   const TrainModelFacts facts = model_facts(config);
   out.models.push_back(facts.summary);

@@ -189,4 +189,5 @@ if "${mpi[@]}" "$tach" bench -m preset:bert-tiny -b 1 -s 8 --runs 1 --runs-dir "
   echo "an inference sweep under mpirun was accepted"; exit 1
 fi
 grep -q "under mpirun, tach bench runs training sweeps" "$dir/inf.out" || { cat "$dir/inf.out"; exit 1; }
+[ ! -e "$dir/inf" ] || { echo "the refused inference sweep left a run directory"; exit 1; }
 echo "data-parallel training: all checks passed"
