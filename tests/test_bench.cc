@@ -338,13 +338,19 @@ TEST(Sweep, ThroughputAgreesWithAnExternalClock) {
       << "reported " << out.results[0].samples_per_s << " samples/s, outside clock " << external;
 }
 
+// The small DistilBERT fine-tuned on SST-2 (tests/fixtures) and its tokenizer.
+BenchConfig sst2_classifier_config() {
+  BenchConfig c;
+  c.model = test::fixtures_dir() + "/encoders/distilbert-sst2-tiny";
+  c.tokenizer = test::shared_dir() + "/tokenizers/bert-base-uncased";
+  return c;
+}
+
 // A real (trained) model on the real SST-2 dev split: accuracy and every prediction as transformers.
 TEST(Accuracy, Sst2FixtureMatchesTransformers) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
   test::TempDir dir;
-  BenchConfig c;
-  c.model = test::fixtures_dir() + "/encoders/distilbert-sst2-tiny";
-  c.tokenizer = test::shared_dir() + "/tokenizers/bert-base-uncased";
+  BenchConfig c = sst2_classifier_config();
   c.dataset.path = test::shared_dir() + "/data/sst2/dev.tsv";
   c.runs_dir = dir.path();
   c.run_id = "eval";
@@ -367,12 +373,34 @@ TEST(Accuracy, Sst2FixtureMatchesTransformers) {
   EXPECT_EQ(sized.accuracy[1].examples, 500);
 }
 
+// --dtype f32,int8: one accuracy pass per dtype, side by side, and int8 costs little accuracy
+// on a trained model.
+TEST(Accuracy, Int8BesideF32OnATrainedModel) {
+  if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
+  test::TempDir dir;
+  BenchConfig c = sst2_classifier_config();
+  c.dataset.path = test::shared_dir() + "/data/sst2/dev.tsv";
+  c.dtypes = {"f32", "int8"};
+  c.runs_dir = dir.path();
+  c.run_id = "eval";
+  const SweepOutcome out = run_eval(c);
+  ASSERT_EQ(out.accuracy.size(), 2u);
+  EXPECT_EQ(out.accuracy[0].dtype, "f32");
+  EXPECT_EQ(out.accuracy[1].dtype, "int8");
+  EXPECT_EQ(out.accuracy[1].device, "cpu");
+  EXPECT_NEAR(out.accuracy[1].accuracy, out.accuracy[0].accuracy, 0.02) << "int8 within 2 points of f32";
+  // Read back from accuracy.json as written.
+  std::string dataset;
+  const auto back = accuracy_from_json(test::read_text(dir.path() + "/eval/accuracy.json"), "accuracy.json", &dataset);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].dtype, "int8");
+  EXPECT_EQ(back[1].accuracy, out.accuracy[1].accuracy);
+}
+
 TEST(Accuracy, UnknownLabelsStopTheRunBeforeMeasuring) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared is absent";
   test::TempDir dir;
-  BenchConfig c;
-  c.model = test::fixtures_dir() + "/encoders/distilbert-sst2-tiny";
-  c.tokenizer = test::shared_dir() + "/tokenizers/bert-base-uncased";
+  BenchConfig c = sst2_classifier_config();
   c.dataset.path = test::shared_dir() + "/data/agnews/test.tsv";
   c.dataset.text_column = "0";
   c.dataset.label_column = "1";

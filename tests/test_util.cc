@@ -16,6 +16,14 @@
 
 namespace tach::test {
 
+Tensor random_normal(int64_t rows, int64_t cols, uint32_t seed, float scale) {
+  Tensor t = Tensor::empty({rows, cols}, DType::f32);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
 namespace fs = std::filesystem;
 
 TempDir::TempDir() {

@@ -11,6 +11,9 @@
 
 namespace tach::test {
 
+// [rows, cols] f32 with N(0, scale²) values from a seeded std::mt19937.
+Tensor random_normal(int64_t rows, int64_t cols, uint32_t seed, float scale = 1.f);
+
 // A fresh directory under the system temp dir, removed by the destructor.
 class TempDir {
  public:

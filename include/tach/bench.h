@@ -210,6 +210,7 @@ struct ClassMetrics {
 };
 
 struct AccuracyResult {
+  std::string device, dtype;  // the model the pass ran: one pass per device and dtype of the sweep
   int64_t examples = 0;
   double accuracy = 0, macro_f1 = 0;
   double chance_accuracy = 0;  // the majority class's share: what a constant guess scores

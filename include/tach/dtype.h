@@ -16,7 +16,9 @@ int dtype_bits(DType dt);
 // Bytes for n elements, rounding a trailing half byte up.
 size_t dtype_bytes(DType dt, size_t n);
 std::string_view dtype_name(DType dt);  // "f32", "bf16", ...
-// A compute dtype as the commands spell it: f32, bf16 or f16; anything else is an error.
+// A compute dtype as the commands spell it: f32, bf16, f16, int8 (DType::i8: the linears
+// quantized dynamically, everything else in f32) or nf4 (the linears' weights in 4-bit NF4,
+// computed in f32); anything else is an error.
 DType parse_compute_dtype(const std::string& name);
 bool is_floating(DType dt);
 

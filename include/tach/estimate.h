@@ -11,7 +11,7 @@ namespace tach {
 
 struct EstimateInput {
   std::string model;          // preset:NAME, a directory, or a hub id in the HF cache (config only is read)
-  std::string dtype = "f32";  // f32 | bf16 | f16: weights and activations
+  std::string dtype = "f32";  // f32 | bf16 | f16: weights and activations; int8: the linears' weights
   int64_t batch = 1, seq_len = 128;
   std::string mode = "inference";   // inference | train-full | train-lora | train-qlora
   std::string optimizer = "adamw";  // adamw: 2 f32 states per trained parameter

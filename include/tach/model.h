@@ -97,6 +97,11 @@ struct Generation {
   double time_to_first_token_s = 0;          // the prompt's forward and the first token's choice
   std::vector<double> decode_step_s;         // every later step: one token for every row
   double total_s = 0;
+  // What one decode step must read from memory at the least: every weight as the run stores it
+  // (packed, in the compute dtype: int8 and bf16 read fewer bytes), and the key/value cache up to
+  // the step's length (the mean over the decode steps). These bytes over the memory bandwidth are
+  // the fastest a step can be.
+  double decode_weight_bytes = 0, decode_cache_bytes = 0;
 };
 
 // A model tach runs: an encoder (BERT, DistilBERT) or a decoder (Qwen2, Llama, Mistral, Qwen3, Gemma 3).

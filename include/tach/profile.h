@@ -6,9 +6,11 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tach/dtype.h"
 #include "tach/memory.h"
 
 namespace tach {
@@ -129,6 +131,7 @@ class ProfileScope {
 struct MachineCeilings {
   double gemm_f32_flops = 0;      // FLOP/s, oneDNN sgemm 1024^3 (best of repetitions)
   double gemm_bf16_flops = 0;     // FLOP/s, oneDNN bf16 matmul (emulated where the CPU lacks bf16)
+  double gemm_int8_ops = 0;       // multiply-adds x 2 per second: --dtype int8's GEMM (s8 x s8 -> s32)
   double memory_bytes_per_s = 0;  // STREAM triad, all threads, arrays well past the caches
   int threads = 0;
   std::string cpu, measured_at, cache_file, method;
@@ -142,6 +145,11 @@ struct MachineCeilings {
 };
 inline constexpr double kMaxOtherCores = 0.25;
 MachineCeilings machine_ceilings(bool remeasure = false);
+// The cached ceilings of this machine and thread count, without measuring; nullopt when none.
+std::optional<MachineCeilings> cached_machine_ceilings();
+// The memory bandwidth alone: from the cache when there is one, else STREAM measured now (about
+// a second; not cached, and the method says so). For decoding's bandwidth limit.
+MachineCeilings memory_bandwidth_ceiling();
 // Where `c` came from, its age and the load it was measured under, in one line.
 std::string describe_ceilings_provenance(const MachineCeilings& c);
 
@@ -171,8 +179,9 @@ struct RooflineVerdict {
 };
 inline constexpr double kCeilingTolerance = 1.10;
 // overhead-bound: the time is more than `overhead_factor` times what either ceiling allows.
-RooflineVerdict roofline(double flops, double bytes, double seconds, const MachineCeilings& c, bool bf16 = false,
-                         double overhead_factor = 10);
+// compute: the GEMM precision the op ran at (f32, bf16 or i8), which picks the compute ceiling.
+RooflineVerdict roofline(double flops, double bytes, double seconds, const MachineCeilings& c,
+                         DType compute = DType::f32, double overhead_factor = 10);
 
 struct OpTableRow {
   std::string key;  // op name, module path, or "op | detail"

@@ -1,4 +1,4 @@
-// Models and tokenizers: load_model, Model.classify/embed/generate/hidden_states, Tokenizer.
+// Models and tokenizers: load_model, Model.classify/embed/generate/hidden_states/lm_logits, Tokenizer.
 // Inputs are encoded exactly as the CLI encodes them (tach::encode_texts_for), so results equal
 // tach classify's and tach embed's. Arrays come back without a copy: a numpy array over the
 // tensor's own memory, which the array keeps alive.
@@ -138,6 +138,14 @@ void bind_model(py::module_& m) {
           },
           py::arg("inputs"), py::arg("token_type_ids") = py::none(), "The last hidden state [B, T, hidden] float32.")
       .def(
+          "lm_logits",
+          [](PyModel& self, const py::object& inputs) {
+            return self.forward(inputs, py::none(), [&](const TokenBatch& b) { return self.model->lm_logits(b); });
+          },
+          py::arg("inputs"),
+          "A causal LM's vocabulary logits [B, T, vocab] float32 at every position (texts or rows of token "
+          "ids), for losses and perplexity; an error for a model without an LM head.")
+      .def(
           "embed",
           [](PyModel& self, const py::object& texts, int64_t batch_size, int64_t max_length,
              const std::optional<std::string>& prompt, const std::string& prompt_name) {
@@ -206,7 +214,7 @@ void bind_model(py::module_& m) {
       py::arg("spec"), py::arg("dtype") = "f32", py::arg("device") = "cpu", py::arg("adapter") = "",
       py::arg("tokenizer") = "", py::arg("seed") = 0,
       "Loads a model as the CLI's --model does: preset:NAME, a directory with config.json and safetensors, or a "
-      "hub id ORG/NAME[@REV] in the Hugging Face cache. dtype: f32 or bf16 (f16 on cuda); device: cpu, cuda, "
+      "hub id ORG/NAME[@REV] in the Hugging Face cache. dtype: f32, bf16 or int8 (f16 on cuda); device: cpu, cuda, "
       "cuda:N; adapter: a peft LoRA directory merged at load; tokenizer: for texts (default: the model's own).");
 
   py::class_<Tokenizer>(m, "Tokenizer", "A tokenizer that gives the ids Hugging Face's tokenizers library gives.")

@@ -69,6 +69,18 @@ def test_generate_equals_the_cli():
     assert out["time_to_first_token_s"] > 0 and len(out["decode_step_s"]) == 5
 
 
+def test_lm_logits_equal_transformers():
+    lm = os.path.join(FIXTURES, "decoders", "qwen2-lm-kv4-untied-f32")
+    with open(os.path.join(lm, "expected.json")) as f:
+        e = json.load(f)
+    model = tach.load_model(lm)
+    for row, want in zip(e["input_rows"], e["lm_logits_right"]):
+        got = model.lm_logits([row])
+        assert got.shape == (1, len(row), model.info["vocab_size"])
+        want = np.array(want, dtype=np.float32)
+        assert np.abs(got[0] - want).max() <= 1e-4 * np.abs(want).max()
+
+
 def test_embed_equals_the_cli(tmp_path):
     enc = os.path.join(FIXTURES, "encoders", "bert-base-model-f32")
     model = tach.load_model(enc, tokenizer=WORDPIECE)

@@ -153,14 +153,25 @@ def main():
         print(f"\n{name} decode, batch 1, prompt {args.decode_prompt}, {N} new tokens: tokens equal: "
               f"{g['tokens'][0] == torch_tokens}")
         rounds = {"tach": [], "torch": []}
+        spreads = []  # tach's p90/p10 per round
         for r in range(args.rounds):
             for engine in (["tach", "torch"] if r % 2 == 0 else ["torch", "tach"]):
                 if engine == "tach":
                     t = tach_generate(args, path, prompt, N)["time_per_output_token_ms"]
                     rounds["tach"].append(t["median"] / 1e3)
+                    spreads.append(t["p90"] / t["p10"])
                 else:
                     rounds["torch"].append(torch_decode()[0])
-        results[f"{name}/decode"] = {"rounds": rounds, "median_s": report("decode", rounds, 1e3, "ms/token", 1)}
+        med = report("decode", rounds, 1e3, "ms/token", 1)
+        # The bandwidth limit tach generate reports: weight and cache bytes per step over the
+        # measured memory bandwidth; the fraction is limit / median.
+        lim = g["decode_limit"]
+        print(f"  bandwidth limit {lim['limit_ms']:.2f} ms/token ({lim['weight_bytes_per_step'] / 1e9:.3f} GB weights "
+              f"+ {lim['cache_bytes_per_step'] / 1e6:.1f} MB cache over {lim['memory_bytes_per_s'] / 1e9:.1f} GB/s): "
+              f"tach's median at {100 * lim['limit_ms'] / 1e3 / med['tach']:.1f}%, PyTorch's at "
+              f"{100 * lim['limit_ms'] / 1e3 / med['torch']:.1f}%; tach p90/p10 per round "
+              f"{', '.join(f'{s:.2f}' for s in spreads)}")
+        results[f"{name}/decode"] = {"rounds": rounds, "median_s": med, "limit": lim, "tach_p90_over_p10": spreads}
         del model, sess
     if args.json_out:
         with open(args.json_out, "w") as f:

@@ -19,7 +19,9 @@ std::string dtype_from_user(const std::string& s) {
   if (s == "float32" || s == "fp32" || s == "f32") return "f32";
   if (s == "bfloat16" || s == "bf16") return "bf16";
   if (s == "float16" || s == "fp16" || s == "f16" || s == "half") return "f16";
-  throw Error("dtype '" + s + "' is not one of float32 (f32), bfloat16 (bf16), float16 (f16)");
+  if (s == "int8" || s == "qint8") return "int8";
+  if (s == "nf4") return "nf4";
+  throw Error("dtype '" + s + "' is not one of float32 (f32), bfloat16 (bf16), float16 (f16), int8, nf4");
 }
 
 template <typename T>

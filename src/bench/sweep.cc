@@ -67,7 +67,14 @@ void validate(const BenchConfig& c, bool here = true) {
     check(s > 0, "sequence length " + std::to_string(s) + ": sequence lengths must be positive integers");
   for (int t : c.threads) check(t >= 0, "threads " + std::to_string(t) + ": must be 0 (all cores) or more");
   for (const auto& d : c.dtypes) {
-    check(d == "f32" || d == "bf16" || d == "f16", "dtype '" + d + "' is not one of f32, bf16, f16");
+    check(d == "f32" || d == "bf16" || d == "f16" || d == "int8" || d == "nf4",
+          "dtype '" + d + "' is not one of f32, bf16, f16, int8, nf4");
+    const bool quantized = d == "int8" || d == "nf4";
+    check(!quantized || !c.train.enabled,
+          "dtype " + d + " quantizes inference forwards; training sweeps run in f32 or bf16 (QLoRA: --method qlora)");
+    check(!quantized || std::all_of(c.devices.begin(), c.devices.end(),
+                                    [](const std::string& dev) { return parse_device(dev).kind == DeviceKind::cpu; }),
+          "dtype " + d + " runs on the cpu in this version; sweep --device cpu");
     // f16 checkpoints load anywhere (converted), but only CUDA computes in f16: refuse a CPU point
     // here, once, rather than failing it in the sweep.
     check(d != "f16" || (!c.train.enabled && std::all_of(c.devices.begin(), c.devices.end(),
@@ -147,7 +154,7 @@ std::string unique_run_id(const std::string& runs_dir, const std::string& base) 
   throw Error(runs_dir + ": cannot find a free run directory name for " + base);
 }
 
-DType compute_dtype(const std::string& d) { return d == "bf16" ? DType::bf16 : d == "f16" ? DType::f16 : DType::f32; }
+DType compute_dtype(const std::string& d) { return parse_compute_dtype(d); }
 
 // Training points: the batch innermost, so a series (every axis but the batch) is contiguous.
 std::vector<PointKey> train_grid(const BenchConfig& c) {
@@ -402,16 +409,28 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
     if (auto text = read_text(acc_path)) {
       out.accuracy = accuracy_from_json(*text, acc_path.string(), &out.accuracy_dataset);
     } else if (selection.measure) {
-      if (!model || model_group.empty()) {
-        model_group = config.devices.front() + "/" + config.dtypes.front();
-        load(config.devices.front(), config.dtypes.front());
-        check(model != nullptr, "the model did not load: " + load_error);
-      }
       check(texts.has_value(), "no texts for the accuracy pass");
-      if (observer.on_note)
-        observer.on_note("accuracy pass on " + texts->name + " (" + std::to_string(texts->examples.size()) +
-                         " examples) with " + model_group);
-      out.accuracy = bench::evaluate(*model, *texts, config, observer);
+      // One pass per device and dtype, so that --dtype f32,int8 puts the accuracies side by side;
+      // the model loaded last by the sweep is used first.
+      std::vector<std::string> groups;
+      for (const auto& device : config.devices)
+        for (const auto& dtype : config.dtypes) groups.push_back(device + "/" + dtype);
+      if (model) std::stable_partition(groups.begin(), groups.end(), [&](const auto& g) { return g == model_group; });
+      for (const std::string& group : groups) {
+        const std::string device = group.substr(0, group.find('/')), dtype = group.substr(group.find('/') + 1);
+        if (!model || group != model_group) {
+          model_group = group;
+          load(device, dtype);
+          check(model != nullptr, "the model did not load: " + load_error);
+        }
+        if (observer.on_note)
+          observer.on_note("accuracy pass on " + texts->name + " (" + std::to_string(texts->examples.size()) +
+                           " examples) with " + group);
+        for (AccuracyResult& r : bench::evaluate(*model, *texts, config, observer)) {
+          r.device = parse_device(device).str(), r.dtype = dtype;
+          out.accuracy.push_back(std::move(r));
+        }
+      }
       out.accuracy_dataset = texts->name;
       store.write_text("accuracy.json", accuracy_to_json(out.accuracy, out.accuracy_dataset) + "\n");
     }
@@ -547,7 +566,9 @@ std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const s
     for (const auto& c : r.per_class)
       classes.push_back(
           {{"label", c.label}, {"precision", c.precision}, {"recall", c.recall}, {"f1", c.f1}, {"support", c.support}});
-    arr.push_back({{"examples", r.examples},
+    arr.push_back({{"device", r.device},
+                   {"dtype", r.dtype},
+                   {"examples", r.examples},
                    {"accuracy", r.accuracy},
                    {"macro_f1", r.macro_f1},
                    {"chance_accuracy", r.chance_accuracy},
@@ -571,6 +592,8 @@ std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const st
     std::vector<AccuracyResult> out;
     for (const auto& a : j.at("results")) {
       AccuracyResult r;
+      r.device = a.value("device", "");  // absent before passes ran per dtype: the sweep's first
+      r.dtype = a.value("dtype", "");
       r.examples = a.at("examples");
       r.accuracy = a.at("accuracy");
       r.macro_f1 = a.at("macro_f1");

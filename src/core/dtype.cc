@@ -47,7 +47,9 @@ DType parse_compute_dtype(const std::string& name) {
   if (name == "f32") return DType::f32;
   if (name == "bf16") return DType::bf16;
   if (name == "f16") return DType::f16;
-  throw Error("dtype '" + name + "': expected f32 or bf16 (or f16 on cuda)");
+  if (name == "int8") return DType::i8;
+  if (name == "nf4") return DType::nf4;
+  throw Error("dtype '" + name + "': expected f32, bf16, int8 or nf4 (or f16 on cuda)");
 }
 
 bool is_floating(DType dt) { return dt == DType::f32 || dt == DType::f16 || dt == DType::bf16 || dt == DType::f64; }

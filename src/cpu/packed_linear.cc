@@ -1,11 +1,16 @@
 #include "cpu/packed_linear.h"
 #include "cpu/gemm.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 #include <vector>
 
+#include "cpu/int8_linear.h"
+#include "cpu/nf4_linear.h"
+#include "cpu/onednn_engine.h"
 #include "cpu/vec_math.h"
 #include "tach/error.h"
 
@@ -15,11 +20,7 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
 namespace {
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
+dnnl::engine& engine() { return onednn_engine(); }
 }  // namespace
 
 struct PackedLinear::Impl {
@@ -47,11 +48,25 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
                            int64_t packing_rows)
     : impl_(std::make_unique<Impl>()), compute_(compute), has_bias_(bias.defined()) {
   check(weight.dim() == 2, "PackedLinear: weight must be [out, in], got " + weight.describe());
-  check(compute == DType::f32 || compute == DType::bf16,
-        "linear on cpu: compute dtype " + std::string(dtype_name(compute)) + " is not supported (f32, bf16)");
+  check(
+      compute == DType::f32 || compute == DType::bf16 || compute == DType::i8 || compute == DType::nf4,
+      "linear on cpu: compute dtype " + std::string(dtype_name(compute)) + " is not supported (f32, bf16, int8, nf4)");
   if (compute == DType::bf16) require_bf16_compute("linear on cpu");
   N_ = weight.size(0);
   K_ = weight.size(1);
+  if (compute == DType::i8) {
+    int8_ = std::make_unique<Int8Linear>(weight, bias, activation, packing_rows);
+    return;
+  }
+  if (compute == DType::nf4) {
+    // A weight that does not split into 64-blocks (a small head: [labels, hidden]) stays f32,
+    // as bitsandbytes users keep such modules out of quantization; its spans then say f32.
+    if (N_ * K_ % kNf4Block == 0) {
+      nf4_ = std::make_unique<Nf4Linear>(weight, bias, activation);
+      return;
+    }
+    compute_ = compute = DType::f32;
+  }
   impl_->src_dt = compute == DType::bf16 ? dt::bf16 : dt::f32;
   // oneDNN 2.6 applies a gelu_erf post-op outside its JIT kernels (~4 ns per element, +40% on
   // an FFN GEMM); our vectorised pass after the GEMM costs a fraction of that (docs/perf.md).
@@ -88,9 +103,25 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
 
 PackedLinear::~PackedLinear() = default;
 
-size_t PackedLinear::packed_bytes() const { return impl_->weights_md.get_size(); }
+void apply_fused_activation(FusedActivation activation, float* y, int64_t M, int64_t N, int64_t ld) {
+  if (activation == FusedActivation::gelu_erf) return gelu_erf_inplace(y, M, N, ld);
+  if (activation == FusedActivation::none) return;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      float& v = y[m * ld + n];
+      v = activation == FusedActivation::relu ? std::max(v, 0.f) : std::tanh(v);
+    }
+}
+
+size_t PackedLinear::packed_bytes() const {
+  if (int8_) return int8_->packed_bytes();
+  if (nf4_) return nf4_->packed_bytes();
+  return impl_->weights_md.get_size();
+}
 
 void PackedLinear::forward(const float* x, int64_t M, int64_t ldx, float* y, int64_t ldy) const {
+  if (int8_) return int8_->forward(x, M, ldx, y, ldy);
+  if (nf4_) return nf4_->forward(x, M, ldx, y, ldy);
   if (M == 0) return;
   check(ldx >= K_ && ldy >= N_, "PackedLinear::forward: row strides smaller than the matrix");
   dnnl::matmul prim;

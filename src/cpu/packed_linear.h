@@ -14,11 +14,19 @@
 namespace tach::cpu {
 
 enum class FusedActivation { none, gelu_erf, relu, tanh };
+class Int8Linear;
+class Nf4Linear;
+
+// y = act(y) in place over [M, N] (row stride ld), for the layers whose GEMM cannot apply it
+// as a post-op (int8's int32 output, NF4's own kernels).
+void apply_fused_activation(FusedActivation activation, float* y, int64_t M, int64_t N, int64_t ld);
 
 class PackedLinear {
  public:
   // weight: [N, K] (nn.Linear layout, any float dtype)  bias: [N] or undefined
-  // compute: f32, or bf16 (weights and activations rounded to bf16, f32 accumulation and output)
+  // compute: f32, bf16 (weights and activations rounded to bf16, f32 accumulation and output), or
+  //          i8 (dynamic int8: cpu/int8_linear.h), nf4 (4-bit weights, f32 compute: cpu/nf4_linear.h;
+  //          a weight that does not split into 64-weight blocks stays f32, and compute_dtype() says so)
   // packing_rows: the M oneDNN is asked to choose the weight layout for (every M reuses it).
   PackedLinear(const Tensor& weight, const Tensor& bias, DType compute, FusedActivation activation,
                int64_t packing_rows = 128);
@@ -38,6 +46,8 @@ class PackedLinear {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Int8Linear> int8_;  // compute i8: the whole layer lives here
+  std::unique_ptr<Nf4Linear> nf4_;    // compute nf4: likewise
   int64_t N_ = 0, K_ = 0;
   DType compute_ = DType::f32;
   bool has_bias_ = false;

@@ -23,9 +23,29 @@ using Arch = model::ArchitectureSummary;  // the family table's numbers (model/f
 Arch describe(const std::string& spec) { return estimate::describe_model(spec); }
 
 int64_t dtype_size(const std::string& d) {
-  if (d == "f32") return 4;
+  // int8, nf4: the linears' weights are 1 B or 4 bits; everything else is f32.
+  if (d == "f32" || d == "int8" || d == "nf4") return 4;
   if (d == "bf16" || d == "f16") return 2;
-  throw Error("estimate: dtype '" + d + "' is not one of f32, bf16, f16");
+  throw Error("estimate: dtype '" + d + "' is not one of f32, bf16, f16, int8, nf4");
+}
+
+// The GEMM on NF4 weights dequantizes tiles of about 2^20 weights into f32 (cpu/nf4_gemm.h's
+// nf4_tile_rows): the largest over the layer's weights [N, K].
+double nf4_tile_bytes(const Arch& a) {
+  const int64_t qkv = a.decoder ? (a.H + 2 * a.KVH) * a.D : 3 * a.C;
+  const int64_t up = a.decoder ? 2 * a.I : a.I;
+  double most = 0;
+  for (const auto& [N, K] : {std::pair{qkv, a.C}, std::pair{a.C, a.C}, std::pair{up, a.C}, std::pair{a.C, a.I}}) {
+    const int64_t rows = std::min(N, std::max<int64_t>(16, ((int64_t(1) << 20) / std::max<int64_t>(K, 1)) / 16 * 16));
+    most = std::max(most, 4.0 * double(rows * K));
+  }
+  return most;
+}
+
+// Output rows of one layer's linears: each int8 weight row carries an f32 scale.
+int64_t linear_rows_per_layer(const Arch& a) {
+  if (!a.decoder) return 3 * a.C + a.C + a.I + a.C;                        // q|k|v, o, up, down
+  return (a.H + 2 * a.KVH) * a.D + a.C + (a.experts ? 0 : 2 * a.I) + a.C;  // qkv, o, gate|up, down
 }
 
 struct Totals {
@@ -38,6 +58,9 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   Totals t;
   const int64_t B = batch, T = in.seq_len, N = B * T, s = dtype_size(in.dtype), params = a.parameters();
   const bool train = in.mode != "inference";
+  check((in.dtype != "int8" && in.dtype != "nf4") || !train,
+        "estimate: --dtype " + in.dtype +
+            " quantizes inference; training runs in f32 or bf16 (QLoRA: --mode train-qlora)");
   const auto add = [&](std::string name, double bytes, std::string how) {
     t.lines.push_back({std::move(name), int64_t(bytes), std::move(how)});
   };
@@ -50,10 +73,28 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     add("weights (NF4)", double(quantized) * (0.5 + 1.0 / 64 + 4.0 / (64 * 256)),
         "linear layers in NF4: 0.5 B/param + absmax 1 B per 64 + f32 per 256 blocks (double quantization)");
     add("weights (embeddings, kept in " + in.dtype + ")", double(embed * s), "embedding (and untied LM head) matrices");
-    // The GEMM dequantizes tiles of about 2^20 weights into f32 (cpu/nf4_gemm.h).
-    const int64_t widest = std::max(a.C, a.I);
-    const int64_t tile_rows = std::min(widest, std::max<int64_t>(16, ((int64_t(1) << 20) / widest) / 16 * 16));
-    add("NF4 dequantization tile", 4.0 * double(tile_rows * widest), "one f32 tile of a weight's rows at a time");
+    add("NF4 dequantization tile", nf4_tile_bytes(a), "one f32 tile of a weight's rows at a time");
+  } else if (in.dtype == "int8" || in.dtype == "nf4") {
+    // --dtype int8 (cpu/int8_linear.h): every linear in int8 with an f32 scale per output row; nf4
+    // (cpu/nf4_linear.h): 4 bits per weight, the double-quantized absmax and its f32 copy per 64.
+    // The embeddings stay f32, and a causal LM's head is a quantized linear beside them.
+    const int64_t embed = a.V * a.C, lm_head = a.decoder && a.labels == 0 ? a.V * a.C : 0;
+    const int64_t untied = lm_head && !a.tied ? a.V * a.C : 0;
+    const int64_t linear = params - embed - untied;
+    if (in.dtype == "nf4")
+      add("weights (NF4 linears)", double(linear + lm_head) * (0.5 + 1.0 / 64 + 4.0 / (64 * 256) + 4.0 / 64),
+          "0.5 B per linear weight + per 64: the 8-bit absmax and its f32 copy the GEMV reads (norms and biases "
+          "counted alike)" +
+              std::string(lm_head ? ", the LM head included" : ""));
+    else
+      add("weights (int8 linears)",
+          double(linear + lm_head) + 4.0 * double(a.L * linear_rows_per_layer(a) + (lm_head ? a.V : 0)),
+          "1 B per linear weight (norms and biases, a fraction of a percent, counted alike) + an f32 scale per output "
+          "row" +
+              std::string(lm_head ? ", the LM head included" : ""));
+    add("weights (embeddings, f32)", 4.0 * double(embed), "the token embedding matrix stays f32");
+    if (in.dtype == "nf4")
+      add("NF4 dequantization tile", nf4_tile_bytes(a), "a prompt's prefill multiplies one f32 tile of rows at a time");
   } else {
     add("weights", double(params * s),
         std::to_string(params) + " parameters x " + std::to_string(s) + " B (" + in.dtype + ")");
@@ -110,6 +151,9 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   }
   if (!train) {
     add("activations (forward)", act, how);
+    if (in.dtype == "int8")
+      add("int8 activation codes", double(N) * double(std::max(a.C, a.active_I())),
+          "1 B x tokens x the widest linear input: each call's activations quantized per token");
     t.phase = "forward";
   } else {
     double per_layer, rest;

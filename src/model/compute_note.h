@@ -1,4 +1,5 @@
-// The note both families' loaders add to ModelInfo::notes when bf16 compute will be emulated.
+// The note every family's loader adds to ModelInfo::notes when the compute dtype needs saying:
+// bf16 emulated on a CPU without it, or int8's quantization scheme.
 #pragma once
 
 #include <string>
@@ -8,7 +9,7 @@
 
 namespace tach::model {
 
-// "" when the compute dtype is not bf16, the CPU has native bf16, or the model runs on a GPU.
-std::string bf16_compute_note(DType compute, Device device);
+// "" when there is nothing to say: f32, bf16 on a CPU with native bf16 or on a GPU.
+std::string compute_note(DType compute, Device device);
 
 }  // namespace tach::model

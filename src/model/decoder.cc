@@ -30,7 +30,8 @@ Tensor applied_norm(const Tensor& stored_f32, const DecoderConfig& c) {
 float embedding_scale(const DecoderConfig& c, DType compute) {
   if (!c.scale_embeddings) return 0;
   const float s = float(std::sqrt(double(c.hidden_size)));
-  if (compute == DType::f32) return s;
+  // int8 and nf4 quantize only the linears: the embeddings stay f32.
+  if (compute == DType::f32 || compute == DType::i8 || compute == DType::nf4) return s;
   Tensor one = Tensor::empty({1}, DType::f32);
   one.data<float>()[0] = s;
   return one.to(compute).to(DType::f32).data<float>()[0];  // rounded as that dtype rounds it
@@ -121,6 +122,20 @@ KvCache make_kv_cache(const DecoderConfig& s, int64_t batch, int64_t capacity, D
   c.host_mask = Tensor::zeros({batch, capacity}, DType::i32);
   c.mask = device.kind == DeviceKind::cpu ? c.host_mask : Tensor::zeros({batch, capacity}, DType::i32, device);
   return c;
+}
+
+int64_t body_weight_bytes(const DecoderWeights& w) {
+  const auto norm = [](const Tensor& t) { return t.defined() ? int64_t(t.nbytes()) : 0; };
+  const auto linear = [](const std::unique_ptr<ops::Linear>& l) { return l ? l->weight_bytes() : 0; };
+  int64_t bytes = norm(w.final_norm) + norm(w.embed_norm);
+  for (const DecoderLayer& l : w.layers)
+    bytes += linear(l.qkv) + linear(l.o_proj) + linear(l.gate_up) + linear(l.down) + norm(l.attn_norm) +
+             norm(l.mlp_norm) + norm(l.attn_out_norm) + norm(l.mlp_out_norm) + norm(l.q_norm) + norm(l.k_norm);
+  return bytes;
+}
+
+int64_t kv_cache_bytes(const DecoderConfig& c, int64_t B, int64_t length) {
+  return 2 * c.num_layers * B * length * c.num_kv_heads * c.head_dim * int64_t(sizeof(float));
 }
 
 ops::OpCost decoder_cost(const DecoderConfig& s, int64_t B, int64_t T, int64_t past) {

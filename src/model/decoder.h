@@ -74,5 +74,11 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
 Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& c, const Tensor& ids, const Tensor& mask,
                        const Tensor& positions, KvCache* cache);
 ops::OpCost decoder_cost(const DecoderConfig& c, int64_t B, int64_t T, int64_t past);
+// The weight bytes one token's pass through the body reads: every layer's linears as placed
+// (packed, in the compute dtype) and every norm vector; the embedding row and the head apart.
+int64_t body_weight_bytes(const DecoderWeights& w);
+// The key/value cache bytes one decode step reads at cache length `length`: [B, length, KVH*D]
+// f32, keys and values, every layer.
+int64_t kv_cache_bytes(const DecoderConfig& c, int64_t B, int64_t length);
 
 }  // namespace tach::model

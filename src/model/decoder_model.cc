@@ -191,6 +191,13 @@ class Decoder final : public Model {
       if (all_done) break;
     }
     g.total_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+    // Each decode step reads the body, the LM head, one embedding row per sequence and the cache
+    // as long as it was at that step (prompt + tokens so far).
+    g.decode_weight_bytes = double(body_weight_bytes(w_) + head.weight_bytes()) +
+                            double(B * C) * double(dtype_bytes(w_.embed_tokens.dtype(), 1));
+    for (size_t s = 0; s < g.decode_step_s.size(); ++s)
+      g.decode_cache_bytes += double(kv_cache_bytes(config_, B, T + int64_t(s) + 1));
+    if (!g.decode_step_s.empty()) g.decode_cache_bytes /= double(g.decode_step_s.size());
     return g;
   }
 
@@ -395,7 +402,7 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
 
   info.model_type = config.model_type;
   info.tokenizer_hint = family.tokenizer_hint;
-  if (const std::string n = bf16_compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
+  if (const std::string n = compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
   info.architecture = config.architecture;
   info.classifier = config.classification_head;
   info.causal_lm = weights.lm_head_weight.defined();

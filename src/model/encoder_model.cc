@@ -170,8 +170,7 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   info.positions = std::string(config.family->positions_after_padding ? "learned absolute, from padding_idx + 1"
                                                                       : "learned absolute") +
                    (built.shape.relative_buckets > 0 ? ", plus a relative position bias on the scores" : "");
-  if (const std::string n = model::bf16_compute_note(options.compute, options.device); !n.empty())
-    info.notes.push_back(n);
+  if (const std::string n = model::compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
   return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
 }
 

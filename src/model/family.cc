@@ -107,10 +107,13 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
                                                           std::to_string(cuda_device_count()) +
                                                           " CUDA device(s), numbered from 0");
     check(options.compute == DType::f32 || options.compute == DType::bf16 || options.compute == DType::f16,
-          "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cuda (f32, bf16, f16)");
+          "compute dtype " + std::string(dtype_name(options.compute)) +
+              " is not supported on cuda (f32, bf16, f16; int8 and nf4 run on the cpu)");
   } else {
-    check(options.compute == DType::f32 || options.compute == DType::bf16,
-          "compute dtype " + std::string(dtype_name(options.compute)) + " is not supported on cpu (f32, bf16)");
+    check(options.compute == DType::f32 || options.compute == DType::bf16 || options.compute == DType::i8 ||
+              options.compute == DType::nf4,
+          "compute dtype " + std::string(dtype_name(options.compute)) +
+              " is not supported on cpu (f32, bf16, int8, nf4)");
   }
   const model::ModelLocation loc = model::resolve_model(spec);
   const model::ModelFamily& family = model::family_of(loc);

@@ -75,6 +75,11 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& 
 
 Linear::~Linear() = default;
 
+int64_t Linear::weight_bytes() const {
+  if (packed_) return int64_t(packed_->packed_bytes()) + (has_bias_ ? N_ * 4 : 0);
+  return int64_t(weight_.nbytes()) + (bias_.defined() ? int64_t(bias_.nbytes()) : 0);
+}
+
 void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weight) {
   check_linear_shapes(out, x, weight.in_features(), weight.out_features());
   if (x.device().kind != DeviceKind::cpu || out.device().kind != DeviceKind::cpu)

@@ -35,6 +35,8 @@ class Linear {
   DType compute_dtype() const { return placement_.compute; }
   Device device() const { return placement_.device; }
   bool has_bias() const { return has_bias_; }
+  // The bytes a call reads for its weights: the packed CPU copy (with int8's scales) or the GPU's.
+  int64_t weight_bytes() const;
   cpu::FusedActivation activation() const { return activation_; }
   const cpu::PackedLinear* packed() const { return packed_.get(); }  // CPU only
   const Tensor& device_weight() const { return weight_; }            // CUDA only

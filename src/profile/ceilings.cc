@@ -17,6 +17,7 @@
 
 #include "core/parallel.h"
 #include "cpu/gemm.h"
+#include "cpu/int8_linear.h"
 #include "tach/monitor.h"
 #include "tach/profile.h"
 #include "tach/runtime.h"
@@ -98,6 +99,19 @@ MachineCeilings measure(const SystemInfo& sys) {
   return c;
 }
 
+// STREAM triad a = b + s*c over 3 arrays of 32 Mi floats (384 MiB), far past any cache; best of 5.
+double stream_triad_bytes_per_s() {
+  const int64_t m = int64_t(32) << 20;
+  std::vector<float> x(static_cast<size_t>(m)), y(static_cast<size_t>(m), 1.f), z(static_cast<size_t>(m), 2.f);
+  const double tt = best_seconds(5, [&] {
+    core::parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i) x[size_t(i)] = y[size_t(i)] + 3.f * z[size_t(i)];
+    });
+  });
+  return 3.0 * 4.0 * double(m) / tt;
+}
+
 MachineCeilings measure_once(const SystemInfo& sys) {
   MachineCeilings c;
   c.cpu = sys.cpu_model;
@@ -118,16 +132,17 @@ MachineCeilings measure_once(const SystemInfo& sys) {
   } else {
     bf16_method = " (f32; bf16: none, no bf16 GEMM on this CPU)";  // gemm_bf16_flops stays 0
   }
-  // STREAM triad a = b + s*c over 3 arrays of 32 Mi floats (384 MiB), far past any cache.
-  const int64_t m = int64_t(32) << 20;
-  std::vector<float> x(static_cast<size_t>(m)), y(static_cast<size_t>(m), 1.f), z(static_cast<size_t>(m), 2.f);
-  const double tt = best_seconds(5, [&] {
-    core::parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-      for (int64_t i = begin; i < end; ++i) x[size_t(i)] = y[size_t(i)] + 3.f * z[size_t(i)];
-    });
-  });
-  c.memory_bytes_per_s = 3.0 * 4.0 * double(m) / tt;
+  {
+    // int8: the GEMM --dtype int8's linears run (cpu/int8_linear.h), codes in and int32 sums out.
+    const Tensor w = Tensor::zeros({n, n}, DType::f32);
+    const cpu::Int8Linear layer(w, Tensor(), cpu::FusedActivation::none, n);
+    std::vector<int8_t> codes(size_t(n * n), 3);
+    std::vector<int32_t> acc(size_t(n * n));
+    const double t8 = best_seconds(5, [&] { layer.multiply_codes(codes.data(), n, acc.data(), n); });
+    c.gemm_int8_ops = 2.0 * double(n) * double(n) * double(n) / t8;
+    bf16_method += "; int8: the same shape as --dtype int8 multiplies (s8 x s8 -> s32), best of 5";
+  }
+  c.memory_bytes_per_s = stream_triad_bytes_per_s();
   c.method = "GEMM: " + std::string(cpu::gemm_backend_name(backend)) + " 1024x1024x1024, best of 5" + bf16_method +
              "; memory: STREAM triad over 3 x 128 MiB, best of 5; " + std::to_string(c.threads) + " threads";
   const std::time_t t = std::time(nullptr);
@@ -150,37 +165,71 @@ MachineCeilings as_machine_ceilings(const GpuCeilings& g) {
   return c;
 }
 
+namespace {
+
+std::string ceilings_key(const SystemInfo& sys) {
+  return sys.cpu_model + "|" + std::to_string(sys.logical_cores) + "|" + std::to_string(threads());
+}
+
+fs::path ceilings_file(const std::string& key) {
+  return cache_dir() / ("ceilings-" + std::to_string(std::hash<std::string>{}(key)) + ".json");
+}
+
+}  // namespace
+
+std::optional<MachineCeilings> cached_machine_ceilings() {
+  const std::string key = ceilings_key(system_info());
+  const fs::path file = ceilings_file(key);
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    if (j.value("key", "") != key) return std::nullopt;
+    MachineCeilings c;
+    c.gemm_f32_flops = j.at("gemm_f32_flops");
+    c.gemm_bf16_flops = j.at("gemm_bf16_flops");
+    c.gemm_int8_ops = j.at("gemm_int8_ops");  // a cache from before int8 lacks it: measured again
+    c.memory_bytes_per_s = j.at("memory_bytes_per_s");
+    c.threads = j.at("threads");
+    c.cpu = j.at("cpu");
+    c.measured_at = j.at("measured_at");
+    c.method = j.at("method");
+    c.other_cores = j.value("other_cores", 0.0);
+    c.load_average = j.value("load_average", 0.0);
+    c.cache_file = file.string();
+    c.from_cache = true;
+    std::tm tm{};
+    if (strptime(c.measured_at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm))
+      c.age_s = std::max(0.0, std::difftime(std::time(nullptr), timegm(&tm)));
+    return c;
+  } catch (const nlohmann::json::exception&) {  // a damaged cache is measured again
+    return std::nullopt;
+  }
+}
+
+MachineCeilings memory_bandwidth_ceiling() {
+  if (auto c = cached_machine_ceilings()) return *c;
+  MachineCeilings c;
+  c.cpu = system_info().cpu_model;
+  c.threads = threads();
+  c.memory_bytes_per_s = stream_triad_bytes_per_s();
+  c.method =
+      "memory: STREAM triad over 3 x 128 MiB, best of 5, measured now (tach info --ceilings measures and "
+      "caches every ceiling); " +
+      std::to_string(c.threads) + " threads";
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  c.measured_at = buf;
+  return c;
+}
+
 MachineCeilings machine_ceilings(bool remeasure) {
   const SystemInfo sys = system_info();
-  const std::string key = sys.cpu_model + "|" + std::to_string(sys.logical_cores) + "|" + std::to_string(threads());
-  const fs::path file = cache_dir() / ("ceilings-" + std::to_string(std::hash<std::string>{}(key)) + ".json");
-  if (!remeasure) {
-    std::ifstream in(file);
-    if (in) {
-      try {
-        const auto j = nlohmann::json::parse(in);
-        if (j.value("key", "") == key) {
-          MachineCeilings c;
-          c.gemm_f32_flops = j.at("gemm_f32_flops");
-          c.gemm_bf16_flops = j.at("gemm_bf16_flops");
-          c.memory_bytes_per_s = j.at("memory_bytes_per_s");
-          c.threads = j.at("threads");
-          c.cpu = j.at("cpu");
-          c.measured_at = j.at("measured_at");
-          c.method = j.at("method");
-          c.other_cores = j.value("other_cores", 0.0);
-          c.load_average = j.value("load_average", 0.0);
-          c.cache_file = file.string();
-          c.from_cache = true;
-          std::tm tm{};
-          if (strptime(c.measured_at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm))
-            c.age_s = std::max(0.0, std::difftime(std::time(nullptr), timegm(&tm)));
-          return c;
-        }
-      } catch (const nlohmann::json::exception&) {  // a damaged cache is measured again
-      }
-    }
-  }
+  const std::string key = ceilings_key(sys);
+  const fs::path file = ceilings_file(key);
+  if (!remeasure)
+    if (auto c = cached_machine_ceilings()) return *c;
   MachineCeilings c = measure(sys);
   if (c.under_load) return c;  // not cached: the next call measures again
   std::error_code ec;
@@ -190,6 +239,7 @@ MachineCeilings machine_ceilings(bool remeasure) {
     out << nlohmann::json{{"key", key},
                           {"gemm_f32_flops", c.gemm_f32_flops},
                           {"gemm_bf16_flops", c.gemm_bf16_flops},
+                          {"gemm_int8_ops", c.gemm_int8_ops},
                           {"memory_bytes_per_s", c.memory_bytes_per_s},
                           {"threads", c.threads},
                           {"cpu", c.cpu},
@@ -233,10 +283,12 @@ const char* bound_name(Bound b) {
   }
 }
 
-RooflineVerdict roofline(double flops, double bytes, double seconds, const MachineCeilings& c, bool bf16,
+RooflineVerdict roofline(double flops, double bytes, double seconds, const MachineCeilings& c, DType compute,
                          double overhead_factor) {
   RooflineVerdict v;
-  const double peak = bf16 ? c.gemm_bf16_flops : c.gemm_f32_flops;
+  const double peak = compute == DType::bf16 ? c.gemm_bf16_flops
+                      : compute == DType::i8 ? c.gemm_int8_ops
+                                             : c.gemm_f32_flops;
   const double t_compute = peak > 0 ? flops / peak : 0;
   const double t_memory = c.memory_bytes_per_s > 0 ? bytes / c.memory_bytes_per_s : 0;
   const double floor = std::max(t_compute, t_memory);

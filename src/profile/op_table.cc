@@ -80,8 +80,11 @@ std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_
   std::vector<OpTableRow> out;
   for (auto& [k, r] : rows) {
     r.percent_of_steps = steps_ns > 0 ? 100.0 * r.self_ns / steps_ns : 0;
-    const bool bf16 = r.key.find("bf16") != std::string::npos;
-    r.verdict = roofline(r.flops, r.bytes, (r.gpu_ns > 0 ? r.gpu_ns : r.total_ns) * 1e-9, ceilings, bf16);
+    // The op's detail names the GEMM's dtype ("... ]ᵀ bf16"); that dtype's ceiling judges it.
+    const DType compute = r.key.find("bf16") != std::string::npos   ? DType::bf16
+                          : r.key.find("int8") != std::string::npos ? DType::i8
+                                                                    : DType::f32;
+    r.verdict = roofline(r.flops, r.bytes, (r.gpu_ns > 0 ? r.gpu_ns : r.total_ns) * 1e-9, ceilings, compute);
     out.push_back(r);
   }
   const auto metric = [&](const OpTableRow& r) {

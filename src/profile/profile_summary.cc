@@ -13,6 +13,7 @@ std::string profile_summary_json(const ProfileData& data, const MachineCeilings&
   j["schema"] = "tach.profile/1";
   j["ceilings"] = {{"gemm_f32_flops_per_s", c.gemm_f32_flops},
                    {"gemm_bf16_flops_per_s", c.gemm_bf16_flops},
+                   {"gemm_int8_ops_per_s", c.gemm_int8_ops},
                    {"memory_bytes_per_s", c.memory_bytes_per_s},
                    {"method", c.method},
                    {"provenance", describe_ceilings_provenance(c)},

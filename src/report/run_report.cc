@@ -187,7 +187,8 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
   if (prof && prof->contains("ceilings")) {
     const json& c = (*prof)["ceilings"];
     row("ceilings", "GEMM f32 " + num(c.value("gemm_f32_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, bf16 " +
-                        num(c.value("gemm_bf16_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, memory " +
+                        num(c.value("gemm_bf16_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, int8 " +
+                        num(c.value("gemm_int8_ops_per_s", 0.0) / 1e9, 1) + " GOP/s, memory " +
                         num(c.value("memory_bytes_per_s", 0.0) / 1e9, 1) + " GB/s (" +
                         escape_html(c.value("provenance", std::string())) + ")");
   }
@@ -427,12 +428,14 @@ void accuracy_section(Page& page, const json& acc) {
   std::ostringstream& h = page.h;
   h << "<h2>Accuracy</h2><p>" << escape_html(acc.value("dataset", std::string())) << "</p>";
   const json& results = acc.at("results");
-  h << "<table><tr><th>examples</th><th>accuracy</th><th>macro-F1</th><th>chance (majority "
-       "label)</th><th>samples/s</th></tr>";
+  h << "<table><tr><th>device</th><th>dtype</th><th>examples</th><th>accuracy</th><th>macro-F1</th><th>chance "
+       "(majority label)</th><th>samples/s</th></tr>";
   for (const auto& r : results)
-    h << "<tr><td>" << r.value("examples", 0) << "</td><td>" << num(r.value("accuracy", 0.0), 4) << "</td><td>"
-      << num(r.value("macro_f1", 0.0), 4) << "</td><td>" << num(r.value("chance_accuracy", 0.0), 4) << "</td><td>"
-      << num(r.value("samples_per_s", 0.0), 1) << "</td></tr>";
+    h << "<tr><td>" << escape_html(r.value("device", std::string())) << "</td><td>"
+      << escape_html(r.value("dtype", std::string())) << "</td><td>" << r.value("examples", 0) << "</td><td>"
+      << num(r.value("accuracy", 0.0), 4) << "</td><td>" << num(r.value("macro_f1", 0.0), 4) << "</td><td>"
+      << num(r.value("chance_accuracy", 0.0), 4) << "</td><td>" << num(r.value("samples_per_s", 0.0), 1)
+      << "</td></tr>";
   h << "</table>";
   if (results.empty()) return;
   const json& last = results.back();

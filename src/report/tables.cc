@@ -237,10 +237,11 @@ std::string accuracy_text(const std::vector<AccuracyResult>& results, const std:
   if (synthetic_weights)
     out << "  The model has synthetic (random) weights: its accuracy is chance, and is shown as such.\n";
   for (const auto& r : results) {
-    out << "  " << r.examples << " examples: accuracy " << fmt("%.4f", r.accuracy) << ", macro-F1 "
-        << fmt("%.4f", r.macro_f1) << " (chance, always the majority label: " << fmt("%.4f", r.chance_accuracy) << "); "
-        << fmt("%.2f", r.total_s) << " s in all (tokenize " << fmt("%.2f", r.tokenize_s) << " s, model "
-        << fmt("%.2f", r.model_s) << " s), " << fmt("%.1f", r.samples_per_s) << " samples/s\n";
+    out << "  " << (r.dtype.empty() ? "" : r.device + "/" + r.dtype + ": ") << r.examples << " examples: accuracy "
+        << fmt("%.4f", r.accuracy) << ", macro-F1 " << fmt("%.4f", r.macro_f1)
+        << " (chance, always the majority label: " << fmt("%.4f", r.chance_accuracy) << "); " << fmt("%.2f", r.total_s)
+        << " s in all (tokenize " << fmt("%.2f", r.tokenize_s) << " s, model " << fmt("%.2f", r.model_s) << " s), "
+        << fmt("%.1f", r.samples_per_s) << " samples/s\n";
   }
   if (results.empty()) return out.str();
   const AccuracyResult& last = results.back();
@@ -248,7 +249,9 @@ std::string accuracy_text(const std::vector<AccuracyResult>& results, const std:
   for (const auto& c : last.per_class)
     rows.push_back(
         {c.label, fmt("%.4f", c.precision), fmt("%.4f", c.recall), fmt("%.4f", c.f1), std::to_string(c.support)});
-  out << "  Per class (" << last.examples << " examples):\n" << aligned(rows, false);
+  out << "  Per class (" << last.examples << " examples"
+      << (last.dtype.empty() ? "" : ", " + last.device + "/" + last.dtype) << "):\n"
+      << aligned(rows, false);
   if (last.confusion.size() <= 12) {
     std::vector<std::vector<std::string>> cm{{"true \\ predicted"}};
     for (const auto& c : last.per_class) cm[0].push_back(c.label);

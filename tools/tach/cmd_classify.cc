@@ -133,8 +133,6 @@ int run_classify(const ClassifyOptions& opt) {
   lo.seed = opt.seed;
   lo.adapter = opt.adapter;
   lo.device = parse_device(opt.device);
-  check(opt.compute == "f32" || opt.compute == "bf16" || opt.compute == "f16",
-        "--dtype '" + opt.compute + "': expected f32 or bf16 (or f16 on cuda)");
   lo.compute = parse_compute_dtype(opt.compute);
 
   const auto t_load0 = clock::now();
@@ -291,7 +289,10 @@ Command add_classify_command(CLI::App& app) {
   sub->add_option("--warmup", opt->warmup, "Untimed runs before timing")->capture_default_str();
   sub->add_option("--repeat", opt->repeat, "Timed runs")->capture_default_str();
   sub->add_option("-t,--threads", opt->threads, "Threads (default: all cores, or OMP_NUM_THREADS)");
-  sub->add_option("--dtype", opt->compute, "Compute dtype: f32 or bf16; f16 too on cuda")->capture_default_str();
+  sub->add_option(
+         "--dtype", opt->compute,
+         "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 too on cuda")
+      ->capture_default_str();
   sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str();
   sub->add_option("--compute", opt->compute, "Same as --dtype (the former name)")->group("");  // hidden alias
   sub->add_option("--adapter", opt->adapter,

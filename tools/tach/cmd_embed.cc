@@ -92,14 +92,14 @@ int run_embed(const EmbedCliOptions& opt) {
   check(!opt.model.empty(),
         "-m MODEL is required: a sentence-transformers model directory or hub id (e.g. "
         "sentence-transformers/all-MiniLM-L6-v2), or a bare encoder");
-  check(opt.dtype == "f32" || opt.dtype == "bf16", "--dtype '" + opt.dtype + "': expected f32 or bf16");
+  check(opt.dtype != "f16", "--dtype f16: embeddings compute in f32, bf16 or int8");
   std::vector<std::string> texts = opt.texts;
   if (!opt.file.empty())
     for (auto& t : read_texts_file(opt)) texts.push_back(std::move(t));
   check(!texts.empty(), "nothing to embed: give --text (repeat for more) or --file");
 
   LoadOptions lo;
-  lo.compute = opt.dtype == "bf16" ? DType::bf16 : DType::f32;
+  lo.compute = parse_compute_dtype(opt.dtype);
   const auto t_load = clock::now();
   auto model = load_model(opt.model, lo);
   const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
@@ -243,7 +243,9 @@ Command add_embed_command(CLI::App& app) {
                   "A prompt of the model's config_sentence_transformers.json (e.g. query), put before every text as "
                   "sentence-transformers' encode(prompt_name=...) does (default: its default_prompt_name, if any)");
   sub->add_option("--prompt", opt->prompt, "Text put before every text (overrides --prompt-name)");
-  sub->add_option("--dtype", opt->dtype, "Compute dtype: f32 or bf16")->capture_default_str();
+  sub->add_option("--dtype", opt->dtype,
+                  "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights)")
+      ->capture_default_str();
   sub->add_option("-t,--threads", opt->threads, "Threads (default: all cores, or OMP_NUM_THREADS)");
   sub->add_option("--show-rows", opt->show_rows, "Texts to print")->capture_default_str();
   sub->add_flag("--similarity", opt->similarity, "Print the cosine similarity of the first 8 texts to each other");

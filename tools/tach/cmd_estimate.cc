@@ -165,7 +165,9 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_flag("--table", f->table,
                 "Requirement and compatibility tables: inference, full training with AdamW, LoRA and QLoRA per model");
   sub->add_flag("--json", f->json, "Print the estimate (or the table's estimates) as JSON, every line in bytes");
-  sub->add_option("--dtype", f->in.dtype, "f32, bf16 or f16")->capture_default_str();
+  sub->add_option("--dtype", f->in.dtype,
+                  "f32, bf16, f16, int8 or nf4 (inference: the linears in int8, or their weights in 4-bit NF4)")
+      ->capture_default_str();
   sub->add_option("-b,--batch", f->in.batch, "Rows")->capture_default_str();
   sub->add_option("-s,--seq-len", f->in.seq_len, "Tokens per row")->capture_default_str();
   sub->add_option("--mode", f->in.mode, "inference, train-full, train-lora or train-qlora")->capture_default_str();

@@ -9,6 +9,7 @@
 #include "format.h"
 #include "tach/error.h"
 #include "tach/model.h"
+#include "tach/profile.h"
 #include "tach/runtime.h"
 #include "tach/stats.h"
 #include "tach/tokenizer.h"
@@ -51,10 +52,32 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return out;
 }
 
+// Decoding's floor: a step reads every weight and the cache, so it takes at least their bytes
+// over the memory bandwidth (the CPU's STREAM triad, or the GPU's device copy).
+struct DecodeLimit {
+  double bandwidth = 0, limit_s = 0, fraction = 0;
+  std::string method;
+};
+
+DecodeLimit decode_limit(const Generation& g, Device device, double median_step_s) {
+  DecodeLimit d;
+  if (g.decode_step_s.empty()) return d;
+  if (device.kind == DeviceKind::cuda) {
+    const GpuCeilings c = measure_gpu_ceilings(device);
+    d.bandwidth = c.memory_bytes_per_s;
+    d.method = c.name + ": " + c.method;
+  } else {
+    const MachineCeilings c = memory_bandwidth_ceiling();
+    d.bandwidth = c.memory_bytes_per_s;
+    d.method = c.from_cache ? "STREAM triad, " + describe_ceilings_provenance(c) : c.method;
+  }
+  d.limit_s = (g.decode_weight_bytes + g.decode_cache_bytes) / d.bandwidth;
+  d.fraction = median_step_s > 0 ? d.limit_s / median_step_s : 0;
+  return d;
+}
+
 int run_generate(const GenerateFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
-  check(f.compute == "f32" || f.compute == "bf16" || f.compute == "f16",
-        "--dtype '" + f.compute + "': expected f32 or bf16 (or f16 on cuda)");
   check(f.max_new_tokens > 0, "--max-new-tokens must be positive");
   LoadOptions lo;
   lo.seed = f.seed;
@@ -108,6 +131,7 @@ int run_generate(const GenerateFlags& f) {
   const Generation g = model->generate(prompts, go);
 
   const Summary step = summarize(g.decode_step_s);
+  const DecodeLimit limit = decode_limit(g, lo.device, step.median);
   int64_t produced = 0;
   for (const auto& r : g.tokens) produced += int64_t(r.size());
   if (f.json) {
@@ -130,6 +154,11 @@ int run_generate(const GenerateFlags& f) {
          {{"median", step.median * 1e3}, {"p10", step.p10 * 1e3}, {"p90", step.p90 * 1e3}, {"n", step.n}}},
         {"total_s", g.total_s},
         {"load_s", load_s}};
+    if (step.n > 0)
+      j["decode_limit"] = {
+          {"weight_bytes_per_step", g.decode_weight_bytes}, {"cache_bytes_per_step", g.decode_cache_bytes},
+          {"memory_bytes_per_s", limit.bandwidth},          {"limit_ms", limit.limit_s * 1e3},
+          {"median_fraction_of_limit", limit.fraction},     {"bandwidth_method", limit.method}};
     if (!f.texts.empty()) j["input"]["texts"] = f.texts;  // as received (invalid UTF-8 shown as U+FFFD)
     if (tok) {
       nlohmann::json texts = nlohmann::json::array();
@@ -162,7 +191,13 @@ int run_generate(const GenerateFlags& f) {
     std::cout << "decode      time per output token: median " << fixed(step.median * 1e3, 2) << " ms (p10 "
               << fixed(step.p10 * 1e3, 2) << ", p90 " << fixed(step.p90 * 1e3, 2) << "; " << step.n
               << " steps, each one token for all " << prompts.batch() << " rows), "
-              << fixed(double(prompts.batch()) / step.median, 1) << " tokens/s\n";
+              << fixed(double(prompts.batch()) / step.median, 1) << " tokens/s\n"
+              << "limit       " << fixed(limit.limit_s * 1e3, 2)
+              << " ms per step at the memory bandwidth: " << fixed(g.decode_weight_bytes / 1e9, 3)
+              << " GB of weights + " << fixed(g.decode_cache_bytes / 1e6, 1)
+              << " MB of key/value cache per step (mean) over " << fixed(limit.bandwidth / 1e9, 1) << " GB/s ("
+              << limit.method << "); the median step runs at " << fixed(100 * limit.fraction, 1)
+              << "% of it (limit / median)\n";
   std::cout << "total       " << produced << " tokens in " << fixed(g.total_s, 3) << " s; steady clock, after "
             << f.warmup << " untimed warm-up generation(s) of the same prompts\n";
   return 0;
@@ -188,7 +223,10 @@ Command add_generate_command(CLI::App& app) {
   sub->add_option("-n,--max-new-tokens", f->max_new_tokens, "Tokens to generate per row")->capture_default_str();
   sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop rows at the end-of-sequence token");
   sub->add_option("--warmup", f->warmup, "Untimed generations before the timed one")->capture_default_str();
-  sub->add_option("--dtype", f->compute, "Compute dtype: f32 or bf16; f16 too on cuda")->capture_default_str();
+  sub->add_option(
+         "--dtype", f->compute,
+         "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 too on cuda")
+      ->capture_default_str();
   sub->add_option("--device", f->device, "cpu, cuda or cuda:N (the key/value cache lives there too)")
       ->capture_default_str();
   sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");

@@ -25,9 +25,8 @@ struct InfoOptions {
 // What loading a model costs in memory: the file, tach's packed copies, the mapping, and what
 // the kernel says is resident (RSS before and after, so the cost is the model's alone).
 int run_model_info(const InfoOptions& opt) {
-  check(opt.compute == "f32" || opt.compute == "bf16", "--dtype '" + opt.compute + "': expected f32 or bf16");
   LoadOptions lo;
-  lo.compute = opt.compute == "bf16" ? DType::bf16 : DType::f32;
+  lo.compute = parse_compute_dtype(opt.compute);
   const ProcessMemory before = read_process_memory();
   const auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(opt.model, lo);
@@ -93,9 +92,9 @@ int run_info(const InfoOptions& opt) {
   if (opt.ceilings) {
     const MachineCeilings c = machine_ceilings(opt.remeasure);
     std::cout << "ceilings   GEMM f32 " << fixed(c.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, GEMM bf16 "
-              << fixed(c.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, memory " << fixed(c.memory_bytes_per_s * 1e-9, 1)
-              << " GB/s\n           " << c.method << "\n           on " << c.cpu << ", "
-              << describe_ceilings_provenance(c) << "\n";
+              << fixed(c.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, GEMM int8 " << fixed(c.gemm_int8_ops * 1e-9, 1)
+              << " GOP/s, memory " << fixed(c.memory_bytes_per_s * 1e-9, 1) << " GB/s\n           " << c.method
+              << "\n           on " << c.cpu << ", " << describe_ceilings_provenance(c) << "\n";
     for (int i = 0; i < cuda_device_count(); ++i) {
       const GpuCeilings g = measure_gpu_ceilings(Device::cuda(i));
       std::cout << g.device << "     GEMM f32 " << fixed(g.gemm_f32_flops * 1e-12, 1) << " TFLOP/s, tf32 "
@@ -164,7 +163,7 @@ Command add_info_command(CLI::App& app) {
   sub->add_option("-m,--model", opt->model,
                   "Describe a model instead: its shape, and the memory loading it takes "
                   "(file, packed weights, mapping, resident)");
-  sub->add_option("--dtype", opt->compute, "With --model: compute dtype f32 or bf16")->capture_default_str();
+  sub->add_option("--dtype", opt->compute, "With --model: compute dtype f32, bf16, int8 or nf4")->capture_default_str();
   sub->add_flag("--ceilings", opt->ceilings,
                 "Show the machine's ceilings for the roofline: peak GEMM FLOP/s per dtype "
                 "and STREAM bandwidth (measured once, then cached); with a GPU, its cuBLASLt GEMM FLOP/s per "

@@ -69,8 +69,9 @@ TokenBatch random_batch(int64_t vocab_size, int32_t pad_token_id, int64_t B, int
 int run_profile(const ProfileFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
   check(f.batch > 0 && f.seq_len > 0, "--batch-size and --seq-len must be positive");
-  check(f.dtype == "f32" || f.dtype == "bf16" || f.dtype == "f16",
-        "--dtype '" + f.dtype + "': expected f32, bf16 or f16");
+  parse_compute_dtype(f.dtype);  // names the dtypes there are
+  check((f.dtype != "int8" && f.dtype != "nf4") || !f.train,
+        "--dtype " + f.dtype + " quantizes an inference forward; training runs in f32 or bf16 (QLoRA: --method qlora)");
   // f16 GEMMs exist on CUDA only; the CPU reads f16 checkpoints but computes in f32 or bf16.
   check(f.dtype != "f16" || (!f.train && parse_device(f.device).kind == DeviceKind::cuda),
         "--dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16");
@@ -204,8 +205,9 @@ int run_profile(const ProfileFlags& f) {
     << "schedule: " << f.schedule.describe() << "; " << data.events.size() << " events kept, " << data.dropped_events
     << " dropped" << (data.dropped_events ? " (WARNING: raise the cap or shorten the active window)" : "") << "\n"
     << "machine ceilings: GEMM f32 " << fixed(ceilings.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, bf16 "
-    << fixed(ceilings.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, memory " << fixed(ceilings.memory_bytes_per_s * 1e-9, 1)
-    << " GB/s (" << ceilings.method << "; " << describe_ceilings_provenance(ceilings) << ")\n"
+    << fixed(ceilings.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, int8 " << fixed(ceilings.gemm_int8_ops * 1e-9, 1)
+    << " GOP/s, memory " << fixed(ceilings.memory_bytes_per_s * 1e-9, 1) << " GB/s (" << ceilings.method << "; "
+    << describe_ceilings_provenance(ceilings) << ")\n"
     << ceiling_note;
   if (!violations.empty()) {
     s << "WARNING: " << violations.size() << " ops ran faster than the machine's ceilings allow (by more than "
@@ -275,7 +277,9 @@ Command add_profile_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-b,--batch-size", f->batch, "Rows per forward")->capture_default_str();
   sub->add_option("-s,--seq-len", f->seq_len, "Tokens per row")->capture_default_str();
-  sub->add_option("--dtype", f->dtype, "Compute dtype: f32 or bf16; f16 too on cuda")->capture_default_str();
+  sub->add_option("--dtype", f->dtype,
+                  "Compute dtype: f32, bf16, int8 or nf4 (inference: the linears quantized); f16 too on cuda")
+      ->capture_default_str();
   sub->add_option("--device", f->device,
                   "cpu, cuda or cuda:N (forwards only; on a GPU every kernel comes from CUPTI with its GPU time, under "
                   "the op that launched it)")
