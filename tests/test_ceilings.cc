@@ -81,6 +81,18 @@ TEST(Ceilings, MeasurementUnderLoadIsFlaggedAndNotCached) {
   EXPECT_FALSE(again.from_cache);
 }
 
+// Decoding's bandwidth limit needs only the memory: without a cache it measures the streams
+// alone, says so, and caches nothing.
+TEST(Ceilings, MemoryAloneWithoutACache) {
+  TempCache cache;
+  const MachineCeilings c = memory_bandwidth_ceiling();
+  EXPECT_FALSE(c.from_cache);
+  EXPECT_GT(c.memory_bytes_per_s, 0);
+  EXPECT_GT(c.memory_read_bytes_per_s, 0);
+  EXPECT_NE(c.method.find("measured now"), std::string::npos) << c.method;
+  EXPECT_TRUE(cache.empty());
+}
+
 TEST(Ceilings, CachedFigureSaysItsAgeAndLoad) {
   TempCache cache;
   const MachineCeilings first = machine_ceilings(true);
@@ -88,6 +100,11 @@ TEST(Ceilings, CachedFigureSaysItsAgeAndLoad) {
   const MachineCeilings second = machine_ceilings();
   EXPECT_TRUE(second.from_cache);
   EXPECT_EQ(second.measured_at, first.measured_at);
+  // Every ceiling comes back from the cache as measured.
+  EXPECT_GT(first.gemm_int8_ops, 0);
+  EXPECT_GT(first.memory_read_bytes_per_s, 0);
+  EXPECT_EQ(second.gemm_int8_ops, first.gemm_int8_ops);
+  EXPECT_EQ(second.memory_read_bytes_per_s, first.memory_read_bytes_per_s);
   EXPECT_GE(second.age_s, 0);
   EXPECT_NE(describe_ceilings_provenance(second).find("old (other processes used"), std::string::npos)
       << describe_ceilings_provenance(second);

@@ -112,6 +112,30 @@ double stream_triad_bytes_per_s() {
   return 3.0 * 4.0 * double(m) / tt;
 }
 
+// A read-only stream: the sum of one 384 MiB array, best of 5. What a GEMV over weights does
+// (decoding reads every weight once and writes almost nothing); on some machines well below the
+// triad, which writes a third of its bytes.
+double stream_read_bytes_per_s() {
+  const int64_t m = int64_t(96) << 20;
+  std::vector<float> a(static_cast<size_t>(m), 1.f);
+  std::vector<float> sums(size_t(std::max(1, threads())) * 16);  // one cache line per thread
+  const double t = best_seconds(5, [&] {
+    core::parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
+      // 16 lanes of partial sums: one vector add per 64 bytes, far faster than memory, where a
+      // single sum would wait on each add's latency.
+      float lanes[16] = {};
+      int64_t i = begin;
+      for (; i + 16 <= end; i += 16)
+        for (int j = 0; j < 16; ++j) lanes[j] += a[size_t(i + j)];
+      float s = 0;
+      for (; i < end; ++i) s += a[size_t(i)];
+      for (float l : lanes) s += l;
+      sums[size_t(core::omp_thread_index()) * 16 % sums.size()] += s;  // kept, so the loop is not dropped
+    });
+  });
+  return 4.0 * double(m) / t;
+}
+
 MachineCeilings measure_once(const SystemInfo& sys) {
   MachineCeilings c;
   c.cpu = sys.cpu_model;
@@ -143,8 +167,10 @@ MachineCeilings measure_once(const SystemInfo& sys) {
     bf16_method += "; int8: the same shape as --dtype int8 multiplies (s8 x s8 -> s32), best of 5";
   }
   c.memory_bytes_per_s = stream_triad_bytes_per_s();
+  c.memory_read_bytes_per_s = stream_read_bytes_per_s();
   c.method = "GEMM: " + std::string(cpu::gemm_backend_name(backend)) + " 1024x1024x1024, best of 5" + bf16_method +
-             "; memory: STREAM triad over 3 x 128 MiB, best of 5; " + std::to_string(c.threads) + " threads";
+             "; memory: STREAM triad over 3 x 128 MiB, and a read-only sum over 384 MiB, best of 5 each; " +
+             std::to_string(c.threads) + " threads";
   const std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
@@ -190,6 +216,7 @@ std::optional<MachineCeilings> cached_machine_ceilings() {
     c.gemm_bf16_flops = j.at("gemm_bf16_flops");
     c.gemm_int8_ops = j.at("gemm_int8_ops");  // a cache from before int8 lacks it: measured again
     c.memory_bytes_per_s = j.at("memory_bytes_per_s");
+    c.memory_read_bytes_per_s = j.at("memory_read_bytes_per_s");
     c.threads = j.at("threads");
     c.cpu = j.at("cpu");
     c.measured_at = j.at("measured_at");
@@ -213,9 +240,10 @@ MachineCeilings memory_bandwidth_ceiling() {
   c.cpu = system_info().cpu_model;
   c.threads = threads();
   c.memory_bytes_per_s = stream_triad_bytes_per_s();
+  c.memory_read_bytes_per_s = stream_read_bytes_per_s();
   c.method =
-      "memory: STREAM triad over 3 x 128 MiB, best of 5, measured now (tach info --ceilings measures and "
-      "caches every ceiling); " +
+      "memory: STREAM triad over 3 x 128 MiB and a read-only sum over 384 MiB, best of 5 each, measured now (tach "
+      "info --ceilings measures and caches every ceiling); " +
       std::to_string(c.threads) + " threads";
   const std::time_t t = std::time(nullptr);
   char buf[32];
@@ -241,6 +269,7 @@ MachineCeilings machine_ceilings(bool remeasure) {
                           {"gemm_bf16_flops", c.gemm_bf16_flops},
                           {"gemm_int8_ops", c.gemm_int8_ops},
                           {"memory_bytes_per_s", c.memory_bytes_per_s},
+                          {"memory_read_bytes_per_s", c.memory_read_bytes_per_s},
                           {"threads", c.threads},
                           {"cpu", c.cpu},
                           {"measured_at", c.measured_at},

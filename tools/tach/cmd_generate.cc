@@ -53,9 +53,11 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 }
 
 // Decoding's floor: a step reads every weight and the cache, so it takes at least their bytes
-// over the memory bandwidth (the CPU's STREAM triad, or the GPU's device copy).
+// over the memory bandwidth: the CPU's STREAM triad (the figure roofline tools quote) and its
+// read-only stream (what a GEMV does, and on some machines far less), or the GPU's device copy.
 struct DecodeLimit {
   double bandwidth = 0, limit_s = 0, fraction = 0;
+  double read_bandwidth = 0, read_limit_s = 0, read_fraction = 0;  // the CPU's read-only stream
   std::string method;
 };
 
@@ -69,10 +71,16 @@ DecodeLimit decode_limit(const Generation& g, Device device, double median_step_
   } else {
     const MachineCeilings c = memory_bandwidth_ceiling();
     d.bandwidth = c.memory_bytes_per_s;
-    d.method = c.from_cache ? "STREAM triad, " + describe_ceilings_provenance(c) : c.method;
+    d.read_bandwidth = c.memory_read_bytes_per_s;
+    d.method = c.from_cache ? "STREAM triad and read-only, " + describe_ceilings_provenance(c) : c.method;
   }
-  d.limit_s = (g.decode_weight_bytes + g.decode_cache_bytes) / d.bandwidth;
+  const double bytes = g.decode_weight_bytes + g.decode_cache_bytes;
+  d.limit_s = bytes / d.bandwidth;
   d.fraction = median_step_s > 0 ? d.limit_s / median_step_s : 0;
+  if (d.read_bandwidth > 0) {
+    d.read_limit_s = bytes / d.read_bandwidth;
+    d.read_fraction = median_step_s > 0 ? d.read_limit_s / median_step_s : 0;
+  }
   return d;
 }
 
@@ -159,6 +167,11 @@ int run_generate(const GenerateFlags& f) {
           {"weight_bytes_per_step", g.decode_weight_bytes}, {"cache_bytes_per_step", g.decode_cache_bytes},
           {"memory_bytes_per_s", limit.bandwidth},          {"limit_ms", limit.limit_s * 1e3},
           {"median_fraction_of_limit", limit.fraction},     {"bandwidth_method", limit.method}};
+    if (step.n > 0 && limit.read_bandwidth > 0) {
+      j["decode_limit"]["memory_read_bytes_per_s"] = limit.read_bandwidth;
+      j["decode_limit"]["read_limit_ms"] = limit.read_limit_s * 1e3;
+      j["decode_limit"]["median_fraction_of_read_limit"] = limit.read_fraction;
+    }
     if (!f.texts.empty()) j["input"]["texts"] = f.texts;  // as received (invalid UTF-8 shown as U+FFFD)
     if (tok) {
       nlohmann::json texts = nlohmann::json::array();
@@ -198,6 +211,10 @@ int run_generate(const GenerateFlags& f) {
               << " MB of key/value cache per step (mean) over " << fixed(limit.bandwidth / 1e9, 1) << " GB/s ("
               << limit.method << "); the median step runs at " << fixed(100 * limit.fraction, 1)
               << "% of it (limit / median)\n";
+  if (step.n > 0 && limit.read_bandwidth > 0)
+    std::cout << "            " << fixed(limit.read_limit_s * 1e3, 2) << " ms per step at the read-only bandwidth ("
+              << fixed(limit.read_bandwidth / 1e9, 1) << " GB/s, what decoding's weight reads can get): the median "
+              << "runs at " << fixed(100 * limit.read_fraction, 1) << "% of that\n";
   std::cout << "total       " << produced << " tokens in " << fixed(g.total_s, 3) << " s; steady clock, after "
             << f.warmup << " untimed warm-up generation(s) of the same prompts\n";
   return 0;

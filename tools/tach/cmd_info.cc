@@ -93,7 +93,8 @@ int run_info(const InfoOptions& opt) {
     const MachineCeilings c = machine_ceilings(opt.remeasure);
     std::cout << "ceilings   GEMM f32 " << fixed(c.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, GEMM bf16 "
               << fixed(c.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, GEMM int8 " << fixed(c.gemm_int8_ops * 1e-9, 1)
-              << " GOP/s, memory " << fixed(c.memory_bytes_per_s * 1e-9, 1) << " GB/s\n           " << c.method
+              << " GOP/s, memory " << fixed(c.memory_bytes_per_s * 1e-9, 1) << " GB/s (triad), "
+              << fixed(c.memory_read_bytes_per_s * 1e-9, 1) << " GB/s (read only)\n           " << c.method
               << "\n           on " << c.cpu << ", " << describe_ceilings_provenance(c) << "\n";
     for (int i = 0; i < cuda_device_count(); ++i) {
       const GpuCeilings g = measure_gpu_ceilings(Device::cuda(i));
