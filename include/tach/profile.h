@@ -129,10 +129,10 @@ class ProfileScope {
 
 // What the machine can do, measured once and cached per machine (~/.cache/tach/).
 struct MachineCeilings {
-  double gemm_f32_flops = 0;      // FLOP/s, oneDNN sgemm 1024^3 (best of repetitions)
-  double gemm_bf16_flops = 0;     // FLOP/s, oneDNN bf16 matmul (emulated where the CPU lacks bf16)
-  double gemm_int8_ops = 0;       // multiply-adds x 2 per second: --dtype int8's GEMM (s8 x s8 -> s32)
-  double memory_bytes_per_s = 0;  // STREAM triad, all threads, arrays well past the caches
+  double gemm_f32_flops = 0;           // FLOP/s, oneDNN sgemm 1024^3 (best of repetitions)
+  double gemm_bf16_flops = 0;          // FLOP/s, oneDNN bf16 matmul (emulated where the CPU lacks bf16)
+  double gemm_int8_ops = 0;            // multiply-adds x 2 per second: --dtype int8's GEMM (s8 x s8 -> s32)
+  double memory_bytes_per_s = 0;       // STREAM triad, all threads, arrays well past the caches
   double memory_read_bytes_per_s = 0;  // a read-only sum over 384 MiB, all threads: a GEMV's traffic
   int threads = 0;
   std::string cpu, measured_at, cache_file, method;

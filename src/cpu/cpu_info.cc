@@ -117,7 +117,8 @@ SystemInfo system_info() {
   }
   if (!cpu::onednn_bf16_supported())
     info.warnings.push_back("oneDNN " + info.onednn_version +
-                            " has no bf16 GEMM for this CPU (it needs AVX-512): bf16 compute is refused, f32 only.");
+                            " has no bf16 GEMM for this CPU (it needs AVX-512): inference in bf16 stores the weights "
+                            "in bf16 and computes in f32; bf16 training is emulated.");
   info.cuda = cuda_devices();
   if (info.cuda.empty()) info.cuda_note = cuda_unavailable_reason();
   return info;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cpu/bf16_weight_linear.h"
 #include "cpu/int8_linear.h"
 #include "cpu/nf4_linear.h"
 #include "cpu/onednn_engine.h"
@@ -51,9 +52,13 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
   check(
       compute == DType::f32 || compute == DType::bf16 || compute == DType::i8 || compute == DType::nf4,
       "linear on cpu: compute dtype " + std::string(dtype_name(compute)) + " is not supported (f32, bf16, int8, nf4)");
-  if (compute == DType::bf16) require_bf16_compute("linear on cpu");
+
   N_ = weight.size(0);
   K_ = weight.size(1);
+  if (compute == DType::bf16 && !onednn_bf16_supported()) {
+    bf16_weights_ = std::make_unique<Bf16WeightLinear>(weight, bias, activation);
+    return;
+  }
   if (compute == DType::i8) {
     int8_ = std::make_unique<Int8Linear>(weight, bias, activation, packing_rows);
     return;
@@ -115,12 +120,14 @@ void apply_fused_activation(FusedActivation activation, float* y, int64_t M, int
 
 size_t PackedLinear::packed_bytes() const {
   if (int8_) return int8_->packed_bytes();
+  if (bf16_weights_) return bf16_weights_->packed_bytes();
   if (nf4_) return nf4_->packed_bytes();
   return impl_->weights_md.get_size();
 }
 
 void PackedLinear::forward(const float* x, int64_t M, int64_t ldx, float* y, int64_t ldy) const {
   if (int8_) return int8_->forward(x, M, ldx, y, ldy);
+  if (bf16_weights_) return bf16_weights_->forward(x, M, ldx, y, ldy);
   if (nf4_) return nf4_->forward(x, M, ldx, y, ldy);
   if (M == 0) return;
   check(ldx >= K_ && ldy >= N_, "PackedLinear::forward: row strides smaller than the matrix");

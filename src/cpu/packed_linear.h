@@ -15,6 +15,7 @@ namespace tach::cpu {
 
 enum class FusedActivation { none, gelu_erf, relu, tanh };
 class Int8Linear;
+class Bf16WeightLinear;
 class Nf4Linear;
 
 // y = act(y) in place over [M, N] (row stride ld), for the layers whose GEMM cannot apply it
@@ -24,7 +25,8 @@ void apply_fused_activation(FusedActivation activation, float* y, int64_t M, int
 class PackedLinear {
  public:
   // weight: [N, K] (nn.Linear layout, any float dtype)  bias: [N] or undefined
-  // compute: f32, bf16 (weights and activations rounded to bf16, f32 accumulation and output), or
+  // compute: f32, bf16 (weights and activations rounded to bf16, f32 accumulation and output; on a
+  //          CPU without a bf16 GEMM, bf16 weights widened to f32: cpu/bf16_weight_linear.h), or
   //          i8 (dynamic int8: cpu/int8_linear.h), nf4 (4-bit weights, f32 compute: cpu/nf4_linear.h;
   //          a weight that does not split into 64-weight blocks stays f32, and compute_dtype() says so)
   // packing_rows: the M oneDNN is asked to choose the weight layout for (every M reuses it).
@@ -46,8 +48,9 @@ class PackedLinear {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::unique_ptr<Int8Linear> int8_;  // compute i8: the whole layer lives here
-  std::unique_ptr<Nf4Linear> nf4_;    // compute nf4: likewise
+  std::unique_ptr<Int8Linear> int8_;                // compute i8: the whole layer lives here
+  std::unique_ptr<Nf4Linear> nf4_;                  // compute nf4: likewise
+  std::unique_ptr<Bf16WeightLinear> bf16_weights_;  // bf16 without a bf16 GEMM: bf16 weights, f32 arithmetic
   int64_t N_ = 0, K_ = 0;
   DType compute_ = DType::f32;
   bool has_bias_ = false;

@@ -1,5 +1,6 @@
 #include "model/compute_note.h"
 
+#include "cpu/gemm.h"
 #include "cpu/int8_quant.h"
 #include "tach/system_info.h"
 
@@ -8,8 +9,11 @@ namespace tach::model {
 namespace {
 
 std::string bf16_compute_note(DType compute, Device device) {
-  if (device.kind != DeviceKind::cpu || compute != DType::bf16 || detect_isa().avx512_bf16 || detect_isa().amx_bf16)
-    return "";
+  if (device.kind != DeviceKind::cpu || compute != DType::bf16) return "";
+  if (!cpu::onednn_bf16_supported())  // AVX2, or oneDNN held below AVX-512 by DNNL_MAX_CPU_ISA
+    return "bf16 on a CPU without a bf16 GEMM: every linear's weights are stored in bf16 (half of f32's bytes) and "
+           "widened to f32 inside tach's kernels; the inputs and the arithmetic stay f32 (x · bf16(W))";
+  if (detect_isa().avx512_bf16 || detect_isa().amx_bf16) return "";
   return "bf16 compute on a CPU without AVX512_BF16 or AMX: oneDNN emulates the bf16 GEMMs, which run slower than "
          "f32 here (docs/perf.md); bf16 weights load and run fastest with f32 compute on this machine";
 }

@@ -193,11 +193,9 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
   s << "\nNext steps\n";
   bool has_bf16 = false;
   for (const auto& d : config.dtypes) has_bf16 = has_bf16 || d == "bf16";
-  // Only where bf16 would run: a GPU, or a CPU with a bf16 GEMM (elsewhere the sweep refuses it).
-  bool bf16_runs = cpu::onednn_bf16_supported();
-  for (const auto& d : config.devices) bf16_runs = bf16_runs || d.rfind("cuda", 0) == 0;
-  if (!has_bf16 && bf16_runs && !config.train.enabled)
-    s << "- Try --dtype f32,bf16: bf16 halves weight traffic (this machine has a bf16 GEMM; tach info says which).\n";
+  if (!has_bf16 && !config.train.enabled)
+    s << "- Try --dtype f32,bf16 (or int8, nf4): fewer weight bytes per forward (tach info says whether this CPU has a "
+         "bf16 GEMM; without one the weights are bf16 and the arithmetic f32).\n";
   if (config.input == "synthetic")
     s << "- Measure real lengths: --input dataset --dataset FILE (add --bucketing to see what less padding buys).\n";
   s << "- Ask where the time goes: tach profile -m MODEL -b B -s T (trace, op tables, roofline verdicts), or --profile "
