@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
+#include "cpu/onednn_engine.h"
 #include "tach/error.h"
 
 namespace tach::cpu {
@@ -73,11 +74,6 @@ struct CachedMatmul {
   dnnl::memory::desc a, b, c, scratchpad;
 };
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 const CachedMatmul& bf16_matmul(const MatmulKey& key) {
   static std::mutex mu;
   static std::unordered_map<MatmulKey, CachedMatmul, MatmulKeyHash> cache;
@@ -98,7 +94,7 @@ const CachedMatmul& bf16_matmul(const MatmulKey& key) {
     po.append_sum(1.0f);
     attr.set_post_ops(po);
   }
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, onednn_engine());
   CachedMatmul m{dnnl::matmul(pd), a, b, c, pd.scratchpad_desc()};
   return cache.emplace(key, std::move(m)).first->second;
 }
@@ -117,7 +113,7 @@ bool onednn_bf16_supported() {
     using tag = dnnl::memory::format_tag;
     try {
       dnnl::memory::desc a({16, 16}, dt::bf16, tag::ab), b({16, 16}, dt::bf16, tag::ab), c({16, 16}, dt::f32, tag::ab);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), cpu_engine());
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), onednn_engine());
       return true;
     } catch (const dnnl::error&) { return false; }
   }();
@@ -146,13 +142,13 @@ void gemm_bf16(GemmBackend backend, bool trans_a, bool trans_b, int64_t M, int64
   require_bf16_compute("gemm_bf16");
   const MatmulKey key{trans_a, trans_b, M, N, K, lda, ldb, ldc, alpha, beta == 1.0f};
   const CachedMatmul& mm = bf16_matmul(key);
-  dnnl::stream stream(cpu_engine());
-  dnnl::memory a(mm.a, cpu_engine(), const_cast<uint16_t*>(A));
-  dnnl::memory b(mm.b, cpu_engine(), const_cast<uint16_t*>(B));
-  dnnl::memory c(mm.c, cpu_engine(), C);
+  dnnl::stream stream(onednn_engine());
+  dnnl::memory a(mm.a, onednn_engine(), const_cast<uint16_t*>(A));
+  dnnl::memory b(mm.b, onednn_engine(), const_cast<uint16_t*>(B));
+  dnnl::memory c(mm.c, onednn_engine(), C);
   thread_local std::vector<uint8_t> scratch;
   if (scratch.size() < mm.scratchpad.get_size()) scratch.resize(mm.scratchpad.get_size());
-  dnnl::memory pad(mm.scratchpad, cpu_engine(), scratch.data());
+  dnnl::memory pad(mm.scratchpad, onednn_engine(), scratch.data());
   mm.prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}, {DNNL_ARG_SCRATCHPAD, pad}});
   stream.wait();
 }

@@ -20,10 +20,6 @@ namespace tach::cpu {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-namespace {
-dnnl::engine& engine() { return onednn_engine(); }
-}  // namespace
-
 struct PackedLinear::Impl {
   dnnl::memory::desc weights_md;             // packed layout
   dnnl::memory weights;                      // packed bytes, owned by oneDNN's memory object
@@ -41,7 +37,7 @@ struct PackedLinear::Impl {
     dnnl::memory::desc src({M, K}, src_dt, {ldx, 1});
     dnnl::memory::desc dst({M, N}, dt::f32, {ldy, 1});
     dnnl::memory::desc b = has_bias ? dnnl::memory::desc({1, N}, dt::f32, tag::ab) : dnnl::memory::desc();
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, b, dst), attr, engine());
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, b, dst), attr, onednn_engine());
   }
 };
 
@@ -88,7 +84,7 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
   if (impl_->has_bias) {
     check(bias.numel() == N_, "PackedLinear: bias " + bias.describe() + " does not match weight " + weight.describe());
     Tensor b32 = bias.to(DType::f32, MemoryCategory::weights);
-    impl_->bias = dnnl::memory({{1, N_}, dt::f32, tag::ab}, engine());
+    impl_->bias = dnnl::memory({{1, N_}, dt::f32, tag::ab}, onednn_engine());
     std::memcpy(impl_->bias.get_data_handle(), b32.raw(), static_cast<size_t>(N_) * sizeof(float));
   }
 
@@ -99,9 +95,9 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
   auto pd = impl_->make_pd(packing_rows, K_, N_, K_, N_, any);
   impl_->weights_md = pd.weights_desc();
   impl_->weights_storage = Storage::allocate(Device::cpu(), impl_->weights_md.get_size(), MemoryCategory::weights);
-  impl_->weights = dnnl::memory(impl_->weights_md, engine(), impl_->weights_storage->data());
-  dnnl::memory src(plain, engine(), w.raw());
-  dnnl::stream s(engine());
+  impl_->weights = dnnl::memory(impl_->weights_md, onednn_engine(), impl_->weights_storage->data());
+  dnnl::memory src(plain, onednn_engine(), w.raw());
+  dnnl::stream s(onednn_engine());
   dnnl::reorder(src, impl_->weights).execute(s, src, impl_->weights);
   s.wait();
 }
@@ -142,9 +138,9 @@ void PackedLinear::forward(const float* x, int64_t M, int64_t ldx, float* y, int
       it = impl_->by_rows.emplace(key, dnnl::matmul(impl_->make_pd(M, K_, N_, src_ld, ldy, impl_->weights_md))).first;
     prim = it->second;
   }
-  dnnl::stream s(engine());
+  dnnl::stream s(onednn_engine());
   dnnl::memory::desc dst_md({M, N_}, dt::f32, {ldy, 1});
-  dnnl::memory dst(dst_md, engine(), y);
+  dnnl::memory dst(dst_md, onednn_engine(), y);
   std::vector<uint16_t> x_bf16;
   dnnl::memory src;
   if (impl_->src_dt == dt::bf16) {
@@ -152,9 +148,9 @@ void PackedLinear::forward(const float* x, int64_t M, int64_t ldx, float* y, int
     x_bf16.resize(static_cast<size_t>(M * K_));
     for (int64_t r = 0; r < M; ++r)
       convert_from_f32(DType::bf16, x + r * ldx, x_bf16.data() + r * K_, static_cast<size_t>(K_));
-    src = dnnl::memory(dnnl::memory::desc({M, K_}, dt::bf16, {K_, 1}), engine(), x_bf16.data());
+    src = dnnl::memory(dnnl::memory::desc({M, K_}, dt::bf16, {K_, 1}), onednn_engine(), x_bf16.data());
   } else {
-    src = dnnl::memory(dnnl::memory::desc({M, K_}, dt::f32, {ldx, 1}), engine(), const_cast<float*>(x));
+    src = dnnl::memory(dnnl::memory::desc({M, K_}, dt::f32, {ldx, 1}), onednn_engine(), const_cast<float*>(x));
   }
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src},
                                              {DNNL_ARG_WEIGHTS, impl_->weights},
