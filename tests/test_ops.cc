@@ -268,6 +268,15 @@ TEST(OpCost, DeclaredFromArguments) {
   const OpCost l = linear_cost(4, 3, 2, DType::f32, true);
   EXPECT_EQ(l.flops, 2.0 * 4 * 3 * 2 + 12);
   EXPECT_EQ(l.bytes_written, 4.0 * 3 * 4);
+  // The weight bytes the kernels read: f32 4, bf16 2, int8 1 + a 4-byte scale per row, NF4 a half
+  // + a 4-byte absmax per 64 weights.
+  const auto weight_bytes = [](DType d, int64_t N, int64_t K) {
+    return linear_cost(1, N, K, d, false).bytes_read - 4.0 * double(K);
+  };
+  EXPECT_EQ(weight_bytes(DType::f32, 64, 128), 64.0 * 128 * 4);
+  EXPECT_EQ(weight_bytes(DType::bf16, 64, 128), 64.0 * 128 * 2);
+  EXPECT_EQ(weight_bytes(DType::i8, 64, 128), 64.0 * 128 + 64 * 4);
+  EXPECT_EQ(weight_bytes(DType::nf4, 64, 128), 64.0 * 128 / 2 + 64.0 * 128 / 64 * 4);
   const OpCost a = attention_cost(1, 128, 12, 64);
   EXPECT_EQ(a.flops, 12 * (4.0 * 128 * 128 * 64 + 5.0 * 128 * 128));
   EXPECT_GT(layer_norm_cost(10, 10, true).intensity(), 0);

@@ -7,7 +7,12 @@ namespace tach::ops {
 OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias) {
   OpCost c;
   c.flops = 2.0 * double(M) * double(N) * double(K) + (has_bias ? double(M * N) : 0);
-  c.bytes_read = double(M * K) * 4 + double(dtype_bytes(compute, size_t(N * K))) + (has_bias ? double(N) * 4 : 0);
+  // The weight as the kernel reads it: int8 with an f32 scale per output row; NF4's 4-bit codes
+  // with the f32 absmax of each 64-weight block (cpu/nf4_linear.h).
+  double weight = double(dtype_bytes(compute, size_t(N * K)));
+  if (compute == DType::i8) weight += double(N) * 4;
+  if (compute == DType::nf4) weight += double(N * K) / 64 * 4;
+  c.bytes_read = double(M * K) * 4 + weight + (has_bias ? double(N) * 4 : 0);
   c.bytes_written = double(M * N) * 4;
   return c;
 }
