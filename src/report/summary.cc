@@ -191,9 +191,10 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
     << fmt("%.0f", o.results.empty() ? 0 : o.results.front().timer_overhead_ns) << " ns; appending a result line "
     << "(with fsync) took " << fmt("%.2f", o.result_write_ms_median) << " ms (median), outside every timing.\n";
   s << "\nNext steps\n";
-  bool has_bf16 = false;
-  for (const auto& d : config.dtypes) has_bf16 = has_bf16 || d == "bf16";
-  if (!has_bf16 && !config.train.enabled)
+  // Only for a sweep that tried no narrower dtype yet.
+  bool narrower = false;
+  for (const auto& d : config.dtypes) narrower = narrower || d != "f32";
+  if (!narrower && !config.train.enabled)
     s << "- Try --dtype f32,bf16 (or int8, nf4): fewer weight bytes per forward (tach info says whether this CPU has a "
          "bf16 GEMM; without one the weights are bf16 and the arithmetic f32).\n";
   if (config.input == "synthetic")
