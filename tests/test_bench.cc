@@ -12,6 +12,7 @@
 
 #include "bench/bench_internal.h"
 #include "tach/bench.h"
+#include "tach/report.h"
 #include "tach/runtime.h"
 #include "tach/device.h"
 #include "tach/report.h"
@@ -268,6 +269,28 @@ TEST(Sweep, BadConfigurationsAreErrors) {
     c.devices = {"cuda"};
     EXPECT_NE(error_of([&] { run_bench(c); }).find("device cuda: no CUDA device here"), std::string::npos);
   }
+  // Quantized dtypes are CPU inference: refused for training sweeps and GPUs, before any point.
+  c = tiny_config(dir.path());
+  c.dtypes = {"f32", "int4"};
+  EXPECT_NE(error_of([&] { run_bench(c); }).find("dtype 'int4' is not one of f32, bf16, f16, int8, nf4"),
+            std::string::npos);
+  c.dtypes = {"nf4"};
+  c.train.enabled = true;
+  EXPECT_NE(error_of([&] { run_bench(c); }).find("dtype nf4 quantizes inference forwards"), std::string::npos);
+  c = tiny_config(dir.path());
+  c.dtypes = {"int8"};
+  c.devices = {"cpu", "cuda"};
+  EXPECT_NE(error_of([&] { run_bench(c); }).find("dtype int8 runs on the cpu in this version"), std::string::npos);
+}
+
+// A sweep of f32 alone is told about the narrower dtypes; one that tried any is not.
+TEST(Sweep, NextStepsSuggestANarrowerDtypeOnlyOnce) {
+  BenchConfig c;
+  SweepOutcome o;
+  c.dtypes = {"f32"};
+  EXPECT_NE(summary_text(c, o).find("Try --dtype f32,bf16 (or int8, nf4)"), std::string::npos);
+  c.dtypes = {"f32", "int8"};
+  EXPECT_EQ(summary_text(c, o).find("Try --dtype"), std::string::npos);
 }
 
 // The bench's default device: the first GPU when one is usable (forwards), else the CPU, said in

@@ -36,11 +36,7 @@ std::vector<double> reference(const Tensor& x, int64_t ldx, int64_t M, const Ten
 }
 
 void expect_close(const std::vector<float>& y, int64_t ldy, const std::vector<double>& want, int64_t M, int64_t N) {
-  double scale = 1e-3;
-  for (double v : want) scale = std::max(scale, std::fabs(v));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n)
-      ASSERT_NEAR(y[size_t(m * ldy + n)], want[size_t(m * N + n)], 2e-5 * scale) << "m " << m << " n " << n;
+  test::expect_near_scaled(y.data(), ldy, want, M, N, 2e-5);
 }
 
 TEST(Bf16WeightLinear, EveryRowCountAndWidth) {

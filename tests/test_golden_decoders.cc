@@ -82,6 +82,34 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenDecoderCausalLM,
                          ::testing::Values("llama-lm-llama3rope-f32", "llama-lm-yarn-bf16", "mistral-lm-window4-f32",
                                            "qwen3-lm-window-bf16", "gemma3-lm-softcap-f32", "gemma3-lm-bf16"));
 
+// The bytes a decode step reads, as tach generate's bandwidth limit counts them: the weights as
+// placed (f32: at least 4 B per parameter but the input embedding's, which is read one row a
+// step, and more where oneDNN pads a packed copy, which at this fixture's tiny widths is a third;
+// int8: at least 1 B per weight, and less than f32) and the key/value cache, exactly, at each
+// step's length.
+TEST(DecoderFamilies, DecodeStepBytes) {
+  const std::string dir = fixture("qwen2-lm-kv4-untied-f32");
+  GenerateOptions go;
+  go.max_new_tokens = 5;
+  go.stop_at_eos = false;
+  const TokenBatch prompts = TokenBatch::left_padded({{9, 88, 3}, {5, 17, 33}}, 0);
+  auto f32 = load_model(dir);
+  const ModelInfo& i = f32->info();
+  const Generation g = f32->generate(prompts, go);
+  const double body_and_head = 4.0 * double(i.parameters - i.vocab_size * i.hidden_size);
+  EXPECT_GE(g.decode_weight_bytes, body_and_head);
+  EXPECT_LT(g.decode_weight_bytes, 1.5 * body_and_head) << "padding of packed copies, not more";
+  // Steps 1..4 see caches of 4..7 positions for both rows: K and V, every layer, f32.
+  const double per_position = 2.0 * double(i.num_layers * 2 * i.num_kv_heads * i.head_dim) * 4;
+  EXPECT_DOUBLE_EQ(g.decode_cache_bytes, per_position * (4 + 5 + 6 + 7) / 4.0);
+  LoadOptions int8;
+  int8.compute = DType::i8;
+  const Generation q = load_model(dir, int8)->generate(prompts, go);
+  EXPECT_GE(q.decode_weight_bytes, body_and_head / 4);
+  EXPECT_LT(q.decode_weight_bytes, g.decode_weight_bytes / 1.5);
+  EXPECT_DOUBLE_EQ(q.decode_cache_bytes, g.decode_cache_bytes) << "the cache stays f32";
+}
+
 TEST(DecoderFamilies, InfoNamesTheSwitches) {
   auto gemma = load_model(fixture("gemma3-lm-softcap-f32"));
   EXPECT_EQ(gemma->info().model_type, "gemma3_text");

@@ -24,6 +24,15 @@ Tensor random_normal(int64_t rows, int64_t cols, uint32_t seed, float scale) {
   return t;
 }
 
+void expect_near_scaled(const float* got, int64_t ld, const std::vector<double>& want, int64_t M, int64_t N,
+                        double rel) {
+  double scale = 1e-3;
+  for (double v : want) scale = std::max(scale, std::fabs(v));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      ASSERT_NEAR(got[m * ld + n], want[size_t(m * N + n)], rel * scale) << "m " << m << " n " << n;
+}
+
 namespace fs = std::filesystem;
 
 TempDir::TempDir() {

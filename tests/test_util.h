@@ -14,6 +14,11 @@ namespace tach::test {
 // [rows, cols] f32 with N(0, scale²) values from a seeded std::mt19937.
 Tensor random_normal(int64_t rows, int64_t cols, uint32_t seed, float scale = 1.f);
 
+// got [M, N] (row stride ld) against want [M, N] (dense), each within rel of want's largest
+// magnitude (at least 1e-3); the first element off fails, naming its row and column.
+void expect_near_scaled(const float* got, int64_t ld, const std::vector<double>& want, int64_t M, int64_t N,
+                        double rel);
+
 // A fresh directory under the system temp dir, removed by the destructor.
 class TempDir {
  public:

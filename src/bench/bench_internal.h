@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/utc_time.h"
 #include "tach/bench.h"
 #include "tach/estimate.h"
 #include "tach/metrics.h"
@@ -25,7 +26,7 @@ std::string stop_reason(const StoppingRule& rule, const std::vector<double>& lat
 
 Distribution distribution(const std::vector<double>& values);
 
-std::string utc_now_iso();
+using core::utc_now_iso;
 std::string slurp(const std::string& path);  // a whole file; an error naming it when it cannot be read
 
 // The run directory: config.json, results.jsonl (appended and flushed per point).

@@ -30,15 +30,6 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-std::string utc_now_iso() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -7,6 +7,7 @@
 
 #include "core/parallel.h"
 #include "cpu/gemm.h"
+#include "cpu/simd_sum.h"
 #include "tach/error.h"
 
 namespace tach::cpu {
@@ -38,11 +39,7 @@ void gemv_rows(const uint16_t* w, const float* x, int64_t M, int64_t ldx, int64_
       const __m256 wv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
       for (int64_t m = 0; m < M; ++m) acc[m] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + m * ldx + k), acc[m]);
     }
-    for (int64_t m = 0; m < M; ++m) {
-      const __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc[m]), _mm256_extractf128_ps(acc[m], 1));
-      const __m128 r2 = _mm_add_ps(r, _mm_movehl_ps(r, r));
-      sum[m] = _mm_cvtss_f32(_mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1)));
-    }
+    for (int64_t m = 0; m < M; ++m) sum[m] = lane_sum(acc[m]);
 #endif
     for (; k < K; ++k) {  // the tail (and everything, without AVX2)
       const float wk = bf16_to_f32(row[k]);
@@ -88,11 +85,7 @@ void Bf16WeightLinear::forward(const float* x, int64_t M, int64_t ldx, float* y,
       sgemm(default_gemm_backend(), false, true, M, r, K_, 1.f, x, ldx, tile.data<float>(), K_, 0.f, y + n0, ldy);
     }
   }
-  if (bias_.defined()) {
-    const float* b = bias_.data<float>();
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N_; ++n) y[m * ldy + n] += b[n];
-  }
+  add_bias_rows(y, M, N_, ldy, bias_.defined() ? bias_.data<float>() : nullptr);
   apply_fused_activation(activation_, y, M, N_, ldy);
 }
 

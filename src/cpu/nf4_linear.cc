@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "core/parallel.h"
 #include "cpu/nf4_gemm.h"
+#include "cpu/simd_sum.h"
 #include "tach/error.h"
 
 namespace tach::cpu {
@@ -93,11 +93,7 @@ void gemv_rows(const uint8_t* codes, const float* absmax, const float* xs, int64
       const __m256 s = _mm256_set1_ps(scale[b]);
       for (int64_t m = 0; m < M; ++m) total[m] = _mm256_fmadd_ps(acc[m], s, total[m]);
     }
-    for (int64_t m = 0; m < M; ++m) {
-      const __m128 r = _mm_add_ps(_mm256_castps256_ps128(total[m]), _mm256_extractf128_ps(total[m], 1));
-      const __m128 r2 = _mm_add_ps(r, _mm_movehl_ps(r, r));
-      y[m * ldy + n] = _mm_cvtss_f32(_mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1)));
-    }
+    for (int64_t m = 0; m < M; ++m) y[m * ldy + n] = lane_sum(total[m]);
   }
 }
 #else
@@ -127,9 +123,10 @@ void nf4_gemv(const uint8_t* codes, const float* absmax, const float* x, int64_t
               float* y, int64_t ldy) {
   check(K % kNf4Block == 0 && M <= Nf4Linear::kGemvRows, "nf4_gemv: K must be a multiple of 64 and M at most 4");
   if (M == 0) return;
-  std::vector<float> xs(static_cast<size_t>(M * K));
-  split_by_parity(x, M, ldx, K, xs.data());
-  core::parallel_for(N, 16, [&](int64_t n0, int64_t n1) { gemv_rows(codes, absmax, xs.data(), M, K, n0, n1, y, ldy); });
+  Tensor xs = Tensor::empty({M, K}, DType::f32, Device::cpu(), MemoryCategory::workspace);
+  split_by_parity(x, M, ldx, K, xs.data<float>());
+  core::parallel_for(N, 16,
+                     [&](int64_t n0, int64_t n1) { gemv_rows(codes, absmax, xs.data<float>(), M, K, n0, n1, y, ldy); });
 }
 
 Nf4Linear::Nf4Linear(const Tensor& weight, const Tensor& bias, FusedActivation activation) : activation_(activation) {
@@ -155,9 +152,7 @@ void Nf4Linear::forward(const float* x, int64_t M, int64_t ldx, float* y, int64_
   const float* b = bias_.defined() ? bias_.data<float>() : nullptr;
   if (M <= kGemvRows && K_ % kNf4Block == 0) {
     nf4_gemv(w_.parts[0].codes.data<uint8_t>(), absmax_.data<float>(), x, M, ldx, N_, K_, y, ldy);
-    if (b)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N_; ++n) y[m * ldy + n] += b[n];
+    add_bias_rows(y, M, N_, ldy, b);
   } else if (ldx == K_ && ldy == N_) {
     nf4_linear_forward(y, x, w_, b, M, N_, K_);
   } else {

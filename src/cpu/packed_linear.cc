@@ -104,6 +104,13 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
 
 PackedLinear::~PackedLinear() = default;
 
+void add_bias_rows(float* y, int64_t M, int64_t N, int64_t ld, const float* bias) {
+  if (bias == nullptr) return;
+  for (int64_t m = 0; m < M; ++m)
+#pragma omp simd
+    for (int64_t n = 0; n < N; ++n) y[m * ld + n] += bias[n];
+}
+
 void apply_fused_activation(FusedActivation activation, float* y, int64_t M, int64_t N, int64_t ld) {
   if (activation == FusedActivation::gelu_erf) return gelu_erf_inplace(y, M, N, ld);
   if (activation == FusedActivation::none) return;

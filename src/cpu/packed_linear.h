@@ -21,6 +21,8 @@ class Nf4Linear;
 // y = act(y) in place over [M, N] (row stride ld), for the layers whose GEMM cannot apply it
 // as a post-op (int8's int32 output, NF4's own kernels).
 void apply_fused_activation(FusedActivation activation, float* y, int64_t M, int64_t N, int64_t ld);
+// y[m, :] += bias for every row of [M, N] (row stride ld); nothing when bias is null.
+void add_bias_rows(float* y, int64_t M, int64_t N, int64_t ld, const float* bias);
 
 class PackedLinear {
  public:

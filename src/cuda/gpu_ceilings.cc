@@ -5,6 +5,7 @@
 #include <ctime>
 #include <functional>
 
+#include "core/utc_time.h"
 #include "cuda/cublaslt.h"
 #include "cuda/cuda_error.h"
 #include "cuda/stream.h"
@@ -77,10 +78,7 @@ GpuCeilings measure_gpu_ceilings(Device device) {
   c.method =
       "cuBLASLt GEMM 8192^3 (f32: 4096^3), f32 accumulation, f32 output, best of 10 after 3 warm-ups, CUDA "
       "events; memory: device-to-device copy of 1 GiB, read + written, best of 10";
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  c.measured_at = buf;
+  c.measured_at = core::utc_now_iso();
   return c;
 }
 

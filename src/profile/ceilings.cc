@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/parallel.h"
+#include "core/utc_time.h"
 #include "cpu/gemm.h"
 #include "cpu/int8_linear.h"
 #include "tach/monitor.h"
@@ -171,10 +172,7 @@ MachineCeilings measure_once(const SystemInfo& sys) {
   c.method = "GEMM: " + std::string(cpu::gemm_backend_name(backend)) + " 1024x1024x1024, best of 5" + bf16_method +
              "; memory: STREAM triad over 3 x 128 MiB, and a read-only sum over 384 MiB, best of 5 each; " +
              std::to_string(c.threads) + " threads";
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  c.measured_at = buf;
+  c.measured_at = core::utc_now_iso();
   return c;
 }
 
@@ -245,10 +243,7 @@ MachineCeilings memory_bandwidth_ceiling() {
       "memory: STREAM triad over 3 x 128 MiB and a read-only sum over 384 MiB, best of 5 each, measured now (tach "
       "info --ceilings measures and caches every ceiling); " +
       std::to_string(c.threads) + " threads";
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  c.measured_at = buf;
+  c.measured_at = core::utc_now_iso();
   return c;
 }
 
