@@ -8,6 +8,7 @@
 
 #include "cpu/gemm.h"
 #include "cpu/packed_linear.h"
+#include "cpu/panel_linear.h"
 #include "tach/tensor.h"
 
 namespace {
@@ -53,12 +54,10 @@ void BM_bf16gemm(benchmark::State& state, GemmBackend backend) {
       benchmark::Counter(2e-9 * double(M) * double(N) * double(K), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_packed_linear(benchmark::State& state, tach::DType compute, bool with_bias, tach::cpu::FusedActivation act) {
-  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
-  auto A = random_floats(size_t(M * K), 1), Wf = random_floats(size_t(N * K), 2), bf = random_floats(size_t(N), 3);
-  tach::Tensor W = tach::Tensor::from_borrowed(Wf.data(), {N, K}, tach::DType::f32, nullptr);
-  tach::Tensor b = with_bias ? tach::Tensor::from_borrowed(bf.data(), {N}, tach::DType::f32, nullptr) : tach::Tensor();
-  tach::cpu::PackedLinear lin(W, b, compute, act, state.range(3));
+// Times lin.forward over x [M, K]; GFLOP/s, and the weights' f32 bytes read per second.
+template <typename Layer>
+void time_forward(benchmark::State& state, const Layer& lin, const std::vector<float>& A, int64_t M, int64_t N,
+                  int64_t K) {
   std::vector<float> C(size_t(M * N));
   for (auto _ : state) {
     lin.forward(A.data(), M, K, C.data(), N);
@@ -66,6 +65,41 @@ void BM_packed_linear(benchmark::State& state, tach::DType compute, bool with_bi
   }
   state.counters["GFLOP/s"] =
       benchmark::Counter(2e-9 * double(M) * double(N) * double(K), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight GB/s"] =
+      benchmark::Counter(4e-9 * double(N) * double(K), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_packed_linear(benchmark::State& state, tach::DType compute, bool with_bias, tach::cpu::FusedActivation act) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  auto A = random_floats(size_t(M * K), 1), Wf = random_floats(size_t(N * K), 2), bf = random_floats(size_t(N), 3);
+  tach::Tensor W = tach::Tensor::from_borrowed(Wf.data(), {N, K}, tach::DType::f32, nullptr);
+  tach::Tensor b = with_bias ? tach::Tensor::from_borrowed(bf.data(), {N}, tach::DType::f32, nullptr) : tach::Tensor();
+  tach::cpu::PackedLinear lin(W, b, compute, act, state.range(3));
+  time_forward(state, lin, A, M, N, K);
+}
+
+// tach's own panel kernels (the f32 path where oneDNN's matmul is gemm:jit), beside oneDNN's.
+void BM_panel_linear(benchmark::State& state) {
+  if (!tach::cpu::PanelLinear::available()) {
+    state.SkipWithError("built without AVX2/FMA");
+    return;
+  }
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  auto A = random_floats(size_t(M * K), 1), Wf = random_floats(size_t(N * K), 2);
+  tach::Tensor W = tach::Tensor::from_borrowed(Wf.data(), {N, K}, tach::DType::f32, nullptr);
+  tach::cpu::PanelLinear lin(W, tach::Tensor(), tach::cpu::FusedActivation::none);
+  time_forward(state, lin, A, M, N, K);
+}
+
+// Qwen2.5-0.5B's decoding GEMVs (M = 1 and 4): q/o, k/v, gate/up, down, the tied LM head.
+void decode(benchmark::internal::Benchmark* b) {
+  for (int64_t M : {1, 4})
+    b->Args({M, 896, 896, 128})
+        ->Args({M, 128, 896, 128})
+        ->Args({M, 4864, 896, 128})
+        ->Args({M, 896, 4864, 128})
+        ->Args({M, 151936, 896, 128});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 // {M, N, K}: DistilBERT-base at batch 32 x seq 128 (qkv/out, ffn up, ffn down), then
@@ -103,6 +137,10 @@ BENCHMARK_CAPTURE(BM_sgemm, openblas, GemmBackend::openblas)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_sgemm, onednn, GemmBackend::onednn)->Apply(shapes);
 using tach::cpu::FusedActivation;
 BENCHMARK_CAPTURE(BM_packed_linear, onednn_packed_f32, tach::DType::f32, false, FusedActivation::none)->Apply(shapes);
+BENCHMARK(BM_panel_linear)->Apply(shapes);
+BENCHMARK(BM_panel_linear)->Apply(small_batch);
+BENCHMARK(BM_panel_linear)->Apply(decode);
+BENCHMARK_CAPTURE(BM_sgemm, onednn_decode, GemmBackend::onednn)->Apply(decode);
 BENCHMARK_CAPTURE(BM_sgemm, openblas_small, GemmBackend::openblas)->Apply(small_batch);
 BENCHMARK_CAPTURE(BM_sgemm, onednn_small, GemmBackend::onednn)->Apply(small_batch);
 BENCHMARK_CAPTURE(BM_packed_linear, packed_small, tach::DType::f32, false, FusedActivation::none)->Apply(small_batch);

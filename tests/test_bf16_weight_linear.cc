@@ -12,6 +12,7 @@
 #include "cpu/bf16_weight_linear.h"
 #include "cpu/gemm.h"
 #include "cpu/packed_linear.h"
+#include "linear_reference.h"
 #include "test_util.h"
 
 namespace tach {
@@ -19,20 +20,13 @@ namespace {
 
 using test::random_normal;
 
+// x · bf16(W)ᵀ: the weights rounded as the layer stores them.
 std::vector<double> reference(const Tensor& x, int64_t ldx, int64_t M, const Tensor& w, const Tensor& b,
                               cpu::FusedActivation act) {
   const int64_t N = w.size(0), K = w.size(1);
-  std::vector<double> y(static_cast<size_t>(M * N));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double v = b.defined() ? b.data<float>()[n] : 0.0;
-      for (int64_t k = 0; k < K; ++k)
-        v += double(x.data<float>()[m * ldx + k]) * bf16_to_f32(f32_to_bf16(w.data<float>()[n * K + k]));
-      if (act == cpu::FusedActivation::gelu_erf) v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-      if (act == cpu::FusedActivation::tanh) v = std::tanh(v);
-      y[size_t(m * N + n)] = v;
-    }
-  return y;
+  std::vector<float> rounded(static_cast<size_t>(N * K));
+  for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = bf16_to_f32(f32_to_bf16(w.data<float>()[i]));
+  return test::linear_reference(x, ldx, M, rounded.data(), N, K, b, act);
 }
 
 void expect_close(const std::vector<float>& y, int64_t ldy, const std::vector<double>& want, int64_t M, int64_t N) {

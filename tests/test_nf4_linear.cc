@@ -13,6 +13,7 @@
 #include "cpu/nf4.h"
 #include "cpu/nf4_linear.h"
 #include "cpu/packed_linear.h"
+#include "linear_reference.h"
 #include "test_util.h"
 
 namespace tach {
@@ -27,16 +28,7 @@ std::vector<double> reference(const Tensor& x, int64_t ldx, int64_t M, const Ten
   const cpu::Nf4Matrix q = cpu::quantize_nf4_matrix(w.data<float>(), {N}, K);
   std::vector<float> dq(static_cast<size_t>(N * K));
   q.dequantize_rows(0, N, dq.data());
-  std::vector<double> y(static_cast<size_t>(M * N));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double v = b.defined() ? b.data<float>()[n] : 0.0;
-      for (int64_t k = 0; k < K; ++k) v += double(x.data<float>()[m * ldx + k]) * dq[size_t(n * K + k)];
-      if (act == cpu::FusedActivation::gelu_erf) v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-      if (act == cpu::FusedActivation::relu) v = std::max(v, 0.0);
-      y[size_t(m * N + n)] = v;
-    }
-  return y;
+  return test::linear_reference(x, ldx, M, dq.data(), N, K, b, act);
 }
 
 void expect_close(const std::vector<float>& y, int64_t ldy, const std::vector<double>& want, int64_t M, int64_t N) {

@@ -77,6 +77,10 @@ struct LoadOptions {
   // A LoRA adapter directory as peft saves it (empty: none), merged into the weights at load;
   // the head it carries (modules_to_save) replaces the checkpoint's.
   std::string adapter;
+  // The model will generate token by token (few rows per linear call). On a CPU where oneDNN's f32
+  // matmul repacks its weights at every call (no AVX-512), f32 linears then run on tach's panel
+  // kernels, which read the weights faster for a few rows and slower for a batch's thousands.
+  bool decoding = false;
 };
 
 // Work one forward pass does, from the ops' declared costs.

@@ -12,6 +12,7 @@
 #include "cpu/int8_linear.h"
 #include "cpu/nf4_linear.h"
 #include "cpu/onednn_engine.h"
+#include "cpu/panel_linear.h"
 #include "cpu/vec_math.h"
 #include "tach/error.h"
 
@@ -42,7 +43,7 @@ struct PackedLinear::Impl {
 };
 
 PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compute, FusedActivation activation,
-                           int64_t packing_rows)
+                           int64_t packing_rows, bool decoding)
     : impl_(std::make_unique<Impl>()), compute_(compute), has_bias_(bias.defined()) {
   check(weight.dim() == 2, "PackedLinear: weight must be [out, in], got " + weight.describe());
   check(
@@ -67,6 +68,10 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
       return;
     }
     compute_ = compute = DType::f32;
+  }
+  if (compute == DType::f32 && PanelLinear::chosen_for(decoding)) {
+    panels_ = std::make_unique<PanelLinear>(weight, bias, activation);
+    return;
   }
   impl_->src_dt = compute == DType::bf16 ? dt::bf16 : dt::f32;
   // oneDNN 2.6 applies a gelu_erf post-op outside its JIT kernels (~4 ns per element, +40% on
@@ -125,6 +130,7 @@ size_t PackedLinear::packed_bytes() const {
   if (int8_) return int8_->packed_bytes();
   if (bf16_weights_) return bf16_weights_->packed_bytes();
   if (nf4_) return nf4_->packed_bytes();
+  if (panels_) return panels_->packed_bytes();
   return impl_->weights_md.get_size();
 }
 
@@ -132,6 +138,7 @@ void PackedLinear::forward(const float* x, int64_t M, int64_t ldx, float* y, int
   if (int8_) return int8_->forward(x, M, ldx, y, ldy);
   if (bf16_weights_) return bf16_weights_->forward(x, M, ldx, y, ldy);
   if (nf4_) return nf4_->forward(x, M, ldx, y, ldy);
+  if (panels_) return panels_->forward(x, M, ldx, y, ldy);
   if (M == 0) return;
   check(ldx >= K_ && ldy >= N_, "PackedLinear::forward: row strides smaller than the matrix");
   dnnl::matmul prim;

@@ -17,6 +17,7 @@ enum class FusedActivation { none, gelu_erf, relu, tanh };
 class Int8Linear;
 class Bf16WeightLinear;
 class Nf4Linear;
+class PanelLinear;
 
 // y = act(y) in place over [M, N] (row stride ld), for the layers whose GEMM cannot apply it
 // as a post-op (int8's int32 output, NF4's own kernels).
@@ -31,9 +32,13 @@ class PackedLinear {
   //          CPU without a bf16 GEMM, bf16 weights widened to f32: cpu/bf16_weight_linear.h), or
   //          i8 (dynamic int8: cpu/int8_linear.h), nf4 (4-bit weights, f32 compute: cpu/nf4_linear.h;
   //          a weight that does not split into 64-weight blocks stays f32, and compute_dtype() says so)
+  //          f32 runs on oneDNN's packed weights, or for decoding on tach's panel kernels where oneDNN's
+  //          matmul would repack at every call (CPUs without AVX-512; cpu/panel_linear.h).
   // packing_rows: the M oneDNN is asked to choose the weight layout for (every M reuses it).
+  // decoding: the layer will mostly run a few rows per call (token-by-token generation); f32 then
+  //           takes tach's panel kernels where PanelLinear::chosen_for says so.
   PackedLinear(const Tensor& weight, const Tensor& bias, DType compute, FusedActivation activation,
-               int64_t packing_rows = 128);
+               int64_t packing_rows = 128, bool decoding = false);
   ~PackedLinear();
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;
@@ -53,6 +58,7 @@ class PackedLinear {
   std::unique_ptr<Int8Linear> int8_;                // compute i8: the whole layer lives here
   std::unique_ptr<Nf4Linear> nf4_;                  // compute nf4: likewise
   std::unique_ptr<Bf16WeightLinear> bf16_weights_;  // bf16 without a bf16 GEMM: bf16 weights, f32 arithmetic
+  std::unique_ptr<PanelLinear> panels_;             // f32 decoding where oneDNN's matmul repacks every call (AVX2)
   int64_t N_ = 0, K_ = 0;
   DType compute_ = DType::f32;
   bool has_bias_ = false;

@@ -2,6 +2,7 @@
 
 #include "cpu/gemm.h"
 #include "cpu/int8_quant.h"
+#include "cpu/panel_linear.h"
 #include "tach/system_info.h"
 
 namespace tach::model {
@@ -24,13 +25,21 @@ std::string int8_compute_note(DType compute) {
          "); embeddings, norms, attention and softmax stay f32";
 }
 
+std::string f32_compute_note(DType compute, Device device, bool decoding) {
+  if (device.kind != DeviceKind::cpu || compute != DType::f32 || !cpu::PanelLinear::chosen_for(decoding)) return "";
+  return "f32 linears on tach's own AVX2 kernels over weights packed once into 16-column panels (for decoding: "
+         "oneDNN's "
+         "f32 matmul on this CPU, gemm:jit, packs its operands again at every call)";
+}
+
 }  // namespace
 
-std::string compute_note(DType compute, Device device) {
+std::string compute_note(DType compute, Device device, bool decoding) {
   if (compute == DType::nf4)
     return "nf4: every linear's weights in 4-bit NormalFloat (blocks of 64, double-quantized absmax, as "
            "bitsandbytes), computed in f32; embeddings, norms and attention stay f32";
-  return compute == DType::i8 ? int8_compute_note(compute) : bf16_compute_note(compute, device);
+  if (compute == DType::i8) return int8_compute_note(compute);
+  return compute == DType::f32 ? f32_compute_note(compute, device, decoding) : bf16_compute_note(compute, device);
 }
 
 }  // namespace tach::model

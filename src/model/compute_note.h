@@ -10,6 +10,7 @@
 namespace tach::model {
 
 // "" when there is nothing to say: f32, bf16 on a CPU with native bf16 or on a GPU.
-std::string compute_note(DType compute, Device device);
+// decoding: the model was loaded to generate token by token (LoadOptions::decoding).
+std::string compute_note(DType compute, Device device, bool decoding = false);
 
 }  // namespace tach::model

@@ -402,7 +402,8 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
 
   info.model_type = config.model_type;
   info.tokenizer_hint = family.tokenizer_hint;
-  if (const std::string n = compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
+  if (const std::string n = compute_note(options.compute, options.device, options.decoding); !n.empty())
+    info.notes.push_back(n);
   info.architecture = config.architecture;
   info.classifier = config.classification_head;
   info.causal_lm = weights.lm_head_weight.defined();
@@ -426,7 +427,7 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
   info.pad_token_id = int32_t(config.pad_token_id >= 0 ? config.pad_token_id : 0);
   info.positions = config.describe_positions();
   return std::make_unique<Decoder>(std::move(info), std::move(config), std::move(weights),
-                                   ops::LinearPlacement{options.device, options.compute});
+                                   ops::LinearPlacement{options.device, options.compute, options.decoding});
 }
 
 }  // namespace tach::model

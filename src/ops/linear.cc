@@ -64,7 +64,8 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& 
   const Tensor host_w = weight.on(Device::cpu(), MemoryCategory::workspace);
   const Tensor host_b = has_bias_ ? bias.on(Device::cpu(), MemoryCategory::workspace) : Tensor();
   if (placement.device.kind == DeviceKind::cpu) {
-    packed_ = std::make_unique<cpu::PackedLinear>(host_w, host_b, placement.compute, activation);
+    packed_ =
+        std::make_unique<cpu::PackedLinear>(host_w, host_b, placement.compute, activation, 128, placement.decoding);
     return;
   }
   on_cuda("linear", placement.device, placement.compute);

@@ -15,10 +15,12 @@ namespace tach::ops {
 struct LinearPlacement {
   Device device = Device::cpu();
   DType compute = DType::f32;  // f32, bf16 (CPU and CUDA), f16 (CUDA)
+  bool decoding = false;       // mostly a few rows per call (token-by-token generation): cpu::PackedLinear
 };
 
 // An inference linear layer's weights on one device.
-//   CPU:  a cpu::PackedLinear (oneDNN's blocked layout, bias and activation as post-ops).
+//   CPU:  a cpu::PackedLinear (oneDNN's blocked layout, bias and activation as post-ops; or, where
+//         oneDNN would repack per call, tach's panel kernels; or a quantized layer).
 //   CUDA: W: [N, K] in the compute dtype on the device, b: [N] f32; cuBLASLt adds the bias (and
 //         ReLU) in its epilogue; erf-GELU and tanh run as kernels after it.
 class Linear {

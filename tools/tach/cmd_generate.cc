@@ -91,6 +91,7 @@ int run_generate(const GenerateFlags& f) {
   lo.seed = f.seed;
   lo.compute = parse_compute_dtype(f.compute);
   lo.device = parse_device(f.device);
+  lo.decoding = true;  // token by token: the linears' layout favours a few rows per call
   const auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(f.model, lo);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -149,7 +150,8 @@ int run_generate(const GenerateFlags& f) {
          {{"spec", info.spec},
           {"architecture", info.architecture},
           {"compute_dtype", f.compute},
-          {"parameters", info.parameters}}},
+          {"parameters", info.parameters},
+          {"notes", info.notes}}},
         {"input",
          {{"batch", prompts.batch()},
           {"prompt_len", prompts.seq_len()},
@@ -187,6 +189,7 @@ int run_generate(const GenerateFlags& f) {
             << "input       " << prompts.batch() << " prompts x " << prompts.seq_len() << " tokens (left-padded), "
             << input_what << "\n"
             << "load        " << fixed(load_s, 2) << " s\n";
+  for (const std::string& note : info.notes) std::cout << "note        " << note << "\n";
   for (size_t r = 0; r < g.tokens.size(); ++r) {
     std::cout << "row " << r << "       ";
     for (int32_t t : g.tokens[r]) std::cout << t << " ";
