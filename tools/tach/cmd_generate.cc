@@ -59,6 +59,7 @@ struct DecodeLimit {
   double bandwidth = 0, limit_s = 0, fraction = 0;
   double read_bandwidth = 0, read_limit_s = 0, read_fraction = 0;  // the CPU's read-only stream
   std::string method;
+  std::string warning;  // the steps beat a limit: its bandwidth figure is too low for this run
 };
 
 DecodeLimit decode_limit(const Generation& g, Device device, double median_step_s) {
@@ -81,6 +82,13 @@ DecodeLimit decode_limit(const Generation& g, Device device, double median_step_
     d.read_limit_s = bytes / d.read_bandwidth;
     d.read_fraction = median_step_s > 0 ? d.read_limit_s / median_step_s : 0;
   }
+  // A floor the median step beat by more than 10% is not a floor: the bandwidth was measured at
+  // another time or under load (a VM's bandwidth can move by a third within minutes).
+  if (std::max(d.fraction, d.read_fraction) > 1.1)
+    d.warning =
+        "WARNING: the median step ran faster than the limit allows, so the bandwidth figure is too low for "
+        "this run (measured at another time, or under load); measure it again on a quiet machine: tach info "
+        "--ceilings --remeasure";
   return d;
 }
 
@@ -174,6 +182,7 @@ int run_generate(const GenerateFlags& f) {
       j["decode_limit"]["read_limit_ms"] = limit.read_limit_s * 1e3;
       j["decode_limit"]["median_fraction_of_read_limit"] = limit.read_fraction;
     }
+    if (step.n > 0 && !limit.warning.empty()) j["decode_limit"]["warning"] = limit.warning;
     if (!f.texts.empty()) j["input"]["texts"] = f.texts;  // as received (invalid UTF-8 shown as U+FFFD)
     if (tok) {
       nlohmann::json texts = nlohmann::json::array();
@@ -218,6 +227,7 @@ int run_generate(const GenerateFlags& f) {
     std::cout << "            " << fixed(limit.read_limit_s * 1e3, 2) << " ms per step at the read-only bandwidth ("
               << fixed(limit.read_bandwidth / 1e9, 1) << " GB/s, what decoding's weight reads can get): the median "
               << "runs at " << fixed(100 * limit.read_fraction, 1) << "% of that\n";
+  if (step.n > 0 && !limit.warning.empty()) std::cout << "            " << limit.warning << "\n";
   std::cout << "total       " << produced << " tokens in " << fixed(g.total_s, 3) << " s; steady clock, after "
             << f.warmup << " untimed warm-up generation(s) of the same prompts\n";
   return 0;
