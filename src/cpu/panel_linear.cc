@@ -162,6 +162,9 @@ bool PanelLinear::chosen_for(bool decoding) {
     const char* e = std::getenv("TACH_F32_GEMM");
     return std::string(e != nullptr ? e : "");
   }();
+  // A misspelt value must not quietly measure the other path.
+  check(forced.empty() || forced == "panels" || forced == "onednn",
+        "TACH_F32_GEMM=" + forced + ": expected panels or onednn (or unset: tach chooses)");
   if (!available() || forced == "onednn") return false;
   if (forced == "panels") return true;
   static const bool onednn_repacks = [] {
