@@ -27,9 +27,8 @@ std::string int8_compute_note(DType compute) {
 
 std::string f32_compute_note(DType compute, Device device, bool decoding) {
   if (device.kind != DeviceKind::cpu || compute != DType::f32 || !cpu::PanelLinear::chosen_for(decoding)) return "";
-  return "f32 linears on tach's own AVX2 kernels over weights packed once into 16-column panels (for decoding: "
-         "oneDNN's "
-         "f32 matmul on this CPU, gemm:jit, packs its operands again at every call)";
+  return "f32 linears on tach's own AVX2 kernels over weights packed once into 16-column panels (chosen for decoding "
+         "where oneDNN's f32 matmul, gemm:jit, packs its operands again at every call; TACH_F32_GEMM forces either)";
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 
 namespace tach::model {
 
-// "" when there is nothing to say: f32, bf16 on a CPU with native bf16 or on a GPU.
+// "" when there is nothing to say: f32 on oneDNN, bf16 on a CPU with native bf16 or on a GPU.
 // decoding: the model was loaded to generate token by token (LoadOptions::decoding).
 std::string compute_note(DType compute, Device device, bool decoding = false);
 
