@@ -132,6 +132,28 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaDecoderLMs,
                          ::testing::Values("llama-lm-llama3rope-f32", "llama-lm-yarn-bf16", "mistral-lm-window4-f32",
                                            "qwen3-lm-window-bf16", "gemma3-lm-bf16", "gemma3-lm-softcap-f32"));
 
+// Decoding's steps replayed from one captured CUDA graph (the length, tokens and positions read
+// on the device, the argmax there) give the tokens of kernel-by-kernel steps and of the CPU: a
+// left-padded batch, a sliding window, Gemma's softcap and local RoPE, YaRN in bf16.
+TEST_F(CudaModels, CapturedDecodeStepsMatchKernelByKernelAndTheCpu) {
+  for (const char* name :
+       {"qwen2-lm-kv4-untied-f32", "mistral-lm-window4-f32", "gemma3-lm-softcap-f32", "llama-lm-yarn-bf16"}) {
+    const std::string dir = test::fixtures_dir() + "/decoders/" + name;
+    auto model = load_model(dir, on_gpu());
+    const TokenBatch prompts = TokenBatch::left_padded({{5, 9, 2, 7, 11, 3}, {4, 8}, {6}}, model->info().pad_token_id);
+    GenerateOptions o;
+    o.max_new_tokens = 12, o.stop_at_eos = false;
+    const Generation graph = model->generate(prompts, o);
+    EXPECT_NE(graph.decode_method.find("CUDA graph"), std::string::npos) << name << ": " << graph.decode_method;
+    o.cuda_graphs = false;
+    const Generation eager = model->generate(prompts, o);
+    EXPECT_NE(eager.decode_method.find("not asked for"), std::string::npos) << eager.decode_method;
+    EXPECT_EQ(graph.tokens, eager.tokens) << name;
+    if (std::string(name).find("f32") == std::string::npos) continue;  // bf16 rounds differently on the CPU
+    EXPECT_EQ(graph.tokens, load_model(dir)->generate(prompts, o).tokens) << name << " against the CPU";
+  }
+}
+
 // ModernBERT's bare model: final-normed hidden states at every real token, right- and left-padded.
 TEST_F(CudaModels, ModernBertHiddenStatesMatchTransformers) {
   const std::string dir = test::fixtures_dir() + "/decoders/modernbert-base-model-f32";

@@ -4,15 +4,18 @@
 // here checks the CUDA kernels. Skipped, saying why, without a CUDA device or backend.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 
 #include "ops/add.h"
+#include "ops/argmax.h"
 #include "ops/attention.h"
 #include "ops/causal_attention.h"
 #include "ops/copy_rows.h"
 #include "ops/embedding.h"
+#include "ops/kv_append.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
 #include "ops/pooling.h"
@@ -41,6 +44,12 @@ Tensor random_tensor(const Shape& shape, unsigned seed, float scale = 1.0f) {
 }
 
 Tensor on_gpu(const Tensor& t) { return t.to_device(kGpu); }
+// Poisons a device tensor's old values, so that a kernel that leaves an element unwritten shows.
+void poison(Tensor& t) {
+  Tensor nan = Tensor::empty(t.shape(), DType::f32);
+  std::fill(nan.data<float>(), nan.data<float>() + nan.numel(), NAN);
+  t = nan.to_device(t.device());
+}
 Tensor on_cpu(const Tensor& t) { return t.to_device(Device::cpu()); }
 
 // Largest |got - want| over the largest |want| (a relative error that stays meaningful where an
@@ -357,6 +366,90 @@ TEST_P(CudaCausalAttention, MatchesCpu) {
                              mg.data<int32_t>(), a);
     EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol) << choice.name();
   }
+  if (!c.causal) return;
+  // As a captured decoding step runs it: the length read on the device, the host's past only the
+  // most it can be (which sizes the split of the keys: more splits than the keys fill).
+  Tensor past = Tensor::empty({1}, DType::i32);
+  past.data<int32_t>()[0] = int32_t(c.past);
+  const Tensor past_gpu = on_gpu(past);
+  a.device_past = past_gpu.data<int32_t>();
+  a.past = capacity - c.Tq;
+  poison(got);
+  causal_attention_forward(got.data<float>(), qg.data<float>(), kg.data<float>(), vg.data<float>(), mg.data<int32_t>(),
+                           a);
+  EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol) << "length on the device";
+}
+
+// Decoding's shapes with long caches: the keys split over many blocks and merged.
+TEST_F(CudaOps, SplitKeysDecodingMatchesCpu) {
+  for (const int64_t past : {int64_t(1), int64_t(63), int64_t(1000), int64_t(4095)}) {
+    const int64_t B = 2, H = 14, KVH = 2, D = 64, capacity = past + 1, KD = KVH * D, HD = H * D;
+    const Tensor q = random_tensor({B, 1, HD}, 90), k = random_tensor({B, capacity, KD}, 91),
+                 v = random_tensor({B, capacity, KD}, 92);
+    Tensor mask = Tensor::zeros({B, capacity}, DType::i32);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < capacity; ++t) mask.data<int32_t>()[b * capacity + t] = t >= b * 3 || t == capacity - 1;
+    CausalAttentionArgs a;
+    a.B = B, a.Tq = 1, a.past = past, a.H = H, a.KVH = KVH, a.D = D;
+    a.ld_q = HD, a.ld_kv = KD, a.batch_stride_kv = capacity * KD, a.ld_out = HD, a.mask_stride = capacity;
+    a.scale = 0.125f;
+    Tensor want = Tensor::empty({B, 1, HD}, DType::f32);
+    causal_attention_forward(want.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(),
+                             mask.data<int32_t>(), a);
+    const Tensor qg = on_gpu(q), kg = on_gpu(k), vg = on_gpu(v), mg = on_gpu(mask);
+    Tensor got = Tensor::empty({B, 1, HD}, DType::f32, kGpu);
+    a.device = kGpu;
+    causal_attention_forward(got.data<float>(), qg.data<float>(), kg.data<float>(), vg.data<float>(),
+                             mg.data<int32_t>(), a);
+    EXPECT_LT(scaled_error(on_cpu(got), want), kReductionTol) << "past " << past;
+  }
+}
+
+TEST_F(CudaOps, KvAppendMatchesCpuWithTheLengthOnTheDevice) {
+  const int64_t B = 3, T = 5, capacity = 20, width = 24, ld = 100;
+  const Tensor qkv = random_tensor({B, T, ld}, 95);
+  KvAppendArgs a;
+  a.B = B, a.T = T, a.past = 7, a.capacity = capacity, a.width = width, a.ld_qkv = ld, a.k_col = 40, a.v_col = 70;
+  Tensor want_k = Tensor::zeros({B, capacity, width}, DType::f32),
+         want_v = Tensor::zeros({B, capacity, width}, DType::f32);
+  kv_append(want_k.data<float>(), want_v.data<float>(), qkv.data<float>(), a);
+  const Tensor qkv_gpu = on_gpu(qkv);
+  for (const bool on_device : {false, true}) {
+    Tensor k = Tensor::zeros({B, capacity, width}, DType::f32, kGpu),
+           v = Tensor::zeros({B, capacity, width}, DType::f32, kGpu);
+    Tensor past = Tensor::empty({1}, DType::i32);
+    past.data<int32_t>()[0] = 7;
+    const Tensor past_gpu = on_gpu(past);
+    KvAppendArgs g = a;
+    g.device = kGpu;
+    if (on_device) g.device_past = past_gpu.data<int32_t>(), g.past = capacity - T;
+    kv_append(k.data<float>(), v.data<float>(), qkv_gpu.data<float>(), g);
+    EXPECT_EQ(scaled_error(on_cpu(k), want_k), 0.0) << on_device;
+    EXPECT_EQ(scaled_error(on_cpu(v), want_v), 0.0) << on_device;
+  }
+}
+
+// Greedy decoding's argmax: a vocabulary's worth of logits, ties (the first wins), Gemma's softcap
+// (which makes large logits equal after rounding), a row of one value.
+TEST_F(CudaOps, ArgmaxRowsMatchesCpu) {
+  const int64_t B = 4, V = 151936;
+  Tensor logits = random_tensor({B, V}, 97, 3.0f);
+  float* l = logits.data<float>();
+  l[0 * V + 5000] = 50.0f, l[0 * V + 90000] = 50.0f;     // a tie: 5000
+  l[1 * V + 151935] = 400.0f, l[1 * V + 7] = 300.0f;     // both 30.0f after a cap of 30: 7
+  for (int64_t j = 0; j < V; ++j) l[3 * V + j] = -1.0f;  // all equal: 0
+  for (const double cap : {0.0, 30.0}) {
+    Tensor want = Tensor::empty({B}, DType::i32), got = Tensor::empty({B}, DType::i32, kGpu);
+    argmax_rows(want, logits, cap);
+    const Tensor logits_gpu = on_gpu(logits);
+    argmax_rows(got, logits_gpu, cap);
+    const Tensor host = on_cpu(got);
+    for (int64_t b = 0; b < B; ++b)
+      EXPECT_EQ(host.data<int32_t>()[b], want.data<int32_t>()[b]) << "row " << b << " cap " << cap;
+    EXPECT_EQ(want.data<int32_t>()[0], 5000);
+    EXPECT_EQ(want.data<int32_t>()[1], cap > 0 ? 7 : 151935);
+    EXPECT_EQ(want.data<int32_t>()[3], 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -403,21 +496,28 @@ class CudaLinear : public CudaOps, public ::testing::WithParamInterface<LinearCa
 // f32 against the CPU's f32 GEMM within 1e-4 of the output's scale; bf16 and f16 against the
 // CPU's f32 result within the input rounding (2^-8 and 2^-11 relative per input, summed over K
 // terms of random sign: a few times 2^-8 * sqrt(K) / sqrt(K) of the scale, so 1e-2 and 2e-3).
+// 45 rows through cuBLASLt, 1 to 4 through the GEMV (decoding's rows), whose long rows (K 1024,
+// 4104) are shared by 2 to 8 warps each; K = 90 is no multiple of 8, which sends even a few rows
+// to cuBLASLt.
 TEST_P(CudaLinear, MatchesCpu) {
   const LinearCase c = GetParam();
-  const int64_t M = 45, K = 96, N = 130, ld_x = c.strided_x ? 3 * K : K;
-  const Tensor w = random_tensor({N, K}, 90, 0.1f), b = c.bias ? random_tensor({N}, 91) : Tensor();
-  const Tensor x_store = random_tensor({M, ld_x}, 92);
-  const Tensor x = x_store.narrow(1, 0, K);
-  Linear cpu_linear(w, b, {Device::cpu(), DType::f32}, c.activation);
-  Linear gpu_linear(w, b, {kGpu, c.compute}, c.activation);
-  EXPECT_EQ(gpu_linear.device(), kGpu);
-  Tensor want = Tensor::empty({M, N}, DType::f32), got = Tensor::empty({M, N}, DType::f32, kGpu);
-  linear_forward(want, x.contiguous(), cpu_linear);
-  const Tensor x_gpu = on_gpu(x_store).narrow(1, 0, K);
-  linear_forward(got, x_gpu, gpu_linear);
-  const double tol = c.compute == DType::f32 ? kReductionTol : c.compute == DType::f16 ? 2e-3 : 1e-2;
-  EXPECT_LT(scaled_error(on_cpu(got), want), tol);
+  for (const int64_t K : {int64_t(96), int64_t(90), int64_t(1024), int64_t(4104)})
+    for (const int64_t M : {int64_t(45), int64_t(1), int64_t(2), int64_t(3), int64_t(4)}) {
+      const int64_t N = 130, ld_x = c.strided_x ? 3 * K : K;
+      const Tensor w = random_tensor({N, K}, 90, 0.1f), b = c.bias ? random_tensor({N}, 91) : Tensor();
+      const Tensor x_store = random_tensor({M, ld_x}, 92);
+      const Tensor x = x_store.narrow(1, 0, K);
+      Linear cpu_linear(w, b, {Device::cpu(), DType::f32}, c.activation);
+      Linear gpu_linear(w, b, {kGpu, c.compute}, c.activation);
+      EXPECT_EQ(gpu_linear.device(), kGpu);
+      Tensor want = Tensor::empty({M, N}, DType::f32), got = Tensor::empty({M, N}, DType::f32, kGpu);
+      linear_forward(want, x.contiguous(), cpu_linear);
+      const Tensor x_gpu = on_gpu(x_store).narrow(1, 0, K);
+      poison(got);
+      linear_forward(got, x_gpu, gpu_linear);
+      const double tol = c.compute == DType::f32 ? kReductionTol : c.compute == DType::f16 ? 2e-3 : 1e-2;
+      EXPECT_LT(scaled_error(on_cpu(got), want), tol) << M << " rows, K " << K;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaLinear,

@@ -106,7 +106,10 @@ TEST(DecoderFamilies, DecodeStepBytes) {
   int8.compute = DType::i8;
   const Generation q = load_model(dir, int8)->generate(prompts, go);
   EXPECT_GE(q.decode_weight_bytes, body_and_head / 4);
-  EXPECT_LT(q.decode_weight_bytes, g.decode_weight_bytes / 1.5);
+  // Less than f32's bytes before any padding, by a margin, but not a quarter of them: at this
+  // fixture's width of 32 the per-row scales, f32 biases and norms weigh (about two thirds). Not
+  // against g: f32's padding differs between oneDNN's packing and the panels (TACH_F32_GEMM).
+  EXPECT_LT(q.decode_weight_bytes, 0.75 * body_and_head);
   EXPECT_DOUBLE_EQ(q.decode_cache_bytes, g.decode_cache_bytes) << "the cache stays f32";
 }
 

@@ -8,8 +8,10 @@
 #include "cpu/gemm.h"
 #include "cpu/packed_linear.h"
 #include "cpu/vec_math.h"
+#include "ops/argmax.h"
 #include "ops/attention.h"
 #include "ops/embedding.h"
+#include "ops/kv_append.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
 #include "tach/error.h"
@@ -218,6 +220,48 @@ TEST(Attention, LongSequence) {
   std::vector<int32_t> row(200, 1);
   for (int i = 150; i < 200; ++i) row[size_t(i)] = 0;
   check_attention({row});
+}
+
+// Greedy decoding's choice: the first of equal maxima (torch.argmax), after the softcap when there
+// is one, which can make two different logits equal.
+TEST(ArgmaxRows, FirstMaximumAfterTheSoftcap) {
+  Tensor logits = Tensor::empty({3, 6}, DType::f32);
+  const float values[] = {0,  2,   5,  5,   1,  -1,  // tie: the first
+                          -3, 300, 1,  400, 0,  0,   // 400 > 300, but both cap to 30.0f
+                          -1, -1,  -1, -1,  -1, -1};
+  std::copy(std::begin(values), std::end(values), logits.data<float>());
+  Tensor out = Tensor::empty({3}, DType::i32);
+  argmax_rows(out, logits);
+  EXPECT_EQ(out.data<int32_t>()[0], 2);
+  EXPECT_EQ(out.data<int32_t>()[1], 3);
+  EXPECT_EQ(out.data<int32_t>()[2], 0);
+  argmax_rows(out, logits, 30.0);
+  EXPECT_EQ(out.data<int32_t>()[1], 1);  // cap * tanh(400 / cap) and of 300 round to the same f32
+  EXPECT_EQ(float(30.0 * std::tanh(400.0 / 30.0)), float(30.0 * std::tanh(300.0 / 30.0)));
+  Tensor wrong = Tensor::empty({2}, DType::i32);
+  EXPECT_THROW(argmax_rows(wrong, logits), Error);
+}
+
+// The key/value cache append: each sequence's new rows land after its past, keys and values from
+// their columns of the fused rows; nothing else of the cache is touched.
+TEST(KvAppend, RowsLandAfterThePast) {
+  const int64_t B = 2, T = 3, capacity = 8, width = 4, ld = 20;
+  Tensor qkv = Tensor::empty({B, T, ld}, DType::f32);
+  for (int64_t i = 0; i < qkv.numel(); ++i) qkv.data<float>()[i] = float(i);
+  Tensor k = Tensor::zeros({B, capacity, width}, DType::f32), v = Tensor::zeros({B, capacity, width}, DType::f32);
+  KvAppendArgs a;
+  a.B = B, a.T = T, a.past = 2, a.capacity = capacity, a.width = width, a.ld_qkv = ld, a.k_col = 8, a.v_col = 12;
+  kv_append(k.data<float>(), v.data<float>(), qkv.data<float>(), a);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t p = 0; p < capacity; ++p)
+      for (int64_t c = 0; c < width; ++c) {
+        const bool written = p >= 2 && p < 2 + T;
+        const float row = float((b * T + (p - 2)) * ld);
+        EXPECT_EQ(k.data<float>()[(b * capacity + p) * width + c], written ? row + 8 + float(c) : 0.0f);
+        EXPECT_EQ(v.data<float>()[(b * capacity + p) * width + c], written ? row + 12 + float(c) : 0.0f);
+      }
+  a.past = 6;  // 6 + 3 rows do not fit in 8
+  EXPECT_THROW(kv_append(k.data<float>(), v.data<float>(), qkv.data<float>(), a), Error);
 }
 
 TEST(VecMath, ExpErfGeluAccuracy) {

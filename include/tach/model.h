@@ -92,6 +92,9 @@ struct ForwardCost {
 struct GenerateOptions {
   int64_t max_new_tokens = 32;
   bool stop_at_eos = true;  // a row that produced an end-of-sequence token gets pad tokens after it
+  // On a GPU: the steps after the first replay one captured CUDA graph (false: kernel by kernel,
+  // for comparisons; TACH_CUDA_GRAPHS=0 does the same for every run).
+  bool cuda_graphs = true;
 };
 
 // Greedy decoding results and their timing: the prefill/decode split benchmarks need.
@@ -106,6 +109,8 @@ struct Generation {
   // the step's length (the mean over the decode steps). These bytes over the memory bandwidth are
   // the fastest a step can be.
   double decode_weight_bytes = 0, decode_cache_bytes = 0;
+  // How the decode steps ran: kernel by kernel (and why), or as a replayed CUDA graph (its size).
+  std::string decode_method;
 };
 
 // A model tach runs: an encoder (BERT, DistilBERT) or a decoder (Qwen2, Llama, Mistral, Qwen3, Gemma 3).

@@ -189,6 +189,7 @@ void bind_model(py::module_& m) {
             }
             d["prompt_tokens"] = g.prompt_tokens, d["time_to_first_token_s"] = g.time_to_first_token_s;
             d["decode_step_s"] = g.decode_step_s, d["total_s"] = g.total_s;
+            d["decode_method"] = g.decode_method;
             return d;
           },
           py::arg("prompts"), py::arg("max_new_tokens") = 32, py::arg("stop_at_eos") = true,

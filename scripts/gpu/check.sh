@@ -5,7 +5,8 @@
 # costs one step, not the call. The log goes to $OUT/check.log (the device tool brings back at
 # most 8 files); the last lines printed are one row per step.
 #   STEPS="tests ceilings bench profile auto families decode train"   which steps (default: all but
-#   auto and train); PEERS=1 adds the peers (scripts/peers/gpu_peers.py, ~3 minutes)
+#   auto and train); PEERS=1 adds the peers (scripts/peers/gpu_peers.py, ~3 minutes; PEERS_ARGS
+#   passes it flags)
 set -uo pipefail
 pack=/tmp/tach-pack
 mkdir -p "$pack" && tar -C "$pack" -xJf .gpu/pack.tar.xz || { echo "no .gpu/pack.tar.xz: run scripts/gpu/pack.sh here and carry .gpu"; exit 2; }
@@ -60,18 +61,28 @@ if wants families; then
   done
 fi
 if wants decode; then
-  # Batch-1 decoding on the Qwen2.5-0.5B preset, and where a step's time goes.
-  step generate 120 "$tach" generate -m preset:qwen2.5-0.5b --device cuda --dtype bf16 --prompt-len 128 -n 64 \
-    --ignore-eos --warmup 1 --json
+  # Batch-1 decoding on the Qwen2.5-0.5B preset, replayed from a CUDA graph and kernel by kernel,
+  # and where a step's time goes.
+  for dt in bf16 f32; do
+    for graphs in "" --no-cuda-graphs; do
+      step "generate-$dt${graphs:+-eager}" 120 "$tach" generate -m preset:qwen2.5-0.5b --device cuda --dtype $dt \
+        --prompt-len 128 -n 64 --ignore-eos --warmup 1 $graphs
+    done
+  done
   step profile-qwen 120 "$tach" profile -m preset:qwen2.5-0.5b --device cuda --dtype bf16 -b 1 -s 128 \
     --profiler-output-dir /tmp/tach-profile-qwen --sort-by gpu
+  # One row: a decoding step's kernels (the GEMVs at their shapes) without the cache.
+  step profile-qwen-1row 120 "$tach" profile -m preset:qwen2.5-0.5b --device cuda --dtype bf16 -b 1 -s 1 \
+    --profiler-output-dir /tmp/tach-profile-qwen-1 --sort-by gpu --group-by shape --top 12
 fi
 if wants train; then
   step train-profile 180 "$tach" profile --train -m preset:distilbert-base-uncased --device cuda -b 8 -s 128 \
     --profiler-output-dir /tmp/tach-profile-train
 fi
 if wants peers; then
-  step peers 540 env PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_peers.py --tach "$tach" --json-out "$out/peers.json"
+  # PEERS_ARGS narrows them, e.g. "--only decoder --rounds 3".
+  step peers 540 env PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_peers.py --tach "$tach" --json-out "$out/peers.json" \
+    ${PEERS_ARGS:-}
 fi
 tail -c 9000 "$log"
 echo

@@ -150,17 +150,21 @@ def decoder(args, path, bandwidth):
                 torch.cuda.synchronize()
                 return (time.perf_counter() - t0) / (args.new_tokens - 1)
 
-        def tach_per_token():
+        def tach_per_token(*extra):
             res = subprocess.run([args.tach, "generate", "--model", path, "--device", "cuda", "--dtype", dt,
                                   "--ids", " ".join(map(str, prompt[0])), "-n", str(args.new_tokens), "--ignore-eos",
-                                  "--warmup", "1", "--json"], check=True, capture_output=True, text=True)
+                                  "--warmup", "1", "--json", *extra], check=True, capture_output=True, text=True)
             return json.loads(res.stdout)["time_per_output_token_ms"]["median"] * 1e-3
 
+        # tach's steps replayed from a captured CUDA graph (its default) and launched kernel by kernel.
+        engines = {"tach": tach_per_token, "tach-no-graphs": lambda: tach_per_token("--no-cuda-graphs"),
+                   "torch-eager": torch_per_token}
         torch_per_token()  # warm-up
-        rounds = {"tach": [], "torch-eager": []}
+        rounds = {name: [] for name in engines}
+        names = list(engines)
         for r in range(args.rounds):
-            for name in (["tach", "torch-eager"] if r % 2 == 0 else ["torch-eager", "tach"]):
-                rounds[name].append(tach_per_token() if name == "tach" else torch_per_token())
+            for name in names[r % len(names):] + names[:r % len(names)]:  # order rotated per round
+                rounds[name].append(engines[name]())
         print(f"\nQwen2.5-0.5B-sized decode {dt}, batch 1, prompt 128, {args.new_tokens} tokens")
         med = report("  time per output token", rounds)
         # tach keeps f32 weights in memory for f32 compute and bf16 copies for bf16 (the GEMMs' inputs).

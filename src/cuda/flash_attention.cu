@@ -1,6 +1,11 @@
+#include <algorithm>
+
 #include "cuda/cuda_error.h"
 #include "cuda/flash_attention.cuh"
 #include "cuda/row_attention.cuh"
+#include "cuda/scratch.h"
+#include "cuda/stream.h"
+#include "tach/error.h"
 
 namespace tach::cuda {
 
@@ -15,8 +20,28 @@ int multiprocessors() {
   return count;
 }
 
-bool launch_rows(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStream_t stream) {
-  const dim3 grid(unsigned(p.Tq), unsigned(p.H), unsigned(B));
+// Keys one split should have at the least: 2 per warp. A warp walks its keys one dependent load
+// after another (about a microsecond each on an H100), so fewer keys per warp is what shortens
+// a decoding step's attention; the merge costs one small kernel.
+constexpr int64_t kKeysPerSplit = 2 * kRowAttentionWarps;
+constexpr int64_t kMaxSplits = 64;
+
+// How many blocks share each row's keys: up to four blocks per multiprocessor, no more than the
+// keys fill. Causal rows only (a bidirectional row of padding only needs every key in one block).
+int row_splits(const FlashAttentionParams& p, int64_t B) {
+  const int64_t blocks = p.Tq * p.H * B;
+  if (!p.causal || p.bias_bucket || blocks >= multiprocessors()) return 1;
+  const int64_t by_keys = (p.past + p.Tq + kKeysPerSplit - 1) / kKeysPerSplit;
+  const int64_t by_grid = (4 * multiprocessors() + blocks - 1) / blocks;
+  return int(std::max<int64_t>(1, std::min({by_keys, by_grid, kMaxSplits})));
+}
+
+bool launch_rows(int device, FlashAttentionParams p, int64_t B, int64_t D, cudaStream_t stream) {
+  p.splits = row_splits(p, B);
+  if (p.splits > 1)
+    p.partials = static_cast<float*>(
+        scratch(device, ScratchUse::attention_partials, size_t(B * p.H * p.Tq * p.splits * (D + 2)) * sizeof(float)));
+  const dim3 grid(unsigned(p.Tq * p.splits), unsigned(p.H), unsigned(B));
   const int threads = kRowAttentionWarps * 32;
   if (D <= 32) row_attention_kernel<1><<<grid, threads, 0, stream>>>(p, int(D));
   else if (D <= 64) row_attention_kernel<2><<<grid, threads, 0, stream>>>(p, int(D));
@@ -24,6 +49,10 @@ bool launch_rows(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStream
   else if (D <= 256) row_attention_kernel<8><<<grid, threads, 0, stream>>>(p, int(D));
   else return false;
   check_launch("row_attention_kernel");
+  if (p.splits > 1) {
+    merge_row_partials<<<dim3(unsigned(p.Tq), unsigned(p.H), unsigned(B)), 64, 0, stream>>>(p, int(D));
+    check_launch("merge_row_partials");
+  }
   return true;
 }
 
@@ -49,15 +78,20 @@ bool launch_tiles(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStrea
 
 }  // namespace
 
-bool launch_flash_attention(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStream_t stream) {
+bool launch_flash_attention(int device, FlashAttentionParams p, int64_t B, int64_t D) {
   if (p.Tq == 0 || B == 0) return true;
+  cudaStream_t stream = cuda::stream(device);
+  if (p.device_past) {  // the length is on the device: only the rows kernel reads it there
+    tach::check(p.causal && !p.bias_bucket, "attention with the cache length on the device: causal rows only");
+    return launch_rows(device, p, B, D, stream);
+  }
   if (p.kernel == 1) return launch_tiles(p, B, D, stream);
-  if (p.kernel == 2) return launch_rows(p, B, D, stream);
+  if (p.kernel == 2) return launch_rows(device, p, B, D, stream);
   // Tiles of 64 query rows share each key they load, but a grid of fewer blocks than two per
   // multiprocessor leaves most of the GPU idle (decoding has one row per head): rows then.
   const int64_t tile_blocks = (p.Tq + kFlashQueryRows - 1) / kFlashQueryRows * p.H * B;
   if (tile_blocks >= 2 * multiprocessors() && launch_tiles(p, B, D, stream)) return true;
-  return launch_rows(p, B, D, stream);
+  return launch_rows(device, p, B, D, stream);
 }
 
 }  // namespace tach::cuda

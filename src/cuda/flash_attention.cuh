@@ -43,6 +43,15 @@ struct FlashAttentionParams {
   // (bucket [Tq, Tk] i32 and table [buckets, H] f32, both on the device); null: none.
   const int32_t* bias_bucket = nullptr;
   const float* bias_table = nullptr;
+  // Decoding under a captured graph: the cache length before this call, one i32 in device memory,
+  // read by the kernel (so that one capture serves every step); `past` and `Tk` are then the most
+  // they can be, and only size the grid. Causal rows only (the launcher takes the rows kernel).
+  const int32_t* device_past = nullptr;
+  // Split-K for few rows (decoding): each query row's keys are cut into `splits` ranges, one block
+  // each, which write their running (max, sum, accumulator) to `partials` [B, H, Tq, splits, D + 2];
+  // a second kernel merges them. Set by the launcher; 1: no split.
+  int splits = 1;
+  float* partials = nullptr;
   // Which kernel: 0 the launcher picks (rows when tiles would leave the GPU idle, or for a head
   // size the tiles have no instantiation for), 1 the tiled kernel, 2 one block per row. Tests
   // run both on every case.
@@ -167,7 +176,8 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
   for (int d = 0; d < D; ++d) orow[d] = acc[d] * inv;
 }
 
-// Launches a kernel for the head size; false when none takes it (D over 256; the caller says so).
-bool launch_flash_attention(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStream_t stream);
+// Launches a kernel for the head size on tach's stream of `device`; false when none takes it (D
+// over 256; the caller says so).
+bool launch_flash_attention(int device, FlashAttentionParams p, int64_t B, int64_t D);
 
 }  // namespace tach::cuda

@@ -10,8 +10,8 @@
 #include "model/encoder_build.h"
 #include "ops/causal_attention.h"
 #include "ops/add.h"
-#include "ops/copy_rows.h"
 #include "ops/embedding.h"
+#include "ops/kv_append.h"
 #include "ops/linear.h"
 #include "ops/rms_norm.h"
 #include "ops/silu_gate.h"
@@ -175,8 +175,7 @@ void upload_cache_mask(KvCache& cache) {
 // call's keys or, with a cache, over the cache with this call's keys appended.
 class InferenceRunner final : public DecoderLayerRunner {
  public:
-  InferenceRunner(const DecoderWeights& w, KvCache* cache, const int32_t* key_mask, int64_t mask_stride)
-      : w_(w), cache_(cache), key_mask_(key_mask), mask_stride_(mask_stride) {}
+  InferenceRunner(const DecoderWeights& w, const DecoderPass& pass) : w_(w), pass_(pass) {}
 
   void linear(size_t l, DecoderLinear site, Tensor& out, const Tensor& in) override {
     const DecoderLayer& L = w_.layers[l];
@@ -189,28 +188,29 @@ class InferenceRunner final : public DecoderLayerRunner {
   }
 
   void attention(size_t l, ops::CausalAttentionArgs a, DecoderLayerTensors& t) override {
-    const int64_t B = a.B, T = a.Tq, HD = a.H * a.D, KD = a.KVH * a.D, QKV = a.ld_q;
+    const int64_t T = a.Tq, HD = a.H * a.D, KD = a.KVH * a.D, QKV = a.ld_q;
     const float* q = t.qkv.data<float>();
     const float* k = q + HD;
     const float* v = q + HD + KD;
-    a.mask_stride = mask_stride_;
-    if (cache_) {
-      // Append this call's keys and values: rows [past, past + T) of each sequence.
-      const int64_t past = cache_->length;
-      float* ck = cache_->k[l].data<float>();
-      float* cv = cache_->v[l].data<float>();
-      for (int64_t b = 0; b < B; ++b) {
-        const float* rows = q + b * T * QKV;  // this sequence's T rows of q|k|v
-        ops::copy_rows(a.device, ck + (b * cache_->capacity + past) * KD, KD, rows + HD, QKV, T, KD);
-        ops::copy_rows(a.device, cv + (b * cache_->capacity + past) * KD, KD, rows + HD + KD, QKV, T, KD);
-      }
+    a.mask_stride = pass_.mask_stride;
+    if (KvCache* cache = pass_.cache) {
+      // Append this call's keys and values: rows [past, past + T) of each sequence. A captured
+      // step reads past on the device; the host's value is then only the most it can be.
+      ops::KvAppendArgs append;
+      append.B = a.B, append.T = T, append.capacity = cache->capacity, append.width = KD, append.ld_qkv = QKV;
+      append.k_col = HD, append.v_col = HD + KD, append.device = a.device;
+      append.past = pass_.device_past ? cache->capacity - T : cache->length;
+      append.device_past = pass_.device_past;
+      float* ck = cache->k[l].data<float>();
+      float* cv = cache->v[l].data<float>();
+      ops::kv_append(ck, cv, q, append);
       k = ck, v = cv;
-      a.past = past;
-      a.ld_kv = KD, a.batch_stride_kv = cache_->capacity * KD;
+      a.past = append.past, a.device_past = pass_.device_past;
+      a.ld_kv = KD, a.batch_stride_kv = cache->capacity * KD;
     } else {
       a.ld_kv = QKV, a.batch_stride_kv = T * QKV;  // read straight from the fused buffer
     }
-    ops::causal_attention_forward(t.context.data<float>(), q, k, v, key_mask_, a);
+    ops::causal_attention_forward(t.context.data<float>(), q, k, v, pass_.key_mask, a);
   }
 
   const Tensor& norm(size_t l, DecoderNorm which) const override {
@@ -228,13 +228,11 @@ class InferenceRunner final : public DecoderLayerRunner {
 
  private:
   const DecoderWeights& w_;
-  KvCache* cache_;
-  const int32_t* key_mask_;
-  int64_t mask_stride_;
+  const DecoderPass& pass_;
 };
 
-// One scratch set for every layer; the stream h is updated in place, and x serves as both norms'
-// output (each is read before the next is written).
+}  // namespace
+
 DecoderLayerTensors inference_scratch(const DecoderConfig& s, int64_t N, const Tensor& h, Device device) {
   auto make = [&](const Shape& shape) { return Tensor::empty(shape, DType::f32, device); };
   const int64_t C = s.hidden_size, I = s.intermediate_size;
@@ -250,7 +248,31 @@ DecoderLayerTensors inference_scratch(const DecoderConfig& s, int64_t N, const T
   return t;
 }
 
-}  // namespace
+void decoder_pass(const DecoderWeights& w, const DecoderConfig& s, int64_t B, int64_t T, const Tensor& device_ids,
+                  const DecoderPass& pass, DecoderLayerTensors& t) {
+  const Device device = w.final_norm.device();
+  Tensor& h = t.resid;
+  if (s.embedding_norm) {
+    // ModernBERT: h = norm(tok_embeddings[ids]), embedded into the scratch first.
+    decoder_embed(t.branch, device_ids, w.embed_tokens, w.embed_scale);
+    core::Span span(core::SpanKind::module, "embeddings.norm");
+    decoder_norm(s, h, t.branch, Tensor(), w.embed_norm);
+  } else {
+    decoder_embed(h, device_ids, w.embed_tokens, w.embed_scale);
+  }
+  InferenceRunner run(w, pass);
+  // Each layer's last add norms the stream for the next layer (the final norm after the last);
+  // ModernBERT's first attention norm is the identity.
+  if (s.first_attn_norm) decoder_norm(s, t.x1, h, Tensor(), w.layers.front().attn_norm);
+  else core::copy_bytes(device, t.x1.raw(), device, h.raw(), h.nbytes());
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    DecoderLayerEnds ends;
+    ends.input_normed = true;
+    ends.next_norm = l + 1 < w.layers.size() ? &w.layers[l + 1].attn_norm : &w.final_norm;
+    ends.next_x = t.x1;
+    decoder_layer_forward(s, l, B, T, *pass.rope, t, run, ends);
+  }
+}
 
 Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Tensor& ids, const Tensor& mask,
                        const Tensor& positions, KvCache* cache) {
@@ -268,44 +290,27 @@ Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Te
   const DecoderRope rope = decoder_rope(s, positions, int64_t(max_pos) + 1, device);
 
   // Keys visible to this call: the cache's mask (with this call's tokens appended) or this mask.
+  DecoderPass pass;
+  pass.rope = &rope;
+  pass.cache = cache;
   Tensor call_mask;
-  const int32_t* key_mask = nullptr;
-  int64_t mask_stride = T;
+  pass.mask_stride = T;
   if (cache) {
     int32_t* cm = cache->host_mask.data<int32_t>();
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(cm + b * cache->capacity + past, mask.data<int32_t>() + b * T, size_t(T) * sizeof(int32_t));
     if (!on_host) upload_cache_mask(*cache);
-    key_mask = cache->mask.data<int32_t>();
-    mask_stride = cache->capacity;
+    pass.key_mask = cache->mask.data<int32_t>();
+    pass.mask_stride = cache->capacity;
   } else {
     call_mask = mask.on(device);
-    key_mask = call_mask.data<int32_t>();
+    pass.key_mask = call_mask.data<int32_t>();
   }
 
   core::Span model_span(core::SpanKind::module, "model");
   Tensor h = Tensor::empty({N, C}, DType::f32, device);
   DecoderLayerTensors t = inference_scratch(s, N, h, device);
-  if (s.embedding_norm) {
-    // ModernBERT: h = norm(tok_embeddings[ids]), embedded into the scratch first.
-    decoder_embed(t.branch, ids.on(device), w.embed_tokens, w.embed_scale);
-    core::Span span(core::SpanKind::module, "embeddings.norm");
-    decoder_norm(s, h, t.branch, Tensor(), w.embed_norm);
-  } else {
-    decoder_embed(h, ids.on(device), w.embed_tokens, w.embed_scale);
-  }
-  InferenceRunner run(w, cache, key_mask, mask_stride);
-  // Each layer's last add norms the stream for the next layer (the final norm after the last);
-  // ModernBERT's first attention norm is the identity.
-  if (s.first_attn_norm) decoder_norm(s, t.x1, h, Tensor(), w.layers.front().attn_norm);
-  else core::copy_bytes(device, t.x1.raw(), device, h.raw(), h.nbytes());
-  for (size_t l = 0; l < w.layers.size(); ++l) {
-    DecoderLayerEnds ends;
-    ends.input_normed = true;
-    ends.next_norm = l + 1 < w.layers.size() ? &w.layers[l + 1].attn_norm : &w.final_norm;
-    ends.next_x = t.x1;
-    decoder_layer_forward(s, l, B, T, rope, t, run, ends);
-  }
+  decoder_pass(w, s, B, T, ids.on(device), pass, t);
   if (cache) cache->length += T;
   return t.x1.reshape({B, T, C});
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/decoder_config.h"
+#include "model/decoder_layer.h"
 #include "model/family.h"
 #include "model/weight_binder.h"
 #include "ops/linear.h"
@@ -73,6 +74,23 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
 // Returns the final-normed hidden states [B, T, C] f32 on the model's device.
 Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& c, const Tensor& ids, const Tensor& mask,
                        const Tensor& positions, KvCache* cache);
+// What one pass through the layers reads besides the weights and the ids.
+struct DecoderPass {
+  const DecoderRope* rope = nullptr;  // the call's positions' tables, on the device
+  const int32_t* key_mask = nullptr;  // [B, mask_stride] i32 on the device: 1 = a real key
+  int64_t mask_stride = 0;
+  KvCache* cache = nullptr;              // null: attention over this call's keys only
+  const int32_t* device_past = nullptr;  // a captured decoding step: the cache length, read on the device
+};
+// The scratch of a pass over N rows, around the residual stream h [N, C] (updated in place;
+// x1 serves as both norms' output, each read before the next is written).
+DecoderLayerTensors inference_scratch(const DecoderConfig& c, int64_t N, const Tensor& h, Device device);
+// Embeds device_ids [B, T] i32 (on the model's device) into t.resid and runs every layer: the
+// final-normed hidden states end in t.x1 [B T, C]. Queues device work only (no copy to or from
+// the host), so that a decoding step can be captured as a graph. Leaves cache->length as it was.
+void decoder_pass(const DecoderWeights& w, const DecoderConfig& c, int64_t B, int64_t T, const Tensor& device_ids,
+                  const DecoderPass& pass, DecoderLayerTensors& t);
+
 ops::OpCost decoder_cost(const DecoderConfig& c, int64_t B, int64_t T, int64_t past);
 // The weight bytes one token's pass through the body reads: every layer's linears as placed
 // (packed, in the compute dtype) and every norm vector; the embedding row and the head apart.

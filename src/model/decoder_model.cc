@@ -16,6 +16,8 @@
 #include "model/presets.h"
 #include "model/decoder.h"
 #include "model/decoder_layer.h"
+#include "model/decode_graph.h"
+#include "ops/argmax.h"
 #include "ops/layer_norm.h"
 #include "ops/copy_rows.h"
 #include "ops/linear.h"
@@ -128,7 +130,7 @@ class Decoder final : public Model {
     const ops::Linear& head = lm_head();
     check_batch(prompts);
     check(options.max_new_tokens > 0, "generate: max_new_tokens must be positive");
-    const int64_t B = prompts.batch(), T = prompts.seq_len(), C = config_.hidden_size, V = config_.vocab_size;
+    const int64_t B = prompts.batch(), T = prompts.seq_len(), C = config_.hidden_size;
     const int32_t* mask = prompts.attention_mask.data<int32_t>();
     for (int64_t b = 0; b < B; ++b)
       check(mask[b * T + T - 1] == 1, "generate: row " + std::to_string(b) +
@@ -152,28 +154,35 @@ class Decoder final : public Model {
     const int32_t pad = config_.pad_token_id >= 0
                             ? int32_t(config_.pad_token_id)
                             : int32_t(config_.eos_token_ids.empty() ? 0 : config_.eos_token_ids[0]);
-    Tensor last_hidden = Tensor::empty({B, C}, DType::f32, place_.device);
-    Tensor device_logits = Tensor::empty({B, V}, DType::f32, place_.device);
-    Tensor logits;  // on the host, where the next token is chosen
     Tensor step_ids = Tensor::empty({B, 1}, DType::i32);
-    Tensor step_mask = Tensor::empty({B, 1}, DType::i32);
+    Tensor step_mask = Tensor::empty({B, 1}, DType::i32);  // every generated token is real
+    std::fill(step_mask.data<int32_t>(), step_mask.data<int32_t>() + B, 1);
     Tensor step_pos = Tensor::empty({B, 1}, DType::i32);
+    // On a GPU the steps after the first run as one captured graph; elsewhere (or where it
+    // cannot) each step is a forward like the prompt's.
+    const std::string no_graph =
+        options.cuda_graphs ? DecodeGraph::unsupported_reason(config_, place_.device, cache.capacity) : "not asked for";
+    std::unique_ptr<DecodeGraph> graph;
+    g.decode_method = "kernel by kernel (" + (place_.device.kind == DeviceKind::cpu ? "the CPU" : no_graph) + ")";
+    // Made with the cache, before the clock starts: its buffers and tables of every position.
+    if (no_graph.empty() && options.max_new_tokens > 1)
+      graph = std::make_unique<DecodeGraph>(w_, config_, head, config_.final_logit_softcap, cache, B);
     const auto t_start = Clock::now();
     Tensor h = decoder_forward(w_, config_, prompts.input_ids, prompts.attention_mask, positions, &cache);
-    int64_t rows_per_call = T;
+    std::vector<int32_t> next = greedy_tokens(h, T, head);
     for (int64_t step = 0; step < options.max_new_tokens; ++step) {
       const auto t0 = Clock::now();
-      if (step > 0) h = decoder_forward(w_, config_, step_ids, step_mask, step_pos, &cache);
-      // The LM head on each row's last position only: [B, C] -> [B, V].
-      ops::copy_rows(place_.device, last_hidden.data<float>(), C, h.data<float>() + (rows_per_call - 1) * C,
-                     rows_per_call * C, B, C);
-      ops::linear_forward(device_logits, last_hidden, head);
-      logits = to_host(device_logits);
-      softcap(logits);  // monotonic, so the argmax is unchanged; kept so the two paths agree
+      if (step > 0) {
+        if (graph) {
+          next = graph->step(step_ids.data<int32_t>(), step_pos.data<int32_t>());
+        } else {
+          h = decoder_forward(w_, config_, step_ids, step_mask, step_pos, &cache);
+          next = greedy_tokens(h, 1, head);
+        }
+      }
       bool all_done = true;
       for (int64_t b = 0; b < B; ++b) {
-        const float* row = logits.data<float>() + b * V;
-        int32_t token = int32_t(std::max_element(row, row + V) - row);  // the first maximum, as torch.argmax
+        int32_t token = next[size_t(b)];
         if (done[size_t(b)]) token = pad;
         g.tokens[size_t(b)].push_back(token);
         if (options.stop_at_eos &&
@@ -181,15 +190,14 @@ class Decoder final : public Model {
           done[size_t(b)] = true;
         all_done = all_done && done[size_t(b)];
         step_ids.data<int32_t>()[b] = token;
-        step_mask.data<int32_t>()[b] = 1;
         step_pos.data<int32_t>()[b] = next_position[size_t(b)]++;
       }
       const double s = std::chrono::duration<double>(Clock::now() - (step == 0 ? t_start : t0)).count();
       if (step == 0) g.time_to_first_token_s = s;
       else g.decode_step_s.push_back(s);
-      rows_per_call = 1;
       if (all_done) break;
     }
+    if (graph) g.decode_method = graph->method();
     g.total_s = std::chrono::duration<double>(Clock::now() - t_start).count();
     // Each decode step reads the body, the LM head, one embedding row per sequence and the cache
     // as long as it was at that step (prompt + tokens so far).
@@ -223,6 +231,21 @@ class Decoder final : public Model {
       check(m[i] == 0 || m[i] == 1, "attention_mask[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
                                         "] = " + std::to_string(m[i]) + ": expected 0 or 1");
     }
+  }
+
+  // Each row's greedy next token from the final hidden states h [B, rows, C] of a call: the LM head
+  // on each row's last position, [B, C] -> [B, V], and the argmax on the model's device (Gemma's
+  // softcap applied as the logits get it), so that only B ids come back to the host.
+  std::vector<int32_t> greedy_tokens(const Tensor& h, int64_t rows, const ops::Linear& head) const {
+    const int64_t B = h.numel() / (rows * config_.hidden_size), C = config_.hidden_size;
+    Tensor last = Tensor::empty({B, C}, DType::f32, place_.device);
+    ops::copy_rows(place_.device, last.data<float>(), C, h.data<float>() + (rows - 1) * C, rows * C, B, C);
+    Tensor logits = Tensor::empty({B, config_.vocab_size}, DType::f32, place_.device);
+    ops::linear_forward(logits, last, head);
+    Tensor tokens = Tensor::empty({B}, DType::i32, place_.device);
+    ops::argmax_rows(tokens, logits, config_.final_logit_softcap);
+    const Tensor host = to_host(tokens);
+    return std::vector<int32_t>(host.data<int32_t>(), host.data<int32_t>() + B);
   }
 
   // The rows the classifier reads, [B, C] on h's device, from the final hidden states h [B, T, C].

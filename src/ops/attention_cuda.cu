@@ -18,7 +18,7 @@ void attention_forward_cuda(int device, float* out, const float* q, const float*
   p.mask_stride = T, p.scale = scale, p.causal = false;
   p.bias_bucket = bias.bucket, p.bias_table = bias.table;
   p.kernel = int(cuda_attention_kernel());
-  check(cuda::launch_flash_attention(p, B, D, cuda::stream(device)),
+  check(cuda::launch_flash_attention(device, p, B, D),
         "attention on CUDA: head size " + std::to_string(D) + " has no kernel (sizes up to 256 do)");
 }
 

@@ -62,6 +62,8 @@ void check_args(const CausalAttentionArgs& a, bool training) {
         "causal_attention: " + std::to_string(a.H) + " query heads cannot share " + std::to_string(a.KVH) +
             " key/value heads (or an extent is zero)");
   check(!training || a.past == 0, "causal_attention: training runs whole sequences, without a cache");
+  check(!a.device_past || (a.device.kind == DeviceKind::cuda && a.causal),
+        "causal_attention: a cache length on the device is for causal attention on CUDA");
 }
 
 }  // namespace

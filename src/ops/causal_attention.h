@@ -25,7 +25,11 @@ struct CausalAttentionArgs {
   // sliding_window mask (kv > q - window, on cache indices); 0 = every earlier key. Bidirectional:
   // keys with |P - j| <= window, as transformers' bidirectional sliding-window mask.
   int64_t window = 0;
-  bool causal = true;             // false: bidirectional (ModernBERT)
+  bool causal = true;  // false: bidirectional (ModernBERT)
+  // Decoding under a captured CUDA graph: `past` read by the kernel from this one i32 in device
+  // memory, so that one capture serves every step; `past` is then the most it can be (it sizes
+  // the split of the keys and the cost). CUDA and causal only.
+  const int32_t* device_past = nullptr;
   Device device = Device::cpu();  // where every pointer lives (inference runs CUDA too; training the CPU)
 };
 

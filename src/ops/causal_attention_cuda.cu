@@ -17,8 +17,9 @@ void causal_attention_forward_cuda(int device, float* out, const float* q, const
   p.kv_batch_stride = a.batch_stride_kv, p.ld_kv = a.ld_kv;
   p.out_batch_stride = a.Tq * a.ld_out, p.ld_out = a.ld_out;
   p.mask_stride = a.mask_stride, p.scale = a.scale, p.causal = a.causal, p.window = a.window;
+  p.device_past = a.device_past;
   p.kernel = int(cuda_attention_kernel());
-  check(cuda::launch_flash_attention(p, a.B, a.D, cuda::stream(device)),
+  check(cuda::launch_flash_attention(device, p, a.B, a.D),
         "causal_attention on CUDA: head size " + std::to_string(a.D) + " has no kernel (sizes up to 256 do)");
 }
 

@@ -24,7 +24,7 @@ struct GenerateFlags {
   std::vector<std::string> texts;
   std::vector<std::string> ids;
   int64_t batch = 1, prompt_len = 128, max_new_tokens = 32;
-  bool ignore_eos = false, json = false;
+  bool ignore_eos = false, json = false, no_cuda_graphs = false;
   int warmup = 1;
   std::string compute = "f32";
   std::string device = "cpu";
@@ -142,6 +142,7 @@ int run_generate(const GenerateFlags& f) {
   GenerateOptions go;
   go.max_new_tokens = f.max_new_tokens;
   go.stop_at_eos = !f.ignore_eos;
+  go.cuda_graphs = !f.no_cuda_graphs;
   const TokenBatch prompts = TokenBatch::left_padded(rows, info.pad_token_id);
   // Untimed runs first: oneDNN builds its kernels for each new shape on first use.
   for (int i = 0; i < f.warmup; ++i) (void)model->generate(prompts, go);
@@ -170,6 +171,7 @@ int run_generate(const GenerateFlags& f) {
         {"time_to_first_token_ms", g.time_to_first_token_s * 1e3},
         {"time_per_output_token_ms",
          {{"median", step.median * 1e3}, {"p10", step.p10 * 1e3}, {"p90", step.p90 * 1e3}, {"n", step.n}}},
+        {"decode_method", g.decode_method},
         {"total_s", g.total_s},
         {"load_s", load_s}};
     if (step.n > 0)
@@ -217,6 +219,7 @@ int run_generate(const GenerateFlags& f) {
               << fixed(step.p10 * 1e3, 2) << ", p90 " << fixed(step.p90 * 1e3, 2) << "; " << step.n
               << " steps, each one token for all " << prompts.batch() << " rows), "
               << fixed(double(prompts.batch()) / step.median, 1) << " tokens/s\n"
+              << "            steps ran " << g.decode_method << "\n"
               << "limit       " << fixed(limit.limit_s * 1e3, 2)
               << " ms per step at the memory bandwidth: " << fixed(g.decode_weight_bytes / 1e9, 3)
               << " GB of weights + " << fixed(g.decode_cache_bytes / 1e6, 1)
@@ -261,6 +264,9 @@ Command add_generate_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");
   sub->add_option("--seed", f->seed, "Seed for preset weights and random prompts")->capture_default_str();
+  sub->add_flag("--no-cuda-graphs", f->no_cuda_graphs,
+                "On a GPU, launch each decode step's kernels one by one instead of replaying a captured CUDA graph "
+                "(for comparisons)");
   sub->add_flag("--json", f->json, "Print JSON (schema tach.generate/1)");
   return {sub, [f] { return run_generate(*f); }};
 }
