@@ -140,15 +140,22 @@ TEST_F(CudaOps, LayerNormMatchesCpu) {
   }
 }
 
+// Widths within the kernel's registers (896), past them (2500: the tail is read again) and
+// under one element per thread (7); with the residual add and without.
 TEST_F(CudaOps, RmsNormWithResidualMatchesCpu) {
-  const int64_t N = 29, C = 896;
-  Tensor h = random_tensor({N, C}, 20), delta = random_tensor({N, C}, 21), w = random_tensor({C}, 22);
-  Tensor h_gpu = on_gpu(h);
-  Tensor want = Tensor::empty({N, C}, DType::f32), got = Tensor::empty({N, C}, DType::f32, kGpu);
-  rms_norm_forward(want, h, delta, w, 1e-6f);
-  rms_norm_forward(got, h_gpu, on_gpu(delta), on_gpu(w), 1e-6f);
-  EXPECT_LT(scaled_error(on_cpu(got), want), kElementwiseTol);
-  EXPECT_LT(scaled_error(on_cpu(h_gpu), h), 1e-7) << "the residual stream h += delta";
+  const int64_t N = 29;
+  for (const int64_t C : {int64_t(896), int64_t(2500), int64_t(7)})
+    for (const bool residual : {true, false}) {
+      Tensor h = random_tensor({N, C}, 20), w = random_tensor({C}, 22);
+      const Tensor delta = residual ? random_tensor({N, C}, 21) : Tensor();
+      Tensor h_gpu = on_gpu(h);
+      Tensor want = Tensor::empty({N, C}, DType::f32), got = Tensor::empty({N, C}, DType::f32, kGpu);
+      rms_norm_forward(want, h, delta, w, 1e-6f);
+      poison(got);
+      rms_norm_forward(got, h_gpu, residual ? on_gpu(delta) : Tensor(), on_gpu(w), 1e-6f);
+      EXPECT_LT(scaled_error(on_cpu(got), want), kElementwiseTol) << C << (residual ? " with" : " without");
+      EXPECT_LT(scaled_error(on_cpu(h_gpu), h), 1e-7) << "the residual stream h += delta, " << C;
+    }
 }
 
 TEST_F(CudaOps, EmbeddingMatchesCpuForEveryTableDtype) {
@@ -529,6 +536,21 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaLinear,
                                            LinearCase{DType::bf16, cpu::FusedActivation::gelu_erf, true, true},
                                            LinearCase{DType::bf16, cpu::FusedActivation::none, false, false},
                                            LinearCase{DType::f16, cpu::FusedActivation::relu, true, false}));
+
+// An LM head's shape: more columns than one wave of blocks holds, so each warp loops over several.
+TEST_F(CudaOps, GemvOverManyColumnsMatchesCpu) {
+  const int64_t N = 20000, K = 256;
+  const Tensor w = random_tensor({N, K}, 96, 0.1f), x = random_tensor({2, K}, 97);
+  for (const DType compute : {DType::f32, DType::bf16}) {
+    Linear cpu_linear(w, Tensor(), {Device::cpu(), DType::f32});
+    Linear gpu_linear(w, Tensor(), {kGpu, compute});
+    Tensor want = Tensor::empty({2, N}, DType::f32), got = Tensor::empty({2, N}, DType::f32, kGpu);
+    linear_forward(want, x, cpu_linear);
+    poison(got);
+    linear_forward(got, on_gpu(x), gpu_linear);
+    EXPECT_LT(scaled_error(on_cpu(got), want), compute == DType::f32 ? kReductionTol : 1e-2) << dtype_name(compute);
+  }
+}
 
 TEST_F(CudaOps, UnsupportedHeadSizeIsAClearError) {
   const int64_t B = 1, T = 4, H = 2, D = 320, C = H * D;

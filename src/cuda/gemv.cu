@@ -47,8 +47,9 @@ struct Weights16 {
 
 // A block of kWarps warps takes kWarps / SPLIT output columns; each column's K is shared by SPLIT
 // warps (interleaved in steps of 32 * E weights) and their sums meet in shared memory. SPLIT > 1
-// for long rows (down's K = 4864): otherwise a few hundred warps each walk a long row one load at
-// a time, and too few bytes are in flight to keep the memory busy.
+// where the columns are few (decoding's 896 outputs of down, K = 4864): otherwise a few hundred
+// warps each walk a long row one load at a time, and too few bytes are in flight to keep the
+// memory busy.
 template <GemvWeights WT, int M, int SPLIT>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(float* y, const float* x, const void* W, const float* bias, int64_t N, int64_t K, int64_t ld_x,
@@ -112,11 +113,23 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+int multiprocessors(int device) {
+  static int count[16] = {};
+  if (device < 0 || device >= 16) return 1;
+  if (count[device] == 0 &&
+      cudaDeviceGetAttribute(&count[device], cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    count[device] = 1;
+  return count[device];
+}
+
+// At most one wave of blocks (8 per multiprocessor: 2048 threads), each looping over its columns,
+// so that no second, mostly empty wave trails the first.
 template <GemvWeights WT, int SPLIT>
-void launch_split(cudaStream_t s, float* y, const float* x, const void* W, const float* bias, const GemvArgs& a) {
+void launch_split(int device, cudaStream_t s, float* y, const float* x, const void* W, const float* bias,
+                  const GemvArgs& a) {
   constexpr int kColumns = kWarps / SPLIT;
-  const int64_t blocks = (a.N + kColumns - 1) / kColumns;
-  const dim3 grid(unsigned(blocks < 65535 * 16 ? blocks : 65535 * 16));
+  const int64_t blocks = (a.N + kColumns - 1) / kColumns, wave = int64_t(8) * multiprocessors(device);
+  const dim3 grid(unsigned(blocks < wave ? blocks : wave));
   const int threads = kWarps * 32;
   switch (a.M) {
     case 1: gemv_kernel<WT, 1, SPLIT><<<grid, threads, 0, s>>>(y, x, W, bias, a.N, a.K, a.ld_x, a.ld_y, a.relu); break;
@@ -126,15 +139,20 @@ void launch_split(cudaStream_t s, float* y, const float* x, const void* W, const
   }
 }
 
-// Warps per column: as many as keep each at two or more 16-byte loads per lane.
+// Warps per column: more while the columns alone give too few warp-sized pieces of work to keep
+// enough loads in flight (decoding's 896- and 1152-column linears), and while each warp keeps at
+// least one 16-byte load per lane.
 template <GemvWeights WT>
-void launch(cudaStream_t s, float* y, const float* x, const void* W, const float* bias, const GemvArgs& a) {
-  const int64_t per_warp_step = 32 * Weights16<WT>::kCount;
-  const int64_t steps = a.K / per_warp_step;
-  if (steps >= 16) launch_split<WT, 8>(s, y, x, W, bias, a);
-  else if (steps >= 8) launch_split<WT, 4>(s, y, x, W, bias, a);
-  else if (steps >= 4) launch_split<WT, 2>(s, y, x, W, bias, a);
-  else launch_split<WT, 1>(s, y, x, W, bias, a);
+void launch(int device, cudaStream_t s, float* y, const float* x, const void* W, const float* bias, const GemvArgs& a) {
+  const int64_t steps = a.K / (32 * Weights16<WT>::kCount);  // a warp's loads along one column
+  int split = 1;
+  while (split < 8 && a.N * split < 16384 && steps > split) split *= 2;
+  switch (split) {
+    case 8: launch_split<WT, 8>(device, s, y, x, W, bias, a); break;
+    case 4: launch_split<WT, 4>(device, s, y, x, W, bias, a); break;
+    case 2: launch_split<WT, 2>(device, s, y, x, W, bias, a); break;
+    default: launch_split<WT, 1>(device, s, y, x, W, bias, a); break;
+  }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -149,9 +167,9 @@ bool gemv_fits(const GemvArgs& a, const void* x, const void* W) {
 void gemv(int device, float* y, const float* x, const void* W, const float* bias, const GemvArgs& a) {
   cudaStream_t s = stream(device);
   switch (a.weights) {
-    case GemvWeights::bf16: launch<GemvWeights::bf16>(s, y, x, W, bias, a); break;
-    case GemvWeights::f16: launch<GemvWeights::f16>(s, y, x, W, bias, a); break;
-    default: launch<GemvWeights::f32>(s, y, x, W, bias, a); break;
+    case GemvWeights::bf16: launch<GemvWeights::bf16>(device, s, y, x, W, bias, a); break;
+    case GemvWeights::f16: launch<GemvWeights::f16>(device, s, y, x, W, bias, a); break;
+    default: launch<GemvWeights::f32>(device, s, y, x, W, bias, a); break;
   }
   check_launch("gemv_kernel");
 }

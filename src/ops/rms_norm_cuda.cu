@@ -7,21 +7,50 @@
 namespace tach::ops {
 namespace {
 
+// The first kCached elements of each thread stay in registers between the sum and the scaling,
+// with their weights loaded beside them, so a row of up to 8 * 256 values (every hidden size of
+// the presets) is read once, in loads that are all in flight together; the rest of a wider row is
+// read again. A decoding step runs two of these per layer on one row: latency, not bandwidth.
+constexpr int kCached = 8;
+
 __global__ void rms_norm_kernel(float* out, float* h, const float* delta, const float* weight, int64_t C, float eps) {
   __shared__ float scratch[32];
   const int64_t base = int64_t(blockIdx.x) * C;
+  float v[kCached], w[kCached];
   float squares = 0.0f;
-  // Each thread reads back only the elements it wrote itself, so h needs no shared copy.
-  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-    float v = h[base + c];
-    if (delta) {
-      v += delta[base + c];
-      h[base + c] = v;
+#pragma unroll
+  for (int i = 0; i < kCached; ++i) {
+    const int64_t c = threadIdx.x + int64_t(i) * blockDim.x;
+    v[i] = 0.0f, w[i] = 0.0f;
+    if (c < C) {
+      v[i] = h[base + c];
+      w[i] = weight[c];
+      if (delta) v[i] += delta[base + c];
     }
-    squares += v * v;
+  }
+#pragma unroll
+  for (int i = 0; i < kCached; ++i) {
+    const int64_t c = threadIdx.x + int64_t(i) * blockDim.x;
+    if (delta && c < C) h[base + c] = v[i];
+    squares += v[i] * v[i];
+  }
+  // Each thread reads back only the elements it wrote itself, so h needs no shared copy.
+  for (int64_t c = threadIdx.x + int64_t(kCached) * blockDim.x; c < C; c += blockDim.x) {
+    float x = h[base + c];
+    if (delta) {
+      x += delta[base + c];
+      h[base + c] = x;
+    }
+    squares += x * x;
   }
   const float rstd = 1.0f / sqrtf(cuda::block_sum(squares, scratch) / float(C) + eps);
-  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) out[base + c] = weight[c] * (h[base + c] * rstd);
+#pragma unroll
+  for (int i = 0; i < kCached; ++i) {
+    const int64_t c = threadIdx.x + int64_t(i) * blockDim.x;
+    if (c < C) out[base + c] = w[i] * (v[i] * rstd);
+  }
+  for (int64_t c = threadIdx.x + int64_t(kCached) * blockDim.x; c < C; c += blockDim.x)
+    out[base + c] = weight[c] * (h[base + c] * rstd);
 }
 
 // Per-head RMSNorm in place (Qwen3's and Gemma's q/k norms): one warp per (token, head), the
