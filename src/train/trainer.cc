@@ -726,10 +726,10 @@ nlohmann::json distributed_summary(TrainRun& r) {
 }
 
 // The result's figures and summary.json.
+// r.peaks must be folded already (run_training does, before the ceilings may be measured).
 void write_summary(TrainRun& r, const nlohmann::json& top, const std::string& profiled_steps) {
   TrainResult& res = r.result;
   const StepSeries& s = r.series;
-  r.peaks.fold();
   nlohmann::json by_cat = nlohmann::json::object();
   for (int c = 0; c < kMemoryCategoryCount; ++c) {
     const std::string name(memory_category_name(MemoryCategory(c)));
@@ -848,7 +848,11 @@ TrainResult train_this_rank(TrainRun& r, const TrainObserver& observer) {
   Profiler profiler(popts);
   r.result.steps = train_loop(r, profiler, observer);
   save_trained_model(r);
-  write_summary(r, top_ops(r, profiler), popts.schedule.describe());
+  // The run's memory peaks end here: judging the ops may measure this machine's ceilings, whose
+  // buffers go through the same allocator and are tach's own work, not the run's memory.
+  r.peaks.fold();
+  const nlohmann::json top = top_ops(r, profiler);
+  write_summary(r, top, popts.schedule.describe());
   if (r.comm) r.comm->barrier("barrier at the end of training");  // rank 0's files are complete for every rank
   return r.result;
 }
