@@ -67,6 +67,7 @@ def test_generate_equals_the_cli():
                              "--json").stdout)
     assert out["tokens"] == cli["tokens"]
     assert out["time_to_first_token_s"] > 0 and len(out["decode_step_s"]) == 5
+    assert out["decode_method"] == cli["decode_method"] == "kernel by kernel (the CPU)"
 
 
 def test_lm_logits_equal_transformers():
