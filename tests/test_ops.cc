@@ -10,6 +10,7 @@
 #include "cpu/vec_math.h"
 #include "ops/argmax.h"
 #include "ops/attention.h"
+#include "ops/causal_attention.h"
 #include "ops/embedding.h"
 #include "ops/kv_append.h"
 #include "ops/layer_norm.h"
@@ -262,6 +263,24 @@ TEST(KvAppend, RowsLandAfterThePast) {
       }
   a.past = 6;  // 6 + 3 rows do not fit in 8
   EXPECT_THROW(kv_append(k.data<float>(), v.data<float>(), qkv.data<float>(), a), Error);
+  // A length in device memory is for a captured CUDA step; the CPU says so rather than read it.
+  const int32_t length = 2;
+  a.past = 2, a.device_past = &length;
+  EXPECT_THROW(kv_append(k.data<float>(), v.data<float>(), qkv.data<float>(), a), Error);
+}
+
+TEST(CausalAttention, ALengthOnTheDeviceIsRefusedOnTheCpu) {
+  const Tensor q = Tensor::zeros({1, 1, 8}, DType::f32), kv = Tensor::zeros({1, 4, 8}, DType::f32);
+  Tensor out = Tensor::empty({1, 1, 8}, DType::f32);
+  CausalAttentionArgs a;
+  a.B = 1, a.Tq = 1, a.past = 3, a.H = 2, a.KVH = 2, a.D = 4;
+  a.ld_q = 8, a.ld_kv = 8, a.batch_stride_kv = 32, a.ld_out = 8, a.mask_stride = 4;
+  const int32_t length = 3;
+  a.device_past = &length;
+  try {
+    causal_attention_forward(out.data<float>(), q.data<float>(), kv.data<float>(), kv.data<float>(), nullptr, a);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("on the device"), std::string::npos) << e.what(); }
 }
 
 TEST(VecMath, ExpErfGeluAccuracy) {

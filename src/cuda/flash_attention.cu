@@ -11,15 +11,6 @@ namespace tach::cuda {
 
 namespace {
 
-int multiprocessors() {
-  static const int count = [] {
-    int device = 0, n = 0;
-    cudaGetDevice(&device);
-    return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess ? n : 1;
-  }();
-  return count;
-}
-
 // Keys one split should have at the least: 2 per warp. A warp walks its keys one dependent load
 // after another (about a microsecond each on an H100), so fewer keys per warp is what shortens
 // a decoding step's attention; the merge costs one small kernel.
@@ -28,16 +19,16 @@ constexpr int64_t kMaxSplits = 64;
 
 // How many blocks share each row's keys: up to four blocks per multiprocessor, no more than the
 // keys fill. Causal rows only (a bidirectional row of padding only needs every key in one block).
-int row_splits(const FlashAttentionParams& p, int64_t B) {
+int row_splits(int device, const FlashAttentionParams& p, int64_t B) {
   const int64_t blocks = p.Tq * p.H * B;
-  if (!p.causal || p.bias_bucket || blocks >= multiprocessors()) return 1;
+  if (!p.causal || p.bias_bucket || blocks >= multiprocessors(device)) return 1;
   const int64_t by_keys = (p.past + p.Tq + kKeysPerSplit - 1) / kKeysPerSplit;
-  const int64_t by_grid = (4 * multiprocessors() + blocks - 1) / blocks;
+  const int64_t by_grid = (4 * multiprocessors(device) + blocks - 1) / blocks;
   return int(std::max<int64_t>(1, std::min({by_keys, by_grid, kMaxSplits})));
 }
 
 bool launch_rows(int device, FlashAttentionParams p, int64_t B, int64_t D, cudaStream_t stream) {
-  p.splits = row_splits(p, B);
+  p.splits = row_splits(device, p, B);
   if (p.splits > 1)
     p.partials = static_cast<float*>(
         scratch(device, ScratchUse::attention_partials, size_t(B * p.H * p.Tq * p.splits * (D + 2)) * sizeof(float)));
@@ -90,7 +81,7 @@ bool launch_flash_attention(int device, FlashAttentionParams p, int64_t B, int64
   // Tiles of 64 query rows share each key they load, but a grid of fewer blocks than two per
   // multiprocessor leaves most of the GPU idle (decoding has one row per head): rows then.
   const int64_t tile_blocks = (p.Tq + kFlashQueryRows - 1) / kFlashQueryRows * p.H * B;
-  if (tile_blocks >= 2 * multiprocessors() && launch_tiles(p, B, D, stream)) return true;
+  if (tile_blocks >= 2 * multiprocessors(device) && launch_tiles(p, B, D, stream)) return true;
   return launch_rows(device, p, B, D, stream);
 }
 

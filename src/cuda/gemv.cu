@@ -136,15 +136,6 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-int multiprocessors(int device) {
-  static int count[16] = {};
-  if (device < 0 || device >= 16) return 1;
-  if (count[device] == 0 &&
-      cudaDeviceGetAttribute(&count[device], cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    count[device] = 1;
-  return count[device];
-}
-
 template <GemvWeights WT, int M, int SPLIT, int COLS>
 void launch_kernel(int device, cudaStream_t s, float* y, const float* x, const void* W, const float* bias,
                    const GemvArgs& a) {

@@ -21,6 +21,20 @@ cudaStream_t stream(int device) {
   return streams[device];
 }
 
+int multiprocessors(int device) {
+  static std::once_flag once[kMaxDevices];
+  static int counts[kMaxDevices] = {};
+  tach::check(device >= 0 && device < kMaxDevices, "CUDA device index " + std::to_string(device) + " is out of range");
+  std::call_once(once[device], [&] {
+    if (cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        counts[device] < 1) {
+      cudaGetLastError();
+      counts[device] = 1;
+    }
+  });
+  return counts[device];
+}
+
 DeviceGuard::DeviceGuard(int device) {
   cuda::check(cudaGetDevice(&previous_), "cudaGetDevice");
   if (previous_ != device) cuda::check(cudaSetDevice(device), "cudaSetDevice");

@@ -12,6 +12,9 @@ namespace tach::cuda {
 // Makes `device` current on the calling thread and returns tach's stream on it.
 cudaStream_t stream(int device);
 
+// The device's streaming multiprocessors (read once): what launchers size one wave of blocks by.
+int multiprocessors(int device);
+
 // Sets the calling thread's current device for the guard's lifetime (CUDA's current device is
 // per thread; callers of tach may use another one).
 class DeviceGuard {
