@@ -212,6 +212,22 @@ void check_attention(const std::vector<std::vector<int32_t>>& mask_rows) {
         }
       }
   expect_close(out, want, 1e-5, 1e-5);
+  // The first Tq queries of each sequence only (a classifier's last layer): the same rows.
+  for (int64_t Tq : {int64_t{1}, std::min<int64_t>(2, T)}) {
+    Tensor first = Tensor::empty({B, Tq, C}, DType::f32);
+    attention_forward(first, qkv.narrow(1, 0, Tq).narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), mask,
+                      int(H), scale);
+    std::vector<double> want_first;
+    for (int64_t b = 0; b < B; ++b)
+      want_first.insert(want_first.end(), want.begin() + b * T * C, want.begin() + (b * T + Tq) * C);
+    expect_close(first, want_first, 1e-5, 1e-5);
+  }
+  // More query rows than keys is a shape error, not a read past the buffer.
+  Tensor too_many = Tensor::empty({B, T + 1, C}, DType::f32);
+  Tensor qkv_long = random_tensor({B, T + 1, 3 * C}, 2);
+  EXPECT_THROW(attention_forward(too_many, qkv_long.narrow(2, 0, C), qkv.narrow(2, C, C), qkv.narrow(2, 2 * C, C), mask,
+                                 int(H), scale),
+               Error);
 }
 
 TEST(Attention, RightPaddingUsesOnlyRealKeys) { check_attention({{1, 1, 1, 1, 1}, {1, 1, 1, 0, 0}}); }

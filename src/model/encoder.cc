@@ -7,6 +7,7 @@
 #include "core/trace.h"
 
 #include "ops/attention.h"
+#include "ops/copy_rows.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -64,24 +65,71 @@ Tensor encoder_position_ids(const Tensor& ids, const EncoderShape& s) {
   return positions;
 }
 
-ops::OpCost encoder_cost(const EncoderShape& s, int64_t B, int64_t T) {
-  const int64_t N = B * T, C = s.hidden, I = s.intermediate;
+namespace {
+
+// One layer whose queries are `rows` of the N = B*T tokens (all of them, or one per sequence).
+ops::OpCost layer_cost(const EncoderShape& s, int64_t B, int64_t T, int64_t query_rows_per_sequence) {
+  const int64_t N = B * T, C = s.hidden, I = s.intermediate, R = B * query_rows_per_sequence;
+  ops::OpCost c = ops::linear_cost(N, 3 * C, C, DType::f32, true);
+  c += ops::attention_cost(B, T, s.heads, C / s.heads, query_rows_per_sequence, s.relative_buckets > 0);
+  if (R < N) c += ops::copy_rows_cost(B, C);  // the residual's first tokens
+  c += ops::linear_cost(R, C, C, DType::f32, true);
+  c += ops::layer_norm_cost(R, C, true);
+  c += ops::linear_cost(R, I, C, DType::f32, true);
+  c += ops::linear_cost(R, C, I, DType::f32, true);
+  c += ops::layer_norm_cost(R, C, true);
+  return c;
+}
+
+}  // namespace
+
+ops::OpCost encoder_cost(const EncoderShape& s, int64_t B, int64_t T, EncoderOutput output) {
+  const int64_t N = B * T, C = s.hidden;
   ops::OpCost c = ops::embedding_cost(N, C, DType::f32);
   c += ops::embedding_cost(N, C, DType::f32);
   if (s.type_vocab > 0) c += ops::embedding_cost(N, C, DType::f32);
   c += ops::layer_norm_cost(N, C, false);
-  ops::OpCost layer = ops::linear_cost(N, 3 * C, C, DType::f32, true);
-  layer += ops::attention_cost(B, T, s.heads, C / s.heads, -1, s.relative_buckets > 0);
-  layer += ops::linear_cost(N, C, C, DType::f32, true);
-  layer += ops::layer_norm_cost(N, C, true);
-  layer += ops::linear_cost(N, I, C, DType::f32, true);
-  layer += ops::linear_cost(N, C, I, DType::f32, true);
-  layer += ops::layer_norm_cost(N, C, true);
-  for (int64_t i = 0; i < s.layers; ++i) c += layer;
+  const ops::OpCost layer = layer_cost(s, B, T, T);
+  for (int64_t i = 0; i + 1 < s.layers; ++i) c += layer;
+  if (s.layers > 0) c += output == EncoderOutput::first_token ? layer_cost(s, B, T, 1) : layer;
   return c;
 }
 
-Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch, ops::OpCost* cost) {
+namespace {
+
+// The last layer for each row's first token: keys and values for every token of h [B, T, C]
+// (qkv [N, 3C] is the layers' buffer), everything after them for B rows. Returns [B, C].
+Tensor last_layer_first_tokens(const EncoderLayer& layer, const EncoderShape& s, const Tensor& h, Tensor& qkv,
+                               const Tensor& attention_mask, const Tensor& relative_bias, const Tensor& buckets,
+                               float scale) {
+  const int64_t B = h.size(0), T = h.size(1), C = s.hidden, I = s.intermediate;
+  const Device device = h.device();
+  std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
+  ops::linear_forward(qkv, h.reshape({B * T, C}), *layer.qkv);
+  Tensor qkv3 = qkv.reshape({B, T, 3 * C});
+  // ctx [B, 1, C]: the first query of each sequence against all its keys.
+  Tensor ctx = Tensor::empty({B, 1, C}, DType::f32, device);
+  ops::attention_forward(ctx, qkv3.narrow(1, 0, 1).narrow(2, 0, C), qkv3.narrow(2, C, C), qkv3.narrow(2, 2 * C, C),
+                         attention_mask, static_cast<int>(s.heads), scale, relative_bias, buckets);
+  // first [B, C]: the residual stream at each first token.
+  Tensor first = Tensor::empty({B, C}, DType::f32, device);
+  ops::copy_rows(device, first.data<float>(), C, h.data<float>(), T * C, B, C);
+  Tensor proj = Tensor::empty({B, C}, DType::f32, device);
+  ops::linear_forward(proj, ctx.reshape({B, C}), *layer.attn_out);
+  ops::layer_norm_forward(first, proj, first, layer.ln1_gamma, layer.ln1_beta, s.eps);
+  attn_span.reset();
+  core::Span ffn_span(core::SpanKind::module, "ffn");
+  Tensor ffn = Tensor::empty({B, I}, DType::f32, device);
+  ops::linear_forward(ffn, first, *layer.ffn_in);
+  ops::linear_forward(proj, ffn, *layer.ffn_out);
+  ops::layer_norm_forward(first, proj, first, layer.ln2_gamma, layer.ln2_beta, s.eps);
+  return first;
+}
+
+}  // namespace
+
+Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch, ops::OpCost* cost,
+                       EncoderOutput output) {
   check_batch(batch, s);  // on the host, where the batch arrives
   const int64_t B = batch.batch(), T = batch.seq_len(), C = s.hidden, I = s.intermediate, N = B * T;
   // The model's device is where its weights are; a GPU model gets a copy of the (checked) batch.
@@ -124,6 +172,11 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const EncoderLayer& layer = w.layers[li];
     core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.layer_prefix, li) : std::string());
+    if (output == EncoderOutput::first_token && li + 1 == w.layers.size()) {
+      Tensor first = last_layer_first_tokens(layer, s, h, qkv, attention_mask, w.relative_bias, buckets, scale);
+      if (cost) *cost += encoder_cost(s, B, T, output);
+      return first;
+    }
     std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
     ops::linear_forward(qkv, h2, *layer.qkv);
     // q, k, v are column blocks of one [B, T, 3C] buffer: views, no copies.
@@ -138,7 +191,12 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
     ops::linear_forward(proj, ffn, *layer.ffn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln2_gamma, layer.ln2_beta, s.eps);
   }
-  if (cost) *cost += encoder_cost(s, B, T);
+  if (cost) *cost += encoder_cost(s, B, T, output);
+  if (output == EncoderOutput::first_token) {  // no layers: the embeddings' first tokens
+    Tensor first = Tensor::empty({B, C}, DType::f32, device);
+    ops::copy_rows(device, first.data<float>(), C, h.data<float>(), T * C, B, C);
+    return first;
+  }
   return h;
 }
 

@@ -37,20 +37,11 @@ class Encoder final : public EncoderModel {
   Tensor classify(const TokenBatch& batch) const override {
     check(m_.head.out != nullptr, info_.spec + " is a bare encoder (" + info_.architecture +
                                       "): it has no sequence-classification head to produce logits");
-    Tensor h = model::encoder_forward(m_.weights, m_.shape, batch, nullptr);
-    const int64_t B = batch.batch(), T = batch.seq_len(), C = m_.shape.hidden;
-    // The first token of each row, copied into a contiguous [B, C]. A strided view (row stride
-    // T*C) would avoid the copy, but oneDNN 2.6 runs such a matmul on a slow reference path:
-    // `tach profile` showed the head taking 158 ms of an 850 ms DistilBERT step at batch 8.
+    // The head reads each row's first token only, and so does the last layer (encoder.h).
+    Tensor first = model::encoder_forward(m_.weights, m_.shape, batch, nullptr, model::EncoderOutput::first_token);
+    const int64_t B = batch.batch(), C = m_.shape.hidden;
     core::Span head_span(core::SpanKind::module, "classifier");
-    const Device device = h.device();
-    Tensor first;
-    if (device.kind == DeviceKind::cpu) {
-      first = Tensor::empty({B, C}, DType::f32);
-      for (int64_t b = 0; b < B; ++b) std::copy_n(h.data<float>() + b * T * C, C, first.data<float>() + b * C);
-    } else {
-      first = h.reshape({B, T * C}).narrow(1, 0, C);  // cuBLASLt reads the row stride T*C directly
-    }
+    const Device device = first.device();
     Tensor pooled = Tensor::empty({B, C}, DType::f32, device);
     ops::linear_forward(pooled, first, *m_.head.dense);
     Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32, device);
@@ -60,7 +51,9 @@ class Encoder final : public EncoderModel {
   }
 
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
-    ops::OpCost c = model::encoder_cost(m_.shape, B, T);
+    // A classifier's forward is classify: its last layer runs for the first tokens only.
+    ops::OpCost c = model::encoder_cost(
+        m_.shape, B, T, m_.head.out ? model::EncoderOutput::first_token : model::EncoderOutput::every_token);
     if (m_.head.out) {
       c += ops::linear_cost(B, m_.shape.hidden, m_.shape.hidden, info_.compute, true);
       c += ops::linear_cost(B, config_.num_labels(), m_.shape.hidden, info_.compute, true);

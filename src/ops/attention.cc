@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "ops/copy_rows.h"
 #include "ops/dispatch.h"
 
 namespace tach::ops {
@@ -34,14 +35,27 @@ OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64
   return c;
 }
 
+namespace {
+
+void describe_attention_span(core::Span& span, int64_t B, int64_t T, int64_t Tq, int64_t heads, int64_t C,
+                             bool biased) {
+  const OpCost c = attention_cost(B, T, heads, C / heads, Tq, biased);
+  span.set_cost(c.flops, c.bytes());
+  span.set_detail(Tq == T ? core::concat("[", B, ", ", T, ", ", heads, "x", C / heads, "] f32")
+                          : core::concat("[", B, ", ", Tq, " of ", T, ", ", heads, "x", C / heads, "] f32"));
+}
+
+}  // namespace
+
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
                        int heads, float scale, const Tensor& bias_table, const Tensor& bias_buckets) {
   check(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, "attention: q, k, v must be [B, T, C]");
-  const int64_t B = q.size(0), T = q.size(1), C = q.size(2);
+  const int64_t B = k.size(0), T = k.size(1), C = k.size(2), Tq = q.size(1);
   check(heads > 0 && C % heads == 0,
         "attention: " + std::to_string(C) + " channels do not split into " + std::to_string(heads) + " heads");
-  check(k.shape() == q.shape() && v.shape() == q.shape(),
-        "attention: q " + q.describe() + ", k " + k.describe() + ", v " + v.describe() + " must have one shape");
+  check(v.shape() == k.shape() && q.size(0) == B && q.size(2) == C && Tq >= 1 && Tq <= T,
+        "attention: q " + q.describe() + ", k " + k.describe() + ", v " + v.describe() +
+            " must have one shape (q may have fewer rows: the first of each sequence)");
   check(q.strides() == k.strides() && q.strides() == v.strides() && q.strides()[2] == 1 &&
             q.strides()[0] == T * q.strides()[1],
         "attention: q, k, v must share a row layout with unit column stride");
@@ -65,21 +79,24 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
   check_device("attention", q.device(), {&k, &v, &out, &key_mask});
   [[maybe_unused]] const bool cuda = on_cuda("attention", q.device(), q.dtype());
   core::Span span(core::SpanKind::op, "attention");
-  if (span.active()) {
-    const OpCost c = attention_cost(B, T, heads, C / heads, -1, bias.table != nullptr);
-    span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat("[", B, ", ", T, ", ", heads, "x", C / heads, "] f32"));
-  }
   const int32_t* mask = key_mask.defined() ? key_mask.data<int32_t>() : nullptr;
 #if TACH_HAS_CUDA
   if (cuda) {
-    attention_forward_cuda(q.device().index, out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask,
+    // The CUDA kernel answers every query row: with fewer asked for, it writes all T into a
+    // scratch and the first Tq of each sequence are copied out (the span counts what runs).
+    if (span.active()) describe_attention_span(span, B, T, T, heads, C, bias.table != nullptr);
+    Tensor all = Tq == T ? out : Tensor::empty({B, T, C}, DType::f32, q.device(), MemoryCategory::activations);
+    attention_forward_cuda(q.device().index, all.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask,
                            B, T, heads, C / heads, q.strides()[1], C, scale, bias);
+    if (Tq < T)
+      for (int64_t b = 0; b < B; ++b)
+        copy_rows(q.device(), out.data<float>() + b * Tq * C, C, all.data<float>() + b * T * C, C, Tq, C);
     return;
   }
 #endif
+  if (span.active()) describe_attention_span(span, B, T, Tq, heads, C, bias.table != nullptr);
   attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask, B, T, heads,
-                        C / heads, q.strides()[1], C, scale, bias);
+                        C / heads, q.strides()[1], C, scale, bias, Tq);
 }
 
 }  // namespace tach::ops

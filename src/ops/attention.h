@@ -24,7 +24,9 @@ struct ScoreBias {
 std::vector<int32_t> relative_position_buckets(int64_t T, int64_t buckets, int64_t max_distance);
 
 // q, k, v: [B, T, H*D] f32, rows may be strided (views into one fused QKV buffer [B, T, 3*H*D])
-// key_mask: [B, T] i32 (1 = keep, 0 = padding) or undefined  out: [B, T, H*D] f32 contiguous
+// key_mask: [B, T] i32 (1 = keep, 0 = padding) or undefined  out: [B, Tq, H*D] f32 contiguous
+// q may hold only the first Tq <= T rows of each sequence ([B, Tq, H*D], the same batch stride as
+// k and v: a classifier's last layer asks for its first token only); out then has those rows.
 // scores = q·kᵀ * scale, plus finfo(f32).min where the key is padding (Hugging Face's
 // additive mask, so a fully padded row behaves as it does there), softmax over keys, · v.
 // Inference keeps no probabilities; training calls attention_forward_train_cpu, which saves them.
@@ -36,9 +38,10 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
 OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1, bool biased = false);
 
 // Kernel. q/k/v row stride ld_in, out row stride ld_out (in floats). mask: [B, T] or null.
+// Tq >= 0: the first Tq query rows of each sequence only (out: [B, Tq, H*D]); -1: all T.
 void attention_forward_cpu(float* out, const float* q, const float* k, const float* v, const int32_t* mask, int64_t B,
                            int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale,
-                           const ScoreBias& bias = {});
+                           const ScoreBias& bias = {}, int64_t Tq = -1);
 
 // Training forward: as attention_forward_cpu, and saves the softmax probabilities (before
 // dropout) in probs: [B, H, T, T], zero at keys past a right-padded prefix. Dropout on the

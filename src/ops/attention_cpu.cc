@@ -80,7 +80,8 @@ std::vector<int32_t> relative_position_buckets(int64_t T, int64_t buckets, int64
 
 void attention_forward_cpu(float* out, const float* q, const float* k, const float* v, const int32_t* mask, int64_t B,
                            int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale,
-                           const ScoreBias& bias) {
+                           const ScoreBias& bias, int64_t Tq) {
+  if (Tq < 0) Tq = T;
   const std::vector<int64_t> keys = keys_per_sequence(mask, B, T);  // keys used per sequence; -1: additive mask
   // One (batch, head) pair per work item; the small GEMMs inside run single-threaded (oneDNN
   // sees it is inside a parallel region). B*H >= 12 for every model here.
@@ -93,10 +94,10 @@ void attention_forward_cpu(float* out, const float* q, const float* k, const flo
       const float* qb = q + b * T * ld_in + h * D;
       const float* kb = k + b * T * ld_in + h * D;
       const float* vb = v + b * T * ld_in + h * D;
-      attention_probs(scores.data(), L, qb, kb, additive ? mask + b * T : nullptr, T, T, L, D, ld_in, scale, bias, h,
+      attention_probs(scores.data(), L, qb, kb, additive ? mask + b * T : nullptr, Tq, T, L, D, ld_in, scale, bias, h,
                       H);
-      // out_bh: [T, D] = probs : [T, L] · v_bh[:L] : [L, D]
-      cpu::train_gemm(false, false, T, D, L, 1.f, scores.data(), L, vb, ld_in, 0.f, out + b * T * ld_out + h * D,
+      // out_bh: [Tq, D] = probs : [Tq, L] · v_bh[:L] : [L, D]
+      cpu::train_gemm(false, false, Tq, D, L, 1.f, scores.data(), L, vb, ld_in, 0.f, out + b * Tq * ld_out + h * D,
                       ld_out);
     }
   });
