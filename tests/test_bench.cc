@@ -197,6 +197,58 @@ TEST(Sweep, FailedPointsAreRecordedAndTheSweepGoesOn) {
   EXPECT_NE(test::read_text(dir.path() + "/r/summary.txt").find("failed: sequence length 4096"), std::string::npos);
 }
 
+// A causal LM's points: the prefill's timing, then greedy decoding of decode_tokens new tokens with
+// its bandwidth limit; what does not fit the model's positions says so; a round trip through
+// results.jsonl keeps it, and the tables and the report show it. max_position_embeddings is 64.
+TEST(Sweep, CausalLmPointsTimeDecodingAgainstItsBandwidthLimit) {
+  test::TempDir dir;
+  BenchConfig c = tiny_config(dir.path());
+  c.model = test::fixtures_dir() + "/decoders/qwen2-lm-kv4-untied-f32";
+  c.batch_sizes = {2};
+  c.seq_lens = {8, 60};  // 60 + 8 new tokens pass the 64 positions: prefill only
+  c.decode_tokens = 8;
+  const SweepOutcome out = run_bench(c);
+  ASSERT_EQ(out.results.size(), 2u);
+  const PointResult& p = out.results[0];
+  ASSERT_EQ(p.status, "ok") << p.reason;
+  const PointResult::Decode& d = p.decode;
+  EXPECT_EQ(d.step_ms.n, 7);  // the first of the 8 tokens is the prefill's
+  EXPECT_GT(d.step_ms.median, 0);
+  EXPECT_NEAR(d.tokens_per_s, 2 * 7 / (d.step_ms.mean * 7 / 1e3), 1e-6 * d.tokens_per_s);
+  EXPECT_GT(d.weight_bytes_per_step, 0);
+  EXPECT_GT(d.cache_bytes_per_step, 0);
+  EXPECT_GT(d.memory_bytes_per_s, 0);
+  EXPECT_NEAR(d.limit_ms, (d.weight_bytes_per_step + d.cache_bytes_per_step) / d.memory_bytes_per_s * 1e3,
+              1e-9 * d.limit_ms);
+  EXPECT_NEAR(d.fraction_of_limit, d.limit_ms / d.step_ms.median, 1e-9);
+  EXPECT_NE(d.method.find("kernel by kernel"), std::string::npos) << d.method;
+  EXPECT_FALSE(d.bandwidth_method.empty());
+  const PointResult& too_long = out.results[1];
+  EXPECT_EQ(too_long.status, "ok");  // the prefill still ran
+  EXPECT_EQ(too_long.decode.step_ms.n, 0);
+  EXPECT_NE(too_long.decode.method.find("exceed the model's 64 positions"), std::string::npos)
+      << too_long.decode.method;
+  std::ifstream in(dir.path() + "/r/results.jsonl");
+  std::string line;
+  while (std::getline(in, line)) EXPECT_EQ(point_to_json(point_from_json(line, "results.jsonl")), line);
+  const std::string table = results_table(out.results, "table", "m");
+  EXPECT_NE(table.find("decode ms/step"), std::string::npos) << table;
+  EXPECT_NE(results_table(out.results, "csv", "m").find("decode_median_fraction_of_limit"), std::string::npos);
+  write_run_reports(out.config, out);
+  const std::string html = run_report_html(dir.path() + "/r");
+  EXPECT_NE(html.find("<h3>Decoding</h3>"), std::string::npos);
+  EXPECT_NE(html.find("64 positions"), std::string::npos);  // the reason, escaped
+  // decode_tokens 0: prefill only, nothing recorded; an encoder never decodes.
+  c.decode_tokens = 0;
+  c.seq_lens = {8};
+  c.run_id = "prefill";
+  EXPECT_TRUE(run_bench(c).results[0].decode.method.empty());
+  EXPECT_TRUE(run_bench(tiny_config(dir.path() + "/enc")).results[0].decode.method.empty());
+  c.decode_tokens = -1;
+  c.run_id = "bad";
+  EXPECT_NE(error_of([&] { run_bench(c); }).find("--decode-tokens"), std::string::npos);
+}
+
 TEST(Sweep, ResumeKeepsFinishedPointsAndCutsATornLine) {
   test::TempDir dir;
   const SweepOutcome full = run_bench(tiny_config(dir.path()));

@@ -73,6 +73,10 @@ struct BenchConfig {
   int64_t eval_max_length = 128;
 
   double latency_budget_ms = 0;  // > 0: summary names the best batch size with p95 batch latency under it
+  // Causal LMs: after a point's prefill runs, greedy decoding of this many new tokens from the
+  // point's prompts (batch rows of seq_len ids), every step timed, with decoding's bandwidth limit
+  // (llama-bench's tg beside its pp). 0: prefill only. Other models ignore it.
+  int64_t decode_tokens = 32;
   // After each point's measured runs (never during them): 1 warm-up and 2 profiled forwards,
   // written to traces/<point>/ (trace.json, op tables, stacks).
   bool profile = false;
@@ -180,6 +184,18 @@ struct PointResult {
     int world_size = 1;
     Distribution communication_ms, communication_exposed_ms;
   } train;
+  // Causal-LM points with decode_tokens > 0: one greedy generation after the prefill runs (and one
+  // untimed before it), its decode steps (each one new token for every row; the first token is the
+  // prefill's) against decoding's bandwidth limit (tach/profile.h DecodeLimit). step_ms.n = 0: none.
+  struct Decode {
+    Distribution step_ms;
+    double tokens_per_s = 0;                                             // rows x steps over the steps' summed time
+    double time_to_first_token_ms = 0;                                   // the generation's prefill and first choice
+    double weight_bytes_per_step = 0, cache_bytes_per_step = 0;          // the least a step reads (cache: mean)
+    double memory_bytes_per_s = 0, limit_ms = 0, fraction_of_limit = 0;  // STREAM triad (GPU: copy)
+    double memory_read_bytes_per_s = 0, read_limit_ms = 0, fraction_of_read_limit = 0;  // CPU read-only; 0 on a GPU
+    std::string bandwidth_method, method, warning;  // where the bandwidth came from; how the steps ran; a limit beaten
+  } decode;
   // Energy of the measured runs: CPU package + DRAM from RAPL. -1 when unavailable, with the
   // reason in energy_source: never estimated from TDP.
   double energy_j = -1, energy_j_per_sample = -1, energy_j_per_token = -1;

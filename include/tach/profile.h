@@ -168,6 +168,20 @@ GpuCeilings measure_gpu_ceilings(Device device);
 // that op tables and verdicts of a GPU profile are judged against the GPU.
 MachineCeilings as_machine_ceilings(const GpuCeilings& g);
 
+// Decoding's floor: a step reads every weight and the key/value cache, so it takes at least
+// their bytes over the memory bandwidth: the CPU's STREAM triad (the figure roofline tools quote)
+// and its read-only stream (what a GEMV does, and on some machines far less), or the GPU's
+// device copy. Fractions are limit / median step (1: at the limit).
+struct DecodeLimit {
+  double bytes_per_step = 0;  // weights + the cache's mean over the steps
+  double bandwidth = 0, limit_s = 0, fraction = 0;
+  double read_bandwidth = 0, read_limit_s = 0, read_fraction = 0;  // the CPU's read-only stream; 0 on a GPU
+  std::string method;                                              // where the bandwidth came from
+  std::string warning;  // the steps beat a limit by more than 10%: its bandwidth figure is too low for this run
+};
+// The bandwidth from the cached ceilings (or STREAM measured now) on the CPU, measured now on a GPU.
+DecodeLimit decode_limit(double bytes_per_step, Device device, double median_step_s);
+
 enum class Bound { compute, memory, overhead };
 const char* bound_name(Bound b);
 struct RooflineVerdict {

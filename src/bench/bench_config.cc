@@ -196,7 +196,7 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
       check_keys(f, p + "profiling",
                  {"batch_sizes", "num_warmup_runs", "num_measurement_runs", "max_length", "seq_lens", "min_runs",
                   "max_runs", "time_budget_s", "target_cv", "threads", "input", "bucketing", "latency_budget_ms",
-                  "accuracy", "eval_batch_size", "tensorboard"});
+                  "accuracy", "eval_batch_size", "tensorboard", "decode_tokens"});
       if (f["batch_sizes"]) c.batch_sizes = list<int64_t>(f["batch_sizes"], p + "profiling.batch_sizes");
       if (f["num_warmup_runs"]) c.warmup_runs = scalar<int>(f["num_warmup_runs"], p + "profiling.num_warmup_runs");
       if (f["num_measurement_runs"])
@@ -217,6 +217,7 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
       if (f["tensorboard"]) c.tensorboard = scalar<bool>(f["tensorboard"], p + "profiling.tensorboard");
       if (f["eval_batch_size"])
         c.eval_batch_size = scalar<int64_t>(f["eval_batch_size"], p + "profiling.eval_batch_size");
+      if (f["decode_tokens"]) c.decode_tokens = scalar<int64_t>(f["decode_tokens"], p + "profiling.decode_tokens");
     }
     if (const auto t = root["training"]) read_training_yaml(t, p, c.train);
     if (const auto o = root["output"]) {
@@ -264,6 +265,7 @@ std::string bench_config_to_json(const BenchConfig& c) {
       {"eval_batch_size", c.eval_batch_size},
       {"eval_max_length", c.eval_max_length},
       {"latency_budget_ms", c.latency_budget_ms},
+      {"decode_tokens", c.decode_tokens},
       {"profile", c.profile},
       {"tensorboard", c.tensorboard},
       {"runs_dir", c.runs_dir},
@@ -309,6 +311,7 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     c.eval_batch_size = j.at("eval_batch_size");
     c.eval_max_length = j.at("eval_max_length");
     c.latency_budget_ms = j.at("latency_budget_ms");
+    c.decode_tokens = j.value("decode_tokens", int64_t{0});  // runs written before it timed prefill only
     c.profile = j.value("profile", false);
     c.tensorboard = j.value("tensorboard", true);
     c.runs_dir = j.at("runs_dir");

@@ -13,6 +13,7 @@
 #include "tach/error.h"
 #include "tach/memory.h"
 #include "tach/monitor.h"
+#include "tach/profile.h"
 #include "tach/stats.h"
 
 namespace tach::bench {
@@ -60,6 +61,45 @@ void record_gpu_energy(PointResult& r, Device device, const std::function<void()
                 device.str().c_str(), static_cast<long long>(e.runs), e.window_s, e.mean_power_w,
                 static_cast<long long>(measured_runs));
   r.energy_source = text;
+}
+
+// The point's decoding (BenchConfig::decode_tokens): one untimed generation, then one timed, from
+// synthetic prompts of the point's batch and length (every row decodes every step: EOS ignored).
+void record_decode(PointResult& r, const Model& model, const BenchConfig& config, const PointKey& key) {
+  const ModelInfo& info = model.info();
+  PointResult::Decode& d = r.decode;
+  if (info.max_positions > 0 && key.seq_len + config.decode_tokens > info.max_positions) {
+    d.method = "not run: " + std::to_string(key.seq_len) + " prompt tokens and " +
+               std::to_string(config.decode_tokens) + " new ones exceed the model's " +
+               std::to_string(info.max_positions) + " positions";
+    return;
+  }
+  const TokenBatch prompts = synthetic_batch(info, key.batch, key.seq_len, config.seed);
+  GenerateOptions go;
+  go.max_new_tokens = config.decode_tokens;
+  go.stop_at_eos = false;
+  (void)model.generate(prompts, go);  // caches, oneDNN's kernels for one-row shapes
+  const Generation g = model.generate(prompts, go);
+  d.method = g.decode_method;
+  d.time_to_first_token_ms = g.time_to_first_token_s * 1e3;
+  if (g.decode_step_s.empty()) return;  // one new token: the prefill chose it
+  std::vector<double> step_ms;
+  double total_s = 0;
+  for (double s : g.decode_step_s) step_ms.push_back(s * 1e3), total_s += s;
+  d.step_ms = distribution(step_ms);
+  d.tokens_per_s = double(key.batch) * double(step_ms.size()) / total_s;
+  d.weight_bytes_per_step = g.decode_weight_bytes;
+  d.cache_bytes_per_step = g.decode_cache_bytes;
+  const DecodeLimit limit =
+      decode_limit(g.decode_weight_bytes + g.decode_cache_bytes, parse_device(key.device), d.step_ms.median / 1e3);
+  d.memory_bytes_per_s = limit.bandwidth;
+  d.limit_ms = limit.limit_s * 1e3;
+  d.fraction_of_limit = limit.fraction;
+  d.memory_read_bytes_per_s = limit.read_bandwidth;
+  d.read_limit_ms = limit.read_limit_s * 1e3;
+  d.fraction_of_read_limit = limit.read_fraction;
+  d.bandwidth_method = limit.method;
+  d.warning = limit.warning;
 }
 
 }  // namespace
@@ -206,6 +246,8 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   r.measured_wall_s = wall_s;
   r.timer_overhead_ns = timer_overhead_seconds() * 1e9;
   r.bookkeeping_ms = (wall_s - measured_s - std::accumulate(tokenize_s.begin(), tokenize_s.end(), 0.0)) * 1e3;
+  // After the memory figures: they are the prefill's, without the key/value cache.
+  if (info.causal_lm && config.decode_tokens > 0) record_decode(r, model, config, key);
   r.finished_at = utc_now_iso();
   return r;
 }

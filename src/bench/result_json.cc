@@ -136,6 +136,44 @@ PointResult::Train train_from(const nlohmann::json& j) {
   return t;
 }
 
+// A causal-LM point's decoding; written when it ran or said why not (method set).
+nlohmann::json decode_json(const PointResult::Decode& d) {
+  nlohmann::json j = {{"step_ms", dist_json(d.step_ms)},
+                      {"tokens_per_s", d.tokens_per_s},
+                      {"time_to_first_token_ms", d.time_to_first_token_ms},
+                      {"weight_bytes_per_step", d.weight_bytes_per_step},
+                      {"cache_bytes_per_step", d.cache_bytes_per_step},
+                      {"memory_bytes_per_s", d.memory_bytes_per_s},
+                      {"limit_ms", d.limit_ms},
+                      {"median_fraction_of_limit", d.fraction_of_limit},
+                      {"memory_read_bytes_per_s", d.memory_read_bytes_per_s},
+                      {"read_limit_ms", d.read_limit_ms},
+                      {"median_fraction_of_read_limit", d.fraction_of_read_limit},
+                      {"bandwidth_method", d.bandwidth_method},
+                      {"method", d.method}};
+  if (!d.warning.empty()) j["warning"] = d.warning;
+  return j;
+}
+
+PointResult::Decode decode_from(const nlohmann::json& j) {
+  PointResult::Decode d;
+  d.step_ms = dist_from(j.at("step_ms"));
+  d.tokens_per_s = j.at("tokens_per_s");
+  d.time_to_first_token_ms = j.at("time_to_first_token_ms");
+  d.weight_bytes_per_step = j.at("weight_bytes_per_step");
+  d.cache_bytes_per_step = j.at("cache_bytes_per_step");
+  d.memory_bytes_per_s = j.at("memory_bytes_per_s");
+  d.limit_ms = j.at("limit_ms");
+  d.fraction_of_limit = j.at("median_fraction_of_limit");
+  d.memory_read_bytes_per_s = j.at("memory_read_bytes_per_s");
+  d.read_limit_ms = j.at("read_limit_ms");
+  d.fraction_of_read_limit = j.at("median_fraction_of_read_limit");
+  d.bandwidth_method = j.at("bandwidth_method");
+  d.method = j.at("method");
+  d.warning = j.value("warning", "");
+  return d;
+}
+
 }  // namespace
 
 std::string point_to_json(const PointResult& p) {
@@ -190,6 +228,7 @@ std::string point_to_json(const PointResult& p) {
     j["gradient_checkpointing"] = p.key.gradient_checkpointing;
     j["train"] = train_json(p.train);
   }
+  if (!p.decode.method.empty()) j["decode"] = decode_json(p.decode);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -253,6 +292,7 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.timer_overhead_ns = o.at("timer_overhead_ns");
     p.bookkeeping_ms = o.at("bookkeeping_ms");
     p.finished_at = j.at("finished_at");
+    if (j.contains("decode")) p.decode = decode_from(j.at("decode"));  // causal LMs' decoding, when it ran
     check(j.at("id") == p.key.id(), where + ": id '" + j.at("id").get<std::string>() + "' does not match its fields");
     return p;
   } catch (const nlohmann::json::exception& e) { throw Error(where + ": " + e.what()); }

@@ -93,6 +93,7 @@ void validate(const BenchConfig& c, bool here = true) {
           "device " + d + ": no CUDA device here (" + cuda_unavailable_reason() + "); sweep --device cpu");
   }
   check(c.warmup_runs >= 0, "warm-up runs must be 0 or more");
+  check(c.decode_tokens >= 0, "--decode-tokens must be 0 (prefill only) or more");
   check(std::isfinite(c.gpu_energy_window_s) && c.gpu_energy_window_s >= 0,
         "--energy-window must be 0 (no GPU energy) or a number of seconds");
   check(c.stop.runs >= 0 && c.stop.min_runs >= 1 && c.stop.max_runs >= c.stop.min_runs,
@@ -457,7 +458,9 @@ ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
              std::to_string(info.embedding_dim) + " dims)";
   else
     s.task = "causal-LM prefill (the forward over the prompt and the LM head at each row's last token, " +
-             std::to_string(info.vocab_size) + " logits; tach generate times decoding)";
+             std::to_string(info.vocab_size) +
+             " logits); with --decode-tokens, then greedy decoding from the same prompts, "
+             "timed per step apart from it";
   return s;
 }
 

@@ -25,6 +25,10 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
 // table and a bar chart. Nothing when no point has both.
 void speedup_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points);
 
+// A causal LM's decoding after each point's prefill (tach bench --decode-tokens): the steps, tokens/s
+// and the median against decoding's bandwidth limits. Nothing when no point decoded.
+void decoding_section(std::ostringstream& h, const std::vector<PointResult>& points);
+
 // A data-parallel training run (summary.json's distributed section): each rank's median step by
 // phase, the stragglers, the communication's share and overlap, the all-reduce's bandwidth and
 // the scaling efficiency. Nothing for a one-process run.

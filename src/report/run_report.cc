@@ -422,6 +422,7 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
       << escape_html(p.stopped_by) << "</td></tr>";
   }
   h << "</table>";
+  report::decoding_section(h, all);
 }
 
 void accuracy_section(Page& page, const json& acc) {

@@ -119,6 +119,33 @@ std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results
   return out;
 }
 
+namespace {
+
+// A causal LM's decoding (bench --decode-tokens): each point's median step against the bandwidth
+// limit, and a warning where the steps beat it (the bandwidth figure is then too low).
+void decode_findings(std::ostringstream& s, const std::vector<PointResult>& results) {
+  for (const auto& p : results) {
+    const PointResult::Decode& d = p.decode;
+    if (p.status != "ok" || d.method.empty()) continue;
+    s << "- " << p.key.id() << " decoding: ";
+    if (d.step_ms.n == 0) {
+      s << d.method << "\n";
+      continue;
+    }
+    s << fmt("%.2f", d.step_ms.median) << " ms per step (median of " << d.step_ms.n << ", p90 "
+      << fmt("%.2f", d.step_ms.p90) << "), " << fmt("%.1f", d.tokens_per_s) << " tokens/s; the limit is "
+      << fmt("%.2f", d.limit_ms) << " ms (" << fmt("%.3f", (d.weight_bytes_per_step + d.cache_bytes_per_step) / 1e9)
+      << " GB per step over " << fmt("%.1f", d.memory_bytes_per_s / 1e9) << " GB/s), so the median runs at "
+      << fmt("%.0f", 100 * d.fraction_of_limit) << "% of it";
+    if (d.read_limit_ms > 0)
+      s << " (" << fmt("%.0f", 100 * d.fraction_of_read_limit) << "% of the read-only limit, "
+        << fmt("%.2f", d.read_limit_ms) << " ms)";
+    s << ".\n";
+    if (!d.warning.empty()) s << "  " << d.warning << "\n";
+  }
+}
+
+}  // namespace
 std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
   std::ostringstream s;
   const double MiB = 1024.0 * 1024.0;
@@ -170,6 +197,7 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
         << fmt("%.1f", f.activation_bytes_fixed / MiB) << " MiB (least-squares fit, R^2 " << fmt("%.3f", f.fit_r2)
         << ").\n";
   }
+  decode_findings(s, o.results);
   for (const auto& p : o.results)
     if (p.status != "ok") s << "- " << p.key.id() << " " << p.status << ": " << p.reason << "\n";
   double worst_spread = 0;

@@ -120,6 +120,14 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
   const bool gpu =
       std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
   const bool energy = std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.energy_j > 0; });
+  // A causal LM's decoding after its prefill: median per step, tokens/s, the median against the limit.
+  const bool decode =
+      std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.decode.step_ms.n > 0; });
+  const auto decode_cells = [](const PointResult& p) -> std::vector<std::string> {
+    const PointResult::Decode& d = p.decode;
+    if (d.step_ms.n == 0) return {"-", "-", "-"};
+    return {fmt("%.2f", d.step_ms.median), fmt("%.1f", d.tokens_per_s), fmt("%.0f%%", 100 * d.fraction_of_limit)};
+  };
   if (md) {
     rows.push_back({"model", "device", "dtype", "threads", "batch", "seq", "ms/batch (median ± std)", "samples/s",
                     "tokens/s", "status"});
@@ -128,6 +136,10 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
                     "samples/s", "tokens/s", "GFLOP/s", "tokenize ms", "alloc peak MiB", "RSS peak MiB", "stopped by"});
     if (gpu) rows.back().insert(rows.back().begin() + 9, "GPU ms med");
     if (energy) rows.back().insert(rows.back().end() - 1, "mJ/sample");
+  }
+  if (decode) {  // before the status (md) or the stopping rule (table)
+    const std::vector<std::string> head = {"decode ms/step", "decode tok/s", "of BW limit"};
+    rows.back().insert(rows.back().end() - 1, head.begin(), head.end());
   }
   for (const auto& p : results) {
     const std::string thr = p.key.threads ? std::to_string(p.key.threads) : "all";
@@ -160,6 +172,10 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
       if (energy)
         rows.back().insert(rows.back().end() - 1, p.energy_j > 0 ? fmt("%.1f", p.energy_j_per_sample * 1e3) : "-");
     }
+    if (decode) {
+      const std::vector<std::string> cells = decode_cells(p);
+      rows.back().insert(rows.back().end() - 1, cells.begin(), cells.end());
+    }
   }
   return aligned(rows, md);
 }
@@ -189,6 +205,14 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
   if (gpu) {
     for (const char* st : {"median", "mean", "std", "min", "max", "p90", "p95", "p99"}) out << ",gpu_time_ms_" << st;
     out << ",device_memory_used_bytes";
+  }
+  const bool decode =
+      std::any_of(results.begin(), results.end(), [](const PointResult& p) { return !p.decode.method.empty(); });
+  if (decode) {
+    for (const char* st : {"median", "mean", "std", "min", "max", "p90", "p95", "p99"}) out << ",decode_step_ms_" << st;
+    out << ",decode_tokens_per_s,decode_time_to_first_token_ms,decode_weight_bytes_per_step,decode_cache_bytes_per_"
+           "step,decode_memory_bytes_per_s,decode_limit_ms,decode_median_fraction_of_limit,decode_memory_read_bytes_"
+           "per_s,decode_read_limit_ms,decode_median_fraction_of_read_limit,decode_method";
   }
   out << ",energy_j,energy_j_per_sample,energy_j_per_token,measured_wall_s,timer_overhead_ns,bookkeeping_ms,finished_"
          "at\n";
@@ -222,6 +246,16 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
       const Distribution& d = p.gpu_time_ms;
       for (double v : {d.median, d.mean, d.std, d.min, d.max, d.p90, d.p95, d.p99}) out << "," << v;
       out << "," << p.device_memory_used_bytes;
+    }
+    if (decode) {
+      const PointResult::Decode& d = p.decode;
+      for (double v : {d.step_ms.median, d.step_ms.mean, d.step_ms.std, d.step_ms.min, d.step_ms.max, d.step_ms.p90,
+                       d.step_ms.p95, d.step_ms.p99})
+        out << "," << v;
+      out << "," << d.tokens_per_s << "," << d.time_to_first_token_ms << "," << d.weight_bytes_per_step << ","
+          << d.cache_bytes_per_step << "," << d.memory_bytes_per_s << "," << d.limit_ms << "," << d.fraction_of_limit
+          << "," << d.memory_read_bytes_per_s << "," << d.read_limit_ms << "," << d.fraction_of_read_limit << ","
+          << csv_field(d.method);
     }
     out << "," << p.energy_j << "," << p.energy_j_per_sample << "," << p.energy_j_per_token;
     out << "," << p.measured_wall_s << "," << p.timer_overhead_ns << "," << p.bookkeeping_ms << "," << p.finished_at

@@ -141,6 +141,13 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
        [&v](BenchConfig& c) { c.bucketing = v.bucketing; });
     on(sub->add_flag("--accuracy", v.accuracy, "Also run the accuracy pass over --dataset"),
        [&v](BenchConfig& c) { c.accuracy = v.accuracy; });
+    on(sub->add_option(
+           "--decode-tokens", v.decode_tokens,
+           "Causal LMs: after each point's prefill runs, time greedy decoding of this many new tokens from "
+           "the point's prompts (every step, with the bandwidth limit and the median's fraction of it); 0 = "
+           "prefill only (default " +
+               std::to_string(d.decode_tokens) + ")"),
+       [&v](BenchConfig& c) { c.decode_tokens = v.decode_tokens; });
     on(sub->add_option("--latency-budget-ms", v.latency_budget_ms,
                        "The summary names the best batch size whose p95 batch latency is within this many ms"),
        [&v](BenchConfig& c) { c.latency_budget_ms = v.latency_budget_ms; });

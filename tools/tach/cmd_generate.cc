@@ -52,46 +52,6 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return out;
 }
 
-// Decoding's floor: a step reads every weight and the cache, so it takes at least their bytes
-// over the memory bandwidth: the CPU's STREAM triad (the figure roofline tools quote) and its
-// read-only stream (what a GEMV does, and on some machines far less), or the GPU's device copy.
-struct DecodeLimit {
-  double bandwidth = 0, limit_s = 0, fraction = 0;
-  double read_bandwidth = 0, read_limit_s = 0, read_fraction = 0;  // the CPU's read-only stream
-  std::string method;
-  std::string warning;  // the steps beat a limit: its bandwidth figure is too low for this run
-};
-
-DecodeLimit decode_limit(const Generation& g, Device device, double median_step_s) {
-  DecodeLimit d;
-  if (g.decode_step_s.empty()) return d;
-  if (device.kind == DeviceKind::cuda) {
-    const GpuCeilings c = measure_gpu_ceilings(device);
-    d.bandwidth = c.memory_bytes_per_s;
-    d.method = c.name + ": " + c.method;
-  } else {
-    const MachineCeilings c = memory_bandwidth_ceiling();
-    d.bandwidth = c.memory_bytes_per_s;
-    d.read_bandwidth = c.memory_read_bytes_per_s;
-    d.method = c.from_cache ? "STREAM triad and read-only, " + describe_ceilings_provenance(c) : c.method;
-  }
-  const double bytes = g.decode_weight_bytes + g.decode_cache_bytes;
-  d.limit_s = bytes / d.bandwidth;
-  d.fraction = median_step_s > 0 ? d.limit_s / median_step_s : 0;
-  if (d.read_bandwidth > 0) {
-    d.read_limit_s = bytes / d.read_bandwidth;
-    d.read_fraction = median_step_s > 0 ? d.read_limit_s / median_step_s : 0;
-  }
-  // A floor the median step beat by more than 10% is not a floor: the bandwidth was measured at
-  // another time or under load (a VM's bandwidth can move by a third within minutes).
-  if (std::max(d.fraction, d.read_fraction) > 1.1)
-    d.warning =
-        "WARNING: the median step ran faster than the limit allows, so the bandwidth figure is too low for "
-        "this run (measured at another time, or under load); measure it again on a quiet machine: tach info "
-        "--ceilings --remeasure";
-  return d;
-}
-
 int run_generate(const GenerateFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
   check(f.max_new_tokens > 0, "--max-new-tokens must be positive");
@@ -149,7 +109,9 @@ int run_generate(const GenerateFlags& f) {
   const Generation g = model->generate(prompts, go);
 
   const Summary step = summarize(g.decode_step_s);
-  const DecodeLimit limit = decode_limit(g, lo.device, step.median);
+  DecodeLimit limit;
+  if (!g.decode_step_s.empty())
+    limit = decode_limit(g.decode_weight_bytes + g.decode_cache_bytes, lo.device, step.median);
   int64_t produced = 0;
   for (const auto& r : g.tokens) produced += int64_t(r.size());
   if (f.json) {
