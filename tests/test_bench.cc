@@ -12,6 +12,7 @@
 
 #include "bench/bench_internal.h"
 #include "tach/bench.h"
+#include "tach/compare.h"
 #include "tach/report.h"
 #include "tach/runtime.h"
 #include "tach/device.h"
@@ -238,6 +239,21 @@ TEST(Sweep, CausalLmPointsTimeDecodingAgainstItsBandwidthLimit) {
   const std::string html = run_report_html(dir.path() + "/r");
   EXPECT_NE(html.find("<h3>Decoding</h3>"), std::string::npos);
   EXPECT_NE(html.find("64 positions"), std::string::npos);  // the reason, escaped
+  // tach compare sets the decode steps of two runs side by side as a point of their own.
+  c.run_id = "again";
+  (void)run_bench(c);
+  const RunComparison cmp = compare_runs({dir.path() + "/r", dir.path() + "/again"});
+  const auto decode_row = std::find_if(cmp.changes.begin(), cmp.changes.end(),
+                                       [](const PointChange& ch) { return ch.id == "cpu/f32/t0/b2/s8 decode"; });
+  ASSERT_NE(decode_row, cmp.changes.end()) << comparison_text(cmp, "table");
+  EXPECT_EQ(decode_row->baseline_n, 7);
+  EXPECT_EQ(decode_row->n, 7);
+  EXPECT_NE(decode_row->verdict, "not comparable") << decode_row->why;
+  EXPECT_NEAR(decode_row->baseline_median_ms, d.step_ms.median, 1e-12);
+  EXPECT_NE(comparison_html(cmp).find("decode step (ms)"), std::string::npos);
+  EXPECT_EQ(std::count_if(cmp.changes.begin(), cmp.changes.end(),
+                          [](const PointChange& ch) { return ch.id.find("s60 decode") != std::string::npos; }),
+            0);  // that point never decoded
   // decode_tokens 0: prefill only, nothing recorded; an encoder never decodes.
   c.decode_tokens = 0;
   c.seq_lens = {8};

@@ -189,10 +189,11 @@ struct PointResult {
   // prefill's) against decoding's bandwidth limit (tach/profile.h DecodeLimit). step_ms.n = 0: none.
   struct Decode {
     Distribution step_ms;
-    double tokens_per_s = 0;                                             // rows x steps over the steps' summed time
-    double time_to_first_token_ms = 0;                                   // the generation's prefill and first choice
-    double weight_bytes_per_step = 0, cache_bytes_per_step = 0;          // the least a step reads (cache: mean)
-    double memory_bytes_per_s = 0, limit_ms = 0, fraction_of_limit = 0;  // STREAM triad (GPU: copy)
+    std::vector<double> step_samples_ms;                         // every step, in order: what tach compare resamples
+    double tokens_per_s = 0;                                     // rows x steps over the steps' summed time
+    double time_to_first_token_ms = 0;                           // the generation's prefill and first choice
+    double weight_bytes_per_step = 0, cache_bytes_per_step = 0;  // the least a step reads (cache: mean)
+    double memory_bytes_per_s = 0, limit_ms = 0, fraction_of_limit = 0;                 // STREAM triad (GPU: copy)
     double memory_read_bytes_per_s = 0, read_limit_ms = 0, fraction_of_read_limit = 0;  // CPU read-only; 0 on a GPU
     std::string bandwidth_method, method, warning;  // where the bandwidth came from; how the steps ran; a limit beaten
   } decode;

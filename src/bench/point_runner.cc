@@ -87,6 +87,7 @@ void record_decode(PointResult& r, const Model& model, const BenchConfig& config
   double total_s = 0;
   for (double s : g.decode_step_s) step_ms.push_back(s * 1e3), total_s += s;
   d.step_ms = distribution(step_ms);
+  d.step_samples_ms = step_ms;
   d.tokens_per_s = double(key.batch) * double(step_ms.size()) / total_s;
   d.weight_bytes_per_step = g.decode_weight_bytes;
   d.cache_bytes_per_step = g.decode_cache_bytes;

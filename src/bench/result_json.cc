@@ -139,6 +139,7 @@ PointResult::Train train_from(const nlohmann::json& j) {
 // A causal-LM point's decoding; written when it ran or said why not (method set).
 nlohmann::json decode_json(const PointResult::Decode& d) {
   nlohmann::json j = {{"step_ms", dist_json(d.step_ms)},
+                      {"step_samples_ms", d.step_samples_ms},
                       {"tokens_per_s", d.tokens_per_s},
                       {"time_to_first_token_ms", d.time_to_first_token_ms},
                       {"weight_bytes_per_step", d.weight_bytes_per_step},
@@ -158,6 +159,7 @@ nlohmann::json decode_json(const PointResult::Decode& d) {
 PointResult::Decode decode_from(const nlohmann::json& j) {
   PointResult::Decode d;
   d.step_ms = dist_from(j.at("step_ms"));
+  d.step_samples_ms = j.at("step_samples_ms").get<std::vector<double>>();
   d.tokens_per_s = j.at("tokens_per_s");
   d.time_to_first_token_ms = j.at("time_to_first_token_ms");
   d.weight_bytes_per_step = j.at("weight_bytes_per_step");

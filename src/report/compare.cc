@@ -141,6 +141,55 @@ std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std:
   return sides;
 }
 
+// One row of the comparison: the change from a's samples (ms per batch, or per decode step) to
+// b's, with the bootstrap interval of the median's ratio and the verdict. Throughput is rows per
+// second (batch / latency): samples/s, or a decode's tokens/s.
+PointChange latency_change(const std::string& id, size_t r, const PointResult& a, const PointResult& b,
+                           const std::vector<double>& sa, const std::vector<double>& sb, double median_a,
+                           double median_b, const CompareOptions& options, std::mt19937_64& rng) {
+  PointChange ch;
+  ch.id = id;
+  ch.run = r;
+  ch.baseline_n = int64_t(sa.size());
+  ch.n = int64_t(sb.size());
+  ch.baseline_median_ms = median_a;
+  ch.median_ms = median_b;
+  if (a.status != "ok" || b.status != "ok") {
+    ch.verdict = "not comparable";
+    ch.why = a.status != "ok" ? "baseline " + a.status + ": " + a.reason : "this run " + b.status + ": " + b.reason;
+    return ch;
+  }
+  ch.baseline_samples_per_s = double(a.key.batch) * 1e3 / ch.baseline_median_ms;
+  ch.samples_per_s = double(b.key.batch) * 1e3 / ch.median_ms;
+  if (ch.baseline_n < 2 || ch.n < 2) {
+    ch.latency_change = ch.median_ms / ch.baseline_median_ms - 1;
+    ch.throughput_change = ch.samples_per_s / ch.baseline_samples_per_s - 1;
+    ch.verdict = "not comparable";
+    ch.why = "no raw latencies on one side (a run written before they were kept): medians only, no interval";
+    return ch;
+  }
+  const Bootstrap lat = bootstrap_ratio(sa, sb, options, rng);
+  // Throughput per run (rows / latency); its median is the inverse of the latency's.
+  std::vector<double> ta, tb;
+  for (double ms : sa) ta.push_back(double(a.key.batch) * 1e3 / ms);
+  for (double ms : sb) tb.push_back(double(b.key.batch) * 1e3 / ms);
+  const Bootstrap thr = bootstrap_ratio(ta, tb, options, rng);
+  ch.latency_change = lat.change, ch.latency_lo = lat.lo, ch.latency_hi = lat.hi;
+  ch.throughput_change = thr.change, ch.throughput_lo = thr.lo, ch.throughput_hi = thr.hi;
+  ch.significant = lat.lo > 0 || lat.hi < 0;
+  if (!ch.significant) {
+    ch.verdict = "within noise";
+    ch.why = "not significant (the interval holds 0)";
+  } else if (std::abs(lat.change) < options.noise_threshold) {
+    ch.verdict = "within noise";
+    ch.why = "below the " + num(options.noise_threshold * 100, 1) + "% threshold";
+  } else {
+    ch.verdict = lat.change > 0 ? "regressed" : "improved";
+    ch.why = pct(lat.change) + " latency";
+  }
+  return ch;
+}
+
 }  // namespace
 
 RunComparison compare_runs(const std::vector<std::string>& run_dirs, const CompareOptions& options) {
@@ -191,49 +240,12 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
       if (!by_id[0].count(id) || !by_id[r].count(id)) continue;
       const PointResult& a = *by_id[0].at(id);
       const PointResult& b = *by_id[r].at(id);
-      PointChange ch;
-      ch.id = id;
-      ch.run = r;
-      ch.baseline_n = int64_t(a.batch_latency_samples_ms.size());
-      ch.n = int64_t(b.batch_latency_samples_ms.size());
-      ch.baseline_median_ms = a.batch_latency_ms.median;
-      ch.median_ms = b.batch_latency_ms.median;
-      if (a.status != "ok" || b.status != "ok") {
-        ch.verdict = "not comparable";
-        ch.why = a.status != "ok" ? "baseline " + a.status + ": " + a.reason : "this run " + b.status + ": " + b.reason;
-        c.changes.push_back(ch);
-        continue;
-      }
-      ch.baseline_samples_per_s = double(a.key.batch) * 1e3 / ch.baseline_median_ms;
-      ch.samples_per_s = double(b.key.batch) * 1e3 / ch.median_ms;
-      if (ch.baseline_n < 2 || ch.n < 2) {
-        ch.latency_change = ch.median_ms / ch.baseline_median_ms - 1;
-        ch.throughput_change = ch.samples_per_s / ch.baseline_samples_per_s - 1;
-        ch.verdict = "not comparable";
-        ch.why = "no raw latencies on one side (a tach.bench.point/1 run): medians only, no interval";
-        c.changes.push_back(ch);
-        continue;
-      }
-      const Bootstrap lat = bootstrap_ratio(a.batch_latency_samples_ms, b.batch_latency_samples_ms, options, rng);
-      // Throughput per run (samples/s = batch / latency); its median is the inverse of the latency's.
-      std::vector<double> ta, tb;
-      for (double ms : a.batch_latency_samples_ms) ta.push_back(double(a.key.batch) * 1e3 / ms);
-      for (double ms : b.batch_latency_samples_ms) tb.push_back(double(b.key.batch) * 1e3 / ms);
-      const Bootstrap thr = bootstrap_ratio(ta, tb, options, rng);
-      ch.latency_change = lat.change, ch.latency_lo = lat.lo, ch.latency_hi = lat.hi;
-      ch.throughput_change = thr.change, ch.throughput_lo = thr.lo, ch.throughput_hi = thr.hi;
-      ch.significant = lat.lo > 0 || lat.hi < 0;
-      if (!ch.significant) {
-        ch.verdict = "within noise";
-        ch.why = "not significant (the interval holds 0)";
-      } else if (std::abs(lat.change) < options.noise_threshold) {
-        ch.verdict = "within noise";
-        ch.why = "below the " + num(options.noise_threshold * 100, 1) + "% threshold";
-      } else {
-        ch.verdict = lat.change > 0 ? "regressed" : "improved";
-        ch.why = pct(lat.change) + " latency";
-      }
-      c.changes.push_back(ch);
+      c.changes.push_back(latency_change(id, r, a, b, a.batch_latency_samples_ms, b.batch_latency_samples_ms,
+                                         a.batch_latency_ms.median, b.batch_latency_ms.median, options, rng));
+      // A causal LM's decoding, where both sides decoded: its steps compared as a point of their own.
+      if (a.status == "ok" && b.status == "ok" && a.decode.step_ms.n > 0 && b.decode.step_ms.n > 0)
+        c.changes.push_back(latency_change(id + " decode", r, a, b, a.decode.step_samples_ms, b.decode.step_samples_ms,
+                                           a.decode.step_ms.median, b.decode.step_ms.median, options, rng));
     }
   }
   return c;

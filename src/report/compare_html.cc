@@ -95,14 +95,21 @@ std::string comparison_html(const RunComparison& c) {
   h << "<h2>Latency distributions per point</h2><div class='charts'>";
   std::map<std::string, std::vector<report::Distribution1D>> by_point;
   std::vector<std::string> order;
+  const auto add = [&](const std::string& id, size_t r, const std::vector<double>& samples) {
+    if (!by_point.count(id)) order.push_back(id);
+    by_point[id].push_back({r == 0 ? "baseline" : "run " + std::to_string(r), samples});
+  };
   for (size_t r = 0; r < c.runs.size(); ++r)
     for (const auto& p : c.runs[r].points) {
-      const std::string id = p.key.id();
-      if (!by_point.count(id)) order.push_back(id);
-      by_point[id].push_back({r == 0 ? "baseline" : "run " + std::to_string(r), p.batch_latency_samples_ms});
+      add(p.key.id(), r, p.batch_latency_samples_ms);
+      if (!p.decode.step_samples_ms.empty()) add(p.key.id() + " decode", r, p.decode.step_samples_ms);
     }
-  for (const auto& id : order)
-    h << report::distribution_chart({id, "batch latency (ms), one dot per measured run"}, by_point[id]);
+  for (const auto& id : order) {
+    const bool decode = id.size() > 7 && id.compare(id.size() - 7, 7, " decode") == 0;
+    h << report::distribution_chart(
+        {id, decode ? "decode step (ms), one dot per step" : "batch latency (ms), one dot per measured run"},
+        by_point[id]);
+  }
   h << "</div>";
   if (!c.only_in.empty()) {
     h << "<h2>Points not in every run</h2><ul>";
