@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 #include "bench/bench_internal.h"
 #include "tach/bench.h"
@@ -99,6 +101,7 @@ profiling:
   num_warmup_runs: 3
   num_measurement_runs: 10
   max_length: 256
+  decode_tokens: 12
 )");
   const BenchConfig c = bench_config_from_yaml(dir.file("c.yaml"));
   EXPECT_EQ(c.model, "preset:bert-tiny");
@@ -109,9 +112,11 @@ profiling:
   EXPECT_EQ(c.warmup_runs, 3);
   EXPECT_EQ(c.stop.runs, 10);
   EXPECT_EQ(c.seq_lens, std::vector<int64_t>{256});
-  // Round trip through config.json.
+  EXPECT_EQ(c.decode_tokens, 12);
+  // Round trip through config.json (what --resume reads).
   const BenchConfig back = bench_config_from_json(bench_config_to_json(c), "config.json");
   EXPECT_EQ(bench_config_to_json(back), bench_config_to_json(c));
+  EXPECT_EQ(back.decode_tokens, 12);
 }
 
 TEST(BenchConfig, BadYamlGetsClearErrors) {
@@ -234,6 +239,16 @@ TEST(Sweep, CausalLmPointsTimeDecodingAgainstItsBandwidthLimit) {
   while (std::getline(in, line)) EXPECT_EQ(point_to_json(point_from_json(line, "results.jsonl")), line);
   const std::string table = results_table(out.results, "table", "m");
   EXPECT_NE(table.find("decode ms/step"), std::string::npos) << table;
+  // Every markdown row has the header's cells, a failed point's too.
+  std::vector<PointResult> with_failure = out.results;
+  with_failure.push_back(out.results[0]);
+  with_failure.back().status = "failed", with_failure.back().reason = "out of memory";
+  std::istringstream md(results_table(with_failure, "md", "m"));
+  std::string md_line;
+  std::set<long> cells;
+  while (std::getline(md, md_line))
+    if (!md_line.empty()) cells.insert(std::count(md_line.begin(), md_line.end(), '|'));
+  EXPECT_EQ(cells.size(), 1u) << results_table(with_failure, "md", "m");
   EXPECT_NE(results_table(out.results, "csv", "m").find("decode_median_fraction_of_limit"), std::string::npos);
   write_run_reports(out.config, out);
   const std::string html = run_report_html(dir.path() + "/r");

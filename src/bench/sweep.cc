@@ -459,7 +459,7 @@ ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
   else
     s.task = "causal-LM prefill (the forward over the prompt and the LM head at each row's last token, " +
              std::to_string(info.vocab_size) +
-             " logits); with --decode-tokens, then greedy decoding from the same prompts, "
+             " logits); then, unless --decode-tokens 0, greedy decoding from prompts of the same shape, "
              "timed per step apart from it";
   return s;
 }

@@ -9,12 +9,6 @@
 
 namespace tach::report {
 
-namespace {
-
-std::string fixed(double v, int decimals) { return fmt(("%." + std::to_string(decimals) + "f").c_str(), v); }
-
-}  // namespace
-
 // A causal LM's decoding after each point's prefill (bench --decode-tokens): the steps against
 // decoding's bandwidth limit, the weights and the cache over the measured bandwidth.
 void decoding_section(std::ostringstream& h, const std::vector<PointResult>& all) {
@@ -33,12 +27,13 @@ void decoding_section(std::ostringstream& h, const std::vector<PointResult>& all
       h << "<td colspan='10'>-</td><td style='text-align:left'>" << escape_html(d.method) << "</td></tr>";
       continue;
     }
-    h << "<td>" << d.step_ms.n << "</td><td>" << fixed(d.step_ms.median, 3) << "</td><td>" << fixed(d.step_ms.p90, 3)
-      << "</td><td>" << fixed(d.tokens_per_s, 1) << "</td><td>" << fixed(d.time_to_first_token_ms, 1) << "</td><td>"
-      << fixed((d.weight_bytes_per_step + d.cache_bytes_per_step) / 1e9, 3) << "</td><td>" << fixed(d.limit_ms, 2)
-      << "</td><td>" << fixed(100 * d.fraction_of_limit, 1) << "%</td><td>"
-      << (d.read_limit_ms > 0 ? fixed(d.read_limit_ms, 2) : std::string("n/a")) << "</td><td>"
-      << (d.read_limit_ms > 0 ? fixed(100 * d.fraction_of_read_limit, 1) + "%" : std::string("n/a"))
+    h << "<td>" << d.step_ms.n << "</td><td>" << fmt("%.3f", d.step_ms.median) << "</td><td>"
+      << fmt("%.3f", d.step_ms.p90) << "</td><td>" << fmt("%.1f", d.tokens_per_s) << "</td><td>"
+      << fmt("%.1f", d.time_to_first_token_ms) << "</td><td>"
+      << fmt("%.3f", (d.weight_bytes_per_step + d.cache_bytes_per_step) / 1e9) << "</td><td>" << fmt("%.2f", d.limit_ms)
+      << "</td><td>" << fmt("%.1f", 100 * d.fraction_of_limit) << "%</td><td>"
+      << (d.read_limit_ms > 0 ? fmt("%.2f", d.read_limit_ms) : std::string("n/a")) << "</td><td>"
+      << (d.read_limit_ms > 0 ? fmt("%.1f", 100 * d.fraction_of_read_limit) + "%" : std::string("n/a"))
       << "</td><td style='text-align:left'>" << escape_html(d.method)
       << (d.warning.empty() ? "" : "<br>" + escape_html(d.warning)) << "</td></tr>";
   }

@@ -152,6 +152,7 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
         rows.back().resize(rows.front().size() - 1, "-");
         rows.back().push_back(p.status + ": " + p.reason.substr(0, 70));
       }
+      if (md && decode) rows.back().insert(rows.back().end() - 1, 3, "-");  // the table's row is already full width
       continue;
     }
     const auto& l = p.batch_latency_ms;
