@@ -151,6 +151,36 @@ TEST(DecoderFamilies, ModernBertConfigInEitherSpelling) {
   EXPECT_NE(refused(R"("classifier_pooling": "max")").find("classifier_pooling"), std::string::npos);
 }
 
+// A classifier's and a causal LM's prefill read one row per sequence, so their last layer runs
+// o, the norms and the MLP for those rows only (q|k|v still for every row: the head's row attends
+// to all the keys). The right- and left-padded golden tests above check the logits; this checks
+// that the declared costs count what runs, and that an embedding model, which pools the whole
+// forward's hidden states, is costed for every row and without the LM head its tied embeddings
+// would give it.
+TEST(DecoderFamilies, HeadsRunTheLastLayerForTheirRowsOnly) {
+  constexpr int64_t B = 2, T = 16;
+  for (const char* name : {"llama-cls-bias-f32", "mistral-lm-window4-f32"}) {
+    auto model = load_model(fixture(name));
+    const ModelInfo& i = model->info();
+    const double C = double(i.hidden_size), I = double(i.intermediate_size);
+    const double HD = double(i.num_heads * i.head_dim);
+    const ForwardCost head = model->forward_cost(B, T), every_row = model->hidden_states_cost(B, T);
+    // The head itself (a few labels, or the vocabulary for B rows) against the last layer's o,
+    // gate|up and down no longer run for B*T - B rows.
+    const double head_flops = 2.0 * B * C * double(i.classifier ? int64_t(i.labels.size()) : i.vocab_size);
+    const double not_run = 2.0 * double(B * T - B) * (C * HD + 3 * C * I);
+    EXPECT_GE(every_row.flops + head_flops - head.flops, not_run) << name;
+    EXPECT_LT(every_row.flops + head_flops - head.flops, every_row.flops / double(i.num_layers)) << name;
+  }
+  // The embedding model: every row, plus the pooling; no LM head.
+  auto embedder = load_model(fixture("qwen3-embed-bf16"));
+  const ModelInfo& e = embedder->info();
+  ASSERT_TRUE(e.embedding);
+  const ForwardCost pooled = embedder->forward_cost(B, T), body = embedder->hidden_states_cost(B, T);
+  EXPECT_GE(pooled.flops, body.flops);
+  EXPECT_LT(pooled.flops - body.flops, 2.0 * B * double(e.vocab_size * e.hidden_size) / 10);
+}
+
 // A Qwen3-Embedding-shaped model (bare Qwen3, last-token pooling, normalised, prompts in
 // config_sentence_transformers.json) against SentenceTransformer.encode, with and without the
 // query prompt: cosine within 1e-5 of 1 per text (bf16 weights, f32 compute on both sides).

@@ -130,6 +130,9 @@ class Model {
   Tensor measured_forward(const TokenBatch& batch) const;
   // The work of measured_forward (or of the forward alone, for a model that is neither).
   virtual ForwardCost forward_cost(int64_t batch, int64_t seq_len) const = 0;
+  // The work of hidden_states: every token through every layer, no head (what an embedding model
+  // wrapped around this one pools). By default forward_cost, which is that for a model without a head.
+  virtual ForwardCost hidden_states_cost(int64_t batch, int64_t seq_len) const { return forward_cost(batch, seq_len); }
   // Causal LMs. logits: [B, T, V] f32. An error for models without an LM head.
   virtual Tensor lm_logits(const TokenBatch& batch) const;
   // Causal LMs: the prefill of generation, the forward over the prompts and the LM head at each

@@ -1,5 +1,6 @@
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -9,6 +10,7 @@
 #include "model/decoder_layer.h"
 #include "model/encoder_build.h"
 #include "ops/causal_attention.h"
+#include "ops/copy_rows.h"
 #include "ops/add.h"
 #include "ops/embedding.h"
 #include "ops/kv_append.h"
@@ -138,27 +140,41 @@ int64_t kv_cache_bytes(const DecoderConfig& c, int64_t B, int64_t length) {
   return 2 * c.num_layers * B * length * c.num_kv_heads * c.head_dim * int64_t(sizeof(float));
 }
 
-ops::OpCost decoder_cost(const DecoderConfig& s, int64_t B, int64_t T, int64_t past) {
+ops::OpCost decoder_cost(const DecoderConfig& s, int64_t B, int64_t T, int64_t past, bool head_rows) {
   const int64_t N = B * T, C = s.hidden_size, I = s.intermediate_size, D = s.head_dim;
   const int64_t H = s.num_heads, KVH = s.num_kv_heads;
   ops::OpCost c = ops::embedding_cost(N, C, DType::f32);
   if (s.scale_embeddings) c += ops::scale_cost(N * C);
-  ops::OpCost layer = ops::rms_norm_cost(N, C, true);
-  layer += ops::linear_cost(N, s.qkv_width(), C, DType::f32, s.qkv_bias);
-  if (s.qk_norm) layer += ops::rms_norm_heads_cost(N, H + KVH, D);
-  layer += ops::rope_cost(N, H + KVH, D);
-  layer += ops::linear_cost(N, C, H * D, DType::f32, s.o_bias);
-  if (s.sandwich_norms) layer += ops::rms_norm_cost(N, 2 * C, false);  // two norms of [N, C]
-  layer += ops::rms_norm_cost(N, C, true);
-  layer += ops::linear_cost(N, 2 * I, C, DType::f32, s.mlp_bias);
-  layer += ops::silu_gate_cost(N, I);
-  layer += ops::linear_cost(N, C, I, DType::f32, s.mlp_bias);
+  // A layer's norm in, q|k|v, the q/k norms and RoPE: every row, in every layer.
+  ops::OpCost front = ops::rms_norm_cost(N, C, true);
+  front += ops::linear_cost(N, s.qkv_width(), C, DType::f32, s.qkv_bias);
+  if (s.qk_norm) front += ops::rms_norm_heads_cost(N, H + KVH, D);
+  front += ops::rope_cost(N, H + KVH, D);
+  // After the attention, over `rows` rows: o, the norms, the MLP.
+  const auto back = [&](int64_t rows) {
+    ops::OpCost b = ops::linear_cost(rows, C, H * D, DType::f32, s.o_bias);
+    if (s.sandwich_norms) b += ops::rms_norm_cost(rows, 2 * C, false);  // two norms of [rows, C]
+    b += ops::rms_norm_cost(rows, C, true);
+    b += ops::linear_cost(rows, 2 * I, C, DType::f32, s.mlp_bias);
+    b += ops::silu_gate_cost(rows, I);
+    b += ops::linear_cost(rows, C, I, DType::f32, s.mlp_bias);
+    return b;
+  };
+  const ops::OpCost every_row = back(N);
   for (int64_t i = 0; i < s.num_layers; ++i) {
-    c += layer;
+    const bool last_for_heads = head_rows && i + 1 == s.num_layers;
+    c += front;
     // The layer's window (and causality) decide the scores its attention computes.
-    ops::CausalAttentionArgs a = decoder_attention_args(s, size_t(i), B, T, Device::cpu());
-    a.past = past;
+    ops::CausalAttentionArgs a = decoder_attention_args(s, size_t(i), B, last_for_heads ? 1 : T, Device::cpu());
+    a.past = last_for_heads ? past + T - 1 : past;
     c += ops::causal_attention_cost(a);
+    if (!last_for_heads) {
+      c += every_row;
+      continue;
+    }
+    c += ops::copy_rows_cost(B, H * D);  // the head rows' queries, gathered
+    c += ops::copy_rows_cost(B, C);      // and their residual stream
+    c += back(B);
   }
   return c;
 }
@@ -175,7 +191,8 @@ void upload_cache_mask(KvCache& cache) {
 // call's keys or, with a cache, over the cache with this call's keys appended.
 class InferenceRunner final : public DecoderLayerRunner {
  public:
-  InferenceRunner(const DecoderWeights& w, const DecoderPass& pass) : w_(w), pass_(pass) {}
+  InferenceRunner(const DecoderWeights& w, const DecoderConfig& c, const DecoderPass& pass)
+      : w_(w), config_(&c), pass_(pass) {}
 
   void linear(size_t l, DecoderLinear site, Tensor& out, const Tensor& in) override {
     const DecoderLayer& L = w_.layers[l];
@@ -188,29 +205,36 @@ class InferenceRunner final : public DecoderLayerRunner {
   }
 
   void attention(size_t l, ops::CausalAttentionArgs a, DecoderLayerTensors& t) override {
-    const int64_t T = a.Tq, HD = a.H * a.D, KD = a.KVH * a.D, QKV = a.ld_q;
     const float* q = t.qkv.data<float>();
-    const float* k = q + HD;
-    const float* v = q + HD + KD;
-    a.mask_stride = pass_.mask_stride;
-    if (KvCache* cache = pass_.cache) {
-      // Append this call's keys and values: rows [past, past + T) of each sequence. A captured
-      // step reads past on the device; the host's value is then only the most it can be.
-      ops::KvAppendArgs append;
-      append.B = a.B, append.T = T, append.capacity = cache->capacity, append.width = KD, append.ld_qkv = QKV;
-      append.k_col = HD, append.v_col = HD + KD, append.device = a.device;
-      append.past = pass_.device_past ? cache->capacity - T : cache->length;
-      append.device_past = pass_.device_past;
-      float* ck = cache->k[l].data<float>();
-      float* cv = cache->v[l].data<float>();
-      ops::kv_append(ck, cv, q, append);
-      k = ck, v = cv;
-      a.past = append.past, a.device_past = pass_.device_past;
-      a.ld_kv = KD, a.batch_stride_kv = cache->capacity * KD;
-    } else {
-      a.ld_kv = QKV, a.batch_stride_kv = T * QKV;  // read straight from the fused buffer
-    }
-    ops::causal_attention_forward(t.context.data<float>(), q, k, v, pass_.key_mask, a);
+    const Keys keys = keys_of_call(l, a.B, a.Tq, t);
+    a.past = keys.past, a.device_past = pass_.device_past;
+    a.ld_kv = keys.ld, a.batch_stride_kv = keys.batch_stride, a.mask_stride = pass_.mask_stride;
+    ops::causal_attention_forward(t.context.data<float>(), q, keys.k, keys.v, pass_.key_mask, a);
+  }
+
+  // Where this call's queries find their keys and values: in the fused q|k|v buffer, or (with a
+  // cache) in the cache, after this call's T rows per sequence are appended at [past, past + T).
+  struct Keys {
+    const float* k;
+    const float* v;
+    int64_t ld, batch_stride, past;
+  };
+  Keys keys_of_call(size_t l, int64_t B, int64_t T, const DecoderLayerTensors& t) const {
+    const DecoderConfig& c = *config_;
+    const int64_t HD = c.num_heads * c.head_dim, KD = c.num_kv_heads * c.head_dim, QKV = c.qkv_width();
+    const float* qkv = t.qkv.data<float>();
+    KvCache* cache = pass_.cache;
+    if (cache == nullptr) return {qkv + HD, qkv + HD + KD, QKV, T * QKV, 0};  // read straight from the fused buffer
+    // A captured step reads past on the device; the host's value is then only the most it can be.
+    ops::KvAppendArgs append;
+    append.B = B, append.T = T, append.capacity = cache->capacity, append.width = KD, append.ld_qkv = QKV;
+    append.k_col = HD, append.v_col = HD + KD, append.device = t.qkv.device();
+    append.past = pass_.device_past ? cache->capacity - T : cache->length;
+    append.device_past = pass_.device_past;
+    float* ck = cache->k[l].data<float>();
+    float* cv = cache->v[l].data<float>();
+    ops::kv_append(ck, cv, qkv, append);
+    return {ck, cv, KD, cache->capacity * KD, append.past};
   }
 
   const Tensor& norm(size_t l, DecoderNorm which) const override {
@@ -228,6 +252,7 @@ class InferenceRunner final : public DecoderLayerRunner {
 
  private:
   const DecoderWeights& w_;
+  const DecoderConfig* config_;
   const DecoderPass& pass_;
 };
 
@@ -248,6 +273,52 @@ DecoderLayerTensors inference_scratch(const DecoderConfig& s, int64_t N, const T
   return t;
 }
 
+namespace {
+
+// The last layer for the head rows: q|k|v (with its norms and RoPE) for every row, then the head
+// rows' queries against their keys, and o, the MLP and the final norm for those B rows only.
+void last_layer_for_head_rows(const DecoderWeights& w, const DecoderConfig& s, size_t l, int64_t B, int64_t T,
+                              const DecoderPass& pass, DecoderLayerTensors& t, InferenceRunner& run) {
+  const Device device = t.qkv.device();
+  const std::vector<int64_t>& at = *pass.head_rows;
+  const int64_t C = s.hidden_size, HD = s.num_heads * s.head_dim, QKV = s.qkv_width();
+  core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat("layers.", l) : std::string());
+  Tensor resid = Tensor::empty({B, C}, DType::f32, device);
+  DecoderLayerTensors r = inference_scratch(s, B, resid, device);
+  {
+    core::Span span(core::SpanKind::module, "self_attn");
+    decoder_qkv(s, l, B, T, *pass.rope, t, run);
+    Tensor q = Tensor::empty({B, HD}, DType::f32, device);  // [B, H D] the head rows' queries
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t row = b * T + at[size_t(b)];
+      ops::copy_rows(device, q.data<float>() + b * HD, HD, t.qkv.data<float>() + row * QKV, QKV, 1, HD);
+      ops::copy_rows(device, resid.data<float>() + b * C, C, t.resid.data<float>() + row * C, C, 1, C);
+    }
+    // One query per sequence at key index past + at[b]: it sees the keys at or before it (within
+    // the layer's window). One call when every row's index is the same (no padding, or left
+    // padding), else a call per row.
+    const InferenceRunner::Keys keys = run.keys_of_call(l, B, T, t);
+    ops::CausalAttentionArgs a = decoder_attention_args(s, l, B, 1, device);
+    a.ld_q = HD, a.ld_kv = keys.ld, a.batch_stride_kv = keys.batch_stride, a.mask_stride = pass.mask_stride;
+    const bool same_row = std::all_of(at.begin(), at.end(), [&](int64_t i) { return i == at.front(); });
+    const int64_t calls = same_row ? 1 : B;
+    if (!same_row) a.B = 1;
+    for (int64_t b = 0; b < calls; ++b) {
+      a.past = keys.past + at[size_t(b)];
+      const int64_t kv_offset = b * keys.batch_stride;
+      ops::causal_attention_forward(r.context.data<float>() + b * HD, q.data<float>() + b * HD, keys.k + kv_offset,
+                                    keys.v + kv_offset, pass.key_mask + b * pass.mask_stride, a);
+    }
+    decoder_attention_output(s, l, r, run);
+  }
+  DecoderLayerEnds ends;
+  ends.next_norm = &w.final_norm;
+  ends.next_x = pass.head_out;
+  decoder_mlp_block(s, l, r, run, ends);
+}
+
+}  // namespace
+
 void decoder_pass(const DecoderWeights& w, const DecoderConfig& s, int64_t B, int64_t T, const Tensor& device_ids,
                   const DecoderPass& pass, DecoderLayerTensors& t) {
   const Device device = w.final_norm.device();
@@ -260,12 +331,14 @@ void decoder_pass(const DecoderWeights& w, const DecoderConfig& s, int64_t B, in
   } else {
     decoder_embed(h, device_ids, w.embed_tokens, w.embed_scale);
   }
-  InferenceRunner run(w, pass);
+  InferenceRunner run(w, s, pass);
   // Each layer's last add norms the stream for the next layer (the final norm after the last);
   // ModernBERT's first attention norm is the identity.
   if (s.first_attn_norm) decoder_norm(s, t.x1, h, Tensor(), w.layers.front().attn_norm);
   else core::copy_bytes(device, t.x1.raw(), device, h.raw(), h.nbytes());
   for (size_t l = 0; l < w.layers.size(); ++l) {
+    if (pass.head_rows != nullptr && l + 1 == w.layers.size())
+      return last_layer_for_head_rows(w, s, l, B, T, pass, t, run);
     DecoderLayerEnds ends;
     ends.input_normed = true;
     ends.next_norm = l + 1 < w.layers.size() ? &w.layers[l + 1].attn_norm : &w.final_norm;
@@ -274,8 +347,11 @@ void decoder_pass(const DecoderWeights& w, const DecoderConfig& s, int64_t B, in
   }
 }
 
-Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Tensor& ids, const Tensor& mask,
-                       const Tensor& positions, KvCache* cache) {
+namespace {
+
+// decoder_forward's pass, for every row (head_rows null) or for a head's rows.
+Tensor forward_pass(const DecoderWeights& w, const DecoderConfig& s, const Tensor& ids, const Tensor& mask,
+                    const Tensor& positions, KvCache* cache, const std::vector<int64_t>* head_rows) {
   const int64_t B = ids.size(0), T = ids.size(1), N = B * T, C = s.hidden_size;
   const int64_t past = cache ? cache->length : 0;
   check(!cache || past + T <= cache->capacity, "the key/value cache holds " +
@@ -306,13 +382,39 @@ Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Te
     call_mask = mask.on(device);
     pass.key_mask = call_mask.data<int32_t>();
   }
+  if (head_rows) {
+    pass.head_rows = head_rows;
+    pass.head_out = Tensor::empty({B, C}, DType::f32, device);
+  }
 
   core::Span model_span(core::SpanKind::module, "model");
   Tensor h = Tensor::empty({N, C}, DType::f32, device);
   DecoderLayerTensors t = inference_scratch(s, N, h, device);
   decoder_pass(w, s, B, T, ids.on(device), pass, t);
   if (cache) cache->length += T;
-  return t.x1.reshape({B, T, C});
+  return head_rows ? pass.head_out : t.x1.reshape({B, T, C});
+}
+
+}  // namespace
+
+Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Tensor& ids, const Tensor& mask,
+                       const Tensor& positions, KvCache* cache) {
+  return forward_pass(w, s, ids, mask, positions, cache, nullptr);
+}
+
+bool head_rows_supported(const DecoderConfig& c, Device device) { return c.causal && device.kind == DeviceKind::cpu; }
+
+Tensor decoder_forward_head_rows(const DecoderWeights& w, const DecoderConfig& s, const Tensor& ids, const Tensor& mask,
+                                 const Tensor& positions, const std::vector<int64_t>& head_rows, KvCache* cache) {
+  const int64_t B = ids.size(0), T = ids.size(1);
+  check(head_rows_supported(s, w.final_norm.device()),
+        "decoder_forward_head_rows: only causal families on the CPU compute the head rows alone");
+  check(int64_t(head_rows.size()) == B, "decoder_forward_head_rows: " + std::to_string(head_rows.size()) +
+                                            " head rows for a batch of " + std::to_string(B));
+  for (int64_t r : head_rows)
+    check(r >= 0 && r < T,
+          "decoder_forward_head_rows: head row " + std::to_string(r) + " outside the " + std::to_string(T) + " tokens");
+  return forward_pass(w, s, ids, mask, positions, cache, &head_rows);
 }
 
 }  // namespace tach::model

@@ -74,6 +74,17 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
 // Returns the final-normed hidden states [B, T, C] f32 on the model's device.
 Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& c, const Tensor& ids, const Tensor& mask,
                        const Tensor& positions, KvCache* cache);
+// The same pass (causal families) for a head that reads one row per sequence: head_rows[b] in
+// [0, T) (the last real token, or the pooled one). The last layer computes q|k|v for every row
+// (that row attends to all the keys before it, and a cache keeps them all), and everything after
+// for the B head rows only. Returns their final-normed hidden states [B, C] f32 on the model's device.
+Tensor decoder_forward_head_rows(const DecoderWeights& w, const DecoderConfig& c, const Tensor& ids, const Tensor& mask,
+                                 const Tensor& positions, const std::vector<int64_t>& head_rows,
+                                 KvCache* cache = nullptr);
+// Whether decoder_forward_head_rows serves this model: a causal family on the CPU. (ModernBERT's
+// bidirectional first-token query would need every key past its own; on CUDA the path has not
+// run on a GPU yet, so a GPU model runs every row.)
+bool head_rows_supported(const DecoderConfig& c, Device device);
 // What one pass through the layers reads besides the weights and the ids.
 struct DecoderPass {
   const DecoderRope* rope = nullptr;  // the call's positions' tables, on the device
@@ -81,6 +92,11 @@ struct DecoderPass {
   int64_t mask_stride = 0;
   KvCache* cache = nullptr;              // null: attention over this call's keys only
   const int32_t* device_past = nullptr;  // a captured decoding step: the cache length, read on the device
+  // Each sequence's one row a head reads, or null: every row. With them, the last layer runs past
+  // q|k|v for those rows only, and the final-normed rows end in head_out [B, C] (t.x1 does not
+  // hold the final states then).
+  const std::vector<int64_t>* head_rows = nullptr;
+  Tensor head_out;
 };
 // The scratch of a pass over N rows, around the residual stream h [N, C] (updated in place;
 // x1 serves as both norms' output, each read before the next is written).
@@ -91,7 +107,9 @@ DecoderLayerTensors inference_scratch(const DecoderConfig& c, int64_t N, const T
 void decoder_pass(const DecoderWeights& w, const DecoderConfig& c, int64_t B, int64_t T, const Tensor& device_ids,
                   const DecoderPass& pass, DecoderLayerTensors& t);
 
-ops::OpCost decoder_cost(const DecoderConfig& c, int64_t B, int64_t T, int64_t past);
+// head_rows: the last layer as decoder_forward_head_rows runs it (every row's q|k|v, then B rows;
+// each head row costed as the last one, its attention over all T keys).
+ops::OpCost decoder_cost(const DecoderConfig& c, int64_t B, int64_t T, int64_t past, bool head_rows = false);
 // The weight bytes one token's pass through the body reads: every layer's linears as placed
 // (packed, in the compute dtype) and every norm vector; the embedding row and the head apart.
 int64_t body_weight_bytes(const DecoderWeights& w);

@@ -67,35 +67,30 @@ void norm_branch(const DecoderConfig& c, size_t l, DecoderNorm which, Tensor& be
 
 }  // namespace
 
-void decoder_layer_forward(const DecoderConfig& c, size_t l, int64_t B, int64_t T, const DecoderRope& rope,
-                           DecoderLayerTensors& t, DecoderLayerRunner& run, const DecoderLayerEnds& ends) {
+void decoder_qkv(const DecoderConfig& c, size_t l, int64_t B, int64_t T, const DecoderRope& rope,
+                 DecoderLayerTensors& t, DecoderLayerRunner& run) {
   const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D;
-  const float eps = c.norm_eps;
-  core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat("layers.", l) : std::string());
-  if (!ends.input_normed) {
-    if (l > 0 || c.first_attn_norm)
-      decoder_norm(c, t.x1, t.resid, Tensor(), run.norm(l, DecoderNorm::attn), t.mean1, t.rstd1);
-    else  // ModernBERT's layer 0: the identity
-      copy_unless_same(t.x1, t.resid);
+  run.linear(l, DecoderLinear::qkv, t.qkv, t.x1);
+  if (c.qk_norm) {
+    // qk_raw and qk_rstd hold q's block, then k's: [N, H D] then [N, KVH D] (and [N H], [N KVH]).
+    const int64_t N = B * T;
+    float* raw = t.qk_raw.defined() ? t.qk_raw.data<float>() : nullptr;
+    float* rstd = t.qk_rstd.defined() ? t.qk_rstd.data<float>() : nullptr;
+    ops::rms_norm_heads_forward(t.qkv, 0, H, D, run.norm(l, DecoderNorm::q), c.norm_eps, raw, rstd);
+    ops::rms_norm_heads_forward(t.qkv, HD, KVH, D, run.norm(l, DecoderNorm::k), c.norm_eps,
+                                raw ? raw + N * HD : nullptr, rstd ? rstd + N * H : nullptr);
   }
-  {
-    core::Span span(core::SpanKind::module, "self_attn");
-    run.linear(l, DecoderLinear::qkv, t.qkv, t.x1);
-    if (c.qk_norm) {
-      // qk_raw and qk_rstd hold q's block, then k's: [N, H D] then [N, KVH D] (and [N H], [N KVH]).
-      const int64_t N = B * T;
-      float* raw = t.qk_raw.defined() ? t.qk_raw.data<float>() : nullptr;
-      float* rstd = t.qk_rstd.defined() ? t.qk_rstd.data<float>() : nullptr;
-      ops::rms_norm_heads_forward(t.qkv, 0, H, D, run.norm(l, DecoderNorm::q), eps, raw, rstd);
-      ops::rms_norm_heads_forward(t.qkv, HD, KVH, D, run.norm(l, DecoderNorm::k), eps, raw ? raw + N * HD : nullptr,
-                                  rstd ? rstd + N * H : nullptr);
-    }
-    ops::rope_forward(t.qkv, H, KVH, D, rope.of(c, l));  // q, then k columns
-    run.attention(l, decoder_attention_args(c, l, B, T, t.qkv.device()), t);
-    Tensor& o_out = branch_target(c, t.attn_out, t);
-    run.linear(l, DecoderLinear::o, o_out, t.context);
-    norm_branch(c, l, DecoderNorm::attn_out, o_out, t.rstd_ao, run, t);
-  }
+  ops::rope_forward(t.qkv, H, KVH, D, rope.of(c, l));  // q, then k columns
+}
+
+void decoder_attention_output(const DecoderConfig& c, size_t l, DecoderLayerTensors& t, DecoderLayerRunner& run) {
+  Tensor& o_out = branch_target(c, t.attn_out, t);
+  run.linear(l, DecoderLinear::o, o_out, t.context);
+  norm_branch(c, l, DecoderNorm::attn_out, o_out, t.rstd_ao, run, t);
+}
+
+void decoder_mlp_block(const DecoderConfig& c, size_t l, DecoderLayerTensors& t, DecoderLayerRunner& run,
+                       const DecoderLayerEnds& ends) {
   // resid_mid = resid + attention; x2 = the MLP norm of resid_mid, in one pass.
   copy_unless_same(t.resid_mid, t.resid);
   decoder_norm(c, t.x2, t.resid_mid, t.branch, run.norm(l, DecoderNorm::mlp), t.mean2, t.rstd2);
@@ -115,6 +110,24 @@ void decoder_layer_forward(const DecoderConfig& c, size_t l, int64_t B, int64_t 
   } else {
     ops::add_inplace(t.resid_out, t.branch);
   }
+}
+
+void decoder_layer_forward(const DecoderConfig& c, size_t l, int64_t B, int64_t T, const DecoderRope& rope,
+                           DecoderLayerTensors& t, DecoderLayerRunner& run, const DecoderLayerEnds& ends) {
+  core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat("layers.", l) : std::string());
+  if (!ends.input_normed) {
+    if (l > 0 || c.first_attn_norm)
+      decoder_norm(c, t.x1, t.resid, Tensor(), run.norm(l, DecoderNorm::attn), t.mean1, t.rstd1);
+    else  // ModernBERT's layer 0: the identity
+      copy_unless_same(t.x1, t.resid);
+  }
+  {
+    core::Span span(core::SpanKind::module, "self_attn");
+    decoder_qkv(c, l, B, T, rope, t, run);
+    run.attention(l, decoder_attention_args(c, l, B, T, t.qkv.device()), t);
+    decoder_attention_output(c, l, t, run);
+  }
+  decoder_mlp_block(c, l, t, run, ends);
 }
 
 }  // namespace tach::model

@@ -89,8 +89,21 @@ struct DecoderLayerEnds {
 ops::CausalAttentionArgs decoder_attention_args(const DecoderConfig& c, size_t l, int64_t B, int64_t T, Device device);
 
 // One layer, from t.resid to t.resid_out. B, T: the call's batch and new tokens (N = B*T).
+// It runs these steps: the attention norm, decoder_qkv, the runner's attention,
+// decoder_attention_output, decoder_mlp_block. (Inference's head-rows last layer runs them too,
+// with the rows gathered between: model/decoder.cc.)
 void decoder_layer_forward(const DecoderConfig& c, size_t layer, int64_t B, int64_t T, const DecoderRope& rope,
                            DecoderLayerTensors& t, DecoderLayerRunner& run, const DecoderLayerEnds& ends);
+
+// t.qkv [N, (H + 2 KVH) D] = x1 · Wqkvᵀ, then the q/k norms and RoPE at each row's position.
+void decoder_qkv(const DecoderConfig& c, size_t layer, int64_t B, int64_t T, const DecoderRope& rope,
+                 DecoderLayerTensors& t, DecoderLayerRunner& run);
+// The branch o [N, C] = context · Woᵀ (and Gemma's norm on it) into t.branch.
+void decoder_attention_output(const DecoderConfig& c, size_t layer, DecoderLayerTensors& t, DecoderLayerRunner& run);
+// The rest of the layer: resid_mid = resid + t.branch, the MLP norm, gate|up, the gate, down (and
+// its norm), resid_out = resid_mid + MLP, normed into ends.next_x when ends.next_norm is given.
+void decoder_mlp_block(const DecoderConfig& c, size_t layer, DecoderLayerTensors& t, DecoderLayerRunner& run,
+                       const DecoderLayerEnds& ends);
 
 // The family's norm: x += delta when delta is given (x updated in place), then out = norm(x): an
 // RMSNorm, or ModernBERT's LayerNorm without bias. out must not alias x. mean (LayerNorm only)

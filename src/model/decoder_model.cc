@@ -63,15 +63,23 @@ class Decoder final : public Model {
           info_.spec +
               ": config.json names no pad_token_id, so rows of a batch cannot be told from padding "
               "(transformers refuses batches > 1 too); classify one row at a time");
-    Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
-    Tensor pooled = pool(h, batch);
+    Tensor pooled;
+    if (heads_read_one_row()) {
+      std::vector<int64_t> rows(static_cast<size_t>(B));
+      for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = pooled_row(batch, b);
+      pooled =
+          decoder_forward_head_rows(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), rows);
+    } else {
+      pooled = pool(
+          decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr), batch);
+    }
     if (w_.head_dense) {
       core::Span span(core::SpanKind::module, "head");
-      Tensor dense = Tensor::empty({B, C}, DType::f32, h.device());
+      Tensor dense = Tensor::empty({B, C}, DType::f32, pooled.device());
       ops::linear_forward(dense, pooled, *w_.head_dense);
       decoder_norm(config_, pooled, dense, Tensor(), w_.head_norm);
     }
-    Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32, h.device());
+    Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32, pooled.device());
     core::Span head_span(core::SpanKind::module, config_.head_mlp ? "classifier" : "score");
     ops::linear_forward(logits, pooled, *w_.score);
     return to_host(logits);
@@ -79,7 +87,8 @@ class Decoder final : public Model {
 
   // The work measured_forward does: the classifier's head, or the prefill's LM head on B rows.
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
-    ops::OpCost c = decoder_cost(config_, B, T, 0);
+    // The classifier's and the prefill's last layer run for the rows their heads read.
+    ops::OpCost c = decoder_cost(config_, B, T, 0, heads_read_one_row() && (w_.score || info_.causal_lm));
     if (w_.head_dense) {
       c += ops::linear_cost(B, config_.hidden_size, config_.hidden_size, compute_, config_.head_dense_bias);
       c += ops::layer_norm_cost(B, config_.hidden_size, false);
@@ -91,19 +100,34 @@ class Decoder final : public Model {
     return {c.flops, c.bytes()};
   }
 
+  ForwardCost hidden_states_cost(int64_t B, int64_t T) const override {
+    const ops::OpCost c = decoder_cost(config_, B, T, 0);
+    return {c.flops, c.bytes()};
+  }
+
   Tensor prefill_logits(const TokenBatch& batch) const override {
     const ops::Linear& head = lm_head();
     check_batch(batch);
     const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size;
-    Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
-    Tensor last = Tensor::empty({B, C}, DType::f32, h.device());
+    std::vector<int64_t> rows(static_cast<size_t>(B));
     const int32_t* mask = batch.attention_mask.data<int32_t>();
     for (int64_t b = 0; b < B; ++b) {
       int64_t t = T - 1;  // each row's last real token (the last column when left-padded)
       while (t > 0 && mask[b * T + t] == 0) --t;
-      ops::copy_rows(h.device(), last.data<float>() + b * C, C, h.data<float>() + (b * T + t) * C, C, 1, C);
+      rows[size_t(b)] = t;
     }
-    Tensor logits = Tensor::empty({B, config_.vocab_size}, DType::f32, h.device());
+    Tensor last;
+    if (heads_read_one_row()) {
+      last =
+          decoder_forward_head_rows(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), rows);
+    } else {
+      Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
+      last = Tensor::empty({B, C}, DType::f32, h.device());
+      for (int64_t b = 0; b < B; ++b)
+        ops::copy_rows(h.device(), last.data<float>() + b * C, C, h.data<float>() + (b * T + rows[size_t(b)]) * C, C, 1,
+                       C);
+    }
+    Tensor logits = Tensor::empty({B, config_.vocab_size}, DType::f32, last.device());
     {
       core::Span span(core::SpanKind::module, "lm_head");
       ops::linear_forward(logits, last, head);
@@ -168,8 +192,17 @@ class Decoder final : public Model {
     if (no_graph.empty() && options.max_new_tokens > 1)
       graph = std::make_unique<DecodeGraph>(w_, config_, head, config_.final_logit_softcap, cache, B);
     const auto t_start = Clock::now();
-    Tensor h = decoder_forward(w_, config_, prompts.input_ids, prompts.attention_mask, positions, &cache);
-    std::vector<int32_t> next = greedy_tokens(h, T, head);
+    // The prompt's last layer for its last column only: the first token reads nothing else.
+    Tensor h;
+    std::vector<int32_t> next;
+    if (head_rows_supported(config_, place_.device)) {
+      h = decoder_forward_head_rows(w_, config_, prompts.input_ids, prompts.attention_mask, positions,
+                                    std::vector<int64_t>(size_t(B), T - 1), &cache);
+      next = greedy_tokens(h, 1, head);
+    } else {
+      h = decoder_forward(w_, config_, prompts.input_ids, prompts.attention_mask, positions, &cache);
+      next = greedy_tokens(h, T, head);
+    }
     for (int64_t step = 0; step < options.max_new_tokens; ++step) {
       const auto t0 = Clock::now();
       if (step > 0) {
@@ -252,7 +285,6 @@ class Decoder final : public Model {
   Tensor pool(const Tensor& h, const TokenBatch& batch) const {
     const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size;
     Tensor pooled = Tensor::empty({B, C}, DType::f32, h.device());
-    const int32_t* ids = batch.input_ids.data<int32_t>();
     const int32_t* mask = batch.attention_mask.data<int32_t>();
     if (config_.pooling == DecoderConfig::Pooling::mean) {
       // (h * mask).sum(1) / mask.sum(1), as ModernBertForSequenceClassification; a row of padding only divides by 0.
@@ -274,17 +306,29 @@ class Decoder final : public Model {
       }
       return pooled;
     }
-    for (int64_t b = 0; b < B; ++b) {
-      int64_t at = 0;  // cls: the first token
-      if (config_.pooling == DecoderConfig::Pooling::last_token) {
-        at = config_.pad_token_id < 0 ? T - 1 : 0;
-        if (config_.pad_token_id >= 0)
-          for (int64_t t = 0; t < T; ++t)
-            if (ids[b * T + t] != config_.pad_token_id) at = t;
-      }
-      ops::copy_rows(h.device(), pooled.data<float>() + b * C, C, h.data<float>() + (b * T + at) * C, C, 1, C);
-    }
+    for (int64_t b = 0; b < B; ++b)
+      ops::copy_rows(h.device(), pooled.data<float>() + b * C, C, h.data<float>() + (b * T + pooled_row(batch, b)) * C,
+                     C, 1, C);
     return pooled;
+  }
+
+  // The token row b's classifier reads (first-token or last-token pooling): the first token; or
+  // the last that is not pad_token_id, the last position when the config names no pad token.
+  int64_t pooled_row(const TokenBatch& batch, int64_t b) const {
+    const int64_t T = batch.seq_len();
+    if (config_.pooling != DecoderConfig::Pooling::last_token) return 0;
+    if (config_.pad_token_id < 0) return T - 1;
+    const int32_t* ids = batch.input_ids.data<int32_t>() + b * T;
+    int64_t at = 0;
+    for (int64_t t = 0; t < T; ++t)
+      if (ids[t] != config_.pad_token_id) at = t;
+    return at;
+  }
+
+  // Whether the head's forward runs the last layer for the rows it reads only: a causal family
+  // on the CPU, whose classifier pools at one token (not a mean) or whose LM head reads the last.
+  bool heads_read_one_row() const {
+    return head_rows_supported(config_, place_.device) && config_.pooling != DecoderConfig::Pooling::mean;
   }
 
   // Gemma's final_logit_softcapping: logits = cap * tanh(logits / cap), on the host copy.

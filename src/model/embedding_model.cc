@@ -130,9 +130,11 @@ class SentenceEmbedder final : public Model {
     return out;
   }
 
+  ForwardCost hidden_states_cost(int64_t B, int64_t T) const override { return inner_->hidden_states_cost(B, T); }
+
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
-    ForwardCost c = inner_->forward_cost(B, T);
-    if (info_.classifier) return c;  // measured_forward runs the head, not the pooling
+    if (info_.classifier) return inner_->forward_cost(B, T);  // measured_forward runs the head, not the pooling
+    ForwardCost c = inner_->hidden_states_cost(B, T);
     ops::OpCost p = ops::pooling_cost(B, T, info_.hidden_size, config_.modes.size());
     for (const DenseModule& d : config_.dense) {
       p += ops::linear_cost(B, d.out_features, d.in_features, DType::f32, d.bias);
