@@ -133,6 +133,14 @@ class Model {
   // The work of hidden_states: every token through every layer, no head (what an embedding model
   // wrapped around this one pools). By default forward_cost, which is that for a model without a head.
   virtual ForwardCost hidden_states_cost(int64_t batch, int64_t seq_len) const { return forward_cost(batch, seq_len); }
+  // The final hidden state of one token per row, [B, C] f32 on the host: rows[b] in [0, T) (what
+  // cls or last-token pooling reads). A model whose last layer can run for those rows alone does
+  // so, as its classifier does; otherwise they are gathered from hidden_states.
+  virtual Tensor hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const;
+  // Its work on full rows of seq_len tokens, reading each row's first token (first_token) or its last.
+  virtual ForwardCost hidden_rows_cost(int64_t batch, int64_t seq_len, bool /*first_token*/) const {
+    return hidden_states_cost(batch, seq_len);
+  }
   // Causal LMs. logits: [B, T, V] f32. An error for models without an LM head.
   virtual Tensor lm_logits(const TokenBatch& batch) const;
   // Causal LMs: the prefill of generation, the forward over the prompts and the LM head at each

@@ -294,17 +294,18 @@ void last_layer_for_head_rows(const DecoderWeights& w, const DecoderConfig& s, s
       ops::copy_rows(device, q.data<float>() + b * HD, HD, t.qkv.data<float>() + row * QKV, QKV, 1, HD);
       ops::copy_rows(device, resid.data<float>() + b * C, C, t.resid.data<float>() + row * C, C, 1, C);
     }
-    // One query per sequence at key index past + at[b]: it sees the keys at or before it (within
-    // the layer's window). One call when every row's index is the same (no padding, or left
-    // padding), else a call per row.
+    // One query per sequence. Causal: at key index past + at[b], so that it sees the keys at or
+    // before it (within the layer's window); one call when every row's index is the same (no
+    // padding, or left padding), else a call per row. Bidirectional (a global layer: nothing
+    // depends on the query's index but which keys exist): at the last index, so that it sees all T.
     const InferenceRunner::Keys keys = run.keys_of_call(l, B, T, t);
     ops::CausalAttentionArgs a = decoder_attention_args(s, l, B, 1, device);
     a.ld_q = HD, a.ld_kv = keys.ld, a.batch_stride_kv = keys.batch_stride, a.mask_stride = pass.mask_stride;
-    const bool same_row = std::all_of(at.begin(), at.end(), [&](int64_t i) { return i == at.front(); });
+    const bool same_row = !s.causal || std::all_of(at.begin(), at.end(), [&](int64_t i) { return i == at.front(); });
     const int64_t calls = same_row ? 1 : B;
     if (!same_row) a.B = 1;
     for (int64_t b = 0; b < calls; ++b) {
-      a.past = keys.past + at[size_t(b)];
+      a.past = keys.past + (s.causal ? at[size_t(b)] : T - 1);
       const int64_t kv_offset = b * keys.batch_stride;
       ops::causal_attention_forward(r.context.data<float>() + b * HD, q.data<float>() + b * HD, keys.k + kv_offset,
                                     keys.v + kv_offset, pass.key_mask + b * pass.mask_stride, a);
@@ -402,7 +403,9 @@ Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& s, const Te
   return forward_pass(w, s, ids, mask, positions, cache, nullptr);
 }
 
-bool head_rows_supported(const DecoderConfig& c, Device device) { return c.causal && device.kind == DeviceKind::cpu; }
+bool head_rows_supported(const DecoderConfig& c, Device device) {
+  return device.kind == DeviceKind::cpu && (c.causal || c.layer_window.back() == 0);
+}
 
 Tensor decoder_forward_head_rows(const DecoderWeights& w, const DecoderConfig& s, const Tensor& ids, const Tensor& mask,
                                  const Tensor& positions, const std::vector<int64_t>& head_rows, KvCache* cache) {

@@ -74,16 +74,17 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
 // Returns the final-normed hidden states [B, T, C] f32 on the model's device.
 Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& c, const Tensor& ids, const Tensor& mask,
                        const Tensor& positions, KvCache* cache);
-// The same pass (causal families) for a head that reads one row per sequence: head_rows[b] in
+// The same pass for a head that reads one row per sequence: head_rows[b] in
 // [0, T) (the last real token, or the pooled one). The last layer computes q|k|v for every row
 // (that row attends to all the keys before it, and a cache keeps them all), and everything after
 // for the B head rows only. Returns their final-normed hidden states [B, C] f32 on the model's device.
 Tensor decoder_forward_head_rows(const DecoderWeights& w, const DecoderConfig& c, const Tensor& ids, const Tensor& mask,
                                  const Tensor& positions, const std::vector<int64_t>& head_rows,
                                  KvCache* cache = nullptr);
-// Whether decoder_forward_head_rows serves this model: a causal family on the CPU. (ModernBERT's
-// bidirectional first-token query would need every key past its own; on CUDA the path has not
-// run on a GPU yet, so a GPU model runs every row.)
+// Whether decoder_forward_head_rows serves this model: on the CPU, a causal family, or ModernBERT
+// when its last layer is a global one (a local layer's window is placed by the query's index,
+// which the one-query call does not keep). On CUDA the path has not run on a GPU yet, so a GPU
+// model runs every row.
 bool head_rows_supported(const DecoderConfig& c, Device device);
 // What one pass through the layers reads besides the weights and the ids.
 struct DecoderPass {

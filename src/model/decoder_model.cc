@@ -105,6 +105,20 @@ class Decoder final : public Model {
     return {c.flops, c.bytes()};
   }
 
+  // One token per row (an embedding model's cls or last-token pooling): the last layer for those
+  // rows alone where head_rows_supported says it can run so.
+  Tensor hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const override {
+    if (!head_rows_supported(config_, place_.device)) return Model::hidden_rows(batch, rows);
+    check_batch(batch);
+    return to_host(
+        decoder_forward_head_rows(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), rows));
+  }
+
+  ForwardCost hidden_rows_cost(int64_t B, int64_t T, bool /*first_token*/) const override {
+    const ops::OpCost c = decoder_cost(config_, B, T, 0, head_rows_supported(config_, place_.device));
+    return {c.flops, c.bytes()};
+  }
+
   Tensor prefill_logits(const TokenBatch& batch) const override {
     const ops::Linear& head = lm_head();
     check_batch(batch);
@@ -325,8 +339,8 @@ class Decoder final : public Model {
     return at;
   }
 
-  // Whether the head's forward runs the last layer for the rows it reads only: a causal family
-  // on the CPU, whose classifier pools at one token (not a mean) or whose LM head reads the last.
+  // Whether the head's forward runs the last layer for the rows it reads only (on the CPU, see
+  // head_rows_supported): a classifier that pools at one token (not a mean), or an LM head.
   bool heads_read_one_row() const {
     return head_rows_supported(config_, place_.device) && config_.pooling != DecoderConfig::Pooling::mean;
   }

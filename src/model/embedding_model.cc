@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <filesystem>
+#include <optional>
 
 #include "core/trace.h"
 #include "model/safetensors.h"
@@ -17,6 +18,21 @@ Tensor Model::embed(const TokenBatch&) const {
   throw Error(info().spec + " (" + info().architecture + ") is not an embedding model: it has a " +
               (info().classifier ? "classification head" : "language-model head") +
               " and no sentence-transformers config (modules.json)");
+}
+
+Tensor Model::hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const {
+  const int64_t B = batch.batch(), T = batch.seq_len();
+  check(int64_t(rows.size()) == B,
+        "hidden_rows: " + std::to_string(rows.size()) + " rows for a batch of " + std::to_string(B));
+  const Tensor h = hidden_states(batch);  // [B, T, C] on the host
+  const int64_t C = h.size(2);
+  Tensor out = Tensor::empty({B, C}, DType::f32);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t r = rows[size_t(b)];
+    check(r >= 0 && r < T, "hidden_rows: row " + std::to_string(r) + " outside the " + std::to_string(T) + " tokens");
+    std::copy_n(h.data<float>() + (b * T + r) * C, C, out.data<float>() + b * C);
+  }
+  return out;
 }
 
 Tensor Model::measured_forward(const TokenBatch& batch) const {
@@ -103,11 +119,14 @@ class SentenceEmbedder final : public Model {
   }
 
   Tensor embed(const TokenBatch& batch) const override {
-    Tensor h = inner_->hidden_states(batch);  // [B, T, C]
-    core::Span span(core::SpanKind::module, "pooler");
+    Tensor out = pooled_one_token(batch);
+    if (!out.defined()) {
+      Tensor h = inner_->hidden_states(batch);  // [B, T, C]
+      core::Span span(core::SpanKind::module, "pooler");
+      out = Tensor::empty({batch.batch(), int64_t(config_.modes.size()) * info_.hidden_size}, DType::f32);
+      ops::pooling_forward(out, h, batch.attention_mask, config_.modes);
+    }
     const int64_t B = batch.batch();
-    Tensor out = Tensor::empty({B, int64_t(config_.modes.size()) * info_.hidden_size}, DType::f32);
-    ops::pooling_forward(out, h, batch.attention_mask, config_.modes);
     for (const DenseWeights& d : dense_) {
       // y [B, out] = act(x [B, in] · Wᵀ + b), the weights as the module stores them (unpacked: B is small).
       core::Span dense_span(core::SpanKind::module, d.config.path);
@@ -134,8 +153,10 @@ class SentenceEmbedder final : public Model {
 
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
     if (info_.classifier) return inner_->forward_cost(B, T);  // measured_forward runs the head, not the pooling
-    ForwardCost c = inner_->hidden_states_cost(B, T);
-    ops::OpCost p = ops::pooling_cost(B, T, info_.hidden_size, config_.modes.size());
+    const bool one_token = one_token_mode().has_value();
+    ForwardCost c = one_token ? inner_->hidden_rows_cost(B, T, *one_token_mode() == ops::PoolingMode::cls)
+                              : inner_->hidden_states_cost(B, T);
+    ops::OpCost p = one_token ? ops::OpCost{} : ops::pooling_cost(B, T, info_.hidden_size, config_.modes.size());
     for (const DenseModule& d : config_.dense) {
       p += ops::linear_cost(B, d.out_features, d.in_features, DType::f32, d.bias);
       if (d.tanh) p += ops::activation_cost(B * d.out_features);
@@ -147,6 +168,41 @@ class SentenceEmbedder final : public Model {
   }
 
  private:
+  // cls or last_token pooling alone: the one token per row the vector is.
+  std::optional<ops::PoolingMode> one_token_mode() const {
+    if (config_.modes.size() != 1) return std::nullopt;
+    const ops::PoolingMode m = config_.modes.front();
+    if (m != ops::PoolingMode::cls && m != ops::PoolingMode::last_token) return std::nullopt;
+    return m;
+  }
+
+  // For cls or last-token pooling: the inner model's hidden state at each row's token (its last
+  // layer run for those rows alone where it can), [B, C]; undefined for the other modes. The
+  // token as pooling_forward picks it: the first real one (cls), or the last (a row of padding
+  // only gives zeros, as sentence-transformers' masked gather does).
+  Tensor pooled_one_token(const TokenBatch& batch) const {
+    const std::optional<ops::PoolingMode> mode = one_token_mode();
+    if (!mode) return Tensor();
+    const int64_t B = batch.batch(), T = batch.seq_len(), C = info_.hidden_size;
+    const int32_t* mask = batch.attention_mask.data<int32_t>();
+    std::vector<int64_t> rows(size_t(B), 0);
+    std::vector<bool> padding_only(size_t(B), false);
+    for (int64_t b = 0; b < B; ++b) {
+      const int32_t* m = mask + b * T;
+      int64_t t = *mode == ops::PoolingMode::cls ? 0 : T - 1;
+      const int64_t step = *mode == ops::PoolingMode::cls ? 1 : -1;
+      while (t >= 0 && t < T && !m[t]) t += step;
+      padding_only[size_t(b)] = t < 0 || t >= T;
+      rows[size_t(b)] = padding_only[size_t(b)] ? 0 : t;
+    }
+    Tensor out = inner_->hidden_rows(batch, rows);
+    core::Span span(core::SpanKind::module, "pooler");
+    for (int64_t b = 0; b < B; ++b)
+      if (padding_only[size_t(b)] && *mode == ops::PoolingMode::last_token)
+        std::fill_n(out.data<float>() + b * C, C, 0.0f);
+    return out;
+  }
+
   std::unique_ptr<Model> inner_;
   SentenceEmbeddingConfig config_;
   ModelInfo info_;

@@ -34,6 +34,22 @@ class Encoder final : public EncoderModel {
     return model::encoder_forward(m_.weights, m_.shape, batch, nullptr).on(Device::cpu());
   }
 
+  // Every row's first token (cls pooling): the last layer for those rows alone, as classify runs it.
+  Tensor hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const override {
+    if (!std::all_of(rows.begin(), rows.end(), [](int64_t r) { return r == 0; }))
+      return Model::hidden_rows(batch, rows);
+    check(int64_t(rows.size()) == batch.batch(),
+          "hidden_rows: " + std::to_string(rows.size()) + " rows for a batch of " + std::to_string(batch.batch()));
+    return model::encoder_forward(m_.weights, m_.shape, batch, nullptr, model::EncoderOutput::first_token)
+        .on(Device::cpu());
+  }
+
+  ForwardCost hidden_rows_cost(int64_t B, int64_t T, bool first_token) const override {
+    const ops::OpCost c = model::encoder_cost(
+        m_.shape, B, T, first_token ? model::EncoderOutput::first_token : model::EncoderOutput::every_token);
+    return {c.flops, c.bytes()};
+  }
+
   Tensor classify(const TokenBatch& batch) const override {
     check(m_.head.out != nullptr, info_.spec + " is a bare encoder (" + info_.architecture +
                                       "): it has no sequence-classification head to produce logits");
