@@ -64,14 +64,13 @@ class Decoder final : public Model {
               ": config.json names no pad_token_id, so rows of a batch cannot be told from padding "
               "(transformers refuses batches > 1 too); classify one row at a time");
     Tensor pooled;
-    if (heads_read_one_row()) {
+    if (config_.pooling == DecoderConfig::Pooling::mean) {
+      pooled = mean_over_mask(
+          decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr), batch);
+    } else {
       std::vector<int64_t> rows(static_cast<size_t>(B));
       for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = pooled_row(batch, b);
-      pooled =
-          decoder_forward_head_rows(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), rows);
-    } else {
-      pooled = pool(
-          decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr), batch);
+      pooled = final_rows(batch.input_ids, batch.attention_mask, arange_positions(batch), rows, nullptr);
     }
     if (w_.head_dense) {
       core::Span span(core::SpanKind::module, "head");
@@ -108,10 +107,10 @@ class Decoder final : public Model {
   // One token per row (an embedding model's cls or last-token pooling): the last layer for those
   // rows alone where head_rows_supported says it can run so.
   Tensor hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const override {
-    if (!head_rows_supported(config_, place_.device)) return Model::hidden_rows(batch, rows);
     check_batch(batch);
-    return to_host(
-        decoder_forward_head_rows(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), rows));
+    check(int64_t(rows.size()) == batch.batch(),
+          "hidden_rows: " + std::to_string(rows.size()) + " rows for a batch of " + std::to_string(batch.batch()));
+    return to_host(final_rows(batch.input_ids, batch.attention_mask, arange_positions(batch), rows, nullptr));
   }
 
   ForwardCost hidden_rows_cost(int64_t B, int64_t T, bool /*first_token*/) const override {
@@ -122,7 +121,7 @@ class Decoder final : public Model {
   Tensor prefill_logits(const TokenBatch& batch) const override {
     const ops::Linear& head = lm_head();
     check_batch(batch);
-    const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size;
+    const int64_t B = batch.batch(), T = batch.seq_len();
     std::vector<int64_t> rows(static_cast<size_t>(B));
     const int32_t* mask = batch.attention_mask.data<int32_t>();
     for (int64_t b = 0; b < B; ++b) {
@@ -130,17 +129,7 @@ class Decoder final : public Model {
       while (t > 0 && mask[b * T + t] == 0) --t;
       rows[size_t(b)] = t;
     }
-    Tensor last;
-    if (heads_read_one_row()) {
-      last =
-          decoder_forward_head_rows(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), rows);
-    } else {
-      Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
-      last = Tensor::empty({B, C}, DType::f32, h.device());
-      for (int64_t b = 0; b < B; ++b)
-        ops::copy_rows(h.device(), last.data<float>() + b * C, C, h.data<float>() + (b * T + rows[size_t(b)]) * C, C, 1,
-                       C);
-    }
+    const Tensor last = final_rows(batch.input_ids, batch.attention_mask, arange_positions(batch), rows, nullptr);
     Tensor logits = Tensor::empty({B, config_.vocab_size}, DType::f32, last.device());
     {
       core::Span span(core::SpanKind::module, "lm_head");
@@ -168,7 +157,7 @@ class Decoder final : public Model {
     const ops::Linear& head = lm_head();
     check_batch(prompts);
     check(options.max_new_tokens > 0, "generate: max_new_tokens must be positive");
-    const int64_t B = prompts.batch(), T = prompts.seq_len(), C = config_.hidden_size;
+    const int64_t B = prompts.batch(), T = prompts.seq_len();
     const int32_t* mask = prompts.attention_mask.data<int32_t>();
     for (int64_t b = 0; b < B; ++b)
       check(mask[b * T + T - 1] == 1, "generate: row " + std::to_string(b) +
@@ -177,17 +166,8 @@ class Decoder final : public Model {
     g.tokens.assign(size_t(B), {});
     g.prompt_tokens = prompts.real_tokens();
     KvCache cache = make_kv_cache(config_, B, T + options.max_new_tokens, place_.device);
-    // Positions as transformers' generate makes them: cumsum(mask) - 1, and 1 on padding.
-    Tensor positions = Tensor::empty({B, T}, DType::i32);
-    std::vector<int32_t> next_position(static_cast<size_t>(B), 0);
-    for (int64_t b = 0; b < B; ++b) {
-      int32_t seen = 0;
-      for (int64_t t = 0; t < T; ++t) {
-        seen += mask[b * T + t];
-        positions.data<int32_t>()[b * T + t] = mask[b * T + t] ? seen - 1 : 1;
-      }
-      next_position[size_t(b)] = seen;
-    }
+    std::vector<int32_t> next_position;
+    const Tensor positions = generation_positions(prompts, next_position);
     std::vector<bool> done(size_t(B), false);
     const int32_t pad = config_.pad_token_id >= 0
                             ? int32_t(config_.pad_token_id)
@@ -206,17 +186,10 @@ class Decoder final : public Model {
     if (no_graph.empty() && options.max_new_tokens > 1)
       graph = std::make_unique<DecodeGraph>(w_, config_, head, config_.final_logit_softcap, cache, B);
     const auto t_start = Clock::now();
-    // The prompt's last layer for its last column only: the first token reads nothing else.
-    Tensor h;
-    std::vector<int32_t> next;
-    if (head_rows_supported(config_, place_.device)) {
-      h = decoder_forward_head_rows(w_, config_, prompts.input_ids, prompts.attention_mask, positions,
-                                    std::vector<int64_t>(size_t(B), T - 1), &cache);
-      next = greedy_tokens(h, 1, head);
-    } else {
-      h = decoder_forward(w_, config_, prompts.input_ids, prompts.attention_mask, positions, &cache);
-      next = greedy_tokens(h, T, head);
-    }
+    // The first token reads the prompt's last column only (left-padded: every row's last real token).
+    Tensor h = final_rows(prompts.input_ids, prompts.attention_mask, positions, std::vector<int64_t>(size_t(B), T - 1),
+                          &cache);
+    std::vector<int32_t> next = greedy_tokens(h, 1, head);
     for (int64_t step = 0; step < options.max_new_tokens; ++step) {
       const auto t0 = Clock::now();
       if (step > 0) {
@@ -246,13 +219,7 @@ class Decoder final : public Model {
     }
     if (graph) g.decode_method = graph->method();
     g.total_s = std::chrono::duration<double>(Clock::now() - t_start).count();
-    // Each decode step reads the body, the LM head, one embedding row per sequence and the cache
-    // as long as it was at that step (prompt + tokens so far).
-    g.decode_weight_bytes = double(body_weight_bytes(w_) + head.weight_bytes()) +
-                            double(B * C) * double(dtype_bytes(w_.embed_tokens.dtype(), 1));
-    for (size_t s = 0; s < g.decode_step_s.size(); ++s)
-      g.decode_cache_bytes += double(kv_cache_bytes(config_, B, T + int64_t(s) + 1));
-    if (!g.decode_step_s.empty()) g.decode_cache_bytes /= double(g.decode_step_s.size());
+    count_decode_bytes(g, B, T, head);
     return g;
   }
 
@@ -280,6 +247,35 @@ class Decoder final : public Model {
     }
   }
 
+  // Positions as transformers' generate makes them: cumsum(mask) - 1, and 1 on padding. Returns
+  // [B, T] i32 on the host; next[b] is the position of row b's first new token.
+  static Tensor generation_positions(const TokenBatch& prompts, std::vector<int32_t>& next) {
+    const int64_t B = prompts.batch(), T = prompts.seq_len();
+    const int32_t* mask = prompts.attention_mask.data<int32_t>();
+    Tensor positions = Tensor::empty({B, T}, DType::i32);
+    next.assign(size_t(B), 0);
+    for (int64_t b = 0; b < B; ++b) {
+      int32_t seen = 0;
+      for (int64_t t = 0; t < T; ++t) {
+        seen += mask[b * T + t];
+        positions.data<int32_t>()[b * T + t] = mask[b * T + t] ? seen - 1 : 1;
+      }
+      next[size_t(b)] = seen;
+    }
+    return positions;
+  }
+
+  // What g's decode steps read, for the bandwidth limit: each step the body, the LM head, one
+  // embedding row per sequence, and the cache as long as it was at that step (prompt + tokens so
+  // far), averaged over the steps. B, T: the prompts' batch and length.
+  void count_decode_bytes(Generation& g, int64_t B, int64_t T, const ops::Linear& head) const {
+    g.decode_weight_bytes = double(body_weight_bytes(w_) + head.weight_bytes()) +
+                            double(B * config_.hidden_size) * double(dtype_bytes(w_.embed_tokens.dtype(), 1));
+    for (size_t s = 0; s < g.decode_step_s.size(); ++s)
+      g.decode_cache_bytes += double(kv_cache_bytes(config_, B, T + int64_t(s) + 1));
+    if (!g.decode_step_s.empty()) g.decode_cache_bytes /= double(g.decode_step_s.size());
+  }
+
   // Each row's greedy next token from the final hidden states h [B, rows, C] of a call: the LM head
   // on each row's last position, [B, C] -> [B, V], and the argmax on the model's device (Gemma's
   // softcap applied as the logits get it), so that only B ids come back to the host.
@@ -295,34 +291,47 @@ class Decoder final : public Model {
     return std::vector<int32_t>(host.data<int32_t>(), host.data<int32_t>() + B);
   }
 
-  // The rows the classifier reads, [B, C] on h's device, from the final hidden states h [B, T, C].
-  Tensor pool(const Tensor& h, const TokenBatch& batch) const {
+  // The final hidden states at one row per sequence, [B, C] on the model's device: rows[b] in
+  // [0, T). The head-rows pass where it runs (its last layer for those rows alone), else the whole
+  // pass and a gather. With a cache, every row's keys and values are appended either way.
+  Tensor final_rows(const Tensor& ids, const Tensor& mask, const Tensor& positions, const std::vector<int64_t>& rows,
+                    KvCache* cache) const {
+    if (head_rows_supported(config_, place_.device))
+      return decoder_forward_head_rows(w_, config_, ids, mask, positions, rows, cache);
+    const int64_t B = ids.size(0), T = ids.size(1), C = config_.hidden_size;
+    const Tensor h = decoder_forward(w_, config_, ids, mask, positions, cache);  // [B, T, C]
+    Tensor out = Tensor::empty({B, C}, DType::f32, h.device());
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t r = rows[size_t(b)];
+      check(r >= 0 && r < T, "a head row " + std::to_string(r) + " outside the " + std::to_string(T) + " tokens");
+      ops::copy_rows(h.device(), out.data<float>() + b * C, C, h.data<float>() + (b * T + r) * C, C, 1, C);
+    }
+    return out;
+  }
+
+  // ModernBERT's mean pooling: (h * mask).sum(1) / mask.sum(1) over the final hidden states
+  // h [B, T, C], as ModernBertForSequenceClassification (a row of padding only divides by 0);
+  // [B, C] on h's device.
+  Tensor mean_over_mask(const Tensor& h, const TokenBatch& batch) const {
     const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size;
     Tensor pooled = Tensor::empty({B, C}, DType::f32, h.device());
-    const int32_t* mask = batch.attention_mask.data<int32_t>();
-    if (config_.pooling == DecoderConfig::Pooling::mean) {
-      // (h * mask).sum(1) / mask.sum(1), as ModernBertForSequenceClassification; a row of padding only divides by 0.
-      if (h.device().kind != DeviceKind::cpu) {  // the pooling op's mean (sums in double) on the device
-        ops::pooling_forward(pooled, h, batch.attention_mask.on(h.device()), {ops::PoolingMode::mean});
-        return pooled;
-      }
-      for (int64_t b = 0; b < B; ++b) {
-        float* out = pooled.data<float>() + b * C;
-        std::fill(out, out + C, 0.0f);
-        float n = 0;
-        for (int64_t t = 0; t < T; ++t) {
-          if (!mask[b * T + t]) continue;
-          n += 1;
-          const float* row = h.data<float>() + (b * T + t) * C;
-          for (int64_t c = 0; c < C; ++c) out[c] += row[c];
-        }
-        for (int64_t c = 0; c < C; ++c) out[c] /= n;
-      }
+    if (h.device().kind != DeviceKind::cpu) {  // the pooling op's mean (sums in double) on the device
+      ops::pooling_forward(pooled, h, batch.attention_mask.on(h.device()), {ops::PoolingMode::mean});
       return pooled;
     }
-    for (int64_t b = 0; b < B; ++b)
-      ops::copy_rows(h.device(), pooled.data<float>() + b * C, C, h.data<float>() + (b * T + pooled_row(batch, b)) * C,
-                     C, 1, C);
+    const int32_t* mask = batch.attention_mask.data<int32_t>();
+    for (int64_t b = 0; b < B; ++b) {
+      float* out = pooled.data<float>() + b * C;
+      std::fill(out, out + C, 0.0f);
+      float n = 0;
+      for (int64_t t = 0; t < T; ++t) {
+        if (!mask[b * T + t]) continue;
+        n += 1;
+        const float* row = h.data<float>() + (b * T + t) * C;
+        for (int64_t c = 0; c < C; ++c) out[c] += row[c];
+      }
+      for (int64_t c = 0; c < C; ++c) out[c] /= n;
+    }
     return pooled;
   }
 
