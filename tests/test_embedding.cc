@@ -86,6 +86,40 @@ TEST(Embedding, EveryPoolingModeMatchesSentenceTransformers) {
   }
 }
 
+// cls pooling alone reads each row's first token, so the encoder's last layer runs for it only
+// (the vectors above are unchanged); last-token pooling on an encoder, and mean pooling, pool the
+// whole forward. The declared costs say which ran. hidden_rows refuses rows that do not fit.
+TEST(Embedding, OneTokenPoolingRunsTheLastLayerForThatTokenOnly) {
+  const json cases = read_json(test::fixtures_dir() + "/embeddings/pooling_cases.json");
+  constexpr int64_t B = 2, T = 16;
+  const auto cost_of = [&](const char* name) {
+    test::TempDir dir;
+    write_case(dir.path(), cases["cases"][name]["files"], cases["cases"][name].value("copy", json::object()));
+    auto model = load_model(dir.path());
+    return std::pair{model->forward_cost(B, T).flops, model->hidden_states_cost(B, T).flops};
+  };
+  const auto [cls, cls_body] = cost_of("cls-dense-identity-nobias-dense-tanh");
+  EXPECT_LT(cls, cls_body) << "the last layer's W_o and FFN for 2 rows of 32, Dense layers included";
+  const auto [last, last_body] = cost_of("lasttoken");
+  EXPECT_GE(last, last_body);
+  const auto [mean, mean_body] = cost_of("mean-normalize");
+  EXPECT_GT(mean, mean_body);
+
+  test::TempDir dir;
+  write_case(dir.path(), cases["cases"]["lasttoken"]["files"]);
+  auto model = load_model(dir.path());
+  const TokenBatch batch = batch_of(cases["right"]);
+  EXPECT_NE(test::error_of([&] { model->hidden_rows(batch, {0}); }).find("rows for a batch of"), std::string::npos);
+  EXPECT_NE(test::error_of([&] {
+              model->hidden_rows(batch, std::vector<int64_t>(size_t(batch.batch()), -1));
+            }).find("outside the"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] {
+              model->hidden_rows(batch, std::vector<int64_t>(size_t(batch.batch()), batch.seq_len()));
+            }).find("outside the"),
+            std::string::npos);
+}
+
 // RoBERTa's, XLM-RoBERTa's, MPNet's and ModernBERT's bare models pooled as their sentence-embedding
 // checkpoints are (mean or CLS), on their own rows (pad id 1, positions after it).
 TEST(Embedding, EveryEncoderFamilyMatchesSentenceTransformers) {

@@ -170,6 +170,15 @@ TEST(DecoderFamilies, HeadsRunTheLastLayerForTheirRowsOnly) {
     EXPECT_GE(every_row.flops + head_flops - head.flops, not_run) << name;
     EXPECT_LT(every_row.flops + head_flops - head.flops, every_row.flops / double(i.num_layers)) << name;
   }
+  // ModernBERT: its classifier's first token takes the pass when the last layer is global (as in
+  // this fixture: layers 0 and 3 of 4), and mean pooling reads every row.
+  for (const char* name : {"modernbert-cls-bias-bf16", "modernbert-cls-mean-f32"}) {
+    auto model = load_model(fixture(name));
+    const bool mean = std::string(name).find("mean") != std::string::npos;
+    const double head = model->forward_cost(B, T).flops, every_row = model->hidden_states_cost(B, T).flops;
+    if (mean) EXPECT_GT(head, every_row) << name;
+    else EXPECT_LT(head, every_row) << name;
+  }
   // The embedding model (last-token pooling): its vector is one token per row, so its last layer
   // runs for those rows too; no LM head (its tied embeddings would give it one).
   auto embedder = load_model(fixture("qwen3-embed-bf16"));

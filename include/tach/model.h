@@ -135,8 +135,9 @@ class Model {
   virtual ForwardCost hidden_states_cost(int64_t batch, int64_t seq_len) const { return forward_cost(batch, seq_len); }
   // The final hidden state of one token per row, [B, C] f32 on the host: rows[b] in [0, T) (what
   // cls or last-token pooling reads). A model whose last layer can run for those rows alone does
-  // so, as its classifier does; otherwise they are gathered from hidden_states.
-  virtual Tensor hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const;
+  // so, as its classifier does; otherwise they are gathered from hidden_states. An error unless
+  // there is one row per sequence, each inside it.
+  Tensor hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const;
   // Its work on full rows of seq_len tokens, reading each row's first token (first_token) or its last.
   virtual ForwardCost hidden_rows_cost(int64_t batch, int64_t seq_len, bool /*first_token*/) const {
     return hidden_states_cost(batch, seq_len);
@@ -148,6 +149,10 @@ class Model {
   virtual Tensor prefill_logits(const TokenBatch& batch) const;
   // Greedy decoding with a key/value cache. prompts: left-padded (the last column real).
   virtual Generation generate(const TokenBatch& prompts, const GenerateOptions& options) const;
+
+ protected:
+  // hidden_rows once its rows are checked; by default the rows of hidden_states.
+  virtual Tensor checked_hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const;
 };
 using EncoderModel = Model;  // the name this interface had when it held encoders only
 

@@ -106,10 +106,8 @@ class Decoder final : public Model {
 
   // One token per row (an embedding model's cls or last-token pooling): the last layer for those
   // rows alone where head_rows_supported says it can run so.
-  Tensor hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const override {
+  Tensor checked_hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const override {
     check_batch(batch);
-    check(int64_t(rows.size()) == batch.batch(),
-          "hidden_rows: " + std::to_string(rows.size()) + " rows for a batch of " + std::to_string(batch.batch()));
     return to_host(final_rows(batch.input_ids, batch.attention_mask, arange_positions(batch), rows, nullptr));
   }
 
@@ -301,11 +299,9 @@ class Decoder final : public Model {
     const int64_t B = ids.size(0), T = ids.size(1), C = config_.hidden_size;
     const Tensor h = decoder_forward(w_, config_, ids, mask, positions, cache);  // [B, T, C]
     Tensor out = Tensor::empty({B, C}, DType::f32, h.device());
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t r = rows[size_t(b)];
-      check(r >= 0 && r < T, "a head row " + std::to_string(r) + " outside the " + std::to_string(T) + " tokens");
-      ops::copy_rows(h.device(), out.data<float>() + b * C, C, h.data<float>() + (b * T + r) * C, C, 1, C);
-    }
+    for (int64_t b = 0; b < B; ++b)  // rows come checked (hidden_rows) or computed by this class
+      ops::copy_rows(h.device(), out.data<float>() + b * C, C, h.data<float>() + (b * T + rows[size_t(b)]) * C, C, 1,
+                     C);
     return out;
   }
 

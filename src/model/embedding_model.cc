@@ -24,14 +24,18 @@ Tensor Model::hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& r
   const int64_t B = batch.batch(), T = batch.seq_len();
   check(int64_t(rows.size()) == B,
         "hidden_rows: " + std::to_string(rows.size()) + " rows for a batch of " + std::to_string(B));
+  for (const int64_t r : rows)
+    check(r >= 0 && r < T, "hidden_rows: row " + std::to_string(r) + " outside the " + std::to_string(T) + " tokens");
+  return checked_hidden_rows(batch, rows);
+}
+
+Tensor Model::checked_hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const {
+  const int64_t B = batch.batch(), T = batch.seq_len();
   const Tensor h = hidden_states(batch);  // [B, T, C] on the host
   const int64_t C = h.size(2);
   Tensor out = Tensor::empty({B, C}, DType::f32);
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t r = rows[size_t(b)];
-    check(r >= 0 && r < T, "hidden_rows: row " + std::to_string(r) + " outside the " + std::to_string(T) + " tokens");
-    std::copy_n(h.data<float>() + (b * T + r) * C, C, out.data<float>() + b * C);
-  }
+  for (int64_t b = 0; b < B; ++b)
+    std::copy_n(h.data<float>() + (b * T + rows[size_t(b)]) * C, C, out.data<float>() + b * C);
   return out;
 }
 
@@ -150,6 +154,9 @@ class SentenceEmbedder final : public Model {
   }
 
   ForwardCost hidden_states_cost(int64_t B, int64_t T) const override { return inner_->hidden_states_cost(B, T); }
+  ForwardCost hidden_rows_cost(int64_t B, int64_t T, bool first_token) const override {
+    return inner_->hidden_rows_cost(B, T, first_token);
+  }
 
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
     if (info_.classifier) return inner_->forward_cost(B, T);  // measured_forward runs the head, not the pooling
@@ -201,6 +208,10 @@ class SentenceEmbedder final : public Model {
       if (padding_only[size_t(b)] && *mode == ops::PoolingMode::last_token)
         std::fill_n(out.data<float>() + b * C, C, 0.0f);
     return out;
+  }
+
+  Tensor checked_hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const override {
+    return inner_->hidden_rows(batch, rows);
   }
 
   std::unique_ptr<Model> inner_;

@@ -35,11 +35,9 @@ class Encoder final : public EncoderModel {
   }
 
   // Every row's first token (cls pooling): the last layer for those rows alone, as classify runs it.
-  Tensor hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const override {
+  Tensor checked_hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const override {
     if (!std::all_of(rows.begin(), rows.end(), [](int64_t r) { return r == 0; }))
-      return Model::hidden_rows(batch, rows);
-    check(int64_t(rows.size()) == batch.batch(),
-          "hidden_rows: " + std::to_string(rows.size()) + " rows for a batch of " + std::to_string(batch.batch()));
+      return Model::checked_hidden_rows(batch, rows);
     return model::encoder_forward(m_.weights, m_.shape, batch, nullptr, model::EncoderOutput::first_token)
         .on(Device::cpu());
   }
