@@ -51,8 +51,8 @@ find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 # Reports: librsvg (and cairo under it) renders the charts' SVG to PNG; libzip packs the slide deck.
 pkg_check_modules(RSVG REQUIRED IMPORTED_TARGET librsvg-2.0 cairo)
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
-# Parquet datasets: libthrift reads the footer and page headers; snappy, zstd and zlib the pages.
-pkg_check_modules(THRIFT REQUIRED IMPORTED_TARGET thrift)
+# Parquet datasets: snappy, zstd and zlib decompress the pages (the footer and page headers are
+# read by tach's own compact-protocol reader, src/data/thrift_compact.h).
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 find_path(SNAPPY_INCLUDE_DIR snappy-c.h REQUIRED)
 find_library(SNAPPY_LIBRARY snappy REQUIRED)

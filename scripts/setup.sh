@@ -15,8 +15,7 @@ packages=(
   zlib1g-dev             # gzipped traces
   librsvg2-dev libcairo2-dev   # tach report --png: the charts' SVG rendered to PNG
   libzip-dev             # tach report --pptx: the slide deck's zip package
-  libthrift-dev libsnappy-dev libzstd-dev   # Parquet datasets: the footer (Thrift) and the pages' compressions
-  libboost-dev           # headers Thrift's own headers include (Debian's libthrift-dev does not depend on them)
+  libsnappy-dev libzstd-dev   # Parquet datasets: the pages' compressions
   libcurl4-openssl-dev libssl-dev   # downloads from the Hugging Face Hub (HTTPS); SHA-256/SHA-1 to verify them
   libutf8proc-dev libpcre2-dev   # Unicode data and regex for the tokenizers
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and kernel benchmarks

@@ -16,6 +16,8 @@
 namespace tach {
 namespace {
 
+using namespace std::string_literals;
+
 std::string fixture(const std::string& name) { return test::fixtures_dir() + "/parquet/" + name; }
 
 TEST(Parquet, ReadsEachCompressionAndLayoutDatasetsWrites) {
@@ -76,6 +78,49 @@ TEST(Parquet, MalformedFilesAreErrorsNeverCrashes) {
   }
   EXPECT_GT(errors, 0);
   EXPECT_GT(read, 0) << "damage inside values still reads";
+}
+
+// A file whose footer is `footer`: PAR1, the footer (at byte 4), its length, PAR1.
+std::string with_footer(const std::string& footer) {
+  std::string file = "PAR1" + footer;
+  const uint32_t n = uint32_t(footer.size());
+  file.append(reinterpret_cast<const char*>(&n), 4);
+  return file + "PAR1";
+}
+
+// Thrift's compact protocol as a hostile footer writes it: each claimed count and length is
+// checked against the bytes left, and the error names the field and its byte in the file.
+TEST(Parquet, AMalformedFooterNamesTheFieldAndItsByte) {
+  // Field 7 (a map, unknown to Parquet's FileMetaData) claiming 1,278,693,295 entries of two
+  // i32s: libthrift computed 1278693295 * 2 in an int (undefined behaviour; fuzz_parquet's find,
+  // tests/fuzz/corpus/parquet/regress-map-count-overflow.parquet) and then named no field.
+  const std::string map_count = test::error_of(
+      [&] { data::read_parquet("m.parquet", with_footer("\x7b\xaf\x9f\xdd\xe1\x04\x55\x02\x04\x00"s)); });
+  EXPECT_NE(map_count.find("m.parquet: the Parquet footer is malformed at byte 5 (FileMetaData.field 7): a map of "
+                           "1278693295 elements"),
+            std::string::npos)
+      << map_count;
+  // A type code the protocol does not have (13) on row_groups: named, not "don't know what type".
+  const std::string type = test::error_of([&] { data::read_parquet("t.parquet", with_footer("\x15\x02\x1d"s)); });
+  EXPECT_NE(type.find("at byte 6 (FileMetaData.schema): the field has type code 13, which Thrift's compact "
+                      "protocol does not have"),
+            std::string::npos)
+      << type;
+  // A list of schema elements claiming more elements than the bytes left.
+  const std::string list =
+      test::error_of([&] { data::read_parquet("l.parquet", with_footer("\x29\xfc\xff\xff\x01\x00"s)); });
+  EXPECT_NE(list.find("at byte 5 (FileMetaData.schema): a list of 32767 elements, but 1 byte is left"),
+            std::string::npos)
+      << list;
+  // A footer that stops inside the second schema element's name.
+  const std::string cut =
+      test::error_of([&] { data::read_parquet("c.parquet", with_footer("\x29\x2c\x00\x48\x09"s)); });
+  EXPECT_NE(cut.find("(FileMetaData.schema[1].name): a string of 9 bytes"), std::string::npos) << cut;
+  // Structs nested past any Parquet schema: refused, not a deep recursion.
+  const std::string deep = test::error_of([&] {
+    data::read_parquet("d.parquet", with_footer("\x1c" + std::string(100, '\x1c') + std::string(101, '\0')));
+  });
+  EXPECT_NE(deep.find("nest deeper than 64 levels"), std::string::npos) << deep;
 }
 
 TEST(Parquet, ANewHeadIsNamedByTheDatasetsClassLabels) {

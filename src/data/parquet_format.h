@@ -1,5 +1,5 @@
 // Parquet's file layout as tach reads it: the footer (FileMetaData) and page headers, which are
-// Thrift compact-protocol structs decoded with Debian's libthrift, and the value encodings and
+// Thrift compact-protocol structs (read by data/thrift_compact.h), and the value encodings and
 // compressions of the pages. Field numbers and enum values are parquet-format's (parquet.thrift).
 #pragma once
 
@@ -81,11 +81,12 @@ struct PageHeader {
   bool is_compressed = true;
 };
 
-// The footer's bytes (between the last data and the length before the closing PAR1). Errors
-// name `where` and say what is malformed.
-FileMetaData read_file_metadata(const uint8_t* data, size_t size, const std::string& where);
-// The page header at `data`; `consumed` is set to its length in bytes.
-PageHeader read_page_header(const uint8_t* data, size_t size, size_t& consumed, const std::string& where);
+// The footer's bytes (between the last data and the length before the closing PAR1), which start
+// at byte `file_offset` of the file. Errors name `where`, the field and its byte in the file.
+FileMetaData read_file_metadata(const uint8_t* data, size_t size, uint64_t file_offset, const std::string& where);
+// The page header at `data` (byte `file_offset` of the file); `consumed` is set to its length in bytes.
+PageHeader read_page_header(const uint8_t* data, size_t size, uint64_t file_offset, size_t& consumed,
+                            const std::string& where);
 
 // A page's bytes decompressed to exactly `uncompressed_size` bytes.
 std::string decompress(int32_t codec, const uint8_t* data, size_t size, size_t uncompressed_size,

@@ -67,7 +67,7 @@ void read_chunk(const uint8_t* file, size_t file_size, const ColumnChunk& chunk,
     check(at < size, where + ": the column chunk ends after " + std::to_string(cells.size() - first) + " of " +
                          std::to_string(rows) + " values");
     size_t header_bytes = 0;
-    const PageHeader h = read_page_header(p + at, size - at, header_bytes, where);
+    const PageHeader h = read_page_header(p + at, size - at, uint64_t(start) + at, header_bytes, where);
     at += header_bytes;
     check(h.compressed_size >= 0 && h.uncompressed_size >= 0 && size_t(h.compressed_size) <= size - at &&
               h.num_values >= 0,
@@ -168,7 +168,7 @@ Records read_parquet(const std::string& path, const std::string& bytes) {
   std::memcpy(&footer, file + n - 8, 4);
   check(footer <= n - 12,
         path + ": a footer of " + std::to_string(footer) + " bytes in a file of " + std::to_string(n));
-  const FileMetaData m = read_file_metadata(file + n - 8 - footer, footer, path);
+  const FileMetaData m = read_file_metadata(file + n - 8 - footer, footer, n - 8 - footer, path);
   const std::vector<Leaf> leaves = leaves_of(m, path);
   Records r;
   std::vector<size_t> flat;  // indices into leaves of the columns read
