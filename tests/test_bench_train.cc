@@ -3,11 +3,15 @@
 // two). The kill-and-resume check is tests/cli/kill_resume.sh train.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <sstream>
 
 #include "bench/bench_internal.h"
+#include "report/figure_book.h"
+#include "report/report_sections.h"
 #include "tach/bench.h"
 #include "tach/compare.h"
 #include "tach/error.h"
@@ -255,10 +259,29 @@ TEST(TrainDiagnosis, AdviceUsesTheSiblingSeries) {
   EXPECT_NE(advice.find("Fused execution is measured at 1.25x eager's throughput at batch 16"), std::string::npos)
       << advice;
   EXPECT_NE(advice.find("measured here at +30% step time at batch 16"), std::string::npos) << advice;
-  EXPECT_NE(advice.find("no bf16 GEMM"), std::string::npos) << advice;
-  EXPECT_NE(advice.find("--grad-accumulation 4 gives 64"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("does not multiply bf16 in hardware"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("--gradient-accumulation-steps 4 gives 64"), std::string::npos) << advice;
   const std::string md = performance_report_md("m", pts, d);
   EXPECT_NE(md.find("## cpu f32 threads all seq 128 full fused gc-off"), std::string::npos);
+}
+
+// A sweep of two series: the first's per-series figures are time_breakdown and
+// memory_by_category, the second's add its series (docs/cli.md), never a bare _2.
+TEST(TrainSweepReport, PerSeriesFiguresAreNamedForTheirSeries) {
+  test::TempDir dir;
+  const std::vector<PointResult> pts = {curve_point(8, 100, 0.6, 0.5, 1 << 28, 8LL << 30),
+                                        curve_point(16, 180, 0.6, 0.5, 1 << 28, 8LL << 30),
+                                        curve_point(8, 80, 0.6, 0.5, 1 << 28, 8LL << 30, "fused"),
+                                        curve_point(16, 144, 0.6, 0.5, 1 << 28, 8LL << 30, "fused")};
+  std::ostringstream h;
+  report::FigureBook book;
+  report::train_sweep_section(h, book, pts, dir.path());
+  std::vector<std::string> names;
+  for (const auto& f : book.figures()) names.push_back(f.name);
+  for (const char* want : {"time_breakdown", "memory_by_category", "time_breakdown_full_fused_f32_seq_128",
+                           "memory_by_category_full_fused_f32_seq_128"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  for (const auto& n : names) EXPECT_EQ(n.find("_2"), std::string::npos) << n;
 }
 
 std::string write_run(const test::TempDir& root, const std::string& name, const std::vector<PointResult>& points) {

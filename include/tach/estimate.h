@@ -16,7 +16,10 @@ struct EstimateInput {
   std::string mode = "inference";   // inference | train-full | train-lora | train-qlora
   std::string optimizer = "adamw";  // adamw: 2 f32 states per trained parameter
   int64_t lora_rank = 8;
-  std::vector<std::string> lora_targets{"q", "v"};  // q k v o (attention), up down gate (MLP)
+  // q k v o (attention), up down gate (MLP). Empty: tach train's default, the family's
+  // target_modules, which are every linear of a layer (q k v o up down, and gate where the MLP
+  // is gated).
+  std::vector<std::string> lora_targets;
   bool gradient_checkpointing = false;
   int64_t generate_tokens = 0;  // decoders: KV cache for seq_len + this many positions
   std::string device = "cpu";
@@ -33,6 +36,7 @@ struct MemoryEstimate {
   std::string model, architecture;
   std::string note;  // how the architecture was read when tach does not build it (MoE, MLA, generic)
   int64_t parameters = 0, trainable_parameters = 0;
+  std::vector<std::string> lora_targets;  // LoRA modes: the targets counted (the default resolved)
   std::vector<EstimateLine> lines;
   int64_t total_bytes = 0;       // the peak: what must fit at once
   std::string peak_phase;        // "forward", "backward", "optimizer step"

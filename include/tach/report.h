@@ -69,10 +69,11 @@ struct TrainEstimate {
 };
 using TrainEstimator =
     std::function<std::optional<TrainEstimate>(const PointKey& key, int64_t batch, bool checkpointing)>;
-// tach estimate on the run's model (LoRA on the layers' q, k, v, o, up and down projections).
+// tach estimate on the run's model (LoRA on its default targets, every linear, as the points).
 TrainEstimator estimator_for(const std::string& model_spec);
 
-// bf16_gemm: whether this CPU has a bf16 GEMM (the advice on --dtype bf16 depends on it).
+// bf16_gemm: whether this CPU multiplies bf16 in hardware (cpu::bf16_gemm_in_hardware): the advice
+// on --dtype when the sweep did not measure the other precision; a measured one decides.
 std::vector<TrainDiagnosis> diagnose_training(const std::vector<PointResult>& results, const TrainEstimator& estimate,
                                               bool bf16_gemm);
 // performance_report.md: the diagnosis per series, with each series' points as a table.

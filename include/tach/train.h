@@ -128,6 +128,9 @@ struct TrainResult {
   int rank = 0;            // this process's rank among them
   bool diverged = false;   // the loss turned NaN or infinite; the run stopped
   std::string divergence;  // which step and what
+  // --resume on a run that had finished (summary.json complete): nothing ran and nothing in its
+  // directory changed; the figures above are its summary.json's.
+  bool finished_already = false;
 };
 
 TrainResult run_training(TrainOptions options, const TrainObserver& observer = {});

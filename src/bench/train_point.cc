@@ -147,11 +147,9 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   const bool bf16 = key.dtype == "bf16";
   const cpu::TrainPrecisionScope precision(bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
   r.train.precision = !bf16                           ? "f32"
-                      : cpu::bf16_train_gemm_native() ? "bf16 (oneDNN bf16 matmul, f32 accumulation)"
+                      : cpu::bf16_train_gemm_onednn() ? "bf16 (oneDNN bf16 matmul, f32 accumulation)"
                                                       : "bf16 emulated (inputs rounded, f32 GEMM)";
   release_cached_memory(Device::cpu());
-  reset_memory_peaks(Device::cpu());
-  r.peak_rss_is_per_point = reset_peak_rss();
 
   // The point's own model: weights, gradients and AdamW moments are this point's memory.
   train::TrainingModelSource src = train::open_training_model(config.model, config.seed);
@@ -166,6 +164,10 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   (void)train::apply_training_method(*model, *src.family, mo, config.seed);
   const int64_t vocab = src.is_decoder() ? src.decoder.vocab_size : src.config.vocab_size;
   src.store.reset();
+  // The point's memory is its steps', as tach train's and tach estimate's: from here, with the
+  // model built and the checkpoint's bytes it was built from released.
+  reset_memory_peaks(Device::cpu());
+  r.peak_rss_is_per_point = reset_peak_rss();
   r.train.parameters = model->params.count(false);
   r.train.trainable_parameters = model->params.count(true);
   train::StepSettings settings = step_settings(config, key, src, head, model->lora != nullptr);
@@ -207,6 +209,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   RaplEnergy rapl;
   if (rapl.available()) (void)rapl.joules();  // starts the counters here
   if (observer.on_measure_begin) observer.on_measure_begin(key);
+  CpuLoadWindow load_window;  // other processes' CPU use while the steps are timed
   const auto wall0 = std::chrono::steady_clock::now();
   for (;;) {
     const train::StepOutcome s = step.run(index++, 1, next, lr);
@@ -230,6 +233,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
     // Every rank stops after the same step: rank 0's rule decides.
     if (dp) r.stopped_by = comm.broadcast(r.stopped_by, "broadcast of the stopping rule's decision");
     if (!r.stopped_by.empty()) break;
+    load_window.sample();
   }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (rapl.available()) {
@@ -238,6 +242,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   } else {
     r.energy_source = "unavailable: " + rapl.unavailable_reason();
   }
+  record_load(r, load_window);  // after the energy: a short window is extended by waiting
   const auto n = double(step_s.size());
   if (observer.on_measure_end) observer.on_measure_end(key, int64_t(samples));
 
@@ -262,9 +267,6 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
     r.train.communication_ms = distribution(comm_ms);
     r.train.communication_exposed_ms = distribution(exposed_ms);
   }
-  r.samples_per_s = samples / measured_s;
-  r.batches_per_s = n / measured_s;
-  r.tokens_per_s = real_tokens / measured_s;
   r.real_tokens_per_batch = real_tokens / n;
   r.padded_tokens_per_batch = padded_tokens / n;
   if (r.energy_j >= 0) {
@@ -281,9 +283,8 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   const ProfileData profiled = profile_one_step(step, index, next, lr, ceiling, r.train);
   if (config.profile) write_point_traces(profiled, key, run_dir);
   r.flops_per_batch = r.train.model_flops_per_step;
-  r.achieved_gflops_per_s = r.train.model_flops_per_step * n / measured_s / 1e9;
   r.train.ceiling_gflops_per_s = ceiling / 1e9;
-  if (ceiling > 0) r.train.mfu = r.achieved_gflops_per_s * 1e9 / ceiling;
+  set_throughput_from_median(r);  // samples/s, tokens/s, GFLOP/s and MFU over the median step
   r.finished_at = utc_now_iso();
   return r;
 }

@@ -17,10 +17,9 @@ namespace tach::bench {
 
 namespace {
 
-// What the sweep knows of the model without building it: for the summary and the estimate.
+// What the sweep knows of the model without building it: for the summary.
 struct TrainModelFacts {
   ModelSummary summary;
-  std::vector<std::string> lora_targets;  // the estimate's names for every linear of a layer
 };
 
 TrainModelFacts model_facts(const BenchConfig& config) {
@@ -36,20 +35,15 @@ TrainModelFacts model_facts(const BenchConfig& config) {
   const std::string head = src.checkpoint_has_head ? std::to_string(s.labels.size()) + " labels"
                                                    : "a new 2-label head, as transformers adds one";
   s.task = "training steps of sequence classification (" + head + "): forward with the loss, backward, clipping, AdamW";
-  // LoRA trains every linear of a layer (tach train's default): a gated MLP has three.
-  f.lora_targets = {"q", "k", "v", "o", "up", "down"};
-  if (src.is_decoder()) f.lora_targets.push_back("gate");
   return f;
 }
 
 // The point's estimate. Empty reason when it fits (or when there is no estimate for the model).
-std::string fit_check(const BenchConfig& config, const PointKey& key, const TrainModelFacts& facts,
-                      PointResult::Train* t) {
+std::string fit_check(const BenchConfig& config, const PointKey& key, PointResult::Train* t) {
   EstimateInput ei = estimate_input(config, key);
   ei.mode = "train-" + key.method;
   ei.gradient_checkpointing = key.gradient_checkpointing;
-  ei.lora_rank = config.train.lora_r;
-  ei.lora_targets = facts.lora_targets;
+  ei.lora_rank = config.train.lora_r;  // on the estimate's default targets: every linear, as the point adapts
   MemoryEstimate e;
   std::string refusal = fit_refusal(ei, &e);
   t->estimate_bytes = e.total_bytes;
@@ -102,7 +96,7 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
     if (observer.on_point_start) observer.on_point_start(key, i, keys.size());
     PointResult r;
     PointResult::Train fit;
-    std::string no_fit = fit_check(config, key, facts, &fit);
+    std::string no_fit = fit_check(config, key, &fit);
     // Every rank skips or runs the point together: rank 0's estimate decides.
     if (comm.distributed()) no_fit = comm.broadcast(no_fit, "broadcast of the fit check of " + key.id());
     if (!no_fit.empty()) {

@@ -1,6 +1,7 @@
 #include "cpu/train_gemm.h"
 
 #include <atomic>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
 #include "cpu/gemm.h"
@@ -47,7 +48,17 @@ TrainPrecisionScope::TrainPrecisionScope(TrainPrecision p) : previous(train_prec
 
 TrainPrecisionScope::~TrainPrecisionScope() { g_precision.store(previous, std::memory_order_relaxed); }
 
-bool bf16_train_gemm_native() { return default_gemm_backend() == GemmBackend::onednn && onednn_bf16_supported(); }
+bool bf16_train_gemm_onednn() { return default_gemm_backend() == GemmBackend::onednn && onednn_bf16_supported(); }
+
+bool bf16_gemm_in_hardware() {
+  static const bool hardware = [] {
+    // oneDNN's ISA values are bit sets: an ISA includes every bit of the ones below it.
+    const auto effective = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    return (effective & bf16) == bf16;
+  }();
+  return bf16_train_gemm_onednn() && hardware;
+}
 
 void train_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
@@ -60,7 +71,7 @@ void train_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, flo
   const int64_t a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
   const int64_t b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
   // Per thread: attention calls this from the workers of its parallel loop.
-  if (bf16_train_gemm_native()) {
+  if (bf16_train_gemm_onednn()) {
     thread_local std::vector<uint16_t> a16, b16;
     gather_bf16_bits(a16, A, a_rows, a_cols, lda);
     gather_bf16_bits(b16, B, b_rows, b_cols, ldb);

@@ -1,7 +1,7 @@
 // The GEMM the training kernels call: f32 in and out, with the inputs taken at the run's training
 // precision. In bf16 (mixed precision, as torch.autocast runs linear and matmul) both inputs are
 // rounded to bf16 and the products accumulate in f32; the master weights, norms, softmax, losses
-// and the optimizer stay in f32. Where oneDNN has a bf16 matmul for this CPU it runs one (native
+// and the optimizer stay in f32. Where oneDNN has a bf16 matmul for this CPU it runs one (in hardware
 // on AVX512_BF16/AMX); elsewhere tach emulates it: the inputs are rounded to bf16 values in f32
 // storage and multiplied by the f32 GEMM — the same numbers, no speed-up (docs/perf.md).
 #pragma once
@@ -22,8 +22,12 @@ struct TrainPrecisionScope {
   TrainPrecision previous;
 };
 
-// Whether bf16 training GEMMs run on a bf16 matmul here (false: emulated, as above).
-bool bf16_train_gemm_native();
+// Whether bf16 training GEMMs run on oneDNN's bf16 matmul here (false: emulated, as above). Its
+// own kernels may emulate bf16 too: on AVX-512 without AVX512_BF16 they run slower than f32.
+bool bf16_train_gemm_onednn();
+// Whether that matmul multiplies bf16 in hardware (AVX512_BF16 or AMX, and oneDNN allowed to use
+// them): only then can bf16 inputs beat f32.
+bool bf16_gemm_in_hardware();
 
 // As sgemm (cpu/gemm.h), on the default backend, at train_precision().
 void train_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

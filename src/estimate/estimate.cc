@@ -48,6 +48,15 @@ int64_t linear_rows_per_layer(const Arch& a) {
   return (a.H + 2 * a.KVH) * a.D + a.C + (a.experts ? 0 : 2 * a.I) + a.C;  // qkv, o, gate|up, down
 }
 
+// The LoRA targets: the ones asked for, or tach train's default (every family's row in
+// model/family.h names every linear of a layer: attention's four, the MLP's two, or three gated).
+std::vector<std::string> lora_targets_of(const Arch& a, const EstimateInput& in) {
+  if (!in.lora_targets.empty()) return in.lora_targets;
+  std::vector<std::string> t = {"q", "k", "v", "o", "up", "down"};
+  if (a.decoder) t.push_back("gate");
+  return t;
+}
+
 struct Totals {
   std::vector<EstimateLine> lines;
   int64_t total = 0, trainable = 0;
@@ -102,8 +111,9 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   // Trainable parameters.
   int64_t trainable = 0;
   if (in.mode == "train-full") trainable = params;
+  const std::vector<std::string> targets = lora_targets_of(a, in);
   if (in.mode == "train-lora" || in.mode == "train-qlora") {
-    for (const auto& target : in.lora_targets) {
+    for (const auto& target : targets) {
       int64_t in_f = a.C, out_f = a.C;
       if (target == "q" || target == "o") out_f = a.H * a.D;
       else if (target == "k" || target == "v") out_f = a.KVH * a.D;
@@ -113,20 +123,24 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       if (target == "o") std::swap(in_f, out_f);
       trainable += a.L * in.lora_rank * (in_f + out_f);
     }
+    // tach train's default targets name the layers' linears by their Hugging Face names, and
+    // BERT's "dense" (RoBERTa's, MPNet's) also matches the pooler's dense: one more adapter.
+    if (in.lora_targets.empty() && !a.decoder && a.name.rfind("DistilBert", 0) != 0)
+      trainable += in.lora_rank * 2 * a.C;
     add("LoRA adapters", double(trainable * 4),
         std::to_string(trainable) + " parameters (rank " + std::to_string(in.lora_rank) + ") in f32");
     // The head trains in full (modules_to_save): the classifier, and DistilBERT's pre_classifier.
-    int64_t head = a.labels * (a.C + 1);
+    int64_t head = a.labels * (a.C + (a.decoder ? 0 : 1));  // a decoder's score has no bias
     if (a.name.rfind("DistilBert", 0) == 0) head += a.C * (a.C + 1);
     trainable += head;
     // Each adapter keeps dropout(x)·Aᵀ [tokens, r] for its backward, and one scratch buffer
     // serves the widest call: [tokens, in + r] (train/lora.h's LoraActivations).
     int64_t widest_in = a.C;
-    for (const auto& target : in.lora_targets)
+    for (const auto& target : targets)
       if (target == "down") widest_in = std::max(widest_in, a.I);
       else if (target == "o") widest_in = std::max(widest_in, a.H * a.D);
     add("LoRA activations",
-        4.0 * double(N) * double(in.lora_rank) * double(in.lora_targets.size()) * double(a.L) +
+        4.0 * double(N) * double(in.lora_rank) * double(targets.size()) * double(a.L) +
             4.0 * double(N) * double(widest_in + in.lora_rank),
         "4 B x tokens x r per adapter and layer, + one scratch of 4 B x tokens x (widest input + r)");
   }
@@ -238,6 +252,12 @@ MemoryEstimate estimate_memory(const EstimateInput& in) {
   check(in.batch > 0 && in.seq_len > 0, "estimate: batch and sequence length must be positive");
   check(in.margin >= 0 && in.margin < 1, "estimate: the margin must be in [0, 1)");
   const Arch a = describe(in.model);
+  // A row past the positions does not run: an encoder's learned table has P rows (tach refuses
+  // longer rows), and tach generate refuses a decoder's prompt past max_position_embeddings.
+  check(a.P <= 0 || in.seq_len <= a.P, "estimate: " + std::to_string(in.seq_len) + " tokens per row is past " +
+                                           in.model + "'s " + std::to_string(a.P) +
+                                           " positions (max_position_embeddings); the longest row it takes is " +
+                                           std::to_string(a.P) + " tokens");
   MemoryEstimate e;
   e.model = in.model;
   e.architecture = a.name;
@@ -248,6 +268,7 @@ MemoryEstimate estimate_memory(const EstimateInput& in) {
   e.total_bytes = t.total;
   e.peak_phase = t.phase;
   e.trainable_parameters = t.trainable;
+  if (in.mode == "train-lora" || in.mode == "train-qlora") e.lora_targets = lora_targets_of(a, in);
   const int64_t avail = available_memory(in.device, &e.available_source);
   e.available_bytes = int64_t(double(avail) * (1.0 - in.margin));
   e.fits = e.total_bytes <= e.available_bytes;

@@ -47,7 +47,7 @@ void write_atomically(const std::filesystem::path& target, const std::string& te
 }
 
 std::vector<TrainDiagnosis> diagnose(const BenchConfig& config, const SweepOutcome& o) {
-  return diagnose_training(o.results, estimator_for(config.model), cpu::bf16_train_gemm_native());
+  return diagnose_training(o.results, estimator_for(config.model), cpu::bf16_gemm_in_hardware());
 }
 
 // A training sweep's findings: the diagnosis per series (performance_report.md has the tables).
@@ -145,20 +145,70 @@ void decode_findings(std::ostringstream& s, const std::vector<PointResult>& resu
   }
 }
 
-}  // namespace
-std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
-  std::ostringstream s;
+// The models loaded, a line each; with what each timed run covers (a sweep's, not an eval's).
+void model_lines(std::ostringstream& s, const SweepOutcome& o, bool timed_runs) {
   const double MiB = 1024.0 * 1024.0;
-  s << "tach bench: " << config.model << "\n";
-  s << "run directory: " << o.run_dir << "\n";
   for (const auto& m : o.models) {
     s << "model: " << m.architecture << ", " << fmt("%.1f", double(m.parameters) / 1e6) << " M parameters, weights "
       << m.weights_dtype
       << (m.memory_bytes ? ", " + fmt("%.1f", double(m.memory_bytes) / MiB) + " MiB in memory" : std::string())
       << (m.disk_bytes ? ", " + fmt("%.1f", double(m.disk_bytes) / MiB) + " MiB on disk" : std::string()) << "; "
       << m.source << "\n";
-    if (!m.task.empty()) s << "each run times: " << m.task << "\n";
+    if (timed_runs && !m.task.empty()) s << "each run times: " << m.task << "\n";
   }
+}
+
+// tach eval's pass in words: summary.txt's method line, summary.json's "method", the report's.
+std::string eval_method(const BenchConfig& c) {
+  const int threads = c.threads.size() == 1 ? c.threads.front() : 0;
+  return "the accuracy pass alone: texts tokenized and truncated to " + std::to_string(c.eval_max_length) +
+         " tokens (never past the model's positions), in batches of " + std::to_string(c.eval_batch_size) +
+         " padded to their longest" + (c.bucketing ? " (texts sorted by length)" : "") +
+         ", each prediction the argmax of the logits; one pass per device and dtype, " +
+         (threads ? std::to_string(threads) + " threads" : std::string("all cores")) +
+         "; wall-clock time, split into tokenization and the model";
+}
+
+// summary.txt of tach eval: the pass, its results per device and dtype, and what to try next.
+std::string eval_summary_text(const BenchConfig& config, const SweepOutcome& o) {
+  std::ostringstream s;
+  s << "tach eval: " << config.model << "\n";
+  s << "run directory: " << o.run_dir << "\n";
+  model_lines(s, o, false);
+  s << "method: " << eval_method(config) << ".\n\n";
+  const bool synthetic = !o.models.empty() && o.models.front().synthetic_weights;
+  s << accuracy_text(o.accuracy, o.accuracy_dataset, synthetic);
+  s << "\nNext steps\n";
+  if (config.dtypes.size() == 1)
+    s << "- What a narrower dtype costs in accuracy: --dtype f32,int8,bf16 (a pass each, side by side).\n";
+  s << "- Speed beside accuracy: tach bench -m MODEL --accuracy -d DATASET (the sweep, and this pass per dtype).\n";
+  return s.str();
+}
+
+// Points measured while other processes took cores their threads needed (PointResult::load): their
+// figures are the shared machine's, however precise their stopping rule says they are.
+void contention_findings(std::ostringstream& s, const std::vector<PointResult>& results) {
+  std::vector<const PointResult*> contended;
+  for (const auto& p : results)
+    if (p.status == "ok" && p.load.measured && p.load.contended) contended.push_back(&p);
+  if (contended.empty()) return;
+  s << "- CONTENDED: " << contended.size() << " of " << results.size()
+    << " points were measured while other processes used cores their threads needed, so their latencies and "
+       "throughput are the shared machine's, not the model's; measure them again on a quiet machine (or with fewer "
+       "--threads):\n";
+  for (const PointResult* p : contended)
+    s << "  " << p->key.id() << ": other processes used " << fmt("%.2f", p->load.other_cores_mean) << " cores (up to "
+      << fmt("%.2f", p->load.other_cores_max) << "), load average " << fmt("%.2f", p->load.load_average_1m) << "\n";
+}
+
+}  // namespace
+std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
+  if (o.eval_only) return eval_summary_text(config, o);
+  std::ostringstream s;
+  const double MiB = 1024.0 * 1024.0;
+  s << "tach bench: " << config.model << "\n";
+  s << "run directory: " << o.run_dir << "\n";
+  model_lines(s, o, true);
   int ok = 0, failed = 0;
   for (const auto& p : o.results) (p.status == "ok" ? ok : failed)++;
   s << "points: " << o.results.size() << " (" << ok << " ok, " << failed << " failed";
@@ -167,12 +217,15 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
     s << "); each point: its own model, " << config.warmup_runs << " warm-up steps (not measured), then "
       << config.stop.describe()
       << ". Latencies are per optimizer step (data, forward with the loss, backward, clipping, AdamW; wall clock); "
-         "throughput is samples over the summed step time; then one profiled step for the FLOPs.\n\n";
-    return s.str() + train_findings_text(config, o);
+         "throughput: "
+      << kThroughputDefinition << " (here a step's); then one profiled step for the FLOPs.\n\n";
+    std::ostringstream contention;
+    contention_findings(contention, o.results);
+    return s.str() + train_findings_text(config, o) + contention.str();
   }
   s << "); each point: " << config.warmup_runs << " warm-up runs (not measured), then " << config.stop.describe()
-    << ". Latencies are per batch, model forward only (tokenization timed apart); throughput is samples over the "
-       "summed measured time.\n\n";
+    << ". Latencies are per batch, model forward only (tokenization timed apart); throughput: " << kThroughputDefinition
+    << ".\n\n";
 
   s << "Findings\n";
   for (const auto& f : batch_findings(o.results, config.latency_budget_ms)) {
@@ -198,6 +251,7 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
         << ").\n";
   }
   decode_findings(s, o.results);
+  contention_findings(s, o.results);
   for (const auto& p : o.results)
     if (p.status != "ok") s << "- " << p.key.id() << " " << p.status << ": " << p.reason << "\n";
   double worst_spread = 0;
@@ -275,6 +329,7 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
       {"machine", machine},
       {"models", models},
       {"stopping_rule", config.stop.describe()},
+      {"throughput_definition", kThroughputDefinition},
       {"warmup_runs", config.warmup_runs},
       {"points_total", o.results.size()},
       {"points_ok", ok},
@@ -286,6 +341,13 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
       {"points", points},
   };
   if (!o.accuracy.empty()) j["accuracy"] = nlohmann::json::parse(accuracy_to_json(o.accuracy, o.accuracy_dataset));
+  if (o.eval_only) {  // no points, so no sweep's method, findings or overheads
+    for (const char* sweep_only : {"stopping_rule", "throughput_definition", "warmup_runs", "points_total", "points_ok",
+                                   "points_resumed", "findings", "overhead", "points"})
+      j.erase(sweep_only);
+    j["kind"] = "eval";
+    j["method"] = eval_method(config);
+  }
   if (config.train.enabled) {
     j["kind"] = "train";
     nlohmann::json diag = nlohmann::json::array();

@@ -190,6 +190,33 @@ void fit_findings(TrainDiagnosis& d, const std::vector<const PointResult*>& pts,
                        " with it.");
 }
 
+// --dtype: what the sweep measured decides; without a measurement, whether the CPU multiplies
+// bf16 in hardware (AVX512_BF16 or AMX). oneDNN emulates a bf16 matmul on other AVX-512 CPUs,
+// slower than f32 there, so "oneDNN has a bf16 matmul" is no reason to advise it.
+void precision_advice(TrainDiagnosis& d, const std::vector<PointResult>& all, const PointResult& peak, bool bf16_gemm) {
+  const std::string other = d.key.dtype == "f32" ? "bf16" : d.key.dtype == "bf16" ? "f32" : "";
+  if (other.empty()) return;
+  const std::string at = " at batch " + std::to_string(d.peak_batch);
+  if (const PointResult* o = sibling(all, d.key, d.peak_batch, [&](PointKey& k) { k.dtype = other; })) {
+    const double ratio = o->samples_per_s / peak.samples_per_s;
+    const std::string measured = other + " was measured at " + fmt("%.2f", ratio) + "x " + d.key.dtype +
+                                 "'s throughput" + at + " (" + fmt("%.1f", o->batch_latency_ms.median) +
+                                 " ms against " + fmt("%.1f", peak.batch_latency_ms.median) + " ms per step)";
+    d.advice.push_back(ratio > 1 ? measured + ": train with --dtype " + other + "."
+                                 : measured + ": stay in " + d.key.dtype + ".");
+    return;
+  }
+  if (d.key.dtype != "f32") return;
+  const double share = peak.train.gemm_time_share;
+  d.advice.push_back(
+      bf16_gemm ? "This CPU multiplies bf16 in hardware (tach info lists avx512_bf16 or amx_bf16): --dtype bf16 (f32 "
+                  "masters, bf16 GEMM inputs) should speed up the GEMMs, which are " +
+                      (share > 0 ? pct(share) : std::string("most")) + " of the op time" + at +
+                      "; tach bench --train --dtype f32,bf16 measures it."
+                : "This CPU does not multiply bf16 in hardware (no avx512_bf16 or amx_bf16 in tach info): --dtype "
+                  "bf16 would round the inputs and run an emulated or f32 GEMM, as slow or slower; stay in f32 here.");
+}
+
 void advice(TrainDiagnosis& d, const std::vector<PointResult>& all, const std::vector<const PointResult*>& pts,
             bool bf16_gemm) {
   const PointResult* peak = nullptr;
@@ -200,12 +227,10 @@ void advice(TrainDiagnosis& d, const std::vector<PointResult>& all, const std::v
     d.advice.push_back("Train at batch " + fmt("%.0f", std::ceil(b10)) + " or more, where the fixed " +
                        fmt("%.1f", d.fixed_ms) + " ms falls under 10% of a step.");
   }
-  d.advice.push_back("For an effective batch larger than " + std::to_string(d.peak_batch) +
-                     ", accumulate gradients: --batch-size " + std::to_string(d.peak_batch) +
-                     " --grad-accumulation 4 gives " + std::to_string(4 * d.peak_batch) +
-                     " samples per optimizer step at "
-                     "about the peak's " +
-                     fmt("%.1f", d.peak_samples_per_s) + " samples/s.");
+  d.advice.push_back(
+      "For an effective batch larger than " + std::to_string(d.peak_batch) + ", accumulate gradients: tach train -b " +
+      std::to_string(d.peak_batch) + " --gradient-accumulation-steps 4 gives " + std::to_string(4 * d.peak_batch) +
+      " samples per optimizer step at about the peak's " + fmt("%.1f", d.peak_samples_per_s) + " samples/s.");
   if (!d.key.gradient_checkpointing && d.largest_fit_checkpointed > d.largest_fit && d.largest_fit >= 0) {
     const PointResult* gc = sibling(all, d.key, d.peak_batch, [](PointKey& k) { k.gradient_checkpointing = true; });
     d.advice.push_back("Gradient checkpointing lets batch " + std::to_string(d.largest_fit_checkpointed) +
@@ -215,27 +240,19 @@ void advice(TrainDiagnosis& d, const std::vector<PointResult>& all, const std::v
                        (gc ? "measured here at +" +
                                  pct(gc->batch_latency_ms.median / peak->batch_latency_ms.median - 1) +
                                  " step time at batch " + std::to_string(d.peak_batch)
-                           : std::string("not measured here (sweep --gradient-checkpointing off,on)")) +
+                           : std::string("not measured here (tach bench --train --gradient-checkpointing off,on "
+                                         "measures it)")) +
                        ".");
   }
-  if (d.key.dtype == "f32") {
-    const double share = peak->train.gemm_time_share;
-    d.advice.push_back(bf16_gemm
-                           ? "This CPU has a bf16 GEMM: --dtype bf16 (f32 masters, bf16 GEMM inputs) speeds up the "
-                             "GEMMs, which are " +
-                                 (share > 0 ? pct(share) : std::string("most")) + " of the op time at batch " +
-                                 std::to_string(d.peak_batch) + "."
-                           : "This CPU has no bf16 GEMM (tach info): --dtype bf16 would round the inputs and run "
-                             "the f32 GEMM, as slow or slower; stay in f32 here.");
-  }
+  precision_advice(d, all, *peak, bf16_gemm);
   if (d.key.exec == "eager") {
     const PointResult* f = sibling(all, d.key, d.peak_batch, [](PointKey& k) { k.exec = "fused"; });
-    d.advice.push_back(
-        f ? "Fused execution is measured at " + fmt("%.2f", f->samples_per_s / peak->samples_per_s) +
-                "x eager's throughput at batch " + std::to_string(d.peak_batch) + " (" + mib(allocator_peak(*f)) +
-                " peak against " + mib(allocator_peak(*peak)) + ")."
-          : "Try --exec fused: it keeps no attention probabilities (the backward recomputes them) and fuses bias and "
-            "GELU, dropout with the residual and LayerNorm, and AdamW into single passes.");
+    d.advice.push_back(f ? "Fused execution is measured at " + fmt("%.2f", f->samples_per_s / peak->samples_per_s) +
+                               "x eager's throughput at batch " + std::to_string(d.peak_batch) + " (" +
+                               mib(allocator_peak(*f)) + " peak against " + mib(allocator_peak(*peak)) + ")."
+                         : "Try --exec fused (tach bench --train --exec eager,fused measures both): it keeps no "
+                           "attention probabilities (the backward recomputes them) and fuses bias and "
+                           "GELU, dropout with the residual and LayerNorm, and AdamW into single passes.");
   }
 }
 
@@ -251,7 +268,7 @@ TrainEstimator estimator_for(const std::string& model_spec) {
     in.device = key.device;
     in.mode = "train-" + key.method;
     in.gradient_checkpointing = checkpointing;
-    in.lora_targets = {"q", "k", "v", "o", "up", "down"};
+    // LoRA on the estimate's default targets: every linear, as tach train and bench --train adapt.
     in.margin = 0.05;
     try {
       const MemoryEstimate e = estimate_memory(in);

@@ -103,7 +103,7 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
          "wall clock, median over the measured steps; one series per method × exec × precision × checkpointing.</p>"
       << "<div class='charts'>";
     const std::string throughput = panel_with_table(
-        h, g, "training throughput", "samples/s (over the summed step time)",
+        h, g, "training throughput", "samples/s (batch / median step)",
         [](const PointResult& p) { return p.samples_per_s; }, 1);
     const std::string mfu = panel_with_table(
         h, g, "MFU", "model FLOP/s over the GEMM ceiling (%)",
@@ -124,6 +124,9 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
     const std::vector<std::string> cats = {"weights", "gradients", "optimizer_state", "activations", "workspace"};
     h << "<h3>Time breakdown and memory per category</h3><div class='charts'>";
     for (const auto& name : g.order) {
+      // The first series' figures are time_breakdown and memory_by_category; each other series'
+      // add its name (time_breakdown_lora_eager_f32_seq_128), as a second profiled point's do.
+      const std::string suffix = name == g.order.front() ? "" : "_" + figure_file_stem(name);
       std::vector<std::string> x;
       std::vector<std::vector<double>> time(phases.size()), mem(cats.size());
       for (const PointResult* p : g.by.at(name)) {
@@ -141,10 +144,10 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
                              num(100 * time[i].back() / step_ms, 0) + "% of the step at batch " + x.back() + ")");
       h << "<div class='panel'>"
         << figs.add(
-               "time_breakdown", "time breakdown: " + name,
+               "time_breakdown" + suffix, "time breakdown: " + name,
                stacked_columns("time breakdown: " + name, x, phases, time, "batch size", "ms per step (phase medians)"),
                at_largest)
-        << figs.add("memory_by_category", "memory per category: " + name,
+        << figs.add("memory_by_category" + suffix, "memory per category: " + name,
                     stacked_columns("memory: " + name, x, cats, mem, "batch size", "MiB (allocator peak per category)"))
         << "<table><tr><th>batch</th>";
       for (const auto& ph : phases) h << "<th>" << ph << " ms</th>";

@@ -116,7 +116,11 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
 }
 
 std::string bf16_training_note() {
-  if (cpu::bf16_train_gemm_native())
+  if (cpu::bf16_train_gemm_onednn() && !cpu::bf16_gemm_in_hardware())
+    return "bf16 mixed precision: f32 master weights and AdamW; every GEMM takes bf16 inputs and accumulates in f32 "
+           "on oneDNN's bf16 matmul, which this CPU runs without AVX512_BF16 or AMX (emulated in AVX-512): the "
+           "numbers of bf16 training, slower than f32 here, not faster";
+  if (cpu::bf16_train_gemm_onednn())
     return "bf16 mixed precision: f32 master weights and AdamW; every GEMM takes bf16 inputs and accumulates in f32 "
            "(oneDNN's bf16 matmul); norms, softmax and the loss in f32";
   return "bf16 mixed precision is emulated on this CPU: oneDNN " + cpu::onednn_version() +

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "core/parallel.h"
 #include "dist/communicator.h"
@@ -19,6 +21,7 @@
 #include "model/peft_adapter.h"
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
+#include "tach/estimate.h"
 #include "tach/memory.h"
 #include "tach/metrics.h"
 #include "tach/monitor.h"
@@ -216,10 +219,46 @@ struct TrainRun {
   std::string rank_dir() const { return run_dir + "/ranks/rank-" + std::to_string(comm ? comm->rank() : 0); }
 };
 
+// The figures a summary.json holds, for what tach train prints.
+void result_from_summary(const nlohmann::json& s, TrainResult& res) {
+  res.run_dir = s.value("run_dir", res.run_dir);
+  res.steps = s.value("steps", int64_t(0));
+  res.resumed_from = s.value("resumed_from_step", int64_t(-1));
+  res.train_seconds = s.value("train_seconds", 0.0);
+  res.step_ms_median = s.value("step_ms_median", 0.0);
+  res.step_ms_p90 = s.value("step_ms_p90", 0.0);
+  res.tokens_per_s_median = s.value("tokens_per_s_median", 0.0);
+  res.samples_per_s_median = s.value("samples_per_s_median", 0.0);
+  res.trainable_parameters = s.value("trainable_parameters", int64_t(0));
+  res.total_parameters = s.value("parameters", int64_t(0));
+  res.saved_model = s.value("saved_model", std::string());
+  res.diverged = s.value("diverged", false);
+  res.divergence = s.value("divergence", std::string());
+  if (s.contains("memory_peak_bytes")) res.peak_bytes = s["memory_peak_bytes"].value("total", int64_t(0));
+}
+
+// A run whose summary.json says every step ran and the work after training was done (a summary
+// from before the pending list was recorded counts when its steps reached the total).
+bool finished(const nlohmann::json& s) {
+  if (s.value("schema", "") != "tach.train_summary/1" || s.value("diverged", false)) return false;
+  const auto pending = s.find("post_training_pending");
+  return s.value("steps", int64_t(0)) >= s.value("total_steps", int64_t(1)) && (pending == s.end() || pending->empty());
+}
+
 // A resumed run continues with the options it started with; nothing given now overrides them.
+// A finished one is left as it is: not even run.log is appended to.
 void resume_options(TrainRun& r) {
   if (r.o.resume.empty()) return;
   r.run_dir = r.o.resume;
+  if (fs::exists(r.run_dir + "/summary.json")) {
+    const nlohmann::json summary = read_json(r.run_dir + "/summary.json");
+    if (finished(summary)) {
+      result_from_summary(summary, r.result);
+      r.result.run_dir = r.run_dir;
+      r.result.finished_already = true;
+      return;
+    }
+  }
   if (r.lead()) announce_run_dir(r.run_dir);
   const nlohmann::json config = read_json(r.run_dir + "/config.json");
   check(config.value("schema", "") == "tach.train_config/1", r.run_dir + "/config.json is not a tach train run");
@@ -359,7 +398,7 @@ void write_new_run_dir(TrainRun& r) {
       {"precision",
        {{"dtype", o.dtype},
         {"gemm", o.dtype == "f32"                ? "f32"
-                 : cpu::bf16_train_gemm_native() ? "bf16 inputs, f32 accumulation (oneDNN bf16 matmul)"
+                 : cpu::bf16_train_gemm_onednn() ? "bf16 inputs, f32 accumulation (oneDNN bf16 matmul)"
                                                  : "bf16 emulated: inputs rounded to bf16, f32 GEMM"}}},
       {"machine",
        {{"cpu", sys.cpu_model},
@@ -542,7 +581,10 @@ void end_epoch(TrainRun& r, int64_t epoch, const std::optional<train::EvalScores
 // A stop request (Ctrl-C) saves one whatever the schedule, so that --resume loses no step.
 void checkpoint_if_due(TrainRun& r, int64_t step, bool epoch_end, Clock::time_point run_start, bool stopping) {
   const TrainOptions& o = r.o;
-  const bool due = (o.save_every > 0 && (step + 1) % o.save_every == 0) || (o.save_every == 0 && epoch_end);
+  // The last step always: the work after training (saving the model) may be interrupted, and its
+  // resume needs the final weights.
+  const bool due = (o.save_every > 0 && (step + 1) % o.save_every == 0) || (o.save_every == 0 && epoch_end) ||
+                   step + 1 == r.plan.total_steps;
   if ((!due && !stopping) || !r.lead()) return;  // the weights are the same on every rank: rank 0 saves them
   nlohmann::json state = r.epoch.to_json();
   state["step"] = step + 1;
@@ -725,9 +767,34 @@ nlohmann::json distributed_summary(TrainRun& r) {
   return out;
 }
 
-// The result's figures and summary.json.
-// r.peaks must be folded already (run_training does, before the ceilings may be measured).
-void write_summary(TrainRun& r, const nlohmann::json& top, const std::string& profiled_steps) {
+// What tach estimate plans for this run's step (its batch at --max-length, method, checkpointing
+// and precision): the activations it keeps and the whole peak, beside the measured peak. Null
+// where there is no estimate for the model.
+nlohmann::json planned_memory(const TrainRun& r) {
+  EstimateInput in;
+  in.model = r.o.model;
+  in.dtype = r.o.dtype;
+  in.batch = r.o.batch_size;
+  in.seq_len = r.o.max_length;
+  in.mode = "train-" + r.o.method;
+  in.lora_rank = r.o.lora_r;  // on the default targets, as the run's unless --lora-target-modules named others
+  in.gradient_checkpointing = r.o.gradient_checkpointing;
+  try {
+    const MemoryEstimate e = estimate_memory(in);
+    int64_t activations = 0;
+    for (const auto& l : e.lines)
+      if (l.name.find("activations") != std::string::npos) activations += l.bytes;
+    return {{"planned_activation_bytes", activations},
+            {"estimate_bytes", e.total_bytes},
+            {"method",
+             "tach estimate for one micro-batch of --batch-size rows at --max-length tokens (padding to the "
+             "longest row uses fewer): its activation lines and its whole peak"}};
+  } catch (const Error&) { return nullptr; }
+}
+
+// summary.json's figures from this process's steps (a collective under mpirun: every rank calls
+// it). r.peaks must be folded already (run_training does, before the ceilings may be measured).
+nlohmann::json measured_summary(TrainRun& r, const std::string& profiled_steps) {
   TrainResult& res = r.result;
   const StepSeries& s = r.series;
   nlohmann::json by_cat = nlohmann::json::object();
@@ -752,43 +819,144 @@ void write_summary(TrainRun& r, const nlohmann::json& top, const std::string& pr
                       {"eval_macro_f1", or_null(e.evaluated && e.eval_macro_f1 >= 0, e.eval_macro_f1)},
                       {"seconds", e.seconds},
                       {"tokens_per_s", e.tokens_per_s}});
-  const nlohmann::json summary = {
-      {"schema", "tach.train_summary/1"},
-      {"run_dir", r.run_dir},
-      {"steps", res.steps},
-      {"total_steps", r.plan.total_steps},
-      {"resumed_from_step", res.resumed_from},
-      {"exec", r.o.exec},
-      {"diverged", res.diverged},
-      {"divergence", res.divergence},
-      {"train_seconds", res.train_seconds},
-      {"note_on_timings",
-       "medians over the steps this process ran (a resumed run: after the resume); wall time, "
-       "steady clock; tokens are real (unpadded) tokens"},
-      {"method", r.o.method},
-      {"step_ms_median", res.step_ms_median},
-      {"step_ms_p90", res.step_ms_p90},
-      {"samples_per_s_median", res.samples_per_s_median},
-      {"phase_ms_median",
-       {{"data", median(s.data_ms)},
-        {"forward", median(s.fwd_ms)},
-        {"backward", median(s.bwd_ms)},
-        {"optimizer", median(s.opt_ms)}}},
-      {"tokens_per_s_median", res.tokens_per_s_median},
-      {"epochs", epochs},
-      {"memory_peak_bytes",
-       {{"total", r.peaks.total},
-        {"by_category", by_cat},
-        {"method",
-         "tach's allocator, exact bytes, from the first step to the end (evaluation "
-         "included); the model's own weights, gradients and AdamW moments are f32"}}},
-      {"optimizer_state_bytes", r.step->optimizer().state_bytes()},
-      {"parameters", res.total_parameters},
-      {"top_ops", top},
-      {"distributed", distributed_summary(r)},
-      {"profiled_steps", profiled_steps},
-      {"saved_model", res.saved_model}};
+  return {{"schema", "tach.train_summary/1"},
+          {"run_dir", r.run_dir},
+          {"steps", res.steps},
+          {"total_steps", r.plan.total_steps},
+          {"resumed_from_step", res.resumed_from},
+          {"exec", r.o.exec},
+          {"diverged", res.diverged},
+          {"divergence", res.divergence},
+          {"train_seconds", res.train_seconds},
+          {"note_on_timings",
+           "medians over the steps this process ran (a resumed run: after the resume); wall time, "
+           "steady clock; tokens are real (unpadded) tokens"},
+          {"method", r.o.method},
+          {"step_ms_median", res.step_ms_median},
+          {"step_ms_p90", res.step_ms_p90},
+          {"samples_per_s_median", res.samples_per_s_median},
+          {"phase_ms_median",
+           {{"data", median(s.data_ms)},
+            {"forward", median(s.fwd_ms)},
+            {"backward", median(s.bwd_ms)},
+            {"optimizer", median(s.opt_ms)}}},
+          {"tokens_per_s_median", res.tokens_per_s_median},
+          {"epochs", epochs},
+          {"memory_peak_bytes",
+           {{"total", r.peaks.total},
+            {"by_category", by_cat},
+            {"method",
+             "tach's allocator, exact bytes, from the first step to the end (evaluation "
+             "included); the model's own weights, gradients and AdamW moments are f32"}}},
+          {"optimizer_state_bytes", r.step->optimizer().state_bytes()},
+          {"parameters", res.total_parameters},
+          {"trainable_parameters", res.trainable_parameters},
+          {"nf4_weight_bytes", r.model->params.nf4_bytes()},
+          {"memory_plan", planned_memory(r)},
+          {"top_ops", nlohmann::json::array()},
+          {"distributed", distributed_summary(r)},
+          {"profiled_steps", profiled_steps},
+          {"saved_model", ""}};
+}
+
+void write_summary(const TrainRun& r, const nlohmann::json& summary) {
   if (r.lead()) model::write_file_atomically(r.run_dir + "/summary.json", summary.dump(2) + "\n");
+}
+
+// The work after the last step that --resume can still do (a stop before it leaves it listed in
+// summary.json's post_training_pending); the op verdicts need the profiled steps, which only the
+// process that ran them holds.
+constexpr const char* kSaveModel = "saving the model";
+constexpr const char* kNoOpVerdicts =
+    "not judged: the run was stopped before its profiled steps' ops were (tach profile --train judges a step's)";
+
+// Before a piece of that work: a Ctrl-C (held by the StopScope) ends the run there, with
+// summary.json written. One during the last piece lets it end.
+void stop_if_asked(TrainRun& r, const nlohmann::json& summary, const std::string& before) {
+  const bool stop = r.dp ? r.dp->any(stop_requested()) : stop_requested();
+  if (!stop) return;
+  write_summary(r, summary);
+  const bool model_left = !summary.at("post_training_pending").empty();
+  throw Stopped("after training's " + std::to_string(r.result.steps) + " steps, before " + before +
+                ": summary.json in " + r.run_dir + " has the measured steps" +
+                (model_left ? "; tach train --resume " + r.run_dir + " saves the model" : std::string()));
+}
+
+// For tests that stop a run at one piece of the work after training: TACH_TEST_HOLD_AT=save-model
+// or op-verdicts makes the run wait there (its note printed) for a Ctrl-C, up to a minute.
+void hold_for_test(const char* piece) {
+  const char* at = std::getenv("TACH_TEST_HOLD_AT");
+  if (!at || std::string(at) != piece) return;
+  for (int i = 0; i < 6000 && !stop_requested(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+// The summary of a run resumed after its last step: what the process that trained wrote (it was
+// stopped in the work after training), or, without one, the medians of every step in steps.jsonl.
+nlohmann::json summary_of_finished_training(TrainRun& r, const std::string& profiled_steps) {
+  if (fs::exists(r.run_dir + "/summary.json")) {
+    const nlohmann::json s = read_json(r.run_dir + "/summary.json");
+    result_from_summary(s, r.result);
+    r.result.resumed_from = r.start_step;
+    return s;
+  }
+  std::ifstream in(r.steps_path);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j;  // {"metrics": {...}, "step": N}
+    try {
+      j = nlohmann::json::parse(line).at("metrics");
+    } catch (const std::exception&) { continue; }  // a line cut short by a kill
+    if (!j.contains("step_ms")) continue;          // an evaluation's line
+    const double ms = j["step_ms"], t = ms / 1e3;
+    r.series.step_ms.push_back(ms);
+    r.series.data_ms.push_back(j.value("data_ms", 0.0));
+    r.series.fwd_ms.push_back(j.value("forward_ms", 0.0));
+    r.series.bwd_ms.push_back(j.value("backward_ms", 0.0));
+    r.series.opt_ms.push_back(j.value("optimizer_ms", 0.0));
+    r.series.tok_rates.push_back(j.value("tokens", 0.0) / t);
+    r.series.sample_rates.push_back(j.value("samples", 0.0) / t);
+    r.peaks.total = std::max(r.peaks.total, int64_t(j.value("memory_peak_bytes", 0.0)));
+  }
+  r.note("no summary.json in " + r.run_dir + ": its figures are the medians of the " +
+         std::to_string(r.series.step_ms.size()) + " steps in steps.jsonl");
+  nlohmann::json s = measured_summary(r, profiled_steps);
+  s["note_on_timings"] = "medians over every step in steps.jsonl; wall time, steady clock; tokens are real (unpadded)";
+  s["top_ops_note"] = kNoOpVerdicts;
+  return s;
+}
+
+// After the last step: summary.json from the measured steps at once, then the model saved and the
+// profiled ops judged against this machine's ceilings (measured first when none are cached: a
+// few seconds), each announced; a Ctrl-C in them keeps summary.json (stop_if_asked).
+void after_training(TrainRun& r, const Profiler& profiler, const std::string& profiled_steps) {
+  const bool trained_before = r.start_step > 0 && r.start_step >= r.plan.total_steps;
+  // The run's memory peaks end here: judging the ops may measure this machine's ceilings, whose
+  // buffers go through the same allocator and are tach's own work, not the run's memory.
+  r.peaks.fold();
+  nlohmann::json summary =
+      trained_before ? summary_of_finished_training(r, profiled_steps) : measured_summary(r, profiled_steps);
+  summary["post_training_pending"] = r.result.diverged ? nlohmann::json::array() : nlohmann::json::array({kSaveModel});
+  if (!trained_before) summary["top_ops_note"] = kNoOpVerdicts;  // until they are
+  const StopScope stoppable;                                     // Ctrl-C ends the run before the next piece of work
+  write_summary(r, summary);
+  if (!r.result.diverged) {
+    r.note("training done, summary.json written; saving the model to " +
+           (r.o.save_dir.empty() ? r.run_dir + "/model" : r.o.save_dir));
+    hold_for_test("save-model");
+    stop_if_asked(r, summary, kSaveModel);
+    save_trained_model(r);
+    summary["saved_model"] = r.result.saved_model;
+    summary["post_training_pending"] = nlohmann::json::array();
+  }
+  if (!trained_before) {
+    r.note(cached_machine_ceilings() ? "judging the profiled steps' ops against this machine's ceilings"
+                                     : "measuring this machine's ceilings (a few seconds) to judge the profiled "
+                                       "steps' ops");
+    hold_for_test("op-verdicts");
+    stop_if_asked(r, summary, "judging the profiled steps' ops");
+    summary["top_ops"] = top_ops(r, profiler);
+    summary.erase("top_ops_note");
+  }
+  write_summary(r, summary);
 }
 
 // Data-parallel set-up: this rank's communicator, its deadline, and the threads it may use
@@ -809,8 +977,9 @@ void join_ranks(TrainRun& r) {
 
 TrainResult train_this_rank(TrainRun& r, const TrainObserver& observer) {
   resume_options(r);
+  if (r.result.finished_already) return r.result;
   train::validate_options(r.o);
-  if (r.o.threads > 0) core::set_num_threads(r.o.threads);
+  if (r.o.threads > 0) set_threads(r.o.threads);  // warns when above the cores
   // Mixed precision for this run's GEMMs (cpu/train_gemm.h); restored when the run ends.
   const cpu::TrainPrecisionScope precision(r.o.dtype == "bf16" ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
   if (r.o.dtype == "bf16") r.note(train::bf16_training_note());
@@ -847,12 +1016,7 @@ TrainResult train_this_rank(TrainRun& r, const TrainObserver& observer) {
   popts.memory_log_steps = r.o.memory_logging ? int(r.o.memory_log_steps) : 1;
   Profiler profiler(popts);
   r.result.steps = train_loop(r, profiler, observer);
-  save_trained_model(r);
-  // The run's memory peaks end here: judging the ops may measure this machine's ceilings, whose
-  // buffers go through the same allocator and are tach's own work, not the run's memory.
-  r.peaks.fold();
-  const nlohmann::json top = top_ops(r, profiler);
-  write_summary(r, top, popts.schedule.describe());
+  after_training(r, profiler, popts.schedule.describe());
   if (r.comm) r.comm->barrier("barrier at the end of training");  // rank 0's files are complete for every rank
   return r.result;
 }

@@ -1,5 +1,6 @@
 // tach estimate: the memory a model needs, broken down, and whether it fits here; with
 // --models a,b,c --table, the memory requirement and compatibility tables.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "format.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
+#include "usage.h"
 
 namespace tach::cli {
 
@@ -38,7 +40,7 @@ nlohmann::json to_json(const MemoryEstimate& e, const EstimateInput& in) {
             {"gradient_checkpointing", in.gradient_checkpointing},
             {"generate_tokens", in.generate_tokens},
             {"lora_rank", in.lora_rank},
-            {"lora_targets", in.lora_targets}}},
+            {"lora_targets", e.lora_targets}}},
           {"lines", lines},
           {"total_bytes", e.total_bytes},
           {"peak_phase", e.peak_phase},
@@ -70,6 +72,17 @@ int run_table(const EstimateFlags& f) {
     }
     all.push_back(std::move(row));
   }
+  // Exit status 3 as `tach estimate -m M --mode MODE` gives it for each model alone: a model that
+  // does not fit in --mode (default inference); the other modes' rows inform, they do not decide.
+  std::vector<std::string> too_large;
+  for (size_t i = 0; i < models.size(); ++i) {
+    EstimateInput in = f.in;
+    in.model = models[i];
+    const auto k = std::find_if(modes.begin(), modes.end(), [&](const auto& m) { return m.first == f.in.mode; });
+    if (!(k != modes.end() ? all[i][size_t(k - modes.begin())] : estimate_memory(in)).fits)
+      too_large.push_back(models[i]);
+  }
+  const int status = too_large.empty() ? 0 : 3;
   if (f.json) {
     nlohmann::json j = nlohmann::json::array();
     for (size_t i = 0; i < models.size(); ++i)
@@ -80,7 +93,7 @@ int run_table(const EstimateFlags& f) {
         j.push_back(to_json(all[i][k], in));
       }
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return status;
   }
   std::cout << "Model memory requirements (" << f.in.dtype << " weights and activations, batch " << f.in.batch << " x "
             << f.in.seq_len << " tokens; LoRA rank " << f.in.lora_rank
@@ -116,7 +129,12 @@ int run_table(const EstimateFlags& f) {
                 << "     " << (e.fits ? "fits" : "too large")
                 << " (largest batch that fits: " << e.largest_batch_that_fits << ")\n";
     }
-  return 0;
+  if (status) {
+    std::string names;
+    for (const auto& m : too_large) names += (names.empty() ? "" : ", ") + m;
+    std::cout << "\nexit status 3: " << names << " does not fit for " << f.in.mode << " (--mode)\n";
+  }
+  return status;
 }
 
 int run_estimate(const EstimateFlags& f) {
@@ -163,23 +181,30 @@ Command add_estimate_command(CLI::App& app) {
                   "Several models, comma-separated: prints the memory requirement and compatibility tables")
       ->delimiter(',');
   sub->add_flag("--table", f->table,
-                "Requirement and compatibility tables: inference, full training with AdamW, LoRA and QLoRA per model");
+                "Requirement and compatibility tables: inference, full training with AdamW, LoRA and QLoRA per model; "
+                "exit code 3 when a model does not fit in --mode, as each alone with -m would give");
   sub->add_flag("--json", f->json, "Print the estimate (or the table's estimates) as JSON, every line in bytes");
   sub->add_option("--dtype", f->in.dtype,
                   "f32, bf16, f16, int8 or nf4 (inference: the linears in int8, or their weights in 4-bit NF4)")
       ->capture_default_str();
-  sub->add_option("-b,--batch", f->in.batch, "Rows")->capture_default_str();
+  sub->add_option(kBatchOption, f->in.batch, "Rows")
+      ->capture_default_str()
+      ->check(positive_count("batch size", "batch sizes"));
   sub->add_option("-s,--seq-len", f->in.seq_len, "Tokens per row")->capture_default_str();
   sub->add_option("--mode", f->in.mode, "inference, train-full, train-lora or train-qlora")->capture_default_str();
   sub->add_option("--optimizer", f->in.optimizer, "adamw (2 f32 states per trained parameter)")->capture_default_str();
   sub->add_option("--lora-rank", f->in.lora_rank, "LoRA rank")->capture_default_str();
-  sub->add_option("--lora-targets", f->in.lora_targets, "LoRA targets, comma-separated: q k v o gate up down")
+  sub->add_option("--lora-targets", f->in.lora_targets,
+                  "LoRA targets, comma-separated, of q k v o gate up down (default: every linear of a layer, as tach "
+                  "train --method lora adapts them: q,k,v,o,up,down, and gate in a decoder)")
       ->delimiter(',');
   sub->add_flag("--gradient-checkpointing", f->in.gradient_checkpointing,
                 "Keep only each layer's input for the backward");
   sub->add_option("--generate-tokens", f->in.generate_tokens, "Decoders: new tokens, for the KV cache")
       ->capture_default_str();
-  sub->add_option("--device", f->in.device, "cpu, cuda or cuda:N: where it must fit")->capture_default_str();
+  sub->add_option("--device", f->in.device, "cpu, cuda or cuda:N: where it must fit")
+      ->capture_default_str()
+      ->check(device_name(false));
   sub->add_option("--margin", f->in.margin, "Fraction of the available memory kept free")->capture_default_str();
   return {sub, [f] { return run_estimate(*f); }};
 }

@@ -13,6 +13,7 @@
 #include "tach/runtime.h"
 #include "tach/stats.h"
 #include "tach/tokenizer.h"
+#include "usage.h"
 
 namespace tach::cli {
 
@@ -86,6 +87,11 @@ int run_generate(const GenerateFlags& f) {
     input_what = std::to_string(rows.size()) + " rows from --ids";
   } else {
     check(f.batch > 0 && f.prompt_len > 0, "--batch and --prompt-len must be positive");
+    check(info.max_positions <= 0 || f.prompt_len <= info.max_positions,
+          "--prompt-len " + std::to_string(f.prompt_len) + " is past " + f.model + "'s " +
+              std::to_string(info.max_positions) +
+              " positions (max_position_embeddings): the longest prompt it takes is " +
+              std::to_string(info.max_positions) + " tokens");
     std::mt19937_64 rng(f.seed);
     std::uniform_int_distribution<int32_t> pick(0, int32_t(std::min<int64_t>(info.vocab_size, 151643) - 1));
     rows.assign(size_t(f.batch), std::vector<int32_t>(size_t(f.prompt_len)));
@@ -99,6 +105,12 @@ int run_generate(const GenerateFlags& f) {
     } catch (const Error&) {  // a model directory without tokenizer files: print ids only
     }
   }
+  // A rotary decoder has no position table to run off, but it never saw a position past
+  // max_position_embeddings: a prompt longer than that is refused, as tach estimate refuses it.
+  for (const auto& r : rows)
+    check(info.max_positions <= 0 || int64_t(r.size()) <= info.max_positions,
+          "a prompt of " + std::to_string(r.size()) + " tokens is past " + f.model + "'s " +
+              std::to_string(info.max_positions) + " positions (max_position_embeddings)");
   GenerateOptions go;
   go.max_new_tokens = f.max_new_tokens;
   go.stop_at_eos = !f.ignore_eos;
@@ -213,7 +225,9 @@ Command add_generate_command(CLI::App& app) {
                   "directory's)");
   sub->add_option("--text", f->texts, "A prompt (repeat for a batch; rows are left-padded)");
   sub->add_option("--ids", f->ids, "A prompt as token ids, e.g. \"9707 11 1879\" (repeat for a batch)");
-  sub->add_option("-b,--batch", f->batch, "Random prompts when none are given: how many")->capture_default_str();
+  sub->add_option(kBatchOption, f->batch, "Random prompts when none are given: how many")
+      ->capture_default_str()
+      ->check(positive_count("batch size", "batch sizes"));
   sub->add_option("--prompt-len", f->prompt_len, "Random prompts: tokens each")->capture_default_str();
   sub->add_option("-n,--max-new-tokens", f->max_new_tokens, "Tokens to generate per row")->capture_default_str();
   sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop rows at the end-of-sequence token");
@@ -223,8 +237,10 @@ Command add_generate_command(CLI::App& app) {
          "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 too on cuda")
       ->capture_default_str();
   sub->add_option("--device", f->device, "cpu, cuda or cuda:N (the key/value cache lives there too)")
-      ->capture_default_str();
-  sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");
+      ->capture_default_str()
+      ->check(device_name(false));
+  sub->add_option("-t,--threads", f->threads, "Threads (default: the cores other processes leave free at start)")
+      ->check(thread_count());
   sub->add_option("--seed", f->seed, "Seed for preset weights and random prompts")->capture_default_str();
   sub->add_flag("--no-cuda-graphs", f->no_cuda_graphs,
                 "On a GPU, launch each decode step's kernels one by one instead of replaying a captured CUDA graph "

@@ -6,7 +6,9 @@
 #include "commands.h"
 #include "format.h"
 #include "progress.h"
+#include "tach/model_families.h"
 #include "tach/train.h"
+#include "usage.h"
 
 namespace tach::cli {
 
@@ -78,8 +80,8 @@ Command add_train_command(CLI::App& app) {
   auto no_progress = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
       "train",
-      "Fine-tune a sequence classifier (BERT, DistilBERT, Qwen2, Llama, Mistral, Qwen3, Gemma 3) on a labelled dataset "
-      "(AdamW, linear warm-up and decay, "
+      "Fine-tune a sequence classifier of any family tach builds (model_type " + model_types_text() +
+          ") on a labelled dataset (AdamW, linear warm-up and decay, "
       "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, steps.jsonl, "
       "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
   sub->add_option("-c,--config", *config_file,
@@ -112,7 +114,8 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--eval-max-length", o->eval_max_length, "Truncation for evaluation (default: --max-length)");
   sub->add_option("--epochs", o->epochs, "Epochs (default 3)");
   sub->add_option("--max-steps", o->max_steps, "Optimizer steps; overrides --epochs (default 0: use epochs)");
-  sub->add_option("-b,--batch-size", o->batch_size, "Examples per micro-batch (default 8)");
+  sub->add_option(kBatchOption, o->batch_size, "Examples per micro-batch (default 8)")
+      ->check(positive_count("batch size", "batch sizes"));
   sub->add_option("--gradient-accumulation-steps", o->grad_accumulation,
                   "Micro-batches per optimizer step (default 1)");
   sub->add_option("--lr", o->lr, "Peak learning rate (default 5e-5)");
@@ -184,7 +187,9 @@ Command add_train_command(CLI::App& app) {
                 "TensorBoard event files of every step's metrics and the evaluations in RUN_DIR/tensorboard/ "
                 "(default on; --no-tensorboard turns them off)");
   sub->add_option("-t,--threads", o->threads,
-                  "Threads; 0 = all cores (default 0; under mpirun, the cores shared among the machine's ranks)");
+                  "Threads; 0 = the cores other processes leave free at start (default 0; under mpirun, shared among "
+                  "the machine's ranks)")
+      ->check(thread_count());
   sub->add_option("--dist-timeout", o->dist_timeout,
                   "Under mpirun or srun: seconds a collective may take before the job ends, naming the rank that "
                   "stopped (default 300)");
@@ -212,6 +217,12 @@ Command add_train_command(CLI::App& app) {
               return run_comparison(options, obs);
             const TrainResult res = run_training(options, obs);
             end_train_progress(*no_progress);
+            if (res.finished_already) {
+              std::cout << res.run_dir << " finished already: " << res.steps << " steps, median step "
+                        << fixed(res.step_ms_median, 1) << " ms, model " << res.saved_model
+                        << "; nothing to resume, and nothing in it changed\n";
+              return 0;
+            }
             if (res.rank != 0) return res.diverged ? 1 : 0;  // under mpirun, rank 0 speaks for the job
             if (res.world_size > 1)
               std::cout << res.world_size << " ranks: per-rank step times in " << res.run_dir << "/ranks/\n";

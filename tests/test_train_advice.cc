@@ -1,0 +1,221 @@
+// Every flag that tach's advice names exists: the training diagnosis (every branch, on curves
+// built to reach it), the Next steps of a training and an inference sweep's summary.txt, and what
+// tach estimate suggests when a model does not fit. Each flag is looked up in the option table
+// of the command the sentence names (`tach train -b 16 ...`), else of the command that printed
+// it, as the real binary's --help lists them. Advice on a precision the sweep measured follows
+// the measurement.
+#include <gtest/gtest.h>
+#include <stdio.h>
+
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_internal.h"
+#include "cpu/train_gemm.h"
+#include "tach/bench.h"
+#include "tach/report.h"
+#include "tach/system_info.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+// Standard output of build/tach with these arguments (a shell command line; arguments are plain).
+std::string tach_output(const std::string& args) {
+  const std::string cmd = std::string(TACH_BINARY_DIR) + "/tach " + args + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// The options of `tach <command>`, from its --help: the names on each option line (CLI11 lists
+// them as "  -b,--batch-size INT ..."; a negated flag as "--shuffle{false},--no-shuffle").
+std::set<std::string> option_table(const std::string& command) {
+  static std::map<std::string, std::set<std::string>> cache;
+  if (auto it = cache.find(command); it != cache.end()) return it->second;
+  const std::string help = tach_output(command + " --help");
+  std::set<std::string> names;
+  const std::regex line(R"(^\s+(-[^\s]+))");
+  const std::regex name(R"(--?[A-Za-z][A-Za-z0-9-]*)");
+  std::istringstream in(help);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (!std::regex_search(l, m, line)) continue;
+    const std::string head = m[1];
+    for (auto it = std::sregex_iterator(head.begin(), head.end(), name); it != std::sregex_iterator(); ++it)
+      names.insert(it->str());
+  }
+  EXPECT_GT(names.size(), 3u) << "tach " << command << " --help listed no options:\n" << help;
+  return cache[command] = names;
+}
+
+struct NamedFlag {
+  std::string command, flag, text;
+};
+
+// The flags a text names, each with the command it belongs to: after "tach bench --train" or
+// "tach train", up to the end of that clause (", ", ";", ":", a parenthesis or ". "), the named
+// command's; elsewhere `printed_by`'s. A bench --train sentence's flags are bench's.
+std::vector<NamedFlag> flags_in(const std::string& text, const std::string& printed_by) {
+  std::vector<NamedFlag> out;
+  const std::regex token(R"(tach ([a-z]+)|(^|[\s(])(--?[A-Za-z][A-Za-z0-9-]*)|(, |; |: |\(|\)|\. |\n))");
+  std::string context = printed_by;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), token); it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    if (m[1].matched) context = m[1];
+    else if (m[3].matched) out.push_back({context, m[3], text});
+    else context = printed_by;
+  }
+  return out;
+}
+
+void expect_flags_exist(const std::string& text, const std::string& printed_by) {
+  for (const NamedFlag& f : flags_in(text, printed_by)) {
+    const std::set<std::string> options = option_table(f.command);
+    EXPECT_TRUE(options.count(f.flag)) << "tach " << f.command << " has no " << f.flag << ", named in:\n" << f.text;
+  }
+}
+
+PointResult point(int64_t batch, double ms, const std::string& dtype = "f32", const std::string& exec = "eager",
+                  bool gc = false, double gemm_eff = 0.6) {
+  PointResult p;
+  p.key.kind = "train";
+  p.key.method = "full";
+  p.key.dtype = dtype;
+  p.key.exec = exec;
+  p.key.gradient_checkpointing = gc;
+  p.key.batch = batch;
+  std::mt19937 rng{uint32_t(batch)};
+  std::uniform_real_distribution<double> u(-0.02, 0.02);
+  for (int i = 0; i < 20; ++i) p.batch_latency_samples_ms.push_back(ms * (1 + u(rng)));
+  p.batch_latency_ms = bench::distribution(p.batch_latency_samples_ms);
+  p.measured_runs = 20;
+  p.samples_per_s = double(batch) * 1e3 / ms;
+  p.train.gemm_efficiency = gemm_eff;
+  p.train.gemm_time_share = 0.5;
+  p.train.mfu = 0.3;
+  p.allocator["total"] = {int64_t(1) << 28, int64_t(1) << 28};
+  p.peak_rss_bytes = int64_t(1) << 28;
+  p.train.estimate_bytes = int64_t(1) << 27;
+  p.train.available_bytes = int64_t(8) << 30;
+  return p;
+}
+
+std::optional<TrainEstimate> estimate(const PointKey&, int64_t batch, bool gc) {
+  return TrainEstimate{(1 << 20) + batch * (gc ? (1 << 18) : (1 << 20)), int64_t(1) << 30};
+}
+
+// Curves that reach every branch of the diagnosis: overhead-bound, a decline, eager without a
+// fused sibling, checkpointing unmeasured, f32 and bf16 with and without the other measured.
+std::vector<std::vector<PointResult>> curves() {
+  return {
+      {point(1, 100), point(4, 104), point(16, 116)},
+      {point(8, 80), point(16, 100), point(32, 160), point(64, 500, "f32", "eager", false, 0.3)},
+      {point(8, 100), point(16, 180), point(8, 80, "f32", "fused"), point(16, 144, "f32", "fused"),
+       point(8, 130, "f32", "eager", true), point(16, 234, "f32", "eager", true)},
+      {point(8, 100), point(16, 180), point(8, 400, "bf16"), point(16, 720, "bf16")},
+      {point(8, 100, "bf16"), point(16, 180, "bf16")},
+  };
+}
+
+std::string advice_of(const std::vector<TrainDiagnosis>& d, const std::string& series_dtype) {
+  std::string s;
+  for (const auto& x : d)
+    if (x.key.dtype == series_dtype)
+      for (const auto& a : x.advice) s += a + "\n";
+  return s;
+}
+
+TEST(TrainAdvice, EveryFlagTheDiagnosisNamesExists) {
+  for (const auto& c : curves())
+    for (bool bf16_hw : {false, true})
+      for (const auto& d : diagnose_training(c, estimate, bf16_hw)) {
+        for (const auto& f : d.findings) expect_flags_exist(f, "bench");
+        for (const auto& a : d.advice) expect_flags_exist(a, "bench");
+      }
+}
+
+TEST(TrainAdvice, AMeasuredPrecisionDecidesTheAdvice) {
+  // bf16 measured 4x slower than f32: never advised, even where the CPU multiplies bf16 in hardware.
+  const std::vector<PointResult> slower = curves()[3];
+  for (bool bf16_hw : {false, true}) {
+    const auto d = diagnose_training(slower, estimate, bf16_hw);
+    const std::string f32 = advice_of(d, "f32"), bf16 = advice_of(d, "bf16");
+    EXPECT_EQ(f32.find("with --dtype bf16"), std::string::npos) << f32;
+    EXPECT_EQ(f32.find("should speed up"), std::string::npos) << f32;
+    EXPECT_NE(f32.find("bf16 was measured at 0.25x f32's throughput at batch 16"), std::string::npos) << f32;
+    EXPECT_NE(f32.find("stay in f32"), std::string::npos) << f32;
+    EXPECT_NE(bf16.find("train with --dtype f32"), std::string::npos) << bf16;
+  }
+  // Unmeasured: the hardware decides, and the advice names the sweep that measures it.
+  const std::vector<PointResult> f32_only = curves()[0];
+  EXPECT_NE(advice_of(diagnose_training(f32_only, estimate, false), "f32").find("stay in f32"), std::string::npos);
+  const std::string hw = advice_of(diagnose_training(f32_only, estimate, true), "f32");
+  EXPECT_NE(hw.find("--dtype f32,bf16 measures it"), std::string::npos) << hw;
+}
+
+TEST(TrainAdvice, GradientAccumulationNamesTachTrainsFlag) {
+  const std::string a = advice_of(diagnose_training(curves()[0], estimate, false), "f32");
+  EXPECT_NE(a.find("tach train -b 16 --gradient-accumulation-steps 4 gives 64"), std::string::npos) << a;
+}
+
+TEST(TrainAdvice, EveryFlagASummarysNextStepsNamesExists) {
+  test::TempDir root;
+  SweepOutcome o;
+  o.run_dir = root.path() + "/run";
+  BenchConfig train = train_sweep_defaults();
+  train.model = "preset:bert-tiny";
+  for (const auto& p : curves()[2]) o.results.push_back(p);
+  expect_flags_exist(summary_text(train, o), "bench");
+  BenchConfig inference;
+  inference.model = "preset:bert-tiny";
+  inference.input = "synthetic";
+  o.results.clear();
+  PointResult p = point(1, 2);
+  p.key.kind = "forward";
+  o.results.push_back(p);
+  expect_flags_exist(summary_text(inference, o), "bench");
+}
+
+TEST(TrainAdvice, EveryFlagEstimateSuggestsExists) {
+  for (const char* args : {"estimate -m preset:bert-tiny -b 100000000 -s 512 --mode train-full",
+                           "estimate -m preset:bert-tiny -b 4000000 -s 512 --mode train-lora"}) {
+    const std::string out = tach_output(args);
+    ASSERT_FALSE(out.empty()) << args;
+    expect_flags_exist(out, "estimate");
+  }
+}
+
+// The advice's "this CPU multiplies bf16 in hardware" is the CPU's and oneDNN's ISA, not whether
+// oneDNN has a bf16 matmul at all (it emulates one on any AVX-512 CPU). Run again with oneDNN
+// held below AVX512_BF16 (DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI, tests/cmake/train_truths.cmake).
+TEST(TrainAdvice, Bf16HardwareIsTheIsaNotTheMatmul) {
+  const CpuIsa isa = detect_isa();
+  const char* cap = std::getenv("DNNL_MAX_CPU_ISA");
+  const bool capped = cap && std::string(cap) == "AVX512_CORE_VNNI";
+  EXPECT_EQ(cpu::bf16_gemm_in_hardware(), (isa.avx512_bf16 || isa.amx_bf16) && !capped);
+  if (capped && isa.avx512f) EXPECT_TRUE(cpu::bf16_train_gemm_onednn()) << "oneDNN emulates bf16 on AVX-512";
+}
+
+// The extraction itself: a clause after "tach X" is X's, the rest the printer's.
+TEST(TrainAdvice, FlagsAreReadWithTheirCommand) {
+  const auto f = flags_in("Ask: tach profile --train -m M -b B (trace), or --profile here; tach train -b 4", "bench");
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(f[0].command + " " + f[0].flag, "profile --train");
+  EXPECT_EQ(f[2].command + " " + f[2].flag, "profile -b");
+  EXPECT_EQ(f[3].command + " " + f[3].flag, "bench --profile");
+  EXPECT_EQ(f[4].command + " " + f[4].flag, "train -b");
+}
+
+}  // namespace
+}  // namespace tach

@@ -1,0 +1,125 @@
+// One training point's memory, one definition: tach's allocator peak over the steps, with the
+// model built and the checkpoint it was built from released. bench --train, tach train and tach
+// estimate agree on it for the same configuration, and LoRA adapts the same linears in all three
+// (the family's default targets: every linear of a layer).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tach/bench.h"
+#include "tach/error.h"
+#include "tach/estimate.h"
+#include "tach/train.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+struct Measured {
+  int64_t peak = 0, trainable = 0;
+};
+
+// bench --train: one point, synthetic full rows of T tokens.
+Measured bench_point(const std::string& model, const std::string& method, int64_t B, int64_t T,
+                     const std::string& runs) {
+  BenchConfig c = train_sweep_defaults();
+  c.model = model;
+  c.batch_sizes = {B};
+  c.seq_lens = {T};
+  c.train.methods = {method};
+  c.train.execs = {"eager"};
+  c.train.gradient_checkpointing = {false};
+  c.warmup_runs = 1;
+  c.stop.runs = 3;
+  c.runs_dir = runs;
+  c.run_id = "bench-" + method;
+  const SweepOutcome o = run_bench(c);
+  EXPECT_EQ(o.results.size(), 1u);
+  if (o.results.empty()) return {};
+  const PointResult& p = o.results.front();
+  EXPECT_EQ(p.status, "ok") << p.reason;
+  const auto it = p.allocator.find("total");
+  return {it == p.allocator.end() ? 0 : it->second.peak, p.train.trainable_parameters};
+}
+
+// tach train: 3 steps of B rows padded to T tokens, no evaluation.
+Measured train_run(const std::string& model, const std::string& method, int64_t B, int64_t T, const std::string& runs) {
+  TrainOptions o;
+  o.model = model;
+  o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
+  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
+  o.max_steps = 3;
+  o.batch_size = B;
+  o.max_length = T;
+  o.padding = "max_length";
+  o.method = method;
+  o.tensorboard = false;
+  o.runs_dir = runs;
+  o.run_id = "train-" + method;
+  const TrainResult r = run_training(o);
+  std::ifstream in(r.run_dir + "/summary.json");
+  const nlohmann::json s = nlohmann::json::parse(in);
+  EXPECT_TRUE(s.contains("trainable_parameters")) << "summary.json lacks trainable_parameters";
+  EXPECT_TRUE(s.contains("nf4_weight_bytes")) << "summary.json lacks nf4_weight_bytes";
+  EXPECT_TRUE(s.contains("memory_plan") && s["memory_plan"].contains("planned_activation_bytes"))
+      << "summary.json lacks the planned activations";
+  return {s["memory_peak_bytes"]["total"].get<int64_t>(), s.value("trainable_parameters", int64_t(0))};
+}
+
+MemoryEstimate estimate(const std::string& model, const std::string& method, int64_t B, int64_t T) {
+  EstimateInput e;
+  e.model = model;
+  e.batch = B;
+  e.seq_len = T;
+  e.mode = "train-" + method;
+  return estimate_memory(e);  // the default LoRA targets, as the two runs
+}
+
+// The configuration of the report: LoRA on bert-tiny at batch 2 x 32 (bench said 242% of the
+// estimate); full fine-tuning alike.
+TEST(TrainMemory, BenchTrainAndEstimateAgreeOnAPoint) {
+  test::TempDir dir;
+  for (const std::string method : {"lora", "full"}) {
+    const Measured bench = bench_point("preset:bert-tiny", method, 2, 32, dir.path());
+    const Measured train = train_run("preset:bert-tiny", method, 2, 32, dir.path());
+    const MemoryEstimate est = estimate("preset:bert-tiny", method, 2, 32);
+    std::printf("%s: bench --train %lld B, tach train %lld B, tach estimate %lld B\n", method.c_str(),
+                (long long)bench.peak, (long long)train.peak, (long long)est.total_bytes);
+    // The same steps on the same model: the two measurements within 5% (the rows' ids differ).
+    EXPECT_NEAR(double(bench.peak) / double(train.peak), 1.0, 0.05) << method;
+    // The estimate within 10% of each, as tach estimate promises against tach train.
+    EXPECT_NEAR(double(est.total_bytes) / double(train.peak), 1.0, 0.10) << method;
+    EXPECT_NEAR(double(est.total_bytes) / double(bench.peak), 1.0, 0.10) << method;
+    // One set of LoRA targets: the same trainable parameters in all three.
+    EXPECT_EQ(bench.trainable, train.trainable) << method;
+    EXPECT_EQ(est.trainable_parameters, train.trainable) << method;
+  }
+}
+
+// The estimate's default LoRA targets are tach train's on a decoder too (gate, up and down).
+TEST(TrainMemory, EstimateCountsTheLinearsTrainAdapts) {
+  test::TempDir dir;
+  const Measured bench = bench_point("preset:qwen2-tiny", "lora", 1, 16, dir.path());
+  const MemoryEstimate est = estimate("preset:qwen2-tiny", "lora", 1, 16);
+  EXPECT_EQ(est.trainable_parameters, bench.trainable);
+  EXPECT_EQ(est.lora_targets, (std::vector<std::string>{"q", "k", "v", "o", "up", "down", "gate"}));
+}
+
+// A row past the positions is refused, naming them; at the positions it is estimated.
+TEST(TrainMemory, EstimateRefusesRowsPastThePositions) {
+  EstimateInput e;
+  e.model = "preset:bert-tiny";
+  e.seq_len = 100000;
+  try {
+    (void)estimate_memory(e);
+    FAIL() << "100000 tokens on a 512-position model were estimated";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("past preset:bert-tiny's 512 positions"), std::string::npos) << err.what();
+  }
+  e.seq_len = 512;
+  EXPECT_GT(estimate_memory(e).total_bytes, 0);
+}
+
+}  // namespace
+}  // namespace tach
