@@ -14,6 +14,8 @@
 
 #include "tach/model.h"
 #include "tach/profile.h"
+#include "tach/runtime.h"
+#include "tach/system_info.h"
 #include "test_util.h"
 
 namespace tach {
@@ -79,6 +81,39 @@ TEST(Ceilings, MeasurementUnderLoadIsFlaggedAndNotCached) {
   // The next call measures again rather than reading a cached loaded figure.
   const MachineCeilings again = machine_ceilings();
   EXPECT_FALSE(again.from_cache);
+}
+
+// A cache file must say it was measured on a quiet machine: one recording other processes above
+// kMaxOtherCores, or recording no load at all (written before the load was, or by a version that
+// misread it), is not used; the next call measures again.
+TEST(Ceilings, ACacheFromABusyOrUnknownLoadIsNotUsed) {
+  TempCache cache;
+  const std::string file = machine_ceilings_cache_file();
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  const SystemInfo sys = system_info();
+  nlohmann::json j = {
+      {"key", sys.cpu_model + "|" + std::to_string(sys.logical_cores) + "|" + std::to_string(threads())},
+      {"gemm_f32_flops", 92.4e9},
+      {"gemm_bf16_flops", 50e9},
+      {"gemm_int8_ops", 200e9},
+      {"memory_bytes_per_s", 20e9},
+      {"memory_read_bytes_per_s", 25e9},
+      {"read_streams", 4},
+      {"threads", threads()},
+      {"cpu", sys.cpu_model},
+      {"measured_at", "2026-11-20T10:00:00Z"},
+      {"method", "test"},
+      {"other_cores", 0.0},
+      {"load_average", 0.1}};
+  test::write_text(file, j.dump());
+  ASSERT_TRUE(cached_machine_ceilings().has_value()) << "a quiet cache is used";
+  EXPECT_TRUE(cached_machine_ceilings()->load_measured);
+  j["other_cores"] = 1.3;
+  test::write_text(file, j.dump());
+  EXPECT_FALSE(cached_machine_ceilings().has_value()) << "a cache measured beside 1.3 busy cores was used";
+  j.erase("other_cores");
+  test::write_text(file, j.dump());
+  EXPECT_FALSE(cached_machine_ceilings().has_value()) << "a cache that does not say its load was used";
 }
 
 // Decoding's bandwidth limit needs only the memory: without a cache it measures the streams

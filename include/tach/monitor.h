@@ -51,6 +51,58 @@ class RaplEnergy {
   struct Domain {
     std::string name, path;
     uint64_t max_uj = 0, last_uj = 0;
+// Other processes' CPU use (monitor/cpu_load.cc). The CPU time the whole machine and this
+// process had used at one moment, from procfs, in the clock ticks both files count in.
+struct CpuTimes {
+  double machine_busy_s = 0;  // every core's busy time: /proc/stat's "cpu" line, all but idle and iowait
+  double self_s = 0;          // this process's user + system time, every thread (/proc/self/stat)
+  double wall_s = 0;          // steady clock
+  bool ok = false;            // false where procfs is absent
+};
+CpuTimes read_cpu_times();
+// Cores' worth of CPU time other processes used between two readings: the machine's busy time
+// minus this process's, over the wall time between them. 0 where either reading failed.
+double other_cores_between(const CpuTimes& before, const CpuTimes& after);
+double load_average_1m();  // /proc/loadavg's first figure; -1 where absent
+int online_cores();        // the cores /proc/stat counts
+
+// Work on `threads` threads shares cores with other processes when those used more than the cores
+// it left free, by more than kContentionSlackCores (measurement noise and the odd daemon): other
+// cores > cores - threads + 0.25. On 2 cores: 2 threads are contended above 0.25 other cores, 1
+// thread above 1.25.
+inline constexpr double kContentionSlackCores = 0.25;
+bool threads_share_cores(double other_cores, int threads, int cores);
+
+// Other processes' CPU use over a window of work: the mean over the whole window, the highest
+// over sub-windows of at least kLoadSubWindowS (read by sample() between pieces of work, never
+// inside a timing), and whether the work's threads had to share cores (contended, by the mean).
+struct CpuLoad {
+  // false where procfs is absent, or where /proc/stat counts less than this process alone used
+  // (a container's own view, blind to the machine): the other fields are then 0, meaning unknown
+  bool measured = false;
+  double window_s = 0;
+  double other_cores_mean = 0, other_cores_max = 0;  // cores
+  double load_average_1m = 0;                        // at the window's end
+  int cores = 0, threads = 0;
+  bool contended = false;
+};
+inline constexpr double kLoadSubWindowS = 0.25;
+// The shortest window read: /proc/stat counts 10 ms ticks, so a few milliseconds of work say
+// nothing; a shorter window is extended by waiting, idle, until it is this long.
+inline constexpr double kMinLoadWindowS = 0.5;
+class CpuLoadWindow {
+ public:
+  CpuLoadWindow();  // the window starts here
+  void sample();    // cheap unless kLoadSubWindowS passed since the last reading (then two procfs reads)
+  CpuLoad finish(int threads, double min_window_s = kMinLoadWindowS);
+
+ private:
+  CpuTimes start_, last_;
+  double max_ = 0;
+};
+// "other processes used 1.02 cores (mean; 1.10 at most) of 2 while 2 threads ran, load average 2.31"
+std::string describe_cpu_load(const CpuLoad& l);
+
     double total_j = 0;
   };
   std::vector<Domain> domains_;

@@ -137,11 +137,14 @@ struct MachineCeilings {
   int threads = 0;
   std::string cpu, measured_at, cache_file, method;
   // The load while it was measured: CPU time other processes used during the measurement, in
-  // cores (from /proc/stat minus this process's own time), and the 1-minute load average. A
-  // measurement taken while others held more than kMaxOtherCores is not cached (under_load).
+  // cores (tach/monitor.h CpuLoadWindow: /proc/stat minus this process's own time), and the
+  // 1-minute load average. A measurement taken while others held more than kMaxOtherCores, or
+  // whose load could not be read, is under_load and never cached; a cache that does not record
+  // its load, or records more than kMaxOtherCores, is measured again.
   double other_cores = 0, load_average = 0;
   bool under_load = false;
   bool from_cache = false;  // read from cache_file rather than measured by this call
+  bool load_measured = false;
   double age_s = 0;         // seconds since measured_at
 };
 inline constexpr double kMaxOtherCores = 0.25;
@@ -150,6 +153,7 @@ MachineCeilings machine_ceilings(bool remeasure = false);
 std::optional<MachineCeilings> cached_machine_ceilings();
 // The memory bandwidth alone: from the cache when there is one, else STREAM measured now (about
 // a second; not cached, and the method says so). For decoding's bandwidth limit.
+std::string machine_ceilings_cache_file();  // where they are cached, for this machine and thread count
 MachineCeilings memory_bandwidth_ceiling();
 // Where `c` came from, its age and the load it was measured under, in one line.
 std::string describe_ceilings_provenance(const MachineCeilings& c);

@@ -6,9 +6,13 @@
 
 namespace tach {
 
-// Threads for tach's pool and oneDNN (they share one OpenMP runtime). n <= 0: the default.
+// Threads for tach's pool and oneDNN (they share one OpenMP runtime). n <= 0: the default, every
+// core less those other processes kept busy when tach started (OMP_NUM_THREADS overrides).
+// n above the cores runs, with threads_warning(n) on stderr (once per n).
 void set_threads(int n);
 int threads();
+std::string default_threads_reason();  // how the default was chosen, in words
+std::string threads_warning(int n);    // empty unless n exceeds the cores
 
 // Run directories as commands create or reopen them: the CLI listens, to keep each run's
 // run.log (everything the command printed) beside its results. No listener: nothing happens.

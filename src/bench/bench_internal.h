@@ -14,6 +14,7 @@
 #include "tach/estimate.h"
 #include "tach/metrics.h"
 #include "tach/model.h"
+#include "tach/monitor.h"
 #include "tach/profile.h"
 #include "tach/tokenizer.h"
 #include "train/train_data.h"
@@ -157,6 +158,10 @@ struct GpuEnergy {
 };
 GpuEnergy measure_energy_per_run(const std::function<double()>& read_counter_j, const std::function<void()>& forward,
                                  double window_s, double step_wait_s = 2.0);
+
+// The point's load (other processes' CPU use over `window`, opened at its first timed run) into
+// r.load; a contended point's stopped_by says its precision is the shared machine's.
+void record_load(PointResult& r, CpuLoadWindow& window);
 
 // One point: warm-up, measured runs until the rule stops, memory. Throws on failure.
 PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,

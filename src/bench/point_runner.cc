@@ -165,6 +165,7 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   double padded_tokens = 0, real_tokens = 0, flops_total = 0;
   RaplEnergy rapl;
   if (!on_gpu && rapl.available()) (void)rapl.joules();  // starts the counters at this point
+  CpuLoadWindow load_window;  // other processes' CPU use while the runs are timed
   DeviceTimer gpu_timer(device);
   if (observer.on_measure_begin) observer.on_measure_begin(key);
   const auto wall0 = Clock::now();
@@ -188,10 +189,13 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     latencies_s.push_back(s);
     measured_s += s;
     padded_tokens += double(batch->batch() * batch->seq_len());
+    load_window.sample();  // outside the timing: reads procfs at most every kLoadSubWindowS
     real_tokens += double(batch->real_tokens());
     flops_total += texts ? model.forward_cost(batch->batch(), batch->seq_len()).flops : flops;
     r.stopped_by = stop_reason(config.stop, latencies_s, measured_s);
     if (!r.stopped_by.empty()) break;
+  const double rapl_j = !on_gpu && rapl.available() ? rapl.joules() : -1;  // before the load's wait, if any
+  record_load(r, load_window);
   }
   const double wall_s = seconds_since(wall0);
   if (on_gpu && config.gpu_energy_window_s > 0) {
@@ -203,7 +207,7 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   } else if (on_gpu) {
     r.energy_source = "not measured (--energy-window 0)";
   } else if (rapl.available()) {
-    r.energy_j = rapl.joules();
+    r.energy_j = rapl_j;
     r.energy_source = "RAPL (package + DRAM) over the measured runs, whole machine";
   } else {
     r.energy_source = "unavailable: " + rapl.unavailable_reason();

@@ -3,12 +3,18 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tach::core {
 
 int num_threads();
-// n <= 0 restores the default (OMP_NUM_THREADS, else the number of cores).
+// n <= 0 restores the default: OMP_NUM_THREADS when set, else every core less those other
+// processes kept busy when the library loaded (at least 1), so that tach's threads do not share
+// cores with busy processes (parallel.cc says why).
 void set_num_threads(int n);
+// How the default was chosen, in words: "all 2 cores", "2 cores less 1 kept busy by other
+// processes when tach started", "OMP_NUM_THREADS".
+const std::string& default_threads_reason();
 
 // Wrappers so that this header needs no <omp.h>.
 int omp_thread_index();

@@ -3,13 +3,35 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <iostream>
+#include <mutex>
+#include <set>
 
 #include "core/parallel.h"
 
 namespace tach {
 
-void set_threads(int n) { core::set_num_threads(n); }
+void set_threads(int n) {
+  core::set_num_threads(n);
+  // More threads than cores share them, and wait on each other at every barrier: said once per
+  // count, on stderr (where every command's warnings go; the Python module forwards it).
+  const std::string w = threads_warning(n);
+  static std::set<int> warned;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!w.empty() && warned.insert(n).second) std::cerr << "warning: " << w << "\n";
+}
 int threads() { return core::num_threads(); }
+std::string default_threads_reason() { return core::default_threads_reason(); }
+
+std::string threads_warning(int n) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n <= 0 || cores <= 0 || n <= cores) return "";
+  return std::to_string(n) + " threads on " + std::to_string(cores) +
+         " cores: threads share cores and wait on each other at every parallel step, so timings are slower and "
+         "noisier than with " +
+         std::to_string(cores) + " or fewer";
+}
 
 namespace {
 std::function<void(const std::string&)>& run_dir_listener() {

@@ -47,37 +47,6 @@ fs::path cache_dir() {
   return fs::temp_directory_path() / "tach";
 }
 
-// CPU time in seconds: every core's busy time (/proc/stat), and this process's own.
-struct CpuTimes {
-  double all_busy_s = 0, self_s = 0;
-  bool ok = false;
-};
-
-CpuTimes read_cpu_times() {
-  CpuTimes t;
-  const double tick = double(sysconf(_SC_CLK_TCK));
-  std::ifstream stat("/proc/stat");
-  std::string cpu;
-  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
-  double v[8] = {};
-  if (!(stat >> cpu) || cpu != "cpu") return t;
-  for (double& x : v) stat >> x;
-  if (!stat) return t;
-  t.all_busy_s = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tick;
-  ProcessSample self;  // this process's own CPU time, as tach monitor reads it
-  if (!read_process_sample(getpid(), &self)) return t;
-  t.self_s = self.user_s + self.system_s;
-  t.ok = true;
-  return t;
-}
-
-double load_average_1m() {
-  std::ifstream in("/proc/loadavg");
-  double l = 0;
-  in >> l;
-  return l;
-}
-
 MachineCeilings measure_once(const SystemInfo& sys);
 
 // Measures; while other processes hold more than kMaxOtherCores, waits and tries again (3 tries).
@@ -86,15 +55,13 @@ MachineCeilings measure(const SystemInfo& sys) {
   MachineCeilings c;
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (attempt) std::this_thread::sleep_for(std::chrono::seconds(2));
-    const CpuTimes before = read_cpu_times();
-    const auto t0 = std::chrono::steady_clock::now();
+    CpuLoadWindow window;
     c = measure_once(sys);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const CpuTimes after = read_cpu_times();
-    c.load_average = load_average_1m();
-    if (before.ok && after.ok && wall > 0)
-      c.other_cores = std::max(0.0, ((after.all_busy_s - before.all_busy_s) - (after.self_s - before.self_s)) / wall);
-    c.under_load = c.other_cores > kMaxOtherCores;
+    const CpuLoad load = window.finish(c.threads);
+    c.load_measured = load.measured;
+    c.other_cores = load.other_cores_mean;
+    c.load_average = load.load_average_1m;
+    c.under_load = !load.measured || c.other_cores > kMaxOtherCores;
     if (!c.under_load) break;
   }
   return c;
@@ -208,6 +175,8 @@ fs::path ceilings_file(const std::string& key) {
 
 }  // namespace
 
+std::string machine_ceilings_cache_file() { return ceilings_file(ceilings_key(system_info())).string(); }
+
 std::optional<MachineCeilings> cached_machine_ceilings() {
   const std::string key = ceilings_key(system_info());
   const fs::path file = ceilings_file(key);
@@ -229,8 +198,12 @@ std::optional<MachineCeilings> cached_machine_ceilings() {
     c.cpu = j.at("cpu");
     c.measured_at = j.at("measured_at");
     c.method = j.at("method");
-    c.other_cores = j.value("other_cores", 0.0);
-    c.load_average = j.value("load_average", 0.0);
+    // The load it was measured under: a cache that does not say, or says it was busy, is measured
+    // again (one written before the load was recorded, or by a version that misread it).
+    c.other_cores = j.at("other_cores");
+    c.load_average = j.at("load_average");
+    c.load_measured = true;
+    if (c.other_cores > kMaxOtherCores) return std::nullopt;
     c.cache_file = file.string();
     c.from_cache = true;
     std::tm tm{};
@@ -291,8 +264,10 @@ MachineCeilings machine_ceilings(bool remeasure) {
 
 std::string describe_ceilings_provenance(const MachineCeilings& c) {
   char load[160];
-  std::snprintf(load, sizeof load, "other processes used %.2f cores during it, load average %.2f", c.other_cores,
-                c.load_average);
+  if (c.load_measured)
+    std::snprintf(load, sizeof load, "other processes used %.2f cores during it, load average %.2f", c.other_cores,
+                  c.load_average);
+  else std::snprintf(load, sizeof load, "other processes' CPU use unknown");
   std::string age;
   if (c.from_cache) {
     const double h = c.age_s / 3600;
@@ -303,9 +278,13 @@ std::string describe_ceilings_provenance(const MachineCeilings& c) {
     age = std::string(", ") + a;
   }
   std::string s = "measured " + c.measured_at + age + " (" + load + ")";
-  if (c.under_load)
-    s += "; WARNING: measured under load, so the ceilings are too low and not cached; measure again on a quiet machine "
-         "(tach info --ceilings --remeasure)";
+  if (c.under_load && !c.load_measured)
+    s += "; WARNING: other processes' CPU use could not be read (no /proc/stat), so these may be too low and are not "
+         "cached";
+  else if (c.under_load)
+    s += "; WARNING: measured under load (other processes above " + std::to_string(kMaxOtherCores).substr(0, 4) +
+         " cores), so the ceilings are too low and not cached; measure again on a quiet machine (tach info --ceilings "
+         "--remeasure)";
   else if (c.from_cache) s += "; cached in " + c.cache_file + " (--remeasure to measure again)";
   else if (!c.cache_file.empty()) s += "; now cached in " + c.cache_file;
   return s;

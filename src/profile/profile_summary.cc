@@ -19,7 +19,9 @@ std::string profile_summary_json(const ProfileData& data, const MachineCeilings&
                    {"provenance", describe_ceilings_provenance(c)},
                    {"measured_at", c.measured_at},
                    {"from_cache", c.from_cache},
-                   {"under_load", c.under_load}};
+                   {"under_load", c.under_load},
+                   {"other_cores", c.other_cores},
+                   {"load_average", c.load_average}};
   j["step_ms"] = {{"wall", acc.step_ns * 1e-6},
                   {"ops", acc.ops_ns * 1e-6},
                   {"in_modules_between_ops", acc.inside_modules_ns * 1e-6},

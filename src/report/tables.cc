@@ -88,7 +88,7 @@ std::string train_table(const std::vector<PointResult>& results, bool md) {
           fmt("%.1f", t.data_ms.median), fmt("%.1f", t.forward_ms.median), fmt("%.1f", t.backward_ms.median),
           fmt("%.1f", t.optimizer_ms.median), fmt("%.1f", p.samples_per_s), fmt("%.0f", p.tokens_per_s),
           t.mfu >= 0 ? fmt("%.1f%%", 100 * t.mfu) : std::string("-"), mib(alloc), mib(p.peak_rss_bytes),
-          p.stopped_by.substr(0, p.stopped_by.find(':'))})
+          p.stopped_by.substr(0, p.stopped_by.find(':')) + (p.load.contended ? ", CONTENDED" : "")})
       r.push_back(v);
     rows.push_back(r);
   }
@@ -162,7 +162,8 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
                       fmt("%.2f", p.samples_per_s), fmt("%.0f", p.tokens_per_s), "ok"});
     } else {
       const auto alloc = p.allocator.count("total") ? p.allocator.at("total").peak : 0;
-      const std::string rule = p.stopped_by.substr(0, p.stopped_by.find(':'));
+      // A contended point's rule is no verdict on the model: the table says so beside it.
+      const std::string rule = p.stopped_by.substr(0, p.stopped_by.find(':')) + (p.load.contended ? ", CONTENDED" : "");
       rows.push_back({p.key.device, p.key.dtype, thr, std::to_string(p.key.batch), std::to_string(p.key.seq_len),
                       std::to_string(p.measured_runs), fmt("%.2f", l.median), fmt("%.2f", l.p95), fmt("%.2f", l.std),
                       fmt("%.2f", p.sample_latency_ms.median), fmt("%.1f", p.samples_per_s),

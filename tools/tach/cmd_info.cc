@@ -10,6 +10,7 @@
 #include "tach/model.h"
 #include "tach/monitor.h"
 #include "tach/profile.h"
+#include "tach/runtime.h"
 #include "tach/system_info.h"
 
 namespace tach::cli {
@@ -112,6 +113,7 @@ int run_info(const InfoOptions& opt) {
     j["cpu_model"] = s.cpu_model;
     j["logical_cores"] = s.logical_cores;
     j["threads"] = s.threads;
+    j["threads_default"] = default_threads_reason();
     j["isa"] = s.isa.summary();
     j["memory_total_bytes"] = s.memory_total_bytes;
     j["memory_available_bytes"] = s.memory_available_bytes;
@@ -133,7 +135,8 @@ int run_info(const InfoOptions& opt) {
     return 0;
   }
   std::cout << "cpu        " << s.cpu_model << "\n"
-            << "cores      " << s.logical_cores << " logical, tach uses " << s.threads << " threads\n"
+            << "cores      " << s.logical_cores << " logical, tach uses " << s.threads << " threads by default ("
+            << default_threads_reason() << "; -t chooses)\n"
             << "isa        " << s.isa.summary() << "\n"
             << "memory     " << human_bytes(double(s.memory_total_bytes)) << " total, "
             << human_bytes(double(s.memory_available_bytes)) << " available\n"
