@@ -228,7 +228,9 @@ Command add_generate_command(CLI::App& app) {
   sub->add_option(kBatchOption, f->batch, "Random prompts when none are given: how many")
       ->capture_default_str()
       ->check(positive_count("batch size", "batch sizes"));
-  sub->add_option("--prompt-len", f->prompt_len, "Random prompts: tokens each")->capture_default_str();
+  sub->add_option("--prompt-len", f->prompt_len,
+                  "Random prompts: tokens each (at most the model's max_position_embeddings)")
+      ->capture_default_str();
   sub->add_option("-n,--max-new-tokens", f->max_new_tokens, "Tokens to generate per row")->capture_default_str();
   sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop rows at the end-of-sequence token");
   sub->add_option("--warmup", f->warmup, "Untimed generations before the timed one")->capture_default_str();
