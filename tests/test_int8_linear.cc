@@ -171,6 +171,23 @@ TEST(Int8Linear, TheWeightCodesFollowTheIsaOneDnnRuns) {
   EXPECT_NE(cpu::int8_scheme().find(cpu::int8_weight_code_limit() == 127 ? "VNNI" : "7-bit"), std::string::npos);
 }
 
+// A one-column layer (a regression head) over many rows, every activation code at ±127: oneDNN
+// 2.6 on AVX-512 without VNNI runs N = 1 as a GEMV whose saturating side is the activations', so
+// the layer gives it a second, zero column (ctest's int8_linear.avx512_without_vnni takes that path).
+TEST(Int8Linear, OneColumnOverManyRowsIsExact) {
+  const int64_t M = 130, K = 300, N = 1;
+  const Tensor w = random_normal(N, K, 5, 0.05f);
+  Tensor x = random_normal(M, K, 6);
+  for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = x.data<float>()[i] < 0 ? -1.f : 1.f;  // codes ±127
+  const cpu::Int8Linear layer(w, Tensor(), cpu::FusedActivation::none);
+  std::vector<float> y(static_cast<size_t>(M));
+  layer.forward(x.data<float>(), M, K, y.data(), N);
+  const std::vector<double> want =
+      reference_from_codes(x, w, Tensor(), M, layer.weight_code_limit(), cpu::FusedActivation::none);
+  for (int64_t m = 0; m < M; ++m)
+    ASSERT_NEAR(y[size_t(m)], want[size_t(m)], 1e-5 * std::fabs(want[size_t(m)]) + 1e-6) << m;
+}
+
 // Why the weights are 7-bit without VNNI: oneDNN's int8 GEMM there, given full-range codes, returns
 // saturated sums (measured with oneDNN 2.6: 255 for 127·127 + 127·127). If a later oneDNN stops
 // saturating, this fails, and the 7-bit rule (and its lost accuracy) can go.

@@ -4,7 +4,9 @@
 #include <cpuid.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 
 #include "core/parallel.h"
@@ -46,7 +48,10 @@ long long read_meminfo_kib(const std::string& key) {
 }
 }  // namespace
 
-CpuIsa detect_isa() {
+namespace {
+
+// The extensions cpuid reports, whatever DNNL_MAX_CPU_ISA says.
+CpuIsa cpuid_isa() {
   CpuIsa isa;
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(1, &a, &b, &c, &d)) {
@@ -63,6 +68,36 @@ CpuIsa detect_isa() {
     isa.amx_tile = bit(d, 24);
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) isa.avx512_bf16 = bit(a, 5);
+  return isa;
+}
+
+const char* max_cpu_isa() {
+  const char* cap = std::getenv("DNNL_MAX_CPU_ISA");
+  return cap != nullptr && *cap != '\0' ? cap : nullptr;
+}
+
+}  // namespace
+
+// DNNL_MAX_CPU_ISA (AVX2, AVX512_CORE, AVX512_CORE_VNNI, AVX512_CORE_BF16, AVX512_CORE_AMX) is
+// oneDNN's cap, and tach's too: the extensions above it read as absent here, so that every choice
+// that follows the ISA (int8's weight range, bf16 in hardware or emulated, the f32 panels, the
+// notes and the advice) agrees with the kernels oneDNN runs, and one variable takes each ISA path
+// this CPU includes (tests/cmake/isa_paths.cmake runs the suite's CPU-dependent tests on each).
+// tach's own kernels are compiled for the build machine (-march=native) and are not capped.
+CpuIsa detect_isa() {
+  CpuIsa isa = cpuid_isa();
+  if (max_cpu_isa() == nullptr) return isa;
+  // oneDNN's ISA values are bit sets: an ISA includes every bit of the ones below it.
+  const auto effective = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto has = [&](dnnl::cpu_isa wanted) {
+    const auto w = static_cast<unsigned>(wanted);
+    return (effective & w) == w;
+  };
+  if (!has(dnnl::cpu_isa::avx2)) isa.avx2 = isa.fma = false;
+  if (!has(dnnl::cpu_isa::avx512_core)) isa.avx512f = isa.avx512bw = isa.avx512vl = false;
+  if (!has(dnnl::cpu_isa::avx512_core_vnni)) isa.avx512_vnni = false;
+  if (!has(dnnl::cpu_isa::avx512_core_bf16)) isa.avx512_bf16 = false;
+  if (!has(dnnl::cpu_isa::avx512_core_amx)) isa.amx_tile = isa.amx_bf16 = false;
   return isa;
 }
 
@@ -99,6 +134,11 @@ SystemInfo system_info() {
   info.openblas_config = openblas_get_config();
   info.openblas_core = openblas_get_corename();
   info.openblas_threads = openblas_get_num_threads();
+
+  if (const char* cap = max_cpu_isa(); cap != nullptr && info.isa.summary() != cpuid_isa().summary())
+    info.warnings.push_back(std::string("DNNL_MAX_CPU_ISA=") + cap + ": oneDNN and tach run as on a CPU with " +
+                            info.isa.summary() + " (this one has " + cpuid_isa().summary() +
+                            "); tach's own kernels, compiled for this CPU, still use its vector width.");
 
   const std::string core = info.openblas_core;
   const bool generic_core = core == "Prescott" || core == "Core2" || core == "Nehalem" || core == "Sandybridge" ||

@@ -1,5 +1,6 @@
 #include "cpu/int8_linear.h"
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -48,10 +49,20 @@ Int8Linear::Int8Linear(const Tensor& weight, const Tensor& bias, FusedActivation
   impl_->weight_scale = Tensor::empty({N_}, DType::f32, Device::cpu(), MemoryCategory::weights);
   quantize_rows_symmetric(w.data<float>(), N_, K_, K_, limit_, codes.data<int8_t>(), impl_->weight_scale.data<float>());
 
+  // oneDNN 2.6 without VNNI (AVX-512 before it; not AVX2) runs a one-column product with more
+  // than one row as a GEMV with the operands' roles swapped: the activations land on vpmaddubsw's
+  // signed side, where full-range codes saturate whatever the weights' range (measured: 111 of
+  // 130 rows wrong at K = 300). A second, zero column keeps it a GEMM, where 7-bit weights are exact.
+  columns_ = N_ == 1 && limit_ < 127 ? 2 : N_;
+  if (columns_ != N_) {
+    Tensor padded = Tensor::zeros({columns_, K_}, DType::i8, Device::cpu(), MemoryCategory::workspace);
+    std::memcpy(padded.raw(), codes.raw(), size_t(N_ * K_));
+    codes = padded;
+  }
   // Logical weights for matmul are [K, N]; the [N, K] codes are that with strides {1, K}.
-  dnnl::memory::desc plain({K_, N_}, dt::s8, {1, K_});
-  dnnl::memory::desc any({K_, N_}, dt::s8, dnnl::memory::format_tag::any);
-  impl_->weights_md = Impl::make_pd(packing_rows, K_, N_, N_, any).weights_desc();
+  dnnl::memory::desc plain({K_, columns_}, dt::s8, {1, K_});
+  dnnl::memory::desc any({K_, columns_}, dt::s8, dnnl::memory::format_tag::any);
+  impl_->weights_md = Impl::make_pd(packing_rows, K_, columns_, columns_, any).weights_desc();
   impl_->weights_storage = Storage::allocate(Device::cpu(), impl_->weights_md.get_size(), MemoryCategory::weights);
   impl_->weights = dnnl::memory(impl_->weights_md, onednn_engine(), impl_->weights_storage->data());
   dnnl::memory src(plain, onednn_engine(), codes.raw());
@@ -66,18 +77,30 @@ size_t Int8Linear::packed_bytes() const { return impl_->weights_md.get_size() + 
 
 void Int8Linear::multiply_codes(const int8_t* codes, int64_t M, int32_t* acc, int64_t ldacc) const {
   if (M == 0) return;
+  if (columns_ != N_) {  // the zero column's sums land beside the real ones, then those are copied
+    std::vector<int32_t> wide(size_t(M * columns_));
+    multiply_columns(codes, M, wide.data(), columns_);
+    for (int64_t m = 0; m < M; ++m)
+      std::memcpy(acc + m * ldacc, wide.data() + m * columns_, size_t(N_) * sizeof(int32_t));
+    return;
+  }
+  multiply_columns(codes, M, acc, ldacc);
+}
+
+void Int8Linear::multiply_columns(const int8_t* codes, int64_t M, int32_t* acc, int64_t ldacc) const {
   dnnl::matmul prim;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->by_rows.find({M, ldacc});
     if (it == impl_->by_rows.end())
-      it = impl_->by_rows.emplace(std::pair{M, ldacc}, dnnl::matmul(Impl::make_pd(M, K_, N_, ldacc, impl_->weights_md)))
+      it = impl_->by_rows
+               .emplace(std::pair{M, ldacc}, dnnl::matmul(Impl::make_pd(M, K_, columns_, ldacc, impl_->weights_md)))
                .first;
     prim = it->second;
   }
   dnnl::stream s(onednn_engine());
   dnnl::memory src({{M, K_}, dt::s8, {K_, 1}}, onednn_engine(), const_cast<int8_t*>(codes));
-  dnnl::memory dst({{M, N_}, dt::s32, {ldacc, 1}}, onednn_engine(), acc);
+  dnnl::memory dst({{M, columns_}, dt::s32, {ldacc, 1}}, onednn_engine(), acc);
   prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, impl_->weights}, {DNNL_ARG_DST, dst}});
   s.wait();
 }

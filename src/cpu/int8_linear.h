@@ -29,12 +29,17 @@ class Int8Linear {
 
   // Bytes of the packed int8 weight plus its per-channel scales (the f32 bias apart, as PackedLinear's).
   size_t packed_bytes() const;
+  // The least a call reads: the codes (1 B each) and the scales, not the blocked layout's padding.
+  size_t bytes_read() const { return size_t(columns_) * size_t(K_) + size_t(N_) * sizeof(float); }
   int weight_code_limit() const { return limit_; }
 
  private:
+  // multiply_codes into `columns_` columns of acc: N, or 2 for a one-column layer on the 7-bit path.
+  void multiply_columns(const int8_t* codes, int64_t M, int32_t* acc, int64_t ldacc) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  int64_t N_ = 0, K_ = 0;
+  int64_t N_ = 0, K_ = 0, columns_ = 0;
   int limit_ = 127;
 };
 

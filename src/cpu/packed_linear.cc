@@ -134,6 +134,12 @@ size_t PackedLinear::packed_bytes() const {
   return impl_->weights_md.get_size();
 }
 
+size_t PackedLinear::bytes_read() const {
+  if (int8_) return int8_->bytes_read();
+  if (bf16_weights_ || nf4_ || panels_) return packed_bytes();
+  return size_t(N_) * size_t(K_) * dtype_bytes(compute_, 1);
+}
+
 void PackedLinear::forward(const float* x, int64_t M, int64_t ldx, float* y, int64_t ldy) const {
   if (int8_) return int8_->forward(x, M, ldx, y, ldy);
   if (bf16_weights_) return bf16_weights_->forward(x, M, ldx, y, ldy);

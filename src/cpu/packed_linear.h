@@ -50,7 +50,13 @@ class PackedLinear {
   int64_t out_features() const { return N_; }
   DType compute_dtype() const { return compute_; }
   bool has_bias() const { return has_bias_; }
+  // The weight's bytes as placed in memory, padding of the packed layout included.
   size_t packed_bytes() const;
+  // The least a call reads of them: oneDNN's packed layouts (f32, bf16, int8) pad N and K up to
+  // whole blocks (64 x 64 for int8 on VNNI: 4x the codes of a 32 x 32 weight) that its kernels
+  // mask off and never load, so those count the weight itself (int8: its codes and per-channel
+  // scales); tach's own layouts count what their kernels stream (panels: the padded columns too).
+  size_t bytes_read() const;
 
  private:
   struct Impl;

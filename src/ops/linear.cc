@@ -82,7 +82,7 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& 
 Linear::~Linear() = default;
 
 int64_t Linear::weight_bytes() const {
-  if (packed_) return int64_t(packed_->packed_bytes()) + (has_bias_ ? N_ * 4 : 0);
+  if (packed_) return int64_t(packed_->bytes_read()) + (has_bias_ ? N_ * 4 : 0);
   return int64_t(weight_.nbytes()) + (bias_.defined() ? int64_t(bias_.nbytes()) : 0);
 }
 

@@ -37,7 +37,8 @@ class Linear {
   DType compute_dtype() const { return placement_.compute; }
   Device device() const { return placement_.device; }
   bool has_bias() const { return has_bias_; }
-  // The bytes a call reads for its weights: the packed CPU copy (with int8's scales) or the GPU's.
+  // The least a call reads of its weights and bias: on the CPU PackedLinear::bytes_read (the
+  // weight without its packed layout's padding, int8's scales with it), on a GPU the stored copy.
   int64_t weight_bytes() const;
   cpu::FusedActivation activation() const { return activation_; }
   const cpu::PackedLinear* packed() const { return packed_.get(); }  // CPU only
