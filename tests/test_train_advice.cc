@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <stdio.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <regex>
@@ -55,7 +58,7 @@ std::set<std::string> option_table(const std::string& command) {
     for (auto it = std::sregex_iterator(head.begin(), head.end(), name); it != std::sregex_iterator(); ++it)
       names.insert(it->str());
   }
-  EXPECT_GT(names.size(), 3u) << "tach " << command << " --help listed no options:\n" << help;
+  EXPECT_TRUE(names.count("--help")) << "tach " << command << " --help listed no options:\n" << help;
   return cache[command] = names;
 }
 
@@ -194,6 +197,65 @@ TEST(TrainAdvice, EveryFlagEstimateSuggestsExists) {
     ASSERT_FALSE(out.empty()) << args;
     expect_flags_exist(out, "estimate");
   }
+}
+
+// Every option of every command, as their --help lists them (and the top level's).
+std::set<std::string> every_option() {
+  std::set<std::string> all = option_table("");
+  const std::string help = tach_output("--help");
+  std::istringstream in(help);
+  const std::regex command(R"(^  ([a-z]+)\s)");
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, command))
+      for (const auto& o : option_table(m[1])) all.insert(o);
+  }
+  return all;
+}
+
+// Every message tach can print, wherever it is built: a flag named in any string literal of the
+// sources (src/, tools/tach/) is one some command takes. Flags of other programs that tach runs
+// or tells the user to run, and hidden aliases (absent from --help on purpose), are listed here.
+TEST(TrainAdvice, EveryFlagInTachsMessagesExists) {
+  const std::set<std::string> others = {// sbatch's, in the job scripts and plans of bench --slurm
+                                        "--array", "--chdir", "--cpus-per-task", "--gpus-per-task", "--job-name",
+                                        "--ntasks", "--parsable", "--partition", "--time",
+                                        // Chromium's, for report --pdf
+                                        "--headless", "--disable-gpu", "--no-sandbox", "--print-to-pdf",
+                                        "--no-pdf-header-footer",
+                                        // hidden aliases: classify's former --compute
+                                        "--compute"};
+  const std::set<std::string> options = every_option();
+  const std::filesystem::path root = std::filesystem::path(test::fixtures_dir()).parent_path().parent_path();
+  std::vector<std::filesystem::path> files;
+  for (const char* dir : {"src", "tools/tach"})
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root / dir))
+      if (e.path().extension() == ".cc") files.push_back(e.path());
+  ASSERT_GT(files.size(), 50u) << root;
+  const std::regex literal(R"xx("((?:[^"\\\n]|\\.)*)")xx");
+  const std::regex flag(R"((?:^|[\s(`\[])(--[a-z][a-z0-9-]*)(\*?))");
+  int checked = 0;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find_first_not_of(' ') != std::string::npos && line.compare(line.find_first_not_of(' '), 2, "//") == 0)
+        continue;  // a comment
+      for (auto l = std::sregex_iterator(line.begin(), line.end(), literal); l != std::sregex_iterator(); ++l) {
+        const std::string text = (*l)[1];
+        for (auto m = std::sregex_iterator(text.begin(), text.end(), flag); m != std::sregex_iterator(); ++m) {
+          const std::string name = (*m)[1];
+          ++checked;
+          if (options.count(name) || others.count(name)) continue;
+          const bool prefix = (*m)[2].length() > 0 || name.back() == '-';  // "the --lora-* options"
+          const bool prefix_ok = prefix && std::any_of(options.begin(), options.end(),
+                                                       [&](const std::string& o) { return o.rfind(name, 0) == 0; });
+          EXPECT_TRUE(prefix_ok) << f.filename().string() << ": no command takes " << name << ", named in \"" << text
+                                 << "\"";
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
 }
 
 // The advice's "this CPU multiplies bf16 in hardware" is the CPU's and oneDNN's ISA, not whether
