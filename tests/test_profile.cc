@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <tuple>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -10,6 +12,7 @@
 
 #include "core/symbol_name.h"
 #include "core/trace.h"
+#include "profile/cpu_caches.h"
 #include "profile/gpu_attribution.h"
 #include "tach/model.h"
 #include "tach/profile.h"
@@ -153,6 +156,85 @@ TEST(Roofline, SyntheticOpsAreClassified) {
   // A tiny op taking 1 ms: far above both floors.
   v = roofline(1e3, 1e3, 1e-3, c);
   EXPECT_EQ(v.bound, Bound::overhead);
+}
+
+// One active step of 10 ms holding op events of the given bytes per call, 10 calls each, each
+// call taking `call_ns`.
+ProfileData ops_at(const std::vector<std::tuple<std::string, double, double, double>>& ops) {
+  ProfileData d;
+  StepSample s;
+  s.active = true, s.start_ns = 0, s.end_ns = 10'000'000;
+  d.steps.push_back(s);
+  for (const auto& [key, flops, bytes, call_ns] : ops)
+    for (int i = 0; i < 10; ++i) {
+      ProfileEvent e;
+      e.name = key.substr(0, key.find(" |"));
+      e.detail = key.substr(key.find(" | ") + 3);
+      e.start_ns = 0, e.end_ns = int64_t(call_ns), e.self_ns = call_ns;
+      e.flops = flops, e.bytes = bytes;
+      d.events.push_back(e);
+    }
+  return d;
+}
+
+// An op that beats the DRAM ceiling with bytes that fit in the last-level cache runs from the
+// cache: "cache-resident", not "the ceiling is wrong". One that does not fit, or that beats the
+// compute ceiling, still means the ceiling is wrong.
+TEST(Roofline, CacheResidentOpsAreNotWrongCeilings) {
+  MachineCeilings c;
+  c.gemm_f32_flops = 100e9;
+  c.memory_bytes_per_s = 10e9;
+  const int64_t llc = 32 << 20;
+  // 1 MiB per call in 10 us: 105 GB/s, ten times DRAM; fits the 32 MiB cache.
+  // 256 MiB per call in 2.7 ms: the same rate; does not fit.
+  // A GEMM of 10 MFLOP and 64 KiB in 10 us: 1 TFLOP/s, ten times the compute ceiling.
+  const ProfileData d = ops_at({{"layer_norm | [64, 4096] f32", 1e3, 1 << 20, 10e3},
+                                {"softmax | [4096, 16384] f32", 1e3, 256 << 20, 2.7e6},
+                                {"linear | [8, 64] x [64, 64] f32", 10e6, 64 << 10, 10e3}});
+  std::map<std::string, OpTableRow> rows;
+  for (const auto& r : op_table(d, "op", "self", c, llc)) rows[r.key] = r;
+  EXPECT_TRUE(rows["layer_norm"].cache_resident);
+  EXPECT_FALSE(rows["layer_norm"].verdict.above_ceiling);
+  EXPECT_FALSE(rows["softmax"].cache_resident);
+  EXPECT_TRUE(rows["softmax"].verdict.above_ceiling);
+  EXPECT_FALSE(rows["linear"].cache_resident);
+  EXPECT_TRUE(rows["linear"].verdict.above_ceiling);
+  const std::string text = op_table_text(op_table(d, "op", "self", c, llc), 10);
+  EXPECT_NE(text.find("cache-resident"), std::string::npos) << text;
+  const size_t at = text.find("layer_norm");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_NE(line.find("cache-resident"), std::string::npos) << line;
+  EXPECT_EQ(line.find("ceiling is wrong"), std::string::npos) << line;
+  EXPECT_NE(cache_resident_note(rows["layer_norm"], llc).find("1.0 MiB per call fit in the 32.0 MiB last-level cache"),
+            std::string::npos);
+  const auto json = nlohmann::json::parse(op_table_json(op_table(d, "op", "self", c, llc)));
+  for (const auto& r : json["rows"]) EXPECT_EQ(r["cache_resident"].get<bool>(), r["name"] == "layer_norm") << r;
+  // Without a known cache size nothing is called cache-resident.
+  for (const auto& r : op_table(d, "op", "self", c, 0)) EXPECT_FALSE(r.cache_resident) << r.key;
+  // ceiling_violations and the bottlenecks use the machine's cache (sysfs), as big as 1 MiB on any CPU.
+  if (profile::last_level_cache_bytes() < (1 << 20)) GTEST_SKIP() << "sysfs gives no last-level cache size here";
+  for (const auto& v : ceiling_violations(d, c)) EXPECT_EQ(v.find("layer_norm"), std::string::npos) << v;
+  bool said = false;
+  for (const auto& b : bottlenecks(d, c, 3))
+    said = said || (b.rfind("layer_norm", 0) == 0 && b.find("cache-resident") != std::string::npos);
+  EXPECT_TRUE(said);
+}
+
+TEST(CpuCaches, LastLevelFromSysfs) {
+  test::TempDir dir;
+  const auto cache = [&](const char* index, const char* level, const char* type, const char* size) {
+    std::filesystem::create_directories(dir.file(index));
+    test::write_text(dir.file(index) + "/level", std::string(level) + "\n");
+    test::write_text(dir.file(index) + "/type", std::string(type) + "\n");
+    test::write_text(dir.file(index) + "/size", std::string(size) + "\n");
+  };
+  cache("index0", "1", "Data", "48K");
+  cache("index1", "1", "Instruction", "32K");
+  cache("index2", "2", "Unified", "2048K");
+  cache("index3", "3", "Unified", "105M");
+  EXPECT_EQ(profile::last_level_cache_bytes(dir.path()), int64_t(105) << 20);
+  EXPECT_EQ(profile::last_level_cache_bytes(dir.file("absent")), 0);
 }
 
 ProfileData loop(bool leak, int steps) {

@@ -142,18 +142,18 @@ struct MachineCeilings {
   // whose load could not be read, is under_load and never cached; a cache that does not record
   // its load, or records more than kMaxOtherCores, is measured again.
   double other_cores = 0, load_average = 0;
+  bool load_measured = false;
   bool under_load = false;
   bool from_cache = false;  // read from cache_file rather than measured by this call
-  bool load_measured = false;
   double age_s = 0;         // seconds since measured_at
 };
 inline constexpr double kMaxOtherCores = 0.25;
 MachineCeilings machine_ceilings(bool remeasure = false);
 // The cached ceilings of this machine and thread count, without measuring; nullopt when none.
 std::optional<MachineCeilings> cached_machine_ceilings();
+std::string machine_ceilings_cache_file();  // where they are cached, for this machine and thread count
 // The memory bandwidth alone: from the cache when there is one, else STREAM measured now (about
 // a second; not cached, and the method says so). For decoding's bandwidth limit.
-std::string machine_ceilings_cache_file();  // where they are cached, for this machine and thread count
 MachineCeilings memory_bandwidth_ceiling();
 // Where `c` came from, its age and the load it was measured under, in one line.
 std::string describe_ceilings_provenance(const MachineCeilings& c);
@@ -212,10 +212,17 @@ struct OpTableRow {
   // the roofline verdict judges it (the host span times only the launch).
   double gpu_ns = 0;
   RooflineVerdict verdict;
+  // A CPU row that beats the DRAM bandwidth ceiling (and not the compute one) with bytes per call
+  // that fit in the last-level cache: its operands stay in the cache between calls, so the DRAM
+  // ceiling does not bind it. Its verdict is then not above_ceiling: the ceiling is not wrong.
+  bool cache_resident = false;
 };
 // group_by: op | module | shape (op and its detail).  sort_by: self | total | memory | flops
+// last_level_cache_bytes: the CPU's, for cache_resident; -1 reads it from sysfs, 0 means unknown.
 std::vector<OpTableRow> op_table(const ProfileData& data, const std::string& group_by, const std::string& sort_by,
-                                 const MachineCeilings& ceilings);
+                                 const MachineCeilings& ceilings, int64_t last_level_cache_bytes = -1);
+// Why a cache_resident row beats the DRAM ceiling, in words (its bytes per call, the cache's size).
+std::string cache_resident_note(const OpTableRow& row, int64_t last_level_cache_bytes);
 std::string op_table_text(const std::vector<OpTableRow>& rows, size_t limit);
 std::string op_table_csv(const std::vector<OpTableRow>& rows);
 std::string op_table_json(const std::vector<OpTableRow>& rows);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "profile/cpu_caches.h"
 #include "tach/profile.h"
 #include "tach/stats.h"
 
@@ -134,7 +135,13 @@ std::vector<std::string> bottlenecks(const ProfileData& d, const MachineCeilings
                   r.verdict.achieved_fraction * 100);
     std::string advice;
     const std::string op = r.key.substr(0, r.key.find(" |"));
-    if (r.verdict.bound == Bound::compute)
+    if (r.cache_resident) {
+      std::snprintf(head, sizeof head, "%s takes %.1f%% of the steps (%lld calls), ", r.key.c_str(), r.percent_of_steps,
+                    static_cast<long long>(r.calls));
+      advice = cache_resident_note(r, profile::last_level_cache_bytes()) + " (" +
+               std::to_string(int(std::lround(r.verdict.achieved_fraction * 100))) +
+               "% of it); larger shapes that spill the cache would be bound by DRAM";
+    } else if (r.verdict.bound == Bound::compute)
       advice = op == "linear" ? "fewer FLOPs move it: a smaller model, shorter sequences (less padding: bucketing), or "
                                 "a faster GEMM dtype where the CPU has native bf16/AMX"
                               : "it is doing useful arithmetic near the peak; reduce the work it is given";
