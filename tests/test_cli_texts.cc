@@ -156,7 +156,10 @@ TEST(CliTexts, GenerateTextPromptsAreTheTokenizersIds) {
 
 TEST(CliExitStatus, UsageErrorsExitWithTwo) {
   for (const std::vector<std::string>& args : {std::vector<std::string>{"tokenize", "--no-such-flag"},
-                                               {"bench", "--batch-size", "4"},
+                                               {"bench", "--batch-szie", "4"},
+                                               {"bench", "-b", "0"},
+                                               {"bench", "--device", "tpu"},
+                                               {"bnech"},
                                                {"no-such-command"},
                                                {"classify", "--repeat", "many"},
                                                {"generate", "-n"},

@@ -201,11 +201,34 @@ struct PointResult {
   // reason in energy_source: never estimated from TDP.
   double energy_j = -1, energy_j_per_sample = -1, energy_j_per_token = -1;
   std::string energy_source;
+  // Other processes' CPU use while the point was measured (results.jsonl "load"; absent in older
+  // runs: measured = false, and the load is unknown, not different). contended: they took cores
+  // the point's threads needed. tach compare calls a change between points measured under
+  // different load inconclusive.
+  struct Load {
+    bool measured = false;
+    double other_cores_mean = 0, other_cores_max = 0;  // cores (1.0 = one core fully busy)
+    double load_average_1m = 0;
+    bool contended = false;
+  } load;
   double measured_wall_s = 0;    // first measured run start to last end, on the bench's clock
   double timer_overhead_ns = 0;  // one steady-clock reading
   double bookkeeping_ms = 0;     // measured wall minus the sum of run latencies
   std::string finished_at;       // UTC, ISO 8601
 };
+
+// A point's throughput, one definition in every view (the table, the findings, summary.json and
+// .txt, the CSV, the report, tach compare): the work of one batch over the MEDIAN batch latency,
+// the statistic the latency beside it is; one slow run cannot swing it as it swings a total over
+// the summed time. Sets samples_per_s (rows per batch, every rank's under mpirun), batches_per_s,
+// tokens_per_s (real tokens per batch, their mean over the batches), achieved_gflops_per_s (FLOPs
+// per batch), a training point's mfu (against train.ceiling_gflops_per_s), and decode.tokens_per_s
+// (rows over the median decode step). A point without a median keeps zeros.
+void set_throughput_from_median(PointResult& p);
+// per_batch (rows, tokens, FLOPs) over a median latency in ms, per second; 0 without a median.
+double per_second_at_median(double per_batch, double median_ms);
+// The definition in words, for legends and method lines.
+extern const char* const kThroughputDefinition;
 
 std::string point_to_json(const PointResult& p);  // one line of results.jsonl, no newline
 
@@ -274,6 +297,7 @@ struct SweepOutcome {
   // Under mpirun (a training sweep, each point's steps data-parallel): this process's rank. Rank 0
   // writes the run directory and speaks for the job; the others return with nothing to write.
   int rank = 0, world_size = 1;
+  bool eval_only = false;  // tach eval: the accuracy pass alone, no points; its summary describes an eval
 };
 
 // Creates runs/<run_id>/ with config.json and runs every point, appending each to results.jsonl

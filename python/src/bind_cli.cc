@@ -2,9 +2,10 @@
 // the argument list the CLI would get and run it here, through the same run_cli as the tach
 // executable, so they take the same options, write the same run directories and fail with the
 // same messages. The GIL is released while a command runs; its output goes to Python's
-// sys.stdout/sys.stderr (a notebook shows it), or is captured for commands whose JSON the Python
-// side reads; run.log is kept as the executable keeps it. Progress draws only where sys.stderr is
-// a terminal.
+// sys.stdout/sys.stderr (a notebook shows it), or stdout is captured: for commands whose JSON the
+// Python side reads, and where sys.stdout is no terminal (the run commands stay quiet there; the
+// caller decides, python/tach/_commands.py). run.log is kept as the executable keeps it, captured
+// lines included. Progress draws only where sys.stderr is a terminal.
 #include <pybind11/iostream.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

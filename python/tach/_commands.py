@@ -7,6 +7,7 @@ is --batch-sizes 1,8; True sets a flag; False sets its --no- form where it has o
 """
 import json
 import os
+import sys
 
 from . import _tach
 from ._records import Run
@@ -94,8 +95,17 @@ def run_command(command, positionals=(), options=None, capture_stdout=False, ok_
     raise Error(error or f"tach {command} failed with exit status {status}")
 
 
+def _stdout_is_terminal():
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # sys.stdout is None, closed, or has no isatty()
+        return False
+
+
 def _run_result(command, options, positionals=()):
-    _, _, run_dirs = run_command(command, positionals, options)
+    # Off a terminal (a notebook, a file, a pipe) the table, the findings and the list of files
+    # written stay out of stdout: the returned Run holds them, and run.log keeps every line.
+    _, _, run_dirs = run_command(command, positionals, options, capture_stdout=not _stdout_is_terminal())
     if not run_dirs:
         raise Error(f"tach {command} wrote no run directory")
     return Run(run_dirs[0])
@@ -146,7 +156,6 @@ def cli(*args):
     """Runs `tach ARGS...` as the executable would (output to sys.stdout); returns the exit status."""
     status, error, _, _ = _tach.run_cli([_text(a) for a in args], False)
     if error and status not in (0, 2):
-        import sys
         print(f"tach: error: {error}", file=sys.stderr)
     return status
 

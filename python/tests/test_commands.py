@@ -42,12 +42,49 @@ def test_to_pandas(tmp_path):
 
 
 def test_unknown_option_and_bad_value(tmp_path):
-    with pytest.raises(tach.UsageError, match="no option 'batch_size'.*batch_sizes"):
-        tach.bench(batch_size=[1], runs_dir=tmp_path)
+    with pytest.raises(tach.UsageError, match="no option 'batchsize'.*batch_sizes"):
+        tach.bench(batchsize=[1], runs_dir=tmp_path)
     with pytest.raises(tach.UsageError):
         tach.bench(model="preset:bert-tiny", batch_sizes="one", runs_dir=tmp_path)
+    with pytest.raises(tach.UsageError, match="batch size 0: batch sizes must be positive"):
+        tach.bench(model="preset:bert-tiny", batch_sizes=[0, 4], runs_dir=tmp_path)
+    with pytest.raises(tach.UsageError, match="tpu"):
+        tach.bench(model="preset:bert-tiny", device="tpu", runs_dir=tmp_path)
+    assert not os.listdir(tmp_path)  # a usage error makes no run directory
     with pytest.raises(tach.UsageError, match="switch"):
         tach.bench(no_progress="yes", runs_dir=tmp_path)
+
+
+def test_the_batch_option_has_one_name_and_its_aliases(tmp_path):
+    runs = [tach.bench(runs_dir=tmp_path, run_id=key, **{key: [1, 2]}, **TINY)
+            for key in ("batch", "batch_size", "batch_sizes")]
+    assert all([r["batch_size"] for r in run.records] == [1, 2] for run in runs)
+
+
+def test_commands_are_quiet_off_a_terminal(tmp_path, capfd):
+    run = tach.bench(batch_sizes=[1], runs_dir=tmp_path, run_id="quiet", **TINY)
+    out, _ = capfd.readouterr()
+    assert out == ""  # the process's stdout: no table, findings, next steps or "written:"
+    log = open(os.path.join(run.dir, "run.log")).read()
+    assert "Findings" in log and "written:" in log  # kept where a reader looks for them
+
+
+def test_a_model_that_cannot_run_raises_before_a_run(tmp_path):
+    options = dict(TINY, model=str(tmp_path / "does-not-exist"))
+    with pytest.raises(tach.Error, match="does-not-exist.*not found"):
+        tach.bench(batch_sizes=[1, 2], runs_dir=tmp_path / "runs", **options)
+    with pytest.raises(tach.Error, match="every sequence length .* is past preset:bert-tiny's 512 positions"):
+        tach.bench(batch_sizes=[1], runs_dir=tmp_path / "runs", **dict(TINY, seq_lens=[600, 1000]))
+    assert not (tmp_path / "runs").exists()  # refused before a run directory was made
+
+
+def test_a_sweep_where_no_point_ran_raises(tmp_path):
+    # This RoBERTa has 32 positions, 2 of them padding's: length 31 is refused by every point.
+    model = os.path.join(FIXTURES, "encoders", "roberta-cls2-f32")
+    with pytest.raises(tach.Error, match="no point of the sweep ran: 2 failed; the first, .*positions"):
+        tach.bench(batch_sizes=[1, 2], runs_dir=tmp_path, run_id="none", **dict(TINY, model=model, seq_lens=31))
+    records = [json.loads(line) for line in open(tmp_path / "none" / "results.jsonl")]
+    assert [r["status"] for r in records] == ["failed", "failed"]  # the results are kept
 
 
 def test_errors_are_the_cli_messages(tmp_path):

@@ -34,8 +34,13 @@ RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   check(!ec, dir + ": cannot create the run directory: " + ec.message());
-  check(!fs::exists(fs::path(dir) / "results.jsonl"),
-        dir + " already holds a run (results.jsonl); continue it with --resume " + dir + " or choose another --run-id");
+  // A directory that holds a run (a sweep's, an eval's, a training run's) is never written into
+  // afresh: its files would then disagree (one run's config.json beside another's accuracy.json).
+  for (const char* name : {"results.jsonl", "config.json", "accuracy.json", "steps.jsonl"})
+    check(!fs::exists(fs::path(dir) / name),
+          dir + " already holds a run (" + name + "); choose another --run-id" +
+              (fs::exists(fs::path(dir) / "results.jsonl") ? ", or continue its sweep with tach bench --resume " + dir
+                                                           : std::string()));
   announce_run_dir(dir);
   RunStore s;
   s.dir_ = dir;

@@ -15,6 +15,8 @@
 #include "bench/bench_internal.h"
 #include "cpu/gemm.h"
 #include "dist/communicator.h"
+#include "model/checkpoint.h"
+#include "model/family.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
 #include "tach/memory.h"
@@ -105,6 +107,21 @@ void validate(const BenchConfig& c, bool here = true) {
   check(c.input != "dataset" || !c.dataset.path.empty(), "--input dataset needs --dataset FILE");
   check(!c.accuracy || !c.dataset.path.empty(), "accuracy needs a labelled dataset: pass --dataset FILE");
   if (c.train.enabled) validate_train(c);
+}
+
+// What cannot run anywhere in the grid is an error before a run directory is made, not a grid of
+// failed points: a model that is not found (a missing directory, a hub id neither cached nor
+// downloadable), a config.json that does not parse or names a family tach does not build, and
+// sequence lengths that are all past the model's positions. Reads config.json only, not weights.
+void check_model_runs(const BenchConfig& c) {
+  const model::ArchitectureSummary a = model::summarize_architecture(model::resolve_model(c.model));
+  if (a.P <= 0 || c.seq_lens.empty()) return;
+  const int64_t shortest = *std::min_element(c.seq_lens.begin(), c.seq_lens.end());
+  std::string lengths;
+  for (int64_t s : c.seq_lens) lengths += (lengths.empty() ? "" : ",") + std::to_string(s);
+  check(shortest <= a.P, "every sequence length (-s " + lengths + ") is past " + c.model + "'s " + std::to_string(a.P) +
+                             " positions (max_position_embeddings): sweep -s " +
+                             std::to_string(std::min<int64_t>(a.P, 128)) + " or up to " + std::to_string(a.P));
 }
 
 // "auto" among the devices: the first GPU when one is usable and the sweep is of forwards (training
@@ -262,6 +279,41 @@ std::optional<std::string> read_text(const fs::path& p) {
   return ss.str();
 }
 
+// What an accuracy pass's results depend on. accuracy.json keeps it, so that a resumed run reuses
+// the file only when it was measured so (anything else is measured again).
+nlohmann::json accuracy_settings(const BenchConfig& c) {
+  const nlohmann::json all = nlohmann::json::parse(bench_config_to_json(c));
+  nlohmann::json settings = nlohmann::json::object();
+  for (const char* key : {"model", "tokenizer", "adapter", "devices", "dtypes", "seed", "dataset", "bucketing",
+                          "sample_sizes", "limit", "eval_batch_size", "eval_max_length"})
+    settings[key] = all.at(key);
+  return settings;
+}
+
+// accuracy.json's results when they were measured with these settings; nullopt (with the reason in
+// *why) when the file was written for other settings or before files said which.
+std::optional<std::vector<AccuracyResult>> matching_accuracy(const std::string& text, const std::string& where,
+                                                             const BenchConfig& config, std::string* dataset,
+                                                             std::string* why) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) { throw Error(where + ": " + e.what()); }
+  const nlohmann::json wanted = accuracy_settings(config);
+  if (!j.is_object() || !j.contains("settings")) {
+    *why = where + " does not say which settings it was measured with";
+    return std::nullopt;
+  }
+  if (j["settings"] != wanted) {
+    std::string differ;
+    for (const auto& [key, value] : wanted.items())
+      if (!j["settings"].contains(key) || j["settings"][key] != value) differ += (differ.empty() ? "" : ", ") + key;
+    *why = where + " was measured with other settings (" + differ + ")";
+    return std::nullopt;
+  }
+  return accuracy_from_json(text, where, dataset);
+}
+
 // A short profiled window after a point (its timings are already taken): traces/<point>/.
 void profile_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,
                    const std::string& run_dir) {
@@ -407,9 +459,18 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
   out.result_write_ms_median = summarize(write_ms).median;
 
   if (accuracy) {
+    // Results on disk are reused only by a resumed run, and only when measured with its settings.
     const fs::path acc_path = fs::path(store.dir()) / "accuracy.json";
-    if (auto text = read_text(acc_path)) {
-      out.accuracy = accuracy_from_json(*text, acc_path.string(), &out.accuracy_dataset);
+    std::optional<std::vector<AccuracyResult>> kept;
+    if (auto text = read_text(acc_path); text && !selection.measure) {  // read back as it is
+      kept = accuracy_from_json(*text, acc_path.string(), &out.accuracy_dataset);
+    } else if (text) {
+      std::string why;
+      kept = matching_accuracy(*text, acc_path.string(), config, &out.accuracy_dataset, &why);
+      if (!kept && observer.on_note) observer.on_note(why + ": measuring the accuracy again");
+    }
+    if (kept) {
+      out.accuracy = std::move(*kept);
     } else if (selection.measure) {
       check(texts.has_value(), "no texts for the accuracy pass");
       // One pass per device and dtype, so that --dtype f32,int8 puts the accuracies side by side;
@@ -428,13 +489,26 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
         if (observer.on_note)
           observer.on_note("accuracy pass on " + texts->name + " (" + std::to_string(texts->examples.size()) +
                            " examples) with " + group);
-        for (AccuracyResult& r : bench::evaluate(*model, *texts, config, observer)) {
+        // One thread count (tach eval -t, or a sweep of one) is the pass's; a sweep over several
+        // leaves it all the cores.
+        set_threads(config.threads.size() == 1 ? config.threads.front() : 0);
+        std::vector<AccuracyResult> pass;
+        try {
+          pass = bench::evaluate(*model, *texts, config, observer);
+        } catch (...) {
+          set_threads(0);
+          throw;
+        }
+        set_threads(0);
+        for (AccuracyResult& r : pass) {
           r.device = parse_device(device).str(), r.dtype = dtype;
           out.accuracy.push_back(std::move(r));
         }
       }
       out.accuracy_dataset = texts->name;
-      store.write_text("accuracy.json", accuracy_to_json(out.accuracy, out.accuracy_dataset) + "\n");
+      nlohmann::json file = nlohmann::json::parse(accuracy_to_json(out.accuracy, out.accuracy_dataset));
+      file["settings"] = accuracy_settings(config);
+      store.write_text("accuracy.json", file.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     }
   }
   return out;
@@ -474,6 +548,7 @@ RunStore create_sweep_run(const BenchConfig& given, bool here) {
   if (config.train.enabled && !config.dataset.path.empty()) config.input = "dataset";
   const std::string auto_note = resolve_auto_device(config);
   validate(config, here);
+  if (here) check_model_runs(config);
   if (config.run_id.empty())
     config.run_id =
         unique_run_id(config.runs_dir, default_run_id(config.model) + (config.train.enabled ? "-train" : ""));
@@ -555,12 +630,16 @@ SweepOutcome run_eval(const BenchConfig& given, const BenchObserver& observer) {
   config.accuracy = true;
   const std::string auto_note = resolve_auto_device(config);
   validate(config);
+  check(config.threads.size() == 1, "tach eval runs its pass with one thread count: give -t once");
+  (void)model::summarize_architecture(model::resolve_model(config.model));  // a model that cannot load: now
   if (config.run_id.empty()) config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model) + "-eval");
   bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
   if (!auto_note.empty()) store.notes.insert(store.notes.begin(), auto_note);
   bench::PointSelection accuracy_only;
   accuracy_only.sweep = false;
-  return bench::execute_sweep(store, observer, accuracy_only, true);
+  SweepOutcome out = bench::execute_sweep(store, observer, accuracy_only, true);
+  out.eval_only = true;
+  return out;
 }
 
 std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const std::string& dataset) {

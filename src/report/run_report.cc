@@ -2,6 +2,7 @@
 // nothing fetched) from what the run directory holds: summary.json, results.jsonl,
 // accuracy.json, summary.txt and traces/. Every chart's numbers are also in a table.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "model/safetensors_writer.h"
@@ -132,6 +134,25 @@ void slurm_rows(Page& page, const fs::path& dir, const Row& row) {
   } catch (const Error& e) { row("points", "the grid could not be read back: " + escape_html(e.what())); }
 }
 
+// The thread counts the points ran with, in words ("1 and 2 threads", "all 4 threads"): what the
+// sweep measured, where the machine's default count would say one number for a sweep over several.
+std::string threads_text(const std::vector<PointResult>& points, int machine_threads) {
+  std::set<int64_t> counts;
+  for (const auto& p : points) counts.insert(p.key.threads);
+  if (counts.empty()) counts.insert(machine_threads);
+  const auto word = [&](int64_t t) {
+    return t > 0 ? std::to_string(t) : machine_threads > 0 ? "all " + std::to_string(machine_threads) : "all";
+  };
+  std::string out;
+  size_t i = 0;
+  for (int64_t t : counts) {
+    out += (i == 0 ? "" : i + 1 == counts.size() ? " and " : ", ") + word(t);
+    ++i;
+  }
+  const bool one = counts.size() == 1 && (*counts.begin() == 1 || (*counts.begin() <= 0 && machine_threads == 1));
+  return out + (one ? " thread" : " threads");
+}
+
 void header_section(Page& page, const fs::path& dir, const std::optional<json>& summary,
                     const std::optional<json>& config, const std::vector<PointResult>& points) {
   std::ostringstream& h = page.h;
@@ -164,8 +185,8 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
   }
   if (config && config->contains("machine") && (*config)["machine"].is_object()) {
     const json& m = (*config)["machine"];
-    row("machine", escape_html(m.value("cpu", std::string())) + ", " + std::to_string(m.value("threads", 0)) +
-                       " threads, ISA " + escape_html(m.value("isa", std::string())) + ", GEMM " +
+    row("machine", escape_html(m.value("cpu", std::string())) + ", " + threads_text(points, m.value("threads", 0)) +
+                       ", ISA " + escape_html(m.value("isa", std::string())) + ", GEMM " +
                        escape_html(m.value("gemm", std::string())));
   }
   if (summary && summary->contains("machine") && (*summary)["machine"].is_object()) {
@@ -174,7 +195,7 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
     const json warnings = m.value("warnings", json::array());
     for (const auto& x : warnings) w += "<br>warning: " + escape_html(x.get<std::string>());
     row("machine", escape_html(m.value("cpu", std::string())) + ", " + std::to_string(m.value("logical_cores", 0)) +
-                       " logical cores, " + std::to_string(m.value("threads", 0)) + " threads, ISA " +
+                       " logical cores, " + threads_text(points, m.value("threads", 0)) + ", ISA " +
                        escape_html(m.value("isa", std::string())) + ", GEMM " +
                        escape_html(m.value("gemm_library", std::string())) + ", " +
                        mib(m.value("memory_total_bytes", 0.0) / 1024) + " GiB" + w);
@@ -192,6 +213,8 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
                         num(c.value("memory_bytes_per_s", 0.0) / 1e9, 1) + " GB/s (" +
                         escape_html(c.value("provenance", std::string())) + ")");
   }
+  if (summary && summary->value("kind", std::string()) == "eval")
+    row("method", escape_html(summary->value("method", std::string())));
   if (summary && summary->contains("stopping_rule")) {
     const bool train = summary->value("kind", std::string()) == "train";
     row("method", std::to_string(summary->value("warmup_runs", 0)) +
@@ -199,7 +222,8 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
                       escape_html(summary->value("stopping_rule", std::string())) +
                       (train ? "; latency is the whole optimizer step (data, forward with the loss, backward, "
                                "clipping, AdamW), wall clock (steady_clock); each point builds its own model"
-                             : "; latency per batch is the model forward alone, wall clock (steady_clock)"));
+                             : "; latency per batch is the model forward alone, wall clock (steady_clock)") +
+                      "; throughput: " + escape_html(kThroughputDefinition));
   }
   std::string first, last;
   for (const auto& p : points)
@@ -259,7 +283,7 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
   const std::vector<std::string> six = {
       panel("latency per sample", "ms per sample (median)",
             [](const PointResult& p) { return p.sample_latency_ms.median; }),
-      panel("throughput", "samples/s", [](const PointResult& p) { return p.samples_per_s; }),
+      panel("throughput", "samples/s (batch / median latency)", [](const PointResult& p) { return p.samples_per_s; }),
       panel("GPU memory", "MiB, allocator peak on the device",
             [&](const PointResult& p) {
               return gpu && p.key.device != "cpu" ? peak(p, "total") / 1048576.0 : std::nan("");
@@ -301,7 +325,7 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
     report::LineChartSpec spec;
     spec.title = "memory usage";
     spec.x_label = "batch size";
-    spec.y_label = "MiB (peak RSS of the process; tach's allocator peak)";
+    spec.y_label = "MiB (process peak RSS; allocator peak)";
     spec.log2_x = true;
     page.figs.add("memory_usage", "memory against batch size", report::line_chart(spec, memory));
   }
@@ -438,40 +462,63 @@ void accuracy_section(Page& page, const json& acc) {
       << num(r.value("chance_accuracy", 0.0), 4) << "</td><td>" << num(r.value("samples_per_s", 0.0), 1)
       << "</td></tr>";
   h << "</table>";
-  if (results.empty()) return;
-  const json& last = results.back();
-  std::vector<std::string> labels;
-  h << "<table><tr><th>label</th><th>precision</th><th>recall</th><th>F1</th><th>support</th></tr>";
-  const json per_class = last.value("per_class", json::array());
-  for (const auto& c : per_class) {
-    labels.push_back(c.value("label", std::string()));
-    h << "<tr><td>" << escape_html(labels.back()) << "</td><td>" << num(c.value("precision", 0.0), 4) << "</td><td>"
-      << num(c.value("recall", 0.0), 4) << "</td><td>" << num(c.value("f1", 0.0), 4) << "</td><td>"
-      << c.value("support", 0) << "</td></tr>";
+  // Per class and the confusion matrix for every device and dtype (each at its largest sample
+  // size, the last it ran), each titled with its own.
+  std::vector<const json*> last_of_group;
+  const auto group = [](const json& r) {
+    return r.value("device", std::string()) + "/" + r.value("dtype", std::string());
+  };
+  for (const auto& r : results) {
+    auto same =
+        std::find_if(last_of_group.begin(), last_of_group.end(), [&](const json* g) { return group(*g) == group(r); });
+    if (same == last_of_group.end()) last_of_group.push_back(&r);
+    else *same = &r;
   }
-  h << "</table>";
-  const auto confusion = last.value("confusion", std::vector<std::vector<int64_t>>{});
-  if (confusion.empty()) return;
-  std::vector<std::vector<double>> level;
-  std::vector<std::vector<std::string>> text;
-  std::vector<std::string> rows, cols;
-  for (size_t i = 0; i < confusion.size(); ++i) {
-    int64_t total = 0;
-    for (auto v : confusion[i]) total += v;
-    level.emplace_back();
-    text.emplace_back();
-    for (auto v : confusion[i]) {
-      level.back().push_back(total ? double(v) / double(total) : 0);
-      text.back().push_back(std::to_string(v));
+  for (size_t k = 0; k < last_of_group.size(); ++k) {
+    const json& last = *last_of_group[k];
+    const std::string which = last.value("dtype", std::string()).empty() ? std::string() : group(last);
+    const std::string examples = std::to_string(last.value("examples", 0)) + " examples";
+    std::vector<std::string> labels;
+    h << "<h3>Per class and confusion matrix: " << escape_html(which.empty() ? examples : which + ", " + examples)
+      << "</h3>";
+    h << "<table><tr><th>label</th><th>precision</th><th>recall</th><th>F1</th><th>support</th></tr>";
+    const json per_class = last.value("per_class", json::array());
+    for (const auto& c : per_class) {
+      labels.push_back(c.value("label", std::string()));
+      h << "<tr><td>" << escape_html(labels.back()) << "</td><td>" << num(c.value("precision", 0.0), 4) << "</td><td>"
+        << num(c.value("recall", 0.0), 4) << "</td><td>" << num(c.value("f1", 0.0), 4) << "</td><td>"
+        << c.value("support", 0) << "</td></tr>";
     }
-    rows.push_back("true " + (i < labels.size() ? labels[i] : std::to_string(i)));
-    cols.push_back("pred " + (i < labels.size() ? labels[i] : std::to_string(i)));
+    h << "</table>";
+    const auto confusion = last.value("confusion", std::vector<std::vector<int64_t>>{});
+    if (confusion.empty()) continue;
+    std::vector<std::vector<double>> level;
+    std::vector<std::vector<std::string>> text;
+    std::vector<std::string> rows, cols;
+    for (size_t i = 0; i < confusion.size(); ++i) {
+      int64_t total = 0;
+      for (auto v : confusion[i]) total += v;
+      level.emplace_back();
+      text.emplace_back();
+      for (auto v : confusion[i]) {
+        level.back().push_back(total ? double(v) / double(total) : 0);
+        text.back().push_back(std::to_string(v));
+      }
+      rows.push_back("true " + (i < labels.size() ? labels[i] : std::to_string(i)));
+      cols.push_back("pred " + (i < labels.size() ? labels[i] : std::to_string(i)));
+    }
+    // The first keeps the figure name it always had; the others carry their device and dtype.
+    std::string id = k == 0 ? "confusion_matrix" : "confusion_matrix_";
+    if (k > 0)
+      for (char ch : which) id += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    h << page.figs.add(
+        id, "confusion matrix" + (which.empty() ? std::string() : " " + which),
+        report::heatmap("confusion matrix" + (which.empty() ? std::string() : " (" + which + ")") +
+                            " (counts; shade = share of the true label's row)",
+                        rows, cols, level, text),
+        {(which.empty() ? std::string() : which + ": ") + "accuracy " + num(last.value("accuracy", 0.0), 4) +
+         ", macro-F1 " + num(last.value("macro_f1", 0.0), 4) + " over " + examples});
   }
-  h << page.figs.add(
-      "confusion_matrix", "confusion matrix",
-      report::heatmap("confusion matrix (counts; shade = share of the true label's row)", rows, cols, level, text),
-      {"accuracy " + num(last.value("accuracy", 0.0), 4) + ", macro-F1 " + num(last.value("macro_f1", 0.0), 4) +
-       " over " + std::to_string(last.value("examples", 0)) + " examples"});
 }
 
 // profile.json's words and numbers: the roofline, the bottlenecks, the op-sum against the step,

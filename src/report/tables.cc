@@ -129,8 +129,8 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
     return {fmt("%.2f", d.step_ms.median), fmt("%.1f", d.tokens_per_s), fmt("%.0f%%", 100 * d.fraction_of_limit)};
   };
   if (md) {
-    rows.push_back({"model", "device", "dtype", "threads", "batch", "seq", "ms/batch (median ± std)", "samples/s",
-                    "tokens/s", "status"});
+    rows.push_back({"model", "device", "dtype", "threads", "batch", "seq", "ms/batch (median ± std)",
+                    "samples/s (batch / median)", "tokens/s", "status"});
   } else {
     rows.push_back({"device", "dtype", "thr", "batch", "seq", "runs", "ms/batch med", "p95", "±std", "ms/sample",
                     "samples/s", "tokens/s", "GFLOP/s", "tokenize ms", "alloc peak MiB", "RSS peak MiB", "stopped by"});
@@ -279,26 +279,37 @@ std::string accuracy_text(const std::vector<AccuracyResult>& results, const std:
         << " s in all (tokenize " << fmt("%.2f", r.tokenize_s) << " s, model " << fmt("%.2f", r.model_s) << " s), "
         << fmt("%.1f", r.samples_per_s) << " samples/s\n";
   }
-  if (results.empty()) return out.str();
-  const AccuracyResult& last = results.back();
-  std::vector<std::vector<std::string>> rows{{"label", "precision", "recall", "F1", "support"}};
-  for (const auto& c : last.per_class)
-    rows.push_back(
-        {c.label, fmt("%.4f", c.precision), fmt("%.4f", c.recall), fmt("%.4f", c.f1), std::to_string(c.support)});
-  out << "  Per class (" << last.examples << " examples"
-      << (last.dtype.empty() ? "" : ", " + last.device + "/" + last.dtype) << "):\n"
-      << aligned(rows, false);
-  if (last.confusion.size() <= 12) {
-    std::vector<std::vector<std::string>> cm{{"true \\ predicted"}};
-    for (const auto& c : last.per_class) cm[0].push_back(c.label);
-    for (size_t i = 0; i < last.confusion.size(); ++i) {
-      cm.push_back({last.per_class[i].label});
-      for (int64_t v : last.confusion[i]) cm.back().push_back(std::to_string(v));
+  // Per class and the confusion matrix for every device and dtype (each at its largest sample
+  // size, the last it ran), each titled with its own: a pass's errors are its own.
+  std::vector<const AccuracyResult*> last_of_group;
+  for (const auto& r : results) {
+    auto same = std::find_if(last_of_group.begin(), last_of_group.end(),
+                             [&](const AccuracyResult* g) { return g->device == r.device && g->dtype == r.dtype; });
+    if (same == last_of_group.end()) last_of_group.push_back(&r);
+    else *same = &r;
+  }
+  for (const AccuracyResult* g : last_of_group) {
+    const AccuracyResult& last = *g;
+    const std::string which = last.dtype.empty() ? "" : ", " + last.device + "/" + last.dtype;
+    std::vector<std::vector<std::string>> rows{{"label", "precision", "recall", "F1", "support"}};
+    for (const auto& c : last.per_class)
+      rows.push_back(
+          {c.label, fmt("%.4f", c.precision), fmt("%.4f", c.recall), fmt("%.4f", c.f1), std::to_string(c.support)});
+    out << "  Per class (" << last.examples << " examples" << which << "):\n" << aligned(rows, false);
+    if (last.confusion.size() <= 12) {
+      std::vector<std::vector<std::string>> cm{{"true \\ predicted"}};
+      for (const auto& c : last.per_class) cm[0].push_back(c.label);
+      for (size_t i = 0; i < last.confusion.size(); ++i) {
+        cm.push_back({last.per_class[i].label});
+        for (int64_t v : last.confusion[i]) cm.back().push_back(std::to_string(v));
+      }
+      out << "  Confusion matrix (" << last.examples << " examples" << which
+          << "; rows: true label, columns: predicted):\n"
+          << aligned(cm, false);
+    } else {
+      out << "  Confusion matrix" << (which.empty() ? "" : " (" + which.substr(2) + ")") << ": "
+          << last.confusion.size() << "x" << last.confusion.size() << " labels, in accuracy.json and summary.json\n";
     }
-    out << "  Confusion matrix (rows: true label, columns: predicted):\n" << aligned(cm, false);
-  } else {
-    out << "  Confusion matrix: " << last.confusion.size() << "x" << last.confusion.size()
-        << " labels, in accuracy.json and summary.json\n";
   }
   return out.str();
 }

@@ -7,6 +7,7 @@
 
 #include "format.h"
 #include "tach/error.h"
+#include "usage.h"
 
 namespace tach::cli {
 
@@ -81,25 +82,38 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   on(sub->add_option("--run-id", v.run_id, "Name of the run directory (default: UTC time and model name)"),
      [&v](BenchConfig& c) { c.run_id = v.run_id; });
 
+  on(sub->add_option(
+            "--device", v.devices,
+            std::string(scope == BenchScope::eval ? "Devices of the accuracy pass (one pass each)" : "Devices") +
+                ", comma-separated: cpu, cuda, cuda:N, or auto: the first GPU when one is usable, else "
+                "the CPU (default auto)")
+         ->delimiter(',')
+         ->check(device_name(true)),
+     [&v](BenchConfig& c) { c.devices = v.devices; });
+  if (scope == BenchScope::eval) {
+    on(sub->add_option("-t,--threads", v.threads,
+                       "Threads of the accuracy pass; 0 = the cores other processes leave free at start (default 0)")
+           ->expected(1)
+           ->check(thread_count()),
+       [&v](BenchConfig& c) { c.threads = v.threads; });
+  }
   if (scope != BenchScope::eval) {
-    on(sub->add_option(
-              "--device", v.devices,
-              "Devices, comma-separated: cpu, cuda, cuda:N, or auto: the first GPU when one is usable, else the CPU "
-              "(default auto)")
-           ->delimiter(','),
-       [&v](BenchConfig& c) { c.devices = v.devices; });
-    on(sub->add_option("-b,--batch-sizes", v.batch_sizes,
+    on(sub->add_option(kBatchOption, v.batch_sizes,
                        "Batch sizes, comma-separated, in samples (default " + join(d.batch_sizes) + ")")
-           ->delimiter(','),
+           ->delimiter(',')
+           ->check(positive_count("batch size", "batch sizes")),
        [&v](BenchConfig& c) { c.batch_sizes = v.batch_sizes; });
     on(sub->add_option("-s,--seq-lens,--max-length", v.seq_lens,
                        "Sequence lengths in tokens, comma-separated: exact for synthetic input, the truncation and "
                        "padding length for dataset input (default " +
                            join(d.seq_lens) + ")")
-           ->delimiter(','),
+           ->delimiter(',')
+           ->check(positive_count("sequence length", "sequence lengths")),
        [&v](BenchConfig& c) { c.seq_lens = v.seq_lens; });
-    on(sub->add_option("-t,--threads", v.threads, "Thread counts, comma-separated; 0 = all cores (default 0)")
-           ->delimiter(','),
+    on(sub->add_option("-t,--threads", v.threads,
+                       "Thread counts, comma-separated; 0 = the cores other processes leave free at start (default 0)")
+           ->delimiter(',')
+           ->check(thread_count()),
        [&v](BenchConfig& c) { c.threads = v.threads; });
     on(sub->add_option("--warmup", v.warmup_runs,
                        "Warm-up runs per point, never measured (default " + std::to_string(d.warmup_runs) + ")"),
@@ -203,8 +217,30 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   on(sub->add_option("--limit", v.limit, "Read at most N examples (after the seeded shuffle); 0 = all"),
      [&v](BenchConfig& c) { c.limit = v.limit; });
   on(sub->add_option("--eval-batch-size", v.eval_batch_size,
-                     "Batch size of the accuracy pass, in samples (default " + std::to_string(d.eval_batch_size) + ")"),
+                     "Batch size of the accuracy pass, in samples (default " + std::to_string(d.eval_batch_size) + ")")
+         ->check(positive_count("evaluation batch size", "evaluation batch sizes")),
      [&v](BenchConfig& c) { c.eval_batch_size = v.eval_batch_size; });
+}
+
+void check_some_point_ran(const SweepOutcome& out) {
+  if (out.results.empty()) return;
+  int failed = 0, skipped = 0;
+  for (const auto& p : out.results) {
+    if (p.status == "ok") return;
+    (p.status == "skipped" ? skipped : failed)++;
+  }
+  const PointResult& first = out.results.front();
+  throw Error("no point of the sweep ran: " + std::to_string(failed) + " failed" +
+              (skipped ? ", " + std::to_string(skipped) + " skipped" : std::string()) + "; the first, " +
+              first.key.id() + ": " + first.reason + " (every point's reason is in " + out.run_dir + "/results.jsonl)");
+}
+
+void check_resume_alone(const BenchFlags& f) {
+  if (f.resume.empty()) return;
+  for (const auto& [opt, _] : f.given)
+    check(opt->count() == 0, "--resume continues a run with its own config.json; drop " + opt->get_name() +
+                                 " (start a new run to change the configuration)");
+  check(f.config_file.empty(), "--resume continues a run with its own config.json; drop --config");
 }
 
 void add_train_sweep_options(CLI::App* sub, BenchFlags& f) {
@@ -274,6 +310,34 @@ void add_train_sweep_options(CLI::App* sub, BenchFlags& f) {
        needs_train("--no-dropout")(c);
        c.train.dropout = false;
      });
+}
+
+void add_slurm_options(CLI::App* sub, SlurmFlags& s) {
+  sub->add_flag("--slurm", s.submit,
+                "Submit the sweep to SLURM as a job array instead of running it here: RUN_DIR/slurm/sweep.sbatch, one "
+                "task per curve over batch sizes, each task writing its points to RUN_DIR/results.d/; with --resume, "
+                "submit only the points still missing. tach report RUN_DIR reads the run once its points are in");
+  auto& o = s.options;
+  s.submit_only = {
+      sub->add_option("--slurm-partition", o.partition, "--slurm: the partition (default: the cluster's)"),
+      sub->add_option("--slurm-time", o.time, "--slurm: each task's time limit, as sbatch --time takes it (30:00)"),
+      sub->add_option("--slurm-cpus-per-task", o.cpus_per_task,
+                      "--slurm: cores per task; a point's threads 0 then means these cores (default: SLURM's)")
+          ->check(CLI::PositiveNumber),
+      sub->add_option("--slurm-gpus-per-task", o.gpus_per_task,
+                      "--slurm: GPUs per task; --device auto then means cuda (default 0)")
+          ->check(CLI::NonNegativeNumber),
+      sub->add_option("--slurm-array-parallelism", o.array_parallelism,
+                      "--slurm: at most this many tasks at once (sbatch --array=0-N%P; default: no limit)")
+          ->check(CLI::PositiveNumber),
+      sub->add_flag("--slurm-dry-run", o.dry_run, "--slurm: write the script and the plan, submit nothing"),
+  };
+  sub->add_option("--slurm-plan", s.plan,
+                  "What sweep.sbatch runs in each array task: the plan file (RUN_DIR/slurm/plan-N.json), with "
+                  "--resume RUN_DIR and --slurm-task")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--slurm-task", s.task, "What sweep.sbatch runs: the array task's index in --slurm-plan")
+      ->check(CLI::NonNegativeNumber);
 }
 
 }  // namespace tach::cli

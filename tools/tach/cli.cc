@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "tach/error.h"
 #include "tach/runtime.h"
+#include "usage.h"
 #include "verbatim_args.h"
 
 namespace tach::cli {
@@ -46,12 +47,25 @@ CliOutcome run_cli(const std::vector<std::string>& args, bool print_errors) {
   const VerbatimArgs verbatim(int(argv.size()), argv.data());
   verbatim.restore_in(*app);
   CliOutcome out;
+  // A misspelt command is named, with the nearest one, rather than CLI11's "A subcommand is
+  // required"; a misspelt option gets the nearest of its command's after CLI11's message.
+  if (const std::string word = unknown_command(*app, args); !word.empty()) {
+    out.status = kUsageError;
+    out.error = usage_suggestions(*app, args);
+    std::cerr << "tach: " << out.error;
+    out.error.pop_back();  // the newline
+    return out;
+  }
   try {
     app->parse(verbatim.for_parse());
   } catch (const CLI::ParseError& e) {
     const int code = app->exit(e);  // prints help, the version, or the message
     out.status = code == 0 ? 0 : kUsageError;
-    if (code != 0) out.error = e.what();
+    if (code != 0) {
+      const std::string hints = usage_suggestions(*app, args);
+      std::cerr << hints;
+      out.error = e.what() + std::string(hints.empty() ? "" : "\n" + hints.substr(0, hints.size() - 1));
+    }
     return out;
   }
   auto fail = [&](int status, const std::string& kind, const std::string& message) {

@@ -18,11 +18,12 @@ void print_outcome(const BenchConfig& config, const SweepOutcome& out, const std
     if (format == "table" && config.train.enabled) {
       std::cout
           << "\nResults (ms per optimizer step, wall clock, and its phases' medians: data, forward with the loss, "
-             "backward, optimizer; samples/s and tokens/s over the summed step time; MFU: model FLOP/s over the "
-             "measured GEMM ceiling; memory peaks per point)\n";
+             "backward, optimizer; "
+          << kThroughputDefinition
+          << "; MFU: that model FLOP/s over the measured GEMM ceiling; memory peaks per point)\n";
     } else if (format == "table") {
-      std::cout << "\nResults (ms per batch, model forward only; samples/s and tokens/s over the summed measured "
-                   "time; tokens/s counts real tokens; memory peaks per point)\n";
+      std::cout << "\nResults (ms per batch, model forward only; " << kThroughputDefinition
+                << "; tokens/s counts real tokens; memory peaks per point)\n";
     }
     std::cout << results_table(out.results, format, config.model);
   }
@@ -36,43 +37,6 @@ void print_outcome(const BenchConfig& config, const SweepOutcome& out, const std
 }
 
 namespace {
-
-// tach bench --slurm: the flags of the job array, and what a task of it runs.
-struct SlurmFlags {
-  bool submit = false;
-  SlurmOptions options;
-  std::string plan;  // --slurm-plan: a task of the array
-  int task = -1;     // --slurm-task
-  std::vector<CLI::Option*> submit_only;
-};
-
-void add_slurm_options(CLI::App* sub, SlurmFlags& s) {
-  sub->add_flag("--slurm", s.submit,
-                "Submit the sweep to SLURM as a job array instead of running it here: RUN_DIR/slurm/sweep.sbatch, one "
-                "task per curve over batch sizes, each task writing its points to RUN_DIR/results.d/; with --resume, "
-                "submit only the points still missing. tach report RUN_DIR reads the run once its points are in");
-  auto& o = s.options;
-  s.submit_only = {
-      sub->add_option("--slurm-partition", o.partition, "--slurm: the partition (default: the cluster's)"),
-      sub->add_option("--slurm-time", o.time, "--slurm: each task's time limit, as sbatch --time takes it (30:00)"),
-      sub->add_option("--slurm-cpus-per-task", o.cpus_per_task,
-                      "--slurm: cores per task; a point's threads 0 then means these cores (default: SLURM's)")
-          ->check(CLI::PositiveNumber),
-      sub->add_option("--slurm-gpus-per-task", o.gpus_per_task,
-                      "--slurm: GPUs per task; --device auto then means cuda (default 0)")
-          ->check(CLI::NonNegativeNumber),
-      sub->add_option("--slurm-array-parallelism", o.array_parallelism,
-                      "--slurm: at most this many tasks at once (sbatch --array=0-N%P; default: no limit)")
-          ->check(CLI::PositiveNumber),
-      sub->add_flag("--slurm-dry-run", o.dry_run, "--slurm: write the script and the plan, submit nothing"),
-  };
-  sub->add_option("--slurm-plan", s.plan,
-                  "What sweep.sbatch runs in each array task: the plan file (RUN_DIR/slurm/plan-N.json), with "
-                  "--resume RUN_DIR and --slurm-task")
-      ->check(CLI::ExistingFile);
-  sub->add_option("--slurm-task", s.task, "What sweep.sbatch runs: the array task's index in --slurm-plan")
-      ->check(CLI::NonNegativeNumber);
-}
 
 void print_submission(const SlurmSubmission& sub) {
   for (const auto& n : sub.notes) std::cerr << "tach: " << n << "\n";
@@ -110,12 +74,7 @@ int run_bench_command(const BenchFlags& f, const SlurmFlags& s) {
   if (!s.plan.empty() || s.task >= 0) return run_slurm_task_command(f, s);
   for (const auto* opt : s.submit_only)
     check(opt->count() == 0 || s.submit, opt->get_name() + " is a setting of the job array: add --slurm");
-  if (!f.resume.empty()) {
-    for (const auto& [opt, _] : f.given)
-      check(opt->count() == 0, "--resume continues a run with its own config.json; drop " + opt->get_name() +
-                                   " (start a new run to change the configuration)");
-    check(f.config_file.empty(), "--resume continues a run with its own config.json; drop --config");
-  }
+  check_resume_alone(f);
   if (s.submit) {
     check(!f.report,
           "--report writes the report at the end of a run here; with --slurm the run ends on the cluster: "
@@ -136,6 +95,7 @@ int run_bench_command(const BenchFlags& f, const SlurmFlags& s) {
   if (out.rank != 0) return 0;  // under mpirun rank 0 speaks for the job and writes the run
   print_outcome(out.config, out, f.format);
   if (f.report) std::cerr << "report: " << write_run_report(out.run_dir) << "\n";
+  check_some_point_ran(out);
   return 0;
 }
 

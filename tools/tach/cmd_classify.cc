@@ -16,6 +16,7 @@
 #include "tach/stats.h"
 #include "tach/system_info.h"
 #include "tach/tokenizer.h"
+#include "usage.h"
 
 namespace tach::cli {
 
@@ -284,16 +285,20 @@ Command add_classify_command(CLI::App& app) {
                   "Tokenizer for --text: tokenizer.json or a directory (default: the model directory's)");
   sub->add_option("--ids-file", opt->ids_file,
                   "File with one row per line: ids separated by spaces or commas, or JSON {\"input_ids\": [...]}");
-  sub->add_option("-b,--batch", opt->batch, "Rows of random ids when no ids are given")->capture_default_str();
+  sub->add_option(kBatchOption, opt->batch, "Rows of random ids when no ids are given")
+      ->capture_default_str()
+      ->check(positive_count("batch size", "batch sizes"));
   sub->add_option("-s,--seq-len", opt->seq_len, "Tokens per row of random ids")->capture_default_str();
   sub->add_option("--warmup", opt->warmup, "Untimed runs before timing")->capture_default_str();
   sub->add_option("--repeat", opt->repeat, "Timed runs")->capture_default_str();
-  sub->add_option("-t,--threads", opt->threads, "Threads (default: all cores, or OMP_NUM_THREADS)");
+  sub->add_option("-t,--threads", opt->threads,
+                  "Threads (default: the cores other processes leave free at start, or OMP_NUM_THREADS)")
+      ->check(thread_count());
   sub->add_option(
          "--dtype", opt->compute,
          "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 too on cuda")
       ->capture_default_str();
-  sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str();
+  sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));
   sub->add_option("--compute", opt->compute, "Same as --dtype (the former name)")->group("");  // hidden alias
   sub->add_option("--adapter", opt->adapter,
                   "A LoRA adapter directory as peft saves it (adapter_config.json, adapter_model.safetensors), merged "

@@ -15,6 +15,7 @@
 #include "tach/runtime.h"
 #include "tach/system_info.h"
 #include "tach/tokenizer.h"
+#include "usage.h"
 
 namespace tach::cli {
 
@@ -143,7 +144,10 @@ int run_embed(const EmbedCliOptions& opt) {
                   {"prompt", e.prompt},
                   {"prompt_name", e.prompt_name},
                   {"notes", info.notes}};
-    j["machine"] = {{"cpu", sys.cpu_model}, {"threads", threads()}, {"gemm", sys.gemm_library}};
+    j["machine"] = {{"cpu", sys.cpu_model},
+                    {"threads", threads()},
+                    {"gemm", sys.gemm_library},
+                    {"device", lo.device.str()}};
     j["rows"] = nlohmann::json::array();
     for (int64_t i = 0; i < N; ++i)
       j["rows"].push_back({{"text", texts[size_t(i)]},
@@ -235,7 +239,9 @@ Command add_embed_command(CLI::App& app) {
   sub->add_option("-o,--output", opt->output,
                   "Write every embedding: FILE.npy (float32 [texts, dims], numpy.load reads it) or FILE.jsonl (one "
                   "object per text); written atomically");
-  sub->add_option("-b,--batch-size", opt->batch_size, "Texts per forward")->capture_default_str();
+  sub->add_option(kBatchOption, opt->batch_size, "Texts per forward")
+      ->capture_default_str()
+      ->check(positive_count("batch size", "batch sizes"));
   sub->add_option("--max-length", opt->max_length,
                   "Tokens per text, special tokens included (default: the model's max_seq_length from "
                   "sentence_bert_config.json, else its positions)");
@@ -246,7 +252,9 @@ Command add_embed_command(CLI::App& app) {
   sub->add_option("--dtype", opt->dtype,
                   "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights)")
       ->capture_default_str();
-  sub->add_option("-t,--threads", opt->threads, "Threads (default: all cores, or OMP_NUM_THREADS)");
+  sub->add_option("-t,--threads", opt->threads,
+                  "Threads (default: the cores other processes leave free at start, or OMP_NUM_THREADS)")
+      ->check(thread_count());
   sub->add_option("--show-rows", opt->show_rows, "Texts to print")->capture_default_str();
   sub->add_flag("--similarity", opt->similarity, "Print the cosine similarity of the first 8 texts to each other");
   sub->add_flag("--json", opt->json, "Print machine-readable JSON with every vector (schema tach.embed/1)");

@@ -17,6 +17,7 @@
 #include "tach/runtime.h"
 #include "tach/stats.h"
 #include "tach/train.h"
+#include "usage.h"
 
 namespace fs = std::filesystem;
 
@@ -275,7 +276,9 @@ Command add_profile_command(CLI::App& app) {
                          "stacks, roofline verdicts, step accounting, the profiler's overhead and a leak verdict");
   sub->add_option("-m,--model", f->model, "Model: preset:NAME, a directory, or a hub id in the HF cache")
       ->capture_default_str();
-  sub->add_option("-b,--batch-size", f->batch, "Rows per forward")->capture_default_str();
+  sub->add_option(kBatchOption, f->batch, "Rows per forward")
+      ->capture_default_str()
+      ->check(positive_count("batch size", "batch sizes"));
   sub->add_option("-s,--seq-len", f->seq_len, "Tokens per row")->capture_default_str();
   sub->add_option("--dtype", f->dtype,
                   "Compute dtype: f32, bf16, int8 or nf4 (inference: the linears quantized); f16 too on cuda")
@@ -283,7 +286,8 @@ Command add_profile_command(CLI::App& app) {
   sub->add_option("--device", f->device,
                   "cpu, cuda or cuda:N (forwards only; on a GPU every kernel comes from CUPTI with its GPU time, under "
                   "the op that launched it)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(device_name(false));
   sub->add_option("--profiler-skip-first", f->schedule.skip_first, "Steps before the first cycle")
       ->capture_default_str();
   sub->add_option("--profiler-wait", f->schedule.wait, "Steps per cycle with the profiler off")->capture_default_str();
@@ -303,7 +307,8 @@ Command add_profile_command(CLI::App& app) {
   sub->add_option("--overhead-steps", f->overhead_steps, "Alternating on/off steps that measure the profiler's cost")
       ->capture_default_str();
   sub->add_flag("--gzip", f->gzip, "Write trace.json.gz (zlib) instead of trace.json");
-  sub->add_option("-t,--threads", f->threads, "Threads (default: all cores)");
+  sub->add_option("-t,--threads", f->threads, "Threads (default: the cores other processes leave free at start)")
+      ->check(thread_count());
   sub->add_option("--adapter", f->adapter,
                   "A LoRA adapter directory (peft's format) merged into the weights at load, for a forward profile");
   sub->add_option("--seed", f->seed, "Seed for preset weights and ids")->capture_default_str();

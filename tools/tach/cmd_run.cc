@@ -6,6 +6,7 @@
 #include "progress.h"
 #include "commands.h"
 #include "tach/dataset.h"
+#include "tach/error.h"
 #include "tach/report.h"
 
 namespace tach::cli {
@@ -14,19 +15,37 @@ namespace {
 
 struct RunFlags {
   BenchFlags bench;
+  SlurmFlags slurm;  // taken so that every tach bench option is, and refused: the pipeline runs here
   bool skip_bench = false, skip_profile = false, skip_report = false;
 };
 
+// What tach bench takes and the pipeline cannot do, refused with what to run instead.
+void check_pipeline_options(const RunFlags& f) {
+  bool slurm = f.slurm.submit || !f.slurm.plan.empty() || f.slurm.task >= 0;
+  for (const auto* opt : f.slurm.submit_only) slurm = slurm || opt->count() > 0;
+  check(!slurm,
+        "tach run runs its pipeline here, the profile and the report on the sweep's points: on a SLURM cluster run "
+        "tach bench --slurm --profile, then tach report RUN_DIR once its points are in");
+  check(!(f.bench.report && f.skip_report), "--report asks for the report that --skip-report leaves out; give one");
+  check_resume_alone(f.bench);
+}
+
 int run_pipeline(const RunFlags& f) {
-  BenchConfig config = f.bench.resolve();
+  check_pipeline_options(f);
+  const bool resume = !f.bench.resume.empty();
+  BenchConfig config = resume ? BenchConfig{} : f.bench.resolve();
   // 1. Data: read and check the dataset now, so that a bad column fails before minutes of sweep.
-  if (!config.dataset.path.empty()) {
+  if (resume) {
+    std::cout << "[1/4] data: as the run in " << f.bench.resume << " has it (its config.json)\n";
+  } else if (!config.dataset.path.empty()) {
     const Dataset d = read_dataset(config.dataset);
     std::map<std::string, int64_t> counts;
     for (const auto& e : d.examples) ++counts[e.label];
     std::cout << "[1/4] data: " << d.examples.size() << " examples from " << d.path << " (" << d.format
-              << (d.split.empty() ? "" : ", split " + d.split) << "), " << counts.size() << " labels\n";
-    config.accuracy = true;
+              << (d.split.empty() ? "" : ", split " + d.split) << "), " << counts.size() << " labels"
+              << (config.train.enabled ? "; the training sweep trains on its batches" : "") << "\n";
+    // A training sweep measures steps; the accuracy of what it trains is tach eval's.
+    if (!config.train.enabled) config.accuracy = true;
   } else {
     std::cout << "[1/4] data: no --dataset; synthetic inputs, and no accuracy pass\n";
   }
@@ -34,27 +53,34 @@ int run_pipeline(const RunFlags& f) {
   // after its measured runs.
   config.profile = config.profile || !f.skip_profile;
   SweepOutcome out;
-  if (!f.skip_bench) {
-    std::cout << "[2/4] bench: " << config.model << "\n";
-    out = run_bench(config, bench_progress(f.bench.no_progress, config));
+  if (f.skip_bench) {
+    std::cout << "[2/4] bench: skipped (--skip-bench)\n";
+  } else if (resume) {
+    std::cout << "[2/4] bench: resuming " << f.bench.resume << "\n";
+    out = resume_bench(f.bench.resume, bench_progress(f.bench.no_progress, BenchConfig{}));
     end_bench_progress(f.bench.no_progress);
   } else {
-    std::cout << "[2/4] bench: skipped (--skip-bench)\n";
+    std::cout << "[2/4] bench: " << config.model << (config.train.enabled ? " (training steps)" : "") << "\n";
+    out = run_bench(config, bench_progress(f.bench.no_progress, config));
+    end_bench_progress(f.bench.no_progress);
   }
+  const bool profiled = resume ? out.config.profile : !f.skip_profile;
   std::cout << "[3/4] profile: "
-            << (f.skip_profile ? std::string("skipped (--skip-profile)")
-                : f.skip_bench ? std::string("skipped with the bench (it profiles the bench's points)")
-                               : "traces/<point>/ in " + out.run_dir + " (trace.json, op tables, stacks)")
+            << (f.skip_bench ? std::string("skipped with the bench (it profiles the bench's points)")
+                : !profiled  ? std::string("skipped (--skip-profile)")
+                             : "traces/<point>/ in " + out.run_dir + " (trace.json, op tables, stacks)")
             << "\n";
   // 4. Report.
   if (f.skip_report || f.skip_bench) {
     std::cout << "[4/4] report: " << (f.skip_report ? "skipped (--skip-report)" : "nothing to report without the bench")
               << "\n";
+    if (!f.skip_bench) check_some_point_ran(out);
     return 0;
   }
   print_outcome(out.config, out, f.bench.format);  // writes summary.json, which the report reads
   std::cout << "[4/4] report: summary.txt, summary.json, detailed_metrics.csv, " << write_run_report(out.run_dir)
             << "\n";
+  check_some_point_ran(out);
   return 0;
 }
 
@@ -65,8 +91,12 @@ Command add_run_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "run",
       "The pipeline: prepare data -> bench (+ accuracy when a dataset is given) -> profile -> report, into one "
-      "run directory; takes every tach bench option");
+      "run directory; takes every tach bench option (--train: a training sweep; --report: the report is "
+      "written anyway; --slurm is refused: the pipeline runs here)");
   add_bench_options(sub, f->bench, BenchScope::pipeline);
+  add_train_sweep_options(sub, f->bench);
+  sub->add_flag("--report", f->bench.report, "Write report.html (as tach run does anyway, unless --skip-report)");
+  add_slurm_options(sub, f->slurm);
   sub->add_flag("--skip-bench", f->skip_bench, "Skip the sweep");
   sub->add_flag("--skip-profile", f->skip_profile, "Skip the profile");
   sub->add_flag("--skip-report", f->skip_report, "Skip the report");

@@ -79,11 +79,11 @@ Command add_train_command(CLI::App& app) {
   auto config_file = std::make_shared<std::string>();
   auto no_progress = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
-      "train",
-      "Fine-tune a sequence classifier of any family tach builds (model_type " + model_types_text() +
-          ") on a labelled dataset (AdamW, linear warm-up and decay, "
-      "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, steps.jsonl, "
-      "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
+      "train", "Fine-tune a sequence classifier of any family tach builds (model_type " + model_types_text() +
+                   ") on a labelled dataset (AdamW, linear warm-up and decay, "
+                   "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, "
+                   "steps.jsonl, "
+                   "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
   sub->add_option("-c,--config", *config_file,
                   "YAML file of these options (keys as the flags, '_' for '-'); flags "
                   "given here override it");

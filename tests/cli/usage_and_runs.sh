@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Usage errors and run directories, end to end: what a misspelt command or option suggests, which
+# values are usage errors (exit 2), that eval and bench never write into another run's directory,
+# that what cannot run anywhere is refused before a run directory is made and a sweep where no
+# point ran exits 1, what an eval's summary and report say, what tach run takes, and estimate's
+# table's exit status.
+# Usage: usage_and_runs.sh path/to/tach path/to/tests/fixtures CASE
+set -uo pipefail
+tach=$1
+fixtures=$2
+case_name=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+data=$fixtures/bench/six_rows.csv
+tok=$fixtures/tokenizers/tiny-wordpiece
+base=(--runs 2 --warmup 0 --no-progress --no-tensorboard --runs-dir "$dir/runs")
+quick=(-m preset:bert-tiny -s 8 "${base[@]}")
+evalargs=(-m preset:bert-tiny -k "$tok" -d "$data" --text-column sentence --runs-dir "$dir/runs")
+
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+# expect STATUS REGEX -- ARGS...: tach ARGS exits with STATUS and its output (both streams) matches REGEX.
+expect() {
+  local want=$1 regex=$2
+  shift 3
+  "$tach" "$@" > "$dir/out" 2>&1
+  local got=$?
+  [ "$got" = "$want" ] || fail "tach $* exited $got, not $want: $(tail -5 "$dir/out")"
+  grep -Eq -- "$regex" "$dir/out" || fail "tach $*: no '$regex' in: $(tail -5 "$dir/out")"
+  echo "ok: tach $* -> $got"
+}
+
+case $case_name in
+  suggestions)
+    expect 2 "'bnech' is not a tach command; did you mean 'bench'\?" -- bnech -b 1
+    expect 2 "did you mean --batch\?" -- bench --batchsize 8
+    expect 2 "did you mean --threads\?" -- eval --thread 2 -m preset:bert-tiny -d "$data"
+    expect 2 "did you mean --dtype\?" -- classify --dtpye f32
+    expect 2 "not a tach command" -- zzzzzz
+    ;;
+  batch_option)
+    # One spelling in every command's help, the others its aliases, all three taken.
+    for cmd in bench run classify embed estimate generate profile train; do
+      expect 0 "-b,--batch,--batch-size,--batch-sizes" -- $cmd --help
+    done
+    for name in --batch --batch-size --batch-sizes; do
+      expect 0 '"batch": 2' -- estimate -m preset:bert-tiny $name 2 --json
+      expect 0 "cpu/f32/t0/b2/s8,.*,ok," -- bench "${quick[@]}" $name 2 --run-id "bench$name" --format csv
+    done
+    ;;
+  semantic_usage)
+    expect 2 "batch size 0: batch sizes must be positive" -- bench "${quick[@]}" -b 0,4
+    expect 2 "tpu" -- bench "${quick[@]}" --device tpu
+    expect 2 "threads -1: must be 0" -- bench "${quick[@]}" -t -1
+    expect 2 "batch size 0" -- classify -m preset:bert-tiny -b 0
+    expect 2 "tpu" -- classify -m preset:bert-tiny --device tpu
+    expect 2 "tpu" -- eval "${evalargs[@]}" --device tpu
+    expect 2 "sequence length 0" -- bench "${quick[@]}" -s 0
+    [ ! -e "$dir/runs" ] || fail "a usage error made a run directory"
+    ;;
+  eval_run_id)
+    expect 0 "accuracy" -- eval "${evalargs[@]}" --run-id ev1
+    cp "$dir/runs/ev1/accuracy.json" "$dir/first.json"
+    expect 1 "already holds a run \(config.json\); choose another --run-id" -- eval "${evalargs[@]}" --limit 3 --run-id ev1
+    expect 1 "already holds a run" -- bench "${quick[@]}" -b 1 --accuracy -k "$tok" -d "$data" --text-column sentence \
+      --run-id ev1
+    cmp "$dir/first.json" "$dir/runs/ev1/accuracy.json" || fail "a refused run changed accuracy.json"
+    grep -q '"limit": 0' "$dir/runs/ev1/config.json" || fail "a refused run changed config.json"
+    ;;
+  accuracy_resume)
+    # A resumed sweep reuses accuracy.json only when it was measured with the run's settings.
+    expect 0 "Accuracy on" -- bench "${quick[@]}" -b 1 --accuracy -k "$tok" -d "$data" --text-column sentence \
+      --run-id acc
+    acc=$dir/runs/acc/accuracy.json
+    grep -q '"settings"' "$acc" || fail "accuracy.json does not say which settings it was measured with"
+    cp "$acc" "$dir/kept.json"
+    expect 0 "Accuracy on" -- bench --resume "$dir/runs/acc" --no-progress
+    cmp "$acc" "$dir/kept.json" || fail "a resume with the same settings measured the accuracy again"
+    python3 - "$acc" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["settings"]["limit"] = 3
+j["results"][0]["accuracy"] = 0.123456
+json.dump(j, open(sys.argv[1], "w"))
+EOF
+    expect 0 "measured with other settings \(limit\): measuring the accuracy again" -- bench --resume "$dir/runs/acc" \
+      --no-progress
+    grep -q '"limit": 0' "$acc" && ! grep -q 0.123456 "$acc" || fail "the mismatched accuracy.json was kept"
+    ;;
+  nothing_can_run)
+    expect 1 "does-not-exist.*not found" -- bench "${base[@]}" -m "$dir/does-not-exist" -b 1,2,4 -s 16,32
+    mkdir -p "$dir/broken" && printf '{"model_type": "bert",' > "$dir/broken/config.json"
+    expect 1 "config.json" -- bench "${base[@]}" -m "$dir/broken" -b 1,2
+    expect 1 "every sequence length \(-s 600,1000\) is past preset:bert-tiny's 512 positions" -- \
+      bench "${base[@]}" -m preset:bert-tiny -b 1 -s 600,1000
+    expect 1 "not found" -- eval -m "$dir/does-not-exist" -k "$tok" -d "$data" --text-column sentence --runs-dir "$dir/runs"
+    [ ! -e "$dir/runs" ] || fail "a sweep that cannot run made a run directory"
+    # Past the look at config.json (32 positions, of which RoBERTa's padding takes 2), every point
+    # fails: the results are kept, and the exit status says nothing ran.
+    expect 1 "no point of the sweep ran: 2 failed; the first, .*positions" -- \
+      bench "${base[@]}" -m "$fixtures/encoders/roberta-cls2-f32" -b 1,2 -s 31 --run-id none
+    [ "$(grep -c '"status":"failed"' "$dir/runs/none/results.jsonl")" = 2 ] || fail "the failed points were not kept"
+    grep -q "0 ok, 2 failed" "$dir/runs/none/summary.txt" || fail "no summary of the failed points"
+    ;;
+  eval_summary)
+    expect 0 "Per class \(6 examples, cpu/int8\)" -- eval "${evalargs[@]}" --dtype f32,int8,bf16 -t 1 --device cpu \
+      --run-id ev
+    run=$dir/runs/ev
+    head -1 "$run/summary.txt" | grep -q "^tach eval: preset:bert-tiny" || fail "summary.txt: $(head -1 "$run/summary.txt")"
+    grep -q "^method: the accuracy pass alone.*1 threads" "$run/summary.txt" || fail "summary.txt has no eval method"
+    if grep -Eq "^points:|clock reading|warm-up" "$run/summary.txt"; then fail "summary.txt describes a sweep"; fi
+    for g in cpu/f32 cpu/int8 cpu/bf16; do
+      grep -q "Per class (6 examples, $g)" "$run/summary.txt" || fail "no per-class table for $g"
+      grep -q "Confusion matrix (6 examples, $g;" "$run/summary.txt" || fail "no confusion matrix for $g"
+    done
+    grep -q '"kind": "eval"' "$run/summary.json" || fail "summary.json does not say eval"
+    if grep -q '"stopping_rule"' "$run/summary.json"; then fail "summary.json has a sweep's stopping rule"; fi
+    expect 0 "report.html" -- report "$run"
+    grep -q "the accuracy pass alone" "$run/report.html" || fail "the report's method is not the eval's"
+    if grep -q "warm-up runs" "$run/report.html"; then fail "the report shows a bench method"; fi
+    for g in cpu/f32 cpu/int8 cpu/bf16; do
+      grep -q "Per class and confusion matrix: $g, 6 examples" "$run/report.html" || fail "report: nothing for $g"
+    done
+    ;;
+  run_options)
+    # Every tach bench option is taken: --report as the default it is, --train as a training
+    # sweep, --slurm refused with what to do instead.
+    expect 1 "tach run runs its pipeline here.*tach bench --slurm" -- run --train --slurm --slurm-dry-run
+    expect 1 "--report asks for the report that --skip-report leaves out" -- run --report --skip-report
+    expect 0 "report: .*report.html" -- run "${quick[@]}" -b 1 --report --skip-profile --run-id rep
+    test -s "$dir/runs/rep/report.html" || fail "no report.html"
+    expect 0 "bench: preset:bert-tiny \(training steps\)" -- run "${quick[@]}" --train -b 2 --skip-profile --skip-report \
+      --run-id tr
+    grep -q '"kind":"train"' "$dir/runs/tr/results.jsonl" || fail "tach run --train ran no training sweep"
+    expect 0 "resuming" -- run --resume "$dir/runs/rep" --skip-profile --no-progress
+    ;;
+  estimate_table)
+    # The table exits as each model alone with -m would: 3 when one does not fit in --mode.
+    expect 0 "fits" -- estimate -m preset:bert-tiny
+    expect 3 "does not fit" -- estimate -m preset:llama-3.1-70b -b 64 -s 512 --device cpu
+    expect 0 "compatibility" -- estimate --models preset:bert-tiny,preset:distilbert-base-uncased --table
+    expect 3 "exit status 3: preset:llama-3.1-70b does not fit for inference" -- \
+      estimate --models preset:bert-tiny,preset:llama-3.1-70b --table -b 64 -s 512 --device cpu
+    expect 3 '"fits": false' -- estimate --models preset:bert-tiny,preset:llama-3.1-70b --table -b 64 -s 512 --json
+    ;;
+  *)
+    fail "no case $case_name"
+    ;;
+esac
+echo "PASS: $case_name"

@@ -1,0 +1,142 @@
+#include "usage.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "tach/device.h"
+#include "tach/error.h"
+
+namespace tach::cli {
+
+namespace {
+
+// The whole text as a base-10 integer, or false (CLI11's conversion then says what is wrong).
+bool parse_integer(const std::string& text, long long& value) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  value = std::strtoll(text.c_str(), &end, 10);
+  return end && *end == '\0';
+}
+
+// Edits (insert, delete, substitute, or swap two neighbours) between a and b: "bnech" is one from
+// "bench".
+size_t edit_distance(const std::string& a, const std::string& b) {
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i)
+    for (size_t j = 1; j <= m; ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const CLI::App* command_of(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.size() < 2) return nullptr;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->get_name() == args[1]) return sub;
+  return nullptr;
+}
+
+}  // namespace
+
+CLI::Validator positive_count(const std::string& what, const std::string& plural) {
+  return CLI::Validator(
+      [what, plural](std::string& text) -> std::string {
+        long long v = 0;
+        if (!parse_integer(text, v) || v > 0) return "";
+        return what + " " + text + ": " + plural + " must be positive integers";
+      },
+      "POSITIVE", "positive_count");
+}
+
+CLI::Validator thread_count() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        long long v = 0;
+        if (!parse_integer(text, v) || v >= 0) return "";
+        return "threads " + text + ": must be 0 (all cores) or more";
+      },
+      "", "thread_count");
+}
+
+CLI::Validator device_name(bool allow_auto) {
+  return CLI::Validator(
+      [allow_auto](std::string& text) -> std::string {
+        if (allow_auto && text == "auto") return "";
+        try {
+          (void)parse_device(text);
+          return "";
+        } catch (const Error& e) { return std::string(e.what()) + (allow_auto ? " (or auto)" : ""); }
+      },
+      "", "device_name");
+}
+
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string w = lower(word);
+  std::string best;
+  size_t best_score = size_t(-1);
+  for (const auto& c : candidates) {
+    const std::string l = lower(c);
+    if (l == w) return c;
+    // A prefix of a longer name ("--seq" of "--seq-lens") counts as one edit.
+    const size_t score = w.size() >= 3 && l.rfind(w, 0) == 0 ? 1 : edit_distance(w, l);
+    if (score < best_score) best_score = score, best = c;
+  }
+  // Close enough to be a slip of the keys: about one edit in three letters, and at least one.
+  const size_t allowed = std::max<size_t>(1, w.size() / 3);
+  return best_score <= allowed ? best : "";
+}
+
+std::string unknown_command(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1].empty() || args[1][0] == '-') return "";
+  return command_of(app, args) ? "" : args[1];
+}
+
+std::string usage_suggestions(const CLI::App& app, const std::vector<std::string>& args) {
+  if (const std::string word = unknown_command(app, args); !word.empty()) {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      names.push_back(sub->get_name());
+    const std::string near = nearest(word, names);
+    return "'" + word + "' is not a tach command" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+           " (tach --help lists them)\n";
+  }
+  const CLI::App* command = command_of(app, args);
+  if (!command) return "";
+  // The visible options' long names, each leading to its option's first (main) one: a slip of
+  // --batchsize is offered --batch, not its alias --batch-size. Hidden options are not offered.
+  std::vector<std::string> names;
+  std::map<std::string, std::string> main_name;
+  for (const CLI::Option* o : command->get_options()) {
+    if (o->get_group().empty() || o->get_lnames().empty()) continue;
+    for (const auto& l : o->get_lnames()) {
+      names.push_back("--" + l);
+      main_name["--" + l] = "--" + o->get_lnames().front();
+    }
+  }
+  std::string out;
+  for (size_t i = 2; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;  // positionals from here on
+    if (a.size() < 3 || a.rfind("--", 0) != 0) continue;
+    const std::string name = a.substr(0, a.find('='));
+    if (command->get_option_no_throw(name) != nullptr) continue;
+    const std::string near = main_name[nearest(name, names)];
+    out += "tach " + command->get_name() + " has no option " + name +
+           (near.empty() ? "" : "; did you mean " + near + "?") + " (tach " + command->get_name() +
+           " --help lists them)\n";
+  }
+  return out;
+}
+
+}  // namespace tach::cli

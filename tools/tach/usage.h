@@ -1,0 +1,35 @@
+// What a usage error says, the same for every command: checks on option values that CLI11 runs
+// while parsing (so a bad value is a usage error, exit status 2, before anything runs), and the
+// nearest command or option for a misspelled one ("did you mean --batch?").
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace tach::cli {
+
+// A count that must be 1 or more: "batch size 0: batch sizes must be positive integers".
+// what: "batch size"; plural: "batch sizes".
+CLI::Validator positive_count(const std::string& what, const std::string& plural);
+// Threads: 0 (all cores) or more.
+CLI::Validator thread_count();
+// A device as parse_device reads it (cpu, cuda, cuda:N), and "auto" where allow_auto.
+CLI::Validator device_name(bool allow_auto);
+
+// The batch option's names, the same in every command: -b and --batch, with --batch-size and
+// --batch-sizes kept as aliases.
+inline constexpr const char* kBatchOption = "-b,--batch,--batch-size,--batch-sizes";
+
+// The candidate nearest to `word` by edit distance (a swap of two neighbours counts once), or ""
+// when none is close enough to be a plausible misspelling.
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
+
+// For `tach ARGS...` (args[0] is the program): a line per misspelling found, "did you mean ...?",
+// for an unknown command or an unknown --option of the command given. Empty when it finds none.
+std::string usage_suggestions(const CLI::App& app, const std::vector<std::string>& args);
+
+// args[1] when it names no command of app and is not an option: the unknown command, else "".
+std::string unknown_command(const CLI::App& app, const std::vector<std::string>& args);
+
+}  // namespace tach::cli
