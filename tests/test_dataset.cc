@@ -41,6 +41,33 @@ TEST(Dataset, TsvWithoutHeaderUsesColumnIndices) {
             std::string::npos);
 }
 
+// Asked for a column its header does not have, an SST-2-like file names its header's columns
+// (not '0', '1': the first record was read as data when it did not name the column asked for).
+TEST(Dataset, HeaderFoundWhenAskedForAnotherColumnName) {
+  test::TempDir dir;
+  test::write_text(dir.file("sst.tsv"), "text\tlabel\nit 's a charming journey .\t1\nunflinchingly bleak\t0\n");
+  DatasetOptions o;
+  o.text_column = "sentence";
+  EXPECT_NE(error_of([&] {
+              read(dir.file("sst.tsv"), o);
+            }).find("no text column 'sentence'; the columns are 'text', 'label'"),
+            std::string::npos);
+  // texts only (tach embed's --file): the same
+  o.label_column.clear();
+  EXPECT_NE(error_of([&] { read(dir.file("sst.tsv"), o); }).find("the columns are 'text', 'label'"), std::string::npos);
+  // A file without a header whose labels are names stays without one, asked for by name or index.
+  test::write_text(dir.file("ag.tsv"), "Fears for pensions\tBusiness\nA goal\tSports\n");
+  o.text_column = "sentence";
+  EXPECT_NE(error_of([&] { read(dir.file("ag.tsv"), o); }).find("the columns are '0', '1'"), std::string::npos);
+  // One without a header whose labels are numbers, asked for by index, keeps its first record.
+  test::write_text(dir.file("num.tsv"), "first text\t1\nsecond\t0\n");
+  o.text_column = "0";
+  o.label_column = "1";
+  const Dataset d = read(dir.file("num.tsv"), o);
+  ASSERT_EQ(d.examples.size(), 2u);
+  EXPECT_EQ(d.examples[0].text, "first text");
+}
+
 TEST(Dataset, JsonlAndPairs) {
   test::TempDir dir;
   test::write_text(dir.file("a.jsonl"),

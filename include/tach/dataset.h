@@ -19,7 +19,8 @@ struct DatasetOptions {
   std::string text_pair_column;        // optional second text (sentence pairs)
   std::string label_column = "label";  // empty: texts only, no label read (tach embed)
   std::string split;                   // JSON split files: the split to read; default "test" when it exists
-  // CSV/TSV: auto (a header when the first row names the text column) | yes | no
+  // CSV/TSV: auto (a header when the first row names the text column, or, the text column being
+  // asked for by name, when the first row has a name over a column of numbers) | yes | no
   std::string header = "auto";
 };
 

@@ -2,6 +2,7 @@
 // spanning lines). Python's csv module is the reference: AG News' TSV quotes fields with "".
 #include <csv.h>
 
+#include <cstdlib>
 #include <memory>
 
 #include "data/records.h"
@@ -24,6 +25,27 @@ void on_record(int /*terminator*/, void* user) {
   auto* c = static_cast<Collector*>(user);
   c->rows.push_back(std::move(c->current));
   c->current.clear();
+}
+
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
+// Some column holds numbers in every record after the first (up to 50 of them) and not in the first.
+bool first_record_heads_a_number_column(const std::vector<std::vector<std::string>>& rows) {
+  if (rows.size() < 2) return false;
+  for (size_t col = 0; col < rows[0].size(); ++col) {
+    if (is_number(rows[0][col])) continue;
+    bool numbers = true;
+    for (size_t i = 1; i < rows.size() && i <= 50 && numbers; ++i)
+      if (rows[i].size() != 1 || !rows[i][0].empty())  // not a blank line
+        numbers = col < rows[i].size() && is_number(rows[i][col]);
+    if (numbers) return true;
+  }
+  return false;
 }
 
 // libcsv trims spaces and tabs around unquoted fields by default; csv and pandas keep them.
@@ -49,10 +71,19 @@ Records read_delimited(const std::string& path, const std::string& bytes, char d
   }
   Records r;
   if (c.rows.empty()) return r;
-  bool has_header = header == "yes";
-  if (header == "auto")
-    for (const auto& f : c.rows[0]) has_header = has_header || f == header_probe;
   check(header == "auto" || header == "yes" || header == "no", "header must be auto, yes or no, not '" + header + "'");
+  // auto: the first record is a header when it names the column asked for; or, when that column
+  // is asked for by a name (not a 0-based index, which only a file without a header offers), when
+  // the first record looks like one, as Python's csv.Sniffer judges it: a field that is not a
+  // number above a column of numbers (SST-2's "text<TAB>label" over 0s and 1s, asked for a
+  // column it does not have, so that the error lists its real columns).
+  const bool probe_is_index =
+      !header_probe.empty() && header_probe.find_first_not_of("0123456789") == std::string::npos;
+  bool has_header = header == "yes";
+  if (header == "auto") {
+    for (const auto& f : c.rows[0]) has_header = has_header || f == header_probe;
+    has_header = has_header || (!probe_is_index && first_record_heads_a_number_column(c.rows));
+  }
   size_t first = 0;
   if (has_header) {
     r.columns = c.rows[0];

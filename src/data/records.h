@@ -19,7 +19,8 @@ struct Records {
 
 // CSV (RFC 4180: quoted fields, "" escapes, multi-line fields) with `delimiter`; a UTF-8 BOM is
 // dropped. Nothing is trimmed. header: "auto" (a header when the first row contains
-// header_probe), "yes" or "no".
+// header_probe, or, when header_probe is a name rather than a column index, when a field of the
+// first row that is not a number heads a column of numbers), "yes" or "no".
 Records read_delimited(const std::string& path, const std::string& bytes, char delimiter, const std::string& header,
                        const std::string& header_probe);
 
