@@ -34,6 +34,27 @@ TEST(Timer, NamedTimersAndScopes) {
   EXPECT_TRUE(std::isnan(t.stats("unknown").mean));
 }
 
+// Timer, MemoryProfiler and ComprehensiveProfiler agree on devices: a CUDA device that cannot be
+// used is refused at construction, by name (not a CUDA error at the first reading); the default
+// is the GPU where one is usable, else the CPU.
+TEST(MetricsDevice, UnusableCudaDeviceIsRefusedAtConstruction) {
+  const bool gpu = cuda_available() && cuda_device_count() > 0;
+  const Device bad = Device::cuda(gpu ? 64 : 0);
+  const std::string want = gpu ? "device cuda:64 is not there" : "device cuda:0 cannot be used";
+  const std::string timer_error = test::error_of([&] { Timer t(bad); });
+  EXPECT_NE(timer_error.find("Timer: " + want), std::string::npos) << timer_error;
+  EXPECT_NE(test::error_of([&] { MemoryProfiler m(bad); }).find("MemoryProfiler: " + want), std::string::npos);
+  EXPECT_NE(test::error_of([&] { ComprehensiveProfiler p(bad); }).find("ComprehensiveProfiler: " + want),
+            std::string::npos);
+  std::string why;
+  const Device d = default_metrics_device(&why);
+  EXPECT_EQ(d, gpu ? Device::cuda(0) : Device::cpu());
+  EXPECT_EQ(why.rfind(d.str() + ":", 0), 0u) << why;
+  Timer ok(d);  // the default is always usable
+  ok.start("x");
+  EXPECT_GE(ok.stop("x"), 0.0);
+}
+
 TEST(Throughput, WindowAndEma) {
   ThroughputTracker tr(2, 0.5);
   EXPECT_EQ(tr.rates().samples_per_s, 0) << "no rate before two updates";

@@ -25,6 +25,14 @@ struct SeriesStats {
   SeriesStats();
 };
 
+// The device a metrics class measures when none is named: CUDA device 0 where one is usable,
+// else the CPU. `why` (when given) gets which, and why, in a line a user can read.
+Device default_metrics_device(std::string* why = nullptr);
+// `requested` where a metrics class can measure it: the CPU, or a CUDA device that is usable now.
+// Anything else is an error at construction naming `who`, the device, the reason, and what to
+// pass instead (not a CUDA error at the first reading).
+Device usable_metrics_device(Device requested, const std::string& who);
+
 // Named timers. stop() returns seconds; on a CUDA device the device is synchronised before each
 // clock reading, so that the time is the work's, not its launch's.
 class Timer {

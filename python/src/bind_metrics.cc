@@ -22,8 +22,9 @@ py::dict stats_dict(const SeriesStats& s) {
   return d;
 }
 
+// None: the GPU where one is usable, else the CPU (python/tach/metrics.py says which).
 Device device_of(const py::object& device) {
-  if (device.is_none()) return Device::cpu();
+  if (device.is_none()) return default_metrics_device();
   if (py::isinstance<py::int_>(device)) return Device::cuda(device.cast<int>());
   return parse_device(device.cast<std::string>());
 }
@@ -32,6 +33,11 @@ Device device_of(const py::object& device) {
 
 void bind_metrics(py::module_& m) {
   m.def("_device_name", [](const py::object& d) { return device_of(d).str(); });
+  m.def("_default_metrics_device", [] {
+    std::string why;
+    const Device d = default_metrics_device(&why);
+    return py::make_tuple(d.str(), why);
+  });
 
   py::class_<Timer>(m, "_Timer")
       .def(py::init([](const py::object& d) { return std::make_unique<Timer>(device_of(d)); }),

@@ -11,6 +11,15 @@ run, estimate, compare and report take the CLI's options as keyword arguments an
 run directories. The metrics library (MetricTracker, TrainingLogger, ComprehensiveProfiler, ...)
 works inside any training loop. docs/python.md shows the common flows.
 """
+try:
+    import numpy  # noqa: F401  (the compiled module hands arrays in and out as numpy arrays)
+except ModuleNotFoundError as e:
+    if e.name != "numpy":
+        raise
+    raise ModuleNotFoundError(
+        "tach's Python module needs numpy (token ids and outputs are numpy arrays), and this Python has none: "
+        "install it (python3 -m pip install numpy, or the system package python3-numpy)", name="numpy") from e
+
 from . import _tach
 from ._commands import (Error, InternalError, UsageError, bench, cli, command_args, compare, estimate, info,
                         profile, report, run, train)

@@ -7,10 +7,26 @@ GB (1e9 bytes), rates per second of wall time. Statistics of a series with no va
 import json
 import math
 import os
+import sys
 
 from . import _tach
 
 _GB = 1e9
+_default_said = False
+
+
+def _resolve_device(device):
+    """(the device for the C++ class, its name, why it was chosen): a device left out (None) is the
+    GPU where one is usable, else the CPU, said once per process on stderr; a named one is checked
+    by the class at construction (a CUDA device that cannot be used is refused there)."""
+    global _default_said
+    if device is not None:
+        return device, _tach._device_name(device), "given"
+    name, why = _tach._default_metrics_device()
+    if not _default_said:
+        _default_said = True
+        print(f"tach: the metrics classes measure {why} (pass device=... to choose)", file=sys.stderr)
+    return name, name, why
 
 
 def _stats_sec(s):
@@ -26,11 +42,14 @@ class TrainingTimer:
     """Named phases of a step: timer.start("forward") ... timer.stop("forward") -> seconds.
 
     On a CUDA device (device=0 or "cuda:0") the device is synchronised before each clock reading,
-    so the time includes the GPU work queued in the phase.
+    so the time includes the GPU work queued in the phase. device left out: the GPU where one is
+    usable, else the CPU (`device` and `device_note` say which); a CUDA device that cannot be used
+    is refused here.
     """
 
     def __init__(self, device=None):
-        self._timer = _tach._Timer(device)
+        d, self.device, self.device_note = _resolve_device(device)
+        self._timer = _tach._Timer(d)
 
     def start(self, name):
         self._timer.start(name)
@@ -74,14 +93,15 @@ class LeakReport(dict):
 class GPUMemoryProfiler:
     """Memory of this process, for any program (a PyTorch loop included): tach reads the device's
     memory in use from the CUDA runtime (all processes on that GPU: PyTorch's allocated and cached
-    memory alike, which tach cannot tell apart) and the process's RSS from procfs. Without a usable
-    GPU (or with device="cpu") the tracked figure is the RSS. measure() returns allocated_gb and
+    memory alike, which tach cannot tell apart) and the process's RSS from procfs. On the CPU
+    (device="cpu", or the device left out on a machine without a usable GPU) the tracked figure is
+    the RSS; a CUDA device that cannot be used is refused here. measure() returns allocated_gb and
     reserved_gb as that one figure, so that scripts written for torch.cuda's names run; `source`
     says what was read."""
 
-    def __init__(self, device=0):
-        self.device = device
-        self._p = _tach._MemoryProfiler(device if device is not None else "cpu")
+    def __init__(self, device=None):
+        d, self.device, self.device_note = _resolve_device(device)
+        self._p = _tach._MemoryProfiler(d)
         self._max = 0.0
         self._history = []
 
@@ -119,11 +139,13 @@ class ComprehensiveProfiler:
     Layout (schema tach.comprehensive_profile/1): timestamp, device, memory {peak_allocated_gb,
     mean_allocated_gb, baseline_gb, growth_gb, peak_rss_gb, source}, timing.iteration {count,
     mean_sec, ...}, throughput {samples_per_sec, tokens_per_sec, ...}, and overhead: the profiler's
-    own time per iteration, measured.
+    own time per iteration, measured. device left out: the GPU where one is usable, else the CPU
+    (`device` and `device_note` say which); a CUDA device that cannot be used is refused here.
     """
 
-    def __init__(self, device=0, window_size=100):
-        self._p = _tach._ComprehensiveProfiler(device if device is not None else "cpu", window_size)
+    def __init__(self, device=None, window_size=100):
+        d, self.device, self.device_note = _resolve_device(device)
+        self._p = _tach._ComprehensiveProfiler(d, window_size)
 
     def start_iteration(self):
         self._p.start_iteration()

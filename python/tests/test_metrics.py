@@ -122,3 +122,49 @@ def test_overhead_per_step_is_below_one_percent_of_a_10ms_step(tmp_path):
     per_step = (time.perf_counter() - t0) / n
     print(f"tracker overhead per step: {per_step * 1e6:.1f} µs")
     assert per_step < 0.01 * 0.010
+
+
+def _gpu_usable():
+    return tach._tach._default_metrics_device()[0] != "cpu"
+
+
+def test_device_left_out_is_the_gpu_where_usable_else_the_cpu():
+    """The three device-taking classes agree: left out, the GPU where one is usable, else the CPU,
+    said once on stderr and in `device_note`; the CPU's memory is the RSS."""
+    want = "cuda:0" if _gpu_usable() else "cpu"
+    p = tach.ComprehensiveProfiler()
+    timer = tach.TrainingTimer()
+    memory = tach.GPUMemoryProfiler()
+    for obj in (p, timer, memory):
+        assert obj.device == want and obj.device_note.startswith(want), (type(obj).__name__, obj.device_note)
+    p.start_iteration()
+    timer.start("step")
+    timer.stop("step")
+    p.end_iteration(num_samples=1)
+    memory.set_baseline()
+    j = p.get_summary()
+    assert j["device"] == ("cpu" if want == "cpu" else 0)
+    if want == "cpu":
+        assert "no usable GPU" in p.device_note
+        assert memory.measure("now")["source"].startswith("process resident set")
+
+
+def test_unusable_cuda_device_is_refused_at_construction():
+    """A CUDA device that cannot be used is refused when the object is made, naming the device and
+    what to pass instead, by all three classes alike (not a CUDA error at the first reading)."""
+    bad = 0 if not _gpu_usable() else 64  # no machine here has 65 GPUs
+    for make in (tach.ComprehensiveProfiler, tach.TrainingTimer, tach.GPUMemoryProfiler):
+        with pytest.raises(tach.Error, match=r"device cuda:\d+ (cannot be used|is not there)"):
+            make(device=bad)
+        with pytest.raises(tach.Error, match=r"cuda:\d+"):
+            make(device=f"cuda:{bad}")
+
+
+def test_missing_numpy_is_a_clear_message():
+    """Without numpy, import tach says what is missing and how to install it."""
+    import subprocess
+    import sys
+    code = "import sys; sys.modules['numpy'] = None\nimport tach"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "tach's Python module needs numpy" in r.stderr and "pip install numpy" in r.stderr, r.stderr

@@ -35,7 +35,10 @@ MemoryReading read_memory(Device device) {
 }  // namespace
 
 ComprehensiveProfiler::ComprehensiveProfiler(Device device, size_t throughput_window)
-    : device_(device), timer_(device), throughput_(throughput_window), memory_series_(MetricTracker::Mode::streaming) {
+    : device_(usable_metrics_device(device, "ComprehensiveProfiler")),
+      timer_(device_),
+      throughput_(throughput_window),
+      memory_series_(MetricTracker::Mode::streaming) {
   set_baseline();
 }
 

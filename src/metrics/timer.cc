@@ -15,7 +15,7 @@ SeriesStats::SeriesStats() {
 
 SeriesStats series_stats(const std::vector<double>& v);  // metric_tracker.cc
 
-Timer::Timer(Device device) : device_(device) {}
+Timer::Timer(Device device) : device_(usable_metrics_device(device, "Timer")) {}
 
 void Timer::start(const std::string& name) {
   synchronize(device_);

@@ -3,6 +3,7 @@
 
 #include "tach/error.h"
 #include "tach/memory.h"
+#include "tach/metrics.h"
 #include "tach/monitor.h"
 
 namespace tach {
@@ -15,7 +16,7 @@ std::string mib(int64_t b) {
 }
 }  // namespace
 
-MemoryProfiler::MemoryProfiler(Device device) : device_(device) {}
+MemoryProfiler::MemoryProfiler(Device device) : device_(usable_metrics_device(device, "MemoryProfiler")) {}
 
 MemorySnapshot MemoryProfiler::measure(const std::string& tag) {
   MemorySnapshot s;
