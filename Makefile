@@ -5,7 +5,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: setup configure build run test test-all test-unit test-golden test-slow test-gpu smoke bench-gemm \
   benchmark benchmark-gpu benchmark-all slurm slurm-cpu slurm-gpu bench-dist report report-pdf report-pptx report-full quick-report manifest verify-manifest release \
-  bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden sanitize fuzz lint format clean
+  bench-peers bench-train-peers bench-recipe bench-qwen2 bench-decoders golden sanitize fuzz fuzz-campaign lint format clean
 
 # The run directory the report, manifest and release targets work on: the newest under runs/
 # unless given (make report RUN=runs/<id>).
@@ -169,7 +169,8 @@ golden:
 
 # The whole suite under AddressSanitizer and UBSan.
 sanitize: setup
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTACH_SANITIZE=address,undefined -DTACH_BUILD_BENCH=OFF
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTACH_SANITIZE=address,undefined -DTACH_BUILD_BENCH=OFF \
+	  -DTACH_PYTHON=OFF
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j $(JOBS) --output-on-failure -LE timing
 
@@ -191,8 +192,14 @@ format:
 fuzz:
 	TACH_FUZZ=1 scripts/setup.sh
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTACH_BUILD_FUZZ=ON \
-	  -DTACH_BUILD_TESTS=OFF -DTACH_BUILD_BENCH=OFF -DTACH_CUDA=OFF
+	  -DTACH_BUILD_TESTS=OFF -DTACH_BUILD_BENCH=OFF -DTACH_CUDA=OFF -DTACH_PYTHON=OFF
 	cmake --build build-fuzz -j $(JOBS)
+
+# Every parser's campaign from its corpus: 10^6 runs or 30 minutes each (tests/fuzz/campaign.sh;
+# FUZZ_FLAGS="-s 600 parquet" for fewer).
+FUZZ_FLAGS ?=
+fuzz-campaign: fuzz
+	nice -n 19 tests/fuzz/campaign.sh $(FUZZ_FLAGS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

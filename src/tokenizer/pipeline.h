@@ -27,6 +27,8 @@ struct Parts {
 
 std::unique_ptr<Tokenizer> make_tokenizer(Parts parts);
 Parts load_tokenizer_json(const std::string& path);
+// tokenizer.json's text, read already; errors name `path`.
+Parts parse_tokenizer_json(const std::string& text, const std::string& path);
 Parts load_legacy(const std::string& dir);
 
 }  // namespace tach::tokenizer

@@ -21,11 +21,13 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-json parse_file(const std::string& path) {
+json parse_text(const std::string& text, const std::string& where) {
   try {
-    return json::parse(read_file(path));
-  } catch (const json::exception& e) { throw Error(path + ": not valid JSON: " + e.what()); }
+    return json::parse(text);
+  } catch (const json::exception& e) { throw Error(where + ": not valid JSON: " + e.what()); }
 }
+
+json parse_file(const std::string& path) { return parse_text(read_file(path), path); }
 
 std::string describe(const JsonAt& j) {
   if (j.value.is_null()) return "none";
@@ -41,8 +43,10 @@ std::string describe(const JsonAt& j) {
 
 }  // namespace
 
-Parts load_tokenizer_json(const std::string& path) {
-  const json root = parse_file(path);
+Parts load_tokenizer_json(const std::string& path) { return parse_tokenizer_json(read_file(path), path); }
+
+Parts parse_tokenizer_json(const std::string& text, const std::string& path) {
+  const json root = parse_text(text, path);
   const JsonAt j{root, path, ""};
   if (!root.is_object()) j.fail("expected a JSON object");
   Parts p;

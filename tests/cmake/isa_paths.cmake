@@ -1,4 +1,7 @@
-# The suite's CPU-dependent tests again on every ISA path tach takes, forced on this CPU where it
+# The suite's CPU-dependent tests again on every ISA path tach takes (below), and the fuzz build's
+# checks (at the end).
+#
+# ISA paths: the suite's CPU-dependent tests again on every ISA path tach takes, forced on this CPU where it
 # includes the path. DNNL_MAX_CPU_ISA caps oneDNN, and tach's view of the ISA with it
 # (src/cpu/cpu_info.cc): int8's weight range (VNNI or 7-bit), bf16 in hardware, emulated by oneDNN,
 # or widened by tach's own kernels, and the f32 panels for decoding all follow it. TACH_F32_GEMM
@@ -67,3 +70,11 @@ set_source_files_properties(${PROJECT_SOURCE_DIR}/src/cpu/nf4_linear.cc DIRECTOR
   PROPERTIES COMPILE_OPTIONS "-march=haswell;-fno-trapping-math")
 add_test(NAME nf4_linear.avx2 COMMAND test_nf4_linear_avx2)
 set_tests_properties(nf4_linear.avx2 PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
+
+# The fuzz build (make fuzz, a separate clang build in build-fuzz): configured as the Makefile does,
+# it leaves the Python module out by itself; and where it has been built, every committed corpus
+# input, the regressions its campaigns found included, runs through its target cleanly.
+add_test(NAME fuzz.configure_without_python COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/check_fuzz_configure.sh
+  ${PROJECT_SOURCE_DIR})
+add_test(NAME fuzz.corpus_replay COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/replay_corpus.sh ${PROJECT_SOURCE_DIR}/build-fuzz)
+set_tests_properties(fuzz.configure_without_python fuzz.corpus_replay PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
