@@ -1,16 +1,21 @@
-// tach compare: points matched by key, bootstrap intervals over raw latencies, verdicts against
-// the noise threshold, the formats, old runs and bad input. (test_compare_live.cc: real runs.)
+// tach compare: points matched by key, block-bootstrap intervals over raw latencies, verdicts
+// against the noise threshold, the drift inside each run and a difference in load, throughput as
+// the table defines it, the formats, old runs and bad input. (test_compare_live.cc: real runs.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "bench/bench_internal.h"
+#include "report/compare_verdict.h"
 #include "tach/bench.h"
 #include "tach/compare.h"
 #include "tach/error.h"
+#include "tach/report.h"
 #include "test_util.h"
 
 namespace tach {
@@ -44,6 +49,8 @@ std::string write_run(const test::TempDir& root, const std::string& name, const 
   test::write_text(dir + "/config.json", R"({"model": "preset:bert-tiny", "run_id": ")" + name + "\"}");
   return dir;
 }
+
+std::string pct_text(double x) { return std::to_string(x * 100) + "%"; }
 
 const PointChange& change_of(const RunComparison& c, const std::string& id, size_t run = 1) {
   for (const auto& ch : c.changes)
@@ -153,6 +160,165 @@ TEST(Compare, OldRunsFailedPointsAndBadInput) {
             std::string::npos);
   test::write_text(b + "/results.jsonl", "{\"schema\": \"tach.bench.point/2\"}\n");
   EXPECT_NE(test::error_of([&] { compare_runs({a, b}); }).find("results.jsonl:1"), std::string::npos);
+}
+
+// A point whose runs follow `level` (a factor over time, 0..1 across the run) times `median` ms,
+// with relative jitter `spread`: the shape a shared machine's load gives a run.
+PointResult drifting_point(int64_t batch, double median, const std::function<double(double)>& level, double spread,
+                           uint32_t seed, int n = 40) {
+  PointResult p = point(batch, median, spread, seed, n);
+  for (int i = 0; i < n; ++i) p.batch_latency_samples_ms[size_t(i)] *= level(double(i) / (n - 1));
+  p.batch_latency_ms = bench::distribution(p.batch_latency_samples_ms);
+  p.sample_latency_ms = p.batch_latency_ms;
+  return p;
+}
+
+PointResult::Load load(double other_cores, bool contended) {
+  PointResult::Load l;
+  l.measured = true;
+  l.other_cores_mean = other_cores;
+  l.other_cores_max = other_cores + 0.3;
+  l.load_average_1m = other_cores + 1;
+  l.contended = contended;
+  return l;
+}
+
+TEST(CompareVerdict, TimeBlocksAreContiguousAndTheDriftIsHowFarTheirMediansMoved) {
+  std::vector<double> ramp;
+  for (int i = 0; i < 48; ++i) ramp.push_back(10 + i * 0.1);  // 10 .. 14.7
+  const auto blocks = report::time_blocks(ramp);
+  ASSERT_EQ(blocks.size(), 8u);  // 48 / 6
+  std::vector<double> joined;
+  for (const auto& b : blocks) {
+    EXPECT_EQ(b.size(), 6u);
+    joined.insert(joined.end(), b.begin(), b.end());
+  }
+  EXPECT_EQ(joined, ramp) << "the blocks are the samples in measurement order";
+  EXPECT_EQ(report::time_blocks(std::vector<double>(5, 1.0)).size(), 2u) << "at least two blocks";
+  EXPECT_EQ(report::time_blocks(std::vector<double>(500, 1.0)).size(), 8u) << "at most eight";
+  // First block's median 10.25, last 14.45.
+  EXPECT_NEAR(report::within_run_drift(ramp), 14.45 / 10.25 - 1, 1e-9);
+  EXPECT_TRUE(report::within_drift(0.2, 0.25));
+  EXPECT_TRUE(report::within_drift(-0.2, 0.25)) << "1 / 0.8 = 1.25";
+  EXPECT_FALSE(report::within_drift(-0.21, 0.25));
+  EXPECT_FALSE(report::within_drift(0.3, 0.25));
+  EXPECT_LT(report::within_run_drift(point(1, 10, 0.01, 3, 48).batch_latency_samples_ms), 0.02) << "steady run";
+  EXPECT_EQ(report::within_run_drift({7.0}), 0);
+}
+
+// Two runs of one build and one command on a machine whose load changes while they run: the
+// latencies drift (a slow ramp as a job starts beside them, a spike, a lock into a slow state as
+// the issue's 2-thread point did at 72 ms), and the two runs catch the drift at different
+// moments. Resampled one by one, their samples called these changes; none is one.
+TEST(Compare, IdenticalRunsUnderDriftingLoadAreNotAChange) {
+  test::TempDir root;
+  const auto ramp = [](double from, double to) { return [=](double t) { return from + (to - from) * t; }; };
+  const auto spike = [](double at, double width, double height) {
+    return [=](double t) { return std::abs(t - at) < width / 2 ? height : 1.0; };
+  };
+  // Fast (1.3 to 5.5 ms) until `when`, then locked at 72 ms.
+  const auto locks_at = [](double when) { return [=](double t) { return t < when ? 1.0 : 24.0; }; };
+  const std::string a =
+      write_run(root, "a",
+                {drifting_point(1, 10, ramp(1.0, 1.25), 0.02, 1), drifting_point(2, 20, ramp(1.0, 1.2), 0.005, 4, 48),
+                 drifting_point(4, 30, spike(0.3, 0.4, 1.3), 0.02, 2), drifting_point(16, 3, locks_at(0.6), 0.3, 3)});
+  const std::string b =
+      write_run(root, "b",
+                {drifting_point(1, 10, ramp(1.12, 1.3), 0.02, 11), drifting_point(2, 20, ramp(1.1, 1.3), 0.005, 14, 48),
+                 drifting_point(4, 30, spike(0.6, 0.5, 1.3), 0.02, 12), drifting_point(16, 3, locks_at(0.4), 0.3, 13)});
+  const RunComparison c = compare_runs({a, b});
+  ASSERT_EQ(c.changes.size(), 4u);
+  for (const auto& ch : c.changes) {
+    EXPECT_EQ(ch.verdict, "within noise") << ch.id << ": " << pct_text(ch.latency_change) << " " << ch.why;
+    EXPECT_GT(std::max(ch.baseline_drift, ch.drift), 0.1) << ch.id;
+  }
+  // A steady ramp over eight blocks: even resampled by blocks the medians differ (+8%), and only
+  // the drift inside each run (their blocks 17% apart) says that could be the ramp going on.
+  const PointChange& ramp8 = change_of(c, "cpu/f32/t0/b2/s128");
+  EXPECT_TRUE(ramp8.significant);
+  EXPECT_NE(ramp8.why.find("within the drift inside the runs"), std::string::npos) << ramp8.why;
+  EXPECT_NE(comparison_text(c, "table").find("0 improved, 0 regressed, 4 within noise"), std::string::npos);
+}
+
+// What drift must not hide: a steady run against one 30% slower, or a run drifting 3% against
+// one 30% slower, is a regression.
+TEST(Compare, AChangeBeyondTheDriftIsStillCalled) {
+  test::TempDir root;
+  const auto wobble = [](double t) { return 1 + 0.03 * std::sin(6.28 * t); };
+  const std::string a = write_run(root, "a", {drifting_point(1, 10, wobble, 0.02, 1), point(2, 20, 0.02, 2, 8)});
+  const std::string b = write_run(root, "b", {drifting_point(1, 13, wobble, 0.02, 11), point(2, 26, 0.02, 12, 8)});
+  const RunComparison c = compare_runs({a, b});
+  EXPECT_EQ(change_of(c, "cpu/f32/t0/b1/s128").verdict, "regressed") << change_of(c, "cpu/f32/t0/b1/s128").why;
+  EXPECT_EQ(change_of(c, "cpu/f32/t0/b2/s128").verdict, "regressed") << "8 runs a side: two blocks of four";
+  EXPECT_NEAR(change_of(c, "cpu/f32/t0/b1/s128").latency_change, 0.3, 0.03);
+}
+
+// Runs measured under different load are not judged: one side contended, the other not, or both
+// contended by clearly different amounts. The same latencies under the same (or no recorded) load
+// are.
+TEST(Compare, RunsMeasuredUnderDifferentLoadAreInconclusive) {
+  test::TempDir root;
+  std::vector<PointResult> base, slow;
+  for (int i = 0; i < 5; ++i) {
+    base.push_back(point(1 << i, 10.0 * (i + 1), 0.02, uint32_t(i + 1)));
+    slow.push_back(point(1 << i, 12.0 * (i + 1), 0.02, uint32_t(i + 11)));
+  }
+  base[0].load = load(0.1, false), slow[0].load = load(1.6, true);    // contended on one side only
+  base[1].load = load(0.6, true), slow[1].load = load(1.7, true);     // both, 1.1 cores apart
+  base[2].load = load(1.5, true), slow[2].load = load(1.7, true);     // both, alike: judged
+  base[3].load = load(0.05, false), slow[3].load = load(0.4, false);  // neither: judged
+  // base[4], slow[4]: no load recorded (older runs): judged, and said
+  const std::string a = write_run(root, "a", base), b = write_run(root, "b", slow);
+  const RunComparison c = compare_runs({a, b});
+  for (const char* id : {"cpu/f32/t0/b1/s128", "cpu/f32/t0/b2/s128"}) {
+    const PointChange& ch = change_of(c, id);
+    EXPECT_EQ(ch.verdict, "inconclusive") << id;
+    EXPECT_NE(ch.why.find("measured under different load"), std::string::npos) << ch.why;
+    EXPECT_NEAR(ch.latency_change, 0.2, 0.03) << "the numbers are still shown";
+  }
+  EXPECT_NE(change_of(c, "cpu/f32/t0/b1/s128").why.find("contended"), std::string::npos);
+  for (const char* id : {"cpu/f32/t0/b4/s128", "cpu/f32/t0/b8/s128", "cpu/f32/t0/b16/s128"})
+    EXPECT_EQ(change_of(c, id).verdict, "regressed") << id << ": " << change_of(c, id).why;
+  EXPECT_NE(change_of(c, "cpu/f32/t0/b16/s128").why.find("no load recorded"), std::string::npos);
+  EXPECT_TRUE(regressions_beyond(c, 0.05).size() == 3u) << "an inconclusive point is no regression";
+  EXPECT_NE(comparison_text(c, "table").find("2 inconclusive (measured under different load)"), std::string::npos);
+  // The load record survives results.jsonl.
+  const auto read = read_run_results(b);
+  EXPECT_TRUE(read[0].load.measured && read[0].load.contended);
+  EXPECT_DOUBLE_EQ(read[0].load.other_cores_mean, 1.6);
+  EXPECT_FALSE(read[4].load.measured);
+}
+
+// tach compare RUN --by threads said +37.8% throughput where the table said -61%: the table's
+// samples/s was samples over the summed time, which a few 72 ms runs dominate, and compare's the
+// batch over the median. Now both are the batch over the median, whichever way the run was written.
+TEST(Compare, ThroughputChangeIsTheTablesSamplesPerSecondRatio) {
+  test::TempDir root;
+  PointResult one = point(4, 3.0, 0.1, 1), two = point(4, 2.0, 0.1, 2);
+  one.key.threads = 1, two.key.threads = 2;
+  // The 2-thread point locked at 72 ms for its last third, as under a competing load.
+  for (size_t i = 20; i < two.batch_latency_samples_ms.size(); ++i) two.batch_latency_samples_ms[i] = 72;
+  two.batch_latency_ms = bench::distribution(two.batch_latency_samples_ms);
+  // As tach bench wrote them before: samples over the summed measured time.
+  for (PointResult* p : {&one, &two}) p->samples_per_s = double(p->key.batch) * 1e3 / p->batch_latency_ms.mean;
+  ASSERT_LT(two.samples_per_s / one.samples_per_s - 1, -0.5) << "the old table's figure";
+  const std::string run = write_run(root, "run", {one, two});
+  const std::vector<PointResult> read = read_run_results(run);
+  CompareOptions by;
+  by.by = "threads";
+  const PointChange& ch = compare_runs({run}, by).changes.at(0);
+  const double table_ratio = read[1].samples_per_s / read[0].samples_per_s - 1;
+  EXPECT_GT(ch.throughput_change, 0) << "two threads' median is faster";
+  EXPECT_NEAR(ch.throughput_change, table_ratio, 1e-9);
+  EXPECT_DOUBLE_EQ(ch.baseline_samples_per_s, read[0].samples_per_s);
+  EXPECT_DOUBLE_EQ(ch.samples_per_s, read[1].samples_per_s);
+  EXPECT_DOUBLE_EQ(read[1].samples_per_s, 4e3 / read[1].batch_latency_ms.median);
+  char cell[32];
+  std::snprintf(cell, sizeof cell, "%.1f", read[1].samples_per_s);
+  EXPECT_NE(results_table(read, "table").find(cell), std::string::npos) << "the table shows the same figure";
+  // The throughput interval is the latency's, inverted.
+  EXPECT_NEAR(ch.throughput_lo, 1 / (1 + ch.latency_hi) - 1, 1e-12);
+  EXPECT_NEAR(ch.throughput_hi, 1 / (1 + ch.latency_lo) - 1, 1e-12);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Run-to-run comparison (tach compare): points matched by key across bench runs, the change in
-// median latency and throughput with a bootstrap confidence interval over the raw per-run
-// latencies, and a verdict against a noise threshold, as Criterion.rs words it.
+// median latency and throughput with a bootstrap confidence interval over blocks of the raw
+// per-run latencies in time order, and a verdict against a noise threshold (as Criterion.rs words
+// it), against the drift inside each run, and against a difference in load.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,11 @@ struct PointChange {
   double latency_change = 0, latency_lo = 0, latency_hi = 0;
   double throughput_change = 0, throughput_lo = 0, throughput_hi = 0;
   bool significant = false;  // the latency interval excludes 0
-  // improved | regressed | within noise | not comparable (a side without raw samples, or failed)
+  // How far each run's level moved while it ran (its time blocks' medians apart, over its median):
+  // a change no larger is within noise (compare_verdict.h).
+  double baseline_drift = 0, drift = 0;
+  // improved | regressed | within noise | inconclusive (measured under different load) | not
+  // comparable (a side without raw samples, or failed)
   std::string verdict;
   std::string why;  // "not significant", "below the 2% threshold", "+8.1% latency", a failure's reason
 };
@@ -69,6 +74,9 @@ std::string comparison_text(const RunComparison& comparison, const std::string& 
 // table with every number. write_ writes it atomically.
 std::string comparison_html(const RunComparison& comparison);
 void write_comparison_html(const RunComparison& comparison, const std::string& path);
+
+// "N comparisons: A improved, B regressed, C within noise[, D inconclusive (...)][, E not comparable]"
+std::string verdict_counts(const RunComparison& comparison);
 
 // The points whose latency regressed by more than pct (0.05 = 5%), as verdict says regressed.
 std::vector<const PointChange*> regressions_beyond(const RunComparison& comparison, double pct);

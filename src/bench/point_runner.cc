@@ -84,11 +84,9 @@ void record_decode(PointResult& r, const Model& model, const BenchConfig& config
   d.time_to_first_token_ms = g.time_to_first_token_s * 1e3;
   if (g.decode_step_s.empty()) return;  // one new token: the prefill chose it
   std::vector<double> step_ms;
-  double total_s = 0;
-  for (double s : g.decode_step_s) step_ms.push_back(s * 1e3), total_s += s;
+  for (double s : g.decode_step_s) step_ms.push_back(s * 1e3);
   d.step_ms = distribution(step_ms);
-  d.step_samples_ms = step_ms;
-  d.tokens_per_s = double(key.batch) * double(step_ms.size()) / total_s;
+  d.step_samples_ms = step_ms;  // tokens/s: set_throughput_from_median
   d.weight_bytes_per_step = g.decode_weight_bytes;
   d.cache_bytes_per_step = g.decode_cache_bytes;
   const DecodeLimit limit =
@@ -165,9 +163,9 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   double padded_tokens = 0, real_tokens = 0, flops_total = 0;
   RaplEnergy rapl;
   if (!on_gpu && rapl.available()) (void)rapl.joules();  // starts the counters at this point
-  CpuLoadWindow load_window;  // other processes' CPU use while the runs are timed
   DeviceTimer gpu_timer(device);
   if (observer.on_measure_begin) observer.on_measure_begin(key);
+  CpuLoadWindow load_window;  // other processes' CPU use while the runs are timed
   const auto wall0 = Clock::now();
   double measured_s = 0;
   const TokenBatch synthetic = texts ? TokenBatch{} : synthetic_batch(info, key.batch, key.seq_len, config.seed);
@@ -189,15 +187,17 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     latencies_s.push_back(s);
     measured_s += s;
     padded_tokens += double(batch->batch() * batch->seq_len());
-    load_window.sample();  // outside the timing: reads procfs at most every kLoadSubWindowS
     real_tokens += double(batch->real_tokens());
     flops_total += texts ? model.forward_cost(batch->batch(), batch->seq_len()).flops : flops;
+    load_window.sample();  // outside the timing: reads procfs at most every kLoadSubWindowS
     r.stopped_by = stop_reason(config.stop, latencies_s, measured_s);
     if (!r.stopped_by.empty()) break;
-  const double rapl_j = !on_gpu && rapl.available() ? rapl.joules() : -1;  // before the load's wait, if any
-  record_load(r, load_window);
   }
   const double wall_s = seconds_since(wall0);
+  // The measured runs end here: an outside clock around them stops before the load's wait.
+  if (observer.on_measure_end) observer.on_measure_end(key, int64_t(latencies_s.size()) * key.batch);
+  const double rapl_j = !on_gpu && rapl.available() ? rapl.joules() : -1;  // before the load's wait, if any
+  record_load(r, load_window);
   if (on_gpu && config.gpu_energy_window_s > 0) {
     // The last batch measured, again and again (a dataset's batches vary; its last is one of them).
     const TokenBatch& energy_batch = texts ? last_text_batch : synthetic;
@@ -213,7 +213,6 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     r.energy_source = "unavailable: " + rapl.unavailable_reason();
   }
   const auto n = static_cast<double>(latencies_s.size());
-  if (observer.on_measure_end) observer.on_measure_end(key, int64_t(n) * key.batch);
 
   r.measured_runs = int(latencies_s.size());
   std::vector<double> batch_ms, sample_ms, tok_ms;
@@ -227,15 +226,9 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   r.sample_latency_ms = distribution(sample_ms);
   r.tokenize_ms_per_batch = distribution(tok_ms);
   if (!gpu_ms.empty()) r.gpu_time_ms = distribution(gpu_ms);
-  // Throughput over the measured model time (sum of latencies), not from the median: it is what
-  // a loop of these batches would sustain.
-  r.samples_per_s = n * double(key.batch) / measured_s;
-  r.batches_per_s = n / measured_s;
-  r.tokens_per_s = real_tokens / measured_s;
   r.padded_tokens_per_batch = padded_tokens / n;
   r.real_tokens_per_batch = real_tokens / n;
   r.flops_per_batch = flops_total / n;
-  r.achieved_gflops_per_s = flops_total / measured_s / 1e9;
   if (r.energy_j >= 0) {
     r.energy_j_per_sample = r.energy_j / (n * double(key.batch));
     r.energy_j_per_token = real_tokens > 0 ? r.energy_j / real_tokens : -1;
@@ -253,6 +246,7 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   r.bookkeeping_ms = (wall_s - measured_s - std::accumulate(tokenize_s.begin(), tokenize_s.end(), 0.0)) * 1e3;
   // After the memory figures: they are the prefill's, without the key/value cache.
   if (info.causal_lm && config.decode_tokens > 0) record_decode(r, model, config, key);
+  set_throughput_from_median(r);  // after the decode steps: theirs too
   r.finished_at = utc_now_iso();
   return r;
 }

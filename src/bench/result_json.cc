@@ -231,6 +231,11 @@ std::string point_to_json(const PointResult& p) {
     j["train"] = train_json(p.train);
   }
   if (!p.decode.method.empty()) j["decode"] = decode_json(p.decode);
+  if (p.load.measured)
+    j["load"] = {{"other_cores_mean", p.load.other_cores_mean},
+                 {"other_cores_max", p.load.other_cores_max},
+                 {"load_average_1m", p.load.load_average_1m},
+                 {"contended", p.load.contended}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -295,6 +300,17 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.bookkeeping_ms = o.at("bookkeeping_ms");
     p.finished_at = j.at("finished_at");
     if (j.contains("decode")) p.decode = decode_from(j.at("decode"));  // causal LMs' decoding, when it ran
+    if (j.contains("load")) {  // absent before other processes' CPU use was measured per point
+      const auto& l = j.at("load");
+      p.load.measured = true;
+      p.load.other_cores_mean = l.at("other_cores_mean");
+      p.load.other_cores_max = l.at("other_cores_max");
+      p.load.load_average_1m = l.at("load_average_1m");
+      p.load.contended = l.at("contended");
+    }
+    // Lines written before throughput was per batch over the median held totals over the summed
+    // time: every line is read under the one definition (the same numbers for a new line).
+    if (p.status == "ok") set_throughput_from_median(p);
     check(j.at("id") == p.key.id(), where + ": id '" + j.at("id").get<std::string>() + "' does not match its fields");
     return p;
   } catch (const nlohmann::json::exception& e) { throw Error(where + ": " + e.what()); }

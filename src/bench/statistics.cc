@@ -3,9 +3,32 @@
 #include <cmath>
 #include <numeric>
 
+#include "tach/bench.h"
 #include "tach/stats.h"
 
 namespace tach {
+
+const char* const kThroughputDefinition =
+    "samples/s = batch / median batch latency (tokens/s and GFLOP/s: a batch's tokens and FLOPs over the same "
+    "median)";
+
+double per_second_at_median(double per_batch, double median_ms) {
+  return median_ms > 0 ? per_batch * 1e3 / median_ms : 0;
+}
+
+void set_throughput_from_median(PointResult& p) {
+  const double median_ms = p.batch_latency_ms.median;
+  const double rows = double(p.key.batch) * double(p.key.kind == "train" ? p.train.world_size : 1);
+  p.samples_per_s = per_second_at_median(rows, median_ms);
+  p.batches_per_s = per_second_at_median(1, median_ms);
+  p.tokens_per_s = per_second_at_median(p.real_tokens_per_batch, median_ms);
+  p.achieved_gflops_per_s = per_second_at_median(p.flops_per_batch, median_ms) / 1e9;
+  if (p.key.kind == "train" && p.train.ceiling_gflops_per_s > 0)
+    p.train.mfu = p.achieved_gflops_per_s / p.train.ceiling_gflops_per_s;
+  // A decode step makes one token for every row.
+  if (p.decode.step_ms.n > 0)
+    p.decode.tokens_per_s = per_second_at_median(double(p.key.batch), p.decode.step_ms.median);
+}
 
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;

@@ -1,4 +1,4 @@
-// tach compare: matching points across runs, bootstrap intervals, verdicts, and their tables.
+// tach compare: matching points across runs, block-bootstrap intervals, verdicts, and their tables.
 #include "tach/compare.h"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "report/compare_verdict.h"
 #include "tach/error.h"
 
 namespace tach {
@@ -18,22 +19,6 @@ namespace tach {
 namespace fs = std::filesystem;
 
 namespace {
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + long(m), v.end());
-  const double hi = v[m];
-  if (v.size() % 2) return hi;
-  return (*std::max_element(v.begin(), v.begin() + long(m)) + hi) / 2;
-}
-
-double quantile_sorted(const std::vector<double>& v, double q) {
-  const double pos = q * double(v.size() - 1);
-  const auto lo = size_t(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
-}
 
 CompareRun read_run(const std::string& dir) {
   CompareRun run;
@@ -54,32 +39,6 @@ CompareRun read_run(const std::string& dir) {
     }
   }
   return run;
-}
-
-struct Bootstrap {
-  double change = 0, lo = 0, hi = 0;
-};
-
-// new / baseline - 1 of f(samples) (the median), with the percentile interval of the same over
-// resamples drawn with replacement from each side independently.
-Bootstrap bootstrap_ratio(const std::vector<double>& base, const std::vector<double>& now, const CompareOptions& o,
-                          std::mt19937_64& rng) {
-  Bootstrap b;
-  b.change = median_of(now) / median_of(base) - 1;
-  std::vector<double> ratios;
-  ratios.reserve(size_t(o.resamples));
-  std::vector<double> ra(base.size()), rb(now.size());
-  std::uniform_int_distribution<size_t> pa(0, base.size() - 1), pb(0, now.size() - 1);
-  for (int r = 0; r < o.resamples; ++r) {
-    for (auto& x : ra) x = base[pa(rng)];
-    for (auto& x : rb) x = now[pb(rng)];
-    ratios.push_back(median_of(rb) / median_of(ra) - 1);
-  }
-  std::sort(ratios.begin(), ratios.end());
-  const double tail = (1 - o.confidence) / 2;
-  b.lo = quantile_sorted(ratios, tail);
-  b.hi = quantile_sorted(ratios, 1 - tail);
-  return b;
 }
 
 std::string pct(double x, int decimals = 1) {
@@ -142,8 +101,9 @@ std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std:
 }
 
 // One row of the comparison: the change from a's samples (ms per batch, or per decode step) to
-// b's, with the bootstrap interval of the median's ratio and the verdict. Throughput is rows per
-// second (batch / latency): samples/s, or a decode's tokens/s.
+// b's, with the block-bootstrap interval of the median's ratio, each run's drift, and the verdict
+// (compare_verdict.h says why blocks). Throughput is a batch's rows over the median latency
+// (kThroughputDefinition): samples/s, or a decode's tokens/s.
 PointChange latency_change(const std::string& id, size_t r, const PointResult& a, const PointResult& b,
                            const std::vector<double>& sa, const std::vector<double>& sb, double median_a,
                            double median_b, const CompareOptions& options, std::mt19937_64& rng) {
@@ -159,34 +119,50 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
     ch.why = a.status != "ok" ? "baseline " + a.status + ": " + a.reason : "this run " + b.status + ": " + b.reason;
     return ch;
   }
-  ch.baseline_samples_per_s = double(a.key.batch) * 1e3 / ch.baseline_median_ms;
-  ch.samples_per_s = double(b.key.batch) * 1e3 / ch.median_ms;
+  const double rows_a = double(a.key.batch), rows_b = double(b.key.batch);
+  ch.baseline_samples_per_s = per_second_at_median(rows_a, ch.baseline_median_ms);
+  ch.samples_per_s = per_second_at_median(rows_b, ch.median_ms);
+  // Throughput is rows over the median latency, so its change follows from the latency's:
+  // (rows_b / rows_a) / (1 + latency change) - 1, and its interval from the latency's ends.
+  const auto throughput_of = [&](double latency_change) { return rows_b / rows_a / (1 + latency_change) - 1; };
   if (ch.baseline_n < 2 || ch.n < 2) {
     ch.latency_change = ch.median_ms / ch.baseline_median_ms - 1;
-    ch.throughput_change = ch.samples_per_s / ch.baseline_samples_per_s - 1;
+    ch.throughput_change = throughput_of(ch.latency_change);
     ch.verdict = "not comparable";
     ch.why = "no raw latencies on one side (a run written before they were kept): medians only, no interval";
     return ch;
   }
-  const Bootstrap lat = bootstrap_ratio(sa, sb, options, rng);
-  // Throughput per run (rows / latency); its median is the inverse of the latency's.
-  std::vector<double> ta, tb;
-  for (double ms : sa) ta.push_back(double(a.key.batch) * 1e3 / ms);
-  for (double ms : sb) tb.push_back(double(b.key.batch) * 1e3 / ms);
-  const Bootstrap thr = bootstrap_ratio(ta, tb, options, rng);
+  const report::RatioInterval lat = report::block_bootstrap_ratio(sa, sb, options.confidence, options.resamples, rng);
   ch.latency_change = lat.change, ch.latency_lo = lat.lo, ch.latency_hi = lat.hi;
-  ch.throughput_change = thr.change, ch.throughput_lo = thr.lo, ch.throughput_hi = thr.hi;
+  ch.throughput_change = throughput_of(lat.change);
+  ch.throughput_lo = throughput_of(lat.hi), ch.throughput_hi = throughput_of(lat.lo);
+  ch.baseline_drift = report::within_run_drift(sa);
+  ch.drift = report::within_run_drift(sb);
   ch.significant = lat.lo > 0 || lat.hi < 0;
-  if (!ch.significant) {
+  const report::LoadDifference load = report::load_difference(a, b);
+  const double drift = std::max(ch.baseline_drift, ch.drift);
+  if (load.different) {
+    ch.verdict = "inconclusive";
+    ch.why = load.why;
+  } else if (!ch.significant) {
     ch.verdict = "within noise";
     ch.why = "not significant (the interval holds 0)";
   } else if (std::abs(lat.change) < options.noise_threshold) {
     ch.verdict = "within noise";
     ch.why = "below the " + num(options.noise_threshold * 100, 1) + "% threshold";
+  } else if (report::within_drift(lat.change, drift)) {
+    ch.verdict = "within noise";
+    ch.why = pct(lat.change) + " is within the drift inside the runs: " +
+             (ch.baseline_drift >= ch.drift ? std::string("the baseline's") : std::string("this run's")) +
+             " block medians were " + num(drift * 100, 1) + "% apart while it ran";
   } else {
     ch.verdict = lat.change > 0 ? "regressed" : "improved";
     ch.why = pct(lat.change) + " latency";
   }
+  if (!load.known && (ch.verdict == "improved" || ch.verdict == "regressed"))
+    ch.why += !a.load.measured && !b.load.measured ? " (no load recorded: older runs)"
+              : a.load.measured                    ? " (no load recorded for this run)"
+                                                   : " (no load recorded for the baseline)";
   return ch;
 }
 
@@ -251,6 +227,20 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
   return c;
 }
 
+std::string verdict_counts(const RunComparison& c) {
+  int improved = 0, regressed = 0, noise = 0, inconclusive = 0, other = 0;
+  for (const auto& ch : c.changes)
+    (ch.verdict == "improved"       ? improved
+     : ch.verdict == "regressed"    ? regressed
+     : ch.verdict == "within noise" ? noise
+     : ch.verdict == "inconclusive" ? inconclusive
+                                    : other)++;
+  return std::to_string(c.changes.size()) + " comparisons: " + std::to_string(improved) + " improved, " +
+         std::to_string(regressed) + " regressed, " + std::to_string(noise) + " within noise" +
+         (inconclusive ? ", " + std::to_string(inconclusive) + " inconclusive (measured under different load)" : "") +
+         (other ? ", " + std::to_string(other) + " not comparable" : "");
+}
+
 std::vector<const PointChange*> regressions_beyond(const RunComparison& c, double pct_limit) {
   std::vector<const PointChange*> out;
   for (const auto& ch : c.changes)
@@ -264,10 +254,17 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
   if (format == "json") {
     nlohmann::json j;
     j["schema"] = "tach.compare/1";
-    j["method"] = {{"statistic", "median batch latency per point; throughput = batch / latency"},
+    j["method"] = {{"statistic", std::string("median batch latency per point; throughput: ") + kThroughputDefinition},
                    {"interval",
-                    "percentile bootstrap over the raw per-run latencies, each side resampled with "
-                    "replacement"},
+                    "percentile block bootstrap: each side's raw latencies cut in measurement order into "
+                    "n/6 blocks (2 to 8), whole blocks resampled with replacement"},
+                   {"drift",
+                    "largest block median / smallest - 1, per run; a change no larger than either run's (as "
+                    "ratios) is within noise"},
+                   {"load",
+                    "inconclusive when one side was contended and the other not, or both were and other "
+                    "processes' mean use differs by 0.5 cores or more; a run without a load record is not "
+                    "judged on load"},
                    {"confidence", o.confidence},
                    {"resamples", o.resamples},
                    {"seed", o.seed},
@@ -291,6 +288,8 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
                               {"throughput_change", ch.throughput_change},
                               {"throughput_ci", {ch.throughput_lo, ch.throughput_hi}},
                               {"significant", ch.significant},
+                              {"baseline_drift", ch.baseline_drift},
+                              {"drift", ch.drift},
                               {"verdict", ch.verdict},
                               {"why", ch.why}});
     j["only_in"] = c.only_in;
@@ -317,6 +316,8 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
                    "throughput_change",
                    "throughput_ci_lo",
                    "throughput_ci_hi",
+                   "baseline_drift",
+                   "drift",
                    "verdict",
                    "why"};
   for (const auto& ch : c.changes) {
@@ -326,7 +327,8 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
                       num(ch.baseline_median_ms, 4), num(ch.median_ms, 4), num(ch.latency_change, 5),
                       interval ? num(ch.latency_lo, 5) : "", interval ? num(ch.latency_hi, 5) : "",
                       num(ch.throughput_change, 5), interval ? num(ch.throughput_lo, 5) : "",
-                      interval ? num(ch.throughput_hi, 5) : "", ch.verdict, ch.why});
+                      interval ? num(ch.throughput_hi, 5) : "", num(ch.baseline_drift, 5), num(ch.drift, 5), ch.verdict,
+                      ch.why});
       continue;
     }
     rows.push_back(
@@ -381,19 +383,15 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
       out << "\n";
     }
   }
-  int improved = 0, regressed = 0, noise = 0, other = 0;
-  for (const auto& ch : c.changes)
-    (ch.verdict == "improved"       ? improved
-     : ch.verdict == "regressed"    ? regressed
-     : ch.verdict == "within noise" ? noise
-                                    : other)++;
-  out << (md ? "\n" : "") << c.changes.size() << " comparisons: " << improved << " improved, " << regressed
-      << " regressed, " << noise << " within noise" << (other ? ", " + std::to_string(other) + " not comparable" : "")
+  out << (md ? "\n" : "") << verdict_counts(c)
       << ". Latency is the median batch latency (ms, wall clock) of each point (a training point's: its optimizer "
-         "step); changes are new / baseline - 1 with a "
-      << ci << " from " << o.resamples << " bootstrap resamples of the raw per-run latencies; a change is a verdict "
-      << "only when the interval excludes 0 and it is at least " << num(o.noise_threshold * 100, 1)
-      << "% (--noise-threshold).\n";
+         "step); throughput: "
+      << kThroughputDefinition << "; changes are new / baseline - 1 with a " << ci << " from " << o.resamples
+      << " block-bootstrap resamples (each run's latencies cut in time order into blocks, whole blocks "
+         "resampled); a change is a verdict only when the interval excludes 0, it is at least "
+      << num(o.noise_threshold * 100, 1)
+      << "% (--noise-threshold), and it exceeds the drift inside both runs (how far their blocks' medians moved "
+         "apart); points measured under different load are inconclusive.\n";
   for (const auto& s : c.only_in) out << (md ? "- " : "  ") << s << "\n";
   return out.str();
 }

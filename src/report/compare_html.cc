@@ -47,25 +47,17 @@ std::string comparison_html(const RunComparison& c) {
     h << "<li>run " << r << (r == 0 ? " (baseline)" : "") << ": <code>" << escape_html(c.runs[r].dir) << "</code>"
       << (c.runs[r].model.empty() ? "" : ", model " + escape_html(c.runs[r].model)) << ", " << c.runs[r].points.size()
       << " points</li>";
-  h << "</ul><p class='method'>Latency is each point's median batch latency (ms, wall clock, per run). A change is new "
-       "/ "
-       "baseline − 1, with a "
-    << num(c.options.confidence * 100, 0) << "% percentile bootstrap interval from " << c.options.resamples
-    << " resamples of the raw per-run latencies (each side resampled with replacement, seed " << c.options.seed
-    << "). Verdicts: <b>within noise</b> when the interval holds 0 or the change is below "
+  h << "</ul><p class='method'>Latency is each point's median batch latency (ms, wall clock, per run); throughput: "
+    << escape_html(kThroughputDefinition) << ". A change is new / baseline − 1, with a "
+    << num(c.options.confidence * 100, 0) << "% percentile block-bootstrap interval from " << c.options.resamples
+    << " resamples (each run's latencies cut in measurement order into blocks, whole blocks resampled with "
+       "replacement, seed "
+    << c.options.seed << "). Verdicts: <b>within noise</b> when the interval holds 0, the change is below "
     << num(c.options.noise_threshold * 100, 1)
-    << "%; otherwise <b>improved</b> or <b>regressed</b>. Throughput is "
-       "batch / latency per run.</p>";
-
-  int improved = 0, regressed = 0, noise = 0, other = 0;
-  for (const auto& ch : c.changes)
-    (ch.verdict == "improved"       ? improved
-     : ch.verdict == "regressed"    ? regressed
-     : ch.verdict == "within noise" ? noise
-                                    : other)++;
-  h << "<p><b>" << c.changes.size() << " comparisons</b>: <span class='improved'>" << improved
-    << " improved</span>, <span class='regressed'>" << regressed << " regressed</span>, <span class='noise'>" << noise
-    << " within noise</span>" << (other ? ", " + std::to_string(other) + " not comparable" : "") << ".</p>";
+    << "%, or it is no larger than the drift inside either run (how far its blocks' medians moved apart); "
+       "<b>inconclusive</b> when the two were measured under different load; otherwise <b>improved</b> or "
+       "<b>regressed</b>.</p>";
+  h << "<p><b>" << escape_html(verdict_counts(c)) << "</b>.</p>";
 
   for (size_t r = 1; r < c.runs.size(); ++r) {
     std::vector<report::ChangeBar> bars;
@@ -77,7 +69,7 @@ std::string comparison_html(const RunComparison& c) {
 
   h << "<h2>Every comparison</h2><table><tr><th>point</th><th>run</th><th>baseline median ms (n)</th><th>median ms "
        "(n)</th><th>latency change</th><th>interval</th><th>throughput change</th><th>interval</th><th>baseline "
-       "samples/s</th><th>samples/s</th><th>verdict</th><th>why</th></tr>";
+       "samples/s</th><th>samples/s</th><th>drift (baseline, run)</th><th>verdict</th><th>why</th></tr>";
   for (const auto& ch : c.changes) {
     const bool interval = ch.baseline_n >= 2 && ch.n >= 2 && ch.verdict != "not comparable";
     const std::string cls = ch.verdict == "improved" ? "improved" : ch.verdict == "regressed" ? "regressed" : "noise";
@@ -86,8 +78,9 @@ std::string comparison_html(const RunComparison& c) {
       << pct(ch.latency_change) << "</td><td>" << (interval ? pct(ch.latency_lo) + " … " + pct(ch.latency_hi) : "–")
       << "</td><td>" << pct(ch.throughput_change) << "</td><td>"
       << (interval ? pct(ch.throughput_lo) + " … " + pct(ch.throughput_hi) : "–") << "</td><td>"
-      << num(ch.baseline_samples_per_s, 2) << "</td><td>" << num(ch.samples_per_s, 2) << "</td><td class='" << cls
-      << "'>" << escape_html(ch.verdict) << "</td><td>" << escape_html(ch.why) << "</td></tr>";
+      << num(ch.baseline_samples_per_s, 2) << "</td><td>" << num(ch.samples_per_s, 2) << "</td><td>"
+      << (interval ? num(ch.baseline_drift * 100, 1) + "%, " + num(ch.drift * 100, 1) + "%" : "–") << "</td><td class='"
+      << cls << "'>" << escape_html(ch.verdict) << "</td><td>" << escape_html(ch.why) << "</td></tr>";
   }
   h << "</table>";
 
