@@ -2,12 +2,14 @@
 // to PNG files of the stated size, and packed into a deck with one slide per figure.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 
 #include "report/figure_book.h"
 #include "report/pptx_parts.h"
 #include "report/svg_chart.h"
+#include "bench/bench_internal.h"
 #include "tach/bench.h"
 #include "tach/error.h"
 #include "tach/report.h"
@@ -133,6 +135,127 @@ TEST(ReportFigures, MalformedSvgIsAClearError) {
     FAIL() << "expected an error";
   } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("librsvg"), std::string::npos) << e.what(); }
   EXPECT_FALSE(fs::exists(dir.path() + "/broken.png"));
+}
+
+// One axis, one format: "8" and "16", never "8" beside "16.0"; a suffix chosen by the largest tick.
+TEST(ReportFigures, TickLabelsOfAnAxisShareOneFormat) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(report::tick_labels({0, 4, 8, 12, 16}), (V{"0", "4", "8", "12", "16"}));
+  EXPECT_EQ(report::tick_labels({0, 0.5, 1, 1.5}), (V{"0.0", "0.5", "1.0", "1.5"}));
+  EXPECT_EQ(report::tick_labels({0.02, 0.04, 0.06}), (V{"0.02", "0.04", "0.06"}));
+  EXPECT_EQ(report::tick_labels({0, 5000, 10000, 15000}), (V{"0", "5k", "10k", "15k"}));
+  EXPECT_EQ(report::tick_labels({1, 2, 4, 8, 16, 32}), (V{"1", "2", "4", "8", "16", "32"}));
+  EXPECT_EQ(report::tick_labels({-1e-17, 1}), (V{"0", "1"})) << "no -0";
+  // A chart whose y ticks run 0..16 writes them alike.
+  report::Series s;
+  s.name = "s";
+  s.x = {1, 2, 4, 8, 16};
+  s.y = {16, 8, 4, 2, 1};
+  report::LineChartSpec spec;
+  spec.log2_x = true;
+  const std::string svg = report::line_chart(spec, {s});
+  EXPECT_NE(svg.find("class='tick'>16</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(".0</text>"), std::string::npos) << "no tick written as 16.0 beside 8";
+}
+
+// The heat scale's cells keep their text readable: black or white, whichever contrasts more, and
+// set as a style, since the figures' and the page's stylesheets (text{fill:#222}) outrank a fill
+// attribute: the old white text was drawn dark on the darkest cells.
+TEST(ReportFigures, HeatmapTextReadsOnEveryCell) {
+  for (int i = 0; i <= 100; ++i) {
+    const std::string fill = report::heat_fill(i / 100.0);
+    EXPECT_GE(report::contrast_ratio(report::text_colour_on(fill), fill), 4.5) << fill;  // WCAG AA
+  }
+  EXPECT_EQ(report::text_colour_on(report::heat_fill(1)), "#ffffff");
+  EXPECT_EQ(report::text_colour_on(report::heat_fill(0)), "#000000");
+  EXPECT_NEAR(report::contrast_ratio("#000000", "#ffffff"), 21, 1e-9);
+  const std::string doc = report::standalone_svg(
+      report::heatmap("t", {"row"}, {"dark", "light"}, {{1.0, 0.0}}, {{"dark cell", "light cell"}}));
+  EXPECT_NE(doc.find("style='fill:#ffffff'>dark cell<"), std::string::npos) << doc;
+  EXPECT_NE(doc.find("style='fill:#000000'>light cell<"), std::string::npos);
+}
+
+// A long y label (memory_usage's) is wrapped to the plot's height instead of running off the figure.
+TEST(ReportFigures, LongAxisLabelsFitThePlot) {
+  EXPECT_NEAR(report::text_width_px("MiB", 11), (1767 + 569 + 1405) / 2048.0 * 11, 1e-9);
+  const std::string label = "MiB (peak RSS of the process; tach's allocator peak, both per point)";
+  const auto lines = report::wrap_to_width(label, 200, 11);
+  ASSERT_GE(lines.size(), 2u);
+  std::string joined;
+  for (const auto& l : lines) {
+    EXPECT_LE(report::text_width_px(l, 11), 200) << l;
+    joined += (joined.empty() ? "" : " ") + l;
+  }
+  EXPECT_EQ(joined, label);
+  report::Series s;
+  s.name = "s";
+  s.x = {1, 2};
+  s.y = {10, 20};
+  report::LineChartSpec spec;
+  spec.y_label = label;
+  const std::string svg = report::line_chart(spec, {s, s});
+  const double plot_height = spec.height - 28 - 46;  // the top and bottom margins; the legend adds to both
+  size_t found = 0;
+  for (size_t at = svg.find("rotate(-90)' text-anchor='middle' class='axis-label'>"); at != std::string::npos;
+       at = svg.find("rotate(-90)' text-anchor='middle' class='axis-label'>", at + 1)) {
+    const size_t from = svg.find('>', at) + 1;
+    std::string text = svg.substr(from, svg.find('<', from) - from);
+    if (const size_t q = text.find("&#39;"); q != std::string::npos) text.replace(q, 5, "'");
+    EXPECT_LE(report::text_width_px(text, report::kChartFontPx), plot_height) << text;
+    ++found;
+  }
+  EXPECT_GE(found, 2u) << "wrapped into lines";
+}
+
+// Times cannot be negative: a violin's density stops at 0 and its mass there is reflected back,
+// and the axis does not run below 0 either.
+TEST(ReportFigures, ViolinsStayAtOrAboveZero) {
+  const std::vector<double> ms = {0.05, 0.08, 0.1, 0.12, 3.0};  // fast runs and one slow: the axis pads below 0.05
+  const report::DensityCurve kde = report::kernel_density(ms, -1, 12, 0, 1200, 0.01);  // past every kernel's tail
+  ASSERT_EQ(kde.at.size(), 1201u);
+  EXPECT_DOUBLE_EQ(kde.at.front(), 0);
+  // The reflected density keeps the whole mass above 0: its integral is that of n unit kernels.
+  double mean = 0, var = 0;
+  for (double x : ms) mean += x / ms.size();
+  for (double x : ms) var += (x - mean) * (x - mean) / (ms.size() - 1);
+  const double h = std::max(1.06 * std::sqrt(var) * std::pow(double(ms.size()), -0.2), 0.01);
+  double area = 0;
+  for (size_t i = 1; i < kde.at.size(); ++i)
+    area += (kde.density[i] + kde.density[i - 1]) / 2 * (kde.at[i] - kde.at[i - 1]);
+  EXPECT_NEAR(area / (double(ms.size()) * h * std::sqrt(2 * M_PI)), 1.0, 0.01);
+  report::DistributionChartSpec spec;
+  spec.title = "t";
+  const std::string svg = report::distribution_chart(spec, {{"run", ms}});
+  EXPECT_EQ(svg.find("class='tick'>-"), std::string::npos) << "no negative tick";
+  // The violin's leftmost point is at or right of the axis start (x = L = 90).
+  const size_t path = svg.find("<path d='M");
+  ASSERT_NE(path, std::string::npos);
+  EXPECT_GE(std::stod(svg.substr(path + 10)), 90.0);
+}
+
+// The title slide's machine line gives the thread counts the sweep ran, not the process's last.
+TEST(ReportFigures, TitleSlideSaysTheSweepsThreadCounts) {
+  test::TempDir dir;
+  std::string lines;
+  for (int t : {1, 2}) {
+    PointResult p;
+    p.key.threads = t;
+    p.batch_latency_samples_ms = {2, 3, 4};
+    p.batch_latency_ms = bench::distribution(p.batch_latency_samples_ms);
+    p.sample_latency_ms = p.batch_latency_ms;
+    p.measured_runs = 3;
+    lines += point_to_json(p) + "\n";
+  }
+  test::write_text(dir.path() + "/results.jsonl", lines);
+  test::write_text(
+      dir.path() + "/summary.json",
+      R"({"schema": "tach.bench.summary/1", "machine": {"cpu": "a CPU", "logical_cores": 2, "threads": 1}})");
+  const RunReport report = build_run_report(dir.path());
+  const auto machine = std::find_if(report.about.begin(), report.about.end(),
+                                    [](const std::string& l) { return l.rfind("machine: ", 0) == 0; });
+  ASSERT_NE(machine, report.about.end());
+  EXPECT_NE(machine->find("1 and 2 threads"), std::string::npos) << *machine;
+  EXPECT_EQ(machine->find("1 threads"), std::string::npos) << *machine;
 }
 
 }  // namespace

@@ -85,8 +85,11 @@ std::string escape_html(const std::string& s) {
 
 std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& series) {
   // The legend goes under the plot, one line per series, so it never covers a point.
-  const double W = spec.width, L = 62, R = 12, T = 28, B = 46 + 15 * double(series.size());
+  const double W = spec.width, R = 12, T = 28, B = 46 + 15 * double(series.size());
   const double H = spec.height + 15 * double(series.size());
+  // The y label runs up the plot's height: wrapped into lines that fit it, the margin widened for each.
+  const std::vector<std::string> y_label = wrap_to_width(spec.y_label, H - T - B, kChartFontPx);
+  const double L = 62 + 13 * double(y_label.size() - 1);
   double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
   auto tx = [&](double x) { return spec.log2_x ? std::log2(std::max(x, 1e-12)) : x; };
   for (const auto& s : series)
@@ -115,9 +118,13 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
   o << "<g class='axes' stroke='#999' stroke-width='1'>";
   o << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - R << "' y2='" << H - B << "'/>";
   o << "<line x1='" << L << "' y1='" << T << "' x2='" << L << "' y2='" << H - B << "'/></g>";
-  for (double v : ticks(y0, y1)) {
-    o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(v) << "' y2='" << py(v) << "' stroke='#eee'/>";
-    o << "<text x='" << L - 6 << "' y='" << py(v) + 4 << "' text-anchor='end' class='tick'>" << fmt(v) << "</text>";
+  const std::vector<double> yt = ticks(y0, y1);
+  const std::vector<std::string> y_text = tick_labels(yt);
+  for (size_t i = 0; i < yt.size(); ++i) {
+    o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(yt[i]) << "' y2='" << py(yt[i])
+      << "' stroke='#eee'/>";
+    o << "<text x='" << L - 6 << "' y='" << py(yt[i]) + 4 << "' text-anchor='end' class='tick'>" << y_text[i]
+      << "</text>";
   }
   std::vector<double> xt;
   if (spec.log2_x) {
@@ -125,12 +132,15 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
   } else {
     xt = ticks(x0, x1);
   }
-  for (double v : xt)
-    o << "<text x='" << px(v) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>" << fmt(v) << "</text>";
+  const std::vector<std::string> x_text = tick_labels(xt);
+  for (size_t i = 0; i < xt.size(); ++i)
+    o << "<text x='" << px(xt[i]) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>" << x_text[i]
+      << "</text>";
   o << "<text x='" << (L + W - R) / 2 << "' y='" << H - B + 32 << "' text-anchor='middle' class='axis-label'>"
     << escape_html(spec.x_label) << "</text>";
-  o << "<text transform='translate(14," << (T + H - B) / 2 << ") rotate(-90)' text-anchor='middle' class='axis-label'>"
-    << escape_html(spec.y_label) << "</text>";
+  for (size_t i = 0; i < y_label.size(); ++i)
+    o << "<text transform='translate(" << 14 + 13 * double(i) << "," << (T + H - B) / 2
+      << ") rotate(-90)' text-anchor='middle' class='axis-label'>" << escape_html(y_label[i]) << "</text>";
   // Series.
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
@@ -180,11 +190,15 @@ std::string distribution_chart(const DistributionChartSpec& spec, const std::vec
     return o.str();
   }
   const double pad = std::max((v1 - v0) * 0.08, std::abs(v1) * 1e-3 + 1e-12);
-  v0 -= pad, v1 += pad;
+  v0 = std::max(v0 - pad, spec.floor), v1 += pad;  // nothing below what can occur
   auto px = [&](double v) { return L + (v - v0) / (v1 - v0) * (W - L - R); };
-  for (double t : ticks(v0, v1)) {
-    o << "<line x1='" << px(t) << "' x2='" << px(t) << "' y1='" << T << "' y2='" << H - B << "' stroke='#eee'/>";
-    o << "<text x='" << px(t) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>" << fmt(t) << "</text>";
+  const std::vector<double> vt = ticks(v0, v1);
+  const std::vector<std::string> v_text = tick_labels(vt);
+  for (size_t i = 0; i < vt.size(); ++i) {
+    o << "<line x1='" << px(vt[i]) << "' x2='" << px(vt[i]) << "' y1='" << T << "' y2='" << H - B
+      << "' stroke='#eee'/>";
+    o << "<text x='" << px(vt[i]) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>" << v_text[i]
+      << "</text>";
   }
   o << "<text x='" << (L + W - R) / 2 << "' y='" << H - 8 << "' text-anchor='middle' class='axis-label'>"
     << escape_html(spec.value_label) << "</text>";
@@ -198,28 +212,14 @@ std::string distribution_chart(const DistributionChartSpec& spec, const std::vec
     std::vector<double> v = g.values;
     std::sort(v.begin(), v.end());
     if (!v.empty()) {
-      // Silverman's rule of thumb for the bandwidth; a floor keeps identical samples drawable.
-      double mean = 0, var = 0;
-      for (double x : v) mean += x;
-      mean /= double(v.size());
-      for (double x : v) var += (x - mean) * (x - mean);
-      const double sd = v.size() > 1 ? std::sqrt(var / double(v.size() - 1)) : 0;
-      const double h = std::max(1.06 * sd * std::pow(double(v.size()), -0.2), (v1 - v0) * 0.01);
-      const int steps = 80;
-      std::vector<double> dens(steps + 1);
-      double peak = 0;
-      for (int i = 0; i <= steps; ++i) {
-        const double at = v0 + (v1 - v0) * i / steps;
-        double d = 0;
-        for (double x : v) d += std::exp(-0.5 * (at - x) * (at - x) / (h * h));
-        dens[size_t(i)] = d;
-        peak = std::max(peak, d);
-      }
+      // A floor under the bandwidth keeps identical samples drawable.
+      const DensityCurve kde = kernel_density(v, v0, v1, spec.floor, 80, (v1 - v0) * 0.01);
+      const double peak = *std::max_element(kde.density.begin(), kde.density.end());
       std::ostringstream path;
-      for (int i = 0; i <= steps; ++i)
-        path << (i ? " L" : "M") << px(v0 + (v1 - v0) * i / steps) << " " << cy - dens[size_t(i)] / peak * row * 0.42;
-      for (int i = steps; i >= 0; --i)
-        path << " L" << px(v0 + (v1 - v0) * i / steps) << " " << cy + dens[size_t(i)] / peak * row * 0.42;
+      for (size_t i = 0; i < kde.at.size(); ++i)
+        path << (i ? " L" : "M") << px(kde.at[i]) << " " << cy - kde.density[i] / peak * row * 0.42;
+      for (size_t i = kde.at.size(); i-- > 0;)
+        path << " L" << px(kde.at[i]) << " " << cy + kde.density[i] / peak * row * 0.42;
       o << "<path d='" << path.str() << " Z' fill='" << c << "' fill-opacity='0.25' stroke='" << c << "'/>";
       for (double x : v) o << "<circle cx='" << px(x) << "' cy='" << cy << "' r='1.6' fill='" << c << "'/>";
       const double med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -318,17 +318,13 @@ std::string heatmap(const std::string& title, const std::vector<std::string>& ro
       << "</text>";
     for (size_t c = 0; c < col_labels.size(); ++c) {
       const double v = r < level.size() && c < level[r].size() ? level[r][c] : std::nan("");
-      // Light (#f7fbff) to dark (#08306b) blue: lightness carries the level, so grey print keeps it.
-      const bool ok = std::isfinite(v);
-      const double t = ok ? std::clamp(v, 0.0, 1.0) : 0;
-      char fill[16];
-      std::snprintf(fill, sizeof fill, "#%02x%02x%02x", int(247 - t * (247 - 8)), int(251 - t * (251 - 48)),
-                    int(255 - t * (255 - 107)));
+      const std::string fill = std::isfinite(v) ? heat_fill(v) : "#ffffff";
       o << "<rect x='" << L + cw * double(c) << "' y='" << T + ch * double(r) << "' width='" << cw - 2 << "' height='"
-        << ch - 2 << "' fill='" << (ok ? fill : "#ffffff") << "' stroke='#ccc'/>";
+        << ch - 2 << "' fill='" << fill << "' stroke='#ccc'/>";
       const std::string label = r < text.size() && c < text[r].size() ? text[r][c] : "";
+      // The colour as a style: a page's or figure's stylesheet (text{fill:...}) outranks a fill attribute.
       o << "<text x='" << L + cw * (double(c) + 0.5) << "' y='" << T + ch * (double(r) + 0.5) + 4
-        << "' text-anchor='middle' class='tick' fill='" << (t > 0.55 ? "#fff" : "#000") << "'>" << escape_html(label)
+        << "' text-anchor='middle' class='tick' style='fill:" << text_colour_on(fill) << "'>" << escape_html(label)
         << "</text>";
     }
     o << "</g>";
@@ -412,10 +408,12 @@ std::string stacked_columns(const std::string& title, const std::vector<std::str
   o << "<svg class='chart stacked-columns' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H
     << "' width='" << W << "' height='" << H << "' role='img' aria-label='" << escape_html(title) << "'>";
   o << "<text x='" << W / 2 << "' y='16' text-anchor='middle' class='chart-title'>" << escape_html(title) << "</text>";
-  for (double v : ticks(0, top))
-    o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(v) << "' y2='" << py(v)
-      << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << py(v) + 4 << "' text-anchor='end' class='tick'>" << fmt(v)
-      << "</text>";
+  const std::vector<double> yt = ticks(0, top);
+  const std::vector<std::string> y_text = tick_labels(yt);
+  for (size_t i = 0; i < yt.size(); ++i)
+    o << "<line x1='" << L << "' x2='" << W - R << "' y1='" << py(yt[i]) << "' y2='" << py(yt[i])
+      << "' stroke='#eee'/><text x='" << L - 6 << "' y='" << py(yt[i]) + 4 << "' text-anchor='end' class='tick'>"
+      << y_text[i] << "</text>";
   const size_t every = std::max<size_t>(1, n / 8);
   for (size_t c = 0; c < n; c += every)
     o << "<text x='" << L + cw * (double(c) + 0.5) << "' y='" << H - B + 16 << "' text-anchor='middle' class='tick'>"

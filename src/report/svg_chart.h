@@ -37,6 +37,7 @@ struct Distribution1D {
 struct DistributionChartSpec {
   std::string title, value_label;  // value_label with its unit: "batch latency (ms)"
   int width = 460, height = 220;
+  double floor = 0;  // the least value that can occur (0 for times and sizes): the axis and densities stop there
 };
 
 // Horizontal violins (a kernel density estimate, Silverman's bandwidth) with the median marked
@@ -81,5 +82,34 @@ std::string roofline_chart(const std::string& title, const std::vector<RooflineP
                            double bytes_per_s);
 
 std::string escape_html(const std::string& s);
+
+// The pieces the charts are drawn from, each a decision a test can check without looking.
+
+// One axis's tick labels in one format: the same decimals on every tick (the fewest that write
+// each exactly) and one suffix (k, M, G) chosen by the largest, so "8" never stands beside "16.0".
+std::vector<std::string> tick_labels(const std::vector<double>& ticks);
+
+// Text width in the charts' font (DejaVu Sans, its advance widths) at font_px; a character
+// outside ASCII counts as a digit.
+double text_width_px(const std::string& text, double font_px);
+// Words wrapped into lines no wider than max_px (a single longer word stands on its own line).
+std::vector<std::string> wrap_to_width(const std::string& text, double max_px, double font_px);
+constexpr double kChartFontPx = 11;  // the charts' text (report.html and the standalone figures)
+
+// A heat cell's fill for a level in [0, 1] ("#rrggbb", light to dark blue), and the text colour
+// that reads on a fill: black or white, whichever has the larger WCAG contrast ratio with it.
+std::string heat_fill(double level);
+std::string text_colour_on(const std::string& fill);
+double contrast_ratio(const std::string& colour_a, const std::string& colour_b);  // WCAG 2: 1 to 21
+
+// A Gaussian kernel density (Silverman's bandwidth, floored at min_bandwidth) of `values` at
+// steps + 1 points over [max(lo, floor), hi]: nothing is drawn below `floor` (0 for times), and
+// the kernels' mass that would fall below it is reflected back above (the reflection method), so
+// the curve neither runs below what can happen nor sags at the edge. density: relative.
+struct DensityCurve {
+  std::vector<double> at, density;
+};
+DensityCurve kernel_density(const std::vector<double>& values, double lo, double hi, double floor, int steps,
+                            double min_bandwidth);
 
 }  // namespace tach::report
