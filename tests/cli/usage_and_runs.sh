@@ -93,6 +93,8 @@ EOF
     expect 1 "does-not-exist.*not found" -- bench "${base[@]}" -m "$dir/does-not-exist" -b 1,2,4 -s 16,32
     mkdir -p "$dir/broken" && printf '{"model_type": "bert",' > "$dir/broken/config.json"
     expect 1 "config.json" -- bench "${base[@]}" -m "$dir/broken" -b 1,2
+    HF_HUB_CACHE=$dir/hub HF_ENDPOINT=http://127.0.0.1:9 expect 1 "the Hub .* could not be reached" -- \
+      bench "${base[@]}" -m some-org/some-model -b 1,2
     expect 1 "every sequence length \(-s 600,1000\) is past preset:bert-tiny's 512 positions" -- \
       bench "${base[@]}" -m preset:bert-tiny -b 1 -s 600,1000
     expect 1 "not found" -- eval -m "$dir/does-not-exist" -k "$tok" -d "$data" --text-column sentence --runs-dir "$dir/runs"
