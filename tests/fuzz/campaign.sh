@@ -56,7 +56,7 @@ for target in "$@"; do
     outcome="FINDING (exit $rc): $(grep -m1 -E 'ERROR:|runtime error:|SUMMARY:' "$log" | cut -c1-160); input $(ls "$out/$target"-* 2>/dev/null | head -1)"
     status=1
   fi
-  rate=$(awk -v r="$done_runs" -v s="$elapsed" 'BEGIN { printf "%.0f", s > 0 ? r / s : 0 }')
+  rate=$(awk -v r="$done_runs" -v s="$elapsed" 'BEGIN { printf "%.0f", (s > 0 ? r / s : 0) }')
   cpu=$( [ -f "$out/$target.cpu" ] && tail -1 "$out/$target.cpu" | awk -F+ '{ printf "%.0f", $1 + $2 }')
   echo "fuzz_$target: $done_runs runs in $elapsed s ($rate runs/s; ${cpu:-?} CPU s), $outcome;" \
     "load average $load_before -> $load_after"
