@@ -94,7 +94,9 @@ TEST(OtherCpuUse, OwnThreadsAreNotCounted) {
     spin.join();
     own_cores = (t1.self_s - t0.self_s) / (t1.wall_s - t0.wall_s);
   }
-  ASSERT_GT(own_cores, 0.3) << "the spinning thread barely ran";
+  // Below that, counting ours among the others would stay within the bound: nothing to tell apart.
+  if (own_cores < 0.3)
+    GTEST_SKIP() << "the machine is too busy: this process's spinning thread got " << own_cores << " cores";
   // Everything the machine did is others + ours; ours is not in others.
   EXPECT_LE(load.other_cores_mean + own_cores, online_cores() + 0.2) << describe_cpu_load(load);
   EXPECT_GE(load.other_cores_mean, 0.5) << describe_cpu_load(load);

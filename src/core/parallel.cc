@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <omp.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -16,30 +18,41 @@ namespace tach::core {
 
 namespace {
 
-// Runnable tasks of the whole machine now: /proc/loadavg's fourth field, "R/T" (R runnable now,
-// the reading thread among them). -1 where absent.
-int runnable_now() {
-  std::ifstream in("/proc/loadavg");
-  std::string l1, l5, l15, rt;
-  if (!(in >> l1 >> l5 >> l15 >> rt)) return -1;
-  return std::atoi(rt.c_str());
+// A task's state and nice value from its /proc/.../stat line ("pid (comm) S ... nice ...": the
+// state is the first field after the command, nice the 17th).
+bool runnable_at_or_above(const std::string& path, long my_nice) {
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'R') return false;
+  std::istringstream fields(line.substr(close + 2));
+  std::string f;
+  int read = 0;
+  while (read < 17 && fields >> f) ++read;
+  return read == 17 && std::atol(f.c_str()) <= my_nice;
 }
 
-// This process's threads that are runnable now (state R in /proc/self/task/*/stat).
-int own_runnable_threads() {
-  DIR* dir = opendir("/proc/self/task");
-  if (!dir) return 1;
+// Other processes' threads that are runnable now at this process's priority or above (a niced
+// background job yields its core to tach, so it does not count): every /proc/PID/task/TID/stat.
+// -1 where /proc cannot be read.
+int others_runnable_now() {
+  DIR* procs = opendir("/proc");
+  if (!procs) return -1;
+  const long my_nice = getpriority(PRIO_PROCESS, 0);
+  const std::string self = std::to_string(getpid());
   int n = 0;
-  while (dirent* e = readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream stat(std::string("/proc/self/task/") + e->d_name + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    const size_t close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'R') ++n;
+  while (dirent* p = readdir(procs)) {
+    if (p->d_name[0] < '0' || p->d_name[0] > '9' || self == p->d_name) continue;
+    const std::string tasks = std::string("/proc/") + p->d_name + "/task";
+    DIR* dir = opendir(tasks.c_str());
+    if (!dir) continue;  // gone meanwhile
+    while (dirent* t = readdir(dir))
+      if (t->d_name[0] != '.' && runnable_at_or_above(tasks + "/" + t->d_name + "/stat", my_nice)) ++n;
+    closedir(dir);
   }
-  closedir(dir);
-  return std::max(n, 1);
+  closedir(procs);
+  return n;
 }
 
 struct DefaultThreads {
@@ -51,8 +64,9 @@ struct DefaultThreads {
 // OpenMP threads that share a core with another process's busy thread wait for each other at
 // every parallel region's barrier (libgomp spins, then sleeps a scheduler slice), and a forward
 // that passes hundreds of barriers runs 10 to 300 times slower (docs/perf.md, "On a shared
-// machine"). Other processes' runnable tasks are read three times, a millisecond apart, and the
-// fewest counted, so a task that merely wakes for a moment does not take a core away.
+// machine"). Other processes' runnable threads (at tach's priority or above: a niced job yields)
+// are counted three times, a millisecond apart, and the fewest kept, so a task that merely wakes
+// for a moment does not take a core away.
 // OMP_NUM_THREADS, when set, is the default as given.
 DefaultThreads choose_default_threads() {
   DefaultThreads d;
@@ -65,12 +79,12 @@ DefaultThreads choose_default_threads() {
   int others = cores;
   for (int i = 0; i < 3; ++i) {
     if (i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const int r = runnable_now();
+    const int r = others_runnable_now();
     if (r < 0) {
       others = 0;
       break;
     }
-    others = std::min(others, std::max(0, r - own_runnable_threads()));
+    others = std::min(others, r);
   }
   d.threads = std::clamp(cores - others, 1, cores);
   if (others == 0) {
