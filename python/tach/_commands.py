@@ -5,6 +5,7 @@ through the same code as the executable (_tach.run_cli), so options, defaults, r
 error messages are the CLI's. Option names are the long flags with '_' for '-': batch_sizes=[1, 8]
 is --batch-sizes 1,8; True sets a flag; False sets its --no- form where it has one.
 """
+import difflib
 import json
 import os
 import sys
@@ -53,9 +54,11 @@ def command_args(command, positionals=(), options=None):
         if value is None:
             continue
         if key not in table:
-            known = ", ".join(sorted(k for k, (_, o) in table.items() if not o["positional"]))
+            names = sorted(k for k, (_, o) in table.items() if not o["positional"])
+            near = difflib.get_close_matches(key, names, n=1)
+            hint = f"; did you mean {near[0]}?" if near else ""
             raise UsageError(f"tach.{command}() has no option '{key}' (tach {command} has no "
-                             f"--{key.replace('_', '-')}); its options: {known}")
+                             f"--{key.replace('_', '-')}){hint} Its options: {', '.join(names)}")
         name, o = table[key]
         if o["positional"]:
             positionals = list(positionals) + (list(value) if isinstance(value, (list, tuple)) else [value])
