@@ -2,8 +2,8 @@
 
 Each function builds the argument list `tach COMMAND ...` would get and runs it in this process
 through the same code as the executable (_tach.run_cli), so options, defaults, run directories and
-error messages are the CLI's. Option names are the long flags with '_' for '-': batch_sizes=[1, 8]
-is --batch-sizes 1,8; True sets a flag; False sets its --no- form where it has one.
+error messages are the CLI's. Option names are the long flags with '_' for '-': batch=[1, 8]
+is --batch 1,8; True sets a flag; False sets its --no- form where it has one.
 """
 import difflib
 import json
