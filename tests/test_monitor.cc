@@ -36,6 +36,22 @@ TEST(Monitor, EnergyAndGpuSayWhatTheyCan) {
   if (!gpu.available()) { EXPECT_NE(gpu.unavailable_reason().find("no GPU monitoring"), std::string::npos); }
 }
 
+// A command's peak: the kernel's figure counts the child's pre-exec copy of tach, so it is the
+// command's own only above that copy; below it, the samples after exec say at least how much.
+TEST(Monitor, CommandPeakIsNeverTachsPreExecCopy) {
+  constexpr int64_t MiB = 1 << 20;
+  CommandPeak p = command_peak_rss(96 * MiB, 96 * MiB, int64_t(1.6 * MiB));  // sleep under a 96 MiB tach
+  EXPECT_EQ(p.bytes, int64_t(1.6 * MiB));
+  EXPECT_FALSE(p.exact);
+  EXPECT_NE(p.method.find("sampled after exec"), std::string::npos);
+  p = command_peak_rss(96 * MiB, 400 * MiB, 390 * MiB);  // a command larger than tach
+  EXPECT_EQ(p.bytes, 400 * MiB);
+  EXPECT_TRUE(p.exact);
+  p = command_peak_rss(96 * MiB, 96 * MiB + 4096, 0);  // exited before a sample (false)
+  EXPECT_EQ(p.bytes, 0);
+  EXPECT_NE(p.method.find("not measured"), std::string::npos);
+}
+
 TEST(Monitor, SamplerFollowsAChild) {
   const pid_t pid = fork();
   if (pid == 0) {

@@ -26,6 +26,20 @@ ProcessMemory read_process_memory();
 // process's peak so far, and callers must say so.
 bool reset_peak_rss();
 
+// The peak resident set of a command tach started (fork, then exec). The kernel's figure for a
+// child (wait4's ru_maxrss) is the larger of its peak after exec and its pre-exec copy of tach,
+// which counts tach's own pages (about 100 MiB for a command that peaks near 2 MiB). So:
+// where ru_maxrss passes the pre-exec copy's peak (read while the child waited to exec) by more
+// than the few pages exec itself touches, it is the command's own peak; below that, the command's
+// peak is the highest VmHWM sampled after exec (a lower bound: growth after the last sample is
+// not seen), or unknown where it exited before a sample after its start.
+struct CommandPeak {
+  int64_t bytes = 0;  // 0: not measured
+  bool exact = false;
+  std::string method;  // how it was read, or why it is not known
+};
+CommandPeak command_peak_rss(int64_t pre_exec_peak_bytes, int64_t ru_maxrss_bytes, int64_t sampled_peak_bytes);
+
 // One reading of a process from procfs.
 struct ProcessSample {
   double t_s = 0;  // seconds since the sampler started (steady clock)
@@ -37,20 +51,6 @@ struct ProcessSample {
 };
 bool read_process_sample(pid_t pid, ProcessSample* out);  // false once the process is gone
 
-// CPU package and DRAM energy from RAPL (/sys/class/powercap/intel-rapl*), with counter
-// wrap-around handled. Unavailable (a VM, no permission) is reported with the reason, never guessed.
-class RaplEnergy {
- public:
-  RaplEnergy();
-  bool available() const { return !domains_.empty(); }
-  const std::string& unavailable_reason() const { return reason_; }
-  std::vector<std::string> domains() const;  // "package-0", "dram", ...
-  double joules();  // energy since construction, all domains (package domains include their cores)
-
- private:
-  struct Domain {
-    std::string name, path;
-    uint64_t max_uj = 0, last_uj = 0;
 // Other processes' CPU use (monitor/cpu_load.cc). The CPU time the whole machine and this
 // process had used at one moment, from procfs, in the clock ticks both files count in.
 struct CpuTimes {
@@ -103,6 +103,20 @@ class CpuLoadWindow {
 // "other processes used 1.02 cores (mean; 1.10 at most) of 2 while 2 threads ran, load average 2.31"
 std::string describe_cpu_load(const CpuLoad& l);
 
+// CPU package and DRAM energy from RAPL (/sys/class/powercap/intel-rapl*), with counter
+// wrap-around handled. Unavailable (a VM, no permission) is reported with the reason, never guessed.
+class RaplEnergy {
+ public:
+  RaplEnergy();
+  bool available() const { return !domains_.empty(); }
+  const std::string& unavailable_reason() const { return reason_; }
+  std::vector<std::string> domains() const;  // "package-0", "dram", ...
+  double joules();  // energy since construction, all domains (package domains include their cores)
+
+ private:
+  struct Domain {
+    std::string name, path;
+    uint64_t max_uj = 0, last_uj = 0;
     double total_j = 0;
   };
   std::vector<Domain> domains_;

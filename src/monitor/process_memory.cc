@@ -1,4 +1,5 @@
-// Process memory from /proc/self/status (kB values, converted to bytes here, in one place).
+// Process memory from /proc/self/status (kB values, converted to bytes here, in one place), and a
+// started command's peak.
 #include <fstream>
 #include <string>
 
@@ -18,6 +19,23 @@ ProcessMemory read_process_memory() {
     if (int64_t v = kb("VmHWM:"); v >= 0) m.peak_rss_bytes = v;
   }
   return m;
+}
+
+CommandPeak command_peak_rss(int64_t pre_exec_peak_bytes, int64_t ru_maxrss_bytes, int64_t sampled_peak_bytes) {
+  // exec runs in the pre-exec copy and may touch a few of its pages after its peak was read.
+  constexpr int64_t kExecSlackBytes = 1 << 20;
+  CommandPeak p;
+  if (ru_maxrss_bytes > pre_exec_peak_bytes + kExecSlackBytes) {
+    p.bytes = ru_maxrss_bytes;
+    p.exact = true;
+    p.method = "the kernel's peak for the command, wait4's ru_maxrss, above tach's pre-exec copy";
+  } else if (sampled_peak_bytes > 0) {
+    p.bytes = sampled_peak_bytes;
+    p.method = "VmHWM sampled after exec; growth after the last sample is not seen";
+  } else {
+    p.method = "not measured: the command exited before a sample after its start; a shorter --interval samples sooner";
+  }
+  return p;
 }
 
 bool reset_peak_rss() {

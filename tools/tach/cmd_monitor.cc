@@ -1,5 +1,7 @@
 // tach monitor -- CMD ARGS: runs a command and writes a CSV timeline of its CPU, memory, threads,
 // the GPUs and energy, like `nvidia-smi --query-gpu ... -l` for the whole machine's view of one run.
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,21 +32,55 @@ int run_monitor(const MonitorFlags& f) {
   check(f.interval_s >= 0.01, "--interval must be at least 0.01 s");
   std::ofstream csv(f.output);
   check(static_cast<bool>(csv), f.output + ": cannot write");
+  // The child says `ready` once fork's child handlers have run (they fault in library pages), and
+  // waits on `go` until its pre-exec copy of tach has been read (its pages count in the kernel's
+  // peak for it); then it execs. `exec_failed` closes on a successful exec (close-on-exec) or
+  // carries exec's errno. Sampling starts after exec, so no sample is of tach's copy.
+  int go[2], ready[2], exec_failed[2];
+  check(pipe2(go, O_CLOEXEC) == 0 && pipe2(ready, O_CLOEXEC) == 0 && pipe2(exec_failed, O_CLOEXEC) == 0,
+        std::string("pipe failed: ") + std::strerror(errno));
+  std::vector<char*> argv;
+  for (const auto& a : f.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   check(pid >= 0, std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
-    std::vector<char*> argv;
-    for (const auto& a : f.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
+    close(go[1]);
+    close(ready[0]);
+    close(exec_failed[0]);
+    char c = 'r';
+    (void)!write(ready[1], &c, 1);
+    while (read(go[0], &c, 1) < 0 && errno == EINTR) {}
     execvp(argv[0], argv.data());
-    std::cerr << "tach monitor: cannot run '" << f.command[0] << "': " << std::strerror(errno) << "\n";
+    const int e = errno;
+    (void)!write(exec_failed[1], &e, sizeof e);
     _exit(127);
   }
-  ProcessSampler sampler(pid, f.interval_s);
+  close(go[0]);
+  close(ready[1]);
+  close(exec_failed[1]);
+  ProcessSampler sampler(pid, f.interval_s);  // NVML and RAPL opened now, not between exec and the first sample
+  char c = 0;
+  while (read(ready[0], &c, 1) < 0 && errno == EINTR) {}
+  close(ready[0]);
+  ProcessSample before_exec;
+  read_process_sample(pid, &before_exec);
+  (void)!write(go[1], "x", 1);
+  close(go[1]);
+  int exec_errno = 0;
+  ssize_t n = 0;
+  while ((n = read(exec_failed[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {}
+  close(exec_failed[0]);
+  if (n == ssize_t(sizeof exec_errno)) {
+    waitpid(pid, nullptr, 0);
+    std::cerr << "tach monitor: cannot run '" << f.command[0] << "': " << std::strerror(exec_errno) << "\n";
+    return 127;
+  }
   sampler.start();
   int status = 0;
-  waitpid(pid, &status, 0);
+  struct rusage usage {};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {}
   sampler.stop();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto samples = sampler.samples();
@@ -56,6 +92,7 @@ int run_monitor(const MonitorFlags& f) {
         << "_energy_j,gpu" << g << "_sm_mhz,gpu" << g << "_temp_c,gpu" << g << "_throttle";
   csv << "\n";
   double peak_rss = 0, cpu_sum = 0, cpu_max = 0;
+  int alive_samples = 0;
   int n_cpu = 0;
   for (const auto& m : samples) {
     if (!m.process.alive && m.process.rss_bytes == 0) continue;
@@ -67,13 +104,20 @@ int run_monitor(const MonitorFlags& f) {
           << g.sm_clock_mhz << "," << g.temperature_c << "," << g.throttle_reasons;
     csv << "\n";
     peak_rss = std::max(peak_rss, double(p.peak_rss_bytes));
+    if (p.alive) ++alive_samples;
     if (p.t_s > 0) cpu_sum += p.cpu_percent, ++n_cpu, cpu_max = std::max(cpu_max, p.cpu_percent);
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // The first sample is taken as the command starts, before it has touched its memory: alone, it
+  // says nothing of the peak.
+  const CommandPeak peak = command_peak_rss(before_exec.peak_rss_bytes, int64_t(usage.ru_maxrss) * 1024,
+                                            alive_samples >= 2 ? int64_t(peak_rss) : 0);
   std::cerr << "tach monitor: '" << f.command[0] << "' exited with " << code << " after " << fixed(wall, 2) << " s\n"
             << "  samples     " << samples.size() << " every " << fixed(f.interval_s, 2) << " s (one sample took "
             << fixed(sampler.sampling_cost_s() * 1e6, 0) << " µs, on its own thread) -> " << f.output << "\n"
-            << "  memory      peak RSS " << human_bytes(peak_rss) << " (VmHWM)\n"
+            << "  memory      peak RSS "
+            << (peak.bytes > 0 ? human_bytes(double(peak.bytes)) + (peak.exact ? " (" : " or more (") : "unknown (")
+            << peak.method << ")\n"
             << "  cpu         mean " << fixed(n_cpu ? cpu_sum / n_cpu : 0, 0) << "%, max " << fixed(cpu_max, 0)
             << "% (100% = one core)\n";
   if (sampler.rapl().available())
