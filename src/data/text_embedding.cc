@@ -69,6 +69,15 @@ Embeddings embed_texts(const Model& model, const Tokenizer& tokenizer, const std
   for (size_t i = 0; i < N; ++i) {
     out.tokens[i] = int64_t(enc[i].ids.size());
     out.truncated[i] = !enc[i].overflowing.empty();
+    // An empty text is [CLS] [SEP] where the tokenizer adds special tokens (BERT's), and embeds as
+    // sentence-transformers embeds it. Without them it has no token at all: its row would be
+    // padding only, which pools to zeros here and to a padding token's state in
+    // sentence-transformers, neither of them a vector of the text. Refused, naming the row.
+    check(out.tokens[i] > 0,
+          "text " + std::to_string(i) + " (counting from 0, in the order given) is empty after tokenization: \"" +
+              texts[i].substr(0, 40) + "\" gives no tokens, and " + info.spec +
+              "'s tokenizer adds no special tokens around a text, so there is nothing to embed; give it some text, "
+              "a --prompt, or leave it out");
   }
   std::vector<size_t> order(N);
   std::iota(order.begin(), order.end(), size_t(0));
