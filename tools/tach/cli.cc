@@ -25,8 +25,10 @@ std::unique_ptr<CLI::App> make_app(std::vector<Command>& commands) {
   app->set_version_flag("--version", std::string("tach 0.1.0"));
   app->require_subcommand(1);
   app->footer(
-      "Exit status: 0 success, 1 error, 2 usage error, 3 (estimate) does not fit, 4 (compare) regressed beyond\n"
-      "--fail-on-regression, 70 internal error, 130 a sweep or training run stopped by Ctrl-C (it resumes).");
+      "Exit status: 0 success, 1 error (and a sweep in which no point ran), 2 usage error (an unknown option or\n"
+      "command, a malformed or out-of-range value), 3 (estimate) does not fit, 4 (compare) regressed beyond\n"
+      "--fail-on-regression, 70 internal error, 130 a sweep or training run stopped by Ctrl-C (it resumes).\n"
+      "The batch option is -b/--batch in every command.");
   commands = {
       add_info_command(*app),    add_classify_command(*app), add_embed_command(*app),    add_tokenize_command(*app),
       add_bench_command(*app),   add_eval_command(*app),     add_run_command(*app),      add_generate_command(*app),

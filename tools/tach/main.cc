@@ -2,10 +2,11 @@
 // as a whole is run_cli (cli.cc), which the Python module calls too.
 //
 // Exit status, the same for every command (docs/cli.md): 0 success; 1 an error in the input or
-// while running (the message says which); 2 a usage error (unknown option, missing or malformed
-// value); 3 `tach estimate`: the model does not fit; 4 `tach compare --fail-on-regression`: a point
-// regressed beyond the limit; 70 an internal error (a bug in tach); 130 a sweep or training run
-// stopped by Ctrl-C after saving its work (`--resume` continues it).
+// while running (the message says which), and a sweep in which no point ran; 2 a usage error
+// (unknown option or command, a missing, malformed or out-of-range value); 3 `tach estimate`: the
+// model does not fit; 4 `tach compare --fail-on-regression`: a point regressed beyond the limit; 70
+// an internal error (a bug in tach); 130 a sweep or training run stopped by Ctrl-C after saving its
+// work (`--resume` continues it).
 #include <csignal>
 #include <unistd.h>
 
