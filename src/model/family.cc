@@ -8,6 +8,7 @@
 #include "model/embedding_model.h"
 #include "model/presets.h"
 #include "tach/error.h"
+#include "tach/model_families.h"
 
 namespace tach::model {
 
@@ -127,5 +128,7 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
 }
 
 std::vector<std::string> preset_names() { return model::all_preset_names(); }
+
+std::string model_types_text() { return model::known_model_types(); }
 
 }  // namespace tach
