@@ -4,8 +4,10 @@
 // (regressed by 50%). Two live sweeps of one build are compared as well, and of them only what
 // noise leaves alone is checked: every point is judged from its raw samples and its change lies
 // inside its own interval. (On a quiet machine those two come out within noise; on a busy 2-core
-// VM the machine's drift between runs can exceed the 2% threshold, and then tach compare says
-// so, correctly, for that pair of runs.) Labelled slow and run serially (make test-all).
+// VM the load can differ between the runs, and then they are inconclusive, or drift between
+// them by more than either drifted inside, which tach compare calls a change.) The 1.5x copy is
+// a regression only where the run drifted less than 50% inside: a quiet machine. Labelled slow
+// and run serially (make test-all).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -75,7 +77,9 @@ TEST(CompareLive, VerdictsOnRealRunsAndWhatNoiseCannotBreak) {
   for (const auto& ch : live.changes) {
     EXPECT_EQ(ch.baseline_n, 25) << ch.id;
     EXPECT_EQ(ch.n, 25) << ch.id;
-    EXPECT_TRUE(ch.verdict == "within noise" || ch.verdict == "improved" || ch.verdict == "regressed") << ch.verdict;
+    EXPECT_TRUE(ch.verdict == "within noise" || ch.verdict == "improved" || ch.verdict == "regressed" ||
+                ch.verdict == "inconclusive")
+        << ch.verdict;
     EXPECT_LE(ch.latency_lo, ch.latency_change) << ch.id;
     EXPECT_GE(ch.latency_hi, ch.latency_change) << ch.id;
     std::printf("%s: same build, live: %s (%s)\n", ch.id.c_str(), ch.verdict.c_str(), ch.why.c_str());

@@ -203,8 +203,8 @@ struct PointResult {
   std::string energy_source;
   // Other processes' CPU use while the point was measured (results.jsonl "load"; absent in older
   // runs: measured = false, and the load is unknown, not different). contended: they took cores
-  // the point's threads needed. tach compare calls a change between points measured under
-  // different load inconclusive.
+  // the point's threads needed. tach compare calls a change inconclusive where either point was
+  // contended.
   struct Load {
     bool measured = false;
     double other_cores_mean = 0, other_cores_max = 0;  // cores (1.0 = one core fully busy)

@@ -45,7 +45,7 @@ struct PointChange {
   // How far each run's level moved while it ran (its time blocks' medians apart, over its median):
   // a change no larger is within noise (compare_verdict.h).
   double baseline_drift = 0, drift = 0;
-  // improved | regressed | within noise | inconclusive (measured under different load) | not
+  // improved | regressed | within noise | inconclusive (measured under contention) | not
   // comparable (a side without raw samples, or failed)
   std::string verdict;
   std::string why;  // "not significant", "below the 2% threshold", "+8.1% latency", a failure's reason

@@ -139,9 +139,9 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
   ch.baseline_drift = report::within_run_drift(sa);
   ch.drift = report::within_run_drift(sb);
   ch.significant = lat.lo > 0 || lat.hi < 0;
-  const report::LoadDifference load = report::load_difference(a, b);
+  const report::LoadCheck load = report::load_check(a, b);
   const double drift = std::max(ch.baseline_drift, ch.drift);
-  if (load.different) {
+  if (load.inconclusive) {
     ch.verdict = "inconclusive";
     ch.why = load.why;
   } else if (!ch.significant) {
@@ -237,7 +237,7 @@ std::string verdict_counts(const RunComparison& c) {
                                     : other)++;
   return std::to_string(c.changes.size()) + " comparisons: " + std::to_string(improved) + " improved, " +
          std::to_string(regressed) + " regressed, " + std::to_string(noise) + " within noise" +
-         (inconclusive ? ", " + std::to_string(inconclusive) + " inconclusive (measured under different load)" : "") +
+         (inconclusive ? ", " + std::to_string(inconclusive) + " inconclusive (measured under load)" : "") +
          (other ? ", " + std::to_string(other) + " not comparable" : "");
 }
 
@@ -262,9 +262,9 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
                     "largest block median / smallest - 1, per run; a change no larger than either run's (as "
                     "ratios) is within noise"},
                    {"load",
-                    "inconclusive when one side was contended and the other not, or both were and other "
-                    "processes' mean use differs by 0.5 cores or more; a run without a load record is not "
-                    "judged on load"},
+                    "inconclusive when either side was contended (other processes took cores its threads "
+                    "needed): under different load if the other was not, and a change the other processes may "
+                    "have made if both were; a run without a load record is not judged on load"},
                    {"confidence", o.confidence},
                    {"resamples", o.resamples},
                    {"seed", o.seed},
@@ -391,7 +391,8 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
          "resampled); a change is a verdict only when the interval excludes 0, it is at least "
       << num(o.noise_threshold * 100, 1)
       << "% (--noise-threshold), and it exceeds the drift inside both runs (how far their blocks' medians moved "
-         "apart); points measured under different load are inconclusive.\n";
+         "apart); points measured under contention (other processes taking cores their threads needed) on either side "
+         "are inconclusive.\n";
   for (const auto& s : c.only_in) out << (md ? "- " : "  ") << s << "\n";
   return out.str();
 }

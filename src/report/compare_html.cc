@@ -55,7 +55,8 @@ std::string comparison_html(const RunComparison& c) {
     << c.options.seed << "). Verdicts: <b>within noise</b> when the interval holds 0, the change is below "
     << num(c.options.noise_threshold * 100, 1)
     << "%, or it is no larger than the drift inside either run (how far its blocks' medians moved apart); "
-       "<b>inconclusive</b> when the two were measured under different load; otherwise <b>improved</b> or "
+       "<b>inconclusive</b> when either side was measured under contention (other processes took cores its "
+       "threads needed); otherwise <b>improved</b> or "
        "<b>regressed</b>.</p>";
   h << "<p><b>" << escape_html(verdict_counts(c)) << "</b>.</p>";
 

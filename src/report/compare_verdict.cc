@@ -91,18 +91,21 @@ RatioInterval block_bootstrap_ratio(const std::vector<double>& base, const std::
   return r;
 }
 
-LoadDifference load_difference(const PointResult& baseline, const PointResult& now) {
-  LoadDifference d;
+LoadCheck load_check(const PointResult& baseline, const PointResult& now) {
+  LoadCheck c;
   const PointResult::Load &a = baseline.load, &b = now.load;
-  d.known = a.measured && b.measured;
-  if (!d.known) return d;
-  // Without contention on either side the other processes left the point's threads their cores,
-  // whatever they used besides; with it on both, only a clearly different amount is a difference.
-  d.different = a.contended != b.contended ||
-                (a.contended && std::abs(a.other_cores_mean - b.other_cores_mean) >= kLoadCoresApart);
-  if (d.different)
-    d.why = "measured under different load: the baseline with " + load_words(a) + ", this run with " + load_words(b);
-  return d;
+  c.known = a.measured && b.measured;
+  const bool a_contended = a.measured && a.contended, b_contended = b.measured && b.contended;
+  c.inconclusive = a_contended || b_contended;
+  if (!c.inconclusive) return c;
+  const std::string both = (a.measured ? "the baseline with " + load_words(a) : "the baseline without a load record") +
+                           ", this run with " + (b.measured ? load_words(b) : "no load record");
+  c.why = a_contended && b_contended ? "measured under contention on both sides, so the change may be the other "
+                                       "processes': " +
+                                           both
+          : c.known ? "measured under different load: " + both
+                    : "measured under contention on one side: " + both;
+  return c;
 }
 
 }  // namespace tach::report

@@ -6,7 +6,7 @@
 // measured, into blocks; the interval resamples whole blocks (the non-overlapping block bootstrap,
 // Carlstein 1986 / Kuensch 1989), and a change must also exceed the drift seen inside either run
 // (how far its blocks' medians moved apart while it ran): a change smaller than that could be the
-// same drift going on between the runs. Runs measured under different load (the point's "load"
+// same drift going on between the runs. Points measured under contention (the point's "load"
 // record) are not judged at all.
 #pragma once
 
@@ -41,14 +41,19 @@ struct RatioInterval {
 RatioInterval block_bootstrap_ratio(const std::vector<double>& base, const std::vector<double>& now, double confidence,
                                     int resamples, std::mt19937_64& rng);
 
-// Whether two points were measured under different load, from their "load" records.
-struct LoadDifference {
-  bool known = false;      // both points carry a load record (older runs have none: unknown, not different)
-  bool different = false;  // one side contended and the other not, or both contended and their other
-                           // processes' mean CPU use differs by kLoadCoresApart cores or more
-  std::string why;         // in words, with both sides' figures, when different
+// Whether the load two points were measured under lets their change be judged, from their
+// "load" records. A contended point (other processes took cores its threads needed) measured the
+// shared machine as much as the model: against an uncontended one the two were measured under
+// different load, and against another contended one the change may be the other processes'
+// (the same cores taken can still be different work: a build's memory traffic, a test's spin), so
+// either way the change is inconclusive. Uncontended on both sides, what else ran left the
+// point's cores alone, and is no difference. A point without a record (an older run) has an
+// unknown load: never a difference by itself.
+struct LoadCheck {
+  bool known = false;         // both points carry a load record
+  bool inconclusive = false;  // a side was contended
+  std::string why;            // in words, with both sides' figures, when inconclusive
 };
-constexpr double kLoadCoresApart = 0.5;
-LoadDifference load_difference(const PointResult& baseline, const PointResult& now);
+LoadCheck load_check(const PointResult& baseline, const PointResult& now);
 
 }  // namespace tach::report

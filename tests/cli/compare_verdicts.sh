@@ -4,7 +4,7 @@
 #   samples/s (one definition: batch / median latency), whatever the machine did;
 # - that run against copies of itself whose latencies drift (a ramp as a job starts beside it, a
 #   stretch locked slow): identical builds and commands under changing load, never a change;
-# - against a copy measured under different load: inconclusive; against a copy 1.6x slower with
+# - against a copy measured under contention: inconclusive; against a copy 1.6x slower with
 #   the same load: regressed.
 # usage: compare_verdicts.sh TACH WORK_DIR
 set -eu
