@@ -155,7 +155,8 @@ TEST(Sweep, FailedPointsAreRecordedAndTheSweepGoesOn) {
   ASSERT_EQ(out.results.size(), 4u);
   EXPECT_EQ(out.results[0].status, "ok");
   EXPECT_EQ(out.results[0].measured_runs, 3);
-  EXPECT_EQ(out.results[0].stopped_by, "count: 3 runs");
+  // On a busy machine the rule's words go on with the point's contention (test_contention).
+  EXPECT_EQ(out.results[0].stopped_by.rfind("count: 3 runs", 0), 0u) << out.results[0].stopped_by;
   EXPECT_GT(out.results[1].samples_per_s, 0);
   EXPECT_EQ(out.results[2].status, "failed");
   EXPECT_NE(out.results[2].reason.find("longer than the model's 512 positions"), std::string::npos);

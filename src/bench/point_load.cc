@@ -16,10 +16,10 @@ void record_load(PointResult& r, CpuLoadWindow& window) {
   r.load.load_average_1m = l.load_average_1m;
   r.load.contended = l.contended;
   if (!l.contended) return;
-  char s[200];
+  char s[240];
   std::snprintf(s, sizeof s,
-                "; CONTENDED: other processes used %.2f of %d cores while its %d threads ran, so this precision is "
-                "the shared machine's, not the model's",
+                "; CONTENDED: other processes used %.2f of %d cores beside its %d thread(s), so its figures (and "
+                "this rule's precision) are the shared machine's, not the model's",
                 l.other_cores_mean, l.cores, l.threads);
   r.stopped_by += s;
 }
