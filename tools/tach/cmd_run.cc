@@ -97,6 +97,10 @@ Command add_run_command(CLI::App& app) {
   add_train_sweep_options(sub, f->bench);
   sub->add_flag("--report", f->bench.report, "Write report.html (as tach run does anyway, unless --skip-report)");
   add_slurm_options(sub, f->slurm);
+  for (const char* name :
+       {"--slurm", "--slurm-partition", "--slurm-time", "--slurm-cpus-per-task", "--slurm-gpus-per-task",
+        "--slurm-array-parallelism", "--slurm-dry-run", "--slurm-plan", "--slurm-task"})
+    sub->get_option(name)->group("tach bench's SLURM options (refused here: the pipeline runs on this machine)");
   sub->add_flag("--skip-bench", f->skip_bench, "Skip the sweep");
   sub->add_flag("--skip-profile", f->skip_profile, "Skip the profile");
   sub->add_flag("--skip-report", f->skip_report, "Skip the report");
