@@ -327,5 +327,27 @@ TEST(Compare, ThroughputChangeIsTheTablesSamplesPerSecondRatio) {
   EXPECT_NEAR(ch.throughput_hi, 1 / (1 + ch.latency_lo) - 1, 1e-12);
 }
 
+// --by batch: a larger batch's longer latency is no regression when each row takes less time; the
+// verdict follows the throughput the table shows, and --fail-on-regression gates the same.
+TEST(Compare, ByBatchJudgesTheTimePerRow) {
+  test::TempDir root;
+  const std::string run =
+      write_run(root, "run", {point(1, 10, 0.02, 1), point(4, 20, 0.02, 2), point(16, 200, 0.02, 3)});
+  CompareOptions by;
+  by.by = "batch";
+  const RunComparison c = compare_runs({run}, by);
+  ASSERT_EQ(c.changes.size(), 2u);
+  const PointChange& b4 = c.changes[0];  // b1 -> b4: twice the latency, half the time per row
+  EXPECT_NEAR(b4.latency_change, 1.0, 0.05);
+  EXPECT_NEAR(b4.throughput_change, 1.0, 0.1);
+  EXPECT_EQ(b4.verdict, "improved") << b4.why;
+  EXPECT_NE(b4.why.find("time per row (batch 1 to 4)"), std::string::npos) << b4.why;
+  const PointChange& b16 = c.changes[1];  // b1 -> b16: 20x the latency, 1.25x the time per row
+  EXPECT_EQ(b16.verdict, "regressed") << b16.why;
+  EXPECT_LT(b16.throughput_change, 0);
+  ASSERT_EQ(regressions_beyond(c, 0.2).size(), 1u);
+  EXPECT_TRUE(regressions_beyond(c, 0.3).empty()) << "25% per row, not the latency's +1900%";
+}
+
 }  // namespace
 }  // namespace tach

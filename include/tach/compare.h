@@ -41,7 +41,10 @@ struct PointChange {
   // Relative changes (0.05 = +5%): new median / baseline median - 1, with the bootstrap interval.
   double latency_change = 0, latency_lo = 0, latency_hi = 0;
   double throughput_change = 0, throughput_lo = 0, throughput_hi = 0;
-  bool significant = false;  // the latency interval excludes 0
+  // The interval of the time per row excludes 0: the latency's where the batches match (a
+  // --by batch comparison judges the time per row, so a larger batch's longer latency with less
+  // time for each row is an improvement).
+  bool significant = false;
   // How far each run's level moved while it ran (its time blocks' medians apart, over its median):
   // a change no larger is within noise (compare_verdict.h).
   double baseline_drift = 0, drift = 0;
@@ -78,7 +81,8 @@ void write_comparison_html(const RunComparison& comparison, const std::string& p
 // "N comparisons: A improved, B regressed, C within noise[, D inconclusive (...)][, E not comparable]"
 std::string verdict_counts(const RunComparison& comparison);
 
-// The points whose latency regressed by more than pct (0.05 = 5%), as verdict says regressed.
+// The points whose time per row (their latency, where the batches match) regressed by more than
+// pct (0.05 = 5%), as verdict says regressed.
 std::vector<const PointChange*> regressions_beyond(const RunComparison& comparison, double pct);
 
 }  // namespace tach

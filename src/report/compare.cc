@@ -138,7 +138,16 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
   ch.throughput_lo = throughput_of(lat.hi), ch.throughput_hi = throughput_of(lat.lo);
   ch.baseline_drift = report::within_run_drift(sa);
   ch.drift = report::within_run_drift(sb);
-  ch.significant = lat.lo > 0 || lat.hi < 0;
+  // The verdict is on the time per row: the latency's change where the batches match, and where
+  // they differ (--by batch) a larger batch's longer latency is no regression when each of its
+  // rows takes less time. rows_a / rows_b scales the change and both ends of its interval.
+  const double per_row = rows_a / rows_b;
+  const double change = (1 + lat.change) * per_row - 1;
+  const double lo = (1 + lat.lo) * per_row - 1, hi = (1 + lat.hi) * per_row - 1;
+  const std::string what =
+      per_row == 1 ? " latency"
+                   : " time per row (batch " + std::to_string(a.key.batch) + " to " + std::to_string(b.key.batch) + ")";
+  ch.significant = lo > 0 || hi < 0;
   const report::LoadCheck load = report::load_check(a, b);
   const double drift = std::max(ch.baseline_drift, ch.drift);
   if (load.inconclusive) {
@@ -147,17 +156,17 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
   } else if (!ch.significant) {
     ch.verdict = "within noise";
     ch.why = "not significant (the interval holds 0)";
-  } else if (std::abs(lat.change) < options.noise_threshold) {
+  } else if (std::abs(change) < options.noise_threshold) {
     ch.verdict = "within noise";
     ch.why = "below the " + num(options.noise_threshold * 100, 1) + "% threshold";
-  } else if (report::within_drift(lat.change, drift)) {
+  } else if (report::within_drift(change, drift)) {
     ch.verdict = "within noise";
-    ch.why = pct(lat.change) + " is within the drift inside the runs: " +
+    ch.why = pct(change) + what + " is within the drift inside the runs: " +
              (ch.baseline_drift >= ch.drift ? std::string("the baseline's") : std::string("this run's")) +
              " block medians were " + num(drift * 100, 1) + "% apart while it ran";
   } else {
-    ch.verdict = lat.change > 0 ? "regressed" : "improved";
-    ch.why = pct(lat.change) + " latency";
+    ch.verdict = change > 0 ? "regressed" : "improved";
+    ch.why = pct(change) + what;
   }
   if (!load.known && (ch.verdict == "improved" || ch.verdict == "regressed"))
     ch.why += !a.load.measured && !b.load.measured ? " (no load recorded: older runs)"
@@ -244,7 +253,8 @@ std::string verdict_counts(const RunComparison& c) {
 std::vector<const PointChange*> regressions_beyond(const RunComparison& c, double pct_limit) {
   std::vector<const PointChange*> out;
   for (const auto& ch : c.changes)
-    if (ch.verdict == "regressed" && ch.latency_change > pct_limit) out.push_back(&ch);
+    // By the time per row, as the verdict: the latency's change where the batches match.
+    if (ch.verdict == "regressed" && 1 / (1 + ch.throughput_change) - 1 > pct_limit) out.push_back(&ch);
   return out;
 }
 

@@ -60,8 +60,10 @@ Command add_compare_command(CLI::App& app) {
   auto opt = std::make_shared<CompareCliOptions>();
   CLI::App* sub = app.add_subcommand(
       "compare",
-      "Compare bench runs point by point: the change in median latency and throughput with a bootstrap confidence "
-      "interval over the raw per-run latencies, and a verdict (improved, regressed, within noise). The first run is "
+      "Compare bench runs point by point: the change in median latency and throughput with a block-bootstrap "
+      "confidence interval over the raw per-run latencies in time order, and a verdict (improved, regressed, within "
+      "noise: also a change within the drift inside either run; inconclusive: a side measured under contention). "
+      "The first run is "
       "the baseline. Training runs (tach bench --train) compare step latency and throughput; --by exec (or "
       "gradient_checkpointing, method, dtype, ...) compares the values of one axis, within one run or across runs");
   sub->add_option("runs", opt->runs, "Run directories (runs/<id>), the baseline first; one run with --by")
