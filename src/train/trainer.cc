@@ -250,9 +250,11 @@ bool finished(const nlohmann::json& s) {
 void resume_options(TrainRun& r) {
   if (r.o.resume.empty()) return;
   r.run_dir = r.o.resume;
+  // Finished, and resumed with its number of ranks (another number is refused below, as always).
   if (fs::exists(r.run_dir + "/summary.json")) {
     const nlohmann::json summary = read_json(r.run_dir + "/summary.json");
-    if (finished(summary)) {
+    if (finished(summary) &&
+        summary.value("distributed", nlohmann::json::object()).value("world_size", 1) == r.world()) {
       result_from_summary(summary, r.result);
       r.result.run_dir = r.run_dir;
       r.result.finished_already = true;
