@@ -135,8 +135,9 @@ int run_info(const InfoOptions& opt) {
     return 0;
   }
   std::cout << "cpu        " << s.cpu_model << "\n"
-            << "cores      " << s.logical_cores << " logical, tach uses " << s.threads << " threads by default ("
-            << default_threads_reason() << "; -t chooses)\n"
+            << "cores      " << s.logical_cores << " logical, tach uses " << s.threads
+            << (s.threads == 1 ? " thread" : " threads") << " by default (" << default_threads_reason()
+            << "; -t chooses)\n"
             << "isa        " << s.isa.summary() << "\n"
             << "memory     " << human_bytes(double(s.memory_total_bytes)) << " total, "
             << human_bytes(double(s.memory_available_bytes)) << " available\n"
