@@ -149,7 +149,14 @@ int run_estimate(const EstimateFlags& f) {
             << (e.trainable_parameters ? ", " + human_count(double(e.trainable_parameters)) + " trained" : "") << "\n";
   if (!e.note.empty()) std::cout << "note       " << e.note << "\n";
   std::cout << "setting    " << f.in.mode << ", " << f.in.dtype << ", batch " << f.in.batch << " x " << f.in.seq_len
-            << " tokens" << (f.in.gradient_checkpointing ? ", gradient checkpointing" : "") << "\n\n";
+            << " tokens" << (f.in.gradient_checkpointing ? ", gradient checkpointing" : "");
+  if (!e.lora_targets.empty()) {
+    std::string targets;
+    for (const auto& t : e.lora_targets) targets += (targets.empty() ? "" : ",") + t;
+    std::cout << ", LoRA r " << f.in.lora_rank << " on " << targets
+              << (f.in.lora_targets.empty() ? " (every linear, as tach train's default)" : "");
+  }
+  std::cout << "\n\n";
   size_t w = 8;
   for (const auto& l : e.lines) w = std::max(w, l.name.size());
   for (const auto& l : e.lines)
