@@ -67,7 +67,7 @@ SUBST = [
     (r"\./my-sst2-model\b", TINY_SST2, "placeholder: a fine-tuned SST-2 classifier"),
     (r"distilbert/distilbert-base-uncased-finetuned-sst-2-english", TINY_SST2,
      "offline: a Hub id; the tiny SST-2 DistilBERT fixture stands in"),
-    (r"sentence-transformers/all-MiniLM-L6-v2", f"{FIX}/encoders/bert-base-model-f32 -k {TINY_TOK}",
+    (r"(?<!\")sentence-transformers/all-MiniLM-L6-v2", f"{FIX}/encoders/bert-base-model-f32 -k {TINY_TOK}",
      "offline: a Hub id; a bare BERT fixture (mean pooling, as MiniLM) stands in"),
     (r"(?<![\w:/])(-f|--file) texts\.txt", r"\1 ex/texts.txt", "placeholder: a text file made here"),
     # docs/python.md
@@ -130,7 +130,7 @@ RULES = [
     (r"embed .*--similarity", {"expect": [r"similarity"]}),
     (r"embed .* -o dev\.npy", {"expect": [r"dev\.npy \(872 x \d+ float32\)"]}),
     (r"^build/tach generate .*--text", {"expect": [r"(?i)first token", r"(?i)per (output )?token"]}),
-    (r"^build/tach generate .*--dtype nf4", {"expect": [r"(?i)bandwidth limit"]}),
+    (r"^build/tach generate .*--dtype nf4", {"expect": [r"(?i)nf4", r"(?i)limit .* per step at the memory bandwidth"]}),
     (r"--decode-tokens", {"expect": [r"(?i)decod"]}),
     (r"^build/tach report --png --pptx", {"expect": [r"report\.pptx", r"\.png"]}),
     (r"^build/tach report runs/", {"expect": [r"report\.html"]}),
