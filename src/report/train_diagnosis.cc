@@ -310,9 +310,11 @@ std::string performance_report_md(const std::string& model, const std::vector<Po
   std::ostringstream md;
   md << "# Training performance: " << model << "\n\n"
      << "Per series (every axis but the batch). Step time is the whole optimizer step (data, forward, backward, "
-        "optimizer), wall clock, median over the measured steps; throughput is samples over the summed step time; "
-        "MFU is the step's model FLOPs (the ops' declared FLOPs, without a checkpointed layer's recomputation) per "
-        "second over the measured GEMM ceiling of the precision; memory is tach's allocator peak.\n";
+        "optimizer), wall clock, median over the measured steps; throughput: "
+     << kThroughputDefinition
+     << " (a batch is a step's); "
+        "MFU is the step's model FLOPs (the ops' declared FLOPs, without a checkpointed layer's recomputation) over "
+        "the median step, against the measured GEMM ceiling of the precision; memory is tach's allocator peak.\n";
   for (const auto& d : diagnoses) {
     md << "\n## " << d.series << "\n\n";
     for (const auto& f : d.findings) md << "- " << f << "\n";
