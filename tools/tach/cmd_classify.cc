@@ -12,6 +12,7 @@
 #include "tach/error.h"
 #include "tach/memory.h"
 #include "tach/model.h"
+#include "tach/monitor.h"
 #include "tach/runtime.h"
 #include "tach/stats.h"
 #include "tach/system_info.h"
@@ -155,11 +156,16 @@ int run_classify(const ClassifyOptions& opt) {
   Tensor logits;
   for (int i = 0; i < opt.warmup; ++i) logits = model->classify(batch);
   std::vector<double> seconds;
+  // Other processes' CPU use over the timed runs, read between them: on a shared machine the
+  // latency below can be theirs, not the model's, and the output says so.
+  CpuLoadWindow load_window;
   for (int i = 0; i < opt.repeat; ++i) {
     const auto t0 = clock::now();
     logits = model->classify(batch);
     seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+    load_window.sample();
   }
+  const CpuLoad load = load_window.finish(threads());
   const MemoryStats after = memory_stats(info.device);
   const Summary lat = summarize(seconds);
   const ForwardCost cost = model->forward_cost(B, T);
@@ -211,6 +217,11 @@ int run_classify(const ClassifyOptions& opt) {
                    {"p90", lat.p90},       {"iqr", lat.iqr},
                    {"mean", lat.mean},     {"samples", seconds},
                    {"load_s", load_s},     {"timer_overhead_s", timer_s}};
+    j["load"] = {{"measured", load.measured},
+                 {"other_cores_mean", load.other_cores_mean},
+                 {"other_cores_max", load.other_cores_max},
+                 {"load_average_1m", load.load_average_1m},
+                 {"contended", load.contended}};
     j["throughput"] = {{"samples_per_s", double(B) / lat.median},
                        {"tokens_per_s", double(B * T) / lat.median},
                        {"flops_per_forward", cost.flops},
@@ -251,6 +262,11 @@ int run_classify(const ClassifyOptions& opt) {
   std::cout << "latency     per batch, wall clock; " << opt.warmup << " warm-up runs discarded, " << opt.repeat
             << " timed\n"
             << "            " << describe_ms(lat) << "\n"
+            << "load        " << describe_cpu_load(load)
+            << (load.contended ? "\n            CONTENDED: the latency above is the shared machine's, not the model's "
+                                 "(fewer threads with -t, or a quieter machine)"
+                               : "")
+            << "\n"
             << "throughput  " << fixed(double(B) / lat.median, 1) << " samples/s, "
             << fixed(double(B * T) / lat.median, 0) << " tokens/s (from the median)\n"
             << "compute     " << fixed(cost.flops / 1e9, 2) << " GFLOP per batch (declared by the ops), "
