@@ -172,13 +172,30 @@ TEST(TrainAdvice, GradientAccumulationNamesTachTrainsFlag) {
   EXPECT_NE(a.find("tach train -b 16 --gradient-accumulation-steps 4 gives 64"), std::string::npos) << a;
 }
 
+// A batch past what fits is not advised bare: the advice accumulates micro-batches that fit.
+TEST(TrainAdvice, ABatchPastWhatFitsIsReachedByAccumulation) {
+  // 100 ms fixed + 1 ms per sample wants batch 900; the estimate (1 MiB + 1 MiB per sample, 64 MiB
+  // here) lets 62 fit once scaled by the measured peaks (twice the estimate).
+  const auto small = [](const PointKey&, int64_t batch, bool gc) -> std::optional<TrainEstimate> {
+    return TrainEstimate{(1 << 20) + batch * (gc ? (1 << 18) : (1 << 20)), int64_t(128) << 20};
+  };
+  const auto d = diagnose_training(curves()[0], small, false);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_GT(d[0].largest_fit, 0);
+  const std::string a = advice_of(d, "f32");
+  const std::string fit = std::to_string(d[0].largest_fit);
+  EXPECT_NE(a.find("only " + fit + " fit at seq 128, so accumulate: tach train -b " + fit), std::string::npos) << a;
+  expect_flags_exist(a, "bench");
+}
+
 TEST(TrainAdvice, EveryFlagASummarysNextStepsNamesExists) {
   test::TempDir root;
   SweepOutcome o;
   o.run_dir = root.path() + "/run";
   BenchConfig train = train_sweep_defaults();
   train.model = "preset:bert-tiny";
-  for (const auto& p : curves()[2]) o.results.push_back(p);
+  const std::vector<PointResult> dtype_curve = curves()[2];  // a copy: curves() is a temporary
+  o.results = dtype_curve;
   expect_flags_exist(summary_text(train, o), "bench");
   BenchConfig inference;
   inference.model = "preset:bert-tiny";

@@ -224,8 +224,17 @@ void advice(TrainDiagnosis& d, const std::vector<PointResult>& all, const std::v
     if (p->key.batch == d.peak_batch) peak = p;
   if (d.overhead_bound && d.per_sample_ms > 0) {
     const double b10 = 9 * d.fixed_ms / d.per_sample_ms;  // fixed / (fixed + b·per) < 10%
-    d.advice.push_back("Train at batch " + fmt("%.0f", std::ceil(b10)) + " or more, where the fixed " +
-                       fmt("%.1f", d.fixed_ms) + " ms falls under 10% of a step.");
+    const auto want = int64_t(std::ceil(b10));
+    // Past what fits, the batch is reached by accumulating micro-batches that do fit.
+    const bool fits = d.largest_fit < 0 || want <= d.largest_fit;
+    d.advice.push_back("Train at batch " + std::to_string(want) + " or more, where the fixed " +
+                       fmt("%.1f", d.fixed_ms) + " ms falls under 10% of a step" +
+                       (fits ? std::string(".")
+                             : "; only " + std::to_string(d.largest_fit) + " fit at seq " +
+                                   std::to_string(d.key.seq_len) + ", so accumulate: tach train -b " +
+                                   std::to_string(d.largest_fit) + " --gradient-accumulation-steps " +
+                                   std::to_string((want + d.largest_fit - 1) / d.largest_fit) +
+                                   " (the optimizer's share of the fixed cost is paid once per accumulated step)."));
   }
   d.advice.push_back(
       "For an effective batch larger than " + std::to_string(d.peak_batch) + ", accumulate gradients: tach train -b " +
