@@ -172,7 +172,9 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--save", o->save_dir, "Where the fine-tuned model goes (default runs/<run_id>/model)");
   sub->add_option("--save-every", o->save_every,
                   "Write a resume checkpoint every N steps (default 0: at each epoch's end)");
-  sub->add_option("--resume", o->resume, "Continue a run directory from its last checkpoint, with its own options");
+  sub->add_option("--resume", o->resume,
+                  "Continue a run directory from its last checkpoint, with its own options (a finished run is left "
+                  "as it is; one stopped after its last step saves its model)");
   sub->add_flag("--profile", o->profile, "Write Perfetto traces and op tables of the profiled steps to traces/");
   sub->add_option("--profiler-skip-first", o->profiler_skip_first,
                   "Profiler schedule: steps before the first cycle (default 0)");
