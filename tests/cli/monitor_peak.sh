@@ -7,7 +7,7 @@ set -eu
 tach=$1
 work=$2
 mkdir -p "$work"
-out=$("$tach" monitor -i 0.05 -o "$work/monitor_peak.csv" -- sh -c 'grep VmRSS /proc/$PPID/status; sleep 0.3' 2>&1) ||
+out=$("$tach" monitor -i 0.05 -o "$work/monitor_peak.csv" -- sh -c 'grep VmRSS /proc/$PPID/status; sleep 1' 2>&1) ||
   { echo "$out"; echo "FAIL: tach monitor -- sh -c ... exited $?"; exit 1; }
 echo "$out"
 to_kib() {  # "12.3 MiB" -> KiB
