@@ -123,6 +123,19 @@ TEST(Parquet, AMalformedFooterNamesTheFieldAndItsByte) {
   EXPECT_NE(deep.find("nest deeper than 64 levels"), std::string::npos) << deep;
 }
 
+// The `huggingface` metadata with a feature's "_type" an array, not a string (fuzz_parquet's find,
+// tests/fuzz/corpus/parquet/regress-classlabel-type-array.parquet): nlohmann's value() threw its
+// own type_error out of the reader. The file reads, and that feature names no labels.
+TEST(Parquet, MetadataOfAnotherShapeNamesNoLabels) {
+  std::string bytes = test::read_text(fixture("sst2-train.parquet"));
+  const size_t at = bytes.find("\"_type\": \"ClassLabel\"");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 21, "\"_type\": [\"ClassLab\"]");  // the same length: every offset stays
+  const data::Records r = data::read_parquet("odd.parquet", bytes);
+  EXPECT_EQ(r.rows.size(), 40u);
+  EXPECT_TRUE(r.class_names.empty());
+}
+
 TEST(Parquet, ANewHeadIsNamedByTheDatasetsClassLabels) {
   DatasetOptions o;
   o.path = fixture("sst2-train.parquet");

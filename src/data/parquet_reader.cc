@@ -130,7 +130,9 @@ void read_chunk(const uint8_t* file, size_t file_size, const ColumnChunk& chunk,
 }
 
 // The dataset's features as `datasets` wrote them: {"info": {"features": {col: {"_type":
-// "ClassLabel", "names": [...]}}}} (older files: the features at the top level).
+// "ClassLabel", "names": [...]}}}} (older files: the features at the top level). The key is
+// advisory: metadata of any other shape names no labels (every member's type checked first, so
+// that nothing throws).
 std::map<std::string, std::vector<std::string>> class_label_names(const FileMetaData& m) {
   std::map<std::string, std::vector<std::string>> out;
   for (const auto& [key, value] : m.key_value) {
@@ -143,7 +145,7 @@ std::map<std::string, std::vector<std::string>> class_label_names(const FileMeta
     else if (j.contains("features")) features = &j["features"];
     if (!features || !features->is_object()) continue;
     for (const auto& [column, f] : features->items())
-      if (f.is_object() && f.value("_type", std::string()) == "ClassLabel" && f.contains("names") &&
+      if (f.is_object() && f.contains("_type") && f["_type"] == "ClassLabel" && f.contains("names") &&
           f["names"].is_array()) {
         std::vector<std::string> names;
         for (const auto& n : f["names"])
