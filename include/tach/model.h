@@ -173,6 +173,9 @@ class Tokenizer;
 // The tokenizer to read for a model: `given` when set, else the files beside its weights (its
 // directory or hub snapshot). Synthetic weights ship none: an error saying to pass --tokenizer.
 std::string tokenizer_path_for(const ModelInfo& info, const std::string& given = "");
+// What to do about a model with synthetic weights and no tokenizer: --tokenizer DIR with the
+// tokenizer.json of `hint` (a Hub id, "" when none is known), which tach download fetches.
+std::string missing_tokenizer_message(const std::string& model, const std::string& hint);
 // Texts as tach classify feeds a model: special tokens added, each row truncated to the model's
 // positions (longest_first, as transformers' pipelines do), padded on the right.
 TokenBatch encode_texts_for(const Tokenizer& tokenizer, const ModelInfo& info, const std::vector<std::string>& texts);

@@ -75,7 +75,10 @@ struct TextSource {
 // Reads and shuffles the dataset (limit applied); the tokenizer comes once the model is known.
 TextSource read_texts(const BenchConfig& config);
 // The tokenizer config.tokenizer names, or the model directory's.
-void attach_tokenizer(TextSource& texts, const BenchConfig& config, const std::string& model_source);
+void attach_tokenizer(TextSource& texts, const BenchConfig& config, const ModelInfo& info);
+// What a pass over dataset texts needs, checked before a run directory is made: the dataset
+// readable with its columns, and a tokenizer (--tokenizer, or the model's own files) that loads.
+void check_text_inputs(const BenchConfig& config);
 
 // The pad id and the type-id flag a batch needs for this model.
 TokenBatch synthetic_batch(const ModelInfo& info, int64_t batch, int64_t seq_len, uint64_t seed);
@@ -113,6 +116,11 @@ void record_allocator(PointResult& p, Device device);
 // The sweep's points in grid order (the batch innermost).
 std::vector<PointKey> sweep_grid(const BenchConfig& config);
 PointResult failed_point(const PointKey& key, const std::string& reason, const std::string& input);
+// The thread count the run's default points (threads 0) run with: the count its earlier default
+// points used, so that a resumed series stays comparable (with a note in out.notes, and to the
+// observer, where it differs from this process's default); 0, this process's default, when none
+// ran yet.
+int pinned_default_threads(const RunStore& store, const BenchObserver& observer, SweepOutcome& out);
 // --profile: a point's profiled steps as RUN_DIR/traces/<point id, '/' as '_'>/ (trace.json, op
 // tables by op, module and shape, collapsed stacks, profile.json).
 void write_point_traces(const ProfileData& data, const PointKey& key, const std::string& run_dir);

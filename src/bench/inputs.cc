@@ -4,6 +4,8 @@
 #include <random>
 
 #include "bench/bench_internal.h"
+#include "model/checkpoint.h"
+#include "model/family.h"
 #include "tach/error.h"
 
 namespace tach::bench {
@@ -45,16 +47,19 @@ TextSource read_texts(const BenchConfig& config) {
   return ts;
 }
 
-void attach_tokenizer(TextSource& ts, const BenchConfig& config, const std::string& model_source) {
+void attach_tokenizer(TextSource& ts, const BenchConfig& config, const ModelInfo& info) {
+  ts.tokenizer = Tokenizer::load(tokenizer_path_for(info, config.tokenizer));
+}
+
+void check_text_inputs(const BenchConfig& config) {
+  (void)read_texts(config);
   std::string path = config.tokenizer;
   if (path.empty()) {
-    check(model_source.rfind("synthetic", 0) != 0,
-          config.model +
-              " has synthetic weights and no tokenizer files: pass --tokenizer (for BERT and DistilBERT "
-              "presets, ../shared/tokenizers/bert-base-uncased)");
-    path = model_source.substr(0, model_source.find(" (revision"));
+    const model::ModelLocation location = model::resolve_model(config.model);
+    check(!location.dir.empty(), missing_tokenizer_message(config.model, model::family_of(location).tokenizer_hint));
+    path = location.dir;
   }
-  ts.tokenizer = Tokenizer::load(path);
+  (void)Tokenizer::load(path);
 }
 
 TokenBatch synthetic_batch(const ModelInfo& info, int64_t batch, int64_t seq_len, uint64_t seed) {

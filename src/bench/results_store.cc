@@ -30,12 +30,31 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+
+// config.json and run.log, and nothing a run measured or wrote after its start.
+bool holds_only_a_failed_start(const std::string& dir) {
+  std::error_code ec;
+  bool config = false;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "config.json") config = true;
+    else if (name != "run.log") return false;
+  }
+  return config && !ec;
+}
+
+}  // namespace
+
 RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   check(!ec, dir + ": cannot create the run directory: " + ec.message());
   // A directory that holds a run (a sweep's, an eval's, a training run's) is never written into
   // afresh: its files would then disagree (one run's config.json beside another's accuracy.json).
+  // One that holds only a start that failed before measuring anything (config.json and run.log)
+  // is taken afresh, so that the same command, corrected, can run under its --run-id.
+  if (holds_only_a_failed_start(dir)) fs::remove(fs::path(dir) / "config.json", ec);
   for (const char* name : {"results.jsonl", "config.json", "accuracy.json", "steps.jsonl"})
     check(!fs::exists(fs::path(dir) / name),
           dir + " already holds a run (" + name + "); choose another --run-id" +

@@ -67,7 +67,10 @@ void validate(const BenchConfig& c, bool here = true) {
     check(b > 0, "batch size " + std::to_string(b) + ": batch sizes must be positive integers");
   for (int64_t s : c.seq_lens)
     check(s > 0, "sequence length " + std::to_string(s) + ": sequence lengths must be positive integers");
-  for (int t : c.threads) check(t >= 0, "threads " + std::to_string(t) + ": must be 0 (all cores) or more");
+  for (int t : c.threads)
+    check(t >= 0, "threads " + std::to_string(t) +
+                      ": must be 0 (the default: the cores other processes leave free when tach "
+                      "starts, or OMP_NUM_THREADS) or more");
   for (const auto& d : c.dtypes) {
     check(d == "f32" || d == "bf16" || d == "f16" || d == "int8" || d == "nf4",
           "dtype '" + d + "' is not one of f32, bf16, f16, int8, nf4");
@@ -242,6 +245,26 @@ std::string fit_refusal(const EstimateInput& in, MemoryEstimate* estimate) {
   }
 }
 
+int pinned_default_threads(const RunStore& store, const BenchObserver& observer, SweepOutcome& out) {
+  int recorded = 0;
+  for (const auto& p : store.finished())
+    if (p.key.threads == 0 && p.threads_used > 0) {
+      recorded = p.threads_used;
+      break;
+    }
+  if (recorded == 0) return 0;
+  set_threads(0);
+  if (const int here = threads(); here != recorded) {
+    const std::string note = "this run's default points ran with " + std::to_string(recorded) +
+                             " threads; its remaining ones do too, where the default here is now " +
+                             std::to_string(here) + " (" + default_threads_reason() +
+                             "), so that the series stays comparable";
+    out.notes.push_back(note);
+    if (observer.on_note) observer.on_note(note);
+  }
+  return recorded;
+}
+
 PointResult failed_point(const PointKey& key, const std::string& reason, const std::string& input) {
   PointResult p;
   p.key = key;
@@ -350,6 +373,7 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
   for (const auto& n : store.notes)
     if (observer.on_note) observer.on_note(n);
   const std::vector<PointKey> keys = sweep ? sweep_grid(config) : std::vector<PointKey>{};
+  const int default_threads = selection.measure ? pinned_default_threads(store, observer, out) : 0;
   std::vector<double> write_ms;
   std::unique_ptr<EncoderModel> model;
   std::string model_group, load_error;
@@ -393,7 +417,7 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
               (mi.embedding ? "embeddings)" : "prefill)"));
     // Tokenizer and label problems are the user's to fix before anything is measured: they stop
     // the run rather than fail every point.
-    if (texts && !texts->tokenizer) bench::attach_tokenizer(*texts, config, model->info().source);
+    if (texts && !texts->tokenizer) bench::attach_tokenizer(*texts, config, model->info());
     if (accuracy && texts) (void)LabelMap(model->info().labels).ids_of(texts->examples, texts->name);
   };
   // The dataset is read before anything runs, so that a missing column or an empty file is an
@@ -432,12 +456,13 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
       r = failed_point(key, no_fit, input_name);
       r.status = "skipped";
     } else {
-      set_threads(key.threads);
+      set_threads(key.threads > 0 ? key.threads : default_threads);
       try {
         r = bench::run_point(*model, config, key, texts_for_points ? &*texts : nullptr, observer);
       } catch (const Error& e) { r = failed_point(key, e.what(), input_name); } catch (const std::bad_alloc&) {
         r = failed_point(key, "out of memory (an allocation failed)", input_name);
       }
+      r.threads_used = threads();
       set_threads(0);
     }
     write_ms.push_back(store.append(r));
@@ -499,6 +524,7 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
           set_threads(0);
           throw;
         }
+        out.accuracy_threads = threads();
         set_threads(0);
         for (AccuracyResult& r : pass) {
           r.device = parse_device(device).str(), r.dtype = dtype;
@@ -549,6 +575,7 @@ RunStore create_sweep_run(const BenchConfig& given, bool here) {
   const std::string auto_note = resolve_auto_device(config);
   validate(config, here);
   if (here) check_model_runs(config);
+  if (here && (config.accuracy || config.input == "dataset")) check_text_inputs(config);
   if (config.run_id.empty())
     config.run_id =
         unique_run_id(config.runs_dir, default_run_id(config.model) + (config.train.enabled ? "-train" : ""));
@@ -632,6 +659,7 @@ SweepOutcome run_eval(const BenchConfig& given, const BenchObserver& observer) {
   validate(config);
   check(config.threads.size() == 1, "tach eval runs its pass with one thread count: give -t once");
   (void)model::summarize_architecture(model::resolve_model(config.model));  // a model that cannot load: now
+  bench::check_text_inputs(config);  // and a dataset or tokenizer that cannot be read
   if (config.run_id.empty()) config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model) + "-eval");
   bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
   if (!auto_note.empty()) store.notes.insert(store.notes.begin(), auto_note);

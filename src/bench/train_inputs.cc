@@ -28,9 +28,7 @@ TrainInputs read_train_inputs(const BenchConfig& config) {
   std::string path = config.tokenizer;
   if (path.empty()) {
     check(!src.location.dir.empty(),
-          config.model +
-              " has synthetic weights and no tokenizer files: pass --tokenizer (for BERT and DistilBERT "
-              "presets, ../shared/tokenizers/bert-base-uncased)");
+          missing_tokenizer_message(config.model, src.family ? src.family->tokenizer_hint : ""));
     path = src.location.dir;
   }
   in.tokenizer = Tokenizer::load(path);

@@ -8,12 +8,15 @@
 
 namespace tach {
 
+std::string missing_tokenizer_message(const std::string& model, const std::string& hint) {
+  const std::string tokenizer = hint.empty() ? "its family's tokenizer" : hint;
+  return model + " has synthetic weights and no tokenizer files: pass --tokenizer DIR, a directory with the " +
+         "tokenizer.json of " + tokenizer + (hint.empty() ? "" : " (tach download " + hint + " prints one)");
+}
+
 std::string tokenizer_path_for(const ModelInfo& info, const std::string& given) {
   if (!given.empty()) return given;
-  check(info.source.rfind("synthetic", 0) != 0,
-        info.spec + " has synthetic weights and no tokenizer files: pass --tokenizer (a directory with the " +
-            "tokenizer.json of " + (info.tokenizer_hint.empty() ? "its family" : info.tokenizer_hint) +
-            ", or that hub id)");
+  check(info.source.rfind("synthetic", 0) != 0, missing_tokenizer_message(info.spec, info.tokenizer_hint));
   return info.source.substr(0, info.source.find(" (revision"));
 }
 

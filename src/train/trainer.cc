@@ -323,10 +323,8 @@ void build_model(TrainRun& r) {
 void prepare_data(TrainRun& r) {
   const TrainOptions& o = r.o;
   r.tokenizer_path = !o.tokenizer.empty() ? o.tokenizer : r.src.location.dir;
-  check(!r.tokenizer_path.empty(), o.model +
-                                       " has synthetic weights and no tokenizer files: pass --tokenizer (for "
-                                       "BERT and DistilBERT presets, ../shared/tokenizers/bert-base-uncased; for "
-                                       "Qwen2 presets, ../shared/tokenizers/qwen2.5)");
+  check(!r.tokenizer_path.empty(),
+        missing_tokenizer_message(o.model, r.src.family ? r.src.family->tokenizer_hint : ""));
   const auto tokenizer = Tokenizer::load(r.tokenizer_path);
   check(r.src.pad_token_id() >= 0 || o.batch_size == 1,
         o.model +

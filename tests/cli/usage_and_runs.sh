@@ -147,6 +147,32 @@ EOF
       estimate --models preset:bert-tiny,preset:llama-3.1-70b --table -b 64 -s 512 --device cpu
     expect 3 '"fits": false' -- estimate --models preset:bert-tiny,preset:llama-3.1-70b --table -b 64 -s 512 --json
     ;;
+  failed_start)
+    # What a pass over a dataset needs is checked before a run directory is made, and a directory
+    # holding only a start that failed (config.json, run.log) takes the corrected command.
+    noktok=(-m preset:bert-tiny -d "$data" --text-column sentence --runs-dir "$dir/runs")
+    expect 1 "pass --tokenizer DIR, a directory with the tokenizer.json of bert-base-uncased" -- eval "${noktok[@]}" \
+      --run-id ev0
+    if grep -q "shared/" "$dir/out"; then fail "the tokenizer hint names a development path: $(cat "$dir/out")"; fi
+    expect 1 "pass --tokenizer DIR" -- bench "${quick[@]}" -b 1 --accuracy -d "$data" --text-column sentence --run-id ba1
+    expect 1 "nope" -- eval "${evalargs[@]}" --label-column nope --run-id ev0
+    expect 1 "missing.tsv" -- eval -m preset:bert-tiny -k "$tok" -d "$dir/missing.tsv" --runs-dir "$dir/runs" --run-id ev0
+    [ ! -e "$dir/runs" ] || fail "a start that could not run made a run directory: $(ls -R "$dir/runs")"
+    mkdir -p "$dir/runs/ev0" && echo '{}' > "$dir/runs/ev0/config.json" && echo 'failed' > "$dir/runs/ev0/run.log"
+    expect 0 "accuracy" -- eval "${evalargs[@]}" --run-id ev0
+    expect 1 "already holds a run" -- eval "${evalargs[@]}" --run-id ev0
+    ;;
+  compare_reasons)
+    # Nothing comparable is an error that says why; one sample a side is no interval, not a missing one.
+    expect 0 "" -- bench "${quick[@]}" -b 1 --run-id b1
+    expect 0 "" -- bench "${quick[@]}" -b 1 --run-id b2 --warmup 0 --runs 1 --min-runs 1 --max-runs 1
+    expect 0 "" -- bench "${quick[@]}" -b 1 --run-id b3 --warmup 0 --runs 1 --min-runs 1 --max-runs 1
+    expect 0 "" -- bench "${quick[@]}" -b 2 --train --run-id tr1
+    expect 1 "nothing to compare.*inference.*training" -- compare "$dir/runs/b1" "$dir/runs/tr1" --fail-on-regression 1 \
+      --no-html
+    expect 0 "one latency sample on each side \(-r 1\)" -- compare "$dir/runs/b2" "$dir/runs/b3" --no-html
+    if grep -q "no raw latencies" "$dir/out"; then fail "one raw sample was called none"; fi
+    ;;
   *)
     fail "no case $case_name"
     ;;

@@ -5,7 +5,7 @@
 # where no point ran exits 1; an eval's summary and report describe an eval, every dtype's own;
 # tach run takes every bench option; estimate's table exits as each model alone would.
 foreach(_case suggestions batch_option semantic_usage eval_run_id accuracy_resume nothing_can_run eval_summary
-        run_options estimate_table)
+        run_options estimate_table failed_start compare_reasons)
   add_test(NAME cli.usage_and_runs.${_case} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/usage_and_runs.sh
     $<TARGET_FILE:tach_cli> ${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${_case})
   set_tests_properties(cli.usage_and_runs.${_case} PROPERTIES LABELS unit TIMEOUT 300)

@@ -76,9 +76,7 @@ int run_generate(const GenerateFlags& f) {
   std::vector<std::vector<int32_t>> rows;
   std::string input_what;
   if (!f.texts.empty()) {
-    check(!tok_path.empty(), f.model +
-                                 " has synthetic weights and no tokenizer files: pass --tokenizer (for Qwen2 "
-                                 "presets, ../shared/tokenizers/qwen2.5)");
+    check(!tok_path.empty(), missing_tokenizer_message(f.model, info.tokenizer_hint));
     tok = Tokenizer::load(tok_path);
     for (const auto& t : f.texts) rows.push_back(tok->encode(t).ids);
     input_what = std::to_string(rows.size()) + " texts through " + tok_path;
