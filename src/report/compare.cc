@@ -27,6 +27,11 @@ CompareRun read_run(const std::string& dir) {
   check(fs::is_regular_file(results), dir + ": no results.jsonl (is it a tach bench run directory?)");
   run.points = read_run_results(dir);
   check(!run.points.empty(), results.string() + ": no finished points to compare");
+  // Points meet by the threads they ran with, not the count asked for: a default point ("t0") of
+  // a run whose default was 2 threads is t2 here, and a run whose default was 1 is t1, so the two
+  // are compared across threads, and said to be (not paired as one point).
+  for (auto& p : run.points)
+    if (p.threads_used > 0) p.key.threads = p.threads_used;
   const fs::path config = fs::path(dir) / "config.json";
   if (fs::is_regular_file(config)) {
     try {
@@ -129,7 +134,12 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
     ch.latency_change = ch.median_ms / ch.baseline_median_ms - 1;
     ch.throughput_change = throughput_of(ch.latency_change);
     ch.verdict = "not comparable";
-    ch.why = "no raw latencies on one side (a run written before they were kept): medians only, no interval";
+    // One sample (a run with -r 1) gives no interval; none at all is a run from before raw
+    // latencies were kept.
+    ch.why = ch.baseline_n == 0 || ch.n == 0
+                 ? "no raw latencies on one side (a run written before they were kept): medians only, no interval"
+                 : std::string("one latency sample on ") + (ch.baseline_n == ch.n ? "each side" : "one side") +
+                       " (-r 1): one sample cannot give an interval, so medians only";
     return ch;
   }
   const report::RatioInterval lat = report::block_bootstrap_ratio(sa, sb, options.confidence, options.resamples, rng);

@@ -1,5 +1,6 @@
 // tach compare: did it get faster, or is that noise? Bench runs compared point by point.
 #include <iostream>
+#include <set>
 
 #include "commands.h"
 #include "tach/compare.h"
@@ -25,6 +26,27 @@ struct CompareCliOptions {
 // Exit status 4: a regression beyond --fail-on-regression (CI); the table is printed first.
 constexpr int kExitRegressed = 4;
 
+// Why no point of the later runs matches one of the baseline's: the kinds of run differ (an
+// inference sweep against a training sweep), or their grids share no point.
+std::string nothing_comparable(const RunComparison& c) {
+  const auto kinds = [](const CompareRun& run) {
+    std::set<std::string> k;
+    for (const auto& p : run.points) k.insert(p.key.kind == "train" ? "training" : p.key.kind);
+    std::string s;
+    for (const auto& x : k) s += (s.empty() ? "" : " and ") + x;
+    return s.empty() ? std::string("no") : s;
+  };
+  std::string why = "nothing to compare: ";
+  for (size_t r = 1; r < c.runs.size(); ++r)
+    if (kinds(c.runs[r]) != kinds(c.runs[0])) {
+      why += c.runs[0].dir + " holds " + kinds(c.runs[0]) + " points and " + c.runs[r].dir + " " + kinds(c.runs[r]) +
+             " points, and a point is compared only with one of its kind";
+      return why;
+    }
+  why += "the runs share no point (the same device, dtype, threads, batch and sequence length";
+  return why + (c.by.empty() ? "); --by AXIS compares the values of one axis" : ")");
+}
+
 int run_compare(const CompareCliOptions& opt) {
   check(opt.noise_threshold_pct >= 0 && opt.noise_threshold_pct < 100,
         "--noise-threshold is a percentage in [0, 100), e.g. 2");
@@ -35,6 +57,7 @@ int run_compare(const CompareCliOptions& opt) {
   o.seed = opt.seed;
   o.by = opt.by;
   const RunComparison c = compare_runs(opt.runs, o);
+  check(!c.changes.empty(), nothing_comparable(c));
   std::cout << comparison_text(c, opt.format);
   if (!opt.no_html) {
     write_comparison_html(c, opt.html);
