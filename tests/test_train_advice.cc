@@ -167,6 +167,67 @@ TEST(TrainAdvice, AMeasuredPrecisionDecidesTheAdvice) {
   EXPECT_NE(hw.find("--dtype f32,bf16 measures it"), std::string::npos) << hw;
 }
 
+std::vector<PointResult> contended(std::vector<PointResult> pts) {
+  for (auto& p : pts) p.load.measured = p.load.contended = true, p.load.other_cores_mean = 1.9;
+  return pts;
+}
+
+std::string findings_of(const std::vector<TrainDiagnosis>& d) {
+  std::string s;
+  for (const auto& x : d)
+    for (const auto& f : x.findings) s += f + "\n";
+  return s;
+}
+
+// Advice on --dtype follows a measurement only when it can carry it: not contended, and a
+// difference beyond the points' noise. Otherwise the comparison is inconclusive, and says why.
+TEST(TrainAdvice, AContendedOrWithinNoisePrecisionIsInconclusive) {
+  const std::string busy = advice_of(diagnose_training(contended(curves()[3]), estimate, true), "f32");
+  EXPECT_EQ(busy.find("stay in f32"), std::string::npos) << busy;
+  EXPECT_NE(busy.find("inconclusive: both points were measured while other processes took the cores"),
+            std::string::npos)
+      << busy;
+  const std::vector<PointResult> same = {point(8, 100), point(16, 180), point(8, 101, "bf16"), point(16, 178, "bf16")};
+  const std::string close = advice_of(diagnose_training(same, estimate, true), "f32");
+  EXPECT_EQ(close.find("train with --dtype bf16"), std::string::npos) << close;
+  EXPECT_NE(close.find("within the points' noise"), std::string::npos) << close;
+  EXPECT_NE(close.find("inconclusive"), std::string::npos) << close;
+}
+
+// A fit whose step gets cheaper with the batch, or from contended points, is no cost model.
+TEST(TrainAdvice, NoCostModelFromANegativeSlopeOrContendedPoints) {
+  const auto negative = diagnose_training({point(2, 150), point(4, 120), point(8, 62)}, estimate, false);
+  const std::string f = findings_of(negative);
+  EXPECT_EQ(f.find("A step costs"), std::string::npos) << f;
+  EXPECT_NE(f.find("No fixed and per-sample cost"), std::string::npos) << f;
+  EXPECT_EQ(advice_of(negative, "f32").find("where the fixed"), std::string::npos);
+  const std::string busy = findings_of(diagnose_training(contended(curves()[0]), estimate, false));
+  EXPECT_EQ(busy.find("A step costs"), std::string::npos) << busy;
+  EXPECT_NE(busy.find("3 of the 3 points were measured while other processes took the cores"), std::string::npos)
+      << busy;
+}
+
+// performance_report.md says which points were contended, before any series.
+TEST(TrainAdvice, PerformanceReportNamesContention) {
+  const auto pts = contended(curves()[0]);
+  const std::string md = performance_report_md("m", pts, diagnose_training(pts, estimate, false));
+  const auto at = md.find("**CONTENDED:** 3 of 3 points");
+  EXPECT_NE(at, std::string::npos) << md;
+  EXPECT_LT(at, md.find("\n## ")) << md;
+}
+
+// A ratio over 100% of a ceiling measured under load is no efficiency: it says so instead.
+TEST(TrainAdvice, AnEfficiencyAgainstALoadedCeilingIsNotTrusted) {
+  auto pts = curves()[0];
+  for (auto& p : pts) p.train.ceiling_under_load = true, p.train.mfu = 1.76, p.train.gemm_efficiency = 2.56;
+  pts[0].train.mfu = 0.4;
+  const std::string md = performance_report_md("m", pts, diagnose_training(pts, estimate, false));
+  EXPECT_EQ(md.find("176%"), std::string::npos) << md;
+  EXPECT_EQ(md.find("256%"), std::string::npos) << md;
+  EXPECT_NE(md.find("ceiling measured under load, not trusted"), std::string::npos) << md;
+  EXPECT_NE(md.find("40% (ceiling measured under load)"), std::string::npos) << md;
+}
+
 TEST(TrainAdvice, GradientAccumulationNamesTachTrainsFlag) {
   const std::string a = advice_of(diagnose_training(curves()[0], estimate, false), "f32");
   EXPECT_NE(a.find("tach train -b 16 --gradient-accumulation-steps 4 gives 64"), std::string::npos) << a;

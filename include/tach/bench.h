@@ -50,7 +50,7 @@ struct BenchConfig {
   std::vector<std::string> dtypes{"f32"};  // f32 | bf16 (compute)
   std::vector<int64_t> batch_sizes{1, 2, 4, 8, 16, 32};
   std::vector<int64_t> seq_lens{128};  // synthetic: exact length; dataset: max_length
-  std::vector<int> threads{0};         // 0: the default (all cores)
+  std::vector<int> threads{0};         // 0: the default (the cores free at start, or OMP_NUM_THREADS)
   int warmup_runs = 2;
   StoppingRule stop;
   // On a GPU, after a point's timed runs: forwards back to back for at least this long between
@@ -119,6 +119,11 @@ struct PointKey {
   std::string value_of(const std::string& axis) const;
 };
 
+struct PointResult;
+// The point's thread count as tables and titles show it: "2" when asked for, "1 (default)" when
+// the default ran, "default" when the count used was not recorded.
+std::string threads_label(const PointResult& p);
+
 // The axes a point is keyed by, in id order.
 const std::vector<std::string>& point_axes();
 
@@ -140,6 +145,10 @@ struct PointResult {
   int warmup_runs = 0;
   int measured_runs = 0;
   std::string stopped_by;  // which rule stopped the point, in words
+  // The threads the point ran with, where key.threads is what was asked (0: the default, the cores
+  // other processes left free when tach started, or OMP_NUM_THREADS). 0: not recorded (a line
+  // written before it was).
+  int threads_used = 0;
   Distribution batch_latency_ms, sample_latency_ms, tokenize_ms_per_batch;
   // Every measured run's batch latency, in the order measured (schema /2; empty when read from a
   // /1 line, which kept only the summary): what distributions and run comparisons resample.
@@ -171,6 +180,11 @@ struct PointResult {
     // Achieved model FLOP/s (over the summed measured step time) against the measured GEMM
     // ceiling of the point's precision (tach info --ceilings), and that ceiling.
     double mfu = -1, ceiling_gflops_per_s = 0;
+    // The load that ceiling was measured under (results.jsonl train.ceiling_load; a sweep measures
+    // it once and judges every point against it). Under load, the ceiling is too low and MFU and
+    // GEMM efficiency are not efficiencies: the reports say so.
+    bool ceiling_under_load = false;
+    double ceiling_other_cores = -1, ceiling_load_average = -1;  // -1: not recorded
     // The GEMMs' share of the profiled step's op time, and their achieved fraction of the ceiling
     // (linear, linear_backward and the NF4 linears: FLOPs over self time).
     double gemm_time_share = -1, gemm_efficiency = -1;
@@ -292,6 +306,7 @@ struct SweepOutcome {
   std::vector<AccuracyResult> accuracy;  // one per sample size (or the whole pass)
   std::string accuracy_dataset;
   int64_t resumed_points = 0;         // points found finished in results.jsonl
+  int accuracy_threads = 0;           // the threads the accuracy pass ran with (0: none ran here)
   double result_write_ms_median = 0;  // appending and fsyncing one results line
   std::vector<std::string> notes;     // what the sweep decided or found, for the summary
   // Under mpirun (a training sweep, each point's steps data-parallel): this process's rank. Rank 0

@@ -36,6 +36,11 @@ Distribution dist_from(const nlohmann::json& j) {
 
 }  // namespace
 
+std::string threads_label(const PointResult& p) {
+  if (p.key.threads > 0) return std::to_string(p.key.threads);
+  return p.threads_used > 0 ? std::to_string(p.threads_used) + " (default)" : "default";
+}
+
 const std::vector<std::string>& point_axes() {
   static const std::vector<std::string> axes = {"device",  "dtype",  "threads", "batch",
                                                 "seq_len", "method", "exec",    "gradient_checkpointing"};
@@ -100,6 +105,10 @@ nlohmann::json train_json(const PointResult::Train& t) {
           {"hardware_flops_per_step", t.hardware_flops_per_step},
           {"mfu", t.mfu},
           {"ceiling_gflops_per_s", t.ceiling_gflops_per_s},
+          {"ceiling_load",
+           {{"under_load", t.ceiling_under_load},
+            {"other_cores", t.ceiling_other_cores},
+            {"load_average", t.ceiling_load_average}}},
           {"gemm_time_share", t.gemm_time_share},
           {"gemm_efficiency", t.gemm_efficiency},
           {"estimate_bytes", t.estimate_bytes},
@@ -124,6 +133,12 @@ PointResult::Train train_from(const nlohmann::json& j) {
   t.hardware_flops_per_step = j.at("hardware_flops_per_step");
   t.mfu = j.at("mfu");
   t.ceiling_gflops_per_s = j.at("ceiling_gflops_per_s");
+  if (j.contains("ceiling_load")) {  // absent in points written before it was recorded: unknown
+    const auto& l = j.at("ceiling_load");
+    t.ceiling_under_load = l.at("under_load");
+    t.ceiling_other_cores = l.at("other_cores");
+    t.ceiling_load_average = l.at("load_average");
+  }
   t.gemm_time_share = j.at("gemm_time_share");
   t.gemm_efficiency = j.at("gemm_efficiency");
   t.estimate_bytes = j.at("estimate_bytes");
@@ -187,7 +202,8 @@ std::string point_to_json(const PointResult& p) {
       {"kind", p.key.kind},
       {"device", p.key.device},
       {"dtype", p.key.dtype},
-      {"threads", p.key.threads},
+      {"threads", p.threads_used},
+      {"threads_requested", p.key.threads},
       {"batch_size", p.key.batch},
       {"seq_len", p.key.seq_len},
       {"status", p.status},
@@ -257,7 +273,15 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     }
     p.key.device = j.at("device");
     p.key.dtype = j.at("dtype");
-    p.key.threads = j.at("threads");
+    // "threads" is the count used and "threads_requested" the count asked for (0: the default);
+    // a line written before the two were told apart holds the count asked for alone.
+    if (j.contains("threads_requested")) {
+      p.key.threads = j.at("threads_requested");
+      p.threads_used = j.at("threads");
+    } else {
+      p.key.threads = j.at("threads");
+      p.threads_used = p.key.threads;
+    }
     p.key.batch = j.at("batch_size");
     p.key.seq_len = j.at("seq_len");
     p.status = j.at("status");

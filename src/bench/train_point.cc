@@ -284,6 +284,11 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   if (config.profile) write_point_traces(profiled, key, run_dir);
   r.flops_per_batch = r.train.model_flops_per_step;
   r.train.ceiling_gflops_per_s = ceiling / 1e9;
+  r.train.ceiling_under_load = ceilings.under_load;
+  if (ceilings.load_measured) {
+    r.train.ceiling_other_cores = ceilings.other_cores;
+    r.train.ceiling_load_average = ceilings.load_average;
+  }
   set_throughput_from_median(r);  // samples/s, tokens/s, GFLOP/s and MFU over the median step
   r.finished_at = utc_now_iso();
   return r;

@@ -2,13 +2,17 @@
 // tach uses, and memory bandwidth from a STREAM triad. Measured once per machine and cached in
 // $XDG_CACHE_HOME/tach (or ~/.cache/tach), keyed by CPU model, cores and threads. A measurement
 // taken while other processes were busy is not cached: one slow figure would otherwise make every
-// later verdict claim ops ran above their ceiling.
+// later verdict claim ops ran above their ceiling. Such a measurement is kept for the rest of the
+// process instead: one run (a sweep's points, a training run) judges every point against one
+// ceiling, rather than against a figure that moves with the load from point to point.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -19,6 +23,7 @@
 #include "core/utc_time.h"
 #include "cpu/gemm.h"
 #include "cpu/int8_linear.h"
+#include "tach/error.h"
 #include "tach/monitor.h"
 #include "tach/profile.h"
 #include "tach/runtime.h"
@@ -30,10 +35,20 @@ namespace tach {
 
 namespace {
 
-double best_seconds(int reps, const std::function<void()>& fn) {
+// A Ctrl-C while the full ceilings are measured (seconds, more under load) ends the measurement
+// between repetitions: its caller (a training run's post-training work, a sweep) keeps what it
+// measured and exits as stopped. Nothing half-measured is cached or used.
+void throw_if_stop_requested(bool stoppable) {
+  if (stoppable && stop_requested())
+    throw Stopped("stopped while measuring this machine's ceilings; nothing was cached");
+}
+
+double best_seconds(int reps, const std::function<void()>& fn, bool stoppable) {
+  throw_if_stop_requested(stoppable);
   fn();  // warm-up: primitive creation, page faults
   double best = 1e30;
   for (int i = 0; i < reps; ++i) {
+    throw_if_stop_requested(stoppable);
     const auto t0 = std::chrono::steady_clock::now();
     fn();
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -54,7 +69,11 @@ MachineCeilings measure_once(const SystemInfo& sys);
 MachineCeilings measure(const SystemInfo& sys) {
   MachineCeilings c;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (attempt) std::this_thread::sleep_for(std::chrono::seconds(2));
+    if (attempt)
+      for (int i = 0; i < 20; ++i) {  // 2 s, a Ctrl-C heard within a tenth of one
+        throw_if_stop_requested(true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
     CpuLoadWindow window;
     c = measure_once(sys);
     const CpuLoad load = window.finish(c.threads);
@@ -68,15 +87,18 @@ MachineCeilings measure(const SystemInfo& sys) {
 }
 
 // STREAM triad a = b + s*c over 3 arrays of 32 Mi floats (384 MiB), far past any cache; best of 5.
-double stream_triad_bytes_per_s() {
+double stream_triad_bytes_per_s(bool stoppable) {
   const int64_t m = int64_t(32) << 20;
   std::vector<float> x(static_cast<size_t>(m)), y(static_cast<size_t>(m), 1.f), z(static_cast<size_t>(m), 2.f);
-  const double tt = best_seconds(5, [&] {
-    core::parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
+  const double tt = best_seconds(
+      5,
+      [&] {
+        core::parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
 #pragma omp simd
-      for (int64_t i = begin; i < end; ++i) x[size_t(i)] = y[size_t(i)] + 3.f * z[size_t(i)];
-    });
-  });
+          for (int64_t i = begin; i < end; ++i) x[size_t(i)] = y[size_t(i)] + 3.f * z[size_t(i)];
+        });
+      },
+      stoppable);
   return 3.0 * 4.0 * double(m) / tt;
 }
 
@@ -87,26 +109,29 @@ double stream_triad_bytes_per_s() {
 // machines one stream per core gets far less (an AVX2 EPYC VM: 24.7 GB/s with one, 32.7 with 4).
 constexpr int kReadStreams = 4;
 
-double stream_read_bytes_per_s() {
+double stream_read_bytes_per_s(bool stoppable) {
   const int64_t m = int64_t(96) << 20;
   std::vector<float> a(static_cast<size_t>(m), 1.f);
   std::vector<float> sums(size_t(std::max(1, threads())) * 16);  // one cache line per thread
-  const double t = best_seconds(5, [&] {
-    core::parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
-      // 16 lanes of partial sums per stream: one vector add per 64 bytes, far faster than memory,
-      // where a single sum would wait on each add's latency.
-      const int64_t part = (end - begin) / kReadStreams / 16 * 16;
-      float lanes[kReadStreams][16] = {};
-      for (int64_t i = 0; i < part; i += 16)
-        for (int s = 0; s < kReadStreams; ++s)
-          for (int j = 0; j < 16; ++j) lanes[s][j] += a[size_t(begin + s * part + i + j)];
-      float s = 0;
-      for (int64_t i = begin + kReadStreams * part; i < end; ++i) s += a[size_t(i)];
-      for (const auto& stream : lanes)
-        for (float l : stream) s += l;
-      sums[size_t(core::omp_thread_index()) * 16 % sums.size()] += s;  // kept, so the loop is not dropped
-    });
-  });
+  const double t = best_seconds(
+      5,
+      [&] {
+        core::parallel_for(m, 1 << 16, [&](int64_t begin, int64_t end) {
+          // 16 lanes of partial sums per stream: one vector add per 64 bytes, far faster than memory,
+          // where a single sum would wait on each add's latency.
+          const int64_t part = (end - begin) / kReadStreams / 16 * 16;
+          float lanes[kReadStreams][16] = {};
+          for (int64_t i = 0; i < part; i += 16)
+            for (int s = 0; s < kReadStreams; ++s)
+              for (int j = 0; j < 16; ++j) lanes[s][j] += a[size_t(begin + s * part + i + j)];
+          float s = 0;
+          for (int64_t i = begin + kReadStreams * part; i < end; ++i) s += a[size_t(i)];
+          for (const auto& stream : lanes)
+            for (float l : stream) s += l;
+          sums[size_t(core::omp_thread_index()) * 16 % sums.size()] += s;  // kept, so the loop is not dropped
+        });
+      },
+      stoppable);
   return 4.0 * double(m) / t;
 }
 
@@ -118,14 +143,15 @@ MachineCeilings measure_once(const SystemInfo& sys) {
   std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), out(size_t(n * n));
   const auto backend = cpu::default_gemm_backend();
   const double t32 = best_seconds(
-      5, [&] { cpu::sgemm(backend, false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, out.data(), n); });
+      5, [&] { cpu::sgemm(backend, false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, out.data(), n); }, true);
   c.gemm_f32_flops = 2.0 * double(n) * double(n) * double(n) / t32;
   std::string bf16_method = " (f32) / 3 (bf16)";
   if (cpu::onednn_bf16_supported()) {
     std::vector<uint16_t> a16(size_t(n * n), 0x3f00), b16(size_t(n * n), 0x3e80);
-    const double t16 = best_seconds(3, [&] {
-      cpu::gemm_bf16(backend, false, true, n, n, n, 1.f, a16.data(), n, b16.data(), n, 0.f, out.data(), n);
-    });
+    const double t16 = best_seconds(
+        3,
+        [&] { cpu::gemm_bf16(backend, false, true, n, n, n, 1.f, a16.data(), n, b16.data(), n, 0.f, out.data(), n); },
+        true);
     c.gemm_bf16_flops = 2.0 * double(n) * double(n) * double(n) / t16;
   } else {
     bf16_method = " (f32; bf16: none, no bf16 GEMM on this CPU)";  // gemm_bf16_flops stays 0
@@ -136,12 +162,13 @@ MachineCeilings measure_once(const SystemInfo& sys) {
     const cpu::Int8Linear layer(w, Tensor(), cpu::FusedActivation::none, n);
     std::vector<int8_t> codes(size_t(n * n), 3);
     std::vector<int32_t> acc(size_t(n * n));
-    const double t8 = best_seconds(5, [&] { layer.multiply_codes(codes.data(), n, acc.data(), n); });
+    const double t8 = best_seconds(
+        5, [&] { layer.multiply_codes(codes.data(), n, acc.data(), n); }, true);
     c.gemm_int8_ops = 2.0 * double(n) * double(n) * double(n) / t8;
     bf16_method += "; int8: the same shape as --dtype int8 multiplies (s8 x s8 -> s32), best of 5";
   }
-  c.memory_bytes_per_s = stream_triad_bytes_per_s();
-  c.memory_read_bytes_per_s = stream_read_bytes_per_s();
+  c.memory_bytes_per_s = stream_triad_bytes_per_s(true);
+  c.memory_read_bytes_per_s = stream_read_bytes_per_s(true);
   c.method = "GEMM: " + std::string(cpu::gemm_backend_name(backend)) + " 1024x1024x1024, best of 5" + bf16_method +
              "; memory: STREAM triad over 3 x 128 MiB, and a read-only sum over 384 MiB (4 streams per thread), best "
              "of 5 each; " +
@@ -220,8 +247,8 @@ MachineCeilings memory_bandwidth_ceiling() {
   MachineCeilings c;
   c.cpu = system_info().cpu_model;
   c.threads = threads();
-  c.memory_bytes_per_s = stream_triad_bytes_per_s();
-  c.memory_read_bytes_per_s = stream_read_bytes_per_s();
+  c.memory_bytes_per_s = stream_triad_bytes_per_s(false);  // a second, within a point: stops after it
+  c.memory_read_bytes_per_s = stream_read_bytes_per_s(false);
   c.method =
       "memory: STREAM triad over 3 x 128 MiB and a read-only sum over 384 MiB (4 streams per thread), best of 5 each, "
       "measured now (tach "
@@ -235,10 +262,16 @@ MachineCeilings machine_ceilings(bool remeasure) {
   const SystemInfo sys = system_info();
   const std::string key = ceilings_key(sys);
   const fs::path file = ceilings_file(key);
-  if (!remeasure)
+  // Measurements under load this process took, per key: never cached on disk, but measured once.
+  static std::mutex mutex;
+  static std::map<std::string, MachineCeilings> loaded;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!remeasure) {
     if (auto c = cached_machine_ceilings()) return *c;
+    if (auto it = loaded.find(key); it != loaded.end()) return it->second;
+  }
   MachineCeilings c = measure(sys);
-  if (c.under_load) return c;  // not cached: the next call measures again
+  if (c.under_load) return loaded[key] = c;  // not cached: a later process measures again
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   std::ofstream out(file);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "report/number_text.h"
 #include "tach/error.h"
 #include "tach/report.h"
 
@@ -70,7 +71,7 @@ std::string train_table(const std::vector<PointResult>& results, bool md) {
     const auto& k = p.key;
     std::vector<std::string> r = {k.device,
                                   k.dtype,
-                                  k.threads ? std::to_string(k.threads) : "all",
+                                  threads_label(p),
                                   k.method,
                                   k.exec,
                                   k.gradient_checkpointing ? "on" : "off",
@@ -87,7 +88,7 @@ std::string train_table(const std::vector<PointResult>& results, bool md) {
          {std::to_string(p.measured_runs), fmt("%.1f", p.batch_latency_ms.median), fmt("%.1f", p.batch_latency_ms.p95),
           fmt("%.1f", t.data_ms.median), fmt("%.1f", t.forward_ms.median), fmt("%.1f", t.backward_ms.median),
           fmt("%.1f", t.optimizer_ms.median), fmt("%.1f", p.samples_per_s), fmt("%.0f", p.tokens_per_s),
-          t.mfu >= 0 ? fmt("%.1f%%", 100 * t.mfu) : std::string("-"), mib(alloc), mib(p.peak_rss_bytes),
+          report::of_ceiling(t.mfu, t.ceiling_under_load, "%.1f%%"), mib(alloc), mib(p.peak_rss_bytes),
           p.stopped_by.substr(0, p.stopped_by.find(':')) + (p.load.contended ? ", CONTENDED" : "")})
       r.push_back(v);
     rows.push_back(r);
@@ -142,7 +143,7 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
     rows.back().insert(rows.back().end() - 1, head.begin(), head.end());
   }
   for (const auto& p : results) {
-    const std::string thr = p.key.threads ? std::to_string(p.key.threads) : "all";
+    const std::string thr = threads_label(p);
     if (p.status != "ok") {
       if (md)
         rows.push_back({model_name, p.key.device, p.key.dtype, thr, std::to_string(p.key.batch),
@@ -188,7 +189,8 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
       std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.key.kind == "train"; });
   const bool gpu =
       std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
-  out << "id,device,dtype,threads,batch_size,seq_len,status,reason,input,warmup_runs,measured_runs,stopped_by";
+  out << "id,device,dtype,threads,threads_requested,batch_size,seq_len,status,reason,input,warmup_runs,measured_runs,"
+         "stopped_by";
   if (train) out << ",kind,method,exec,gradient_checkpointing";
   for (const char* q : {"batch_latency_ms", "sample_latency_ms", "tokenize_ms_per_batch"})
     for (const char* s : {"median", "mean", "std", "min", "max", "p90", "p95", "p99"}) out << "," << q << "_" << s;
@@ -219,9 +221,9 @@ std::string detailed_metrics_csv(const std::vector<PointResult>& results) {
   out << ",energy_j,energy_j_per_sample,energy_j_per_token,measured_wall_s,timer_overhead_ns,bookkeeping_ms,finished_"
          "at\n";
   for (const auto& p : results) {
-    out << p.key.id() << "," << p.key.device << "," << p.key.dtype << "," << p.key.threads << "," << p.key.batch << ","
-        << p.key.seq_len << "," << p.status << "," << csv_field(p.reason) << "," << csv_field(p.input) << ","
-        << p.warmup_runs << "," << p.measured_runs << "," << csv_field(p.stopped_by);
+    out << p.key.id() << "," << p.key.device << "," << p.key.dtype << "," << p.threads_used << "," << p.key.threads
+        << "," << p.key.batch << "," << p.key.seq_len << "," << p.status << "," << csv_field(p.reason) << ","
+        << csv_field(p.input) << "," << p.warmup_runs << "," << p.measured_runs << "," << csv_field(p.stopped_by);
     if (train)
       out << "," << p.key.kind << "," << p.key.method << "," << p.key.exec << ","
           << (p.key.gradient_checkpointing ? "true" : "false");

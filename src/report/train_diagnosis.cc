@@ -23,7 +23,7 @@ std::string pct(double fraction) { return fmt("%.0f%%", 100 * fraction); }
 std::string mib(double bytes) { return fmt("%.0f MiB", bytes / 1048576.0); }
 
 std::string series_of(const PointKey& k) {
-  return k.device + " " + k.dtype + " threads " + (k.threads ? std::to_string(k.threads) : std::string("all")) +
+  return k.device + " " + k.dtype + " threads " + (k.threads ? std::to_string(k.threads) : std::string("default")) +
          " seq " + std::to_string(k.seq_len) + " " + k.method + " " + k.exec + " " +
          (k.gradient_checkpointing ? "gc-on" : "gc-off");
 }
@@ -36,6 +36,11 @@ double allocator_peak(const PointResult& p) {
 // The relative standard deviation of a point's step times.
 double noise(const PointResult& p) {
   return p.batch_latency_ms.median > 0 ? p.batch_latency_ms.std / p.batch_latency_ms.median : 0;
+}
+
+// The points of `pts` measured while other processes took the cores their threads needed.
+int contended_count(const std::vector<const PointResult*>& pts) {
+  return int(std::count_if(pts.begin(), pts.end(), [](const PointResult* p) { return p->load.contended; }));
 }
 
 // Least squares of y = a + b x; r2 the fit's coefficient of determination.
@@ -105,6 +110,20 @@ void curve_findings(TrainDiagnosis& d, const std::vector<const PointResult*>& pt
   std::vector<double> x, y;
   for (const PointResult* p : pts) x.push_back(double(p->key.batch)), y.push_back(p->batch_latency_ms.median);
   fit_line(x, y, &d.fixed_ms, &d.per_sample_ms, &d.fit_r2);
+  // A cost model only from points that can carry one: a step that gets cheaper with more samples,
+  // or times measured while others took the cores, measure the load, not the step.
+  const int contended = contended_count(pts);
+  if (contended > 0 || d.per_sample_ms <= 0 || d.fixed_ms < 0) {
+    const std::string why =
+        contended > 0 ? std::to_string(contended) + " of the " + std::to_string(pts.size()) +
+                            " points were measured while other processes took the cores (CONTENDED)"
+                      : "the fit of the median step time against batch gives " + fmt("%.1f", d.fixed_ms) +
+                            " ms fixed and " + fmt("%.2f", d.per_sample_ms) +
+                            " ms per sample, which no step costs (the points' times do not grow with the batch)";
+    d.findings.push_back("No fixed and per-sample cost of a step from this series: " + why + ".");
+    d.fixed_ms = d.per_sample_ms = 0;
+    return;
+  }
   const double fixed = std::max(0.0, d.fixed_ms);
   d.fixed_share_at_smallest = fixed / pts.front()->batch_latency_ms.median;
   d.overhead_bound = d.fixed_share_at_smallest >= 0.3;
@@ -202,6 +221,23 @@ void precision_advice(TrainDiagnosis& d, const std::vector<PointResult>& all, co
     const std::string measured = other + " was measured at " + fmt("%.2f", ratio) + "x " + d.key.dtype +
                                  "'s throughput" + at + " (" + fmt("%.1f", o->batch_latency_ms.median) +
                                  " ms against " + fmt("%.1f", peak.batch_latency_ms.median) + " ms per step)";
+    // The measurement decides only when it can: neither point contended, and a difference beyond
+    // both points' noise (as a decline must be).
+    const double limit = std::max(0.05, 2 * std::hypot(noise(*o), noise(peak)));
+    if (o->load.contended || peak.load.contended) {
+      d.advice.push_back(measured + ", but the comparison is inconclusive: " +
+                         (o->load.contended && peak.load.contended
+                              ? std::string("both points were")
+                              : "the " + (o->load.contended ? other : d.key.dtype) + " point was") +
+                         " measured while other processes took the cores (CONTENDED); measure both again on a quiet "
+                         "machine before choosing --dtype.");
+      return;
+    }
+    if (std::fabs(ratio - 1) <= limit) {
+      d.advice.push_back(measured + ": within the points' noise (" + pct(limit) +
+                         "), so the comparison is inconclusive; either --dtype trains at the same speed here.");
+      return;
+    }
     d.advice.push_back(ratio > 1 ? measured + ": train with --dtype " + other + "."
                                  : measured + ": stay in " + d.key.dtype + ".");
     return;
@@ -324,6 +360,23 @@ std::string performance_report_md(const std::string& model, const std::vector<Po
      << " (a batch is a step's); "
         "MFU is the step's model FLOPs (the ops' declared FLOPs, without a checkpointed layer's recomputation) over "
         "the median step, against the measured GEMM ceiling of the precision; memory is tach's allocator peak.\n";
+  // Contention qualifies every figure below, so it comes first.
+  std::string contended;
+  int n_ok = 0, n_contended = 0;
+  for (const auto& p : results) {
+    if (p.status != "ok" || p.key.kind != "train") continue;
+    ++n_ok;
+    if (!p.load.contended) continue;
+    ++n_contended;
+    contended += (contended.empty() ? "" : ", ") + p.key.id() + " (" + fmt("%.1f", p.load.other_cores_mean) + ")";
+  }
+  if (n_contended)
+    md << "\n**CONTENDED:** " << n_contended << " of " << n_ok
+       << " points were measured while other processes took the cores their threads needed (other processes' "
+          "cores in brackets): "
+       << contended
+       << ". Their times measure the load as much as the training, so no comparison or advice below rests on them; "
+          "measure again on a quiet machine.\n";
   for (const auto& d : diagnoses) {
     md << "\n## " << d.series << "\n\n";
     for (const auto& f : d.findings) md << "- " << f << "\n";
@@ -340,8 +393,9 @@ std::string performance_report_md(const std::string& model, const std::vector<Po
       md << "| " << p.key.batch << " | " << fmt("%.1f", p.batch_latency_ms.median) << " | "
          << fmt("%.1f", t.data_ms.median) << " | " << fmt("%.1f", t.forward_ms.median) << " | "
          << fmt("%.1f", t.backward_ms.median) << " | " << fmt("%.1f", t.optimizer_ms.median) << " | "
-         << fmt("%.1f", p.samples_per_s) << " | " << opt(t.mfu) << " | " << opt(t.gemm_time_share) << " | "
-         << opt(t.gemm_efficiency) << " | " << fmt("%.0f", allocator_peak(p) / 1048576.0) << " | "
+         << fmt("%.1f", p.samples_per_s) << " | " << report::of_ceiling(t.mfu, t.ceiling_under_load) << " | "
+         << opt(t.gemm_time_share) << " | " << report::of_ceiling(t.gemm_efficiency, t.ceiling_under_load) << " | "
+         << fmt("%.0f", allocator_peak(p) / 1048576.0) << " | "
          << (t.estimate_bytes > 0 ? fmt("%.0f", double(t.estimate_bytes) / 1048576.0) : std::string("-")) << " |\n";
     }
   }

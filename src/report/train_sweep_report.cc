@@ -7,6 +7,7 @@
 #include <map>
 
 #include "report/figure_book.h"
+#include "report/number_text.h"
 #include "report/report_sections.h"
 #include "report/svg_chart.h"
 
@@ -107,7 +108,12 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
         [](const PointResult& p) { return p.samples_per_s; }, 1);
     const std::string mfu = panel_with_table(
         h, g, "MFU", "model FLOP/s over the GEMM ceiling (%)",
-        [](const PointResult& p) { return p.train.mfu >= 0 ? 100 * p.train.mfu : std::nan(""); }, 1);
+        [](const PointResult& p) {
+          // Against a ceiling measured under load, a figure over 100% is no efficiency: not drawn.
+          const auto& t = p.train;
+          return t.mfu >= 0 && !(t.ceiling_under_load && t.mfu > 1) ? 100 * t.mfu : std::nan("");
+        },
+        1);
     const std::string memory = panel_with_table(
         h, g, "memory", "MiB, allocator peak (all categories)",
         [](const PointResult& p) { return peak_of(p, "total") / 1048576.0; }, 1);
@@ -178,10 +184,12 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
     const auto& t = p.train;
     h << "<td>" << p.measured_runs << "</td><td>" << num(p.batch_latency_ms.median, 2) << "</td><td>"
       << num(p.batch_latency_ms.p95, 2) << "</td><td>" << num(p.samples_per_s, 1) << "</td><td>"
-      << num(p.tokens_per_s, 0) << "</td><td>" << opt_pct(t.mfu) << "</td><td>" << opt_pct(t.gemm_time_share)
-      << "</td><td>" << opt_pct(t.gemm_efficiency) << "</td><td>" << num(peak_of(p, "total") / 1048576.0, 1)
-      << "</td><td>" << num(double(p.peak_rss_bytes) / 1048576.0, 1) << "</td><td>" << num(t.loss_first, 4) << " → "
-      << num(t.loss_last, 4) << "</td><td>" << escape_html(p.stopped_by) << "</td></tr>";
+      << num(p.tokens_per_s, 0) << "</td><td>" << escape_html(report::of_ceiling(t.mfu, t.ceiling_under_load, "%.1f%%"))
+      << "</td><td>" << opt_pct(t.gemm_time_share) << "</td><td>"
+      << escape_html(report::of_ceiling(t.gemm_efficiency, t.ceiling_under_load, "%.1f%%")) << "</td><td>"
+      << num(peak_of(p, "total") / 1048576.0, 1) << "</td><td>" << num(double(p.peak_rss_bytes) / 1048576.0, 1)
+      << "</td><td>" << num(t.loss_first, 4) << " → " << num(t.loss_last, 4) << "</td><td>" << escape_html(p.stopped_by)
+      << "</td></tr>";
   }
   h << "</table>";
   std::ifstream md(dir / "performance_report.md");
