@@ -44,7 +44,7 @@ for target in "$@"; do
   # /usr/bin/time for the CPU seconds the campaign got (a niced one on a busy machine gets few).
   timer=
   [ -x /usr/bin/time ] && timer="/usr/bin/time -f %U+%S -o $out/$target.cpu"
-  $timer "$binary" -runs="$runs" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$out/$target-" \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $timer "$binary" -runs="$runs" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$out/$target-" \
     "$work" "$here/corpus/$corpus" >"$log" 2>&1
   rc=$?
   elapsed=$(($(date +%s) - started))
