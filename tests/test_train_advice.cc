@@ -268,6 +268,41 @@ TEST(TrainAdvice, EveryFlagASummarysNextStepsNamesExists) {
   expect_flags_exist(summary_text(inference, o), "bench");
 }
 
+// summary.txt: contention is the first finding (it qualifies the rest), never a next step, and a
+// best batch among contended points is not stated as a fact.
+TEST(TrainAdvice, ContentionIsTheFirstFindingAndWithholdsTheBestBatch) {
+  test::TempDir root;
+  SweepOutcome o;
+  o.run_dir = root.path() + "/run";
+  BenchConfig train = train_sweep_defaults();
+  train.model = "preset:bert-tiny";
+  o.results = contended(curves()[0]);
+  const std::string t = summary_text(train, o);
+  const auto findings = t.find("Findings"), busy = t.find("CONTENDED: 3 of 3 points"), next = t.find("Next steps");
+  ASSERT_NE(busy, std::string::npos) << t;
+  EXPECT_LT(findings, busy) << t;
+  EXPECT_LT(busy, next) << "the CONTENDED block sits under Next steps:\n" << t;
+  EXPECT_LT(busy, t.find("Throughput peaks")) << t;
+
+  BenchConfig inference;
+  inference.model = "preset:bert-tiny";
+  inference.input = "synthetic";
+  o.results.clear();
+  for (auto [batch, ms] : {std::pair{1, 100.0}, std::pair{4, 2.2}}) {
+    PointResult p = point(batch, ms);
+    p.key.kind = "forward";
+    p.key.seq_len = 64;
+    o.results.push_back(p);
+  }
+  o.results = contended(o.results);
+  const std::string i = summary_text(inference, o);
+  EXPECT_EQ(i.find("the best throughput is at batch"), std::string::npos) << i;
+  EXPECT_NE(i.find("which batch gives the best throughput is inconclusive"), std::string::npos) << i;
+  EXPECT_LT(i.find("CONTENDED: 2 of 2 points"), i.find("inconclusive")) << i;
+  o.results[0].load.contended = o.results[1].load.contended = false;  // quiet: stated
+  EXPECT_NE(summary_text(inference, o).find("the best throughput is at batch 4"), std::string::npos);
+}
+
 TEST(TrainAdvice, EveryFlagEstimateSuggestsExists) {
   for (const char* args : {"estimate -m preset:bert-tiny -b 100000000 -s 512 --mode train-full",
                            "estimate -m preset:bert-tiny -b 4000000 -s 512 --mode train-lora"}) {

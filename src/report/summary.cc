@@ -22,9 +22,10 @@ namespace {
 
 using report::fmt;
 
-std::string group_of(const PointKey& k) {
-  return k.device + " " + k.dtype + " threads " + (k.threads ? std::to_string(k.threads) : std::string("all")) +
-         " seq " + std::to_string(k.seq_len);
+// A batch series: every axis but the batch, with the threads the points ran with (a resumed run's
+// earlier points may have run with another default).
+std::string group_of(const PointResult& p) {
+  return p.key.device + " " + p.key.dtype + " threads " + threads_label(p) + " seq " + std::to_string(p.key.seq_len);
 }
 
 // Bytes the forward needs beyond the weights: the allocator's activation and workspace peaks.
@@ -50,10 +51,11 @@ std::vector<TrainDiagnosis> diagnose(const BenchConfig& config, const SweepOutco
   return diagnose_training(o.results, estimator_for(config.model), cpu::bf16_gemm_in_hardware());
 }
 
-// A training sweep's findings: the diagnosis per series (performance_report.md has the tables).
-std::string train_findings_text(const BenchConfig& config, const SweepOutcome& o) {
+// A training sweep's findings: the contention first (it qualifies every other finding), then the
+// diagnosis per series (performance_report.md has the tables).
+std::string train_findings_text(const BenchConfig& config, const SweepOutcome& o, const std::string& contention) {
   std::ostringstream s;
-  s << "Findings (performance_report.md has them with every point's phases, MFU and memory)\n";
+  s << "Findings (performance_report.md has them with every point's phases, MFU and memory)\n" << contention;
   for (const auto& d : diagnose(config, o)) {
     s << "- " << d.series << ":\n";
     for (const auto& f : d.findings) s << "    " << f << "\n";
@@ -77,7 +79,7 @@ std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results
   std::vector<std::string> order;
   for (const auto& p : results) {
     if (p.status != "ok") continue;
-    const std::string g = group_of(p.key);
+    const std::string g = group_of(p);
     if (!groups.count(g)) order.push_back(g);
     groups[g].push_back(&p);
   }
@@ -158,14 +160,25 @@ void model_lines(std::ostringstream& s, const SweepOutcome& o, bool timed_runs) 
   }
 }
 
+// The threads the run ran with: its points' (the largest, where a sweep ran several), else the
+// accuracy pass's, else (nothing ran in this process, none recorded) this process's default.
+int run_threads(const SweepOutcome& o, int default_threads) {
+  int most = 0;
+  for (const auto& p : o.results) most = std::max(most, p.threads_used);
+  return most ? most : o.accuracy_threads ? o.accuracy_threads : default_threads;
+}
+
 // tach eval's pass in words: summary.txt's method line, summary.json's "method", the report's.
-std::string eval_method(const BenchConfig& c) {
-  const int threads = c.threads.size() == 1 ? c.threads.front() : 0;
+std::string eval_method(const BenchConfig& c, const SweepOutcome& o) {
+  const int asked = c.threads.size() == 1 ? c.threads.front() : 0;
+  const int used = o.accuracy_threads ? o.accuracy_threads : asked;
+  const std::string threads =
+      used ? std::to_string(used) + (used == 1 ? " thread" : " threads") + (asked ? "" : " (the default)")
+           : std::string("the default threads");
   return "the accuracy pass alone: texts tokenized and truncated to " + std::to_string(c.eval_max_length) +
          " tokens (never past the model's positions), in batches of " + std::to_string(c.eval_batch_size) +
          " padded to their longest" + (c.bucketing ? " (texts sorted by length)" : "") +
-         ", each prediction the argmax of the logits; one pass per device and dtype, " +
-         (threads ? std::to_string(threads) + " threads" : std::string("all cores")) +
+         ", each prediction the argmax of the logits; one pass per device and dtype, " + threads +
          "; wall-clock time, split into tokenization and the model";
 }
 
@@ -175,7 +188,7 @@ std::string eval_summary_text(const BenchConfig& config, const SweepOutcome& o) 
   s << "tach eval: " << config.model << "\n";
   s << "run directory: " << o.run_dir << "\n";
   model_lines(s, o, false);
-  s << "method: " << eval_method(config) << ".\n\n";
+  s << "method: " << eval_method(config, o) << ".\n\n";
   const bool synthetic = !o.models.empty() && o.models.front().synthetic_weights;
   s << accuracy_text(o.accuracy, o.accuracy_dataset, synthetic);
   s << "\nNext steps\n";
@@ -221,19 +234,29 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
       << kThroughputDefinition << " (here a step's); then one profiled step for the FLOPs.\n\n";
     std::ostringstream contention;
     contention_findings(contention, o.results);
-    return s.str() + train_findings_text(config, o) + contention.str();
+    return s.str() + train_findings_text(config, o, contention.str());
   }
   s << "); each point: " << config.warmup_runs << " warm-up runs (not measured), then " << config.stop.describe()
     << ". Latencies are per batch, model forward only (tokenization timed apart); throughput: " << kThroughputDefinition
     << ".\n\n";
 
   s << "Findings\n";
+  contention_findings(s, o.results);  // first: it qualifies every finding below
   for (const auto& f : batch_findings(o.results, config.latency_budget_ms)) {
+    // A comparison among contended points measures the load, not the batch: not stated as a fact.
+    int contended = 0;
+    for (const auto& p : o.results)
+      if (p.status == "ok" && group_of(p) == f.group && p.load.contended) ++contended;
+    if (contended) {
+      s << "- " << f.group << ": which batch gives the best throughput is inconclusive: " << contended << " of its "
+        << f.points << " points were measured while other processes took the cores (CONTENDED, above).\n";
+      continue;
+    }
     s << "- " << f.group << ": the best throughput is at batch " << f.best_batch << " ("
       << fmt("%.1f", f.best_samples_per_s) << " samples/s).";
     // How much batching buys: best vs batch 1 (when measured).
     for (const auto& p : o.results)
-      if (p.status == "ok" && group_of(p.key) == f.group && p.key.batch == 1 && p.samples_per_s > 0)
+      if (p.status == "ok" && group_of(p) == f.group && p.key.batch == 1 && p.samples_per_s > 0)
         s << " That is " << fmt("%.2f", f.best_samples_per_s / p.samples_per_s) << "x batch 1.";
     s << "\n";
     if (config.latency_budget_ms > 0) {
@@ -251,7 +274,6 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
         << ").\n";
   }
   decode_findings(s, o.results);
-  contention_findings(s, o.results);
   for (const auto& p : o.results)
     if (p.status != "ok") s << "- " << p.key.id() << " " << p.status << ": " << p.reason << "\n";
   double worst_spread = 0;
@@ -289,10 +311,13 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
 
 std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
   const SystemInfo sys = system_info();
-  nlohmann::json machine = {
-      {"cpu", sys.cpu_model},     {"logical_cores", sys.logical_cores},           {"threads", sys.threads},
-      {"isa", sys.isa.summary()}, {"memory_total_bytes", sys.memory_total_bytes}, {"gemm_library", sys.gemm_library},
-      {"warnings", sys.warnings}};
+  nlohmann::json machine = {{"cpu", sys.cpu_model},
+                            {"logical_cores", sys.logical_cores},
+                            {"threads", run_threads(o, sys.threads)},
+                            {"isa", sys.isa.summary()},
+                            {"memory_total_bytes", sys.memory_total_bytes},
+                            {"gemm_library", sys.gemm_library},
+                            {"warnings", sys.warnings}};
   nlohmann::json models = nlohmann::json::array();
   for (const auto& m : o.models)
     models.push_back({{"spec", m.spec},
@@ -346,7 +371,7 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
                                    "points_resumed", "findings", "overhead", "points"})
       j.erase(sweep_only);
     j["kind"] = "eval";
-    j["method"] = eval_method(config);
+    j["method"] = eval_method(config, o);
   }
   if (config.train.enabled) {
     j["kind"] = "train";
