@@ -52,9 +52,11 @@ std::string fit_check(const BenchConfig& config, const PointKey& key, PointResul
   return refusal + " (gradient checkpointing would fit more)";
 }
 
-// A point's threads: 0 means this machine's cores, shared among the ranks on it.
-int threads_of(const PointKey& key, const dist::Communicator& comm) {
-  if (key.threads > 0 || comm.local_size() <= 1) return key.threads;
+// A point's threads: 0 means the run's default (`pinned`, the count its earlier default points
+// used, or this machine's), shared among the ranks on it.
+int threads_of(const PointKey& key, const dist::Communicator& comm, int pinned) {
+  if (key.threads > 0) return key.threads;
+  if (pinned > 0 || comm.local_size() <= 1) return pinned;
   set_threads(0);
   return std::max(1, threads() / comm.local_size());
 }
@@ -79,6 +81,7 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
     observer.on_note("no model given: the default training sweep, " + config.model +
                      " with synthetic weights; on 2 cores it takes a few minutes");
   const std::vector<PointKey> keys = sweep_grid(config);
+  const int default_threads = selection.measure ? pinned_default_threads(store, observer, out) : 0;
   std::vector<double> write_ms;
   dist::Communicator& comm = dist::Communicator::world();
   const bool lead = comm.rank() == 0;
@@ -103,13 +106,16 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
       r = failed_point(key, no_fit, input_name);
       r.status = "skipped";
     } else {
-      set_threads(threads_of(key, comm));
+      set_threads(threads_of(key, comm, default_threads));
       try {
         r = run_train_point(config, key, inputs ? &*inputs : nullptr, observer, store.dir(),
                             lead ? store.tensorboard() : nullptr);
+      } catch (const Stopped&) {
+        throw;  // a Ctrl-C inside the point (its ceilings measurement): not a result, run again on --resume
       } catch (const Error& e) { r = failed_point(key, e.what(), input_name); } catch (const std::bad_alloc&) {
         r = failed_point(key, "out of memory (an allocation failed)", input_name);
       }
+      r.threads_used = threads();
       set_threads(0);
     }
     r.train.estimate_bytes = fit.estimate_bytes;

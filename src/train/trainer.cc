@@ -953,7 +953,13 @@ void after_training(TrainRun& r, const Profiler& profiler, const std::string& pr
                                        "steps' ops");
     hold_for_test("op-verdicts");
     stop_if_asked(r, summary, "judging the profiled steps' ops");
-    summary["top_ops"] = top_ops(r, profiler);
+    try {
+      summary["top_ops"] = top_ops(r, profiler);
+    } catch (const Stopped& e) {  // a Ctrl-C while the ceilings were measured: keep what was done
+      write_summary(r, summary);
+      throw Stopped("after training's " + std::to_string(r.result.steps) + " steps, " + e.what() +
+                    ": summary.json in " + r.run_dir + " has the measured steps");
+    }
     summary.erase("top_ops_note");
   }
   write_summary(r, summary);

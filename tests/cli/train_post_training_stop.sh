@@ -18,9 +18,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 field() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v:=v[k] for k in sys.argv[2:]]; print(json.dumps(v))' "$@"; }
 fingerprint() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum; find . | sort); }
 
-# Starts a run that waits at `piece`, sends SIGINT once its line is printed; its exit status in $status.
+# Starts a run that waits at `piece`, sends SIGINT once its line is printed (and `delay` seconds
+# more); its exit status in $status.
 interrupt_at() {
-  local piece=$1 line=$2 run=$3
+  local piece=$1 line=$2 run=$3 delay=${4:-0}
   TACH_TEST_HOLD_AT=$piece "$tach" "${args[@]}" --run-id "$run" >"$dir/$run.out" 2>"$dir/$run.err" &
   pid=$!
   for _ in $(seq 1 6000); do
@@ -29,6 +30,7 @@ interrupt_at() {
     sleep 0.01
   done
   grep -q "$line" "$dir/$run.err" || { cat "$dir/$run.err"; fail "$run never said: $line"; }
+  sleep "$delay"
   kill -INT "$pid"
   status=0
   wait "$pid" || status=$?
@@ -77,4 +79,18 @@ rm "$run/summary.json"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$(field "$run/summary.json" step_ms_median)" ||
   fail "summary.json rebuilt with a zero median"
 grep -q "medians of the 8 steps in steps.jsonl" "$dir/resume4.out" || { cat "$dir/resume4.out"; fail "no note on the rebuilt summary"; }
+# 5. Stopped while the ceilings are being measured (no hold: they take seconds, more under load):
+#    the measurement hears the Ctrl-C, and the run exits 130 with summary.json and the model kept.
+export XDG_CACHE_HOME="$dir/cache-2"
+interrupt_at none "measuring this machine's ceilings" during-ceilings 0.3
+[ "$status" = 130 ] || { cat "$dir/during-ceilings.err"; fail "Ctrl-C while measuring the ceilings: exit $status, want 130"; }
+grep -q "stopped while measuring this machine's ceilings" "$dir/during-ceilings.err" ||
+  { cat "$dir/during-ceilings.err"; fail "no message saying the ceilings measurement was stopped"; }
+run="$dir/during-ceilings"
+[ -f "$run/model/model.safetensors" ] || fail "the model saved before the stop is missing"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$(field "$run/summary.json" step_ms_median)" ||
+  fail "summary.json lost the measured steps"
+[ "$(field "$run/summary.json" post_training_pending)" = '[]' ] || fail "the saved model is still listed as pending"
+[ ! -d "$dir/cache-2/tach" ] || [ -z "$(ls -A "$dir/cache-2/tach")" ] || fail "a stopped measurement was cached"
+
 echo "interrupts after training keep summary.json; resume finishes; a finished run is left alone"
