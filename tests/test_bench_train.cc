@@ -262,7 +262,7 @@ TEST(TrainDiagnosis, AdviceUsesTheSiblingSeries) {
   EXPECT_NE(advice.find("does not multiply bf16 in hardware"), std::string::npos) << advice;
   EXPECT_NE(advice.find("--gradient-accumulation-steps 4 gives 64"), std::string::npos) << advice;
   const std::string md = performance_report_md("m", pts, d);
-  EXPECT_NE(md.find("## cpu f32 threads all seq 128 full fused gc-off"), std::string::npos);
+  EXPECT_NE(md.find("## cpu f32 threads default seq 128 full fused gc-off"), std::string::npos);
 }
 
 // A sweep of two series: the first's per-series figures are time_breakdown and

@@ -60,34 +60,37 @@ void validate_train(const BenchConfig& c) {
 // here: the devices and the bf16 GEMM are checked on this machine. A sweep submitted to SLURM
 // is checked so on its nodes, by each task.
 void validate(const BenchConfig& c, bool here = true) {
-  check(!c.model.empty(), "no model given");
-  check(!c.batch_sizes.empty() && !c.seq_lens.empty() && !c.dtypes.empty() && !c.devices.empty() && !c.threads.empty(),
-        "every sweep axis needs at least one value");
+  usage_check(!c.model.empty(), "no model given");
+  usage_check(
+      !c.batch_sizes.empty() && !c.seq_lens.empty() && !c.dtypes.empty() && !c.devices.empty() && !c.threads.empty(),
+      "every sweep axis needs at least one value");
   for (int64_t b : c.batch_sizes)
-    check(b > 0, "batch size " + std::to_string(b) + ": batch sizes must be positive integers");
+    usage_check(b > 0, "batch size " + std::to_string(b) + ": batch sizes must be positive integers");
   for (int64_t s : c.seq_lens)
-    check(s > 0, "sequence length " + std::to_string(s) + ": sequence lengths must be positive integers");
+    usage_check(s > 0, "sequence length " + std::to_string(s) + ": sequence lengths must be positive integers");
   for (int t : c.threads)
-    check(t >= 0, "threads " + std::to_string(t) +
-                      ": must be 0 (the default: the cores other processes leave free when tach "
-                      "starts, or OMP_NUM_THREADS) or more");
+    usage_check(t >= 0, "threads " + std::to_string(t) +
+                            ": must be 0 (the default: the cores other processes leave free when tach "
+                            "starts, or OMP_NUM_THREADS) or more");
   for (const auto& d : c.dtypes) {
-    check(d == "f32" || d == "bf16" || d == "f16" || d == "int8" || d == "nf4",
-          "dtype '" + d + "' is not one of f32, bf16, f16, int8, nf4");
+    usage_check(d == "f32" || d == "bf16" || d == "f16" || d == "int8" || d == "nf4",
+                "dtype '" + d + "' is not one of f32, bf16, f16, int8, nf4");
     const bool quantized = d == "int8" || d == "nf4";
-    check(!quantized || !c.train.enabled,
-          "dtype " + d + " quantizes inference forwards; training sweeps run in f32 or bf16 (QLoRA: --method qlora)");
-    check(!quantized || std::all_of(c.devices.begin(), c.devices.end(),
-                                    [](const std::string& dev) { return parse_device(dev).kind == DeviceKind::cpu; }),
-          "dtype " + d + " runs on the cpu in this version; sweep --device cpu");
+    usage_check(
+        !quantized || !c.train.enabled,
+        "dtype " + d + " quantizes inference forwards; training sweeps run in f32 or bf16 (QLoRA: --method qlora)");
+    usage_check(
+        !quantized || std::all_of(c.devices.begin(), c.devices.end(),
+                                  [](const std::string& dev) { return parse_device(dev).kind == DeviceKind::cpu; }),
+        "dtype " + d + " runs on the cpu in this version; sweep --device cpu");
     // f16 checkpoints load anywhere (converted), but only CUDA computes in f16: refuse a CPU point
     // here, once, rather than failing it in the sweep.
-    check(d != "f16" || (!c.train.enabled && std::all_of(c.devices.begin(), c.devices.end(),
-                                                         [](const std::string& dev) {
-                                                           return parse_device(dev).kind == DeviceKind::cuda;
-                                                         })),
-          "dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16 (f16 "
-          "checkpoints are read and converted); sweep --dtype f32,bf16");
+    usage_check(d != "f16" || (!c.train.enabled && std::all_of(c.devices.begin(), c.devices.end(),
+                                                               [](const std::string& dev) {
+                                                                 return parse_device(dev).kind == DeviceKind::cuda;
+                                                               })),
+                "dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16 (f16 "
+                "checkpoints are read and converted); sweep --dtype f32,bf16");
     // Training in bf16 runs everywhere (emulated where the CPU has no bf16 GEMM, and said so).
     // bf16 inference runs everywhere too: without a bf16 GEMM, bf16 weights widened to f32
     // (cpu/bf16_weight_linear.h).
@@ -97,16 +100,20 @@ void validate(const BenchConfig& c, bool here = true) {
     check(dev.kind != DeviceKind::cuda || !here || cuda_available(),
           "device " + d + ": no CUDA device here (" + cuda_unavailable_reason() + "); sweep --device cpu");
   }
-  check(c.warmup_runs >= 0, "warm-up runs must be 0 or more");
-  check(c.decode_tokens >= 0, "--decode-tokens must be 0 (prefill only) or more");
-  check(std::isfinite(c.gpu_energy_window_s) && c.gpu_energy_window_s >= 0,
-        "--energy-window must be 0 (no GPU energy) or a number of seconds");
-  check(c.stop.runs >= 0 && c.stop.min_runs >= 1 && c.stop.max_runs >= c.stop.min_runs,
-        "stopping rule: need runs >= 0, min_runs >= 1 and max_runs >= min_runs (got " + std::to_string(c.stop.runs) +
-            ", " + std::to_string(c.stop.min_runs) + ", " + std::to_string(c.stop.max_runs) + ")");
-  check(c.stop.runs > 0 || c.stop.target_cv > 0 || c.stop.time_budget_s > 0 || c.stop.max_runs < 1000000,
-        "stopping rule: give a count, a time budget or a precision target");
-  check(c.input == "synthetic" || c.input == "dataset", "input '" + c.input + "' is not one of synthetic, dataset");
+  usage_check(c.warmup_runs >= 0, "warm-up runs must be 0 or more");
+  usage_check(c.decode_tokens >= 0, "--decode-tokens must be 0 (prefill only) or more");
+  usage_check(std::isfinite(c.gpu_energy_window_s) && c.gpu_energy_window_s >= 0,
+              "--energy-window must be 0 (no GPU energy) or a number of seconds");
+  usage_check(c.stop.runs >= 0 && c.stop.min_runs >= 1 && c.stop.max_runs >= c.stop.min_runs,
+              "stopping rule: need runs >= 0, min_runs >= 1 and max_runs >= min_runs (got " +
+                  std::to_string(c.stop.runs) + ", " + std::to_string(c.stop.min_runs) + ", " +
+                  std::to_string(c.stop.max_runs) + ")");
+  usage_check(std::isfinite(c.stop.time_budget_s) && c.stop.time_budget_s >= 0,
+              "--time-budget must be 0 (none) or a number of seconds, got " + std::to_string(c.stop.time_budget_s));
+  usage_check(c.stop.runs > 0 || c.stop.target_cv > 0 || c.stop.time_budget_s > 0 || c.stop.max_runs < 1000000,
+              "stopping rule: give a count, a time budget or a precision target");
+  usage_check(c.input == "synthetic" || c.input == "dataset",
+              "input '" + c.input + "' is not one of synthetic, dataset");
   check(c.input != "dataset" || !c.dataset.path.empty(), "--input dataset needs --dataset FILE");
   check(!c.accuracy || !c.dataset.path.empty(), "accuracy needs a labelled dataset: pass --dataset FILE");
   if (c.train.enabled) validate_train(c);

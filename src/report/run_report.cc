@@ -55,8 +55,7 @@ std::string mib(double bytes) { return num(bytes / (1024.0 * 1024.0), 1); }
 
 // A series of the sweep: every point but the batch size.
 std::string series_name(const PointResult& p) {
-  return p.key.device + " " + p.key.dtype + " seq " + std::to_string(p.key.seq_len) + " threads " +
-         (p.key.threads ? std::to_string(p.key.threads) : std::string("all"));
+  return p.key.device + " " + p.key.dtype + " seq " + std::to_string(p.key.seq_len) + " threads " + threads_label(p);
 }
 
 // The report while it is composed: the page, and its pieces for the PNG files and the slides.
@@ -134,23 +133,31 @@ void slurm_rows(Page& page, const fs::path& dir, const Row& row) {
   } catch (const Error& e) { row("points", "the grid could not be read back: " + escape_html(e.what())); }
 }
 
-// The thread counts the points ran with, in words ("1 and 2 threads", "all 4 threads"): what the
-// sweep measured, where the machine's default count would say one number for a sweep over several.
+// The thread counts the points ran with, in words ("1 and 2 threads", "1 thread (default)"): what
+// the sweep measured, where the machine's count would say one number for a sweep over several.
+// machine_threads stands in where no point recorded its count.
 std::string threads_text(const std::vector<PointResult>& points, int machine_threads) {
-  std::set<int64_t> counts;
-  for (const auto& p : points) counts.insert(p.key.threads);
-  if (counts.empty()) counts.insert(machine_threads);
-  const auto word = [&](int64_t t) {
-    return t > 0 ? std::to_string(t) : machine_threads > 0 ? "all " + std::to_string(machine_threads) : "all";
-  };
+  std::set<std::string> labels;
+  std::set<int> counts;
+  for (const auto& p : points) {
+    labels.insert(threads_label(p));
+    counts.insert(p.threads_used ? p.threads_used : p.key.threads);
+  }
+  if (labels.empty() || labels == std::set<std::string>{"default"})
+    return machine_threads > 0 ? std::to_string(machine_threads) + (machine_threads == 1 ? " thread" : " threads")
+                               : "the default threads";
+  const std::string unit = counts == std::set<int>{1} ? " thread" : " threads";
+  const std::string tail = " (default)";
+  if (const std::string& l = *labels.begin();
+      labels.size() == 1 && l.size() > tail.size() && l.compare(l.size() - tail.size(), tail.size(), tail) == 0)
+    return l.substr(0, l.size() - tail.size()) + unit + tail;  // "1 thread (default)"
   std::string out;
   size_t i = 0;
-  for (int64_t t : counts) {
-    out += (i == 0 ? "" : i + 1 == counts.size() ? " and " : ", ") + word(t);
+  for (const auto& l : labels) {
+    out += (i == 0 ? "" : i + 1 == labels.size() ? " and " : ", ") + l;
     ++i;
   }
-  const bool one = counts.size() == 1 && (*counts.begin() == 1 || (*counts.begin() <= 0 && machine_threads == 1));
-  return out + (one ? " thread" : " threads");
+  return out + unit;
 }
 
 void header_section(Page& page, const fs::path& dir, const std::optional<json>& summary,

@@ -11,3 +11,9 @@ set_tests_properties(cli.threads_above_cores PROPERTIES LABELS unit)
 # tach classify beside busy loops on every core says its latency is the shared machine's.
 add_test(NAME cli.classify_load COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/classify_load.sh $<TARGET_FILE:tach_cli>)
 set_tests_properties(cli.classify_load PROPERTIES LABELS unit RUN_SERIAL TRUE)
+# Each point records the threads it ran with; a resume keeps the run's default count; summary.json,
+# tables, eval's method and tach compare go by the count that ran.
+add_test(NAME cli.threads_recorded
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/threads_recorded.sh $<TARGET_FILE:tach_cli>
+          ${CMAKE_CURRENT_BINARY_DIR}/threads_recorded ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
+set_tests_properties(cli.threads_recorded PROPERTIES LABELS unit SKIP_RETURN_CODE 77)

@@ -92,7 +92,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
      [&v](BenchConfig& c) { c.devices = v.devices; });
   if (scope == BenchScope::eval) {
     on(sub->add_option("-t,--threads", v.threads,
-                       "Threads of the accuracy pass; 0 = the cores other processes leave free at start (default 0)")
+                       "Threads of the accuracy pass; 0 = the cores other processes leave free at start, or "
+                       "OMP_NUM_THREADS (default 0)")
            ->expected(1)
            ->check(thread_count()),
        [&v](BenchConfig& c) { c.threads = v.threads; });
@@ -111,7 +112,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
            ->check(positive_count("sequence length", "sequence lengths")),
        [&v](BenchConfig& c) { c.seq_lens = v.seq_lens; });
     on(sub->add_option("-t,--threads", v.threads,
-                       "Thread counts, comma-separated; 0 = the cores other processes leave free at start (default 0)")
+                       "Thread counts, comma-separated; 0 = the cores other processes leave free at start, or "
+                       "OMP_NUM_THREADS (default 0; a resumed run keeps the count its earlier points used)")
            ->delimiter(',')
            ->check(thread_count()),
        [&v](BenchConfig& c) { c.threads = v.threads; });

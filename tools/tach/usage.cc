@@ -59,12 +59,36 @@ CLI::Validator positive_count(const std::string& what, const std::string& plural
       "POSITIVE", "positive_count");
 }
 
+CLI::Validator one_of(const std::string& option, const std::vector<std::string>& choices) {
+  return CLI::Validator(
+      [option, choices](std::string& text) -> std::string {
+        if (std::find(choices.begin(), choices.end(), text) != choices.end()) return "";
+        std::string list;
+        for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+        return option + " " + text + ": not one of " + list;
+      },
+      "", "one_of");
+}
+
+CLI::Validator fraction_below_one(const std::string& option) {
+  return CLI::Validator(
+      [option](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || !end || *end != '\0') return "";  // CLI11's conversion says what is wrong
+        return v >= 0 && v < 1 ? "" : option + " " + text + ": must be a fraction in [0, 1), e.g. 0.1";
+      },
+      "", "fraction_below_one");
+}
+
 CLI::Validator thread_count() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         long long v = 0;
         if (!parse_integer(text, v) || v >= 0) return "";
-        return "threads " + text + ": must be 0 (all cores) or more";
+        return "threads " + text +
+               ": must be 0 (the default: the cores other processes leave free when tach starts, or "
+               "OMP_NUM_THREADS) or more";
       },
       "", "thread_count");
 }
@@ -102,6 +126,22 @@ std::string unknown_command(const CLI::App& app, const std::vector<std::string>&
   return command_of(app, args) ? "" : args[1];
 }
 
+std::string unknown_top_option(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1].size() < 2 || args[1][0] != '-') return "";
+  const std::string name = args[1].substr(0, args[1].find('='));
+  if (app.get_option_no_throw(name) != nullptr) return "";
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app.get_options())
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  const std::string near = nearest(name.substr(name.find_first_not_of('-')), names);
+  const std::string near_option = nearest(name, names);
+  const std::string best = !near_option.empty() ? near_option : near;
+  return "tach has no option " + name + (best.empty() ? "" : "; did you mean " + best + "?") +
+         " (options go after the command: tach COMMAND --help lists its options, tach --help the commands)\n";
+}
+
 std::string usage_suggestions(const CLI::App& app, const std::vector<std::string>& args) {
   if (const std::string word = unknown_command(app, args); !word.empty()) {
     std::vector<std::string> names;
@@ -125,6 +165,17 @@ std::string usage_suggestions(const CLI::App& app, const std::vector<std::string
     }
   }
   std::string out;
+  // An empty argument where no option takes it: a command with --text takes its texts there.
+  const bool takes_positionals =
+      !command->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+  for (size_t i = 2; i < args.size() && !takes_positionals; ++i) {
+    if (!args[i].empty() || command->get_option_no_throw("--text") == nullptr) continue;
+    const CLI::Option* before = args[i - 1].rfind("-", 0) == 0 ? command->get_option_no_throw(args[i - 1]) : nullptr;
+    if (before != nullptr && before->get_type_size_max() > 0) continue;  // the value of an option
+    out += "tach " + command->get_name() + " takes its texts with --text TEXT (repeat for more; --text \"\" for " +
+           "an empty one), not as bare arguments\n";
+    break;
+  }
   for (size_t i = 2; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") break;  // positionals from here on
