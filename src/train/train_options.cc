@@ -133,47 +133,53 @@ void merge_train_options(TrainOptions& flags, const TrainOptions& file,
 namespace train {
 
 void validate_options(const TrainOptions& o) {
-  check(!o.model.empty(), "no model: pass -m MODEL");
-  check(!o.data.path.empty(), "no dataset: pass -d DATASET");
-  check(std::isfinite(o.lr) && o.lr > 0, "--lr must be a positive number, got " + std::to_string(o.lr) +
-                                             " (a zero, negative or NaN learning rate trains nothing or diverges)");
-  check(o.epochs >= 1 || o.max_steps >= 1, "--epochs must be at least 1 (or give --max-steps)");
-  check(o.max_steps >= 0, "--max-steps must be >= 0");
-  check(o.batch_size >= 1, "--batch-size must be at least 1");
-  check(o.grad_accumulation >= 1, "--gradient-accumulation-steps must be at least 1");
-  check(std::isfinite(o.warmup_ratio) && o.warmup_ratio >= 0 && o.warmup_ratio < 1, "--warmup-ratio must be in [0, 1)");
-  check(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be >= 0");
-  check(std::isfinite(o.max_grad_norm) && o.max_grad_norm >= 0, "--max-grad-norm must be >= 0 (0: no clipping)");
-  check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1, "Adam betas must be in [0, 1)");
-  check(o.adam_eps > 0, "--adam-epsilon must be positive");
-  check(o.schedule == "linear" || o.schedule == "constant", "--schedule must be linear or constant, got " + o.schedule);
-  check(o.decay_scope == "trainer" || o.decay_scope == "all",
-        "--decay-scope must be trainer or all, got " + o.decay_scope);
-  check(o.padding == "longest" || o.padding == "max_length",
-        "--padding must be longest or max_length, got " + o.padding);
-  check(o.max_samples >= 0, "--max-samples must be >= 0");
-  check(o.eval_every >= 0 && o.save_every >= 0, "--eval-every and --save-every must be >= 0");
-  check(o.dtype == "f32" || o.dtype == "bf16", "--dtype must be f32 or bf16, got " + o.dtype);
-  check(o.exec == "eager" || o.exec == "fused", "--exec must be eager or fused, got " + o.exec);
-  check(o.method == "full" || o.method == "lora" || o.method == "qlora",
-        "--method must be full, lora or qlora, got " + o.method);
-  check(o.adapter.empty() || o.method != "full",
-        "--adapter continues training a LoRA adapter; it needs --method lora or qlora (to run a model with an adapter "
-        "merged in, use tach classify, eval or bench --adapter, or tach merge)");
-  check(o.lora_r >= 1, "--lora-r must be at least 1, got " + std::to_string(o.lora_r));
-  check(std::isfinite(o.lora_alpha) && o.lora_alpha > 0, "--lora-alpha must be positive");
-  check(o.lora_dropout >= 0 && o.lora_dropout < 1, "--lora-dropout must be in [0, 1)");
-  check(o.problem_type.empty() || o.problem_type == "single_label_classification" ||
-            o.problem_type == "multi_label_classification" || o.problem_type == "regression",
-        "--problem-type must be single_label_classification, multi_label_classification or regression, got " +
-            o.problem_type);
-  check(o.profiler_skip_first >= 0 && o.profiler_wait >= 0 && o.profiler_warmup >= 0 && o.profiler_active >= 1 &&
-            o.profiler_repeat >= 0,
-        "profiler schedule: skip-first, wait and warmup >= 0, active >= 1, repeat >= 0");
-  check(o.memory_log_steps >= 1, "--memory-log-steps must be at least 1");
-  check(o.threads >= 0, "--threads must be >= 0");
-  check(std::isfinite(o.dist_timeout) && o.dist_timeout > 0, "--dist-timeout must be a positive number of seconds");
-  check(std::isfinite(o.bucket_mb) && o.bucket_mb > 0, "--bucket-mb must be a positive number of megabytes");
+  usage_check(!o.model.empty(), "no model: pass -m MODEL");
+  usage_check(!o.data.path.empty(), "no dataset: pass -d DATASET");
+  usage_check(std::isfinite(o.lr) && o.lr > 0,
+              "--lr must be a positive number, got " + std::to_string(o.lr) +
+                  " (a zero, negative or NaN learning rate trains nothing or diverges)");
+  usage_check(o.epochs >= 1 || o.max_steps >= 1, "--epochs must be at least 1 (or give --max-steps)");
+  usage_check(o.max_steps >= 0, "--max-steps must be >= 0");
+  usage_check(o.batch_size >= 1, "--batch-size must be at least 1");
+  usage_check(o.grad_accumulation >= 1, "--gradient-accumulation-steps must be at least 1");
+  usage_check(std::isfinite(o.warmup_ratio) && o.warmup_ratio >= 0 && o.warmup_ratio < 1,
+              "--warmup-ratio must be in [0, 1)");
+  usage_check(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be >= 0");
+  usage_check(std::isfinite(o.max_grad_norm) && o.max_grad_norm >= 0, "--max-grad-norm must be >= 0 (0: no clipping)");
+  usage_check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1,
+              "Adam betas must be in [0, 1)");
+  usage_check(o.adam_eps > 0, "--adam-epsilon must be positive");
+  usage_check(o.schedule == "linear" || o.schedule == "constant",
+              "--schedule must be linear or constant, got " + o.schedule);
+  usage_check(o.decay_scope == "trainer" || o.decay_scope == "all",
+              "--decay-scope must be trainer or all, got " + o.decay_scope);
+  usage_check(o.padding == "longest" || o.padding == "max_length",
+              "--padding must be longest or max_length, got " + o.padding);
+  usage_check(o.max_samples >= 0, "--max-samples must be >= 0");
+  usage_check(o.eval_every >= 0 && o.save_every >= 0, "--eval-every and --save-every must be >= 0");
+  usage_check(o.dtype == "f32" || o.dtype == "bf16", "--dtype must be f32 or bf16, got " + o.dtype);
+  usage_check(o.exec == "eager" || o.exec == "fused", "--exec must be eager or fused, got " + o.exec);
+  usage_check(o.method == "full" || o.method == "lora" || o.method == "qlora",
+              "--method must be full, lora or qlora, got " + o.method);
+  usage_check(
+      o.adapter.empty() || o.method != "full",
+      "--adapter continues training a LoRA adapter; it needs --method lora or qlora (to run a model with an adapter "
+      "merged in, use tach classify, eval or bench --adapter, or tach merge)");
+  usage_check(o.lora_r >= 1, "--lora-r must be at least 1, got " + std::to_string(o.lora_r));
+  usage_check(std::isfinite(o.lora_alpha) && o.lora_alpha > 0, "--lora-alpha must be positive");
+  usage_check(o.lora_dropout >= 0 && o.lora_dropout < 1, "--lora-dropout must be in [0, 1)");
+  usage_check(o.problem_type.empty() || o.problem_type == "single_label_classification" ||
+                  o.problem_type == "multi_label_classification" || o.problem_type == "regression",
+              "--problem-type must be single_label_classification, multi_label_classification or regression, got " +
+                  o.problem_type);
+  usage_check(o.profiler_skip_first >= 0 && o.profiler_wait >= 0 && o.profiler_warmup >= 0 && o.profiler_active >= 1 &&
+                  o.profiler_repeat >= 0,
+              "profiler schedule: skip-first, wait and warmup >= 0, active >= 1, repeat >= 0");
+  usage_check(o.memory_log_steps >= 1, "--memory-log-steps must be at least 1");
+  usage_check(o.threads >= 0, "--threads must be >= 0");
+  usage_check(std::isfinite(o.dist_timeout) && o.dist_timeout > 0,
+              "--dist-timeout must be a positive number of seconds");
+  usage_check(std::isfinite(o.bucket_mb) && o.bucket_mb > 0, "--bucket-mb must be a positive number of megabytes");
 }
 
 }  // namespace train

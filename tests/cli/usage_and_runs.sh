@@ -39,6 +39,10 @@ case $case_name in
     expect 2 "did you mean --threads\?" -- eval --thread 2 -m preset:bert-tiny -d "$data"
     expect 2 "did you mean --dtype\?" -- classify --dtpye f32
     expect 2 "not a tach command" -- zzzzzz
+    expect 2 "tach has no option --bogus" -- --bogus
+    expect 2 "tach has no option --verison; did you mean --version\?" -- --verison
+    # An empty bare argument to a command that takes --text says where texts go.
+    expect 2 'tach embed takes its texts with --text TEXT' -- embed -m preset:bert-tiny -k "$tok" ""
     ;;
   batch_option)
     # One spelling in every command's help, the others its aliases, all three taken.
@@ -58,6 +62,15 @@ case $case_name in
     expect 2 "tpu" -- classify -m preset:bert-tiny --device tpu
     expect 2 "tpu" -- eval "${evalargs[@]}" --device tpu
     expect 2 "sequence length 0" -- bench "${quick[@]}" -s 0
+    # Values out of range, found past parsing, are usage errors too, in every command.
+    expect 2 "dtype 'f64' is not one of" -- bench "${quick[@]}" --dtype f64
+    expect 2 "dtype 'f64' is not one of" -- eval "${evalargs[@]}" --dtype f64
+    expect 2 "--mode foo: not one of inference" -- estimate -m preset:bert-tiny --mode foo
+    expect 2 "--margin 1.5: must be a fraction" -- estimate -m preset:bert-tiny --margin 1.5
+    expect 2 "max_runs >= min_runs" -- bench "${quick[@]}" --min-runs 10 --max-runs 5
+    expect 2 "--time-budget must be 0" -- bench "${quick[@]}" --time-budget -1
+    expect 2 "--lora-r must be at least 1" -- train -m preset:bert-tiny -k "$tok" -d "$data" --text-column sentence \
+      --method lora --lora-r 0 --runs-dir "$dir/runs"
     [ ! -e "$dir/runs" ] || fail "a usage error made a run directory"
     ;;
   eval_run_id)

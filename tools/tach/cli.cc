@@ -51,9 +51,10 @@ CliOutcome run_cli(const std::vector<std::string>& args, bool print_errors) {
   CliOutcome out;
   // A misspelt command is named, with the nearest one, rather than CLI11's "A subcommand is
   // required"; a misspelt option gets the nearest of its command's after CLI11's message.
-  if (const std::string word = unknown_command(*app, args); !word.empty()) {
+  const std::string top_option = unknown_top_option(*app, args);
+  if (const std::string word = unknown_command(*app, args); !word.empty() || !top_option.empty()) {
     out.status = kUsageError;
-    out.error = usage_suggestions(*app, args);
+    out.error = !top_option.empty() ? top_option : usage_suggestions(*app, args);
     std::cerr << "tach: " << out.error;
     out.error.pop_back();  // the newline
     return out;
@@ -81,9 +82,11 @@ CliOutcome run_cli(const std::vector<std::string>& args, bool print_errors) {
         out.status = c.run();
         return out;
       }
-  } catch (const Stopped& e) { fail(kStopped, "stopped", e.what()); } catch (const Error& e) {
-    fail(1, "error", e.what());
-  } catch (const std::exception& e) { fail(kInternalError, "internal error", e.what()); }
+  } catch (const Stopped& e) { fail(kStopped, "stopped", e.what()); } catch (const UsageError& e) {
+    fail(kUsageError, "usage error", e.what());
+  } catch (const Error& e) { fail(1, "error", e.what()); } catch (const std::exception& e) {
+    fail(kInternalError, "internal error", e.what());
+  }
   clear_stop_request();
   return out;
 }

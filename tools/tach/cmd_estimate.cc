@@ -197,22 +197,36 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_option(kBatchOption, f->in.batch, "Rows")
       ->capture_default_str()
       ->check(positive_count("batch size", "batch sizes"));
-  sub->add_option("-s,--seq-len", f->in.seq_len, "Tokens per row")->capture_default_str();
-  sub->add_option("--mode", f->in.mode, "inference, train-full, train-lora or train-qlora")->capture_default_str();
+  sub->add_option("-s,--seq-len", f->in.seq_len, "Tokens per row")
+      ->capture_default_str()
+      ->check(positive_count("sequence length", "sequence lengths"));
+  sub->add_option("--mode", f->in.mode, "inference, train-full, train-lora or train-qlora")
+      ->capture_default_str()
+      ->check(one_of("--mode", {"inference", "train-full", "train-lora", "train-qlora"}));
   sub->add_option("--optimizer", f->in.optimizer, "adamw (2 f32 states per trained parameter)")->capture_default_str();
-  sub->add_option("--lora-rank", f->in.lora_rank, "LoRA rank")->capture_default_str();
+  sub->add_option("--lora-rank", f->in.lora_rank, "LoRA rank")
+      ->capture_default_str()
+      ->check(positive_count("LoRA rank", "LoRA ranks"));
   sub->add_option("--lora-targets", f->in.lora_targets,
                   "LoRA targets, comma-separated, of q k v o gate up down (default: every linear of a layer, as tach "
                   "train --method lora adapts them: q,k,v,o,up,down, and gate in a decoder)")
       ->delimiter(',');
   sub->add_flag("--gradient-checkpointing", f->in.gradient_checkpointing,
                 "Keep only each layer's input for the backward");
-  sub->add_option("--generate-tokens", f->in.generate_tokens, "Decoders: new tokens, for the KV cache")
-      ->capture_default_str();
+  sub->add_option("--generate-tokens", f->in.generate_tokens,
+                  "Decoders: new tokens, for the KV cache (prompt + new tokens must fit the positions)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return !text.empty() && text[0] == '-' ? "new tokens " + text + ": the count cannot be negative" : "";
+          },
+          "NONNEGATIVE", "non_negative_count"));
   sub->add_option("--device", f->in.device, "cpu, cuda or cuda:N: where it must fit")
       ->capture_default_str()
       ->check(device_name(false));
-  sub->add_option("--margin", f->in.margin, "Fraction of the available memory kept free")->capture_default_str();
+  sub->add_option("--margin", f->in.margin, "Fraction of the available memory kept free")
+      ->capture_default_str()
+      ->check(fraction_below_one("--margin"));
   return {sub, [f] { return run_estimate(*f); }};
 }
 

@@ -12,6 +12,10 @@ namespace tach::cli {
 // A count that must be 1 or more: "batch size 0: batch sizes must be positive integers".
 // what: "batch size"; plural: "batch sizes".
 CLI::Validator positive_count(const std::string& what, const std::string& plural);
+// One of `choices`: "--mode foo: not one of inference, train-full, ...".
+CLI::Validator one_of(const std::string& option, const std::vector<std::string>& choices);
+// A fraction in [0, 1): "--margin 1.5: must be in [0, 1)".
+CLI::Validator fraction_below_one(const std::string& option);
 // Threads: 0 (all cores) or more.
 CLI::Validator thread_count();
 // A device as parse_device reads it (cpu, cuda, cuda:N), and "auto" where allow_auto.
@@ -28,6 +32,10 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
 // For `tach ARGS...` (args[0] is the program): a line per misspelling found, "did you mean ...?",
 // for an unknown command or an unknown --option of the command given. Empty when it finds none.
 std::string usage_suggestions(const CLI::App& app, const std::vector<std::string>& args);
+
+// args[1] when it is an option tach itself does not take (--bogus, not --help or --version):
+// "tach has no option --bogus; ..." with the nearest option or command, else "".
+std::string unknown_top_option(const CLI::App& app, const std::vector<std::string>& args);
 
 // args[1] when it names no command of app and is not an option: the unknown command, else "".
 std::string unknown_command(const CLI::App& app, const std::vector<std::string>& args);
