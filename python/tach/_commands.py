@@ -56,7 +56,9 @@ def command_args(command, positionals=(), options=None):
         if key not in table:
             names = sorted(k for k, (_, o) in table.items() if not o["positional"])
             near = difflib.get_close_matches(key, names, n=1)
-            hint = f"; did you mean {near[0]}?" if near else ""
+            # The option's main name (batch), not the alias the slip happened to be nearest (batch_size).
+            main = next((n for n in table[near[0]][1]["names"] if len(n) > 1), None) if near else None
+            hint = f"; did you mean {(main or near[0]).replace('-', '_')}?" if near else ""
             raise UsageError(f"tach.{command}() has no option '{key}' (tach {command} has no "
                              f"--{key.replace('_', '-')}){hint} Its options: {', '.join(names)}")
         name, o = table[key]

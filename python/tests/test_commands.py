@@ -42,7 +42,7 @@ def test_to_pandas(tmp_path):
 
 
 def test_unknown_option_and_bad_value(tmp_path):
-    with pytest.raises(tach.UsageError, match="no option 'batchsize'.*did you mean batch_size\\?.*batch_sizes"):
+    with pytest.raises(tach.UsageError, match="no option 'batchsize'.*did you mean batch\\?.*batch_sizes"):
         tach.bench(batchsize=[1], runs_dir=tmp_path)
     with pytest.raises(tach.UsageError):
         tach.bench(model="preset:bert-tiny", batch_sizes="one", runs_dir=tmp_path)
