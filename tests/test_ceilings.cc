@@ -88,6 +88,20 @@ TEST(Ceilings, MeasurementUnderLoadIsFlaggedAndNotCached) {
   EXPECT_TRUE(cache.empty());
 }
 
+// Decoding's bandwidth limit measured now beside a busy process says so, with the load, in its
+// method (text and JSON) and as a warning.
+TEST(Ceilings, ADecodeLimitMeasuredUnderLoadSaysSo) {
+  TempCache cache;
+  DecodeLimit d;
+  {
+    BusyLoop busy;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    d = decode_limit(1e6, Device::cpu(), 1e-3);
+  }
+  EXPECT_NE(d.method.find("other processes used"), std::string::npos) << d.method;
+  EXPECT_NE(d.warning.find("measured under load"), std::string::npos) << d.warning;
+}
+
 // A cache file must say it was measured on a quiet machine: one recording other processes above
 // kMaxOtherCores, or recording no load at all (written before the load was, or by a version that
 // misread it), is not used; the next call measures again.

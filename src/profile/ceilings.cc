@@ -247,8 +247,14 @@ MachineCeilings memory_bandwidth_ceiling() {
   MachineCeilings c;
   c.cpu = system_info().cpu_model;
   c.threads = threads();
+  CpuLoadWindow window;                                    // the load it is measured under, said wherever the limit is
   c.memory_bytes_per_s = stream_triad_bytes_per_s(false);  // a second, within a point: stops after it
   c.memory_read_bytes_per_s = stream_read_bytes_per_s(false);
+  const CpuLoad load = window.finish(c.threads);
+  c.load_measured = load.measured;
+  c.other_cores = load.other_cores_mean;
+  c.load_average = load.load_average_1m;
+  c.under_load = !load.measured || c.other_cores > kMaxOtherCores;
   c.method =
       "memory: STREAM triad over 3 x 128 MiB and a read-only sum over 384 MiB (4 streams per thread), best of 5 each, "
       "measured now (tach "

@@ -18,6 +18,17 @@ DecodeLimit decode_limit(double bytes_per_step, Device device, double median_ste
     d.bandwidth = c.memory_bytes_per_s;
     d.read_bandwidth = c.memory_read_bytes_per_s;
     d.method = c.from_cache ? "STREAM triad and read-only, " + describe_ceilings_provenance(c) : c.method;
+    if (!c.from_cache && c.load_measured)
+      d.method += "; other processes used " + std::to_string(c.other_cores).substr(0, 4) +
+                  " cores during it, load average " + std::to_string(c.load_average).substr(0, 4);
+    // Measured now beside busy processes: the bandwidth is theirs to share, so the limit is too
+    // low and the fraction of it moves with their load.
+    if (c.under_load)
+      d.warning = "WARNING: the bandwidth was measured under load (" +
+                  (c.load_measured ? "other processes used " + std::to_string(c.other_cores).substr(0, 4) + " cores"
+                                   : std::string("other processes' CPU use could not be read")) +
+                  "), so the limit is too low and its % is not trusted; measure it on a quiet machine: tach info "
+                  "--ceilings";
   }
   if (d.bandwidth <= 0) return d;
   d.limit_s = bytes_per_step / d.bandwidth;
@@ -28,7 +39,7 @@ DecodeLimit decode_limit(double bytes_per_step, Device device, double median_ste
   }
   // A floor the median step beat by more than 10% is not a floor: the bandwidth was measured at
   // another time or under load (a VM's bandwidth can move by a third within minutes).
-  if (std::max(d.fraction, d.read_fraction) > 1.1)
+  if (d.warning.empty() && std::max(d.fraction, d.read_fraction) > 1.1)
     d.warning =
         "WARNING: the median step ran faster than the limit allows, so the bandwidth figure is too low for "
         "this run (measured at another time, or under load); measure it again on a quiet machine: tach info "
