@@ -72,6 +72,13 @@ void validate(const BenchConfig& c, bool here = true) {
     usage_check(t >= 0, "threads " + std::to_string(t) +
                             ": must be 0 (the default: the cores other processes leave free when tach "
                             "starts, or OMP_NUM_THREADS) or more");
+  // A value given twice would measure the same point (or accuracy pass) twice, its second run
+  // warmer than its first: refused, so that each value is measured once, in its own pass.
+  for (const std::vector<std::string>* axis : {&c.dtypes, &c.devices})
+    for (size_t i = 0; i < axis->size(); ++i)
+      usage_check(std::find(axis->begin() + long(i) + 1, axis->end(), (*axis)[i]) == axis->end(),
+                  "'" + (*axis)[i] + "' is given twice in --" + (axis == &c.dtypes ? "dtype" : "device") +
+                      ": give each value once");
   for (const auto& d : c.dtypes) {
     usage_check(d == "f32" || d == "bf16" || d == "f16" || d == "int8" || d == "nf4",
                 "dtype '" + d + "' is not one of f32, bf16, f16, int8, nf4");

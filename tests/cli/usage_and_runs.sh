@@ -71,6 +71,8 @@ case $case_name in
     expect 2 "--time-budget must be 0" -- bench "${quick[@]}" --time-budget -1
     expect 2 "--lora-r must be at least 1" -- train -m preset:bert-tiny -k "$tok" -d "$data" --text-column sentence \
       --method lora --lora-r 0 --runs-dir "$dir/runs"
+    expect 2 "'int8' is given twice in --dtype" -- eval "${evalargs[@]}" --dtype int8,f32,int8
+    expect 2 "'f32' is given twice in --dtype" -- bench "${quick[@]}" --dtype f32,f32
     [ ! -e "$dir/runs" ] || fail "a usage error made a run directory"
     ;;
   eval_run_id)
