@@ -72,8 +72,11 @@ const ModelFamily& model_family(const std::string& model_type) {
 
 std::string config_model_type(const json& j, const std::string& source) {
   if (!j.is_object()) throw Error(source + ": config must be a JSON object");
-  if (!j.contains("model_type") || !j["model_type"].is_string())
+  if (!j.contains("model_type"))
     throw Error(source + ": missing \"model_type\" (tach builds " + known_model_types() + ")");
+  if (!j["model_type"].is_string())
+    throw Error(source + ": \"model_type\" is " + j["model_type"].dump() + ", not a string (tach builds " +
+                known_model_types() + ")");
   std::string t = j["model_type"].get<std::string>();
   for (const auto& f : model_families())
     for (const auto& known : f.model_types)

@@ -108,6 +108,8 @@ EOF
     expect 1 "does-not-exist.*not found" -- bench "${base[@]}" -m "$dir/does-not-exist" -b 1,2,4 -s 16,32
     mkdir -p "$dir/broken" && printf '{"model_type": "bert",' > "$dir/broken/config.json"
     expect 1 "config.json" -- bench "${base[@]}" -m "$dir/broken" -b 1,2
+    mkdir -p "$dir/numeric" && printf '{"model_type": 3}' > "$dir/numeric/config.json"
+    expect 1 '"model_type" is 3, not a string' -- bench "${base[@]}" -m "$dir/numeric" -b 1
     HF_HUB_CACHE=$dir/hub HF_ENDPOINT=http://127.0.0.1:9 expect 1 "the Hub .* could not be reached" -- \
       bench "${base[@]}" -m some-org/some-model -b 1,2
     expect 1 "every sequence length \(-s 600,1000\) is past preset:bert-tiny's 512 positions" -- \
