@@ -21,9 +21,10 @@ struct Measured {
 };
 
 // bench --train: one point, synthetic full rows of T tokens.
-Measured bench_point(const std::string& model, const std::string& method, int64_t B, int64_t T,
-                     const std::string& runs) {
+Measured bench_point(const std::string& model, const std::string& method, int64_t B, int64_t T, const std::string& runs,
+                     const std::string& dtype = "f32") {
   BenchConfig c = train_sweep_defaults();
+  c.dtypes = {dtype};
   c.model = model;
   c.batch_sizes = {B};
   c.seq_lens = {T};
@@ -33,7 +34,7 @@ Measured bench_point(const std::string& model, const std::string& method, int64_
   c.warmup_runs = 1;
   c.stop.runs = 3;
   c.runs_dir = runs;
-  c.run_id = "bench-" + method;
+  c.run_id = "bench-" + method + "-" + dtype;
   const SweepOutcome o = run_bench(c);
   EXPECT_EQ(o.results.size(), 1u);
   if (o.results.empty()) return {};
@@ -44,8 +45,10 @@ Measured bench_point(const std::string& model, const std::string& method, int64_
 }
 
 // tach train: 3 steps of B rows padded to T tokens, no evaluation.
-Measured train_run(const std::string& model, const std::string& method, int64_t B, int64_t T, const std::string& runs) {
+Measured train_run(const std::string& model, const std::string& method, int64_t B, int64_t T, const std::string& runs,
+                   const std::string& dtype = "f32", int64_t* planned = nullptr) {
   TrainOptions o;
+  o.dtype = dtype;
   o.model = model;
   o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
   o.data.path = test::fixtures_dir() + "/train/tiny.csv";
@@ -56,7 +59,7 @@ Measured train_run(const std::string& model, const std::string& method, int64_t 
   o.method = method;
   o.tensorboard = false;
   o.runs_dir = runs;
-  o.run_id = "train-" + method;
+  o.run_id = "train-" + method + "-" + dtype;
   const TrainResult r = run_training(o);
   std::ifstream in(r.run_dir + "/summary.json");
   const nlohmann::json s = nlohmann::json::parse(in);
@@ -64,11 +67,15 @@ Measured train_run(const std::string& model, const std::string& method, int64_t 
   EXPECT_TRUE(s.contains("nf4_weight_bytes")) << "summary.json lacks nf4_weight_bytes";
   EXPECT_TRUE(s.contains("memory_plan") && s["memory_plan"].contains("planned_activation_bytes"))
       << "summary.json lacks the planned activations";
+  if (planned && s.contains("memory_plan") && s["memory_plan"].is_object())
+    *planned = s["memory_plan"].value("estimate_bytes", int64_t(0));
   return {s["memory_peak_bytes"]["total"].get<int64_t>(), s.value("trainable_parameters", int64_t(0))};
 }
 
-MemoryEstimate estimate(const std::string& model, const std::string& method, int64_t B, int64_t T) {
+MemoryEstimate estimate(const std::string& model, const std::string& method, int64_t B, int64_t T,
+                        const std::string& dtype = "f32") {
   EstimateInput e;
+  e.dtype = dtype;
   e.model = model;
   e.batch = B;
   e.seq_len = T;
@@ -94,6 +101,29 @@ TEST(TrainMemory, BenchTrainAndEstimateAgreeOnAPoint) {
     // One set of LoRA targets: the same trainable parameters in all three.
     EXPECT_EQ(bench.trainable, train.trainable) << method;
     EXPECT_EQ(est.trainable_parameters, train.trainable) << method;
+  }
+}
+
+// bf16 training is mixed precision: f32 weights, gradients, AdamW and activations, bf16-rounded
+// GEMM inputs. Its peak is f32's, and the estimate (and train's own memory_plan) must say so: it
+// once counted the weights in bf16 and planned about half the measured peak.
+TEST(TrainMemory, Bf16TrainingAgreesWithItsEstimate) {
+  test::TempDir dir;
+  for (const std::string method : {"lora", "full", "qlora"}) {
+    const Measured bench = bench_point("preset:bert-tiny", method, 2, 32, dir.path(), "bf16");
+    int64_t planned = 0;
+    const Measured train = train_run("preset:bert-tiny", method, 2, 32, dir.path(), "bf16", &planned);
+    const MemoryEstimate est = estimate("preset:bert-tiny", method, 2, 32, "bf16");
+    std::printf("%s bf16: bench --train %lld B, tach train %lld B (its plan %lld B), tach estimate %lld B\n",
+                method.c_str(), (long long)bench.peak, (long long)train.peak, (long long)planned,
+                (long long)est.total_bytes);
+    EXPECT_NEAR(double(bench.peak) / double(train.peak), 1.0, 0.05) << method;
+    EXPECT_NEAR(double(est.total_bytes) / double(train.peak), 1.0, 0.10) << method;
+    EXPECT_NEAR(double(est.total_bytes) / double(bench.peak), 1.0, 0.10) << method;
+    EXPECT_EQ(planned, est.total_bytes) << method << ": summary.json's memory_plan is the estimate";
+    EXPECT_EQ(est.trainable_parameters, train.trainable) << method;
+    // The dtype changes the GEMMs' inputs, not what is stored: the f32 estimate to the byte.
+    EXPECT_EQ(est.total_bytes, estimate("preset:bert-tiny", method, 2, 32).total_bytes) << method;
   }
 }
 

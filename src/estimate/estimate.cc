@@ -65,11 +65,15 @@ struct Totals {
 
 Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   Totals t;
-  const int64_t B = batch, T = in.seq_len, N = B * T, s = dtype_size(in.dtype), params = a.parameters();
   const bool train = in.mode != "inference";
   check((in.dtype != "int8" && in.dtype != "nf4") || !train,
         "estimate: --dtype " + in.dtype +
             " quantizes inference; training runs in f32 or bf16 (QLoRA: --mode train-qlora)");
+  // Training in 16 bits is mixed precision (cpu/train_gemm.h): the weights, gradients, AdamW's
+  // moments and the activations all stay f32; only each GEMM rounds its inputs to bf16 as it reads
+  // them. So a training point holds f32 storage whatever its dtype.
+  const int64_t B = batch, T = in.seq_len, N = B * T, s = train ? 4 : dtype_size(in.dtype), params = a.parameters();
+  const std::string storage = train ? "f32" : in.dtype;
   const auto add = [&](std::string name, double bytes, std::string how) {
     t.lines.push_back({std::move(name), int64_t(bytes), std::move(how)});
   };
@@ -81,7 +85,7 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     // f32 second-level scale per 256 blocks.
     add("weights (NF4)", double(quantized) * (0.5 + 1.0 / 64 + 4.0 / (64 * 256)),
         "linear layers in NF4: 0.5 B/param + absmax 1 B per 64 + f32 per 256 blocks (double quantization)");
-    add("weights (embeddings, kept in " + in.dtype + ")", double(embed * s), "embedding (and untied LM head) matrices");
+    add("weights (embeddings, kept in f32)", double(embed * s), "embedding (and untied LM head) matrices");
     add("NF4 dequantization tile", nf4_tile_bytes(a), "one f32 tile of a weight's rows at a time");
   } else if (in.dtype == "int8" || in.dtype == "nf4") {
     // --dtype int8 (cpu/int8_linear.h): every linear in int8 with an f32 scale per output row; nf4
@@ -106,7 +110,10 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       add("NF4 dequantization tile", nf4_tile_bytes(a), "a prompt's prefill multiplies one f32 tile of rows at a time");
   } else {
     add("weights", double(params * s),
-        std::to_string(params) + " parameters x " + std::to_string(s) + " B (" + in.dtype + ")");
+        std::to_string(params) + " parameters x " + std::to_string(s) + " B (" + storage + ")" +
+            (train && s != dtype_size(in.dtype)
+                 ? ": " + in.dtype + " training keeps f32 weights and rounds each GEMM's inputs"
+                 : ""));
   }
   // Trainable parameters.
   int64_t trainable = 0;
@@ -148,8 +155,6 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   if (train) {
     add("gradients", double(trainable * 4), "one f32 gradient per trainable parameter");
     add("optimizer states (AdamW)", double(trainable * 8), "2 f32 moments per trainable parameter");
-    if (in.mode == "train-full" && s < 4)
-      add("master weights (f32)", double(trainable * 4), "mixed precision keeps an f32 copy of trained weights");
   }
   // Activations of the forward (tach's buffers, f32), live at once within a layer.
   double act;
@@ -246,18 +251,29 @@ int64_t available_memory(const std::string& device, std::string* source) {
 }
 
 MemoryEstimate estimate_memory(const EstimateInput& in) {
-  check(in.mode == "inference" || in.mode == "train-full" || in.mode == "train-lora" || in.mode == "train-qlora",
-        "estimate: mode '" + in.mode + "' is not one of inference, train-full, train-lora, train-qlora");
-  check(in.optimizer == "adamw", "estimate: optimizer '" + in.optimizer + "' is not supported (adamw)");
-  check(in.batch > 0 && in.seq_len > 0, "estimate: batch and sequence length must be positive");
-  check(in.margin >= 0 && in.margin < 1, "estimate: the margin must be in [0, 1)");
+  // The values given: out of range is a usage error (exit status 2), as the CLI's own checks.
+  usage_check(in.mode == "inference" || in.mode == "train-full" || in.mode == "train-lora" || in.mode == "train-qlora",
+              "estimate: mode '" + in.mode + "' is not one of inference, train-full, train-lora, train-qlora");
+  usage_check(in.optimizer == "adamw", "estimate: optimizer '" + in.optimizer + "' is not supported (adamw)");
+  usage_check(in.batch > 0 && in.seq_len > 0, "estimate: batch and sequence length must be positive");
+  usage_check(in.lora_rank > 0, "estimate: LoRA rank " + std::to_string(in.lora_rank) + " must be a positive integer");
+  usage_check(in.generate_tokens >= 0,
+              "estimate: " + std::to_string(in.generate_tokens) + " new tokens: the count cannot be negative");
+  usage_check(in.margin >= 0 && in.margin < 1, "estimate: the margin must be in [0, 1)");
   const Arch a = describe(in.model);
   // A row past the positions does not run: an encoder's learned table has P rows (tach refuses
-  // longer rows), and tach generate refuses a decoder's prompt past max_position_embeddings.
-  check(a.P <= 0 || in.seq_len <= a.P, "estimate: " + std::to_string(in.seq_len) + " tokens per row is past " +
-                                           in.model + "'s " + std::to_string(a.P) +
-                                           " positions (max_position_embeddings); the longest row it takes is " +
-                                           std::to_string(a.P) + " tokens");
+  // longer rows; RoBERTa's start after padding_idx), and a decoder's prompt with its new tokens
+  // must stay within max_position_embeddings (tach generate refuses more).
+  const int64_t positions = a.max_row_tokens > 0 ? a.max_row_tokens : a.P;
+  const int64_t row = in.seq_len + (a.decoder ? in.generate_tokens : 0);
+  check(positions <= 0 || row <= positions,
+        "estimate: " +
+            (row == in.seq_len ? std::to_string(row) + " tokens per row"
+                               : std::to_string(in.seq_len) + " tokens + " + std::to_string(in.generate_tokens) +
+                                     " new ones (" + std::to_string(row) + " per row)") +
+            " is past " + in.model + "'s " + std::to_string(positions) + " positions (max_position_embeddings" +
+            (positions != a.P ? " " + std::to_string(a.P) + ", starting after padding_idx" : std::string()) +
+            "); the longest row it takes is " + std::to_string(positions) + " tokens");
   MemoryEstimate e;
   e.model = in.model;
   e.architecture = a.name;

@@ -107,6 +107,7 @@ ArchitectureSummary summarize_encoder(const ModelFamily&, const ModelLocation& l
   a.D = c.head_dim(), a.I = c.intermediate_size, a.P = c.max_position_embeddings, a.Tt = c.type_vocab_size;
   a.relative_bias = c.relative_attention_buckets * c.num_heads;
   a.labels = c.num_labels();
+  if (c.family && c.family->positions_after_padding) a.max_row_tokens = c.max_position_embeddings - c.pad_token_id - 1;
   return a;
 }
 

@@ -25,7 +25,10 @@ struct ArchitectureSummary {
   std::string name;  // the architecture as config.json names it (or the model_type)
   bool decoder = false, tied = false;
   int64_t V = 0, C = 0, L = 0, H = 0, KVH = 0, D = 0, I = 0;
-  int64_t P = 0;              // learned positions (0 for rotary)
+  int64_t P = 0;  // learned positions (0 for rotary)
+  // The longest row the model takes, as the loader checks it: RoBERTa's and MPNet's position ids
+  // start after padding_idx, so P - padding_idx - 1 tokens; 0: P.
+  int64_t max_row_tokens = 0;
   int64_t Tt = 0;             // token types
   int64_t relative_bias = 0;  // MPNet's relative position bias table: buckets x heads
   int64_t labels = 0;         // classifier outputs (0: no head)

@@ -20,3 +20,21 @@ add_test(NAME train_truths.bf16_advice_without_hardware COMMAND test_train_advic
   --gtest_filter=TrainAdvice.Bf16HardwareIsTheIsaNotTheMatmul:TrainAdvice.AMeasuredPrecisionDecidesTheAdvice)
 set_tests_properties(train_truths.bf16_advice_without_hardware PROPERTIES LABELS unit
   ENVIRONMENT "DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI")
+# tach estimate refuses what cannot run as a usage error (exit 2): a LoRA rank below 1, a negative
+# count of new tokens; and a prompt whose new tokens run past the positions, as a row past them.
+add_test(NAME cli.estimate_lora_rank_negative COMMAND sh -c "\"$0\" \"$@\"; echo \"exit status $?\""
+  $<TARGET_FILE:tach_cli> estimate -m preset:bert-tiny --lora-rank -1 --mode train-lora)
+set_tests_properties(cli.estimate_lora_rank_negative PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "LoRA rank -1: LoRA ranks must be positive integers.*exit status 2")
+add_test(NAME cli.estimate_lora_rank_zero COMMAND sh -c "\"$0\" \"$@\"; echo \"exit status $?\""
+  $<TARGET_FILE:tach_cli> estimate -m preset:bert-tiny --lora-rank 0 --mode train-lora)
+set_tests_properties(cli.estimate_lora_rank_zero PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "LoRA rank 0: LoRA ranks must be positive integers.*exit status 2")
+add_test(NAME cli.estimate_generate_tokens_negative COMMAND sh -c "\"$0\" \"$@\"; echo \"exit status $?\""
+  $<TARGET_FILE:tach_cli> estimate -m preset:qwen2-tiny --generate-tokens -5)
+set_tests_properties(cli.estimate_generate_tokens_negative PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "new tokens -5: the count cannot be negative.*exit status 2")
+add_test(NAME cli.estimate_generated_past_positions COMMAND sh -c "\"$0\" \"$@\"; echo \"exit status $?\""
+  $<TARGET_FILE:tach_cli> estimate -m preset:qwen2-tiny -s 32000 --generate-tokens 10000)
+set_tests_properties(cli.estimate_generated_past_positions PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "32000 tokens \\+ 10000 new ones \\(42000 per row\\) is past preset:qwen2-tiny's 32768 positions.*exit status 1")
