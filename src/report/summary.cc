@@ -405,7 +405,8 @@ void write_run_reports(const BenchConfig& config, const SweepOutcome& o) {
   const std::filesystem::path dir(o.run_dir);
   write_atomically(dir / "summary.json", summary_json(config, o) + "\n");
   write_atomically(dir / "summary.txt", summary_text(config, o));
-  write_atomically(dir / "detailed_metrics.csv", detailed_metrics_csv(o.results));
+  // An eval measures no points: a header-only table would be a file that says nothing.
+  if (!o.eval_only) write_atomically(dir / "detailed_metrics.csv", detailed_metrics_csv(o.results));
   if (config.train.enabled)
     write_atomically(dir / "performance_report.md",
                      performance_report_md(config.model, o.results, diagnose(config, o)));

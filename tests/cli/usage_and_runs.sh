@@ -128,13 +128,14 @@ EOF
       --run-id ev
     run=$dir/runs/ev
     head -1 "$run/summary.txt" | grep -q "^tach eval: preset:bert-tiny" || fail "summary.txt: $(head -1 "$run/summary.txt")"
-    grep -q "^method: the accuracy pass alone.*1 threads" "$run/summary.txt" || fail "summary.txt has no eval method"
+    grep -q "^method: the accuracy pass alone.*, 1 thread;" "$run/summary.txt" || fail "summary.txt has no eval method"
     if grep -Eq "^points:|clock reading|warm-up" "$run/summary.txt"; then fail "summary.txt describes a sweep"; fi
     for g in cpu/f32 cpu/int8 cpu/bf16; do
       grep -q "Per class (6 examples, $g)" "$run/summary.txt" || fail "no per-class table for $g"
       grep -q "Confusion matrix (6 examples, $g;" "$run/summary.txt" || fail "no confusion matrix for $g"
     done
     grep -q '"kind": "eval"' "$run/summary.json" || fail "summary.json does not say eval"
+    [ ! -e "$run/detailed_metrics.csv" ] || fail "eval wrote a point table with no points, unlisted in its written: line"
     if grep -q '"stopping_rule"' "$run/summary.json"; then fail "summary.json has a sweep's stopping rule"; fi
     expect 0 "report.html" -- report "$run"
     grep -q "the accuracy pass alone" "$run/report.html" || fail "the report's method is not the eval's"
