@@ -151,5 +151,22 @@ TEST(TrainMemory, EstimateRefusesRowsPastThePositions) {
   EXPECT_GT(estimate_memory(e).total_bytes, 0);
 }
 
+// RoBERTa's position ids start after padding_idx: of its 514 positions a row takes 512, as the
+// loader checks. The estimate refuses 513 tokens as tach would, and takes 512.
+TEST(TrainMemory, EstimateTakesTheRowsTheLoaderTakes) {
+  EstimateInput e;
+  e.model = "preset:roberta-base";
+  e.seq_len = 513;
+  try {
+    (void)estimate_memory(e);
+    FAIL() << "513 tokens on RoBERTa (512 usable positions) were estimated";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("past preset:roberta-base's 512 positions"), std::string::npos)
+        << err.what();
+  }
+  e.seq_len = 512;
+  EXPECT_GT(estimate_memory(e).total_bytes, 0);
+}
+
 }  // namespace
 }  // namespace tach

@@ -1,5 +1,5 @@
 // How much memory a model needs, and whether it fits: weights, gradients, optimizer states,
-// master weights, activations (from the architecture), the KV cache, LoRA and NF4 (QLoRA)
+// activations (from the architecture), the KV cache, LoRA and NF4 (QLoRA)
 // overheads; a total with its peak phase; the fit check against the device.
 #pragma once
 
@@ -11,7 +11,9 @@ namespace tach {
 
 struct EstimateInput {
   std::string model;          // preset:NAME, a directory, or a hub id in the HF cache (config only is read)
-  std::string dtype = "f32";  // f32 | bf16 | f16: weights and activations; int8: the linears' weights
+  // f32 | bf16 | f16: inference's weights and activations (training keeps f32 storage in either and
+  // rounds the GEMMs' inputs); int8, nf4: the linears' weights, inference only.
+  std::string dtype = "f32";
   int64_t batch = 1, seq_len = 128;
   std::string mode = "inference";   // inference | train-full | train-lora | train-qlora
   std::string optimizer = "adamw";  // adamw: 2 f32 states per trained parameter
