@@ -10,7 +10,7 @@
 namespace tach {
 
 struct EstimateInput {
-  std::string model;          // preset:NAME, a directory, or a hub id in the HF cache (config only is read)
+  std::string model;  // preset:NAME, a directory, or a hub id in the HF cache (config only is read)
   // f32 | bf16 | f16: inference's weights and activations (training keeps f32 storage in either and
   // rounds the GEMMs' inputs); int8, nf4: the linears' weights, inference only.
   std::string dtype = "f32";
