@@ -23,7 +23,7 @@ while getopts r:s:o:b: opt; do
 done
 shift $((OPTIND - 1))
 here=$(cd "$(dirname "$0")" && pwd)
-# Each target and the corpus folder its seeds are in.
+# Each target and the corpus folder it starts from.
 all="safetensors:safetensors config:config tokenizer_json:tokenizer_json tokenizer_encode:tokenizer_text
 precompiled:precompiled dataset:dataset bench_config:bench_config sentence_config:sentence_config parquet:parquet
 slurm_plan:slurm_plan"

@@ -1,6 +1,6 @@
 // Any bytes given as tokenizer.json load into a tokenizer that then encodes a fixed text, or
 // fail with tach::Error. Nothing else. The bytes are parsed where they lie (no file written and
-// read back per run), and the corpus's seeds are small: a run costs what the input's structure
+// read back per run), and the corpus's inputs are small: a run costs what the input's structure
 // does, not a 30,000-token vocabulary's parse.
 #include <cstdint>
 #include <string>
