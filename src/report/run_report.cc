@@ -224,9 +224,9 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
     row("method", escape_html(summary->value("method", std::string())));
   if (summary && summary->contains("stopping_rule")) {
     const bool train = summary->value("kind", std::string()) == "train";
-    row("method", std::to_string(summary->value("warmup_runs", 0)) +
-                      (train ? " warm-up steps (not measured), then " : " warm-up runs (not measured), then ") +
-                      escape_html(summary->value("stopping_rule", std::string())) +
+    const int warmups = summary->value("warmup_runs", 0);
+    row("method", std::to_string(warmups) + (train ? " warm-up step" : " warm-up run") + (warmups == 1 ? "" : "s") +
+                      " (not measured), then " + escape_html(summary->value("stopping_rule", std::string())) +
                       (train ? "; latency is the whole optimizer step (data, forward with the loss, backward, "
                                "clipping, AdamW), wall clock (steady_clock); each point builds its own model"
                              : "; latency per batch is the model forward alone, wall clock (steady_clock)") +

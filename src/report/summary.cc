@@ -227,7 +227,8 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
   s << "points: " << o.results.size() << " (" << ok << " ok, " << failed << " failed";
   if (o.resumed_points) s << ", " << o.resumed_points << " kept from before the resume";
   if (config.train.enabled) {
-    s << "); each point: its own model, " << config.warmup_runs << " warm-up steps (not measured), then "
+    s << "); each point: its own model, " << config.warmup_runs
+      << (config.warmup_runs == 1 ? " warm-up step" : " warm-up steps") << " (not measured), then "
       << config.stop.describe()
       << ". Latencies are per optimizer step (data, forward with the loss, backward, clipping, AdamW; wall clock); "
          "throughput: "

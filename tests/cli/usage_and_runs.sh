@@ -154,6 +154,10 @@ EOF
     expect 0 "bench: preset:bert-tiny \(training steps\)" -- run "${quick[@]}" --train -b 2 --skip-profile --skip-report \
       --run-id tr
     grep -q '"kind":"train"' "$dir/runs/tr/results.jsonl" || fail "tach run --train ran no training sweep"
+    expect 0 "" -- bench -m preset:bert-tiny -s 8 --runs 2 --warmup 1 --no-progress --no-tensorboard --runs-dir "$dir/runs" \
+      --train -b 2 --report --run-id tr1w
+    grep -q "1 warm-up step (not measured)" "$dir/runs/tr1w/summary.txt" || fail "summary.txt: not 1 warm-up step"
+    grep -q "1 warm-up step (not measured)" "$dir/runs/tr1w/report.html" || fail "report.html: not 1 warm-up step"
     expect 0 "resuming" -- run --resume "$dir/runs/rep" --skip-profile --no-progress
     ;;
   estimate_table)
