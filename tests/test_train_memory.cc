@@ -136,6 +136,15 @@ TEST(TrainMemory, EstimateCountsTheLinearsTrainAdapts) {
   EXPECT_EQ(est.lora_targets, (std::vector<std::string>{"q", "k", "v", "o", "up", "down", "gate"}));
 }
 
+// ModernBERT's default targets are its fused linears (Wqkv, Wo, Wi, Wo and the head's dense): one
+// adapter of the fused width each, as tach train adapts them, not q, k, v, gate and up apart.
+TEST(TrainMemory, EstimateCountsModernBertsFusedAdapters) {
+  test::TempDir dir;
+  const std::string model = test::fixtures_dir() + "/decoders/modernbert-cls-mean-f32";
+  const Measured bench = bench_point(model, "lora", 1, 16, dir.path());
+  EXPECT_EQ(estimate(model, "lora", 1, 16).trainable_parameters, bench.trainable);
+}
+
 // A row past the positions is refused, naming them; at the positions it is estimated.
 TEST(TrainMemory, EstimateRefusesRowsPastThePositions) {
   EstimateInput e;

@@ -50,8 +50,13 @@ int64_t linear_rows_per_layer(const Arch& a) {
 
 // The LoRA targets: the ones asked for, or tach train's default (every family's row in
 // model/family.h names every linear of a layer: attention's four, the MLP's two, or three gated).
+bool is_modernbert(const Arch& a) { return a.name.rfind("ModernBert", 0) == 0; }
+
 std::vector<std::string> lora_targets_of(const Arch& a, const EstimateInput& in) {
   if (!in.lora_targets.empty()) return in.lora_targets;
+  // ModernBERT stores q|k|v fused (Wqkv) and gate|up fused (Wi): its default adapts them as one
+  // linear each, with one adapter of the fused width (model/modernbert.cc's lora_targets).
+  if (is_modernbert(a)) return {"qkv", "o", "gate_up", "down"};
   std::vector<std::string> t = {"q", "k", "v", "o", "up", "down"};
   if (a.decoder) t.push_back("gate");
   return t;
@@ -126,18 +131,22 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       else if (target == "k" || target == "v") out_f = a.KVH * a.D;
       else if (target == "up" || target == "gate") out_f = a.I;
       else if (target == "down") in_f = a.I;
+      else if (target == "qkv" && is_modernbert(a)) out_f = (a.H + 2 * a.KVH) * a.D;
+      else if (target == "gate_up" && is_modernbert(a)) out_f = 2 * a.I;
       else throw Error("estimate: LoRA target '" + target + "' is not one of q k v o gate up down");
       if (target == "o") std::swap(in_f, out_f);
       trainable += a.L * in.lora_rank * (in_f + out_f);
     }
     // tach train's default targets name the layers' linears by their Hugging Face names, and
     // BERT's "dense" (RoBERTa's, MPNet's) also matches the pooler's dense: one more adapter.
-    if (in.lora_targets.empty() && !a.decoder && a.name.rfind("DistilBert", 0) != 0)
+    // ModernBERT's default "dense" is its head's dense alike.
+    if (in.lora_targets.empty() && (is_modernbert(a) || (!a.decoder && a.name.rfind("DistilBert", 0) != 0)))
       trainable += in.lora_rank * 2 * a.C;
     add("LoRA adapters", double(trainable * 4),
         std::to_string(trainable) + " parameters (rank " + std::to_string(in.lora_rank) + ") in f32");
     // The head trains in full (modules_to_save): the classifier, and DistilBERT's pre_classifier.
-    int64_t head = a.labels * (a.C + (a.decoder ? 0 : 1));  // a decoder's score has no bias
+    // A decoder's score has no bias; ModernBERT's classifier has one.
+    int64_t head = a.labels * (a.C + (a.decoder && !is_modernbert(a) ? 0 : 1));
     if (a.name.rfind("DistilBert", 0) == 0) head += a.C * (a.C + 1);
     trainable += head;
     // Each adapter keeps dropout(x)·Aᵀ [tokens, r] for its backward, and one scratch buffer
