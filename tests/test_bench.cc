@@ -191,7 +191,19 @@ TEST(Sweep, FailedPointsAreRecordedAndTheSweepGoesOn) {
     const PointResult before_gpu = point_from_json(j.dump(), "older results.jsonl");
     EXPECT_EQ(before_gpu.gpu_time_ms.n, 0);
     EXPECT_EQ(before_gpu.device_memory_used_bytes, -1);
+    // A line written before threads_requested holds the count asked for in threads.
+    j = nlohmann::json::parse(line);
+    j.erase("threads_requested");
+    j["threads"] = 0;
+    const PointResult before_used = point_from_json(j.dump(), "older results.jsonl");
+    EXPECT_EQ(before_used.key.threads, 0);
+    EXPECT_EQ(before_used.threads_used, 0);
+    EXPECT_EQ(threads_label(before_used), "default");
   }
+  // Each point records the threads it ran with beside the count asked for (0: the default).
+  EXPECT_EQ(out.results[0].key.threads, 0);
+  EXPECT_EQ(out.results[0].threads_used, threads());
+  EXPECT_EQ(threads_label(out.results[0]), std::to_string(threads()) + " (default)");
   // A CPU point has no GPU time and no driver figure.
   EXPECT_EQ(out.results[0].gpu_time_ms.n, 0);
   EXPECT_EQ(out.results[0].device_memory_used_bytes, -1);
@@ -259,8 +271,10 @@ TEST(Sweep, CausalLmPointsTimeDecodingAgainstItsBandwidthLimit) {
   c.run_id = "again";
   (void)run_bench(c);
   const RunComparison cmp = compare_runs({dir.path() + "/r", dir.path() + "/again"});
-  const auto decode_row = std::find_if(cmp.changes.begin(), cmp.changes.end(),
-                                       [](const PointChange& ch) { return ch.id == "cpu/f32/t0/b2/s8 decode"; });
+  // Points meet by the threads they ran with: the default's count, not t0.
+  const std::string decode_id = "cpu/f32/t" + std::to_string(p.threads_used) + "/b2/s8 decode";
+  const auto decode_row =
+      std::find_if(cmp.changes.begin(), cmp.changes.end(), [&](const PointChange& ch) { return ch.id == decode_id; });
   ASSERT_NE(decode_row, cmp.changes.end()) << comparison_text(cmp, "table");
   EXPECT_EQ(decode_row->baseline_n, 7);
   EXPECT_EQ(decode_row->n, 7);
