@@ -15,6 +15,9 @@ struct EstimateInput {
   // rounds the GEMMs' inputs); int8, nf4: the linears' weights, inference only.
   std::string dtype = "f32";
   int64_t batch = 1, seq_len = 128;
+  // seq_len was not chosen (tach estimate without -s): a model whose rows are shorter is
+  // estimated at its longest row (with the new tokens), not refused.
+  bool seq_len_is_default = false;
   std::string mode = "inference";   // inference | train-full | train-lora | train-qlora
   std::string optimizer = "adamw";  // adamw: 2 f32 states per trained parameter
   int64_t lora_rank = 8;
@@ -38,6 +41,7 @@ struct MemoryEstimate {
   std::string model, architecture;
   std::string note;  // how the architecture was read when tach does not build it (MoE, MLA, generic)
   int64_t parameters = 0, trainable_parameters = 0;
+  int64_t seq_len = 0;                    // the row length estimated (a default shortened to the model's rows)
   std::vector<std::string> lora_targets;  // LoRA modes: the targets counted (the default resolved)
   std::vector<EstimateLine> lines;
   int64_t total_bytes = 0;       // the peak: what must fit at once

@@ -259,7 +259,8 @@ int64_t available_memory(const std::string& device, std::string* source) {
   throw Error("estimate: device " + device + " is not here (" + cuda_unavailable_reason() + ")");
 }
 
-MemoryEstimate estimate_memory(const EstimateInput& in) {
+MemoryEstimate estimate_memory(const EstimateInput& given) {
+  EstimateInput in = given;
   // The values given: out of range is a usage error (exit status 2), as the CLI's own checks.
   usage_check(in.mode == "inference" || in.mode == "train-full" || in.mode == "train-lora" || in.mode == "train-qlora",
               "estimate: mode '" + in.mode + "' is not one of inference, train-full, train-lora, train-qlora");
@@ -274,7 +275,10 @@ MemoryEstimate estimate_memory(const EstimateInput& in) {
   // longer rows; RoBERTa's start after padding_idx), and a decoder's prompt with its new tokens
   // must stay within max_position_embeddings (tach generate refuses more).
   const int64_t positions = a.max_row_tokens > 0 ? a.max_row_tokens : a.P;
-  const int64_t row = in.seq_len + (a.decoder ? in.generate_tokens : 0);
+  const int64_t new_tokens = a.decoder ? in.generate_tokens : 0;
+  if (in.seq_len_is_default && positions > new_tokens && in.seq_len + new_tokens > positions)
+    in.seq_len = positions - new_tokens;
+  const int64_t row = in.seq_len + new_tokens;
   check(positions <= 0 || row <= positions,
         "estimate: " +
             (row == in.seq_len ? std::to_string(row) + " tokens per row"
@@ -288,6 +292,7 @@ MemoryEstimate estimate_memory(const EstimateInput& in) {
   e.architecture = a.name;
   e.note = a.note;
   e.parameters = a.parameters();
+  e.seq_len = in.seq_len;
   const Totals t = compute(a, in, in.batch);
   e.lines = t.lines;
   e.total_bytes = t.total;

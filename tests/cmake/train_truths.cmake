@@ -38,3 +38,9 @@ add_test(NAME cli.estimate_generated_past_positions COMMAND sh -c "\"$0\" \"$@\"
   $<TARGET_FILE:tach_cli> estimate -m preset:qwen2-tiny -s 32000 --generate-tokens 10000)
 set_tests_properties(cli.estimate_generated_past_positions PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "32000 tokens \\+ 10000 new ones \\(42000 per row\\) is past preset:qwen2-tiny's 32768 positions.*exit status 1")
+# tach estimate without -s on a model whose rows are shorter than the default 128 estimates its
+# longest row and says so (an explicit -s past the positions is refused: cli.estimate_past_positions).
+add_test(NAME cli.estimate_default_length_within_positions
+  COMMAND tach_cli estimate -m ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/encoders/roberta-cls2-f32 --mode train-lora)
+set_tests_properties(cli.estimate_default_length_within_positions PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "batch 1 x 30 tokens \\(the model's longest row; -s sets another\\)")

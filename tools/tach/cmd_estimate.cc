@@ -36,7 +36,7 @@ nlohmann::json to_json(const MemoryEstimate& e, const EstimateInput& in) {
            {{"mode", in.mode},
             {"dtype", in.dtype},
             {"batch", in.batch},
-            {"seq_len", in.seq_len},
+            {"seq_len", e.seq_len},
             {"gradient_checkpointing", in.gradient_checkpointing},
             {"generate_tokens", in.generate_tokens},
             {"lora_rank", in.lora_rank},
@@ -148,8 +148,9 @@ int run_estimate(const EstimateFlags& f) {
             << " parameters"
             << (e.trainable_parameters ? ", " + human_count(double(e.trainable_parameters)) + " trained" : "") << "\n";
   if (!e.note.empty()) std::cout << "note       " << e.note << "\n";
-  std::cout << "setting    " << f.in.mode << ", " << f.in.dtype << ", batch " << f.in.batch << " x " << f.in.seq_len
-            << " tokens" << (f.in.gradient_checkpointing ? ", gradient checkpointing" : "");
+  std::cout << "setting    " << f.in.mode << ", " << f.in.dtype << ", batch " << f.in.batch << " x " << e.seq_len
+            << " tokens" << (e.seq_len != f.in.seq_len ? " (the model's longest row; -s sets another)" : "")
+            << (f.in.gradient_checkpointing ? ", gradient checkpointing" : "");
   if (!e.lora_targets.empty()) {
     std::string targets;
     for (const auto& t : e.lora_targets) targets += (targets.empty() ? "" : ",") + t;
@@ -166,8 +167,8 @@ int run_estimate(const EstimateFlags& f) {
             << "   at the peak phase: " << e.peak_phase << "\n\n"
             << "available  " << human_bytes(double(e.available_bytes)) << " on " << f.in.device << " ("
             << e.available_source << ", minus a " << fixed(f.in.margin * 100, 0) << "% margin)\n"
-            << "verdict    " << (e.fits ? "fits" : "does not fit") << "; the largest batch that fits at "
-            << f.in.seq_len << " tokens: " << e.largest_batch_that_fits << "\n";
+            << "verdict    " << (e.fits ? "fits" : "does not fit") << "; the largest batch that fits at " << e.seq_len
+            << " tokens: " << e.largest_batch_that_fits << "\n";
   return e.fits ? 0 : 3;
 }
 
@@ -197,7 +198,8 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_option(kBatchOption, f->in.batch, "Rows")
       ->capture_default_str()
       ->check(positive_count("batch size", "batch sizes"));
-  sub->add_option("-s,--seq-len", f->in.seq_len, "Tokens per row")
+  sub->add_option("-s,--seq-len", f->in.seq_len,
+                  "Tokens per row (default 128, or a model's longest row where it takes fewer)")
       ->capture_default_str()
       ->check(positive_count("sequence length", "sequence lengths"));
   sub->add_option("--mode", f->in.mode, "inference, train-full, train-lora or train-qlora")
@@ -227,7 +229,10 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_option("--margin", f->in.margin, "Fraction of the available memory kept free")
       ->capture_default_str()
       ->check(fraction_below_one("--margin"));
-  return {sub, [f] { return run_estimate(*f); }};
+  return {sub, [f, sub] {
+            f->in.seq_len_is_default = sub->get_option("--seq-len")->count() == 0;
+            return run_estimate(*f);
+          }};
 }
 
 }  // namespace tach::cli
