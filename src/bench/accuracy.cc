@@ -6,6 +6,8 @@
 
 #include "bench/bench_internal.h"
 #include "tach/error.h"
+#include "tach/monitor.h"
+#include "tach/runtime.h"
 
 namespace tach {
 
@@ -83,14 +85,22 @@ std::vector<AccuracyResult> evaluate(const EncoderModel& model, const TextSource
         return texts.examples[a].text.size() < texts.examples[b].text.size();
       });
     std::vector<int32_t> predicted(n, 0);
+    const int64_t max_len =
+        info.max_positions > 0 ? std::min(config.eval_max_length, info.max_positions) : config.eval_max_length;
+    // One untimed forward of the first batch: a pass's first forward pays one-off costs (packing
+    // caches, page faults, thread start-up) that would otherwise rank passes by their order.
+    const size_t warm_rows = std::min(n, size_t(config.eval_batch_size));
+    if (warm_rows > 0) {
+      const std::vector<size_t> rows(order.begin(), order.begin() + long(warm_rows));
+      model.classify(text_batch(texts, info, rows, max_len, /*pad_to_longest=*/true));
+    }
+    CpuLoadWindow load;
     double tokenize_s = 0, model_s = 0;
     const auto t_all = std::chrono::steady_clock::now();
     for (size_t first = 0; first < n; first += size_t(config.eval_batch_size)) {
       const size_t last = std::min(n, first + size_t(config.eval_batch_size));
       const std::vector<size_t> rows(order.begin() + long(first), order.begin() + long(last));
       const auto t0 = std::chrono::steady_clock::now();
-      const int64_t max_len =
-          info.max_positions > 0 ? std::min(config.eval_max_length, info.max_positions) : config.eval_max_length;
       TokenBatch batch = text_batch(texts, info, rows, max_len, /*pad_to_longest=*/true);
       const auto t1 = std::chrono::steady_clock::now();
       Tensor logits = model.classify(batch);
@@ -102,14 +112,21 @@ std::vector<AccuracyResult> evaluate(const EncoderModel& model, const TextSource
         const float* row = logits.data<float>() + int64_t(i) * L;
         predicted[rows[i]] = int32_t(std::max_element(row, row + L) - row);
       }
+      load.sample();
     }
     const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+    const CpuLoad pass_load = load.finish(threads());
     const std::vector<int32_t> truth(truth_all.begin(), truth_all.begin() + long(n));
     AccuracyResult r = classification_metrics(truth, predicted, info.labels);
     r.tokenize_s = tokenize_s;
     r.model_s = model_s;
     r.total_s = total_s;
     r.samples_per_s = double(n) / total_s;
+    r.warmup_batches = warm_rows > 0 ? 1 : 0;
+    r.load_measured = pass_load.measured;
+    r.contended = pass_load.contended;
+    r.other_cores_mean = pass_load.other_cores_mean;
+    r.load_average_1m = pass_load.load_average_1m;
     out.push_back(std::move(r));
   }
   return out;

@@ -279,7 +279,12 @@ std::string accuracy_text(const std::vector<AccuracyResult>& results, const std:
         << fmt("%.4f", r.accuracy) << ", macro-F1 " << fmt("%.4f", r.macro_f1)
         << " (chance, always the majority label: " << fmt("%.4f", r.chance_accuracy) << "); " << fmt("%.2f", r.total_s)
         << " s in all (tokenize " << fmt("%.2f", r.tokenize_s) << " s, model " << fmt("%.2f", r.model_s) << " s), "
-        << fmt("%.1f", r.samples_per_s) << " samples/s\n";
+        << fmt("%.1f", r.samples_per_s) << " samples/s"
+        << (r.warmup_batches > 0 ? " (after " + std::to_string(r.warmup_batches) + " untimed warm-up batch)" : "")
+        << (r.contended ? "; CONTENDED: other processes used " + fmt("%.2f", r.other_cores_mean) +
+                              " cores beside it, so this rate is the shared machine's"
+                        : "")
+        << "\n";
   }
   // Per class and the confusion matrix for every device and dtype (each at its largest sample
   // size, the last it ran), each titled with its own: a pass's errors are its own.

@@ -129,7 +129,7 @@ EOF
     run=$dir/runs/ev
     head -1 "$run/summary.txt" | grep -q "^tach eval: preset:bert-tiny" || fail "summary.txt: $(head -1 "$run/summary.txt")"
     grep -q "^method: the accuracy pass alone.*, 1 thread;" "$run/summary.txt" || fail "summary.txt has no eval method"
-    if grep -Eq "^points:|clock reading|warm-up" "$run/summary.txt"; then fail "summary.txt describes a sweep"; fi
+    if grep -Eq "^points:|clock reading|warm-up run" "$run/summary.txt"; then fail "summary.txt describes a sweep"; fi
     for g in cpu/f32 cpu/int8 cpu/bf16; do
       grep -q "Per class (6 examples, $g)" "$run/summary.txt" || fail "no per-class table for $g"
       grep -q "Confusion matrix (6 examples, $g;" "$run/summary.txt" || fail "no confusion matrix for $g"

@@ -17,3 +17,7 @@ add_test(NAME cli.threads_recorded
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/threads_recorded.sh $<TARGET_FILE:tach_cli>
           ${CMAKE_CURRENT_BINARY_DIR}/threads_recorded ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
 set_tests_properties(cli.threads_recorded PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
+# tach eval's passes: each warmed up before its timed pass, each with the load it ran under.
+add_test(NAME cli.eval_passes_warm_and_loaded COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/eval_passes_warm_and_loaded.sh
+  $<TARGET_FILE:tach_cli> ${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${CMAKE_CURRENT_BINARY_DIR}/eval_passes)
+set_tests_properties(cli.eval_passes_warm_and_loaded PROPERTIES LABELS unit RUN_SERIAL TRUE)
