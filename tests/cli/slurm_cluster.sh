@@ -67,9 +67,22 @@ CONF
   slurm_skip "slurmctld/slurmd did not bring the node up within 30 s: $(tail -2 "$SLURM_DIR/slurmctld.log" "$SLURM_DIR/slurmd.log" 2>/dev/null | tr '\n' ' ')"
 }
 
+# Stops the daemons: TERM, then KILL for any still there after 20 s. A job step's slurmstepd that
+# outlives its slurmd (seen on a loaded machine) is killed too, found by the log it holds open in
+# this cluster's directory, so that no daemon of this test outlives it (ctest would wait for it).
 stop_slurm() {
-  local p
+  local p i alive
   for p in "${SLURM_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  for i in $(seq 40); do
+    alive=0
+    for p in "${SLURM_PIDS[@]:-}"; do [ -n "$p" ] && kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.5
+  done
+  for p in "${SLURM_PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  for p in $(pgrep -f '^slurmstepd' 2>/dev/null || true); do
+    if ls -l "/proc/$p/fd" 2>/dev/null | grep -qF "$SLURM_DIR"; then kill -9 "$p" 2>/dev/null || true; fi
+  done
   for p in "${SLURM_PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
 }
 
