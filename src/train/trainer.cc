@@ -33,6 +33,7 @@
 #include "train/data_parallel.h"
 #include "train/lr_schedule.h"
 #include "train/run_checkpoint.h"
+#include "train/run_files.h"
 #include "train/run_names.h"
 #include "train/save_model.h"
 #include "train/train_data.h"
@@ -49,71 +50,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using train::claim_run_dir, train::csv_number, train::keep_lines, train::median, train::p90, train::read_json;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string claim_run_dir(const std::string& runs_dir, const std::string& model, const std::string& wanted) {
-  std::error_code ec;
-  fs::create_directories(runs_dir, ec);
-  check(!ec, runs_dir + ": cannot create (" + ec.message() + ")");
-  if (!wanted.empty()) {
-    const fs::path p = fs::path(runs_dir) / wanted;
-    check(!fs::exists(p),
-          p.string() + " exists already: pick another --run-id, or continue it with --resume " + p.string());
-    fs::create_directories(p, ec);
-    check(!ec, p.string() + ": cannot create (" + ec.message() + ")");
-    return p.string();
-  }
-  const std::string base = "train-" + train::utc_stamp() + "-" + train::model_name_for_runs(model);
-  for (int n = 1; n < 1000; ++n) {
-    const fs::path p = fs::path(runs_dir) / (n == 1 ? base : base + "-" + std::to_string(n));
-    if (fs::create_directory(p, ec)) return p.string();
-  }
-  throw Error(runs_dir + ": no free run directory name for " + base);
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  check(static_cast<bool>(in), path + ": cannot read");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const std::exception& e) { throw Error(path + ": " + e.what()); }
-}
-
-// Keeps the lines of a steps.jsonl (or the rows of a CSV) that a resumed run still stands by.
-void keep_lines(const std::string& path, const std::function<bool(const std::string&, size_t)>& keep) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::string line, kept;
-  for (size_t i = 0; std::getline(in, line); ++i)
-    if (keep(line, i)) kept += line + "\n";
-  in.close();
-  model::write_file_atomically(path, kept);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-// The 90th percentile, linear between order statistics (numpy's default).
-double p90(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double at = 0.9 * double(v.size() - 1);
-  const size_t lo = size_t(at);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (at - double(lo)) * (v[hi] - v[lo]);
-}
-
-std::string csv_number(double v) {
-  if (!std::isfinite(v)) return "";
-  std::ostringstream s;
-  s.precision(9);
-  s << v;
-  return s.str();
-}
 
 constexpr const char* kEpochHeader =
     "epoch,train_loss,eval_loss,eval_accuracy,eval_macro_f1,epoch_seconds,tokens_per_s,samples_per_s,peak_memory_bytes";
