@@ -272,10 +272,9 @@ struct AccuracyResult {
   std::vector<std::vector<int64_t>> confusion;  // [true label][predicted label]
   double tokenize_s = 0, model_s = 0, total_s = 0, samples_per_s = 0;
   int64_t warmup_batches = 0;  // untimed forwards before the pass (its first batch), so no pass pays the cold start
-  // Other processes' CPU use over the timed pass (as a point's load); contended: the pass's
-  // threads shared cores with them, so its samples/s is the shared machine's.
-  bool load_measured = false, contended = false;
-  double other_cores_mean = 0, load_average_1m = 0;
+  // Other processes' CPU use over the timed pass, as a point's; contended: the pass's threads
+  // shared cores with them, so its samples/s is the shared machine's.
+  PointResult::Load load;
 };
 
 // Accuracy, macro-F1 (mean over labels present in truth or predictions), per-class metrics and

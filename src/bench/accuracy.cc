@@ -123,10 +123,7 @@ std::vector<AccuracyResult> evaluate(const EncoderModel& model, const TextSource
     r.total_s = total_s;
     r.samples_per_s = double(n) / total_s;
     r.warmup_batches = warm_rows > 0 ? 1 : 0;
-    r.load_measured = pass_load.measured;
-    r.contended = pass_load.contended;
-    r.other_cores_mean = pass_load.other_cores_mean;
-    r.load_average_1m = pass_load.load_average_1m;
+    r.load = load_of(pass_load);
     out.push_back(std::move(r));
   }
   return out;

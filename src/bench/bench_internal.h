@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -170,6 +171,10 @@ GpuEnergy measure_energy_per_run(const std::function<double()>& read_counter_j, 
 // The point's load (other processes' CPU use over `window`, opened at its first timed run) into
 // r.load; a contended point's stopped_by says its precision is the shared machine's.
 void record_load(PointResult& r, CpuLoadWindow& window);
+PointResult::Load load_of(const CpuLoad& l);
+// A point's or an accuracy pass's "load" object (results.jsonl, accuracy.json), and back.
+nlohmann::json load_json(const PointResult::Load& l);
+PointResult::Load load_from(const nlohmann::json& j);
 
 // One point: warm-up, measured runs until the rule stops, memory. Throws on failure.
 PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,

@@ -8,13 +8,19 @@
 
 namespace tach::bench {
 
+PointResult::Load load_of(const CpuLoad& l) {
+  PointResult::Load load;
+  load.measured = l.measured;
+  load.other_cores_mean = l.other_cores_mean;
+  load.other_cores_max = l.other_cores_max;
+  load.load_average_1m = l.load_average_1m;
+  load.contended = l.contended;
+  return load;
+}
+
 void record_load(PointResult& r, CpuLoadWindow& window) {
   const CpuLoad l = window.finish(threads());
-  r.load.measured = l.measured;
-  r.load.other_cores_mean = l.other_cores_mean;
-  r.load.other_cores_max = l.other_cores_max;
-  r.load.load_average_1m = l.load_average_1m;
-  r.load.contended = l.contended;
+  r.load = load_of(l);
   if (!l.contended) return;
   char s[240];
   std::snprintf(s, sizeof s,

@@ -247,12 +247,26 @@ std::string point_to_json(const PointResult& p) {
     j["train"] = train_json(p.train);
   }
   if (!p.decode.method.empty()) j["decode"] = decode_json(p.decode);
-  if (p.load.measured)
-    j["load"] = {{"other_cores_mean", p.load.other_cores_mean},
-                 {"other_cores_max", p.load.other_cores_max},
-                 {"load_average_1m", p.load.load_average_1m},
-                 {"contended", p.load.contended}};
+  if (p.load.measured) j["load"] = bench::load_json(p.load);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json bench::load_json(const PointResult::Load& l) {
+  return {{"other_cores_mean", l.other_cores_mean},
+          {"other_cores_max", l.other_cores_max},
+          {"load_average_1m", l.load_average_1m},
+          {"contended", l.contended}};
+}
+
+// A load object is written only where the load was measured.
+PointResult::Load bench::load_from(const nlohmann::json& j) {
+  PointResult::Load l;
+  l.measured = true;
+  l.other_cores_mean = j.at("other_cores_mean");
+  l.other_cores_max = j.at("other_cores_max");
+  l.load_average_1m = j.at("load_average_1m");
+  l.contended = j.at("contended");
+  return l;
 }
 
 PointResult point_from_json(const std::string& line, const std::string& where) {
@@ -325,12 +339,7 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.finished_at = j.at("finished_at");
     if (j.contains("decode")) p.decode = decode_from(j.at("decode"));  // causal LMs' decoding, when it ran
     if (j.contains("load")) {  // absent before other processes' CPU use was measured per point
-      const auto& l = j.at("load");
-      p.load.measured = true;
-      p.load.other_cores_mean = l.at("other_cores_mean");
-      p.load.other_cores_max = l.at("other_cores_max");
-      p.load.load_average_1m = l.at("load_average_1m");
-      p.load.contended = l.at("contended");
+      p.load = bench::load_from(j.at("load"));
     }
     // Lines written before throughput was per batch over the median held totals over the summed
     // time: every line is read under the one definition (the same numbers for a new line).

@@ -703,12 +703,8 @@ std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const s
                    {"model_s", r.model_s},
                    {"total_s", r.total_s},
                    {"samples_per_s", r.samples_per_s},
-                   {"warmup_batches", r.warmup_batches},
-                   {"load",
-                    {{"measured", r.load_measured},
-                     {"other_cores_mean", r.other_cores_mean},
-                     {"load_average_1m", r.load_average_1m},
-                     {"contended", r.contended}}}});
+                   {"warmup_batches", r.warmup_batches}});
+    if (r.load.measured) arr.back()["load"] = bench::load_json(r.load);
   }
   return nlohmann::json{{"schema", "tach.bench.accuracy/1"}, {"dataset", dataset}, {"results", arr}}.dump(
       2, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -736,14 +732,8 @@ std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const st
       r.model_s = a.at("model_s");
       r.total_s = a.at("total_s");
       r.samples_per_s = a.at("samples_per_s");
-      r.warmup_batches = a.value("warmup_batches", int64_t{0});  // absent before passes were warmed up
-      if (a.contains("load")) {
-        const auto& l = a.at("load");
-        r.load_measured = l.value("measured", false);
-        r.other_cores_mean = l.value("other_cores_mean", 0.0);
-        r.load_average_1m = l.value("load_average_1m", 0.0);
-        r.contended = l.value("contended", false);
-      }
+      r.warmup_batches = a.value("warmup_batches", int64_t{0});         // absent before passes were warmed up
+      if (a.contains("load")) r.load = bench::load_from(a.at("load"));  // absent where not measured
       out.push_back(std::move(r));
     }
     return out;

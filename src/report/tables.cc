@@ -281,9 +281,9 @@ std::string accuracy_text(const std::vector<AccuracyResult>& results, const std:
         << " s in all (tokenize " << fmt("%.2f", r.tokenize_s) << " s, model " << fmt("%.2f", r.model_s) << " s), "
         << fmt("%.1f", r.samples_per_s) << " samples/s"
         << (r.warmup_batches > 0 ? " (after " + std::to_string(r.warmup_batches) + " untimed warm-up batch)" : "")
-        << (r.contended ? "; CONTENDED: other processes used " + fmt("%.2f", r.other_cores_mean) +
-                              " cores beside it, so this rate is the shared machine's"
-                        : "")
+        << (r.load.contended ? "; CONTENDED: other processes used " + fmt("%.2f", r.load.other_cores_mean) +
+                                   " cores beside it, so this rate is the shared machine's"
+                             : "")
         << "\n";
   }
   // Per class and the confusion matrix for every device and dtype (each at its largest sample
