@@ -211,8 +211,11 @@ TEST(Ceilings, ProfileMeasuresAgainWhenACachedCeilingIsBeaten) {
   j["memory_bytes_per_s"] = 1e6;
   test::write_text(c.cache_file, j.dump());
   test::TempDir out;
-  const std::string cmd = std::string(TACH_BINARY_DIR) + "/tach profile -m preset:bert-tiny -b 2 -s 16 " +
-                          "--overhead-steps 1 --profiler-output-dir " + out.path() + " 2>&1";
+  // The same thread count as the cache's key: by default tach takes the cores other processes
+  // leave free, which on a busy machine is fewer, and would look for another cache file.
+  const std::string cmd = std::string(TACH_BINARY_DIR) + "/tach profile -m preset:bert-tiny -b 2 -s 16 -t " +
+                          std::to_string(c.threads) + " " + "--overhead-steps 1 --profiler-output-dir " + out.path() +
+                          " 2>&1";
   std::string text;
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
