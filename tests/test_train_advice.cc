@@ -5,6 +5,7 @@
 // it, as the real binary's --help lists them. Advice on a precision the sweep measured follows
 // the measurement.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <stdio.h>
 
 #include <algorithm>
@@ -299,8 +300,15 @@ TEST(TrainAdvice, ContentionIsTheFirstFindingAndWithholdsTheBestBatch) {
   EXPECT_EQ(i.find("the best throughput is at batch"), std::string::npos) << i;
   EXPECT_NE(i.find("which batch gives the best throughput is inconclusive"), std::string::npos) << i;
   EXPECT_LT(i.find("CONTENDED: 2 of 2 points"), i.find("inconclusive")) << i;
+  // summary.json says the same to a program: the best batch is there, flagged as not a finding.
+  auto findings_json = nlohmann::json::parse(summary_json(inference, o)).at("findings");
+  ASSERT_EQ(findings_json.size(), 1u);
+  EXPECT_EQ(findings_json[0].at("contended_points"), 2);
+  EXPECT_FALSE(findings_json[0].at("best_batch_conclusive").get<bool>());
   o.results[0].load.contended = o.results[1].load.contended = false;  // quiet: stated
   EXPECT_NE(summary_text(inference, o).find("the best throughput is at batch 4"), std::string::npos);
+  findings_json = nlohmann::json::parse(summary_json(inference, o)).at("findings");
+  EXPECT_TRUE(findings_json[0].at("best_batch_conclusive").get<bool>());
 }
 
 TEST(TrainAdvice, EveryFlagEstimateSuggestsExists) {

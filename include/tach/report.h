@@ -31,6 +31,10 @@ struct BatchFinding {
   double activation_bytes_per_sample = 0, activation_bytes_fixed = 0;  // least-squares fit over batch
   double fit_r2 = 0;
   int points = 0;
+  // Points measured while other processes took the cores: a comparison among them measures the
+  // load, not the batch, so with any the best batch is not a finding.
+  int contended_points = 0;
+  bool conclusive() const { return contended_points == 0; }
 };
 std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results, double latency_budget_ms);
 

@@ -90,6 +90,7 @@ std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results
     const auto& pts = groups[g];
     f.points = int(pts.size());
     for (const PointResult* p : pts) {
+      f.contended_points += p->load.contended;
       if (p->samples_per_s > f.best_samples_per_s) {
         f.best_samples_per_s = p->samples_per_s;
         f.best_batch = p->key.batch;
@@ -245,12 +246,9 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
   contention_findings(s, o.results);  // first: it qualifies every finding below
   for (const auto& f : batch_findings(o.results, config.latency_budget_ms)) {
     // A comparison among contended points measures the load, not the batch: not stated as a fact.
-    int contended = 0;
-    for (const auto& p : o.results)
-      if (p.status == "ok" && group_of(p) == f.group && p.load.contended) ++contended;
-    if (contended) {
-      s << "- " << f.group << ": which batch gives the best throughput is inconclusive: " << contended << " of its "
-        << f.points << " points were measured while other processes took the cores (CONTENDED, above).\n";
+    if (!f.conclusive()) {
+      s << "- " << f.group << ": which batch gives the best throughput is inconclusive: " << f.contended_points
+        << " of its " << f.points << " points were measured while other processes took the cores (CONTENDED, above).\n";
       continue;
     }
     s << "- " << f.group << ": the best throughput is at batch " << f.best_batch << " ("
@@ -335,6 +333,8 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
   for (const auto& f : batch_findings(o.results, config.latency_budget_ms))
     findings.push_back({{"group", f.group},
                         {"best_batch_by_throughput", f.best_batch},
+                        {"contended_points", f.contended_points},
+                        {"best_batch_conclusive", f.conclusive()},
                         {"best_samples_per_s", f.best_samples_per_s},
                         {"latency_budget_ms", config.latency_budget_ms},
                         {"best_batch_in_latency_budget", f.best_batch_in_budget},
