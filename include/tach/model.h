@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,13 +33,24 @@ struct TokenBatch {
   static TokenBatch left_padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id);
 };
 
+// The head a model runs on its body's hidden states.
+enum class Head { none, sequence_classification, token_classification, question_answering, masked_lm };
+// --head's spellings: "none", "sequence-classification", "token-classification",
+// "question-answering", "masked-lm".
+const char* head_name(Head h);
+// "auto" -> std::nullopt (the checkpoint's own head); a name above -> its head; anything else a
+// UsageError naming the choices.
+std::optional<Head> parse_head(const std::string& name);
+
 struct ModelInfo {
   std::string spec;            // as given
   std::string source;          // directory, hub snapshot, or "synthetic weights (seed N)"
   std::string model_type;      // config.json's: bert, distilbert, qwen2, llama, mistral, qwen3, gemma3_text
   std::string tokenizer_hint;  // a tokenizer of the family to suggest when a model has none ("bert-base-uncased")
   std::string architecture;    // as built
-  bool classifier = false;     // has a sequence-classification head
+  bool classifier = false;     // has a sequence-classification head (head == Head::sequence_classification)
+  Head head = Head::none;      // the head built
+  Head checkpoint_head = Head::none;  // the head the checkpoint was published with (its architecture)
   std::vector<std::string> labels;
   std::string problem_type;  // single_label_classification | multi_label_classification | regression
   int64_t parameters = 0;
@@ -81,6 +93,11 @@ struct LoadOptions {
   // matmul repacks its weights at every call (no AVX-512), f32 linears then run on tach's panel
   // kernels, which read the weights faster for a few rows and slower for a batch's thousands.
   bool decoding = false;
+  // The head to build: std::nullopt (auto) = the checkpoint's own, as published. A head the
+  // checkpoint lacks is built new (initialised as transformers initialises it, seeded by `seed`),
+  // with transformers' note; a checkpoint's head that is not used is left out (not loaded, not counted).
+  std::optional<Head> head;
+  int64_t new_head_labels = 0;  // labels of a new classification head (0: config.json's id2label, else 2)
 };
 
 // Work one forward pass does, from the ops' declared costs.
@@ -122,11 +139,16 @@ class Model {
   virtual Tensor hidden_states(const TokenBatch& batch) const = 0;
   // logits: [B, num_labels] f32. An error for a bare encoder.
   virtual Tensor classify(const TokenBatch& batch) const = 0;
+  // The per-token heads' raw outputs, f32 on the host: token classification [B, T, num_labels],
+  // question answering [B, T, 2] (start logit, end logit), masked LM [B, T, vocab]. An error
+  // naming the model's head for any other head.
+  virtual Tensor token_logits(const TokenBatch& batch) const;
   // Sentence embeddings: [B, embedding_dim] f32, pooled (and normalised) as info().pooling says.
   // An error for a model that is not an embedding model (info().embedding false).
   virtual Tensor embed(const TokenBatch& batch) const;
-  // What tach bench and tach profile time: a classifier's logits, else an embedding model's
-  // vectors, else a causal LM's prefill (prefill_logits); an error for a model that is none.
+  // What tach bench and tach profile time: the head built (a classifier's logits, or a per-token
+  // head's token_logits), else an embedding model's vectors, else a causal LM's prefill
+  // (prefill_logits); an error for a model that is none.
   Tensor measured_forward(const TokenBatch& batch) const;
   // The work of measured_forward (or of the forward alone, for a model that is neither).
   virtual ForwardCost forward_cost(int64_t batch, int64_t seq_len) const = 0;

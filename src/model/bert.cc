@@ -41,6 +41,9 @@ ModelFamily bert_family() {
   f.head_modules = {"classifier"};
   f.bare_architecture = "BertModel";
   f.classifier_architecture = "BertForSequenceClassification";
+  f.token_classifier_architecture = "BertForTokenClassification";
+  f.question_answering_architecture = "BertForQuestionAnswering";
+  f.masked_lm_architecture = "BertForMaskedLM";
   f.lora_targets = {"query", "key", "value", "dense"};
   f.tokenizer_hint = "bert-base-uncased";
   f.encoder = &kBert;

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tach/model.h"
+
 namespace tach::model {
 
 struct EncoderFamily;  // model/family.h
@@ -17,6 +19,9 @@ struct EncoderConfig {
   std::string model_type;                 // "bert", "distilbert", "roberta", "xlm-roberta", as in the file
   std::string architecture;               // first of "architectures", or "" when absent
   bool classification_head = false;       // *ForSequenceClassification
+  // The head config.json's architecture names (Head::none for the bare model or none named).
+  Head checkpoint_head = Head::none;
+  bool tie_word_embeddings = true;  // the masked-LM decoder is the word embeddings (config.json's, default true)
 
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;

@@ -492,6 +492,7 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
     info.notes.push_back(n);
   info.architecture = config.architecture;
   info.classifier = config.classification_head;
+  info.head = config.classification_head ? Head::sequence_classification : Head::none;
   info.causal_lm = weights.lm_head_weight.defined();
   info.bidirectional = !config.causal;
   info.labels = config.classification_head ? config.id2label : std::vector<std::string>{};

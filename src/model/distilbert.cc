@@ -52,6 +52,11 @@ ModelFamily distilbert_family() {
   f.head_modules = {"pre_classifier", "classifier"};
   f.bare_architecture = "DistilBertModel";
   f.classifier_architecture = "DistilBertForSequenceClassification";
+  f.token_classifier_architecture = "DistilBertForTokenClassification";
+  f.question_answering_architecture = "DistilBertForQuestionAnswering";
+  f.masked_lm_architecture = "DistilBertForMaskedLM";
+  f.head_names.mlm_dense = "vocab_transform", f.head_names.mlm_norm = "vocab_layer_norm";
+  f.head_names.mlm_decoder = "vocab_projector", f.head_names.mlm_bias = "";
   f.lora_targets = {"q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"};
   f.tokenizer_hint = "bert-base-uncased";
   f.encoder = &kDistilbert;

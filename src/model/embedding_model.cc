@@ -41,6 +41,9 @@ Tensor Model::checked_hidden_rows(const TokenBatch& batch, const std::vector<int
 
 Tensor Model::measured_forward(const TokenBatch& batch) const {
   if (info().classifier) return classify(batch);
+  if (info().head == Head::token_classification || info().head == Head::question_answering ||
+      info().head == Head::masked_lm)
+    return token_logits(batch);
   if (info().embedding) return embed(batch);
   if (info().causal_lm) return prefill_logits(batch);
   throw Error(info().spec + " (" + info().architecture +
@@ -116,6 +119,7 @@ class SentenceEmbedder final : public Model {
   const ModelInfo& info() const override { return info_; }
   Tensor hidden_states(const TokenBatch& batch) const override { return inner_->hidden_states(batch); }
   Tensor classify(const TokenBatch& batch) const override { return inner_->classify(batch); }
+  Tensor token_logits(const TokenBatch& batch) const override { return inner_->token_logits(batch); }
   Tensor lm_logits(const TokenBatch& batch) const override { return inner_->lm_logits(batch); }
   Tensor prefill_logits(const TokenBatch& batch) const override { return inner_->prefill_logits(batch); }
   Generation generate(const TokenBatch& prompts, const GenerateOptions& options) const override {
@@ -159,7 +163,7 @@ class SentenceEmbedder final : public Model {
   }
 
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
-    if (info_.classifier) return inner_->forward_cost(B, T);  // measured_forward runs the head, not the pooling
+    if (info_.head != Head::none) return inner_->forward_cost(B, T);  // measured_forward runs the head, not the pooling
     const bool one_token = one_token_mode().has_value();
     ForwardCost c = one_token ? inner_->hidden_rows_cost(B, T, *one_token_mode() == ops::PoolingMode::cls)
                               : inner_->hidden_states_cost(B, T);

@@ -159,6 +159,8 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   info.tokenizer_hint = family.tokenizer_hint;
   info.architecture = head ? family.classifier_architecture : family.bare_architecture;
   info.classifier = head;
+  info.head = head ? Head::sequence_classification : Head::none;
+  info.checkpoint_head = config.checkpoint_head;
   info.bidirectional = true;
   info.labels = config.id2label;
   info.problem_type = config.problem_type;

@@ -125,7 +125,8 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
   std::optional<model::SentenceEmbeddingConfig> sentence;
   if (loc.kind != model::ModelLocation::Kind::preset) sentence = model::read_sentence_embedding_config(loc.dir);
   // A bare encoder (no head) is what sentence-transformers would wrap with mean pooling.
-  if (!sentence && !m->info().classifier && !m->info().causal_lm) sentence = model::default_sentence_embedding_config();
+  if (!sentence && m->info().head == Head::none && !m->info().causal_lm)
+    sentence = model::default_sentence_embedding_config();
   if (sentence) m = model::with_sentence_embedding(std::move(m), *sentence);
   return m;
 }

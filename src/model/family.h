@@ -107,6 +107,26 @@ struct EncoderTensorNames {
 
 enum class HeadActivation { tanh, relu };
 
+// The heads besides the sequence classifier, by their Hugging Face names at the top level
+// (weights; biases swap ".weight" for ".bias"). BERT's by default.
+struct HeadTensorNames {
+  // Token classification: a linear [labels, C] + bias on every token's hidden state.
+  std::string token_classifier = "classifier";
+  // Question answering: a linear [2, C] + bias on every token: the start and end logits.
+  std::string qa_outputs = "qa_outputs";
+  // The masked LM: LayerNorm(act(mlm_dense(h))) then mlm_decoder [V, C] + mlm_bias [V]. The
+  // decoder's weight is the word embeddings where the checkpoint ties them (config.json's
+  // tie_word_embeddings, true by default) and is not stored then; mlm_bias empty: the decoder's
+  // own .bias. ModernBERT's head.dense has a bias only with classifier_bias and head.norm none.
+  std::string mlm_dense = "cls.predictions.transform.dense";
+  std::string mlm_norm = "cls.predictions.transform.LayerNorm";
+  std::string mlm_decoder = "cls.predictions.decoder";
+  std::string mlm_bias = "cls.predictions.bias";
+  // The dense's activation: config.json's hidden activation (BERT's hidden_act, DistilBERT's
+  // activation), or exact GELU whatever it says (RoBERTa's, XLM-R's and MPNet's lm_head).
+  bool mlm_activation_from_config = true;
+};
+
 // What a post-LN encoder family adds to its row.
 struct EncoderFamily {
   const char* module;  // the body's module in traces and saved names: "bert", "distilbert", "roberta"
@@ -131,12 +151,16 @@ struct ModelFamily {
   // Checkpoint names. Task models keep the body under body_prefix ("model.", "bert."); bare
   // models at the top level. `probe` is a body tensor every checkpoint has.
   std::string body_prefix, probe;
-  std::string classifier_weight;           // "score.weight", "classifier.weight"
-  std::vector<std::string> head_modules;   // the classifier's top-level modules: PEFT's modules_to_save
-  std::vector<std::string> top_modules;    // other modules outside the body (ModernBERT's pooled head)
-  std::string lm_head;                     // the LM head's module ("lm_head"), "" for encoders
-  std::string bare_architecture;           // "LlamaModel", "BertModel"
-  std::string classifier_architecture;     // "LlamaForSequenceClassification": what a head makes of a base model
+  std::string classifier_weight;          // "score.weight", "classifier.weight"
+  std::vector<std::string> head_modules;  // the classifier's top-level modules: PEFT's modules_to_save
+  std::vector<std::string> top_modules;   // other modules outside the body (ModernBERT's pooled head)
+  std::string lm_head;                    // the LM head's module ("lm_head"), "" for encoders
+  std::string bare_architecture;          // "LlamaModel", "BertModel"
+  std::string classifier_architecture;    // "LlamaForSequenceClassification": what a head makes of a base model
+  // The per-token heads' architectures ("BertForTokenClassification", "BertForQuestionAnswering",
+  // "BertForMaskedLM"); "" where the family has none (decoders).
+  std::string token_classifier_architecture, question_answering_architecture, masked_lm_architecture;
+  HeadTensorNames head_names;              // their tensors (encoder families and ModernBERT)
   std::vector<std::string> lora_targets;   // default LoRA target_modules (PEFT's names: every linear)
   std::string tokenizer_hint;              // a tokenizer to suggest when a checkpoint has none
   const DecoderFamily* decoder = nullptr;  // exactly one of decoder and encoder is set

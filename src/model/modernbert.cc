@@ -85,6 +85,14 @@ ModelFamily modernbert_family() {
   f.head_modules = {"classifier"};  // PEFT's default modules_to_save; head.dense is a linear LoRA may target
   f.top_modules = {"head"};
   f.lm_head = "";
+  f.token_classifier_architecture = "ModernBertForTokenClassification";
+  f.question_answering_architecture = "ModernBertForQuestionAnswering";
+  f.masked_lm_architecture = "ModernBertForMaskedLM";
+  // Every head runs head.dense -> GELU -> head.norm first (names.head_dense, names.head_norm);
+  // the per-token ones then a `classifier` (QA's too), the masked LM the tied `decoder`.
+  f.head_names.token_classifier = "classifier", f.head_names.qa_outputs = "classifier";
+  f.head_names.mlm_dense = "head.dense", f.head_names.mlm_norm = "head.norm";
+  f.head_names.mlm_decoder = "decoder", f.head_names.mlm_bias = "";
   f.lora_targets = {"Wqkv", "Wo", "Wi", "dense"};
   return f;
 }

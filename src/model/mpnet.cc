@@ -62,6 +62,12 @@ ModelFamily mpnet_family() {
   f.head_modules = {"classifier"};
   f.bare_architecture = "MPNetModel";
   f.classifier_architecture = "MPNetForSequenceClassification";
+  f.token_classifier_architecture = "MPNetForTokenClassification";
+  f.question_answering_architecture = "MPNetForQuestionAnswering";
+  f.masked_lm_architecture = "MPNetForMaskedLM";
+  f.head_names.mlm_dense = "lm_head.dense", f.head_names.mlm_norm = "lm_head.layer_norm";
+  f.head_names.mlm_decoder = "lm_head.decoder", f.head_names.mlm_bias = "lm_head.bias";
+  f.head_names.mlm_activation_from_config = false;  // MPNetLMHead: gelu
   f.lora_targets = {"q", "k", "v", "o", "dense"};
   f.tokenizer_hint = "all-mpnet-base-v2";
   f.encoder = &kMpnet;

@@ -33,6 +33,15 @@ const EncoderFamily kRoberta{.module = "roberta",
                              .dropout_before_head_dense = true,
                              .read_config = read_roberta_config};
 
+// RoBERTa's, XLM-R's and MPNet's lm_head: dense, exact GELU, layer_norm, decoder + lm_head.bias.
+HeadTensorNames lm_head_names() {
+  HeadTensorNames n;
+  n.mlm_dense = "lm_head.dense", n.mlm_norm = "lm_head.layer_norm";
+  n.mlm_decoder = "lm_head.decoder", n.mlm_bias = "lm_head.bias";
+  n.mlm_activation_from_config = false;
+  return n;
+}
+
 ModelFamily roberta_row(const char* name, const char* model_type, const char* bare, const char* classifier,
                         const char* tokenizer) {
   ModelFamily f;
@@ -44,6 +53,11 @@ ModelFamily roberta_row(const char* name, const char* model_type, const char* ba
   f.head_modules = {"classifier"};
   f.bare_architecture = bare;
   f.classifier_architecture = classifier;
+  const std::string stem = std::string(bare).substr(0, std::string(bare).size() - 5);  // "RobertaModel" -> "Roberta"
+  f.token_classifier_architecture = stem + "ForTokenClassification";
+  f.question_answering_architecture = stem + "ForQuestionAnswering";
+  f.masked_lm_architecture = stem + "ForMaskedLM";
+  f.head_names = lm_head_names();
   f.lora_targets = {"query", "key", "value", "dense"};
   f.tokenizer_hint = tokenizer;
   f.encoder = &kRoberta;
