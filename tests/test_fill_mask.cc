@@ -1,0 +1,153 @@
+// Fill-mask: the pipeline's post-processing (softmax, top k, the token alone and in the text,
+// several masks, the missing mask), the mask token and clean-up read from a tokenizer's files, and
+// (golden) tiny masked LMs saved by transformers against its fill-mask pipeline.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tach/error.h"
+#include "tach/fill_mask.h"
+#include "tach/tokenizer.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string bert_tokenizer_dir() { return test::shared_dir() + "/tokenizers/bert-base-uncased"; }
+
+// Logits [M, V]: zero everywhere except the (position row, token, value) entries given.
+Tensor logits_with(int64_t rows, int64_t vocab, const std::vector<std::tuple<int64_t, int32_t, float>>& peaks) {
+  Tensor t = Tensor::zeros({rows, vocab}, DType::f32);
+  for (const auto& [r, id, v] : peaks) t.data<float>()[r * vocab + id] = v;
+  return t;
+}
+
+class FillMaskBert : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::is_directory(bert_tokenizer_dir())) GTEST_SKIP() << bert_tokenizer_dir() << " is absent";
+    tok_ = Tokenizer::load(bert_tokenizer_dir());
+    mask_ = read_mask_tokens(bert_tokenizer_dir(), *tok_);
+  }
+  int32_t id(const std::string& token) const { return *tok_->token_to_id(token); }
+  std::unique_ptr<Tokenizer> tok_;
+  MaskTokens mask_;
+};
+
+TEST_F(FillMaskBert, TheTokenizerFilesNameTheMaskPadAndCleanUp) {
+  EXPECT_EQ(mask_.mask_token, "[MASK]");
+  EXPECT_EQ(mask_.mask_id, 103);
+  ASSERT_TRUE(mask_.pad_id.has_value());
+  EXPECT_EQ(*mask_.pad_id, 0);
+  EXPECT_TRUE(mask_.clean_up_spaces);  // tokenizer_config.json says so; WordPiece keeps it
+}
+
+TEST_F(FillMaskBert, OneMaskGivesTheSoftmaxLeadersWithTheFilledText) {
+  const Encoding e = tok_->encode("Paris is the [MASK] of France.");
+  const std::vector<int64_t> at = mask_positions(e.ids, mask_, "Paris is the [MASK] of France.");
+  ASSERT_EQ(at, (std::vector<int64_t>{4}));
+  const int64_t V = int64_t(tok_->vocab_size());
+  const Tensor logits = logits_with(1, V, {{0, id("capital"), 5.f}, {0, id("city"), 4.f}, {0, id("center"), 3.f}});
+  const auto got = fill_mask_candidates(*tok_, mask_, e.ids, at, logits, 3);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].size(), 3u);
+  const double denominator = std::exp(5.) + std::exp(4.) + std::exp(3.) + double(V - 3);
+  const char* words[] = {"capital", "city", "center"};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(got[0][size_t(i)].token, id(words[i]));
+    EXPECT_EQ(got[0][size_t(i)].token_str, words[i]);
+    EXPECT_NEAR(got[0][size_t(i)].score, std::exp(5. - i) / denominator, 1e-7);
+    EXPECT_EQ(got[0][size_t(i)].sequence, std::string("paris is the ") + words[i] + " of france.");
+  }
+}
+
+// The pipeline predicts each mask alone and, with several, keeps the special tokens (the other
+// masks among them) in the sequence: checked against transformers 5's output for this text.
+TEST_F(FillMaskBert, SeveralMasksArePredictedOneAtATimeWithSpecialTokensKept) {
+  const std::string text = "[MASK] is the [MASK] of France.";
+  const Encoding e = tok_->encode(text);
+  const auto at = mask_positions(e.ids, mask_, text);
+  ASSERT_EQ(at, (std::vector<int64_t>{1, 4}));
+  const Tensor logits = logits_with(2, int64_t(tok_->vocab_size()), {{0, id("paris"), 9.f}, {1, id("capital"), 9.f}});
+  const auto got = fill_mask_candidates(*tok_, mask_, e.ids, at, logits, 1);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0][0].sequence, "[CLS] paris is the [MASK] of france. [SEP]");
+  EXPECT_EQ(got[1][0].sequence, "[CLS] [MASK] is the capital of france. [SEP]");
+}
+
+TEST_F(FillMaskBert, APredictedPadTokenIsDroppedFromTheSequenceAndSpecialTokensSpellThemselves) {
+  const Encoding e = tok_->encode("a [MASK] b");
+  const auto at = mask_positions(e.ids, mask_, "a [MASK] b");
+  const auto got = fill_mask_candidates(*tok_, mask_, e.ids, at,
+                                        logits_with(1, int64_t(tok_->vocab_size()), {{0, 0, 9.f}, {0, 103, 8.f}}), 2);
+  EXPECT_EQ(got[0][0].token_str, "[PAD]");  // decode([id]) keeps special tokens
+  EXPECT_EQ(got[0][0].sequence, "a b");
+  EXPECT_EQ(got[0][1].token_str, "[MASK]");
+  EXPECT_EQ(got[0][1].sequence, "a b");  // one mask: special tokens skipped, a predicted one too
+}
+
+TEST_F(FillMaskBert, TopKIsCappedAtTheVocabularyAndTiesGoToTheLowerId) {
+  const Encoding e = tok_->encode("[MASK]");
+  const auto got = fill_mask_candidates(*tok_, mask_, e.ids, mask_positions(e.ids, mask_, "[MASK]"),
+                                        logits_with(1, 4, {{0, 2, 1.f}}), 10);
+  ASSERT_EQ(got[0].size(), 4u);
+  EXPECT_EQ(got[0][0].token, 2);
+  EXPECT_EQ(got[0][1].token, 0);
+  EXPECT_EQ(got[0][2].token, 1);
+  EXPECT_EQ(got[0][3].token, 3);
+  double sum = 0;
+  for (const auto& c : got[0]) sum += c.score;
+  EXPECT_NEAR(sum, 1.0, 1e-6);
+}
+
+TEST_F(FillMaskBert, ATextWithoutTheMaskTokenIsAUsageErrorNamingIt) {
+  const Encoding e = tok_->encode("Paris is the capital of France.");
+  try {
+    mask_positions(e.ids, mask_, "Paris is the capital of France.");
+    FAIL() << "no error";
+  } catch (const UsageError& err) {
+    const std::string m = err.what();
+    EXPECT_NE(m.find("\"Paris is the capital of France.\""), std::string::npos) << m;
+    EXPECT_NE(m.find("no mask token ([MASK])"), std::string::npos) << m;
+  }
+}
+
+// transformers' clean_up_tokenization runs over the whole text, so it joins "don ' t", which the
+// WordPiece decoder's own per-token clean-up leaves apart.
+TEST_F(FillMaskBert, DecodingCleansUpAsTransformersWhenTheConfigSaysSo) {
+  const Encoding e = tok_->encode("hello , world don't");
+  EXPECT_EQ(decode_as_transformers(*tok_, mask_, e.ids, true), "hello, world don't");
+  MaskTokens raw = mask_;
+  raw.clean_up_spaces = false;
+  EXPECT_EQ(decode_as_transformers(*tok_, raw, e.ids, true), "hello, world don ' t");
+}
+
+TEST(FillMaskTokens, FilesNameTheMaskElseTheTokenizersOwnElseAnError) {
+  if (!fs::is_directory(bert_tokenizer_dir())) GTEST_SKIP() << bert_tokenizer_dir() << " is absent";
+  test::TempDir dir;
+  fs::copy_file(bert_tokenizer_dir() + "/tokenizer.json", dir.file("tokenizer.json"));
+  const auto tok = Tokenizer::load(dir.path());
+  // No tokenizer_config.json: the tokenizer's own [MASK], no pad, no clean-up (transformers' default).
+  MaskTokens m = read_mask_tokens(dir.file("tokenizer.json"), *tok);
+  EXPECT_EQ(m.mask_token, "[MASK]");
+  EXPECT_FALSE(m.pad_id.has_value());
+  EXPECT_FALSE(m.clean_up_spaces);
+  // special_tokens_map.json's object form names another token.
+  test::write_text(dir.file("special_tokens_map.json"), R"({"mask_token": {"content": "[unused0]"}})");
+  EXPECT_EQ(read_mask_tokens(dir.path(), *tok).mask_id, 1);
+  test::write_text(dir.file("tokenizer_config.json"), R"({"mask_token": "<nope>"})");
+  const std::string err = test::error_of([&] { read_mask_tokens(dir.path(), *tok); });
+  EXPECT_NE(err.find("files name <nope>, which is not in its vocabulary"), std::string::npos) << err;
+
+  const std::string tiny = test::fixtures_dir() + "/tokenizers/tiny-wordpiece/tokenizer.json";
+  const std::string none = test::error_of([&] { read_mask_tokens(tiny, *Tokenizer::load(tiny)); });
+  EXPECT_NE(none.find("has no mask token ([MASK] or <mask>), so it cannot fill masks"), std::string::npos) << none;
+}
+
+}  // namespace
+}  // namespace tach
