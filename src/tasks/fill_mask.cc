@@ -162,4 +162,40 @@ std::vector<std::vector<FillMaskCandidate>> fill_mask_candidates(const Tokenizer
   return out;
 }
 
+std::vector<FillMaskResult> fill_mask(const Model& model, const Tokenizer& tokenizer, const MaskTokens& tokens,
+                                      const std::vector<std::string>& texts, int64_t top_k) {
+  const ModelInfo& info = model.info();
+  check(info.head == Head::masked_lm,
+        info.spec + " (" + info.architecture + ") runs " +
+            (info.head == Head::none ? std::string("no head") : "a " + std::string(head_name(info.head)) + " head") +
+            ": fill-mask needs a masked LM's head, as a *ForMaskedLM checkpoint has it");
+  usage_check(!texts.empty(), "no texts: give --text with a " + tokens.mask_token + " in it");
+  std::vector<FillMaskResult> out;
+  for (const std::string& text : texts) {
+    FillMaskResult r;
+    r.text = text;
+    // As the pipeline calls the tokenizer: special tokens added, nothing truncated.
+    const Encoding e = tokenizer.encode(text);
+    r.ids = e.ids;
+    r.mask_positions = mask_positions(r.ids, tokens, text);
+    usage_check(info.max_positions <= 0 || int64_t(r.ids.size()) <= info.max_positions,
+                "the text " + quoted_text(text) + " is " + std::to_string(r.ids.size()) + " tokens, more than the " +
+                    std::to_string(info.max_positions) + " positions of " + info.spec);
+    const TokenBatch batch = TokenBatch::from_rows(
+        {r.ids}, info.pad_token_id,
+        info.type_vocab_size > 0 ? std::vector<std::vector<int32_t>>{e.type_ids} : std::vector<std::vector<int32_t>>{});
+    const Tensor logits = model.token_logits(batch);  // [1, T, V]
+    const int64_t T = logits.size(1), V = logits.size(2);
+    Tensor at_masks = Tensor::empty({int64_t(r.mask_positions.size()), V}, DType::f32);  // [M, V]
+    for (size_t m = 0; m < r.mask_positions.size(); ++m) {
+      check(r.mask_positions[m] < T, "fill-mask: the model returned fewer positions than the text has");
+      const float* row = logits.data<float>() + r.mask_positions[m] * V;
+      std::copy(row, row + V, at_masks.data<float>() + int64_t(m) * V);
+    }
+    r.masks = fill_mask_candidates(tokenizer, tokens, r.ids, r.mask_positions, at_masks, top_k);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace tach

@@ -1,0 +1,145 @@
+// tach fill-mask: a masked LM's top tokens for each mask token of a text, as transformers'
+// fill-mask pipeline gives them (score, token, token_str, sequence).
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "format.h"
+#include "tach/error.h"
+#include "tach/fill_mask.h"
+#include "tach/model.h"
+#include "tach/runtime.h"
+#include "tach/tokenizer.h"
+#include "usage.h"
+
+namespace tach::cli {
+
+namespace {
+
+struct FillMaskOptions {
+  std::string model;
+  std::vector<std::string> texts;
+  std::string tokenizer;  // default: the model directory's
+  int64_t top_k = 5;      // the pipeline's default
+  int threads = 0;
+  std::string compute = "f32";
+  std::string device = "cpu";
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+nlohmann::json candidates_json(const std::vector<FillMaskCandidate>& candidates) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : candidates)
+    out.push_back({{"score", c.score}, {"token", c.token}, {"token_str", c.token_str}, {"sequence", c.sequence}});
+  return out;
+}
+
+int run_fill_mask(const FillMaskOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  if (opt.threads > 0) set_threads(opt.threads);
+  usage_check(!opt.texts.empty(), "nothing to fill: give --text with a mask token in it (repeat for more texts)");
+  LoadOptions lo;
+  lo.seed = opt.seed;
+  lo.device = parse_device(opt.device);
+  lo.compute = parse_compute_dtype(opt.compute);
+  // The checkpoint's own head: fill-mask needs the masked LM's, as published (a new one would be random).
+  const auto t0 = clock::now();
+  auto model = load_model(opt.model, lo);
+  const ModelInfo& info = model->info();
+  const std::string tokenizer_path = tokenizer_path_for(info, opt.tokenizer);
+  const auto tokenizer = Tokenizer::load(tokenizer_path);
+  const MaskTokens tokens = read_mask_tokens(tokenizer_path, *tokenizer);
+  const double load_s = std::chrono::duration<double>(clock::now() - t0).count();
+  const auto t1 = clock::now();
+  const std::vector<FillMaskResult> results = fill_mask(*model, *tokenizer, tokens, opt.texts, opt.top_k);
+  const double run_s = std::chrono::duration<double>(clock::now() - t1).count();
+
+  if (opt.json) {
+    nlohmann::json j;
+    j["schema"] = "tach.fill_mask/1";
+    j["model"] = {{"spec", info.spec},
+                  {"source", info.source},
+                  {"architecture", info.architecture},
+                  {"head", head_name(info.head)},
+                  {"parameters", info.parameters},
+                  {"weights_dtype", info.weights_dtype},
+                  {"compute_dtype", std::string(dtype_name(info.compute))},
+                  {"device", info.device.str()},
+                  {"notes", info.notes}};
+    j["tokenizer"] = {{"path", tokenizer_path}, {"mask_token", tokens.mask_token}, {"mask_token_id", tokens.mask_id}};
+    j["top_k"] = opt.top_k;
+    j["results"] = nlohmann::json::array();
+    for (const auto& r : results) {
+      nlohmann::json masks = nlohmann::json::array();
+      for (size_t m = 0; m < r.masks.size(); ++m)
+        masks.push_back({{"position", r.mask_positions[m]}, {"predictions", candidates_json(r.masks[m])}});
+      j["results"].push_back({{"text", r.text}, {"input_ids", r.ids}, {"masks", masks}});
+    }
+    j["timing"] = {{"unit", "s"}, {"load_s", load_s}, {"fill_s", run_s}};
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+
+  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << human_count(double(info.parameters))
+            << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n"
+            << "            " << info.source << "\n";
+  for (const auto& n : info.notes) std::cout << "note        " << n << "\n";
+  std::cout << "tokenizer   " << tokenizer_path << " (mask token " << tokens.mask_token << ", id " << tokens.mask_id
+            << ")\n"
+            << "time        " << fixed(load_s, 2) << " s to load, " << fixed(run_s * 1e3, 1) << " ms for "
+            << results.size() << (results.size() == 1 ? " text" : " texts") << " (one forward each)\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const FillMaskResult& r = results[i];
+    std::cout << "\ntext " << (i + 1) << "      "
+              << nlohmann::json(r.text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    for (size_t m = 0; m < r.masks.size(); ++m) {
+      if (r.masks.size() > 1)
+        std::cout << "mask " << (m + 1) << "      token " << r.mask_positions[m]
+                  << " (each mask is predicted with the others left masked)\n";
+      for (const auto& c : r.masks[m])
+        std::cout << "  " << fixed(c.score, 4) << "  "
+                  << nlohmann::json(c.token_str).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << " ("
+                  << c.token << ")  " << c.sequence << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_fill_mask_command(CLI::App& app) {
+  auto opt = std::make_shared<FillMaskOptions>();
+  CLI::App* sub = app.add_subcommand("fill-mask",
+                                     "A masked LM's top tokens for each mask token ([MASK], <mask>) of a text, with "
+                                     "their probabilities and the text filled in, as transformers' fill-mask "
+                                     "pipeline gives them");
+  sub->add_option("-m,--model", opt->model,
+                  "A masked-LM checkpoint (config.json architecture *ForMaskedLM): preset:NAME, a directory with "
+                  "config.json and model.safetensors, or a hub id ORG/NAME[@REV] in the Hugging Face cache")
+      ->required();
+  sub->add_option("--text", opt->texts,
+                  "A text with one or more mask tokens (repeat for more texts); each mask is predicted on its own, "
+                  "the others left masked")
+      ->required();
+  sub->add_option("--top-k", opt->top_k, "Predictions per mask, best first (at most the vocabulary)")
+      ->capture_default_str()
+      ->check(positive_count("--top-k", "--top-k values"));
+  sub->add_option("-k,--tokenizer", opt->tokenizer,
+                  "tokenizer.json or a directory (default: the model directory's); its mask token comes from "
+                  "tokenizer_config.json or special_tokens_map.json beside it, else [MASK] or <mask>");
+  sub->add_option("-t,--threads", opt->threads,
+                  "Threads (default: the cores other processes leave free at start, or OMP_NUM_THREADS)")
+      ->check(thread_count());
+  sub->add_option("--dtype", opt->compute,
+                  "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 "
+                  "too on cuda")
+      ->capture_default_str();
+  sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));
+  sub->add_option("--seed", opt->seed, "Seed for preset weights")->capture_default_str();
+  sub->add_flag("--json", opt->json, "Print machine-readable JSON (schema tach.fill_mask/1)");
+  return {sub, [opt] { return run_fill_mask(*opt); }};
+}
+
+}  // namespace tach::cli
