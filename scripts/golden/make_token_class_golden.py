@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Reference values for token classification: seqeval's entities and entity-level metrics over
+random and edge-case tag sequences, in its default (conlleval-compatible) mode and in strict mode
+with each scheme.
+
+    scripts/golden/make_token_class_golden.py tests/fixtures/token_classes
+
+Run with the development virtualenv (seqeval installed). Floats are written with Python's repr,
+which reads back to the same double.
+"""
+import argparse
+import importlib.metadata
+import json
+import math
+import os
+import random
+import warnings
+
+from seqeval.metrics import accuracy_score, classification_report
+from seqeval.metrics.sequence_labeling import get_entities
+from seqeval.scheme import BILOU, IOB1, IOB2, IOBES, IOE1, IOE2, Tokens
+
+SCHEMES = {"IOB1": IOB1, "IOB2": IOB2, "IOE1": IOE1, "IOE2": IOE2, "IOBES": IOBES, "BILOU": BILOU}
+PREFIXES = {"IOB1": "IOB", "IOB2": "IOB", "IOE1": "IOE", "IOE2": "IOE", "IOBES": "IOBES", "BILOU": "BILOU"}
+TYPES = ["PER", "LOC", "ORG", "MISC"]
+# Tags the lenient reader takes as they come: bare prefixes, other first characters, several dashes,
+# a type without a prefix, non-ASCII.
+ODD_TAGS = ["O", "B", "I", "E", "S", "I-", "B--X", "X-PER", "PER", ".-LOC", ".", "B-PER-X", "-", "--",
+            "É-PER", "B-É", "I-PER", "Other", "U-LOC", "L-LOC", "b-PER"]
+
+
+def scores(row):
+    return {"precision": float(row["precision"]), "recall": float(row["recall"]), "f1": float(row["f1-score"]),
+            "support": int(row["support"])}
+
+
+def nan_to_none(d):
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+
+def metrics_case(name, truth, predicted, scheme):
+    case = {"name": name, "scheme": scheme, "truth": truth, "predicted": predicted}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if scheme == "conlleval":
+                rep = classification_report(truth, predicted, output_dict=True, zero_division="warn")
+            else:
+                rep = classification_report(truth, predicted, output_dict=True, mode="strict",
+                                            scheme=SCHEMES[scheme])
+        except (ValueError, KeyError, IndexError) as e:
+            case["error"] = type(e).__name__
+            return case
+        except (ZeroDivisionError, TypeError):
+            return None  # no sentences at all: seqeval refuses the input itself
+    avgs = {"micro avg", "macro avg", "weighted avg"}
+    case["per_type"] = [dict(type=k, **scores(v)) for k, v in rep.items() if k not in avgs]
+    case["micro"] = scores(rep["micro avg"])
+    case["macro"] = nan_to_none(scores(rep["macro avg"]))
+    case["weighted"] = nan_to_none(scores(rep["weighted avg"]))
+    if sum(len(s) for s in truth):
+        case["accuracy"] = float(accuracy_score(truth, predicted))
+    return case
+
+
+def random_tags(rng, n, prefixes, types, odd=0.0):
+    out = []
+    for _ in range(n):
+        if odd and rng.random() < odd:
+            out.append(rng.choice(ODD_TAGS))
+            continue
+        p = rng.choice(prefixes)
+        out.append("O" if p == "O" else p + "-" + rng.choice(types))
+    return out
+
+
+def perturb(rng, tags, prefixes, types):
+    # A prediction near the truth: a few tags changed, as a tagger's mistakes are.
+    out = list(tags)
+    for i in range(len(out)):
+        if rng.random() < 0.2:
+            p = rng.choice(prefixes)
+            out[i] = "O" if p == "O" else p + "-" + rng.choice(types)
+    return out
+
+
+def sentences(rng, count, prefixes, types, odd=0.0):
+    truth = [random_tags(rng, rng.randint(0, 9), prefixes, types, odd) for _ in range(count)]
+    pred = [perturb(rng, s, prefixes, types) for s in truth]
+    return truth, pred
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out_dir")
+    args = ap.parse_args()
+    rng = random.Random(54)
+    cases = []
+
+    fixed = [
+        ("readme", [["O", "O", "O", "B-MISC", "I-MISC", "I-MISC", "O"], ["B-PER", "I-PER", "O"]],
+         [["O", "O", "B-MISC", "I-MISC", "I-MISC", "I-MISC", "O"], ["B-PER", "I-PER", "O"]]),
+        ("empty", [], []),
+        ("empty_sentences", [[], []], [[], []]),
+        ("all_outside", [["O", "O"], ["O"]], [["O", "O"], ["O"]]),
+        ("no_predictions", [["B-PER", "I-PER"]], [["O", "O"]]),
+        ("only_predictions", [["O", "O"]], [["B-LOC", "O"]]),
+        ("i_after_o", [["O", "I-PER", "I-PER", "O"]], [["O", "B-PER", "I-PER", "O"]]),
+        ("type_change", [["B-PER", "I-LOC", "I-LOC"]], [["B-PER", "B-LOC", "I-LOC"]]),
+        ("iobes", [["S-PER", "B-LOC", "I-LOC", "E-LOC", "O"]], [["S-PER", "B-LOC", "E-LOC", "S-LOC", "O"]]),
+        ("bilou", [["U-PER", "B-LOC", "I-LOC", "L-LOC", "O"]], [["U-PER", "B-LOC", "L-LOC", "U-LOC", "O"]]),
+        ("ioe", [["I-PER", "E-PER", "I-LOC", "O", "E-ORG"]], [["E-PER", "E-PER", "I-LOC", "E-LOC", "E-ORG"]]),
+        ("odd_tags", [["X-PER", "PER", ".-LOC", "B--X", "É-PER", "B-É", "Other"]],
+         [["X-PER", "B-PER", ".-LOC", "B--X", "É-PER", "I-É", "Other"]]),
+        ("entity_at_sentence_end", [["O", "B-PER"], ["I-PER", "O"]], [["O", "B-PER"], ["B-PER", "O"]]),
+        ("many_types", [["B-T%d" % i for i in range(12)]], [["B-T%d" % i if i % 3 else "O" for i in range(12)]]),
+        ("invalid_prefix", [["B-PER", "X-PER"]], [["B-PER", "O"]]),
+        ("lowercase_prefix", [["b-PER"]], [["B-PER"]]),
+        ("empty_tag", [["B-PER", ""]], [["B-PER", "O"]]),
+    ]
+    for name, truth, pred in fixed:
+        for scheme in ["conlleval"] + list(SCHEMES):
+            c = metrics_case(name, truth, pred, scheme)
+            if c is not None:
+                cases.append(c)
+
+    # Random data: per scheme its own prefixes (and the others' now and then, which strict mode
+    # refuses), and for conlleval odd tags too.
+    for k in range(30):
+        truth, pred = sentences(rng, rng.randint(1, 6), "IOB", TYPES[: rng.randint(1, 4)])
+        for scheme in ("conlleval", "IOB1", "IOB2"):
+            cases.append(metrics_case("iob_random_%d" % k, truth, pred, scheme))
+    for scheme, prefixes in PREFIXES.items():
+        for k in range(20):
+            truth, pred = sentences(rng, rng.randint(1, 6), prefixes + "O" * 2, TYPES[: rng.randint(1, 4)])
+            cases.append(metrics_case("%s_random_%d" % (scheme, k), truth, pred, scheme))
+            cases.append(metrics_case("%s_random_%d" % (scheme, k), truth, pred, "conlleval"))
+        for k in range(5):
+            truth, pred = sentences(rng, 3, "IOBESUL", TYPES[:2])
+            cases.append(metrics_case("%s_mixed_%d" % (scheme, k), truth, pred, scheme))
+    for k in range(25):
+        truth, pred = sentences(rng, rng.randint(1, 5), "IOBES", TYPES, odd=0.3)
+        cases.append(metrics_case("odd_random_%d" % k, truth, pred, "conlleval"))
+    cases = [c for c in cases if c is not None]
+
+    # Entities of single sequences, for the readers themselves.
+    chunks = []
+    for k in range(50):
+        tags = random_tags(rng, rng.randint(0, 10), "IOBESO", TYPES[:3], odd=0.25 if k % 2 else 0.0)
+        chunks.append({"tags": tags, "chunks": [list(c) for c in get_entities(tags)]})
+    strict = []
+    for scheme, cls in SCHEMES.items():
+        for k in range(20):
+            tags = random_tags(rng, rng.randint(0, 10), PREFIXES[scheme] + "OO", TYPES[:2])
+            ents = Tokens(tags, cls).entities
+            strict.append({"scheme": scheme, "tags": tags, "entities": [[e.tag, e.start, e.end] for e in ents]})
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    path = os.path.join(args.out_dir, "seqeval.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"source": "seqeval " + importlib.metadata.version("seqeval"),
+                   "metrics": cases, "chunks": chunks, "strict_entities": strict}, f, ensure_ascii=False, separators=(",", ":"))
+        f.write("\n")
+    print("wrote", path, len(cases), "metric cases")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+// Token classification: seqeval's entities and metrics against the seqeval package
+// (tests/fixtures/token_classes/seqeval.json, from scripts/golden/make_token_class_golden.py); the
+// CoNLL and JSON readers of tagged words.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "tach/error.h"
+#include "data/conll.h"
+#include "tasks/seqeval.h"
+#include "test_util.h"
+
+using nlohmann::json;
+using namespace tach;
+using namespace tach::tasks;
+
+namespace {
+
+const json& seqeval_golden() {
+  static const json j = json::parse(test::read_text(test::fixtures_dir() + "/token_classes/seqeval.json"));
+  return j;
+}
+
+std::vector<TagSequence> sequences(const json& j) { return j.get<std::vector<TagSequence>>(); }
+
+// Every double is the one seqeval computed, to the bit (JSON holds Python's repr).
+void expect_scores(const EntityTypeScores& got, const json& want, const std::string& where) {
+  for (const char* key : {"precision", "recall", "f1"}) {
+    const double g = key[0] == 'p' ? got.precision : key[0] == 'r' ? got.recall : got.f1;
+    if (want[key].is_null()) {
+      EXPECT_TRUE(std::isnan(g)) << where << " " << key;
+    } else {
+      EXPECT_EQ(g, want[key].get<double>()) << where << " " << key;
+    }
+  }
+  EXPECT_EQ(got.support, want["support"].get<int64_t>()) << where;
+}
+
+}  // namespace
+
+TEST(Seqeval, MetricsEqualTheSeqevalPackage) {
+  int compared = 0, refused = 0;
+  for (const json& c : seqeval_golden()["metrics"]) {
+    const std::string where = c["name"].get<std::string>() + " (" + c["scheme"].get<std::string>() + ")";
+    const TagScheme scheme = parse_tag_scheme(c["scheme"]);
+    if (c.contains("error")) {
+      EXPECT_NE(test::error_of([&] { seqeval_scores(sequences(c["truth"]), sequences(c["predicted"]), scheme); }),
+                "(no error)")
+          << where << ": seqeval raised " << c["error"];
+      ++refused;
+      continue;
+    }
+    const SeqevalResult r = seqeval_scores(sequences(c["truth"]), sequences(c["predicted"]), scheme);
+    ASSERT_EQ(r.per_type.size(), c["per_type"].size()) << where;
+    for (size_t i = 0; i < r.per_type.size(); ++i) {
+      EXPECT_EQ(r.per_type[i].type, c["per_type"][i]["type"]) << where;
+      expect_scores(r.per_type[i], c["per_type"][i], where + " " + r.per_type[i].type);
+    }
+    expect_scores(r.micro, c["micro"], where + " micro");
+    expect_scores(r.macro, c["macro"], where + " macro");
+    expect_scores(r.weighted, c["weighted"], where + " weighted");
+    if (c.contains("accuracy")) { EXPECT_EQ(r.token_accuracy, c["accuracy"].get<double>()) << where; }
+    ++compared;
+  }
+  EXPECT_GT(compared, 300);
+  EXPECT_GT(refused, 50);
+}
+
+TEST(Seqeval, ConllevalChunksEqualGetEntities) {
+  for (const json& c : seqeval_golden()["chunks"]) {
+    const std::vector<Chunk> got = conlleval_chunks(c["tags"].get<TagSequence>());
+    ASSERT_EQ(got.size(), c["chunks"].size()) << c["tags"].dump();
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].type, c["chunks"][i][0]) << c["tags"].dump();
+      EXPECT_EQ(got[i].first, c["chunks"][i][1]) << c["tags"].dump();
+      EXPECT_EQ(got[i].last, c["chunks"][i][2]) << c["tags"].dump();
+    }
+  }
+}
+
+TEST(Seqeval, StrictEntitiesEqualTheSchemesTokens) {
+  for (const json& c : seqeval_golden()["strict_entities"]) {
+    const std::vector<TaggedEntity> got =
+        strict_entities(c["tags"].get<TagSequence>(), parse_tag_scheme(c["scheme"]), 0, "test");
+    const std::string where = c["scheme"].get<std::string>() + " " + c["tags"].dump();
+    ASSERT_EQ(got.size(), c["entities"].size()) << where;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].type, c["entities"][i][0]) << where;
+      EXPECT_EQ(got[i].start, c["entities"][i][1]) << where;
+      EXPECT_EQ(got[i].end, c["entities"][i][2]) << where;
+    }
+  }
+}
+
+TEST(Seqeval, ErrorsNameTheTagTheSchemeAndWhere) {
+  const std::string bad_prefix = test::error_of([] {
+    seqeval_scores({{"O", "B-PER"}, {"O", "S-PER"}}, {{"O", "B-PER"}, {"O", "O"}}, TagScheme::iob2);
+  });
+  EXPECT_NE(bad_prefix.find("'S-PER'"), std::string::npos) << bad_prefix;
+  EXPECT_NE(bad_prefix.find("sentence 2, token 2"), std::string::npos) << bad_prefix;
+  EXPECT_NE(bad_prefix.find("IOB2"), std::string::npos) << bad_prefix;
+  EXPECT_NE(test::error_of([] {
+              seqeval_scores({{"O"}}, {{"O", "O"}}, TagScheme::conlleval);
+            }).find("sentence 1"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] { seqeval_scores({{""}}, {{"O"}}, TagScheme::conlleval); }).find("empty tag"),
+            std::string::npos);
+  EXPECT_THROW(parse_tag_scheme("IOB3"), UsageError);
+  EXPECT_EQ(parse_tag_scheme("bilou"), TagScheme::bilou);
+  EXPECT_EQ(parse_tag_scheme("conlleval"), TagScheme::conlleval);
+}
+
+// ---- CoNLL-style text and JSON records ----
+
+TEST(TaggedData, ConllSentencesDocstartAndColumns) {
+  const std::string text =
+      "\xEF\xBB\xBF-DOCSTART- -X- -X- O\r\n"
+      "\r\n"
+      "EU NNP B-NP B-ORG\r\n"
+      "rejects VBZ B-VP O\n"
+      "German JJ B-NP B-MISC\n"
+      "\n\n"
+      "Peter NNP B-NP B-PER\n"
+      "Blackburn\tNNP  B-NP\tI-PER\n"
+      "-DOCSTART- -X- -X- O\n"
+      "BRUSSELS NNP B-NP B-LOC";
+  const auto s = data::read_conll("x.conll", text, -1);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].words, (std::vector<std::string>{"EU", "rejects", "German"}));
+  EXPECT_EQ(s[0].tags, (std::vector<std::string>{"B-ORG", "O", "B-MISC"}));
+  EXPECT_EQ(s[0].source, 3);
+  EXPECT_EQ(s[1].tags, (std::vector<std::string>{"B-PER", "I-PER"}));
+  EXPECT_EQ(s[2].words, (std::vector<std::string>{"BRUSSELS"}));
+  // --tag-column 1: the part-of-speech column
+  EXPECT_EQ(data::read_conll("x.conll", text, 1)[0].tags, (std::vector<std::string>{"NNP", "VBZ", "JJ"}));
+  EXPECT_EQ(data::read_conll("x.conll", text, -2)[0].tags, (std::vector<std::string>{"B-NP", "B-VP", "B-NP"}));
+}
+
+TEST(TaggedData, MalformedConllLinesNameTheFileAndLine) {
+  const std::string one_column = test::error_of([] { data::read_conll("ner.txt", "EU B-ORG\nrejects\n", -1); });
+  EXPECT_NE(one_column.find("ner.txt:2"), std::string::npos) << one_column;
+  EXPECT_NE(one_column.find("'rejects'"), std::string::npos) << one_column;
+  const std::string short_line = test::error_of([] { data::read_conll("ner.txt", "EU NNP B-ORG\nEU O\n", 2); });
+  EXPECT_NE(short_line.find("ner.txt:2"), std::string::npos) << short_line;
+  // the tag column may not be the word's
+  EXPECT_NE(test::error_of([] { data::read_conll("ner.txt", "EU B-ORG\n", 0); }), "(no error)");
+}
+
+TEST(TaggedData, JsonRecordsWithNamesOrIds) {
+  data::TaggedJsonOptions o;
+  o.tag_names = {"O", "B-PER", "I-PER"};
+  const auto lines =
+      data::read_tagged_json("d.jsonl",
+                             "{\"id\": \"0\", \"tokens\": [\"Ada\", \"Lovelace\"], \"ner_tags\": [1, 2]}\n\n"
+                             "{\"tokens\": [\"x\"], \"ner_tags\": [\"O\"]}\n",
+                             true, o);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].tags, (std::vector<std::string>{"B-PER", "I-PER"}));
+  EXPECT_EQ(lines[1].source, 3);
+  const auto splits = data::read_tagged_json(
+      "d.json", "{\"train\": [], \"test\": [{\"tokens\": [\"a\"], \"ner_tags\": [0]}]}", false, o);
+  ASSERT_EQ(splits.size(), 1u);
+  EXPECT_EQ(splits[0].tags[0], "O");
+  EXPECT_EQ(data::read_tagged_json("d.json", "[{\"tokens\": [\"a\"], \"ner_tags\": [\"B-X\"]}]", false, {})[0].tags[0],
+            "B-X");
+
+  const std::string out_of_range =
+      test::error_of([&] { data::read_tagged_json("d.jsonl", "{\"tokens\": [\"a\"], \"ner_tags\": [3]}", true, o); });
+  EXPECT_NE(out_of_range.find("d.jsonl:1"), std::string::npos) << out_of_range;
+  EXPECT_NE(out_of_range.find("3 tag names"), std::string::npos) << out_of_range;
+  const std::string no_names =
+      test::error_of([] { data::read_tagged_json("d.jsonl", "{\"tokens\": [\"a\"], \"ner_tags\": [0]}", true, {}); });
+  EXPECT_NE(no_names.find("integer tags"), std::string::npos) << no_names;
+  const std::string lengths = test::error_of(
+      [&] { data::read_tagged_json("d.jsonl", "{\"tokens\": [\"a\", \"b\"], \"ner_tags\": [0]}", true, o); });
+  EXPECT_NE(lengths.find("2 words"), std::string::npos) << lengths;
+  const std::string missing =
+      test::error_of([&] { data::read_tagged_json("d.jsonl", "{\"words\": [\"a\"], \"tags\": [0]}", true, o); });
+  EXPECT_NE(missing.find("no key 'tokens'"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("'words'"), std::string::npos) << missing;
+}
+
+TEST(TaggedData, FilesByExtensionAndEmptyFilesRefused) {
+  test::TempDir dir;
+  test::write_text(dir.file("a.conll"), "EU B-ORG\n\nx O\n");
+  test::write_text(dir.file("b.json"), "[{\"tokens\": [\"a\"], \"ner_tags\": [\"O\"]}]");
+  test::write_text(dir.file("empty.txt"), "\n-DOCSTART- O\n\n");
+  EXPECT_EQ(data::read_tagged_file(dir.file("a.conll"), "auto", -1, {}).size(), 2u);
+  EXPECT_EQ(data::read_tagged_file(dir.file("b.json"), "auto", -1, {}).size(), 1u);
+  EXPECT_NE(test::error_of([&] { data::read_tagged_file(dir.file("empty.txt"), "auto", -1, {}); }).find("no sentences"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] { data::read_tagged_file(dir.file("a.conll"), "csv", -1, {}); }).find("'csv'"),
+            std::string::npos);
+}
