@@ -9,6 +9,8 @@
 
 #include "commands.h"
 #include "format.h"
+#include "head_option.h"
+#include "head_outputs.h"
 #include "tach/error.h"
 #include "tach/memory.h"
 #include "tach/model.h"
@@ -39,6 +41,7 @@ struct ClassifyOptions {
   std::string device = "cpu";
   uint64_t seed = 0;
   std::string adapter;  // a peft LoRA adapter merged at load
+  std::string head = "auto";
   int show_rows = 8;
   bool json = false;
 };
@@ -136,12 +139,17 @@ int run_classify(const ClassifyOptions& opt) {
   lo.adapter = opt.adapter;
   lo.device = parse_device(opt.device);
   lo.compute = parse_compute_dtype(opt.compute);
+  lo.head = head_to_load(opt.head, HeadUse::as_published);
 
   const auto t_load0 = clock::now();
   auto model = load_model(opt.model, lo);
   const double load_s = std::chrono::duration<double>(clock::now() - t_load0).count();
   const ModelInfo& info = model->info();
-  check(info.classifier, opt.model + " is a bare encoder (" + info.architecture + "): nothing to classify with");
+  check(info.head != Head::none, opt.model + " is a bare " + (info.causal_lm ? "causal LM" : "encoder") + " (" +
+                                     info.architecture + "): nothing to classify with (--head builds a new head)");
+  // The head built: a sequence classifier's logits [B, L], or a per-token head's [B, T, *].
+  const bool per_token = info.head != Head::sequence_classification;
+  const auto forward = [&](const TokenBatch& b) { return per_token ? model->token_logits(b) : model->classify(b); };
 
   std::string input_what;
   double tokenize_s = 0;
@@ -154,14 +162,14 @@ int run_classify(const ClassifyOptions& opt) {
   const MemoryStats before = memory_stats(info.device);
   reset_memory_peaks(info.device);
   Tensor logits;
-  for (int i = 0; i < opt.warmup; ++i) logits = model->classify(batch);
+  for (int i = 0; i < opt.warmup; ++i) logits = forward(batch);
   std::vector<double> seconds;
   // Other processes' CPU use over the timed runs, read between them: on a shared machine the
   // latency below can be theirs, not the model's, and the output says so.
   CpuLoadWindow load_window;
   for (int i = 0; i < opt.repeat; ++i) {
     const auto t0 = clock::now();
-    logits = model->classify(batch);
+    logits = forward(batch);
     seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
     load_window.sample();
   }
@@ -169,13 +177,13 @@ int run_classify(const ClassifyOptions& opt) {
   const MemoryStats after = memory_stats(info.device);
   const Summary lat = summarize(seconds);
   const ForwardCost cost = model->forward_cost(B, T);
-  const Tensor scores = scores_from_logits(logits, info.problem_type);
+  const Tensor scores = per_token ? Tensor() : scores_from_logits(logits, info.problem_type);
   const double timer_s = timer_overhead_seconds();
   const SystemInfo sys = system_info();
 
-  const int64_t L = logits.size(1);
+  const int64_t L = per_token ? 0 : logits.size(1);
   const float* lg = logits.data<float>();
-  const float* sc = scores.data<float>();
+  const float* sc = per_token ? nullptr : scores.data<float>();
   auto best_label = [&](int64_t r) {
     int64_t best = 0;
     for (int64_t l = 1; l < L; ++l)
@@ -189,6 +197,7 @@ int run_classify(const ClassifyOptions& opt) {
     j["model"] = {{"spec", info.spec},
                   {"source", info.source},
                   {"architecture", info.architecture},
+                  {"head", head_name(info.head)},
                   {"parameters", info.parameters},
                   {"weights_dtype", info.weights_dtype},
                   {"compute_dtype", std::string(dtype_name(info.compute))},
@@ -207,6 +216,10 @@ int run_classify(const ClassifyOptions& opt) {
     if (!opt.texts.empty()) j["input"]["texts"] = opt.texts;
     j["rows"] = nlohmann::json::array();
     for (int64_t r = 0; r < B; ++r) {
+      if (per_token) {
+        j["rows"].push_back(per_token_outputs_json(info.head, logits, batch, r));
+        continue;
+      }
       std::vector<float> lr(lg + r * L, lg + (r + 1) * L), sr(sc + r * L, sc + (r + 1) * L);
       j["rows"].push_back({{"label", info.labels[size_t(best_label(r))]}, {"logits", lr}, {"scores", sr}});
     }
@@ -253,6 +266,11 @@ int run_classify(const ClassifyOptions& opt) {
             << "load        " << fixed(load_s, 2) << " s (config, weights, packing)\n";
   const int64_t shown = std::min<int64_t>(B, opt.show_rows);
   for (int64_t r = 0; r < shown; ++r) {
+    if (per_token) {
+      std::cout << "row " << r << (r < 10 ? "      " : "     ") << per_token_outputs_line(info, logits, batch, r)
+                << "\n";
+      continue;
+    }
     std::cout << "row " << r << (r < 10 ? "      " : "     ") << info.labels[size_t(best_label(r))] << "  (";
     for (int64_t l = 0; l < L; ++l)
       std::cout << (l ? ", " : "") << info.labels[size_t(l)] << " " << fixed(sc[r * L + l], 4);
@@ -286,8 +304,8 @@ int run_classify(const ClassifyOptions& opt) {
 Command add_classify_command(CLI::App& app) {
   auto opt = std::make_shared<ClassifyOptions>();
   CLI::App* sub = app.add_subcommand("classify",
-                                     "Run a sequence classifier on texts or token ids; print labels, scores and "
-                                     "timings");
+                                     "Run a classifier (or the head --head picks) on texts or token ids; print "
+                                     "labels, scores and timings");
   sub->add_option("-m,--model", opt->model,
                   "Model: preset:NAME (an unknown NAME lists them all), a directory with "
                   "config.json and model.safetensors, or a hub id ORG/NAME[@REV] in the Hugging Face cache")
@@ -319,7 +337,9 @@ Command add_classify_command(CLI::App& app) {
   sub->add_option("--adapter", opt->adapter,
                   "A LoRA adapter directory as peft saves it (adapter_config.json, adapter_model.safetensors), merged "
                   "into the weights at load; its head replaces the model's");
-  sub->add_option("--seed", opt->seed, "Seed for preset weights and random ids")->capture_default_str();
+  sub->add_option("--seed", opt->seed, "Seed for preset weights, a new head's weights and random ids")
+      ->capture_default_str();
+  add_head_option(sub, opt->head, HeadUse::as_published);
   sub->add_option("--show-rows", opt->show_rows, "Rows to print")->capture_default_str();
   sub->add_flag("--json", opt->json, "Print machine-readable JSON (schema tach.classify/1)");
   return {sub, [opt] { return run_classify(*opt); }};
