@@ -9,6 +9,7 @@
 
 #include "cpu/gemm.h"
 #include "cpu/train_gemm.h"
+#include "tach/memory.h"
 #include "test_util.h"
 #include "train/adamw.h"
 #include "train/grad_norm.h"
@@ -176,7 +177,15 @@ TEST(TrainGemm, Bf16RoundsBothInputsAndAccumulatesInF32) {
     // A strided view of A (ld 40) exercises the gather.
     std::vector<float> strided(M * 40, 9.f);
     for (int64_t m = 0; m < M; ++m) std::copy_n(A.data() + m * K, K, strided.data() + m * 40);
+    // The rounded copies are workspace the allocator counts (a bf16 step's memory report includes
+    // them): the peak rises by both operands' copies at least, and nothing stays live.
+    const MemoryStats before = memory_stats(Device::cpu());
+    reset_memory_peaks(Device::cpu());
     cpu::train_gemm(false, true, M, N, K, 1.f, strided.data(), 40, B.data(), K, 0.f, mixed.data(), N);
+    const MemoryStats during = memory_stats(Device::cpu());
+    const int64_t copies = (M * K + N * K) * (cpu::bf16_train_gemm_onednn() ? 2 : 4);
+    EXPECT_GE(during[MemoryCategory::workspace].peak - before[MemoryCategory::workspace].current, copies);
+    EXPECT_EQ(during[MemoryCategory::workspace].current, before[MemoryCategory::workspace].current);
   }
   EXPECT_EQ(cpu::train_precision(), cpu::TrainPrecision::f32);
   cpu::train_gemm(false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.f, after.data(), N);
