@@ -1,0 +1,1 @@
+# (replace this header: what these tests check)
