@@ -1,13 +1,19 @@
 // Token classification: seqeval's entities and metrics against the seqeval package
 // (tests/fixtures/token_classes/seqeval.json, from scripts/golden/make_token_class_golden.py); the
-// CoNLL and JSON readers of tagged words.
+// CoNLL and JSON readers of tagged words; entities as the token-classification pipeline gives them
+// (tests/fixtures/token_classes/entity_groups.json, transformers on the tiny models of
+// tests/fixtures/heads).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tach/error.h"
+#include "tach/model.h"
+#include "tach/tokenizer.h"
 #include "data/conll.h"
+#include "tasks/entity_groups.h"
 #include "tasks/seqeval.h"
 #include "test_util.h"
 
@@ -192,4 +198,99 @@ TEST(TaggedData, FilesByExtensionAndEmptyFilesRefused) {
             std::string::npos);
   EXPECT_NE(test::error_of([&] { data::read_tagged_file(dir.file("a.conll"), "csv", -1, {}); }).find("'csv'"),
             std::string::npos);
+}
+
+// ---- the token-classification pipeline's entities ----
+
+namespace {
+
+std::string token_class_dir() { return test::fixtures_dir() + "/token_classes"; }
+
+// A model of tests/fixtures/heads, or a skip when the heads' fixtures are absent.
+std::unique_ptr<EncoderModel> ner_model(const std::string& name) {
+  const std::string dir = test::fixtures_dir() + "/heads/" + name;
+  if (!std::filesystem::exists(dir + "/config.json")) return nullptr;
+  return load_model(dir);
+}
+
+}  // namespace
+
+TEST(EntityGroups, EqualTheTokenClassificationPipeline) {
+  const json golden = json::parse(test::read_text(token_class_dir() + "/entity_groups.json"));
+  const auto tokenizer = Tokenizer::load(token_class_dir() + "/tokenizer-wordpiece/tokenizer.json");
+  const auto unk = tokenizer->token_to_id("[UNK]");
+  const auto join = [&](const std::vector<std::string>& t) { return tokenizer->decode_tokens(t); };
+  int groups_compared = 0;
+  for (const auto& [name, rows] : golden["models"].items()) {
+    const auto model = ner_model(name);
+    if (!model) GTEST_SKIP() << "no tests/fixtures/heads/" << name;
+    const ModelInfo& info = model->info();
+    ASSERT_EQ(info.head, Head::token_classification) << name;
+    for (const json& row : rows) {
+      const std::string text = row["text"];
+      EncodeOptions eo;
+      eo.truncation = Truncation{};
+      eo.truncation->max_length = size_t(info.max_positions);
+      const Encoding enc = tokenizer->encode(text, eo);
+      ASSERT_EQ(enc.ids, row["ids"].get<std::vector<int32_t>>()) << text;
+      const Tensor logits = model->token_logits(TokenBatch::from_rows({enc.ids}, info.pad_token_id));
+      const auto tokens = tasks::token_entities(text, enc, logits.data<float>(), info.labels, unk);
+      const auto shown = tasks::without_outside(tokens);
+      const json& want = row["none"];
+      ASSERT_EQ(shown.size(), want.size()) << name << ": " << text;
+      for (size_t i = 0; i < shown.size(); ++i) {
+        EXPECT_EQ(shown[i].entity, want[i]["entity"]) << name << ": " << text << " token " << i;
+        EXPECT_EQ(shown[i].index, want[i]["index"].get<int64_t>()) << text;
+        EXPECT_EQ(shown[i].word, want[i]["word"]) << text;
+        EXPECT_EQ(shown[i].start, want[i]["start"].get<int64_t>()) << text;
+        EXPECT_EQ(shown[i].end, want[i]["end"].get<int64_t>()) << text;
+        // tach's logits equal transformers' within 1e-4 (test_heads); the softmax follows them
+        EXPECT_NEAR(shown[i].score, want[i]["score"].get<double>(), 1e-4) << text;
+      }
+      const auto groups = tasks::without_outside(tasks::group_entities(tokens, join));
+      const json& want_groups = row["simple"];
+      ASSERT_EQ(groups.size(), want_groups.size()) << name << ": " << text;
+      for (size_t i = 0; i < groups.size(); ++i) {
+        EXPECT_EQ(groups[i].entity_group, want_groups[i]["entity_group"]) << name << ": " << text << " group " << i;
+        EXPECT_EQ(groups[i].word, want_groups[i]["word"]) << text;
+        EXPECT_EQ(groups[i].start, want_groups[i]["start"].get<int64_t>()) << text;
+        EXPECT_EQ(groups[i].end, want_groups[i]["end"].get<int64_t>()) << text;
+        EXPECT_NEAR(groups[i].score, want_groups[i]["score"].get<double>(), 1e-4) << text;
+        ++groups_compared;
+      }
+    }
+  }
+  EXPECT_GT(groups_compared, 20);
+}
+
+TEST(EntityGroups, BTagsStartGroupsAndOtherLabelsContinue) {
+  // Hand-made tokens: the grouping rule alone (get_tag: a label without B-/I- continues its type).
+  const auto tok = [](const std::string& entity, float score, const std::string& word, int64_t s, int64_t e) {
+    tasks::TokenEntity t;
+    t.entity = entity;
+    t.score = score;
+    t.word = word;
+    t.start = s;
+    t.end = e;
+    return t;
+  };
+  const std::vector<tasks::TokenEntity> tokens{tok("B-PER", 0.5f, "ada", 0, 3),     tok("I-PER", 0.25f, "love", 4, 8),
+                                               tok("B-PER", 1.0f, "bob", 9, 12),    tok("O", 0.9f, "in", 13, 15),
+                                               tok("I-LOC", 0.5f, "paris", 16, 21), tok("LOC", 0.5f, "x", 21, 22),
+                                               tok("MISC", 0.5f, "y", 23, 24)};
+  const auto join = [](const std::vector<std::string>& t) {
+    std::string s;
+    for (const auto& w : t) s += (s.empty() ? "" : " ") + w;
+    return s;
+  };
+  const auto groups = tasks::without_outside(tasks::group_entities(tokens, join));
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups[0].entity_group, "PER");
+  EXPECT_EQ(groups[0].word, "ada love");
+  EXPECT_EQ(groups[0].score, 0.375f);
+  EXPECT_EQ(groups[0].end, 8);
+  EXPECT_EQ(groups[1].word, "bob");
+  EXPECT_EQ(groups[2].entity_group, "LOC");
+  EXPECT_EQ(groups[2].word, "paris x");
+  EXPECT_EQ(groups[3].entity_group, "MISC");
 }

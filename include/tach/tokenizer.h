@@ -81,6 +81,9 @@ class Tokenizer {
     return encode_batch(texts, EncodeOptions{add_special_tokens, std::nullopt, std::nullopt});
   }
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const = 0;
+  // Tokens (as the vocabulary writes them, or any text) joined by the decoder alone, as
+  // transformers' convert_tokens_to_string joins them ("john", "##s" -> "johns").
+  virtual std::string decode_tokens(const std::vector<std::string>& tokens) const = 0;
 
   virtual std::optional<int32_t> token_to_id(const std::string& token) const = 0;
   virtual std::optional<std::string> id_to_token(int32_t id) const = 0;

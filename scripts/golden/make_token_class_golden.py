@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
-"""Reference values for token classification: seqeval's entities and entity-level metrics over
-random and edge-case tag sequences, in its default (conlleval-compatible) mode and in strict mode
-with each scheme.
+"""Reference values for token classification:
+ - seqeval.json: seqeval's entities and entity-level metrics over random and edge-case tag
+   sequences, in its default (conlleval-compatible) mode and in strict mode with each scheme;
+ - tokenizer-wordpiece/: a small WordPiece tokenizer whose ids fit the tiny token classifiers of
+   tests/fixtures/heads (vocabulary 120);
+ - entity_groups.json: transformers' token-classification pipeline (aggregation "none" and
+   "simple") with those models and that tokenizer on a few texts;
+ - ner.conll, ner.jsonl, ner_eval.json: tagged sentences and the seqeval metrics of each model's
+   predictions as transformers' run_ner makes them (words split into sub-tokens with
+   is_split_into_words=True, the first sub-token's prediction is the word's).
 
-    scripts/golden/make_token_class_golden.py tests/fixtures/token_classes
+    scripts/golden/make_token_class_golden.py tests/fixtures/token_classes [--heads tests/fixtures/heads]
 
-Run with the development virtualenv (seqeval installed). Floats are written with Python's repr,
-which reads back to the same double.
+Run with the development virtualenv (seqeval, torch, transformers, tokenizers). Floats are written
+with Python's repr, which reads back to the same double.
 """
 import argparse
 import importlib.metadata
@@ -90,9 +97,153 @@ def sentences(rng, count, prefixes, types, odd=0.0):
     return truth, pred
 
 
+# ---- the pipeline and run_ner on the tiny token classifiers ----
+
+WORDS = ["john", "smith", "mary", "lives", "in", "new", "york", "visited", "berlin", "london", "paris", "and",
+         "the", "city", "of", "works", "at", "google", "a", "is", "big"]
+PIECES = ["##s", "##ing", "##ed", "##er", "##burg", "##ton"]
+NER_MODELS = ["bert-tokcls-f32", "distilbert-tokcls-f32"]
+TEXTS = [
+    "John Smith lives in New York.",
+    "Mary visited Berlin, and London's city!",
+    "Zürich ☃ and Köln are big",
+    "the",
+    "Smithton works at Google in Paris and Johnsburg visited the city of London and New York with Mary Smith "
+    "and John, who lives in Berlin.",
+]
+
+
+def make_tokenizer(out_dir):
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    vocab = specials + letters + ["##" + c for c in letters] + [".", ",", "!", "'"] + WORDS + PIECES
+    assert len(vocab) <= 120, len(vocab)
+    ids = {t: i for i, t in enumerate(vocab)}
+    tok = Tokenizer(models.WordPiece(vocab=ids, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])])
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.add_special_tokens(specials)
+    path = os.path.join(out_dir, "tokenizer-wordpiece")
+    os.makedirs(path, exist_ok=True)
+    tok.save(os.path.join(path, "tokenizer.json"))
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
+        json.dump({"unk_token": "[UNK]", "pad_token": "[PAD]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+                   "mask_token": "[MASK]", "model_max_length": 32, "do_lower_case": True}, f, indent=1)
+        f.write("\n")
+    return path
+
+
+def fast_tokenizer(path):
+    from transformers import PreTrainedTokenizerFast
+    return PreTrainedTokenizerFast(tokenizer_file=os.path.join(path, "tokenizer.json"), unk_token="[UNK]",
+                                   pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
+                                   model_max_length=32)
+
+
+def plain(entity):
+    out = {}
+    for k, v in entity.items():
+        out[k] = float(v) if k == "score" else int(v) if k in ("start", "end", "index") else v
+    return out
+
+
+def tagged_sentences(rng):
+    sents = []
+    for _ in range(24):
+        n = rng.randint(1, 9)
+        words = [rng.choice(WORDS + ["Smithton", "Johnsburg", "☃", ",", "Zürich", "works"]) for _ in range(n)]
+        words = [w.capitalize() if rng.random() < 0.3 else w for w in words]
+        sents.append(words)
+    return sents
+
+
+def write_pipeline_golden(out_dir, heads_dir):
+    import torch
+    from transformers import AutoModelForTokenClassification, pipeline
+    from seqeval.metrics import classification_report as report
+    from seqeval.scheme import IOB2 as iob2
+
+    tok_path = make_tokenizer(out_dir)
+    tokenizer = fast_tokenizer(tok_path)
+    rng = random.Random(5454)
+    sentences = tagged_sentences(rng)
+    groups, evals = {}, {}
+    truth_tags = None
+    for name in NER_MODELS:
+        model = AutoModelForTokenClassification.from_pretrained(os.path.join(heads_dir, name)).eval()
+        labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
+        rows = []
+        for strategy in ("none", "simple"):
+            pipe = pipeline("token-classification", model=model, tokenizer=tokenizer, aggregation_strategy=strategy,
+                            device="cpu")
+            for i, text in enumerate(TEXTS):
+                if strategy == "none":
+                    enc = tokenizer(text, truncation=True)
+                    rows.append({"text": text, "ids": enc["input_ids"]})
+                rows[i][strategy] = [plain(e) for e in pipe(text)]
+        groups[name] = rows
+
+        # run_ner: words to sub-tokens (is_split_into_words), the first sub-token's prediction.
+        predicted = []
+        with torch.no_grad():
+            for words in sentences:
+                enc = tokenizer(words, is_split_into_words=True, truncation=True, return_tensors="pt")
+                logits = model(**enc).logits[0]
+                best = logits.argmax(-1).tolist()
+                seen, tags = set(), []
+                for t, w in enumerate(enc.word_ids()):
+                    if w is None or w in seen:
+                        continue
+                    seen.add(w)
+                    tags.append(labels[best[t]])
+                assert len(tags) == len(words)
+                predicted.append(tags)
+        if truth_tags is None:
+            # The truth: the first model's predictions with a third of the tags changed, so that
+            # the metrics are neither 0 nor 1.
+            truth_tags = [[rng.choice(labels) if rng.random() < 0.33 else t for t in s] for s in predicted]
+        result = {}
+        for scheme in ("conlleval", "IOB2"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rep = report(truth_tags, predicted, output_dict=True,
+                             **({} if scheme == "conlleval" else {"mode": "strict", "scheme": iob2}))
+            avgs = {"micro avg", "macro avg", "weighted avg"}
+            result[scheme] = {"per_type": [dict(type=k, **scores(v)) for k, v in rep.items() if k not in avgs],
+                              "micro": scores(rep["micro avg"]),
+                              "accuracy": float(accuracy_score(truth_tags, predicted))}
+        evals[name] = {"labels": labels, "predicted": predicted, "metrics": result}
+
+    label_ids = {t: i for i, t in enumerate(evals[NER_MODELS[0]]["labels"])}
+    with open(os.path.join(out_dir, "ner.conll"), "w", encoding="utf-8") as f:
+        f.write("-DOCSTART- -X- O\n\n")
+        for words, tags in zip(sentences, truth_tags):
+            for w, t in zip(words, tags):
+                f.write("%s X %s\n" % (w, t))
+            f.write("\n")
+    with open(os.path.join(out_dir, "ner.jsonl"), "w", encoding="utf-8") as f:
+        for i, (words, tags) in enumerate(zip(sentences, truth_tags)):
+            f.write(json.dumps({"id": str(i), "tokens": words, "ner_tags": [label_ids[t] for t in tags]},
+                               ensure_ascii=False) + "\n")
+    with open(os.path.join(out_dir, "entity_groups.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizer": "tokenizer-wordpiece", "models": groups}, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    with open(os.path.join(out_dir, "ner_eval.json"), "w", encoding="utf-8") as f:
+        json.dump({"dataset": ["ner.conll", "ner.jsonl"], "truth": truth_tags, "models": evals}, f,
+                  ensure_ascii=False)
+        f.write("\n")
+    print("wrote", tok_path, "entity_groups.json, ner.conll, ner.jsonl, ner_eval.json")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir")
+    ap.add_argument("--heads", default=os.path.join(os.path.dirname(__file__), "../../tests/fixtures/heads"))
     args = ap.parse_args()
     rng = random.Random(54)
     cases = []
@@ -162,6 +313,7 @@ def main():
                    "metrics": cases, "chunks": chunks, "strict_entities": strict}, f, ensure_ascii=False, separators=(",", ":"))
         f.write("\n")
     print("wrote", path, len(cases), "metric cases")
+    write_pipeline_golden(args.out_dir, args.heads)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "tach/error.h"
+#include "tasks/numpy_sum.h"
 
 namespace tach::tasks {
 
@@ -152,29 +153,6 @@ bool matches(const StrictToken& prev, const StrictToken& cur, const std::vector<
     if (p.cond == TagCond::any || (p.cond == TagCond::same) == (prev.tag == cur.tag)) return true;
   }
   return false;
-}
-
-// numpy's pairwise summation (np.add.reduce over a contiguous float64 array), which np.mean and
-// np.average use: the same additions in the same order.
-double numpy_sum(const double* a, size_t n) {
-  if (n < 8) {
-    double res = 0.;
-    for (size_t i = 0; i < n; ++i) res += a[i];
-    return res;
-  }
-  if (n <= 128) {
-    double r[8];
-    for (size_t j = 0; j < 8; ++j) r[j] = a[j];
-    size_t i = 8;
-    for (; i < n - (n % 8); i += 8)
-      for (size_t j = 0; j < 8; ++j) r[j] += a[i + j];
-    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; ++i) res += a[i];
-    return res;
-  }
-  size_t n2 = n / 2;
-  n2 -= n2 % 8;
-  return numpy_sum(a, n2) + numpy_sum(a + n2, n - n2);
 }
 
 double divide_or_zero(int64_t num, int64_t den) { return den == 0 ? 0.0 : double(num) / double(den); }

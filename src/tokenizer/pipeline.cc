@@ -60,6 +60,10 @@ class Pipeline final : public Tokenizer {
     return p_.decoder->decode(tokens);
   }
 
+  std::string decode_tokens(const std::vector<std::string>& tokens) const override {
+    return p_.decoder->decode(tokens);
+  }
+
   std::optional<int32_t> token_to_id(const std::string& token) const override {
     auto a = added_by_content_.find(token);
     if (a != added_by_content_.end()) return a->second;

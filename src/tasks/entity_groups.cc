@@ -1,0 +1,122 @@
+// transformers' pipelines/token_classification.py, postprocess with aggregation "none" and
+// "simple": gather_pre_entities, aggregate, group_entities, group_sub_entities.
+#include "tasks/entity_groups.h"
+
+#include <cmath>
+
+#include "tach/error.h"
+#include "tasks/numpy_sum.h"
+
+namespace tach::tasks {
+
+namespace {
+
+// Code points before each byte offset: Python's offsets count characters, tach's count bytes.
+std::vector<int64_t> chars_before_bytes(const std::string& text) {
+  std::vector<int64_t> out(text.size() + 1, 0);
+  int64_t chars = 0;
+  for (size_t b = 0; b < text.size(); ++b) {
+    out[b] = chars;
+    if ((static_cast<unsigned char>(text[b]) & 0xC0) != 0x80) ++chars;
+  }
+  out[text.size()] = chars;
+  return out;
+}
+
+// The pipeline's get_tag: ("B", type) for B-type, ("I", type) for I-type, else ("I", label).
+std::pair<char, std::string> bi_and_type(const std::string& label) {
+  if (label.rfind("B-", 0) == 0) return {'B', label.substr(2)};
+  if (label.rfind("I-", 0) == 0) return {'I', label.substr(2)};
+  return {'I', label};
+}
+
+EntityGroup group_of(const std::vector<const TokenEntity*>& members, const TokensToString& join) {
+  EntityGroup g;
+  // entities[0]["entity"].split("-", 1)[-1]
+  const std::string& first = members.front()->entity;
+  const size_t dash = first.find('-');
+  g.entity_group = dash == std::string::npos ? first : first.substr(dash + 1);
+  // np.nanmean of f32 scores: an f32 sum, divided by the count in f64, rounded to f32
+  std::vector<float> scores;
+  std::vector<std::string> words;
+  for (const TokenEntity* t : members) {
+    scores.push_back(t->score);
+    words.push_back(t->word);
+  }
+  g.score = float(double(numpy_sum(scores.data(), scores.size())) / double(scores.size()));
+  g.word = join(words);
+  g.start = members.front()->start;
+  g.end = members.back()->end;
+  return g;
+}
+
+}  // namespace
+
+std::vector<TokenEntity> token_entities(const std::string& text, const Encoding& encoding, const float* logits,
+                                        const std::vector<std::string>& labels, std::optional<int32_t> unk_id) {
+  const size_t T = encoding.ids.size(), L = labels.size();
+  check(L > 0, "token classification needs the model's labels (config.json id2label)");
+  check(encoding.tokens.size() == T && encoding.offsets.size() == T && encoding.special_tokens_mask.size() == T,
+        "token_entities: the encoding's tokens, offsets and special-token mask differ in length");
+  const std::vector<int64_t> chars = chars_before_bytes(text);
+  std::vector<TokenEntity> out;
+  std::vector<float> exps(L);
+  for (size_t t = 0; t < T; ++t) {
+    if (encoding.special_tokens_mask[t]) continue;
+    // softmax in f32 as the pipeline's numpy does: max, exp of the shifted logits, their sum
+    const float* row = logits + t * L;
+    float max = row[0];
+    for (size_t l = 1; l < L; ++l) max = std::max(max, row[l]);
+    for (size_t l = 0; l < L; ++l) exps[l] = std::exp(row[l] - max);
+    const float sum = numpy_sum(exps.data(), L);
+    size_t best = 0;
+    for (size_t l = 1; l < L; ++l)
+      if (exps[l] / sum > exps[best] / sum) best = l;
+    const auto [b0, b1] = encoding.offsets[t];
+    check(b0 <= b1 && b1 <= text.size(), "token_entities: token " + std::to_string(t) + "'s offsets [" +
+                                             std::to_string(b0) + ", " + std::to_string(b1) +
+                                             ") are outside the text of " + std::to_string(text.size()) + " bytes");
+    TokenEntity e;
+    e.entity = labels[best];
+    e.score = exps[best] / sum;
+    e.index = int64_t(t);
+    e.word = unk_id && encoding.ids[t] == *unk_id ? text.substr(b0, b1 - b0) : encoding.tokens[t];
+    e.start = chars[b0];
+    e.end = chars[b1];
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<EntityGroup> group_entities(const std::vector<TokenEntity>& tokens, const TokensToString& join) {
+  std::vector<EntityGroup> groups;
+  std::vector<const TokenEntity*> members;
+  for (const TokenEntity& t : tokens) {
+    if (!members.empty()) {
+      const auto [bi, type] = bi_and_type(t.entity);
+      if (type != bi_and_type(members.back()->entity).second || bi == 'B') {
+        groups.push_back(group_of(members, join));
+        members.clear();
+      }
+    }
+    members.push_back(&t);
+  }
+  if (!members.empty()) groups.push_back(group_of(members, join));
+  return groups;
+}
+
+std::vector<TokenEntity> without_outside(const std::vector<TokenEntity>& tokens) {
+  std::vector<TokenEntity> out;
+  for (const auto& t : tokens)
+    if (t.entity != "O") out.push_back(t);
+  return out;
+}
+
+std::vector<EntityGroup> without_outside(const std::vector<EntityGroup>& groups) {
+  std::vector<EntityGroup> out;
+  for (const auto& g : groups)
+    if (g.entity_group != "O") out.push_back(g);
+  return out;
+}
+
+}  // namespace tach::tasks
