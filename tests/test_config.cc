@@ -55,8 +55,34 @@ TEST(ConfigMalformed, UnknownModelTypeListsSupported) {
 }
 
 TEST(ConfigMalformed, UnknownArchitectureListsSupported) {
-  expect_error(R"({"model_type":"bert","vocab_size":10,"architectures":["BertForMaskedLM"]})",
-               "BertModel, BertForSequenceClassification, DistilBertModel, DistilBertForSequenceClassification");
+  expect_error(R"({"model_type":"bert","vocab_size":10,"architectures":["BertForNextSentencePrediction"]})",
+               "BertModel, BertForSequenceClassification, BertForTokenClassification, BertForQuestionAnswering, "
+               "BertForMaskedLM, DistilBertModel");
+}
+
+// The checkpoints users download: masked LMs, token classifiers and QA models, for every encoder family.
+TEST(Config, PerTokenHeadArchitectures) {
+  const std::pair<const char*, Head> cases[] = {
+      {R"({"model_type":"bert","vocab_size":10,"architectures":["BertForMaskedLM"]})", Head::masked_lm},
+      {R"({"model_type":"distilbert","vocab_size":10,"architectures":["DistilBertForTokenClassification"]})",
+       Head::token_classification},
+      {R"({"model_type":"roberta","vocab_size":10,"architectures":["RobertaForQuestionAnswering"]})",
+       Head::question_answering},
+      {R"({"model_type":"xlm-roberta","vocab_size":10,"architectures":["XLMRobertaForMaskedLM"]})", Head::masked_lm},
+      {R"({"model_type":"mpnet","vocab_size":10,"architectures":["MPNetForMaskedLM"]})", Head::masked_lm},
+      {R"({"model_type":"bert","vocab_size":10,"architectures":["BertModel"]})", Head::none},
+  };
+  for (const auto& [text, head] : cases) {
+    const EncoderConfig c = parse_encoder_config_text(text, "config.json");
+    EXPECT_EQ(c.checkpoint_head, head) << text;
+    EXPECT_FALSE(c.classification_head) << text;
+    EXPECT_TRUE(c.tie_word_embeddings) << text;
+  }
+  EXPECT_FALSE(
+      parse_encoder_config_text(
+          R"({"model_type":"bert","vocab_size":10,"architectures":["BertForMaskedLM"],"tie_word_embeddings":false})",
+          "config.json")
+          .tie_word_embeddings);
 }
 
 TEST(ConfigMalformed, ArchitectureOfAnotherFamily) {

@@ -18,7 +18,8 @@ namespace {
 std::string encoder_architectures() {
   std::string s;
   for (const ModelFamily& f : model_families())
-    if (f.encoder) s += (s.empty() ? "" : ", ") + f.bare_architecture + ", " + f.classifier_architecture;
+    if (f.encoder)
+      for (const auto& [architecture, head] : family_architectures(f)) s += (s.empty() ? "" : ", ") + architecture;
   return s;
 }
 
@@ -60,16 +61,20 @@ EncoderConfig parse_encoder_config(const json& j, const std::string& source) {
     c.architecture = a[0].get<std::string>();
     const ModelFamily* owner = nullptr;
     for (const ModelFamily& row : model_families())
-      if (row.encoder && (c.architecture == row.bare_architecture || c.architecture == row.classifier_architecture))
-        owner = &row;
+      for (const auto& [architecture, head] : family_architectures(row))
+        if (row.encoder && c.architecture == architecture) {
+          owner = &row;
+          c.checkpoint_head = head;
+        }
     if (owner == nullptr)
       throw Error(source + ": architecture \"" + c.architecture +
                   "\" is not supported (supported: " + encoder_architectures() + ")");
     if (owner->encoder != c.family)
       throw Error(source + ": architecture \"" + c.architecture + "\" does not belong to model_type \"" + c.model_type +
                   "\"");
-    c.classification_head = c.architecture == owner->classifier_architecture;
+    c.classification_head = c.checkpoint_head == Head::sequence_classification;
   }
+  c.tie_word_embeddings = f.flag("tie_word_embeddings", true);
   c.family->read_config(f, c);
   c.initializer_range = f.has("initializer_range") ? f.number("initializer_range", 0.02f) : 0.02f;
   if (!(c.initializer_range > 0)) f.fail("initializer_range", "must be positive");

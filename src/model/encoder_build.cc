@@ -27,7 +27,8 @@ EncoderShape encoder_shape(const EncoderConfig& c) {
   return s;
 }
 
-BuiltEncoder build_encoder(const EncoderConfig& c, WeightBinder& w, const ops::LinearPlacement& place, bool with_head) {
+BuiltEncoder build_encoder(const EncoderConfig& c, const ModelFamily& row, WeightBinder& w,
+                           const ops::LinearPlacement& place, Head head, int64_t labels, HeadSource& source) {
   const EncoderFamily& family = *c.family;
   const EncoderTensorNames& n = family.names;
   const int64_t C = c.hidden_size, I = c.intermediate_size;
@@ -58,12 +59,7 @@ BuiltEncoder build_encoder(const EncoderConfig& c, WeightBinder& w, const ops::L
     take_layer_norm(w, p + n.ln2, C, &L.ln2_gamma, &L.ln2_beta, place.device);
     e.layers.push_back(std::move(L));
   }
-  if (with_head) {
-    const cpu::FusedActivation act =
-        family.head_activation == HeadActivation::relu ? cpu::FusedActivation::relu : cpu::FusedActivation::tanh;
-    m.head.dense = take_linear(w, n.head_dense, C, C, place, act, n.head_dense_in_body ? Scope::encoder : Scope::head);
-    m.head.out = take_linear(w, n.head_out, c.num_labels(), C, place, cpu::FusedActivation::none, Scope::head);
-  }
+  m.head = build_encoder_head(c, row, head, labels, w, source, e.word_embeddings, place);
   return m;
 }
 

@@ -7,27 +7,21 @@
 #include "ops/linear.h"
 #include "model/config.h"
 #include "model/encoder.h"
+#include "model/encoder_heads.h"
 #include "model/weight_binder.h"
 
 namespace tach::model {
 
-// The classification head on the first token: hidden = act(dense(h[:, 0])), logits = out(hidden).
-// BERT: dense = pooler (tanh). DistilBERT: dense = pre_classifier (ReLU). RoBERTa: classifier.dense
-// (tanh), out = classifier.out_proj.
-struct ClassifierHead {
-  std::unique_ptr<ops::Linear> dense;
-  std::unique_ptr<ops::Linear> out;
-};
-
 struct BuiltEncoder {
   EncoderWeights weights;
   EncoderShape shape;
-  ClassifierHead head;  // empty for a bare encoder
+  EncoderHead head;  // Head::none for a bare encoder
 };
 
-// Binds and packs the body under the row's names (and the head when asked).
-BuiltEncoder build_encoder(const EncoderConfig& config, WeightBinder& binder, const ops::LinearPlacement& place,
-                           bool with_head);
+// Binds and packs the body under the row's names, then `head` (labels: a classifier's outputs)
+// from `source` (encoder_heads.h).
+BuiltEncoder build_encoder(const EncoderConfig& config, const ModelFamily& family, WeightBinder& binder,
+                           const ops::LinearPlacement& place, Head head, int64_t labels, HeadSource& source);
 
 EncoderShape encoder_shape(const EncoderConfig& config);
 

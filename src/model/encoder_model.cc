@@ -49,29 +49,50 @@ class Encoder final : public EncoderModel {
   }
 
   Tensor classify(const TokenBatch& batch) const override {
-    check(m_.head.out != nullptr, info_.spec + " is a bare encoder (" + info_.architecture +
-                                      "): it has no sequence-classification head to produce logits");
+    check(
+        m_.head.classifier.out != nullptr,
+        info_.spec + " (" + info_.architecture + ") has " +
+            (info_.head == Head::none ? std::string("no head") : std::string("a ") + head_name(info_.head) + " head") +
+            ": it has no sequence-classification head to produce logits");
     // The head reads each row's first token only, and so does the last layer (encoder.h).
     Tensor first = model::encoder_forward(m_.weights, m_.shape, batch, nullptr, model::EncoderOutput::first_token);
     const int64_t B = batch.batch(), C = m_.shape.hidden;
     core::Span head_span(core::SpanKind::module, "classifier");
     const Device device = first.device();
     Tensor pooled = Tensor::empty({B, C}, DType::f32, device);
-    ops::linear_forward(pooled, first, *m_.head.dense);
+    ops::linear_forward(pooled, first, *m_.head.classifier.dense);
     Tensor logits = Tensor::empty({B, config_.num_labels()}, DType::f32, device);
-    ops::linear_forward(logits, pooled, *m_.head.out);
+    ops::linear_forward(logits, pooled, *m_.head.classifier.out);
     // Logits go back to the host (the copy waits for the GPU, so a timed call includes its work).
     return logits.on(Device::cpu());
   }
 
+  // The per-token heads on every token: [B, T, outputs] on the host.
+  Tensor token_logits(const TokenBatch& batch) const override {
+    if (!m_.head.per_token && !m_.head.mlm.decoder) return Model::token_logits(batch);
+    const Tensor h = model::encoder_forward(m_.weights, m_.shape, batch, nullptr);  // [B, T, C]
+    const int64_t B = batch.batch(), T = batch.seq_len();
+    return model::per_token_head_forward(m_.head, h.reshape({B * T, m_.shape.hidden}))
+        .reshape({B, T, m_.head.outputs})
+        .on(Device::cpu());
+  }
+
+  ForwardCost hidden_states_cost(int64_t B, int64_t T) const override {
+    const ops::OpCost c = model::encoder_cost(m_.shape, B, T);
+    return {c.flops, c.bytes()};
+  }
+
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
     // A classifier's forward is classify: its last layer runs for the first tokens only.
+    const bool classifier = m_.head.classifier.out != nullptr;
     ops::OpCost c = model::encoder_cost(
-        m_.shape, B, T, m_.head.out ? model::EncoderOutput::first_token : model::EncoderOutput::every_token);
-    if (m_.head.out) {
+        m_.shape, B, T, classifier ? model::EncoderOutput::first_token : model::EncoderOutput::every_token);
+    if (classifier) {
       c += ops::linear_cost(B, m_.shape.hidden, m_.shape.hidden, info_.compute, true);
       c += ops::linear_cost(B, config_.num_labels(), m_.shape.hidden, info_.compute, true);
     }
+    if (m_.head.per_token || m_.head.mlm.decoder)
+      c += model::per_token_head_cost(m_.head, B * T, m_.shape.hidden, info_.compute);
     return {c.flops, c.bytes()};
   }
 
@@ -133,10 +154,11 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
     info.disk_bytes = model::safetensors_bytes(loc.dir);
     info.source = loc.dir + (loc.revision.empty() ? "" : " (revision " + loc.revision + ")");
     binder.emplace(store, std::vector<std::string>{family.body_prefix, ""}, family.probe, config_source);
-    if (!config.classification_head && store.find(family.classifier_weight)) {
+    if (config.checkpoint_head == Head::none && store.find(family.classifier_weight)) {
       // Real case: distilbert-base-uncased-finetuned-sst-2-english names DistilBertModel but
       // ships a trained head. Use it rather than drop it.
       config.classification_head = true;
+      config.checkpoint_head = Head::sequence_classification;
       info.notes.push_back("config.json names " + config.architecture +
                            " but the checkpoint has a classifier; loaded as a sequence classifier");
     }
@@ -146,27 +168,48 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
     auto adapter = model::PeftAdapter::open(options.adapter);
     if (adapter->head_tensor(family.classifier_weight)) {
       config.classification_head = true;
+      config.checkpoint_head = Head::sequence_classification;
       config.id2label = model::labels_with_adapter(*adapter, family.classifier_weight, config.id2label);
     }
     binder->set_adapter(adapter, {family.body_prefix}, spec);
   }
-  const bool head = config.classification_head;
-  model::BuiltEncoder built = model::build_encoder(config, *binder, {options.device, options.compute}, head);
+  // The head: --head's, else the checkpoint's own. One it was not published with is new.
+  const Head head = options.head.value_or(config.checkpoint_head);
+  model::HeadSource source;
+  source.fresh = head != config.checkpoint_head;
+  source.std = config.initializer_range;
+  source.seed = options.seed;
+  source.body_prefix = family.body_prefix;
+  if (source.fresh && options.new_head_labels > 0 && options.new_head_labels != config.num_labels()) {
+    config.id2label.clear();
+    config.label2id.clear();
+    for (int64_t i = 0; i < options.new_head_labels; ++i) {
+      config.id2label.push_back("LABEL_" + std::to_string(i));
+      config.label2id[config.id2label.back()] = int(i);
+    }
+  }
+  config.classification_head = head == Head::sequence_classification;
+  model::BuiltEncoder built = model::build_encoder(config, family, *binder, {options.device, options.compute}, head,
+                                                   config.num_labels(), source);
   for (auto& n : binder->finish()) info.notes.push_back(n);
+  const std::string architecture = model::architecture_for_head(family, head);
+  if (const std::string note = model::new_head_note(source, architecture, loc.dir.empty() ? spec : loc.dir);
+      !note.empty())
+    info.notes.push_back(note);
   store.drop_resident_pages();  // the layers are packed copies; see load_qwen2
 
   info.model_type = config.model_type;
   info.tokenizer_hint = family.tokenizer_hint;
-  info.architecture = head ? family.classifier_architecture : family.bare_architecture;
-  info.classifier = head;
-  info.head = head ? Head::sequence_classification : Head::none;
+  info.architecture = architecture;
+  info.classifier = head == Head::sequence_classification;
+  info.head = head;
   info.checkpoint_head = config.checkpoint_head;
   info.bidirectional = true;
-  info.labels = config.id2label;
+  if (head == Head::sequence_classification || head == Head::token_classification) info.labels = config.id2label;
   info.problem_type = config.problem_type;
   if (info.problem_type.empty())  // transformers infers it the same way at the first loss
     info.problem_type = config.num_labels() == 1 ? "regression" : "single_label_classification";
-  info.parameters = binder->parameters();
+  info.parameters = binder->parameters() + source.initialised_parameters;
   info.weights_dtype = binder->stored_dtypes();
   info.vocab_size = config.vocab_size;
   info.hidden_size = config.hidden_size;

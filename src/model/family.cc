@@ -56,6 +56,23 @@ const std::vector<ModelFamily>& model_families() {
   return families;
 }
 
+std::vector<std::pair<std::string, Head>> family_architectures(const ModelFamily& f) {
+  std::vector<std::pair<std::string, Head>> out = {{f.bare_architecture, Head::none},
+                                                   {f.classifier_architecture, Head::sequence_classification}};
+  if (!f.token_classifier_architecture.empty())
+    out.emplace_back(f.token_classifier_architecture, Head::token_classification);
+  if (!f.question_answering_architecture.empty())
+    out.emplace_back(f.question_answering_architecture, Head::question_answering);
+  if (!f.masked_lm_architecture.empty()) out.emplace_back(f.masked_lm_architecture, Head::masked_lm);
+  return out;
+}
+
+std::string architecture_for_head(const ModelFamily& f, Head head) {
+  for (const auto& [architecture, h] : family_architectures(f))
+    if (h == head) return architecture;
+  throw Error(std::string(f.name) + " have no " + head_name(head) + " head");
+}
+
 std::string known_model_types() {
   std::string known;
   for (const auto& f : model_families())

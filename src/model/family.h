@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/checkpoint.h"
@@ -170,6 +171,11 @@ struct ModelFamily {
 };
 
 const std::vector<ModelFamily>& model_families();
+// A row's architectures with the head each builds: the bare model (Head::none), the sequence
+// classifier and the per-token heads the family has.
+std::vector<std::pair<std::string, Head>> family_architectures(const ModelFamily& family);
+// The architecture of `head` in the family ("BertForMaskedLM"); the bare one for Head::none.
+std::string architecture_for_head(const ModelFamily& family, Head head);
 // The family that builds a model_type; throws naming the ones tach builds.
 const ModelFamily& model_family(const std::string& model_type);
 // A preset's or a checkpoint's model_type (config.json's), checked against the table.

@@ -144,6 +144,15 @@ bool WeightBinder::has(const std::string& name) const {
   return store_->find(prefix_ + name) != nullptr || (!legacy.empty() && store_->find(legacy) != nullptr);
 }
 
+bool WeightBinder::holds(const std::string& name, const Shape& shape, bool head) const {
+  if (synthetic_) return true;
+  if (head && adapter_ && adapter_->head_tensor(name)) return adapter_->head_tensor(name)->shape == shape;
+  const std::string full = head ? name : prefix_ + name;
+  const StoredTensor* t = store_->find(full);
+  if (!t && !head && !legacy_name(full).empty()) t = store_->find(legacy_name(full));
+  return t != nullptr && t->shape == shape;
+}
+
 std::vector<std::string> WeightBinder::finish() const {
   std::vector<std::string> notes;
   if (adapter_) {

@@ -30,6 +30,9 @@ class WeightBinder {
   bool has_head(const std::string& name) const;
   // Whether the checkpoint holds an encoder tensor (under the prefix found).
   bool has(const std::string& name) const;
+  // Whether it holds `name` (prefixed unless `head`) with this shape: synthetic weights hold
+  // everything. A new head takes what the checkpoint has of it and makes the rest.
+  bool holds(const std::string& name, const Shape& shape, bool head) const;
 
   // Tensors the checkpoint holds that nothing took: known extras (buffers such as position_ids,
   // heads of other tasks) are returned as notes; anything else is an error.

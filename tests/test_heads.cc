@@ -1,0 +1,175 @@
+// The per-token heads (masked LM, token classification, question answering) of every encoder
+// family against Hugging Face transformers, on tiny random checkpoints transformers itself wrote
+// (scripts/golden/make_head_fixtures.py): outputs within 1e-4 for batches padded on the right and
+// on the left, and transformers' parameter counts. Then the heads a checkpoint was not published
+// with: built new, or left out.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tach/error.h"
+#include "tach/model.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+using json = nlohmann::json;
+
+std::string heads_dir() { return test::fixtures_dir() + "/heads/"; }
+
+json expected_of(const std::string& name) {
+  std::ifstream in(heads_dir() + name + "/expected.json");
+  EXPECT_TRUE(in) << "missing " << heads_dir() << name << "/expected.json";
+  return json::parse(in);
+}
+
+TokenBatch padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad, bool left) {
+  if (!left) return TokenBatch::from_rows(rows, pad);
+  return TokenBatch::left_padded(rows, pad);
+}
+
+// Compares [B, T, outputs] with transformers' [row][real token][output] (padding skipped).
+void expect_logits(const Tensor& got, const json& want, const std::vector<std::vector<int32_t>>& rows, bool left,
+                   const std::string& what) {
+  const int64_t T = got.size(1), O = got.size(2);
+  double worst = 0;
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const int64_t n = int64_t(rows[b].size()), first = left ? T - n : 0;
+    ASSERT_EQ(int64_t(want[b].size()), n) << what;
+    for (int64_t t = 0; t < n; ++t) {
+      ASSERT_EQ(int64_t(want[b][size_t(t)].size()), O) << what << ": outputs per token";
+      for (int64_t o = 0; o < O; ++o) {
+        const double g = got.data<float>()[(int64_t(b) * T + first + t) * O + o];
+        const double w = want[b][size_t(t)][size_t(o)].get<double>();
+        worst = std::max(worst, std::abs(g - w));
+      }
+    }
+  }
+  EXPECT_LT(worst, 1e-4) << what << ": largest difference from transformers";
+}
+
+class GoldenHead : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenHead, MatchesTransformers) {
+  const std::string name = GetParam();
+  const json e = expected_of(name);
+  auto model = load_model(heads_dir() + name);
+  const ModelInfo& info = model->info();
+  EXPECT_EQ(info.architecture, e["architecture"].get<std::string>());
+  EXPECT_EQ(info.parameters, e["parameters"].get<int64_t>()) << "transformers' parameter count";
+  EXPECT_EQ(info.head, info.checkpoint_head);
+  EXPECT_FALSE(info.classifier);
+  const auto rows = e["input_rows"].get<std::vector<std::vector<int32_t>>>();
+  const int32_t pad = e["pad_id"].get<int32_t>();
+  for (const bool left : {false, true}) {
+    const Tensor logits = model->token_logits(padded(rows, pad, left));
+    ASSERT_EQ(logits.dim(), 3);
+    expect_logits(logits, e[left ? "logits_left" : "logits_right"], rows, left, name + (left ? " left" : " right"));
+  }
+}
+
+std::vector<std::string> head_cases() {
+  std::vector<std::string> v;
+  for (const char* family : {"bert", "distilbert", "roberta", "xlm-roberta", "mpnet"})
+    for (const char* head : {"mlm", "tokcls", "qa"}) v.push_back(std::string(family) + "-" + head + "-f32");
+  for (const char* extra : {"bert-mlm-untied-f32", "roberta-mlm-untied-f32"}) v.push_back(extra);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenHead, ::testing::ValuesIn(head_cases()), [](const auto& p) {
+  std::string s = p.param;
+  for (auto& c : s)
+    if (c == '-') c = '_';
+  return s;
+});
+
+TEST(Heads, NamesParseBothWays) {
+  for (const Head h : {Head::none, Head::sequence_classification, Head::token_classification, Head::question_answering,
+                       Head::masked_lm})
+    EXPECT_EQ(parse_head(head_name(h)), h);
+  EXPECT_EQ(parse_head("auto"), std::nullopt);
+  try {
+    parse_head("mlm");
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) { EXPECT_NE(std::string(e.what()).find("masked-lm"), std::string::npos) << e.what(); }
+}
+
+// What a head reads of a masked-LM checkpoint: the body as published, the MLM tensors left out.
+TEST(Heads, MaskedLmCheckpointAsBareBody) {
+  LoadOptions o;
+  o.head = Head::none;
+  auto bare = load_model(heads_dir() + "bert-mlm-f32", o);
+  EXPECT_EQ(bare->info().head, Head::none);
+  EXPECT_EQ(bare->info().checkpoint_head, Head::masked_lm);
+  EXPECT_EQ(bare->info().architecture, "BertModel");
+  // transformers' BertForMaskedLM has no pooler; its body is the count less the head's
+  // dense (C*C + C), LayerNorm (2C) and bias (V).
+  const int64_t C = 16, V = 120, all = expected_of("bert-mlm-f32")["parameters"].get<int64_t>();
+  EXPECT_EQ(bare->info().parameters, all - (C * C + C + 2 * C + V));
+  EXPECT_THROW(bare->token_logits(TokenBatch::from_rows({{101, 7, 102}}, 0)), Error);
+}
+
+// A head the checkpoint lacks is made as transformers makes it, with its note, and counted.
+TEST(Heads, NewHeadsOnAMaskedLmCheckpoint) {
+  const int64_t C = 16, V = 120, all = expected_of("bert-mlm-f32")["parameters"].get<int64_t>();
+  const int64_t body = all - (C * C + C + 2 * C + V);
+  LoadOptions o;
+  o.head = Head::token_classification;
+  o.new_head_labels = 7;
+  auto tok = load_model(heads_dir() + "bert-mlm-f32", o);
+  EXPECT_EQ(tok->info().architecture, "BertForTokenClassification");
+  EXPECT_EQ(tok->info().labels.size(), 7u);
+  EXPECT_EQ(tok->info().parameters, body + 7 * C + 7);
+  bool noted = false;
+  for (const auto& n : tok->info().notes)
+    noted |= n.find("Some weights of BertForTokenClassification were not initialized") != std::string::npos &&
+             n.find("'classifier.weight'") != std::string::npos;
+  EXPECT_TRUE(noted) << "transformers' note for the new head";
+  const Tensor logits = tok->token_logits(TokenBatch::from_rows({{101, 7, 19, 102}}, 0));
+  EXPECT_EQ(logits.shape(), (Shape{1, 4, 7}));
+
+  o.head = Head::sequence_classification;
+  o.new_head_labels = 0;  // config.json's id2label (transformers' default 2)
+  auto cls = load_model(heads_dir() + "bert-mlm-f32", o);
+  EXPECT_TRUE(cls->info().classifier);
+  EXPECT_EQ(cls->info().parameters, body + (C * C + C) + 2 * C + 2);  // a new pooler and classifier
+  EXPECT_EQ(cls->classify(TokenBatch::from_rows({{101, 7, 102}}, 0)).shape(), (Shape{1, 2}));
+
+  o.head = Head::question_answering;
+  auto qa = load_model(heads_dir() + "distilbert-mlm-f32", o);
+  EXPECT_EQ(qa->info().architecture, "DistilBertForQuestionAnswering");
+  EXPECT_EQ(qa->token_logits(TokenBatch::from_rows({{101, 7, 102}}, 0)).shape(), (Shape{1, 3, 2}));
+}
+
+// The same seed makes the same new head; another seed another.
+TEST(Heads, NewHeadsAreSeeded) {
+  LoadOptions o;
+  o.head = Head::question_answering;
+  o.seed = 3;
+  const TokenBatch b = TokenBatch::from_rows({{101, 7, 19, 102}}, 0);
+  const Tensor a = load_model(heads_dir() + "bert-mlm-f32", o)->token_logits(b);
+  const Tensor a2 = load_model(heads_dir() + "bert-mlm-f32", o)->token_logits(b);
+  o.seed = 4;
+  const Tensor c = load_model(heads_dir() + "bert-mlm-f32", o)->token_logits(b);
+  EXPECT_EQ(std::vector<float>(a.data<float>(), a.data<float>() + a.numel()),
+            std::vector<float>(a2.data<float>(), a2.data<float>() + a2.numel()));
+  EXPECT_NE(std::vector<float>(a.data<float>(), a.data<float>() + a.numel()),
+            std::vector<float>(c.data<float>(), c.data<float>() + c.numel()));
+}
+
+// bench and profile time the head built: the masked LM's vocabulary logits.
+TEST(Heads, MeasuredForwardRunsTheHead) {
+  auto m = load_model(heads_dir() + "roberta-mlm-f32");
+  const Tensor out = m->measured_forward(TokenBatch::from_rows({{0, 7, 19, 2}}, 1));
+  EXPECT_EQ(out.shape(), (Shape{1, 4, 120}));
+  const ForwardCost with_head = m->forward_cost(1, 4), body = m->hidden_states_cost(1, 4);
+  // The decoder alone is 2 * T * V * C FLOPs.
+  EXPECT_GE(with_head.flops - body.flops, 2.0 * 4 * 120 * 16);
+}
+
+}  // namespace
+}  // namespace tach
