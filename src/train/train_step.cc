@@ -9,6 +9,7 @@
 #include "tach/error.h"
 #include "tach/profile.h"
 #include "train/grad_norm.h"
+#include "train/head_loss.h"
 #include "train/step_support.h"
 
 namespace tach::train {
@@ -95,15 +96,17 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
 double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const Targets& targets,
                         const std::string& problem_type, const DropoutRates& dropout, float loss_scale,
                         PhaseSeconds* seconds) {
-  const int64_t L = model.num_labels();
-  std::vector<float> dlogits(size_t(batch.batch() * L), 0.f);
+  std::vector<float> dlogits;
   auto t0 = std::chrono::steady_clock::now();
   double loss = 0;
   {
     ProfileScope scope("forward");
     model.forward(state, batch, dropout);
-    loss = classifier_loss(problem_type, state.logits.data<float>(), batch.batch(), L, targets, dlogits.data(),
-                           loss_scale);
+    // [B, L], or [B * T, L] for a per-token head.
+    const int64_t L = state.logits.shape()[1];
+    dlogits.assign(size_t(state.logits.numel()), 0.f);
+    loss = head_loss(model.head(), problem_type, state.logits.data<float>(), batch.batch(), batch.seq_len(), L, targets,
+                     dlogits.data(), loss_scale);
   }
   if (seconds) seconds->forward += seconds_since(t0);
   t0 = std::chrono::steady_clock::now();

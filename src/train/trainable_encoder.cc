@@ -18,19 +18,38 @@ Tensor normal_init(const Shape& shape, float std, uint64_t seed, const std::stri
   return t;
 }
 
+// The row's architecture for a head, or an error naming the family.
+std::string head_architecture(const model::ModelFamily& row, Head task) {
+  const std::string& a = task == Head::token_classification ? row.token_classifier_architecture
+                         : task == Head::question_answering ? row.question_answering_architecture
+                         : task == Head::masked_lm          ? row.masked_lm_architecture
+                                                            : row.classifier_architecture;
+  check(!a.empty(), std::string(row.name) + " has no " + head_name(task) + " head to train");
+  return a;
+}
+
 }  // namespace
 
 TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, const model::ModelFamily& row,
-                                         model::WeightBinder& w, uint64_t init_seed, std::vector<std::string>* notes) {
-  check(config.num_labels() >= 1, "training needs a classification head: the model has no labels");
+                                         model::WeightBinder& w, uint64_t init_seed, std::vector<std::string>* notes,
+                                         Head task) {
+  check(task == Head::sequence_classification || task == Head::token_classification ||
+            task == Head::question_answering || task == Head::masked_lm,
+        std::string("training needs a head, not \"") + head_name(task) + "\"");
+  check(task == Head::masked_lm || task == Head::question_answering || config.num_labels() >= 1,
+        "training needs a classification head: the model has no labels");
   TrainableEncoder m;
   m.config = config;
   m.shape = model::encoder_shape(config);
-  m.classifier_architecture = row.classifier_architecture;
+  m.task = task;
+  m.head_architecture = head_architecture(row, task);
+  if (task == Head::question_answering) m.config.id2label = {"start", "end"};
+  if (task == Head::masked_lm) m.config.id2label.clear();
   const model::EncoderFamily& family = m.family();
   const model::EncoderTensorNames& n = family.names;
-  const int64_t C = config.hidden_size, I = config.intermediate_size, L = config.num_labels();
-  // Names as the *ForSequenceClassification model saves them, whatever prefix the checkpoint used.
+  const model::HeadTensorNames& hn = row.head_names;
+  const int64_t C = config.hidden_size, I = config.intermediate_size, L = m.config.num_labels();
+  // Names as the task model saves them, whatever prefix the checkpoint used.
   const std::string P = m.prefix();
   ParameterTable& t = m.params;
   auto encoder = [&](const std::string& name, const Shape& shape) -> Parameter& {
@@ -67,11 +86,18 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
     m.layers.push_back(layer);
   }
 
-  // The head. What the checkpoint lacks is initialised as transformers initialises it.
+  // The head. Its tensors come from the checkpoint only when it was published with this head (a
+  // token classifier's `classifier` is no sequence classifier's); what it lacks is initialised
+  // as transformers initialises it. A body tensor (BERT's pooler) is taken wherever it is.
+  const bool own_head = config.checkpoint_head == task;
+  const auto has_head = [&](const std::string& name) { return own_head && w.has_head(name); };
   std::vector<std::string> initialised;
+  const auto zeros = [](const Shape& s) {
+    return Tensor::zeros(s, DType::f32, Device::cpu(), MemoryCategory::workspace);
+  };
   auto head_linear = [&](const std::string& name, const std::string& saved, int64_t out, bool in_encoder,
                          Parameter** weight, Parameter** bias) {
-    const bool present = in_encoder ? w.has(name + ".weight") : w.has_head(name + ".weight");
+    const bool present = in_encoder ? w.has(name + ".weight") : has_head(name + ".weight");
     if (present) {
       *weight = &t.add(saved + ".weight",
                        in_encoder ? w.take(name + ".weight", {out, C}) : w.take_head(name + ".weight", {out, C}));
@@ -79,19 +105,69 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
       return;
     }
     *weight = &t.add(saved + ".weight", normal_init({out, C}, config.initializer_range, init_seed, saved + ".weight"));
-    *bias = &t.add(saved + ".bias", Tensor::zeros({out}, DType::f32, Device::cpu(), MemoryCategory::workspace));
+    *bias = &t.add(saved + ".bias", zeros({out}));
     initialised.push_back(saved);
   };
-  head_linear(n.head_dense, n.head_dense_in_body ? P + n.head_dense : n.head_dense, C, n.head_dense_in_body,
-              &m.head_dense_weight, &m.head_dense_bias);
-  head_linear(n.head_out, n.head_out, L, false, &m.classifier_weight, &m.classifier_bias);
+  switch (task) {
+    case Head::token_classification:
+      head_linear(hn.token_classifier, hn.token_classifier, L, false, &m.classifier_weight, &m.classifier_bias);
+      break;
+    case Head::question_answering:
+      head_linear(hn.qa_outputs, hn.qa_outputs, 2, false, &m.classifier_weight, &m.classifier_bias);
+      break;
+    case Head::masked_lm: {
+      const int64_t V = config.vocab_size;
+      head_linear(hn.mlm_dense, hn.mlm_dense, C, false, &m.mlm_dense_weight, &m.mlm_dense_bias);
+      if (has_head(hn.mlm_norm + ".weight")) {
+        m.mlm_norm_gamma = &t.add(hn.mlm_norm + ".weight", w.take_head(hn.mlm_norm + ".weight", {C}));
+        m.mlm_norm_beta = &t.add(hn.mlm_norm + ".bias", w.take_head(hn.mlm_norm + ".bias", {C}));
+      } else {
+        Tensor ones = zeros({C});
+        for (int64_t i = 0; i < C; ++i) ones.data<float>()[i] = 1.f;
+        m.mlm_norm_gamma = &t.add(hn.mlm_norm + ".weight", ones);
+        m.mlm_norm_beta = &t.add(hn.mlm_norm + ".bias", zeros({C}));
+        initialised.push_back(hn.mlm_norm);
+      }
+      // Tied: the decoder is the word embeddings (not stored apart; a copy the checkpoint holds is left).
+      if (config.tie_word_embeddings) {
+        m.mlm_decoder = m.word;
+      } else if (has_head(hn.mlm_decoder + ".weight")) {
+        m.mlm_decoder = &t.add(hn.mlm_decoder + ".weight", w.take_head(hn.mlm_decoder + ".weight", {V, C}));
+      } else {
+        const std::string name = hn.mlm_decoder + ".weight";
+        m.mlm_decoder = &t.add(name, normal_init({V, C}, config.initializer_range, init_seed, name));
+        initialised.push_back(hn.mlm_decoder);
+      }
+      // The output bias: the head's own (BERT's cls.predictions.bias, lm_head.bias), which the
+      // decoder's .bias aliases; DistilBERT's is the projector's .bias.
+      const std::string bias = hn.mlm_bias.empty() ? hn.mlm_decoder + ".bias" : hn.mlm_bias;
+      const std::string alias = hn.mlm_decoder + ".bias";
+      if (has_head(bias)) m.mlm_bias = &t.add(bias, w.take_head(bias, {V}));
+      else if (has_head(alias)) m.mlm_bias = &t.add(bias, w.take_head(alias, {V}));
+      else m.mlm_bias = &t.add(bias, zeros({V})), initialised.push_back(bias);
+      const std::string act = hn.mlm_activation_from_config ? config.hidden_act : "gelu";
+      check(act == "gelu" || act == "relu",
+            "the masked-LM head's activation \"" + act + "\" is not one tach trains (gelu, relu)");
+      m.mlm_gelu = act == "gelu";
+      break;
+    }
+    default:
+      head_linear(n.head_dense, n.head_dense_in_body ? P + n.head_dense : n.head_dense, C, n.head_dense_in_body,
+                  &m.head_dense_weight, &m.head_dense_bias);
+      head_linear(n.head_out, n.head_out, L, false, &m.classifier_weight, &m.classifier_bias);
+  }
   if (notes) {
     for (auto& note : w.finish()) notes->push_back(note);
     if (!initialised.empty()) {
       std::string list;
       for (const auto& name : initialised) list += (list.empty() ? "" : ", ") + name;
-      notes->push_back("newly initialised (the checkpoint has none): " + list + " — weights N(0, " +
-                       std::to_string(config.initializer_range) + "), biases 0, seed " + std::to_string(init_seed));
+      // transformers' note, as from_pretrained prints it.
+      notes->push_back("Some weights of " + m.head_architecture +
+                       " were not initialized from the model checkpoint and are newly initialized: [" + list +
+                       "] (weights N(0, " + std::to_string(config.initializer_range) + "), biases 0, seed " +
+                       std::to_string(init_seed) +
+                       "). You should probably TRAIN this model on a down-stream task to be able to use it for "
+                       "predictions and inference.");
     }
   }
   return m;
@@ -130,8 +206,9 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
       if (!fused) l.probs = make({B, H, T, T});
       l.context = make({N, C});
     }
-    // The last layer after attention: the first token of each row only (trainable_encoder_step.cc).
-    const int64_t rows = last ? B : N;
+    // A sequence classifier's last layer after attention: the first token of each row only
+    // (trainable_encoder_step.cc); a per-token head's runs on every token.
+    const int64_t rows = last && !m.per_token() ? B : N;
     l.residual1 = make({rows, C});
     l.mean1 = make({rows});
     l.rstd1 = make({rows});
@@ -142,13 +219,26 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
     l.mean2 = make({rows});
     l.rstd2 = make({rows});
   }
-  LayerActivations& last = a.layers.back();
-  last.context_cls = make({B, C});
-  a.first = make({B, C});
-  if (m.family().dropout_before_head_dense) a.first_dropped = make({B, C});
-  a.head_hidden = make({B, C});
-  a.head_dropped = make({B, C});
-  a.logits = make({B, m.num_labels()});
+  if (m.per_token()) {
+    a.sequence_output = make({N, C});
+    if (m.task == Head::token_classification) a.token_dropped = make({N, C});
+    if (m.task == Head::masked_lm) {
+      a.mlm_pre = make({N, C});
+      a.mlm_act = make({N, C});
+      a.mlm_hidden = make({N, C});
+      a.mlm_mean = make({N});
+      a.mlm_rstd = make({N});
+    }
+    a.logits = make({N, m.task == Head::masked_lm ? m.config.vocab_size : m.num_labels()});
+  } else {
+    LayerActivations& last = a.layers.back();
+    last.context_cls = make({B, C});
+    a.first = make({B, C});
+    if (m.family().dropout_before_head_dense) a.first_dropped = make({B, C});
+    a.head_hidden = make({B, C});
+    a.head_dropped = make({B, C});
+    a.logits = make({B, m.num_labels()});
+  }
   a.d_hidden = make({N, C});
   a.d_scratch = make({N, C});
   a.d_qkv = make({N, 3 * C});

@@ -1,6 +1,7 @@
-// A post-LN encoder sequence classifier (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, MPNet) set up
-// for training: its parameters in a table under their Hugging Face names (the row's
-// …ForSequenceClassification),
+// A post-LN encoder (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, MPNet) with the head it trains (a
+// sequence classifier, a token classifier, question answering's start/end outputs, or the
+// masked-LM head) set up for training: its parameters in a table under their Hugging Face names
+// (the row's …ForSequenceClassification, …ForTokenClassification, …ForQuestionAnswering, …ForMaskedLM),
 // with a hand-written forward that keeps what the backward needs, layer by layer, and the
 // backward itself (trainable_encoder_step.cc).
 // (Why hand-written rather than a tape: trainable_model.h.)
@@ -39,16 +40,28 @@ struct TrainableEncoder final : TrainableModel {
   Parameter *emb_ln_gamma = nullptr, *emb_ln_beta = nullptr;
   Parameter* relative_bias = nullptr;  // MPNet's [buckets, H], shared by every layer
   std::vector<TrainableLayer> layers;
-  // BERT's pooler, DistilBERT's pre_classifier, RoBERTa's classifier.dense; then the output layer.
+  // The head that trains: a sequence classifier (on the first token), or a per-token head.
+  Head task = Head::sequence_classification;
+  bool per_token() const { return task != Head::sequence_classification; }
+  // Sequence classifier: BERT's pooler, DistilBERT's pre_classifier, RoBERTa's classifier.dense.
   Parameter *head_dense_weight = nullptr, *head_dense_bias = nullptr;
-  Parameter *classifier_weight = nullptr, *classifier_bias = nullptr;  // [L, C], [L]
+  // The output layer: the sequence or token classifier [L, C], [L]; question answering's
+  // qa_outputs [2, C], [2] (start, end).
+  Parameter *classifier_weight = nullptr, *classifier_bias = nullptr;
+  // The masked-LM head: LayerNorm(act(dense(h))) then the decoder [V, C] (the word embeddings
+  // where tied: then mlm_decoder == word, and both uses add to its gradient) + mlm_bias [V].
+  Parameter *mlm_dense_weight = nullptr, *mlm_dense_bias = nullptr;
+  Parameter *mlm_norm_gamma = nullptr, *mlm_norm_beta = nullptr;
+  Parameter *mlm_decoder = nullptr, *mlm_bias = nullptr;
+  bool mlm_gelu = true;                  // the masked-LM dense's activation: GELU, or ReLU (a config's hidden_act)
   std::vector<int64_t> head_dense_lora;  // BERT's pooler.dense is a "dense" that PEFT may target
   const model::EncoderFamily& family() const { return *config.family; }
   std::string prefix() const { return std::string(family().module) + "."; }  // "bert.": the body's saved names
 
   const std::vector<std::string>& labels() const override { return config.id2label; }
-  std::string architecture() const override { return classifier_architecture; }
-  std::string classifier_architecture;  // the row's: "XLMRobertaForSequenceClassification"
+  Head head() const override { return task; }
+  std::string architecture() const override { return head_architecture; }
+  std::string head_architecture;  // the row's for the task: "XLMRobertaForSequenceClassification"
   bool uses_token_types() const override { return family().token_types; }
   int64_t max_tokens() const override { return shape.max_positions - shape.positions_needed(0); }
   std::vector<LinearSite> linear_sites() override;
@@ -60,13 +73,13 @@ struct TrainableEncoder final : TrainableModel {
                 const DropoutRates& dropout) override;
 };
 
-// Builds from a checkpoint (or a preset's synthetic binder). `config.id2label` says the head's
-// size. A head the checkpoint does not hold (a bare BertModel, or a head of another size) is
+// Builds from a checkpoint (or a preset's synthetic binder) with the head `task`.
+// `config.id2label` says a classifier's size (question answering: 2, the masked LM: none). A head the checkpoint does not hold (a bare BertModel, or a head of another size) is
 // initialised as transformers does: weights N(0, initializer_range), biases 0, drawn from
 // `init_seed`; `notes` says which.
 TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, const model::ModelFamily& family,
                                          model::WeightBinder& binder, uint64_t init_seed,
-                                         std::vector<std::string>* notes);
+                                         std::vector<std::string>* notes, Head task = Head::sequence_classification);
 
 // What one forward keeps for the backward, per layer, sized for [B, T]. Allocated once for the
 // largest batch and reused across steps (category activations).
@@ -82,7 +95,7 @@ struct LayerActivations {
   Tensor ffn_act;       // [N, I] after it
   Tensor residual2;     // [N, C]
   Tensor mean2, rstd2;  // [N]
-  // The last layer runs everything after attention for the first token of each row only: its
+  // A sequence classifier's last layer runs everything after attention for the first token of each row only: its
   // residual1, hidden1, residual2 are [B, C], ffn_pre and ffn_act [B, I], the statistics [B], and
   // context_cls [B, C] holds the first tokens' context (context stays [N, C]).
   Tensor context_cls;
@@ -102,6 +115,11 @@ struct EncoderActivations final : ForwardState {
   Tensor first_dropped;          // [B, C] first after dropout (RoBERTa's head), else undefined
   Tensor head_hidden;            // [B, C] act(dense(first)), before dropout
   Tensor head_dropped;           // [B, C] after dropout (logits [B, L]: ForwardState's)
+  // Per-token heads (logits [N, L], [N, 2] or [N, V]).
+  Tensor sequence_output;               // [N, C] the last layer's output
+  Tensor token_dropped;                 // [N, C] after the token classifier's dropout
+  Tensor mlm_pre, mlm_act, mlm_hidden;  // [N, C] the masked-LM dense's output, its activation, the LayerNorm's
+  Tensor mlm_mean, mlm_rstd;            // [N]
   // Gradient buffers reused by the backward.
   Tensor d_hidden, d_scratch, d_qkv, d_ffn;  // [N, C], [N, C], [N, 3C], [N, I]
   Tensor d_head, d_first;                    // [B, C], [B, C]
@@ -115,7 +133,12 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
 // token_type_ids (optional) as in TokenBatch.
 void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
                        const DropoutRates& dropout);
-// The backward from d_logits [B, L]: every parameter's gradient accumulates (+=).
+// The per-token heads (trainable_encoder_heads.cc): from a.sequence_output [N, C] to a.logits;
+// the backward from d_logits to d(sequence output) in a.d_hidden. key: the head's dropout masks.
+void token_head_forward(const TrainableEncoder& m, EncoderActivations& a, const DropoutRates& dropout, uint64_t key);
+void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const float* d_logits, const DropoutRates& dropout,
+                         uint64_t key);
+// The backward from d_logits (a.logits' shape): every parameter's gradient accumulates (+=).
 void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch, const float* d_logits,
                         const DropoutRates& dropout);
 

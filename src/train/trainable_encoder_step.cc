@@ -97,7 +97,8 @@ void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
   const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
   const TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
-  const Tensor& out = a.layers[li + 1].input;
+  // The next layer's input; after the last layer (a per-token head's), the sequence output.
+  const Tensor& out = li + 1 < a.layers.size() ? a.layers[li + 1].input : a.sequence_output;
   core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
     core::Span span(core::SpanKind::module, "attention");
@@ -292,11 +293,120 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
   for (int64_t b = 0; b < B; ++b) ops::add_inplace(f(a.d_hidden) + b * T * C, d2 + b * C, C);
 }
 
-// Layer li's forward; the last layer runs for the first tokens only.
+// Layer li's forward; a sequence classifier's last layer runs for the first tokens only.
 void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
                    const DropoutRates& dr) {
-  if (li + 1 == m.layers.size()) last_layer_forward(m, a, li, mask, dr);
+  if (li + 1 == m.layers.size() && !m.per_token()) last_layer_forward(m, a, li, mask, dr);
   else full_layer_forward(m, a, li, mask, dr);
+}
+
+// A full layer's backward (every token): a.d_hidden holds d(layer output) on entry and
+// d(layer input) on exit (none for the first layer when the embeddings are frozen).
+void full_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+                         const DropoutRates& dr, bool embeddings_frozen) {
+  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
+  const int64_t H = m.shape.heads, D = C / H, N = B * T;
+  const float scale = 1.0f / std::sqrt(float(D));
+  TrainableLayer& w = m.layers[li];
+  LayerActivations& s = a.layers[li];
+  core::Span layer_span(core::SpanKind::module, layer_module(m, li));
+  // d_hidden: d(layer output) on entry, d(layer input) on exit.
+  {
+    core::Span span(core::SpanKind::module, "ffn");
+    zero(a.d_scratch);
+    {
+      OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, true));
+      ops::layer_norm_backward_cpu(f(a.d_scratch), g(w.ln2_gamma), g(w.ln2_beta), f(a.d_hidden), f(s.residual2),
+                                   f(w.ln2_gamma), f(s.mean2), f(s.rstd2), N, C);
+    }
+    // The residual carries d(residual2) to hidden1 unchanged; the FFN branch gets it through dropout.
+    std::memcpy(f(a.d_hidden), f(a.d_scratch), a.d_scratch.nbytes());
+    dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
+    zero(a.d_ffn);
+    {
+      step::linear_backward(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act),
+                            wt(w.ffn_out_weight), N, C, I);
+    }
+    lora_bwd(m, w.ffn_out_lora, f(a.d_ffn), f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
+    // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
+    if (a.fused && m.config.hidden_act != "relu") {
+      {
+        OpSpan o("bias_gelu_backward", ops::gelu_backward_cost(N * I));
+        ops::bias_gelu_backward_cpu(f(s.ffn_act), g(w.ffn_in_bias), f(s.ffn_pre), f(a.d_ffn), N, I);
+      }
+      step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight),
+                            N, I, C);
+      lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
+    } else {
+      zero(s.ffn_act);
+      if (m.config.hidden_act == "relu") {
+        OpSpan o("relu_backward", ops::activation_backward_cost(N * I));
+        ops::relu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
+      } else {
+        OpSpan o("gelu_backward", ops::gelu_backward_cost(N * I));
+        ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
+      }
+      step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
+                            wt(w.ffn_in_weight), N, I, C);
+      lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
+    }
+  }
+  core::Span span(core::SpanKind::module, "attention");
+  zero(a.d_scratch);
+  {
+    OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, true));
+    ops::layer_norm_backward_cpu(f(a.d_scratch), g(w.ln1_gamma), g(w.ln1_beta), f(a.d_hidden), f(s.residual1),
+                                 f(w.ln1_gamma), f(s.mean1), f(s.rstd1), N, C);
+  }
+  std::memcpy(f(a.d_hidden), f(a.d_scratch), a.d_scratch.nbytes());
+  if (m.family().attention_output_dropout)
+    dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
+  // d(context) goes into residual1's buffer, no longer needed.
+  zero(s.residual1);
+  {
+    step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context),
+                          wt(w.out_weight), N, C, C);
+  }
+  lora_bwd(m, w.out_lora, f(s.residual1), f(a.d_scratch), C, f(s.context), N, a, dr);
+  {
+    OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D));
+    ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(s.residual1),
+                                a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H,
+                                D, 3 * C, C, scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), -1,
+                                score_bias(m, a), relative_bias_parts(m, a));
+  }
+  if (relative_bias_parts(m, a)) add_relative_bias_grad(m, a);
+  // The first layer's dX feeds only the embeddings: when they are frozen (LoRA), skip it.
+  float* dx = li == 0 && embeddings_frozen ? nullptr : f(a.d_hidden);
+  step::linear_backward(dx, g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N, 3 * C, C);
+  lora_bwd(m, w.qkv_lora, dx, f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
+  if (a.layer_grads_ready) a.layer_grads_ready(int(li));
+}
+
+// The sequence classifier's backward, from d_logits [B, L] to d(first tokens) [B, C] in a.d_head.
+void sequence_head_backward(TrainableEncoder& m, EncoderActivations& a, const float* d_logits, const DropoutRates& dr) {
+  const int64_t B = a.B, C = m.shape.hidden, L = m.num_labels();
+  {
+    core::Span head_span(core::SpanKind::module, "classifier");
+    zero(a.d_head);
+    {
+      step::linear_backward(f(a.d_head), g(m.classifier_weight), g(m.classifier_bias), d_logits, f(a.head_dropped),
+                            f(m.classifier_weight), B, L, C);
+    }
+    dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
+    // Through the activation, from its saved output: d_first holds d(dense output).
+    zero(a.d_first);
+    if (m.family().head_activation == model::HeadActivation::tanh)
+      ops::tanh_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
+    else ops::relu_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
+    zero(a.d_head);
+    const Tensor& head_in = m.family().dropout_before_head_dense ? a.first_dropped : a.first;
+    step::linear_backward(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(head_in),
+                          wt(m.head_dense_weight), B, C, C);
+    lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(head_in), B, a, dr);
+    if (m.family().dropout_before_head_dense)
+      dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head_input(m.shape.layers)));
+  }
 }
 
 }  // namespace
@@ -341,6 +451,11 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
   dropout_fwd(f(a.layers[0].input), N * C, dr.hidden, key(dr, site_embeddings()));
 
   for (size_t li = 0; li < m.layers.size(); ++li) layer_forward(m, a, li, mask, dr);
+  if (m.per_token()) {
+    // a.sequence_output [N, C]: the last layer's output at every token.
+    token_head_forward(m, a, dr, key(dr, site_head(m.shape.layers)));
+    return;
+  }
 
   // The head on the first token: BERT's pooler (tanh), DistilBERT's pre_classifier (ReLU),
   // RoBERTa's classifier.dense (tanh, after a dropout of its own).
@@ -366,33 +481,16 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
   const int32_t* ids = batch.input_ids.data<int32_t>();
   const int32_t* mask = batch.attention_mask.data<int32_t>();
   // The caller's "backward" scope (train_step.cc) prefixes these module paths.
-
-  {
-    core::Span head_span(core::SpanKind::module, "classifier");
-    zero(a.d_head);
-    {
-      step::linear_backward(f(a.d_head), g(m.classifier_weight), g(m.classifier_bias), d_logits, f(a.head_dropped),
-                            f(m.classifier_weight), B, L, C);
-    }
-    dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
-    // Through the activation, from its saved output: d_first holds d(dense output).
-    zero(a.d_first);
-    if (m.family().head_activation == model::HeadActivation::tanh)
-      ops::tanh_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
-    else ops::relu_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
-    zero(a.d_head);
-    const Tensor& head_in = m.family().dropout_before_head_dense ? a.first_dropped : a.first;
-    step::linear_backward(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(head_in),
-                          wt(m.head_dense_weight), B, C, C);
-    lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(head_in), B, a, dr);
-    if (m.family().dropout_before_head_dense)
-      dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head_input(m.shape.layers)));
-  }
   const bool embeddings_frozen =
       !g(m.word) && !g(m.position) && !(m.token_type && g(m.token_type)) && !g(m.emb_ln_gamma) && !g(m.emb_ln_beta);
-  core::Span model_span(core::SpanKind::module, m.family().module);
-  // Only the first token of each row reaches the head: the last layer's backward starts there.
-  {
+  size_t first_full = m.layers.size();  // the layers below the head that run on every token
+  if (m.per_token()) {
+    // Every token reaches the head: a.d_hidden = d(sequence output) [N, C].
+    token_head_backward(m, a, d_logits, dr, key(dr, site_head(m.shape.layers)));
+  } else {
+    sequence_head_backward(m, a, d_logits, dr);
+    core::Span model_span(core::SpanKind::module, m.family().module);
+    // Only the first token of each row reaches the head: the last layer's backward starts there.
     const size_t last = m.layers.size() - 1;
     if (a.checkpoint) {
       core::Span span(core::SpanKind::module, "recompute");
@@ -400,87 +498,16 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
     }
     last_layer_backward(m, a, last, mask, dr, f(a.d_head));
     if (a.layer_grads_ready) a.layer_grads_ready(int(last));
+    first_full = last;
   }
-  for (size_t li = m.layers.size() - 1; li-- > 0;) {
-    TrainableLayer& w = m.layers[li];
-    LayerActivations& s = a.layers[li];
+  core::Span model_span(core::SpanKind::module, m.family().module);
+  for (size_t li = first_full; li-- > 0;) {
     if (a.checkpoint) {
       // The layer's intermediates were overwritten by the layers after it: recompute them.
       core::Span span(core::SpanKind::module, "recompute");
       layer_forward(m, a, li, mask, dr);
     }
-    core::Span layer_span(core::SpanKind::module, layer_module(m, li));
-    // d_hidden: d(layer output) on entry, d(layer input) on exit.
-    {
-      core::Span span(core::SpanKind::module, "ffn");
-      zero(a.d_scratch);
-      {
-        OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, true));
-        ops::layer_norm_backward_cpu(f(a.d_scratch), g(w.ln2_gamma), g(w.ln2_beta), f(a.d_hidden), f(s.residual2),
-                                     f(w.ln2_gamma), f(s.mean2), f(s.rstd2), N, C);
-      }
-      // The residual carries d(residual2) to hidden1 unchanged; the FFN branch gets it through dropout.
-      std::memcpy(f(a.d_hidden), f(a.d_scratch), a.d_scratch.nbytes());
-      dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
-      zero(a.d_ffn);
-      {
-        step::linear_backward(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act),
-                              wt(w.ffn_out_weight), N, C, I);
-      }
-      lora_bwd(m, w.ffn_out_lora, f(a.d_ffn), f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
-      // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
-      if (a.fused && m.config.hidden_act != "relu") {
-        {
-          OpSpan o("bias_gelu_backward", ops::gelu_backward_cost(N * I));
-          ops::bias_gelu_backward_cpu(f(s.ffn_act), g(w.ffn_in_bias), f(s.ffn_pre), f(a.d_ffn), N, I);
-        }
-        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1),
-                              wt(w.ffn_in_weight), N, I, C);
-        lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
-      } else {
-        zero(s.ffn_act);
-        if (m.config.hidden_act == "relu") {
-          OpSpan o("relu_backward", ops::activation_backward_cost(N * I));
-          ops::relu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
-        } else {
-          OpSpan o("gelu_backward", ops::gelu_backward_cost(N * I));
-          ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
-        }
-        step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
-                              wt(w.ffn_in_weight), N, I, C);
-        lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
-      }
-    }
-    core::Span span(core::SpanKind::module, "attention");
-    zero(a.d_scratch);
-    {
-      OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, true));
-      ops::layer_norm_backward_cpu(f(a.d_scratch), g(w.ln1_gamma), g(w.ln1_beta), f(a.d_hidden), f(s.residual1),
-                                   f(w.ln1_gamma), f(s.mean1), f(s.rstd1), N, C);
-    }
-    std::memcpy(f(a.d_hidden), f(a.d_scratch), a.d_scratch.nbytes());
-    if (m.family().attention_output_dropout)
-      dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
-    // d(context) goes into residual1's buffer, no longer needed.
-    zero(s.residual1);
-    {
-      step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context),
-                            wt(w.out_weight), N, C, C);
-    }
-    lora_bwd(m, w.out_lora, f(s.residual1), f(a.d_scratch), C, f(s.context), N, a, dr);
-    {
-      OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D));
-      ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(s.residual1),
-                                  a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T,
-                                  H, D, 3 * C, C, scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), -1,
-                                  score_bias(m, a), relative_bias_parts(m, a));
-    }
-    if (relative_bias_parts(m, a)) add_relative_bias_grad(m, a);
-    // The first layer's dX feeds only the embeddings: when they are frozen (LoRA), skip it.
-    float* dx = li == 0 && embeddings_frozen ? nullptr : f(a.d_hidden);
-    step::linear_backward(dx, g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N, 3 * C, C);
-    lora_bwd(m, w.qkv_lora, dx, f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
-    if (a.layer_grads_ready) a.layer_grads_ready(int(li));
+    full_layer_backward(m, a, li, mask, dr, embeddings_frozen);
   }
   if (embeddings_frozen && m.layers.size() > 1) return;
 

@@ -25,6 +25,9 @@ namespace tach::train {
 // Dropout rates in effect for a step: the config's in training, zero with dropout off.
 struct DropoutRates {
   float hidden = 0, attention = 0, classifier = 0;
+  // A per-token head's dropout on the last hidden states: the token classifier's (classifier
+  // dropout, DistilBERT's `dropout`), DistilBERT's qa_dropout; none before qa_outputs elsewhere.
+  float head = 0;
   float lora = 0;  // on the LoRA adapters' inputs (lora_dropout), when the model has adapters
   uint64_t seed = 0;
   int64_t micro_batch = 0;  // with seed, names every mask of this forward
@@ -43,7 +46,7 @@ struct ForwardState {
   // Data-parallel: called by the backward as each layer's gradients become final (the last
   // layer first), so their all-reduce can start while the layers below are computed.
   std::function<void(int layer)> layer_grads_ready;
-  Tensor logits;         // [B, L]
+  Tensor logits;         // [B, L]; per-token heads [B * T, L] (question answering L = 2: start, end; masked LM: V)
   LoraActivations lora;  // what the adapters save, when the model has them
 };
 
@@ -62,6 +65,8 @@ class TrainableModel {
   std::unique_ptr<LoraSet> lora;  // null: full fine-tuning (attach_lora sets it)
 
   virtual const std::vector<std::string>& labels() const = 0;  // the head's id2label
+  // The head that trains: a sequence classifier, or (encoders) a per-token head.
+  virtual Head head() const { return Head::sequence_classification; }
   int64_t num_labels() const { return int64_t(labels().size()); }
   virtual std::string architecture() const = 0;  // as transformers names it, e.g. "BertForSequenceClassification"
   virtual bool uses_token_types() const = 0;
@@ -78,9 +83,9 @@ class TrainableModel {
   virtual int64_t quantize_base_nf4() = 0;
 
   virtual std::unique_ptr<ForwardState> new_state(bool fused) const = 0;
-  // state.logits: [B, L]. batch: input_ids, attention_mask (and token_type_ids where used).
+  // state.logits: [B, L] ([B * T, L] for a per-token head). batch: input_ids, attention_mask (and token_type_ids where used).
   virtual void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const = 0;
-  // From d_logits [B, L]: every trainable parameter's gradient accumulates (+=).
+  // From d_logits (the logits' shape): every trainable parameter's gradient accumulates (+=).
   virtual void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
                         const DropoutRates& dropout) = 0;
 };

@@ -35,7 +35,7 @@ const std::string& TrainingModelSource::problem_type() const {
 
 int64_t TrainingModelSource::pad_token_id() const { return is_decoder() ? decoder.pad_token_id : config.pad_token_id; }
 
-DropoutRates TrainingModelSource::dropout() const {
+DropoutRates TrainingModelSource::dropout(Head task) const {
   DropoutRates r;
   if (is_decoder()) {
     // The decoders have no hidden or classifier dropout; attention_dropout is 0 in every released config.
@@ -45,6 +45,11 @@ DropoutRates TrainingModelSource::dropout() const {
   r.hidden = config.hidden_dropout;
   r.attention = config.attention_dropout;
   r.classifier = config.classifier_dropout;
+  const bool distilbert = family->encoder && std::string(family->encoder->module) == "distilbert";
+  // …ForTokenClassification drops out every hidden state before its classifier: the classifier
+  // dropout (DistilBERT: its `dropout`). Only DistilBERT's …ForQuestionAnswering drops out before qa_outputs.
+  if (task == Head::token_classification) r.head = distilbert ? config.hidden_dropout : config.classifier_dropout;
+  if (task == Head::question_answering && distilbert) r.head = config_json.value("qa_dropout", 0.1f);
   return r;
 }
 
@@ -70,6 +75,10 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
     s.binder = std::make_unique<model::WeightBinder>(
         model::WeightBinder::synthetic(seed, s.is_decoder() && s.decoder.norm_plus_one));
     s.checkpoint_has_head = true;
+    // Synthetic weights exist for every head; a preset without one named is a classifier.
+    if (!s.is_decoder() && s.config.checkpoint_head == Head::none)
+      s.config.checkpoint_head = Head::sequence_classification;
+    s.checkpoint_head = s.is_decoder() ? Head::sequence_classification : s.config.checkpoint_head;
     return s;
   }
   const std::string config_path = (std::filesystem::path(s.location.dir) / "config.json").string();
@@ -83,6 +92,16 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
   s.binder = std::make_unique<model::WeightBinder>(*s.store, std::vector<std::string>{s.family->body_prefix, ""},
                                                    s.family->probe, config_path);
   s.checkpoint_has_head = s.store->find(s.family->classifier_weight) != nullptr;
+  if (!s.is_decoder()) {
+    // A classifier's tensors under a bare architecture are taken as one (as inference does); a
+    // token classifier's "classifier" is not a sequence classifier.
+    if (s.config.checkpoint_head == Head::none && s.checkpoint_has_head)
+      s.config.checkpoint_head = Head::sequence_classification;
+    s.checkpoint_head = s.config.checkpoint_head;
+    s.checkpoint_has_head = s.checkpoint_head == Head::sequence_classification;
+  } else if (s.checkpoint_has_head) {
+    s.checkpoint_head = Head::sequence_classification;
+  }
   s.source = s.location.dir + (s.location.revision.empty() ? "" : " (revision " + s.location.revision + ")");
   return s;
 }
@@ -90,8 +109,13 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
 std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource& source,
                                                       const std::vector<std::string>& id2label,
                                                       const std::string& problem_type, uint64_t init_seed,
-                                                      std::vector<std::string>* notes) {
+                                                      std::vector<std::string>* notes, Head task) {
   if (source.is_decoder()) {
+    check(task == Head::sequence_classification,
+          std::string(head_name(task)) +
+              " training is built for the encoders (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, "
+              "MPNet); " +
+              source.family->name + " trains as a sequence classifier");
     model::DecoderConfig c = source.decoder;
     c.id2label = id2label;
     c.problem_type = problem_type;
@@ -107,7 +131,7 @@ std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource&
   c.id2label = id2label;
   c.problem_type = problem_type;
   return std::make_unique<TrainableEncoder>(
-      build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes));
+      build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes, task));
 }
 
 }  // namespace tach::train

@@ -28,7 +28,11 @@ struct TrainingModelSource {
   bool is_decoder() const;
   nlohmann::json config_json;        // config.json as read
   std::string source;                // the directory, or "synthetic weights (seed N): ..."
-  bool checkpoint_has_head = false;  // a classifier is in the weights
+  bool checkpoint_has_head = false;  // a sequence classifier is in the weights
+  // The head the checkpoint was published with (config.json's architecture; a classifier's
+  // tensors under a bare architecture count as one, as inference takes them).
+  Head checkpoint_head = Head::none;
+  bool has_head(Head task) const { return checkpoint_head == task; }
   std::unique_ptr<model::WeightStore> store;
   std::unique_ptr<model::WeightBinder> binder;
 
@@ -37,17 +41,20 @@ struct TrainingModelSource {
   const std::vector<std::string>& id2label() const;
   const std::string& problem_type() const;
   int64_t pad_token_id() const;
-  DropoutRates dropout() const;
+  // A per-token head's own dropout (DropoutRates::head) comes with `task`.
+  DropoutRates dropout(Head task = Head::sequence_classification) const;
 };
 
 TrainingModelSource open_training_model(const std::string& spec, uint64_t seed);
 
-// The trainable classifier: id2label and problem_type say the head (a head of another size, or
-// none in the checkpoint, is initialised as transformers initialises it, from init_seed).
-// notes: what the binder left over and what was initialised.
+// The trainable model with the head `task`: id2label and problem_type say a classifier (a head
+// of another size, or one the checkpoint was not published with, is initialised as transformers
+// initialises it, from init_seed). notes: what the binder left over and what was initialised,
+// with transformers' note. The per-token heads are the encoders'.
 std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource& source,
                                                       const std::vector<std::string>& id2label,
                                                       const std::string& problem_type, uint64_t init_seed,
-                                                      std::vector<std::string>* notes);
+                                                      std::vector<std::string>* notes,
+                                                      Head task = Head::sequence_classification);
 
 }  // namespace tach::train

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Training references for tach's per-token heads (masked LM, token classification, question
+answering), from transformers + torch.optim.AdamW.
+
+    scripts/golden/make_train_task_golden.py tests/fixtures tests/fixtures/train_tasks [CASE ...]
+
+For each case, a tiny task model is made from a bare encoder fixture's config (its body random,
+seeded) and saved with save_pretrained, then OUT/<case>/ gets:
+  model/              config.json + model.safetensors (the task model before training)
+  batches.json        four padded batches: input_ids, attention_mask, token_type_ids, and the
+                      labels the task's model takes: `labels` [B][T] (masked LM: the collator's
+                      rule applied below; token classification: word labels with -100 at special
+                      tokens, padding and later sub-tokens), or start_positions/end_positions [B]
+                      (one row's answer outside the window: position T, clamped and ignored)
+  expected.json       the loss on batch 0; the losses, learning rates and gradient norms of 20 steps
+  grads.safetensors   every parameter's gradient on batch 0, under its Hugging Face name
+  final.safetensors   every parameter after the 20 steps
+
+The masked-LM inputs follow DataCollatorForLanguageModeling.torch_mask_tokens (15% of the
+non-special, non-padding tokens; 80% [MASK], 10% random, 10% kept) drawn from torch's generator;
+tach draws its own masks in training (the same rule, its own generator), so the test feeds these
+masked inputs and labels to tach's step: the comparison is of the training itself.
+
+The 20 steps: AdamW (lr 1e-3, weight decay 0.01 except biases and LayerNorm weights),
+get_linear_schedule_with_warmup with 2 warm-up steps, clipping at 1.0, batch i % 4 at step i,
+dropout off. Development only: run with the virtualenv that has torch and transformers.
+"""
+import json
+import os
+import re
+import shutil
+import sys
+
+import torch
+from safetensors.torch import save_file
+from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForQuestionAnswering,
+                          AutoModelForTokenClassification, get_linear_schedule_with_warmup)
+
+# case -> (bare encoder fixture, task)
+CASES = {
+    "bert-mlm-f32": ("encoders/bert-base-model-f32", "mlm"),
+    "distilbert-mlm-f32": ("encoders/distilbert-base-model-f32", "mlm"),
+    "roberta-mlm-f32": ("encoders/roberta-base-model-f32", "mlm"),
+    "bert-token-cls5-f32": ("encoders/bert-base-model-f32", "token-classification"),
+    "distilbert-token-cls5-f32": ("encoders/distilbert-base-model-f32", "token-classification"),
+    "bert-qa-f32": ("encoders/bert-base-model-f32", "question-answering"),
+    "roberta-qa-f32": ("encoders/roberta-base-model-f32", "question-answering"),
+}
+NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
+STEPS, WARMUP, LR, WD, CLIP = 20, 2, 1e-3, 0.01, 1.0
+LABELS = ["B-LOC", "B-PER", "I-LOC", "I-PER", "O"]
+
+
+def decays(name):
+    return not any(p.search(name.lower()) for p in NO_DECAY)
+
+
+def mask_tokens(ids, special, mask_id, vocab, gen, p=0.15):
+    """DataCollatorForLanguageModeling.torch_mask_tokens with mask_replace_prob 0.8, random_replace_prob 0.1."""
+    labels = ids.clone()
+    prob = torch.full(labels.shape, p)
+    prob.masked_fill_(special, 0.0)
+    masked = torch.bernoulli(prob, generator=gen).bool()
+    labels[~masked] = -100
+    replaced = torch.bernoulli(torch.full(labels.shape, 0.8), generator=gen).bool() & masked
+    ids = ids.clone()
+    ids[replaced] = mask_id
+    rand = torch.bernoulli(torch.full(labels.shape, 0.5), generator=gen).bool() & masked & ~replaced
+    words = torch.randint(vocab, labels.shape, dtype=torch.long, generator=gen)
+    ids[rand] = words[rand]
+    return ids, labels
+
+
+def batches(config, task, gen):
+    out = []
+    first = 2 if config.model_type == "roberta" else 1  # ids below are specials ([PAD]/<s>...)
+    for i in range(4):
+        B, T = 3, 9 + i
+        ids = torch.randint(first + 3, config.vocab_size, (B, T), generator=gen)
+        mask = torch.ones(B, T, dtype=torch.long)
+        lengths = []
+        for r in range(B):  # right padding of different lengths; row 0 is full
+            n = T if r == 0 else T - (r * 2 + i) % (T - 3)
+            lengths.append(n)
+            mask[r, n:] = 0
+            ids[r, n:] = config.pad_token_id
+            ids[r, 0] = first        # [CLS] / <s>
+            ids[r, n - 1] = first + 1  # [SEP] / </s>
+        special = torch.zeros(B, T, dtype=torch.bool)
+        for r, n in enumerate(lengths):
+            special[r, 0] = special[r, n - 1] = True
+            special[r, n:] = True
+        types = (torch.arange(T).unsqueeze(0) >= T // 2).long() * mask
+        b = {"attention_mask": mask, "token_type_ids": types}
+        if task == "mlm":
+            # Drawn again until a token is chosen: a batch without one has no loss (NaN in torch).
+            while True:
+                b["input_ids"], b["labels"] = mask_tokens(ids, special, first + 2, config.vocab_size, gen)
+                if (b["labels"] != -100).any():
+                    break
+        elif task == "token-classification":
+            b["input_ids"] = ids
+            labels = torch.randint(0, len(LABELS), (B, T), generator=gen)
+            later = torch.rand(B, T, generator=gen) < 0.3  # later sub-tokens of a word: -100
+            labels[special | later] = -100
+            b["labels"] = labels
+        else:
+            b["input_ids"] = ids
+            start = torch.tensor([int(torch.randint(1, n - 1, (1,), generator=gen)) for n in lengths])
+            end = torch.minimum(start + torch.randint(0, 3, (B,), generator=gen), torch.tensor(lengths) - 2)
+            start[1], end[1] = 0, 0          # no answer in the window: the CLS index
+            if i % 2 == 1:
+                start[2], end[2] = T + 4, T  # beyond the window: clamped to T, ignored
+            b["start_positions"], b["end_positions"] = start, end
+        out.append(b)
+    return out
+
+
+def make_model(src, task, dst):
+    config = AutoConfig.from_pretrained(src)
+    torch.manual_seed(7)
+    if task == "mlm":
+        config.architectures = None
+        model = AutoModelForMaskedLM.from_config(config, attn_implementation="eager")
+    elif task == "token-classification":
+        config.id2label = dict(enumerate(LABELS))
+        config.label2id = {l: i for i, l in enumerate(LABELS)}
+        model = AutoModelForTokenClassification.from_config(config, attn_implementation="eager")
+    else:
+        model = AutoModelForQuestionAnswering.from_config(config, attn_implementation="eager")
+    model = model.float()
+    shutil.rmtree(dst, ignore_errors=True)
+    model.save_pretrained(dst)
+    return model
+
+
+def run(src, task, dst):
+    model = make_model(src, task, os.path.join(dst, "model"))
+    model.eval()  # dropout off; gradients still flow
+    cfg = model.config
+    has_types = cfg.model_type == "bert"
+    gen = torch.Generator().manual_seed(1234)
+    bs = batches(cfg, task, gen)
+
+    def forward(b):
+        kw = {"input_ids": b["input_ids"], "attention_mask": b["attention_mask"]}
+        if has_types:
+            kw["token_type_ids"] = b["token_type_ids"]
+        for k in ("labels", "start_positions", "end_positions"):
+            if k in b:
+                kw[k] = b[k]
+        return model(**kw).loss
+
+    loss0 = forward(bs[0])
+    loss0.backward()
+    grads = {n: p.grad.detach().clone().contiguous() for n, p in model.named_parameters()}
+    model.zero_grad()
+
+    decay = [p for n, p in model.named_parameters() if decays(n)]
+    no_decay = [p for n, p in model.named_parameters() if not decays(n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD}, {"params": no_decay, "weight_decay": 0.0}], lr=LR)
+    sched = get_linear_schedule_with_warmup(opt, WARMUP, STEPS)
+    losses, lrs, norms = [], [], []
+    for step in range(STEPS):
+        lrs.append(sched.get_last_lr()[0])
+        loss = forward(bs[step % 4])
+        loss.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)))
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    final = {n: p.detach().clone().contiguous() for n, p in model.named_parameters()}
+    save_file(grads, os.path.join(dst, "grads.safetensors"))
+    save_file(final, os.path.join(dst, "final.safetensors"))
+    with open(os.path.join(dst, "batches.json"), "w") as f:
+        json.dump([{k: v.tolist() for k, v in b.items()} for b in bs], f)
+    with open(os.path.join(dst, "expected.json"), "w") as f:
+        json.dump({"task": task, "loss0": loss0.item(), "losses": losses, "lrs": lrs, "grad_norms": norms,
+                   "steps": STEPS, "warmup": WARMUP, "lr": LR, "weight_decay": WD, "clip": CLIP,
+                   "parameters": [n for n, _ in model.named_parameters()],
+                   "torch": torch.__version__}, f, indent=1)
+
+
+def main():
+    fixtures, out = sys.argv[1], sys.argv[2]
+    names = sys.argv[3:] or list(CASES)
+    for name in names:
+        src, task = CASES[name]
+        dst = os.path.join(out, name)
+        os.makedirs(dst, exist_ok=True)
+        run(os.path.join(fixtures, src), task, dst)
+        print("wrote", dst)
+
+
+if __name__ == "__main__":
+    main()

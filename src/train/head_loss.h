@@ -1,0 +1,22 @@
+// The loss of the head that trains, as transformers' task models compute it from their labels:
+//   sequence classification  classifier_loss (problem_type picks cross-entropy, MSE or BCE)
+//   token classification     cross-entropy over every token's labels, -100 ignored
+//   masked LM                cross-entropy over the vocabulary at the chosen tokens (-100 elsewhere)
+//   question answering       (CE(start logits, start) + CE(end logits, end)) / 2 over the rows, the
+//                            positions clamped to [0, T] and T ignored (…ForQuestionAnswering)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tach/model.h"
+#include "train/classifier_loss.h"
+
+namespace tach::train {
+
+// logits: [B, L], or [B * T, L] for a per-token head (question answering L = 2: start, end).
+// Returns the mean loss; dlogits (the logits' shape) += scale * d loss / d logits (null: skip).
+double head_loss(Head head, const std::string& problem_type, const float* logits, int64_t B, int64_t T, int64_t L,
+                 const Targets& targets, float* dlogits, float scale);
+
+}  // namespace tach::train
