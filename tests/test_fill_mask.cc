@@ -3,12 +3,14 @@
 // (golden) tiny masked LMs saved by transformers against its fill-mask pipeline.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tach/error.h"
 #include "tach/fill_mask.h"
+#include "tach/model.h"
 #include "tach/tokenizer.h"
 #include "test_util.h"
 
@@ -147,6 +149,71 @@ TEST(FillMaskTokens, FilesNameTheMaskElseTheTokenizersOwnElseAnError) {
   const std::string tiny = test::fixtures_dir() + "/tokenizers/tiny-wordpiece/tokenizer.json";
   const std::string none = test::error_of([&] { read_mask_tokens(tiny, *Tokenizer::load(tiny)); });
   EXPECT_NE(none.find("has no mask token ([MASK] or <mask>), so it cannot fill masks"), std::string::npos) << none;
+}
+
+json golden_expectations() { return json::parse(test::read_text(test::fixtures_dir() + "/fill_mask/expected.json")); }
+
+std::vector<std::string> golden_case_names() {
+  std::vector<std::string> out;
+  const json expected = golden_expectations();
+  for (const json& c : expected.at("cases")) out.push_back(c.at("model"));
+  return out;
+}
+
+// The tiny masked LMs of tests/fixtures/heads (every family's masked-LM head) with tokenizers that
+// fit their 120 ids, against transformers' fill-mask pipeline (scripts/golden/make_fill_mask_golden.py).
+class FillMaskGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FillMaskGolden, TinyMaskedLmGivesThePipelinesTokensAndScores) {
+  const std::string name = GetParam();
+  json c;
+  const json expected = golden_expectations();
+  for (const json& each : expected.at("cases"))
+    if (each.at("model") == name) c = each;
+  const std::string model_dir = test::fixtures_dir() + "/heads/" + name;
+  SCOPED_TRACE("a regenerated tests/fixtures/heads/" + name + " needs scripts/golden/make_fill_mask_golden.py rerun");
+  ASSERT_TRUE(fs::is_directory(model_dir)) << model_dir << " is missing";
+  const std::string tok_path = test::fixtures_dir() + "/fill_mask/" + c.at("tokenizer").get<std::string>();
+  const auto tok = Tokenizer::load(tok_path);
+  const MaskTokens mask = read_mask_tokens(tok_path, *tok);
+  const auto model = load_model(model_dir);
+  for (const json& t : c.at("texts")) {
+    const std::string text = t.at("text");
+    SCOPED_TRACE(text);
+    const auto got = fill_mask(*model, *tok, mask, {text}, t.at("top_k").get<int64_t>());
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].ids, t.at("input_ids").get<std::vector<int32_t>>());
+    ASSERT_EQ(got[0].masks.size(), t.at("masks").size());
+    for (size_t m = 0; m < got[0].masks.size(); ++m) {
+      const json& want = t.at("masks")[m];
+      ASSERT_EQ(got[0].masks[m].size(), want.size());
+      for (size_t k = 0; k < want.size(); ++k) {
+        const FillMaskCandidate& g = got[0].masks[m][k];
+        EXPECT_EQ(g.token, want[k].at("token").get<int32_t>()) << "mask " << m << " rank " << k;
+        EXPECT_NEAR(g.score, want[k].at("score").get<double>(), 1e-4) << "mask " << m << " rank " << k;
+        EXPECT_EQ(g.token_str, want[k].at("token_str").get<std::string>());
+        EXPECT_EQ(g.sequence, want[k].at("sequence").get<std::string>());
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, FillMaskGolden, ::testing::ValuesIn(golden_case_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+TEST(FillMaskModel, AModelWithAnotherHeadIsRefusedNamingIt) {
+  const std::string tok_path = test::fixtures_dir() + "/fill_mask/wordpiece-120";
+  const auto tok = Tokenizer::load(tok_path);
+  const auto model = load_model(test::fixtures_dir() + "/encoders/bert-cls2-f32");
+  const std::string err =
+      test::error_of([&] { fill_mask(*model, *tok, read_mask_tokens(tok_path, *tok), {"a [MASK]"}); });
+  EXPECT_NE(err.find("runs a sequence-classification head: fill-mask needs a masked LM's head"), std::string::npos)
+      << err;
 }
 
 }  // namespace
