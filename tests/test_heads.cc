@@ -74,9 +74,10 @@ TEST_P(GoldenHead, MatchesTransformers) {
 
 std::vector<std::string> head_cases() {
   std::vector<std::string> v;
-  for (const char* family : {"bert", "distilbert", "roberta", "xlm-roberta", "mpnet"})
+  for (const char* family : {"bert", "distilbert", "roberta", "xlm-roberta", "mpnet", "modernbert"})
     for (const char* head : {"mlm", "tokcls", "qa"}) v.push_back(std::string(family) + "-" + head + "-f32");
-  for (const char* extra : {"bert-mlm-untied-f32", "roberta-mlm-untied-f32"}) v.push_back(extra);
+  for (const char* extra : {"bert-mlm-untied-f32", "roberta-mlm-untied-f32", "modernbert-mlm-bias-f32"})
+    v.push_back(extra);
   return v;
 }
 

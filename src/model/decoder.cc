@@ -52,8 +52,8 @@ Tensor take_bias(WeightBinder& w, bool has, const std::string& module, int64_t n
 
 }  // namespace
 
-DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n, WeightBinder& w,
-                             const ops::LinearPlacement& place) {
+DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n, const HeadTensorNames& heads,
+                             WeightBinder& w, const ops::LinearPlacement& place, HeadSource& s) {
   const int64_t C = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
   const int64_t HD = c.num_heads * D, KD = c.num_kv_heads * D;
   DecoderWeights m;
@@ -96,17 +96,32 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
     m.layers.push_back(std::move(L));
   }
   m.final_norm = take_norm(w, n.final_norm, C, c, place.device);
-  if (c.classification_head) {
-    if (c.head_mlp) {  // ModernBERT: head.dense (GELU fused), head.norm, then the classifier
-      m.head_dense = pack_linear(w.take_head(n.head_dense + ".weight", {C, C}),
-                                 c.head_dense_bias ? w.take_head(n.head_dense + ".bias", {C}) : Tensor(), place,
-                                 cpu::FusedActivation::gelu_erf);
-      m.head_norm =
-          applied_norm(to_f32_param(w.take_head(n.head_norm + ".weight", {C}), Device::cpu()), c).on(place.device);
-    }
+  const Head head = c.classification_head ? Head::sequence_classification : c.head;
+  auto take = [&](const std::string& name, const Shape& shape, HeadInit init) {
+    return take_head_tensor(w, s, name, shape, false, init);
+  };
+  if (head != Head::none && c.head_mlp) {  // ModernBERT: head.dense (GELU fused), head.norm, then the head's own
+    m.head_dense = pack_linear(take(n.head_dense + ".weight", {C, C}, HeadInit::normal),
+                               c.head_dense_bias ? take(n.head_dense + ".bias", {C}, HeadInit::zeros) : Tensor(), place,
+                               cpu::FusedActivation::gelu_erf);
+    m.head_norm = applied_norm(to_f32_param(take(n.head_norm + ".weight", {C}, HeadInit::ones), Device::cpu()), c)
+                      .on(place.device);
+  }
+  if (head == Head::sequence_classification) {
     const std::string score = c.head_mlp ? "classifier" : "score";
-    m.score = pack_linear(w.take_head(score + ".weight", {c.num_labels(), C}),
-                          c.classifier_bias ? w.take_head(score + ".bias", {c.num_labels()}) : Tensor(), place);
+    m.score =
+        pack_linear(take(score + ".weight", {c.num_labels(), C}, HeadInit::normal),
+                    c.classifier_bias ? take(score + ".bias", {c.num_labels()}, HeadInit::zeros) : Tensor(), place);
+  } else if (head == Head::token_classification || head == Head::question_answering) {
+    const std::string& name = head == Head::question_answering ? heads.qa_outputs : heads.token_classifier;
+    const int64_t outputs = head == Head::question_answering ? 2 : c.num_labels();
+    m.per_token = pack_linear(take(name + ".weight", {outputs, C}, HeadInit::normal),
+                              take(name + ".bias", {outputs}, HeadInit::zeros), place);
+  } else if (head == Head::masked_lm) {
+    Tensor weight =
+        c.mlm_tied ? m.embed_tokens : take(heads.mlm_decoder + ".weight", {c.vocab_size, C}, HeadInit::normal);
+    Tensor bias = c.decoder_bias ? take(heads.mlm_decoder + ".bias", {c.vocab_size}, HeadInit::zeros) : Tensor();
+    m.per_token = pack_linear(weight, bias, place);
   }
   if (c.tie_word_embeddings) m.lm_head_weight = m.embed_tokens;
   else if (c.causal_lm) m.lm_head_weight = w.take_head("lm_head.weight", {c.vocab_size, C});

@@ -12,6 +12,7 @@
 
 #include "model/decoder_config.h"
 #include "model/decoder_layer.h"
+#include "model/encoder_heads.h"
 #include "model/family.h"
 #include "model/weight_binder.h"
 #include "ops/linear.h"
@@ -42,7 +43,11 @@ struct DecoderWeights {
   std::unique_ptr<ops::Linear> head_dense;  // ModernBERT's head.dense [C, C] (GELU fused); null elsewhere
   Tensor head_norm;                         // [C] f32: ModernBERT's head.norm
   std::unique_ptr<ops::Linear> score;       // [labels, C] (a bias where classifier_bias); null without the head
-  Tensor lm_head_weight;                    // [V, C] as stored: lm_head.weight, or embed_tokens when tied
+  // ModernBERT's per-token heads after head.dense/head.norm: the token classifier [labels, C],
+  // question answering's [2, C] (start, end), or the masked LM's decoder [V, C] (the embeddings
+  // where tied); null without one.
+  std::unique_ptr<ops::Linear> per_token;
+  Tensor lm_head_weight;  // [V, C] as stored: lm_head.weight, or embed_tokens when tied
 };
 
 // A norm weight as the forward applies it: Gemma's (1 + w), else w. [C] f32.
@@ -63,9 +68,10 @@ struct KvCache {
 };
 KvCache make_kv_cache(const DecoderConfig& c, int64_t batch, int64_t capacity, Device device = Device::cpu());
 
-// Binds and packs the body (and the score head when the config has it); names from the row.
-DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& names, WeightBinder& w,
-                             const ops::LinearPlacement& place);
+// Binds and packs the body and the head c.head (names from the row: the body's, and ModernBERT's
+// per-token heads'), from `source` (model/encoder_heads.h: a head the checkpoint lacks is made new).
+DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& names, const HeadTensorNames& heads,
+                             WeightBinder& w, const ops::LinearPlacement& place, HeadSource& source);
 
 // ids: [B, T] i32  mask: [B, T] i32  positions: [B, T] i32, all on the host (checked there; a GPU
 // model copies them)

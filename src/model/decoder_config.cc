@@ -183,14 +183,22 @@ DecoderConfig parse_decoder_config(const json& j, const std::string& source) {
     if (!a.is_array() || a.empty() || !a[0].is_string())
       f.fail("architectures", "must be a non-empty array of strings");
     c.architecture = a[0].get<std::string>();
-    if (c.architecture != family.bare_architecture && c.architecture != d.causal_lm_architecture &&
-        c.architecture != family.classifier_architecture)
+    std::vector<std::pair<std::string, Head>> known = family_architectures(family);
+    if (family.masked_lm_architecture != d.causal_lm_architecture)
+      known.emplace_back(d.causal_lm_architecture, Head::none);  // a causal LM's head is not one of tach::Head
+    std::string names;
+    bool found = false;
+    for (const auto& [architecture, head] : known) {
+      names += (names.empty() ? "" : ", ") + architecture;
+      if (architecture == c.architecture) found = true, c.checkpoint_head = head;
+    }
+    if (!found)
       throw Error(source + ": architecture \"" + c.architecture + "\" is not one tach builds for model_type \"" +
-                  c.model_type + "\" (" + family.bare_architecture + ", " + d.causal_lm_architecture + ", " +
-                  family.classifier_architecture + ")");
+                  c.model_type + "\" (" + names + ")");
   }
   c.classification_head = c.architecture == family.classifier_architecture;
   c.causal_lm = c.architecture == d.causal_lm_architecture;
+  c.head = c.checkpoint_head;
 
   c.vocab_size = f.positive_int("vocab_size", 0, true);
   c.hidden_size = f.positive_int("hidden_size", 0, true);

@@ -14,6 +14,7 @@
 
 #include "ops/rope.h"
 #include "ops/silu_gate.h"
+#include "tach/model.h"
 
 namespace tach::model {
 
@@ -22,6 +23,12 @@ struct DecoderConfig {
   std::string architecture;          // the first of "architectures", or the family's bare model
   bool classification_head = false;  // …ForSequenceClassification: `score`, pooled at the last non-pad token
   bool causal_lm = false;            // …ForCausalLM: `lm_head`, or the tied embeddings
+  // The head config.json's architecture names (ModernBERT's *ForMaskedLM is Head::masked_lm), and
+  // the head to build (the loader's choice; classification_head when sequence_classification).
+  Head checkpoint_head = Head::none;
+  Head head = Head::none;
+  bool mlm_tied = true;      // ModernBERT's masked-LM decoder is the embeddings (tie_word_embeddings)
+  bool decoder_bias = true;  // and has a bias (decoder_bias)
 
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;

@@ -84,8 +84,34 @@ class Decoder final : public Model {
     return to_host(logits);
   }
 
+  // ModernBERT's per-token heads: head.dense (GELU) and head.norm on every token's final hidden
+  // state, then the classifier, QA's start/end or the masked LM's decoder. [B, T, outputs] on the host.
+  Tensor token_logits(const TokenBatch& batch) const override {
+    if (!w_.per_token) return Model::token_logits(batch);
+    check_batch(batch);
+    const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size, N = B * T;
+    Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr)
+                   .reshape({N, C});
+    core::Span span(core::SpanKind::module, config_.head == Head::masked_lm ? "decoder" : "classifier");
+    Tensor dense = Tensor::empty({N, C}, DType::f32, h.device());
+    ops::linear_forward(dense, h, *w_.head_dense);
+    decoder_norm(config_, h, dense, Tensor(), w_.head_norm);
+    const int64_t outputs = w_.per_token->out_features();
+    Tensor logits = Tensor::empty({N, outputs}, DType::f32, h.device());
+    ops::linear_forward(logits, h, *w_.per_token);
+    return to_host(logits).reshape({B, T, outputs});
+  }
+
   // The work measured_forward does: the classifier's head, or the prefill's LM head on B rows.
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
+    if (w_.per_token) {  // every token through the body, head.dense, head.norm and the head
+      const int64_t N = B * T, C = config_.hidden_size;
+      ops::OpCost c = decoder_cost(config_, B, T, 0);
+      c += ops::linear_cost(N, C, C, compute_, config_.head_dense_bias);
+      c += ops::layer_norm_cost(N, C, false);
+      c += ops::linear_cost(N, w_.per_token->out_features(), C, compute_, w_.per_token->has_bias());
+      return {c.flops, c.bytes()};
+    }
     // The classifier's and the prefill's last layer run for the rows their heads read.
     ops::OpCost c = decoder_cost(config_, B, T, 0, heads_read_one_row() && (w_.score || info_.causal_lm));
     if (w_.head_dense) {
@@ -479,12 +505,41 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
     }
     binder->set_adapter(adapter, {family.body_prefix}, loc.spec);
   }
-  DecoderWeights weights = build_decoder(config, family.decoder->names, *binder, {options.device, options.compute});
+  // The head: --head's, else the checkpoint's own. The bidirectional family (ModernBERT) builds
+  // any of them, a head the checkpoint lacks new; a causal LM keeps its LM head or classifier.
+  HeadSource source;
+  if (options.head && *options.head != config.checkpoint_head) {
+    check(!config.causal || *options.head == Head::none, loc.spec + " (" + config.architecture +
+                                                             ") is a causal LM: tach builds no " +
+                                                             head_name(*options.head) + " head on it");
+    if (!config.causal) {
+      source.fresh = true;
+      config.head = *options.head;
+      config.classification_head = config.head == Head::sequence_classification;
+      config.architecture = architecture_for_head(family, config.head);
+    }
+  }
+  source.std = config.initializer_range;
+  source.seed = options.seed;
+  source.body_prefix = family.body_prefix;
+  if (source.fresh && options.new_head_labels > 0 && options.new_head_labels != config.num_labels()) {
+    config.id2label.clear();
+    config.label2id.clear();
+    for (int64_t i = 0; i < options.new_head_labels; ++i) {
+      config.id2label.push_back("LABEL_" + std::to_string(i));
+      config.label2id[config.id2label.back()] = int(i);
+    }
+  }
+  DecoderWeights weights = build_decoder(config, family.decoder->names, family.head_names, *binder,
+                                         {options.device, options.compute}, source);
   // The layers are packed copies now; only the embedding table (and a tied LM head) still read
   // the file, row by row. Without this the file's pages would stay resident beside the copies.
   store.drop_resident_pages();
   release_cached_memory(Device::cpu());  // the f32 staging buffers of packing: freed, not kept cached
   for (auto& n : binder->finish()) info.notes.push_back(n);
+  if (const std::string note = new_head_note(source, config.architecture, loc.dir.empty() ? loc.spec : loc.dir);
+      !note.empty())
+    info.notes.push_back(note);
 
   info.model_type = config.model_type;
   info.tokenizer_hint = family.tokenizer_hint;
@@ -492,14 +547,16 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
     info.notes.push_back(n);
   info.architecture = config.architecture;
   info.classifier = config.classification_head;
-  info.head = config.classification_head ? Head::sequence_classification : Head::none;
+  info.head = config.classification_head ? Head::sequence_classification : config.head;
+  info.checkpoint_head = config.checkpoint_head;
   info.causal_lm = weights.lm_head_weight.defined();
   info.bidirectional = !config.causal;
-  info.labels = config.classification_head ? config.id2label : std::vector<std::string>{};
+  info.labels = config.classification_head || config.head == Head::token_classification ? config.id2label
+                                                                                        : std::vector<std::string>{};
   info.problem_type = config.problem_type.empty()
                           ? (config.num_labels() == 1 ? "regression" : "single_label_classification")
                           : config.problem_type;
-  info.parameters = binder->parameters();
+  info.parameters = binder->parameters() + source.initialised_parameters;
   info.weights_dtype = binder->stored_dtypes();
   info.vocab_size = config.vocab_size;
   info.hidden_size = config.hidden_size;

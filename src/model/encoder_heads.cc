@@ -11,27 +11,23 @@
 
 namespace tach::model {
 
-namespace {
-
-enum class Init { normal, zeros, ones };
-
-// A head tensor from the checkpoint, or, for a fresh head that the checkpoint lacks, a new one.
-// in_body: the name sits under the body's prefix (BERT's pooler), else at the top level.
-Tensor take_or_make(WeightBinder& w, HeadSource& s, const std::string& name, const Shape& shape, bool in_body,
-                    Init init) {
+Tensor take_head_tensor(WeightBinder& w, HeadSource& s, const std::string& name, const Shape& shape, bool in_body,
+                        HeadInit init) {
   if (!s.fresh || w.holds(name, shape, !in_body)) return in_body ? w.take(name, shape) : w.take_head(name, shape);
   Tensor t = Tensor::zeros(shape, DType::f32, Device::cpu(), MemoryCategory::weights);
-  if (init == Init::normal) fill_normal(t, s.std, s.seed, name);
-  if (init == Init::ones) std::fill_n(t.data<float>(), t.numel(), 1.0f);
+  if (init == HeadInit::normal) fill_normal(t, s.std, s.seed, name);
+  if (init == HeadInit::ones) std::fill_n(t.data<float>(), t.numel(), 1.0f);
   s.initialised.push_back(in_body ? s.body_prefix + name : name);
   s.initialised_parameters += t.numel();
   return t;
 }
 
+namespace {
+
 std::unique_ptr<ops::Linear> linear(WeightBinder& w, HeadSource& s, const std::string& name, int64_t out, int64_t in,
                                     const ops::LinearPlacement& place, cpu::FusedActivation act, bool in_body) {
-  Tensor weight = take_or_make(w, s, name + ".weight", {out, in}, in_body, Init::normal);
-  Tensor bias = take_or_make(w, s, name + ".bias", {out}, in_body, Init::zeros);
+  Tensor weight = take_head_tensor(w, s, name + ".weight", {out, in}, in_body, HeadInit::normal);
+  Tensor bias = take_head_tensor(w, s, name + ".bias", {out}, in_body, HeadInit::zeros);
   return pack_linear(weight, bias, place, act);
 }
 
@@ -68,8 +64,9 @@ EncoderHead build_encoder_head(const EncoderConfig& c, const ModelFamily& family
           hn.mlm_activation_from_config ? ffn_activation(c) : cpu::FusedActivation::gelu_erf;
       h.mlm.dense = linear(w, s, hn.mlm_dense, C, C, place, act, false);
       h.mlm.norm_gamma =
-          to_f32_param(take_or_make(w, s, hn.mlm_norm + ".weight", {C}, false, Init::ones), place.device);
-      h.mlm.norm_beta = to_f32_param(take_or_make(w, s, hn.mlm_norm + ".bias", {C}, false, Init::zeros), place.device);
+          to_f32_param(take_head_tensor(w, s, hn.mlm_norm + ".weight", {C}, false, HeadInit::ones), place.device);
+      h.mlm.norm_beta =
+          to_f32_param(take_head_tensor(w, s, hn.mlm_norm + ".bias", {C}, false, HeadInit::zeros), place.device);
       h.mlm.eps = c.layer_norm_eps;
       // Untied: the decoder's own weight. Tied: the word embeddings (a checkpoint may still hold a
       // copy of them under the decoder's name, which is left unread, as transformers ties over it).
@@ -80,9 +77,9 @@ EncoderHead build_encoder_head(const EncoderConfig& c, const ModelFamily& family
       const bool own_bias = hn.mlm_bias.empty() || (!c.tie_word_embeddings && w.holds(decoder_bias, {V}, true));
       Tensor weight = c.tie_word_embeddings
                           ? word_embeddings
-                          : take_or_make(w, s, hn.mlm_decoder + ".weight", {V, C}, false, Init::normal);
-      Tensor bias = take_or_make(w, s, own_bias ? decoder_bias : hn.mlm_bias, {V}, false, Init::zeros);
-      if (own_bias && !hn.mlm_bias.empty()) (void)take_or_make(w, s, hn.mlm_bias, {V}, false, Init::zeros);
+                          : take_head_tensor(w, s, hn.mlm_decoder + ".weight", {V, C}, false, HeadInit::normal);
+      Tensor bias = take_head_tensor(w, s, own_bias ? decoder_bias : hn.mlm_bias, {V}, false, HeadInit::zeros);
+      if (own_bias && !hn.mlm_bias.empty()) (void)take_head_tensor(w, s, hn.mlm_bias, {V}, false, HeadInit::zeros);
       h.mlm.decoder = pack_linear(weight, bias, place);
       h.outputs = V;
       break;

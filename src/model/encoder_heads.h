@@ -56,6 +56,12 @@ struct HeadSource {
   int64_t initialised_parameters = 0;
 };
 
+enum class HeadInit { normal, zeros, ones };
+// One tensor of a head from `source`: the checkpoint's (in_body: under the body's prefix, else at
+// the top level), or for a fresh head that the checkpoint lacks, a new one (f32 on the host).
+Tensor take_head_tensor(WeightBinder& binder, HeadSource& source, const std::string& name, const Shape& shape,
+                        bool in_body, HeadInit init);
+
 // Binds (or makes) `head` for an encoder whose body is built: word_embeddings [V, C] is the tied
 // decoder's weight. labels: the classifiers' outputs.
 EncoderHead build_encoder_head(const EncoderConfig& config, const ModelFamily& family, Head head, int64_t labels,

@@ -32,9 +32,11 @@ void read_modernbert(const Field& f, DecoderConfig& c) {
   c.first_attn_norm = false;
   c.embedding_norm = true;
   c.has_local_rope = true;  // local layers: local_rope_theta (default 10000)
-  // The masked-LM head (head + decoder, tied to the embeddings) is not built: the body serves as
-  // a bare encoder, a sentence-embedding body or under a classifier.
+  // The masked-LM head (head + decoder, tied to the embeddings) is a per-token head (the
+  // checkpoint's or --head's), not a causal LM's: it never generates.
   c.causal_lm = false;
+  c.mlm_tied = c.tie_word_embeddings;
+  c.decoder_bias = f.flag("decoder_bias", true);
   c.tie_word_embeddings = false;
   // Without layer_types: every n-th layer global (from layer 0), the others local, seeing
   // local_attention / 2 keys on either side (transformers' sliding_window).
