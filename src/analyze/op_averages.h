@@ -1,0 +1,54 @@
+// The op table torch prints (profiler.key_averages()), computed from a trace file alone.
+//
+// torch builds it from the same events it exports, so the trace holds everything it needs:
+// - nesting: per thread, an event is the child of the innermost event whose [start, end) holds
+//   it (c10d's collective works start and end on different threads and take no part);
+// - a child with its parent's name that is the parent's only child is merged into it (aten::div_
+//   calling aten::div_ counts once), its kernels lifted up;
+// - self CPU time: the event's time less its children's; device time: the kernels, copies and
+//   sets whose "External id" is the op's, plus its children's; self device time: its own;
+// - CPU memory: the bytes of every CPU "[memory]" event inside [start, end] (any thread, as torch
+//   matches them), less its children's for the self column;
+// - Python frames (with_stack) nest but are no rows; ProfilerStep#N rows are one ProfilerStep*.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyze/trace.h"
+
+namespace tach::analyze {
+
+enum class RowKind { cpu, user_annotation, device };
+const char* row_kind_name(RowKind k);
+
+struct OpRow {
+  std::string name;
+  RowKind kind = RowKind::cpu;
+  std::string shapes;              // --group-by shape: torch's input_shapes, "[[64, 32], [32, 96]]"
+  std::vector<std::string> stack;  // --group-by stack: the enclosing Python frames, innermost first
+  int64_t calls = 0;
+  // Times in ns (the trace's resolution); the JSON and the table show µs.
+  int64_t self_cpu_ns = 0, cpu_ns = 0, self_device_ns = 0, device_ns = 0;
+  int64_t flops = 0;
+  int64_t self_cpu_memory = 0, cpu_memory = 0;  // bytes
+};
+
+enum class GroupBy { name, shape, stack };
+// "name" | "shape" | "stack"; anything else is a usage error naming the choices.
+GroupBy parse_group_by(const std::string& s);
+
+// One row per key, in order of first appearance. stack_depth: frames kept for GroupBy::stack
+// (torch's group_by_stack_n).
+std::vector<OpRow> op_averages(const Trace& trace, GroupBy group_by, int stack_depth = 5);
+
+// Adds b's rows into a's by key (several traces of one run).
+void merge_rows(std::vector<OpRow>& into, const std::vector<OpRow>& rows);
+
+// Columns --sort-by takes: calls, self_cpu, cpu, self_device, device, flops, self_cpu_memory,
+// cpu_memory, name. Numbers sort descending, names ascending; ties by name.
+const std::vector<std::string>& sort_columns();
+void sort_rows(std::vector<OpRow>& rows, const std::string& column);
+
+}  // namespace tach::analyze
