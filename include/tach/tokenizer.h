@@ -20,6 +20,11 @@ struct Encoding {
   std::vector<int32_t> type_ids;
   std::vector<int32_t> special_tokens_mask;  // 1 for tokens the post-processor added
   std::vector<int32_t> attention_mask;
+  // As tokenizers' Encoding.word_ids and sequence_ids: the pre-tokenized word of its sequence a
+  // token came from (words count from 0 in each sequence; an added token is a word of its own),
+  // and the sequence (0 first, 1 second of a pair); -1 for special tokens and padding.
+  std::vector<int32_t> word_ids;
+  std::vector<int32_t> sequence_ids;
   // Windows of the tokens truncation cut off (each of the truncated length, overlapping the
   // previous one by `stride` tokens), post-processed and padded like the main one.
   std::vector<Encoding> overflowing;

@@ -84,13 +84,15 @@ class Pipeline final : public Tokenizer {
   std::string describe() const override { return p_.description; }
 
  private:
-  void push(Encoding& e, int32_t id, std::string token, tk::Span s) const {
+  void push(Encoding& e, int32_t id, std::string token, tk::Span s, int32_t word) const {
     e.ids.push_back(id);
     e.tokens.push_back(std::move(token));
     e.offsets.push_back({s.start, s.end});
     e.type_ids.push_back(0);
     e.special_tokens_mask.push_back(0);
     e.attention_mask.push_back(1);
+    e.word_ids.push_back(word);
+    e.sequence_ids.push_back(0);
   }
 
   // Truncate, post-process (overflowing windows too), then pad to a fixed length: the order
@@ -117,30 +119,38 @@ class Pipeline final : public Tokenizer {
       b->overflowing.clear();
     }
     std::vector<Encoding> over;
-    auto combined = [&](Encoding x, const Encoding* y) {
+    const bool keep_types = p_.post_processor && p_.post_processor->overflow_keeps_sequence_type_ids();
+    // x_over, y_over: whether x, y are overflowing windows (rather than the main encodings).
+    auto combined = [&](Encoding x, const Encoding* y, bool x_over, bool y_over) {
       Encoding yy = y ? *y : Encoding();
       post(x, y ? &yy : nullptr);
+      if (keep_types)
+        for (size_t i = 0; i < x.size(); ++i)
+          if ((x.sequence_ids[i] == 0 && x_over) || (x.sequence_ids[i] == 1 && y_over))
+            x.type_ids[i] = x.sequence_ids[i];
       return x;
     };
     for (const auto& ao : a_over) {
-      over.push_back(combined(ao, b));
-      for (const auto& bo : b_over) over.push_back(combined(ao, &bo));
+      over.push_back(combined(ao, b, true, false));
+      for (const auto& bo : b_over) over.push_back(combined(ao, &bo, true, true));
     }
-    for (const auto& bo : b_over) over.push_back(combined(a, &bo));
+    for (const auto& bo : b_over) over.push_back(combined(a, &bo, false, true));
     post(a, b);
     a.overflowing = std::move(over);
     if (opt.padding && opt.padding->strategy == Padding::Strategy::fixed)
       tk::pad(a, tk::padded_length(opt.padding->length, *opt.padding), *opt.padding);
   }
 
-  // Tokens of one text, without post-processing.
+  // Tokens of one text, without post-processing. A word is one piece the pre-tokenizer left (or
+  // one added token), numbered in order as tokenizers numbers its splits.
   Encoding encode_raw(const std::string& text) const {
     Encoding e;
     std::vector<tk::NormalizedString> pieces;
     std::vector<tk::Token> tokens;
+    int32_t word = 0;
     for (const auto& seg : tk::split_added(text, p_.added, false)) {
       if (seg.token) {
-        push(e, *seg.token, added_by_id_.at(*seg.token)->content, {uint32_t(seg.start), uint32_t(seg.end)});
+        push(e, *seg.token, added_by_id_.at(*seg.token)->content, {uint32_t(seg.start), uint32_t(seg.end)}, word++);
         continue;
       }
       tk::NormalizedString ns(std::string_view(text).substr(seg.start, seg.end - seg.start), uint32_t(seg.start));
@@ -148,19 +158,21 @@ class Pipeline final : public Tokenizer {
       // Tokens added with normalized=true are found in the normalized text.
       for (const auto& sub : tk::split_added(ns.text(), p_.added, true)) {
         if (sub.token) {
-          push(e, *sub.token, added_by_id_.at(*sub.token)->content, ns.original(sub.start, sub.end));
+          push(e, *sub.token, added_by_id_.at(*sub.token)->content, ns.original(sub.start, sub.end), word++);
           continue;
         }
         pieces.clear();
         pieces.push_back(ns.slice(sub.start, sub.end));
         if (p_.pre_tokenizer) p_.pre_tokenizer->split(pieces);
         for (const auto& piece : pieces) {
+          if (piece.text().empty()) continue;  // tokenizers drops empty splits
           tokens.clear();
           if (!cache_.lookup(piece.text(), tokens)) {
             p_.model->tokenize(piece.text(), tokens);
             cache_.insert(piece.text(), tokens.begin(), tokens.end());
           }
-          for (auto& t : tokens) push(e, t.id, std::move(t.value), piece.original(t.start, t.end));
+          for (auto& t : tokens) push(e, t.id, std::move(t.value), piece.original(t.start, t.end), word);
+          ++word;
         }
       }
     }

@@ -14,9 +14,12 @@ void push_special(Encoding& e, int32_t id, const std::string& token, int32_t typ
   e.type_ids.push_back(type_id);
   e.special_tokens_mask.push_back(1);
   e.attention_mask.push_back(1);
+  e.word_ids.push_back(-1);
+  e.sequence_ids.push_back(-1);
 }
 
-void append(Encoding& out, const Encoding& e, int32_t type_id) {
+// sequence: 0 for the first of a pair (or a single sequence), 1 for the second.
+void append(Encoding& out, const Encoding& e, int32_t type_id, int32_t sequence) {
   for (size_t i = 0; i < e.size(); ++i) {
     out.ids.push_back(e.ids[i]);
     out.tokens.push_back(e.tokens[i]);
@@ -24,6 +27,8 @@ void append(Encoding& out, const Encoding& e, int32_t type_id) {
     out.type_ids.push_back(type_id);
     out.special_tokens_mask.push_back(e.special_tokens_mask[i]);
     out.attention_mask.push_back(1);
+    out.word_ids.push_back(e.word_ids[i]);
+    out.sequence_ids.push_back(sequence);
   }
 }
 
@@ -59,7 +64,8 @@ class Template final : public PostProcessor {
         for (size_t i = 0; i < s.ids.size(); ++i) push_special(out, s.ids[i], s.tokens[i], p.type_id);
       } else {
         // A single-sequence template names only $A (checked when the template is read).
-        append(out, p.id == "A" || b == nullptr ? a : *b, p.type_id);
+        const bool first = p.id == "A" || b == nullptr;
+        append(out, first ? a : *b, p.type_id, first ? 0 : 1);
       }
     }
     a = std::move(out);
@@ -70,6 +76,7 @@ class Template final : public PostProcessor {
       if (p.special) n += specials_.at(p.id).ids.size();
     return n;
   }
+  bool overflow_keeps_sequence_type_ids() const override { return true; }
 
  private:
   std::vector<TemplatePiece> single_, pair_;
@@ -90,12 +97,12 @@ class ClsSep final : public PostProcessor {
     if (!add) return concatenate(a, b);
     Encoding out;
     push_special(out, cls_id_, cls_, 0);
-    append(out, a, 0);
+    append(out, a, 0, 0);
     push_special(out, sep_id_, sep_, 0);
     if (b) {
       const int32_t t = roberta_ ? 0 : 1;
       if (roberta_) push_special(out, sep_id_, sep_, 0);
-      append(out, *b, t);
+      append(out, *b, t, 1);
       push_special(out, sep_id_, sep_, t);
     }
     a = std::move(out);
@@ -155,8 +162,8 @@ std::pair<std::string, int32_t> token_pair(const JsonAt& j) {
 void concatenate(Encoding& a, Encoding* b) {
   if (!b) return;
   Encoding out;
-  append(out, a, 0);
-  append(out, *b, 1);
+  append(out, a, 0, 0);
+  append(out, *b, 1, 1);
   a = std::move(out);
 }
 

@@ -19,6 +19,10 @@ class PostProcessor {
                        const std::string& text_b) const = 0;
   // How many special tokens process() adds, for truncation's budget.
   virtual size_t added_tokens(bool pair) const = 0;
+  // tokenizers' TemplateProcessing sets its type ids on the main encoding only: in an overflowing
+  // window, the part of a sequence that overflowed keeps the type id it was encoded with (its
+  // sequence's index, 0 or 1), whatever the template says.
+  virtual bool overflow_keeps_sequence_type_ids() const { return false; }
 };
 
 // The default when tokenizer.json has none: concatenation, type 0 then 1.

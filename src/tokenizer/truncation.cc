@@ -17,6 +17,8 @@ Encoding slice(const Encoding& e, size_t start, size_t stop) {
   o.type_ids = cut(e.type_ids);
   o.special_tokens_mask = cut(e.special_tokens_mask);
   o.attention_mask = cut(e.attention_mask);
+  o.word_ids = cut(e.word_ids);
+  o.sequence_ids = cut(e.sequence_ids);
   return o;
 }
 }  // namespace
@@ -113,6 +115,8 @@ void pad(Encoding& e, size_t target, const Padding& p) {
   fill(e.type_ids, p.pad_type_id);
   fill(e.special_tokens_mask, 1);
   fill(e.attention_mask, 0);
+  fill(e.word_ids, -1);
+  fill(e.sequence_ids, -1);
 }
 
 }  // namespace tach::tokenizer

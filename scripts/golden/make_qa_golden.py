@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Reference values for extractive question answering and the SQuAD scores:
+
+  spans.json     transformers' question-answering pipeline over seeded random logits, for three
+                 tokenizers (byte-level BPE, WordPiece with <s>, Unigram): each case's windows (ids,
+                 word and sequence ids, the pipeline's p_mask), the logits given to the pipeline's
+                 postprocess, and the answers it returns (start, end in characters, text, score).
+  pipeline.json  the whole pipeline over the tiny QA models of tests/fixtures/heads, with a small
+                 WordPiece tokenizer written beside it (tokenizer-tiny/) whose ids fit their
+                 120-token vocabulary: contexts inside one window and longer than it.
+  squad.json     exact match and F1 per question and in total: v2.0 as transformers'
+                 squad_metrics computes it (the official v2.0 script's logic), v1.1 as the official
+                 v1.1 script computes it (re-stated below, as it ships only as that script).
+
+    ~/tach-qa-ref/bin/python scripts/golden/make_qa_golden.py tests/fixtures/question_answering
+
+transformers removed the question-answering pipeline and squad_metrics in version 5: run it with
+a transformers 4.x (4.46.3 wrote the committed files) and tokenizers 0.20.
+"""
+import collections
+import json
+import os
+import re
+import string
+import sys
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+from transformers import (AutoModelForQuestionAnswering, BertConfig, BertForQuestionAnswering,
+                          PreTrainedTokenizerFast, QuestionAnsweringPipeline)
+from transformers.data.metrics import squad_metrics
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOKENIZERS = os.path.join(ROOT, "tests", "fixtures", "tokenizers")
+HEADS = os.path.join(ROOT, "tests", "fixtures", "heads")
+
+LONG = ("The Amazon rainforest covers much of the Amazon basin of South America. This basin "
+        "encompasses seven million square kilometres, of which five and a half million are covered "
+        "by the rainforest. The majority of the forest is contained within Brazil, with sixty per "
+        "cent, followed by Peru with thirteen per cent and Colombia with ten per cent. Caf\u00e9 "
+        "owners in Manaus \u2014 the largest city \u2014 sell a\u00e7a\u00ed bowls to tourists.")
+
+# tokenizer file, cls token, question, context, options
+SPAN_CASES = [
+    ("modernbert-bpe/tokenizer.json", "[CLS]", "Where do the tourists buy bowls?", LONG, dict(max_seq_len=48, doc_stride=16)),
+    ("modernbert-bpe/tokenizer.json", "[CLS]", "How big is the basin?", LONG, dict(top_k=5)),
+    ("modernbert-bpe/tokenizer.json", "[CLS]", "Who?", "Na\u00efve caf\u00e9s \u2764\ufe0f serve cr\u00e8me br\u00fbl\u00e9e daily.",
+     dict(top_k=3, handle_impossible_answer=True)),
+    ("mpnet/tokenizer.json", "<s>", "Which country has most of the forest?", LONG,
+     dict(max_seq_len=40, doc_stride=12, top_k=4, max_answer_len=6)),
+    ("mpnet/tokenizer.json", "<s>", "What is covered?", "The basin is covered by the rainforest.", dict(handle_impossible_answer=True)),
+    ("unigram-xlmr/tokenizer-published.json", "<s>", "Where is Manaus?", LONG,
+     dict(max_seq_len=36, doc_stride=8, top_k=3, handle_impossible_answer=True)),
+    ("unigram-xlmr/tokenizer-published.json", "<s>", "Who sells bowls?", "Owners in Manaus sell a\u00e7a\u00ed bowls.", dict(top_k=2)),
+]
+
+
+def fast_tokenizer(path, cls):
+    return PreTrainedTokenizerFast(tokenizer_file=path, cls_token=cls, model_max_length=512)
+
+
+def dummy_pipeline(tok):
+    # postprocess never runs this model: the logits come from the case.
+    cfg = BertConfig(vocab_size=8, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
+    return QuestionAnsweringPipeline(model=BertForQuestionAnswering(cfg), tokenizer=tok, framework="pt")
+
+
+def post_options(opts):
+    return {k: v for k, v in opts.items() if k in ("top_k", "handle_impossible_answer", "max_answer_len")}
+
+
+def pre_options(opts):
+    return {k: v for k, v in opts.items() if k in ("max_seq_len", "doc_stride")}
+
+
+def as_list(answers):
+    return answers if isinstance(answers, list) else [answers]
+
+
+def window_json(feature):
+    enc = feature["encoding"]
+    return {"ids": [int(i) for i in feature["input_ids"][0]],
+            "type_ids": [int(i) for i in enc.type_ids],
+            "word_ids": [-1 if w is None else w for w in enc.word_ids],
+            "sequence_ids": [-1 if s is None else s for s in enc.sequence_ids],
+            "p_mask": [int(p) for p in feature["p_mask"][0]]}
+
+
+def span_cases():
+    rng = np.random.default_rng(54)
+    out = []
+    for file, cls, question, context, opts in SPAN_CASES:
+        tok = fast_tokenizer(os.path.join(TOKENIZERS, file), cls)
+        pipe = dummy_pipeline(tok)
+        features = list(pipe.preprocess({"question": question, "context": context}, **pre_options(opts)))
+        outputs, windows = [], []
+        for f in features:
+            n = f["input_ids"].shape[1]
+            start = (rng.standard_normal(n) * 3).astype(np.float32)
+            end = (rng.standard_normal(n) * 3).astype(np.float32)
+            outputs.append({**f, "start": torch.from_numpy(start)[None], "end": torch.from_numpy(end)[None]})
+            windows.append({**window_json(f), "start_logits": start.tolist(), "end_logits": end.tolist()})
+        answers = as_list(pipe.postprocess(outputs, **post_options(opts)))
+        out.append({"tokenizer": file, "question": question, "context": context, "options": opts,
+                    "windows": windows, "answers": answers})
+    return out
+
+
+# A WordPiece vocabulary of 120 tokens at most, for the tiny QA models' embedding tables.
+TINY_WORDS = ("the a of in is was who what where when which how many did does to and by with for on at from "
+              "amazon forest rainforest river basin south america brazil peru country city largest long "
+              "km million square people live capital paris france tower built year eiffel iron "
+              "tourists bowls sell owners cafe").split()
+
+
+def tiny_tokenizer(out_dir):
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(".,?!-'") + TINY_WORDS
+    vocab += ["##s", "##ed", "##ing", "##er", "##ly", "##e", "##a", "##o", "1", "2", "3", "4", "5", "6", "7", "8", "9", "0"]
+    assert len(vocab) <= 120, len(vocab)
+    t = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
+    t.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True)
+    t.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    t.post_processor = processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
+    os.makedirs(out_dir, exist_ok=True)
+    t.save(os.path.join(out_dir, "tokenizer.json"))
+    return os.path.join(out_dir, "tokenizer.json")
+
+
+PIPELINE_TEXT = ("The Amazon rainforest is the largest forest in South America. Most of it is in Brazil, "
+                 "and Peru has a part of the basin. Paris is the capital of France; the Eiffel tower "
+                 "was built of iron in 1889. Owners of cafes in the city sell bowls to tourists.")
+# model fixture, question, context, options (windows of the models' 32 positions at most)
+PIPELINE_CASES = [
+    ("bert-qa-f32", "Where is the forest?", "The Amazon rainforest is in South America.", dict(max_seq_len=32)),
+    ("bert-qa-f32", "What is the capital of France?", PIPELINE_TEXT, dict(max_seq_len=32, doc_stride=8)),
+    ("bert-qa-f32", "Who sells bowls?", PIPELINE_TEXT,
+     dict(max_seq_len=28, doc_stride=6, top_k=3, max_answer_len=4, handle_impossible_answer=True)),
+    ("distilbert-qa-f32", "When was the tower built?", PIPELINE_TEXT, dict(max_seq_len=30, doc_stride=10, top_k=2)),
+    ("distilbert-qa-f32", "Which country?", "Most of the forest is in Brazil.", dict(max_seq_len=32, handle_impossible_answer=True)),
+]
+
+
+def pipeline_cases(tok_file):
+    out = []
+    for name, question, context, opts in PIPELINE_CASES:
+        path = os.path.join(HEADS, name)
+        if not os.path.isdir(path):
+            print(f"skipping {name}: {path} is missing", file=sys.stderr)
+            continue
+        # DistilBERT's tokenizer gives no token type ids (its model takes none), BERT's does.
+        inputs = ["input_ids", "attention_mask"] + (["token_type_ids"] if name.startswith("bert") else [])
+        tok = PreTrainedTokenizerFast(tokenizer_file=tok_file, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
+                                      unk_token="[UNK]", mask_token="[MASK]", model_max_length=32,
+                                      model_input_names=inputs)
+        model = AutoModelForQuestionAnswering.from_pretrained(path, torch_dtype=torch.float32).eval()
+        pipe = QuestionAnsweringPipeline(model=model, tokenizer=tok, framework="pt")
+        with torch.no_grad():
+            answers = as_list(pipe(question=question, context=context, **opts))
+        windows = len(list(pipe.preprocess({"question": question, "context": context}, **pre_options(opts))))
+        out.append({"model": name, "question": question, "context": context, "options": opts,
+                    "windows": windows, "answers": answers})
+    return out
+
+
+# The official SQuAD v1.1 evaluation (evaluate-v1.1.py), as it scores one prediction.
+def v1_normalize_answer(s):
+    def remove_articles(text):
+        return re.sub(r"\b(a|an|the)\b", " ", text)
+
+    def white_space_fix(text):
+        return " ".join(text.split())
+
+    def remove_punc(text):
+        exclude = set(string.punctuation)
+        return "".join(ch for ch in text if ch not in exclude)
+
+    return white_space_fix(remove_articles(remove_punc(s.lower())))
+
+
+def v1_f1_score(prediction, ground_truth):
+    prediction_tokens = v1_normalize_answer(prediction).split()
+    ground_truth_tokens = v1_normalize_answer(ground_truth).split()
+    common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(prediction_tokens)
+    recall = 1.0 * num_same / len(ground_truth_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def v1_exact_match_score(prediction, ground_truth):
+    return v1_normalize_answer(prediction) == v1_normalize_answer(ground_truth)
+
+
+def v1_scores(gold, prediction):
+    return (float(max(v1_exact_match_score(prediction, g) for g in gold)),
+            float(max(v1_f1_score(prediction, g) for g in gold)))
+
+
+def v2_scores(gold, prediction):
+    # squad_metrics.get_raw_scores for one question.
+    answers = [a for a in gold if squad_metrics.normalize_answer(a)]
+    if not answers:
+        answers = [""]
+    return (float(max(squad_metrics.compute_exact(a, prediction) for a in answers)),
+            float(max(squad_metrics.compute_f1(a, prediction) for a in answers)))
+
+
+SQUAD_QUESTIONS = [
+    (["Denver Broncos", "Denver Broncos", "Broncos"], "the Denver Broncos"),
+    (["Santa Clara, California", "Levi's Stadium"], "Levi\u2019s Stadium in Santa Clara"),
+    (["an apple", "apple pie"], "Apple"),
+    (["The The"], "the"),
+    (["a"], ""),
+    (["1889"], "in 1889."),
+    (["Caf\u00e9 Du Monde"], "caf\u00c9 du monde"),
+    (["\u00c9COLE"], "\u00e9cole\u3000normale"),
+    (["the cat sat on the mat"], "cat mat cat"),
+    (["Thessaloniki", "the city"], "an theater"),
+    (["New   York\tCity"], "new york city!!"),
+    ([], ""),
+    ([], "something"),
+    ([], "the"),
+    (["_the_"], "the"),
+    (["seven million square kilometres"], "seven million"),
+]
+
+
+def squad_cases():
+    questions = []
+    for gold, pred in SQUAD_QUESTIONS:
+        q = {"gold": gold, "prediction": pred, "normalized_prediction": squad_metrics.normalize_answer(pred)}
+        q["v2_exact"], q["v2_f1"] = v2_scores(gold, pred)
+        if gold:
+            q["v1_exact"], q["v1_f1"] = v1_scores(gold, pred)
+        questions.append(q)
+    # The v2 totals as the official script makes them (make_eval_dict and the HasAns/NoAns merge).
+    exact = {i: q["v2_exact"] for i, q in enumerate(questions)}
+    f1 = {i: q["v2_f1"] for i, q in enumerate(questions)}
+    has = [i for i, (g, _) in enumerate(SQUAD_QUESTIONS) if g]
+    no = [i for i, (g, _) in enumerate(SQUAD_QUESTIONS) if not g]
+    v2 = dict(squad_metrics.make_eval_dict(exact, f1))
+    squad_metrics.merge_eval(v2, squad_metrics.make_eval_dict(exact, f1, qid_list=has), "HasAns")
+    squad_metrics.merge_eval(v2, squad_metrics.make_eval_dict(exact, f1, qid_list=no), "NoAns")
+    v1_questions = [q for q in questions if q["gold"]]
+    v1 = {"exact_match": 100.0 * sum(q["v1_exact"] for q in v1_questions) / len(v1_questions),
+          "f1": 100.0 * sum(q["v1_f1"] for q in v1_questions) / len(v1_questions), "total": len(v1_questions)}
+    return {"questions": questions, "v2": v2, "v1": v1}
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "fixtures", "question_answering")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "spans.json"), "w") as f:
+        json.dump(span_cases(), f, indent=1, ensure_ascii=False)
+    tok_file = tiny_tokenizer(os.path.join(out, "tokenizer-tiny"))
+    with open(os.path.join(out, "pipeline.json"), "w") as f:
+        json.dump(pipeline_cases(tok_file), f, indent=1, ensure_ascii=False)
+    with open(os.path.join(out, "squad.json"), "w") as f:
+        json.dump(squad_cases(), f, indent=1, ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+// Extractive question answering against transformers' question-answering pipeline, and the SQuAD
+// scores against the official scripts (fixtures: scripts/golden/make_qa_golden.py).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tach/error.h"
+#include "tach/model.h"
+#include "tach/tokenizer.h"
+#include "tasks/answer_question.h"
+#include "tasks/answer_spans.h"
+#include "tasks/squad_metric.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+using nlohmann::json;
+
+std::string qa_dir() { return test::fixtures_dir() + "/question_answering"; }
+
+json read_json(const std::string& path) {
+  std::ifstream f(path);
+  EXPECT_TRUE(f.good()) << path;
+  return json::parse(f);
+}
+
+// The pipeline's keyword arguments as tach's options (the pipeline's defaults where absent:
+// max_seq_len min(model_max_length, 384), doc_stride min(max_seq_len / 2, 128)).
+tasks::AnswerOptions options_of(const json& o) {
+  tasks::AnswerOptions a;
+  a.max_length = o.value("max_seq_len", 384);
+  a.doc_stride = o.value("doc_stride", std::min<int64_t>(a.max_length / 2, 128));
+  a.top_k = o.value("top_k", 1);
+  a.max_answer_len = o.value("max_answer_len", 15);
+  a.handle_impossible_answer = o.value("handle_impossible_answer", false);
+  return a;
+}
+
+void expect_answers(const std::vector<tasks::Answer>& got, const json& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(what + ", answer " + std::to_string(i));
+    EXPECT_EQ(got[i].text, want[i]["answer"].get<std::string>());
+    EXPECT_EQ(got[i].start, want[i]["start"].get<int64_t>());
+    EXPECT_EQ(got[i].end, want[i]["end"].get<int64_t>());
+    EXPECT_NEAR(got[i].score, want[i]["score"].get<double>(), 1e-4);
+  }
+}
+
+TEST(AnswerSpans, WindowsAreThePipelinesWithWordAndSequenceIds) {
+  for (const auto& c : read_json(qa_dir() + "/spans.json")) {
+    const std::string what = c["tokenizer"].get<std::string>() + ": " + c["question"].get<std::string>();
+    auto tok = Tokenizer::load(test::fixtures_dir() + "/tokenizers/" + c["tokenizer"].get<std::string>());
+    const auto windows =
+        tasks::answer_windows(*tok, c["question"], c["context"], options_of(c["options"]), tasks::cls_token_id(*tok));
+    ASSERT_EQ(windows.size(), c["windows"].size()) << what;
+    for (size_t w = 0; w < windows.size(); ++w) {
+      SCOPED_TRACE(what + ", window " + std::to_string(w));
+      const json& want = c["windows"][w];
+      const Encoding& e = windows[w].encoding;
+      EXPECT_EQ(e.ids, want["ids"].get<std::vector<int32_t>>());
+      EXPECT_EQ(e.type_ids, want["type_ids"].get<std::vector<int32_t>>());
+      EXPECT_EQ(e.word_ids, want["word_ids"].get<std::vector<int32_t>>());
+      EXPECT_EQ(e.sequence_ids, want["sequence_ids"].get<std::vector<int32_t>>());
+      std::vector<uint8_t> candidate;
+      for (int p : want["p_mask"]) candidate.push_back(p ? 0 : 1);
+      EXPECT_EQ(windows[w].candidate, candidate);
+    }
+  }
+}
+
+TEST(AnswerSpans, AnswersAreThePipelinesForTheSameLogits) {
+  for (const auto& c : read_json(qa_dir() + "/spans.json")) {
+    const std::string what = c["tokenizer"].get<std::string>() + ": " + c["question"].get<std::string>();
+    auto tok = Tokenizer::load(test::fixtures_dir() + "/tokenizers/" + c["tokenizer"].get<std::string>());
+    const tasks::AnswerOptions options = options_of(c["options"]);
+    const auto windows = tasks::answer_windows(*tok, c["question"], c["context"], options, tasks::cls_token_id(*tok));
+    std::vector<std::vector<float>> starts, ends;
+    for (const auto& w : c["windows"]) {
+      starts.push_back(w["start_logits"].get<std::vector<float>>());
+      ends.push_back(w["end_logits"].get<std::vector<float>>());
+    }
+    expect_answers(tasks::answers_from_logits(windows, starts, ends, c["context"], options), c["answers"], what);
+  }
+}
+
+TEST(AnswerSpans, BestSpansStayInTheBandAndTheContext) {
+  // Tokens: CLS, question, SEP, context x4, SEP. The best product is question x context, which
+  // the mask excludes; a span longer than max_answer_len is excluded too.
+  const std::vector<uint8_t> candidate = {1, 0, 0, 1, 1, 1, 1, 0};
+  const std::vector<float> start = {0, 9, 0, 5, 0, 0, 0, 9};
+  const std::vector<float> end = {0, 0, 9, 0, 0, 0, 4, 9};
+  float null = 1e6f;
+  auto spans = tasks::best_spans(start.data(), end.data(), candidate, 3, 3, true, null);
+  ASSERT_FALSE(spans.empty());
+  for (const auto& s : spans) {
+    EXPECT_TRUE(candidate[size_t(s.start)] && candidate[size_t(s.end)]);
+    EXPECT_LE(s.start, s.end);
+    EXPECT_LT(s.end - s.start, 3);
+  }
+  EXPECT_EQ(spans[0].start, 3);
+  EXPECT_LT(null, 1e6f);  // CLS's product, which the empty answer is scored by
+}
+
+TEST(AnswerSpans, AQuestionLongerThanTheWindowIsAnError) {
+  auto tok = Tokenizer::load(test::fixtures_dir() + "/tokenizers/mpnet/tokenizer.json");
+  tasks::AnswerOptions o;
+  o.max_length = 12;
+  o.doc_stride = 2;
+  const std::string message = test::error_of([&] {
+    tasks::answer_windows(*tok, "what is the name of the longest river that flows through the forest?", "The Amazon.",
+                          o, tasks::cls_token_id(*tok));
+  });
+  EXPECT_NE(message.find("the question is longer than the window"), std::string::npos) << message;
+  EXPECT_NE(message.find("--max-length"), std::string::npos) << message;
+
+  // A stride that leaves no new context: the window holds 12 - 4 (question) - 4 (specials) = 4.
+  o.doc_stride = 4;
+  const std::string stride = test::error_of([&] {
+    tasks::answer_windows(*tok, "who is here?", "one two three four five six seven eight nine ten", o,
+                          tasks::cls_token_id(*tok));
+  });
+  EXPECT_NE(stride.find("--doc-stride 4 leaves no new context"), std::string::npos) << stride;
+  o.doc_stride = 3;
+  EXPECT_GT(tasks::answer_windows(*tok, "who is here?", "one two three four five six seven eight nine ten", o,
+                                  tasks::cls_token_id(*tok))
+                .size(),
+            1u);
+}
+
+TEST(AnswerSpans, OptionsOutOfRangeAreUsageErrors) {
+  auto tok = Tokenizer::load(test::fixtures_dir() + "/tokenizers/mpnet/tokenizer.json");
+  for (auto set : std::vector<void (*)(tasks::AnswerOptions&)>{[](tasks::AnswerOptions& o) { o.top_k = 0; },
+                                                               [](tasks::AnswerOptions& o) { o.max_answer_len = 0; },
+                                                               [](tasks::AnswerOptions& o) { o.doc_stride = 400; }}) {
+    tasks::AnswerOptions o;
+    set(o);
+    EXPECT_THROW(tasks::answer_windows(*tok, "q?", "c.", o, std::nullopt), UsageError);
+  }
+}
+
+TEST(QuestionAnswering, AnswersAreThePipelinesOnTinyModels) {
+  const json cases = read_json(qa_dir() + "/pipeline.json");
+  if (cases.empty()) GTEST_SKIP() << "pipeline.json holds no cases (the QA model fixtures were missing)";
+  auto tok = Tokenizer::load(qa_dir() + "/tokenizer-tiny/tokenizer.json");
+  for (const auto& c : cases) {
+    const std::string what = c["model"].get<std::string>() + ": " + c["question"].get<std::string>();
+    const std::string dir = test::fixtures_dir() + "/heads/" + c["model"].get<std::string>();
+    if (!std::filesystem::is_directory(dir))
+      GTEST_SKIP() << dir << " is missing (scripts/golden/make_head_fixtures.py)";
+    auto model = load_model(dir);
+    const tasks::AnswerOptions options = options_of(c["options"]);
+    const auto windows = tasks::answer_windows(*tok, c["question"], c["context"], options, tasks::cls_token_id(*tok));
+    EXPECT_EQ(windows.size(), c["windows"].get<size_t>()) << what;
+    for (size_t batch : {size_t(1), size_t(3)}) {
+      const auto answers = tasks::answer_questions(*model, *tok, {{c["question"], c["context"]}}, options, batch);
+      expect_answers(answers.at(0), c["answers"], what + " (batches of " + std::to_string(batch) + " windows)");
+    }
+  }
+}
+
+TEST(SquadMetric, ScoresAreTheOfficialScripts) {
+  const json golden = read_json(qa_dir() + "/squad.json");
+  std::vector<std::vector<std::string>> gold, gold_v1;
+  std::vector<std::string> preds, preds_v1;
+  for (const auto& q : golden["questions"]) {
+    const auto g = q["gold"].get<std::vector<std::string>>();
+    const std::string p = q["prediction"];
+    SCOPED_TRACE(p);
+    EXPECT_EQ(tasks::normalize_answer(p), q["normalized_prediction"].get<std::string>());
+    const auto v2 = tasks::score_question(g, p, tasks::SquadVersion::v2);
+    EXPECT_EQ(v2.exact, q["v2_exact"].get<double>());
+    EXPECT_NEAR(v2.f1, q["v2_f1"].get<double>(), 1e-12);
+    gold.push_back(g);
+    preds.push_back(p);
+    if (q.contains("v1_exact")) {
+      const auto v1 = tasks::score_question(g, p, tasks::SquadVersion::v1);
+      EXPECT_EQ(v1.exact, q["v1_exact"].get<double>());
+      EXPECT_NEAR(v1.f1, q["v1_f1"].get<double>(), 1e-12);
+      gold_v1.push_back(g);
+      preds_v1.push_back(p);
+    }
+  }
+  const auto v2 = tasks::squad_scores(gold, preds, tasks::SquadVersion::v2);
+  const json& w2 = golden["v2"];
+  EXPECT_EQ(v2.total, w2["total"].get<int64_t>());
+  EXPECT_NEAR(v2.exact, w2["exact"].get<double>(), 1e-9);
+  EXPECT_NEAR(v2.f1, w2["f1"].get<double>(), 1e-9);
+  EXPECT_EQ(v2.has_answer_total, w2["HasAns_total"].get<int64_t>());
+  EXPECT_NEAR(v2.has_answer_exact, w2["HasAns_exact"].get<double>(), 1e-9);
+  EXPECT_NEAR(v2.has_answer_f1, w2["HasAns_f1"].get<double>(), 1e-9);
+  EXPECT_EQ(v2.no_answer_total, w2["NoAns_total"].get<int64_t>());
+  EXPECT_NEAR(v2.no_answer_exact, w2["NoAns_exact"].get<double>(), 1e-9);
+  EXPECT_NEAR(v2.no_answer_f1, w2["NoAns_f1"].get<double>(), 1e-9);
+  const auto v1 = tasks::squad_scores(gold_v1, preds_v1, tasks::SquadVersion::v1);
+  EXPECT_EQ(v1.total, golden["v1"]["total"].get<int64_t>());
+  EXPECT_NEAR(v1.exact, golden["v1"]["exact_match"].get<double>(), 1e-9);
+  EXPECT_NEAR(v1.f1, golden["v1"]["f1"].get<double>(), 1e-9);
+}
+
+}  // namespace
+}  // namespace tach
