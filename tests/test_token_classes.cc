@@ -13,7 +13,7 @@
 #include "tach/model.h"
 #include "tach/tokenizer.h"
 #include "data/conll.h"
-#include "tasks/entity_groups.h"
+#include "tach/token_classification.h"
 #include "tasks/seqeval.h"
 #include "test_util.h"
 
@@ -218,7 +218,8 @@ std::unique_ptr<EncoderModel> ner_model(const std::string& name) {
 TEST(EntityGroups, EqualTheTokenClassificationPipeline) {
   const json golden = json::parse(test::read_text(token_class_dir() + "/entity_groups.json"));
   const auto tokenizer = Tokenizer::load(token_class_dir() + "/tokenizer-wordpiece/tokenizer.json");
-  const auto unk = tokenizer->token_to_id("[UNK]");
+  const auto unk = unknown_token_id(token_class_dir() + "/tokenizer-wordpiece/tokenizer.json", *tokenizer);
+  ASSERT_EQ(unk, tokenizer->token_to_id("[UNK]"));
   const auto join = [&](const std::vector<std::string>& t) { return tokenizer->decode_tokens(t); };
   int groups_compared = 0;
   for (const auto& [name, rows] : golden["models"].items()) {
@@ -234,8 +235,8 @@ TEST(EntityGroups, EqualTheTokenClassificationPipeline) {
       const Encoding enc = tokenizer->encode(text, eo);
       ASSERT_EQ(enc.ids, row["ids"].get<std::vector<int32_t>>()) << text;
       const Tensor logits = model->token_logits(TokenBatch::from_rows({enc.ids}, info.pad_token_id));
-      const auto tokens = tasks::token_entities(text, enc, logits.data<float>(), info.labels, unk);
-      const auto shown = tasks::without_outside(tokens);
+      const auto tokens = token_entities(text, enc, logits.data<float>(), info.labels, unk);
+      const auto shown = without_outside(tokens);
       const json& want = row["none"];
       ASSERT_EQ(shown.size(), want.size()) << name << ": " << text;
       for (size_t i = 0; i < shown.size(); ++i) {
@@ -247,7 +248,7 @@ TEST(EntityGroups, EqualTheTokenClassificationPipeline) {
         // tach's logits equal transformers' within 1e-4 (test_heads); the softmax follows them
         EXPECT_NEAR(shown[i].score, want[i]["score"].get<double>(), 1e-4) << text;
       }
-      const auto groups = tasks::without_outside(tasks::group_entities(tokens, join));
+      const auto groups = without_outside(group_entities(tokens, join));
       const json& want_groups = row["simple"];
       ASSERT_EQ(groups.size(), want_groups.size()) << name << ": " << text;
       for (size_t i = 0; i < groups.size(); ++i) {
@@ -266,7 +267,7 @@ TEST(EntityGroups, EqualTheTokenClassificationPipeline) {
 TEST(EntityGroups, BTagsStartGroupsAndOtherLabelsContinue) {
   // Hand-made tokens: the grouping rule alone (get_tag: a label without B-/I- continues its type).
   const auto tok = [](const std::string& entity, float score, const std::string& word, int64_t s, int64_t e) {
-    tasks::TokenEntity t;
+    TokenEntity t;
     t.entity = entity;
     t.score = score;
     t.word = word;
@@ -274,16 +275,16 @@ TEST(EntityGroups, BTagsStartGroupsAndOtherLabelsContinue) {
     t.end = e;
     return t;
   };
-  const std::vector<tasks::TokenEntity> tokens{tok("B-PER", 0.5f, "ada", 0, 3),     tok("I-PER", 0.25f, "love", 4, 8),
-                                               tok("B-PER", 1.0f, "bob", 9, 12),    tok("O", 0.9f, "in", 13, 15),
-                                               tok("I-LOC", 0.5f, "paris", 16, 21), tok("LOC", 0.5f, "x", 21, 22),
-                                               tok("MISC", 0.5f, "y", 23, 24)};
+  const std::vector<TokenEntity> tokens{tok("B-PER", 0.5f, "ada", 0, 3),     tok("I-PER", 0.25f, "love", 4, 8),
+                                        tok("B-PER", 1.0f, "bob", 9, 12),    tok("O", 0.9f, "in", 13, 15),
+                                        tok("I-LOC", 0.5f, "paris", 16, 21), tok("LOC", 0.5f, "x", 21, 22),
+                                        tok("MISC", 0.5f, "y", 23, 24)};
   const auto join = [](const std::vector<std::string>& t) {
     std::string s;
     for (const auto& w : t) s += (s.empty() ? "" : " ") + w;
     return s;
   };
-  const auto groups = tasks::without_outside(tasks::group_entities(tokens, join));
+  const auto groups = without_outside(group_entities(tokens, join));
   ASSERT_EQ(groups.size(), 4u);
   EXPECT_EQ(groups[0].entity_group, "PER");
   EXPECT_EQ(groups[0].word, "ada love");

@@ -44,6 +44,9 @@ struct BenchConfig {
   std::string model = "preset:distilbert-base-uncased";
   std::string tokenizer;  // texts: a tokenizer file or directory; default the model directory's
   std::string adapter;    // a peft LoRA adapter directory merged into the weights at load (empty: none)
+  // The head the points run (--head): "auto" (the checkpoint's own, as published) or a head's
+  // name (head_name), built new where the checkpoint lacks it.
+  std::string head = "auto";
   // cpu, cuda, cuda:N, or auto: the first GPU when one is usable (forwards), else the CPU;
   // resolved when the run starts, and config.json keeps what it resolved to.
   std::vector<std::string> devices{"auto"};

@@ -81,6 +81,16 @@ void attach_tokenizer(TextSource& texts, const BenchConfig& config, const ModelI
 // readable with its columns, and a tokenizer (--tokenizer, or the model's own files) that loads.
 void check_text_inputs(const BenchConfig& config);
 
+// "auto" among the devices: the first GPU when one is usable and the sweep is of forwards (training
+// steps run on the CPU in this version), else the CPU. Returns what was picked and why, for the
+// run's notes; empty when no device said auto.
+std::string resolve_auto_device(BenchConfig& c);
+// A run id from the time and the model's name: "20261127-001500-NAME".
+std::string default_run_id(const std::string& model);
+// Claims runs_dir/base (or base-2, base-3, ...) by creating it: two runs started in the same
+// second never share a directory.
+std::string unique_run_id(const std::string& runs_dir, const std::string& base);
+
 // The pad id and the type-id flag a batch needs for this model.
 TokenBatch synthetic_batch(const ModelInfo& info, int64_t batch, int64_t seq_len, uint64_t seed);
 // Tokenizes the examples at `rows`, truncated to max_length and padded to max_length, or to the

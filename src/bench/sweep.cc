@@ -141,9 +141,10 @@ void check_model_runs(const BenchConfig& c) {
                              std::to_string(std::min<int64_t>(a.P, 128)) + " or up to " + std::to_string(a.P));
 }
 
-// "auto" among the devices: the first GPU when one is usable and the sweep is of forwards (training
-// steps run on the CPU in this version), else the CPU. Returns what was picked and why, for the
-// run's notes; empty when no device said auto.
+}  // namespace
+
+namespace bench {
+
 std::string resolve_auto_device(BenchConfig& c) {
   if (std::find(c.devices.begin(), c.devices.end(), "auto") == c.devices.end()) return "";
   std::string pick = "cpu", why;
@@ -177,8 +178,6 @@ std::string default_run_id(const std::string& model) {
   return std::string(buf) + "-" + name;
 }
 
-// Claims runs_dir/base (or base-2, base-3, ...) by creating it: two runs started in the same
-// second never share a directory.
 std::string unique_run_id(const std::string& runs_dir, const std::string& base) {
   std::error_code ec;
   fs::create_directories(runs_dir, ec);
@@ -189,6 +188,14 @@ std::string unique_run_id(const std::string& runs_dir, const std::string& base) 
   }
   throw Error(runs_dir + ": cannot find a free run directory name for " + base);
 }
+
+}  // namespace bench
+
+using bench::default_run_id;
+using bench::resolve_auto_device;
+using bench::unique_run_id;
+
+namespace {
 
 DType compute_dtype(const std::string& d) { return parse_compute_dtype(d); }
 

@@ -1,13 +1,16 @@
 // transformers' pipelines/token_classification.py, postprocess with aggregation "none" and
 // "simple": gather_pre_entities, aggregate, group_entities, group_sub_entities.
-#include "tasks/entity_groups.h"
+#include "tach/token_classification.h"
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tach/error.h"
 #include "tasks/numpy_sum.h"
 
-namespace tach::tasks {
+namespace tach {
 
 namespace {
 
@@ -43,7 +46,7 @@ EntityGroup group_of(const std::vector<const TokenEntity*>& members, const Token
     scores.push_back(t->score);
     words.push_back(t->word);
   }
-  g.score = float(double(numpy_sum(scores.data(), scores.size())) / double(scores.size()));
+  g.score = float(double(tasks::numpy_sum(scores.data(), scores.size())) / double(scores.size()));
   g.word = join(words);
   g.start = members.front()->start;
   g.end = members.back()->end;
@@ -68,7 +71,7 @@ std::vector<TokenEntity> token_entities(const std::string& text, const Encoding&
     float max = row[0];
     for (size_t l = 1; l < L; ++l) max = std::max(max, row[l]);
     for (size_t l = 0; l < L; ++l) exps[l] = std::exp(row[l] - max);
-    const float sum = numpy_sum(exps.data(), L);
+    const float sum = tasks::numpy_sum(exps.data(), L);
     size_t best = 0;
     for (size_t l = 1; l < L; ++l)
       if (exps[l] / sum > exps[best] / sum) best = l;
@@ -119,4 +122,33 @@ std::vector<EntityGroup> without_outside(const std::vector<EntityGroup>& groups)
   return out;
 }
 
-}  // namespace tach::tasks
+std::optional<int32_t> unknown_token_id(const std::string& tokenizer_path, const Tokenizer& tokenizer) {
+  namespace fs = std::filesystem;
+  const fs::path given(tokenizer_path);
+  const fs::path dir = fs::is_directory(given) ? given : given.parent_path();
+  const auto read = [](const fs::path& p) {
+    std::ifstream in(p);
+    if (!in) return nlohmann::json();
+    try {
+      return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception&) { return nlohmann::json(); }
+  };
+  // "[UNK]" or {"content": "[UNK]", ...}, as tokenizer_config.json and special_tokens_map.json write it
+  const auto token_of = [](const nlohmann::json& j, const char* key) -> std::string {
+    if (!j.is_object() || !j.contains(key)) return "";
+    const nlohmann::json& v = j[key];
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    return "";
+  };
+  std::string unk = token_of(read(dir / "tokenizer_config.json"), "unk_token");
+  if (unk.empty()) unk = token_of(read(dir / "special_tokens_map.json"), "unk_token");
+  if (unk.empty()) {
+    const nlohmann::json tj = read(fs::is_directory(given) ? given / "tokenizer.json" : given);
+    if (tj.is_object() && tj.contains("model")) unk = token_of(tj["model"], "unk_token");
+  }
+  if (unk.empty()) return std::nullopt;
+  return tokenizer.token_to_id(unk);
+}
+
+}  // namespace tach

@@ -70,6 +70,10 @@ SUBST = [
     (r"(?<!\")sentence-transformers/all-MiniLM-L6-v2", f"{FIX}/encoders/bert-base-model-f32 -k {TINY_TOK}",
      "offline: a Hub id; a bare BERT fixture (mean pooling, as MiniLM) stands in"),
     (r"(?<![\w:/])(-f|--file) texts\.txt", r"\1 ex/texts.txt", "placeholder: a text file made here"),
+    (r"dslim/bert-base-NER", f"{FIX}/heads/bert-tokcls-f32 -k {FIX}/token_classes/tokenizer-wordpiece",
+     "offline: a Hub id; the tiny BERT token classifier (with a tokenizer of its vocabulary) stands in"),
+    (r"(?<![\w/.-])conll2003_test\.txt", f"{FIX}/token_classes/ner.conll",
+     "placeholder: CoNLL-2003's test file; a small one in the same layout stands in"),
     # docs/python.md
     (r'load_model\("sentence-transformers/all-MiniLM-L6-v2"\)',
      f'load_model("{FIX}/encoders/bert-base-model-f32", tokenizer="{TINY_TOK}")',

@@ -18,6 +18,7 @@
 #include "tach/runtime.h"
 #include "tach/stats.h"
 #include "tach/system_info.h"
+#include "tach/token_classification.h"
 #include "tach/tokenizer.h"
 #include "usage.h"
 
@@ -96,15 +97,81 @@ void read_ids_file(const std::string& path, std::vector<std::vector<int32_t>>& r
     throw Error(path + ": token_type_ids given on some lines but not all");
 }
 
-// Texts through the tokenizer: the model directory's unless --tokenizer names one.
-TokenBatch tokenize_texts(const ClassifyOptions& opt, const ModelInfo& info, std::string* what, double* seconds) {
+// Texts through the tokenizer: the model directory's unless --tokenizer names one. The tokenizer
+// and its path stay for a token classifier's entities.
+TokenBatch tokenize_texts(const ClassifyOptions& opt, const ModelInfo& info, std::string* what, double* seconds,
+                          std::unique_ptr<Tokenizer>* tokenizer, std::string* tokenizer_path) {
   const std::string path = tokenizer_path_for(info, opt.tokenizer);
   const auto t0 = std::chrono::steady_clock::now();
   auto tok = Tokenizer::load(path);
   TokenBatch batch = encode_texts_for(*tok, info, opt.texts);
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   *what = std::to_string(opt.texts.size()) + " texts through " + path;
+  *tokenizer = std::move(tok);
+  *tokenizer_path = path;
   return batch;
+}
+
+// A token classifier's tokens and entity groups for each text, as transformers' token-classification
+// pipeline gives them (aggregation "none" and "simple"). logits: [B, T, labels] of the batch the
+// texts were encoded into (right-padded: row r's tokens are its first ones).
+struct TextEntities {
+  std::vector<TokenEntity> tokens;  // every token but the special ones, 'O' included
+  std::vector<EntityGroup> groups;  // the groups not labelled 'O'
+};
+std::vector<TextEntities> text_entities(const ClassifyOptions& opt, const ModelInfo& info, const Tokenizer& tokenizer,
+                                        const std::string& tokenizer_path, const Tensor& logits,
+                                        const TokenBatch& batch) {
+  EncodeOptions eo;  // as encode_texts_for encoded the batch
+  if (info.max_positions > 0) {
+    eo.truncation = Truncation{};
+    eo.truncation->max_length = size_t(info.max_positions);
+  }
+  const std::vector<Encoding> encodings = tokenizer.encode_batch(opt.texts, eo);
+  const std::optional<int32_t> unk = unknown_token_id(tokenizer_path, tokenizer);
+  const auto join = [&](const std::vector<std::string>& tokens) { return tokenizer.decode_tokens(tokens); };
+  const int64_t T = batch.seq_len(), L = logits.size(2);
+  check(L == int64_t(info.labels.size()), "the token classifier gives " + std::to_string(L) + " scores per token for " +
+                                              std::to_string(info.labels.size()) + " labels (config.json id2label)");
+  std::vector<TextEntities> out;
+  for (size_t r = 0; r < encodings.size(); ++r) {
+    const Encoding& e = encodings[r];
+    const int32_t* row_ids = batch.input_ids.data<int32_t>() + int64_t(r) * T;
+    check(int64_t(e.ids.size()) <= T && std::equal(e.ids.begin(), e.ids.end(), row_ids),
+          "text " + std::to_string(r + 1) + ": its tokens differ from the batch's row");
+    TextEntities te;
+    te.tokens = token_entities(opt.texts[r], e, logits.data<float>() + int64_t(r) * T * L, info.labels, unk);
+    te.groups = without_outside(group_entities(te.tokens, join));
+    out.push_back(std::move(te));
+  }
+  return out;
+}
+
+nlohmann::json entities_json(const TextEntities& te) {
+  nlohmann::json tokens = nlohmann::json::array(), groups = nlohmann::json::array();
+  for (const TokenEntity& t : te.tokens)
+    tokens.push_back({{"index", t.index},
+                      {"word", t.word},
+                      {"entity", t.entity},
+                      {"score", t.score},
+                      {"start", t.start},
+                      {"end", t.end}});
+  for (const EntityGroup& g : te.groups)
+    groups.push_back(
+        {{"entity_group", g.entity_group}, {"score", g.score}, {"word", g.word}, {"start", g.start}, {"end", g.end}});
+  return {{"tokens", tokens}, {"entities", groups}};
+}
+
+// Two lines for the terminal: the entity groups, then each token's label and score.
+std::string entities_text(const TextEntities& te) {
+  std::string groups, tokens;
+  for (const EntityGroup& g : te.groups)
+    groups += (groups.empty() ? "" : "; ") + g.entity_group + " '" + g.word + "' [" + std::to_string(g.start) + ", " +
+              std::to_string(g.end) + ") " + fixed(g.score, 4);
+  for (const TokenEntity& t : te.tokens)
+    tokens += (tokens.empty() ? "" : ", ") + t.word + " " + t.entity + " " + fixed(t.score, 4);
+  return "            entities  " + (groups.empty() ? "none (every token is O)" : groups) + "\n" +
+         "            tokens    " + tokens + "\n";
 }
 
 TokenBatch make_input(const ClassifyOptions& opt, const ModelInfo& info, std::string* what) {
@@ -153,9 +220,12 @@ int run_classify(const ClassifyOptions& opt) {
 
   std::string input_what;
   double tokenize_s = 0;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::string tokenizer_path;
   check(opt.texts.empty() || (opt.ids.empty() && opt.ids_file.empty()), "give texts or ids, not both");
-  TokenBatch batch =
-      opt.texts.empty() ? make_input(opt, info, &input_what) : tokenize_texts(opt, info, &input_what, &tokenize_s);
+  TokenBatch batch = opt.texts.empty()
+                         ? make_input(opt, info, &input_what)
+                         : tokenize_texts(opt, info, &input_what, &tokenize_s, &tokenizer, &tokenizer_path);
   const int64_t B = batch.batch(), T = batch.seq_len();
 
   // The books of the device the model runs on (a GPU's for --device cuda).
@@ -182,6 +252,10 @@ int run_classify(const ClassifyOptions& opt) {
   const SystemInfo sys = system_info();
 
   const int64_t L = per_token ? 0 : logits.size(1);
+  // A token classifier on texts: its entities, as the token-classification pipeline groups them.
+  const std::vector<TextEntities> entities = info.head == Head::token_classification && tokenizer
+                                                 ? text_entities(opt, info, *tokenizer, tokenizer_path, logits, batch)
+                                                 : std::vector<TextEntities>{};
   const float* lg = logits.data<float>();
   const float* sc = per_token ? nullptr : scores.data<float>();
   auto best_label = [&](int64_t r) {
@@ -218,6 +292,7 @@ int run_classify(const ClassifyOptions& opt) {
     for (int64_t r = 0; r < B; ++r) {
       if (per_token) {
         j["rows"].push_back(per_token_outputs_json(info.head, logits, batch, r));
+        if (!entities.empty()) j["rows"].back().update(entities_json(entities[size_t(r)]));
         continue;
       }
       std::vector<float> lr(lg + r * L, lg + (r + 1) * L), sr(sc + r * L, sc + (r + 1) * L);
@@ -269,6 +344,7 @@ int run_classify(const ClassifyOptions& opt) {
     if (per_token) {
       std::cout << "row " << r << (r < 10 ? "      " : "     ") << per_token_outputs_line(info, logits, batch, r)
                 << "\n";
+      if (!entities.empty()) std::cout << entities_text(entities[size_t(r)]);
       continue;
     }
     std::cout << "row " << r << (r < 10 ? "      " : "     ") << info.labels[size_t(best_label(r))] << "  (";

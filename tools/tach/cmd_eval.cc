@@ -5,19 +5,37 @@
 #include "progress.h"
 #include "commands.h"
 #include "tach/report.h"
+#include "tach/token_classification.h"
 
 namespace tach::cli {
 
 Command add_eval_command(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();
+  auto tokens = std::make_shared<TokenEvalOptions>();
   CLI::App* sub = app.add_subcommand(
       "eval",
       "Accuracy on a labelled dataset: accuracy, macro-F1, per-class precision/recall/F1, the confusion matrix, time "
-      "and throughput, one pass per device and dtype; writes runs/<run_id>/ (accuracy.json, summary.txt, ...). An "
-      "existing --run-id is refused");
+      "and throughput, one pass per device and dtype; writes runs/<run_id>/ (accuracy.json, summary.txt, ...). A "
+      "token classifier gets seqeval's entity-level precision/recall/F1 on tagged words (CoNLL text, JSON records "
+      "with tokens and ner_tags). An existing --run-id is refused");
   add_bench_options(sub, *f, BenchScope::eval);
-  return {sub, [f] {
+  sub->add_option("--tag-scheme", tokens->tag_scheme,
+                  "A token classifier's tags: conlleval (seqeval's default, lenient, as conlleval.pl) or a strict "
+                  "scheme, whose malformed entities do not count: IOB1, IOB2, IOE1, IOE2, IOBES, BILOU")
+      ->capture_default_str();
+  sub->add_option("--tag-column", tokens->tag_column,
+                  "A CoNLL file's tag column, from 0 (the word is column 0), or negative from the end")
+      ->capture_default_str();
+  return {sub, [f, tokens] {
             const BenchConfig config = f->resolve();
+            // A token classifier: seqeval's entity-level metrics over tagged words.
+            if (evaluates_token_classification(config)) {
+              const TokenEvalOutcome out = run_token_eval(config, *tokens);
+              std::cout << token_eval_text(out);
+              std::cout << "written: " << out.run_dir
+                        << "/{config.json, token_classification.json, summary.txt, run.log}\n";
+              return 0;
+            }
             const SweepOutcome out = run_eval(config, bench_progress(false, config));
             end_bench_progress(false);
             write_run_reports(out.config, out);

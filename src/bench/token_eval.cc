@@ -1,0 +1,344 @@
+// tach eval on a token classifier: tagged sentences → words split into sub-tokens as
+// transformers' is_split_into_words=True splits them → the classifier → each word's first
+// sub-token's label (run_ner's alignment) → seqeval's entity-level metrics.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "bench/bench_internal.h"
+#include "data/conll.h"
+#include "model/family.h"
+#include "tach/error.h"
+#include "tach/runtime.h"
+#include "tach/token_classification.h"
+#include "tasks/seqeval.h"
+
+namespace fs = std::filesystem;
+
+namespace tach {
+
+namespace {
+
+// A sentence's words as the model sees them: [specials] sub-tokens [specials].
+struct EncodedSentence {
+  std::vector<int32_t> ids, types;
+  std::vector<int64_t> first_token;  // per word: the position of its first sub-token, -1 when it has none
+};
+
+// What the tokenizer's post-processor puts around one text ([CLS] ... [SEP], <s> ... </s>): the
+// special tokens before and after a probe word's own tokens.
+struct Frame {
+  std::vector<int32_t> before, after, before_types, after_types;
+  int32_t content_type = 0;
+};
+
+Frame frame_of(const Tokenizer& tokenizer, const std::string& probe) {
+  const Encoding e = tokenizer.encode(probe, true);
+  Frame f;
+  size_t b = 0, a = e.ids.size();
+  while (b < a && e.special_tokens_mask[b]) ++b;
+  while (a > b && e.special_tokens_mask[a - 1]) --a;
+  check(a > b, "the tokenizer gives no tokens for the word '" + probe + "'");
+  f.before.assign(e.ids.begin(), e.ids.begin() + long(b));
+  f.before_types.assign(e.type_ids.begin(), e.type_ids.begin() + long(b));
+  f.after.assign(e.ids.begin() + long(a), e.ids.end());
+  f.after_types.assign(e.type_ids.begin() + long(a), e.type_ids.end());
+  f.content_type = e.type_ids[b];
+  return f;
+}
+
+// is_split_into_words=True: each word through the tokenizer on its own (a byte-level BPE word
+// with the space before it, as run_ner's add_prefix_space=True gives it), the words' tokens in
+// order, truncated to max_length with the frame kept.
+EncodedSentence encode_words(const Tokenizer& tokenizer, const Frame& frame, bool prefix_space,
+                             const std::vector<std::string>& words, int64_t max_length) {
+  EncodedSentence s;
+  s.ids = frame.before;
+  s.types = frame.before_types;
+  const auto budget = size_t(std::max<int64_t>(0, max_length - int64_t(frame.before.size() + frame.after.size())));
+  size_t content = 0;
+  for (const std::string& w : words) {
+    const Encoding e = tokenizer.encode(prefix_space ? " " + w : w, false);
+    if (e.ids.empty() || content >= budget) {
+      s.first_token.push_back(-1);
+      continue;
+    }
+    s.first_token.push_back(int64_t(s.ids.size()));
+    for (size_t k = 0; k < e.ids.size() && content < budget; ++k, ++content) {
+      s.ids.push_back(e.ids[k]);
+      s.types.push_back(frame.content_type);
+    }
+  }
+  s.ids.insert(s.ids.end(), frame.after.begin(), frame.after.end());
+  s.types.insert(s.types.end(), frame.after_types.begin(), frame.after_types.end());
+  return s;
+}
+
+EntityScores scores_of(const tasks::EntityTypeScores& s) {
+  return {s.type, s.precision, s.recall, s.f1, s.support, s.predicted, s.correct};
+}
+
+nlohmann::json scores_json(const EntityScores& s) {
+  nlohmann::json j = {{"precision", s.precision}, {"recall", s.recall},       {"f1", s.f1},
+                      {"support", s.support},     {"predicted", s.predicted}, {"correct", s.correct}};
+  if (!s.type.empty()) j["type"] = s.type;
+  return j;
+}
+
+std::string fixed_text(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string cell(double v, int width) {
+  std::string t = std::isnan(v) ? "-" : fixed_text(v, 4);
+  return t + std::string(size_t(std::max<int>(1, width - int(t.size()))), ' ');
+}
+
+std::string padded(const std::string& s, size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
+}  // namespace
+
+bool evaluates_token_classification(const BenchConfig& config) {
+  if (config.head != "auto") {
+    const std::optional<Head> head = parse_head(config.head);
+    return head && *head == Head::token_classification;
+  }
+  const std::string name = model::summarize_architecture(model::resolve_model(config.model)).name;
+  const std::string suffix = "ForTokenClassification";
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions& options) {
+  BenchConfig config = given;
+  const tasks::TagScheme scheme = tasks::parse_tag_scheme(options.tag_scheme);
+  usage_check(!config.dataset.path.empty(),
+              "tach eval needs a dataset of tagged words (-d FILE: CoNLL text, or "
+              "JSON/JSONL records with tokens and ner_tags)");
+  usage_check(config.eval_batch_size > 0, "the evaluation batch size must be positive");
+  usage_check(config.threads.size() <= 1, "tach eval runs its pass with one thread count: give -t once");
+  TokenEvalOutcome out;
+  const std::string auto_note = bench::resolve_auto_device(config);
+  if (!auto_note.empty()) out.notes.push_back(auto_note);
+  if (!config.threads.empty() && config.threads.front() > 0) set_threads(int(config.threads.front()));
+
+  const auto load = [&](const std::string& device, const std::string& dtype) {
+    LoadOptions lo;
+    lo.device = parse_device(device);
+    lo.compute = parse_compute_dtype(dtype);
+    lo.seed = config.seed;
+    lo.adapter = config.adapter;
+    lo.head = parse_head(config.head);
+    return load_model(config.model, lo);
+  };
+  // The first pass's model first: its labels name integer tags, and a dataset or tokenizer that
+  // cannot be read fails before a run directory is made.
+  std::unique_ptr<EncoderModel> model = load(config.devices.front(), config.dtypes.front());
+  const ModelInfo& info0 = model->info();
+  check(info0.head == Head::token_classification,
+        config.model + " runs a " + head_name(info0.head) + " head (" + info0.architecture +
+            "): seqeval's metrics need a token classifier (--head token-classification builds a new one)");
+  out.model = config.model;
+  out.architecture = info0.architecture;
+  out.labels = info0.labels;
+
+  data::TaggedJsonOptions jo;
+  jo.words_key = config.dataset.text_column == "text" ? "tokens" : config.dataset.text_column;
+  jo.tags_key = config.dataset.label_column == "label" ? "ner_tags" : config.dataset.label_column;
+  jo.split = config.dataset.split;
+  jo.tag_names = info0.labels;
+  std::vector<data::TaggedSentence> sentences =
+      data::read_tagged_file(config.dataset.path, config.dataset.format, options.tag_column, jo);
+  if (!config.sample_sizes.empty()) {
+    const int64_t n = *std::max_element(config.sample_sizes.begin(), config.sample_sizes.end());
+    usage_check(n > 0, "sample sizes must be positive, not " + std::to_string(n));
+    if (size_t(n) < sentences.size()) {
+      sentences.resize(size_t(n));
+      out.notes.push_back("the first " + std::to_string(n) + " sentences of the dataset (--sample-sizes)");
+    }
+  }
+  out.dataset = config.dataset.path;
+
+  const std::string tokenizer_path = tokenizer_path_for(info0, config.tokenizer);
+  const auto tokenizer = Tokenizer::load(tokenizer_path);
+  std::string probe = "a";
+  for (const auto& s : sentences)
+    if (!s.words.empty()) {
+      probe = s.words.front();
+      break;
+    }
+  const Frame frame = frame_of(*tokenizer, probe);
+  const bool prefix_space = tokenizer->describe().find("ByteLevel") != std::string::npos;
+
+  // Tags a strict scheme does not have, in the data or among the model's labels: refused now,
+  // before a run directory is made.
+  if (scheme != tasks::TagScheme::conlleval) {
+    std::vector<tasks::TagSequence> tags;
+    for (const auto& s : sentences) tags.push_back(s.tags);
+    try {
+      tasks::seqeval_scores(tags, tags, scheme);
+    } catch (const Error& e) { throw Error(config.dataset.path + ": " + e.what()); }
+    tasks::strict_entities(info0.labels, scheme, 0, config.model + "'s labels (config.json id2label)");
+  }
+  if (config.run_id.empty())
+    config.run_id = bench::unique_run_id(config.runs_dir, bench::default_run_id(config.model) + "-eval");
+  bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
+  out.run_dir = store.dir();
+
+  for (const std::string& device : config.devices) {
+    for (const std::string& dtype : config.dtypes) {
+      if (!model) model = load(device, dtype);
+      const ModelInfo& info = model->info();
+      const int64_t max_length =
+          info.max_positions > 0 ? std::min(config.eval_max_length, info.max_positions) : config.eval_max_length;
+      TokenEvalPass pass;
+      pass.device = device;
+      pass.dtype = dtype;
+      pass.scheme = tasks::tag_scheme_name(scheme);
+      pass.sentences = int64_t(sentences.size());
+      const auto t_all = std::chrono::steady_clock::now();
+      std::vector<EncodedSentence> encoded;
+      encoded.reserve(sentences.size());
+      for (const auto& s : sentences)
+        encoded.push_back(encode_words(*tokenizer, frame, prefix_space, s.words, max_length));
+      const auto t_encoded = std::chrono::steady_clock::now();
+      pass.tokenize_s = std::chrono::duration<double>(t_encoded - t_all).count();
+      // Batches of similar lengths carry little padding; predictions go back by index.
+      std::vector<size_t> order(encoded.size());
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return encoded[a].ids.size() < encoded[b].ids.size(); });
+      std::vector<std::vector<std::string>> predicted(sentences.size());
+      const auto batch_of = [&](size_t first, size_t last) {
+        std::vector<std::vector<int32_t>> rows, types;
+        for (size_t i = first; i < last; ++i) {
+          rows.push_back(encoded[order[i]].ids);
+          types.push_back(encoded[order[i]].types);
+        }
+        return TokenBatch::from_rows(rows, info.pad_token_id, info.type_vocab_size > 0 ? types : decltype(types){});
+      };
+      const auto step = size_t(config.eval_batch_size);
+      // One untimed forward of the first batch, as the accuracy pass does: the first pays one-off
+      // costs (packing caches, page faults, thread start-up).
+      const auto t_warm = std::chrono::steady_clock::now();
+      if (!order.empty()) model->token_logits(batch_of(0, std::min(step, order.size())));
+      const double warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_warm).count();
+      for (size_t first = 0; first < order.size(); first += step) {
+        const size_t last = std::min(order.size(), first + step);
+        const TokenBatch batch = batch_of(first, last);
+        const auto t0 = std::chrono::steady_clock::now();
+        const Tensor logits = model->token_logits(batch);
+        pass.model_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const int64_t T = batch.seq_len(), L = logits.size(2);
+        check(L == int64_t(info.labels.size()), "the token classifier gives " + std::to_string(L) +
+                                                    " scores per token for " + std::to_string(info.labels.size()) +
+                                                    " labels (config.json id2label)");
+        for (size_t i = first; i < last; ++i) {
+          const EncodedSentence& e = encoded[order[i]];
+          for (int64_t p : e.first_token) {
+            if (p < 0) continue;
+            const float* row = logits.data<float>() + (int64_t(i - first) * T + p) * L;
+            predicted[order[i]].push_back(info.labels[size_t(std::max_element(row, row + L) - row)]);
+          }
+        }
+      }
+      pass.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count() - warm_s;
+      pass.sentences_per_s = pass.total_s > 0 ? double(sentences.size()) / pass.total_s : 0;
+      // The truth of the words that have a prediction.
+      std::vector<tasks::TagSequence> truth(sentences.size());
+      for (size_t s = 0; s < sentences.size(); ++s) {
+        pass.words += int64_t(sentences[s].words.size());
+        for (size_t w = 0; w < sentences[s].words.size(); ++w)
+          if (encoded[s].first_token[w] >= 0) truth[s].push_back(sentences[s].tags[w]);
+          else ++pass.words_cut;
+      }
+      tasks::SeqevalResult r;
+      try {
+        r = tasks::seqeval_scores(truth, predicted, scheme);
+      } catch (const UsageError&) { throw; } catch (const Error& e) {
+        throw Error(config.dataset.path + ": " + e.what());
+      }
+      for (const auto& t : r.per_type) pass.per_type.push_back(scores_of(t));
+      pass.micro = scores_of(r.micro);
+      pass.macro = scores_of(r.macro);
+      pass.weighted = scores_of(r.weighted);
+      pass.word_accuracy = r.token_accuracy;
+      out.passes.push_back(std::move(pass));
+      model.reset();
+    }
+  }
+  if (out.passes.front().words_cut > 0)
+    out.notes.push_back(std::to_string(out.passes.front().words_cut) +
+                        " words past the maximum length (-s, or the model's positions) have no prediction and are "
+                        "left out of both sides, as run_ner leaves them out");
+  store.write_text("token_classification.json", token_eval_json(out) + "\n");
+  store.write_text("summary.txt", token_eval_text(out));
+  return out;
+}
+
+std::string token_eval_text(const TokenEvalOutcome& o) {
+  std::string s = "token classification  " + o.model + " (" + o.architecture + ") on " + o.dataset + "\n";
+  std::string labels;
+  for (const auto& l : o.labels) labels += (labels.empty() ? "" : ", ") + l;
+  s += "labels      " + labels + "\n";
+  for (const auto& n : o.notes) s += "note        " + n + "\n";
+  for (const TokenEvalPass& p : o.passes) {
+    s += "pass        " + p.device + " " + p.dtype + ": " + std::to_string(p.sentences) + " sentences, " +
+         std::to_string(p.words) + " words, seqeval " +
+         (p.scheme == "conlleval" ? std::string("default mode (conlleval)") : "strict " + p.scheme) + "; " +
+         fixed_text(p.sentences_per_s, 1) + " sentences/s (" + fixed_text(p.total_s, 3) + " s: tokenize " +
+         fixed_text(p.tokenize_s, 3) + " s, model " + fixed_text(p.model_s, 3) + " s)\n";
+    s += "            " + padded("type", 14) + "precision recall    f1        entities (true, predicted, correct)\n";
+    const auto row = [&](const std::string& name, const EntityScores& e) {
+      s += "            " + padded(name, 14) + cell(e.precision, 10) + cell(e.recall, 10) + cell(e.f1, 10) +
+           std::to_string(e.support) + ", " + std::to_string(e.predicted) + ", " + std::to_string(e.correct) + "\n";
+    };
+    for (const auto& t : p.per_type) row(t.type, t);
+    row("micro avg", p.micro);
+    row("macro avg", p.macro);
+    row("weighted avg", p.weighted);
+    s += "            word accuracy " + cell(p.word_accuracy, 8) + "\n";
+  }
+  return s;
+}
+
+std::string token_eval_json(const TokenEvalOutcome& o) {
+  nlohmann::json passes = nlohmann::json::array();
+  for (const TokenEvalPass& p : o.passes) {
+    nlohmann::json types = nlohmann::json::array();
+    for (const auto& t : p.per_type) types.push_back(scores_json(t));
+    passes.push_back({{"device", p.device},
+                      {"dtype", p.dtype},
+                      {"scheme", p.scheme},
+                      {"sentences", p.sentences},
+                      {"words", p.words},
+                      {"words_cut", p.words_cut},
+                      {"per_type", types},
+                      {"micro", scores_json(p.micro)},
+                      {"macro", scores_json(p.macro)},
+                      {"weighted", scores_json(p.weighted)},
+                      {"word_accuracy", p.word_accuracy},
+                      {"tokenize_s", p.tokenize_s},
+                      {"model_s", p.model_s},
+                      {"total_s", p.total_s},
+                      {"sentences_per_s", p.sentences_per_s}});
+  }
+  // NaN (an average over no entity types) is written as null.
+  return nlohmann::json{{"schema", "tach.eval.token_classification/1"},
+                        {"dataset", o.dataset},
+                        {"model", o.model},
+                        {"architecture", o.architecture},
+                        {"labels", o.labels},
+                        {"notes", o.notes},
+                        {"passes", passes}}
+      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace tach

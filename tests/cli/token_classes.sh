@@ -1,0 +1,84 @@
+#!/bin/sh
+# tach classify and tach eval on a token classifier, against transformers and seqeval
+# (tests/fixtures/token_classes, written by scripts/golden/make_token_class_golden.py):
+#  - classify --json: each text's entity groups equal the token-classification pipeline's
+#    (aggregation "simple"), and the text output shows them;
+#  - eval on a CoNLL file and on JSONL records with integer tags: seqeval's metrics of run_ner's
+#    predictions, default mode and strict IOB2;
+#  - errors: a tag scheme that does not parse, tags the scheme does not have, a malformed line.
+# usage: token_classes.sh TACH FIXTURES_DIR WORK_DIR
+set -eu
+command -v python3 > /dev/null || { echo "skip: python3 (to read the JSON) is not installed"; exit 77; }
+tach=$1
+fx=$2
+work=$3
+model=$fx/heads/bert-tokcls-f32
+tok=$fx/token_classes/tokenizer-wordpiece
+[ -f "$model/config.json" ] || { echo "skip: no $model"; exit 77; }
+rm -rf "$work"
+mkdir -p "$work"
+
+# classify: entity groups
+"$tach" classify -m "$model" -k "$tok" --text "John Smith lives in New York." --text "Zürich ☃ and Köln are big" \
+  --warmup 0 --repeat 1 --json > "$work/classify.json"
+python3 - "$work/classify.json" "$fx/token_classes/entity_groups.json" <<'PY'
+import json, sys
+got = json.load(open(sys.argv[1], encoding="utf-8"))
+want = {r["text"]: r for r in json.load(open(sys.argv[2], encoding="utf-8"))["models"]["bert-tokcls-f32"]}
+for text, row in zip(got["input"]["texts"], got["rows"]):
+    w = want[text]["simple"]
+    g = row["entities"]
+    assert len(g) == len(w), (text, g, w)
+    for a, b in zip(g, w):
+        assert (a["entity_group"], a["word"], a["start"], a["end"]) == (b["entity_group"], b["word"], b["start"], b["end"]), (a, b)
+        assert abs(a["score"] - b["score"]) < 1e-4, (a, b)
+    labels = [t["entity"] for t in row["tokens"] if t["entity"] != "O"]
+    assert labels == [t["entity"] for t in want[text]["none"]], (labels, want[text]["none"])
+    assert len(row["logits"]) == len(want[text]["ids"]), "the raw logits cover every token"
+print("ok: classify --json entity groups equal the pipeline's")
+PY
+"$tach" classify -m "$model" -k "$tok" --text "John Smith lives in New York." --warmup 0 --repeat 1 > "$work/classify.txt"
+grep -q "entities  PER 'john smith' \[0, 10)" "$work/classify.txt" || { cat "$work/classify.txt"; exit 1; }
+grep -q "tokens    john I-PER" "$work/classify.txt" || { cat "$work/classify.txt"; exit 1; }
+echo "ok: classify prints entity groups and tokens"
+
+# eval: seqeval's metrics, CoNLL and JSONL, default and strict IOB2
+"$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.conll" --runs-dir "$work/runs" --run-id conll > "$work/eval.txt"
+grep -q "micro avg" "$work/eval.txt" || { cat "$work/eval.txt"; exit 1; }
+"$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.jsonl" --tag-scheme IOB2 --runs-dir "$work/runs" \
+  --run-id jsonl-iob2 > /dev/null
+python3 - "$work/runs" "$fx/token_classes/ner_eval.json" <<'PY'
+import json, sys
+runs, golden = sys.argv[1], json.load(open(sys.argv[2], encoding="utf-8"))
+want = golden["models"]["bert-tokcls-f32"]["metrics"]
+for run, scheme in (("conll", "conlleval"), ("jsonl-iob2", "IOB2")):
+    p = json.load(open("%s/%s/token_classification.json" % (runs, run)))["passes"][0]
+    w = want[scheme]
+    assert p["scheme"] == scheme, p["scheme"]
+    for key in ("precision", "recall", "f1", "support"):
+        assert p["micro"][key] == w["micro"][key], (run, key, p["micro"], w["micro"])
+    assert [(t["type"], t["precision"], t["recall"], t["f1"], t["support"]) for t in p["per_type"]] == \
+        [(t["type"], t["precision"], t["recall"], t["f1"], t["support"]) for t in w["per_type"]], (run, p["per_type"])
+    assert p["word_accuracy"] == w["accuracy"], (p["word_accuracy"], w["accuracy"])
+    assert p["words_cut"] == 0
+print("ok: eval equals seqeval on run_ner's predictions (CoNLL default mode, JSONL strict IOB2)")
+PY
+
+# errors
+set +e
+msg=$("$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.conll" --tag-scheme IOB3 --runs-dir "$work/runs" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] && echo "$msg" | grep -q "IOB3" && echo "$msg" | grep -q "BILOU" || { echo "IOB3: rc $rc: $msg"; exit 1; }
+set +e
+msg=$("$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.conll" --tag-scheme IOE2 --runs-dir "$work/runs" 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] && echo "$msg" | grep -q "IOE2" && echo "$msg" | grep -q "B-" || { echo "IOE2: rc $rc: $msg"; exit 1; }
+printf 'EU B-ORG\nrejects\n' > "$work/bad.conll"
+set +e
+msg=$("$tach" eval -m "$model" -k "$tok" -d "$work/bad.conll" --runs-dir "$work/runs" 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] && echo "$msg" | grep -q "bad.conll:2" || { echo "malformed: rc $rc: $msg"; exit 1; }
+echo "ok: a scheme that does not parse, tags outside the scheme and a malformed line are errors that say so"
