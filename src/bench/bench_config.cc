@@ -155,8 +155,14 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
     check_keys(root, path, {"model", "dataset", "profiling", "output", "seed", "training"});
     if (root["seed"]) c.seed = scalar<uint64_t>(root["seed"], p + "seed");
     if (const auto m = root["model"]) {
-      check_keys(m, p + "model", {"name", "device", "dtype", "tokenizer", "adapter"});
+      check_keys(m, p + "model", {"name", "device", "dtype", "tokenizer", "adapter", "head"});
       if (m["name"]) c.model = scalar<std::string>(m["name"], p + "model.name");
+      if (m["head"]) {
+        c.head = scalar<std::string>(m["head"], p + "model.head");
+        try {
+          parse_head(c.head);
+        } catch (const UsageError& e) { throw UsageError(p + "model.head: " + e.what()); }
+      }
       if (m["adapter"]) c.adapter = scalar<std::string>(m["adapter"], p + "model.adapter");
       if (m["tokenizer"]) c.tokenizer = scalar<std::string>(m["tokenizer"], p + "model.tokenizer");
       if (m["device"]) c.devices = list<std::string>(m["device"], p + "model.device");
@@ -235,6 +241,7 @@ std::string bench_config_to_json(const BenchConfig& c) {
       {"model", c.model},
       {"tokenizer", c.tokenizer},
       {"adapter", c.adapter},
+      {"head", c.head},
       {"devices", c.devices},
       {"dtypes", c.dtypes},
       {"batch_sizes", c.batch_sizes},
@@ -290,6 +297,7 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     c.model = j.at("model");
     c.tokenizer = j.at("tokenizer");
     c.adapter = j.value("adapter", "");  // absent from configs written before adapters
+    c.head = j.value("head", "auto");    // absent from configs written before --head: the checkpoint's own
     c.devices = j.at("devices").get<std::vector<std::string>>();
     c.dtypes = j.at("dtypes").get<std::vector<std::string>>();
     c.batch_sizes = j.at("batch_sizes").get<std::vector<int64_t>>();

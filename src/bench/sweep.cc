@@ -331,6 +331,9 @@ nlohmann::json accuracy_settings(const BenchConfig& c) {
   for (const char* key : {"model", "tokenizer", "adapter", "devices", "dtypes", "seed", "dataset", "bucketing",
                           "sample_sizes", "limit", "eval_batch_size", "eval_max_length"})
     settings[key] = all.at(key);
+  // A head other than the checkpoint's changes every prediction; "auto" is left out, so that files
+  // written before --head still match.
+  if (c.head != "auto") settings["head"] = c.head;
   return settings;
 }
 
@@ -413,6 +416,7 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
       lo.compute = compute_dtype(dtype);
       lo.seed = config.seed;
       lo.adapter = config.adapter;
+      lo.head = parse_head(config.head);
       model = load_model(config.model, lo);
       const MemoryStats after = memory_stats(lo.device);
       const int64_t bytes =
@@ -427,11 +431,12 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
     // once, with what can be done with it, instead of failing every point. A causal LM's point
     // measures its prefill (the forward and the LM head at each row's last token).
     const ModelInfo& mi = model->info();
-    check(mi.classifier || mi.embedding || mi.causal_lm,
+    check(mi.head != Head::none || mi.embedding || mi.causal_lm,
           config.model + " (" + mi.architecture + ", " + std::to_string(mi.num_layers) + " layers, hidden " +
               std::to_string(mi.hidden_size) +
-              ") is neither a sequence classifier, an embedding model nor a causal LM: tach bench measures those. "
-              "tach info -m describes it and tach estimate -m says whether it fits");
+              ") has no head and is neither an embedding model nor a causal LM: tach bench measures a head (--head "
+              "builds one), embeddings or a prefill. tach info -m describes it and tach estimate -m says whether it "
+              "fits");
     check(!accuracy || mi.classifier,
           config.model + (mi.embedding ? " is an embedding model (" + mi.pooling + " pooling)" : " is a causal LM") +
               ": the accuracy pass needs a sequence classifier; drop --accuracy (the sweep measures its " +

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "format.h"
+#include "head_option.h"
 #include "tach/error.h"
 #include "usage.h"
 
@@ -62,6 +63,7 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
                      "A LoRA adapter directory as peft saves it (adapter_config.json, adapter_model.safetensors), "
                      "merged into the model's weights at load"),
      [&v](BenchConfig& c) { c.adapter = v.adapter; });
+  on(add_head_option(sub, v.head, HeadUse::as_published), [&v](BenchConfig& c) { c.head = v.head; });
   on(sub->add_option("-k,--tokenizer", v.tokenizer,
                      "Tokenizer for dataset texts: tokenizer.json or a directory (default: the model directory's)"),
      [&v](BenchConfig& c) { c.tokenizer = v.tokenizer; });

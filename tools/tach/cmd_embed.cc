@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "head_option.h"
 #include "tach/dataset.h"
 #include "tach/embed.h"
 #include "tach/error.h"
@@ -34,6 +35,7 @@ struct EmbedCliOptions {
   std::string dtype = "f32";
   int threads = 0;
   int show_rows = 8;
+  std::string head = "auto";
   bool similarity = false;
   bool json = false;
 };
@@ -101,6 +103,7 @@ int run_embed(const EmbedCliOptions& opt) {
 
   LoadOptions lo;
   lo.compute = parse_compute_dtype(opt.dtype);
+  lo.head = head_to_load(opt.head, HeadUse::bare_body);
   const auto t_load = clock::now();
   auto model = load_model(opt.model, lo);
   const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
@@ -256,6 +259,7 @@ Command add_embed_command(CLI::App& app) {
                   "Threads (default: the cores other processes leave free at start, or OMP_NUM_THREADS)")
       ->check(thread_count());
   sub->add_option("--show-rows", opt->show_rows, "Texts to print")->capture_default_str();
+  add_head_option(sub, opt->head, HeadUse::bare_body);
   sub->add_flag("--similarity", opt->similarity, "Print the cosine similarity of the first 8 texts to each other");
   sub->add_flag("--json", opt->json, "Print machine-readable JSON with every vector (schema tach.embed/1)");
   return {sub, [opt] { return run_embed(*opt); }};

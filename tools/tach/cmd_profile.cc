@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "head_option.h"
 #include "tach/error.h"
 #include "tach/model.h"
 #include "tach/profile.h"
@@ -41,7 +42,8 @@ struct ProfileFlags {
   int threads = 0;
   uint64_t seed = 0;
   std::string adapter;  // a peft LoRA adapter merged at load (forward profiles)
-  bool train = false;   // profile training steps (forward, loss, backward, AdamW) instead of forwards
+  std::string head = "auto";
+  bool train = false;  // profile training steps (forward, loss, backward, AdamW) instead of forwards
   double lr = 5e-5;
   std::string exec = "eager";
   std::string method = "full";
@@ -110,11 +112,12 @@ int run_profile(const ProfileFlags& f) {
     lo.adapter = f.adapter;
     lo.compute = parse_compute_dtype(f.dtype);
     lo.device = parse_device(f.device);
+    lo.head = head_to_load(f.head, HeadUse::as_published);
     model = load_model(f.model, lo);
-    check(model->info().classifier || model->info().embedding || model->info().causal_lm,
+    check(model->info().head != Head::none || model->info().embedding || model->info().causal_lm,
           f.model +
-              " is neither a sequence classifier, an embedding model nor a causal LM: nothing to profile a "
-              "forward of");
+              " has no head and is neither an embedding model nor a causal LM: nothing to profile a forward of "
+              "(--head builds a head)");
     batch = random_batch(model->info().vocab_size, model->info().pad_token_id, f.batch, f.seq_len, f.seed);
     run_step = [&] {
       ProfileScope forward("forward");
@@ -312,6 +315,7 @@ Command add_profile_command(CLI::App& app) {
   sub->add_option("--adapter", f->adapter,
                   "A LoRA adapter directory (peft's format) merged into the weights at load, for a forward profile");
   sub->add_option("--seed", f->seed, "Seed for preset weights and ids")->capture_default_str();
+  add_head_option(sub, f->head, HeadUse::as_published);
   sub->add_flag("--train", f->train,
                 "Profile training steps (forward with the loss, backward, clipping, AdamW) on random ids and labels; "
                 "backward ops appear under module paths starting with backward.");

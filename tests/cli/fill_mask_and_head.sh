@@ -1,0 +1,102 @@
+#!/bin/sh
+# tach fill-mask through the binary: --json equals transformers' fill-mask pipeline (the golden
+# file of make_fill_mask_golden.py) for one and two masks; a text without the mask token and a
+# model with another head are refused. --head on the commands: classify --json gives every head's
+# raw outputs in the documented shapes, bench records the head in config.json, embed and bad
+# values are usage errors (exit 2).
+# usage: fill_mask_and_head.sh TACH FIXTURES_DIR WORK_DIR
+set -eu
+command -v python3 > /dev/null || { echo "skip: python3 (to read the JSON) is not installed"; exit 77; }
+tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+fx=$(cd "$2" && pwd)
+work=$3
+rm -rf "$work"
+mkdir -p "$work"
+mlm=$fx/heads/bert-mlm-f32
+tok=$fx/fill_mask/wordpiece-120
+
+# 1. fill-mask --json against the pipeline's golden output.
+"$tach" fill-mask -m "$mlm" -k "$tok" --text "paris is the [MASK] of france." \
+  --text "[MASK] is the [MASK] of France." --top-k 5 --json > "$work/fill.json"
+python3 - "$work/fill.json" "$fx/fill_mask/expected.json" <<'EOF'
+import json, sys
+got = json.load(open(sys.argv[1]))
+want = {t["text"]: t for c in json.load(open(sys.argv[2]))["cases"] if c["model"] == "bert-mlm-f32" for t in c["texts"]}
+assert got["schema"] == "tach.fill_mask/1" and got["model"]["head"] == "masked-lm", got["model"]
+assert got["tokenizer"]["mask_token"] == "[MASK]", got["tokenizer"]
+for r in got["results"]:
+    w = want[r["text"]]
+    assert r["input_ids"] == w["input_ids"], (r["input_ids"], w["input_ids"])
+    assert len(r["masks"]) == len(w["masks"])
+    for m, wm in zip(r["masks"], w["masks"]):
+        assert r["input_ids"][m["position"]] == 4, m["position"]
+        for p, wp in zip(m["predictions"], wm[:w["top_k"]]):
+            assert (p["token"], p["token_str"], p["sequence"]) == (wp["token"], wp["token_str"], wp["sequence"]), (p, wp)
+            assert abs(p["score"] - wp["score"]) < 1e-4, (p, wp)
+print("ok: fill-mask --json equals the pipeline (%d texts)" % len(got["results"]))
+EOF
+
+expect_failure() {  # expect_failure STATUS TEXT COMMAND...: exits STATUS and says TEXT
+  want_code=$1
+  want_text=$2
+  shift 2
+  set +e
+  msg=$("$@" 2>&1)
+  code=$?
+  set -e
+  if [ "$code" -ne "$want_code" ] || ! echo "$msg" | grep -qF -- "$want_text"; then
+    echo "FAIL: $* exited $code (want $want_code) saying:"
+    echo "$msg" | tail -3
+    exit 1
+  fi
+  echo "ok: exit $code: $(echo "$msg" | grep -F -- "$want_text" | head -1)"
+}
+expect_failure 2 'has no mask token ([MASK])' "$tach" fill-mask -m "$mlm" -k "$tok" --text "paris is the capital."
+expect_failure 1 'fill-mask needs a masked LM' "$tach" fill-mask -m "$fx/heads/bert-qa-f32" -k "$tok" --text "a [MASK]"
+expect_failure 2 'not one of auto, sequence-classification' "$tach" classify -m "$mlm" --head masked_lm
+expect_failure 2 'embeddings pool the body' "$tach" embed -m "$mlm" -k "$tok" --text hi --head masked-lm
+
+# 2. classify --json: each head's raw outputs over the rows' real tokens.
+for head in masked-lm token-classification question-answering sequence-classification; do
+  "$tach" classify -m "$mlm" --ids "2 29 6 5 4 3" --ids "2 29 3" --head "$head" --repeat 1 --warmup 0 --json \
+    > "$work/classify-$head.json"
+done
+python3 - "$work" <<'EOF'
+import json, sys
+d = sys.argv[1]
+def rows(head):
+    j = json.load(open("%s/classify-%s.json" % (d, head)))
+    assert j["model"]["head"] == head, j["model"]["head"]
+    return j["rows"], j
+mlm, _ = rows("masked-lm")
+assert [len(r["logits"]) for r in mlm] == [6, 3] and len(mlm[0]["logits"][0]) == 120, "masked LM: [tokens][vocabulary]"
+tok, j = rows("token-classification")
+labels = len(j["model"]["labels"])
+assert [len(r["logits"]) for r in tok] == [6, 3] and all(len(t) == labels for r in tok for t in r["logits"])
+qa, _ = rows("question-answering")
+assert [(len(r["start_logits"]), len(r["end_logits"])) for r in qa] == [(6, 6), (3, 3)], "QA: [tokens] each"
+seq, j = rows("sequence-classification")
+assert all(len(r["logits"]) == len(j["model"]["labels"]) and "label" in r for r in seq), "classifier: [labels]"
+print("ok: classify --json raw outputs: [tokens][vocabulary], [tokens][labels], start/end [tokens], [labels]")
+EOF
+
+# 3. bench --head: the points run the head asked for, and config.json records it.
+(cd "$work" && "$tach" bench -m "$mlm" --head question-answering -b 1 -s 8 --runs 2 --warmup 0 --no-progress \
+  --run-id head > /dev/null)
+python3 - "$work/runs/head" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1] + "/config.json"))
+assert c["head"] == "question-answering", c.get("head")
+lines = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl") if l.strip()]
+assert lines and all(l.get("status", "ok") == "ok" for l in lines), lines[:1]
+print("ok: bench --head question-answering ran %d point(s), config.json head %s" % (len(lines), c["head"]))
+EOF
+
+# 4. The YAML key model.head, and a value that is not a head.
+printf 'model:\n  name: %s\n  head: token-classification\n' "$mlm" > "$work/head.yaml"
+(cd "$work" && "$tach" bench -c head.yaml -b 1 -s 8 --runs 2 --warmup 0 --no-progress --run-id yaml > /dev/null)
+grep -q '"head": "token-classification"' "$work/runs/yaml/config.json" ||
+  { echo "FAIL: model.head of the YAML is not in config.json"; exit 1; }
+echo "ok: model.head in a bench YAML"
+printf 'model:\n  name: %s\n  head: masked_lm\n' "$mlm" > "$work/bad.yaml"
+expect_failure 2 "is not a head tach builds" "$tach" bench -c "$work/bad.yaml" -b 1 -s 8 --runs 2
