@@ -25,6 +25,15 @@ struct TrainOptions {
   std::vector<std::string> labels;  // a new head's labels, in id order (default: from the data)
   std::string problem_type;         // a new head's; default single_label_classification
 
+  // The head that trains: sequence-classification (default; a masked-LM checkpoint gets a new
+  // classifier, as AutoModelForSequenceClassification gives it), mlm (continued pre-training on
+  // the text column), token-classification (CoNLL or JSON tagged words), question-answering
+  // (SQuAD-format data).
+  std::string task = "sequence-classification";
+  double mlm_probability = 0.15;  // mlm: the share of tokens chosen (DataCollatorForLanguageModeling)
+  bool label_all_tokens = false;  // token classification: every sub-token gets its word's label
+  int64_t doc_stride = 128;       // question answering: tokens shared by a long context's windows
+
   DatasetOptions eval_data;     // path empty: no evaluation
   int64_t eval_every = 0;       // steps between evaluations; 0: at the end of each epoch
   int64_t eval_max_length = 0;  // 0: max_length
@@ -103,6 +112,7 @@ struct TrainStepReport {
 struct TrainEpochReport {
   int64_t epoch = 0;
   double train_loss = 0, eval_loss = 0, eval_accuracy = 0, eval_macro_f1 = 0;
+  double eval_perplexity = -1;  // mlm: exp(eval loss); -1 for the other tasks
   bool evaluated = false;
   double seconds = 0, tokens_per_s = 0, samples_per_s = 0;
   int64_t peak_bytes = 0;

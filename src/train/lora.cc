@@ -193,13 +193,23 @@ LoraOptions lora_options_of(const model::PeftAdapter& a) {
 
 std::vector<std::string> default_lora_targets(const model::ModelFamily& family) { return family.lora_targets; }
 
-std::vector<std::string> default_modules_to_save(const model::ModelFamily& family) { return family.head_modules; }
+std::vector<std::string> default_modules_to_save(const model::ModelFamily& family, Head head) {
+  switch (head) {
+    case Head::token_classification: return {"classifier", "score"};  // PEFT's TOKEN_CLS
+    case Head::question_answering: return {"qa_outputs"};             // PEFT's QUESTION_ANS
+    case Head::masked_lm: return {};  // PEFT has no masked-LM task: no module saved, the head stays as it is
+    default: return family.head_modules;
+  }
+}
 
 void save_peft_adapter(const std::string& dir, const TrainableModel& m, const std::string& base_model) {
   check(m.lora != nullptr, "save_peft_adapter: the model has no LoRA adapters");
   const LoraOptions& o = m.lora->options;
   nlohmann::json config = {{"peft_type", "LORA"},
-                           {"task_type", "SEQ_CLS"},
+                           {"task_type", m.head() == Head::token_classification ? nlohmann::json("TOKEN_CLS")
+                                         : m.head() == Head::question_answering ? nlohmann::json("QUESTION_ANS")
+                                         : m.head() == Head::masked_lm          ? nlohmann::json(nullptr)
+                                                                                : nlohmann::json("SEQ_CLS")},
                            {"base_model_name_or_path", base_model},
                            {"r", o.r},
                            {"lora_alpha", o.alpha},

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tach/model.h"
 #include "tach/tensor.h"
 #include "train/parameters.h"
 
@@ -79,9 +80,11 @@ void attach_lora(TrainableModel& model, const LoraOptions& options, uint64_t ini
 LoraOptions lora_options_of(const model::PeftAdapter& adapter);
 
 // The linears the workflow targets by default: every linear of the layers.
-// The family row's defaults: every linear by PEFT's name, and the head's modules.
+// The family row's defaults: every linear by PEFT's name, and the head's modules (PEFT's for the
+// task: the classifier's, qa_outputs; none for the masked LM, which PEFT has no task type for).
 std::vector<std::string> default_lora_targets(const model::ModelFamily& family);
-std::vector<std::string> default_modules_to_save(const model::ModelFamily& family);
+std::vector<std::string> default_modules_to_save(const model::ModelFamily& family,
+                                                 Head head = Head::sequence_classification);
 
 // Writes DIR as peft's save_pretrained does: adapter_config.json (LORA, SEQ_CLS, the options,
 // base_model_name_or_path) and adapter_model.safetensors (every trainable tensor, f32, under

@@ -18,10 +18,16 @@ nlohmann::json trained_config(const TrainableModel& m, const nlohmann::json& sou
     id2label[std::to_string(i)] = m.labels()[i];
     label2id[m.labels()[i]] = i;
   }
+  if (m.head() != Head::sequence_classification && m.head() != Head::token_classification) {
+    // Question answering and the masked LM have no labels: the source's (or transformers' default) stay.
+    c["dtype"] = "float32";
+    c.erase("torch_dtype");
+    return c;
+  }
   c["id2label"] = id2label;
   c["label2id"] = label2id;
   c.erase("num_labels");  // implied by id2label; a stale value would contradict it
-  c["problem_type"] = problem_type;
+  if (m.head() == Head::sequence_classification) c["problem_type"] = problem_type;
   c["dtype"] = "float32";
   c.erase("torch_dtype");
   return c;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "tach/error.h"
+#include "train/loss.h"
 
 namespace tach::train {
 
@@ -79,14 +80,30 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool s
   return order;
 }
 
-void make_batch(const TrainData& d, const std::vector<int64_t>& examples, TokenBatch* batch, Targets* targets) {
-  std::vector<std::vector<int32_t>> rows, type_rows;
+void make_batch(const TrainData& d, const std::vector<int64_t>& examples, TokenBatch* batch, Targets* targets,
+                int64_t epoch) {
+  std::vector<std::vector<int32_t>> rows, type_rows, label_rows;
   *targets = Targets{};
   size_t longest = 0;
   for (int64_t i : examples) {
     rows.push_back(d.ids[size_t(i)]);
     if (d.with_types) type_rows.push_back(d.types[size_t(i)]);
     longest = std::max(longest, rows.back().size());
+    switch (d.head) {
+      case Head::masked_lm: {
+        std::vector<int32_t>& row = rows.back();
+        label_rows.emplace_back(row.size());
+        mask_tokens(row.data(), label_rows.back().data(), d.special[size_t(i)].data(), int64_t(row.size()), d.masking,
+                    mlm_mask_key(d.mask_seed, epoch, i));
+        continue;
+      }
+      case Head::token_classification: label_rows.push_back(d.token_labels[size_t(i)]); continue;
+      case Head::question_answering:
+        targets->start_positions.push_back(d.start_positions[size_t(i)]);
+        targets->end_positions.push_back(d.end_positions[size_t(i)]);
+        continue;
+      default: break;
+    }
     if (d.regression) {
       targets->values.push_back(d.values[size_t(i)]);
     } else if (d.multi_label) {
@@ -99,22 +116,30 @@ void make_batch(const TrainData& d, const std::vector<int64_t>& examples, TokenB
     }
   }
   *batch = TokenBatch::from_rows(rows, d.pad_id, type_rows);
-  if (!d.pad_to_max_length || int64_t(longest) >= d.max_length) return;
-  // Fixed-length padding: widen to max_length with pad ids and a zero mask.
-  const int64_t B = int64_t(rows.size()), T = d.max_length, T0 = batch->seq_len();
-  TokenBatch wide;
-  wide.input_ids = Tensor::empty({B, T}, DType::i32);
-  wide.attention_mask = Tensor::zeros({B, T}, DType::i32);
-  if (d.with_types) wide.token_type_ids = Tensor::zeros({B, T}, DType::i32);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t) {
-      const bool in = t < T0;
-      wide.input_ids.data<int32_t>()[b * T + t] = in ? batch->input_ids.data<int32_t>()[b * T0 + t] : d.pad_id;
-      wide.attention_mask.data<int32_t>()[b * T + t] = in ? batch->attention_mask.data<int32_t>()[b * T0 + t] : 0;
-      if (d.with_types && in)
-        wide.token_type_ids.data<int32_t>()[b * T + t] = batch->token_type_ids.data<int32_t>()[b * T0 + t];
-    }
-  *batch = wide;
+  if (d.pad_to_max_length && int64_t(longest) < d.max_length) {
+    // Fixed-length padding: widen to max_length with pad ids and a zero mask.
+    const int64_t B = int64_t(rows.size()), T = d.max_length, T0 = batch->seq_len();
+    TokenBatch wide;
+    wide.input_ids = Tensor::empty({B, T}, DType::i32);
+    wide.attention_mask = Tensor::zeros({B, T}, DType::i32);
+    if (d.with_types) wide.token_type_ids = Tensor::zeros({B, T}, DType::i32);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t) {
+        const bool in = t < T0;
+        wide.input_ids.data<int32_t>()[b * T + t] = in ? batch->input_ids.data<int32_t>()[b * T0 + t] : d.pad_id;
+        wide.attention_mask.data<int32_t>()[b * T + t] = in ? batch->attention_mask.data<int32_t>()[b * T0 + t] : 0;
+        if (d.with_types && in)
+          wide.token_type_ids.data<int32_t>()[b * T + t] = batch->token_type_ids.data<int32_t>()[b * T0 + t];
+      }
+    *batch = wide;
+  }
+  if (label_rows.empty()) return;
+  // Per-token labels [B * T], -100 over the padding.
+  const int64_t T = batch->seq_len();
+  for (const auto& row : label_rows) {
+    targets->token_labels.insert(targets->token_labels.end(), row.begin(), row.end());
+    targets->token_labels.resize(targets->token_labels.size() + size_t(T) - row.size(), kIgnoreIndex);
+  }
 }
 
 std::vector<std::string> labels_from_data(const Dataset& dataset, bool multi_label) {

@@ -10,6 +10,7 @@
 #include "tach/model.h"
 #include "tach/tokenizer.h"
 #include "train/classifier_loss.h"
+#include "train/mlm_masking.h"
 
 namespace tach::train {
 
@@ -26,6 +27,15 @@ struct TrainData {
   bool pad_to_max_length = false;
   int32_t pad_id = 0;
   int64_t size() const { return int64_t(ids.size()); }
+
+  // The per-token heads (train/task_data.h prepares them).
+  Head head = Head::sequence_classification;
+  // Per example, one entry per token as ids: masked LM, 1 where special (never chosen); token
+  // classification, the aligned labels (-100: no loss).
+  std::vector<std::vector<int32_t>> special, token_labels;
+  std::vector<int32_t> start_positions, end_positions;  // question answering: per window
+  MlmMasking masking;                                   // masked LM: the collator's rule,
+  uint64_t mask_seed = 0;                               // drawn per (seed, epoch, example)
 };
 
 // labels: the head's labels (id order); problem_type as the model's.
@@ -36,8 +46,10 @@ TrainData prepare_train_data(const Dataset& dataset, const Tokenizer& tokenizer,
 // The examples of one epoch, in order: file order, or a permutation seeded by (seed, epoch).
 std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle);
 
-// One batch of the given examples: padded on the right (to the longest, or to max_length).
-void make_batch(const TrainData& data, const std::vector<int64_t>& examples, TokenBatch* batch, Targets* targets);
+// One batch of the given examples: padded on the right (to the longest, or to max_length). A
+// masked LM's rows are masked afresh for each epoch (dynamic masking, as the collator does).
+void make_batch(const TrainData& data, const std::vector<int64_t>& examples, TokenBatch* batch, Targets* targets,
+                int64_t epoch = 0);
 
 // The labels a new head gets from the data: 0..n-1 as LABEL_0.. when every label is such an
 // integer (transformers' default names), else the distinct labels sorted. multi_label: the labels

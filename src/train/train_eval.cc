@@ -1,8 +1,11 @@
 #include "train/train_eval.h"
 
 #include <chrono>
+#include <cmath>
 
 #include "tach/bench.h"
+#include "train/head_loss.h"
+#include "train/loss.h"
 
 namespace tach::train {
 
@@ -41,11 +44,55 @@ void multi_label_scores(const std::vector<float>& logits, const std::vector<std:
   s->macro_f1 = present ? f1 / double(present) : 0;
 }
 
+// A per-token head's evaluation: the mean loss (masked LM: and perplexity, exp of it; token
+// classification: and the accuracy over the labelled tokens). Each rank takes every size-th batch.
+EvalScores evaluate_per_token(const TrainableModel& model, const TrainData& data, int64_t batch_size,
+                              DataParallel* dp) {
+  EvalScores s;
+  const auto state = model.new_state(false);
+  double sums[3] = {0, 0, 0};  // loss × rows, labelled tokens, correct ones
+  int64_t batch_index = 0;
+  for (int64_t begin = 0; begin < data.size(); begin += batch_size, ++batch_index) {
+    if (dp && batch_index % dp->size() != dp->rank()) continue;
+    std::vector<int64_t> idx;
+    for (int64_t i = begin; i < std::min(data.size(), begin + batch_size); ++i) idx.push_back(i);
+    TokenBatch batch;
+    Targets targets;
+    make_batch(data, idx, &batch, &targets);
+    model.forward(*state, batch, DropoutRates{});
+    const int64_t L = state->logits.shape()[1];
+    const float* logits = state->logits.data<float>();
+    sums[0] += head_loss(model.head(), "", logits, batch.batch(), batch.seq_len(), L, targets, nullptr, 1.f) *
+               double(idx.size());
+    if (model.head() != Head::token_classification) continue;
+    for (size_t t = 0; t < targets.token_labels.size(); ++t) {
+      if (targets.token_labels[t] == kIgnoreIndex) continue;
+      const float* row = logits + int64_t(t) * L;
+      int32_t best = 0;
+      for (int32_t l = 1; l < L; ++l)
+        if (row[l] > row[best]) best = l;
+      sums[1] += 1;
+      sums[2] += best == targets.token_labels[t];
+    }
+  }
+  if (dp) dp->comm().sum(sums, 3, "all_reduce of the evaluation's loss and counts");
+  s.examples = data.size();
+  s.loss = sums[0] / double(std::max<int64_t>(1, data.size()));
+  if (model.head() == Head::masked_lm) s.perplexity = std::exp(s.loss);
+  if (model.head() == Head::token_classification) s.accuracy = sums[1] > 0 ? sums[2] / sums[1] : 0;
+  return s;
+}
+
 }  // namespace
 
 EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data, int64_t batch_size,
                               const std::string& problem_type, DataParallel* dp) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (model.head() != Head::sequence_classification) {
+    EvalScores s = evaluate_per_token(model, data, batch_size, dp);
+    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return s;
+  }
   EvalScores s;
   const auto state = model.new_state(false);  // its own: the training buffers keep their size
   const int64_t L = model.num_labels();

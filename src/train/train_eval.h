@@ -1,4 +1,4 @@
-// Evaluation during training: the classifier's forward with dropout off (transformers' eval
+// Evaluation during training: the model's forward with dropout off (transformers' eval
 // mode) over a prepared dataset, with the mean loss and, for classification, accuracy and macro-F1.
 #pragma once
 
@@ -15,8 +15,9 @@ struct EvalScores {
   double loss = 0;
   // Single-label: accuracy and macro-F1 over classes. Multi-label: exact-match (subset) accuracy
   // and macro-F1 over labels, a label predicted where its logit is above 0 (sigmoid above 0.5).
-  // -1 for regression.
+  // -1 for regression. Token classification: accuracy over the labelled tokens (macro-F1 -1).
   double accuracy = -1, macro_f1 = -1;
+  double perplexity = -1;  // masked LM: exp(loss), as run_mlm.py reports it
   double seconds = 0;
 };
 

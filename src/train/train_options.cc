@@ -29,6 +29,10 @@ void visit(TrainOptions& o, F&& f) {
   f("shuffle", o.shuffle);
   f("labels", o.labels);
   f("problem_type", o.problem_type);
+  f("task", o.task);
+  f("mlm_probability", o.mlm_probability);
+  f("label_all_tokens", o.label_all_tokens);
+  f("doc_stride", o.doc_stride);
   f("eval_dataset", o.eval_data.path);
   f("eval_split", o.eval_data.split);
   f("eval_every", o.eval_every);
@@ -172,6 +176,15 @@ void validate_options(const TrainOptions& o) {
                   o.problem_type == "multi_label_classification" || o.problem_type == "regression",
               "--problem-type must be single_label_classification, multi_label_classification or regression, got " +
                   o.problem_type);
+  usage_check(o.task == "sequence-classification" || o.task == "mlm" || o.task == "token-classification" ||
+                  o.task == "question-answering",
+              "--task must be sequence-classification, mlm, token-classification or question-answering, got " + o.task);
+  usage_check(std::isfinite(o.mlm_probability) && o.mlm_probability > 0 && o.mlm_probability < 1,
+              "--mlm-probability must be between 0 and 1 (exclusive)");
+  usage_check(o.task != "question-answering" || (o.doc_stride >= 0 && o.doc_stride < o.max_length),
+              "--doc-stride must be >= 0 and smaller than --max-length (" + std::to_string(o.max_length) + ")");
+  usage_check(o.task == "sequence-classification" || (o.labels.empty() || o.task == "token-classification"),
+              "--labels names a classifier's labels; --task " + o.task + " has none");
   usage_check(o.profiler_skip_first >= 0 && o.profiler_wait >= 0 && o.profiler_warmup >= 0 && o.profiler_active >= 1 &&
                   o.profiler_repeat >= 0,
               "profiler schedule: skip-first, wait and warmup >= 0, active >= 1, repeat >= 0");

@@ -39,6 +39,7 @@
 #include "train/train_data.h"
 #include "train/train_eval.h"
 #include "train/train_options.h"
+#include "train/task_data.h"
 #include "train/train_step.h"
 #include "train/trainable_model.h"
 #include "train/training_method.h"
@@ -138,7 +139,9 @@ struct TrainRun {
   std::string problem_type, tokenizer_path;
   std::shared_ptr<model::PeftAdapter> adapter;
   std::unique_ptr<train::TrainableModel> model;
+  Head task = Head::sequence_classification;  // --task's head
   Dataset train_set;
+  std::vector<data::TaggedSentence> tagged;  // token classification's training sentences
   train::TrainData data, eval_data;
   bool has_eval = false;
   StepPlan plan;
@@ -217,6 +220,21 @@ void resume_options(TrainRun& r) {
 // The head's labels and problem type: the checkpoint's head, a continued adapter's, or a new
 // head's from --labels or the data.
 void resolve_head(TrainRun& r) {
+  if (r.task != Head::sequence_classification) {
+    r.problem_type.clear();
+    r.labels.clear();
+    if (r.task != Head::token_classification) return;  // question answering: start, end; the masked LM: none
+    // A token classifier's labels: the checkpoint's own head's, else --labels, else the data's tags sorted.
+    if (r.src.has_head(Head::token_classification)) {
+      r.labels = r.src.id2label();
+      check(r.o.labels.empty() || r.o.labels == r.labels, "--labels names a new head, but " + r.o.model +
+                                                              " already has a token classifier (" +
+                                                              std::to_string(r.labels.size()) + " labels)");
+    } else {
+      r.labels = r.o.labels.empty() ? train::tag_labels(r.tagged) : r.o.labels;
+    }
+    return;
+  }
   r.labels = r.src.id2label();
   r.problem_type = r.src.problem_type();
   int64_t adapter_head_rows = 0;
@@ -243,7 +261,7 @@ void resolve_head(TrainRun& r) {
 
 // The trainable model with its method (LoRA, QLoRA) applied; the checkpoint's bytes released.
 void build_model(TrainRun& r) {
-  r.model = train::build_trainable_model(r.src, r.labels, r.problem_type, r.o.seed, &r.head_notes);
+  r.model = train::build_trainable_model(r.src, r.labels, r.problem_type, r.o.seed, &r.head_notes, r.task);
   train::MethodOptions mo;
   mo.method = r.o.method;
   mo.lora.r = r.o.lora_r;
@@ -258,6 +276,48 @@ void build_model(TrainRun& r) {
   for (const auto& n : r.head_notes) r.note(n);
 }
 
+// The training or evaluation data's options: --dataset's columns with `which`'s path and split
+// (JSON split files: "train" by default for training). The masked LM reads texts only.
+DatasetOptions data_source(const TrainRun& r, const DatasetOptions& which) {
+  DatasetOptions d = r.o.data;
+  d.path = which.path;
+  d.split = which.split;
+  if (&which == &r.o.data && d.split.empty()) d.split = "train";
+  if (r.task == Head::masked_lm) d.label_column.clear(), d.text_pair_column.clear();
+  return d;
+}
+
+// Tagged sentences (CoNLL or JSON records): the words under --text-column (default tokens) and
+// the tags under --label-column (default ner_tags); integer tags name the head's labels.
+std::vector<data::TaggedSentence> read_tagged(const TrainRun& r, const DatasetOptions& which) {
+  data::TaggedJsonOptions jo;
+  if (r.o.data.text_column != "text") jo.words_key = r.o.data.text_column;
+  if (r.o.data.label_column != "label") jo.tags_key = r.o.data.label_column;
+  jo.split = which.split.empty() && &which == &r.o.data ? "" : which.split;
+  jo.tag_names = !r.o.labels.empty()                          ? r.o.labels
+                 : r.src.has_head(Head::token_classification) ? r.src.id2label()
+                                                              : r.labels;
+  const std::string& format = r.o.data.format;
+  check(format == "auto" || format == "conll" || format == "json" || format == "jsonl",
+        "--task token-classification reads CoNLL or JSON tagged words: --dataset-format auto, conll, json or jsonl, "
+        "not " +
+            format);
+  return data::read_tagged_file(which.path, format, -1, jo);
+}
+
+// The collator's settings: the tokenizer's mask token, random tokens from all of its vocabulary.
+train::MlmMasking mlm_masking(const TrainRun& r, const Tokenizer& tokenizer) {
+  train::MlmMasking m;
+  m.probability = r.o.mlm_probability;
+  for (const char* token : {"[MASK]", "<mask>"})
+    if (const auto id = tokenizer.token_to_id(token); id && m.mask_token_id < 0) m.mask_token_id = *id;
+  m.vocab_size = int64_t(tokenizer.vocab_size());
+  check(m.vocab_size <= r.src.config.vocab_size, "the tokenizer has " + std::to_string(m.vocab_size) + " tokens and " +
+                                                     r.o.model + " only " + std::to_string(r.src.config.vocab_size) +
+                                                     " embeddings: a random replacement could fall outside them");
+  return m;
+}
+
 // The training (and evaluation) examples tokenized once.
 void prepare_data(TrainRun& r) {
   const TrainOptions& o = r.o;
@@ -270,17 +330,30 @@ void prepare_data(TrainRun& r) {
             ": config.json names no pad_token_id, so padded rows of a batch cannot be told apart; set "
             "pad_token_id in config.json or train with --batch-size 1");
   const auto pad_id = int32_t(std::max<int64_t>(0, r.src.pad_token_id()));
-  r.data = train::prepare_train_data(r.train_set, *tokenizer, r.labels, r.problem_type, o.max_length,
-                                     o.padding == "max_length", pad_id, r.model->uses_token_types());
   r.has_eval = !o.eval_data.path.empty();
+  const int64_t eval_length = o.eval_max_length > 0 ? o.eval_max_length : o.max_length;
+  const bool types = r.model->uses_token_types(), fixed = o.padding == "max_length";
+  if (r.task == Head::masked_lm) {
+    const train::MlmMasking masking = mlm_masking(r, *tokenizer);
+    r.data = train::prepare_mlm_data(r.train_set, *tokenizer, o.max_length, fixed, pad_id, types, masking, o.seed);
+    if (r.has_eval)
+      r.eval_data = train::prepare_mlm_data(read_dataset(data_source(r, o.eval_data)), *tokenizer, eval_length, false,
+                                            pad_id, types, masking, o.seed);
+    return;
+  }
+  if (r.task == Head::token_classification) {
+    r.data = train::prepare_token_data(r.tagged, o.data.path, *tokenizer, r.labels, o.label_all_tokens, o.max_length,
+                                       fixed, pad_id, types);
+    if (r.has_eval)
+      r.eval_data = train::prepare_token_data(read_tagged(r, o.eval_data), o.eval_data.path, *tokenizer, r.labels,
+                                              o.label_all_tokens, eval_length, false, pad_id, types);
+    return;
+  }
+  r.data =
+      train::prepare_train_data(r.train_set, *tokenizer, r.labels, r.problem_type, o.max_length, fixed, pad_id, types);
   if (!r.has_eval) return;
-  DatasetOptions eo = o.data;
-  eo.path = o.eval_data.path;
-  eo.split = o.eval_data.split;
-  const Dataset eval_set = read_dataset(eo);
-  r.eval_data = train::prepare_train_data(eval_set, *tokenizer, r.labels, r.problem_type,
-                                          o.eval_max_length > 0 ? o.eval_max_length : o.max_length, false, pad_id,
-                                          r.model->uses_token_types());
+  r.eval_data = train::prepare_train_data(read_dataset(data_source(r, o.eval_data)), *tokenizer, r.labels,
+                                          r.problem_type, eval_length, false, pad_id, types);
 }
 
 // The step: its execution, dropout and optimizer.
@@ -289,7 +362,7 @@ void make_step(TrainRun& r) {
   train::StepSettings s;
   s.fused = o.exec == "fused";
   s.gradient_checkpointing = o.gradient_checkpointing;
-  s.dropout = o.dropout ? r.src.dropout() : train::DropoutRates{};
+  s.dropout = o.dropout ? r.src.dropout(r.task) : train::DropoutRates{};
   s.dropout.seed = o.seed;
   if (o.dropout && r.model->lora) s.dropout.lora = float(o.lora_dropout);
   s.grad_accumulation = o.grad_accumulation;
@@ -473,11 +546,14 @@ std::optional<train::EvalScores> evaluate_if_due(TrainRun& r, TrainingLogger& lo
   const train::EvalScores scores =
       train::evaluate_trainable(*r.model, r.eval_data, std::max<int64_t>(o.batch_size, 32), r.problem_type, r.dp.get());
   if (!r.lead()) return scores;
-  logger.log_step(step, {{"eval_loss", scores.loss},
-                         {"eval_accuracy", scores.accuracy},
-                         {"eval_macro_f1", scores.macro_f1},
-                         {"eval_seconds", scores.seconds}});
+  std::map<std::string, double> logged = {{"eval_loss", scores.loss},
+                                          {"eval_accuracy", scores.accuracy},
+                                          {"eval_macro_f1", scores.macro_f1},
+                                          {"eval_seconds", scores.seconds}};
+  if (scores.perplexity >= 0) logged["eval_perplexity"] = scores.perplexity;
+  logger.log_step(step, logged);
   r.note("step " + std::to_string(step + 1) + ": eval loss " + std::to_string(scores.loss) +
+         (scores.perplexity >= 0 ? ", perplexity " + std::to_string(scores.perplexity) : std::string()) +
          (scores.accuracy >= 0 ? ", accuracy " + std::to_string(scores.accuracy) : std::string()));
   return scores;
 }
@@ -492,6 +568,7 @@ void end_epoch(TrainRun& r, int64_t epoch, const std::optional<train::EvalScores
     er.eval_loss = scores->loss;
     er.eval_accuracy = scores->accuracy;
     er.eval_macro_f1 = scores->macro_f1;
+    er.eval_perplexity = scores->perplexity;
   }
   er.seconds = r.epoch.seconds;
   er.tokens_per_s = double(r.epoch.tokens) / r.epoch.seconds;
@@ -533,12 +610,13 @@ void checkpoint_if_due(TrainRun& r, int64_t step, bool epoch_end, Clock::time_po
 }
 
 // A micro-batch's rows for step `step`: the epoch's order, cut by the batch size.
-train::MicroBatchSource micro_batches_of(const TrainRun& r, const std::vector<int64_t>& order, int64_t first_batch) {
-  return [&r, &order, first_batch](int64_t micro, TokenBatch* batch, train::Targets* targets) {
+train::MicroBatchSource micro_batches_of(const TrainRun& r, const std::vector<int64_t>& order, int64_t first_batch,
+                                         int64_t epoch) {
+  return [&r, &order, first_batch, epoch](int64_t micro, TokenBatch* batch, train::Targets* targets) {
     const int64_t b = first_batch + micro, B = r.plan.batch;
     std::vector<int64_t> idx(order.begin() + b * B, order.begin() + std::min(r.plan.examples, (b + 1) * B));
     if (r.dp) idx = train::rank_rows(idx, r.dp->rank(), r.dp->size());
-    if (!idx.empty()) train::make_batch(r.data, idx, batch, targets);  // none: this rank sits the batch out
+    if (!idx.empty()) train::make_batch(r.data, idx, batch, targets, epoch);  // none: this rank sits the batch out
   };
 }
 
@@ -565,7 +643,8 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
       order = train::epoch_order(p.examples, r.o.seed, epoch, r.o.shuffle), cached_epoch = epoch;
     const int64_t first_batch = in_epoch * p.accumulation;
     const int64_t micro = std::min(p.batches_per_epoch, first_batch + p.accumulation) - first_batch;
-    const train::StepOutcome s = r.step->run(step, micro, micro_batches_of(r, order, first_batch), p.schedule.lr(step));
+    const train::StepOutcome s =
+        r.step->run(step, micro, micro_batches_of(r, order, first_batch, epoch), p.schedule.lr(step));
     if (!s.updated) {
       r.result.diverged = true;
       r.result.divergence = "step " + std::to_string(step) + ": the " +
@@ -934,11 +1013,19 @@ TrainResult train_this_rank(TrainRun& r, const TrainObserver& observer) {
            std::to_string(r.o.batch_size * r.world()));
 
   r.src = train::open_training_model(r.o.model, r.o.seed);
-  DatasetOptions train_source = r.o.data;
-  if (train_source.split.empty()) train_source.split = "train";  // JSON split files: train on "train", not "test"
-  r.train_set = read_dataset(train_source);
-  if (r.o.max_samples > 0 && int64_t(r.train_set.examples.size()) > r.o.max_samples)
-    r.train_set.examples.resize(size_t(r.o.max_samples));
+  r.task = r.o.task == "mlm"                    ? Head::masked_lm
+           : r.o.task == "token-classification" ? Head::token_classification
+           : r.o.task == "question-answering"   ? Head::question_answering
+                                                : Head::sequence_classification;
+  if (r.task == Head::token_classification) {
+    r.tagged = read_tagged(r, r.o.data);
+    if (r.o.max_samples > 0 && int64_t(r.tagged.size()) > r.o.max_samples) r.tagged.resize(size_t(r.o.max_samples));
+  } else {
+    // JSON split files: train on "train", not "test".
+    r.train_set = read_dataset(data_source(r, r.o.data));
+    if (r.o.max_samples > 0 && int64_t(r.train_set.examples.size()) > r.o.max_samples)
+      r.train_set.examples.resize(size_t(r.o.max_samples));
+  }
   resolve_head(r);
   build_model(r);
   prepare_data(r);

@@ -26,7 +26,7 @@ std::vector<std::string> apply_training_method(TrainableModel& model, const mode
   if (o.method == "full") return notes;
   LoraOptions lo = o.lora;
   if (lo.target_modules.empty()) lo.target_modules = default_lora_targets(family);
-  if (lo.modules_to_save.empty()) lo.modules_to_save = default_modules_to_save(family);
+  if (lo.modules_to_save.empty()) lo.modules_to_save = default_modules_to_save(family, model.head());
   if (o.adapter) lo = lora_options_of(*o.adapter);
   attach_lora(model, lo, seed);
   if (o.adapter) {

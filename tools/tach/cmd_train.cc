@@ -80,7 +80,8 @@ Command add_train_command(CLI::App& app) {
   auto no_progress = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
       "train", "Fine-tune a sequence classifier of any family tach builds (model_type " + model_types_text() +
-                   ") on a labelled dataset (AdamW, linear warm-up and decay, "
+                   "), or an encoder's masked LM, token classifier or question answering (--task), on a dataset "
+                   "(AdamW, linear warm-up and decay, "
                    "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, "
                    "steps.jsonl, "
                    "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
@@ -108,6 +109,20 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--problem-type", o->problem_type,
                   "A new head's problem type: single_label_classification (default), multi_label_classification (each "
                   "label cell a set: a JSON list or comma-separated names) or regression");
+  sub->add_option("--task", o->task,
+                  "The head that trains: sequence-classification (default; a masked-LM checkpoint gets a new "
+                  "classifier), mlm (continued pre-training on the text column; reports perplexity), "
+                  "token-classification (CoNLL or JSON tagged words: tokens/ner_tags) or question-answering "
+                  "(SQuAD-format data)");
+  sub->add_option("--mlm-probability", o->mlm_probability,
+                  "mlm: share of the tokens chosen for prediction, of which 80% become the mask token, 10% a random "
+                  "token, 10% stay (default 0.15)");
+  sub->add_flag("--label-all-tokens", o->label_all_tokens,
+                "token-classification: every sub-token of a word carries its label (B- as I- after the first); "
+                "default: the first sub-token only, the others ignored");
+  sub->add_option("--doc-stride", o->doc_stride,
+                  "question-answering: tokens shared by consecutive windows of a context longer than --max-length "
+                  "(default 128)");
   sub->add_option("--eval-dataset", o->eval_data.path, "Evaluation data (same columns as --dataset)");
   sub->add_option("--eval-split", o->eval_data.split, "Split of a JSON split file or a Hub dataset for evaluation");
   sub->add_option("--eval-every", o->eval_every, "Evaluate every N optimizer steps (default 0: at each epoch's end)");
@@ -232,9 +247,9 @@ Command add_train_command(CLI::App& app) {
               std::cout << "epoch " << e.epoch + 1 << ": train loss " << fixed(e.train_loss, 4);
               if (e.evaluated)
                 std::cout << ", eval loss " << fixed(e.eval_loss, 4)
-                          << (e.eval_accuracy >= 0 ? ", eval accuracy " + fixed(e.eval_accuracy, 4) + ", macro-F1 " +
-                                                         fixed(e.eval_macro_f1, 4)
-                                                   : std::string());
+                          << (e.eval_perplexity >= 0 ? ", perplexity " + fixed(e.eval_perplexity, 3) : std::string())
+                          << (e.eval_accuracy >= 0 ? ", eval accuracy " + fixed(e.eval_accuracy, 4) : std::string())
+                          << (e.eval_macro_f1 >= 0 ? ", macro-F1 " + fixed(e.eval_macro_f1, 4) : std::string());
               std::cout << ", " << fixed(e.seconds, 1) << " s, " << fixed(e.tokens_per_s, 0) << " tokens/s (real "
                         << "tokens, wall time), peak memory " << human_bytes(double(e.peak_bytes)) << "\n";
             }

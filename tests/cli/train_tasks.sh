@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# tach train --task: continued masked-LM pre-training reports perplexity and saves a masked LM
+# transformers loads as one; token classification trains on CoNLL tags and saves its labels; the
+# default task on a masked-LM checkpoint builds a new sequence classifier with transformers' note;
+# bad input is refused naming the option.
+# Usage: train_tasks.sh path/to/tach fixtures_dir
+set -euo pipefail
+tach=$1
+fixtures=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+tok="$fixtures/token_classes/tokenizer-wordpiece"
+mlm="$fixtures/train_tasks/bert-mlm-f32/model"
+common=(-k "$tok" -s 32 -b 4 --runs-dir "$dir" --no-progress --no-tensorboard)
+fail() { echo "FAIL: $*"; exit 1; }
+field() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v:=v[k] for k in sys.argv[2:]]; print(json.dumps(v))' "$@"; }
+
+# Masked LM: perplexity = exp(eval loss) in the epoch line and in steps.jsonl.
+"$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/train/tiny.csv" --eval-dataset "$fixtures/train/tiny.csv" \
+  --task mlm --epochs 2 --run-id mlm >"$dir/mlm.out" 2>"$dir/mlm.err" || { cat "$dir/mlm.err"; fail "mlm run"; }
+grep -Eq "epoch 2: train loss [0-9.]+, eval loss [0-9.]+, perplexity [0-9.]+" "$dir/mlm.out" || fail "no perplexity: $(cat "$dir/mlm.out")"
+python3 - "$dir/mlm/steps.jsonl" <<'PY' || fail "perplexity is not exp(eval loss)"
+import json, math, sys
+rows = [json.loads(l)["metrics"] for l in open(sys.argv[1]) if "eval_loss" in l]
+assert rows, "no evaluation logged"
+for r in rows:
+    assert abs(r["eval_perplexity"] - math.exp(r["eval_loss"])) < 1e-6 * r["eval_perplexity"], r
+PY
+[ "$(field "$dir/mlm/model/config.json" architectures)" = '["BertForMaskedLM"]' ] || fail "saved architecture"
+[ "$(field "$dir/mlm/config.json" options task)" = '"mlm"' ] || fail "task not recorded"
+
+# Token classification on CoNLL tags: a new head of the sorted tags.
+"$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/token_classes/ner.conll" --task token-classification \
+  --epochs 1 --run-id ner >"$dir/ner.out" 2>"$dir/ner.err" || { cat "$dir/ner.err"; fail "token classification run"; }
+grep -q "Some weights of BertForTokenClassification were not initialized" "$dir/ner.err" || fail "no new-head note"
+[ "$(field "$dir/ner/model/config.json" architectures)" = '["BertForTokenClassification"]' ] || fail "ner architecture"
+[ "$(field "$dir/ner/model/config.json" id2label 0)" = '"B-LOC"' ] || fail "ner labels: $(field "$dir/ner/model/config.json" id2label)"
+
+# The default task on a masked-LM checkpoint: a new sequence classifier, the MLM head left out.
+"$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/train/tiny.csv" --max-steps 2 --run-id cls \
+  >"$dir/cls.out" 2>"$dir/cls.err" || { cat "$dir/cls.err"; fail "default task run"; }
+grep -q "Some weights of BertForSequenceClassification were not initialized .*classifier" "$dir/cls.err" ||
+  fail "no classifier note: $(cat "$dir/cls.err")"
+[ "$(field "$dir/cls/model/config.json" architectures)" = '["BertForSequenceClassification"]' ] || fail "cls architecture"
+
+# Bad input: a task tach does not know, a probability outside (0, 1).
+if "$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/train/tiny.csv" --task summarization 2>"$dir/bad.err"; then
+  fail "an unknown task ran"
+fi
+grep -q -- "--task must be sequence-classification, mlm, token-classification or question-answering" "$dir/bad.err" ||
+  fail "unknown task message: $(cat "$dir/bad.err")"
+if "$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/train/tiny.csv" --task mlm --mlm-probability 1.5 2>"$dir/bad.err"; then
+  fail "--mlm-probability 1.5 ran"
+fi
+grep -q -- "--mlm-probability must be between 0 and 1" "$dir/bad.err" || fail "probability message: $(cat "$dir/bad.err")"
+echo "PASS"
