@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "data/squad.h"
 #include "tach/error.h"
 #include "tach/model.h"
 #include "tach/tokenizer.h"
@@ -160,6 +161,68 @@ TEST(QuestionAnswering, AnswersAreThePipelinesOnTinyModels) {
       expect_answers(answers.at(0), c["answers"], what + " (batches of " + std::to_string(batch) + " windows)");
     }
   }
+}
+
+std::string corpus(const std::string& name) {
+  return test::read_text(test::fixtures_dir() + "/../fuzz/corpus/squad/" + name);
+}
+
+TEST(SquadData, ReadsTheOfficialLayoutsAndTheFlatOne) {
+  const auto v1 = data::parse_squad("v1.json", corpus("v1"));
+  EXPECT_FALSE(v1.v2);
+  EXPECT_EQ(v1.layout, "SQuAD v1.1 JSON");
+  ASSERT_EQ(v1.questions.size(), 1u);
+  EXPECT_EQ(v1.questions[0].id, "q1");
+  EXPECT_EQ(v1.questions[0].title, "Amazon");
+  EXPECT_EQ(v1.questions[0].answers, (std::vector<std::string>{"South America", "in South America"}));
+  EXPECT_EQ(v1.questions[0].answer_starts, (std::vector<int64_t>{28, 25}));
+
+  // v2.0: an impossible question has no gold answer (plausible_answers are not gold); answer_start
+  // counts characters (a\u00e7a\u00ed after Caf\u00e9 is at 17, byte 18).
+  const auto v2 = data::parse_squad("v2.json", corpus("v2"));
+  EXPECT_TRUE(v2.v2);
+  ASSERT_EQ(v2.questions.size(), 2u);
+  EXPECT_EQ(v2.questions[0].answers, std::vector<std::string>{"a\u00e7a\u00ed bowls"});
+  EXPECT_TRUE(v2.questions[1].answers.empty());
+
+  const auto flat = data::parse_squad("flat.json", corpus("flat.json"));
+  EXPECT_EQ(flat.layout, "flat JSON");
+  EXPECT_TRUE(flat.v2);  // its second question has no answer
+  EXPECT_EQ(flat.questions[1].where, "record 2");
+  const auto lines = data::parse_squad("flat.jsonl", corpus("flat.jsonl"));
+  EXPECT_EQ(lines.layout, "flat JSONL");
+  EXPECT_FALSE(lines.v2);
+  EXPECT_EQ(lines.questions[0].answers.size(), 2u);
+}
+
+TEST(SquadData, ErrorsNameTheFileTheRecordAndWhatIsWrong) {
+  const std::string moved = test::error_of([] { data::parse_squad("dev.json", corpus("bad_start")); });
+  EXPECT_NE(moved.find("dev.json: data[0].paragraphs[0].qas[0] (id x): the answer \"b\" is not in its context at "
+                       "answer_start 2: the context reads \"c\""),
+            std::string::npos)
+      << moved;
+  const std::string none = test::error_of([] {
+    data::parse_squad(
+        "dev.json",
+        R"({"data": [{"paragraphs": [{"context": "abc", "qas": [{"id": "x", "question": "q", "answers": []}]}]}]})");
+  });
+  EXPECT_NE(none.find("(id x): no answer, which SQuAD v1.1 data must give every question"), std::string::npos) << none;
+  const std::string missing = test::error_of([] {
+    data::parse_squad("d.jsonl",
+                      "{\"id\": \"1\", \"context\": \"c\", \"answers\": {\"text\": [], \"answer_start\": []}}\n");
+  });
+  EXPECT_NE(missing.find("d.jsonl: line 1: no \"question\" field"), std::string::npos) << missing;
+  const std::string lengths = test::error_of([] {
+    data::parse_squad("d.json",
+                      R"([{"context": "c", "question": "q", "answers": {"text": ["c"], "answer_start": []}}])");
+  });
+  EXPECT_NE(lengths.find("d.json: record 1: answers.text has 1 answers but answers.answer_start 0"), std::string::npos)
+      << lengths;
+  EXPECT_NE(test::error_of([] { data::parse_squad("x.json", "{\"rows\": 1}"); }).find("x.json: not SQuAD data"),
+            std::string::npos);
+  EXPECT_NE(
+      test::error_of([] { data::parse_squad("x.jsonl", "{\"context\": \"c\"\n"); }).find("x.jsonl: line 1: not JSON"),
+      std::string::npos);
 }
 
 TEST(SquadMetric, ScoresAreTheOfficialScripts) {
