@@ -65,6 +65,9 @@ struct TokenEvalOptions {
   // conlleval (seqeval's default, lenient) or a strict scheme: IOB1, IOB2, IOE1, IOE2, IOBES, BILOU
   std::string tag_scheme = "conlleval";
   int tag_column = -1;  // CoNLL files: the tag's column from 0, or negative from the end
+  // Sub-tokens per sentence, special tokens included (-s); 0: the model's positions, as run_ner
+  // truncates by default (its max_seq_length None: the tokenizer's model_max_length).
+  int64_t max_length = 0;
 };
 
 struct EntityScores {

@@ -156,12 +156,14 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
   jo.tag_names = info0.labels;
   std::vector<data::TaggedSentence> sentences =
       data::read_tagged_file(config.dataset.path, config.dataset.format, options.tag_column, jo);
-  if (!config.sample_sizes.empty()) {
-    const int64_t n = *std::max_element(config.sample_sizes.begin(), config.sample_sizes.end());
+  if (!config.sample_sizes.empty() || config.limit > 0) {
+    int64_t n = config.sample_sizes.empty() ? config.limit
+                                            : *std::max_element(config.sample_sizes.begin(), config.sample_sizes.end());
+    if (config.limit > 0) n = std::min(n, config.limit);
     usage_check(n > 0, "sample sizes must be positive, not " + std::to_string(n));
     if (size_t(n) < sentences.size()) {
       sentences.resize(size_t(n));
-      out.notes.push_back("the first " + std::to_string(n) + " sentences of the dataset (--sample-sizes)");
+      out.notes.push_back("the first " + std::to_string(n) + " sentences of the dataset (--sample-sizes, --limit)");
     }
   }
   out.dataset = config.dataset.path;
@@ -196,8 +198,9 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
     for (const std::string& dtype : config.dtypes) {
       if (!model) model = load(device, dtype);
       const ModelInfo& info = model->info();
-      const int64_t max_length =
-          info.max_positions > 0 ? std::min(config.eval_max_length, info.max_positions) : config.eval_max_length;
+      int64_t max_length = options.max_length > 0 ? options.max_length : info.max_positions;
+      if (info.max_positions > 0) max_length = std::min(max_length, info.max_positions);
+      usage_check(max_length > 0, "the maximum length (-s) must be positive");
       TokenEvalPass pass;
       pass.device = device;
       pass.dtype = dtype;
@@ -276,7 +279,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
   }
   if (out.passes.front().words_cut > 0)
     out.notes.push_back(std::to_string(out.passes.front().words_cut) +
-                        " words past the maximum length (-s, or the model's positions) have no prediction and are "
+                        " words past the maximum length (the model's positions, or -s) have no prediction and are "
                         "left out of both sides, as run_ner leaves them out");
   store.write_text("token_classification.json", token_eval_json(out) + "\n");
   store.write_text("summary.txt", token_eval_text(out));

@@ -64,6 +64,17 @@ for run, scheme in (("conll", "conlleval"), ("jsonl-iob2", "IOB2")):
 print("ok: eval equals seqeval on run_ner's predictions (CoNLL default mode, JSONL strict IOB2)")
 PY
 
+# -s cuts sentences: the words past it are counted and left out of both sides
+"$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.conll" -s 6 --runs-dir "$work/runs" --run-id cut > "$work/cut.txt"
+python3 - "$work/runs/cut/token_classification.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["passes"][0]
+assert p["words_cut"] > 0 and p["words"] == 129, p
+assert p["micro"]["support"] < 70, p["micro"]
+PY
+grep -q "have no prediction" "$work/cut.txt" || { cat "$work/cut.txt"; exit 1; }
+echo "ok: -s 6 cuts words, counted and said"
+
 # errors
 set +e
 msg=$("$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.conll" --tag-scheme IOB3 --runs-dir "$work/runs" 2>&1)

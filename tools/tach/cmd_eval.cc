@@ -26,10 +26,11 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--tag-column", tokens->tag_column,
                   "A CoNLL file's tag column, from 0 (the word is column 0), or negative from the end")
       ->capture_default_str();
-  return {sub, [f, tokens] {
+  return {sub, [f, tokens, sub] {
             const BenchConfig config = f->resolve();
             // A token classifier: seqeval's entity-level metrics over tagged words.
             if (evaluates_token_classification(config)) {
+              if (sub->count("--max-length") > 0) tokens->max_length = config.eval_max_length;
               const TokenEvalOutcome out = run_token_eval(config, *tokens);
               std::cout << token_eval_text(out);
               std::cout << "written: " << out.run_dir
