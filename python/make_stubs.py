@@ -22,7 +22,8 @@ def option_type(o):
     return "str | int | float | PathLike[str] | None"
 
 
-def command_stub(name, returns, positionals=()):
+def command_stub(name, returns, positionals=(), function=None):
+    """function: the Python name where the command's has a '-' (fill-mask: fill_mask)."""
     params = list(positionals)
     seen = set()
     for o in _tach.command_options(name):
@@ -37,7 +38,7 @@ def command_stub(name, returns, positionals=()):
     doc = _tach.command_help(name).replace('"""', "'''").replace("\\", "\\\\")
     star = len(params) > len(positionals) and not any(p.startswith("*") for p in positionals)
     sig = ", ".join(params[:len(positionals)] + (["*"] if star else []) + params[len(positionals):])
-    return f'def {name}({sig}) -> {returns}:\n    """{doc}"""\n    ...\n'
+    return f'def {function or name}({sig}) -> {returns}:\n    """{doc}"""\n    ...\n'
 
 
 def class_stub(cls):
@@ -70,6 +71,7 @@ def main(out):
     parts.append(command_stub("compare", "dict[str, Any]", ["baseline: str | PathLike[str]", "*runs: str | PathLike[str]"]))
     parts.append(command_stub("report", "str", ["run_dir: str | PathLike[str]"]))
     parts.append(command_stub("info", "dict[str, Any]"))
+    parts.append(command_stub("fill-mask", "dict[str, Any]", function="fill_mask"))
     parts.append("def cli(*args: str) -> int: ...\n")
     parts.append("def command_args(command: str, positionals: Sequence[Any] = ..., options: dict[str, Any] | None = ...) "
                  "-> list[str]: ...\n")

@@ -157,6 +157,15 @@ def info(**options):
     return json.loads(out)
 
 
+def fill_mask(**options):
+    """A masked LM's top tokens at each mask of each text (text="..." or a list): the
+    `tach fill-mask --json` document (schema tach.fill_mask/1); its `results` hold, per text and
+    mask, the fill-mask pipeline's score, token, token_str and sequence."""
+    options = dict(options, json=True)
+    _, out, _ = run_command("fill-mask", (), options, capture_stdout=True)
+    return json.loads(out)
+
+
 def cli(*args):
     """Runs `tach ARGS...` as the executable would (output to sys.stdout); returns the exit status."""
     status, error, _, _ = _tach.run_cli([_text(a) for a in args], False)
@@ -166,7 +175,7 @@ def cli(*args):
 
 
 COMMANDS = {"bench": bench, "profile": profile, "train": train, "run": run, "estimate": estimate,
-            "compare": compare, "report": report, "info": info}
+            "compare": compare, "report": report, "info": info, "fill-mask": fill_mask}
 
 for _name, _function in COMMANDS.items():
     _function.__doc__ = (_function.__doc__ or "") + _tach.command_help(_name)

@@ -225,3 +225,20 @@ def test_progress_is_quiet_elsewhere(tmp_path):
     err = _stderr_of_progress_script(tmp_path, terminal=False)
     assert "\r" not in err and "\x1b[" not in err, err
     assert "point 1/3" not in err and "step 1/" not in err, err
+
+
+def test_fill_mask_gives_the_pipelines_predictions():
+    expected = json.load(open(os.path.join(FIXTURES, "fill_mask", "expected.json")))
+    case = next(c for c in expected["cases"] if c["model"] == "bert-mlm-f32")
+    want = case["texts"][0]
+    got = tach.fill_mask(model=os.path.join(FIXTURES, "heads", "bert-mlm-f32"),
+                         tokenizer=os.path.join(FIXTURES, "fill_mask", case["tokenizer"]), text=[want["text"]],
+                         top_k=want["top_k"])
+    assert got["schema"] == "tach.fill_mask/1"
+    predictions = got["results"][0]["masks"][0]["predictions"]
+    assert [p["token"] for p in predictions] == [p["token"] for p in want["masks"][0]]
+    assert [p["sequence"] for p in predictions] == [p["sequence"] for p in want["masks"][0]]
+    assert all(abs(p["score"] - w["score"]) < 1e-4 for p, w in zip(predictions, want["masks"][0]))
+    with pytest.raises(tach.UsageError, match="has no mask token"):
+        tach.fill_mask(model=os.path.join(FIXTURES, "heads", "bert-mlm-f32"),
+                       tokenizer=os.path.join(FIXTURES, "fill_mask", case["tokenizer"]), text="no mask here")
