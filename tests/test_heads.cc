@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tach/error.h"
+#include "tach/estimate.h"
 #include "tach/model.h"
 #include "test_util.h"
 
@@ -79,6 +80,25 @@ std::vector<std::string> head_cases() {
   for (const char* extra : {"bert-mlm-untied-f32", "roberta-mlm-untied-f32", "modernbert-mlm-bias-f32"})
     v.push_back(extra);
   return v;
+}
+
+// tach estimate counts what load_model builds: the checkpoint's head, or another made new.
+TEST_P(GoldenHead, EstimateCountsTheHeadBuilt) {
+  const std::string name = GetParam();
+  EstimateInput in;
+  in.model = heads_dir() + name;
+  in.seq_len = 16;
+  EXPECT_EQ(estimate_memory(in).parameters, expected_of(name)["parameters"].get<int64_t>());
+  for (const Head h : {Head::none, Head::sequence_classification, Head::token_classification, Head::question_answering,
+                       Head::masked_lm}) {
+    in.head = h;
+    in.new_head_labels = 3;
+    LoadOptions o;
+    o.head = h;
+    o.new_head_labels = 3;
+    EXPECT_EQ(estimate_memory(in).parameters, load_model(heads_dir() + name, o)->info().parameters)
+        << name << " with --head " << head_name(h);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenHead, ::testing::ValuesIn(head_cases()), [](const auto& p) {

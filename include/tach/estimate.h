@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "tach/model.h"
 
 namespace tach {
 
@@ -29,6 +32,10 @@ struct EstimateInput {
   int64_t generate_tokens = 0;  // decoders: KV cache for seq_len + this many positions
   std::string device = "cpu";
   double margin = 0.10;  // fraction of the available memory kept free
+  // The head counted, as LoadOptions::head builds it: std::nullopt, the checkpoint's own; another
+  // (an encoder's or ModernBERT's) new, with new_head_labels outputs for a classifier (0: config.json's).
+  std::optional<Head> head;
+  int64_t new_head_labels = 0;
 };
 
 struct EstimateLine {

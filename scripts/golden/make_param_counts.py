@@ -6,7 +6,8 @@
 Writes param_counts.json: for every preset whose config tach holds (read from tach's sources,
 src/model/presets*.cc and src/estimate/architecture_reader.cc, so the two cannot drift apart), the
 number of parameters of the model transformers builds from it (AutoModelFor{CausalLM,
-SequenceClassification}.from_config on the meta device; tied weights once), and tiny Mixtral,
+SequenceClassification}.from_config on the meta device, or the per-token head a preset's config
+names: masked LM, question answering; tied weights once), and tiny Mixtral,
 Qwen2-MoE (with mlp_only_layers and a sparse step), Qwen3-MoE, DeepSeek-V3 (with and without
 q_lora_rank) and Granite (a model_type tach does not know: the generic estimate) configs, each
 written as configs/<name>/config.json with its count.
@@ -70,7 +71,11 @@ def count(cfg):
     if arch.endswith("Model") and model_type not in ("bert", "distilbert"):
         cls = tf.AutoModel
     if model_type in ("bert", "distilbert"):
-        cls = tf.AutoModelForSequenceClassification  # tach's encoder presets are classifiers
+        cls = tf.AutoModelForSequenceClassification  # tach's encoder presets are classifiers...
+    for suffix, auto in (("ForMaskedLM", tf.AutoModelForMaskedLM), ("ForQuestionAnswering", tf.AutoModelForQuestionAnswering),
+                         ("ForTokenClassification", tf.AutoModelForTokenClassification)):
+        if arch.endswith(suffix) and model_type != "modernbert":
+            cls = auto  # ...unless their config names a per-token head (the masked LMs as published)
     with torch.device("meta"):
         model = cls.from_config(config)
     return sum(p.numel() for p in model.parameters())

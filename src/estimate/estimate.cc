@@ -179,6 +179,13 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
   }
   if (!train) {
     add("activations (forward)", act, how);
+    // The per-token heads' outputs: every token's logits (a masked LM's: the vocabulary, and its
+    // dense's output before them).
+    if (a.head == Head::masked_lm)
+      add("head outputs", 4.0 * double(N) * double(a.V + a.C), "4 B x tokens x (V + C): the masked LM's logits");
+    else if (a.head == Head::token_classification || a.head == Head::question_answering)
+      add("head outputs", 4.0 * double(N) * double(a.head == Head::question_answering ? 2 : a.labels),
+          "4 B x tokens x outputs: every token's logits");
     if (in.dtype == "int8")
       add("int8 activation codes", double(N) * double(std::max(a.C, a.active_I())),
           "1 B x tokens x the widest linear input: each call's activations quantized per token");
@@ -270,7 +277,16 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
   usage_check(in.generate_tokens >= 0,
               "estimate: " + std::to_string(in.generate_tokens) + " new tokens: the count cannot be negative");
   usage_check(in.margin >= 0 && in.margin < 1, "estimate: the margin must be in [0, 1)");
-  const Arch a = describe(in.model);
+  Arch a = describe(in.model);
+  if (in.head && *in.head != a.head && (!a.decoder || a.prediction_head)) {  // a new head, as load_model builds it
+    usage_check(in.new_head_labels >= 0, "estimate: a head's labels cannot be negative");
+    const bool classifier = *in.head == Head::sequence_classification || *in.head == Head::token_classification;
+    if (classifier && (in.new_head_labels > 0 || a.labels == 0))
+      a.labels = in.new_head_labels > 0 ? in.new_head_labels : 2;
+    a.head = *in.head;
+    a.bare_pooler = false;
+    a.name += std::string(" with a new ") + head_name(*in.head) + " head";
+  }
   // A row past the positions does not run: an encoder's learned table has P rows (tach refuses
   // longer rows; RoBERTa's start after padding_idx), and a decoder's prompt with its new tokens
   // must stay within max_position_embeddings (tach generate refuses more).

@@ -464,9 +464,11 @@ ArchitectureSummary summarize_decoder_config(const DecoderConfig& c) {
     // norm in layer 0, and the pooled head (dense, norm) with the classifier's bias.
     a.tied = true;
     a.other_params = (c.embedding_norm ? c.hidden_size : 0) - (c.first_attn_norm ? 0 : c.hidden_size);
-    if (c.classification_head && c.head_mlp)
-      a.other_params += c.hidden_size * c.hidden_size + (c.head_dense_bias ? c.hidden_size : 0) + c.hidden_size +
-                        (c.classifier_bias ? c.num_labels() : 0);
+    a.prediction_head = c.head_mlp;
+    a.head = c.classification_head ? Head::sequence_classification : c.head;
+    a.head_dense_bias = c.head_dense_bias;
+    a.decoder_bias = c.decoder_bias;
+    a.labels = c.head == Head::token_classification || c.classification_head ? c.num_labels() : 0;
   }
   return a;
 }

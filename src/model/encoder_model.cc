@@ -118,7 +118,7 @@ Generation Model::generate(const TokenBatch&, const GenerateOptions&) const {
 
 namespace model {
 
-ArchitectureSummary summarize_encoder(const ModelFamily&, const ModelLocation& loc) {
+ArchitectureSummary summarize_encoder(const ModelFamily& family, const ModelLocation& loc) {
   const EncoderConfig c = loc.kind == ModelLocation::Kind::preset
                               ? preset_config(loc.preset).config
                               : load_encoder_config((std::filesystem::path(loc.dir) / "config.json").string());
@@ -128,6 +128,12 @@ ArchitectureSummary summarize_encoder(const ModelFamily&, const ModelLocation& l
   a.D = c.head_dim(), a.I = c.intermediate_size, a.P = c.max_position_embeddings, a.Tt = c.type_vocab_size;
   a.relative_bias = c.relative_attention_buckets * c.num_heads;
   a.labels = c.num_labels();
+  a.head = c.checkpoint_head;
+  a.tied = c.tie_word_embeddings;
+  a.decoder_bias = !family.head_names.mlm_bias.empty();
+  // A bare model as published has a pooler (BERT, RoBERTa, MPNet; DistilBERT none); the task
+  // models' bodies have none.
+  a.bare_pooler = c.checkpoint_head == Head::none && (c.family->token_types || c.family->positions_after_padding);
   if (c.family && c.family->positions_after_padding) a.max_row_tokens = c.max_position_embeddings - c.pad_token_id - 1;
   return a;
 }

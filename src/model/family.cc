@@ -38,15 +38,36 @@ int64_t ArchitectureSummary::layer_params() const {
   return 4 * C * C + 4 * C + 2 * C * I + I + C + 4 * C;  // q k v o with bias, FFN, two LayerNorms
 }
 
+int64_t ArchitectureSummary::head_parameters() const {
+  const int64_t outputs = head == Head::question_answering ? 2 : labels;
+  if (prediction_head) {  // ModernBERT: head.dense (+ bias) and head.norm, then the head's own
+    if (head == Head::none) return 0;
+    const int64_t shared = C * C + (head_dense_bias ? C : 0) + C;
+    if (head == Head::masked_lm) return shared + (decoder_bias ? V : 0);  // the decoder is the embeddings
+    return shared + outputs * C + outputs;
+  }
+  if (decoder) return 0;
+  switch (head) {
+    case Head::none: return bare_pooler ? C * C + C : 0;
+    case Head::sequence_classification: return C * C + C + labels * C + labels;  // pooler / pre_classifier
+    case Head::token_classification:
+    case Head::question_answering: return outputs * C + outputs;
+    // dense, LayerNorm, bias; untied, the decoder's weight and (BERT, RoBERTa, MPNet) its own bias
+    case Head::masked_lm: return C * C + C + 2 * C + V + (tied ? 0 : V * C + (decoder_bias ? V : 0));
+  }
+  return 0;
+}
+
 int64_t ArchitectureSummary::parameters() const {
   if (decoder) {
     const int64_t norms = (sandwich_norms ? 4 : 2) * C;
     const int64_t layers = (L - moe_layers) * (attention_params() + mlp_params(false) + norms) +
                            moe_layers * (attention_params() + mlp_params(true) + norms);
-    return V * C + layers + C + (tied ? 0 : V * C) + labels * C + other_params;
+    return V * C + layers + C + (tied ? 0 : V * C) + (prediction_head ? 0 : labels * C) + other_params +
+           head_parameters();
   }
   const int64_t p = V * C + P * C + Tt * C + 2 * C + relative_bias + L * layer_params();
-  return p + C * C + C + labels * C + labels;  // pooler / pre_classifier, classifier
+  return p + head_parameters();
 }
 
 const std::vector<ModelFamily>& model_families() {

@@ -33,6 +33,14 @@ struct ArchitectureSummary {
   int64_t Tt = 0;             // token types
   int64_t relative_bias = 0;  // MPNet's relative position bias table: buckets x heads
   int64_t labels = 0;         // classifier outputs (0: no head)
+  // The head built and what its count needs (encoders and ModernBERT; a causal decoder's score is
+  // `labels` above): a bare encoder's pooler (BERT, RoBERTa, MPNet models as published without a
+  // head; DistilBERT has none), ModernBERT's head.dense and head.norm before every head
+  // (prediction_head), head.dense's bias and the masked-LM decoder's (an encoder's untied decoder:
+  // its own bias besides the head's, as transformers 5 keeps both).
+  Head head = Head::none;
+  bool bare_pooler = false, prediction_head = false, head_dense_bias = false, decoder_bias = false;
+  int64_t head_parameters() const;
   // Decoders: which projections have biases, and the per-layer norm vectors besides the two
   // every layer has (Gemma's sandwich norms: 2 more; q/k norms: 2 of head_dim).
   bool qkv_bias = false, o_bias = false, mlp_bias = false, qk_norm = false, sandwich_norms = false;
@@ -45,8 +53,8 @@ struct ArchitectureSummary {
   // q_proj), k and v from one compressed kv_lora_rank latent plus a shared rope key per token.
   bool mla = false;
   int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
-  // Parameters the formulas below do not hold: ModernBERT's embedding norm, its pooled head and
-  // its classifier's bias, less layer 0's absent attention norm.
+  // Parameters the formulas below do not hold: ModernBERT's embedding norm, less layer 0's absent
+  // attention norm.
   int64_t other_params = 0;
   std::string note;                       // how the numbers were read, when not from a family tach builds
   int64_t attention_params() const;       // one layer's attention, with its norms

@@ -171,6 +171,90 @@ constexpr const char* kMpnetBase = R"json({
   "vocab_size": 30527
 })json";
 
+// The checkpoints as published: bert-base-uncased's, distilbert-base-uncased's and roberta-base's
+// config.json (masked LMs), and bert-large-uncased's as a question-answering model (MLPerf's BERT).
+constexpr const char* kBertBaseMlm = R"json({
+  "architectures": ["BertForMaskedLM"],
+  "attention_probs_dropout_prob": 0.1,
+  "gradient_checkpointing": false,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-12,
+  "max_position_embeddings": 512,
+  "model_type": "bert",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "pad_token_id": 0,
+  "position_embedding_type": "absolute",
+  "transformers_version": "4.6.0.dev0",
+  "type_vocab_size": 2,
+  "use_cache": true,
+  "vocab_size": 30522
+})json";
+
+constexpr const char* kDistilbertBaseMlm = R"json({
+  "activation": "gelu",
+  "architectures": ["DistilBertForMaskedLM"],
+  "attention_dropout": 0.1,
+  "dim": 768,
+  "dropout": 0.1,
+  "hidden_dim": 3072,
+  "initializer_range": 0.02,
+  "max_position_embeddings": 512,
+  "model_type": "distilbert",
+  "n_heads": 12,
+  "n_layers": 6,
+  "pad_token_id": 0,
+  "qa_dropout": 0.1,
+  "seq_classif_dropout": 0.2,
+  "sinusoidal_pos_embds": false,
+  "tie_weights_": true,
+  "transformers_version": "4.10.0.dev0",
+  "vocab_size": 30522
+})json";
+
+constexpr const char* kRobertaBaseMlm = R"json({
+  "architectures": ["RobertaForMaskedLM"],
+  "attention_probs_dropout_prob": 0.1,
+  "bos_token_id": 0,
+  "eos_token_id": 2,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 768,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "layer_norm_eps": 1e-05,
+  "max_position_embeddings": 514,
+  "model_type": "roberta",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 12,
+  "pad_token_id": 1,
+  "type_vocab_size": 1,
+  "vocab_size": 50265
+})json";
+
+constexpr const char* kBertLargeQa = R"json({
+  "architectures": ["BertForQuestionAnswering"],
+  "attention_probs_dropout_prob": 0.1,
+  "hidden_act": "gelu",
+  "hidden_dropout_prob": 0.1,
+  "hidden_size": 1024,
+  "initializer_range": 0.02,
+  "intermediate_size": 4096,
+  "layer_norm_eps": 1e-12,
+  "max_position_embeddings": 512,
+  "model_type": "bert",
+  "num_attention_heads": 16,
+  "num_hidden_layers": 24,
+  "pad_token_id": 0,
+  "position_embedding_type": "absolute",
+  "type_vocab_size": 2,
+  "vocab_size": 30522
+})json";
+
 constexpr Preset kPresets[] = {
     {"distilbert-base-uncased", "DistilBERT-base, 6 layers, 66M parameters, 2-label head (SST-2 config)",
      kDistilbertBase},
@@ -180,6 +264,12 @@ constexpr Preset kPresets[] = {
     {"xlm-roberta-base", "XLM-RoBERTa-base, 12 layers, 278M parameters (250k-token vocabulary), 2-label head",
      kXlmRobertaBase},
     {"mpnet-base", "MPNet-base, 12 layers, 109M parameters, relative position bias, 2-label head", kMpnetBase},
+    {"bert-base-uncased-mlm", "BERT-base as published: 12 layers, 110M parameters, masked-LM head", kBertBaseMlm},
+    {"distilbert-base-uncased-mlm", "DistilBERT-base as published: 6 layers, 67M parameters, masked-LM head",
+     kDistilbertBaseMlm},
+    {"roberta-base-mlm", "RoBERTa-base as published: 12 layers, 125M parameters, masked-LM head", kRobertaBaseMlm},
+    {"bert-large-uncased", "BERT-large, 24 layers, 335M parameters, question-answering head (MLPerf's BERT)",
+     kBertLargeQa},
 };
 
 }  // namespace
@@ -197,8 +287,10 @@ PresetConfig preset_config(const std::string& name) {
       pc.config = parse_encoder_config_text(p.config_json, "preset:" + name + " config");
       pc.description = p.description;
       pc.config_json = p.config_json;
-      // A preset is always a classifier, whatever architecture the copied config names.
-      pc.config.classification_head = true;
+      // A preset is a classifier unless its config names a per-token head (the masked LMs as
+      // published, BERT-large for question answering), whatever bare architecture it names.
+      if (pc.config.checkpoint_head == Head::none) pc.config.checkpoint_head = Head::sequence_classification;
+      pc.config.classification_head = pc.config.checkpoint_head == Head::sequence_classification;
       return pc;
     }
   }

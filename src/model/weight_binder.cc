@@ -48,6 +48,7 @@ bool is_known_extra(const std::string& name) {
          name.find("pooler.") != std::string::npos ||                                   // pooler of a bare BERT
          name.rfind("classifier.", 0) == 0 || name.rfind("pre_classifier.", 0) == 0 ||  // head of a bare model
          name.rfind("lm_head.", 0) == 0 || name.rfind("score.", 0) == 0 ||              // Qwen2 heads of the other task
+         name.rfind("head.", 0) == 0 || name.rfind("decoder.", 0) == 0 ||               // ModernBERT's heads
          ends_with(name, "rotary_emb.inv_freq");  // a buffer older checkpoints saved
 }
 
