@@ -35,6 +35,7 @@ std::unique_ptr<CLI::App> make_app(std::vector<Command>& commands) {
       add_generate_command(*app), add_profile_command(*app),  add_monitor_command(*app),   add_estimate_command(*app),
       add_train_command(*app),    add_merge_command(*app),    add_download_command(*app),  add_dataset_command(*app),
       add_compare_command(*app),  add_report_command(*app),   add_manifest_command(*app),  add_verify_command(*app),
+      add_analyze_command(*app),
   };
   return app;
 }

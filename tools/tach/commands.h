@@ -31,5 +31,6 @@ Command add_compare_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_manifest_command(CLI::App& app);
 Command add_verify_command(CLI::App& app);
+Command add_analyze_command(CLI::App& app);
 
 }  // namespace tach::cli

@@ -1,0 +1,369 @@
+// analyze_traces: each trace loaded, reduced to its op rows, steps, GPU time and memory peaks,
+// and dropped before the next, so memory holds one trace's compact records at a time.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/gpu_time.h"
+#include "analyze/op_averages.h"
+#include "analyze/steps.h"
+#include "analyze/trace.h"
+#include "tach/analyze.h"
+#include "tach/error.h"
+
+namespace tach {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace tach::analyze;
+
+bool is_json_name(const std::string& name) {
+  auto ends = [&](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends(".json") || ends(".json.gz");
+}
+
+std::vector<std::string> expand(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      // tensorboard_trace_handler's files where there are any (*.pt.trace.json[.gz]: other JSON
+      // beside them is not a trace), else every JSON file.
+      std::vector<std::string> inside, handler;
+      for (const auto& entry : fs::directory_iterator(p, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!entry.is_regular_file() || !is_json_name(name)) continue;
+        inside.push_back(entry.path().string());
+        if (name.find(".pt.trace.json") != std::string::npos) handler.push_back(entry.path().string());
+      }
+      if (!handler.empty()) inside = handler;
+      std::sort(inside.begin(), inside.end());
+      check(!inside.empty(), p + ": no trace files (*.json, *.json.gz) in this directory");
+      files.insert(files.end(), inside.begin(), inside.end());
+    } else {
+      check(fs::exists(p, ec), p + ": no such file or directory");
+      files.push_back(p);
+    }
+  }
+  check(!files.empty(), "no trace given");
+  return files;
+}
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+double us(int64_t ns) { return double(ns) * 1e-3; }
+
+struct RankState {
+  int rank = 0;
+  std::optional<GpuTime> gpu;  // summed over the rank's traces
+  std::map<std::string, KernelStat> kernels;
+  int64_t comm_ns = 0, overlapped_ns = 0;
+  int64_t cpu_peak_allocated = -1, device_peak_allocated = -1;
+  std::vector<std::string> files;
+};
+
+struct FileSpan {
+  std::string path;
+  int rank;
+  int64_t first_ns, last_ns;
+};
+
+void add_gpu(RankState& r, const GpuTime& g) {
+  if (!r.gpu) r.gpu = GpuTime{};
+  r.gpu->window_ns += g.window_ns;
+  r.gpu->idle_ns += g.idle_ns;
+  r.gpu->compute_ns += g.compute_ns;
+  r.gpu->non_compute_ns += g.non_compute_ns;
+  r.gpu->kernels += g.kernels;
+  for (const auto& [type, ns] : g.kernel_types_ns) r.gpu->kernel_types_ns[type] += ns;
+}
+
+std::string pad(std::string s, size_t width, bool right = false) {
+  if (s.size() > width) s = s.substr(0, width - 3) + "...";
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+std::string bytes_text(int64_t b) {
+  const double a = double(b < 0 ? -b : b);
+  const std::string sign = b < 0 ? "-" : "";
+  if (a >= 1024.0 * 1024 * 1024) return sign + fmt("%.2f GiB", a / (1024.0 * 1024 * 1024));
+  if (a >= 1024.0 * 1024) return sign + fmt("%.2f MiB", a / (1024.0 * 1024));
+  if (a >= 1024.0) return sign + fmt("%.1f KiB", a / 1024.0);
+  return sign + fmt("%.0f B", a);
+}
+
+std::string ops_text(const std::vector<OpRow>& rows, const std::string& sort_by, GroupBy group_by, size_t top,
+                     bool device) {
+  std::ostringstream s;
+  s << "Ops (as torch's key_averages(), by " << sort_by << "; " << std::min(top, rows.size()) << " of " << rows.size()
+    << " rows)\n";
+  s << pad("name", 48) << pad("calls", 8, true) << pad("self CPU ms", 13, true) << pad("CPU ms", 11, true);
+  if (device) s << pad("self dev ms", 13, true) << pad("dev ms", 11, true);
+  s << pad("GFLOP", 10, true) << pad("GFLOP/s", 9, true) << pad("self CPU mem", 14, true);
+  if (group_by != GroupBy::name) s << "  " << (group_by == GroupBy::shape ? "input shapes" : "stack");
+  s << "\n";
+  for (size_t i = 0; i < rows.size() && i < top; ++i) {
+    const OpRow& r = rows[i];
+    const int64_t time_ns = device && r.device_ns > 0 ? r.device_ns : r.cpu_ns;
+    s << pad(r.name, 48) << pad(std::to_string(r.calls), 8, true)
+      << pad(fmt("%.3f", us(r.self_cpu_ns) * 1e-3), 13, true) << pad(fmt("%.3f", us(r.cpu_ns) * 1e-3), 11, true);
+    if (device)
+      s << pad(fmt("%.3f", us(r.self_device_ns) * 1e-3), 13, true)
+        << pad(fmt("%.3f", us(r.device_ns) * 1e-3), 11, true);
+    s << pad(r.flops ? fmt("%.3f", double(r.flops) * 1e-9) : "-", 10, true)
+      << pad(r.flops && time_ns > 0 ? fmt("%.2f", double(r.flops) / double(time_ns)) : "-", 9, true)
+      << pad(bytes_text(r.self_cpu_memory), 14, true);
+    if (group_by == GroupBy::shape) s << "  " << r.shapes;
+    if (group_by == GroupBy::stack) {
+      s << " ";
+      for (const auto& f : r.stack) s << " <- " << f;
+    }
+    s << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace
+
+std::vector<std::string> analyze_sort_columns() { return analyze::sort_columns(); }
+
+TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const AnalyzeOptions& options) {
+  const GroupBy group_by = parse_group_by(options.group_by);
+  if (!options.sort_by.empty()) {
+    std::vector<OpRow> none;
+    sort_rows(none, options.sort_by);  // a usage error for an unknown column, before any reading
+  }
+  TraceAnalysis out;
+  out.files = expand(paths);
+  std::vector<OpRow> ops;
+  json steps = json::array(), traces = json::array(), notes = json::array();
+  std::map<int, RankState> ranks;
+  std::vector<FileSpan> spans;
+  std::vector<std::pair<std::string, StepRow>> step_rows;
+  json device_properties = json::array();
+  for (const auto& file : out.files) {
+    const Trace t = load_trace(file);
+    const int rank = t.rank.value_or(0);
+    if (!t.rank) notes.push_back(file + ": no distributedInfo; rank 0 assumed");
+    merge_rows(ops, op_averages(t, group_by));
+    for (const auto& s : step_breakdown(t)) step_rows.emplace_back(file, s);
+    RankState& r = ranks[rank];
+    r.rank = rank;
+    r.files.push_back(file);
+    if (const auto g = gpu_time(t, 1 << 20)) {
+      add_gpu(r, *g);
+      for (const auto& k : g->top_kernels) {
+        KernelStat& m = r.kernels[k.name];
+        if (m.calls == 0) {
+          m = k;
+        } else {
+          m.calls += k.calls;
+          m.total_ns += k.total_ns;
+          m.min_ns = std::min(m.min_ns, k.min_ns);
+          m.max_ns = std::max(m.max_ns, k.max_ns);
+        }
+      }
+      if (g->comm_comp_overlap_pct) {
+        const int64_t comm = g->kernel_types_ns.count("COMMUNICATION") ? g->kernel_types_ns.at("COMMUNICATION") : 0;
+        r.comm_ns += comm;
+        r.overlapped_ns += int64_t(double(comm) * *g->comm_comp_overlap_pct / 100.0);
+      }
+    }
+    for (const auto& m : t.memory) {
+      const bool cpu = m.device_type == 0 || m.device_type == 2 || m.device_type == 5;
+      int64_t& peak = cpu ? r.cpu_peak_allocated : r.device_peak_allocated;
+      peak = std::max(peak, m.total_allocated);
+    }
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (const auto& e : t.cpu) first = std::min(first, e.start_ns), last = std::max(last, e.end_ns);
+    for (const auto& d : t.device) first = std::min(first, d.start_ns), last = std::max(last, d.end_ns);
+    if (first <= last) {
+      for (const auto& other : spans)
+        check(
+            other.rank != rank || other.last_ns <= first || last <= other.first_ns,
+            other.path + " and " + file + " both claim rank " + std::to_string(rank) +
+                " over the same time: traces of different ranks need distributedInfo (torch.distributed initialised " +
+                "before profiling), or analyse them one at a time");
+      spans.push_back({file, rank, first, last});
+    }
+    if (device_properties.empty() && !t.device_properties.empty()) device_properties = t.device_properties;
+    traces.push_back({{"path", file},
+                      {"rank", rank},
+                      {"rank_assumed", !t.rank.has_value()},
+                      {"world_size", t.world_size},
+                      {"cpu_events", t.cpu.size()},
+                      {"device_events", t.device.size()},
+                      {"memory_events", t.memory.size()},
+                      {"base_time_ns", t.base_time_ns}});
+  }
+  const bool any_gpu =
+      std::any_of(ranks.begin(), ranks.end(), [](const auto& kv) { return kv.second.gpu.has_value(); });
+  const std::string sort_by = !options.sort_by.empty() ? options.sort_by : any_gpu ? "self_device" : "self_cpu";
+  sort_rows(ops, sort_by);
+
+  json j;
+  j["schema"] = "tach.analysis/1";
+  j["traces"] = traces;
+  j["notes"] = notes;
+  j["group_by"] = options.group_by;
+  j["sort_by"] = sort_by;
+  j["device_properties"] = device_properties;
+  json jops = json::array();
+  for (const auto& r : ops) {
+    const int64_t time_ns = r.device_ns > 0 ? r.device_ns : r.cpu_ns;
+    json o = {
+        {"name", r.name},
+        {"kind", row_kind_name(r.kind)},
+        {"calls", r.calls},
+        {"self_cpu_us", us(r.self_cpu_ns)},
+        {"cpu_us", us(r.cpu_ns)},
+        {"self_device_us", us(r.self_device_ns)},
+        {"device_us", us(r.device_ns)},
+        {"flops", r.flops},
+        {"flops_per_s", r.flops && time_ns > 0 ? json(double(r.flops) / (double(time_ns) * 1e-9)) : json(nullptr)},
+        {"self_cpu_memory_bytes", r.self_cpu_memory},
+        {"cpu_memory_bytes", r.cpu_memory}};
+    if (group_by == GroupBy::shape) o["input_shapes"] = r.shapes;
+    if (group_by == GroupBy::stack) o["stack"] = r.stack;
+    jops.push_back(std::move(o));
+  }
+  j["ops"] = std::move(jops);
+  for (const auto& [file, s] : step_rows) {
+    steps.push_back({{"trace", file},
+                     {"step", s.number},
+                     {"wall_us", us(s.wall_ns)},
+                     {"dataloader_us", us(s.dataloader_ns)},
+                     {"forward_us", us(s.forward_ns)},
+                     {"backward_us", us(s.backward_ns)},
+                     {"optimizer_us", us(s.optimizer_ns)},
+                     {"other_us", us(s.other_ns)},
+                     {"gpu_busy_us", s.gpu_busy_ns >= 0 ? json(us(s.gpu_busy_ns)) : json(nullptr)},
+                     {"gpu_idle_us", s.gpu_idle_ns >= 0 ? json(us(s.gpu_idle_ns)) : json(nullptr)}});
+  }
+  j["steps"] = steps;
+  json jranks = json::array();
+  for (auto& [rank, r] : ranks) {
+    json o = {{"rank", rank}, {"traces", r.files}};
+    if (r.gpu) {
+      o["gpu"] = {{"window_us", us(r.gpu->window_ns)},
+                  {"idle_us", us(r.gpu->idle_ns)},
+                  {"compute_us", us(r.gpu->compute_ns)},
+                  {"non_compute_us", us(r.gpu->non_compute_ns)}};
+      json types = json::object();
+      for (const auto& [type, ns] : r.gpu->kernel_types_ns) types[type] = us(ns);
+      o["kernel_types_us"] = types;
+      std::vector<KernelStat> ks;
+      for (const auto& [name, k] : r.kernels) ks.push_back(k);
+      std::sort(ks.begin(), ks.end(), [](const KernelStat& a, const KernelStat& b) {
+        return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+      });
+      json top = json::array();
+      for (size_t i = 0; i < ks.size() && i < options.top; ++i)
+        top.push_back({{"name", ks[i].name},
+                       {"type", kernel_type_name(ks[i].type)},
+                       {"calls", ks[i].calls},
+                       {"total_us", us(ks[i].total_ns)},
+                       {"mean_us", us(ks[i].total_ns) / double(ks[i].calls)},
+                       {"min_us", us(ks[i].min_ns)},
+                       {"max_us", us(ks[i].max_ns)}});
+      o["top_kernels"] = top;
+    } else {
+      o["gpu"] = nullptr;
+      o["kernel_types_us"] = json::object();
+      o["top_kernels"] = json::array();
+    }
+    o["comm_comp_overlap_pct"] =
+        r.comm_ns > 0 ? json(100.0 * double(r.overlapped_ns) / double(r.comm_ns)) : json(nullptr);
+    o["memory"] = {
+        {"cpu_peak_allocated_bytes", r.cpu_peak_allocated >= 0 ? json(r.cpu_peak_allocated) : json(nullptr)},
+        {"device_peak_allocated_bytes", r.device_peak_allocated >= 0 ? json(r.device_peak_allocated) : json(nullptr)}};
+    jranks.push_back(std::move(o));
+  }
+  j["ranks"] = jranks;
+  out.json = j.dump(1);
+
+  // The terminal report.
+  std::ostringstream s;
+  s << "tach analyze: " << out.files.size() << " trace" << (out.files.size() == 1 ? "" : "s") << ", " << ranks.size()
+    << " rank" << (ranks.size() == 1 ? "" : "s") << "\n";
+  for (const auto& n : notes) s << "note: " << n.get<std::string>() << "\n";
+  s << "\n" << ops_text(ops, sort_by, group_by, options.top, any_gpu);
+  s << "\nSteps (ProfilerStep#N; ms)\n";
+  if (step_rows.empty()) {
+    s << "no ProfilerStep#N spans in these traces (torch.profiler's schedule and prof.step() write them)\n";
+  } else {
+    s << pad("trace", 36) << pad("step", 6, true) << pad("wall", 10, true) << pad("data", 9, true)
+      << pad("forward", 9, true) << pad("backward", 10, true) << pad("optim", 9, true) << pad("other", 9, true)
+      << (any_gpu ? pad("GPU busy", 10, true) : "") << "\n";
+    for (const auto& [file, st] : step_rows) {
+      s << pad(fs::path(file).filename().string(), 36) << pad(std::to_string(st.number), 6, true)
+        << pad(fmt("%.3f", us(st.wall_ns) * 1e-3), 10, true) << pad(fmt("%.3f", us(st.dataloader_ns) * 1e-3), 9, true)
+        << pad(fmt("%.3f", us(st.forward_ns) * 1e-3), 9, true) << pad(fmt("%.3f", us(st.backward_ns) * 1e-3), 10, true)
+        << pad(fmt("%.3f", us(st.optimizer_ns) * 1e-3), 9, true) << pad(fmt("%.3f", us(st.other_ns) * 1e-3), 9, true);
+      if (any_gpu)
+        s << pad(st.gpu_busy_ns >= 0 && st.wall_ns > 0
+                     ? fmt("%.1f%%", 100.0 * double(st.gpu_busy_ns) / double(st.wall_ns))
+                     : "-",
+                 10, true);
+      s << "\n";
+    }
+  }
+  s << "\nGPU time per rank (as Holistic Trace Analysis defines it)\n";
+  if (!any_gpu) {
+    s << "no GPU events in these traces (kernels, copies, sets): the temporal breakdown, kernel types, top kernels "
+         "and overlap are skipped\n";
+  } else {
+    for (const auto& jr : j["ranks"]) {
+      if (jr["gpu"].is_null()) {
+        s << "rank " << jr["rank"] << ": no GPU events\n";
+        continue;
+      }
+      const json& g = jr["gpu"];
+      const double w = g["window_us"].get<double>();
+      auto pct = [&](const char* k) {
+        return w > 0 ? fmt("%.1f%%", 100.0 * g[k].get<double>() / w) : std::string("-");
+      };
+      s << "rank " << jr["rank"] << ": window " << fmt("%.3f", w * 1e-3) << " ms: compute " << pct("compute_us")
+        << ", non-compute " << pct("non_compute_us") << ", idle " << pct("idle_us");
+      if (!jr["comm_comp_overlap_pct"].is_null())
+        s << "; communication overlapped by computation " << fmt("%.1f%%", jr["comm_comp_overlap_pct"].get<double>());
+      s << "\n  kernel types (ms):";
+      for (const auto& [type, v] : jr["kernel_types_us"].items())
+        s << " " << type << " " << fmt("%.3f", v.get<double>() * 1e-3);
+      s << "\n  top kernels:\n";
+      for (const auto& k : jr["top_kernels"])
+        s << "    " << pad(k["name"].get<std::string>(), 60) << pad(k["type"].get<std::string>(), 14, true)
+          << pad(std::to_string(k["calls"].get<int64_t>()), 8, true)
+          << pad(fmt("%.3f ms", k["total_us"].get<double>() * 1e-3), 14, true) << "\n";
+    }
+  }
+  bool memory_header = false;
+  for (const auto& jr : j["ranks"]) {
+    const json& m = jr["memory"];
+    if (m["cpu_peak_allocated_bytes"].is_null() && m["device_peak_allocated_bytes"].is_null()) continue;
+    if (!memory_header) s << "\nMemory ([memory] events: peak allocated)\n";
+    memory_header = true;
+    s << "rank " << jr["rank"] << ":";
+    if (!m["cpu_peak_allocated_bytes"].is_null())
+      s << " CPU " << bytes_text(m["cpu_peak_allocated_bytes"].get<int64_t>());
+    if (!m["device_peak_allocated_bytes"].is_null())
+      s << " device " << bytes_text(m["device_peak_allocated_bytes"].get<int64_t>());
+    s << "\n";
+  }
+  out.text = s.str();
+  return out;
+}
+
+}  // namespace tach

@@ -1,0 +1,75 @@
+#include "analyze/gpu_time.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "analyze/intervals.h"
+
+namespace tach::analyze {
+
+const char* kernel_type_name(KernelType t) {
+  switch (t) {
+    case KernelType::computation: return "COMPUTATION";
+    case KernelType::communication: return "COMMUNICATION";
+    case KernelType::memory: return "MEMORY";
+    case KernelType::other: return "OTHER";
+  }
+  return "OTHER";
+}
+
+KernelType kernel_type(const std::string& name) {
+  auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
+  auto has = [&](const char* p) { return name.find(p) != std::string::npos; };
+  // "^nccl.*Kernel": a name that starts with nccl and has Kernel after it.
+  const bool nccl = starts("nccl") && name.find("Kernel", 4) != std::string::npos;
+  if (nccl) return KernelType::communication;
+  if (starts("Memcpy") || starts("Memset") || starts("dma")) return KernelType::memory;
+  // HTA's NCCL_COMPUTE_KERNEL_RE, "(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)" under
+  // re.match: Memcpy anywhere, Memset at the start, Sync anywhere.
+  if (has("Memcpy") || has("Sync")) return KernelType::other;
+  return KernelType::computation;
+}
+
+std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
+  std::vector<Interval> all, compute, comm;
+  std::unordered_map<uint32_t, KernelStat> stats;
+  GpuTime g;
+  for (const auto& d : t.device) {
+    if (d.category == Category::gpu_user_annotation) continue;
+    const std::string& name = t.strings.str(d.name);
+    const KernelType type = kernel_type(name);
+    const int64_t dur = d.end_ns - d.start_ns;
+    all.emplace_back(d.start_ns, d.end_ns);
+    if (type == KernelType::computation) compute.emplace_back(d.start_ns, d.end_ns);
+    if (type == KernelType::communication) comm.emplace_back(d.start_ns, d.end_ns);
+    g.kernel_types_ns[kernel_type_name(type)] += dur;
+    KernelStat& s = stats[d.name];
+    if (s.calls == 0) {
+      s.name = name;
+      s.type = type;
+      s.min_ns = dur;
+    }
+    s.calls += 1;
+    s.total_ns += dur;
+    s.min_ns = std::min(s.min_ns, dur);
+    s.max_ns = std::max(s.max_ns, dur);
+    ++g.kernels;
+  }
+  if (all.empty()) return std::nullopt;
+  all = merge_intervals(std::move(all));
+  compute = merge_intervals(std::move(compute));
+  comm = merge_intervals(std::move(comm));
+  g.window_ns = all.back().second - all.front().first;
+  g.idle_ns = g.window_ns - covered_ns(all);
+  g.compute_ns = covered_ns(compute);
+  g.non_compute_ns = g.window_ns - g.compute_ns - g.idle_ns;
+  if (!comm.empty()) g.comm_comp_overlap_pct = 100.0 * double(overlap_ns(comm, compute)) / double(covered_ns(comm));
+  for (auto& [id, s] : stats) g.top_kernels.push_back(std::move(s));
+  std::sort(g.top_kernels.begin(), g.top_kernels.end(), [](const KernelStat& a, const KernelStat& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
+  if (g.top_kernels.size() > top) g.top_kernels.resize(top);
+  return g;
+}
+
+}  // namespace tach::analyze

@@ -1,0 +1,44 @@
+// GPU time of one rank as Holistic Trace Analysis (HTA 0.5) defines it.
+//
+// Kernel types by name (hta/utils/utils.py): communication "^nccl.*Kernel"; memory "^Memcpy",
+// "^Memset", "^dma"; computation every other kernel except names that contain "Memcpy" or
+// "Sync" (those are "other").
+// Temporal breakdown (get_temporal_breakdown): every kernel, copy and set on any stream; the
+// window runs from the first one's start to the last one's end; idle is the window less the
+// union of them all; compute is the union of computation kernels; non-compute is the rest.
+// Communication/computation overlap (get_comm_comp_overlap): the share of the communication
+// kernels' union that computation kernels' union covers, in percent.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyze/trace.h"
+
+namespace tach::analyze {
+
+enum class KernelType { computation, communication, memory, other };
+const char* kernel_type_name(KernelType t);  // COMPUTATION, COMMUNICATION, MEMORY, OTHER (as HTA)
+KernelType kernel_type(const std::string& name);
+
+struct KernelStat {
+  std::string name;
+  KernelType type = KernelType::computation;
+  int64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+};
+
+struct GpuTime {
+  int64_t window_ns = 0, idle_ns = 0, compute_ns = 0, non_compute_ns = 0;
+  std::map<std::string, int64_t> kernel_types_ns;  // by kernel_type_name: summed durations
+  std::vector<KernelStat> top_kernels;             // by total time, longest first
+  std::optional<double> comm_comp_overlap_pct;     // unset without communication kernels
+  int64_t kernels = 0;
+};
+
+// Unset for a trace without GPU events. top: how many kernels top_kernels keeps.
+std::optional<GpuTime> gpu_time(const Trace& trace, size_t top = 10);
+
+}  // namespace tach::analyze

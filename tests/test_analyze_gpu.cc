@@ -1,0 +1,142 @@
+// tach analyze: HTA's definitions (kernel types, the temporal breakdown, communication overlap)
+// and the step phases on small traces in torch's layout whose answers are worked out by hand
+// below; and what analyze_traces refuses (two files claiming one rank at once).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/gpu_time.h"
+#include "analyze/steps.h"
+#include "analyze/trace.h"
+#include "tach/analyze.h"
+#include "tach/error.h"
+#include "test_util.h"
+
+namespace tach::analyze {
+namespace {
+
+using nlohmann::json;
+
+json kernel(const std::string& name, double ts, double dur, int stream, const char* cat = "kernel") {
+  return {{"ph", "X"},     {"cat", cat},
+          {"name", name},  {"pid", 0},
+          {"tid", stream}, {"ts", ts},
+          {"dur", dur},    {"args", {{"device", 0}, {"stream", stream}, {"correlation", 1}, {"External id", 1}}}};
+}
+json cpu(const std::string& name, double ts, double dur, const char* cat = "cpu_op") {
+  return {{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 1},
+          {"tid", 1},  {"ts", ts},   {"dur", dur},   {"args", json::object()}};
+}
+
+// Stream 7: compute [0,10) and [5,20); a copy [25,30); stream 8: an NCCL all-reduce [28,40);
+// stream 7: compute [35,50). Window 50; busy [0,20) ∪ [25,50) = 45, idle 5; compute
+// [0,20) ∪ [35,50) = 35; non-compute 50 - 35 - 5 = 10; communication 12, of which [35,40)
+// overlaps computation: 5/12.
+json gpu_trace() {
+  return {{"traceEvents",
+           {cpu("ProfilerStep#5", 0, 100, "user_annotation"),
+            cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 10, "user_annotation"),
+            cpu("aten::linear", 12, 20), cpu("autograd::engine::evaluate_function: AddmmBackward0", 40, 30),
+            cpu("Optimizer.step#AdamW.step", 75, 20, "user_annotation"), kernel("gemm_a", 0, 10, 7),
+            kernel("gemm_b", 5, 15, 7), kernel("Memcpy HtoD (Pageable -> Device)", 25, 5, 7, "gpu_memcpy"),
+            kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 28, 12, 8),
+            kernel("gemm_a", 35, 15, 7)}},
+          {"distributedInfo", {{"rank", 3}, {"world_size", 4}, {"backend", "nccl"}}}};
+}
+
+TEST(GpuTime, KernelTypesAsHta) {
+  EXPECT_EQ(kernel_type("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), KernelType::communication);
+  EXPECT_EQ(kernel_type("ncclKernel_AllGather_RING_LL_Sum_int8_t"), KernelType::communication);
+  EXPECT_EQ(kernel_type("Memcpy DtoD (Device -> Device)"), KernelType::memory);
+  EXPECT_EQ(kernel_type("Memset (Device)"), KernelType::memory);
+  EXPECT_EQ(kernel_type("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"),
+            KernelType::computation);
+  EXPECT_EQ(kernel_type("sm90_xmma_gemm_bf16bf16_bf16f32"), KernelType::computation);
+  EXPECT_EQ(kernel_type("cross_device_reduce_Sync_kernel"), KernelType::other);  // HTA: Sync is not compute
+  EXPECT_EQ(kernel_type("at_cuda_detail::cub::DeviceMemcpy_kernel"), KernelType::other);
+}
+
+TEST(GpuTime, TemporalBreakdownAndOverlapAsHtaDefinesThem) {
+  const Trace t = load_trace_text("gpu.json", gpu_trace().dump());
+  ASSERT_EQ(t.rank, 3);
+  const auto g = gpu_time(t, 2);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->window_ns, 50000);
+  EXPECT_EQ(g->idle_ns, 5000);
+  EXPECT_EQ(g->compute_ns, 35000);
+  EXPECT_EQ(g->non_compute_ns, 10000);
+  ASSERT_TRUE(g->comm_comp_overlap_pct.has_value());
+  EXPECT_NEAR(*g->comm_comp_overlap_pct, 100.0 * 5 / 12, 1e-9);
+  EXPECT_EQ(g->kernel_types_ns.at("COMPUTATION"), 40000);
+  EXPECT_EQ(g->kernel_types_ns.at("MEMORY"), 5000);
+  EXPECT_EQ(g->kernel_types_ns.at("COMMUNICATION"), 12000);
+  ASSERT_EQ(g->top_kernels.size(), 2u);
+  EXPECT_EQ(g->top_kernels[0].name, "gemm_a");  // 25 µs over 2 calls
+  EXPECT_EQ(g->top_kernels[0].calls, 2);
+  EXPECT_EQ(g->top_kernels[0].total_ns, 25000);
+}
+
+TEST(GpuTime, NoneWithoutDeviceEventsAndNoOverlapWithoutCommunication) {
+  EXPECT_FALSE(gpu_time(load_trace_text("cpu.json", R"({"traceEvents":[]})")).has_value());
+  const json one = {{"traceEvents", {kernel("gemm", 0, 10, 7)}}};
+  const auto g = gpu_time(load_trace_text("one.json", one.dump()));
+  ASSERT_TRUE(g.has_value());
+  EXPECT_FALSE(g->comm_comp_overlap_pct.has_value());
+  EXPECT_EQ(g->idle_ns, 0);
+}
+
+TEST(Steps, PhasesOfAStep) {
+  // Step [0,100): data [0,10), forward from 10 to the first backward op at 40 (30), backward
+  // [40,70), optimizer [75,95), other 10; GPU busy 45 of the step (see gpu_trace).
+  const auto steps = step_breakdown(load_trace_text("gpu.json", gpu_trace().dump()));
+  ASSERT_EQ(steps.size(), 1u);
+  const StepRow& s = steps[0];
+  EXPECT_EQ(s.number, 5);
+  EXPECT_EQ(s.wall_ns, 100000);
+  EXPECT_EQ(s.dataloader_ns, 10000);
+  EXPECT_EQ(s.forward_ns, 30000);
+  EXPECT_EQ(s.backward_ns, 30000);
+  EXPECT_EQ(s.optimizer_ns, 20000);
+  EXPECT_EQ(s.other_ns, 10000);
+  EXPECT_EQ(s.gpu_busy_ns, 45000);
+  EXPECT_EQ(s.gpu_idle_ns, 55000);
+}
+
+TEST(AnalyzeTraces, JsonOfAGpuRank) {
+  test::TempDir dir;
+  std::ofstream(dir.file("rank3.pt.trace.json")) << gpu_trace().dump();
+  const auto a = analyze_traces({dir.path()}, AnalyzeOptions{});
+  const json j = json::parse(a.json);
+  ASSERT_EQ(j["ranks"].size(), 1u);
+  const json& r = j["ranks"][0];
+  EXPECT_EQ(r["rank"], 3);
+  EXPECT_DOUBLE_EQ(r["gpu"]["window_us"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(r["gpu"]["idle_us"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(r["gpu"]["compute_us"].get<double>(), 35.0);
+  EXPECT_DOUBLE_EQ(r["gpu"]["non_compute_us"].get<double>(), 10.0);
+  EXPECT_NEAR(r["comm_comp_overlap_pct"].get<double>(), 100.0 * 5 / 12, 1e-6);
+  EXPECT_EQ(r["top_kernels"][0]["name"], "gemm_a");
+  EXPECT_EQ(j["sort_by"], "self_device");  // a GPU trace sorts by device time
+  EXPECT_NE(a.text.find("compute 70.0%, non-compute 20.0%, idle 10.0%"), std::string::npos) << a.text;
+}
+
+TEST(AnalyzeTraces, TwoFilesClaimingOneRankAtOnceAreRefused) {
+  test::TempDir dir;
+  std::ofstream(dir.file("a.pt.trace.json")) << gpu_trace().dump();
+  std::ofstream(dir.file("b.pt.trace.json")) << gpu_trace().dump();
+  try {
+    analyze_traces({dir.path()}, AnalyzeOptions{});
+    FAIL() << "two traces of rank 3 over the same time were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("both claim rank 3 over the same time"), std::string::npos) << e.what();
+  }
+  // A directory without traces, and a path that does not exist, are named.
+  test::TempDir empty;
+  EXPECT_THROW(analyze_traces({empty.path()}, AnalyzeOptions{}), Error);
+  EXPECT_THROW(analyze_traces({empty.file("absent.json")}, AnalyzeOptions{}), Error);
+}
+
+}  // namespace
+}  // namespace tach::analyze

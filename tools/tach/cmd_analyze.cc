@@ -1,0 +1,88 @@
+// tach analyze: torch.profiler traces a user already has, summarised as torch and HTA would.
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "commands.h"
+#include "tach/analyze.h"
+#include "tach/error.h"
+#include "tach/runtime.h"
+
+namespace tach::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct AnalyzeCliOptions {
+  std::vector<std::string> paths;
+  AnalyzeOptions analyze;
+  bool json = false;
+  std::string output_dir;
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  check(f.good(), path + ": cannot write (disk full, or no permission?)");
+}
+
+int run_analyze(const AnalyzeCliOptions& opt) {
+  usage_check(opt.analyze.top > 0, "--top takes a count of at least 1");
+  const TraceAnalysis a = analyze_traces(opt.paths, opt.analyze);
+  std::string dir = opt.output_dir;
+  if (dir.empty()) {
+    const std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+    dir = "runs/" + std::string(buf) + "-analyze";
+  }
+  fs::create_directories(dir);
+  announce_run_dir(dir);
+  write_file(dir + "/analysis.json", a.json + "\n");
+  write_file(dir + "/summary.txt", a.text);
+  if (opt.json) {
+    std::cout << a.json << "\n";
+    std::cerr << "tach: wrote " << dir << "/analysis.json and summary.txt\n";
+  } else {
+    std::cout << a.text << "\nwrote " << dir << "/analysis.json and summary.txt\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_analyze_command(CLI::App& app) {
+  auto opt = std::make_shared<AnalyzeCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "analyze",
+      "Read torch.profiler traces (*.pt.trace.json[.gz], from tensorboard_trace_handler or export_chrome_trace) and "
+      "summarise them: the op table torch's key_averages() prints (calls, self and total CPU and device time, FLOPs, "
+      "self CPU memory), each ProfilerStep's wall time split into data loading, forward, backward, optimizer and "
+      "other, and each rank's GPU time as Holistic Trace Analysis breaks it down (idle, compute, non-compute; "
+      "kernel types; top kernels; communication overlapped by computation). Writes analysis.json and summary.txt "
+      "into a run directory");
+  sub->add_option(
+         "paths", opt->paths,
+         "Trace files, or directories of them (the *.pt.trace.json[.gz] inside; else every *.json and *.json.gz)")
+      ->required()
+      ->expected(1, -1);
+  sub->add_flag("--json", opt->json, "Print analysis.json (schema tach.analysis/1) on stdout instead of the tables");
+  sub->add_option("--group-by", opt->analyze.group_by,
+                  "Op rows per name, per name and input shapes (shape; record_shapes), or per name and the "
+                  "enclosing Python frames (stack; with_stack)")
+      ->check(CLI::IsMember({"name", "shape", "stack"}))
+      ->capture_default_str();
+  sub->add_option("--sort-by", opt->analyze.sort_by,
+                  "Op column to sort by: self_cpu, cpu, self_device, device, calls, flops, self_cpu_memory, "
+                  "cpu_memory, name. Default: self_device where the traces have GPU events, else self_cpu")
+      ->check(CLI::IsMember(analyze_sort_columns()));
+  sub->add_option("--top", opt->analyze.top, "Op and kernel rows printed (analysis.json keeps every op)")
+      ->capture_default_str();
+  sub->add_option("-o,--output", opt->output_dir, "Run directory to write (default runs/<time>-analyze)");
+  return {sub, [opt] { return run_analyze(*opt); }};
+}
+
+}  // namespace tach::cli
