@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "head_option.h"
 #include "tach/error.h"
 #include "tach/memory.h"
 #include "tach/model.h"
@@ -20,6 +21,7 @@ struct InfoOptions {
   bool json = false;
   std::string model;
   std::string compute = "f32";
+  std::string head = "auto";
   bool ceilings = false, remeasure = false;
 };
 
@@ -28,6 +30,7 @@ struct InfoOptions {
 int run_model_info(const InfoOptions& opt) {
   LoadOptions lo;
   lo.compute = parse_compute_dtype(opt.compute);
+  lo.head = head_to_load(opt.head, HeadUse::as_published);
   const ProcessMemory before = read_process_memory();
   const auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(opt.model, lo);
@@ -48,7 +51,9 @@ int run_model_info(const InfoOptions& opt) {
                         {"heads", i.num_heads},
                         {"kv_heads", i.num_kv_heads},
                         {"vocab", i.vocab_size},
-                        {"labels", i.classifier ? i.labels : std::vector<std::string>{}},
+                        {"head", head_name(i.head)},
+                        {"checkpoint_head", head_name(i.checkpoint_head)},
+                        {"labels", i.labels},
                         {"embedding", i.embedding ? nlohmann::json{{"pooling", i.pooling},
                                                                    {"normalized", i.normalized},
                                                                    {"dims", i.embedding_dim},
@@ -70,7 +75,21 @@ int run_model_info(const InfoOptions& opt) {
             << "shape      " << i.num_layers << " layers, hidden " << i.hidden_size << ", " << i.num_heads << " heads"
             << (i.num_kv_heads ? " (" + std::to_string(i.num_kv_heads) + " key/value)" : std::string()) << ", vocab "
             << i.vocab_size << ", positions " << i.positions << "\n";
+  if (!i.causal_lm || i.head != Head::none)
+    std::cout << "head       " << head_name(i.head)
+              << (i.head == i.checkpoint_head
+                      ? std::string(" (as published)")
+                      : std::string(" (new; published with ") + head_name(i.checkpoint_head) + ")")
+              << (i.head == Head::question_answering ? ": start and end logits per token"
+                  : i.head == Head::masked_lm        ? ": vocabulary logits per token"
+                                                     : "")
+              << "\n";
   if (i.classifier) std::cout << "labels     " << i.labels.size() << " (" << i.problem_type << ")\n";
+  if (i.head == Head::token_classification) {
+    std::string list;
+    for (const auto& l : i.labels) list += (list.empty() ? "" : " ") + l;
+    std::cout << "labels     " << i.labels.size() << " per token (" << list << ")\n";
+  }
   if (i.embedding)
     std::cout << "embedding  " << i.embedding_dim << " dims, " << i.pooling << " pooling"
               << (i.normalized ? ", L2-normalised" : "") << ", texts cut at " << i.max_seq_length << " tokens\n";
@@ -169,6 +188,7 @@ Command add_info_command(CLI::App& app) {
                   "Describe a model instead: its shape, and the memory loading it takes "
                   "(file, packed weights, mapping, resident)");
   sub->add_option("--dtype", opt->compute, "With --model: compute dtype f32, bf16, int8 or nf4")->capture_default_str();
+  add_head_option(sub, opt->head, HeadUse::as_published);
   sub->add_flag("--ceilings", opt->ceilings,
                 "Show the machine's ceilings for the roofline: peak GEMM FLOP/s per dtype "
                 "and STREAM bandwidth (measured once, then cached); with a GPU, its cuBLASLt GEMM FLOP/s per "
