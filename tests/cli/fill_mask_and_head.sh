@@ -100,3 +100,15 @@ grep -q '"head": "token-classification"' "$work/runs/yaml/config.json" ||
 echo "ok: model.head in a bench YAML"
 printf 'model:\n  name: %s\n  head: masked_lm\n' "$mlm" > "$work/bad.yaml"
 expect_failure 2 "is not a head tach builds" "$tach" bench -c "$work/bad.yaml" -b 1 -s 8 --runs 2
+
+# 5. train --head names the task (masked-lm: mlm), agrees with --task or is refused; info --head.
+(cd "$work" && "$tach" train -m "$mlm" -k "$tok" -d "$fx/train/tiny.csv" --head masked-lm --max-steps 1 -b 4 \
+  --no-progress --run-id train-head > /dev/null 2>&1)
+grep -q '"task": "mlm"' "$work/runs/train-head/config.json" || { echo "FAIL: train --head masked-lm did not train mlm"; exit 1; }
+echo "ok: train --head masked-lm trains --task mlm"
+expect_failure 2 "does not train the task's head (token-classification)" \
+  "$tach" train -m "$mlm" -d "$fx/train/tiny.csv" --head masked-lm --task token-classification
+expect_failure 2 "training needs a head to train" "$tach" train -m "$mlm" -d "$fx/train/tiny.csv" --head none
+"$tach" info -m "$mlm" --head question-answering | grep -q "head       question-answering (new; published with masked-lm)" ||
+  { echo "FAIL: info --head question-answering"; exit 1; }
+echo "ok: info --head builds the head asked for"

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "head_option.h"
 #include "progress.h"
 #include "tach/model_families.h"
 #include "tach/train.h"
@@ -78,6 +79,7 @@ Command add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
   auto config_file = std::make_shared<std::string>();
   auto no_progress = std::make_shared<bool>(false);
+  auto head = std::make_shared<std::string>("auto");
   CLI::App* sub = app.add_subcommand(
       "train", "Fine-tune a sequence classifier of any family tach builds (model_type " + model_types_text() +
                    "), or an encoder's masked LM, token classifier or question answering (--task), on a dataset "
@@ -114,6 +116,7 @@ Command add_train_command(CLI::App& app) {
                   "classifier), mlm (continued pre-training on the text column; reports perplexity), "
                   "token-classification (CoNLL or JSON tagged words: tokens/ner_tags) or question-answering "
                   "(SQuAD-format data)");
+  add_head_option(sub, *head, HeadUse::fine_tune);
   sub->add_option("--mlm-probability", o->mlm_probability,
                   "mlm: share of the tokens chosen for prediction, of which 80% become the mask token, 10% a random "
                   "token, 10% stay (default 0.15)");
@@ -217,11 +220,13 @@ Command add_train_command(CLI::App& app) {
                   "run's scaling efficiency against it");
   sub->add_flag("--no-progress", *no_progress, "No progress: no bar on a terminal, no line every 10 s elsewhere");
 
-  return {sub, [o, config_file, no_progress, sub] {
+  return {sub, [o, config_file, no_progress, head, sub] {
             TrainOptions options = *o;
+            bool task_from_file = false;
             if (!config_file->empty()) {
               TrainOptions file;
               load_train_yaml(*config_file, file);
+              task_from_file = file.task != TrainOptions{}.task;
               merge_train_options(options, file, [sub](const std::string& key) {
                 const CLI::Option* opt = sub->get_option_no_throw(key_to_flag(key));
                 if (key == "shuffle") opt = sub->get_option_no_throw("--shuffle");
@@ -229,6 +234,7 @@ Command add_train_command(CLI::App& app) {
                 return opt != nullptr && opt->count() > 0;
               });
             }
+            options.task = training_task(*head, options.task, task_from_file || sub->get_option("--task")->count() > 0);
             const TrainObserver obs = train_progress(*no_progress);
             if (options.method.find(',') != std::string::npos || options.exec.find(',') != std::string::npos)
               return run_comparison(options, obs);

@@ -68,4 +68,18 @@ std::optional<Head> head_to_load(const std::string& value, HeadUse use, Head tas
   return asked;
 }
 
+std::string training_task(const std::string& head_value, const std::string& task, bool task_given) {
+  const std::optional<Head> asked = parse_head(head_value);
+  if (!asked) return task;
+  const auto task_of = [](Head h) { return h == Head::masked_lm ? std::string("mlm") : std::string(head_name(h)); };
+  Head task_head = *asked;
+  if (task_given)
+    for (Head h : kHeads)
+      if (task_of(h) == task) task_head = h;
+  head_to_load(head_value, HeadUse::fine_tune, task_head);  // none, or a head the --task does not train: refused
+  usage_check(!task_given || task_of(task_head) == task,
+              "--head " + head_value + " does not train with --task " + task + "; give one of them");
+  return task_of(*asked);
+}
+
 }  // namespace tach::cli

@@ -30,4 +30,9 @@ CLI::Option* add_head_option(CLI::App* command, std::string& value, HeadUse use)
 // training task (fine_tune only). A head the command cannot run is a usage error that says which it can.
 std::optional<Head> head_to_load(const std::string& value, HeadUse use, Head task_head = Head::sequence_classification);
 
+// tach train: the training task (TrainOptions::task: sequence-classification, mlm,
+// token-classification, question-answering) once --head is applied. "auto" leaves `task` as it
+// is; a head asks for its task (masked-lm: mlm), and must agree with a --task given beside it.
+std::string training_task(const std::string& head_value, const std::string& task, bool task_given);
+
 }  // namespace tach::cli
