@@ -68,6 +68,10 @@ struct TokenEvalOptions {
   // Sub-tokens per sentence, special tokens included (-s); 0: the model's positions, as run_ner
   // truncates by default (its max_seq_length None: the tokenizer's model_max_length).
   int64_t max_length = 0;
+  // Names of integer tags in id order (the dataset's label list, e.g. conll2003's ClassLabel
+  // names); empty: the model's id2label, which orders its labels as it was trained (often not as
+  // the dataset does).
+  std::vector<std::string> tag_names;
 };
 
 struct EntityScores {

@@ -153,7 +153,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
   jo.words_key = config.dataset.text_column == "text" ? "tokens" : config.dataset.text_column;
   jo.tags_key = config.dataset.label_column == "label" ? "ner_tags" : config.dataset.label_column;
   jo.split = config.dataset.split;
-  jo.tag_names = info0.labels;
+  jo.tag_names = options.tag_names.empty() ? info0.labels : options.tag_names;
   std::vector<data::TaggedSentence> sentences =
       data::read_tagged_file(config.dataset.path, config.dataset.format, options.tag_column, jo);
   if (!config.sample_sizes.empty() || config.limit > 0) {

@@ -64,6 +64,23 @@ for run, scheme in (("conll", "conlleval"), ("jsonl-iob2", "IOB2")):
 print("ok: eval equals seqeval on run_ner's predictions (CoNLL default mode, JSONL strict IOB2)")
 PY
 
+# --tag-names: integer tags named by the dataset's own order (here the labels reversed, so the
+# truth changes and the scores with it; the names must be what the file's ids mean)
+"$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.jsonl" --tag-names I-LOC,B-LOC,I-PER,B-PER,O \
+  --runs-dir "$work/runs" --run-id names > /dev/null
+python3 - "$work/runs" <<'PY'
+import json, sys
+names = json.load(open(sys.argv[1] + "/names/token_classification.json"))["passes"][0]
+same = json.load(open(sys.argv[1] + "/conll/token_classification.json"))["passes"][0]
+assert names["word_accuracy"] != same["word_accuracy"], (names["word_accuracy"], same["word_accuracy"])
+PY
+echo "ok: --tag-names names integer tags"
+cp "$fx/token_classes/ner.conll" "$work/ner-conll.json"  # the extension says JSON; the option says CoNLL
+"$tach" eval -m "$model" -k "$tok" -d "$work/ner-conll.json" --dataset-format conll --runs-dir "$work/runs" --run-id fmt > /dev/null
+cmp "$work/runs/fmt/summary.txt" "$work/runs/conll/summary.txt" > /dev/null 2>&1 || \
+  grep -q "micro avg     0.5606    0.5286    0.5441" "$work/runs/fmt/summary.txt" || { cat "$work/runs/fmt/summary.txt"; exit 1; }
+echo "ok: --dataset-format conll"
+
 # -s cuts sentences: the words past it are counted and left out of both sides
 "$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.conll" -s 6 --runs-dir "$work/runs" --run-id cut > "$work/cut.txt"
 python3 - "$work/runs/cut/token_classification.json" <<'PY'

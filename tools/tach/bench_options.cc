@@ -197,8 +197,10 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
                      "Labelled dataset: .csv, .tsv, .jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2, "
                      "hf://datasets/ORG/NAME[/CONFIG]; Parquet splits through the cache)"),
      [&v](BenchConfig& c) { c.dataset.path = v.dataset.path; });
-  on(sub->add_option("--dataset-format", v.dataset.format, "auto (from the extension), csv, tsv, jsonl, json, parquet")
-         ->check(CLI::IsMember({"auto", "csv", "tsv", "jsonl", "json", "parquet"})),
+  on(sub->add_option("--dataset-format", v.dataset.format,
+                     "auto (from the extension), csv, tsv, jsonl, json, parquet; conll (tagged words, tach eval on a "
+                     "token classifier)")
+         ->check(CLI::IsMember({"auto", "csv", "tsv", "jsonl", "json", "parquet", "conll"})),
      [&v](BenchConfig& c) { c.dataset.format = v.dataset.format; });
   on(sub->add_option("--text-column", v.dataset.text_column,
                      "Text column or key; a 0-based index for files without a header (default text)"),

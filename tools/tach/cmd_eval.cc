@@ -26,11 +26,21 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--tag-column", tokens->tag_column,
                   "A CoNLL file's tag column, from 0 (the word is column 0), or negative from the end")
       ->capture_default_str();
-  return {sub, [f, tokens, sub] {
+  auto tag_names = std::make_shared<std::string>();
+  sub->add_option("--tag-names", *tag_names,
+                  "Names of a JSON dataset's integer tags, comma-separated in id order (its label list, e.g. "
+                  "O,B-PER,I-PER,...); default: the model's id2label");
+  return {sub, [f, tokens, sub, tag_names] {
             const BenchConfig config = f->resolve();
             // A token classifier: seqeval's entity-level metrics over tagged words.
             if (evaluates_token_classification(config)) {
               if (sub->count("--max-length") > 0) tokens->max_length = config.eval_max_length;
+              tokens->tag_names.clear();
+              for (size_t b = 0; !tag_names->empty() && b <= tag_names->size();) {
+                const size_t e = std::min(tag_names->find(',', b), tag_names->size());
+                tokens->tag_names.push_back(tag_names->substr(b, e - b));
+                b = e + 1;
+              }
               const TokenEvalOutcome out = run_token_eval(config, *tokens);
               std::cout << token_eval_text(out);
               std::cout << "written: " << out.run_dir
