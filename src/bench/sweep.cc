@@ -579,6 +579,14 @@ ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
   s.memory_bytes = memory_bytes;
   s.labels = info.labels;
   if (info.classifier) s.task = "sequence classification (" + std::to_string(info.labels.size()) + " labels)";
+  else if (info.head == Head::token_classification)
+    s.task = "token classification (every token through the body and the classifier, " +
+             std::to_string(info.labels.size()) + " labels per token)";
+  else if (info.head == Head::question_answering)
+    s.task = "question answering (every token through the body and qa_outputs: start and end logits)";
+  else if (info.head == Head::masked_lm)
+    s.task = "masked-LM forward (every token through the body and the MLM head: " + std::to_string(info.vocab_size) +
+             " vocabulary logits per token)";
   else if (info.embedding)
     s.task = "sentence embedding (" + info.pooling + " pooling" + (info.normalized ? ", L2-normalised" : "") + ", " +
              std::to_string(info.embedding_dim) + " dims)";

@@ -2,7 +2,7 @@
 # The checkpoints users download, through the binary: bert-base-uncased's published config.json
 # (BertForMaskedLM) is estimated with transformers' parameter count; tach info says the head a
 # masked-LM, token-classification or QA checkpoint was published with and the count transformers
-# gives; tach estimate counts the same.
+# gives; tach estimate counts the same; tach bench times the masked LM's forward.
 # usage: heads.sh TACH FIXTURES_DIR WORK_DIR
 set -eu
 command -v python3 > /dev/null || { echo "skip: python3 (to read the JSON) is not installed"; exit 77; }
@@ -44,4 +44,8 @@ assert ("head       " + expected_head + " (as published)") in text, text
 assert info["parameters"] == want["parameters"] == est["parameters"], (info["parameters"], est["parameters"], want["parameters"])
 PY
 done
+# 3. tach bench times the masked LM's forward (the head as published), and says so.
+"$tach" bench -m "$fx/heads/bert-mlm-f32" -b 1 -s 8 -r 1 --warmup 0 --runs-dir "$work/runs" --run-id mlm \
+  --no-progress > "$work/bench.txt" 2>&1
+grep -q "each run times: masked-LM forward" "$work/runs/mlm/summary.txt" || { cat "$work/runs/mlm/summary.txt"; exit 1; }
 echo "ok"
