@@ -87,6 +87,29 @@ TEST(GpuTime, NoneWithoutDeviceEventsAndNoOverlapWithoutCommunication) {
   EXPECT_EQ(g->idle_ns, 0);
 }
 
+TEST(GpuTime, EqualsHtaOnTwoRanksOfRandomKernels) {
+  // scripts/golden/make_hta_reference.py: HTA 0.5 run on these traces in the development
+  // virtualenv. Breakdowns within 0.5% of the window, overlap within 1 point.
+  const std::string dir = std::string(TACH_FIXTURES) + "/analyze/hta_ranks/";
+  std::ifstream f(dir + "hta.json");
+  const json hta = json::parse(f);
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const auto g = gpu_time(load_trace(dir + "rank" + std::to_string(rank) + ".pt.trace.json"));
+    ASSERT_TRUE(g.has_value());
+    const json& want = hta["temporal_breakdown"][size_t(rank)];
+    ASSERT_EQ(want["rank"], rank);
+    const double window = want["kernel_time(us)"].get<double>();
+    EXPECT_NEAR(g->window_ns * 1e-3, window, 0.005 * window);
+    EXPECT_NEAR(g->idle_ns * 1e-3, want["idle_time(us)"].get<double>(), 0.005 * window);
+    EXPECT_NEAR(g->compute_ns * 1e-3, want["compute_time(us)"].get<double>(), 0.005 * window);
+    EXPECT_NEAR(g->non_compute_ns * 1e-3, want["non_compute_time(us)"].get<double>(), 0.005 * window);
+    ASSERT_TRUE(g->comm_comp_overlap_pct.has_value());
+    EXPECT_NEAR(*g->comm_comp_overlap_pct,
+                hta["comm_comp_overlap"][size_t(rank)]["comp_comm_overlap_pctg"].get<double>(), 1.0);
+  }
+}
+
 TEST(Steps, PhasesOfAStep) {
   // Step [0,100): data [0,10), forward from 10 to the first backward op at 40 (30), backward
   // [40,70), optimizer [75,95), other 10; GPU busy 45 of the step (see gpu_trace).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analyze/intervals.h"
 
@@ -30,12 +31,36 @@ KernelType kernel_type(const std::string& name) {
   return KernelType::computation;
 }
 
+namespace {
+
+// HTA's _filter_irrelevant_gpu_kernels: with two or more ProfilerStep names, only the device
+// events whose launch (a CPU event with their correlation id) started before the last step's
+// start count; the last step may be cut short by the profiler stopping.
+std::optional<std::unordered_set<int64_t>> launched_before_last_step(const Trace& t) {
+  std::unordered_set<uint32_t> step_names;
+  int64_t last_start = INT64_MIN;
+  for (const auto& e : t.cpu)
+    if (t.strings.str(e.name).rfind("ProfilerStep#", 0) == 0) {
+      step_names.insert(e.name);
+      last_start = std::max(last_start, e.start_ns);
+    }
+  if (step_names.size() < 2) return std::nullopt;
+  std::unordered_set<int64_t> kept;
+  for (const auto& e : t.cpu)
+    if (e.correlation != 0 && e.start_ns < last_start) kept.insert(e.correlation);
+  return kept;
+}
+
+}  // namespace
+
 std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
   std::vector<Interval> all, compute, comm;
   std::unordered_map<uint32_t, KernelStat> stats;
   GpuTime g;
+  const auto kept = launched_before_last_step(t);
   for (const auto& d : t.device) {
     if (d.category == Category::gpu_user_annotation) continue;
+    if (kept && !kept->count(d.correlation)) continue;
     const std::string& name = t.strings.str(d.name);
     const KernelType type = kernel_type(name);
     const int64_t dur = d.end_ns - d.start_ns;

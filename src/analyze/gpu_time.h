@@ -3,6 +3,8 @@
 // Kernel types by name (hta/utils/utils.py): communication "^nccl.*Kernel"; memory "^Memcpy",
 // "^Memset", "^dma"; computation every other kernel except names that contain "Memcpy" or
 // "Sync" (those are "other").
+// Which: as HTA reads a trace, with two or more ProfilerStep#N spans only what was launched before
+// the last step began (the profiler may stop mid-step).
 // Temporal breakdown (get_temporal_breakdown): every kernel, copy and set on any stream; the
 // window runs from the first one's start to the last one's end; idle is the window less the
 // union of them all; compute is the union of computation kernels; non-compute is the rest.

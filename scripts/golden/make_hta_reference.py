@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""HTA's own numbers for the GPU breakdowns, on traces in torch's layout, for `tach analyze`.
+
+No GPU trace from a real run is committed yet, so this checks that tach reads HTA's definitions
+as HTA does: two ranks of seeded random kernels (computation, NCCL, copies, sets, a Sync kernel)
+on three streams, overlapping at random, with the runtime calls that launched them. Holistic Trace
+Analysis (pip install HolisticTraceAnalysis, 0.5) runs on them and its temporal breakdown and
+communication/computation overlap are saved beside them. HTA keeps only the kernels launched
+before the last ProfilerStep starts (the last step may be cut short), which tach does too.
+
+Run in the development virtualenv:  ~/tach-ref/bin/python scripts/golden/make_hta_reference.py
+Output: tests/fixtures/analyze/hta_ranks/{rank0,rank1}.pt.trace.json and hta.json
+"""
+import json
+import os
+import random
+
+from hta.trace_analysis import TraceAnalysis
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "fixtures", "analyze", "hta_ranks")
+NAMES = [
+    ("kernel", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"),
+    ("kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>"),
+    ("kernel", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"),
+    ("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)"),
+    ("gpu_memset", "Memset (Device)"),
+    ("kernel", "cross_device_reduce_Sync_kernel"),
+]
+
+
+def rank_trace(rank, rng):
+    events, t, corr = [], 1000.0, 1
+    for step in range(3):
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
+                       "ts": t, "dur": 400.0, "args": {"External id": corr}})
+        corr += 1
+        for _ in range(60):
+            cat, name = rng.choice(NAMES)
+            stream = 7 if "nccl" not in name else 20
+            if cat != "kernel":
+                stream = 9
+            # Whole µs: HTA floors ts and dur to µs, tach keeps ns; whole µs compare the definitions.
+            start = float(round(t + rng.uniform(0, 380)))
+            dur = float(round(rng.uniform(1, 15)))
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                           "ts": start - 2, "dur": 1.0, "args": {"External id": corr, "correlation": corr}})
+            events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur,
+                           "args": {"External id": corr, "correlation": corr, "device": 0, "stream": stream}})
+            corr += 1
+        t += 400.0
+    return {"schemaVersion": 1, "deviceProperties": [],
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}, "traceEvents": events}
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    rng = random.Random(50)
+    for rank in (0, 1):
+        with open(os.path.join(OUT, f"rank{rank}.pt.trace.json"), "w") as f:
+            json.dump(rank_trace(rank, rng), f)
+    analysis = TraceAnalysis(trace_dir=OUT)
+    breakdown = analysis.get_temporal_breakdown(visualize=False)
+    overlap = analysis.get_comm_comp_overlap(visualize=False)
+    reference = {"temporal_breakdown": breakdown.to_dict(orient="records"),
+                 "comm_comp_overlap": overlap.to_dict(orient="records")}
+    with open(os.path.join(OUT, "hta.json"), "w") as f:
+        json.dump(reference, f, indent=1, default=float)
+    print(json.dumps(reference, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()
