@@ -112,3 +112,15 @@ expect_failure 2 "training needs a head to train" "$tach" train -m "$mlm" -d "$f
 "$tach" info -m "$mlm" --head question-answering | grep -q "head       question-answering (new; published with masked-lm)" ||
   { echo "FAIL: info --head question-answering"; exit 1; }
 echo "ok: info --head builds the head asked for"
+
+# 6. estimate --head counts the head asked for: the masked LM's own, a new token classifier, none.
+count() { "$tach" estimate -m "$mlm" --head "$1" --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print((j if isinstance(j, dict) else j[0])["parameters"])'; }
+own=$(count auto)
+new=$(count token-classification)
+bare=$(count none)
+[ "$own" -gt "$new" ] && [ "$new" -gt "$bare" ] ||
+  { echo "FAIL: estimate --head: masked LM $own, token classifier $new, bare body $bare parameters"; exit 1; }
+echo "ok: estimate --head: masked LM $own, token classifier $new, bare body $bare parameters"

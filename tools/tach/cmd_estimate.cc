@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "head_option.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
 #include "usage.h"
@@ -17,6 +18,7 @@ namespace {
 
 struct EstimateFlags {
   EstimateInput in;
+  std::string head = "auto";
   std::vector<std::string> models;
   bool table = false;
   bool json = false;
@@ -229,8 +231,10 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_option("--margin", f->in.margin, "Fraction of the available memory kept free")
       ->capture_default_str()
       ->check(fraction_below_one("--margin"));
+  add_head_option(sub, f->head, HeadUse::as_published);
   return {sub, [f, sub] {
             f->in.seq_len_is_default = sub->get_option("--seq-len")->count() == 0;
+            f->in.head = head_to_load(f->head, HeadUse::as_published);
             return run_estimate(*f);
           }};
 }
