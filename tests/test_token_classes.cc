@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tach/error.h"
@@ -15,6 +17,7 @@
 #include "data/conll.h"
 #include "tach/token_classification.h"
 #include "tasks/seqeval.h"
+#include "tasks/split_words.h"
 #include "test_util.h"
 
 using nlohmann::json;
@@ -294,4 +297,34 @@ TEST(EntityGroups, BTagsStartGroupsAndOtherLabelsContinue) {
   EXPECT_EQ(groups[2].entity_group, "LOC");
   EXPECT_EQ(groups[2].word, "paris x");
   EXPECT_EQ(groups[3].entity_group, "MISC");
+}
+
+// ---- words to sub-tokens (is_split_into_words=True) ----
+
+TEST(SplitWords, EqualTransformersIsSplitIntoWords) {
+  const json golden = json::parse(test::read_text(token_class_dir() + "/split_words.json"));
+  std::map<std::string, std::unique_ptr<Tokenizer>> tokenizers;
+  int compared = 0;
+  for (const json& c : golden["cases"]) {
+    const std::string path = test::fixtures_dir() + "/" + c["tokenizer"].get<std::string>();
+    auto& tok = tokenizers[path];
+    if (!tok) tok = Tokenizer::load(path);
+    const auto words = c["words"].get<std::vector<std::string>>();
+    const tasks::WordSplitter splitter(*tok, c["add_prefix_space"].get<bool>());
+    const tasks::WordTokens got = splitter.split(words, c["max_length"].get<int64_t>());
+    const std::string where = c["tokenizer"].get<std::string>() +
+                              (c["add_prefix_space"].get<bool>() ? " (prefix space) " : " ") + c["words"].dump() +
+                              " max " + c["max_length"].dump();
+    EXPECT_EQ(got.ids, c["ids"].get<std::vector<int32_t>>()) << where;
+    EXPECT_EQ(got.word_ids, c["word_ids"].get<std::vector<int32_t>>()) << where;
+    // each word's first sub-token is where its id first appears among the word ids
+    for (size_t w = 0; w < words.size(); ++w) {
+      const auto it = std::find(got.word_ids.begin(), got.word_ids.end(), int32_t(w));
+      EXPECT_EQ(got.first_token[w], it == got.word_ids.end() ? -1 : int64_t(it - got.word_ids.begin())) << where;
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 40);
+  EXPECT_TRUE(tasks::run_ner_adds_prefix_space("roberta"));
+  EXPECT_FALSE(tasks::run_ner_adds_prefix_space("modernbert"));
 }

@@ -6,6 +6,8 @@
    tests/fixtures/heads (vocabulary 120);
  - entity_groups.json: transformers' token-classification pipeline (aggregation "none" and
    "simple") with those models and that tokenizer on a few texts;
+ - split_words.json: words to sub-tokens as is_split_into_words=True gives them (ids and word ids,
+   truncated or not, with and without a byte-level BPE's add_prefix_space) for several tokenizers;
  - ner.conll, ner.jsonl, ner_eval.json: tagged sentences and the seqeval metrics of each model's
    predictions as transformers' run_ner makes them (words split into sub-tokens with
    is_split_into_words=True, the first sub-token's prediction is the word's).
@@ -240,6 +242,42 @@ def write_pipeline_golden(out_dir, heads_dir):
     print("wrote", tok_path, "entity_groups.json, ner.conll, ner.jsonl, ner_eval.json")
 
 
+SPLIT_TOKENIZERS = ["token_classes/tokenizer-wordpiece/tokenizer.json", "tokenizers/modernbert-bpe/tokenizer.json",
+                    "tokenizers/unigram-xlmr/tokenizer-published.json", "tokenizers/mpnet/tokenizer.json"]
+SPLIT_WORDS = [["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb", "."],
+               ["Zürich", "☃", "and", "Köln"], ["don't", "U.S.", "e-mail", "  ", "x"], ["Smithton"]]
+
+
+def write_split_words_golden(out_dir):
+    from tokenizers import pre_tokenizers
+    fixtures = os.path.dirname(os.path.abspath(out_dir))
+    cases = []
+    for rel in SPLIT_TOKENIZERS:
+        for prefix in (False, True):
+            tok = fast_tokenizer_file(os.path.join(fixtures, rel))
+            if prefix:
+                if "ByteLevel" not in str(tok.backend_tokenizer.pre_tokenizer):
+                    continue
+                # What RobertaTokenizerFast(add_prefix_space=True) (run_ner for roberta) does.
+                tok.backend_tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+            for words in SPLIT_WORDS:
+                for max_length in (None, 7):
+                    kw = {"truncation": True, "max_length": max_length} if max_length else {}
+                    enc = tok(words, is_split_into_words=True, **kw)
+                    cases.append({"tokenizer": rel, "add_prefix_space": prefix, "words": words,
+                                  "max_length": max_length or 0, "ids": enc["input_ids"],
+                                  "word_ids": [-1 if w is None else w for w in enc.word_ids()]})
+    with open(os.path.join(out_dir, "split_words.json"), "w", encoding="utf-8") as f:
+        json.dump({"cases": cases}, f, ensure_ascii=False)
+        f.write("\n")
+    print("wrote split_words.json", len(cases), "cases")
+
+
+def fast_tokenizer_file(path):
+    from transformers import PreTrainedTokenizerFast
+    return PreTrainedTokenizerFast(tokenizer_file=path)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir")
@@ -314,6 +352,7 @@ def main():
         f.write("\n")
     print("wrote", path, len(cases), "metric cases")
     write_pipeline_golden(args.out_dir, args.heads)
+    write_split_words_golden(args.out_dir)
 
 
 if __name__ == "__main__":

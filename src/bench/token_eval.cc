@@ -16,67 +16,13 @@
 #include "tach/runtime.h"
 #include "tach/token_classification.h"
 #include "tasks/seqeval.h"
+#include "tasks/split_words.h"
 
 namespace fs = std::filesystem;
 
 namespace tach {
 
 namespace {
-
-// A sentence's words as the model sees them: [specials] sub-tokens [specials].
-struct EncodedSentence {
-  std::vector<int32_t> ids, types;
-  std::vector<int64_t> first_token;  // per word: the position of its first sub-token, -1 when it has none
-};
-
-// What the tokenizer's post-processor puts around one text ([CLS] ... [SEP], <s> ... </s>): the
-// special tokens before and after a probe word's own tokens.
-struct Frame {
-  std::vector<int32_t> before, after, before_types, after_types;
-  int32_t content_type = 0;
-};
-
-Frame frame_of(const Tokenizer& tokenizer, const std::string& probe) {
-  const Encoding e = tokenizer.encode(probe, true);
-  Frame f;
-  size_t b = 0, a = e.ids.size();
-  while (b < a && e.special_tokens_mask[b]) ++b;
-  while (a > b && e.special_tokens_mask[a - 1]) --a;
-  check(a > b, "the tokenizer gives no tokens for the word '" + probe + "'");
-  f.before.assign(e.ids.begin(), e.ids.begin() + long(b));
-  f.before_types.assign(e.type_ids.begin(), e.type_ids.begin() + long(b));
-  f.after.assign(e.ids.begin() + long(a), e.ids.end());
-  f.after_types.assign(e.type_ids.begin() + long(a), e.type_ids.end());
-  f.content_type = e.type_ids[b];
-  return f;
-}
-
-// is_split_into_words=True: each word through the tokenizer on its own (a byte-level BPE word
-// with the space before it, as run_ner's add_prefix_space=True gives it), the words' tokens in
-// order, truncated to max_length with the frame kept.
-EncodedSentence encode_words(const Tokenizer& tokenizer, const Frame& frame, bool prefix_space,
-                             const std::vector<std::string>& words, int64_t max_length) {
-  EncodedSentence s;
-  s.ids = frame.before;
-  s.types = frame.before_types;
-  const auto budget = size_t(std::max<int64_t>(0, max_length - int64_t(frame.before.size() + frame.after.size())));
-  size_t content = 0;
-  for (const std::string& w : words) {
-    const Encoding e = tokenizer.encode(prefix_space ? " " + w : w, false);
-    if (e.ids.empty() || content >= budget) {
-      s.first_token.push_back(-1);
-      continue;
-    }
-    s.first_token.push_back(int64_t(s.ids.size()));
-    for (size_t k = 0; k < e.ids.size() && content < budget; ++k, ++content) {
-      s.ids.push_back(e.ids[k]);
-      s.types.push_back(frame.content_type);
-    }
-  }
-  s.ids.insert(s.ids.end(), frame.after.begin(), frame.after.end());
-  s.types.insert(s.types.end(), frame.after_types.begin(), frame.after_types.end());
-  return s;
-}
 
 EntityScores scores_of(const tasks::EntityTypeScores& s) {
   return {s.type, s.precision, s.recall, s.f1, s.support, s.predicted, s.correct};
@@ -176,8 +122,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
       probe = s.words.front();
       break;
     }
-  const Frame frame = frame_of(*tokenizer, probe);
-  const bool prefix_space = tokenizer->describe().find("ByteLevel") != std::string::npos;
+  const tasks::WordSplitter splitter(*tokenizer, tasks::run_ner_adds_prefix_space(info0.model_type), probe);
 
   // Tags a strict scheme does not have, in the data or among the model's labels: refused now,
   // before a run directory is made.
@@ -207,10 +152,9 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
       pass.scheme = tasks::tag_scheme_name(scheme);
       pass.sentences = int64_t(sentences.size());
       const auto t_all = std::chrono::steady_clock::now();
-      std::vector<EncodedSentence> encoded;
+      std::vector<tasks::WordTokens> encoded;
       encoded.reserve(sentences.size());
-      for (const auto& s : sentences)
-        encoded.push_back(encode_words(*tokenizer, frame, prefix_space, s.words, max_length));
+      for (const auto& s : sentences) encoded.push_back(splitter.split(s.words, max_length));
       const auto t_encoded = std::chrono::steady_clock::now();
       pass.tokenize_s = std::chrono::duration<double>(t_encoded - t_all).count();
       // Batches of similar lengths carry little padding; predictions go back by index.
@@ -223,7 +167,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
         std::vector<std::vector<int32_t>> rows, types;
         for (size_t i = first; i < last; ++i) {
           rows.push_back(encoded[order[i]].ids);
-          types.push_back(encoded[order[i]].types);
+          types.push_back(encoded[order[i]].type_ids);
         }
         return TokenBatch::from_rows(rows, info.pad_token_id, info.type_vocab_size > 0 ? types : decltype(types){});
       };
@@ -244,7 +188,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
                                                     " scores per token for " + std::to_string(info.labels.size()) +
                                                     " labels (config.json id2label)");
         for (size_t i = first; i < last; ++i) {
-          const EncodedSentence& e = encoded[order[i]];
+          const tasks::WordTokens& e = encoded[order[i]];
           for (int64_t p : e.first_token) {
             if (p < 0) continue;
             const float* row = logits.data<float>() + (int64_t(i - first) * T + p) * L;
