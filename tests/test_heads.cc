@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tach/device.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
 #include "tach/model.h"
@@ -55,10 +56,9 @@ void expect_logits(const Tensor& got, const json& want, const std::vector<std::v
 
 class GoldenHead : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(GoldenHead, MatchesTransformers) {
-  const std::string name = GetParam();
+void check_against_transformers(const std::string& name, const LoadOptions& options) {
   const json e = expected_of(name);
-  auto model = load_model(heads_dir() + name);
+  auto model = load_model(heads_dir() + name, options);
   const ModelInfo& info = model->info();
   EXPECT_EQ(info.architecture, e["architecture"].get<std::string>());
   EXPECT_EQ(info.parameters, e["parameters"].get<int64_t>()) << "transformers' parameter count";
@@ -71,6 +71,16 @@ TEST_P(GoldenHead, MatchesTransformers) {
     ASSERT_EQ(logits.dim(), 3);
     expect_logits(logits, e[left ? "logits_left" : "logits_right"], rows, left, name + (left ? " left" : " right"));
   }
+}
+
+TEST_P(GoldenHead, MatchesTransformers) { check_against_transformers(GetParam(), {}); }
+
+// The heads run through the ops' dispatch: on a GPU, the same values in f32.
+TEST_P(GoldenHead, MatchesTransformersOnCuda) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  LoadOptions o;
+  o.device = Device::cuda(0);
+  check_against_transformers(GetParam(), o);
 }
 
 std::vector<std::string> head_cases() {
