@@ -17,7 +17,11 @@
 #include "train/head_loss.h"
 #include "train/loss.h"
 #include "train/lr_schedule.h"
+#include "data/conll.h"
+#include "data/squad.h"
 #include "train/optimizer.h"
+#include "train/qa_features.h"
+#include "train/task_data.h"
 #include "train/training_model.h"
 #include "train_fixtures.h"
 #include "train/mlm_masking.h"
@@ -146,6 +150,56 @@ TEST(TokenLabels, BWithoutItsIKeepsItsOwnId) {
   const auto b_to_i = train::b_to_i_labels({"B-MISC", "O"});
   EXPECT_EQ(b_to_i, (std::vector<int32_t>{0, 1}));
   EXPECT_THROW(train::align_word_labels({-1, 0, 1, -1}, {1}, false, b_to_i), std::exception);
+}
+
+nlohmann::json features_golden() {
+  std::ifstream in(test::fixtures_dir() + "/train_tasks/features.json");
+  return nlohmann::json::parse(in);
+}
+
+std::vector<std::vector<int32_t>> int_rows(const nlohmann::json& j) {
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& row : j) out.push_back(row.get<std::vector<int32_t>>());
+  return out;
+}
+
+// Words to sub-tokens and tags to their labels as run_ner.py does, on the CoNLL fixture (cut to
+// 10 tokens): the same ids and labels as transformers' tokenizer with is_split_into_words=True.
+TEST(TokenLabels, TaggedSentencesAsRunNer) {
+  const nlohmann::json g = features_golden()["ner"];
+  const auto tokenizer = Tokenizer::load(test::fixtures_dir() + "/token_classes/tokenizer-wordpiece");
+  const std::string path = test::fixtures_dir() + "/token_classes/ner.conll";
+  const auto sentences = data::read_tagged_file(path, "auto", -1, {});
+  const auto labels = train::tag_labels(sentences);
+  EXPECT_EQ(labels, g["label_names"].get<std::vector<std::string>>());
+  for (const bool all : {false, true}) {
+    const train::TrainData d = train::prepare_token_data(sentences, path, *tokenizer, labels, all,
+                                                         g["max_length"].get<int64_t>(), false, 0, true);
+    EXPECT_EQ(d.ids, int_rows(g["input_ids"]));
+    EXPECT_EQ(d.token_labels, int_rows(g[all ? "labels_all_tokens" : "labels"])) << "label_all_tokens " << all;
+  }
+}
+
+// run_qa.py's prepare_train_features on a few SQuAD questions (an answer at the context's start,
+// one past a window, none, a question with leading spaces, a context with accents): the same
+// windows and start/end positions.
+TEST(QaFeatures, WindowsAndPositionsAsRunQa) {
+  const nlohmann::json g = features_golden()["qa"];
+  const auto tokenizer = Tokenizer::load(test::fixtures_dir() + "/question_answering/tokenizer-tiny");
+  const data::SquadData squad = data::read_squad(test::fixtures_dir() + "/train_tasks/squad_train.jsonl");
+  const train::TrainData d = train::prepare_qa_data(squad.questions, *tokenizer, g["max_length"].get<int64_t>(),
+                                                    g["doc_stride"].get<int64_t>(), false, 0, true);
+  EXPECT_EQ(d.ids, int_rows(g["input_ids"]));
+  EXPECT_EQ(d.types, int_rows(g["token_type_ids"]));
+  EXPECT_EQ(d.start_positions, g["start_positions"].get<std::vector<int32_t>>());
+  EXPECT_EQ(d.end_positions, g["end_positions"].get<std::vector<int32_t>>());
+}
+
+TEST(QaFeatures, AnswerBytesCountCharactersAsPython) {
+  // "Café" is 4 characters and 5 bytes: an answer after it starts 1 byte later than its character.
+  const auto b = train::answer_bytes("Café owners", 5, "owners");
+  EXPECT_EQ(b.first, 6u);
+  EXPECT_EQ(b.second, 12u);
 }
 
 // A task model saved by transformers, its four batches with their labels, and transformers'

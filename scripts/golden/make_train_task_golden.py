@@ -21,6 +21,11 @@ non-special, non-padding tokens; 80% [MASK], 10% random, 10% kept) drawn from to
 tach draws its own masks in training (the same rule, its own generator), so the test feeds these
 masked inputs and labels to tach's step: the comparison is of the training itself.
 
+Besides, OUT/features.json: run_ner.py's tokenize_and_align_labels on the CoNLL fixture's
+sentences (with and without label_all_tokens, truncated to 10 tokens) and run_qa.py's
+prepare_train_features on OUT/squad_train.jsonl (max_length 24, doc_stride 6), both verbatim,
+with the small WordPiece tokenizers of the token-classification and question-answering fixtures.
+
 The 20 steps: AdamW (lr 1e-3, weight decay 0.01 except biases and LayerNorm weights),
 get_linear_schedule_with_warmup with 2 warm-up steps, clipping at 1.0, batch i % 4 at step i,
 dropout off. Development only: run with the virtualenv that has torch and transformers.
@@ -182,9 +187,127 @@ def run(src, task, dst):
                    "torch": torch.__version__}, f, indent=1)
 
 
+def read_conll(path):
+    sentences, words, tags = [], [], []
+    for line in open(path, encoding="utf-8"):
+        parts = line.split()
+        if not parts or parts[0] == "-DOCSTART-":
+            if words:
+                sentences.append((words, tags))
+            words, tags = [], []
+            continue
+        words.append(parts[0])
+        tags.append(parts[-1])
+    if words:
+        sentences.append((words, tags))
+    return sentences
+
+
+def ner_features(fixtures):
+    """run_ner.py's tokenize_and_align_labels, as written there."""
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(os.path.join(fixtures, "token_classes/tokenizer-wordpiece"))
+    sentences = read_conll(os.path.join(fixtures, "token_classes/ner.conll"))
+    label_list = sorted({t for _, tags in sentences for t in tags})
+    label_to_id = {l: i for i, l in enumerate(label_list)}
+    b_to_i_label = []
+    for idx, label in enumerate(label_list):
+        if label.startswith("B-") and label.replace("B-", "I-") in label_list:
+            b_to_i_label.append(label_list.index(label.replace("B-", "I-")))
+        else:
+            b_to_i_label.append(idx)
+    out = {"label_names": label_list, "max_length": 10, "sentences": [w for w, _ in sentences],
+           "tags": [t for _, t in sentences]}
+    for label_all_tokens in (False, True):
+        tokenized = tokenizer([w for w, _ in sentences], truncation=True, max_length=10, is_split_into_words=True)
+        all_labels = []
+        for i, (_, tags) in enumerate(sentences):
+            word_ids = tokenized.word_ids(batch_index=i)
+            previous_word_idx = None
+            label_ids = []
+            for word_idx in word_ids:
+                if word_idx is None:
+                    label_ids.append(-100)
+                elif word_idx != previous_word_idx:
+                    label_ids.append(label_to_id[tags[word_idx]])
+                else:
+                    if label_all_tokens:
+                        label_ids.append(b_to_i_label[label_to_id[tags[word_idx]]])
+                    else:
+                        label_ids.append(-100)
+                previous_word_idx = word_idx
+            all_labels.append(label_ids)
+        out["input_ids"] = tokenized["input_ids"]
+        out["labels_all_tokens" if label_all_tokens else "labels"] = all_labels
+    return out
+
+
+def qa_features(fixtures, squad_path):
+    """run_qa.py's prepare_train_features (pad_to_max_length off), as written there."""
+    from transformers import PreTrainedTokenizerFast
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_file=os.path.join(fixtures, "question_answering/tokenizer-tiny/tokenizer.json"), cls_token="[CLS]",
+        sep_token="[SEP]", pad_token="[PAD]", unk_token="[UNK]", mask_token="[MASK]",
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"])
+    rows = [json.loads(l) for l in open(squad_path, encoding="utf-8")]
+    examples = {"question": [r["question"] for r in rows], "context": [r["context"] for r in rows],
+                "answers": [r["answers"] for r in rows]}
+    max_seq_length, doc_stride = 24, 6
+    examples["question"] = [q.lstrip() for q in examples["question"]]
+    tokenized_examples = tokenizer(examples["question"], examples["context"], truncation="only_second",
+                                   max_length=max_seq_length, stride=doc_stride, return_overflowing_tokens=True,
+                                   return_offsets_mapping=True, padding=False)
+    sample_mapping = tokenized_examples.pop("overflow_to_sample_mapping")
+    offset_mapping = tokenized_examples.pop("offset_mapping")
+    tokenized_examples["start_positions"] = []
+    tokenized_examples["end_positions"] = []
+    for i, offsets in enumerate(offset_mapping):
+        input_ids = tokenized_examples["input_ids"][i]
+        if tokenizer.cls_token_id in input_ids:
+            cls_index = input_ids.index(tokenizer.cls_token_id)
+        elif tokenizer.bos_token_id in input_ids:
+            cls_index = input_ids.index(tokenizer.bos_token_id)
+        else:
+            cls_index = 0
+        sequence_ids = tokenized_examples.sequence_ids(i)
+        sample_index = sample_mapping[i]
+        answers = examples["answers"][sample_index]
+        if len(answers["answer_start"]) == 0:
+            tokenized_examples["start_positions"].append(cls_index)
+            tokenized_examples["end_positions"].append(cls_index)
+        else:
+            start_char = answers["answer_start"][0]
+            end_char = start_char + len(answers["text"][0])
+            token_start_index = 0
+            while sequence_ids[token_start_index] != 1:
+                token_start_index += 1
+            token_end_index = len(input_ids) - 1
+            while sequence_ids[token_end_index] != 1:
+                token_end_index -= 1
+            if not (offsets[token_start_index][0] <= start_char and offsets[token_end_index][1] >= end_char):
+                tokenized_examples["start_positions"].append(cls_index)
+                tokenized_examples["end_positions"].append(cls_index)
+            else:
+                while token_start_index < len(offsets) and offsets[token_start_index][0] <= start_char:
+                    token_start_index += 1
+                tokenized_examples["start_positions"].append(token_start_index - 1)
+                while offsets[token_end_index][1] >= end_char:
+                    token_end_index -= 1
+                tokenized_examples["end_positions"].append(token_end_index + 1)
+    return {"max_length": max_seq_length, "doc_stride": doc_stride, "sample": sample_mapping,
+            "input_ids": tokenized_examples["input_ids"], "token_type_ids": tokenized_examples["token_type_ids"],
+            "start_positions": tokenized_examples["start_positions"],
+            "end_positions": tokenized_examples["end_positions"]}
+
+
 def main():
     fixtures, out = sys.argv[1], sys.argv[2]
     names = sys.argv[3:] or list(CASES)
+    with open(os.path.join(out, "features.json"), "w") as f:
+        json.dump({"ner": ner_features(fixtures), "qa": qa_features(fixtures, os.path.join(out, "squad_train.jsonl"))},
+                  f, indent=1)
+    if names == ["features"]:
+        return
     for name in names:
         src, task = CASES[name]
         dst = os.path.join(out, name)

@@ -42,6 +42,7 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
   m.config = config;
   m.shape = model::encoder_shape(config);
   m.task = task;
+  m.row = &row;
   m.head_architecture = head_architecture(row, task);
   if (task == Head::question_answering) m.config.id2label = {"start", "end"};
   if (task == Head::masked_lm) m.config.id2label.clear();
@@ -260,6 +261,8 @@ int64_t TrainableEncoder::quantize_base_nf4() {
   // BERT's pooler is an nn.Linear that bitsandbytes quantizes too; a head module (DistilBERT's
   // pre_classifier, RoBERTa's classifier) trains (a module to save) and stays f32.
   if (head_dense_weight && !head_dense_weight->trainable) params.quantize_nf4(*head_dense_weight), ++n;
+  // The masked-LM head's dense likewise (its decoder is the embeddings, which stay f32).
+  if (mlm_dense_weight && !mlm_dense_weight->trainable) params.quantize_nf4(*mlm_dense_weight), ++n;
   return n;
 }
 
@@ -302,7 +305,9 @@ std::vector<LinearSite> TrainableEncoder::linear_sites() {
   }
   // A head dense in the body is a base linear LoRA may target (BERT's pooler.dense); a head
   // module's (pre_classifier, RoBERTa's classifier.dense) trains whole as a module to save.
-  if (n.head_dense_in_body) sites.push_back({prefix() + n.head_dense, C, C, 0, &head_dense_lora});
+  if (n.head_dense_in_body && head_dense_weight) sites.push_back({prefix() + n.head_dense, C, C, 0, &head_dense_lora});
+  // The masked-LM head's dense is an nn.Linear of the model too (BERT's cls.predictions.transform.dense).
+  if (mlm_dense_weight) sites.push_back({head_names().mlm_dense, C, C, 0, &mlm_dense_lora});
   return sites;
 }
 

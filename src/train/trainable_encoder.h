@@ -53,8 +53,11 @@ struct TrainableEncoder final : TrainableModel {
   Parameter *mlm_dense_weight = nullptr, *mlm_dense_bias = nullptr;
   Parameter *mlm_norm_gamma = nullptr, *mlm_norm_beta = nullptr;
   Parameter *mlm_decoder = nullptr, *mlm_bias = nullptr;
-  bool mlm_gelu = true;                  // the masked-LM dense's activation: GELU, or ReLU (a config's hidden_act)
-  std::vector<int64_t> head_dense_lora;  // BERT's pooler.dense is a "dense" that PEFT may target
+  std::vector<int64_t> mlm_dense_lora;      // the masked-LM dense is a "dense" PEFT's default targets may match
+  bool mlm_gelu = true;                     // the masked-LM dense's activation: GELU, or ReLU (a config's hidden_act)
+  std::vector<int64_t> head_dense_lora;     // BERT's pooler.dense is a "dense" that PEFT may target
+  const model::ModelFamily* row = nullptr;  // the family's row: the heads' tensor names
+  const model::HeadTensorNames& head_names() const { return row->head_names; }
   const model::EncoderFamily& family() const { return *config.family; }
   std::string prefix() const { return std::string(family().module) + "."; }  // "bert.": the body's saved names
 

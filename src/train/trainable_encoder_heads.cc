@@ -50,6 +50,7 @@ void token_head_forward(const TrainableEncoder& m, EncoderActivations& a, const 
   }
   const int64_t V = m.config.vocab_size;
   step::linear_forward(f(a.mlm_pre), f(a.sequence_output), step::wt(m.mlm_dense_weight), f(m.mlm_dense_bias), N, C, C);
+  if (m.lora) m.lora->forward(m.mlm_dense_lora, f(a.mlm_pre), C, f(a.sequence_output), N, a.lora, dr);
   if (m.mlm_gelu) {
     OpSpan o("gelu", ops::gelu_cost(N * C));
     ops::gelu_forward_cpu(f(a.mlm_act), f(a.mlm_pre), N * C);
@@ -105,6 +106,7 @@ void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const float
   zero(a.d_hidden);
   step::linear_backward(f(a.d_hidden), g(m.mlm_dense_weight), g(m.mlm_dense_bias), f(a.d_scratch), f(a.sequence_output),
                         step::wt(m.mlm_dense_weight), N, C, C);
+  if (m.lora) m.lora->backward(m.mlm_dense_lora, f(a.d_hidden), f(a.d_scratch), C, f(a.sequence_output), N, a.lora, dr);
 }
 
 }  // namespace tach::train

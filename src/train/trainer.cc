@@ -39,6 +39,7 @@
 #include "train/train_data.h"
 #include "train/train_eval.h"
 #include "train/train_options.h"
+#include "train/qa_features.h"
 #include "train/task_data.h"
 #include "train/train_step.h"
 #include "train/trainable_model.h"
@@ -141,7 +142,8 @@ struct TrainRun {
   std::unique_ptr<train::TrainableModel> model;
   Head task = Head::sequence_classification;  // --task's head
   Dataset train_set;
-  std::vector<data::TaggedSentence> tagged;  // token classification's training sentences
+  std::vector<data::TaggedSentence> tagged;    // token classification's training sentences
+  std::vector<data::SquadQuestion> questions;  // question answering's
   train::TrainData data, eval_data;
   bool has_eval = false;
   StepPlan plan;
@@ -347,6 +349,13 @@ void prepare_data(TrainRun& r) {
     if (r.has_eval)
       r.eval_data = train::prepare_token_data(read_tagged(r, o.eval_data), o.eval_data.path, *tokenizer, r.labels,
                                               o.label_all_tokens, eval_length, false, pad_id, types);
+    return;
+  }
+  if (r.task == Head::question_answering) {
+    r.data = train::prepare_qa_data(r.questions, *tokenizer, o.max_length, o.doc_stride, fixed, pad_id, types);
+    if (r.has_eval)
+      r.eval_data = train::prepare_qa_data(data::read_squad(o.eval_data.path).questions, *tokenizer, eval_length,
+                                           o.doc_stride, false, pad_id, types);
     return;
   }
   r.data =
@@ -1020,6 +1029,10 @@ TrainResult train_this_rank(TrainRun& r, const TrainObserver& observer) {
   if (r.task == Head::token_classification) {
     r.tagged = read_tagged(r, r.o.data);
     if (r.o.max_samples > 0 && int64_t(r.tagged.size()) > r.o.max_samples) r.tagged.resize(size_t(r.o.max_samples));
+  } else if (r.task == Head::question_answering) {
+    r.questions = data::read_squad(r.o.data.path).questions;
+    if (r.o.max_samples > 0 && int64_t(r.questions.size()) > r.o.max_samples)
+      r.questions.resize(size_t(r.o.max_samples));
   } else {
     // JSON split files: train on "train", not "test".
     r.train_set = read_dataset(data_source(r, r.o.data));

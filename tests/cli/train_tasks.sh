@@ -43,6 +43,24 @@ grep -q "Some weights of BertForSequenceClassification were not initialized .*cl
   fail "no classifier note: $(cat "$dir/cls.err")"
 [ "$(field "$dir/cls/model/config.json" architectures)" = '["BertForSequenceClassification"]' ] || fail "cls architecture"
 
+# Question answering on SQuAD records: windows of -s tokens, the checkpoint's qa_outputs trained.
+"$tach" train -m "$fixtures/train_tasks/bert-qa-f32/model" -k "$fixtures/question_answering/tokenizer-tiny" \
+  -d "$fixtures/train_tasks/squad_train.jsonl" --eval-dataset "$fixtures/train_tasks/squad_train.jsonl" \
+  --task question-answering -s 24 --doc-stride 6 -b 4 --runs-dir "$dir" --no-progress --no-tensorboard --epochs 1 \
+  --run-id qa >"$dir/qa.out" 2>"$dir/qa.err" || { cat "$dir/qa.err"; fail "question answering run"; }
+grep -Eq "epoch 1: train loss [0-9.]+, eval loss [0-9.]+," "$dir/qa.out" || fail "qa epoch line: $(cat "$dir/qa.out")"
+[ "$(field "$dir/qa/model/config.json" architectures)" = '["BertForQuestionAnswering"]' ] || fail "qa architecture"
+
+# LoRA and QLoRA on the masked LM: adapters on the layers and the head's dense (PEFT's "dense"
+# matches it), no module saved whole; the adapter's task_type null (PEFT has no masked-LM task).
+for m in lora qlora; do
+  "$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/train/tiny.csv" --task mlm --method $m --max-steps 2 \
+    --run-id "mlm-$m" >"$dir/$m.out" 2>"$dir/$m.err" || { cat "$dir/$m.err"; fail "mlm $m run"; }
+  [ "$(field "$dir/mlm-$m/model/adapter_config.json" task_type)" = 'null' ] || fail "$m task_type"
+  [ "$(field "$dir/mlm-$m/model/adapter_config.json" modules_to_save)" = '[]' ] || fail "$m modules_to_save"
+  grep -q "13 adapters" "$dir/$m.err" || fail "$m adapters: $(cat "$dir/$m.err")"
+done
+
 # Bad input: a task tach does not know, a probability outside (0, 1).
 if "$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/train/tiny.csv" --task summarization 2>"$dir/bad.err"; then
   fail "an unknown task ran"
