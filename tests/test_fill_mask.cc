@@ -206,6 +206,16 @@ INSTANTIATE_TEST_SUITE_P(Heads, FillMaskGolden, ::testing::ValuesIn(golden_case_
                            return n;
                          });
 
+TEST(FillMaskModel, ATextPastThePositionsIsRefusedNotTruncated) {
+  const std::string tok_path = test::fixtures_dir() + "/fill_mask/wordpiece-120";
+  const auto tok = Tokenizer::load(tok_path);
+  const auto model = load_model(test::fixtures_dir() + "/heads/bert-mlm-f32");  // 32 positions
+  std::string text = "[MASK]";
+  for (int i = 0; i < 40; ++i) text += " the";
+  const std::string err = test::error_of([&] { fill_mask(*model, *tok, read_mask_tokens(tok_path, *tok), {text}); });
+  EXPECT_NE(err.find("is 43 tokens, more than the 32 positions of"), std::string::npos) << err;
+}
+
 TEST(FillMaskModel, AModelWithAnotherHeadIsRefusedNamingIt) {
   const std::string tok_path = test::fixtures_dir() + "/fill_mask/wordpiece-120";
   const auto tok = Tokenizer::load(tok_path);

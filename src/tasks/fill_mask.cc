@@ -63,7 +63,10 @@ std::string clean_up_tokenization(std::string text) {
 
 std::string quoted_text(const std::string& text) {
   constexpr size_t kShown = 60;
-  return "\"" + (text.size() > kShown ? text.substr(0, kShown) + "..." : text) + "\"";
+  if (text.size() <= kShown) return "\"" + text + "\"";
+  size_t cut = kShown;  // never inside a UTF-8 sequence
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return "\"" + text.substr(0, cut) + "...\"";
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ std::string per_token_outputs_line(const ModelInfo& info, const Tensor& logits, 
   constexpr size_t kShown = 16;
   const int64_t N = logits.size(2);
   const std::vector<int64_t> positions = real_positions(batch, row);
+  if (positions.empty()) return "no tokens";
   if (info.head == Head::question_answering) {
     int64_t s = 0, e = 0;
     for (size_t i = 1; i < positions.size(); ++i) {
