@@ -223,6 +223,8 @@ TEST(EntityGroups, EqualTheTokenClassificationPipeline) {
   const auto tokenizer = Tokenizer::load(token_class_dir() + "/tokenizer-wordpiece/tokenizer.json");
   const auto unk = unknown_token_id(token_class_dir() + "/tokenizer-wordpiece/tokenizer.json", *tokenizer);
   ASSERT_EQ(unk, tokenizer->token_to_id("[UNK]"));
+  const bool marks_subwords = tokenizer_marks_subwords(token_class_dir() + "/tokenizer-wordpiece");
+  EXPECT_TRUE(marks_subwords);
   const auto join = [&](const std::vector<std::string>& t) { return tokenizer->decode_tokens(t); };
   int groups_compared = 0;
   for (const auto& [name, rows] : golden["models"].items()) {
@@ -238,7 +240,7 @@ TEST(EntityGroups, EqualTheTokenClassificationPipeline) {
       const Encoding enc = tokenizer->encode(text, eo);
       ASSERT_EQ(enc.ids, row["ids"].get<std::vector<int32_t>>()) << text;
       const Tensor logits = model->token_logits(TokenBatch::from_rows({enc.ids}, info.pad_token_id));
-      const auto tokens = token_entities(text, enc, logits.data<float>(), info.labels, unk);
+      const auto tokens = token_entities(text, enc, logits.data<float>(), info.labels, unk, marks_subwords);
       const auto shown = without_outside(tokens);
       const json& want = row["none"];
       ASSERT_EQ(shown.size(), want.size()) << name << ": " << text;
@@ -261,6 +263,22 @@ TEST(EntityGroups, EqualTheTokenClassificationPipeline) {
         EXPECT_EQ(groups[i].end, want_groups[i]["end"].get<int64_t>()) << text;
         EXPECT_NEAR(groups[i].score, want_groups[i]["score"].get<double>(), 1e-4) << text;
         ++groups_compared;
+      }
+      // first, average, max: words first, then groups of words
+      for (const Aggregation a : {Aggregation::first, Aggregation::average, Aggregation::max}) {
+        const auto words = group_entities(word_entities(tokens, a, info.labels, join), join);
+        const auto got = without_outside(words);
+        const json& want_words = row[aggregation_name(a)];
+        ASSERT_EQ(got.size(), want_words.size()) << name << ": " << text << " " << aggregation_name(a);
+        for (size_t i = 0; i < got.size(); ++i) {
+          const std::string where = name + ": " + text + " " + aggregation_name(a) + " group " + std::to_string(i);
+          EXPECT_EQ(got[i].entity_group, want_words[i]["entity_group"]) << where;
+          EXPECT_EQ(got[i].word, want_words[i]["word"]) << where;
+          EXPECT_EQ(got[i].start, want_words[i]["start"].get<int64_t>()) << where;
+          EXPECT_EQ(got[i].end, want_words[i]["end"].get<int64_t>()) << where;
+          EXPECT_NEAR(got[i].score, want_words[i]["score"].get<double>(), 1e-4) << where;
+          ++groups_compared;
+        }
       }
     }
   }

@@ -25,6 +25,11 @@ struct TokenEntity {
   std::string word;    // the token as the vocabulary writes it ("##ing"); the text's own piece for [UNK]
   int64_t start = 0;   // character (code point) offsets into the text, [start, end)
   int64_t end = 0;
+  std::vector<float> scores;  // every label's softmax probability [labels]
+  // Whether the token continues the word before it, as the pipeline decides: for a tokenizer
+  // that marks continuations ("##"), when the token's text and the text it covers differ in
+  // length; otherwise when no space is on either side of its start.
+  bool is_subword = false;
 };
 
 // An entity group (aggregation "simple").
@@ -43,8 +48,22 @@ using TokensToString = std::function<std::string(const std::vector<std::string>&
 // logits: [T, labels.size()] f32, the classifier's row for this text. Special tokens are left
 // out; every other token is returned, 'O' included, in order. unk_id: the tokenizer's unknown
 // token, whose word is the text it stands for.
+// marks_subwords: the tokenizer's model has a continuing-subword prefix (tokenizer_marks_subwords).
 std::vector<TokenEntity> token_entities(const std::string& text, const Encoding& encoding, const float* logits,
-                                        const std::vector<std::string>& labels, std::optional<int32_t> unk_id);
+                                        const std::vector<std::string>& labels, std::optional<int32_t> unk_id,
+                                        bool marks_subwords = true);
+
+// The pipeline's aggregation_strategy: none (each token), simple (tokens grouped by their labels),
+// or first, average, max (tokens joined into words first, each word labelled by its first token,
+// its tokens' mean scores, or its best-scored token, so that a word never splits between groups).
+enum class Aggregation { none, simple, first, average, max };
+Aggregation parse_aggregation(const std::string& name);  // a UsageError naming the choices otherwise
+const char* aggregation_name(Aggregation a);
+
+// first/average/max: the words, each a TokenEntity with the word's label, score, joined text and
+// offsets (index: its first token's).
+std::vector<TokenEntity> word_entities(const std::vector<TokenEntity>& tokens, Aggregation strategy,
+                                       const std::vector<std::string>& labels, const TokensToString& join);
 
 // The pipeline's group_entities over every token entity ('O' included): a token joins the group
 // before it when it has the same type and is not a B- tag.
@@ -53,6 +72,10 @@ std::vector<EntityGroup> group_entities(const std::vector<TokenEntity>& tokens, 
 // The pipeline's output: tokens or groups not labelled 'O'.
 std::vector<TokenEntity> without_outside(const std::vector<TokenEntity>& tokens);
 std::vector<EntityGroup> without_outside(const std::vector<EntityGroup>& groups);
+
+// Whether the tokenizer's model marks a word's continuing pieces (WordPiece's "##", a BPE's
+// continuing_subword_prefix), which the pipeline's is_subword relies on; read from tokenizer.json.
+bool tokenizer_marks_subwords(const std::string& tokenizer_path);
 
 // The tokenizer's unknown token, as transformers reads it: tokenizer_config.json's (or
 // special_tokens_map.json's) unk_token, else the model's in tokenizer.json; none when no file

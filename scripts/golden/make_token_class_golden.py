@@ -4,8 +4,8 @@
    sequences, in its default (conlleval-compatible) mode and in strict mode with each scheme;
  - tokenizer-wordpiece/: a small WordPiece tokenizer whose ids fit the tiny token classifiers of
    tests/fixtures/heads (vocabulary 120);
- - entity_groups.json: transformers' token-classification pipeline (aggregation "none" and
-   "simple") with those models and that tokenizer on a few texts;
+ - entity_groups.json: transformers' token-classification pipeline (aggregation "none",
+   "simple", "first", "average", "max") with those models and that tokenizer on a few texts;
  - split_words.json: words to sub-tokens as is_split_into_words=True gives them (ids and word ids,
    truncated or not, with and without a byte-level BPE's add_prefix_space) for several tokenizers;
  - ner.conll, ner.jsonl, ner_eval.json: tagged sentences and the seqeval metrics of each model's
@@ -184,7 +184,7 @@ def write_pipeline_golden(out_dir, heads_dir):
         labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
         rows = []
         texts = TEXTS if name in NER_MODELS else TEXTS[:4]
-        for strategy in ("none", "simple"):
+        for strategy in ("none", "simple", "first", "average", "max"):
             pipe = pipeline("token-classification", model=model, tokenizer=tokenizer, aggregation_strategy=strategy,
                             device="cpu")
             for i, text in enumerate(texts):

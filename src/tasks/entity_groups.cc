@@ -2,6 +2,7 @@
 // "simple": gather_pre_entities, aggregate, group_entities, group_sub_entities.
 #include "tach/token_classification.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -56,7 +57,8 @@ EntityGroup group_of(const std::vector<const TokenEntity*>& members, const Token
 }  // namespace
 
 std::vector<TokenEntity> token_entities(const std::string& text, const Encoding& encoding, const float* logits,
-                                        const std::vector<std::string>& labels, std::optional<int32_t> unk_id) {
+                                        const std::vector<std::string>& labels, std::optional<int32_t> unk_id,
+                                        bool marks_subwords) {
   const size_t T = encoding.ids.size(), L = labels.size();
   check(L > 0, "token classification needs the model's labels (config.json id2label)");
   check(encoding.tokens.size() == T && encoding.offsets.size() == T && encoding.special_tokens_mask.size() == T,
@@ -83,12 +85,102 @@ std::vector<TokenEntity> token_entities(const std::string& text, const Encoding&
     e.entity = labels[best];
     e.score = exps[best] / sum;
     e.index = int64_t(t);
-    e.word = unk_id && encoding.ids[t] == *unk_id ? text.substr(b0, b1 - b0) : encoding.tokens[t];
     e.start = chars[b0];
     e.end = chars[b1];
+    e.scores.resize(L);
+    for (size_t l = 0; l < L; ++l) e.scores[l] = exps[l] / sum;
+    if (marks_subwords) {
+      // len(word) != len(word_ref), in characters
+      const std::string& token = encoding.tokens[t];
+      const auto token_chars = int64_t(chars_before_bytes(token).back());
+      e.is_subword = token_chars != e.end - e.start;
+    } else {
+      // start > 0 and " " not in sentence[start - 1 : start + 1]
+      e.is_subword = b0 > 0 && text[b0 - 1] != ' ' && (b0 >= text.size() || text[b0] != ' ');
+    }
+    const bool unknown = unk_id && encoding.ids[t] == *unk_id;
+    if (unknown) e.is_subword = false;
+    e.word = unknown ? text.substr(b0, b1 - b0) : encoding.tokens[t];
     out.push_back(std::move(e));
   }
   return out;
+}
+
+Aggregation parse_aggregation(const std::string& name) {
+  for (Aggregation a :
+       {Aggregation::none, Aggregation::simple, Aggregation::first, Aggregation::average, Aggregation::max})
+    if (name == aggregation_name(a)) return a;
+  throw UsageError("aggregation '" + name + "' is not one of none, simple, first, average, max");
+}
+
+const char* aggregation_name(Aggregation a) {
+  switch (a) {
+    case Aggregation::none: return "none";
+    case Aggregation::simple: return "simple";
+    case Aggregation::first: return "first";
+    case Aggregation::average: return "average";
+    case Aggregation::max: return "max";
+  }
+  return "?";
+}
+
+std::vector<TokenEntity> word_entities(const std::vector<TokenEntity>& tokens, Aggregation strategy,
+                                       const std::vector<std::string>& labels, const TokensToString& join) {
+  check(strategy == Aggregation::first || strategy == Aggregation::average || strategy == Aggregation::max,
+        std::string("word_entities joins words for first, average and max, not ") + aggregation_name(strategy));
+  std::vector<TokenEntity> out;
+  const auto argmax = [](const std::vector<float>& v) {
+    return size_t(std::max_element(v.begin(), v.end()) - v.begin());  // the first maximum, as numpy's
+  };
+  const auto word_of = [&](size_t first, size_t last) {  // tokens [first, last)
+    TokenEntity w;
+    std::vector<std::string> pieces;
+    for (size_t i = first; i < last; ++i) pieces.push_back(tokens[i].word);
+    w.word = join(pieces);
+    w.index = tokens[first].index;
+    w.start = tokens[first].start;
+    w.end = tokens[last - 1].end;
+    if (strategy == Aggregation::average) {
+      // np.nanmean over the tokens: f32 sums token by token, divided by the count in f64
+      std::vector<float> sum = tokens[first].scores;
+      for (size_t i = first + 1; i < last; ++i)
+        for (size_t l = 0; l < sum.size(); ++l) sum[l] += tokens[i].scores[l];
+      w.scores.resize(sum.size());
+      for (size_t l = 0; l < sum.size(); ++l) w.scores[l] = float(double(sum[l]) / double(last - first));
+    } else {
+      size_t pick = first;
+      if (strategy == Aggregation::max)
+        for (size_t i = first + 1; i < last; ++i)
+          if (*std::max_element(tokens[i].scores.begin(), tokens[i].scores.end()) >
+              *std::max_element(tokens[pick].scores.begin(), tokens[pick].scores.end()))
+            pick = i;
+      w.scores = tokens[pick].scores;
+    }
+    const size_t best = argmax(w.scores);
+    w.entity = labels.at(best);
+    w.score = w.scores[best];
+    return w;
+  };
+  size_t first = 0;
+  for (size_t i = 1; i <= tokens.size(); ++i)
+    if (i == tokens.size() || !tokens[i].is_subword) {
+      if (i > first) out.push_back(word_of(first, i));
+      first = i;
+    }
+  return out;
+}
+
+bool tokenizer_marks_subwords(const std::string& tokenizer_path) {
+  namespace fs = std::filesystem;
+  const fs::path given(tokenizer_path);
+  std::ifstream in(fs::is_directory(given) ? given / "tokenizer.json" : given);
+  if (!in) return false;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    const nlohmann::json* model = j.is_object() && j.contains("model") ? &j["model"] : nullptr;
+    return model && model->contains("continuing_subword_prefix") && (*model)["continuing_subword_prefix"].is_string() &&
+           !(*model)["continuing_subword_prefix"].get<std::string>().empty();
+  } catch (const nlohmann::json::exception&) { return false; }
 }
 
 std::vector<EntityGroup> group_entities(const std::vector<TokenEntity>& tokens, const TokensToString& join) {

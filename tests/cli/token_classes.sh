@@ -41,6 +41,15 @@ PY
 grep -q "entities  PER 'john smith' \[0, 10)" "$work/classify.txt" || { cat "$work/classify.txt"; exit 1; }
 grep -q "tokens    john I-PER" "$work/classify.txt" || { cat "$work/classify.txt"; exit 1; }
 echo "ok: classify prints entity groups and tokens"
+"$tach" classify -m "$model" -k "$tok" --text "Zürich ☃ and Köln are big" --aggregation first --warmup 0 --repeat 1 --json |
+  python3 -c '
+import json, sys
+row = json.load(sys.stdin)["rows"][0]
+assert row["aggregation"] == "first", row["aggregation"]
+assert [(e["entity_group"], e["word"]) for e in row["entities"]] == [("PER", "zurich ☃"), ("LOC", "and"), ("PER", "koln are big")], row["entities"]
+print("ok: --aggregation first joins words as the pipeline does")
+'
+
 
 # eval: seqeval's metrics, CoNLL and JSONL, default and strict IOB2
 "$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.conll" --runs-dir "$work/runs" --run-id conll > "$work/eval.txt"

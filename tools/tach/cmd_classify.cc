@@ -45,6 +45,7 @@ struct ClassifyOptions {
   std::string head = "auto";
   int show_rows = 8;
   bool json = false;
+  std::string aggregation = "simple";  // a token classifier's entities, as the pipeline's aggregation_strategy
 };
 
 std::vector<int32_t> parse_id_list(const std::string& text, const std::string& where) {
@@ -112,12 +113,14 @@ TokenBatch tokenize_texts(const ClassifyOptions& opt, const ModelInfo& info, std
   return batch;
 }
 
-// A token classifier's tokens and entity groups for each text, as transformers' token-classification
-// pipeline gives them (aggregation "none" and "simple"). logits: [B, T, labels] of the batch the
-// texts were encoded into (right-padded: row r's tokens are its first ones).
+// A token classifier's tokens and entities for each text, as transformers' token-classification
+// pipeline gives them (--aggregation). logits: [B, T, labels] of the batch the texts were encoded
+// into (right-padded: row r's tokens are its first ones).
 struct TextEntities {
   std::vector<TokenEntity> tokens;  // every token but the special ones, 'O' included
-  std::vector<EntityGroup> groups;  // the groups not labelled 'O'
+  Aggregation aggregation = Aggregation::simple;
+  std::vector<TokenEntity> outside_left_out;  // aggregation none: the tokens not labelled 'O'
+  std::vector<EntityGroup> groups;            // otherwise: the groups not labelled 'O'
 };
 std::vector<TextEntities> text_entities(const ClassifyOptions& opt, const ModelInfo& info, const Tokenizer& tokenizer,
                                         const std::string& tokenizer_path, const Tensor& logits,
@@ -129,6 +132,8 @@ std::vector<TextEntities> text_entities(const ClassifyOptions& opt, const ModelI
   }
   const std::vector<Encoding> encodings = tokenizer.encode_batch(opt.texts, eo);
   const std::optional<int32_t> unk = unknown_token_id(tokenizer_path, tokenizer);
+  const bool marks_subwords = tokenizer_marks_subwords(tokenizer_path);
+  const Aggregation aggregation = parse_aggregation(opt.aggregation);
   const auto join = [&](const std::vector<std::string>& tokens) { return tokenizer.decode_tokens(tokens); };
   const int64_t T = batch.seq_len(), L = logits.size(2);
   check(L == int64_t(info.labels.size()), "the token classifier gives " + std::to_string(L) + " scores per token for " +
@@ -140,8 +145,12 @@ std::vector<TextEntities> text_entities(const ClassifyOptions& opt, const ModelI
     check(int64_t(e.ids.size()) <= T && std::equal(e.ids.begin(), e.ids.end(), row_ids),
           "text " + std::to_string(r + 1) + ": its tokens differ from the batch's row");
     TextEntities te;
-    te.tokens = token_entities(opt.texts[r], e, logits.data<float>() + int64_t(r) * T * L, info.labels, unk);
-    te.groups = without_outside(group_entities(te.tokens, join));
+    te.tokens =
+        token_entities(opt.texts[r], e, logits.data<float>() + int64_t(r) * T * L, info.labels, unk, marks_subwords);
+    te.aggregation = aggregation;
+    if (aggregation == Aggregation::none) te.outside_left_out = without_outside(te.tokens);
+    else if (aggregation == Aggregation::simple) te.groups = without_outside(group_entities(te.tokens, join));
+    else te.groups = without_outside(group_entities(word_entities(te.tokens, aggregation, info.labels, join), join));
     out.push_back(std::move(te));
   }
   return out;
@@ -159,7 +168,14 @@ nlohmann::json entities_json(const TextEntities& te) {
   for (const EntityGroup& g : te.groups)
     groups.push_back(
         {{"entity_group", g.entity_group}, {"score", g.score}, {"word", g.word}, {"start", g.start}, {"end", g.end}});
-  return {{"tokens", tokens}, {"entities", groups}};
+  for (const TokenEntity& t : te.outside_left_out)  // aggregation none: the pipeline's entities are tokens
+    groups.push_back({{"entity", t.entity},
+                      {"score", t.score},
+                      {"index", t.index},
+                      {"word", t.word},
+                      {"start", t.start},
+                      {"end", t.end}});
+  return {{"tokens", tokens}, {"aggregation", aggregation_name(te.aggregation)}, {"entities", groups}};
 }
 
 // Two lines for the terminal: the entity groups, then each token's label and score.
@@ -168,6 +184,9 @@ std::string entities_text(const TextEntities& te) {
   for (const EntityGroup& g : te.groups)
     groups += (groups.empty() ? "" : "; ") + g.entity_group + " '" + g.word + "' [" + std::to_string(g.start) + ", " +
               std::to_string(g.end) + ") " + fixed(g.score, 4);
+  for (const TokenEntity& t : te.outside_left_out)
+    groups += (groups.empty() ? "" : "; ") + t.entity + " '" + t.word + "' [" + std::to_string(t.start) + ", " +
+              std::to_string(t.end) + ") " + fixed(t.score, 4);
   for (const TokenEntity& t : te.tokens)
     tokens += (tokens.empty() ? "" : ", ") + t.word + " " + t.entity + " " + fixed(t.score, 4);
   return "            entities  " + (groups.empty() ? "none (every token is O)" : groups) + "\n" +
@@ -417,6 +436,12 @@ Command add_classify_command(CLI::App& app) {
       ->capture_default_str();
   add_head_option(sub, opt->head, HeadUse::as_published);
   sub->add_option("--show-rows", opt->show_rows, "Rows to print")->capture_default_str();
+  sub->add_option("--aggregation", opt->aggregation,
+                  "A token classifier's entities from --text, as the pipeline's aggregation_strategy: simple (tokens "
+                  "grouped by label), first, average, max (words first, labelled by their first token, mean scores "
+                  "or best token), none (each token)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "simple", "first", "average", "max"}));
   sub->add_flag("--json", opt->json, "Print machine-readable JSON (schema tach.classify/1)");
   return {sub, [opt] { return run_classify(*opt); }};
 }
