@@ -7,7 +7,7 @@
     df = run.to_pandas()                                  # one row per point
 
 Models run on tach's engine (the same library as the `tach` executable); bench, profile, train,
-run, estimate, compare, report and fill_mask take the CLI's options as keyword arguments and write the same
+run, estimate, analyze, compare, report and fill_mask take the CLI's options as keyword arguments and write the same
 run directories. The metrics library (MetricTracker, TrainingLogger, ComprehensiveProfiler, ...)
 works inside any training loop. docs/python.md shows the common flows.
 """
@@ -21,8 +21,8 @@ except ModuleNotFoundError as e:
         "install it (python3 -m pip install numpy, or the system package python3-numpy)", name="numpy") from e
 
 from . import _tach
-from ._commands import (Error, InternalError, UsageError, bench, cli, command_args, compare, estimate, fill_mask,
-                        info, profile, report, run, train)
+from ._commands import (Error, InternalError, UsageError, analyze, bench, cli, command_args, compare, estimate,
+                        fill_mask, info, profile, report, run, train)
 from ._records import Run
 from ._tach import Model, Tokenizer, load_model, preset_names
 from .metrics import (ComprehensiveProfiler, GPUMemoryProfiler, GRPOMetricsTracker, MetricTracker,
@@ -30,6 +30,6 @@ from .metrics import (ComprehensiveProfiler, GPUMemoryProfiler, GRPOMetricsTrack
 
 __version__ = "0.1.0"
 __all__ = ["load_model", "Model", "Tokenizer", "preset_names", "bench", "profile", "train", "run", "estimate",
-           "compare", "report", "info", "fill_mask", "cli", "command_args", "Run", "Error", "UsageError", "InternalError",
+           "analyze", "compare", "report", "info", "fill_mask", "cli", "command_args", "Run", "Error", "UsageError", "InternalError",
            "MetricTracker", "GRPOMetricsTracker", "ScoreDistributionTracker", "TrainingLogger", "TrainingTimer",
            "ThroughputTracker", "GPUMemoryProfiler", "ComprehensiveProfiler"]

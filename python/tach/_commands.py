@@ -146,6 +146,29 @@ def compare(baseline, *runs, **options):
     return result
 
 
+def analyze(*paths, frames=None, **options):
+    """torch.profiler traces (files or directories) analysed as `tach analyze --json` does: a dict
+    (schema tach.analysis/1) with `ops`, `steps` and `ranks` (docs/cli.md lists the fields). With
+    frames=True (the default where pandas is installed) `ops`, `steps` and `ranks` are pandas
+    DataFrames; frames=False keeps them lists of dicts."""
+    if not paths:
+        raise UsageError("analyze: give at least one trace file or directory")
+    options = dict(options, json=True)
+    _, out, _ = run_command("analyze", tuple(os.fspath(p) for p in paths), options, capture_stdout=True)
+    result = json.loads(out)
+    if frames is None:
+        try:
+            import pandas  # noqa: F401
+            frames = True
+        except ModuleNotFoundError:
+            frames = False
+    if frames:
+        import pandas
+        for key in ("ops", "steps", "ranks"):
+            result[key] = pandas.DataFrame(result[key])
+    return result
+
+
 def report(run_dir, **options):
     run_command("report", (run_dir,), options)
     return os.path.join(os.fspath(run_dir), "report.html")

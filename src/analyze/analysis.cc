@@ -20,7 +20,8 @@ namespace tach {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
+// Ordered: analysis.json lists each object's fields in the order docs/cli.md gives them.
+using json = nlohmann::ordered_json;
 using namespace tach::analyze;
 
 bool is_json_name(const std::string& name) {
@@ -198,7 +199,8 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
                 "before profiling), or analyse them one at a time");
       spans.push_back({file, rank, first, last});
     }
-    if (device_properties.empty() && !t.device_properties.empty()) device_properties = t.device_properties;
+    if (device_properties.empty() && !t.device_properties.empty())
+      device_properties = json::parse(t.device_properties.dump());
     traces.push_back({{"path", file},
                       {"rank", rank},
                       {"rank_assumed", !t.rank.has_value()},

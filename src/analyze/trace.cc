@@ -209,6 +209,10 @@ Trace load_with(const std::string& name, const std::function<void(const TraceCal
   TraceCallbacks callbacks;
   callbacks.event = [&](json&& e) { b.event(std::move(e)); };
   callbacks.field = [&](const std::string& key, json&& v) { b.field(key, std::move(v)); };
+  callbacks.event_keys = {"ph", "cat", "name", "ts", "dur", "pid", "tid", "args"};
+  callbacks.arg_keys = {"External id", "correlation", "device", "stream",          "flops",
+                        "Input Dims",  "Input type",  "Bytes",  "Total Allocated", "Total Reserved",
+                        "Device Type", "Device Id",   "name"};
   read(callbacks);
   return t;
 }

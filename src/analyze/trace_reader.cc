@@ -8,6 +8,7 @@
 #include <istream>
 #include <sstream>
 #include <streambuf>
+#include <unordered_set>
 #include <vector>
 
 #include "tach/error.h"
@@ -77,11 +78,18 @@ class TraceSax {
   bool string(json::string_t& v) { return value(json(std::move(v))); }
   bool binary(json::binary_t&) { return value(json(nullptr)); }
 
-  bool start_object(std::size_t) { return open(json::object()); }
-  bool start_array(std::size_t) { return open(json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
+  bool start_object(std::size_t) { return skip_container() || open(json::object()); }
+  bool start_array(std::size_t) { return skip_container() || open(json::array()); }
+  bool end_object() { return end_skipped() || close(); }
+  bool end_array() { return end_skipped() || close(); }
   bool key(json::string_t& k) {
+    if (skip_until_ >= 0) return true;
+    if (building_ && in_event_ && depth_ == event_depth()) {
+      event_key_ = k;
+      skip_next_ = !kept(callbacks_.event_keys, k);
+    } else if (building_ && in_event_ && depth_ == event_depth() + 1 && event_key_ == "args") {
+      skip_next_ = !kept(callbacks_.arg_keys, k);
+    }
     if (depth_ == 1 && root_is_object_) {
       top_key_ = k;
       in_events_array_ = false;
@@ -104,6 +112,27 @@ class TraceSax {
   // Depth at which an event object sits: 3 under {"traceEvents": [ {...} ]}, 2 under [ {...} ].
   int event_depth() const { return root_is_object_ ? 3 : 2; }
 
+  static bool kept(const std::unordered_set<std::string>& keys, const std::string& k) {
+    return keys.empty() || keys.count(k) > 0;
+  }
+  // A value whose key the caller does not want is parsed but never built (most of an event's
+  // bytes: strides, concrete inputs, Python ids), which saves its allocations.
+  bool skip_container() {
+    if (skip_until_ >= 0 || skip_next_) {
+      ++depth_;
+      if (skip_until_ < 0) skip_until_ = depth_;
+      skip_next_ = false;
+      return true;
+    }
+    return false;
+  }
+  bool end_skipped() {
+    if (skip_until_ < 0) return false;
+    if (depth_ == skip_until_) skip_until_ = -1;
+    --depth_;
+    return true;
+  }
+
   bool open(json&& container) {
     ++depth_;
     if (depth_ == 1) {
@@ -120,12 +149,14 @@ class TraceSax {
     }
     if (depth_ == event_depth() && in_events()) {
       building_ = true;
+      in_event_ = true;
       current_ = std::move(container);
       stack_.assign(1, &current_);
       return true;
     }
     if (depth_ == 2 && root_is_object_) {  // a top-level field's value
       building_ = true;
+      in_event_ = false;
       current_ = std::move(container);
       stack_.assign(1, &current_);
       return true;
@@ -150,6 +181,11 @@ class TraceSax {
   }
 
   bool value(json&& v) {
+    if (skip_until_ >= 0) return true;
+    if (skip_next_) {
+      skip_next_ = false;
+      return true;
+    }
     if (building_) {
       add(std::move(v));
     } else if (depth_ == 1 && root_is_object_ && callbacks_.field) {
@@ -176,7 +212,9 @@ class TraceSax {
   const TraceCallbacks& callbacks_;
   int depth_ = 0;
   bool root_seen_ = false, root_is_object_ = false, in_events_array_ = false, saw_events_ = false;
-  bool building_ = false;
+  bool building_ = false, in_event_ = false, skip_next_ = false;
+  int skip_until_ = -1;  // the depth of a skipped container, while inside it
+  std::string event_key_;
   std::string top_key_, key_;
   json current_;
   std::vector<json*> stack_;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,9 @@ namespace tach::analyze {
 // the document has been read.
 struct TraceCallbacks {
   std::function<void(nlohmann::json&& event)> event;
+  // Which keys of each event, and of its "args", are built; the rest are parsed and skipped.
+  // Empty: all.
+  std::unordered_set<std::string> event_keys, arg_keys;
   std::function<void(const std::string& key, nlohmann::json&& value)> field;
 };
 
