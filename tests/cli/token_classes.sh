@@ -56,11 +56,14 @@ print("ok: --aggregation first joins words as the pipeline does")
 grep -q "micro avg" "$work/eval.txt" || { cat "$work/eval.txt"; exit 1; }
 "$tach" eval -m "$model" -k "$tok" -d "$fx/token_classes/ner.jsonl" --tag-scheme IOB2 --runs-dir "$work/runs" \
   --run-id jsonl-iob2 > /dev/null
+"$tach" eval -m "$fx/heads/distilbert-tokcls-f32" -k "$tok" -d "$fx/token_classes/ner.conll" --tag-scheme IOB2 \
+  --runs-dir "$work/runs" --run-id distilbert-iob2 > /dev/null
 python3 - "$work/runs" "$fx/token_classes/ner_eval.json" <<'PY'
 import json, sys
 runs, golden = sys.argv[1], json.load(open(sys.argv[2], encoding="utf-8"))
-want = golden["models"]["bert-tokcls-f32"]["metrics"]
-for run, scheme in (("conll", "conlleval"), ("jsonl-iob2", "IOB2")):
+for run, scheme, model in (("conll", "conlleval", "bert-tokcls-f32"), ("jsonl-iob2", "IOB2", "bert-tokcls-f32"),
+                           ("distilbert-iob2", "IOB2", "distilbert-tokcls-f32")):
+    want = golden["models"][model]["metrics"]
     p = json.load(open("%s/%s/token_classification.json" % (runs, run)))["passes"][0]
     w = want[scheme]
     assert p["scheme"] == scheme, p["scheme"]
@@ -70,7 +73,7 @@ for run, scheme in (("conll", "conlleval"), ("jsonl-iob2", "IOB2")):
         [(t["type"], t["precision"], t["recall"], t["f1"], t["support"]) for t in w["per_type"]], (run, p["per_type"])
     assert p["word_accuracy"] == w["accuracy"], (p["word_accuracy"], w["accuracy"])
     assert p["words_cut"] == 0
-print("ok: eval equals seqeval on run_ner's predictions (CoNLL default mode, JSONL strict IOB2)")
+print("ok: eval equals seqeval on run_ner's predictions (CoNLL default mode, JSONL strict IOB2; BERT and DistilBERT)")
 PY
 
 # --tag-names: integer tags named by the dataset's own order (here the labels reversed, so the
