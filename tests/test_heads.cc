@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/safetensors_writer.h"
 #include "tach/device.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
@@ -174,6 +175,34 @@ TEST(Heads, NewHeadsOnAMaskedLmCheckpoint) {
   auto qa = load_model(heads_dir() + "distilbert-mlm-f32", o);
   EXPECT_EQ(qa->info().architecture, "DistilBertForQuestionAnswering");
   EXPECT_EQ(qa->token_logits(TokenBatch::from_rows({{101, 7, 102}}, 0)).shape(), (Shape{1, 3, 2}));
+}
+
+// A LoRA adapter for a token classifier (peft's TOKEN_CLS: modules_to_save ["classifier"]) keeps the
+// token-classification head and replaces its classifier; BERT's sequence classifier has the same name.
+TEST(Heads, TokenClassifierAdapterKeepsTheHead) {
+  test::TempDir dir;
+  test::write_text(dir.file("adapter_config.json"),
+                   R"({"peft_type": "LORA", "task_type": "TOKEN_CLS", "r": 1, "lora_alpha": 1,
+                       "target_modules": ["query"], "modules_to_save": ["classifier"],
+                       "base_model_name_or_path": "bert-tokcls-f32"})");
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string q = "base_model.model.bert.encoder.layer." + std::to_string(layer) + ".attention.self.query.";
+    tensors.emplace_back(q + "lora_A.weight", Tensor::zeros({1, 16}, DType::f32));
+    tensors.emplace_back(q + "lora_B.weight", Tensor::zeros({16, 1}, DType::f32));
+  }
+  Tensor bias = Tensor::empty({5}, DType::f32);
+  for (int i = 0; i < 5; ++i) bias.data<float>()[i] = float(i + 1);
+  tensors.emplace_back("base_model.model.classifier.weight", Tensor::zeros({5, 16}, DType::f32));
+  tensors.emplace_back("base_model.model.classifier.bias", bias);
+  model::write_safetensors(dir.file("adapter_model.safetensors"), tensors);
+  LoadOptions o;
+  o.adapter = dir.path();
+  auto m = load_model(heads_dir() + "bert-tokcls-f32", o);
+  EXPECT_EQ(m->info().head, Head::token_classification);
+  const Tensor logits = m->token_logits(TokenBatch::from_rows({{101, 7, 19, 102}}, 0));
+  ASSERT_EQ(logits.shape(), (Shape{1, 4, 5}));
+  for (int64_t i = 0; i < logits.numel(); ++i) EXPECT_FLOAT_EQ(logits.data<float>()[i], float(i % 5 + 1));
 }
 
 // The same seed makes the same new head; another seed another.

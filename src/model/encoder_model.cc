@@ -173,8 +173,10 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   if (!options.adapter.empty()) {
     auto adapter = model::PeftAdapter::open(options.adapter);
     if (adapter->head_tensor(family.classifier_weight)) {
-      config.classification_head = true;
-      config.checkpoint_head = Head::sequence_classification;
+      // The adapter's classifier: a token classifier's own (BERT's and DistilBERT's share the
+      // name), else a sequence classifier on the body.
+      if (config.checkpoint_head != Head::token_classification) config.checkpoint_head = Head::sequence_classification;
+      config.classification_head = config.checkpoint_head == Head::sequence_classification;
       config.id2label = model::labels_with_adapter(*adapter, family.classifier_weight, config.id2label);
     }
     binder->set_adapter(adapter, {family.body_prefix}, spec);
