@@ -1,9 +1,11 @@
-// What a token classifier's logits become for a user, as transformers' token-classification
-// ("ner") pipeline gives them: each token's label and softmax score (aggregation_strategy="none"),
-// and entity groups (aggregation_strategy="simple"): adjacent tokens of one entity type joined,
-// a B- tag starting a new group, with the mean score, the words joined as the tokenizer joins
-// tokens, and character offsets into the text. Tokens and groups labelled 'O' are what the
-// pipeline leaves out (ignore_labels).
+// Token classification (NER) for a user. What a token classifier's logits become, as transformers'
+// token-classification pipeline gives them: each token's label and softmax score
+// (aggregation_strategy="none"), and entity groups (aggregation_strategy="simple"): adjacent tokens
+// of one entity type joined, a B- tag starting a new group, with the mean score, the words joined
+// as the tokenizer joins tokens, and character offsets into the text (or, for first/average/max,
+// words joined first). Tokens and groups labelled 'O' are what the pipeline leaves out
+// (ignore_labels). And tach eval on a token classifier: seqeval's entity-level metrics over tagged
+// words (src/bench/token_eval.cc).
 #pragma once
 
 #include <cstdint>

@@ -116,13 +116,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
 
   const std::string tokenizer_path = tokenizer_path_for(info0, config.tokenizer);
   const auto tokenizer = Tokenizer::load(tokenizer_path);
-  std::string probe = "a";
-  for (const auto& s : sentences)
-    if (!s.words.empty()) {
-      probe = s.words.front();
-      break;
-    }
-  const tasks::WordSplitter splitter(*tokenizer, tasks::run_ner_adds_prefix_space(info0.model_type), probe);
+  const tasks::WordSplitter splitter(*tokenizer, tasks::run_ner_adds_prefix_space(info0.model_type));
 
   // Tags a strict scheme does not have, in the data or among the model's labels: refused now,
   // before a run directory is made.
