@@ -330,6 +330,53 @@ TEST_P(TaskFixture, TwentyAdamWStepsMatchTransformers) {
   }
 }
 
+// With dropout on (the head's too), eager and fused draw the same masks, and gradient
+// checkpointing recomputes the same layers: their gradients agree with plain eager to rounding.
+TEST_P(TaskFixture, FusedAndCheckpointedEqualEagerWithDropout) {
+  train::DropoutRates on{0.2f, 0.2f, 0.2f, 0.f, 99, 3};
+  on.head = 0.2f;
+  std::vector<TaskCase> cases;
+  for (int i = 0; i < 3; ++i) cases.push_back(load_task_case(GetParam()));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    TaskCase& c = cases[i];
+    const auto state = c.model->new_state(i == 1);
+    state->checkpoint = i == 2;
+    c.model->params.zero_grad();
+    c.model->forward(*state, c.batches[1], on);
+    const TokenBatch& b = c.batches[1];
+    std::vector<float> dlogits(size_t(state->logits.numel()), 0.f);
+    train::head_loss(c.model->head(), "", state->logits.data<float>(), b.batch(), b.seq_len(), state->logits.shape()[1],
+                     c.targets[1], dlogits.data(), 1.f);
+    c.model->backward(*state, b, dlogits.data(), on);
+  }
+  for (auto& p : cases[0].model->params.entries()) {
+    if (zero_in_exact_arithmetic(p.name, cases[0].model->head())) continue;
+    EXPECT_LT(test::tensor_error(cases[1].model->params.at(p.name).grad, p.grad), 1e-5) << p.name << " (fused)";
+    EXPECT_LT(test::tensor_error(cases[2].model->params.at(p.name).grad, p.grad), 1e-6) << p.name << " (checkpointed)";
+  }
+}
+
+// A checkpoint's head is its task's: a token classifier's "classifier" is not taken as a sequence
+// classifier's (a new one is made, with transformers' note), and a masked LM's head is left out.
+TEST(TaskHeads, AnotherTasksHeadIsNotLoaded) {
+  const std::string dir = test::fixtures_dir() + "/train_tasks/bert-token-cls5-f32/model";
+  const train::TrainingModelSource source = train::open_training_model(dir, 0);
+  EXPECT_TRUE(source.has_head(Head::token_classification));
+  EXPECT_FALSE(source.checkpoint_has_head) << "no sequence classifier in a token classifier";
+  std::vector<std::string> notes;
+  const auto model = train::build_trainable_model(source, {"LABEL_0", "LABEL_1"}, "single_label_classification", 0,
+                                                  &notes, Head::sequence_classification);
+  EXPECT_EQ(model->architecture(), "BertForSequenceClassification");
+  bool noted = false;
+  for (const auto& n : notes)
+    noted = noted || (n.find("Some weights of BertForSequenceClassification were not initialized") == 0 &&
+                      n.find("classifier") != std::string::npos);
+  EXPECT_TRUE(noted) << "transformers' note names the new classifier";
+  const auto ref = model::SafetensorsFile::open(dir + "/model.safetensors");
+  for (const auto& e : ref.header().entries)
+    if (e.name == "classifier.weight") EXPECT_NE(e.shape, model->params.at("classifier.weight").value.shape());
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, TaskFixture,
                          ::testing::Values("bert-mlm-f32", "distilbert-mlm-f32", "roberta-mlm-f32",
                                            "bert-token-cls5-f32", "distilbert-token-cls5-f32", "bert-qa-f32",

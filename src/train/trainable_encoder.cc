@@ -222,7 +222,7 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   }
   if (m.per_token()) {
     a.sequence_output = make({N, C});
-    if (m.task == Head::token_classification) a.token_dropped = make({N, C});
+    if (m.task != Head::masked_lm) a.token_dropped = make({N, C});  // the dropout before the classifier or qa_outputs
     if (m.task == Head::masked_lm) {
       a.mlm_pre = make({N, C});
       a.mlm_act = make({N, C});
