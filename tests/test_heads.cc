@@ -221,6 +221,21 @@ TEST(Heads, NewHeadsAreSeeded) {
             std::vector<float>(c.data<float>(), c.data<float>() + c.numel()));
 }
 
+// tach holds the tied decoder as a packed linear beside the embedding table: the estimate counts it.
+TEST(Heads, EstimateCountsThePackedTiedDecoder) {
+  auto packed_decoder = [](const std::string& name) {
+    EstimateInput in;
+    in.model = heads_dir() + name;
+    in.seq_len = 16;
+    for (const auto& line : estimate_memory(in).lines)
+      if (line.name.find("masked-LM decoder") != std::string::npos) return line.bytes;
+    return int64_t(0);
+  };
+  EXPECT_EQ(packed_decoder("bert-mlm-f32"), 120 * 16 * 4);  // V x C f32
+  EXPECT_EQ(packed_decoder("bert-mlm-untied-f32"), 0);      // its own weight, counted with the parameters
+  EXPECT_EQ(packed_decoder("bert-qa-f32"), 0);
+}
+
 // bench and profile time the head built: the masked LM's vocabulary logits.
 TEST(Heads, MeasuredForwardRunsTheHead) {
   auto m = load_model(heads_dir() + "roberta-mlm-f32");

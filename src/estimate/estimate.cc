@@ -96,7 +96,9 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     // --dtype int8 (cpu/int8_linear.h): every linear in int8 with an f32 scale per output row; nf4
     // (cpu/nf4_linear.h): 4 bits per weight, the double-quantized absmax and its f32 copy per 64.
     // The embeddings stay f32, and a causal LM's head is a quantized linear beside them.
-    const int64_t embed = a.V * a.C, lm_head = a.decoder && a.labels == 0 ? a.V * a.C : 0;
+    // An encoder's masked-LM decoder is such a linear too (over the tied embeddings or its own weight).
+    const int64_t embed = a.V * a.C,
+                  lm_head = (a.decoder && a.labels == 0) || (!a.decoder && a.head == Head::masked_lm) ? a.V * a.C : 0;
     const int64_t untied = lm_head && !a.tied ? a.V * a.C : 0;
     const int64_t linear = params - embed - untied;
     if (in.dtype == "nf4")
@@ -119,6 +121,11 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
             (train && s != dtype_size(in.dtype)
                  ? ": " + in.dtype + " training keeps f32 weights and rounds each GEMM's inputs"
                  : ""));
+    // The masked LM's decoder multiplies by the tied embeddings as a packed linear: a copy of them
+    // in the GEMM's layout, beside the table the lookups read.
+    if (!train && a.head == Head::masked_lm && a.tied)
+      add("masked-LM decoder (packed tied embeddings)", double(a.V * a.C * s),
+          "V x C x " + std::to_string(s) + " B: the word embeddings packed for the decoder's GEMM");
   }
   // Trainable parameters.
   int64_t trainable = 0;
