@@ -8,6 +8,9 @@
   pipeline.json  the whole pipeline over the tiny QA models of tests/fixtures/heads, with a small
                  WordPiece tokenizer written beside it (tokenizer-tiny/) whose ids fit their
                  120-token vocabulary: contexts inside one window and longer than it.
+  squad-v1.json, squad-v2.jsonl, eval.json
+                 small SQuAD files (official v1.1 layout, flat v2.0 JSONL) and the pipeline's best answer
+                 to each question on the tiny BERT QA model with the official scores: tach eval's truth.
   squad.json     exact match and F1 per question and in total: v2.0 as transformers'
                  squad_metrics computes it (the official v2.0 script's logic), v1.1 as the official
                  v1.1 script computes it (re-stated below, as it ships only as that script).
@@ -250,6 +253,67 @@ def squad_cases():
     return {"questions": questions, "v2": v2, "v1": v1}
 
 
+# Small SQuAD files for tach eval: v1.1 in the official layout, v2.0 in the flat JSONL layout.
+EVAL_CONTEXTS = [PIPELINE_TEXT, "The Amazon rainforest is the largest forest in South America.",
+                 "Paris is the capital of France. The Eiffel tower was built of iron in 1889."]
+EVAL_QUESTIONS = [  # context, question, answer (None: no answer)
+    (0, "Where is most of the forest?", "Brazil"), (0, "What do owners sell?", "bowls"),
+    (0, "When was the tower built?", "1889"), (1, "What is the largest forest?", "The Amazon rainforest"),
+    (1, "Where is the forest?", "South America"), (2, "What is the capital of France?", "Paris"),
+    (2, "What was the tower built of?", "iron"), (2, "Who lives in the tower?", None),
+]
+
+
+def squad_files(out):
+    paragraphs = []
+    for c, context in enumerate(EVAL_CONTEXTS):
+        qas = [{"id": f"q{i}", "question": q, "answers": [{"text": a, "answer_start": context.index(a)}]}
+               for i, (ci, q, a) in enumerate(EVAL_QUESTIONS) if ci == c and a is not None]
+        paragraphs.append({"context": context, "qas": qas})
+    v1 = {"version": "1.1", "data": [{"title": "tiny", "paragraphs": paragraphs}]}
+    with open(os.path.join(out, "squad-v1.json"), "w") as f:
+        json.dump(v1, f, indent=1)
+    with open(os.path.join(out, "squad-v2.jsonl"), "w") as f:
+        for i, (c, q, a) in enumerate(EVAL_QUESTIONS):
+            context = EVAL_CONTEXTS[c]
+            answers = {"text": [a], "answer_start": [context.index(a)]} if a else {"text": [], "answer_start": []}
+            f.write(json.dumps({"id": f"q{i}", "title": "tiny", "context": context, "question": q, "answers": answers}) + "\n")
+
+
+def eval_cases(tok_file):
+    """tach eval's reference: the pipeline's best answer to each question (windows of 32 tokens, stride
+    16; v2.0 with handle_impossible_answer), scored by the official rules."""
+    out = []
+    path = os.path.join(HEADS, "bert-qa-f32")
+    if not os.path.isdir(path):
+        return out
+    tok = PreTrainedTokenizerFast(tokenizer_file=tok_file, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
+                                  unk_token="[UNK]", mask_token="[MASK]", model_max_length=32)
+    model = AutoModelForQuestionAnswering.from_pretrained(path, torch_dtype=torch.float32).eval()
+    pipe = QuestionAnsweringPipeline(model=model, tokenizer=tok, framework="pt")
+    for version in ("v1", "v2"):
+        questions = [(c, q, a) for c, q, a in EVAL_QUESTIONS if version == "v2" or a is not None]
+        predictions, exact, f1 = {}, {}, {}
+        for i, (c, q, a) in enumerate(questions):
+            with torch.no_grad():
+                best = pipe(question=q, context=EVAL_CONTEXTS[c], max_seq_len=32, doc_stride=16,
+                            handle_impossible_answer=version == "v2")
+            predictions[f"q{i}"] = best["answer"]
+            gold = [a] if a else []
+            exact[i], f1[i] = v2_scores(gold, best["answer"]) if version == "v2" else v1_scores(gold, best["answer"])
+        scores = {"exact_match": 100.0 * sum(exact.values()) / len(questions),
+                  "f1": 100.0 * sum(f1.values()) / len(questions), "total": len(questions)}
+        if version == "v2":
+            has = [i for i, (_, _, a) in enumerate(questions) if a]
+            no = [i for i, (_, _, a) in enumerate(questions) if not a]
+            scores["HasAns_exact"] = 100.0 * sum(exact[i] for i in has) / len(has)
+            scores["HasAns_f1"] = 100.0 * sum(f1[i] for i in has) / len(has)
+            scores["NoAns_exact"] = 100.0 * sum(exact[i] for i in no) / len(no)
+            scores["NoAns_f1"] = 100.0 * sum(f1[i] for i in no) / len(no)
+        out.append({"version": version, "predictions": predictions, "scores": scores})
+    return out
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "fixtures", "question_answering")
     os.makedirs(out, exist_ok=True)
@@ -260,6 +324,9 @@ def main():
         json.dump(pipeline_cases(tok_file), f, indent=1, ensure_ascii=False)
     with open(os.path.join(out, "squad.json"), "w") as f:
         json.dump(squad_cases(), f, indent=1, ensure_ascii=False)
+    squad_files(out)
+    with open(os.path.join(out, "eval.json"), "w") as f:
+        json.dump(eval_cases(tok_file), f, indent=1, ensure_ascii=False)
 
 
 if __name__ == "__main__":

@@ -223,12 +223,13 @@ class Reader {
 
 SquadData parse_squad(const std::string& path, const std::string& bytes) { return Reader(path).parse(bytes); }
 
-SquadData read_squad(const std::string& path) {
+}  // namespace tach::data
+
+tach::SquadData tach::read_squad(const std::string& path) {
+  using data::parse_squad;
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open the SQuAD file");
   std::ostringstream s;
   s << f.rdbuf();
   return parse_squad(path, s.str());
 }
-
-}  // namespace tach::data

@@ -16,9 +16,14 @@ std::optional<int32_t> cls_token_id(const Tokenizer& tokenizer) {
   return std::nullopt;
 }
 
+}  // namespace tach::tasks
+
+namespace tach {
+
 std::vector<std::vector<Answer>> answer_questions(const Model& model, const Tokenizer& tokenizer,
                                                   const std::vector<Question>& questions, const AnswerOptions& options,
                                                   size_t batch_windows) {
+  using namespace tasks;
   const ModelInfo& info = model.info();
   if (info.head != Head::question_answering)
     throw Error(
@@ -85,4 +90,4 @@ std::vector<std::vector<Answer>> answer_questions(const Model& model, const Toke
   return answers;
 }
 
-}  // namespace tach::tasks
+}  // namespace tach

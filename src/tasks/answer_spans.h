@@ -9,17 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "tach/question_answering.h"
 #include "tach/tokenizer.h"
 
 namespace tach::tasks {
 
-struct AnswerOptions {
-  int64_t top_k = 1;                      // answers returned, best first (fewer when there are not as many)
-  int64_t max_length = 384;               // tokens of a window: question, context and special tokens
-  int64_t doc_stride = 128;               // context tokens consecutive windows share
-  int64_t max_answer_len = 15;            // tokens of an answer at most
-  bool handle_impossible_answer = false;  // the empty answer competes, scored by CLS's start and end
-};
+using tach::Answer;
+using tach::AnswerOptions;
 
 // One window the model reads: the question, then part of the context.
 struct AnswerWindow {
@@ -52,13 +48,6 @@ struct TokenSpan {
 std::vector<TokenSpan> best_spans(const float* start_logits, const float* end_logits,
                                   const std::vector<uint8_t>& candidate, int64_t top_k, int64_t max_answer_len,
                                   bool handle_impossible_answer, float& min_null_score);
-
-struct Answer {
-  std::string text;  // context[start, end)
-  double score = 0;
-  int64_t start = 0, end = 0;           // characters (Unicode code points) of the context, as Python counts
-  size_t start_byte = 0, end_byte = 0;  // the same span in bytes
-};
 
 // The pipeline's postprocess: every window's spans widened to whole words, the empty answer when
 // handle_impossible_answer, sorted by score (stable), the top_k. start_logits, end_logits: one

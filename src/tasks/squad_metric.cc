@@ -119,8 +119,14 @@ QuestionScore score_question(const std::vector<std::string>& gold, const std::st
   return best;
 }
 
+}  // namespace tach::tasks
+
+namespace tach {
+
 SquadScores squad_scores(const std::vector<std::vector<std::string>>& gold, const std::vector<std::string>& predictions,
                          SquadVersion version) {
+  using tasks::QuestionScore;
+  using tasks::score_question;
   check(gold.size() == predictions.size(), "SQuAD scores: " + std::to_string(gold.size()) + " questions but " +
                                                std::to_string(predictions.size()) + " predictions");
   SquadScores s;
@@ -149,4 +155,4 @@ SquadScores squad_scores(const std::vector<std::vector<std::string>>& gold, cons
   return s;
 }
 
-}  // namespace tach::tasks
+}  // namespace tach

@@ -30,12 +30,12 @@ std::unique_ptr<CLI::App> make_app(std::vector<Command>& commands) {
       "--fail-on-regression, 70 internal error, 130 a sweep or training run stopped by Ctrl-C (it resumes).\n"
       "The batch option is -b/--batch in every command.");
   commands = {
-      add_info_command(*app),     add_classify_command(*app), add_fill_mask_command(*app), add_embed_command(*app),
-      add_tokenize_command(*app), add_bench_command(*app),    add_eval_command(*app),      add_run_command(*app),
-      add_generate_command(*app), add_profile_command(*app),  add_monitor_command(*app),   add_estimate_command(*app),
-      add_train_command(*app),    add_merge_command(*app),    add_download_command(*app),  add_dataset_command(*app),
-      add_compare_command(*app),  add_report_command(*app),   add_manifest_command(*app),  add_verify_command(*app),
-      add_analyze_command(*app),
+      add_info_command(*app),     add_classify_command(*app), add_fill_mask_command(*app), add_answer_command(*app),
+      add_embed_command(*app),    add_tokenize_command(*app), add_bench_command(*app),     add_eval_command(*app),
+      add_run_command(*app),      add_generate_command(*app), add_profile_command(*app),   add_monitor_command(*app),
+      add_estimate_command(*app), add_train_command(*app),    add_merge_command(*app),     add_download_command(*app),
+      add_dataset_command(*app),  add_compare_command(*app),  add_report_command(*app),    add_manifest_command(*app),
+      add_verify_command(*app),   add_analyze_command(*app),
   };
   return app;
 }

@@ -4,6 +4,7 @@
 #include "bench_options.h"
 #include "progress.h"
 #include "commands.h"
+#include "tach/question_answering.h"
 #include "tach/report.h"
 #include "tach/token_classification.h"
 
@@ -12,12 +13,14 @@ namespace tach::cli {
 Command add_eval_command(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();
   auto tokens = std::make_shared<TokenEvalOptions>();
+  auto answers = std::make_shared<AnswerOptions>();
   CLI::App* sub = app.add_subcommand(
       "eval",
       "Accuracy on a labelled dataset: accuracy, macro-F1, per-class precision/recall/F1, the confusion matrix, time "
       "and throughput, one pass per device and dtype; writes runs/<run_id>/ (accuracy.json, summary.txt, ...). A "
       "token classifier gets seqeval's entity-level precision/recall/F1 on tagged words (CoNLL text, JSON records "
-      "with tokens and ner_tags). An existing --run-id is refused");
+      "with tokens and ner_tags). A question-answering model gets SQuAD's exact match and F1 (v1.1, and v2.0 with "
+      "HasAns/NoAns) on SQuAD files. An existing --run-id is refused");
   add_bench_options(sub, *f, BenchScope::eval);
   sub->add_option("--tag-scheme", tokens->tag_scheme,
                   "A token classifier's tags: conlleval (seqeval's default, lenient, as conlleval.pl) or a strict "
@@ -30,8 +33,28 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--tag-names", *tag_names,
                   "Names of a JSON dataset's integer tags, comma-separated in id order (its label list, e.g. "
                   "O,B-PER,I-PER,...); default: the model's id2label");
-  return {sub, [f, tokens, sub, tag_names] {
+  sub->add_option("--doc-stride", answers->doc_stride,
+                  "A question-answering model: context tokens consecutive windows share (its windows are -s tokens, "
+                  "default 384 for it)")
+      ->capture_default_str();
+  sub->add_option("--max-answer-len", answers->max_answer_len,
+                  "A question-answering model: tokens of an answer at most")
+      ->capture_default_str();
+  sub->add_flag("--handle-impossible-answer", answers->handle_impossible_answer,
+                "A question-answering model: let the empty answer compete (on by itself for SQuAD v2.0 data)");
+  return {sub, [f, tokens, answers, sub, tag_names] {
             const BenchConfig config = f->resolve();
+            // A question-answering model: the official SQuAD scores of its best spans.
+            if (evaluates_question_answering(config)) {
+              AnswerOptions options = *answers;
+              if (sub->count("--max-length") > 0) options.max_length = config.eval_max_length;
+              if (sub->count("--doc-stride") == 0) options.doc_stride = std::min<int64_t>(options.max_length / 2, 128);
+              const QaEvalOutcome out = run_qa_eval(config, options);
+              std::cout << qa_eval_text(out);
+              std::cout << "written: " << out.run_dir
+                        << "/{config.json, question_answering.json, predictions.json, summary.txt, run.log}\n";
+              return 0;
+            }
             // A token classifier: seqeval's entity-level metrics over tagged words.
             if (evaluates_token_classification(config)) {
               if (sub->count("--max-length") > 0) tokens->max_length = config.eval_max_length;

@@ -14,6 +14,7 @@ struct Command {
 Command add_info_command(CLI::App& app);
 Command add_classify_command(CLI::App& app);
 Command add_fill_mask_command(CLI::App& app);
+Command add_answer_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);

@@ -1,0 +1,207 @@
+// tach eval on a question-answering model: SQuAD questions → windows of question and context →
+// the model's start and end logits → the best span of each question (transformers'
+// question-answering pipeline) → the official SQuAD exact match and F1.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_internal.h"
+#include "model/family.h"
+#include "tach/error.h"
+#include "tach/question_answering.h"
+#include "tach/runtime.h"
+
+namespace fs = std::filesystem;
+
+namespace tach {
+
+namespace {
+
+std::string fixed_text(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+nlohmann::json scores_json(const SquadScores& s, bool v2) {
+  nlohmann::json j = {{"exact_match", s.exact}, {"f1", s.f1}, {"total", s.total}};
+  if (v2) {
+    j["HasAns_exact"] = s.has_answer_exact;
+    j["HasAns_f1"] = s.has_answer_f1;
+    j["HasAns_total"] = s.has_answer_total;
+    j["NoAns_exact"] = s.no_answer_exact;
+    j["NoAns_f1"] = s.no_answer_f1;
+    j["NoAns_total"] = s.no_answer_total;
+  }
+  return j;
+}
+
+}  // namespace
+
+bool evaluates_question_answering(const BenchConfig& config) {
+  if (config.head != "auto") {
+    const std::optional<Head> head = parse_head(config.head);
+    return head && *head == Head::question_answering;
+  }
+  const std::string name = model::summarize_architecture(model::resolve_model(config.model)).name;
+  const std::string suffix = "ForQuestionAnswering";
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
+  BenchConfig config = given;
+  usage_check(!config.dataset.path.empty(),
+              "tach eval on a question-answering model needs SQuAD data (-d FILE: SQuAD v1.1/v2.0 JSON, or "
+              "records with id, context, question and answers as JSON or JSONL)");
+  usage_check(config.eval_batch_size > 0, "the evaluation batch size must be positive");
+  usage_check(config.threads.size() <= 1, "tach eval runs its pass with one thread count: give -t once");
+  QaEvalOutcome out;
+  const std::string auto_note = bench::resolve_auto_device(config);
+  if (!auto_note.empty()) out.notes.push_back(auto_note);
+  if (!config.threads.empty() && config.threads.front() > 0) set_threads(int(config.threads.front()));
+
+  const auto load = [&](const std::string& device, const std::string& dtype) {
+    LoadOptions lo;
+    lo.device = parse_device(device);
+    lo.compute = parse_compute_dtype(dtype);
+    lo.seed = config.seed;
+    lo.adapter = config.adapter;
+    lo.head = parse_head(config.head);
+    return load_model(config.model, lo);
+  };
+  // The first pass's model, the data and the tokenizer first: what cannot be read fails before a
+  // run directory is made.
+  std::unique_ptr<EncoderModel> model = load(config.devices.front(), config.dtypes.front());
+  const ModelInfo& info0 = model->info();
+  check(info0.head == Head::question_answering,
+        config.model + " runs a " + head_name(info0.head) + " head (" + info0.architecture +
+            "): SQuAD's scores need a question-answering model (--head question-answering builds a new one)");
+  out.model = config.model;
+  out.architecture = info0.architecture;
+  out.notes.insert(out.notes.end(), info0.notes.begin(), info0.notes.end());
+  SquadData data = read_squad(config.dataset.path);
+  out.dataset = config.dataset.path;
+  out.layout = data.layout;
+  out.v2 = data.v2;
+  if (!config.sample_sizes.empty() || config.limit > 0) {
+    int64_t n = config.sample_sizes.empty() ? config.limit
+                                            : *std::max_element(config.sample_sizes.begin(), config.sample_sizes.end());
+    if (config.limit > 0) n = std::min(n, config.limit);
+    usage_check(n > 0, "sample sizes must be positive, not " + std::to_string(n));
+    if (size_t(n) < data.questions.size()) {
+      data.questions.resize(size_t(n));
+      out.notes.push_back("the first " + std::to_string(n) + " questions of the dataset (--sample-sizes, --limit)");
+    }
+  }
+  // SQuAD v2.0 is answered as run_qa.py answers it (version_2_with_negative): the empty answer competes.
+  if (data.v2 && !options.handle_impossible_answer) {
+    options.handle_impossible_answer = true;
+    out.notes.push_back("SQuAD v2.0 data: the empty answer competes with the spans (--handle-impossible-answer)");
+  }
+  if (info0.max_positions > 0 && options.max_length > info0.max_positions) {
+    options.max_length = info0.max_positions;
+    options.doc_stride = std::min<int64_t>(options.doc_stride, options.max_length / 2);
+    out.notes.push_back("windows of " + std::to_string(options.max_length) + " tokens, the model's positions");
+  }
+  out.options = options;
+  const std::string tokenizer_path = tokenizer_path_for(info0, config.tokenizer);
+  const auto tokenizer = Tokenizer::load(tokenizer_path);
+  std::vector<Question> questions;
+  std::vector<std::vector<std::string>> gold;
+  for (const auto& q : data.questions) {
+    questions.push_back({q.question, q.context});
+    gold.push_back(q.answers);
+  }
+
+  if (config.run_id.empty())
+    config.run_id = bench::unique_run_id(config.runs_dir, bench::default_run_id(config.model) + "-eval");
+  bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
+  out.run_dir = store.dir();
+  nlohmann::json predictions = nlohmann::json::object();
+
+  for (const std::string& device : config.devices) {
+    for (const std::string& dtype : config.dtypes) {
+      if (!model) model = load(device, dtype);
+      QaEvalPass pass;
+      pass.device = device;
+      pass.dtype = dtype;
+      pass.questions = int64_t(questions.size());
+      // One untimed question first, as the accuracy pass warms up: the first forward pays one-off
+      // costs (packing caches, page faults, thread start-up).
+      if (!questions.empty()) answer_questions(*model, *tokenizer, {questions.front()}, options);
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<std::string> best;
+      const size_t step = size_t(config.eval_batch_size);
+      for (size_t first = 0; first < questions.size(); first += step) {
+        const std::vector<Question> chunk(questions.begin() + long(first),
+                                          questions.begin() + long(std::min(questions.size(), first + step)));
+        for (const auto& answers : answer_questions(*model, *tokenizer, chunk, options, step))
+          best.push_back(answers.empty() ? "" : answers.front().text);
+      }
+      pass.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      pass.questions_per_s = pass.total_s > 0 ? double(questions.size()) / pass.total_s : 0;
+      pass.scores = squad_scores(gold, best, data.v2 ? SquadVersion::v2 : SquadVersion::v1);
+      if (out.passes.empty())
+        for (size_t i = 0; i < best.size(); ++i) predictions[data.questions[i].id] = best[i];
+      out.passes.push_back(pass);
+      model.reset();
+    }
+  }
+  store.write_text("question_answering.json", qa_eval_json(out) + "\n");
+  store.write_text("predictions.json",
+                   predictions.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  store.write_text("summary.txt", qa_eval_text(out));
+  return out;
+}
+
+std::string qa_eval_text(const QaEvalOutcome& o) {
+  std::string s =
+      "question answering  " + o.model + " (" + o.architecture + ") on " + o.dataset + " (" + o.layout + ")\n";
+  s += "windows     " + std::to_string(o.options.max_length) + " tokens sharing " +
+       std::to_string(o.options.doc_stride) + " context tokens; answers of at most " +
+       std::to_string(o.options.max_answer_len) + " tokens" +
+       (o.options.handle_impossible_answer ? ", the empty answer allowed" : "") + "\n";
+  for (const auto& n : o.notes) s += "note        " + n + "\n";
+  for (const QaEvalPass& p : o.passes) {
+    s += "pass        " + p.device + " " + p.dtype + ": " + std::to_string(p.questions) + " questions, SQuAD " +
+         (o.v2 ? "v2.0" : "v1.1") + " scores; " + fixed_text(p.questions_per_s, 1) + " questions/s (" +
+         fixed_text(p.total_s, 3) + " s)\n";
+    s += "            exact match " + fixed_text(p.scores.exact, 2) + "  F1 " + fixed_text(p.scores.f1, 2) + "  (" +
+         std::to_string(p.scores.total) + " questions)\n";
+    if (o.v2) {
+      s += "            HasAns      exact match " + fixed_text(p.scores.has_answer_exact, 2) + "  F1 " +
+           fixed_text(p.scores.has_answer_f1, 2) + "  (" + std::to_string(p.scores.has_answer_total) + ")\n";
+      s += "            NoAns       exact match " + fixed_text(p.scores.no_answer_exact, 2) + "  F1 " +
+           fixed_text(p.scores.no_answer_f1, 2) + "  (" + std::to_string(p.scores.no_answer_total) + ")\n";
+    }
+  }
+  return s;
+}
+
+std::string qa_eval_json(const QaEvalOutcome& o) {
+  nlohmann::json passes = nlohmann::json::array();
+  for (const QaEvalPass& p : o.passes)
+    passes.push_back({{"device", p.device},
+                      {"dtype", p.dtype},
+                      {"questions", p.questions},
+                      {"scores", scores_json(p.scores, o.v2)},
+                      {"total_s", p.total_s},
+                      {"questions_per_s", p.questions_per_s}});
+  return nlohmann::json{{"schema", "tach.eval.question_answering/1"},
+                        {"dataset", o.dataset},
+                        {"layout", o.layout},
+                        {"squad_version", o.v2 ? "v2.0" : "v1.1"},
+                        {"model", o.model},
+                        {"architecture", o.architecture},
+                        {"options",
+                         {{"max_length", o.options.max_length},
+                          {"doc_stride", o.options.doc_stride},
+                          {"max_answer_len", o.options.max_answer_len},
+                          {"handle_impossible_answer", o.options.handle_impossible_answer}}},
+                        {"notes", o.notes},
+                        {"passes", passes}}
+      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace tach

@@ -1,0 +1,115 @@
+#!/bin/sh
+# tach answer and tach eval on a question-answering model, through the binary: answer --json
+# equals transformers' question-answering pipeline (pipeline.json of make_qa_golden.py) on a short
+# context and on one longer than the window; a question longer than the window and bad options
+# are refused. tach eval on SQuAD v1.1 (official layout) and v2.0 (flat JSONL) files writes the
+# pipeline's best answers (predictions.json) and the official exact match and F1 (eval.json); v1.1
+# data whose answer is not at its answer_start is refused, naming the record.
+# usage: question_answering.sh TACH FIXTURES_DIR WORK_DIR
+set -eu
+command -v python3 > /dev/null || { echo "skip: python3 (to read the JSON) is not installed"; exit 77; }
+tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+fx=$(cd "$2" && pwd)
+work=$3
+rm -rf "$work"
+mkdir -p "$work"
+qa=$fx/question_answering
+model=$fx/heads/bert-qa-f32
+[ -d "$model" ] || { echo "skip: $model is missing"; exit 77; }
+tok=$qa/tokenizer-tiny
+
+# 1. answer --json against the pipeline, for each bert-qa-f32 case of pipeline.json.
+python3 - "$qa/pipeline.json" > "$work/cases.txt" <<'EOF2'
+import json, sys
+for i, c in enumerate(json.load(open(sys.argv[1]))):
+    if c["model"] != "bert-qa-f32":
+        continue
+    o = c["options"]
+    args = ["--max-length", str(o["max_seq_len"])]
+    if "doc_stride" in o: args += ["--doc-stride", str(o["doc_stride"])]
+    if "top_k" in o: args += ["--top-k", str(o["top_k"])]
+    if "max_answer_len" in o: args += ["--max-answer-len", str(o["max_answer_len"])]
+    if o.get("handle_impossible_answer"): args += ["--handle-impossible-answer"]
+    print(i, " ".join(args))
+EOF2
+while read -r index args; do
+  python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[int(sys.argv[2])]; open(sys.argv[3],'w').write(c['question']); open(sys.argv[4],'w').write(c['context'])" \
+    "$qa/pipeline.json" "$index" "$work/question.txt" "$work/context.txt"
+  # shellcheck disable=SC2086
+  "$tach" answer -m "$model" -k "$tok" -q "$(cat "$work/question.txt")" --context-file "$work/context.txt" $args \
+    --json > "$work/answer$index.json"
+  python3 - "$work/answer$index.json" "$qa/pipeline.json" "$index" <<'EOF2'
+import json, sys
+got = json.load(open(sys.argv[1]))
+want = json.load(open(sys.argv[2]))[int(sys.argv[3])]
+assert got["schema"] == "tach.answer/1" and got["model"]["head"] == "question-answering", got["model"]
+assert len(got["answers"]) == len(want["answers"]), (got["answers"], want["answers"])
+for a, w in zip(got["answers"], want["answers"]):
+    assert (a["answer"], a["start"], a["end"]) == (w["answer"], w["start"], w["end"]), (a, w)
+    assert abs(a["score"] - w["score"]) < 1e-4, (a, w)
+print("ok: answer --json equals the pipeline (%s, %d windows, %d answers)" % (want["question"], want["windows"], len(want["answers"])))
+EOF2
+done < "$work/cases.txt"
+"$tach" answer -m "$model" -k "$tok" -q "Where is the forest?" -c "The Amazon rainforest is in South America." \
+  --max-length 32 > "$work/answer.txt"
+grep -q '^answer      0.0314  "The Amazon rainforest"  (characters 0-21)$' "$work/answer.txt" \
+  || { echo "FAIL: tach answer's text output:"; cat "$work/answer.txt"; exit 1; }
+echo "ok: answer's text output"
+
+expect_failure() {  # expect_failure STATUS TEXT COMMAND...: exits STATUS and says TEXT
+  want_code=$1
+  want_text=$2
+  shift 2
+  set +e
+  msg=$("$@" 2>&1)
+  code=$?
+  set -e
+  if [ "$code" -ne "$want_code" ] || ! echo "$msg" | grep -qF -- "$want_text"; then
+    echo "FAIL: $* exited $code (want $want_code) saying:"
+    echo "$msg" | tail -3
+    exit 1
+  fi
+  echo "ok: exit $code: $(echo "$msg" | grep -F -- "$want_text" | head -1)"
+}
+long="where is the largest city of the country where most of the forest is and who lives there and when was it built"
+expect_failure 1 'the question is longer than the window' "$tach" answer -m "$model" -k "$tok" -q "$long" -c "Paris." \
+  --max-length 20
+expect_failure 2 '--doc-stride 11 leaves no new context' "$tach" answer -m "$model" -k "$tok" -q "where?" \
+  -c "$(cat "$qa/squad-v1.json")" --max-length 16 --doc-stride 11
+expect_failure 2 'is longer than the 32 positions' "$tach" answer -m "$model" -k "$tok" -q "where?" -c "x" --max-length 64
+expect_failure 2 'give the context with --context or --context-file' "$tach" answer -m "$model" -k "$tok" -q "where?"
+expect_failure 2 '--top-k' "$tach" answer -m "$model" -k "$tok" -q "where?" -c "x" --top-k 0
+
+# 2. eval on SQuAD files: the pipeline's answers and the official scores.
+for version in v1 v2; do
+  data=$qa/squad-v1.json
+  [ $version = v2 ] && data=$qa/squad-v2.jsonl
+  "$tach" eval -m "$model" --tokenizer "$tok" -d "$data" -s 32 --doc-stride 16 --runs-dir "$work/runs" \
+    --run-id $version > "$work/eval-$version.txt"
+  python3 - "$work/runs/$version" "$qa/eval.json" $version <<'EOF2'
+import json, sys
+run, golden, version = sys.argv[1:]
+want = [c for c in json.load(open(golden)) if c["version"] == version][0]
+assert json.load(open(run + "/predictions.json")) == want["predictions"], json.load(open(run + "/predictions.json"))
+got = json.load(open(run + "/question_answering.json"))
+assert got["schema"] == "tach.eval.question_answering/1" and got["squad_version"] == ("v2.0" if version == "v2" else "v1.1")
+scores = got["passes"][0]["scores"]
+for k, v in want["scores"].items():
+    assert abs(scores[k] - v) < 1e-9, (k, scores[k], v)
+print("ok: eval on SQuAD %s: predictions and scores equal the pipeline and the official rules (EM %.2f, F1 %.2f)" % (version, scores["exact_match"], scores["f1"]))
+EOF2
+done
+grep -q "HasAns      exact match" "$work/eval-v2.txt" || { echo "FAIL: no HasAns line"; cat "$work/eval-v2.txt"; exit 1; }
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1])); d['data'][0]['paragraphs'][0]['qas'][1]['answers'][0]['answer_start'] += 1
+json.dump(d, open(sys.argv[2], 'w'))" "$qa/squad-v1.json" "$work/moved.json"
+expect_failure 1 'moved.json: data[0].paragraphs[0].qas[1] (id q1): the answer "bowls" is not in its context' \
+  "$tach" eval -m "$model" --tokenizer "$tok" -d "$work/moved.json" -s 32 --runs-dir "$work/runs"
+# A masked-LM checkpoint with --head question-answering: a new head, with transformers' note.
+"$tach" eval -m "$fx/heads/bert-mlm-f32" --tokenizer "$tok" -d "$qa/squad-v1.json" -s 32 --head question-answering \
+  --runs-dir "$work/runs" > "$work/eval-new-head.txt"
+grep -q "note        Some weights of BertForQuestionAnswering were not initialized" "$work/eval-new-head.txt" \
+  || { echo "FAIL: no new-head note:"; cat "$work/eval-new-head.txt"; exit 1; }
+echo "ok: eval --head question-answering on a masked LM says its head is new"
+echo "question answering through the binary: ok"
