@@ -285,6 +285,24 @@ TEST(EntityGroups, EqualTheTokenClassificationPipeline) {
   EXPECT_GT(groups_compared, 20);
 }
 
+TEST(EntityGroups, UnknownTokenAndSubwordMarksFromTheTokenizerFiles) {
+  const std::string tokenizers = test::fixtures_dir() + "/tokenizers";
+  const auto wordpiece = Tokenizer::load(tokenizers + "/tiny-wordpiece");
+  EXPECT_EQ(unknown_token_id(tokenizers + "/tiny-wordpiece", *wordpiece), wordpiece->token_to_id("[UNK]"));
+  EXPECT_TRUE(tokenizer_marks_subwords(tokenizers + "/tiny-wordpiece/tokenizer.json"));
+  const std::string unigram = tokenizers + "/unigram-xlmr/tokenizer-published.json";
+  EXPECT_EQ(unknown_token_id(unigram, *Tokenizer::load(unigram)), std::optional<int32_t>(3));
+  EXPECT_FALSE(tokenizer_marks_subwords(unigram));
+  const std::string bpe = tokenizers + "/modernbert-bpe";
+  EXPECT_EQ(unknown_token_id(bpe, *Tokenizer::load(bpe)), std::nullopt);
+  EXPECT_FALSE(tokenizer_marks_subwords(bpe));
+  // tokenizer_config.json's unk_token comes first, as transformers reads it
+  test::TempDir dir;
+  test::write_text(dir.file("tokenizer.json"), test::read_text(tokenizers + "/tiny-wordpiece/tokenizer.json"));
+  test::write_text(dir.file("tokenizer_config.json"), "{\"unk_token\": {\"content\": \"hello\", \"lstrip\": false}}");
+  EXPECT_EQ(unknown_token_id(dir.path(), *wordpiece), wordpiece->token_to_id("hello"));
+}
+
 TEST(EntityGroups, BTagsStartGroupsAndOtherLabelsContinue) {
   // Hand-made tokens: the grouping rule alone (get_tag: a label without B-/I- continues its type).
   const auto tok = [](const std::string& entity, float score, const std::string& word, int64_t s, int64_t e) {

@@ -237,7 +237,12 @@ std::optional<int32_t> unknown_token_id(const std::string& tokenizer_path, const
   if (unk.empty()) unk = token_of(read(dir / "special_tokens_map.json"), "unk_token");
   if (unk.empty()) {
     const nlohmann::json tj = read(fs::is_directory(given) ? given / "tokenizer.json" : given);
-    if (tj.is_object() && tj.contains("model")) unk = token_of(tj["model"], "unk_token");
+    if (tj.is_object() && tj.contains("model")) {
+      unk = token_of(tj["model"], "unk_token");
+      // a Unigram model names its unknown piece by id
+      if (unk.empty() && tj["model"].contains("unk_id") && tj["model"]["unk_id"].is_number_integer())
+        return tj["model"]["unk_id"].get<int32_t>();
+    }
   }
   if (unk.empty()) return std::nullopt;
   return tokenizer.token_to_id(unk);
