@@ -844,6 +844,7 @@ nlohmann::json measured_summary(TrainRun& r, const std::string& profiled_steps) 
                       {"eval_loss", or_null(e.evaluated, e.eval_loss)},
                       {"eval_accuracy", or_null(e.evaluated && e.eval_accuracy >= 0, e.eval_accuracy)},
                       {"eval_macro_f1", or_null(e.evaluated && e.eval_macro_f1 >= 0, e.eval_macro_f1)},
+                      {"eval_perplexity", or_null(e.evaluated && e.eval_perplexity >= 0, e.eval_perplexity)},
                       {"seconds", e.seconds},
                       {"tokens_per_s", e.tokens_per_s}});
   return {{"schema", "tach.train_summary/1"},

@@ -27,6 +27,11 @@ for r in rows:
     assert abs(r["eval_perplexity"] - math.exp(r["eval_loss"])) < 1e-6 * r["eval_perplexity"], r
 PY
 [ "$(field "$dir/mlm/model/config.json" architectures)" = '["BertForMaskedLM"]' ] || fail "saved architecture"
+python3 - "$dir/mlm/summary.json" <<'PY' || fail "summary.json's epochs lack the perplexity"
+import json, math, sys
+for e in json.load(open(sys.argv[1]))["epochs"]:
+    assert abs(e["eval_perplexity"] - math.exp(e["eval_loss"])) < 1e-6 * e["eval_perplexity"], e
+PY
 [ "$(field "$dir/mlm/config.json" options task)" = '"mlm"' ] || fail "task not recorded"
 
 # Token classification on CoNLL tags: a new head of the sorted tags.
