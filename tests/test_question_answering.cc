@@ -9,6 +9,7 @@
 #include "data/squad.h"
 #include "tach/error.h"
 #include "tach/model.h"
+#include "tach/question_answering.h"
 #include "tach/tokenizer.h"
 #include "tasks/answer_question.h"
 #include "tasks/answer_spans.h"
@@ -223,6 +224,21 @@ TEST(SquadData, ErrorsNameTheFileTheRecordAndWhatIsWrong) {
   EXPECT_NE(
       test::error_of([] { data::parse_squad("x.jsonl", "{\"context\": \"c\"\n"); }).find("x.jsonl: line 1: not JSON"),
       std::string::npos);
+}
+
+TEST(QuestionAnswering, BenchRunsMlperfsLengthForAQuestionAnsweringModel) {
+  BenchConfig c;
+  c.model = "preset:bert-large-uncased";  // published with a question-answering head
+  EXPECT_EQ(question_answering_bench_length(c), 384);
+  c.model = test::fixtures_dir() + "/heads/bert-qa-f32";  // 32 positions
+  EXPECT_EQ(question_answering_bench_length(c), 32);
+  c.model = test::fixtures_dir() + "/heads/bert-mlm-f32";
+  EXPECT_EQ(question_answering_bench_length(c), 0);
+  c.head = "question-answering";
+  EXPECT_EQ(question_answering_bench_length(c), 32);
+  c.model = "preset:distilbert-base-uncased";
+  c.head = "auto";
+  EXPECT_EQ(question_answering_bench_length(c), 0);
 }
 
 TEST(SquadMetric, ScoresAreTheOfficialScripts) {

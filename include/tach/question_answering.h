@@ -111,6 +111,10 @@ struct QaEvalOutcome {
 // or (--head auto) a checkpoint published as *ForQuestionAnswering. Reads config.json only.
 bool evaluates_question_answering(const BenchConfig& config);
 
+// tach bench's length for a question-answering model when none is given: MLPerf's BERT shape, 384
+// tokens, or the model's positions when it has fewer; 0 for another model. Reads config.json only.
+int64_t question_answering_bench_length(const BenchConfig& config);
+
 // tach eval on a question-answering model: reads the SQuAD file (config.dataset.path), answers
 // each question as tach answer does (options; handle_impossible_answer is set for v2.0 data) and
 // scores the best answers with the official script's rules; one pass per device and dtype.

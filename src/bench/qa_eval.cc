@@ -49,6 +49,12 @@ bool evaluates_question_answering(const BenchConfig& config) {
   return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+int64_t question_answering_bench_length(const BenchConfig& config) {
+  if (!evaluates_question_answering(config)) return 0;
+  const int64_t positions = model::summarize_architecture(model::resolve_model(config.model)).P;
+  return positions > 0 ? std::min<int64_t>(384, positions) : 384;
+}
+
 QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
   BenchConfig config = given;
   usage_check(!config.dataset.path.empty(),

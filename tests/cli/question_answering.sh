@@ -112,4 +112,20 @@ expect_failure 1 'moved.json: data[0].paragraphs[0].qas[1] (id q1): the answer "
 grep -q "note        Some weights of BertForQuestionAnswering were not initialized" "$work/eval-new-head.txt" \
   || { echo "FAIL: no new-head note:"; cat "$work/eval-new-head.txt"; exit 1; }
 echo "ok: eval --head question-answering on a masked LM says its head is new"
+# 3. bench on a question-answering model: MLPerf's 384 tokens, or the model's positions when fewer
+# (this one has 32), unless -s says otherwise.
+for s in default 16; do
+  flags=""
+  [ $s = default ] || flags="-s $s"
+  # shellcheck disable=SC2086
+  "$tach" bench -m "$model" -b 1 $flags --min-runs 2 --max-runs 2 --warmup 1 --runs-dir "$work/runs" \
+    --run-id bench-$s > /dev/null 2>&1
+  python3 - "$work/runs/bench-$s/config.json" $s <<'EOF2'
+import json, sys
+want = [32] if sys.argv[2] == "default" else [int(sys.argv[2])]
+got = json.load(open(sys.argv[1]))["seq_lens"]
+assert got == want, (got, want)
+print("ok: bench on a QA model (-s %s) runs %s tokens" % (sys.argv[2], got))
+EOF2
+done
 echo "question answering through the binary: ok"

@@ -7,6 +7,7 @@
 #include "tach/bench.h"
 #include "tach/dataset.h"
 #include "tach/error.h"
+#include "tach/question_answering.h"
 #include "tach/report.h"
 #include "tach/slurm.h"
 
@@ -70,6 +71,16 @@ int run_slurm_task_command(const BenchFlags& f, const SlurmFlags& s) {
   return 0;
 }
 
+// A question-answering model runs MLPerf's BERT shape, 384 tokens (or its positions, when fewer),
+// where neither -s nor the config file gives the lengths (the default 128 is a classifier's).
+BenchConfig with_task_length(const BenchFlags& f, BenchConfig c) {
+  for (const auto& [opt, apply] : f.given)
+    if (opt->check_lname("seq-lens") && opt->count() > 0) return c;
+  if (c.train.enabled || c.seq_lens != BenchConfig{}.seq_lens || c.model.empty()) return c;
+  if (const int64_t length = question_answering_bench_length(c); length > 0) c.seq_lens = {length};
+  return c;
+}
+
 int run_bench_command(const BenchFlags& f, const SlurmFlags& s) {
   if (!s.plan.empty() || s.task >= 0) return run_slurm_task_command(f, s);
   for (const auto* opt : s.submit_only)
@@ -79,13 +90,13 @@ int run_bench_command(const BenchFlags& f, const SlurmFlags& s) {
     check(!f.report,
           "--report writes the report at the end of a run here; with --slurm the run ends on the cluster: "
           "tach report RUN_DIR once its points are in");
-    print_submission(f.resume.empty() ? submit_bench_slurm(f.resolve(), s.options)
+    print_submission(f.resume.empty() ? submit_bench_slurm(with_task_length(f, f.resolve()), s.options)
                                       : resubmit_bench_slurm(f.resume, s.options));
     return 0;
   }
   SweepOutcome out;
   if (f.resume.empty()) {
-    const BenchConfig config = f.resolve();
+    const BenchConfig config = with_task_length(f, f.resolve());
     out = run_bench(config, bench_progress(f.no_progress, config));
   } else {
     std::cerr << "tach: resuming " << f.resume << "\n";
@@ -108,7 +119,8 @@ Command add_bench_command(CLI::App& app) {
       "bench",
       "Inference sweep: latency (median, p90/p95/p99), throughput and memory over batch sizes x sequence lengths x "
       "dtypes x devices x threads, optionally accuracy; writes runs/<run_id>/. With no arguments: DistilBERT-base "
-      "(synthetic weights), batch 1-32 at seq 128, f32, on the CPU. With --train: training steps over the same axes "
+      "(synthetic weights), batch 1-32 at seq 128, f32, on the CPU; a question-answering model at seq 384 (MLPerf's "
+      "BERT shape). With --train: training steps over the same axes "
       "and method x exec x gradient checkpointing, with the phase breakdown, MFU, memory per category and "
       "performance_report.md (the diagnosis of the curve).");
   add_bench_options(sub, *f, BenchScope::sweep);
