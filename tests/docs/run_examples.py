@@ -74,6 +74,10 @@ SUBST = [
      "offline: a Hub id; the tiny BERT token classifier (with a tokenizer of its vocabulary) stands in"),
     (r"(?<![\w/.-])conll2003_test\.txt", f"{FIX}/token_classes/ner.conll",
      "placeholder: CoNLL-2003's test file; a small one in the same layout stands in"),
+    (r"distilbert-base-cased-distilled-squad", f"{FIX}/heads/bert-qa-f32 -k {FIX}/question_answering/tokenizer-tiny",
+     "offline: a Hub id; the tiny BERT question-answering model (with a tokenizer of its vocabulary) stands in"),
+    (r"(?<![\w/.-])squad_dev_v1\.1\.json", f"{FIX}/question_answering/squad-v1.json",
+     "placeholder: SQuAD v1.1's dev file; a small one in the same layout stands in"),
     # docs/python.md
     (r'load_model\("sentence-transformers/all-MiniLM-L6-v2"\)',
      f'load_model("{FIX}/encoders/bert-base-model-f32", tokenizer="{TINY_TOK}")',
