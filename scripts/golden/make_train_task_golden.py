@@ -50,6 +50,9 @@ CASES = {
     "distilbert-token-cls5-f32": ("encoders/distilbert-base-model-f32", "token-classification"),
     "bert-qa-f32": ("encoders/bert-base-model-f32", "question-answering"),
     "roberta-qa-f32": ("encoders/roberta-base-model-f32", "question-answering"),
+    "mpnet-mlm-f32": ("encoders/mpnet-base-model-f32", "mlm"),
+    "xlm-roberta-token-cls5-f32": ("encoders/xlm-roberta-base-model-f32", "token-classification"),
+    "mpnet-qa-f32": ("encoders/mpnet-base-model-f32", "question-answering"),
 }
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
 STEPS, WARMUP, LR, WD, CLIP = 20, 2, 1e-3, 0.01, 1.0
@@ -78,7 +81,7 @@ def mask_tokens(ids, special, mask_id, vocab, gen, p=0.15):
 
 def batches(config, task, gen):
     out = []
-    first = 2 if config.model_type == "roberta" else 1  # ids below are specials ([PAD]/<s>...)
+    first = 2 if config.model_type in ("roberta", "xlm-roberta", "mpnet") else 1  # ids below are specials
     for i in range(4):
         B, T = 3, 9 + i
         ids = torch.randint(first + 3, config.vocab_size, (B, T), generator=gen)
