@@ -437,6 +437,16 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
               ") has no head and is neither an embedding model nor a causal LM: tach bench measures a head (--head "
               "builds one), embeddings or a prefill. tach info -m describes it and tach estimate -m says whether it "
               "fits");
+    // A per-token head has its own metrics (tach eval: seqeval's for a token classifier).
+    const bool per_token_head =
+        mi.head == Head::token_classification || mi.head == Head::question_answering || mi.head == Head::masked_lm;
+    check(!accuracy || mi.classifier || !per_token_head,
+          config.model + " runs a " + head_name(mi.head) +
+              " head: the accuracy pass needs a sequence classifier; drop --accuracy (the sweep measures the head's "
+              "forward)" +
+              (mi.head == Head::token_classification
+                   ? std::string(", and tach eval gives a token classifier's entity-level metrics (seqeval)")
+                   : std::string()));
     check(!accuracy || mi.classifier,
           config.model + (mi.embedding ? " is an embedding model (" + mi.pooling + " pooling)" : " is a causal LM") +
               ": the accuracy pass needs a sequence classifier; drop --accuracy (the sweep measures its " +

@@ -122,3 +122,15 @@ rc=$?
 set -e
 [ $rc -ne 0 ] && echo "$msg" | grep -q "bad.conll:2" || { echo "malformed: rc $rc: $msg"; exit 1; }
 echo "ok: a scheme that does not parse, tags outside the scheme and a malformed line are errors that say so"
+
+# tach bench --accuracy on a token classifier: refused, naming its head and tach eval (it said
+# "is a causal LM" before)
+printf 'text\tlabel\nhello world\tO\n' > "$work/labels.tsv"
+set +e
+msg=$("$tach" bench -m "$model" -k "$tok" --accuracy -d "$work/labels.tsv" -b 1 -s 8 --runs 1 --no-progress \
+  --runs-dir "$work/runs" 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] && echo "$msg" | grep -q "runs a token-classification head" && echo "$msg" | grep -q "tach eval" ||
+  { echo "bench --accuracy: rc $rc: $msg"; exit 1; }
+echo "ok: bench --accuracy on a token classifier points to tach eval"
