@@ -113,6 +113,25 @@ TEST(TraceReader, WhatIsNotATraceIsSaid) {
   EXPECT_EQ(t.cpu.size(), 1u);
 }
 
+TEST(TraceReader, EscapesNumbersAndMalformedInput) {
+  const Trace t = load_trace_text(
+      "e.json", R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a\"b\\ \u00e9\ud83d\ude00","ts":1.5e1,)"
+                R"("dur":2,"tid":"7","args":{"Input Dims":[[2,3],[[1],[2]],[]],"Ignored":{"x":[1,{"y":null}]}}}]})");
+  ASSERT_EQ(t.cpu.size(), 1u);
+  EXPECT_EQ(t.strings.str(t.cpu[0].name), "a\"b\\ \xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(t.cpu[0].start_ns, 15000);
+  EXPECT_EQ(t.cpu[0].tid, 7);
+  EXPECT_EQ(t.strings.str(t.cpu[0].shapes), "[[2, 3], [], []]");  // a list of tensors shows as []
+  for (const char* bad : {R"({"traceEvents":[]} x)", R"({"traceEvents":[{"name":"\q"}]})",
+                          R"({"traceEvents":[{"ts":1e}]})", R"({"traceEvents":[{"name":"\ud800"}]})"})
+    EXPECT_NE(error_of([&] { load_trace_text("bad.json", bad); }).find("not a trace: malformed JSON at byte"),
+              std::string::npos)
+        << bad;
+  // Nesting too deep for any trace is an error, not a stack overflow.
+  const std::string deep = "{\"traceEvents\":[{\"args\":" + std::string(100000, '[');
+  EXPECT_NE(error_of([&] { load_trace_text("deep.json", deep); }).find("deep.json"), std::string::npos);
+}
+
 // torch's rows, as the generator saved them beside each trace.
 struct Reference {
   std::string key;

@@ -145,6 +145,16 @@ TEST(AnalyzeTraces, JsonOfAGpuRank) {
   EXPECT_NE(a.text.find("compute 70.0%, non-compute 20.0%, idle 10.0%"), std::string::npos) << a.text;
 }
 
+TEST(AnalyzeTraces, InvalidUtf8InNamesIsReplacedNotRefused) {
+  // The reader keeps a name's bytes as they are; the JSON written replaces what is not UTF-8.
+  test::TempDir dir;
+  std::ofstream(dir.file("t.pt.trace.json"))
+      << "{\"schemaVersion\":{\"v\":\"\xff\"},\"deviceProperties\":[{\"name\":\"\xfe\"}],\"traceEvents\":["
+         "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\xff\",\"ts\":1,\"dur\":2,\"tid\":1}]}";
+  const auto a = analyze_traces({dir.file("t.pt.trace.json")}, AnalyzeOptions{});
+  EXPECT_EQ(json::parse(a.json)["ops"][0]["name"], "op\xef\xbf\xbd");
+}
+
 TEST(AnalyzeTraces, TwoFilesClaimingOneRankAtOnceAreRefused) {
   test::TempDir dir;
   std::ofstream(dir.file("a.pt.trace.json")) << gpu_trace().dump();

@@ -200,7 +200,8 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
       spans.push_back({file, rank, first, last});
     }
     if (device_properties.empty() && !t.device_properties.empty())
-      device_properties = json::parse(t.device_properties.dump());
+      device_properties =
+          json::parse(t.device_properties.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     traces.push_back({{"path", file},
                       {"rank", rank},
                       {"rank_assumed", !t.rank.has_value()},
@@ -294,7 +295,8 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
     jranks.push_back(std::move(o));
   }
   j["ranks"] = jranks;
-  out.json = j.dump(1);
+  // Names are the trace's bytes: invalid UTF-8 is replaced (U+FFFD) rather than refused.
+  out.json = j.dump(1, ' ', false, json::error_handler_t::replace);
 
   // The terminal report.
   std::ostringstream s;

@@ -20,75 +20,15 @@ int64_t integer_of(const json& v, int64_t fallback = 0) {
     const double d = v.get<double>();
     return std::isfinite(d) && std::fabs(d) < 9e18 ? static_cast<int64_t>(std::llround(d)) : fallback;
   }
-  if (v.is_string()) {  // pids and tids are sometimes strings ("Spans", "PyTorch Profiler")
-    const auto& s = v.get_ref<const std::string&>();
-    char* end = nullptr;
-    const long long n = std::strtoll(s.c_str(), &end, 10);
-    if (end != s.c_str() && *end == '\0') return n;
-    return static_cast<int64_t>(std::hash<std::string>{}(s)&0x3fffffffffffffffULL) | (int64_t(1) << 62);
-  }
+  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
   return fallback;
 }
 
 // µs with fractional ns, as torch writes them, to integer ns (exact for any trace under 104 days
 // of clock: doubles hold integers to 2^53).
-int64_t ns_of(const json& v) {
-  if (!v.is_number()) return 0;
-  const double us = v.get<double>();
-  return std::isfinite(us) && std::fabs(us) < 9e12 ? static_cast<int64_t>(std::llround(us * 1000.0)) : 0;
-}
-
-const json* arg(const json& args, const char* key) {
-  if (!args.is_object()) return nullptr;
-  const auto it = args.find(key);
-  return it == args.end() ? nullptr : &*it;
-}
-
-// torch's input_shapes as Python prints them: one list per input, "[]" for a scalar and for a
-// list of tensors (the trace's "Input Dims" holds the list's shapes; torch's shapes() does not).
-std::string torch_shapes(const json& dims) {
-  if (!dims.is_array()) return "[]";
-  std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i) out += ", ";
-    const json& d = dims[i];
-    const bool plain = d.is_array() && std::all_of(d.begin(), d.end(), [](const json& n) { return n.is_number(); });
-    out += '[';
-    for (size_t k = 0; plain && k < d.size(); ++k) out += (k ? ", " : "") + std::to_string(integer_of(d[k]));
-    out += ']';
-  }
-  return out + "]";
-}
-
-// Python's str() of a nested list, for the input types.
-void print_list(const json& v, std::string& out) {
-  if (v.is_array()) {
-    out += '[';
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i) out += ", ";
-      print_list(v[i], out);
-    }
-    out += ']';
-  } else if (v.is_number_integer() || v.is_number_unsigned()) {
-    out += std::to_string(integer_of(v));
-  } else if (v.is_string()) {
-    out += v.get_ref<const std::string&>();
-  } else {
-    out += v.dump();
-  }
-}
-
-std::vector<std::vector<int64_t>> shapes_of(const json& dims) {
-  std::vector<std::vector<int64_t>> out;
-  if (!dims.is_array()) return out;
-  for (const auto& d : dims) {
-    std::vector<int64_t> shape;
-    if (d.is_array())
-      for (const auto& n : d)
-        if (n.is_number_integer() || n.is_number_unsigned()) shape.push_back(integer_of(n));
-    out.push_back(std::move(shape));
-  }
-  return out;
+int64_t ns_of(const std::optional<double>& us) {
+  if (!us || !std::isfinite(*us) || std::fabs(*us) >= 9e12) return 0;
+  return static_cast<int64_t>(std::llround(*us * 1000.0));
 }
 
 bool is_c10d_work(const std::string& name) {
@@ -100,24 +40,14 @@ class Builder {
  public:
   explicit Builder(Trace& t) : t_(t) {}
 
-  void event(json&& e) {
-    if (!e.is_object()) return;
-    const auto ph_it = e.find("ph");
-    if (ph_it == e.end() || !ph_it->is_string()) return;
-    const std::string& ph = ph_it->get_ref<const std::string&>();
-    const auto name_it = e.find("name");
-    const std::string name = name_it != e.end() && name_it->is_string() ? name_it->get<std::string>() : std::string();
-    const json empty = json::object();
-    const auto args_it = e.find("args");
-    const json& args = args_it != e.end() ? *args_it : empty;
-    if (ph == "X") {
-      complete(e, name, args);
-    } else if (ph == "i" || ph == "I") {
-      if (name == "[memory]") memory(e, args);
-    } else if (ph == "M") {
-      if (name == "thread_name" && arg(args, "name") && arg(args, "name")->is_string())
-        t_.thread_names[integer_of(e.value("tid", json()))] = (*arg(args, "name")).get<std::string>();
-    } else if ((ph == "s" || ph == "f") && e.value("cat", std::string()) == "ac2g") {
+  void event(const RawEvent& e) {
+    if (e.ph == "X") {
+      complete(e);
+    } else if (e.ph == "i" || e.ph == "I") {
+      if (e.name == "[memory]") memory(e);
+    } else if (e.ph == "M") {
+      if (e.name == "thread_name" && !e.arg_name.empty()) t_.thread_names[e.tid] = e.arg_name;
+    } else if ((e.ph == "s" || e.ph == "f") && e.cat == "ac2g") {
       ++t_.flow_events;
     }
   }
@@ -131,39 +61,35 @@ class Builder {
       if (v.contains("backend") && v["backend"].is_string()) t_.backend = v["backend"].get<std::string>();
       t_.distributed_info = std::move(v);
     } else if (key == "with_flops") {
-      t_.with_flops = integer_of(v) != 0 || (v.is_boolean() && v.get<bool>());
+      t_.with_flops = integer_of(v) != 0;
     } else if (key == "record_shapes") {
-      t_.record_shapes = integer_of(v) != 0 || (v.is_boolean() && v.get<bool>());
+      t_.record_shapes = integer_of(v) != 0;
     } else if (key == "profile_memory") {
-      t_.profile_memory = integer_of(v) != 0 || (v.is_boolean() && v.get<bool>());
+      t_.profile_memory = integer_of(v) != 0;
     } else if (key == "with_stack") {
-      t_.with_stack = integer_of(v) != 0 || (v.is_boolean() && v.get<bool>());
+      t_.with_stack = integer_of(v) != 0;
     } else if (key == "baseTimeNanoseconds") {
       t_.base_time_ns = integer_of(v);
     } else if (key == "schemaVersion") {
-      t_.schema_version = v.is_string() ? v.get<std::string>() : v.dump();
+      t_.schema_version = v.is_string() ? v.get<std::string>() : v.dump(-1, ' ', false, json::error_handler_t::replace);
     }
   }
 
  private:
-  void complete(const json& e, const std::string& name, const json& args) {
-    const Category c = category_of(e.value("cat", std::string()));
+  void complete(const RawEvent& e) {
+    const Category c = category_of(e.cat);
     if (c == Category::other) return;
-    const int64_t start = ns_of(e.value("ts", json()));
-    const int64_t dur = std::max<int64_t>(0, ns_of(e.value("dur", json())));
-    const json* ext = arg(args, "External id");
-    const json* corr = arg(args, "correlation");
+    const int64_t start = ns_of(e.ts);
+    const int64_t dur = std::max<int64_t>(0, ns_of(e.dur));
     if (on_device(c)) {
       DeviceEvent d;
       d.start_ns = start;
       d.end_ns = start + dur;
-      const json* device = arg(args, "device");
-      const json* stream = arg(args, "stream");
-      d.device = device ? integer_of(*device) : integer_of(e.value("pid", json()));
-      d.stream = stream ? integer_of(*stream) : integer_of(e.value("tid", json()));
-      d.external_id = ext ? integer_of(*ext) : 0;
-      d.correlation = corr ? integer_of(*corr) : 0;
-      d.name = t_.strings.id(name);
+      d.device = e.device.value_or(e.pid);
+      d.stream = e.stream.value_or(e.tid);
+      d.external_id = e.external_id.value_or(0);
+      d.correlation = e.correlation.value_or(0);
+      d.name = t_.strings.id(e.name);
       d.category = c;
       t_.device.push_back(d);
       return;
@@ -171,31 +97,27 @@ class Builder {
     CpuEvent x;
     x.start_ns = start;
     x.end_ns = start + dur;
-    x.tid = integer_of(e.value("tid", json()));
-    x.external_id = ext ? integer_of(*ext) : 0;
-    x.correlation = corr ? integer_of(*corr) : 0;
-    x.name = t_.strings.id(name);
-    const json* dims = arg(args, "Input Dims");
-    std::string text = dims ? torch_shapes(*dims) : std::string("[]");
-    if (const json* f = arg(args, "flops")) x.flops = std::max<int64_t>(0, integer_of(*f, 0));
-    else if (dims) x.flops = torch_flops(name, shapes_of(*dims));
-    x.shapes = t_.strings.id(text);
-    text.clear();
-    if (const json* types = arg(args, "Input type")) print_list(*types, text);
-    x.types = t_.strings.id(text);
+    x.tid = e.tid;
+    x.external_id = e.external_id.value_or(0);
+    x.correlation = e.correlation.value_or(0);
+    x.name = t_.strings.id(e.name);
+    x.shapes = t_.strings.id(e.has_dims ? e.shapes : std::string("[]"));
+    if (e.flops) x.flops = std::max<int64_t>(0, *e.flops);
+    else if (e.has_dims) x.flops = torch_flops(e.name, e.dims);
+    x.types = t_.strings.id(e.types);
     x.category = c;
-    x.is_async = c == Category::user_annotation && is_c10d_work(name);
+    x.is_async = c == Category::user_annotation && is_c10d_work(e.name);
     t_.cpu.push_back(x);
   }
 
-  void memory(const json& e, const json& args) {
+  void memory(const RawEvent& e) {
     MemoryEvent m;
-    m.ts_ns = ns_of(e.value("ts", json()));
-    if (const json* v = arg(args, "Bytes")) m.bytes = integer_of(*v);
-    if (const json* v = arg(args, "Total Allocated")) m.total_allocated = integer_of(*v);
-    if (const json* v = arg(args, "Total Reserved")) m.total_reserved = integer_of(*v);
-    if (const json* v = arg(args, "Device Type")) m.device_type = static_cast<int>(integer_of(*v));
-    if (const json* v = arg(args, "Device Id")) m.device_id = static_cast<int>(integer_of(*v, -1));
+    m.ts_ns = ns_of(e.ts);
+    m.bytes = e.bytes.value_or(0);
+    m.total_allocated = e.total_allocated.value_or(0);
+    m.total_reserved = e.total_reserved.value_or(0);
+    m.device_type = static_cast<int>(e.device_type.value_or(0));
+    m.device_id = static_cast<int>(e.device_id.value_or(-1));
     t_.memory.push_back(m);
   }
 
@@ -207,12 +129,8 @@ Trace load_with(const std::string& name, const std::function<void(const TraceCal
   t.path = name;
   Builder b(t);
   TraceCallbacks callbacks;
-  callbacks.event = [&](json&& e) { b.event(std::move(e)); };
+  callbacks.event = [&](const RawEvent& e) { b.event(e); };
   callbacks.field = [&](const std::string& key, json&& v) { b.field(key, std::move(v)); };
-  callbacks.event_keys = {"ph", "cat", "name", "ts", "dur", "pid", "tid", "args"};
-  callbacks.arg_keys = {"External id", "correlation", "device", "stream",          "flops",
-                        "Input Dims",  "Input type",  "Bytes",  "Total Allocated", "Total Reserved",
-                        "Device Type", "Device Id",   "name"};
   read(callbacks);
   return t;
 }

@@ -2,13 +2,11 @@
 
 #include <zlib.h>
 
-#include <array>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstring>
-#include <istream>
-#include <sstream>
-#include <streambuf>
-#include <unordered_set>
 #include <vector>
 
 #include "tach/error.h"
@@ -18,240 +16,587 @@ namespace {
 
 using nlohmann::json;
 
-// A streambuf over gzread: gzip decoded as the parser asks for bytes, plain files passed through.
-// Errors are kept, not thrown through the parser, so that a truncated gzip stream is reported as
-// such rather than as the JSON it cut short.
-class GzipStreamBuf : public std::streambuf {
+// Where the bytes come from: fill() returns how many it wrote, 0 at the end.
+class Source {
  public:
-  explicit GzipStreamBuf(const std::string& path) : path_(path) {
+  virtual ~Source() = default;
+  virtual size_t fill(char* buffer, size_t capacity) = 0;
+  virtual std::string error() const { return {}; }
+};
+
+// gzip decoded as the scanner asks for bytes, plain files passed through. Errors are kept, not
+// thrown, so that a truncated gzip stream is reported as such rather than as the JSON it cut short.
+class GzipSource : public Source {
+ public:
+  explicit GzipSource(const std::string& path) {
     file_ = gzopen(path.c_str(), "rb");
     check(file_ != nullptr, path + ": cannot open (" + std::string(std::strerror(errno)) + ")");
     gzbuffer(file_, 1 << 17);
   }
-  ~GzipStreamBuf() override {
-    if (file_) gzclose(file_);
-  }
-  GzipStreamBuf(const GzipStreamBuf&) = delete;
-  GzipStreamBuf& operator=(const GzipStreamBuf&) = delete;
+  ~GzipSource() override { gzclose(file_); }
+  GzipSource(const GzipSource&) = delete;
+  GzipSource& operator=(const GzipSource&) = delete;
 
-  const std::string& error() const { return error_; }
-  int64_t bytes_read() const { return bytes_; }
-
- protected:
-  int_type underflow() override {
-    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    if (!error_.empty()) return traits_type::eof();
-    const int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
+  size_t fill(char* buffer, size_t capacity) override {
+    if (!error_.empty()) return 0;
+    const int n = gzread(file_, buffer, static_cast<unsigned>(capacity));
     int errnum = Z_OK;
     const char* message = gzerror(file_, &errnum);
     if (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) {
       // Z_BUF_ERROR at the end: the gzip stream stopped before its end (a copy cut short).
       error_ = errnum == Z_BUF_ERROR ? "the gzip stream is truncated (the file was cut short)"
                                      : std::string("gzip error: ") + (message ? message : "unknown");
-      if (n <= 0) return traits_type::eof();
     }
-    if (n <= 0) return traits_type::eof();
-    bytes_ += n;
-    setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
-    return traits_type::to_int_type(*gptr());
+    return n > 0 ? size_t(n) : 0;
   }
+  std::string error() const override { return error_; }
 
  private:
-  std::string path_;
   gzFile file_ = nullptr;
-  std::array<char, 1 << 18> buffer_{};
   std::string error_;
-  int64_t bytes_ = 0;
 };
 
-// The SAX handler: builds each trace event (and each top-level field other than traceEvents) as a
-// small JSON value and hands it on, so nothing larger than one event is ever held.
-class TraceSax {
+class TextSource : public Source {
  public:
-  explicit TraceSax(const TraceCallbacks& callbacks) : callbacks_(callbacks) {}
-
-  bool null() { return value(json(nullptr)); }
-  bool boolean(bool v) { return value(json(v)); }
-  bool number_integer(json::number_integer_t v) { return value(json(v)); }
-  bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
-  bool number_float(json::number_float_t v, const json::string_t&) { return value(json(v)); }
-  bool string(json::string_t& v) { return value(json(std::move(v))); }
-  bool binary(json::binary_t&) { return value(json(nullptr)); }
-
-  bool start_object(std::size_t) { return skip_container() || open(json::object()); }
-  bool start_array(std::size_t) { return skip_container() || open(json::array()); }
-  bool end_object() { return end_skipped() || close(); }
-  bool end_array() { return end_skipped() || close(); }
-  bool key(json::string_t& k) {
-    if (skip_until_ >= 0) return true;
-    if (building_ && in_event_ && depth_ == event_depth()) {
-      event_key_ = k;
-      skip_next_ = !kept(callbacks_.event_keys, k);
-    } else if (building_ && in_event_ && depth_ == event_depth() + 1 && event_key_ == "args") {
-      skip_next_ = !kept(callbacks_.arg_keys, k);
-    }
-    if (depth_ == 1 && root_is_object_) {
-      top_key_ = k;
-      in_events_array_ = false;
-    }
-    key_ = std::move(k);
-    return true;
+  explicit TextSource(const std::string& text) : text_(text) {}
+  size_t fill(char* buffer, size_t capacity) override {
+    const size_t n = std::min(capacity, text_.size() - offset_);
+    std::memcpy(buffer, text_.data() + offset_, n);
+    offset_ += n;
+    return n;
   }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
-    position_ = position;
-    message_ = e.what();
-    return false;
-  }
-
-  bool saw_events() const { return saw_events_; }
-  bool root_seen() const { return root_seen_; }
-  std::size_t error_position() const { return position_; }
-  const std::string& error_message() const { return message_; }
 
  private:
-  // Depth at which an event object sits: 3 under {"traceEvents": [ {...} ]}, 2 under [ {...} ].
-  int event_depth() const { return root_is_object_ ? 3 : 2; }
-
-  static bool kept(const std::unordered_set<std::string>& keys, const std::string& k) {
-    return keys.empty() || keys.count(k) > 0;
-  }
-  // A value whose key the caller does not want is parsed but never built (most of an event's
-  // bytes: strides, concrete inputs, Python ids), which saves its allocations.
-  bool skip_container() {
-    if (skip_until_ >= 0 || skip_next_) {
-      ++depth_;
-      if (skip_until_ < 0) skip_until_ = depth_;
-      skip_next_ = false;
-      return true;
-    }
-    return false;
-  }
-  bool end_skipped() {
-    if (skip_until_ < 0) return false;
-    if (depth_ == skip_until_) skip_until_ = -1;
-    --depth_;
-    return true;
-  }
-
-  bool open(json&& container) {
-    ++depth_;
-    if (depth_ == 1) {
-      root_seen_ = true;
-      root_is_object_ = container.is_object();
-      if (!root_is_object_) saw_events_ = true;  // a bare array of events
-      return true;
-    }
-    if (depth_ == 2 && root_is_object_ && top_key_ == "traceEvents") {
-      if (!container.is_array()) return true;  // built and handed on as a field below
-      in_events_array_ = true;
-      saw_events_ = true;
-      return true;
-    }
-    if (depth_ == event_depth() && in_events()) {
-      building_ = true;
-      in_event_ = true;
-      current_ = std::move(container);
-      stack_.assign(1, &current_);
-      return true;
-    }
-    if (depth_ == 2 && root_is_object_) {  // a top-level field's value
-      building_ = true;
-      in_event_ = false;
-      current_ = std::move(container);
-      stack_.assign(1, &current_);
-      return true;
-    }
-    if (building_) stack_.push_back(add(std::move(container)));
-    return true;
-  }
-
-  bool close() {
-    const int depth = depth_--;
-    if (!building_) return true;
-    stack_.pop_back();
-    if (!stack_.empty()) return true;
-    building_ = false;
-    if (depth == event_depth() && in_events()) {
-      if (callbacks_.event) callbacks_.event(std::move(current_));
-    } else if (callbacks_.field) {
-      callbacks_.field(top_key_, std::move(current_));
-    }
-    current_ = json();
-    return true;
-  }
-
-  bool value(json&& v) {
-    if (skip_until_ >= 0) return true;
-    if (skip_next_) {
-      skip_next_ = false;
-      return true;
-    }
-    if (building_) {
-      add(std::move(v));
-    } else if (depth_ == 1 && root_is_object_ && callbacks_.field) {
-      callbacks_.field(top_key_, std::move(v));
-    } else if (depth_ == 0) {
-      root_seen_ = true;  // a bare scalar: not a trace
-    }
-    return true;
-  }
-
-  bool in_events() const { return root_is_object_ ? in_events_array_ : true; }
-
-  json* add(json&& v) {
-    json* top = stack_.back();
-    if (top->is_array()) {
-      top->push_back(std::move(v));
-      return &top->back();
-    }
-    json& slot = (*top)[key_];
-    slot = std::move(v);
-    return &slot;
-  }
-
-  const TraceCallbacks& callbacks_;
-  int depth_ = 0;
-  bool root_seen_ = false, root_is_object_ = false, in_events_array_ = false, saw_events_ = false;
-  bool building_ = false, in_event_ = false, skip_next_ = false;
-  int skip_until_ = -1;  // the depth of a skipped container, while inside it
-  std::string event_key_;
-  std::string top_key_, key_;
-  json current_;
-  std::vector<json*> stack_;
-  std::size_t position_ = 0;
-  std::string message_;
+  const std::string& text_;
+  size_t offset_ = 0;
 };
 
-void parse(const std::string& name, std::istream& in, const TraceCallbacks& callbacks, const GzipStreamBuf* gz) {
-  TraceSax sax(callbacks);
-  bool ok = false;
-  try {
-    ok = json::sax_parse(in, &sax);
-  } catch (const nlohmann::json::exception& e) { throw Error(name + ": not a trace (" + e.what() + ")"); }
-  if (gz && !gz->error().empty()) throw Error(name + ": " + gz->error());
-  if (!ok) {
-    const bool cut_short = sax.error_message().find("unexpected end of input") != std::string::npos;
-    if (cut_short && sax.root_seen())
-      throw Error(name + ": the JSON stops at byte " + std::to_string(sax.error_position()) +
-                  " before the trace's end (truncated: the profiler was stopped mid-write, or a copy was cut short)");
-    throw Error(name + ": not a trace: malformed JSON at byte " + std::to_string(sax.error_position()) + " (" +
-                sax.error_message() + ")");
+struct ParseFail {
+  int64_t position;
+  std::string what;
+  bool at_end;  // the input ended where more was needed
+};
+
+struct Number {
+  bool is_integer = false;
+  int64_t integer = 0;
+  double real = 0;
+  double value() const { return is_integer ? double(integer) : real; }
+};
+
+// A JSON scanner over a refilled buffer: strings, numbers and literals read or skipped in place.
+class Scanner {
+ public:
+  explicit Scanner(Source& source) : source_(source), buffer_(1 << 18) { p_ = end_ = buffer_.data(); }
+
+  int peek() {
+    if (p_ == end_ && !refill()) return -1;
+    return static_cast<unsigned char>(*p_);
   }
-  check(sax.saw_events(), name + ": not a trace: a JSON document without traceEvents (torch.profiler's " +
-                              "export_chrome_trace and tensorboard_trace_handler write *.pt.trace.json[.gz])");
+  int get() {
+    const int c = peek();
+    if (c >= 0) ++p_;
+    return c;
+  }
+  int64_t position() const { return consumed_ + (p_ - buffer_.data()); }
+
+  [[noreturn]] void fail(const std::string& what) {
+    const bool at_end = peek() < 0;
+    throw ParseFail{position(), what, at_end};
+  }
+
+  void skip_ws() {
+    for (;;) {
+      while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+      if (p_ < end_ || !refill()) return;
+    }
+  }
+  void expect(char c) {
+    skip_ws();
+    if (get() != c) fail(std::string("expected '") + c + "'");
+  }
+
+  // After the opening quote: the string's text into out (escapes decoded; out is not cleared).
+  void string_into(std::string* out) {
+    for (;;) {
+      const char* start = p_;
+      while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) ++p_;
+      if (out) out->append(start, size_t(p_ - start));
+      const int c = peek();
+      if (c < 0) fail("a string is not closed");
+      if (c != '"' && c != '\\' && c >= 0x20) continue;  // the buffer ended mid-string: refilled
+      ++p_;
+      if (c == '"') return;
+      if (c != '\\') fail("a control character inside a string");
+      const int e = get();
+      char plain = 0;
+      switch (e) {
+        case '"': plain = '"'; break;
+        case '\\': plain = '\\'; break;
+        case '/': plain = '/'; break;
+        case 'b': plain = '\b'; break;
+        case 'f': plain = '\f'; break;
+        case 'n': plain = '\n'; break;
+        case 'r': plain = '\r'; break;
+        case 't': plain = '\t'; break;
+        case 'u': {
+          uint32_t cp = hex4();
+          if (cp >= 0xD800 && cp < 0xDC00) {  // a surrogate pair
+            if (get() != '\\' || get() != 'u') fail("a lone surrogate in a \\u escape");
+            const uint32_t low = hex4();
+            if (low < 0xDC00 || low >= 0xE000) fail("a lone surrogate in a \\u escape");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          } else if (cp >= 0xDC00 && cp < 0xE000) {
+            fail("a lone surrogate in a \\u escape");
+          }
+          if (out) append_utf8(*out, cp);
+          continue;
+        }
+        default: fail("an invalid escape in a string");
+      }
+      if (out) out->push_back(plain);
+    }
+  }
+
+  Number number() {
+    char text[64];
+    size_t n = 0;
+    bool integer = true;
+    for (int c = peek(); c >= 0 && (std::isdigit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E');
+         c = peek()) {
+      if (n + 1 >= sizeof text) fail("a number too long");
+      integer = integer && c != '.' && c != 'e' && c != 'E';
+      text[n++] = char(c);
+      ++p_;
+    }
+    Number out;
+    if (n == 0) fail("expected a value");
+    if (integer) {
+      const auto r = std::from_chars(text, text + n, out.integer);
+      if (r.ec == std::errc() && r.ptr == text + n) {
+        out.is_integer = true;
+        return out;
+      }
+    }
+    const auto r = std::from_chars(text, text + n, out.real);
+    if (r.ptr != text + n || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
+      fail("a malformed number");
+    return out;
+  }
+
+  void literal(const char* word) {
+    for (const char* w = word; *w; ++w)
+      if (get() != *w) fail(std::string("an invalid literal (expected ") + word + ")");
+  }
+
+  // Any value, read and dropped.
+  void skip_value(int depth = 0) {
+    skip_ws();
+    const int c = peek();
+    if (depth > kMaxDepth) fail("nested more than 512 levels deep");
+    switch (c) {
+      case '{':
+        ++p_;
+        object([&](const std::string&) { skip_value(depth + 1); });
+        return;
+      case '[':
+        ++p_;
+        array([&] { skip_value(depth + 1); });
+        return;
+      case '"':
+        ++p_;
+        string_into(nullptr);
+        return;
+      case 't': literal("true"); return;
+      case 'f': literal("false"); return;
+      case 'n': literal("null"); return;
+      default: (void)number();
+    }
+  }
+
+  // Any value, built (the small top-level fields).
+  json value(int depth = 0) {
+    skip_ws();
+    const int c = peek();
+    if (depth > kMaxDepth) fail("nested more than 512 levels deep");
+    switch (c) {
+      case '{': {
+        ++p_;
+        json o = json::object();
+        object([&](const std::string& k) { o[k] = value(depth + 1); });
+        return o;
+      }
+      case '[': {
+        ++p_;
+        json a = json::array();
+        array([&] { a.push_back(value(depth + 1)); });
+        return a;
+      }
+      case '"': {
+        ++p_;
+        std::string s;
+        string_into(&s);
+        return json(std::move(s));
+      }
+      case 't': literal("true"); return json(true);
+      case 'f': literal("false"); return json(false);
+      case 'n': literal("null"); return json(nullptr);
+      default: {
+        const Number n = number();
+        return n.is_integer ? json(n.integer) : json(n.real);
+      }
+    }
+  }
+
+  // After '{': on_key(key) for each member, which must read or skip its value.
+  template <class F>
+  void object(F&& on_key) {
+    std::string key;
+    skip_ws();
+    if (peek() == '}') {
+      ++p_;
+      return;
+    }
+    for (;;) {
+      skip_ws();
+      if (get() != '"') fail("expected a key");
+      key.clear();
+      string_into(&key);
+      expect(':');
+      on_key(static_cast<const std::string&>(key));
+      skip_ws();
+      const int c = get();
+      if (c == ',') continue;
+      if (c == '}') return;
+      fail("expected ',' or '}'");
+    }
+  }
+
+  // After '[': on_element() for each element, which must read or skip it.
+  template <class F>
+  void array(F&& on_element) {
+    skip_ws();
+    if (peek() == ']') {
+      ++p_;
+      return;
+    }
+    for (;;) {
+      on_element();
+      skip_ws();
+      const int c = get();
+      if (c == ',') continue;
+      if (c == ']') return;
+      fail("expected ',' or ']'");
+    }
+  }
+
+ private:
+  static constexpr int kMaxDepth = 512;
+
+  bool refill() {
+    if (at_end_) return false;
+    consumed_ += end_ - buffer_.data();
+    const size_t n = source_.fill(buffer_.data(), buffer_.size());
+    p_ = buffer_.data();
+    end_ = p_ + n;
+    at_end_ = n == 0;
+    return n > 0;
+  }
+
+  uint32_t hex4() {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const int c = get();
+      v <<= 4;
+      if (c >= '0' && c <= '9') v |= uint32_t(c - '0');
+      else if (c >= 'a' && c <= 'f') v |= uint32_t(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') v |= uint32_t(c - 'A' + 10);
+      else fail("an invalid \\u escape");
+    }
+    return v;
+  }
+
+  static void append_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+      out.push_back(char(cp));
+    } else if (cp < 0x800) {
+      out.push_back(char(0xC0 | (cp >> 6)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(char(0xE0 | (cp >> 12)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(char(0xF0 | (cp >> 18)));
+      out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    }
+  }
+
+  Source& source_;
+  std::vector<char> buffer_;
+  const char* p_ = nullptr;
+  const char* end_ = nullptr;
+  int64_t consumed_ = 0;
+  bool at_end_ = false;
+};
+
+// The trace's structure: the top-level fields, and each event's fields into one RawEvent.
+class TraceParser {
+ public:
+  TraceParser(Scanner& s, const TraceCallbacks& callbacks) : s_(s), callbacks_(callbacks) {}
+
+  void document() {
+    s_.skip_ws();
+    const int c = s_.peek();
+    if (c == '{') {
+      s_.get();
+      root_seen_ = true;
+      s_.object([&](const std::string& key) {
+        s_.skip_ws();
+        if (key == "traceEvents" && s_.peek() == '[') {
+          s_.get();
+          saw_events_ = true;
+          events();
+        } else if (key == "traceEvents") {
+          s_.skip_value();
+        } else {
+          json v = s_.value();
+          if (callbacks_.field) callbacks_.field(key, std::move(v));
+        }
+      });
+    } else if (c == '[') {  // Chrome's other layout: a bare array of events
+      s_.get();
+      root_seen_ = true;
+      saw_events_ = true;
+      events();
+    } else {
+      s_.skip_value();
+      root_seen_ = true;
+    }
+    s_.skip_ws();
+    if (s_.peek() >= 0) s_.fail("more after the end of the document");
+  }
+
+  bool root_seen() const { return root_seen_; }
+  bool saw_events() const { return saw_events_; }
+
+ private:
+  void events() {
+    s_.array([&] {
+      s_.skip_ws();
+      if (s_.peek() != '{') {
+        s_.skip_value();
+        return;
+      }
+      s_.get();
+      event_.clear();
+      s_.object([&](const std::string& key) { event_field(key); });
+      if (callbacks_.event) callbacks_.event(event_);
+    });
+  }
+
+  void event_field(const std::string& key) {
+    if (key == "ph") return string(event_.ph);
+    if (key == "cat") return string(event_.cat);
+    if (key == "name") return string(event_.name);
+    if (key == "ts") return real(event_.ts);
+    if (key == "dur") return real(event_.dur);
+    if (key == "pid") return id(event_.pid);
+    if (key == "tid") return id(event_.tid);
+    if (key == "args") {
+      s_.skip_ws();
+      if (s_.peek() != '{') return s_.skip_value();
+      s_.get();
+      s_.object([&](const std::string& k) { arg(k); });
+      return;
+    }
+    s_.skip_value();
+  }
+
+  void arg(const std::string& key) {
+    if (key == "External id") return integer(event_.external_id);
+    if (key == "correlation") return integer(event_.correlation);
+    if (key == "device") return integer(event_.device);
+    if (key == "stream") return integer(event_.stream);
+    if (key == "flops") return integer(event_.flops);
+    if (key == "Bytes") return integer(event_.bytes);
+    if (key == "Total Allocated") return integer(event_.total_allocated);
+    if (key == "Total Reserved") return integer(event_.total_reserved);
+    if (key == "Device Type") return integer(event_.device_type);
+    if (key == "Device Id") return integer(event_.device_id);
+    if (key == "name") return string(event_.arg_name);
+    if (key == "Input Dims") return dims();
+    if (key == "Input type") return types();
+    s_.skip_value();
+  }
+
+  void string(std::string& out) {
+    s_.skip_ws();
+    if (s_.peek() != '"') return s_.skip_value();
+    s_.get();
+    out.clear();
+    s_.string_into(&out);
+  }
+  bool is_number_start() {
+    const int c = s_.peek();
+    return c == '-' || (c >= '0' && c <= '9');
+  }
+  void real(std::optional<double>& out) {
+    s_.skip_ws();
+    if (!is_number_start()) return s_.skip_value();
+    out = s_.number().value();
+  }
+  // A whole number; a fraction is rounded, one out of range is dropped.
+  static std::optional<int64_t> whole(const Number& n) {
+    if (n.is_integer) return n.integer;
+    if (std::isfinite(n.real) && std::fabs(n.real) < 9e18) return std::llround(n.real);
+    return std::nullopt;
+  }
+  void integer(std::optional<int64_t>& out) {
+    s_.skip_ws();
+    if (!is_number_start()) return s_.skip_value();
+    out = whole(s_.number());
+  }
+  // pids and tids: numbers, or strings ("Spans", "PyTorch Profiler") given a stable number.
+  void id(int64_t& out) {
+    s_.skip_ws();
+    if (is_number_start()) {
+      out = whole(s_.number()).value_or(0);
+      return;
+    }
+    if (s_.peek() != '"') return s_.skip_value();
+    s_.get();
+    scratch_.clear();
+    s_.string_into(&scratch_);
+    int64_t n = 0;
+    const auto r = std::from_chars(scratch_.data(), scratch_.data() + scratch_.size(), n);
+    out = r.ec == std::errc() && r.ptr == scratch_.data() + scratch_.size() && !scratch_.empty()
+              ? n
+              : static_cast<int64_t>(std::hash<std::string>{}(scratch_)&0x3fffffffffffffffULL) | (int64_t(1) << 62);
+  }
+
+  // "Input Dims": one list per input. torch's input_shapes shows a tensor's shape, and [] for a
+  // scalar and for a list of tensors (whose shapes the trace lists but torch's shapes() omits).
+  void dims() {
+    s_.skip_ws();
+    if (s_.peek() != '[') return s_.skip_value();
+    s_.get();
+    event_.has_dims = true;
+    event_.shapes = "[";
+    bool first = true;
+    s_.array([&] {
+      if (!first) event_.shapes += ", ";
+      first = false;
+      std::vector<int64_t> shape;
+      s_.skip_ws();
+      if (s_.peek() == '[') {
+        s_.get();
+        bool plain = true;
+        s_.array([&] {
+          s_.skip_ws();
+          if (plain && is_number_start()) {
+            shape.push_back(whole(s_.number()).value_or(0));
+          } else {
+            plain = false;
+            s_.skip_value();
+          }
+        });
+        if (!plain) shape.clear();
+      } else {
+        s_.skip_value();
+      }
+      event_.shapes += '[';
+      for (size_t k = 0; k < shape.size(); ++k) {
+        if (k) event_.shapes += ", ";
+        event_.shapes += std::to_string(shape[k]);
+      }
+      event_.shapes += ']';
+      event_.dims.push_back(std::move(shape));
+    });
+    event_.shapes += ']';
+  }
+
+  // "Input type": ["float", "Scalar", ...] kept as text, "[float, Scalar]".
+  void types() {
+    s_.skip_ws();
+    if (s_.peek() != '[') return s_.skip_value();
+    s_.get();
+    event_.types = "[";
+    bool first = true;
+    s_.array([&] {
+      if (!first) event_.types += ", ";
+      first = false;
+      s_.skip_ws();
+      if (s_.peek() == '"') {
+        s_.get();
+        s_.string_into(&event_.types);
+      } else {
+        s_.skip_value();
+      }
+    });
+    event_.types += ']';
+  }
+
+  Scanner& s_;
+  const TraceCallbacks& callbacks_;
+  RawEvent event_;
+  std::string scratch_;
+  bool root_seen_ = false, saw_events_ = false;
+};
+
+void parse(const std::string& name, Source& source, const TraceCallbacks& callbacks) {
+  Scanner scanner(source);
+  TraceParser parser(scanner, callbacks);
+  try {
+    parser.document();
+  } catch (const ParseFail& f) {
+    if (!source.error().empty()) throw Error(name + ": " + source.error());
+    if (f.at_end && parser.root_seen())
+      throw Error(name + ": the JSON stops at byte " + std::to_string(f.position) +
+                  " before the trace's end (truncated: the profiler was stopped mid-write, or a copy was cut short)");
+    throw Error(name + ": not a trace: malformed JSON at byte " + std::to_string(f.position) + " (" + f.what + ")");
+  }
+  if (!source.error().empty()) throw Error(name + ": " + source.error());
+  check(parser.saw_events(), name + ": not a trace: a JSON document without traceEvents (torch.profiler's " +
+                                 "export_chrome_trace and tensorboard_trace_handler write *.pt.trace.json[.gz])");
 }
 
 }  // namespace
 
+void RawEvent::clear() {
+  ph.clear();
+  cat.clear();
+  name.clear();
+  ts.reset();
+  dur.reset();
+  pid = tid = 0;
+  external_id.reset();
+  correlation.reset();
+  device.reset();
+  stream.reset();
+  flops.reset();
+  bytes.reset();
+  total_allocated.reset();
+  total_reserved.reset();
+  device_type.reset();
+  device_id.reset();
+  arg_name.clear();
+  has_dims = false;
+  dims.clear();
+  shapes.clear();
+  types.clear();
+}
+
 void read_trace_file(const std::string& path, const TraceCallbacks& callbacks) {
-  GzipStreamBuf buffer(path);
-  std::istream in(&buffer);
-  parse(path, in, callbacks, &buffer);
+  GzipSource source(path);
+  parse(path, source, callbacks);
 }
 
 void read_trace_text(const std::string& name, const std::string& text, const TraceCallbacks& callbacks) {
-  std::istringstream in(text);
-  parse(name, in, callbacks, nullptr);
+  TextSource source(text);
+  parse(name, source, callbacks);
 }
 
 }  // namespace tach::analyze
