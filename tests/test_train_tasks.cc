@@ -202,6 +202,40 @@ TEST(QaFeatures, AnswerBytesCountCharactersAsPython) {
   EXPECT_EQ(b.second, 12u);
 }
 
+// Bad input is named: a tag the head does not have, a question that leaves the context no room,
+// a per-token task on a decoder.
+TEST(TaskData, BadInputIsNamed) {
+  const auto tokenizer = Tokenizer::load(test::fixtures_dir() + "/token_classes/tokenizer-wordpiece");
+  data::TaggedSentence s;
+  s.words = {"john", "lives"};
+  s.tags = {"B-PER", "B-MISC"};
+  s.source = 7;
+  try {
+    train::prepare_token_data({s}, "ner.conll", *tokenizer, {"B-PER", "O"}, false, 16, false, 0, true);
+    ADD_FAILURE() << "an unknown tag was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("tag \"B-MISC\" is not one of the head's labels (B-PER, O)"),
+              std::string::npos)
+        << e.what();
+  }
+  data::SquadQuestion q;
+  q.question = "where is the amazon river basin in south america and brazil and peru";
+  q.context = "the amazon river basin is in south america";
+  q.answers = {"south america"};
+  q.answer_starts = {29};
+  q.where = "record 3";
+  const auto qa_tokenizer = Tokenizer::load(test::fixtures_dir() + "/question_answering/tokenizer-tiny");
+  try {
+    train::prepare_qa_data({q}, *qa_tokenizer, 12, 4, false, 0, true);
+    ADD_FAILURE() << "a question longer than the window was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("record 3: the question is longer than the window"), std::string::npos)
+        << e.what();
+  }
+  const train::TrainingModelSource decoder = train::open_training_model("preset:qwen2-tiny", 0);
+  EXPECT_THROW(train::build_trainable_model(decoder, {}, "", 0, nullptr, Head::masked_lm), std::exception);
+}
+
 // A task model saved by transformers, its four batches with their labels, and transformers'
 // gradients and 20 steps (scripts/golden/make_train_task_golden.py).
 struct TaskCase {
