@@ -205,6 +205,32 @@ TEST(Heads, TokenClassifierAdapterKeepsTheHead) {
   for (int64_t i = 0; i < logits.numel(); ++i) EXPECT_FLOAT_EQ(logits.data<float>()[i], float(i % 5 + 1));
 }
 
+// The heads in the CPU's other compute dtypes (bf16 GEMM inputs, int8 and NF4 linears, the tied
+// decoder included): near the f32 logits, relative to their scale.
+TEST(Heads, OtherComputeDtypesStayNearF32) {
+  for (const char* name : {"bert-mlm-f32", "roberta-qa-f32", "modernbert-mlm-f32", "distilbert-tokcls-f32"}) {
+    const json e = expected_of(name);
+    const TokenBatch batch =
+        TokenBatch::from_rows(e["input_rows"].get<std::vector<std::vector<int32_t>>>(), e["pad_id"].get<int32_t>());
+    const Tensor ref = load_model(heads_dir() + name)->token_logits(batch);
+    double scale = 0;
+    for (int64_t i = 0; i < ref.numel(); ++i) scale = std::max(scale, double(std::abs(ref.data<float>()[i])));
+    for (const DType dt : {DType::bf16, DType::i8, DType::nf4}) {
+      LoadOptions o;
+      o.compute = dt;
+      const Tensor got = load_model(heads_dir() + name, o)->token_logits(batch);
+      ASSERT_EQ(got.shape(), ref.shape());
+      double worst = 0;
+      for (int64_t i = 0; i < ref.numel(); ++i)
+        worst = std::max(worst, double(std::abs(got.data<float>()[i] - ref.data<float>()[i])));
+      EXPECT_LT(worst / scale, dt == DType::bf16 ? 2e-2
+                               : dt == DType::i8 ? 5e-2
+                                                 : 0.3)
+          << name << " " << dtype_name(dt);
+    }
+  }
+}
+
 // The same seed makes the same new head; another seed another.
 TEST(Heads, NewHeadsAreSeeded) {
   LoadOptions o;
