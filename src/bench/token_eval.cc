@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "bench/bench_internal.h"
 #include "data/conll.h"
@@ -113,6 +115,19 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
     }
   }
   out.dataset = config.dataset.path;
+  // Tags the model cannot predict: a dataset labelled with other names (or integer tags read in
+  // another order) scores them as missed; say so rather than let the metrics alone show it.
+  std::map<std::string, int64_t> unknown_tags;
+  const std::set<std::string> model_labels(info0.labels.begin(), info0.labels.end());
+  for (const auto& sentence : sentences)
+    for (const auto& tag : sentence.tags)
+      if (!model_labels.count(tag)) ++unknown_tags[tag];
+  if (!unknown_tags.empty()) {
+    std::string listed;
+    for (const auto& [tag, count] : unknown_tags)
+      listed += (listed.empty() ? "'" : ", '") + tag + "' (" + std::to_string(count) + "x)";
+    out.notes.push_back("tags the model does not have among its labels, so never predicts: " + listed);
+  }
 
   const std::string tokenizer_path = tokenizer_path_for(info0, config.tokenizer);
   const auto tokenizer = Tokenizer::load(tokenizer_path);
