@@ -5,6 +5,12 @@ For each batch size: R rounds; in each round tach, PyTorch and ORT each run W wa
 timed forwards (in an order rotated per round); a round's figure is the median of its N.
 Reported: the median over rounds, the min..max over rounds, and ratios peer/tach (> 1 means
 tach is faster). Threads: all engines get --threads (default: all cores).
+
+--head picks the checkpoint's head as transformers' AutoModelFor... class (default a sequence
+classifier). For a per-token head (masked LM, token classification, question answering) tach's
+figure is tach bench's median batch latency on the same shape (its forward is the head's
+token_logits; classify --json would print [B, T, V] numbers), and the agreement check runs on the
+first row through tach classify --json.
 """
 import argparse
 import json
@@ -17,19 +23,24 @@ import time
 
 import numpy as np
 import torch
-from transformers import AutoModelForSequenceClassification
+from transformers import (AutoModelForMaskedLM, AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
+                          AutoModelForTokenClassification)
+
+HEADS = {"sequence-classification": (AutoModelForSequenceClassification, ["logits"]),
+         "masked-lm": (AutoModelForMaskedLM, ["logits"]),
+         "token-classification": (AutoModelForTokenClassification, ["logits"]),
+         "question-answering": (AutoModelForQuestionAnswering, ["start_logits", "end_logits"])}
 
 
-def export_onnx(model, path, seq_len):
+def export_onnx(model, path, seq_len, outputs):
     if os.path.exists(path):
         return
     ids = torch.ones(1, seq_len, dtype=torch.long)
     mask = torch.ones(1, seq_len, dtype=torch.long)
+    axes = {"input_ids": {0: "b", 1: "t"}, "attention_mask": {0: "b", 1: "t"}}
+    axes.update({name: {0: "b"} for name in outputs})
     torch.onnx.export(model, (ids, mask), path, input_names=["input_ids", "attention_mask"],
-                      output_names=["logits"], dynamic_axes={"input_ids": {0: "b", 1: "t"},
-                                                             "attention_mask": {0: "b", 1: "t"},
-                                                             "logits": {0: "b"}},
-                      opset_version=17, dynamo=False)
+                      output_names=outputs, dynamic_axes=axes, opset_version=17, dynamo=False)
 
 
 def timed(fn, warmup, reps):
@@ -51,15 +62,18 @@ def main():
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--head", default="sequence-classification", choices=sorted(HEADS))
     ap.add_argument("--json-out", help="write all round figures here")
     args = ap.parse_args()
 
     import onnxruntime as ort
     torch.set_num_threads(args.threads)
-    model = AutoModelForSequenceClassification.from_pretrained(args.model, torch_dtype=torch.float32).eval()
+    auto_class, outputs = HEADS[args.head]
+    per_token = args.head != "sequence-classification"
+    model = auto_class.from_pretrained(args.model, torch_dtype=torch.float32).eval()
     # One export per length: some models (ModernBERT's windowed masks) bake the length into the graph.
-    onnx_path = os.path.join(args.model, f"model-s{args.seq_len}.onnx")
-    export_onnx(model, onnx_path, args.seq_len)
+    onnx_path = os.path.join(args.model, f"model-{args.head}-s{args.seq_len}.onnx")
+    export_onnx(model, onnx_path, args.seq_len, outputs)
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
     so.inter_op_num_threads = 1
@@ -70,7 +84,8 @@ def main():
     results = {}
     rng = np.random.default_rng(0)
     for B in [int(b) for b in args.batches.split(",")]:
-        ids = rng.integers(1000, model.config.vocab_size, size=(B, args.seq_len), dtype=np.int64)
+        low = 1000 if model.config.vocab_size > 2000 else 5  # past the special tokens
+        ids = rng.integers(low, model.config.vocab_size, size=(B, args.seq_len), dtype=np.int64)
         mask = np.ones_like(ids)
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
             for row in ids:
@@ -80,23 +95,42 @@ def main():
         warm = 2
         tids, tmask = torch.from_numpy(ids), torch.from_numpy(mask)
 
-        def run_torch():
+        def run_torch(rows=None):
             with torch.no_grad():
-                return model(input_ids=tids, attention_mask=tmask).logits
+                out = model(input_ids=tids[:rows], attention_mask=tmask[:rows])
+                return torch.stack([out[name] for name in outputs], -1)
 
         def run_ort():
-            return sess.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
+            return np.stack(sess.run(outputs, {"input_ids": ids, "attention_mask": mask}), -1)
 
-        def run_tach():
-            out = subprocess.run([args.tach, "classify", "--model", args.model, "--ids-file", ids_file, "--json",
-                                  "--threads", str(args.threads), "--warmup", str(warm), "--repeat", str(reps)],
+        def run_tach(ids_path=ids_file, repeat=reps):
+            out = subprocess.run([args.tach, "classify", "--model", args.model, "--ids-file", ids_path, "--json",
+                                  "--threads", str(args.threads), "--warmup", str(warm), "--repeat", str(repeat)],
                                  check=True, capture_output=True, text=True)
             return json.loads(out.stdout)
 
-        # Agreement first: the three must compute the same function.
-        ref = run_torch().numpy()
-        o = run_ort()
-        t = np.array([r["logits"] for r in run_tach()["rows"]])
+        def bench_tach():
+            # tach bench's median batch latency on the same shape: its forward is the head's.
+            with tempfile.TemporaryDirectory() as runs:
+                subprocess.run([args.tach, "bench", "--model", args.model, "-b", str(B), "-s", str(args.seq_len),
+                                "-t", str(args.threads), "--warmup", str(warm), "--runs", str(reps), "--no-progress",
+                                "--runs-dir", runs, "--run-id", "peers", "--no-tensorboard"],
+                               check=True, capture_output=True, text=True)
+                with open(os.path.join(runs, "peers", "results.jsonl")) as f:
+                    point = json.loads(f.readline())
+                return point["batch_latency_ms"]["median"] / 1e3
+
+        # Agreement first: the three must compute the same function (a per-token head: on row 0).
+        ref = run_torch(1 if per_token else None).numpy()
+        o = run_ort()[:ref.shape[0]]
+        if per_token:
+            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+                f.write(" ".join(map(str, ids[0])) + "\n")
+            row = run_tach(f.name, 1)["rows"][0]
+            os.unlink(f.name)
+            t = np.stack([np.array(row[name]) for name in outputs], -1)[None]
+        else:
+            t = np.array([r["logits"] for r in run_tach()["rows"]])[..., None]
         scale = np.abs(ref).max() + 1e-6
         print(f"\nbatch {B}: max |logit diff| / max|logit|: tach {np.abs(t - ref).max() / scale:.2e}, "
               f"ort {np.abs(o - ref).max() / scale:.2e}")
@@ -106,7 +140,7 @@ def main():
         for r in range(args.rounds):
             for name in engines[r % 3:] + engines[:r % 3]:
                 if name == "tach":
-                    rounds["tach"].append(run_tach()["timing"]["median"])
+                    rounds["tach"].append(bench_tach() if per_token else run_tach()["timing"]["median"])
                 elif name == "torch":
                     rounds["torch"].append(timed(run_torch, warm, reps))
                 else:
