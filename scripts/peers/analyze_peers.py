@@ -4,7 +4,8 @@
 Writes a CPU inference trace with torch.profiler (every option on; STEPS steps, ~114 KB of JSON
 per step), then runs, ROUNDS times in turn: `tach analyze TRACE` and HTA's TraceAnalysis with its
 temporal breakdown (which fails on a trace without GPU kernels: its parse is what is timed then),
-each as its own process under /usr/bin/time for the wall time and the peak RSS.
+each as its own process under /usr/bin/time for the wall time, the CPU time (user + system) and
+the peak RSS.
 
 usage: ~/tach-ref/bin/python scripts/peers/analyze_peers.py TACH [STEPS=400] [ROUNDS=3]
 """
@@ -41,9 +42,9 @@ prof.export_chrome_trace(sys.argv[1])
 
 
 def timed(cmd):
-    r = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M"] + cmd, capture_output=True, text=True)
-    m = re.search(r"TIME ([\d.]+) (\d+)", r.stderr)
-    return float(m.group(1)), int(m.group(2)) / 1024
+    r = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M %U %S"] + cmd, capture_output=True, text=True)
+    m = re.search(r"TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)", r.stderr)
+    return float(m.group(1)), int(m.group(2)) / 1024, float(m.group(3)) + float(m.group(4))
 
 
 def main():
@@ -58,12 +59,13 @@ def main():
         subprocess.run([sys.executable, "-c", TRACE, trace, str(steps), golden], check=True, capture_output=True)
         print(f"trace: {os.path.getsize(trace) / 1e6:.1f} MB, {steps} steps")
         baseline = timed([tach, "--version"])
-        print(f"tach --version: {baseline[0]:.2f} s, {baseline[1]:.0f} MiB (the executable's own floor)")
+        print(f"tach --version: {baseline[0]:.2f} s wall, {baseline[2]:.2f} s CPU, {baseline[1]:.0f} MiB "
+              "(the executable's own floor)")
         for r in range(rounds):
             t = timed([tach, "analyze", trace, "-o", os.path.join(d, f"run{r}")])
             h = timed([sys.executable, "-c", HTA, traces])
-            print(f"round {r + 1}: tach {t[0]:.2f} s {t[1]:.0f} MiB   HTA {h[0]:.2f} s {h[1]:.0f} MiB   "
-                  f"{h[0] / t[0]:.1f}x faster")
+            print(f"round {r + 1}: tach {t[0]:.2f} s wall {t[2]:.2f} s CPU {t[1]:.0f} MiB   "
+                  f"HTA {h[0]:.2f} s wall {h[2]:.2f} s CPU {h[1]:.0f} MiB   {h[0] / t[0]:.1f}x faster (wall)")
 
 
 if __name__ == "__main__":
