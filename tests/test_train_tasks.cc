@@ -282,13 +282,16 @@ TaskCase load_task_case(const std::string& name) {
   return c;
 }
 
+// As tach train runs it: the masked LM's head on the chosen tokens only.
 double task_forward_backward(TaskCase& c, train::ForwardState& state, size_t i) {
   const train::DropoutRates off;
+  if (c.model->head() == Head::masked_lm) state.predicted_rows = train::labelled_rows(c.targets[i]);
   c.model->forward(state, c.batches[i], off);
   const TokenBatch& b = c.batches[i];
   std::vector<float> dlogits(size_t(state.logits.numel()), 0.f);
-  const double loss = train::head_loss(c.model->head(), "", state.logits.data<float>(), b.batch(), b.seq_len(),
-                                       state.logits.shape()[1], c.targets[i], dlogits.data(), 1.f);
+  const double loss =
+      train::head_loss(c.model->head(), "", state.logits.data<float>(), b.batch(), b.seq_len(), state.logits.shape()[1],
+                       c.targets[i], dlogits.data(), 1.f, &state.predicted_rows);
   c.model->backward(state, b, dlogits.data(), off);
   return loss;
 }

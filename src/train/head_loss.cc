@@ -46,12 +46,25 @@ double position_loss(const float* logits, const std::vector<int32_t>& positions,
 
 }  // namespace
 
+std::vector<int32_t> labelled_rows(const Targets& t) {
+  std::vector<int32_t> rows;
+  for (size_t i = 0; i < t.token_labels.size(); ++i)
+    if (t.token_labels[i] != kIgnoreIndex) rows.push_back(int32_t(i));
+  return rows;
+}
+
 double head_loss(Head head, const std::string& problem_type, const float* logits, int64_t B, int64_t T, int64_t L,
-                 const Targets& t, float* dlogits, float scale) {
+                 const Targets& t, float* dlogits, float scale, const std::vector<int32_t>* rows) {
   switch (head) {
     case Head::token_classification:
       return token_cross_entropy(logits, t.token_labels, B * T, L, dlogits, scale, "token classification");
-    case Head::masked_lm: return token_cross_entropy(logits, t.token_labels, B * T, L, dlogits, scale, "masked LM");
+    case Head::masked_lm: {
+      if (!rows || rows->empty())
+        return token_cross_entropy(logits, t.token_labels, B * T, L, dlogits, scale, "masked LM");
+      std::vector<int32_t> labels;
+      for (const int32_t r : *rows) labels.push_back(t.token_labels.at(size_t(r)));
+      return token_cross_entropy(logits, labels, int64_t(labels.size()), L, dlogits, scale, "masked LM");
+    }
     case Head::question_answering: {
       check(L == 2, "question answering needs a head of 2 outputs (start, end), this one has " + std::to_string(L));
       check(int64_t(t.start_positions.size()) == B && int64_t(t.end_positions.size()) == B,

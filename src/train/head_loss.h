@@ -8,15 +8,20 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tach/model.h"
 #include "train/classifier_loss.h"
 
 namespace tach::train {
 
-// logits: [B, L], or [B * T, L] for a per-token head (question answering L = 2: start, end).
+// logits: [B, L], or [B * T, L] for a per-token head (question answering L = 2: start, end), or
+// for the masked LM given its predicted rows, [rows, V] (ForwardState::predicted_rows).
 // Returns the mean loss; dlogits (the logits' shape) += scale * d loss / d logits (null: skip).
 double head_loss(Head head, const std::string& problem_type, const float* logits, int64_t B, int64_t T, int64_t L,
-                 const Targets& targets, float* dlogits, float scale);
+                 const Targets& targets, float* dlogits, float scale, const std::vector<int32_t>* rows = nullptr);
+
+// The masked LM's rows that reach the loss: the tokens (b * T + t) with a label.
+std::vector<int32_t> labelled_rows(const Targets& targets);
 
 }  // namespace tach::train

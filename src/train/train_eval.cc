@@ -59,10 +59,12 @@ EvalScores evaluate_per_token(const TrainableModel& model, const TrainData& data
     TokenBatch batch;
     Targets targets;
     make_batch(data, idx, &batch, &targets);
+    if (model.head() == Head::masked_lm) state->predicted_rows = labelled_rows(targets);
     model.forward(*state, batch, DropoutRates{});
     const int64_t L = state->logits.shape()[1];
     const float* logits = state->logits.data<float>();
-    sums[0] += head_loss(model.head(), "", logits, batch.batch(), batch.seq_len(), L, targets, nullptr, 1.f) *
+    sums[0] += head_loss(model.head(), "", logits, batch.batch(), batch.seq_len(), L, targets, nullptr, 1.f,
+                         &state->predicted_rows) *
                double(idx.size());
     if (model.head() != Head::token_classification) continue;
     for (size_t t = 0; t < targets.token_labels.size(); ++t) {

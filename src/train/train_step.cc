@@ -101,12 +101,14 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
   double loss = 0;
   {
     ProfileScope scope("forward");
+    // The masked LM's head runs on the chosen tokens only: the others' logits reach no loss.
+    if (model.head() == Head::masked_lm) state.predicted_rows = labelled_rows(targets);
     model.forward(state, batch, dropout);
     // [B, L], or [B * T, L] for a per-token head.
     const int64_t L = state.logits.shape()[1];
     dlogits.assign(size_t(state.logits.numel()), 0.f);
     loss = head_loss(model.head(), problem_type, state.logits.data<float>(), batch.batch(), batch.seq_len(), L, targets,
-                     dlogits.data(), loss_scale);
+                     dlogits.data(), loss_scale, &state.predicted_rows);
   }
   if (seconds) seconds->forward += seconds_since(t0);
   t0 = std::chrono::steady_clock::now();

@@ -224,13 +224,15 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
     a.sequence_output = make({N, C});
     if (m.task != Head::masked_lm) a.token_dropped = make({N, C});  // the dropout before the classifier or qa_outputs
     if (m.task == Head::masked_lm) {
+      a.mlm_input = make({N, C});
       a.mlm_pre = make({N, C});
       a.mlm_act = make({N, C});
       a.mlm_hidden = make({N, C});
       a.mlm_mean = make({N});
       a.mlm_rstd = make({N});
     }
-    a.logits = make({N, m.task == Head::masked_lm ? m.config.vocab_size : m.num_labels()});
+    // The masked LM's logits are sized by each forward: its predicted rows.
+    a.logits = m.task == Head::masked_lm ? make({1, m.config.vocab_size}) : make({N, m.num_labels()});
   } else {
     LayerActivations& last = a.layers.back();
     last.context_cls = make({B, C});

@@ -121,6 +121,7 @@ struct EncoderActivations final : ForwardState {
   // Per-token heads (logits [N, L], [N, 2] or [N, V]).
   Tensor sequence_output;               // [N, C] the last layer's output
   Tensor token_dropped;                 // [N, C] after the dropout before the classifier or qa_outputs
+  Tensor mlm_input;                     // [N, C] the predicted rows of sequence_output (first M rows)
   Tensor mlm_pre, mlm_act, mlm_hidden;  // [N, C] the masked-LM dense's output, its activation, the LayerNorm's
   Tensor mlm_mean, mlm_rstd;            // [N]
   // Gradient buffers reused by the backward.

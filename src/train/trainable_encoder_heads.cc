@@ -48,23 +48,36 @@ void token_head_forward(const TrainableEncoder& m, EncoderActivations& a, const 
     ops::linear_forward_cpu(f(a.logits), f(x), f(m.classifier_weight), f(m.classifier_bias), N, L, C);
     return;
   }
+  // The masked LM on the predicted rows only (all of them when none are named): M of N.
   const int64_t V = m.config.vocab_size;
-  step::linear_forward(f(a.mlm_pre), f(a.sequence_output), step::wt(m.mlm_dense_weight), f(m.mlm_dense_bias), N, C, C);
-  if (m.lora) m.lora->forward(m.mlm_dense_lora, f(a.mlm_pre), C, f(a.sequence_output), N, a.lora, dr);
+  const std::vector<int32_t>& rows = a.predicted_rows;
+  const int64_t M = rows.empty() ? N : int64_t(rows.size());
+  if (a.logits.shape()[0] != M)
+    a.logits = Tensor::empty({M, V}, DType::f32, Device::cpu(), MemoryCategory::activations);
+  if (M == 0) return;
+  const float* x = f(a.sequence_output);
+  if (!rows.empty()) {
+    for (int64_t r = 0; r < M; ++r)
+      std::memcpy(f(a.mlm_input) + r * C, f(a.sequence_output) + int64_t(rows[size_t(r)]) * C,
+                  sizeof(float) * size_t(C));
+    x = f(a.mlm_input);
+  }
+  step::linear_forward(f(a.mlm_pre), x, step::wt(m.mlm_dense_weight), f(m.mlm_dense_bias), M, C, C);
+  if (m.lora) m.lora->forward(m.mlm_dense_lora, f(a.mlm_pre), C, x, M, a.lora, dr);
   if (m.mlm_gelu) {
-    OpSpan o("gelu", ops::gelu_cost(N * C));
-    ops::gelu_forward_cpu(f(a.mlm_act), f(a.mlm_pre), N * C);
+    OpSpan o("gelu", ops::gelu_cost(M * C));
+    ops::gelu_forward_cpu(f(a.mlm_act), f(a.mlm_pre), M * C);
   } else {
-    OpSpan o("relu", ops::activation_cost(N * C));
-    ops::relu_forward_cpu(f(a.mlm_act), f(a.mlm_pre), N * C);
+    OpSpan o("relu", ops::activation_cost(M * C));
+    ops::relu_forward_cpu(f(a.mlm_act), f(a.mlm_pre), M * C);
   }
   {
-    OpSpan o("layer_norm", ops::layer_norm_cost(N, C, false));
-    ops::layer_norm_forward_cpu(f(a.mlm_hidden), f(a.mlm_act), nullptr, f(m.mlm_norm_gamma), f(m.mlm_norm_beta), N, C,
+    OpSpan o("layer_norm", ops::layer_norm_cost(M, C, false));
+    ops::layer_norm_forward_cpu(f(a.mlm_hidden), f(a.mlm_act), nullptr, f(m.mlm_norm_gamma), f(m.mlm_norm_beta), M, C,
                                 m.shape.eps, f(a.mlm_mean), f(a.mlm_rstd));
   }
-  OpSpan o("linear", ops::linear_cost(N, V, C, DType::f32, true));
-  ops::linear_forward_cpu(f(a.logits), f(a.mlm_hidden), f(m.mlm_decoder), f(m.mlm_bias), N, V, C);
+  OpSpan o("linear", ops::linear_cost(M, V, C, DType::f32, true));
+  ops::linear_forward_cpu(f(a.logits), f(a.mlm_hidden), f(m.mlm_decoder), f(m.mlm_bias), M, V, C);
 }
 
 void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const float* d_logits, const DropoutRates& dr,
@@ -84,29 +97,39 @@ void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const float
     return;
   }
   const int64_t V = m.config.vocab_size;
-  // d(LayerNorm output) [N, C] in d_scratch; the decoder's weight gradient goes to the word
+  const std::vector<int32_t>& rows = a.predicted_rows;
+  const int64_t M = rows.empty() ? N : int64_t(rows.size());
+  if (M == 0) return;  // no token chosen: no loss, no gradient
+  const float* x = rows.empty() ? f(a.sequence_output) : f(a.mlm_input);
+  // d(LayerNorm output) [M, C] in d_scratch; the decoder's weight gradient goes to the word
   // embeddings' where tied.
   zero(a.d_scratch);
-  step::linear_backward(f(a.d_scratch), g(m.mlm_decoder), g(m.mlm_bias), d_logits, f(a.mlm_hidden), f(m.mlm_decoder), N,
+  step::linear_backward(f(a.d_scratch), g(m.mlm_decoder), g(m.mlm_bias), d_logits, f(a.mlm_hidden), f(m.mlm_decoder), M,
                         V, C);
   {
-    OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, false));
+    OpSpan o("layer_norm_backward", ops::layer_norm_cost(M, C, false));
     ops::layer_norm_backward_cpu(f(a.d_hidden), g(m.mlm_norm_gamma), g(m.mlm_norm_beta), f(a.d_scratch), f(a.mlm_act),
-                                 f(m.mlm_norm_gamma), f(a.mlm_mean), f(a.mlm_rstd), N, C);
+                                 f(m.mlm_norm_gamma), f(a.mlm_mean), f(a.mlm_rstd), M, C);
   }
   // d(dense output) into d_scratch.
   zero(a.d_scratch);
   if (m.mlm_gelu) {
-    OpSpan o("gelu_backward", ops::gelu_backward_cost(N * C));
-    ops::gelu_backward_cpu(f(a.d_scratch), f(a.mlm_pre), f(a.d_hidden), N * C);
+    OpSpan o("gelu_backward", ops::gelu_backward_cost(M * C));
+    ops::gelu_backward_cpu(f(a.d_scratch), f(a.mlm_pre), f(a.d_hidden), M * C);
   } else {
-    OpSpan o("relu_backward", ops::activation_backward_cost(N * C));
-    ops::relu_backward_cpu(f(a.d_scratch), f(a.mlm_act), f(a.d_hidden), N * C);
+    OpSpan o("relu_backward", ops::activation_backward_cost(M * C));
+    ops::relu_backward_cpu(f(a.d_scratch), f(a.mlm_act), f(a.d_hidden), M * C);
   }
+  // d(dense input) [M, C]: straight into d_hidden for every token, else into mlm_act's buffer (no
+  // longer needed) and scattered to the predicted rows of d_hidden, zero elsewhere.
+  float* dx = rows.empty() ? f(a.d_hidden) : f(a.mlm_act);
   zero(a.d_hidden);
-  step::linear_backward(f(a.d_hidden), g(m.mlm_dense_weight), g(m.mlm_dense_bias), f(a.d_scratch), f(a.sequence_output),
-                        step::wt(m.mlm_dense_weight), N, C, C);
-  if (m.lora) m.lora->backward(m.mlm_dense_lora, f(a.d_hidden), f(a.d_scratch), C, f(a.sequence_output), N, a.lora, dr);
+  if (!rows.empty()) std::memset(dx, 0, sizeof(float) * size_t(M * C));
+  step::linear_backward(dx, g(m.mlm_dense_weight), g(m.mlm_dense_bias), f(a.d_scratch), x, step::wt(m.mlm_dense_weight),
+                        M, C, C);
+  if (m.lora) m.lora->backward(m.mlm_dense_lora, dx, f(a.d_scratch), C, x, M, a.lora, dr);
+  for (int64_t r = 0; r < M && !rows.empty(); ++r)
+    std::memcpy(f(a.d_hidden) + int64_t(rows[size_t(r)]) * C, dx + r * C, sizeof(float) * size_t(C));
 }
 
 }  // namespace tach::train

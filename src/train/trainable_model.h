@@ -46,6 +46,9 @@ struct ForwardState {
   // Data-parallel: called by the backward as each layer's gradients become final (the last
   // layer first), so their all-reduce can start while the layers below are computed.
   std::function<void(int layer)> layer_grads_ready;
+  // The masked LM: the tokens (b * T + t) whose logits the loss reads, the chosen ones; the head
+  // runs on those alone (logits [rows, V]), as only they reach the loss. Empty: every token.
+  std::vector<int32_t> predicted_rows;
   Tensor logits;         // [B, L]; per-token heads [B * T, L] (question answering L = 2: start, end; masked LM: V)
   LoraActivations lora;  // what the adapters save, when the model has them
 };
