@@ -2,8 +2,9 @@
 // (a.sequence_output [N, C], N = B·T):
 //   token classification   logits [N, L] = classifier(dropout(h))
 //   question answering     logits [N, 2] = qa_outputs(h) (start, end); DistilBERT drops out h first
-//   masked LM              logits [N, V] = decoder(LayerNorm(act(dense(h)))) + bias, the decoder
-//                          being the word embeddings where tied (its gradient adds to theirs)
+//   masked LM              logits [M, V] = decoder(LayerNorm(act(dense(h)))) + bias, the decoder
+//                          being the word embeddings where tied (its gradient adds to theirs), on
+//                          the M predicted rows alone (ForwardState::predicted_rows; all N if none)
 // as transformers' …ForTokenClassification, …ForQuestionAnswering and …ForMaskedLM compute them.
 // The backward leaves d(sequence output) in a.d_hidden for the layers' backward.
 #include <cstring>
