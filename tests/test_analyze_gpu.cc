@@ -3,10 +3,12 @@
 // below; and what analyze_traces refuses (two files claiming one rank at once).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/diagnosis.h"
 #include "analyze/gpu_time.h"
 #include "analyze/steps.h"
 #include "analyze/trace.h"
@@ -125,6 +127,41 @@ TEST(Steps, PhasesOfAStep) {
   EXPECT_EQ(s.other_ns, 10000);
   EXPECT_EQ(s.gpu_busy_ns, 45000);
   EXPECT_EQ(s.gpu_idle_ns, 55000);
+}
+
+TEST(Diagnosis, EachRuleAtItsThreshold) {
+  auto has = [](const std::vector<std::string>& f, const std::string& word) {
+    return std::any_of(f.begin(), f.end(), [&](const std::string& s) { return s.find(word) != std::string::npos; });
+  };
+  DiagnosisInput in;
+  EXPECT_EQ(diagnose(in), std::vector<std::string>{"no bottleneck stands out by these rules"});
+  in.step_wall_ns = 1000;
+  in.step_dataloader_ns = 99;
+  EXPECT_FALSE(has(diagnose(in), "input-bound"));
+  in.step_dataloader_ns = 100;  // 10%
+  EXPECT_TRUE(has(diagnose(in), "input-bound: data loading takes 10%"));
+  in.gpu = true;
+  in.window_ns = 1000;
+  in.idle_ns = 300;  // 30%
+  in.kernels = 10;
+  in.short_kernels = 4;
+  EXPECT_TRUE(has(diagnose(in), "the GPU is idle 30%"));
+  EXPECT_FALSE(has(diagnose(in), "launch-bound"));
+  in.short_kernels = 5;  // half the kernels short: launch-bound
+  EXPECT_TRUE(has(diagnose(in), "launch-bound: the GPU is idle 30% of its window and 50% of the kernels"));
+  in.comm_ns = 300;
+  in.comm_overlapped_ns = 201;  // 99 exposed of 1000
+  EXPECT_FALSE(has(diagnose(in), "communication exposed"));
+  in.comm_overlapped_ns = 200;
+  EXPECT_TRUE(has(diagnose(in), "communication exposed: 10% of the GPU window"));
+  in.kernel_ns = 100;
+  in.memory_kernel_ns = 15;
+  EXPECT_TRUE(has(diagnose(in), "copies and sets take 15% of kernel time"));
+  DiagnosisInput cpu;
+  cpu.top_self_cpu_op = "aten::gelu_backward";
+  cpu.top_self_cpu_ns = 25;
+  cpu.total_self_cpu_ns = 100;
+  EXPECT_TRUE(has(diagnose(cpu), "aten::gelu_backward takes 25% of all self CPU time"));
 }
 
 TEST(AnalyzeTraces, JsonOfAGpuRank) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/diagnosis.h"
 #include "analyze/gpu_time.h"
 #include "analyze/op_averages.h"
 #include "analyze/steps.h"
@@ -88,6 +89,8 @@ void add_gpu(RankState& r, const GpuTime& g) {
   r.gpu->compute_ns += g.compute_ns;
   r.gpu->non_compute_ns += g.non_compute_ns;
   r.gpu->kernels += g.kernels;
+  r.gpu->launches += g.launches;
+  r.gpu->short_launches += g.short_launches;
   for (const auto& [type, ns] : g.kernel_types_ns) r.gpu->kernel_types_ns[type] += ns;
 }
 
@@ -295,6 +298,36 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
     jranks.push_back(std::move(o));
   }
   j["ranks"] = jranks;
+
+  DiagnosisInput d;
+  for (const auto& [file, st] : step_rows) {
+    d.step_wall_ns += st.wall_ns;
+    d.step_dataloader_ns += st.dataloader_ns;
+  }
+  for (const auto& [rank, r] : ranks) {
+    d.comm_ns += r.comm_ns;
+    d.comm_overlapped_ns += r.overlapped_ns;
+    if (!r.gpu) continue;
+    d.gpu = true;
+    d.window_ns += r.gpu->window_ns;
+    d.idle_ns += r.gpu->idle_ns;
+    d.kernels += r.gpu->launches;
+    d.short_kernels += r.gpu->short_launches;
+    for (const auto& [type, ns] : r.gpu->kernel_types_ns) {
+      d.kernel_ns += ns;
+      if (type == "MEMORY") d.memory_kernel_ns += ns;
+    }
+  }
+  for (const auto& r : ops) {
+    d.total_self_cpu_ns += r.self_cpu_ns;
+    if (r.kind == RowKind::cpu && r.self_cpu_ns > d.top_self_cpu_ns) {
+      d.top_self_cpu_ns = r.self_cpu_ns;
+      d.top_self_cpu_op = r.name;
+    }
+  }
+  json findings = json::array();
+  for (const auto& f : diagnose(d)) findings.push_back(f);
+  j["findings"] = findings;
   // Names are the trace's bytes: invalid UTF-8 is replaced (U+FFFD) rather than refused.
   out.json = j.dump(1, ' ', false, json::error_handler_t::replace);
 
@@ -366,6 +399,8 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
       s << " device " << bytes_text(m["device_peak_allocated_bytes"].get<int64_t>());
     s << "\n";
   }
+  s << "\nFindings\n";
+  for (const auto& f : j["findings"]) s << "- " << f.get<std::string>() << "\n";
   out.text = s.str();
   return out;
 }

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analyze/diagnosis.h"
 #include "analyze/intervals.h"
 
 namespace tach::analyze {
@@ -79,6 +80,10 @@ std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
     s.min_ns = std::min(s.min_ns, dur);
     s.max_ns = std::max(s.max_ns, dur);
     ++g.kernels;
+    if (d.category == Category::kernel) {
+      ++g.launches;
+      if (dur < kShortKernelNs) ++g.short_launches;
+    }
   }
   if (all.empty()) return std::nullopt;
   all = merge_intervals(std::move(all));

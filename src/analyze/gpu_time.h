@@ -37,7 +37,9 @@ struct GpuTime {
   std::map<std::string, int64_t> kernel_types_ns;  // by kernel_type_name: summed durations
   std::vector<KernelStat> top_kernels;             // by total time, longest first
   std::optional<double> comm_comp_overlap_pct;     // unset without communication kernels
-  int64_t kernels = 0;
+  int64_t kernels = 0;                             // kernels, copies and sets counted
+  // Kernels proper (not copies or sets), and those under 10 µs (diagnosis.h's kShortKernelNs).
+  int64_t launches = 0, short_launches = 0;
 };
 
 // Unset for a trace without GPU events. top: how many kernels top_kernels keeps.

@@ -1,0 +1,53 @@
+#include "analyze/diagnosis.h"
+
+#include <cstdio>
+
+namespace tach::analyze {
+namespace {
+
+std::string percent(double part, double whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", whole > 0 ? 100.0 * part / whole : 0.0);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> diagnose(const DiagnosisInput& in) {
+  std::vector<std::string> out;
+  if (in.step_wall_ns > 0 && in.step_dataloader_ns * 10 >= in.step_wall_ns)
+    out.push_back("input-bound: data loading takes " + percent(double(in.step_dataloader_ns), double(in.step_wall_ns)) +
+                  " of the steps' wall time; more DataLoader workers (num_workers), pin_memory and prefetching, or "
+                  "data prepared ahead, would shorten the steps");
+  if (in.gpu && in.window_ns > 0) {
+    const bool idle = in.idle_ns * 10 >= in.window_ns * 3;
+    const bool short_kernels = in.kernels > 0 && in.short_kernels * 2 >= in.kernels;
+    if (idle && short_kernels) {
+      out.push_back("launch-bound: the GPU is idle " + percent(double(in.idle_ns), double(in.window_ns)) +
+                    " of its window and " + percent(double(in.short_kernels), double(in.kernels)) +
+                    " of the kernels run under 10 us, about what the host takes to launch one; CUDA graphs or "
+                    "torch.compile (fewer, fused kernels) would keep the GPU fed");
+    } else if (idle) {
+      out.push_back("the GPU is idle " + percent(double(in.idle_ns), double(in.window_ns)) +
+                    " of its window with no kernel running: the host (Python, synchronisations, data) holds it back");
+    }
+    const int64_t exposed = in.comm_ns - in.comm_overlapped_ns;
+    if (exposed * 10 >= in.window_ns && in.comm_ns > 0)
+      out.push_back("communication exposed: " + percent(double(exposed), double(in.window_ns)) +
+                    " of the GPU window is communication no computation overlaps (" +
+                    percent(double(in.comm_overlapped_ns), double(in.comm_ns)) +
+                    " of it is overlapped); bucketed all-reduces started during the backward (DDP's default), or "
+                    "larger batches per rank, would hide more of it");
+    if (in.kernel_ns > 0 && in.memory_kernel_ns * 100 >= in.kernel_ns * 15)
+      out.push_back("copies and sets take " + percent(double(in.memory_kernel_ns), double(in.kernel_ns)) +
+                    " of kernel time: pinned host memory with non_blocking copies, and fewer .to() and .zero_() "
+                    "calls, would shrink them");
+  }
+  if (!in.gpu && in.total_self_cpu_ns > 0 && in.top_self_cpu_ns * 4 >= in.total_self_cpu_ns)
+    out.push_back(in.top_self_cpu_op + " takes " + percent(double(in.top_self_cpu_ns), double(in.total_self_cpu_ns)) +
+                  " of all self CPU time: the first place to look");
+  if (out.empty()) out.push_back("no bottleneck stands out by these rules");
+  return out;
+}
+
+}  // namespace tach::analyze

@@ -1,0 +1,35 @@
+// A diagnosis in words of what torch.profiler traces show, as tach's own findings word theirs:
+// each finding names the figure that triggered it and what would move it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tach::analyze {
+
+// Sums over the traces analysed (ns; counts).
+struct DiagnosisInput {
+  int64_t step_wall_ns = 0, step_dataloader_ns = 0;
+  bool gpu = false;
+  int64_t window_ns = 0, idle_ns = 0;
+  int64_t kernel_ns = 0, memory_kernel_ns = 0;
+  int64_t comm_ns = 0, comm_overlapped_ns = 0;
+  int64_t kernels = 0, short_kernels = 0;  // short: under kShortKernelNs
+  std::string top_self_cpu_op;             // the op with the most self CPU time (not a step span)
+  int64_t top_self_cpu_ns = 0, total_self_cpu_ns = 0;
+};
+
+// A kernel under 10 µs is short: about the time a launch takes on the host, so a stream of them
+// keeps the GPU waiting on the CPU.
+inline constexpr int64_t kShortKernelNs = 10000;
+
+// Thresholds, each a share where the cost is worth a user's attention:
+//   input-bound: data loading ≥ 10% of the steps' wall time;
+//   GPU idle ≥ 30% of its window; launch-bound when, besides, half the kernels are short;
+//   communication exposed: communication not overlapped by computation ≥ 10% of the window;
+//   copies and sets ≥ 15% of kernel time;
+//   one op ≥ 25% of all self CPU time (CPU traces).
+std::vector<std::string> diagnose(const DiagnosisInput& in);
+
+}  // namespace tach::analyze
