@@ -147,8 +147,8 @@ TEST(AnswerSpans, OptionsOutOfRangeAreUsageErrors) {
 TEST(QuestionAnswering, AnswersAreThePipelinesOnTinyModels) {
   const json cases = read_json(qa_dir() + "/pipeline.json");
   if (cases.empty()) GTEST_SKIP() << "pipeline.json holds no cases (the QA model fixtures were missing)";
-  auto tok = Tokenizer::load(qa_dir() + "/tokenizer-tiny/tokenizer.json");
   for (const auto& c : cases) {
+    auto tok = Tokenizer::load(test::fixtures_dir() + "/" + c["tokenizer"].get<std::string>() + "/tokenizer.json");
     const std::string what = c["model"].get<std::string>() + ": " + c["question"].get<std::string>();
     const std::string dir = test::fixtures_dir() + "/heads/" + c["model"].get<std::string>();
     if (!std::filesystem::is_directory(dir))

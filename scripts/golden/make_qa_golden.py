@@ -18,7 +18,8 @@
     ~/tach-qa-ref/bin/python scripts/golden/make_qa_golden.py tests/fixtures/question_answering
 
 transformers removed the question-answering pipeline and squad_metrics in version 5: run it with
-a transformers 4.x (4.46.3 wrote the committed files) and tokenizers 0.20.
+a transformers 4.x, as the last one (4.57.1, with tokenizers 0.22.1) has it: it wrote the committed
+files.
 """
 import collections
 import json
@@ -133,7 +134,11 @@ def tiny_tokenizer(out_dir):
 PIPELINE_TEXT = ("The Amazon rainforest is the largest forest in South America. Most of it is in Brazil, "
                  "and Peru has a part of the basin. Paris is the capital of France; the Eiffel tower "
                  "was built of iron in 1889. Owners of cafes in the city sell bowls to tourists.")
-# model fixture, question, context, options (windows of the models' 32 positions at most)
+FAMILY_TEXT = ("The old king sat on the mat in the house. Paris is the capital city of France, and the river "
+               "runs to the sea. The queen walks home to read a book at night. The cat and the dog eat in the "
+               "sun; the child sings. My country has a long river and a high tower of fire.")
+# model fixture, question, context, options (windows of the models' positions at most), tokenizer
+# (fixtures-relative; default the tiny one written here)
 PIPELINE_CASES = [
     ("bert-qa-f32", "Where is the forest?", "The Amazon rainforest is in South America.", dict(max_seq_len=32)),
     ("bert-qa-f32", "What is the capital of France?", PIPELINE_TEXT, dict(max_seq_len=32, doc_stride=8)),
@@ -141,28 +146,41 @@ PIPELINE_CASES = [
      dict(max_seq_len=28, doc_stride=6, top_k=3, max_answer_len=4, handle_impossible_answer=True)),
     ("distilbert-qa-f32", "When was the tower built?", PIPELINE_TEXT, dict(max_seq_len=30, doc_stride=10, top_k=2)),
     ("distilbert-qa-f32", "Which country?", "Most of the forest is in Brazil.", dict(max_seq_len=32, handle_impossible_answer=True)),
+    # RoBERTa's family (<s> A </s></s> B </s>, no token type ids) with the 120-id tokenizers of the
+    # fill-mask goldens; RoBERTa's 40 positions hold 38 tokens.
+    ("roberta-qa-f32", "Where is the capital city?", FAMILY_TEXT, dict(max_seq_len=38, doc_stride=10, top_k=2),
+     "fill_mask/roberta-120"),
+    ("xlm-roberta-qa-f32", "Who walks home?", FAMILY_TEXT, dict(max_seq_len=30, doc_stride=8, handle_impossible_answer=True),
+     "fill_mask/roberta-120"),
+    ("mpnet-qa-f32", "What does the child do?", FAMILY_TEXT, dict(max_seq_len=38, doc_stride=12, top_k=3),
+     "fill_mask/roberta-120"),
 ]
+# No ModernBERT case: transformers 4.57's ModernBERT gives other logits than version 5's, which
+# tach's heads equal (test_heads); the span decoding after the model is the same for every family.
 
 
-def pipeline_cases(tok_file):
+def pipeline_cases(tiny_tok_file):
     out = []
-    for name, question, context, opts in PIPELINE_CASES:
+    for name, question, context, opts, *tok_dir in PIPELINE_CASES:
+        tok_file = os.path.join(ROOT, "tests", "fixtures", tok_dir[0], "tokenizer.json") if tok_dir else tiny_tok_file
+        roberta = tok_dir and "roberta" in tok_dir[0]
+        specials = (dict(cls_token="<s>", sep_token="</s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>")
+                    if roberta else
+                    dict(cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", unk_token="[UNK]", mask_token="[MASK]"))
         path = os.path.join(HEADS, name)
         if not os.path.isdir(path):
             print(f"skipping {name}: {path} is missing", file=sys.stderr)
             continue
-        # DistilBERT's tokenizer gives no token type ids (its model takes none), BERT's does.
+        # Only BERT's tokenizer gives token type ids (the others' models take none, or only zeros).
         inputs = ["input_ids", "attention_mask"] + (["token_type_ids"] if name.startswith("bert") else [])
-        tok = PreTrainedTokenizerFast(tokenizer_file=tok_file, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
-                                      unk_token="[UNK]", mask_token="[MASK]", model_max_length=32,
-                                      model_input_names=inputs)
+        tok = PreTrainedTokenizerFast(tokenizer_file=tok_file, model_max_length=512, model_input_names=inputs, **specials)
         model = AutoModelForQuestionAnswering.from_pretrained(path, torch_dtype=torch.float32).eval()
         pipe = QuestionAnsweringPipeline(model=model, tokenizer=tok, framework="pt")
         with torch.no_grad():
             answers = as_list(pipe(question=question, context=context, **opts))
         windows = len(list(pipe.preprocess({"question": question, "context": context}, **pre_options(opts))))
-        out.append({"model": name, "question": question, "context": context, "options": opts,
-                    "windows": windows, "answers": answers})
+        out.append({"model": name, "tokenizer": tok_dir[0] if tok_dir else "question_answering/tokenizer-tiny",
+                    "question": question, "context": context, "options": opts, "windows": windows, "answers": answers})
     return out
 
 

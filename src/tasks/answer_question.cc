@@ -61,8 +61,10 @@ std::vector<std::vector<Answer>> answer_questions(const Model& model, const Toke
       ids.push_back(e.ids);
       types.push_back(e.type_ids);
     }
+    // Type ids only for a model with several types (BERT's 2), as transformers' tokenizers give
+    // them: RoBERTa's one type reads zeros, whatever a tokenizer's template says for the context.
     const TokenBatch batch =
-        TokenBatch::from_rows(ids, info.pad_token_id, info.type_vocab_size > 0 ? types : decltype(types){});
+        TokenBatch::from_rows(ids, info.pad_token_id, info.type_vocab_size > 1 ? types : decltype(types){});
     // logits: [B, T, 2] (start, end)
     const Tensor logits = model.token_logits(batch);
     const int64_t T = batch.seq_len();

@@ -162,13 +162,16 @@ std::vector<Answer> answers_from_logits(const std::vector<AnswerWindow>& windows
             " rows of logits");
   float min_null_score = 1000000;
   std::vector<Answer> answers;
+  // Each window's best 2k + 10 spans: widening to whole words can make several the same answer,
+  // whose scores then add up (transformers 4.57's pipeline).
+  const int64_t per_window = options.top_k * 2 + 10;
   for (size_t w = 0; w < windows.size(); ++w) {
     const AnswerWindow& win = windows[w];
     const Encoding& e = win.encoding;
     check(start_logits[w].size() == e.size() && end_logits[w].size() == e.size(),
           "answer spans: window " + std::to_string(w) + " has " + std::to_string(e.size()) + " tokens but " +
               std::to_string(start_logits[w].size()) + " logits");
-    for (const TokenSpan& span : best_spans(start_logits[w].data(), end_logits[w].data(), win.candidate, options.top_k,
+    for (const TokenSpan& span : best_spans(start_logits[w].data(), end_logits[w].data(), win.candidate, per_window,
                                             options.max_answer_len, options.handle_impossible_answer, min_null_score)) {
       // Whole words (align_to_words); a special token (CLS) has no word: its offsets then.
       const int32_t ws = e.word_ids[size_t(span.start)], we = e.word_ids[size_t(span.end)];
@@ -187,13 +190,22 @@ std::vector<Answer> answers_from_logits(const std::vector<AnswerWindow>& windows
       }
       end_byte = std::min(end_byte, context.size());
       start_byte = std::min(start_byte, end_byte);
+      // An answer whose text equals an earlier one's, ignoring case, adds its score to that one.
+      const std::string text = context.substr(start_byte, end_byte - start_byte);
+      const std::string lowered = lowercase_text(text);
+      auto same = std::find_if(answers.begin(), answers.end(),
+                               [&](const Answer& a) { return lowercase_text(a.text) == lowered; });
+      if (same != answers.end()) {
+        same->score += double(span.score);
+        continue;
+      }
       Answer ans;
       ans.score = span.score;
       ans.start_byte = start_byte;
       ans.end_byte = end_byte;
       ans.start = char_index(context, start_byte);
       ans.end = char_index(context, end_byte);
-      ans.text = context.substr(start_byte, end_byte - start_byte);
+      ans.text = text;
       answers.push_back(std::move(ans));
     }
   }

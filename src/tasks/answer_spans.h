@@ -1,4 +1,4 @@
-// Extractive question answering as transformers' question-answering pipeline does it, apart from
+// Extractive question answering as transformers' question-answering pipeline (4.57, the last with one) does it, apart from
 // the model: the (question, context) pair cut into strided windows, then each window's start and
 // end logits turned into answer spans (select_starts_ends, decode_spans), then the spans into
 // character offsets and text of the context, aligned to whole words.
@@ -49,8 +49,9 @@ std::vector<TokenSpan> best_spans(const float* start_logits, const float* end_lo
                                   const std::vector<uint8_t>& candidate, int64_t top_k, int64_t max_answer_len,
                                   bool handle_impossible_answer, float& min_null_score);
 
-// The pipeline's postprocess: every window's spans widened to whole words, the empty answer when
-// handle_impossible_answer, sorted by score (stable), the top_k. start_logits, end_logits: one
+// The pipeline's postprocess (transformers 4.57): every window's best 2 top_k + 10 spans widened
+// to whole words, an answer whose text equals an earlier one's (ignoring case) adding its score to
+// that one, the empty answer when handle_impossible_answer, sorted by score (stable), the top_k. start_logits, end_logits: one
 // [T] row per window, T its tokens.
 std::vector<Answer> answers_from_logits(const std::vector<AnswerWindow>& windows,
                                         const std::vector<std::vector<float>>& start_logits,
