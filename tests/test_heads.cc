@@ -161,6 +161,12 @@ TEST(Heads, NewHeadsOnAMaskedLmCheckpoint) {
     noted |= n.find("Some weights of BertForTokenClassification were not initialized") != std::string::npos &&
              n.find("'classifier.weight'") != std::string::npos;
   EXPECT_TRUE(noted) << "transformers' note for the new head";
+  bool dropped = false;  // and for the masked-LM head left out
+  for (const auto& n : tok->info().notes)
+    dropped |= n.find("Some weights of the model checkpoint at") != std::string::npos &&
+               n.find("were not used when initializing BertForTokenClassification") != std::string::npos &&
+               n.find("'cls.predictions.bias'") != std::string::npos;
+  EXPECT_TRUE(dropped) << "transformers' note for the head left out";
   const Tensor logits = tok->token_logits(TokenBatch::from_rows({{101, 7, 19, 102}}, 0));
   EXPECT_EQ(logits.shape(), (Shape{1, 4, 7}));
 

@@ -538,7 +538,7 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
   // the file, row by row. Without this the file's pages would stay resident beside the copies.
   store.drop_resident_pages();
   release_cached_memory(Device::cpu());  // the f32 staging buffers of packing: freed, not kept cached
-  for (auto& n : binder->finish()) info.notes.push_back(n);
+  for (auto& n : binder->finish(config.architecture, loc.dir.empty() ? loc.spec : loc.dir)) info.notes.push_back(n);
   if (const std::string note = new_head_note(source, config.architecture, loc.dir.empty() ? loc.spec : loc.dir);
       !note.empty())
     info.notes.push_back(note);

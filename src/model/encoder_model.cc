@@ -199,8 +199,8 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   config.classification_head = head == Head::sequence_classification;
   model::BuiltEncoder built = model::build_encoder(config, family, *binder, {options.device, options.compute}, head,
                                                    config.num_labels(), source);
-  for (auto& n : binder->finish()) info.notes.push_back(n);
   const std::string architecture = model::architecture_for_head(family, head);
+  for (auto& n : binder->finish(architecture, loc.dir.empty() ? spec : loc.dir)) info.notes.push_back(n);
   if (const std::string note = model::new_head_note(source, architecture, loc.dir.empty() ? spec : loc.dir);
       !note.empty())
     info.notes.push_back(note);

@@ -154,7 +154,7 @@ bool WeightBinder::holds(const std::string& name, const Shape& shape, bool head)
   return t != nullptr && t->shape == shape;
 }
 
-std::vector<std::string> WeightBinder::finish() const {
+std::vector<std::string> WeightBinder::finish(const std::string& architecture, const std::string& checkpoint) const {
   std::vector<std::string> notes;
   if (adapter_) {
     adapter_->check_all_used(adapter_model_name_);
@@ -178,7 +178,18 @@ std::vector<std::string> WeightBinder::finish() const {
                 " unexpected tensor(s) that the architecture in " + config_source_ + " does not use (name prefix '" +
                 prefix_ + "'):" + list);
   }
-  if (!ignored.empty()) {
+  if (!architecture.empty()) {  // transformers' words; buffers (position ids, rotary tables) are not weights
+    std::string list;
+    size_t shown = 0, weights = 0;
+    for (const auto& n : ignored) {
+      if (ends_with(n, "position_ids") || ends_with(n, "token_type_ids") || ends_with(n, "inv_freq")) continue;
+      if (++weights <= 8) list += std::string(shown++ ? ", '" : "'") + n + "'";
+    }
+    if (weights > 8) list += ", ... (" + std::to_string(weights) + " in all)";
+    if (weights > 0)
+      notes.push_back("Some weights of the model checkpoint at " + checkpoint + " were not used when initializing " +
+                      architecture + ": [" + list + "]");
+  } else if (!ignored.empty()) {
     std::string list;
     for (size_t i = 0; i < ignored.size() && i < 4; ++i) list += (i ? ", " : "") + ignored[i];
     if (ignored.size() > 4) list += ", ...";

@@ -35,8 +35,10 @@ class WeightBinder {
   bool holds(const std::string& name, const Shape& shape, bool head) const;
 
   // Tensors the checkpoint holds that nothing took: known extras (buffers such as position_ids,
-  // heads of other tasks) are returned as notes; anything else is an error.
-  std::vector<std::string> finish() const;
+  // heads of other tasks) are returned as notes; anything else is an error. Given the
+  // architecture built and the checkpoint's place, the note is transformers' ("Some weights of
+  // the model checkpoint at ... were not used when initializing ...: [...]"), buffers unnamed.
+  std::vector<std::string> finish(const std::string& architecture = "", const std::string& checkpoint = "") const;
 
   // Merges a LoRA adapter into every weight it targets as it is bound, and takes the heads it
   // carries in place of the checkpoint's. `prefixes`: the family's task-model name prefixes;
