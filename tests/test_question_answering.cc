@@ -219,6 +219,8 @@ TEST(SquadData, ErrorsNameTheFileTheRecordAndWhatIsWrong) {
   });
   EXPECT_NE(lengths.find("d.json: record 1: answers.text has 1 answers but answers.answer_start 0"), std::string::npos)
       << lengths;
+  EXPECT_NE(test::error_of([] { data::parse_squad("t.parquet", "PAR1\x15\x04"); }).find("t.parquet: a Parquet file"),
+            std::string::npos);
   EXPECT_NE(test::error_of([] { data::parse_squad("x.json", "{\"rows\": 1}"); }).find("x.json: not SQuAD data"),
             std::string::npos);
   EXPECT_NE(

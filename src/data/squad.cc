@@ -184,6 +184,12 @@ class Reader {
   }
 
   SquadData parse(const std::string& bytes) const {
+    // The datasets' Parquet files hold answers as a nested column, which tach's Parquet reader
+    // does not read.
+    if (bytes.compare(0, 4, "PAR1") == 0)
+      throw Error(path_ +
+                  ": a Parquet file: SQuAD's answers column is nested, which is not read here; write the split as "
+                  "JSON lines (datasets' Dataset.to_json) and give that file");
     SquadData d;
     json root;
     bool whole = true;
