@@ -53,6 +53,8 @@ CASES = {
     "mpnet-mlm-f32": ("encoders/mpnet-base-model-f32", "mlm"),
     "xlm-roberta-token-cls5-f32": ("encoders/xlm-roberta-base-model-f32", "token-classification"),
     "mpnet-qa-f32": ("encoders/mpnet-base-model-f32", "question-answering"),
+    "xlm-roberta-mlm-f32": ("encoders/xlm-roberta-base-model-f32", "mlm"),
+    "distilbert-qa-f32": ("encoders/distilbert-base-model-f32", "question-answering"),
 }
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
 STEPS, WARMUP, LR, WD, CLIP = 20, 2, 1e-3, 0.01, 1.0
