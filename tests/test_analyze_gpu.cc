@@ -109,6 +109,15 @@ TEST(GpuTime, EqualsHtaOnTwoRanksOfRandomKernels) {
     ASSERT_TRUE(g->comm_comp_overlap_pct.has_value());
     EXPECT_NEAR(*g->comm_comp_overlap_pct,
                 hta["comm_comp_overlap"][size_t(rank)]["comp_comm_overlap_pctg"].get<double>(), 1.0);
+    // Kernel launch statistics: the same joins, so the same counts and sums.
+    const json& l = hta["launch_stats"][size_t(rank)];
+    EXPECT_EQ(g->launch.launches, l["launches"].get<int64_t>());
+    EXPECT_NEAR(g->launch.cpu_ns * 1e-3, l["cpu_duration"].get<double>(), 1e-6);
+    EXPECT_NEAR(g->launch.gpu_ns * 1e-3, l["gpu_duration"].get<double>(), 1e-6);
+    EXPECT_NEAR(g->launch.delay_ns * 1e-3, l["launch_delay"].get<double>(), 1e-6);
+    EXPECT_EQ(g->launch.shorter_than_launch, l["shorter_than_launch"].get<int64_t>());
+    EXPECT_EQ(g->launch.runtime_outliers, l["runtime_outliers"].get<int64_t>());
+    EXPECT_EQ(g->launch.delay_outliers, l["delay_outliers"].get<int64_t>());
   }
 }
 

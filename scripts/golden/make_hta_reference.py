@@ -4,8 +4,8 @@
 No GPU trace from a real run is committed yet, so this checks that tach reads HTA's definitions
 as HTA does: two ranks of seeded random kernels (computation, NCCL, copies, sets, a Sync kernel)
 on three streams, overlapping at random, with the runtime calls that launched them. Holistic Trace
-Analysis (pip install HolisticTraceAnalysis, 0.5) runs on them and its temporal breakdown and
-communication/computation overlap are saved beside them. HTA keeps only the kernels launched
+Analysis (pip install HolisticTraceAnalysis, 0.5) runs on them and its temporal breakdown,
+communication/computation overlap and kernel launch statistics are saved beside them. HTA keeps only the kernels launched
 before the last ProfilerStep starts (the last step may be cut short), which tach does too.
 
 Run in the development virtualenv:  ~/tach-ref/bin/python scripts/golden/make_hta_reference.py
@@ -42,8 +42,12 @@ def rank_trace(rank, rng):
             # Whole µs: HTA floors ts and dur to µs, tach keeps ns; whole µs compare the definitions.
             start = float(round(t + rng.uniform(0, 380)))
             dur = float(round(rng.uniform(1, 15)))
+            # The launching call: from 0 to 150 µs before the kernel, 1 to 80 µs long (so some calls
+            # outlast their kernels, some exceed HTA's cutoffs, and some end after the kernel starts).
+            call_dur = float(round(rng.uniform(1, 80)))
+            call_start = start - float(round(rng.uniform(0, 150)))
             events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                           "ts": start - 2, "dur": 1.0, "args": {"External id": corr, "correlation": corr}})
+                           "ts": call_start, "dur": call_dur, "args": {"External id": corr, "correlation": corr}})
             events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur,
                            "args": {"External id": corr, "correlation": corr, "device": 0, "stream": stream}})
             corr += 1
@@ -61,8 +65,15 @@ def main():
     analysis = TraceAnalysis(trace_dir=OUT)
     breakdown = analysis.get_temporal_breakdown(visualize=False)
     overlap = analysis.get_comm_comp_overlap(visualize=False)
+    launches = analysis.get_cuda_kernel_launch_stats(ranks=[0, 1], visualize=False)
     reference = {"temporal_breakdown": breakdown.to_dict(orient="records"),
-                 "comm_comp_overlap": overlap.to_dict(orient="records")}
+                 "comm_comp_overlap": overlap.to_dict(orient="records"),
+                 "launch_stats": [{"rank": rank, "launches": len(df), "cpu_duration": df["cpu_duration"].sum(),
+                                   "gpu_duration": df["gpu_duration"].sum(), "launch_delay": df["launch_delay"].sum(),
+                                   "shorter_than_launch": int((df["gpu_duration"] < df["cpu_duration"]).sum()),
+                                   "runtime_outliers": int((df["cpu_duration"] > 50).sum()),
+                                   "delay_outliers": int((df["launch_delay"] > 100).sum())}
+                                  for rank, df in sorted(launches.items())]}
     with open(os.path.join(OUT, "hta.json"), "w") as f:
         json.dump(reference, f, indent=1, default=float)
     print(json.dumps(reference, indent=1, default=float))

@@ -90,6 +90,14 @@ void add_gpu(RankState& r, const GpuTime& g) {
   r.gpu->non_compute_ns += g.non_compute_ns;
   r.gpu->kernels += g.kernels;
   r.gpu->launches += g.launches;
+  LaunchStats& l = r.gpu->launch;
+  l.launches += g.launch.launches;
+  l.cpu_ns += g.launch.cpu_ns;
+  l.gpu_ns += g.launch.gpu_ns;
+  l.delay_ns += g.launch.delay_ns;
+  l.shorter_than_launch += g.launch.shorter_than_launch;
+  l.runtime_outliers += g.launch.runtime_outliers;
+  l.delay_outliers += g.launch.delay_outliers;
   r.gpu->short_launches += g.short_launches;
   for (const auto& [type, ns] : g.kernel_types_ns) r.gpu->kernel_types_ns[type] += ns;
 }
@@ -285,6 +293,14 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
                        {"min_us", us(ks[i].min_ns)},
                        {"max_us", us(ks[i].max_ns)}});
       o["top_kernels"] = top;
+      const LaunchStats& l = r.gpu->launch;
+      o["launch"] = {{"launches", l.launches},
+                     {"cpu_launch_us", us(l.cpu_ns)},
+                     {"gpu_us", us(l.gpu_ns)},
+                     {"mean_launch_delay_us", l.launches ? json(us(l.delay_ns) / double(l.launches)) : json(nullptr)},
+                     {"kernels_shorter_than_launch", l.shorter_than_launch},
+                     {"runtime_outliers", l.runtime_outliers},
+                     {"launch_delay_outliers", l.delay_outliers}};
     } else {
       o["gpu"] = nullptr;
       o["kernel_types_us"] = json::object();
@@ -376,6 +392,14 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
         << ", non-compute " << pct("non_compute_us") << ", idle " << pct("idle_us");
       if (!jr["comm_comp_overlap_pct"].is_null())
         s << "; communication overlapped by computation " << fmt("%.1f%%", jr["comm_comp_overlap_pct"].get<double>());
+      if (jr.contains("launch") && jr["launch"]["launches"].get<int64_t>() > 0) {
+        const json& l = jr["launch"];
+        s << "\n  launches: " << l["launches"].get<int64_t>() << ", CPU "
+          << fmt("%.3f", l["cpu_launch_us"].get<double>() * 1e-3) << " ms against GPU "
+          << fmt("%.3f", l["gpu_us"].get<double>() * 1e-3) << " ms; mean launch delay "
+          << fmt("%.1f", l["mean_launch_delay_us"].get<double>()) << " us; "
+          << l["kernels_shorter_than_launch"].get<int64_t>() << " kernels shorter than their launch";
+      }
       s << "\n  kernel types (ms):";
       for (const auto& [type, v] : jr["kernel_types_us"].items())
         s << " " << type << " " << fmt("%.3f", v.get<double>() * 1e-3);

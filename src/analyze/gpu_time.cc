@@ -52,6 +52,12 @@ std::optional<std::unordered_set<int64_t>> launched_before_last_step(const Trace
   return kept;
 }
 
+bool is_launch_call(const std::string& name) {
+  return name == "cudaLaunchKernel" || name == "cudaLaunchKernelExC" || name == "cudaMemcpyAsync" ||
+         name == "cudaMemsetAsync" || name == "cuLaunchKernel" || name == "cuLaunchKernelEx" ||
+         name == "hipLaunchKernel" || name == "hipExtLaunchKernel";
+}
+
 }  // namespace
 
 std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
@@ -59,6 +65,13 @@ std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
   std::unordered_map<uint32_t, KernelStat> stats;
   GpuTime g;
   const auto kept = launched_before_last_step(t);
+  // The launching calls by correlation id: [start, end).
+  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> calls;
+  for (const auto& e : t.cpu) {
+    if (e.correlation == 0 || (e.category != Category::cuda_runtime && e.category != Category::cuda_driver)) continue;
+    if (kept && !kept->count(e.correlation)) continue;
+    if (is_launch_call(t.strings.str(e.name))) calls.emplace(e.correlation, std::make_pair(e.start_ns, e.end_ns));
+  }
   for (const auto& d : t.device) {
     if (d.category == Category::gpu_user_annotation) continue;
     if (kept && !kept->count(d.correlation)) continue;
@@ -80,6 +93,18 @@ std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
     s.min_ns = std::min(s.min_ns, dur);
     s.max_ns = std::max(s.max_ns, dur);
     ++g.kernels;
+    if (const auto call = calls.find(d.correlation); call != calls.end()) {
+      const int64_t cpu = call->second.second - call->second.first;
+      const int64_t delay = std::max<int64_t>(0, d.start_ns - call->second.second);
+      LaunchStats& l = g.launch;
+      ++l.launches;
+      l.cpu_ns += cpu;
+      l.gpu_ns += dur;
+      l.delay_ns += delay;
+      l.shorter_than_launch += dur < cpu;
+      l.runtime_outliers += cpu > 50000;
+      l.delay_outliers += delay > 100000;
+    }
     if (d.category == Category::kernel) {
       ++g.launches;
       if (dur < kShortKernelNs) ++g.short_launches;

@@ -32,6 +32,18 @@ struct KernelStat {
   int64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0;
 };
 
+// HTA's get_cuda_kernel_launch_stats: each kernel, copy or set joined by correlation id to the
+// runtime call that launched it (cudaLaunchKernel, cudaLaunchKernelExC, cudaMemcpyAsync,
+// cudaMemsetAsync; also cuLaunchKernel, cuLaunchKernelEx and hipLaunchKernel, which HTA 0.5 leaves
+// out); launch delay: the kernel's start less the call's end, 0 when negative.
+struct LaunchStats {
+  int64_t launches = 0;
+  int64_t cpu_ns = 0, gpu_ns = 0, delay_ns = 0;  // sums
+  int64_t shorter_than_launch = 0;               // GPU duration under the call's CPU duration
+  int64_t runtime_outliers = 0;                  // calls over 50 µs (HTA's runtime_cutoff)
+  int64_t delay_outliers = 0;                    // delays over 100 µs (HTA's launch_delay_cutoff)
+};
+
 struct GpuTime {
   int64_t window_ns = 0, idle_ns = 0, compute_ns = 0, non_compute_ns = 0;
   std::map<std::string, int64_t> kernel_types_ns;  // by kernel_type_name: summed durations
@@ -40,6 +52,7 @@ struct GpuTime {
   int64_t kernels = 0;                             // kernels, copies and sets counted
   // Kernels proper (not copies or sets), and those under 10 µs (diagnosis.h's kShortKernelNs).
   int64_t launches = 0, short_launches = 0;
+  LaunchStats launch;
 };
 
 // Unset for a trace without GPU events. top: how many kernels top_kernels keeps.
