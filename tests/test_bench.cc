@@ -1,6 +1,9 @@
 // The bench room: stopping rules, statistics, metrics, configs, the run store, sweeps with
 // failures and resumes, throughput against an outside clock, accuracy against transformers.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -315,6 +318,35 @@ TEST(Sweep, ResumeKeepsFinishedPointsAndCutsATornLine) {
   EXPECT_NE(resumed.notes[0].find("torn line"), std::string::npos);
   // A second run into the same directory is refused rather than mixed in.
   EXPECT_NE(error_of([&] { run_bench(tiny_config(dir.path())); }).find("already holds a run"), std::string::npos);
+}
+
+// Two runs started at once under one --run-id: the one that holds the directory runs, the other is
+// refused (before, both could pass the "holds a run" check and mix their files).
+TEST(RunStore, ADirectoryHeldByAnotherRunIsRefused) {
+  test::TempDir dir;
+  const std::string run = dir.path() + "/race";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // holds the directory as a run in progress does, then waits to be killed
+    (void)bench::RunStore::create(run, BenchConfig{});
+    (void)!write(ready[1], "x", 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  // config.json is there now, as the other run wrote it at its start: without the hold, a second
+  // run would take it for a failed start and write its own.
+  EXPECT_NE(error_of([&] { (void)bench::RunStore::create(run, BenchConfig{}); }).find("in use by another tach run"),
+            std::string::npos);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  // Its holder gone, the directory is what it holds: a start that failed, taken afresh.
+  EXPECT_NO_THROW((void)bench::RunStore::create(run, BenchConfig{}));
 }
 
 // Ctrl-C (a stop request) ends the sweep between points, with what finished kept; it resumes.

@@ -3,6 +3,7 @@
 // A SLURM array task appends to its own results.d/<plan>-task-<T>.jsonl instead, so that tasks on
 // several nodes never share a file; reading merges them all.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -44,12 +47,32 @@ bool holds_only_a_failed_start(const std::string& dir) {
   return config && !ec;
 }
 
+// Holds DIR for this process until it exits (an exclusive flock on the directory, released by the
+// kernel however the process ends), so that two runs started at once under one --run-id cannot
+// both pass the checks below and mix their files. A directory this process holds already (a
+// second run from one Python session) is held still.
+void hold_run_dir(const std::string& dir) {
+  static std::mutex mutex;
+  static std::map<std::string, int> held;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const std::string key = fs::weakly_canonical(dir).string();
+  if (held.count(key)) return;
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  check(fd >= 0, dir + ": cannot open the run directory");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw Error(dir + " is in use by another tach run started under the same --run-id; choose another --run-id");
+  }
+  held[key] = fd;
+}
+
 }  // namespace
 
 RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   check(!ec, dir + ": cannot create the run directory: " + ec.message());
+  hold_run_dir(dir);
   // A directory that holds a run (a sweep's, an eval's, a training run's) is never written into
   // afresh: its files would then disagree (one run's config.json beside another's accuracy.json).
   // One that holds only a start that failed before measuring anything (config.json and run.log)

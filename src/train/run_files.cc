@@ -20,11 +20,12 @@ std::string claim_run_dir(const std::string& runs_dir, const std::string& model,
   fs::create_directories(runs_dir, ec);
   check(!ec, runs_dir + ": cannot create (" + ec.message() + ")");
   if (!wanted.empty()) {
+    // Created, not tested then created: of two runs started at once under one id, one gets it.
     const fs::path p = fs::path(runs_dir) / wanted;
-    check(!fs::exists(p),
-          p.string() + " exists already: pick another --run-id, or continue it with --resume " + p.string());
-    fs::create_directories(p, ec);
+    if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);  // an id such as group/run
+    const bool created = fs::create_directory(p, ec);
     check(!ec, p.string() + ": cannot create (" + ec.message() + ")");
+    check(created, p.string() + " exists already: pick another --run-id, or continue it with --resume " + p.string());
     return p.string();
   }
   const std::string base = "train-" + utc_stamp() + "-" + model_name_for_runs(model);
