@@ -118,6 +118,11 @@ TEST(GpuTime, EqualsHtaOnTwoRanksOfRandomKernels) {
     EXPECT_EQ(g->launch.shorter_than_launch, l["shorter_than_launch"].get<int64_t>());
     EXPECT_EQ(g->launch.runtime_outliers, l["runtime_outliers"].get<int64_t>());
     EXPECT_EQ(g->launch.delay_outliers, l["delay_outliers"].get<int64_t>());
+    // Idle time by cause, summed over the streams.
+    const json& idle = hta["idle_time_breakdown"][size_t(rank)];
+    EXPECT_NEAR(g->idle_by_cause.host_wait_ns * 1e-3, idle["host_wait"].get<double>(), 1e-6);
+    EXPECT_NEAR(g->idle_by_cause.kernel_wait_ns * 1e-3, idle["kernel_wait"].get<double>(), 1e-6);
+    EXPECT_NEAR(g->idle_by_cause.other_ns * 1e-3, idle["other"].get<double>(), 1e-6);
   }
 }
 

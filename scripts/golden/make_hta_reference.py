@@ -29,7 +29,7 @@ NAMES = [
 
 
 def rank_trace(rank, rng):
-    events, t, corr = [], 1000.0, 1
+    events, t, corr, taken = [], 1000.0, 1, set()
     for step in range(3):
         events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
                        "ts": t, "dur": 400.0, "args": {"External id": corr}})
@@ -40,7 +40,12 @@ def rank_trace(rank, rng):
             if cat != "kernel":
                 stream = 9
             # Whole µs: HTA floors ts and dur to µs, tach keeps ns; whole µs compare the definitions.
+            # Distinct starts per stream: HTA orders a stream's kernels with pandas' unstable sort,
+            # so kernels starting together would be ordered at random.
             start = float(round(t + rng.uniform(0, 380)))
+            while (stream, start) in taken:
+                start += 1.0
+            taken.add((stream, start))
             dur = float(round(rng.uniform(1, 15)))
             # The launching call: from 0 to 150 µs before the kernel, 1 to 80 µs long (so some calls
             # outlast their kernels, some exceed HTA's cutoffs, and some end after the kernel starts).
@@ -66,6 +71,11 @@ def main():
     breakdown = analysis.get_temporal_breakdown(visualize=False)
     overlap = analysis.get_comm_comp_overlap(visualize=False)
     launches = analysis.get_cuda_kernel_launch_stats(ranks=[0, 1], visualize=False)
+    idle = {}
+    for rank in (0, 1):
+        df = analysis.get_idle_time_breakdown(ranks=[rank], visualize=False)[0]
+        idle[rank] = {cat: float(df[df["idle_category"] == cat]["idle_time"].sum())
+                      for cat in ("host_wait", "kernel_wait", "other")}
     reference = {"temporal_breakdown": breakdown.to_dict(orient="records"),
                  "comm_comp_overlap": overlap.to_dict(orient="records"),
                  "launch_stats": [{"rank": rank, "launches": len(df), "cpu_duration": df["cpu_duration"].sum(),
@@ -73,7 +83,8 @@ def main():
                                    "shorter_than_launch": int((df["gpu_duration"] < df["cpu_duration"]).sum()),
                                    "runtime_outliers": int((df["cpu_duration"] > 50).sum()),
                                    "delay_outliers": int((df["launch_delay"] > 100).sum())}
-                                  for rank, df in sorted(launches.items())]}
+                                  for rank, df in sorted(launches.items())],
+                 "idle_time_breakdown": [dict(rank=rank, **idle[rank]) for rank in (0, 1)]}
     with open(os.path.join(OUT, "hta.json"), "w") as f:
         json.dump(reference, f, indent=1, default=float)
     print(json.dumps(reference, indent=1, default=float))

@@ -98,6 +98,9 @@ void add_gpu(RankState& r, const GpuTime& g) {
   l.shorter_than_launch += g.launch.shorter_than_launch;
   l.runtime_outliers += g.launch.runtime_outliers;
   l.delay_outliers += g.launch.delay_outliers;
+  r.gpu->idle_by_cause.host_wait_ns += g.idle_by_cause.host_wait_ns;
+  r.gpu->idle_by_cause.kernel_wait_ns += g.idle_by_cause.kernel_wait_ns;
+  r.gpu->idle_by_cause.other_ns += g.idle_by_cause.other_ns;
   r.gpu->short_launches += g.short_launches;
   for (const auto& [type, ns] : g.kernel_types_ns) r.gpu->kernel_types_ns[type] += ns;
 }
@@ -293,6 +296,9 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
                        {"min_us", us(ks[i].min_ns)},
                        {"max_us", us(ks[i].max_ns)}});
       o["top_kernels"] = top;
+      o["idle_by_cause_us"] = {{"host_wait", us(r.gpu->idle_by_cause.host_wait_ns)},
+                               {"kernel_wait", us(r.gpu->idle_by_cause.kernel_wait_ns)},
+                               {"other", us(r.gpu->idle_by_cause.other_ns)}};
       const LaunchStats& l = r.gpu->launch;
       o["launch"] = {{"launches", l.launches},
                      {"cpu_launch_us", us(l.cpu_ns)},
@@ -400,6 +406,11 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
           << fmt("%.1f", l["mean_launch_delay_us"].get<double>()) << " us; "
           << l["kernels_shorter_than_launch"].get<int64_t>() << " kernels shorter than their launch";
       }
+      const json& idle = jr["idle_by_cause_us"];
+      s << "\n  idle by cause (per stream, summed; ms): host wait "
+        << fmt("%.3f", idle["host_wait"].get<double>() * 1e-3) << ", kernel wait "
+        << fmt("%.3f", idle["kernel_wait"].get<double>() * 1e-3) << ", other "
+        << fmt("%.3f", idle["other"].get<double>() * 1e-3);
       s << "\n  kernel types (ms):";
       for (const auto& [type, v] : jr["kernel_types_us"].items())
         s << " " << type << " " << fmt("%.3f", v.get<double>() * 1e-3);

@@ -1,6 +1,7 @@
 #include "analyze/gpu_time.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -65,10 +66,13 @@ std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
   std::unordered_map<uint32_t, KernelStat> stats;
   GpuTime g;
   const auto kept = launched_before_last_step(t);
-  // The launching calls by correlation id: [start, end).
+  // The launching calls by correlation id: [start, end); and any runtime call's start (idle causes).
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> calls;
+  std::unordered_map<int64_t, int64_t> call_start;
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> by_stream;  // stream: (start, index)
   for (const auto& e : t.cpu) {
     if (e.correlation == 0 || (e.category != Category::cuda_runtime && e.category != Category::cuda_driver)) continue;
+    call_start.emplace(e.correlation, e.start_ns);
     if (kept && !kept->count(e.correlation)) continue;
     if (is_launch_call(t.strings.str(e.name))) calls.emplace(e.correlation, std::make_pair(e.start_ns, e.end_ns));
   }
@@ -93,6 +97,7 @@ std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
     s.min_ns = std::min(s.min_ns, dur);
     s.max_ns = std::max(s.max_ns, dur);
     ++g.kernels;
+    by_stream[d.stream].emplace_back(d.start_ns, int64_t(&d - t.device.data()));
     if (const auto call = calls.find(d.correlation); call != calls.end()) {
       const int64_t cpu = call->second.second - call->second.first;
       const int64_t delay = std::max<int64_t>(0, d.start_ns - call->second.second);
@@ -111,6 +116,18 @@ std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
     }
   }
   if (all.empty()) return std::nullopt;
+  for (auto& [stream, kernels] : by_stream) {
+    std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 1; i < kernels.size(); ++i) {
+      const DeviceEvent& prev = t.device[size_t(kernels[i - 1].second)];
+      const DeviceEvent& d = t.device[size_t(kernels[i].second)];
+      const int64_t gap = d.start_ns - prev.end_ns;
+      const auto call = call_start.find(d.correlation);
+      if (call != call_start.end() && call->second > prev.end_ns) g.idle_by_cause.host_wait_ns += gap;
+      else if (gap < kConsecutiveKernelDelayNs) g.idle_by_cause.kernel_wait_ns += gap;
+      else g.idle_by_cause.other_ns += gap;
+    }
+  }
   all = merge_intervals(std::move(all));
   compute = merge_intervals(std::move(compute));
   comm = merge_intervals(std::move(comm));

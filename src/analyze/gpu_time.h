@@ -44,6 +44,15 @@ struct LaunchStats {
   int64_t delay_outliers = 0;                    // delays over 100 µs (HTA's launch_delay_cutoff)
 };
 
+// HTA's get_idle_time_breakdown, summed over streams: on each stream, by start time, the gap
+// before each kernel (copy, set) since the previous one's end is host wait when the kernel's
+// runtime call started after that end (the host had not enqueued it yet), kernel wait when the
+// gap is under 30 µs (back-to-back launch overhead), and other otherwise.
+struct IdleByCause {
+  int64_t host_wait_ns = 0, kernel_wait_ns = 0, other_ns = 0;
+};
+inline constexpr int64_t kConsecutiveKernelDelayNs = 30000;
+
 struct GpuTime {
   int64_t window_ns = 0, idle_ns = 0, compute_ns = 0, non_compute_ns = 0;
   std::map<std::string, int64_t> kernel_types_ns;  // by kernel_type_name: summed durations
@@ -53,6 +62,7 @@ struct GpuTime {
   // Kernels proper (not copies or sets), and those under 10 µs (diagnosis.h's kShortKernelNs).
   int64_t launches = 0, short_launches = 0;
   LaunchStats launch;
+  IdleByCause idle_by_cause;
 };
 
 // Unset for a trace without GPU events. top: how many kernels top_kernels keeps.
