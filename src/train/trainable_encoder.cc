@@ -1,6 +1,7 @@
 // Binding a checkpoint into the parameter table, and sizing the saved activations.
 #include "train/trainable_encoder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/encoder_build.h"
@@ -32,7 +33,7 @@ std::string head_architecture(const model::ModelFamily& row, Head task) {
 
 TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, const model::ModelFamily& row,
                                          model::WeightBinder& w, uint64_t init_seed, std::vector<std::string>* notes,
-                                         Head task) {
+                                         Head task, const std::string& checkpoint) {
   check(task == Head::sequence_classification || task == Head::token_classification ||
             task == Head::question_answering || task == Head::masked_lm,
         std::string("training needs a head, not \"") + head_name(task) + "\"");
@@ -107,7 +108,7 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
     }
     *weight = &t.add(saved + ".weight", normal_init({out, C}, config.initializer_range, init_seed, saved + ".weight"));
     *bias = &t.add(saved + ".bias", zeros({out}));
-    initialised.push_back(saved);
+    initialised.insert(initialised.end(), {saved + ".bias", saved + ".weight"});
   };
   switch (task) {
     case Head::token_classification:
@@ -127,7 +128,7 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
         for (int64_t i = 0; i < C; ++i) ones.data<float>()[i] = 1.f;
         m.mlm_norm_gamma = &t.add(hn.mlm_norm + ".weight", ones);
         m.mlm_norm_beta = &t.add(hn.mlm_norm + ".bias", zeros({C}));
-        initialised.push_back(hn.mlm_norm);
+        initialised.insert(initialised.end(), {hn.mlm_norm + ".bias", hn.mlm_norm + ".weight"});
       }
       // Tied: the decoder is the word embeddings (not stored apart; a copy the checkpoint holds is left).
       if (config.tie_word_embeddings) {
@@ -137,7 +138,7 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
       } else {
         const std::string name = hn.mlm_decoder + ".weight";
         m.mlm_decoder = &t.add(name, normal_init({V, C}, config.initializer_range, init_seed, name));
-        initialised.push_back(hn.mlm_decoder);
+        initialised.push_back(name);
       }
       // The output bias: the head's own (BERT's cls.predictions.bias, lm_head.bias), which the
       // decoder's .bias aliases; DistilBERT's is the projector's .bias.
@@ -158,13 +159,15 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
       head_linear(n.head_out, n.head_out, L, false, &m.classifier_weight, &m.classifier_bias);
   }
   if (notes) {
-    for (auto& note : w.finish()) notes->push_back(note);
+    for (auto& note : checkpoint.empty() ? w.finish() : w.finish(m.head_architecture, checkpoint))
+      notes->push_back(note);
     if (!initialised.empty()) {
+      std::sort(initialised.begin(), initialised.end());
       std::string list;
-      for (const auto& name : initialised) list += (list.empty() ? "" : ", ") + name;
+      for (const auto& name : initialised) list += (list.empty() ? "'" : ", '") + name + "'";
       // transformers' note, as from_pretrained prints it.
-      notes->push_back("Some weights of " + m.head_architecture +
-                       " were not initialized from the model checkpoint and are newly initialized: [" + list +
+      notes->push_back("Some weights of " + m.head_architecture + " were not initialized from the model checkpoint" +
+                       (checkpoint.empty() ? "" : " at " + checkpoint) + " and are newly initialized: [" + list +
                        "] (weights N(0, " + std::to_string(config.initializer_range) + "), biases 0, seed " +
                        std::to_string(init_seed) +
                        "). You should probably TRAIN this model on a down-stream task to be able to use it for "

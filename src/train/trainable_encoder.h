@@ -77,12 +77,15 @@ struct TrainableEncoder final : TrainableModel {
 };
 
 // Builds from a checkpoint (or a preset's synthetic binder) with the head `task`.
-// `config.id2label` says a classifier's size (question answering: 2, the masked LM: none). A head the checkpoint does not hold (a bare BertModel, or a head of another size) is
+// `config.id2label` says a classifier's size (question answering: 2, the masked LM: none). A
+// head the checkpoint does not hold (a bare BertModel, a head of another size or task) is
 // initialised as transformers does: weights N(0, initializer_range), biases 0, drawn from
-// `init_seed`; `notes` says which.
+// `init_seed`; `notes` says which, and which of the checkpoint's tensors were not used, in
+// transformers' words naming `checkpoint` (its directory; empty: a plain list).
 TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, const model::ModelFamily& family,
                                          model::WeightBinder& binder, uint64_t init_seed,
-                                         std::vector<std::string>* notes, Head task = Head::sequence_classification);
+                                         std::vector<std::string>* notes, Head task = Head::sequence_classification,
+                                         const std::string& checkpoint = "");
 
 // What one forward keeps for the backward, per layer, sized for [B, T]. Allocated once for the
 // largest batch and reused across steps (category activations).

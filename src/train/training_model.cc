@@ -131,7 +131,7 @@ std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource&
   c.id2label = id2label;
   c.problem_type = problem_type;
   return std::make_unique<TrainableEncoder>(
-      build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes, task));
+      build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes, task, source.location.dir));
 }
 
 }  // namespace tach::train

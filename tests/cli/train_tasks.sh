@@ -46,6 +46,8 @@ grep -q "Some weights of BertForTokenClassification were not initialized" "$dir/
   >"$dir/cls.out" 2>"$dir/cls.err" || { cat "$dir/cls.err"; fail "default task run"; }
 grep -q "Some weights of BertForSequenceClassification were not initialized .*classifier" "$dir/cls.err" ||
   fail "no classifier note: $(cat "$dir/cls.err")"
+grep -q "Some weights of the model checkpoint at $mlm were not used when initializing BertForSequenceClassification: \['cls.predictions" "$dir/cls.err" ||
+  fail "no note of the masked-LM head left out: $(cat "$dir/cls.err")"
 [ "$(field "$dir/cls/model/config.json" architectures)" = '["BertForSequenceClassification"]' ] || fail "cls architecture"
 
 # Question answering on SQuAD records: windows of -s tokens, the checkpoint's qa_outputs trained.
