@@ -253,6 +253,18 @@ TEST(Heads, NewHeadsAreSeeded) {
             std::vector<float>(c.data<float>(), c.data<float>() + c.numel()));
 }
 
+// tach estimate names the architecture it counts: the family's for the head, on the checkpoint's body.
+TEST(Heads, EstimateNamesTheArchitectureBuilt) {
+  EstimateInput in;
+  in.model = heads_dir() + "bert-mlm-f32";
+  in.seq_len = 16;
+  EXPECT_EQ(estimate_memory(in).architecture, "BertForMaskedLM");
+  in.head = Head::question_answering;
+  EXPECT_EQ(estimate_memory(in).architecture, "BertForQuestionAnswering: a new head on BertForMaskedLM's body");
+  in.head = Head::none;
+  EXPECT_EQ(estimate_memory(in).architecture, "BertModel: BertForMaskedLM's body");
+}
+
 // tach holds the tied decoder as a packed linear beside the embedding table: the estimate counts it.
 TEST(Heads, EstimateCountsThePackedTiedDecoder) {
   auto packed_decoder = [](const std::string& name) {

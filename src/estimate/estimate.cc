@@ -292,7 +292,13 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
       a.labels = in.new_head_labels > 0 ? in.new_head_labels : 2;
     a.head = *in.head;
     a.bare_pooler = false;
-    a.name += std::string(" with a new ") + head_name(*in.head) + " head";
+    // The architecture built: the family's for that head, on the checkpoint's body.
+    std::string built;
+    for (const auto& family : model::model_families())
+      for (const auto& [architecture, head] : model::family_architectures(family))
+        if (architecture == a.name) built = model::architecture_for_head(family, *in.head);
+    a.name = built.empty() ? a.name + " with a new " + head_name(*in.head) + " head"
+                           : built + (*in.head == Head::none ? ": " : ": a new head on ") + a.name + "'s body";
   }
   // A row past the positions does not run: an encoder's learned table has P rows (tach refuses
   // longer rows; RoBERTa's start after padding_idx), and a decoder's prompt with its new tokens
