@@ -97,10 +97,9 @@ cpu::FusedActivation ffn_activation(const EncoderConfig& c) {
 }
 
 std::unique_ptr<ops::Linear> take_linear(WeightBinder& w, const std::string& name, int64_t out, int64_t in,
-                                         const ops::LinearPlacement& place, cpu::FusedActivation act, Scope scope) {
-  const bool head = scope == Scope::head;
-  Tensor weight = head ? w.take_head(name + ".weight", {out, in}) : w.take(name + ".weight", {out, in});
-  Tensor bias = head ? w.take_head(name + ".bias", {out}) : w.take(name + ".bias", {out});
+                                         const ops::LinearPlacement& place, cpu::FusedActivation act) {
+  Tensor weight = w.take(name + ".weight", {out, in});
+  Tensor bias = w.take(name + ".bias", {out});
   return pack_linear(weight, bias, place, act);
 }
 

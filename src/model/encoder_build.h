@@ -37,13 +37,12 @@ std::unique_ptr<ops::Linear> pack_linear(const Tensor& weight, const Tensor& bia
                                          cpu::FusedActivation act = cpu::FusedActivation::none);
 cpu::FusedActivation ffn_activation(const EncoderConfig& config);
 
-// Takes NAME.weight [out, in], then NAME.bias [out], and packs them. The order is fixed so that
-// a checkpoint with several bad tensors always reports the same one first.
-enum class Scope { encoder, head };  // head tensors are never prefixed
+// Takes the body's NAME.weight [out, in], then NAME.bias [out], and packs them. The order is fixed
+// so that a checkpoint with several bad tensors always reports the same one first. (Heads take
+// theirs through encoder_heads.h's take_head_tensor.)
 std::unique_ptr<ops::Linear> take_linear(WeightBinder& w, const std::string& name, int64_t out, int64_t in,
                                          const ops::LinearPlacement& place,
-                                         cpu::FusedActivation act = cpu::FusedActivation::none,
-                                         Scope scope = Scope::encoder);
+                                         cpu::FusedActivation act = cpu::FusedActivation::none);
 // Takes NAME.weight and NAME.bias of a LayerNorm over `width` as f32.
 void take_layer_norm(WeightBinder& w, const std::string& name, int64_t width, Tensor* gamma, Tensor* beta,
                      Device device = Device::cpu());
