@@ -10,6 +10,7 @@
 
 #include "analyze/diagnosis.h"
 #include "analyze/gpu_time.h"
+#include "analyze/roofline.h"
 #include "analyze/steps.h"
 #include "analyze/trace.h"
 #include "tach/analyze.h"
@@ -176,6 +177,48 @@ TEST(Diagnosis, EachRuleAtItsThreshold) {
   cpu.top_self_cpu_ns = 25;
   cpu.total_self_cpu_ns = 100;
   EXPECT_TRUE(has(diagnose(cpu), "aten::gelu_backward takes 25% of all self CPU time"));
+}
+
+TEST(Roofline, PublishedPeaksAndAnOpAgainstItsPrecision) {
+  EXPECT_EQ(published_peak("NVIDIA H100 80GB HBM3")->device, "H100 SXM");
+  EXPECT_EQ(published_peak("NVIDIA H100 PCIe")->device, "H100 PCIe");
+  EXPECT_EQ(published_peak("NVIDIA H200")->device, "H200 SXM");
+  EXPECT_EQ(published_peak("NVIDIA A100-SXM4-80GB")->device, "A100");
+  EXPECT_EQ(published_peak("NVIDIA A10")->device, "A10");
+  EXPECT_FALSE(published_peak("Radeon 780M").has_value());
+  EXPECT_EQ(gemm_precision("[c10::BFloat16, c10::BFloat16]"), "bf16");
+  EXPECT_EQ(gemm_precision("[float, float, Scalar]"), "f32");
+  // A bf16 mm of 4096³ (2·4096³ FLOPs) whose kernel ran 200 µs on an H100 SXM: 687 TFLOP/s, 69.5%
+  // of its 989.4 TFLOP/s.
+  const json trace = {{"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H100 80GB HBM3"}}}},
+                      {"traceEvents",
+                       {{{"ph", "X"},
+                         {"cat", "cpu_op"},
+                         {"name", "aten::mm"},
+                         {"pid", 1},
+                         {"tid", 1},
+                         {"ts", 0},
+                         {"dur", 20},
+                         {"args",
+                          {{"External id", 7},
+                           {"Input Dims", {{4096, 4096}, {4096, 4096}}},
+                           {"Input type", {"c10::BFloat16", "c10::BFloat16"}}}}},
+                        {{"ph", "X"},
+                         {"cat", "kernel"},
+                         {"name", "sm90_xmma_gemm_bf16bf16"},
+                         {"pid", 0},
+                         {"tid", 7},
+                         {"ts", 10},
+                         {"dur", 200},
+                         {"args", {{"device", 0}, {"stream", 7}, {"correlation", 3}, {"External id", 7}}}}}}};
+  test::TempDir dir;
+  std::ofstream(dir.file("h100.pt.trace.json")) << trace.dump();
+  const json j = json::parse(analyze_traces({dir.file("h100.pt.trace.json")}, AnalyzeOptions{}).json);
+  EXPECT_EQ(j["roofline"]["device"], "H100 SXM");
+  const json& mm = j["ops"][0]["name"] == "aten::mm" ? j["ops"][0] : j["ops"][1];
+  ASSERT_EQ(mm["name"], "aten::mm");
+  EXPECT_EQ(mm["precision"], "bf16");
+  EXPECT_NEAR(mm["peak_fraction"].get<double>(), 2.0 * 4096 * 4096 * 4096 / 200e-6 / 989.4e12, 1e-9);
 }
 
 TEST(AnalyzeTraces, JsonOfAGpuRank) {

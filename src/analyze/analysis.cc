@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -12,10 +13,12 @@
 #include "analyze/diagnosis.h"
 #include "analyze/gpu_time.h"
 #include "analyze/op_averages.h"
+#include "analyze/roofline.h"
 #include "analyze/steps.h"
 #include "analyze/trace.h"
 #include "tach/analyze.h"
 #include "tach/error.h"
+#include "tach/profile.h"
 
 namespace tach {
 namespace {
@@ -119,14 +122,15 @@ std::string bytes_text(int64_t b) {
   return sign + fmt("%.0f B", a);
 }
 
+// fraction: an op's share of the peak its precision runs at (roofline), or nullopt.
 std::string ops_text(const std::vector<OpRow>& rows, const std::string& sort_by, GroupBy group_by, size_t top,
-                     bool device) {
+                     bool device, const std::function<std::optional<double>(const OpRow&)>& fraction) {
   std::ostringstream s;
   s << "Ops (as torch's key_averages(), by " << sort_by << "; " << std::min(top, rows.size()) << " of " << rows.size()
     << " rows)\n";
   s << pad("name", 48) << pad("calls", 8, true) << pad("self CPU ms", 13, true) << pad("CPU ms", 11, true);
   if (device) s << pad("self dev ms", 13, true) << pad("dev ms", 11, true);
-  s << pad("GFLOP", 10, true) << pad("GFLOP/s", 9, true) << pad("self CPU mem", 14, true);
+  s << pad("GFLOP", 10, true) << pad("GFLOP/s", 9, true) << pad("% peak", 8, true) << pad("self CPU mem", 14, true);
   if (group_by != GroupBy::name) s << "  " << (group_by == GroupBy::shape ? "input shapes" : "stack");
   s << "\n";
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
@@ -139,6 +143,7 @@ std::string ops_text(const std::vector<OpRow>& rows, const std::string& sort_by,
         << pad(fmt("%.3f", us(r.device_ns) * 1e-3), 11, true);
     s << pad(r.flops ? fmt("%.3f", double(r.flops) * 1e-9) : "-", 10, true)
       << pad(r.flops && time_ns > 0 ? fmt("%.2f", double(r.flops) / double(time_ns)) : "-", 9, true)
+      << pad(fraction(r) ? fmt("%.1f", *fraction(r) * 100) : "-", 8, true)
       << pad(bytes_text(r.self_cpu_memory), 14, true);
     if (group_by == GroupBy::shape) s << "  " << r.shapes;
     if (group_by == GroupBy::stack) {
@@ -237,6 +242,39 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
   j["group_by"] = options.group_by;
   j["sort_by"] = sort_by;
   j["device_properties"] = device_properties;
+  // The roofline's compute side: a GPU trace's ops against the published peak of the GPU its
+  // deviceProperties name, a CPU trace's against this machine's cached GEMM ceilings.
+  std::optional<PeakFlops> peak;
+  json roofline = nullptr;
+  if (any_gpu) {
+    for (const auto& d : device_properties)
+      if (!peak && d.contains("name") && d["name"].is_string()) peak = published_peak(d["name"].get<std::string>());
+    if (peak)
+      roofline = {{"device", peak->device},
+                  {"f32_flops", peak->f32},
+                  {"tf32_flops", peak->tf32},
+                  {"bf16_flops", peak->bf16},
+                  {"source", peak->source}};
+    else notes.push_back("no published peak for this GPU (deviceProperties names none the table holds): no roofline");
+  } else if (const auto c = cached_machine_ceilings()) {
+    peak = PeakFlops{c->cpu, c->gemm_f32_flops, c->gemm_f32_flops, c->gemm_bf16_flops,
+                     "tach info --ceilings: " + describe_ceilings_provenance(*c)};
+    roofline = {{"device", c->cpu},
+                {"f32_flops", c->gemm_f32_flops},
+                {"bf16_flops", c->gemm_bf16_flops},
+                {"source", peak->source}};
+  } else {
+    notes.push_back("no measured CPU ceilings on this machine (tach info --ceilings measures them): no roofline");
+  }
+  j["notes"] = notes;
+  j["roofline"] = roofline;
+  auto peak_fraction = [&](const OpRow& r) -> json {
+    const int64_t time_ns = r.device_ns > 0 ? r.device_ns : r.cpu_ns;
+    if (!peak || r.flops <= 0 || time_ns <= 0) return nullptr;
+    const double rate = double(r.flops) / (double(time_ns) * 1e-9);
+    const double ceiling = r.precision == "bf16" || r.precision == "f16" ? peak->bf16 : peak->f32;
+    return ceiling > 0 ? json(rate / ceiling) : json(nullptr);
+  };
   json jops = json::array();
   for (const auto& r : ops) {
     const int64_t time_ns = r.device_ns > 0 ? r.device_ns : r.cpu_ns;
@@ -250,6 +288,8 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
         {"device_us", us(r.device_ns)},
         {"flops", r.flops},
         {"flops_per_s", r.flops && time_ns > 0 ? json(double(r.flops) / (double(time_ns) * 1e-9)) : json(nullptr)},
+        {"precision", r.precision},
+        {"peak_fraction", peak_fraction(r)},
         {"self_cpu_memory_bytes", r.self_cpu_memory},
         {"cpu_memory_bytes", r.cpu_memory}};
     if (group_by == GroupBy::shape) o["input_shapes"] = r.shapes;
@@ -358,7 +398,14 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
   s << "tach analyze: " << out.files.size() << " trace" << (out.files.size() == 1 ? "" : "s") << ", " << ranks.size()
     << " rank" << (ranks.size() == 1 ? "" : "s") << "\n";
   for (const auto& n : notes) s << "note: " << n.get<std::string>() << "\n";
-  s << "\n" << ops_text(ops, sort_by, group_by, options.top, any_gpu);
+  s << "\n"
+    << ops_text(ops, sort_by, group_by, options.top, any_gpu, [&](const OpRow& r) -> std::optional<double> {
+         const json f = peak_fraction(r);
+         return f.is_null() ? std::nullopt : std::optional<double>(f.get<double>());
+       });
+  if (!roofline.is_null())
+    s << "% peak: FLOP/s against " << roofline["device"].get<std::string>() << " ("
+      << roofline["source"].get<std::string>() << "), at each op's precision\n";
   s << "\nSteps (ProfilerStep#N; ms)\n";
   if (step_rows.empty()) {
     s << "no ProfilerStep#N spans in these traces (torch.profiler's schedule and prof.step() write them)\n";

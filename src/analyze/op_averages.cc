@@ -5,6 +5,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "analyze/roofline.h"
 #include "tach/error.h"
 
 namespace tach::analyze {
@@ -174,6 +175,7 @@ std::vector<OpRow> op_averages(const Trace& t, GroupBy group_by, int stack_depth
         if (t.cpu[nodes[size_t(p)].event].category == Category::python_function)
           key.stack.push_back(t.strings.str(t.cpu[nodes[size_t(p)].event].name));
     OpRow& r = row_for(std::move(key));
+    if (r.precision.empty()) r.precision = gemm_precision(t.strings.str(e.types));
     const int64_t total = e.end_ns - e.start_ns;
     int64_t children_cpu = 0, children_device = 0, children_memory = 0;
     for (const uint32_t c : node.children) {

@@ -28,6 +28,7 @@ struct OpRow {
   RowKind kind = RowKind::cpu;
   std::string shapes;              // --group-by shape: torch's input_shapes, "[[64, 32], [32, 96]]"
   std::vector<std::string> stack;  // --group-by stack: the enclosing Python frames, innermost first
+  std::string precision;           // f32, bf16, f16 from the first call's input types; "" unknown
   int64_t calls = 0;
   // Times in ns (the trace's resolution); the JSON and the table show µs.
   int64_t self_cpu_ns = 0, cpu_ns = 0, self_device_ns = 0, device_ns = 0;
