@@ -404,6 +404,47 @@ TEST_P(TaskFixture, FusedAndCheckpointedEqualEagerWithDropout) {
   }
 }
 
+// What the caller sets before a forward outlives the first forward and a change of batch
+// length (the activations re-sized): the masked LM's head runs on the chosen tokens alone
+// (logits [chosen, V], not [B * T, V]) and the data-parallel hook stays set.
+TEST_P(TaskFixture, ThePredictedRowsAndTheHookOutliveANewBatchLength) {
+  TaskCase c = load_task_case(GetParam());
+  const auto state = c.model->new_state(false);
+  const train::DropoutRates off;
+  for (const size_t i : {size_t(0), size_t(1)}) {
+    TokenBatch batch = c.batches[i];
+    if (i == 1) {  // one token shorter: the activations are sized afresh
+      const int64_t B = batch.batch(), T = batch.seq_len() - 1;
+      TokenBatch shorter;
+      shorter.input_ids = Tensor::empty({B, T}, DType::i32);
+      shorter.attention_mask = Tensor::empty({B, T}, DType::i32);
+      if (batch.token_type_ids.defined()) shorter.token_type_ids = Tensor::zeros({B, T}, DType::i32);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t) {
+          shorter.input_ids.data<int32_t>()[b * T + t] = batch.input_ids.data<int32_t>()[b * (T + 1) + t];
+          shorter.attention_mask.data<int32_t>()[b * T + t] = batch.attention_mask.data<int32_t>()[b * (T + 1) + t];
+        }
+      batch = shorter;
+    }
+    int hook_calls = 0;
+    state->layer_grads_ready = [&hook_calls](int) { ++hook_calls; };
+    const int64_t N = batch.batch() * batch.seq_len();
+    std::vector<int32_t> chosen;
+    if (c.model->head() == Head::masked_lm) {
+      chosen = {0, int32_t(N / 2), int32_t(N - 1)};
+      state->predicted_rows = chosen;
+    }
+    c.model->forward(*state, batch, off);
+    EXPECT_TRUE(bool(state->layer_grads_ready)) << "batch " << i;
+    const int64_t rows = c.model->head() == Head::masked_lm ? int64_t(chosen.size()) : N;
+    EXPECT_EQ(state->logits.shape()[0], rows) << "batch " << i;
+    EXPECT_EQ(state->predicted_rows, chosen) << "batch " << i;
+    std::vector<float> dlogits(size_t(state->logits.numel()), 0.01f);
+    c.model->backward(*state, batch, dlogits.data(), off);
+    EXPECT_GT(hook_calls, 0) << "batch " << i << ": the backward calls the hook as layers finish";
+  }
+}
+
 // A checkpoint's head is its task's: a token classifier's "classifier" is not taken as a sequence
 // classifier's (a new one is made, with transformers' note), and a masked LM's head is left out.
 TEST(TaskHeads, AnotherTasksHeadIsNotLoaded) {

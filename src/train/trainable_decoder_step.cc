@@ -33,16 +33,14 @@ std::string layer_module(size_t i) { return core::tracing() ? core::concat("laye
 
 void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_t T) {
   if (a.B == B && a.T == T) return;
-  const bool fused = a.fused, checkpoint = a.checkpoint;
   const model::DecoderConfig& s = m.config;
   const int64_t N = B * T, C = s.hidden_size, I = s.intermediate_size, QKV = s.qkv_width(), D = s.head_dim;
   const int64_t HD = s.num_heads * D, QK = s.num_heads + s.num_kv_heads;
   auto make = [](const Shape& shape) {
     return Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::activations);
   };
-  a = DecoderActivations{};
-  a.fused = fused;
-  a.checkpoint = checkpoint;
+  restart_activations(a);
+  const bool fused = a.fused, checkpoint = a.checkpoint;
   a.B = B;
   a.T = T;
   a.layers.resize(size_t(s.num_layers));

@@ -179,12 +179,10 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
 
 void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T) {
   if (a.B == B && a.T == T) return;
-  const bool fused = a.fused, checkpoint = a.checkpoint;
   const int64_t N = B * T, C = m.shape.hidden, I = m.shape.intermediate, H = m.shape.heads;
   auto make = [](const Shape& s) { return Tensor::empty(s, DType::f32, Device::cpu(), MemoryCategory::activations); };
-  a = EncoderActivations{};
-  a.fused = fused;
-  a.checkpoint = checkpoint;
+  restart_activations(a);
+  const bool fused = a.fused, checkpoint = a.checkpoint;
   a.B = B;
   a.T = T;
   a.emb_sum = make({N, C});

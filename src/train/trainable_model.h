@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tach/model.h"
@@ -52,6 +53,20 @@ struct ForwardState {
   Tensor logits;         // [B, L]; per-token heads [B * T, L] (question answering L = 2: start, end; masked LM: V)
   LoraActivations lora;  // what the adapters save, when the model has them
 };
+
+// A family's activations started afresh for a new [B, T] (the buffers are sized for the old
+// one), keeping what the caller set before the forward: the exec mode, the masked LM's predicted
+// rows and the data-parallel hook. Without them the head would run on every token and the
+// all-reduce would wait for the whole backward whenever a batch's length changes.
+template <class Activations>
+void restart_activations(Activations& a) {
+  Activations fresh;
+  fresh.fused = a.fused;
+  fresh.checkpoint = a.checkpoint;
+  fresh.predicted_rows = std::move(a.predicted_rows);
+  fresh.layer_grads_ready = std::move(a.layer_grads_ready);
+  a = std::move(fresh);
+}
 
 class TrainableModel {
  public:
