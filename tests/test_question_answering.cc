@@ -126,6 +126,23 @@ TEST(AnswerSpans, AQuestionLongerThanTheWindowIsAnError) {
                           tasks::cls_token_id(*tok));
   });
   EXPECT_NE(stride.find("--doc-stride 4 leaves no new context"), std::string::npos) << stride;
+  // The pipeline's default stride (half the window) is kept where it leaves no new context, as
+  // transformers keeps it: the error says the user never gave it.
+  tasks::AnswerOptions by_default = o;
+  by_default.doc_stride = o.max_length / 2;
+  by_default.doc_stride_default = true;
+  const std::string default_stride = test::error_of([&] {
+    tasks::answer_windows(*tok, "who is here?", "one two three four five six seven eight nine ten", by_default,
+                          tasks::cls_token_id(*tok));
+  });
+  EXPECT_NE(default_stride.find("--doc-stride 6 (not given: the default, half of --max-length 12 up to 128) leaves no "
+                                "new context"),
+            std::string::npos)
+      << default_stride;
+  EXPECT_NE(test::error_of([&] {
+              tasks::answer_windows(*tok, "who?", "", o, tasks::cls_token_id(*tok));
+            }).find("the context is empty"),
+            std::string::npos);
   o.doc_stride = 3;
   EXPECT_GT(tasks::answer_windows(*tok, "who is here?", "one two three four five six seven eight nine ten", o,
                                   tasks::cls_token_id(*tok))

@@ -14,9 +14,12 @@
 namespace tach {
 
 struct AnswerOptions {
-  int64_t top_k = 1;                      // answers returned, best first (fewer when there are not as many)
-  int64_t max_length = 384;               // tokens of a window: question, context and special tokens
-  int64_t doc_stride = 128;               // context tokens consecutive windows share
+  int64_t top_k = 1;         // answers returned, best first (fewer when there are not as many)
+  int64_t max_length = 384;  // tokens of a window: question, context and special tokens
+  int64_t doc_stride = 128;  // context tokens consecutive windows share
+  // doc_stride was not given but is the pipeline's default, half the window up to 128 (as
+  // transformers keeps it even where it leaves no new context): errors name it as the default
+  bool doc_stride_default = false;
   int64_t max_answer_len = 15;            // tokens of an answer at most
   bool handle_impossible_answer = false;  // the empty answer competes, scored by CLS's start and end
 };
@@ -95,8 +98,9 @@ SquadScores squad_scores(const std::vector<std::vector<std::string>>& gold, cons
 struct QaEvalPass {
   std::string device, dtype;
   int64_t questions = 0;
-  SquadScores scores;
+  SquadScores scores;  // percentages (0-100), as the official scripts give them
   double total_s = 0, questions_per_s = 0;
+  PointResult::Load load;  // other processes' CPU use over the timed questions (contended: the rate is theirs too)
 };
 
 struct QaEvalOutcome {

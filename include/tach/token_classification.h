@@ -118,6 +118,7 @@ struct TokenEvalPass {
   EntityScores macro, weighted;  // NaN scores where there are no entity types
   double word_accuracy = 0;      // evaluate's overall_accuracy
   double tokenize_s = 0, model_s = 0, total_s = 0, sentences_per_s = 0;
+  PointResult::Load load;  // other processes' CPU use over the timed pass (contended: the rate is theirs too)
 };
 
 struct TokenEvalOutcome {

@@ -182,6 +182,9 @@ GpuEnergy measure_energy_per_run(const std::function<double()>& read_counter_j, 
 // r.load; a contended point's stopped_by says its precision is the shared machine's.
 void record_load(PointResult& r, CpuLoadWindow& window);
 PointResult::Load load_of(const CpuLoad& l);
+// "; CONTENDED: other processes used 1.02 cores beside it, so this rate is the shared machine's"
+// for a contended eval pass (said after its rate), "" otherwise.
+std::string contended_rate_note(const PointResult::Load& l);
 // A point's or an accuracy pass's "load" object (results.jsonl, accuracy.json), and back.
 nlohmann::json load_json(const PointResult::Load& l);
 PointResult::Load load_from(const nlohmann::json& j);

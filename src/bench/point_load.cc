@@ -18,6 +18,15 @@ PointResult::Load load_of(const CpuLoad& l) {
   return load;
 }
 
+std::string contended_rate_note(const PointResult::Load& l) {
+  if (!l.measured || !l.contended) return "";
+  char s[160];
+  std::snprintf(s, sizeof s,
+                "; CONTENDED: other processes used %.2f cores beside it, so this rate is the shared machine's",
+                l.other_cores_mean);
+  return s;
+}
+
 void record_load(PointResult& r, CpuLoadWindow& window) {
   const CpuLoad l = window.finish(threads());
   r.load = load_of(l);

@@ -136,6 +136,7 @@ QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
       // One untimed question first, as the accuracy pass warms up: the first forward pays one-off
       // costs (packing caches, page faults, thread start-up).
       if (!questions.empty()) answer_questions(*model, *tokenizer, {questions.front()}, options);
+      CpuLoadWindow load;
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<std::string> best;
       const size_t step = size_t(config.eval_batch_size);
@@ -144,8 +145,10 @@ QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
                                           questions.begin() + long(std::min(questions.size(), first + step)));
         for (const auto& answers : answer_questions(*model, *tokenizer, chunk, options, step))
           best.push_back(answers.empty() ? "" : answers.front().text);
+        load.sample();
       }
       pass.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      pass.load = bench::load_of(load.finish(threads()));
       pass.questions_per_s = pass.total_s > 0 ? double(questions.size()) / pass.total_s : 0;
       pass.scores = squad_scores(gold, best, data.v2 ? SquadVersion::v2 : SquadVersion::v1);
       if (out.passes.empty())
@@ -172,14 +175,14 @@ std::string qa_eval_text(const QaEvalOutcome& o) {
   for (const QaEvalPass& p : o.passes) {
     s += "pass        " + p.device + " " + p.dtype + ": " + std::to_string(p.questions) + " questions, SQuAD " +
          (o.v2 ? "v2.0" : "v1.1") + " scores; " + fixed_text(p.questions_per_s, 1) + " questions/s (" +
-         fixed_text(p.total_s, 3) + " s)\n";
-    s += "            exact match " + fixed_text(p.scores.exact, 2) + "  F1 " + fixed_text(p.scores.f1, 2) + "  (" +
+         fixed_text(p.total_s, 3) + " s)" + bench::contended_rate_note(p.load) + "\n";
+    s += "            exact match " + fixed_text(p.scores.exact, 2) + "%  F1 " + fixed_text(p.scores.f1, 2) + "%  (" +
          std::to_string(p.scores.total) + " questions)\n";
     if (o.v2) {
-      s += "            HasAns      exact match " + fixed_text(p.scores.has_answer_exact, 2) + "  F1 " +
-           fixed_text(p.scores.has_answer_f1, 2) + "  (" + std::to_string(p.scores.has_answer_total) + ")\n";
-      s += "            NoAns       exact match " + fixed_text(p.scores.no_answer_exact, 2) + "  F1 " +
-           fixed_text(p.scores.no_answer_f1, 2) + "  (" + std::to_string(p.scores.no_answer_total) + ")\n";
+      s += "            HasAns      exact match " + fixed_text(p.scores.has_answer_exact, 2) + "%  F1 " +
+           fixed_text(p.scores.has_answer_f1, 2) + "%  (" + std::to_string(p.scores.has_answer_total) + ")\n";
+      s += "            NoAns       exact match " + fixed_text(p.scores.no_answer_exact, 2) + "%  F1 " +
+           fixed_text(p.scores.no_answer_f1, 2) + "%  (" + std::to_string(p.scores.no_answer_total) + ")\n";
     }
   }
   return s;
@@ -194,6 +197,8 @@ std::string qa_eval_json(const QaEvalOutcome& o) {
                       {"scores", scores_json(p.scores, o.v2)},
                       {"total_s", p.total_s},
                       {"questions_per_s", p.questions_per_s}});
+  for (size_t i = 0; i < o.passes.size(); ++i)
+    if (o.passes[i].load.measured) passes[i]["load"] = bench::load_json(o.passes[i].load);
   return nlohmann::json{{"schema", "tach.eval.question_answering/1"},
                         {"dataset", o.dataset},
                         {"layout", o.layout},

@@ -160,6 +160,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
       pass.dtype = dtype;
       pass.scheme = tasks::tag_scheme_name(scheme);
       pass.sentences = int64_t(sentences.size());
+      CpuLoadWindow load_window;  // other processes' CPU use while the pass is timed
       const auto t_all = std::chrono::steady_clock::now();
       std::vector<tasks::WordTokens> encoded;
       encoded.reserve(sentences.size());
@@ -186,6 +187,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
       const auto t_warm = std::chrono::steady_clock::now();
       if (!order.empty()) model->token_logits(batch_of(0, std::min(step, order.size())));
       const double warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_warm).count();
+      load_window.sample();
       for (size_t first = 0; first < order.size(); first += step) {
         const size_t last = std::min(order.size(), first + step);
         const TokenBatch batch = batch_of(first, last);
@@ -204,9 +206,11 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
             predicted[order[i]].push_back(info.labels[size_t(std::max_element(row, row + L) - row)]);
           }
         }
+        load_window.sample();
       }
       pass.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count() - warm_s;
       pass.sentences_per_s = pass.total_s > 0 ? double(sentences.size()) / pass.total_s : 0;
+      pass.load = bench::load_of(load_window.finish(threads()));
       // The truth of the words that have a prediction.
       std::vector<tasks::TagSequence> truth(sentences.size());
       for (size_t s = 0; s < sentences.size(); ++s) {
@@ -250,7 +254,8 @@ std::string token_eval_text(const TokenEvalOutcome& o) {
          std::to_string(p.words) + " words, seqeval " +
          (p.scheme == "conlleval" ? std::string("default mode (conlleval)") : "strict " + p.scheme) + "; " +
          fixed_text(p.sentences_per_s, 1) + " sentences/s (" + fixed_text(p.total_s, 3) + " s: tokenize " +
-         fixed_text(p.tokenize_s, 3) + " s, model " + fixed_text(p.model_s, 3) + " s)\n";
+         fixed_text(p.tokenize_s, 3) + " s, model " + fixed_text(p.model_s, 3) + " s)" +
+         bench::contended_rate_note(p.load) + "\n";
     s += "            " + padded("type", 14) + "precision recall    f1        entities (true, predicted, correct)\n";
     const auto row = [&](const std::string& name, const EntityScores& e) {
       s += "            " + padded(name, 14) + cell(e.precision, 10) + cell(e.recall, 10) + cell(e.f1, 10) +
@@ -285,6 +290,7 @@ std::string token_eval_json(const TokenEvalOutcome& o) {
                       {"model_s", p.model_s},
                       {"total_s", p.total_s},
                       {"sentences_per_s", p.sentences_per_s}});
+    if (p.load.measured) passes.back()["load"] = bench::load_json(p.load);
   }
   // NaN (an average over no entity types) is written as null.
   return nlohmann::json{{"schema", "tach.eval.token_classification/1"},

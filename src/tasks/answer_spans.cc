@@ -62,6 +62,7 @@ std::vector<AnswerWindow> answer_windows(const Tokenizer& tokenizer, const std::
               "--doc-stride (" + std::to_string(options.doc_stride) + ") must be between 0 and --max-length (" +
                   std::to_string(options.max_length) + ")");
   check(!question.empty(), "the question is empty");
+  check(!context.empty(), "the context is empty");  // the pipeline refuses it too
 
   // What a window holds besides the context: the question's tokens and the special tokens.
   const int64_t question_tokens = int64_t(tokenizer.encode(question, false).size());
@@ -76,9 +77,12 @@ std::vector<AnswerWindow> answer_windows(const Tokenizer& tokenizer, const std::
                 " tokens (--max-length); shorten the question or raise --max-length");
   if (context_tokens > room && options.doc_stride >= room)
     throw UsageError("--doc-stride " + std::to_string(options.doc_stride) +
+                     (options.doc_stride_default ? " (not given: the default, half of --max-length " +
+                                                       std::to_string(options.max_length) + " up to 128)"
+                                                 : std::string()) +
                      " leaves no new context in each window: beside the question's " + std::to_string(question_tokens) +
                      " tokens a window of " + std::to_string(options.max_length) + " tokens holds " +
-                     std::to_string(room) + " context tokens; use a doc stride under " + std::to_string(room));
+                     std::to_string(room) + " context tokens; give --doc-stride under " + std::to_string(room));
 
   EncodeOptions eo;
   eo.add_special_tokens = true;

@@ -55,6 +55,28 @@ done < "$work/cases.txt"
 grep -q '^answer      0.0314  "The Amazon rainforest"  (characters 0-21)$' "$work/answer.txt" \
   || { echo "FAIL: tach answer's text output:"; cat "$work/answer.txt"; exit 1; }
 echo "ok: answer's text output"
+# Scores to 4 significant digits (a small one shows its order, not 0.0000), equal to --json's; the
+# time to answer comes with the load it was measured under, in both.
+for fmt in text json; do
+  flag=""
+  [ $fmt = json ] && flag=--json
+  "$tach" answer -m "$model" -k "$tok" -q "Where is the forest?" -c "The Amazon rainforest is in South America." \
+    --max-length 32 --top-k 30 $flag > "$work/answers.$fmt"
+done
+python3 - "$work/answers.text" "$work/answers.json" <<'EOF2'
+import json, re, sys
+text = open(sys.argv[1]).read()
+got = json.load(open(sys.argv[2]))
+shown = [float(m) for m in re.findall(r"^answer \d+ +(\S+)  ", text, re.M)]
+want = [a["score"] for a in got["answers"]]
+assert len(shown) == len(want) and min(want) < 0.005, (shown, want)
+for s, w in zip(shown, want):
+    assert abs(s - w) <= 1e-3 * w, (s, w)
+assert set(got["load"]) == {"measured", "other_cores_mean", "other_cores_max", "load_average_1m", "contended"}, got["load"]
+assert re.search(r"^load        other processes used", text, re.M), text
+assert ("CONTENDED" in text) == got["load"]["contended"] or not got["load"]["measured"]
+print("ok: answer's scores to 4 significant digits (the least %s); the load it ran under" % shown[-1])
+EOF2
 
 expect_failure() {  # expect_failure STATUS TEXT COMMAND...: exits STATUS and says TEXT
   want_code=$1
@@ -78,6 +100,14 @@ expect_failure 2 '--doc-stride 11 leaves no new context' "$tach" answer -m "$mod
   -c "$(cat "$qa/squad-v1.json")" --max-length 16 --doc-stride 11
 expect_failure 2 'is longer than the 32 positions' "$tach" answer -m "$model" -k "$tok" -q "where?" -c "x" --max-length 64
 expect_failure 2 'give the context with --context or --context-file' "$tach" answer -m "$model" -k "$tok" -q "where?"
+expect_failure 2 'the context is empty (--context "")' "$tach" answer -m "$model" -k "$tok" -q "where?" -c ""
+: > "$work/empty.txt"
+expect_failure 1 'empty.txt: the context file is empty' "$tach" answer -m "$model" -k "$tok" -q "where?" \
+  --context-file "$work/empty.txt"
+# The pipeline's default stride (half the window) is kept where it leaves no new context, as
+# transformers keeps it; the error says it is the default.
+expect_failure 2 '--doc-stride 8 (not given: the default, half of --max-length 16 up to 128) leaves no new context' \
+  "$tach" answer -m "$model" -k "$tok" -q "where is the largest forest?" -c "$(cat "$qa/squad-v1.json")" --max-length 16
 expect_failure 2 '--top-k' "$tach" answer -m "$model" -k "$tok" -q "where?" -c "x" --top-k 0
 
 # 2. eval on SQuAD files: the pipeline's answers and the official scores.
@@ -96,10 +126,14 @@ assert got["schema"] == "tach.eval.question_answering/1" and got["squad_version"
 scores = got["passes"][0]["scores"]
 for k, v in want["scores"].items():
     assert abs(scores[k] - v) < 1e-9, (k, scores[k], v)
+load = got["passes"][0]["load"]
+assert set(load) == {"other_cores_mean", "other_cores_max", "load_average_1m", "contended"}, load
 print("ok: eval on SQuAD %s: predictions and scores equal the pipeline and the official rules (EM %.2f, F1 %.2f)" % (version, scores["exact_match"], scores["f1"]))
 EOF2
+  grep -Eq '^            exact match [0-9.]+%  F1 [0-9.]+%  \(' "$work/eval-$version.txt" \
+    || { echo "FAIL: scores without their unit (%):"; cat "$work/eval-$version.txt"; exit 1; }
 done
-grep -q "HasAns      exact match" "$work/eval-v2.txt" || { echo "FAIL: no HasAns line"; cat "$work/eval-v2.txt"; exit 1; }
+grep -Eq "HasAns      exact match [0-9.]+%  F1 [0-9.]+%" "$work/eval-v2.txt" || { echo "FAIL: no HasAns line"; cat "$work/eval-v2.txt"; exit 1; }
 python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1])); d['data'][0]['paragraphs'][0]['qas'][1]['answers'][0]['answer_start'] += 1

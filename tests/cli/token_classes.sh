@@ -73,8 +73,16 @@ for run, scheme, model in (("conll", "conlleval", "bert-tokcls-f32"), ("jsonl-io
         [(t["type"], t["precision"], t["recall"], t["f1"], t["support"]) for t in w["per_type"]], (run, p["per_type"])
     assert p["word_accuracy"] == w["accuracy"], (p["word_accuracy"], w["accuracy"])
     assert p["words_cut"] == 0
+    # The rate's timed pass comes with other processes' CPU use over it, as every timed command's.
+    assert set(p["load"]) == {"other_cores_mean", "other_cores_max", "load_average_1m", "contended"}, p.get("load")
 print("ok: eval equals seqeval on run_ner's predictions (CoNLL default mode, JSONL strict IOB2; BERT and DistilBERT)")
 PY
+python3 - "$work/runs/conll/token_classification.json" "$work/eval.txt" <<'PY'
+import json, sys
+load = json.load(open(sys.argv[1]))["passes"][0]["load"]
+assert ("CONTENDED: other processes used" in open(sys.argv[2]).read()) == load["contended"], load
+PY
+echo "ok: eval's pass says the load it ran under (CONTENDED when other processes took the cores)"
 
 # --tag-names: integer tags named by the dataset's own order (here the labels reversed, so the
 # truth changes and the scores with it; the names must be what the file's ids mean)

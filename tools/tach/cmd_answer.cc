@@ -1,6 +1,7 @@
 // tach answer: extractive question answering, the span of a context that answers a question, with
 // its score and character offsets, as transformers' question-answering pipeline gives it.
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "format.h"
 #include "tach/error.h"
 #include "tach/model.h"
+#include "tach/monitor.h"
 #include "tach/question_answering.h"
 #include "tach/runtime.h"
 #include "tach/tokenizer.h"
@@ -37,17 +39,27 @@ std::string quoted(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_given) {
+// A score as the pipeline's probabilities run: 4 significant digits, so that a small one still
+// shows its order ("3.142e-05", not "0.0000").
+std::string score_text(double score) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.4g", score);
+  return s;
+}
+
+int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_given, bool context_given) {
   using clock = std::chrono::steady_clock;
   if (opt.threads > 0) set_threads(opt.threads);
-  usage_check(opt.context.empty() != opt.context_file.empty(),
-              "give the context with --context or --context-file (one)");
+  usage_check(context_given != !opt.context_file.empty(), "give the context with --context or --context-file (one)");
+  usage_check(!context_given || !opt.context.empty(),
+              "the context is empty (--context \"\"): give the text the answer is taken from");
   if (!opt.context_file.empty()) {
     std::ifstream f(opt.context_file, std::ios::binary);
     if (!f) throw Error(opt.context_file + ": cannot read the context file");
     std::ostringstream s;
     s << f.rdbuf();
     opt.context = s.str();
+    if (opt.context.empty()) throw Error(opt.context_file + ": the context file is empty");
   }
   LoadOptions lo;
   lo.seed = opt.seed;
@@ -63,13 +75,18 @@ int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_
   if (!max_length_given && info.max_positions > 0)
     opt.answer.max_length = std::min<int64_t>(opt.answer.max_length, info.max_positions);
   if (!doc_stride_given) opt.answer.doc_stride = std::min<int64_t>(opt.answer.max_length / 2, 128);
+  opt.answer.doc_stride_default = !doc_stride_given;
   const std::string tokenizer_path = tokenizer_path_for(info, opt.tokenizer);
   const auto tokenizer = Tokenizer::load(tokenizer_path);
   const double load_s = std::chrono::duration<double>(clock::now() - t0).count();
+  // Other processes' CPU use while the question is answered: on a shared machine the time to
+  // answer can be theirs, and the output says so.
+  CpuLoadWindow load_window;
   const auto t1 = clock::now();
   const std::vector<Answer> answers =
       answer_questions(*model, *tokenizer, {{opt.question, opt.context}}, opt.answer).at(0);
   const double run_s = std::chrono::duration<double>(clock::now() - t1).count();
+  const CpuLoad load = load_window.finish(threads());
 
   if (opt.json) {
     nlohmann::json j;
@@ -94,6 +111,11 @@ int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_
     for (const auto& a : answers)
       j["answers"].push_back({{"answer", a.text}, {"score", a.score}, {"start", a.start}, {"end", a.end}});
     j["timing"] = {{"unit", "s"}, {"load_s", load_s}, {"answer_s", run_s}};
+    j["load"] = {{"measured", load.measured},
+                 {"other_cores_mean", load.other_cores_mean},
+                 {"other_cores_max", load.other_cores_max},
+                 {"load_average_1m", load.load_average_1m},
+                 {"contended", load.contended}};
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
@@ -106,12 +128,17 @@ int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_
             << "windows     " << opt.answer.max_length << " tokens, sharing " << opt.answer.doc_stride
             << " context tokens; answers of at most " << opt.answer.max_answer_len << " tokens"
             << (opt.answer.handle_impossible_answer ? ", the empty answer allowed" : "") << "\n"
-            << "time        " << fixed(load_s, 2) << " s to load, " << fixed(run_s * 1e3, 1) << " ms to answer\n";
+            << "time        " << fixed(load_s, 2) << " s to load, " << fixed(run_s * 1e3, 1) << " ms to answer\n"
+            << "load        " << describe_cpu_load(load)
+            << (load.contended ? "\n            CONTENDED: the time to answer is the shared machine's, not the model's "
+                                 "(fewer threads with -t, or a quieter machine)"
+                               : "")
+            << "\n";
   if (answers.empty()) std::cout << "answer      none (no span of the context fits)\n";
   for (size_t i = 0; i < answers.size(); ++i) {
     const Answer& a = answers[i];
     std::cout << (answers.size() > 1 ? "answer " + std::to_string(i + 1) + "    " : std::string("answer      "))
-              << fixed(a.score, 4) << "  " << quoted(a.text) << "  (characters " << a.start << "-" << a.end << ")\n";
+              << score_text(a.score) << "  " << quoted(a.text) << "  (characters " << a.start << "-" << a.end << ")\n";
   }
   return 0;
 }
@@ -130,7 +157,7 @@ Command add_answer_command(CLI::App& app) {
                   "cache. Another checkpoint gets a new, untrained head (transformers' note says so)")
       ->required();
   sub->add_option("-q,--question", opt->question, "The question")->required();
-  sub->add_option("-c,--context", opt->context, "The text the answer is taken from");
+  auto* context = sub->add_option("-c,--context", opt->context, "The text the answer is taken from");
   sub->add_option("--context-file", opt->context_file, "Read the context from this file instead (UTF-8, as is)");
   sub->add_option("--top-k", opt->answer.top_k, "Answers, best first (fewer when the context has fewer spans)")
       ->capture_default_str()
@@ -159,8 +186,9 @@ Command add_answer_command(CLI::App& app) {
   sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));
   sub->add_option("--seed", opt->seed, "Seed for preset weights and a new head")->capture_default_str();
   sub->add_flag("--json", opt->json, "Print machine-readable JSON (schema tach.answer/1)");
-  return {sub,
-          [opt, max_length, doc_stride] { return run_answer(*opt, max_length->count() > 0, doc_stride->count() > 0); }};
+  return {sub, [opt, max_length, doc_stride, context] {
+            return run_answer(*opt, max_length->count() > 0, doc_stride->count() > 0, context->count() > 0);
+          }};
 }
 
 }  // namespace tach::cli

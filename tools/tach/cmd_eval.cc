@@ -48,7 +48,8 @@ Command add_eval_command(CLI::App& app) {
             if (evaluates_question_answering(config)) {
               AnswerOptions options = *answers;
               if (sub->count("--max-length") > 0) options.max_length = config.eval_max_length;
-              if (sub->count("--doc-stride") == 0) options.doc_stride = std::min<int64_t>(options.max_length / 2, 128);
+              options.doc_stride_default = sub->count("--doc-stride") == 0;
+              if (options.doc_stride_default) options.doc_stride = std::min<int64_t>(options.max_length / 2, 128);
               const QaEvalOutcome out = run_qa_eval(config, options);
               std::cout << qa_eval_text(out);
               std::cout << "written: " << out.run_dir
