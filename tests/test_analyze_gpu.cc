@@ -249,6 +249,31 @@ TEST(AnalyzeTraces, InvalidUtf8InNamesIsReplacedNotRefused) {
   EXPECT_EQ(json::parse(a.json)["ops"][0]["name"], "op\xef\xbf\xbd");
 }
 
+TEST(AnalyzeTraces, AStragglerRankAndClockOffsetsAreSaid) {
+  // Ranks 0 to 2 with steps of 100 µs; rank 3's take 120: 20% above the ranks' median (100).
+  test::TempDir dir;
+  for (int rank = 0; rank < 4; ++rank) {
+    json events = json::array();
+    for (int step = 0; step < 3; ++step)
+      events.push_back(
+          cpu("ProfilerStep#" + std::to_string(step), step * 200, rank == 3 ? 120 : 100, "user_annotation"));
+    const json t = {{"traceEvents", events},
+                    {"baseTimeNanoseconds", 1000000000 + rank * 2000000},
+                    {"distributedInfo", {{"rank", rank}, {"world_size", 4}}}};
+    std::ofstream(dir.file("r" + std::to_string(rank) + ".pt.trace.json")) << t.dump();
+  }
+  const auto a = analyze_traces({dir.path()}, AnalyzeOptions{});
+  const json j = json::parse(a.json);
+  ASSERT_EQ(j["findings"].size(), 1u) << a.text;
+  EXPECT_EQ(j["findings"][0],
+            "straggler: rank 3's median step, 0.120 ms, is 20% above the ranks' median; the others wait for it at "
+            "every collective");
+  EXPECT_DOUBLE_EQ(j["ranks"][3]["step_median_us"].get<double>(), 120.0);
+  EXPECT_NE(a.text.find("clock offsets (baseTimeNanoseconds against rank 0): rank 1 +2.000 ms; rank 2 +4.000 ms;"),
+            std::string::npos)
+      << a.text;
+}
+
 TEST(AnalyzeTraces, TwoFilesClaimingOneRankAtOnceAreRefused) {
   test::TempDir dir;
   std::ofstream(dir.file("a.pt.trace.json")) << gpu_trace().dump();

@@ -77,7 +77,15 @@ struct RankState {
   int64_t comm_ns = 0, overlapped_ns = 0;
   int64_t cpu_peak_allocated = -1, device_peak_allocated = -1;
   std::vector<std::string> files;
+  std::vector<int64_t> step_walls_ns;
+  int64_t base_time_ns = 0;
 };
+
+int64_t median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
 
 struct FileSpan {
   std::string path;
@@ -178,8 +186,12 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
     const int rank = t.rank.value_or(0);
     if (!t.rank) notes.push_back(file + ": no distributedInfo; rank 0 assumed");
     merge_rows(ops, op_averages(t, group_by));
-    for (const auto& s : step_breakdown(t)) step_rows.emplace_back(file, s);
     RankState& r = ranks[rank];
+    for (const auto& s : step_breakdown(t)) {
+      step_rows.emplace_back(file, s);
+      r.step_walls_ns.push_back(s.wall_ns);
+    }
+    if (t.base_time_ns) r.base_time_ns = t.base_time_ns;
     r.rank = rank;
     r.files.push_back(file);
     if (const auto g = gpu_time(t, 1 << 20)) {
@@ -312,7 +324,10 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
   j["steps"] = steps;
   json jranks = json::array();
   for (auto& [rank, r] : ranks) {
-    json o = {{"rank", rank}, {"traces", r.files}};
+    json o = {{"rank", rank},
+              {"traces", r.files},
+              {"step_median_us", r.step_walls_ns.empty() ? json(nullptr) : json(us(median(r.step_walls_ns)))},
+              {"base_time_ns", r.base_time_ns}};
     if (r.gpu) {
       o["gpu"] = {{"window_us", us(r.gpu->window_ns)},
                   {"idle_us", us(r.gpu->idle_ns)},
@@ -388,7 +403,27 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
     }
   }
   json findings = json::array();
-  for (const auto& f : diagnose(d)) findings.push_back(f);
+  for (const auto& f : diagnose(d)) {
+    if (f == "no bottleneck stands out by these rules" && ranks.size() > 1) continue;  // stragglers below
+    findings.push_back(f);
+  }
+  // Stragglers: a rank whose median step is 10% or more above the median of the ranks' medians
+  // (every rank waits for it at each collective).
+  std::vector<int64_t> medians;
+  for (const auto& [rank, r] : ranks)
+    if (!r.step_walls_ns.empty()) medians.push_back(median(r.step_walls_ns));
+  if (medians.size() > 1) {
+    const int64_t all = median(medians);
+    for (const auto& [rank, r] : ranks) {
+      if (r.step_walls_ns.empty() || all <= 0) continue;
+      const int64_t m = median(r.step_walls_ns);
+      if (m * 10 >= all * 11)
+        findings.push_back("straggler: rank " + std::to_string(rank) + "'s median step, " + fmt("%.3f", us(m) * 1e-3) +
+                           " ms, is " + fmt("%.0f%%", 100.0 * double(m - all) / double(all)) +
+                           " above the ranks' median; the others wait for it at every collective");
+    }
+  }
+  if (findings.empty()) findings.push_back("no bottleneck stands out by these rules");
   j["findings"] = findings;
   // Names are the trace's bytes: invalid UTF-8 is replaced (U+FFFD) rather than refused.
   out.json = j.dump(1, ' ', false, json::error_handler_t::replace);
@@ -398,6 +433,17 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
   s << "tach analyze: " << out.files.size() << " trace" << (out.files.size() == 1 ? "" : "s") << ", " << ranks.size()
     << " rank" << (ranks.size() == 1 ? "" : "s") << "\n";
   for (const auto& n : notes) s << "note: " << n.get<std::string>() << "\n";
+  if (ranks.size() > 1) {
+    // Each rank's trace clock starts at its own baseTimeNanoseconds; what they differ by is said,
+    // not corrected (torch writes no synchronised clock).
+    const int64_t base0 = ranks.begin()->second.base_time_ns;
+    std::string offsets;
+    for (const auto& [rank, r] : ranks)
+      if (r.base_time_ns && base0 && r.base_time_ns != base0)
+        offsets += " rank " + std::to_string(rank) + " " + fmt("%+.3f", double(r.base_time_ns - base0) * 1e-6) + " ms;";
+    if (!offsets.empty())
+      s << "clock offsets (baseTimeNanoseconds against rank " << ranks.begin()->first << "):" << offsets << "\n";
+  }
   s << "\n"
     << ops_text(ops, sort_by, group_by, options.top, any_gpu, [&](const OpRow& r) -> std::optional<double> {
          const json f = peak_fraction(r);
