@@ -555,10 +555,11 @@ std::optional<train::EvalScores> evaluate_if_due(TrainRun& r, TrainingLogger& lo
   const train::EvalScores scores =
       train::evaluate_trainable(*r.model, r.eval_data, std::max<int64_t>(o.batch_size, 32), r.problem_type, r.dp.get());
   if (!r.lead()) return scores;
-  std::map<std::string, double> logged = {{"eval_loss", scores.loss},
-                                          {"eval_accuracy", scores.accuracy},
-                                          {"eval_macro_f1", scores.macro_f1},
-                                          {"eval_seconds", scores.seconds}};
+  // A score the task has not (-1: accuracy after a masked LM or question answering, macro-F1
+  // after token classification) is left out, as epoch_results.csv leaves it blank.
+  std::map<std::string, double> logged = {{"eval_loss", scores.loss}, {"eval_seconds", scores.seconds}};
+  if (scores.accuracy >= 0) logged["eval_accuracy"] = scores.accuracy;
+  if (scores.macro_f1 >= 0) logged["eval_macro_f1"] = scores.macro_f1;
   if (scores.perplexity >= 0) logged["eval_perplexity"] = scores.perplexity;
   logger.log_step(step, logged);
   r.note("step " + std::to_string(step + 1) + ": eval loss " + std::to_string(scores.loss) +

@@ -19,12 +19,13 @@ field() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v:=v[k] 
 "$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/train/tiny.csv" --eval-dataset "$fixtures/train/tiny.csv" \
   --task mlm --epochs 2 --run-id mlm >"$dir/mlm.out" 2>"$dir/mlm.err" || { cat "$dir/mlm.err"; fail "mlm run"; }
 grep -Eq "epoch 2: train loss [0-9.]+, eval loss [0-9.]+, perplexity [0-9.]+" "$dir/mlm.out" || fail "no perplexity: $(cat "$dir/mlm.out")"
-python3 - "$dir/mlm/steps.jsonl" <<'PY' || fail "perplexity is not exp(eval loss)"
+python3 - "$dir/mlm/steps.jsonl" <<'PY' || fail "perplexity is not exp(eval loss), or a score a masked LM has not is written"
 import json, math, sys
 rows = [json.loads(l)["metrics"] for l in open(sys.argv[1]) if "eval_loss" in l]
 assert rows, "no evaluation logged"
 for r in rows:
     assert abs(r["eval_perplexity"] - math.exp(r["eval_loss"])) < 1e-6 * r["eval_perplexity"], r
+    assert "eval_accuracy" not in r and "eval_macro_f1" not in r, r  # a masked LM has neither
 PY
 [ "$(field "$dir/mlm/model/config.json" architectures)" = '["BertForMaskedLM"]' ] || fail "saved architecture"
 python3 - "$dir/mlm/summary.json" <<'PY' || fail "summary.json's epochs lack the perplexity"
@@ -56,6 +57,18 @@ grep -q "Some weights of the model checkpoint at $mlm were not used when initial
   --task question-answering -s 24 --doc-stride 6 -b 4 --runs-dir "$dir" --no-progress --no-tensorboard --epochs 1 \
   --run-id qa >"$dir/qa.out" 2>"$dir/qa.err" || { cat "$dir/qa.err"; fail "question answering run"; }
 grep -Eq "epoch 1: train loss [0-9.]+, eval loss [0-9.]+," "$dir/qa.out" || fail "qa epoch line: $(cat "$dir/qa.out")"
+# Scores question answering's evaluation has not: left out of steps.jsonl, null in summary.json,
+# blank in epoch_results.csv (never -1).
+python3 - "$dir/qa" <<'PY' || fail "qa: a score it has not is written"
+import csv, json, sys
+for l in open(sys.argv[1] + "/steps.jsonl"):
+    m = json.loads(l)["metrics"]
+    assert "eval_accuracy" not in m and "eval_macro_f1" not in m, m
+for e in json.load(open(sys.argv[1] + "/summary.json"))["epochs"]:
+    assert e["eval_accuracy"] is None and e["eval_macro_f1"] is None, e
+for row in csv.DictReader(open(sys.argv[1] + "/epoch_results.csv")):
+    assert row["eval_accuracy"] == "" and row["eval_macro_f1"] == "" and row["eval_loss"] != "", row
+PY
 [ "$(field "$dir/qa/model/config.json" architectures)" = '["BertForQuestionAnswering"]' ] || fail "qa architecture"
 
 # LoRA and QLoRA on the masked LM: adapters on the layers and the head's dense (PEFT's "dense"
