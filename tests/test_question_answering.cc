@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "data/dataset_kind.h"
 #include "data/squad.h"
 #include "tach/error.h"
 #include "tach/model.h"
@@ -243,6 +244,19 @@ TEST(SquadData, ErrorsNameTheFileTheRecordAndWhatIsWrong) {
   EXPECT_NE(
       test::error_of([] { data::parse_squad("x.jsonl", "{\"context\": \"c\"\n"); }).find("x.jsonl: line 1: not JSON"),
       std::string::npos);
+}
+
+TEST(DatasetKind, TellsSquadTaggedRecordsAndConllApart) {
+  const std::string dir = test::fixtures_dir();
+  EXPECT_EQ(data::guess_dataset_kind(qa_dir() + "/squad-v1.json"), data::DatasetKind::squad);
+  EXPECT_EQ(data::guess_dataset_kind(qa_dir() + "/squad-v2.jsonl"), data::DatasetKind::squad);
+  EXPECT_EQ(data::guess_dataset_kind(dir + "/token_classes/ner.conll"), data::DatasetKind::conll);
+  EXPECT_EQ(data::guess_dataset_kind(dir + "/token_classes/ner.jsonl"), data::DatasetKind::tagged_json);
+  EXPECT_EQ(data::guess_dataset_kind(dir + "/no-such-file"), data::DatasetKind::unknown);
+  // Prose is not CoNLL: its lines vary in their words.
+  const std::string prose = ::testing::TempDir() + "/prose.txt";
+  std::ofstream(prose) << "The cat sat on the mat.\nIt was warm.\n";
+  EXPECT_EQ(data::guess_dataset_kind(prose), data::DatasetKind::unknown);
 }
 
 TEST(QuestionAnswering, BenchRunsMlperfsLengthForAQuestionAnsweringModel) {

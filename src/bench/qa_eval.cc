@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_internal.h"
+#include "data/dataset_kind.h"
 #include "model/family.h"
 #include "tach/error.h"
 #include "tach/question_answering.h"
@@ -35,6 +36,21 @@ nlohmann::json scores_json(const SquadScores& s, bool v2) {
     j["NoAns_total"] = s.no_answer_total;
   }
   return j;
+}
+
+// The SQuAD file, or, where it cannot be read and holds another task's data, an error saying so
+// (rather than the JSON parser's complaint about a CoNLL file's first line).
+SquadData read_squad_for_qa(const std::string& path) {
+  try {
+    return read_squad(path);
+  } catch (const Error&) {
+    const data::DatasetKind kind = data::guess_dataset_kind(path);
+    if (kind != data::DatasetKind::conll && kind != data::DatasetKind::tagged_json) throw;
+    throw Error(path +
+                ": a question-answering model reads SQuAD-format data (v1.1/v2.0 JSON, or records with id, "
+                "context, question and answers); this file looks like " +
+                data::dataset_kind_name(kind) + ", which a token classifier reads");
+  }
 }
 
 }  // namespace
@@ -86,7 +102,7 @@ QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
   out.model = config.model;
   out.architecture = info0.architecture;
   out.notes.insert(out.notes.end(), info0.notes.begin(), info0.notes.end());
-  SquadData data = read_squad(config.dataset.path);
+  SquadData data = read_squad_for_qa(config.dataset.path);
   out.dataset = config.dataset.path;
   out.layout = data.layout;
   out.v2 = data.v2;

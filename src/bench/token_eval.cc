@@ -13,6 +13,7 @@
 
 #include "bench/bench_internal.h"
 #include "data/conll.h"
+#include "data/dataset_kind.h"
 #include "model/family.h"
 #include "tach/error.h"
 #include "tach/runtime.h"
@@ -102,8 +103,16 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
   jo.tags_key = config.dataset.label_column == "label" ? "ner_tags" : config.dataset.label_column;
   jo.split = config.dataset.split;
   jo.tag_names = options.tag_names.empty() ? info0.labels : options.tag_names;
-  std::vector<data::TaggedSentence> sentences =
-      data::read_tagged_file(config.dataset.path, config.dataset.format, options.tag_column, jo);
+  std::vector<data::TaggedSentence> sentences;
+  try {
+    sentences = data::read_tagged_file(config.dataset.path, config.dataset.format, options.tag_column, jo);
+  } catch (const Error&) {
+    // Another task's data: say so, rather than the reader's complaint about its first record.
+    if (data::guess_dataset_kind(config.dataset.path) != data::DatasetKind::squad) throw;
+    throw Error(config.dataset.path +
+                ": this file is SQuAD data (questions on contexts, which a question-answering model reads); a token "
+                "classifier reads CoNLL text or JSON records with tokens and tags");
+  }
   if (!config.sample_sizes.empty() || config.limit > 0) {
     int64_t n = config.sample_sizes.empty() ? config.limit
                                             : *std::max_element(config.sample_sizes.begin(), config.sample_sizes.end());

@@ -140,6 +140,14 @@ d = json.load(open(sys.argv[1])); d['data'][0]['paragraphs'][0]['qas'][1]['answe
 json.dump(d, open(sys.argv[2], 'w'))" "$qa/squad-v1.json" "$work/moved.json"
 expect_failure 1 'moved.json: data[0].paragraphs[0].qas[1] (id q1): the answer "bowls" is not in its context' \
   "$tach" eval -m "$model" --tokenizer "$tok" -d "$work/moved.json" -s 32 --runs-dir "$work/runs"
+# Another task's data: the error says what the model reads and what the file looks like (it said
+# "line 1: not JSON" for CoNLL text).
+expect_failure 1 'ner.conll: a question-answering model reads SQuAD-format data' \
+  "$tach" eval -m "$model" --tokenizer "$tok" -d "$fx/token_classes/ner.conll" -s 32 --runs-dir "$work/runs"
+expect_failure 1 'this file looks like CoNLL text, which a token classifier reads' \
+  "$tach" eval -m "$model" --tokenizer "$tok" -d "$fx/token_classes/ner.conll" -s 32 --runs-dir "$work/runs"
+expect_failure 1 'this file looks like JSON records with tokens and tags, which a token classifier reads' \
+  "$tach" eval -m "$model" --tokenizer "$tok" -d "$fx/token_classes/ner.jsonl" -s 32 --runs-dir "$work/runs"
 # A masked-LM checkpoint with --head question-answering: a new head, with transformers' note.
 "$tach" eval -m "$fx/heads/bert-mlm-f32" --tokenizer "$tok" -d "$qa/squad-v1.json" -s 32 --head question-answering \
   --runs-dir "$work/runs" > "$work/eval-new-head.txt"

@@ -147,3 +147,14 @@ set -e
 [ $rc -ne 0 ] && echo "$msg" | grep -q "runs a token-classification head" && echo "$msg" | grep -q "tach eval" ||
   { echo "bench --accuracy: rc $rc: $msg"; exit 1; }
 echo "ok: bench --accuracy on a token classifier points to tach eval"
+
+# SQuAD data given to a token classifier: the error says what the file is and what a token
+# classifier reads (it said "an object without 'tokens': read as splits ... keys are: data, version")
+set +e
+msg=$("$tach" eval -m "$model" -k "$tok" -d "$fx/question_answering/squad-v1.json" --runs-dir "$work/runs" 2>&1)
+rc=$?
+set -e
+[ $rc -eq 1 ] && echo "$msg" | grep -qF "squad-v1.json: this file is SQuAD data" &&
+  echo "$msg" | grep -qF "a token classifier reads CoNLL text or JSON records with tokens and tags" ||
+  { echo "SQuAD data to a token classifier: rc $rc: $msg"; exit 1; }
+echo "ok: SQuAD data given to a token classifier is named as such"

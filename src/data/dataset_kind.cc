@@ -1,0 +1,55 @@
+#include "data/dataset_kind.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace tach::data {
+
+DatasetKind guess_dataset_kind(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return DatasetKind::unknown;
+  std::string head(64 * 1024, '\0');
+  f.read(head.data(), std::streamsize(head.size()));
+  head.resize(size_t(f.gcount()));
+  if (head.rfind("\xEF\xBB\xBF", 0) == 0) head.erase(0, 3);  // a UTF-8 byte order mark
+  const size_t first = head.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return DatasetKind::unknown;
+  // JSON (an object, a list, or JSONL lines of objects): told apart by the keys each task uses;
+  // the head may end mid-record, so keys are looked for, not parsed.
+  if (head[first] == '{' || head[first] == '[') {
+    const auto has = [&](const char* key) { return head.find(std::string("\"") + key + "\"") != std::string::npos; };
+    if (has("paragraphs") || (has("question") && has("context"))) return DatasetKind::squad;
+    if (has("tokens")) return DatasetKind::tagged_json;
+    return DatasetKind::unknown;
+  }
+  // CoNLL: -DOCSTART-, or non-blank lines of one column count, a token and at least one more (a
+  // text's lines vary in their words).
+  std::istringstream lines(head.substr(first));
+  std::string line;
+  int checked = 0;
+  size_t columns = 0;
+  while (checked < 8 && std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    if (line.rfind("-DOCSTART-", 0) == 0) return DatasetKind::conll;
+    std::istringstream words(line);
+    size_t n = 0;
+    for (std::string w; words >> w;) ++n;
+    if (n < 2 || (columns && n != columns)) return DatasetKind::unknown;
+    columns = n;
+    ++checked;
+  }
+  return checked > 0 ? DatasetKind::conll : DatasetKind::unknown;
+}
+
+std::string dataset_kind_name(DatasetKind kind) {
+  switch (kind) {
+    case DatasetKind::squad: return "SQuAD data";
+    case DatasetKind::tagged_json: return "JSON records with tokens and tags";
+    case DatasetKind::conll: return "CoNLL text";
+    case DatasetKind::unknown: break;
+  }
+  return "";
+}
+
+}  // namespace tach::data

@@ -1,0 +1,23 @@
+// What kind of task data a file holds, guessed from its first bytes: said when a model's task
+// cannot read it ("this file looks like CoNLL text"), so that the error names the mismatch rather
+// than the parser's first complaint. Only a hint for messages: nothing is read by it.
+#pragma once
+
+#include <string>
+
+namespace tach::data {
+
+enum class DatasetKind {
+  unknown,
+  squad,        // SQuAD: {"data": [{"paragraphs": ...}]} or records with question and context
+  tagged_json,  // JSON / JSONL records with a "tokens" list (token classification)
+  conll,        // CoNLL text: whitespace-separated columns, blank lines between sentences
+};
+
+// Reads at most the first 64 KiB of `path`; unknown where it cannot be read or is none of these.
+DatasetKind guess_dataset_kind(const std::string& path);
+
+// "SQuAD data", "JSON records with tokens and tags", "CoNLL text" ("" for unknown).
+std::string dataset_kind_name(DatasetKind kind);
+
+}  // namespace tach::data
