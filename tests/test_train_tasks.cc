@@ -173,11 +173,34 @@ TEST(TokenLabels, TaggedSentencesAsRunNer) {
   const auto labels = train::tag_labels(sentences);
   EXPECT_EQ(labels, g["label_names"].get<std::vector<std::string>>());
   for (const bool all : {false, true}) {
-    const train::TrainData d = train::prepare_token_data(sentences, path, *tokenizer, labels, all,
+    const train::TrainData d = train::prepare_token_data(sentences, path, *tokenizer, false, labels, all,
                                                          g["max_length"].get<int64_t>(), false, 0, true);
     EXPECT_EQ(d.ids, int_rows(g["input_ids"]));
     EXPECT_EQ(d.token_labels, int_rows(g[all ? "labels_all_tokens" : "labels"])) << "label_all_tokens " << all;
   }
+}
+
+// Training splits words as transformers' is_split_into_words=True does, with or without the
+// prefix space (WordPiece, byte-level BPE both ways, Unigram, MPNet; words of spaces and symbols):
+// the same ids as tach eval's token classifier reads.
+TEST(TokenLabels, WordsSplitAsTransformersWithAndWithoutThePrefixSpace) {
+  const nlohmann::json golden =
+      nlohmann::json::parse(test::read_text(test::fixtures_dir() + "/token_classes/split_words.json"));
+  int compared = 0;
+  for (const nlohmann::json& c : golden["cases"]) {
+    const auto tokenizer = Tokenizer::load(test::fixtures_dir() + "/" + c["tokenizer"].get<std::string>());
+    data::TaggedSentence s;
+    s.words = c["words"].get<std::vector<std::string>>();
+    s.tags.assign(s.words.size(), "O");
+    const bool prefix_space = c["add_prefix_space"].get<bool>();
+    const int64_t max_length = c["max_length"].get<int64_t>();  // 0: no limit, as training never runs
+    const train::TrainData d = train::prepare_token_data({s}, "words", *tokenizer, prefix_space, {"O"}, false,
+                                                         max_length > 0 ? max_length : 512, false, 0, false);
+    EXPECT_EQ(d.ids.at(0), c["ids"].get<std::vector<int32_t>>())
+        << c["tokenizer"] << (prefix_space ? " (prefix space) " : " ") << c["words"].dump();
+    ++compared;
+  }
+  EXPECT_GE(compared, 40);
 }
 
 // run_qa.py's prepare_train_features on a few SQuAD questions (an answer at the context's start,
@@ -211,7 +234,7 @@ TEST(TaskData, BadInputIsNamed) {
   s.tags = {"B-PER", "B-MISC"};
   s.source = 7;
   try {
-    train::prepare_token_data({s}, "ner.conll", *tokenizer, {"B-PER", "O"}, false, 16, false, 0, true);
+    train::prepare_token_data({s}, "ner.conll", *tokenizer, false, {"B-PER", "O"}, false, 16, false, 0, true);
     ADD_FAILURE() << "an unknown tag was taken";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("tag \"B-MISC\" is not one of the head's labels (B-PER, O)"),

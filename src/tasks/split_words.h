@@ -32,6 +32,8 @@ class WordSplitter {
   WordSplitter(const Tokenizer& tokenizer, bool add_prefix_space, const std::string& probe_word = "a");
   // max_length: tokens in all, the frame included (0: no limit).
   WordTokens split(const std::vector<std::string>& words, int64_t max_length) const;
+  // The special tokens around the words (a max_length must leave room beside them).
+  int64_t frame_size() const { return int64_t(before_.size() + after_.size()); }
 
  private:
   const Tokenizer& tokenizer_;

@@ -4,45 +4,10 @@
 #include <set>
 
 #include "tach/error.h"
+#include "tasks/split_words.h"
 #include "train/token_labels.h"
 
 namespace tach::train {
-
-namespace {
-
-// The special tokens a single sequence gets before and after its own tokens.
-void special_frame(const Tokenizer& tokenizer, std::vector<int32_t>* before, std::vector<int32_t>* after) {
-  const Encoding e = tokenizer.encode("a", true);
-  size_t first = 0, last = e.size();
-  while (first < e.size() && e.special_tokens_mask[first]) ++first;
-  while (last > first && e.special_tokens_mask[last - 1]) --last;
-  before->assign(e.ids.begin(), e.ids.begin() + long(first));
-  after->assign(e.ids.begin() + long(last), e.ids.end());
-}
-
-}  // namespace
-
-WordEncoding encode_words(const Tokenizer& tokenizer, const std::vector<std::string>& words, int64_t max_length) {
-  std::vector<int32_t> before, after;
-  special_frame(tokenizer, &before, &after);
-  const int64_t room = max_length - int64_t(before.size() + after.size());
-  check(room >= 1, "--max-length " + std::to_string(max_length) + " leaves no room beside the special tokens");
-  // Byte-level BPE marks a word's start with its space: pre-split words get one each (add_prefix_space).
-  const bool prefix_space = tokenizer.describe().find("ByteLevel") != std::string::npos;
-  WordEncoding w;
-  w.ids = before;
-  w.word_ids.assign(before.size(), -1);
-  for (size_t i = 0; i < words.size() && int64_t(w.ids.size() - before.size()) < room; ++i) {
-    const Encoding e = tokenizer.encode(prefix_space ? " " + words[i] : words[i], false);
-    for (size_t k = 0; k < e.size() && int64_t(w.ids.size() - before.size()) < room; ++k) {
-      w.ids.push_back(e.ids[k]);
-      w.word_ids.push_back(int32_t(i));
-    }
-  }
-  w.ids.insert(w.ids.end(), after.begin(), after.end());
-  w.word_ids.resize(w.ids.size(), -1);
-  return w;
-}
 
 TrainData prepare_mlm_data(const Dataset& dataset, const Tokenizer& tokenizer, int64_t max_length,
                            bool pad_to_max_length, int32_t pad_id, bool with_types, const MlmMasking& masking,
@@ -80,8 +45,9 @@ std::vector<std::string> tag_labels(const std::vector<data::TaggedSentence>& sen
 }
 
 TrainData prepare_token_data(const std::vector<data::TaggedSentence>& sentences, const std::string& source,
-                             const Tokenizer& tokenizer, const std::vector<std::string>& labels, bool label_all_tokens,
-                             int64_t max_length, bool pad_to_max_length, int32_t pad_id, bool with_types) {
+                             const Tokenizer& tokenizer, bool add_prefix_space, const std::vector<std::string>& labels,
+                             bool label_all_tokens, int64_t max_length, bool pad_to_max_length, int32_t pad_id,
+                             bool with_types) {
   check(!sentences.empty(), source + ": no tagged sentences");
   TrainData d;
   d.head = Head::token_classification;
@@ -93,6 +59,9 @@ TrainData prepare_token_data(const std::vector<data::TaggedSentence>& sentences,
   std::map<std::string, int32_t> id_of;
   for (size_t i = 0; i < labels.size(); ++i) id_of[labels[i]] = int32_t(i);
   const std::vector<int32_t> b_to_i = b_to_i_labels(labels);
+  const tasks::WordSplitter splitter(tokenizer, add_prefix_space);
+  check(max_length > splitter.frame_size(),
+        "--max-length " + std::to_string(max_length) + " leaves no room beside the special tokens");
   for (const auto& s : sentences) {
     std::vector<int32_t> word_labels;
     for (const auto& tag : s.tags) {
@@ -105,9 +74,9 @@ TrainData prepare_token_data(const std::vector<data::TaggedSentence>& sentences,
       }
       word_labels.push_back(it->second);
     }
-    const WordEncoding w = encode_words(tokenizer, s.words, max_length);
+    const tasks::WordTokens w = splitter.split(s.words, max_length);
     d.ids.push_back(w.ids);
-    d.types.push_back(with_types ? std::vector<int32_t>(w.ids.size(), 0) : std::vector<int32_t>{});
+    d.types.push_back(with_types ? w.type_ids : std::vector<int32_t>{});
     d.token_labels.push_back(align_word_labels(w.word_ids, word_labels, label_all_tokens, b_to_i));
   }
   return d;

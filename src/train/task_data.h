@@ -16,17 +16,6 @@
 
 namespace tach::train {
 
-// Where the tokens of a sentence given as words came from.
-struct WordEncoding {
-  std::vector<int32_t> ids;
-  std::vector<int32_t> word_ids;  // the word of each token; -1 for the special tokens
-};
-
-// As tokenizers encodes pre-split words: each word on its own (byte-level BPE with a space
-// before it, as add_prefix_space does), then the special tokens around them; the words' tokens
-// truncated so that the whole fits max_length.
-WordEncoding encode_words(const Tokenizer& tokenizer, const std::vector<std::string>& words, int64_t max_length);
-
 // The masked-LM examples: the text column's texts. masking: the collator's settings; seed keys the draws.
 TrainData prepare_mlm_data(const Dataset& dataset, const Tokenizer& tokenizer, int64_t max_length,
                            bool pad_to_max_length, int32_t pad_id, bool with_types, const MlmMasking& masking,
@@ -36,8 +25,11 @@ TrainData prepare_mlm_data(const Dataset& dataset, const Tokenizer& tokenizer, i
 std::vector<std::string> tag_labels(const std::vector<data::TaggedSentence>& sentences);
 
 // Token classification: labels are the head's (id order); a tag not among them is an error that names it.
+// The words split as transformers' is_split_into_words=True (tasks::WordSplitter), each with a
+// space before it when add_prefix_space (tasks::run_ner_adds_prefix_space: run_ner's rule).
 TrainData prepare_token_data(const std::vector<data::TaggedSentence>& sentences, const std::string& source,
-                             const Tokenizer& tokenizer, const std::vector<std::string>& labels, bool label_all_tokens,
-                             int64_t max_length, bool pad_to_max_length, int32_t pad_id, bool with_types);
+                             const Tokenizer& tokenizer, bool add_prefix_space, const std::vector<std::string>& labels,
+                             bool label_all_tokens, int64_t max_length, bool pad_to_max_length, int32_t pad_id,
+                             bool with_types);
 
 }  // namespace tach::train

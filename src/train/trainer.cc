@@ -30,6 +30,7 @@
 #include "tach/system_info.h"
 #include "tach/tokenizer.h"
 #include "tach/train.h"
+#include "tasks/split_words.h"
 #include "train/data_parallel.h"
 #include "train/lr_schedule.h"
 #include "train/run_checkpoint.h"
@@ -344,11 +345,13 @@ void prepare_data(TrainRun& r) {
     return;
   }
   if (r.task == Head::token_classification) {
-    r.data = train::prepare_token_data(r.tagged, o.data.path, *tokenizer, r.labels, o.label_all_tokens, o.max_length,
-                                       fixed, pad_id, types);
+    // run_ner's rule: a space before each word for the byte-level BPE model types it names.
+    const bool prefix_space = tasks::run_ner_adds_prefix_space(r.src.model_type);
+    r.data = train::prepare_token_data(r.tagged, o.data.path, *tokenizer, prefix_space, r.labels, o.label_all_tokens,
+                                       o.max_length, fixed, pad_id, types);
     if (r.has_eval)
-      r.eval_data = train::prepare_token_data(read_tagged(r, o.eval_data), o.eval_data.path, *tokenizer, r.labels,
-                                              o.label_all_tokens, eval_length, false, pad_id, types);
+      r.eval_data = train::prepare_token_data(read_tagged(r, o.eval_data), o.eval_data.path, *tokenizer, prefix_space,
+                                              r.labels, o.label_all_tokens, eval_length, false, pad_id, types);
     return;
   }
   if (r.task == Head::question_answering) {
