@@ -90,6 +90,33 @@ TEST(AnswerSpans, AnswersAreThePipelinesForTheSameLogits) {
   }
 }
 
+// "We saw emoji here. Paris is big.": the pipeline answers "We saw emoji", whose three spans (one
+// per word piece of "emoji", widened to the whole word) add their scores past the best single span,
+// "We saw emoji here." (which tach gave before it decoded 2k + 10 spans and summed them).
+TEST(AnswerSpans, SpansWidenedToTheSameWordsAddTheirScores) {
+  int cases = 0;
+  for (const auto& c : read_json(qa_dir() + "/spans.json")) {
+    if (c["context"] != "We saw emoji here. Paris is big.") continue;
+    ++cases;
+    auto tok = Tokenizer::load(test::fixtures_dir() + "/tokenizers/" + c["tokenizer"].get<std::string>());
+    const tasks::AnswerOptions options = options_of(c["options"]);
+    const auto windows = tasks::answer_windows(*tok, c["question"], c["context"], options, tasks::cls_token_id(*tok));
+    ASSERT_EQ(windows.size(), 1u);
+    const std::vector<float> start = c["windows"][0]["start_logits"], end = c["windows"][0]["end_logits"];
+    const auto answers = tasks::answers_from_logits(windows, {start}, {end}, c["context"], options);
+    ASSERT_FALSE(answers.empty());
+    EXPECT_EQ(answers[0].text, "We saw emoji");
+    // The best single span is another answer: the sum decides.
+    float null = 1e6f;
+    const auto spans =
+        tasks::best_spans(start.data(), end.data(), windows[0].candidate, 1, options.max_answer_len, false, null);
+    ASSERT_EQ(spans.size(), 1u);
+    EXPECT_GT(answers[0].score, double(spans[0].score));
+    expect_answers(answers, c["answers"], "top " + std::to_string(options.top_k));
+  }
+  EXPECT_EQ(cases, 2) << "spans.json lacks the summed-answer cases (scripts/golden/make_qa_golden.py)";
+}
+
 TEST(AnswerSpans, BestSpansStayInTheBandAndTheContext) {
   // Tokens: CLS, question, SEP, context x4, SEP. The best product is question x context, which
   // the mask excludes; a span longer than max_answer_len is excluded too.

@@ -60,6 +60,22 @@ SPAN_CASES = [
 ]
 
 
+# Logits set by hand where the answer depends on a rule of the pipeline (after the seeded cases, so
+# that their draws stay the same): tokenizer file, cls token, question, context, start and end
+# logits by context word (every token of the word; others 0), options. Seeded noise of 0.1 breaks
+# ties: numpy's argpartition picks among equal scores in no documented order.
+# "We saw emoji here.": the best single span (We .. the "." after "here"), but the end logits of
+# "emoji"'s three word pieces (em ##oj ##i) make three spans that whole-word alignment turns into
+# one answer, "We saw emoji", whose scores add up past it; with top_k 1 the pipeline still decodes
+# 2k + 10 spans per window, so the sum is found.
+CRAFTED_SPAN_CASES = [
+    ("mpnet/tokenizer.json", "<s>", "What is big?", "We saw emoji here. Paris is big.", {0: 4.0}, {2: 2.5, 4: 3.0},
+     dict()),
+    ("mpnet/tokenizer.json", "<s>", "What is big?", "We saw emoji here. Paris is big.", {0: 4.0}, {2: 2.5, 4: 3.0},
+     dict(top_k=3)),
+]
+
+
 def fast_tokenizer(path, cls):
     return PreTrainedTokenizerFast(tokenizer_file=path, cls_token=cls, model_max_length=512)
 
@@ -103,6 +119,24 @@ def span_cases():
             n = f["input_ids"].shape[1]
             start = (rng.standard_normal(n) * 3).astype(np.float32)
             end = (rng.standard_normal(n) * 3).astype(np.float32)
+            outputs.append({**f, "start": torch.from_numpy(start)[None], "end": torch.from_numpy(end)[None]})
+            windows.append({**window_json(f), "start_logits": start.tolist(), "end_logits": end.tolist()})
+        answers = as_list(pipe.postprocess(outputs, **post_options(opts)))
+        out.append({"tokenizer": file, "question": question, "context": context, "options": opts,
+                    "windows": windows, "answers": answers})
+    noise = np.random.default_rng(55)
+    for file, cls, question, context, start_by_word, end_by_word, opts in CRAFTED_SPAN_CASES:
+        tok = fast_tokenizer(os.path.join(TOKENIZERS, file), cls)
+        pipe = dummy_pipeline(tok)
+        features = list(pipe.preprocess({"question": question, "context": context}, **pre_options(opts)))
+        outputs, windows = [], []
+        for f in features:
+            enc = f["encoding"]
+            words = [w if s == 1 else None for w, s in zip(enc.word_ids, enc.sequence_ids)]
+            start = np.array([start_by_word.get(w, 0.0) if w is not None else 0.0 for w in words])
+            end = np.array([end_by_word.get(w, 0.0) if w is not None else 0.0 for w in words])
+            start = (start + noise.standard_normal(len(words)) * 0.1).astype(np.float32)
+            end = (end + noise.standard_normal(len(words)) * 0.1).astype(np.float32)
             outputs.append({**f, "start": torch.from_numpy(start)[None], "end": torch.from_numpy(end)[None]})
             windows.append({**window_json(f), "start_logits": start.tolist(), "end_logits": end.tolist()})
         answers = as_list(pipe.postprocess(outputs, **post_options(opts)))
