@@ -13,6 +13,7 @@
 
 #include "tach/dataset.h"
 #include "tach/model.h"
+#include "tach/monitor.h"
 
 namespace tach {
 
@@ -116,6 +117,9 @@ struct TrainEpochReport {
   bool evaluated = false;
   double seconds = 0, tokens_per_s = 0, samples_per_s = 0;
   int64_t peak_bytes = 0;
+  // Other processes' CPU use over the epoch's steps (the evaluation after them left out), as bench
+  // measures a point's: contended when they took the cores its threads needed.
+  CpuLoad load;
 };
 
 struct TrainObserver {

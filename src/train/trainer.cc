@@ -30,6 +30,7 @@
 #include "tach/system_info.h"
 #include "tach/tokenizer.h"
 #include "tach/train.h"
+#include "bench/bench_internal.h"
 #include "tasks/split_words.h"
 #include "train/data_parallel.h"
 #include "train/lr_schedule.h"
@@ -83,6 +84,10 @@ StepPlan plan_steps(const TrainOptions& o, int64_t examples, int world_size) {
 struct EpochTotals {
   double loss_sum = 0, seconds = 0;
   int64_t loss_count = 0, tokens = 0, samples = 0;
+  // Opened at the epoch's first step (after a resume: the first step this process runs), read
+  // between steps, closed after the last one.
+  std::optional<CpuLoadWindow> load_window;
+  CpuLoad load;
   nlohmann::json to_json() const {
     return {{"epoch_loss_sum", loss_sum},
             {"epoch_loss_count", loss_count},
@@ -550,6 +555,15 @@ void log_rank_step(TrainingLogger& logger, int64_t step, const train::StepOutcom
                          {"tokens", double(s.rank_tokens)}});
 }
 
+// The epoch's load, in a line of its own at its last step (the load fields of results.jsonl).
+void log_epoch_load(TrainingLogger& logger, int64_t step, const CpuLoad& l) {
+  if (!l.measured) return;
+  logger.log_step(step, {{"load_other_cores_mean", l.other_cores_mean},
+                         {"load_other_cores_max", l.other_cores_max},
+                         {"load_average_1m", l.load_average_1m},
+                         {"load_contended", l.contended ? 1.0 : 0.0}});
+}
+
 // Evaluation when due: every eval_every steps, or at each epoch's end.
 std::optional<train::EvalScores> evaluate_if_due(TrainRun& r, TrainingLogger& logger, int64_t step, bool epoch_end) {
   const TrainOptions& o = r.o;
@@ -587,6 +601,7 @@ void end_epoch(TrainRun& r, int64_t epoch, const std::optional<train::EvalScores
   er.tokens_per_s = double(r.epoch.tokens) / r.epoch.seconds;
   er.samples_per_s = double(r.epoch.samples) / r.epoch.seconds;
   er.peak_bytes = memory_stats(Device::cpu()).total.peak;
+  er.load = r.epoch.load;
   r.result.epochs.push_back(er);
   if (!r.lead()) {
     r.epoch = EpochTotals{};
@@ -656,8 +671,10 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
       order = train::epoch_order(p.examples, r.o.seed, epoch, r.o.shuffle), cached_epoch = epoch;
     const int64_t first_batch = in_epoch * p.accumulation;
     const int64_t micro = std::min(p.batches_per_epoch, first_batch + p.accumulation) - first_batch;
+    if (!r.epoch.load_window) r.epoch.load_window.emplace();
     const train::StepOutcome s =
         r.step->run(step, micro, micro_batches_of(r, order, first_batch, epoch), p.schedule.lr(step));
+    r.epoch.load_window->sample();
     if (!s.updated) {
       r.result.diverged = true;
       r.result.divergence = "step " + std::to_string(step) + ": the " +
@@ -681,6 +698,10 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
                         double(s.tokens) / s.seconds.total, elapsed / done * double(p.total_steps - step - 1)});
     }
     const bool epoch_end = in_epoch == p.steps_per_epoch - 1 || step == p.total_steps - 1;
+    if (epoch_end) {
+      r.epoch.load = r.epoch.load_window->finish(core::num_threads());
+      if (r.lead()) log_epoch_load(logger, step, r.epoch.load);
+    }
     const auto scores = evaluate_if_due(r, logger, step, epoch_end);
     if (epoch_end) end_epoch(r, epoch, scores);
     // Every rank stops after the same step, or the others would wait for it in the next one.
@@ -850,7 +871,8 @@ nlohmann::json measured_summary(TrainRun& r, const std::string& profiled_steps) 
                       {"eval_macro_f1", or_null(e.evaluated && e.eval_macro_f1 >= 0, e.eval_macro_f1)},
                       {"eval_perplexity", or_null(e.evaluated && e.eval_perplexity >= 0, e.eval_perplexity)},
                       {"seconds", e.seconds},
-                      {"tokens_per_s", e.tokens_per_s}});
+                      {"tokens_per_s", e.tokens_per_s},
+                      {"load", e.load.measured ? bench::load_json(bench::load_of(e.load)) : nlohmann::json(nullptr)}});
   return {{"schema", "tach.train_summary/1"},
           {"run_dir", r.run_dir},
           {"steps", res.steps},

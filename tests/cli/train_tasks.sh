@@ -34,6 +34,25 @@ for e in json.load(open(sys.argv[1]))["epochs"]:
     assert abs(e["eval_perplexity"] - math.exp(e["eval_loss"])) < 1e-6 * e["eval_perplexity"], e
 PY
 [ "$(field "$dir/mlm/config.json" options task)" = '"mlm"' ] || fail "task not recorded"
+# Each epoch's load (other processes' CPU over its steps): in summary.json and a steps.jsonl line at
+# its last step, and CONTENDED in its printed line exactly when it was contended.
+python3 - "$dir/mlm" <<'PY' || fail "the epochs' load: $(cat "$dir/mlm.out")"
+import json, sys
+epochs = json.load(open(sys.argv[1] + "/summary.json"))["epochs"]
+loads = [json.loads(l)["metrics"] for l in open(sys.argv[1] + "/steps.jsonl") if "load_other_cores_mean" in l]
+lines = [l for l in open(sys.argv[1] + "/../mlm.out") if l.startswith("epoch ")]
+assert len(epochs) == 2 and len(lines) == 2, (epochs, lines)
+for e, line in zip(epochs, lines):
+    if e["load"] is None:  # no /proc/stat here: not measured, never CONTENDED
+        assert "CONTENDED" not in line, line
+        continue
+    assert set(e["load"]) == {"other_cores_mean", "other_cores_max", "load_average_1m", "contended"}, e
+    assert e["load"]["other_cores_max"] >= e["load"]["other_cores_mean"] - 1e-9, e
+    assert ("CONTENDED: other processes used" in line) == e["load"]["contended"], (e, line)
+assert len(loads) == sum(e["load"] is not None for e in epochs), loads
+for l, e in zip(loads, [e for e in epochs if e["load"] is not None]):
+    assert l["load_other_cores_mean"] == e["load"]["other_cores_mean"] and l["load_contended"] == float(e["load"]["contended"]), (l, e)
+PY
 
 # Token classification on CoNLL tags: a new head of the sorted tags.
 "$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/token_classes/ner.conll" --task token-classification \

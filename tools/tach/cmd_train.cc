@@ -263,7 +263,13 @@ Command add_train_command(CLI::App& app) {
                           << (e.eval_accuracy >= 0 ? ", eval accuracy " + fixed(e.eval_accuracy, 4) : std::string())
                           << (e.eval_macro_f1 >= 0 ? ", macro-F1 " + fixed(e.eval_macro_f1, 4) : std::string());
               std::cout << ", " << fixed(e.seconds, 1) << " s, " << fixed(e.tokens_per_s, 0) << " tokens/s (real "
-                        << "tokens, wall time), peak memory " << human_bytes(double(e.peak_bytes)) << "\n";
+                        << "tokens, wall time), peak memory " << human_bytes(double(e.peak_bytes));
+              // As bench marks a point: its rate is the shared machine's when others took the cores.
+              if (e.load.measured && e.load.contended)
+                std::cout << "; CONTENDED: other processes used " << fixed(e.load.other_cores_mean, 2) << " of "
+                          << e.load.cores << " cores beside its " << e.load.threads
+                          << " thread(s), so its times are the shared machine's";
+              std::cout << "\n";
             }
             std::cout << "steps: " << res.steps
                       << (res.resumed_from >= 0 ? " (resumed after step " + std::to_string(res.resumed_from) + ")"
