@@ -135,7 +135,23 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
     std::string listed;
     for (const auto& [tag, count] : unknown_tags)
       listed += (listed.empty() ? "'" : ", '") + tag + "' (" + std::to_string(count) + "x)";
-    out.notes.push_back("tags the model does not have among its labels, so never predicts: " + listed);
+    // The entity types none of whose tags the model has: their entities are all missed (tach train
+    // refuses such data; eval scores it, saying so).
+    const auto type_of = [](const std::string& tag) {
+      const size_t dash = tag.find('-');
+      return dash == std::string::npos ? tag : tag.substr(dash + 1);
+    };
+    std::set<std::string> model_types, lacking;
+    for (const auto& l : info0.labels) model_types.insert(type_of(l));
+    for (const auto& [tag, count] : unknown_tags)
+      if (tag != "O" && !model_types.count(type_of(tag))) lacking.insert(type_of(tag));
+    std::string types;
+    for (const auto& t : lacking) types += (types.empty() ? "" : ", ") + t;
+    out.notes.push_back("tags the model does not have among its labels, so never predicts: " + listed +
+                        (types.empty() ? std::string()
+                                       : "; entity types it cannot predict (every one of their entities counts as "
+                                         "missed): " +
+                                             types));
   }
 
   const std::string tokenizer_path = tokenizer_path_for(info0, config.tokenizer);
