@@ -75,6 +75,44 @@ class FreshCeilingsCache {
   bool had_ = false;
 };
 
+// A masked LM's training keeps every token of the last layer and the head's buffers, and the
+// logits of the chosen tokens only (15% by default): the estimate's activations agree with the
+// allocator's peak of them (padded to --max-length, so that every row has T tokens).
+TEST(TrainEstimate, MaskedLmActivationsWithinTenPercent) {
+  test::TempDir dir;
+  const std::string model = test::fixtures_dir() + "/train_tasks/bert-mlm-f32/model";
+  for (int64_t batch : {8, 32}) {
+    TrainOptions o;
+    o.model = model;
+    o.tokenizer = test::fixtures_dir() + "/token_classes/tokenizer-wordpiece";
+    o.data.path = test::fixtures_dir() + "/train/tiny.csv";
+    o.task = "mlm";
+    o.max_steps = 3;
+    o.batch_size = batch;
+    o.max_length = 32;
+    o.padding = "max_length";
+    o.runs_dir = dir.path();
+    o.run_id = "mlm-b" + std::to_string(batch);
+    o.tensorboard = false;
+    const TrainResult r = run_training(o);
+    std::ifstream in(r.run_dir + "/summary.json");
+    const int64_t measured =
+        nlohmann::json::parse(in)["memory_peak_bytes"]["by_category"]["activations"].get<int64_t>();
+    EstimateInput e;
+    e.model = model;
+    e.batch = batch;
+    e.seq_len = 32;
+    e.mode = "train-full";
+    int64_t estimated = 0;
+    for (const auto& l : estimate_memory(e).lines)
+      if (l.name.rfind("activations", 0) == 0) estimated += l.bytes;
+    const double ratio = double(estimated) / double(measured);
+    std::printf("masked LM batch %lld: activations estimated %lld B, measured %lld B (ratio %.3f)\n", (long long)batch,
+                (long long)estimated, (long long)measured, ratio);
+    EXPECT_NEAR(ratio, 1.0, 0.10) << "batch " << batch;
+  }
+}
+
 TEST(TrainEstimate, FullFineTuningPeakWithinTenPercent) {
   if (!test::shared_available()) GTEST_SKIP() << "../shared (tokenizer and SST-2) is absent";
   const FreshCeilingsCache fresh;

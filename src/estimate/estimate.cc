@@ -4,6 +4,7 @@
 #include "tach/estimate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -230,6 +231,26 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       layout =
           "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), the last layer 4 B x (tokens x 5C + B H T^2 + "
           "rows x (4C + 2I + 4)), + 4 B x tokens x (6C + I + 2) for the embeddings and backward buffers";
+      if (a.head == Head::masked_lm || a.head == Head::token_classification || a.head == Head::question_answering) {
+        // A per-token head's last layer runs on every token, and no first-token buffers are kept
+        // (train/trainable_encoder.cc, prepare_activations): the sequence output (C per token), and
+        // for a masked LM its dense's input, output, activation and LayerNorm (4C + 2 per token)
+        // and the logits of the chosen tokens only, --mlm-probability's 15% of them x V
+        // (train/trainable_encoder_heads.cc); a classifier or qa_outputs its dropped-out input (C)
+        // and every token's logits.
+        last_layer = per_layer, last_shared = 4.0 * double(N * a.C);
+        const bool mlm = a.head == Head::masked_lm;
+        const double outputs = a.head == Head::question_answering ? 2 : double(a.labels);
+        const double head = mlm ? double(N) * double(5 * a.C + 2) + std::ceil(0.15 * double(N)) * double(a.V)
+                                : double(N) * (double(2 * a.C) + outputs);
+        rest = 4.0 * (double(N) * double(6 * a.C + a.I + 2) + double(B) * double(4 * a.C + a.I) + head);
+        layout = std::string(
+                     "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), + 4 B x tokens x (6C + I + 2) for "
+                     "the embeddings and backward buffers, ") +
+                 (mlm ? "+ 4 B x tokens x (5C + 2) for the masked LM's head and 4 B x 15% of tokens x V for the "
+                        "chosen tokens' logits"
+                      : "+ 4 B x tokens x (2C + outputs) for the head's input and logits");
+      }
     }
     if (last_layer < 0) last_layer = per_layer, last_shared = 4.0 * double(N * a.C);
     if (in.gradient_checkpointing) {
