@@ -835,9 +835,14 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
   }
   for (const auto& j : evals) {
     const json& m = j["metrics"];
+    // Only the scores the task has (a masked LM has perplexity, no accuracy): an absent one is not 0.
+    std::string scores;
+    for (const auto& [key, label] : {std::pair{"eval_accuracy", "accuracy"}, std::pair{"eval_macro_f1", "macro-F1"},
+                                     std::pair{"eval_perplexity", "perplexity"}})
+      if (m.contains(key) && m[key].is_number())
+        scores += (scores.empty() ? "" : ", ") + std::string(label) + " " + num(m[key].get<double>(), 4);
     h << "<tr><td>" << j.value("step", 0) + 1 << " (eval)</td><td>" << num(m.value("eval_loss", 0.0), 5)
-      << "</td><td colspan='9' style='text-align:left'>accuracy " << num(m.value("eval_accuracy", 0.0), 4)
-      << ", macro-F1 " << num(m.value("eval_macro_f1", 0.0), 4) << "</td></tr>";
+      << "</td><td colspan='9' style='text-align:left'>" << scores << "</td></tr>";
   }
   h << "</table></details>";
 

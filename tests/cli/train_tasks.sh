@@ -53,6 +53,10 @@ assert len(loads) == sum(e["load"] is not None for e in epochs), loads
 for l, e in zip(loads, [e for e in epochs if e["load"] is not None]):
     assert l["load_other_cores_mean"] == e["load"]["other_cores_mean"] and l["load_contended"] == float(e["load"]["contended"]), (l, e)
 PY
+# The report shows the scores a masked LM has (perplexity), never an absent accuracy as 0.
+"$tach" report "$dir/mlm" >"$dir/report.out" 2>&1 || { cat "$dir/report.out"; fail "report of the mlm run"; }
+grep -q "perplexity [0-9]" "$dir/mlm/report.html" || fail "the report's eval rows lack the perplexity"
+! grep -q "accuracy 0.0000" "$dir/mlm/report.html" || fail "the report shows an absent accuracy as 0"
 
 # Token classification on CoNLL tags: a new head of the sorted tags.
 "$tach" train -m "$mlm" "${common[@]}" -d "$fixtures/token_classes/ner.conll" --task token-classification \
