@@ -74,7 +74,8 @@ for s, w in zip(shown, want):
     assert abs(s - w) <= 1e-3 * w, (s, w)
 assert set(got["load"]) == {"measured", "other_cores_mean", "other_cores_max", "load_average_1m", "contended"}, got["load"]
 assert re.search(r"^load        other processes used", text, re.M), text
-assert ("CONTENDED" in text) == got["load"]["contended"] or not got["load"]["measured"]
+# The text and the JSON are two runs, each under its own load: whether each was contended is its own.
+assert not got["load"]["contended"] or got["load"]["other_cores_mean"] > 0, got["load"]
 print("ok: answer's scores to 4 significant digits (the least %s); the load it ran under" % shown[-1])
 EOF2
 
