@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_internal.h"
+#include "bench/task_eval_setup.h"
 #include "data/dataset_kind.h"
 #include "model/family.h"
 #include "tach/error.h"
@@ -73,32 +74,18 @@ int64_t question_answering_bench_length(const BenchConfig& config) {
 
 QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
   BenchConfig config = given;
-  usage_check(!config.dataset.path.empty(),
-              "tach eval on a question-answering model needs SQuAD data (-d FILE: SQuAD v1.1/v2.0 JSON, or "
-              "records with id, context, question and answers as JSON or JSONL)");
-  usage_check(config.eval_batch_size > 0, "the evaluation batch size must be positive");
-  usage_check(config.threads.size() <= 1, "tach eval runs its pass with one thread count: give -t once");
   QaEvalOutcome out;
-  const std::string auto_note = bench::resolve_auto_device(config);
-  if (!auto_note.empty()) out.notes.push_back(auto_note);
-  if (!config.threads.empty() && config.threads.front() > 0) set_threads(int(config.threads.front()));
+  bench::prepare_task_eval(
+      config,
+      "tach eval on a question-answering model needs SQuAD data (-d FILE: SQuAD v1.1/v2.0 JSON, or "
+      "records with id, context, question and answers as JSON or JSONL)",
+      out.notes);
 
-  const auto load = [&](const std::string& device, const std::string& dtype) {
-    LoadOptions lo;
-    lo.device = parse_device(device);
-    lo.compute = parse_compute_dtype(dtype);
-    lo.seed = config.seed;
-    lo.adapter = config.adapter;
-    lo.head = parse_head(config.head);
-    return load_model(config.model, lo);
-  };
   // The first pass's model, the data and the tokenizer first: what cannot be read fails before a
   // run directory is made.
-  std::unique_ptr<EncoderModel> model = load(config.devices.front(), config.dtypes.front());
+  std::unique_ptr<EncoderModel> model =
+      bench::load_first_eval_model(config, Head::question_answering, "SQuAD's scores");
   const ModelInfo& info0 = model->info();
-  check(info0.head == Head::question_answering,
-        config.model + " runs a " + head_name(info0.head) + " head (" + info0.architecture +
-            "): SQuAD's scores need a question-answering model (--head question-answering builds a new one)");
   out.model = config.model;
   out.architecture = info0.architecture;
   out.notes.insert(out.notes.end(), info0.notes.begin(), info0.notes.end());
@@ -144,7 +131,7 @@ QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
 
   for (const std::string& device : config.devices) {
     for (const std::string& dtype : config.dtypes) {
-      if (!model) model = load(device, dtype);
+      if (!model) model = bench::load_eval_model(config, device, dtype);
       QaEvalPass pass;
       pass.device = device;
       pass.dtype = dtype;

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "bench/bench_internal.h"
+#include "bench/task_eval_setup.h"
 #include "data/conll.h"
 #include "data/dataset_kind.h"
 #include "model/family.h"
@@ -68,32 +69,17 @@ bool evaluates_token_classification(const BenchConfig& config) {
 TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions& options) {
   BenchConfig config = given;
   const tasks::TagScheme scheme = tasks::parse_tag_scheme(options.tag_scheme);
-  usage_check(!config.dataset.path.empty(),
-              "tach eval needs a dataset of tagged words (-d FILE: CoNLL text, or "
-              "JSON/JSONL records with tokens and ner_tags)");
-  usage_check(config.eval_batch_size > 0, "the evaluation batch size must be positive");
-  usage_check(config.threads.size() <= 1, "tach eval runs its pass with one thread count: give -t once");
   TokenEvalOutcome out;
-  const std::string auto_note = bench::resolve_auto_device(config);
-  if (!auto_note.empty()) out.notes.push_back(auto_note);
-  if (!config.threads.empty() && config.threads.front() > 0) set_threads(int(config.threads.front()));
+  bench::prepare_task_eval(config,
+                           "tach eval needs a dataset of tagged words (-d FILE: CoNLL text, or "
+                           "JSON/JSONL records with tokens and ner_tags)",
+                           out.notes);
 
-  const auto load = [&](const std::string& device, const std::string& dtype) {
-    LoadOptions lo;
-    lo.device = parse_device(device);
-    lo.compute = parse_compute_dtype(dtype);
-    lo.seed = config.seed;
-    lo.adapter = config.adapter;
-    lo.head = parse_head(config.head);
-    return load_model(config.model, lo);
-  };
   // The first pass's model first: its labels name integer tags, and a dataset or tokenizer that
   // cannot be read fails before a run directory is made.
-  std::unique_ptr<EncoderModel> model = load(config.devices.front(), config.dtypes.front());
+  std::unique_ptr<EncoderModel> model =
+      bench::load_first_eval_model(config, Head::token_classification, "seqeval's metrics");
   const ModelInfo& info0 = model->info();
-  check(info0.head == Head::token_classification,
-        config.model + " runs a " + head_name(info0.head) + " head (" + info0.architecture +
-            "): seqeval's metrics need a token classifier (--head token-classification builds a new one)");
   out.model = config.model;
   out.architecture = info0.architecture;
   out.labels = info0.labels;
@@ -175,7 +161,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
 
   for (const std::string& device : config.devices) {
     for (const std::string& dtype : config.dtypes) {
-      if (!model) model = load(device, dtype);
+      if (!model) model = bench::load_eval_model(config, device, dtype);
       const ModelInfo& info = model->info();
       int64_t max_length = options.max_length > 0 ? options.max_length : info.max_positions;
       if (info.max_positions > 0) max_length = std::min(max_length, info.max_positions);
