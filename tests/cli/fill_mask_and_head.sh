@@ -23,6 +23,8 @@ import json, sys
 got = json.load(open(sys.argv[1]))
 want = {t["text"]: t for c in json.load(open(sys.argv[2]))["cases"] if c["model"] == "bert-mlm-f32" for t in c["texts"]}
 assert got["schema"] == "tach.fill_mask/1" and got["model"]["head"] == "masked-lm", got["model"]
+# Its timing comes with the load it was taken under, as every timed command's does.
+assert set(got["load"]) == {"measured", "other_cores_mean", "other_cores_max", "load_average_1m", "contended"}, got
 assert got["tokenizer"]["mask_token"] == "[MASK]", got["tokenizer"]
 for r in got["results"]:
     w = want[r["text"]]

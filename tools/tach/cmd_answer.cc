@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "task_output.h"
 #include "tach/error.h"
 #include "tach/model.h"
 #include "tach/monitor.h"
@@ -91,15 +92,7 @@ int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_
   if (opt.json) {
     nlohmann::json j;
     j["schema"] = "tach.answer/1";
-    j["model"] = {{"spec", info.spec},
-                  {"source", info.source},
-                  {"architecture", info.architecture},
-                  {"head", head_name(info.head)},
-                  {"parameters", info.parameters},
-                  {"weights_dtype", info.weights_dtype},
-                  {"compute_dtype", std::string(dtype_name(info.compute))},
-                  {"device", info.device.str()},
-                  {"notes", info.notes}};
+    j["model"] = model_json(info);
     j["tokenizer"] = tokenizer_path;
     j["question"] = opt.question;
     j["options"] = {{"top_k", opt.answer.top_k},
@@ -111,29 +104,18 @@ int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_
     for (const auto& a : answers)
       j["answers"].push_back({{"answer", a.text}, {"score", a.score}, {"start", a.start}, {"end", a.end}});
     j["timing"] = {{"unit", "s"}, {"load_s", load_s}, {"answer_s", run_s}};
-    j["load"] = {{"measured", load.measured},
-                 {"other_cores_mean", load.other_cores_mean},
-                 {"other_cores_max", load.other_cores_max},
-                 {"load_average_1m", load.load_average_1m},
-                 {"contended", load.contended}};
+    j["load"] = cpu_load_json(load);
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << human_count(double(info.parameters))
-            << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n"
-            << "            " << info.source << "\n";
-  for (const auto& n : info.notes) std::cout << "note        " << n << "\n";
+  print_model_lines(std::cout, info);
   std::cout << "tokenizer   " << tokenizer_path << "\n"
             << "question    " << quoted(opt.question) << "\n"
             << "windows     " << opt.answer.max_length << " tokens, sharing " << opt.answer.doc_stride
             << " context tokens; answers of at most " << opt.answer.max_answer_len << " tokens"
             << (opt.answer.handle_impossible_answer ? ", the empty answer allowed" : "") << "\n"
-            << "time        " << fixed(load_s, 2) << " s to load, " << fixed(run_s * 1e3, 1) << " ms to answer\n"
-            << "load        " << describe_cpu_load(load)
-            << (load.contended ? "\n            CONTENDED: the time to answer is the shared machine's, not the model's "
-                                 "(fewer threads with -t, or a quieter machine)"
-                               : "")
-            << "\n";
+            << "time        " << fixed(load_s, 2) << " s to load, " << fixed(run_s * 1e3, 1) << " ms to answer\n";
+  print_load_lines(std::cout, load, "the time to answer");
   if (answers.empty()) std::cout << "answer      none (no span of the context fits)\n";
   for (size_t i = 0; i < answers.size(); ++i) {
     const Answer& a = answers[i];

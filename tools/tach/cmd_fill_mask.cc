@@ -6,9 +6,11 @@
 
 #include "commands.h"
 #include "format.h"
+#include "task_output.h"
 #include "tach/error.h"
 #include "tach/fill_mask.h"
 #include "tach/model.h"
+#include "tach/monitor.h"
 #include "tach/runtime.h"
 #include "tach/tokenizer.h"
 #include "usage.h"
@@ -52,22 +54,16 @@ int run_fill_mask(const FillMaskOptions& opt) {
   const auto tokenizer = Tokenizer::load(tokenizer_path);
   const MaskTokens tokens = read_mask_tokens(tokenizer_path, *tokenizer);
   const double load_s = std::chrono::duration<double>(clock::now() - t0).count();
+  CpuLoadWindow load_window;  // other processes' CPU use while the texts run: the time is the machine's too
   const auto t1 = clock::now();
   const std::vector<FillMaskResult> results = fill_mask(*model, *tokenizer, tokens, opt.texts, opt.top_k);
   const double run_s = std::chrono::duration<double>(clock::now() - t1).count();
+  const CpuLoad load = load_window.finish(threads());
 
   if (opt.json) {
     nlohmann::json j;
     j["schema"] = "tach.fill_mask/1";
-    j["model"] = {{"spec", info.spec},
-                  {"source", info.source},
-                  {"architecture", info.architecture},
-                  {"head", head_name(info.head)},
-                  {"parameters", info.parameters},
-                  {"weights_dtype", info.weights_dtype},
-                  {"compute_dtype", std::string(dtype_name(info.compute))},
-                  {"device", info.device.str()},
-                  {"notes", info.notes}};
+    j["model"] = model_json(info);
     j["tokenizer"] = {{"path", tokenizer_path}, {"mask_token", tokens.mask_token}, {"mask_token_id", tokens.mask_id}};
     j["top_k"] = opt.top_k;
     j["results"] = nlohmann::json::array();
@@ -78,18 +74,17 @@ int run_fill_mask(const FillMaskOptions& opt) {
       j["results"].push_back({{"text", r.text}, {"input_ids", r.ids}, {"masks", masks}});
     }
     j["timing"] = {{"unit", "s"}, {"load_s", load_s}, {"fill_s", run_s}};
+    j["load"] = cpu_load_json(load);
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
 
-  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << human_count(double(info.parameters))
-            << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n"
-            << "            " << info.source << "\n";
-  for (const auto& n : info.notes) std::cout << "note        " << n << "\n";
+  print_model_lines(std::cout, info);
   std::cout << "tokenizer   " << tokenizer_path << " (mask token " << tokens.mask_token << ", id " << tokens.mask_id
             << ")\n"
             << "time        " << fixed(load_s, 2) << " s to load, " << fixed(run_s * 1e3, 1) << " ms for "
             << results.size() << (results.size() == 1 ? " text" : " texts") << " (one forward each)\n";
+  print_load_lines(std::cout, load, "the time");
   for (size_t i = 0; i < results.size(); ++i) {
     const FillMaskResult& r = results[i];
     std::cout << "\ntext " << (i + 1) << "      "
