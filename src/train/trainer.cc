@@ -699,7 +699,10 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
     }
     const bool epoch_end = in_epoch == p.steps_per_epoch - 1 || step == p.total_steps - 1;
     if (epoch_end) {
-      r.epoch.load = r.epoch.load_window->finish(core::num_threads());
+      // Read over the epoch's own steps, never waited out to the half second a bench point's window
+      // is extended to: a run of many short epochs would idle that long each time (a short epoch's
+      // reading is as coarse as /proc/stat's 10 ms ticks).
+      r.epoch.load = r.epoch.load_window->finish(core::num_threads(), 0.0);
       if (r.lead()) log_epoch_load(logger, step, r.epoch.load);
     }
     const auto scores = evaluate_if_due(r, logger, step, epoch_end);
