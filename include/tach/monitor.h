@@ -95,6 +95,7 @@ class CpuLoadWindow {
   CpuLoadWindow();  // the window starts here
   void sample();    // cheap unless kLoadSubWindowS passed since the last reading (then two procfs reads)
   CpuLoad finish(int threads, double min_window_s = kMinLoadWindowS);
+  double elapsed_s() const;  // since the window started
 
  private:
   CpuTimes start_, last_;

@@ -84,6 +84,8 @@ void CpuLoadWindow::sample() {
   last_ = t;
 }
 
+double CpuLoadWindow::elapsed_s() const { return steady_now_s() - start_.wall_s; }
+
 CpuLoad CpuLoadWindow::finish(int threads, double min_window_s) {
   // A window shorter than min_window_s is read over min_window_s: /proc/stat counts in ticks of
   // 10 ms, too coarse for a few milliseconds of work. The rest is waited out idle, reading what

@@ -84,10 +84,7 @@ StepPlan plan_steps(const TrainOptions& o, int64_t examples, int world_size) {
 struct EpochTotals {
   double loss_sum = 0, seconds = 0;
   int64_t loss_count = 0, tokens = 0, samples = 0;
-  // Opened at the epoch's first step (after a resume: the first step this process runs), read
-  // between steps, closed after the last one.
-  std::optional<CpuLoadWindow> load_window;
-  CpuLoad load;
+  CpuLoad load;  // the reading that ended in this epoch (TrainRun::load_window); unmeasured: none did
   nlohmann::json to_json() const {
     return {{"epoch_loss_sum", loss_sum},
             {"epoch_loss_count", loss_count},
@@ -147,6 +144,10 @@ struct TrainRun {
   std::shared_ptr<model::PeftAdapter> adapter;
   std::unique_ptr<train::TrainableModel> model;
   Head task = Head::sequence_classification;  // --task's head
+  // Other processes' CPU use over the steps, opened at the first step after a reading (or a
+  // resume), read between steps. A reading needs half a second of /proc/stat's 10 ms ticks, so
+  // a window runs on across short epochs and is read at the end of the one that fills it.
+  std::optional<CpuLoadWindow> load_window;
   Dataset train_set;
   std::vector<data::TaggedSentence> tagged;    // token classification's training sentences
   std::vector<data::SquadQuestion> questions;  // question answering's
@@ -555,15 +556,6 @@ void log_rank_step(TrainingLogger& logger, int64_t step, const train::StepOutcom
                          {"tokens", double(s.rank_tokens)}});
 }
 
-// The epoch's load, in a line of its own at its last step (the load fields of results.jsonl).
-void log_epoch_load(TrainingLogger& logger, int64_t step, const CpuLoad& l) {
-  if (!l.measured) return;
-  logger.log_step(step, {{"load_other_cores_mean", l.other_cores_mean},
-                         {"load_other_cores_max", l.other_cores_max},
-                         {"load_average_1m", l.load_average_1m},
-                         {"load_contended", l.contended ? 1.0 : 0.0}});
-}
-
 // Evaluation when due: every eval_every steps, or at each epoch's end.
 std::optional<train::EvalScores> evaluate_if_due(TrainRun& r, TrainingLogger& logger, int64_t step, bool epoch_end) {
   const TrainOptions& o = r.o;
@@ -671,10 +663,10 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
       order = train::epoch_order(p.examples, r.o.seed, epoch, r.o.shuffle), cached_epoch = epoch;
     const int64_t first_batch = in_epoch * p.accumulation;
     const int64_t micro = std::min(p.batches_per_epoch, first_batch + p.accumulation) - first_batch;
-    if (!r.epoch.load_window) r.epoch.load_window.emplace();
+    if (!r.load_window) r.load_window.emplace();
     const train::StepOutcome s =
         r.step->run(step, micro, micro_batches_of(r, order, first_batch, epoch), p.schedule.lr(step));
-    r.epoch.load_window->sample();
+    r.load_window->sample();
     if (!s.updated) {
       r.result.diverged = true;
       r.result.divergence = "step " + std::to_string(step) + ": the " +
@@ -698,12 +690,13 @@ int64_t train_loop(TrainRun& r, Profiler& profiler, const TrainObserver& observe
                         double(s.tokens) / s.seconds.total, elapsed / done * double(p.total_steps - step - 1)});
     }
     const bool epoch_end = in_epoch == p.steps_per_epoch - 1 || step == p.total_steps - 1;
-    if (epoch_end) {
-      // Read over the epoch's own steps, never waited out to the half second a bench point's window
-      // is extended to: a run of many short epochs would idle that long each time (a short epoch's
-      // reading is as coarse as /proc/stat's 10 ms ticks).
-      r.epoch.load = r.epoch.load_window->finish(core::num_threads(), 0.0);
-      if (r.lead()) log_epoch_load(logger, step, r.epoch.load);
+    // The load is read at the end of the epoch whose steps bring its window to half a second, or
+    // the run's last (extended by waiting, as a bench point's is): never once per short epoch,
+    // where a few ticks say nothing and the waits would add up (400 epochs, 200 s).
+    const bool last_step = step == p.total_steps - 1;
+    if (epoch_end && (last_step || r.load_window->elapsed_s() >= kMinLoadWindowS)) {
+      r.epoch.load = r.load_window->finish(core::num_threads(), last_step ? kMinLoadWindowS : 0.0);
+      r.load_window.reset();
     }
     const auto scores = evaluate_if_due(r, logger, step, epoch_end);
     if (epoch_end) end_epoch(r, epoch, scores);

@@ -34,24 +34,23 @@ for e in json.load(open(sys.argv[1]))["epochs"]:
     assert abs(e["eval_perplexity"] - math.exp(e["eval_loss"])) < 1e-6 * e["eval_perplexity"], e
 PY
 [ "$(field "$dir/mlm/config.json" options task)" = '"mlm"' ] || fail "task not recorded"
-# Each epoch's load (other processes' CPU over its steps): in summary.json and a steps.jsonl line at
-# its last step, and CONTENDED in its printed line exactly when it was contended.
+# The load the steps ran under, in summary.json: read once its window holds half a second (these
+# epochs are short, so at the run's last, waited out), CONTENDED in the printed line exactly then;
+# steps.jsonl holds steps and evaluations only.
 python3 - "$dir/mlm" <<'PY' || fail "the epochs' load: $(cat "$dir/mlm.out")"
 import json, sys
 epochs = json.load(open(sys.argv[1] + "/summary.json"))["epochs"]
-loads = [json.loads(l)["metrics"] for l in open(sys.argv[1] + "/steps.jsonl") if "load_other_cores_mean" in l]
 lines = [l for l in open(sys.argv[1] + "/../mlm.out") if l.startswith("epoch ")]
 assert len(epochs) == 2 and len(lines) == 2, (epochs, lines)
+assert not any("load_other_cores_mean" in l for l in open(sys.argv[1] + "/steps.jsonl"))
 for e, line in zip(epochs, lines):
-    if e["load"] is None:  # no /proc/stat here: not measured, never CONTENDED
+    if e["load"] is None:
         assert "CONTENDED" not in line, line
         continue
     assert set(e["load"]) == {"other_cores_mean", "other_cores_max", "load_average_1m", "contended"}, e
     assert e["load"]["other_cores_max"] >= e["load"]["other_cores_mean"] - 1e-9, e
     assert ("CONTENDED: other processes used" in line) == e["load"]["contended"], (e, line)
-assert len(loads) == sum(e["load"] is not None for e in epochs), loads
-for l, e in zip(loads, [e for e in epochs if e["load"] is not None]):
-    assert l["load_other_cores_mean"] == e["load"]["other_cores_mean"] and l["load_contended"] == float(e["load"]["contended"]), (l, e)
+assert epochs[-1]["load"] is not None or not open("/proc/stat").read(), "the last epoch is always read"
 PY
 # The report shows the scores a masked LM has (perplexity), never an absent accuracy as 0.
 "$tach" report "$dir/mlm" >"$dir/report.out" 2>&1 || { cat "$dir/report.out"; fail "report of the mlm run"; }
