@@ -169,9 +169,12 @@ struct ModelFamily {
   // The per-token heads' architectures ("BertForTokenClassification", "BertForQuestionAnswering",
   // "BertForMaskedLM"); "" where the family has none (decoders).
   std::string token_classifier_architecture, question_answering_architecture, masked_lm_architecture;
-  HeadTensorNames head_names;              // their tensors (encoder families and ModernBERT)
-  std::vector<std::string> lora_targets;   // default LoRA target_modules (PEFT's names: every linear)
-  std::string tokenizer_hint;              // a tokenizer to suggest when a checkpoint has none
+  HeadTensorNames head_names;             // their tensors (encoder families and ModernBERT)
+  std::vector<std::string> lora_targets;  // default LoRA target_modules (PEFT's names: every linear)
+  std::string tokenizer_hint;             // a tokenizer to suggest when a checkpoint has none
+  // Pre-split words (token classification) get a space before each, as run_ner.py's
+  // add_prefix_space does for its byte-level model types (RoBERTa among the rows here).
+  bool words_take_prefix_space = false;
   const DecoderFamily* decoder = nullptr;  // exactly one of decoder and encoder is set
   const EncoderFamily* encoder = nullptr;
   std::unique_ptr<Model> (*load)(const ModelFamily& family, const ModelLocation& location, const LoadOptions& options);

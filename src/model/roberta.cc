@@ -69,7 +69,10 @@ ModelFamily roberta_row(const char* name, const char* model_type, const char* ba
 }  // namespace
 
 ModelFamily roberta_family() {
-  return roberta_row("RoBERTa encoders", "roberta", "RobertaModel", "RobertaForSequenceClassification", "roberta-base");
+  ModelFamily f =
+      roberta_row("RoBERTa encoders", "roberta", "RobertaModel", "RobertaForSequenceClassification", "roberta-base");
+  f.words_take_prefix_space = true;  // run_ner.py's list names roberta, not xlm-roberta
+  return f;
 }
 
 ModelFamily xlm_roberta_family() {

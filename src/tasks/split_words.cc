@@ -2,13 +2,14 @@
 
 #include <algorithm>
 
+#include "model/family.h"
 #include "tach/error.h"
 
 namespace tach::tasks {
 
 bool run_ner_adds_prefix_space(const std::string& model_type) {
-  // examples/pytorch/token-classification/run_ner.py: {"bloom", "gpt2", "roberta", "deberta"}
-  return model_type == "bloom" || model_type == "gpt2" || model_type == "roberta" || model_type == "deberta";
+  // examples/pytorch/token-classification/run_ner.py's rule, held by the family rows.
+  return model::model_family(model_type).words_take_prefix_space;
 }
 
 WordSplitter::WordSplitter(const Tokenizer& tokenizer, bool add_prefix_space, const std::string& probe_word)
