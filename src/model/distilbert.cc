@@ -38,6 +38,8 @@ const EncoderFamily kDistilbert{.module = "distilbert",
                                 .token_types = false,
                                 .head_activation = HeadActivation::relu,
                                 .attention_output_dropout = false,
+                                .token_head_hidden_dropout = true,
+                                .qa_dropout_key = "qa_dropout",
                                 .read_config = read_distilbert_config};
 
 }  // namespace

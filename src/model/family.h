@@ -147,6 +147,11 @@ struct EncoderFamily {
   HeadActivation head_activation = HeadActivation::tanh;
   bool attention_output_dropout = true;    // dropout on the attention output (BertSelfOutput); DistilBERT has none
   bool dropout_before_head_dense = false;  // RoBERTa's head drops the first token before its dense
+  // The per-token heads' dropout in training: …ForTokenClassification drops every hidden state by
+  // the classifier dropout, DistilBERT's by its hidden `dropout`; only DistilBERT's
+  // …ForQuestionAnswering drops before qa_outputs, by config.json's qa_dropout_key (nullptr: none).
+  bool token_head_hidden_dropout = false;
+  const char* qa_dropout_key = nullptr;
   // config.json's sizes under the family's own names, its dropouts; refuses what tach does not build.
   void (*read_config)(const Field& f, EncoderConfig& c) = nullptr;
   // With names.relative_bias: the buckets and distance transformers' compute_position_bias uses

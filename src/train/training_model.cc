@@ -45,11 +45,11 @@ DropoutRates TrainingModelSource::dropout(Head task) const {
   r.hidden = config.hidden_dropout;
   r.attention = config.attention_dropout;
   r.classifier = config.classifier_dropout;
-  const bool distilbert = family->encoder && std::string(family->encoder->module) == "distilbert";
-  // …ForTokenClassification drops out every hidden state before its classifier: the classifier
-  // dropout (DistilBERT: its `dropout`). Only DistilBERT's …ForQuestionAnswering drops out before qa_outputs.
-  if (task == Head::token_classification) r.head = distilbert ? config.hidden_dropout : config.classifier_dropout;
-  if (task == Head::question_answering && distilbert) r.head = config_json.value("qa_dropout", 0.1f);
+  // The per-token heads' dropout, as the family's row says (model/family.h).
+  const model::EncoderFamily* e = family->encoder;
+  if (task == Head::token_classification)
+    r.head = e && e->token_head_hidden_dropout ? config.hidden_dropout : config.classifier_dropout;
+  if (task == Head::question_answering && e && e->qa_dropout_key) r.head = config_json.value(e->qa_dropout_key, 0.1f);
   return r;
 }
 
