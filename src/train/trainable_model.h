@@ -79,6 +79,9 @@ class TrainableModel {
   TrainableModel& operator=(const TrainableModel&) = delete;
   virtual ~TrainableModel() = default;
 
+  // Where everything a step owns lives: parameters, master weights, gradients, AdamW moments,
+  // saved activations, LoRA A/B and NF4 codes. Every op of the step dispatches on it.
+  Device device;
   ParameterTable params;
   std::unique_ptr<LoraSet> lora;  // null: full fine-tuning (attach_lora sets it)
 

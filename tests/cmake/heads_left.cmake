@@ -1,0 +1,1 @@
+# (placeholder header: the owner replaces it)
