@@ -10,7 +10,10 @@ tach is faster). Threads: all engines get --threads (default: all cores).
 classifier). For a per-token head (masked LM, token classification, question answering) tach's
 figure is tach bench's median batch latency on the same shape (its forward is the head's
 token_logits; classify --json would print [B, T, V] numbers), and the agreement check runs on the
-first row through tach classify --json.
+first row through tach classify --json. --head none times the bare body on every token (AutoModel's
+last_hidden_state; tach bench --head none), the baseline for the per-token heads: the sequence
+classifier's own figure is smaller by its last layer run for the first token only. tach prints no
+hidden states, so for it the agreement check is left to the golden tests.
 """
 import argparse
 import json
@@ -23,13 +26,16 @@ import time
 
 import numpy as np
 import torch
-from transformers import (AutoModelForMaskedLM, AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
-                          AutoModelForTokenClassification)
+from transformers import (AutoModel, AutoModelForMaskedLM, AutoModelForQuestionAnswering,
+                          AutoModelForSequenceClassification, AutoModelForTokenClassification)
 
 HEADS = {"sequence-classification": (AutoModelForSequenceClassification, ["logits"]),
          "masked-lm": (AutoModelForMaskedLM, ["logits"]),
          "token-classification": (AutoModelForTokenClassification, ["logits"]),
-         "question-answering": (AutoModelForQuestionAnswering, ["start_logits", "end_logits"])}
+         "question-answering": (AutoModelForQuestionAnswering, ["start_logits", "end_logits"]),
+         # The bare body on every token (tach --head none): what every per-token head runs before
+         # its head, without the sequence classifier's shortcut (its last layer for the first token only).
+         "none": (AutoModel, ["last_hidden_state"])}
 
 
 def export_onnx(model, path, seq_len, outputs):
@@ -39,7 +45,19 @@ def export_onnx(model, path, seq_len, outputs):
     mask = torch.ones(1, seq_len, dtype=torch.long)
     axes = {"input_ids": {0: "b", 1: "t"}, "attention_mask": {0: "b", 1: "t"}}
     axes.update({name: {0: "b"} for name in outputs})
-    torch.onnx.export(model, (ids, mask), path, input_names=["input_ids", "attention_mask"],
+    class ByName(torch.nn.Module):
+        # Inputs and outputs by name: the models' positional parameters differ (BertModel's tracing
+        # passes use_cache twice when called positionally).
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask):
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+            return tuple(out[name] for name in outputs)
+
+    # eval(): export puts the module back in the mode it had, and would leave the model training.
+    torch.onnx.export(ByName().eval(), (ids, mask), path, input_names=["input_ids", "attention_mask"],
                       output_names=outputs, dynamic_axes=axes, opset_version=17, dynamo=False)
 
 
@@ -114,7 +132,8 @@ def main():
             with tempfile.TemporaryDirectory() as runs:
                 subprocess.run([args.tach, "bench", "--model", args.model, "-b", str(B), "-s", str(args.seq_len),
                                 "-t", str(args.threads), "--warmup", str(warm), "--runs", str(reps), "--no-progress",
-                                "--runs-dir", runs, "--run-id", "peers", "--no-tensorboard"],
+                                "--runs-dir", runs, "--run-id", "peers", "--no-tensorboard"] +
+                               (["--head", "none"] if args.head == "none" else []),
                                check=True, capture_output=True, text=True)
                 with open(os.path.join(runs, "peers", "results.jsonl")) as f:
                     point = json.loads(f.readline())
@@ -123,7 +142,9 @@ def main():
         # Agreement first: the three must compute the same function (a per-token head: on row 0).
         ref = run_torch(1 if per_token else None).numpy()
         o = run_ort()[:ref.shape[0]]
-        if per_token:
+        if args.head == "none":
+            t = None  # tach prints no hidden states (see above)
+        elif per_token:
             with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
                 f.write(" ".join(map(str, ids[0])) + "\n")
             row = run_tach(f.name, 1)["rows"][0]
@@ -132,8 +153,8 @@ def main():
         else:
             t = np.array([r["logits"] for r in run_tach()["rows"]])[..., None]
         scale = np.abs(ref).max() + 1e-6
-        print(f"\nbatch {B}: max |logit diff| / max|logit|: tach {np.abs(t - ref).max() / scale:.2e}, "
-              f"ort {np.abs(o - ref).max() / scale:.2e}")
+        tach_diff = "n/a" if t is None else f"{np.abs(t - ref).max() / scale:.2e}"
+        print(f"\nbatch {B}: max |output diff| / max|output|: tach {tach_diff}, ort {np.abs(o - ref).max() / scale:.2e}")
 
         rounds = {"tach": [], "torch": [], "ort": []}
         engines = ["tach", "torch", "ort"]
