@@ -147,6 +147,18 @@ TEST(Ceilings, MemoryAloneWithoutACache) {
   EXPECT_TRUE(cache.empty());
 }
 
+// Each decoding point of a sweep asks for the bandwidth: without a cache it is measured once per
+// process (a second or more each time, and a limit that moved with the load from point to point).
+TEST(Ceilings, MemoryAloneIsMeasuredOncePerProcess) {
+  TempCache cache;
+  const MachineCeilings first = memory_bandwidth_ceiling();
+  const MachineCeilings second = memory_bandwidth_ceiling();
+  EXPECT_EQ(second.memory_bytes_per_s, first.memory_bytes_per_s) << "measured again";
+  EXPECT_EQ(second.memory_read_bytes_per_s, first.memory_read_bytes_per_s);
+  EXPECT_EQ(second.measured_at, first.measured_at);
+  EXPECT_TRUE(cache.empty());
+}
+
 TEST(Ceilings, CachedFigureSaysItsAgeAndLoad) {
   TempCache cache;
   const MachineCeilings first = machine_ceilings(true);

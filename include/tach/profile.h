@@ -153,7 +153,9 @@ MachineCeilings machine_ceilings(bool remeasure = false);
 std::optional<MachineCeilings> cached_machine_ceilings();
 std::string machine_ceilings_cache_file();  // where they are cached, for this machine and thread count
 // The memory bandwidth alone: from the cache when there is one, else STREAM measured now (about
-// a second; not cached, and the method says so). For decoding's bandwidth limit.
+// a second; not cached, and the method says so), once per process: later calls (each decoding
+// point of a sweep) get the same figure, or this process's full measurement under load if it took one.
+// For decoding's bandwidth limit.
 MachineCeilings memory_bandwidth_ceiling();
 // Where `c` came from, its age and the load it was measured under, in one line.
 std::string describe_ceilings_provenance(const MachineCeilings& c);

@@ -242,8 +242,33 @@ std::optional<MachineCeilings> cached_machine_ceilings() {
   }
 }
 
+namespace {
+
+// What this process measured without caching it, per cache file (machine, threads and cache
+// directory): a full measurement taken under load, and the memory bandwidth measured alone.
+// Never written to disk, but measured once: a sweep's points, a training run's summary and each
+// decoding point are judged against one figure, not one that moves with the load from point to
+// point (nor measured again at each, seconds apiece).
+struct ProcessMeasurements {
+  std::mutex mutex;
+  std::map<std::string, MachineCeilings> loaded;  // machine_ceilings under load
+  std::map<std::string, MachineCeilings> memory;  // memory_bandwidth_ceiling without a cache
+};
+
+ProcessMeasurements& process_measurements() {
+  static ProcessMeasurements m;
+  return m;
+}
+
+}  // namespace
+
 MachineCeilings memory_bandwidth_ceiling() {
   if (auto c = cached_machine_ceilings()) return *c;
+  const std::string file = ceilings_file(ceilings_key(system_info())).string();
+  ProcessMeasurements& measured = process_measurements();
+  const std::lock_guard<std::mutex> lock(measured.mutex);
+  if (auto it = measured.loaded.find(file); it != measured.loaded.end()) return it->second;
+  if (auto it = measured.memory.find(file); it != measured.memory.end()) return it->second;
   MachineCeilings c;
   c.cpu = system_info().cpu_model;
   c.threads = threads();
@@ -261,23 +286,21 @@ MachineCeilings memory_bandwidth_ceiling() {
       "info --ceilings measures and caches every ceiling); " +
       std::to_string(c.threads) + " threads";
   c.measured_at = core::utc_now_iso();
-  return c;
+  return measured.memory[file] = c;
 }
 
 MachineCeilings machine_ceilings(bool remeasure) {
   const SystemInfo sys = system_info();
   const std::string key = ceilings_key(sys);
   const fs::path file = ceilings_file(key);
-  // Measurements under load this process took, per key: never cached on disk, but measured once.
-  static std::mutex mutex;
-  static std::map<std::string, MachineCeilings> loaded;
-  const std::lock_guard<std::mutex> lock(mutex);
+  ProcessMeasurements& measured = process_measurements();
+  const std::lock_guard<std::mutex> lock(measured.mutex);
   if (!remeasure) {
     if (auto c = cached_machine_ceilings()) return *c;
-    if (auto it = loaded.find(key); it != loaded.end()) return it->second;
+    if (auto it = measured.loaded.find(file.string()); it != measured.loaded.end()) return it->second;
   }
   MachineCeilings c = measure(sys);
-  if (c.under_load) return loaded[key] = c;  // not cached: a later process measures again
+  if (c.under_load) return measured.loaded[file.string()] = c;  // not cached: a later process measures again
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   std::ofstream out(file);
