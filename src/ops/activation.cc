@@ -1,5 +1,9 @@
 #include "ops/activation.h"
 
+#include "core/trace.h"
+#include "ops/dispatch.h"
+#include "ops/train_checks.h"
+
 namespace tach::ops {
 
 OpCost activation_cost(int64_t n) {
@@ -16,6 +20,58 @@ OpCost activation_backward_cost(int64_t n) {
   c.bytes_read = double(n) * 12;
   c.bytes_written = double(n) * 4;
   return c;
+}
+
+namespace {
+
+using Forward = void (*)(float*, const float*, int64_t);
+using Backward = void (*)(float*, const float*, const float*, int64_t);
+
+void run_forward(const char* op, Forward kernel, const Tensor& y, const Tensor& x) {
+  const int64_t n = x.numel();
+  expect_f32(op, "x", x, n);
+  expect_f32(op, "y", y, n);
+  check_device(op, x.device(), {&y});
+  core::Span span(core::SpanKind::op, op);
+  if (span.active()) {
+    const OpCost c = activation_cost(n);
+    span.set_cost(c.flops, c.bytes());
+  }
+#if TACH_HAS_CUDA
+  if (on_cuda(op, x.device(), DType::f32)) {
+    if (kernel == tanh_forward_cpu) return tanh_forward_cuda(x.device().index, y.data<float>(), x.data<float>(), n);
+    unsupported(op, x.device(), DType::f32);
+  }
+#else
+  on_cuda(op, x.device(), DType::f32);
+#endif
+  kernel(y.data<float>(), x.data<float>(), n);
+}
+
+void run_backward(const char* op, Backward kernel, const Tensor& dx, const Tensor& y, const Tensor& dy) {
+  const int64_t n = y.numel();
+  expect_f32(op, "y", y, n);
+  expect_f32(op, "dy", dy, n);
+  expect_f32(op, "dx", dx, n);
+  check_device(op, y.device(), {&dx, &dy});
+  if (on_cuda(op, y.device(), DType::f32)) unsupported(op, y.device(), DType::f32);
+  core::Span span(core::SpanKind::op, op);
+  if (span.active()) {
+    const OpCost c = activation_backward_cost(n);
+    span.set_cost(c.flops, c.bytes());
+  }
+  kernel(dx.data<float>(), y.data<float>(), dy.data<float>(), n);
+}
+
+}  // namespace
+
+void relu_forward(const Tensor& y, const Tensor& x) { run_forward("relu", relu_forward_cpu, y, x); }
+void relu_backward(const Tensor& dx, const Tensor& y, const Tensor& dy) {
+  run_backward("relu_backward", relu_backward_cpu, dx, y, dy);
+}
+void tanh_forward(const Tensor& y, const Tensor& x) { run_forward("tanh", tanh_forward_cpu, y, x); }
+void tanh_backward(const Tensor& dx, const Tensor& y, const Tensor& dy) {
+  run_backward("tanh_backward", tanh_backward_cpu, dx, y, dy);
 }
 
 }  // namespace tach::ops

@@ -6,9 +6,19 @@
 #include <cstdint>
 
 #include "ops/op_cost.h"
+#include "tach/tensor.h"
 
 namespace tach::ops {
 
+// Training entry points "relu", "tanh" and their "_backward": f32 tensors of one size,
+// contiguous, on one device. The forward's y may be x; the backward reads the saved output y.
+// y = act(x)        dx += dy · act'(y)
+void relu_forward(const Tensor& y, const Tensor& x);
+void relu_backward(const Tensor& dx, const Tensor& y, const Tensor& dy);
+void tanh_forward(const Tensor& y, const Tensor& x);
+void tanh_backward(const Tensor& dx, const Tensor& y, const Tensor& dy);
+
+// Kernels.
 // x, y: [n] (y may alias x)
 void relu_forward_cpu(float* y, const float* x, int64_t n);
 // dx += dy * (y > 0)

@@ -3,6 +3,7 @@
 #include "core/parallel.h"
 #include "core/trace.h"
 #include "ops/dispatch.h"
+#include "ops/train_checks.h"
 #include "tach/error.h"
 
 namespace tach::ops {
@@ -27,10 +28,34 @@ void add_inplace(float* y, const float* x, int64_t n) {
   });
 }
 
-void add_inplace(Tensor& y, const Tensor& x) {
-  check(y.dtype() == DType::f32 && x.dtype() == DType::f32 && y.is_contiguous() && x.is_contiguous() &&
-            y.numel() == x.numel(),
-        "add: expected two contiguous f32 tensors of one size, got " + y.describe() + " and " + x.describe());
+void add_inplace(const Tensor& y, const Tensor& x) {
+  if (y.defined() && x.defined() && y.dtype() == DType::f32 && x.dtype() == DType::f32 && y.dim() == 2 &&
+      x.shape() == y.shape() && !(dense(y) && dense(x))) {
+    // Strided rows: one op over them all.
+    const int64_t rows = y.shape()[0], cols = y.shape()[1];
+    expect_rows("add", "y", y, rows, cols);
+    expect_rows("add", "x", x, rows, cols);
+    check_device("add", y.device(), {&x});
+    if (on_cuda("add", y.device(), y.dtype())) unsupported("add (strided rows)", y.device(), y.dtype());
+    core::Span span(core::SpanKind::op, "add");
+    if (span.active()) {
+      const OpCost c = add_cost(rows * cols);
+      span.set_cost(c.flops, c.bytes());
+    }
+    float* yp = y.data<float>();
+    const float* xp = x.data<float>();
+    const int64_t ldy = y.strides()[0], ldx = x.strides()[0];
+    for (int64_t r = 0; r < rows; ++r) {
+      float* yr = yp + r * ldy;
+      const float* xr = xp + r * ldx;
+#pragma omp simd
+      for (int64_t i = 0; i < cols; ++i) yr[i] += xr[i];
+    }
+    return;
+  }
+  if (!(y.defined() && x.defined() && y.dtype() == DType::f32 && x.dtype() == DType::f32 && dense(y) && dense(x) &&
+        y.numel() == x.numel()))
+    throw Error("add: expected two contiguous f32 tensors of one size, got " + y.describe() + " and " + x.describe());
   check_device("add", y.device(), {&x});
 #if TACH_HAS_CUDA
   if (on_cuda("add", y.device(), y.dtype())) {

@@ -9,8 +9,10 @@ namespace tach::ops {
 
 // y, x: [n] f32 on the CPU
 void add_inplace(float* y, const float* x, int64_t n);
-// y += x, tensors of one size on one device (the CPU or a GPU).
-void add_inplace(Tensor& y, const Tensor& x);
+// y += x, tensors of one size on one device (the CPU or a GPU); contiguous, or (the CPU) two
+// f32 [rows, cols] views with strided rows (a classifier's last layer adds at the first token of
+// each sequence: rows T·C apart), one op either way.
+void add_inplace(const Tensor& y, const Tensor& x);
 OpCost add_cost(int64_t n);
 
 // x *= s, as an op (Gemma's embedding scale). x: [n] f32, on the CPU or a GPU.

@@ -4,6 +4,7 @@
 
 #include "ops/copy_rows.h"
 #include "ops/dispatch.h"
+#include "ops/train_checks.h"
 
 namespace tach::ops {
 
@@ -97,6 +98,117 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
   if (span.active()) describe_attention_span(span, B, T, Tq, heads, C, bias.table != nullptr);
   attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask, B, T, heads,
                         C / heads, q.strides()[1], C, scale, bias, Tq);
+}
+
+}  // namespace tach::ops
+
+namespace tach::ops {
+
+namespace {
+
+// The shapes and layouts the training kernels read (see attention.h); B, T, Tq, C out.
+struct TrainShape {
+  int64_t B = 0, T = 0, Tq = 0, C = 0, ld_in = 0, ld_out = 0;
+};
+
+// A [B, rows, C] f32 view with unit column stride, row stride ld and batch stride T·ld.
+void check_rows_view(const char* op, const char* name, const Tensor& t, int64_t B, int64_t rows, int64_t T, int64_t C,
+                     int64_t ld) {
+  if (!t.defined() || t.dtype() != DType::f32 || t.dim() != 3 || t.shape()[0] != B || t.shape()[1] != rows ||
+      t.shape()[2] != C || t.strides()[2] != 1 || t.strides()[1] != ld || (B > 1 && t.strides()[0] != T * ld))
+    bad_tensor(op, name, t,
+               "an f32 [" + std::to_string(B) + ", " + std::to_string(rows) + ", " + std::to_string(C) +
+                   "] view with row stride " + std::to_string(ld) + " and batch stride " + std::to_string(T * ld));
+}
+
+TrainShape check_train_attention(const char* op, const Tensor& out, const Tensor& probs, const Tensor& q,
+                                 const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads,
+                                 const Tensor& bias_table, const Tensor& bias_buckets, ScoreBias& bias) {
+  if (k.dim() != 3 || q.dim() != 3 || out.dim() != 3) bad_tensor(op, "k", k, "[B, T, C] (as q, v and out)");
+  TrainShape s;
+  s.B = k.shape()[0], s.T = k.shape()[1], s.C = k.shape()[2], s.Tq = q.shape()[1];
+  s.ld_in = k.strides()[1], s.ld_out = out.strides()[1];
+  if (heads <= 0 || s.C % heads != 0)
+    throw Error(std::string(op) + ": " + std::to_string(s.C) + " channels do not split into " + std::to_string(heads) +
+                " heads");
+  if (s.Tq < 1 || s.Tq > s.T) bad_tensor(op, "q", q, "[B, Tq, C] with 1 <= Tq <= T = " + std::to_string(s.T));
+  check_rows_view(op, "q", q, s.B, s.Tq, s.T, s.C, s.ld_in);
+  check_rows_view(op, "k", k, s.B, s.T, s.T, s.C, s.ld_in);
+  check_rows_view(op, "v", v, s.B, s.T, s.T, s.C, s.ld_in);
+  check_rows_view(op, "out", out, s.B, s.Tq, s.T, s.C, s.ld_out);
+  if (probs.defined()) expect_f32(op, "probs", probs, s.B * heads * s.T * s.T);
+  if (!key_mask.defined() || key_mask.dtype() != DType::i32 || key_mask.numel() != s.B * s.T || !dense(key_mask))
+    bad_tensor(op, "key_mask", key_mask, "a contiguous i32 [" + std::to_string(s.B) + ", " + std::to_string(s.T) + "]");
+  if (bias_table.defined() != bias_buckets.defined())
+    throw Error(std::string(op) + ": the score bias needs both its table and its buckets");
+  if (bias_table.defined()) {
+    if (bias_table.dim() != 2 || bias_table.shape()[1] != heads)
+      bad_tensor(op, "bias_table", bias_table, "an f32 [buckets, " + std::to_string(heads) + "]");
+    expect_matrix(op, "bias_table", bias_table, bias_table.shape()[0], heads);
+    if (bias_buckets.dtype() != DType::i32 || bias_buckets.numel() != s.T * s.T || !dense(bias_buckets))
+      bad_tensor(op, "bias_buckets", bias_buckets,
+                 "a contiguous i32 [" + std::to_string(s.T) + ", " + std::to_string(s.T) + "]");
+    bias = {bias_buckets.data<int32_t>(), bias_table.data<float>(), bias_table.shape()[0]};
+  }
+  check_device(op, q.device(), {&k, &v, &out, &probs, &key_mask, &bias_table, &bias_buckets});
+  if (on_cuda(op, q.device(), DType::f32)) unsupported(op, q.device(), DType::f32);
+  return s;
+}
+
+}  // namespace
+
+void attention_forward_train(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& key_mask, int heads, float scale, float dropout_p, uint64_t dropout_key,
+                             const Tensor& bias_table, const Tensor& bias_buckets) {
+  ScoreBias bias;
+  const TrainShape s =
+      check_train_attention("attention", out, probs, q, k, v, key_mask, heads, bias_table, bias_buckets, bias);
+  const int64_t H = heads, D = s.C / H, Tq = s.Tq == s.T ? -1 : s.Tq;
+  core::Span span(core::SpanKind::op, "attention");
+  if (span.active()) {
+    const OpCost c = attention_cost(s.B, s.T, H, D, Tq, bias.table != nullptr);
+    span.set_cost(c.flops, c.bytes());
+  }
+  attention_forward_train_cpu(out.data<float>(), probs.defined() ? probs.data<float>() : nullptr, q.data<float>(),
+                              k.data<float>(), v.data<float>(), key_mask.data<int32_t>(), s.B, s.T, H, D, s.ld_in,
+                              s.ld_out, scale, dropout_p, dropout_key, Tq, bias);
+}
+
+void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& d_bias_table,
+                        const Tensor& d_bias_parts, const Tensor& dout, const Tensor& probs, const Tensor& q,
+                        const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads, float scale,
+                        float dropout_p, uint64_t dropout_key, const Tensor& bias_table, const Tensor& bias_buckets) {
+  const char* op = "attention_backward";
+  ScoreBias bias;
+  const TrainShape s = check_train_attention(op, dout, probs, q, k, v, key_mask, heads, bias_table, bias_buckets, bias);
+  check_rows_view(op, "dq", dq, s.B, s.Tq, s.T, s.C, s.ld_in);
+  check_rows_view(op, "dk", dk, s.B, s.T, s.T, s.C, s.ld_in);
+  check_rows_view(op, "dv", dv, s.B, s.T, s.T, s.C, s.ld_in);
+  const int64_t H = heads, D = s.C / H, Tq = s.Tq == s.T ? -1 : s.Tq;
+  if (d_bias_table.defined()) {
+    if (!bias.table) throw Error(std::string(op) + ": a bias gradient without a score bias");
+    expect_matrix(op, "d_bias_table", d_bias_table, bias.buckets, H);
+    expect_f32(op, "d_bias_parts", d_bias_parts, s.B * H * bias.buckets);
+  }
+  check_device(op, q.device(), {&dq, &dk, &dv, &d_bias_table, &d_bias_parts});
+  core::Span span(core::SpanKind::op, op);
+  if (span.active()) {
+    const OpCost c = attention_backward_cost(s.B, s.T, H, D, Tq);
+    span.set_cost(c.flops, c.bytes());
+  }
+  float* parts = d_bias_table.defined() ? d_bias_parts.data<float>() : nullptr;
+  attention_backward_cpu(dq.data<float>(), dk.data<float>(), dv.data<float>(), dout.data<float>(),
+                         probs.defined() ? probs.data<float>() : nullptr, q.data<float>(), k.data<float>(),
+                         v.data<float>(), key_mask.data<int32_t>(), s.B, s.T, H, D, s.ld_in, s.ld_out, scale, dropout_p,
+                         dropout_key, Tq, bias, parts);
+  if (!parts) return;
+  // The table's gradient [buckets, H] gets each sequence's share in batch order, so the sum does
+  // not depend on the thread count.
+  float* grad = d_bias_table.data<float>();
+  const int64_t NB = bias.buckets;
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t j = 0; j < NB; ++j) grad[j * H + h] += parts[(b * H + h) * NB + j];
 }
 
 }  // namespace tach::ops

@@ -66,6 +66,29 @@ void attention_backward_cpu(float* dq, float* dk, float* dv, const float* dout, 
 // first token only): out and dq get those rows, dk and dv all keys. -1: all T.
 OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1);
 
+// Training entry points. q: [B, Tq, C] where Tq = T, or fewer (the first rows of each sequence:
+// a classifier's last layer reads its first token only); k, v: [B, T, C]; all three views with
+// one row layout (row stride ld, batch stride T·ld: column blocks of one fused [B, T, 3C] buffer,
+// e.g. qkv.narrow(2, C, C)) and unit column stride. out, dout: [B, Tq, C] with row stride ld_out
+// and batch stride T·ld_out (the first Tq rows of each sequence of a [B, T, C] buffer).
+// key_mask: [B, T] i32. bias_table [buckets, H] f32 with bias_buckets [T, T] i32 (MPNet's
+// relative position bias), or both undefined. Every tensor on one device.
+// "attention": saves the softmax probabilities (before dropout) in probs [B, H, T, T], or, with
+// probs undefined (the fused path), nothing: the backward recomputes them from q and k. Dropout
+// on the probabilities uses ops/dropout's mask over element ((b*H + h)*T + i)*T + j.
+void attention_forward_train(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& key_mask, int heads, float scale, float dropout_p, uint64_t dropout_key,
+                             const Tensor& bias_table = Tensor(), const Tensor& bias_buckets = Tensor());
+// "attention_backward": dq [B, Tq, C], dk, dv [B, T, C] written (not accumulated), with q's row
+// layout. d_bias_table: [buckets, H] += the scores' gradient summed per bucket over the batch in
+// order, through d_bias_parts [B, H, buckets] (scratch); both undefined for none (no bias, or a
+// frozen one).
+void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& d_bias_table,
+                        const Tensor& d_bias_parts, const Tensor& dout, const Tensor& probs, const Tensor& q,
+                        const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads, float scale,
+                        float dropout_p, uint64_t dropout_key, const Tensor& bias_table = Tensor(),
+                        const Tensor& bias_buckets = Tensor());
+
 // Which CUDA attention kernel runs, for this op and causal_attention: the launcher's choice,
 // or one forced (the gpu tests run every case through both).
 enum class CudaAttentionKernel { automatic = 0, tiles = 1, rows = 2 };

@@ -7,6 +7,7 @@
 
 #include "ops/op_cost.h"
 #include "tach/device.h"
+#include "tach/tensor.h"
 
 namespace tach::ops {
 
@@ -14,6 +15,14 @@ namespace tach::ops {
 // both on `device`; they must not overlap.
 void copy_rows(Device device, float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols);
 OpCost copy_rows_cost(int64_t rows, int64_t cols);
+// The same over views: dst, src: f32 [rows, cols] with unit column stride (rows may be strided:
+// t.reshape({B, T * C}).narrow(1, 0, C) is each sequence's first row), not overlapping.
+void copy_rows(const Tensor& dst, const Tensor& src);
+// The rows of src at `rows` in order (the masked LM's predicted tokens), as the op "copy_rows":
+// src: [N, C] f32  rows: [M] i32, each in [0, N)  dst: [M, C] f32, contiguous, on one device.
+void gather_rows(const Tensor& dst, const Tensor& src, const Tensor& rows);
+// Their inverse: dst [N, C] row rows[m] = src [M, C] row m; dst's other rows are left as they are.
+void scatter_rows(const Tensor& dst, const Tensor& rows, const Tensor& src);
 
 // CUDA: one cudaMemcpy2DAsync on tach's stream (ops/copy_rows_cuda.cc).
 void copy_rows_cuda(int device, float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,

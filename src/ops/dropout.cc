@@ -1,5 +1,11 @@
 #include "ops/dropout.h"
 
+#include <cstring>
+
+#include "core/trace.h"
+#include "ops/dispatch.h"
+#include "ops/train_checks.h"
+
 namespace tach::ops {
 
 namespace {
@@ -23,6 +29,40 @@ OpCost dropout_cost(int64_t n) {
   c.bytes_read = double(n) * 4;
   c.bytes_written = double(n) * 4;
   return c;
+}
+
+namespace {
+
+// Both directions: the same mask on the same elements.
+void run_dropout(const char* op, const Tensor& out, const Tensor& in, float p, uint64_t key, bool forward) {
+  const int64_t n = in.numel();
+  expect_f32(op, "input", in, n);
+  expect_f32(op, "output", out, n);
+  check_device(op, in.device(), {&out});
+  if (!(p >= 0.f && p < 1.f)) throw Error(std::string(op) + ": p " + std::to_string(p) + " is outside [0, 1)");
+  if (p == 0.f && out.raw() == in.raw()) return;
+  if (on_cuda(op, in.device(), DType::f32)) unsupported(op, in.device(), DType::f32);
+  if (p == 0.f) {
+    std::memcpy(out.raw(), in.raw(), in.nbytes());
+    return;
+  }
+  core::Span span(core::SpanKind::op, op);
+  if (span.active()) {
+    const OpCost c = dropout_cost(n);
+    span.set_cost(c.flops, c.bytes());
+  }
+  if (forward) dropout_forward_cpu(out.data<float>(), in.data<float>(), n, p, key);
+  else dropout_backward_cpu(out.data<float>(), in.data<float>(), n, p, key);
+}
+
+}  // namespace
+
+void dropout_forward(const Tensor& out, const Tensor& x, float p, uint64_t key) {
+  run_dropout("dropout", out, x, p, key, true);
+}
+
+void dropout_backward(const Tensor& dx, const Tensor& dout, float p, uint64_t key) {
+  run_dropout("dropout_backward", dx, dout, p, key, false);
 }
 
 }  // namespace tach::ops

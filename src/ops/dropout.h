@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "ops/op_cost.h"
+#include "tach/tensor.h"
 
 namespace tach::ops {
 
@@ -35,6 +36,15 @@ inline bool dropout_keeps(uint64_t key, int64_t i, float p) { return dropout_kee
 // out[j] = in[j] * keep(first_index + j) / (1 - p), j < n. out may alias in. p = 0 copies.
 void dropout_apply(float* out, const float* in, int64_t n, float p, uint64_t key, int64_t first_index);
 
+// The op "dropout": out = x * keep / (1 - p), the mask drawn with `key` over the elements in
+// order. x, out: the same number of f32 elements, contiguous, on one device; out may be x. Saves
+// nothing: the backward draws the mask again from the key. p = 0 is the identity: in place
+// nothing runs (no span), out of place a copy.
+void dropout_forward(const Tensor& out, const Tensor& x, float p, uint64_t key);
+// "dropout_backward": dx = dout * keep / (1 - p), the forward's mask; dx may be dout.
+void dropout_backward(const Tensor& dx, const Tensor& dout, float p, uint64_t key);
+
+// Kernels.
 // out = x * keep / (1 - p), elementwise over n (indices from 0), across threads. out may alias x.
 void dropout_forward_cpu(float* out, const float* x, int64_t n, float p, uint64_t key);
 // dx = dout * keep / (1 - p), the same mask. dx may alias dout.

@@ -1,6 +1,7 @@
 #include "ops/embedding.h"
 
 #include "ops/dispatch.h"
+#include "ops/train_checks.h"
 
 namespace tach::ops {
 
@@ -57,6 +58,75 @@ OpCost embedding_backward_cost(int64_t N, int64_t C) {
   c.bytes_read = double(N * C) * 8;  // dout and the table rows it adds to
   c.bytes_written = double(N * C) * 4;
   return c;
+}
+
+namespace {
+
+// ids: [N] i32, each in [0, V). Device ids are checked on the host before they are copied.
+void check_ids(const char* op, const Tensor& ids, int64_t N, int64_t V) {
+  if (!ids.defined() || ids.dtype() != DType::i32 || ids.numel() != N || !dense(ids))
+    bad_tensor(op, "ids", ids, "a contiguous i32 tensor of " + std::to_string(N) + " elements");
+  if (ids.device().kind != DeviceKind::cpu) return;
+  const int32_t* id = ids.data<int32_t>();
+  for (int64_t n = 0; n < N; ++n)
+    if (id[n] < 0 || id[n] >= V)
+      throw Error(std::string(op) + ": id " + std::to_string(id[n]) + " at position " + std::to_string(n) +
+                  " is outside the table of " + std::to_string(V) + " rows");
+}
+
+}  // namespace
+
+void embedding_forward_train(const Tensor& out, std::initializer_list<EmbeddingLookup> lookups) {
+  const char* op = "embedding";
+  if (lookups.size() == 0) throw Error("embedding: no table to look up");
+  const int64_t C = out.dim() == 2 ? out.shape()[1] : -1, N = out.dim() == 2 ? out.shape()[0] : -1;
+  expect_matrix(op, "out", out, N, C);
+  for (const EmbeddingLookup& l : lookups) {
+    if (l.table.dim() != 2) bad_tensor(op, "table", l.table, "an f32 [V, " + std::to_string(C) + "]");
+    expect_matrix(op, "table", l.table, l.table.shape()[0], C);
+    check_ids(op, l.ids, N, l.table.shape()[0]);
+    check_device(op, out.device(), {&l.ids, &l.table});
+  }
+  if (on_cuda(op, out.device(), DType::f32)) unsupported("embedding (training)", out.device(), DType::f32);
+  core::Span span(core::SpanKind::op, op);
+  if (span.active()) {
+    OpCost c;
+    for (size_t i = 0; i < lookups.size(); ++i) c += embedding_cost(N, C, DType::f32);
+    c.bytes_written = double(N * C) * 4;  // one output, summed into
+    span.set_cost(c.flops, c.bytes());
+  }
+  bool accumulate = false;
+  for (const EmbeddingLookup& l : lookups) {
+    embedding_forward_cpu(out.data<float>(), l.ids.data<int32_t>(), l.table.data<float>(), DType::f32, N, C,
+                          accumulate);
+    accumulate = true;
+  }
+}
+
+void embedding_backward(const Tensor& dout, std::initializer_list<EmbeddingGrad> grads) {
+  const char* op = "embedding_backward";
+  const int64_t C = dout.dim() == 2 ? dout.shape()[1] : -1, N = dout.dim() == 2 ? dout.shape()[0] : -1;
+  expect_matrix(op, "dout", dout, N, C);
+  int64_t tables = 0;
+  for (const EmbeddingGrad& g : grads) {
+    if (!g.dtable.defined()) continue;
+    if (g.dtable.dim() != 2) bad_tensor(op, "dtable", g.dtable, "an f32 [V, " + std::to_string(C) + "]");
+    expect_matrix(op, "dtable", g.dtable, g.dtable.shape()[0], C);
+    check_ids(op, g.ids, N, g.dtable.shape()[0]);
+    check_device(op, dout.device(), {&g.ids, &g.dtable});
+    ++tables;
+  }
+  if (tables == 0) return;
+  if (on_cuda(op, dout.device(), DType::f32)) unsupported(op, dout.device(), DType::f32);
+  core::Span span(core::SpanKind::op, op);
+  if (span.active()) {
+    OpCost c;
+    for (int64_t i = 0; i < tables; ++i) c += embedding_backward_cost(N, C);
+    span.set_cost(c.flops, c.bytes());
+  }
+  for (const EmbeddingGrad& g : grads)
+    if (g.dtable.defined())
+      embedding_backward_cpu(g.dtable.data<float>(), g.ids.data<int32_t>(), dout.data<float>(), N, C, g.padding_idx);
 }
 
 }  // namespace tach::ops

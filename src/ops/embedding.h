@@ -1,6 +1,8 @@
 // Embedding lookup: out[n, :] (+)= table[ids[n], :].
 #pragma once
 
+#include <initializer_list>
+
 #include "ops/op_cost.h"
 #include "tach/tensor.h"
 
@@ -12,6 +14,26 @@ namespace tach::ops {
 // an error naming its index and value. Saves nothing for the backward (ids are the input).
 void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool accumulate);
 OpCost embedding_cost(int64_t N, int64_t C, DType table_dtype);
+
+// Training: a sum of lookups as one op "embedding" (BERT's word + position (+ token type)
+// embeddings), each table an f32 master [V, C] read at its own ids [N] i32.
+// out: [N, C] f32 = Σ table[ids[n], :]. Every id is checked against its table (ids on the CPU;
+// the models check device ids on the host before copying them). Saves nothing: the ids are the input.
+struct EmbeddingLookup {
+  const Tensor& ids;    // [N] i32
+  const Tensor& table;  // [V, C] f32
+};
+void embedding_forward_train(const Tensor& out, std::initializer_list<EmbeddingLookup> lookups);
+// Its backward, "embedding_backward": each table's gradient gets the rows of dout at its ids (a
+// scatter-add); a table's gradient undefined (frozen) is skipped, and rows whose id is
+// padding_idx get nothing, as nn.Embedding(padding_idx=...) (-1: none).
+// dout: [N, C] f32  dtable: [V, C] f32 +=
+struct EmbeddingGrad {
+  const Tensor& dtable;  // [V, C] f32, or undefined
+  const Tensor& ids;     // [N] i32
+  int32_t padding_idx;
+};
+void embedding_backward(const Tensor& dout, std::initializer_list<EmbeddingGrad> grads);
 
 // Kernel. ids: [N]  table: [V, C] (dtype table_dtype)  out: [N, C]
 void embedding_forward_cpu(float* out, const int32_t* ids, const void* table, DType table_dtype, int64_t N, int64_t C,

@@ -6,9 +6,23 @@
 #include <cstdint>
 
 #include "ops/op_cost.h"
+#include "tach/tensor.h"
 
 namespace tach::ops {
 
+// Training entry points: f32 tensors of one size, contiguous, on one device.
+// "gelu": out = gelu(x); the caller keeps x (the pre-activation) for the backward. out may be x
+// only when no backward follows.
+void gelu_forward(const Tensor& out, const Tensor& x);
+// "gelu_backward": dx += dout · gelu'(x), x the saved pre-activation.
+void gelu_backward(const Tensor& dx, const Tensor& x, const Tensor& dout);
+// "bias_gelu" (--exec fused): pre: [M, N] the GEMM's output without its bias, becomes x·Wᵀ + b
+// (kept for the backward)  b: [N]  act: [M, N] = gelu(pre)
+void bias_gelu_forward(const Tensor& pre, const Tensor& act, const Tensor& b);
+// "bias_gelu_backward": dpre [M, N] = dact · gelu'(pre) (written), db [N] += Σ_m dpre (undefined: frozen)
+void bias_gelu_backward(const Tensor& dpre, const Tensor& db, const Tensor& pre, const Tensor& dact);
+
+// Kernels.
 // x: [n]  out: [n] (may alias x; then the pre-activation is gone and no backward is possible)
 void gelu_forward_cpu(float* out, const float* x, int64_t n);
 // d gelu / dx = Phi(x) + x phi(x).   x (the saved pre-activation), dout: [n]   dx: [n] +=

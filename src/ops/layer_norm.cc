@@ -1,6 +1,7 @@
 #include "ops/layer_norm.h"
 
 #include "ops/dispatch.h"
+#include "ops/train_checks.h"
 
 namespace tach::ops {
 
@@ -81,6 +82,93 @@ void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const T
                              gamma.data<float>(), beta.defined() ? beta.data<float>() : nullptr, N, C, eps,
                              mean.defined() ? mean.data<float>() : nullptr,
                              rstd.defined() ? rstd.data<float>() : nullptr);
+}
+
+}  // namespace tach::ops
+
+namespace tach::ops {
+
+OpCost layer_norm_backward_cost(int64_t N, int64_t C, bool param_grads) {
+  OpCost c;
+  // Per element: x̂ again, dx̂ = dout·gamma, the two row sums, dinp's formula; dgamma and dbeta's sums.
+  c.flops = double(N * C) * (param_grads ? 11 : 8);
+  c.bytes_read = double(N * C) * 12 + double(C) * 4 + double(N) * 8;  // dout, inp, dinp (accumulated)
+  c.bytes_written = double(N * C) * 4 + (param_grads ? double(C) * 8 : 0);
+  return c;
+}
+
+namespace {
+
+const float* or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+
+void check_norm_params(const char* op, const Tensor& gamma, const Tensor& beta, const Tensor& mean, const Tensor& rstd,
+                       int64_t N, int64_t C) {
+  expect_f32(op, "gamma", gamma, C);
+  expect_f32_or_none(op, "beta", beta, C);
+  expect_f32(op, "mean", mean, N);
+  expect_f32(op, "rstd", rstd, N);
+}
+
+void open_span(core::Span& span, const OpCost& c) {
+  if (span.active()) span.set_cost(c.flops, c.bytes());
+}
+
+}  // namespace
+
+void layer_norm_forward_train(const Tensor& out, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                              const Tensor& mean, const Tensor& rstd) {
+  const char* op = "layer_norm";
+  if (x.dim() != 2) bad_tensor(op, "x", x, "an f32 [N, C]");
+  const int64_t N = x.shape()[0], C = x.shape()[1];
+  expect_matrix(op, "x", x, N, C);
+  expect_matrix(op, "out", out, N, C);
+  check_norm_params(op, gamma, beta, mean, rstd, N, C);
+  check_device(op, x.device(), {&out, &gamma, &beta, &mean, &rstd});
+  if (on_cuda(op, x.device(), DType::f32)) unsupported("layer_norm (training)", x.device(), DType::f32);
+  core::Span span(core::SpanKind::op, op);
+  open_span(span, layer_norm_cost(N, C, false));
+  layer_norm_forward_cpu(out.data<float>(), x.data<float>(), nullptr, gamma.data<float>(), or_null(beta), N, C, eps,
+                         mean.data<float>(), rstd.data<float>());
+}
+
+void dropout_add_layer_norm_forward(const Tensor& sum, const Tensor& out, const Tensor& branch, const Tensor& x,
+                                    const Tensor& gamma, const Tensor& beta, float eps, float dropout_p,
+                                    uint64_t dropout_key, const Tensor& mean, const Tensor& rstd) {
+  const char* op = "dropout_add_layer_norm";
+  if (x.dim() != 2) bad_tensor(op, "x", x, "an f32 [N, C]");
+  const int64_t N = x.shape()[0], C = x.shape()[1];
+  expect_matrix(op, "x", x, N, C);
+  expect_matrix(op, "branch", branch, N, C);
+  expect_matrix(op, "sum", sum, N, C);
+  expect_matrix(op, "out", out, N, C);
+  check_norm_params(op, gamma, beta, mean, rstd, N, C);
+  check_device(op, x.device(), {&sum, &out, &branch, &gamma, &beta, &mean, &rstd});
+  if (on_cuda(op, x.device(), DType::f32)) unsupported(op, x.device(), DType::f32);
+  core::Span span(core::SpanKind::op, op);
+  open_span(span, layer_norm_cost(N, C, true));
+  dropout_add_layer_norm_forward_cpu(sum.data<float>(), out.data<float>(), branch.data<float>(), x.data<float>(),
+                                     gamma.data<float>(), or_null(beta), N, C, eps, dropout_p, dropout_key,
+                                     mean.data<float>(), rstd.data<float>());
+}
+
+void layer_norm_backward(const Tensor& dinp, const Tensor& dgamma, const Tensor& dbeta, const Tensor& dout,
+                         const Tensor& inp, const Tensor& gamma, const Tensor& mean, const Tensor& rstd) {
+  const char* op = "layer_norm_backward";
+  if (inp.dim() != 2) bad_tensor(op, "inp", inp, "an f32 [N, C]");
+  const int64_t N = inp.shape()[0], C = inp.shape()[1];
+  expect_matrix(op, "inp", inp, N, C);
+  expect_matrix(op, "dout", dout, N, C);
+  expect_matrix(op, "dinp", dinp, N, C);
+  check_norm_params(op, gamma, Tensor(), mean, rstd, N, C);
+  expect_f32_or_none(op, "dgamma", dgamma, C);
+  expect_f32_or_none(op, "dbeta", dbeta, C);
+  check_device(op, inp.device(), {&dinp, &dgamma, &dbeta, &dout, &gamma, &mean, &rstd});
+  if (on_cuda(op, inp.device(), DType::f32)) unsupported(op, inp.device(), DType::f32);
+  core::Span span(core::SpanKind::op, op);
+  open_span(span, layer_norm_backward_cost(N, C, dgamma.defined() || dbeta.defined()));
+  layer_norm_backward_cpu(dinp.data<float>(), dgamma.defined() ? dgamma.data<float>() : nullptr,
+                          dbeta.defined() ? dbeta.data<float>() : nullptr, dout.data<float>(), inp.data<float>(),
+                          gamma.data<float>(), mean.data<float>(), rstd.data<float>(), N, C);
 }
 
 }  // namespace tach::ops

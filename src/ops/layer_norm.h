@@ -29,6 +29,25 @@ void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const T
 void add_layer_norm_forward_cpu(float* out, float* h, const float* delta, const float* gamma, const float* beta,
                                 int64_t N, int64_t C, float eps, float* mean = nullptr, float* rstd = nullptr);
 
+// Training entry points, forward beside backward. Every tensor f32, contiguous, on one device.
+// "layer_norm": out = LayerNorm(x), saving the statistics of each row for the backward.
+// x, out: [N, C]  gamma, beta: [C]  mean, rstd: [N] (written)
+void layer_norm_forward_train(const Tensor& out, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                              const Tensor& mean, const Tensor& rstd);
+// "dropout_add_layer_norm" (--exec fused): sum = x + dropout(branch), out = LayerNorm(sum) in one
+// pass, saving sum (the backward's input), mean and rstd; the mask is the one ops::dropout_forward
+// draws over [N, C] with this key. branch, x, sum, out: [N, C]  mean, rstd: [N]
+void dropout_add_layer_norm_forward(const Tensor& sum, const Tensor& out, const Tensor& branch, const Tensor& x,
+                                    const Tensor& gamma, const Tensor& beta, float eps, float dropout_p,
+                                    uint64_t dropout_key, const Tensor& mean, const Tensor& rstd);
+// "layer_norm_backward" of either: dout, inp (the saved sum or input): [N, C]  gamma: [C]  mean,
+// rstd: [N] saved by the forward. dinp: [N, C] +=  dgamma, dbeta: [C] += (each undefined is
+// skipped: a frozen LayerNorm, or one without a bias)
+void layer_norm_backward(const Tensor& dinp, const Tensor& dgamma, const Tensor& dbeta, const Tensor& dout,
+                         const Tensor& inp, const Tensor& gamma, const Tensor& mean, const Tensor& rstd);
+OpCost layer_norm_backward_cost(int64_t N, int64_t C, bool param_grads);
+
+// Kernels.
 // Backward of out = (inp - mean) * rstd * gamma + beta, with inp = x + residual (the residual's
 // gradient is dinp too: the caller adds it to both branches).
 // dout, inp: [N, C]  gamma: [C]  mean, rstd: [N] (saved by the forward)

@@ -1,6 +1,8 @@
 #include "ops/linear.h"
 
+#include "cpu/nf4_gemm.h"
 #include "ops/dispatch.h"
+#include "ops/train_checks.h"
 
 namespace tach::ops {
 
@@ -110,6 +112,98 @@ void linear_forward(Tensor& out, const Tensor& x, const Linear& weight) {
 #else
   unsupported("linear", weight.device(), weight.compute_dtype());
 #endif
+}
+
+}  // namespace tach::ops
+
+namespace tach::ops {
+
+namespace {
+
+// The device a training weight lives on: the master's, or the NF4 codes'.
+Device weight_device(TrainLinearWeight W) {
+  if (W.f32) return W.f32->device();
+  return W.nf4->parts.empty() ? Device::cpu() : W.nf4->parts.front().codes.device();
+}
+
+// N and K of a training weight, checked: an f32 master must be a contiguous f32 [N, K].
+void check_train_weight(const char* op, TrainLinearWeight W, int64_t N, int64_t K) {
+  if (W.f32) {
+    expect_matrix(op, "W", *W.f32, N, K);
+    return;
+  }
+  if (!W.nf4) throw Error(std::string(op) + ": no weight");
+  if (W.nf4->rows != N || W.nf4->cols != K)
+    throw Error(std::string(op) + ": the NF4 weight is [" + std::to_string(W.nf4->rows) + ", " +
+                std::to_string(W.nf4->cols) + "], the operands need [" + std::to_string(N) + ", " + std::to_string(K) +
+                "]");
+  for (const cpu::Nf4Tensor& part : W.nf4->parts)
+    check_device(op, weight_device(W), {&part.codes, &part.qabsmax, &part.absmax2});
+}
+
+const float* data_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+float* mutable_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+
+}  // namespace
+
+void linear_forward_train(const Tensor& y, const Tensor& x, TrainLinearWeight W, const Tensor& b) {
+  const char* op = W.nf4 ? "linear_nf4" : "linear";
+  if (!x.defined() || x.dim() != 2) bad_tensor(op, "x", x, "an f32 [M, K]");
+  const int64_t M = x.shape()[0], K = x.shape()[1];
+  const int64_t N = W.f32 ? (W.f32->dim() == 2 ? W.f32->shape()[0] : -1) : W.nf4->rows;
+  expect_matrix(op, "x", x, M, K);
+  check_train_weight(op, W, N, K);
+  expect_matrix(op, "y", y, M, N);
+  expect_f32_or_none(op, "b", b, N);
+  const Device device = x.device();
+  check_device(op, device, {&y, &b});
+  if (!(weight_device(W) == device))
+    throw Error(std::string(op) + ": the weight is on " + weight_device(W).str() + ", x on " + device.str());
+  if (on_cuda(op, device, W.nf4 ? DType::nf4 : DType::f32)) unsupported(op, device, W.nf4 ? DType::nf4 : DType::f32);
+  core::Span span(core::SpanKind::op, op);
+  if (span.active()) {
+    const OpCost c = linear_cost(M, N, K, W.nf4 ? DType::nf4 : DType::f32, b.defined());
+    span.set_cost(c.flops, c.bytes());
+  }
+  if (W.nf4) cpu::nf4_linear_forward(y.data<float>(), x.data<float>(), *W.nf4, data_or_null(b), M, N, K);
+  else linear_forward_cpu(y.data<float>(), x.data<float>(), W.f32->data<float>(), data_or_null(b), M, N, K);
+}
+
+void linear_backward(const Tensor& dx, const Tensor& dW, const Tensor& db, const Tensor& dy, const Tensor& x,
+                     TrainLinearWeight W) {
+  const char* op = W.nf4 ? "linear_nf4_backward" : "linear_backward";
+  if (!dy.defined() || dy.dim() != 2) bad_tensor(op, "dy", dy, "an f32 [M, N]");
+  if (!x.defined() || x.dim() != 2) bad_tensor(op, "x", x, "an f32 [M, K]");
+  const int64_t M = dy.shape()[0], N = dy.shape()[1], K = x.shape()[1];
+  expect_matrix(op, "dy", dy, M, N);
+  expect_matrix(op, "x", x, M, K);
+  check_train_weight(op, W, N, K);
+  if (dx.defined()) expect_matrix(op, "dx", dx, M, K);
+  if (dW.defined()) {
+    if (W.nf4) throw Error(std::string(op) + ": an NF4 weight is frozen and has no gradient");
+    expect_matrix(op, "dW", dW, N, K);
+  }
+  expect_f32_or_none(op, "db", db, N);
+  const Device device = dy.device();
+  check_device(op, device, {&x, &dx, &dW, &db});
+  if (!(weight_device(W) == device))
+    throw Error(std::string(op) + ": the weight is on " + weight_device(W).str() + ", dy on " + device.str());
+  if (on_cuda(op, device, W.nf4 ? DType::nf4 : DType::f32)) unsupported(op, device, W.nf4 ? DType::nf4 : DType::f32);
+  core::Span span(core::SpanKind::op, op);
+  if (span.active()) {
+    OpCost c = linear_backward_cost(M, N, K, db.defined(), dx.defined(), dW.defined());
+    // The NF4 weight dx reads is 4-bit.
+    if (W.nf4) c.bytes_read += double(dtype_bytes(DType::nf4, size_t(N * K))) - 4.0 * double(N * K);
+    span.set_cost(c.flops, c.bytes());
+  }
+  if (!W.nf4) {
+    linear_backward_cpu(mutable_or_null(dx), mutable_or_null(dW), mutable_or_null(db), dy.data<float>(),
+                        x.data<float>(), W.f32->data<float>(), M, N, K);
+    return;
+  }
+  if (dx.defined()) cpu::nf4_linear_backward_dx(dx.data<float>(), dy.data<float>(), *W.nf4, M, N, K);
+  if (db.defined())
+    linear_backward_cpu(nullptr, nullptr, db.data<float>(), dy.data<float>(), x.data<float>(), nullptr, M, N, K);
 }
 
 }  // namespace tach::ops

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "cpu/nf4.h"
 #include "cpu/packed_linear.h"
 #include "ops/op_cost.h"
 #include "tach/tensor.h"
@@ -67,7 +68,30 @@ void linear_forward_cuda(int device, float* out, int64_t ld_out, const float* x,
 OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias);
 
 // Training works on the plain f32 master weight (the optimizer updates it in place, so a
-// packed copy would have to be rebuilt after every step). The caller keeps x for the backward.
+// packed copy would have to be rebuilt after every step), or on QLoRA's frozen base in NF4,
+// dequantized tile by tile (cpu/nf4_gemm.h). GEMMs run at the run's training precision
+// (cpu/train_gemm.h: f32, or bf16 inputs with f32 accumulation).
+struct TrainLinearWeight {
+  TrainLinearWeight(const Tensor& w) : f32(&w) {}          // NOLINT: a master weight converts
+  TrainLinearWeight(const cpu::Nf4Matrix& w) : nf4(&w) {}  // NOLINT: so does an NF4 one
+  const Tensor* f32 = nullptr;                             // [N, K] f32
+  const cpu::Nf4Matrix* nf4 = nullptr;                     // [N, K] NF4, frozen
+};
+
+// Training forward, the op "linear" (f32 weight) or "linear_nf4". Saves nothing: the caller
+// keeps x for the backward.
+// x: [M, K] f32  W: [N, K]  b: [N] f32 or undefined  y: [M, N] f32 (y = x · Wᵀ + b), all
+// contiguous and on one device.
+void linear_forward_train(const Tensor& y, const Tensor& x, TrainLinearWeight W, const Tensor& b);
+// Its backward, "linear_backward" ("linear_nf4_backward": an NF4 weight is frozen, so no dW).
+// dy: [M, N]  x: [M, K] (the forward's input)  W: the forward's weight
+// dx: [M, K] += dy · W        dW: [N, K] += dyᵀ · x        db: [N] += Σ_m dy
+// Each gradient undefined is skipped (a frozen weight, a first layer whose input needs none),
+// and the declared cost counts only what runs.
+void linear_backward(const Tensor& dx, const Tensor& dW, const Tensor& db, const Tensor& dy, const Tensor& x,
+                     TrainLinearWeight W);
+
+// Kernels.
 // x: [M, K]  W: [N, K]  b: [N] or null  y: [M, N] (y = x · Wᵀ + b)
 void linear_forward_cpu(float* y, const float* x, const float* W, const float* b, int64_t M, int64_t N, int64_t K);
 // dy: [M, N]  x: [M, K] (saved input)  W: [N, K]

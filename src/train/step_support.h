@@ -23,6 +23,23 @@ struct OpSpan {
 
 namespace step {
 
+// A parameter as the ops take it: its master value, and its gradient, undefined for a frozen
+// parameter (LoRA's base weights: the ops skip it and do not count it).
+inline const Tensor& grad(const Parameter* p) {
+  static const Tensor none;
+  return p->trainable && p->grad.defined() ? p->grad : none;
+}
+// A fused tensor's gradient, undefined when every part is frozen.
+inline const Tensor& grad(const FusedTensor& t) { return t.grad; }
+// A layer linear's weight for ops::linear_forward_train/linear_backward: the f32 master, or NF4.
+inline ops::TrainLinearWeight weight(const Parameter* p) {
+  return p->nf4 ? ops::TrainLinearWeight(*p->nf4) : ops::TrainLinearWeight(p->value);
+}
+inline ops::TrainLinearWeight weight(const FusedTensor& t) {
+  return t.nf4 ? ops::TrainLinearWeight(*t.nf4) : ops::TrainLinearWeight(t.value);
+}
+
+// Raw pointers, for the calls that still take them (the LoRA adapters).
 inline float* f(const Tensor& t) { return t.data<float>(); }
 inline float* f(const Parameter* p) { return p->value.data<float>(); }  // the master value
 // Its gradient, or null for a frozen parameter (LoRA's base weights): the kernels skip it.

@@ -180,17 +180,27 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
 void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T) {
   if (a.B == B && a.T == T) return;
   const int64_t N = B * T, C = m.shape.hidden, I = m.shape.intermediate, H = m.shape.heads;
-  auto make = [](const Shape& s) { return Tensor::empty(s, DType::f32, Device::cpu(), MemoryCategory::activations); };
+  const Device device = m.device;
+  auto make = [&](const Shape& s) { return Tensor::empty(s, DType::f32, device, MemoryCategory::activations); };
+  // Views made here, once per shape, so that the step makes none: [N, cols] as [B, T, cols], its
+  // column block [B, T, C] at `col`, and each sequence's first row as [B, C] (row stride T·cols).
+  auto block = [&](const Tensor& t, int64_t cols, int64_t col) { return t.reshape({B, T, cols}).narrow(2, col, C); };
+  auto first_rows = [&](const Tensor& t) { return t.reshape({B, T * C}).narrow(1, 0, C); };
   restart_activations(a);
   const bool fused = a.fused, checkpoint = a.checkpoint;
+  const bool classifier = !m.per_token();
   a.B = B;
   a.T = T;
   a.emb_sum = make({N, C});
   a.emb_mean = make({N});
   a.emb_rstd = make({N});
+  a.zero_types = Tensor::zeros({N}, DType::i32, device, MemoryCategory::activations);
   a.layers.resize(size_t(m.shape.layers));
   if (m.relative_bias) {
-    a.buckets = ops::relative_position_buckets(T, m.shape.relative_buckets, m.shape.relative_max_distance);
+    const std::vector<int32_t> buckets =
+        ops::relative_position_buckets(T, m.shape.relative_buckets, m.shape.relative_max_distance);
+    a.buckets = Tensor::from_borrowed(const_cast<int32_t*>(buckets.data()), {T, T}, DType::i32, nullptr)
+                    .to_device(device, MemoryCategory::activations);
     a.d_bias_parts = make({B, H, m.shape.relative_buckets});
   }
   for (auto& l : a.layers) {
@@ -205,13 +215,22 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
       if (!last) continue;
     } else {
       l.qkv = make({N, 3 * C});
+      l.q = block(l.qkv, 3 * C, 0);
+      l.k = block(l.qkv, 3 * C, C);
+      l.v = block(l.qkv, 3 * C, 2 * C);
       if (!fused) l.probs = make({B, H, T, T});
       l.context = make({N, C});
+      l.attention_out = l.context.reshape({B, T, C});
     }
     // A sequence classifier's last layer after attention: the first token of each row only
     // (trainable_encoder_step.cc); a per-token head's runs on every token.
-    const int64_t rows = last && !m.per_token() ? B : N;
+    const int64_t rows = last && classifier ? B : N;
+    if (last && classifier) {
+      l.q = block(l.qkv, 3 * C, 0).narrow(1, 0, 1);
+      l.attention_out = l.context.reshape({B, T, C}).narrow(1, 0, 1);
+    }
     l.residual1 = make({rows, C});
+    if (rows == N) l.d_context = l.residual1.reshape({B, T, C});
     l.mean1 = make({rows});
     l.rstd1 = make({rows});
     l.hidden1 = make({rows, C});
@@ -246,12 +265,24 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   a.d_hidden = make({N, C});
   a.d_scratch = make({N, C});
   a.d_qkv = make({N, 3 * C});
+  a.d_q = block(a.d_qkv, 3 * C, 0);
+  a.d_k = block(a.d_qkv, 3 * C, C);
+  a.d_v = block(a.d_qkv, 3 * C, 2 * C);
   a.d_ffn = make({N, I});
   a.d_head = make({B, C});
   a.d_first = make({B, C});
   a.d_cls1 = make({B, C});
   a.d_cls2 = make({B, C});
   a.d_cls_ffn = make({B, I});
+  if (classifier) {
+    FirstTokenViews& v = a.first_token;
+    v.context = first_rows(a.layers.back().context);
+    v.input = first_rows(a.layers.back().input);
+    v.d_hidden = first_rows(a.d_hidden);
+    v.d_context = a.d_scratch.reshape({B, T, C}).narrow(1, 0, 1);
+    v.d_context_rows = first_rows(a.d_scratch);
+    v.d_q = a.d_q.narrow(1, 0, 1);
+  }
 }
 
 int64_t TrainableEncoder::quantize_base_nf4() {
@@ -285,7 +316,11 @@ void TrainableEncoder::forward(ForwardState& state, const TokenBatch& batch, con
 
 void TrainableEncoder::backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
                                 const DropoutRates& dropout) {
-  trainable_backward(*this, dynamic_cast<EncoderActivations&>(state), batch, d_logits, dropout);
+  auto& a = dynamic_cast<EncoderActivations&>(state);
+  // d_logits has the logits' shape, on their device (the loss's output).
+  const Tensor d =
+      Tensor::from_borrowed(const_cast<float*>(d_logits), a.logits.shape(), DType::f32, nullptr, a.logits.device());
+  trainable_backward(*this, a, batch, d, dropout);
 }
 
 }  // namespace tach::train

@@ -90,21 +90,35 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
 // What one forward keeps for the backward, per layer, sized for [B, T]. Allocated once for the
 // largest batch and reused across steps (category activations).
 struct LayerActivations {
-  Tensor input;         // [N, C] the layer's input (the previous LayerNorm's output)
-  Tensor qkv;           // [N, 3C]
-  Tensor probs;         // [B, H, T, T] softmax before dropout (eager only)
-  Tensor context;       // [N, C]
-  Tensor residual1;     // [N, C] input + dropout(attention output), LayerNorm 1's input
-  Tensor mean1, rstd1;  // [N]
-  Tensor hidden1;       // [N, C] LayerNorm 1's output
-  Tensor ffn_pre;       // [N, I] before the activation
-  Tensor ffn_act;       // [N, I] after it
-  Tensor residual2;     // [N, C]
-  Tensor mean2, rstd2;  // [N]
+  Tensor input;          // [N, C] the layer's input (the previous LayerNorm's output)
+  Tensor qkv;            // [N, 3C]
+  Tensor q, k, v;        // [B, T, C] views of qkv's column blocks (q [B, 1, C]: a classifier's last layer)
+  Tensor probs;          // [B, H, T, T] softmax before dropout (eager only)
+  Tensor context;        // [N, C]
+  Tensor attention_out;  // [B, T, C] view of context (the first token's row [B, 1, C]: a classifier's last layer)
+  Tensor residual1;      // [N, C] input + dropout(attention output), LayerNorm 1's input
+  Tensor d_context;      // [B, T, C] view of residual1: the backward's d(context) (full layers only)
+  Tensor mean1, rstd1;   // [N]
+  Tensor hidden1;        // [N, C] LayerNorm 1's output
+  Tensor ffn_pre;        // [N, I] before the activation
+  Tensor ffn_act;        // [N, I] after it
+  Tensor residual2;      // [N, C]
+  Tensor mean2, rstd2;   // [N]
   // A sequence classifier's last layer runs everything after attention for the first token of each row only: its
   // residual1, hidden1, residual2 are [B, C], ffn_pre and ffn_act [B, I], the statistics [B], and
   // context_cls [B, C] holds the first tokens' context (context stays [N, C]).
   Tensor context_cls;
+};
+
+// A sequence classifier's last layer reads each sequence's first token only: views of every
+// T-th row (row stride T·C) of the [N, C] buffers it touches, made once with the buffers.
+struct FirstTokenViews {
+  Tensor context;         // [B, C] of the last layer's context
+  Tensor input;           // [B, C] of its input (the residual)
+  Tensor d_hidden;        // [B, C] of d_hidden: d(layer input) at the first tokens
+  Tensor d_context;       // [B, 1, C] of d_scratch: attention's dout
+  Tensor d_context_rows;  // [B, C] of the same rows
+  Tensor d_q;             // [B, 1, C] of d_qkv's query block
 };
 
 struct EncoderActivations final : ForwardState {
@@ -115,12 +129,15 @@ struct EncoderActivations final : ForwardState {
   Tensor emb_sum;             // [N, C] word + position (+ type), the embedding LayerNorm's input
   Tensor emb_mean, emb_rstd;  // [N]
   std::vector<LayerActivations> layers;
-  std::vector<int32_t> buckets;  // MPNet: the relative position buckets [T, T]
-  Tensor d_bias_parts;           // MPNet: [B, H, buckets] a layer's bias gradient per sequence and head
-  Tensor first;                  // [B, C] the last layer's output at the first token of each row
-  Tensor first_dropped;          // [B, C] first after dropout (RoBERTa's head), else undefined
-  Tensor head_hidden;            // [B, C] act(dense(first)), before dropout
-  Tensor head_dropped;           // [B, C] after dropout (logits [B, L]: ForwardState's)
+  Tensor position_ids;          // [B, T] i32: the forward's, read again by the backward
+  Tensor zero_types;            // [N] i32 zeros: the token types of a batch that names none
+  Tensor buckets;               // MPNet: the relative position buckets [T, T] i32
+  Tensor d_bias_parts;          // MPNet: [B, H, buckets] a layer's bias gradient per sequence and head
+  FirstTokenViews first_token;  // a sequence classifier's last layer
+  Tensor first;                 // [B, C] the last layer's output at the first token of each row
+  Tensor first_dropped;         // [B, C] first after dropout (RoBERTa's head), else undefined
+  Tensor head_hidden;           // [B, C] act(dense(first)), before dropout
+  Tensor head_dropped;          // [B, C] after dropout (logits [B, L]: ForwardState's)
   // Per-token heads (logits [N, L], [N, 2] or [N, V]).
   Tensor sequence_output;               // [N, C] the last layer's output
   Tensor token_dropped;                 // [N, C] after the dropout before the classifier or qa_outputs
@@ -129,6 +146,7 @@ struct EncoderActivations final : ForwardState {
   Tensor mlm_mean, mlm_rstd;            // [N]
   // Gradient buffers reused by the backward.
   Tensor d_hidden, d_scratch, d_qkv, d_ffn;  // [N, C], [N, C], [N, 3C], [N, I]
+  Tensor d_q, d_k, d_v;                      // [B, T, C] views of d_qkv's column blocks
   Tensor d_head, d_first;                    // [B, C], [B, C]
   Tensor d_cls1, d_cls2, d_cls_ffn;          // the last layer's: [B, C], [B, C], [B, I]
 };
@@ -143,10 +161,10 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
 // The per-token heads (trainable_encoder_heads.cc): from a.sequence_output [N, C] to a.logits;
 // the backward from d_logits to d(sequence output) in a.d_hidden. key: the head's dropout masks.
 void token_head_forward(const TrainableEncoder& m, EncoderActivations& a, const DropoutRates& dropout, uint64_t key);
-void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const float* d_logits, const DropoutRates& dropout,
-                         uint64_t key);
+void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const Tensor& d_logits,
+                         const DropoutRates& dropout, uint64_t key);
 // The backward from d_logits (a.logits' shape): every parameter's gradient accumulates (+=).
-void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch, const float* d_logits,
+void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch, const Tensor& d_logits,
                         const DropoutRates& dropout);
 
 }  // namespace tach::train

@@ -7,10 +7,10 @@
 //                          the M predicted rows alone (ForwardState::predicted_rows; all N if none)
 // as transformers' …ForTokenClassification, …ForQuestionAnswering and …ForMaskedLM compute them.
 // The backward leaves d(sequence output) in a.d_hidden for the layers' backward.
-#include <cstring>
-
 #include "ops/activation.h"
+#include "ops/copy_rows.h"
 #include "ops/dropout.h"
+#include "ops/fill.h"
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -21,116 +21,99 @@ namespace tach::train {
 
 namespace {
 
-using step::f;
-using step::g;
-using step::zero;
+using step::grad;
+using step::weight;
 
 const char* head_module(const TrainableEncoder& m) {
   return m.task == Head::masked_lm ? "lm_head" : m.task == Head::question_answering ? "qa_outputs" : "classifier";
 }
 
-// The dropout before a classifier or qa_outputs reads h: its input, copied and dropped out, or h itself.
+// The dropout before a classifier or qa_outputs reads h: its input, dropped out into a copy, or h itself.
 const Tensor& dropped_input(EncoderActivations& a, float p, uint64_t key) {
   if (p <= 0.f) return a.sequence_output;
-  OpSpan s("dropout", ops::dropout_cost(a.sequence_output.numel()));
-  ops::dropout_forward_cpu(f(a.token_dropped), f(a.sequence_output), a.sequence_output.numel(), p, key);
+  ops::dropout_forward(a.token_dropped, a.sequence_output, p, key);
   return a.token_dropped;
 }
+
+// The masked LM's predicted rows [M] i32 (b * T + t), as the ops take them: a view of the list
+// the caller set (host memory; it lives as long as the step).
+Tensor predicted_rows(const EncoderActivations& a) {
+  const std::vector<int32_t>& rows = a.predicted_rows;
+  return Tensor::from_borrowed(const_cast<int32_t*>(rows.data()), {int64_t(rows.size())}, DType::i32, nullptr);
+}
+
+// The first M rows of a [N, ...] buffer: the masked LM runs on M of the N tokens.
+Tensor first(const Tensor& t, int64_t M) { return t.shape()[0] == M ? t : t.narrow(0, 0, M); }
 
 }  // namespace
 
 void token_head_forward(const TrainableEncoder& m, EncoderActivations& a, const DropoutRates& dr, uint64_t key) {
-  const int64_t N = a.B * a.T, C = m.shape.hidden;
+  const int64_t N = a.B * a.T;
   core::Span span(core::SpanKind::module, head_module(m));
   if (m.task != Head::masked_lm) {
-    const int64_t L = a.logits.shape()[1];
     const Tensor& x = dropped_input(a, dr.head, key);
-    OpSpan o("linear", ops::linear_cost(N, L, C, DType::f32, true));
-    ops::linear_forward_cpu(f(a.logits), f(x), f(m.classifier_weight), f(m.classifier_bias), N, L, C);
+    ops::linear_forward_train(a.logits, x, m.classifier_weight->value, m.classifier_bias->value);
     return;
   }
   // The masked LM on the predicted rows only (all of them when none are named): M of N.
   const int64_t V = m.config.vocab_size;
-  const std::vector<int32_t>& rows = a.predicted_rows;
-  const int64_t M = rows.empty() ? N : int64_t(rows.size());
-  if (a.logits.shape()[0] != M)
-    a.logits = Tensor::empty({M, V}, DType::f32, Device::cpu(), MemoryCategory::activations);
+  const bool some = !a.predicted_rows.empty();
+  const int64_t M = some ? int64_t(a.predicted_rows.size()) : N;
+  if (a.logits.shape()[0] != M) a.logits = Tensor::empty({M, V}, DType::f32, m.device, MemoryCategory::activations);
   if (M == 0) return;
-  const float* x = f(a.sequence_output);
-  if (!rows.empty()) {
-    for (int64_t r = 0; r < M; ++r)
-      std::memcpy(f(a.mlm_input) + r * C, f(a.sequence_output) + int64_t(rows[size_t(r)]) * C,
-                  sizeof(float) * size_t(C));
-    x = f(a.mlm_input);
+  Tensor x = a.sequence_output;
+  if (some) {
+    x = first(a.mlm_input, M);
+    ops::gather_rows(x, a.sequence_output, predicted_rows(a));
   }
-  step::linear_forward(f(a.mlm_pre), x, step::wt(m.mlm_dense_weight), f(m.mlm_dense_bias), M, C, C);
-  if (m.lora) m.lora->forward(m.mlm_dense_lora, f(a.mlm_pre), C, x, M, a.lora, dr);
-  if (m.mlm_gelu) {
-    OpSpan o("gelu", ops::gelu_cost(M * C));
-    ops::gelu_forward_cpu(f(a.mlm_act), f(a.mlm_pre), M * C);
-  } else {
-    OpSpan o("relu", ops::activation_cost(M * C));
-    ops::relu_forward_cpu(f(a.mlm_act), f(a.mlm_pre), M * C);
-  }
-  {
-    OpSpan o("layer_norm", ops::layer_norm_cost(M, C, false));
-    ops::layer_norm_forward_cpu(f(a.mlm_hidden), f(a.mlm_act), nullptr, f(m.mlm_norm_gamma), f(m.mlm_norm_beta), M, C,
-                                m.shape.eps, f(a.mlm_mean), f(a.mlm_rstd));
-  }
-  OpSpan o("linear", ops::linear_cost(M, V, C, DType::f32, true));
-  ops::linear_forward_cpu(f(a.logits), f(a.mlm_hidden), f(m.mlm_decoder), f(m.mlm_bias), M, V, C);
+  const Tensor pre = first(a.mlm_pre, M), act = first(a.mlm_act, M), hidden = first(a.mlm_hidden, M);
+  ops::linear_forward_train(pre, x, weight(m.mlm_dense_weight), m.mlm_dense_bias->value);
+  if (m.lora) m.lora->forward(m.mlm_dense_lora, pre.data<float>(), pre.size(1), x.data<float>(), M, a.lora, dr);
+  if (m.mlm_gelu) ops::gelu_forward(act, pre);
+  else ops::relu_forward(act, pre);
+  ops::layer_norm_forward_train(hidden, act, m.mlm_norm_gamma->value, m.mlm_norm_beta->value, m.shape.eps,
+                                first(a.mlm_mean, M), first(a.mlm_rstd, M));
+  ops::linear_forward_train(a.logits, hidden, m.mlm_decoder->value, m.mlm_bias->value);
 }
 
-void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const float* d_logits, const DropoutRates& dr,
+void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const Tensor& d_logits, const DropoutRates& dr,
                          uint64_t key) {
-  const int64_t N = a.B * a.T, C = m.shape.hidden;
+  const int64_t N = a.B * a.T;
   core::Span span(core::SpanKind::module, head_module(m));
-  zero(a.d_hidden);
+  ops::fill_zero(a.d_hidden);
   if (m.task != Head::masked_lm) {
-    const int64_t L = a.logits.shape()[1];
     const Tensor& x = dr.head > 0.f ? a.token_dropped : a.sequence_output;
-    step::linear_backward(f(a.d_hidden), g(m.classifier_weight), g(m.classifier_bias), d_logits, f(x),
-                          f(m.classifier_weight), N, L, C);
-    if (dr.head > 0.f) {
-      OpSpan s("dropout_backward", ops::dropout_cost(N * C));
-      ops::dropout_backward_cpu(f(a.d_hidden), f(a.d_hidden), N * C, dr.head, key);
-    }
+    ops::linear_backward(a.d_hidden, grad(m.classifier_weight), grad(m.classifier_bias), d_logits, x,
+                         m.classifier_weight->value);
+    if (dr.head > 0.f) ops::dropout_backward(a.d_hidden, a.d_hidden, dr.head, key);
     return;
   }
-  const int64_t V = m.config.vocab_size;
-  const std::vector<int32_t>& rows = a.predicted_rows;
-  const int64_t M = rows.empty() ? N : int64_t(rows.size());
+  const bool some = !a.predicted_rows.empty();
+  const int64_t M = some ? int64_t(a.predicted_rows.size()) : N;
   if (M == 0) return;  // no token chosen: no loss, no gradient
-  const float* x = rows.empty() ? f(a.sequence_output) : f(a.mlm_input);
+  const Tensor& x = some ? first(a.mlm_input, M) : a.sequence_output;
+  const Tensor d_scratch = first(a.d_scratch, M), d_hidden = first(a.d_hidden, M);
+  const Tensor pre = first(a.mlm_pre, M), act = first(a.mlm_act, M), hidden = first(a.mlm_hidden, M);
   // d(LayerNorm output) [M, C] in d_scratch; the decoder's weight gradient goes to the word
   // embeddings' where tied.
-  zero(a.d_scratch);
-  step::linear_backward(f(a.d_scratch), g(m.mlm_decoder), g(m.mlm_bias), d_logits, f(a.mlm_hidden), f(m.mlm_decoder), M,
-                        V, C);
-  {
-    OpSpan o("layer_norm_backward", ops::layer_norm_cost(M, C, false));
-    ops::layer_norm_backward_cpu(f(a.d_hidden), g(m.mlm_norm_gamma), g(m.mlm_norm_beta), f(a.d_scratch), f(a.mlm_act),
-                                 f(m.mlm_norm_gamma), f(a.mlm_mean), f(a.mlm_rstd), M, C);
-  }
+  ops::fill_zero(a.d_scratch);
+  ops::linear_backward(d_scratch, grad(m.mlm_decoder), grad(m.mlm_bias), d_logits, hidden, m.mlm_decoder->value);
+  ops::layer_norm_backward(d_hidden, grad(m.mlm_norm_gamma), grad(m.mlm_norm_beta), d_scratch, act,
+                           m.mlm_norm_gamma->value, first(a.mlm_mean, M), first(a.mlm_rstd, M));
   // d(dense output) into d_scratch.
-  zero(a.d_scratch);
-  if (m.mlm_gelu) {
-    OpSpan o("gelu_backward", ops::gelu_backward_cost(M * C));
-    ops::gelu_backward_cpu(f(a.d_scratch), f(a.mlm_pre), f(a.d_hidden), M * C);
-  } else {
-    OpSpan o("relu_backward", ops::activation_backward_cost(M * C));
-    ops::relu_backward_cpu(f(a.d_scratch), f(a.mlm_act), f(a.d_hidden), M * C);
-  }
+  ops::fill_zero(a.d_scratch);
+  if (m.mlm_gelu) ops::gelu_backward(d_scratch, pre, d_hidden);
+  else ops::relu_backward(d_scratch, act, d_hidden);
   // d(dense input) [M, C]: straight into d_hidden for every token, else into mlm_act's buffer (no
   // longer needed) and scattered to the predicted rows of d_hidden, zero elsewhere.
-  float* dx = rows.empty() ? f(a.d_hidden) : f(a.mlm_act);
-  zero(a.d_hidden);
-  if (!rows.empty()) std::memset(dx, 0, sizeof(float) * size_t(M * C));
-  step::linear_backward(dx, g(m.mlm_dense_weight), g(m.mlm_dense_bias), f(a.d_scratch), x, step::wt(m.mlm_dense_weight),
-                        M, C, C);
-  if (m.lora) m.lora->backward(m.mlm_dense_lora, dx, f(a.d_scratch), C, x, M, a.lora, dr);
-  for (int64_t r = 0; r < M && !rows.empty(); ++r)
-    std::memcpy(f(a.d_hidden) + int64_t(rows[size_t(r)]) * C, dx + r * C, sizeof(float) * size_t(C));
+  const Tensor dx = some ? act : a.d_hidden;
+  ops::fill_zero(a.d_hidden);
+  if (some) ops::fill_zero(dx);
+  ops::linear_backward(dx, grad(m.mlm_dense_weight), grad(m.mlm_dense_bias), d_scratch, x, weight(m.mlm_dense_weight));
+  if (m.lora)
+    m.lora->backward(m.mlm_dense_lora, dx.data<float>(), d_scratch.data<float>(), d_scratch.size(1), x.data<float>(), M,
+                     a.lora, dr);
+  if (some) ops::scatter_rows(a.d_hidden, predicted_rows(a), dx);
 }
 
 }  // namespace tach::train

@@ -2,16 +2,16 @@
 // ops/ kernel; the spans name module paths as transformers does, under "backward." for the
 // backward, so a trace and the op table say where time goes in both directions.
 #include <cmath>
-#include <cstring>
 #include <optional>
 
-#include "core/parallel.h"
 #include "core/trace.h"
 #include "ops/activation.h"
 #include "ops/add.h"
 #include "ops/attention.h"
+#include "ops/copy_rows.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
+#include "ops/fill.h"
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -22,10 +22,10 @@ namespace tach::train {
 
 namespace {
 
-using step::f;
-using step::g;
-using step::wt;
-using step::zero;
+using step::grad;
+using step::weight;
+
+const Tensor kNone;  // an operand left out: no bias, a frozen parameter's gradient
 
 // Dropout sites, one key per site and micro-batch.
 int64_t site_embeddings() { return 0; }
@@ -41,59 +41,33 @@ std::string layer_module(const TrainableEncoder& m, size_t i) {
   return core::tracing() ? core::concat(m.family().names.layer, i) : std::string();
 }
 
-void dropout_fwd(float* x, int64_t n, float p, uint64_t k) {
-  if (p <= 0.f) return;
-  OpSpan s("dropout", ops::dropout_cost(n));
-  ops::dropout_forward_cpu(x, x, n, p, k);
+// The LoRA adapters of an engine linear (none in full fine-tuning): forward adds to its output y
+// [M, out], backward adds to its input's gradient dx [M, in] (undefined: none wanted) and fills
+// the adapters' own.
+void lora_fwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, const Tensor& y, const Tensor& x,
+              EncoderActivations& a, const DropoutRates& dr) {
+  if (m.lora) m.lora->forward(ids, y.data<float>(), y.size(1), x.data<float>(), x.size(0), a.lora, dr);
 }
 
-void dropout_bwd(float* dx, int64_t n, float p, uint64_t k) {
-  if (p <= 0.f) return;
-  OpSpan s("dropout_backward", ops::dropout_cost(n));
-  ops::dropout_backward_cpu(dx, dx, n, p, k);
+void lora_bwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, const Tensor& dx, const Tensor& dy,
+              const Tensor& x, EncoderActivations& a, const DropoutRates& dr) {
+  if (m.lora)
+    m.lora->backward(ids, dx.defined() ? dx.data<float>() : nullptr, dy.data<float>(), dy.size(1), x.data<float>(),
+                     x.size(0), a.lora, dr);
 }
 
-// The LoRA adapters of an engine linear (none in full fine-tuning): forward adds to its output,
-// backward adds to its input's gradient and fills the adapters' own.
-void lora_fwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, float* y, int64_t ldy, const float* x,
-              int64_t M, EncoderActivations& a, const DropoutRates& dr) {
-  if (m.lora) m.lora->forward(ids, y, ldy, x, M, a.lora, dr);
-}
+// MPNet's relative position bias table [buckets, H], or none.
+const Tensor& bias_table(const TrainableEncoder& m) { return m.relative_bias ? m.relative_bias->value : kNone; }
+// Its gradient, which every layer's attention backward adds to; none when absent or frozen.
+const Tensor& bias_grad(const TrainableEncoder& m) { return m.relative_bias ? grad(m.relative_bias) : kNone; }
 
-void lora_bwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy,
-              const float* x, int64_t M, EncoderActivations& a, const DropoutRates& dr) {
-  if (m.lora) m.lora->backward(ids, dx, dy, ldy, x, M, a.lora, dr);
-}
-
-// MPNet's relative position bias on the scores, or none.
-ops::ScoreBias score_bias(const TrainableEncoder& m, const EncoderActivations& a) {
-  if (!m.relative_bias) return {};
-  return {a.buckets.data(), f(m.relative_bias), m.shape.relative_buckets};
-}
-
-// The d_bias_parts [B, H, buckets] that a layer's attention backward wrote, summed over the batch
-// in order into the table's gradient [buckets, H] (every layer adds its share).
-void add_relative_bias_grad(TrainableEncoder& m, EncoderActivations& a) {
-  float* grad = g(m.relative_bias);
-  if (!grad) return;
-  const int64_t H = m.shape.heads, NB = m.shape.relative_buckets;
-  const float* parts = f(a.d_bias_parts);
-  for (int64_t b = 0; b < a.B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t k = 0; k < NB; ++k) grad[k * H + h] += parts[(b * H + h) * NB + k];
-}
-
-// The bias gradient's destination for the attention backward: null when the table is frozen.
-float* relative_bias_parts(TrainableEncoder& m, EncoderActivations& a) {
-  return m.relative_bias && g(m.relative_bias) ? f(a.d_bias_parts) : nullptr;
-}
+const Tensor& layer_norm_beta(const Parameter* p) { return p ? p->value : kNone; }
 
 // One layer's forward over every token: from a.layers[li].input to the next layer's input,
 // keeping what its backward needs.
-void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const Tensor& mask,
                         const DropoutRates& dr) {
-  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
-  const int64_t H = m.shape.heads, D = C / H, N = B * T;
+  const int64_t H = m.shape.heads, D = m.shape.hidden / H;
   const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
   const TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
@@ -102,199 +76,146 @@ void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
   core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
     core::Span span(core::SpanKind::module, "attention");
-    step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
-    lora_fwd(m, w.qkv_lora, f(s.qkv), 3 * C, f(s.input), N, a, dr);
-    {
-      OpSpan o("attention", ops::attention_cost(B, T, H, D, -1, m.relative_bias != nullptr));
-      ops::attention_forward_train_cpu(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C,
-                                       f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
-                                       key(dr, site_attention_probs(int64_t(li))), -1, score_bias(m, a));
-    }
+    ops::linear_forward_train(s.qkv, s.input, weight(w.qkv_weight), w.qkv_bias.value);
+    lora_fwd(m, w.qkv_lora, s.qkv, s.input, a, dr);
+    ops::attention_forward_train(s.attention_out, s.probs, s.q, s.k, s.v, mask, int(H), scale, dr.attention,
+                                 key(dr, site_attention_probs(int64_t(li))), bias_table(m), a.buckets);
     // BERT and RoBERTa drop out the attention output (BertSelfOutput); DistilBERT does not.
     const float out_p = m.family().attention_output_dropout ? dr.hidden : 0.f;
     const uint64_t out_key = key(dr, site_attention_output(int64_t(li)));
     if (a.fused) {
       // The projection goes to a scratch buffer (d_scratch is free in the forward), then one pass.
-      step::linear_forward(f(a.d_scratch), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
-      lora_fwd(m, w.out_lora, f(a.d_scratch), C, f(s.context), N, a, dr);
-      OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
-      ops::dropout_add_layer_norm_forward_cpu(f(s.residual1), f(s.hidden1), f(a.d_scratch), f(s.input), f(w.ln1_gamma),
-                                              f(w.ln1_beta), N, C, eps, out_p, out_key, f(s.mean1), f(s.rstd1));
+      ops::linear_forward_train(a.d_scratch, s.context, weight(w.out_weight), w.out_bias->value);
+      lora_fwd(m, w.out_lora, a.d_scratch, s.context, a, dr);
+      ops::dropout_add_layer_norm_forward(s.residual1, s.hidden1, a.d_scratch, s.input, w.ln1_gamma->value,
+                                          w.ln1_beta->value, eps, out_p, out_key, s.mean1, s.rstd1);
     } else {
-      step::linear_forward(f(s.residual1), f(s.context), wt(w.out_weight), f(w.out_bias), N, C, C);
-      lora_fwd(m, w.out_lora, f(s.residual1), C, f(s.context), N, a, dr);
-      dropout_fwd(f(s.residual1), N * C, out_p, out_key);
-      ops::add_inplace(f(s.residual1), f(s.input), N * C);
-      OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
-      ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), N, C, eps,
-                                  f(s.mean1), f(s.rstd1));
+      ops::linear_forward_train(s.residual1, s.context, weight(w.out_weight), w.out_bias->value);
+      lora_fwd(m, w.out_lora, s.residual1, s.context, a, dr);
+      ops::dropout_forward(s.residual1, s.residual1, out_p, out_key);
+      ops::add_inplace(s.residual1, s.input);
+      ops::layer_norm_forward_train(s.hidden1, s.residual1, w.ln1_gamma->value, w.ln1_beta->value, eps, s.mean1,
+                                    s.rstd1);
     }
   }
   core::Span span(core::SpanKind::module, "ffn");
   const bool gelu = m.config.hidden_act != "relu";
   if (a.fused && gelu) {
-    step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), nullptr, N, I, C);
-    lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
-    OpSpan o("bias_gelu", ops::gelu_cost(N * I));
-    ops::bias_gelu_forward_cpu(f(s.ffn_pre), f(s.ffn_act), f(w.ffn_in_bias), N, I);
+    ops::linear_forward_train(s.ffn_pre, s.hidden1, weight(w.ffn_in_weight), kNone);
+    lora_fwd(m, w.ffn_in_lora, s.ffn_pre, s.hidden1, a, dr);
+    ops::bias_gelu_forward(s.ffn_pre, s.ffn_act, w.ffn_in_bias->value);
   } else {
-    step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), f(w.ffn_in_bias), N, I, C);
-    lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), N, a, dr);
-    if (gelu) {
-      OpSpan o("gelu", ops::gelu_cost(N * I));
-      ops::gelu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
-    } else {
-      OpSpan o("relu", ops::activation_cost(N * I));
-      ops::relu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), N * I);
-    }
+    ops::linear_forward_train(s.ffn_pre, s.hidden1, weight(w.ffn_in_weight), w.ffn_in_bias->value);
+    lora_fwd(m, w.ffn_in_lora, s.ffn_pre, s.hidden1, a, dr);
+    if (gelu) ops::gelu_forward(s.ffn_act, s.ffn_pre);
+    else ops::relu_forward(s.ffn_act, s.ffn_pre);
   }
   if (a.fused) {
-    step::linear_forward(f(a.d_scratch), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
-    lora_fwd(m, w.ffn_out_lora, f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
-    OpSpan o("dropout_add_layer_norm", ops::layer_norm_cost(N, C, true));
-    ops::dropout_add_layer_norm_forward_cpu(f(s.residual2), f(out), f(a.d_scratch), f(s.hidden1), f(w.ln2_gamma),
-                                            f(w.ln2_beta), N, C, eps, dr.hidden, key(dr, site_ffn(int64_t(li))),
-                                            f(s.mean2), f(s.rstd2));
+    ops::linear_forward_train(a.d_scratch, s.ffn_act, weight(w.ffn_out_weight), w.ffn_out_bias->value);
+    lora_fwd(m, w.ffn_out_lora, a.d_scratch, s.ffn_act, a, dr);
+    ops::dropout_add_layer_norm_forward(s.residual2, out, a.d_scratch, s.hidden1, w.ln2_gamma->value, w.ln2_beta->value,
+                                        eps, dr.hidden, key(dr, site_ffn(int64_t(li))), s.mean2, s.rstd2);
     return;
   }
-  step::linear_forward(f(s.residual2), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), N, C, I);
-  lora_fwd(m, w.ffn_out_lora, f(s.residual2), C, f(s.ffn_act), N, a, dr);
-  dropout_fwd(f(s.residual2), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
-  ops::add_inplace(f(s.residual2), f(s.hidden1), N * C);
-  OpSpan o("layer_norm", ops::layer_norm_cost(N, C, true));
-  ops::layer_norm_forward_cpu(f(out), f(s.residual2), nullptr, f(w.ln2_gamma), f(w.ln2_beta), N, C, eps, f(s.mean2),
-                              f(s.rstd2));
+  ops::linear_forward_train(s.residual2, s.ffn_act, weight(w.ffn_out_weight), w.ffn_out_bias->value);
+  lora_fwd(m, w.ffn_out_lora, s.residual2, s.ffn_act, a, dr);
+  ops::dropout_forward(s.residual2, s.residual2, dr.hidden, key(dr, site_ffn(int64_t(li))));
+  ops::add_inplace(s.residual2, s.hidden1);
+  ops::layer_norm_forward_train(out, s.residual2, w.ln2_gamma->value, w.ln2_beta->value, eps, s.mean2, s.rstd2);
 }
 
 // The last layer, for the first token of each row only: the classifier reads nothing else, so
 // keys and values are computed for every token and everything after attention (the output
 // projection, both LayerNorms, the FFN) for B rows instead of B·T. transformers computes the
 // other rows and discards them; the loss and every gradient are the same. Writes a.first [B, C].
-void last_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+void last_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const Tensor& mask,
                         const DropoutRates& dr) {
-  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
-  const int64_t H = m.shape.heads, D = C / H, N = B * T;
+  const int64_t H = m.shape.heads, D = m.shape.hidden / H;
   const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
   const TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
   core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
     core::Span span(core::SpanKind::module, "attention");
-    step::linear_forward(f(s.qkv), f(s.input), wt(w.qkv_weight), f(w.qkv_bias.value), N, 3 * C, C);
-    lora_fwd(m, w.qkv_lora, f(s.qkv), 3 * C, f(s.input), N, a, dr);
-    {
-      OpSpan o("attention", ops::attention_cost(B, T, H, D, 1, m.relative_bias != nullptr));
-      ops::attention_forward_train_cpu(f(s.context), a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C,
-                                       f(s.qkv) + 2 * C, mask, B, T, H, D, 3 * C, C, scale, dr.attention,
-                                       key(dr, site_attention_probs(int64_t(li))), 1, score_bias(m, a));
-    }
-    // context_cls [B, C]: the first token's context of each row
-    for (int64_t b = 0; b < B; ++b)
-      std::memcpy(f(s.context_cls) + b * C, f(s.context) + b * T * C, sizeof(float) * size_t(C));
-    step::linear_forward(f(s.residual1), f(s.context_cls), wt(w.out_weight), f(w.out_bias), B, C, C);
-    lora_fwd(m, w.out_lora, f(s.residual1), C, f(s.context_cls), B, a, dr);
-    dropout_fwd(f(s.residual1), B * C, m.family().attention_output_dropout ? dr.hidden : 0.f,
-                key(dr, site_attention_output(int64_t(li))));
-    for (int64_t b = 0; b < B; ++b) ops::add_inplace(f(s.residual1) + b * C, f(s.input) + b * T * C, C);
-    OpSpan o("layer_norm", ops::layer_norm_cost(B, C, true));
-    ops::layer_norm_forward_cpu(f(s.hidden1), f(s.residual1), nullptr, f(w.ln1_gamma), f(w.ln1_beta), B, C, eps,
-                                f(s.mean1), f(s.rstd1));
+    ops::linear_forward_train(s.qkv, s.input, weight(w.qkv_weight), w.qkv_bias.value);
+    lora_fwd(m, w.qkv_lora, s.qkv, s.input, a, dr);
+    // s.q and s.attention_out: the first token's row of each sequence [B, 1, C].
+    ops::attention_forward_train(s.attention_out, s.probs, s.q, s.k, s.v, mask, int(H), scale, dr.attention,
+                                 key(dr, site_attention_probs(int64_t(li))), bias_table(m), a.buckets);
+    ops::copy_rows(s.context_cls, a.first_token.context);  // context_cls [B, C]: the first tokens' context
+    ops::linear_forward_train(s.residual1, s.context_cls, weight(w.out_weight), w.out_bias->value);
+    lora_fwd(m, w.out_lora, s.residual1, s.context_cls, a, dr);
+    ops::dropout_forward(s.residual1, s.residual1, m.family().attention_output_dropout ? dr.hidden : 0.f,
+                         key(dr, site_attention_output(int64_t(li))));
+    ops::add_inplace(s.residual1, a.first_token.input);
+    ops::layer_norm_forward_train(s.hidden1, s.residual1, w.ln1_gamma->value, w.ln1_beta->value, eps, s.mean1, s.rstd1);
   }
   core::Span span(core::SpanKind::module, "ffn");
-  step::linear_forward(f(s.ffn_pre), f(s.hidden1), wt(w.ffn_in_weight), f(w.ffn_in_bias), B, I, C);
-  lora_fwd(m, w.ffn_in_lora, f(s.ffn_pre), I, f(s.hidden1), B, a, dr);
-  if (m.config.hidden_act != "relu") {
-    OpSpan o("gelu", ops::gelu_cost(B * I));
-    ops::gelu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), B * I);
-  } else {
-    OpSpan o("relu", ops::activation_cost(B * I));
-    ops::relu_forward_cpu(f(s.ffn_act), f(s.ffn_pre), B * I);
-  }
-  step::linear_forward(f(s.residual2), f(s.ffn_act), wt(w.ffn_out_weight), f(w.ffn_out_bias), B, C, I);
-  lora_fwd(m, w.ffn_out_lora, f(s.residual2), C, f(s.ffn_act), B, a, dr);
-  dropout_fwd(f(s.residual2), B * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
-  ops::add_inplace(f(s.residual2), f(s.hidden1), B * C);
-  OpSpan o("layer_norm", ops::layer_norm_cost(B, C, true));
-  ops::layer_norm_forward_cpu(f(a.first), f(s.residual2), nullptr, f(w.ln2_gamma), f(w.ln2_beta), B, C, eps, f(s.mean2),
-                              f(s.rstd2));
+  ops::linear_forward_train(s.ffn_pre, s.hidden1, weight(w.ffn_in_weight), w.ffn_in_bias->value);
+  lora_fwd(m, w.ffn_in_lora, s.ffn_pre, s.hidden1, a, dr);
+  if (m.config.hidden_act != "relu") ops::gelu_forward(s.ffn_act, s.ffn_pre);
+  else ops::relu_forward(s.ffn_act, s.ffn_pre);
+  ops::linear_forward_train(s.residual2, s.ffn_act, weight(w.ffn_out_weight), w.ffn_out_bias->value);
+  lora_fwd(m, w.ffn_out_lora, s.residual2, s.ffn_act, a, dr);
+  ops::dropout_forward(s.residual2, s.residual2, dr.hidden, key(dr, site_ffn(int64_t(li))));
+  ops::add_inplace(s.residual2, s.hidden1);
+  ops::layer_norm_forward_train(a.first, s.residual2, w.ln2_gamma->value, w.ln2_beta->value, eps, s.mean2, s.rstd2);
 }
 
 // Its backward, from d_out = d(a.first) [B, C]; leaves d(layer input) [N, C] in a.d_hidden.
-void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
-                         const DropoutRates& dr, const float* d_out) {
-  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
-  const int64_t H = m.shape.heads, D = C / H, N = B * T;
+void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, const Tensor& mask,
+                         const DropoutRates& dr, const Tensor& d_out) {
+  const int64_t H = m.shape.heads, D = m.shape.hidden / H;
   const float scale = 1.0f / std::sqrt(float(D));
   TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
-  float* d1 = f(a.d_cls1);  // [B, C]
-  float* d2 = f(a.d_cls2);  // [B, C]
+  const Tensor& d1 = a.d_cls1;  // [B, C]
+  const Tensor& d2 = a.d_cls2;  // [B, C]
   core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
     core::Span span(core::SpanKind::module, "ffn");
-    zero(a.d_cls1);
-    {
-      OpSpan o("layer_norm_backward", ops::layer_norm_cost(B, C, true));
-      ops::layer_norm_backward_cpu(d1, g(w.ln2_gamma), g(w.ln2_beta), d_out, f(s.residual2), f(w.ln2_gamma), f(s.mean2),
-                                   f(s.rstd2), B, C);
-    }
+    ops::fill_zero(d1);
+    ops::layer_norm_backward(d1, grad(w.ln2_gamma), grad(w.ln2_beta), d_out, s.residual2, w.ln2_gamma->value, s.mean2,
+                             s.rstd2);
     // The residual carries d(residual2) to hidden1; the FFN branch gets it through dropout.
-    std::memcpy(d2, d1, a.d_cls1.nbytes());
-    dropout_bwd(d1, B * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
-    zero(a.d_cls_ffn);
-    step::linear_backward(f(a.d_cls_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), d1, f(s.ffn_act),
-                          wt(w.ffn_out_weight), B, C, I);
-    lora_bwd(m, w.ffn_out_lora, f(a.d_cls_ffn), d1, C, f(s.ffn_act), B, a, dr);
+    ops::copy_rows(d2, d1);
+    ops::dropout_backward(d1, d1, dr.hidden, key(dr, site_ffn(int64_t(li))));
+    ops::fill_zero(a.d_cls_ffn);
+    ops::linear_backward(a.d_cls_ffn, grad(w.ffn_out_weight), grad(w.ffn_out_bias), d1, s.ffn_act,
+                         weight(w.ffn_out_weight));
+    lora_bwd(m, w.ffn_out_lora, a.d_cls_ffn, d1, s.ffn_act, a, dr);
     // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
-    zero(s.ffn_act);
-    if (m.config.hidden_act == "relu") {
-      OpSpan o("relu_backward", ops::activation_backward_cost(B * I));
-      ops::relu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_cls_ffn), B * I);
-    } else {
-      OpSpan o("gelu_backward", ops::gelu_backward_cost(B * I));
-      ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_cls_ffn), B * I);
-    }
-    step::linear_backward(d2, g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight), B,
-                          I, C);
-    lora_bwd(m, w.ffn_in_lora, d2, f(s.ffn_act), I, f(s.hidden1), B, a, dr);
+    ops::fill_zero(s.ffn_act);
+    if (m.config.hidden_act == "relu") ops::relu_backward(s.ffn_act, s.ffn_pre, a.d_cls_ffn);
+    else ops::gelu_backward(s.ffn_act, s.ffn_pre, a.d_cls_ffn);
+    ops::linear_backward(d2, grad(w.ffn_in_weight), grad(w.ffn_in_bias), s.ffn_act, s.hidden1, weight(w.ffn_in_weight));
+    lora_bwd(m, w.ffn_in_lora, d2, s.ffn_act, s.hidden1, a, dr);
   }
   core::Span span(core::SpanKind::module, "attention");
-  zero(a.d_cls1);
-  {
-    OpSpan o("layer_norm_backward", ops::layer_norm_cost(B, C, true));
-    ops::layer_norm_backward_cpu(d1, g(w.ln1_gamma), g(w.ln1_beta), d2, f(s.residual1), f(w.ln1_gamma), f(s.mean1),
-                                 f(s.rstd1), B, C);
-  }
-  std::memcpy(d2, d1, a.d_cls1.nbytes());  // the residual: d(input) at the first tokens
+  ops::fill_zero(d1);
+  ops::layer_norm_backward(d1, grad(w.ln1_gamma), grad(w.ln1_beta), d2, s.residual1, w.ln1_gamma->value, s.mean1,
+                           s.rstd1);
+  ops::copy_rows(d2, d1);  // the residual: d(input) at the first tokens
   if (m.family().attention_output_dropout)
-    dropout_bwd(d1, B * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
-  // d(context_cls) into residual1's buffer, no longer needed; then into the first tokens' rows
-  // of a full d(context), zero elsewhere.
-  zero(s.residual1);
-  step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), d1, f(s.context_cls), wt(w.out_weight), B, C,
-                        C);
-  lora_bwd(m, w.out_lora, f(s.residual1), d1, C, f(s.context_cls), B, a, dr);
-  zero(a.d_scratch);
-  for (int64_t b = 0; b < B; ++b)
-    std::memcpy(f(a.d_scratch) + b * T * C, f(s.residual1) + b * C, sizeof(float) * size_t(C));
-  zero(a.d_qkv);  // the rows of dq after the first token stay zero
-  {
-    OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D, 1));
-    ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(a.d_scratch),
-                                a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H,
-                                D, 3 * C, C, scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), 1,
-                                score_bias(m, a), relative_bias_parts(m, a));
-  }
-  if (relative_bias_parts(m, a)) add_relative_bias_grad(m, a);
-  zero(a.d_hidden);
-  step::linear_backward(f(a.d_hidden), g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N,
-                        3 * C, C);
-  lora_bwd(m, w.qkv_lora, f(a.d_hidden), f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
-  for (int64_t b = 0; b < B; ++b) ops::add_inplace(f(a.d_hidden) + b * T * C, d2 + b * C, C);
+    ops::dropout_backward(d1, d1, dr.hidden, key(dr, site_attention_output(int64_t(li))));
+  // d(context_cls) into residual1's buffer, no longer needed; then into the first tokens' rows of
+  // d_scratch, the only rows of d(context) the attention backward reads.
+  ops::fill_zero(s.residual1);
+  ops::linear_backward(s.residual1, grad(w.out_weight), grad(w.out_bias), d1, s.context_cls, weight(w.out_weight));
+  lora_bwd(m, w.out_lora, s.residual1, d1, s.context_cls, a, dr);
+  ops::copy_rows(a.first_token.d_context_rows, s.residual1);
+  ops::fill_zero(a.d_qkv);  // the rows of dq after the first token stay zero
+  ops::attention_backward(a.first_token.d_q, a.d_k, a.d_v, bias_grad(m), a.d_bias_parts, a.first_token.d_context,
+                          s.probs, s.q, s.k, s.v, mask, int(H), scale, dr.attention,
+                          key(dr, site_attention_probs(int64_t(li))), bias_table(m), a.buckets);
+  ops::fill_zero(a.d_hidden);
+  ops::linear_backward(a.d_hidden, grad(w.qkv_weight), grad(w.qkv_bias), a.d_qkv, s.input, weight(w.qkv_weight));
+  lora_bwd(m, w.qkv_lora, a.d_hidden, a.d_qkv, s.input, a, dr);
+  ops::add_inplace(a.first_token.d_hidden, d2);
 }
 
 // Layer li's forward; a sequence classifier's last layer runs for the first tokens only.
-void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const Tensor& mask,
                    const DropoutRates& dr) {
   if (li + 1 == m.layers.size() && !m.per_token()) last_layer_forward(m, a, li, mask, dr);
   else full_layer_forward(m, a, li, mask, dr);
@@ -302,153 +223,116 @@ void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, 
 
 // A full layer's backward (every token): a.d_hidden holds d(layer output) on entry and
 // d(layer input) on exit (none for the first layer when the embeddings are frozen).
-void full_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, const int32_t* mask,
+void full_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, const Tensor& mask,
                          const DropoutRates& dr, bool embeddings_frozen) {
-  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
-  const int64_t H = m.shape.heads, D = C / H, N = B * T;
+  const int64_t H = m.shape.heads, D = m.shape.hidden / H;
   const float scale = 1.0f / std::sqrt(float(D));
   TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
   core::Span layer_span(core::SpanKind::module, layer_module(m, li));
-  // d_hidden: d(layer output) on entry, d(layer input) on exit.
   {
     core::Span span(core::SpanKind::module, "ffn");
-    zero(a.d_scratch);
-    {
-      OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, true));
-      ops::layer_norm_backward_cpu(f(a.d_scratch), g(w.ln2_gamma), g(w.ln2_beta), f(a.d_hidden), f(s.residual2),
-                                   f(w.ln2_gamma), f(s.mean2), f(s.rstd2), N, C);
-    }
+    ops::fill_zero(a.d_scratch);
+    ops::layer_norm_backward(a.d_scratch, grad(w.ln2_gamma), grad(w.ln2_beta), a.d_hidden, s.residual2,
+                             w.ln2_gamma->value, s.mean2, s.rstd2);
     // The residual carries d(residual2) to hidden1 unchanged; the FFN branch gets it through dropout.
-    std::memcpy(f(a.d_hidden), f(a.d_scratch), a.d_scratch.nbytes());
-    dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_ffn(int64_t(li))));
-    zero(a.d_ffn);
-    {
-      step::linear_backward(f(a.d_ffn), g(w.ffn_out_weight), g(w.ffn_out_bias), f(a.d_scratch), f(s.ffn_act),
-                            wt(w.ffn_out_weight), N, C, I);
-    }
-    lora_bwd(m, w.ffn_out_lora, f(a.d_ffn), f(a.d_scratch), C, f(s.ffn_act), N, a, dr);
+    ops::copy_rows(a.d_hidden, a.d_scratch);
+    ops::dropout_backward(a.d_scratch, a.d_scratch, dr.hidden, key(dr, site_ffn(int64_t(li))));
+    ops::fill_zero(a.d_ffn);
+    ops::linear_backward(a.d_ffn, grad(w.ffn_out_weight), grad(w.ffn_out_bias), a.d_scratch, s.ffn_act,
+                         weight(w.ffn_out_weight));
+    lora_bwd(m, w.ffn_out_lora, a.d_ffn, a.d_scratch, s.ffn_act, a, dr);
     // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
     if (a.fused && m.config.hidden_act != "relu") {
-      {
-        OpSpan o("bias_gelu_backward", ops::gelu_backward_cost(N * I));
-        ops::bias_gelu_backward_cpu(f(s.ffn_act), g(w.ffn_in_bias), f(s.ffn_pre), f(a.d_ffn), N, I);
-      }
-      step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), nullptr, f(s.ffn_act), f(s.hidden1), wt(w.ffn_in_weight),
-                            N, I, C);
-      lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
+      ops::bias_gelu_backward(s.ffn_act, grad(w.ffn_in_bias), s.ffn_pre, a.d_ffn);
+      ops::linear_backward(a.d_hidden, grad(w.ffn_in_weight), kNone, s.ffn_act, s.hidden1, weight(w.ffn_in_weight));
     } else {
-      zero(s.ffn_act);
-      if (m.config.hidden_act == "relu") {
-        OpSpan o("relu_backward", ops::activation_backward_cost(N * I));
-        ops::relu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
-      } else {
-        OpSpan o("gelu_backward", ops::gelu_backward_cost(N * I));
-        ops::gelu_backward_cpu(f(s.ffn_act), f(s.ffn_pre), f(a.d_ffn), N * I);
-      }
-      step::linear_backward(f(a.d_hidden), g(w.ffn_in_weight), g(w.ffn_in_bias), f(s.ffn_act), f(s.hidden1),
-                            wt(w.ffn_in_weight), N, I, C);
-      lora_bwd(m, w.ffn_in_lora, f(a.d_hidden), f(s.ffn_act), I, f(s.hidden1), N, a, dr);
+      ops::fill_zero(s.ffn_act);
+      if (m.config.hidden_act == "relu") ops::relu_backward(s.ffn_act, s.ffn_pre, a.d_ffn);
+      else ops::gelu_backward(s.ffn_act, s.ffn_pre, a.d_ffn);
+      ops::linear_backward(a.d_hidden, grad(w.ffn_in_weight), grad(w.ffn_in_bias), s.ffn_act, s.hidden1,
+                           weight(w.ffn_in_weight));
     }
+    lora_bwd(m, w.ffn_in_lora, a.d_hidden, s.ffn_act, s.hidden1, a, dr);
   }
   core::Span span(core::SpanKind::module, "attention");
-  zero(a.d_scratch);
-  {
-    OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, true));
-    ops::layer_norm_backward_cpu(f(a.d_scratch), g(w.ln1_gamma), g(w.ln1_beta), f(a.d_hidden), f(s.residual1),
-                                 f(w.ln1_gamma), f(s.mean1), f(s.rstd1), N, C);
-  }
-  std::memcpy(f(a.d_hidden), f(a.d_scratch), a.d_scratch.nbytes());
+  ops::fill_zero(a.d_scratch);
+  ops::layer_norm_backward(a.d_scratch, grad(w.ln1_gamma), grad(w.ln1_beta), a.d_hidden, s.residual1,
+                           w.ln1_gamma->value, s.mean1, s.rstd1);
+  ops::copy_rows(a.d_hidden, a.d_scratch);
   if (m.family().attention_output_dropout)
-    dropout_bwd(f(a.d_scratch), N * C, dr.hidden, key(dr, site_attention_output(int64_t(li))));
-  // d(context) goes into residual1's buffer, no longer needed.
-  zero(s.residual1);
-  {
-    step::linear_backward(f(s.residual1), g(w.out_weight), g(w.out_bias), f(a.d_scratch), f(s.context),
-                          wt(w.out_weight), N, C, C);
-  }
-  lora_bwd(m, w.out_lora, f(s.residual1), f(a.d_scratch), C, f(s.context), N, a, dr);
-  {
-    OpSpan o("attention_backward", ops::attention_backward_cost(B, T, H, D));
-    ops::attention_backward_cpu(f(a.d_qkv), f(a.d_qkv) + C, f(a.d_qkv) + 2 * C, f(s.residual1),
-                                a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + C, f(s.qkv) + 2 * C, mask, B, T, H,
-                                D, 3 * C, C, scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), -1,
-                                score_bias(m, a), relative_bias_parts(m, a));
-  }
-  if (relative_bias_parts(m, a)) add_relative_bias_grad(m, a);
+    ops::dropout_backward(a.d_scratch, a.d_scratch, dr.hidden, key(dr, site_attention_output(int64_t(li))));
+  // d(context) goes into residual1's buffer (s.d_context views it), no longer needed.
+  ops::fill_zero(s.residual1);
+  ops::linear_backward(s.residual1, grad(w.out_weight), grad(w.out_bias), a.d_scratch, s.context, weight(w.out_weight));
+  lora_bwd(m, w.out_lora, s.residual1, a.d_scratch, s.context, a, dr);
+  ops::attention_backward(a.d_q, a.d_k, a.d_v, bias_grad(m), a.d_bias_parts, s.d_context, s.probs, s.q, s.k, s.v, mask,
+                          int(H), scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), bias_table(m),
+                          a.buckets);
   // The first layer's dX feeds only the embeddings: when they are frozen (LoRA), skip it.
-  float* dx = li == 0 && embeddings_frozen ? nullptr : f(a.d_hidden);
-  step::linear_backward(dx, g(w.qkv_weight), g(w.qkv_bias), f(a.d_qkv), f(s.input), wt(w.qkv_weight), N, 3 * C, C);
-  lora_bwd(m, w.qkv_lora, dx, f(a.d_qkv), 3 * C, f(s.input), N, a, dr);
+  const Tensor& dx = li == 0 && embeddings_frozen ? kNone : a.d_hidden;
+  ops::linear_backward(dx, grad(w.qkv_weight), grad(w.qkv_bias), a.d_qkv, s.input, weight(w.qkv_weight));
+  lora_bwd(m, w.qkv_lora, dx, a.d_qkv, s.input, a, dr);
   if (a.layer_grads_ready) a.layer_grads_ready(int(li));
 }
 
 // The sequence classifier's backward, from d_logits [B, L] to d(first tokens) [B, C] in a.d_head.
-void sequence_head_backward(TrainableEncoder& m, EncoderActivations& a, const float* d_logits, const DropoutRates& dr) {
-  const int64_t B = a.B, C = m.shape.hidden, L = m.num_labels();
-  {
-    core::Span head_span(core::SpanKind::module, "classifier");
-    zero(a.d_head);
-    {
-      step::linear_backward(f(a.d_head), g(m.classifier_weight), g(m.classifier_bias), d_logits, f(a.head_dropped),
-                            f(m.classifier_weight), B, L, C);
-    }
-    dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
-    // Through the activation, from its saved output: d_first holds d(dense output).
-    zero(a.d_first);
-    if (m.family().head_activation == model::HeadActivation::tanh)
-      ops::tanh_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
-    else ops::relu_backward_cpu(f(a.d_first), f(a.head_hidden), f(a.d_head), B * C);
-    zero(a.d_head);
-    const Tensor& head_in = m.family().dropout_before_head_dense ? a.first_dropped : a.first;
-    step::linear_backward(f(a.d_head), g(m.head_dense_weight), g(m.head_dense_bias), f(a.d_first), f(head_in),
-                          wt(m.head_dense_weight), B, C, C);
-    lora_bwd(m, m.head_dense_lora, f(a.d_head), f(a.d_first), C, f(head_in), B, a, dr);
-    if (m.family().dropout_before_head_dense)
-      dropout_bwd(f(a.d_head), B * C, dr.classifier, key(dr, site_head_input(m.shape.layers)));
-  }
+void sequence_head_backward(TrainableEncoder& m, EncoderActivations& a, const Tensor& d_logits,
+                            const DropoutRates& dr) {
+  core::Span head_span(core::SpanKind::module, "classifier");
+  ops::fill_zero(a.d_head);
+  ops::linear_backward(a.d_head, grad(m.classifier_weight), grad(m.classifier_bias), d_logits, a.head_dropped,
+                       m.classifier_weight->value);
+  ops::dropout_backward(a.d_head, a.d_head, dr.classifier, key(dr, site_head(m.shape.layers)));
+  // Through the activation, from its saved output: d_first holds d(dense output).
+  ops::fill_zero(a.d_first);
+  if (m.family().head_activation == model::HeadActivation::tanh) ops::tanh_backward(a.d_first, a.head_hidden, a.d_head);
+  else ops::relu_backward(a.d_first, a.head_hidden, a.d_head);
+  ops::fill_zero(a.d_head);
+  const Tensor& head_in = m.family().dropout_before_head_dense ? a.first_dropped : a.first;
+  ops::linear_backward(a.d_head, grad(m.head_dense_weight), grad(m.head_dense_bias), a.d_first, head_in,
+                       weight(m.head_dense_weight));
+  lora_bwd(m, m.head_dense_lora, a.d_head, a.d_first, head_in, a, dr);
+  if (m.family().dropout_before_head_dense)
+    ops::dropout_backward(a.d_head, a.d_head, dr.classifier, key(dr, site_head_input(m.shape.layers)));
 }
-
-}  // namespace
 
 // What the head's dense layer reads: a.first, or (RoBERTa) a.first after its own dropout.
 const Tensor& head_input(const TrainableEncoder& m, EncoderActivations& a, const DropoutRates& dr) {
   if (!m.family().dropout_before_head_dense) return a.first;
-  std::memcpy(f(a.first_dropped), f(a.first), a.first.nbytes());
-  dropout_fwd(f(a.first_dropped), a.first.numel(), dr.classifier, key(dr, site_head_input(int64_t(m.layers.size()))));
+  ops::dropout_forward(a.first_dropped, a.first, dr.classifier, key(dr, site_head_input(int64_t(m.layers.size()))));
   return a.first_dropped;
 }
+
+// The token types a batch names, or zeros.
+const Tensor& token_types(const EncoderActivations& a, const TokenBatch& batch) {
+  return batch.token_type_ids.defined() ? batch.token_type_ids : a.zero_types;
+}
+
+}  // namespace
 
 void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
                        const DropoutRates& dr) {
   model::check_batch(batch, m.shape);
-  const int64_t B = batch.batch(), T = batch.seq_len(), C = m.shape.hidden;
-  const int64_t N = B * T, L = m.num_labels();
-  const float eps = m.shape.eps;
+  const int64_t B = batch.batch(), T = batch.seq_len();
   prepare_activations(a, m, B, T);
-  const int32_t* ids = batch.input_ids.data<int32_t>();
-  const int32_t* mask = batch.attention_mask.data<int32_t>();
+  const Tensor& ids = batch.input_ids;
+  const Tensor& mask = batch.attention_mask;
 
   std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, m.family().module);
   {
     core::Span span(core::SpanKind::module, "embeddings");
-    {
-      OpSpan s("embedding", ops::embedding_cost(N, C, DType::f32));
-      ops::embedding_forward_cpu(f(a.emb_sum), ids, f(m.word), DType::f32, N, C, false);
-      const Tensor pos = model::encoder_position_ids(batch.input_ids, m.shape);
-      ops::embedding_forward_cpu(f(a.emb_sum), pos.data<int32_t>(), f(m.position), DType::f32, N, C, true);
-      if (m.token_type) {
-        std::vector<int32_t> zeros;
-        const int32_t* types = batch.token_type_ids.defined() ? batch.token_type_ids.data<int32_t>()
-                                                              : (zeros.assign(size_t(N), 0), zeros.data());
-        ops::embedding_forward_cpu(f(a.emb_sum), types, f(m.token_type), DType::f32, N, C, true);
-      }
-    }
-    OpSpan s("layer_norm", ops::layer_norm_cost(N, C, false));
-    ops::layer_norm_forward_cpu(f(a.layers[0].input), f(a.emb_sum), nullptr, f(m.emb_ln_gamma), f(m.emb_ln_beta), N, C,
-                                eps, f(a.emb_mean), f(a.emb_rstd));
+    // Kept for the backward's position gradients.
+    a.position_ids = model::encoder_position_ids(ids, m.shape);
+    if (m.token_type)
+      ops::embedding_forward_train(
+          a.emb_sum,
+          {{ids, m.word->value}, {a.position_ids, m.position->value}, {token_types(a, batch), m.token_type->value}});
+    else ops::embedding_forward_train(a.emb_sum, {{ids, m.word->value}, {a.position_ids, m.position->value}});
+    ops::layer_norm_forward_train(a.layers[0].input, a.emb_sum, m.emb_ln_gamma->value, layer_norm_beta(m.emb_ln_beta),
+                                  m.shape.eps, a.emb_mean, a.emb_rstd);
   }
-  dropout_fwd(f(a.layers[0].input), N * C, dr.hidden, key(dr, site_embeddings()));
+  ops::dropout_forward(a.layers[0].input, a.layers[0].input, dr.hidden, key(dr, site_embeddings()));
 
   for (size_t li = 0; li < m.layers.size(); ++li) layer_forward(m, a, li, mask, dr);
   if (m.per_token()) {
@@ -462,27 +346,21 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
   core::Span head_span(core::SpanKind::module, "classifier");
   // a.first [B, C] is the last layer's output at each row's first token (last_layer_forward).
   const Tensor& head_in = head_input(m, a, dr);
-  step::linear_forward(f(a.head_hidden), f(head_in), wt(m.head_dense_weight), f(m.head_dense_bias), B, C, C);
-  lora_fwd(m, m.head_dense_lora, f(a.head_hidden), C, f(head_in), B, a, dr);
-  if (m.family().head_activation == model::HeadActivation::tanh)
-    ops::tanh_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
-  else ops::relu_forward_cpu(f(a.head_hidden), f(a.head_hidden), B * C);
-  std::memcpy(f(a.head_dropped), f(a.head_hidden), a.head_hidden.nbytes());
-  dropout_fwd(f(a.head_dropped), B * C, dr.classifier, key(dr, site_head(m.shape.layers)));
-  OpSpan o("linear", ops::linear_cost(B, L, C, DType::f32, true));
-  ops::linear_forward_cpu(f(a.logits), f(a.head_dropped), f(m.classifier_weight), f(m.classifier_bias), B, L, C);
+  ops::linear_forward_train(a.head_hidden, head_in, weight(m.head_dense_weight), m.head_dense_bias->value);
+  lora_fwd(m, m.head_dense_lora, a.head_hidden, head_in, a, dr);
+  if (m.family().head_activation == model::HeadActivation::tanh) ops::tanh_forward(a.head_hidden, a.head_hidden);
+  else ops::relu_forward(a.head_hidden, a.head_hidden);
+  ops::dropout_forward(a.head_dropped, a.head_hidden, dr.classifier, key(dr, site_head(m.shape.layers)));
+  ops::linear_forward_train(a.logits, a.head_dropped, m.classifier_weight->value, m.classifier_bias->value);
 }
 
-void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch, const float* d_logits,
+void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch, const Tensor& d_logits,
                         const DropoutRates& dr) {
-  const int64_t B = a.B, T = a.T, C = m.shape.hidden, I = m.shape.intermediate;
-  const int64_t H = m.shape.heads, D = C / H, N = B * T, L = m.num_labels();
-  const float scale = 1.0f / std::sqrt(float(D));
-  const int32_t* ids = batch.input_ids.data<int32_t>();
-  const int32_t* mask = batch.attention_mask.data<int32_t>();
+  const Tensor& mask = batch.attention_mask;
   // The caller's "backward" scope (train_step.cc) prefixes these module paths.
-  const bool embeddings_frozen =
-      !g(m.word) && !g(m.position) && !(m.token_type && g(m.token_type)) && !g(m.emb_ln_gamma) && !g(m.emb_ln_beta);
+  const bool embeddings_frozen = !grad(m.word).defined() && !grad(m.position).defined() &&
+                                 !(m.token_type && grad(m.token_type).defined()) && !grad(m.emb_ln_gamma).defined() &&
+                                 !grad(m.emb_ln_beta).defined();
   size_t first_full = m.layers.size();  // the layers below the head that run on every token
   if (m.per_token()) {
     // Every token reaches the head: a.d_hidden = d(sequence output) [N, C].
@@ -496,7 +374,7 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
       core::Span span(core::SpanKind::module, "recompute");
       layer_forward(m, a, last, mask, dr);
     }
-    last_layer_backward(m, a, last, mask, dr, f(a.d_head));
+    last_layer_backward(m, a, last, mask, dr, a.d_head);
     if (a.layer_grads_ready) a.layer_grads_ready(int(last));
     first_full = last;
   }
@@ -512,24 +390,15 @@ void trainable_backward(TrainableEncoder& m, EncoderActivations& a, const TokenB
   if (embeddings_frozen && m.layers.size() > 1) return;
 
   core::Span span(core::SpanKind::module, "embeddings");
-  dropout_bwd(f(a.d_hidden), N * C, dr.hidden, key(dr, site_embeddings()));
-  zero(a.d_scratch);
-  {
-    OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, false));
-    ops::layer_norm_backward_cpu(f(a.d_scratch), g(m.emb_ln_gamma), g(m.emb_ln_beta), f(a.d_hidden), f(a.emb_sum),
-                                 f(m.emb_ln_gamma), f(a.emb_mean), f(a.emb_rstd), N, C);
-  }
-  OpSpan o("embedding_backward", ops::embedding_backward_cost(N, C));
-  ops::embedding_backward_cpu(g(m.word), ids, f(a.d_scratch), N, C, int32_t(m.config.pad_token_id));
-  const Tensor pos = model::encoder_position_ids(batch.input_ids, m.shape);
+  ops::dropout_backward(a.d_hidden, a.d_hidden, dr.hidden, key(dr, site_embeddings()));
+  ops::fill_zero(a.d_scratch);
+  ops::layer_norm_backward(a.d_scratch, grad(m.emb_ln_gamma), m.emb_ln_beta ? grad(m.emb_ln_beta) : kNone, a.d_hidden,
+                           a.emb_sum, m.emb_ln_gamma->value, a.emb_mean, a.emb_rstd);
   // RoBERTa's nn.Embedding(padding_idx=pad) leaves the pad position's row without a gradient.
-  ops::embedding_backward_cpu(g(m.position), pos.data<int32_t>(), f(a.d_scratch), N, C, m.shape.position_pad);
-  if (m.token_type) {
-    std::vector<int32_t> zeros;
-    const int32_t* types = batch.token_type_ids.defined() ? batch.token_type_ids.data<int32_t>()
-                                                          : (zeros.assign(size_t(N), 0), zeros.data());
-    ops::embedding_backward_cpu(g(m.token_type), types, f(a.d_scratch), N, C, -1);
-  }
+  const Tensor& types = token_types(a, batch);
+  ops::embedding_backward(a.d_scratch, {{grad(m.word), batch.input_ids, int32_t(m.config.pad_token_id)},
+                                        {grad(m.position), a.position_ids, int32_t(m.shape.position_pad)},
+                                        {m.token_type ? grad(m.token_type) : kNone, types, -1}});
 }
 
 }  // namespace tach::train
