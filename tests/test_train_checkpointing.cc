@@ -52,9 +52,10 @@ StepResult run(const std::string& c, bool fused, bool checkpoint, bool lora) {
   r.activation_bytes = memory_stats(Device::cpu())[MemoryCategory::activations].current - before;
   const int64_t B = batches[1].batch(), L = model->num_labels();
   r.logits.assign(state->logits.data<float>(), state->logits.data<float>() + B * L);
-  std::vector<float> d(size_t(B * L));
-  train::classifier_loss("single_label_classification", state->logits.data<float>(), B, L, targets[1], d.data(), 1.f);
-  model->backward(*state, batches[1], d.data(), dr);
+  const Tensor d = Tensor::zeros(state->logits.shape(), DType::f32, model->device);
+  train::classifier_loss("single_label_classification", state->logits,
+                         train::loss_targets(targets[1], model->head(), batches[1].seq_len(), model->device), d, 1.f);
+  model->backward(*state, batches[1], d.data<float>(), dr);
   for (const auto& p : model->params.entries())
     if (p.trainable && p.grad.defined())
       r.grads[p.name].assign(p.grad.data<float>(), p.grad.data<float>() + p.grad.numel());

@@ -120,10 +120,11 @@ TEST_P(TrainFixture, FusedEqualsEagerWithDropout) {
     const auto state = c->model->new_state(c == &fused);
     c->model->params.zero_grad();
     c->model->forward(*state, c->batches[1], on);
-    const int64_t B = c->batches[1].batch(), L = c->model->num_labels();
-    std::vector<float> dlogits(size_t(B * L), 0.f);
-    train::classifier_loss(problem(*c->model), state->logits.data<float>(), B, L, c->targets[1], dlogits.data(), 1.f);
-    c->model->backward(*state, c->batches[1], dlogits.data(), on);
+    const Tensor dlogits = Tensor::zeros(state->logits.shape(), DType::f32, c->model->device);
+    train::classifier_loss(
+        problem(*c->model), state->logits,
+        train::loss_targets(c->targets[1], c->model->head(), c->batches[1].seq_len(), c->model->device), dlogits, 1.f);
+    c->model->backward(*state, c->batches[1], dlogits.data<float>(), on);
   }
   for (auto& p : eager.model->params.entries()) {
     if (gradient_is_zero_in_exact_arithmetic(p.name)) continue;
@@ -142,8 +143,8 @@ TEST_P(TrainFixture, TwentyAdamWStepsMatchTorch) {
   for (int64_t step = 0; step < x["steps"].get<int64_t>(); ++step) {
     c.model->params.zero_grad();
     const double loss = forward_backward(c, *state, size_t(step % 4));
-    std::vector<std::pair<float*, int64_t>> grads;
-    for (auto& p : c.model->params.entries()) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
+    std::vector<Tensor> grads;
+    for (auto& p : c.model->params.entries()) grads.push_back(p.grad);
     const double norm = train::clip_grad_norm(grads, x["clip"].get<double>());
     const double lr = schedule.lr(step);
     EXPECT_NEAR(lr, x["lrs"][size_t(step)].get<double>(), 1e-12) << "step " << step;

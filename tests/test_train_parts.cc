@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -11,15 +13,38 @@
 #include "cpu/train_gemm.h"
 #include "tach/memory.h"
 #include "test_util.h"
-#include "train/adamw.h"
+#include "ops/adamw.h"
+#include "ops/cross_entropy.h"
+#include "ops/elementwise_loss.h"
 #include "train/grad_norm.h"
 #include "train/loss.h"
 #include "train/lr_schedule.h"
+#include "train/optimizer.h"
 
 namespace tach::train {
 namespace {
 
 using test::randn;
+
+// A host vector as a tensor the ops take (copied: a test's vector may change after).
+template <typename T>
+Tensor tensor_of(const std::vector<T>& v, DType dtype) {
+  Tensor t = Tensor::empty({int64_t(v.size())}, dtype);
+  std::memcpy(t.raw(), v.data(), v.size() * sizeof(T));
+  return t;
+}
+Tensor f32(const std::vector<float>& v) { return tensor_of(v, DType::f32); }
+Tensor i32(const std::vector<int32_t>& v) { return tensor_of(v, DType::i32); }
+std::vector<float> values(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.numel()}; }
+
+// The cross-entropy op over [R, L] rows of x; its softmax lands in a fresh probs.
+double cross_entropy(const std::vector<float>& x, const std::vector<int32_t>& labels, int64_t R, int64_t L,
+                     Tensor* probs_out = nullptr) {
+  const Tensor probs = Tensor::empty({R, L}, DType::f32);
+  const double loss = ops::cross_entropy_forward(probs, f32(x).reshape({R, L}), i32(labels));
+  if (probs_out) *probs_out = probs;
+  return loss;
+}
 
 // The shared harness on a loss of x: tolerances for f32 losses with h = 1e-2.
 template <typename Loss>
@@ -30,18 +55,17 @@ void expect_gradient_matches(std::vector<float> x, const std::vector<float>& ana
 
 TEST(Loss, CrossEntropyKnownValuesAndIgnoredRows) {
   const std::vector<float> logits = {0, 0, 3, 1};
-  std::vector<float> probs(4);
-  const int32_t labels[] = {0, kIgnoreIndex};
-  EXPECT_NEAR(cross_entropy_forward(probs.data(), logits.data(), labels, 2, 2), std::log(2.0), 1e-7);
-  EXPECT_NEAR(probs[2], 1.0 / (1.0 + std::exp(-2.0)), 1e-6);
-  std::vector<float> d(4, 0.0f);
-  cross_entropy_backward(d.data(), probs.data(), labels, 2, 2);
-  EXPECT_FLOAT_EQ(d[0], -0.5f);
-  EXPECT_FLOAT_EQ(d[1], 0.5f);
-  EXPECT_EQ(d[2], 0.0f) << "an ignored row gets no gradient";
-  const int32_t bad[] = {2, 0};
+  const std::vector<int32_t> labels = {0, kIgnoreIndex};
+  Tensor probs;
+  EXPECT_NEAR(cross_entropy(logits, labels, 2, 2, &probs), std::log(2.0), 1e-7);
+  EXPECT_NEAR(probs.data<float>()[2], 1.0 / (1.0 + std::exp(-2.0)), 1e-6);
+  const Tensor d = Tensor::zeros({2, 2}, DType::f32);
+  ops::cross_entropy_backward(d, probs, i32(labels), 1.f);
+  EXPECT_FLOAT_EQ(d.data<float>()[0], -0.5f);
+  EXPECT_FLOAT_EQ(d.data<float>()[1], 0.5f);
+  EXPECT_EQ(d.data<float>()[2], 0.0f) << "an ignored row gets no gradient";
   EXPECT_NE(test::error_of([&] {
-              cross_entropy_forward(probs.data(), logits.data(), bad, 2, 2);
+              cross_entropy(logits, {2, 0}, 2, 2);
             }).find("label 2 of row 0 is outside the head's 2 labels"),
             std::string::npos);
 }
@@ -49,43 +73,65 @@ TEST(Loss, CrossEntropyKnownValuesAndIgnoredRows) {
 TEST(Loss, CrossEntropyGradientIsTheFiniteDifference) {
   const int64_t B = 3, L = 5;
   const auto x = randn(size_t(B * L), 1, 2.0f);
-  const int32_t labels[] = {4, 0, 2};
-  std::vector<float> probs(x.size()), d(x.size(), 0.0f);
-  cross_entropy_forward(probs.data(), x.data(), labels, B, L);
-  cross_entropy_backward(d.data(), probs.data(), labels, B, L);
-  expect_gradient_matches(x, d, [&](const std::vector<float>& v) {
-    std::vector<float> p(v.size());
-    return cross_entropy_forward(p.data(), v.data(), labels, B, L);
-  });
+  const std::vector<int32_t> labels = {4, 0, 2};
+  Tensor probs;
+  cross_entropy(x, labels, B, L, &probs);
+  const Tensor d = Tensor::zeros({B, L}, DType::f32);
+  ops::cross_entropy_backward(d, probs, i32(labels), 1.f);
+  expect_gradient_matches(x, values(d), [&](const std::vector<float>& v) { return cross_entropy(v, labels, B, L); });
+}
+
+// Question answering's pair: each column of [B * T, 2] is its own cross-entropy over the T tokens.
+TEST(Loss, SpanCrossEntropyIsTheMeanOfTheStartAndEndLosses) {
+  const int64_t B = 2, T = 3;
+  const auto x = randn(size_t(B * T * 2), 4, 1.5f);
+  const std::vector<int32_t> start = {1, kIgnoreIndex}, end = {2, 0};
+  auto loss_of = [&](const std::vector<float>& v) {
+    const Tensor probs = Tensor::empty({2, B, T}, DType::f32);
+    return ops::span_cross_entropy_forward(probs, f32(v).reshape({B * T, 2}), i32(start), i32(end));
+  };
+  std::vector<float> starts, ends;
+  for (int64_t i = 0; i < B * T; ++i) starts.push_back(x[size_t(2 * i)]), ends.push_back(x[size_t(2 * i + 1)]);
+  EXPECT_NEAR(loss_of(x), (cross_entropy(starts, start, B, T) + cross_entropy(ends, end, B, T)) / 2, 1e-12);
+  const Tensor probs = Tensor::empty({2, B, T}, DType::f32);
+  ops::span_cross_entropy_forward(probs, f32(x).reshape({B * T, 2}), i32(start), i32(end));
+  const Tensor d = Tensor::zeros({B * T, 2}, DType::f32);
+  ops::span_cross_entropy_backward(d, probs, i32(start), i32(end), 1.f);
+  expect_gradient_matches(x, values(d), loss_of);
 }
 
 TEST(Loss, MseAndBceGradientsAreTheFiniteDifference) {
   const auto x = randn(8, 2, 1.5f);
   const auto t = randn(8, 3);
-  std::vector<float> d(8, 0.0f);
-  mse_backward(d.data(), x.data(), t.data(), 8);
-  expect_gradient_matches(x, d, [&](const std::vector<float>& v) { return mse_forward(v.data(), t.data(), 8); });
+  Tensor d = Tensor::zeros({8}, DType::f32);
+  ops::mse_backward(d, f32(x), f32(t), 1.f);
+  expect_gradient_matches(x, values(d), [&](const std::vector<float>& v) { return ops::mse_forward(f32(v), f32(t)); });
 
   std::vector<float> y = {1, 0, 1, 1, 0, 0, 0.25f, 1};
-  std::fill(d.begin(), d.end(), 0.0f);
-  bce_with_logits_backward(d.data(), x.data(), y.data(), 8);
-  expect_gradient_matches(x, d,
-                          [&](const std::vector<float>& v) { return bce_with_logits_forward(v.data(), y.data(), 8); });
+  d = Tensor::zeros({8}, DType::f32);
+  ops::bce_with_logits_backward(d, f32(x), f32(y), 1.f);
+  expect_gradient_matches(x, values(d),
+                          [&](const std::vector<float>& v) { return ops::bce_with_logits_forward(f32(v), f32(y)); });
 }
 
 TEST(Loss, BceWithLogitsIsStableForLargeLogits) {
-  const float x[] = {0.0f, 100.0f, -100.0f};
-  const float y[] = {1.0f, 0.0f, 1.0f};
-  EXPECT_NEAR(bce_with_logits_forward(x, y, 1), std::log(2.0), 1e-7);
-  EXPECT_NEAR(bce_with_logits_forward(x + 1, y + 1, 2), 100.0, 1e-6);  // (100 + 100) / 2
+  EXPECT_NEAR(ops::bce_with_logits_forward(f32({0.0f}), f32({1.0f})), std::log(2.0), 1e-7);
+  EXPECT_NEAR(ops::bce_with_logits_forward(f32({100.0f, -100.0f}), f32({0.0f, 1.0f})), 100.0, 1e-6);  // (100 + 100) / 2
 }
 
 TEST(Loss, GradientsAccumulateWithScale) {
-  const float x[] = {1.0f, -2.0f}, t[] = {0.0f, 0.0f};
-  float d[] = {10.0f, 10.0f};
-  mse_backward(d, x, t, 2, 0.5f);  // += 0.5 * 2 * x / 2
-  EXPECT_FLOAT_EQ(d[0], 10.5f);
-  EXPECT_FLOAT_EQ(d[1], 9.0f);
+  const Tensor d = f32({10.0f, 10.0f});
+  ops::mse_backward(d, f32({1.0f, -2.0f}), f32({0.0f, 0.0f}), 0.5f);  // += 0.5 * 2 * x / 2
+  EXPECT_FLOAT_EQ(d.data<float>()[0], 10.5f);
+  EXPECT_FLOAT_EQ(d.data<float>()[1], 9.0f);
+}
+
+// One AdamW update of one tensor through the op.
+void adamw_step(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, int64_t step, const AdamWConfig& c,
+                bool decay) {
+  ops::AdamWTensors t;
+  t.add(p, g, m, v, decay);
+  ops::adamw_update(t, step, c, false);
 }
 
 // torch.optim.AdamW's rule written out in double, step by step (torch/optim/adamw.py,
@@ -94,11 +140,12 @@ TEST(AdamW, FollowsTorchsUpdateRuleOverSteps) {
   AdamWConfig c;
   c.lr = 1e-2f;
   c.weight_decay = 0.1f;
-  std::vector<float> p = {0.5f, -1.0f, 2.0f, 0.0f}, m(4, 0.0f), v(4, 0.0f);
-  std::vector<double> pr(p.begin(), p.end()), mr(4, 0.0), vr(4, 0.0);
+  const Tensor p = f32({0.5f, -1.0f, 2.0f, 0.0f}), m = Tensor::zeros({4}, DType::f32),
+               v = Tensor::zeros({4}, DType::f32);
+  std::vector<double> pr = {0.5, -1.0, 2.0, 0.0}, mr(4, 0.0), vr(4, 0.0);
   for (int64_t step = 1; step <= 5; ++step) {
     const auto g = randn(4, uint32_t(step));
-    adamw_update(p.data(), g.data(), m.data(), v.data(), 4, step, c, true);
+    adamw_step(p, f32(g), m, v, step, c, true);
     for (size_t i = 0; i < 4; ++i) {
       pr[i] *= 1.0 - double(c.lr) * double(c.weight_decay);
       mr[i] = 0.9 * mr[i] + 0.1 * g[i];
@@ -106,7 +153,7 @@ TEST(AdamW, FollowsTorchsUpdateRuleOverSteps) {
       const double bc1 = 1 - std::pow(0.9, double(step)), bc2 = 1 - std::pow(0.999, double(step));
       pr[i] -= double(c.lr) / bc1 * mr[i] / (std::sqrt(vr[i]) / std::sqrt(bc2) + 1e-8);
     }
-    for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(p[i], pr[i], 1e-6) << "step " << step << " element " << i;
+    for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(p.data<float>()[i], pr[i], 1e-6) << "step " << step << " element " << i;
   }
 }
 
@@ -115,19 +162,17 @@ TEST(AdamW, FirstStepMovesByTheRateAndDecayIsDecoupled) {
   c.lr = 0.1f;
   c.weight_decay = 0.5f;
   // Step 1: m_hat = g and sqrt(v_hat) = |g|, so the move is lr * sign(g) whatever |g| is.
-  float p[] = {1.0f, 1.0f}, m[] = {0, 0}, v[] = {0, 0};
-  const float g[] = {1e-3f, -50.0f};
-  adamw_update(p, g, m, v, 2, 1, c, false);
-  EXPECT_NEAR(p[0], 0.9f, 1e-5);
-  EXPECT_NEAR(p[1], 1.1f, 1e-5);
+  const Tensor p = f32({1.0f, 1.0f});
+  adamw_step(p, f32({1e-3f, -50.0f}), Tensor::zeros({2}, DType::f32), Tensor::zeros({2}, DType::f32), 1, c, false);
+  EXPECT_NEAR(p.data<float>()[0], 0.9f, 1e-5);
+  EXPECT_NEAR(p.data<float>()[1], 1.1f, 1e-5);
   // With decay, the parameter shrinks by lr * wd first, independent of the gradient.
-  float q[] = {1.0f}, mq[] = {0}, vq[] = {0};
-  const float zero[] = {0.0f};
-  adamw_update(q, zero, mq, vq, 1, 1, c, true);
-  EXPECT_FLOAT_EQ(q[0], 0.95f);
+  const Tensor q = f32({1.0f}), zero = f32({0.0f}), mq = f32({0.0f}), vq = f32({0.0f});
+  adamw_step(q, zero, mq, vq, 1, c, true);
+  EXPECT_FLOAT_EQ(q.data<float>()[0], 0.95f);
   AdamWConfig bad = c;
   bad.lr = std::nanf("");
-  EXPECT_NE(test::error_of([&] { adamw_update(q, zero, mq, vq, 1, 1, bad, true); }).find("learning rate"),
+  EXPECT_NE(test::error_of([&] { adamw_step(q, zero, mq, vq, 1, bad, true); }).find("learning rate"),
             std::string::npos);
 }
 
@@ -150,14 +195,18 @@ TEST(LinearSchedule, MatchesGetLinearScheduleWithWarmup) {
 }
 
 TEST(GradNorm, ClipsByTheGlobalNormAsTorch) {
-  std::vector<float> a = {3.0f}, b = {0.0f, 4.0f};
-  const double norm = clip_grad_norm({{a.data(), 1}, {b.data(), 2}}, 1.0);
+  const Tensor a = f32({3.0f}), b = f32({0.0f, 4.0f});
+  const double norm = clip_grad_norm({a, b}, 1.0);
   EXPECT_DOUBLE_EQ(norm, 5.0);
-  EXPECT_NEAR(a[0], 3.0 / (5.0 + 1e-6), 1e-7);
-  EXPECT_NEAR(b[1], 4.0 / (5.0 + 1e-6), 1e-7);
-  std::vector<float> small = {0.3f};
-  EXPECT_NEAR(clip_grad_norm({{small.data(), 1}}, 1.0), 0.3, 1e-7);
-  EXPECT_FLOAT_EQ(small[0], 0.3f) << "below the limit: unchanged";
+  EXPECT_NEAR(a.data<float>()[0], 3.0 / (5.0 + 1e-6), 1e-7);
+  EXPECT_NEAR(b.data<float>()[1], 4.0 / (5.0 + 1e-6), 1e-7);
+  const Tensor small = f32({0.3f});
+  EXPECT_NEAR(clip_grad_norm({small}, 1.0), 0.3, 1e-7);
+  EXPECT_FLOAT_EQ(small.data<float>()[0], 0.3f) << "below the limit: unchanged";
+  // A non-finite norm leaves the gradients as they are: the step that follows is skipped.
+  const Tensor inf = f32({std::numeric_limits<float>::infinity(), 2.0f});
+  EXPECT_TRUE(std::isinf(clip_grad_norm({inf}, 1.0)));
+  EXPECT_FLOAT_EQ(inf.data<float>()[1], 2.0f);
 }
 
 // bf16 mixed precision: inside the scope every training GEMM multiplies bf16-rounded inputs (the

@@ -47,11 +47,11 @@ inline double forward_backward(train::TrainableModel& m, train::ForwardState& st
                                const train::Targets& targets) {
   train::DropoutRates off;
   m.forward(state, batch, off);
-  const int64_t B = batch.batch(), L = m.num_labels();
-  std::vector<float> dlogits(size_t(B * L), 0.f);
-  const std::string problem = L == 1 ? "regression" : "single_label_classification";
-  const double loss = train::classifier_loss(problem, state.logits.data<float>(), B, L, targets, dlogits.data(), 1.f);
-  m.backward(state, batch, dlogits.data(), off);
+  const Tensor dlogits = Tensor::zeros(state.logits.shape(), DType::f32, m.device);
+  const std::string problem = m.num_labels() == 1 ? "regression" : "single_label_classification";
+  const double loss = train::classifier_loss(
+      problem, state.logits, train::loss_targets(targets, m.head(), batch.seq_len(), m.device), dlogits, 1.f);
+  m.backward(state, batch, dlogits.data<float>(), off);
   return loss;
 }
 

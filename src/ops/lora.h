@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "ops/op_cost.h"
+#include "tach/tensor.h"
 
 namespace tach::ops {
 
@@ -20,6 +21,20 @@ struct LoraShape {
   uint64_t dropout_key = 0;
 };
 
+// The training forward, saving xa for the backward:
+// y: [M, N] f32, unit column stride, rows any distance apart (the adapter's columns of the base
+// linear's output [M, ldy]: out.narrow(1, row0, N))  x: [M, K] f32 contiguous  A: [r, K]  B: [N, r]
+// xa: [M, r] f32 (written)  scratch: f32, at least M * K elements when dropout > 0 (the dropped x)
+// xa = dropout(x) · Aᵀ;  y += scale · xa · Bᵀ. Span "lora".
+void lora_forward_train(const Tensor& y, const Tensor& xa, const Tensor& x, const Tensor& A, const Tensor& B,
+                        const LoraShape& s, const Tensor& scratch);
+// dy: [M, N] as y  x, xa: as the forward saw and saved them  dx: [M, K] += (undefined: nothing
+// upstream trains)  dA: [r, K] +=  dB: [N, r] +=  scratch: f32, at least M * K + M * r elements.
+// Span "lora_backward".
+void lora_backward(const Tensor& dx, const Tensor& dA, const Tensor& dB, const Tensor& dy, const Tensor& x,
+                   const Tensor& xa, const Tensor& A, const Tensor& B, const LoraShape& s, const Tensor& scratch);
+
+// Kernels (ops/lora_cpu.cc).
 // x: [M, K]  y: [M, ldy] (the adapter's columns start at y)  xa: [M, r] (saved for the backward)
 // scratch: [M, K] when dropout > 0 (the dropped x), else unused
 // xa = dropout(x) · Aᵀ;  y += scale · xa · Bᵀ

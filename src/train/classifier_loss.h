@@ -1,10 +1,18 @@
-// The loss of a sequence classifier as transformers picks it from problem_type (train/loss.h
-// holds the three losses), with targets checked against the head.
+// A micro-batch's targets, as the data loaders fill them (Targets, on the host) and as the loss
+// ops read them (LossTargets, Tensors on the model's device, copied once in the step's data
+// phase), and the loss of a sequence classifier as transformers picks it from problem_type:
+//   single_label_classification  cross-entropy over the labels (mean over rows; label -100 ignored)
+//   regression                   mean squared error (num_labels 1: logits squeezed to [B])
+//   multi_label_classification   binary cross-entropy with logits (mean over every element)
+// The losses are ops (ops/cross_entropy.h, ops/elementwise_loss.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "tach/model.h"
+#include "tach/tensor.h"
 
 namespace tach::train {
 
@@ -20,8 +28,26 @@ struct Targets {
   std::vector<int32_t> start_positions, end_positions;
 };
 
-// Returns the mean loss; dlogits [B, L] += scale * d loss / d logits (pass null to skip).
-double classifier_loss(const std::string& problem_type, const float* logits, int64_t B, int64_t L,
-                       const Targets& targets, float* dlogits, float scale);
+// Targets on the device, with transformers' rules applied; a field the head does not read is
+// undefined.
+struct LossTargets {
+  Tensor classes;                         // [B] i32
+  Tensor values;                          // [B] or [B * L] f32
+  Tensor token_labels;                    // [R] i32: a token classifier's R = B * T; the masked LM's predicted rows
+                                          // (the head ran on those alone), or all B * T
+  Tensor start_positions, end_positions;  // [B] i32, clamped to [0, T], T (outside the window) as -100
+};
+
+// Copies what `head` reads of `targets` to `device`; T is the batch's row length (question
+// answering's clamp); rows: the masked LM's predicted rows (ForwardState::predicted_rows), whose
+// labels alone are kept (null or empty: every token's). Sizes are checked against the logits by
+// the loss.
+LossTargets loss_targets(const Targets& targets, Head head, int64_t T, Device device,
+                         const std::vector<int32_t>* rows = nullptr);
+
+// logits: [B, L]. Returns the mean loss; dlogits [B, L] += scale * d loss / d logits (undefined:
+// the loss only).
+double classifier_loss(const std::string& problem_type, const Tensor& logits, const LossTargets& targets,
+                       const Tensor& dlogits, float scale);
 
 }  // namespace tach::train

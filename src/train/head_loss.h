@@ -17,9 +17,10 @@ namespace tach::train {
 
 // logits: [B, L], or [B * T, L] for a per-token head (question answering L = 2: start, end), or
 // for the masked LM given its predicted rows, [rows, V] (ForwardState::predicted_rows).
-// Returns the mean loss; dlogits (the logits' shape) += scale * d loss / d logits (null: skip).
-double head_loss(Head head, const std::string& problem_type, const float* logits, int64_t B, int64_t T, int64_t L,
-                 const Targets& targets, float* dlogits, float scale, const std::vector<int32_t>* rows = nullptr);
+// targets: loss_targets(…, head, T, logits' device). Returns the mean loss; dlogits (the logits'
+// shape) += scale * d loss / d logits (undefined: the loss only).
+double head_loss(Head head, const std::string& problem_type, const Tensor& logits, const LossTargets& targets,
+                 const Tensor& dlogits, float scale);
 
 // The masked LM's rows that reach the loss: the tokens (b * T + t) with a label.
 std::vector<int32_t> labelled_rows(const Targets& targets);

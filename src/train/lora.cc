@@ -3,11 +3,11 @@
 #include "model/family.h"
 
 #include <cmath>
-#include <cstring>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "core/allocator.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors.h"
 #include "model/safetensors_writer.h"
@@ -33,9 +33,10 @@ uint64_t mix(uint64_t z) {
 }
 
 // PEFT's lora_A init, nn.init.kaiming_uniform_(A, a=sqrt(5)): U(-1/sqrt(in), 1/sqrt(in)), drawn
-// here from (seed, name) so that it does not depend on the order adapters are made in.
+// here from (seed, name) so that it does not depend on the order adapters are made in. Drawn in
+// host memory; the parameter table copies it to the model's device.
 Tensor kaiming_uniform(int64_t r, int64_t in, uint64_t seed, const std::string& name) {
-  Tensor t = Tensor::empty({r, in}, DType::f32, Device::cpu(), MemoryCategory::workspace);
+  Tensor t = Tensor::empty({r, in}, DType::f32);
   const double bound = 1.0 / std::sqrt(double(in));
   uint64_t h = seed;
   for (char c : name) h = mix(h ^ uint64_t(uint8_t(c)));
@@ -76,24 +77,46 @@ ops::LoraShape shape_of(const LoraAdapter& a, const LoraSet& set, int64_t M, con
 }
 
 // Sizes adapter i's saved xa for M rows (adapters see different row counts: BERT's pooler sees
-// one row per sequence) and the shared scratch for the widest input so far.
-void prepare(LoraActivations& saved, const LoraSet& set, int64_t i, int64_t M) {
+// one row per sequence) and the shared scratch for the widest input so far, on the device of the
+// adapter's input.
+void prepare(LoraActivations& saved, const LoraSet& set, int64_t i, int64_t M, Device device) {
   if (saved.xa.size() != set.adapters.size()) saved.xa.assign(set.adapters.size(), Tensor());
   const int64_t r = set.options.r, K = set.adapters[size_t(i)].in;
   Tensor& xa = saved.xa[size_t(i)];
-  if (!xa.defined() || xa.size(0) != M)
-    xa = Tensor::empty({M, r}, DType::f32, Device::cpu(), MemoryCategory::activations);
+  if (!xa.defined() || xa.size(0) != M || !(xa.device() == device))
+    xa = Tensor::empty({M, r}, DType::f32, device, MemoryCategory::activations);
   const int64_t need = M * K + M * r;
-  if (!saved.scratch.defined() || saved.scratch.numel() < need)
-    saved.scratch = Tensor::empty({need}, DType::f32, Device::cpu(), MemoryCategory::workspace);
+  if (!saved.scratch.defined() || saved.scratch.numel() < need || !(saved.scratch.device() == device))
+    saved.scratch = Tensor::empty({need}, DType::f32, device, MemoryCategory::workspace);
 }
 
 }  // namespace
 
+void LoraSet::forward(const std::vector<int64_t>& ids, const Tensor& y, const Tensor& x, LoraActivations& saved,
+                      const DropoutRates& dropout) const {
+  const int64_t M = x.size(0);
+  for (int64_t i : ids) {
+    prepare(saved, *this, i, M, x.device());
+    const LoraAdapter& a = adapters[size_t(i)];
+    ops::lora_forward_train(y.narrow(1, a.row0, a.out), saved.xa[size_t(i)], x, a.A->value, a.B->value,
+                            shape_of(a, *this, M, dropout, i), saved.scratch);
+  }
+}
+
+void LoraSet::backward(const std::vector<int64_t>& ids, const Tensor& dx, const Tensor& dy, const Tensor& x,
+                       LoraActivations& saved, const DropoutRates& dropout) const {
+  const int64_t M = x.size(0);
+  for (int64_t i : ids) {
+    const LoraAdapter& a = adapters[size_t(i)];
+    ops::lora_backward(dx, a.A->grad, a.B->grad, dy.narrow(1, a.row0, a.out), x, saved.xa[size_t(i)], a.A->value,
+                       a.B->value, shape_of(a, *this, M, dropout, i), saved.scratch);
+  }
+}
+
 void LoraSet::forward(const std::vector<int64_t>& ids, float* y, int64_t ldy, const float* x, int64_t M,
                       LoraActivations& saved, const DropoutRates& dropout) const {
   for (int64_t i : ids) {
-    prepare(saved, *this, i, M);
+    prepare(saved, *this, i, M, Device::cpu());
     const LoraAdapter& a = adapters[size_t(i)];
     const ops::LoraShape s = shape_of(a, *this, M, dropout, i);
     OpSpan o("lora", ops::lora_cost(s));
@@ -145,8 +168,7 @@ void attach_lora(TrainableModel& model, const LoraOptions& o, uint64_t init_seed
     a.module = s.module;
     a.in = s.in, a.out = s.out, a.row0 = s.row0;
     a.A = &model.params.add(s.module + ".lora_A.weight", kaiming_uniform(o.r, s.in, init_seed, s.module));
-    a.B = &model.params.add(s.module + ".lora_B.weight",
-                            Tensor::zeros({s.out, o.r}, DType::f32, Device::cpu(), MemoryCategory::workspace));
+    a.B = &model.params.add(s.module + ".lora_B.weight", Tensor::zeros({s.out, o.r}, DType::f32));
     a.A->decay = a.B->decay = true;
     s.adapters->push_back(int64_t(set->adapters.size()));
     set->adapters.push_back(a);
@@ -170,7 +192,7 @@ void load_peft_adapter_weights(TrainableModel& model, const std::string& dir) {
     check(e.shape == p->value.shape(),
           path + ": '" + e.name + "' is " + shape_str(e.shape) + ", the model's is " + shape_str(p->value.shape()));
     const Tensor t = file.tensor(e).to(DType::f32);
-    std::memcpy(p->value.raw(), t.raw(), p->value.nbytes());
+    core::copy_bytes(p->value.device(), p->value.raw(), t.device(), t.raw(), p->value.nbytes());
   }
 }
 

@@ -62,10 +62,19 @@ class LoraSet {
   float scale = 1;  // alpha / r
   std::vector<LoraAdapter> adapters;
 
-  // y [M, ldy] (the engine linear's output) += each listed adapter's B A dropout(x), x: [M, K].
+  // y: the engine linear's output [M, ldy] f32 (rows contiguous or strided); each listed adapter
+  // adds scale · B A dropout(x) to its columns [row0, row0 + out). x: [M, K] f32 contiguous.
+  // Saves each adapter's xa (on x's device) for the backward.
+  void forward(const std::vector<int64_t>& ids, const Tensor& y, const Tensor& x, LoraActivations& saved,
+               const DropoutRates& dropout) const;
+  // dy: the engine linear's output gradient [M, ldy]; x: as the forward saw it; every listed
+  // adapter's dA, dB += ; dx: [M, K] += (undefined: nothing upstream trains).
+  void backward(const std::vector<int64_t>& ids, const Tensor& dx, const Tensor& dy, const Tensor& x,
+                LoraActivations& saved, const DropoutRates& dropout) const;
+
+  // The same on raw host pointers, until the families' steps pass Tensors (then removed).
   void forward(const std::vector<int64_t>& ids, float* y, int64_t ldy, const float* x, int64_t M,
                LoraActivations& saved, const DropoutRates& dropout) const;
-  // dy: the engine linear's output gradient [M, ldy]; dA, dB += ; dx [M, K] +=.
   void backward(const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy, const float* x, int64_t M,
                 LoraActivations& saved, const DropoutRates& dropout) const;
 };

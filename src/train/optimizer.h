@@ -1,15 +1,18 @@
-// The optimizer over the parameter table: AdamW (train/adamw.h) per trainable parameter, its two
-// moments in the optimizer_state memory category, and the step count bias correction uses.
+// The optimizer over the parameter table: AdamW (ops/adamw.h) over every trainable parameter as
+// one multi-tensor update, its two moments on the model's device in the optimizer_state memory
+// category, and the step count bias correction uses.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "ops/adamw.h"
 #include "tach/tensor.h"
-#include "train/adamw.h"
 #include "train/parameters.h"
 
 namespace tach::train {
+
+using AdamWConfig = ops::AdamWConfig;
 
 enum class DecayScope {
   trainer,  // no decay on biases and LayerNorm weights, as transformers' Trainer
@@ -24,6 +27,8 @@ class AdamWOptimizer {
   // One update of every trainable parameter at learning rate lr.
   void step(double lr);
   int64_t steps() const { return steps_; }
+  // The trainable parameters' gradients, in table order (what clipping reads and scales).
+  const std::vector<Tensor>& grads() const { return tensors_.grads; }
 
   // For checkpoints: the moments under "exp_avg.NAME" / "exp_avg_sq.NAME" (views, not copies),
   // and restoring them with the step count.
@@ -32,17 +37,8 @@ class AdamWOptimizer {
   int64_t state_bytes() const;
 
  private:
-  struct Slot {
-    Parameter* param;
-    Tensor m, v;
-    bool decay;
-  };
-  struct Chunk {
-    size_t slot;
-    int64_t begin, end;
-  };
-  std::vector<Slot> slots_;
-  std::vector<Chunk> chunks_;  // fused: every parameter cut into pieces of at most 64K elements
+  std::vector<const Parameter*> params_;  // the trainable ones, entry i of tensors_
+  ops::AdamWTensors tensors_;
   bool fused_ = false;
   AdamWConfig config_;
   int64_t steps_ = 0;

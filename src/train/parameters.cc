@@ -2,16 +2,29 @@
 
 #include <cctype>
 
-#include <cstring>
 #include <set>
 
+#include "core/allocator.h"
+#include "ops/grad_norm.h"
 #include "tach/error.h"
 
 namespace tach::train {
 
 namespace {
 
+// An f32 copy of a host tensor (the conversion runs on the host).
 Tensor f32_copy(const Tensor& t, MemoryCategory category) { return t.to(DType::f32, category); }
+
+// QLoRA's quantizer is bitsandbytes' algorithm on the host, run once at set-up: it reads the
+// master weight there (itself on the CPU), and its codes and absmax go to the table's device.
+std::shared_ptr<const cpu::Nf4Matrix> quantize_on(Device device, const Tensor& weight,
+                                                  const std::vector<int64_t>& part_rows) {
+  const Tensor host = weight.on(Device::cpu(), MemoryCategory::workspace);
+  cpu::Nf4Matrix m = cpu::quantize_nf4_matrix(host.data<float>(), part_rows, weight.size(1));
+  for (cpu::Nf4Tensor& part : m.parts)
+    for (Tensor* t : {&part.codes, &part.qabsmax, &part.absmax2}) *t = t->on(device, MemoryCategory::weights);
+  return std::make_shared<const cpu::Nf4Matrix>(std::move(m));
+}
 
 }  // namespace
 
@@ -19,8 +32,8 @@ Parameter& ParameterTable::add(const std::string& name, const Tensor& init) {
   check(!index_.count(name), "parameter '" + name + "' registered twice");
   Parameter p;
   p.name = name;
-  p.value = f32_copy(init, MemoryCategory::weights);
-  p.grad = Tensor::zeros(p.value.shape(), DType::f32, Device::cpu(), MemoryCategory::gradients);
+  p.value = f32_copy(init, MemoryCategory::weights).on(device_, MemoryCategory::weights);
+  p.grad = Tensor::zeros(p.value.shape(), DType::f32, device_, MemoryCategory::gradients);
   p.decay = trainer_decays(name);
   index_[name] = entries_.size();
   entries_.push_back(std::move(p));
@@ -40,8 +53,8 @@ FusedTensor ParameterTable::add_fused(const std::string& fused_name,
     rows += t.size(0);
   }
   shape[0] = rows;
-  FusedTensor fused{Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::weights),
-                    Tensor::zeros(shape, DType::f32, Device::cpu(), MemoryCategory::gradients), fused_name, nullptr};
+  FusedTensor fused{Tensor::empty(shape, DType::f32, device_, MemoryCategory::weights),
+                    Tensor::zeros(shape, DType::f32, device_, MemoryCategory::gradients), fused_name, nullptr};
   int64_t row = 0;
   for (const auto& [name, t] : parts) {
     check(!index_.count(name), "parameter '" + name + "' registered twice");
@@ -50,7 +63,7 @@ FusedTensor ParameterTable::add_fused(const std::string& fused_name,
     p.name = name;
     p.value = fused.value.narrow(0, row, t.size(0));
     p.grad = fused.grad.narrow(0, row, t.size(0));
-    std::memcpy(p.value.raw(), f.raw(), f.nbytes());
+    core::copy_bytes(device_, p.value.raw(), f.device(), f.raw(), f.nbytes());
     p.decay = trainer_decays(name);
     p.fused = fused_name;
     p.fused_row = row;
@@ -73,8 +86,11 @@ const Parameter* ParameterTable::find(const std::string& name) const {
 }
 
 void ParameterTable::zero_grad() {
-  for (auto& p : entries_)
-    if (p.grad.defined()) std::memset(p.grad.raw(), 0, p.grad.nbytes());
+  grad_list_.clear();
+  for (const auto& p : entries_)
+    if (p.grad.defined()) grad_list_.push_back(p.grad);
+  ops::zero_grads(grad_list_);
+  grad_list_.clear();  // holds no gradient a later freeze releases
 }
 
 int64_t ParameterTable::count(bool trainable_only) const {
@@ -94,8 +110,7 @@ void ParameterTable::quantize_nf4(FusedTensor& fused) {
       rows.push_back(p.value.size(0));
     }
   check(!parts.empty() && fused.value.dim() == 2, "NF4: '" + fused.name + "' is not a fused weight matrix");
-  fused.nf4 = std::make_shared<const cpu::Nf4Matrix>(
-      cpu::quantize_nf4_matrix(fused.value.data<float>(), rows, fused.value.size(1)));
+  fused.nf4 = quantize_on(device_, fused.value, rows);
   for (Parameter* p : parts) {
     p->shape = p->value.shape();
     p->value = Tensor();
@@ -109,8 +124,7 @@ void ParameterTable::quantize_nf4(FusedTensor& fused) {
 void ParameterTable::quantize_nf4(Parameter& p) {
   check(!p.trainable, "NF4: '" + p.name + "' trains; only frozen weights are quantized");
   check(p.value.dim() == 2 && p.fused.empty(), "NF4: '" + p.name + "' is not a weight matrix of its own");
-  p.nf4 = std::make_shared<const cpu::Nf4Matrix>(
-      cpu::quantize_nf4_matrix(p.value.data<float>(), {p.value.size(0)}, p.value.size(1)));
+  p.nf4 = quantize_on(device_, p.value, {p.value.size(0)});
   p.shape = p.value.shape();
   p.value = Tensor();
   p.grad = Tensor();

@@ -1,6 +1,7 @@
 // The parameter table: every trainable tensor under its Hugging Face name, with its f32 master
 // value, its gradient, whether it trains and whether weight decay applies. The weight binder
-// fills it; the optimizer, gradient clipping, checkpoint saving and resuming iterate it.
+// fills it; the optimizer, gradient clipping, checkpoint saving and resuming iterate it. Values
+// and gradients live on the table's device, the model's (TrainableModel::device).
 //
 // Tensors the engine fuses (BERT's query, key and value become one [3C, C] projection) are
 // registered once as a fused master and gradient; each Hugging Face tensor is a row slice of
@@ -43,7 +44,11 @@ struct FusedTensor {
 
 class ParameterTable {
  public:
-  // A parameter with a new f32 master copied from `init` (any float dtype, any device view).
+  explicit ParameterTable(Device device = Device::cpu()) : device_(device) {}
+  Device device() const { return device_; }
+
+  // A parameter with a new f32 master on the table's device copied from `init` (any float
+  // dtype, a host tensor or view: a checkpoint's, or an initialiser's).
   Parameter& add(const std::string& name, const Tensor& init);
   // One fused master made of `parts` stacked by rows, in order; each part becomes a parameter
   // that views its rows. Returns the fused value and gradient for the engine's GEMMs.
@@ -61,13 +66,16 @@ class ParameterTable {
   // Bytes of the NF4 weights (codes, absmax values and scales).
   int64_t nf4_bytes() const;
 
+  // Every gradient to 0 (one zero_grad op over them all).
   void zero_grad();
   // Parameters (elements), all or trainable only.
   int64_t count(bool trainable_only) const;
 
  private:
+  Device device_;
   std::deque<Parameter> entries_;  // a deque: references stay valid as parameters are added
   std::map<std::string, size_t> index_;
+  std::vector<Tensor> grad_list_;  // zero_grad's list, kept for its capacity (no allocation per step)
 };
 
 // Whether any parameter viewing `fused`'s gradient still trains (LoRA freezes the rest).

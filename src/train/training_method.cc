@@ -39,10 +39,10 @@ std::vector<std::string> apply_training_method(TrainableModel& model, const mode
                   std::to_string(model.params.count(true)) + " of " + std::to_string(model.params.count(false)) +
                   " parameters train");
   if (o.method == "qlora") {
-    const int64_t before = memory_stats(Device::cpu()).by_category[int(MemoryCategory::weights)].current;
+    const int64_t before = memory_stats(model.device).by_category[int(MemoryCategory::weights)].current;
     const int64_t matrices = model.quantize_base_nf4();
-    release_cached_memory(Device::cpu());
-    const int64_t after = memory_stats(Device::cpu()).by_category[int(MemoryCategory::weights)].current;
+    release_cached_memory(model.device);
+    const int64_t after = memory_stats(model.device).by_category[int(MemoryCategory::weights)].current;
     notes.push_back("QLoRA: " + std::to_string(matrices) + " frozen weight matrices in NF4 (blocks of 64, " +
                     "double-quantized absmax, as bitsandbytes): " + std::to_string(model.params.nf4_bytes() >> 20) +
                     " MiB; the weights category went from " + std::to_string(before >> 20) + " to " +

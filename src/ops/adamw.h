@@ -1,0 +1,56 @@
+// AdamW as torch.optim.AdamW (decoupled weight decay, bias correction) over a list of tensors at
+// once, as PyTorch's multi-tensor (foreach) AdamW: the optimizer lists every trainable parameter
+// with its gradient and moments once, and one call updates them all.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/op_cost.h"
+#include "tach/tensor.h"
+
+namespace tach::ops {
+
+struct AdamWConfig {
+  float lr = 1e-3f;  // the schedule's value for this step
+  float beta1 = 0.9f, beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 1e-2f;  // torch's default; applied only to the tensors listed with decay
+};
+
+// The tensors one update walks, listed once (the optimizer keeps this) so that a step allocates
+// nothing: param, grad, m, v of entry i share one shape, f32, contiguous, on one device.
+struct AdamWTensors {
+  std::vector<Tensor> params, grads, m, v;
+  std::vector<bool> decay;  // weight decay applies to params[i] (not biases and norm weights, as the Trainer)
+  // The chunked schedule (--exec fused): every tensor cut into pieces of at most kChunk elements,
+  // updated in parallel; each element sees the same arithmetic as the per-tensor pass.
+  static constexpr int64_t kChunk = 1 << 16;
+  struct Chunk {
+    size_t tensor;
+    int64_t begin, end;
+  };
+  std::vector<Chunk> chunks;
+  int64_t elements = 0;  // Σ numel
+
+  void add(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, bool decay);
+  size_t size() const { return params.size(); }
+};
+
+// One update of every listed tensor; step counts from 1 (bias correction uses it).
+//   param -= lr * weight_decay * param             (decoupled, before the moment update)
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+//   param -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
+// chunked false: one pass and one span "adamw" per tensor; true: one parallel pass over the
+// chunks, one span "adamw_fused". The same numbers either way.
+void adamw_update(const AdamWTensors& tensors, int64_t step, const AdamWConfig& config, bool chunked);
+// Per element: ~12 flops; reads param, grad, m and v, writes param, m and v.
+OpCost adamw_cost(int64_t elements);
+
+// Kernels (ops/adamw_cpu.cc). param, grad, m, v: [n]; decay false also when weight_decay is 0.
+void adamw_update_cpu(float* param, const float* grad, float* m, float* v, int64_t n, int64_t step,
+                      const AdamWConfig& c, bool decay);
+// Every chunk of `tensors`, in parallel on the thread pool.
+void adamw_update_chunks_cpu(const AdamWTensors& tensors, int64_t step, const AdamWConfig& c);
+
+}  // namespace tach::ops
