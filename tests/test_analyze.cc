@@ -61,14 +61,14 @@ TEST(TraceReader, ReadsEveryCategoryAndTheHeaderOfARealTrace) {
   EXPECT_EQ(t.backend, "gloo");
   EXPECT_TRUE(t.with_flops && t.record_shapes && t.profile_memory && t.with_stack);
   std::map<Category, int> by_category;
-  for (const auto& e : t.cpu) by_category[e.category]++;
+  for (const auto& e : t.cpu) by_category[t.category(e)]++;
   EXPECT_EQ(by_category[Category::cpu_op], 2048);
   EXPECT_EQ(by_category[Category::user_annotation], 32);
   EXPECT_EQ(by_category[Category::python_function], 2294);
   EXPECT_EQ(t.memory.size(), 857u);
   EXPECT_TRUE(t.device.empty());  // a CPU-only session
   int steps = 0;
-  for (const auto& e : t.cpu) steps += t.strings.str(e.name).rfind("ProfilerStep#", 0) == 0;
+  for (const auto& e : t.cpu) steps += t.name(e).rfind("ProfilerStep#", 0) == 0;
   EXPECT_EQ(steps, 2);
 }
 
@@ -118,10 +118,10 @@ TEST(TraceReader, EscapesNumbersAndMalformedInput) {
       "e.json", R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a\"b\\ \u00e9\ud83d\ude00","ts":1.5e1,)"
                 R"("dur":2,"tid":"7","args":{"Input Dims":[[2,3],[[1],[2]],[]],"Ignored":{"x":[1,{"y":null}]}}}]})");
   ASSERT_EQ(t.cpu.size(), 1u);
-  EXPECT_EQ(t.strings.str(t.cpu[0].name), "a\"b\\ \xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(t.name(t.cpu[0]), "a\"b\\ \xc3\xa9\xf0\x9f\x98\x80");
   EXPECT_EQ(t.cpu[0].start_ns, 15000);
-  EXPECT_EQ(t.cpu[0].tid, 7);
-  EXPECT_EQ(t.strings.str(t.cpu[0].shapes), "[[2, 3], [], []]");  // a list of tensors shows as []
+  EXPECT_EQ(t.tid(t.cpu[0]), 7);
+  EXPECT_EQ(t.strings.str(t.signature(t.cpu[0]).shapes), "[[2, 3], [], []]");  // a list of tensors shows as []
   for (const char* bad : {R"({"traceEvents":[]} x)", R"({"traceEvents":[{"name":"\q"}]})",
                           R"({"traceEvents":[{"ts":1e}]})", R"({"traceEvents":[{"name":"\ud800"}]})"})
     EXPECT_NE(error_of([&] { load_trace_text("bad.json", bad); }).find("not a trace: malformed JSON at byte"),

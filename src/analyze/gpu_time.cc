@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -35,28 +36,58 @@ KernelType kernel_type(const std::string& name) {
 
 namespace {
 
-// HTA's _filter_irrelevant_gpu_kernels: with two or more ProfilerStep names, only the device
-// events whose launch (a CPU event with their correlation id) started before the last step's
-// start count; the last step may be cut short by the profiler stopping.
-std::optional<std::unordered_set<int64_t>> launched_before_last_step(const Trace& t) {
-  std::unordered_set<uint32_t> step_names;
-  int64_t last_start = INT64_MIN;
-  for (const auto& e : t.cpu)
-    if (t.strings.str(e.name).rfind("ProfilerStep#", 0) == 0) {
-      step_names.insert(e.name);
-      last_start = std::max(last_start, e.start_ns);
-    }
-  if (step_names.size() < 2) return std::nullopt;
-  std::unordered_set<int64_t> kept;
-  for (const auto& e : t.cpu)
-    if (e.correlation != 0 && e.start_ns < last_start) kept.insert(e.correlation);
-  return kept;
-}
-
 bool is_launch_call(const std::string& name) {
   return name == "cudaLaunchKernel" || name == "cudaLaunchKernelExC" || name == "cudaMemcpyAsync" ||
          name == "cudaMemsetAsync" || name == "cuLaunchKernel" || name == "cuLaunchKernelEx" ||
-         name == "hipLaunchKernel" || name == "hipExtLaunchKernel";
+         // ROCm's: what torch's HIP build and hipBLASLt call (HTA 0.5 knows none of them).
+         name == "hipLaunchKernel" || name == "hipExtLaunchKernel" || name == "hipModuleLaunchKernel" ||
+         name == "hipExtModuleLaunchKernel" || name == "hipMemcpyAsync" || name == "hipMemcpyWithStream" ||
+         name == "hipMemsetAsync";
+}
+
+// The runtime and driver calls by correlation id (then start): a sorted table looked up by binary
+// search, 24 bytes a call.
+struct Call {
+  int64_t correlation, start_ns, end_ns;
+  bool launch;
+  bool operator<(const Call& o) const { return std::tie(correlation, start_ns) < std::tie(o.correlation, o.start_ns); }
+};
+
+class Calls {
+ public:
+  explicit Calls(const Trace& t) {
+    for (const auto& e : t.cpu) {
+      const Category c = t.category(e);
+      if (e.id == 0 || (c != Category::cuda_runtime && c != Category::cuda_driver)) continue;
+      calls_.push_back(Call{e.id, e.start_ns, e.end_ns, is_launch_call(t.name(e))});
+    }
+    std::sort(calls_.begin(), calls_.end());
+  }
+  // The first call with this correlation id; with launch, the first that launches.
+  const Call* find(int64_t correlation, bool launch = false) const {
+    auto it = std::lower_bound(calls_.begin(), calls_.end(), Call{correlation, INT64_MIN, 0, false});
+    for (; it != calls_.end() && it->correlation == correlation; ++it)
+      if (!launch || it->launch) return &*it;
+    return nullptr;
+  }
+
+ private:
+  std::vector<Call> calls_;
+};
+
+// HTA's _filter_irrelevant_gpu_kernels: with two or more ProfilerStep names, only the device
+// events whose launch (a call with their correlation id) started before the last step's start
+// count; the last step may be cut short by the profiler stopping. Unset: every event counts.
+std::optional<int64_t> last_step_start(const Trace& t) {
+  std::unordered_set<uint32_t> step_names;
+  int64_t last_start = INT64_MIN;
+  for (const auto& e : t.cpu)
+    if (t.name(e).rfind("ProfilerStep#", 0) == 0) {
+      step_names.insert(t.signature(e).name);
+      last_start = std::max(last_start, e.start_ns);
+    }
+  if (step_names.size() < 2) return std::nullopt;
+  return last_start;
 }
 
 }  // namespace
@@ -65,20 +96,16 @@ std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
   std::vector<Interval> all, compute, comm;
   std::unordered_map<uint32_t, KernelStat> stats;
   GpuTime g;
-  const auto kept = launched_before_last_step(t);
-  // The launching calls by correlation id: [start, end); and any runtime call's start (idle causes).
-  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> calls;
-  std::unordered_map<int64_t, int64_t> call_start;
-  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> by_stream;  // stream: (start, index)
-  for (const auto& e : t.cpu) {
-    if (e.correlation == 0 || (e.category != Category::cuda_runtime && e.category != Category::cuda_driver)) continue;
-    call_start.emplace(e.correlation, e.start_ns);
-    if (kept && !kept->count(e.correlation)) continue;
-    if (is_launch_call(t.strings.str(e.name))) calls.emplace(e.correlation, std::make_pair(e.start_ns, e.end_ns));
-  }
-  for (const auto& d : t.device) {
+  const Calls calls(t);
+  const std::optional<int64_t> last_step = last_step_start(t);
+  std::vector<uint32_t> counted;  // the device events counted, by index
+  for (size_t i = 0; i < t.device.size(); ++i) {
+    const DeviceEvent& d = t.device[i];
     if (d.category == Category::gpu_user_annotation) continue;
-    if (kept && !kept->count(d.correlation)) continue;
+    if (last_step) {
+      const Call* c = calls.find(d.correlation);
+      if (!c || c->start_ns >= *last_step) continue;
+    }
     const std::string& name = t.strings.str(d.name);
     const KernelType type = kernel_type(name);
     const int64_t dur = d.end_ns - d.start_ns;
@@ -97,10 +124,10 @@ std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
     s.min_ns = std::min(s.min_ns, dur);
     s.max_ns = std::max(s.max_ns, dur);
     ++g.kernels;
-    by_stream[d.stream].emplace_back(d.start_ns, int64_t(&d - t.device.data()));
-    if (const auto call = calls.find(d.correlation); call != calls.end()) {
-      const int64_t cpu = call->second.second - call->second.first;
-      const int64_t delay = std::max<int64_t>(0, d.start_ns - call->second.second);
+    counted.push_back(static_cast<uint32_t>(i));
+    if (const Call* call = calls.find(d.correlation, true)) {
+      const int64_t cpu = call->end_ns - call->start_ns;
+      const int64_t delay = std::max<int64_t>(0, d.start_ns - call->end_ns);
       LaunchStats& l = g.launch;
       ++l.launches;
       l.cpu_ns += cpu;
@@ -116,17 +143,19 @@ std::optional<GpuTime> gpu_time(const Trace& t, size_t top) {
     }
   }
   if (all.empty()) return std::nullopt;
-  for (auto& [stream, kernels] : by_stream) {
-    std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (size_t i = 1; i < kernels.size(); ++i) {
-      const DeviceEvent& prev = t.device[size_t(kernels[i - 1].second)];
-      const DeviceEvent& d = t.device[size_t(kernels[i].second)];
-      const int64_t gap = d.start_ns - prev.end_ns;
-      const auto call = call_start.find(d.correlation);
-      if (call != call_start.end() && call->second > prev.end_ns) g.idle_by_cause.host_wait_ns += gap;
-      else if (gap < kConsecutiveKernelDelayNs) g.idle_by_cause.kernel_wait_ns += gap;
-      else g.idle_by_cause.other_ns += gap;
-    }
+  // Idle by cause: each stream's events by start, the gap before each one.
+  std::stable_sort(counted.begin(), counted.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(t.device[a].stream, t.device[a].start_ns) < std::tie(t.device[b].stream, t.device[b].start_ns);
+  });
+  for (size_t i = 1; i < counted.size(); ++i) {
+    const DeviceEvent& prev = t.device[counted[i - 1]];
+    const DeviceEvent& d = t.device[counted[i]];
+    if (prev.stream != d.stream) continue;
+    const int64_t gap = d.start_ns - prev.end_ns;
+    const Call* call = calls.find(d.correlation);
+    if (call && call->start_ns > prev.end_ns) g.idle_by_cause.host_wait_ns += gap;
+    else if (gap < kConsecutiveKernelDelayNs) g.idle_by_cause.kernel_wait_ns += gap;
+    else g.idle_by_cause.other_ns += gap;
   }
   all = merge_intervals(std::move(all));
   compute = merge_intervals(std::move(compute));

@@ -34,8 +34,8 @@ struct KernelStat {
 
 // HTA's get_cuda_kernel_launch_stats: each kernel, copy or set joined by correlation id to the
 // runtime call that launched it (cudaLaunchKernel, cudaLaunchKernelExC, cudaMemcpyAsync,
-// cudaMemsetAsync; also cuLaunchKernel, cuLaunchKernelEx and hipLaunchKernel, which HTA 0.5 leaves
-// out); launch delay: the kernel's start less the call's end, 0 when negative.
+// cudaMemsetAsync; also cuLaunchKernel, cuLaunchKernelEx and ROCm's hipLaunchKernel,
+// hipExtModuleLaunchKernel, hipMemcpyWithStream and the like, which HTA 0.5 leaves out); launch delay: the kernel's start less the call's end, 0 when negative.
 struct LaunchStats {
   int64_t launches = 0;
   int64_t cpu_ns = 0, gpu_ns = 0, delay_ns = 0;  // sums

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "analyze/roofline.h"
@@ -18,113 +19,200 @@ bool filtered_out(const std::string& name) {
          name == "aten::is_leaf" || name == "aten::output_nr" || name == "aten::_version";
 }
 
-std::string row_name(const std::string& name) {
-  return name.rfind("ProfilerStep#", 0) == 0 ? std::string("ProfilerStep*") : name;
-}
-
-// The event tree torch builds, over the kept CPU events in (start, -end) order.
-struct Node {
-  uint32_t event = 0;  // index into Trace::cpu
-  int32_t parent = -1;
-  std::vector<uint32_t> children;  // node indices
-  int64_t kernel_ns = 0;           // own kernels (External id), replaced by a merged child's
-  int64_t device_ns = 0;           // own kernels and the children's
-  int64_t memory = 0;              // CPU bytes of [memory] events inside [start, end]
-  bool alive = true;
-};
-
 bool cpu_memory_type(int device_type) { return device_type == 0 || device_type == 2 || device_type == 5; }
 
-std::vector<Node> build_tree(const Trace& t) {
-  std::vector<Node> nodes;
-  nodes.reserve(t.cpu.size());
-  for (uint32_t i = 0; i < t.cpu.size(); ++i)
-    if (!filtered_out(t.strings.str(t.cpu[i].name))) nodes.push_back(Node{i, -1, {}, 0, 0, 0, true});
-  std::stable_sort(nodes.begin(), nodes.end(), [&](const Node& a, const Node& b) {
-    const CpuEvent& x = t.cpu[a.event];
-    const CpuEvent& y = t.cpu[b.event];
-    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
-  });
-  // Nesting per thread: a stack of open parents, popped while the next event is not inside.
-  std::unordered_map<int64_t, std::vector<uint32_t>> open;
-  for (uint32_t n = 0; n < nodes.size(); ++n) {
-    const CpuEvent& e = t.cpu[nodes[n].event];
-    if (e.is_async) continue;
-    auto& stack = open[e.tid];
-    while (!stack.empty()) {
-      const CpuEvent& p = t.cpu[nodes[stack.back()].event];
-      if (e.start_ns >= p.end_ns || e.end_ns > p.end_ns) {
-        stack.pop_back();
-      } else {
-        nodes[stack.back()].children.push_back(n);
-        nodes[n].parent = static_cast<int32_t>(stack.back());
-        break;
-      }
-    }
-    stack.push_back(n);
-  }
-  // Memory inside each event: prefix sums over the CPU [memory] events by time.
-  std::vector<std::pair<int64_t, int64_t>> mem;
-  for (const auto& m : t.memory) mem.emplace_back(m.ts_ns, cpu_memory_type(m.device_type) ? m.bytes : 0);
-  std::sort(mem.begin(), mem.end());
-  std::vector<int64_t> prefix(mem.size() + 1, 0);
-  for (size_t i = 0; i < mem.size(); ++i) prefix[i + 1] = prefix[i] + mem[i].second;
-  for (auto& node : nodes) {
-    const CpuEvent& e = t.cpu[node.event];
-    const auto lo = std::lower_bound(mem.begin(), mem.end(), std::make_pair(e.start_ns, INT64_MIN));
-    const auto hi = std::upper_bound(mem.begin(), mem.end(), std::make_pair(e.end_ns, INT64_MAX));
-    node.memory = prefix[size_t(hi - mem.begin())] - prefix[size_t(lo - mem.begin())];
-  }
-  // Kernels, copies and sets under the op whose External id they carry (runtime calls carry it
-  // too, but are no frontend ops).
-  std::unordered_map<int64_t, uint32_t> by_external;
-  for (uint32_t n = 0; n < nodes.size(); ++n) {
-    const CpuEvent& e = t.cpu[nodes[n].event];
-    if (e.external_id != 0 && !e.is_async &&
-        (e.category == Category::cpu_op || e.category == Category::user_annotation))
-      by_external.emplace(e.external_id, n);
-  }
-  for (const auto& d : t.device) {
-    if (d.category == Category::gpu_user_annotation || d.external_id == 0) continue;
-    const auto it = by_external.find(d.external_id);
-    if (it != by_external.end()) nodes[it->second].kernel_ns += d.end_ns - d.start_ns;
-  }
-  // A child that is its same-named parent's only child is merged into it (_remove_dup_nodes).
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (uint32_t n = 0; n < nodes.size(); ++n) {
-      Node& child = nodes[n];
-      if (!child.alive || child.parent < 0) continue;
-      Node& parent = nodes[size_t(child.parent)];
-      if (parent.children.size() != 1 ||
-          row_name(t.strings.str(t.cpu[parent.event].name)) != row_name(t.strings.str(t.cpu[child.event].name)))
-        continue;
-      parent.children = child.children;
-      parent.kernel_ns = child.kernel_ns;
-      for (const uint32_t c : child.children) nodes[c].parent = child.parent;
-      child.alive = false;
-      changed = true;
+// The CPU bytes of the [memory] events inside [start, end] (any thread, as torch matches them):
+// prefix sums over them by time.
+class MemoryInside {
+ public:
+  explicit MemoryInside(const Trace& t) {
+    std::vector<std::pair<int64_t, int64_t>> mem;
+    for (const auto& m : t.memory)
+      if (cpu_memory_type(m.device_type)) mem.emplace_back(m.ts_ns, m.bytes);
+    std::sort(mem.begin(), mem.end());
+    ts_.reserve(mem.size());
+    prefix_.assign(1, 0);
+    for (const auto& [ts, bytes] : mem) {
+      ts_.push_back(ts);
+      prefix_.push_back(prefix_.back() + bytes);
     }
   }
-  // Device time bottom-up: children follow their parents in this order.
-  for (size_t n = nodes.size(); n-- > 0;) {
-    Node& node = nodes[n];
-    if (!node.alive) continue;
-    node.device_ns = t.cpu[node.event].is_async ? 0 : node.kernel_ns;
-    if (!t.cpu[node.event].is_async)
-      for (const uint32_t c : node.children) node.device_ns += nodes[c].device_ns;
+  int64_t operator()(int64_t start, int64_t end) const {
+    const auto lo = std::lower_bound(ts_.begin(), ts_.end(), start);
+    const auto hi = std::upper_bound(ts_.begin(), ts_.end(), end);
+    return prefix_[size_t(hi - ts_.begin())] - prefix_[size_t(lo - ts_.begin())];
   }
-  return nodes;
-}
+
+ private:
+  std::vector<int64_t> ts_, prefix_;
+};
+
+constexpr uint32_t kProfilerStepRow = UINT32_MAX;  // every ProfilerStep#N: one row
+
+// An event whose children are all done, as its parent and its row need it.
+struct Done {
+  uint32_t signature = 0;
+  uint32_t row_name = 0;  // the name id, or kProfilerStepRow
+  int64_t total_ns = 0, kernel_ns = 0, device_ns = 0, memory = 0;
+  int64_t children_cpu_ns = 0, children_device_ns = 0, children_memory = 0;
+  uint32_t children = 0;
+};
+
+// An event on a thread's stack of open ones. Its first child waits, unfolded, until a second
+// arrives or the event ends: a child with its parent's name that is the parent's only child is
+// merged into it (torch's _remove_dup_nodes: aten::div_ calling aten::div_ counts once, its
+// kernels lifted up).
+struct Open {
+  Done node;
+  int64_t end_ns = 0;
+  std::optional<Done> only_child;
+};
 
 struct Key {
-  std::string name;
+  uint32_t name;
   RowKind kind;
-  std::string shapes;
-  std::vector<std::string> stack;
+  uint32_t shapes;
+  std::vector<uint32_t> stack;  // frame name ids, innermost first
   bool operator<(const Key& o) const {
     return std::tie(name, kind, shapes, stack) < std::tie(o.name, o.kind, o.shapes, o.stack);
   }
+};
+
+// The op table folded from the events as torch's tree would have them, one thread's stack of open
+// events at a time: memory holds the stacks (as deep as the nesting), never a node per event.
+class Folder {
+ public:
+  Folder(const Trace& t, GroupBy group_by, int stack_depth)
+      : t_(t), group_by_(group_by), stack_depth_(stack_depth), memory_(t) {
+    // Kernels, copies and sets under the op whose External id they carry.
+    for (const auto& d : t.device)
+      if (d.category != Category::gpu_user_annotation && d.external_id != 0)
+        kernel_ns_[d.external_id] += d.end_ns - d.start_ns;
+    for (const Signature& s : t.signatures) {
+      const std::string& name = t.strings.str(s.name);
+      skipped_.push_back(filtered_out(name));
+      row_names_.push_back(name.rfind("ProfilerStep#", 0) == 0 ? kProfilerStepRow : s.name);
+    }
+  }
+
+  std::vector<OpRow> run() {
+    std::unordered_map<uint32_t, std::vector<Open>> open;
+    for (const CpuEvent& e : t_.cpu) {  // by start, the enclosing event first
+      if (skipped_[e.signature]) continue;
+      const Signature& s = t_.signature(e);
+      Done d;
+      d.signature = e.signature;
+      d.row_name = row_names_[e.signature];
+      d.total_ns = e.end_ns - e.start_ns;
+      d.memory = memory_(e.start_ns, e.end_ns);
+      // Runtime calls carry an External id too, but are no frontend ops; c10d works take no part.
+      if (e.id != 0 && !s.is_async && (s.category == Category::cpu_op || s.category == Category::user_annotation))
+        if (const auto k = kernel_ns_.find(e.id); k != kernel_ns_.end()) {
+          d.kernel_ns = k->second;
+          kernel_ns_.erase(k);  // the first op with the id takes its kernels
+        }
+      if (s.is_async) {
+        fold(d, {}, true);
+        continue;
+      }
+      auto& stack = open[e.thread];
+      while (!stack.empty() && (e.start_ns >= stack.back().end_ns || e.end_ns > stack.back().end_ns)) close(stack);
+      stack.push_back(Open{d, e.end_ns, std::nullopt});
+    }
+    for (auto& [thread, stack] : open)
+      while (!stack.empty()) close(stack);
+    for (const auto& d : t_.device) {
+      OpRow& r = row(Key{d.name, RowKind::device, 0, {}});
+      r.calls += 1;
+      r.self_device_ns += d.end_ns - d.start_ns;
+      r.device_ns += d.end_ns - d.start_ns;
+    }
+    return std::move(rows_);
+  }
+
+ private:
+  // The top of stack has ended: its first child settled, its totals made, and it handed to its
+  // parent (or folded, at the top level).
+  void close(std::vector<Open>& stack) {
+    Open& top = stack.back();
+    Done d = top.node;
+    if (top.only_child) {
+      const Done& c = *top.only_child;
+      if (d.children == 1 && c.row_name == d.row_name) {
+        d.kernel_ns = c.kernel_ns;
+        d.children_cpu_ns = c.children_cpu_ns;
+        d.children_device_ns = c.children_device_ns;
+        d.children_memory = c.children_memory;
+        d.children = c.children;
+      } else {
+        fold(c, stack, false);
+      }
+    }
+    d.device_ns = d.kernel_ns + d.children_device_ns;
+    stack.pop_back();
+    if (stack.empty()) return fold(d, stack, false);
+    Open& parent = stack.back();
+    if (parent.node.children == 0) {
+      parent.only_child = d;
+    } else {
+      if (parent.only_child) fold(*parent.only_child, stack, false);
+      parent.only_child.reset();
+      fold(d, stack, false);
+    }
+    parent.node.children += 1;
+    parent.node.children_cpu_ns += d.total_ns;
+    parent.node.children_device_ns += d.device_ns;
+    parent.node.children_memory += d.memory;
+  }
+
+  // Adds an event to its row; ancestors: the open events that hold it, outermost first.
+  void fold(const Done& d, const std::vector<Open>& ancestors, bool is_async) {
+    const Signature& s = t_.signatures[d.signature];
+    if (s.category == Category::python_function) return;  // frames nest but are no rows
+    Key key{d.row_name, s.category == Category::user_annotation ? RowKind::user_annotation : RowKind::cpu, 0, {}};
+    if (group_by_ == GroupBy::shape) key.shapes = s.shapes;
+    if (group_by_ == GroupBy::stack)
+      for (size_t i = ancestors.size(); i-- > 0 && int(key.stack.size()) < stack_depth_;) {
+        const Signature& a = t_.signatures[ancestors[i].node.signature];
+        if (a.category == Category::python_function) key.stack.push_back(a.name);
+      }
+    OpRow& r = row(std::move(key));
+    if (r.precision.empty()) r.precision = gemm_precision(t_.strings.str(s.types));
+    const int64_t device_ns = is_async ? 0 : d.device_ns;
+    r.calls += 1;
+    r.cpu_ns += d.total_ns;
+    r.device_ns += device_ns;
+    r.cpu_memory += d.memory;
+    r.flops += s.flops;
+    if (!is_async) {
+      r.self_cpu_ns += d.total_ns - d.children_cpu_ns;
+      r.self_device_ns += device_ns - d.children_device_ns;
+      r.self_cpu_memory += d.memory - d.children_memory;
+    }
+  }
+
+  OpRow& row(Key key) {
+    const auto it = index_.find(key);
+    if (it != index_.end()) return rows_[it->second];
+    OpRow r;
+    r.name = key.name == kProfilerStepRow ? std::string("ProfilerStep*") : t_.strings.str(key.name);
+    r.kind = key.kind;
+    if (group_by_ == GroupBy::shape && key.kind != RowKind::device) r.shapes = t_.strings.str(key.shapes);
+    for (const uint32_t f : key.stack) r.stack.push_back(t_.strings.str(f));
+    index_.emplace(std::move(key), rows_.size());
+    rows_.push_back(std::move(r));
+    return rows_.back();
+  }
+
+  const Trace& t_;
+  const GroupBy group_by_;
+  const int stack_depth_;
+  const MemoryInside memory_;
+  std::unordered_map<int64_t, int64_t> kernel_ns_;  // External id: its kernels' summed time
+  std::vector<bool> skipped_;                       // by signature: events torch filters out
+  std::vector<uint32_t> row_names_;                 // by signature: the row's name id
+  std::map<Key, size_t> index_;
+  std::vector<OpRow> rows_;
 };
 
 }  // namespace
@@ -146,70 +234,16 @@ GroupBy parse_group_by(const std::string& s) {
 }
 
 std::vector<OpRow> op_averages(const Trace& t, GroupBy group_by, int stack_depth) {
-  const std::vector<Node> nodes = build_tree(t);
-  std::map<Key, size_t> index;
-  std::vector<OpRow> rows;
-  auto row_for = [&](Key key) -> OpRow& {
-    const auto it = index.find(key);
-    if (it != index.end()) return rows[it->second];
-    index.emplace(key, rows.size());
-    OpRow r;
-    r.name = key.name;
-    r.kind = key.kind;
-    r.shapes = std::move(key.shapes);
-    r.stack = std::move(key.stack);
-    rows.push_back(std::move(r));
-    return rows.back();
-  };
-  for (const auto& node : nodes) {
-    if (!node.alive) continue;
-    const CpuEvent& e = t.cpu[node.event];
-    if (e.category == Category::python_function) continue;
-    Key key{row_name(t.strings.str(e.name)),
-            e.category == Category::user_annotation ? RowKind::user_annotation : RowKind::cpu,
-            {},
-            {}};
-    if (group_by == GroupBy::shape) key.shapes = t.strings.str(e.shapes);
-    if (group_by == GroupBy::stack)
-      for (int32_t p = node.parent; p >= 0 && int(key.stack.size()) < stack_depth; p = nodes[size_t(p)].parent)
-        if (t.cpu[nodes[size_t(p)].event].category == Category::python_function)
-          key.stack.push_back(t.strings.str(t.cpu[nodes[size_t(p)].event].name));
-    OpRow& r = row_for(std::move(key));
-    if (r.precision.empty()) r.precision = gemm_precision(t.strings.str(e.types));
-    const int64_t total = e.end_ns - e.start_ns;
-    int64_t children_cpu = 0, children_device = 0, children_memory = 0;
-    for (const uint32_t c : node.children) {
-      const CpuEvent& ce = t.cpu[nodes[c].event];
-      children_cpu += ce.end_ns - ce.start_ns;
-      children_device += nodes[c].device_ns;
-      children_memory += nodes[c].memory;
-    }
-    r.calls += 1;
-    r.cpu_ns += total;
-    r.device_ns += node.device_ns;
-    r.cpu_memory += node.memory;
-    r.flops += e.flops;
-    if (!e.is_async) {
-      r.self_cpu_ns += total - children_cpu;
-      r.self_device_ns += node.device_ns - children_device;
-      r.self_cpu_memory += node.memory - children_memory;
-    }
-  }
-  for (const auto& d : t.device) {
-    OpRow& r = row_for(Key{t.strings.str(d.name), RowKind::device, {}, {}});
-    r.calls += 1;
-    r.self_device_ns += d.end_ns - d.start_ns;
-    r.device_ns += d.end_ns - d.start_ns;
-  }
-  return rows;
+  return Folder(t, group_by, stack_depth).run();
 }
 
 void merge_rows(std::vector<OpRow>& into, const std::vector<OpRow>& rows) {
-  std::map<Key, size_t> index;
+  using RowKey = std::tuple<std::string, RowKind, std::string, std::vector<std::string>>;
+  std::map<RowKey, size_t> index;
   for (size_t i = 0; i < into.size(); ++i)
-    index.emplace(Key{into[i].name, into[i].kind, into[i].shapes, into[i].stack}, i);
+    index.emplace(RowKey{into[i].name, into[i].kind, into[i].shapes, into[i].stack}, i);
   for (const auto& r : rows) {
-    const Key key{r.name, r.kind, r.shapes, r.stack};
+    const RowKey key{r.name, r.kind, r.shapes, r.stack};
     const auto it = index.find(key);
     if (it == index.end()) {
       index.emplace(key, into.size());

@@ -40,8 +40,9 @@ enum class GroupBy { name, shape, stack };
 // "name" | "shape" | "stack"; anything else is a usage error naming the choices.
 GroupBy parse_group_by(const std::string& s);
 
-// One row per key, in order of first appearance. stack_depth: frames kept for GroupBy::stack
-// (torch's group_by_stack_n).
+// One row per key (in no particular order: sort_rows orders them), folded event by event over
+// per-thread stacks of open events: beyond the trace, memory grows with the rows and the nesting
+// depth, not the events. stack_depth: frames kept for GroupBy::stack (torch's group_by_stack_n).
 std::vector<OpRow> op_averages(const Trace& trace, GroupBy group_by, int stack_depth = 5);
 
 // Adds b's rows into a's by key (several traces of one run).

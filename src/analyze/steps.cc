@@ -16,8 +16,10 @@ std::vector<StepRow> step_breakdown(const Trace& t) {
   std::vector<Interval> loader, optimizer, backward, gpu;
   std::vector<StepRow> steps;
   for (const auto& e : t.cpu) {
-    const std::string& name = t.strings.str(e.name);
-    if (e.category == Category::user_annotation) {
+    const Category category = t.category(e);
+    if (category != Category::user_annotation && category != Category::cpu_op) continue;
+    const std::string& name = t.name(e);
+    if (category == Category::user_annotation) {
       if (starts_with(name, "ProfilerStep#")) {
         StepRow s;
         s.number = std::strtoll(name.c_str() + 13, nullptr, 10);
@@ -29,7 +31,7 @@ std::vector<StepRow> step_breakdown(const Trace& t) {
       } else if (starts_with(name, "Optimizer.step#") || starts_with(name, "Optimizer.zero_grad#")) {
         optimizer.emplace_back(e.start_ns, e.end_ns);
       }
-    } else if (e.category == Category::cpu_op && starts_with(name, "autograd::engine::evaluate_function: ")) {
+    } else if (starts_with(name, "autograd::engine::evaluate_function: ")) {
       backward.emplace_back(e.start_ns, e.end_ns);
     }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <tuple>
 
 #include "analyze/torch_flops.h"
 #include "analyze/trace_reader.h"
@@ -22,13 +23,6 @@ int64_t integer_of(const json& v, int64_t fallback = 0) {
   }
   if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
   return fallback;
-}
-
-// µs with fractional ns, as torch writes them, to integer ns (exact for any trace under 104 days
-// of clock: doubles hold integers to 2^53).
-int64_t ns_of(const std::optional<double>& us) {
-  if (!us || !std::isfinite(*us) || std::fabs(*us) >= 9e12) return 0;
-  return static_cast<int64_t>(std::llround(*us * 1000.0));
 }
 
 bool is_c10d_work(const std::string& name) {
@@ -79,14 +73,13 @@ class Builder {
   void complete(const RawEvent& e) {
     const Category c = category_of(e.cat);
     if (c == Category::other) return;
-    const int64_t start = ns_of(e.ts);
-    const int64_t dur = std::max<int64_t>(0, ns_of(e.dur));
+    const int64_t start = e.ts_ns.value_or(0);
+    const int64_t dur = std::max<int64_t>(0, e.dur_ns.value_or(0));
     if (on_device(c)) {
       DeviceEvent d;
       d.start_ns = start;
       d.end_ns = start + dur;
-      d.device = e.device.value_or(e.pid);
-      d.stream = e.stream.value_or(e.tid);
+      d.stream = index_of(streams_, t_.streams, {e.device.value_or(e.pid), e.stream.value_or(e.tid)});
       d.external_id = e.external_id.value_or(0);
       d.correlation = e.correlation.value_or(0);
       d.name = t_.strings.id(e.name);
@@ -94,33 +87,60 @@ class Builder {
       t_.device.push_back(d);
       return;
     }
+    Signature s;
+    s.name = t_.strings.id(e.name);
+    s.shapes = t_.strings.id(e.has_dims ? std::string_view(e.shapes) : std::string_view("[]"));
+    if (e.flops) s.flops = std::max<int64_t>(0, *e.flops);
+    else if (e.has_dims) s.flops = torch_flops(e.name, e.dims);
+    s.types = t_.strings.id(e.types);
+    s.category = c;
+    s.is_async = c == Category::user_annotation && is_c10d_work(e.name);
     CpuEvent x;
     x.start_ns = start;
     x.end_ns = start + dur;
-    x.tid = e.tid;
-    x.external_id = e.external_id.value_or(0);
-    x.correlation = e.correlation.value_or(0);
-    x.name = t_.strings.id(e.name);
-    x.shapes = t_.strings.id(e.has_dims ? e.shapes : std::string("[]"));
-    if (e.flops) x.flops = std::max<int64_t>(0, *e.flops);
-    else if (e.has_dims) x.flops = torch_flops(e.name, e.dims);
-    x.types = t_.strings.id(e.types);
-    x.category = c;
-    x.is_async = c == Category::user_annotation && is_c10d_work(e.name);
+    const bool call = c == Category::cuda_runtime || c == Category::cuda_driver;
+    x.id = (call ? e.correlation : e.external_id).value_or(0);
+    x.signature = index_of(signatures_, t_.signatures, s);
+    x.thread = index_of(threads_, t_.threads, e.tid);
     t_.cpu.push_back(x);
   }
 
   void memory(const RawEvent& e) {
     MemoryEvent m;
-    m.ts_ns = ns_of(e.ts);
+    m.ts_ns = e.ts_ns.value_or(0);
     m.bytes = e.bytes.value_or(0);
     m.total_allocated = e.total_allocated.value_or(0);
-    m.total_reserved = e.total_reserved.value_or(0);
     m.device_type = static_cast<int>(e.device_type.value_or(0));
-    m.device_id = static_cast<int>(e.device_id.value_or(-1));
     t_.memory.push_back(m);
   }
 
+  // The index of value in table, appended the first time it is seen.
+  template <class Map, class T>
+  static uint32_t index_of(Map& index, std::vector<T>& table, const T& value) {
+    const auto [it, added] = index.try_emplace(value, static_cast<uint32_t>(table.size()));
+    if (added) table.push_back(value);
+    return it->second;
+  }
+
+  struct SignatureHash {
+    size_t operator()(const Signature& s) const {
+      uint64_t h = s.name;
+      h = h * 0x9E3779B97F4A7C15ULL ^ s.shapes;
+      h = h * 0x9E3779B97F4A7C15ULL ^ s.types;
+      h = h * 0x9E3779B97F4A7C15ULL ^ uint64_t(s.flops);
+      h = h * 0x9E3779B97F4A7C15ULL ^ (uint64_t(s.category) << 1 | uint64_t(s.is_async));
+      return size_t(h ^ (h >> 29));
+    }
+  };
+  struct PairHash {
+    size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+      return std::hash<int64_t>{}(p.first * 1000003 ^ p.second);
+    }
+  };
+
+  std::unordered_map<Signature, uint32_t, SignatureHash> signatures_;
+  std::unordered_map<int64_t, uint32_t> threads_;
+  std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, PairHash> streams_;
   Trace& t_;
 };
 
@@ -132,17 +152,24 @@ Trace load_with(const std::string& name, const std::function<void(const TraceCal
   callbacks.event = [&](const RawEvent& e) { b.event(e); };
   callbacks.field = [&](const std::string& key, json&& v) { b.field(key, std::move(v)); };
   read(callbacks);
+  // The order torch nests events in: by start, the enclosing (longer) one first; of two with one
+  // span, the one entered first (External ids count up as ops are entered). In place: a stable
+  // sort would need a second copy of the events.
+  std::sort(t.cpu.begin(), t.cpu.end(), [](const CpuEvent& a, const CpuEvent& b) {
+    return std::tie(a.start_ns, b.end_ns, a.id, a.thread, a.signature) <
+           std::tie(b.start_ns, a.end_ns, b.id, b.thread, b.signature);
+  });
   return t;
 }
 
 }  // namespace
 
-uint32_t Interner::id(const std::string& s) {
+uint32_t Interner::id(std::string_view s) {
   const auto it = ids_.find(s);
   if (it != ids_.end()) return it->second;
   const auto id = static_cast<uint32_t>(strings_.size());
-  strings_.push_back(s);
-  ids_.emplace(s, id);
+  strings_.emplace_back(s);
+  ids_.emplace(std::string_view(strings_.back()), id);
   return id;
 }
 

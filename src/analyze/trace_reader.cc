@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -160,18 +161,10 @@ class Scanner {
 
   Number number() {
     char text[64];
-    size_t n = 0;
-    bool integer = true;
-    for (int c = peek(); c >= 0 && (std::isdigit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E');
-         c = peek()) {
-      if (n + 1 >= sizeof text) fail("a number too long");
-      integer = integer && c != '.' && c != 'e' && c != 'E';
-      text[n++] = char(c);
-      ++p_;
-    }
+    const size_t n = number_text(text);
     Number out;
     if (n == 0) fail("expected a value");
-    if (integer) {
+    if (std::none_of(text, text + n, [](char c) { return c == '.' || c == 'e' || c == 'E'; })) {
       const auto r = std::from_chars(text, text + n, out.integer);
       if (r.ec == std::errc() && r.ptr == text + n) {
         out.is_integer = true;
@@ -182,6 +175,44 @@ class Scanner {
     if (r.ptr != text + n || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
       fail("a malformed number");
     return out;
+  }
+
+  // A time in µs, as torch writes them, to whole ns from its digits: a double holds an epoch
+  // timestamp (1.7e15 µs, as older traces and HTA's write) to a quarter µs only. Fractions past
+  // the ns are rounded; a time beyond ±4.6e15 µs (146 years) is left unset, so that a start plus
+  // a duration, and their difference, stay inside int64 ns.
+  std::optional<int64_t> microseconds_as_ns() {
+    char text[64];
+    const size_t n = number_text(text);
+    if (n == 0) fail("expected a value");
+    const char* end = text + n;
+    if (std::any_of(static_cast<const char*>(text), end, [](char c) { return c == 'e' || c == 'E'; })) {
+      double v = 0;
+      const auto r = std::from_chars(text, end, v);
+      if (r.ptr != end || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) fail("a malformed number");
+      if (!std::isfinite(v) || std::fabs(v) >= 4.6e15) return std::nullopt;
+      return std::llround(v * 1000.0);
+    }
+    const bool negative = text[0] == '-';
+    const char* p = text + (negative ? 1 : 0);
+    const char* dot = std::find(p, end, '.');
+    if (p == end) fail("a malformed number");
+    int64_t whole = 0;
+    if (dot != p) {
+      const auto r = std::from_chars(p, dot, whole);
+      if (r.ptr != dot || r.ec == std::errc::invalid_argument) fail("a malformed number");
+      if (r.ec != std::errc() || whole >= 4600000000000000LL) return std::nullopt;
+    }
+    int64_t fraction = 0;  // ns
+    if (dot != end) {
+      const char* f = dot + 1;
+      if (f == end && dot == p) fail("a malformed number");
+      for (int k = 0; k < 3; ++k) fraction = fraction * 10 + (f + k < end ? digit(f[k]) : 0);
+      if (f + 3 < end && digit(f[3]) >= 5) ++fraction;
+      for (const char* q = f + 3; q < end; ++q) (void)digit(*q);
+    }
+    const int64_t ns = whole * 1000 + fraction;
+    return negative ? -ns : ns;
   }
 
   void literal(const char* word) {
@@ -293,6 +324,22 @@ class Scanner {
  private:
   static constexpr int kMaxDepth = 512;
 
+  // The characters of a number, into text (64 bytes); returns how many.
+  size_t number_text(char* text) {
+    size_t n = 0;
+    for (int c = peek(); c >= 0 && (std::isdigit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E');
+         c = peek()) {
+      if (n + 1 >= 64) fail("a number too long");
+      text[n++] = char(c);
+      ++p_;
+    }
+    return n;
+  }
+  int digit(char c) {
+    if (c < '0' || c > '9') fail("a malformed number");
+    return c - '0';
+  }
+
   bool refill() {
     if (at_end_) return false;
     consumed_ += end_ - buffer_.data();
@@ -401,8 +448,8 @@ class TraceParser {
     if (key == "ph") return string(event_.ph);
     if (key == "cat") return string(event_.cat);
     if (key == "name") return string(event_.name);
-    if (key == "ts") return real(event_.ts);
-    if (key == "dur") return real(event_.dur);
+    if (key == "ts") return time(event_.ts_ns);
+    if (key == "dur") return time(event_.dur_ns);
     if (key == "pid") return id(event_.pid);
     if (key == "tid") return id(event_.tid);
     if (key == "args") {
@@ -416,7 +463,8 @@ class TraceParser {
   }
 
   void arg(const std::string& key) {
-    if (key == "External id") return integer(event_.external_id);
+    // "External id"; kineto before 2022 wrote "external id".
+    if (key == "External id" || key == "external id") return integer(event_.external_id);
     if (key == "correlation") return integer(event_.correlation);
     if (key == "device") return integer(event_.device);
     if (key == "stream") return integer(event_.stream);
@@ -443,10 +491,10 @@ class TraceParser {
     const int c = s_.peek();
     return c == '-' || (c >= '0' && c <= '9');
   }
-  void real(std::optional<double>& out) {
+  void time(std::optional<int64_t>& out) {
     s_.skip_ws();
     if (!is_number_start()) return s_.skip_value();
-    out = s_.number().value();
+    out = s_.microseconds_as_ns();
   }
   // A whole number; a fraction is rounded, one out of range is dropped.
   static std::optional<int64_t> whole(const Number& n) {
@@ -569,8 +617,8 @@ void RawEvent::clear() {
   ph.clear();
   cat.clear();
   name.clear();
-  ts.reset();
-  dur.reset();
+  ts_ns.reset();
+  dur_ns.reset();
   pid = tid = 0;
   external_id.reset();
   correlation.reset();

@@ -21,8 +21,8 @@ namespace tach::analyze {
 // The fields of one trace event that tach reads; each event overwrites the previous one's.
 struct RawEvent {
   std::string ph, cat, name;
-  std::optional<double> ts, dur;  // µs
-  int64_t pid = 0, tid = 0;       // a string pid or tid ("Spans") becomes a stable number
+  std::optional<int64_t> ts_ns, dur_ns;  // written in µs, read to the ns exactly
+  int64_t pid = 0, tid = 0;              // a string pid or tid ("Spans") becomes a stable number
   // args
   std::optional<int64_t> external_id, correlation, device, stream, flops;
   std::optional<int64_t> bytes, total_allocated, total_reserved, device_type, device_id;
