@@ -87,6 +87,9 @@ struct TrainOptions {
   bool tensorboard = true;  // every step's metrics also as TensorBoard events in RUN_DIR/tensorboard/
 
   int threads = 0;  // 0: all cores (under mpirun: the cores shared among this machine's ranks)
+  // Where the step runs: the model's parameters, gradients, moments and activations live there and
+  // every op dispatches on it. Training runs on the CPU only for now (no --device for train yet).
+  Device device = Device::cpu();
 
   // Data-parallel training under mpirun or srun (rank and world size come from MPI; batch_size is
   // per rank). A collective that takes longer than dist_timeout seconds ends the job, naming the
@@ -183,6 +186,7 @@ class TrainStepper {
     bool gradient_checkpointing = false;  // keep layer inputs only; recompute each layer in the backward
     int64_t lora_r = 8;
     double lora_alpha = 8;
+    Device device = Device::cpu();  // where the step runs, as TrainOptions::device
   };
   static std::unique_ptr<TrainStepper> create(const Options& options);
   virtual ~TrainStepper() = default;

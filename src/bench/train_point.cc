@@ -82,6 +82,7 @@ train::StepSettings step_settings(const BenchConfig& c, const PointKey& key, con
   s.adam.weight_decay = float(t.weight_decay);
   s.max_grad_norm = t.max_grad_norm;
   s.problem_type = head.problem_type;
+  s.precision = key.dtype == "bf16" ? DType::bf16 : DType::f32;  // the step runs its GEMMs at it
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include "tach/bench.h"
 #include "train/head_loss.h"
 #include "train/loss.h"
+#include "train/train_step.h"
 
 namespace tach::train {
 
@@ -59,13 +60,14 @@ EvalScores evaluate_per_token(const TrainableModel& model, const TrainData& data
     TokenBatch batch;
     Targets targets;
     make_batch(data, idx, &batch, &targets);
+    move_to_device(batch, model.device);
     if (model.head() == Head::masked_lm) state->predicted_rows = labelled_rows(targets);
     model.forward(*state, batch, DropoutRates{});
     const int64_t L = state->logits.shape()[1];
     const float* logits = state->logits.data<float>();
-    sums[0] += head_loss(model.head(), "", logits, batch.batch(), batch.seq_len(), L, targets, nullptr, 1.f,
-                         &state->predicted_rows) *
-               double(idx.size());
+    const LossTargets labels =
+        loss_targets(targets, model.head(), batch.seq_len(), model.device, &state->predicted_rows);
+    sums[0] += head_loss(model.head(), "", state->logits, labels, Tensor(), 1.f) * double(idx.size());
     if (model.head() != Head::token_classification) continue;
     for (size_t t = 0; t < targets.token_labels.size(); ++t) {
       if (targets.token_labels[t] == kIgnoreIndex) continue;
@@ -88,8 +90,9 @@ EvalScores evaluate_per_token(const TrainableModel& model, const TrainData& data
 }  // namespace
 
 EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data, int64_t batch_size,
-                              const std::string& problem_type, DataParallel* dp) {
+                              const std::string& problem_type, DataParallel* dp, DType precision) {
   const auto t0 = std::chrono::steady_clock::now();
+  const GemmPrecisionScope gemm_precision(precision);
   if (model.head() != Head::sequence_classification) {
     EvalScores s = evaluate_per_token(model, data, batch_size, dp);
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -109,10 +112,12 @@ EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data
     TokenBatch batch;
     Targets targets;
     make_batch(data, idx, &batch, &targets);
+    move_to_device(batch, model.device);
     model.forward(*state, batch, DropoutRates{});
     const float* logits = state->logits.data<float>();
-    loss_sum +=
-        classifier_loss(problem_type, logits, int64_t(idx.size()), L, targets, nullptr, 1.f) * double(idx.size());
+    loss_sum += classifier_loss(problem_type, state->logits,
+                                loss_targets(targets, model.head(), batch.seq_len(), model.device), Tensor(), 1.f) *
+                double(idx.size());
     for (size_t r = 0; r < idx.size(); ++r)
       std::copy(logits + int64_t(r) * L, logits + int64_t(r + 1) * L, all_logits.begin() + idx[r] * L);
   }

@@ -22,8 +22,10 @@ struct EvalScores {
 };
 
 // Data-parallel (dp not null): each rank runs every size-th example and the logits and losses are
-// summed over the ranks, so every rank gets the scores of the whole set.
+// summed over the ranks, so every rank gets the scores of the whole set. precision: the GEMMs'
+// inputs, as the run's steps take them (StepSettings::precision), as transformers' Trainer
+// evaluates under the autocast it trains with.
 EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data, int64_t batch_size,
-                              const std::string& problem_type, DataParallel* dp = nullptr);
+                              const std::string& problem_type, DataParallel* dp, DType precision);
 
 }  // namespace tach::train

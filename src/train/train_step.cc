@@ -10,7 +10,6 @@
 #include "tach/profile.h"
 #include "train/grad_norm.h"
 #include "train/head_loss.h"
-#include "train/step_support.h"
 
 namespace tach::train {
 
@@ -22,6 +21,11 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
+void move_to_device(TokenBatch& batch, Device device) {
+  for (Tensor* t : {&batch.input_ids, &batch.attention_mask, &batch.token_type_ids})
+    if (t->defined()) *t = t->on(device);
+}
+
 TrainingStep::TrainingStep(TrainableModel& model, const StepSettings& settings)
     : model_(model),
       settings_(settings),
@@ -32,6 +36,7 @@ TrainingStep::TrainingStep(TrainableModel& model, const StepSettings& settings)
 
 StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBatchSource& next, double lr) {
   const auto t_step = std::chrono::steady_clock::now();
+  const GemmPrecisionScope precision(settings_.precision);
   StepOutcome out;
   DataParallel* dp = settings_.data_parallel;
   model_.params.zero_grad();
@@ -40,11 +45,14 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
     auto t0 = std::chrono::steady_clock::now();
     TokenBatch batch;
     Targets targets;
-    int64_t rows = 0, all_rows = 0;
+    int64_t rows = 0, all_rows = 0, tokens = 0;
     {
       ProfileScope scope("data");
       next(micro, &batch, &targets);
       rows = batch.input_ids.defined() ? batch.batch() : 0;  // a rank may get none of a short last batch
+      tokens = rows > 0 ? batch.real_tokens() : 0;           // counted where the collator made the mask
+      // The forward and backward read only these: the micro-batch on the model's device.
+      move_to_device(batch, model_.device);
       all_rows = dp ? dp->global_rows(rows) : rows;
     }
     out.seconds.data += seconds_since(t0);
@@ -69,7 +77,7 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
                                            float(share / double(micro_batches)), &phase);
       out.seconds.forward += phase.forward;
       out.seconds.backward += phase.backward;
-      out.rank_tokens += batch.real_tokens();
+      out.rank_tokens += tokens;
       out.rank_samples += rows;
     }
     state_->layer_grads_ready = nullptr;
@@ -85,8 +93,7 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
   }
   out.loss = loss_sum / double(micro_batches);
   const auto t0 = std::chrono::steady_clock::now();
-  out.grad_norm =
-      std::isfinite(out.loss) ? clip_and_update(model_.params, optimizer_, lr, settings_.max_grad_norm) : out.loss;
+  out.grad_norm = std::isfinite(out.loss) ? clip_and_update(optimizer_, lr, settings_.max_grad_norm) : out.loss;
   out.updated = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
   out.seconds.optimizer = seconds_since(t0);
   out.seconds.total = seconds_since(t_step);
@@ -96,7 +103,7 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
 double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const Targets& targets,
                         const std::string& problem_type, const DropoutRates& dropout, float loss_scale,
                         PhaseSeconds* seconds) {
-  std::vector<float> dlogits;
+  Tensor dlogits;
   auto t0 = std::chrono::steady_clock::now();
   double loss = 0;
   {
@@ -104,20 +111,32 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
     // The masked LM's head runs on the chosen tokens only: the others' logits reach no loss.
     if (model.head() == Head::masked_lm) state.predicted_rows = labelled_rows(targets);
     model.forward(state, batch, dropout);
-    // [B, L], or [B * T, L] for a per-token head.
-    const int64_t L = state.logits.shape()[1];
-    dlogits.assign(size_t(state.logits.numel()), 0.f);
-    loss = head_loss(model.head(), problem_type, state.logits.data<float>(), batch.batch(), batch.seq_len(), L, targets,
-                     dlogits.data(), loss_scale, &state.predicted_rows);
+    // [B, L], or [B * T, L] for a per-token head: the loss's gradient accumulates into it (+=).
+    dlogits = Tensor::zeros(state.logits.shape(), DType::f32, model.device, MemoryCategory::activations);
+    const LossTargets labels =
+        loss_targets(targets, model.head(), batch.seq_len(), model.device, &state.predicted_rows);
+    loss = head_loss(model.head(), problem_type, state.logits, labels, dlogits, loss_scale);
   }
   if (seconds) seconds->forward += seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   {
     ProfileScope scope("backward");
-    model.backward(state, batch, dlogits.data(), dropout);
+    model.backward(state, batch, dlogits.data<float>(), dropout);
   }
   if (seconds) seconds->backward += seconds_since(t0);
   return loss;
+}
+
+GemmPrecisionScope::GemmPrecisionScope(DType precision)
+    : scope_(precision == DType::bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32) {
+  if (precision != DType::f32 && precision != DType::bf16)
+    throw Error("training runs its GEMMs in f32 or bf16, not " + std::string(dtype_name(precision)));
+}
+
+std::string training_gemm_description(DType precision) {
+  if (precision == DType::f32) return "f32";
+  return cpu::bf16_train_gemm_onednn() ? "bf16 inputs, f32 accumulation (oneDNN bf16 matmul)"
+                                       : "bf16 emulated: inputs rounded to bf16, f32 GEMM";
 }
 
 std::string bf16_training_note() {
@@ -133,30 +152,10 @@ std::string bf16_training_note() {
          "f32 GEMM: the numbers of bf16 training, slower than f32 here, not faster";
 }
 
-double clip_and_update(ParameterTable& params, AdamWOptimizer& optimizer, double lr, double max_grad_norm) {
+double clip_and_update(AdamWOptimizer& optimizer, double lr, double max_grad_norm) {
   ProfileScope scope("optimizer");
-  std::vector<std::pair<float*, int64_t>> grads;
-  for (auto& p : params.entries())
-    if (p.trainable) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
-  int64_t n = 0;
-  for (const auto& g : grads) n += g.second;
-  double norm = 0;
-  {
-    ops::OpCost c;  // a sum of squares: 2 flops and 4 bytes per element
-    c.flops = 2.0 * double(n);
-    c.bytes_read = 4.0 * double(n);
-    OpSpan o("grad_norm", c);
-    norm = global_grad_norm(grads);
-  }
-  if (!std::isfinite(norm)) return norm;
-  if (max_grad_norm > 0) {
-    ops::OpCost c;  // a scale in place (when the norm exceeds the limit)
-    c.flops = double(n);
-    c.bytes_read = c.bytes_written = 4.0 * double(n);
-    OpSpan o("clip_grad_norm", c);
-    scale_to_norm(grads, norm, max_grad_norm);
-  }
-  optimizer.step(lr);
+  const double norm = clip_grad_norm(optimizer.grads(), max_grad_norm);  // the ops grad_norm, clip_grad_norm
+  if (std::isfinite(norm)) optimizer.step(lr);
   return norm;
 }
 

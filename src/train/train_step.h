@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "cpu/train_gemm.h"
 #include "train/classifier_loss.h"
 #include "train/data_parallel.h"
 #include "train/optimizer.h"
@@ -25,6 +26,9 @@ struct StepSettings {
   DecayScope decay_scope = DecayScope::trainer;
   double max_grad_norm = 1.0;  // 0: no clipping
   std::string problem_type = "single_label_classification";
+  // The GEMMs' inputs: f32, or bf16 (mixed precision, as torch.autocast runs linear and matmul:
+  // f32 master weights, accumulation, norms, softmax, losses and AdamW).
+  DType precision = DType::f32;
   // Under mpirun with several ranks: the rank's share of each batch, gradients summed over the
   // ranks (train/data_parallel.h). Null: one process.
   DataParallel* data_parallel = nullptr;
@@ -49,6 +53,7 @@ struct StepOutcome {
 };
 
 // Fills micro-batch `index` (0-based within the step). Runs inside the step's data phase.
+// The batch comes where the collator builds it (host memory); the step moves it.
 using MicroBatchSource = std::function<void(int64_t index, TokenBatch* batch, Targets* targets)>;
 
 class TrainingStep {
@@ -78,11 +83,27 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
                         const std::string& problem_type, const DropoutRates& dropout, float loss_scale,
                         PhaseSeconds* seconds);
 
-// The global L2 norm of the trainable gradients (before clipping). When it is finite, clips to
+// The global L2 norm of the optimizer's gradients (before clipping). When it is finite, clips to
 // max_grad_norm (0: no clipping) and updates at lr; when not, changes nothing.
-double clip_and_update(ParameterTable& params, AdamWOptimizer& optimizer, double lr, double max_grad_norm);
+double clip_and_update(AdamWOptimizer& optimizer, double lr, double max_grad_norm);
+
+// The batch's ids, mask and token types on `device`: each tensor itself where it is there already
+// (no copy: the CPU's case), else one copy. A step does it once per micro-batch, in its data phase.
+void move_to_device(TokenBatch& batch, Device device);
 
 // What a bf16 run says about its GEMMs: a bf16 matmul here, or emulated (same numbers, no speed-up).
 std::string bf16_training_note();
+// config.json's precision.gemm: how the GEMMs of a run at `precision` multiply on this machine.
+std::string training_gemm_description(DType precision);
+
+// The GEMMs of a step (or an evaluation) at `precision` while it lives; the one place the train
+// room sets it, until the linear op takes it as an argument.
+class GemmPrecisionScope {
+ public:
+  explicit GemmPrecisionScope(DType precision);
+
+ private:
+  cpu::TrainPrecisionScope scope_;  // process-wide, restored when the scope ends
+};
 
 }  // namespace tach::train

@@ -1,7 +1,6 @@
 // TrainStepper: one training step per call, on the same pieces as tach train's loop.
 #include <cmath>
 
-#include "cpu/train_gemm.h"
 #include "tach/error.h"
 #include "tach/train.h"
 #include "train/training_method.h"
@@ -28,7 +27,6 @@ class Stepper final : public TrainStepper {
   double step(const TokenBatch& batch, const std::vector<int32_t>& labels) override {
     check(int64_t(labels.size()) == batch.batch(),
           "train step: " + std::to_string(labels.size()) + " labels for " + std::to_string(batch.batch()) + " rows");
-    const cpu::TrainPrecisionScope precision(options_.bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
     const train::StepOutcome out = step_.run(
         steps_, 1,
         [&](int64_t, TokenBatch* b, train::Targets* t) {
@@ -56,7 +54,8 @@ class Stepper final : public TrainStepper {
   static std::unique_ptr<train::TrainableModel> build(train::TrainingModelSource& s, const Options& o) {
     std::vector<std::string> labels = s.id2label();
     if (labels.empty()) labels = {"LABEL_0", "LABEL_1"};  // a bare encoder: transformers' default head
-    auto m = train::build_trainable_model(s, labels, s.problem_type(), o.seed, nullptr);
+    auto m = train::build_trainable_model(s, labels, s.problem_type(), o.seed, nullptr, Head::sequence_classification,
+                                          o.device);
     train::MethodOptions mo;
     mo.method = o.qlora ? "qlora" : o.lora ? "lora" : "full";
     mo.lora.r = o.lora_r;
@@ -73,6 +72,7 @@ class Stepper final : public TrainStepper {
     st.adam.weight_decay = float(o.weight_decay);
     st.max_grad_norm = o.max_grad_norm;
     st.problem_type = s.problem_type().empty() ? "single_label_classification" : s.problem_type();
+    st.precision = o.bf16 ? DType::bf16 : DType::f32;
     return st;
   }
 

@@ -106,10 +106,12 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
   return s;
 }
 
-std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource& source,
-                                                      const std::vector<std::string>& id2label,
-                                                      const std::string& problem_type, uint64_t init_seed,
-                                                      std::vector<std::string>* notes, Head task) {
+namespace {
+
+std::unique_ptr<TrainableModel> build_for_family(const TrainingModelSource& source,
+                                                 const std::vector<std::string>& id2label,
+                                                 const std::string& problem_type, uint64_t init_seed,
+                                                 std::vector<std::string>* notes, Head task) {
   if (source.is_decoder()) {
     check(task == Head::sequence_classification,
           std::string(head_name(task)) +
@@ -132,6 +134,22 @@ std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource&
   c.problem_type = problem_type;
   return std::make_unique<TrainableEncoder>(
       build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes, task, source.location.dir));
+}
+
+}  // namespace
+
+std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource& source,
+                                                      const std::vector<std::string>& id2label,
+                                                      const std::string& problem_type, uint64_t init_seed,
+                                                      std::vector<std::string>* notes, Head task, Device device) {
+  // The families build their parameters in host memory (binding, initialising, fusing q|k|v run
+  // there), and no training kernel runs elsewhere yet: refused here, before any work, rather
+  // than by the first op of the first step.
+  check(device.kind == DeviceKind::cpu,
+        "training on " + device.str() + " is not supported yet: tach trains on the CPU (no --device for train)");
+  std::unique_ptr<TrainableModel> m = build_for_family(source, id2label, problem_type, init_seed, notes, task);
+  m->device = device;
+  return m;
 }
 
 }  // namespace tach::train

@@ -50,11 +50,13 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed);
 // The trainable model with the head `task`: id2label and problem_type say a classifier (a head
 // of another size, or one the checkpoint was not published with, is initialised as transformers
 // initialises it, from init_seed). notes: what the binder left over and what was initialised,
-// with transformers' note. The per-token heads are the encoders'.
+// with transformers' note. The per-token heads are the encoders'. device: where its steps run
+// (TrainableModel::device), as the run's options say; the CPU only for now.
 std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource& source,
                                                       const std::vector<std::string>& id2label,
                                                       const std::string& problem_type, uint64_t init_seed,
                                                       std::vector<std::string>* notes,
-                                                      Head task = Head::sequence_classification);
+                                                      Head task = Head::sequence_classification,
+                                                      Device device = Device::cpu());
 
 }  // namespace tach::train

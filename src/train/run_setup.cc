@@ -1,0 +1,162 @@
+// Setting a run up: this rank's place among the others, the options (a resumed run's own), the
+// head's labels and problem type, the model with its method, and the step that trains it.
+#include <algorithm>
+#include <filesystem>
+
+#include "core/parallel.h"
+#include "tach/error.h"
+#include "tach/runtime.h"
+#include "train/run_checkpoint.h"
+#include "train/run_files.h"
+#include "train/task_data.h"
+#include "train/train_options.h"
+#include "train/train_run.h"
+#include "train/training_method.h"
+
+namespace tach::train {
+
+namespace fs = std::filesystem;
+
+// Data-parallel set-up: this rank's communicator, its deadline, and the threads it may use
+// (under mpirun, the machine's cores shared among the ranks on it, unless --threads says).
+void join_ranks(TrainRun& r) {
+  dist::Communicator& comm = dist::Communicator::world();
+  if (!comm.distributed()) return;
+  r.comm = &comm;
+  comm.set_timeout(r.o.dist_timeout);
+  r.result.world_size = comm.size();
+  r.result.rank = comm.rank();
+  if (r.o.threads == 0) {
+    const int cores = core::num_threads();
+    core::set_num_threads(std::max(1, cores / comm.local_size()));
+  }
+  if (comm.rank() != 0) set_progress_style(ProgressStyle::Quiet);  // rank 0 speaks for the job
+}
+
+// A resumed run continues with the options it started with; nothing given now overrides them.
+// A finished one is left as it is: not even run.log is appended to.
+void resume_options(TrainRun& r) {
+  if (r.o.resume.empty()) return;
+  r.run_dir = r.o.resume;
+  // Finished, and resumed with its number of ranks (another number is refused below, as always).
+  if (fs::exists(r.run_dir + "/summary.json")) {
+    const nlohmann::json summary = read_json(r.run_dir + "/summary.json");
+    if (summary_says_finished(summary) &&
+        summary.value("distributed", nlohmann::json::object()).value("world_size", 1) == r.world()) {
+      result_from_summary(summary, r.result);
+      r.result.run_dir = r.run_dir;
+      r.result.finished_already = true;
+      return;
+    }
+  }
+  if (r.lead()) announce_run_dir(r.run_dir);
+  const nlohmann::json config = read_json(r.run_dir + "/config.json");
+  check(config.value("schema", "") == "tach.train_config/1", r.run_dir + "/config.json is not a tach train run");
+  // What this invocation says and config.json does not: the directory, and where to run it.
+  const std::string resume = r.o.resume;
+  const Device device = r.o.device;
+  r.o = options_from_json(config.at("options"), r.run_dir + "/config.json");
+  r.o.resume = resume;
+  r.o.device = device;
+  const int trained_with = config.value("distributed", nlohmann::json::object()).value("world_size", 1);
+  check(trained_with == r.world(),
+        r.run_dir + " was trained with " + std::to_string(trained_with) + " rank(s) and this is " +
+            std::to_string(r.world()) + ": the global batch and the data each rank takes depend on it; resume with " +
+            (trained_with == 1 ? std::string("one process") : "mpirun -np " + std::to_string(trained_with)));
+  r.resume_checkpoint = latest_run_checkpoint(r.run_dir);
+}
+
+namespace {
+
+// A token classifier's labels: the checkpoint's own head's, else --labels, else the data's tags sorted.
+void resolve_token_labels(TrainRun& r) {
+  if (r.src.has_head(Head::token_classification)) {
+    r.labels = r.src.id2label();
+    check(r.o.labels.empty() || r.o.labels == r.labels, "--labels names a new head, but " + r.o.model +
+                                                            " already has a token classifier (" +
+                                                            std::to_string(r.labels.size()) + " labels)");
+  } else {
+    r.labels = r.o.labels.empty() ? tag_labels(r.tagged) : r.o.labels;
+  }
+}
+
+// A sequence classifier's: the checkpoint's head, a continued adapter's, or a new head's from
+// --labels or the data.
+void resolve_classifier_head(TrainRun& r) {
+  r.labels = r.src.id2label();
+  r.problem_type = r.src.problem_type();
+  int64_t adapter_head_rows = 0;
+  if (!r.o.adapter.empty()) {
+    r.adapter = model::PeftAdapter::open(r.o.adapter);
+    adapter_head_rows = std::max(r.adapter->head_rows("classifier.weight"), r.adapter->head_rows("score.weight"));
+    if (adapter_head_rows > 0 && !r.adapter->id2label().empty()) r.labels = r.adapter->id2label();
+  }
+  if (!r.src.checkpoint_has_head && !(r.adapter && !r.adapter->id2label().empty() && adapter_head_rows > 0)) {
+    r.problem_type = r.o.problem_type.empty() ? "single_label_classification" : r.o.problem_type;
+    r.labels =
+        r.o.labels.empty() ? labels_from_data(r.train_set, r.problem_type == "multi_label_classification") : r.o.labels;
+    if (r.problem_type == "regression") r.labels = {"LABEL_0"};
+  } else {
+    check(r.o.labels.empty() || r.o.labels == r.labels, "--labels names a new head, but " + r.o.model +
+                                                            " already has one (" + std::to_string(r.labels.size()) +
+                                                            " labels); drop --labels to train it");
+  }
+  if (r.problem_type.empty()) r.problem_type = r.labels.size() == 1 ? "regression" : "single_label_classification";
+  check(adapter_head_rows == 0 || int64_t(r.labels.size()) == adapter_head_rows,
+        "the adapter in " + r.o.adapter + " has a head for " + std::to_string(adapter_head_rows) + " labels, but " +
+            std::to_string(r.labels.size()) + " come from " + (r.src.checkpoint_has_head ? r.o.model : "the data"));
+}
+
+}  // namespace
+
+void resolve_head(TrainRun& r) {
+  if (r.task == Head::sequence_classification) return resolve_classifier_head(r);
+  r.problem_type.clear();
+  r.labels.clear();
+  // Question answering: start, end; the masked LM: no labels.
+  if (r.task == Head::token_classification) resolve_token_labels(r);
+}
+
+// The trainable model with its method (LoRA, QLoRA) applied; the checkpoint's bytes released.
+void build_model(TrainRun& r) {
+  r.model = build_trainable_model(r.src, r.labels, r.problem_type, r.o.seed, &r.head_notes, r.task, r.o.device);
+  MethodOptions mo;
+  mo.method = r.o.method;
+  mo.lora.r = r.o.lora_r;
+  mo.lora.alpha = float(r.o.lora_alpha);
+  mo.lora.dropout = float(r.o.lora_dropout);
+  mo.lora.target_modules = r.o.lora_target_modules;
+  mo.lora.modules_to_save = r.o.modules_to_save;
+  mo.adapter = r.adapter.get();
+  mo.adapter_dir = r.o.adapter;
+  for (auto& n : apply_training_method(*r.model, *r.src.family, mo, r.o.seed)) r.head_notes.push_back(n);
+  r.src.store.reset();  // every weight is an f32 master copy (or NF4) now
+  for (const auto& n : r.head_notes) r.note(n);
+}
+
+// The step: its execution, dropout, GEMM precision and optimizer.
+void make_step(TrainRun& r) {
+  const TrainOptions& o = r.o;
+  StepSettings s;
+  s.fused = o.exec == "fused";
+  s.gradient_checkpointing = o.gradient_checkpointing;
+  s.dropout = o.dropout ? r.src.dropout(r.task) : DropoutRates{};
+  s.dropout.seed = o.seed;
+  if (o.dropout && r.model->lora) s.dropout.lora = float(o.lora_dropout);
+  s.grad_accumulation = o.grad_accumulation;
+  s.adam.beta1 = float(o.adam_beta1);
+  s.adam.beta2 = float(o.adam_beta2);
+  s.adam.eps = float(o.adam_eps);
+  s.adam.weight_decay = float(o.weight_decay);
+  s.decay_scope = o.decay_scope == "all" ? DecayScope::all : DecayScope::trainer;
+  s.max_grad_norm = o.max_grad_norm;
+  s.problem_type = r.problem_type;
+  s.precision = o.dtype == "bf16" ? DType::bf16 : DType::f32;
+  if (r.world() > 1) {
+    r.dp = std::make_unique<DataParallel>(*r.comm, r.model->params, int64_t(o.bucket_mb * 1e6));
+    s.data_parallel = r.dp.get();
+  }
+  r.step = std::make_unique<TrainingStep>(*r.model, s);
+}
+
+}  // namespace tach::train

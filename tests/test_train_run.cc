@@ -1,0 +1,109 @@
+// What a run hands its step: the model's device from the options (refused clearly where no
+// training kernel runs), the micro-batch moved to that device once in the step's data phase
+// (no copy on the CPU), and the GEMMs' precision taken from the step's settings, not from
+// whatever the caller left set.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cpu/train_gemm.h"
+#include "tach/error.h"
+#include "tach/train.h"
+#include "test_util.h"
+#include "train/train_step.h"
+#include "train/training_model.h"
+
+namespace tach::train {
+namespace {
+
+const std::string kBert = "encoders/bert-cls2-f32";
+
+std::unique_ptr<TrainableModel> bert(TrainingModelSource& src, Device device = Device::cpu()) {
+  src = open_training_model(test::fixtures_dir() + "/" + kBert, 0);
+  return build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr, Head::sequence_classification,
+                               device);
+}
+
+// Ids within the fixture's 120-token vocabulary: 4 and 3 real tokens.
+TokenBatch two_rows() { return TokenBatch::from_rows({{2, 17, 41, 3}, {2, 90, 3}}, 0); }
+
+TEST(TrainRunDevice, TheModelTakesTheOptionsDevice) {
+  TrainingModelSource src;
+  EXPECT_EQ(bert(src)->device, Device::cpu());
+  EXPECT_EQ(TrainOptions{}.device, Device::cpu()) << "the CPU unless a run says otherwise";
+}
+
+TEST(TrainRunDevice, ADeviceWithoutTrainingKernelsIsRefusedAtTheBuild) {
+  TrainingModelSource src;
+  const std::string e = test::error_of([&] { bert(src, Device::cuda(0)); });
+  EXPECT_NE(e.find("training on cuda:0 is not supported yet"), std::string::npos) << e;
+}
+
+TEST(TrainRunData, MovingABatchToItsOwnDeviceCopiesNothing) {
+  TokenBatch b = two_rows();
+  b.token_type_ids = Tensor::zeros(b.input_ids.shape(), DType::i32);
+  const void* ids = b.input_ids.raw();
+  const void* mask = b.attention_mask.raw();
+  const void* types = b.token_type_ids.raw();
+  move_to_device(b, Device::cpu());
+  EXPECT_EQ(b.input_ids.raw(), ids);
+  EXPECT_EQ(b.attention_mask.raw(), mask);
+  EXPECT_EQ(b.token_type_ids.raw(), types);
+  TokenBatch no_types = two_rows();
+  move_to_device(no_types, Device::cpu());
+  EXPECT_FALSE(no_types.token_type_ids.defined()) << "an absent tensor stays absent";
+}
+
+TEST(TrainRunData, EveryMicroBatchIsCountedFromItsCollatedMask) {
+  TrainingModelSource src;
+  auto model = bert(src);
+  TrainingStep step(*model, StepSettings{});
+  int calls = 0;
+  const StepOutcome out = step.run(
+      0, 2,
+      [&](int64_t, TokenBatch* b, Targets* t) {
+        ++calls;
+        *b = two_rows();
+        t->classes = {0, 1};
+      },
+      1e-3);
+  EXPECT_TRUE(out.updated);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(out.rank_tokens, 2 * 7);
+  EXPECT_EQ(out.rank_samples, 4);
+}
+
+TEST(TrainRunPrecision, TheStepRunsAtItsSettingsPrecision) {
+  TrainingModelSource src;
+  auto model = bert(src);
+  for (DType precision : {DType::bf16, DType::f32}) {
+    StepSettings s;
+    s.precision = precision;
+    TrainingStep step(*model, s);
+    cpu::TrainPrecision seen = cpu::TrainPrecision::f32;
+    // The caller's own setting is the other one: the step's settings win, and it is restored after.
+    const cpu::TrainPrecision outside = precision == DType::bf16 ? cpu::TrainPrecision::f32 : cpu::TrainPrecision::bf16;
+    const cpu::TrainPrecisionScope caller(outside);
+    step.run(
+        0, 1,
+        [&](int64_t, TokenBatch* b, Targets* t) {
+          seen = cpu::train_precision();  // the data phase runs inside the step
+          *b = two_rows();
+          t->classes = {0, 1};
+        },
+        1e-3);
+    EXPECT_EQ(seen, precision == DType::bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
+    EXPECT_EQ(cpu::train_precision(), outside);
+  }
+}
+
+TEST(TrainRunPrecision, AnotherDtypeIsRefusedNamingIt) {
+  const std::string e = test::error_of([] { GemmPrecisionScope s(DType::f16); });
+  EXPECT_NE(e.find("f32 or bf16, not f16"), std::string::npos) << e;
+  EXPECT_EQ(training_gemm_description(DType::f32), "f32");
+  EXPECT_NE(training_gemm_description(DType::bf16).find("bf16"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tach::train
