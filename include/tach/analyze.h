@@ -27,6 +27,17 @@ struct TraceAnalysis {
 // that claim one rank over the same time.
 TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const AnalyzeOptions& options);
 
+// Two runs compared (tach analyze A B): each side's paths as analyze_traces takes them, the first
+// the baseline. json: the later run's analysis with "baseline" (the first run's, whole) and
+// "comparison" (the median step's change with a noise verdict, and each op and kernel on both
+// sides with its deltas; docs/formats.md). text: the comparison; details: each run's own report.
+struct TraceComparison {
+  TraceAnalysis analysis;  // json and text as above
+  std::string details;     // both runs' own reports, for summary.txt
+};
+TraceComparison compare_traces(const std::vector<std::string>& baseline, const std::vector<std::string>& now,
+                               const AnalyzeOptions& options);
+
 // The columns --sort-by takes.
 std::vector<std::string> analyze_sort_columns();
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/analysis.h"
 #include "analyze/diagnosis.h"
 #include "analyze/gpu_time.h"
 #include "analyze/op_averages.h"
@@ -167,13 +168,15 @@ std::string ops_text(const std::vector<OpRow>& rows, const std::string& sort_by,
 
 std::vector<std::string> analyze_sort_columns() { return analyze::sort_columns(); }
 
-TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const AnalyzeOptions& options) {
+namespace analyze {
+
+RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOptions& options) {
   const GroupBy group_by = parse_group_by(options.group_by);
   if (!options.sort_by.empty()) {
     std::vector<OpRow> none;
     sort_rows(none, options.sort_by);  // a usage error for an unknown column, before any reading
   }
-  TraceAnalysis out;
+  RunAnalysis out;
   out.files = expand(paths);
   std::vector<OpRow> ops;
   json steps = json::array(), traces = json::array(), notes = json::array();
@@ -181,8 +184,10 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
   std::vector<FileSpan> spans;
   std::vector<std::pair<std::string, StepRow>> step_rows;
   json device_properties = json::array();
+  std::map<std::string, NameCost> costs;  // the roofline's bytes and FLOPs per op name
   for (const auto& file : out.files) {
     const Trace t = load_trace(file);
+    add_trace_costs(t, costs);
     const int rank = t.rank.value_or(0);
     if (!t.rank) notes.push_back(file + ": no distributedInfo; rank 0 assumed");
     merge_rows(ops, op_averages(t, group_by));
@@ -266,25 +271,29 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
                   {"f32_flops", peak->f32},
                   {"tf32_flops", peak->tf32},
                   {"bf16_flops", peak->bf16},
-                  {"source", peak->source}};
+                  {"source", peak->source},
+                  {"memory_bytes_per_s", peak->bytes_per_s},
+                  {"memory_source", peak->bandwidth_source}};
     else notes.push_back("no published peak for this GPU (deviceProperties names none the table holds): no roofline");
   } else if (const auto c = cached_machine_ceilings()) {
-    peak = PeakFlops{c->cpu, c->gemm_f32_flops, c->gemm_f32_flops, c->gemm_bf16_flops,
-                     "tach info --ceilings: " + describe_ceilings_provenance(*c)};
-    roofline = {{"device", c->cpu},
-                {"f32_flops", c->gemm_f32_flops},
-                {"bf16_flops", c->gemm_bf16_flops},
-                {"source", peak->source}};
+    const std::string source = "tach info --ceilings: " + describe_ceilings_provenance(*c);
+    peak = PeakFlops{c->cpu, c->gemm_f32_flops,     c->gemm_f32_flops,         c->gemm_bf16_flops,
+                     source, c->memory_bytes_per_s, source + " (STREAM triad)"};
+    roofline = {
+        {"device", c->cpu},       {"f32_flops", c->gemm_f32_flops},          {"bf16_flops", c->gemm_bf16_flops},
+        {"source", peak->source}, {"memory_bytes_per_s", peak->bytes_per_s}, {"memory_source", peak->bandwidth_source}};
   } else {
     notes.push_back("no measured CPU ceilings on this machine (tach info --ceilings measures them): no roofline");
   }
+  // The memory side: each op the cost model takes (op_cost.h), its bytes against the bandwidth.
+  if (!roofline.is_null()) roofline["ops"] = roofline_ops(ops, costs, *peak);
   j["notes"] = notes;
   j["roofline"] = roofline;
   auto peak_fraction = [&](const OpRow& r) -> json {
     const int64_t time_ns = r.device_ns > 0 ? r.device_ns : r.cpu_ns;
     if (!peak || r.flops <= 0 || time_ns <= 0) return nullptr;
     const double rate = double(r.flops) / (double(time_ns) * 1e-9);
-    const double ceiling = r.precision == "bf16" || r.precision == "f16" ? peak->bf16 : peak->f32;
+    const double ceiling = peak_at(*peak, r.precision);
     return ceiling > 0 ? json(rate / ceiling) : json(nullptr);
   };
   json jops = json::array();
@@ -402,6 +411,28 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
       d.top_self_cpu_op = r.name;
     }
   }
+  if (!roofline.is_null()) {
+    // Self time per name: kernels an op launched itself, or its own CPU time.
+    std::map<std::string, int64_t> self_ns;
+    for (const auto& r : ops)
+      if (r.kind == RowKind::cpu) self_ns[r.name] += any_gpu ? r.self_device_ns : r.self_cpu_ns;
+    d.roofline_base_ns = any_gpu ? d.kernel_ns : d.total_self_cpu_ns;
+    double bytes = 0, seconds = 0;
+    std::vector<std::pair<int64_t, std::string>> bound;
+    for (const auto& o : roofline["ops"]) {
+      if (o["bound"] != "memory") continue;
+      const std::string name = o["name"].get<std::string>();
+      bound.emplace_back(self_ns[name], name);
+      d.memory_bound_ns += self_ns[name];
+      bytes += o["bytes"].get<double>();
+      seconds += o["time_us"].get<double>() * 1e-6;
+      d.ridge = std::max(d.ridge, o["ridge"].get<double>());
+    }
+    std::sort(bound.begin(), bound.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t i = 0; i < bound.size() && i < 3; ++i) d.memory_bound_ops.push_back(bound[i].second);
+    const double bandwidth = roofline["memory_bytes_per_s"].get<double>();
+    if (seconds > 0 && bandwidth > 0) d.memory_bound_bandwidth_fraction = bytes / seconds / bandwidth;
+  }
   json findings = json::array();
   for (const auto& f : diagnose(d)) {
     if (f == "no bottleneck stands out by these rules" && ranks.size() > 1) continue;  // stragglers below
@@ -425,8 +456,21 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
   }
   if (findings.empty()) findings.push_back("no bottleneck stands out by these rules");
   j["findings"] = findings;
-  // Names are the trace's bytes: invalid UTF-8 is replaced (U+FFFD) rather than refused.
-  out.json = j.dump(1, ' ', false, json::error_handler_t::replace);
+  out.gpu = any_gpu;
+  out.ops = ops;
+  for (const auto& [file, st] : step_rows) out.step_walls_ms.push_back(us(st.wall_ns) * 1e-3);
+  for (const auto& [rank, r] : ranks)
+    for (const auto& [name, k] : r.kernels) {
+      KernelStat& m = out.kernels[name];
+      if (m.calls == 0) {
+        m = k;
+      } else {
+        m.calls += k.calls;
+        m.total_ns += k.total_ns;
+        m.min_ns = std::min(m.min_ns, k.min_ns);
+        m.max_ns = std::max(m.max_ns, k.max_ns);
+      }
+    }
 
   // The terminal report.
   std::ostringstream s;
@@ -449,9 +493,34 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
          const json f = peak_fraction(r);
          return f.is_null() ? std::nullopt : std::optional<double>(f.get<double>());
        });
-  if (!roofline.is_null())
+  if (!roofline.is_null()) {
     s << "% peak: FLOP/s against " << roofline["device"].get<std::string>() << " ("
       << roofline["source"].get<std::string>() << "), at each op's precision\n";
+    s << "\nRoofline (bytes moved from the recorded shapes and dtypes; memory "
+      << fmt("%.1f GB/s", roofline["memory_bytes_per_s"].get<double>() * 1e-9) << ", "
+      << roofline["memory_source"].get<std::string>() << ")\n";
+    if (roofline["ops"].empty()) {
+      s << "no op whose bytes the shapes give (record_shapes=True records them; mm, addmm, bmm, linear, "
+           "attention, elementwise ops, softmax and layer_norm are costed)\n";
+    } else {
+      s << pad("name", 44) << pad("calls", 8, true) << pad("ms", 10, true) << pad("FLOP/byte", 11, true)
+        << pad("ridge", 8, true) << pad("GFLOP/s", 10, true) << pad("GB/s", 9, true) << pad("% peak", 8, true)
+        << pad("% bw", 7, true) << "  bound\n";
+      size_t n = 0;
+      for (const auto& o : roofline["ops"]) {
+        if (n++ == options.top) break;
+        s << pad(o["name"].get<std::string>(), 44) << pad(std::to_string(o["calls"].get<int64_t>()), 8, true)
+          << pad(fmt("%.3f", o["time_us"].get<double>() * 1e-3), 10, true)
+          << pad(fmt("%.2f", o["intensity"].get<double>()), 11, true)
+          << pad(fmt("%.1f", o["ridge"].get<double>()), 8, true)
+          << pad(fmt("%.2f", o["flops_per_s"].get<double>() * 1e-9), 10, true)
+          << pad(fmt("%.2f", o["bytes_per_s"].get<double>() * 1e-9), 9, true)
+          << pad(o["peak_fraction"].is_null() ? "-" : fmt("%.1f", o["peak_fraction"].get<double>() * 100), 8, true)
+          << pad(fmt("%.1f", o["bandwidth_fraction"].get<double>() * 100), 7, true) << "  "
+          << o["bound"].get<std::string>() << "\n";
+      }
+    }
+  }
   s << "\nSteps (ProfilerStep#N; ms)\n";
   if (step_rows.empty()) {
     s << "no ProfilerStep#N spans in these traces (torch.profiler's schedule and prof.step() write them)\n";
@@ -530,7 +599,20 @@ TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const Analyz
   s << "\nFindings\n";
   for (const auto& f : j["findings"]) s << "- " << f.get<std::string>() << "\n";
   out.text = s.str();
+  out.json = std::move(j);
   return out;
+}
+
+std::string analysis_json_text(const nlohmann::ordered_json& j) {
+  // Names are the trace's bytes: invalid UTF-8 is replaced (U+FFFD) rather than refused.
+  return j.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace analyze
+
+TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const AnalyzeOptions& options) {
+  analyze::RunAnalysis run = analyze::analyse_run(paths, options);
+  return {run.files, analyze::analysis_json_text(run.json), run.text};
 }
 
 }  // namespace tach

@@ -46,6 +46,20 @@ std::vector<std::string> diagnose(const DiagnosisInput& in) {
   if (!in.gpu && in.total_self_cpu_ns > 0 && in.top_self_cpu_ns * 4 >= in.total_self_cpu_ns)
     out.push_back(in.top_self_cpu_op + " takes " + percent(double(in.top_self_cpu_ns), double(in.total_self_cpu_ns)) +
                   " of all self CPU time: the first place to look");
+  if (in.roofline_base_ns > 0 && !in.memory_bound_ops.empty() && in.memory_bound_ns * 5 >= in.roofline_base_ns) {
+    std::string names;
+    for (size_t i = 0; i < in.memory_bound_ops.size(); ++i)
+      names += (i == 0 ? "" : i + 1 == in.memory_bound_ops.size() ? " and " : ", ") + in.memory_bound_ops[i];
+    char ridge[32], bandwidth[32];
+    std::snprintf(ridge, sizeof ridge, "%.1f", in.ridge);
+    std::snprintf(bandwidth, sizeof bandwidth, "%.0f%%", 100 * in.memory_bound_bandwidth_fraction);
+    out.push_back("memory-bound: " + names + (in.memory_bound_ops.size() == 1 ? " does" : " do") +
+                  " fewer FLOPs per byte moved than the ridge point (" + ridge + " FLOP/byte) and take " +
+                  percent(double(in.memory_bound_ns), double(in.roofline_base_ns)) + " of " +
+                  (in.gpu ? "kernel" : "self CPU") + " time, moving their bytes at " + bandwidth +
+                  " of the memory bandwidth; fusing them (torch.compile) or keeping activations in bf16 would cut "
+                  "the bytes they move");
+  }
   if (out.empty()) out.push_back("no bottleneck stands out by these rules");
   return out;
 }

@@ -18,6 +18,13 @@ struct DiagnosisInput {
   int64_t kernels = 0, short_kernels = 0;  // short: under kShortKernelNs
   std::string top_self_cpu_op;             // the op with the most self CPU time (not a step span)
   int64_t top_self_cpu_ns = 0, total_self_cpu_ns = 0;
+  // The roofline's memory-bound ops (roofline.h): their self time (device time on GPU traces, CPU
+  // time on CPU traces, so a linear over its addmm counts once), the time that is a share of
+  // (all kernel time, or all self CPU time), the longest few by name, their bytes over their time
+  // as a share of the bandwidth, and the ridge point (FLOP/byte) they fall under.
+  int64_t memory_bound_ns = 0, roofline_base_ns = 0;
+  std::vector<std::string> memory_bound_ops;
+  double memory_bound_bandwidth_fraction = 0, ridge = 0;
 };
 
 // A kernel under 10 µs is short: about the time a launch takes on the host, so a stream of them
@@ -29,7 +36,8 @@ inline constexpr int64_t kShortKernelNs = 10000;
 //   GPU idle ≥ 30% of its window; launch-bound when, besides, half the kernels are short;
 //   communication exposed: communication not overlapped by computation ≥ 10% of the window;
 //   copies and sets ≥ 15% of kernel time;
-//   one op ≥ 25% of all self CPU time (CPU traces).
+//   one op ≥ 25% of all self CPU time (CPU traces);
+//   memory-bound ops ≥ 20% of kernel time (GPU traces) or of self CPU time (CPU traces).
 std::vector<std::string> diagnose(const DiagnosisInput& in);
 
 }  // namespace tach::analyze

@@ -19,8 +19,16 @@ struct AnalyzeCliOptions {
   std::vector<std::string> paths;
   AnalyzeOptions analyze;
   bool json = false;
+  bool compare = false;
   std::string output_dir;
 };
+
+// Two runs to compare: --compare, or two directories (tensorboard_trace_handler writes one per run).
+bool comparing(const AnalyzeCliOptions& opt) {
+  if (opt.compare) return true;
+  std::error_code ec;
+  return opt.paths.size() == 2 && fs::is_directory(opt.paths[0], ec) && fs::is_directory(opt.paths[1], ec);
+}
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -31,7 +39,18 @@ void write_file(const std::string& path, const std::string& text) {
 
 int run_analyze(const AnalyzeCliOptions& opt) {
   usage_check(opt.analyze.top > 0, "--top takes a count of at least 1");
-  const TraceAnalysis a = analyze_traces(opt.paths, opt.analyze);
+  usage_check(!opt.compare || opt.paths.size() == 2,
+              "--compare takes two paths, the baseline first (each a trace or a directory of them); " +
+                  std::to_string(opt.paths.size()) + " given");
+  TraceAnalysis a;
+  std::string details;
+  if (comparing(opt)) {
+    TraceComparison c = compare_traces({opt.paths[0]}, {opt.paths[1]}, opt.analyze);
+    a = std::move(c.analysis);
+    details = "\n" + c.details;
+  } else {
+    a = analyze_traces(opt.paths, opt.analyze);
+  }
   std::string dir = opt.output_dir;
   if (dir.empty()) {
     const std::time_t t = std::time(nullptr);
@@ -42,7 +61,7 @@ int run_analyze(const AnalyzeCliOptions& opt) {
   fs::create_directories(dir);
   announce_run_dir(dir);
   write_file(dir + "/analysis.json", a.json + "\n");
-  write_file(dir + "/summary.txt", a.text);
+  write_file(dir + "/summary.txt", a.text + details);
   if (opt.json) {
     std::cout << a.json << "\n";
     std::cerr << "tach: wrote " << dir << "/analysis.json and summary.txt\n";
@@ -62,13 +81,19 @@ Command add_analyze_command(CLI::App& app) {
       "summarise them: the op table torch's key_averages() prints (calls, self and total CPU and device time, FLOPs, "
       "self CPU memory), each ProfilerStep's wall time split into data loading, forward, backward, optimizer and "
       "other, and each rank's GPU time as Holistic Trace Analysis breaks it down (idle, compute, non-compute; "
-      "kernel types; top kernels; communication overlapped by computation). Writes analysis.json and summary.txt "
-      "into a run directory");
+      "kernel types; top kernels; communication overlapped by computation), with a roofline and findings in words. "
+      "Two directories (or two paths with --compare) are two runs compared: the median step's change with a noise "
+      "verdict, and each op and kernel side by side with its deltas. Writes analysis.json and summary.txt into a run "
+      "directory (tach report RUN_DIR draws it)");
   sub->add_option(
          "paths", opt->paths,
-         "Trace files, or directories of them (the *.pt.trace.json[.gz] inside; else every *.json and *.json.gz)")
+         "Trace files, or directories of them (the *.pt.trace.json[.gz] inside; else every *.json and *.json.gz). "
+         "Two directories: two runs compared, the first the baseline")
       ->required()
       ->expected(1, -1);
+  sub->add_flag("--compare", opt->compare,
+                "Compare two paths (traces or directories; the baseline first) rather than analyse them as one run. "
+                "Two directories are compared without it");
   sub->add_flag("--json", opt->json, "Print analysis.json (schema tach.analysis/1) on stdout instead of the tables");
   sub->add_option("--group-by", opt->analyze.group_by,
                   "Op rows per name, per name and input shapes (shape; record_shapes), or per name and the "

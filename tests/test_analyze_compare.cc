@@ -1,0 +1,253 @@
+// tach analyze A B (two runs of real torch.profiler traces compared: the step verdict and the ops
+// side by side) and the roofline's memory side (bytes from the recorded shapes and dtypes, verdicts
+// against a bandwidth). The traces are tests/fixtures/analyze/
+// compare/ (scripts/golden/make_compare_traces.py: two cycles of 8 steps of one run, base/, and a
+// run four times wider, wide/) and train/.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/comparison.h"
+#include "analyze/op_cost.h"
+#include "analyze/roofline.h"
+#include "analyze/trace.h"
+#include "tach/analyze.h"
+#include "tach/error.h"
+#include "test_util.h"
+
+namespace tach::analyze {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kFixtures = std::string(TACH_FIXTURES) + "/analyze/";
+const std::string kBase = kFixtures + "compare/base";
+const std::string kWide = kFixtures + "compare/wide";
+
+json compared(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return json::parse(compare_traces(a, b, AnalyzeOptions{}).analysis.json);
+}
+
+TEST(OpCost, GemmsLinearAttentionAndElementwiseFromTheirShapes) {
+  // addmm(bias [256], a [64, 128], b [128, 256]) in f32: 2·64·128·256 FLOPs; a, b, bias read, [64, 256] written.
+  auto c = op_cost("aten::addmm", "[[256], [64, 128], [128, 256], [], []]", "[float, float, float, Scalar, Scalar]");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->flops, 2 * 64 * 128 * 256);
+  EXPECT_EQ(c->bytes, (256 + 64 * 128 + 128 * 256 + 64 * 256) * 4);
+  c = op_cost("aten::bmm", "[[8, 32, 16], [8, 16, 32]]", "[c10::BFloat16, c10::BFloat16]");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->flops, 2 * 8 * 32 * 16 * 32);
+  EXPECT_EQ(c->bytes, (8 * 32 * 16 + 8 * 16 * 32 + 8 * 32 * 32) * 2);
+  // linear(x [4, 16, 64], w [256, 64], b [256]): M = 64 rows.
+  c = op_cost("aten::linear", "[[4, 16, 64], [256, 64], [256]]", "[float, float, float]");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->flops, 2 * 64 * 64 * 256 + 64 * 256);
+  EXPECT_EQ(c->bytes, (4 * 16 * 64 + 256 * 64 + 256 + 64 * 256) * 4);
+  c = op_cost("aten::scaled_dot_product_attention", "[[2, 4, 128, 32], [2, 4, 128, 32], [2, 4, 128, 32], [], []]",
+              "[c10::Half, c10::Half, c10::Half, Scalar, bool]");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->flops, 2LL * 2 * 4 * 128 * 128 * 64);
+  EXPECT_EQ(c->bytes, 4LL * 2 * 4 * 128 * 32 * 2);
+  // add(x [8, 32, 64], y [64]) broadcasts: 8·32·64 out; each input read once.
+  c = op_cost("aten::add", "[[8, 32, 64], [64], []]", "[float, float, Scalar]");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->flops, 8 * 32 * 64);
+  EXPECT_EQ(c->bytes, (8 * 32 * 64 + 64 + 8 * 32 * 64) * 4);
+  c = op_cost("aten::gelu", "[[8, 256], []]", "[c10::BFloat16, std::string_view]");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 2 * 8 * 256 * 2);
+  // Not in the model, or shapes that do not fit it.
+  EXPECT_FALSE(op_cost("aten::conv2d", "[[1, 3, 8, 8], [4, 3, 3, 3]]", "[float, float]"));
+  EXPECT_FALSE(op_cost("aten::mm", "[[4, 5], [6, 7]]", "[float, float]"));
+  EXPECT_FALSE(op_cost("aten::add", "[[4, 5], [6]]", "[float, float]"));
+  EXPECT_FALSE(op_cost("aten::mm", "not shapes", "[float, float]"));
+}
+
+TEST(OpCost, ParsesTheShapeAndTypeTextTorchWrites) {
+  EXPECT_EQ(*parse_shapes("[[8, 32], [], [64]]"), (std::vector<std::vector<int64_t>>{{8, 32}, {}, {64}}));
+  EXPECT_EQ(*parse_shapes("[]"), std::vector<std::vector<int64_t>>{});
+  EXPECT_FALSE(parse_shapes("[[8, 32]"));
+  EXPECT_FALSE(parse_shapes("[[8, x]]"));
+  EXPECT_EQ(parse_types("[float, c10::BFloat16, Scalar]"),
+            (std::vector<std::string>{"float", "c10::BFloat16", "Scalar"}));
+  EXPECT_EQ(element_bytes("float"), 4);
+  EXPECT_EQ(element_bytes("c10::Half"), 2);
+  EXPECT_EQ(element_bytes("long int"), 8);
+  EXPECT_EQ(element_bytes("Scalar"), 0);
+}
+
+// The model's GEMM FLOPs over a real trace equal torch's own (key_averages' flops, with_flops),
+// and every call of them is costed: the bytes cover the same calls torch counted.
+TEST(Roofline, CostsOfARealTraceCoverTorchsCallsAndFlops) {
+  std::ifstream f(kBase + "/key_averages.json");
+  ASSERT_TRUE(f.good()) << "fixture missing: scripts/golden/make_compare_traces.py writes it";
+  const json ref = json::parse(f)["cycles"][0]["by_name"];
+  std::map<std::string, NameCost> costs;
+  add_trace_costs(load_trace(kBase + "/base.0.pt.trace.json.gz"), costs);
+  int checked = 0;
+  for (const auto& r : ref) {
+    const std::string name = r["key"];
+    if (name != "aten::addmm" && name != "aten::mm" && name != "aten::bmm" && name != "aten::linear") continue;
+    ASSERT_TRUE(costs.count(name)) << name;
+    EXPECT_EQ(costs[name].calls, r["count"].get<int64_t>()) << name;
+    EXPECT_EQ(costs[name].costed_calls, costs[name].calls) << name;
+    if (name != "aten::linear") { EXPECT_EQ(costs[name].flops, r["flops"].get<int64_t>()) << name; }
+    EXPECT_GT(costs[name].bytes, 0) << name;
+    EXPECT_EQ(costs[name].precision, "f32");
+    ++checked;
+  }
+  EXPECT_GE(checked, 2) << "the fixture has no GEMMs to check";
+}
+
+TEST(Roofline, PublishedBandwidthWithItsSource) {
+  const auto h100 = published_peak("NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(h100);
+  EXPECT_DOUBLE_EQ(h100->bytes_per_s, 3.35e12);
+  EXPECT_NE(h100->bandwidth_source.find("H100 datasheet"), std::string::npos);
+  EXPECT_DOUBLE_EQ(published_peak("NVIDIA A100-SXM4-80GB")->bytes_per_s, 2.039e12);
+  EXPECT_DOUBLE_EQ(published_peak("NVIDIA A100-SXM4-40GB")->bytes_per_s, 1.555e12);
+  EXPECT_DOUBLE_EQ(published_peak("NVIDIA H200")->bytes_per_s, 4.8e12);
+  const Bound b = roofline_bound(100, 100, 1e12, 1e11);  // intensity 1 under a ridge of 10
+  EXPECT_TRUE(b.memory_bound);
+  EXPECT_DOUBLE_EQ(b.ridge, 10);
+  EXPECT_DOUBLE_EQ(b.attainable_flops, 1e11);
+  EXPECT_FALSE(roofline_bound(2000, 100, 1e12, 1e11).memory_bound);
+}
+
+json event(const std::string& cat, const std::string& name, double ts, double dur, json args) {
+  return {{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 1}, {"tid", 1}, {"ts", ts}, {"dur", dur}, {"args", args}};
+}
+
+// On an H100: a bf16 GEMM of 4096³ is compute-bound (intensity 1365 FLOP/byte against a ridge of
+// 295); an add of two [4096, 4096] bf16 tensors is memory-bound (1/6 FLOP/byte), and as it takes
+// most of the kernel time the diagnosis names it.
+TEST(Roofline, GpuOpsJudgedAgainstTheBandwidthAndTheDiagnosisSaysSo) {
+  const json trace = {
+      {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H100 80GB HBM3"}}}},
+      {"traceEvents",
+       {event("cpu_op", "aten::mm", 0, 20,
+              {{"External id", 7},
+               {"Input Dims", {{4096, 4096}, {4096, 4096}}},
+               {"Input type", {"c10::BFloat16", "c10::BFloat16"}}}),
+        event("kernel", "sm90_xmma_gemm_bf16bf16", 30, 200, {{"device", 0}, {"stream", 7}, {"External id", 7}}),
+        event("cpu_op", "aten::add", 40, 10,
+              {{"External id", 8},
+               {"Input Dims", {{4096, 4096}, {4096, 4096}, {}}},
+               {"Input type", {"c10::BFloat16", "c10::BFloat16", "Scalar"}}}),
+        event("kernel", "vectorized_elementwise_kernel<add>", 240, 400,
+              {{"device", 0}, {"stream", 7}, {"External id", 8}})}}};
+  test::TempDir dir;
+  std::ofstream(dir.file("h100.pt.trace.json")) << trace.dump();
+  const json j = json::parse(analyze_traces({dir.file("h100.pt.trace.json")}, AnalyzeOptions{}).json);
+  ASSERT_TRUE(j["roofline"].is_object());
+  EXPECT_DOUBLE_EQ(j["roofline"]["memory_bytes_per_s"].get<double>(), 3.35e12);
+  const json& ops = j["roofline"]["ops"];
+  ASSERT_EQ(ops.size(), 2u);
+  const json& add = ops[0]["name"] == "aten::add" ? ops[0] : ops[1];
+  const json& mm = ops[0]["name"] == "aten::mm" ? ops[0] : ops[1];
+  const double n = 4096.0 * 4096;
+  EXPECT_EQ(add["bound"], "memory");
+  EXPECT_EQ(add["bytes"].get<int64_t>(), int64_t(3 * n * 2));
+  EXPECT_NEAR(add["intensity"].get<double>(), 1.0 / 6, 1e-12);
+  EXPECT_NEAR(add["bandwidth_fraction"].get<double>(), 3 * n * 2 / 400e-6 / 3.35e12, 1e-9);
+  EXPECT_NEAR(add["ridge"].get<double>(), 989.4e12 / 3.35e12, 1e-9);
+  EXPECT_EQ(mm["bound"], "compute");
+  EXPECT_NEAR(mm["intensity"].get<double>(), 2 * n * 4096 / (3 * n * 2), 1e-6);
+  bool said = false;
+  for (const auto& f : j["findings"]) said |= f.get<std::string>().rfind("memory-bound: aten::add", 0) == 0;
+  EXPECT_TRUE(said) << j["findings"].dump();
+}
+
+TEST(CompareSteps, VerdictsOnSeries) {
+  // 12 steps each, the second 20% slower with 1% spread: slower.
+  std::vector<double> a, b, c;
+  for (int i = 0; i < 12; ++i) {
+    a.push_back(10 + 0.1 * (i % 3));
+    b.push_back(12 + 0.1 * ((i + 1) % 3));
+    c.push_back(10 + 0.1 * ((i + 2) % 3));
+  }
+  EXPECT_EQ(judge_steps(a, b).verdict, "slower");
+  EXPECT_EQ(judge_steps(b, a).verdict, "faster");
+  EXPECT_EQ(judge_steps(a, c).verdict, "within noise");
+  // A run whose level moved 30% while it ran: a 20% change is within its drift.
+  std::vector<double> drifting;
+  for (int i = 0; i < 12; ++i) drifting.push_back(i < 6 ? 10 : 13);
+  const StepVerdict v = judge_steps(a, drifting);
+  EXPECT_EQ(v.verdict, "within noise") << v.why;
+  // A 20% change in steps that spread 50% about their median: the runs overlap.
+  std::vector<double> wide_a, wide_b;
+  for (int i = 0; i < 12; ++i) {
+    wide_a.push_back(i % 2 ? 7.5 : 12.5);
+    wide_b.push_back(i % 2 ? 9 : 15);
+  }
+  EXPECT_NEAR(relative_iqr(wide_a), 0.5, 1e-12);
+  const StepVerdict overlap = judge_steps(wide_a, wide_b);
+  EXPECT_EQ(overlap.verdict, "inconclusive") << overlap.why;
+  EXPECT_EQ(judge_steps({10, 11}, {20, 21}).verdict, "inconclusive");
+  EXPECT_EQ(judge_steps({}, a).verdict, "inconclusive");
+}
+
+// Two profiling cycles of one run are the same run measured twice: no faster or slower.
+TEST(CompareRuns, TwoCyclesOfOneRunAreNotFasterOrSlower) {
+  const json j = compared({kBase + "/base.0.pt.trace.json.gz"}, {kBase + "/base.1.pt.trace.json.gz"});
+  const json& st = j["comparison"]["step_time"];
+  EXPECT_EQ(st["baseline_steps"], 12);
+  EXPECT_EQ(st["steps"], 12);
+  // The first cycle's steps were slower (on a busy machine), but no more than each cycle's steps
+  // spread: no verdict of a change.
+  EXPECT_NE(st["verdict"], "faster") << st.dump();
+  EXPECT_NE(st["verdict"], "slower") << st.dump();
+  // Every op on both sides, the same calls per step.
+  for (const auto& o : j["comparison"]["ops"]) {
+    ASSERT_TRUE(o["baseline"].is_object() && o["new"].is_object()) << o.dump();
+    EXPECT_DOUBLE_EQ(o["delta"]["calls"].get<double>(), 0) << o.dump();
+  }
+}
+
+// The same model four times wider: slower steps, and its GEMMs take more time per step.
+TEST(CompareRuns, AWiderModelIsSlowerAndItsGemmsSaySo) {
+  const json j = compared({kBase}, {kWide});
+  const json& c = j["comparison"];
+  EXPECT_EQ(c["per"], "step");
+  EXPECT_EQ(c["op_time"], "self_cpu");
+  EXPECT_EQ(c["step_time"]["verdict"], "slower") << c["step_time"].dump();
+  EXPECT_GT(c["step_time"]["ci"][0].get<double>(), 0);
+  // The top level is the wider run's analysis; the baseline's is whole beside it.
+  EXPECT_EQ(j["baseline"]["schema"], "tach.analysis/1");
+  EXPECT_EQ(j["steps"].size(), 24u);
+  EXPECT_EQ(j["baseline"]["steps"].size(), 24u);
+  const auto addmm =
+      std::find_if(c["ops"].begin(), c["ops"].end(), [](const json& o) { return o["name"] == "aten::addmm"; });
+  ASSERT_NE(addmm, c["ops"].end());
+  EXPECT_GT((*addmm)["delta"]["time_us"].get<double>(), 0);
+  EXPECT_GT((*addmm)["delta"]["time_change"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ((*addmm)["delta"]["calls"].get<double>(), 0);
+  // Shares on each side sum to 1 over the ops.
+  double base_share = 0, new_share = 0;
+  for (const auto& o : c["ops"]) {
+    if (o["baseline"].is_object()) base_share += o["baseline"]["share"].get<double>();
+    if (o["new"].is_object()) new_share += o["new"]["share"].get<double>();
+  }
+  EXPECT_NEAR(base_share, 1, 1e-9);
+  EXPECT_NEAR(new_share, 1, 1e-9);
+  // The ops' per-step times are the analyses' totals over their 24 steps.
+  const auto base_addmm = std::find_if(j["baseline"]["ops"].begin(), j["baseline"]["ops"].end(),
+                                       [](const json& o) { return o["name"] == "aten::addmm"; });
+  EXPECT_NEAR((*addmm)["baseline"]["self_cpu_us"].get<double>(), (*base_addmm)["self_cpu_us"].get<double>() / 24, 1e-6);
+}
+
+TEST(CompareRuns, TwoStepsASideAreInconclusive) {
+  const json j =
+      compared({kFixtures + "train/trainer.0.pt.trace.json.gz"}, {kFixtures + "train/trainer.1.pt.trace.json.gz"});
+  EXPECT_EQ(j["comparison"]["step_time"]["verdict"], "inconclusive");
+}
+
+}  // namespace
+}  // namespace tach::analyze
