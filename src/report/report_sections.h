@@ -3,11 +3,13 @@
 
 #include <filesystem>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "tach/bench.h"
+#include "tach/report.h"
 
 namespace tach::report {
 
@@ -33,5 +35,13 @@ void decoding_section(std::ostringstream& h, const std::vector<PointResult>& poi
 // phase, the stragglers, the communication's share and overlap, the all-reduce's bandwidth and
 // the scaling efficiency. Nothing for a one-process run.
 void distributed_section(std::ostringstream& h, FigureBook& figs, const nlohmann::json& distributed);
+
+// report.html's stylesheet, which every kind of run's page shares.
+const char* page_style();
+
+// A tach analyze run (analysis.json: torch.profiler traces summarised, or two runs compared): its
+// page, figures and findings from the JSON alone. build_run_report sends such a directory here.
+bool is_analysis_run(const std::string& run_dir);
+RunReport build_analysis_report(const std::string& run_dir);
 
 }  // namespace tach::report

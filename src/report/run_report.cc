@@ -891,9 +891,12 @@ void comparison_section(Page& page, const fs::path& dir) {
 
 }  // namespace
 
+const char* report::page_style() { return kStyle; }
+
 RunReport build_run_report(const std::string& run_dir) {
   const fs::path dir(run_dir);
   check(fs::is_directory(dir), run_dir + ": not a directory");
+  if (report::is_analysis_run(run_dir)) return report::build_analysis_report(run_dir);
   const auto summary = read_json(dir / "summary.json");
   const auto config = read_json(dir / "config.json");
   const std::vector<PointResult> points = read_run_results(run_dir);
@@ -903,8 +906,8 @@ RunReport build_run_report(const std::string& run_dir) {
   const bool comparison = summary && summary->value("schema", std::string()) == "tach.train_comparison/1";
   check(!points.empty() || accuracy || profile_dir || training || comparison,
         run_dir +
-            ": no results.jsonl, accuracy.json, steps.jsonl or ops_by_op.csv: nothing to report (is it a tach "
-            "bench, eval, run, train or profile directory?)");
+            ": no results.jsonl, accuracy.json, steps.jsonl, ops_by_op.csv or analysis.json: nothing to report (is "
+            "it a tach bench, eval, run, train, profile or analyze directory?)");
   Page page;
   std::ostringstream& h = page.h;
   h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>tach report: "

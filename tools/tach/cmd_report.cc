@@ -78,9 +78,10 @@ Command add_report_command(CLI::App& app) {
   auto opt = std::make_shared<ReportOptions>();
   CLI::App* sub = app.add_subcommand(
       "report",
-      "Write RUN_DIR/report.html from a bench, eval or run directory: one self-contained page (no script, nothing "
-      "fetched) with the run's header, the sweep against batch size, a metrics heatmap, latency distributions, "
-      "accuracy and the confusion matrix, the profile's op tables, the findings; every charted number in a table. "
+      "Write RUN_DIR/report.html from a bench, eval, run, train, profile or analyze directory: one self-contained "
+      "page (no script, nothing fetched) with the run's header, the sweep against batch size, a metrics heatmap, "
+      "latency distributions, accuracy and the confusion matrix, the profile's op tables (for tach analyze: the "
+      "comparison, ops, steps, GPU time and roofline of the traces), the findings; every charted number in a table. "
       "--png also writes each chart as a PNG file, --pptx a slide deck, --pdf a printed copy");
   sub->add_option("run_dir", opt->run_dir, "The run directory (runs/<id>)")->required();
   sub->add_flag("--pdf", opt->pdf, "Also print report.pdf through headless Chromium (Debian's chromium)");
