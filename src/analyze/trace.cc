@@ -174,6 +174,11 @@ uint32_t Interner::id(std::string_view s) {
 }
 
 Category category_of(const std::string& cat) {
+  // Today's names as written, without a lower-cased copy per event.
+  if (cat == "cpu_op") return Category::cpu_op;
+  if (cat == "kernel") return Category::kernel;
+  if (cat == "cuda_runtime") return Category::cuda_runtime;
+  if (cat == "python_function") return Category::python_function;
   std::string c(cat);
   std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
   // 1.x traces: Operator, Runtime, Kernel, Memcpy, Memset; 2.x: the snake_case names.

@@ -8,12 +8,15 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "tach/error.h"
 
 namespace tach::analyze {
 namespace {
+
+using namespace std::string_view_literals;
 
 using nlohmann::json;
 
@@ -444,15 +447,17 @@ class TraceParser {
     });
   }
 
-  void event_field(const std::string& key) {
-    if (key == "ph") return string(event_.ph);
-    if (key == "cat") return string(event_.cat);
-    if (key == "name") return string(event_.name);
-    if (key == "ts") return time(event_.ts_ns);
-    if (key == "dur") return time(event_.dur_ns);
-    if (key == "pid") return id(event_.pid);
-    if (key == "tid") return id(event_.tid);
-    if (key == "args") {
+  // Keys compare as string_views: lengths first, so the many args no analysis reads (grid, block,
+  // registers per thread, ...) cost a length check each, not a strlen and a memcmp.
+  void event_field(std::string_view key) {
+    if (key == "ph"sv) return string(event_.ph);
+    if (key == "cat"sv) return string(event_.cat);
+    if (key == "name"sv) return string(event_.name);
+    if (key == "ts"sv) return time(event_.ts_ns);
+    if (key == "dur"sv) return time(event_.dur_ns);
+    if (key == "pid"sv) return id(event_.pid);
+    if (key == "tid"sv) return id(event_.tid);
+    if (key == "args"sv) {
       s_.skip_ws();
       if (s_.peek() != '{') return s_.skip_value();
       s_.get();
@@ -462,21 +467,21 @@ class TraceParser {
     s_.skip_value();
   }
 
-  void arg(const std::string& key) {
+  void arg(std::string_view key) {
     // "External id"; kineto before 2022 wrote "external id".
-    if (key == "External id" || key == "external id") return integer(event_.external_id);
-    if (key == "correlation") return integer(event_.correlation);
-    if (key == "device") return integer(event_.device);
-    if (key == "stream") return integer(event_.stream);
-    if (key == "flops") return integer(event_.flops);
-    if (key == "Bytes") return integer(event_.bytes);
-    if (key == "Total Allocated") return integer(event_.total_allocated);
-    if (key == "Total Reserved") return integer(event_.total_reserved);
-    if (key == "Device Type") return integer(event_.device_type);
-    if (key == "Device Id") return integer(event_.device_id);
-    if (key == "name") return string(event_.arg_name);
-    if (key == "Input Dims") return dims();
-    if (key == "Input type") return types();
+    if (key == "External id"sv || key == "external id"sv) return integer(event_.external_id);
+    if (key == "correlation"sv) return integer(event_.correlation);
+    if (key == "device"sv) return integer(event_.device);
+    if (key == "stream"sv) return integer(event_.stream);
+    if (key == "flops"sv) return integer(event_.flops);
+    if (key == "Bytes"sv) return integer(event_.bytes);
+    if (key == "Total Allocated"sv) return integer(event_.total_allocated);
+    if (key == "Total Reserved"sv) return integer(event_.total_reserved);
+    if (key == "Device Type"sv) return integer(event_.device_type);
+    if (key == "Device Id"sv) return integer(event_.device_id);
+    if (key == "name"sv) return string(event_.arg_name);
+    if (key == "Input Dims"sv) return dims();
+    if (key == "Input type"sv) return types();
     s_.skip_value();
   }
 
