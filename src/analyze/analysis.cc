@@ -277,8 +277,13 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
     else notes.push_back("no published peak for this GPU (deviceProperties names none the table holds): no roofline");
   } else if (const auto c = cached_machine_ceilings()) {
     const std::string source = "tach info --ceilings: " + describe_ceilings_provenance(*c);
-    peak = PeakFlops{c->cpu, c->gemm_f32_flops,     c->gemm_f32_flops,         c->gemm_bf16_flops,
-                     source, c->memory_bytes_per_s, source + " (STREAM triad)"};
+    peak = PeakFlops{c->cpu,
+                     c->gemm_f32_flops,
+                     c->gemm_f32_flops,
+                     c->gemm_bf16_flops,
+                     source,
+                     c->memory_bytes_per_s,
+                     "tach info --ceilings (STREAM triad): " + describe_ceilings_provenance(*c)};
     roofline = {
         {"device", c->cpu},       {"f32_flops", c->gemm_f32_flops},          {"bf16_flops", c->gemm_bf16_flops},
         {"source", peak->source}, {"memory_bytes_per_s", peak->bytes_per_s}, {"memory_source", peak->bandwidth_source}};
@@ -507,6 +512,7 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
         << pad("ridge", 8, true) << pad("GFLOP/s", 10, true) << pad("GB/s", 9, true) << pad("% peak", 8, true)
         << pad("% bw", 7, true) << "  bound\n";
       size_t n = 0;
+      bool above_bandwidth = false;
       for (const auto& o : roofline["ops"]) {
         if (n++ == options.top) break;
         s << pad(o["name"].get<std::string>(), 44) << pad(std::to_string(o["calls"].get<int64_t>()), 8, true)
@@ -517,8 +523,12 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
           << pad(fmt("%.2f", o["bytes_per_s"].get<double>() * 1e-9), 9, true)
           << pad(o["peak_fraction"].is_null() ? "-" : fmt("%.1f", o["peak_fraction"].get<double>() * 100), 8, true)
           << pad(fmt("%.1f", o["bandwidth_fraction"].get<double>() * 100), 7, true) << "  "
-          << o["bound"].get<std::string>() << "\n";
+          << o["bound"].get<std::string>() << (o["bandwidth_fraction"].get<double>() > 1 ? "*" : "") << "\n";
+        above_bandwidth |= o["bandwidth_fraction"].get<double>() > 1;
       }
+      if (above_bandwidth)
+        s << "* moved its bytes faster than the memory bandwidth: they came from the caches (its tensors fit in "
+             "them), so the bandwidth is no ceiling for it\n";
     }
   }
   s << "\nSteps (ProfilerStep#N; ms)\n";
