@@ -23,6 +23,7 @@
 #include "train/qa_features.h"
 #include "train/task_data.h"
 #include "train/training_model.h"
+#include "task_fixtures.h"
 #include "train_fixtures.h"
 #include "train/mlm_masking.h"
 #include "train/token_labels.h"
@@ -260,64 +261,10 @@ TEST(TaskData, BadInputIsNamed) {
 }
 
 // A task model saved by transformers, its four batches with their labels, and transformers'
-// gradients and 20 steps (scripts/golden/make_train_task_golden.py).
-struct TaskCase {
-  train::TrainingModelSource source;
-  std::unique_ptr<train::TrainableModel> model;
-  std::vector<TokenBatch> batches;
-  std::vector<train::Targets> targets;
-  nlohmann::json expected;
-  std::string dir;
-};
-
-Head task_head(const std::string& task) {
-  return task == "mlm"                    ? Head::masked_lm
-         : task == "token-classification" ? Head::token_classification
-                                          : Head::question_answering;
-}
-
-TaskCase load_task_case(const std::string& name) {
-  TaskCase c;
-  c.dir = test::fixtures_dir() + "/train_tasks/" + name;
-  std::ifstream e(c.dir + "/expected.json");
-  c.expected = nlohmann::json::parse(e);
-  c.source = train::open_training_model(c.dir + "/model", 0);
-  const Head head = task_head(c.expected["task"].get<std::string>());
-  EXPECT_TRUE(c.source.has_head(head)) << "the checkpoint was published with its head";
-  c.model = train::build_trainable_model(c.source, c.source.id2label(), c.source.problem_type(), 0, nullptr, head);
-  std::ifstream b(c.dir + "/batches.json");
-  for (const auto& j : nlohmann::json::parse(b)) {
-    TokenBatch batch;
-    batch.input_ids = test::i32_matrix(j["input_ids"]);
-    batch.attention_mask = test::i32_matrix(j["attention_mask"]);
-    if (c.source.model_type == "bert") batch.token_type_ids = test::i32_matrix(j["token_type_ids"]);
-    train::Targets t;
-    if (j.contains("labels"))
-      for (const auto& row : j["labels"])
-        for (const auto& l : row) t.token_labels.push_back(l.get<int32_t>());
-    if (j.contains("start_positions")) {
-      for (const auto& p : j["start_positions"]) t.start_positions.push_back(p.get<int32_t>());
-      for (const auto& p : j["end_positions"]) t.end_positions.push_back(p.get<int32_t>());
-    }
-    c.batches.push_back(batch);
-    c.targets.push_back(t);
-  }
-  return c;
-}
-
-// As tach train runs it: the masked LM's head on the chosen tokens only.
-double task_forward_backward(TaskCase& c, train::ForwardState& state, size_t i) {
-  const train::DropoutRates off;
-  if (c.model->head() == Head::masked_lm) state.predicted_rows = train::labelled_rows(c.targets[i]);
-  c.model->forward(state, c.batches[i], off);
-  const TokenBatch& b = c.batches[i];
-  std::vector<float> dlogits(size_t(state.logits.numel()), 0.f);
-  const double loss =
-      train::head_loss(c.model->head(), "", state.logits.data<float>(), b.batch(), b.seq_len(), state.logits.shape()[1],
-                       c.targets[i], dlogits.data(), 1.f, &state.predicted_rows);
-  c.model->backward(state, b, dlogits.data(), off);
-  return loss;
-}
+// gradients and 20 steps (scripts/golden/make_train_task_golden.py): tests/task_fixtures.h.
+using test::load_task_case;
+using test::task_forward_backward;
+using test::TaskCase;
 
 // Gradients that are zero in exact arithmetic, so rounding noise in both engines, which AdamW
 // then walks by ~lr per step in a direction rounding sets (test_train_golden says more):
@@ -383,8 +330,8 @@ TEST_P(TaskFixture, TwentyAdamWStepsMatchTransformers) {
   for (int64_t step = 0; step < x["steps"].get<int64_t>(); ++step) {
     c.model->params.zero_grad();
     const double loss = task_forward_backward(c, *state, size_t(step % 4));
-    std::vector<std::pair<float*, int64_t>> grads;
-    for (auto& p : c.model->params.entries()) grads.emplace_back(p.grad.data<float>(), p.grad.numel());
+    std::vector<Tensor> grads;
+    for (auto& p : c.model->params.entries()) grads.push_back(p.grad);
     const double norm = train::clip_grad_norm(grads, x["clip"].get<double>());
     EXPECT_NEAR(norm, x["grad_norms"][size_t(step)].get<double>(), 1e-4 * x["grad_norms"][size_t(step)].get<double>())
         << "step " << step;
@@ -415,10 +362,10 @@ TEST_P(TaskFixture, FusedAndCheckpointedEqualEagerWithDropout) {
     c.model->params.zero_grad();
     c.model->forward(*state, c.batches[1], on);
     const TokenBatch& b = c.batches[1];
-    std::vector<float> dlogits(size_t(state->logits.numel()), 0.f);
-    train::head_loss(c.model->head(), "", state->logits.data<float>(), b.batch(), b.seq_len(), state->logits.shape()[1],
-                     c.targets[1], dlogits.data(), 1.f);
-    c.model->backward(*state, b, dlogits.data(), on);
+    const Tensor dlogits = Tensor::zeros(state->logits.shape(), DType::f32, c.model->device);
+    train::head_loss(c.model->head(), "", state->logits,
+                     train::loss_targets(c.targets[1], c.model->head(), b.seq_len(), c.model->device), dlogits, 1.f);
+    c.model->backward(*state, b, dlogits.data<float>(), on);
   }
   for (auto& p : cases[0].model->params.entries()) {
     if (zero_in_exact_arithmetic(p.name, cases[0].model->head())) continue;
