@@ -12,7 +12,8 @@ namespace tach::train {
 
 namespace {
 
-// transformers' _init_weights for a new nn.Linear: weight N(0, std), bias 0.
+// transformers' _init_weights for a new nn.Linear: weight N(0, std), bias 0. Drawn on the host
+// (ParameterTable::add copies each initial value to the model's device, as a checkpoint's).
 Tensor normal_init(const Shape& shape, float std, uint64_t seed, const std::string& name) {
   Tensor t = Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::workspace);
   model::fill_normal(t, std, seed, name);
