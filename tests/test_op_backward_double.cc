@@ -309,9 +309,9 @@ TEST(BackwardDouble, CausalGroupedQueryAttention) {
   a.ld_out = H * D, a.mask_stride = T, a.scale = 0.6f;
   std::vector<float> out(B * T * H * D), probs(B * H * T * T), dqkv(B * T * QKV, 0.f);
   const float* q = qkvf.data();
-  causal_attention_forward_train(out.data(), probs.data(), q, q + H * D, q + (H + KVH) * D, mask.data(), a);
-  causal_attention_backward(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(), probs.data(), q,
-                            q + H * D, q + (H + KVH) * D, mask.data(), a);
+  causal_attention_forward_cpu(out.data(), probs.data(), q, q + H * D, q + (H + KVH) * D, mask.data(), a);
+  causal_attention_backward_cpu(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(),
+                                probs.data(), q, q + H * D, q + (H + KVH) * D, mask.data(), a);
   Vec qkv = to_double(qkvf);
   expect_matches_double_difference(
       qkv, dqkv,
@@ -342,15 +342,15 @@ TEST(BackwardDouble, AttentionBlocksWindowsAndDirections) {
       const std::string what = std::string(causal ? "causal" : "bidirectional") + " window " + std::to_string(window);
       std::vector<float> out(B * T * H * D), probs(B * H * T * T);
       const float* q = qkvf.data();
-      causal_attention_forward_train(out.data(), probs.data(), q, q + H * D, q + (H + KVH) * D, mask.data(), a);
+      causal_attention_forward_cpu(out.data(), probs.data(), q, q + H * D, q + (H + KVH) * D, mask.data(), a);
       Vec qkv = to_double(qkvf);
       const Vec want =
           reference_attention(qkv, B, T, H, KVH, D, 0, H * D, (H + KVH) * D, QKV, mask, causal, double(0.6f), window);
       for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-5) << what << " [" << i << "]";
       for (const bool saved : {true, false}) {
         std::vector<float> dqkv(B * T * QKV, 0.f);
-        causal_attention_backward(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(),
-                                  saved ? probs.data() : nullptr, q, q + H * D, q + (H + KVH) * D, mask.data(), a);
+        causal_attention_backward_cpu(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + KVH) * D, dout.data(),
+                                      saved ? probs.data() : nullptr, q, q + H * D, q + (H + KVH) * D, mask.data(), a);
         expect_matches_double_difference(
             qkv, dqkv,
             [&] {

@@ -72,13 +72,16 @@ void decoder_qkv(const DecoderConfig& c, size_t l, int64_t B, int64_t T, const D
   const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D;
   run.linear(l, DecoderLinear::qkv, t.qkv, t.x1);
   if (c.qk_norm) {
-    // qk_raw and qk_rstd hold q's block, then k's: [N, H D] then [N, KVH D] (and [N H], [N KVH]).
+    // qk_raw and qk_rstd hold q's block, then k's: [N, H D] then [N, KVH D] (and [N H], [N KVH]);
+    // training saves them, inference leaves them undefined.
     const int64_t N = B * T;
-    float* raw = t.qk_raw.defined() ? t.qk_raw.data<float>() : nullptr;
-    float* rstd = t.qk_rstd.defined() ? t.qk_rstd.data<float>() : nullptr;
-    ops::rms_norm_heads_forward(t.qkv, 0, H, D, run.norm(l, DecoderNorm::q), c.norm_eps, raw, rstd);
+    auto part = [](const Tensor& saved, int64_t start, int64_t length) {
+      return saved.defined() ? saved.reshape({saved.numel()}).narrow(0, start, length) : Tensor();
+    };
+    ops::rms_norm_heads_forward(t.qkv, 0, H, D, run.norm(l, DecoderNorm::q), c.norm_eps, part(t.qk_raw, 0, N * HD),
+                                part(t.qk_rstd, 0, N * H));
     ops::rms_norm_heads_forward(t.qkv, HD, KVH, D, run.norm(l, DecoderNorm::k), c.norm_eps,
-                                raw ? raw + N * HD : nullptr, rstd ? rstd + N * H : nullptr);
+                                part(t.qk_raw, N * HD, N * KVH * D), part(t.qk_rstd, N * H, N * KVH));
   }
   ops::rope_forward(t.qkv, H, KVH, D, rope.of(c, l));  // q, then k columns
 }

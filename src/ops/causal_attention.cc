@@ -89,30 +89,87 @@ void causal_attention_forward(float* out, const float* q, const float* k, const 
   causal_attention_forward_cpu(out, nullptr, q, k, v, key_mask, a);
 }
 
-void causal_attention_forward_train(float* out, float* probs, const float* q, const float* k, const float* v,
-                                    const int32_t* key_mask, const CausalAttentionArgs& a) {
+namespace {
+
+// The row stride of a training operand: [N, cols] f32 with contiguous columns.
+int64_t row_stride(const char* op, const char* what, const Tensor& t, int64_t N, int64_t cols) {
+  check(t.defined() && t.dtype() == DType::f32 && t.dim() == 2 && t.size(0) == N && t.size(1) == cols &&
+            (cols == 1 || t.strides()[1] == 1) && t.strides()[0] >= cols,
+        std::string(op) + ": " + what + " must be f32 [" + std::to_string(N) + ", " + std::to_string(cols) +
+            "] with contiguous columns, got " + (t.defined() ? t.describe() : std::string("nothing")));
+  return t.strides()[0];
+}
+
+// Checks the training operands against a's extents and sets a's layout from them. out_or_dout:
+// the forward's out, or the backward's dout (the kernel reads one stride for both).
+void training_layout(const char* op, CausalAttentionArgs& a, const Tensor& q, const Tensor& k, const Tensor& v,
+                     const Tensor& out_or_dout, const Tensor& probs, const Tensor& key_mask) {
+  a.past = 0;
+  a.device = q.device();
   check_args(a, true);
+  const int64_t N = a.B * a.Tq, T = a.Tq;
+  a.ld_q = row_stride(op, "q", q, N, a.H * a.D);
+  a.ld_kv = row_stride(op, "k", k, N, a.KVH * a.D);
+  check(row_stride(op, "v", v, N, a.KVH * a.D) == a.ld_kv,
+        std::string(op) + ": k " + k.describe() + " and v " + v.describe() + " must have one row stride");
+  a.ld_out = row_stride(op, "the output (or its gradient)", out_or_dout, N, a.H * a.D);
+  a.batch_stride_kv = T * a.ld_kv;
+  a.mask_stride = T;
+  if (probs.defined())
+    check(probs.dtype() == DType::f32 && probs.is_contiguous() && probs.shape() == Shape{a.B, a.H, T, T},
+          std::string(op) + ": probs must be contiguous f32 " + shape_str({a.B, a.H, T, T}) + ", got " +
+              probs.describe());
+  if (key_mask.defined())
+    check(
+        key_mask.dtype() == DType::i32 && key_mask.is_contiguous() && key_mask.shape() == Shape{a.B, T},
+        std::string(op) + ": key_mask must be contiguous i32 " + shape_str({a.B, T}) + ", got " + key_mask.describe());
+  check_device(op, a.device, {&k, &v, &out_or_dout, &probs, &key_mask});
+}
+
+const int32_t* mask_of(const Tensor& key_mask) { return key_mask.defined() ? key_mask.data<int32_t>() : nullptr; }
+float* probs_of(const Tensor& probs) { return probs.defined() ? probs.data<float>() : nullptr; }
+
+}  // namespace
+
+void causal_attention_forward_train(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k,
+                                    const Tensor& v, const Tensor& key_mask, CausalAttentionArgs a) {
+  constexpr const char* kOp = "causal_attention_forward_train";
+  training_layout(kOp, a, q, k, v, out, probs, key_mask);
+  if (on_cuda(kOp, a.device, DType::f32)) unsupported(kOp, a.device, DType::f32);
   core::Span span(core::SpanKind::op, "causal_attention");
   if (span.active()) {
     const OpCost c = causal_attention_cost(a);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32",
-                                 probs ? " saves probs" : ""));
+                                 probs.defined() ? " saves probs" : ""));
   }
-  causal_attention_forward_cpu(out, probs, q, k, v, key_mask, a);
+  causal_attention_forward_cpu(out.data<float>(), probs_of(probs), q.data<float>(), k.data<float>(), v.data<float>(),
+                               mask_of(key_mask), a);
 }
 
-void causal_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
-                               const float* k, const float* v, const int32_t* key_mask, const CausalAttentionArgs& a) {
-  check_args(a, true);
-  core::Span span(core::SpanKind::op, "causal_attention_backward");
+void causal_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                               const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& key_mask, CausalAttentionArgs a) {
+  constexpr const char* kOp = "causal_attention_backward";
+  training_layout(kOp, a, q, k, v, dout, probs, key_mask);
+  const int64_t N = a.B * a.Tq;
+  // The kernel writes each gradient with its operand's row stride.
+  check(row_stride(kOp, "dq", dq, N, a.H * a.D) == a.ld_q && row_stride(kOp, "dk", dk, N, a.KVH * a.D) == a.ld_kv &&
+            row_stride(kOp, "dv", dv, N, a.KVH * a.D) == a.ld_kv,
+        std::string(kOp) + ": dq, dk, dv " + dq.describe() + ", " + dk.describe() + ", " + dv.describe() +
+            " must have the row strides of q and k");
+  check_device(kOp, a.device, {&dq, &dk, &dv});
+  if (on_cuda(kOp, a.device, DType::f32)) unsupported(kOp, a.device, DType::f32);
+  core::Span span(core::SpanKind::op, kOp);
   if (span.active()) {
     const OpCost c = causal_attention_backward_cost(a);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32",
-                                 probs ? "" : " recomputes probs"));
+                                 probs.defined() ? "" : " recomputes probs"));
   }
-  causal_attention_backward_cpu(dq, dk, dv, dout, probs, q, k, v, key_mask, a);
+  causal_attention_backward_cpu(dq.data<float>(), dk.data<float>(), dv.data<float>(), dout.data<float>(),
+                                probs_of(probs), q.data<float>(), k.data<float>(), v.data<float>(), mask_of(key_mask),
+                                a);
 }
 
 }  // namespace tach::ops

@@ -8,6 +8,7 @@
 
 #include "ops/op_cost.h"
 #include "tach/device.h"
+#include "tach/tensor.h"
 
 namespace tach::ops {
 
@@ -55,15 +56,24 @@ void causal_attention_forward(float* out, const float* q, const float* k, const 
                               const CausalAttentionArgs& a);
 OpCost causal_attention_cost(const CausalAttentionArgs& a);
 
-// Training (past = 0, Tq = Tk = T): as the forward, and saves the probabilities in
-// probs: [B, H, T, T] (zero where masked). probs null (--exec fused): nothing is saved and the
-// backward recomputes them from q and k.
-void causal_attention_forward_train(float* out, float* probs, const float* q, const float* k, const float* v,
-                                    const int32_t* key_mask, const CausalAttentionArgs& a);
-// Backward. dout: [B, T, H*D] (stride ld_out)  dq: as q (stride ld_q), dk, dv: as k, v (stride
-// ld_kv): written, not accumulated; each key/value head sums the gradients of its query group.
-void causal_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* probs, const float* q,
-                               const float* k, const float* v, const int32_t* key_mask, const CausalAttentionArgs& a);
+// Training (past = 0, Tq = Tk = T, N = B*T rows): as the forward, for a.B rows of a.Tq tokens
+// with a's heads, scale, window and causality; where the operands live and their row strides
+// are the tensors' own, so the caller's a.past, a.ld_*, a.batch_stride_kv, a.mask_stride and
+// a.device are ignored (the op sets them).
+//   q: [N, H*D] f32  k, v: [N, KVH*D] f32: rows of any stride (k's and v's the same), columns
+//      contiguous: e.g. views of the fused q|k|v [N, (H + 2 KVH) D]: qkv.narrow(1, 0, H*D), ...
+//   key_mask: [B, T] i32 contiguous (1 = real token), or undefined: every key is real
+//   out: [N, H*D] f32, rows of any stride
+//   probs: [B, H, T, T] f32 contiguous, saved for the backward (zero where masked); undefined
+//      (--exec fused): nothing is saved and the backward recomputes them from q and k.
+void causal_attention_forward_train(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k,
+                                    const Tensor& v, const Tensor& key_mask, CausalAttentionArgs a);
+// Backward. dout: [N, H*D] (rows of any stride)  dq: as q, dk, dv: as k, v (the same row
+// strides as q's and k's): written, not accumulated; each key/value head sums the gradients of
+// its query group. probs: the forward's, or undefined to recompute them.
+void causal_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                               const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& key_mask, CausalAttentionArgs a);
 OpCost causal_attention_backward_cost(const CausalAttentionArgs& a);
 
 // Kernels.

@@ -35,11 +35,12 @@ void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor&
     check(delta.numel() == h.numel() && delta.dtype() == DType::f32 && delta.is_contiguous(),
           "rms_norm: delta " + delta.describe() + " does not match h " + h.describe());
   if (rstd.defined())
-    check(rstd.numel() == N && rstd.dtype() == DType::f32 && rstd.device().kind == DeviceKind::cpu,
-          "rms_norm: rstd must be f32 [" + std::to_string(N) + "] on the CPU, got " + rstd.describe());
-  check_device("rms_norm", h.device(), {&out, &delta, &weight});
+    check(rstd.numel() == N && rstd.dtype() == DType::f32 && rstd.is_contiguous(),
+          "rms_norm: rstd must be contiguous f32 [" + std::to_string(N) + "], got " + rstd.describe());
+  check_device("rms_norm", h.device(), {&out, &delta, &weight, &rstd});
   [[maybe_unused]] const bool cuda = on_cuda("rms_norm", h.device(), h.dtype());
-  check(!(cuda && rstd.defined()), "rms_norm: the statistics training saves are kept on the CPU only");
+  // The CUDA kernel keeps no statistics: training's forward has a CPU kernel only, so far.
+  if (cuda && rstd.defined()) unsupported("rms_norm (saving rstd for the backward)", h.device(), h.dtype());
   core::Span span(core::SpanKind::op, "rms_norm");
   if (span.active()) {
     const OpCost c = rms_norm_cost(N, C, delta.defined());
@@ -66,16 +67,23 @@ OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D) {
 }
 
 void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, const Tensor& weight, float eps,
-                            float* saved_in, float* rstd) {
+                            const Tensor& saved_in, const Tensor& rstd) {
   check(x.dtype() == DType::f32 && x.dim() == 2 && x.is_contiguous() && col0 + heads * D <= x.size(1),
         "rms_norm_heads: expected a contiguous f32 [N, >= " + std::to_string(col0 + heads * D) + "] buffer, got " +
             x.describe());
   check(weight.dtype() == DType::f32 && weight.numel() == D,
         "rms_norm_heads: weight must be f32 [" + std::to_string(D) + "], got " + weight.describe());
-  check_device("rms_norm_heads", x.device(), {&weight});
-  [[maybe_unused]] const bool cuda = on_cuda("rms_norm_heads", x.device(), x.dtype());
-  check(!(cuda && (saved_in || rstd)), "rms_norm_heads: the values training saves are kept on the CPU only");
   const int64_t N = x.size(0);
+  check(saved_in.defined() == rstd.defined(), "rms_norm_heads: training saves both the input and rstd, or neither");
+  if (saved_in.defined())
+    check(saved_in.dtype() == DType::f32 && saved_in.is_contiguous() && saved_in.numel() == N * heads * D &&
+              rstd.dtype() == DType::f32 && rstd.is_contiguous() && rstd.numel() == N * heads,
+          "rms_norm_heads: the saved input must be contiguous f32 [" + std::to_string(N) + ", " +
+              std::to_string(heads * D) + "] and rstd [" + std::to_string(N) + ", " + std::to_string(heads) +
+              "], got " + saved_in.describe() + " and " + rstd.describe());
+  check_device("rms_norm_heads", x.device(), {&weight, &saved_in, &rstd});
+  [[maybe_unused]] const bool cuda = on_cuda("rms_norm_heads", x.device(), x.dtype());
+  if (cuda && saved_in.defined()) unsupported("rms_norm_heads (saving for the backward)", x.device(), x.dtype());
   core::Span span(core::SpanKind::op, "rms_norm_heads");
   if (span.active()) {
     const OpCost c = rms_norm_heads_cost(N, heads, D);
@@ -89,7 +97,73 @@ void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, c
     return;
   }
 #endif
-  rms_norm_heads_forward_cpu(x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(), eps, saved_in, rstd);
+  rms_norm_heads_forward_cpu(x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(), eps,
+                             saved_in.defined() ? saved_in.data<float>() : nullptr,
+                             rstd.defined() ? rstd.data<float>() : nullptr);
+}
+
+void rms_norm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout, const Tensor& inp,
+                       const Tensor& weight, const Tensor& rstd) {
+  constexpr const char* kOp = "rms_norm_backward";
+  check(inp.dtype() == DType::f32 && inp.is_contiguous() && inp.dim() >= 1,
+        std::string(kOp) + ": inp must be contiguous f32 [N, C], got " + inp.describe());
+  const int64_t C = inp.size(-1), N = inp.numel() / (C == 0 ? 1 : C);
+  for (const Tensor* t : {&dinp, &dout})
+    check(t->dtype() == DType::f32 && t->is_contiguous() && t->numel() == inp.numel(),
+          std::string(kOp) + ": " + t->describe() + " does not match inp " + inp.describe());
+  check(weight.dtype() == DType::f32 && weight.numel() == C,
+        std::string(kOp) + ": weight must be f32 [" + std::to_string(C) + "], got " + weight.describe());
+  if (dweight.defined())
+    check(dweight.dtype() == DType::f32 && dweight.numel() == C,
+          std::string(kOp) + ": dweight must be f32 [" + std::to_string(C) + "], got " + dweight.describe());
+  check(rstd.dtype() == DType::f32 && rstd.is_contiguous() && rstd.numel() == N,
+        std::string(kOp) + ": rstd must be contiguous f32 [" + std::to_string(N) + "], got " + rstd.describe());
+  check_device(kOp, inp.device(), {&dinp, &dweight, &dout, &weight, &rstd});
+  if (on_cuda(kOp, inp.device(), inp.dtype())) unsupported(kOp, inp.device(), inp.dtype());
+  core::Span span(core::SpanKind::op, kOp);
+  if (span.active()) {
+    const OpCost c = rms_norm_backward_cost(N, C);
+    span.set_cost(c.flops, c.bytes());
+  }
+  rms_norm_backward_cpu(dinp.data<float>(), dweight.defined() ? dweight.data<float>() : nullptr, dout.data<float>(),
+                        inp.data<float>(), weight.data<float>(), rstd.data<float>(), N, C);
+}
+
+void rms_norm_heads_backward(const Tensor& d_qkv, int64_t q_heads, int64_t k_heads, int64_t D, const Tensor& saved_in,
+                             const Tensor& rstd, const Tensor& q_weight, const Tensor& k_weight,
+                             const Tensor& dq_weight, const Tensor& dk_weight) {
+  constexpr const char* kOp = "rms_norm_heads_backward";
+  const int64_t heads = q_heads + k_heads;
+  check(d_qkv.dtype() == DType::f32 && d_qkv.dim() == 2 && d_qkv.is_contiguous() && D > 0 && d_qkv.size(1) >= heads * D,
+        std::string(kOp) + ": expected a contiguous f32 [N, >= " + std::to_string(heads * D) + "] buffer, got " +
+            d_qkv.describe());
+  const int64_t N = d_qkv.size(0);
+  check(saved_in.dtype() == DType::f32 && saved_in.is_contiguous() && saved_in.numel() == N * heads * D,
+        std::string(kOp) + ": the saved input must be contiguous f32 [" + std::to_string(N) + ", " +
+            std::to_string(heads * D) + "], got " + saved_in.describe());
+  check(rstd.dtype() == DType::f32 && rstd.is_contiguous() && rstd.numel() == N * heads,
+        std::string(kOp) + ": rstd must be contiguous f32 [" + std::to_string(N) + ", " + std::to_string(heads) +
+            "], got " + rstd.describe());
+  for (const Tensor* w : {&q_weight, &k_weight, &dq_weight, &dk_weight})
+    check(!w->defined() || (w->dtype() == DType::f32 && w->numel() == D),
+          std::string(kOp) + ": a norm weight or its gradient must be f32 [" + std::to_string(D) + "], got " +
+              w->describe());
+  check(q_weight.defined() && k_weight.defined(), std::string(kOp) + ": both norm weights are needed");
+  check_device(kOp, d_qkv.device(), {&saved_in, &rstd, &q_weight, &k_weight, &dq_weight, &dk_weight});
+  if (on_cuda(kOp, d_qkv.device(), d_qkv.dtype())) unsupported(kOp, d_qkv.device(), d_qkv.dtype());
+  core::Span span(core::SpanKind::op, kOp);
+  if (span.active()) {
+    const OpCost c = rms_norm_heads_cost(N, heads, D);
+    span.set_cost(c.flops, c.bytes());
+  }
+  auto grad = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
+  const int64_t ld = d_qkv.size(1);
+  float* d = d_qkv.data<float>();
+  const float* in = saved_in.data<float>();
+  const float* r = rstd.data<float>();
+  rms_norm_heads_backward_cpu(d, ld, in, q_weight.data<float>(), r, grad(dq_weight), N, q_heads, D);
+  rms_norm_heads_backward_cpu(d + q_heads * D, ld, in + N * q_heads * D, k_weight.data<float>(), r + N * q_heads,
+                              grad(dk_weight), N, k_heads, D);
 }
 
 }  // namespace tach::ops

@@ -10,10 +10,17 @@ namespace tach::ops {
 // h: [N, C] f32, updated in place when delta is given  delta: [N, C] f32 or undefined
 // weight: [C] f32  out: [N, C] f32 (must not alias h)
 // rstd: [N] f32, or undefined: inference keeps no statistics; training saves them for
-// rms_norm_backward_cpu (CPU only).
+// rms_norm_backward (a CPU kernel only, so far).
 void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps,
                       const Tensor& rstd = Tensor());
 OpCost rms_norm_cost(int64_t N, int64_t C, bool with_residual);
+
+// Backward of the training forward (the kernel's formula below). dout, inp: [N, C] f32 (inp: the
+// h the forward normalised, after the residual add)  weight: [C] as applied  rstd: [N] saved by
+// the forward  dinp: [N, C] +=  dweight: [C] +=, or undefined for a frozen norm (its cost is not
+// counted). All contiguous, on one device.
+void rms_norm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout, const Tensor& inp,
+                       const Tensor& weight, const Tensor& rstd);
 
 // Kernel. Sum of squares in f32, as transformers' Qwen2RMSNorm computes it in f32. Saves
 // rstd: [N] for the backward when it is not null.
@@ -31,10 +38,21 @@ OpCost rms_norm_backward_cost(int64_t N, int64_t C);
 
 // RMSNorm over each head of q and k (Qwen3, Gemma 3: q_norm and k_norm before RoPE): in
 // `x: [N, ld]`, the `heads` blocks of D columns from column col0 are each normalised in place
-// with the shared weight: [D] f32. Training passes saved_in and rstd as the kernel takes them.
+// with the shared weight: [D] f32. Training saves, for rms_norm_heads_backward, saved_in:
+// [N, heads*D] (the input) and rstd: [N, heads], both contiguous f32; inference leaves them undefined.
 void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, const Tensor& weight, float eps,
-                            float* saved_in = nullptr, float* rstd = nullptr);
+                            const Tensor& saved_in = Tensor(), const Tensor& rstd = Tensor());
 OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D);
+
+// Backward of the q and k norms (two rms_norm_heads_forward calls: q's heads from column 0, k's
+// right after them), in place, as one op like rope_backward. d_qkv: [N, ld] f32 contiguous:
+// columns [0, (q_heads + k_heads) D) hold d(out) on entry and d(in) on exit, the rest untouched.
+// saved_in: [N, (q_heads + k_heads) D] q's saved block ([N, q_heads D]), then k's; rstd:
+// [N, q_heads + k_heads] likewise. weights: [D] as applied; their gradients [D] +=, or undefined
+// for frozen norms.
+void rms_norm_heads_backward(const Tensor& d_qkv, int64_t q_heads, int64_t k_heads, int64_t D, const Tensor& saved_in,
+                             const Tensor& rstd, const Tensor& q_weight, const Tensor& k_weight,
+                             const Tensor& dq_weight, const Tensor& dk_weight);
 // Kernel: saved_in: [N, heads*D] (null at inference) keeps the input for the backward; rstd: [N*heads].
 void rms_norm_heads_forward_cpu(float* x, int64_t ld, int64_t N, int64_t heads, int64_t D, const float* weight,
                                 float eps, float* saved_in = nullptr, float* rstd = nullptr);

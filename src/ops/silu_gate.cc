@@ -66,10 +66,11 @@ void silu_gate_forward(Tensor& out, const Tensor& gate_up, GateActivation act) {
 
 void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& dout, GateActivation act) {
   const char* name = gate_op_name(act, true);
-  if (gate_up.device().kind != DeviceKind::cpu) unsupported(name, gate_up.device(), gate_up.dtype());
   const int64_t N = checked_rows(name, gate_up, dout, 1), I = gate_up.size(-1) / 2;
   check(d_gate_up.numel() == gate_up.numel() && d_gate_up.dtype() == DType::f32 && d_gate_up.is_contiguous(),
         std::string(name) + ": d_gate_up " + d_gate_up.describe() + " does not match gate_up " + gate_up.describe());
+  check_device(name, gate_up.device(), {&d_gate_up, &dout});
+  if (on_cuda(name, gate_up.device(), gate_up.dtype())) unsupported(name, gate_up.device(), gate_up.dtype());
   core::Span span(core::SpanKind::op, name);
   if (span.active()) {
     const OpCost c = silu_gate_backward_cost(N, I);

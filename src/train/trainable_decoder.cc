@@ -79,6 +79,7 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
   std::vector<std::string> initialised;
   auto head = [&](const std::string& name, const Shape& shape, bool weight) -> Parameter* {
     if (w.has_head(name)) return &t.add(name, w.take_head(name, shape));
+    // Filled on the host, as the checkpoint's tensors arrive; the table copies it into the master.
     Tensor init = Tensor::zeros(shape, DType::f32, Device::cpu(), MemoryCategory::workspace);
     if (weight && shape.size() == 2) model::fill_normal(init, config.initializer_range, init_seed, name);
     if (weight && shape.size() == 1)
@@ -122,10 +123,13 @@ const Tensor& TrainableDecoder::norm_weight(const Parameter* p) const {
 
 void TrainableDecoder::refresh_applied_norms() const {
   if (!config.norm_plus_one) return;
+  // 1 + w is a loop over the host's memory (a [C] vector per norm: no op of its own yet).
+  check(device.kind == DeviceKind::cpu,
+        "training " + config.model_type + " on " + device.str() + ": its norms' 1 + w is computed on the CPU only");
   auto refresh = [&](const Parameter* p) {
     if (!p) return;
     Tensor& a = applied_norms_[p];
-    if (!a.defined()) a = Tensor::empty(p->value.shape(), DType::f32, Device::cpu(), MemoryCategory::workspace);
+    if (!a.defined()) a = Tensor::empty(p->value.shape(), DType::f32, device, MemoryCategory::workspace);
     for (int64_t i = 0; i < a.numel(); ++i) a.data<float>()[i] = 1.0f + p->value.data<float>()[i];
   };
   for (const auto& l : layers)

@@ -63,7 +63,8 @@ struct TrainableDecoder final : TrainableModel {
   std::vector<LinearSite> linear_sites() override;
   void release_frozen_grads() override;
   int64_t quantize_base_nf4() override;
-  void layer_forward(DecoderActivations& a, size_t li, const int32_t* mask, const DropoutRates& dr) const;
+  // mask: the batch's attention_mask [B, T] i32.
+  void layer_forward(DecoderActivations& a, size_t li, const Tensor& mask, const DropoutRates& dr) const;
   std::unique_ptr<ForwardState> new_state(bool fused) const override;
   void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const override;
   void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
@@ -89,6 +90,12 @@ struct DecoderActivations final : ForwardState {
   // Per layer, what its forward wrote and its backward reads (model/decoder_layer.h); under
   // gradient checkpointing every layer but its resid shares the first layer's buffers.
   std::vector<model::DecoderLayerTensors> layers;
+  // Per layer, q, k and v as views of its fused q|k|v [N, (H + 2 KVH) D] (rows strided by the
+  // whole width), made once per shape so that the step makes none.
+  struct QkvViews {
+    Tensor q, k, v;  // [N, H D], [N, KVH D], [N, KVH D]
+  };
+  std::vector<QkvViews> qkv_views;
   Tensor embedded, embed_mean, embed_rstd;  // ModernBERT: [N, C] the embeddings before their norm, its [N] stats
   Tensor resid_out;                         // [N, C] the last layer's output: the final norm's input
   Tensor pooled_in;               // [B, C] the last layer's output at each row's pooled token (last, or first)
@@ -101,6 +108,7 @@ struct DecoderActivations final : ForwardState {
   model::DecoderRope rope;         // cos/sin of positions 0..T-1 for every row
   // Gradients, reused by the backward.
   Tensor d_resid, d_x, d_qkv, d_context, d_gate_up, d_act;  // [N, C] x2, [N, QKV], [N, HD], [N, 2I], [N, I]
+  Tensor d_q, d_k, d_v;                                     // views of d_qkv, as qkv_views
   Tensor d_branch;                                          // [N, C] sandwich norms: d(branch before its norm)
   Tensor d_pooled, d_pooled_in;                             // [B, C]
   Tensor d_head;                                            // [B, C] ModernBERT's head

@@ -3,9 +3,9 @@
 // Module paths follow transformers' (model.layers.3.self_attn, ...), under "backward." for the
 // backward (the caller's profiler scope adds it).
 #include <cmath>
-#include <cstring>
 #include <optional>
 
+#include "core/allocator.h"
 #include "core/trace.h"
 #include "ops/add.h"
 #include "ops/causal_attention.h"
@@ -35,9 +35,9 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   if (a.B == B && a.T == T) return;
   const model::DecoderConfig& s = m.config;
   const int64_t N = B * T, C = s.hidden_size, I = s.intermediate_size, QKV = s.qkv_width(), D = s.head_dim;
-  const int64_t HD = s.num_heads * D, QK = s.num_heads + s.num_kv_heads;
-  auto make = [](const Shape& shape) {
-    return Tensor::empty(shape, DType::f32, Device::cpu(), MemoryCategory::activations);
+  const int64_t HD = s.num_heads * D, KD = s.num_kv_heads * D, QK = s.num_heads + s.num_kv_heads;
+  auto make = [&](const Shape& shape) {
+    return Tensor::empty(shape, DType::f32, m.device, MemoryCategory::activations);
   };
   restart_activations(a);
   const bool fused = a.fused, checkpoint = a.checkpoint;
@@ -71,8 +71,12 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
     l.branch = branch;
   }
   a.resid_out = make({N, C});
-  for (size_t i = 0; i < a.layers.size(); ++i)
+  a.qkv_views.resize(a.layers.size());
+  for (size_t i = 0; i < a.layers.size(); ++i) {
     a.layers[i].resid_out = i + 1 < a.layers.size() ? a.layers[i + 1].resid : a.resid_out;
+    const Tensor& qkv = a.layers[i].qkv;
+    a.qkv_views[i] = {qkv.narrow(1, 0, HD), qkv.narrow(1, HD, KD), qkv.narrow(1, HD + KD, KD)};
+  }
   if (s.embedding_norm) a.embedded = make({N, C}), a.embed_mean = make({N}), a.embed_rstd = make({N});
   const bool mean_pool = s.pooling == model::DecoderConfig::Pooling::mean;
   a.pooled_in = make({B, C});
@@ -88,29 +92,40 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   a.d_resid = make({N, C});
   a.d_x = make({N, C});
   a.d_qkv = make({N, QKV});
+  a.d_q = a.d_qkv.narrow(1, 0, HD), a.d_k = a.d_qkv.narrow(1, HD, KD), a.d_v = a.d_qkv.narrow(1, HD + KD, KD);
   a.d_context = make({N, HD});
   a.d_gate_up = make({N, 2 * I});
   a.d_act = make({N, I});
   if (s.sandwich_norms) a.d_branch = make({N, C});
   a.d_pooled = make({B, C});
   a.d_pooled_in = make({B, C});
-  // transformers' forward without position_ids: positions 0..T-1 in every row.
+  // transformers' forward without position_ids: positions 0..T-1 in every row (host positions,
+  // as decoder_rope takes them; the tables it builds go to the model's device).
   Tensor positions = Tensor::empty({N}, DType::i32);
   for (int64_t i = 0; i < N; ++i) positions.data<int32_t>()[i] = int32_t(i % T);
-  a.rope = model::decoder_rope(s, positions, T, Device::cpu());
+  a.rope = model::decoder_rope(s, positions, T, m.device);
+}
+
+// A parameter's gradient as the ops take it: undefined for a frozen one (LoRA's base), which
+// the ops then skip. A reference, so that passing it copies nothing.
+const Tensor& grad_of(const Parameter* p) {
+  static const Tensor frozen;
+  return p->trainable && p->grad.defined() ? p->grad : frozen;
 }
 
 // The backward of decoder_norm: dinp += d(norm(inp)) (RMSNorm, or a LayerNorm without bias);
-// dweight += (null: frozen). mean is the LayerNorm's saved mean (unused by RMSNorm).
-void norm_backward(const model::DecoderConfig& c, float* dinp, float* dweight, const float* dout, const float* inp,
-                   const float* weight, const Tensor& mean, const Tensor& rstd, int64_t N, int64_t C) {
+// dweight += (undefined: frozen). mean is the LayerNorm's saved mean (unused by RMSNorm).
+// inp, dout, dinp: [rows, C]  mean, rstd: [rows]
+void norm_backward(const model::DecoderConfig& c, const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
+                   const Tensor& inp, const Tensor& weight, const Tensor& mean, const Tensor& rstd) {
   if (c.layer_norm) {
+    const int64_t C = inp.size(-1), N = inp.numel() / C;
     OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, false));
-    ops::layer_norm_backward_cpu(dinp, dweight, nullptr, dout, inp, weight, f(mean), f(rstd), N, C);
+    ops::layer_norm_backward_cpu(f(dinp), dweight.defined() ? f(dweight) : nullptr, nullptr, f(dout), f(inp), f(weight),
+                                 f(mean), f(rstd), N, C);
     return;
   }
-  OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
-  ops::rms_norm_backward_cpu(dinp, dweight, dout, inp, weight, f(rstd), N, C);
+  ops::rms_norm_backward(dinp, dweight, dout, inp, weight, rstd);
 }
 
 const float* bias_of(const FusedTensor& t) { return t.value.defined() ? f(t.value) : nullptr; }
@@ -161,7 +176,7 @@ void lora_bwd(const TrainableDecoder& m, const std::vector<int64_t>& ids, float*
 // attention that saves its probabilities unless fused.
 class TrainingRunner final : public model::DecoderLayerRunner {
  public:
-  TrainingRunner(const TrainableDecoder& m, DecoderActivations& a, const int32_t* mask, const DropoutRates& dr)
+  TrainingRunner(const TrainableDecoder& m, DecoderActivations& a, const Tensor& mask, const DropoutRates& dr)
       : m_(m), a_(a), mask_(mask), dr_(dr) {}
 
   void linear(size_t l, model::DecoderLinear site, Tensor& out, const Tensor& in) override {
@@ -180,11 +195,10 @@ class TrainingRunner final : public model::DecoderLayerRunner {
     }
   }
 
-  void attention(size_t, ops::CausalAttentionArgs args, model::DecoderLayerTensors& t) override {
-    with_training_layout(args);
-    const int64_t HD = args.H * args.D, KD = args.KVH * args.D;
-    ops::causal_attention_forward_train(f(t.context), a_.fused ? nullptr : f(t.probs), f(t.qkv), f(t.qkv) + HD,
-                                        f(t.qkv) + HD + KD, mask_, args);
+  // Every row's T tokens from the fused q|k|v buffer, no cache; probs saved unless fused.
+  void attention(size_t l, ops::CausalAttentionArgs args, model::DecoderLayerTensors& t) override {
+    const auto& qkv = a_.qkv_views[l];
+    ops::causal_attention_forward_train(t.context, t.probs, qkv.q, qkv.k, qkv.v, mask_, args);
   }
 
   const Tensor& norm(size_t l, model::DecoderNorm which) const override {
@@ -200,36 +214,23 @@ class TrainingRunner final : public model::DecoderLayerRunner {
     return m_.norm_weight(w.attn_norm);
   }
 
-  // Keys and values straight from the fused q|k|v buffer, every row's T tokens, no cache.
-  static void with_training_layout(ops::CausalAttentionArgs& args) {
-    args.past = 0;
-    args.ld_kv = args.ld_q;
-    args.batch_stride_kv = args.Tq * args.ld_q;
-    args.mask_stride = args.Tq;
-  }
-
  private:
   const TrainableDecoder& m_;
   DecoderActivations& a_;
-  const int32_t* mask_;
+  const Tensor& mask_;  // [B, T] i32
   const DropoutRates& dr_;
 };
 
-// The attention arguments the forward used for layer li, for its backward.
-ops::CausalAttentionArgs attention_args(const model::DecoderConfig& c, int64_t B, int64_t T, size_t li) {
-  ops::CausalAttentionArgs args = model::decoder_attention_args(c, li, B, T, Device::cpu());
-  TrainingRunner::with_training_layout(args);
-  return args;
-}
-
 // The final norm and the rows the head reads: a.pooled [B, C] (the last non-pad token's or the
 // first's, normed; ModernBERT's mean over the mask of every normed row).
-void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const int32_t* mask) {
+void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor& attention_mask) {
   const int64_t B = a.B, T = a.T, C = m.config.hidden_size;
   {
     core::Span span(core::SpanKind::module, m.names.final_norm);
     if (m.config.pooling == model::DecoderConfig::Pooling::mean) {
-      // Every row's final norm, then (h * mask).sum / mask.sum per sequence.
+      // Every row's final norm, then (h * mask).sum / mask.sum per sequence (a loop over the
+      // host's memory: the masked mean has no op of its own yet).
+      const int32_t* mask = attention_mask.data<int32_t>();
       model::decoder_norm(m.config, a.final_normed, a.resid_out, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
                           a.final_rstd);
       a.real_tokens.assign(size_t(B), 0.0f);
@@ -247,8 +248,8 @@ void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const int32_
     } else {
       // The final norm is per row, so it runs on the rows the head reads only.
       for (int64_t b = 0; b < B; ++b)
-        std::memcpy(f(a.pooled_in) + b * C, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C,
-                    sizeof(float) * size_t(C));
+        core::copy_bytes(m.device, f(a.pooled_in) + b * C, m.device, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C,
+                         sizeof(float) * size_t(C));
       model::decoder_norm(m.config, a.pooled, a.pooled_in, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
                           a.final_rstd);
     }
@@ -291,8 +292,8 @@ void head_backward(TrainableDecoder& m, DecoderActivations& a, const float* d_lo
       // Through head.norm and the GELU into d(dense output), kept in d_pooled_in for the moment.
       core::Span span(core::SpanKind::module, "head");
       zero(a.d_pooled_in);
-      norm_backward(m.config, f(a.d_pooled_in), g(m.head_norm), f(a.d_head), f(a.head_act),
-                    f(m.norm_weight(m.head_norm)), a.head_mean, a.head_rstd, B, C);
+      norm_backward(m.config, a.d_pooled_in, grad_of(m.head_norm), a.d_head, a.head_act, m.norm_weight(m.head_norm),
+                    a.head_mean, a.head_rstd);
       zero(a.d_head);
       {
         OpSpan o("gelu_backward", ops::gelu_backward_cost(B * C));
@@ -309,13 +310,14 @@ void head_backward(TrainableDecoder& m, DecoderActivations& a, const float* d_lo
 }
 
 // From d(pooled) to d(the last layer's output) in a.d_resid [N, C], through the final norm.
-void pool_backward(TrainableDecoder& m, DecoderActivations& a, const int32_t* mask) {
+void pool_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& attention_mask) {
   const int64_t B = a.B, T = a.T, N = B * T, C = m.config.hidden_size;
   zero(a.d_resid);
   {
     core::Span span(core::SpanKind::module, m.names.final_norm);
     if (m.config.pooling == model::DecoderConfig::Pooling::mean) {
       // d(normed row) = d_pooled / n at each real token; then the final norm over every row.
+      const int32_t* mask = attention_mask.data<int32_t>();
       zero(a.d_x);
       for (int64_t b = 0; b < B; ++b)
         for (int64_t t = 0; t < T; ++t) {
@@ -324,16 +326,16 @@ void pool_backward(TrainableDecoder& m, DecoderActivations& a, const int32_t* ma
           const float* dp = f(a.d_pooled) + b * C;
           for (int64_t k = 0; k < C; ++k) d[k] = dp[k] / a.real_tokens[size_t(b)];
         }
-      norm_backward(m.config, f(a.d_resid), g(m.final_norm), f(a.d_x), f(a.resid_out), f(m.norm_weight(m.final_norm)),
-                    a.final_mean, a.final_rstd, N, C);
+      norm_backward(m.config, a.d_resid, grad_of(m.final_norm), a.d_x, a.resid_out, m.norm_weight(m.final_norm),
+                    a.final_mean, a.final_rstd);
     } else {
       zero(a.d_pooled_in);
-      norm_backward(m.config, f(a.d_pooled_in), g(m.final_norm), f(a.d_pooled), f(a.pooled_in),
-                    f(m.norm_weight(m.final_norm)), a.final_mean, a.final_rstd, B, C);
+      norm_backward(m.config, a.d_pooled_in, grad_of(m.final_norm), a.d_pooled, a.pooled_in,
+                    m.norm_weight(m.final_norm), a.final_mean, a.final_rstd);
       // Only each row's pooled token reaches the head.
       for (int64_t b = 0; b < B; ++b)
-        std::memcpy(f(a.d_resid) + (b * T + a.last[size_t(b)]) * C, f(a.d_pooled_in) + b * C,
-                    sizeof(float) * size_t(C));
+        core::copy_bytes(m.device, f(a.d_resid) + (b * T + a.last[size_t(b)]) * C, m.device, f(a.d_pooled_in) + b * C,
+                         sizeof(float) * size_t(C));
     }
   }
 }
@@ -343,7 +345,7 @@ void pool_backward(TrainableDecoder& m, DecoderActivations& a, const int32_t* ma
 // One layer's forward (model/decoder_layer.cc): from a.layers[li].resid to the next layer's (or
 // a.resid_out), keeping what its backward needs. The backward calls it again under gradient
 // checkpointing, which is why the layer norms its own input rather than fusing the next norm.
-void TrainableDecoder::layer_forward(DecoderActivations& a, size_t li, const int32_t* mask,
+void TrainableDecoder::layer_forward(DecoderActivations& a, size_t li, const Tensor& mask,
                                      const DropoutRates& dr) const {
   TrainingRunner run(*this, a, mask, dr);
   model::decoder_layer_forward(config, li, a.B, a.T, a.rope, a.layers[li], run, model::DecoderLayerEnds{});
@@ -356,7 +358,7 @@ void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, con
   prepare(a, *this, B, T);
   refresh_applied_norms();
   a.last = last_tokens(*this, batch);
-  const int32_t* mask = batch.attention_mask.data<int32_t>();
+  const Tensor& mask = batch.attention_mask;
 
   std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
   if (config.embedding_norm) {  // ModernBERT: the embeddings' own norm
@@ -378,28 +380,27 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
   auto& a = dynamic_cast<DecoderActivations&>(state);
   const model::DecoderConfig& c = config;
   const int64_t B = a.B, T = a.T, N = B * T, C = c.hidden_size, I = c.intermediate_size;
-  const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D, KD = KVH * D;
+  const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D;
   const int64_t QKV = c.qkv_width();
-  const int32_t* mask = batch.attention_mask.data<int32_t>();
+  const Tensor& mask = batch.attention_mask;
   head_backward(*this, a, d_logits, dr);
   core::Span model_span(core::SpanKind::module, "model");
   pool_backward(*this, a, mask);
 
   // A branch's output gradient: d_resid itself, or through the norm on the branch's output
   // (sandwich norms) into d_branch.
-  auto branch_grad = [&](Parameter* out_norm, const Tensor& branch_out, const Tensor& rstd) -> float* {
-    if (!out_norm) return f(a.d_resid);
+  auto branch_grad = [&](Parameter* out_norm, const Tensor& branch_out, const Tensor& rstd) -> const Tensor& {
+    if (!out_norm) return a.d_resid;
     zero(a.d_branch);
-    OpSpan o("rms_norm_backward", ops::rms_norm_backward_cost(N, C));
-    ops::rms_norm_backward_cpu(f(a.d_branch), g(out_norm), f(a.d_resid), f(branch_out), f(norm_weight(out_norm)),
-                               f(rstd), N, C);
-    return f(a.d_branch);
+    ops::rms_norm_backward(a.d_branch, grad_of(out_norm), a.d_resid, branch_out, norm_weight(out_norm), rstd);
+    return a.d_branch;
   };
 
   for (size_t li = layers.size(); li-- > 0;) {
     TrainableDecoderLayer& w = layers[li];
     model::DecoderLayerTensors& s = a.layers[li];
-    const ops::CausalAttentionArgs args = attention_args(c, B, T, li);
+    const ops::CausalAttentionArgs args = model::decoder_attention_args(c, li, B, T, device);
+    const auto& qkv = a.qkv_views[li];
     if (a.checkpoint) {
       // The layer's intermediates were overwritten by the layers after it: recompute them.
       core::Span span(core::SpanKind::module, "recompute");
@@ -410,7 +411,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
     // norm backward adds its share: d(resid_mid), then d(resid) on exit.
     {
       core::Span span(core::SpanKind::module, "mlp");
-      const float* dy = branch_grad(w.mlp_out_norm, s.mlp_out, s.rstd_mo);
+      const float* dy = f(branch_grad(w.mlp_out_norm, s.mlp_out, s.rstd_mo));
       zero(a.d_act);
       step::linear_backward(f(a.d_act), g(w.down), bias_grad(w.down_bias), dy, f(s.act), wt(w.down), N, C, I);
       lora_bwd(*this, w.down_lora, f(a.d_act), dy, C, f(s.act), N, a, dr);
@@ -420,43 +421,35 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
                             N, 2 * I, C);
       lora_bwd(*this, w.gate_up_lora, f(a.d_x), f(a.d_gate_up), 2 * I, f(s.x2), N, a, dr);
     }
-    norm_backward(c, f(a.d_resid), g(w.mlp_norm), f(a.d_x), f(s.resid_mid), f(norm_weight(w.mlp_norm)), s.mean2,
-                  s.rstd2, N, C);
+    norm_backward(c, a.d_resid, grad_of(w.mlp_norm), a.d_x, s.resid_mid, norm_weight(w.mlp_norm), s.mean2, s.rstd2);
     {
       core::Span span(core::SpanKind::module, "self_attn");
-      const float* dy = branch_grad(w.attn_out_norm, s.attn_out, s.rstd_ao);
+      const float* dy = f(branch_grad(w.attn_out_norm, s.attn_out, s.rstd_ao));
       zero(a.d_context);
       step::linear_backward(f(a.d_context), g(w.o_proj), bias_grad(w.o_bias), dy, f(s.context), wt(w.o_proj), N, C, HD);
       lora_bwd(*this, w.o_lora, f(a.d_context), dy, C, f(s.context), N, a, dr);
-      ops::causal_attention_backward(f(a.d_qkv), f(a.d_qkv) + HD, f(a.d_qkv) + HD + KD, f(a.d_context),
-                                     a.fused ? nullptr : f(s.probs), f(s.qkv), f(s.qkv) + HD, f(s.qkv) + HD + KD, mask,
-                                     args);
+      ops::causal_attention_backward(a.d_q, a.d_k, a.d_v, a.d_context, s.probs, qkv.q, qkv.k, qkv.v, mask, args);
       ops::rope_backward(a.d_qkv, H, KVH, D, a.rope.of(c, li));
-      if (c.qk_norm) {
-        OpSpan o("rms_norm_heads_backward", ops::rms_norm_heads_cost(N, H + KVH, D));
-        ops::rms_norm_heads_backward_cpu(f(a.d_qkv), QKV, f(s.qk_raw), f(norm_weight(w.q_norm)), f(s.qk_rstd),
-                                         g(w.q_norm), N, H, D);
-        ops::rms_norm_heads_backward_cpu(f(a.d_qkv) + HD, QKV, f(s.qk_raw) + N * HD, f(norm_weight(w.k_norm)),
-                                         f(s.qk_rstd) + N * H, g(w.k_norm), N, KVH, D);
-      }
+      if (c.qk_norm)
+        ops::rms_norm_heads_backward(a.d_qkv, H, KVH, D, s.qk_raw, s.qk_rstd, norm_weight(w.q_norm),
+                                     norm_weight(w.k_norm), grad_of(w.q_norm), grad_of(w.k_norm));
       zero(a.d_x);
       step::linear_backward(f(a.d_x), g(w.qkv_weight), bias_grad(w.qkv_bias), f(a.d_qkv), f(s.x1), wt(w.qkv_weight), N,
                             QKV, C);
       lora_bwd(*this, w.qkv_lora, f(a.d_x), f(a.d_qkv), QKV, f(s.x1), N, a, dr);
     }
     if (w.attn_norm)
-      norm_backward(c, f(a.d_resid), g(w.attn_norm), f(a.d_x), f(s.resid), f(norm_weight(w.attn_norm)), s.mean1,
-                    s.rstd1, N, C);
+      norm_backward(c, a.d_resid, grad_of(w.attn_norm), a.d_x, s.resid, norm_weight(w.attn_norm), s.mean1, s.rstd1);
     else  // ModernBERT's layer 0: x1 = resid
-      ops::add_inplace(f(a.d_resid), f(a.d_x), N * C);
+      ops::add_inplace(a.d_resid, a.d_x);
     if (a.layer_grads_ready) a.layer_grads_ready(int(li));
   }
   if (c.embedding_norm) {
     core::Span span(core::SpanKind::module, names.embed_norm);
     zero(a.d_x);
-    norm_backward(c, f(a.d_x), g(embed_norm), f(a.d_resid), f(a.embedded), f(norm_weight(embed_norm)), a.embed_mean,
-                  a.embed_rstd, N, C);
-    std::memcpy(f(a.d_resid), f(a.d_x), a.d_x.nbytes());
+    norm_backward(c, a.d_x, grad_of(embed_norm), a.d_resid, a.embedded, norm_weight(embed_norm), a.embed_mean,
+                  a.embed_rstd);
+    core::copy_bytes(device, a.d_resid.raw(), device, a.d_x.raw(), a.d_x.nbytes());
   }
   core::Span span(core::SpanKind::module, names.embed);
   if (embed_scale != 0) ops::scale_inplace(a.d_resid, embed_scale);  // h = scale * embed[ids]
