@@ -19,6 +19,33 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// A micro-batch as the step reads it: its ids, masks and the loss's labels on the model's device.
+struct MicroBatch {
+  TokenBatch batch;
+  LossTargets labels;
+  int64_t rows = 0, tokens = 0;  // this rank's rows and real tokens (0 rows: it sits this batch out)
+  int64_t all_rows = 0;          // every rank's rows together
+};
+
+// The data phase: the collator's micro-batch (host memory) and, for the masked LM, the rows the
+// head will run on; then ids, masks and labels copied to the model's device, once.
+MicroBatch load_micro_batch(const MicroBatchSource& next, int64_t micro, const TrainableModel& model,
+                            ForwardState& state, DataParallel* dp) {
+  ProfileScope scope("data");
+  MicroBatch m;
+  Targets targets;
+  next(micro, &m.batch, &targets);
+  m.rows = m.batch.input_ids.defined() ? m.batch.batch() : 0;  // a rank may get none of a short last batch
+  m.all_rows = dp ? dp->global_rows(m.rows) : m.rows;          // a collective: every rank, every micro-batch
+  if (m.rows == 0) return m;
+  m.tokens = m.batch.real_tokens();  // counted where the collator made the mask
+  // The masked LM's head runs on the chosen tokens only: the others' logits reach no loss.
+  if (model.head() == Head::masked_lm) state.predicted_rows = labelled_rows(targets);
+  m.labels = loss_targets(targets, model.head(), m.batch.seq_len(), model.device, &state.predicted_rows);
+  move_to_device(m.batch, model.device);
+  return m;
+}
+
 }  // namespace
 
 void move_to_device(TokenBatch& batch, Device device) {
@@ -43,18 +70,10 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
   double loss_sum = 0;
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
     auto t0 = std::chrono::steady_clock::now();
-    TokenBatch batch;
-    Targets targets;
-    int64_t rows = 0, all_rows = 0, tokens = 0;
-    {
-      ProfileScope scope("data");
-      next(micro, &batch, &targets);
-      rows = batch.input_ids.defined() ? batch.batch() : 0;  // a rank may get none of a short last batch
-      tokens = rows > 0 ? batch.real_tokens() : 0;           // counted where the collator made the mask
-      // The forward and backward read only these: the micro-batch on the model's device.
-      move_to_device(batch, model_.device);
-      all_rows = dp ? dp->global_rows(rows) : rows;
-    }
+    // The forward, the loss and the backward read only this: the micro-batch on the model's device.
+    const MicroBatch m = load_micro_batch(next, micro, model_, *state_, dp);
+    const TokenBatch& batch = m.batch;
+    const int64_t rows = m.rows, all_rows = m.all_rows;
     out.seconds.data += seconds_since(t0);
     // This rank's share of the micro-batch's mean loss (1 in one process): see data_parallel.h.
     const double share = all_rows > 0 ? double(rows) / double(all_rows) : 0.0;
@@ -73,11 +92,11 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
       // Each rank draws its own masks; one process (rank 0 of 1) draws those it always drew.
       r.micro_batch = (step * settings_.grad_accumulation + micro) * (dp ? dp->size() : 1) + (dp ? dp->rank() : 0);
       PhaseSeconds phase;
-      loss_sum += share * forward_backward(model_, *state_, batch, targets, settings_.problem_type, r,
+      loss_sum += share * forward_backward(model_, *state_, batch, m.labels, settings_.problem_type, r,
                                            float(share / double(micro_batches)), &phase);
       out.seconds.forward += phase.forward;
       out.seconds.backward += phase.backward;
-      out.rank_tokens += tokens;
+      out.rank_tokens += m.tokens;
       out.rank_samples += rows;
     }
     state_->layer_grads_ready = nullptr;
@@ -100,7 +119,7 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
   return out;
 }
 
-double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const Targets& targets,
+double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const LossTargets& labels,
                         const std::string& problem_type, const DropoutRates& dropout, float loss_scale,
                         PhaseSeconds* seconds) {
   Tensor dlogits;
@@ -108,13 +127,9 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
   double loss = 0;
   {
     ProfileScope scope("forward");
-    // The masked LM's head runs on the chosen tokens only: the others' logits reach no loss.
-    if (model.head() == Head::masked_lm) state.predicted_rows = labelled_rows(targets);
     model.forward(state, batch, dropout);
     // [B, L], or [B * T, L] for a per-token head: the loss's gradient accumulates into it (+=).
     dlogits = Tensor::zeros(state.logits.shape(), DType::f32, model.device, MemoryCategory::activations);
-    const LossTargets labels =
-        loss_targets(targets, model.head(), batch.seq_len(), model.device, &state.predicted_rows);
     loss = head_loss(model.head(), problem_type, state.logits, labels, dlogits, loss_scale);
   }
   if (seconds) seconds->forward += seconds_since(t0);

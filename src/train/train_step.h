@@ -78,8 +78,9 @@ struct PhaseSeconds {
 };
 
 // Forward, loss (its gradient scaled by loss_scale: 1 / micro-batches per step) and backward;
-// gradients accumulate. Returns the micro-batch's mean loss.
-double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const Targets& targets,
+// gradients accumulate. Returns the micro-batch's mean loss. batch and labels are on the model's
+// device (the data phase put them there, and the masked LM's state.predicted_rows with them).
+double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const LossTargets& labels,
                         const std::string& problem_type, const DropoutRates& dropout, float loss_scale,
                         PhaseSeconds* seconds);
 
