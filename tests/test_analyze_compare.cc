@@ -165,6 +165,20 @@ TEST(Roofline, GpuOpsJudgedAgainstTheBandwidthAndTheDiagnosisSaysSo) {
   EXPECT_TRUE(said) << j["findings"].dump();
 }
 
+// A real A100 trace that kept no kernels (HTA's test data): its ops' CPU times are launches, so
+// neither the A100's peaks nor this machine's ceilings judge them.
+TEST(Roofline, NoneForAGpuRunWhoseTraceKeptNoKernels) {
+  const json j = json::parse(
+      analyze_traces({kFixtures + "hta_real/no_distributed_info/distributed_info_not_found.json.gz"}, AnalyzeOptions{})
+          .json);
+  ASSERT_FALSE(j["device_properties"].empty());
+  EXPECT_TRUE(j["roofline"].is_null()) << j["roofline"].dump();
+  bool said = false;
+  for (const auto& n : j["notes"]) said |= n.get<std::string>().find("hold no kernels") != std::string::npos;
+  EXPECT_TRUE(said) << j["notes"].dump();
+  for (const auto& o : j["ops"]) EXPECT_TRUE(o["peak_fraction"].is_null()) << o.dump();
+}
+
 TEST(CompareSteps, VerdictsOnSeries) {
   // 12 steps each, the second 20% slower with 1% spread: slower.
   std::vector<double> a, b, c;

@@ -275,6 +275,12 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
                   {"memory_bytes_per_s", peak->bytes_per_s},
                   {"memory_source", peak->bandwidth_source}};
     else notes.push_back("no published peak for this GPU (deviceProperties names none the table holds): no roofline");
+  } else if (!device_properties.empty()) {
+    // A GPU run whose trace kept no kernels: its ops' CPU times are the host launching them, which
+    // neither the GPU's peaks nor this machine's judge.
+    notes.push_back(
+        "deviceProperties name a GPU but the traces hold no kernels: the ops' times are the host's "
+        "launches, so no roofline");
   } else if (const auto c = cached_machine_ceilings()) {
     const std::string source = "tach info --ceilings: " + describe_ceilings_provenance(*c);
     peak = PeakFlops{c->cpu,
