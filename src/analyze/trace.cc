@@ -10,6 +10,10 @@
 #include "tach/error.h"
 
 namespace tach::analyze {
+
+// The sizes docs/perf.md gives for what a trace keeps per event.
+static_assert(sizeof(CpuEvent) == 32 && sizeof(DeviceEvent) == 48 && sizeof(MemoryEvent) == 32);
+
 namespace {
 
 using nlohmann::json;
