@@ -14,7 +14,6 @@
 #include "ops/dropout.h"
 #include "ops/lora.h"
 #include "tach/error.h"
-#include "train/step_support.h"
 #include "train/trainable_model.h"
 
 namespace tach::train {
@@ -110,30 +109,6 @@ void LoraSet::backward(const std::vector<int64_t>& ids, const Tensor& dx, const 
     const LoraAdapter& a = adapters[size_t(i)];
     ops::lora_backward(dx, a.A->grad, a.B->grad, dy.narrow(1, a.row0, a.out), x, saved.xa[size_t(i)], a.A->value,
                        a.B->value, shape_of(a, *this, M, dropout, i), saved.scratch);
-  }
-}
-
-void LoraSet::forward(const std::vector<int64_t>& ids, float* y, int64_t ldy, const float* x, int64_t M,
-                      LoraActivations& saved, const DropoutRates& dropout) const {
-  for (int64_t i : ids) {
-    prepare(saved, *this, i, M, Device::cpu());
-    const LoraAdapter& a = adapters[size_t(i)];
-    const ops::LoraShape s = shape_of(a, *this, M, dropout, i);
-    OpSpan o("lora", ops::lora_cost(s));
-    ops::lora_forward_cpu(y + a.row0, ldy, saved.xa[size_t(i)].data<float>(), x, a.A->value.data<float>(),
-                          a.B->value.data<float>(), s, saved.scratch.data<float>());
-  }
-}
-
-void LoraSet::backward(const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy, const float* x,
-                       int64_t M, LoraActivations& saved, const DropoutRates& dropout) const {
-  for (int64_t i : ids) {
-    const LoraAdapter& a = adapters[size_t(i)];
-    const ops::LoraShape s = shape_of(a, *this, M, dropout, i);
-    OpSpan o("lora_backward", ops::lora_backward_cost(s, dx != nullptr));
-    ops::lora_backward_cpu(dx, a.A->grad.data<float>(), a.B->grad.data<float>(), dy + a.row0, ldy, x,
-                           saved.xa[size_t(i)].data<float>(), a.A->value.data<float>(), a.B->value.data<float>(), s,
-                           saved.scratch.data<float>());
   }
 }
 

@@ -71,12 +71,6 @@ class LoraSet {
   // adapter's dA, dB += ; dx: [M, K] += (undefined: nothing upstream trains).
   void backward(const std::vector<int64_t>& ids, const Tensor& dx, const Tensor& dy, const Tensor& x,
                 LoraActivations& saved, const DropoutRates& dropout) const;
-
-  // The same on raw host pointers, until the families' steps pass Tensors (then removed).
-  void forward(const std::vector<int64_t>& ids, float* y, int64_t ldy, const float* x, int64_t M,
-               LoraActivations& saved, const DropoutRates& dropout) const;
-  void backward(const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy, const float* x, int64_t M,
-                LoraActivations& saved, const DropoutRates& dropout) const;
 };
 
 // Adds adapters to `model` where its linear sites match target_modules (an unknown name is an

@@ -68,7 +68,7 @@ void token_head_forward(const TrainableEncoder& m, EncoderActivations& a, const 
   }
   const Tensor pre = first(a.mlm_pre, M), act = first(a.mlm_act, M), hidden = first(a.mlm_hidden, M);
   ops::linear_forward_train(pre, x, weight(m.mlm_dense_weight), m.mlm_dense_bias->value);
-  if (m.lora) m.lora->forward(m.mlm_dense_lora, pre.data<float>(), pre.size(1), x.data<float>(), M, a.lora, dr);
+  if (m.lora) m.lora->forward(m.mlm_dense_lora, pre, x, a.lora, dr);
   if (m.mlm_gelu) ops::gelu_forward(act, pre);
   else ops::relu_forward(act, pre);
   ops::layer_norm_forward_train(hidden, act, m.mlm_norm_gamma->value, m.mlm_norm_beta->value, m.shape.eps,
@@ -110,9 +110,7 @@ void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const Tenso
   ops::fill_zero(a.d_hidden);
   if (some) ops::fill_zero(dx);
   ops::linear_backward(dx, grad(m.mlm_dense_weight), grad(m.mlm_dense_bias), d_scratch, x, weight(m.mlm_dense_weight));
-  if (m.lora)
-    m.lora->backward(m.mlm_dense_lora, dx.data<float>(), d_scratch.data<float>(), d_scratch.size(1), x.data<float>(), M,
-                     a.lora, dr);
+  if (m.lora) m.lora->backward(m.mlm_dense_lora, dx, d_scratch, x, a.lora, dr);
   if (some) ops::scatter_rows(a.d_hidden, predicted_rows(a), dx);
 }
 

@@ -46,14 +46,12 @@ std::string layer_module(const TrainableEncoder& m, size_t i) {
 // the adapters' own.
 void lora_fwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, const Tensor& y, const Tensor& x,
               EncoderActivations& a, const DropoutRates& dr) {
-  if (m.lora) m.lora->forward(ids, y.data<float>(), y.size(1), x.data<float>(), x.size(0), a.lora, dr);
+  if (m.lora) m.lora->forward(ids, y, x, a.lora, dr);
 }
 
 void lora_bwd(const TrainableEncoder& m, const std::vector<int64_t>& ids, const Tensor& dx, const Tensor& dy,
               const Tensor& x, EncoderActivations& a, const DropoutRates& dr) {
-  if (m.lora)
-    m.lora->backward(ids, dx.defined() ? dx.data<float>() : nullptr, dy.data<float>(), dy.size(1), x.data<float>(),
-                     x.size(0), a.lora, dr);
+  if (m.lora) m.lora->backward(ids, dx, dy, x, a.lora, dr);
 }
 
 // MPNet's relative position bias table [buckets, H], or none.
