@@ -113,8 +113,9 @@ struct TrainRun {
   bool lead() const { return !comm || comm->rank() == 0; }
   int world() const { return comm ? comm->size() : 1; }
   std::string rank_dir() const { return run_dir + "/ranks/rank-" + std::to_string(comm ? comm->rank() : 0); }
-  // Where the step's tensors live (the model's device), and so whose allocator's figures the run reports.
-  Device device() const { return o.device; }
+  // Where the step's tensors live (the model's device, built on the options'), and so whose
+  // allocator's figures the run reports.
+  Device device() const { return model ? model->device : o.device; }
 };
 
 // run_setup.cc
