@@ -50,7 +50,7 @@ std::vector<std::vector<Answer>> answer_questions(const Model& model, const Toke
 // SQuAD data: the official files (v1.1: data[].paragraphs[].{context, qas[].{id, question,
 // answers[].{text, answer_start}}}; v2.0 adds is_impossible and plausible_answers) and the flat
 // layout of Hugging Face datasets (id, title, context, question, answers{text[], answer_start[]})
-// as a JSON list (or {"data": [...]}) or JSONL.
+// as a JSON list (or {"data": [...]}), JSONL or Parquet (the Hub's files, answers a struct of lists).
 struct SquadQuestion {
   std::string id;
   std::string title;
@@ -58,7 +58,7 @@ struct SquadQuestion {
   std::string question;
   std::vector<std::string> answers;    // gold texts; empty for a question without an answer (v2)
   std::vector<int64_t> answer_starts;  // characters (code points) into the context, one per answer
-  std::string where;                   // "data[0].paragraphs[2].qas[1]", "record 7", "line 7": for messages
+  std::string where;  // "data[0].paragraphs[2].qas[1]", "record 7", "line 7", "row 7" (Parquet): for messages
 };
 
 struct SquadData {
@@ -66,7 +66,7 @@ struct SquadData {
   // v2.0: the file says so (version "v2.0", is_impossible fields) or, in the flat layout, a
   // question has no answer. v1.1 data must give every question an answer found in its context.
   bool v2 = false;
-  std::string layout;  // "SQuAD v1.1 JSON", "SQuAD v2.0 JSON", "flat JSON", "flat JSONL"
+  std::string layout;  // "SQuAD v1.1 JSON", "SQuAD v2.0 JSON", "flat JSON", "flat JSONL", "flat Parquet"
 };
 
 // Errors name the file and the record: not JSON, a missing or mistyped field, answers and

@@ -89,6 +89,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
   jo.tags_key = config.dataset.label_column == "label" ? "ner_tags" : config.dataset.label_column;
   jo.split = config.dataset.split;
   jo.tag_names = options.tag_names.empty() ? info0.labels : options.tag_names;
+  jo.tag_names_given = !options.tag_names.empty();
   std::vector<data::TaggedSentence> sentences;
   try {
     sentences = data::read_tagged_file(config.dataset.path, config.dataset.format, options.tag_column, jo);

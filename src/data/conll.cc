@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data/records.h"
 #include "tach/error.h"
 
 namespace tach::data {
@@ -178,19 +179,39 @@ std::vector<TaggedSentence> read_tagged_json(const std::string& path, const std:
   return out;
 }
 
+std::vector<TaggedSentence> read_tagged_parquet(const std::string& path, const std::string& bytes,
+                                                const TaggedJsonOptions& options) {
+  const Records records = read_parquet(path, bytes, true);
+  TaggedJsonOptions o = options;
+  // Integer tags named by the file's own ClassLabel (conll2003's ner_tags), unless named on purpose.
+  if (const auto it = records.class_names.find(o.tags_key);
+      it != records.class_names.end() && !it->second.empty() && !o.tag_names_given)
+    o.tag_names = it->second;
+  std::vector<TaggedSentence> out;
+  for (size_t i = 0; i < records.rows.size(); ++i)
+    out.push_back(sentence_of(record_object(records, i), o, path + ": row " + std::to_string(records.row_numbers[i]),
+                              records.row_numbers[i]));
+  return out;
+}
+
 std::vector<TaggedSentence> read_tagged_file(const std::string& path, const std::string& format, int tag_column,
                                              const TaggedJsonOptions& options) {
   std::string f = format;
   if (f == "auto") {
     std::string ext = std::filesystem::path(path).extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    f = ext == ".json" ? "json" : (ext == ".jsonl" || ext == ".ndjson") ? "jsonl" : "conll";
+    f = ext == ".json"                          ? "json"
+        : (ext == ".jsonl" || ext == ".ndjson") ? "jsonl"
+        : (ext == ".parquet" || ext == ".pq")   ? "parquet"
+                                                : "conll";
   }
-  check(f == "conll" || f == "json" || f == "jsonl",
-        "dataset " + path + ": format '" + format + "' is not one of auto, conll, json, jsonl for tagged words");
+  check(
+      f == "conll" || f == "json" || f == "jsonl" || f == "parquet",
+      "dataset " + path + ": format '" + format + "' is not one of auto, conll, json, jsonl, parquet for tagged words");
   const std::string bytes = read_bytes(path);
-  std::vector<TaggedSentence> sentences =
-      f == "conll" ? read_conll(path, bytes, tag_column) : read_tagged_json(path, bytes, f == "jsonl", options);
+  std::vector<TaggedSentence> sentences = f == "conll"     ? read_conll(path, bytes, tag_column)
+                                          : f == "parquet" ? read_tagged_parquet(path, bytes, options)
+                                                           : read_tagged_json(path, bytes, f == "jsonl", options);
   check(!sentences.empty(),
         "dataset " + path + ": no sentences (" +
             (f == "conll" ? std::string("word lines with a tag, blank lines between sentences")

@@ -30,8 +30,10 @@ struct TaggedJsonOptions {
   std::string tags_key = "ner_tags";
   std::string split;  // an object of splits: the one to read (default "test" when there is one)
   // Names of integer tags in id order (a model's id2label, or a dataset's label list); empty:
-  // integer tags are an error.
+  // integer tags are an error. A Parquet file's own names for them (its ClassLabel) come first
+  // unless these were given on purpose (tag_names_given: --tag-names, --labels).
   std::vector<std::string> tag_names;
+  bool tag_names_given = false;
 };
 
 // JSON records: jsonl = one object per line; otherwise a list of objects or an object of splits
@@ -39,8 +41,14 @@ struct TaggedJsonOptions {
 std::vector<TaggedSentence> read_tagged_json(const std::string& path, const std::string& bytes, bool jsonl,
                                              const TaggedJsonOptions& options);
 
-// By the extension: .json/.jsonl/.ndjson as JSON records, anything else (.conll, .txt, .iob,
-// .bio, no extension) as CoNLL text. format: "auto" or one of "conll", "json", "jsonl".
+// Parquet records (the Hub's conll2003 layout: tokens and ner_tags lists, integer tags named by
+// the file's ClassLabel); errors name the file and the row.
+std::vector<TaggedSentence> read_tagged_parquet(const std::string& path, const std::string& bytes,
+                                                const TaggedJsonOptions& options);
+
+// By the extension: .json/.jsonl/.ndjson as JSON records, .parquet/.pq as Parquet records,
+// anything else (.conll, .txt, .iob, .bio, no extension) as CoNLL text. format: "auto" or one of
+// "conll", "json", "jsonl", "parquet".
 std::vector<TaggedSentence> read_tagged_file(const std::string& path, const std::string& format, int tag_column,
                                              const TaggedJsonOptions& options);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ struct Records {
   std::vector<int64_t> row_numbers;                             // 1-based record number in the file, per row
   std::string split;                                            // JSON split files
   std::vector<std::string> skipped_columns;                     // Parquet: nested columns (lists, structs), not read
+  std::vector<std::string> list_columns;                        // Parquet read with lists: cells are JSON arrays
   std::map<std::string, std::vector<std::string>> class_names;  // Parquet from `datasets`: ClassLabel names per column
 };
 
@@ -29,8 +31,15 @@ Records read_jsonl(const std::string& path, const std::string& bytes);
 
 // A Parquet file's flat columns (strings, integers, floats, booleans; plain, dictionary, RLE and
 // delta encodings; snappy, gzip, zstd or no compression), nulls as "", and the ClassLabel names
-// that `datasets` records in the footer's metadata.
-Records read_parquet(const std::string& path, const std::string& bytes);
+// that `datasets` records in the footer's metadata (of a column, or of a list column's elements).
+// With `lists`, also the columns of one list level (list<T>, and lists inside structs: SQuAD's
+// answers.text and answers.answer_start, conll2003's tokens and ner_tags), named without the
+// list's wrapper groups, each cell a JSON array ("[]" empty, "" null), listed in list_columns.
+Records read_parquet(const std::string& path, const std::string& bytes, bool lists = false);
+
+// Row `row` as a JSON object: a dotted column name nests ("answers.text" is {"answers": {"text":
+// ...}}), list columns' cells are their arrays (null when empty text), other cells strings.
+nlohmann::json record_object(const Records& records, size_t row);
 
 // A JSON object of splits. Each split is a list of [text, label] pairs (CLINC150) or of objects.
 Records read_json_splits(const std::string& path, const std::string& bytes, const std::string& split);

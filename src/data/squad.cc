@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data/records.h"
 #include "tach/error.h"
 
 namespace tach::data {
@@ -163,6 +164,18 @@ class Reader {
     return d;
   }
 
+  // The Hub's Parquet files (rajpurkar/squad, squad_v2): the flat layout's columns, answers a
+  // struct of two lists.
+  SquadData parquet(const std::string& bytes) const {
+    const Records records = read_parquet(path_, bytes, true);
+    SquadData d;
+    d.layout = "flat Parquet";
+    for (size_t i = 0; i < records.rows.size(); ++i)
+      d.questions.push_back(
+          flat(record_object(records, i), "row " + std::to_string(records.row_numbers[i]), int64_t(i)));
+    return d;
+  }
+
   SquadData jsonl(const std::string& bytes) const {
     SquadData d;
     d.layout = "flat JSONL";
@@ -184,21 +197,19 @@ class Reader {
   }
 
   SquadData parse(const std::string& bytes) const {
-    // The datasets' Parquet files hold answers as a nested column, which tach's Parquet reader
-    // does not read.
-    if (bytes.compare(0, 4, "PAR1") == 0)
-      throw Error(path_ +
-                  ": a Parquet file: SQuAD's answers column is nested, which is not read here; write the split as "
-                  "JSON lines (datasets' Dataset.to_json) and give that file");
     SquadData d;
     json root;
-    bool whole = true;
-    try {
-      root = json::parse(bytes);
-    } catch (const json::exception&) {
-      whole = false;  // JSONL, or broken: the line reader names the line
+    bool whole = bytes.compare(0, 4, "PAR1") != 0;
+    if (whole) {
+      try {
+        root = json::parse(bytes);
+      } catch (const json::exception&) {
+        whole = false;  // JSONL, or broken: the line reader names the line
+      }
     }
-    if (!whole) {
+    if (bytes.compare(0, 4, "PAR1") == 0) {
+      d = parquet(bytes);
+    } else if (!whole) {
       d = jsonl(bytes);
     } else if (root.is_object() && root.contains("data") && root["data"].is_array()) {
       const json& data = root["data"];

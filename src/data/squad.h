@@ -1,7 +1,7 @@
 // SQuAD question-answering data: the official files (v1.1: data[].paragraphs[].{context,
 // qas[].{id, question, answers[].{text, answer_start}}}; v2.0 adds is_impossible and
 // plausible_answers) and the flat layout of Hugging Face datasets (id, title, context, question,
-// answers{text[], answer_start[]}) as JSON lists or JSONL.
+// answers{text[], answer_start[]}) as JSON lists, JSONL or Parquet.
 #pragma once
 
 #include <cstdint>
