@@ -25,11 +25,31 @@ struct CompareOptions {
   std::string by;
 };
 
+// A score an eval run recorded (accuracy.json; a token classifier's token_classification.json;
+// a question-answering model's question_answering.json), in percent.
+struct RunScore {
+  std::string pass;    // "cpu/f32" (accuracy.json's sample sizes: "cpu/f32 n=200")
+  std::string metric;  // "accuracy", "macro-F1", "entity F1 (micro)", "F1 PER", "exact match", "HasAns F1", ...
+  double percent = 0;  // NaN: no score (seqeval's average over no entity types)
+  std::string data;    // what it was measured on: the dataset, its size, the tag scheme or SQuAD version
+};
+
 struct CompareRun {
   std::string dir;
   std::string model;       // config.json's model
   std::string started_at;  // from the run id / config, when known
   std::vector<PointResult> points;
+  std::vector<RunScore> scores;  // an eval run's, or a bench run's accuracy pass
+};
+
+// A score of a later run against the baseline's, matched by pass and metric. Scores are
+// deterministic for a model, data and dtype, so any difference is one (no interval).
+struct ScoreChange {
+  std::string pass, metric;
+  size_t run = 0;
+  double baseline_percent = 0, percent = 0;
+  std::string verdict;  // higher | lower | same | not comparable (other data, or a score missing)
+  std::string why;      // "+1.25 points", "other data: ..."
 };
 
 struct PointChange {
@@ -59,17 +79,20 @@ struct RunComparison {
   std::vector<CompareRun> runs;      // runs[0] is the baseline
   std::vector<PointChange> changes;  // per later run, per point both have, in the baseline's order
   std::vector<std::string> only_in;  // "POINT: only in RUN[, RUN]" for points not in every run
+  std::vector<ScoreChange> scores;   // eval scores, per later run, in the baseline's order
   std::string by;                    // the axis compared (empty: whole ids across runs)
   std::string note;                  // how the points were matched, when not by whole ids
 };
 
 // Reads each run directory's results.jsonl (a torn last line after a kill is left out) and
 // compares every later run with the first (or, with options.by, every value of that axis with the
-// first). Training points compare their step latency and throughput. Fewer than two runs without
-// `by`, or a directory without results.jsonl, is an error.
+// first). Training points compare their step latency and throughput. Eval runs (accuracy.json,
+// token_classification.json, question_answering.json) compare their scores, without `by`. Fewer
+// than two runs without `by`, or a directory with neither results.jsonl nor scores, is an error.
 RunComparison compare_runs(const std::vector<std::string>& run_dirs, const CompareOptions& options = {});
 
-// format: table (terminal) | md | csv | json (schema tach.compare/1)
+// format: table (terminal) | md | csv | json (schema tach.compare/1). Eval scores follow the
+// latency table as a table of their own (csv: after a blank line, or alone when there is no point).
 std::string comparison_text(const RunComparison& comparison, const std::string& format);
 
 // compare.html: a self-contained page (inline styles and SVG, no script, nothing fetched): the
@@ -80,6 +103,9 @@ void write_comparison_html(const RunComparison& comparison, const std::string& p
 
 // "N comparisons: A improved, B regressed, C within noise[, D inconclusive (...)][, E not comparable]"
 std::string verdict_counts(const RunComparison& comparison);
+
+// "N eval scores: A higher, B lower, C the same[, D not comparable]"
+std::string score_counts(const RunComparison& comparison);
 
 // The points whose time per row (their latency, where the batches match) regressed by more than
 // pct (0.05 = 5%), as verdict says regressed.

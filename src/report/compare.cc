@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "report/compare_scores.h"
 #include "report/compare_verdict.h"
 #include "tach/error.h"
 
@@ -24,9 +25,15 @@ CompareRun read_run(const std::string& dir) {
   CompareRun run;
   run.dir = dir;
   const fs::path results = fs::path(dir) / "results.jsonl";
-  check(fs::is_regular_file(results), dir + ": no results.jsonl (is it a tach bench run directory?)");
-  run.points = read_run_results(dir);
-  check(!run.points.empty(), results.string() + ": no finished points to compare");
+  run.scores = report::read_run_scores(dir);
+  check(fs::is_regular_file(results) || !run.scores.empty(),
+        dir +
+            ": no results.jsonl and no eval scores (accuracy.json, token_classification.json, "
+            "question_answering.json): is it a tach bench or eval run directory?");
+  if (fs::is_regular_file(results)) {
+    run.points = read_run_results(dir);
+    check(!run.points.empty() || !run.scores.empty(), results.string() + ": no finished points to compare");
+  }
   // Points meet by the threads they ran with, not the count asked for: a default point ("t0") of
   // a run whose default was 2 threads is t2 here, and a run whose default was 1 is t1, so the two
   // are compared across threads, and said to be (not paired as one point).
@@ -60,6 +67,32 @@ std::string num(double x, int decimals) {
   s.precision(decimals);
   s << x;
   return s.str();
+}
+
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+std::string percent_cell(double v) { return std::isfinite(v) ? num(v, 2) + "%" : "-"; }
+
+// The eval scores' table: a header row, then a row per score change (csv: numbers unformatted).
+std::vector<std::vector<std::string>> score_rows(const RunComparison& c, bool csv) {
+  std::vector<std::vector<std::string>> rows;
+  if (csv)
+    rows.push_back(
+        {"pass", "metric", "baseline", "run", "baseline_percent", "percent", "change_points", "verdict", "why"});
+  else rows.push_back({"pass", "metric", "run", "baseline", "score", "verdict", "change"});
+  for (const auto& sc : c.scores) {
+    const double change = sc.percent - sc.baseline_percent;
+    if (csv)
+      rows.push_back({sc.pass, sc.metric, c.runs[0].dir, c.runs[sc.run].dir,
+                      std::isfinite(sc.baseline_percent) ? num(sc.baseline_percent, 6) : "",
+                      std::isfinite(sc.percent) ? num(sc.percent, 6) : "", std::isfinite(change) ? num(change, 6) : "",
+                      sc.verdict, sc.why});
+    else
+      rows.push_back({sc.pass, sc.metric, std::to_string(sc.run), percent_cell(sc.baseline_percent),
+                      percent_cell(sc.percent), sc.verdict,
+                      sc.verdict == "not comparable" ? sc.why : report::points_text(change)});
+  }
+  return rows;
 }
 
 // The axis two runs differ in, when they share no point id but do once it is left out.
@@ -204,6 +237,8 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
       c.note = "the runs share no point, but do once " + c.by + " is left out: comparing " + c.by + " (as --by " +
                c.by + ")";
   }
+  // Scores meet by pass and metric across whole runs (an axis within a run is a latency's).
+  if (c.by.empty()) c.scores = report::compare_scores(c.runs);
   if (!c.by.empty()) {
     (void)PointKey{}.id_without(c.by);  // an unknown axis is an error naming the axes
     c.runs = sides_by(c.runs, c.by);
@@ -260,6 +295,15 @@ std::string verdict_counts(const RunComparison& c) {
          (other ? ", " + std::to_string(other) + " not comparable" : "");
 }
 
+std::string score_counts(const RunComparison& c) {
+  int higher = 0, lower = 0, same = 0, other = 0;
+  for (const auto& sc : c.scores)
+    (sc.verdict == "higher" ? higher : sc.verdict == "lower" ? lower : sc.verdict == "same" ? same : other)++;
+  return std::to_string(c.scores.size()) + " eval scores: " + std::to_string(higher) + " higher, " +
+         std::to_string(lower) + " lower, " + std::to_string(same) + " the same" +
+         (other ? ", " + std::to_string(other) + " not comparable" : "");
+}
+
 std::vector<const PointChange*> regressions_beyond(const RunComparison& c, double pct_limit) {
   std::vector<const PointChange*> out;
   for (const auto& ch : c.changes)
@@ -313,6 +357,17 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
                               {"verdict", ch.verdict},
                               {"why", ch.why}});
     j["only_in"] = c.only_in;
+    j["scores"] = nlohmann::json::array();
+    for (const auto& sc : c.scores)
+      j["scores"].push_back({{"pass", sc.pass},
+                             {"metric", sc.metric},
+                             {"baseline", c.runs[0].dir},
+                             {"run", c.runs[sc.run].dir},
+                             {"baseline_percent", finite_or_null(sc.baseline_percent)},
+                             {"percent", finite_or_null(sc.percent)},
+                             {"change_points", finite_or_null(sc.percent - sc.baseline_percent)},
+                             {"verdict", sc.verdict},
+                             {"why", sc.why}});
     j["by"] = c.by;
     j["matched"] = c.note;
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -360,8 +415,8 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
          ch.verdict, ch.why});
   }
   std::ostringstream out;
-  if (csv) {
-    for (const auto& r : rows) {
+  const auto print_csv = [&](const std::vector<std::vector<std::string>>& table) {
+    for (const auto& r : table) {
       for (size_t i = 0; i < r.size(); ++i) {
         const bool quote = r[i].find_first_of(",\"\n") != std::string::npos;
         std::string v = r[i];
@@ -374,45 +429,69 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
       }
       out << "\n";
     }
+  };
+  if (csv) {
+    // Latency rows; eval scores as a table of their own (after a blank line when both are there).
+    if (!c.changes.empty() || c.scores.empty()) print_csv(rows);
+    if (!c.scores.empty()) {
+      if (!c.changes.empty()) out << "\n";
+      print_csv(score_rows(c, true));
+    }
     return out.str();
   }
-  out << (md ? "" : "tach compare\n");
-  if (!c.note.empty()) out << (md ? "" : "  ") << c.note << "\n";
-  for (size_t r = 0; r < c.runs.size(); ++r)
-    out << (md ? "- " : "  ") << "run " << r << (r == 0 ? " (baseline)" : "") << ": " << c.runs[r].dir
-        << (c.runs[r].model.empty() ? "" : ", model " + c.runs[r].model) << ", " << c.runs[r].points.size()
-        << " points\n";
-  out << (md ? "\n" : "");
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows)
-    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  for (size_t k = 0; k < rows.size(); ++k) {
-    const auto& r = rows[k];
-    if (md) {
-      out << "|";
-      for (const auto& v : r) out << " " << v << " |";
-      out << "\n";
-      if (k == 0) {
+  const auto print_table = [&](const std::vector<std::vector<std::string>>& table) {
+    std::vector<size_t> width(table[0].size(), 0);
+    for (const auto& r : table)
+      for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (size_t k = 0; k < table.size(); ++k) {
+      const auto& r = table[k];
+      if (md) {
         out << "|";
-        for (size_t i = 0; i < r.size(); ++i) out << "---|";
+        for (const auto& v : r) out << " " << v << " |";
+        out << "\n";
+        if (k == 0) {
+          out << "|";
+          for (size_t i = 0; i < r.size(); ++i) out << "---|";
+          out << "\n";
+        }
+      } else {
+        for (size_t i = 0; i < r.size(); ++i)
+          out << (i ? "  " : "") << r[i] << std::string(i + 1 < r.size() ? width[i] - r[i].size() : 0, ' ');
         out << "\n";
       }
-    } else {
-      for (size_t i = 0; i < r.size(); ++i)
-        out << (i ? "  " : "") << r[i] << std::string(i + 1 < r.size() ? width[i] - r[i].size() : 0, ' ');
-      out << "\n";
     }
+  };
+  out << (md ? "" : "tach compare\n");
+  if (!c.note.empty()) out << (md ? "" : "  ") << c.note << "\n";
+  for (size_t r = 0; r < c.runs.size(); ++r) {
+    out << (md ? "- " : "  ") << "run " << r << (r == 0 ? " (baseline)" : "") << ": " << c.runs[r].dir
+        << (c.runs[r].model.empty() ? "" : ", model " + c.runs[r].model);
+    if (!c.runs[r].points.empty() || c.runs[r].scores.empty()) out << ", " << c.runs[r].points.size() << " points";
+    if (!c.runs[r].scores.empty()) out << ", " << c.runs[r].scores.size() << " eval scores";
+    out << "\n";
   }
-  out << (md ? "\n" : "") << verdict_counts(c)
-      << ". Latency is the median batch latency (ms, wall clock) of each point (a training point's: its optimizer "
-         "step); throughput: "
-      << kThroughputDefinition << "; changes are new / baseline - 1 with a " << ci << " from " << o.resamples
-      << " block-bootstrap resamples (each run's latencies cut in time order into blocks, whole blocks "
-         "resampled); a change is a verdict only when the interval excludes 0, it is at least "
-      << num(o.noise_threshold * 100, 1)
-      << "% (--noise-threshold), and it exceeds the drift inside both runs (how far their blocks' medians moved "
-         "apart); points measured under contention (other processes taking cores their threads needed) on either side "
-         "are inconclusive.\n";
+  out << (md ? "\n" : "");
+  if (!c.changes.empty() || c.scores.empty()) {
+    print_table(rows);
+    out << (md ? "\n" : "") << verdict_counts(c)
+        << ". Latency is the median batch latency (ms, wall clock) of each point (a training point's: its optimizer "
+           "step); throughput: "
+        << kThroughputDefinition << "; changes are new / baseline - 1 with a " << ci << " from " << o.resamples
+        << " block-bootstrap resamples (each run's latencies cut in time order into blocks, whole blocks "
+           "resampled); a change is a verdict only when the interval excludes 0, it is at least "
+        << num(o.noise_threshold * 100, 1)
+        << "% (--noise-threshold), and it exceeds the drift inside both runs (how far their blocks' medians moved "
+           "apart); points measured under contention (other processes taking cores their threads needed) on either "
+           "side are inconclusive.\n";
+  }
+  if (!c.scores.empty()) {
+    out << (md ? "\n" : "\n  eval scores\n");
+    print_table(score_rows(c, false));
+    out << (md ? "\n" : "") << score_counts(c)
+        << ". Scores are percent, matched by pass (device/dtype) and metric; a change is in percentage points. An "
+           "eval's score is the same each time for one model, data and dtype, so any change is real (no interval); "
+           "scores measured on other data (another file, size, tag scheme or SQuAD version) are not compared.\n";
+  }
   for (const auto& s : c.only_in) out << (md ? "- " : "  ") << s << "\n";
   return out.str();
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "model/safetensors_writer.h"
+#include "report/compare_scores.h"
 #include "report/svg_chart.h"
 #include "tach/compare.h"
 
@@ -105,6 +106,23 @@ std::string comparison_html(const RunComparison& c) {
         by_point[id]);
   }
   h << "</div>";
+  if (!c.scores.empty()) {
+    // Eval scores: each later run's against the baseline's, in percentage points.
+    h << "<h2>Eval scores</h2><p><b>" << escape_html(score_counts(c))
+      << "</b>. Percent, matched by pass and metric; an eval's score is the same each time for one model, data and "
+         "dtype, so any change is one.</p><table><tr><th>pass</th><th>metric</th><th>run</th><th>baseline</th>"
+         "<th>score</th><th>change</th><th>verdict</th><th>why</th></tr>";
+    const auto percent = [](double v) { return std::isfinite(v) ? num(v, 2) + "%" : std::string("–"); };
+    for (const auto& sc : c.scores) {
+      const std::string cls = sc.verdict == "higher" ? "improved" : sc.verdict == "lower" ? "regressed" : "noise";
+      const double change = sc.percent - sc.baseline_percent;
+      h << "<tr><td>" << escape_html(sc.pass) << "</td><td>" << escape_html(sc.metric) << "</td><td>" << sc.run
+        << "</td><td>" << percent(sc.baseline_percent) << "</td><td>" << percent(sc.percent) << "</td><td>"
+        << (std::isfinite(change) ? escape_html(report::points_text(change)) : "–") << "</td><td class='" << cls << "'>"
+        << escape_html(sc.verdict) << "</td><td>" << escape_html(sc.why) << "</td></tr>";
+    }
+    h << "</table>";
+  }
   if (!c.only_in.empty()) {
     h << "<h2>Points not in every run</h2><ul>";
     for (const auto& s : c.only_in) h << "<li>" << escape_html(s) << "</li>";

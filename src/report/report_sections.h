@@ -36,6 +36,14 @@ void decoding_section(std::ostringstream& h, const std::vector<PointResult>& poi
 // the scaling efficiency. Nothing for a one-process run.
 void distributed_section(std::ostringstream& h, FigureBook& figs, const nlohmann::json& distributed);
 
+// A token classifier's eval (token_classification.json): each pass's seqeval scores (micro,
+// macro and weighted), the per-entity-type table of every pass and the first pass's F1 per type.
+void token_eval_section(std::ostringstream& h, FigureBook& figs, const nlohmann::json& eval);
+
+// A question-answering model's eval (question_answering.json): each pass's SQuAD exact match and
+// F1 (HasAns and NoAns for v2.0) with its settings, and the scores as bars.
+void qa_eval_section(std::ostringstream& h, FigureBook& figs, const nlohmann::json& eval);
+
 // report.html's stylesheet, which every kind of run's page shares.
 const char* page_style();
 

@@ -1,6 +1,7 @@
 // tach report RUN_DIR: report.html, one self-contained page (inline styles and SVG, no script,
 // nothing fetched) from what the run directory holds: summary.json, results.jsonl,
-// accuracy.json, summary.txt and traces/. Every chart's numbers are also in a table.
+// accuracy.json, token_classification.json, question_answering.json, summary.txt and traces/.
+// Every chart's numbers are also in a table.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -901,13 +902,16 @@ RunReport build_run_report(const std::string& run_dir) {
   const auto config = read_json(dir / "config.json");
   const std::vector<PointResult> points = read_run_results(run_dir);
   const auto accuracy = read_json(dir / "accuracy.json");
+  const auto token_eval = read_json(dir / "token_classification.json");
+  const auto qa_eval = read_json(dir / "question_answering.json");
   const bool profile_dir = fs::exists(dir / "ops_by_op.csv");  // what tach profile writes
   const bool training = fs::exists(dir / "steps.jsonl");
   const bool comparison = summary && summary->value("schema", std::string()) == "tach.train_comparison/1";
-  check(!points.empty() || accuracy || profile_dir || training || comparison,
+  check(!points.empty() || accuracy || token_eval || qa_eval || profile_dir || training || comparison,
         run_dir +
-            ": no results.jsonl, accuracy.json, steps.jsonl, ops_by_op.csv or analysis.json: nothing to report (is "
-            "it a tach bench, eval, run, train, profile or analyze directory?)");
+            ": no results.jsonl, accuracy.json, token_classification.json, question_answering.json, steps.jsonl, "
+            "ops_by_op.csv or analysis.json: nothing to report (is it a tach "
+            "bench, eval, run, train, profile or analyze directory?)");
   Page page;
   std::ostringstream& h = page.h;
   h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>tach report: "
@@ -918,6 +922,8 @@ RunReport build_run_report(const std::string& run_dir) {
   else if (!points.empty()) sweep_section(page, points);
   report::speedup_section(h, page.figs, points);
   if (accuracy) accuracy_section(page, *accuracy);
+  if (token_eval) report::token_eval_section(h, page.figs, *token_eval);
+  if (qa_eval) report::qa_eval_section(h, page.figs, *qa_eval);
   if (training) training_section(page, dir, "Training");
   if (comparison) comparison_section(page, dir);
   if (fs::is_directory(dir / "traces")) profile_section(page, dir / "traces");

@@ -1,4 +1,5 @@
-// tach compare: did it get faster, or is that noise? Bench runs compared point by point.
+// tach compare: did it get faster, or is that noise? Bench runs compared point by point, eval runs score by
+// score.
 #include <iostream>
 #include <set>
 
@@ -57,7 +58,7 @@ int run_compare(const CompareCliOptions& opt) {
   o.seed = opt.seed;
   o.by = opt.by;
   const RunComparison c = compare_runs(opt.runs, o);
-  check(!c.changes.empty(), nothing_comparable(c));
+  check(!c.changes.empty() || !c.scores.empty(), nothing_comparable(c));
   std::cout << comparison_text(c, opt.format);
   if (!opt.no_html) {
     write_comparison_html(c, opt.html);
@@ -88,7 +89,9 @@ Command add_compare_command(CLI::App& app) {
       "noise: also a change within the drift inside either run; inconclusive: a side measured under contention). "
       "The first run is "
       "the baseline. Training runs (tach bench --train) compare step latency and throughput; --by exec (or "
-      "gradient_checkpointing, method, dtype, ...) compares the values of one axis, within one run or across runs");
+      "gradient_checkpointing, method, dtype, ...) compares the values of one axis, within one run or across runs. "
+      "Eval runs (tach eval: accuracy, seqeval's entity scores, SQuAD exact match and F1) compare their scores, in "
+      "percentage points");
   sub->add_option("runs", opt->runs, "Run directories (runs/<id>), the baseline first; one run with --by")
       ->required()
       ->expected(1, -1);
