@@ -12,14 +12,18 @@
 
 namespace tach {
 
+// A question-answering model's default row: MLPerf's BERT SQuAD shape (run_qa's max_seq_length).
+constexpr int64_t kQuestionAnsweringTokens = 384;
+
 struct EstimateInput {
   std::string model;  // preset:NAME, a directory, or a hub id in the HF cache (config only is read)
   // f32 | bf16 | f16: inference's weights and activations (training keeps f32 storage in either and
   // rounds the GEMMs' inputs); int8, nf4: the linears' weights, inference only.
   std::string dtype = "f32";
   int64_t batch = 1, seq_len = 128;
-  // seq_len was not chosen (tach estimate without -s): a model whose rows are shorter is
-  // estimated at its longest row (with the new tokens), not refused.
+  // seq_len was not chosen (tach estimate without -s): a question-answering model is estimated
+  // at kQuestionAnsweringTokens (MLPerf's BERT shape, as tach bench runs it), and a model whose
+  // rows are shorter at its longest row (with the new tokens), not refused.
   bool seq_len_is_default = false;
   std::string mode = "inference";   // inference | train-full | train-lora | train-qlora
   std::string optimizer = "adamw";  // adamw: 2 f32 states per trained parameter
@@ -48,7 +52,8 @@ struct MemoryEstimate {
   std::string model, architecture;
   std::string note;  // how the architecture was read when tach does not build it (MoE, MLA, generic)
   int64_t parameters = 0, trainable_parameters = 0;
-  int64_t seq_len = 0;                    // the row length estimated (a default shortened to the model's rows)
+  int64_t seq_len = 0;       // the row length estimated (a default shortened to the model's rows, or a QA model's 384)
+  std::string seq_len_note;  // why, when it is not the length given ("" when it is)
   std::vector<std::string> lora_targets;  // LoRA modes: the targets counted (the default resolved)
   std::vector<EstimateLine> lines;
   int64_t total_bytes = 0;       // the peak: what must fit at once

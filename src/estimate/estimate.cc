@@ -326,8 +326,19 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
   // must stay within max_position_embeddings (tach generate refuses more).
   const int64_t positions = a.max_row_tokens > 0 ? a.max_row_tokens : a.P;
   const int64_t new_tokens = a.decoder ? in.generate_tokens : 0;
-  if (in.seq_len_is_default && positions > new_tokens && in.seq_len + new_tokens > positions)
+  std::string seq_len_note;
+  // A question-answering model's rows are MLPerf's BERT shape unless -s says, as tach bench and
+  // tach eval run one (run_qa's max_seq_length): 384 tokens, not the default 128.
+  if (in.seq_len_is_default && a.head == Head::question_answering) {
+    in.seq_len = kQuestionAnsweringTokens;
+    seq_len_note = "MLPerf's BERT shape for a question-answering model, as tach bench runs it; -s sets another";
+  }
+  if (in.seq_len_is_default && positions > new_tokens && in.seq_len + new_tokens > positions) {
     in.seq_len = positions - new_tokens;
+    seq_len_note = seq_len_note.empty() ? "the model's longest row; -s sets another"
+                                        : "the model's longest row, short of MLPerf's 384 for a question-answering "
+                                          "model; -s sets another";
+  }
   const int64_t row = in.seq_len + new_tokens;
   check(positions <= 0 || row <= positions,
         "estimate: " +
@@ -343,6 +354,7 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
   e.note = a.note;
   e.parameters = a.parameters();
   e.seq_len = in.seq_len;
+  e.seq_len_note = seq_len_note;
   const Totals t = compute(a, in, in.batch);
   e.lines = t.lines;
   e.total_bytes = t.total;

@@ -40,14 +40,6 @@ std::string quoted(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// A score as the pipeline's probabilities run: 4 significant digits, so that a small one still
-// shows its order ("3.142e-05", not "0.0000").
-std::string score_text(double score) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%.4g", score);
-  return s;
-}
-
 int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_given, bool context_given) {
   using clock = std::chrono::steady_clock;
   if (opt.threads > 0) set_threads(opt.threads);
@@ -120,7 +112,7 @@ int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_
   for (size_t i = 0; i < answers.size(); ++i) {
     const Answer& a = answers[i];
     std::cout << (answers.size() > 1 ? "answer " + std::to_string(i + 1) + "    " : std::string("answer      "))
-              << score_text(a.score) << "  " << quoted(a.text) << "  (characters " << a.start << "-" << a.end << ")\n";
+              << significant(a.score) << "  " << quoted(a.text) << "  (characters " << a.start << "-" << a.end << ")\n";
   }
   return 0;
 }

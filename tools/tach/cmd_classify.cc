@@ -98,15 +98,39 @@ void read_ids_file(const std::string& path, std::vector<std::vector<int32_t>>& r
     throw Error(path + ": token_type_ids given on some lines but not all");
 }
 
+// A text longer than the model's positions, cut to them as the pipelines cut it.
+struct CutText {
+  int64_t text = 0;              // 1-based
+  int64_t tokens = 0, kept = 0;  // with the special tokens
+};
+
+// "text 2: 700 tokens, cut to the model's 512 positions; its last 188 tokens are not read"
+std::string cut_text_note(const CutText& c, const ModelInfo& info) {
+  const int64_t cut = c.tokens - c.kept;
+  return "text " + std::to_string(c.text) + ": " + std::to_string(c.tokens) + " tokens, cut to the model's " +
+         std::to_string(c.kept) + " positions; its last " + std::to_string(cut) + " token" + (cut == 1 ? "" : "s") +
+         (info.head == Head::sequence_classification ? (cut == 1 ? " is" : " are") + std::string(" not read")
+                                                     : " (and their words) get no label");
+}
+
 // Texts through the tokenizer: the model directory's unless --tokenizer names one. The tokenizer
-// and its path stay for a token classifier's entities.
+// and its path stay for a token classifier's entities; `cut` gets the texts truncated to the
+// model's positions (found untimed, by their whole encoding).
 TokenBatch tokenize_texts(const ClassifyOptions& opt, const ModelInfo& info, std::string* what, double* seconds,
-                          std::unique_ptr<Tokenizer>* tokenizer, std::string* tokenizer_path) {
+                          std::unique_ptr<Tokenizer>* tokenizer, std::string* tokenizer_path,
+                          std::vector<CutText>* cut) {
   const std::string path = tokenizer_path_for(info, opt.tokenizer);
   const auto t0 = std::chrono::steady_clock::now();
   auto tok = Tokenizer::load(path);
   TokenBatch batch = encode_texts_for(*tok, info, opt.texts);
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int32_t* mask = batch.attention_mask.data<int32_t>();
+  for (size_t r = 0; r < opt.texts.size(); ++r) {
+    int64_t kept = 0;
+    for (int64_t t = 0; t < batch.seq_len(); ++t) kept += mask[int64_t(r) * batch.seq_len() + t] != 0;
+    const int64_t whole = int64_t(tok->encode(opt.texts[r]).ids.size());
+    if (whole > kept) cut->push_back({int64_t(r) + 1, whole, kept});
+  }
   *what = std::to_string(opt.texts.size()) + " texts through " + path;
   *tokenizer = std::move(tok);
   *tokenizer_path = path;
@@ -241,10 +265,11 @@ int run_classify(const ClassifyOptions& opt) {
   double tokenize_s = 0;
   std::unique_ptr<Tokenizer> tokenizer;
   std::string tokenizer_path;
+  std::vector<CutText> cut;
   check(opt.texts.empty() || (opt.ids.empty() && opt.ids_file.empty()), "give texts or ids, not both");
   TokenBatch batch = opt.texts.empty()
                          ? make_input(opt, info, &input_what)
-                         : tokenize_texts(opt, info, &input_what, &tokenize_s, &tokenizer, &tokenizer_path);
+                         : tokenize_texts(opt, info, &input_what, &tokenize_s, &tokenizer, &tokenizer_path, &cut);
   const int64_t B = batch.batch(), T = batch.seq_len();
 
   // The books of the device the model runs on (a GPU's for --device cuda).
@@ -307,6 +332,12 @@ int run_classify(const ClassifyOptions& opt) {
                   {"source", input_what},
                   {"tokenize_s", tokenize_s}};
     if (!opt.texts.empty()) j["input"]["texts"] = opt.texts;
+    if (!cut.empty()) {
+      j["input"]["truncated"] = nlohmann::json::array();
+      for (const CutText& c : cut)
+        j["input"]["truncated"].push_back(
+            {{"text", c.text}, {"tokens", c.tokens}, {"kept", c.kept}, {"note", cut_text_note(c, info)}});
+    }
     j["rows"] = nlohmann::json::array();
     for (int64_t r = 0; r < B; ++r) {
       if (per_token) {
@@ -356,8 +387,9 @@ int run_classify(const ClassifyOptions& opt) {
             << "\n"
             << (opt.texts.empty()
                     ? ""
-                    : "tokenize    " + fixed(tokenize_s * 1e3, 1) + " ms (load + encode, not in the latency)\n")
-            << "load        " << fixed(load_s, 2) << " s (config, weights, packing)\n";
+                    : "tokenize    " + fixed(tokenize_s * 1e3, 1) + " ms (load + encode, not in the latency)\n");
+  for (const CutText& c : cut) std::cout << "note        " << cut_text_note(c, info) << "\n";
+  std::cout << "load        " << fixed(load_s, 2) << " s (config, weights, packing)\n";
   const int64_t shown = std::min<int64_t>(B, opt.show_rows);
   for (int64_t r = 0; r < shown; ++r) {
     if (per_token) {

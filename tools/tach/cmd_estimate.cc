@@ -39,6 +39,7 @@ nlohmann::json to_json(const MemoryEstimate& e, const EstimateInput& in) {
             {"dtype", in.dtype},
             {"batch", in.batch},
             {"seq_len", e.seq_len},
+            {"seq_len_note", e.seq_len_note},
             {"gradient_checkpointing", in.gradient_checkpointing},
             {"generate_tokens", in.generate_tokens},
             {"lora_rank", in.lora_rank},
@@ -117,6 +118,10 @@ int run_table(const EstimateFlags& f) {
   }
   for (size_t i = 0; i < models.size(); ++i)
     if (!all[i][0].note.empty()) std::cout << "note: " << models[i] << ": " << all[i][0].note << "\n";
+  for (size_t i = 0; i < models.size(); ++i)  // a row length other than the header's, and why
+    if (!all[i][0].seq_len_note.empty())
+      std::cout << "note: " << models[i] << ": " << all[i][0].seq_len << " tokens per row (" << all[i][0].seq_len_note
+                << ")\n";
   const MemoryEstimate& any = all.front().front();
   std::cout << "\nModel compatibility check\n\nAvailable memory on " << f.in.device << ": "
             << gb(double(any.available_bytes)) << " (" << any.available_source << ", minus a "
@@ -151,7 +156,7 @@ int run_estimate(const EstimateFlags& f) {
             << (e.trainable_parameters ? ", " + human_count(double(e.trainable_parameters)) + " trained" : "") << "\n";
   if (!e.note.empty()) std::cout << "note       " << e.note << "\n";
   std::cout << "setting    " << f.in.mode << ", " << f.in.dtype << ", batch " << f.in.batch << " x " << e.seq_len
-            << " tokens" << (e.seq_len != f.in.seq_len ? " (the model's longest row; -s sets another)" : "")
+            << " tokens" << (e.seq_len_note.empty() ? "" : " (" + e.seq_len_note + ")")
             << (f.in.gradient_checkpointing ? ", gradient checkpointing" : "");
   if (!e.lora_targets.empty()) {
     std::string targets;
@@ -201,7 +206,8 @@ Command add_estimate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(positive_count("batch size", "batch sizes"));
   sub->add_option("-s,--seq-len", f->in.seq_len,
-                  "Tokens per row (default 128, or a model's longest row where it takes fewer)")
+                  "Tokens per row (default 128; 384 for a question-answering model, MLPerf's BERT shape; or a "
+                  "model's longest row where it takes fewer)")
       ->capture_default_str()
       ->check(positive_count("sequence length", "sequence lengths"));
   sub->add_option("--mode", f->in.mode, "inference, train-full, train-lora or train-qlora")

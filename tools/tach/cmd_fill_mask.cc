@@ -93,10 +93,13 @@ int run_fill_mask(const FillMaskOptions& opt) {
       if (r.masks.size() > 1)
         std::cout << "mask " << (m + 1) << "      token " << r.mask_positions[m]
                   << " (each mask is predicted with the others left masked)\n";
-      for (const auto& c : r.masks[m])
-        std::cout << "  " << fixed(c.score, 4) << "  "
+      for (const auto& c : r.masks[m]) {
+        // 4 significant digits, as small as the scores run ("3.142e-05"); --json has every digit.
+        const std::string score = significant(c.score);
+        std::cout << "  " << score << std::string(9 - std::min<size_t>(9, score.size()), ' ') << "  "
                   << nlohmann::json(c.token_str).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << " ("
                   << c.token << ")  " << c.sequence << "\n";
+      }
     }
   }
   return 0;

@@ -10,6 +10,12 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+std::string significant(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
