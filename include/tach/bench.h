@@ -30,6 +30,9 @@ struct StoppingRule {
 // settings are tach train's, with its defaults.
 struct TrainSweep {
   bool enabled = false;
+  // The head that trains, as tach train --task: sequence-classification (a new 2-label head where
+  // the checkpoint has none), mlm (15% of tokens chosen), token-classification, question-answering.
+  std::string task = "sequence-classification";
   std::vector<std::string> methods{"full"};  // full | lora | qlora
   std::vector<std::string> execs{"eager"};   // eager | fused
   std::vector<bool> gradient_checkpointing{false};

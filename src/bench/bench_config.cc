@@ -66,9 +66,10 @@ void check_keys(const YAML::Node& node, const std::string& section, const std::s
 void read_training_yaml(const YAML::Node& t, const std::string& p, TrainSweep& s) {
   check_keys(
       t, p + "training",
-      {"enabled", "method", "exec", "gradient_checkpointing", "lr", "learning_rate", "weight_decay", "adam_beta1",
-       "adam_beta2", "adam_epsilon", "max_grad_norm", "dropout", "lora_r", "lora_alpha", "lora_dropout"});
+      {"enabled", "task", "method", "exec", "gradient_checkpointing", "lr", "learning_rate", "weight_decay",
+       "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm", "dropout", "lora_r", "lora_alpha", "lora_dropout"});
   s.enabled = t["enabled"] ? scalar<bool>(t["enabled"], p + "training.enabled") : true;
+  if (t["task"]) s.task = scalar<std::string>(t["task"], p + "training.task");
   if (t["method"]) s.methods = list<std::string>(t["method"], p + "training.method");
   if (t["exec"]) s.execs = list<std::string>(t["exec"], p + "training.exec");
   if (t["gradient_checkpointing"])
@@ -88,6 +89,7 @@ void read_training_yaml(const YAML::Node& t, const std::string& p, TrainSweep& s
 
 nlohmann::json train_sweep_json(const TrainSweep& s) {
   return {{"enabled", s.enabled},
+          {"task", s.task},
           {"methods", s.methods},
           {"execs", s.execs},
           {"gradient_checkpointing", s.gradient_checkpointing},
@@ -106,6 +108,7 @@ nlohmann::json train_sweep_json(const TrainSweep& s) {
 TrainSweep train_sweep_from(const nlohmann::json& j) {
   TrainSweep s;
   s.enabled = j.at("enabled");
+  s.task = j.value("task", s.task);  // runs from before --task trained sequence classification
   s.methods = j.at("methods").get<std::vector<std::string>>();
   s.execs = j.at("execs").get<std::vector<std::string>>();
   s.gradient_checkpointing = j.at("gradient_checkpointing").get<std::vector<bool>>();

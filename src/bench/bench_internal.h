@@ -121,6 +121,9 @@ std::string fit_refusal(const EstimateInput& in, MemoryEstimate* estimate = null
 // The estimate's input for a point: the run's model at the point's dtype, batch, length, device.
 EstimateInput estimate_input(const BenchConfig& config, const PointKey& key);
 
+// A training sweep's --task as the head that trains (TrainSweep::task's names).
+Head train_task_head(const std::string& task);
+
 // The allocator's books for `device` (every category, total, mapped, cached) into p.allocator.
 void record_allocator(PointResult& p, Device device);
 

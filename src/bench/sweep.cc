@@ -37,6 +37,14 @@ void validate_train(const BenchConfig& c) {
   for (const auto& m : t.methods)
     check(m == "full" || m == "lora" || m == "qlora", "method '" + m + "' is not one of full, lora, qlora");
   for (const auto& e : t.execs) check(e == "eager" || e == "fused", "exec '" + e + "' is not one of eager, fused");
+  check(t.task == "sequence-classification" || t.task == "mlm" || t.task == "token-classification" ||
+            t.task == "question-answering",
+        "task '" + t.task + "' is not one of sequence-classification, mlm, token-classification, question-answering");
+  check(t.task == "sequence-classification" || c.dataset.path.empty(),
+        "--task " + t.task +
+            " times steps on synthetic rows (random ids and targets of the task's shape); a dataset feeds a sequence "
+            "classifier's sweep only (tach train --task " +
+            t.task + " trains on data)");
   for (const auto& d : c.devices)
     check(parse_device(d).kind == DeviceKind::cpu,
           "device " + d +

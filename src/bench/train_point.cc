@@ -26,29 +26,40 @@ namespace tach::bench {
 
 namespace {
 
-// The head a point trains: the checkpoint's, or transformers' default two labels for a bare body
-// (the dataset's labels when it has them and the checkpoint has no head).
-struct Head {
+// The head a point trains (--task): the checkpoint's, or transformers' default two labels for a
+// bare body (the dataset's labels when it has them and the checkpoint has no head).
+struct TaskHead {
+  Head head = Head::sequence_classification;
   std::vector<std::string> labels;
   std::string problem_type;
 };
 
-Head head_of(const train::TrainingModelSource& src, const TrainInputs* inputs) {
-  Head h{src.id2label(), src.problem_type()};
+TaskHead head_of(const train::TrainingModelSource& src, const std::string& task, const TrainInputs* inputs) {
+  TaskHead h{train_task_head(task), src.id2label(), src.problem_type()};
+  if (h.head != Head::sequence_classification) {
+    // A token classifier's own labels where the checkpoint is one; the other heads have none.
+    if (h.head != Head::token_classification || !src.has_head(Head::token_classification)) h.labels.clear();
+    if (h.labels.empty()) h.labels = {"LABEL_0", "LABEL_1"};
+    h.problem_type.clear();
+    return h;
+  }
   if (!src.checkpoint_has_head && inputs) h.labels = inputs->labels;
   if (h.labels.empty()) h.labels = {"LABEL_0", "LABEL_1"};
   if (h.problem_type.empty()) h.problem_type = h.labels.size() == 1 ? "regression" : "single_label_classification";
   return h;
 }
 
-// Full rows of random ids (every token real), and random targets for the head.
+// Full rows of random ids (every token real), and random targets for the head: a class (or
+// values) per row; a label per token; a start and an end position per row; for the masked LM
+// 15% of the tokens (at least one per batch) chosen, each labelled with its own id (the
+// collator's replacement of the inputs changes no cost, so the ids stay).
 struct SyntheticRows {
   TokenBatch batch;
   train::Targets targets;
 };
 
-SyntheticRows synthetic_rows(const train::TrainableModel& model, int64_t vocab, const Head& head, int64_t B, int64_t T,
-                             uint64_t seed) {
+SyntheticRows synthetic_rows(const train::TrainableModel& model, int64_t vocab, const TaskHead& head, int64_t B,
+                             int64_t T, uint64_t seed) {
   SyntheticRows s;
   ModelInfo info;
   info.vocab_size = vocab;
@@ -56,7 +67,21 @@ SyntheticRows synthetic_rows(const train::TrainableModel& model, int64_t vocab, 
   s.batch = synthetic_batch(info, B, T, seed);
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
   const auto L = int64_t(head.labels.size());
-  if (head.problem_type == "regression") {
+  if (head.head == Head::token_classification) {
+    for (int64_t i = 0; i < B * T; ++i) s.targets.token_labels.push_back(int32_t(rng() % uint64_t(L)));
+  } else if (head.head == Head::question_answering) {
+    for (int64_t b = 0; b < B; ++b) {
+      const auto start = int32_t(rng() % uint64_t(T));
+      s.targets.start_positions.push_back(start);
+      s.targets.end_positions.push_back(std::min<int32_t>(int32_t(T) - 1, start + int32_t(rng() % 4)));
+    }
+  } else if (head.head == Head::masked_lm) {
+    const int32_t* ids = s.batch.input_ids.data<int32_t>();
+    s.targets.token_labels.assign(size_t(B * T), -100);
+    for (int64_t i = 0; i < B * T; ++i)
+      if (rng() % 100 < 15) s.targets.token_labels[size_t(i)] = ids[i];
+    if (B * T > 0) s.targets.token_labels[0] = ids[0];
+  } else if (head.problem_type == "regression") {
     std::normal_distribution<float> n(0.f, 1.f);
     for (int64_t i = 0; i < B; ++i) s.targets.values.push_back(n(rng));
   } else if (head.problem_type == "multi_label_classification") {
@@ -68,12 +93,12 @@ SyntheticRows synthetic_rows(const train::TrainableModel& model, int64_t vocab, 
 }
 
 train::StepSettings step_settings(const BenchConfig& c, const PointKey& key, const train::TrainingModelSource& src,
-                                  const Head& head, bool has_lora) {
+                                  const TaskHead& head, bool has_lora) {
   const TrainSweep& t = c.train;
   train::StepSettings s;
   s.fused = key.exec == "fused";
   s.gradient_checkpointing = key.gradient_checkpointing;
-  s.dropout = t.dropout ? src.dropout() : train::DropoutRates{};
+  s.dropout = t.dropout ? src.dropout(head.head) : train::DropoutRates{};
   s.dropout.seed = c.seed;
   if (t.dropout && has_lora) s.dropout.lora = float(t.lora_dropout);
   s.adam.beta1 = float(t.adam_beta1);
@@ -139,6 +164,13 @@ void log_step(TensorBoardWriter& tb, const std::string& point, int64_t index, co
 
 }  // namespace
 
+Head train_task_head(const std::string& task) {
+  return task == "mlm"                    ? Head::masked_lm
+         : task == "token-classification" ? Head::token_classification
+         : task == "question-answering"   ? Head::question_answering
+                                          : Head::sequence_classification;
+}
+
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
                             const BenchObserver& observer, const std::string& run_dir, TensorBoardWriter* tensorboard) {
   PointResult r;
@@ -154,9 +186,9 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
 
   // The point's own model: weights, gradients and AdamW moments are this point's memory.
   train::TrainingModelSource src = train::open_training_model(config.model, config.seed);
-  const Head head = head_of(src, inputs);
+  const TaskHead head = head_of(src, config.train.task, inputs);
   std::unique_ptr<train::TrainableModel> model =
-      train::build_trainable_model(src, head.labels, head.problem_type, config.seed, nullptr);
+      train::build_trainable_model(src, head.labels, head.problem_type, config.seed, nullptr, head.head);
   train::MethodOptions mo;
   mo.method = key.method;
   mo.lora.r = config.train.lora_r;

@@ -11,6 +11,7 @@
 #include "tach/estimate.h"
 #include "tach/runtime.h"
 #include "tach/stats.h"
+#include "model/family.h"
 #include "train/training_model.h"
 
 namespace tach::bench {
@@ -30,17 +31,28 @@ TrainModelFacts model_facts(const BenchConfig& config) {
   s.source = src.source;
   s.synthetic_weights = src.location.dir.empty();
   s.weights_dtype = "f32 master copies (each point builds its own, with its method)";
-  s.architecture = src.family ? src.family->classifier_architecture : src.model_type;
-  s.labels = src.id2label();
-  const std::string head = src.checkpoint_has_head ? std::to_string(s.labels.size()) + " labels"
-                                                   : "a new 2-label head, as transformers adds one";
-  s.task = "training steps of sequence classification (" + head + "): forward with the loss, backward, clipping, AdamW";
+  const Head head = train_task_head(config.train.task);
+  s.architecture = !src.family                             ? src.model_type
+                   : head == Head::sequence_classification ? src.family->classifier_architecture
+                                                           : model::architecture_for_head(*src.family, head);
+  const bool own = head == Head::sequence_classification ? src.checkpoint_has_head : src.has_head(head);
+  if (head == Head::sequence_classification || head == Head::token_classification) s.labels = src.id2label();
+  const std::string labels =
+      own ? std::to_string(s.labels.size()) + " labels" : "a new 2-label head, as transformers adds one";
+  const std::string what =
+      head == Head::sequence_classification ? "sequence classification (" + labels + ")"
+      : head == Head::token_classification  ? "token classification (" + labels + "), every token labelled"
+      : head == Head::question_answering
+          ? std::string("question answering (start and end positions)") + (own ? "" : ", a new head")
+          : std::string("the masked LM (15% of tokens predicted)") + (own ? "" : ", a new head");
+  s.task = "training steps of " + what + ": forward with the loss, backward, clipping, AdamW";
   return f;
 }
 
 // The point's estimate. Empty reason when it fits (or when there is no estimate for the model).
 std::string fit_check(const BenchConfig& config, const PointKey& key, PointResult::Train* t) {
   EstimateInput ei = estimate_input(config, key);
+  ei.head = train_task_head(config.train.task);
   ei.mode = "train-" + key.method;
   ei.gradient_checkpointing = key.gradient_checkpointing;
   ei.lora_rank = config.train.lora_r;  // on the estimate's default targets: every linear, as the point adapts

@@ -265,6 +265,14 @@ void add_train_sweep_options(CLI::App* sub, BenchFlags& f) {
       check(f.train || c.train.enabled, flag + " is a training sweep's axis: add --train");
     };
   };
+  on(sub->add_option("--task", f.task,
+                     "--train: the head that trains, as tach train --task: sequence-classification (default), mlm, "
+                     "token-classification, question-answering (synthetic rows and targets of the task's shape)")
+         ->check(CLI::IsMember({"sequence-classification", "mlm", "token-classification", "question-answering"})),
+     [&f, needs_train](BenchConfig& c) {
+       needs_train("--task")(c);
+       c.train.task = f.task;
+     });
   on(sub->add_option("--method", f.methods, "--train: methods, comma-separated: full, lora, qlora (default full)")
          ->delimiter(',')
          ->check(CLI::IsMember({"full", "lora", "qlora"})),

@@ -21,6 +21,7 @@ struct BenchFlags {
   bool train = false;   // tach bench --train: a training sweep
   bool no_dropout = false;
   std::vector<std::string> methods, execs, checkpointing;
+  std::string task;
   std::vector<std::pair<CLI::Option*, std::function<void(BenchConfig&)>>> given;  // applied in order
 
   // Defaults, the YAML file, then every flag the user gave.
