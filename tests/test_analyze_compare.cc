@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -255,6 +256,50 @@ TEST(CompareRuns, AWiderModelIsSlowerAndItsGemmsSaySo) {
   const auto base_addmm = std::find_if(j["baseline"]["ops"].begin(), j["baseline"]["ops"].end(),
                                        [](const json& o) { return o["name"] == "aten::addmm"; });
   EXPECT_NEAR((*addmm)["baseline"]["self_cpu_us"].get<double>(), (*base_addmm)["self_cpu_us"].get<double>() / 24, 1e-6);
+}
+
+// Real GPU traces (scripts/golden/make_gpu_compare_traces.py on an NVIDIA H200): a transformer
+// block in f32, then in bf16. bf16 is faster; its GEMMs are compute-bound and its elementwise adds
+// memory-bound against the H200's 4.8 TB/s, which the findings say.
+TEST(CompareRuns, GpuF32AgainstBf16OnAnH200) {
+  const std::string f32 = kFixtures + "gpu_compare/f32", bf16 = kFixtures + "gpu_compare/bf16";
+  const json j = compared({f32}, {bf16});
+  const json& c = j["comparison"];
+  EXPECT_EQ(c["op_time"], "self_device");
+  EXPECT_EQ(c["step_time"]["verdict"], "faster") << c["step_time"].dump();
+  ASSERT_FALSE(c["kernels"].empty());
+  // Every step launches the same kernels: whole calls per step, over the steps the kernels cover
+  // (HTA's reading leaves the last step's out).
+  for (const auto& k : c["kernels"])
+    for (const char* side : {"baseline", "new"})
+      if (k[side].is_object()) {
+        const double calls = k[side]["calls"].get<double>();
+        EXPECT_NEAR(calls, std::round(calls), 1e-9) << k.dump();
+      }
+  // Ops proper only: no kernel or step annotation rows among them.
+  for (const auto& o : c["ops"]) {
+    EXPECT_EQ(o["name"].get<std::string>().rfind("ProfilerStep", 0), std::string::npos) << o["name"];
+    EXPECT_EQ(o["name"].get<std::string>().find("gemm"), std::string::npos) << o["name"];
+  }
+  const json& r = j["roofline"];
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["device"], "H200 SXM");
+  auto op = [&](const std::string& name) {
+    for (const auto& o : r["ops"])
+      if (o["name"] == name) return o;
+    ADD_FAILURE() << name << " not in the roofline";
+    return json();
+  };
+  const json add = op("aten::add"), addmm = op("aten::addmm");
+  EXPECT_EQ(add["bound"], "memory");
+  EXPECT_EQ(add["precision"], "bf16");
+  EXPECT_GT(add["bandwidth_fraction"].get<double>(), 0.3);
+  EXPECT_LE(add["bandwidth_fraction"].get<double>(), 1.0) << "an H200 add cannot beat its bandwidth";
+  EXPECT_EQ(addmm["bound"], "compute");
+  EXPECT_LE(addmm["peak_fraction"].get<double>(), 1.0);
+  bool said = false;
+  for (const auto& f : j["findings"]) said |= f.get<std::string>().rfind("memory-bound:", 0) == 0;
+  EXPECT_TRUE(said) << j["findings"].dump();
 }
 
 TEST(CompareRuns, TwoStepsASideAreInconclusive) {

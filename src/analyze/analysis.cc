@@ -192,10 +192,13 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
     if (!t.rank) notes.push_back(file + ": no distributedInfo; rank 0 assumed");
     merge_rows(ops, op_averages(t, group_by));
     RankState& r = ranks[rank];
-    for (const auto& s : step_breakdown(t)) {
+    const std::vector<StepRow> trace_steps = step_breakdown(t);
+    for (const auto& s : trace_steps) {
       step_rows.emplace_back(file, s);
       r.step_walls_ns.push_back(s.wall_ns);
     }
+    // gpu_time keeps, as HTA does, what was launched before the last of two or more steps began.
+    out.kernel_steps += trace_steps.size() >= 2 ? trace_steps.size() - 1 : trace_steps.size();
     if (t.base_time_ns) r.base_time_ns = t.base_time_ns;
     r.rank = rank;
     r.files.push_back(file);

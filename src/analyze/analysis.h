@@ -21,6 +21,7 @@ struct RunAnalysis {
   std::vector<OpRow> ops;                     // the op table, sorted as printed
   std::vector<double> step_walls_ms;          // every ProfilerStep#N's wall time, in the order read
   std::map<std::string, KernelStat> kernels;  // every kernel, copy and set, over every rank
+  size_t kernel_steps = 0;                    // the steps those kernels cover: a trace's last is left out (gpu_time.h)
   bool gpu = false;                           // some trace has GPU events
 };
 

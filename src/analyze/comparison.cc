@@ -75,10 +75,14 @@ std::string row_key(const OpRow& r) {
 std::vector<Row> op_rows(const RunAnalysis& a, const RunAnalysis& b, bool device, double per_a, double per_b) {
   std::map<std::string, size_t> index;
   std::vector<Row> rows;
+  // Ops proper: annotations (ProfilerStep#N, record_function spans) hold ops rather than time of
+  // their own, and kernels, also rows of torch's table, are compared in the kernels table.
   auto add = [&](const RunAnalysis& run, double per, bool baseline) {
     double total = 0;
-    for (const auto& r : run.ops) total += double(device ? r.self_device_ns : r.self_cpu_ns);
+    for (const auto& r : run.ops)
+      if (r.kind == RowKind::cpu) total += double(device ? r.self_device_ns : r.self_cpu_ns);
     for (const auto& r : run.ops) {
+      if (r.kind != RowKind::cpu) continue;
       const std::string key = row_key(r);
       auto [it, fresh] = index.emplace(key, rows.size());
       if (fresh) {
@@ -233,7 +237,9 @@ RunComparisonText compare_analyses(const RunAnalysis& a, const RunAnalysis& b, c
   const double per_b = per_step ? double(b.step_walls_ms.size()) : 1.0;
   const bool device = a.gpu || b.gpu;
   const std::vector<Row> ops = op_rows(a, b, device, per_a, per_b);
-  const std::vector<Row> kernels = kernel_rows(a, b, per_a, per_b);
+  const bool kernels_per_step = per_step && a.kernel_steps > 0 && b.kernel_steps > 0;
+  const std::vector<Row> kernels = kernel_rows(a, b, kernels_per_step ? double(a.kernel_steps) : 1.0,
+                                               kernels_per_step ? double(b.kernel_steps) : 1.0);
 
   json j;
   j["baseline"] = {{"paths", a.files}, {"steps", a.step_walls_ms.size()}};
