@@ -86,7 +86,10 @@ void comparison_table(std::ostringstream& h, const json& rows, const std::string
                                : r["baseline"].is_null()    ? "new"
                                                             : "gone";
     std::string name = str_or(r, "name");
-    if (r.contains("detail")) name += " " + str_or(r, "detail");
+    if (r.contains("detail")) {
+      name += ' ';
+      name += str_or(r, "detail");
+    }
     h << "<tr><td>" << escape_html(name) << "</td><td>" << side_ms(r["baseline"]) << "</td><td>" << side_ms(r["new"])
       << "</td><td>" << fmt("%+.3f", num_or(d, "time_us") * 1e-3) << "</td><td>" << change << "</td><td>"
       << side_calls(r["baseline"]) << "</td><td>" << side_calls(r["new"]) << "</td><td>" << side_share(r["baseline"])
@@ -307,15 +310,22 @@ void roofline_section(Page& page, const json& a) {
                     str_or(o, "bound") + "-bound, " + fmt("%.1f%%", 100 * num_or(o, "bandwidth_fraction")) +
                     " of the bandwidth");
   }
-  key.push_back(str_or(r, "device") + ": f32 " + fmt("%.1f", num_or(r, "f32_flops") * 1e-9) + " GFLOP/s, memory " +
-                fmt("%.1f", num_or(r, "memory_bytes_per_s") * 1e-9) + " GB/s");
+  // The chart draws one compute ceiling: the half-precision one where ops ran in bf16 or f16 (the
+  // f32 line would sit under them), else f32.
+  const bool half = std::any_of(ops.begin(), ops.end(), [](const json& o) {
+    return str_or(o, "precision") == "bf16" || str_or(o, "precision") == "f16";
+  });
+  const double peak = num_or(r, half ? "bf16_flops" : "f32_flops");
+  key.push_back(str_or(r, "device") + ": " + (half ? "bf16 " : "f32 ") + fmt("%.1f", peak * 1e-9) +
+                " GFLOP/s, memory " + fmt("%.1f", num_or(r, "memory_bytes_per_s") * 1e-9) + " GB/s");
   h << "<h2>Roofline</h2><p>Each op's FLOPs and bytes moved from the shapes and dtypes the trace recorded, "
        "against "
     << escape_html(str_or(r, "device")) << " (" << escape_html(str_or(r, "source"))
     << "; memory: " << escape_html(str_or(r, "memory_source")) << ").</p><div class='charts'>"
     << page.figs.add("roofline", "roofline: each op against the peaks",
-                     report::roofline_chart("roofline: each op against the f32 peak and the bandwidth", points,
-                                            num_or(r, "f32_flops"), num_or(r, "memory_bytes_per_s")),
+                     report::roofline_chart("roofline: each op against the " + std::string(half ? "bf16" : "f32") +
+                                                " peak and the bandwidth",
+                                            points, peak, num_or(r, "memory_bytes_per_s")),
                      key)
     << "</div><table><tr><th>op</th><th>calls</th><th>ms</th><th>FLOP/byte</th><th>ridge</th><th>GFLOP/s</th>"
        "<th>GB/s</th><th>% peak</th><th>% bandwidth</th><th>bound</th></tr>";
