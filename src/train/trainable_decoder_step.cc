@@ -10,6 +10,7 @@
 #include "ops/add.h"
 #include "ops/causal_attention.h"
 #include "ops/embedding.h"
+#include "ops/fill.h"
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -24,10 +25,9 @@ namespace tach::train {
 
 namespace {
 
+using ops::fill_zero;
 using step::f;
-using step::g;
-using step::wt;
-using step::zero;
+using step::weight;
 
 std::string layer_module(size_t i) { return core::tracing() ? core::concat("layers.", i) : std::string(); }
 
@@ -106,32 +106,24 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   a.rope = model::decoder_rope(s, positions, T, m.device);
 }
 
-// A parameter's gradient as the ops take it: undefined for a frozen one (LoRA's base), which
-// the ops then skip. A reference, so that passing it copies nothing.
-const Tensor& grad_of(const Parameter* p) {
-  static const Tensor frozen;
-  return p->trainable && p->grad.defined() ? p->grad : frozen;
+// An optional parameter (a bias or norm the family may lack) as the ops take it: its value and
+// its gradient, undefined when it is absent (or, the gradient, frozen: LoRA's base), which the
+// ops then skip. References, so that passing them copies nothing.
+const Tensor& none() {
+  static const Tensor undefined;
+  return undefined;
 }
+const Tensor& value_of(const Parameter* p) { return p ? p->value : none(); }
+const Tensor& grad_of(const Parameter* p) { return p ? step::grad(p) : none(); }
 
 // The backward of decoder_norm: dinp += d(norm(inp)) (RMSNorm, or a LayerNorm without bias);
 // dweight += (undefined: frozen). mean is the LayerNorm's saved mean (unused by RMSNorm).
 // inp, dout, dinp: [rows, C]  mean, rstd: [rows]
 void norm_backward(const model::DecoderConfig& c, const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
                    const Tensor& inp, const Tensor& weight, const Tensor& mean, const Tensor& rstd) {
-  if (c.layer_norm) {
-    const int64_t C = inp.size(-1), N = inp.numel() / C;
-    OpSpan o("layer_norm_backward", ops::layer_norm_cost(N, C, false));
-    ops::layer_norm_backward_cpu(f(dinp), dweight.defined() ? f(dweight) : nullptr, nullptr, f(dout), f(inp), f(weight),
-                                 f(mean), f(rstd), N, C);
-    return;
-  }
+  if (c.layer_norm) return ops::layer_norm_backward(dinp, dweight, none(), dout, inp, weight, mean, rstd);
   ops::rms_norm_backward(dinp, dweight, dout, inp, weight, rstd);
 }
-
-const float* bias_of(const FusedTensor& t) { return t.value.defined() ? f(t.value) : nullptr; }
-const float* bias_of(const Parameter* p) { return p ? f(p) : nullptr; }
-float* bias_grad(const FusedTensor& t) { return t.value.defined() ? g(t) : nullptr; }
-float* bias_grad(const Parameter* p) { return p ? g(p) : nullptr; }
 
 // transformers' rule: per row, the last token that is not pad_token_id (position 0 when all
 // are); the last position when the config names no pad token, for a batch of one. ModernBERT's
@@ -167,9 +159,11 @@ void check_batch(const TrainableDecoder& m, const TokenBatch& batch) {
         "input id " + std::to_string(ids[i]) + " is outside the vocabulary of " + std::to_string(m.config.vocab_size));
 }
 
-void lora_bwd(const TrainableDecoder& m, const std::vector<int64_t>& ids, float* dx, const float* dy, int64_t ldy,
-              const float* x, int64_t M, DecoderActivations& a, const DropoutRates& dr) {
-  if (m.lora) m.lora->backward(ids, dx, dy, ldy, x, M, a.lora, dr);
+// LoRA's share of a linear's backward, where the model has adapters. dx: undefined when nothing
+// upstream trains.
+void lora_bwd(const TrainableDecoder& m, const std::vector<int64_t>& ids, const Tensor& dx, const Tensor& dy,
+              const Tensor& x, DecoderActivations& a, const DropoutRates& dr) {
+  if (m.lora) m.lora->backward(ids, dx, dy, x, a.lora, dr);
 }
 
 // Training's side of the layer (model/decoder_layer.h): f32 masters or NF4 with LoRA on top, and
@@ -181,17 +175,16 @@ class TrainingRunner final : public model::DecoderLayerRunner {
 
   void linear(size_t l, model::DecoderLinear site, Tensor& out, const Tensor& in) override {
     const TrainableDecoderLayer& w = m_.layers[l];
-    const int64_t M = in.size(0), K = in.size(1), Nout = out.size(1);
-    auto run = [&](step::LinearWeight W, const float* b, const std::vector<int64_t>& lora) {
-      step::linear_forward(f(out), f(in), W, b, M, Nout, K);
+    auto run = [&](ops::TrainLinearWeight W, const Tensor& b, const std::vector<int64_t>& lora) {
+      ops::linear_forward_train(out, in, W, b);
       // LoRA's update on q|k|v lands before the q/k norms and RoPE, as on PEFT's q_proj.
-      if (m_.lora) m_.lora->forward(lora, f(out), Nout, f(in), M, a_.lora, dr_);
+      if (m_.lora) m_.lora->forward(lora, out, in, a_.lora, dr_);
     };
     switch (site) {
-      case model::DecoderLinear::qkv: return run(wt(w.qkv_weight), bias_of(w.qkv_bias), w.qkv_lora);
-      case model::DecoderLinear::o: return run(wt(w.o_proj), bias_of(w.o_bias), w.o_lora);
-      case model::DecoderLinear::gate_up: return run(wt(w.gate_up), bias_of(w.gate_up_bias), w.gate_up_lora);
-      case model::DecoderLinear::down: return run(wt(w.down), bias_of(w.down_bias), w.down_lora);
+      case model::DecoderLinear::qkv: return run(weight(w.qkv_weight), w.qkv_bias.value, w.qkv_lora);
+      case model::DecoderLinear::o: return run(weight(w.o_proj), value_of(w.o_bias), w.o_lora);
+      case model::DecoderLinear::gate_up: return run(weight(w.gate_up), w.gate_up_bias.value, w.gate_up_lora);
+      case model::DecoderLinear::down: return run(weight(w.down), value_of(w.down_bias), w.down_lora);
     }
   }
 
@@ -234,7 +227,7 @@ void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor
       model::decoder_norm(m.config, a.final_normed, a.resid_out, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
                           a.final_rstd);
       a.real_tokens.assign(size_t(B), 0.0f);
-      zero(a.pooled);
+      fill_zero(a.pooled);
       for (int64_t b = 0; b < B; ++b) {
         float* out = f(a.pooled) + b * C;
         for (int64_t t = 0; t < T; ++t) {
@@ -259,52 +252,41 @@ void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor
 // The head on a.pooled: the score (or ModernBERT's head.dense, GELU, head.norm, then its
 // classifier), into a.logits [B, L].
 void head_forward(const TrainableDecoder& m, DecoderActivations& a, const DropoutRates& dr) {
-  const int64_t B = a.B, C = m.config.hidden_size, L = m.num_labels();
   const Tensor* head_in = &a.pooled;
   if (m.config.head_mlp) {
     // ModernBERT's head: norm(gelu(dense(pooled))).
     core::Span span(core::SpanKind::module, "head");
-    step::linear_forward(f(a.head_pre), f(a.pooled), wt(m.head_dense), bias_of(m.head_dense_bias), B, C, C);
-    if (m.lora) m.lora->forward(m.head_dense_lora, f(a.head_pre), C, f(a.pooled), B, a.lora, dr);
-    {
-      OpSpan o("gelu", ops::gelu_cost(B * C));
-      ops::gelu_forward_cpu(f(a.head_act), f(a.head_pre), B * C);
-    }
+    ops::linear_forward_train(a.head_pre, a.pooled, weight(m.head_dense), value_of(m.head_dense_bias));
+    if (m.lora) m.lora->forward(m.head_dense_lora, a.head_pre, a.pooled, a.lora, dr);
+    ops::gelu_forward(a.head_act, a.head_pre);
     model::decoder_norm(m.config, a.head_out, a.head_act, Tensor(), m.norm_weight(m.head_norm), a.head_mean,
                         a.head_rstd);
     head_in = &a.head_out;
   }
   core::Span head_span(core::SpanKind::module, m.config.head_mlp ? "classifier" : "score");
-  OpSpan o("linear", ops::linear_cost(B, L, C, DType::f32, m.score_bias != nullptr));
-  ops::linear_forward_cpu(f(a.logits), f(*head_in), f(m.score), bias_of(m.score_bias), B, L, C);
+  ops::linear_forward_train(a.logits, *head_in, m.score->value, value_of(m.score_bias));
 }
 
 // The head's backward from d_logits [B, L]: its parameters' gradients, and d(pooled) in a.d_pooled.
-void head_backward(TrainableDecoder& m, DecoderActivations& a, const float* d_logits, const DropoutRates& dr) {
-  const int64_t B = a.B, C = m.config.hidden_size, L = m.num_labels();
+void head_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& d_logits, const DropoutRates& dr) {
   {
     core::Span head_span(core::SpanKind::module, m.config.head_mlp ? "classifier" : "score");
-    zero(a.d_pooled);
+    fill_zero(a.d_pooled);
     if (m.config.head_mlp) {
-      zero(a.d_head);
-      step::linear_backward(f(a.d_head), g(m.score), bias_grad(m.score_bias), d_logits, f(a.head_out), f(m.score), B, L,
-                            C);
+      fill_zero(a.d_head);
+      ops::linear_backward(a.d_head, step::grad(m.score), grad_of(m.score_bias), d_logits, a.head_out, m.score->value);
       // Through head.norm and the GELU into d(dense output), kept in d_pooled_in for the moment.
       core::Span span(core::SpanKind::module, "head");
-      zero(a.d_pooled_in);
+      fill_zero(a.d_pooled_in);
       norm_backward(m.config, a.d_pooled_in, grad_of(m.head_norm), a.d_head, a.head_act, m.norm_weight(m.head_norm),
                     a.head_mean, a.head_rstd);
-      zero(a.d_head);
-      {
-        OpSpan o("gelu_backward", ops::gelu_backward_cost(B * C));
-        ops::gelu_backward_cpu(f(a.d_head), f(a.head_pre), f(a.d_pooled_in), B * C);
-      }
-      step::linear_backward(f(a.d_pooled), g(m.head_dense), bias_grad(m.head_dense_bias), f(a.d_head), f(a.pooled),
-                            wt(m.head_dense), B, C, C);
-      lora_bwd(m, m.head_dense_lora, f(a.d_pooled), f(a.d_head), C, f(a.pooled), B, a, dr);
+      fill_zero(a.d_head);
+      ops::gelu_backward(a.d_head, a.head_pre, a.d_pooled_in);
+      ops::linear_backward(a.d_pooled, step::grad(m.head_dense), grad_of(m.head_dense_bias), a.d_head, a.pooled,
+                           weight(m.head_dense));
+      lora_bwd(m, m.head_dense_lora, a.d_pooled, a.d_head, a.pooled, a, dr);
     } else {
-      step::linear_backward(f(a.d_pooled), g(m.score), bias_grad(m.score_bias), d_logits, f(a.pooled), f(m.score), B, L,
-                            C);
+      ops::linear_backward(a.d_pooled, step::grad(m.score), grad_of(m.score_bias), d_logits, a.pooled, m.score->value);
     }
   }
 }
@@ -312,13 +294,13 @@ void head_backward(TrainableDecoder& m, DecoderActivations& a, const float* d_lo
 // From d(pooled) to d(the last layer's output) in a.d_resid [N, C], through the final norm.
 void pool_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& attention_mask) {
   const int64_t B = a.B, T = a.T, N = B * T, C = m.config.hidden_size;
-  zero(a.d_resid);
+  fill_zero(a.d_resid);
   {
     core::Span span(core::SpanKind::module, m.names.final_norm);
     if (m.config.pooling == model::DecoderConfig::Pooling::mean) {
       // d(normed row) = d_pooled / n at each real token; then the final norm over every row.
       const int32_t* mask = attention_mask.data<int32_t>();
-      zero(a.d_x);
+      fill_zero(a.d_x);
       for (int64_t b = 0; b < B; ++b)
         for (int64_t t = 0; t < T; ++t) {
           if (!mask[b * T + t]) continue;
@@ -329,7 +311,7 @@ void pool_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& att
       norm_backward(m.config, a.d_resid, grad_of(m.final_norm), a.d_x, a.resid_out, m.norm_weight(m.final_norm),
                     a.final_mean, a.final_rstd);
     } else {
-      zero(a.d_pooled_in);
+      fill_zero(a.d_pooled_in);
       norm_backward(m.config, a.d_pooled_in, grad_of(m.final_norm), a.d_pooled, a.pooled_in,
                     m.norm_weight(m.final_norm), a.final_mean, a.final_rstd);
       // Only each row's pooled token reaches the head.
@@ -379,11 +361,13 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
                                 const DropoutRates& dr) {
   auto& a = dynamic_cast<DecoderActivations&>(state);
   const model::DecoderConfig& c = config;
-  const int64_t B = a.B, T = a.T, N = B * T, C = c.hidden_size, I = c.intermediate_size;
-  const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim, HD = H * D;
-  const int64_t QKV = c.qkv_width();
+  const int64_t B = a.B, T = a.T, N = B * T;
+  const int64_t H = c.num_heads, KVH = c.num_kv_heads, D = c.head_dim;
   const Tensor& mask = batch.attention_mask;
-  head_backward(*this, a, d_logits, dr);
+  // d_logits has the logits' shape, on their device (the loss's output).
+  const Tensor d =
+      Tensor::from_borrowed(const_cast<float*>(d_logits), a.logits.shape(), DType::f32, nullptr, a.logits.device());
+  head_backward(*this, a, d, dr);
   core::Span model_span(core::SpanKind::module, "model");
   pool_backward(*this, a, mask);
 
@@ -391,7 +375,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
   // (sandwich norms) into d_branch.
   auto branch_grad = [&](Parameter* out_norm, const Tensor& branch_out, const Tensor& rstd) -> const Tensor& {
     if (!out_norm) return a.d_resid;
-    zero(a.d_branch);
+    fill_zero(a.d_branch);
     ops::rms_norm_backward(a.d_branch, grad_of(out_norm), a.d_resid, branch_out, norm_weight(out_norm), rstd);
     return a.d_branch;
   };
@@ -411,32 +395,30 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
     // norm backward adds its share: d(resid_mid), then d(resid) on exit.
     {
       core::Span span(core::SpanKind::module, "mlp");
-      const float* dy = f(branch_grad(w.mlp_out_norm, s.mlp_out, s.rstd_mo));
-      zero(a.d_act);
-      step::linear_backward(f(a.d_act), g(w.down), bias_grad(w.down_bias), dy, f(s.act), wt(w.down), N, C, I);
-      lora_bwd(*this, w.down_lora, f(a.d_act), dy, C, f(s.act), N, a, dr);
+      const Tensor& dy = branch_grad(w.mlp_out_norm, s.mlp_out, s.rstd_mo);
+      fill_zero(a.d_act);
+      ops::linear_backward(a.d_act, step::grad(w.down), grad_of(w.down_bias), dy, s.act, weight(w.down));
+      lora_bwd(*this, w.down_lora, a.d_act, dy, s.act, a, dr);
       ops::silu_gate_backward(a.d_gate_up, s.gate_up, a.d_act, c.activation);
-      zero(a.d_x);
-      step::linear_backward(f(a.d_x), g(w.gate_up), bias_grad(w.gate_up_bias), f(a.d_gate_up), f(s.x2), wt(w.gate_up),
-                            N, 2 * I, C);
-      lora_bwd(*this, w.gate_up_lora, f(a.d_x), f(a.d_gate_up), 2 * I, f(s.x2), N, a, dr);
+      fill_zero(a.d_x);
+      ops::linear_backward(a.d_x, step::grad(w.gate_up), w.gate_up_bias.grad, a.d_gate_up, s.x2, weight(w.gate_up));
+      lora_bwd(*this, w.gate_up_lora, a.d_x, a.d_gate_up, s.x2, a, dr);
     }
     norm_backward(c, a.d_resid, grad_of(w.mlp_norm), a.d_x, s.resid_mid, norm_weight(w.mlp_norm), s.mean2, s.rstd2);
     {
       core::Span span(core::SpanKind::module, "self_attn");
-      const float* dy = f(branch_grad(w.attn_out_norm, s.attn_out, s.rstd_ao));
-      zero(a.d_context);
-      step::linear_backward(f(a.d_context), g(w.o_proj), bias_grad(w.o_bias), dy, f(s.context), wt(w.o_proj), N, C, HD);
-      lora_bwd(*this, w.o_lora, f(a.d_context), dy, C, f(s.context), N, a, dr);
+      const Tensor& dy = branch_grad(w.attn_out_norm, s.attn_out, s.rstd_ao);
+      fill_zero(a.d_context);
+      ops::linear_backward(a.d_context, step::grad(w.o_proj), grad_of(w.o_bias), dy, s.context, weight(w.o_proj));
+      lora_bwd(*this, w.o_lora, a.d_context, dy, s.context, a, dr);
       ops::causal_attention_backward(a.d_q, a.d_k, a.d_v, a.d_context, s.probs, qkv.q, qkv.k, qkv.v, mask, args);
       ops::rope_backward(a.d_qkv, H, KVH, D, a.rope.of(c, li));
       if (c.qk_norm)
         ops::rms_norm_heads_backward(a.d_qkv, H, KVH, D, s.qk_raw, s.qk_rstd, norm_weight(w.q_norm),
                                      norm_weight(w.k_norm), grad_of(w.q_norm), grad_of(w.k_norm));
-      zero(a.d_x);
-      step::linear_backward(f(a.d_x), g(w.qkv_weight), bias_grad(w.qkv_bias), f(a.d_qkv), f(s.x1), wt(w.qkv_weight), N,
-                            QKV, C);
-      lora_bwd(*this, w.qkv_lora, f(a.d_x), f(a.d_qkv), QKV, f(s.x1), N, a, dr);
+      fill_zero(a.d_x);
+      ops::linear_backward(a.d_x, step::grad(w.qkv_weight), w.qkv_bias.grad, a.d_qkv, s.x1, weight(w.qkv_weight));
+      lora_bwd(*this, w.qkv_lora, a.d_x, a.d_qkv, s.x1, a, dr);
     }
     if (w.attn_norm)
       norm_backward(c, a.d_resid, grad_of(w.attn_norm), a.d_x, s.resid, norm_weight(w.attn_norm), s.mean1, s.rstd1);
@@ -446,17 +428,16 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
   }
   if (c.embedding_norm) {
     core::Span span(core::SpanKind::module, names.embed_norm);
-    zero(a.d_x);
+    fill_zero(a.d_x);
     norm_backward(c, a.d_x, grad_of(embed_norm), a.d_resid, a.embedded, norm_weight(embed_norm), a.embed_mean,
                   a.embed_rstd);
     core::copy_bytes(device, a.d_resid.raw(), device, a.d_x.raw(), a.d_x.nbytes());
   }
   core::Span span(core::SpanKind::module, names.embed);
   if (embed_scale != 0) ops::scale_inplace(a.d_resid, embed_scale);  // h = scale * embed[ids]
-  OpSpan o("embedding_backward", ops::embedding_backward_cost(N, C));
   // nn.Embedding(padding_idx=pad_token_id): the pad row gets no gradient.
-  ops::embedding_backward_cpu(g(embed), batch.input_ids.data<int32_t>(), f(a.d_resid), N, C,
-                              int32_t(config.pad_token_id));
+  const Tensor ids = batch.input_ids.reshape({N});
+  ops::embedding_backward(a.d_resid, {{step::grad(embed), ids, int32_t(config.pad_token_id)}});
 }
 
 }  // namespace tach::train
