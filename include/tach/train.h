@@ -187,10 +187,16 @@ class TrainStepper {
     int64_t lora_r = 8;
     double lora_alpha = 8;
     Device device = Device::cpu();  // where the step runs, as TrainOptions::device
+    // The head that trains, as tach train --task (the checkpoint's, or a new one as transformers
+    // makes it); it sets what step()'s labels are.
+    Head head = Head::sequence_classification;
   };
   static std::unique_ptr<TrainStepper> create(const Options& options);
   virtual ~TrainStepper() = default;
-  // labels: one class id per row, in [0, num_labels()). Returns the loss before the update.
+  // labels, by the head: a class id per row, in [0, num_labels()); a token classifier's label per
+  // token [B * T] (-100 ignored); the masked LM's [B * T], a token's id where it is predicted and
+  // -100 elsewhere; question answering's start and end position per row, [B * 2]. Returns the
+  // loss before the update.
   virtual double step(const TokenBatch& batch, const std::vector<int32_t>& labels) = 0;
   virtual int64_t vocab_size() const = 0;
   virtual int64_t num_labels() const = 0;

@@ -19,19 +19,34 @@ class Stepper final : public TrainStepper {
         model_(build(source_, o)),
         step_(*model_, settings(source_, o)) {
     source_.store.reset();
-    check(model_->num_labels() >= 2, o.model +
-                                         ": a training step needs a classification head with labels; this one "
-                                         "is a regression head");
+    check(o.head != Head::sequence_classification || model_->num_labels() >= 2,
+          o.model +
+              ": a training step needs a classification head with labels; this one "
+              "is a regression head");
   }
 
   double step(const TokenBatch& batch, const std::vector<int32_t>& labels) override {
-    check(int64_t(labels.size()) == batch.batch(),
-          "train step: " + std::to_string(labels.size()) + " labels for " + std::to_string(batch.batch()) + " rows");
+    const Head head = options_.head;
+    const int64_t want = head == Head::sequence_classification ? batch.batch()
+                         : head == Head::question_answering    ? 2 * batch.batch()
+                                                               : batch.batch() * batch.seq_len();
+    check(int64_t(labels.size()) == want,
+          "train step: " + std::to_string(labels.size()) + " labels for " + std::to_string(batch.batch()) +
+              " rows of " + std::to_string(batch.seq_len()) + " tokens; this head takes " + std::to_string(want));
     const train::StepOutcome out = step_.run(
         steps_, 1,
         [&](int64_t, TokenBatch* b, train::Targets* t) {
           *b = batch;
-          t->classes = labels;
+          if (head == Head::sequence_classification) {
+            t->classes = labels;
+          } else if (head == Head::question_answering) {
+            for (size_t r = 0; r + 1 < labels.size(); r += 2) {
+              t->start_positions.push_back(labels[r]);
+              t->end_positions.push_back(labels[r + 1]);
+            }
+          } else {
+            t->token_labels = labels;
+          }
         },
         options_.lr);
     ++steps_;
@@ -54,8 +69,11 @@ class Stepper final : public TrainStepper {
   static std::unique_ptr<train::TrainableModel> build(train::TrainingModelSource& s, const Options& o) {
     std::vector<std::string> labels = s.id2label();
     if (labels.empty()) labels = {"LABEL_0", "LABEL_1"};  // a bare encoder: transformers' default head
-    auto m = train::build_trainable_model(s, labels, s.problem_type(), o.seed, nullptr, Head::sequence_classification,
-                                          o.device);
+    if (o.head != Head::sequence_classification &&
+        (o.head != Head::token_classification || !s.has_head(Head::token_classification)))
+      labels = {"LABEL_0", "LABEL_1"};  // a new per-token head: transformers' default two labels
+    auto m = train::build_trainable_model(s, labels, o.head == Head::sequence_classification ? s.problem_type() : "",
+                                          o.seed, nullptr, o.head, o.device);
     train::MethodOptions mo;
     mo.method = o.qlora ? "qlora" : o.lora ? "lora" : "full";
     mo.lora.r = o.lora_r;
@@ -67,7 +85,7 @@ class Stepper final : public TrainStepper {
     train::StepSettings st;
     st.fused = o.fused;
     st.gradient_checkpointing = o.gradient_checkpointing;
-    st.dropout = o.dropout ? s.dropout() : train::DropoutRates{};
+    st.dropout = o.dropout ? s.dropout(o.head) : train::DropoutRates{};
     st.dropout.seed = o.seed;
     st.adam.weight_decay = float(o.weight_decay);
     st.max_grad_norm = o.max_grad_norm;

@@ -187,3 +187,12 @@ PY
 if "$tach" bench --train --task mlm -m "$fx/train_tasks/bert-mlm-f32/model" -d "$fx/train/tiny.csv" -b 2 -s 16 \
   --runs-dir "$runs" --run-id bench-bad > "$work/bench-bad.txt" 2>&1; then fail "a dataset with --task mlm was taken"; fi
 grep -q "times steps on synthetic rows" "$work/bench-bad.txt" || fail "$(cat "$work/bench-bad.txt")"
+
+# profile --train --task: the steps run the task's head (its module in the op table).
+for pair in mlm:lm_head token-classification:classifier question-answering:qa_outputs; do
+  t=${pair%%:*}
+  "$tach" profile --train --task $t -m "$fx/train_tasks/bert-mlm-f32/model" -b 2 -s 16 \
+    --profiler-output-dir "$work/profile-$t" > "$work/profile-$t.txt" 2>&1 || { cat "$work/profile-$t.txt"; fail "profile --train --task $t"; }
+  grep -q "${pair#*:}" "$work/profile-$t/ops_by_module.csv" || fail "profile --train --task $t: no ${pair#*:} in the op table"
+done
+echo "ok: profile --train --task runs each per-token head's training step"

@@ -50,6 +50,7 @@ struct ProfileFlags {
   int64_t lora_r = 8;
   double lora_alpha = 8;
   bool gradient_checkpointing = false;
+  std::string task = "sequence-classification";  // --train: the head that trains
 };
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -101,10 +102,26 @@ int run_profile(const ProfileFlags& f) {
     so.lora_alpha = f.lora_alpha;
     so.gradient_checkpointing = f.gradient_checkpointing;
     so.bf16 = f.dtype == "bf16";
+    so.head = f.task == "mlm"                    ? Head::masked_lm
+              : f.task == "token-classification" ? Head::token_classification
+              : f.task == "question-answering"   ? Head::question_answering
+                                                 : Head::sequence_classification;
     stepper = TrainStepper::create(so);
     for (const auto& n : stepper->notes()) std::cerr << "tach: note: " << n << "\n";
     batch = random_batch(stepper->vocab_size(), stepper->pad_token_id(), f.batch, f.seq_len, f.seed);
-    for (int64_t i = 0; i < f.batch; ++i) labels.push_back(int32_t(i % stepper->num_labels()));
+    // Targets of the task's shape: a class per row; a label per token; the masked LM's every
+    // seventh token predicted (about the collator's 15%); a start and an end per row.
+    const int32_t* ids = batch.input_ids.data<int32_t>();
+    const int64_t tokens = f.batch * f.seq_len;
+    if (so.head == Head::sequence_classification)
+      for (int64_t i = 0; i < f.batch; ++i) labels.push_back(int32_t(i % stepper->num_labels()));
+    else if (so.head == Head::token_classification)
+      for (int64_t i = 0; i < tokens; ++i) labels.push_back(int32_t(i % stepper->num_labels()));
+    else if (so.head == Head::masked_lm)
+      for (int64_t i = 0; i < tokens; ++i) labels.push_back(i % 7 == 0 ? ids[i] : -100);
+    else
+      for (int64_t i = 0; i < f.batch; ++i)
+        labels.insert(labels.end(), {int32_t(i % f.seq_len), int32_t(std::min(f.seq_len - 1, i % f.seq_len + 2))});
     run_step = [&] { (void)stepper->step(batch, labels); };
   } else {
     LoadOptions lo;
@@ -124,9 +141,9 @@ int run_profile(const ProfileFlags& f) {
       (void)model->measured_forward(batch);  // the head's logits, or the pooled embeddings
     };
   }
-  const std::string what =
-      f.train ? "training steps (forward with the loss, backward, AdamW; " + f.method + ", exec " + f.exec + ")"
-              : "forwards";
+  const std::string what = f.train ? "training steps (forward with the loss, backward, AdamW; " + f.task + ", " +
+                                         f.method + ", exec " + f.exec + ")"
+                                   : "forwards";
 
   std::string dir = f.output_dir;
   if (dir.empty()) {
@@ -330,6 +347,11 @@ Command add_profile_command(CLI::App& app) {
                 "--train: keep each layer's input only and recompute the layer in the backward");
   sub->add_option("--exec", f->exec, "--train: eager (one op at a time, every intermediate kept) or fused")
       ->capture_default_str();
+  sub->add_option("--task", f->task,
+                  "--train: the head that trains, as tach train --task: sequence-classification, mlm, "
+                  "token-classification or question-answering (random targets of its shape)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sequence-classification", "mlm", "token-classification", "question-answering"}));
   return {sub, [f] { return run_profile(*f); }};
 }
 
