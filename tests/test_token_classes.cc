@@ -156,6 +156,19 @@ TEST(TaggedData, MalformedConllLinesNameTheFileAndLine) {
   EXPECT_NE(test::error_of([] { data::read_conll("ner.txt", "EU B-ORG\n", 0); }), "(no error)");
 }
 
+// A TSV of sentences (GLUE's layout) is not CoNLL: read as CoNLL it was one sentence of every
+// row's words, tagged with the labels.
+TEST(TaggedData, TableOfSentencesIsNotConll) {
+  const std::string e = test::error_of(
+      [] { data::read_conll("dev.tsv", "sentence\tlabel\nit 's a charming journey . \t1\nbleak \t0\n", -1); });
+  EXPECT_NE(e.find("dev.tsv:2"), std::string::npos) << e;
+  EXPECT_NE(e.find("a sentence per line"), std::string::npos) << e;
+  EXPECT_NE(e.find("'sentence label'"), std::string::npos) << e;
+  EXPECT_NE(e.find("one word per line with its tag"), std::string::npos) << e;
+  // tab-separated CoNLL columns (single words) still read
+  EXPECT_EQ(data::read_conll("ner.tsv", "EU\tB-ORG\nrejects\tO\n", -1)[0].words.size(), 2u);
+}
+
 TEST(TaggedData, JsonRecordsWithNamesOrIds) {
   data::TaggedJsonOptions o;
   o.tag_names = {"O", "B-PER", "I-PER"};

@@ -36,6 +36,24 @@ std::string tag_column_text(int tag_column) {
 
 std::string shown(const std::string& line) { return line.size() > 80 ? line.substr(0, 77) + "..." : line; }
 
+// A tab-separated line whose first field (the word's column) holds several words, or any field a
+// phrase of three or more: a table row with a sentence per line (GLUE's TSV), not a CoNLL word
+// line, whose columns are single words (a file that mixes spaces and tabs may put two columns in
+// one tab field, never a sentence). Read as CoNLL, such a file was one long "sentence" of every
+// row's words.
+bool is_table_row(const std::string& line) {
+  if (line.find('\t') == std::string::npos) return false;
+  size_t b = 0;
+  for (int field = 0; b <= line.size(); ++field) {
+    size_t e = line.find('\t', b);
+    if (e == std::string::npos) e = line.size();
+    const size_t words = columns_of(line.substr(b, e - b)).size();
+    if (words >= 3 || (field == 0 && words >= 2)) return true;
+    b = e + 1;
+  }
+  return false;
+}
+
 // A JSON value of tags: names, or integer ids into `names`.
 std::vector<std::string> tags_of(const nlohmann::json& v, const std::vector<std::string>& names,
                                  const std::string& where) {
@@ -113,6 +131,17 @@ std::vector<TaggedSentence> read_conll(const std::string& path, const std::strin
     if (cols.empty() || cols[0] == "-DOCSTART-") {  // a sentence (or a document) ends
       finish();
       continue;
+    }
+    if (is_table_row(line)) {
+      const size_t start = bytes.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+      std::string first_line = bytes.substr(start, bytes.find('\n', start) - start);
+      for (char& c : first_line)
+        if (c == '\t') c = ' ';
+      throw Error(path + ":" + std::to_string(lineno) + ": a tab-separated row whose field holds several words: the " +
+                  "file looks like a table with a sentence per line (its first line: '" + shown(first_line) +
+                  "'), not CoNLL text; a token classifier needs a tag for every word: one word per line with its "
+                  "tag in the last column (--tag-column), a blank line between sentences, or JSON records with "
+                  "tokens and ner_tags");
     }
     const int64_t index = tag_column < 0 ? int64_t(cols.size()) + tag_column : tag_column;
     if (index < 1 || index >= int64_t(cols.size()))
