@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/comparison.h"
+#include "analyze/diagnosis.h"
 #include "analyze/op_cost.h"
 #include "analyze/roofline.h"
 #include "analyze/trace.h"
@@ -300,6 +301,47 @@ TEST(CompareRuns, GpuF32AgainstBf16OnAnH200) {
   bool said = false;
   for (const auto& f : j["findings"]) said |= f.get<std::string>().rfind("memory-bound:", 0) == 0;
   EXPECT_TRUE(said) << j["findings"].dump();
+}
+
+// The f32 run's time is in cuBLAS's FFMA kernels (sm80_xmma_gemm_f32f32_..._ffma_...), addmm at
+// about 74% of the H200's f32 peak: the findings name the f32 GEMMs, what bf16 and TF32 would give
+// at most from the H200's peaks, and the low tensor-core use. The bf16 run's GEMMs are on tensor
+// cores (nvjet_sm90_...): neither finding.
+TEST(Diagnosis, F32GemmsAndLowTensorCoreUseOnAnH200ButNotInBf16) {
+  auto findings = [](const std::string& dir) {
+    const json j = json::parse(analyze_traces({kFixtures + "gpu_compare/" + dir}, AnalyzeOptions{}).json);
+    std::map<std::string, std::string> by_head;
+    for (const auto& f : j["findings"]) {
+      const std::string s = f.get<std::string>();
+      by_head[s.substr(0, s.find(':'))] = s;
+    }
+    return by_head;
+  };
+  const auto f32 = findings("f32");
+  ASSERT_TRUE(f32.count("f32 GEMMs")) << testing::PrintToString(f32);
+  const std::string& gemms = f32.at("f32 GEMMs");
+  EXPECT_NE(gemms.find("aten::addmm"), std::string::npos) << gemms;
+  EXPECT_NE(gemms.find("74% of the H200 SXM's f32 peak"), std::string::npos) << gemms;
+  // 989.4 / (0.7446 x 67) and 494.7 / (0.7446 x 67): the peaks over the rate reached.
+  EXPECT_NE(gemms.find("at most 19.8x faster"), std::string::npos) << gemms;
+  EXPECT_NE(gemms.find("allow_tf32 = True (TF32 peak 494.7 TFLOP/s) at most 9.9x"), std::string::npos) << gemms;
+  ASSERT_TRUE(f32.count("low tensor-core use")) << testing::PrintToString(f32);
+  EXPECT_NE(f32.at("low tensor-core use").find("90% of kernel time"), std::string::npos)
+      << f32.at("low tensor-core use");
+  EXPECT_FALSE(f32.count("no bottleneck stands out by these rules"));
+  const auto bf16 = findings("bf16");
+  EXPECT_FALSE(bf16.count("f32 GEMMs")) << testing::PrintToString(bf16);
+  EXPECT_FALSE(bf16.count("low tensor-core use")) << testing::PrintToString(bf16);
+}
+
+// Kernel names as cuBLAS and cuDNN write them: CUDA-core (FFMA) GEMMs against tensor-core ones.
+TEST(Diagnosis, CudaCoreGemmKernelsByName) {
+  EXPECT_TRUE(is_cuda_core_gemm_kernel("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_ffma_aligna4"));
+  EXPECT_TRUE(is_cuda_core_gemm_kernel("ampere_sgemm_128x64_tn"));
+  EXPECT_FALSE(is_cuda_core_gemm_kernel("sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16"));
+  EXPECT_FALSE(is_cuda_core_gemm_kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn"));
+  EXPECT_FALSE(is_cuda_core_gemm_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"));
+  EXPECT_FALSE(is_cuda_core_gemm_kernel("void at::native::vectorized_elementwise_kernel<4, ffma_like>"));
 }
 
 TEST(CompareRuns, TwoStepsASideAreInconclusive) {

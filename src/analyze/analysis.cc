@@ -447,6 +447,33 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
     const double bandwidth = roofline["memory_bytes_per_s"].get<double>();
     if (seconds > 0 && bandwidth > 0) d.memory_bound_bandwidth_fraction = bytes / seconds / bandwidth;
   }
+  if (any_gpu) {
+    // f32 GEMMs by the ops' input types; CUDA-core GEMMs by the kernels' names.
+    std::map<std::string, int64_t> f32_gemm_ns;
+    for (const auto& r : ops) {
+      if (r.kind != RowKind::cpu || r.precision != "f32" || !is_gemm_op(r.name) || r.self_device_ns <= 0) continue;
+      f32_gemm_ns[r.name] += r.self_device_ns;
+      d.f32_gemm_ns += r.self_device_ns;
+      if (r.flops > 0) d.f32_gemm_flops += r.flops, d.f32_gemm_flops_ns += r.self_device_ns;
+    }
+    std::vector<std::pair<int64_t, std::string>> by_time;
+    for (const auto& [name, ns] : f32_gemm_ns) by_time.emplace_back(ns, name);
+    std::sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t i = 0; i < by_time.size() && i < 3; ++i) d.f32_gemm_ops.push_back(by_time[i].second);
+    if (peak) {
+      d.peak_f32 = peak->f32, d.peak_tf32 = peak->tf32, d.peak_bf16 = peak->bf16;
+      d.peak_device = peak->device;
+    }
+    int64_t longest = 0;
+    for (const auto& [rank, r] : ranks)
+      for (const auto& [name, k] : r.kernels) {
+        if (!is_cuda_core_gemm_kernel(name)) continue;
+        d.cuda_core_gemm_ns += k.total_ns;
+        if (k.total_ns > longest) longest = k.total_ns, d.cuda_core_gemm_kernel = name;
+      }
+    // cuBLAS names run to 150 characters: the part that says what it is.
+    if (d.cuda_core_gemm_kernel.size() > 48) d.cuda_core_gemm_kernel = d.cuda_core_gemm_kernel.substr(0, 45) + "...";
+  }
   json findings = json::array();
   for (const auto& f : diagnose(d)) {
     if (f == "no bottleneck stands out by these rules" && ranks.size() > 1) continue;  // stragglers below

@@ -11,7 +11,50 @@ std::string percent(double part, double whole) {
   return buf;
 }
 
+std::string number(const char* format, double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// What bf16 autocast and TF32 would give the f32 GEMMs at most: their peak over the rate the GEMMs
+// reached (the FLOPs they did over their time), where that peak is far (2x or more) above f32's.
+std::string tensor_core_bound(const DiagnosisInput& in) {
+  if (in.f32_gemm_flops <= 0 || in.f32_gemm_flops_ns <= 0 || in.peak_f32 <= 0) return "";
+  const double rate = double(in.f32_gemm_flops) / (double(in.f32_gemm_flops_ns) * 1e-9);
+  std::string out = " at " + percent(rate, in.peak_f32) + " of the " + in.peak_device + "'s f32 peak (" +
+                    number("%.1f", in.peak_f32 * 1e-12) + " TFLOP/s)";
+  std::vector<std::string> would;
+  if (in.peak_bf16 >= 2 * in.peak_f32)
+    would.push_back("bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16); peak " +
+                    number("%.1f", in.peak_bf16 * 1e-12) + " TFLOP/s) would make them at most " +
+                    number("%.1f", in.peak_bf16 / rate) + "x faster");
+  if (in.peak_tf32 >= 2 * in.peak_f32)
+    would.push_back("torch.backends.cuda.matmul.allow_tf32 = True (TF32 peak " + number("%.1f", in.peak_tf32 * 1e-12) +
+                    " TFLOP/s) at most " + number("%.1f", in.peak_tf32 / rate) + "x");
+  if (!would.empty()) out += "; " + listed(would);
+  return out;
+}
+
 }  // namespace
+
+bool is_gemm_op(const std::string& name) {
+  for (const char* op : {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::linear", "aten::matmul"})
+    if (name == op) return true;
+  return false;
+}
+
+bool is_cuda_core_gemm_kernel(const std::string& name) {
+  return (has(name, "gemm") || has(name, "GEMM")) && (has(name, "ffma") || has(name, "sgemm") || has(name, "dgemm"));
+}
 
 std::vector<std::string> diagnose(const DiagnosisInput& in) {
   std::vector<std::string> out;
@@ -47,9 +90,7 @@ std::vector<std::string> diagnose(const DiagnosisInput& in) {
     out.push_back(in.top_self_cpu_op + " takes " + percent(double(in.top_self_cpu_ns), double(in.total_self_cpu_ns)) +
                   " of all self CPU time: the first place to look");
   if (in.roofline_base_ns > 0 && !in.memory_bound_ops.empty() && in.memory_bound_ns * 5 >= in.roofline_base_ns) {
-    std::string names;
-    for (size_t i = 0; i < in.memory_bound_ops.size(); ++i)
-      names += (i == 0 ? "" : i + 1 == in.memory_bound_ops.size() ? " and " : ", ") + in.memory_bound_ops[i];
+    const std::string names = listed(in.memory_bound_ops);
     char ridge[32], bandwidth[32];
     std::snprintf(ridge, sizeof ridge, "%.1f", in.ridge);
     std::snprintf(bandwidth, sizeof bandwidth, "%.0f%%", 100 * in.memory_bound_bandwidth_fraction);
@@ -60,6 +101,16 @@ std::vector<std::string> diagnose(const DiagnosisInput& in) {
                   " of the memory bandwidth; fusing them (torch.compile) or keeping activations in bf16 would cut "
                   "the bytes they move");
   }
+  if (in.gpu && in.kernel_ns > 0 && !in.f32_gemm_ops.empty() && in.f32_gemm_ns * 5 >= in.kernel_ns)
+    out.push_back("f32 GEMMs: " + listed(in.f32_gemm_ops) +
+                  (in.f32_gemm_ops.size() == 1 ? " runs on f32 inputs and takes " : " run on f32 inputs and take ") +
+                  "" + percent(double(in.f32_gemm_ns), double(in.kernel_ns)) + " of kernel time" +
+                  tensor_core_bound(in) + "; where the accuracy allows, bf16 or TF32 would serve");
+  if (in.gpu && in.kernel_ns > 0 && in.cuda_core_gemm_ns * 5 >= in.kernel_ns)
+    out.push_back("low tensor-core use: GEMM kernels that run on CUDA cores (FFMA, as " + in.cuda_core_gemm_kernel +
+                  ") take " + percent(double(in.cuda_core_gemm_ns), double(in.kernel_ns)) +
+                  " of kernel time; TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or "
+                  "torch.set_float32_matmul_precision(\"high\")) or bf16 autocast would run them on tensor cores");
   if (out.empty()) out.push_back("no bottleneck stands out by these rules");
   return out;
 }
