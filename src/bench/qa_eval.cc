@@ -84,11 +84,10 @@ QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
   // The first pass's model, the data and the tokenizer first: what cannot be read fails before a
   // run directory is made.
   std::unique_ptr<EncoderModel> model =
-      bench::load_first_eval_model(config, Head::question_answering, "SQuAD's scores");
+      bench::load_first_eval_model(config, Head::question_answering, "SQuAD's scores", out.notes);
   const ModelInfo& info0 = model->info();
   out.model = config.model;
   out.architecture = info0.architecture;
-  out.notes.insert(out.notes.end(), info0.notes.begin(), info0.notes.end());
   SquadData data = read_squad_for_qa(config.dataset.path);
   out.dataset = config.dataset.path;
   out.layout = data.layout;

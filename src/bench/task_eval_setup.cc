@@ -25,7 +25,8 @@ std::unique_ptr<Model> load_eval_model(const BenchConfig& config, const std::str
   return load_model(config.model, lo);
 }
 
-std::unique_ptr<Model> load_first_eval_model(const BenchConfig& config, Head head, const std::string& metrics) {
+std::unique_ptr<Model> load_first_eval_model(const BenchConfig& config, Head head, const std::string& metrics,
+                                             std::vector<std::string>& notes) {
   auto model = load_eval_model(config, config.devices.front(), config.dtypes.front());
   const ModelInfo& info = model->info();
   check(info.head == head, config.model + " runs a " + head_name(info.head) + " head (" + info.architecture +
@@ -33,6 +34,7 @@ std::unique_ptr<Model> load_first_eval_model(const BenchConfig& config, Head hea
                                (head == Head::token_classification ? std::string("token classifier")
                                                                    : std::string(head_name(head)) + " model") +
                                " (--head " + head_name(head) + " builds a new one)");
+  notes.insert(notes.end(), info.notes.begin(), info.notes.end());
   return model;
 }
 

@@ -20,7 +20,10 @@ void prepare_task_eval(BenchConfig& config, const std::string& needs_dataset, st
 std::unique_ptr<Model> load_eval_model(const BenchConfig& config, const std::string& device, const std::string& dtype);
 
 // The first pass's model, refused unless it runs `head`; `metrics` names what needs it ("SQuAD's
-// scores", "seqeval's metrics").
-std::unique_ptr<Model> load_first_eval_model(const BenchConfig& config, Head head, const std::string& metrics);
+// scores", "seqeval's metrics"). What loading said (a head built new, as transformers' "newly
+// initialized" note says, a head's tensors left out) is appended to `notes`, for the terminal and
+// the summary.
+std::unique_ptr<Model> load_first_eval_model(const BenchConfig& config, Head head, const std::string& metrics,
+                                             std::vector<std::string>& notes);
 
 }  // namespace tach::bench

@@ -78,7 +78,7 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
   // The first pass's model first: its labels name integer tags, and a dataset or tokenizer that
   // cannot be read fails before a run directory is made.
   std::unique_ptr<EncoderModel> model =
-      bench::load_first_eval_model(config, Head::token_classification, "seqeval's metrics");
+      bench::load_first_eval_model(config, Head::token_classification, "seqeval's metrics", out.notes);
   const ModelInfo& info0 = model->info();
   out.model = config.model;
   out.architecture = info0.architecture;
