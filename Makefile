@@ -172,7 +172,7 @@ sanitize: setup
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTACH_SANITIZE=address,undefined -DTACH_BUILD_BENCH=OFF \
 	  -DTACH_PYTHON=OFF
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j $(JOBS) --output-on-failure -LE timing
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan_libraries.supp ctest -j $(JOBS) --output-on-failure -LE timing
 
 # clang-format and clang-tidy (Debian's, version 14) with the repository's .clang-format and .clang-tidy:
 # every tracked C++ file formatted, every translation unit of the build (not the .cu files, which
