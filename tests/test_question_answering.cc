@@ -253,6 +253,12 @@ TEST(SquadData, ErrorsNameTheFileTheRecordAndWhatIsWrong) {
         R"({"data": [{"paragraphs": [{"context": "abc", "qas": [{"id": "x", "question": "q", "answers": []}]}]}]})");
   });
   EXPECT_NE(none.find("(id x): no answer, which SQuAD v1.1 data must give every question"), std::string::npos) << none;
+  // An empty answer text is no answer either (it was accepted, a span of nothing).
+  const std::string empty_text = test::error_of([] {
+    data::parse_squad("dev.json", R"({"data": [{"paragraphs": [{"context": "abc", "qas": [{"id": "x", "question": "q",
+        "answers": [{"text": "", "answer_start": 0}]}]}]}]})");
+  });
+  EXPECT_NE(empty_text.find("(id x): answer 0 has an empty text, which is no answer"), std::string::npos) << empty_text;
   const std::string missing = test::error_of([] {
     data::parse_squad("d.jsonl",
                       "{\"id\": \"1\", \"context\": \"c\", \"answers\": {\"text\": [], \"answer_start\": []}}\n");

@@ -28,10 +28,14 @@ std::string fixed_text(double v, int digits) {
 
 nlohmann::json scores_json(const SquadScores& s, bool v2) {
   nlohmann::json j = {{"exact_match", s.exact}, {"f1", s.f1}, {"total", s.total}};
-  if (v2) {
+  // A group with no questions is left out, as the official v2.0 script leaves it out (its scores
+  // would be a 0% that no question earned).
+  if (v2 && s.has_answer_total > 0) {
     j["HasAns_exact"] = s.has_answer_exact;
     j["HasAns_f1"] = s.has_answer_f1;
     j["HasAns_total"] = s.has_answer_total;
+  }
+  if (v2 && s.no_answer_total > 0) {
     j["NoAns_exact"] = s.no_answer_exact;
     j["NoAns_f1"] = s.no_answer_f1;
     j["NoAns_total"] = s.no_answer_total;
@@ -180,12 +184,12 @@ std::string qa_eval_text(const QaEvalOutcome& o) {
          fixed_text(p.total_s, 3) + " s)" + bench::contended_rate_note(p.load) + "\n";
     s += "            exact match " + fixed_text(p.scores.exact, 2) + "%  F1 " + fixed_text(p.scores.f1, 2) + "%  (" +
          std::to_string(p.scores.total) + " questions)\n";
-    if (o.v2) {
+    if (o.v2 && p.scores.has_answer_total > 0)
       s += "            HasAns      exact match " + fixed_text(p.scores.has_answer_exact, 2) + "%  F1 " +
            fixed_text(p.scores.has_answer_f1, 2) + "%  (" + std::to_string(p.scores.has_answer_total) + ")\n";
+    if (o.v2 && p.scores.no_answer_total > 0)
       s += "            NoAns       exact match " + fixed_text(p.scores.no_answer_exact, 2) + "%  F1 " +
            fixed_text(p.scores.no_answer_f1, 2) + "%  (" + std::to_string(p.scores.no_answer_total) + ")\n";
-    }
   }
   return s;
 }

@@ -105,6 +105,12 @@ class Reader {
            "no answer, which SQuAD v1.1 data must give every question (v2.0 marks a question without one "
            "is_impossible)");
     for (size_t a = 0; a < q.answers.size(); ++a) {
+      // An empty text is no answer (its span is empty: no start or end token to learn or score).
+      if (q.answers[a].empty())
+        fail(q.where + " (id " + q.id + ")",
+             "answer " + std::to_string(a) +
+                 " has an empty text, which is no answer: SQuAD v1.1 data must give every question a span of its "
+                 "context (v2.0 marks a question without one is_impossible, with answers: [])");
       const size_t at = byte_of_char(q.context, q.answer_starts[a]);
       if (at == std::string::npos || q.context.compare(at, q.answers[a].size(), q.answers[a]) != 0) {
         std::string found = at == std::string::npos

@@ -116,10 +116,14 @@ void qa_eval_section(std::ostringstream& h, FigureBook& figs, const json& eval) 
     h << "<tr><td>" << escape_html(text(p, "device")) << "</td><td>" << escape_html(text(p, "dtype")) << "</td><td>"
       << p.value("questions", int64_t(0)) << "</td><td>" << fixed(score(s, "exact_match"), 2) << "%</td><td>"
       << fixed(score(s, "f1"), 2) << "%</td>";
-    if (v2)
-      h << "<td>" << fixed(score(s, "HasAns_exact"), 2) << "% (" << s.value("HasAns_total", int64_t(0)) << ")</td><td>"
-        << fixed(score(s, "HasAns_f1"), 2) << "%</td><td>" << fixed(score(s, "NoAns_exact"), 2) << "% ("
-        << s.value("NoAns_total", int64_t(0)) << ")</td><td>" << fixed(score(s, "NoAns_f1"), 2) << "%</td>";
+    // A group with no questions has no scores (left out, as the official script leaves it out).
+    for (const std::string group : {"HasAns", "NoAns"}) {
+      if (!v2) break;
+      if (s.contains(group + "_exact"))
+        h << "<td>" << fixed(score(s, (group + "_exact").c_str()), 2) << "% (" << s.value(group + "_total", int64_t(0))
+          << ")</td><td>" << fixed(score(s, (group + "_f1").c_str()), 2) << "%</td>";
+      else h << "<td>-</td><td>-</td>";
+    }
     h << "<td>" << fixed(score(p, "questions_per_s"), 1) << "</td></tr>";
     labels.push_back(pass_name(p) + " exact match");
     values.push_back(score(s, "exact_match"));

@@ -26,4 +26,18 @@ if "$tach" eval -m "$fx/heads/bert-tokcls-f32" -k "$tok" -d "$work/dev.tsv" --li
   cat "$work/tsv.out"; fail "a TSV of sentences was read as CoNLL"
 fi
 grep -q "a table with a sentence per line" "$work/tsv.out" || { cat "$work/tsv.out"; fail "the TSV error"; }
+# 3. eval: SQuAD v2.0 data with no unanswerable question has no NoAns group (the official script
+# leaves it out) on the terminal, in the JSON and in the report.
+qa_tok=$fx/question_answering/tokenizer-tiny
+ctx="The Amazon rainforest is the largest forest in South America. Most of it is in Brazil, and Peru has a part of the basin."
+printf '{"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": "%s", "qas": [{"id": "q0", "question": "Where is most of the forest?", "answers": [{"text": "Brazil", "answer_start": 79}], "is_impossible": false}]}]}]}\n' \
+  "$ctx" > "$work/v2-answerable.json"
+"$tach" eval -m "$fx/heads/bert-qa-f32" -k "$qa_tok" -d "$work/v2-answerable.json" -s 32 --doc-stride 16 \
+  --runs-dir "$work/runs" --run-id qa-v2 > "$work/qa.out" 2>&1 || { cat "$work/qa.out"; fail "eval on SQuAD v2"; }
+grep -q "HasAns" "$work/qa.out" || { cat "$work/qa.out"; fail "no HasAns line"; }
+if grep -q "NoAns" "$work/qa.out" "$work/runs/qa-v2/question_answering.json" "$work/runs/qa-v2/summary.txt"; then
+  cat "$work/qa.out"; fail "a NoAns group with no questions is shown"
+fi
+"$tach" report "$work/runs/qa-v2" > /dev/null 2>&1 || fail "tach report on the QA run"
+grep -q "<td>-</td><td>-</td>" "$work/runs/qa-v2/report.html" || fail "the report scores an empty NoAns group"
 echo ok
