@@ -344,6 +344,31 @@ TEST(Diagnosis, CudaCoreGemmKernelsByName) {
   EXPECT_FALSE(is_cuda_core_gemm_kernel("void at::native::vectorized_elementwise_kernel<4, ffma_like>"));
 }
 
+// Several paths never change meaning silently: a directory is one run, so several with other paths
+// are refused (three unrelated runs were summed into one table); trace files given together are
+// one run, and the notes say so and which trace is which rank's.
+TEST(RunsGiven, SeveralDirectoriesAreRefusedAndSeveralFilesSaidToBeOneRun) {
+  const std::vector<std::string> three = {kFixtures + "train", kFixtures + "infer", kBase};
+  try {
+    analyze_traces(three, AnalyzeOptions{});
+    ADD_FAILURE() << "three runs' directories were summed into one";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(kFixtures + "train: a directory is one run, and 3 paths were given"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("--compare A B"), std::string::npos) << what;
+  }
+  const std::string a = kFixtures + "train/trainer.0.pt.trace.json.gz", b = kBase + "/base.0.pt.trace.json.gz";
+  const json j = json::parse(analyze_traces({a, b}, AnalyzeOptions{}).json);
+  ASSERT_FALSE(j["notes"].empty());
+  EXPECT_EQ(j["notes"][0], "2 traces analysed as one run (their tables summed): rank 0: " + a + ", " + b +
+                               ". tach analyze --compare A B compares two runs.");
+  // One directory of several traces is one run too, and says so.
+  const json one = json::parse(analyze_traces({kFixtures + "train"}, AnalyzeOptions{}).json);
+  ASSERT_FALSE(one["notes"].empty());
+  EXPECT_EQ(one["notes"][0].get<std::string>().rfind("2 traces analysed as one run", 0), 0u) << one["notes"].dump();
+}
+
 TEST(CompareRuns, TwoStepsASideAreInconclusive) {
   const json j =
       compared({kFixtures + "train/trainer.0.pt.trace.json.gz"}, {kFixtures + "train/trainer.1.pt.trace.json.gz"});

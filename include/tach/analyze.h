@@ -23,8 +23,10 @@ struct TraceAnalysis {
 
 // paths: trace files and directories of them (the *.pt.trace.json[.gz] inside, or where there are
 // none every *.json and *.json.gz; not recursive).
-// Throws tach::Error for a path with no trace, a file that is not a whole trace, or two files
-// that claim one rank over the same time.
+// The paths are one run: a directory (one run, as tensorboard_trace_handler writes it), or trace
+// files whose tables are summed (analysis.json's first note says so, naming each rank's traces).
+// Throws tach::Error for a path with no trace, a file that is not a whole trace, two files that
+// claim one rank over the same time, or a directory beside other paths (another run: not summed).
 TraceAnalysis analyze_traces(const std::vector<std::string>& paths, const AnalyzeOptions& options);
 
 // Two runs compared (tach analyze A B): each side's paths as analyze_traces takes them, the first

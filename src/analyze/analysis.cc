@@ -176,6 +176,16 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
     std::vector<OpRow> none;
     sort_rows(none, options.sort_by);  // a usage error for an unknown column, before any reading
   }
+  // A directory is one run (tensorboard_trace_handler writes one per run): beside other paths it
+  // would be summed with another run's traces, so it is refused rather than summed.
+  if (paths.size() > 1)
+    for (const auto& p : paths) {
+      std::error_code ec;
+      check(!fs::is_directory(p, ec),
+            p + ": a directory is one run, and " + std::to_string(paths.size()) +
+                " paths were given to analyse as one run; give one directory, or the trace files of one run "
+                "(together one run), or compare two runs (tach analyze BASELINE_DIR NEW_DIR, or --compare A B)");
+    }
   RunAnalysis out;
   out.files = expand(paths);
   std::vector<OpRow> ops;
@@ -249,6 +259,18 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
                       {"device_events", t.device.size()},
                       {"memory_events", t.memory.size()},
                       {"base_time_ns", t.base_time_ns}});
+  }
+  if (out.files.size() > 1) {
+    // Several traces sum into one run's tables: say so, and which trace is which rank's.
+    std::string which = std::to_string(out.files.size()) + " traces analysed as one run (their tables summed):";
+    for (const auto& [rank, r] : ranks) {
+      which += " rank " + std::to_string(rank) + ":";
+      for (size_t i = 0; i < r.files.size(); ++i) which += (i ? ", " : " ") + r.files[i];
+      which += ";";
+    }
+    which.back() = '.';
+    if (paths.size() > 1) which += " tach analyze --compare A B compares two runs.";
+    notes.insert(notes.begin(), which);
   }
   const bool any_gpu =
       std::any_of(ranks.begin(), ranks.end(), [](const auto& kv) { return kv.second.gpu.has_value(); });

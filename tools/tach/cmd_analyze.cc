@@ -82,13 +82,16 @@ Command add_analyze_command(CLI::App& app) {
       "self CPU memory), each ProfilerStep's wall time split into data loading, forward, backward, optimizer and "
       "other, and each rank's GPU time as Holistic Trace Analysis breaks it down (idle, compute, non-compute; "
       "kernel types; top kernels; communication overlapped by computation), with a roofline and findings in words. "
-      "Two directories (or two paths with --compare) are two runs compared: the median step's change with a noise "
-      "verdict, and each op and kernel side by side with its deltas. Writes analysis.json and summary.txt into a run "
+      "A directory is one run; trace files given together are one run (their tables summed, which the output "
+      "notes, naming each rank's traces); several directories are never summed. Two directories (or two paths with "
+      "--compare) are two runs compared: the median step's change with a noise verdict, and each op and kernel side "
+      "by side with its deltas. Writes analysis.json and summary.txt into a run "
       "directory (tach report RUN_DIR draws it)");
   sub->add_option(
          "paths", opt->paths,
          "Trace files, or directories of them (the *.pt.trace.json[.gz] inside; else every *.json and *.json.gz). "
-         "Two directories: two runs compared, the first the baseline")
+         "One directory, or trace files (together one run); two directories: two runs compared, the first the "
+         "baseline; more directories, or a directory beside other paths, are refused")
       ->required()
       ->expected(1, -1);
   sub->add_flag("--compare", opt->compare,
