@@ -296,6 +296,9 @@ struct ModelSummary {
   int64_t memory_bytes = 0;  // allocator weights + mapped bytes after loading
   std::vector<std::string> labels;
   std::string task;  // what a point times: "sequence classification (2 labels)", "sentence embedding (...)"
+  // What loading said: a head built new (transformers' "newly initialized" note), a head's tensors
+  // left out, as ModelInfo::notes has them.
+  std::vector<std::string> notes;
 };
 
 // What a sweep calls back, for progress bars and tests. All optional.

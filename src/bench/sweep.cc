@@ -441,6 +441,12 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
       const int64_t bytes =
           (after.total.current + after.mapped.current) - (before.total.current + before.mapped.current);
       out.models.push_back(bench::summarize_model(*model, bytes));
+      // A head built new or left out is said once (terminal, run.log), not once per device and dtype.
+      for (const std::string& n : out.models.back().notes)
+        if (std::find(out.notes.begin(), out.notes.end(), n) == out.notes.end()) {
+          out.notes.push_back(n);
+          if (observer.on_note) observer.on_note(n);
+        }
     } catch (const Error& e) {
       model.reset();
       load_error = e.what();
@@ -607,6 +613,7 @@ ModelSummary summarize_model(const EncoderModel& model, int64_t memory_bytes) {
   s.disk_bytes = info.disk_bytes;
   s.memory_bytes = memory_bytes;
   s.labels = info.labels;
+  s.notes = info.notes;
   if (info.classifier) s.task = "sequence classification (" + std::to_string(info.labels.size()) + " labels)";
   else if (info.head == Head::token_classification)
     s.task = "token classification (every token through the body and the classifier, " +

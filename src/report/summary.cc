@@ -151,6 +151,7 @@ void decode_findings(std::ostringstream& s, const std::vector<PointResult>& resu
 // The models loaded, a line each; with what each timed run covers (a sweep's, not an eval's).
 void model_lines(std::ostringstream& s, const SweepOutcome& o, bool timed_runs) {
   const double MiB = 1024.0 * 1024.0;
+  std::vector<std::string> said;  // a note once, though every device and dtype loaded the model
   for (const auto& m : o.models) {
     s << "model: " << m.architecture << ", " << fmt("%.1f", double(m.parameters) / 1e6) << " M parameters, weights "
       << m.weights_dtype
@@ -158,6 +159,11 @@ void model_lines(std::ostringstream& s, const SweepOutcome& o, bool timed_runs) 
       << (m.disk_bytes ? ", " + fmt("%.1f", double(m.disk_bytes) / MiB) + " MiB on disk" : std::string()) << "; "
       << m.source << "\n";
     if (timed_runs && !m.task.empty()) s << "each run times: " << m.task << "\n";
+    for (const std::string& n : m.notes)
+      if (std::find(said.begin(), said.end(), n) == said.end()) {
+        said.push_back(n);
+        s << "note: " << n << "\n";
+      }
   }
 }
 
@@ -328,7 +334,8 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
                       {"parameters", m.parameters},
                       {"disk_bytes", m.disk_bytes},
                       {"memory_bytes", m.memory_bytes},
-                      {"labels", m.labels}});
+                      {"labels", m.labels},
+                      {"notes", m.notes}});
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : batch_findings(o.results, config.latency_budget_ms))
     findings.push_back({{"group", f.group},

@@ -19,6 +19,14 @@ grep -q "newly initialized: \['classifier.bias', 'classifier.weight'\]" "$work/e
   { cat "$work/eval.out"; fail "eval's terminal does not say the head is new"; }
 grep -q "newly initialized" "$work/runs/tokcls/summary.txt" || fail "summary.txt does not say the head is new"
 
+# 1b. bench: the same note on the terminal, in run.log, summary.txt and summary.json.
+"$tach" bench -m "$fx/heads/roberta-mlm-f32" --head token-classification -b 1 -s 8 --runs-dir "$work/runs" \
+  --run-id bench > "$work/bench.out" 2>&1 || { cat "$work/bench.out"; fail "bench exited"; }
+for f in "$work/bench.out" "$work/runs/bench/run.log" "$work/runs/bench/summary.txt" "$work/runs/bench/summary.json"; do
+  grep -q "RobertaForTokenClassification were not initialized .* newly initialized" "$f" ||
+    { cat "$work/bench.out"; fail "$f does not say the head is new"; }
+done
+
 # 2. eval: a table of sentences (GLUE's TSV) is not CoNLL text.
 printf 'sentence\tlabel\nit '"'"'s a charming and often affecting journey . \t1\nunflinchingly bleak \t0\n' > "$work/dev.tsv"
 if "$tach" eval -m "$fx/heads/bert-tokcls-f32" -k "$tok" -d "$work/dev.tsv" --limit 10 --runs-dir "$work/runs" \
