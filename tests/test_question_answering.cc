@@ -145,7 +145,18 @@ TEST(AnswerSpans, AQuestionLongerThanTheWindowIsAnError) {
                           o, tasks::cls_token_id(*tok));
   });
   EXPECT_NE(message.find("the question is longer than the window"), std::string::npos) << message;
-  EXPECT_NE(message.find("--max-length"), std::string::npos) << message;
+  EXPECT_NE(message.find("shorten the question or raise --max-length"), std::string::npos) << message;
+  // Where the window is already the model's positions, raising --max-length is no advice.
+  tasks::AnswerOptions at_positions = o;
+  at_positions.model_positions = 12;
+  const std::string capped = test::error_of([&] {
+    tasks::answer_windows(*tok, "what is the name of the longest river that flows through the forest?", "The Amazon.",
+                          at_positions, tasks::cls_token_id(*tok));
+  });
+  EXPECT_EQ(capped.find("raise --max-length"), std::string::npos) << capped;
+  EXPECT_NE(capped.find("the window is already the model's 12 positions, so --max-length cannot be raised"),
+            std::string::npos)
+      << capped;
 
   // A stride that leaves no new context: the window holds 12 - 4 (question) - 4 (specials) = 4.
   o.doc_stride = 4;

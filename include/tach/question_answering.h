@@ -22,6 +22,9 @@ struct AnswerOptions {
   bool doc_stride_default = false;
   int64_t max_answer_len = 15;            // tokens of an answer at most
   bool handle_impossible_answer = false;  // the empty answer competes, scored by CLS's start and end
+  // The model's positions, the longest window it takes (0: not known): where max_length is already
+  // that, a question too long for the window cannot be helped by raising --max-length.
+  int64_t model_positions = 0;
 };
 
 struct Answer {

@@ -35,6 +35,8 @@ std::vector<std::vector<Answer>> answer_questions(const Model& model, const Toke
     usage_check(options.max_length <= info.max_positions,
                 "--max-length " + std::to_string(options.max_length) + " is longer than the " +
                     std::to_string(info.max_positions) + " positions " + info.spec + " holds");
+  AnswerOptions windowed = options;
+  windowed.model_positions = info.max_positions;
   const std::optional<int32_t> cls = cls_token_id(tokenizer);
   batch_windows = std::max<size_t>(batch_windows, 1);
 
@@ -45,7 +47,7 @@ std::vector<std::vector<Answer>> answer_questions(const Model& model, const Toke
   };
   std::vector<Row> rows;
   for (size_t q = 0; q < questions.size(); ++q) {
-    windows.push_back(answer_windows(tokenizer, questions[q].question, questions[q].context, options, cls));
+    windows.push_back(answer_windows(tokenizer, questions[q].question, questions[q].context, windowed, cls));
     for (size_t w = 0; w < windows.back().size(); ++w) rows.push_back({q, w});
   }
   std::vector<std::vector<std::vector<float>>> starts(questions.size()), ends(questions.size());

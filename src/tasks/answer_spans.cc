@@ -70,11 +70,19 @@ std::vector<AnswerWindow> answer_windows(const Tokenizer& tokenizer, const std::
   const int64_t specials =
       int64_t(tokenizer.encode_pair(question, context, true).size()) - question_tokens - context_tokens;
   const int64_t room = options.max_length - question_tokens - specials;
-  if (room <= 0)
+  if (room <= 0) {
+    const int64_t positions = options.model_positions;
+    const std::string advice =
+        positions > 0 && options.max_length >= positions
+            ? "shorten the question (to under " + std::to_string(positions - specials) +
+                  " tokens): the window is already the model's " + std::to_string(positions) +
+                  " positions, so --max-length cannot be raised"
+            : "shorten the question or raise --max-length" +
+                  (positions > 0 ? " (up to " + std::to_string(positions) + ", the model's positions)" : std::string());
     throw Error("the question is longer than the window: its " + std::to_string(question_tokens) + " tokens and " +
                 std::to_string(specials) + " special tokens leave no room for the context in " +
-                std::to_string(options.max_length) +
-                " tokens (--max-length); shorten the question or raise --max-length");
+                std::to_string(options.max_length) + " tokens (--max-length); " + advice);
+  }
   if (context_tokens > room && options.doc_stride >= room)
     throw UsageError("--doc-stride " + std::to_string(options.doc_stride) +
                      (options.doc_stride_default ? " (not given: the default, half of --max-length " +
