@@ -46,6 +46,12 @@ TEST(AnalysisReport, PageFiguresAndSlidesOfAComparison) {
   EXPECT_NE(r.html.find(median), std::string::npos) << "the median step of the run compared";
   EXPECT_NE(r.html.find("step time slower"), std::string::npos);
   EXPECT_NE(r.html.find("aten::addmm"), std::string::npos);
+  // The runs' paths read as paths, not as a JSON array.
+  EXPECT_NE(r.html.find("Baseline: <code>" + kBase + "/base.0.pt.trace.json.gz</code>, <code>" + kBase +
+                        "/base.1.pt.trace.json.gz</code>; this run: <code>" + kWide + "/wide.0.pt.trace.json.gz"),
+            std::string::npos);
+  EXPECT_EQ(r.html.find("[&quot;"), std::string::npos);
+  EXPECT_EQ(r.html.find("[\""), std::string::npos);
   EXPECT_FALSE(r.findings.empty());
   const auto pngs = write_report_pngs(r, dir.file("plots"), 1);
   ASSERT_EQ(pngs.size(), r.figures.size());

@@ -98,13 +98,22 @@ void comparison_table(std::ostringstream& h, const json& rows, const std::string
   h << "</table>";
 }
 
+// A run's paths as the user gave them, each in <code>, comma-separated (not the JSON array).
+std::string paths_list(const json& side) {
+  std::string out;
+  if (!side.is_object() || !side.contains("paths") || !side["paths"].is_array()) return "-";
+  for (const auto& p : side["paths"])
+    if (p.is_string()) out += (out.empty() ? "" : ", ") + ("<code>" + escape_html(p.get<std::string>()) + "</code>");
+  return out.empty() ? "-" : out;
+}
+
 // Two runs: the step time's verdict as a bar with its interval, and ops and kernels side by side.
 void comparison_section(Page& page, const json& c) {
   std::ostringstream& h = page.h;
   const json& st = c["step_time"];
   const std::string unit = str_or(c, "per") == "step" ? "per step" : "over the traces";
-  h << "<h2>Comparison</h2><p>Baseline: <code>" << escape_html(c["baseline"].value("paths", json::array()).dump())
-    << "</code>; this run: <code>" << escape_html(c["new"].value("paths", json::array()).dump()) << "</code>.</p>";
+  h << "<h2>Comparison</h2><p>Baseline: " << paths_list(c["baseline"]) << "; this run: " << paths_list(c["new"])
+    << ".</p>";
   const std::string verdict = "step time " + str_or(st, "verdict") + ": " + str_or(st, "why");
   page.findings.push_back(verdict);
   h << "<p><b>" << escape_html(verdict) << "</b></p>";
