@@ -1,6 +1,8 @@
 // tach eval on a question-answering model: SQuAD questions → windows of question and context →
 // the model's start and end logits → the best span of each question (transformers'
 // question-answering pipeline) → the official SQuAD exact match and F1.
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -50,6 +52,15 @@ SquadData read_squad_for_qa(const std::string& path) {
     return read_squad(path);
   } catch (const Error&) {
     const data::DatasetKind kind = data::guess_dataset_kind(path);
+    std::string ext = std::filesystem::path(path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    // A table of texts and labels (GLUE's TSV, a CSV): the JSON reader's complaint about its first
+    // byte says nothing a user can act on.
+    if (kind == data::DatasetKind::unknown && (ext == ".tsv" || ext == ".csv"))
+      throw Error(path +
+                  ": a question-answering model reads SQuAD-format data (v1.1/v2.0 JSON, or records with id, "
+                  "context, question and answers); this file looks like a table (" +
+                  ext.substr(1) + " rows, as a sequence classifier reads them)");
     if (kind != data::DatasetKind::conll && kind != data::DatasetKind::tagged_json) throw;
     throw Error(path +
                 ": a question-answering model reads SQuAD-format data (v1.1/v2.0 JSON, or records with id, "

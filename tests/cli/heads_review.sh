@@ -48,4 +48,11 @@ if grep -q "NoAns" "$work/qa.out" "$work/runs/qa-v2/question_answering.json" "$w
 fi
 "$tach" report "$work/runs/qa-v2" > /dev/null 2>&1 || fail "tach report on the QA run"
 grep -q "<td>-</td><td>-</td>" "$work/runs/qa-v2/report.html" || fail "the report scores an empty NoAns group"
+# 4. eval: a QA model given a table of sentences says what the file looks like, not the JSON
+# library's parse error.
+if "$tach" eval -m "$fx/heads/bert-qa-f32" -k "$qa_tok" -d "$work/dev.tsv" --runs-dir "$work/runs" > "$work/qa-tsv.out" 2>&1; then
+  fail "a TSV was read as SQuAD data"
+fi
+grep -q "this file looks like a table (tsv rows" "$work/qa-tsv.out" || { cat "$work/qa-tsv.out"; fail "the QA TSV error"; }
+grep -q "json.exception" "$work/qa-tsv.out" && fail "the JSON library's message is shown"
 echo ok
