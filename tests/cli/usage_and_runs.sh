@@ -36,6 +36,12 @@ case $case_name in
   suggestions)
     expect 2 "'bnech' is not a tach command; did you mean 'bench'\?" -- bnech -b 1
     expect 2 "did you mean --batch\?" -- bench --batchsize 8
+    if grep -q "not expected" "$dir/out"; then fail "a suggestion came after CLI11's reversed list: $(cat "$dir/out")"; fi
+    # Arguments nothing takes are listed in the order given.
+    expect 2 "tach bench does not take: 8 9 \(" -- bench 8 9 --runs 2
+    # Another command's option: this command's option for the same thing.
+    expect 2 "tach eval has no option -b; did you mean --eval-batch-size\?" -- eval -b 4
+    expect 2 "tach eval has no option --batch; did you mean --eval-batch-size\?" -- eval --batch 4
     expect 2 "did you mean --threads\?" -- eval --thread 2 -m preset:bert-tiny -d "$data"
     expect 2 "did you mean --dtype\?" -- classify --dtpye f32
     expect 2 "not a tach command" -- zzzzzz
@@ -48,6 +54,18 @@ case $case_name in
     # One spelling in every command's help, the others its aliases, all three taken.
     for cmd in bench run classify embed estimate generate profile train; do
       expect 0 "-b,--batch,--batch-size,--batch-sizes" -- $cmd --help
+    done
+    # The help footer names the commands that take -b/--batch, and every one it names does.
+    expect 0 "The batch size is -b/--batch" -- --help
+    named=$(grep -o "in [a-z, -]*; eval's is --eval-batch-size" "$dir/out" | sed 's/^in //; s/;.*//; s/,//g')
+    [ -n "$named" ] || fail "no command list in the footer"
+    for cmd in $named eval fill-mask answer; do
+      "$tach" $cmd --help > "$dir/help" 2>&1
+      grep -q "The batch size is -b/--batch" "$dir/help" || fail "tach $cmd --help has no batch line"
+      case " $named " in
+        *" $cmd "*) grep -q -- "-b,--batch" "$dir/help" || fail "the footer names $cmd, which has no -b/--batch" ;;
+        *) if grep -q -- "-b,--batch" "$dir/help"; then fail "the footer leaves out $cmd, which has -b/--batch"; fi ;;
+      esac
     done
     for name in --batch --batch-size --batch-sizes; do
       expect 0 '"batch": 2' -- estimate -m preset:bert-tiny $name 2 --json

@@ -24,11 +24,11 @@ std::unique_ptr<CLI::App> make_app(std::vector<Command>& commands) {
       "tach: measure how transformer models run (latency, throughput, memory, accuracy, profiles)", "tach");
   app->set_version_flag("--version", std::string("tach 0.1.0"));
   app->require_subcommand(1);
-  app->footer(
+  const std::string exit_status =
       "Exit status: 0 success, 1 error (and a sweep in which no point ran), 2 usage error (an unknown option or\n"
       "command, a malformed or out-of-range value), 3 (estimate) does not fit, 4 (compare) regressed beyond\n"
-      "--fail-on-regression, 70 internal error, 130 a sweep or training run stopped by Ctrl-C (it resumes).\n"
-      "The batch option is -b/--batch in every command.");
+      "--fail-on-regression, 70 internal error, 130 a sweep or training run stopped by Ctrl-C (it resumes).";
+  app->footer(exit_status);
   commands = {
       add_info_command(*app),     add_classify_command(*app), add_fill_mask_command(*app), add_answer_command(*app),
       add_embed_command(*app),    add_tokenize_command(*app), add_bench_command(*app),     add_eval_command(*app),
@@ -37,6 +37,16 @@ std::unique_ptr<CLI::App> make_app(std::vector<Command>& commands) {
       add_dataset_command(*app),  add_compare_command(*app),  add_report_command(*app),    add_manifest_command(*app),
       add_verify_command(*app),   add_analyze_command(*app),
   };
+  // Which commands take -b/--batch, read from the commands themselves so the line stays true; every
+  // command given the exit-status footer gets it too.
+  std::string batching;
+  for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->get_option_no_throw("--batch") != nullptr) batching += (batching.empty() ? "" : ", ") + sub->get_name();
+  const std::string footer = exit_status + "\nThe batch size is -b/--batch (also --batch-size, --batch-sizes) in " +
+                             batching + "; eval's is --eval-batch-size.";
+  app->footer(footer);
+  for (CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->get_footer() == exit_status) sub->footer(footer);
   return app;
 }
 
@@ -62,6 +72,15 @@ CliOutcome run_cli(const std::vector<std::string>& args, bool print_errors) {
   }
   try {
     app->parse(verbatim.for_parse());
+  } catch (const CLI::ExtrasError&) {
+    // Arguments no option takes: the nearest option's name where one was misspelt, else the
+    // arguments in the order given (CLI11 lists them last first).
+    out.status = kUsageError;
+    std::string hints = usage_suggestions(*app, args);
+    if (hints.empty()) hints = unexpected_arguments(*app, args) + "\n";
+    std::cerr << hints;  // each line opens with "tach COMMAND"
+    out.error = hints.substr(0, hints.size() - 1);
+    return out;
   } catch (const CLI::ParseError& e) {
     const int code = app->exit(e);  // prints help, the version, or the message
     out.status = code == 0 ? 0 : kUsageError;

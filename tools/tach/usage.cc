@@ -1,6 +1,7 @@
 #include "usage.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 
@@ -142,6 +143,23 @@ std::string unknown_top_option(const CLI::App& app, const std::vector<std::strin
          " (options go after the command: tach COMMAND --help lists its options, tach --help the commands)\n";
 }
 
+// An option another command has (eval given bench's -b): this command's option named for the same
+// thing (--eval-batch-size holds "batch"), or "" when it has none.
+std::string same_option_here(const CLI::App& app, const CLI::App& command, const std::string& name) {
+  for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; })) {
+    const CLI::Option* there = other->get_option_no_throw(name);
+    if (there == nullptr || there->get_lnames().empty()) continue;
+    const std::string word = there->get_lnames().front();
+    for (const CLI::Option* o : command.get_options()) {
+      if (o->get_group().empty() || o->get_lnames().empty()) continue;
+      for (const auto& l : o->get_lnames())
+        if (l.find(word) != std::string::npos) return "--" + o->get_lnames().front();
+    }
+    return "";
+  }
+  return "";
+}
+
 std::string usage_suggestions(const CLI::App& app, const std::vector<std::string>& args) {
   if (const std::string word = unknown_command(app, args); !word.empty()) {
     std::vector<std::string> names;
@@ -179,15 +197,35 @@ std::string usage_suggestions(const CLI::App& app, const std::vector<std::string
   for (size_t i = 2; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") break;  // positionals from here on
-    if (a.size() < 3 || a.rfind("--", 0) != 0) continue;
+    const bool long_name = a.size() >= 3 && a.rfind("--", 0) == 0;
+    const bool short_name = a.size() == 2 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1]));
+    if (!long_name && !short_name) continue;
     const std::string name = a.substr(0, a.find('='));
     if (command->get_option_no_throw(name) != nullptr) continue;
-    const std::string near = main_name[nearest(name, names)];
+    std::string near = long_name ? main_name[nearest(name, names)] : "";
+    if (near.empty()) near = same_option_here(app, *command, name);
     out += "tach " + command->get_name() + " has no option " + name +
            (near.empty() ? "" : "; did you mean " + near + "?") + " (tach " + command->get_name() +
            " --help lists them)\n";
   }
   return out;
+}
+
+std::string unexpected_arguments(const CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> left = app.remaining(true);
+  std::vector<std::string> given;  // left, in the order of args
+  for (size_t i = 1; i < args.size() && !left.empty(); ++i) {
+    const auto it = std::find(left.begin(), left.end(), args[i]);
+    if (it == left.end()) continue;
+    given.push_back(args[i]);
+    left.erase(it);
+  }
+  given.insert(given.end(), left.begin(), left.end());
+  const CLI::App* command = command_of(app, args);
+  const std::string who = command ? "tach " + command->get_name() : std::string("tach");
+  std::string list;
+  for (const auto& a : given) list += (list.empty() ? "" : " ") + (a.empty() ? std::string("\"\"") : a);
+  return who + " does not take: " + list + " (" + who + " --help lists what it takes)";
 }
 
 }  // namespace tach::cli

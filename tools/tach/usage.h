@@ -33,6 +33,10 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
 // for an unknown command or an unknown --option of the command given. Empty when it finds none.
 std::string usage_suggestions(const CLI::App& app, const std::vector<std::string>& args);
 
+// After a parse that left arguments no option takes: "tach COMMAND does not take: A B (...)",
+// the arguments in the order given (CLI11's own message lists them last first).
+std::string unexpected_arguments(const CLI::App& app, const std::vector<std::string>& args);
+
 // args[1] when it is an option tach itself does not take (--bogus, not --help or --version):
 // "tach has no option --bogus; ..." with the nearest option or command, else "".
 std::string unknown_top_option(const CLI::App& app, const std::vector<std::string>& args);
