@@ -30,6 +30,13 @@ namespace tach {
 
 namespace {
 
+// A number as the user typed it, near enough: 2.5 and -1, not 2.500000 and -1.000000.
+std::string shortest_text(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
 void validate_train(const BenchConfig& c) {
   const TrainSweep& t = c.train;
   check(!t.methods.empty() && !t.execs.empty() && !t.gradient_checkpointing.empty(),
@@ -120,11 +127,12 @@ void validate(const BenchConfig& c, bool here = true) {
   usage_check(std::isfinite(c.gpu_energy_window_s) && c.gpu_energy_window_s >= 0,
               "--energy-window must be 0 (no GPU energy) or a number of seconds");
   usage_check(c.stop.runs >= 0 && c.stop.min_runs >= 1 && c.stop.max_runs >= c.stop.min_runs,
-              "stopping rule: need runs >= 0, min_runs >= 1 and max_runs >= min_runs (got " +
-                  std::to_string(c.stop.runs) + ", " + std::to_string(c.stop.min_runs) + ", " +
+              "stopping rule: --runs must be 0 or more, --min-runs at least 1 and --max-runs at least --min-runs "
+              "(got --runs " +
+                  std::to_string(c.stop.runs) + ", --min-runs " + std::to_string(c.stop.min_runs) + ", --max-runs " +
                   std::to_string(c.stop.max_runs) + ")");
   usage_check(std::isfinite(c.stop.time_budget_s) && c.stop.time_budget_s >= 0,
-              "--time-budget must be 0 (none) or a number of seconds, got " + std::to_string(c.stop.time_budget_s));
+              "--time-budget must be 0 (none) or a number of seconds, got " + shortest_text(c.stop.time_budget_s));
   usage_check(c.stop.runs > 0 || c.stop.target_cv > 0 || c.stop.time_budget_s > 0 || c.stop.max_runs < 1000000,
               "stopping rule: give a count, a time budget or a precision target");
   usage_check(c.input == "synthetic" || c.input == "dataset",

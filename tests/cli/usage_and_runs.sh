@@ -85,8 +85,9 @@ case $case_name in
     expect 2 "dtype 'f64' is not one of" -- eval "${evalargs[@]}" --dtype f64
     expect 2 "--mode foo: not one of inference" -- estimate -m preset:bert-tiny --mode foo
     expect 2 "--margin 1.5: must be a fraction" -- estimate -m preset:bert-tiny --margin 1.5
-    expect 2 "max_runs >= min_runs" -- bench "${quick[@]}" --min-runs 10 --max-runs 5
-    expect 2 "--time-budget must be 0" -- bench "${quick[@]}" --time-budget -1
+    expect 2 "--max-runs at least --min-runs \(got --runs 2, --min-runs 10, --max-runs 5\)" -- \
+      bench "${quick[@]}" --min-runs 10 --max-runs 5
+    expect 2 "--time-budget must be 0 \(none\) or a number of seconds, got -1$" -- bench "${quick[@]}" --time-budget -1
     expect 2 "--lora-r must be at least 1" -- train -m preset:bert-tiny -k "$tok" -d "$data" --text-column sentence \
       --method lora --lora-r 0 --runs-dir "$dir/runs"
     expect 2 "'int8' is given twice in --dtype" -- eval "${evalargs[@]}" --dtype int8,f32,int8
