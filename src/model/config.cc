@@ -36,7 +36,15 @@ std::string read_text_file(const std::string& path) {
 json parse_json_text(const std::string& text, const std::string& source) {
   try {
     return json::parse(text);
-  } catch (const json::exception& e) { throw Error(source + ": not valid JSON: " + e.what()); }
+  } catch (const json::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 23: syntax error ..." read as
+    // "line 1, column 23: syntax error ...": the library's tag means nothing to a user.
+    std::string what = e.what();
+    if (const size_t tag = what.find("] "); what.rfind("[json.exception.", 0) == 0 && tag != std::string::npos)
+      what = what.substr(tag + 2);
+    if (what.rfind("parse error at ", 0) == 0) what = what.substr(15);
+    throw Error(source + " is not valid JSON: " + what);
+  }
 }
 
 double positive_number(const Field& f, const json& obj, const std::string& key, double fallback) {

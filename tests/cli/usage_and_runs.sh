@@ -126,7 +126,8 @@ EOF
   nothing_can_run)
     expect 1 "does-not-exist.*not found" -- bench "${base[@]}" -m "$dir/does-not-exist" -b 1,2,4 -s 16,32
     mkdir -p "$dir/broken" && printf '{"model_type": "bert",' > "$dir/broken/config.json"
-    expect 1 "config.json" -- bench "${base[@]}" -m "$dir/broken" -b 1,2
+    expect 1 "config.json is not valid JSON: line 1, column 23: syntax error" -- bench "${base[@]}" -m "$dir/broken" -b 1,2
+    if grep -q "json.exception" "$dir/out"; then fail "the JSON library's tag reached the user: $(cat "$dir/out")"; fi
     mkdir -p "$dir/numeric" && printf '{"model_type": 3}' > "$dir/numeric/config.json"
     expect 1 '"model_type" is 3, not a string' -- bench "${base[@]}" -m "$dir/numeric" -b 1
     HF_HUB_CACHE=$dir/hub HF_ENDPOINT=http://127.0.0.1:9 expect 1 "the Hub .* could not be reached" -- \
@@ -174,10 +175,10 @@ EOF
     done
     ;;
   run_options)
+    expect 2 "--report asks for the report that --skip-report leaves out" -- run "${quick[@]}" --report --skip-report
     # Every tach bench option is taken: --report as the default it is, --train as a training
     # sweep, --slurm refused with what to do instead.
     expect 1 "tach run runs its pipeline here.*tach bench --slurm" -- run --train --slurm --slurm-dry-run
-    expect 1 "--report asks for the report that --skip-report leaves out" -- run --report --skip-report
     expect 0 "report: .*report.html" -- run "${quick[@]}" -b 1 --report --skip-profile --run-id rep
     test -s "$dir/runs/rep/report.html" || fail "no report.html"
     expect 0 "bench: preset:bert-tiny \(training steps\)" -- run "${quick[@]}" --train -b 2 --skip-profile --skip-report \

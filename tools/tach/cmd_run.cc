@@ -26,7 +26,8 @@ void check_pipeline_options(const RunFlags& f) {
   check(!slurm,
         "tach run runs its pipeline here, the profile and the report on the sweep's points: on a SLURM cluster run "
         "tach bench --slurm --profile, then tach report RUN_DIR once its points are in");
-  check(!(f.bench.report && f.skip_report), "--report asks for the report that --skip-report leaves out; give one");
+  usage_check(!(f.bench.report && f.skip_report),
+              "--report asks for the report that --skip-report leaves out; give one");
   check_resume_alone(f.bench);
 }
 
