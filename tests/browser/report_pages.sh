@@ -10,12 +10,14 @@ check="$(dirname "$0")/check_report.py"
 py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3) || { echo "SKIP: no python3 to drive the browser (scripts/setup.sh installs it)"; exit 77; }
 rm -rf "$out" && mkdir -p "$out"
-"$tach" run -m preset:bert-tiny -b 1,2,4 -s 8,16 --runs 5 --no-progress --runs-dir "$out" --run-id bench > /dev/null || exit 1
+# One thread in both runs compared below: by default each run takes the cores other processes leave
+# free, so two runs on a machine whose load changes can pick different counts and share no point.
+"$tach" run -m preset:bert-tiny -b 1,2,4 -s 8,16 -t 1 --runs 5 --no-progress --runs-dir "$out" --run-id bench > /dev/null || exit 1
 "$py" "$check" "$out/bench/report.html" --expect line-chart=2,2,0,2,2,2 --expect heatmap=6 \
   --expect distribution-chart=3,3 --expect roofline=3,3,3,3,3,3 --contains BertForSequenceClassification \
-  --contains "cpu/f32/t0/b4/s16"
+  --contains "cpu/f32/t1/b4/s16"
 rc=$?; [ $rc -ne 0 ] && exit $rc
-"$tach" bench -m preset:bert-tiny -b 1,2,4 -s 8,16 --runs 5 --no-progress --runs-dir "$out" --run-id again > /dev/null || exit 1
+"$tach" bench -m preset:bert-tiny -b 1,2,4 -s 8,16 -t 1 --runs 5 --no-progress --runs-dir "$out" --run-id again > /dev/null || exit 1
 "$tach" compare "$out/bench" "$out/again" --html "$out/compare.html" > /dev/null || exit 1
 "$py" "$check" "$out/compare.html" --expect change-chart=6 --expect distribution-chart=2,2,2,2,2,2 --contains "comparisons" || exit 1
 "$tach" bench --train -m preset:bert-tiny -b 2,8 -s 16 --exec eager,fused --no-progress --runs-dir "$out" \
