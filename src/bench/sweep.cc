@@ -144,28 +144,17 @@ void validate(const BenchConfig& c, bool here = true) {
 
 // What cannot run anywhere in the grid is an error before a run directory is made, not a grid of
 // failed points: a model that is not found (a missing directory, a hub id neither cached nor
-// downloadable), a config.json that does not parse or names a family tach does not build. Points
-// that cannot run are refused too, before any point runs (a usage error: the grid asked for them):
-// sequence lengths past the longest row the model takes (its positions; RoBERTa's and MPNet's
-// padding offset takes some). Reads config.json only, not weights.
+// downloadable), a config.json that does not parse or names a family tach does not build, and
+// sequence lengths that are all past the model's positions. Reads config.json only, not weights.
 void check_model_runs(const BenchConfig& c) {
   const model::ArchitectureSummary a = model::summarize_architecture(model::resolve_model(c.model));
-  const int64_t longest = a.max_row_tokens > 0 ? a.max_row_tokens : a.P;
-  if (longest <= 0 || c.seq_lens.empty()) return;
-  std::string past, fit;
-  for (int64_t s : c.seq_lens) {
-    std::string& list = s > longest ? past : fit;
-    list += (list.empty() ? "" : ",") + std::to_string(s);
-  }
-  if (past.empty()) return;
-  const std::string positions =
-      a.max_row_tokens > 0
-          ? std::to_string(a.P) + " positions (max_position_embeddings), of which rows take " + std::to_string(longest)
-          : std::to_string(a.P) + " positions (max_position_embeddings)";
-  usage_check(false, "sequence length" + std::string(past.find(',') == std::string::npos ? " " : "s ") + past +
-                         " cannot run: longer than " + c.model + "'s " + positions + "; " +
-                         (fit.empty() ? "" : "run -s " + fit + " alone, or ") + "give lengths up to " +
-                         std::to_string(longest));
+  if (a.P <= 0 || c.seq_lens.empty()) return;
+  const int64_t shortest = *std::min_element(c.seq_lens.begin(), c.seq_lens.end());
+  std::string lengths;
+  for (int64_t s : c.seq_lens) lengths += (lengths.empty() ? "" : ",") + std::to_string(s);
+  check(shortest <= a.P, "every sequence length (-s " + lengths + ") is past " + c.model + "'s " + std::to_string(a.P) +
+                             " positions (max_position_embeddings): sweep -s " +
+                             std::to_string(std::min<int64_t>(a.P, 128)) + " or up to " + std::to_string(a.P));
 }
 
 }  // namespace
