@@ -7,6 +7,7 @@
 //                          the M predicted rows alone (ForwardState::predicted_rows; all N if none)
 // as transformers' …ForTokenClassification, …ForQuestionAnswering and …ForMaskedLM compute them.
 // The backward leaves d(sequence output) in a.d_hidden for the layers' backward.
+#include "core/trace.h"
 #include "ops/activation.h"
 #include "ops/copy_rows.h"
 #include "ops/dropout.h"
