@@ -24,53 +24,22 @@
 #include "ops/silu_gate.h"
 #include "tach/error.h"
 #include "tach/memory.h"
+#include "cuda_compare.h"
 #include "test_util.h"
 
 namespace tach::ops {
 namespace {
 
-const Device kGpu = Device::cuda(0);
+using test::kElementwiseTol;
+using test::kGpu;
+using test::kReductionTol;
+using test::on_cpu;
+using test::on_gpu;
+using test::poison;
+using test::random_tensor;
+using test::scaled_error;
 
-// f32 kernels on both sides differ only in summation order: 1e-5 of the values' scale. Attention
-// sums exponentials in another order (an online softmax) and the GEMMs use other blockings: 1e-4.
-constexpr double kElementwiseTol = 1e-5;
-constexpr double kReductionTol = 1e-4;
-
-Tensor random_tensor(const Shape& shape, unsigned seed, float scale = 1.0f) {
-  Tensor t = Tensor::empty(shape, DType::f32);
-  const std::vector<float> v = test::randn(size_t(t.numel()), seed, scale);
-  std::copy(v.begin(), v.end(), t.data<float>());
-  return t;
-}
-
-Tensor on_gpu(const Tensor& t) { return t.to_device(kGpu); }
-// Poisons a device tensor's old values, so that a kernel that leaves an element unwritten shows.
-void poison(Tensor& t) {
-  Tensor nan = Tensor::empty(t.shape(), DType::f32);
-  std::fill(nan.data<float>(), nan.data<float>() + nan.numel(), NAN);
-  t = nan.to_device(t.device());
-}
-Tensor on_cpu(const Tensor& t) { return t.to_device(Device::cpu()); }
-
-// Largest |got - want| over the largest |want| (a relative error that stays meaningful where an
-// element is near zero by cancellation).
-double scaled_error(const Tensor& got, const Tensor& want) {
-  EXPECT_EQ(got.numel(), want.numel());
-  double err = 0, scale = 1e-6;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double d = std::fabs(double(got.data<float>()[i]) - double(want.data<float>()[i]));
-    err = std::isnan(d) ? INFINITY : std::max(err, d);
-    scale = std::max(scale, double(std::fabs(want.data<float>()[i])));
-  }
-  return err / scale;
-}
-
-class CudaOps : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
-  }
-};
+class CudaOps : public test::CudaTest {};
 
 // Key masks: 0 none, 1 right padding, 2 left padding, 3 a row of padding only (transformers'
 // additive mask averages every value there), 4 holes in the middle.
