@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""tach's training step on CUDA against PyTorch's on the same GPU, same weights, same shapes,
+alternating engines over rounds: the speed targets of CUDA training.
+
+    python3 scripts/peers/gpu_train_peers.py --tach /tmp/tach-pack/bin/tach --json-out train_peers.json
+
+Workloads (sequence classification, 2 labels, full rows of random ids, no padding):
+  distilbert   DistilBERT-base, full fine-tuning, batch 32 x 128
+  llama-full   a Llama-3.2-1B-sized model (seeded random weights), full fine-tuning, batch 8 x 512
+  llama-lora   the same, LoRA r 16 (alpha 16) on every linear of the layers through peft, head trained
+  llama-qlora  the same on an NF4 base: tach's QLoRA; PyTorch's peer needs bitsandbytes (skipped,
+               saying so, where it is not installed or on the CPU)
+Engines: torch-eager; torch-compile (mode default) and torch-compile-max-autotune (on the
+workloads of --compile-workloads, DistilBERT by default); tach (`tach bench --train --device D
+--dtype bf16`). Every step: forward with the loss under bf16 autocast (f32 master weights, as
+tach's --dtype bf16), backward, clipping at global norm 1.0, AdamW (fused in PyTorch, lr 5e-5,
+weight decay 0: tach's defaults). Dropout at the config's rates on both sides.
+
+Method: each PyTorch engine lives in its own process (model, optimizer and compiled graphs kept
+between rounds; set up in parallel, compiling outside the timing). Each round runs every engine
+once, in an order rotated per round: W warm-up steps then N timed steps (each ending with a device
+sync; the round's figure is their median) for PyTorch, one `tach bench --train --warmup W --runs N`
+point for tach (its median step). Reported per engine: step ms (median over rounds, min..max),
+tokens/s, peak memory (torch.cuda.max_memory_allocated over a round's steps; tach's allocator peak;
+on the CPU each process's peak RSS), MFU: model FLOPs per step (counted on PyTorch's forward, see
+train_peer_engines.training_flops) over the step time and a bf16 GEMM ceiling measured here
+(torch.matmul, square, best of the sizes). tach's ids are its own seeded random ids of the same
+shape (timing does not depend on the ids). An engine that fails (tach without a CUDA kernel for an
+op, a compile error, out of memory) is recorded as failed with its message.
+
+--device cpu --tiny runs the same on tiny models on the CPU (the test of this script).
+"""
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_peer_engines as engines  # noqa: E402
+
+WORKLOADS = {"distilbert": ("distilbert", "full"), "llama-full": ("llama", "full"),
+             "llama-lora": ("llama", "lora"), "llama-qlora": ("llama", "qlora")}
+ENGINE_NAMES = {"eager": "torch-eager", "compile": "torch-compile", "max-autotune": "torch-compile-max-autotune",
+                "tach": "tach"}
+COMPILED = ("torch-compile", "torch-compile-max-autotune")
+
+# Llama 3.2 1B's config.json (tach's preset llama-3.2-1b) with a 2-label classification head.
+LLAMA_1B = {"architectures": ["LlamaForSequenceClassification"], "attention_bias": False, "attention_dropout": 0.0,
+            "bos_token_id": 128000, "eos_token_id": 128001, "pad_token_id": 128004, "head_dim": 64,
+            "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+            "max_position_embeddings": 131072, "mlp_bias": False, "model_type": "llama", "num_attention_heads": 32,
+            "num_hidden_layers": 16, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+            "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                             "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+            "rope_theta": 500000.0, "tie_word_embeddings": True, "vocab_size": 128256, "num_labels": 2}
+LLAMA_TINY = LLAMA_1B | {"head_dim": 16, "hidden_size": 64, "intermediate_size": 128, "max_position_embeddings": 256,
+                         "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+                         "vocab_size": 2000, "pad_token_id": 1, "bos_token_id": 2, "eos_token_id": 3,
+                         "rope_scaling": LLAMA_1B["rope_scaling"] | {"original_max_position_embeddings": 64}}
+DISTILBERT_TINY = {"dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64, "vocab_size": 2000,
+                   "max_position_embeddings": 64}
+
+
+def parse_shape(text):
+    b, _, s = text.partition("x")
+    return int(b), int(s)
+
+
+def make_checkpoint(root, family, tiny, device):
+    """DIR with config.json and model.safetensors: seeded random weights, written once, read by
+    every engine. Llama's are written in bf16 (half the bytes; both sides keep f32 master copies of
+    the same values)."""
+    import torch
+    path = os.path.join(root, f"{family}-{'tiny' if tiny else 'base'}")
+    if os.path.exists(os.path.join(path, "model.safetensors")):
+        return path
+    torch.manual_seed(0)
+    if family == "distilbert":
+        from transformers import DistilBertConfig, DistilBertForSequenceClassification
+        DistilBertForSequenceClassification(DistilBertConfig(num_labels=2, **(DISTILBERT_TINY if tiny else {}))
+                                            ).save_pretrained(path)
+    else:
+        from transformers import LlamaConfig, LlamaForSequenceClassification
+        with torch.device(device if device != "cpu" else "cpu"):  # initializing 1.2B on the GPU: seconds
+            model = LlamaForSequenceClassification(LlamaConfig.from_dict(LLAMA_TINY if tiny else LLAMA_1B))
+        model.to(torch.bfloat16).save_pretrained(path)
+        del model
+    return path
+
+
+def bf16_gemm_ceiling(device, tiny):
+    import torch
+    sizes = [256] if tiny else ([4096, 8192] if device != "cpu" else [1024])
+    best = 0.0
+    for n in sizes:
+        a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+        b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+        sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
+        for _ in range(3):
+            a @ b
+        sync()
+        reps = 20 if device != "cpu" else 3
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        sync()
+        best = max(best, 2 * n ** 3 * reps / (time.perf_counter() - t0))
+        del a, b
+    if device != "cpu":
+        torch.cuda.empty_cache()
+    return {"flops_per_s": best, "how": f"torch.matmul, bf16, square n in {sizes}, the best"}
+
+
+def start_workers(names, spec):
+    ctx = multiprocessing.get_context("spawn")
+    workers = {}
+    for name in names:
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=engines.torch_worker, args=(child, spec | {"engine": name}), daemon=True)
+        proc.start()
+        child.close()
+        workers[name] = (proc, parent)
+    return workers
+
+
+def receive(worker, timeout):
+    """The worker's next message, or ("error", why) when it died or said nothing in time."""
+    proc, conn = worker
+    try:
+        if conn.poll(timeout):
+            return conn.recv()
+    except (EOFError, OSError):
+        proc.join(5)
+        return ("error", f"the worker process ended (exit code {proc.exitcode}) without a result", "")
+    return ("error", f"no answer within {timeout:.0f} s", "")
+
+
+def stop(worker):
+    proc, conn = worker
+    try:
+        conn.send(("stop",))
+    except OSError:
+        pass
+    proc.join(15)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
+
+
+def run_workload(args, name, checkpoint, ceiling):
+    family, method = WORKLOADS[name]
+    batch, seq = parse_shape(args.distilbert_shape if family == "distilbert" else args.llama_shape)
+    steps = args.steps or (10 if family == "distilbert" else 5)
+    spec = {"checkpoint": checkpoint, "device": args.device, "method": method, "batch": batch, "seq": seq,
+            "threads": args.threads, "lora_r": args.lora_r, "lora_alpha": args.lora_alpha}
+    wanted = [ENGINE_NAMES[e] for e in args.engines.split(",")]
+    torch_names = [e for e in wanted if e != "tach" and (e not in COMPILED or name in args.compile_workloads.split(","))]
+    out = {"model": os.path.basename(checkpoint), "method": method, "batch": batch, "seq": seq,
+           "tokens_per_step": batch * seq, "warmup_steps": args.warmup, "timed_steps": steps, "engines": {}}
+    if method == "qlora" and torch_names:
+        why = qlora_peer_missing(args.device)
+        if why:
+            for e in torch_names:
+                out["engines"][e] = {"status": "skipped", "message": why}
+            torch_names = []
+    print(f"\n{name}: {out['model']}, {method}, batch {batch} x {seq}: setting up {', '.join(torch_names) or 'no PyTorch engine'}",
+          flush=True)
+    t0 = time.monotonic()
+    workers = start_workers(torch_names, spec)
+    rounds, peaks, info, failed = {}, {}, {}, {}
+    for e, w in workers.items():
+        msg = receive(w, max(1.0, args.setup_timeout - (time.monotonic() - t0)))
+        if msg[0] == "ready":
+            info[e] = msg[1]
+            print(f"  {e} ready after {msg[1]['setup_s']:.1f} s", flush=True)
+        else:
+            failed[e] = {"status": "failed", "message": f"setting up: {msg[1]}", "traceback": msg[2]}
+            print(f"  {e} failed: {msg[1]}", flush=True)
+            stop(w)
+    tach_runs, tach_dir = [], tempfile.mkdtemp(prefix="tach-train-peers-")
+    order = [e for e in torch_names if e in info] + (["tach"] if "tach" in wanted else [])
+    for r in range(args.rounds):
+        for e in order[r % len(order):] + order[:r % len(order)] if order else []:
+            if e in failed:
+                continue
+            if e == "tach":
+                res = engines.tach_point(args.tach, spec, args.warmup, steps, tach_dir, args.round_timeout)
+                if res["status"] != "ok":
+                    failed[e] = res | {"message": f"round {r + 1}: {res['message']}"}
+                    print(f"  round {r + 1} tach failed: {res['message']}", flush=True)
+                    continue
+                tach_runs.append(res)
+                rounds.setdefault(e, []).append(res["step_s"])
+                peaks[e] = max(peaks.get(e, 0), res["peak_bytes"])
+            else:
+                workers[e][1].send(("time", args.warmup, steps))
+                msg = receive(workers[e], args.round_timeout)
+                if msg[0] != "times":
+                    failed[e] = {"status": "failed", "message": f"round {r + 1}: {msg[1]}", "traceback": msg[2]}
+                    print(f"  round {r + 1} {e} failed: {msg[1]}", flush=True)
+                    stop(workers[e])
+                    continue
+                rounds.setdefault(e, []).append(statistics.median(msg[1]))
+                peaks[e] = max(peaks.get(e, 0), msg[2])
+            print(f"  round {r + 1} {e:28s} {rounds[e][-1] * 1e3:9.2f} ms/step", flush=True)
+    for w in workers.values():
+        stop(w)
+    shutil.rmtree(tach_dir, ignore_errors=True)
+    flops = next((i["flops_per_step"] for i in info.values()), None)
+    if flops is None and tach_runs:
+        flops = tach_runs[0]["own"].get("model_flops_per_step")
+    out["model_flops_per_step"] = flops
+    out["flops_counted_by"] = "PyTorch's forward (training_flops)" if info else ("tach's own count" if flops else None)
+    for e in torch_names + (["tach"] if "tach" in wanted else []):
+        if e in failed:
+            out["engines"][e] = failed[e]
+            continue
+        med = statistics.median(rounds[e])
+        row = {"status": "ok", "step_ms": med * 1e3, "step_ms_rounds": [t * 1e3 for t in rounds[e]],
+               "tokens_per_s": batch * seq / med, "peak_memory_bytes": peaks[e],
+               "mfu": flops / med / ceiling["flops_per_s"] if flops and ceiling else None}
+        if e == "tach":
+            row |= {"command": tach_runs[-1]["command"], "tach_reports": tach_runs[-1]["own"]}
+        else:
+            row |= info[e]
+        out["engines"][e] = row
+    if out["engines"].get("tach", {}).get("status") == "ok":
+        base = out["engines"]["tach"]["step_ms"]
+        for e, row in out["engines"].items():
+            if e != "tach" and row.get("status") == "ok":
+                row["time_over_tach"] = row["step_ms"] / base
+    out["wall_s"] = time.monotonic() - t0
+    return out
+
+
+def qlora_peer_missing(device):
+    if device == "cpu":
+        return "PyTorch's QLoRA peer (bitsandbytes' NF4 layers) trains on CUDA only: not run on the CPU"
+    try:
+        import bitsandbytes  # noqa: F401
+    except Exception as e:  # ImportError, or its own errors loading CUDA libraries
+        return f"bitsandbytes is not importable here ({type(e).__name__}: {e}): no PyTorch QLoRA peer"
+    return None
+
+
+def print_table(name, w):
+    print(f"\n{name}: {w['model']} {w['method']}, batch {w['batch']} x {w['seq']}, bf16 autocast"
+          + (f", {w['model_flops_per_step'] / 1e12:.3f} TFLOP/step" if w.get("model_flops_per_step") else ""))
+    for e, row in w["engines"].items():
+        if row["status"] != "ok":
+            print(f"  {e:28s} {row['status']}: {row['message']}")
+            continue
+        r = row["step_ms_rounds"]
+        mfu = f"{row['mfu'] * 100:5.1f}%" if row.get("mfu") is not None else "  n/a"
+        ratio = f"  {row['time_over_tach']:.2f}x tach's time" if "time_over_tach" in row else ""
+        print(f"  {e:28s} {row['step_ms']:9.2f} ms ({min(r):.2f}..{max(r):.2f})  {row['tokens_per_s']:10.0f} tok/s  "
+              f"peak {row['peak_memory_bytes'] / 2**30:6.2f} GiB  MFU {mfu}{ratio}")
+
+
+def machine(args):
+    import torch
+    import transformers
+    try:
+        import peft
+        peft_version = peft.__version__
+    except ImportError:
+        peft_version = None
+    m = {"device": args.device, "cpu": engines.cpu_name(), "cores": os.cpu_count(), "python": sys.version.split()[0],
+         "torch": torch.__version__, "transformers": transformers.__version__, "peft": peft_version}
+    if args.device != "cpu":
+        m |= {"gpu": torch.cuda.get_device_name(torch.device(args.device)), "driver": engines.gpu_driver(),
+              "cuda_runtime": torch.version.cuda, "gpu_memory_bytes": torch.cuda.get_device_properties(
+                  torch.device(args.device)).total_memory}
+    return m
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tach", default="build/tach", help="the tach binary (default build/tach)")
+    ap.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
+    ap.add_argument("--tiny", action="store_true", help="tiny models and batch 2 x 16 (the CPU test)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated, of {', '.join(WORKLOADS)}")
+    ap.add_argument("--engines", default=",".join(ENGINE_NAMES), help=f"comma-separated, of {', '.join(ENGINE_NAMES)}")
+    ap.add_argument("--compile-workloads", default="distilbert",
+                    help="workloads that get the torch.compile engines (default distilbert)")
+    ap.add_argument("--distilbert-shape", default=None, help="BATCHxSEQ (default 32x128; tiny 2x16)")
+    ap.add_argument("--llama-shape", default=None, help="BATCHxSEQ (default 8x512; tiny 2x16)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=2, help="warm-up steps per engine per round")
+    ap.add_argument("--steps", type=int, default=0, help="timed steps per engine per round (default 10; Llama 5)")
+    ap.add_argument("--lora-r", type=int, default=16)
+    ap.add_argument("--lora-alpha", type=float, default=16)
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads of every engine (0: each one's default)")
+    ap.add_argument("--setup-timeout", type=float, default=240, help="seconds for the PyTorch engines to load and compile")
+    ap.add_argument("--round-timeout", type=float, default=180, help="seconds for one engine's round")
+    ap.add_argument("--root", default=os.path.join(tempfile.gettempdir(), "tach-train-peers"),
+                    help="where the checkpoints are written (kept between runs)")
+    ap.add_argument("--json-out", help="write the results here")
+    args = ap.parse_args()
+    for w in args.workloads.split(","):
+        if w not in WORKLOADS:
+            ap.error(f"--workloads: unknown workload '{w}' (one of {', '.join(WORKLOADS)})")
+    for e in args.engines.split(","):
+        if e not in ENGINE_NAMES:
+            ap.error(f"--engines: unknown engine '{e}' (one of {', '.join(ENGINE_NAMES)})")
+    args.distilbert_shape = args.distilbert_shape or ("2x16" if args.tiny else "32x128")
+    args.llama_shape = args.llama_shape or ("2x16" if args.tiny else "8x512")
+    import torch
+    if args.device != "cpu" and not torch.cuda.is_available():
+        ap.error(f"--device {args.device}: PyTorch sees no CUDA device here (use --device cpu --tiny on a machine without one)")
+    t0 = time.monotonic()
+    results = {"schema": "tach.train_peers/1", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "command": sys.argv, "machine": machine(args),
+               "tach": {"binary": args.tach, "version": engines.tach_version(args.tach)},
+               "settings": {"precision": "bf16 autocast, f32 master weights and AdamW state",
+                            "optimizer": f"AdamW (PyTorch fused) lr {engines.LR}, weight decay 0, clip {engines.CLIP}",
+                            "lora": {"r": args.lora_r, "alpha": args.lora_alpha, "dropout": 0.0},
+                            "rounds": args.rounds},
+               "workloads": {}}
+    print(f"torch {torch.__version__} on {results['machine'].get('gpu', results['machine']['cpu'])}", flush=True)
+    results["ceiling"] = bf16_gemm_ceiling(args.device, args.tiny)
+    print(f"bf16 GEMM ceiling {results['ceiling']['flops_per_s'] / 1e12:.3g} TFLOP/s", flush=True)
+    os.makedirs(args.root, exist_ok=True)
+    checkpoints = {}
+    for name in args.workloads.split(","):
+        family = WORKLOADS[name][0]
+        if family not in checkpoints:
+            checkpoints[family] = make_checkpoint(args.root, family, args.tiny, args.device)
+        results["workloads"][name] = run_workload(args, name, checkpoints[family], results["ceiling"])
+    results["wall_s"] = time.monotonic() - t0
+    for name, w in results["workloads"].items():
+        print_table(name, w)
+    print(f"\n{results['wall_s']:.0f} s in all")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(results, f, indent=1)
+        print(f"results: {args.json_out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""The two sides of scripts/peers/gpu_train_peers.py: a PyTorch training step held in a worker
+process (eager, torch.compile, peft LoRA/QLoRA), and one `tach bench --train` point.
+
+A worker process per PyTorch engine keeps its model, optimizer and compiled graphs between
+rounds, so the rounds alternate engines without rebuilding them; a compile that fails or hangs
+costs that engine, not the run (the parent records the error or kills the worker at its limit).
+"""
+import json
+import os
+import resource
+import subprocess
+import time
+import traceback
+
+# peft's names of every linear of the layers (tach's default LoRA targets for these families).
+LORA_TARGETS = {"distilbert": ["q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"],
+                "llama": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]}
+# Random ids are drawn from [1000, ID_HIGH): clear of special and padding ids (Llama 3's pad is 128004).
+ID_HIGH = {"distilbert": 30000, "llama": 120000}
+LR, CLIP = 5e-5, 1.0  # tach's defaults: AdamW lr 5e-5, weight decay 0, clipping at global norm 1.0
+
+
+def step_inputs(torch, model_type, vocab, num_labels, batch, seq):
+    """The same ids and labels in every PyTorch engine: full rows (no padding), seeded."""
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(1000, min(ID_HIGH[model_type], vocab), (batch, seq), generator=gen)
+    labels = torch.randint(0, num_labels, (batch,), generator=gen)
+    return ids, torch.ones_like(ids), labels
+
+
+def training_flops(torch, model, ids, mask):
+    """Model FLOPs of one training step, counted on the model's own forward: every nn.Linear's
+    2*rows*in*out, times 3 when its weight trains (forward, dX, dW) and 2 when frozen (forward, dX:
+    a LoRA base); plus attention's two batched GEMMs, 4*B*T^2*(heads*head_dim) per layer forward
+    and twice that backward, counted dense for causal models as PaLM's MFU does."""
+    total = [0]
+
+    def hook(mod, inputs, _out):
+        rows = inputs[0].numel() // mod.in_features
+        total[0] += 2 * rows * mod.in_features * mod.out_features * (3 if mod.weight.requires_grad else 2)
+
+    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        model(input_ids=ids, attention_mask=mask)
+    for h in handles:
+        h.remove()
+    cfg = model.config
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    batch, seq = ids.shape
+    attention = 12 * cfg.num_hidden_layers * batch * seq * seq * cfg.num_attention_heads * head_dim
+    return total[0] + attention
+
+
+class TorchStep:
+    """One training step as transformers' Trainer runs it with --bf16 --optim adamw_torch_fused:
+    f32 master weights, the forward and loss under bf16 autocast, backward, clipping, fused AdamW."""
+
+    def __init__(self, spec):
+        import torch
+        from transformers import AutoModelForSequenceClassification
+        self.torch, self.spec = torch, spec
+        self.device = torch.device(spec["device"])
+        if spec["threads"]:
+            torch.set_num_threads(spec["threads"])
+        torch.manual_seed(0)
+        t0 = time.perf_counter()
+        method = spec["method"]
+        kwargs = {"dtype": torch.float32}
+        if method == "qlora":  # bitsandbytes' NF4 base (CUDA only), bf16 compute, as tach's QLoRA
+            from transformers import BitsAndBytesConfig
+            kwargs.update(quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                                 bnb_4bit_compute_dtype=torch.bfloat16,
+                                                                 llm_int8_skip_modules=["score", "classifier"]),
+                          device_map={"": self.device.index or 0})
+        model = AutoModelForSequenceClassification.from_pretrained(spec["checkpoint"], **kwargs)
+        if method in ("lora", "qlora"):
+            from peft import LoraConfig, get_peft_model
+            model = get_peft_model(model, LoraConfig(r=spec["lora_r"], lora_alpha=spec["lora_alpha"], lora_dropout=0.0,
+                                                     target_modules=LORA_TARGETS[model.config.model_type],
+                                                     task_type="SEQ_CLS"))
+        if method != "qlora":
+            model.to(self.device)
+        model.train()
+        cfg = model.config
+        ids, mask, labels = step_inputs(torch, cfg.model_type, cfg.vocab_size, cfg.num_labels, spec["batch"], spec["seq"])
+        self.batch = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
+                      "labels": labels.to(self.device)}
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.info = {"parameters": sum(p.numel() for p in model.parameters()),
+                     "trainable_parameters": sum(p.numel() for p in self.params),
+                     "flops_per_step": training_flops(torch, model, self.batch["input_ids"], self.batch["attention_mask"])}
+        self.opt = torch.optim.AdamW(self.params, lr=LR, weight_decay=0.0, fused=True)
+        engine = spec["engine"]
+        self.compiled = engine != "torch-eager"
+        self.forward = (torch.compile(model, mode="max-autotune" if engine == "torch-compile-max-autotune" else None)
+                        if self.compiled else model)
+        for _ in range(3):  # compiles (forward and backward) and records CUDA graphs outside the rounds
+            self.step()
+        self.sync()
+        self.info["setup_s"] = time.perf_counter() - t0
+
+    def sync(self):
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+    def step(self):
+        torch = self.torch
+        if self.compiled and self.device.type == "cuda":
+            torch.compiler.cudagraph_mark_step_begin()  # max-autotune's CUDA graphs: a new step
+        self.opt.zero_grad(set_to_none=True)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16):
+            loss = self.forward(**self.batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.params, CLIP)
+        self.opt.step()
+
+    def timed_steps(self, warmup, steps):
+        """Seconds of each of `steps` steps (each ends with a device sync), after `warmup` steps,
+        and the peak memory of those steps."""
+        if self.device.type == "cuda":
+            self.torch.cuda.reset_peak_memory_stats(self.device)
+        for _ in range(warmup):
+            self.step()
+        self.sync()
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            self.step()
+            self.sync()
+            times.append(time.perf_counter() - t0)
+        if self.device.type == "cuda":
+            peak = self.torch.cuda.max_memory_allocated(self.device)
+        else:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return times, peak
+
+
+def torch_worker(conn, spec):
+    """A worker process's main: builds the step, says ("ready", info), then answers each
+    ("time", warmup, steps) with ("times", [s...], peak_bytes) until ("stop",). Any failure is sent
+    as ("error", message, traceback) and ends the worker."""
+    try:
+        step = TorchStep(spec)
+        conn.send(("ready", step.info))
+        while True:
+            msg = conn.recv()
+            if msg[0] == "stop":
+                return
+            times, peak = step.timed_steps(msg[1], msg[2])
+            conn.send(("times", times, peak))
+    except BaseException as e:  # the parent records it: an engine that failed is reported, not dropped
+        last = str(e).strip().splitlines()
+        conn.send(("error", f"{type(e).__name__}: {last[0] if last else ''}"[:500], traceback.format_exc()[-4000:]))
+
+
+def tach_command(tach, spec, warmup, steps, runs_dir):
+    cmd = [tach, "bench", "--train", "-m", spec["checkpoint"], "--device", spec["device"], "--dtype", "bf16",
+           "-b", str(spec["batch"]), "-s", str(spec["seq"]), "--method", spec["method"], "--runs", str(steps),
+           "--warmup", str(warmup), "--seed", "0", "--format", "json", "--no-progress", "--no-tensorboard",
+           "--runs-dir", runs_dir, "--lr", str(LR), "--max-grad-norm", str(CLIP)]
+    if spec["method"] in ("lora", "qlora"):
+        cmd += ["--lora-r", str(spec["lora_r"]), "--lora-alpha", str(spec["lora_alpha"])]
+    if spec["threads"]:
+        cmd += ["-t", str(spec["threads"])]
+    return cmd
+
+
+def tach_point(tach, spec, warmup, steps, runs_dir, timeout):
+    """One `tach bench --train` point: {"status": "ok", "step_s", "peak_bytes", "point"} or
+    {"status": "failed", "message"} with tach's own words (its point's reason, else its stderr)."""
+    cmd = tach_command(tach, spec, warmup, steps, runs_dir)
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "failed", "message": f"no result within {timeout} s", "command": cmd}
+    except OSError as e:
+        return {"status": "failed", "message": f"could not run {tach}: {e}", "command": cmd}
+    try:
+        point = json.loads(res.stdout)[0]
+    except (ValueError, IndexError, KeyError):
+        point = None
+    if point is None or point.get("status") != "ok":
+        why = (point or {}).get("reason") or " ".join(res.stderr.strip().splitlines()[-3:]) or f"exit {res.returncode}"
+        return {"status": "failed", "message": why[:1000], "exit": res.returncode, "command": cmd}
+    mem = point["memory"]
+    on_gpu = spec["device"] != "cpu"
+    train = point.get("train", {})
+    return {"status": "ok", "step_s": point["batch_latency_ms"]["median"] / 1e3, "command": cmd,
+            "peak_bytes": mem["allocator"]["total"]["peak_bytes"] if on_gpu else mem["peak_rss_bytes"],
+            "own": {k: train.get(k) for k in ("precision", "mfu", "model_flops_per_step", "parameters",
+                                              "trainable_parameters", "loss_first", "loss_last")}
+            | {"device_memory_used_bytes": mem.get("device_memory_used_bytes"),
+               "allocator_peak_bytes": mem["allocator"]["total"]["peak_bytes"], "id": point.get("id")}}
+
+
+def tach_version(tach):
+    try:
+        return subprocess.run([tach, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except OSError as e:
+        return f"unavailable ({e})"
+
+
+def gpu_driver():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+        return out.splitlines()[0] if out else None
+    except OSError:
+        return None
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return os.uname().machine
