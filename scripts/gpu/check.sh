@@ -6,11 +6,15 @@
 # most 8 files); the last lines printed are one row per step.
 #   STEPS="tests ceilings bench profile auto families decode train"   which steps (default: all but
 #   auto and train); PEERS=1 adds the peers (scripts/peers/gpu_peers.py, ~3 minutes; PEERS_ARGS
-#   passes it flags)
+#   passes it flags); TRAIN_PEERS=1 adds the training peers (scripts/peers/gpu_train_peers.py, ~200 s,
+#   stopped from starting more past 200 s; TRAIN_PEERS_ARGS passes it flags)
 set -uo pipefail
 pack=/tmp/tach-pack
 mkdir -p "$pack" && tar -C "$pack" -xJf .gpu/pack.tar.xz || { echo "no .gpu/pack.tar.xz: run scripts/gpu/pack.sh here and carry .gpu"; exit 2; }
 export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}:$pack/lib-fallback"
+# cuDNN (loaded at first use, for fused attention) is not packed (800 MB): PyTorch's wheel has it.
+cudnn_lib=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
+[ -d "$cudnn_lib" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn_lib"
 export TACH_FIXTURES_DIR="$PWD/tests/fixtures"
 out=${OUT:-/tmp/tach-gpu}
 mkdir -p "$out"
@@ -18,6 +22,7 @@ log="$out/check.log"
 tach=$pack/bin/tach
 steps=${STEPS:-"tests ceilings bench profile families decode"}
 [ "${PEERS:-0}" = 1 ] && steps="$steps peers"
+[ "${TRAIN_PEERS:-0}" = 1 ] && steps="$steps train-peers"
 summary=()
 
 # step NAME SECONDS COMMAND...: runs it under a limit, logs it, remembers its exit status.
@@ -35,7 +40,10 @@ wants() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv >> "$log" 2>&1
 step info 30 "$tach" info
 if wants tests; then
-  for t in test_cuda test_cuda_ops test_cuda_models; do step "$t" 300 "$pack/bin/$t" --gtest_brief=1; done
+  # The packed ones (scripts/gpu/pack.sh's GPU_TESTS); GTEST_FILTER narrows them.
+  for t in test_cuda test_cuda_ops test_cuda_models test_cuda_train; do
+    [ -x "$pack/bin/$t" ] && step "$t" 300 "$pack/bin/$t" --gtest_brief=1
+  done
 fi
 wants ceilings && step ceilings 120 "$tach" info --ceilings --remeasure
 if wants bench; then
@@ -83,6 +91,11 @@ if wants peers; then
   # PEERS_ARGS narrows them, e.g. "--only decoder --rounds 3".
   step peers 540 env PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_peers.py --tach "$tach" --json-out "$out/peers.json" \
     ${PEERS_ARGS:-}
+fi
+if wants train-peers; then
+  # TRAIN_PEERS_ARGS narrows them, e.g. "--workloads distilbert --engines eager,compile,tach".
+  step train-peers 420 env PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_train_peers.py --tach "$tach" \
+    --json-out "$out/train_peers.json" --budget-s 200 ${TRAIN_PEERS_ARGS:-}
 fi
 tail -c 9000 "$log"
 echo

@@ -152,6 +152,11 @@ def stop(worker):
         proc.join(5)
 
 
+def left_s(args):
+    """Seconds left of --budget-s (infinite without one)."""
+    return args.budget_s - (time.monotonic() - args.started) if args.budget_s else float("inf")
+
+
 def run_workload(args, name, checkpoint, ceiling):
     family, method = WORKLOADS[name]
     batch, seq = parse_shape(args.distilbert_shape if family == "distilbert" else args.llama_shape)
@@ -160,7 +165,7 @@ def run_workload(args, name, checkpoint, ceiling):
             "threads": args.threads, "lora_r": args.lora_r, "lora_alpha": args.lora_alpha}
     wanted = [ENGINE_NAMES[e] for e in args.engines.split(",")]
     torch_names = [e for e in wanted if e != "tach" and (e not in COMPILED or name in args.compile_workloads.split(","))]
-    out = {"model": os.path.basename(checkpoint), "method": method, "batch": batch, "seq": seq,
+    out = {"status": "ran", "model": os.path.basename(checkpoint), "method": method, "batch": batch, "seq": seq,
            "tokens_per_step": batch * seq, "warmup_steps": args.warmup, "timed_steps": steps, "engines": {}}
     if method == "qlora" and torch_names:
         why = qlora_peer_missing(args.device)
@@ -174,7 +179,10 @@ def run_workload(args, name, checkpoint, ceiling):
     workers = start_workers(torch_names, spec)
     rounds, peaks, info, failed = {}, {}, {}, {}
     for e, w in workers.items():
-        msg = receive(w, max(1.0, args.setup_timeout - (time.monotonic() - t0)))
+        setup_left = args.setup_timeout - (time.monotonic() - t0)
+        msg = receive(w, max(1.0, min(setup_left, left_s(args))))
+        if msg[0] == "error" and msg[1].startswith("no answer") and left_s(args) < setup_left:
+            msg = ("error", f"{msg[1]} (the run's --budget-s {args.budget_s:.0f} was spent)", "")
         if msg[0] == "ready":
             info[e] = msg[1]
             print(f"  {e} ready after {msg[1]['setup_s']:.1f} s", flush=True)
@@ -184,7 +192,12 @@ def run_workload(args, name, checkpoint, ceiling):
             stop(w)
     tach_runs, tach_dir = [], tempfile.mkdtemp(prefix="tach-train-peers-")
     order = [e for e in torch_names if e in info] + (["tach"] if "tach" in wanted else [])
-    for r in range(args.rounds):
+    # Without a PyTorch engine there is nothing to alternate with: one round.
+    n_rounds = args.rounds if len(order) > 1 else 1
+    for r in range(n_rounds):
+        if r and left_s(args) <= 0:
+            out["rounds_note"] = f"{r} of {n_rounds} rounds: the run's --budget-s {args.budget_s:.0f} was spent"
+            break
         for e in order[r % len(order):] + order[:r % len(order)] if order else []:
             if e in failed:
                 continue
@@ -249,6 +262,9 @@ def qlora_peer_missing(device):
 
 
 def print_table(name, w):
+    if w["status"] != "ran":
+        print(f"\n{name}: {w['status']}: {w['message']}")
+        return
     print(f"\n{name}: {w['model']} {w['method']}, batch {w['batch']} x {w['seq']}, bf16 autocast"
           + (f", {w['model_flops_per_step'] / 1e12:.3f} TFLOP/step" if w.get("model_flops_per_step") else ""))
     for e, row in w["engines"].items():
@@ -296,7 +312,11 @@ def main():
     ap.add_argument("--lora-r", type=int, default=16)
     ap.add_argument("--lora-alpha", type=float, default=16)
     ap.add_argument("--threads", type=int, default=0, help="CPU threads of every engine (0: each one's default)")
-    ap.add_argument("--setup-timeout", type=float, default=240, help="seconds for the PyTorch engines to load and compile")
+    ap.add_argument("--setup-timeout", type=float, default=150,
+                    help="seconds for a workload's PyTorch engines to load and compile (default 150)")
+    ap.add_argument("--budget-s", type=float, default=0,
+                    help="past this many seconds from the start, start no further round or workload (each left out "
+                         "is recorded as such); 0 = no limit")
     ap.add_argument("--round-timeout", type=float, default=180, help="seconds for one engine's round")
     ap.add_argument("--root", default=os.path.join(tempfile.gettempdir(), "tach-train-peers"),
                     help="where the checkpoints are written (kept between runs)")
@@ -313,7 +333,7 @@ def main():
     import torch
     if args.device != "cpu" and not torch.cuda.is_available():
         ap.error(f"--device {args.device}: PyTorch sees no CUDA device here (use --device cpu --tiny on a machine without one)")
-    t0 = time.monotonic()
+    t0 = args.started = time.monotonic()
     results = {"schema": "tach.train_peers/1", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "command": sys.argv, "machine": machine(args),
                "tach": {"binary": args.tach, "version": engines.tach_version(args.tach)},
@@ -329,18 +349,30 @@ def main():
     checkpoints = {}
     for name in args.workloads.split(","):
         family = WORKLOADS[name][0]
+        if left_s(args) <= 0:
+            results["workloads"][name] = {"status": "skipped",
+                                          "message": f"not started: the run's --budget-s {args.budget_s:.0f} was spent"}
+            continue
         if family not in checkpoints:
             checkpoints[family] = make_checkpoint(args.root, family, args.tiny, args.device)
         results["workloads"][name] = run_workload(args, name, checkpoints[family], results["ceiling"])
+        results["wall_s"] = time.monotonic() - t0
+        write_json(args.json_out, results)  # after each workload: a run cut off later keeps what it measured
     results["wall_s"] = time.monotonic() - t0
     for name, w in results["workloads"].items():
         print_table(name, w)
     print(f"\n{results['wall_s']:.0f} s in all")
+    write_json(args.json_out, results)
     if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump(results, f, indent=1)
         print(f"results: {args.json_out}")
     return 0
+
+
+def write_json(path, results):
+    if path:
+        with open(path + ".part", "w") as f:
+            json.dump(results, f, indent=1)
+        os.replace(path + ".part", path)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,13 @@ def training_flops(torch, model, ids, mask):
     return total[0] + attention
 
 
+def dtype_keyword():
+    """from_pretrained's dtype argument: `dtype` from transformers 4.56, `torch_dtype` before."""
+    import transformers
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+
+
 class TorchStep:
     """One training step as transformers' Trainer runs it with --bf16 --optim adamw_torch_fused:
     f32 master weights, the forward and loss under bf16 autocast, backward, clipping, fused AdamW."""
@@ -65,7 +72,7 @@ class TorchStep:
         torch.manual_seed(0)
         t0 = time.perf_counter()
         method = spec["method"]
-        kwargs = {"dtype": torch.float32}
+        kwargs = {dtype_keyword(): torch.float32}
         if method == "qlora":  # bitsandbytes' NF4 base (CUDA only), bf16 compute, as tach's QLoRA
             from transformers import BitsAndBytesConfig
             kwargs.update(quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",

@@ -100,3 +100,11 @@ def test_an_unknown_workload_is_a_usage_error(tmp_path):
     res = subprocess.run([sys.executable, SCRIPT, "--device", "cpu", "--workloads", "distilbert,gpt2"],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and "--workloads: unknown workload 'gpt2'" in res.stderr
+
+
+def test_a_spent_budget_records_each_workload_left_out(tmp_path):
+    results, stdout = run(tmp_path, "--budget-s", "1e-9", "--workloads", "distilbert,llama-lora")
+    for name in ("distilbert", "llama-lora"):
+        assert results["workloads"][name] == {"status": "skipped",
+                                              "message": "not started: the run's --budget-s 0 was spent"}
+        assert f"{name}: skipped: not started" in stdout
