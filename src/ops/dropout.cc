@@ -41,7 +41,13 @@ void run_dropout(const char* op, const Tensor& out, const Tensor& in, float p, u
   check_device(op, in.device(), {&out});
   if (!(p >= 0.f && p < 1.f)) throw Error(std::string(op) + ": p " + std::to_string(p) + " is outside [0, 1)");
   if (p == 0.f && out.raw() == in.raw()) return;
-  if (on_cuda(op, in.device(), DType::f32)) unsupported(op, in.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, in.device(), DType::f32);
+#if TACH_HAS_CUDA
+  if (cuda && p == 0.f) {
+    dropout_cuda(in.device().index, out.data<float>(), in.data<float>(), n, p, key);  // a copy
+    return;
+  }
+#endif
   if (p == 0.f) {
     std::memcpy(out.raw(), in.raw(), in.nbytes());
     return;
@@ -51,6 +57,12 @@ void run_dropout(const char* op, const Tensor& out, const Tensor& in, float p, u
     const OpCost c = dropout_cost(n);
     span.set_cost(c.flops, c.bytes());
   }
+#if TACH_HAS_CUDA
+  if (cuda) {
+    dropout_cuda(in.device().index, out.data<float>(), in.data<float>(), n, p, key);  // both directions: one mask
+    return;
+  }
+#endif
   if (forward) dropout_forward_cpu(out.data<float>(), in.data<float>(), n, p, key);
   else dropout_backward_cpu(out.data<float>(), in.data<float>(), n, p, key);
 }

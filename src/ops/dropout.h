@@ -4,9 +4,9 @@
 // Training only: inference never calls it (transformers' eval mode is the identity).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
+#include "ops/dropout_mask.h"
 #include "ops/op_cost.h"
 #include "tach/tensor.h"
 
@@ -14,24 +14,6 @@ namespace tach::ops {
 
 // A mask's identity: the run's seed, the micro-batch and the site (which dropout in the model).
 uint64_t dropout_key(uint64_t seed, int64_t micro_batch, int64_t site);
-
-// Element i is kept when 24 bits of a 32-bit hash of (key, i) reach round(p * 2^24): p takes
-// effect rounded to a multiple of 2^-24 (6e-8). The hash (two rounds of a 32-bit multiply-xorshift
-// mixer, the key folded in between) is branch-free 32-bit arithmetic, so mask loops vectorise.
-inline uint32_t dropout_threshold(float p) { return static_cast<uint32_t>(std::lround(double(p) * 16777216.0)); }
-inline uint32_t dropout_mix32(uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x7feb352du;
-  h ^= h >> 15;
-  h *= 0x846ca68bu;
-  return h ^ (h >> 16);
-}
-inline bool dropout_keeps_at(uint64_t key, int64_t i, uint32_t threshold) {
-  const uint32_t idx = static_cast<uint32_t>(i) ^ (static_cast<uint32_t>(static_cast<uint64_t>(i) >> 32) * 0x9e3779b9u);
-  const uint32_t h = dropout_mix32(dropout_mix32(idx ^ static_cast<uint32_t>(key)) + static_cast<uint32_t>(key >> 32));
-  return (h >> 8) >= threshold;
-}
-inline bool dropout_keeps(uint64_t key, int64_t i, float p) { return dropout_keeps_at(key, i, dropout_threshold(p)); }
 
 // out[j] = in[j] * keep(first_index + j) / (1 - p), j < n. out may alias in. p = 0 copies.
 void dropout_apply(float* out, const float* in, int64_t n, float p, uint64_t key, int64_t first_index);
@@ -49,6 +31,10 @@ void dropout_backward(const Tensor& dx, const Tensor& dout, float p, uint64_t ke
 void dropout_forward_cpu(float* out, const float* x, int64_t n, float p, uint64_t key);
 // dx = dout * keep / (1 - p), the same mask. dx may alias dout.
 void dropout_backward_cpu(float* dx, const float* dout, int64_t n, float p, uint64_t key);
+// CUDA kernel (ops/dropout_cuda.cu), either direction on tach's stream of `device`: out = in * keep
+// / (1 - p) over n elements (indices from 0), the mask of dropout_keeps_at. out may alias in; p = 0
+// copies.
+void dropout_cuda(int device, float* out, const float* in, int64_t n, float p, uint64_t key);
 
 OpCost dropout_cost(int64_t n);
 

@@ -59,10 +59,12 @@ void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const T
   if (delta.defined())
     check(delta.numel() == h.numel() && delta.dtype() == DType::f32 && delta.is_contiguous(),
           "layer_norm: delta " + delta.describe() + " does not match h " + h.describe());
-  check_device("layer_norm", h.device(), {&out, &delta, &gamma, &beta});
+  if (mean.defined() || rstd.defined()) {  // training saves both
+    expect_f32("layer_norm", "mean", mean, N);
+    expect_f32("layer_norm", "rstd", rstd, N);
+  }
+  check_device("layer_norm", h.device(), {&out, &delta, &gamma, &beta, &mean, &rstd});
   [[maybe_unused]] const bool cuda = on_cuda("layer_norm", h.device(), h.dtype());
-  check(!(cuda && (mean.defined() || rstd.defined())),
-        "layer_norm: the statistics training saves are kept on the CPU only");
   core::Span span(core::SpanKind::op, "layer_norm");
   if (span.active()) {
     const OpCost c = layer_norm_cost(N, C, delta.defined());
@@ -72,9 +74,10 @@ void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const T
   }
 #if TACH_HAS_CUDA
   if (cuda) {
-    pre_layer_norm_forward_cuda(h.device().index, out.data<float>(), h.data<float>(),
-                                delta.defined() ? delta.data<float>() : nullptr, gamma.data<float>(),
-                                beta.defined() ? beta.data<float>() : nullptr, N, C, eps);
+    pre_layer_norm_forward_cuda(
+        h.device().index, out.data<float>(), h.data<float>(), delta.defined() ? delta.data<float>() : nullptr,
+        gamma.data<float>(), beta.defined() ? beta.data<float>() : nullptr, N, C, eps,
+        mean.defined() ? mean.data<float>() : nullptr, rstd.defined() ? rstd.data<float>() : nullptr);
     return;
   }
 #endif
@@ -124,9 +127,16 @@ void layer_norm_forward_train(const Tensor& out, const Tensor& x, const Tensor& 
   expect_matrix(op, "out", out, N, C);
   check_norm_params(op, gamma, beta, mean, rstd, N, C);
   check_device(op, x.device(), {&out, &gamma, &beta, &mean, &rstd});
-  if (on_cuda(op, x.device(), DType::f32)) unsupported("layer_norm (training)", x.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, x.device(), DType::f32);
   core::Span span(core::SpanKind::op, op);
   open_span(span, layer_norm_cost(N, C, false));
+#if TACH_HAS_CUDA
+  if (cuda) {
+    layer_norm_forward_cuda(x.device().index, out.data<float>(), x.data<float>(), nullptr, gamma.data<float>(),
+                            or_null(beta), N, C, eps, mean.data<float>(), rstd.data<float>());
+    return;
+  }
+#endif
   layer_norm_forward_cpu(out.data<float>(), x.data<float>(), nullptr, gamma.data<float>(), or_null(beta), N, C, eps,
                          mean.data<float>(), rstd.data<float>());
 }
@@ -143,9 +153,17 @@ void dropout_add_layer_norm_forward(const Tensor& sum, const Tensor& out, const 
   expect_matrix(op, "out", out, N, C);
   check_norm_params(op, gamma, beta, mean, rstd, N, C);
   check_device(op, x.device(), {&sum, &out, &branch, &gamma, &beta, &mean, &rstd});
-  if (on_cuda(op, x.device(), DType::f32)) unsupported(op, x.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, x.device(), DType::f32);
   core::Span span(core::SpanKind::op, op);
   open_span(span, layer_norm_cost(N, C, true));
+#if TACH_HAS_CUDA
+  if (cuda) {
+    dropout_add_layer_norm_forward_cuda(x.device().index, sum.data<float>(), out.data<float>(), branch.data<float>(),
+                                        x.data<float>(), gamma.data<float>(), or_null(beta), N, C, eps, dropout_p,
+                                        dropout_key, mean.data<float>(), rstd.data<float>());
+    return;
+  }
+#endif
   dropout_add_layer_norm_forward_cpu(sum.data<float>(), out.data<float>(), branch.data<float>(), x.data<float>(),
                                      gamma.data<float>(), or_null(beta), N, C, eps, dropout_p, dropout_key,
                                      mean.data<float>(), rstd.data<float>());
@@ -163,9 +181,17 @@ void layer_norm_backward(const Tensor& dinp, const Tensor& dgamma, const Tensor&
   expect_f32_or_none(op, "dgamma", dgamma, C);
   expect_f32_or_none(op, "dbeta", dbeta, C);
   check_device(op, inp.device(), {&dinp, &dgamma, &dbeta, &dout, &gamma, &mean, &rstd});
-  if (on_cuda(op, inp.device(), DType::f32)) unsupported(op, inp.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, inp.device(), DType::f32);
   core::Span span(core::SpanKind::op, op);
   open_span(span, layer_norm_backward_cost(N, C, dgamma.defined() || dbeta.defined()));
+#if TACH_HAS_CUDA
+  if (cuda) {
+    layer_norm_backward_cuda(inp.device().index, dinp.data<float>(), dgamma.defined() ? dgamma.data<float>() : nullptr,
+                             dbeta.defined() ? dbeta.data<float>() : nullptr, dout.data<float>(), inp.data<float>(),
+                             gamma.data<float>(), mean.data<float>(), rstd.data<float>(), N, C);
+    return;
+  }
+#endif
   layer_norm_backward_cpu(dinp.data<float>(), dgamma.defined() ? dgamma.data<float>() : nullptr,
                           dbeta.defined() ? dbeta.data<float>() : nullptr, dout.data<float>(), inp.data<float>(),
                           gamma.data<float>(), mean.data<float>(), rstd.data<float>(), N, C);

@@ -23,7 +23,7 @@ void layer_norm_forward_cpu(float* out, const float* x, const float* residual, c
 
 // Pre-norm form (ModernBERT): h += delta (when given), then out = LayerNorm(h) * gamma (+ beta when
 // defined: ModernBERT's have none). h: [N, C] updated in place  out: [N, C], not aliasing h.
-// mean, rstd: [N] saved for the backward (training), or undefined. CPU only.
+// mean, rstd: [N] saved for the backward (training), or undefined.
 void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& gamma, const Tensor& beta,
                             float eps, const Tensor& mean = Tensor(), const Tensor& rstd = Tensor());
 void add_layer_norm_forward_cpu(float* out, float* h, const float* delta, const float* gamma, const float* beta,
@@ -63,12 +63,23 @@ void dropout_add_layer_norm_forward_cpu(float* sum, float* out, const float* bra
                                         const float* beta, int64_t N, int64_t C, float eps, float dropout_p,
                                         uint64_t dropout_key, float* mean, float* rstd);
 
-// CUDA kernel (ops/layer_norm_cuda.cu, built with the CUDA backend): as the CPU forward, on
-// tach's stream of `device`; out may alias x or residual. No statistics are saved.
+// CUDA kernels (ops/layer_norm_cuda.cu, built with the CUDA backend), on tach's stream of
+// `device`, each as its CPU kernel: out may alias x or residual; mean and rstd ([N]) are saved
+// when not null (training).
 void layer_norm_forward_cuda(int device, float* out, const float* x, const float* residual, const float* gamma,
-                             const float* beta, int64_t N, int64_t C, float eps);
+                             const float* beta, int64_t N, int64_t C, float eps, float* mean = nullptr,
+                             float* rstd = nullptr);
 // h += delta (when given), out = LayerNorm(h) with beta optional: the pre-norm form.
 void pre_layer_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* gamma,
-                                 const float* beta, int64_t N, int64_t C, float eps);
+                                 const float* beta, int64_t N, int64_t C, float eps, float* mean = nullptr,
+                                 float* rstd = nullptr);
+// The fused training forward: the CPU's dropout mask exactly (ops/dropout_mask.h).
+void dropout_add_layer_norm_forward_cuda(int device, float* sum, float* out, const float* branch, const float* x,
+                                         const float* gamma, const float* beta, int64_t N, int64_t C, float eps,
+                                         float dropout_p, uint64_t dropout_key, float* mean, float* rstd);
+// The backward: dinp +=; dgamma, dbeta += summed over rows in fixed chunks (no atomics: two runs
+// agree bitwise), skipped as on the CPU (dgamma null: neither).
+void layer_norm_backward_cuda(int device, float* dinp, float* dgamma, float* dbeta, const float* dout, const float* inp,
+                              const float* gamma, const float* mean, const float* rstd, int64_t N, int64_t C);
 
 }  // namespace tach::ops

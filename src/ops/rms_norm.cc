@@ -39,8 +39,6 @@ void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor&
           "rms_norm: rstd must be contiguous f32 [" + std::to_string(N) + "], got " + rstd.describe());
   check_device("rms_norm", h.device(), {&out, &delta, &weight, &rstd});
   [[maybe_unused]] const bool cuda = on_cuda("rms_norm", h.device(), h.dtype());
-  // The CUDA kernel keeps no statistics: training's forward has a CPU kernel only, so far.
-  if (cuda && rstd.defined()) unsupported("rms_norm (saving rstd for the backward)", h.device(), h.dtype());
   core::Span span(core::SpanKind::op, "rms_norm");
   if (span.active()) {
     const OpCost c = rms_norm_cost(N, C, delta.defined());
@@ -50,7 +48,8 @@ void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor&
   const float* d = delta.defined() ? delta.data<float>() : nullptr;
 #if TACH_HAS_CUDA
   if (cuda) {
-    rms_norm_forward_cuda(h.device().index, out.data<float>(), h.data<float>(), d, weight.data<float>(), N, C, eps);
+    rms_norm_forward_cuda(h.device().index, out.data<float>(), h.data<float>(), d, weight.data<float>(), N, C, eps,
+                          rstd.defined() ? rstd.data<float>() : nullptr);
     return;
   }
 #endif
@@ -83,7 +82,6 @@ void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, c
               "], got " + saved_in.describe() + " and " + rstd.describe());
   check_device("rms_norm_heads", x.device(), {&weight, &saved_in, &rstd});
   [[maybe_unused]] const bool cuda = on_cuda("rms_norm_heads", x.device(), x.dtype());
-  if (cuda && saved_in.defined()) unsupported("rms_norm_heads (saving for the backward)", x.device(), x.dtype());
   core::Span span(core::SpanKind::op, "rms_norm_heads");
   if (span.active()) {
     const OpCost c = rms_norm_heads_cost(N, heads, D);
@@ -93,7 +91,8 @@ void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, c
 #if TACH_HAS_CUDA
   if (cuda) {
     rms_norm_heads_forward_cuda(x.device().index, x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(),
-                                eps);
+                                eps, saved_in.defined() ? saved_in.data<float>() : nullptr,
+                                rstd.defined() ? rstd.data<float>() : nullptr);
     return;
   }
 #endif
@@ -119,12 +118,19 @@ void rms_norm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& 
   check(rstd.dtype() == DType::f32 && rstd.is_contiguous() && rstd.numel() == N,
         std::string(kOp) + ": rstd must be contiguous f32 [" + std::to_string(N) + "], got " + rstd.describe());
   check_device(kOp, inp.device(), {&dinp, &dweight, &dout, &weight, &rstd});
-  if (on_cuda(kOp, inp.device(), inp.dtype())) unsupported(kOp, inp.device(), inp.dtype());
+  [[maybe_unused]] const bool cuda = on_cuda(kOp, inp.device(), inp.dtype());
   core::Span span(core::SpanKind::op, kOp);
   if (span.active()) {
     const OpCost c = rms_norm_backward_cost(N, C);
     span.set_cost(c.flops, c.bytes());
   }
+#if TACH_HAS_CUDA
+  if (cuda) {
+    rms_norm_backward_cuda(inp.device().index, dinp.data<float>(), dweight.defined() ? dweight.data<float>() : nullptr,
+                           dout.data<float>(), inp.data<float>(), weight.data<float>(), rstd.data<float>(), N, C);
+    return;
+  }
+#endif
   rms_norm_backward_cpu(dinp.data<float>(), dweight.defined() ? dweight.data<float>() : nullptr, dout.data<float>(),
                         inp.data<float>(), weight.data<float>(), rstd.data<float>(), N, C);
 }
@@ -150,7 +156,7 @@ void rms_norm_heads_backward(const Tensor& d_qkv, int64_t q_heads, int64_t k_hea
               w->describe());
   check(q_weight.defined() && k_weight.defined(), std::string(kOp) + ": both norm weights are needed");
   check_device(kOp, d_qkv.device(), {&saved_in, &rstd, &q_weight, &k_weight, &dq_weight, &dk_weight});
-  if (on_cuda(kOp, d_qkv.device(), d_qkv.dtype())) unsupported(kOp, d_qkv.device(), d_qkv.dtype());
+  [[maybe_unused]] const bool cuda = on_cuda(kOp, d_qkv.device(), d_qkv.dtype());
   core::Span span(core::SpanKind::op, kOp);
   if (span.active()) {
     const OpCost c = rms_norm_heads_cost(N, heads, D);
@@ -161,6 +167,15 @@ void rms_norm_heads_backward(const Tensor& d_qkv, int64_t q_heads, int64_t k_hea
   float* d = d_qkv.data<float>();
   const float* in = saved_in.data<float>();
   const float* r = rstd.data<float>();
+#if TACH_HAS_CUDA
+  if (cuda) {
+    const int device = d_qkv.device().index;
+    rms_norm_heads_backward_cuda(device, d, ld, in, q_weight.data<float>(), r, grad(dq_weight), N, q_heads, D);
+    rms_norm_heads_backward_cuda(device, d + q_heads * D, ld, in + N * q_heads * D, k_weight.data<float>(),
+                                 r + N * q_heads, grad(dk_weight), N, k_heads, D);
+    return;
+  }
+#endif
   rms_norm_heads_backward_cpu(d, ld, in, q_weight.data<float>(), r, grad(dq_weight), N, q_heads, D);
   rms_norm_heads_backward_cpu(d + q_heads * D, ld, in + N * q_heads * D, k_weight.data<float>(), r + N * q_heads,
                               grad(dk_weight), N, k_heads, D);

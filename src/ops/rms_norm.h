@@ -10,7 +10,7 @@ namespace tach::ops {
 // h: [N, C] f32, updated in place when delta is given  delta: [N, C] f32 or undefined
 // weight: [C] f32  out: [N, C] f32 (must not alias h)
 // rstd: [N] f32, or undefined: inference keeps no statistics; training saves them for
-// rms_norm_backward (a CPU kernel only, so far).
+// rms_norm_backward.
 void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps,
                       const Tensor& rstd = Tensor());
 OpCost rms_norm_cost(int64_t N, int64_t C, bool with_residual);
@@ -61,10 +61,16 @@ void rms_norm_heads_forward_cpu(float* x, int64_t ld, int64_t N, int64_t heads, 
 void rms_norm_heads_backward_cpu(float* dx, int64_t ld, const float* inp, const float* weight, const float* rstd,
                                  float* dweight, int64_t N, int64_t heads, int64_t D);
 
-// CUDA kernel: as rms_norm_forward_cpu without the saved rstd.
+// CUDA kernels (ops/rms_norm_cuda.cu), on tach's stream of `device`, each as its CPU kernel
+// (the saved tensors null at inference). The backwards sum dweight over rows in fixed chunks, no
+// atomics: two runs agree bitwise.
 void rms_norm_heads_forward_cuda(int device, float* x, int64_t ld, int64_t N, int64_t heads, int64_t D,
-                                 const float* weight, float eps);
+                                 const float* weight, float eps, float* saved_in = nullptr, float* rstd = nullptr);
 void rms_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* weight, int64_t N,
-                           int64_t C, float eps);
+                           int64_t C, float eps, float* rstd = nullptr);
+void rms_norm_backward_cuda(int device, float* dinp, float* dweight, const float* dout, const float* inp,
+                            const float* weight, const float* rstd, int64_t N, int64_t C);
+void rms_norm_heads_backward_cuda(int device, float* dx, int64_t ld, const float* inp, const float* weight,
+                                  const float* rstd, float* dweight, int64_t N, int64_t heads, int64_t D);
 
 }  // namespace tach::ops
