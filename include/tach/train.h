@@ -87,8 +87,8 @@ struct TrainOptions {
   bool tensorboard = true;  // every step's metrics also as TensorBoard events in RUN_DIR/tensorboard/
 
   int threads = 0;  // 0: all cores (under mpirun: the cores shared among this machine's ranks)
-  // Where the step runs: the model's parameters, gradients, moments and activations live there and
-  // every op dispatches on it. Training runs on the CPU only for now (no --device for train yet).
+  // Where the step runs (--device, through training_device): the model's parameters, gradients,
+  // AdamW moments and activations live there and every op dispatches on it.
   Device device = Device::cpu();
 
   // Data-parallel training under mpirun or srun (rank and world size come from MPI; batch_size is
@@ -99,6 +99,11 @@ struct TrainOptions {
   // A one-process run of the same job on the same machine: summary.json's scaling efficiency.
   std::string scaling_reference;
 };
+
+// Where a training step runs for --device SPEC: cpu, cuda, cuda:N, or auto (the first GPU when one
+// is usable, else the CPU; *why then says which and why). A GPU that is not here is an error
+// naming the reason (no CUDA backend in this build, no driver, no such index).
+Device training_device(const std::string& spec, std::string* why = nullptr);
 
 // Reads a YAML file of the same options (keys as the flags, without the dashes, with
 // underscores), onto `options`. Unknown keys are errors naming the key.

@@ -81,9 +81,8 @@ void attach_tokenizer(TextSource& texts, const BenchConfig& config, const ModelI
 // readable with its columns, and a tokenizer (--tokenizer, or the model's own files) that loads.
 void check_text_inputs(const BenchConfig& config);
 
-// "auto" among the devices: the first GPU when one is usable and the sweep is of forwards (training
-// steps run on the CPU in this version), else the CPU. Returns what was picked and why, for the
-// run's notes; empty when no device said auto.
+// "auto" among the devices: the first GPU when one is usable (forwards and training steps alike),
+// else the CPU. Returns what was picked and why, for the run's notes; empty when no device said auto.
 std::string resolve_auto_device(BenchConfig& c);
 // A run id from the time and the model's name: "20261127-001500-NAME".
 std::string default_run_id(const std::string& model);

@@ -52,11 +52,6 @@ void validate_train(const BenchConfig& c) {
             " times steps on synthetic rows (random ids and targets of the task's shape); a dataset feeds a sequence "
             "classifier's sweep only (tach train --task " +
             t.task + " trains on data)");
-  for (const auto& d : c.devices)
-    check(parse_device(d).kind == DeviceKind::cpu,
-          "device " + d +
-              ": training steps run on the CPU in this version (the GPU backend has no backward kernels "
-              "yet); sweep --device cpu");
   check(std::isfinite(t.lr) && t.lr > 0, "--lr must be a positive number");
   check(std::isfinite(t.max_grad_norm) && t.max_grad_norm >= 0, "--max-grad-norm must be 0 (no clipping) or more");
   check(t.weight_decay >= 0 && t.adam_eps > 0 && t.adam_beta1 >= 0 && t.adam_beta1 < 1 && t.adam_beta2 >= 0 &&
@@ -164,9 +159,7 @@ namespace bench {
 std::string resolve_auto_device(BenchConfig& c) {
   if (std::find(c.devices.begin(), c.devices.end(), "auto") == c.devices.end()) return "";
   std::string pick = "cpu", why;
-  if (c.train.enabled) {
-    why = "training steps run on the CPU in this version";
-  } else if (cuda_available()) {
+  if (cuda_available()) {
     const auto devices = cuda_devices();
     pick = "cuda:0";
     why = devices.empty() ? "a CUDA device is usable" : devices.front().name + " is usable";

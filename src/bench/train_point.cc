@@ -144,7 +144,8 @@ ProfileData profile_one_step(train::TrainingStep& step, int64_t index, const tra
 }
 
 // One measured step's figures, tagged step_METRIC/<point id> at the measured step's index.
-void log_step(TensorBoardWriter& tb, const std::string& point, int64_t index, const train::StepOutcome& s, double lr) {
+void log_step(TensorBoardWriter& tb, const std::string& point, int64_t index, const train::StepOutcome& s, double lr,
+              Device device) {
   const auto put = [&](const std::string& metric, double v) { tb.scalar("step_" + metric + "/" + point, v, index); };
   put("loss", s.loss);
   put("learning_rate", lr);
@@ -156,7 +157,7 @@ void log_step(TensorBoardWriter& tb, const std::string& point, int64_t index, co
   put("optimizer_ms", s.seconds.optimizer * 1e3);
   put("tokens_per_s", double(s.tokens) / s.seconds.total);
   put("samples_per_s", double(s.samples) / s.seconds.total);
-  const MemoryStats mem = memory_stats(Device::cpu());
+  const MemoryStats mem = memory_stats(device);  // the step's memory: its device's allocator
   for (int c = 0; c < kMemoryCategoryCount; ++c)
     put("memory_" + std::string(memory_category_name(MemoryCategory(c))) + "_bytes",
         double(mem.by_category[size_t(c)].current));
@@ -178,17 +179,22 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   r.input = inputs ? inputs->name : "synthetic";
   r.warmup_runs = config.warmup_runs;
   const bool bf16 = key.dtype == "bf16";
+  // Everything the step owns lives on the point's device: weights, gradients, moments, activations.
+  const Device device = parse_device(key.device);
+  const bool on_gpu = device.kind == DeviceKind::cuda;
   const cpu::TrainPrecisionScope precision(bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
   r.train.precision = !bf16                           ? "f32"
+                      : on_gpu                        ? "bf16 (cuBLASLt bf16 inputs, f32 accumulation)"
                       : cpu::bf16_train_gemm_onednn() ? "bf16 (oneDNN bf16 matmul, f32 accumulation)"
                                                       : "bf16 emulated (inputs rounded, f32 GEMM)";
   release_cached_memory(Device::cpu());
+  if (on_gpu) release_cached_memory(device);
 
   // The point's own model: weights, gradients and AdamW moments are this point's memory.
   train::TrainingModelSource src = train::open_training_model(config.model, config.seed);
   const TaskHead head = head_of(src, config.train.task, inputs);
   std::unique_ptr<train::TrainableModel> model =
-      train::build_trainable_model(src, head.labels, head.problem_type, config.seed, nullptr, head.head);
+      train::build_trainable_model(src, head.labels, head.problem_type, config.seed, nullptr, head.head, device);
   train::MethodOptions mo;
   mo.method = key.method;
   mo.lora.r = config.train.lora_r;
@@ -200,12 +206,17 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   // The point's memory is its steps', as tach train's and tach estimate's: from here, with the
   // model built and the checkpoint's bytes it was built from released.
   reset_memory_peaks(Device::cpu());
+  if (on_gpu) reset_memory_peaks(device);
   r.peak_rss_is_per_point = reset_peak_rss();
   r.train.parameters = model->params.count(false);
   r.train.trainable_parameters = model->params.count(true);
   train::StepSettings settings = step_settings(config, key, src, head, model->lora != nullptr);
   // Under mpirun: the gradients summed over the ranks in DDP's 25 MB buckets, as tach train's are.
   dist::Communicator& comm = dist::Communicator::world();
+  check(!comm.distributed() || !on_gpu,
+        "device " + key.device +
+            " under mpirun: data-parallel training sums its gradients in host memory, so each "
+            "rank trains on the CPU in this version; sweep one process on the GPU, or --device cpu");
   std::unique_ptr<train::DataParallel> dp;
   if (comm.distributed()) dp = std::make_unique<train::DataParallel>(comm, model->params, int64_t(25) << 20);
   settings.data_parallel = dp.get();
@@ -257,7 +268,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
     opt_ms.push_back(s.seconds.optimizer * 1e3);
     comm_ms.push_back(s.seconds.communication * 1e3);
     exposed_ms.push_back(s.seconds.communication_exposed * 1e3);
-    if (tensorboard) log_step(*tensorboard, key.id(), int64_t(step_s.size()) - 1, s, lr);
+    if (tensorboard) log_step(*tensorboard, key.id(), int64_t(step_s.size()) - 1, s, lr, device);
     measured_s += s.seconds.total;
     real_tokens += double(s.tokens);  // every rank's
     samples += double(s.samples);
@@ -283,7 +294,10 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   const ProcessMemory pm = read_process_memory();
   r.rss_bytes = pm.rss_bytes;
   r.peak_rss_bytes = pm.peak_rss_bytes;
-  record_allocator(r, Device::cpu());
+  if (on_gpu)
+    for (const CudaDeviceInfo& d : cuda_devices())
+      if (d.index == device.index) r.device_memory_used_bytes = int64_t(d.total_bytes - d.free_bytes);
+  record_allocator(r, device);
 
   r.measured_runs = int(step_s.size());
   std::vector<double> batch_ms, sample_ms;
@@ -311,7 +325,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   r.bookkeeping_ms = (wall_s - measured_s) * 1e3;
 
   // The FLOPs and the GEMMs, from one more step under the profiler (never a measured one).
-  const MachineCeilings ceilings = machine_ceilings();
+  const MachineCeilings ceilings = on_gpu ? as_machine_ceilings(measure_gpu_ceilings(device)) : machine_ceilings();
   const double ceiling = bf16 ? ceilings.gemm_bf16_flops : ceilings.gemm_f32_flops;
   const ProfileData profiled = profile_one_step(step, index, next, lr, ceiling, r.train);
   if (config.profile) write_point_traces(profiled, key, run_dir);

@@ -95,7 +95,12 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   TempFile out(path);
   out.write(len, 8);
   out.write(text.data(), text.size());
-  for (const auto& [name, t] : tensors) out.write(t.raw(), t.nbytes());
+  // A GPU's tensors (a model trained there: weights, AdamW moments) pass through host memory one
+  // at a time, so that saving needs no host copy of the whole model.
+  for (const auto& [name, t] : tensors) {
+    const Tensor host = t.on(Device::cpu(), MemoryCategory::workspace);
+    out.write(host.raw(), host.nbytes());
+  }
   out.commit();
 }
 

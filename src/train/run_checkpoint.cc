@@ -1,9 +1,9 @@
 #include "train/run_checkpoint.h"
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "core/allocator.h"
 #include "model/safetensors.h"
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
@@ -31,7 +31,7 @@ void restore(const model::SafetensorsFile& file, const std::string& name, const 
                                                                 shape_str(e->shape) + ", the model needs f32 " +
                                                                 shape_str(into.shape()));
   Tensor t = file.tensor(*e);
-  std::memcpy(into.raw(), t.raw(), into.nbytes());
+  core::copy_bytes(into.device(), into.raw(), t.device(), t.raw(), into.nbytes());  // to the model's device
 }
 
 }  // namespace

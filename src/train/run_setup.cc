@@ -119,6 +119,11 @@ void resolve_head(TrainRun& r) {
 
 // The trainable model with its method (LoRA, QLoRA) applied; the checkpoint's bytes released.
 void build_model(TrainRun& r) {
+  // The gradient all-reduce sums host buffers: ranks train on the CPU.
+  check(r.world() == 1 || r.o.device.kind == DeviceKind::cpu,
+        "--device " + r.o.device.str() +
+            " under mpirun: data-parallel training sums its gradients in host memory, "
+            "so each rank trains on the CPU in this version; run one process on the GPU, or drop --device");
   r.model = build_trainable_model(r.src, r.labels, r.problem_type, r.o.seed, &r.head_notes, r.task, r.o.device);
   MethodOptions mo;
   mo.method = r.o.method;

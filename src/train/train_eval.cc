@@ -64,7 +64,8 @@ EvalScores evaluate_per_token(const TrainableModel& model, const TrainData& data
     if (model.head() == Head::masked_lm) state->predicted_rows = labelled_rows(targets);
     model.forward(*state, batch, DropoutRates{});
     const int64_t L = state->logits.shape()[1];
-    const float* logits = state->logits.data<float>();
+    const Tensor host_logits = state->logits.on(Device::cpu());  // read on the host below
+    const float* logits = host_logits.data<float>();
     const LossTargets labels =
         loss_targets(targets, model.head(), batch.seq_len(), model.device, &state->predicted_rows);
     sums[0] += head_loss(model.head(), "", state->logits, labels, Tensor(), 1.f) * double(idx.size());
@@ -114,7 +115,8 @@ EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data
     make_batch(data, idx, &batch, &targets);
     move_to_device(batch, model.device);
     model.forward(*state, batch, DropoutRates{});
-    const float* logits = state->logits.data<float>();
+    const Tensor host_logits = state->logits.on(Device::cpu());  // read on the host below
+    const float* logits = host_logits.data<float>();
     loss_sum += classifier_loss(problem_type, state->logits,
                                 loss_targets(targets, model.head(), batch.seq_len(), model.device), Tensor(), 1.f) *
                 double(idx.size());

@@ -113,6 +113,7 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
   out.loss = loss_sum / double(micro_batches);
   const auto t0 = std::chrono::steady_clock::now();
   out.grad_norm = std::isfinite(out.loss) ? clip_and_update(optimizer_, lr, settings_.max_grad_norm) : out.loss;
+  synchronize(model_.device);  // the update's kernels are the optimizer phase's
   out.updated = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
   out.seconds.optimizer = seconds_since(t0);
   out.seconds.total = seconds_since(t_step);
@@ -137,6 +138,9 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
   {
     ProfileScope scope("backward");
     model.backward(state, batch, dlogits.data<float>(), dropout);
+    // A GPU runs the backward after its launches return: its phase ends when that work does (a
+    // no-op on the CPU).
+    synchronize(model.device);
   }
   if (seconds) seconds->backward += seconds_since(t0);
   return loss;

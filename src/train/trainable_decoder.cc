@@ -2,15 +2,19 @@
 // (the family row's), and the parts of the model that are not the step.
 #include "train/trainable_decoder.h"
 
+#include "core/allocator.h"
 #include "tach/error.h"
 
 namespace tach::train {
 
 TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, const model::ModelFamily& family,
-                                         model::WeightBinder& w, uint64_t init_seed, std::vector<std::string>* notes) {
+                                         model::WeightBinder& w, uint64_t init_seed, std::vector<std::string>* notes,
+                                         Device device) {
   check(config.num_labels() >= 1, "training needs a classification head: the model has no labels");
   check(family.decoder != nullptr, "build_trainable_decoder: " + std::string(family.name) + " is not a decoder family");
   TrainableDecoder m;
+  m.device = device;
+  m.params = ParameterTable(device);
   m.config = config;
   m.body_prefix = family.body_prefix;
   m.names = family.decoder->names;
@@ -123,14 +127,16 @@ const Tensor& TrainableDecoder::norm_weight(const Parameter* p) const {
 
 void TrainableDecoder::refresh_applied_norms() const {
   if (!config.norm_plus_one) return;
-  // 1 + w is a loop over the host's memory (a [C] vector per norm: no op of its own yet).
-  check(device.kind == DeviceKind::cpu,
-        "training " + config.model_type + " on " + device.str() + ": its norms' 1 + w is computed on the CPU only");
+  // 1 + w is a loop over the host's memory (a [C] vector per norm: no op of its own yet); on a
+  // GPU, w comes to the host and 1 + w goes back, one small copy each way per norm.
   auto refresh = [&](const Parameter* p) {
     if (!p) return;
     Tensor& a = applied_norms_[p];
     if (!a.defined()) a = Tensor::empty(p->value.shape(), DType::f32, device, MemoryCategory::workspace);
-    for (int64_t i = 0; i < a.numel(); ++i) a.data<float>()[i] = 1.0f + p->value.data<float>()[i];
+    const Tensor w = p->value.on(Device::cpu(), MemoryCategory::workspace);
+    Tensor sum = a.on(Device::cpu(), MemoryCategory::workspace);  // the CPU's: a itself
+    for (int64_t i = 0; i < sum.numel(); ++i) sum.data<float>()[i] = 1.0f + w.data<float>()[i];
+    if (sum.raw() != a.raw()) core::copy_bytes(a.device(), a.raw(), Device::cpu(), sum.raw(), a.nbytes());
   };
   for (const auto& l : layers)
     for (const Parameter* p : {l.attn_norm, l.q_norm, l.k_norm, l.attn_out_norm, l.mlp_norm, l.mlp_out_norm})

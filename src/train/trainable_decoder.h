@@ -79,10 +79,11 @@ struct TrainableDecoder final : TrainableModel {
 };
 
 // A head the checkpoint lacks (a bare or causal-LM model, or a head of another size) is
-// initialised as transformers does: N(0, initializer_range) from init_seed; notes says so.
+// initialised as transformers does: N(0, initializer_range) from init_seed; notes says so. The
+// parameters are read and initialised in host memory and land on `device` (the model's).
 TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, const model::ModelFamily& family,
                                          model::WeightBinder& binder, uint64_t init_seed,
-                                         std::vector<std::string>* notes);
+                                         std::vector<std::string>* notes, Device device = Device::cpu());
 
 struct DecoderActivations final : ForwardState {
   // fused: attention keeps no probabilities; the backward recomputes them.
@@ -104,6 +105,8 @@ struct DecoderActivations final : ForwardState {
   Tensor pooled;  // [B, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
   Tensor head_pre, head_act, head_mean, head_rstd, head_out;  // ModernBERT's head: [B, C] x3, [B] x2
   std::vector<int64_t> last;       // per row, the pooled token's position (last or cls pooling)
+  Tensor pooled_rows;              // [B] i32 on the model's device: b * T + last[b], the rows the head reads
+  Tensor mask_host;                // [B, T] i32 the attention mask in host memory (mean pooling reads it)
   std::vector<float> real_tokens;  // per row, its real tokens (mean pooling)
   model::DecoderRope rope;         // cos/sin of positions 0..T-1 for every row
   // Gradients, reused by the backward.

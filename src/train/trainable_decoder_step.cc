@@ -2,6 +2,7 @@
 // same calls, with DecoderConfig's switches (the inference forward, model/decoder.cc, reads the same).
 // Module paths follow transformers' (model.layers.3.self_attn, ...), under "backward." for the
 // backward (the caller's profiler scope adds it).
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "core/trace.h"
 #include "ops/add.h"
 #include "ops/causal_attention.h"
+#include "ops/copy_rows.h"
 #include "ops/embedding.h"
 #include "ops/fill.h"
 #include "ops/gelu.h"
@@ -128,15 +130,16 @@ void norm_backward(const model::DecoderConfig& c, const Tensor& dinp, const Tens
 // transformers' rule: per row, the last token that is not pad_token_id (position 0 when all
 // are); the last position when the config names no pad token, for a batch of one. ModernBERT's
 // cls pooling: the first token.
-std::vector<int64_t> last_tokens(const TrainableDecoder& m, const TokenBatch& batch) {
-  const int64_t B = batch.batch(), T = batch.seq_len();
+// ids: the batch's input_ids in host memory [B, T].
+std::vector<int64_t> last_tokens(const TrainableDecoder& m, const Tensor& ids_host) {
+  const int64_t B = ids_host.size(0), T = ids_host.size(1);
   if (m.config.pooling != model::DecoderConfig::Pooling::last_token) return std::vector<int64_t>(size_t(B), 0);
   const int64_t pad = m.config.pad_token_id;
   check(pad >= 0 || B == 1,
         "config.json names no pad_token_id, so rows of a batch cannot be told from padding; set "
         "pad_token_id (Qwen2.5 uses <|endoftext|>, 151643; Llama 3 models often <|finetune_right_pad_id|>) "
         "or train with batch 1");
-  const int32_t* ids = batch.input_ids.data<int32_t>();
+  const int32_t* ids = ids_host.data<int32_t>();
   std::vector<int64_t> last(size_t(B), pad < 0 ? T - 1 : 0);
   if (pad >= 0)
     for (int64_t b = 0; b < B; ++b)
@@ -145,15 +148,16 @@ std::vector<int64_t> last_tokens(const TrainableDecoder& m, const TokenBatch& ba
   return last;
 }
 
-void check_batch(const TrainableDecoder& m, const TokenBatch& batch) {
+// ids_host: the batch's input_ids in host memory.
+void check_batch(const TrainableDecoder& m, const TokenBatch& batch, const Tensor& ids_host) {
   check(batch.input_ids.defined() && batch.input_ids.dim() == 2 && batch.input_ids.dtype() == DType::i32 &&
             batch.batch() > 0 && batch.seq_len() > 0,
         "input_ids must be a non-empty i32 [batch, seq]");
   check(batch.attention_mask.defined() && batch.attention_mask.shape() == batch.input_ids.shape() &&
             batch.attention_mask.dtype() == DType::i32,
         "attention_mask must be i32 " + shape_str(batch.input_ids.shape()));
-  const int32_t* ids = batch.input_ids.data<int32_t>();
-  for (int64_t i = 0; i < batch.input_ids.numel(); ++i)
+  const int32_t* ids = ids_host.data<int32_t>();
+  for (int64_t i = 0; i < ids_host.numel(); ++i)
     check(
         ids[i] >= 0 && ids[i] < m.config.vocab_size,
         "input id " + std::to_string(ids[i]) + " is outside the vocabulary of " + std::to_string(m.config.vocab_size));
@@ -216,33 +220,37 @@ class TrainingRunner final : public model::DecoderLayerRunner {
 
 // The final norm and the rows the head reads: a.pooled [B, C] (the last non-pad token's or the
 // first's, normed; ModernBERT's mean over the mask of every normed row).
-void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor& attention_mask) {
+// mask_host: the attention mask in host memory [B, T].
+void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor& mask_host) {
   const int64_t B = a.B, T = a.T, C = m.config.hidden_size;
   {
     core::Span span(core::SpanKind::module, m.names.final_norm);
     if (m.config.pooling == model::DecoderConfig::Pooling::mean) {
       // Every row's final norm, then (h * mask).sum / mask.sum per sequence (a loop over the
-      // host's memory: the masked mean has no op of its own yet).
-      const int32_t* mask = attention_mask.data<int32_t>();
+      // host's memory, the masked mean having no op of its own yet: on a GPU the normed rows
+      // come to the host and the pooled rows go back, one copy each).
+      const int32_t* mask = mask_host.data<int32_t>();
       model::decoder_norm(m.config, a.final_normed, a.resid_out, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
                           a.final_rstd);
+      const Tensor normed = a.final_normed.on(Device::cpu(), MemoryCategory::workspace);
+      const Tensor pooled = a.pooled.on(Device::cpu(), MemoryCategory::workspace);  // the CPU's: itself
       a.real_tokens.assign(size_t(B), 0.0f);
-      fill_zero(a.pooled);
+      std::fill(f(pooled), f(pooled) + pooled.numel(), 0.0f);
       for (int64_t b = 0; b < B; ++b) {
-        float* out = f(a.pooled) + b * C;
+        float* out = f(pooled) + b * C;
         for (int64_t t = 0; t < T; ++t) {
           if (!mask[b * T + t]) continue;
           a.real_tokens[size_t(b)] += 1;
-          const float* row = f(a.final_normed) + (b * T + t) * C;
+          const float* row = f(normed) + (b * T + t) * C;
           for (int64_t k = 0; k < C; ++k) out[k] += row[k];
         }
         for (int64_t k = 0; k < C; ++k) out[k] /= a.real_tokens[size_t(b)];
       }
+      if (pooled.raw() != a.pooled.raw())
+        core::copy_bytes(a.pooled.device(), a.pooled.raw(), Device::cpu(), pooled.raw(), a.pooled.nbytes());
     } else {
       // The final norm is per row, so it runs on the rows the head reads only.
-      for (int64_t b = 0; b < B; ++b)
-        core::copy_bytes(m.device, f(a.pooled_in) + b * C, m.device, f(a.resid_out) + (b * T + a.last[size_t(b)]) * C,
-                         sizeof(float) * size_t(C));
+      ops::gather_rows(a.pooled_in, a.resid_out, a.pooled_rows);
       model::decoder_norm(m.config, a.pooled, a.pooled_in, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
                           a.final_rstd);
     }
@@ -292,22 +300,28 @@ void head_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& d_l
 }
 
 // From d(pooled) to d(the last layer's output) in a.d_resid [N, C], through the final norm.
-void pool_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& attention_mask) {
-  const int64_t B = a.B, T = a.T, N = B * T, C = m.config.hidden_size;
+// mask_host: the attention mask in host memory [B, T].
+void pool_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& mask_host) {
+  const int64_t B = a.B, T = a.T, C = m.config.hidden_size;
   fill_zero(a.d_resid);
   {
     core::Span span(core::SpanKind::module, m.names.final_norm);
     if (m.config.pooling == model::DecoderConfig::Pooling::mean) {
-      // d(normed row) = d_pooled / n at each real token; then the final norm over every row.
-      const int32_t* mask = attention_mask.data<int32_t>();
-      fill_zero(a.d_x);
+      // d(normed row) = d_pooled / n at each real token (in host memory, as the forward's mean);
+      // then the final norm over every row.
+      const int32_t* mask = mask_host.data<int32_t>();
+      const Tensor d_pooled = a.d_pooled.on(Device::cpu(), MemoryCategory::workspace);
+      const Tensor d_x = a.d_x.on(Device::cpu(), MemoryCategory::workspace);  // the CPU's: itself
+      std::fill(f(d_x), f(d_x) + d_x.numel(), 0.0f);
       for (int64_t b = 0; b < B; ++b)
         for (int64_t t = 0; t < T; ++t) {
           if (!mask[b * T + t]) continue;
-          float* d = f(a.d_x) + (b * T + t) * C;
-          const float* dp = f(a.d_pooled) + b * C;
+          float* d = f(d_x) + (b * T + t) * C;
+          const float* dp = f(d_pooled) + b * C;
           for (int64_t k = 0; k < C; ++k) d[k] = dp[k] / a.real_tokens[size_t(b)];
         }
+      if (d_x.raw() != a.d_x.raw())
+        core::copy_bytes(a.d_x.device(), a.d_x.raw(), Device::cpu(), d_x.raw(), a.d_x.nbytes());
       norm_backward(m.config, a.d_resid, grad_of(m.final_norm), a.d_x, a.resid_out, m.norm_weight(m.final_norm),
                     a.final_mean, a.final_rstd);
     } else {
@@ -315,9 +329,7 @@ void pool_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& att
       norm_backward(m.config, a.d_pooled_in, grad_of(m.final_norm), a.d_pooled, a.pooled_in,
                     m.norm_weight(m.final_norm), a.final_mean, a.final_rstd);
       // Only each row's pooled token reaches the head.
-      for (int64_t b = 0; b < B; ++b)
-        core::copy_bytes(m.device, f(a.d_resid) + (b * T + a.last[size_t(b)]) * C, m.device, f(a.d_pooled_in) + b * C,
-                         sizeof(float) * size_t(C));
+      ops::scatter_rows(a.d_resid, a.pooled_rows, a.d_pooled_in);
     }
   }
 }
@@ -335,11 +347,18 @@ void TrainableDecoder::layer_forward(DecoderActivations& a, size_t li, const Ten
 
 void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dr) const {
   auto& a = dynamic_cast<DecoderActivations&>(state);
-  check_batch(*this, batch);
+  // The ids and the mask in host memory (on a GPU, one copy each): the checks, the pooled
+  // positions and the masked mean read them there.
+  const Tensor ids_host = batch.input_ids.defined() ? batch.input_ids.on(Device::cpu()) : Tensor();
+  check_batch(*this, batch, ids_host);
   const int64_t B = batch.batch(), T = batch.seq_len();
   prepare(a, *this, B, T);
+  a.mask_host = batch.attention_mask.on(Device::cpu());
   refresh_applied_norms();
-  a.last = last_tokens(*this, batch);
+  a.last = last_tokens(*this, ids_host);
+  std::vector<int32_t> rows(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = int32_t(b * T + a.last[size_t(b)]);
+  a.pooled_rows = Tensor::from_borrowed(rows.data(), {B}, DType::i32, nullptr).to_device(device);
   const Tensor& mask = batch.attention_mask;
 
   std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
@@ -352,7 +371,7 @@ void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, con
     model::decoder_embed(a.layers[0].resid, batch.input_ids, embed->value, embed_scale);
   }
   for (size_t li = 0; li < layers.size(); ++li) layer_forward(a, li, mask, dr);
-  pool_forward(*this, a, mask);
+  pool_forward(*this, a, a.mask_host);
   model_span.reset();
   head_forward(*this, a, dr);
 }
@@ -369,7 +388,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
       Tensor::from_borrowed(const_cast<float*>(d_logits), a.logits.shape(), DType::f32, nullptr, a.logits.device());
   head_backward(*this, a, d, dr);
   core::Span model_span(core::SpanKind::module, "model");
-  pool_backward(*this, a, mask);
+  pool_backward(*this, a, a.mask_host);
 
   // A branch's output gradient: d_resid itself, or through the norm on the branch's output
   // (sandwich norms) into d_branch.

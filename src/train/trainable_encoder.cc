@@ -34,13 +34,15 @@ std::string head_architecture(const model::ModelFamily& row, Head task) {
 
 TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, const model::ModelFamily& row,
                                          model::WeightBinder& w, uint64_t init_seed, std::vector<std::string>* notes,
-                                         Head task, const std::string& checkpoint) {
+                                         Head task, const std::string& checkpoint, Device device) {
   check(task == Head::sequence_classification || task == Head::token_classification ||
             task == Head::question_answering || task == Head::masked_lm,
         std::string("training needs a head, not \"") + head_name(task) + "\"");
   check(task == Head::masked_lm || task == Head::question_answering || config.num_labels() >= 1,
         "training needs a classification head: the model has no labels");
   TrainableEncoder m;
+  m.device = device;
+  m.params = ParameterTable(device);
   m.config = config;
   m.shape = model::encoder_shape(config);
   m.task = task;

@@ -81,11 +81,12 @@ struct TrainableEncoder final : TrainableModel {
 // head the checkpoint does not hold (a bare BertModel, a head of another size or task) is
 // initialised as transformers does: weights N(0, initializer_range), biases 0, drawn from
 // `init_seed`; `notes` says which, and which of the checkpoint's tensors were not used, in
-// transformers' words naming `checkpoint` (its directory; empty: a plain list).
+// transformers' words naming `checkpoint` (its directory; empty: a plain list). The parameters
+// are read and initialised in host memory and land on `device` (the model's).
 TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, const model::ModelFamily& family,
                                          model::WeightBinder& binder, uint64_t init_seed,
                                          std::vector<std::string>* notes, Head task = Head::sequence_classification,
-                                         const std::string& checkpoint = "");
+                                         const std::string& checkpoint = "", Device device = Device::cpu());
 
 // What one forward keeps for the backward, per layer, sized for [B, T]. Allocated once for the
 // largest batch and reused across steps (category activations).

@@ -36,11 +36,12 @@ const Tensor& dropped_input(EncoderActivations& a, float p, uint64_t key) {
   return a.token_dropped;
 }
 
-// The masked LM's predicted rows [M] i32 (b * T + t), as the ops take them: a view of the list
-// the caller set (host memory; it lives as long as the step).
-Tensor predicted_rows(const EncoderActivations& a) {
+// The masked LM's predicted rows [M] i32 (b * T + t), as the ops take them on `device`: a view of
+// the list the caller set (host memory; it lives as long as the step), or its copy on a GPU.
+Tensor predicted_rows(const EncoderActivations& a, Device device) {
   const std::vector<int32_t>& rows = a.predicted_rows;
-  return Tensor::from_borrowed(const_cast<int32_t*>(rows.data()), {int64_t(rows.size())}, DType::i32, nullptr);
+  return Tensor::from_borrowed(const_cast<int32_t*>(rows.data()), {int64_t(rows.size())}, DType::i32, nullptr)
+      .on(device, MemoryCategory::activations);
 }
 
 // The first M rows of a [N, ...] buffer: the masked LM runs on M of the N tokens.
@@ -65,7 +66,7 @@ void token_head_forward(const TrainableEncoder& m, EncoderActivations& a, const 
   Tensor x = a.sequence_output;
   if (some) {
     x = first(a.mlm_input, M);
-    ops::gather_rows(x, a.sequence_output, predicted_rows(a));
+    ops::gather_rows(x, a.sequence_output, predicted_rows(a, m.device));
   }
   const Tensor pre = first(a.mlm_pre, M), act = first(a.mlm_act, M), hidden = first(a.mlm_hidden, M);
   ops::linear_forward_train(pre, x, weight(m.mlm_dense_weight), m.mlm_dense_bias->value);
@@ -112,7 +113,7 @@ void token_head_backward(TrainableEncoder& m, EncoderActivations& a, const Tenso
   if (some) ops::fill_zero(dx);
   ops::linear_backward(dx, grad(m.mlm_dense_weight), grad(m.mlm_dense_bias), d_scratch, x, weight(m.mlm_dense_weight));
   if (m.lora) m.lora->backward(m.mlm_dense_lora, dx, d_scratch, x, a.lora, dr);
-  if (some) ops::scatter_rows(a.d_hidden, predicted_rows(a), dx);
+  if (some) ops::scatter_rows(a.d_hidden, predicted_rows(a, m.device), dx);
 }
 
 }  // namespace tach::train

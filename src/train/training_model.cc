@@ -111,7 +111,7 @@ namespace {
 std::unique_ptr<TrainableModel> build_for_family(const TrainingModelSource& source,
                                                  const std::vector<std::string>& id2label,
                                                  const std::string& problem_type, uint64_t init_seed,
-                                                 std::vector<std::string>* notes, Head task) {
+                                                 std::vector<std::string>* notes, Head task, Device device) {
   if (source.is_decoder()) {
     check(task == Head::sequence_classification,
           std::string(head_name(task)) +
@@ -127,13 +127,13 @@ std::unique_ptr<TrainableModel> build_for_family(const TrainingModelSource& sour
     check(c.other_dropout.empty(), source.location.spec + ": config.json sets " + c.other_dropout +
                                        "; tach trains ModernBERT without dropout (its published configs have 0.0)");
     return std::make_unique<TrainableDecoder>(
-        build_trainable_decoder(c, *source.family, *source.binder, init_seed, notes));
+        build_trainable_decoder(c, *source.family, *source.binder, init_seed, notes, device));
   }
   model::EncoderConfig c = source.config;
   c.id2label = id2label;
   c.problem_type = problem_type;
   return std::make_unique<TrainableEncoder>(
-      build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes, task, source.location.dir));
+      build_trainable_encoder(c, *source.family, *source.binder, init_seed, notes, task, source.location.dir, device));
 }
 
 }  // namespace
@@ -142,14 +142,11 @@ std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource&
                                                       const std::vector<std::string>& id2label,
                                                       const std::string& problem_type, uint64_t init_seed,
                                                       std::vector<std::string>* notes, Head task, Device device) {
-  // The families build their parameters in host memory (binding, initialising, fusing q|k|v run
-  // there), and no training kernel runs elsewhere yet: refused here, before any work, rather
-  // than by the first op of the first step.
-  check(device.kind == DeviceKind::cpu,
-        "training on " + device.str() + " is not supported yet: tach trains on the CPU (no --device for train)");
-  std::unique_ptr<TrainableModel> m = build_for_family(source, id2label, problem_type, init_seed, notes, task);
-  m->device = device;
-  return m;
+  // The families bind and initialise in host memory; each parameter lands on `device` as it is
+  // added. A GPU that is not here is refused before any of that work.
+  check(device.kind == DeviceKind::cpu || cuda_available(),
+        "training on " + device.str() + ": no CUDA device here (" + cuda_unavailable_reason() + ")");
+  return build_for_family(source, id2label, problem_type, init_seed, notes, task, device);
 }
 
 }  // namespace tach::train

@@ -51,7 +51,7 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed);
 // of another size, or one the checkpoint was not published with, is initialised as transformers
 // initialises it, from init_seed). notes: what the binder left over and what was initialised,
 // with transformers' note. The per-token heads are the encoders'. device: where its steps run
-// (TrainableModel::device), as the run's options say; the CPU only for now.
+// (TrainableModel::device), as the run's options say; every parameter is put there.
 std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource& source,
                                                       const std::vector<std::string>& id2label,
                                                       const std::string& problem_type, uint64_t init_seed,

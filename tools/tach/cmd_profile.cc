@@ -70,8 +70,13 @@ TokenBatch random_batch(int64_t vocab_size, int32_t pad_token_id, int64_t B, int
   return TokenBatch::from_rows(rows, pad_token_id);
 }
 
-int run_profile(const ProfileFlags& f) {
+int run_profile(ProfileFlags f) {
   if (f.threads > 0) set_threads(f.threads);
+  // auto: the first GPU when one is usable, else the CPU (said on stderr); cuda without one is
+  // an error naming why.
+  std::string device_note;
+  f.device = training_device(f.device, &device_note).str();
+  if (!device_note.empty()) std::cerr << "tach: " << device_note << "\n";
   check(f.batch > 0 && f.seq_len > 0, "--batch-size and --seq-len must be positive");
   parse_compute_dtype(f.dtype);  // names the dtypes there are
   check((f.dtype != "int8" && f.dtype != "nf4") || !f.train,
@@ -85,8 +90,6 @@ int run_profile(const ProfileFlags& f) {
   TokenBatch batch;
   std::vector<int32_t> labels;
   std::function<void()> run_step;
-  check(!f.train || parse_device(f.device).kind == DeviceKind::cpu,
-        "--train runs on the CPU in this version (training on a GPU needs the backward kernels): drop --device");
   if (f.train) {
     TrainStepper::Options so;
     so.model = f.model;
@@ -102,6 +105,7 @@ int run_profile(const ProfileFlags& f) {
     so.lora_alpha = f.lora_alpha;
     so.gradient_checkpointing = f.gradient_checkpointing;
     so.bf16 = f.dtype == "bf16";
+    so.device = parse_device(f.device);
     so.head = f.task == "mlm"                    ? Head::masked_lm
               : f.task == "token-classification" ? Head::token_classification
               : f.task == "question-answering"   ? Head::question_answering
@@ -155,7 +159,7 @@ int run_profile(const ProfileFlags& f) {
   fs::create_directories(dir);
   announce_run_dir(dir);
 
-  const Device device = f.train ? Device::cpu() : model->info().device;
+  const Device device = f.train ? parse_device(f.device) : model->info().device;
   ProfilerOptions po;
   po.schedule = f.schedule;
   po.memory_device = device;
@@ -304,10 +308,11 @@ Command add_profile_command(CLI::App& app) {
                   "Compute dtype: f32, bf16, int8 or nf4 (inference: the linears quantized); f16 too on cuda")
       ->capture_default_str();
   sub->add_option("--device", f->device,
-                  "cpu, cuda or cuda:N (forwards only; on a GPU every kernel comes from CUPTI with its GPU time, under "
-                  "the op that launched it)")
+                  "cpu, cuda, cuda:N, or auto (the first GPU when one is usable, else the CPU); forwards and --train "
+                  "steps alike. On a GPU every kernel comes from CUPTI with its GPU time, under the op that launched "
+                  "it")
       ->capture_default_str()
-      ->check(device_name(false));
+      ->check(device_name(true));
   sub->add_option("--profiler-skip-first", f->schedule.skip_first, "Steps before the first cycle")
       ->capture_default_str();
   sub->add_option("--profiler-wait", f->schedule.wait, "Steps per cycle with the profiler off")->capture_default_str();

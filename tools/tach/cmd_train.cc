@@ -80,6 +80,7 @@ Command add_train_command(CLI::App& app) {
   auto config_file = std::make_shared<std::string>();
   auto no_progress = std::make_shared<bool>(false);
   auto head = std::make_shared<std::string>("auto");
+  auto device = std::make_shared<std::string>("cpu");
   CLI::App* sub = app.add_subcommand(
       "train", "Fine-tune a sequence classifier of any family tach builds (model_type " + model_types_text() +
                    "), or an encoder's masked LM, token classifier or question answering (--task), on a dataset "
@@ -208,6 +209,11 @@ Command add_train_command(CLI::App& app) {
   sub->add_flag("--tensorboard,!--no-tensorboard", o->tensorboard,
                 "TensorBoard event files of every step's metrics and the evaluations in RUN_DIR/tensorboard/ "
                 "(default on; --no-tensorboard turns them off)");
+  sub->add_option("--device", *device,
+                  "Where the step runs: cpu (default), cuda, cuda:N, or auto (the first GPU when one is usable, "
+                  "else the CPU). Weights, gradients, AdamW moments and activations live there; the loss is read "
+                  "once per step, and saved models and checkpoints are copied to the host to be written")
+      ->check(device_name(true));
   sub->add_option("-t,--threads", o->threads,
                   "Threads; 0 = the cores other processes leave free at start (default 0; under mpirun, shared among "
                   "the machine's ranks)")
@@ -222,8 +228,11 @@ Command add_train_command(CLI::App& app) {
                   "run's scaling efficiency against it");
   sub->add_flag("--no-progress", *no_progress, "No progress: no bar on a terminal, no line every 10 s elsewhere");
 
-  return {sub, [o, config_file, no_progress, head, sub] {
+  return {sub, [o, config_file, no_progress, head, device, sub] {
             TrainOptions options = *o;
+            std::string device_note;
+            options.device = training_device(*device, &device_note);
+            if (!device_note.empty()) std::cout << device_note << "\n";
             bool task_from_file = false;
             if (!config_file->empty()) {
               TrainOptions file;
