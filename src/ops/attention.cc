@@ -109,6 +109,7 @@ namespace {
 // The shapes and layouts the training kernels read (see attention.h); B, T, Tq, C out.
 struct TrainShape {
   int64_t B = 0, T = 0, Tq = 0, C = 0, ld_in = 0, ld_out = 0;
+  bool cuda = false;  // the tensors are on a CUDA device
 };
 
 // A [B, rows, C] f32 view with unit column stride, row stride ld and batch stride T·ld.
@@ -151,7 +152,7 @@ TrainShape check_train_attention(const char* op, const Tensor& out, const Tensor
     bias = {bias_buckets.data<int32_t>(), bias_table.data<float>(), bias_table.shape()[0]};
   }
   check_device(op, q.device(), {&k, &v, &out, &probs, &key_mask, &bias_table, &bias_buckets});
-  if (on_cuda(op, q.device(), DType::f32)) unsupported(op, q.device(), DType::f32);
+  s.cuda = on_cuda(op, q.device(), DType::f32);
   return s;
 }
 
@@ -169,6 +170,14 @@ void attention_forward_train(const Tensor& out, const Tensor& probs, const Tenso
     const OpCost c = attention_cost(s.B, s.T, H, D, Tq, bias.table != nullptr);
     span.set_cost(c.flops, c.bytes());
   }
+#if TACH_HAS_CUDA
+  if (s.cuda) {
+    attention_forward_train_cuda(q.device().index, out.data<float>(), probs.defined() ? probs.data<float>() : nullptr,
+                                 q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<int32_t>(), s.B, s.T,
+                                 H, D, s.ld_in, s.ld_out, scale, dropout_p, dropout_key, Tq, bias);
+    return;
+  }
+#endif
   attention_forward_train_cpu(out.data<float>(), probs.defined() ? probs.data<float>() : nullptr, q.data<float>(),
                               k.data<float>(), v.data<float>(), key_mask.data<int32_t>(), s.B, s.T, H, D, s.ld_in,
                               s.ld_out, scale, dropout_p, dropout_key, Tq, bias);
@@ -197,6 +206,16 @@ void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
     span.set_cost(c.flops, c.bytes());
   }
   float* parts = d_bias_table.defined() ? d_bias_parts.data<float>() : nullptr;
+#if TACH_HAS_CUDA
+  if (s.cuda) {
+    attention_backward_cuda(q.device().index, dq.data<float>(), dk.data<float>(), dv.data<float>(),
+                            parts ? d_bias_table.data<float>() : nullptr, parts, dout.data<float>(),
+                            probs.defined() ? probs.data<float>() : nullptr, q.data<float>(), k.data<float>(),
+                            v.data<float>(), key_mask.data<int32_t>(), s.B, s.T, H, D, s.ld_in, s.ld_out, scale,
+                            dropout_p, dropout_key, Tq, bias);
+    return;
+  }
+#endif
   attention_backward_cpu(dq.data<float>(), dk.data<float>(), dv.data<float>(), dout.data<float>(),
                          probs.defined() ? probs.data<float>() : nullptr, q.data<float>(), k.data<float>(),
                          v.data<float>(), key_mask.data<int32_t>(), s.B, s.T, H, D, s.ld_in, s.ld_out, scale, dropout_p,

@@ -101,4 +101,18 @@ void attention_forward_cuda(int device, float* out, const float* q, const float*
                             int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale,
                             const ScoreBias& bias = {});
 
+// CUDA kernels for training: as attention_forward_train_cpu and attention_backward_cpu (the same
+// arguments; one block per query row, the probabilities and score gradients in device memory).
+// The backward also does the entry point's sum: d_bias_table [buckets, H] += d_bias_parts summed
+// over the batch in order (both null: no bias gradient). Head sizes up to 512.
+void attention_forward_train_cuda(int device, float* out, float* probs, const float* q, const float* k, const float* v,
+                                  const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
+                                  int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key, int64_t Tq = -1,
+                                  const ScoreBias& bias = {});
+void attention_backward_cuda(int device, float* dq, float* dk, float* dv, float* d_bias_table, float* d_bias_parts,
+                             const float* dout, const float* probs, const float* q, const float* k, const float* v,
+                             const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in,
+                             int64_t ld_out, float scale, float dropout_p, uint64_t dropout_key, int64_t Tq = -1,
+                             const ScoreBias& bias = {});
+
 }  // namespace tach::ops

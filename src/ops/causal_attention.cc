@@ -135,7 +135,7 @@ void causal_attention_forward_train(const Tensor& out, const Tensor& probs, cons
                                     const Tensor& v, const Tensor& key_mask, CausalAttentionArgs a) {
   constexpr const char* kOp = "causal_attention_forward_train";
   training_layout(kOp, a, q, k, v, out, probs, key_mask);
-  if (on_cuda(kOp, a.device, DType::f32)) unsupported(kOp, a.device, DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(kOp, a.device, DType::f32);
   core::Span span(core::SpanKind::op, "causal_attention");
   if (span.active()) {
     const OpCost c = causal_attention_cost(a);
@@ -143,6 +143,13 @@ void causal_attention_forward_train(const Tensor& out, const Tensor& probs, cons
     span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32",
                                  probs.defined() ? " saves probs" : ""));
   }
+#if TACH_HAS_CUDA
+  if (cuda) {
+    causal_attention_forward_train_cuda(a.device.index, out.data<float>(), probs_of(probs), q.data<float>(),
+                                        k.data<float>(), v.data<float>(), mask_of(key_mask), a);
+    return;
+  }
+#endif
   causal_attention_forward_cpu(out.data<float>(), probs_of(probs), q.data<float>(), k.data<float>(), v.data<float>(),
                                mask_of(key_mask), a);
 }
@@ -159,7 +166,7 @@ void causal_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor&
         std::string(kOp) + ": dq, dk, dv " + dq.describe() + ", " + dk.describe() + ", " + dv.describe() +
             " must have the row strides of q and k");
   check_device(kOp, a.device, {&dq, &dk, &dv});
-  if (on_cuda(kOp, a.device, DType::f32)) unsupported(kOp, a.device, DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(kOp, a.device, DType::f32);
   core::Span span(core::SpanKind::op, kOp);
   if (span.active()) {
     const OpCost c = causal_attention_backward_cost(a);
@@ -167,6 +174,14 @@ void causal_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor&
     span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32",
                                  probs.defined() ? "" : " recomputes probs"));
   }
+#if TACH_HAS_CUDA
+  if (cuda) {
+    causal_attention_backward_cuda(a.device.index, dq.data<float>(), dk.data<float>(), dv.data<float>(),
+                                   dout.data<float>(), probs_of(probs), q.data<float>(), k.data<float>(),
+                                   v.data<float>(), mask_of(key_mask), a);
+    return;
+  }
+#endif
   causal_attention_backward_cpu(dq.data<float>(), dk.data<float>(), dv.data<float>(), dout.data<float>(),
                                 probs_of(probs), q.data<float>(), k.data<float>(), v.data<float>(), mask_of(key_mask),
                                 a);

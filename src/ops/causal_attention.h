@@ -31,7 +31,7 @@ struct CausalAttentionArgs {
   // memory, so that one capture serves every step; `past` is then the most it can be (it sizes
   // the split of the keys and the cost). CUDA and causal only.
   const int32_t* device_past = nullptr;
-  Device device = Device::cpu();  // where every pointer lives (inference runs CUDA too; training the CPU)
+  Device device = Device::cpu();  // where every pointer lives
 };
 
 // The keys the query at row i of this call sees: [first, end), in key (cache) indices.
@@ -87,5 +87,13 @@ void causal_attention_backward_cpu(float* dq, float* dk, float* dv, const float*
 // online softmax; every pointer on a.device.
 void causal_attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
                                    const int32_t* key_mask, const CausalAttentionArgs& a);
+// CUDA kernels for training: as causal_attention_forward_cpu and causal_attention_backward_cpu
+// (past = 0; one block per query row, and per key row for dK and dV, the probabilities and score
+// gradients in device memory; probs null: a scratch, recomputed by the backward).
+void causal_attention_forward_train_cuda(int device, float* out, float* probs, const float* q, const float* k,
+                                         const float* v, const int32_t* key_mask, const CausalAttentionArgs& a);
+void causal_attention_backward_cuda(int device, float* dq, float* dk, float* dv, const float* dout, const float* probs,
+                                    const float* q, const float* k, const float* v, const int32_t* key_mask,
+                                    const CausalAttentionArgs& a);
 
 }  // namespace tach::ops
