@@ -32,6 +32,18 @@ struct AdamWTensors {
   };
   std::vector<Chunk> chunks;
   int64_t elements = 0;  // Σ numel
+  // CUDA: the chunks' pointers, uploaded at the first update on the device and kept (a step then
+  // uploads nothing); uploaded again when the listed tensors' storage changed.
+  struct DeviceChunk {
+    float* param;
+    const float* grad;
+    float* m;
+    float* v;
+    int64_t n;
+    int64_t decay;  // 1: weight decay applies (an int64 keeps the record free of padding)
+  };
+  mutable std::vector<DeviceChunk> device_chunks_host;
+  mutable Tensor device_chunks;  // u8 [chunks * sizeof(DeviceChunk)] on the parameters' device
 
   void add(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, bool decay);
   size_t size() const { return params.size(); }
@@ -47,10 +59,24 @@ void adamw_update(const AdamWTensors& tensors, int64_t step, const AdamWConfig& 
 // Per element: ~12 flops; reads param, grad, m and v, writes param, m and v.
 OpCost adamw_cost(int64_t elements);
 
+// The per-step scalars of the update, computed once by the CPU kernel and the CUDA launcher alike
+// (one compiled function: both sides multiply by the same bits).
+struct AdamWScalars {
+  float step_size;  // lr / (1 - beta1^step)
+  float keep;       // 1 - lr * weight_decay where weight decay applies, else 1
+  float b1, b2, eps;
+  float inv_bc2;  // 1 / sqrt(1 - beta2^step)
+};
+AdamWScalars adamw_scalars(int64_t step, const AdamWConfig& c, bool decay);
+
 // Kernels (ops/adamw_cpu.cc). param, grad, m, v: [n]; decay false also when weight_decay is 0.
 void adamw_update_cpu(float* param, const float* grad, float* m, float* v, int64_t n, int64_t step,
                       const AdamWConfig& c, bool decay);
 // Every chunk of `tensors`, in parallel on the thread pool.
 void adamw_update_chunks_cpu(const AdamWTensors& tensors, int64_t step, const AdamWConfig& c);
+// CUDA kernel (ops/adamw_cuda.cu, built with the CUDA backend): the CPU's arithmetic, one element
+// per thread, in one launch over `count` device chunk records (the multi-tensor update); s from
+// adamw_scalars with decay true (records without decay keep 1).
+void adamw_update_cuda(int device, const AdamWTensors::DeviceChunk* chunks, int64_t count, const AdamWScalars& s);
 
 }  // namespace tach::ops

@@ -5,14 +5,21 @@
 
 namespace tach::ops {
 
-void adamw_update_cpu(float* param, const float* grad, float* m, float* v, int64_t n, int64_t step,
-                      const AdamWConfig& c, bool decay) {
+AdamWScalars adamw_scalars(int64_t step, const AdamWConfig& c, bool decay) {
   // torch computes the corrections in double from Python floats, then rounds to the tensor dtype.
   const double bc1 = 1.0 - std::pow(double(c.beta1), double(step));
   const double bc2_sqrt = std::sqrt(1.0 - std::pow(double(c.beta2), double(step)));
-  const float step_size = float(double(c.lr) / bc1);
-  const float keep = decay ? 1.0f - c.lr * c.weight_decay : 1.0f;
-  const float b1 = c.beta1, b2 = c.beta2, eps = c.eps, inv_bc2 = float(1.0 / bc2_sqrt);
+  AdamWScalars s;
+  s.step_size = float(double(c.lr) / bc1);
+  s.keep = decay ? 1.0f - c.lr * c.weight_decay : 1.0f;
+  s.b1 = c.beta1, s.b2 = c.beta2, s.eps = c.eps, s.inv_bc2 = float(1.0 / bc2_sqrt);
+  return s;
+}
+
+void adamw_update_cpu(float* param, const float* grad, float* m, float* v, int64_t n, int64_t step,
+                      const AdamWConfig& c, bool decay) {
+  const AdamWScalars s = adamw_scalars(step, c, decay);
+  const float step_size = s.step_size, keep = s.keep, b1 = s.b1, b2 = s.b2, eps = s.eps, inv_bc2 = s.inv_bc2;
 #pragma omp parallel for simd schedule(static) if (n > (1 << 16))
   for (int64_t i = 0; i < n; ++i) {
     const float g = grad[i];

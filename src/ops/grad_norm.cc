@@ -16,6 +16,7 @@ namespace {
 struct GradList {
   Device device = Device::cpu();
   int64_t elements = 0;
+  bool any = false;  // a defined gradient (else device is only the default)
 };
 
 GradList check_grads(const char* op, const std::vector<Tensor>& grads) {
@@ -24,7 +25,7 @@ GradList check_grads(const char* op, const std::vector<Tensor>& grads) {
   for (const Tensor& g : grads) {
     if (!g.defined()) continue;
     if (g.dtype() != DType::f32 || !dense(g)) bad_tensor(op, "gradient", g, "contiguous f32");
-    if (first) l.device = g.device(), first = false;
+    if (first) l.device = g.device(), first = false, l.any = true;
     check_device(op, l.device, {&g});
     l.elements += g.numel();
   }
@@ -65,23 +66,88 @@ OpCost zero_grads_cost(int64_t n) {
   return c;
 }
 
+#if TACH_HAS_CUDA
+namespace {
+
+// The norm of l's gradients into norm (f64 [1] on their device): one partial per 64K chunk, then a
+// fixed-order total.
+void grad_norm_on_cuda(const std::vector<Tensor>& grads, const GradList& l, double* norm) {
+  int64_t count = 0;
+  for (const Tensor& g : grads)
+    if (g.defined()) count += (g.numel() + kGradNormChunk - 1) / kGradNormChunk;
+  const Tensor partials = Tensor::empty({std::max<int64_t>(count, 1)}, DType::f64, l.device, MemoryCategory::workspace);
+  double* p = partials.data<double>();
+  for (const Tensor& g : grads) {
+    if (!g.defined()) continue;
+    grad_norm_partials_cuda(l.device.index, g.data<float>(), g.numel(), p);
+    p += (g.numel() + kGradNormChunk - 1) / kGradNormChunk;
+  }
+  grad_norm_finish_cuda(l.device.index, partials.data<double>(), count, norm);
+}
+
+}  // namespace
+#endif
+
 double grad_norm(const std::vector<Tensor>& grads) {
   const GradList l = check_grads("grad_norm", grads);
-  if (on_cuda("grad_norm", l.device, DType::f32)) unsupported("grad_norm", l.device, DType::f32);
+  if (on_cuda("grad_norm", l.device, DType::f32)) {
+    const Tensor norm = Tensor::empty({1}, DType::f64, l.device, MemoryCategory::workspace);
+    grad_norm(grads, norm);
+    return norm.to_device(Device::cpu()).data<double>()[0];  // the one synchronisation
+  }
   core::Span span(core::SpanKind::op, "grad_norm");
   declare(span, grad_norm_cost(l.elements));
   return grad_norm_cpu(spans_of(grads));
 }
 
+void grad_norm(const std::vector<Tensor>& grads, const Tensor& norm) {
+  GradList l = check_grads("grad_norm", grads);
+  if (!l.any && norm.defined()) l.device = norm.device();  // nothing trains: a norm of 0 where asked
+  expect_f64_on("grad_norm", "norm", norm, 1, l.device);
+  core::Span span(core::SpanKind::op, "grad_norm");
+  declare(span, grad_norm_cost(l.elements));
+  if (on_cuda("grad_norm", l.device, DType::f32)) {
+#if TACH_HAS_CUDA
+    grad_norm_on_cuda(grads, l, norm.data<double>());
+#endif
+    return;
+  }
+  norm.data<double>()[0] = grad_norm_cpu(spans_of(grads));
+}
+
 void clip_grads_to_norm(const std::vector<Tensor>& grads, double norm, double max_norm) {
   const GradList l = check_grads("clip_grad_norm", grads);
-  if (on_cuda("clip_grad_norm", l.device, DType::f32)) unsupported("clip_grad_norm", l.device, DType::f32);
+  const bool cuda = on_cuda("clip_grad_norm", l.device, DType::f32);
   core::Span span(core::SpanKind::op, "clip_grad_norm");
   declare(span, clip_grads_cost(l.elements));
-  const float coef = float(std::min(1.0, max_norm / (norm + 1e-6)));
+  const float coef = clip_coefficient(norm, max_norm);
   if (coef >= 1.0f) return;
+  for (const Tensor& g : grads) {
+    if (!g.defined()) continue;
+    if (cuda) {
+#if TACH_HAS_CUDA
+      scale_cuda(l.device.index, g.data<float>(), g.numel(), coef);
+#endif
+    } else {
+      scale_cpu(g.data<float>(), g.numel(), coef);
+    }
+  }
+}
+
+void clip_grads_to_norm(const std::vector<Tensor>& grads, const Tensor& norm, double max_norm) {
+  GradList l = check_grads("clip_grad_norm", grads);
+  if (!l.any && norm.defined()) l.device = norm.device();
+  expect_f64_on("clip_grad_norm", "norm", norm, 1, l.device);
+  if (!on_cuda("clip_grad_norm", l.device, DType::f32)) {
+    clip_grads_to_norm(grads, norm.data<double>()[0], max_norm);
+    return;
+  }
+  core::Span span(core::SpanKind::op, "clip_grad_norm");
+  declare(span, clip_grads_cost(l.elements));
+#if TACH_HAS_CUDA
   for (const Tensor& g : grads)
-    if (g.defined()) scale_cpu(g.data<float>(), g.numel(), coef);
+    if (g.defined()) clip_by_norm_cuda(l.device.index, g.data<float>(), g.numel(), norm.data<double>(), max_norm);
+#endif
 }
 
 void zero_grads(const std::vector<Tensor>& grads) {

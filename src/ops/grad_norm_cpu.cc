@@ -8,7 +8,7 @@
 namespace tach::ops {
 
 double grad_norm_cpu(const GradSpans& grads) {
-  constexpr int64_t kChunk = 1 << 16;
+  constexpr int64_t kChunk = kGradNormChunk;
   std::vector<std::pair<const float*, int64_t>> chunks;
   for (const auto& [g, n] : grads)
     for (int64_t b = 0; b < n; b += kChunk) chunks.emplace_back(g + b, std::min(kChunk, n - b));

@@ -34,6 +34,12 @@ inline void expect_f32(const char* op, const char* name, const Tensor& t, int64_
     bad_tensor(op, name, t, "a contiguous f32 tensor of " + std::to_string(numel) + " elements");
 }
 
+// A dense f64 tensor of `numel` elements on `device`: a loss or a norm left on the device.
+inline void expect_f64_on(const char* op, const char* name, const Tensor& t, int64_t numel, Device device) {
+  if (!t.defined() || t.dtype() != DType::f64 || t.numel() != numel || !dense(t) || !(t.device() == device))
+    bad_tensor(op, name, t, "a contiguous f64 tensor of " + std::to_string(numel) + " elements on " + device.str());
+}
+
 // A dense f32 matrix [rows, cols].
 inline void expect_matrix(const char* op, const char* name, const Tensor& t, int64_t rows, int64_t cols) {
   if (!t.defined() || t.dtype() != DType::f32 || t.dim() != 2 || t.shape()[0] != rows || t.shape()[1] != cols ||
