@@ -24,54 +24,57 @@ OpCost activation_backward_cost(int64_t n) {
 
 namespace {
 
-using Forward = void (*)(float*, const float*, int64_t);
-using Backward = void (*)(float*, const float*, const float*, int64_t);
+enum class Activation { relu, tanh };
 
-void run_forward(const char* op, Forward kernel, const Tensor& y, const Tensor& x) {
+void run_forward(const char* op, Activation act, const Tensor& y, const Tensor& x) {
   const int64_t n = x.numel();
   expect_f32(op, "x", x, n);
   expect_f32(op, "y", y, n);
   check_device(op, x.device(), {&y});
+  [[maybe_unused]] const bool cuda = on_cuda(op, x.device(), DType::f32);
   core::Span span(core::SpanKind::op, op);
   if (span.active()) {
     const OpCost c = activation_cost(n);
     span.set_cost(c.flops, c.bytes());
   }
 #if TACH_HAS_CUDA
-  if (on_cuda(op, x.device(), DType::f32)) {
-    if (kernel == tanh_forward_cpu) return tanh_forward_cuda(x.device().index, y.data<float>(), x.data<float>(), n);
-    unsupported(op, x.device(), DType::f32);
-  }
-#else
-  on_cuda(op, x.device(), DType::f32);
+  if (cuda)
+    return (act == Activation::relu ? relu_forward_cuda : tanh_forward_cuda)(x.device().index, y.data<float>(),
+                                                                             x.data<float>(), n);
 #endif
-  kernel(y.data<float>(), x.data<float>(), n);
+  (act == Activation::relu ? relu_forward_cpu : tanh_forward_cpu)(y.data<float>(), x.data<float>(), n);
 }
 
-void run_backward(const char* op, Backward kernel, const Tensor& dx, const Tensor& y, const Tensor& dy) {
+void run_backward(const char* op, Activation act, const Tensor& dx, const Tensor& y, const Tensor& dy) {
   const int64_t n = y.numel();
   expect_f32(op, "y", y, n);
   expect_f32(op, "dy", dy, n);
   expect_f32(op, "dx", dx, n);
   check_device(op, y.device(), {&dx, &dy});
-  if (on_cuda(op, y.device(), DType::f32)) unsupported(op, y.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, y.device(), DType::f32);
   core::Span span(core::SpanKind::op, op);
   if (span.active()) {
     const OpCost c = activation_backward_cost(n);
     span.set_cost(c.flops, c.bytes());
   }
-  kernel(dx.data<float>(), y.data<float>(), dy.data<float>(), n);
+#if TACH_HAS_CUDA
+  if (cuda)
+    return (act == Activation::relu ? relu_backward_cuda : tanh_backward_cuda)(y.device().index, dx.data<float>(),
+                                                                               y.data<float>(), dy.data<float>(), n);
+#endif
+  (act == Activation::relu ? relu_backward_cpu : tanh_backward_cpu)(dx.data<float>(), y.data<float>(), dy.data<float>(),
+                                                                    n);
 }
 
 }  // namespace
 
-void relu_forward(const Tensor& y, const Tensor& x) { run_forward("relu", relu_forward_cpu, y, x); }
+void relu_forward(const Tensor& y, const Tensor& x) { run_forward("relu", Activation::relu, y, x); }
 void relu_backward(const Tensor& dx, const Tensor& y, const Tensor& dy) {
-  run_backward("relu_backward", relu_backward_cpu, dx, y, dy);
+  run_backward("relu_backward", Activation::relu, dx, y, dy);
 }
-void tanh_forward(const Tensor& y, const Tensor& x) { run_forward("tanh", tanh_forward_cpu, y, x); }
+void tanh_forward(const Tensor& y, const Tensor& x) { run_forward("tanh", Activation::tanh, y, x); }
 void tanh_backward(const Tensor& dx, const Tensor& y, const Tensor& dy) {
-  run_backward("tanh_backward", tanh_backward_cpu, dx, y, dy);
+  run_backward("tanh_backward", Activation::tanh, dx, y, dy);
 }
 
 }  // namespace tach::ops

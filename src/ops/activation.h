@@ -30,7 +30,10 @@ void tanh_backward_cpu(float* dx, const float* y, const float* dy, int64_t n);
 OpCost activation_cost(int64_t n);
 OpCost activation_backward_cost(int64_t n);
 
-// CUDA kernel: y: [n] = tanh(x: [n]) (y may alias x).
+// CUDA kernels, the CPU kernels' arguments and accumulate rules.
+void relu_forward_cuda(int device, float* y, const float* x, int64_t n);
+void relu_backward_cuda(int device, float* dx, const float* y, const float* dy, int64_t n);
 void tanh_forward_cuda(int device, float* y, const float* x, int64_t n);
+void tanh_backward_cuda(int device, float* dx, const float* y, const float* dy, int64_t n);
 
 }  // namespace tach::ops

@@ -1,4 +1,5 @@
-// tanh on the GPU (BERT's pooler; ReLU is a cuBLASLt epilogue and needs no kernel).
+// ReLU and tanh on the GPU: BERT's pooler tanh at inference (ReLU there is a cuBLASLt epilogue),
+// and both as training ops, whose backwards read the saved output y.
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
@@ -7,17 +8,52 @@
 namespace tach::ops {
 namespace {
 
+__global__ void relu_kernel(float* y, const float* x, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+
+// dx += dy * (y > 0)
+__global__ void relu_backward_kernel(float* dx, const float* y, const float* dy, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dx[i] += y[i] > 0.f ? dy[i] : 0.f;
+}
+
 __global__ void tanh_kernel(float* y, const float* x, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     y[i] = tanhf(x[i]);
 }
 
+// dx += dy * (1 - y²)
+__global__ void tanh_backward_kernel(float* dx, const float* y, const float* dy, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dx[i] += dy[i] * (1.f - y[i] * y[i]);
+}
+
 }  // namespace
+
+void relu_forward_cuda(int device, float* y, const float* x, int64_t n) {
+  if (n == 0) return;
+  relu_kernel<<<cuda::grid_for(n, 256), 256, 0, cuda::stream(device)>>>(y, x, n);
+  cuda::check_launch("relu_kernel");
+}
+
+void relu_backward_cuda(int device, float* dx, const float* y, const float* dy, int64_t n) {
+  if (n == 0) return;
+  relu_backward_kernel<<<cuda::grid_for(n, 256), 256, 0, cuda::stream(device)>>>(dx, y, dy, n);
+  cuda::check_launch("relu_backward_kernel");
+}
 
 void tanh_forward_cuda(int device, float* y, const float* x, int64_t n) {
   if (n == 0) return;
   tanh_kernel<<<cuda::grid_for(n, 256), 256, 0, cuda::stream(device)>>>(y, x, n);
   cuda::check_launch("tanh_kernel");
+}
+
+void tanh_backward_cuda(int device, float* dx, const float* y, const float* dy, int64_t n) {
+  if (n == 0) return;
+  tanh_backward_kernel<<<cuda::grid_for(n, 256), 256, 0, cuda::stream(device)>>>(dx, y, dy, n);
+  cuda::check_launch("tanh_backward_kernel");
 }
 
 }  // namespace tach::ops

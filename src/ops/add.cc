@@ -36,7 +36,7 @@ void add_inplace(const Tensor& y, const Tensor& x) {
     expect_rows("add", "y", y, rows, cols);
     expect_rows("add", "x", x, rows, cols);
     check_device("add", y.device(), {&x});
-    if (on_cuda("add", y.device(), y.dtype())) unsupported("add (strided rows)", y.device(), y.dtype());
+    [[maybe_unused]] const bool cuda = on_cuda("add", y.device(), y.dtype());
     core::Span span(core::SpanKind::op, "add");
     if (span.active()) {
       const OpCost c = add_cost(rows * cols);
@@ -45,6 +45,9 @@ void add_inplace(const Tensor& y, const Tensor& x) {
     float* yp = y.data<float>();
     const float* xp = x.data<float>();
     const int64_t ldy = y.strides()[0], ldx = x.strides()[0];
+#if TACH_HAS_CUDA
+    if (cuda) return add_rows_cuda(y.device().index, yp, ldy, xp, ldx, rows, cols);
+#endif
     for (int64_t r = 0; r < rows; ++r) {
       float* yr = yp + r * ldy;
       const float* xr = xp + r * ldx;

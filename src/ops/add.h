@@ -21,5 +21,7 @@ OpCost scale_cost(int64_t n);
 
 void scale_inplace_cuda(int device, float* x, float s, int64_t n);
 void add_inplace_cuda(int device, float* y, const float* x, int64_t n);
+// y: [rows, cols] with row stride ldy += x: [rows, cols] with row stride ldx
+void add_rows_cuda(int device, float* y, int64_t ldy, const float* x, int64_t ldx, int64_t rows, int64_t cols);
 
 }  // namespace tach::ops

@@ -64,12 +64,12 @@ void check_row_ids(const char* op, const Tensor& rows, int64_t M, int64_t N) {
                   std::to_string(N) + ")");
 }
 
-// Both directions: dst row dst_row(m) = src row src_row(m), m < M.
-template <class DstRow, class SrcRow>
+// Both directions: gather (dst row m = src row rows[m]) or scatter (dst row rows[m] = src row m),
+// m < M, over N rows on the indexed side.
 void move_rows(const char* op, const Tensor& dst, const Tensor& src, const Tensor& rows, int64_t M, int64_t C,
-               DstRow dst_row, SrcRow src_row) {
+               int64_t N, bool scatter) {
   check_device(op, src.device(), {&dst, &rows});
-  if (on_cuda(op, src.device(), DType::f32)) unsupported(op, src.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, src.device(), DType::f32);
   if (M == 0 || C == 0) return;
   core::Span span(core::SpanKind::op, "copy_rows");
   if (span.active()) {
@@ -80,7 +80,15 @@ void move_rows(const char* op, const Tensor& dst, const Tensor& src, const Tenso
   const int32_t* r = rows.data<int32_t>();
   float* d = dst.data<float>();
   const float* s = src.data<float>();
-  for (int64_t m = 0; m < M; ++m) std::memcpy(d + dst_row(r, m) * C, s + src_row(r, m) * C, size_t(C) * sizeof(float));
+#if TACH_HAS_CUDA
+  if (cuda)
+    return scatter ? scatter_rows_cuda(src.device().index, d, r, s, M, C, N)
+                   : gather_rows_cuda(src.device().index, d, s, r, M, C, N);
+#endif
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t to = scatter ? r[m] : m, from = scatter ? m : r[m];
+    std::memcpy(d + to * C, s + from * C, size_t(C) * sizeof(float));
+  }
 }
 
 }  // namespace
@@ -91,9 +99,7 @@ void gather_rows(const Tensor& dst, const Tensor& src, const Tensor& rows) {
   expect_matrix("gather_rows", "src", src, N, C);
   expect_matrix("gather_rows", "dst", dst, M, C);
   check_row_ids("gather_rows", rows, M, N);
-  move_rows(
-      "gather_rows", dst, src, rows, M, C, [](const int32_t*, int64_t m) { return m; },
-      [](const int32_t* r, int64_t m) { return int64_t(r[m]); });
+  move_rows("gather_rows", dst, src, rows, M, C, N, false);
 }
 
 void scatter_rows(const Tensor& dst, const Tensor& rows, const Tensor& src) {
@@ -102,9 +108,7 @@ void scatter_rows(const Tensor& dst, const Tensor& rows, const Tensor& src) {
   expect_matrix("scatter_rows", "dst", dst, N, C);
   expect_matrix("scatter_rows", "src", src, M, C);
   check_row_ids("scatter_rows", rows, M, N);
-  move_rows(
-      "scatter_rows", dst, src, rows, M, C, [](const int32_t* r, int64_t m) { return int64_t(r[m]); },
-      [](const int32_t*, int64_t m) { return m; });
+  move_rows("scatter_rows", dst, src, rows, M, C, N, true);
 }
 
 }  // namespace tach::ops

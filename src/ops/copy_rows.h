@@ -24,8 +24,13 @@ void gather_rows(const Tensor& dst, const Tensor& src, const Tensor& rows);
 // Their inverse: dst [N, C] row rows[m] = src [M, C] row m; dst's other rows are left as they are.
 void scatter_rows(const Tensor& dst, const Tensor& rows, const Tensor& src);
 
-// CUDA: one cudaMemcpy2DAsync on tach's stream (ops/copy_rows_cuda.cc).
+// CUDA (ops/copy_rows_cuda.cu): one cudaMemcpy2DAsync on tach's stream.
 void copy_rows_cuda(int device, float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows,
                     int64_t cols);
+// gather: dst [M, C] row m = src [N, C] row rows[m]; scatter: dst [N, C] row rows[m] = src [M, C]
+// row m, the last m winning where ids repeat. rows: [M] i32 on the device, unchecked there: an id
+// outside [0, N) gathers zeros and scatters nothing.
+void gather_rows_cuda(int device, float* dst, const float* src, const int32_t* rows, int64_t M, int64_t C, int64_t N);
+void scatter_rows_cuda(int device, float* dst, const int32_t* rows, const float* src, int64_t M, int64_t C, int64_t N);
 
 }  // namespace tach::ops

@@ -87,7 +87,7 @@ void embedding_forward_train(const Tensor& out, std::initializer_list<EmbeddingL
     check_ids(op, l.ids, N, l.table.shape()[0]);
     check_device(op, out.device(), {&l.ids, &l.table});
   }
-  if (on_cuda(op, out.device(), DType::f32)) unsupported("embedding (training)", out.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, out.device(), DType::f32);
   core::Span span(core::SpanKind::op, op);
   if (span.active()) {
     OpCost c;
@@ -97,8 +97,14 @@ void embedding_forward_train(const Tensor& out, std::initializer_list<EmbeddingL
   }
   bool accumulate = false;
   for (const EmbeddingLookup& l : lookups) {
-    embedding_forward_cpu(out.data<float>(), l.ids.data<int32_t>(), l.table.data<float>(), DType::f32, N, C,
-                          accumulate);
+#if TACH_HAS_CUDA
+    if (cuda)
+      embedding_forward_cuda(out.device().index, out.data<float>(), l.ids.data<int32_t>(), l.table.data<float>(),
+                             DType::f32, N, C, l.table.shape()[0], accumulate);
+    else
+#endif
+      embedding_forward_cpu(out.data<float>(), l.ids.data<int32_t>(), l.table.data<float>(), DType::f32, N, C,
+                            accumulate);
     accumulate = true;
   }
 }
@@ -117,16 +123,24 @@ void embedding_backward(const Tensor& dout, std::initializer_list<EmbeddingGrad>
     ++tables;
   }
   if (tables == 0) return;
-  if (on_cuda(op, dout.device(), DType::f32)) unsupported(op, dout.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, dout.device(), DType::f32);
   core::Span span(core::SpanKind::op, op);
   if (span.active()) {
     OpCost c;
     for (int64_t i = 0; i < tables; ++i) c += embedding_backward_cost(N, C);
     span.set_cost(c.flops, c.bytes());
   }
-  for (const EmbeddingGrad& g : grads)
-    if (g.dtable.defined())
-      embedding_backward_cpu(g.dtable.data<float>(), g.ids.data<int32_t>(), dout.data<float>(), N, C, g.padding_idx);
+  for (const EmbeddingGrad& g : grads) {
+    if (!g.dtable.defined()) continue;
+#if TACH_HAS_CUDA
+    if (cuda) {
+      embedding_backward_cuda(dout.device().index, g.dtable.data<float>(), g.ids.data<int32_t>(), dout.data<float>(), N,
+                              C, g.dtable.shape()[0], g.padding_idx);
+      continue;
+    }
+#endif
+    embedding_backward_cpu(g.dtable.data<float>(), g.ids.data<int32_t>(), dout.data<float>(), N, C, g.padding_idx);
+  }
 }
 
 }  // namespace tach::ops

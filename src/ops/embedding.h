@@ -50,5 +50,11 @@ OpCost embedding_backward_cost(int64_t N, int64_t C);
 // outside [0, V) gives a zero row rather than a read outside the table.
 void embedding_forward_cuda(int device, float* out, const int32_t* ids, const void* table, DType table_dtype, int64_t N,
                             int64_t C, int64_t V, bool accumulate);
+// The backward's scatter-add, deterministic and in the CPU's order: the rows of dout sharing an id
+// are added to dtable in token order by the one block that owns that id (no atomics), so the
+// result is bitwise the CPU's. Ids equal to padding_idx, or outside [0, V), add nothing.
+// dout: [N, C]  dtable: [V, C] +=
+void embedding_backward_cuda(int device, float* dtable, const int32_t* ids, const float* dout, int64_t N, int64_t C,
+                             int64_t V, int32_t padding_idx);
 
 }  // namespace tach::ops

@@ -1,5 +1,5 @@
-// GELU's training entry points and costs; the kernels are in gelu_cpu.cc (inference fuses GELU
-// into the linear's GEMM and calls gelu_forward_cuda on a GPU).
+// GELU's training entry points and costs; the kernels are in gelu_cpu.cc and gelu_cuda.cu
+// (inference fuses GELU into the linear's GEMM on the CPU).
 #include "ops/gelu.h"
 
 #include "core/trace.h"
@@ -39,7 +39,6 @@ void check_bias_gelu(const char* op, const Tensor& a, const Tensor& b_or_db, con
   expect_matrix(op, "act/dpre", a, M, N);
   if (d.defined()) expect_matrix(op, "dact", d, M, N);
   check_device(op, c.device(), {&a, &b_or_db, &d});
-  if (on_cuda(op, c.device(), DType::f32)) unsupported(op, c.device(), DType::f32);
 }
 
 }  // namespace
@@ -67,9 +66,12 @@ void gelu_backward(const Tensor& dx, const Tensor& x, const Tensor& dout) {
   expect_f32(op, "dout", dout, n);
   expect_f32(op, "dx", dx, n);
   check_device(op, x.device(), {&dx, &dout});
-  if (on_cuda(op, x.device(), DType::f32)) unsupported(op, x.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, x.device(), DType::f32);
   core::Span span(core::SpanKind::op, op);
   declare(span, gelu_backward_cost(n));
+#if TACH_HAS_CUDA
+  if (cuda) return gelu_backward_cuda(x.device().index, dx.data<float>(), x.data<float>(), dout.data<float>(), n);
+#endif
   gelu_backward_cpu(dx.data<float>(), x.data<float>(), dout.data<float>(), n);
 }
 
@@ -77,8 +79,13 @@ void bias_gelu_forward(const Tensor& pre, const Tensor& act, const Tensor& b) {
   int64_t M = 0, N = 0;
   check_bias_gelu("bias_gelu", act, b, pre, Tensor(), M, N);
   expect_f32("bias_gelu", "b", b, N);
+  [[maybe_unused]] const bool cuda = on_cuda("bias_gelu", pre.device(), DType::f32);
   core::Span span(core::SpanKind::op, "bias_gelu");
   declare(span, gelu_cost(M * N));
+#if TACH_HAS_CUDA
+  if (cuda)
+    return bias_gelu_forward_cuda(pre.device().index, pre.data<float>(), act.data<float>(), b.data<float>(), M, N);
+#endif
   bias_gelu_forward_cpu(pre.data<float>(), act.data<float>(), b.data<float>(), M, N);
 }
 
@@ -87,8 +94,14 @@ void bias_gelu_backward(const Tensor& dpre, const Tensor& db, const Tensor& pre,
   check_bias_gelu("bias_gelu_backward", dpre, db, pre, dact, M, N);
   if (!dact.defined()) bad_tensor("bias_gelu_backward", "dact", dact, "defined");
   expect_f32_or_none("bias_gelu_backward", "db", db, N);
+  [[maybe_unused]] const bool cuda = on_cuda("bias_gelu_backward", pre.device(), DType::f32);
   core::Span span(core::SpanKind::op, "bias_gelu_backward");
   declare(span, gelu_backward_cost(M * N));
+#if TACH_HAS_CUDA
+  if (cuda)
+    return bias_gelu_backward_cuda(pre.device().index, dpre.data<float>(), db.defined() ? db.data<float>() : nullptr,
+                                   pre.data<float>(), dact.data<float>(), M, N);
+#endif
   bias_gelu_backward_cpu(dpre.data<float>(), db.defined() ? db.data<float>() : nullptr, pre.data<float>(),
                          dact.data<float>(), M, N);
 }

@@ -38,7 +38,15 @@ void bias_gelu_forward_cpu(float* pre, float* act, const float* b, int64_t M, in
 // The backward of both: dpre [M, N] = dact * gelu'(pre) (written), db [N] += Σ_m dpre (in row order).
 void bias_gelu_backward_cpu(float* dpre, float* db, const float* pre, const float* dact, int64_t M, int64_t N);
 
-// CUDA kernel (erf form): out: [n] = gelu(x: [n]), in place when out == x.
+// CUDA kernels (erf form), the CPU kernels' arguments and accumulate rules.
+// out: [n] = gelu(x: [n]), in place when out == x.
 void gelu_forward_cuda(int device, float* out, const float* x, int64_t n);
+// dx: [n] += dout · gelu'(x)
+void gelu_backward_cuda(int device, float* dx, const float* x, const float* dout, int64_t n);
+// pre: [M, N] += b per row, act = gelu(pre)
+void bias_gelu_forward_cuda(int device, float* pre, float* act, const float* b, int64_t M, int64_t N);
+// dpre [M, N] = dact · gelu'(pre) (written); db [N] += Σ_m dpre in a fixed order (null: frozen)
+void bias_gelu_backward_cuda(int device, float* dpre, float* db, const float* pre, const float* dact, int64_t M,
+                             int64_t N);
 
 }  // namespace tach::ops

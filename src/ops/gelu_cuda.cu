@@ -1,5 +1,8 @@
-// GELU (erf form) on the GPU; in place when out == x. Runs after a cuBLASLt GEMM with its bias
-// epilogue, because cuBLASLt's own GELU epilogue is the tanh approximation.
+// GELU (erf form) on the GPU: inference's activation after a cuBLASLt GEMM with its bias
+// epilogue (cuBLASLt's own GELU epilogue is the tanh approximation), and training's forward,
+// backward and fused bias-GELU, with the CPU kernels' arguments and accumulate rules.
+#include "cuda/activation_math.cuh"
+#include "cuda/column_sum.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
@@ -9,10 +12,30 @@ namespace tach::ops {
 namespace {
 
 __global__ void gelu_kernel(float* out, const float* x, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = x[i];
-    out[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = cuda::gelu_erf(x[i]);
+}
+
+// dx += dout * gelu'(x)
+__global__ void gelu_backward_kernel(float* dx, const float* x, const float* dout, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dx[i] += dout[i] * cuda::gelu_erf_grad(x[i]);
+}
+
+// pre [M, N] += b [N] per row; act = gelu(pre)
+__global__ void bias_gelu_kernel(float* pre, float* act, const float* b, int64_t M, int64_t N) {
+  const int64_t total = M * N;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const float p = pre[e] + b[e % N];
+    pre[e] = p;
+    act[e] = cuda::gelu_erf(p);
   }
+}
+
+// dpre = dact * gelu'(pre), written (not accumulated)
+__global__ void gelu_grad_kernel(float* dpre, const float* pre, const float* dact, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dpre[i] = dact[i] * cuda::gelu_erf_grad(pre[i]);
 }
 
 }  // namespace
@@ -21,6 +44,27 @@ void gelu_forward_cuda(int device, float* out, const float* x, int64_t n) {
   if (n == 0) return;
   gelu_kernel<<<cuda::grid_for(n, 256), 256, 0, cuda::stream(device)>>>(out, x, n);
   cuda::check_launch("gelu_kernel");
+}
+
+void gelu_backward_cuda(int device, float* dx, const float* x, const float* dout, int64_t n) {
+  if (n == 0) return;
+  gelu_backward_kernel<<<cuda::grid_for(n, 256), 256, 0, cuda::stream(device)>>>(dx, x, dout, n);
+  cuda::check_launch("gelu_backward_kernel");
+}
+
+void bias_gelu_forward_cuda(int device, float* pre, float* act, const float* b, int64_t M, int64_t N) {
+  if (M * N == 0) return;
+  bias_gelu_kernel<<<cuda::grid_for(M * N, 256), 256, 0, cuda::stream(device)>>>(pre, act, b, M, N);
+  cuda::check_launch("bias_gelu_kernel");
+}
+
+void bias_gelu_backward_cuda(int device, float* dpre, float* db, const float* pre, const float* dact, int64_t M,
+                             int64_t N) {
+  if (M * N == 0) return;
+  cudaStream_t s = cuda::stream(device);
+  gelu_grad_kernel<<<cuda::grid_for(M * N, 256), 256, 0, s>>>(dpre, pre, dact, M * N);
+  cuda::check_launch("gelu_grad_kernel");
+  if (db) cuda::column_sum_add(s, db, dpre, M, N);  // undefined db: a frozen bias
 }
 
 }  // namespace tach::ops

@@ -70,13 +70,18 @@ void silu_gate_backward(Tensor& d_gate_up, const Tensor& gate_up, const Tensor& 
   check(d_gate_up.numel() == gate_up.numel() && d_gate_up.dtype() == DType::f32 && d_gate_up.is_contiguous(),
         std::string(name) + ": d_gate_up " + d_gate_up.describe() + " does not match gate_up " + gate_up.describe());
   check_device(name, gate_up.device(), {&d_gate_up, &dout});
-  if (on_cuda(name, gate_up.device(), gate_up.dtype())) unsupported(name, gate_up.device(), gate_up.dtype());
+  [[maybe_unused]] const bool cuda = on_cuda(name, gate_up.device(), gate_up.dtype());
   core::Span span(core::SpanKind::op, name);
   if (span.active()) {
     const OpCost c = silu_gate_backward_cost(N, I);
     span.set_cost(c.flops, c.bytes());
     span.set_detail(core::concat("[", N, ", 2x", I, "] f32"));
   }
+#if TACH_HAS_CUDA
+  if (cuda)
+    return gate_backward_cuda(gate_up.device().index, act, d_gate_up.data<float>(), gate_up.data<float>(),
+                              dout.data<float>(), N, I);
+#endif
   if (act == GateActivation::gelu_tanh)
     gelu_tanh_gate_backward_cpu(d_gate_up.data<float>(), gate_up.data<float>(), dout.data<float>(), N, I);
   else if (act == GateActivation::gelu)

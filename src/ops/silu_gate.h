@@ -35,7 +35,9 @@ void gelu_tanh_gate_backward_cpu(float* d_gate_up, const float* gate_up, const f
 void gelu_gate_forward_cpu(float* out, const float* gate_up, int64_t N, int64_t I);
 void gelu_gate_backward_cpu(float* d_gate_up, const float* gate_up, const float* dout, int64_t N, int64_t I);
 
-// Every activation of the enum in one kernel family.
+// Every activation of the enum in one kernel family, forward and backward (d_gate_up written).
 void gate_forward_cuda(int device, GateActivation act, float* out, const float* gate_up, int64_t N, int64_t I);
+void gate_backward_cuda(int device, GateActivation act, float* d_gate_up, const float* gate_up, const float* dout,
+                        int64_t N, int64_t I);
 
 }  // namespace tach::ops

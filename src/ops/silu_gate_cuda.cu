@@ -1,5 +1,7 @@
 // The gated MLP activations on the GPU: out = act(gate) * up from one [N, 2I] GEMM output, with
-// act SiLU (Llama, Qwen), tanh-GELU (Gemma) or erf-GELU (ModernBERT's GeGLU), as on the CPU.
+// act SiLU (Llama, Qwen), tanh-GELU (Gemma) or erf-GELU (ModernBERT's GeGLU), as on the CPU;
+// and their backward into both halves of d_gate_up.
+#include "cuda/activation_math.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
@@ -8,16 +10,21 @@
 namespace tach::ops {
 namespace {
 
+// Each activation's value and derivative at the gate g.
 struct Silu {
-  __device__ float operator()(float g) const { return g / (1.0f + expf(-g)); }
-};
-struct GeluTanh {
-  __device__ float operator()(float x) const {
-    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  __device__ float operator()(float g) const { return cuda::silu(g); }
+  __device__ float grad(float g) const {
+    const float s = cuda::sigmoid(g);
+    return s * (1.0f + g * (1.0f - s));
   }
 };
+struct GeluTanh {
+  __device__ float operator()(float x) const { return cuda::gelu_tanh(x); }
+  __device__ float grad(float x) const { return cuda::gelu_tanh_grad(x); }
+};
 struct GeluErf {
-  __device__ float operator()(float x) const { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+  __device__ float operator()(float x) const { return cuda::gelu_erf(x); }
+  __device__ float grad(float x) const { return cuda::gelu_erf_grad(x); }
 };
 
 template <typename Act>
@@ -26,6 +33,18 @@ __global__ void gate_kernel(float* out, const float* gate_up, int64_t N, int64_t
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = e / I, i = e % I;
     out[e] = Act{}(gate_up[n * 2 * I + i]) * gate_up[n * 2 * I + I + i];
+  }
+}
+
+// d_gate = dout * up * act'(gate), d_up = dout * act(gate); both written.
+template <typename Act>
+__global__ void gate_backward_kernel(float* d_gate_up, const float* gate_up, const float* dout, int64_t N, int64_t I) {
+  const int64_t total = N * I;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t gate = (e / I) * 2 * I + e % I, up = gate + I;
+    const float g = gate_up[gate], u = gate_up[up], dy = dout[e];
+    d_gate_up[up] = dy * Act{}(g);
+    d_gate_up[gate] = dy * u * Act{}.grad(g);
   }
 }
 
@@ -41,6 +60,23 @@ void gate_forward_cuda(int device, GateActivation act, float* out, const float* 
     case GateActivation::gelu: gate_kernel<GeluErf><<<grid, 256, 0, s>>>(out, gate_up, N, I); break;
   }
   cuda::check_launch("gate_kernel");
+}
+
+void gate_backward_cuda(int device, GateActivation act, float* d_gate_up, const float* gate_up, const float* dout,
+                        int64_t N, int64_t I) {
+  if (N * I == 0) return;
+  const unsigned grid = cuda::grid_for(N * I, 256);
+  cudaStream_t s = cuda::stream(device);
+  switch (act) {
+    case GateActivation::silu: gate_backward_kernel<Silu><<<grid, 256, 0, s>>>(d_gate_up, gate_up, dout, N, I); break;
+    case GateActivation::gelu_tanh:
+      gate_backward_kernel<GeluTanh><<<grid, 256, 0, s>>>(d_gate_up, gate_up, dout, N, I);
+      break;
+    case GateActivation::gelu:
+      gate_backward_kernel<GeluErf><<<grid, 256, 0, s>>>(d_gate_up, gate_up, dout, N, I);
+      break;
+  }
+  cuda::check_launch("gate_backward_kernel");
 }
 
 }  // namespace tach::ops
