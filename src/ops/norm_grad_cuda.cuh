@@ -10,6 +10,7 @@
 
 #include "cuda/cuda_error.h"
 #include "cuda/stream.h"
+#include "tach/error.h"
 #include "tach/tensor.h"
 
 namespace tach::ops {
@@ -22,6 +23,8 @@ inline int64_t norm_grad_chunks(int64_t N) { return (N + kNormGradRows - 1) / kN
 
 // Device memory for the partial sums, [chunks, width] f32: freed in stream order when it goes.
 inline Tensor norm_grad_partials(int device, int64_t N, int64_t width) {
+  check(norm_grad_chunks(N) <= 65535,
+        "a norm's backward on CUDA: " + std::to_string(N) + " rows exceed the 65535 chunks of 64 rows one launch sums");
   return Tensor::empty({norm_grad_chunks(N), width}, DType::f32, Device::cuda(device), MemoryCategory::workspace);
 }
 
