@@ -8,7 +8,7 @@
 #include "cuda/attention_train.cuh"
 #include "cuda/stream.h"
 #include "ops/attention.h"
-#include "ops/dropout.h"
+#include "ops/dropout_mask.h"
 #include "tach/error.h"
 
 namespace tach::ops {
@@ -23,31 +23,17 @@ struct EncoderShape {
   const int32_t* mask = nullptr;  // [B, T] or null
   const int32_t* keys = nullptr;  // [B] keys used per sequence (sequence_keys_kernel), or null: all T
   ScoreBias bias;
-  // Dropout on the probabilities: the CPU's mask (ops/dropout.h) over element ((b*H + h)*T + i)*T + j.
+  // Dropout on the probabilities: the CPU's mask (ops/dropout_mask.h, compiled for both devices)
+  // over element ((b*H + h)*T + i)*T + j, so the GPU drops exactly what the CPU drops.
   float dropout_p = 0.0f, dropout_scale = 1.0f;
   uint32_t threshold = 0;
   uint64_t dropout_key = 0;
 };
 
-// ops::dropout_keeps_at's bits on the device, so the GPU drops exactly the probabilities the CPU
-// drops (the tests compare the two with dropout on).
-__device__ __forceinline__ uint32_t mix32(uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x7feb352du;
-  h ^= h >> 15;
-  h *= 0x846ca68bu;
-  return h ^ (h >> 16);
-}
-__device__ __forceinline__ bool keeps(uint64_t key, int64_t i, uint32_t threshold) {
-  const uint32_t idx = static_cast<uint32_t>(i) ^ (static_cast<uint32_t>(static_cast<uint64_t>(i) >> 32) * 0x9e3779b9u);
-  const uint32_t h = mix32(mix32(idx ^ static_cast<uint32_t>(key)) + static_cast<uint32_t>(key >> 32));
-  return (h >> 8) >= threshold;
-}
-
 // x after dropout, x being element `index` of probs [B, H, T, T] (or its gradient).
 __device__ __forceinline__ float dropped(const EncoderShape& s, float x, int64_t index) {
   if (s.dropout_p <= 0.0f) return x;
-  return keeps(s.dropout_key, index, s.threshold) ? x * s.dropout_scale : 0.0f;
+  return dropout_keeps_at(s.dropout_key, index, s.threshold) ? x * s.dropout_scale : 0.0f;
 }
 
 // Keys a sequence uses, as the CPU's keys_per_sequence: a right-padded mask (ones, then zeros)
