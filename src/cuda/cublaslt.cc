@@ -74,6 +74,39 @@ cudaDataType_t input_type(GemmPrecision p) {
   }
 }
 
+// The heuristic's first algorithm for a plan's descriptors, told the operands' alignments (in
+// cuBLASLt's terms: A, B, and C = D). `what` describes the GEMM for the error.
+template <typename Describe>
+cublasLtMatmulAlgo_t choose_algo(DeviceState& st, const Plan& plan, uint32_t align_a, uint32_t align_b,
+                                 uint32_t align_c, Describe what) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
+  const size_t ws = kWorkspaceBytes;
+  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+           "workspace preference");
+  check_lt(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)),
+      "alignment of A");
+  check_lt(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)),
+      "alignment of B");
+  check_lt(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)),
+      "alignment of C");
+  check_lt(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c)),
+      "alignment of D");
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t hs =
+      cublasLtMatmulAlgoGetHeuristic(st.handle, plan.op, plan.a, plan.b, plan.c, plan.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
+    throw Error("cuBLASLt has no algorithm for a " + what() +
+                (hs != CUBLAS_STATUS_SUCCESS ? std::string(" (") + cublasLtGetStatusString(hs) + ")" : std::string()));
+  return result.algo;
+}
+
 Plan make_plan(int device, const LinearArgs& args, bool has_bias, const Alignments& align) {
   DeviceState& st = device_state(device);
   Plan plan;
@@ -102,35 +135,54 @@ Plan make_plan(int device, const LinearArgs& args, bool has_bias, const Alignmen
   check_lt(cublasLtMatrixLayoutCreate(&plan.b, in, args.K, args.M, args.ld_x), "layout x");
   check_lt(cublasLtMatrixLayoutCreate(&plan.c, out, args.N, args.M, args.ld_y), "layout y");
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
-  const size_t ws = kWorkspaceBytes;
-  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-           "workspace preference");
   // A is W, B is x, C and D are y.
-  check_lt(
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align.w, sizeof(align.w)),
-      "alignment of W");
-  check_lt(
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align.x, sizeof(align.x)),
-      "alignment of x");
-  check_lt(
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align.y, sizeof(align.y)),
-      "alignment of y");
-  check_lt(
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align.y, sizeof(align.y)),
-      "alignment of y");
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  const cublasStatus_t hs =
-      cublasLtMatmulAlgoGetHeuristic(st.handle, plan.op, plan.a, plan.b, plan.c, plan.c, pref, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
-    throw Error("cuBLASLt has no algorithm for a " + std::string(gemm_precision_name(args.precision)) + " GEMM of [" +
-                std::to_string(args.M) + ", " + std::to_string(args.K) + "] x [" + std::to_string(args.N) + ", " +
-                std::to_string(args.K) + "]ᵀ on cuda:" + std::to_string(device) +
-                (hs != CUBLAS_STATUS_SUCCESS ? std::string(" (") + cublasLtGetStatusString(hs) + ")" : std::string()));
-  plan.algo = result.algo;
+  plan.algo = choose_algo(st, plan, align.w, align.x, align.y, [&] {
+    return std::string(gemm_precision_name(args.precision)) + " GEMM of [" + std::to_string(args.M) + ", " +
+           std::to_string(args.K) + "] x [" + std::to_string(args.N) + ", " + std::to_string(args.K) +
+           "]ᵀ on cuda:" + std::to_string(device);
+  });
+  return plan;
+}
+
+// Keys a general GEMM's plan: the device, transposes, shape, leading dimensions, precision,
+// bias, whether C is read, and the alignments of A, B and C.
+using GemmKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool, bool,
+                           uint32_t, uint32_t, uint32_t>;
+
+// Row-major C [M, N] is column-major Cᵀ [N, M] = op(B)ᵀ · op(A)ᵀ: cuBLASLt's A is our B and its B
+// our A. A row-major matrix stored [R, C] (ld) is a column-major C × R one, so an operand read as
+// stored becomes cuBLASLt's "N" operand and one read transposed its "T" operand.
+Plan make_gemm_plan(int device, const GemmArgs& args, uint32_t align_a, uint32_t align_b, uint32_t align_c) {
+  DeviceState& st = device_state(device);
+  Plan plan;
+  const cublasComputeType_t compute =
+      args.precision == GemmPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  check_lt(cublasLtMatmulDescCreate(&plan.op, compute, CUDA_R_32F), "matmul descriptor");
+  const cublasOperation_t trans_a = args.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t trans_b = args.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_lt(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)), "transa");
+  check_lt(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)), "transb");
+  const cublasLtEpilogue_t epi = args.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  check_lt(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "epilogue");
+  if (args.bias) {
+    const cudaDataType_t bias_type = CUDA_R_32F;
+    check_lt(
+        cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
+        "bias type");
+  }
+  const cudaDataType_t in = input_type(args.precision);
+  // cuBLASLt's A = our B: stored [N, K] when transposed (column-major K × N), else [K, N] (N × K).
+  if (args.trans_b) check_lt(cublasLtMatrixLayoutCreate(&plan.a, in, args.K, args.N, args.ldb), "layout B");
+  else check_lt(cublasLtMatrixLayoutCreate(&plan.a, in, args.N, args.K, args.ldb), "layout B");
+  // cuBLASLt's B = our A: stored [K, M] when transposed (column-major M × K), else [M, K] (K × M).
+  if (args.trans_a) check_lt(cublasLtMatrixLayoutCreate(&plan.b, in, args.M, args.K, args.lda), "layout A");
+  else check_lt(cublasLtMatrixLayoutCreate(&plan.b, in, args.K, args.M, args.lda), "layout A");
+  check_lt(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, args.N, args.M, args.ldc), "layout C");
+  plan.algo = choose_algo(st, plan, align_b, align_a, align_c, [&] {
+    return std::string(gemm_precision_name(args.precision)) + " GEMM " + (args.trans_a ? "Aᵀ" : "A") + " · " +
+           (args.trans_b ? "Bᵀ" : "B") + " of [" + std::to_string(args.M) + ", " + std::to_string(args.K) + "] x [" +
+           std::to_string(args.K) + ", " + std::to_string(args.N) + "] on cuda:" + std::to_string(device);
+  });
   return plan;
 }
 
@@ -181,6 +233,49 @@ void linear(int device, void* y, const void* x, const void* W, const float* bias
              "bias pointer");
   const float alpha = 1.0f, beta = a.beta;
   check_lt(cublasLtMatmul(st.handle, plan.op, &alpha, W, plan.a, x, plan.b, &beta, y, plan.c, y, plan.c, &plan.algo,
+                          st.workspace, kWorkspaceBytes, stream(device)),
+           "matmul");
+}
+
+}  // namespace tach::cuda
+
+namespace tach::cuda {
+
+void gemm(int device, float* C, const void* A, const void* B, const GemmArgs& a) {
+  tach::check(a.M > 0 && a.N > 0 && a.K > 0 && a.lda >= (a.trans_a ? a.M : a.K) && a.ldb >= (a.trans_b ? a.K : a.N) &&
+                  a.ldc >= a.N,
+              "cuda gemm: bad shape M=" + std::to_string(a.M) + " N=" + std::to_string(a.N) +
+                  " K=" + std::to_string(a.K) + " lda=" + std::to_string(a.lda) + " ldb=" + std::to_string(a.ldb) +
+                  " ldc=" + std::to_string(a.ldc));
+  const GemmKey key{device,
+                    a.trans_a,
+                    a.trans_b,
+                    a.M,
+                    a.N,
+                    a.K,
+                    a.lda,
+                    a.ldb,
+                    a.ldc,
+                    int(a.precision),
+                    a.bias != nullptr,
+                    a.beta != 0.0f,
+                    alignment_of(A),
+                    alignment_of(B),
+                    alignment_of(C)};
+  static std::mutex mu;
+  static std::map<GemmKey, Plan> plans;
+  // Held through the enqueue: the bias pointer is set on the shared descriptor.
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = plans.find(key);
+  if (it == plans.end())
+    it = plans.emplace(key, make_gemm_plan(device, a, std::get<12>(key), std::get<13>(key), std::get<14>(key))).first;
+  const Plan& plan = it->second;
+  DeviceState& st = device_state(device);
+  if (a.bias)
+    check_lt(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof(a.bias)),
+             "bias pointer");
+  const float alpha = a.alpha, beta = a.beta;
+  check_lt(cublasLtMatmul(st.handle, plan.op, &alpha, B, plan.a, A, plan.b, &beta, C, plan.c, C, plan.c, &plan.algo,
                           st.workspace, kWorkspaceBytes, stream(device)),
            "matmul");
 }

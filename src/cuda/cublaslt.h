@@ -33,4 +33,20 @@ struct LinearArgs {
 // cached, and a 32 MiB workspace per device is allocated once (counted as `workspace`).
 void linear(int device, void* y, const void* x, const void* W, const float* bias, const LinearArgs& a);
 
+// A general row-major GEMM into f32, for training's transposed products:
+//   C [M, N] = alpha · op(A) · op(B) + beta · C (+ bias [N] on every row when bias is set)
+// op(A): A [M, K] (lda >= K) as stored, or trans_a: A stored [K, M] (lda >= M) read transposed.
+// op(B): B [K, N] (ldb >= N) as stored, or trans_b: B stored [N, K] (ldb >= K) read transposed.
+// A and B hold `precision`'s input type (f32 for f32 and tf32, else bf16/f16), C is f32 (ldc >= N).
+// Same stream, workspace and plan cache as linear().
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  int64_t M = 0, N = 0, K = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  GemmPrecision precision = GemmPrecision::f32;
+  const float* bias = nullptr;  // f32 [N] or null
+};
+void gemm(int device, float* C, const void* A, const void* B, const GemmArgs& a);
+
 }  // namespace tach::cuda

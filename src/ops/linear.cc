@@ -159,12 +159,22 @@ void linear_forward_train(const Tensor& y, const Tensor& x, TrainLinearWeight W,
   check_device(op, device, {&y, &b});
   if (!(weight_device(W) == device))
     throw Error(std::string(op) + ": the weight is on " + weight_device(W).str() + ", x on " + device.str());
-  if (on_cuda(op, device, W.nf4 ? DType::nf4 : DType::f32)) unsupported(op, device, W.nf4 ? DType::nf4 : DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, device, W.nf4 ? DType::nf4 : DType::f32);
   core::Span span(core::SpanKind::op, op);
   if (span.active()) {
     const OpCost c = linear_cost(M, N, K, W.nf4 ? DType::nf4 : DType::f32, b.defined());
     span.set_cost(c.flops, c.bytes());
   }
+#if TACH_HAS_CUDA
+  if (cuda) {
+    if (W.nf4)
+      nf4_linear_forward_cuda(device.index, y.data<float>(), x.data<float>(), *W.nf4, data_or_null(b), M, N, K);
+    else
+      linear_forward_train_cuda(device.index, y.data<float>(), x.data<float>(), W.f32->data<float>(), data_or_null(b),
+                                M, N, K);
+    return;
+  }
+#endif
   if (W.nf4) cpu::nf4_linear_forward(y.data<float>(), x.data<float>(), *W.nf4, data_or_null(b), M, N, K);
   else linear_forward_cpu(y.data<float>(), x.data<float>(), W.f32->data<float>(), data_or_null(b), M, N, K);
 }
@@ -188,7 +198,7 @@ void linear_backward(const Tensor& dx, const Tensor& dW, const Tensor& db, const
   check_device(op, device, {&x, &dx, &dW, &db});
   if (!(weight_device(W) == device))
     throw Error(std::string(op) + ": the weight is on " + weight_device(W).str() + ", dy on " + device.str());
-  if (on_cuda(op, device, W.nf4 ? DType::nf4 : DType::f32)) unsupported(op, device, W.nf4 ? DType::nf4 : DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda(op, device, W.nf4 ? DType::nf4 : DType::f32);
   core::Span span(core::SpanKind::op, op);
   if (span.active()) {
     OpCost c = linear_backward_cost(M, N, K, db.defined(), dx.defined(), dW.defined());
@@ -196,6 +206,18 @@ void linear_backward(const Tensor& dx, const Tensor& dW, const Tensor& db, const
     if (W.nf4) c.bytes_read += double(dtype_bytes(DType::nf4, size_t(N * K))) - 4.0 * double(N * K);
     span.set_cost(c.flops, c.bytes());
   }
+#if TACH_HAS_CUDA
+  if (cuda) {
+    if (!W.nf4) {
+      linear_backward_cuda(device.index, mutable_or_null(dx), mutable_or_null(dW), mutable_or_null(db),
+                           dy.data<float>(), x.data<float>(), W.f32->data<float>(), M, N, K);
+      return;
+    }
+    if (dx.defined()) nf4_linear_backward_dx_cuda(device.index, dx.data<float>(), dy.data<float>(), *W.nf4, M, N, K);
+    if (db.defined()) linear_bias_grad_cuda(device.index, db.data<float>(), dy.data<float>(), M, N);
+    return;
+  }
+#endif
   if (!W.nf4) {
     linear_backward_cpu(mutable_or_null(dx), mutable_or_null(dW), mutable_or_null(db), dy.data<float>(),
                         x.data<float>(), W.f32->data<float>(), M, N, K);

@@ -101,4 +101,25 @@ void linear_backward_cpu(float* dx, float* dW, float* db, const float* dy, const
                          int64_t N, int64_t K);
 OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool needs_dx, bool needs_dw = true);
 
+// CUDA kernels of the training linear (ops/linear_train_cuda.cc), the same functions as the CPU
+// kernels above with the same accumulate rules, every pointer on `device`, on tach's stream. GEMMs
+// through cuBLASLt at the run's training precision (cuda/train_gemm.h); the bias is added in the
+// GEMM's epilogue; db is a deterministic column sum (no atomics: two runs agree bit for bit).
+void linear_forward_train_cuda(int device, float* y, const float* x, const float* W, const float* b, int64_t M,
+                               int64_t N, int64_t K);
+void linear_backward_cuda(int device, float* dx, float* dW, float* db, const float* dy, const float* x, const float* W,
+                          int64_t M, int64_t N, int64_t K);
+// db: [N] += Σ_m dy [M, N] (ops/linear_train_cuda.cu).
+void linear_bias_grad_cuda(int device, float* db, const float* dy, int64_t M, int64_t N);
+// NF4 on a GPU (its parts' codes, absmax codes and scales on `device`): the whole weight is
+// dequantized into a stream-ordered f32 [N, K] temporary, then multiplied as an f32 master weight.
+// out: [W.rows, W.cols] f32 = the CPU's Nf4Matrix::dequantize_rows bit for bit (its code books,
+// code · absmax with absmax = code2[q] · absmax2 + offset, neither contracted to an FMA).
+void nf4_dequantize_cuda(int device, float* out, const cpu::Nf4Matrix& W);
+// y [M, N] = x · Wᵀ + b (b may be null)        dx [M, K] += dy · W
+void nf4_linear_forward_cuda(int device, float* y, const float* x, const cpu::Nf4Matrix& W, const float* b, int64_t M,
+                             int64_t N, int64_t K);
+void nf4_linear_backward_dx_cuda(int device, float* dx, const float* dy, const cpu::Nf4Matrix& W, int64_t M, int64_t N,
+                                 int64_t K);
+
 }  // namespace tach::ops

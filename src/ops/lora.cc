@@ -52,9 +52,16 @@ void lora_forward_train(const Tensor& y, const Tensor& xa, const Tensor& x, cons
   expect_matrix("lora", "B", B, s.N, s.r);
   expect_scratch("lora", scratch, s.dropout > 0.f ? s.M * s.K : 0);
   check_device("lora", x.device(), {&y, &xa, &A, &B, &scratch});
-  if (on_cuda("lora", x.device(), DType::f32)) unsupported("lora", x.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda("lora", x.device(), DType::f32);
   core::Span span(core::SpanKind::op, "lora");
   declare(span, lora_cost(s));
+#if TACH_HAS_CUDA
+  if (cuda) {
+    lora_forward_cuda(x.device().index, y.data<float>(), row_stride(y), xa.data<float>(), x.data<float>(),
+                      A.data<float>(), B.data<float>(), s, scratch.defined() ? scratch.data<float>() : nullptr);
+    return;
+  }
+#endif
   lora_forward_cpu(y.data<float>(), row_stride(y), xa.data<float>(), x.data<float>(), A.data<float>(), B.data<float>(),
                    s, scratch.defined() ? scratch.data<float>() : nullptr);
 }
@@ -71,9 +78,17 @@ void lora_backward(const Tensor& dx, const Tensor& dA, const Tensor& dB, const T
   expect_matrix("lora_backward", "B", B, s.N, s.r);
   expect_scratch("lora_backward", scratch, s.M * s.K + s.M * s.r);
   check_device("lora_backward", x.device(), {&dx, &dA, &dB, &dy, &xa, &A, &B, &scratch});
-  if (on_cuda("lora_backward", x.device(), DType::f32)) unsupported("lora_backward", x.device(), DType::f32);
+  [[maybe_unused]] const bool cuda = on_cuda("lora_backward", x.device(), DType::f32);
   core::Span span(core::SpanKind::op, "lora_backward");
   declare(span, lora_backward_cost(s, dx.defined()));
+#if TACH_HAS_CUDA
+  if (cuda) {
+    lora_backward_cuda(x.device().index, dx.defined() ? dx.data<float>() : nullptr, dA.data<float>(), dB.data<float>(),
+                       dy.data<float>(), row_stride(dy), x.data<float>(), xa.data<float>(), A.data<float>(),
+                       B.data<float>(), s, scratch.data<float>());
+    return;
+  }
+#endif
   lora_backward_cpu(dx.defined() ? dx.data<float>() : nullptr, dA.data<float>(), dB.data<float>(), dy.data<float>(),
                     row_stride(dy), x.data<float>(), xa.data<float>(), A.data<float>(), B.data<float>(), s,
                     scratch.data<float>());

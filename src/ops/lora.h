@@ -45,6 +45,15 @@ void lora_forward_cpu(float* y, int64_t ldy, float* xa, const float* x, const fl
 //   dB += scale · dyᵀ · xa;  dxa = scale · dy · B;  dA += dxaᵀ · dropout(x);  dx += dropout'(dxa · A)
 void lora_backward_cpu(float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x, const float* xa,
                        const float* A, const float* B, const LoraShape& s, float* scratch);
+// The same two on CUDA (ops/lora_cuda.cc), every pointer on `device`, on tach's stream: the CPU
+// kernels' GEMMs through cuBLASLt at the run's training precision (cuda/train_gemm.h), the dropout
+// mask drawn by the dropout op's CUDA kernel (the CPU's mask, element for element).
+void lora_forward_cuda(int device, float* y, int64_t ldy, float* xa, const float* x, const float* A, const float* B,
+                       const LoraShape& s, float* scratch);
+void lora_backward_cuda(int device, float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x,
+                        const float* xa, const float* A, const float* B, const LoraShape& s, float* scratch);
+// dst [n] += src [n] (ops/lora_cuda.cu).
+void accumulate_cuda(int device, float* dst, const float* src, int64_t n);
 OpCost lora_cost(const LoraShape& s);
 OpCost lora_backward_cost(const LoraShape& s, bool needs_dx = true);
 
