@@ -8,13 +8,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
+# The GPU test binaries to pack (each adds ~2 MB compressed; a call's tree holds 64 MiB in all).
+tests=${GPU_TESTS:-"test_cuda test_cuda_ops test_cuda_models test_cuda_train"}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTACH_CUDA=ON \
   -DTACH_BUILD_BENCH=OFF > /dev/null
-ninja -C "$build" tach test_cuda test_cuda_ops test_cuda_models test_cuda_train
+ninja -C "$build" tach $tests
 stage="$build/gpu-pack"
 rm -rf "$stage" .gpu && mkdir -p "$stage/bin" "$stage/lib" .gpu
-cp "$build/tach" "$build/tests/test_cuda" "$build/tests/test_cuda_ops" "$build/tests/test_cuda_models" \
-  "$build/tests/test_cuda_train" "$stage/bin/"
+cp "$build/tach" "$stage/bin/"
+for t in $tests; do cp "$build/tests/$t" "$stage/bin/"; done
 strip "$stage"/bin/*
 # Everything the binaries load from this machine except the C runtime and CUDA (the GPU machine's
 # driver and toolkit provide those, in the versions that match its driver).
@@ -46,7 +48,7 @@ mkdir -p "$stage/lib-fallback"
 ldd "$stage"/bin/tach | awk '/libcupti/ {print $3}' | xargs -r -I{} cp -L {} "$stage/lib-fallback/"
 # Compressed: the libraries alone are ~120 MB (oneDNN, OpenBLAS), the tree a call carries at most
 # 64 MiB with the repository's own ~34 MB. xz -9e's 64 MiB window also finds the
-# five binaries' shared code (each links libtach).
+# binaries' shared code (each links libtach).
 tar -C "$stage" -cf - bin lib lib-fallback | xz -9e -T1 > .gpu/pack.tar.xz
 exclude=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
