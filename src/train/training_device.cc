@@ -22,7 +22,7 @@ Device training_device(const std::string& spec, std::string* why) {
   const Device d = parse_device(spec);  // names what is wrong with "tpu" or "cuda:x"
   if (why) why->clear();
   if (d.kind == DeviceKind::cpu) return d;
-  check(cuda_available(), "--device " + spec + ": no usable CUDA device here (" + cuda_unavailable_reason() +
+  check(cuda_available(), "--device " + spec + ": no CUDA device here (" + cuda_unavailable_reason() +
                               "); run with --device cpu, or auto (a GPU when there is one, else the CPU)");
   check(d.index < cuda_device_count(), "--device " + spec + ": there is no CUDA device " + std::to_string(d.index) +
                                            " (this machine has " + std::to_string(cuda_device_count()) + ")");
