@@ -54,11 +54,16 @@ void expect_near(const Tensor& got, const Tensor& want, double tol, const char* 
 
 // ---- Encoders: ops::attention_forward_train and ops::attention_backward ----
 
+// MPNet's relative position bias: none, trained (its gradient added to a non-zero one), or
+// frozen (the backward takes no gradient for it).
+enum class Bias { none, trained, frozen };
+
 struct EncoderCase {
   int64_t B, T, H, D, Tq;
   Padding padding;
   float dropout_p;
-  bool save_probs, biased;
+  bool save_probs;
+  Bias bias;
 };
 
 // Everything one side (CPU or GPU) of an encoder case holds.
@@ -77,9 +82,11 @@ EncoderSide encoder_side(const EncoderCase& c, Device device, const Tensor& qkv,
   s.out = Tensor::empty({c.B, c.T, C + 3}, DType::f32, device);  // a row stride other than C
   s.grad = Tensor::empty({c.B, c.T, 3 * C}, DType::f32, device);
   if (c.save_probs) s.probs = Tensor::empty({c.B, c.H, c.T, c.T}, DType::f32, device);
-  if (c.biased) {
+  if (c.bias != Bias::none) {
     s.table = gpu ? on_gpu(table) : table;
     s.buckets = gpu ? on_gpu(buckets) : buckets;
+  }
+  if (c.bias == Bias::trained) {
     s.d_table = gpu ? on_gpu(d_table) : d_table.contiguous();  // starts non-zero: the gradient adds
     s.d_parts = Tensor::empty({c.B, c.H, table.size(0)}, DType::f32, device);
   }
@@ -106,14 +113,14 @@ void run_encoder(const EncoderCase& c, EncoderSide& s, uint64_t dropout_key) {
 void check_encoder_case(const EncoderCase& c) {
   SCOPED_TRACE(::testing::Message() << "B " << c.B << " T " << c.T << " H " << c.H << " D " << c.D << " Tq " << c.Tq
                                     << " padding " << int(c.padding) << " dropout " << c.dropout_p
-                                    << (c.save_probs ? " saved" : " fused") << (c.biased ? " biased" : ""));
+                                    << (c.save_probs ? " saved" : " fused") << " bias " << int(c.bias));
   const int64_t C = c.H * c.D, NB = 32;
   const unsigned seed = unsigned(c.T * 31 + c.D);
   const Tensor qkv = random_tensor({c.B, c.T, 3 * C}, seed);
   const Tensor dout = random_tensor({c.B, c.T, C + 5}, seed + 1);
   const Tensor mask = key_mask(c.B, c.T, c.padding);
   Tensor table, buckets, d_table;
-  if (c.biased) {
+  if (c.bias != Bias::none) {
     table = random_tensor({NB, c.H}, seed + 2, 0.5f);
     d_table = random_tensor({NB, c.H}, seed + 3);
     const std::vector<int32_t> b = ops::relative_position_buckets(c.T, NB, 128);
@@ -135,7 +142,7 @@ void check_encoder_case(const EncoderCase& c) {
   expect_near(block_of(gpu.grad, 0, c.Tq, 0, C), block_of(cpu.grad, 0, c.Tq, 0, C), kReductionTol, "dq");
   expect_near(block_of(gpu.grad, 0, c.T, C, C), block_of(cpu.grad, 0, c.T, C, C), kReductionTol, "dk");
   expect_near(block_of(gpu.grad, 0, c.T, 2 * C, C), block_of(cpu.grad, 0, c.T, 2 * C, C), kReductionTol, "dv");
-  if (c.biased) {
+  if (c.bias == Bias::trained) {
     expect_near(on_cpu(gpu.d_parts), cpu.d_parts, kCancellingSumTol, "the bias gradient's parts per sequence");
     expect_near(on_cpu(gpu.d_table), cpu.d_table, kReductionTol, "the bias table's gradient (accumulated)");
   }
@@ -143,14 +150,16 @@ void check_encoder_case(const EncoderCase& c) {
 
 TEST_F(CudaTrainAttention, EncoderForwardAndBackwardMatchCpu) {
   const EncoderCase cases[] = {
-      {2, 37, 3, 20, 37, Padding::right, 0.0f, true, false},
-      {1, 1, 1, 8, 1, Padding::none, 0.0f, true, false},        // N = 1
-      {3, 37, 4, 24, 37, Padding::holes, 0.1f, true, false},    // additive mask, a row of padding only
-      {2, 64, 2, 64, 1, Padding::right, 0.1f, false, false},    // a classifier's first token, fused
-      {2, 45, 2, 64, 7, Padding::holes, 0.0f, true, false},     // the first rows only, additive mask
-      {2, 40, 2, 16, 40, Padding::right, 0.1f, true, true},     // MPNet's bias
-      {2, 300, 2, 32, 300, Padding::right, 0.0f, false, true},  // fused, biased, long
-      {1, 20, 1, 200, 20, Padding::none, 0.5f, true, false},    // heads past 128 channels per thread
+      {2, 37, 3, 20, 37, Padding::right, 0.0f, true, Bias::none},
+      {1, 1, 1, 8, 1, Padding::none, 0.0f, true, Bias::none},            // N = 1
+      {3, 37, 4, 24, 37, Padding::holes, 0.1f, true, Bias::none},        // additive mask, a row of padding only
+      {2, 64, 2, 64, 1, Padding::right, 0.1f, false, Bias::none},        // a classifier's first token, fused
+      {2, 45, 2, 64, 7, Padding::holes, 0.0f, true, Bias::none},         // the first rows only, additive mask
+      {2, 40, 2, 16, 40, Padding::right, 0.1f, true, Bias::trained},     // MPNet's bias
+      {2, 300, 2, 32, 300, Padding::right, 0.0f, false, Bias::trained},  // fused, long
+      {3, 37, 2, 16, 1, Padding::holes, 0.1f, true, Bias::trained},      // the first token, additive mask
+      {2, 40, 2, 16, 40, Padding::right, 0.0f, false, Bias::frozen},     // no bias gradient asked for
+      {1, 20, 1, 200, 20, Padding::none, 0.5f, true, Bias::none},        // heads past 128 channels per thread
   };
   for (const EncoderCase& c : cases) check_encoder_case(c);
 }
@@ -158,13 +167,13 @@ TEST_F(CudaTrainAttention, EncoderForwardAndBackwardMatchCpu) {
 // Dropout draws the CPU's mask exactly: one bit drawn otherwise moves an output by a
 // probability-sized amount, far past the tolerance. p = 0.5 drops half of every row.
 TEST_F(CudaTrainAttention, EncoderDropoutDrawsTheCpuMask) {
-  check_encoder_case({2, 50, 2, 32, 50, Padding::none, 0.5f, true, false});
-  check_encoder_case({2, 50, 2, 32, 50, Padding::right, 0.5f, false, true});
+  check_encoder_case({2, 50, 2, 32, 50, Padding::none, 0.5f, true, Bias::none});
+  check_encoder_case({2, 50, 2, 32, 50, Padding::right, 0.5f, false, Bias::trained});
 }
 
 // The backward sums without atomics: two runs give bitwise-equal gradients, the bias table's too.
 TEST_F(CudaTrainAttention, EncoderBackwardIsDeterministic) {
-  const EncoderCase c{2, 96, 2, 32, 96, Padding::right, 0.1f, false, true};
+  const EncoderCase c{2, 96, 2, 32, 96, Padding::right, 0.1f, false, Bias::trained};
   const int64_t C = c.H * c.D, NB = 32;
   const Tensor qkv = random_tensor({c.B, c.T, 3 * C}, 5), dout = random_tensor({c.B, c.T, C + 5}, 6);
   const Tensor table = random_tensor({NB, c.H}, 7, 0.5f), d_table = random_tensor({NB, c.H}, 8);
