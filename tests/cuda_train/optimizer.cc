@@ -140,12 +140,13 @@ std::vector<Tensor> gradient_list(bool gpu) {
   return grads;
 }
 
-// Both sum the squares in double, in other orders: 1e-12 of the norm.
+// Both sum the squares (exact in double) in other orders: ~200K roundings of 1e-16 each, at most
+// 1e-10 of the norm.
 TEST_F(CudaTrainOptimizer, GradNormMatchesTheCpuAndRepeatsBitwise) {
   const std::vector<Tensor> cpu = gradient_list(false), gpu = gradient_list(true);
   const double want = ops::grad_norm(cpu);
   const double got = ops::grad_norm(gpu);
-  EXPECT_NEAR(got, want, 1e-12 * want);
+  EXPECT_NEAR(got, want, 1e-10 * want);
   EXPECT_TRUE(same_bits(ops::grad_norm(gpu), got)) << "a second run gave other bits";
   const Tensor norm = on_gpu(Tensor::zeros({1}, DType::f64));
   ops::grad_norm(gpu, norm);
@@ -163,6 +164,7 @@ TEST_F(CudaTrainOptimizer, ClipScalesAsTheCpu) {
 }
 
 // The device form reads the norm on the device: the host form's result without the round trip.
+// The two norms may differ in their last bits, and the f32 factor then by one ulp: 2.5e-7.
 TEST_F(CudaTrainOptimizer, ClipByDeviceNormMatchesTheHostForm) {
   std::vector<Tensor> cpu = gradient_list(false), gpu = gradient_list(true);
   ops::clip_grads_to_norm(cpu, ops::grad_norm(cpu), 2.0);
@@ -170,7 +172,7 @@ TEST_F(CudaTrainOptimizer, ClipByDeviceNormMatchesTheHostForm) {
   ops::grad_norm(gpu, norm);
   ops::clip_grads_to_norm(gpu, norm, 2.0);
   for (size_t i = 0; i < cpu.size(); ++i)
-    if (cpu[i].defined()) { EXPECT_LE(scaled_error(on_cpu(gpu[i]), cpu[i]), 1e-7) << "gradient " << i; }
+    if (cpu[i].defined()) { EXPECT_LE(scaled_error(on_cpu(gpu[i]), cpu[i]), 2.5e-7) << "gradient " << i; }
 }
 
 // Within the limit, or a NaN norm: nothing moves (std::min(1, NaN) is 1, as on the CPU).
@@ -289,7 +291,8 @@ TEST_F(CudaTrainOptimizer, SpanCrossEntropyMatchesTheCpu) {
 // ---- MSE, BCE with logits ------------------------------------------------------------------
 
 // Both sum the same double terms in other orders (CUDA's double exp and log1p within an ulp or
-// two of glibc's): 1e-12 of the loss. The backwards are f32 elementwise: kElementwiseTol.
+// two of glibc's): up to 100K roundings of 1e-16 each, at most 1e-10 of the loss. The backwards
+// are f32 elementwise: kElementwiseTol.
 TEST_F(CudaTrainOptimizer, ElementwiseLossesMatchTheCpu) {
   for (const int64_t N : {1, 37, 300, 100003}) {
     SCOPED_TRACE("N " + std::to_string(N));
@@ -299,8 +302,8 @@ TEST_F(CudaTrainOptimizer, ElementwiseLossesMatchTheCpu) {
     const Tensor gx = on_gpu(x), gy = on_gpu(y), gsoft = on_gpu(soft), dstart = random_tensor({N}, 5);
 
     const double mse = ops::mse_forward(x, y), bce = ops::bce_with_logits_forward(x, soft);
-    EXPECT_NEAR(ops::mse_forward(gx, gy), mse, 1e-12 * mse);
-    EXPECT_NEAR(ops::bce_with_logits_forward(gx, gsoft), bce, 1e-12 * bce);
+    EXPECT_NEAR(ops::mse_forward(gx, gy), mse, 1e-10 * mse);
+    EXPECT_NEAR(ops::bce_with_logits_forward(gx, gsoft), bce, 1e-10 * bce);
 
     Tensor dmse = dstart.to_device(Device::cpu()), dbce = dstart.to_device(Device::cpu());
     Tensor gdmse = on_gpu(dstart), gdbce = on_gpu(dstart);
