@@ -50,14 +50,70 @@ LossTargets loss_targets(const Targets& t, Head head, int64_t T, Device device, 
   return out;
 }
 
+namespace {
+
+bool on_host(const Tensor& t) { return t.device().kind == DeviceKind::cpu; }
+
+QueuedLoss queued_on(const Tensor& logits, int64_t slots, bool cross_entropy) {
+  QueuedLoss l;
+  l.slots = Tensor::empty({slots}, DType::f64, logits.device(), MemoryCategory::workspace);
+  l.cross_entropy = cross_entropy;
+  return l;
+}
+
+}  // namespace
+
+double QueuedLoss::read() const {
+  if (!slots.defined()) return value;
+  if (cross_entropy) return ops::read_cross_entropy_loss(slots);
+  return slots.on(Device::cpu()).data<double>()[0];  // one copy, after the work queued before it
+}
+
+QueuedLoss queue_cross_entropy(const Tensor& probs, const Tensor& logits, const Tensor& labels) {
+  if (on_host(logits)) return QueuedLoss{ops::cross_entropy_forward(probs, logits, labels), Tensor(), false};
+  QueuedLoss l = queued_on(logits, ops::kLossSlots, true);
+  ops::cross_entropy_forward(l.slots, probs, logits, labels);
+  return l;
+}
+
+QueuedLoss queue_span_cross_entropy(const Tensor& probs, const Tensor& logits, const Tensor& start, const Tensor& end) {
+  if (on_host(logits)) return QueuedLoss{ops::span_cross_entropy_forward(probs, logits, start, end), Tensor(), false};
+  QueuedLoss l = queued_on(logits, ops::kLossSlots, true);
+  ops::span_cross_entropy_forward(l.slots, probs, logits, start, end);
+  return l;
+}
+
 double classifier_loss(const std::string& problem_type, const Tensor& logits, const LossTargets& t,
                        const Tensor& dlogits, float scale) {
+  return queue_classifier_loss(problem_type, logits, t, dlogits, scale).read();
+}
+
+namespace {
+
+QueuedLoss queue_mse(const Tensor& pred, const Tensor& target) {
+  if (on_host(pred)) return QueuedLoss{ops::mse_forward(pred, target), Tensor(), false};
+  QueuedLoss l = queued_on(pred, 1, false);
+  ops::mse_forward(l.slots, pred, target);
+  return l;
+}
+
+QueuedLoss queue_bce_with_logits(const Tensor& logits, const Tensor& target) {
+  if (on_host(logits)) return QueuedLoss{ops::bce_with_logits_forward(logits, target), Tensor(), false};
+  QueuedLoss l = queued_on(logits, 1, false);
+  ops::bce_with_logits_forward(l.slots, logits, target);
+  return l;
+}
+
+}  // namespace
+
+QueuedLoss queue_classifier_loss(const std::string& problem_type, const Tensor& logits, const LossTargets& t,
+                                 const Tensor& dlogits, float scale) {
   const int64_t B = logits.size(0), L = logits.size(1);
   if (problem_type == "regression") {
     check(L == 1, "regression needs a head with one output, this one has " + std::to_string(L));
     check(t.values.defined() && t.values.numel() == B,
           "regression: " + count_of(t.values) + " targets for " + std::to_string(B) + " rows");
-    const double loss = ops::mse_forward(logits, t.values);
+    const QueuedLoss loss = queue_mse(logits, t.values);
     if (dlogits.defined()) ops::mse_backward(dlogits, logits, t.values, scale);
     return loss;
   }
@@ -65,7 +121,7 @@ double classifier_loss(const std::string& problem_type, const Tensor& logits, co
     check(t.values.defined() && t.values.numel() == B * L, "multi-label: " + count_of(t.values) + " targets for " +
                                                                std::to_string(B) + " rows of " + std::to_string(L) +
                                                                " labels");
-    const double loss = ops::bce_with_logits_forward(logits, t.values);
+    const QueuedLoss loss = queue_bce_with_logits(logits, t.values);
     if (dlogits.defined()) ops::bce_with_logits_backward(dlogits, logits, t.values, scale);
     return loss;
   }
@@ -75,7 +131,7 @@ double classifier_loss(const std::string& problem_type, const Tensor& logits, co
   check(t.classes.defined() && t.classes.numel() == B,
         "classification: " + count_of(t.classes) + " labels for " + std::to_string(B) + " rows");
   const Tensor probs = Tensor::empty({B, L}, DType::f32, logits.device(), MemoryCategory::activations);
-  const double loss = ops::cross_entropy_forward(probs, logits, t.classes);
+  const QueuedLoss loss = queue_cross_entropy(probs, logits, t.classes);
   if (dlogits.defined()) ops::cross_entropy_backward(dlogits, probs, t.classes, scale);
   return loss;
 }

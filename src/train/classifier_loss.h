@@ -45,9 +45,27 @@ struct LossTargets {
 LossTargets loss_targets(const Targets& targets, Head head, int64_t T, Device device,
                          const std::vector<int32_t>* rows = nullptr);
 
+// A loss as a step reads it: on the CPU its value, there at once; on a GPU left on the device (the
+// loss op's f64 slots) until read() copies it back, so that a step's forward, backward and update
+// queue on the GPU with one read-back, after them.
+struct QueuedLoss {
+  double value = 0;            // the CPU's
+  Tensor slots;                // a GPU's: f64 [ops::kLossSlots] (cross-entropy) or [1] (MSE, BCE)
+  bool cross_entropy = false;  // slots are cross-entropy's (a bad label is said when read)
+  double read() const;
+};
+
 // logits: [B, L]. Returns the mean loss; dlogits [B, L] += scale * d loss / d logits (undefined:
 // the loss only).
 double classifier_loss(const std::string& problem_type, const Tensor& logits, const LossTargets& targets,
                        const Tensor& dlogits, float scale);
+// The same, the loss left where the logits are.
+QueuedLoss queue_classifier_loss(const std::string& problem_type, const Tensor& logits, const LossTargets& targets,
+                                 const Tensor& dlogits, float scale);
+
+// The loss forwards on the logits' device (shapes as the ops take them), queued: on the CPU each
+// returns its value at once.
+QueuedLoss queue_cross_entropy(const Tensor& probs, const Tensor& logits, const Tensor& labels);
+QueuedLoss queue_span_cross_entropy(const Tensor& probs, const Tensor& logits, const Tensor& start, const Tensor& end);
 
 }  // namespace tach::train

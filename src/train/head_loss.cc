@@ -8,14 +8,14 @@ namespace tach::train {
 namespace {
 
 // Cross-entropy over rows of logits [R, L] with labels [R] in [0, L) or -100.
-double token_cross_entropy(const Tensor& logits, const Tensor& labels, const Tensor& dlogits, float scale,
-                           const char* what) {
+QueuedLoss token_cross_entropy(const Tensor& logits, const Tensor& labels, const Tensor& dlogits, float scale,
+                               const char* what) {
   const int64_t R = logits.size(0), L = logits.size(1);
   check(labels.defined() && labels.numel() == R, std::string(what) + ": " +
                                                      std::to_string(labels.defined() ? labels.numel() : 0) +
                                                      " labels for " + std::to_string(R) + " tokens");
   const Tensor probs = Tensor::empty({R, L}, DType::f32, logits.device(), MemoryCategory::activations);
-  const double loss = ops::cross_entropy_forward(probs, logits, labels);
+  const QueuedLoss loss = queue_cross_entropy(probs, logits, labels);
   if (dlogits.defined()) ops::cross_entropy_backward(dlogits, probs, labels, scale);
   return loss;
 }
@@ -31,6 +31,11 @@ std::vector<int32_t> labelled_rows(const Targets& t) {
 
 double head_loss(Head head, const std::string& problem_type, const Tensor& logits, const LossTargets& t,
                  const Tensor& dlogits, float scale) {
+  return queue_head_loss(head, problem_type, logits, t, dlogits, scale).read();
+}
+
+QueuedLoss queue_head_loss(Head head, const std::string& problem_type, const Tensor& logits, const LossTargets& t,
+                           const Tensor& dlogits, float scale) {
   switch (head) {
     case Head::token_classification:
       return token_cross_entropy(logits, t.token_labels, dlogits, scale, "token classification");
@@ -45,12 +50,12 @@ double head_loss(Head head, const std::string& problem_type, const Tensor& logit
                 " end positions for " + std::to_string(logits.size(0)) + " tokens");
       const int64_t B = starts, T = logits.size(0) / B;
       const Tensor probs = Tensor::empty({2, B, T}, DType::f32, logits.device(), MemoryCategory::activations);
-      const double loss = ops::span_cross_entropy_forward(probs, logits, t.start_positions, t.end_positions);
+      const QueuedLoss loss = queue_span_cross_entropy(probs, logits, t.start_positions, t.end_positions);
       if (dlogits.defined())
         ops::span_cross_entropy_backward(dlogits, probs, t.start_positions, t.end_positions, scale);
       return loss;
     }
-    default: return classifier_loss(problem_type, logits, t, dlogits, scale);
+    default: return queue_classifier_loss(problem_type, logits, t, dlogits, scale);
   }
 }
 

@@ -21,6 +21,9 @@ namespace tach::train {
 // shape) += scale * d loss / d logits (undefined: the loss only).
 double head_loss(Head head, const std::string& problem_type, const Tensor& logits, const LossTargets& targets,
                  const Tensor& dlogits, float scale);
+// The same, the loss left where the logits are (QueuedLoss): a GPU step reads it once, at its end.
+QueuedLoss queue_head_loss(Head head, const std::string& problem_type, const Tensor& logits, const LossTargets& targets,
+                           const Tensor& dlogits, float scale);
 
 // The masked LM's rows that reach the loss: the tokens (b * T + t) with a label.
 std::vector<int32_t> labelled_rows(const Targets& targets);

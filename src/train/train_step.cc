@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "cpu/gemm.h"
@@ -46,6 +47,34 @@ MicroBatch load_micro_batch(const MicroBatchSource& next, int64_t micro, const T
   return m;
 }
 
+// forward_backward with the loss left on the model's device (read once, at the step's end).
+QueuedLoss queue_forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch,
+                                  const LossTargets& labels, const std::string& problem_type,
+                                  const DropoutRates& dropout, float loss_scale, PhaseSeconds* seconds) {
+  Tensor dlogits;
+  auto t0 = std::chrono::steady_clock::now();
+  QueuedLoss loss;
+  {
+    ProfileScope scope("forward");
+    model.forward(state, batch, dropout);
+    // [B, L], or [B * T, L] for a per-token head: the loss's gradient accumulates into it (+=).
+    dlogits = Tensor::zeros(state.logits.shape(), DType::f32, model.device, MemoryCategory::activations);
+    loss = queue_head_loss(model.head(), problem_type, state.logits, labels, dlogits, loss_scale);
+    // The phases are timed on the host clock: on a GPU each ends when its queued work does (a
+    // wait, no copy; a no-op on the CPU).
+    synchronize(model.device);
+  }
+  if (seconds) seconds->forward += seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  {
+    ProfileScope scope("backward");
+    model.backward(state, batch, dlogits.data<float>(), dropout);
+    synchronize(model.device);
+  }
+  if (seconds) seconds->backward += seconds_since(t0);
+  return loss;
+}
+
 }  // namespace
 
 void move_to_device(TokenBatch& batch, Device device) {
@@ -67,7 +96,9 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
   StepOutcome out;
   DataParallel* dp = settings_.data_parallel;
   model_.params.zero_grad();
-  double loss_sum = 0;
+  // Each micro-batch's loss with its weight, read once the backward has run (on a GPU the losses
+  // stay there until then: no read-back between the forward and the backward).
+  std::vector<std::pair<double, QueuedLoss>> losses;
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
     auto t0 = std::chrono::steady_clock::now();
     // The forward, the loss and the backward read only this: the micro-batch on the model's device.
@@ -92,8 +123,8 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
       // Each rank draws its own masks; one process (rank 0 of 1) draws those it always drew.
       r.micro_batch = (step * settings_.grad_accumulation + micro) * (dp ? dp->size() : 1) + (dp ? dp->rank() : 0);
       PhaseSeconds phase;
-      loss_sum += share * forward_backward(model_, *state_, batch, m.labels, settings_.problem_type, r,
-                                           float(share / double(micro_batches)), &phase);
+      losses.emplace_back(share, queue_forward_backward(model_, *state_, batch, m.labels, settings_.problem_type, r,
+                                                        float(share / double(micro_batches)), &phase));
       out.seconds.forward += phase.forward;
       out.seconds.backward += phase.backward;
       out.rank_tokens += m.tokens;
@@ -101,6 +132,8 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
     }
     state_->layer_grads_ready = nullptr;
   }
+  double loss_sum = 0;
+  for (const auto& [share, loss] : losses) loss_sum += share * loss.read();
   out.tokens = out.rank_tokens, out.samples = out.rank_samples;
   if (dp) {
     const dist::ReduceTimes t = dp->reducer().finish();
@@ -123,27 +156,7 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
 double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const LossTargets& labels,
                         const std::string& problem_type, const DropoutRates& dropout, float loss_scale,
                         PhaseSeconds* seconds) {
-  Tensor dlogits;
-  auto t0 = std::chrono::steady_clock::now();
-  double loss = 0;
-  {
-    ProfileScope scope("forward");
-    model.forward(state, batch, dropout);
-    // [B, L], or [B * T, L] for a per-token head: the loss's gradient accumulates into it (+=).
-    dlogits = Tensor::zeros(state.logits.shape(), DType::f32, model.device, MemoryCategory::activations);
-    loss = head_loss(model.head(), problem_type, state.logits, labels, dlogits, loss_scale);
-  }
-  if (seconds) seconds->forward += seconds_since(t0);
-  t0 = std::chrono::steady_clock::now();
-  {
-    ProfileScope scope("backward");
-    model.backward(state, batch, dlogits.data<float>(), dropout);
-    // A GPU runs the backward after its launches return: its phase ends when that work does (a
-    // no-op on the CPU).
-    synchronize(model.device);
-  }
-  if (seconds) seconds->backward += seconds_since(t0);
-  return loss;
+  return queue_forward_backward(model, state, batch, labels, problem_type, dropout, loss_scale, seconds).read();
 }
 
 GemmPrecisionScope::GemmPrecisionScope(DType precision)
