@@ -93,9 +93,10 @@ if wants peers; then
     ${PEERS_ARGS:-}
 fi
 if wants train-peers; then
-  # TRAIN_PEERS_ARGS narrows them, e.g. "--workloads distilbert --engines eager,compile,tach".
+  # Without max-autotune (minutes of compiling); TRAIN_PEERS_ARGS changes that, e.g.
+  # "--workloads distilbert --engines eager,compile,max-autotune,tach --budget-s 400".
   step train-peers 420 env PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_train_peers.py --tach "$tach" \
-    --json-out "$out/train_peers.json" --budget-s 200 ${TRAIN_PEERS_ARGS:-}
+    --json-out "$out/train_peers.json" --engines eager,compile,tach --budget-s 200 ${TRAIN_PEERS_ARGS:-}
 fi
 tail -c 9000 "$log"
 echo
