@@ -163,6 +163,9 @@ class GraphBuilder {
     if (b) set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b, name + " b");
     if (t) set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t, name + " t");
     set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y, name + " y");
+    const float one = 1.0f;  // y = op(1·x, 1·b): cuDNN's default, said as cudnn-frontend says it
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one, name + " alpha1");
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one, name + " alpha2");
     add_operation(op, name);
   }
 
@@ -461,7 +464,28 @@ struct Plan {
 
 using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, int, bool>;
 
-// Asks cuDNN's heuristics for engine configurations and keeps the first whose plan finalizes.
+// The plan of one engine configuration, kept in p when it finalizes (true); else false, with the
+// first refusal's words in *first_refusal.
+bool try_plan(Plan& p, cudnnHandle_t h, Desc config, std::string* first_refusal) {
+  auto plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+  set(plan->get(), kExecutionPlanHandle, CUDNN_TYPE_HANDLE, 1, &h, "execution plan's handle");
+  set_desc(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config, "execution plan's engine");
+  try {
+    finalize(plan->get(), "execution plan");
+  } catch (const Error& e) {  // this engine cannot run the graph here: another may
+    if (first_refusal->empty()) *first_refusal = e.what();
+    return false;
+  }
+  int64_t n = 0;
+  check_cudnn(cudnn_api().backend_get(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
+                                      &p.workspace_bytes),
+              "read the execution plan's workspace size");
+  p.plan = std::move(plan);
+  return true;
+}
+
+// The operation graph, and the plan of the first engine configuration that finalizes: cuDNN's
+// heuristics' choices first (mode A, as cudnn-frontend asks), then every engine in turn.
 void make_plan(Plan& p, int device, const std::string& what) {
   cudnnHandle_t h = handle(device);
   GraphBuilder& g = p.graph;
@@ -473,44 +497,51 @@ void make_plan(Plan& p, int device, const std::string& what) {
   set(og, kOperationGraphHandle, CUDNN_TYPE_HANDLE, 1, &h, "operation graph's handle");
   finalize(og, "operation graph of " + what);
 
-  Descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristics");
-  set_desc(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, og, "heuristics' graph");
-  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  set(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics' mode");
-  finalize(heuristics.get(), "engine heuristics for " + what);
-  int64_t count = 0;
-  check_cudnn(cudnn_api().backend_get(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                      &count, nullptr),
-              "count the engine configurations for " + what);
-  tach::check(count > 0, what + ": cuDNN's heuristics offer no engine for this graph (cuDNN " +
-                             std::to_string(cudnn_version()) + ")");
-  std::vector<Desc> configs;
-  for (int64_t i = 0; i < count; ++i) {
-    p.engine_configs.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config"));
-    configs.push_back(p.engine_configs.back()->get());
-  }
-  int64_t returned = 0;
-  check_cudnn(cudnn_api().backend_get(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                      count, &returned, configs.data()),
-              "read the engine configurations for " + what);
   std::string first_refusal;
-  for (int64_t i = 0; i < returned; ++i) {
-    auto plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
-    set(plan->get(), kExecutionPlanHandle, CUDNN_TYPE_HANDLE, 1, &h, "execution plan's handle");
-    set_desc(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[size_t(i)], "execution plan's engine");
-    try {
-      finalize(plan->get(), "execution plan " + std::to_string(i) + " of " + std::to_string(returned));
-    } catch (const Error& e) {  // this engine cannot run the graph here: the next one may
-      if (first_refusal.empty()) first_refusal = e.what();
-      continue;
+  int64_t returned = 0;
+  try {
+    Descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristics");
+    set_desc(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, og, "heuristics' graph");
+    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    set(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics' mode");
+    finalize(heuristics.get(), "engine heuristics for " + what);
+    int64_t count = 0;
+    check_cudnn(cudnn_api().backend_get(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                        0, &count, nullptr),
+                "count the engine configurations for " + what);
+    std::vector<Desc> configs;
+    for (int64_t i = 0; i < count; ++i) {
+      p.engine_configs.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config"));
+      configs.push_back(p.engine_configs.back()->get());
     }
-    check_cudnn(cudnn_api().backend_get(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                        &returned, &p.workspace_bytes),
-                "read the execution plan's workspace size");
-    p.plan = std::move(plan);
-    return;
+    check_cudnn(cudnn_api().backend_get(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                        count, &returned, configs.data()),
+                "read the engine configurations for " + what);
+    for (int64_t i = 0; i < returned && i < count; ++i)
+      if (try_plan(p, h, configs[size_t(i)], &first_refusal)) return;
+  } catch (const Error& e) {  // the heuristics refused the graph: the engines are asked one by one
+    if (first_refusal.empty()) first_refusal = e.what();
   }
-  throw Error(what + ": no cuDNN engine can run it here; the first said: " + first_refusal);
+  // None of the heuristics' choices finalizes: every engine cuDNN has for the graph, with its
+  // default knobs, before giving up.
+  int64_t engines = 0;
+  check_cudnn(cudnn_api().backend_get(og, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &returned,
+                                      &engines),
+              "count the engines for " + what);
+  for (int64_t i = 0; i < engines; ++i) {
+    p.engine_configs.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine"));
+    Desc engine = p.engine_configs.back()->get();
+    set_desc(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, og, "engine's graph");
+    set(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &i, "engine's index");
+    if (cudnn_api().backend_finalize(engine) != CUDNN_STATUS_SUCCESS) continue;  // not for this graph
+    p.engine_configs.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config"));
+    Desc config = p.engine_configs.back()->get();
+    set_desc(config, CUDNN_ATTR_ENGINECFG_ENGINE, engine, "engine config's engine");
+    if (cudnn_api().backend_finalize(config) != CUDNN_STATUS_SUCCESS) continue;
+    if (try_plan(p, h, config, &first_refusal)) return;
+  }
+  throw Error(what + ": no cuDNN engine can run it here (cuDNN " + std::to_string(cudnn_version()) +
+              "); the first refusal: " + (first_refusal.empty() ? "none finalized" : first_refusal));
 }
 
 Plan& plan_for(int device, const SdpaArgs& a, bool padded, bool backward) {
@@ -590,6 +621,11 @@ void sdpa_forward(int device, const SdpaArgs& a, void* out, float* stats, const 
 void sdpa_backward(int device, const SdpaArgs& a, void* dq, void* dk, void* dv, const void* dout, const void* out,
                    const float* stats, const void* q, const void* k, const void* v, const int32_t* kv_lengths) {
   check_args(a, true);
+  const int64_t version = cudnn_version();
+  tach::check(version != 91000 && version != 91001,
+              describe(a, true) +
+                  ": cuDNN 9.10.0 and 9.10.1 compute this backward wrongly (NVIDIA's known bug); "
+                  "use cuDNN 9.10.2 or later");
   for (auto [p, name] : {std::pair<const void*, const char*>{q, "q"},
                          {k, "k"},
                          {v, "v"},
@@ -643,6 +679,14 @@ void sdpa_check_operations(const SdpaArgs& a, bool padded, bool backward) {
   GraphBuilder g;
   if (backward) build_backward(g, a, padded);
   else build_forward(g, a, padded);
+  // The graph as a whole (every intermediate produced once, every operation connected): cuDNN
+  // 9.19 finalizes it without a handle; earlier versions need one, so a device.
+  if (cudnn_version() < 91900) return;
+  Descriptor og(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
+  const std::vector<Desc>& ops = g.operations();
+  set(og.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(ops.size()), ops.data(),
+      "operation graph's operations");
+  finalize(og.get(), "operation graph");
 }
 
 #endif  // TACH_HAS_CUDNN_HEADERS

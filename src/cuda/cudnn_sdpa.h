@@ -51,8 +51,10 @@ void sdpa_backward(int device, const SdpaArgs& a, void* dq, void* dk, void* dv, 
                    const float* stats, const void* q, const void* k, const void* v, const int32_t* kv_lengths);
 
 // Builds and finalizes every tensor and operation descriptor of the graph for these arguments
-// (padded: with kv_lengths) without a device: cuDNN checks each operation's attributes, so a
-// machine without a GPU can check the graph that a GPU would run. Throws what cuDNN refused.
+// (padded: with kv_lengths), and with cuDNN 9.19 or later the operation graph itself, without a
+// device: cuDNN checks each operation's attributes and the graph's connections, so a machine
+// without a GPU checks the graph a GPU would run (choosing an engine needs the GPU). Throws what
+// cuDNN refused.
 void sdpa_check_operations(const SdpaArgs& a, bool padded, bool backward);
 
 }  // namespace tach::cuda
