@@ -145,9 +145,9 @@ Plan make_plan(int device, const LinearArgs& args, bool has_bias, const Alignmen
 }
 
 // Keys a general GEMM's plan: the device, transposes, shape, leading dimensions, precision,
-// bias, whether C is read, and the alignments of A, B and C.
+// bias, whether C is read, and the alignments of A, B, C and the bias.
 using GemmKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool, bool,
-                           uint32_t, uint32_t, uint32_t>;
+                           uint32_t, uint32_t, uint32_t, uint32_t>;
 
 // Row-major C [M, N] is column-major Cᵀ [N, M] = op(B)ᵀ · op(A)ᵀ: cuBLASLt's A is our B and its B
 // our A. A row-major matrix stored [R, C] (ld) is a column-major C × R one, so an operand read as
@@ -169,6 +169,9 @@ Plan make_gemm_plan(int device, const GemmArgs& args, uint32_t align_a, uint32_t
     check_lt(
         cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)),
         "bias type");
+    // The heuristic reads the bias pointer's alignment from it (a bias may be a view mid-buffer).
+    check_lt(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias, sizeof(args.bias)),
+             "bias pointer");
   }
   const cudaDataType_t in = input_type(args.precision);
   // cuBLASLt's A = our B: stored [N, K] when transposed (column-major K × N), else [K, N] (N × K).
@@ -261,7 +264,8 @@ void gemm(int device, float* C, const void* A, const void* B, const GemmArgs& a)
                     a.beta != 0.0f,
                     alignment_of(A),
                     alignment_of(B),
-                    alignment_of(C)};
+                    alignment_of(C),
+                    a.bias ? alignment_of(a.bias) : 0u};
   static std::mutex mu;
   static std::map<GemmKey, Plan> plans;
   // Held through the enqueue: the bias pointer is set on the shared descriptor.
