@@ -165,7 +165,7 @@ def run_workload(args, name, checkpoint, ceiling):
     batch, seq = parse_shape(args.distilbert_shape if family == "distilbert" else args.llama_shape)
     steps = args.steps or (10 if family == "distilbert" else 5)
     spec = {"checkpoint": checkpoint, "device": args.device, "method": method, "batch": batch, "seq": seq,
-            "threads": args.threads, "lora_r": args.lora_r, "lora_alpha": args.lora_alpha}
+            "threads": args.threads, "lora_r": args.lora_r, "lora_alpha": args.lora_alpha, "tach_dtype": args.tach_dtype}
     wanted = [ENGINE_NAMES[e] for e in args.engines.split(",")]
     torch_names = [e for e in wanted if e != "tach" and (e not in COMPILED or name in args.compile_workloads.split(","))]
     out = {"status": "ran", "model": os.path.basename(checkpoint), "method": method, "batch": batch, "seq": seq,
@@ -283,6 +283,8 @@ def print_table(name, w):
         r = row["step_ms_rounds"]
         mfu = f"{row['mfu'] * 100:5.1f}%" if row.get("mfu") is not None else "  n/a"
         ratio = f"  {row['time_over_tach']:.2f}x tach's time" if "time_over_tach" in row else ""
+        precision = (row.get("tach_reports") or {}).get("precision") or "bf16"
+        ratio += "" if precision.startswith("bf16") else f"  (tach's precision: {precision})"
         print(f"  {e:28s} {row['step_ms']:9.2f} ms ({min(r):.2f}..{max(r):.2f})  {row['tokens_per_s']:10.0f} tok/s  "
               f"peak {row['peak_memory_bytes'] / 2**30:6.2f} GiB  MFU {mfu}{ratio}")
 
@@ -318,6 +320,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=2, help="warm-up steps per engine per round")
     ap.add_argument("--steps", type=int, default=0, help="timed steps per engine per round (default 10; Llama 5)")
+    ap.add_argument("--tach-dtype", default="bf16", choices=["bf16", "f32"],
+                    help="tach's --dtype: bf16 (autocast, as PyTorch's side; default) or f32 (where tach's bf16 "
+                         "path fails: its figure then is not like for like, its row says its precision)")
     ap.add_argument("--lora-r", type=int, default=16)
     ap.add_argument("--lora-alpha", type=float, default=16)
     ap.add_argument("--threads", type=int, default=0, help="CPU threads of every engine (0: each one's default)")
@@ -349,6 +354,7 @@ def main():
                "tach": {"binary": args.tach, "version": engines.tach_version(args.tach)},
                "settings": {"precision": "bf16 autocast, f32 master weights and AdamW state",
                             "optimizer": f"AdamW (PyTorch fused) lr {engines.LR}, weight decay 0, clip {engines.CLIP}",
+                            "tach_dtype": args.tach_dtype,
                             "lora": {"r": args.lora_r, "alpha": args.lora_alpha, "dropout": 0.0},
                             "rounds": args.rounds},
                "workloads": {}}

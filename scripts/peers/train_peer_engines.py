@@ -161,7 +161,7 @@ def torch_worker(conn, spec):
 
 
 def tach_command(tach, spec, warmup, steps, runs_dir):
-    cmd = [tach, "bench", "--train", "-m", spec["checkpoint"], "--device", spec["device"], "--dtype", "bf16",
+    cmd = [tach, "bench", "--train", "-m", spec["checkpoint"], "--device", spec["device"], "--dtype", spec["tach_dtype"],
            "-b", str(spec["batch"]), "-s", str(spec["seq"]), "--method", spec["method"], "--runs", str(steps),
            "--warmup", str(warmup), "--seed", "0", "--format", "json", "--no-progress", "--no-tensorboard",
            "--runs-dir", runs_dir, "--lr", str(LR), "--max-grad-norm", str(CLIP)]
