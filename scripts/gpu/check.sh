@@ -11,6 +11,7 @@
 set -uo pipefail
 pack=/tmp/tach-pack
 mkdir -p "$pack" && tar -C "$pack" -xJf .gpu/pack.tar.xz || { echo "no .gpu/pack.tar.xz: run scripts/gpu/pack.sh here and carry .gpu"; exit 2; }
+machine_libs=${LD_LIBRARY_PATH:-}  # before the pack's: what the machine's own Python runs with
 export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}:$pack/lib-fallback"
 # cuDNN (loaded at first use, for fused attention) is not packed (800 MB): PyTorch's wheel has it.
 cudnn_lib=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
@@ -95,7 +96,12 @@ fi
 if wants train-peers; then
   # Without max-autotune (minutes of compiling); TRAIN_PEERS_ARGS changes that, e.g.
   # "--workloads distilbert --engines eager,compile,max-autotune,tach --budget-s 400".
-  step train-peers 420 env PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_train_peers.py --tach "$tach" \
+  # PyTorch with the machine's own libraries (the pack's, built elsewhere, are tach's alone): tach
+  # through a wrapper that sets them.
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LD_LIBRARY_PATH" "$tach" > "$pack/bin/tach-with-libs"
+  chmod +x "$pack/bin/tach-with-libs"
+  step train-peers 420 env LD_LIBRARY_PATH="$machine_libs" PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_train_peers.py \
+    --tach "$pack/bin/tach-with-libs" \
     --json-out "$out/train_peers.json" --engines eager,compile,tach --budget-s 200 ${TRAIN_PEERS_ARGS:-}
 fi
 tail -c 9000 "$log"
