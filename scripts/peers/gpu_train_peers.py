@@ -240,7 +240,7 @@ def run_workload(args, name, checkpoint, ceiling):
     out["flops_counted_by"] = "PyTorch's forward (training_flops)" if info else ("tach's own count" if flops else None)
     for e in torch_names + (["tach"] if "tach" in wanted else []):
         if e in failed:
-            out["engines"][e] = failed[e]
+            out["engines"][e] = failed[e] | ({"step_ms_rounds_before": [t * 1e3 for t in rounds[e]]} if rounds.get(e) else {})
             continue
         med = statistics.median(rounds[e])
         row = {"status": "ok", "step_ms": med * 1e3, "step_ms_rounds": [t * 1e3 for t in rounds[e]],

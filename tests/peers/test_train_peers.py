@@ -108,3 +108,20 @@ def test_a_spent_budget_records_each_workload_left_out(tmp_path):
         assert results["workloads"][name] == {"status": "skipped",
                                               "message": "not started: the run's --budget-s 0 was spent"}
         assert f"{name}: skipped: not started" in stdout
+
+
+def test_an_engine_failing_in_a_later_round_keeps_its_earlier_rounds(tmp_path):
+    # A tach that runs once (one point of 2.5 ms steps), then fails.
+    fake = tmp_path / "tach"
+    point = ('[{"status": "ok", "reason": "", "batch_latency_ms": {"median": 2.5}, "memory": {"peak_rss_bytes": 1000, '
+             '"device_memory_used_bytes": -1, "allocator": {"total": {"peak_bytes": 100}}}, '
+             '"train": {"precision": "bf16 (oneDNN)", "model_flops_per_step": 5.0}}]')
+    fake.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && {{ echo 'tach 0.0'; exit 0; }}\n"
+                    f"if [ -e {tmp_path}/ran ]; then echo 'tach: error: out of device memory' >&2; exit 1; fi\n"
+                    f"touch {tmp_path}/ran\necho '{point}'\n")
+    fake.chmod(0o755)
+    results, _ = run(tmp_path, "--engines", "eager,tach", "--workloads", "distilbert", "--rounds", "2", tach=str(fake))
+    row = results["workloads"]["distilbert"]["engines"]["tach"]
+    assert row["status"] == "failed" and row["message"] == "round 2: tach: error: out of device memory", row
+    assert row["step_ms_rounds_before"] == [2.5]
+    assert results["workloads"]["distilbert"]["engines"]["torch-eager"]["status"] == "ok"
