@@ -125,3 +125,12 @@ def test_an_engine_failing_in_a_later_round_keeps_its_earlier_rounds(tmp_path):
     assert row["status"] == "failed" and row["message"] == "round 2: tach: error: out of device memory", row
     assert row["step_ms_rounds_before"] == [2.5]
     assert results["workloads"]["distilbert"]["engines"]["torch-eager"]["status"] == "ok"
+
+
+def test_cuda_without_a_gpu_is_a_usage_error_naming_the_cpu_run(tmp_path):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    res = subprocess.run([sys.executable, SCRIPT, "--root", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2
+    assert "--device cuda: PyTorch sees no CUDA device here (use --device cpu --tiny" in res.stderr
