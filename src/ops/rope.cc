@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops/dispatch.h"
+#include "ops/train_checks.h"
 #include "tach/error.h"
 
 namespace tach::ops {
@@ -118,11 +119,13 @@ void rope(Tensor& qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTa
   check_device(name, qkv.device(), {&table.cos, &table.sin});
   [[maybe_unused]] const bool cuda = on_cuda(name, qkv.device(), qkv.dtype());
   const int64_t N = qkv.size(0), ld = qkv.size(1);
-  // The kernels read N·D/2 entries of each table: a table built for other rows would be read past its end.
+  // The kernels read N·D/2 entries of each table: a table built for other rows would be read past
+  // its end. (The message is built only on failure: a step calls this for every layer.)
   for (const Tensor* t : {&table.cos, &table.sin})
-    check(t->dtype() == DType::f32 && t->is_contiguous() && t->numel() == N * (D / 2),
-          std::string(name) + ": the cos/sin table must be a contiguous f32 [" + std::to_string(N) + ", " +
-              std::to_string(D / 2) + "] for " + std::to_string(N) + " rows, got " + t->describe());
+    if (t->dtype() != DType::f32 || t->numel() != N * (D / 2) || !dense(*t))
+      bad_tensor(name, "cos/sin table", *t,
+                 "a contiguous f32 [" + std::to_string(N) + ", " + std::to_string(D / 2) + "] for " +
+                     std::to_string(N) + " rows");
   core::Span span(core::SpanKind::op, name);
   if (span.active()) {
     const OpCost c = rope_cost(N, q_heads + k_heads, D);
