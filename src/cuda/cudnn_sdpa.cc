@@ -546,7 +546,9 @@ void make_plan(Plan& p, int device, const std::string& what) {
 
 Plan& plan_for(int device, const SdpaArgs& a, bool padded, bool backward) {
   static std::mutex mutex;
-  static std::map<PlanKey, std::unique_ptr<Plan> > plans;
+  // Never destroyed, as the handles are not: a plan's descriptors destroyed at exit, after the
+  // CUDA runtime has gone, would unload kernels that no longer exist.
+  static auto& plans = *new std::map<PlanKey, std::unique_ptr<Plan> >;
   const PlanKey key{device, a.B, a.T, a.H, a.D, a.ld_in, a.ld_out, a.causal, padded, int(a.dtype), backward};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans.find(key);
