@@ -7,7 +7,10 @@
 // 300; widths not multiples of 32). Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -246,6 +249,38 @@ TEST_F(CudaTrainLinear, LoraForwardAndBackwardMatchCpu) {
 TEST_F(CudaTrainLinear, LoraBf16MatchesCpu) {
   const cpu::TrainPrecisionScope bf16(cpu::TrainPrecision::bf16);
   for (const float dropout : {0.0f, 0.1f}) check_lora(37, dropout, true, kBf16IntermediateTol, "bf16");
+}
+
+// Prints (asserts nothing: a timing on a shared machine is no test) the training linear's
+// throughput at DistilBERT-base's FFN up-projection for a batch of 32 x 128 tokens, f32 and bf16,
+// for docs/perf.md. Each timing ends with a copy back of one element, which waits for the stream.
+TEST_F(CudaTrainLinear, PrintsThroughputAtDistilBertShapes) {
+  const int64_t M = 32 * 128, N = 3072, K = 768;
+  const Tensor x = on_gpu(random_tensor({M, K}, 1)), W = on_gpu(random_tensor({N, K}, 2, 0.05f)),
+               b = on_gpu(random_tensor({N}, 3)), dy = on_gpu(random_tensor({M, N}, 4));
+  Tensor y = gpu_nan({M, N}), dx = on_gpu(random_tensor({M, K}, 5)), dW = on_gpu(random_tensor({N, K}, 6)),
+         db = on_gpu(random_tensor({N}, 7));
+  const auto seconds_per = [&](const std::function<void()>& step) {
+    const int reps = 10;
+    step();  // plans and pool blocks
+    (void)on_cpu(y.reshape({M * N}).narrow(0, 0, 1));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) step();
+    (void)on_cpu(y.reshape({M * N}).narrow(0, 0, 1));
+    (void)on_cpu(dW.reshape({N * K}).narrow(0, 0, 1));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+  };
+  for (const cpu::TrainPrecision precision : {cpu::TrainPrecision::f32, cpu::TrainPrecision::bf16}) {
+    const cpu::TrainPrecisionScope scope(precision);
+    const double fwd = seconds_per([&] { ops::linear_forward_train(y, x, W, b); });
+    const double bwd = seconds_per([&] { ops::linear_backward(dx, dW, db, dy, x, W); });
+    const double flops = 2.0 * double(M) * double(N) * double(K);
+    std::printf(
+        "training linear [%lld, %lld] x [%lld, %lld]^T %s: forward %.3f ms (%.1f TFLOP/s), backward dx+dW+db "
+        "%.3f ms (%.1f TFLOP/s)\n",
+        (long long)M, (long long)K, (long long)N, (long long)K, precision == cpu::TrainPrecision::f32 ? "f32" : "bf16",
+        fwd * 1e3, flops / fwd * 1e-12, bwd * 1e3, 2 * flops / bwd * 1e-12);
+  }
 }
 
 }  // namespace
