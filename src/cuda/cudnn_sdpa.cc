@@ -540,8 +540,15 @@ void make_plan(Plan& p, int device, const std::string& what) {
     if (cudnn_api().backend_finalize(config) != CUDNN_STATUS_SUCCESS) continue;
     if (try_plan(p, h, config, &first_refusal)) return;
   }
+  // cuDNN compiles its fused attention kernels at run time with NVRTC and loads them through the
+  // driver: without either, every engine says a prerequisite is missing.
+  const bool prerequisite = first_refusal.find("PREREQUISITE_MISSING") != std::string::npos;
   throw Error(what + ": no cuDNN engine can run it here (cuDNN " + std::to_string(cudnn_version()) +
-              "); the first refusal: " + (first_refusal.empty() ? "none finalized" : first_refusal));
+              "); the first refusal: " + (first_refusal.empty() ? "none finalized" : first_refusal) +
+              (prerequisite ? "; cuDNN's runtime-compiled engines need NVRTC (libnvrtc of cuDNN's CUDA major "
+                              "version, e.g. pip's site-packages/nvidia/cuda_nvrtc/lib on LD_LIBRARY_PATH) "
+                              "and the NVIDIA driver"
+                            : ""));
 }
 
 Plan& plan_for(int device, const SdpaArgs& a, bool padded, bool backward) {
