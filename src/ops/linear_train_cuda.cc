@@ -2,6 +2,12 @@
 // (cuda/train_gemm.h) with the CPU kernels' accumulate rules (ops/linear_cpu.cc), the bias in the
 // forward GEMM's epilogue, db a deterministic column sum, and QLoRA's NF4 base dequantized on the
 // device (ops/linear_train_cuda.cu) before its GEMM. Compiled only with the CUDA backend.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_error.h"
+#include "cuda/stream.h"
 #include "cuda/train_gemm.h"
 #include "ops/linear.h"
 #include "tach/error.h"
@@ -10,6 +16,16 @@ namespace tach::ops {
 
 void linear_forward_train_cuda(int device, float* y, const float* x, const float* W, const float* b, int64_t M,
                                int64_t N, int64_t K) {
+  // cuBLASLt's bias epilogue is sure to have kernels only for a bias on 16 bytes; a bias that is a
+  // view into a larger buffer is copied first (stream-ordered: no host wait).
+  Tensor aligned_bias;
+  if (b && reinterpret_cast<uintptr_t>(b) % 16 != 0 && M > 0 && N > 0) {
+    aligned_bias = Tensor::empty({N}, DType::f32, Device::cuda(device), MemoryCategory::workspace);
+    cuda::check(cudaMemcpyAsync(aligned_bias.raw(), b, size_t(N) * sizeof(float), cudaMemcpyDeviceToDevice,
+                                cuda::stream(device)),
+                "linear_forward_train: copying the bias");
+    b = aligned_bias.data<float>();
+  }
   // y [M, N] = x [M, K] · Wᵀ [K, N] + b
   cuda::train_gemm(device, false, true, M, N, K, 1.f, x, K, W, K, 0.f, y, N, b);
 }
