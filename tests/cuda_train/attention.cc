@@ -3,7 +3,10 @@
 // first-token-only last layer) and the decoders' (causal or bidirectional, grouped-query heads,
 // sliding windows, left padding). Each case runs the entry points on CPU tensors and on GPU
 // copies (gradients poisoned first) and compares every output, saved probability and gradient.
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "cuda_compare.h"
@@ -289,6 +292,58 @@ TEST_F(CudaTrainAttention, CausalBackwardIsDeterministic) {
     run_causal(c, s);
   }
   EXPECT_EQ(scaled_error(on_cpu(runs[0].grad), on_cpu(runs[1].grad)), 0.0);
+}
+
+// Seconds per call of step, averaged over 5 after one warm-up (plans, pool blocks). A copy back of
+// one element of `last` waits for tach's stream before each clock reading.
+double seconds_per(const std::function<void()>& step, const Tensor& last) {
+  const auto sync = [&] { (void)on_cpu(last.reshape({last.numel()}).narrow(0, 0, 1)); };
+  step();
+  sync();
+  const auto t0 = std::chrono::steady_clock::now();
+  constexpr int kReps = 5;
+  for (int i = 0; i < kReps; ++i) step();
+  sync();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kReps;
+}
+
+// Prints (asserts nothing: a timing is no test) the training attention's forward and backward
+// times at DistilBERT-base's shapes (32 x 128 tokens, 12 heads of 64, probabilities saved, dropout
+// 0.1) and at a Llama-3.2-1B-sized causal layer (8 x 512 tokens, 32 query heads on 8 key/value
+// heads of 64), for choosing what to make faster.
+TEST_F(CudaTrainAttention, PrintsTimesAtModelShapes) {
+  {
+    const int64_t B = 32, T = 128, H = 12, D = 64, C = H * D;
+    const Tensor qkv = on_gpu(random_tensor({B, T, 3 * C}, 1)), dout = on_gpu(random_tensor({B, T, C}, 2));
+    const Tensor mask = on_gpu(key_mask(B, T, Padding::right));
+    Tensor out = Tensor::empty({B, T, C}, DType::f32, kGpu), grad = Tensor::empty({B, T, 3 * C}, DType::f32, kGpu);
+    Tensor probs = Tensor::empty({B, H, T, T}, DType::f32, kGpu);
+    const Tensor q = qkv.narrow(2, 0, C), k = qkv.narrow(2, C, C), v = qkv.narrow(2, 2 * C, C);
+    const float scale = 0.125f;
+    const double fwd =
+        seconds_per([&] { ops::attention_forward_train(out, probs, q, k, v, mask, int(H), scale, 0.1f, 7); }, out);
+    const double bwd = seconds_per(
+        [&] {
+          ops::attention_backward(grad.narrow(2, 0, C), grad.narrow(2, C, C), grad.narrow(2, 2 * C, C), Tensor(),
+                                  Tensor(), dout, probs, q, k, v, mask, int(H), scale, 0.1f, 7);
+        },
+        grad);
+    std::printf("training attention B %lld T %lld H %lld D %lld f32: forward %.3f ms, backward %.3f ms\n", (long long)B,
+                (long long)T, (long long)H, (long long)D, fwd * 1e3, bwd * 1e3);
+  }
+  {
+    const int64_t B = 8, T = 512, H = 32, KVH = 8, D = 64, N = B * T, HD = H * D, KD = KVH * D;
+    const CausalCase c{B, T, H, KVH, D, 0, true, Padding::none, true};
+    CausalSide s;
+    s.qkv = on_gpu(random_tensor({N, HD + 2 * KD}, 3));
+    s.dout = on_gpu(random_tensor({N, HD}, 4));
+    s.out = Tensor::empty({N, HD}, DType::f32, kGpu);
+    s.grad = Tensor::empty({N, HD + 2 * KD}, DType::f32, kGpu);
+    s.probs = Tensor::empty({B, H, T, T}, DType::f32, kGpu);
+    const double both = seconds_per([&] { run_causal(c, s); }, s.grad);
+    std::printf("training causal attention B %lld T %lld H %lld/%lld D %lld f32: forward + backward %.3f ms\n",
+                (long long)B, (long long)T, (long long)H, (long long)KVH, (long long)D, both * 1e3);
+  }
 }
 
 }  // namespace
