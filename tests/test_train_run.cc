@@ -34,10 +34,23 @@ TEST(TrainRunDevice, TheModelTakesTheOptionsDevice) {
   EXPECT_EQ(TrainOptions{}.device, Device::cpu()) << "the CPU unless a run says otherwise";
 }
 
-TEST(TrainRunDevice, ADeviceWithoutTrainingKernelsIsRefusedAtTheBuild) {
+// On a GPU every parameter and gradient is there; without one the build is refused, naming why,
+// before any work.
+TEST(TrainRunDevice, AGpuModelLivesOnItsGpuAndAMissingOneIsRefused) {
   TrainingModelSource src;
-  const std::string e = test::error_of([&] { bert(src, Device::cuda(0)); });
-  EXPECT_NE(e.find("training on cuda:0 is not supported yet"), std::string::npos) << e;
+  if (!cuda_available()) {
+    const std::string e = test::error_of([&] { bert(src, Device::cuda(0)); });
+    EXPECT_NE(e.find("training on cuda:0: no CUDA device here (" + cuda_unavailable_reason()), std::string::npos) << e;
+    return;
+  }
+  const auto model = bert(src, Device::cuda(0));
+  EXPECT_EQ(model->device, Device::cuda(0));
+  for (const auto& p : model->params.entries()) {
+    EXPECT_EQ(p.value.device(), Device::cuda(0)) << p.name;
+    if (p.grad.defined()) {
+      EXPECT_EQ(p.grad.device(), Device::cuda(0)) << p.name;
+    }
+  }
 }
 
 TEST(TrainRunData, MovingABatchToItsOwnDeviceCopiesNothing) {

@@ -4,7 +4,7 @@
 // the gradient norm, every gradient and every weight after the update, one step and 20 AdamW steps,
 // in full fine-tuning, LoRA and QLoRA; the per-token heads; dropout on (the same masks on both
 // sides). Without a GPU these skip; the errors that say why a GPU step cannot run are checked here
-// on any machine (CudaTrainStepsWithoutGpu).
+// on any machine (CudaTrainStepsWithoutGpu; the model's build: test_train_run's TrainRunDevice).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -300,16 +300,6 @@ TEST(CudaTrainStepsWithoutGpu, AutoIsTheCpuAndSaysWhy) {
 TEST(CudaTrainStepsWithoutGpu, ADeviceThatIsNoneIsAnError) {
   EXPECT_NE(error_of([] { (void)training_device("tpu"); }).find("unknown device 'tpu'"), std::string::npos);
   EXPECT_EQ(training_device("cpu"), Device::cpu());
-}
-
-TEST(CudaTrainStepsWithoutGpu, AModelIsNotBuiltForAMissingGpu) {
-  skip_with_a_gpu();
-  const train::TrainingModelSource src = train::open_training_model(model_of("distilbert-cls2-f32"), 0);
-  const std::string e = error_of([&] {
-    (void)train::build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr,
-                                       Head::sequence_classification, Device::cuda(0));
-  });
-  EXPECT_NE(e.find("training on cuda:0: no CUDA device here ("), std::string::npos) << e;
 }
 
 // The three commands that run training steps: the error, with the exit status of other bad input
