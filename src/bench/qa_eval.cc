@@ -11,6 +11,7 @@
 #include "bench/bench_internal.h"
 #include "bench/task_eval_setup.h"
 #include "data/dataset_kind.h"
+#include "data/squad.h"
 #include "model/family.h"
 #include "tach/error.h"
 #include "tach/question_answering.h"
@@ -62,10 +63,10 @@ SquadData read_squad_for_qa(const std::string& path) {
                   "context, question and answers); this file looks like a table (" +
                   ext.substr(1) + " rows, as a sequence classifier reads them)");
     if (kind != data::DatasetKind::conll && kind != data::DatasetKind::tagged_json) throw;
-    throw Error(path +
-                ": a question-answering model reads SQuAD-format data (v1.1/v2.0 JSON, or records with id, "
-                "context, question and answers); this file looks like " +
-                data::dataset_kind_name(kind) + ", which a token classifier reads");
+    throw Error(data::other_task_data_message(path, kind,
+                                              "SQuAD-format data (v1.1/v2.0 JSON, or records with id, context, "
+                                              "question and answers) as a question-answering model reads it",
+                                              "evaluate it with -m and a token classifier"));
   }
 }
 
@@ -95,6 +96,7 @@ QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
       "tach eval on a question-answering model needs SQuAD data (-d FILE: SQuAD v1.1/v2.0 JSON, or "
       "records with id, context, question and answers as JSON or JSONL)",
       out.notes);
+  data::check_squad_format(config.dataset.format, "");
 
   // The first pass's model, the data and the tokenizer first: what cannot be read fails before a
   // run directory is made.

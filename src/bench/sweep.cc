@@ -457,14 +457,16 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
         mi.head == Head::token_classification || mi.head == Head::question_answering || mi.head == Head::masked_lm;
     check(!accuracy || mi.classifier || !per_token_head,
           config.model + " runs a " + head_name(mi.head) +
-              " head: the accuracy pass needs a sequence classifier; drop --accuracy (the sweep measures the head's "
+              " head: the accuracy pass needs a sequence classifier; drop --accuracy (tach run: --dataset, which turns "
+              "it on; the sweep measures the head's "
               "forward)" +
               (mi.head == Head::token_classification
                    ? std::string(", and tach eval gives a token classifier's entity-level metrics (seqeval)")
                    : std::string()));
     check(!accuracy || mi.classifier,
           config.model + (mi.embedding ? " is an embedding model (" + mi.pooling + " pooling)" : " is a causal LM") +
-              ": the accuracy pass needs a sequence classifier; drop --accuracy (the sweep measures its " +
+              ": the accuracy pass needs a sequence classifier; drop --accuracy (tach run: --dataset, which turns it "
+              "on; the sweep measures its " +
               (mi.embedding ? "embeddings)" : "prefill)"));
     // Tokenizer and label problems are the user's to fix before anything is measured: they stop
     // the run rather than fail every point.

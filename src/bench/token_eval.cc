@@ -95,10 +95,11 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
     sentences = data::read_tagged_file(config.dataset.path, config.dataset.format, options.tag_column, jo);
   } catch (const Error&) {
     // Another task's data: say so, rather than the reader's complaint about its first record.
-    if (data::guess_dataset_kind(config.dataset.path) != data::DatasetKind::squad) throw;
-    throw Error(config.dataset.path +
-                ": this file is SQuAD data (questions on contexts, which a question-answering model reads); a token "
-                "classifier reads CoNLL text or JSON records with tokens and tags");
+    const data::DatasetKind kind = data::guess_dataset_kind(config.dataset.path);
+    if (kind != data::DatasetKind::squad) throw;
+    throw Error(data::other_task_data_message(
+        config.dataset.path, kind, "CoNLL text or JSON records with tokens and tags, as a token classifier reads them",
+        "evaluate it with -m and a question-answering model"));
   }
   if (!config.sample_sizes.empty() || config.limit > 0) {
     int64_t n = config.sample_sizes.empty() ? config.limit

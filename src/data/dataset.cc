@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 
+#include "data/dataset_kind.h"
 #include "data/records.h"
 #include "tach/dataset.h"
 #include "model/hub.h"
@@ -27,6 +28,11 @@ std::string read_file(const std::string& path) {
 
 std::string detect_format(const std::string& path, const std::string& format) {
   if (format != "auto") {
+    check(format != "conll",
+          "--dataset-format conll reads tagged words (CoNLL text), which a token classifier reads; this reads rows of "
+          "a text and a label, as a sequence classifier does: --dataset-format auto, csv, tsv, jsonl, json or parquet "
+          "(CoNLL text is read by tach eval -m with a token-classification model, and by tach train --task "
+          "token-classification)");
     check(format == "csv" || format == "tsv" || format == "jsonl" || format == "json" || format == "parquet",
           "dataset format '" + format + "' is not one of auto, csv, tsv, jsonl, json, parquet");
     return format;
@@ -39,7 +45,8 @@ std::string detect_format(const std::string& path, const std::string& format) {
   if (ext == ".json") return "json";
   if (ext == ".parquet" || ext == ".pq") return "parquet";
   throw Error("dataset " + path + ": cannot tell the format from the extension '" + ext +
-              "'; say it with --dataset-format csv|tsv|jsonl|json|parquet");
+              "'; say it with --dataset-format csv|tsv|jsonl|json|parquet (CoNLL text is a token classifier's data: "
+              "tach eval -m with a token-classification model, tach train --task token-classification)");
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -113,7 +120,9 @@ DatasetTable read_dataset_table(const DatasetOptions& options) {
   return t;
 }
 
-Dataset read_dataset(const DatasetOptions& options) {
+namespace {
+
+Dataset read_text_rows(const DatasetOptions& options) {
   Dataset d;
   data::Records r = load(options, d.path, d.format);
   d.split = r.split;
@@ -140,6 +149,27 @@ Dataset read_dataset(const DatasetOptions& options) {
     d.examples.push_back(std::move(e));
   }
   return d;
+}
+
+}  // namespace
+
+Dataset read_dataset(const DatasetOptions& options) {
+  try {
+    return read_text_rows(options);
+  } catch (const Error&) {
+    // Another task's data (a SQuAD file, tagged words): say so, rather than the reader's complaint
+    // (a SQuAD file's top-level keys are no splits; a .conll extension is no table format).
+    const data::DatasetKind kind = data::guess_dataset_kind(options.path);
+    if (kind == data::DatasetKind::unknown || options.format == "conll") throw;  // that one names its flag
+    const std::string task = data::dataset_kind_task(kind);
+    throw Error(data::other_task_data_message("dataset " + options.path, kind,
+                                              options.label_column.empty()
+                                                  ? "rows of a text (CSV, TSV, JSONL, JSON splits or Parquet)"
+                                                  : "rows of a text and a label (CSV, TSV, JSONL, JSON splits or "
+                                                    "Parquet) as a sequence classifier reads them",
+                                              data::dataset_kind_reader(kind) + " reads it in tach eval (-m with a " +
+                                                  task + " model) and tach train (--task " + task + ")"));
+  }
 }
 
 void shuffle_examples(std::vector<Example>& examples, uint64_t seed) {

@@ -52,4 +52,30 @@ std::string dataset_kind_name(DatasetKind kind) {
   return "";
 }
 
+std::string dataset_kind_task(DatasetKind kind) {
+  switch (kind) {
+    case DatasetKind::squad: return "question-answering";
+    case DatasetKind::tagged_json:
+    case DatasetKind::conll: return "token-classification";
+    case DatasetKind::unknown: break;
+  }
+  return "";
+}
+
+std::string dataset_kind_reader(DatasetKind kind) {
+  switch (kind) {
+    case DatasetKind::squad: return "a question-answering model";
+    case DatasetKind::tagged_json:
+    case DatasetKind::conll: return "a token classifier";
+    case DatasetKind::unknown: break;
+  }
+  return "";
+}
+
+std::string other_task_data_message(const std::string& path, DatasetKind found, const std::string& expected,
+                                    const std::string& fix) {
+  return path + ": this file is " + dataset_kind_name(found) + ", which " + dataset_kind_reader(found) +
+         " reads, not " + expected + "; " + fix;
+}
+
 }  // namespace tach::data

@@ -20,4 +20,16 @@ DatasetKind guess_dataset_kind(const std::string& path);
 // "SQuAD data", "JSON records with tokens and tags", "CoNLL text" ("" for unknown).
 std::string dataset_kind_name(DatasetKind kind);
 
+// The task that reads `kind`, as --task and --head name it: "question-answering",
+// "token-classification" ("" for unknown).
+std::string dataset_kind_task(DatasetKind kind);
+
+// The model that reads `kind`: "a question-answering model", "a token classifier" ("" for unknown).
+std::string dataset_kind_reader(DatasetKind kind);
+
+// One error for a file of another task's data: what was found, what was expected and the fix.
+// "PATH: this file is CoNLL text, which a token classifier reads, not <expected>; <fix>"
+std::string other_task_data_message(const std::string& path, DatasetKind found, const std::string& expected,
+                                    const std::string& fix);
+
 }  // namespace tach::data

@@ -246,6 +246,19 @@ class Reader {
 
 SquadData parse_squad(const std::string& path, const std::string& bytes) { return Reader(path).parse(bytes); }
 
+void check_squad_format(const std::string& format, const std::string& fix_for) {
+  if (format == "auto" || format == "json" || format == "jsonl" || format == "parquet") return;
+  const bool tagged = format == "conll";
+  const std::string task = tagged ? "token-classification" : "sequence-classification";
+  const std::string fix =
+      fix_for.empty() ? "-m with a " + task + " model reads it" : fix_for + " " + task + " reads it";
+  throw Error(
+      "--dataset-format " + format + " reads " +
+      (tagged ? "tagged words (CoNLL text), which a token classifier reads"
+              : "a table of texts and labels, which a sequence classifier reads") +
+      "; a question-answering model reads SQuAD-format data (--dataset-format auto, json, jsonl or parquet): " + fix);
+}
+
 }  // namespace tach::data
 
 tach::SquadData tach::read_squad(const std::string& path) {

@@ -104,6 +104,7 @@ void read_training_examples(TrainRun& r) {
     r.tagged = read_tagged(r, r.o.data);
     keep_first(r.tagged, r.o.max_samples);
   } else if (r.task == Head::question_answering) {
+    data::check_squad_format(r.o.data.format, "--task");
     r.questions = data::read_squad(r.o.data.path).questions;
     keep_first(r.questions, r.o.max_samples);
   } else {

@@ -143,11 +143,11 @@ expect_failure 1 'moved.json: data[0].paragraphs[0].qas[1] (id q1): the answer "
   "$tach" eval -m "$model" --tokenizer "$tok" -d "$work/moved.json" -s 32 --runs-dir "$work/runs"
 # Another task's data: the error says what the model reads and what the file looks like (it said
 # "line 1: not JSON" for CoNLL text).
-expect_failure 1 'ner.conll: a question-answering model reads SQuAD-format data' \
+expect_failure 1 'not SQuAD-format data (v1.1/v2.0 JSON, or records with id, context, question and answers) as a question-answering model reads it; evaluate it with -m and a token classifier' \
   "$tach" eval -m "$model" --tokenizer "$tok" -d "$fx/token_classes/ner.conll" -s 32 --runs-dir "$work/runs"
-expect_failure 1 'this file looks like CoNLL text, which a token classifier reads' \
+expect_failure 1 'ner.conll: this file is CoNLL text, which a token classifier reads' \
   "$tach" eval -m "$model" --tokenizer "$tok" -d "$fx/token_classes/ner.conll" -s 32 --runs-dir "$work/runs"
-expect_failure 1 'this file looks like JSON records with tokens and tags, which a token classifier reads' \
+expect_failure 1 'this file is JSON records with tokens and tags, which a token classifier reads' \
   "$tach" eval -m "$model" --tokenizer "$tok" -d "$fx/token_classes/ner.jsonl" -s 32 --runs-dir "$work/runs"
 # A masked-LM checkpoint with --head question-answering: a new head, with transformers' note.
 "$tach" eval -m "$fx/heads/bert-mlm-f32" --tokenizer "$tok" -d "$qa/squad-v1.json" -s 32 --head question-answering \

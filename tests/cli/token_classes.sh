@@ -155,6 +155,6 @@ msg=$("$tach" eval -m "$model" -k "$tok" -d "$fx/question_answering/squad-v1.jso
 rc=$?
 set -e
 [ $rc -eq 1 ] && echo "$msg" | grep -qF "squad-v1.json: this file is SQuAD data" &&
-  echo "$msg" | grep -qF "a token classifier reads CoNLL text or JSON records with tokens and tags" ||
+  echo "$msg" | grep -qF "not CoNLL text or JSON records with tokens and tags, as a token classifier reads them" ||
   { echo "SQuAD data to a token classifier: rc $rc: $msg"; exit 1; }
 echo "ok: SQuAD data given to a token classifier is named as such"

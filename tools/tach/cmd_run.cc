@@ -7,7 +7,9 @@
 #include "commands.h"
 #include "tach/dataset.h"
 #include "tach/error.h"
+#include "tach/question_answering.h"
 #include "tach/report.h"
+#include "tach/token_classification.h"
 
 namespace tach::cli {
 
@@ -31,6 +33,15 @@ void check_pipeline_options(const RunFlags& f) {
   check_resume_alone(f.bench);
 }
 
+// What the model is when it is no sequence classifier ("" where it may be one: the sweep's load
+// tells the rest).
+std::string not_a_classifier(const BenchConfig& config) {
+  if (evaluates_token_classification(config)) return "a token classifier (tach eval gives seqeval's metrics)";
+  if (evaluates_question_answering(config)) return "a question-answering model (tach eval gives SQuAD's scores)";
+  if (config.head != "auto" && config.head != "sequence-classification") return "run with --head " + config.head;
+  return "";
+}
+
 int run_pipeline(const RunFlags& f) {
   check_pipeline_options(f);
   const bool resume = !f.bench.resume.empty();
@@ -46,7 +57,15 @@ int run_pipeline(const RunFlags& f) {
               << (d.split.empty() ? "" : ", split " + d.split) << "), " << counts.size() << " labels"
               << (config.train.enabled ? "; the training sweep trains on its batches" : "") << "\n";
     // A training sweep measures steps; the accuracy of what it trains is tach eval's.
-    if (!config.train.enabled) config.accuracy = true;
+    if (!config.train.enabled) {
+      // The pass is this command's doing, not --accuracy's: the flag to drop is --dataset.
+      const std::string other = not_a_classifier(config);
+      check(other.empty(), "tach run's accuracy pass (it runs when --dataset is given) needs a sequence classifier; " +
+                               config.model + " is " + other +
+                               ": drop --dataset (tach run then measures synthetic inputs), and run tach eval -m " +
+                               config.model + " -d FILE for its task's metrics");
+      config.accuracy = true;
+    }
   } else {
     std::cout << "[1/4] data: no --dataset; synthetic inputs, and no accuracy pass\n";
   }

@@ -96,7 +96,9 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("-d,--dataset", o->data.path,
                   "Training data: .csv, .tsv, .jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2, "
                   "hf://datasets/ORG/NAME[/CONFIG]; Parquet splits through the cache)");
-  sub->add_option("--dataset-format", o->data.format, "auto (from the extension), csv, tsv, jsonl, json, parquet");
+  sub->add_option("--dataset-format", o->data.format,
+                  "auto (from the extension), csv, tsv, jsonl, json, parquet; conll (tagged words, --task "
+                  "token-classification)");
   sub->add_option("--text-column", o->data.text_column, "Text column or key (default text)");
   sub->add_option("--text-pair-column", o->data.text_pair_column, "Second text column, for sentence pairs");
   sub->add_option("--label-column", o->data.label_column, "Label column or key (default label)");

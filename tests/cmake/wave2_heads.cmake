@@ -1,0 +1,64 @@
+# Data that does not fit the model's task: each error names what the file is, what was expected
+# and the flag that reads it (tach eval's -m, tach train's --task, tach run's --dataset).
+set(_w2h_fixtures ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
+set(_w2h_tokenizer -k ${_w2h_fixtures}/question_answering/tokenizer-tiny)
+set(_w2h_runs --runs-dir ${CMAKE_CURRENT_BINARY_DIR}/wave2_heads_runs)
+
+# A SQuAD file read as a sequence classifier's rows: its top-level keys (data, version) are no splits.
+add_test(NAME cli.wave2_heads.eval_squad_on_classifier
+  COMMAND tach_cli eval -m preset:bert-tiny -d ${_w2h_fixtures}/question_answering/squad-v1.json
+          ${_w2h_tokenizer} --device cpu ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.eval_squad_on_classifier PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "squad-v1.json: this file is SQuAD data, which a question-answering model reads, not rows of a text and a label .*-m with a question-answering model.*--task question-answering"
+  FAIL_REGULAR_EXPRESSION "the file has: data|choose one of: data")
+add_test(NAME cli.wave2_heads.train_squad_on_classifier
+  COMMAND tach_cli train -m preset:bert-tiny -d ${_w2h_fixtures}/question_answering/squad-v1.json
+          ${_w2h_tokenizer} --max-steps 1 ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.train_squad_on_classifier PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "this file is SQuAD data, which a question-answering model reads.*--task question-answering"
+  FAIL_REGULAR_EXPRESSION "the file has: data|choose one of: data")
+
+# A .conll file for a sequence classifier: named as CoNLL text, with the token classifier's flags.
+add_test(NAME cli.wave2_heads.train_conll_on_classifier
+  COMMAND tach_cli train -m preset:bert-tiny -d ${_w2h_fixtures}/token_classes/ner.conll
+          ${_w2h_tokenizer} --max-steps 1 ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.train_conll_on_classifier PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "ner.conll: this file is CoNLL text, which a token classifier reads, not rows of a text and a label .*--task token-classification")
+
+# --dataset-format conll given where no token classifier reads the data.
+add_test(NAME cli.wave2_heads.conll_format_on_classifier
+  COMMAND tach_cli eval -m preset:bert-tiny -d ${_w2h_fixtures}/train/tiny.csv --dataset-format conll
+          ${_w2h_tokenizer} --device cpu ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.conll_format_on_classifier PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "--dataset-format conll reads tagged words \\(CoNLL text\\), which a token classifier reads; this reads rows of a text and a label, as a sequence classifier does: --dataset-format auto, csv, tsv, jsonl, json or parquet")
+add_test(NAME cli.wave2_heads.conll_format_on_question_answering
+  COMMAND tach_cli eval -m ${_w2h_fixtures}/heads/bert-qa-f32 -d ${_w2h_fixtures}/question_answering/squad-v1.json
+          --dataset-format conll ${_w2h_tokenizer} --device cpu ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.conll_format_on_question_answering PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "--dataset-format conll reads tagged words \\(CoNLL text\\), which a token classifier reads; a question-answering model reads SQuAD-format data \\(--dataset-format auto, json, jsonl or parquet\\): -m with a token-classification model")
+add_test(NAME cli.wave2_heads.train_conll_format_on_question_answering
+  COMMAND tach_cli train -m ${_w2h_fixtures}/heads/bert-qa-f32 --task question-answering
+          -d ${_w2h_fixtures}/question_answering/squad-v1.json --dataset-format conll ${_w2h_tokenizer}
+          --max-steps 1 ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.train_conll_format_on_question_answering PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "--dataset-format conll reads tagged words \\(CoNLL text\\).*: --task token-classification reads it")
+
+# SQuAD data for a token classifier and CoNLL text for a question-answering model: the fix is named.
+add_test(NAME cli.wave2_heads.eval_squad_on_token_classifier
+  COMMAND tach_cli eval -m ${_w2h_fixtures}/heads/bert-tokcls-f32 -d ${_w2h_fixtures}/question_answering/squad-v1.json
+          ${_w2h_tokenizer} --device cpu ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.eval_squad_on_token_classifier PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "this file is SQuAD data, which a question-answering model reads, not CoNLL text or JSON records with tokens and tags, as a token classifier reads them; evaluate it with -m and a question-answering model")
+add_test(NAME cli.wave2_heads.eval_conll_on_question_answering
+  COMMAND tach_cli eval -m ${_w2h_fixtures}/heads/bert-qa-f32 -d ${_w2h_fixtures}/token_classes/ner.conll
+          ${_w2h_tokenizer} --device cpu ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.eval_conll_on_question_answering PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "this file is CoNLL text, which a token classifier reads, not SQuAD-format data .*; evaluate it with -m and a token classifier")
+
+# tach run turns the accuracy pass on for --dataset: the flag to drop is --dataset, not --accuracy.
+add_test(NAME cli.wave2_heads.run_dataset_on_token_classifier
+  COMMAND tach_cli run -m ${_w2h_fixtures}/heads/bert-tokcls-f32 -d ${_w2h_fixtures}/train/tiny.csv -s 16
+          ${_w2h_tokenizer} --device cpu ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.run_dataset_on_token_classifier PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "tach run's accuracy pass \\(it runs when --dataset is given\\) needs a sequence classifier; [^\n]*bert-tokcls-f32 is a token classifier[^\n]*: drop --dataset"
+  FAIL_REGULAR_EXPRESSION "drop --accuracy")
