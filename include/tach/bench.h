@@ -328,6 +328,11 @@ struct SweepOutcome {
   bool eval_only = false;  // tach eval: the accuracy pass alone, no points; its summary describes an eval
 };
 
+// The usage errors run_bench and run_eval give a bad configuration (an unknown dtype, a negative
+// count, an empty axis), found without reading the model or asking for the devices: the commands
+// call it as soon as their flags are read, so that a bad value is refused before a model loads.
+void check_sweep_config(const BenchConfig& config);
+
 // Creates runs/<run_id>/ with config.json and runs every point, appending each to results.jsonl
 // as it finishes. A point that fails is recorded with its reason and the sweep goes on. Under
 // mpirun a training sweep runs every point's steps data-parallel over the ranks (the batch is per

@@ -682,6 +682,12 @@ SweepOutcome execute_on_ranks(dist::Communicator& comm, const std::function<benc
 
 }  // namespace
 
+void check_sweep_config(const BenchConfig& config) {
+  BenchConfig c = config;
+  (void)resolve_auto_device(c);  // "auto" as the run will read it: the dtypes are checked against it
+  validate(c, /*here=*/false);
+}
+
 SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) {
   dist::Communicator& comm = dist::Communicator::world();
   if (comm.distributed()) {

@@ -145,6 +145,9 @@ void validate_options(const TrainOptions& o) {
   usage_check(o.epochs >= 1 || o.max_steps >= 1, "--epochs must be at least 1 (or give --max-steps)");
   usage_check(o.max_steps >= 0, "--max-steps must be >= 0");
   usage_check(o.batch_size >= 1, "--batch-size must be at least 1");
+  usage_check(o.max_length >= 1, "--max-length must be at least 1, got " + std::to_string(o.max_length));
+  usage_check(o.eval_max_length >= 0, "--eval-max-length must be 0 (the default: --max-length) or more, got " +
+                                          std::to_string(o.eval_max_length));
   usage_check(o.grad_accumulation >= 1, "--gradient-accumulation-steps must be at least 1");
   usage_check(std::isfinite(o.warmup_ratio) && o.warmup_ratio >= 0 && o.warmup_ratio < 1,
               "--warmup-ratio must be in [0, 1)");

@@ -40,6 +40,7 @@ BenchConfig BenchFlags::resolve() const {
   }
   for (const auto& [opt, apply] : given)
     if (opt->count() > 0) apply(c);
+  check_sweep_config(c);  // before anything reads the model: a bad value is a usage error now
   return c;
 }
 

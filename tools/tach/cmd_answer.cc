@@ -138,11 +138,12 @@ Command add_answer_command(CLI::App& app) {
       ->check(positive_count("--top-k", "--top-k values"));
   auto* max_length = sub->add_option("--max-length", opt->answer.max_length,
                                      "Tokens of a window: question, context part and special tokens (default: 384, "
-                                     "or the model's positions when fewer)");
-  auto* doc_stride = sub->add_option(
-      "--doc-stride", opt->answer.doc_stride,
-      "Context tokens consecutive windows share, when the context needs several (default: half the window, at most "
-      "128)");
+                                     "or the model's positions when fewer)")
+                         ->check(positive_count("--max-length", "--max-length values"));
+  auto* doc_stride = sub->add_option("--doc-stride", opt->answer.doc_stride,
+                                     "Context tokens consecutive windows share, when the context needs several "
+                                     "(default: half the window, at most 128)")
+                         ->check(non_negative_count("--doc-stride"));
   sub->add_option("--max-answer-len", opt->answer.max_answer_len, "Tokens of an answer at most")
       ->capture_default_str()
       ->check(positive_count("--max-answer-len", "--max-answer-len values"));
@@ -156,7 +157,8 @@ Command add_answer_command(CLI::App& app) {
   sub->add_option("--dtype", opt->compute,
                   "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 "
                   "too on cuda")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));
   sub->add_option("--seed", opt->seed, "Seed for preset weights and a new head")->capture_default_str();
   sub->add_flag("--json", opt->json, "Print machine-readable JSON (schema tach.answer/1)");

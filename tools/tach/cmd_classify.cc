@@ -449,25 +449,36 @@ Command add_classify_command(CLI::App& app) {
   sub->add_option(kBatchOption, opt->batch, "Rows of random ids when no ids are given")
       ->capture_default_str()
       ->check(positive_count("batch size", "batch sizes"));
-  sub->add_option("-s,--seq-len", opt->seq_len, "Tokens per row of random ids")->capture_default_str();
-  sub->add_option("--warmup", opt->warmup, "Untimed runs before timing")->capture_default_str();
-  sub->add_option("--repeat", opt->repeat, "Timed runs")->capture_default_str();
+  sub->add_option("-s,--seq-len", opt->seq_len, "Tokens per row of random ids")
+      ->capture_default_str()
+      ->check(positive_count("sequence length", "sequence lengths"));
+  sub->add_option("--warmup", opt->warmup, "Untimed runs before timing")
+      ->capture_default_str()
+      ->check(non_negative_count("--warmup"));
+  sub->add_option("--repeat", opt->repeat, "Timed runs")
+      ->capture_default_str()
+      ->check(positive_count("--repeat", "--repeat values"));
   sub->add_option("-t,--threads", opt->threads,
                   "Threads (default: the cores other processes leave free at start, or OMP_NUM_THREADS)")
       ->check(thread_count());
   sub->add_option(
          "--dtype", opt->compute,
          "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 too on cuda")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));
-  sub->add_option("--compute", opt->compute, "Same as --dtype (the former name)")->group("");  // hidden alias
+  sub->add_option("--compute", opt->compute, "Same as --dtype (the former name)")
+      ->group("")  // hidden alias
+      ->check(compute_dtype_name("--compute"));
   sub->add_option("--adapter", opt->adapter,
                   "A LoRA adapter directory as peft saves it (adapter_config.json, adapter_model.safetensors), merged "
                   "into the weights at load; its head replaces the model's");
   sub->add_option("--seed", opt->seed, "Seed for preset weights, a new head's weights and random ids")
       ->capture_default_str();
   add_head_option(sub, opt->head, HeadUse::as_published);
-  sub->add_option("--show-rows", opt->show_rows, "Rows to print")->capture_default_str();
+  sub->add_option("--show-rows", opt->show_rows, "Rows to print")
+      ->capture_default_str()
+      ->check(non_negative_count("--show-rows"));
   sub->add_option("--aggregation", opt->aggregation,
                   "A token classifier's entities from --text, as the pipeline's aggregation_strategy: simple (tokens "
                   "grouped by label), first, average, max (words first, labelled by their first token, mean scores "

@@ -247,18 +247,22 @@ Command add_embed_command(CLI::App& app) {
       ->check(positive_count("batch size", "batch sizes"));
   sub->add_option("--max-length", opt->max_length,
                   "Tokens per text, special tokens included (default: the model's max_seq_length from "
-                  "sentence_bert_config.json, else its positions)");
+                  "sentence_bert_config.json, else its positions)")
+      ->check(positive_count("--max-length", "--max-length values"));
   sub->add_option("--prompt-name", opt->prompt_name,
                   "A prompt of the model's config_sentence_transformers.json (e.g. query), put before every text as "
                   "sentence-transformers' encode(prompt_name=...) does (default: its default_prompt_name, if any)");
   sub->add_option("--prompt", opt->prompt, "Text put before every text (overrides --prompt-name)");
   sub->add_option("--dtype", opt->dtype,
                   "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(compute_dtype_name("--dtype"));
   sub->add_option("-t,--threads", opt->threads,
                   "Threads (default: the cores other processes leave free at start, or OMP_NUM_THREADS)")
       ->check(thread_count());
-  sub->add_option("--show-rows", opt->show_rows, "Texts to print")->capture_default_str();
+  sub->add_option("--show-rows", opt->show_rows, "Texts to print")
+      ->capture_default_str()
+      ->check(non_negative_count("--show-rows"));
   add_head_option(sub, opt->head, HeadUse::bare_body);
   sub->add_flag("--similarity", opt->similarity, "Print the cosine similarity of the first 8 texts to each other");
   sub->add_flag("--json", opt->json, "Print machine-readable JSON with every vector (schema tach.embed/1)");

@@ -201,7 +201,8 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_flag("--json", f->json, "Print the estimate (or the table's estimates) as JSON, every line in bytes");
   sub->add_option("--dtype", f->in.dtype,
                   "f32, bf16, f16, int8 or nf4 (inference: the linears in int8, or their weights in 4-bit NF4)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(compute_dtype_name("--dtype"));
   sub->add_option(kBatchOption, f->in.batch, "Rows")
       ->capture_default_str()
       ->check(positive_count("batch size", "batch sizes"));
@@ -213,7 +214,9 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_option("--mode", f->in.mode, "inference, train-full, train-lora or train-qlora")
       ->capture_default_str()
       ->check(one_of("--mode", {"inference", "train-full", "train-lora", "train-qlora"}));
-  sub->add_option("--optimizer", f->in.optimizer, "adamw (2 f32 states per trained parameter)")->capture_default_str();
+  sub->add_option("--optimizer", f->in.optimizer, "adamw (2 f32 states per trained parameter)")
+      ->capture_default_str()
+      ->check(one_of("--optimizer", {"adamw"}));
   sub->add_option("--lora-rank", f->in.lora_rank, "LoRA rank")
       ->capture_default_str()
       ->check(positive_count("LoRA rank", "LoRA ranks"));

@@ -7,6 +7,7 @@
 #include "tach/question_answering.h"
 #include "tach/report.h"
 #include "tach/token_classification.h"
+#include "usage.h"
 
 namespace tach::cli {
 
@@ -25,7 +26,8 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--tag-scheme", tokens->tag_scheme,
                   "A token classifier's tags: conlleval (seqeval's default, lenient, as conlleval.pl) or a strict "
                   "scheme, whose malformed entities do not count: IOB1, IOB2, IOE1, IOE2, IOBES, BILOU")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(one_of_any_case("--tag-scheme", {"conlleval", "IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU"}));
   sub->add_option("--tag-column", tokens->tag_column,
                   "A CoNLL file's tag column, from 0 (the word is column 0), or negative from the end")
       ->capture_default_str();
@@ -36,10 +38,12 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--doc-stride", answers->doc_stride,
                   "A question-answering model: context tokens consecutive windows share (its windows are -s tokens, "
                   "default 384 for it)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(non_negative_count("--doc-stride"));
   sub->add_option("--max-answer-len", answers->max_answer_len,
                   "A question-answering model: tokens of an answer at most")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positive_count("--max-answer-len", "--max-answer-len values"));
   sub->add_flag("--handle-impossible-answer", answers->handle_impossible_answer,
                 "A question-answering model: let the empty answer compete (on by itself for SQuAD v2.0 data)");
   return {sub, [f, tokens, answers, sub, tag_names] {

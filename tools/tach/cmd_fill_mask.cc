@@ -133,7 +133,8 @@ Command add_fill_mask_command(CLI::App& app) {
   sub->add_option("--dtype", opt->compute,
                   "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 "
                   "too on cuda")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));
   sub->add_option("--seed", opt->seed, "Seed for preset weights")->capture_default_str();
   sub->add_flag("--json", opt->json, "Print machine-readable JSON (schema tach.fill_mask/1)");

@@ -228,14 +228,20 @@ Command add_generate_command(CLI::App& app) {
       ->check(positive_count("batch size", "batch sizes"));
   sub->add_option("--prompt-len", f->prompt_len,
                   "Random prompts: tokens each (at most the model's max_position_embeddings)")
-      ->capture_default_str();
-  sub->add_option("-n,--max-new-tokens", f->max_new_tokens, "Tokens to generate per row")->capture_default_str();
+      ->capture_default_str()
+      ->check(positive_count("--prompt-len", "prompt lengths"));
+  sub->add_option("-n,--max-new-tokens", f->max_new_tokens, "Tokens to generate per row")
+      ->capture_default_str()
+      ->check(positive_count("--max-new-tokens", "counts of new tokens"));
   sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop rows at the end-of-sequence token");
-  sub->add_option("--warmup", f->warmup, "Untimed generations before the timed one")->capture_default_str();
+  sub->add_option("--warmup", f->warmup, "Untimed generations before the timed one")
+      ->capture_default_str()
+      ->check(non_negative_count("--warmup"));
   sub->add_option(
          "--dtype", f->compute,
          "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 too on cuda")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", f->device, "cpu, cuda or cuda:N (the key/value cache lives there too)")
       ->capture_default_str()
       ->check(device_name(false));

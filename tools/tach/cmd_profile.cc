@@ -303,10 +303,13 @@ Command add_profile_command(CLI::App& app) {
   sub->add_option(kBatchOption, f->batch, "Rows per forward")
       ->capture_default_str()
       ->check(positive_count("batch size", "batch sizes"));
-  sub->add_option("-s,--seq-len", f->seq_len, "Tokens per row")->capture_default_str();
+  sub->add_option("-s,--seq-len", f->seq_len, "Tokens per row")
+      ->capture_default_str()
+      ->check(positive_count("sequence length", "sequence lengths"));
   sub->add_option("--dtype", f->dtype,
                   "Compute dtype: f32, bf16, int8 or nf4 (inference: the linears quantized); f16 too on cuda")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", f->device,
                   "cpu, cuda, cuda:N, or auto (the first GPU when one is usable, else the CPU); forwards and --train "
                   "steps alike. On a GPU every kernel comes from CUPTI with its GPU time, under the op that launched "
@@ -314,23 +317,39 @@ Command add_profile_command(CLI::App& app) {
       ->capture_default_str()
       ->check(device_name(true));
   sub->add_option("--profiler-skip-first", f->schedule.skip_first, "Steps before the first cycle")
-      ->capture_default_str();
-  sub->add_option("--profiler-wait", f->schedule.wait, "Steps per cycle with the profiler off")->capture_default_str();
+      ->capture_default_str()
+      ->check(non_negative_count("--profiler-skip-first"));
+  sub->add_option("--profiler-wait", f->schedule.wait, "Steps per cycle with the profiler off")
+      ->capture_default_str()
+      ->check(non_negative_count("--profiler-wait"));
   sub->add_option("--profiler-warmup", f->schedule.warmup, "Steps per cycle recorded and discarded")
-      ->capture_default_str();
-  sub->add_option("--profiler-active", f->schedule.active, "Steps per cycle recorded and kept")->capture_default_str();
-  sub->add_option("--profiler-repeat", f->schedule.repeat, "Cycles (wait, warmup, active)")->capture_default_str();
+      ->capture_default_str()
+      ->check(non_negative_count("--profiler-warmup"));
+  sub->add_option("--profiler-active", f->schedule.active, "Steps per cycle recorded and kept")
+      ->capture_default_str()
+      ->check(positive_count("--profiler-active", "--profiler-active values"));
+  sub->add_option("--profiler-repeat", f->schedule.repeat, "Cycles (wait, warmup, active)")
+      ->capture_default_str()
+      ->check(non_negative_count("--profiler-repeat"));
   sub->add_option("--profiler-output-dir", f->output_dir,
                   "Where the trace and tables go (default runs/<time>-profile/traces)");
   sub->add_flag("--enable-memory-logging", f->memory_logging, "Write the memory timeline to the summary");
-  sub->add_option("--memory-log-steps", f->memory_log_steps, "Sample memory every N steps")->capture_default_str();
-  sub->add_option("--group-by", f->group_by, "Printed table: op, module or shape")->capture_default_str();
+  sub->add_option("--memory-log-steps", f->memory_log_steps, "Sample memory every N steps")
+      ->capture_default_str()
+      ->check(positive_count("--memory-log-steps", "--memory-log-steps values"));
+  sub->add_option("--group-by", f->group_by, "Printed table: op, module or shape")
+      ->capture_default_str()
+      ->check(one_of("--group-by", {"op", "module", "shape"}));
   sub->add_option("--sort-by", f->sort_by,
                   "Sort tables by self, total, memory, flops or gpu (the kernels' GPU time under each row)")
-      ->capture_default_str();
-  sub->add_option("--top", f->top, "Rows printed per table")->capture_default_str();
+      ->capture_default_str()
+      ->check(one_of("--sort-by", {"self", "total", "memory", "flops", "gpu"}));
+  sub->add_option("--top", f->top, "Rows printed per table")
+      ->capture_default_str()
+      ->check(positive_count("--top", "--top values"));
   sub->add_option("--overhead-steps", f->overhead_steps, "Alternating on/off steps that measure the profiler's cost")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positive_count("--overhead-steps", "--overhead-steps values"));
   sub->add_flag("--gzip", f->gzip, "Write trace.json.gz (zlib) instead of trace.json");
   sub->add_option("-t,--threads", f->threads, "Threads (default: the cores other processes leave free at start)")
       ->check(thread_count());
@@ -345,13 +364,17 @@ Command add_profile_command(CLI::App& app) {
   sub->add_option("--method", f->method,
                   "--train: full (every parameter), lora (adapters on every linear of the layers, as tach train "
                   "--method lora with its defaults) or qlora (the same, the frozen layer weights in NF4)")
-      ->capture_default_str();
-  sub->add_option("--lora-r", f->lora_r, "--train --method lora: the rank")->capture_default_str();
+      ->capture_default_str()
+      ->check(one_of("--method", {"full", "lora", "qlora"}));
+  sub->add_option("--lora-r", f->lora_r, "--train --method lora: the rank")
+      ->capture_default_str()
+      ->check(positive_count("--lora-r", "LoRA ranks"));
   sub->add_option("--lora-alpha", f->lora_alpha, "--train --method lora: alpha")->capture_default_str();
   sub->add_flag("--gradient-checkpointing", f->gradient_checkpointing,
                 "--train: keep each layer's input only and recompute the layer in the backward");
   sub->add_option("--exec", f->exec, "--train: eager (one op at a time, every intermediate kept) or fused")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(one_of("--exec", {"eager", "fused"}));
   sub->add_option("--task", f->task,
                   "--train: the head that trains, as tach train --task: sequence-classification, mlm, "
                   "token-classification or question-answering (random targets of its shape)")

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "tach/device.h"
+#include "tach/dtype.h"
 #include "tach/error.h"
 
 namespace tach::cli {
@@ -60,6 +61,16 @@ CLI::Validator positive_count(const std::string& what, const std::string& plural
       "POSITIVE", "positive_count");
 }
 
+CLI::Validator non_negative_count(const std::string& option) {
+  return CLI::Validator(
+      [option](std::string& text) -> std::string {
+        long long v = 0;
+        if (!parse_integer(text, v) || v >= 0) return "";
+        return option + " " + text + ": must be 0 or more (an integer)";
+      },
+      "NONNEGATIVE", "non_negative_count");
+}
+
 CLI::Validator one_of(const std::string& option, const std::vector<std::string>& choices) {
   return CLI::Validator(
       [option, choices](std::string& text) -> std::string {
@@ -69,6 +80,29 @@ CLI::Validator one_of(const std::string& option, const std::vector<std::string>&
         return option + " " + text + ": not one of " + list;
       },
       "", "one_of");
+}
+
+CLI::Validator one_of_any_case(const std::string& option, const std::vector<std::string>& choices) {
+  return CLI::Validator(
+      [option, choices](std::string& text) -> std::string {
+        for (const auto& c : choices)
+          if (lower(c) == lower(text)) return "";
+        std::string list;
+        for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+        return option + " " + text + ": not one of " + list;
+      },
+      "", "one_of_any_case");
+}
+
+CLI::Validator compute_dtype_name(const std::string& option) {
+  return CLI::Validator(
+      [option](std::string& text) -> std::string {
+        try {
+          (void)parse_compute_dtype(text);
+          return "";
+        } catch (const Error&) { return option + " " + text + ": not one of f32, bf16, int8, nf4 (f16 on cuda)"; }
+      },
+      "", "compute_dtype_name");
 }
 
 CLI::Validator fraction_below_one(const std::string& option) {

@@ -12,8 +12,14 @@ namespace tach::cli {
 // A count that must be 1 or more: "batch size 0: batch sizes must be positive integers".
 // what: "batch size"; plural: "batch sizes".
 CLI::Validator positive_count(const std::string& what, const std::string& plural);
+// A count that may be 0: "--warmup -1: must be 0 or more (an integer)".
+CLI::Validator non_negative_count(const std::string& option);
 // One of `choices`: "--mode foo: not one of inference, train-full, ...".
 CLI::Validator one_of(const std::string& option, const std::vector<std::string>& choices);
+// One of `choices`, in any case: "--tag-scheme iob9: not one of conlleval, IOB1, ...".
+CLI::Validator one_of_any_case(const std::string& option, const std::vector<std::string>& choices);
+// A compute dtype as parse_compute_dtype reads it (f32, bf16, f16, int8, nf4).
+CLI::Validator compute_dtype_name(const std::string& option);
 // A fraction in [0, 1): "--margin 1.5: must be in [0, 1)".
 CLI::Validator fraction_below_one(const std::string& option);
 // Threads: 0 (all cores) or more.
