@@ -47,9 +47,7 @@ TEST(TrainRunDevice, AGpuModelLivesOnItsGpuAndAMissingOneIsRefused) {
   EXPECT_EQ(model->device, Device::cuda(0));
   for (const auto& p : model->params.entries()) {
     EXPECT_EQ(p.value.device(), Device::cuda(0)) << p.name;
-    if (p.grad.defined()) {
-      EXPECT_EQ(p.grad.device(), Device::cuda(0)) << p.name;
-    }
+    if (p.grad.defined()) { EXPECT_EQ(p.grad.device(), Device::cuda(0)) << p.name; }
   }
 }
 
@@ -116,6 +114,15 @@ TEST(TrainRunPrecision, AnotherDtypeIsRefusedNamingIt) {
   EXPECT_NE(e.find("f32 or bf16, not f16"), std::string::npos) << e;
   EXPECT_EQ(training_gemm_description(DType::f32), "f32");
   EXPECT_NE(training_gemm_description(DType::bf16).find("bf16"), std::string::npos);
+}
+
+// A GPU run's config.json and note name the GPU's GEMM, not the CPU's oneDNN.
+TEST(TrainRunPrecision, AGpuRunNamesItsOwnGemm) {
+  EXPECT_EQ(training_gemm_description(DType::bf16, Device::cuda(0)), "bf16 inputs, f32 accumulation (cuBLASLt)");
+  EXPECT_EQ(training_gemm_description(DType::f32, Device::cuda(0)), "f32");
+  const std::string note = bf16_training_note(Device::cuda(0));
+  EXPECT_NE(note.find("cuBLASLt on cuda:0"), std::string::npos) << note;
+  EXPECT_EQ(note.find("oneDNN"), std::string::npos) << note;
 }
 
 }  // namespace

@@ -65,9 +65,11 @@ void write_new_run_dir(TrainRun& r) {
         {"steps_per_epoch", r.plan.steps_per_epoch},
         {"total_steps", r.plan.total_steps},
         {"warmup_steps", r.plan.warmup_steps}}},
-      {"precision", {{"dtype", o.dtype}, {"gemm", training_gemm_description(r.step->settings().precision)}}},
+      {"precision",
+       {{"dtype", o.dtype}, {"gemm", training_gemm_description(r.step->settings().precision, r.device())}}},
       {"machine",
        {{"cpu", sys.cpu_model},
+        {"device", r.device().str()},  // where the steps ran (this invocation's --device)
         {"threads", core::num_threads()},
         {"isa", sys.isa.summary()},
         {"gemm", sys.gemm_library}}},

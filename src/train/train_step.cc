@@ -165,13 +165,18 @@ GemmPrecisionScope::GemmPrecisionScope(DType precision)
     throw Error("training runs its GEMMs in f32 or bf16, not " + std::string(dtype_name(precision)));
 }
 
-std::string training_gemm_description(DType precision) {
+std::string training_gemm_description(DType precision, Device device) {
   if (precision == DType::f32) return "f32";
+  if (device.kind == DeviceKind::cuda) return "bf16 inputs, f32 accumulation (cuBLASLt)";
   return cpu::bf16_train_gemm_onednn() ? "bf16 inputs, f32 accumulation (oneDNN bf16 matmul)"
                                        : "bf16 emulated: inputs rounded to bf16, f32 GEMM";
 }
 
-std::string bf16_training_note() {
+std::string bf16_training_note(Device device) {
+  if (device.kind == DeviceKind::cuda)
+    return "bf16 mixed precision: f32 master weights and AdamW; every GEMM takes bf16 inputs and accumulates in f32 "
+           "(cuBLASLt on " +
+           device.str() + "); norms, softmax and the loss in f32";
   if (cpu::bf16_train_gemm_onednn() && !cpu::bf16_gemm_in_hardware())
     return "bf16 mixed precision: f32 master weights and AdamW; every GEMM takes bf16 inputs and accumulates in f32 "
            "on oneDNN's bf16 matmul, which this CPU runs without AVX512_BF16 or AMX (emulated in AVX-512): the "

@@ -92,10 +92,11 @@ double clip_and_update(AdamWOptimizer& optimizer, double lr, double max_grad_nor
 // (no copy: the CPU's case), else one copy. A step does it once per micro-batch, in its data phase.
 void move_to_device(TokenBatch& batch, Device device);
 
-// What a bf16 run says about its GEMMs: a bf16 matmul here, or emulated (same numbers, no speed-up).
-std::string bf16_training_note();
-// config.json's precision.gemm: how the GEMMs of a run at `precision` multiply on this machine.
-std::string training_gemm_description(DType precision);
+// What a bf16 run says about its GEMMs on `device`: a bf16 matmul here, or emulated (same numbers,
+// no speed-up).
+std::string bf16_training_note(Device device = Device::cpu());
+// config.json's precision.gemm: how the GEMMs of a run at `precision` multiply on `device`.
+std::string training_gemm_description(DType precision, Device device = Device::cpu());
 
 // The GEMMs of a step (or an evaluation) at `precision` while it lives; the one place the train
 // room sets it, until the linear op takes it as an argument.

@@ -61,7 +61,7 @@ class Stepper final : public TrainStepper {
   std::string architecture() const override { return model_->architecture(); }
   std::vector<std::string> notes() const override {
     if (!options_.bf16) return {};
-    return {train::bf16_training_note()};
+    return {train::bf16_training_note(options_.device)};
   }
 
  private:

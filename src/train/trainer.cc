@@ -39,7 +39,7 @@ TrainResult train_this_rank(train::TrainRun& r, const TrainObserver& observer) {
   if (r.result.finished_already) return r.result;
   train::validate_options(r.o);
   if (r.o.threads > 0) set_threads(r.o.threads);  // warns when above the cores
-  if (r.o.dtype == "bf16") r.note(train::bf16_training_note());
+  if (r.o.dtype == "bf16") r.note(train::bf16_training_note(r.o.device));
   if (r.world() > 1)
     r.note(std::to_string(r.world()) + " ranks (MPI), " + std::to_string(core::num_threads()) +
            " thread(s) each, batch " + std::to_string(r.o.batch_size) + " per rank: global batch " +
@@ -50,6 +50,7 @@ TrainResult train_this_rank(train::TrainRun& r, const TrainObserver& observer) {
   train::read_training_examples(r);
   train::resolve_head(r);
   train::build_model(r);
+  train::fit_windows_to_model(r);
   train::prepare_data(r);
   r.plan = train::plan_steps(r.o, r.data.size(), r.world());
   train::make_step(r);
