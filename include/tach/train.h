@@ -51,6 +51,9 @@ struct TrainOptions {
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
   double max_grad_norm = 1.0;  // 0: no clipping
   int64_t max_length = 128;
+  // tach train's question-answering defaults (run_qa.py's 384-token windows, 128-token stride)
+  // rather than values given: the run fits them to a model with fewer positions and says so.
+  bool max_length_default = false, doc_stride_default = false;
   std::string padding = "longest";  // longest (per batch) | max_length
   bool dropout = true;              // false: dropout off in training too
   uint64_t seed = 42;

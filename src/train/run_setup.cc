@@ -139,6 +139,33 @@ void build_model(TrainRun& r) {
   for (const auto& n : r.head_notes) r.note(n);
 }
 
+void fit_windows_to_model(TrainRun& r) {
+  if (r.task != Head::question_answering) return;
+  TrainOptions& o = r.o;
+  const int64_t positions = r.model->max_tokens();
+  // RoBERTa's and MPNet's positions start after padding_idx: fewer tokens than max_position_embeddings.
+  const std::string limit = o.model + "'s " + std::to_string(positions) + " positions (the tokens a row can hold)";
+  if (o.max_length > positions && o.max_length_default) {
+    // run_qa.py's max_seq_length = min(384, the tokenizer's model_max_length); the stride as the
+    // question-answering pipeline fits it, half the window at most.
+    o.max_length = positions;
+    if (o.doc_stride_default) o.doc_stride = std::min(o.doc_stride, positions / 2);
+    const std::string note = "question-answering windows of " + std::to_string(positions) + " tokens, " + limit +
+                             ", not the default 384" +
+                             (o.doc_stride_default ? "; --doc-stride " + std::to_string(o.doc_stride) : std::string());
+    r.head_notes.push_back(note);
+    r.note(note);
+  }
+  usage_check(o.max_length <= positions, "--max-length " + std::to_string(o.max_length) + " is past " + limit +
+                                             ": give --max-length " + std::to_string(positions) +
+                                             " or less (or leave it out: the windows then fit the model)");
+  usage_check(o.eval_max_length <= positions, "--eval-max-length " + std::to_string(o.eval_max_length) + " is past " +
+                                                  limit + ": give " + std::to_string(positions) + " or less");
+  usage_check(o.doc_stride < o.max_length, "--doc-stride " + std::to_string(o.doc_stride) +
+                                               " must be smaller than the windows, " + std::to_string(o.max_length) +
+                                               " tokens (" + limit + ")");
+}
+
 // The step: its execution, dropout, GEMM precision and optimizer.
 void make_step(TrainRun& r) {
   const TrainOptions& o = r.o;

@@ -123,7 +123,10 @@ void join_ranks(TrainRun& r);      // data-parallel: this rank's communicator, d
 void resume_options(TrainRun& r);  // a resumed run's options (or: finished already, left as it is)
 void resolve_head(TrainRun& r);    // the head's labels and problem type
 void build_model(TrainRun& r);     // the trainable model with its method applied
-void make_step(TrainRun& r);       // the step: its execution, dropout, precision and optimizer
+// Question answering's windows within the model's positions: a default fitted (with a note), a
+// value given past them refused.
+void fit_windows_to_model(TrainRun& r);
+void make_step(TrainRun& r);  // the step: its execution, dropout, precision and optimizer
 
 // run_data.cc
 void read_training_examples(TrainRun& r);  // --dataset's examples (or sentences, or questions)

@@ -62,3 +62,11 @@ add_test(NAME cli.wave2_heads.run_dataset_on_token_classifier
 set_tests_properties(cli.wave2_heads.run_dataset_on_token_classifier PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "tach run's accuracy pass \\(it runs when --dataset is given\\) needs a sequence classifier; [^\n]*bert-tokcls-f32 is a token classifier[^\n]*: drop --dataset"
   FAIL_REGULAR_EXPRESSION "drop --accuracy")
+
+# tach train on question answering: the default windows (384 tokens, run_qa.py's) fit a model with
+# fewer positions (this one has 32), with the stride halved, said in the output and the run's notes;
+# a --max-length past the positions is a usage error naming them.
+add_test(NAME cli.wave2_heads.train_question_answering_windows
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/train_qa_windows.sh $<TARGET_FILE:tach_cli> ${_w2h_fixtures}
+          ${CMAKE_CURRENT_BINARY_DIR}/wave2_heads_qa_windows)
+set_tests_properties(cli.wave2_heads.train_question_answering_windows PROPERTIES LABELS unit TIMEOUT 180)

@@ -152,7 +152,8 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--max-grad-norm", o->max_grad_norm, "Clip gradients to this global L2 norm; 0 = off (default 1)");
   sub->add_option("-s,--max-length", o->max_length,
                   "Truncate examples to N tokens, specials included (default 128; question-answering: the window, "
-                  "default 384 as run_qa.py)");
+                  "default 384 as run_qa.py, or the model's positions when fewer; more than the model's positions is "
+                  "an error)");
   sub->add_option("--padding", o->padding, "longest (pad each batch to its longest; default) or max_length");
   sub->add_flag("--dropout,!--no-dropout", o->dropout,
                 "Dropout as config.json sets it (default); --no-dropout turns it off in training too");
@@ -249,9 +250,13 @@ Command add_train_command(CLI::App& app) {
             }
             options.task = training_task(*head, options.task, task_from_file || sub->get_option("--task")->count() > 0);
             // Question answering's windows are run_qa.py's max_seq_length, 384, unless told.
+            // A model with fewer positions gets windows of its positions (the run says so).
             if (options.task == "question-answering" && sub->get_option("--max-length")->count() == 0 &&
-                config_file->empty())
+                config_file->empty()) {
               options.max_length = 384;
+              options.max_length_default = true;
+              options.doc_stride_default = sub->get_option("--doc-stride")->count() == 0;
+            }
             const TrainObserver obs = train_progress(*no_progress);
             if (options.method.find(',') != std::string::npos || options.exec.find(',') != std::string::npos)
               return run_comparison(options, obs);
