@@ -20,6 +20,7 @@
 #include "report/report_sections.h"
 #include "report/svg_chart.h"
 #include "tach/error.h"
+#include "tach/parameter_count.h"
 #include "tach/report.h"
 #include "tach/slurm.h"
 #include "tach/system_info.h"
@@ -180,14 +181,16 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
   row("run directory", "<code>" + escape_html(fs::absolute(dir).string()) + "</code>");
   if (summary && summary->contains("models") && (*summary)["models"].is_array())
     for (const auto& m : (*summary)["models"])
-      row("model",
-          escape_html(m.value("architecture", std::string())) + ", " + num(m.value("parameters", 0.0) / 1e6, 1) +
-              " M parameters, weights " + escape_html(m.value("weights_dtype", std::string())) + ", " +
-              escape_html(m.value("task", std::string())) + "; " + escape_html(m.value("source", std::string())));
+      row("model", escape_html(m.value("architecture", std::string())) + ", " +
+                       parameter_count_text(m.value("parameters", int64_t(0))) + " parameters, weights " +
+                       escape_html(m.value("weights_dtype", std::string())) + ", " +
+                       escape_html(m.value("task", std::string())) + "; " +
+                       escape_html(m.value("source", std::string())));
   if (config && config->contains("model") && (*config)["model"].is_object()) {  // a train run describes its model here
     const json& m = (*config)["model"];
-    row("model", escape_html(m.value("architecture", std::string())) + ", " + num(m.value("parameters", 0.0) / 1e6, 2) +
-                     " M parameters; " + escape_html(m.value("source", std::string())));
+    row("model", escape_html(m.value("architecture", std::string())) + ", " +
+                     parameter_count_text(m.value("parameters", int64_t(0))) + " parameters; " +
+                     escape_html(m.value("source", std::string())));
     const json notes = m.value("notes", json::array());
     for (const auto& n : notes) row("note", escape_html(n.get<std::string>()));
   }

@@ -11,6 +11,7 @@
 #include "cpu/gemm.h"
 #include "cpu/train_gemm.h"
 #include "report/number_text.h"
+#include "tach/parameter_count.h"
 #include "tach/error.h"
 #include "tach/report.h"
 #include "tach/stats.h"
@@ -153,7 +154,7 @@ void model_lines(std::ostringstream& s, const SweepOutcome& o, bool timed_runs) 
   const double MiB = 1024.0 * 1024.0;
   std::vector<std::string> said;  // a note once, though every device and dtype loaded the model
   for (const auto& m : o.models) {
-    s << "model: " << m.architecture << ", " << fmt("%.1f", double(m.parameters) / 1e6) << " M parameters, weights "
+    s << "model: " << m.architecture << ", " << parameter_count_text(m.parameters) << " parameters, weights "
       << m.weights_dtype
       << (m.memory_bytes ? ", " + fmt("%.1f", double(m.memory_bytes) / MiB) + " MiB in memory" : std::string())
       << (m.disk_bytes ? ", " + fmt("%.1f", double(m.disk_bytes) / MiB) + " MiB on disk" : std::string()) << "; "

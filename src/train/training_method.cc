@@ -4,6 +4,7 @@
 
 #include "tach/error.h"
 #include "tach/memory.h"
+#include "tach/parameter_count.h"
 
 namespace tach::train {
 
@@ -36,8 +37,8 @@ std::vector<std::string> apply_training_method(TrainableModel& model, const mode
   }
   notes.push_back("LoRA: r " + std::to_string(lo.r) + ", alpha " + shortest(lo.alpha) + ", " +
                   std::to_string(model.lora->adapters.size()) + " adapters; " +
-                  std::to_string(model.params.count(true)) + " of " + std::to_string(model.params.count(false)) +
-                  " parameters train");
+                  parameter_count_text(model.params.count(true)) + " of " +
+                  parameter_count_text(model.params.count(false)) + " parameters train");
   if (o.method == "qlora") {
     const int64_t before = memory_stats(model.device).by_category[int(MemoryCategory::weights)].current;
     const int64_t matrices = model.quantize_base_nf4();

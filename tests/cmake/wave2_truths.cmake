@@ -6,3 +6,6 @@
 # not exist: the usage error must come first.
 add_test(NAME cli.refused_before_load COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/refused_before_load.sh $<TARGET_FILE:tach_cli>)
 set_tests_properties(cli.refused_before_load PROPERTIES LABELS unit)
+
+# A model's parameter count, three significant digits and a unit in every place it is printed.
+tach_test(test_number_texts unit)

@@ -11,6 +11,7 @@
 #include "format.h"
 #include "head_option.h"
 #include "head_outputs.h"
+#include "tach/parameter_count.h"
 #include "tach/error.h"
 #include "tach/memory.h"
 #include "tach/model.h"
@@ -377,7 +378,7 @@ int run_classify(const ClassifyOptions& opt) {
     return 0;
   }
 
-  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << human_count(double(info.parameters))
+  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << parameter_count_text(info.parameters)
             << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n"
             << "            " << info.source << "\n";
   for (const auto& n : info.notes) std::cout << "note        " << n << "\n";

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "format.h"
 #include "head_option.h"
+#include "tach/parameter_count.h"
 #include "tach/dataset.h"
 #include "tach/embed.h"
 #include "tach/error.h"
@@ -170,7 +171,7 @@ int run_embed(const EmbedCliOptions& opt) {
     return 0;
   }
 
-  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << human_count(double(info.parameters))
+  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << parameter_count_text(info.parameters)
             << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n"
             << "            " << info.source << "\n";
   for (const auto& n : info.notes) std::cout << "note        " << n << "\n";

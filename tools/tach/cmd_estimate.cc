@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "format.h"
 #include "head_option.h"
+#include "tach/parameter_count.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
 #include "usage.h"
@@ -107,7 +108,7 @@ int run_table(const EstimateFlags& f) {
   for (const auto& [mode, title] : modes) std::cout << std::string(title).append(14 - title.size(), ' ');
   std::cout << "\n" << std::string(w + 12 + 14 * modes.size(), '-') << "\n";
   for (size_t i = 0; i < models.size(); ++i) {
-    const std::string params = human_count(double(all[i][0].parameters));
+    const std::string params = parameter_count_text(all[i][0].parameters);
     std::cout << std::string(models[i]).append(w - models[i].size(), ' ') << params
               << std::string(12 - std::min<size_t>(11, params.size()), ' ');
     for (const auto& e : all[i]) {
@@ -151,9 +152,9 @@ int run_estimate(const EstimateFlags& f) {
     std::cout << to_json(e, f.in).dump(2) << "\n";
     return e.fits ? 0 : 3;
   }
-  std::cout << "model      " << e.model << " (" << e.architecture << "), " << human_count(double(e.parameters))
+  std::cout << "model      " << e.model << " (" << e.architecture << "), " << parameter_count_text(e.parameters)
             << " parameters"
-            << (e.trainable_parameters ? ", " + human_count(double(e.trainable_parameters)) + " trained" : "") << "\n";
+            << (e.trainable_parameters ? ", " + parameter_count_text(e.trainable_parameters) + " trained" : "") << "\n";
   if (!e.note.empty()) std::cout << "note       " << e.note << "\n";
   std::cout << "setting    " << f.in.mode << ", " << f.in.dtype << ", batch " << f.in.batch << " x " << e.seq_len
             << " tokens" << (e.seq_len_note.empty() ? "" : " (" + e.seq_len_note + ")")

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "tach/parameter_count.h"
 #include "tach/error.h"
 #include "tach/model.h"
 #include "tach/profile.h"
@@ -166,7 +167,7 @@ int run_generate(const GenerateFlags& f) {
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  std::cout << "model       " << info.spec << " (" << info.architecture << ", " << human_count(double(info.parameters))
+  std::cout << "model       " << info.spec << " (" << info.architecture << ", " << parameter_count_text(info.parameters)
             << " parameters, weights " << info.weights_dtype << ", compute " << f.compute << ")\n"
             << "            " << info.source << "\n"
             << "input       " << prompts.batch() << " prompts x " << prompts.seq_len() << " tokens (left-padded), "

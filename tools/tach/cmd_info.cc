@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "format.h"
 #include "head_option.h"
+#include "tach/parameter_count.h"
 #include "tach/error.h"
 #include "tach/memory.h"
 #include "tach/model.h"
@@ -69,7 +70,7 @@ int run_model_info(const InfoOptions& opt) {
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  std::cout << "model      " << i.spec << ": " << i.architecture << ", " << human_count(double(i.parameters))
+  std::cout << "model      " << i.spec << ": " << i.architecture << ", " << parameter_count_text(i.parameters)
             << " parameters, weights " << i.weights_dtype << ", compute " << opt.compute << "\n"
             << "           " << i.source << "\n"
             << "shape      " << i.num_layers << " layers, hidden " << i.hidden_size << ", " << i.num_heads << " heads"

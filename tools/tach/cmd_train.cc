@@ -8,6 +8,7 @@
 #include "head_option.h"
 #include "progress.h"
 #include "tach/model_families.h"
+#include "tach/parameter_count.h"
 #include "tach/train.h"
 #include "usage.h"
 
@@ -52,8 +53,8 @@ int run_comparison(const TrainOptions& options, const TrainObserver& obs) {
         acc = fixed(it->eval_accuracy, 4);
         break;
       }
-    std::cout << pad(r.method, 7) << pad(r.exec, 6) << pad(std::to_string(t.trainable_parameters), 12)
-              << pad(std::to_string(t.total_parameters), 12) << pad(fixed(t.step_ms_median, 1), 12)
+    std::cout << pad(r.method, 7) << pad(r.exec, 6) << pad(parameter_count_text(t.trainable_parameters), 12)
+              << pad(parameter_count_text(t.total_parameters), 12) << pad(fixed(t.step_ms_median, 1), 12)
               << pad(fixed(t.step_ms_p90, 1), 9) << pad(fixed(t.tokens_per_s_median, 0), 10)
               << pad(fixed(t.samples_per_s_median, 1), 10)
               << pad(t.epochs.empty() ? "-" : fixed(t.epochs.back().seconds, 1), 9) << pad(acc, 8)

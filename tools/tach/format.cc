@@ -26,13 +26,6 @@ std::string human_bytes(double b) {
   return fixed(b, u == 0 ? 0 : 1) + " " + units[u];
 }
 
-std::string human_count(double v) {
-  if (v >= 1e9) return fixed(v / 1e9, 2) + "B";
-  if (v >= 1e6) return fixed(v / 1e6, 2) + "M";
-  if (v >= 1e3) return fixed(v / 1e3, 1) + "k";
-  return fixed(v, 0);
-}
-
 std::string describe_ms(const Summary& s) {
   const double k = 1e3;
   return "median " + fixed(s.median * k, 2) + " ms (min " + fixed(s.min * k, 2) + ", p90 " + fixed(s.p90 * k, 2) +

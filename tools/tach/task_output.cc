@@ -1,6 +1,7 @@
 #include "task_output.h"
 
 #include "format.h"
+#include "tach/parameter_count.h"
 
 namespace tach::cli {
 
@@ -25,7 +26,7 @@ nlohmann::json cpu_load_json(const CpuLoad& load) {
 }
 
 void print_model_lines(std::ostream& out, const ModelInfo& info) {
-  out << "model       " << info.spec << ": " << info.architecture << ", " << human_count(double(info.parameters))
+  out << "model       " << info.spec << ": " << info.architecture << ", " << parameter_count_text(info.parameters)
       << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n";
   if (info.source != info.spec) out << "            " << info.source << "\n";  // a directory is its own source
   for (const auto& n : info.notes) out << "note        " << n << "\n";
