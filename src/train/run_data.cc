@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "data/conll.h"
+#include "data/dataset_kind.h"
 #include "data/squad.h"
 #include "tach/error.h"
 #include "tach/tokenizer.h"
@@ -27,6 +28,27 @@ DatasetOptions data_source(const TrainRun& r, const DatasetOptions& which) {
   return d;
 }
 
+// `read` of a per-token task's file; where it fails on another task's data, an error naming the file
+// kind and the --task that reads it (rather than the reader's complaint about its first line, or a
+// SQuAD file's top-level keys listed as splits).
+template <class Read>
+auto read_for_task(const std::string& path, Head task, Read read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const Error&) {
+    const bool tagged = task == Head::token_classification;
+    const data::DatasetKind kind = data::guess_dataset_kind(path);
+    const std::string other = data::dataset_kind_task(kind);
+    if (other.empty() || other == (tagged ? "token-classification" : "question-answering")) throw;
+    throw Error(data::other_task_data_message(
+        path, kind,
+        tagged ? "CoNLL text or JSON records with tokens and tags, as a token classifier reads them"
+               : "SQuAD-format data (v1.1/v2.0 JSON, or records with id, context, question and answers) as a "
+                 "question-answering model reads it",
+        "--task " + other + " reads it"));
+  }
+}
+
 // Tagged sentences (CoNLL or JSON records): the words under --text-column (default tokens) and
 // the tags under --label-column (default ner_tags); integer tags name the head's labels.
 std::vector<data::TaggedSentence> read_tagged(const TrainRun& r, const DatasetOptions& which) {
@@ -42,7 +64,8 @@ std::vector<data::TaggedSentence> read_tagged(const TrainRun& r, const DatasetOp
         "--task token-classification reads CoNLL or JSON tagged words: --dataset-format auto, conll, json or jsonl, "
         "not " +
             format);
-  return data::read_tagged_file(which.path, format, -1, jo);
+  return read_for_task(which.path, Head::token_classification,
+                       [&] { return data::read_tagged_file(which.path, format, -1, jo); });
 }
 
 // The collator's settings: the tokenizer's mask token, random tokens from all of its vocabulary.
@@ -92,8 +115,10 @@ void prepare_task_data(TrainRun& r, const Tokenizing& t) {
   } else {
     r.data = prepare_qa_data(r.questions, tok, o.max_length, o.doc_stride, t.fixed, t.pad_id, t.types);
     if (r.has_eval)
-      r.eval_data = prepare_qa_data(data::read_squad(o.eval_data.path).questions, tok, t.eval_length, o.doc_stride,
-                                    false, t.pad_id, t.types);
+      r.eval_data = prepare_qa_data(
+          read_for_task(o.eval_data.path, Head::question_answering, [&] { return data::read_squad(o.eval_data.path); })
+              .questions,
+          tok, t.eval_length, o.doc_stride, false, t.pad_id, t.types);
   }
 }
 
@@ -105,7 +130,9 @@ void read_training_examples(TrainRun& r) {
     keep_first(r.tagged, r.o.max_samples);
   } else if (r.task == Head::question_answering) {
     data::check_squad_format(r.o.data.format, "--task");
-    r.questions = data::read_squad(r.o.data.path).questions;
+    r.questions = read_for_task(r.o.data.path, Head::question_answering, [&] {
+                    return data::read_squad(r.o.data.path);
+                  }).questions;
     keep_first(r.questions, r.o.max_samples);
   } else {
     // JSON split files: train on "train", not "test".

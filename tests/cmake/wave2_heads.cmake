@@ -70,3 +70,17 @@ add_test(NAME cli.wave2_heads.train_question_answering_windows
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/train_qa_windows.sh $<TARGET_FILE:tach_cli> ${_w2h_fixtures}
           ${CMAKE_CURRENT_BINARY_DIR}/wave2_heads_qa_windows)
 set_tests_properties(cli.wave2_heads.train_question_answering_windows PROPERTIES LABELS unit TIMEOUT 180)
+
+# tach train on a per-token task given the other task's data: named, with the --task that reads it.
+add_test(NAME cli.wave2_heads.train_squad_for_token_classification
+  COMMAND tach_cli train -m ${_w2h_fixtures}/heads/bert-tokcls-f32 --task token-classification
+          -d ${_w2h_fixtures}/question_answering/squad-v1.json ${_w2h_tokenizer} --max-steps 1 ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.train_squad_for_token_classification PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "squad-v1.json: this file is SQuAD data, which a question-answering model reads, not CoNLL text or JSON records with tokens and tags, as a token classifier reads them; --task question-answering reads it"
+  FAIL_REGULAR_EXPRESSION "the keys are: data")
+add_test(NAME cli.wave2_heads.train_conll_for_question_answering
+  COMMAND tach_cli train -m ${_w2h_fixtures}/heads/bert-qa-f32 --task question-answering
+          -d ${_w2h_fixtures}/token_classes/ner.conll ${_w2h_tokenizer} --max-steps 1 ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.train_conll_for_question_answering PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "ner.conll: this file is CoNLL text, which a token classifier reads, not SQuAD-format data .*; --task token-classification reads it"
+  FAIL_REGULAR_EXPRESSION "not JSON")
