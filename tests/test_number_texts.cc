@@ -1,12 +1,14 @@
 // Numbers in what tach prints, as a person writes them: a model's parameter count with three
 // significant digits whatever its size (a tiny model is never "0.0 M"), in every place that
-// prints one (the commands' model line, summary.txt, report.html).
+// prints one (the commands' model line, summary.txt, report.html); other numbers in messages
+// without std::to_string's six decimals.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "tach/bench.h"
 #include "tach/parameter_count.h"
+#include "tach/plain_number.h"
 #include "tach/report.h"
 
 namespace tach {
@@ -46,6 +48,19 @@ TEST(ParameterCountText, SummaryOfATinyModel) {
   const std::string text = summary_text(config, out);
   EXPECT_NE(text.find("BertForSequenceClassification, 7.50 k parameters, weights f32"), std::string::npos) << text;
   EXPECT_EQ(text.find("0.0 M"), std::string::npos) << text;
+}
+
+// Numbers in messages (a new head's N(0, 0.02), --lr -1, the load average) as a person writes
+// them, never std::to_string's 0.020000.
+TEST(PlainNumber, AsAPersonWritesThem) {
+  EXPECT_EQ(plain_number(0.2), "0.2");
+  EXPECT_EQ(plain_number(0.02), "0.02");
+  EXPECT_EQ(plain_number(-1.0), "-1");
+  EXPECT_EQ(plain_number(16.0), "16");
+  EXPECT_EQ(plain_number(2e-5), "2e-05");
+  EXPECT_EQ(plain_number(double(0.1f)), "0.1");  // a float field (lora_alpha) too
+  EXPECT_EQ(plain_number(5.6612, 3), "5.66");
+  EXPECT_EQ(plain_number(0.0, 3), "0");
 }
 
 }  // namespace

@@ -23,19 +23,13 @@
 #include "tach/profile.h"
 #include "tach/runtime.h"
 #include "tach/stats.h"
+#include "tach/plain_number.h"
 
 namespace fs = std::filesystem;
 
 namespace tach {
 
 namespace {
-
-// A number as the user typed it, near enough: 2.5 and -1, not 2.500000 and -1.000000.
-std::string shortest_text(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
 
 void validate_train(const BenchConfig& c) {
   const TrainSweep& t = c.train;
@@ -127,7 +121,7 @@ void validate(const BenchConfig& c, bool here = true) {
                   std::to_string(c.stop.runs) + ", --min-runs " + std::to_string(c.stop.min_runs) + ", --max-runs " +
                   std::to_string(c.stop.max_runs) + ")");
   usage_check(std::isfinite(c.stop.time_budget_s) && c.stop.time_budget_s >= 0,
-              "--time-budget must be 0 (none) or a number of seconds, got " + shortest_text(c.stop.time_budget_s));
+              "--time-budget must be 0 (none) or a number of seconds, got " + plain_number(c.stop.time_budget_s));
   usage_check(c.stop.runs > 0 || c.stop.target_cv > 0 || c.stop.time_budget_s > 0 || c.stop.max_runs < 1000000,
               "stopping rule: give a count, a time budget or a precision target");
   usage_check(c.input == "synthetic" || c.input == "dataset",

@@ -16,6 +16,7 @@
 #include "tach/monitor.h"
 #include "tach/profile.h"
 #include "tach/stats.h"
+#include "tach/plain_number.h"
 #include "train/data_parallel.h"
 #include "train/train_data.h"
 #include "train/train_step.h"
@@ -257,7 +258,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   const auto wall0 = std::chrono::steady_clock::now();
   for (;;) {
     const train::StepOutcome s = step.run(index++, 1, next, lr);
-    check(std::isfinite(s.loss), "the loss is " + std::to_string(s.loss) + " at measured step " +
+    check(std::isfinite(s.loss), "the loss is " + plain_number(s.loss) + " at measured step " +
                                      std::to_string(step_s.size()) + ": lower --lr");
     if (step_s.empty()) r.train.loss_first = s.loss;
     r.train.loss_last = s.loss;

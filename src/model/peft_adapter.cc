@@ -9,6 +9,7 @@
 #include "cpu/gemm.h"
 #include "model/config.h"
 #include "tach/error.h"
+#include "tach/plain_number.h"
 
 namespace tach::model {
 
@@ -62,7 +63,7 @@ std::shared_ptr<PeftAdapter> PeftAdapter::open(const std::string& dir) {
   check(c.contains("lora_alpha") && c["lora_alpha"].is_number(), config_path + ": \"lora_alpha\" is missing");
   a->alpha_ = c["lora_alpha"].get<float>();
   check(std::isfinite(a->alpha_) && a->alpha_ > 0,
-        config_path + ": \"lora_alpha\" must be positive, got " + std::to_string(a->alpha_));
+        config_path + ": \"lora_alpha\" must be positive, got " + plain_number(a->alpha_));
   a->dropout_ = c.value("lora_dropout", 0.0f);
   a->rslora_ = c.value("use_rslora", false);
   check(!c.value("use_dora", false), config_path + ": a DoRA adapter (use_dora true); tach merges plain LoRA");

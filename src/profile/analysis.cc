@@ -8,6 +8,7 @@
 #include "profile/cpu_caches.h"
 #include "tach/profile.h"
 #include "tach/stats.h"
+#include "tach/plain_number.h"
 
 namespace tach {
 
@@ -81,7 +82,7 @@ LeakVerdict detect_leak(const ProfileData& d, int64_t threshold_bytes) {
       v.leak = true;
       v.growing_categories.push_back(std::string(memory_category_name(MemoryCategory(c))) + ": +" + mib(slope) +
                                      " per step, +" + mib(growth) + " over " + std::to_string(samples.size()) +
-                                     " samples (R^2 " + std::to_string(r2).substr(0, 4) + ")");
+                                     " samples (R^2 " + plain_number(r2, 3) + ")");
       v.bytes_per_step += slope;
     }
   }

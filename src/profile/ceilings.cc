@@ -28,6 +28,7 @@
 #include "tach/profile.h"
 #include "tach/runtime.h"
 #include "tach/system_info.h"
+#include "tach/plain_number.h"
 
 namespace fs = std::filesystem;
 
@@ -344,7 +345,7 @@ std::string describe_ceilings_provenance(const MachineCeilings& c) {
     s += "; WARNING: other processes' CPU use could not be read (no /proc/stat), so these may be too low and are not "
          "cached";
   else if (c.under_load)
-    s += "; WARNING: measured under load (other processes above " + std::to_string(kMaxOtherCores).substr(0, 4) +
+    s += "; WARNING: measured under load (other processes above " + plain_number(kMaxOtherCores, 3) +
          " cores), so the ceilings are too low and not cached; measure again on a quiet machine (tach info --ceilings "
          "--remeasure)";
   else if (c.from_cache) s += "; cached in " + c.cache_file + " (--remeasure to measure again)";

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tach/profile.h"
+#include "tach/plain_number.h"
 
 namespace tach {
 
@@ -19,13 +20,13 @@ DecodeLimit decode_limit(double bytes_per_step, Device device, double median_ste
     d.read_bandwidth = c.memory_read_bytes_per_s;
     d.method = c.from_cache ? "STREAM triad and read-only, " + describe_ceilings_provenance(c) : c.method;
     if (!c.from_cache && c.load_measured)
-      d.method += "; other processes used " + std::to_string(c.other_cores).substr(0, 4) +
-                  " cores during it, load average " + std::to_string(c.load_average).substr(0, 4);
+      d.method += "; other processes used " + plain_number(c.other_cores, 3) + " cores during it, load average " +
+                  plain_number(c.load_average, 3);
     // Measured now beside busy processes: the bandwidth is theirs to share, so the limit is too
     // low and the fraction of it moves with their load.
     if (c.under_load)
       d.warning = "WARNING: the bandwidth was measured under load (" +
-                  (c.load_measured ? "other processes used " + std::to_string(c.other_cores).substr(0, 4) + " cores"
+                  (c.load_measured ? "other processes used " + plain_number(c.other_cores, 3) + " cores"
                                    : std::string("other processes' CPU use could not be read")) +
                   "), so the limit is too low and its % is not trusted; measure it on a quiet machine: tach info "
                   "--ceilings";

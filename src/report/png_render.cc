@@ -10,6 +10,7 @@
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
 #include "tach/report.h"
+#include "tach/plain_number.h"
 
 namespace tach {
 
@@ -56,7 +57,7 @@ std::string render_png(const std::string& svg, double scale, const std::string& 
 
 std::vector<WrittenImage> write_report_pngs(const RunReport& report, const std::string& plots_dir, double scale) {
   check(scale > 0 && scale <= 8,
-        "--png-scale must be above 0 and at most 8 (pixels per SVG unit); got " + std::to_string(scale));
+        "--png-scale must be above 0 and at most 8 (pixels per SVG unit); got " + plain_number(scale));
   std::filesystem::create_directories(plots_dir);
   std::vector<WrittenImage> written;
   for (const auto& figure : report.figures) {

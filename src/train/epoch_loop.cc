@@ -12,6 +12,7 @@
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
 #include "tach/runtime.h"
+#include "tach/plain_number.h"
 #include "train/run_checkpoint.h"
 #include "train/run_files.h"
 #include "train/train_run.h"
@@ -83,8 +84,8 @@ std::optional<EvalScores> evaluate_if_due(TrainRun& r, TrainingLogger& logger, i
   if (scores.perplexity >= 0) logged["eval_perplexity"] = scores.perplexity;
   logger.log_step(step, logged);
   r.note("step " + std::to_string(step + 1) + ": eval loss " + std::to_string(scores.loss) +
-         (scores.perplexity >= 0 ? ", perplexity " + std::to_string(scores.perplexity) : std::string()) +
-         (scores.accuracy >= 0 ? ", accuracy " + std::to_string(scores.accuracy) : std::string()));
+         (scores.perplexity >= 0 ? ", perplexity " + plain_number(scores.perplexity) : std::string()) +
+         (scores.accuracy >= 0 ? ", accuracy " + plain_number(scores.accuracy) : std::string()));
   return scores;
 }
 
@@ -148,8 +149,8 @@ void checkpoint_if_due(TrainRun& r, int64_t step, bool epoch_end, RunClock::time
 
 std::string divergence_message(const TrainRun& r, int64_t step, const StepOutcome& s) {
   return "step " + std::to_string(step) + ": the " +
-         (!std::isfinite(s.loss) ? "loss is " + std::to_string(s.loss)
-                                 : "gradient norm is " + std::to_string(s.grad_norm)) +
+         (!std::isfinite(s.loss) ? "loss is " + plain_number(s.loss)
+                                 : "gradient norm is " + plain_number(s.grad_norm)) +
          "; training stopped before the update, the weights of step " + std::to_string(step) +
          " are kept, and the last checkpoint in " + r.run_dir + " is untouched";
 }

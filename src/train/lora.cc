@@ -14,6 +14,7 @@
 #include "ops/dropout.h"
 #include "ops/lora.h"
 #include "tach/error.h"
+#include "tach/plain_number.h"
 #include "train/trainable_model.h"
 
 namespace tach::train {
@@ -114,8 +115,8 @@ void LoraSet::backward(const std::vector<int64_t>& ids, const Tensor& dx, const 
 
 void attach_lora(TrainableModel& model, const LoraOptions& o, uint64_t init_seed) {
   check(o.r >= 1, "LoRA: the rank r must be at least 1, got " + std::to_string(o.r));
-  check(std::isfinite(o.alpha) && o.alpha > 0, "LoRA: lora_alpha must be positive, got " + std::to_string(o.alpha));
-  check(o.dropout >= 0 && o.dropout < 1, "LoRA: lora_dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  check(std::isfinite(o.alpha) && o.alpha > 0, "LoRA: lora_alpha must be positive, got " + plain_number(o.alpha));
+  check(o.dropout >= 0 && o.dropout < 1, "LoRA: lora_dropout must be in [0, 1), got " + plain_number(o.dropout));
   check(!o.target_modules.empty(), "LoRA: no target modules");
   auto set = std::make_unique<LoraSet>();
   set->options = o;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "tach/error.h"
+#include "tach/plain_number.h"
 #include "train/loss.h"
 
 namespace tach::train {
@@ -51,7 +52,7 @@ int64_t mask_tokens(int32_t* ids, int32_t* labels, const int32_t* special, int64
 
 void validate_mlm_masking(const MlmMasking& m) {
   check(m.probability > 0 && m.probability < 1,
-        "--mlm-probability must be between 0 and 1 (exclusive), not " + std::to_string(m.probability));
+        "--mlm-probability must be between 0 and 1 (exclusive), not " + plain_number(m.probability));
   check(m.mask_token_id >= 0,
         "masked-language-model training needs a mask token, and the tokenizer has none ([MASK] or <mask>)");
   check(m.vocab_size > 0, "masked-language-model training needs the vocabulary's size");

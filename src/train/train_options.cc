@@ -6,6 +6,7 @@
 #include <set>
 
 #include "tach/error.h"
+#include "tach/plain_number.h"
 
 namespace tach {
 
@@ -140,7 +141,7 @@ void validate_options(const TrainOptions& o) {
   usage_check(!o.model.empty(), "no model: pass -m MODEL");
   usage_check(!o.data.path.empty(), "no dataset: pass -d DATASET");
   usage_check(std::isfinite(o.lr) && o.lr > 0,
-              "--lr must be a positive number, got " + std::to_string(o.lr) +
+              "--lr must be a positive number, got " + plain_number(o.lr) +
                   " (a zero, negative or NaN learning rate trains nothing or diverges)");
   usage_check(o.epochs >= 1 || o.max_steps >= 1, "--epochs must be at least 1 (or give --max-steps)");
   usage_check(o.max_steps >= 0, "--max-steps must be >= 0");

@@ -4,6 +4,7 @@
 
 #include "core/allocator.h"
 #include "tach/error.h"
+#include "tach/plain_number.h"
 
 namespace tach::train {
 
@@ -107,7 +108,7 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
       std::string list;
       for (const auto& name : initialised) list += (list.empty() ? "" : ", ") + name;
       notes->push_back("newly initialised (the checkpoint has none): " + list + " — weights N(0, " +
-                       std::to_string(config.initializer_range) + "), biases 0, norms 1, seed " +
+                       plain_number(config.initializer_range) + "), biases 0, norms 1, seed " +
                        std::to_string(init_seed));
     }
   }

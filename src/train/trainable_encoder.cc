@@ -7,6 +7,7 @@
 #include "model/encoder_build.h"
 #include "ops/attention.h"
 #include "tach/error.h"
+#include "tach/plain_number.h"
 
 namespace tach::train {
 
@@ -171,7 +172,7 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
       // transformers' note, as from_pretrained prints it.
       notes->push_back("Some weights of " + m.head_architecture + " were not initialized from the model checkpoint" +
                        (checkpoint.empty() ? "" : " at " + checkpoint) + " and are newly initialized: [" + list +
-                       "] (weights N(0, " + std::to_string(config.initializer_range) + "), biases 0, seed " +
+                       "] (weights N(0, " + plain_number(config.initializer_range) + "), biases 0, seed " +
                        std::to_string(init_seed) +
                        "). You should probably TRAIN this model on a down-stream task to be able to use it for "
                        "predictions and inference.");

@@ -1,23 +1,11 @@
 #include "train/training_method.h"
 
-#include <sstream>
-
 #include "tach/error.h"
 #include "tach/memory.h"
 #include "tach/parameter_count.h"
+#include "tach/plain_number.h"
 
 namespace tach::train {
-
-namespace {
-
-// 16 rather than 16.000000.
-std::string shortest(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
-}  // namespace
 
 std::vector<std::string> apply_training_method(TrainableModel& model, const model::ModelFamily& family,
                                                const MethodOptions& o, uint64_t seed) {
@@ -35,7 +23,7 @@ std::vector<std::string> apply_training_method(TrainableModel& model, const mode
     const std::string d = o.adapter->describe();
     notes.push_back("LoRA: continuing " + d.substr(0, d.find(')') + 1) + "; its options replace the --lora-* flags");
   }
-  notes.push_back("LoRA: r " + std::to_string(lo.r) + ", alpha " + shortest(lo.alpha) + ", " +
+  notes.push_back("LoRA: r " + std::to_string(lo.r) + ", alpha " + plain_number(lo.alpha) + ", " +
                   std::to_string(model.lora->adapters.size()) + " adapters; " +
                   parameter_count_text(model.params.count(true)) + " of " +
                   parameter_count_text(model.params.count(false)) + " parameters train");

@@ -7,6 +7,7 @@
 #include "model/family.h"
 #include "model/presets.h"
 #include "tach/error.h"
+#include "tach/plain_number.h"
 #include "train/trainable_encoder.h"
 #include "train/trainable_decoder.h"
 
@@ -122,7 +123,7 @@ std::unique_ptr<TrainableModel> build_for_family(const TrainingModelSource& sour
     c.id2label = id2label;
     c.problem_type = problem_type;
     check(source.dropout().attention == 0.0f,
-          source.location.spec + ": config.json sets attention_dropout " + std::to_string(source.dropout().attention) +
+          source.location.spec + ": config.json sets attention_dropout " + plain_number(source.dropout().attention) +
               "; decoder training runs attention without dropout (every released decoder config has 0.0)");
     check(c.other_dropout.empty(), source.location.spec + ": config.json sets " + c.other_dropout +
                                        "; tach trains ModernBERT without dropout (its published configs have 0.0)");
