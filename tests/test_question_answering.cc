@@ -304,6 +304,11 @@ TEST(DatasetKind, TellsSquadTaggedRecordsAndConllApart) {
   const std::string prose = ::testing::TempDir() + "/prose.txt";
   std::ofstream(prose) << "The cat sat on the mat.\nIt was warm.\n";
   EXPECT_EQ(data::guess_dataset_kind(prose), data::DatasetKind::unknown);
+  // A .csv or .tsv file that is not CoNLL text is a sequence classifier's table, named by its extension.
+  EXPECT_EQ(data::guess_dataset_kind(dir + "/train/tiny.csv"), data::DatasetKind::table);
+  EXPECT_EQ(data::dataset_kind_name(data::DatasetKind::table, dir + "/train/tiny.csv"), "a table (csv rows)");
+  EXPECT_EQ(data::dataset_kind_task(data::DatasetKind::table), "sequence-classification");
+  EXPECT_EQ(data::guess_dataset_kind(dir + "/token_classes/ner.conll"), data::DatasetKind::conll);
 }
 
 TEST(QuestionAnswering, BenchRunsMlperfsLengthForAQuestionAnsweringModel) {

@@ -53,20 +53,13 @@ SquadData read_squad_for_qa(const std::string& path) {
     return read_squad(path);
   } catch (const Error&) {
     const data::DatasetKind kind = data::guess_dataset_kind(path);
-    std::string ext = std::filesystem::path(path).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    // A table of texts and labels (GLUE's TSV, a CSV): the JSON reader's complaint about its first
-    // byte says nothing a user can act on.
-    if (kind == data::DatasetKind::unknown && (ext == ".tsv" || ext == ".csv"))
-      throw Error(path +
-                  ": a question-answering model reads SQuAD-format data (v1.1/v2.0 JSON, or records with id, "
-                  "context, question and answers); this file looks like a table (" +
-                  ext.substr(1) + " rows, as a sequence classifier reads them)");
-    if (kind != data::DatasetKind::conll && kind != data::DatasetKind::tagged_json) throw;
+    if (kind == data::DatasetKind::unknown || kind == data::DatasetKind::squad) throw;
+    // A table of texts and labels (GLUE's TSV, a CSV) or tagged words: the JSON reader's complaint
+    // about its first byte says nothing a user can act on.
     throw Error(data::other_task_data_message(path, kind,
                                               "SQuAD-format data (v1.1/v2.0 JSON, or records with id, context, "
                                               "question and answers) as a question-answering model reads it",
-                                              "evaluate it with -m and a token classifier"));
+                                              "evaluate it with -m and " + data::dataset_kind_reader(kind)));
   }
 }
 

@@ -93,13 +93,17 @@ TokenEvalOutcome run_token_eval(const BenchConfig& given, const TokenEvalOptions
   std::vector<data::TaggedSentence> sentences;
   try {
     sentences = data::read_tagged_file(config.dataset.path, config.dataset.format, options.tag_column, jo);
-  } catch (const Error&) {
-    // Another task's data: say so, rather than the reader's complaint about its first record.
+  } catch (const Error& e) {
+    // Another task's data: say so, rather than the reader's complaint about its first record. A
+    // table's complaint (what a word line needs) stands, with the model that reads the table.
     const data::DatasetKind kind = data::guess_dataset_kind(config.dataset.path);
+    if (kind == data::DatasetKind::table)
+      throw Error(std::string(e.what()) + " (this file is " + data::dataset_kind_name(kind, config.dataset.path) +
+                  ", which a sequence classifier reads: evaluate it with -m and a sequence classifier)");
     if (kind != data::DatasetKind::squad) throw;
     throw Error(data::other_task_data_message(
         config.dataset.path, kind, "CoNLL text or JSON records with tokens and tags, as a token classifier reads them",
-        "evaluate it with -m and a question-answering model"));
+        "evaluate it with -m and " + data::dataset_kind_reader(kind)));
   }
   if (!config.sample_sizes.empty() || config.limit > 0) {
     int64_t n = config.sample_sizes.empty() ? config.limit

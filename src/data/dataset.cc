@@ -160,7 +160,8 @@ Dataset read_dataset(const DatasetOptions& options) {
     // Another task's data (a SQuAD file, tagged words): say so, rather than the reader's complaint
     // (a SQuAD file's top-level keys are no splits; a .conll extension is no table format).
     const data::DatasetKind kind = data::guess_dataset_kind(options.path);
-    if (kind == data::DatasetKind::unknown || options.format == "conll") throw;  // that one names its flag
+    // A table's own complaint stands; --dataset-format conll's names its flag.
+    if (kind == data::DatasetKind::unknown || kind == data::DatasetKind::table || options.format == "conll") throw;
     const std::string task = data::dataset_kind_task(kind);
     throw Error(data::other_task_data_message("dataset " + options.path, kind,
                                               options.label_column.empty()

@@ -1,9 +1,22 @@
 #include "data/dataset_kind.h"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace tach::data {
+
+namespace {
+
+std::string lower_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return ext;
+}
+
+}  // namespace
 
 DatasetKind guess_dataset_kind(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -35,15 +48,25 @@ DatasetKind guess_dataset_kind(const std::string& path) {
     std::istringstream words(line);
     size_t n = 0;
     for (std::string w; words >> w;) ++n;
-    if (n < 2 || (columns && n != columns)) return DatasetKind::unknown;
+    if (n < 2 || (columns && n != columns)) {
+      checked = 0;  // not CoNLL text
+      break;
+    }
     columns = n;
     ++checked;
   }
-  return checked > 0 ? DatasetKind::conll : DatasetKind::unknown;
+  if (checked > 0) return DatasetKind::conll;
+  // Not CoNLL text: a table by its extension (its rows' words vary).
+  const std::string ext = lower_extension(path);
+  return ext == ".csv" || ext == ".tsv" || ext == ".tab" ? DatasetKind::table : DatasetKind::unknown;
 }
 
-std::string dataset_kind_name(DatasetKind kind) {
+std::string dataset_kind_name(DatasetKind kind, const std::string& path) {
   switch (kind) {
+    case DatasetKind::table: {
+      const std::string ext = lower_extension(path);
+      return "a table (" + (ext.empty() ? std::string("csv") : ext.substr(1)) + " rows)";
+    }
     case DatasetKind::squad: return "SQuAD data";
     case DatasetKind::tagged_json: return "JSON records with tokens and tags";
     case DatasetKind::conll: return "CoNLL text";
@@ -57,6 +80,7 @@ std::string dataset_kind_task(DatasetKind kind) {
     case DatasetKind::squad: return "question-answering";
     case DatasetKind::tagged_json:
     case DatasetKind::conll: return "token-classification";
+    case DatasetKind::table: return "sequence-classification";
     case DatasetKind::unknown: break;
   }
   return "";
@@ -67,6 +91,7 @@ std::string dataset_kind_reader(DatasetKind kind) {
     case DatasetKind::squad: return "a question-answering model";
     case DatasetKind::tagged_json:
     case DatasetKind::conll: return "a token classifier";
+    case DatasetKind::table: return "a sequence classifier";
     case DatasetKind::unknown: break;
   }
   return "";
@@ -74,7 +99,7 @@ std::string dataset_kind_reader(DatasetKind kind) {
 
 std::string other_task_data_message(const std::string& path, DatasetKind found, const std::string& expected,
                                     const std::string& fix) {
-  return path + ": this file is " + dataset_kind_name(found) + ", which " + dataset_kind_reader(found) +
+  return path + ": this file is " + dataset_kind_name(found, path) + ", which " + dataset_kind_reader(found) +
          " reads, not " + expected + "; " + fix;
 }
 

@@ -35,11 +35,15 @@ template <class Read>
 auto read_for_task(const std::string& path, Head task, Read read) -> decltype(read()) {
   try {
     return read();
-  } catch (const Error&) {
+  } catch (const Error& e) {
     const bool tagged = task == Head::token_classification;
     const data::DatasetKind kind = data::guess_dataset_kind(path);
     const std::string other = data::dataset_kind_task(kind);
     if (other.empty() || other == (tagged ? "token-classification" : "question-answering")) throw;
+    // The CoNLL reader's complaint about a table says what a word line needs: it stands.
+    if (tagged && kind == data::DatasetKind::table)
+      throw Error(std::string(e.what()) + " (this file is " + data::dataset_kind_name(kind, path) +
+                  ", which a sequence classifier reads: --task sequence-classification)");
     throw Error(data::other_task_data_message(
         path, kind,
         tagged ? "CoNLL text or JSON records with tokens and tags, as a token classifier reads them"

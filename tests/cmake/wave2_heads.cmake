@@ -84,3 +84,16 @@ add_test(NAME cli.wave2_heads.train_conll_for_question_answering
 set_tests_properties(cli.wave2_heads.train_conll_for_question_answering PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "ner.conll: this file is CoNLL text, which a token classifier reads, not SQuAD-format data .*; --task token-classification reads it"
   FAIL_REGULAR_EXPRESSION "not JSON")
+
+# A table of texts and labels given to a per-token head: named as a sequence classifier's data.
+add_test(NAME cli.wave2_heads.eval_table_on_token_classifier
+  COMMAND tach_cli eval -m ${_w2h_fixtures}/heads/bert-tokcls-f32 -d ${_w2h_fixtures}/train/tiny.csv
+          ${_w2h_tokenizer} --device cpu ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.eval_table_on_token_classifier PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "tiny.csv:1: 'text,label' has 1 column; a word line needs .* \\(this file is a table \\(csv rows\\), which a sequence classifier reads: evaluate it with -m and a sequence classifier\\)")
+add_test(NAME cli.wave2_heads.train_table_for_question_answering
+  COMMAND tach_cli train -m ${_w2h_fixtures}/heads/bert-qa-f32 --task question-answering
+          -d ${_w2h_fixtures}/train/tiny.csv ${_w2h_tokenizer} --max-steps 1 ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.train_table_for_question_answering PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "tiny.csv: this file is a table \\(csv rows\\), which a sequence classifier reads, not SQuAD-format data .*; --task sequence-classification reads it"
+  FAIL_REGULAR_EXPRESSION "not JSON")
