@@ -17,3 +17,9 @@ add_test(NAME cli.train_new_head_init_text COMMAND tach_cli train -m ${CMAKE_CUR
 set_tests_properties(cli.train_new_head_init_text PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "newly initialized: \\[[^]]*\\] \\(weights N\\(0, 0\\.2\\), biases 0"
   FAIL_REGULAR_EXPRESSION "N\\(0, 0\\.2000")
+
+# Decoding past the model's positions (bench --decode-tokens after -s, generate's prompt and
+# --max-new-tokens) is refused before anything runs, naming the limit and what fits.
+add_test(NAME cli.decode_past_positions COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/decode_past_positions.sh
+  $<TARGET_FILE:tach_cli> ${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${CMAKE_CURRENT_BINARY_DIR}/decode_past_positions)
+set_tests_properties(cli.decode_past_positions PROPERTIES LABELS unit)

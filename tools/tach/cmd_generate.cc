@@ -1,5 +1,6 @@
 // tach generate: greedy decoding with a key/value cache, timed as prefill (time to first
 // token) and decode (time per output token).
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -105,11 +106,20 @@ int run_generate(const GenerateFlags& f) {
     }
   }
   // A rotary decoder has no position table to run off, but it never saw a position past
-  // max_position_embeddings: a prompt longer than that is refused, as tach estimate refuses it.
+  // max_position_embeddings: a prompt longer than that, or one whose new tokens would run past it,
+  // is refused before anything runs, as tach estimate refuses it.
   for (const auto& r : rows)
     check(info.max_positions <= 0 || int64_t(r.size()) <= info.max_positions,
           "a prompt of " + std::to_string(r.size()) + " tokens is past " + f.model + "'s " +
               std::to_string(info.max_positions) + " positions (max_position_embeddings)");
+  int64_t longest = 0;
+  for (const auto& r : rows) longest = std::max<int64_t>(longest, int64_t(r.size()));
+  check(info.max_positions <= 0 || longest + f.max_new_tokens <= info.max_positions,
+        "a prompt of " + std::to_string(longest) + " tokens + --max-new-tokens " + std::to_string(f.max_new_tokens) +
+            " (" + std::to_string(longest + f.max_new_tokens) + " per row) is past " + f.model + "'s " +
+            std::to_string(info.max_positions) +
+            " positions (max_position_embeddings): give --max-new-tokens at most " +
+            std::to_string(info.max_positions - longest) + ", or a shorter prompt");
   GenerateOptions go;
   go.max_new_tokens = f.max_new_tokens;
   go.stop_at_eos = !f.ignore_eos;
