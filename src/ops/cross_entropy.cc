@@ -67,7 +67,8 @@ OpCost cross_entropy_backward_cost(int64_t R, int64_t L) {
 }
 
 double cross_entropy_forward(const Tensor& probs, const Tensor& logits, const Tensor& labels) {
-  if (logits.defined() && logits.device().kind != DeviceKind::cpu) {
+  // On a device: the loss-tensor form, then one copy back (a build without the backend names the op).
+  if (logits.defined() && on_cuda("cross_entropy", logits.device(), DType::f32)) {
     const Tensor loss = Tensor::empty({kLossSlots}, DType::f64, logits.device(), MemoryCategory::workspace);
     cross_entropy_forward(loss, probs, logits, labels);
     return read_cross_entropy_loss(loss);
@@ -151,7 +152,7 @@ void check_span_pair(const char* op, const Tensor& logits, const Tensor& probs, 
 }  // namespace
 
 double span_cross_entropy_forward(const Tensor& probs, const Tensor& logits, const Tensor& start, const Tensor& end) {
-  if (logits.defined() && logits.device().kind != DeviceKind::cpu) {
+  if (logits.defined() && on_cuda("cross_entropy", logits.device(), DType::f32)) {
     const Tensor loss = Tensor::empty({kLossSlots}, DType::f64, logits.device(), MemoryCategory::workspace);
     span_cross_entropy_forward(loss, probs, logits, start, end);
     return read_cross_entropy_loss(loss);

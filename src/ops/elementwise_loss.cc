@@ -61,7 +61,7 @@ OpCost bce_with_logits_cost(int64_t N, bool backward) {
 }
 
 double mse_forward(const Tensor& pred, const Tensor& target) {
-  if (pred.defined() && pred.device().kind != DeviceKind::cpu) return device_loss(pred, target, mse_forward);
+  if (pred.defined() && on_cuda("mse_loss", pred.device(), DType::f32)) return device_loss(pred, target, mse_forward);
   const int64_t N = check_operands("mse_loss", pred, {{"target", &target}});
   core::Span span(core::SpanKind::op, "mse_loss");
   declare(span, mse_cost(N, false), N);
@@ -99,7 +99,7 @@ void mse_backward(const Tensor& dpred, const Tensor& pred, const Tensor& target,
 }
 
 double bce_with_logits_forward(const Tensor& logits, const Tensor& target) {
-  if (logits.defined() && logits.device().kind != DeviceKind::cpu)
+  if (logits.defined() && on_cuda("bce_with_logits", logits.device(), DType::f32))
     return device_loss(logits, target, bce_with_logits_forward);
   const int64_t N = check_operands("bce_with_logits", logits, {{"target", &target}});
   core::Span span(core::SpanKind::op, "bce_with_logits");
