@@ -16,6 +16,9 @@ export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/C
 # cuDNN (loaded at first use, for fused attention) is not packed (800 MB): PyTorch's wheel has it.
 cudnn_lib=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
 [ -d "$cudnn_lib" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn_lib"
+# cuDNN compiles some of its engines at run time through NVRTC: PyTorch's wheel has that too.
+nvrtc_lib=$(python3 -c 'import nvidia.cuda_nvrtc as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
+[ -d "$nvrtc_lib" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nvrtc_lib"
 export TACH_FIXTURES_DIR="$PWD/tests/fixtures"
 out=${OUT:-/tmp/tach-gpu}
 mkdir -p "$out"
@@ -85,8 +88,23 @@ if wants decode; then
     --profiler-output-dir /tmp/tach-profile-qwen-1 --sort-by gpu --group-by shape --top 12
 fi
 if wants train; then
-  step train-profile 180 "$tach" profile --train -m preset:distilbert-base-uncased --device cuda -b 8 -s 128 \
-    --profiler-output-dir /tmp/tach-profile-train
+  # The whole step on the GPU against the CPU first (fixtures of every family, LoRA, QLoRA; unless
+  # the tests step ran them), then
+  # tach train for real, a training sweep in f32 and bf16 at the peers' DistilBERT shape, and where
+  # a step's time goes.
+  ! wants tests && [ -x "$pack/bin/test_cuda_train" ] && step train-steps-test 240 "$pack/bin/test_cuda_train" --gtest_brief=1 \
+    --gtest_filter='CudaTrainStep*:CudaTrainCudnn*'
+  for dt in f32 bf16; do
+    step "train-run-$dt" 180 "$tach" train -m preset:distilbert-base-uncased -d tests/fixtures/train/tiny.csv \
+      -k tests/fixtures/tokenizers/tiny-wordpiece --device cuda --dtype $dt --max-steps 20 -b 32 --max-length 128 \
+      --runs-dir /tmp/tach-runs --run-id "train-$dt"
+    cp "/tmp/tach-runs/train-$dt/summary.json" "$out/train-$dt-summary.json" 2>/dev/null
+  done
+  step train-bench 240 "$tach" bench --train -m preset:distilbert-base-uncased --device cuda --dtype f32,bf16 -b 32 \
+    -s 128 --time-budget 3 --runs-dir /tmp/tach-runs --run-id train-bench
+  cp /tmp/tach-runs/train-bench/results.jsonl "$out/train-bench.jsonl" 2>/dev/null
+  step train-profile 180 "$tach" profile --train -m preset:distilbert-base-uncased --device cuda -b 32 -s 128 \
+    --dtype bf16 --profiler-output-dir /tmp/tach-profile-train --sort-by gpu
 fi
 if wants peers; then
   # PEERS_ARGS narrows them, e.g. "--only decoder --rounds 3".
