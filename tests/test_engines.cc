@@ -1,0 +1,193 @@
+// The engine worker client (src/engines): the protocol against a stand-in worker in Python's
+// standard library (tests/fixtures/engines/worker.py) that behaves, or exits, hangs, writes
+// garbage, or lacks packages on request; and the real python-matmul worker where tach's Python
+// package has it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "engines/engine_names.h"
+#include "engines/engine_protocol.h"
+#include "engines/worker_process.h"
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+using namespace tach;
+using namespace tach::engines;
+
+namespace {
+
+std::string fixture_worker() { return test::fixtures_dir() + "/engines/worker.py"; }
+
+EngineLaunch fixture_launch(const test::TempDir& dir, const std::string& mode, const std::string& engine = "torch") {
+  EngineLaunch l;
+  l.engine = engine;
+  l.command = {"python3", fixture_worker(), "--engine", engine, "--mode", mode};
+  l.stderr_log = dir.file("engines/" + engine + ".log");
+  l.ready_timeout_s = 30;
+  return l;
+}
+
+std::string tiny_model() { return test::fixtures_dir() + "/encoders/bert-cls2-f32"; }
+
+}  // namespace
+
+TEST(WorkerProcess, ReadsLinesAndCollectsStderrToItsLog) {
+  test::TempDir dir;
+  WorkerProcess p({{"sh", "-c", "echo to-stderr >&2; read x; echo \"got $x\"; echo second"}, {}, dir.file("w.log")});
+  p.write_line("hello");
+  EXPECT_EQ(p.read_line(10, "a line"), "got hello");
+  EXPECT_EQ(p.read_line(10, "a line"), "second");
+  EXPECT_EQ(p.wait_exit(10), "exit 0");
+  EXPECT_EQ(p.stderr_tail(), "to-stderr");
+}
+
+TEST(WorkerProcess, ADeadlineKillsTheWholeProcessGroup) {
+  test::TempDir dir;
+  // The worker starts a child of its own that would outlive it; killing the group ends both.
+  WorkerProcess p({{"sh", "-c", "sleep 300 & echo $!; sleep 300"}, {}, dir.file("w.log")});
+  const pid_t child = pid_t(std::stol(p.read_line(10, "the child's pid")));
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    (void)p.read_line(0.3, "a reply that never comes");
+    FAIL() << "no timeout";
+  } catch (const WorkerFailure& e) {
+    EXPECT_EQ(e.kind(), "timeout");
+    EXPECT_NE(std::string(e.what()).find("gave no a reply that never comes within 0.3 s"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10);
+  EXPECT_FALSE(p.running());
+  EXPECT_EQ(p.exit_description().rfind("signal 9", 0), 0u) << p.exit_description();
+  // The grandchild is gone too (kill -0 fails), after a moment for init to reap it.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(child, 0) != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "pid " << child << " outlived its worker";
+}
+
+TEST(WorkerProcess, ACommandThatDoesNotExistIsAnError) {
+  test::TempDir dir;
+  EXPECT_NE(test::error_of([&] {
+              WorkerProcess p({{"/no/such/python3"}, {}, dir.file("w.log")});
+            }).find("cannot start /no/such/python3"),
+            std::string::npos);
+}
+
+TEST(EngineClient, SpeaksTheProtocolWithAWorker) {
+  test::TempDir dir;
+  auto c = EngineClient::start(fixture_launch(dir, "ok"));
+  EXPECT_EQ(c->ready().engine, "torch");
+  EXPECT_EQ(c->ready().protocol, 1);
+  EXPECT_TRUE(c->ready().versions.contains("python"));
+  const auto load = c->call({{"op", "load"},
+                             {"model", tiny_model()},
+                             {"task", "sequence-classification"},
+                             {"dtype", "f32"},
+                             {"device", "cpu"},
+                             {"threads", 1},
+                             {"cache_dir", dir.path()},
+                             {"train", nullptr}});
+  EXPECT_EQ(load.at("parameters"), 10);
+  EXPECT_EQ(
+      c->call({{"op", "inputs"}, {"input_ids", {{1, 2, 3}, {4, 5, 6}}}, {"attention_mask", {{1, 1, 1}, {1, 1, 0}}}})
+          .at("batch"),
+      2);
+  const auto t = c->call({{"op", "time"}, {"calls", 3}}, request_deadline_s("time", 3, 0.01));
+  ASSERT_EQ(t.at("ns").size(), 3u);
+  EXPECT_GT(t.at("ns")[0].get<int64_t>(), 0);
+  EXPECT_GT(ping_round_trip_ns(*c, 5), 0);
+  // ok false: an error of its kind, and the worker goes on serving.
+  try {
+    (void)c->call({{"op", "nonsense"}});
+    FAIL() << "no error";
+  } catch (const EngineReplyError& e) { EXPECT_EQ(e.kind(), "bad_request"); }
+  EXPECT_EQ(c->call({{"op", "ping"}}).at("ok"), true);
+  c->quit();
+  EXPECT_EQ(c->process().exit_description(), "exit 0");
+}
+
+TEST(EngineClient, MissingPackagesAreNamedWithThePipCommand) {
+  test::TempDir dir;
+  try {
+    (void)EngineClient::start(fixture_launch(dir, "unavailable", "onnxruntime"));
+    FAIL() << "no error";
+  } catch (const EngineUnavailable& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("engine onnxruntime needs the Python packages onnxruntime, onnx, which python3 cannot import"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("`python3 -m pip install onnxruntime onnx`"), std::string::npos) << m;
+    EXPECT_NE(m.find("--python PATH"), std::string::npos) << m;
+  }
+}
+
+// Each way a worker can fail becomes a WorkerFailure of its kind, the worker killed, the message
+// naming what was awaited and carrying the last lines of its stderr.
+TEST(EngineClient, AWorkerThatExitsHangsOrWritesGarbageIsKilledAndNamed) {
+  struct Case {
+    std::string mode, kind, says;
+  };
+  for (const Case& k : {Case{"exit-on-time", "exited", "the worker exited (exit 7) while tach awaited reply to 'time'"},
+                        Case{"hang-on-time", "timeout", "the worker gave no reply to 'time' within 1 s"},
+                        Case{"garbage-on-time", "io", "not JSON as its reply to 'time': Some library printed this"}}) {
+    SCOPED_TRACE(k.mode);
+    test::TempDir dir;
+    auto c = EngineClient::start(fixture_launch(dir, k.mode));
+    (void)c->call({{"op", "time"}, {"calls", 1}}, 10);
+    try {
+      (void)c->call({{"op", "time"}, {"calls", 1}}, 1);
+      FAIL() << "no error";
+    } catch (const WorkerFailure& e) {
+      EXPECT_EQ(e.kind(), k.kind);
+      EXPECT_NE(std::string(e.what()).find(k.says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("fixture worker starting, mode " + k.mode), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(c->alive());
+  }
+}
+
+TEST(EngineClient, AWorkerThatNeverSaysReadyTimesOut) {
+  test::TempDir dir;
+  EngineLaunch l = fixture_launch(dir, "silent");
+  l.ready_timeout_s = 0.5;
+  const std::string m = test::error_of([&] { (void)EngineClient::start(l); });
+  EXPECT_NE(m.find("gave no first line (ready or unavailable) within 0.5 s"), std::string::npos) << m;
+}
+
+TEST(EngineClient, ALongStderrNeverBlocksTheWorker) {
+  test::TempDir dir;
+  auto c = EngineClient::start(fixture_launch(dir, "chatty"));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(c->call({{"op", "ping"}}, 10).at("ok"), true);  // 100 kB of stderr after each
+  EXPECT_GT(fs::file_size(dir.file("engines/torch.log")), 1500000u);
+}
+
+TEST(EngineNames, UnknownOrRepeatedEnginesAreUsageErrors) {
+  EXPECT_NO_THROW(check_engines({"tach", "torch", "torch-compile", "onnxruntime", "python-matmul"}, false));
+  EXPECT_NE(test::error_of([] {
+              check_engines({"tach", "tensorrt"}, false);
+            }).find("engine 'tensorrt' is not one of tach, torch, torch-compile, onnxruntime, python-matmul"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              check_engines({"torch", "torch"}, false);
+            }).find("'torch' is given twice"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] { check_engines({"onnxruntime"}, true); }).find("engine onnxruntime runs inference only"),
+            std::string::npos);
+}
+
+// The worker tach's Python package ships, started as tach starts it.
+TEST(EngineNames, ThePythonMatmulWorkerOfTachsPackageAnswers) {
+  const std::string dir = python_package_dir();
+  if (dir.empty()) GTEST_SKIP() << "tach's Python package with tach/engines/ is not beside this build";
+  test::TempDir tmp;
+  auto c = EngineClient::start(worker_launch("python-matmul", "", tmp.file("engines/python-matmul.log")));
+  EXPECT_EQ(c->ready().engine, "python-matmul");
+  EXPECT_EQ(c->call({{"op", "ping"}}).at("ok"), true);
+}
