@@ -14,6 +14,10 @@ first row through tach classify --json. --head none times the bare body on every
 last_hidden_state; tach bench --head none), the baseline for the per-token heads: the sequence
 classifier's own figure is smaller by its last layer run for the first token only. tach prints no
 hidden states, so for it the agreement check is left to the golden tests.
+
+PyTorch and ONNX Runtime are built and timed by tach's engine workers' own code (tach.engines:
+the model, the ONNX export and its cache, the timing loop), the code `tach bench --engine` runs in
+its worker processes; here it runs in this process. The export is cached in --onnx-cache.
 """
 import argparse
 import json
@@ -22,54 +26,33 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
-import torch
-from transformers import (AutoModel, AutoModelForMaskedLM, AutoModelForQuestionAnswering,
-                          AutoModelForSequenceClassification, AutoModelForTokenClassification)
 
-HEADS = {"sequence-classification": (AutoModelForSequenceClassification, ["logits"]),
-         "masked-lm": (AutoModelForMaskedLM, ["logits"]),
-         "token-classification": (AutoModelForTokenClassification, ["logits"]),
-         "question-answering": (AutoModelForQuestionAnswering, ["start_logits", "end_logits"]),
-         # The bare body on every token (tach --head none): what every per-token head runs before
-         # its head, without the sequence classifier's shortcut (its last layer for the first token only).
-         "none": (AutoModel, ["last_hidden_state"])}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from tach.engines._requests import Inputs, Load  # noqa: E402  (the engines' own code, from this checkout)
+from tach.engines.onnxruntime_engine import OnnxRuntimeEngine  # noqa: E402
+from tach.engines.torch_engine import TASKS, TorchEngine  # noqa: E402
 
-
-def export_onnx(model, path, seq_len, outputs):
-    if os.path.exists(path):
-        return
-    ids = torch.ones(1, seq_len, dtype=torch.long)
-    mask = torch.ones(1, seq_len, dtype=torch.long)
-    axes = {"input_ids": {0: "b", 1: "t"}, "attention_mask": {0: "b", 1: "t"}}
-    axes.update({name: {0: "b"} for name in outputs})
-    class ByName(torch.nn.Module):
-        # Inputs and outputs by name: the models' positional parameters differ (BertModel's tracing
-        # passes use_cache twice when called positionally).
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask):
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask)
-            return tuple(out[name] for name in outputs)
-
-    # eval(): export puts the module back in the mode it had, and would leave the model training.
-    torch.onnx.export(ByName().eval(), (ids, mask), path, input_names=["input_ids", "attention_mask"],
-                      output_names=outputs, dynamic_axes=axes, opset_version=17, dynamo=False)
+# --head -> the engines' task. none: the bare body on every token (tach --head none): what every
+# per-token head runs before its head, without the sequence classifier's shortcut (its last layer
+# for the first token only).
+HEADS = {"sequence-classification": "sequence-classification", "masked-lm": "masked-lm",
+         "token-classification": "token-classification", "question-answering": "question-answering",
+         "none": "feature-extraction"}
 
 
-def timed(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - t0)
-    return statistics.median(t)
+def engine_outputs(engine, names):
+    """The engine's outputs on its current inputs, stacked on a last axis: [B, ..., len(names)]."""
+    out = engine.op_outputs()["outputs"]
+    return np.stack([np.array(out[n]["data"], dtype=np.float32).reshape(out[n]["shape"]) for n in names], -1)
+
+
+def timed(engine, warmup, reps):
+    """The median seconds of `reps` calls after `warmup`, each timed by the engine (as its worker times)."""
+    if warmup:
+        engine.op_time(warmup)
+    return statistics.median(engine.op_time(reps)["ns"]) / 1e9
 
 
 def main():
@@ -82,28 +65,29 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--head", default="sequence-classification", choices=sorted(HEADS))
     ap.add_argument("--json-out", help="write all round figures here")
+    ap.add_argument("--onnx-cache", default=os.path.expanduser("~/.cache/tach/onnx"),
+                    help="where the ONNX export is kept (one per model content, head and dtype)")
     args = ap.parse_args()
 
-    import onnxruntime as ort
-    torch.set_num_threads(args.threads)
-    auto_class, outputs = HEADS[args.head]
+    task = HEADS[args.head]
+    outputs = list(TASKS[task][1])
     per_token = args.head != "sequence-classification"
-    model = auto_class.from_pretrained(args.model, torch_dtype=torch.float32).eval()
-    # One export per length: some models (ModernBERT's windowed masks) bake the length into the graph.
-    onnx_path = os.path.join(args.model, f"model-{args.head}-s{args.seq_len}.onnx")
-    export_onnx(model, onnx_path, args.seq_len, outputs)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = args.threads
-    so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+    load = Load(model=os.path.abspath(args.model), task=task, dtype="f32", device="cpu", threads=args.threads,
+                cache_dir=args.onnx_cache)
+    torch_engine, ort_engine = TorchEngine(), OnnxRuntimeEngine()
+    torch_engine.op_load(load)
+    setup = ort_engine.op_load(load)["setup"]
+    versions = {**torch_engine.versions(), **ort_engine.versions()}
+    vocab_size = torch_engine.model.config.vocab_size
 
     print(f"machine: {os.cpu_count()} logical cores; threads per engine: {args.threads}")
-    print(f"torch {torch.__version__}, onnxruntime {ort.__version__}, model {args.model}, seq {args.seq_len}")
+    print(f"torch {versions['torch']}, onnxruntime {versions['onnxruntime']}, model {args.model}, seq {args.seq_len}; "
+          "ONNX export " + ("cached" if setup["cached"] else f"made in {setup['seconds']:.1f} s"))
     results = {}
     rng = np.random.default_rng(0)
     for B in [int(b) for b in args.batches.split(",")]:
-        low = 1000 if model.config.vocab_size > 2000 else 5  # past the special tokens
-        ids = rng.integers(low, model.config.vocab_size, size=(B, args.seq_len), dtype=np.int64)
+        low = 1000 if vocab_size > 2000 else 5  # past the special tokens
+        ids = rng.integers(low, vocab_size, size=(B, args.seq_len), dtype=np.int64)
         mask = np.ones_like(ids)
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
             for row in ids:
@@ -111,15 +95,8 @@ def main():
             ids_file = f.name
         reps = max(3, min(20, 64 // B))
         warm = 2
-        tids, tmask = torch.from_numpy(ids), torch.from_numpy(mask)
-
-        def run_torch(rows=None):
-            with torch.no_grad():
-                out = model(input_ids=tids[:rows], attention_mask=tmask[:rows])
-                return torch.stack([out[name] for name in outputs], -1)
-
-        def run_ort():
-            return np.stack(sess.run(outputs, {"input_ids": ids, "attention_mask": mask}), -1)
+        for engine in (torch_engine, ort_engine):
+            engine.op_inputs(Inputs(ids.tolist(), mask.tolist()))
 
         def run_tach(ids_path=ids_file, repeat=reps):
             out = subprocess.run([args.tach, "classify", "--model", args.model, "--ids-file", ids_path, "--json",
@@ -140,8 +117,8 @@ def main():
                 return point["batch_latency_ms"]["median"] / 1e3
 
         # Agreement first: the three must compute the same function (a per-token head: on row 0).
-        ref = run_torch(1 if per_token else None).numpy()
-        o = run_ort()[:ref.shape[0]]
+        ref = engine_outputs(torch_engine, outputs)[:1 if per_token else None]
+        o = engine_outputs(ort_engine, outputs)[:ref.shape[0]]
         if args.head == "none":
             t = None  # tach prints no hidden states (see above)
         elif per_token:
@@ -163,9 +140,9 @@ def main():
                 if name == "tach":
                     rounds["tach"].append(bench_tach() if per_token else run_tach()["timing"]["median"])
                 elif name == "torch":
-                    rounds["torch"].append(timed(run_torch, warm, reps))
+                    rounds["torch"].append(timed(torch_engine, warm, reps))
                 else:
-                    rounds["ort"].append(timed(run_ort, warm, reps))
+                    rounds["ort"].append(timed(ort_engine, warm, reps))
         os.unlink(ids_file)
         med = {k: statistics.median(v) for k, v in rounds.items()}
         results[B] = {"rounds": rounds, "median_s": med}
