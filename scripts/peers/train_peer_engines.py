@@ -9,8 +9,12 @@ import json
 import os
 import resource
 import subprocess
+import sys
 import time
 import traceback
+
+# tach's engine workers' code, from this checkout (python/tach/engines).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 # peft's names of every linear of the layers (tach's default LoRA targets for these families).
 LORA_TARGETS = {"distilbert": ["q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"],
@@ -51,56 +55,45 @@ def training_flops(torch, model, ids, mask):
     return total[0] + attention
 
 
-def dtype_keyword():
-    """from_pretrained's dtype argument: `dtype` from transformers 4.56, `torch_dtype` before."""
-    import transformers
-    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
-    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
-
-
 class TorchStep:
     """One training step as transformers' Trainer runs it with --bf16 --optim adamw_torch_fused:
-    f32 master weights, the forward and loss under bf16 autocast, backward, clipping, fused AdamW."""
+    f32 master weights, the forward and loss under bf16 autocast, backward, clipping, fused AdamW.
+    The model and the step are tach's torch engine's (tach.engines.torch_engine), the code
+    `tach bench --train --engine torch,torch-compile` runs in its workers."""
 
     def __init__(self, spec):
         import torch
-        from transformers import AutoModelForSequenceClassification
+        from tach.engines._requests import Load, Train
+        from tach.engines.torch_engine import TrainStep, build_model
         self.torch, self.spec = torch, spec
         self.device = torch.device(spec["device"])
         if spec["threads"]:
             torch.set_num_threads(spec["threads"])
-        torch.manual_seed(0)
         t0 = time.perf_counter()
         method = spec["method"]
-        kwargs = {dtype_keyword(): torch.float32}
-        if method == "qlora":  # bitsandbytes' NF4 base (CUDA only), bf16 compute, as tach's QLoRA
-            from transformers import BitsAndBytesConfig
-            kwargs.update(quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                                                                 bnb_4bit_compute_dtype=torch.bfloat16,
-                                                                 llm_int8_skip_modules=["score", "classifier"]),
-                          device_map={"": self.device.index or 0})
-        model = AutoModelForSequenceClassification.from_pretrained(spec["checkpoint"], **kwargs)
-        if method in ("lora", "qlora"):
-            from peft import LoraConfig, get_peft_model
-            model = get_peft_model(model, LoraConfig(r=spec["lora_r"], lora_alpha=spec["lora_alpha"], lora_dropout=0.0,
-                                                     target_modules=LORA_TARGETS[model.config.model_type],
-                                                     task_type="SEQ_CLS"))
-        if method != "qlora":
-            model.to(self.device)
-        model.train()
+        with open(os.path.join(spec["checkpoint"], "config.json")) as f:
+            model_type = json.load(f)["model_type"]
+        train = Train(method=method, lr=LR, weight_decay=0.0, seed=0, lora_r=spec.get("lora_r", 8),
+                      lora_alpha=spec.get("lora_alpha", 16), lora_dropout=0.0, max_grad_norm=CLIP,
+                      lora_targets=LORA_TARGETS[model_type] if method in ("lora", "qlora") else None)
+        load = Load(model=spec["checkpoint"], task="sequence-classification", dtype="bf16", device=spec["device"],
+                    threads=spec["threads"] or 0, train=train)
+        model = build_model(torch, load)  # seeded, f32 weights (NF4 base for QLoRA), on the device, train()
         cfg = model.config
         ids, mask, labels = step_inputs(torch, cfg.model_type, cfg.vocab_size, cfg.num_labels, spec["batch"], spec["seq"])
         self.batch = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
                       "labels": labels.to(self.device)}
-        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.train_step = TrainStep(torch, model, train, spec["device"], "bf16")
+        self.params = self.train_step.params
         self.info = {"parameters": sum(p.numel() for p in model.parameters()),
                      "trainable_parameters": sum(p.numel() for p in self.params),
                      "flops_per_step": training_flops(torch, model, self.batch["input_ids"], self.batch["attention_mask"])}
-        self.opt = torch.optim.AdamW(self.params, lr=LR, weight_decay=0.0, fused=True)
         engine = spec["engine"]
         self.compiled = engine != "torch-eager"
-        self.forward = (torch.compile(model, mode="max-autotune" if engine == "torch-compile-max-autotune" else None)
-                        if self.compiled else model)
+        if self.compiled:
+            self.train_step.forward = torch.compile(
+                model, mode="max-autotune" if engine == "torch-compile-max-autotune" else None)
+            self.train_step.cuda_graphs = self.device.type == "cuda"  # max-autotune's CUDA graphs: a new step
         for _ in range(3):  # compiles (forward and backward) and records CUDA graphs outside the rounds
             self.step()
         self.sync()
@@ -111,15 +104,7 @@ class TorchStep:
             self.torch.cuda.synchronize(self.device)
 
     def step(self):
-        torch = self.torch
-        if self.compiled and self.device.type == "cuda":
-            torch.compiler.cudagraph_mark_step_begin()  # max-autotune's CUDA graphs: a new step
-        self.opt.zero_grad(set_to_none=True)
-        with torch.autocast(self.device.type, dtype=torch.bfloat16):
-            loss = self.forward(**self.batch).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.params, CLIP)
-        self.opt.step()
+        self.train_step(self.batch)
 
     def timed_steps(self, warmup, steps):
         """Seconds of each of `steps` steps (each ends with a device sync), after `warmup` steps,

@@ -65,9 +65,6 @@ def build_model(torch, load):
     if train is not None and train.method in ("lora", "qlora"):
         _require("peft", "LoRA")
         from peft import LoraConfig, get_peft_model
-        if train.method == "qlora":
-            from peft import prepare_model_for_kbit_training
-            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
         model = get_peft_model(model, LoraConfig(r=train.lora_r, lora_alpha=train.lora_alpha,
                                                  lora_dropout=train.lora_dropout, target_modules=train.lora_targets,
                                                  task_type=peft_task))
@@ -109,10 +106,10 @@ class TrainStep:
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.max_grad_norm = train.max_grad_norm
         self.autocast = None if dtype == "f32" else torch_dtype(torch, dtype)
-        fused = self.device.type == "cuda"
-        self.optimizer = torch.optim.AdamW(self.params, lr=train.lr, weight_decay=train.weight_decay,
-                                           **({"fused": True} if fused else {}))
+        # The fused AdamW (one kernel per step on CUDA, one loop on the CPU): transformers' Trainer's default.
+        self.optimizer = torch.optim.AdamW(self.params, lr=train.lr, weight_decay=train.weight_decay, fused=True)
         self.forward = model
+        self.cuda_graphs = False  # a torch.compile mode that records CUDA graphs: each step is marked as new
 
     def sync(self):
         if self.device.type == "cuda":
@@ -122,6 +119,8 @@ class TrainStep:
         """(forward_ns, backward_ns, optimizer_ns, loss) of one step on `batch` (forward's kwargs)."""
         torch, clock = self.torch, time.perf_counter_ns
         t0 = clock()
+        if self.cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         self.optimizer.zero_grad(set_to_none=True)
         if self.autocast is not None:
             with torch.autocast(self.device.type, dtype=self.autocast):
