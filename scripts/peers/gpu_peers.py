@@ -30,7 +30,13 @@ import numpy as np
 import torch
 from transformers import DistilBertConfig, DistilBertForSequenceClassification, Qwen2Config, Qwen2ForCausalLM
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from tach.engines._requests import Inputs, Load  # noqa: E402  (the engines' own code, from this checkout)
+from tach.engines.onnxruntime_engine import OnnxRuntimeEngine  # noqa: E402
+from tach.engines.torch_engine import TorchCompileEngine, TorchEngine  # noqa: E402
+
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+DEVICE = "cuda:0"  # the encoder engines' device
 
 
 def make_checkpoints(root):
@@ -46,19 +52,6 @@ def make_checkpoints(root):
     return enc, dec
 
 
-def cuda_timed(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        t.append(time.perf_counter() - t0)
-    return statistics.median(t)
-
-
 def report(title, rounds, unit_scale=1e3, unit="ms"):
     med = {k: statistics.median(v) for k, v in rounds.items() if v}
     print(title)
@@ -71,55 +64,56 @@ def report(title, rounds, unit_scale=1e3, unit="ms"):
     return med
 
 
+def engine_timed(engine, warmup, reps):
+    """The median seconds of `reps` calls after `warmup`, each timed by the engine as its worker times
+    it (torch.cuda.synchronize inside the timed region)."""
+    engine.op_time(warmup)
+    return statistics.median(engine.op_time(reps)["ns"]) / 1e9
+
+
 def encoder(args, path):
-    import onnxruntime as ort
+    """PyTorch eager, torch.compile and ONNX Runtime's CUDA provider built and timed by tach's engine
+    workers' own code (tach.engines), the code `tach bench --engine` runs."""
     out = {}
-    model32 = DistilBertForSequenceClassification.from_pretrained(path, torch_dtype=torch.float32).eval()
-    has_ort = "CUDAExecutionProvider" in ort.get_available_providers()
-    onnx_path = os.path.join(path, "model.onnx")
-    if has_ort and not os.path.exists(onnx_path):
-        ids = torch.ones(1, args.seq_len, dtype=torch.long)
-        torch.onnx.export(model32, (ids, ids), onnx_path, input_names=["input_ids", "attention_mask"],
-                          output_names=["logits"], dynamic_axes={"input_ids": {0: "b"}, "attention_mask": {0: "b"},
-                                                                 "logits": {0: "b"}}, opset_version=17, dynamo=False)
-    sess = ort.InferenceSession(onnx_path, providers=["CUDAExecutionProvider"]) if has_ort else None
+    task = "sequence-classification"
+    ort_engine = OnnxRuntimeEngine()
+    has_ort = DEVICE in ort_engine.devices()
+    if has_ort:
+        ort_engine.op_load(Load(model=path, task=task, dtype="f32", device=DEVICE,
+                                cache_dir=os.path.join(args.root, "onnx")))
     rng = np.random.default_rng(0)
     for dt in args.dtypes.split(","):
-        model = DistilBertForSequenceClassification.from_pretrained(path, torch_dtype=DTYPES[dt]).eval().cuda()
-        compiled = torch.compile(model)
+        eager, compiled = TorchEngine(), TorchCompileEngine()
+        for engine in (eager, compiled):
+            engine.op_load(Load(model=path, task=task, dtype=dt, device=DEVICE))
         for B in [int(b) for b in args.batches.split(",")]:
             ids = rng.integers(1000, 30522, size=(B, args.seq_len), dtype=np.int64)
             mask = np.ones_like(ids)
-            tids, tmask = torch.from_numpy(ids).cuda(), torch.from_numpy(mask).cuda()
+            peers = [eager, compiled] + ([ort_engine] if has_ort and dt == "f32" else [])
+            for engine in peers:
+                engine.op_inputs(Inputs(ids.tolist(), mask.tolist()))
             with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
                 f.write("\n".join(" ".join(map(str, r)) for r in ids) + "\n")
                 ids_file = f.name
             reps, warm = max(10, 200 // B), 5
 
             def run_tach():
-                res = subprocess.run([args.tach, "classify", "--model", path, "--device", "cuda", "--dtype", dt,
-                                      "--ids-file", ids_file, "--json", "--warmup", str(warm), "--repeat", str(reps)],
-                                     check=True, capture_output=True, text=True)
+                res = subprocess.run([args.tach, "classify", "--model", path, "--device", DEVICE.split(":")[0],
+                                      "--dtype", dt, "--ids-file", ids_file, "--json", "--warmup", str(warm),
+                                      "--repeat", str(reps)], check=True, capture_output=True, text=True)
                 return json.loads(res.stdout)
 
-            def eager():
-                with torch.no_grad():
-                    return model(input_ids=tids, attention_mask=tmask).logits
-
-            def comp():
-                with torch.no_grad():
-                    return compiled(input_ids=tids, attention_mask=tmask).logits
-
-            ref = eager().float().cpu().numpy()
+            logits = eager.op_outputs()["outputs"]["logits"]
+            ref = np.array(logits["data"]).reshape(logits["shape"])
             got = np.array([r["logits"] for r in run_tach()["rows"]])
             print(f"\nDistilBERT-base {dt}, batch {B}, seq {args.seq_len}: max |logit diff| / max |logit| "
                   f"tach vs torch {np.abs(got - ref).max() / (np.abs(ref).max() + 1e-6):.2e}")
-            comp()  # compiles outside the timing
-            engines = {"tach": lambda: run_tach()["timing"]["median"], "torch-eager": lambda: cuda_timed(eager, warm, reps),
-                       "torch-compile": lambda: cuda_timed(comp, warm, reps)}
-            if sess is not None and dt == "f32":
-                engines["ort-cuda"] = lambda: cuda_timed(
-                    lambda: sess.run(["logits"], {"input_ids": ids, "attention_mask": mask}), warm, reps)
+            compiled.op_prepare()  # compiles outside the timing
+            engines = {"tach": lambda: run_tach()["timing"]["median"],
+                       "torch-eager": lambda: engine_timed(eager, warm, reps),
+                       "torch-compile": lambda: engine_timed(compiled, warm, reps)}
+            if has_ort and dt == "f32":
+                engines["ort-cuda"] = lambda: engine_timed(ort_engine, warm, reps)
             rounds = {k: [] for k in engines}
             names = list(engines)
             for r in range(args.rounds):
