@@ -140,6 +140,15 @@ def test_training_reports_phases_and_a_falling_loss(matmul_worker):
     assert t["loss"][-1] < t["loss"][0]
 
 
+def test_a_diverged_loss_is_null_and_the_reply_stays_json(matmul_worker):
+    w = matmul_worker
+    assert w.ask("load", **load_request(train={"method": "full", "lr": 1e308}))["ok"]
+    assert w.ask("inputs", input_ids=[[1, 2], [3, 4]], labels=[0, 1])["ok"]
+    t = w.ask("time", calls=3)  # the first step's update overflows the classifier: the losses after are NaN
+    assert t["ok"] and None in t["loss"] and len(t["ns"]) == 3
+    assert w.ask("ping") == {"ok": True}
+
+
 def test_errors_name_their_kind_and_the_worker_serves_on(matmul_worker):
     w = matmul_worker
     assert w.ask("time", calls=1)["kind"] == "bad_request"     # no model yet

@@ -77,7 +77,7 @@ def main():
     torch_engine, ort_engine = TorchEngine(), OnnxRuntimeEngine()
     torch_engine.op_load(load)
     setup = ort_engine.op_load(load)["setup"]
-    versions = {**torch_engine.versions(), **ort_engine.versions()}
+    versions = {**ort_engine.versions(), **torch_engine.versions()}  # torch as torch reports itself
     vocab_size = torch_engine.model.config.vocab_size
 
     print(f"machine: {os.cpu_count()} logical cores; threads per engine: {args.threads}")

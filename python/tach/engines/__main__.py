@@ -4,6 +4,7 @@ Only replies go to stdout: everything else the process prints (libraries include
 C) is sent to stderr, which tach keeps as the engine's log."""
 import argparse
 import json
+import math
 import os
 import sys
 import traceback
@@ -25,8 +26,24 @@ def protocol_stream():
     return replies
 
 
+def _finite(obj):
+    """obj with every NaN or infinity as null: JSON has no such numbers (a diverged loss, an
+    overflowed output), and a reply must stay one parseable line."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def send(stream, obj):
-    stream.write(json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n")
+    try:
+        line = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        line = json.dumps(_finite(obj), separators=(",", ":"), allow_nan=False)
+    stream.write(line + "\n")
     stream.flush()
 
 
