@@ -201,8 +201,8 @@ TEST(OpAverages, GroupByShapeEqualsTorchGroupByInputShape) {
 }
 
 TEST(OpAverages, GroupByStackKeysOpsByTheirPythonFrames) {
-  // torch 2.x keeps no stacks on trace events (its group_by_stack_n gives the by-name table);
-  // the frames are the enclosing python_function events.
+  // The frames are the enclosing python_function events (torch 2.x keeps them on its own events,
+  // for its group_by_stack_n, only with _ExperimentalConfig(verbose=True)).
   const Trace t = load_trace(kFixtures + "infer/server.0.pt.trace.json.gz");
   const auto by_name = op_averages(t, GroupBy::name);
   const auto by_stack = op_averages(t, GroupBy::stack, 3);

@@ -227,6 +227,69 @@ TEST(CompareRuns, TwoCyclesOfOneRunAreNotFasterOrSlower) {
   }
 }
 
+TEST(StableFrame, DropsTheObjectAddressesTorchWritesInFrameNames) {
+  EXPECT_EQ(stable_frame("<built-in method view of Tensor object at 0x7fd7ea11c740>"),
+            "<built-in method view of Tensor object>");
+  EXPECT_EQ(stable_frame("<built-in method get of dict object at 0x7fd8029c4740>"),
+            "<built-in method get of dict object>");
+  // What does not vary from run to run is kept: file, line, function, a module's name.
+  EXPECT_EQ(stable_frame("torch/nn/modules/linear.py(130): forward"), "torch/nn/modules/linear.py(130): forward");
+  EXPECT_EQ(stable_frame("nn.Module: Linear_0"), "nn.Module: Linear_0");
+  EXPECT_EQ(stable_frame("<built-in function linear>"), "<built-in function linear>");
+  EXPECT_EQ(stable_frame("look at 0x then"), "look at 0x then");
+}
+
+// Two profiling cycles of one training run (train/trainer.{0,1}, with_stack): its ops are called
+// from the same lines both times, but torch names each C function by its repr, with the address
+// of the tensor, dict or function record it is bound to, different at each cycle. Grouped by
+// stack, every op of an op name that both cycles call equally often is on both sides.
+TEST(CompareRuns, StackRowsOfTwoCyclesMatchAcrossObjectAddresses) {
+  const std::string a = kFixtures + "train/trainer.0.pt.trace.json.gz",
+                    b = kFixtures + "train/trainer.1.pt.trace.json.gz";
+  AnalyzeOptions by_stack;
+  by_stack.group_by = "stack";
+  const json s = json::parse(compare_traces({a}, {b}, by_stack).analysis.json)["comparison"]["ops"];
+  const json n = compared({a}, {b})["comparison"]["ops"];
+  std::map<std::string, double> same_calls;  // op names both cycles call equally often
+  for (const auto& o : n)
+    if (o["baseline"].is_object() && o["new"].is_object() && o["delta"]["calls"].get<double>() == 0)
+      same_calls[o["name"]] = o["baseline"]["calls"].get<double>();
+  ASSERT_GT(same_calls.size(), 20u);
+  std::map<std::string, double> matched_calls;
+  size_t rows_with_addresses = 0;
+  for (const auto& o : s) {
+    const std::string name = o["name"];
+    EXPECT_EQ(o["detail"].get<std::string>().find(" at 0x"), std::string::npos) << o.dump();
+    if (!same_calls.count(name)) continue;
+    EXPECT_TRUE(o["baseline"].is_object() && o["new"].is_object()) << o.dump();
+    if (o["baseline"].is_object() && o["new"].is_object()) matched_calls[name] += o["baseline"]["calls"].get<double>();
+    rows_with_addresses += o["detail"].get<std::string>().find(" object>") != std::string::npos;
+  }
+  EXPECT_GT(rows_with_addresses, 10u);  // the case at stake is there
+  for (const auto& [name, calls] : same_calls) EXPECT_DOUBLE_EQ(matched_calls[name], calls) << name;
+}
+
+// One run of two traces (two processes or cycles) merges its stack rows the same way.
+TEST(OpAverages, StackRowsOfSeveralTracesOfARunAreMerged) {
+  AnalyzeOptions by_stack, by_name;
+  by_stack.group_by = "stack";
+  const RunAnalysis run = analyse_run({kFixtures + "train"}, by_stack);
+  const RunAnalysis names = analyse_run({kFixtures + "train"}, by_name);
+  const RunAnalysis first = analyse_run({kFixtures + "train/trainer.0.pt.trace.json.gz"}, by_stack);
+  std::map<std::string, int64_t> calls;
+  for (const auto& r : run.ops) {
+    calls[r.name] += r.calls;
+    for (const auto& f : r.stack) EXPECT_EQ(f.find(" at 0x"), std::string::npos) << f;
+  }
+  for (const auto& r : names.ops) EXPECT_EQ(calls[r.name], r.calls) << r.name;
+  // Each cycle alone keeps torch's own frames; merged, the two cycles add no rows of their own.
+  bool first_has_addresses = false;
+  for (const auto& r : first.ops)
+    for (const auto& f : r.stack) first_has_addresses |= f.find(" at 0x") != std::string::npos;
+  EXPECT_TRUE(first_has_addresses);
+  EXPECT_LE(run.ops.size(), first.ops.size());
+}
+
 // The same model four times wider: slower steps, and its GEMMs take more time per step.
 TEST(CompareRuns, AWiderModelIsSlowerAndItsGemmsSaySo) {
   const json j = compared({kBase}, {kWide});

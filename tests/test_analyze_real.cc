@@ -192,14 +192,23 @@ TEST(RealTraces, TwoRanksAnalysedAsADirectory) {
 }
 
 TEST(RealTraces, MissingRanksAreAssumedAndSaid) {
-  for (const char* c : {"no_distributed_info", "rank_not_found", "rocm_mi250"}) {
+  // What the note says is what the trace holds: rank_not_found's distributedInfo is
+  // {"backend": "nccl"}, with no rank; the other two have no distributedInfo at all.
+  const std::pair<const char*, const char*> cases[] = {{"no_distributed_info", "no distributedInfo"},
+                                                       {"rank_not_found", "distributedInfo without a rank"},
+                                                       {"rocm_mi250", "no distributedInfo"}};
+  for (const auto& [c, because] : cases) {
     SCOPED_TRACE(c);
     const json j = analysis_of({kReal + c});
     ASSERT_EQ(j["ranks"].size(), 1u);
     EXPECT_EQ(j["ranks"][0]["rank"], 0);
     ASSERT_FALSE(j["notes"].empty());
-    EXPECT_NE(j["notes"][0].get<std::string>().find("rank 0 assumed"), std::string::npos) << j["notes"];
+    const std::string note = j["notes"][0];
+    EXPECT_NE(note.find(std::string(": ") + because + "; rank 0 assumed"), std::string::npos) << note;
+    EXPECT_EQ(j["traces"][0]["rank_assumed"], true);
+    EXPECT_EQ(j["traces"][0]["rank_assumed_because"], because);
   }
+  EXPECT_TRUE(analysis_of({kReal + "v100_ns"})["traces"][0]["rank_assumed_because"].is_null());
 }
 
 TEST(RealTraces, ACpuOnlyRankSkipsTheGpuSections) {
@@ -225,6 +234,32 @@ TEST(RealTraces, TheSameRankTwiceIsRefused) {
     FAIL() << "two copies of rank 0 were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("both claim rank 0 over the same time"), std::string::npos) << e.what();
+    // Both name rank 0 in their distributedInfo: distributedInfo is not what they lack.
+    EXPECT_NE(std::string(e.what()).find("so they come from two runs"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("need distributedInfo"), std::string::npos) << e.what();
+  }
+  // Two copies of a trace with no distributedInfo: that is what they need.
+  test::TempDir bare;
+  const std::string unnamed = traces_of("no_distributed_info")[0];
+  fs::copy_file(unnamed, bare.file("a.json.gz"));
+  fs::copy_file(unnamed, bare.file("b.json.gz"));
+  try {
+    analyze_traces({bare.path()}, AnalyzeOptions{});
+    FAIL() << "two copies of an unnamed rank were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("traces of different ranks need distributedInfo"), std::string::npos)
+        << e.what();
+  }
+  // One file given twice (as itself, and by another spelling of its path) is said to be so.
+  const std::string respelled = (fs::path(unnamed).parent_path() / "." / fs::path(unnamed).filename()).string();
+  for (const std::vector<std::string>& twice :
+       {std::vector<std::string>{rank0, rank0}, std::vector<std::string>{unnamed, respelled}}) {
+    try {
+      analyze_traces(twice, AnalyzeOptions{});
+      FAIL() << "a trace given twice was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is given twice: give each trace once"), std::string::npos) << e.what();
+    }
   }
 }
 

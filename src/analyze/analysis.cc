@@ -60,6 +60,14 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
     }
   }
   check(!files.empty(), "no trace given");
+  // One file twice would count each of its events twice (or, by its rank, refuse as two claims).
+  std::map<std::string, std::string> seen;  // canonical path: the path as given
+  for (const auto& f : files) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(f, ec);
+    const auto [it, fresh] = seen.emplace(ec ? f : canonical.string(), f);
+    check(fresh, f + (it->second == f ? "" : " (" + it->second + ")") + " is given twice: give each trace once");
+  }
   return files;
 }
 
@@ -91,6 +99,7 @@ int64_t median(std::vector<int64_t> v) {
 struct FileSpan {
   std::string path;
   int rank;
+  bool rank_assumed;  // the trace names no rank
   int64_t first_ns, last_ns;
 };
 
@@ -199,8 +208,14 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
     const Trace t = load_trace(file);
     add_trace_costs(t, costs);
     const int rank = t.rank.value_or(0);
-    if (!t.rank) notes.push_back(file + ": no distributedInfo; rank 0 assumed");
-    merge_rows(ops, op_averages(t, group_by));
+    if (!t.rank) notes.push_back(file + ": " + t.rank_assumed_because() + "; rank 0 assumed");
+    std::vector<OpRow> trace_ops = op_averages(t, group_by);
+    // Several traces are several processes (or profiling cycles): their Python frames are matched
+    // without the object addresses that differ between them (one trace keeps torch's own keys).
+    if (out.files.size() > 1)
+      for (auto& r : trace_ops)
+        for (auto& f : r.stack) f = stable_frame(f);
+    merge_rows(ops, trace_ops);
     RankState& r = ranks[rank];
     const std::vector<StepRow> trace_steps = step_breakdown(t);
     for (const auto& s : trace_steps) {
@@ -241,12 +256,14 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
     for (const auto& d : t.device) first = std::min(first, d.start_ns), last = std::max(last, d.end_ns);
     if (first <= last) {
       for (const auto& other : spans)
-        check(
-            other.rank != rank || other.last_ns <= first || last <= other.first_ns,
-            other.path + " and " + file + " both claim rank " + std::to_string(rank) +
-                " over the same time: traces of different ranks need distributedInfo (torch.distributed initialised " +
-                "before profiling), or analyse them one at a time");
-      spans.push_back({file, rank, first, last});
+        check(other.rank != rank || other.last_ns <= first || last <= other.first_ns,
+              other.path + " and " + file + " both claim rank " + std::to_string(rank) + " over the same time: " +
+                  (other.rank_assumed || !t.rank
+                       ? "traces of different ranks need distributedInfo (torch.distributed initialised before "
+                         "profiling), or analyse them one at a time"
+                       : "both name it in their distributedInfo, so they come from two runs; analyse them one at a "
+                         "time, or compare them (tach analyze BASELINE NEW)"));
+      spans.push_back({file, rank, !t.rank.has_value(), first, last});
     }
     if (device_properties.empty() && !t.device_properties.empty())
       device_properties =
@@ -254,6 +271,7 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
     traces.push_back({{"path", file},
                       {"rank", rank},
                       {"rank_assumed", !t.rank.has_value()},
+                      {"rank_assumed_because", t.rank ? json(nullptr) : json(t.rank_assumed_because())},
                       {"world_size", t.world_size},
                       {"cpu_events", t.cpu.size()},
                       {"device_events", t.device.size()},

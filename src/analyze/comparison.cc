@@ -65,9 +65,11 @@ void sort_by_delta(std::vector<Row>& rows) {
   });
 }
 
+// Python frames are matched as stable_frame writes them: the object addresses in torch's frame
+// names differ from run to run.
 std::string row_key(const OpRow& r) {
   std::string k = r.name + '\x1f' + r.shapes;
-  for (const auto& f : r.stack) k += '\x1f' + f;
+  for (const auto& f : r.stack) k += '\x1f' + stable_frame(f);
   return k;
 }
 
@@ -90,16 +92,17 @@ std::vector<Row> op_rows(const RunAnalysis& a, const RunAnalysis& b, bool device
         row.key = key;
         row.name = r.name;
         row.detail = r.shapes;
-        for (const auto& f : r.stack) row.detail += (row.detail.empty() ? "" : " <- ") + f;
+        for (const auto& f : r.stack) row.detail += (row.detail.empty() ? "" : " <- ") + stable_frame(f);
         rows.push_back(row);
       }
+      // Summed: rows of one run whose frames differ only by addresses share a key.
       Side& s = baseline ? rows[it->second].base : rows[it->second].now;
       s.present = true;
-      s.calls = double(r.calls) / per;
-      s.self_cpu_us = double(r.self_cpu_ns) * 1e-3 / per;
-      s.self_device_us = double(r.self_device_ns) * 1e-3 / per;
+      s.calls += double(r.calls) / per;
+      s.self_cpu_us += double(r.self_cpu_ns) * 1e-3 / per;
+      s.self_device_us += double(r.self_device_ns) * 1e-3 / per;
       s.time_us = device ? s.self_device_us : s.self_cpu_us;
-      s.share = total > 0 ? double(device ? r.self_device_ns : r.self_cpu_ns) / total : 0;
+      s.share += total > 0 ? double(device ? r.self_device_ns : r.self_cpu_ns) / total : 0;
     }
   };
   add(a, per_a, true);

@@ -1,8 +1,10 @@
 #include "analyze/op_averages.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -260,6 +262,24 @@ void merge_rows(std::vector<OpRow>& into, const std::vector<OpRow>& rows) {
     o.self_cpu_memory += r.self_cpu_memory;
     o.cpu_memory += r.cpu_memory;
   }
+}
+
+std::string stable_frame(const std::string& frame) {
+  static constexpr std::string_view kAt = " at 0x";
+  std::string out;
+  out.reserve(frame.size());
+  size_t i = 0;
+  while (i < frame.size()) {
+    const size_t at = frame.find(kAt, i);
+    if (at == std::string::npos) break;
+    size_t end = at + kAt.size();
+    while (end < frame.size() && std::isxdigit(static_cast<unsigned char>(frame[end]))) ++end;
+    out.append(frame, i, at - i);
+    if (end == at + kAt.size()) out.append(kAt);  // " at 0x" with no digits after it is text
+    i = end;
+  }
+  out.append(frame, i, std::string::npos);
+  return out;
 }
 
 const std::vector<std::string>& sort_columns() {

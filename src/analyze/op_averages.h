@@ -45,8 +45,18 @@ GroupBy parse_group_by(const std::string& s);
 // depth, not the events. stack_depth: frames kept for GroupBy::stack (torch's group_by_stack_n).
 std::vector<OpRow> op_averages(const Trace& trace, GroupBy group_by, int stack_depth = 5);
 
-// Adds b's rows into a's by key (several traces of one run).
+// Adds b's rows into a's by key (several traces of one run); rows of `rows` that share a key are
+// summed too.
 void merge_rows(std::vector<OpRow>& into, const std::vector<OpRow>& rows);
+
+// A Python frame as another process would name it. torch keys --group-by stack on each frame's
+// text as it is, and names a C function by its repr, which holds the address of the object it is
+// bound to ("<built-in method view of Tensor object at 0x7fd7ea11c740>"): the same line of code
+// is another frame in every process and often at every call. " at 0x…" is dropped; the file, line
+// and function, and a module's name ("nn.Module: Linear_0", numbered as the program creates its
+// modules) are kept: they are the same from run to run of one program. One trace's table keeps the
+// frames as torch does; several traces of a run, and two runs compared, match the stable frames.
+std::string stable_frame(const std::string& frame);
 
 // Columns --sort-by takes: calls, self_cpu, cpu, self_device, device, flops, self_cpu_memory,
 // cpu_memory, name. Numbers sort descending, names ascending; ties by name.

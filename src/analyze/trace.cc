@@ -151,10 +151,10 @@ class Builder {
 Trace load_with(const std::string& name, const std::function<void(const TraceCallbacks&)>& read) {
   Trace t;
   t.path = name;
-  Builder b(t);
+  Builder builder(t);
   TraceCallbacks callbacks;
-  callbacks.event = [&](const RawEvent& e) { b.event(e); };
-  callbacks.field = [&](const std::string& key, json&& v) { b.field(key, std::move(v)); };
+  callbacks.event = [&](const RawEvent& e) { builder.event(e); };
+  callbacks.field = [&](const std::string& key, json&& v) { builder.field(key, std::move(v)); };
   read(callbacks);
   // The order torch nests events in: by start, the enclosing (longer) one first; of two with one
   // span, the one entered first (External ids count up as ops are entered). In place: a stable
@@ -209,6 +209,11 @@ Trace load_trace(const std::string& path) {
 
 Trace load_trace_text(const std::string& name, const std::string& text) {
   return load_with(name, [&](const TraceCallbacks& c) { read_trace_text(name, text, c); });
+}
+
+std::string Trace::rank_assumed_because() const {
+  if (rank) return "";
+  return distributed_info.is_object() ? "distributedInfo without a rank" : "no distributedInfo";
 }
 
 }  // namespace tach::analyze

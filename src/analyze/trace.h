@@ -117,6 +117,10 @@ struct Trace {
   int64_t base_time_ns = 0;  // baseTimeNanoseconds: the clock offset torch recorded, where present
   std::string schema_version;
 
+  // Why rank 0 is assumed: "no distributedInfo" or "distributedInfo without a rank" (a
+  // process group's info written before its rank was known); "" when the trace names its rank.
+  std::string rank_assumed_because() const;
+
   const Signature& signature(const CpuEvent& e) const { return signatures[e.signature]; }
   const std::string& name(const CpuEvent& e) const { return strings.str(signatures[e.signature].name); }
   Category category(const CpuEvent& e) const { return signatures[e.signature].category; }

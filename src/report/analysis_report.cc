@@ -50,11 +50,15 @@ void header(Page& page, const fs::path& dir, const json& a) {
   h << "<dl>";
   row("run directory", fs::absolute(dir).string());
   const json traces = a.value("traces", json::array());
-  for (const auto& t : traces)
+  for (const auto& t : traces) {
+    const std::string assumed_because = str_or(t, "rank_assumed_because");
     row("trace", str_or(t, "path") + " (rank " + std::to_string(t.value("rank", 0)) +
-                     (t.value("rank_assumed", false) ? ", assumed: no distributedInfo" : "") + "; " +
-                     std::to_string(t.value("cpu_events", 0)) + " CPU events, " +
+                     (t.value("rank_assumed", false)
+                          ? ", assumed: " + (assumed_because.empty() ? "the trace names none" : assumed_because)
+                          : std::string()) +
+                     "; " + std::to_string(t.value("cpu_events", 0)) + " CPU events, " +
                      std::to_string(t.value("device_events", 0)) + " device events)");
+  }
   for (const auto& d : a.value("device_properties", json::array()))
     if (d.is_object() && d.contains("name")) row("device", str_or(d, "name"));
   if (a.contains("roofline") && a["roofline"].is_object()) {
