@@ -13,6 +13,7 @@
 #include "engines/engine_names.h"
 #include "engines/engine_protocol.h"
 #include "engines/worker_process.h"
+#include "tach/bench.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -190,4 +191,158 @@ TEST(EngineNames, ThePythonMatmulWorkerOfTachsPackageAnswers) {
   auto c = EngineClient::start(worker_launch("python-matmul", "", tmp.file("engines/python-matmul.log")));
   EXPECT_EQ(c->ready().engine, "python-matmul");
   EXPECT_EQ(c->call({{"op", "ping"}}).at("ok"), true);
+}
+
+// ---- The engine axis of tach bench: sweeps with other engines' points.
+
+namespace {
+
+// A sweep of tiny points on the BERT fixture, other engines started by `python`.
+BenchConfig engine_sweep(const std::string& runs_dir, const std::vector<std::string>& engines,
+                         const std::string& python) {
+  BenchConfig c;
+  c.model = tiny_model();
+  c.devices = {"cpu"};
+  c.batch_sizes = {1, 2, 4};
+  c.seq_lens = {8};
+  c.threads = {1};
+  c.warmup_runs = 0;
+  c.stop.runs = 1;
+  c.tensorboard = false;
+  c.decode_tokens = 0;
+  c.runs_dir = runs_dir;
+  c.run_id = "r";
+  c.engines = engines;
+  c.python = python;
+  return c;
+}
+
+std::string fixture_python() { return test::fixtures_dir() + "/engines/python"; }
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  const char* name_;
+};
+
+}  // namespace
+
+TEST(EngineSweep, AnotherEnginesPointsCarryTheirEngineAndTachsKeepTheirIds) {
+  test::TempDir dir;
+  ScopedEnv mode("TACH_TEST_WORKER_MODE", "ok");
+  const SweepOutcome out = run_bench(engine_sweep(dir.path(), {"tach", "torch"}, fixture_python()));
+  ASSERT_EQ(out.results.size(), 6u);
+  std::vector<std::string> ids;
+  for (const auto& p : out.results) ids.push_back(p.key.id());
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"cpu/f32/t1/b1/s8", "cpu/f32/t1/b2/s8", "cpu/f32/t1/b4/s8",
+                                      "torch/cpu/f32/t1/b1/s8", "torch/cpu/f32/t1/b2/s8", "torch/cpu/f32/t1/b4/s8"}));
+  for (const auto& p : read_run_results(out.run_dir)) {
+    SCOPED_TRACE(p.key.id());
+    EXPECT_EQ(p.status, "ok") << p.reason;
+    EXPECT_EQ(p.measured_runs, 1);
+    if (p.key.engine == "tach") continue;
+    EXPECT_EQ(p.key.engine, "torch");
+    EXPECT_EQ(p.threads_used, 1);
+    // The stand-in answers zeros: checked against tach's logits, and they disagree.
+    EXPECT_TRUE(p.engine_run.outputs_checked);
+    EXPECT_FALSE(p.engine_run.outputs_agree);
+    EXPECT_GT(p.engine_run.max_abs_diff, p.engine_run.tolerance);
+    EXPECT_EQ(p.engine_run.task, "sequence-classification");
+    EXPECT_GT(p.engine_run.ping_round_trip_us, 0);
+    EXPECT_GT(p.batch_latency_ms.median, 0);
+    EXPECT_EQ(p.rss_bytes, 1 << 20);
+    EXPECT_EQ(p.engine_run.log, "engines/torch.log");
+  }
+  EXPECT_TRUE(fs::exists(out.run_dir + "/engines/torch.log"));
+  // config.json keeps the engines: a resumed run has nothing left to measure.
+  const SweepOutcome again = resume_bench(out.run_dir);
+  EXPECT_EQ(again.resumed_points, 6);
+  EXPECT_EQ(again.config.engines, (std::vector<std::string>{"tach", "torch"}));
+  EXPECT_EQ(again.config.python, fixture_python());
+}
+
+TEST(EngineSweep, AWorkerThatDiesFailsItsPointAndAFreshOneRunsTheNext) {
+  test::TempDir dir;
+  ScopedEnv mode("TACH_TEST_WORKER_MODE", "exit-on-time");  // its 2nd time request: exit 7
+  const SweepOutcome out = run_bench(engine_sweep(dir.path(), {"torch"}, fixture_python()));
+  ASSERT_EQ(out.results.size(), 3u);
+  EXPECT_EQ(out.results[0].status, "ok") << out.results[0].reason;
+  EXPECT_EQ(out.results[1].status, "failed");
+  EXPECT_NE(out.results[1].reason.find("the worker exited (exit 7) while tach awaited reply to 'time'"),
+            std::string::npos)
+      << out.results[1].reason;
+  EXPECT_NE(out.results[1].reason.find("fixture worker: exiting on purpose"), std::string::npos)
+      << out.results[1].reason;
+  EXPECT_EQ(out.results[2].status, "ok") << out.results[2].reason;
+}
+
+TEST(EngineSweep, MissingPackagesAreRefusedBeforeARunDirectoryIsMade) {
+  test::TempDir dir;
+  ScopedEnv mode("TACH_TEST_WORKER_MODE", "unavailable");
+  const std::string m = test::error_of([&] {
+    run_bench(engine_sweep(dir.path(), {"tach", "onnxruntime"}, fixture_python()));
+  });
+  EXPECT_NE(m.find("engine onnxruntime needs the Python packages onnxruntime, onnx"), std::string::npos) << m;
+  EXPECT_NE(m.find("python3 -m pip install onnxruntime onnx"), std::string::npos) << m;
+  EXPECT_FALSE(fs::exists(dir.path() + "/r/results.jsonl"));
+}
+
+TEST(EngineSweep, UnknownEnginesAndSyntheticWeightsAreUsageErrors) {
+  test::TempDir dir;
+  BenchConfig c = engine_sweep(dir.path(), {"tach", "tensorrt"}, "");
+  EXPECT_THROW(check_sweep_config(c), UsageError);
+  c.engines = {"torch"};
+  c.model = "preset:bert-tiny";
+  EXPECT_NE(
+      test::error_of([&] { run_bench(c); }).find("preset:bert-tiny has synthetic weights, which only tach builds"),
+      std::string::npos);
+  c.model = tiny_model();
+  c.train.enabled = true;
+  EXPECT_THROW(check_sweep_config(c), UsageError);
+}
+
+// The python-matmul worker of tach's Python package, started as a user's sweep starts it.
+TEST(EngineSweep, PythonMatmulPointsFromTachsOwnWorker) {
+  if (python_package_dir().empty()) GTEST_SKIP() << "tach's Python package with tach/engines/ is not beside this build";
+  test::TempDir dir;
+  BenchConfig c = engine_sweep(dir.path(), {"tach", "python-matmul"}, "");
+  c.stop.runs = 3;
+  const SweepOutcome out = run_bench(c);
+  ASSERT_EQ(out.results.size(), 6u);
+  for (const auto& p : out.results) {
+    SCOPED_TRACE(p.key.id());
+    EXPECT_EQ(p.status, "ok") << p.reason;
+    EXPECT_EQ(p.measured_runs, 3);
+    if (p.key.engine == "tach") continue;
+    // Its model is not tach's: the outputs are compared, and disagree.
+    EXPECT_TRUE(p.engine_run.outputs_checked);
+    EXPECT_FALSE(p.engine_run.outputs_agree);
+    EXPECT_GT(p.engine_run.chunks, 0);
+  }
+}
+
+// PyTorch eager on the same weights and ids agrees with tach (development virtualenv only).
+TEST(EngineSweep, TorchAgreesWithTachOnTheSameIds) {
+  const char* home = std::getenv("HOME");
+  const std::string py = std::getenv("TACH_REF_PYTHON") ? std::getenv("TACH_REF_PYTHON")
+                         : home                         ? std::string(home) + "/tach-ref/bin/python"
+                                                        : "";
+  if (py.empty() || !fs::exists(py) ||
+      std::system(("'" + py + "' -c 'import torch, transformers' > /dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "needs a Python with torch and transformers (~/tach-ref, or set TACH_REF_PYTHON)";
+  if (python_package_dir().empty()) GTEST_SKIP() << "tach's Python package with tach/engines/ is not beside this build";
+  test::TempDir dir;
+  BenchConfig c = engine_sweep(dir.path(), {"tach", "torch"}, py);
+  c.batch_sizes = {2};
+  c.stop.runs = 3;
+  const SweepOutcome out = run_bench(c);
+  ASSERT_EQ(out.results.size(), 2u);
+  const PointResult& torch = out.results[1];
+  EXPECT_EQ(torch.status, "ok") << torch.reason;
+  EXPECT_TRUE(torch.engine_run.outputs_checked);
+  EXPECT_TRUE(torch.engine_run.outputs_agree) << torch.engine_run.max_abs_diff;
+  EXPECT_LT(torch.engine_run.max_abs_diff, 1e-4);
+  EXPECT_NE(torch.engine_run.versions.find("torch"), std::string::npos);
 }

@@ -92,6 +92,11 @@ struct BenchConfig {
   std::string runs_dir = "runs";
   std::string run_id;  // default: UTC time and model name
   TrainSweep train;    // enabled: a training sweep
+  // The engines every point runs on (--engine): tach (this process), or torch, torch-compile,
+  // onnxruntime, python-matmul, each in a worker process of its own (docs/engines.md), fed the
+  // same token ids as tach. config.json keeps them beside the other settings.
+  std::vector<std::string> engines{"tach"};
+  std::string python;  // the workers' interpreter (--python; "" is python3)
 };
 
 // A training sweep's defaults, under a YAML file and flags: batch 8 to 64 (the inference default
@@ -107,6 +112,7 @@ std::string bench_config_to_json(const BenchConfig& config);  // config.json of 
 BenchConfig bench_config_from_json(const std::string& json_text, const std::string& where);
 
 struct PointKey {
+  std::string engine = "tach";  // tach, or the engine of a worker process (BenchConfig::engines)
   std::string device = "cpu";
   std::string dtype = "f32";
   int threads = 0;
@@ -116,12 +122,13 @@ struct PointKey {
   // Training points only.
   std::string method, exec;  // full | lora | qlora; eager | fused
   bool gradient_checkpointing = false;
-  // Unique within a run: "cpu/f32/t0/b8/s128"; a training point adds "/full/eager/gc-off".
+  // Unique within a run: "cpu/f32/t0/b8/s128"; a training point adds "/full/eager/gc-off"; another
+  // engine's point starts with it ("torch/cpu/f32/t0/b8/s128"; tach's points keep their ids).
   std::string id() const;
-  // The id without one axis (batch, seq_len, device, dtype, threads, method, exec,
+  // The id without one axis (engine, batch, seq_len, device, dtype, threads, method, exec,
   // gradient_checkpointing): what two points differing only in that axis share.
   std::string id_without(const std::string& axis) const;
-  // The axis's value as id() writes it ("b8", "eager", "gc-on").
+  // The axis's value as id() writes it ("b8", "eager", "gc-on"; "" for tach's engine).
   std::string value_of(const std::string& axis) const;
 };
 
@@ -231,6 +238,31 @@ struct PointResult {
     double load_average_1m = 0;
     bool contended = false;
   } load;
+  // Another engine's point (key.engine not tach): what its worker reported, and what tach checked
+  // before timing. Its runs are timed by the worker around each call (with a device synchronisation
+  // on a GPU) and driven by tach's stopping rule, in chunks of calls per request.
+  struct EngineRun {
+    std::string versions;  // "python 3.11.2, torch 2.5.1, transformers 4.46.0"
+    std::string task;      // what the worker loaded: sequence-classification, ...
+    // One-time costs, apart from the steady state: the load; the setup (torch.compile, the ONNX
+    // export, cached per model) and the first call (where torch.compile compiles).
+    double load_s = 0, setup_s = 0, first_call_s = 0;
+    std::string setup_kind = "none";  // none | torch.compile | onnx export
+    bool setup_cached = false;
+    double setup_cache_age_s = -1;  // -1: not reused from the cache
+    // The protocol's own cost: the median ping round trip, and per timed call, tach's clock around
+    // each request of calls minus the worker's summed call times, over the calls (the median chunk).
+    double ping_round_trip_us = 0, protocol_us_per_call = 0;
+    int64_t chunks = 0;  // time requests the measured runs took
+    // The outputs compared with tach's own for the same ids, before timing: the largest absolute
+    // difference against the dtype's tolerance. checked false: not compared (why in outputs_note).
+    bool outputs_checked = false, outputs_agree = false;
+    std::string outputs_name, outputs_note;  // "logits"
+    double max_abs_diff = -1, tolerance = 0;
+    // The worker's memory (RSS above; the device's peaks from its allocator; -1: none).
+    int64_t device_allocated_peak_bytes = -1, device_reserved_peak_bytes = -1;
+    std::string log;  // the worker's stderr, relative to the run directory
+  } engine_run;
   double measured_wall_s = 0;    // first measured run start to last end, on the bench's clock
   double timer_overhead_ns = 0;  // one steady-clock reading
   double bookkeeping_ms = 0;     // measured wall minus the sum of run latencies

@@ -1,5 +1,6 @@
 // results.jsonl lines: one PointResult per line, schema "tach.bench.point/3" (docs/formats.md): /3
-// added training points (kind, method, exec, gradient checkpointing, the train block). /2 lines
+// added training points (kind, method, exec, gradient checkpointing, the train block), and later
+// the engine (absent: tach) with another engine's block. /2 lines
 // (inference only) and /1 lines (before the raw latencies were kept) are still read.
 // Units are in the field names (_ms, _s, _bytes, _per_s).
 #include <nlohmann/json.hpp>
@@ -42,12 +43,23 @@ std::string threads_label(const PointResult& p) {
 }
 
 const std::vector<std::string>& point_axes() {
-  static const std::vector<std::string> axes = {"device",  "dtype",  "threads", "batch",
-                                                "seq_len", "method", "exec",    "gradient_checkpointing"};
+  static const std::vector<std::string> axes = {
+      "engine", "device", "dtype", "threads", "batch", "seq_len", "method", "exec", "gradient_checkpointing"};
   return axes;
 }
 
+namespace {
+
+std::string axes_list() {
+  std::string s;
+  for (const auto& a : point_axes()) s += (s.empty() ? "" : ", ") + a;
+  return s;
+}
+
+}  // namespace
+
 std::string PointKey::value_of(const std::string& axis) const {
+  if (axis == "engine") return engine == "tach" ? "" : engine;  // tach's points keep the ids they had
   if (axis == "device") return device;
   if (axis == "dtype") return dtype;
   // Appended rather than "t" + to_string(...): g++ 12 warns falsely (-Wrestrict) on the latter.
@@ -66,9 +78,7 @@ std::string PointKey::value_of(const std::string& axis) const {
   if (axis == "method") return method;
   if (axis == "exec") return exec;
   if (axis == "gradient_checkpointing") return gradient_checkpointing ? "gc-on" : "gc-off";
-  throw Error("no point axis '" + axis +
-              "' (axes: device, dtype, threads, batch, seq_len, method, exec, "
-              "gradient_checkpointing)");
+  throw Error("no point axis '" + axis + "' (axes: " + axes_list() + ")");
 }
 
 std::string PointKey::id_without(const std::string& skip) const {
@@ -82,9 +92,7 @@ std::string PointKey::id_without(const std::string& skip) const {
     const std::string v = value_of(axis);
     if (!v.empty()) id += (id.empty() ? "" : "/") + v;
   }
-  check(skip.empty() || found, "no point axis '" + skip +
-                                   "' (axes: device, dtype, threads, batch, seq_len, method, "
-                                   "exec, gradient_checkpointing)");
+  check(skip.empty() || found, "no point axis '" + skip + "' (axes: " + axes_list() + ")");
   return id;
 }
 
@@ -151,6 +159,59 @@ PointResult::Train train_from(const nlohmann::json& j) {
   return t;
 }
 
+nlohmann::json engine_run_json(const PointResult::EngineRun& e) {
+  return {
+      {"versions", e.versions},
+      {"task", e.task},
+      {"one_time",
+       {{"load_s", e.load_s},
+        {"setup_kind", e.setup_kind},
+        {"setup_s", e.setup_s},
+        {"setup_cached", e.setup_cached},
+        {"setup_cache_age_s", e.setup_cache_age_s},
+        {"first_call_s", e.first_call_s}}},
+      {"protocol",
+       {{"ping_round_trip_us", e.ping_round_trip_us}, {"us_per_call", e.protocol_us_per_call}, {"chunks", e.chunks}}},
+      {"outputs",
+       {{"checked", e.outputs_checked},
+        {"agree", e.outputs_agree},
+        {"name", e.outputs_name},
+        {"max_abs_diff", e.max_abs_diff},
+        {"tolerance", e.tolerance},
+        {"note", e.outputs_note}}},
+      {"device_allocated_peak_bytes", e.device_allocated_peak_bytes},
+      {"device_reserved_peak_bytes", e.device_reserved_peak_bytes},
+      {"log", e.log}};
+}
+
+PointResult::EngineRun engine_run_from(const nlohmann::json& j) {
+  PointResult::EngineRun e;
+  e.versions = j.at("versions");
+  e.task = j.at("task");
+  const auto& o = j.at("one_time");
+  e.load_s = o.at("load_s");
+  e.setup_kind = o.at("setup_kind");
+  e.setup_s = o.at("setup_s");
+  e.setup_cached = o.at("setup_cached");
+  e.setup_cache_age_s = o.at("setup_cache_age_s");
+  e.first_call_s = o.at("first_call_s");
+  const auto& p = j.at("protocol");
+  e.ping_round_trip_us = p.at("ping_round_trip_us");
+  e.protocol_us_per_call = p.at("us_per_call");
+  e.chunks = p.at("chunks");
+  const auto& out = j.at("outputs");
+  e.outputs_checked = out.at("checked");
+  e.outputs_agree = out.at("agree");
+  e.outputs_name = out.at("name");
+  e.max_abs_diff = out.at("max_abs_diff");
+  e.tolerance = out.at("tolerance");
+  e.outputs_note = out.at("note");
+  e.device_allocated_peak_bytes = j.at("device_allocated_peak_bytes");
+  e.device_reserved_peak_bytes = j.at("device_reserved_peak_bytes");
+  e.log = j.at("log");
+  return e;
+}
+
 // A causal-LM point's decoding; written when it ran or said why not (method set).
 nlohmann::json decode_json(const PointResult::Decode& d) {
   nlohmann::json j = {{"step_ms", dist_json(d.step_ms)},
@@ -199,6 +260,7 @@ std::string point_to_json(const PointResult& p) {
   nlohmann::json j = {
       {"schema", kPointSchema},
       {"id", p.key.id()},
+      {"engine", p.key.engine},
       {"kind", p.key.kind},
       {"device", p.key.device},
       {"dtype", p.key.dtype},
@@ -247,6 +309,7 @@ std::string point_to_json(const PointResult& p) {
     j["train"] = train_json(p.train);
   }
   if (!p.decode.method.empty()) j["decode"] = decode_json(p.decode);
+  if (p.key.engine != "tach") j["engine_run"] = engine_run_json(p.engine_run);
   if (p.load.measured) j["load"] = bench::load_json(p.load);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -276,6 +339,8 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     check(schema == kPointSchema || schema == kPointSchemaV2 || schema == kPointSchemaV1,
           where + ": not a " + std::string(kPointSchema) + " (or /2, /1) line (schema '" + schema + "')");
     PointResult p;
+    p.key.engine = j.value("engine", "tach");  // absent in lines written before other engines
+    if (j.contains("engine_run")) p.engine_run = engine_run_from(j.at("engine_run"));
     p.key.kind = j.value("kind", "inference");
     check(p.key.kind == "inference" || p.key.kind == "train",
           where + ": kind '" + p.key.kind + "' is not inference or train");

@@ -16,6 +16,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/bench_internal.h"
 #include "tach/error.h"
 #include "tach/metrics.h"
@@ -66,6 +68,27 @@ void hold_run_dir(const std::string& dir) {
   held[key] = fd;
 }
 
+// config.json: bench_config_to_json's settings, and the engines (written only where another
+// engine than tach's runs, so that a tach-only run's config.json is as it was).
+std::string config_json(const BenchConfig& config) {
+  const std::string text = bench_config_to_json(config);
+  if (config.engines == std::vector<std::string>{"tach"} && config.python.empty()) return text;
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["engines"] = config.engines;
+  j["python"] = config.python;
+  return j.dump(2);
+}
+
+BenchConfig config_from_json(const std::string& text, const std::string& where) {
+  BenchConfig c = bench_config_from_json(text, where);
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    if (j.contains("engines")) c.engines = j.at("engines").get<std::vector<std::string>>();
+    c.python = j.value("python", "");
+  } catch (const nlohmann::json::exception& e) { throw Error(where + ": " + e.what()); }
+  return c;
+}
+
 }  // namespace
 
 RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
@@ -87,7 +110,7 @@ RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
   RunStore s;
   s.dir_ = dir;
   s.config_ = config;
-  s.write_text("config.json", bench_config_to_json(config) + "\n");
+  s.write_text("config.json", config_json(config) + "\n");
   return s;
 }
 
@@ -98,7 +121,7 @@ RunStore RunStore::open(const std::string& dir, const std::string& results_file)
   RunStore s;
   s.dir_ = dir;
   s.results_file_ = results_file;
-  s.config_ = bench_config_from_json(slurp(config_path.string()), config_path.string());
+  s.config_ = config_from_json(slurp(config_path.string()), config_path.string());
   // This store's own file is written by this process alone: a torn last line (a kill, a requeued
   // task) is cut, so that the point runs again and appends cleanly. Other tasks' files may be
   // mid-write: their last line is left alone.

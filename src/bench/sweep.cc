@@ -13,7 +13,9 @@
 #include <sstream>
 
 #include "bench/bench_internal.h"
+#include "bench/engine_point.h"
 #include "cpu/gemm.h"
+#include "engines/engine_names.h"
 #include "dist/communicator.h"
 #include "model/checkpoint.h"
 #include "model/family.h"
@@ -128,6 +130,12 @@ void validate(const BenchConfig& c, bool here = true) {
               "input '" + c.input + "' is not one of synthetic, dataset");
   check(c.input != "dataset" || !c.dataset.path.empty(), "--input dataset needs --dataset FILE");
   check(!c.accuracy || !c.dataset.path.empty(), "accuracy needs a labelled dataset: pass --dataset FILE");
+  engines::check_engines(c.engines, c.train.enabled);
+  usage_check(!c.train.enabled || c.engines == std::vector<std::string>{"tach"},
+              "a training sweep (--train) runs on tach's engine in this version; time other engines' forwards "
+              "without --train");
+  usage_check(c.engines == std::vector<std::string>{"tach"} || c.input == "synthetic" || !c.bucketing,
+              "--bucketing varies each batch's length; another engine times one batch per point: drop --bucketing");
   if (c.train.enabled) validate_train(c);
 }
 
@@ -319,11 +327,13 @@ std::vector<PointKey> sweep_grid(const BenchConfig& c) {
     for (const auto& dtype : c.dtypes)
       for (int t : c.threads)
         for (int64_t s : c.seq_lens)
-          for (int64_t b : c.batch_sizes) {
-            PointKey k;
-            k.device = parse_device(device).str(), k.dtype = dtype, k.threads = t, k.batch = b, k.seq_len = s;
-            keys.push_back(k);
-          }
+          for (const auto& engine : c.engines)
+            for (int64_t b : c.batch_sizes) {
+              PointKey k;
+              k.engine = engine, k.device = parse_device(device).str(), k.dtype = dtype, k.threads = t;
+              k.batch = b, k.seq_len = s;
+              keys.push_back(k);
+            }
   return keys;
 }
 
@@ -400,6 +410,37 @@ void profile_point(const EncoderModel& model, const BenchConfig& config, const P
 
 namespace bench {
 
+namespace {
+
+// One point of the grid with its device and dtype's model: tach's own runs, or another engine's in
+// its worker (fed the same ids, checked against this model's outputs). Failures are results.
+PointResult measure_grid_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,
+                               const TextSource* texts, int default_threads, EngineWorkers& workers,
+                               const BenchObserver& observer) {
+  const std::string input_name = texts ? "dataset " + config.dataset.path : "synthetic";
+  // The estimate first: a point of tach's that cannot fit is skipped with the reason, not crashed into.
+  const std::string no_fit =
+      config.input == "synthetic" && key.engine == "tach" ? fit_refusal(estimate_input(config, key)) : std::string();
+  if (!no_fit.empty()) {
+    PointResult r = failed_point(key, no_fit, input_name);
+    r.status = "skipped";
+    return r;
+  }
+  set_threads(key.threads > 0 ? key.threads : default_threads);
+  PointResult r;
+  try {
+    r = key.engine == "tach" ? run_point(model, config, key, texts, observer)
+                             : workers.run_point(model, key, texts, threads(), observer);
+  } catch (const Error& e) { r = failed_point(key, e.what(), input_name); } catch (const std::bad_alloc&) {
+    r = failed_point(key, "out of memory (an allocation failed)", input_name);
+  }
+  if (key.engine == "tach") r.threads_used = threads();
+  set_threads(0);
+  return r;
+}
+
+}  // namespace
+
 // The grid (or the selection's part of it) against a store that may already hold finished points.
 SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const PointSelection& selection,
                            bool accuracy) {
@@ -420,6 +461,7 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
   std::optional<bench::TextSource> texts;
   const bool texts_for_points = config.input == "dataset";
   const std::string input_name = texts_for_points ? "dataset " + config.dataset.path : "synthetic";
+  EngineWorkers workers(config, store.dir());  // other engines' points: one worker each
 
   const auto load = [&](const std::string& device, const std::string& dtype) {
     model.reset();
@@ -504,29 +546,11 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
       load(key.device, key.dtype);
     }
     if (observer.on_point_start) observer.on_point_start(key, i, keys.size());
-    PointResult r;
-    std::string no_fit;
-    if (model && config.input == "synthetic") {
-      // The estimate first: a point that cannot fit is skipped with the reason, not crashed into.
-      no_fit = bench::fit_refusal(bench::estimate_input(config, key));
-    }
-    if (!model) {
-      r = failed_point(key, "the model did not load: " + load_error, input_name);
-    } else if (!no_fit.empty()) {
-      r = failed_point(key, no_fit, input_name);
-      r.status = "skipped";
-    } else {
-      set_threads(key.threads > 0 ? key.threads : default_threads);
-      try {
-        r = bench::run_point(*model, config, key, texts_for_points ? &*texts : nullptr, observer);
-      } catch (const Error& e) { r = failed_point(key, e.what(), input_name); } catch (const std::bad_alloc&) {
-        r = failed_point(key, "out of memory (an allocation failed)", input_name);
-      }
-      r.threads_used = threads();
-      set_threads(0);
-    }
+    const PointResult r = model ? measure_grid_point(*model, config, key, texts_for_points ? &*texts : nullptr,
+                                                     default_threads, workers, observer)
+                                : failed_point(key, "the model did not load: " + load_error, input_name);
     write_ms.push_back(store.append(r));
-    if (config.profile && r.status == "ok" && model) {
+    if (config.profile && r.status == "ok" && model && key.engine == "tach") {
       try {
         profile_point(*model, config, key, store.dir());
       } catch (const Error& e) {
@@ -645,6 +669,7 @@ RunStore create_sweep_run(const BenchConfig& given, bool here) {
   validate(config, here);
   if (here) check_model_runs(config);
   if (here && (config.accuracy || config.input == "dataset")) check_text_inputs(config);
+  if (here) check_engines_available(config);  // missing packages: refused before a run directory is made
   if (config.run_id.empty())
     config.run_id =
         unique_run_id(config.runs_dir, default_run_id(config.model) + (config.train.enabled ? "-train" : ""));
@@ -712,6 +737,7 @@ SweepOutcome resume_bench(const std::string& run_dir, const BenchObserver& obser
   const auto open = [&] {
     bench::RunStore store = bench::RunStore::open(run_dir);
     validate(store.config());
+    bench::check_engines_available(store.config());
     return store;
   };
   dist::Communicator& comm = dist::Communicator::world();

@@ -112,12 +112,18 @@ std::string axis_between(const CompareRun& a, const CompareRun& b) {
 
 // Every run's points pooled, then split by the value of `axis`: one side per value, in the
 // order first seen.
+// A point's value of `axis` as a side is named: its id's, and the engine's name for tach's own
+// (which its id leaves out).
+std::string side_value(const PointResult& p, const std::string& axis) {
+  return axis == "engine" ? p.key.engine : p.key.value_of(axis);
+}
+
 std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std::string& axis) {
   std::vector<CompareRun> sides;
   std::map<std::string, size_t> index;
   for (const auto& r : runs)
-    for (const auto& p : r.points) {
-      const std::string v = p.key.value_of(axis);
+    for (const PointResult& p : r.points) {
+      const std::string v = side_value(p, axis);
       check(!v.empty(),
             r.dir + ": its points have no " + axis + " (an inference run); --by " + axis + " compares training runs");
       if (!index.count(v)) {
@@ -131,9 +137,9 @@ std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std:
       if (s.dir.find(r.dir) == std::string::npos) s.dir += (s.dir.empty() ? "" : " + ") + r.dir;
       s.points.push_back(p);
     }
-  for (auto& s : sides) s.dir += " [" + axis + " " + s.points.front().key.value_of(axis) + "]";
+  for (auto& s : sides) s.dir += " [" + axis + " " + side_value(s.points.front(), axis) + "]";
   check(sides.size() >= 2, "--by " + axis + ": every point has the same " + axis + " (" +
-                               (sides.empty() ? "" : sides.front().points.front().key.value_of(axis)) +
+                               (sides.empty() ? "" : side_value(sides.front().points.front(), axis)) +
                                "), so there is nothing to compare");
   return sides;
 }

@@ -180,6 +180,12 @@ std::string results_table(const std::vector<PointResult>& results, const std::st
       rows.back().insert(rows.back().end() - 1, cells.begin(), cells.end());
     }
   }
+  // Other engines' points (tach bench --engine) beside tach's: the engine first, one row per point.
+  if (std::any_of(results.begin(), results.end(), [](const PointResult& p) { return p.key.engine != "tach"; })) {
+    rows.front().insert(rows.front().begin() + (md ? 1 : 0), "engine");
+    for (size_t i = 0; i < results.size(); ++i)
+      rows[i + 1].insert(rows[i + 1].begin() + (md ? 1 : 0), results[i].key.engine);
+  }
   return aligned(rows, md);
 }
 
