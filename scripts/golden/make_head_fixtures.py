@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes tiny random checkpoints of every encoder family with every per-token head (masked LM,
-token classification, question answering), saved with transformers' own save_pretrained, and the
+token classification, question answering), and of the causal decoder families with theirs (token
+classification, question answering), saved with transformers' own save_pretrained, and the
 outputs transformers computes for one batch padded on the right and on the left.
 
     scripts/golden/make_head_fixtures.py tests/fixtures/heads
@@ -55,6 +56,15 @@ def modernbert(**kw):
     return tf.ModernBertConfig(**base)
 
 
+def decoder_like(config_cls, **kw):
+    """The causal families' per-token heads: GQA, a q/k norm (Qwen3), biases on q/k/v (Qwen2)."""
+    base = dict(vocab_size=V, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, initializer_range=0.2,
+                pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    base.update(kw)
+    return config_cls(**base)
+
+
 NER = dict(num_labels=5, id2label={0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"},
            label2id={"O": 0, "B-PER": 1, "I-PER": 2, "B-LOC": 3, "I-LOC": 4})
 
@@ -80,6 +90,19 @@ def cases():
         tf.RobertaForMaskedLM, 1, (0, 2)
     yield "modernbert-mlm-bias-f32", lambda: modernbert(classifier_bias=True, decoder_bias=True), \
         tf.ModernBertForMaskedLM, 0, (50, 51)
+    # The causal families' token classifier (`score`) and question answering (`qa_outputs`; Llama's,
+    # Qwen2's and Qwen3's body under `transformer.`), after every case above so their seeds stay.
+    for family, make, stem in DECODERS:
+        for head, suffix, kw in HEADS[1:]:
+            yield f"{family}-{head}-f32", (lambda make=make, kw=kw: make(**kw)), getattr(tf, stem + suffix), 0, (1, 2)
+
+
+DECODERS = [
+    ("llama", lambda **kw: decoder_like(tf.LlamaConfig, attention_bias=True, **kw), "Llama"),
+    ("mistral", lambda **kw: decoder_like(tf.MistralConfig, sliding_window=8, **kw), "Mistral"),
+    ("qwen2", lambda **kw: decoder_like(tf.Qwen2Config, **kw), "Qwen2"),
+    ("qwen3", lambda **kw: decoder_like(tf.Qwen3Config, head_dim=16, **kw), "Qwen3"),
+]
 
 
 def rows_for(pad, ends):
@@ -105,13 +128,20 @@ def randomize_norms_and_biases(model, seed):
                 p.copy_(p + 0.3 * torch.randn(p.shape, generator=g))
 
 
+def family_of(name):
+    return name.split("-")[0]
+
+
+DECODER_NAMES = ("llama", "mistral", "qwen2", "qwen3")
+
+
 def write_case(out_dir, name, make_config, cls, pad, ends, seed):
     torch.manual_seed(seed)
     model = cls(make_config()).eval()
     randomize_norms_and_biases(model, seed)
     path = os.path.join(out_dir, name)
     model.save_pretrained(path, safe_serialization=True)
-    kw = {"attn_implementation": "eager"} if "ModernBert" in cls.__name__ else {}
+    kw = {"attn_implementation": "eager"} if "ModernBert" in cls.__name__ or family_of(name) in DECODER_NAMES else {}
     ref = cls.from_pretrained(path, dtype=torch.float32, **kw).eval()
     rows = rows_for(pad, ends)
     e = {"input_rows": rows, "pad_id": pad, "architecture": cls.__name__,

@@ -8,6 +8,8 @@
   pipeline.json  the whole pipeline over the tiny QA models of tests/fixtures/heads, with a small
                  WordPiece tokenizer written beside it (tokenizer-tiny/) whose ids fit their
                  120-token vocabulary: contexts inside one window and longer than it.
+  pipeline_decoders.json
+                 the same over the causal families' QA models (Llama, Mistral, Qwen2, Qwen3).
   squad-v1.json, squad-v2.jsonl, eval.json
                  small SQuAD files (official v1.1 layout, flat v2.0 JSONL) and the pipeline's best answer
                  to each question on the tiny BERT QA model with the official scores: tach eval's truth.
@@ -189,13 +191,23 @@ PIPELINE_CASES = [
     ("mpnet-qa-f32", "What does the child do?", FAMILY_TEXT, dict(max_seq_len=38, doc_stride=12, top_k=3),
      "fill_mask/roberta-120"),
 ]
+# The causal families' question answering (Llama's body under `transformer.`, Mistral's under
+# `model.`) with the tiny WordPiece tokenizer: the pipeline's windows and spans do not depend on the
+# family, and a decoder reads the pair as any model does. Written to pipeline_decoders.json.
+DECODER_PIPELINE_CASES = [
+    ("llama-qa-f32", "Where is the forest?", "The Amazon rainforest is in South America.", dict(max_seq_len=32)),
+    ("qwen2-qa-f32", "Who sells bowls?", PIPELINE_TEXT, dict(max_seq_len=28, doc_stride=6, top_k=3, max_answer_len=4)),
+    ("mistral-qa-f32", "What is the capital of France?", PIPELINE_TEXT,
+     dict(max_seq_len=32, doc_stride=8, handle_impossible_answer=True)),
+    ("qwen3-qa-f32", "When was the tower built?", PIPELINE_TEXT, dict(max_seq_len=30, doc_stride=10, top_k=2)),
+]
 # No ModernBERT case: transformers 4.57's ModernBERT gives other logits than version 5's, which
 # tach's heads equal (test_heads); the span decoding after the model is the same for every family.
 
 
-def pipeline_cases(tiny_tok_file):
+def pipeline_cases(tiny_tok_file, cases=PIPELINE_CASES):
     out = []
-    for name, question, context, opts, *tok_dir in PIPELINE_CASES:
+    for name, question, context, opts, *tok_dir in cases:
         tok_file = os.path.join(ROOT, "tests", "fixtures", tok_dir[0], "tokenizer.json") if tok_dir else tiny_tok_file
         roberta = tok_dir and "roberta" in tok_dir[0]
         specials = (dict(cls_token="<s>", sep_token="</s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>")
@@ -374,6 +386,8 @@ def main():
     tok_file = tiny_tokenizer(os.path.join(out, "tokenizer-tiny"))
     with open(os.path.join(out, "pipeline.json"), "w") as f:
         json.dump(pipeline_cases(tok_file), f, indent=1, ensure_ascii=False)
+    with open(os.path.join(out, "pipeline_decoders.json"), "w") as f:
+        json.dump(pipeline_cases(tok_file, DECODER_PIPELINE_CASES), f, indent=1, ensure_ascii=False)
     with open(os.path.join(out, "squad.json"), "w") as f:
         json.dump(squad_cases(), f, indent=1, ensure_ascii=False)
     squad_files(out)

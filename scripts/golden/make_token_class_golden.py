@@ -107,7 +107,8 @@ PIECES = ["##s", "##ing", "##ed", "##er", "##burg", "##ton"]
 NER_MODELS = ["bert-tokcls-f32", "distilbert-tokcls-f32"]
 # Entity groups only, on the short texts (their positions differ from BERT's 32): every other
 # family's token classifier, through the same tokenizer (ids below 120 suit each).
-MORE_NER_MODELS = ["roberta-tokcls-f32", "xlm-roberta-tokcls-f32", "mpnet-tokcls-f32", "modernbert-tokcls-f32"]
+MORE_NER_MODELS = ["roberta-tokcls-f32", "xlm-roberta-tokcls-f32", "mpnet-tokcls-f32", "modernbert-tokcls-f32",
+                   "llama-tokcls-f32", "mistral-tokcls-f32", "qwen2-tokcls-f32", "qwen3-tokcls-f32"]
 TEXTS = [
     "John Smith lives in New York.",
     "Mary visited Berlin, and London's city!",

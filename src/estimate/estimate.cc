@@ -306,13 +306,23 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
               "estimate: " + std::to_string(in.generate_tokens) + " new tokens: the count cannot be negative");
   usage_check(in.margin >= 0 && in.margin < 1, "estimate: the margin must be in [0, 1)");
   Arch a = describe(in.model);
-  if (in.head && *in.head != a.head && (!a.decoder || a.prediction_head)) {  // a new head, as load_model builds it
+  // A causal family's per-token heads (and the bare body or a classifier on a per-token checkpoint).
+  const bool causal_heads =
+      a.decoder && !a.prediction_head && in.head &&
+      (a.head != Head::none || *in.head == Head::token_classification || *in.head == Head::question_answering);
+  if (in.head && *in.head != a.head &&
+      (!a.decoder || a.prediction_head || causal_heads)) {  // a new head, as load_model builds it
     usage_check(in.new_head_labels >= 0, "estimate: a head's labels cannot be negative");
     const bool classifier = *in.head == Head::sequence_classification || *in.head == Head::token_classification;
     if (classifier && (in.new_head_labels > 0 || a.labels == 0))
       a.labels = in.new_head_labels > 0 ? in.new_head_labels : 2;
     a.head = *in.head;
     a.bare_pooler = false;
+    if (causal_heads) {  // no LM head beside the new one; a causal classifier is `labels` on a bare body
+      a.tied = true;
+      if (a.head == Head::none) a.labels = 0;
+      if (a.head == Head::sequence_classification) a.head = Head::none;
+    }
     // The architecture built: the family's for that head, on the checkpoint's body.
     std::string built;
     for (const auto& family : model::model_families())

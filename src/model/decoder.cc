@@ -123,6 +123,8 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
     Tensor bias = c.decoder_bias ? take(heads.mlm_decoder + ".bias", {c.vocab_size}, HeadInit::zeros) : Tensor();
     m.per_token = pack_linear(weight, bias, place);
   }
+  const bool per_token_head = head == Head::token_classification || head == Head::question_answering;
+  if (per_token_head) return m;  // no LM head beside a per-token one, tied or not
   if (c.tie_word_embeddings) m.lm_head_weight = m.embed_tokens;
   else if (c.causal_lm) m.lm_head_weight = w.take_head("lm_head.weight", {c.vocab_size, C});
   return m;

@@ -84,18 +84,21 @@ class Decoder final : public Model {
     return to_host(logits);
   }
 
-  // ModernBERT's per-token heads: head.dense (GELU) and head.norm on every token's final hidden
-  // state, then the classifier, QA's start/end or the masked LM's decoder. [B, T, outputs] on the host.
+  // The per-token heads on every token's final hidden state: ModernBERT's head.dense (GELU) and
+  // head.norm, then the classifier, QA's start/end or the masked LM's decoder; a causal family's
+  // `score` or `qa_outputs` straight on the states. [B, T, outputs] on the host.
   Tensor token_logits(const TokenBatch& batch) const override {
     if (!w_.per_token) return Model::token_logits(batch);
     check_batch(batch);
     const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size, N = B * T;
     Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr)
                    .reshape({N, C});
-    core::Span span(core::SpanKind::module, config_.head == Head::masked_lm ? "decoder" : "classifier");
-    Tensor dense = Tensor::empty({N, C}, DType::f32, h.device());
-    ops::linear_forward(dense, h, *w_.head_dense);
-    decoder_norm(config_, h, dense, Tensor(), w_.head_norm);
+    core::Span span(core::SpanKind::module, per_token_module());
+    if (w_.head_dense) {
+      Tensor dense = Tensor::empty({N, C}, DType::f32, h.device());
+      ops::linear_forward(dense, h, *w_.head_dense);
+      decoder_norm(config_, h, dense, Tensor(), w_.head_norm);
+    }
     const int64_t outputs = w_.per_token->out_features();
     Tensor logits = Tensor::empty({N, outputs}, DType::f32, h.device());
     ops::linear_forward(logits, h, *w_.per_token);
@@ -104,11 +107,13 @@ class Decoder final : public Model {
 
   // The work measured_forward does: the classifier's head, or the prefill's LM head on B rows.
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
-    if (w_.per_token) {  // every token through the body, head.dense, head.norm and the head
+    if (w_.per_token) {  // every token through the body, (ModernBERT's head.dense, head.norm) and the head
       const int64_t N = B * T, C = config_.hidden_size;
       ops::OpCost c = decoder_cost(config_, B, T, 0);
-      c += ops::linear_cost(N, C, C, compute_, config_.head_dense_bias);
-      c += ops::layer_norm_cost(N, C, false);
+      if (w_.head_dense) {
+        c += ops::linear_cost(N, C, C, compute_, config_.head_dense_bias);
+        c += ops::layer_norm_cost(N, C, false);
+      }
       c += ops::linear_cost(N, w_.per_token->out_features(), C, compute_, w_.per_token->has_bias());
       return {c.flops, c.bytes()};
     }
@@ -384,6 +389,12 @@ class Decoder final : public Model {
     for (int64_t i = 0; i < logits.numel(); ++i) p[i] = float(cap * std::tanh(double(p[i]) / cap));
   }
 
+  // The per-token head's module in traces, by its Hugging Face name.
+  const char* per_token_module() const {
+    if (config_.head_mlp) return config_.head == Head::masked_lm ? "decoder" : "classifier";
+    return config_.head == Head::question_answering ? "qa_outputs" : "score";
+  }
+
   // A result on the model's device, on the host (the copy waits for the device's work).
   static Tensor to_host(const Tensor& t) { return t.on(Device::cpu()); }
 
@@ -439,6 +450,15 @@ ModelFamily decoder_family_row(const char* name, const char* model_type, const s
   return f;
 }
 
+ModelFamily with_per_token_heads(ModelFamily f, const std::string& stem, const std::string& qa_body_prefix) {
+  f.token_classifier_architecture = stem + "ForTokenClassification";
+  f.question_answering_architecture = stem + "ForQuestionAnswering";
+  f.question_answering_body_prefix = qa_body_prefix;
+  f.head_names.token_classifier = "score";
+  f.head_names.qa_outputs = "qa_outputs";
+  return f;
+}
+
 DecoderConfig decoder_config_of(const ModelLocation& loc) {
   return loc.kind == ModelLocation::Kind::preset
              ? decoder_preset_config(loc.preset).config
@@ -459,6 +479,11 @@ ArchitectureSummary summarize_decoder_config(const DecoderConfig& c) {
   a.labels = c.classification_head ? c.num_labels() : 0;
   a.qkv_bias = c.qkv_bias, a.o_bias = c.o_bias, a.mlp_bias = c.mlp_bias, a.qk_norm = c.qk_norm;
   a.sandwich_norms = c.sandwich_norms;
+  if (c.causal && (c.head == Head::token_classification || c.head == Head::question_answering)) {
+    a.head = c.head;  // `score` or `qa_outputs`, with biases; no LM head beside it
+    a.tied = true;
+    a.labels = c.head == Head::token_classification ? c.num_labels() : 0;
+  }
   if (!c.causal) {
     // ModernBERT: no LM head (tied counts the embeddings once), an embedding norm, no attention
     // norm in layer 0, and the pooled head (dense, norm) with the classifier's bias.
@@ -493,8 +518,9 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
     info.disk_bytes = safetensors_bytes(loc.dir);
     info.source = loc.dir + (loc.revision.empty() ? "" : " (revision " + loc.revision + ")");
     // Bare models keep their tensors at the top level; the task models under the body prefix.
-    binder.emplace(store, std::vector<std::string>{family.body_prefix, ""}, family.decoder->names.embed + ".weight",
-                   config_path);
+    std::vector<std::string> prefixes = task_body_prefixes(family);
+    prefixes.push_back("");
+    binder.emplace(store, prefixes, family.decoder->names.embed + ".weight", config_path);
   }
   if (!options.adapter.empty()) {
     auto adapter = PeftAdapter::open(options.adapter);
@@ -505,20 +531,34 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
       config.architecture = family.classifier_architecture;
       config.id2label = labels_with_adapter(*adapter, family.classifier_weight, config.id2label);
     }
-    binder->set_adapter(adapter, {family.body_prefix}, loc.spec);
+    binder->set_adapter(adapter, task_body_prefixes(family), loc.spec);
   }
   // The head: --head's, else the checkpoint's own. The bidirectional family (ModernBERT) builds
-  // any of them, a head the checkpoint lacks new; a causal LM keeps its LM head or classifier.
+  // any of them, a head the checkpoint lacks new. A causal family builds its per-token heads
+  // (token classification, question answering) new on any of its checkpoints, and --head none
+  // leaves a per-token checkpoint's head out; a causal LM otherwise keeps its LM head or classifier.
   HeadSource source;
   if (options.head && *options.head != config.checkpoint_head) {
-    check(!config.causal || *options.head == Head::none, loc.spec + " (" + config.architecture +
-                                                             ") is a causal LM: tach builds no " +
-                                                             head_name(*options.head) + " head on it");
-    if (!config.causal) {
+    const bool per_token = *options.head == Head::token_classification || *options.head == Head::question_answering;
+    const bool has_head = !(*options.head == Head::question_answering ? family.question_answering_architecture
+                                                                      : family.token_classifier_architecture)
+                               .empty();
+    // A per-token checkpoint's body takes a new sequence classifier too, as transformers' would.
+    const bool new_classifier =
+        *options.head == Head::sequence_classification &&
+        (config.checkpoint_head == Head::token_classification || config.checkpoint_head == Head::question_answering);
+    check(!config.causal || *options.head == Head::none || (per_token && has_head) || new_classifier,
+          loc.spec + " (" + config.architecture + ") is a causal LM: tach builds no " + head_name(*options.head) +
+              " head on it" + (per_token ? " (transformers has no " + std::string(family.name) + " one)" : ""));
+    if (!config.causal || per_token || new_classifier) {
       source.fresh = true;
       config.head = *options.head;
       config.classification_head = config.head == Head::sequence_classification;
+      config.causal_lm = false;
       config.architecture = architecture_for_head(family, config.head);
+    } else if (config.checkpoint_head != Head::none && !config.classification_head) {
+      config.head = Head::none;  // the bare body of a per-token checkpoint
+      config.architecture = family.bare_architecture;
     }
   }
   source.std = config.initializer_range;

@@ -46,7 +46,8 @@ int64_t ArchitectureSummary::head_parameters() const {
     if (head == Head::masked_lm) return shared + (decoder_bias ? V : 0);  // the decoder is the embeddings
     return shared + outputs * C + outputs;
   }
-  if (decoder) return 0;
+  if (decoder)  // a causal family's per-token heads: `score` or `qa_outputs` with a bias
+    return head == Head::token_classification || head == Head::question_answering ? outputs * C + outputs : 0;
   switch (head) {
     case Head::none: return bare_pooler ? C * C + C : 0;
     case Head::sequence_classification: return C * C + C + labels * C + labels;  // pooler / pre_classifier
@@ -63,8 +64,8 @@ int64_t ArchitectureSummary::parameters() const {
     const int64_t norms = (sandwich_norms ? 4 : 2) * C;
     const int64_t layers = (L - moe_layers) * (attention_params() + mlp_params(false) + norms) +
                            moe_layers * (attention_params() + mlp_params(true) + norms);
-    return V * C + layers + C + (tied ? 0 : V * C) + (prediction_head ? 0 : labels * C) + other_params +
-           head_parameters();
+    return V * C + layers + C + (tied ? 0 : V * C) + (prediction_head || head != Head::none ? 0 : labels * C) +
+           other_params + head_parameters();
   }
   const int64_t p = V * C + P * C + Tt * C + 2 * C + relative_bias + L * layer_params();
   return p + head_parameters();
@@ -92,6 +93,13 @@ std::string architecture_for_head(const ModelFamily& f, Head head) {
   for (const auto& [architecture, h] : family_architectures(f))
     if (h == head) return architecture;
   throw Error(std::string(f.name) + " have no " + head_name(head) + " head");
+}
+
+std::vector<std::string> task_body_prefixes(const ModelFamily& f) {
+  std::vector<std::string> out = {f.body_prefix};
+  if (!f.question_answering_body_prefix.empty() && f.question_answering_body_prefix != f.body_prefix)
+    out.push_back(f.question_answering_body_prefix);
+  return out;
 }
 
 std::string known_model_types() {

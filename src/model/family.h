@@ -165,6 +165,9 @@ struct ModelFamily {
   // Checkpoint names. Task models keep the body under body_prefix ("model.", "bert."); bare
   // models at the top level. `probe` is a body tensor every checkpoint has.
   std::string body_prefix, probe;
+  // …ForQuestionAnswering's body prefix where it is not body_prefix: Llama's, Qwen2's and Qwen3's
+  // keep transformers' older attribute ("transformer."); empty: body_prefix.
+  std::string question_answering_body_prefix;
   std::string classifier_weight;          // "score.weight", "classifier.weight"
   std::vector<std::string> head_modules;  // the classifier's top-level modules: PEFT's modules_to_save
   std::vector<std::string> top_modules;   // other modules outside the body (ModernBERT's pooled head)
@@ -172,7 +175,7 @@ struct ModelFamily {
   std::string bare_architecture;          // "LlamaModel", "BertModel"
   std::string classifier_architecture;    // "LlamaForSequenceClassification": what a head makes of a base model
   // The per-token heads' architectures ("BertForTokenClassification", "BertForQuestionAnswering",
-  // "BertForMaskedLM"); "" where the family has none (decoders).
+  // "BertForMaskedLM"); "" where the family has none (a causal decoder's masked LM, Gemma 3's).
   std::string token_classifier_architecture, question_answering_architecture, masked_lm_architecture;
   HeadTensorNames head_names;             // their tensors (encoder families and ModernBERT)
   std::vector<std::string> lora_targets;  // default LoRA target_modules (PEFT's names: every linear)
@@ -192,6 +195,8 @@ const std::vector<ModelFamily>& model_families();
 std::vector<std::pair<std::string, Head>> family_architectures(const ModelFamily& family);
 // The architecture of `head` in the family ("BertForMaskedLM"); the bare one for Head::none.
 std::string architecture_for_head(const ModelFamily& family, Head head);
+// The prefixes a task model's body is saved under (body_prefix, and QA's where it differs).
+std::vector<std::string> task_body_prefixes(const ModelFamily& family);
 // The family that builds a model_type; throws naming the ones tach builds.
 const ModelFamily& model_family(const std::string& model_type);
 // A preset's or a checkpoint's model_type (config.json's), checked against the table.

@@ -34,13 +34,17 @@ const DecoderFamily kMistral{"MistralForCausalLM", 10000.0, false, DecoderTensor
 }  // namespace
 
 ModelFamily llama_family() {
-  return decoder_family_row("Llama decoders (Llama 2/3.x, SmolLM2, TinyLlama)", "llama", "LlamaModel",
-                            "LlamaForSequenceClassification", &kLlama, "meta-llama/Llama-3.2-1B");
+  return with_per_token_heads(
+      decoder_family_row("Llama decoders (Llama 2/3.x, SmolLM2, TinyLlama)", "llama", "LlamaModel",
+                         "LlamaForSequenceClassification", &kLlama, "meta-llama/Llama-3.2-1B"),
+      "Llama", "transformer.");
 }
 
 ModelFamily mistral_family() {
-  return decoder_family_row("Mistral decoders", "mistral", "MistralModel", "MistralForSequenceClassification",
-                            &kMistral, "mistralai/Mistral-7B-v0.1");
+  return with_per_token_heads(
+      decoder_family_row("Mistral decoders", "mistral", "MistralModel", "MistralForSequenceClassification", &kMistral,
+                         "mistralai/Mistral-7B-v0.1"),
+      "Mistral", "model.");
 }
 
 }  // namespace tach::model

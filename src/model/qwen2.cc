@@ -30,8 +30,9 @@ const DecoderFamily kQwen2{"Qwen2ForCausalLM", 10000.0, false, DecoderTensorName
 }  // namespace
 
 ModelFamily qwen2_family() {
-  return decoder_family_row("Qwen2 decoders (Qwen2, Qwen2.5)", "qwen2", "Qwen2Model", "Qwen2ForSequenceClassification",
-                            &kQwen2, "Qwen/Qwen2.5-0.5B");
+  return with_per_token_heads(decoder_family_row("Qwen2 decoders (Qwen2, Qwen2.5)", "qwen2", "Qwen2Model",
+                                                 "Qwen2ForSequenceClassification", &kQwen2, "Qwen/Qwen2.5-0.5B"),
+                              "Qwen2", "transformer.");
 }
 
 }  // namespace tach::model

@@ -24,8 +24,9 @@ const DecoderFamily kQwen3{"Qwen3ForCausalLM", 10000.0, false, DecoderTensorName
 }  // namespace
 
 ModelFamily qwen3_family() {
-  return decoder_family_row("Qwen3 decoders (dense; Qwen3-Embedding)", "qwen3", "Qwen3Model",
-                            "Qwen3ForSequenceClassification", &kQwen3, "Qwen/Qwen3-0.6B");
+  return with_per_token_heads(decoder_family_row("Qwen3 decoders (dense; Qwen3-Embedding)", "qwen3", "Qwen3Model",
+                                                 "Qwen3ForSequenceClassification", &kQwen3, "Qwen/Qwen3-0.6B"),
+                              "Qwen3", "transformer.");
 }
 
 }  // namespace tach::model
