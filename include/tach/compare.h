@@ -39,6 +39,9 @@ struct CompareRun {
   std::string model;       // config.json's model
   std::string started_at;  // from the run id / config, when known
   std::vector<PointResult> points;
+  // Per point (as points): it ran tach's default thread count (no -t), which follows the cores
+  // free when tach started, so a difference in it is a difference in load.
+  std::vector<bool> default_threads;
   std::vector<RunScore> scores;  // an eval run's, or a bench run's accuracy pass
 };
 

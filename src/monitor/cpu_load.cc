@@ -90,9 +90,19 @@ CpuLoad CpuLoadWindow::finish(int threads, double min_window_s) {
   // A window shorter than min_window_s is read over min_window_s: /proc/stat counts in ticks of
   // 10 ms, too coarse for a few milliseconds of work. The rest is waited out idle, reading what
   // others take while tach holds no core: their demand, which is what the point's threads met.
-  const double left = min_window_s - (steady_now_s() - start_.wall_s);
-  if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
-  const CpuTimes end = read_cpu_times();
+  // It is waited in slices of at most kLoadSubWindowS, each read, so that a load that comes and
+  // goes shows in the highest, as sample() shows it for a longer point (whose runs fill the
+  // window). A slice down to half a sub-window counts: a 0.5 s window then reads as two.
+  CpuTimes end = read_cpu_times();
+  for (double left = min_window_s - (end.wall_s - start_.wall_s); left > 0;
+       left = min_window_s - (end.wall_s - start_.wall_s)) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(left, kLoadSubWindowS)));
+    end = read_cpu_times();
+    if (end.ok && last_.ok && end.wall_s - last_.wall_s >= kLoadSubWindowS / 2) {
+      max_ = std::max(max_, other_cores_between(last_, end));
+      last_ = end;
+    }
+  }
   CpuLoad l;
   // A /proc/stat that counts less busy time than this process alone used is not the machine's (a
   // container's synthesized view): the load is then unknown, never "0 cores". Two ticks per core

@@ -37,8 +37,10 @@ CompareRun read_run(const std::string& dir) {
   // Points meet by the threads they ran with, not the count asked for: a default point ("t0") of
   // a run whose default was 2 threads is t2 here, and a run whose default was 1 is t1, so the two
   // are compared across threads, and said to be (not paired as one point).
-  for (auto& p : run.points)
+  for (auto& p : run.points) {
+    run.default_threads.push_back(p.key.threads == 0);
     if (p.threads_used > 0) p.key.threads = p.threads_used;
+  }
   const fs::path config = fs::path(dir) / "config.json";
   if (fs::is_regular_file(config)) {
     try {
@@ -110,14 +112,14 @@ std::string axis_between(const CompareRun& a, const CompareRun& b) {
   return "";
 }
 
-// Every run's points pooled, then split by the value of `axis`: one side per value, in the
-// order first seen.
 // A point's value of `axis` as a side is named: its id's, and the engine's name for tach's own
 // (which its id leaves out).
 std::string side_value(const PointResult& p, const std::string& axis) {
   return axis == "engine" ? p.key.engine : p.key.value_of(axis);
 }
 
+// Every run's points pooled, then split by the value of `axis`: one side per value, in the
+// order first seen.
 std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std::string& axis) {
   std::vector<CompareRun> sides;
   std::map<std::string, size_t> index;
@@ -135,6 +137,8 @@ std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std:
       }
       CompareRun& s = sides[index[v]];
       if (s.dir.find(r.dir) == std::string::npos) s.dir += (s.dir.empty() ? "" : " + ") + r.dir;
+      const auto i = size_t(&p - r.points.data());
+      s.default_threads.push_back(i < r.default_threads.size() && r.default_threads[i]);
       s.points.push_back(p);
     }
   for (auto& s : sides) s.dir += " [" + axis + " " + side_value(s.points.front(), axis) + "]";
@@ -149,8 +153,8 @@ std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std:
 // (compare_verdict.h says why blocks). Throughput is a batch's rows over the median latency
 // (kThroughputDefinition): samples/s, or a decode's tokens/s.
 PointChange latency_change(const std::string& id, size_t r, const PointResult& a, const PointResult& b,
-                           const std::vector<double>& sa, const std::vector<double>& sb, double median_a,
-                           double median_b, const CompareOptions& options, std::mt19937_64& rng) {
+                           bool default_threads_both, const std::vector<double>& sa, const std::vector<double>& sb,
+                           double median_a, double median_b, const CompareOptions& options, std::mt19937_64& rng) {
   PointChange ch;
   ch.id = id;
   ch.run = r;
@@ -199,7 +203,17 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
   ch.significant = lo > 0 || hi < 0;
   const report::LoadCheck load = report::load_check(a, b);
   const double drift = std::max(ch.baseline_drift, ch.drift);
-  if (load.inconclusive) {
+  // Both ran the default count and got different ones: the cores free at each start differed, so
+  // the two met different load (and the threads differ as well).
+  const bool threads_followed_load = default_threads_both && a.key.threads != b.key.threads;
+  if (threads_followed_load) {
+    ch.verdict = "inconclusive";
+    ch.why =
+        "measured under different load: the default thread count follows the cores free when tach starts, "
+        "and it was " +
+        std::to_string(a.key.threads) + " for the baseline and " + std::to_string(b.key.threads) +
+        " for this run (-t sets the count)";
+  } else if (load.inconclusive) {
     ch.verdict = "inconclusive";
     ch.why = load.why;
   } else if (!ch.significant) {
@@ -256,11 +270,12 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
   // Every point id, in the order first seen (the baseline's grid order first).
   std::vector<std::string> ids;
   std::set<std::string> seen;
-  std::vector<std::map<std::string, const PointResult*>> by_id(c.runs.size());
+  std::vector<std::map<std::string, size_t>> by_id(c.runs.size());  // id -> index in the run's points
   for (size_t r = 0; r < c.runs.size(); ++r)
-    for (const auto& p : c.runs[r].points) {
-      by_id[r][match_id(p)] = &p;
-      if (seen.insert(match_id(p)).second) ids.push_back(match_id(p));
+    for (size_t i = 0; i < c.runs[r].points.size(); ++i) {
+      const std::string id = match_id(c.runs[r].points[i]);
+      by_id[r][id] = i;
+      if (seen.insert(id).second) ids.push_back(id);
     }
   for (const auto& id : ids) {
     std::vector<std::string> in, missing;
@@ -274,14 +289,21 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
   for (size_t r = 1; r < c.runs.size(); ++r) {
     for (const auto& id : ids) {
       if (!by_id[0].count(id) || !by_id[r].count(id)) continue;
-      const PointResult& a = *by_id[0].at(id);
-      const PointResult& b = *by_id[r].at(id);
-      c.changes.push_back(latency_change(id, r, a, b, a.batch_latency_samples_ms, b.batch_latency_samples_ms,
-                                         a.batch_latency_ms.median, b.batch_latency_ms.median, options, rng));
+      const size_t ia = by_id[0].at(id), ib = by_id[r].at(id);
+      const PointResult& a = c.runs[0].points[ia];
+      const PointResult& b = c.runs[r].points[ib];
+      const auto by_default = [](const CompareRun& run, size_t i) {
+        return i < run.default_threads.size() && run.default_threads[i];
+      };
+      const bool default_threads_both = by_default(c.runs[0], ia) && by_default(c.runs[r], ib);
+      c.changes.push_back(latency_change(id, r, a, b, default_threads_both, a.batch_latency_samples_ms,
+                                         b.batch_latency_samples_ms, a.batch_latency_ms.median,
+                                         b.batch_latency_ms.median, options, rng));
       // A causal LM's decoding, where both sides decoded: its steps compared as a point of their own.
       if (a.status == "ok" && b.status == "ok" && a.decode.step_ms.n > 0 && b.decode.step_ms.n > 0)
-        c.changes.push_back(latency_change(id + " decode", r, a, b, a.decode.step_samples_ms, b.decode.step_samples_ms,
-                                           a.decode.step_ms.median, b.decode.step_ms.median, options, rng));
+        c.changes.push_back(latency_change(id + " decode", r, a, b, default_threads_both, a.decode.step_samples_ms,
+                                           b.decode.step_samples_ms, a.decode.step_ms.median, b.decode.step_ms.median,
+                                           options, rng));
     }
   }
   return c;
@@ -334,7 +356,10 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
                    {"load",
                     "inconclusive when either side was contended (other processes took cores its threads "
                     "needed): under different load if the other was not, and a change the other processes may "
-                    "have made if both were; a run without a load record is not judged on load"},
+                    "have made if both were; inconclusive too, as under different load, when the two sides' "
+                    "other-process use (mean or busiest sub-window) differs by more than 0.25 cores, when it moved "
+                    "by more than that while either side ran, or when both ran the default thread count and got "
+                    "different counts; a run without a load record is not judged on load"},
                    {"confidence", o.confidence},
                    {"resamples", o.resamples},
                    {"seed", o.seed},
@@ -488,7 +513,8 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
         << num(o.noise_threshold * 100, 1)
         << "% (--noise-threshold), and it exceeds the drift inside both runs (how far their blocks' medians moved "
            "apart); points measured under contention (other processes taking cores their threads needed) on either "
-           "side are inconclusive.\n";
+           "side, or under different load (other processes' use 0.25 cores apart, or moving that much while a side "
+           "ran; or default thread counts that followed it), are inconclusive.\n";
   }
   if (!c.scores.empty()) {
     out << (md ? "\n" : "\n  eval scores\n");

@@ -96,15 +96,32 @@ LoadCheck load_check(const PointResult& baseline, const PointResult& now) {
   const PointResult::Load &a = baseline.load, &b = now.load;
   c.known = a.measured && b.measured;
   const bool a_contended = a.measured && a.contended, b_contended = b.measured && b.contended;
-  c.inconclusive = a_contended || b_contended;
+  const auto unsteady = [](const PointResult::Load& l) {
+    return l.measured && l.other_cores_max - l.other_cores_mean > kLoadDifferenceCores;
+  };
+  const bool differ = c.known && (std::abs(a.other_cores_mean - b.other_cores_mean) > kLoadDifferenceCores ||
+                                  std::abs(a.other_cores_max - b.other_cores_max) > kLoadDifferenceCores);
+  c.inconclusive = a_contended || b_contended || differ || unsteady(a) || unsteady(b);
   if (!c.inconclusive) return c;
   const std::string both = (a.measured ? "the baseline with " + load_words(a) : "the baseline without a load record") +
                            ", this run with " + (b.measured ? load_words(b) : "no load record");
-  c.why = a_contended && b_contended ? "measured under contention on both sides, so the change may be the other "
-                                       "processes': " +
-                                           both
-          : c.known ? "measured under different load: " + both
-                    : "measured under contention on one side: " + both;
+  if (a_contended && b_contended) {
+    c.why = "measured under contention on both sides, so the change may be the other processes': " + both;
+  } else if (a_contended || b_contended) {
+    c.why = (c.known ? "measured under different load: " : "measured under contention on one side: ") + both;
+  } else if (unsteady(a) || unsteady(b)) {
+    c.why = std::string("measured under different load: other processes' use changed by more than ") +
+            cores(kLoadDifferenceCores) + " cores while " +
+            (unsteady(a) && unsteady(b) ? "each run"
+             : unsteady(a)              ? "the baseline"
+                                        : "this run") +
+            " was measured (its busiest stretch against its mean): " + both;
+  } else {
+    c.why =
+        "measured under different load (what runs beside a point shares its caches, memory bandwidth and "
+        "clock, contended or not): " +
+        both;
+  }
   return c;
 }
 

@@ -6,8 +6,8 @@
 // measured, into blocks; the interval resamples whole blocks (the non-overlapping block bootstrap,
 // Carlstein 1986 / Kuensch 1989), and a change must also exceed the drift seen inside either run
 // (how far its blocks' medians moved apart while it ran): a change smaller than that could be the
-// same drift going on between the runs. Points measured under contention (the point's "load"
-// record) are not judged at all.
+// same drift going on between the runs. Points measured under contention, or under loads that
+// differ (the points' "load" records), are not judged at all.
 #pragma once
 
 #include <cstdint>
@@ -46,12 +46,18 @@ RatioInterval block_bootstrap_ratio(const std::vector<double>& base, const std::
 // shared machine as much as the model: against an uncontended one the two were measured under
 // different load, and against another contended one the change may be the other processes'
 // (the same cores taken can still be different work: a build's memory traffic, a test's spin), so
-// either way the change is inconclusive. Uncontended on both sides, what else ran left the
-// point's cores alone, and is no difference. A point without a record (an older run) has an
-// unknown load: never a difference by itself.
+// either way the change is inconclusive. Uncontended on both sides is not enough either: what
+// runs on the cores a point left free still shares its caches, its memory bandwidth and its clock
+// (and on a VM a "core" may be half of a physical one), so one run beside a busy job and one on a
+// quiet machine differ by tens of percent. So the load is a difference too where the two sides'
+// other-process use (mean, or highest sub-window) differs by more than kLoadDifferenceCores, or
+// where it moved by more than that while either side was measured (highest sub-window over the
+// mean): a load that came and went during a run met some of its runs and not others. A point
+// without a record (an older run) has an unknown load: never a difference by itself.
+inline constexpr double kLoadDifferenceCores = 0.25;  // as the contention rule's slack: noise and the odd daemon
 struct LoadCheck {
   bool known = false;         // both points carry a load record
-  bool inconclusive = false;  // a side was contended
+  bool inconclusive = false;  // a side was contended, or the two loads (or one while it ran) differed
   std::string why;            // in words, with both sides' figures, when inconclusive
 };
 LoadCheck load_check(const PointResult& baseline, const PointResult& now);

@@ -50,7 +50,7 @@ def copy(name, factor, load):
         p["load"] = load
         lines.append(json.dumps(p))
     open(os.path.join(dst, "results.jsonl"), "w").write("\n".join(lines) + "\n")
-quiet = {"other_cores_mean": 0.1, "other_cores_max": 0.4, "load_average_1m": 0.3, "contended": False}
+quiet = {"other_cores_mean": 0.1, "other_cores_max": 0.3, "load_average_1m": 0.3, "contended": False}
 busy = {"other_cores_mean": 1.7, "other_cores_max": 2.0, "load_average_1m": 3.9, "contended": True}
 copy("ramp", lambda t: 1.0 + 0.35 * t, quiet)              # a job starting beside it
 copy("locked", lambda t: 1.0 if t < 0.45 else 1.5, quiet)  # a stretch locked slow
