@@ -364,6 +364,12 @@ struct SweepOutcome {
 // count, an empty axis), found without reading the model or asking for the devices: the commands
 // call it as soon as their flags are read, so that a bad value is refused before a model loads.
 void check_sweep_config(const BenchConfig& config);
+// What the grid's sequence lengths need of the model, from its config.json (no weights): a length
+// past the longest row it takes (its positions) could not run at any point, so a grid holding one
+// is a usage error naming the lengths past it, the limit and the lengths that fit, before a run
+// directory is made. The commands call it once the lengths are final (a question-answering
+// model's default length follows its positions).
+void check_lengths_fit_model(const BenchConfig& config);
 
 // Creates runs/<run_id>/ with config.json and runs every point, appending each to results.jsonl
 // as it finishes. A point that fails is recorded with its reason and the sweep goes on. Under

@@ -35,6 +35,11 @@ struct Embeddings {
   std::string prompt_name;    // its name in the model's prompts ("" when given as text or none)
 };
 
+// --prompt-name checked against the model's prompts (config_sentence_transformers.json, read
+// without the weights): a name it does not have is a usage error naming the option and the names
+// it has. Nothing to check for an empty name.
+void check_prompt_name(const std::string& model, const std::string& prompt_name);
+
 // Texts are sorted longest first and cut into batches (little padding, as sentence-transformers
 // does); vectors come back in the input order. An empty text is a row of special tokens only.
 // A model that is not an embedding model is an error.

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "bench/bench_internal.h"
+#include "model/family.h"
 #include "model/hub_dataset_layout.h"
 #include "tach/error.h"
 
@@ -330,6 +331,35 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     if (j.contains("train")) c.train = train_sweep_from(j.at("train"));  // absent before training sweeps
     return c;
   } catch (const nlohmann::json::exception& e) { throw Error(where + ": " + e.what()); }
+}
+
+void check_lengths_fit_model(const BenchConfig& c) {
+  if (c.seq_lens.empty()) return;
+  const model::ArchitectureSummary a = model::summarize_architecture(model::resolve_model(c.model));
+  // The longest row the model takes, as its loader checks it (RoBERTa's and MPNet's position ids
+  // start after the padding index, so rows are shorter than the positions).
+  const int64_t longest = a.max_row_tokens > 0 ? a.max_row_tokens : a.P;
+  if (longest <= 0) return;  // rotary positions: no table to run past
+  std::string past, fit, all;
+  for (int64_t s : c.seq_lens) {
+    std::string& list = s > longest ? past : fit;
+    list += (list.empty() ? "" : ",") + std::to_string(s);
+    all += (all.empty() ? "" : ",") + std::to_string(s);
+  }
+  if (past.empty()) return;
+  const std::string limit = a.max_row_tokens > 0
+                                ? std::to_string(a.P) + " positions (max_position_embeddings), of which a row takes " +
+                                      std::to_string(longest)
+                                : std::to_string(a.P) + " positions (max_position_embeddings)";
+  const std::string what_fits = fit.empty() ? "give lengths up to " + std::to_string(longest) + ", e.g. -s " +
+                                                  std::to_string(std::min<int64_t>(longest, 128))
+                                            : "-s " + fit + " fit" + (fit.find(',') == std::string::npos ? "s" : "") +
+                                                  "; give lengths up to " + std::to_string(longest);
+  usage_check(false,
+              (fit.empty() ? "every sequence length (-s " + all + ") is"
+                           : "sequence length" + std::string(past.find(',') == std::string::npos ? " " : "s ") + past +
+                                 " of -s " + all + (past.find(',') == std::string::npos ? " is" : " are")) +
+                  " past " + c.model + "'s " + limit + ", so no point there could run: " + what_fits);
 }
 
 }  // namespace tach

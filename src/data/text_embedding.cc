@@ -1,8 +1,11 @@
 // embed_texts: texts → token batches (longest first) → Model::embed → vectors in input order.
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <numeric>
 
+#include "model/checkpoint.h"
+#include "model/sentence_config.h"
 #include "tach/embed.h"
 #include "tach/error.h"
 
@@ -14,7 +17,28 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The usage error for a prompt name the model lacks: the option, the name and the names it has.
+std::string unknown_prompt(const std::string& model, const std::string& name,
+                           const std::map<std::string, std::string>& prompts) {
+  std::string known;
+  for (const auto& [n, text] : prompts) known += (known.empty() ? "" : ", ") + n;
+  return "--prompt-name \"" + name + "\" is not one of " + model + "'s prompts (" +
+         (known.empty() ? "it has none in config_sentence_transformers.json: drop --prompt-name, or give the text "
+                          "with --prompt"
+                        : known) +
+         ")";
+}
+
 }  // namespace
+
+void check_prompt_name(const std::string& model, const std::string& prompt_name) {
+  if (prompt_name.empty()) return;
+  const model::ModelLocation where = model::resolve_model(model);
+  std::map<std::string, std::string> prompts;
+  if (!where.dir.empty())
+    if (const auto config = model::read_sentence_embedding_config(where.dir)) prompts = config->prompts;
+  usage_check(prompts.count(prompt_name) > 0, unknown_prompt(model, prompt_name, prompts));
+}
 
 Embeddings embed_texts(const Model& model, const Tokenizer& tokenizer, const std::vector<std::string>& texts,
                        const EmbedOptions& options) {
@@ -44,12 +68,7 @@ Embeddings embed_texts(const Model& model, const Tokenizer& tokenizer, const std
     out.prompt_name = options.prompt_name.empty() ? info.default_prompt_name : options.prompt_name;
     if (!out.prompt_name.empty()) {
       const auto it = info.prompts.find(out.prompt_name);
-      if (it == info.prompts.end()) {
-        std::string known;
-        for (const auto& [name, text] : info.prompts) known += (known.empty() ? "" : ", ") + name;
-        throw Error("prompt \"" + out.prompt_name + "\" is not one of " + info.spec + "'s prompts (" +
-                    (known.empty() ? "it has none in config_sentence_transformers.json" : known) + ")");
-      }
+      if (it == info.prompts.end()) usage_check(false, unknown_prompt(info.spec, out.prompt_name, info.prompts));
       out.prompt = it->second;
     }
   }

@@ -53,6 +53,10 @@ int64_t linear_rows_per_layer(const Arch& a) {
 // model/family.h names every linear of a layer: attention's four, the MLP's two, or three gated).
 bool is_modernbert(const Arch& a) { return a.name.rfind("ModernBert", 0) == 0; }
 
+// Every LoRA target name some family has: each layer's linears, and ModernBERT's fused ones.
+constexpr const char* kLoraTargetNames[] = {"q", "k", "v", "o", "gate", "up", "down", "qkv", "gate_up"};
+constexpr const char* kLoraTargetsText = "q, k, v, o, gate, up, down (ModernBERT: qkv, o, gate_up, down)";
+
 std::vector<std::string> lora_targets_of(const Arch& a, const EstimateInput& in) {
   if (!in.lora_targets.empty()) return in.lora_targets;
   // ModernBERT stores q|k|v fused (Wqkv) and gate|up fused (Wi): its default adapts them as one
@@ -141,7 +145,9 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       else if (target == "down") in_f = a.I;
       else if (target == "qkv" && is_modernbert(a)) out_f = (a.H + 2 * a.KVH) * a.D;
       else if (target == "gate_up" && is_modernbert(a)) out_f = 2 * a.I;
-      else throw Error("estimate: LoRA target '" + target + "' is not one of q k v o gate up down");
+      else
+        usage_check(false, "estimate: --lora-targets '" + target + "' is one of ModernBERT's fused linears; " + a.name +
+                               "'s LoRA targets are q, k, v, o, gate, up, down");
       if (target == "o") std::swap(in_f, out_f);
       trainable += a.L * in.lora_rank * (in_f + out_f);
     }
@@ -305,6 +311,11 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
   usage_check(in.generate_tokens >= 0,
               "estimate: " + std::to_string(in.generate_tokens) + " new tokens: the count cannot be negative");
   usage_check(in.margin >= 0 && in.margin < 1, "estimate: the margin must be in [0, 1)");
+  // A LoRA target no family has is refused before the model is read; which of the rest this
+  // model has is checked once its config is (compute: ModernBERT's fused qkv and gate_up).
+  for (const auto& target : in.lora_targets)
+    usage_check(std::count(std::begin(kLoraTargetNames), std::end(kLoraTargetNames), target) > 0,
+                "estimate: --lora-targets '" + target + "' is not a LoRA target: give some of " + kLoraTargetsText);
   Arch a = describe(in.model);
   // A causal family's per-token heads (and the bare body or a classifier on a per-token checkpoint).
   const bool causal_heads =

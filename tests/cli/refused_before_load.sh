@@ -63,4 +63,5 @@ expect "fused" profile -m $m --train --exec lazy
 expect "--max-length" train -m $m -d x.csv --max-length 0
 expect "adamw" estimate -m $m --optimizer sgd
 expect "bf16" estimate -m $m --dtype f64
+expect "--lora-targets 'query'" estimate -m $m --mode train-lora --lora-targets q,query
 exit $failed

@@ -97,6 +97,7 @@ int run_bench_command(const BenchFlags& f, const SlurmFlags& s) {
   SweepOutcome out;
   if (f.resume.empty()) {
     const BenchConfig config = with_task_length(f, f.resolve());
+    check_lengths_fit_model(config);
     out = run_bench(config, bench_progress(f.no_progress, config));
   } else {
     std::cerr << "tach: resuming " << f.resume << "\n";

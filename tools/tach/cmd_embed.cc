@@ -102,6 +102,7 @@ int run_embed(const EmbedCliOptions& opt) {
     for (auto& t : read_texts_file(opt)) texts.push_back(std::move(t));
   check(!texts.empty(), "nothing to embed: give --text (repeat for more) or --file");
 
+  if (opt.prompt.empty()) check_prompt_name(opt.model, opt.prompt_name);  // before the weights load
   LoadOptions lo;
   lo.compute = parse_compute_dtype(opt.dtype);
   lo.head = head_to_load(opt.head, HeadUse::bare_body);

@@ -46,6 +46,7 @@ int run_pipeline(const RunFlags& f) {
   check_pipeline_options(f);
   const bool resume = !f.bench.resume.empty();
   BenchConfig config = resume ? BenchConfig{} : f.bench.resolve();
+  if (!resume) check_lengths_fit_model(config);  // a length past the model's positions: before any step
   // 1. Data: read and check the dataset now, so that a bad column fails before minutes of sweep.
   if (resume) {
     std::cout << "[1/4] data: as the run in " << f.bench.resume << " has it (its config.json)\n";
