@@ -28,6 +28,21 @@ CASES = {
 }
 
 
+def f32_compute_on_cpu(model):
+    """Keeps every Linear4bit on bitsandbytes' f32 path; returns their count.
+
+    bitsandbytes 0.50 on a CPU with AVX512-BF16 repacks a 4-bit weight at its first eval-mode,
+    no-grad forward and multiplies through gemv_4bit, which casts the input and the absmax to bf16
+    whatever bnb_4bit_compute_dtype says (and asserts out_features % 32 == 0). The logits then
+    depend on the CPU the script runs on and are bf16's, 0.04 to 3 away from f32 compute. Without
+    that flag the layer dequantizes to the compute dtype (f32) and multiplies in it, on any CPU.
+    """
+    layers = [m for m in model.modules() if isinstance(m, bitsandbytes.nn.Linear4bit)]
+    for m in layers:
+        m.support_avx512bf16_for_cpu = False
+    return len(layers)
+
+
 def main(root):
     for case, base in CASES.items():
         q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
@@ -36,7 +51,7 @@ def main(root):
         model = AutoModelForSequenceClassification.from_pretrained(
             os.path.join(root, base), quantization_config=q, device_map="cpu", dtype=torch.float32,
             attn_implementation="eager").eval()
-        n4 = sum(1 for m in model.modules() if isinstance(m, bitsandbytes.nn.Linear4bit))
+        n4 = f32_compute_on_cpu(model)
         pm = PeftModel.from_pretrained(model, os.path.join(root, "lora", case, "adapter_init")).eval()
         has_types = model.config.model_type == "bert"
         batches = json.load(open(os.path.join(root, "train", case, "batches.json")))
