@@ -106,6 +106,14 @@ TEST(TraceReader, WhatIsNotATraceIsSaid) {
   EXPECT_NE(error_of([] { load_trace_text("b.json", "hello"); }).find("b.json: not a trace: malformed JSON at byte"),
             std::string::npos);
   EXPECT_NE(error_of([] { load_trace_text("c.json", "42"); }).find("not a trace"), std::string::npos);
+  EXPECT_NE(error_of([] { load_trace_text("e.json", ""); }).find("e.json: not a trace: the file is empty"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_trace_text("f.json", " \n"); }).find("f.json: not a trace"), std::string::npos);
+  // An array of values that are not events is not Chrome's array layout.
+  for (const char* values : {"[1, 2]", R"({"traceEvents": [1, "x", null]})"})
+    EXPECT_NE(error_of([&] { load_trace_text("g.json", values); }).find("g.json: not a trace: its event array holds "),
+              std::string::npos)
+        << values;
   test::TempDir dir;
   EXPECT_NE(error_of([&] { load_trace(dir.file("absent.json")); }).find("absent.json: cannot open"), std::string::npos);
   // A bare array of events is Chrome's other layout.

@@ -330,6 +330,19 @@ TEST(CompareRuns, GpuF32AgainstBf16OnAnH200) {
   const json j = compared({f32}, {bf16});
   const json& c = j["comparison"];
   EXPECT_EQ(c["op_time"], "self_device");
+  // The printed change: "gone" and "new" only for ops on one side; ops launching no kernel on
+  // either side (aten::linear, aten::t: 0 ms of device time both times) have none to give.
+  AnalyzeOptions all;
+  all.top = 1000;
+  const std::string text = compare_traces({f32}, {bf16}, all).analysis.text;
+  for (const char* both : {"aten::linear ", "aten::t ", "aten::as_strided "}) {
+    const size_t at = text.find(std::string("\n") + both);
+    ASSERT_NE(at, std::string::npos) << both << text;
+    const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+    EXPECT_EQ(line.find("gone"), std::string::npos) << line;
+    EXPECT_EQ(line.find("new"), std::string::npos) << line;
+  }
+  EXPECT_NE(text.find("aten::_efficient_attention_forward"), std::string::npos);
   EXPECT_EQ(c["step_time"]["verdict"], "faster") << c["step_time"].dump();
   ASSERT_FALSE(c["kernels"].empty());
   // Every step launches the same kernels: whole calls per step, over the steps the kernels cover

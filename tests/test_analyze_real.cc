@@ -263,5 +263,19 @@ TEST(RealTraces, TheSameRankTwiceIsRefused) {
   }
 }
 
+// A trace with an empty event array (a profiler stopped before its first step) is analysed with
+// the run's other traces, and said to hold nothing.
+TEST(AnalyzeInput, ATraceWithNoEventsIsSaid) {
+  test::TempDir dir;
+  fs::copy_file(traces_of("cpu_only")[0], dir.file("rank-34.pt.trace.json.gz"));
+  std::ofstream(dir.file("empty.pt.trace.json")) << R"({"schemaVersion": 1, "traceEvents": []})";
+  const json j = analysis_of({dir.path()});
+  bool said = false;
+  for (const auto& n : j["notes"])
+    said |= n.get<std::string>().find("empty.pt.trace.json: no event tach reads") != std::string::npos;
+  EXPECT_TRUE(said) << j["notes"];
+  EXPECT_FALSE(j["ops"].empty());
+}
+
 }  // namespace
 }  // namespace tach::analyze

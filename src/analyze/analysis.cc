@@ -209,6 +209,9 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
     add_trace_costs(t, costs);
     const int rank = t.rank.value_or(0);
     if (!t.rank) notes.push_back(file + ": " + t.rank_assumed_because() + "; rank 0 assumed");
+    if (t.cpu.empty() && t.device.empty() && t.memory.empty())
+      notes.push_back(file + ": no event tach reads (CPU ops, annotations, kernels, copies, sets, [memory]): " +
+                      "nothing of this trace is in the tables");
     std::vector<OpRow> trace_ops = op_averages(t, group_by);
     // Several traces are several processes (or profiling cycles): their Python frames are matched
     // without the object addresses that differ between them (one trace keeps torch's own keys).

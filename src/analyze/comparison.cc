@@ -139,16 +139,22 @@ std::string ms_text(const Side& s) { return s.present ? fmt("%.3f", s.time_us * 
 std::string calls_text(const Side& s) { return s.present ? fmt("%.4g", s.calls) : "-"; }
 std::string share_text(const Side& s) { return s.present ? fmt("%.1f%%", 100 * s.share) : "-"; }
 
+// The change in time: "gone" and "new" only for a row on one side; "from 0" where the baseline's
+// time was 0, "-" where both were (ops whose time is their kernels', with none).
+std::string change_text(const Row& r) {
+  if (!r.now.present) return "gone";
+  if (!r.base.present) return "new";
+  if (r.base.time_us > 0) return pct(r.now.time_us / r.base.time_us - 1);
+  return r.now.time_us > 0 ? "from 0" : "-";
+}
+
 void table_text(std::ostringstream& s, const std::vector<Row>& rows, size_t top, bool kernels) {
   s << pad("name", kernels ? 60 : 44, false) << pad("base ms", 11) << pad("new ms", 11) << pad("delta ms", 11)
     << pad("change", 9) << pad("base calls", 11) << pad("new calls", 10) << pad("base share", 11)
     << pad("new share", 10) << "\n";
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     const Row& r = rows[i];
-    const std::string change = r.base.present && r.now.present && r.base.time_us > 0
-                                   ? pct(r.now.time_us / r.base.time_us - 1)
-                               : r.base.present ? "gone"
-                                                : "new";
+    const std::string change = change_text(r);
     s << pad(r.name, kernels ? 60 : 44, false) << pad(ms_text(r.base), 11) << pad(ms_text(r.now), 11)
       << pad(fmt("%+.3f", (r.now.time_us - r.base.time_us) * 1e-3), 11) << pad(change, 9) << pad(calls_text(r.base), 11)
       << pad(calls_text(r.now), 10) << pad(share_text(r.base), 11) << pad(share_text(r.now), 10);

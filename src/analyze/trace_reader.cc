@@ -431,6 +431,9 @@ class TraceParser {
 
   bool root_seen() const { return root_seen_; }
   bool saw_events() const { return saw_events_; }
+  // The event array's elements: objects (events), and anything else (skipped).
+  int64_t event_objects() const { return event_objects_; }
+  int64_t other_elements() const { return other_elements_; }
 
  private:
   void events() {
@@ -438,9 +441,11 @@ class TraceParser {
       s_.skip_ws();
       if (s_.peek() != '{') {
         s_.skip_value();
+        ++other_elements_;
         return;
       }
       s_.get();
+      ++event_objects_;
       event_.clear();
       s_.object([&](const std::string& key) { event_field(key); });
       if (callbacks_.event) callbacks_.event(event_);
@@ -597,6 +602,7 @@ class TraceParser {
   RawEvent event_;
   std::string scratch_;
   bool root_seen_ = false, saw_events_ = false;
+  int64_t event_objects_ = 0, other_elements_ = 0;
 };
 
 void parse(const std::string& name, Source& source, const TraceCallbacks& callbacks) {
@@ -606,6 +612,7 @@ void parse(const std::string& name, Source& source, const TraceCallbacks& callba
     parser.document();
   } catch (const ParseFail& f) {
     if (!source.error().empty()) throw Error(name + ": " + source.error());
+    if (f.at_end && f.position == 0) throw Error(name + ": not a trace: the file is empty");
     if (f.at_end && parser.root_seen())
       throw Error(name + ": the JSON stops at byte " + std::to_string(f.position) +
                   " before the trace's end (truncated: the profiler was stopped mid-write, or a copy was cut short)");
@@ -614,6 +621,9 @@ void parse(const std::string& name, Source& source, const TraceCallbacks& callba
   if (!source.error().empty()) throw Error(name + ": " + source.error());
   check(parser.saw_events(), name + ": not a trace: a JSON document without traceEvents (torch.profiler's " +
                                  "export_chrome_trace and tensorboard_trace_handler write *.pt.trace.json[.gz])");
+  check(parser.event_objects() > 0 || parser.other_elements() == 0,
+        name + ": not a trace: its event array holds " + std::to_string(parser.other_elements()) +
+            " values and no event (a trace's events are objects with ph, name, ts, ...)");
 }
 
 }  // namespace
