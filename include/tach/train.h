@@ -74,6 +74,14 @@ struct TrainOptions {
   // targets, modules_to_save) and weights replace the lora_* options above.
   std::string adapter;
 
+  // Knowledge distillation: a trained model (any family, the same head, labels and tokenizer)
+  // whose softened outputs join the loss: alpha · T² · KL(teacher || student) + (1 - alpha) · the
+  // task loss (docs/cli.md). Empty: none. The teacher runs inference only, in distill_dtype.
+  std::string distill_from;
+  double distill_temperature = 2.0;
+  double distill_alpha = 0.5;
+  std::string distill_dtype = "f32";
+
   std::string runs_dir = "runs";
   std::string run_id;      // default: UTC time and model name
   std::string save_dir;    // default: runs/<run_id>/model
@@ -145,6 +153,8 @@ struct TrainResult {
   double train_seconds = 0, step_ms_median = 0;
   double step_ms_p90 = 0;                                    // over the steps this process ran
   double tokens_per_s_median = 0, samples_per_s_median = 0;  // per step, real tokens, wall time
+  // --distill-from: the medians of the teacher's phase and of the student's forward (-1: no teacher).
+  double teacher_ms_median = -1, forward_ms_median = -1;
   int64_t trainable_parameters = 0, total_parameters = 0;
   int64_t peak_bytes = 0;  // tach's allocator, the whole run
   std::map<std::string, int64_t> peak_bytes_by_category;
@@ -198,6 +208,11 @@ class TrainStepper {
     // The head that trains, as tach train --task (the checkpoint's, or a new one as transformers
     // makes it); it sets what step()'s labels are.
     Head head = Head::sequence_classification;
+    // Knowledge distillation, as tach train's --distill-* options (empty distill_from: none): each
+    // step then runs the teacher first, inside a profiler scope named "teacher".
+    std::string distill_from;
+    double distill_temperature = 2.0, distill_alpha = 0.5;
+    std::string distill_dtype = "f32";
   };
   static std::unique_ptr<TrainStepper> create(const Options& options);
   virtual ~TrainStepper() = default;

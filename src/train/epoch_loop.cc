@@ -48,6 +48,11 @@ void log_step(TrainRun& r, TrainingLogger& logger, int64_t step, const StepOutco
     m[std::string("memory_") + std::string(memory_category_name(MemoryCategory(c))) + "_bytes"] =
         double(mem.by_category[size_t(c)].current);
   if (r.o.memory_logging && step % r.o.memory_log_steps == 0) m["rss_bytes"] = double(read_process_memory().rss_bytes);
+  if (r.teacher) {  // distillation: the teacher's phase and the loss's two terms
+    m["teacher_ms"] = s.seconds.teacher * 1e3;
+    m["task_loss"] = s.task_loss;
+    m["distill_loss"] = s.distill_loss;
+  }
   if (r.world() > 1) {
     m["communication_ms"] = s.seconds.communication * 1e3;
     m["communication_exposed_ms"] = s.seconds.communication_exposed * 1e3;

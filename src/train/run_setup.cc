@@ -188,6 +188,8 @@ void make_step(TrainRun& r) {
     r.dp = std::make_unique<DataParallel>(*r.comm, r.model->params, int64_t(o.bucket_mb * 1e6));
     s.data_parallel = r.dp.get();
   }
+  r.teacher = open_teacher(r);
+  s.teacher = r.teacher.get();
   r.step = std::make_unique<TrainingStep>(*r.model, s);
 }
 

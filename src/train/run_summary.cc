@@ -183,14 +183,14 @@ nlohmann::json fill_result(TrainRun& r) {
   res.step_ms_p90 = p90(s.step_ms);
   res.tokens_per_s_median = median(s.tok_rates);
   res.samples_per_s_median = median(s.sample_rates);
+  if (!r.o.distill_from.empty()) res.teacher_ms_median = median(s.teacher_ms), res.forward_ms_median = median(s.fwd_ms);
   res.trainable_parameters = r.model->params.count(true);
   res.total_parameters = r.model->params.count(false);
   return by_cat;
 }
 
-}  // namespace
-
-nlohmann::json measured_summary(TrainRun& r, const std::string& profiled_steps) {
+// summary.json's figures common to every run.
+nlohmann::json step_summary(TrainRun& r, const std::string& profiled_steps) {
   const nlohmann::json by_cat = fill_result(r);
   const TrainResult& res = r.result;
   const StepSeries& s = r.series;
@@ -234,6 +234,17 @@ nlohmann::json measured_summary(TrainRun& r, const std::string& profiled_steps) 
           {"saved_model", ""}};
 }
 
+}  // namespace
+
+nlohmann::json measured_summary(TrainRun& r, const std::string& profiled_steps) {
+  nlohmann::json out = step_summary(r, profiled_steps);
+  if (!r.o.distill_from.empty()) {  // the teacher's phase beside the others, and what it taught with
+    out["phase_ms_median"]["teacher"] = median(r.series.teacher_ms);
+    out["distillation"] = distillation_summary(r.o);
+  }
+  return out;
+}
+
 // The summary of a run resumed after its last step: what the process that trained wrote (it was
 // stopped in the work after training), or, without one, the medians of every step in steps.jsonl.
 nlohmann::json summary_of_finished_training(TrainRun& r, const std::string& profiled_steps) {
@@ -253,6 +264,7 @@ nlohmann::json summary_of_finished_training(TrainRun& r, const std::string& prof
     const double ms = j["step_ms"], t = ms / 1e3;
     r.series.step_ms.push_back(ms);
     r.series.data_ms.push_back(j.value("data_ms", 0.0));
+    r.series.teacher_ms.push_back(j.value("teacher_ms", 0.0));
     r.series.fwd_ms.push_back(j.value("forward_ms", 0.0));
     r.series.bwd_ms.push_back(j.value("backward_ms", 0.0));
     r.series.opt_ms.push_back(j.value("optimizer_ms", 0.0));

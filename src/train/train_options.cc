@@ -7,6 +7,7 @@
 
 #include "tach/error.h"
 #include "tach/plain_number.h"
+#include "train/distill.h"
 
 namespace tach {
 
@@ -65,6 +66,10 @@ void visit(TrainOptions& o, F&& f) {
   f("lora_target_modules", o.lora_target_modules);
   f("modules_to_save", o.modules_to_save);
   f("adapter", o.adapter);
+  f("distill_from", o.distill_from);
+  f("distill_temperature", o.distill_temperature);
+  f("distill_alpha", o.distill_alpha);
+  f("distill_dtype", o.distill_dtype);
   f("runs_dir", o.runs_dir);
   f("run_id", o.run_id);
   f("save", o.save_dir);
@@ -197,6 +202,10 @@ void validate_options(const TrainOptions& o) {
   usage_check(std::isfinite(o.dist_timeout) && o.dist_timeout > 0,
               "--dist-timeout must be a positive number of seconds");
   usage_check(std::isfinite(o.bucket_mb) && o.bucket_mb > 0, "--bucket-mb must be a positive number of megabytes");
+  validate_distill_settings(o.distill_temperature, o.distill_alpha);
+  try {
+    (void)parse_compute_dtype(o.distill_dtype);
+  } catch (const Error& e) { throw UsageError(std::string("--distill-dtype: ") + e.what()); }
 }
 
 }  // namespace train

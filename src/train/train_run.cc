@@ -41,6 +41,7 @@ void StepSeries::add(const StepOutcome& s) {
   const double t = s.seconds.total;
   step_ms.push_back(t * 1e3);
   data_ms.push_back(s.seconds.data * 1e3);
+  teacher_ms.push_back(s.seconds.teacher * 1e3);
   fwd_ms.push_back(s.seconds.forward * 1e3);
   bwd_ms.push_back(s.seconds.backward * 1e3);
   opt_ms.push_back(s.seconds.optimizer * 1e3);

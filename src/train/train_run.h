@@ -66,6 +66,7 @@ struct EpochTotals {
 // Every step's phase times and rates, for the summary's medians.
 struct StepSeries {
   std::vector<double> step_ms, data_ms, fwd_ms, bwd_ms, opt_ms, comm_ms, exposed_ms, tok_rates, sample_rates;
+  std::vector<double> teacher_ms;  // distillation's teacher phase (0 without a teacher)
   void add(const StepOutcome& s);
 };
 
@@ -99,6 +100,7 @@ struct TrainRun {
   TrainData data, eval_data;
   bool has_eval = false;
   StepPlan plan;
+  std::unique_ptr<DistillTeacher> teacher;  // --distill-from (null: none); the step reads it
   std::unique_ptr<TrainingStep> step;
   int64_t start_step = 0;
   double train_seconds_before = 0;
@@ -127,6 +129,11 @@ void build_model(TrainRun& r);     // the trainable model with its method applie
 // value given past them refused.
 void fit_windows_to_model(TrainRun& r);
 void make_step(TrainRun& r);  // the step: its execution, dropout, precision and optimizer
+
+// distill_setup.cc: --distill-from's teacher, checked against the student (null without one).
+std::unique_ptr<DistillTeacher> open_teacher(TrainRun& r);
+// summary.json's "distillation": the teacher, its dtype, T, alpha and the loss they make.
+nlohmann::json distillation_summary(const TrainOptions& o);
 
 // run_data.cc
 void read_training_examples(TrainRun& r);  // --dataset's examples (or sentences, or questions)

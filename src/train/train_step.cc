@@ -24,12 +24,14 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 struct MicroBatch {
   TokenBatch batch;
   LossTargets labels;
+  Tensor teacher_logits;         // distillation: laid out as the student's logits, on its device
   int64_t rows = 0, tokens = 0;  // this rank's rows and real tokens (0 rows: it sits this batch out)
   int64_t all_rows = 0;          // every rank's rows together
 };
 
 // The data phase: the collator's micro-batch (host memory) and, for the masked LM, the rows the
-// head will run on; then ids, masks and labels copied to the model's device, once.
+// head will run on; the labels copied to the model's device, once (the ids and masks follow
+// after a teacher has read them where the collator made them: move_to_device).
 MicroBatch load_micro_batch(const MicroBatchSource& next, int64_t micro, const TrainableModel& model,
                             ForwardState& state, DataParallel* dp) {
   ProfileScope scope("data");
@@ -43,23 +45,44 @@ MicroBatch load_micro_batch(const MicroBatchSource& next, int64_t micro, const T
   // The masked LM's head runs on the chosen tokens only: the others' logits reach no loss.
   if (model.head() == Head::masked_lm) state.predicted_rows = labelled_rows(targets);
   m.labels = loss_targets(targets, model.head(), m.batch.seq_len(), model.device, &state.predicted_rows);
-  move_to_device(m.batch, model.device);
   return m;
 }
 
+// The teacher phase (distillation): the teacher's inference on the micro-batch as the collator
+// made it (host memory), its logits left on the student's device.
+void run_teacher(const DistillTeacher& teacher, MicroBatch& m, const ForwardState& state, const Device& device) {
+  ProfileScope scope("teacher");
+  m.teacher_logits = teacher.logits(m.batch, state.predicted_rows);
+  synchronize(device);
+}
+
+// A micro-batch's loss as the step reads it once its backward has run: the task's, and with a
+// teacher its distillation term, mixed as train/distill.h says.
+struct MicroLoss {
+  QueuedLoss task, distill;
+  bool distilling = false;
+};
+
 // forward_backward with the loss left on the model's device (read once, at the step's end).
-QueuedLoss queue_forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch,
-                                  const LossTargets& labels, const std::string& problem_type,
-                                  const DropoutRates& dropout, float loss_scale, PhaseSeconds* seconds) {
+// teacher (null: none) and teacher_logits: distillation's term, mixed in.
+MicroLoss queue_forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch,
+                                 const LossTargets& labels, const std::string& problem_type,
+                                 const DropoutRates& dropout, float loss_scale, PhaseSeconds* seconds,
+                                 const DistillTeacher* teacher = nullptr, const Tensor& teacher_logits = Tensor()) {
   Tensor dlogits;
   auto t0 = std::chrono::steady_clock::now();
-  QueuedLoss loss;
+  MicroLoss loss;
   {
     ProfileScope scope("forward");
     model.forward(state, batch, dropout);
     // [B, L], or [B * T, L] for a per-token head: the loss's gradient accumulates into it (+=).
     dlogits = Tensor::zeros(state.logits.shape(), DType::f32, model.device, MemoryCategory::activations);
-    loss = queue_head_loss(model.head(), problem_type, state.logits, labels, dlogits, loss_scale);
+    const float alpha = teacher ? teacher->alpha() : 0.0f;
+    loss.task = queue_head_loss(model.head(), problem_type, state.logits, labels, dlogits, (1.0f - alpha) * loss_scale);
+    if (teacher) {
+      loss.distilling = true;
+      loss.distill = teacher->queue_loss(state.logits, teacher_logits, labels, dlogits, loss_scale);
+    }
     // The phases are timed on the host clock: on a GPU each ends when its queued work does (a
     // wait, no copy; a no-op on the CPU).
     synchronize(model.device);
@@ -98,14 +121,22 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
   model_.params.zero_grad();
   // Each micro-batch's loss with its weight, read once the backward has run (on a GPU the losses
   // stay there until then: no read-back between the forward and the backward).
-  std::vector<std::pair<double, QueuedLoss>> losses;
+  std::vector<std::pair<double, MicroLoss>> losses;
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
     auto t0 = std::chrono::steady_clock::now();
     // The forward, the loss and the backward read only this: the micro-batch on the model's device.
-    const MicroBatch m = load_micro_batch(next, micro, model_, *state_, dp);
+    MicroBatch m = load_micro_batch(next, micro, model_, *state_, dp);
+    out.seconds.data += seconds_since(t0);
+    if (settings_.teacher && m.rows > 0) {
+      t0 = std::chrono::steady_clock::now();
+      run_teacher(*settings_.teacher, m, *state_, model_.device);
+      out.seconds.teacher += seconds_since(t0);
+    }
+    t0 = std::chrono::steady_clock::now();
+    move_to_device(m.batch, model_.device);  // the data phase's last part, after the teacher read the host batch
+    out.seconds.data += seconds_since(t0);
     const TokenBatch& batch = m.batch;
     const int64_t rows = m.rows, all_rows = m.all_rows;
-    out.seconds.data += seconds_since(t0);
     // This rank's share of the micro-batch's mean loss (1 in one process): see data_parallel.h.
     const double share = all_rows > 0 ? double(rows) / double(all_rows) : 0.0;
     const bool last = micro == micro_batches - 1;
@@ -124,7 +155,8 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
       r.micro_batch = (step * settings_.grad_accumulation + micro) * (dp ? dp->size() : 1) + (dp ? dp->rank() : 0);
       PhaseSeconds phase;
       losses.emplace_back(share, queue_forward_backward(model_, *state_, batch, m.labels, settings_.problem_type, r,
-                                                        float(share / double(micro_batches)), &phase));
+                                                        float(share / double(micro_batches)), &phase, settings_.teacher,
+                                                        m.teacher_logits));
       out.seconds.forward += phase.forward;
       out.seconds.backward += phase.backward;
       out.rank_tokens += m.tokens;
@@ -132,18 +164,24 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
     }
     state_->layer_grads_ready = nullptr;
   }
-  double loss_sum = 0;
-  for (const auto& [share, loss] : losses) loss_sum += share * loss.read();
+  double task_sum = 0, distill_sum = 0;
+  for (const auto& [share, loss] : losses) {
+    task_sum += share * loss.task.read();
+    if (loss.distilling) distill_sum += share * loss.distill.read();
+  }
   out.tokens = out.rank_tokens, out.samples = out.rank_samples;
   if (dp) {
     const dist::ReduceTimes t = dp->reducer().finish();
     out.seconds.communication = t.communication_s;
     out.seconds.communication_exposed = t.exposed_s;
-    double totals[3] = {loss_sum, double(out.rank_tokens), double(out.rank_samples)};
-    dp->comm().sum(totals, 3, "all_reduce of the step's loss and counts");
-    loss_sum = totals[0], out.tokens = int64_t(totals[1]), out.samples = int64_t(totals[2]);
+    double totals[4] = {task_sum, distill_sum, double(out.rank_tokens), double(out.rank_samples)};
+    dp->comm().sum(totals, 4, "all_reduce of the step's loss and counts");
+    task_sum = totals[0], distill_sum = totals[1], out.tokens = int64_t(totals[2]), out.samples = int64_t(totals[3]);
   }
-  out.loss = loss_sum / double(micro_batches);
+  const double alpha = settings_.teacher ? settings_.teacher->alpha() : 0.0;
+  out.task_loss = task_sum / double(micro_batches);
+  out.distill_loss = distill_sum / double(micro_batches);
+  out.loss = settings_.teacher ? alpha * out.distill_loss + (1.0 - alpha) * out.task_loss : out.task_loss;
   const auto t0 = std::chrono::steady_clock::now();
   out.grad_norm = std::isfinite(out.loss) ? clip_and_update(optimizer_, lr, settings_.max_grad_norm) : out.loss;
   synchronize(model_.device);  // the update's kernels are the optimizer phase's
@@ -156,7 +194,7 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
 double forward_backward(TrainableModel& model, ForwardState& state, const TokenBatch& batch, const LossTargets& labels,
                         const std::string& problem_type, const DropoutRates& dropout, float loss_scale,
                         PhaseSeconds* seconds) {
-  return queue_forward_backward(model, state, batch, labels, problem_type, dropout, loss_scale, seconds).read();
+  return queue_forward_backward(model, state, batch, labels, problem_type, dropout, loss_scale, seconds).task.read();
 }
 
 GemmPrecisionScope::GemmPrecisionScope(DType precision)

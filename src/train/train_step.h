@@ -11,6 +11,7 @@
 #include "cpu/train_gemm.h"
 #include "train/classifier_loss.h"
 #include "train/data_parallel.h"
+#include "train/distill.h"
 #include "train/optimizer.h"
 #include "train/trainable_model.h"
 
@@ -32,19 +33,25 @@ struct StepSettings {
   // Under mpirun with several ranks: the rank's share of each batch, gradients summed over the
   // ranks (train/data_parallel.h). Null: one process.
   DataParallel* data_parallel = nullptr;
+  // --distill-from: the teacher whose soft targets join the loss (train/distill.h). Null: none.
+  const DistillTeacher* teacher = nullptr;
 };
 
 // Seconds per phase of one step. total is the step's wall time, so it also holds what no phase
 // claims (zeroing the gradients, the loop itself).
 struct StepSeconds {
   double data = 0, forward = 0, backward = 0, optimizer = 0, total = 0;
+  double teacher = 0;  // distillation: the teacher's inference on the micro-batches (0 without one)
   // Data-parallel: the gradient all-reduces' time on the communication thread (most of it beside
   // the backward), and the part the step waited for after its backward (exposed).
   double communication = 0, communication_exposed = 0;
 };
 
 struct StepOutcome {
-  double loss = 0;       // mean over the micro-batches
+  double loss = 0;  // mean over the micro-batches
+  // Distillation's two terms, each a mean over the micro-batches (loss = alpha · distill_loss +
+  // (1 - alpha) · task_loss); without a teacher task_loss is the loss and distill_loss 0.
+  double task_loss = 0, distill_loss = 0;
   double grad_norm = 0;  // before clipping; the loss when the loss is not finite
   StepSeconds seconds;
   int64_t tokens = 0, samples = 0;            // real (unpadded) tokens, rows: over every rank

@@ -17,7 +17,8 @@ class Stepper final : public TrainStepper {
       : options_(o),
         source_(train::open_training_model(o.model, o.seed)),
         model_(build(source_, o)),
-        step_(*model_, settings(source_, o)) {
+        teacher_(open_teacher(source_, o)),
+        step_(*model_, settings(source_, o, teacher_.get())) {
     source_.store.reset();
     check(o.head != Head::sequence_classification || model_->num_labels() >= 2,
           o.model +
@@ -65,13 +66,18 @@ class Stepper final : public TrainStepper {
   }
 
  private:
-  // The model, with its LoRA adapters before the optimizer sees the parameter table.
-  static std::unique_ptr<train::TrainableModel> build(train::TrainingModelSource& s, const Options& o) {
+  // The head's labels: the checkpoint's, or a new head's (transformers' default two).
+  static std::vector<std::string> head_labels(const train::TrainingModelSource& s, const Options& o) {
     std::vector<std::string> labels = s.id2label();
     if (labels.empty()) labels = {"LABEL_0", "LABEL_1"};  // a bare encoder: transformers' default head
     if (o.head != Head::sequence_classification &&
         (o.head != Head::token_classification || !s.has_head(Head::token_classification)))
       labels = {"LABEL_0", "LABEL_1"};  // a new per-token head: transformers' default two labels
+    return labels;
+  }
+  // The model, with its LoRA adapters before the optimizer sees the parameter table.
+  static std::unique_ptr<train::TrainableModel> build(train::TrainingModelSource& s, const Options& o) {
+    const std::vector<std::string> labels = head_labels(s, o);
     auto m = train::build_trainable_model(s, labels, o.head == Head::sequence_classification ? s.problem_type() : "",
                                           o.seed, nullptr, o.head, o.device);
     train::MethodOptions mo;
@@ -81,8 +87,23 @@ class Stepper final : public TrainStepper {
     (void)train::apply_training_method(*m, *s.family, mo, o.seed);
     return m;
   }
-  static train::StepSettings settings(const train::TrainingModelSource& s, const Options& o) {
+  // --distill-from's teacher, checked against this student (null without one).
+  static std::unique_ptr<train::DistillTeacher> open_teacher(const train::TrainingModelSource& s, const Options& o) {
+    if (o.distill_from.empty()) return nullptr;
+    train::StudentShape student;
+    student.model = o.model;
+    student.head = o.head;
+    if (o.head == Head::sequence_classification || o.head == Head::token_classification)
+      student.labels = head_labels(s, o);
+    student.problem_type = o.head == Head::sequence_classification ? s.problem_type() : "";
+    student.vocab_size = s.is_decoder() ? s.decoder.vocab_size : s.config.vocab_size;
+    return std::make_unique<train::DistillTeacher>(o.distill_from, o.distill_dtype, o.distill_temperature,
+                                                   o.distill_alpha, student, o.device);
+  }
+  static train::StepSettings settings(const train::TrainingModelSource& s, const Options& o,
+                                      const train::DistillTeacher* teacher) {
     train::StepSettings st;
+    st.teacher = teacher;
     st.fused = o.fused;
     st.gradient_checkpointing = o.gradient_checkpointing;
     st.dropout = o.dropout ? s.dropout(o.head) : train::DropoutRates{};
@@ -97,6 +118,7 @@ class Stepper final : public TrainStepper {
   Options options_;
   train::TrainingModelSource source_;
   std::unique_ptr<train::TrainableModel> model_;
+  std::unique_ptr<train::DistillTeacher> teacher_;  // declared before step_, which reads it
   train::TrainingStep step_;
   int64_t steps_ = 0;
 };

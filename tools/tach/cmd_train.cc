@@ -74,21 +74,11 @@ std::string key_to_flag(const std::string& key) {
   return f;
 }
 
-}  // namespace
+using Options = std::shared_ptr<TrainOptions>;
 
-Command add_train_command(CLI::App& app) {
-  auto o = std::make_shared<TrainOptions>();
-  auto config_file = std::make_shared<std::string>();
-  auto no_progress = std::make_shared<bool>(false);
-  auto head = std::make_shared<std::string>("auto");
-  auto device = std::make_shared<std::string>("cpu");
-  CLI::App* sub = app.add_subcommand(
-      "train", "Fine-tune a sequence classifier of any family tach builds (model_type " + model_types_text() +
-                   "), or an encoder's masked LM, token classifier or question answering (--task), on a dataset "
-                   "(AdamW, linear warm-up and decay, "
-                   "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, "
-                   "steps.jsonl, "
-                   "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
+// -m, -d and the data's columns, the head's labels and --task with its options.
+void add_model_and_task_options(CLI::App* sub, const Options& o, const std::shared_ptr<std::string>& config_file,
+                                const std::shared_ptr<std::string>& head) {
   sub->add_option("-c,--config", *config_file,
                   "YAML file of these options (keys as the flags, '_' for '-'); flags "
                   "given here override it");
@@ -130,6 +120,10 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--doc-stride", o->doc_stride,
                   "question-answering: tokens shared by consecutive windows of a context longer than --max-length "
                   "(default 128)");
+}
+
+// Evaluation, the epochs and steps, AdamW and its schedule, the rows, dropout, precision, execution.
+void add_schedule_options(CLI::App* sub, const Options& o) {
   sub->add_option("--eval-dataset", o->eval_data.path, "Evaluation data (same columns as --dataset)");
   sub->add_option("--eval-split", o->eval_data.split, "Split of a JSON split file or a Hub dataset for evaluation");
   sub->add_option("--eval-every", o->eval_every, "Evaluate every N optimizer steps (default 0: at each epoch's end)");
@@ -170,6 +164,10 @@ Command add_train_command(CLI::App& app) {
                   "eager (one op at a time, every intermediate kept; default) or fused (attention recomputes its "
                   "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each, one "
                   "AdamW pass over all parameters); eager,fused with a --method list compares them");
+}
+
+// --method (full, LoRA, QLoRA) and its adapters.
+void add_method_options(CLI::App* sub, const Options& o) {
   sub->add_option("--method", o->method,
                   "full (every parameter trains; default), lora (adapters beside the linears, the base frozen, the "
                   "head trained in full; saved as a PEFT adapter) or qlora (lora with the frozen layer weights in "
@@ -192,6 +190,27 @@ Command add_train_command(CLI::App& app) {
                   "Continue training a peft LoRA adapter (a directory with adapter_config.json and "
                   "adapter_model.safetensors): its r, alpha, dropout, target modules, modules to save and weights "
                   "replace the --lora-* options; needs --method lora or qlora");
+}
+
+// Knowledge distillation from a trained teacher.
+void add_distill_options(CLI::App* sub, const Options& o) {
+  sub->add_option("--distill-from", o->distill_from,
+                  "Knowledge distillation: a trained model (preset, directory or hub id; any family with this "
+                  "model's head, labels and tokenizer) whose softened outputs join the loss: alpha * T^2 * "
+                  "KL(softmax(teacher/T) || softmax(student/T)) + (1 - alpha) * the task loss. It runs inference "
+                  "only; its time is the step's \"teacher\" phase");
+  sub->add_option("--distill-temperature", o->distill_temperature,
+                  "Distillation's temperature T > 0: both sides' logits are divided by it (default 2)");
+  sub->add_option("--distill-alpha", o->distill_alpha,
+                  "The teacher's weight in [0, 1]; the task loss gets 1 - alpha (default 0.5). Trainer-based "
+                  "distillation examples that weigh the task loss by their alpha a take 1 - a here");
+  sub->add_option("--distill-dtype", o->distill_dtype,
+                  "The teacher's inference dtype: f32 (default), bf16, int8, nf4 (f16 on a GPU)");
+}
+
+// The run directory, checkpoints, profiling, TensorBoard, the device, threads and ranks.
+void add_run_options(CLI::App* sub, const Options& o, const std::shared_ptr<std::string>& device,
+                     const std::shared_ptr<bool>& no_progress) {
   sub->add_option("--runs-dir", o->runs_dir, "Where run directories go (default runs)");
   sub->add_option("--run-id", o->run_id, "Name of the run directory (default: train-<UTC time>-<model>)");
   sub->add_option("--save", o->save_dir, "Where the fine-tuned model goes (default runs/<run_id>/model)");
@@ -231,6 +250,67 @@ Command add_train_command(CLI::App& app) {
                   "A one-process run directory of the same job on the same machine: summary.json gives this "
                   "run's scaling efficiency against it");
   sub->add_flag("--no-progress", *no_progress, "No progress: no bar on a terminal, no line every 10 s elsewhere");
+}
+
+// The finished run on the terminal: each epoch, the steps, where things went. Returns the exit code.
+int report_result(const TrainResult& res) {
+  if (res.world_size > 1)
+    std::cout << res.world_size << " ranks: per-rank step times in " << res.run_dir << "/ranks/\n";
+  for (const auto& e : res.epochs) {
+    std::cout << "epoch " << e.epoch + 1 << ": train loss " << fixed(e.train_loss, 4);
+    if (e.evaluated)
+      std::cout << ", eval loss " << fixed(e.eval_loss, 4)
+                << (e.eval_perplexity >= 0 ? ", perplexity " + fixed(e.eval_perplexity, 3) : std::string())
+                << (e.eval_accuracy >= 0 ? ", eval accuracy " + fixed(e.eval_accuracy, 4) : std::string())
+                << (e.eval_macro_f1 >= 0 ? ", macro-F1 " + fixed(e.eval_macro_f1, 4) : std::string());
+    std::cout << ", " << fixed(e.seconds, 1) << " s, " << fixed(e.tokens_per_s, 0) << " tokens/s (real "
+              << "tokens, wall time), peak memory " << human_bytes(double(e.peak_bytes));
+    // As bench marks a point: its rate is the shared machine's when others took the cores.
+    if (e.load.measured && e.load.contended)
+      std::cout << "; CONTENDED: other processes used " << fixed(e.load.other_cores_mean, 2) << " of " << e.load.cores
+                << " cores beside its " << e.load.threads << " thread(s), so its times are the shared machine's";
+    std::cout << "\n";
+  }
+  std::cout << "steps: " << res.steps
+            << (res.resumed_from >= 0 ? " (resumed after step " + std::to_string(res.resumed_from) + ")"
+                                      : std::string())
+            << ", median step " << fixed(res.step_ms_median, 1) << " ms, training " << fixed(res.train_seconds, 1)
+            << " s (wall)\n";
+  if (res.teacher_ms_median >= 0)
+    std::cout << "teacher: median " << fixed(res.teacher_ms_median, 1) << " ms a step for its inference (the "
+              << "\"teacher\" phase), beside the student's forward " << fixed(res.forward_ms_median, 1) << " ms\n";
+  if (res.diverged) {
+    std::cerr << "tach: training diverged at " << res.divergence << "\n";
+    std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
+              << (std::filesystem::exists(res.run_dir + "/tensorboard") ? ", tensorboard/" : "") << "}\n";
+    return 1;
+  }
+  std::cout << "model: " << res.saved_model << "\n";
+  std::cout << "written: " << res.run_dir << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
+            << (std::filesystem::exists(res.run_dir + "/tensorboard") ? ", tensorboard/" : "") << "}\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_train_command(CLI::App& app) {
+  auto o = std::make_shared<TrainOptions>();
+  auto config_file = std::make_shared<std::string>();
+  auto no_progress = std::make_shared<bool>(false);
+  auto head = std::make_shared<std::string>("auto");
+  auto device = std::make_shared<std::string>("cpu");
+  CLI::App* sub = app.add_subcommand(
+      "train", "Fine-tune a sequence classifier of any family tach builds (model_type " + model_types_text() +
+                   "), or an encoder's masked LM, token classifier or question answering (--task), on a dataset "
+                   "(AdamW, linear warm-up and decay, "
+                   "clipping, gradient accumulation); times every step by phase; writes runs/<run_id>/{config.json, "
+                   "steps.jsonl, "
+                   "epoch_results.csv, summary.json, checkpoint-N/, model/}; --resume continues a killed run");
+  add_model_and_task_options(sub, o, config_file, head);
+  add_schedule_options(sub, o);
+  add_method_options(sub, o);
+  add_distill_options(sub, o);
+  add_run_options(sub, o, device, no_progress);
 
   return {sub, [o, config_file, no_progress, head, device, sub] {
             TrainOptions options = *o;
@@ -270,41 +350,7 @@ Command add_train_command(CLI::App& app) {
               return 0;
             }
             if (res.rank != 0) return res.diverged ? 1 : 0;  // under mpirun, rank 0 speaks for the job
-            if (res.world_size > 1)
-              std::cout << res.world_size << " ranks: per-rank step times in " << res.run_dir << "/ranks/\n";
-            for (const auto& e : res.epochs) {
-              std::cout << "epoch " << e.epoch + 1 << ": train loss " << fixed(e.train_loss, 4);
-              if (e.evaluated)
-                std::cout << ", eval loss " << fixed(e.eval_loss, 4)
-                          << (e.eval_perplexity >= 0 ? ", perplexity " + fixed(e.eval_perplexity, 3) : std::string())
-                          << (e.eval_accuracy >= 0 ? ", eval accuracy " + fixed(e.eval_accuracy, 4) : std::string())
-                          << (e.eval_macro_f1 >= 0 ? ", macro-F1 " + fixed(e.eval_macro_f1, 4) : std::string());
-              std::cout << ", " << fixed(e.seconds, 1) << " s, " << fixed(e.tokens_per_s, 0) << " tokens/s (real "
-                        << "tokens, wall time), peak memory " << human_bytes(double(e.peak_bytes));
-              // As bench marks a point: its rate is the shared machine's when others took the cores.
-              if (e.load.measured && e.load.contended)
-                std::cout << "; CONTENDED: other processes used " << fixed(e.load.other_cores_mean, 2) << " of "
-                          << e.load.cores << " cores beside its " << e.load.threads
-                          << " thread(s), so its times are the shared machine's";
-              std::cout << "\n";
-            }
-            std::cout << "steps: " << res.steps
-                      << (res.resumed_from >= 0 ? " (resumed after step " + std::to_string(res.resumed_from) + ")"
-                                                : std::string())
-                      << ", median step " << fixed(res.step_ms_median, 1) << " ms, training "
-                      << fixed(res.train_seconds, 1) << " s (wall)\n";
-            if (res.diverged) {
-              std::cerr << "tach: training diverged at " << res.divergence << "\n";
-              std::cout << "written: " << res.run_dir
-                        << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
-                        << (std::filesystem::exists(res.run_dir + "/tensorboard") ? ", tensorboard/" : "") << "}\n";
-              return 1;
-            }
-            std::cout << "model: " << res.saved_model << "\n";
-            std::cout << "written: " << res.run_dir
-                      << "/{config.json, steps.jsonl, epoch_results.csv, summary.json, run.log"
-                      << (std::filesystem::exists(res.run_dir + "/tensorboard") ? ", tensorboard/" : "") << "}\n";
-            return 0;
+            return report_result(res);
           }};
 }
 
