@@ -5,7 +5,7 @@
 if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
   set(CMAKE_CUDA_ARCHITECTURES 80 90)
 endif()
-# One CUDA runtime in the process: the shared libcudart that CUDA::cudart and cuBLASLt use. CMake's
+# One CUDA runtime in the process: the shared libcudart that tach and cuBLASLt use. CMake's
 # default would also link the static runtime into every executable with CUDA objects, and two
 # runtimes keep two sets of state (streams, pools) that must never meet.
 set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)

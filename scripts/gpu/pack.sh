@@ -43,9 +43,15 @@ __attribute__((aligned(16), visibility("default"))) const unsigned char icudt${i
 C
   cc -shared -fPIC -o "$icu_data" -Wl,-soname,"$(basename "$icu_data")" "$build/icu_empty_data.c"
 fi
-# CUPTI goes apart, as a fallback behind the GPU machine's own (which matches its driver).
+# CUPTI goes apart, as a fallback behind the GPU machine's own (which matches its driver). tach
+# opens it at its first use (ldd does not list it): the toolkit's copy it was built with, under its
+# soname, the name tach asks the loader for.
 mkdir -p "$stage/lib-fallback"
-ldd "$stage"/bin/tach | awk '/libcupti/ {print $3}' | xargs -r -I{} cp -L {} "$stage/lib-fallback/"
+cupti=$(sed -n 's/^CUDA_cupti_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
+if [ -n "$cupti" ] && [ -e "$cupti" ]; then
+  cupti_soname=$(readelf -d "$cupti" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  cp -L "$cupti" "$stage/lib-fallback/${cupti_soname:-$(basename "$cupti")}"
+fi
 # Compressed: the libraries alone are ~120 MB (oneDNN, OpenBLAS), the tree a call carries at most
 # 64 MiB with the repository's own ~34 MB. xz -9e's 64 MiB window also finds the
 # binaries' shared code (each links libtach).

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
 #include "core/symbol_name.h"
+#include "cuda/library_loader.h"
 #include "tach/device.h"
 #include "tach/error.h"
 
@@ -30,10 +32,54 @@ Collected& collected() {
   return c;
 }
 
+// CUPTI's entry points, resolved at the first GPU profile (cuda/library_loader.h says why not linked).
+struct CuptiApi {
+  decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiGetTimestamp) timestamp = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityDisable) disable = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;
+};
+
+struct LoadedCupti {
+  CuptiApi api;
+  std::string error;  // empty when usable
+};
+
+const LoadedCupti& loaded_cupti() {
+  static LoadedCupti state;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const OpenedLibrary lib = open_library({TACH_CUPTI_SONAME, TACH_CUPTI_TOOLKIT_PATH, "GPU activity in profiles"});
+    if (!lib.handle) {
+      state.error = "CUPTI is not available: " + lib.error;
+      return;
+    }
+    std::string missing;
+    CuptiApi& a = state.api;
+    resolve(lib.handle, a.result_string, "cuptiGetResultString", &missing);
+    resolve(lib.handle, a.timestamp, "cuptiGetTimestamp", &missing);
+    resolve(lib.handle, a.register_callbacks, "cuptiActivityRegisterCallbacks", &missing);
+    resolve(lib.handle, a.enable, "cuptiActivityEnable", &missing);
+    resolve(lib.handle, a.disable, "cuptiActivityDisable", &missing);
+    resolve(lib.handle, a.flush_all, "cuptiActivityFlushAll", &missing);
+    resolve(lib.handle, a.next_record, "cuptiActivityGetNextRecord", &missing);
+    resolve(lib.handle, a.dropped_records, "cuptiActivityGetNumDroppedRecords", &missing);
+    if (!missing.empty()) state.error = std::string("CUPTI is not usable: ") + TACH_CUPTI_SONAME + " lacks " + missing;
+  });
+  return state;
+}
+
+// Only called once loaded_cupti() has no error (start() checks it first).
+const CuptiApi& cupti() { return loaded_cupti().api; }
+
 void check_cupti(CUptiResult r, const char* what) {
   if (r == CUPTI_SUCCESS) return;
   const char* msg = nullptr;
-  cuptiGetResultString(r, &msg);
+  cupti().result_string(r, &msg);
   throw Error(std::string("CUPTI ") + what + ": " + (msg ? msg : "error " + std::to_string(int(r))));
 }
 
@@ -62,7 +108,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   std::lock_guard<std::mutex> lock(c.mu);
   CUpti_Activity* record = nullptr;
   const auto to_steady = [&](uint64_t t) { return int64_t(t) + c.clock_offset_ns; };
-  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+  while (cupti().next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
     GpuActivity a;
     uint32_t correlation = 0;
     switch (record->kind) {
@@ -106,7 +152,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     c.activities.emplace_back(std::move(a), correlation);
   }
   size_t dropped = 0;
-  cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
+  cupti().dropped_records(nullptr, 0, &dropped);
   c.dropped += int64_t(dropped);
   std::free(buffer);
 }
@@ -119,7 +165,7 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 
 
 std::string ActivityCollector::unavailable_reason() {
   if (!cuda_available()) return cuda_unavailable_reason();
-  return "";
+  return loaded_cupti().error;
 }
 
 void ActivityCollector::start() {
@@ -133,11 +179,11 @@ void ActivityCollector::start() {
     c.launch_by_correlation.clear();
     c.dropped = 0;
     uint64_t cupti_now = 0;
-    check_cupti(cuptiGetTimestamp(&cupti_now), "cuptiGetTimestamp");
+    check_cupti(cupti().timestamp(&cupti_now), "cuptiGetTimestamp");
     c.clock_offset_ns = steady_now_ns() - int64_t(cupti_now);
   }
-  check_cupti(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
-  for (CUpti_ActivityKind k : kKinds) check_cupti(cuptiActivityEnable(k), "cuptiActivityEnable");
+  check_cupti(cupti().register_callbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
+  for (CUpti_ActivityKind k : kKinds) check_cupti(cupti().enable(k), "cuptiActivityEnable");
   running_ = true;
 }
 
@@ -145,8 +191,8 @@ std::vector<GpuActivity> ActivityCollector::stop(int64_t* dropped) {
   if (dropped) *dropped = 0;
   if (!running_) return {};
   running_ = false;
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  cupti().flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (CUpti_ActivityKind k : kKinds) cupti().disable(k);
   Collected& c = collected();
   std::lock_guard<std::mutex> lock(c.mu);
   std::vector<GpuActivity> out;
