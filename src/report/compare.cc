@@ -148,6 +148,10 @@ std::vector<CompareRun> sides_by(const std::vector<CompareRun>& runs, const std:
   return sides;
 }
 
+// The fewest latency samples a side needs for a verdict: two time blocks of three, each block's
+// median then steady under one outlier.
+constexpr int64_t kMinSamplesForVerdict = 6;
+
 // One row of the comparison: the change from a's samples (ms per batch, or per decode step) to
 // b's, with the block-bootstrap interval of the median's ratio, each run's drift, and the verdict
 // (compare_verdict.h says why blocks). Throughput is a batch's rows over the median latency
@@ -173,16 +177,25 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
   // Throughput is rows over the median latency, so its change follows from the latency's:
   // (rows_b / rows_a) / (1 + latency change) - 1, and its interval from the latency's ends.
   const auto throughput_of = [&](double latency_change) { return rows_b / rows_a / (1 + latency_change) - 1; };
-  if (ch.baseline_n < 2 || ch.n < 2) {
+  if (ch.baseline_n < kMinSamplesForVerdict || ch.n < kMinSamplesForVerdict) {
     ch.latency_change = ch.median_ms / ch.baseline_median_ms - 1;
     ch.throughput_change = throughput_of(ch.latency_change);
     ch.verdict = "not comparable";
     // One sample (a run with -r 1) gives no interval; none at all is a run from before raw
-    // latencies were kept.
-    ch.why = ch.baseline_n == 0 || ch.n == 0
+    // latencies were kept. A few give two blocks of one or two samples: four resamples a side, an
+    // interval that is the block medians' range, and a drift over a millisecond or two that says
+    // nothing of how far two runs seconds apart can differ (the README's two runs of -r 3 on a
+    // busy machine were called regressed by 40%).
+    const int64_t fewest = std::min(ch.baseline_n, ch.n);
+    const std::string where = ch.baseline_n == ch.n ? "each side" : "one side";
+    ch.why = fewest == 0
                  ? "no raw latencies on one side (a run written before they were kept): medians only, no interval"
-                 : std::string("one latency sample on ") + (ch.baseline_n == ch.n ? "each side" : "one side") +
-                       " (-r 1): one sample cannot give an interval, so medians only";
+             : fewest == 1
+                 ? "one latency sample on " + where + " (-r 1): one sample cannot give an interval, so medians only"
+                 : std::to_string(fewest) + " latency samples on " + where + " (-r " + std::to_string(fewest) +
+                       "): fewer than " + std::to_string(kMinSamplesForVerdict) +
+                       " cannot tell a change from the spread between runs, so medians only (--runs " +
+                       std::to_string(kMinSamplesForVerdict) + " or more)";
     return ch;
   }
   const report::RatioInterval lat = report::block_bootstrap_ratio(sa, sb, options.confidence, options.resamples, rng);
@@ -509,7 +522,8 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
            "step); throughput: "
         << kThroughputDefinition << "; changes are new / baseline - 1 with a " << ci << " from " << o.resamples
         << " block-bootstrap resamples (each run's latencies cut in time order into blocks, whole blocks "
-           "resampled); a change is a verdict only when the interval excludes 0, it is at least "
+           "resampled); a change is a verdict only with "
+        << kMinSamplesForVerdict << " latencies a side or more, when the interval excludes 0, it is at least "
         << num(o.noise_threshold * 100, 1)
         << "% (--noise-threshold), and it exceeds the drift inside both runs (how far their blocks' medians moved "
            "apart); points measured under contention (other processes taking cores their threads needed) on either "

@@ -134,9 +134,9 @@ RULES = [
      {"expect": [r"accuracy 0\.7890"]}),
     (r"run -m tests/fixtures/encoders/distilbert-sst2-tiny",
      {"quick": [(r"-b 1,8,32 -s 128", "-b 1,8 -s 128 --runs 2")], "why": "three batch sizes of the full dev set"}),
-    # Two short runs of the same build on a machine the suite itself loads: the verdict is the
-    # machine's, so exit 4 (a regression past the threshold) is as right as 0; the table must show.
-    (r"compare runs/ex-bench runs/ex-bench2 --fail-on-regression", {"code": (0, 4), "expect": [r"comparisons?:"]}),
+    # Two short runs (-r 3) of the same build: too few runs a side for a verdict, so never a
+    # regression, whatever the machine did between them; the table must show.
+    (r"compare runs/ex-bench runs/ex-bench2 --fail-on-regression", {"expect": [r"comparisons?:", r"not comparable"]}),
     (r"estimate --models .* --table", {"expect": [r"distilbert|DistilBERT"]}),
     (r"^build/tach info\s*(#|$)", {"expect": [r"(?i)cpu"]}),
     (r"embed .*--similarity", {"expect": [r"similarity"]}),
