@@ -46,6 +46,7 @@ ModelFamily bert_family() {
   f.masked_lm_architecture = "BertForMaskedLM";
   f.lora_targets = {"query", "key", "value", "dense"};
   f.tokenizer_hint = "bert-base-uncased";
+  f.pruning = {.pruned_heads = true, .ffn_key = "intermediate_size", .layers_key = "num_hidden_layers"};
   f.encoder = &kBert;
   f.load = load_encoder;
   f.summarize = summarize_encoder;

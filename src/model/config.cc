@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,6 +22,41 @@ std::string encoder_architectures() {
     if (f.encoder)
       for (const auto& [architecture, head] : family_architectures(f)) s += (s.empty() ? "" : ", ") + architecture;
   return s;
+}
+
+// config.json's pruned_heads: {"layer": [head, ...]} with original head indices, as transformers
+// 4's prune_heads saves them. A layer left with no heads has no attention transformers can build.
+void parse_pruned_heads(const Field& f, const ModelFamily& family, EncoderConfig& c) {
+  if (!f.has("pruned_heads")) return;
+  const json& p = f.root["pruned_heads"];
+  if (!p.is_object()) f.fail("pruned_heads", "must be an object of layer: [heads], got " + p.dump());
+  if (p.empty()) return;
+  if (!family.pruning.pruned_heads)
+    f.fail("pruned_heads", "is not read for " + std::string(family.name) + ": " + family.pruning.heads_refusal);
+  c.pruned_heads.assign(size_t(c.num_layers), {});
+  for (const auto& [key, heads] : p.items()) {
+    int64_t layer = -1;
+    try {
+      size_t used = 0;
+      layer = std::stoll(key, &used);
+      if (used != key.size()) layer = -1;
+    } catch (const std::exception&) {}
+    if (layer < 0 || layer >= c.num_layers)
+      f.fail("pruned_heads",
+             "names layer \"" + key + "\"; the model has layers 0 to " + std::to_string(c.num_layers - 1));
+    if (!heads.is_array()) f.fail("pruned_heads", "layer " + key + " must be a list of head indices");
+    std::vector<int64_t>& removed = c.pruned_heads[size_t(layer)];
+    for (const json& h : heads) {
+      if (!h.is_number_integer() || h.get<int64_t>() < 0 || h.get<int64_t>() >= c.num_heads)
+        f.fail("pruned_heads",
+               "layer " + key + " lists head " + h.dump() + "; heads are 0 to " + std::to_string(c.num_heads - 1));
+      removed.push_back(h.get<int64_t>());
+    }
+    std::sort(removed.begin(), removed.end());
+    removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
+    if (int64_t(removed.size()) == c.num_heads)
+      f.fail("pruned_heads", "removes every head of layer " + key + "; a layer keeps at least one");
+  }
 }
 
 }  // namespace
@@ -91,6 +127,7 @@ EncoderConfig parse_encoder_config(const json& j, const std::string& source) {
   if (c.hidden_size % c.num_heads != 0)
     throw Error(source + ": hidden size " + std::to_string(c.hidden_size) + " is not divisible by " +
                 std::to_string(c.num_heads) + " attention heads");
+  parse_pruned_heads(f, family, c);
   c.pad_token_id = f.nonneg_int("pad_token_id", c.pad_token_id);  // a family's read_config may set its default
   c.torch_dtype = f.str("torch_dtype", f.str("dtype", ""));
   parse_labels(f, c);

@@ -34,6 +34,10 @@ struct EncoderConfig {
   std::string hidden_act = "gelu";  // gelu (erf) or relu
   int64_t pad_token_id = 0;
   int64_t relative_attention_buckets = 0;  // MPNet's relative_attention_num_buckets (the table's rows)
+  // config.json's pruned_heads (transformers 4's spelling of a head-pruned checkpoint): per layer,
+  // the original indices of the heads removed, sorted; empty: every layer has num_heads. The
+  // layer's q, k, v then have (num_heads - removed) * head_dim rows, in the original order.
+  std::vector<std::vector<int64_t>> pruned_heads;
 
   // Training only (inference is transformers' eval mode, where dropout is the identity).
   float hidden_dropout = 0.1f;      // BERT hidden_dropout_prob, DistilBERT dropout
@@ -48,6 +52,9 @@ struct EncoderConfig {
 
   int64_t num_labels() const { return static_cast<int64_t>(id2label.size()); }
   int64_t head_dim() const { return hidden_size / num_heads; }
+  int64_t heads_in_layer(int64_t layer) const {
+    return pruned_heads.empty() ? num_heads : num_heads - int64_t(pruned_heads[size_t(layer)].size());
+  }
 };
 
 // model_type of a config.json, checked against the family table (model/family.cc).

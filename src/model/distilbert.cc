@@ -61,6 +61,7 @@ ModelFamily distilbert_family() {
   f.head_names.mlm_decoder = "vocab_projector", f.head_names.mlm_bias = "";
   f.lora_targets = {"q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2"};
   f.tokenizer_hint = "bert-base-uncased";
+  f.pruning = {.pruned_heads = true, .ffn_key = "hidden_dim", .layers_key = "n_layers"};
   f.encoder = &kDistilbert;
   f.load = load_encoder;
   f.summarize = summarize_encoder;

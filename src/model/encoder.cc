@@ -67,13 +67,14 @@ Tensor encoder_position_ids(const Tensor& ids, const EncoderShape& s) {
 
 namespace {
 
-// One layer whose queries are `rows` of the N = B*T tokens (all of them, or one per sequence).
-ops::OpCost layer_cost(const EncoderShape& s, int64_t B, int64_t T, int64_t query_rows_per_sequence) {
+// Layer `li`, whose queries are `rows` of the N = B*T tokens (all of them, or one per sequence).
+ops::OpCost layer_cost(const EncoderShape& s, size_t li, int64_t B, int64_t T, int64_t query_rows_per_sequence) {
   const int64_t N = B * T, C = s.hidden, I = s.intermediate, R = B * query_rows_per_sequence;
-  ops::OpCost c = ops::linear_cost(N, 3 * C, C, DType::f32, true);
-  c += ops::attention_cost(B, T, s.heads, C / s.heads, query_rows_per_sequence, s.relative_buckets > 0);
+  const int64_t H = s.heads_in(li), D = s.head_dim(), A = H * D;
+  ops::OpCost c = ops::linear_cost(N, 3 * A, C, DType::f32, true);
+  c += ops::attention_cost(B, T, H, D, query_rows_per_sequence, s.relative_buckets > 0);
   if (R < N) c += ops::copy_rows_cost(B, C);  // the residual's first tokens
-  c += ops::linear_cost(R, C, C, DType::f32, true);
+  c += ops::linear_cost(R, C, A, DType::f32, true);
   c += ops::layer_norm_cost(R, C, true);
   c += ops::linear_cost(R, I, C, DType::f32, true);
   c += ops::linear_cost(R, C, I, DType::f32, true);
@@ -89,33 +90,43 @@ ops::OpCost encoder_cost(const EncoderShape& s, int64_t B, int64_t T, EncoderOut
   c += ops::embedding_cost(N, C, DType::f32);
   if (s.type_vocab > 0) c += ops::embedding_cost(N, C, DType::f32);
   c += ops::layer_norm_cost(N, C, false);
-  const ops::OpCost layer = layer_cost(s, B, T, T);
-  for (int64_t i = 0; i + 1 < s.layers; ++i) c += layer;
-  if (s.layers > 0) c += output == EncoderOutput::first_token ? layer_cost(s, B, T, 1) : layer;
+  for (int64_t i = 0; i < s.layers; ++i)
+    c += layer_cost(s, size_t(i), B, T, output == EncoderOutput::first_token && i + 1 == s.layers ? 1 : T);
   return c;
 }
 
 namespace {
 
-// The last layer for each row's first token: keys and values for every token of h [B, T, C]
-// (qkv [N, 3C] is the layers' buffer), everything after them for B rows. Returns [B, C].
-Tensor last_layer_first_tokens(const EncoderLayer& layer, const EncoderShape& s, const Tensor& h, Tensor& qkv,
-                               const Tensor& attention_mask, const Tensor& relative_bias, const Tensor& buckets,
-                               float scale) {
+// The first n elements of a contiguous buffer as a tensor of `shape` (a layer with pruned heads
+// uses less of the buffers sized for C).
+Tensor leading(const Tensor& buffer, const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return buffer.reshape({buffer.numel()}).narrow(0, 0, n).reshape(shape);
+}
+
+// The last layer (li) for each row's first token: keys and values for every token of h [B, T, C]
+// (qkv [N, 3C] is the layers' buffer, [N, 3A] of it used), everything after them for B rows.
+// Returns [B, C].
+Tensor last_layer_first_tokens(const EncoderLayer& layer, size_t li, const EncoderShape& s, const Tensor& h,
+                               const Tensor& qkv_buffer, const Tensor& attention_mask, const Tensor& relative_bias,
+                               const Tensor& buckets, float scale) {
   const int64_t B = h.size(0), T = h.size(1), C = s.hidden, I = s.intermediate;
+  const int64_t H = s.heads_in(li), A = H * s.head_dim();
   const Device device = h.device();
   std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
+  Tensor qkv = leading(qkv_buffer, {B * T, 3 * A});
   ops::linear_forward(qkv, h.reshape({B * T, C}), *layer.qkv);
-  Tensor qkv3 = qkv.reshape({B, T, 3 * C});
-  // ctx [B, 1, C]: the first query of each sequence against all its keys.
-  Tensor ctx = Tensor::empty({B, 1, C}, DType::f32, device);
-  ops::attention_forward(ctx, qkv3.narrow(1, 0, 1).narrow(2, 0, C), qkv3.narrow(2, C, C), qkv3.narrow(2, 2 * C, C),
-                         attention_mask, static_cast<int>(s.heads), scale, relative_bias, buckets);
+  Tensor qkv3 = qkv.reshape({B, T, 3 * A});
+  // ctx [B, 1, A]: the first query of each sequence against all its keys.
+  Tensor ctx = Tensor::empty({B, 1, A}, DType::f32, device);
+  ops::attention_forward(ctx, qkv3.narrow(1, 0, 1).narrow(2, 0, A), qkv3.narrow(2, A, A), qkv3.narrow(2, 2 * A, A),
+                         attention_mask, static_cast<int>(H), scale, relative_bias, buckets);
   // first [B, C]: the residual stream at each first token.
   Tensor first = Tensor::empty({B, C}, DType::f32, device);
   ops::copy_rows(device, first.data<float>(), C, h.data<float>(), T * C, B, C);
   Tensor proj = Tensor::empty({B, C}, DType::f32, device);
-  ops::linear_forward(proj, ctx.reshape({B, C}), *layer.attn_out);
+  ops::linear_forward(proj, ctx.reshape({B, A}), *layer.attn_out);
   ops::layer_norm_forward(first, proj, first, layer.ln1_gamma, layer.ln1_beta, s.eps);
   attn_span.reset();
   core::Span ffn_span(core::SpanKind::module, "ffn");
@@ -167,23 +178,26 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
     std::copy(b.begin(), b.end(), buckets.data<int32_t>());
     buckets = buckets.on(device);
   }
-  const int64_t head_dim = C / s.heads;
+  const int64_t head_dim = s.head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const EncoderLayer& layer = w.layers[li];
     core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.layer_prefix, li) : std::string());
     if (output == EncoderOutput::first_token && li + 1 == w.layers.size()) {
-      Tensor first = last_layer_first_tokens(layer, s, h, qkv, attention_mask, w.relative_bias, buckets, scale);
+      Tensor first = last_layer_first_tokens(layer, li, s, h, qkv, attention_mask, w.relative_bias, buckets, scale);
       if (cost) *cost += encoder_cost(s, B, T, output);
       return first;
     }
     std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
-    ops::linear_forward(qkv, h2, *layer.qkv);
-    // q, k, v are column blocks of one [B, T, 3C] buffer: views, no copies.
-    Tensor qkv3 = qkv.reshape({B, T, 3 * C});
-    ops::attention_forward(ctx, qkv3.narrow(2, 0, C), qkv3.narrow(2, C, C), qkv3.narrow(2, 2 * C, C), attention_mask,
-                           static_cast<int>(s.heads), scale, w.relative_bias, buckets);
-    ops::linear_forward(proj, ctx.reshape({N, C}), *layer.attn_out);
+    const int64_t H = s.heads_in(li), A = H * head_dim;  // A = C unless heads were pruned
+    Tensor layer_qkv = A == C ? qkv : leading(qkv, {N, 3 * A});
+    Tensor layer_ctx = A == C ? ctx : leading(ctx, {B, T, A});
+    ops::linear_forward(layer_qkv, h2, *layer.qkv);
+    // q, k, v are column blocks of one [B, T, 3A] buffer: views, no copies.
+    Tensor qkv3 = layer_qkv.reshape({B, T, 3 * A});
+    ops::attention_forward(layer_ctx, qkv3.narrow(2, 0, A), qkv3.narrow(2, A, A), qkv3.narrow(2, 2 * A, A),
+                           attention_mask, static_cast<int>(H), scale, w.relative_bias, buckets);
+    ops::linear_forward(proj, layer_ctx.reshape({N, A}), *layer.attn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln1_gamma, layer.ln1_beta, s.eps);
     attn_span.reset();
     core::Span ffn_span(core::SpanKind::module, "ffn");

@@ -14,9 +14,10 @@
 
 namespace tach::model {
 
+// A = the layer's heads x head_dim: C, or less where heads were pruned.
 struct EncoderLayer {
-  std::unique_ptr<ops::Linear> qkv;       // [3C, C]: q, k, v fused into one GEMM
-  std::unique_ptr<ops::Linear> attn_out;  // [C, C]
+  std::unique_ptr<ops::Linear> qkv;       // [3A, C]: q, k, v fused into one GEMM
+  std::unique_ptr<ops::Linear> attn_out;  // [C, A]
   Tensor ln1_gamma, ln1_beta;             // [C] f32, after attention
   std::unique_ptr<ops::Linear> ffn_in;    // [I, C], activation fused
   std::unique_ptr<ops::Linear> ffn_out;   // [C, I]
@@ -34,6 +35,11 @@ struct EncoderWeights {
 
 struct EncoderShape {
   int64_t layers = 0, hidden = 0, heads = 0, intermediate = 0, vocab = 0, max_positions = 0, type_vocab = 0;
+  // Heads each layer keeps after pruning (config.json's pruned_heads); empty: `heads` in every
+  // layer. A layer's attention is heads_in(l) * head_dim() wide; head_dim stays hidden / heads.
+  std::vector<int64_t> layer_heads;
+  int64_t heads_in(size_t layer) const { return layer_heads.empty() ? heads : layer_heads[layer]; }
+  int64_t head_dim() const { return hidden / heads; }
   float eps = 1e-12f;
   std::string module = "bert", layer_prefix = "encoder.layer.";  // module paths in traces
   // RoBERTa's padding_idx: position ids count the non-pad tokens after it (pads sit at it); -1:

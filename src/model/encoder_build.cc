@@ -12,6 +12,8 @@ EncoderShape encoder_shape(const EncoderConfig& c) {
   s.layers = c.num_layers;
   s.hidden = c.hidden_size;
   s.heads = c.num_heads;
+  if (!c.pruned_heads.empty())
+    for (int64_t l = 0; l < c.num_layers; ++l) s.layer_heads.push_back(c.heads_in_layer(l));
   s.intermediate = c.intermediate_size;
   s.vocab = c.vocab_size;
   s.max_positions = c.max_position_embeddings;
@@ -48,11 +50,12 @@ BuiltEncoder build_encoder(const EncoderConfig& c, const ModelFamily& row, Weigh
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = n.layer + std::to_string(i) + ".";
     EncoderLayer L;
-    Tensor wq = w.take(p + n.q + ".weight", {C, C}), bq = w.take(p + n.q + ".bias", {C});
-    Tensor wk = w.take(p + n.k + ".weight", {C, C}), bk = w.take(p + n.k + ".bias", {C});
-    Tensor wv = w.take(p + n.v + ".weight", {C, C}), bv = w.take(p + n.v + ".bias", {C});
+    const int64_t A = c.heads_in_layer(i) * c.head_dim();  // C unless heads were pruned
+    Tensor wq = w.take(p + n.q + ".weight", {A, C}), bq = w.take(p + n.q + ".bias", {A});
+    Tensor wk = w.take(p + n.k + ".weight", {A, C}), bk = w.take(p + n.k + ".bias", {A});
+    Tensor wv = w.take(p + n.v + ".weight", {A, C}), bv = w.take(p + n.v + ".bias", {A});
     L.qkv = pack_linear(concat_rows(wq, wk, wv), concat_rows(bq, bk, bv), place);
-    L.attn_out = take_linear(w, p + n.out, C, C, place);
+    L.attn_out = take_linear(w, p + n.out, C, A, place);
     take_layer_norm(w, p + n.ln1, C, &L.ln1_gamma, &L.ln1_beta, place.device);
     L.ffn_in = take_linear(w, p + n.ffn_in, I, C, place, ffn_activation(c));
     L.ffn_out = take_linear(w, p + n.ffn_out, C, I, place);

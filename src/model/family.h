@@ -159,6 +159,19 @@ struct EncoderFamily {
   int64_t relative_buckets = 0, relative_max_distance = 0;
 };
 
+// How a family writes a smaller model of itself that transformers reads (tach prune), and reads
+// one back. A part the row leaves unset is refused, naming the family and why.
+struct PruningRule {
+  // Attention heads: removed per layer and listed in config.json's pruned_heads, the spelling of
+  // transformers 4's prune_heads (transformers 5 builds every layer with num_attention_heads).
+  bool pruned_heads = false;
+  const char* heads_refusal = "tach has no rule for writing it with fewer attention heads";
+  // FFN neurons, the same count in every layer: config.json's width under this key; nullptr: none.
+  const char* ffn_key = nullptr;
+  // Whole layers, the rest renumbered from 0: config.json's layer count under this key; nullptr: none.
+  const char* layers_key = nullptr;
+};
+
 struct ModelFamily {
   const char* name;                      // "Llama decoders (Llama 2/3.x, SmolLM2, TinyLlama)"
   std::vector<std::string> model_types;  // config.json's model_type values it builds
@@ -183,6 +196,7 @@ struct ModelFamily {
   // Pre-split words (token classification) get a space before each, as run_ner.py's
   // add_prefix_space does for its byte-level model types (RoBERTa among the rows here).
   bool words_take_prefix_space = false;
+  PruningRule pruning;                     // what tach prune may remove (default: nothing)
   const DecoderFamily* decoder = nullptr;  // exactly one of decoder and encoder is set
   const EncoderFamily* encoder = nullptr;
   std::unique_ptr<Model> (*load)(const ModelFamily& family, const ModelLocation& location, const LoadOptions& options);

@@ -70,6 +70,10 @@ ModelFamily mpnet_family() {
   f.head_names.mlm_activation_from_config = false;  // MPNetLMHead: gelu
   f.lora_targets = {"q", "k", "v", "o", "dense"};
   f.tokenizer_hint = "all-mpnet-base-v2";
+  // One relative position bias table serves every layer's heads, so no layer can have fewer.
+  f.pruning = {.heads_refusal = "its relative position bias is one table for every layer's heads",
+               .ffn_key = "intermediate_size",
+               .layers_key = "num_hidden_layers"};
   f.encoder = &kMpnet;
   f.load = load_encoder;
   f.summarize = summarize_encoder;

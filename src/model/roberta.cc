@@ -60,6 +60,7 @@ ModelFamily roberta_row(const char* name, const char* model_type, const char* ba
   f.head_names = lm_head_names();
   f.lora_targets = {"query", "key", "value", "dense"};
   f.tokenizer_hint = tokenizer;
+  f.pruning = {.pruned_heads = true, .ffn_key = "intermediate_size", .layers_key = "num_hidden_layers"};
   f.encoder = &kRoberta;
   f.load = load_encoder;
   f.summarize = summarize_encoder;

@@ -25,6 +25,7 @@ Command add_monitor_command(CLI::App& app);
 Command add_estimate_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_merge_command(CLI::App& app);
+Command add_prune_command(CLI::App& app);
 Command add_embed_command(CLI::App& app);
 Command add_download_command(CLI::App& app);
 Command add_dataset_command(CLI::App& app);
