@@ -21,6 +21,7 @@
 #include "data/squad.h"
 #include "train/optimizer.h"
 #include "train/qa_features.h"
+#include "train/save_model.h"
 #include "train/task_data.h"
 #include "train/training_model.h"
 #include "task_fixtures.h"
@@ -269,14 +270,15 @@ using test::TaskCase;
 // Gradients that are zero in exact arithmetic, so rounding noise in both engines, which AdamW
 // then walks by ~lr per step in a direction rounding sets (test_train_golden says more):
 // - the key projection's bias (softmax ignores a shift shared by a row's scores);
-// - question answering's qa_outputs.bias and the last layer's output LayerNorm bias: each is a sum
-//   over a row's tokens of the start/end logits' gradient, and a softmax over the row's tokens
-//   has gradients that sum to zero.
+// - question answering's qa_outputs.bias (ModernBERT's classifier.bias) and the last layer's
+//   output LayerNorm bias: each is a sum over a row's tokens of the start/end logits' gradient,
+//   and a softmax over the row's tokens has gradients that sum to zero.
 bool zero_in_exact_arithmetic(const std::string& name, Head head) {
   for (const char* k : {"attention.self.key.bias", "attention.k_lin.bias", "attention.attn.k.bias"})
     if (name.find(k) != std::string::npos) return true;
   if (head != Head::question_answering) return false;
-  return name == "qa_outputs.bias" || name.find("layer.1.output.LayerNorm.bias") != std::string::npos ||
+  return name == "qa_outputs.bias" || name == "classifier.bias" ||
+         name.find("layer.1.output.LayerNorm.bias") != std::string::npos ||
          name.find("layer.1.output_layer_norm.bias") != std::string::npos;
 }
 
@@ -343,8 +345,9 @@ TEST_P(TaskFixture, TwentyAdamWStepsMatchTransformers) {
   for (const auto& e : ref.header().entries) {
     const train::Parameter* p = find_param(*c.model, e.name);
     ASSERT_NE(p, nullptr) << e.name;
-    if (!zero_in_exact_arithmetic(e.name, c.model->head()))
+    if (!zero_in_exact_arithmetic(e.name, c.model->head())) {
       EXPECT_LT(test::tensor_error(p->value, ref.tensor(e)), 1e-4) << e.name;
+    }
   }
 }
 
@@ -433,14 +436,71 @@ TEST(TaskHeads, AnotherTasksHeadIsNotLoaded) {
   EXPECT_TRUE(noted) << "transformers' note names the new classifier";
   const auto ref = model::SafetensorsFile::open(dir + "/model.safetensors");
   for (const auto& e : ref.header().entries)
-    if (e.name == "classifier.weight") EXPECT_NE(e.shape, model->params.at("classifier.weight").value.shape());
+    if (e.name == "classifier.weight") { EXPECT_NE(e.shape, model->params.at("classifier.weight").value.shape()); }
+}
+
+// ModernBERT's token classifier made on its masked LM: the checkpoint's head block (head.dense,
+// head.norm) is taken, as from_pretrained takes it; the classifier is new, with the note; the
+// decoder's bias is left out.
+TEST(TaskHeads, ModernBertTokenClassifierOnAMaskedLmTakesItsHeadBlock) {
+  const std::string dir = test::fixtures_dir() + "/train_tasks/modernbert-mlm-f32/model";
+  const train::TrainingModelSource source = train::open_training_model(dir, 0);
+  EXPECT_TRUE(source.has_head(Head::masked_lm));
+  EXPECT_FALSE(source.checkpoint_has_head) << "a masked LM's head is no sequence classifier";
+  std::vector<std::string> notes;
+  const auto model = train::build_trainable_model(source, {"B-LOC", "O"}, "", 0, &notes, Head::token_classification);
+  EXPECT_EQ(model->architecture(), "ModernBertForTokenClassification");
+  EXPECT_EQ(model->params.at("classifier.weight").value.shape(), (Shape{2, 32}));
+  EXPECT_EQ(model->params.find("decoder.bias"), nullptr);
+  const auto ref = model::SafetensorsFile::open(dir + "/model.safetensors");
+  for (const auto& e : ref.header().entries)
+    if (e.name == "head.dense.weight" || e.name == "head.norm.weight") {
+      EXPECT_LT(test::tensor_error(model->params.at(e.name).value, ref.tensor(e)), 1e-7) << e.name;
+    }
+  std::string all;
+  for (const auto& n : notes) all += n + "\n";
+  EXPECT_NE(all.find("classifier.weight, classifier.bias"), std::string::npos) << all;
+  EXPECT_EQ(all.find("head.dense.weight,"), std::string::npos) << all;
+}
+
+// Question answering made on a token classifier of 5 labels saves transformers' two default
+// labels: …ForQuestionAnswering sizes its start/end head by num_labels (ModernBERT's classifier,
+// BERT's qa_outputs), so the token classifier's would not load.
+TEST(TaskHeads, QuestionAnsweringOnATokenClassifierSavesTwoLabels) {
+  for (const char* name : {"bert-token-cls5-f32", "modernbert-token-cls5-f32"}) {
+    const std::string dir = test::fixtures_dir() + "/train_tasks/" + name + "/model";
+    const train::TrainingModelSource source = train::open_training_model(dir, 0);
+    const auto model = train::build_trainable_model(source, {}, "", 0, nullptr, Head::question_answering);
+    const nlohmann::json config = train::trained_config(*model, source.config_json, "");
+    EXPECT_EQ(config["id2label"].size(), 2u) << name << ": " << config["id2label"].dump();
+    EXPECT_EQ(config["label2id"].size(), 2u) << name;
+    EXPECT_EQ(config["architectures"][0].get<std::string>().find("ForQuestionAnswering") == std::string::npos, false);
+  }
+}
+
+// A causal decoder trains as a sequence classifier: a per-token task is refused naming that.
+TEST(TaskHeads, ACausalDecoderRefusesPerTokenTasksNamingWhatItTrains) {
+  const train::TrainingModelSource decoder = train::open_training_model("preset:qwen2-tiny", 0);
+  for (const Head task : {Head::masked_lm, Head::token_classification, Head::question_answering}) {
+    try {
+      train::build_trainable_model(decoder, {"A", "B"}, "", 0, nullptr, task);
+      ADD_FAILURE() << head_name(task) << " trained on a causal decoder";
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("; --task sequence-classification trains them"), std::string::npos) << what;
+      if (task == Head::masked_lm)
+        EXPECT_NE(what.find("are causal language models with no masked-LM head"), std::string::npos) << what;
+      else EXPECT_NE(what.find(std::string("training the ") + head_name(task) + " head of"), std::string::npos) << what;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TaskFixture,
                          ::testing::Values("bert-mlm-f32", "distilbert-mlm-f32", "roberta-mlm-f32",
                                            "bert-token-cls5-f32", "distilbert-token-cls5-f32", "bert-qa-f32",
                                            "roberta-qa-f32", "mpnet-mlm-f32", "xlm-roberta-token-cls5-f32",
-                                           "mpnet-qa-f32", "xlm-roberta-mlm-f32", "distilbert-qa-f32"),
+                                           "mpnet-qa-f32", "xlm-roberta-mlm-f32", "distilbert-qa-f32",
+                                           "modernbert-mlm-f32", "modernbert-token-cls5-f32", "modernbert-qa-f32"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 
 }  // namespace

@@ -10,7 +10,8 @@ wrote), OUT/<case>/ gets:
                       tach's default targets (every linear of the layers by PEFT's name, which
                       also matches the masked-LM head's `dense`), r 4, alpha 8, PEFT's task type
                       (TOKEN_CLS, QUESTION_ANS; none for the masked LM) and so its default
-                      modules_to_save (classifier,score; qa_outputs; none). lora_A and lora_B are
+                      modules_to_save (classifier,score; qa_outputs; none), ModernBERT's
+                      question-answering `classifier` named besides. lora_A and lora_B are
                       drawn N(0, 0.2) so that both get gradients (peft's own init has B = 0).
   expected.json       options, the loss on batch 0, and 20 steps' losses, learning rates, norms
   grads.safetensors   the trainable parameters' gradients on batch 0 (dropout off), tach's names
@@ -41,16 +42,20 @@ TARGETS = {
     "roberta": ["query", "key", "value", "dense"],
     "xlm-roberta": ["query", "key", "value", "dense"],
     "mpnet": ["q", "k", "v", "o", "dense"],
+    "modernbert": ["Wqkv", "Wo", "Wi", "dense"],
 }
 CASES = ["bert-mlm-f32", "distilbert-mlm-f32", "roberta-mlm-f32", "mpnet-mlm-f32", "xlm-roberta-mlm-f32",
          "bert-token-cls5-f32", "distilbert-token-cls5-f32", "xlm-roberta-token-cls5-f32", "bert-qa-f32",
-         "distilbert-qa-f32", "roberta-qa-f32", "mpnet-qa-f32"]
+         "distilbert-qa-f32", "roberta-qa-f32", "mpnet-qa-f32", "modernbert-mlm-f32", "modernbert-token-cls5-f32",
+         "modernbert-qa-f32"]
 R, ALPHA, STEPS, WARMUP, LR, WD, CLIP = 4, 8, 20, 2, 1e-3, 0.01, 1.0
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
 AUTO = {"mlm": AutoModelForMaskedLM, "token-classification": AutoModelForTokenClassification,
         "question-answering": AutoModelForQuestionAnswering}
 TASK_TYPE = {"mlm": None, "token-classification": TaskType.TOKEN_CLS, "question-answering": TaskType.QUESTION_ANS}
-HEADS = {"mlm": [], "token-classification": ["classifier", "score"], "question-answering": ["qa_outputs"]}
+# A family whose question-answering head is not named qa_outputs (ModernBERT's `classifier`) names
+# it in modules_to_save, as tach train does; peft adds its qa_outputs to the list.
+QA_HEAD = {"modernbert": "classifier"}
 
 
 def tach_name(n):
@@ -72,8 +77,11 @@ def run(case, tasks, dst):
     task = json.load(open(os.path.join(tasks, case, "expected.json")))["task"]
     model = AUTO[task].from_pretrained(os.path.join(tasks, case, "model"), attn_implementation="eager").float()
     targets = TARGETS[model.config.model_type]
+    to_save = None
+    if task == "question-answering" and model.config.model_type in QA_HEAD:
+        to_save = [QA_HEAD[model.config.model_type]]
     pm = get_peft_model(model, LoraConfig(r=R, lora_alpha=ALPHA, lora_dropout=0.0, target_modules=targets,
-                                          task_type=TASK_TYPE[task]))
+                                          task_type=TASK_TYPE[task], modules_to_save=to_save))
     gen = torch.Generator().manual_seed(7)
     with torch.no_grad():
         for n, p in pm.named_parameters():
@@ -112,7 +120,7 @@ def run(case, tasks, dst):
         losses.append(loss.item())
     with open(os.path.join(dst, "expected.json"), "w") as f:
         json.dump({"task": task, "r": R, "lora_alpha": ALPHA, "target_modules": targets,
-                   "modules_to_save": HEADS[task], "loss0": loss0.item(), "losses": losses, "lrs": lrs,
+                   "modules_to_save": pm.peft_config["default"].modules_to_save or [], "loss0": loss0.item(), "losses": losses, "lrs": lrs,
                    "grad_norms": norms, "steps": STEPS, "warmup": WARMUP, "lr": LR, "weight_decay": WD,
                    "clip": CLIP, "torch": torch.__version__, "transformers": transformers.__version__,
                    "peft": peft.__version__, "trainable": [tach_name(n) for n, _ in trainable]}, f, indent=1)

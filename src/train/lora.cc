@@ -194,7 +194,10 @@ std::vector<std::string> default_lora_targets(const model::ModelFamily& family) 
 std::vector<std::string> default_modules_to_save(const model::ModelFamily& family, Head head) {
   switch (head) {
     case Head::token_classification: return {"classifier", "score"};  // PEFT's TOKEN_CLS
-    case Head::question_answering: return {"qa_outputs"};             // PEFT's QUESTION_ANS
+    case Head::question_answering:  // PEFT's QUESTION_ANS adds qa_outputs to the list; a head named
+                                    // otherwise (ModernBERT's classifier) is named, or it would not train
+      if (family.head_names.qa_outputs != "qa_outputs") return {family.head_names.qa_outputs, "qa_outputs"};
+      return {"qa_outputs"};
     case Head::masked_lm: return {};  // PEFT has no masked-LM task: no module saved, the head stays as it is
     default: return family.head_modules;
   }

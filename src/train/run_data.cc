@@ -79,9 +79,9 @@ MlmMasking mlm_masking(const TrainRun& r, const Tokenizer& tokenizer) {
   for (const char* token : {"[MASK]", "<mask>"})
     if (const auto id = tokenizer.token_to_id(token); id && m.mask_token_id < 0) m.mask_token_id = *id;
   m.vocab_size = int64_t(tokenizer.vocab_size());
-  check(m.vocab_size <= r.src.config.vocab_size, "the tokenizer has " + std::to_string(m.vocab_size) + " tokens and " +
-                                                     r.o.model + " only " + std::to_string(r.src.config.vocab_size) +
-                                                     " embeddings: a random replacement could fall outside them");
+  check(m.vocab_size <= r.src.vocab_size(), "the tokenizer has " + std::to_string(m.vocab_size) + " tokens and " +
+                                                r.o.model + " only " + std::to_string(r.src.vocab_size()) +
+                                                " embeddings: a random replacement could fall outside them");
   return m;
 }
 

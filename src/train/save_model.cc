@@ -18,8 +18,16 @@ nlohmann::json trained_config(const TrainableModel& m, const nlohmann::json& sou
     id2label[std::to_string(i)] = m.labels()[i];
     label2id[m.labels()[i]] = i;
   }
+  if (m.head() == Head::question_answering && c.contains("id2label") && c["id2label"].size() != 2) {
+    // …ForQuestionAnswering sizes its start/end head by num_labels: a source with another head's
+    // labels (a token classifier's) gets transformers' default two, or the model would not load.
+    c["id2label"] = {{"0", "LABEL_0"}, {"1", "LABEL_1"}};
+    c["label2id"] = {{"LABEL_0", 0}, {"LABEL_1", 1}};
+    c.erase("num_labels");
+  }
   if (m.head() != Head::sequence_classification && m.head() != Head::token_classification) {
-    // Question answering and the masked LM have no labels: the source's (or transformers' default) stay.
+    // Question answering and the masked LM have no labels of their own: the source's (or
+    // transformers' default) stay.
     c["dtype"] = "float32";
     c.erase("torch_dtype");
     return c;

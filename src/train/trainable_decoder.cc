@@ -10,20 +10,27 @@ namespace tach::train {
 
 TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, const model::ModelFamily& family,
                                          model::WeightBinder& w, uint64_t init_seed, std::vector<std::string>* notes,
-                                         Device device) {
-  check(config.num_labels() >= 1, "training needs a classification head: the model has no labels");
+                                         Device device, Head task) {
+  check(task == Head::sequence_classification || task == Head::token_classification ||
+            task == Head::question_answering || task == Head::masked_lm,
+        std::string("training needs a head, not \"") + head_name(task) + "\"");
+  check(task == Head::masked_lm || task == Head::question_answering || config.num_labels() >= 1,
+        "training needs a classification head: the model has no labels");
   check(family.decoder != nullptr, "build_trainable_decoder: " + std::string(family.name) + " is not a decoder family");
   TrainableDecoder m;
   m.device = device;
   m.params = ParameterTable(device);
   m.config = config;
+  m.task = task;
+  if (task == Head::question_answering) m.config.id2label = {"start", "end"};
+  if (task == Head::masked_lm) m.config.id2label.clear();
   m.body_prefix = family.body_prefix;
   m.names = family.decoder->names;
-  m.classifier_architecture = family.classifier_architecture;
+  m.classifier_architecture = model::architecture_for_head(family, task);
   m.embed_scale = model::embedding_scale(config, DType::f32);
   const model::DecoderTensorNames& n = m.names;
   const int64_t C = config.hidden_size, I = config.intermediate_size, D = config.head_dim;
-  const int64_t HD = config.num_heads * D, KD = config.num_kv_heads * D, L = config.num_labels();
+  const int64_t HD = config.num_heads * D, KD = config.num_kv_heads * D, L = m.config.num_labels();
   const std::string& B = m.body_prefix;
   ParameterTable& t = m.params;
   // Names as the task model saves them (body prefix + the decoder's own), whatever prefix the
@@ -81,9 +88,13 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
   m.final_norm = &body(n.final_norm + ".weight", {C});
   // The head: what the checkpoint lacks is initialised, weights N(0, initializer_range), biases 0,
   // norms 1 (transformers draws ModernBERT's from a truncated normal; a fresh head is random either way).
+  // The checkpoint's own head is read whole (a size that differs is an error naming it); another
+  // task's lends what it holds at this head's names and shapes.
+  const bool own_head =
+      config.checkpoint_head == task || (task == Head::sequence_classification && config.checkpoint_head == Head::none);
   std::vector<std::string> initialised;
   auto head = [&](const std::string& name, const Shape& shape, bool weight) -> Parameter* {
-    if (w.has_head(name)) return &t.add(name, w.take_head(name, shape));
+    if (own_head ? w.has_head(name) : w.holds(name, shape, true)) return &t.add(name, w.take_head(name, shape));
     // Filled on the host, as the checkpoint's tensors arrive; the table copies it into the master.
     Tensor init = Tensor::zeros(shape, DType::f32, Device::cpu(), MemoryCategory::workspace);
     if (weight && shape.size() == 2) model::fill_normal(init, config.initializer_range, init_seed, name);
@@ -97,10 +108,23 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
     if (config.head_dense_bias) m.head_dense_bias = head(n.head_dense + ".bias", {C}, false);
     m.head_norm = head(n.head_norm + ".weight", {C}, true);
   }
-  m.score = head(family.classifier_weight, {L, C}, true);
-  if (config.classifier_bias) {
-    const std::string bias = family.classifier_weight.substr(0, family.classifier_weight.size() - 7) + ".bias";
-    m.score_bias = head(bias, {L}, false);
+  const model::HeadTensorNames& hn = family.head_names;
+  switch (task) {
+    case Head::masked_lm:  // the decoder: the embeddings where tied, with its own bias
+      m.output_module = hn.mlm_decoder;
+      m.score = config.mlm_tied ? m.embed : head(hn.mlm_decoder + ".weight", {config.vocab_size, C}, true);
+      if (config.decoder_bias) m.score_bias = head(hn.mlm_decoder + ".bias", {config.vocab_size}, false);
+      break;
+    case Head::token_classification:
+    case Head::question_answering:  // nn.Linear(hidden, L) with its bias in every family
+      m.output_module = task == Head::question_answering ? hn.qa_outputs : hn.token_classifier;
+      m.score = head(m.output_module + ".weight", {L, C}, true);
+      m.score_bias = head(m.output_module + ".bias", {L}, false);
+      break;
+    default:
+      m.output_module = family.classifier_weight.substr(0, family.classifier_weight.size() - 7);  // less ".weight"
+      m.score = head(family.classifier_weight, {L, C}, true);
+      if (config.classifier_bias) m.score_bias = head(m.output_module + ".bias", {L}, false);
   }
   if (notes) {
     for (auto& note : w.finish()) notes->push_back(note);

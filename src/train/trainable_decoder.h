@@ -1,13 +1,18 @@
 // Any decoder family's sequence classifier set up for training (…ForSequenceClassification),
-// and ModernBERT's: its parameters under their Hugging Face names (from the family row), a
-// forward that keeps each layer's activations, and the backward (trainable_decoder_step.cc). The
-// switches are DecoderConfig's, the same the inference forward (model/decoder.cc) reads. The head
-// reads the last non-pad token of each row, as transformers' does; ModernBERT's pools the first
-// token or the mean, then head.dense, GELU and head.norm before the classifier.
+// and ModernBERT's with every head it has: its parameters under their Hugging Face names (from the
+// family row), a forward that keeps each layer's activations, and the backward
+// (trainable_decoder_step.cc). The switches are DecoderConfig's, the same the inference forward
+// (model/decoder.cc) reads. The sequence classifier reads the last non-pad token of each row, as
+// transformers' does; ModernBERT's pools the first token or the mean, then head.dense, GELU and
+// head.norm before the classifier. A per-token head (ModernBertForTokenClassification,
+// …ForQuestionAnswering, …ForMaskedLM) runs the same head on every token (the masked LM on the
+// chosen ones), then its classifier, or the decoder tied to the embeddings.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "model/decoder.h"
@@ -39,9 +44,13 @@ struct DecoderActivations;
 
 struct TrainableDecoder final : TrainableModel {
   model::DecoderConfig config;
-  std::string body_prefix;          // "model."
-  model::DecoderTensorNames names;  // the family's
-  std::string classifier_architecture;
+  std::string body_prefix;              // "model."
+  model::DecoderTensorNames names;      // the family's
+  std::string classifier_architecture;  // the row's for the task: "ModernBertForTokenClassification"
+  // The head that trains: a sequence classifier, or (families with one) a per-token head.
+  Head task = Head::sequence_classification;
+  bool per_token() const { return task != Head::sequence_classification; }
+  std::string output_module;        // the output linear's module: score, classifier, qa_outputs, decoder
   float embed_scale = 0;            // Gemma: sqrt(C) (f32 master weights); 0 = none
   Parameter* embed = nullptr;       // [V, C]
   Parameter* embed_norm = nullptr;  // [C] ModernBERT's embeddings.norm
@@ -50,11 +59,14 @@ struct TrainableDecoder final : TrainableModel {
   Parameter* head_dense = nullptr;       // [C, C] ModernBERT's head.dense
   Parameter* head_dense_bias = nullptr;  // [C] when classifier_bias
   Parameter* head_norm = nullptr;        // [C] ModernBERT's head.norm
-  Parameter* score = nullptr;            // [L, C]: score, or ModernBERT's classifier
-  Parameter* score_bias = nullptr;       // [L] ModernBERT's classifier.bias
+  // The output linear: [L, C] score, or ModernBERT's classifier (question answering L = 2: start,
+  // end); the masked LM's decoder [V, C], which is `embed` where tied (both uses add to its gradient).
+  Parameter* score = nullptr;
+  Parameter* score_bias = nullptr;  // [L] or [V]: ModernBERT's classifier.bias, decoder.bias
   std::vector<int64_t> head_dense_lora;
 
   const std::vector<std::string>& labels() const override { return config.id2label; }
+  Head head() const override { return task; }
   std::string architecture() const override { return classifier_architecture; }
   bool uses_token_types() const override { return false; }
   int64_t max_tokens() const override {
@@ -78,12 +90,17 @@ struct TrainableDecoder final : TrainableModel {
   mutable std::map<const Parameter*, Tensor> applied_norms_;  // Gemma only
 };
 
-// A head the checkpoint lacks (a bare or causal-LM model, or a head of another size) is
-// initialised as transformers does: N(0, initializer_range) from init_seed; notes says so. The
+// With the head `task` (the family's row must have it; a per-token head's `config.id2label` says
+// a token classifier's size, question answering's is start and end, the masked LM's none). A head
+// tensor the checkpoint lacks (a bare or causal-LM model, a head of another size) is initialised
+// as transformers does: N(0, initializer_range) from init_seed; notes says so. A checkpoint with
+// another task's head lends the tensors of this one's it holds at their shapes, as
+// from_pretrained does (a masked LM's head.dense and head.norm to a token classifier). The
 // parameters are read and initialised in host memory and land on `device` (the model's).
 TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, const model::ModelFamily& family,
                                          model::WeightBinder& binder, uint64_t init_seed,
-                                         std::vector<std::string>* notes, Device device = Device::cpu());
+                                         std::vector<std::string>* notes, Device device = Device::cpu(),
+                                         Head task = Head::sequence_classification);
 
 struct DecoderActivations final : ForwardState {
   // fused: attention keeps no probabilities; the backward recomputes them.
@@ -99,13 +116,19 @@ struct DecoderActivations final : ForwardState {
   std::vector<QkvViews> qkv_views;
   Tensor embedded, embed_mean, embed_rstd;  // ModernBERT: [N, C] the embeddings before their norm, its [N] stats
   Tensor resid_out;                         // [N, C] the last layer's output: the final norm's input
-  Tensor pooled_in;               // [B, C] the last layer's output at each row's pooled token (last, or first)
-  Tensor final_mean, final_rstd;  // [B] (mean pooling: [N]; mean for LayerNorms only)
+  // The head reads R rows: a sequence classifier's pooled token per row (R = B), a per-token head's
+  // every token (R = N), the masked LM's chosen ones (R = M). Below, [R, ...] are views of the first
+  // R rows of buffers sized for the most (head_row_buffers).
+  Tensor pooled_in;               // [R, C] the last layer's output at the rows the head reads
+  Tensor final_mean, final_rstd;  // [R] (mean pooling: [N]; mean for LayerNorms only)
   Tensor final_normed;            // [N, C] mean pooling: every row's final norm, averaged into pooled
-  Tensor pooled;  // [B, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
-  Tensor head_pre, head_act, head_mean, head_rstd, head_out;  // ModernBERT's head: [B, C] x3, [B] x2
+  Tensor pooled;  // [R, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
+  Tensor head_pre, head_act, head_mean, head_rstd, head_out;  // ModernBERT's head: [R, C] x3, [R] x2
   std::vector<int64_t> last;       // per row, the pooled token's position (last or cls pooling)
-  Tensor pooled_rows;              // [B] i32 on the model's device: b * T + last[b], the rows the head reads
+  std::vector<int32_t> head_rows;  // the R rows (b * T + t) the head reads, in host memory
+  Tensor pooled_rows;              // [R] i32 head_rows on the model's device; undefined when R = 0
+  // Each [R, ...] field above and below with its full-size buffer.
+  std::vector<std::pair<Tensor DecoderActivations::*, Tensor>> head_row_buffers;
   Tensor mask_host;                // [B, T] i32 the attention mask in host memory (mean pooling reads it)
   std::vector<float> real_tokens;  // per row, its real tokens (mean pooling)
   model::DecoderRope rope;         // cos/sin of positions 0..T-1 for every row
@@ -113,8 +136,8 @@ struct DecoderActivations final : ForwardState {
   Tensor d_resid, d_x, d_qkv, d_context, d_gate_up, d_act;  // [N, C] x2, [N, QKV], [N, HD], [N, 2I], [N, I]
   Tensor d_q, d_k, d_v;                                     // views of d_qkv, as qkv_views
   Tensor d_branch;                                          // [N, C] sandwich norms: d(branch before its norm)
-  Tensor d_pooled, d_pooled_in;                             // [B, C]
-  Tensor d_head;                                            // [B, C] ModernBERT's head
+  Tensor d_pooled, d_pooled_in;                             // [R, C]
+  Tensor d_head;                                            // [R, C] ModernBERT's head
 };
 
 }  // namespace tach::train

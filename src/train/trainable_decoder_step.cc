@@ -33,6 +33,11 @@ using step::weight;
 
 std::string layer_module(size_t i) { return core::tracing() ? core::concat("layers.", i) : std::string(); }
 
+// A sequence classifier's mean over each row's tokens (ModernBERT's classifier_pooling "mean").
+bool mean_pooling(const TrainableDecoder& m) {
+  return !m.per_token() && m.config.pooling == model::DecoderConfig::Pooling::mean;
+}
+
 void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_t T) {
   if (a.B == B && a.T == T) return;
   const model::DecoderConfig& s = m.config;
@@ -80,17 +85,27 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
     a.qkv_views[i] = {qkv.narrow(1, 0, HD), qkv.narrow(1, HD, KD), qkv.narrow(1, HD + KD, KD)};
   }
   if (s.embedding_norm) a.embedded = make({N, C}), a.embed_mean = make({N}), a.embed_rstd = make({N});
-  const bool mean_pool = s.pooling == model::DecoderConfig::Pooling::mean;
-  a.pooled_in = make({B, C});
-  a.final_mean = make({mean_pool ? N : B});
-  a.final_rstd = make({mean_pool ? N : B});
-  if (mean_pool) a.final_normed = make({N, C});
-  a.pooled = make({B, C});
+  // The head's rows: B pooled tokens, or (per-token heads) up to every token.
+  const bool mean_pool = mean_pooling(m);
+  const int64_t R = m.per_token() ? N : B;
+  auto rows = [&](Tensor DecoderActivations::*field, int64_t width) {
+    a.*field = width > 0 ? make({R, width}) : make({R});
+    a.head_row_buffers.emplace_back(field, a.*field);
+  };
+  rows(&DecoderActivations::pooled_in, C);
+  if (mean_pool) a.final_mean = make({N}), a.final_rstd = make({N}), a.final_normed = make({N, C});
+  else rows(&DecoderActivations::final_mean, 0), rows(&DecoderActivations::final_rstd, 0);
+  rows(&DecoderActivations::pooled, C);
   if (s.head_mlp) {
-    a.head_pre = make({B, C}), a.head_act = make({B, C}), a.head_out = make({B, C});
-    a.head_mean = make({B}), a.head_rstd = make({B}), a.d_head = make({B, C});
+    for (auto field : {&DecoderActivations::head_pre, &DecoderActivations::head_act, &DecoderActivations::head_out,
+                       &DecoderActivations::d_head})
+      rows(field, C);
+    rows(&DecoderActivations::head_mean, 0), rows(&DecoderActivations::head_rstd, 0);
   }
-  a.logits = make({B, m.num_labels()});
+  rows(&DecoderActivations::d_pooled, C);
+  rows(&DecoderActivations::d_pooled_in, C);
+  // A per-token head's logits are sized with its rows, on each forward.
+  if (!m.per_token()) a.logits = make({B, m.num_labels()});
   a.d_resid = make({N, C});
   a.d_x = make({N, C});
   a.d_qkv = make({N, QKV});
@@ -99,8 +114,6 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   a.d_gate_up = make({N, 2 * I});
   a.d_act = make({N, I});
   if (s.sandwich_norms) a.d_branch = make({N, C});
-  a.d_pooled = make({B, C});
-  a.d_pooled_in = make({B, C});
   // transformers' forward without position_ids: positions 0..T-1 in every row (host positions,
   // as decoder_rope takes them; the tables it builds go to the model's device).
   Tensor positions = Tensor::empty({N}, DType::i32);
@@ -218,14 +231,48 @@ class TrainingRunner final : public model::DecoderLayerRunner {
   const DropoutRates& dr_;
 };
 
-// The final norm and the rows the head reads: a.pooled [B, C] (the last non-pad token's or the
-// first's, normed; ModernBERT's mean over the mask of every normed row).
+// The rows the head reads (a.head_rows, a.pooled_rows): each row's pooled token for a sequence
+// classifier (a.last), the masked LM's chosen tokens (every token when none are named), every
+// token for the other per-token heads; the [R, ...] buffers become views of that many rows, and a
+// per-token head's logits [R, outputs] are sized.
+// ids_host: the batch's input_ids in host memory [B, T].
+void select_head_rows(const TrainableDecoder& m, DecoderActivations& a, const Tensor& ids_host) {
+  const int64_t B = a.B, T = a.T, N = B * T;
+  std::vector<int32_t>& rows = a.head_rows;
+  rows.clear();
+  if (!m.per_token()) {
+    a.last = last_tokens(m, ids_host);
+    for (int64_t b = 0; b < B; ++b) rows.push_back(int32_t(b * T + a.last[size_t(b)]));
+  } else if (m.task == Head::masked_lm && !a.predicted_rows.empty()) {
+    for (const int32_t r : a.predicted_rows)
+      check(r >= 0 && r < N, "masked LM: predicted row " + std::to_string(r) + " is outside the batch's " +
+                                 std::to_string(N) + " tokens");
+    rows = a.predicted_rows;
+  } else {
+    for (int64_t r = 0; r < N; ++r) rows.push_back(int32_t(r));
+  }
+  const int64_t R = int64_t(rows.size());
+  if (m.per_token()) {
+    const int64_t outputs = m.task == Head::masked_lm ? m.config.vocab_size : m.num_labels();
+    if (!a.logits.defined() || a.logits.shape() != Shape{R, outputs})
+      a.logits = Tensor::empty({R, outputs}, DType::f32, m.device, MemoryCategory::activations);
+  }
+  if (R == 0) {
+    a.pooled_rows = Tensor();
+    return;
+  }
+  for (auto& [field, full] : a.head_row_buffers) a.*field = full.size(0) == R ? full : full.narrow(0, 0, R);
+  a.pooled_rows = Tensor::from_borrowed(rows.data(), {R}, DType::i32, nullptr).to_device(m.device);
+}
+
+// The final norm and the rows the head reads: a.pooled [R, C] (the last non-pad token's or the
+// first's, normed; ModernBERT's mean over the mask of every normed row; a per-token head's rows).
 // mask_host: the attention mask in host memory [B, T].
 void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor& mask_host) {
   const int64_t B = a.B, T = a.T, C = m.config.hidden_size;
   {
     core::Span span(core::SpanKind::module, m.names.final_norm);
-    if (m.config.pooling == model::DecoderConfig::Pooling::mean) {
+    if (mean_pooling(m)) {
       // Every row's final norm, then (h * mask).sum / mask.sum per sequence (a loop over the
       // host's memory, the masked mean having no op of its own yet: on a GPU the normed rows
       // come to the host and the pooled rows go back, one copy each).
@@ -258,7 +305,7 @@ void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor
 }
 
 // The head on a.pooled: the score (or ModernBERT's head.dense, GELU, head.norm, then its
-// classifier), into a.logits [B, L].
+// classifier or decoder), into a.logits [R, L] ([R, V] the masked LM's).
 void head_forward(const TrainableDecoder& m, DecoderActivations& a, const DropoutRates& dr) {
   const Tensor* head_in = &a.pooled;
   if (m.config.head_mlp) {
@@ -271,14 +318,15 @@ void head_forward(const TrainableDecoder& m, DecoderActivations& a, const Dropou
                         a.head_rstd);
     head_in = &a.head_out;
   }
-  core::Span head_span(core::SpanKind::module, m.config.head_mlp ? "classifier" : "score");
+  core::Span head_span(core::SpanKind::module, m.output_module);
   ops::linear_forward_train(a.logits, *head_in, m.score->value, value_of(m.score_bias));
 }
 
-// The head's backward from d_logits [B, L]: its parameters' gradients, and d(pooled) in a.d_pooled.
+// The head's backward from d_logits [R, L]: its parameters' gradients (the tied decoder's into the
+// embeddings'), and d(pooled) in a.d_pooled.
 void head_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& d_logits, const DropoutRates& dr) {
   {
-    core::Span head_span(core::SpanKind::module, m.config.head_mlp ? "classifier" : "score");
+    core::Span head_span(core::SpanKind::module, m.output_module);
     fill_zero(a.d_pooled);
     if (m.config.head_mlp) {
       fill_zero(a.d_head);
@@ -299,14 +347,15 @@ void head_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& d_l
   }
 }
 
-// From d(pooled) to d(the last layer's output) in a.d_resid [N, C], through the final norm.
+// From d(pooled) to d(the last layer's output) in a.d_resid [N, C], through the final norm; rows
+// the head does not read get none.
 // mask_host: the attention mask in host memory [B, T].
 void pool_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& mask_host) {
   const int64_t B = a.B, T = a.T, C = m.config.hidden_size;
   fill_zero(a.d_resid);
   {
     core::Span span(core::SpanKind::module, m.names.final_norm);
-    if (m.config.pooling == model::DecoderConfig::Pooling::mean) {
+    if (mean_pooling(m)) {
       // d(normed row) = d_pooled / n at each real token (in host memory, as the forward's mean);
       // then the final norm over every row.
       const int32_t* mask = mask_host.data<int32_t>();
@@ -355,10 +404,7 @@ void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, con
   prepare(a, *this, B, T);
   a.mask_host = batch.attention_mask.on(Device::cpu());
   refresh_applied_norms();
-  a.last = last_tokens(*this, ids_host);
-  std::vector<int32_t> rows(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = int32_t(b * T + a.last[size_t(b)]);
-  a.pooled_rows = Tensor::from_borrowed(rows.data(), {B}, DType::i32, nullptr).to_device(device);
+  select_head_rows(*this, a, ids_host);
   const Tensor& mask = batch.attention_mask;
 
   std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
@@ -371,6 +417,7 @@ void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, con
     model::decoder_embed(a.layers[0].resid, batch.input_ids, embed->value, embed_scale);
   }
   for (size_t li = 0; li < layers.size(); ++li) layer_forward(a, li, mask, dr);
+  if (a.head_rows.empty()) return;  // the masked LM with no token chosen: logits [0, V]
   pool_forward(*this, a, a.mask_host);
   model_span.reset();
   head_forward(*this, a, dr);
@@ -386,9 +433,10 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
   // d_logits has the logits' shape, on their device (the loss's output).
   const Tensor d =
       Tensor::from_borrowed(const_cast<float*>(d_logits), a.logits.shape(), DType::f32, nullptr, a.logits.device());
-  head_backward(*this, a, d, dr);
+  if (!a.head_rows.empty()) head_backward(*this, a, d, dr);
   core::Span model_span(core::SpanKind::module, "model");
-  pool_backward(*this, a, a.mask_host);
+  if (a.head_rows.empty()) fill_zero(a.d_resid);  // no token reached the loss
+  else pool_backward(*this, a, a.mask_host);
 
   // A branch's output gradient: d_resid itself, or through the norm on the branch's output
   // (sandwich norms) into d_branch.

@@ -34,6 +34,8 @@ const std::string& TrainingModelSource::problem_type() const {
   return is_decoder() ? decoder.problem_type : config.problem_type;
 }
 
+int64_t TrainingModelSource::vocab_size() const { return is_decoder() ? decoder.vocab_size : config.vocab_size; }
+
 int64_t TrainingModelSource::pad_token_id() const { return is_decoder() ? decoder.pad_token_id : config.pad_token_id; }
 
 DropoutRates TrainingModelSource::dropout(Head task) const {
@@ -100,8 +102,12 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
       s.config.checkpoint_head = Head::sequence_classification;
     s.checkpoint_head = s.config.checkpoint_head;
     s.checkpoint_has_head = s.checkpoint_head == Head::sequence_classification;
-  } else if (s.checkpoint_has_head) {
-    s.checkpoint_head = Head::sequence_classification;
+  } else {
+    // config.json's architecture names the head (ModernBERT's token classifier and question
+    // answering also keep a `classifier`); a classifier under a bare architecture is one.
+    s.checkpoint_head = s.decoder.checkpoint_head;
+    if (s.checkpoint_head == Head::none && s.checkpoint_has_head) s.checkpoint_head = Head::sequence_classification;
+    s.checkpoint_has_head = s.checkpoint_head == Head::sequence_classification;
   }
   s.source = s.location.dir + (s.location.revision.empty() ? "" : " (revision " + s.location.revision + ")");
   return s;
@@ -109,16 +115,38 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
 
 namespace {
 
+// Whether the family trains `task`: every encoder its row's heads; among the decoder rows,
+// ModernBERT (the bidirectional one, with a masked LM) every head of its row. A causal decoder's
+// token classifier and question answering (…ForTokenClassification's dropout, …ForQuestionAnswering's
+// own body prefix) are not built for training: it trains as a sequence classifier.
+bool trains(const model::ModelFamily& f, Head task) {
+  if (task == Head::sequence_classification) return true;
+  if (f.decoder && f.masked_lm_architecture.empty()) return false;
+  const std::string& architecture = task == Head::token_classification ? f.token_classifier_architecture
+                                    : task == Head::question_answering ? f.question_answering_architecture
+                                                                       : f.masked_lm_architecture;
+  return !architecture.empty();
+}
+
+// The refusal of a task the family does not train, naming the ones it does.
+std::string not_trained(const model::ModelFamily& f, Head task) {
+  std::string tasks;
+  for (const Head h :
+       {Head::sequence_classification, Head::token_classification, Head::question_answering, Head::masked_lm})
+    if (trains(f, h)) tasks += std::string(tasks.empty() ? "" : ", ") + (h == Head::masked_lm ? "mlm" : head_name(h));
+  const std::string trained =
+      "; --task " + tasks + (tasks.find(',') == std::string::npos ? " trains" : " train") + " them";
+  if (task == Head::masked_lm && f.masked_lm_architecture.empty())
+    return std::string(f.name) + " are causal language models with no masked-LM head" + trained;
+  return "training the " + std::string(head_name(task)) + " head of " + f.name + " is not built" + trained;
+}
+
 std::unique_ptr<TrainableModel> build_for_family(const TrainingModelSource& source,
                                                  const std::vector<std::string>& id2label,
                                                  const std::string& problem_type, uint64_t init_seed,
                                                  std::vector<std::string>* notes, Head task, Device device) {
   if (source.is_decoder()) {
-    check(task == Head::sequence_classification,
-          std::string(head_name(task)) +
-              " training is built for the encoders (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, "
-              "MPNet); " +
-              source.family->name + " trains as a sequence classifier");
+    check(trains(*source.family, task), not_trained(*source.family, task));
     model::DecoderConfig c = source.decoder;
     c.id2label = id2label;
     c.problem_type = problem_type;
@@ -128,7 +156,7 @@ std::unique_ptr<TrainableModel> build_for_family(const TrainingModelSource& sour
     check(c.other_dropout.empty(), source.location.spec + ": config.json sets " + c.other_dropout +
                                        "; tach trains ModernBERT without dropout (its published configs have 0.0)");
     return std::make_unique<TrainableDecoder>(
-        build_trainable_decoder(c, *source.family, *source.binder, init_seed, notes, device));
+        build_trainable_decoder(c, *source.family, *source.binder, init_seed, notes, device, task));
   }
   model::EncoderConfig c = source.config;
   c.id2label = id2label;

@@ -1,7 +1,8 @@
 // Opening a model for training: where it is, its config (typed and as JSON, for saving), and a
 // binder over its weights (or a preset's synthetic ones); then building the family's trainable
-// classifier over it. Every family's sequence classifier trains: the encoders on
-// trainable_encoder, every decoder family on trainable_decoder.
+// model over it. Every family's sequence classifier trains: the encoders on trainable_encoder,
+// every decoder family on trainable_decoder; the per-token heads wherever the family's row has
+// them (the encoders, ModernBERT).
 #pragma once
 
 #include <memory>
@@ -41,6 +42,7 @@ struct TrainingModelSource {
   const std::vector<std::string>& id2label() const;
   const std::string& problem_type() const;
   int64_t pad_token_id() const;
+  int64_t vocab_size() const;  // the word embeddings' rows
   // A per-token head's own dropout (DropoutRates::head) comes with `task`.
   DropoutRates dropout(Head task = Head::sequence_classification) const;
 };
@@ -50,7 +52,8 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed);
 // The trainable model with the head `task`: id2label and problem_type say a classifier (a head
 // of another size, or one the checkpoint was not published with, is initialised as transformers
 // initialises it, from init_seed). notes: what the binder left over and what was initialised,
-// with transformers' note. The per-token heads are the encoders'. device: where its steps run
+// with transformers' note. A per-token head the family's row lacks is refused, naming the tasks
+// the family trains. device: where its steps run
 // (TrainableModel::device), as the run's options say; every parameter is put there.
 std::unique_ptr<TrainableModel> build_trainable_model(const TrainingModelSource& source,
                                                       const std::vector<std::string>& id2label,
