@@ -98,9 +98,11 @@ Command add_analyze_command(CLI::App& app) {
                 "Compare two paths (traces or directories; the baseline first) rather than analyse them as one run. "
                 "Two directories are compared without it");
   sub->add_flag("--json", opt->json, "Print analysis.json (schema tach.analysis/1) on stdout instead of the tables");
-  sub->add_option("--group-by", opt->analyze.group_by,
-                  "Op rows per name, per name and input shapes (shape; record_shapes), or per name and the "
-                  "enclosing Python frames (stack; with_stack)")
+  sub->add_option(
+         "--group-by", opt->analyze.group_by,
+         "Op rows per name, per name and input shapes (shape; record_shapes), or per name and the "
+         "enclosing Python frames, the five innermost (stack; with_stack; across traces and runs, matched without the "
+         "object addresses torch writes in C functions' names)")
       ->check(CLI::IsMember({"name", "shape", "stack"}))
       ->capture_default_str();
   sub->add_option("--sort-by", opt->analyze.sort_by,
