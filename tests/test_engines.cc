@@ -14,6 +14,7 @@
 #include "engines/engine_protocol.h"
 #include "engines/worker_process.h"
 #include "tach/bench.h"
+#include "tach/report.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -256,6 +257,13 @@ TEST(EngineSweep, AnotherEnginesPointsCarryTheirEngineAndTachsKeepTheirIds) {
     EXPECT_EQ(p.engine_run.log, "engines/torch.log");
   }
   EXPECT_TRUE(fs::exists(out.run_dir + "/engines/torch.log"));
+  // The findings: the disagreement first, then where the engine wins against tach, by how much.
+  const std::string summary = summary_text(out.config, out);
+  EXPECT_NE(summary.find("- torch/cpu/f32/t1/b1/s8: torch's logits DISAGREE with tach's on the same ids"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("- torch against tach: "), std::string::npos) << summary;
+  EXPECT_NE(summary.find("One-time: load 0.01 s, first call 0.001 s; protocol"), std::string::npos) << summary;
   // config.json keeps the engines: a resumed run has nothing left to measure.
   const SweepOutcome again = resume_bench(out.run_dir);
   EXPECT_EQ(again.resumed_points, 6);

@@ -88,8 +88,10 @@ EngineLaunch worker_launch(const std::string& engine, const std::string& python,
   l.command = {python.empty() ? "python3" : python, "-m", "tach.engines", "--engine", engine};
   const std::string dir = python_package_dir();
   if (!dir.empty()) {
-    const char* old = std::getenv("PYTHONPATH");
-    l.env.push_back({"PYTHONPATH", dir + (old != nullptr && *old != '\0' ? ":" + std::string(old) : "")});
+    // Appended rather than ":" + std::string(old): g++ 12 warns falsely (-Wrestrict) on the latter.
+    std::string path = dir;
+    if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') path.append(":").append(old);
+    l.env.push_back({"PYTHONPATH", path});
   }
   l.env.push_back({"PYTHONUNBUFFERED", "1"});
   l.stderr_log = log;
