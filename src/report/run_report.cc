@@ -793,10 +793,13 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
   h << page.figs.add("training_throughput" + file_suffix, "training throughput" + of_run,
                      chart("throughput", "tokens/s (real tokens, per step)", {tokens}));
   // The step split into its phases, stacked (every step, or an even sample of 120 of them).
-  const std::vector<std::pair<std::string, std::string>> phases = {{"data", "data_ms"},
-                                                                   {"forward", "forward_ms"},
-                                                                   {"backward", "backward_ms"},
-                                                                   {"optimizer", "optimizer_ms"}};
+  std::vector<std::pair<std::string, std::string>> phases = {{"data", "data_ms"},
+                                                             {"forward", "forward_ms"},
+                                                             {"backward", "backward_ms"},
+                                                             {"optimizer", "optimizer_ms"}};
+  // A distilled run's teacher (tach train --distill-from) is a phase of its own, after the data.
+  if (!steps.empty() && steps.front()["metrics"].contains("teacher_ms"))
+    phases.insert(phases.begin() + 1, {"teacher", "teacher_ms"});
   std::vector<std::string> xl, names;
   std::vector<std::vector<double>> vals(phases.size());
   const size_t stride = std::max<size_t>(1, (steps.size() + 119) / 120);

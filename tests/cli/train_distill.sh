@@ -37,6 +37,11 @@ c = json.load(open(run + "/config.json"))["options"]
 assert c["distill_from"].endswith("bert-cls2-f32") and c["distill_alpha"] == 0.7, c
 PY
 
+# tach report: the teacher is a phase of the step's breakdown.
+"$tach" report "$dir/kd" >"$dir/report.out" 2>&1 || { cat "$dir/report.out"; fail "tach report"; }
+grep -q "<title>1 teacher: [0-9.]*</title>" "$dir/kd/report.html" || fail "report.html's step breakdown has no teacher"
+grep -q "teacher ms (median)" "$dir/kd/report.html" || fail "report.html's summary has no teacher phase"
+
 # A LoRA student, fused, with the teacher in bf16.
 "$tach" train "${common[@]}" --distill-from "$teacher" --method lora --exec fused --distill-dtype bf16 \
   --run-id kd-lora >"$dir/lora.out" 2>"$dir/lora.err" || { cat "$dir/lora.err"; fail "LoRA fused distillation"; }
@@ -46,6 +51,13 @@ grep -q "^teacher: median" "$dir/lora.out" || fail "LoRA: no teacher line"
 "$tach" train "${common[@]}" --run-id plain >"$dir/plain.out" 2>&1 || fail "plain run"
 ! grep -q "teacher" "$dir/plain.out" || fail "a run without a teacher mentions one"
 ! grep -q "teacher_ms" "$dir/plain/steps.jsonl" || fail "teacher_ms without a teacher"
+
+# tach profile --train --distill-from: the teacher's inference is a module of its own beside the
+# forward, and the KL op is in the op table.
+(cd "$dir" && "$tach" profile --train -m "$student" --distill-from "$teacher" -b 2 -s 8 \
+  --profiler-output-dir "$dir/profile" >"$dir/profile.txt" 2>&1) || { cat "$dir/profile.txt"; fail "profile --train"; }
+grep -q "^teacher," "$dir/profile/ops_by_module.csv" || fail "profile --train: no teacher module"
+grep -q "^kl_distill," "$dir/profile/ops_by_op.csv" || fail "profile --train: no kl_distill op"
 
 refused() {  # refused NAME WANT_IN_MESSAGE ARGS...
   local name=$1 want=$2

@@ -51,6 +51,9 @@ struct ProfileFlags {
   double lora_alpha = 8;
   bool gradient_checkpointing = false;
   std::string task = "sequence-classification";  // --train: the head that trains
+  // --train --distill-from: a teacher's inference joins each step as its "teacher" phase.
+  std::string distill_from, distill_dtype = "f32";
+  double distill_temperature = 2.0, distill_alpha = 0.5;
 };
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -104,6 +107,10 @@ int run_profile(ProfileFlags f) {
     so.lora_r = f.lora_r;
     so.lora_alpha = f.lora_alpha;
     so.gradient_checkpointing = f.gradient_checkpointing;
+    so.distill_from = f.distill_from;
+    so.distill_temperature = f.distill_temperature;
+    so.distill_alpha = f.distill_alpha;
+    so.distill_dtype = f.distill_dtype;
     so.bf16 = f.dtype == "bf16";
     so.device = parse_device(f.device);
     so.head = f.task == "mlm"                    ? Head::masked_lm
@@ -380,6 +387,15 @@ Command add_profile_command(CLI::App& app) {
                   "token-classification or question-answering (random targets of its shape)")
       ->capture_default_str()
       ->check(CLI::IsMember({"sequence-classification", "mlm", "token-classification", "question-answering"}));
+  sub->add_option("--distill-from", f->distill_from,
+                  "--train: distil from this trained teacher, as tach train --distill-from (its inference is the "
+                  "step's \"teacher\" scope)");
+  sub->add_option("--distill-temperature", f->distill_temperature, "--train --distill-from: the temperature T")
+      ->capture_default_str();
+  sub->add_option("--distill-alpha", f->distill_alpha, "--train --distill-from: the teacher's weight")
+      ->capture_default_str();
+  sub->add_option("--distill-dtype", f->distill_dtype, "--train --distill-from: the teacher's inference dtype")
+      ->capture_default_str();
   return {sub, [f] { return run_profile(*f); }};
 }
 
