@@ -361,14 +361,15 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
                                           "model; -s sets another";
   }
   const int64_t row = in.seq_len + new_tokens;
-  check(positions <= 0 || row <= positions,
-        "estimate: " +
-            (row == in.seq_len ? std::to_string(row) + " tokens per row"
-                               : std::to_string(in.seq_len) + " tokens + " + std::to_string(in.generate_tokens) +
-                                     " new ones (" + std::to_string(row) + " per row)") +
-            " is past " + in.model + "'s " + std::to_string(positions) + " positions (max_position_embeddings" +
-            (positions != a.P ? " " + std::to_string(a.P) + ", starting after padding_idx" : std::string()) +
-            "); the longest row it takes is " + std::to_string(positions) + " tokens");
+  // -s (and --generate-tokens) out of the model's range: a usage error, as tach bench's lengths.
+  usage_check(positions <= 0 || row <= positions,
+              "estimate: " +
+                  (row == in.seq_len ? std::to_string(row) + " tokens per row"
+                                     : std::to_string(in.seq_len) + " tokens + " + std::to_string(in.generate_tokens) +
+                                           " new ones (" + std::to_string(row) + " per row)") +
+                  " is past " + in.model + "'s " + std::to_string(positions) + " positions (max_position_embeddings" +
+                  (positions != a.P ? " " + std::to_string(a.P) + ", starting after padding_idx" : std::string()) +
+                  "); the longest row it takes is " + std::to_string(positions) + " tokens");
   MemoryEstimate e;
   e.model = in.model;
   e.architecture = a.name;

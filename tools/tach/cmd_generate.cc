@@ -87,11 +87,11 @@ int run_generate(const GenerateFlags& f) {
     input_what = std::to_string(rows.size()) + " rows from --ids";
   } else {
     check(f.batch > 0 && f.prompt_len > 0, "--batch and --prompt-len must be positive");
-    check(info.max_positions <= 0 || f.prompt_len <= info.max_positions,
-          "--prompt-len " + std::to_string(f.prompt_len) + " is past " + f.model + "'s " +
-              std::to_string(info.max_positions) +
-              " positions (max_position_embeddings): the longest prompt it takes is " +
-              std::to_string(info.max_positions) + " tokens");
+    usage_check(info.max_positions <= 0 || f.prompt_len <= info.max_positions,
+                "--prompt-len " + std::to_string(f.prompt_len) + " is past " + f.model + "'s " +
+                    std::to_string(info.max_positions) +
+                    " positions (max_position_embeddings): the longest prompt it takes is " +
+                    std::to_string(info.max_positions) + " tokens");
     std::mt19937_64 rng(f.seed);
     std::uniform_int_distribution<int32_t> pick(0, int32_t(std::min<int64_t>(info.vocab_size, 151643) - 1));
     rows.assign(size_t(f.batch), std::vector<int32_t>(size_t(f.prompt_len)));
