@@ -19,6 +19,8 @@ import peft
 import torch
 import transformers
 from peft import PeftModel
+from bitsandbytes.backends.default.ops import _dequantize_4bit_compute
+from bitsandbytes.backends.utils import _get_4bit_code
 from transformers import AutoModelForSequenceClassification, BitsAndBytesConfig
 
 CASES = {
@@ -26,6 +28,24 @@ CASES = {
     "bert-cls2-f32": "encoders/bert-cls2-f32",
     "qwen2-cls-kv1-f32": "decoders/qwen2-cls-kv1-f32",
 }
+
+
+def portable_dequantize_4bit(A, absmax, blocksize, quant_type, shape, dtype):
+    """bitsandbytes' own portable (PyTorch) NF4 dequantization, which its CPU kernel falls back to.
+
+    The native CPU kernel of bitsandbytes 0.50.2 (cdequantize_blockwise_cpu_nf4_fp32, used when the
+    CPU has AVX512) is wrong when a row is a multiple of 16 but not of 64 elements (16, 32, 48, 80,
+    ...; widths 40 or 64 are right): a 64-block that spans rows is scaled by the wrong absmax, off by
+    up to the absmax itself. The codes and absmax values are right. Every fixture here has rows of
+    16 or 32, so the reference takes the portable path on every CPU.
+    """
+    if A.dtype != torch.uint8:
+        A = A.view(torch.uint8)
+    return _dequantize_4bit_compute(A.reshape(-1), absmax, _get_4bit_code(quant_type, A.device), blocksize, shape,
+                                    dtype)
+
+
+torch.library.register_kernel("bitsandbytes::dequantize_4bit", "cpu", portable_dequantize_4bit)
 
 
 def f32_compute_on_cpu(model):
