@@ -179,11 +179,56 @@ TEST(Diagnosis, EachRuleAtItsThreshold) {
   EXPECT_TRUE(has(diagnose(cpu), "aten::gelu_backward takes 25% of all self CPU time"));
 }
 
+// On a V100 (Volta: no TF32, no bf16) the advice for f32 GEMMs is f16 autocast, never TF32 or bf16.
+TEST(Diagnosis, F32GemmAdviceOnVoltaIsF16) {
+  auto finding = [](const std::vector<std::string>& f, const std::string& start) {
+    for (const auto& s : f)
+      if (s.rfind(start, 0) == 0) return s;
+    return std::string();
+  };
+  DiagnosisInput in;
+  in.gpu = true;
+  in.kernel_ns = 100;
+  in.cuda_core_gemm_ns = 40;
+  in.cuda_core_gemm_kernel = "volta_sgemm_128x32_nt";
+  in.f32_gemm_ns = 40;
+  in.f32_gemm_ops = {"aten::mm"};
+  in.f32_gemm_flops = 1000000000;
+  in.f32_gemm_flops_ns = 1000000;  // 1 TFLOP/s
+  const PeakFlops v100 = *published_peak("Tesla V100-SXM2-32GB");
+  in.peak_f32 = v100.f32, in.peak_tf32 = v100.tf32, in.peak_bf16 = v100.bf16;
+  in.peak_device = v100.device, in.peak_half = v100.half;
+  const auto f = diagnose(in);
+  for (const char* start : {"low tensor-core use", "f32 GEMMs"}) {
+    const std::string s = finding(f, start);
+    ASSERT_FALSE(s.empty()) << start << ": " << testing::PrintToString(f);
+    EXPECT_NE(s.find("f16"), std::string::npos) << s;
+    EXPECT_EQ(s.find("allow_tf32"), std::string::npos) << s;
+    EXPECT_EQ(s.find("bfloat16"), std::string::npos) << s;
+  }
+  EXPECT_NE(finding(f, "f32 GEMMs").find("torch.float16"), std::string::npos) << testing::PrintToString(f);
+  // On an H100 the advice stays TF32 and bf16.
+  const PeakFlops h100 = *published_peak("NVIDIA H100 80GB HBM3");
+  in.peak_f32 = h100.f32, in.peak_tf32 = h100.tf32, in.peak_bf16 = h100.bf16;
+  in.peak_device = h100.device, in.peak_half = h100.half;
+  EXPECT_NE(finding(diagnose(in), "low tensor-core use").find("allow_tf32"), std::string::npos);
+}
+
 TEST(Roofline, PublishedPeaksAndAnOpAgainstItsPrecision) {
   EXPECT_EQ(published_peak("NVIDIA H100 80GB HBM3")->device, "H100 SXM");
   EXPECT_EQ(published_peak("NVIDIA H100 PCIe")->device, "H100 PCIe");
   EXPECT_EQ(published_peak("NVIDIA H200")->device, "H200 SXM");
   EXPECT_EQ(published_peak("NVIDIA A100-SXM4-80GB")->device, "A100");
+  // HTA's V100 traces name their boards so; Volta's f32 GEMMs have no TF32 to run at.
+  const auto v100 = published_peak("Tesla V100-SXM2-32GB");
+  ASSERT_TRUE(v100);
+  EXPECT_EQ(v100->device, "V100 SXM2");
+  EXPECT_DOUBLE_EQ(v100->f32, 15.7e12);
+  EXPECT_DOUBLE_EQ(v100->tf32, v100->f32);
+  EXPECT_DOUBLE_EQ(v100->bf16, 125e12);
+  EXPECT_DOUBLE_EQ(v100->bytes_per_s, 0.9e12);
+  EXPECT_EQ(published_peak("Tesla V100-PCIE-16GB")->device, "V100 PCIe");
+  EXPECT_FALSE(published_peak("AMD Radeon Graphics"));
   EXPECT_EQ(published_peak("NVIDIA A10")->device, "A10");
   EXPECT_FALSE(published_peak("Radeon 780M").has_value());
   EXPECT_EQ(gemm_precision("[c10::BFloat16, c10::BFloat16]"), "bf16");

@@ -263,6 +263,18 @@ TEST(RealTraces, TheSameRankTwiceIsRefused) {
   }
 }
 
+// A GPU the table of published peaks does not hold is named in the note that says no roofline.
+TEST(RealTraces, AGpuWithoutAPublishedPeakIsNamed) {
+  const json j = analysis_of({kReal + "rocm_mi250"});
+  EXPECT_TRUE(j["roofline"].is_null());
+  bool named = false;
+  for (const auto& n : j["notes"])
+    named |= n.get<std::string>().find("no published peak for AMD Radeon Graphics (deviceProperties' name") !=
+             std::string::npos;
+  EXPECT_TRUE(named) << j["notes"];
+  EXPECT_EQ(analysis_of({kReal + "v100_ns"})["roofline"]["device"], "V100 SXM2");
+}
+
 // A trace with an empty event array (a profiler stopped before its first step) is analysed with
 // the run's other traces, and said to hold nothing.
 TEST(AnalyzeInput, ATraceWithNoEventsIsSaid) {

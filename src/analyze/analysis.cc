@@ -320,7 +320,16 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
                   {"source", peak->source},
                   {"memory_bytes_per_s", peak->bytes_per_s},
                   {"memory_source", peak->bandwidth_source}};
-    else notes.push_back("no published peak for this GPU (deviceProperties names none the table holds): no roofline");
+    else {
+      std::string names;
+      for (const auto& d : device_properties)
+        if (d.contains("name") && d["name"].is_string() &&
+            names.find(d["name"].get<std::string>()) == std::string::npos)
+          names += (names.empty() ? "" : ", ") + d["name"].get<std::string>();
+      notes.push_back("no published peak for " + (names.empty() ? std::string("this GPU") : names) +
+                      " (deviceProperties' name; the table holds H200, H100, A100, L40S, L4, A10 and V100): no "
+                      "roofline");
+    }
   } else if (!device_properties.empty()) {
     // A GPU run whose trace kept no kernels: its ops' CPU times are the host launching them, which
     // neither the GPU's peaks nor this machine's judge.
@@ -506,6 +515,7 @@ RunAnalysis analyse_run(const std::vector<std::string>& paths, const AnalyzeOpti
     if (peak) {
       d.peak_f32 = peak->f32, d.peak_tf32 = peak->tf32, d.peak_bf16 = peak->bf16;
       d.peak_device = peak->device;
+      d.peak_half = peak->half;
     }
     int64_t longest = 0;
     for (const auto& [rank, r] : ranks)

@@ -25,6 +25,13 @@ std::string listed(const std::vector<std::string>& names) {
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
+// The autocast that puts f32 GEMMs on the GPU's tensor cores, without its closing parenthesis:
+// bf16, or f16 on Volta (no bf16 there).
+std::string autocast(const DiagnosisInput& in) {
+  return in.peak_half == "f16" ? "f16 autocast (torch.autocast(\"cuda\", dtype=torch.float16), with a GradScaler"
+                               : "bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16)";
+}
+
 // What bf16 autocast and TF32 would give the f32 GEMMs at most: their peak over the rate the GEMMs
 // reached (the FLOPs they did over their time), where that peak is far (2x or more) above f32's.
 std::string tensor_core_bound(const DiagnosisInput& in) {
@@ -34,9 +41,8 @@ std::string tensor_core_bound(const DiagnosisInput& in) {
                     number("%.1f", in.peak_f32 * 1e-12) + " TFLOP/s)";
   std::vector<std::string> would;
   if (in.peak_bf16 >= 2 * in.peak_f32)
-    would.push_back("bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16); peak " +
-                    number("%.1f", in.peak_bf16 * 1e-12) + " TFLOP/s) would make them at most " +
-                    number("%.1f", in.peak_bf16 / rate) + "x faster");
+    would.push_back(autocast(in) + "; peak " + number("%.1f", in.peak_bf16 * 1e-12) +
+                    " TFLOP/s) would make them at most " + number("%.1f", in.peak_bf16 / rate) + "x faster");
   if (in.peak_tf32 >= 2 * in.peak_f32)
     would.push_back("torch.backends.cuda.matmul.allow_tf32 = True (TF32 peak " + number("%.1f", in.peak_tf32 * 1e-12) +
                     " TFLOP/s) at most " + number("%.1f", in.peak_tf32 / rate) + "x");
@@ -105,12 +111,18 @@ std::vector<std::string> diagnose(const DiagnosisInput& in) {
     out.push_back("f32 GEMMs: " + listed(in.f32_gemm_ops) +
                   (in.f32_gemm_ops.size() == 1 ? " runs on f32 inputs and takes " : " run on f32 inputs and take ") +
                   "" + percent(double(in.f32_gemm_ns), double(in.kernel_ns)) + " of kernel time" +
-                  tensor_core_bound(in) + "; where the accuracy allows, bf16 or TF32 would serve");
+                  tensor_core_bound(in) +
+                  (in.peak_half == "f16" ? "; where the accuracy allows, f16 would serve (this GPU has no bf16 or TF32)"
+                                         : "; where the accuracy allows, bf16 or TF32 would serve"));
   if (in.gpu && in.kernel_ns > 0 && in.cuda_core_gemm_ns * 5 >= in.kernel_ns)
-    out.push_back("low tensor-core use: GEMM kernels that run on CUDA cores (FFMA, as " + in.cuda_core_gemm_kernel +
-                  ") take " + percent(double(in.cuda_core_gemm_ns), double(in.kernel_ns)) +
-                  " of kernel time; TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or "
-                  "torch.set_float32_matmul_precision(\"high\")) or bf16 autocast would run them on tensor cores");
+    out.push_back(
+        "low tensor-core use: GEMM kernels that run on CUDA cores (FFMA, as " + in.cuda_core_gemm_kernel + ") take " +
+        percent(double(in.cuda_core_gemm_ns), double(in.kernel_ns)) + " of kernel time; " +
+        (in.peak_half == "f16"
+             ? autocast(in) + ") would run them on tensor cores (the " + in.peak_device + " has no TF32 or bf16)"
+             : std::string("TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or "
+                           "torch.set_float32_matmul_precision(\"high\")) or bf16 autocast would run them "
+                           "on tensor cores")));
   if (out.empty()) out.push_back("no bottleneck stands out by these rules");
   return out;
 }

@@ -34,6 +34,7 @@ struct DiagnosisInput {
   // The published peaks of the GPU (FLOP/s; 0 where unknown) and its name as the table gives it.
   double peak_f32 = 0, peak_tf32 = 0, peak_bf16 = 0;
   std::string peak_device;
+  std::string peak_half = "bf16";  // the 16-bit type the GPU's tensor cores take (PeakFlops::half)
   // GEMM kernels that run on CUDA cores (FFMA: cuBLAS's f32 kernels without TF32), and the longest.
   int64_t cuda_core_gemm_ns = 0;
   std::string cuda_core_gemm_kernel;

@@ -25,6 +25,14 @@ std::optional<PeakFlops> published_peak(const std::string& name) {
   if (has("L40S")) return gpu("L40S", 91.6e12, 183e12, 362.05e12, 0.864, "L40S");
   if (has("L4")) return gpu("L4", 30.3e12, 60e12, 121e12, 0.3, "L4");
   if (has("A10") && !has("A100")) return gpu("A10", 31.2e12, 62.5e12, 125e12, 0.6, "A10");
+  // Volta has no TF32 and no bf16: f32 GEMMs run at the FP32 peak, f16 at the tensor cores' (the
+  // bf16 column stands for f16 and bf16); 900 GB/s on both boards.
+  if (has("V100")) {
+    PeakFlops v = has("PCIe") || has("PCIE") ? gpu("V100 PCIe", 14e12, 14e12, 112e12, 0.9, "V100")
+                                             : gpu("V100 SXM2", 15.7e12, 15.7e12, 125e12, 0.9, "V100");
+    v.half = "f16";
+    return v;
+  }
   return std::nullopt;
 }
 

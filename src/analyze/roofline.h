@@ -23,6 +23,9 @@ struct PeakFlops {
   std::string source;
   double bytes_per_s = 0;  // memory bandwidth (HBM or GDDR on a GPU; STREAM triad on a CPU); 0 unknown
   std::string bandwidth_source;
+  // The 16-bit type its tensor cores take: "bf16" from Ampere on; "f16" on Volta, which has
+  // neither bf16 nor TF32 (its bf16 column is then the f16 rate, and tf32 equals f32).
+  std::string half = "bf16";
 };
 
 // The peak of the GPU named (deviceProperties[].name, e.g. "NVIDIA H100 80GB HBM3"); nullopt for a
