@@ -88,7 +88,10 @@ TEST_P(Nf4Case, DoubleQuantizationAgreesWithBitsandbytes) {
     ASSERT_NEAR(out[size_t(i)], dequant.data<float>()[i], 1e-2 * std::fabs(absmax[size_t(i / 64)]) + 1e-6) << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Bitsandbytes, Nf4Case, ::testing::Values("normal", "outliers", "from_bf16", "many_blocks"));
+// width16 .. width80: rows that are not a whole number of 64-blocks, so blocks span rows.
+INSTANTIATE_TEST_SUITE_P(Bitsandbytes, Nf4Case,
+                         ::testing::Values("normal", "outliers", "from_bf16", "many_blocks", "width16", "width32",
+                                           "width40", "width80"));
 
 TEST(Nf4, CodeBooksAreBitsandbytes) {
   const auto f = SafetensorsFile::open(test::fixtures_dir() + "/nf4/cases.safetensors");

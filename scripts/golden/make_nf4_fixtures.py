@@ -18,7 +18,25 @@ import sys
 import bitsandbytes
 import bitsandbytes.functional as F
 import torch
+from bitsandbytes.backends.default.ops import _dequantize_4bit_compute
+from bitsandbytes.backends.utils import _get_4bit_code
 from safetensors.torch import save_file
+
+
+def portable_dequantize_4bit(A, absmax, blocksize, quant_type, shape, dtype):
+    """bitsandbytes' portable (PyTorch) NF4 dequantization, which its CPU kernel falls back to.
+
+    The native CPU kernel of bitsandbytes 0.50.2 (AVX512) scales a 64-block that spans rows by the
+    wrong absmax when a row is a multiple of 16 but not of 64 elements; the narrow cases below
+    would record that. Its codes and absmax values are right.
+    """
+    if A.dtype != torch.uint8:
+        A = A.view(torch.uint8)
+    return _dequantize_4bit_compute(A.reshape(-1), absmax, _get_4bit_code(quant_type, A.device), blocksize, shape,
+                                    dtype)
+
+
+torch.library.register_kernel("bitsandbytes::dequantize_4bit", "cpu", portable_dequantize_4bit)
 
 
 def cases():
@@ -33,6 +51,12 @@ def cases():
     yield "from_bf16", (torch.randn(128, 64, generator=g) * 0.1).to(torch.bfloat16).float()
     # more than 256 blocks: several absmax2 blocks, the last one partial
     yield "many_blocks", torch.randn(260, 64, generator=g) * 0.03
+    # rows narrower than a block, or not a whole number of blocks: 64-blocks span rows (the
+    # shapes of small models' q/k/v, FFN and pooler weights)
+    yield "width16", torch.randn(40, 16, generator=g) * 0.3
+    yield "width32", torch.randn(24, 32, generator=g) * 0.3
+    yield "width40", torch.randn(16, 40, generator=g) * 0.3
+    yield "width80", torch.randn(24, 80, generator=g) * 0.3
 
 
 def main(out_dir):
