@@ -26,9 +26,10 @@ from safetensors.torch import save_file
 def portable_dequantize_4bit(A, absmax, blocksize, quant_type, shape, dtype):
     """bitsandbytes' portable (PyTorch) NF4 dequantization, which its CPU kernel falls back to.
 
-    The native CPU kernel of bitsandbytes 0.50.2 (AVX512) scales a 64-block that spans rows by the
-    wrong absmax when a row is a multiple of 16 but not of 64 elements; the narrow cases below
-    would record that. Its codes and absmax values are right.
+    The native CPU kernel of bitsandbytes 0.50.2 (the AVX512 branch of dequantizeBlockwise4bitCpu)
+    scales element (row, col) by absmax[row * (cols / 64) + col / 64] when cols is a multiple of 16,
+    as if every row were whole 64-blocks: wrong at widths 16, 32, 48, 80, ..., where the narrow
+    cases below would record it. Its codes and absmax values are right.
     """
     if A.dtype != torch.uint8:
         A = A.view(torch.uint8)

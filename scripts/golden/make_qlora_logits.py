@@ -33,11 +33,13 @@ CASES = {
 def portable_dequantize_4bit(A, absmax, blocksize, quant_type, shape, dtype):
     """bitsandbytes' own portable (PyTorch) NF4 dequantization, which its CPU kernel falls back to.
 
-    The native CPU kernel of bitsandbytes 0.50.2 (cdequantize_blockwise_cpu_nf4_fp32, used when the
-    CPU has AVX512) is wrong when a row is a multiple of 16 but not of 64 elements (16, 32, 48, 80,
-    ...; widths 40 or 64 are right): a 64-block that spans rows is scaled by the wrong absmax, off by
-    up to the absmax itself. The codes and absmax values are right. Every fixture here has rows of
-    16 or 32, so the reference takes the portable path on every CPU.
+    The native CPU kernel of bitsandbytes 0.50.2 (dequantizeBlockwise4bitCpu, its AVX512 branch,
+    taken when a row is a multiple of 16 elements) scales element (row, col) by
+    absmax[row * (cols / 64) + col / 64], as if every row were whole 64-blocks; quantize_4bit's
+    blocks run over the flattened tensor. So at widths 16, 32, 48, 80, ... every row but the first
+    takes another block's absmax (at 16 and 32, cols / 64 is 0: all rows the first blocks'), up to
+    the absmax itself off; widths 40 or 64 are right. The codes and absmax values are right. Every
+    fixture here has rows of 16 or 32, so the reference takes the portable path on every CPU.
     """
     if A.dtype != torch.uint8:
         A = A.view(torch.uint8)
