@@ -2,6 +2,7 @@
 records back as dicts, errors as exceptions with the CLI's messages, Ctrl-C stopping cleanly."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -79,12 +80,24 @@ def test_a_model_that_cannot_run_raises_before_a_run(tmp_path):
 
 
 def test_a_sweep_where_no_point_ran_raises(tmp_path):
-    # This RoBERTa has 32 positions, 2 of them padding's: length 31 is refused by every point.
-    model = os.path.join(FIXTURES, "encoders", "roberta-cls2-f32")
-    with pytest.raises(tach.Error, match="no point of the sweep ran: 2 failed; the first, .*positions"):
-        tach.bench(batch_sizes=[1, 2], runs_dir=tmp_path, run_id="none", **dict(TINY, model=model, seq_lens=31))
+    # Past the look at config.json (its weights cut in half), every point fails: the results are
+    # kept, and Python raises.
+    model = tmp_path / "cut"
+    shutil.copytree(os.path.join(FIXTURES, "encoders", "roberta-cls2-f32"), model)
+    whole = (model / "model.safetensors").read_bytes()
+    (model / "model.safetensors").write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(tach.Error, match="no point of the sweep ran: 2 failed; the first, .*model.safetensors"):
+        tach.bench(batch_sizes=[1, 2], runs_dir=tmp_path, run_id="none", **dict(TINY, model=str(model), seq_lens=16))
     records = [json.loads(line) for line in open(tmp_path / "none" / "results.jsonl")]
     assert [r["status"] for r in records] == ["failed", "failed"]  # the results are kept
+
+
+def test_lengths_past_the_positions_are_refused_before_anything_runs(tmp_path):
+    # This RoBERTa has 32 positions, 2 of them padding's: length 31 cannot run at any batch.
+    model = os.path.join(FIXTURES, "encoders", "roberta-cls2-f32")
+    with pytest.raises(tach.UsageError, match="past .*positions"):
+        tach.bench(batch_sizes=[1, 2], runs_dir=tmp_path, run_id="none", **dict(TINY, model=model, seq_lens=31))
+    assert not (tmp_path / "none").exists()
 
 
 def test_errors_are_the_cli_messages(tmp_path):

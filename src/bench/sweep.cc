@@ -149,9 +149,9 @@ void check_model_runs(const BenchConfig& c) {
   const int64_t shortest = *std::min_element(c.seq_lens.begin(), c.seq_lens.end());
   std::string lengths;
   for (int64_t s : c.seq_lens) lengths += (lengths.empty() ? "" : ",") + std::to_string(s);
-  check(shortest <= a.P, "every sequence length (-s " + lengths + ") is past " + c.model + "'s " + std::to_string(a.P) +
-                             " positions (max_position_embeddings): sweep -s " +
-                             std::to_string(std::min<int64_t>(a.P, 128)) + " or up to " + std::to_string(a.P));
+  usage_check(shortest <= a.P, "every sequence length (-s " + lengths + ") is past " + c.model + "'s " +
+                                   std::to_string(a.P) + " positions (max_position_embeddings): sweep -s " +
+                                   std::to_string(std::min<int64_t>(a.P, 128)) + " or up to " + std::to_string(a.P));
   // A decoder's decoding (--decode-tokens) starts from a prompt of each length: when no length
   // leaves room for the new tokens within the positions, no point could decode, so the sweep is
   // refused, naming the limit, before anything runs (a point past it among others that fit says
@@ -159,12 +159,13 @@ void check_model_runs(const BenchConfig& c) {
   if (!a.decoder || c.decode_tokens <= 0 || c.train.enabled || shortest + c.decode_tokens <= a.P) return;
   const std::string advice = shortest < a.P ? "give --decode-tokens at most " + std::to_string(a.P - shortest) : "";
   const std::string shorter = c.decode_tokens < a.P ? "-s at most " + std::to_string(a.P - c.decode_tokens) : "";
-  check(false, (c.seq_lens.size() > 1 ? "every sequence length (-s " + lengths + ") leaves no room: the shortest, "
-                                      : std::string("-s ")) +
-                   std::to_string(shortest) + " prompt tokens + --decode-tokens " + std::to_string(c.decode_tokens) +
-                   " new ones (" + std::to_string(shortest + c.decode_tokens) + " per row) is past " + c.model + "'s " +
-                   std::to_string(a.P) + " positions (max_position_embeddings): " + advice +
-                   (!advice.empty() && !shorter.empty() ? ", or " : "") + shorter);
+  usage_check(false,
+              (c.seq_lens.size() > 1 ? "every sequence length (-s " + lengths + ") leaves no room: the shortest, "
+                                     : std::string("-s ")) +
+                  std::to_string(shortest) + " prompt tokens + --decode-tokens " + std::to_string(c.decode_tokens) +
+                  " new ones (" + std::to_string(shortest + c.decode_tokens) + " per row) is past " + c.model + "'s " +
+                  std::to_string(a.P) + " positions (max_position_embeddings): " + advice +
+                  (!advice.empty() && !shorter.empty() ? ", or " : "") + shorter);
 }
 
 }  // namespace

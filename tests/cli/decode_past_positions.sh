@@ -16,7 +16,7 @@ out=$("$tach" bench -m "$lm" -s 58,60 --decode-tokens 10 -b 1 --runs 1 --warmup 
   --runs-dir "$work/runs" 2>&1)
 rc=$?
 echo "$out"
-[ $rc -eq 1 ] || fail "bench: exit $rc, expected 1"
+[ $rc -eq 2 ] || fail "bench: exit $rc, expected 2 (a usage error)"
 echo "$out" | grep -q "every sequence length (-s 58,60) leaves no room: the shortest, 58 prompt tokens + --decode-tokens 10 new ones (68 per row) is past .* 64 positions" ||
   fail "bench: the message does not name the limit"
 echo "$out" | grep -q -- "--decode-tokens at most 6, or -s at most 54" || fail "bench: no advice naming what fits"
@@ -25,7 +25,7 @@ echo "$out" | grep -q -- "--decode-tokens at most 6, or -s at most 54" || fail "
 out=$("$tach" generate -m "$lm" --prompt-len 60 -n 10 2>&1)
 rc=$?
 echo "$out"
-[ $rc -eq 1 ] || fail "generate: exit $rc, expected 1"
+[ $rc -eq 2 ] || fail "generate: exit $rc, expected 2 (a usage error)"
 echo "$out" | grep -q "a prompt of 60 tokens + --max-new-tokens 10 (70 per row) is past .* 64 positions" ||
   fail "generate: the message does not name the limit"
 echo "$out" | grep -q -- "--max-new-tokens at most 4" || fail "generate: no advice naming what fits"

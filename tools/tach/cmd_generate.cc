@@ -114,12 +114,12 @@ int run_generate(const GenerateFlags& f) {
               std::to_string(info.max_positions) + " positions (max_position_embeddings)");
   int64_t longest = 0;
   for (const auto& r : rows) longest = std::max<int64_t>(longest, int64_t(r.size()));
-  check(info.max_positions <= 0 || longest + f.max_new_tokens <= info.max_positions,
-        "a prompt of " + std::to_string(longest) + " tokens + --max-new-tokens " + std::to_string(f.max_new_tokens) +
-            " (" + std::to_string(longest + f.max_new_tokens) + " per row) is past " + f.model + "'s " +
-            std::to_string(info.max_positions) +
-            " positions (max_position_embeddings): give --max-new-tokens at most " +
-            std::to_string(info.max_positions - longest) + ", or a shorter prompt");
+  usage_check(info.max_positions <= 0 || longest + f.max_new_tokens <= info.max_positions,
+              "a prompt of " + std::to_string(longest) + " tokens + --max-new-tokens " +
+                  std::to_string(f.max_new_tokens) + " (" + std::to_string(longest + f.max_new_tokens) +
+                  " per row) is past " + f.model + "'s " + std::to_string(info.max_positions) +
+                  " positions (max_position_embeddings): give --max-new-tokens at most " +
+                  std::to_string(info.max_positions - longest) + ", or a shorter prompt");
   GenerateOptions go;
   go.max_new_tokens = f.max_new_tokens;
   go.stop_at_eos = !f.ignore_eos;
