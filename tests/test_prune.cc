@@ -8,6 +8,7 @@
 
 #include "golden_check.h"
 #include "model/config.h"
+#include "model/family.h"
 #include "tach/error.h"
 #include "tach/model.h"
 #include "tach/prune.h"
@@ -70,6 +71,13 @@ TEST(PrunedHeads, FamilyWithoutTheRuleIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("MPNet"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("relative position bias"), std::string::npos) << e.what();
   }
+}
+
+// tach estimate and the parameter counts: the heads a checkpoint lacks are not counted (the tensors'
+// elements, 5918, counted in Python).
+TEST(PrunedHeads, ParametersCountTheHeadsLeft) {
+  const auto a = model::summarize_architecture(model::resolve_model(test::fixtures_dir() + "/prune/bert-pruned"));
+  EXPECT_EQ(a.parameters(), 5918);
 }
 
 std::string bert_fixture() { return test::fixtures_dir() + "/encoders/bert-cls2-f32"; }

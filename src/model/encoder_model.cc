@@ -135,6 +135,9 @@ ArchitectureSummary summarize_encoder(const ModelFamily& family, const ModelLoca
   // models' bodies have none.
   a.bare_pooler = c.checkpoint_head == Head::none && (c.family->token_types || c.family->positions_after_padding);
   if (c.family && c.family->positions_after_padding) a.max_row_tokens = c.max_position_embeddings - c.pad_token_id - 1;
+  // Heads pruned (config.json's pruned_heads): the formulas count every layer with all its heads;
+  // each removed head takes D rows and biases of q, k and v and D columns of the output.
+  for (const auto& removed : c.pruned_heads) a.other_params -= int64_t(removed.size()) * (4 * a.C * a.D + 3 * a.D);
   return a;
 }
 

@@ -68,7 +68,7 @@ int64_t ArchitectureSummary::parameters() const {
            other_params + head_parameters();
   }
   const int64_t p = V * C + P * C + Tt * C + 2 * C + relative_bias + L * layer_params();
-  return p + head_parameters();
+  return p + other_params + head_parameters();
 }
 
 const std::vector<ModelFamily>& model_families() {

@@ -54,7 +54,7 @@ struct ArchitectureSummary {
   bool mla = false;
   int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
   // Parameters the formulas below do not hold: ModernBERT's embedding norm, less layer 0's absent
-  // attention norm.
+  // attention norm; less the heads a pruned encoder lacks (config.json's pruned_heads).
   int64_t other_params = 0;
   std::string note;                       // how the numbers were read, when not from a family tach builds
   int64_t attention_params() const;       // one layer's attention, with its norms
