@@ -170,7 +170,7 @@ EOF
     expect 2 "--report asks for the report that --skip-report leaves out" -- run "${quick[@]}" --report --skip-report
     # Every tach bench option is taken: --report as the default it is, --train as a training
     # sweep, --slurm refused with what to do instead.
-    expect 1 "tach run runs its pipeline here.*tach bench --slurm" -- run --train --slurm --slurm-dry-run
+    expect 2 "tach run runs its pipeline here.*tach bench --slurm" -- run --train --slurm --slurm-dry-run
     expect 0 "report: .*report.html" -- run "${quick[@]}" -b 1 --report --skip-profile --run-id rep
     test -s "$dir/runs/rep/report.html" || fail "no report.html"
     expect 0 "bench: preset:bert-tiny \(training steps\)" -- run "${quick[@]}" --train -b 2 --skip-profile --skip-report \

@@ -25,9 +25,10 @@ struct RunFlags {
 void check_pipeline_options(const RunFlags& f) {
   bool slurm = f.slurm.submit || !f.slurm.plan.empty() || f.slurm.task >= 0;
   for (const auto* opt : f.slurm.submit_only) slurm = slurm || opt->count() > 0;
-  check(!slurm,
-        "tach run runs its pipeline here, the profile and the report on the sweep's points: on a SLURM cluster run "
-        "tach bench --slurm --profile, then tach report RUN_DIR once its points are in");
+  usage_check(
+      !slurm,
+      "tach run runs its pipeline here, the profile and the report on the sweep's points: on a SLURM cluster run "
+      "tach bench --slurm --profile, then tach report RUN_DIR once its points are in");
   usage_check(!(f.bench.report && f.skip_report),
               "--report asks for the report that --skip-report leaves out; give one");
   check_resume_alone(f.bench);
