@@ -155,6 +155,80 @@ TEST(EngineClient, AWorkerThatExitsHangsOrWritesGarbageIsKilledAndNamed) {
   }
 }
 
+// A first line of the protocol's events with fields of the wrong types is a tach::Error that names
+// the field (was the JSON library's type_error, which nothing above caught).
+TEST(EngineClient, AFirstLineWithFieldsOfTheWrongTypesIsAnErrorNamingThem) {
+  struct Case {
+    std::string line, says;
+  };
+  for (const Case& k : {Case{R"({"event":"unavailable","engine":"onnxruntime","missing":5})", "has missing 5"},
+                        Case{R"({"event":"ready","protocol":"1","engine":"torch"})", "speaks protocol \"1\""},
+                        Case{R"({"event":"ready","protocol":1,"engine":"torch","devices":"cpu"})", "has devices"},
+                        Case{R"({"event":7})", "has event 7, not a string"}}) {
+    SCOPED_TRACE(k.line);
+    test::TempDir dir;
+    EngineLaunch l;
+    l.engine = "torch";
+    l.command = {"sh", "-c", "echo '" + k.line + "'; sleep 30"};
+    l.stderr_log = dir.file("engines/torch.log");
+    l.ready_timeout_s = 30;
+    try {
+      (void)EngineClient::start(l);
+      FAIL() << "no error";
+    } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(k.says), std::string::npos) << e.what(); }
+  }
+}
+
+// Replies decoded apart from the process: what a worker may leave out has its default; a field of
+// the wrong type, a negative or missing time, a byte count past int64 are Errors naming it.
+TEST(EngineReplies, DecodeOrNameWhatIsWrong) {
+  using nlohmann::json;
+  EXPECT_EQ(ok_reply(json{{"ok", true}, {"x", 1}}, "torch", "ping").at("x"), 1);
+  EXPECT_THROW((void)ok_reply(json{{"ok", "yes"}}, "torch", "ping"), Error);
+  EXPECT_THROW((void)ok_reply(json::object(), "torch", "ping"), Error);
+  try {
+    (void)ok_reply(json{{"ok", false}, {"kind", "oom"}, {"error", "CUDA out of memory"}}, "torch", "time");
+    FAIL() << "no error";
+  } catch (const EngineReplyError& e) {
+    EXPECT_EQ(e.kind(), "oom");
+    EXPECT_STREQ(e.what(), "torch time: CUDA out of memory (out of memory)");
+  }
+  EXPECT_THROW((void)ok_reply(json{{"ok", false}, {"kind", 5}}, "torch", "time"), Error);
+  EXPECT_THROW((void)object_from_line(std::string(100, '[') + std::string(100, ']'), "reply"), Error);
+  EXPECT_THROW((void)object_from_line("[1]", "reply"), Error);
+  EXPECT_THROW((void)object_from_line("{", "reply"), Error);
+
+  EXPECT_EQ(timed_ns(json{{"ns", {5, 6}}}, 2, "torch"), (std::vector<int64_t>{5, 6}));
+  EXPECT_THROW((void)timed_ns(json{{"ns", {5}}}, 2, "torch"), Error);
+  EXPECT_THROW((void)timed_ns(json{{"ns", {-1}}}, 1, "torch"), Error);
+  EXPECT_THROW((void)timed_ns(json{{"ns", {"x"}}}, 1, "torch"), Error);
+  EXPECT_THROW((void)timed_ns(json{{"ok", true}}, 1, "torch"), Error);
+
+  const EngineMemory m = memory_from_reply(
+      json::parse(R"({"rss_bytes":16711680,"peak_rss_bytes":2e7,"device_allocated_peak_bytes":null})"));
+  EXPECT_EQ(m.rss_bytes, 16711680);
+  EXPECT_EQ(m.peak_rss_bytes, 20000000);
+  EXPECT_EQ(m.device_allocated_peak_bytes, -1);
+  EXPECT_EQ(m.device_reserved_peak_bytes, -1);
+  EXPECT_THROW((void)memory_from_reply(json{{"rss_bytes", 1e300}}), Error);
+  EXPECT_THROW((void)memory_from_reply(json::parse(R"({"peak_rss_bytes":18446744073709551615})")), Error);
+
+  const EngineLoad l = load_from_reply(
+      json::parse(R"({"load_s":1.5,"setup":{"kind":"onnx export","seconds":2,"cached":true,"cache_age_s":null}})"),
+      "onnxruntime");
+  EXPECT_EQ(l.load_s, 1.5);
+  EXPECT_EQ(l.setup_kind, "onnx export");
+  EXPECT_EQ(l.setup_s, 2);
+  EXPECT_TRUE(l.setup_cached);
+  EXPECT_EQ(l.setup_cache_age_s, -1);
+  EXPECT_THROW((void)load_from_reply(json::parse(R"({"setup":{"kind":5}})"), "torch"), Error);
+  EXPECT_THROW((void)outputs_of(json{{"ok", true}}, "torch"), Error);
+
+  // A worker's claimed first call of 1e308 s leaves a finite deadline (a week), not an infinite one.
+  EXPECT_EQ(request_deadline_s("time", 64, 1e308), 7 * 24 * 3600.0);
+  EXPECT_EQ(request_deadline_s("time", 2, 0.5), 80);
+}
+
 TEST(EngineClient, AWorkerThatNeverSaysReadyTimesOut) {
   test::TempDir dir;
   EngineLaunch l = fixture_launch(dir, "silent");

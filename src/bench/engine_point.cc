@@ -294,16 +294,13 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
     w.loaded = loaded;
   }
   // One-time costs: the load that brought this model (an earlier point's, when it was loaded then).
-  e.load_s = number_or(w.load_reply, "load_s", 0);
-  if (const auto setup = w.load_reply.find("setup"); setup != w.load_reply.end() && setup->is_object()) {
-    e.setup_kind = setup->value("kind", "none");
-    e.setup_s = number_or(*setup, "seconds", 0);
-    e.setup_cached = setup->value("cached", false);
-    e.setup_cache_age_s = number_or(*setup, "cache_age_s", -1);
-  }
+  const engines::EngineLoad one_time = engines::load_from_reply(w.load_reply, key.engine);
+  e.load_s = one_time.load_s, e.setup_kind = one_time.setup_kind, e.setup_s = one_time.setup_s;
+  e.setup_cached = one_time.setup_cached, e.setup_cache_age_s = one_time.setup_cache_age_s;
   (void)c.call(inputs_request(batch));
   // The outputs first: a disagreement is a finding recorded with the point, not a silent number.
-  const OutputCheck compared = check_outputs(tach_model, batch, c.call({{"op", "outputs"}}).at("outputs"), key.dtype);
+  const OutputCheck compared =
+      check_outputs(tach_model, batch, engines::outputs_of(c.call({{"op", "outputs"}}), key.engine), key.dtype);
   e.outputs_checked = compared.checked, e.outputs_agree = compared.agree, e.outputs_name = compared.name;
   e.outputs_note = compared.note, e.max_abs_diff = compared.max_abs_diff, e.tolerance = compared.tolerance;
   e.first_call_s = number_or(c.call({{"op", "prepare"}}), "first_call_s", 0);
@@ -327,9 +324,7 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
     const nlohmann::json reply =
         c.call({{"op", "time"}, {"calls", k}}, engines::request_deadline_s("time", k, expected_call_s));
     const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    const auto ns = reply.at("ns").get<std::vector<int64_t>>();
-    check(int64_t(ns.size()) == k, "engine " + key.engine + " timed " + std::to_string(ns.size()) + " calls of the " +
-                                       std::to_string(k) + " asked for");
+    const std::vector<int64_t> ns = engines::timed_ns(reply, k, key.engine);
     double chunk_s = 0;
     for (int64_t v : ns) {
       const double s = double(v) * 1e-9;
@@ -367,12 +362,12 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
   std::nth_element(overhead_us.begin(), overhead_us.begin() + long(overhead_us.size() / 2), overhead_us.end());
   e.protocol_us_per_call = overhead_us[overhead_us.size() / 2];
 
-  const nlohmann::json mem = c.call({{"op", "memory"}, {"reset", false}});
-  r.rss_bytes = int64_t(number_or(mem, "rss_bytes", 0));
-  r.peak_rss_bytes = int64_t(number_or(mem, "peak_rss_bytes", 0));
+  const engines::EngineMemory mem = engines::memory_from_reply(c.call({{"op", "memory"}, {"reset", false}}));
+  r.rss_bytes = mem.rss_bytes;
+  r.peak_rss_bytes = mem.peak_rss_bytes;
   r.peak_rss_is_per_point = false;  // the worker's peak since it started (its load included)
-  e.device_allocated_peak_bytes = int64_t(number_or(mem, "device_allocated_peak_bytes", -1));
-  e.device_reserved_peak_bytes = int64_t(number_or(mem, "device_reserved_peak_bytes", -1));
+  e.device_allocated_peak_bytes = mem.device_allocated_peak_bytes;
+  e.device_reserved_peak_bytes = mem.device_reserved_peak_bytes;
 
   const double n = double(latencies_s.size());
   r.measured_runs = int(latencies_s.size());

@@ -55,8 +55,40 @@ struct EngineReady {
 };
 
 // The deadline of each request, in seconds: load 600 (a download, an export); prepare 600 (a
-// compile); time: 60 plus 20 times what the calls should take (expected_call_s each).
+// compile); time: 60 plus 20 times what the calls should take (expected_call_s each, the worker's
+// own figure: at most a week in all, whatever it claims).
 double request_deadline_s(const std::string& op, int64_t calls = 0, double expected_call_s = 0);
+
+// What the worker writes, decoded apart from the process (the client and the fuzz target call
+// these). Each throws Error naming what is wrong with the line, never the JSON library's exception.
+//   One line as a JSON object (awaiting: what tach was waiting for, for the message).
+nlohmann::json object_from_line(const std::string& line, const std::string& awaiting);
+//   The first line: ready (its fields, for engine `engine` on protocol kProtocolVersion), or
+//   EngineUnavailable (python: the interpreter named in its message).
+EngineReady ready_from_first_line(const nlohmann::json& first, const std::string& engine, const std::string& python);
+//   A reply to `op`: itself when ok is true, EngineReplyError when false.
+nlohmann::json ok_reply(nlohmann::json reply, const std::string& engine, const std::string& op);
+//   A time reply's per-call nanoseconds: `asked` non-negative integers.
+std::vector<int64_t> timed_ns(const nlohmann::json& reply, int64_t asked, const std::string& engine);
+
+// A load reply's one-time costs (docs/formats.md, engine_run.one_time).
+struct EngineLoad {
+  double load_s = 0;
+  std::string setup_kind = "none";  // "torch.compile", "onnx export"
+  double setup_s = 0;
+  bool setup_cached = false;
+  double setup_cache_age_s = -1;  // -1: not reused
+};
+EngineLoad load_from_reply(const nlohmann::json& reply, const std::string& engine);
+//   An outputs reply's outputs: an object of named {shape, data}.
+const nlohmann::json& outputs_of(const nlohmann::json& reply, const std::string& engine);
+
+// A memory reply, in bytes (-1: the worker has no such figure, as for the device's on a CPU).
+struct EngineMemory {
+  int64_t rss_bytes = 0, peak_rss_bytes = 0;
+  int64_t device_allocated_peak_bytes = -1, device_reserved_peak_bytes = -1;
+};
+EngineMemory memory_from_reply(const nlohmann::json& reply);
 
 class EngineClient {
  public:

@@ -26,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # Each target and the corpus folder it starts from.
 all="safetensors:safetensors config:config tokenizer_json:tokenizer_json tokenizer_encode:tokenizer_text
 precompiled:precompiled dataset:dataset bench_config:bench_config sentence_config:sentence_config parquet:parquet
-slurm_plan:slurm_plan conll:conll trace:trace squad:squad"
+slurm_plan:slurm_plan conll:conll trace:trace squad:squad engine_reply:engine_reply"
 [ $# -gt 0 ] || set -- $(for pair in $all; do echo "${pair%%:*}"; done)
 mkdir -p "$out"
 status=0

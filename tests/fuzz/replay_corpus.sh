@@ -7,7 +7,7 @@ build=${1:?usage: $0 BUILD_FUZZ}
 here=$(cd "$(dirname "$0")" && pwd)
 pairs="safetensors:safetensors config:config tokenizer_json:tokenizer_json tokenizer_encode:tokenizer_text
 precompiled:precompiled dataset:dataset bench_config:bench_config sentence_config:sentence_config parquet:parquet
-slurm_plan:slurm_plan conll:conll trace:trace squad:squad"
+slurm_plan:slurm_plan conll:conll trace:trace squad:squad engine_reply:engine_reply"
 ran=0
 failed=0
 for pair in $pairs; do
