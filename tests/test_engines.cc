@@ -223,6 +223,10 @@ TEST(EngineReplies, DecodeOrNameWhatIsWrong) {
   EXPECT_EQ(l.setup_cache_age_s, -1);
   EXPECT_THROW((void)load_from_reply(json::parse(R"({"setup":{"kind":5}})"), "torch"), Error);
   EXPECT_THROW((void)outputs_of(json{{"ok", true}}, "torch"), Error);
+  EXPECT_EQ(shape_elements({2, 3}), 6);
+  EXPECT_EQ(shape_elements({}), 1);
+  EXPECT_EQ(shape_elements({-2, -3}), -1);
+  EXPECT_EQ(shape_elements({int64_t(1) << 40, int64_t(1) << 40}), -1);  // was a signed overflow
 
   // A worker's claimed first call of 1e308 s leaves a finite deadline (a week), not an infinite one.
   EXPECT_EQ(request_deadline_s("time", 64, 1e308), 7 * 24 * 3600.0);

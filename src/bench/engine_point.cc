@@ -83,8 +83,7 @@ void compare_values(const nlohmann::json& got, const Tensor& want_tensor, const 
   const auto shape = got.at("shape").get<std::vector<int64_t>>();
   const auto& data = got.at("data");
   const int64_t n = want.numel() / components;
-  int64_t count = 1;
-  for (int64_t d : shape) count *= d;
+  const int64_t count = engines::shape_elements(shape);
   if (count != n || int64_t(data.size()) != n) {
     c.note = c.name + ": the engine's shape [" +
              [&] {

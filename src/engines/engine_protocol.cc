@@ -188,6 +188,15 @@ const nlohmann::json& outputs_of(const nlohmann::json& reply, const std::string&
   return *outputs;
 }
 
+int64_t shape_elements(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (const int64_t d : shape) {
+    if (d < 0 || (d > 0 && count > INT64_MAX / d)) return -1;
+    count *= d;
+  }
+  return count;
+}
+
 EngineMemory memory_from_reply(const nlohmann::json& reply) {
   EngineMemory m;
   m.rss_bytes = bytes_field(reply, "rss_bytes", m.rss_bytes);

@@ -82,6 +82,8 @@ struct EngineLoad {
 EngineLoad load_from_reply(const nlohmann::json& reply, const std::string& engine);
 //   An outputs reply's outputs: an object of named {shape, data}.
 const nlohmann::json& outputs_of(const nlohmann::json& reply, const std::string& engine);
+//   The values an output's shape holds; -1 for a negative dimension or a count past int64.
+int64_t shape_elements(const std::vector<int64_t>& shape);
 
 // A memory reply, in bytes (-1: the worker has no such figure, as for the device's on a CPU).
 struct EngineMemory {
