@@ -387,9 +387,7 @@ TEST(TrainAdvice, Bf16HardwareIsTheIsaNotTheMatmul) {
   const char* cap = std::getenv("DNNL_MAX_CPU_ISA");
   const bool capped = cap && std::string(cap) == "AVX512_CORE_VNNI";
   EXPECT_EQ(cpu::bf16_gemm_in_hardware(), (isa.avx512_bf16 || isa.amx_bf16) && !capped);
-  if (capped && isa.avx512f) {
-    EXPECT_TRUE(cpu::bf16_train_gemm_onednn()) << "oneDNN emulates bf16 on AVX-512";
-  }
+  if (capped && isa.avx512f) { EXPECT_TRUE(cpu::bf16_train_gemm_onednn()) << "oneDNN emulates bf16 on AVX-512"; }
 }
 
 // The extraction itself: a clause after "tach X" is X's, the rest the printer's.
