@@ -345,9 +345,19 @@ TEST_P(TaskFixture, TwentyAdamWStepsMatchTransformers) {
   for (const auto& e : ref.header().entries) {
     const train::Parameter* p = find_param(*c.model, e.name);
     ASSERT_NE(p, nullptr) << e.name;
-    if (!zero_in_exact_arithmetic(e.name, c.model->head())) {
-      EXPECT_LT(test::tensor_error(p->value, ref.tensor(e)), 1e-4) << e.name;
+    if (zero_in_exact_arithmetic(e.name, c.model->head())) continue;
+    if (e.name.find("self_attn.k_proj.bias") != std::string::npos) {
+      // A RoPE decoder's key bias: its low-frequency components' gradient is nearly zero, so AdamW
+      // walks them by rounding (test_train_golden says more); it starts at zero, so the check is
+      // absolute.
+      const Tensor want = ref.tensor(e).to(DType::f32);
+      double largest = 0;
+      for (int64_t i = 0; i < want.numel(); ++i)
+        largest = std::max(largest, double(std::fabs(p->value.data<float>()[i] - want.data<float>()[i])));
+      EXPECT_LT(largest, 1e-4) << e.name;
+      continue;
     }
+    EXPECT_LT(test::tensor_error(p->value, ref.tensor(e)), 1e-4) << e.name;
   }
 }
 
@@ -479,20 +489,73 @@ TEST(TaskHeads, QuestionAnsweringOnATokenClassifierSavesTwoLabels) {
 }
 
 // A causal decoder trains as a sequence classifier: a per-token task is refused naming that.
-TEST(TaskHeads, ACausalDecoderRefusesPerTokenTasksNamingWhatItTrains) {
-  const train::TrainingModelSource decoder = train::open_training_model("preset:qwen2-tiny", 0);
-  for (const Head task : {Head::masked_lm, Head::token_classification, Head::question_answering}) {
+// A causal decoder has no masked LM; Gemma 3's row has no per-token heads: each refusal names
+// the tasks the family trains.
+TEST(TaskHeads, ACausalDecoderRefusesWhatItsRowLacksNamingWhatItTrains) {
+  const train::TrainingModelSource qwen2 = train::open_training_model("preset:qwen2-tiny", 0);
+  try {
+    train::build_trainable_model(qwen2, {}, "", 0, nullptr, Head::masked_lm);
+    ADD_FAILURE() << "a masked LM trained on a causal decoder";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("are causal language models with no masked-LM head; --task sequence-classification, "
+                        "token-classification, question-answering train them"),
+              std::string::npos)
+        << what;
+  }
+  const train::TrainingModelSource gemma =
+      train::open_training_model(test::fixtures_dir() + "/decoders/gemma3-cls-f32", 0);
+  for (const Head task : {Head::token_classification, Head::question_answering}) {
     try {
-      train::build_trainable_model(decoder, {"A", "B"}, "", 0, nullptr, task);
-      ADD_FAILURE() << head_name(task) << " trained on a causal decoder";
+      train::build_trainable_model(gemma, {"A", "B"}, "", 0, nullptr, task);
+      ADD_FAILURE() << head_name(task) << " trained on Gemma 3";
     } catch (const std::exception& e) {
       const std::string what = e.what();
-      EXPECT_NE(what.find("; --task sequence-classification trains them"), std::string::npos) << what;
-      if (task == Head::masked_lm)
-        EXPECT_NE(what.find("are causal language models with no masked-LM head"), std::string::npos) << what;
-      else EXPECT_NE(what.find(std::string("training the ") + head_name(task) + " head of"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::string("training the ") + head_name(task) + " head of Gemma"), std::string::npos)
+          << what;
+      EXPECT_NE(what.find("is not built; --task sequence-classification trains them"), std::string::npos) << what;
     }
   }
+}
+
+// The causal decoders' per-token heads: `score` on every token, and qa_outputs with the body
+// under the family's question-answering prefix (Qwen2's "transformer."), as transformers saves them.
+TEST(TaskHeads, CausalDecodersBuildTheirPerTokenHeads) {
+  const train::TrainingModelSource qwen2 = train::open_training_model("preset:qwen2-tiny", 0);
+  const auto tokens = train::build_trainable_model(qwen2, {"A", "B", "C"}, "", 0, nullptr, Head::token_classification);
+  EXPECT_EQ(tokens->architecture(), "Qwen2ForTokenClassification");
+  EXPECT_EQ(tokens->params.at("score.weight").value.shape()[0], 3);
+  EXPECT_NE(tokens->params.find("score.bias"), nullptr);
+  EXPECT_NE(tokens->params.find("model.embed_tokens.weight"), nullptr);
+  const auto qa = train::build_trainable_model(qwen2, {}, "", 0, nullptr, Head::question_answering);
+  EXPECT_EQ(qa->architecture(), "Qwen2ForQuestionAnswering");
+  EXPECT_EQ(qa->labels(), (std::vector<std::string>{"start", "end"}));
+  EXPECT_EQ(qa->params.at("qa_outputs.weight").value.shape()[0], 2);
+  EXPECT_NE(qa->params.find("transformer.embed_tokens.weight"), nullptr);
+  EXPECT_EQ(qa->params.find("model.embed_tokens.weight"), nullptr);
+}
+
+// …ForTokenClassification's dropout before `score`: classifier_dropout, else hidden_dropout, else
+// 0.1; it drops out the head's input in training (the logits change) and nothing else.
+TEST(TaskHeads, ACausalTokenClassifierAppliesItsConfiguredDropout) {
+  const train::TrainingModelSource preset = train::open_training_model("preset:qwen2-tiny", 0);
+  EXPECT_FLOAT_EQ(preset.dropout(Head::token_classification).head, 0.1f) << "transformers' default";
+  EXPECT_FLOAT_EQ(preset.dropout(Head::question_answering).head, 0.f) << "qa_outputs reads h itself";
+  const train::TrainingModelSource fixture =
+      train::open_training_model(test::fixtures_dir() + "/train_tasks/llama-token-cls5-f32/model", 0);
+  EXPECT_FLOAT_EQ(fixture.dropout(Head::token_classification).head, 0.f) << "the config's classifier_dropout 0.0";
+
+  TaskCase c = load_task_case("llama-token-cls5-f32");
+  const auto state = c.model->new_state(false);
+  train::DropoutRates off, on;
+  on.head = 0.5f, on.seed = 3;
+  c.model->forward(*state, c.batches[0], off);
+  const Tensor plain = state->logits.to(DType::f32);  // a copy
+  c.model->forward(*state, c.batches[0], on);
+  EXPECT_GT(test::tensor_error(state->logits, plain), 1e-2) << "the head's input was dropped out";
+  on.head = 0.f;
+  c.model->forward(*state, c.batches[0], on);
+  EXPECT_LT(test::tensor_error(state->logits, plain), 1e-7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TaskFixture,
@@ -500,7 +563,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TaskFixture,
                                            "bert-token-cls5-f32", "distilbert-token-cls5-f32", "bert-qa-f32",
                                            "roberta-qa-f32", "mpnet-mlm-f32", "xlm-roberta-token-cls5-f32",
                                            "mpnet-qa-f32", "xlm-roberta-mlm-f32", "distilbert-qa-f32",
-                                           "modernbert-mlm-f32", "modernbert-token-cls5-f32", "modernbert-qa-f32"),
+                                           "modernbert-mlm-f32", "modernbert-token-cls5-f32", "modernbert-qa-f32",
+                                           "llama-token-cls5-f32", "llama-qa-f32", "mistral-token-cls5-f32",
+                                           "mistral-qa-f32", "qwen2-qa-f32", "qwen3-token-cls5-f32"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 
 }  // namespace

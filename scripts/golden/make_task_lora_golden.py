@@ -35,6 +35,7 @@ from safetensors.torch import save_file
 from transformers import (AutoModelForMaskedLM, AutoModelForQuestionAnswering, AutoModelForTokenClassification,
                           get_linear_schedule_with_warmup)
 
+DECODER_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 # The families' default LoRA targets (src/model/<family>.cc lora_targets).
 TARGETS = {
     "bert": ["query", "key", "value", "dense"],
@@ -43,11 +44,16 @@ TARGETS = {
     "xlm-roberta": ["query", "key", "value", "dense"],
     "mpnet": ["q", "k", "v", "o", "dense"],
     "modernbert": ["Wqkv", "Wo", "Wi", "dense"],
+    "llama": DECODER_TARGETS,
+    "mistral": DECODER_TARGETS,
+    "qwen2": DECODER_TARGETS,
+    "qwen3": DECODER_TARGETS,
 }
 CASES = ["bert-mlm-f32", "distilbert-mlm-f32", "roberta-mlm-f32", "mpnet-mlm-f32", "xlm-roberta-mlm-f32",
          "bert-token-cls5-f32", "distilbert-token-cls5-f32", "xlm-roberta-token-cls5-f32", "bert-qa-f32",
          "distilbert-qa-f32", "roberta-qa-f32", "mpnet-qa-f32", "modernbert-mlm-f32", "modernbert-token-cls5-f32",
-         "modernbert-qa-f32"]
+         "modernbert-qa-f32", "llama-token-cls5-f32", "llama-qa-f32", "mistral-token-cls5-f32", "mistral-qa-f32",
+         "qwen2-qa-f32", "qwen3-token-cls5-f32"]
 R, ALPHA, STEPS, WARMUP, LR, WD, CLIP = 4, 8, 20, 2, 1e-3, 0.01, 1.0
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
 AUTO = {"mlm": AutoModelForMaskedLM, "token-classification": AutoModelForTokenClassification,

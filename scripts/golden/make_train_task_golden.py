@@ -59,7 +59,16 @@ CASES = {
     "modernbert-mlm-f32": ("decoders/modernbert-base-model-f32", "mlm"),
     "modernbert-token-cls5-f32": ("decoders/modernbert-base-model-f32", "token-classification"),
     "modernbert-qa-f32": ("decoders/modernbert-base-model-f32", "question-answering"),
+    # Causal decoders: `score` on every token; qa_outputs under `transformer.` (Llama, Qwen2,
+    # Qwen3) or `model.` (Mistral). The token classifier's dropout is set to 0 in the config.
+    "llama-token-cls5-f32": ("decoders/llama-cls-bias-f32", "token-classification"),
+    "llama-qa-f32": ("decoders/llama-cls-bias-f32", "question-answering"),
+    "mistral-token-cls5-f32": ("decoders/mistral-cls-window4-f32", "token-classification"),
+    "mistral-qa-f32": ("decoders/mistral-cls-window4-f32", "question-answering"),
+    "qwen2-qa-f32": ("decoders/qwen2-cls-kv1-f32", "question-answering"),
+    "qwen3-token-cls5-f32": ("decoders/qwen3-cls-headdim16-f32", "token-classification"),
 }
+CAUSAL = ("llama", "mistral", "qwen2", "qwen3")
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
 STEPS, WARMUP, LR, WD, CLIP = 20, 2, 1e-3, 0.01, 1.0
 LABELS = ["B-LOC", "B-PER", "I-LOC", "I-PER", "O"]
@@ -139,6 +148,17 @@ def make_model(src, task, dst):
         # 2.866 against 2.884), and eager's gradient is that rounding's, not the function's. Windows
         # of 8 keys keep every position in sight of a real token, and still cut these 12-token rows.
         config.local_attention = 16
+    if config.model_type == "mistral" and task == "question-answering":
+        # The same for Mistral's 4-key window: a padded position past a row's last real token by 4
+        # or more would see padding only. 8 keys keep the shortest row (5 tokens) in sight.
+        config.sliding_window = 8
+    if config.model_type in CAUSAL:
+        config.architectures = None
+        if task == "token-classification":
+            config.classifier_dropout = 0.0  # …ForTokenClassification's dropout before `score`
+        else:
+            config.id2label = {0: "LABEL_0", 1: "LABEL_1"}
+            config.label2id = {"LABEL_0": 0, "LABEL_1": 1}
     torch.manual_seed(7)
     if task == "mlm":
         config.architectures = None

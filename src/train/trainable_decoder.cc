@@ -24,7 +24,10 @@ TrainableDecoder build_trainable_decoder(const model::DecoderConfig& config, con
   m.task = task;
   if (task == Head::question_answering) m.config.id2label = {"start", "end"};
   if (task == Head::masked_lm) m.config.id2label.clear();
-  m.body_prefix = family.body_prefix;
+  // …ForQuestionAnswering keeps the body under its own prefix in some families ("transformer.").
+  m.body_prefix = task == Head::question_answering && !family.question_answering_body_prefix.empty()
+                      ? family.question_answering_body_prefix
+                      : family.body_prefix;
   m.names = family.decoder->names;
   m.classifier_architecture = model::architecture_for_head(family, task);
   m.embed_scale = model::embedding_scale(config, DType::f32);

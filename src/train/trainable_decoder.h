@@ -122,7 +122,8 @@ struct DecoderActivations final : ForwardState {
   Tensor pooled_in;               // [R, C] the last layer's output at the rows the head reads
   Tensor final_mean, final_rstd;  // [R] (mean pooling: [N]; mean for LayerNorms only)
   Tensor final_normed;            // [N, C] mean pooling: every row's final norm, averaged into pooled
-  Tensor pooled;  // [R, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
+  Tensor pooled;          // [R, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
+  Tensor pooled_dropped;  // [R, C] a causal token classifier's dropout of pooled, when its rate is not 0
   Tensor head_pre, head_act, head_mean, head_rstd, head_out;  // ModernBERT's head: [R, C] x3, [R] x2
   std::vector<int64_t> last;       // per row, the pooled token's position (last or cls pooling)
   std::vector<int32_t> head_rows;  // the R rows (b * T + t) the head reads, in host memory

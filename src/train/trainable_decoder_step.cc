@@ -12,6 +12,7 @@
 #include "ops/causal_attention.h"
 #include "ops/copy_rows.h"
 #include "ops/embedding.h"
+#include "ops/dropout.h"
 #include "ops/fill.h"
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
@@ -96,6 +97,7 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   if (mean_pool) a.final_mean = make({N}), a.final_rstd = make({N}), a.final_normed = make({N, C});
   else rows(&DecoderActivations::final_mean, 0), rows(&DecoderActivations::final_rstd, 0);
   rows(&DecoderActivations::pooled, C);
+  if (m.task == Head::token_classification && !s.head_mlp) rows(&DecoderActivations::pooled_dropped, C);
   if (s.head_mlp) {
     for (auto field : {&DecoderActivations::head_pre, &DecoderActivations::head_act, &DecoderActivations::head_out,
                        &DecoderActivations::d_head})
@@ -304,6 +306,17 @@ void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor
   }
 }
 
+// A causal decoder's token classifier drops out the final hidden states before `score`
+// (…ForTokenClassification's classifier_dropout); no other decoder head has a dropout of its own.
+float head_dropout(const TrainableDecoder& m, const DropoutRates& dr) {
+  return m.task == Head::token_classification && !m.config.head_mlp ? dr.head : 0.f;
+}
+
+// The mask's site: after every layer's (the layers draw none today; the number stays clear of them).
+uint64_t head_dropout_key(const TrainableDecoder& m, const DropoutRates& dr) {
+  return ops::dropout_key(dr.seed, dr.micro_batch, int64_t(m.layers.size()) * 8 + 1);
+}
+
 // The head on a.pooled: the score (or ModernBERT's head.dense, GELU, head.norm, then its
 // classifier or decoder), into a.logits [R, L] ([R, V] the masked LM's).
 void head_forward(const TrainableDecoder& m, DecoderActivations& a, const DropoutRates& dr) {
@@ -319,6 +332,10 @@ void head_forward(const TrainableDecoder& m, DecoderActivations& a, const Dropou
     head_in = &a.head_out;
   }
   core::Span head_span(core::SpanKind::module, m.output_module);
+  if (head_dropout(m, dr) > 0.f) {
+    ops::dropout_forward(a.pooled_dropped, *head_in, dr.head, head_dropout_key(m, dr));
+    head_in = &a.pooled_dropped;
+  }
   ops::linear_forward_train(a.logits, *head_in, m.score->value, value_of(m.score_bias));
 }
 
@@ -342,7 +359,10 @@ void head_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& d_l
                            weight(m.head_dense));
       lora_bwd(m, m.head_dense_lora, a.d_pooled, a.d_head, a.pooled, a, dr);
     } else {
-      ops::linear_backward(a.d_pooled, step::grad(m.score), grad_of(m.score_bias), d_logits, a.pooled, m.score->value);
+      const float p = head_dropout(m, dr);
+      ops::linear_backward(a.d_pooled, step::grad(m.score), grad_of(m.score_bias), d_logits,
+                           p > 0.f ? a.pooled_dropped : a.pooled, m.score->value);
+      if (p > 0.f) ops::dropout_backward(a.d_pooled, a.d_pooled, p, head_dropout_key(m, dr));
     }
   }
 }

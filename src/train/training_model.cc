@@ -22,6 +22,14 @@ nlohmann::json read_config_json(const std::string& path) {
   return nlohmann::json::parse(text.str());
 }
 
+// …ForTokenClassification's dropout before `score` in the causal decoder families (Llama, Mistral,
+// Qwen2, Qwen3): the first of classifier_dropout and hidden_dropout the config sets (null is unset).
+float causal_token_classifier_dropout(const nlohmann::json& config) {
+  for (const char* key : {"classifier_dropout", "hidden_dropout"})
+    if (config.contains(key) && config[key].is_number()) return config[key].get<float>();
+  return 0.1f;
+}
+
 }  // namespace
 
 bool TrainingModelSource::is_decoder() const { return family->decoder != nullptr; }
@@ -41,8 +49,11 @@ int64_t TrainingModelSource::pad_token_id() const { return is_decoder() ? decode
 DropoutRates TrainingModelSource::dropout(Head task) const {
   DropoutRates r;
   if (is_decoder()) {
-    // The decoders have no hidden or classifier dropout; attention_dropout is 0 in every released config.
+    // The decoders have no hidden dropout; attention_dropout is 0 in every released config. A causal
+    // decoder's token classifier drops out its input as …ForTokenClassification does:
+    // classifier_dropout, else hidden_dropout, else 0.1.
     r.attention = decoder.attention_dropout;
+    if (task == Head::token_classification && decoder.causal) r.head = causal_token_classifier_dropout(config_json);
     return r;
   }
   r.hidden = config.hidden_dropout;
@@ -92,8 +103,10 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
   if (s.is_decoder()) s.decoder = model::load_decoder_config(config_path);
   else s.config = model::load_encoder_config(config_path);
   // Bare models keep their tensors at the top level; the task models under the body prefix.
-  s.binder = std::make_unique<model::WeightBinder>(*s.store, std::vector<std::string>{s.family->body_prefix, ""},
-                                                   s.family->probe, config_path);
+  // (…ForQuestionAnswering's body may sit under a prefix of its own: model/family.h.)
+  std::vector<std::string> prefixes = model::task_body_prefixes(*s.family);
+  prefixes.push_back("");
+  s.binder = std::make_unique<model::WeightBinder>(*s.store, prefixes, s.family->probe, config_path);
   s.checkpoint_has_head = s.store->find(s.family->classifier_weight) != nullptr;
   if (!s.is_decoder()) {
     // A classifier's tensors under a bare architecture are taken as one (as inference does); a
@@ -115,13 +128,10 @@ TrainingModelSource open_training_model(const std::string& spec, uint64_t seed) 
 
 namespace {
 
-// Whether the family trains `task`: every encoder its row's heads; among the decoder rows,
-// ModernBERT (the bidirectional one, with a masked LM) every head of its row. A causal decoder's
-// token classifier and question answering (…ForTokenClassification's dropout, …ForQuestionAnswering's
-// own body prefix) are not built for training: it trains as a sequence classifier.
+// Whether the family trains `task`: every head of its row (the encoders', ModernBERT's; a causal
+// decoder's token classifier and question answering where its row has them).
 bool trains(const model::ModelFamily& f, Head task) {
   if (task == Head::sequence_classification) return true;
-  if (f.decoder && f.masked_lm_architecture.empty()) return false;
   const std::string& architecture = task == Head::token_classification ? f.token_classifier_architecture
                                     : task == Head::question_answering ? f.question_answering_architecture
                                                                        : f.masked_lm_architecture;

@@ -2,7 +2,7 @@
 // binder over its weights (or a preset's synthetic ones); then building the family's trainable
 // model over it. Every family's sequence classifier trains: the encoders on trainable_encoder,
 // every decoder family on trainable_decoder; the per-token heads wherever the family's row has
-// them (the encoders, ModernBERT).
+// them (the encoders, ModernBERT, the causal decoders but Gemma 3).
 #pragma once
 
 #include <memory>

@@ -56,6 +56,6 @@ if "$tach" train -m preset:qwen2-tiny -k "$tok" "${common[@]}" -d "$fixtures/tra
   --max-steps 1 --run-id refused >"$dir/refused.out" 2>"$dir/refused.err"; then
   fail "a causal decoder trained as a masked LM"
 fi
-grep -q "are causal language models with no masked-LM head; --task sequence-classification trains them" "$dir/refused.err" ||
+grep -q "are causal language models with no masked-LM head; --task sequence-classification, token-classification, question-answering train them" "$dir/refused.err" ||
   fail "refusal: $(cat "$dir/refused.err")"
 echo "PASS"
