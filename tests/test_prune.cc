@@ -207,6 +207,21 @@ TEST(TachPrune, BadInputIsNamed) {
   EXPECT_NE(prune_error(o).find("--layers must be a count"), std::string::npos);
 }
 
+// Each list names the option it came from, and a layer or head listed twice is refused (a typo for
+// another one), not merged.
+TEST(TachPrune, ListsNameTheirOptionAndRefuseDuplicates) {
+  PruneOptions o;
+  o.heads_list = R"({"9": [0]})";
+  EXPECT_NE(prune_error(o).find("--heads lists \"9\"; the model has layers 0 to 1"), std::string::npos);
+  o.heads_list = R"({"0": [1, 1]})";
+  EXPECT_NE(prune_error(o).find("--heads lists head 1 of layer 0 twice"), std::string::npos);
+  o.heads_list = R"({"1": [0], "01": [2]})";
+  EXPECT_NE(prune_error(o).find("--heads lists layer 1 twice"), std::string::npos);
+  o = {};
+  o.layers = "0,0";
+  EXPECT_NE(prune_error(o).find("--layers lists layer 0 twice"), std::string::npos);
+}
+
 TEST(TachPrune, FamiliesWithoutARuleAreRefusedByName) {
   PruneOptions o;
   o.model = test::fixtures_dir() + "/encoders/mpnet-cls2-f32";

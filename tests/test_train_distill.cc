@@ -19,6 +19,7 @@
 #include "train/lr_schedule.h"
 #include "train/train_step.h"
 #include "train/training_method.h"
+#include "train/train_options.h"
 #include "train/training_model.h"
 #include "train_fixtures.h"
 
@@ -267,7 +268,8 @@ TEST(DistillTeacher, MismatchesAreRefusedByName) {
   expect_error(open(test::fixtures_dir() + "/train_tasks/modernbert-mlm-f32/model", student_shape(mlm, "student")),
                "same tokenizer");
   // A teacher without the student's head as trained (a question-answering model for a classifier).
-  expect_error(open(distill_dir() + "/bert2-bert1-qa/teacher", s), "no trained sequence-classification head");
+  expect_error(open(distill_dir() + "/bert2-bert1-qa/teacher", s),
+               "(BertForQuestionAnswering) has no trained sequence-classification head");
   train::StudentShape regression = s;
   regression.problem_type = "regression";
   expect_error(open(teacher, regression), "single-label classifier");
@@ -278,6 +280,39 @@ TEST(DistillTeacher, MismatchesAreRefusedByName) {
   expect_error([&] { train::validate_distill_settings(2, std::nan("")); }, "--distill-alpha");
   EXPECT_NO_THROW(train::validate_distill_settings(1, 0));
   EXPECT_NO_THROW(train::validate_distill_settings(1, 1));
+}
+
+// The teacher's settings without a teacher, and a teacher dtype the device does not run, are usage
+// errors naming the option (checked with the other options, before any model is read).
+TEST(Distill, TeacherOptionsAreCheckedBeforeAnyModel) {
+  const auto usage_error = [](const TrainOptions& o, const std::string& part) {
+    try {
+      train::validate_options(o);
+      ADD_FAILURE() << "accepted; wanted: " << part;
+    } catch (const UsageError& e) { EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what(); }
+  };
+  // Neither the student nor the data exists: nothing is read before these checks.
+  TrainOptions base;
+  base.model = "/no/such/student";
+  base.data.path = "/no/such/data.csv";
+  TrainOptions o = base;
+  o.distill_temperature = 3;
+  usage_error(o, "--distill-temperature 3 needs --distill-from");
+  o = base;
+  o.distill_alpha = 0.7;
+  usage_error(o, "--distill-alpha 0.7 needs --distill-from");
+  o = base;
+  o.distill_dtype = "bf16";
+  usage_error(o, "--distill-dtype bf16 needs --distill-from");
+  o = base;
+  o.distill_from = "/no/such/teacher";
+  o.distill_dtype = "f16";
+  usage_error(o, "--distill-dtype f16 is not supported on cpu (f32, bf16, int8, nf4)");
+  o.device = Device{DeviceKind::cuda, 0};
+  o.distill_dtype = "int8";
+  usage_error(o, "--distill-dtype int8 is not supported on cuda");
+  o.distill_dtype = "f16";
+  EXPECT_NO_THROW(train::validate_options(o));
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ void require(bool allowed, const model::ModelFamily& family, const std::string& 
   check(allowed, "tach prune: " + std::string(family.name) + " cannot be written with " + what + ": " + why);
 }
 
-std::vector<int64_t> parse_layer_list(const std::string& text, int64_t L) {
+// `option`: the flag the list came from (--layers, or --heads' layer keys), for the messages.
+std::vector<int64_t> parse_layer_list(const std::string& text, int64_t L, const std::string& option) {
   std::vector<int64_t> layers;
   size_t start = 0;
   while (start < text.size()) {
@@ -48,12 +49,14 @@ std::vector<int64_t> parse_layer_list(const std::string& text, int64_t L) {
     try {
       l = std::stoll(item, &used);
     } catch (const std::exception&) { used = 0; }
-    usage_check(used == item.size() && l >= 0 && l < L,
-                "tach prune: --layers lists \"" + item + "\"; the model has layers 0 to " + std::to_string(L - 1));
+    usage_check(used == item.size() && l >= 0 && l < L, "tach prune: " + option + " lists \"" + item +
+                                                            "\"; the model has layers 0 to " + std::to_string(L - 1));
+    // A layer twice is a typo for another layer, not a request to remove it twice.
+    usage_check(std::count(layers.begin(), layers.end(), l) == 0,
+                "tach prune: " + option + " lists layer " + std::to_string(l) + " twice");
     layers.push_back(l);
   }
   std::sort(layers.begin(), layers.end());
-  layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
   return layers;
 }
 
@@ -88,7 +91,7 @@ PrunePlan plan_pruning(const PruneOptions& o, const model::ModelFamily& family, 
       usage_check(n < L,
                   "tach prune: --layers " + o.layers + " removes every layer; the model has " + std::to_string(L));
     } else {
-      p.removed_layers = parse_layer_list(o.layers, L);
+      p.removed_layers = parse_layer_list(o.layers, L, "--layers");
     }
     usage_check(int64_t(p.removed_layers.size()) < L,
                 "tach prune: --layers " + o.layers + " removes every layer; the model has " + std::to_string(L));
@@ -121,8 +124,12 @@ PrunePlan plan_pruning(const PruneOptions& o, const model::ModelFamily& family, 
     }
     usage_check(j.is_object(),
                 "tach prune: the --heads list must be an object {\"layer\": [head, ...]}, got " + j.dump());
+    std::vector<int64_t> listed_layers;
     for (const auto& [key, heads] : j.items()) {
-      const std::vector<int64_t> layer = parse_layer_list(key + ",", L);
+      const std::vector<int64_t> layer = parse_layer_list(key + ",", L, "--heads");
+      usage_check(std::count(listed_layers.begin(), listed_layers.end(), layer.front()) == 0,
+                  "tach prune: --heads lists layer " + std::to_string(layer.front()) + " twice");
+      listed_layers.push_back(layer.front());
       usage_check(heads.is_array(),
                   "tach prune: --heads layer " + key + " must be a list of heads, got " + heads.dump());
       const int64_t l = layer.front();
@@ -131,7 +138,10 @@ PrunePlan plan_pruning(const PruneOptions& o, const model::ModelFamily& family, 
         usage_check(h.is_number_integer() && std::count(present.begin(), present.end(), h.get<int64_t>()) == 1,
                     "tach prune: --heads names head " + h.dump() + " of layer " + key + ", which has heads " +
                         nlohmann::json(present).dump());
-        p.removed_heads[size_t(l)].push_back(h.get<int64_t>());
+        auto& removed = p.removed_heads[size_t(l)];
+        usage_check(std::count(removed.begin(), removed.end(), h.get<int64_t>()) == 0,
+                    "tach prune: --heads lists head " + h.dump() + " of layer " + key + " twice");
+        removed.push_back(h.get<int64_t>());
       }
     }
   }

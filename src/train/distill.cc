@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/family.h"
 #include "ops/kl_distill.h"
 #include "tach/error.h"
 #include "tach/plain_number.h"
@@ -36,6 +37,14 @@ void check_labels(const std::string& spec, const ModelInfo& t, const StudentShap
               "--distill-from " + their + " are not " + ours + ": the same labels in the same order are needed");
 }
 
+// The architecture the checkpoint was published as ("BertForQuestionAnswering"), not the one built
+// for the student's head: what the teacher was trained to do.
+std::string published_architecture(const ModelInfo& t) {
+  try {
+    return model::architecture_for_head(model::model_family(t.model_type), t.checkpoint_head);
+  } catch (const Error&) { return t.model_type + " with a " + head_name(t.checkpoint_head) + " head"; }
+}
+
 }  // namespace
 
 void validate_distill_settings(double temperature, double alpha) {
@@ -64,7 +73,8 @@ DistillTeacher::DistillTeacher(const std::string& spec, const std::string& dtype
   model_ = load_model(spec, lo);
   const ModelInfo& t = model_->info();
   usage_check(t.checkpoint_head == student.head,
-              "--distill-from " + spec + " (" + t.architecture + ") has no trained " + head_name(student.head) +
+              "--distill-from " + spec + " (" + published_architecture(t) + ") has no trained " +
+                  head_name(student.head) +
                   " head: a teacher teaches with the head it was trained with, and a new one would know nothing");
   usage_check(t.vocab_size == student.vocab_size,
               "--distill-from " + spec + " has a vocabulary of " + std::to_string(t.vocab_size) + " tokens and " +

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "tach/device.h"
+#include "tach/dtype.h"
 #include "tach/error.h"
 #include "tach/plain_number.h"
 #include "train/distill.h"
@@ -101,6 +103,21 @@ T yaml_scalar(const YAML::Node& n, const std::string& where) {
                                                       : "a number";
     throw Error(where + ": expected " + want + " (line " + std::to_string(n.Mark().line + 1) + ")");
   }
+}
+
+// The teacher runs inference on the student's device, so its dtype must be one that device runs
+// (as load_model checks), refused here, before either model is read, naming the option.
+void check_distill_dtype(const std::string& name, const Device& device) {
+  DType d = DType::f32;
+  try {
+    d = parse_compute_dtype(name);
+  } catch (const Error& e) { throw UsageError(std::string("--distill-dtype: ") + e.what()); }
+  if (device.kind == DeviceKind::cuda)
+    usage_check(d == DType::f32 || d == DType::bf16 || d == DType::f16,
+                "--distill-dtype " + name + " is not supported on cuda (f32, bf16, f16; int8 and nf4 run on the cpu)");
+  else
+    usage_check(d == DType::f32 || d == DType::bf16 || d == DType::i8 || d == DType::nf4,
+                "--distill-dtype " + name + " is not supported on cpu (f32, bf16, int8, nf4)");
 }
 
 }  // namespace
@@ -203,9 +220,19 @@ void validate_options(const TrainOptions& o) {
               "--dist-timeout must be a positive number of seconds");
   usage_check(std::isfinite(o.bucket_mb) && o.bucket_mb > 0, "--bucket-mb must be a positive number of megabytes");
   validate_distill_settings(o.distill_temperature, o.distill_alpha);
-  try {
-    (void)parse_compute_dtype(o.distill_dtype);
-  } catch (const Error& e) { throw UsageError(std::string("--distill-dtype: ") + e.what()); }
+  check_distill_dtype(o.distill_dtype, o.device);
+  // The teacher's settings without a teacher would be ignored: a run that looks distilled and is not.
+  if (o.distill_from.empty()) {
+    const TrainOptions defaults;
+    const auto needs_teacher = [](bool set, const std::string& option) {
+      usage_check(!set, option + " needs --distill-from (a teacher to distil from); without one it would be ignored");
+    };
+    needs_teacher(o.distill_temperature != defaults.distill_temperature,
+                  "--distill-temperature " + plain_number(o.distill_temperature));
+    needs_teacher(o.distill_alpha != defaults.distill_alpha, "--distill-alpha " + plain_number(o.distill_alpha));
+    needs_teacher(parse_compute_dtype(o.distill_dtype) != parse_compute_dtype(defaults.distill_dtype),
+                  "--distill-dtype " + o.distill_dtype);
+  }
 }
 
 }  // namespace train

@@ -41,6 +41,14 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
         std::string("training needs a head, not \"") + head_name(task) + "\"");
   check(task == Head::masked_lm || task == Head::question_answering || config.num_labels() >= 1,
         "training needs a classification head: the model has no labels");
+  // Every layer is built with num_heads; a head-pruned checkpoint's smaller tensors would then fail
+  // to bind like a corrupt file. Refused before any weight is read.
+  bool heads_pruned = false;
+  for (int64_t l = 0; l < config.num_layers; ++l) heads_pruned |= config.heads_in_layer(l) != config.num_heads;
+  check(!heads_pruned, checkpoint +
+                           " has pruned_heads (config.json); tach train does not build head-pruned models "
+                           "yet; tach eval, bench and classify run it, and tach prune --ffn or --layers "
+                           "(without --heads) makes a model tach train fine-tunes");
   TrainableEncoder m;
   m.device = device;
   m.params = ParameterTable(device);

@@ -7,6 +7,7 @@
 #include "format.h"
 #include "head_option.h"
 #include "progress.h"
+#include "tach/error.h"
 #include "tach/model_families.h"
 #include "tach/parameter_count.h"
 #include "tach/train.h"
@@ -329,6 +330,11 @@ Command add_train_command(CLI::App& app) {
                 return opt != nullptr && opt->count() > 0;
               });
             }
+            // Given on the command line at its default, a teacher's setting is still one without a teacher.
+            for (const char* flag : {"--distill-temperature", "--distill-alpha", "--distill-dtype"})
+              usage_check(!options.distill_from.empty() || sub->get_option(flag)->count() == 0,
+                          std::string(flag) + " needs --distill-from (a teacher to distil from); without one it " +
+                              "would be ignored");
             options.task = training_task(*head, options.task, task_from_file || sub->get_option("--task")->count() > 0);
             // Question answering's windows are run_qa.py's max_seq_length, 384, unless told.
             // A model with fewer positions gets windows of its positions (the run says so).
