@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace tach {
 
@@ -18,6 +19,12 @@ std::string threads_warning(int n);    // empty unless n exceeds the cores
 // run.log (everything the command printed) beside its results. No listener: nothing happens.
 void set_run_dir_listener(std::function<void(const std::string& dir)> listener);
 void announce_run_dir(const std::string& dir);
+
+// A run directory is never written into afresh: its files would then disagree (one run's
+// config.json beside another's accuracy.json, an analysis over a sweep's summary). Throws
+// tach::Error "DIR already holds a run (NAME); INSTEAD" where DIR holds one of NAMES, or where
+// NAMES is empty, anything at all.
+void refuse_run_dir_in_use(const std::string& dir, const std::vector<std::string>& names, const std::string& instead);
 
 // A clean stop (Ctrl-C). Work that can stop cleanly holds a StopScope while it runs: a sweep
 // checks between points, training after each step (saving a checkpoint first); either then throws

@@ -101,11 +101,10 @@ RunStore RunStore::create(const std::string& dir, const BenchConfig& config) {
   // One that holds only a start that failed before measuring anything (config.json and run.log)
   // is taken afresh, so that the same command, corrected, can run under its --run-id.
   if (holds_only_a_failed_start(dir)) fs::remove(fs::path(dir) / "config.json", ec);
-  for (const char* name : {"results.jsonl", "config.json", "accuracy.json", "steps.jsonl"})
-    check(!fs::exists(fs::path(dir) / name),
-          dir + " already holds a run (" + name + "); choose another --run-id" +
-              (fs::exists(fs::path(dir) / "results.jsonl") ? ", or continue its sweep with tach bench --resume " + dir
-                                                           : std::string()));
+  refuse_run_dir_in_use(dir, {"results.jsonl", "config.json", "accuracy.json", "steps.jsonl"},
+                        "choose another --run-id" + (fs::exists(fs::path(dir) / "results.jsonl")
+                                                         ? ", or continue its sweep with tach bench --resume " + dir
+                                                         : std::string()));
   announce_run_dir(dir);
   RunStore s;
   s.dir_ = dir;

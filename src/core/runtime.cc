@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <set>
 
 #include "core/parallel.h"
+#include "tach/error.h"
 
 namespace tach {
 
@@ -46,6 +48,24 @@ void set_run_dir_listener(std::function<void(const std::string& dir)> listener) 
 
 void announce_run_dir(const std::string& dir) {
   if (run_dir_listener()) run_dir_listener()(dir);
+}
+
+void refuse_run_dir_in_use(const std::string& dir, const std::vector<std::string>& names, const std::string& instead) {
+  std::error_code ec;
+  std::string held;
+  if (names.empty()) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      held = entry.path().filename().string();
+      break;
+    }
+  } else {
+    for (const auto& name : names)
+      if (std::filesystem::exists(std::filesystem::path(dir) / name, ec)) {
+        held = name;
+        break;
+      }
+  }
+  check(held.empty(), dir + " already holds a run (" + held + "); " + instead);
 }
 
 namespace {

@@ -254,12 +254,19 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
 }  // namespace
 
 RunComparison compare_runs(const std::vector<std::string>& run_dirs, const CompareOptions& options) {
-  check(run_dirs.size() >= 2 || !options.by.empty(),
-        "tach compare needs two runs or more (the first is the baseline), or one run and --by AXIS");
-  check(options.noise_threshold >= 0 && options.noise_threshold < 1,
-        "--noise-threshold must be a fraction in [0, 1), e.g. 0.02");
-  check(options.confidence > 0 && options.confidence < 1, "--confidence must be in (0, 1), e.g. 0.95");
-  check(options.resamples >= 100, "--resamples must be at least 100");
+  usage_check(run_dirs.size() >= 2 || !options.by.empty(),
+              "tach compare needs two runs or more (the first is the baseline), or one run and --by AXIS");
+  usage_check(options.noise_threshold >= 0 && options.noise_threshold < 1,
+              "--noise-threshold must be a fraction in [0, 1), e.g. 0.02");
+  usage_check(options.confidence > 0 && options.confidence < 1, "--confidence must be in (0, 1), e.g. 0.95");
+  usage_check(options.resamples >= 100, "--resamples must be at least 100");
+  if (!options.by.empty()) {
+    const auto& axes = point_axes();
+    std::string list;
+    for (const auto& axis : axes) list += (list.empty() ? "" : ", ") + axis;
+    usage_check(std::find(axes.begin(), axes.end(), options.by) != axes.end(),
+                "no point axis '" + options.by + "' (axes: " + list + ")");
+  }
   RunComparison c;
   c.options = options;
   for (const auto& d : run_dirs) c.runs.push_back(read_run(d));
@@ -417,7 +424,7 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   const bool csv = format == "csv", md = format == "md";
-  check(csv || md || format == "table", "--format '" + format + "': expected table, md, csv or json");
+  usage_check(csv || md || format == "table", "--format '" + format + "': expected table, md, csv or json");
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"point", "run", "baseline ms (n)", "ms (n)", "latency change [" + ci + "]",
                   "throughput change [" + ci + "]", "verdict", "why"});

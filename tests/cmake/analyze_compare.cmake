@@ -22,5 +22,8 @@ set_tests_properties(cli.analyze_three_directories_refused PROPERTIES LABELS uni
 add_test(NAME cli.analyze_two_files_one_run_said
   COMMAND $<TARGET_FILE:tach_cli> analyze ${_analyze}/train/trainer.0.pt.trace.json.gz
           ${_analyze}/compare/base/base.0.pt.trace.json.gz -o ${CMAKE_CURRENT_BINARY_DIR}/analyze_two_files)
-set_tests_properties(cli.analyze_two_files_one_run_said PROPERTIES LABELS unit
+# -o is refused once it holds an analysis: each run of the test starts without it.
+add_test(NAME cli.analyze_two_files_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${CMAKE_CURRENT_BINARY_DIR}/analyze_two_files)
+set_tests_properties(cli.analyze_two_files_clean PROPERTIES LABELS unit FIXTURES_SETUP analyze_two_files)
+set_tests_properties(cli.analyze_two_files_one_run_said PROPERTIES LABELS unit FIXTURES_REQUIRED analyze_two_files
   PASS_REGULAR_EXPRESSION "note: 2 traces analysed as one run \\(their tables summed\\): rank 0: [^\n]*trainer.0.pt.trace.json.gz, [^\n]*base.0.pt.trace.json.gz")

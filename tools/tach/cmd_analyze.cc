@@ -8,6 +8,7 @@
 #include "tach/analyze.h"
 #include "tach/error.h"
 #include "tach/runtime.h"
+#include "usage.h"
 
 namespace tach::cli {
 
@@ -38,10 +39,21 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 int run_analyze(const AnalyzeCliOptions& opt) {
-  usage_check(opt.analyze.top > 0, "--top takes a count of at least 1");
   usage_check(!opt.compare || opt.paths.size() == 2,
               "--compare takes two paths, the baseline first (each a trace or a directory of them); " +
                   std::to_string(opt.paths.size()) + " given");
+  std::string dir = opt.output_dir;
+  if (dir.empty()) {
+    const std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+    // Two analyses in one second (a script, a notebook) each get their own directory.
+    const std::string base = "runs/" + std::string(buf) + "-analyze";
+    dir = base;
+    for (int n = 2; fs::exists(dir); ++n) dir = base + "-" + std::to_string(n);
+  }
+  // Before any trace is read: a bench run's summary.txt, or an earlier analysis, is never overwritten.
+  refuse_run_dir_in_use(dir, {}, "give -o a new or empty directory");
   TraceAnalysis a;
   std::string details;
   if (comparing(opt)) {
@@ -50,13 +62,6 @@ int run_analyze(const AnalyzeCliOptions& opt) {
     details = "\n" + c.details;
   } else {
     a = analyze_traces(opt.paths, opt.analyze);
-  }
-  std::string dir = opt.output_dir;
-  if (dir.empty()) {
-    const std::time_t t = std::time(nullptr);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
-    dir = "runs/" + std::string(buf) + "-analyze";
   }
   fs::create_directories(dir);
   announce_run_dir(dir);
@@ -110,8 +115,11 @@ Command add_analyze_command(CLI::App& app) {
                   "cpu_memory, name. Default: self_device where the traces have GPU events, else self_cpu")
       ->check(CLI::IsMember(analyze_sort_columns()));
   sub->add_option("--top", opt->analyze.top, "Op and kernel rows printed (analysis.json keeps every op)")
+      ->check(positive_count("--top", "--top values"))
       ->capture_default_str();
-  sub->add_option("-o,--output", opt->output_dir, "Run directory to write (default runs/<time>-analyze)");
+  sub->add_option(
+      "-o,--output", opt->output_dir,
+      "Run directory to write, new or empty (one that holds anything is refused; default runs/<time>-analyze)");
   return {sub, [opt] { return run_analyze(*opt); }};
 }
 

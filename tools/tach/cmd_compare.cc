@@ -1,6 +1,8 @@
 // tach compare: did it get faster, or is that noise? Bench runs compared point by point, eval runs score by
 // score.
+#include <cmath>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "commands.h"
@@ -18,7 +20,7 @@ struct CompareCliOptions {
   double confidence = 0.95;
   int resamples = 10000;
   uint64_t seed = 0;
-  double fail_on_regression_pct = -1;
+  std::optional<double> fail_on_regression_pct;  // unset: no limit
   std::string html = "compare.html";
   std::string by;
   bool no_html = false;
@@ -49,8 +51,11 @@ std::string nothing_comparable(const RunComparison& c) {
 }
 
 int run_compare(const CompareCliOptions& opt) {
-  check(opt.noise_threshold_pct >= 0 && opt.noise_threshold_pct < 100,
-        "--noise-threshold is a percentage in [0, 100), e.g. 2");
+  usage_check(opt.noise_threshold_pct >= 0 && opt.noise_threshold_pct < 100,
+              "--noise-threshold is a percentage in [0, 100), e.g. 2");
+  usage_check(
+      !opt.fail_on_regression_pct || (std::isfinite(*opt.fail_on_regression_pct) && *opt.fail_on_regression_pct >= 0),
+      "--fail-on-regression takes a percentage of 0 or more, e.g. 5");
   CompareOptions o;
   o.noise_threshold = opt.noise_threshold_pct / 100;
   o.confidence = opt.confidence;
@@ -65,10 +70,10 @@ int run_compare(const CompareCliOptions& opt) {
     (opt.format == "table" ? std::cout : std::cerr)
         << "wrote " << opt.html << " (the change per point, overlaid distributions, every number)\n";
   }
-  if (opt.fail_on_regression_pct >= 0) {
-    const auto bad = regressions_beyond(c, opt.fail_on_regression_pct / 100);
+  if (opt.fail_on_regression_pct) {
+    const auto bad = regressions_beyond(c, *opt.fail_on_regression_pct / 100);
     if (!bad.empty()) {
-      std::cerr << "tach compare: " << bad.size() << " point(s) regressed by more than " << opt.fail_on_regression_pct
+      std::cerr << "tach compare: " << bad.size() << " point(s) regressed by more than " << *opt.fail_on_regression_pct
                 << "% (--fail-on-regression):";
       for (const auto* ch : bad) std::cerr << " " << ch->id << " (run " << ch->run << ")";
       std::cerr << "\n";
@@ -108,7 +113,7 @@ Command add_compare_command(CLI::App& app) {
   sub->add_option("--resamples", opt->resamples, "Bootstrap resamples per point")->capture_default_str();
   sub->add_option("--seed", opt->seed, "Seed of the resampling (results are deterministic)")->capture_default_str();
   sub->add_option("--fail-on-regression", opt->fail_on_regression_pct,
-                  "Percent: exit with status 4 when a point regressed by more than this (for CI)");
+                  "Percent, 0 or more: exit with status 4 when a point regressed by more than this (for CI)");
   sub->add_option("--html", opt->html, "Where to write the HTML page (self-contained: opens from disk)")
       ->capture_default_str();
   sub->add_flag("--no-html", opt->no_html, "Write no HTML page");
