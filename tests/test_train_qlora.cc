@@ -1,6 +1,7 @@
 // QLoRA on the training engine: the frozen base's linear weights in NF4 (as bitsandbytes
-// quantizes them), LoRA adapters in f32 on top. The forward matches transformers + bitsandbytes
-// (4-bit NF4, double quantization, f32 compute) + peft with the same adapter
+// quantizes them), LoRA adapters in f32 on top. The forward of the sequence classifiers and of
+// the per-token heads (masked LM, token classifier, question answering) matches transformers +
+// bitsandbytes (4-bit NF4, double quantization, f32 compute) + peft with the same adapter
 // (scripts/golden/make_qlora_logits.py); training steps run on the NF4 base and learn; the base
 // weights take about a seventh of their f32 bytes.
 #include <gtest/gtest.h>
@@ -10,11 +11,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "model/family.h"
 #include "model/peft_adapter.h"
 #include "tach/memory.h"
 #include "tach/train.h"
+#include "task_fixtures.h"
 #include "test_util.h"
-#include "model/family.h"
 #include "train/lora.h"
 #include "train/training_model.h"
 #include "train_fixtures.h"
@@ -61,6 +63,46 @@ TEST_P(QloraFixture, ForwardMatchesBitsandbytesAndPeft) {
 
 INSTANTIATE_TEST_SUITE_P(Bitsandbytes, QloraFixture,
                          ::testing::Values("distilbert-cls2-f32", "bert-cls2-f32", "qwen2-cls-kv1-f32"));
+
+// The per-token heads: the task model of tests/fixtures/train_tasks/<case> with peft's adapter
+// (train_tasks_lora/<case>/adapter_init), a row of logits per token of every batch (the masked
+// LM's over the vocabulary, padding included) against peft + bitsandbytes.
+class QloraTaskFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QloraTaskFixture, ForwardMatchesBitsandbytesAndPeft) {
+  const std::string c = GetParam();
+  const std::string dir = test::fixtures_dir() + "/train_tasks_lora/" + c;
+  std::ifstream in(dir + "/qlora_logits.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  test::TaskCase task = test::load_task_case(c, dir);
+  train::TrainableModel& model = *task.model;
+  train::attach_lora(model, train::lora_options_of(*model::PeftAdapter::open(dir + "/adapter_init")), 0);
+  train::load_peft_adapter_weights(model, dir + "/adapter_init");
+  EXPECT_EQ(model.quantize_base_nf4(), expected["linear4bit_modules"].get<int64_t>())
+      << "the same nn.Linear weights in NF4";
+  ASSERT_EQ(expected["logits"].size(), task.batches.size());
+  double err = 0, scale = 0;
+  for (size_t b = 0; b < task.batches.size(); ++b) {
+    auto state = model.new_state(false);
+    model.forward(*state, task.batches[b], train::DropoutRates{});  // no predicted rows: every token's
+    const auto& ref = expected["logits"][b];
+    const Tensor& logits = state->logits;  // [B * T, labels]
+    ASSERT_EQ(int64_t(ref.size()), logits.size(0)) << c << " batch " << b;
+    ASSERT_EQ(int64_t(ref[0].size()), logits.size(1)) << c << " batch " << b;
+    for (int64_t i = 0; i < logits.size(0); ++i)
+      for (int64_t j = 0; j < logits.size(1); ++j) {
+        const double r = ref[i][j].get<double>();
+        err = std::max(err, std::fabs(double(logits.data<float>()[i * logits.size(1) + j]) - r));
+        scale = std::max(scale, std::fabs(r));
+      }
+  }
+  EXPECT_LT(err, 1e-3 * std::max(1.0, scale)) << c;  // as the sequence classifiers above
+}
+
+INSTANTIATE_TEST_SUITE_P(Bitsandbytes, QloraTaskFixture,
+                         ::testing::Values("bert-mlm-f32", "distilbert-mlm-f32", "bert-token-cls5-f32",
+                                           "distilbert-token-cls5-f32", "bert-qa-f32", "distilbert-qa-f32"),
+                         [](const auto& param_info) { return test::param_name(param_info.param); });
 
 // tach train --method qlora end to end: it learns, saves a PEFT adapter, and the base's NF4
 // weights take at most 0.3x (here about 0.14x) of their f32 bytes.

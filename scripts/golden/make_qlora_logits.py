@@ -2,12 +2,19 @@
 """QLoRA references: the base loaded in 4-bit by transformers + bitsandbytes (NF4, blocks of 64,
 double quantization, f32 compute, on the CPU), with peft's adapter from adapter_init on top.
 
-    scripts/golden/make_qlora_logits.py tests/fixtures
+    scripts/golden/make_qlora_logits.py tests/fixtures [case ...]
 
 Writes tests/fixtures/lora/<case>/qlora_logits.json: the logits (eval mode) on every batch of
 tests/fixtures/train/<case>/batches.json. The trained heads (classifier, DistilBERT's
 pre_classifier, score) stay out of quantization, as in tach; BERT's frozen pooler is quantized
 in both.
+The per-token heads likewise, from the models and adapters of tests/fixtures/train_tasks and
+train_tasks_lora: tests/fixtures/train_tasks_lora/<case>/qlora_logits.json holds, per batch, a
+row per token (B * T rows, padding included): the masked LM's vocabulary logits, the token
+classifier's labels, question answering's (start, end). The trained qa_outputs and classifier
+stay f32; the masked LM's frozen transform dense is quantized in both, and its decoder (the
+word embeddings, tied) in neither: naming the skipped modules replaces transformers' default,
+which would have skipped the tied output embeddings itself.
 Development only: run with the virtualenv that has torch, transformers, peft and bitsandbytes.
 """
 import json
@@ -21,13 +28,26 @@ import transformers
 from peft import PeftModel
 from bitsandbytes.backends.default.ops import _dequantize_4bit_compute
 from bitsandbytes.backends.utils import _get_4bit_code
-from transformers import AutoModelForSequenceClassification, BitsAndBytesConfig
+from transformers import (AutoModelForMaskedLM, AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
+                          AutoModelForTokenClassification, BitsAndBytesConfig)
 
+# case: (base model, the case's LoRA directory (adapter_init; the output goes there), batches.json, class)
 CASES = {
-    "distilbert-cls2-f32": "encoders/distilbert-cls2-f32",
-    "bert-cls2-f32": "encoders/bert-cls2-f32",
-    "qwen2-cls-kv1-f32": "decoders/qwen2-cls-kv1-f32",
+    "distilbert-cls2-f32": ("encoders/distilbert-cls2-f32", "lora/distilbert-cls2-f32",
+                            "train/distilbert-cls2-f32", AutoModelForSequenceClassification),
+    "bert-cls2-f32": ("encoders/bert-cls2-f32", "lora/bert-cls2-f32", "train/bert-cls2-f32",
+                      AutoModelForSequenceClassification),
+    "qwen2-cls-kv1-f32": ("decoders/qwen2-cls-kv1-f32", "lora/qwen2-cls-kv1-f32", "train/qwen2-cls-kv1-f32",
+                          AutoModelForSequenceClassification),
 }
+for _task, _cls in (("mlm", AutoModelForMaskedLM), ("token-cls5", AutoModelForTokenClassification),
+                    ("qa", AutoModelForQuestionAnswering)):
+    for _family in ("bert", "distilbert"):
+        _case = f"{_family}-{_task}-f32"
+        CASES[_case] = (f"train_tasks/{_case}/model", f"train_tasks_lora/{_case}", f"train_tasks/{_case}", _cls)
+
+# Trained heads (modules to save) and the masked LM's tied decoders stay f32.
+SKIP_MODULES = ["classifier", "pre_classifier", "score", "qa_outputs", "decoder", "vocab_projector"]
 
 
 def portable_dequantize_4bit(A, absmax, blocksize, quant_type, shape, dtype):
@@ -65,26 +85,35 @@ def f32_compute_on_cpu(model):
     return len(layers)
 
 
+def per_row_logits(out):
+    """[B, labels] for a sequence, [B * T, labels] for a per-token head: QA's (start, end) a token's row."""
+    if hasattr(out, "start_logits"):
+        return torch.stack([out.start_logits, out.end_logits], dim=-1).flatten(0, 1)
+    return out.logits.flatten(0, 1) if out.logits.dim() == 3 else out.logits
+
+
 def main(root):
-    for case, base in CASES.items():
+    for case in sys.argv[2:] or CASES:
+        base, lora, data, auto = CASES[case]
         q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                               bnb_4bit_compute_dtype=torch.float32,
-                               llm_int8_skip_modules=["classifier", "pre_classifier", "score"])
-        model = AutoModelForSequenceClassification.from_pretrained(
+                               bnb_4bit_compute_dtype=torch.float32, llm_int8_skip_modules=SKIP_MODULES)
+        model = auto.from_pretrained(
             os.path.join(root, base), quantization_config=q, device_map="cpu", dtype=torch.float32,
             attn_implementation="eager").eval()
         n4 = f32_compute_on_cpu(model)
-        pm = PeftModel.from_pretrained(model, os.path.join(root, "lora", case, "adapter_init")).eval()
+        pm = PeftModel.from_pretrained(model, os.path.join(root, lora, "adapter_init")).eval()
         has_types = model.config.model_type == "bert"
-        batches = json.load(open(os.path.join(root, "train", case, "batches.json")))
+        batches = json.load(open(os.path.join(root, data, "batches.json")))
         logits = []
         with torch.no_grad():
             for b in batches:
                 kw = {k: torch.tensor(b[k]) for k in ("input_ids", "attention_mask")}
                 if has_types:
                     kw["token_type_ids"] = torch.tensor(b["token_type_ids"])
-                logits.append(pm(**kw).logits.float().tolist())
-        path = os.path.join(root, "lora", case, "qlora_logits.json")
+                # Through the LoRA model under peft's task wrapper: PeftModelForQuestionAnswering.forward
+                # (peft 0.21) drops token_type_ids, and BERT's second segment would read as the first.
+                logits.append(per_row_logits(pm.base_model(**kw)).float().tolist())
+        path = os.path.join(root, lora, "qlora_logits.json")
         with open(path, "w") as f:
             json.dump({"base": base, "adapter": "adapter_init", "linear4bit_modules": n4, "logits": logits,
                        "torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
