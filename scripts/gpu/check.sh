@@ -44,9 +44,10 @@ wants() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv >> "$log" 2>&1
 step info 30 "$tach" info
 if wants tests; then
-  # The packed ones (scripts/gpu/pack.sh's GPU_TESTS); GTEST_FILTER narrows them.
-  for t in test_cuda test_cuda_ops test_cuda_models test_cuda_train; do
-    [ -x "$pack/bin/$t" ] && step "$t" 300 "$pack/bin/$t" --gtest_brief=1
+  # The packed ones (scripts/gpu/pack.sh's GPU_TESTS), training's first; GTEST_FILTER narrows them,
+  # TEST_LIMIT (seconds, each binary) bounds them.
+  for t in test_cuda_train test_cuda_ops test_cuda test_cuda_models; do
+    [ -x "$pack/bin/$t" ] && step "$t" "${TEST_LIMIT:-300}" "$pack/bin/$t" --gtest_brief=1
   done
 fi
 wants ceilings && step ceilings 120 "$tach" info --ceilings --remeasure

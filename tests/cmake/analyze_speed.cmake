@@ -1,0 +1,1 @@
+# (placeholder: analyze_speed)

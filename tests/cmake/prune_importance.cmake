@@ -1,0 +1,1 @@
+# (placeholder: prune_importance)

@@ -1,0 +1,1 @@
+# (placeholder: qlora_tasks)
