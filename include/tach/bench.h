@@ -112,6 +112,10 @@ std::string bench_config_to_json(const BenchConfig& config);  // config.json of 
 BenchConfig bench_config_from_json(const std::string& json_text, const std::string& where);
 
 struct PointKey {
+  // tach shrink's rows: the variant of the model the point ran (f32, int8, heads:0.5, a student);
+  // empty for every other run, whose ids it leaves as they were. A variant fixes its dtype, so
+  // id_without("variant") leaves the dtype out too: f32 and int8 rows then meet.
+  std::string variant;
   std::string engine = "tach";  // tach, or the engine of a worker process (BenchConfig::engines)
   std::string device = "cpu";
   std::string dtype = "f32";
@@ -123,9 +127,10 @@ struct PointKey {
   std::string method, exec;  // full | lora | qlora; eager | fused
   bool gradient_checkpointing = false;
   // Unique within a run: "cpu/f32/t0/b8/s128"; a training point adds "/full/eager/gc-off"; another
-  // engine's point starts with it ("torch/cpu/f32/t0/b8/s128"; tach's points keep their ids).
+  // engine's point starts with it ("torch/cpu/f32/t0/b8/s128"; tach's points keep their ids), and
+  // a tach shrink row with its variant ("int8/cpu/int8/t0/b8/s128").
   std::string id() const;
-  // The id without one axis (engine, batch, seq_len, device, dtype, threads, method, exec,
+  // The id without one axis (variant, engine, batch, seq_len, device, dtype, threads, method, exec,
   // gradient_checkpointing): what two points differing only in that axis share.
   std::string id_without(const std::string& axis) const;
   // The axis's value as id() writes it ("b8", "eager", "gc-on"; "" for tach's engine).
@@ -263,6 +268,14 @@ struct PointResult {
     int64_t device_allocated_peak_bytes = -1, device_reserved_peak_bytes = -1;
     std::string log;  // the worker's stderr, relative to the run directory
   } engine_run;
+  // tach shrink's rows: the accuracy pass of the point's variant on the run's dataset (tach eval's
+  // pass, its numbers), the same on every batch of a variant. measured false: none (bench's points).
+  struct Accuracy {
+    bool measured = false;
+    double accuracy = 0, macro_f1 = 0;
+    int64_t examples = 0;
+    std::string dataset;
+  } accuracy;
   double measured_wall_s = 0;    // first measured run start to last end, on the bench's clock
   double timer_overhead_ns = 0;  // one steady-clock reading
   double bookkeeping_ms = 0;     // measured wall minus the sum of run latencies

@@ -43,8 +43,8 @@ std::string threads_label(const PointResult& p) {
 }
 
 const std::vector<std::string>& point_axes() {
-  static const std::vector<std::string> axes = {
-      "engine", "device", "dtype", "threads", "batch", "seq_len", "method", "exec", "gradient_checkpointing"};
+  static const std::vector<std::string> axes = {"variant", "engine",  "device", "dtype", "threads",
+                                                "batch",   "seq_len", "method", "exec",  "gradient_checkpointing"};
   return axes;
 }
 
@@ -59,6 +59,7 @@ std::string axes_list() {
 }  // namespace
 
 std::string PointKey::value_of(const std::string& axis) const {
+  if (axis == "variant") return variant;
   if (axis == "engine") return engine == "tach" ? "" : engine;  // tach's points keep the ids they had
   if (axis == "device") return device;
   if (axis == "dtype") return dtype;
@@ -89,6 +90,7 @@ std::string PointKey::id_without(const std::string& skip) const {
       found = true;
       continue;
     }
+    if (skip == "variant" && axis == "dtype" && !variant.empty()) continue;  // a variant fixes its dtype
     const std::string v = value_of(axis);
     if (!v.empty()) id += (id.empty() ? "" : "/") + v;
   }
@@ -311,6 +313,12 @@ std::string point_to_json(const PointResult& p) {
   if (!p.decode.method.empty()) j["decode"] = decode_json(p.decode);
   if (p.key.engine != "tach") j["engine_run"] = engine_run_json(p.engine_run);
   if (p.load.measured) j["load"] = bench::load_json(p.load);
+  if (!p.key.variant.empty()) j["variant"] = p.key.variant;
+  if (p.accuracy.measured)
+    j["accuracy"] = {{"accuracy", p.accuracy.accuracy},
+                     {"macro_f1", p.accuracy.macro_f1},
+                     {"examples", p.accuracy.examples},
+                     {"dataset", p.accuracy.dataset}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -339,6 +347,15 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     check(schema == kPointSchema || schema == kPointSchemaV2 || schema == kPointSchemaV1,
           where + ": not a " + std::string(kPointSchema) + " (or /2, /1) line (schema '" + schema + "')");
     PointResult p;
+    p.key.variant = j.value("variant", "");  // tach shrink's rows only
+    if (j.contains("accuracy")) {
+      const auto& a = j.at("accuracy");
+      p.accuracy.measured = true;
+      p.accuracy.accuracy = a.at("accuracy");
+      p.accuracy.macro_f1 = a.at("macro_f1");
+      p.accuracy.examples = a.at("examples");
+      p.accuracy.dataset = a.at("dataset");
+    }
     p.key.engine = j.value("engine", "tach");  // absent in lines written before other engines
     if (j.contains("engine_run")) p.engine_run = engine_run_from(j.at("engine_run"));
     p.key.kind = j.value("kind", "inference");

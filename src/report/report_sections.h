@@ -44,6 +44,10 @@ void token_eval_section(std::ostringstream& h, FigureBook& figs, const nlohmann:
 // F1 (HasAns and NoAns for v2.0) with its settings, and the scores as bars.
 void qa_eval_section(std::ostringstream& h, FigureBook& figs, const nlohmann::json& eval);
 
+// A tach shrink run (rows with a variant and an accuracy): accuracy against median latency and
+// against peak memory per batch size, the Pareto frontier drawn and tabled. Nothing otherwise.
+void shrink_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points);
+
 // report.html's stylesheet, which every kind of run's page shares.
 const char* page_style();
 

@@ -927,6 +927,7 @@ RunReport build_run_report(const std::string& run_dir) {
   if (train_sweep) report::train_sweep_section(h, page.figs, points, dir);
   else if (!points.empty()) sweep_section(page, points);
   report::speedup_section(h, page.figs, points);
+  report::shrink_section(h, page.figs, points);
   if (accuracy) accuracy_section(page, *accuracy);
   if (token_eval) report::token_eval_section(h, page.figs, *token_eval);
   if (qa_eval) report::qa_eval_section(h, page.figs, *qa_eval);

@@ -35,7 +35,7 @@ std::unique_ptr<CLI::App> make_app(std::vector<Command>& commands) {
       add_run_command(*app),      add_generate_command(*app), add_profile_command(*app),   add_monitor_command(*app),
       add_estimate_command(*app), add_train_command(*app),    add_merge_command(*app),     add_download_command(*app),
       add_dataset_command(*app),  add_compare_command(*app),  add_report_command(*app),    add_manifest_command(*app),
-      add_verify_command(*app),   add_analyze_command(*app),  add_prune_command(*app),
+      add_verify_command(*app),   add_analyze_command(*app),  add_prune_command(*app),     add_shrink_command(*app),
   };
   // Which commands take -b/--batch, read from the commands themselves so the line stays true; every
   // command given the exit-status footer gets it too.

@@ -102,8 +102,9 @@ Command add_compare_command(CLI::App& app) {
       ->expected(1, -1);
   sub->add_option("--by", opt->by,
                   "Compare the values of this axis: engine (tach bench --engine: the first engine of the run is the "
-                  "baseline), exec, gradient_checkpointing, method, dtype, device, threads, "
-                  "seq_len, batch (points differing only there are matched; the first value seen is the baseline). "
+                  "baseline), variant (a tach shrink run's variants: f32, int8, heads:0.5, ...), exec, "
+                  "gradient_checkpointing, method, dtype, device, threads, seq_len, batch (points differing only there "
+                  "are matched; the first value seen is the baseline). "
                   "Default: whole point ids across runs, or the one axis two runs differ in");
   sub->add_option("--format", opt->format, "table | md | csv | json (schema tach.compare/1)")->capture_default_str();
   sub->add_option("--noise-threshold", opt->noise_threshold_pct,

@@ -26,6 +26,7 @@ Command add_estimate_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_merge_command(CLI::App& app);
 Command add_prune_command(CLI::App& app);
+Command add_shrink_command(CLI::App& app);
 Command add_embed_command(CLI::App& app);
 Command add_download_command(CLI::App& app);
 Command add_dataset_command(CLI::App& app);

@@ -1,0 +1,177 @@
+// tach shrink's variants: what --dtype, --prune and --student spell, and what each needs checked
+// before anything is pruned or measured.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_internal.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/family.h"
+#include "shrink/shrink_internal.h"
+#include "tach/error.h"
+#include "tach/plain_number.h"
+#include "tach/shrink.h"
+
+namespace tach {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kPruneSpellings = "heads:F or ffn:F (a fraction in [0, 1)), or layers:N (a count of layers)";
+
+// "0.5" -> 0.5, the whole text a number; nullopt otherwise.
+bool parse_number(const std::string& text, double* value) {
+  try {
+    size_t used = 0;
+    *value = std::stod(text, &used);
+    return used == text.size() && std::isfinite(*value);
+  } catch (const std::exception&) { return false; }
+}
+
+ShrinkVariant prune_variant(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  ShrinkVariant v;
+  v.kind = "prune";
+  v.part = spec.substr(0, colon);
+  usage_check(colon != std::string::npos && (v.part == "heads" || v.part == "ffn" || v.part == "layers"),
+              "--prune " + spec + ": not a pruning tach shrink knows; spell it " + kPruneSpellings);
+  const std::string amount = spec.substr(colon + 1);
+  if (v.part == "layers") {
+    usage_check(parse_number(amount, &v.amount) && v.amount >= 1 && v.amount == std::floor(v.amount),
+                "--prune " + spec + ": layers takes a count of layers to remove, a whole number from 1");
+  } else {
+    usage_check(parse_number(amount, &v.amount) && v.amount >= 0 && v.amount < 1,
+                "--prune " + spec + ": " + v.part + " takes a fraction in [0, 1), got " + amount);
+  }
+  v.name = v.part + ":" + plain_number(v.amount);
+  return v;
+}
+
+std::string canonical_dtype(const std::string& d) {
+  return d == "float32" ? "f32" : d == "bfloat16" ? "bf16" : d == "float16" ? "f16" : d;
+}
+
+// A classifier's labels as config.json names them (id2label in id order), or its count alone.
+std::vector<std::string> labels_of(const std::string& model) {
+  const model::ModelLocation loc = model::resolve_model(model);
+  if (loc.dir.empty()) return {};
+  const nlohmann::json config = model::read_json_file((fs::path(loc.dir) / "config.json").string());
+  std::map<int64_t, std::string> by_id;
+  if (config.contains("id2label") && config.at("id2label").is_object())
+    for (const auto& [id, name] : config.at("id2label").items())
+      by_id[std::stoll(id)] = name.is_string() ? name.get<std::string>() : name.dump();
+  std::vector<std::string> labels;
+  for (const auto& [_, name] : by_id) labels.push_back(name);
+  // No id2label: transformers' default names for the classifier's outputs.
+  if (labels.empty())
+    for (int64_t i = 0; i < model::summarize_architecture(loc).labels; ++i)
+      labels.push_back("LABEL_" + std::to_string(i));
+  return labels;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+std::string ShrinkVariant::dir_name() const {
+  std::string s = name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '-';
+  return s;
+}
+
+std::vector<ShrinkVariant> shrink_variants(const ShrinkOptions& o) {
+  std::vector<ShrinkVariant> out;
+  usage_check(!o.dtypes.empty(), "--dtype needs at least one dtype");
+  const std::string first_dtype = canonical_dtype(o.dtypes.front());
+  // Pruned models and students compute in the first dtype; a name says so unless it is f32.
+  const std::string dtype_suffix = first_dtype == "f32" ? "" : "+" + first_dtype;
+  for (const auto& given : o.dtypes) {
+    const std::string d = canonical_dtype(given);
+    usage_check(d == "f32" || d == "bf16" || d == "f16" || d == "int8" || d == "nf4",
+                "--dtype " + given + ": not one of f32, bf16, f16, int8, nf4");
+    ShrinkVariant v;
+    v.name = v.dtype = d;
+    v.kind = "dtype";
+    v.model = o.base.model;
+    out.push_back(v);
+  }
+  for (const auto& spec : o.prunes) {
+    ShrinkVariant v = prune_variant(spec);
+    v.model = o.base.model;  // until it is pruned into the run directory
+    v.name += dtype_suffix;
+    v.dtype = first_dtype;
+    out.push_back(v);
+  }
+  for (const auto& dir : o.students) {
+    usage_check(!dir.empty(), "--student needs a model directory");
+    ShrinkVariant v;
+    v.kind = "student";
+    v.model = dir;
+    v.dtype = first_dtype;
+    v.name = "student:" + fs::path(dir).lexically_normal().filename().string();
+    if (v.name == "student:") v.name = "student:" + fs::path(dir).lexically_normal().parent_path().filename().string();
+    v.name += dtype_suffix;
+    out.push_back(v);
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    for (size_t j = i + 1; j < out.size(); ++j)
+      usage_check(out[i].name != out[j].name,
+                  "variant " + out[i].name + " is given twice (" + (out[i].kind == "student" ? "--student" : "") +
+                      (out[i].kind == "prune" ? "--prune" : "") + (out[i].kind == "dtype" ? "--dtype" : "") +
+                      "): give each once" +
+                      (out[i].kind == "student" ? " (students are named by their directory's name)" : ""));
+  return out;
+}
+
+BenchConfig shrink::variant_config(const ShrinkOptions& o, const ShrinkVariant& v, const std::string& run_dir) {
+  BenchConfig c = o.base;
+  c.model = v.model;
+  c.dtypes = {v.dtype};
+  c.accuracy = true;
+  c.tensorboard = false;  // the rows are the shrink run's; each variant's own run keeps only its files
+  c.runs_dir = (fs::path(run_dir) / "variants").string();
+  c.run_id = v.dir_name();
+  return c;
+}
+
+void check_shrink_variants(const ShrinkOptions& o, const std::vector<ShrinkVariant>& variants) {
+  usage_check(!o.base.dataset.path.empty(),
+              "tach shrink needs a labelled dataset for each variant's accuracy: pass -d/--dataset FILE");
+  usage_check(!variants.empty(), "no variant to measure: give --dtype, --prune or --student");
+  BenchConfig base = o.base;
+  base.accuracy = true;
+  base.dtypes = {variants.front().dtype};
+  check_lengths_fit_model(base);
+  const std::vector<std::string> base_labels = labels_of(o.base.model);
+  for (const ShrinkVariant& v : variants) {
+    const BenchConfig c = shrink::variant_config(o, v, "");
+    try {
+      check_sweep_config(c);
+    } catch (const UsageError& e) { throw UsageError("variant " + v.name + ": " + e.what()); }
+    if (v.kind == "prune") {
+      usage_check(model::resolve_model(o.base.model).kind != model::ModelLocation::Kind::preset,
+                  "variant " + v.name + ": tach prune writes a checkpoint from a checkpoint's files; " + o.base.model +
+                      " is a preset with synthetic weights");
+    }
+    if (v.kind != "student") continue;
+    usage_check(fs::is_regular_file(fs::path(v.model) / "config.json"),
+                "--student " + v.model + ": no config.json there (a student is a directory tach train wrote)");
+    check_lengths_fit_model(c);
+    const std::vector<std::string> labels = labels_of(v.model);
+    usage_check(labels == base_labels, "--student " + v.model + ": its labels (" + joined(labels) +
+                                           ") differ from the model's (" + joined(base_labels) +
+                                           "): its accuracy would not be the same task's");
+  }
+  bench::check_text_inputs(base);  // the dataset's columns and the tokenizer, before anything runs
+}
+
+}  // namespace tach
