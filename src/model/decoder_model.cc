@@ -445,6 +445,8 @@ ModelFamily decoder_family_row(const char* name, const char* model_type, const s
   f.lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
   f.tokenizer_hint = tokenizer_hint;
   f.decoder = decoder;
+  // tach prune: whole key/value groups, FFN neurons and layers; per-layer kinds as the row says.
+  f.pruning = {.ffn_key = "intermediate_size", .layers_key = "num_hidden_layers", .kv_groups = true};
   f.load = load_decoder;
   f.summarize = summarize_decoder;
   return f;

@@ -170,6 +170,16 @@ struct PruningRule {
   const char* ffn_key = nullptr;
   // Whole layers, the rest renumbered from 0: config.json's layer count under this key; nullptr: none.
   const char* layers_key = nullptr;
+  // Decoders: heads go as whole key/value groups (a key/value head and the query heads that share
+  // it), the same count in every layer, as config.json has one num_attention_heads and
+  // num_key_value_heads; head_dim is written, so the narrower attention reads as an ordinary config.
+  bool kv_groups = false;
+  // Set: layer 0 stays, for this reason (ModernBERT builds layer 0 without an attention norm).
+  const char* first_layer_refusal = nullptr;
+  // transformers reads config.json's layer_types (sliding or full attention per layer) for the
+  // family: where removing layers would change a kept layer's kind under the family's rule,
+  // layer_types is written; false: such a removal is refused.
+  bool layer_types = false;
 };
 
 struct ModelFamily {

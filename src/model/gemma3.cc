@@ -39,8 +39,10 @@ const DecoderFamily kGemma3{"Gemma3ForCausalLM", 1000000.0, true, gemma_names(),
 }  // namespace
 
 ModelFamily gemma3_family() {
-  return decoder_family_row("Gemma 3 text decoders", "gemma3_text", "Gemma3TextModel",
-                            "Gemma3TextForSequenceClassification", &kGemma3, "google/gemma-3-1b-pt");
+  ModelFamily f = decoder_family_row("Gemma 3 text decoders", "gemma3_text", "Gemma3TextModel",
+                                     "Gemma3TextForSequenceClassification", &kGemma3, "google/gemma-3-1b-pt");
+  f.pruning.layer_types = true;  // every sliding_window_pattern-th layer is global, counted from layer 0
+  return f;
 }
 
 }  // namespace tach::model

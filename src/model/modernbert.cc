@@ -47,6 +47,11 @@ void read_modernbert(const Field& f, DecoderConfig& c) {
                "; a local layer sees local_attention / 2 keys on either side, so it must be at least 2");
   const int64_t every = f.positive_int("global_attn_every_n_layers", 3, false);
   for (int64_t i = 0; i < c.num_layers; ++i) c.layer_window[size_t(i)] = i % every ? local / 2 : 0;
+  // layer_types (transformers 5 saves it; a pruned model's may make local a layer the rule would
+  // not) takes the window from local_attention too, even where the rule leaves no layer local.
+  if (f.has("layer_types") && f.root["layer_types"].is_array() && int64_t(f.root["layer_types"].size()) == c.num_layers)
+    for (int64_t i = 0; i < c.num_layers; ++i)
+      if (f.root["layer_types"][size_t(i)] == "sliding_attention") c.layer_window[size_t(i)] = local / 2;
   const std::string pooling = f.str("classifier_pooling", "cls");
   if (pooling == "cls") c.pooling = DecoderConfig::Pooling::cls;
   else if (pooling == "mean") c.pooling = DecoderConfig::Pooling::mean;
@@ -96,6 +101,15 @@ ModelFamily modernbert_family() {
   f.head_names.mlm_dense = "head.dense", f.head_names.mlm_norm = "head.norm";
   f.head_names.mlm_decoder = "decoder", f.head_names.mlm_bias = "";
   f.lora_targets = {"Wqkv", "Wo", "Wi", "dense"};
+  f.pruning = {.heads_refusal =
+                   "its config.json has no head_dim (transformers sizes a head as hidden_size / "
+                   "num_attention_heads), so fewer heads would be wider ones",
+               .ffn_key = "intermediate_size",
+               .layers_key = "num_hidden_layers",
+               .first_layer_refusal =
+                   "transformers builds layer 0 without an attention norm, so the layer "
+                   "renumbered 0 would lose its own",
+               .layer_types = true};
   return f;
 }
 

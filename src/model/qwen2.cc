@@ -30,9 +30,12 @@ const DecoderFamily kQwen2{"Qwen2ForCausalLM", 10000.0, false, DecoderTensorName
 }  // namespace
 
 ModelFamily qwen2_family() {
-  return with_per_token_heads(decoder_family_row("Qwen2 decoders (Qwen2, Qwen2.5)", "qwen2", "Qwen2Model",
-                                                 "Qwen2ForSequenceClassification", &kQwen2, "Qwen/Qwen2.5-0.5B"),
-                              "Qwen2", "transformer.");
+  ModelFamily f =
+      with_per_token_heads(decoder_family_row("Qwen2 decoders (Qwen2, Qwen2.5)", "qwen2", "Qwen2Model",
+                                              "Qwen2ForSequenceClassification", &kQwen2, "Qwen/Qwen2.5-0.5B"),
+                           "Qwen2", "transformer.");
+  f.pruning.layer_types = true;  // max_window_layers counts from layer 0; layer_types keeps each kept layer's kind
+  return f;
 }
 
 }  // namespace tach::model

@@ -24,9 +24,12 @@ const DecoderFamily kQwen3{"Qwen3ForCausalLM", 10000.0, false, DecoderTensorName
 }  // namespace
 
 ModelFamily qwen3_family() {
-  return with_per_token_heads(decoder_family_row("Qwen3 decoders (dense; Qwen3-Embedding)", "qwen3", "Qwen3Model",
-                                                 "Qwen3ForSequenceClassification", &kQwen3, "Qwen/Qwen3-0.6B"),
-                              "Qwen3", "transformer.");
+  ModelFamily f =
+      with_per_token_heads(decoder_family_row("Qwen3 decoders (dense; Qwen3-Embedding)", "qwen3", "Qwen3Model",
+                                              "Qwen3ForSequenceClassification", &kQwen3, "Qwen/Qwen3-0.6B"),
+                           "Qwen3", "transformer.");
+  f.pruning.layer_types = true;  // as Qwen2's; q_norm and k_norm are per head_dim, shared by every head
+  return f;
 }
 
 }  // namespace tach::model

@@ -1,5 +1,4 @@
 // tach prune: the checkpoint read, its units ranked and removed, the smaller one written.
-#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +8,9 @@
 #include "model/encoder_build.h"
 #include "model/family.h"
 #include "model/safetensors_writer.h"
+#include "prune/prune_decoder.h"
+#include "prune/importance.h"
+#include "prune/prune_files.h"
 #include "prune/prune_plan.h"
 #include "prune/unit_scores.h"
 #include "tach/error.h"
@@ -23,30 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-// Rows `keep` of t [R, ...] (any dtype), contiguous.
-Tensor take_rows(const Tensor& t, const std::vector<int64_t>& keep) {
-  Shape shape = t.shape();
-  const size_t row = t.nbytes() / size_t(shape[0]);
-  shape[0] = int64_t(keep.size());
-  Tensor out = Tensor::empty(shape, t.dtype(), Device::cpu(), MemoryCategory::workspace);
-  const char* src = static_cast<const char*>(t.raw());
-  for (size_t i = 0; i < keep.size(); ++i)
-    std::memcpy(static_cast<char*>(out.raw()) + i * row, src + size_t(keep[i]) * row, row);
-  return out;
-}
-
-// Columns `keep` of t [R, K] (any dtype), contiguous.
-Tensor take_columns(const Tensor& t, const std::vector<int64_t>& keep) {
-  const int64_t R = t.size(0), K = t.size(1);
-  const size_t e = t.nbytes() / size_t(R * K);
-  Tensor out = Tensor::empty({R, int64_t(keep.size())}, t.dtype(), Device::cpu(), MemoryCategory::workspace);
-  const char* src = static_cast<const char*>(t.raw());
-  char* dst = static_cast<char*>(out.raw());
-  for (int64_t r = 0; r < R; ++r)
-    for (size_t i = 0; i < keep.size(); ++i, dst += e) std::memcpy(dst, src + (size_t(r * K + keep[i])) * e, e);
-  return out;
-}
 
 // The rows of a layer's q, k or v that its kept heads hold: positions among its current heads.
 std::vector<int64_t> kept_head_rows(const EncoderConfig& c, int64_t layer, const std::vector<int64_t>& removed) {
@@ -70,29 +48,6 @@ PruneSize size_of(const EncoderConfig& c, int64_t parameters, int64_t bytes, int
   return s;
 }
 
-json scores_json(const UnitScores& s, const PrunePlan& p, const std::string& by) {
-  auto nullable = [](const std::vector<double>& v) {
-    json a = json::array();
-    for (double x : v) a.push_back(std::isnan(x) ? json(nullptr) : json(x));
-    return a;
-  };
-  json j = {{"by", by}, {"layers", s.layers}, {"removed_layers", p.removed_layers}};
-  j["heads"] = json::array();
-  for (const auto& h : s.heads) j["heads"].push_back(nullable(h));
-  j["neurons"] = s.neurons;
-  j["removed_heads"] = p.removed_heads;
-  return j;
-}
-
-json size_json(const PruneSize& s) {
-  return {{"parameters", s.parameters},
-          {"flops_per_token", s.flops_per_token},
-          {"weight_bytes", s.weight_bytes},
-          {"layers", s.layers},
-          {"heads", s.heads},
-          {"ffn_width", s.ffn_width}};
-}
-
 }  // namespace
 
 PruneResult prune_model(const PruneOptions& o) {
@@ -105,13 +60,14 @@ PruneResult prune_model(const PruneOptions& o) {
   const std::string config_path = (fs::path(loc.dir) / "config.json").string();
   const json config = read_json_file(config_path);
   const ModelFamily& family = model_family(load_config_model_type(config_path));
-  check(family.encoder != nullptr, "tach prune: " + std::string(family.name) +
-                                       " have no pruning rule in tach (it prunes BERT, DistilBERT, RoBERTa, "
-                                       "XLM-RoBERTa and MPNet encoders)");
+  check_ranking_options(o, family);
+  if (family.decoder != nullptr) return prune_decoder_model(o, loc.dir, config, family);
   const EncoderConfig c = parse_encoder_config(config, config_path);
   const WeightStore store = open_checkpoint_weights(loc.dir);
   const EncoderTensors names = encoder_tensors(store, family, c);
-  const UnitScores scores = magnitude_scores(store, names);
+  Calibration calibration;
+  const UnitScores scores =
+      o.by == "importance" ? importance_scores(o, loc.dir, &calibration) : magnitude_scores(store, names);
   const PrunePlan plan = plan_pruning(o, family, c, scores);
 
   PruneResult r;
@@ -119,19 +75,11 @@ PruneResult prune_model(const PruneOptions& o) {
   int64_t parameters = 0;
   for (const auto& n : store.names()) parameters += shape_numel(store.find(n)->shape);
   r.before = size_of(c, parameters, safetensors_bytes(loc.dir), r.summary_tokens);
-  const json scores_out = scores_json(scores, plan, o.by);
+  json scores_out = scores_json(scores, plan, o.by);
+  if (o.by == "importance") scores_out["calibration"] = calibration_json(calibration);
 
   if (plan.removes_nothing()) {
-    // Nothing to remove: the model's own files, byte for byte.
-    r.unchanged = true;
-    r.after = r.before;
-    write_directory_atomically(o.output, [&](const std::string& tmp) {
-      for (const auto& entry : fs::directory_iterator(loc.dir))
-        if (entry.is_regular_file()) fs::copy_file(entry.path(), fs::path(tmp) / entry.path().filename());
-      write_file_atomically(tmp + "/prune_scores.json", scores_out.dump(1) + "\n");
-      write_file_atomically(tmp + "/prune_summary.json",
-                            json({{"before", size_json(r.before)}, {"after", size_json(r.after)}}).dump(1) + "\n");
-    });
+    write_unchanged(loc.dir, o.output, scores_out, r);
     return r;
   }
 
@@ -179,15 +127,9 @@ PruneResult prune_model(const PruneOptions& o) {
   else out.erase("pruned_heads");
   const EncoderConfig after = parse_encoder_config(out, o.output + "/config.json");
 
-  write_directory_atomically(o.output, [&](const std::string& tmp) {
-    write_safetensors(tmp + "/model.safetensors", tensors, {{"format", "pt"}});
-    write_file_atomically(tmp + "/config.json", out.dump(2) + "\n");
-    copy_tokenizer_files(loc.dir, tmp);
-    r.after = size_of(after, after_parameters, safetensors_bytes(tmp), r.summary_tokens);
-    write_file_atomically(tmp + "/prune_scores.json", scores_out.dump(1) + "\n");
-    write_file_atomically(tmp + "/prune_summary.json",
-                          json({{"before", size_json(r.before)}, {"after", size_json(r.after)}}).dump(1) + "\n");
-  });
+  write_pruned(
+      loc.dir, o.output, tensors, out, scores_out,
+      [&](int64_t bytes) { return size_of(after, after_parameters, bytes, r.summary_tokens); }, r);
   r.removed_layers = int64_t(plan.removed_layers.size());
   r.removed_heads = plan.new_heads;
   r.removed_neurons = plan.new_neurons;

@@ -60,11 +60,61 @@ std::vector<int64_t> parse_layer_list(const std::string& text, int64_t L, const 
   return layers;
 }
 
+// Layers: a count of the lowest-scored, or a list; a family whose layer 0 must stay keeps it.
+std::vector<int64_t> plan_layers(const PruneOptions& o, const model::ModelFamily& family, int64_t L,
+                                 const UnitScores& scores) {
+  if (o.layers.empty()) return {};
+  const model::PruningRule& rule = family.pruning;
+  require(rule.layers_key != nullptr, family, "fewer layers", "tach has no rule for its layer count");
+  std::vector<int64_t> removed;
+  if (o.layers.find(',') == std::string::npos) {
+    int64_t n = -1;
+    size_t used = 0;
+    try {
+      n = std::stoll(o.layers, &used);
+    } catch (const std::exception&) { used = 0; }
+    usage_check(used == o.layers.size() && n >= 0,
+                "tach prune: --layers must be a count of layers to remove or a list of them (\"1,3\", or \"2,\" for "
+                "layer 2 alone), got \"" +
+                    o.layers + "\"");
+    usage_check(n < L, "tach prune: --layers " + o.layers + " removes every layer; the model has " + std::to_string(L));
+    std::vector<int64_t> candidates;
+    for (int64_t l = rule.first_layer_refusal ? 1 : 0; l < L; ++l) candidates.push_back(l);
+    removed = lowest(scores.layers, candidates, n);
+  } else {
+    removed = parse_layer_list(o.layers, L, "--layers");
+    if (rule.first_layer_refusal && !removed.empty() && removed.front() == 0)
+      throw UsageError("tach prune: --layers lists layer 0, which " + std::string(family.name) +
+                       " keep: " + rule.first_layer_refusal);
+  }
+  usage_check(int64_t(removed.size()) < L,
+              "tach prune: --layers " + o.layers + " removes every layer; the model has " + std::to_string(L));
+  return removed;
+}
+
+// FFN neurons: the same count in every layer (config.json has one width), the lowest of each.
+void plan_ffn(const PruneOptions& o, const model::ModelFamily& family, int64_t L, int64_t I, const UnitScores& scores,
+              PrunePlan& p) {
+  if (o.ffn <= 0) return;
+  require(family.pruning.ffn_key != nullptr, family, "a narrower FFN", "tach has no rule for its FFN width");
+  const int64_t n = std::llround(o.ffn * double(I));
+  usage_check(n < I, "tach prune: --ffn " + plain_number(o.ffn) + " removes all " + std::to_string(I) +
+                         " neurons of every layer");
+  std::vector<int64_t> every(static_cast<size_t>(I));
+  for (int64_t j = 0; j < I; ++j) every[size_t(j)] = j;
+  p.kept_neurons.assign(size_t(L), {});
+  for (int64_t l = 0; l < L; ++l) {
+    const std::vector<int64_t> removed = lowest(scores.neurons[size_t(l)], every, n);
+    for (int64_t j = 0; j < I; ++j)
+      if (!std::binary_search(removed.begin(), removed.end(), j)) p.kept_neurons[size_t(l)].push_back(j);
+    if (p.keeps_layer(l)) p.new_neurons += n;
+  }
+}
+
 }  // namespace
 
 PrunePlan plan_pruning(const PruneOptions& o, const model::ModelFamily& family, const model::EncoderConfig& c,
                        const UnitScores& scores) {
-  usage_check(o.by == "magnitude", "tach prune: --by must be magnitude, got " + o.by);
   check_fraction(o.heads, "--heads");
   check_fraction(o.ffn, "--ffn");
   usage_check(o.heads == 0 || o.heads_list.empty(), "tach prune: give --heads as a fraction or as a list, not both");
@@ -72,30 +122,7 @@ PrunePlan plan_pruning(const PruneOptions& o, const model::ModelFamily& family, 
   const int64_t L = c.num_layers, I = c.intermediate_size;
   PrunePlan p;
 
-  // Layers: a count of the lowest-scored, or a list.
-  if (!o.layers.empty()) {
-    require(rule.layers_key != nullptr, family, "fewer layers", "tach has no rule for its layer count");
-    if (o.layers.find(',') == std::string::npos) {
-      int64_t n = -1;
-      size_t used = 0;
-      try {
-        n = std::stoll(o.layers, &used);
-      } catch (const std::exception&) { used = 0; }
-      usage_check(used == o.layers.size() && n >= 0,
-                  "tach prune: --layers must be a count of layers to remove or a list of them (\"1,3\", or \"2,\" for "
-                  "layer 2 alone), got \"" +
-                      o.layers + "\"");
-      std::vector<int64_t> every(static_cast<size_t>(L));
-      for (int64_t l = 0; l < L; ++l) every[size_t(l)] = l;
-      p.removed_layers = lowest(scores.layers, every, n);
-      usage_check(n < L,
-                  "tach prune: --layers " + o.layers + " removes every layer; the model has " + std::to_string(L));
-    } else {
-      p.removed_layers = parse_layer_list(o.layers, L, "--layers");
-    }
-    usage_check(int64_t(p.removed_layers.size()) < L,
-                "tach prune: --layers " + o.layers + " removes every layer; the model has " + std::to_string(L));
-  }
+  p.removed_layers = plan_layers(o, family, L, scores);
 
   // Heads: those already pruned stay pruned; a fraction of each layer's heads, or a list.
   p.removed_heads.assign(size_t(L), {});
@@ -155,22 +182,46 @@ PrunePlan plan_pruning(const PruneOptions& o, const model::ModelFamily& family, 
     p.new_heads += int64_t(r.size()) - (c.pruned_heads.empty() ? 0 : int64_t(c.pruned_heads[size_t(l)].size()));
   }
 
-  // FFN neurons: the same count in every layer (config.json has one width).
-  if (o.ffn > 0) {
-    require(rule.ffn_key != nullptr, family, "a narrower FFN", "tach has no rule for its FFN width");
-    const int64_t n = std::llround(o.ffn * double(I));
-    usage_check(n < I, "tach prune: --ffn " + plain_number(o.ffn) + " removes all " + std::to_string(I) +
-                           " neurons of every layer");
-    std::vector<int64_t> every(static_cast<size_t>(I));
-    for (int64_t j = 0; j < I; ++j) every[size_t(j)] = j;
-    p.kept_neurons.assign(size_t(L), {});
+  plan_ffn(o, family, L, I, scores, p);
+  return p;
+}
+
+PrunePlan plan_decoder_pruning(const PruneOptions& o, const model::ModelFamily& family, const model::DecoderConfig& c,
+                               const UnitScores& scores) {
+  usage_check(o.by == "magnitude", "tach prune: --by " + o.by + " ranks encoders' units; rank " +
+                                       std::string(family.name) + " --by magnitude");
+  check_fraction(o.heads, "--heads");
+  check_fraction(o.ffn, "--ffn");
+  const model::PruningRule& rule = family.pruning;
+  const int64_t L = c.num_layers, KVH = c.num_kv_heads, G = c.num_heads / c.num_kv_heads;
+  PrunePlan p;
+  p.removed_layers = plan_layers(o, family, L, scores);
+  p.removed_heads.assign(size_t(L), {});
+  if (o.heads > 0 || !o.heads_list.empty())
+    require(rule.kv_groups, family, "fewer attention heads", rule.heads_refusal);
+  usage_check(o.heads_list.empty(), "tach prune: --heads takes a fraction for " + std::string(family.name) +
+                                        ", not a list: config.json has one num_attention_heads and "
+                                        "num_key_value_heads for every layer, so each layer loses as many");
+  if (o.heads > 0) {
+    // Query heads share their key/value head in groups of G: a group goes whole, or the key/value
+    // head would serve fewer query heads than the config's ratio says.
+    const int64_t n = std::llround(o.heads * double(KVH));
+    usage_check(n < KVH, "tach prune: --heads " + plain_number(o.heads) + " removes all " + std::to_string(KVH) +
+                             " key/value groups of each layer (" + std::to_string(G) +
+                             " query heads share each key/value head); a layer keeps at least one group");
+    std::vector<int64_t> groups(static_cast<size_t>(KVH));
+    for (int64_t g = 0; g < KVH; ++g) groups[size_t(g)] = g;
     for (int64_t l = 0; l < L; ++l) {
-      const std::vector<int64_t> removed = lowest(scores.neurons[size_t(l)], every, n);
-      for (int64_t j = 0; j < I; ++j)
-        if (!std::binary_search(removed.begin(), removed.end(), j)) p.kept_neurons[size_t(l)].push_back(j);
-      if (p.keeps_layer(l)) p.new_neurons += n;
+      p.removed_heads[size_t(l)] = lowest(scores.heads[size_t(l)], groups, n);
+      if (p.keeps_layer(l)) p.new_heads += n * G;
     }
+    if (double(n) != o.heads * double(KVH))
+      p.notes.push_back("--heads " + plain_number(o.heads) + " rounds to whole key/value groups: " + std::to_string(n) +
+                        " of " + std::to_string(KVH) + " per layer (" + std::to_string(n * G) + " of " +
+                        std::to_string(c.num_heads) + " query heads), as " + std::to_string(G) +
+                        " query heads share each key/value head");
   }
+  plan_ffn(o, family, L, c.intermediate_size, scores, p);
   return p;
 }
 

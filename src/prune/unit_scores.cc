@@ -33,8 +33,6 @@ std::vector<int64_t> current_heads(const model::EncoderConfig& c, int64_t layer)
   return heads;
 }
 
-namespace {
-
 // weight [rows, cols] as f32 on the host.
 Tensor f32_weight(const model::WeightStore& store, const std::string& name) {
   const model::StoredTensor* st = store.find(name);
@@ -60,8 +58,6 @@ double columns_squared(const Tensor& w, int64_t c0, int64_t n) {
     for (int64_t c = c0; c < c0 + n; ++c) s += double(w.data<float>()[r * K + c]) * w.data<float>()[r * K + c];
   return s;
 }
-
-}  // namespace
 
 UnitScores magnitude_scores(const model::WeightStore& store, const EncoderTensors& t) {
   const model::EncoderConfig& c = *t.config;

@@ -33,6 +33,12 @@ struct UnitScores {
 // together (biases and LayerNorms aside).
 UnitScores magnitude_scores(const model::WeightStore& store, const EncoderTensors& t);
 
+// What each family's magnitudes are made of: a stored weight [rows, cols] as f32 on the host, and
+// the sums of squares of its rows [r0, r0 + n) or columns [c0, c0 + n).
+Tensor f32_weight(const model::WeightStore& store, const std::string& name);
+double rows_squared(const Tensor& w, int64_t r0, int64_t n);
+double columns_squared(const Tensor& w, int64_t c0, int64_t n);
+
 // The original indices of the heads layer l still has, in the order its tensors hold them.
 std::vector<int64_t> current_heads(const model::EncoderConfig& c, int64_t layer);
 
