@@ -15,6 +15,10 @@ classifier's labels, question answering's (start, end). The trained qa_outputs a
 stay f32; the masked LM's frozen transform dense is quantized in both, and its decoder (the
 word embeddings, tied) in neither: naming the skipped modules replaces transformers' default,
 which would have skipped the tied output embeddings itself.
+bitsandbytes' CPU search for the nearest 8-bit code of a block's absmax (double quantization) is
+approximate and can pick the code one step past the nearest (tests/test_nf4.cc); tach searches
+exactly. Where it did, the file also holds "logits_nearest_absmax": the same forward with every
+absmax code the nearest one (the codes bitsandbytes picked otherwise: "absmax_codes_not_nearest").
 Development only: run with the virtualenv that has torch, transformers, peft and bitsandbytes.
 """
 import json
@@ -40,9 +44,17 @@ CASES = {
     "qwen2-cls-kv1-f32": ("decoders/qwen2-cls-kv1-f32", "lora/qwen2-cls-kv1-f32", "train/qwen2-cls-kv1-f32",
                           AutoModelForSequenceClassification),
 }
-for _task, _cls in (("mlm", AutoModelForMaskedLM), ("token-cls5", AutoModelForTokenClassification),
-                    ("qa", AutoModelForQuestionAnswering)):
-    for _family in ("bert", "distilbert"):
+# Every family that trains a per-token head with LoRA (test_train_task_lora's cases): the masked LM
+# where the family has one; the causal decoders have the token classifier and QA only.
+PER_TOKEN_HEADS = {
+    "mlm": (AutoModelForMaskedLM, ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet", "modernbert")),
+    "token-cls5": (AutoModelForTokenClassification, ("bert", "distilbert", "xlm-roberta", "modernbert", "llama",
+                                                      "mistral", "qwen3")),
+    "qa": (AutoModelForQuestionAnswering, ("bert", "distilbert", "roberta", "mpnet", "modernbert", "llama", "mistral",
+                                           "qwen2")),
+}
+for _task, (_cls, _families) in PER_TOKEN_HEADS.items():
+    for _family in _families:
         _case = f"{_family}-{_task}-f32"
         CASES[_case] = (f"train_tasks/{_case}/model", f"train_tasks_lora/{_case}", f"train_tasks/{_case}", _cls)
 
@@ -85,6 +97,25 @@ def f32_compute_on_cpu(model):
     return len(layers)
 
 
+def nearest_absmax_codes(model, f32_weights):
+    """Puts the nearest 8-bit code of each block's absmax in every Linear4bit; returns how many differed.
+
+    The offset, the 256-blocks' scales and the code book stay bitsandbytes' own: only its search
+    for the nearest code (approximate near zero) is replaced.
+    """
+    changed = 0
+    for name, module in model.named_modules():
+        if isinstance(module, bitsandbytes.nn.Linear4bit):
+            state = module.weight.quant_state
+            absmax = f32_weights[name.replace(".base_layer", "") + ".weight"].detach().reshape(-1, 64).abs().max(1).values
+            scales = state.state2.absmax.repeat_interleave(256)[: absmax.numel()]
+            scaled = (absmax - state.offset) / scales
+            nearest = (scaled[:, None] - state.state2.code[None, :]).abs().argmin(1).to(torch.uint8)
+            changed += int((nearest != state.absmax).sum())
+            state.absmax = nearest
+    return changed
+
+
 def per_row_logits(out):
     """[B, labels] for a sequence, [B * T, labels] for a per-token head: QA's (start, end) a token's row."""
     if hasattr(out, "start_logits"):
@@ -104,21 +135,30 @@ def main(root):
         pm = PeftModel.from_pretrained(model, os.path.join(root, lora, "adapter_init")).eval()
         has_types = model.config.model_type == "bert"
         batches = json.load(open(os.path.join(root, data, "batches.json")))
-        logits = []
-        with torch.no_grad():
-            for b in batches:
-                kw = {k: torch.tensor(b[k]) for k in ("input_ids", "attention_mask")}
-                if has_types:
-                    kw["token_type_ids"] = torch.tensor(b["token_type_ids"])
-                # Through the LoRA model under peft's task wrapper: PeftModelForQuestionAnswering.forward
-                # (peft 0.21) drops token_type_ids, and BERT's second segment would read as the first.
-                logits.append(per_row_logits(pm.base_model(**kw)).float().tolist())
+
+        def all_logits():
+            logits = []
+            with torch.no_grad():
+                for b in batches:
+                    kw = {k: torch.tensor(b[k]) for k in ("input_ids", "attention_mask")}
+                    if has_types:
+                        kw["token_type_ids"] = torch.tensor(b["token_type_ids"])
+                    # Through the LoRA model under peft's task wrapper: PeftModelForQuestionAnswering.forward
+                    # (peft 0.21) drops token_type_ids, and BERT's second segment would read as the first.
+                    logits.append(per_row_logits(pm.base_model(**kw)).float().tolist())
+            return logits
+
+        out = {"base": base, "adapter": "adapter_init", "linear4bit_modules": n4, "logits": all_logits()}
+        f32 = dict(auto.from_pretrained(os.path.join(root, base), dtype=torch.float32).named_parameters())
+        not_nearest = nearest_absmax_codes(model, f32)
+        if not_nearest:
+            out.update(absmax_codes_not_nearest=not_nearest, logits_nearest_absmax=all_logits())
+        out.update({"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
+                    "bitsandbytes": bitsandbytes.__version__})
         path = os.path.join(root, lora, "qlora_logits.json")
         with open(path, "w") as f:
-            json.dump({"base": base, "adapter": "adapter_init", "linear4bit_modules": n4, "logits": logits,
-                       "torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
-                       "bitsandbytes": bitsandbytes.__version__}, f, indent=1)
-        print("wrote", path, n4, "Linear4bit")
+            json.dump(out, f, indent=1)
+        print("wrote", path, n4, "Linear4bit", not_nearest, "absmax codes not the nearest")
 
 
 if __name__ == "__main__":

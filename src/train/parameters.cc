@@ -100,7 +100,7 @@ int64_t ParameterTable::count(bool trainable_only) const {
   return n;
 }
 
-void ParameterTable::quantize_nf4(FusedTensor& fused) {
+int64_t ParameterTable::quantize_nf4(FusedTensor& fused) {
   std::vector<Parameter*> parts;
   std::vector<int64_t> rows;
   for (auto& p : entries_)
@@ -119,6 +119,7 @@ void ParameterTable::quantize_nf4(FusedTensor& fused) {
   }
   fused.value = Tensor();
   fused.grad = Tensor();
+  return int64_t(parts.size());
 }
 
 void ParameterTable::quantize_nf4(Parameter& p) {

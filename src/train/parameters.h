@@ -61,7 +61,9 @@ class ParameterTable {
 
   // QLoRA: a frozen linear weight to NF4, each Hugging Face tensor quantized on its own as
   // bitsandbytes quantizes each nn.Linear; the f32 master (and its parts' views) is released.
-  void quantize_nf4(FusedTensor& fused);
+  // Returns how many Hugging Face weights (Linear4bit layers in bitsandbytes) the fused tensor
+  // held: 3 for a BERT or Llama q, k, v; 1 for ModernBERT's Wqkv, stored fused.
+  int64_t quantize_nf4(FusedTensor& fused);
   void quantize_nf4(Parameter& weight);
   // Bytes of the NF4 weights (codes, absmax values and scales).
   int64_t nf4_bytes() const;

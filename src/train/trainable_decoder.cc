@@ -177,8 +177,9 @@ void TrainableDecoder::refresh_applied_norms() const {
 int64_t TrainableDecoder::quantize_base_nf4() {
   int64_t n = 0;
   for (auto& l : layers) {
-    if (!any_part_trainable(params, l.qkv_weight)) params.quantize_nf4(l.qkv_weight), n += 3;
-    if (!any_part_trainable(params, l.gate_up)) params.quantize_nf4(l.gate_up), n += 2;
+    // ModernBERT's Wqkv and Wi are one nn.Linear each (one part), Llama's q, k, v three.
+    if (!any_part_trainable(params, l.qkv_weight)) n += params.quantize_nf4(l.qkv_weight);
+    if (!any_part_trainable(params, l.gate_up)) n += params.quantize_nf4(l.gate_up);
     for (Parameter* p : {l.o_proj, l.down})
       if (!p->trainable) params.quantize_nf4(*p), ++n;
   }

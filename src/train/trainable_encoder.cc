@@ -300,7 +300,7 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
 int64_t TrainableEncoder::quantize_base_nf4() {
   int64_t n = 0;
   for (auto& l : layers) {
-    if (!any_part_trainable(params, l.qkv_weight)) params.quantize_nf4(l.qkv_weight), n += 3;
+    if (!any_part_trainable(params, l.qkv_weight)) n += params.quantize_nf4(l.qkv_weight);
     for (Parameter* p : {l.out_weight, l.ffn_in_weight, l.ffn_out_weight})
       if (!p->trainable) params.quantize_nf4(*p), ++n;
   }
