@@ -42,6 +42,22 @@ TEST(Pareto, EqualVariantsAreBothOnTheFrontierAndOneVariantIsItsOwnFrontier) {
             (std::vector<std::string>{"fast", "good"}));
 }
 
+TEST(Pareto, CostsWithinTheirNoiseAreEqual) {
+  // 1.00 and 0.99 ms with 0.01 ms of noise each: a tie, so the more accurate one alone dominates.
+  const auto v = pareto_frontier({{"f32", 0.90, 1.00, 0.01}, {"heads", 0.90, 0.99, 0.01}, {"ffn", 0.85, 0.99, 0.01}});
+  EXPECT_EQ(frontier_names(v), (std::vector<std::string>{"f32", "heads"}));
+  EXPECT_EQ(v[2].dominated_by, (std::vector<std::string>{"f32", "heads"}));
+  // Past the noise, the faster one dominates.
+  const auto w = pareto_frontier({{"f32", 0.90, 1.00, 0.01}, {"heads", 0.90, 0.97, 0.01}});
+  EXPECT_EQ(frontier_names(w), (std::vector<std::string>{"heads"}));
+  // A row's latency noise: 1% of its median and the median's standard error.
+  PointResult p;
+  p.batch_latency_ms.n = 4;
+  p.batch_latency_ms.median = 10;
+  p.batch_latency_ms.std = 2;
+  EXPECT_NEAR(latency_noise_ms(p), 0.1 + 1.2533, 1e-12);
+}
+
 TEST(ShrinkVariants, SpellingsBecomeNamedVariantsInTheOrderGiven) {
   ShrinkOptions o;
   o.base.model = "m";

@@ -67,10 +67,12 @@ ShrinkOutcome resume_shrink(const std::string& run_dir, const ShrinkObserver& ob
 
 // The Pareto frontier: a variant is dominated when another is at least as accurate and at most as
 // costly, and strictly better in one of the two; the frontier is every variant no other dominates
-// (equal variants are both on it).
+// (equal variants are both on it). Two costs closer than the sum of their noises are equal: a
+// latency 1% faster in a noisy measurement dominates nothing.
 struct ParetoPoint {
   std::string name;
   double accuracy = 0, cost = 0;  // cost: latency or memory, lower is better
+  double cost_noise = 0;          // how far the cost may be off (the same unit), 0: exact
 };
 struct ParetoVerdict {
   std::string name;
@@ -78,6 +80,10 @@ struct ParetoVerdict {
   std::vector<std::string> dominated_by;  // in input order
 };
 std::vector<ParetoVerdict> pareto_frontier(const std::vector<ParetoPoint>& points);
+
+// A row's median batch latency's noise for the frontier: 1% of it plus the standard error of the
+// median (1.2533 s / sqrt(n)), so two rows' medians within 2% and their errors are a tie.
+double latency_noise_ms(const PointResult& row);
 
 // One row per variant and batch (the table tach shrink prints), and the findings in words: per
 // batch size, the frontier against median latency and against memory, each dominated variant

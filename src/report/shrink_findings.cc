@@ -47,9 +47,10 @@ std::vector<Group> groups_of(const std::vector<PointResult>& rows) {
 // "frontier: f32, int8; heads:0.5 dominated by int8 (0.8200 at 3.1 ms)"
 std::string frontier_line(const Group& g, const std::string& cost_name,
                           const std::function<double(const PointResult&)>& cost,
+                          const std::function<double(const PointResult&)>& noise,
                           const std::function<std::string(double)>& cost_text) {
   std::vector<ParetoPoint> points;
-  for (const PointResult* p : g.rows) points.push_back({p->key.variant, p->accuracy.accuracy, cost(*p)});
+  for (const PointResult* p : g.rows) points.push_back({p->key.variant, p->accuracy.accuracy, cost(*p), noise(*p)});
   const std::vector<ParetoVerdict> verdicts = pareto_frontier(points);
   std::string on, off;
   for (size_t i = 0; i < verdicts.size(); ++i) {
@@ -73,9 +74,10 @@ std::vector<std::string> shrink_findings(const std::vector<PointResult>& rows) {
   const std::vector<Group> groups = groups_of(rows);
   for (const Group& g : groups) {
     out.push_back(frontier_line(
-        g, "median batch latency", [](const PointResult& p) { return p.batch_latency_ms.median; },
+        g, "median batch latency", [](const PointResult& p) { return p.batch_latency_ms.median; }, latency_noise_ms,
         [](double ms) { return fmt("%.3g ms", ms); }));
-    out.push_back(frontier_line(g, "peak memory (tach's allocator, all categories)", memory_of, mib));
+    out.push_back(frontier_line(
+        g, "peak memory (tach's allocator, all categories)", memory_of, [](const PointResult&) { return 0.0; }, mib));
   }
   if (groups.empty()) out.push_back("no variant has a measured row with an accuracy: no frontier to draw");
   for (const auto& p : rows)

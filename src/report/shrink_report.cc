@@ -22,11 +22,11 @@ double memory_mib(const PointResult& p) {
 // One chart: every variant a series of one point, then the frontier joined in cost order.
 std::string pareto_chart(const std::string& title, const std::string& x_label,
                          const std::vector<const PointResult*>& rows, double (*cost)(const PointResult&),
-                         std::vector<std::string>* frontier_names) {
+                         double (*noise)(const PointResult&), std::vector<std::string>* frontier_names) {
   std::vector<ParetoPoint> points;
   std::vector<Series> series;
   for (const PointResult* p : rows) {
-    points.push_back({p->key.variant, p->accuracy.accuracy, cost(*p)});
+    points.push_back({p->key.variant, p->accuracy.accuracy, cost(*p), noise(*p)});
     series.push_back({p->key.variant, {cost(*p)}, {p->accuracy.accuracy}, {}, {}});
   }
   const std::vector<ParetoVerdict> verdicts = pareto_frontier(points);
@@ -49,6 +49,7 @@ std::string pareto_chart(const std::string& title, const std::string& x_label,
 }
 
 double latency_ms(const PointResult& p) { return p.batch_latency_ms.median; }
+double exact(const PointResult&) { return 0; }
 
 }  // namespace
 
@@ -71,18 +72,22 @@ void shrink_section(std::ostringstream& h, FigureBook& figs, const std::vector<P
     const auto& rows = groups.at(id);
     std::vector<std::string> fast, small;
     const std::string stem = figure_file_stem(id);
+    // Drawn first: each chart fills its frontier's names, which its slide's key numbers then say.
+    const std::string latency_chart =
+        pareto_chart("accuracy against median latency, " + id, "median batch latency (ms)", rows, latency_ms,
+                     latency_noise_ms, &fast);
+    const std::string memory_chart =
+        pareto_chart("accuracy against peak memory, " + id, "peak memory (MiB)", rows, memory_mib, exact, &small);
+    const auto names = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+      return s;
+    };
     h << "<h3>" << escape_html(id) << "</h3><div class='panel'>"
-      << figs.add("pareto_latency_" + stem, "accuracy against latency: " + id,
-                  pareto_chart("accuracy against median latency, " + id, "median batch latency (ms)", rows, latency_ms,
-                               &fast),
-                  {"frontier: " +
-                   [&] {
-                     std::string s;
-                     for (const auto& n : fast) s += (s.empty() ? "" : ", ") + n;
-                     return s;
-                   }()})
-      << figs.add("pareto_memory_" + stem, "accuracy against memory: " + id,
-                  pareto_chart("accuracy against peak memory, " + id, "peak memory (MiB)", rows, memory_mib, &small))
+      << figs.add("pareto_latency_" + stem, "accuracy against latency: " + id, latency_chart,
+                  {"frontier: " + names(fast)})
+      << figs.add("pareto_memory_" + stem, "accuracy against memory: " + id, memory_chart,
+                  {"frontier: " + names(small)})
       << "<table><tr><th>variant</th><th>dtype</th><th>accuracy</th><th>median ms</th><th>peak MiB</th>"
          "<th>latency frontier</th><th>memory frontier</th></tr>";
     for (const PointResult* p : rows) {
