@@ -1,11 +1,14 @@
 // `tach prune`: structured pruning of an encoder checkpoint (attention heads, FFN neurons, whole
-// layers), ranked by weight magnitude, written as a model directory transformers reads, with the
-// scores that ranked the units and a before/after summary beside it.
+// layers), ranked by weight magnitude or by first-order importance on labelled data, written as a
+// model directory transformers reads, with the scores that ranked the units and a before/after
+// summary beside it.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "tach/dataset.h"
 
 namespace tach {
 
@@ -19,7 +22,14 @@ struct PruneOptions {
   double ffn = 0;  // the fraction of each layer's FFN neurons to remove, the same count in every layer
   // Layers: a count of the lowest-ranked layers to remove ("2"), or a list of indices ("1,3", "4,").
   std::string layers;
-  std::string by = "magnitude";  // how units are ranked
+  std::string by = "magnitude";  // how units are ranked: magnitude, importance
+  // --by importance: labelled calibration data (columns as tach train reads them; a JSON split
+  // file's "train" split by default), the number of its first examples used, the tokenizer
+  // (empty: the model's directory) and the longest row in tokens (capped by the model's positions).
+  DatasetOptions data;
+  int64_t calibration_samples = 128;
+  std::string tokenizer;
+  int64_t max_length = 128;
 };
 
 // Parameters, FLOPs per token and weight bytes of one model.

@@ -169,6 +169,7 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
   LayerActivations& s = a.layers[li];
   const Tensor& d1 = a.d_cls1;  // [B, C]
   const Tensor& d2 = a.d_cls2;  // [B, C]
+  if (a.unit_gradients.layer) a.unit_gradients.layer(int(li), a.first_token.input, a.first, d_out);
   core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
     core::Span span(core::SpanKind::module, "ffn");
@@ -182,6 +183,7 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
     ops::linear_backward(a.d_cls_ffn, grad(w.ffn_out_weight), grad(w.ffn_out_bias), d1, s.ffn_act,
                          weight(w.ffn_out_weight));
     lora_bwd(m, w.ffn_out_lora, a.d_cls_ffn, d1, s.ffn_act, a, dr);
+    if (a.unit_gradients.ffn) a.unit_gradients.ffn(int(li), s.ffn_act, a.d_cls_ffn);
     // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
     ops::fill_zero(s.ffn_act);
     if (m.config.hidden_act == "relu") ops::relu_backward(s.ffn_act, s.ffn_pre, a.d_cls_ffn);
@@ -201,6 +203,7 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
   ops::fill_zero(s.residual1);
   ops::linear_backward(s.residual1, grad(w.out_weight), grad(w.out_bias), d1, s.context_cls, weight(w.out_weight));
   lora_bwd(m, w.out_lora, s.residual1, d1, s.context_cls, a, dr);
+  if (a.unit_gradients.attention) a.unit_gradients.attention(int(li), s.context_cls, s.residual1);
   ops::copy_rows(a.first_token.d_context_rows, s.residual1);
   ops::fill_zero(a.d_qkv);  // the rows of dq after the first token stay zero
   ops::attention_backward(a.first_token.d_q, a.d_k, a.d_v, bias_grad(m), a.d_bias_parts, a.first_token.d_context,
@@ -227,6 +230,9 @@ void full_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
   const float scale = 1.0f / std::sqrt(float(D));
   TrainableLayer& w = m.layers[li];
   LayerActivations& s = a.layers[li];
+  if (a.unit_gradients.layer)
+    a.unit_gradients.layer(int(li), s.input, li + 1 < a.layers.size() ? a.layers[li + 1].input : a.sequence_output,
+                           a.d_hidden);
   core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
     core::Span span(core::SpanKind::module, "ffn");
@@ -240,6 +246,7 @@ void full_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
     ops::linear_backward(a.d_ffn, grad(w.ffn_out_weight), grad(w.ffn_out_bias), a.d_scratch, s.ffn_act,
                          weight(w.ffn_out_weight));
     lora_bwd(m, w.ffn_out_lora, a.d_ffn, a.d_scratch, s.ffn_act, a, dr);
+    if (a.unit_gradients.ffn) a.unit_gradients.ffn(int(li), s.ffn_act, a.d_ffn);
     // d(pre-activation) goes into ffn_act's buffer, which the backward no longer needs.
     if (a.fused && m.config.hidden_act != "relu") {
       ops::bias_gelu_backward(s.ffn_act, grad(w.ffn_in_bias), s.ffn_pre, a.d_ffn);
@@ -264,6 +271,7 @@ void full_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
   ops::fill_zero(s.residual1);
   ops::linear_backward(s.residual1, grad(w.out_weight), grad(w.out_bias), a.d_scratch, s.context, weight(w.out_weight));
   lora_bwd(m, w.out_lora, s.residual1, a.d_scratch, s.context, a, dr);
+  if (a.unit_gradients.attention) a.unit_gradients.attention(int(li), s.context, s.residual1);
   ops::attention_backward(a.d_q, a.d_k, a.d_v, bias_grad(m), a.d_bias_parts, s.d_context, s.probs, s.q, s.k, s.v, mask,
                           int(H), scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), bias_table(m),
                           a.buckets);

@@ -36,6 +36,20 @@ struct DropoutRates {
 
 // What one forward keeps for its backward (a family's own layout, sized on first use for a
 // [B, T] batch and reused while the shape holds), and the logits it produced.
+// Pruning by importance (prune/importance.h): the backward hands each layer's unit activations
+// over beside their gradients, before it reuses their buffers. Rows are every token (b * T + t)
+// or, in a sequence classifier's last layer, the first token of each sequence (b); other rows
+// have no gradient there. Unset: nothing is called.
+struct UnitGradientHooks {
+  // context, d_context [rows, C]: the attention output projection's input (the heads' contexts
+  // side by side, head_dim columns each) and its gradient.
+  std::function<void(int layer, const Tensor& context, const Tensor& d_context)> attention;
+  // act, d_act [rows, I]: the FFN activation's output (the second linear's input) and its gradient.
+  std::function<void(int layer, const Tensor& act, const Tensor& d_act)> ffn;
+  // in, out, d_out [rows, C]: the layer's input, its output and the gradient of the output.
+  std::function<void(int layer, const Tensor& in, const Tensor& out, const Tensor& d_out)> layer;
+};
+
 struct ForwardState {
   virtual ~ForwardState() = default;
   // --exec fused: fused kernels where they pay (the family says which); same numbers up to rounding.
@@ -47,6 +61,7 @@ struct ForwardState {
   // Data-parallel: called by the backward as each layer's gradients become final (the last
   // layer first), so their all-reduce can start while the layers below are computed.
   std::function<void(int layer)> layer_grads_ready;
+  UnitGradientHooks unit_gradients;  // encoders only
   // The masked LM: the tokens (b * T + t) whose logits the loss reads, the chosen ones; the head
   // runs on those alone (logits [rows, V]), as only they reach the loss. Empty: every token.
   std::vector<int32_t> predicted_rows;
@@ -56,7 +71,7 @@ struct ForwardState {
 
 // A family's activations started afresh for a new [B, T] (the buffers are sized for the old
 // one), keeping what the caller set before the forward: the exec mode, the masked LM's predicted
-// rows and the data-parallel hook. Without them the head would run on every token and the
+// rows and the data-parallel and importance hooks. Without them the head would run on every token and the
 // all-reduce would wait for the whole backward whenever a batch's length changes.
 template <class Activations>
 void restart_activations(Activations& a) {
@@ -65,6 +80,7 @@ void restart_activations(Activations& a) {
   fresh.checkpoint = a.checkpoint;
   fresh.predicted_rows = std::move(a.predicted_rows);
   fresh.layer_grads_ready = std::move(a.layer_grads_ready);
+  fresh.unit_gradients = std::move(a.unit_gradients);
   a = std::move(fresh);
 }
 

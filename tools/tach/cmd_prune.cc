@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "dataset_options.h"
 #include "format.h"
 #include "usage.h"
 #include "tach/error.h"
@@ -44,17 +45,51 @@ Command add_prune_command(CLI::App& app) {
   sub->add_option("--layers", o->layers,
                   "Whole layers to remove: a count (the lowest-ranked), or a list of layer indices (\"1,3\"; "
                   "\"2,\" for layer 2 alone); the rest are renumbered from 0");
-  sub->add_option("--by", o->by, "How units are ranked: magnitude (the L2 norm of each unit's weights)")
-      ->check(CLI::IsMember({"magnitude"}))
+  sub->add_option("--by", o->by,
+                  "How units are ranked: magnitude (the L2 norm of each unit's weights) or importance (first-order: "
+                  "how much the loss on -d's labelled examples changes were the unit removed)")
+      ->check(one_of("--by", {"magnitude", "importance"}))
       ->capture_default_str();
+  // --by importance: the calibration data, read as tach train reads its training data.
+  sub->add_option("-d,--dataset", o->data.path,
+                  "--by importance: labelled calibration data for the model's sequence classifier: .csv, .tsv, "
+                  ".jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2)");
+  sub->add_option("--dataset-format", o->data.format, "auto (from the extension), csv, tsv, jsonl, json, parquet");
+  add_dataset_column_options(sub, o->data);
+  sub->add_option("--split", o->data.split, "Split of a JSON split file or a Hub dataset (default train)");
+  sub->add_option("--calibration-samples", o->calibration_samples,
+                  "--by importance: score on the first N examples in file order (all when fewer)")
+      ->capture_default_str()
+      ->check(positive_count("--calibration-samples", "--calibration-samples values"));
+  sub->add_option("-k,--tokenizer", o->tokenizer,
+                  "--by importance: tokenizer file or directory (default: the model's directory)");
+  sub->add_option("-s,--max-length", o->max_length,
+                  "--by importance: truncate the examples to this many tokens (never past the model's positions)")
+      ->capture_default_str()
+      ->check(positive_count("--max-length", "--max-length values"));
   sub->footer(
       "A head's weights are its query, key and value rows and its attention-output columns; a neuron's its\n"
       "intermediate row and output column; a layer's all of those. Heads and neurons are ranked within their\n"
       "layer. Removed heads are listed in config.json's pruned_heads (transformers 4 reads it; transformers 5\n"
       "dropped head pruning and reads only FFN- and layer-pruned checkpoints); a narrower FFN and fewer layers\n"
       "are config.json's own sizes. Removing nothing copies the model's files unchanged. MPNet keeps its\n"
-      "heads (one relative position bias table serves them all); decoders have no pruning rule yet.");
-  return {sub, [o, heads] {
+      "heads (one relative position bias table serves them all); decoders have no pruning rule yet.\n"
+      "\n"
+      "--by importance (Michel et al. 2019) gates each unit (xi = 1) and scores it by |dL/dxi|, averaged over\n"
+      "the calibration examples: L is the loss of the model's own sequence classifier (cross-entropy, MSE or\n"
+      "BCE by its problem_type) on each labelled example, with tach's forward and backward in f32, dropout off.\n"
+      "A head's gate multiplies its context (the attention output projection's input), a neuron's its FFN\n"
+      "activation, a layer's its whole contribution (out = in + xi (layer(in) - in)): so a layer's score is\n"
+      "the loss change of removing it, LayerNorms included, not the sum of its units'. Padding is left out.\n"
+      "Scores are not normalised per layer (heads and neurons are ranked within their layer, where a scale\n"
+      "changes nothing). Other heads (token classifier, QA, masked LM, a bare model) are refused: rank them\n"
+      "--by magnitude. prune_scores.json's \"calibration\" names the data, the examples and the loss.");
+  return {sub, [o, heads, sub] {
+            for (const char* option : {"--calibration-samples", "-k", "-s", "--dataset-format", "--split",
+                                       "--text-column", "--text-pair-column", "--label-column", "--header"})
+              usage_check(
+                  o->by == "importance" || sub->count(option) == 0,
+                  sub->get_option(option)->get_name() + " is for --by importance; --by " + o->by + " reads no data");
             if (!heads->empty()) {
               if (heads->front() == '{') o->heads_list = *heads;
               else {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "dataset_options.h"
 #include "format.h"
 #include "head_option.h"
 #include "progress.h"
@@ -91,11 +92,8 @@ void add_model_and_task_options(CLI::App* sub, const Options& o, const std::shar
   sub->add_option("--dataset-format", o->data.format,
                   "auto (from the extension), csv, tsv, jsonl, json, parquet; conll (tagged words, --task "
                   "token-classification)");
-  sub->add_option("--text-column", o->data.text_column, "Text column or key (default text)");
-  sub->add_option("--text-pair-column", o->data.text_pair_column, "Second text column, for sentence pairs");
-  sub->add_option("--label-column", o->data.label_column, "Label column or key (default label)");
+  add_dataset_column_options(sub, o->data);
   sub->add_option("--split", o->data.split, "Split of a JSON split file or a Hub dataset for training (default train)");
-  sub->add_option("--header", o->data.header, "CSV/TSV header: auto, yes, no (default auto)");
   sub->add_option("--max-samples", o->max_samples, "Train on the first N examples in file order (default all)");
   sub->add_flag("--shuffle,!--no-shuffle", o->shuffle,
                 "Reshuffle the examples every epoch, seeded by --seed (default); --no-shuffle keeps file order");

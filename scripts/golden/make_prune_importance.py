@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""First-order importance of heads, FFN neurons and layers (Michel et al. 2019), as tach prune
+--by importance defines it, computed in PyTorch with gates on the transformers model.
+
+    scripts/golden/make_prune_importance.py tests/fixtures/prune
+
+Each unit gets a gate xi = 1 that multiplies what it contributes, so the forward is unchanged and
+dL/dxi is the first-order change of the loss were the unit removed:
+  head h      the attention output projection's input (the heads' context, side by side) times
+              xi_h over head h's columns: a forward pre-hook on attention.output.dense / out_lin
+  neuron j    the FFN activation times xi_j: a forward pre-hook on output.dense / ffn.lin2
+  layer l     the layer's output replaced by x + xi_l * (layer(x) - x), x its input: a forward
+              hook on the layer (xi_l = 0 is the layer removed)
+L is the model's own loss (cross-entropy with the example's label), one example at a time with no
+padding, dropout off. A unit's importance is |dL/dxi| averaged over the examples; no per-layer
+normalisation. The calibration examples are the first N rows of tests/fixtures/train/tiny.csv,
+tokenized with tests/fixtures/tokenizers/tiny-wordpiece (truncated to the model's 32 positions).
+
+Writes <family>-importance.json with the scores, the units tach prune --heads 0.5 --ffn 0.25
+--layers 1 removes by them, and the logits transformers computes for the model so pruned
+(the kept layer alone, the removed units silenced: make_prune_fixtures.py's way), right- and
+left-padded.
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+
+import torch
+from tokenizers import Tokenizer
+from transformers import AutoModelForSequenceClassification
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_prune_fixtures import FAMILIES, ROWS, logits, prune_state, silenced  # noqa: E402
+
+SAMPLES = 20
+
+# Per family: the encoder's layers and, under each layer, the output projection and the FFN's
+# second linear.
+MODULES = {
+    "bert": dict(layers=lambda m: m.bert.encoder.layer, o=lambda l: l.attention.output.dense,
+                 fout=lambda l: l.output.dense),
+    "distilbert": dict(layers=lambda m: m.distilbert.transformer.layer, o=lambda l: l.attention.out_lin,
+                       fout=lambda l: l.ffn.lin2),
+}
+
+
+def tokenizer(path):
+    spec = json.load(open(os.path.join(path, "tokenizer.json")))
+    for t in spec["added_tokens"]:  # the fixture leaves out fields the library requires
+        t.setdefault("single_word", False), t.setdefault("lstrip", False), t.setdefault("rstrip", False)
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def examples(data, tok, n, max_len, with_types):
+    rows = list(csv.DictReader(open(data)))[:n]
+    out = []
+    for r in rows:
+        e = tok.encode(r["text"])
+        ids, types = e.ids[:max_len], e.type_ids[:max_len]
+        out.append((torch.tensor([ids]), torch.tensor([types]) if with_types else None, int(r["label"])))
+    return out
+
+
+def importance(model, family, data):
+    mods = MODULES[family]
+    cfg = model.config
+    H = getattr(cfg, "num_attention_heads", None) or cfg.n_heads
+    C = getattr(cfg, "hidden_size", None) or cfg.dim
+    D = C // H
+    layers = list(mods["layers"](model))
+    I = mods["fout"](layers[0]).in_features
+    head_gates = [torch.ones(H, requires_grad=True) for _ in layers]
+    neuron_gates = [torch.ones(I, requires_grad=True) for _ in layers]
+    layer_gates = [torch.ones((), requires_grad=True) for _ in layers]
+    hooks = []
+    for l, layer in enumerate(layers):
+        hg, ng, lg = head_gates[l], neuron_gates[l], layer_gates[l]
+        hooks.append(mods["o"](layer).register_forward_pre_hook(
+            lambda m, args, g=hg: (args[0] * g.repeat_interleave(D),) + tuple(args[1:])))
+        hooks.append(mods["fout"](layer).register_forward_pre_hook(
+            lambda m, args, g=ng: (args[0] * g,) + tuple(args[1:])))
+
+        def gate_layer(m, args, kwargs, out, g=lg):
+            x = args[0] if args else kwargs.get("hidden_states", kwargs.get("x"))
+            y = out[0] if isinstance(out, tuple) else out
+            y = x + g * (y - x)
+            return (y,) + tuple(out[1:]) if isinstance(out, tuple) else y
+        hooks.append(layer.register_forward_hook(gate_layer, with_kwargs=True))
+    sums = dict(heads=torch.zeros(len(layers), H, dtype=torch.float64),
+                neurons=torch.zeros(len(layers), I, dtype=torch.float64),
+                layers=torch.zeros(len(layers), dtype=torch.float64))
+    for ids, types, label in data:
+        for g in head_gates + neuron_gates + layer_gates:
+            g.grad = None
+        kw = {"token_type_ids": types} if types is not None else {}
+        loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=torch.tensor([label]), **kw).loss
+        loss.backward()
+        for l in range(len(layers)):
+            sums["heads"][l] += head_gates[l].grad.abs().double()
+            sums["neurons"][l] += neuron_gates[l].grad.abs().double()
+            sums["layers"][l] += layer_gates[l].grad.abs().double()
+    for h in hooks:
+        h.remove()
+    return {k: (v / len(data)).tolist() for k, v in sums.items()}, H, D, I
+
+
+def write_case(out_dir, family, source, data, tok_dir):
+    fam = FAMILIES[family]
+    model = AutoModelForSequenceClassification.from_pretrained(source).eval()
+    model.config.problem_type = "single_label_classification"
+    calib = examples(data, tokenizer(tok_dir), SAMPLES, model.config.max_position_embeddings,
+                     family != "distilbert")
+    scores, H, D, I = importance(model, family, calib)
+    L = len(scores["layers"])
+    low = lambda s, n: sorted(sorted(range(len(s)), key=lambda i: (s[i], i))[:n])
+    drop_layer = low(scores["layers"], 1)[0]
+    kept_layers = [l for l in range(L) if l != drop_layer]
+    heads_removed = {l: low(scores["heads"][l], H // 2) for l in kept_layers}
+    neurons_removed = {l: low(scores["neurons"][l], I // 4) for l in kept_layers}
+    # The reference: the kept layer alone, its removed units silenced.
+    small_state = prune_state(model.state_dict(), fam, L, {}, None, H, D, kept_layers)
+    config = model.config
+    setattr(config, fam["layers_key"], len(kept_layers))
+    small = type(model)(config).eval()
+    small.load_state_dict(small_state)
+    renumber = lambda d: {kept_layers.index(l): v for l, v in d.items()}
+    ref = silenced(small, fam, renumber(heads_removed), renumber(neurons_removed), D)
+    expected = {"samples": SAMPLES, "head_importance": scores["heads"], "neuron_importance": scores["neurons"],
+                "layer_importance": scores["layers"], "removed_layers": [drop_layer],
+                "pruned_heads": {str(kept_layers.index(l)): h for l, h in heads_removed.items()},
+                "input_rows": ROWS, "pad_id": 0, "architecture": type(model).__name__, "weights_dtype": "f32"}
+    expected.update(logits(ref, ROWS, 0))
+    path = os.path.join(out_dir, family + "-importance.json")
+    with open(path, "w") as f:
+        json.dump(expected, f)
+    print(f"{path}: layer {drop_layer} dropped, heads {heads_removed}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out_dir")
+    ap.add_argument("--fixtures", default="tests/fixtures")
+    args = ap.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    torch.set_default_dtype(torch.float32)
+    for family in ("bert", "distilbert"):
+        write_case(args.out_dir, family, os.path.join(args.fixtures, "encoders", family + "-cls2-f32"),
+                   os.path.join(args.fixtures, "train", "tiny.csv"),
+                   os.path.join(args.fixtures, "tokenizers", "tiny-wordpiece"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+// Ranking an encoder's units by first-order importance on labelled calibration data (Michel et
+// al. 2019, "Are Sixteen Heads Really Better than One?"), with tach's own forward and backward.
+//
+// Each unit gets a gate xi = 1 on what it contributes; |dL/dxi| is the first-order change of the
+// loss were the unit removed (xi = 0). L is the model's own sequence-classification loss on one
+// labelled example (cross-entropy, MSE or BCE as config.json's problem_type says), in f32,
+// dropout off; a unit's score is |dL/dxi| averaged over the examples:
+//   head h     |sum over the example's tokens of <context_h, dL/dcontext_h>|, context_h head h's
+//              columns of the attention output projection's input
+//   neuron j   |sum over tokens of act_j * dL/dact_j|, act the FFN activation's output
+//   layer l    |sum over tokens of <out - in, dL/dout>|: a gate on the layer's whole contribution,
+//              out = in + xi (layer(in) - in), xi = 0 being the layer removed (its LayerNorms
+//              too, which the sum of its heads' and neurons' scores would leave out)
+// Padding tokens are left out of every sum. Scores are not normalised per layer: heads and
+// neurons are ranked within their layer, where a per-layer scale changes nothing, and raw scores
+// stay comparable across layers (which --layers ranks).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model/family.h"
+#include "prune/unit_scores.h"
+#include "tach/prune.h"
+
+namespace tach::prune {
+
+// What the scores were computed on, for prune_scores.json.
+struct Calibration {
+  std::string dataset;       // the path as given
+  std::string split;         // a JSON split file's or a Hub dataset's, else empty
+  int64_t samples = 0;       // examples read: the first --calibration-samples (all when fewer)
+  int64_t tokens = 0;        // their tokens, padding aside
+  std::string problem_type;  // the loss: single_label_classification, regression, multi_label_classification
+};
+
+// --by and the calibration options, before any model is read: a ranking tach has not, data given
+// where nothing reads it, importance asked of a family it cannot rank that way (usage errors).
+void check_ranking_options(const PruneOptions& options, const model::ModelFamily& family);
+
+// Throws UsageError for options that cannot work (no dataset, a count below 1, a dataset without
+// its label column) and Error for a model that has no sequence classifier or is already head-pruned.
+UnitScores importance_scores(const PruneOptions& options, const std::string& model_dir, Calibration* calibration);
+
+// prune_scores.json's "calibration": what the scores were computed on and how.
+nlohmann::json calibration_json(const Calibration& calibration);
+
+}  // namespace tach::prune

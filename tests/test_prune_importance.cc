@@ -1,0 +1,136 @@
+// tach prune --by importance: first-order head, neuron and layer importance from tach's own
+// forward and backward, against the same definition computed with gates in PyTorch on the
+// transformers model (scripts/golden/make_prune_importance.py), and its bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "golden_check.h"
+#include "tach/error.h"
+#include "tach/model.h"
+#include "tach/prune.h"
+#include "test_util.h"
+
+namespace tach {
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// f32 forward and backward against PyTorch's f32 autograd: within 1e-4 relative of the larger of
+// the score and the largest score of its kind (a near-zero score is a difference of larger
+// products, whose rounding is relative to them).
+void expect_scores_near(const nlohmann::json& got, const nlohmann::json& want, double scale, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i].is_array()) {
+      expect_scores_near(got[i], want[i], scale, what + "[" + std::to_string(i) + "]");
+      continue;
+    }
+    const double w = want[i].get<double>(), g = got[i].get<double>();
+    EXPECT_NEAR(g, w, 1e-4 * std::max(std::fabs(w), scale)) << what << "[" << i << "]";
+  }
+}
+
+double largest(const nlohmann::json& j) {
+  if (!j.is_array()) return std::fabs(j.get<double>());
+  double m = 0;
+  for (const auto& x : j) m = std::max(m, largest(x));
+  return m;
+}
+
+PruneOptions importance_options(const std::string& model, const std::string& output) {
+  PruneOptions o;
+  o.model = test::fixtures_dir() + "/encoders/" + model;
+  o.output = output;
+  o.by = "importance";
+  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
+  o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
+  o.calibration_samples = 20;
+  return o;
+}
+
+class ImportanceScores : public ::testing::TestWithParam<std::string> {};
+
+// 20 examples of tiny.csv in batches of 8 (right-padded, the last batch 4 rows) against PyTorch
+// one unpadded example at a time: the scores, the units --heads 0.5 --ffn 0.25 --layers 1 removes
+// by them, and the pruned model's logits against transformers'.
+TEST_P(ImportanceScores, MatchPyTorchAndPruneByThem) {
+  const std::string family = GetParam();
+  const nlohmann::json want = read_json(test::fixtures_dir() + "/prune/" + family + "-importance.json");
+  test::TempDir tmp;
+  PruneOptions o = importance_options(family + "-cls2-f32", tmp.file("pruned"));
+  o.heads = 0.5;
+  o.ffn = 0.25;
+  o.layers = "1";
+  const PruneResult r = prune_model(o);
+  const nlohmann::json scores = read_json(o.output + "/prune_scores.json");
+  EXPECT_EQ(scores["by"], "importance");
+  expect_scores_near(scores["heads"], want["head_importance"], largest(want["head_importance"]), "heads");
+  expect_scores_near(scores["neurons"], want["neuron_importance"], largest(want["neuron_importance"]), "neurons");
+  expect_scores_near(scores["layers"], want["layer_importance"], largest(want["layer_importance"]), "layers");
+  EXPECT_EQ(scores["calibration"]["samples"], want["samples"]);
+  EXPECT_EQ(scores["calibration"]["dataset"], o.data.path);
+  EXPECT_EQ(scores["calibration"]["loss"], "single_label_classification");
+  EXPECT_EQ(scores["removed_layers"], want["removed_layers"]);
+  EXPECT_EQ(read_json(o.output + "/config.json")["pruned_heads"], want["pruned_heads"]);
+  EXPECT_EQ(r.removed_layers, 1);
+  EXPECT_EQ(r.removed_heads, 2);
+  EXPECT_EQ(r.removed_neurons, 10);
+  std::filesystem::copy_file(test::fixtures_dir() + "/prune/" + family + "-importance.json",
+                             o.output + "/expected.json");
+  auto model = load_model(o.output);
+  test::check_decoder_classifier_against_transformers(*model, o.output);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ImportanceScores, ::testing::Values("bert", "distilbert"));
+
+// The message of what prune_model(o) throws, and whether it was a usage error (exit status 2).
+std::pair<std::string, bool> failure_of(const PruneOptions& o) {
+  try {
+    prune_model(o);
+  } catch (const UsageError& e) { return {e.what(), true}; } catch (const Error& e) {
+    return {e.what(), false};
+  }
+  return {"", false};
+}
+
+TEST(ImportanceScores, BadInputIsNamed) {
+  test::TempDir tmp;
+  const std::string out = tmp.file("bad");
+  auto expect = [&](const PruneOptions& o, const std::string& text, bool usage) {
+    const auto [message, was_usage] = failure_of(o);
+    EXPECT_NE(message.find(text), std::string::npos) << message;
+    EXPECT_EQ(was_usage, usage) << message;
+    EXPECT_FALSE(std::filesystem::exists(out)) << text;
+  };
+  PruneOptions o = importance_options("bert-cls2-f32", out);
+  o.data.path.clear();
+  expect(o, "--by importance needs labelled calibration data: -d DATASET", true);
+  o = importance_options("bert-cls2-f32", out);
+  o.calibration_samples = 0;
+  expect(o, "--calibration-samples 0: must be 1 or more", true);
+  o = importance_options("bert-cls2-f32", out);
+  o.data.label_column = "intent";
+  expect(o, "has no label column 'intent' (its columns: text, label); name it with --label-column", true);
+  o = importance_options("bert-cls2-f32", out);
+  o.by = "magnitude";
+  expect(o, "calibration data is for --by importance; --by magnitude reads none", true);
+  o = importance_options("bert-cls2-f32", out);
+  o.by = "gradient";
+  expect(o, "--by gradient: not one of magnitude, importance", true);
+  // A model without a sequence classifier: no loss to take.
+  o = importance_options("bert-cls2-f32", out);
+  o.model = test::fixtures_dir() + "/encoders/bert-base-model-f32";
+  expect(o, "has none (config.json's architecture: BertModel): rank it --by magnitude", false);
+  o = importance_options("bert-cls2-f32", out);
+  o.model = test::fixtures_dir() + "/prune/bert-pruned";
+  expect(o, "already has pruned_heads", false);
+}
+
+}  // namespace
+}  // namespace tach
