@@ -140,6 +140,56 @@ TEST(TraceReader, EscapesNumbersAndMalformedInput) {
   EXPECT_NE(error_of([&] { load_trace_text("deep.json", deep); }).find("deep.json"), std::string::npos);
 }
 
+// Everything a Trace keeps, as text, to compare two reads of one trace.
+std::string contents(const Trace& t) {
+  std::ostringstream o;
+  for (const auto& e : t.cpu)
+    o << "cpu " << e.start_ns << ' ' << e.end_ns << ' ' << e.id << ' ' << t.name(e) << ' '
+      << t.strings.str(t.signature(e).shapes) << ' ' << t.strings.str(t.signature(e).types) << ' '
+      << t.signature(e).flops << ' ' << int(t.category(e)) << ' ' << t.tid(e) << '\n';
+  for (const auto& d : t.device)
+    o << "gpu " << d.start_ns << ' ' << d.end_ns << ' ' << d.external_id << ' ' << d.correlation << ' '
+      << t.strings.str(d.name) << ' ' << t.streams[d.stream].first << ' ' << t.streams[d.stream].second << ' '
+      << int(d.category) << '\n';
+  for (const auto& m : t.memory) o << "mem " << m.ts_ns << ' ' << m.bytes << ' ' << m.total_allocated << '\n';
+  for (const auto& [tid, name] : std::map<int64_t, std::string>(t.thread_names.begin(), t.thread_names.end()))
+    o << "thread " << tid << ' ' << name << '\n';
+  o << t.device_properties.dump() << t.distributed_info.dump() << t.flow_events << t.base_time_ns << t.schema_version
+    << t.with_flops << t.record_shapes << t.profile_memory << t.with_stack;
+  return o.str();
+}
+
+// The scanner looks at keys and numbers where they lie in its buffer: a trace cut anywhere between
+// two reads (a key, a number, an escape split in two) reads the same, and malformed JSON fails at
+// the same byte.
+TEST(TraceReader, TextCutAnywhereBetweenReadsReadsTheSame) {
+  for (const char* trace : {"infer/server.0.pt.trace.json.gz",
+                            "hta_real/alexnet_a100/"
+                            "benchmark_result_2869224_1695835535_trace.json.gz"}) {
+    const std::string text = gunzip(kFixtures + trace);
+    const std::string whole = contents(load_trace_text("t.json", text));
+    ASSERT_GT(whole.size(), 1000u);
+    for (const size_t chunk : {1, 2, 3, 5, 8, 13, 63, 64, 65, 255, 256, 257, 4093})
+      EXPECT_EQ(contents(load_trace_text("t.json", text, chunk)), whole) << trace << " read " << chunk << " at a time";
+  }
+  const std::string escapes =
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a\"b\\ \u00e9\ud83d\ude00","ts":1.5e1,"dur":2.0004,)"
+      R"("tid":"7","args":{"Input Dims":[[2,3],[[1],[2]],[]],"Input type":["float","Scalar"],"External id":-12,)"
+      R"("A key longer than the window the scanner keeps ahead of a key, which is 256 bytes: it is read as any other )"
+      R"(string and compared as any other key, though no analysis reads it, so that a long key is just another key, )"
+      R"(whatever its length.":1}}]})";
+  const std::string whole = contents(load_trace_text("e.json", escapes));
+  for (size_t chunk = 1; chunk < 40; ++chunk) EXPECT_EQ(contents(load_trace_text("e.json", escapes, chunk)), whole);
+  const std::string long_number = R"({"traceEvents":[{"ts":)" + std::string(70, '1') + "}]}";
+  for (const std::string& bad :
+       {std::string(R"({"traceEvents":[{"name":"\q"}]})"), std::string(R"({"traceEvents":[{"ts":1e}]})"),
+        std::string(R"({"traceEvents":[{"na\me":1}]})"), long_number})
+    for (const size_t chunk : {1, 2, 3, 7, 100})
+      EXPECT_EQ(error_of([&] { load_trace_text("bad.json", bad, chunk); }),
+                error_of([&] { load_trace_text("bad.json", bad); }))
+          << bad << " read " << chunk << " at a time";
+}
+
 // torch's rows, as the generator saved them beside each trace.
 struct Reference {
   std::string key;

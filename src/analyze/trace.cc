@@ -138,7 +138,8 @@ class Builder {
   };
   struct PairHash {
     size_t operator()(const std::pair<int64_t, int64_t>& p) const {
-      return std::hash<int64_t>{}(p.first * 1000003 ^ p.second);
+      // Unsigned: a trace's device and stream are any int64 (a product past it is no error).
+      return std::hash<uint64_t>{}(uint64_t(p.first) * 1000003u ^ uint64_t(p.second));
     }
   };
 
@@ -207,8 +208,8 @@ Trace load_trace(const std::string& path) {
   return load_with(path, [&](const TraceCallbacks& c) { read_trace_file(path, c); });
 }
 
-Trace load_trace_text(const std::string& name, const std::string& text) {
-  return load_with(name, [&](const TraceCallbacks& c) { read_trace_text(name, text, c); });
+Trace load_trace_text(const std::string& name, const std::string& text, size_t chunk) {
+  return load_with(name, [&](const TraceCallbacks& c) { read_trace_text(name, text, c, chunk); });
 }
 
 std::string Trace::rank_assumed_because() const {

@@ -129,7 +129,7 @@ struct Trace {
 
 // Reads one trace file into compact records (streaming: see trace_reader.h).
 Trace load_trace(const std::string& path);
-// The same from JSON text (tests, fuzzing).
-Trace load_trace_text(const std::string& name, const std::string& text);
+// The same from JSON text (tests, fuzzing), given to the reader chunk bytes at a time.
+Trace load_trace_text(const std::string& name, const std::string& text, size_t chunk = SIZE_MAX);
 
 }  // namespace tach::analyze

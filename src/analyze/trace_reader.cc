@@ -62,9 +62,9 @@ class GzipSource : public Source {
 
 class TextSource : public Source {
  public:
-  explicit TextSource(const std::string& text) : text_(text) {}
+  TextSource(const std::string& text, size_t chunk) : text_(text), chunk_(chunk) {}
   size_t fill(char* buffer, size_t capacity) override {
-    const size_t n = std::min(capacity, text_.size() - offset_);
+    const size_t n = std::min({capacity, chunk_, text_.size() - offset_});
     std::memcpy(buffer, text_.data() + offset_, n);
     offset_ += n;
     return n;
@@ -72,6 +72,7 @@ class TextSource : public Source {
 
  private:
   const std::string& text_;
+  size_t chunk_;
   size_t offset_ = 0;
 };
 
@@ -124,7 +125,7 @@ class Scanner {
   void string_into(std::string* out) {
     for (;;) {
       const char* start = p_;
-      while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) ++p_;
+      p_ = plain_run(p_, end_);
       if (out) out->append(start, size_t(p_ - start));
       const int c = peek();
       if (c < 0) fail("a string is not closed");
@@ -132,51 +133,43 @@ class Scanner {
       ++p_;
       if (c == '"') return;
       if (c != '\\') fail("a control character inside a string");
-      const int e = get();
-      char plain = 0;
-      switch (e) {
-        case '"': plain = '"'; break;
-        case '\\': plain = '\\'; break;
-        case '/': plain = '/'; break;
-        case 'b': plain = '\b'; break;
-        case 'f': plain = '\f'; break;
-        case 'n': plain = '\n'; break;
-        case 'r': plain = '\r'; break;
-        case 't': plain = '\t'; break;
-        case 'u': {
-          uint32_t cp = hex4();
-          if (cp >= 0xD800 && cp < 0xDC00) {  // a surrogate pair
-            if (get() != '\\' || get() != 'u') fail("a lone surrogate in a \\u escape");
-            const uint32_t low = hex4();
-            if (low < 0xDC00 || low >= 0xE000) fail("a lone surrogate in a \\u escape");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          } else if (cp >= 0xDC00 && cp < 0xE000) {
-            fail("a lone surrogate in a \\u escape");
-          }
-          if (out) append_utf8(*out, cp);
-          continue;
-        }
-        default: fail("an invalid escape in a string");
-      }
-      if (out) out->push_back(plain);
+      escape(out);
     }
   }
 
+  // After the opening quote of a key: its text, viewing the buffer where the key lies whole in it
+  // without escapes (nearly always), else decoded into a scratch string. The view holds only
+  // until the scanner reads on: callers look at it before anything else.
+  std::string_view key() {
+    fill_to(kKeyWindow);
+    const char* stop = plain_run(p_, end_);
+    if (stop < end_ && *stop == '"') {
+      const std::string_view text(p_, size_t(stop - p_));
+      p_ = stop + 1;
+      return text;
+    }
+    key_.clear();
+    string_into(&key_);
+    return key_;
+  }
+
   Number number() {
-    char text[64];
-    const size_t n = number_text(text);
+    const auto [text, end] = number_text();
     Number out;
-    if (n == 0) fail("expected a value");
-    if (std::none_of(text, text + n, [](char c) { return c == '.' || c == 'e' || c == 'E'; })) {
-      const auto r = std::from_chars(text, text + n, out.integer);
-      if (r.ec == std::errc() && r.ptr == text + n) {
+    if (text == end) fail("expected a value");
+    if (plain_integer(text, end, out.integer)) {
+      out.is_integer = true;
+      return out;
+    }
+    if (std::none_of(text, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; })) {
+      const auto r = std::from_chars(text, end, out.integer);
+      if (r.ec == std::errc() && r.ptr == end) {
         out.is_integer = true;
         return out;
       }
     }
-    const auto r = std::from_chars(text, text + n, out.real);
-    if (r.ptr != text + n || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
-      fail("a malformed number");
+    const auto r = std::from_chars(text, end, out.real);
+    if (r.ptr != end || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) fail("a malformed number");
     return out;
   }
 
@@ -185,11 +178,13 @@ class Scanner {
   // the ns are rounded; a time beyond ±4.6e15 µs (146 years) is left unset, so that a start plus
   // a duration, and their difference, stay inside int64 ns.
   std::optional<int64_t> microseconds_as_ns() {
-    char text[64];
-    const size_t n = number_text(text);
-    if (n == 0) fail("expected a value");
-    const char* end = text + n;
-    if (std::any_of(static_cast<const char*>(text), end, [](char c) { return c == 'e' || c == 'E'; })) {
+    const auto [text, end] = number_text();
+    if (text == end) fail("expected a value");
+    int64_t whole = 0;
+    if (plain_integer(text, end, whole))  // torch's usual µs: no fraction, 16 digits at most
+      return whole < 4600000000000000LL && whole > -4600000000000000LL ? std::optional<int64_t>(whole * 1000)
+                                                                       : std::nullopt;
+    if (std::any_of(text, end, [](char c) { return c == 'e' || c == 'E'; })) {
       double v = 0;
       const auto r = std::from_chars(text, end, v);
       if (r.ptr != end || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) fail("a malformed number");
@@ -200,7 +195,6 @@ class Scanner {
     const char* p = text + (negative ? 1 : 0);
     const char* dot = std::find(p, end, '.');
     if (p == end) fail("a malformed number");
-    int64_t whole = 0;
     if (dot != p) {
       const auto r = std::from_chars(p, dot, whole);
       if (r.ptr != dot || r.ec == std::errc::invalid_argument) fail("a malformed number");
@@ -231,7 +225,7 @@ class Scanner {
     switch (c) {
       case '{':
         ++p_;
-        object([&](const std::string&) { skip_value(depth + 1); });
+        object(ignore_key, [&](int) { skip_value(depth + 1); });
         return;
       case '[':
         ++p_;
@@ -257,7 +251,7 @@ class Scanner {
       case '{': {
         ++p_;
         json o = json::object();
-        object([&](const std::string& k) { o[k] = value(depth + 1); });
+        object(copy_key, [&](std::string&& k) { o[k] = value(depth + 1); });
         return o;
       }
       case '[': {
@@ -282,10 +276,10 @@ class Scanner {
     }
   }
 
-  // After '{': on_key(key) for each member, which must read or skip its value.
-  template <class F>
-  void object(F&& on_key) {
-    std::string key;
+  // After '{': for each member, on_key(classify(key)), which must read or skip its value. The key
+  // is in view only while classify looks at it (key()): classify turns it into what on_key needs.
+  template <class Classify, class F>
+  void object(Classify&& classify, F&& on_key) {
     skip_ws();
     if (peek() == '}') {
       ++p_;
@@ -294,10 +288,9 @@ class Scanner {
     for (;;) {
       skip_ws();
       if (get() != '"') fail("expected a key");
-      key.clear();
-      string_into(&key);
+      auto what = classify(key());
       expect(':');
-      on_key(static_cast<const std::string&>(key));
+      on_key(std::move(what));
       skip_ws();
       const int c = get();
       if (c == ',') continue;
@@ -305,6 +298,8 @@ class Scanner {
       fail("expected ',' or '}'");
     }
   }
+  static int ignore_key(std::string_view) { return 0; }
+  static std::string copy_key(std::string_view key) { return std::string(key); }
 
   // After '[': on_element() for each element, which must read or skip it.
   template <class F>
@@ -327,22 +322,98 @@ class Scanner {
  private:
   static constexpr int kMaxDepth = 512;
 
-  // The characters of a number, into text (64 bytes); returns how many.
-  size_t number_text(char* text) {
-    size_t n = 0;
-    for (int c = peek(); c >= 0 && (std::isdigit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E');
-         c = peek()) {
-      if (n + 1 >= 64) fail("a number too long");
-      text[n++] = char(c);
-      ++p_;
+  // Keys are looked at in place when they lie whole in the buffer: this many bytes are kept ahead
+  // of one (longer keys, rare, are copied).
+  static constexpr size_t kKeyWindow = 256;
+  static constexpr size_t kMaxNumber = 63;  // characters
+
+  // The first byte at or after p that ends a run of plain string text: a quote, a backslash or a
+  // control character; end when none does. Eight bytes a step (SWAR): a byte's flag is exact for
+  // the lowest match of each test, which is the one taken.
+  static const char* plain_run(const char* p, const char* end) {
+    constexpr uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    while (end - p >= 8) {
+      uint64_t x;
+      std::memcpy(&x, p, 8);
+      const uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+      const uint64_t found = ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | ((x - ones * 0x20) & ~x);
+      const uint64_t stops = found & highs;
+      if (stops != 0) return p + (__builtin_ctzll(stops) >> 3);
+      p += 8;
     }
-    return n;
+    while (p < end && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) >= 0x20) ++p;
+    return p;
+  }
+
+  // After a backslash: the escape decoded into out (nothing kept when out is null).
+  void escape(std::string* out) {
+    const int e = get();
+    char plain = 0;
+    switch (e) {
+      case '"': plain = '"'; break;
+      case '\\': plain = '\\'; break;
+      case '/': plain = '/'; break;
+      case 'b': plain = '\b'; break;
+      case 'f': plain = '\f'; break;
+      case 'n': plain = '\n'; break;
+      case 'r': plain = '\r'; break;
+      case 't': plain = '\t'; break;
+      case 'u': {
+        uint32_t cp = hex4();
+        if (cp >= 0xD800 && cp < 0xDC00) {  // a surrogate pair
+          if (get() != '\\' || get() != 'u') fail("a lone surrogate in a \\u escape");
+          const uint32_t low = hex4();
+          if (low < 0xDC00 || low >= 0xE000) fail("a lone surrogate in a \\u escape");
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+        } else if (cp >= 0xDC00 && cp < 0xE000) {
+          fail("a lone surrogate in a \\u escape");
+        }
+        if (out) append_utf8(*out, cp);
+        return;
+      }
+      default: fail("an invalid escape in a string");
+    }
+    if (out) out->push_back(plain);
+  }
+
+  static bool number_char(char c) {
+    return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+  }
+  // The characters of a number, viewed in the buffer (kept whole there) and passed over; the view
+  // holds until the scanner reads on.
+  std::pair<const char*, const char*> number_text() {
+    fill_to(kMaxNumber + 1);
+    const char* text = p_;
+    const char* limit = std::min(end_, text + kMaxNumber + 1);
+    const char* q = text;
+    while (q < limit && number_char(*q)) ++q;
+    if (q - text > static_cast<std::ptrdiff_t>(kMaxNumber)) {
+      p_ = text + kMaxNumber;
+      fail("a number too long");
+    }
+    p_ = q;
+    return {text, q};
+  }
+  // An optional '-' and 1 to 18 digits (no overflow): the value, as from_chars would read it.
+  static bool plain_integer(const char* text, const char* end, int64_t& value) {
+    const bool negative = text < end && *text == '-';
+    const char* p = text + (negative ? 1 : 0);
+    if (p == end || end - p > 18) return false;
+    int64_t v = 0;
+    for (; p < end; ++p) {
+      const unsigned d = static_cast<unsigned char>(*p) - unsigned('0');
+      if (d > 9) return false;
+      v = v * 10 + int64_t(d);
+    }
+    value = negative ? -v : v;
+    return true;
   }
   int digit(char c) {
     if (c < '0' || c > '9') fail("a malformed number");
     return c - '0';
   }
 
+  // Reads more once the buffer is used up.
   bool refill() {
     if (at_end_) return false;
     consumed_ += end_ - buffer_.data();
@@ -351,6 +422,24 @@ class Scanner {
     end_ = p_ + n;
     at_end_ = n == 0;
     return n > 0;
+  }
+  // At least n bytes ahead where the input holds them: what is left moves to the buffer's start
+  // and the rest is filled behind it.
+  void fill_to(size_t n) {
+    if (size_t(end_ - p_) >= n || at_end_) return;
+    const size_t left = size_t(end_ - p_);
+    consumed_ += p_ - buffer_.data();
+    std::memmove(buffer_.data(), p_, left);
+    p_ = buffer_.data();
+    end_ = p_ + left;
+    while (size_t(end_ - p_) < n) {
+      const size_t got = source_.fill(buffer_.data() + (end_ - p_), buffer_.size() - size_t(end_ - p_));
+      if (got == 0) {
+        at_end_ = true;
+        return;
+      }
+      end_ += got;
+    }
   }
 
   uint32_t hex4() {
@@ -386,6 +475,7 @@ class Scanner {
 
   Source& source_;
   std::vector<char> buffer_;
+  std::string key_;  // a key that could not be viewed in place
   const char* p_ = nullptr;
   const char* end_ = nullptr;
   int64_t consumed_ = 0;
@@ -403,7 +493,7 @@ class TraceParser {
     if (c == '{') {
       s_.get();
       root_seen_ = true;
-      s_.object([&](const std::string& key) {
+      s_.object(Scanner::copy_key, [&](std::string&& key) {
         s_.skip_ws();
         if (key == "traceEvents" && s_.peek() == '[') {
           s_.get();
@@ -447,46 +537,131 @@ class TraceParser {
       s_.get();
       ++event_objects_;
       event_.clear();
-      s_.object([&](const std::string& key) { event_field(key); });
+      s_.object(field_of, [&](Field f) { event_field(f); });
       if (callbacks_.event) callbacks_.event(event_);
     });
   }
 
-  // Keys compare as string_views: lengths first, so the many args no analysis reads (grid, block,
-  // registers per thread, ...) cost a length check each, not a strlen and a memcmp.
-  void event_field(std::string_view key) {
-    if (key == "ph"sv) return string(event_.ph);
-    if (key == "cat"sv) return string(event_.cat);
-    if (key == "name"sv) return string(event_.name);
-    if (key == "ts"sv) return time(event_.ts_ns);
-    if (key == "dur"sv) return time(event_.dur_ns);
-    if (key == "pid"sv) return id(event_.pid);
-    if (key == "tid"sv) return id(event_.tid);
-    if (key == "args"sv) {
-      s_.skip_ws();
-      if (s_.peek() != '{') return s_.skip_value();
-      s_.get();
-      s_.object([&](const std::string& k) { arg(k); });
-      return;
+  // The event fields and args tach reads; any other key's value is skipped.
+  enum class Field : uint8_t { other, ph, cat, name, ts, dur, pid, tid, args };
+  enum class Arg : uint8_t {
+    other,
+    external_id,
+    correlation,
+    device,
+    stream,
+    flops,
+    bytes,
+    total_allocated,
+    total_reserved,
+    device_type,
+    device_id,
+    name,
+    input_dims,
+    input_type
+  };
+
+  // Whether key, of N - 1 characters, is word: a compare of known size, done inline.
+  template <size_t N>
+  static bool is(std::string_view key, const char (&word)[N]) {
+    return std::memcmp(key.data(), word, N - 1) == 0;
+  }
+  // Keys by length first: the many keys no analysis reads (grid, block, registers per thread, Ev
+  // Idx, ...) cost a switch and a compare or two each.
+  static Field field_of(std::string_view key) {
+    switch (key.size()) {
+      case 2:
+        if (is(key, "ph")) return Field::ph;
+        if (is(key, "ts")) return Field::ts;
+        break;
+      case 3:
+        if (is(key, "cat")) return Field::cat;
+        if (is(key, "dur")) return Field::dur;
+        if (is(key, "pid")) return Field::pid;
+        if (is(key, "tid")) return Field::tid;
+        break;
+      case 4:
+        if (is(key, "name")) return Field::name;
+        if (is(key, "args")) return Field::args;
+        break;
+      default: break;
+    }
+    return Field::other;
+  }
+  static Arg arg_of(std::string_view key) {
+    switch (key.size()) {
+      case 4:
+        if (is(key, "name")) return Arg::name;  // thread_name metadata
+        break;
+      case 5:
+        if (is(key, "flops")) return Arg::flops;
+        if (is(key, "Bytes")) return Arg::bytes;
+        break;
+      case 6:
+        if (is(key, "device")) return Arg::device;
+        if (is(key, "stream")) return Arg::stream;
+        break;
+      case 9:
+        if (is(key, "Device Id")) return Arg::device_id;
+        break;
+      case 10:
+        if (is(key, "Input Dims")) return Arg::input_dims;
+        if (is(key, "Input type")) return Arg::input_type;
+        break;
+      case 11:
+        // "External id"; kineto before 2022 wrote "external id".
+        if (is(key, "External id") || is(key, "external id")) return Arg::external_id;
+        if (is(key, "correlation")) return Arg::correlation;
+        if (is(key, "Device Type")) return Arg::device_type;
+        break;
+      case 14:
+        if (is(key, "Total Reserved")) return Arg::total_reserved;
+        break;
+      case 15:
+        if (is(key, "Total Allocated")) return Arg::total_allocated;
+        break;
+      default: break;
+    }
+    return Arg::other;
+  }
+
+  void event_field(Field field) {
+    switch (field) {
+      case Field::ph: return string(event_.ph);
+      case Field::cat: return string(event_.cat);
+      case Field::name: return string(event_.name);
+      case Field::ts: return time(event_.ts_ns);
+      case Field::dur: return time(event_.dur_ns);
+      case Field::pid: return id(event_.pid);
+      case Field::tid: return id(event_.tid);
+      case Field::args:
+        s_.skip_ws();
+        if (s_.peek() != '{') return s_.skip_value();
+        s_.get();
+        s_.object(arg_of, [&](Arg a) { arg(a); });
+        return;
+      case Field::other: break;
     }
     s_.skip_value();
   }
 
-  void arg(std::string_view key) {
-    // "External id"; kineto before 2022 wrote "external id".
-    if (key == "External id"sv || key == "external id"sv) return integer(event_.external_id);
-    if (key == "correlation"sv) return integer(event_.correlation);
-    if (key == "device"sv) return integer(event_.device);
-    if (key == "stream"sv) return integer(event_.stream);
-    if (key == "flops"sv) return integer(event_.flops);
-    if (key == "Bytes"sv) return integer(event_.bytes);
-    if (key == "Total Allocated"sv) return integer(event_.total_allocated);
-    if (key == "Total Reserved"sv) return integer(event_.total_reserved);
-    if (key == "Device Type"sv) return integer(event_.device_type);
-    if (key == "Device Id"sv) return integer(event_.device_id);
-    if (key == "name"sv) return string(event_.arg_name);
-    if (key == "Input Dims"sv) return dims();
-    if (key == "Input type"sv) return types();
+  void arg(Arg a) {
+    switch (a) {
+      case Arg::external_id: return integer(event_.external_id);
+      case Arg::correlation: return integer(event_.correlation);
+      case Arg::device: return integer(event_.device);
+      case Arg::stream: return integer(event_.stream);
+      case Arg::flops: return integer(event_.flops);
+      case Arg::bytes: return integer(event_.bytes);
+      case Arg::total_allocated: return integer(event_.total_allocated);
+      case Arg::total_reserved: return integer(event_.total_reserved);
+      case Arg::device_type: return integer(event_.device_type);
+      case Arg::device_id: return integer(event_.device_id);
+      case Arg::name: return string(event_.arg_name);
+      case Arg::input_dims: return dims();
+      case Arg::input_type: return types();
+      case Arg::other: break;
+    }
     s_.skip_value();
   }
 
@@ -657,8 +832,8 @@ void read_trace_file(const std::string& path, const TraceCallbacks& callbacks) {
   parse(path, source, callbacks);
 }
 
-void read_trace_text(const std::string& name, const std::string& text, const TraceCallbacks& callbacks) {
-  TextSource source(text);
+void read_trace_text(const std::string& name, const std::string& text, const TraceCallbacks& callbacks, size_t chunk) {
+  TextSource source(text, std::max<size_t>(chunk, 1));
   parse(name, source, callbacks);
 }
 

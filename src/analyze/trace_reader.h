@@ -48,6 +48,9 @@ struct TraceCallbacks {
 void read_trace_file(const std::string& path, const TraceCallbacks& callbacks);
 
 // The same over JSON text already in memory (tests, the fuzz target); name is used in errors.
-void read_trace_text(const std::string& name, const std::string& text, const TraceCallbacks& callbacks);
+// chunk: the most bytes the scanner is given at once, as a file's reads would (tests and the fuzz
+// target cut the text anywhere: a key, a number or an escape split between two reads).
+void read_trace_text(const std::string& name, const std::string& text, const TraceCallbacks& callbacks,
+                     size_t chunk = SIZE_MAX);
 
 }  // namespace tach::analyze
