@@ -264,6 +264,10 @@ struct PointResult {
     bool outputs_checked = false, outputs_agree = false;
     std::string outputs_name, outputs_note;  // "logits"
     double max_abs_diff = -1, tolerance = 0;
+    // A training point (--train): the outputs check above is of the losses of the first steps, on
+    // the same batch from the same checkpoint; both trajectories kept (a non-finite loss: NaN).
+    std::vector<double> tach_losses, engine_losses;
+    int loss_steps_compared = 0;
     // The worker's memory (RSS above; the device's peaks from its allocator; -1: none).
     int64_t device_allocated_peak_bytes = -1, device_reserved_peak_bytes = -1;
     std::string log;  // the worker's stderr, relative to the run directory

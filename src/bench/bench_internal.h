@@ -167,6 +167,25 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
                             const BenchObserver& observer, const std::string& run_dir, TensorBoardWriter* tensorboard);
 
+// tach's own steps for another engine's training point: the point's model (its method, from the
+// checkpoint), `steps` steps on one batch (the point's synthetic rows, or the first batch of the
+// dataset's seeded order), their losses, then one profiled step for the model FLOPs and the
+// ceiling MFU is taken against, as a tach point takes them.
+struct TrainReference {
+  TokenBatch batch;
+  train::Targets targets;
+  Head head = Head::sequence_classification;
+  int64_t labels = 2;
+  std::string problem_type;
+  bool head_from_checkpoint = true;                        // false: a new head, each engine initialises its own
+  std::vector<std::string> lora_targets, modules_to_save;  // the family's defaults, PEFT's names
+  std::vector<double> losses;
+  double model_flops_per_step = 0, ceiling_gflops_per_s = 0;
+  bool ceiling_under_load = false;
+  double ceiling_other_cores = -1, ceiling_load_average = -1;
+};
+TrainReference train_reference(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs, int steps);
+
 // The energy of one forward on a GPU: forwards back to back between two steps of an energy
 // counter (NVML's total-energy counter, in J, read by read_counter_j; < 0 when it cannot be read)
 // at least window_s apart. The counter moves in steps too coarse for the timed runs themselves.

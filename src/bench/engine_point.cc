@@ -22,9 +22,7 @@ namespace fs = std::filesystem;
 
 namespace tach::bench {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
+namespace engine_detail {
 
 std::string model_dir(const BenchConfig& config) {
   const model::ModelLocation loc = model::resolve_model(config.model);
@@ -52,13 +50,31 @@ nlohmann::json ids_json(const Tensor& t) {
   return rows;
 }
 
-nlohmann::json inputs_request(const TokenBatch& batch) {
-  nlohmann::json j = {{"op", "inputs"},
-                      {"input_ids", ids_json(batch.input_ids)},
-                      {"attention_mask", ids_json(batch.attention_mask)}};
-  if (batch.token_type_ids.defined()) j["token_type_ids"] = ids_json(batch.token_type_ids);
-  return j;
+std::string versions_text(const nlohmann::json& versions) {
+  std::string s;
+  for (const auto& [k, v] : versions.items())
+    s += (s.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
+  return s;
 }
+
+double number_or(const nlohmann::json& j, const char* key, double fallback) {
+  return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : fallback;
+}
+
+PointResult failed_with(const PointResult& r, const std::string& reason) {
+  PointResult f = failed_point(r.key, reason, r.input);
+  f.engine_run = r.engine_run;
+  f.threads_used = r.threads_used;
+  return f;
+}
+
+}  // namespace engine_detail
+
+using namespace engine_detail;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // The largest difference allowed between two engines' outputs, relative to the largest magnitude
 // of tach's (at least 1): f32 engines differ by their reduction orders (1e-5 is typical on these
@@ -161,24 +177,6 @@ double process_cpu_s(pid_t pid) {
   return ticks / double(sysconf(_SC_CLK_TCK));
 }
 
-std::string versions_text(const nlohmann::json& versions) {
-  std::string s;
-  for (const auto& [k, v] : versions.items())
-    s += (s.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
-  return s;
-}
-
-double number_or(const nlohmann::json& j, const char* key, double fallback) {
-  return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : fallback;
-}
-
-PointResult failed_with(const PointResult& r, const std::string& reason) {
-  PointResult f = failed_point(r.key, reason, r.input);
-  f.engine_run = r.engine_run;
-  f.threads_used = r.threads_used;
-  return f;
-}
-
 // How many calls the next time request asks for: enough for about 0.1 s on tach's clock (so that a
 // request's round trip is spread over them), never past what the rule could still use.
 int64_t next_chunk(const StoppingRule& rule, const std::vector<double>& latencies_s) {
@@ -194,7 +192,38 @@ int64_t next_chunk(const StoppingRule& rule, const std::vector<double>& latencie
   return std::max<int64_t>(1, std::min(k, most - n));
 }
 
+// A training sweep's LoRA and QLoRA points on the PyTorch engines need peft (and QLoRA
+// bitsandbytes), which their worker's ready line lists among its versions when it can import them.
+void check_training_packages(const BenchConfig& config, const std::string& engine, const nlohmann::json& versions) {
+  if (!config.train.enabled || (engine != "torch" && engine != "torch-compile")) return;
+  const auto& methods = config.train.methods;
+  const bool lora = std::find(methods.begin(), methods.end(), "lora") != methods.end();
+  const bool qlora = std::find(methods.begin(), methods.end(), "qlora") != methods.end();
+  std::vector<std::string> missing;
+  if ((lora || qlora) && !versions.contains("peft")) missing.push_back("peft");
+  if (qlora && !versions.contains("bitsandbytes")) missing.push_back("bitsandbytes");
+  if (missing.empty()) return;
+  std::string names, install = "python3 -m pip install";
+  for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m, install += " " + m;
+  const std::string python = config.python.empty() ? "python3" : config.python;
+  const char* them = missing.size() == 1 ? "it" : "them";
+  throw engines::EngineUnavailable("engine " + engine + "'s " + (qlora ? std::string("QLoRA") : "LoRA") +
+                                       " points (--method) need the Python package" +
+                                       (missing.size() == 1 ? " " : "s ") + names + ", which " + python +
+                                       " cannot import: install " + them + " with `" + install +
+                                       "`, or name a Python that has " + them + " with --python PATH",
+                                   missing, install);
+}
+
 }  // namespace
+
+nlohmann::json inputs_request(const TokenBatch& batch) {
+  nlohmann::json j = {{"op", "inputs"},
+                      {"input_ids", ids_json(batch.input_ids)},
+                      {"attention_mask", ids_json(batch.attention_mask)}};
+  if (batch.token_type_ids.defined()) j["token_type_ids"] = ids_json(batch.token_type_ids);
+  return j;
+}
 
 std::string engine_task(const ModelInfo& info) {
   if (info.classifier) return "sequence-classification";
@@ -222,6 +251,7 @@ void check_engines_available(const BenchConfig& config) {
     try {
       auto client = engines::EngineClient::start(engines::worker_launch(engine, config.python, log));
       client->quit();
+      check_training_packages(config, engine, client->ready().versions);
     } catch (const engines::EngineUnavailable&) {
       fs::remove_all(logs);
       throw;
@@ -271,6 +301,19 @@ PointResult EngineWorkers::run_point(const EncoderModel& tach_model, const Point
   return r;
 }
 
+void EngineWorkers::load(Worker& w, const PointKey& key, const std::string& loaded, const nlohmann::json& request,
+                         PointResult::EngineRun& e) {
+  if (w.loaded != loaded) {
+    w.loaded.clear();
+    w.load_reply = w.client->call(request);
+    w.loaded = loaded;
+  }
+  // One-time costs: the load that brought this model (an earlier point's, when it was loaded then).
+  const engines::EngineLoad one_time = engines::load_from_reply(w.load_reply, key.engine);
+  e.load_s = one_time.load_s, e.setup_kind = one_time.setup_kind, e.setup_s = one_time.setup_s;
+  e.setup_cached = one_time.setup_cached, e.setup_cache_age_s = one_time.setup_cache_age_s;
+}
+
 void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const PointKey& key, const TokenBatch& batch,
                             int threads, PointResult& r, const BenchObserver& observer) {
   const ModelInfo& info = tach_model.info();
@@ -279,23 +322,16 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
   e.versions = versions_text(c.ready().versions);
   e.task = engine_task(info);
   e.ping_round_trip_us = w.ping_us;
-  const std::string loaded = key.device + "/" + key.dtype + "/" + std::to_string(threads);
-  if (w.loaded != loaded) {
-    w.loaded.clear();
-    w.load_reply = c.call({{"op", "load"},
-                           {"model", fs::absolute(model_dir(config_)).string()},
-                           {"task", e.task},
-                           {"dtype", key.dtype},
-                           {"device", key.device},
-                           {"threads", threads},
-                           {"cache_dir", engine_cache_dir()},
-                           {"train", nullptr}});
-    w.loaded = loaded;
-  }
-  // One-time costs: the load that brought this model (an earlier point's, when it was loaded then).
-  const engines::EngineLoad one_time = engines::load_from_reply(w.load_reply, key.engine);
-  e.load_s = one_time.load_s, e.setup_kind = one_time.setup_kind, e.setup_s = one_time.setup_s;
-  e.setup_cached = one_time.setup_cached, e.setup_cache_age_s = one_time.setup_cache_age_s;
+  load(w, key, key.device + "/" + key.dtype + "/" + std::to_string(threads),
+       {{"op", "load"},
+        {"model", fs::absolute(model_dir(config_)).string()},
+        {"task", e.task},
+        {"dtype", key.dtype},
+        {"device", key.device},
+        {"threads", threads},
+        {"cache_dir", engine_cache_dir()},
+        {"train", nullptr}},
+       e);
   (void)c.call(inputs_request(batch));
   // The outputs first: a disagreement is a finding recorded with the point, not a silent number.
   const OutputCheck compared =
@@ -306,9 +342,31 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
   if (config_.warmup_runs > 0)
     (void)c.call({{"op", "time"}, {"calls", config_.warmup_runs}},
                  engines::request_deadline_s("time", config_.warmup_runs, std::max(e.first_call_s, 1.0)));
-  (void)c.call({{"op", "memory"}, {"reset", true}});
 
-  std::vector<double> latencies_s, overhead_us;
+  r.padded_tokens_per_batch = double(batch.batch() * batch.seq_len());
+  r.real_tokens_per_batch = double(batch.real_tokens());
+  const TimedCalls timed = time_under_rule(c, config_, key, threads, e.first_call_s, r, observer);
+  std::vector<double> batch_ms, sample_ms;
+  for (double s : timed.seconds) {
+    batch_ms.push_back(s * 1e3);
+    sample_ms.push_back(s * 1e3 / double(key.batch));
+  }
+  r.batch_latency_samples_ms = batch_ms;
+  r.batch_latency_ms = distribution(batch_ms);
+  r.sample_latency_ms = distribution(sample_ms);
+  // The work of the same forward in tach's ops' declared costs: FLOP/s comparable across engines.
+  r.flops_per_batch = tach_model.forward_cost(batch.batch(), batch.seq_len()).flops;
+  set_throughput_from_median(r);
+  r.finished_at = utc_now_iso();
+}
+
+TimedCalls time_under_rule(engines::EngineClient& c, const BenchConfig& config, const PointKey& key, int threads,
+                           double first_call_s, PointResult& r, const BenchObserver& observer) {
+  PointResult::EngineRun& e = r.engine_run;
+  (void)c.call({{"op", "memory"}, {"reset", true}});
+  TimedCalls out;
+  std::vector<double>& latencies_s = out.seconds;
+  std::vector<double> overhead_us;
   double measured_s = 0;
   RaplEnergy rapl;
   if (rapl.available()) (void)rapl.joules();
@@ -316,23 +374,26 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
   CpuLoadWindow load_window;
   const double worker_cpu0 = process_cpu_s(c.process().pid());
   const auto wall0 = Clock::now();
-  double expected_call_s = std::max(e.first_call_s, 0.01);
+  double expected_call_s = std::max(first_call_s, 0.01);
   while (r.stopped_by.empty()) {
-    const int64_t k = next_chunk(config_.stop, latencies_s);
+    const int64_t k = next_chunk(config.stop, latencies_s);
     const auto t0 = Clock::now();
-    const nlohmann::json reply =
+    nlohmann::json reply =
         c.call({{"op", "time"}, {"calls", k}}, engines::request_deadline_s("time", k, expected_call_s));
     const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
     const std::vector<int64_t> ns = engines::timed_ns(reply, k, key.engine);
     double chunk_s = 0;
+    int64_t counted = 0;
     for (int64_t v : ns) {
       const double s = double(v) * 1e-9;
       chunk_s += s;
       if (!r.stopped_by.empty()) continue;  // past the rule: run, not counted
       latencies_s.push_back(s);
       measured_s += s;
-      r.stopped_by = stop_reason(config_.stop, latencies_s, measured_s);
+      ++counted;
+      r.stopped_by = stop_reason(config.stop, latencies_s, measured_s);
     }
+    out.replies.emplace_back(std::move(reply), counted);
     overhead_us.push_back(std::max(0.0, wall - chunk_s) / double(k) * 1e6);
     expected_call_s = std::max(chunk_s / double(k), 1e-4);
     load_window.sample();
@@ -370,18 +431,6 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
 
   const double n = double(latencies_s.size());
   r.measured_runs = int(latencies_s.size());
-  std::vector<double> batch_ms, sample_ms;
-  for (double s : latencies_s) {
-    batch_ms.push_back(s * 1e3);
-    sample_ms.push_back(s * 1e3 / double(key.batch));
-  }
-  r.batch_latency_samples_ms = batch_ms;
-  r.batch_latency_ms = distribution(batch_ms);
-  r.sample_latency_ms = distribution(sample_ms);
-  r.padded_tokens_per_batch = double(batch.batch() * batch.seq_len());
-  r.real_tokens_per_batch = double(batch.real_tokens());
-  // The work of the same forward in tach's ops' declared costs: FLOP/s comparable across engines.
-  r.flops_per_batch = tach_model.forward_cost(batch.batch(), batch.seq_len()).flops;
   if (parse_device(key.device).kind == DeviceKind::cuda) {
     r.energy_source = "not measured: another engine's GPU point (NVML's window is tach's own forwards')";
   } else if (rapl_j >= 0) {
@@ -395,8 +444,7 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
   }
   r.measured_wall_s = wall_s;
   r.bookkeeping_ms = (wall_s - measured_s) * 1e3;
-  set_throughput_from_median(r);
-  r.finished_at = utc_now_iso();
+  return out;
 }
 
 }  // namespace tach::bench

@@ -27,6 +27,12 @@ class EngineWorkers {
   // stderr lines, and the next point starts a fresh worker.
   PointResult run_point(const EncoderModel& tach_model, const PointKey& key, const TextSource* texts, int threads,
                         const BenchObserver& observer);
+  // key.engine's training point (tach bench --train): tach's reference steps on the point's batch
+  // (train_reference), then the worker loaded to train from the same checkpoint, fed the same
+  // batch, its first steps' losses compared with tach's, then its steps timed under the rule with
+  // their phases. Never throws for a worker's failure, as run_point.
+  PointResult run_train_point(const PointKey& key, const TrainInputs* inputs, int threads,
+                              const BenchObserver& observer);
 
  private:
   struct Worker {
@@ -38,6 +44,12 @@ class EngineWorkers {
   Worker& started(const std::string& engine);
   void measure(Worker& w, const EncoderModel& tach_model, const PointKey& key, const TokenBatch& batch, int threads,
                PointResult& r, const BenchObserver& observer);
+  void measure_train(Worker& w, const PointKey& key, const TrainReference& ref, int threads, PointResult& r,
+                     const BenchObserver& observer);
+  // Loads the worker's model for the point unless it holds it (`loaded`: what it was loaded for),
+  // and sets the point's one-time costs from that load's reply.
+  void load(Worker& w, const PointKey& key, const std::string& loaded, const nlohmann::json& request,
+            PointResult::EngineRun& e);
 
   const BenchConfig& config_;
   std::string run_dir_;
@@ -47,4 +59,27 @@ class EngineWorkers {
 // The task the worker loads for tach's model, as the protocol names it.
 std::string engine_task(const ModelInfo& info);
 
+// What the inference and training points share.
+namespace engine_detail {
+std::string model_dir(const BenchConfig& config);  // the model's directory ("" for synthetic weights)
+// ONNX exports and other engines' caches: $XDG_CACHE_HOME/tach/engines, else ~/.cache/tach/engines.
+std::string engine_cache_dir();
+nlohmann::json ids_json(const Tensor& t);  // t: [B, T] i32 -> rows of integers
+std::string versions_text(const nlohmann::json& versions);
+double number_or(const nlohmann::json& j, const char* key, double fallback);
+PointResult failed_with(const PointResult& r, const std::string& reason);
+}  // namespace engine_detail
+
+// Calls timed by the worker under tach's stopping rule, in chunks (shared by the inference and the
+// training points): sets r.stopped_by (with a CONTENDED note), r.load, the protocol's cost, the
+// worker's memory, the energy (over r.real_tokens_per_batch, set before) and the wall figures.
+// Returns each counted call's seconds and, per reply, how many of its first calls were counted.
+struct TimedCalls {
+  std::vector<double> seconds;
+  std::vector<std::pair<nlohmann::json, int64_t>> replies;
+};
+TimedCalls time_under_rule(engines::EngineClient& c, const BenchConfig& config, const PointKey& key, int threads,
+                           double first_call_s, PointResult& r, const BenchObserver& observer);
+// The "inputs" request for a batch: its ids, mask and segment ids as [batch][length] integers.
+nlohmann::json inputs_request(const TokenBatch& batch);
 }  // namespace tach::bench

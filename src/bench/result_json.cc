@@ -3,6 +3,7 @@
 // the engine (absent: tach) with another engine's block. /2 lines
 // (inference only) and /1 lines (before the raw latencies were kept) are still read.
 // Units are in the field names (_ms, _s, _bytes, _per_s).
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_internal.h"
@@ -161,8 +162,21 @@ PointResult::Train train_from(const nlohmann::json& j) {
   return t;
 }
 
+// Losses as JSON numbers, a non-finite one as null.
+nlohmann::json losses_json(const std::vector<double>& losses) {
+  nlohmann::json j = nlohmann::json::array();
+  for (double v : losses) j.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+  return j;
+}
+
+std::vector<double> losses_from(const nlohmann::json& j) {
+  std::vector<double> out;
+  for (const auto& v : j) out.push_back(v.is_number() ? v.get<double>() : NAN);
+  return out;
+}
+
 nlohmann::json engine_run_json(const PointResult::EngineRun& e) {
-  return {
+  nlohmann::json j = {
       {"versions", e.versions},
       {"task", e.task},
       {"one_time",
@@ -184,6 +198,11 @@ nlohmann::json engine_run_json(const PointResult::EngineRun& e) {
       {"device_allocated_peak_bytes", e.device_allocated_peak_bytes},
       {"device_reserved_peak_bytes", e.device_reserved_peak_bytes},
       {"log", e.log}};
+  if (!e.tach_losses.empty() || !e.engine_losses.empty())
+    j["losses"] = {{"tach", losses_json(e.tach_losses)},
+                   {"engine", losses_json(e.engine_losses)},
+                   {"steps_compared", e.loss_steps_compared}};
+  return j;
 }
 
 PointResult::EngineRun engine_run_from(const nlohmann::json& j) {
@@ -211,6 +230,11 @@ PointResult::EngineRun engine_run_from(const nlohmann::json& j) {
   e.device_allocated_peak_bytes = j.at("device_allocated_peak_bytes");
   e.device_reserved_peak_bytes = j.at("device_reserved_peak_bytes");
   e.log = j.at("log");
+  if (const auto l = j.find("losses"); l != j.end()) {  // training points only
+    e.tach_losses = losses_from(l->at("tach"));
+    e.engine_losses = losses_from(l->at("engine"));
+    e.loss_steps_compared = l->at("steps_compared");
+  }
   return e;
 }
 

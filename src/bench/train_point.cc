@@ -18,6 +18,7 @@
 #include "tach/stats.h"
 #include "tach/plain_number.h"
 #include "train/data_parallel.h"
+#include "train/lora.h"
 #include "train/train_data.h"
 #include "train/train_step.h"
 #include "train/training_method.h"
@@ -91,6 +92,30 @@ SyntheticRows synthetic_rows(const train::TrainableModel& model, int64_t vocab, 
     for (int64_t i = 0; i < B; ++i) s.targets.classes.push_back(int32_t(rng() % uint64_t(L)));
   }
   return s;
+}
+
+// A point's model, built with its method, from the checkpoint's bytes (released once built).
+struct PointModel {
+  train::TrainingModelSource src;
+  TaskHead head;
+  std::unique_ptr<train::TrainableModel> model;
+  int64_t vocab = 0;
+};
+
+PointModel build_point_model(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs, Device device) {
+  PointModel pm{train::open_training_model(config.model, config.seed), {}, nullptr, 0};
+  pm.head = head_of(pm.src, config.train.task, inputs);
+  pm.model = train::build_trainable_model(pm.src, pm.head.labels, pm.head.problem_type, config.seed, nullptr,
+                                          pm.head.head, device);
+  train::MethodOptions mo;
+  mo.method = key.method;
+  mo.lora.r = config.train.lora_r;
+  mo.lora.alpha = float(config.train.lora_alpha);
+  mo.lora.dropout = float(config.train.lora_dropout);
+  (void)train::apply_training_method(*pm.model, *pm.src.family, mo, config.seed);
+  pm.vocab = pm.src.is_decoder() ? pm.src.decoder.vocab_size : pm.src.config.vocab_size;
+  pm.src.store.reset();
+  return pm;
 }
 
 train::StepSettings step_settings(const BenchConfig& c, const PointKey& key, const train::TrainingModelSource& src,
@@ -192,18 +217,11 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   if (on_gpu) release_cached_memory(device);
 
   // The point's own model: weights, gradients and AdamW moments are this point's memory.
-  train::TrainingModelSource src = train::open_training_model(config.model, config.seed);
-  const TaskHead head = head_of(src, config.train.task, inputs);
-  std::unique_ptr<train::TrainableModel> model =
-      train::build_trainable_model(src, head.labels, head.problem_type, config.seed, nullptr, head.head, device);
-  train::MethodOptions mo;
-  mo.method = key.method;
-  mo.lora.r = config.train.lora_r;
-  mo.lora.alpha = float(config.train.lora_alpha);
-  mo.lora.dropout = float(config.train.lora_dropout);
-  (void)train::apply_training_method(*model, *src.family, mo, config.seed);
-  const int64_t vocab = src.is_decoder() ? src.decoder.vocab_size : src.config.vocab_size;
-  src.store.reset();
+  PointModel built = build_point_model(config, key, inputs, device);
+  train::TrainingModelSource& src = built.src;
+  const TaskHead& head = built.head;
+  std::unique_ptr<train::TrainableModel>& model = built.model;
+  const int64_t vocab = built.vocab;
   // The point's memory is its steps', as tach train's and tach estimate's: from here, with the
   // model built and the checkpoint's bytes it was built from released.
   reset_memory_peaks(Device::cpu());
@@ -340,6 +358,50 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   set_throughput_from_median(r);  // samples/s, tokens/s, GFLOP/s and MFU over the median step
   r.finished_at = utc_now_iso();
   return r;
+}
+
+TrainReference train_reference(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs, int steps) {
+  TrainReference ref;
+  const Device device = parse_device(key.device);
+  const bool on_gpu = device.kind == DeviceKind::cuda, bf16 = key.dtype == "bf16";
+  const cpu::TrainPrecisionScope precision(bf16 ? cpu::TrainPrecision::bf16 : cpu::TrainPrecision::f32);
+  PointModel pm = build_point_model(config, key, inputs, device);
+  const TaskHead& head = pm.head;
+  ref.head = head.head;
+  ref.labels = int64_t(head.labels.size());
+  ref.problem_type = head.problem_type;
+  ref.head_from_checkpoint =
+      head.head == Head::sequence_classification ? pm.src.checkpoint_has_head : pm.src.has_head(head.head);
+  ref.lora_targets = train::default_lora_targets(*pm.src.family);
+  ref.modules_to_save = train::default_modules_to_save(*pm.src.family, head.head);
+  train::TrainingStep step(*pm.model, step_settings(config, key, pm.src, head, pm.model->lora != nullptr));
+  // The batch: the point's synthetic rows, or the first batch of the dataset's seeded order.
+  if (!inputs) {
+    SyntheticRows rows = synthetic_rows(*pm.model, pm.vocab, head, key.batch, key.seq_len, config.seed);
+    ref.batch = std::move(rows.batch);
+    ref.targets = std::move(rows.targets);
+  } else {
+    const train::TrainData& data = inputs->data_for(key.seq_len);
+    const std::vector<int64_t> order = train::epoch_order(data.size(), config.seed, 0, true);
+    std::vector<int64_t> first(size_t(key.batch));
+    for (size_t i = 0; i < first.size(); ++i) first[i] = order[i % order.size()];
+    train::make_batch(data, first, &ref.batch, &ref.targets);
+  }
+  const train::MicroBatchSource next = [&](int64_t, TokenBatch* b, train::Targets* t) {
+    *b = ref.batch;
+    *t = ref.targets;
+  };
+  for (int i = 0; i < steps; ++i) ref.losses.push_back(step.run(i, 1, next, config.train.lr).loss);
+  const MachineCeilings ceilings = on_gpu ? as_machine_ceilings(measure_gpu_ceilings(device)) : machine_ceilings();
+  PointResult::Train t;
+  (void)profile_one_step(step, steps, next, config.train.lr, bf16 ? ceilings.gemm_bf16_flops : ceilings.gemm_f32_flops,
+                         t);
+  ref.model_flops_per_step = t.model_flops_per_step;
+  ref.ceiling_gflops_per_s = (bf16 ? ceilings.gemm_bf16_flops : ceilings.gemm_f32_flops) / 1e9;
+  ref.ceiling_under_load = ceilings.under_load;
+  ref.ceiling_other_cores = ceilings.load_measured ? ceilings.other_cores : -1;
+  ref.ceiling_load_average = ceilings.load_measured ? ceilings.load_average : -1;
+  return ref;
 }
 
 }  // namespace tach::bench

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "bench/bench_internal.h"
+#include "bench/engine_point.h"
 #include "dist/communicator.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
@@ -93,6 +94,7 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
     observer.on_note("no model given: the default training sweep, " + config.model +
                      " with synthetic weights; on 2 cores it takes a few minutes");
   const std::vector<PointKey> keys = sweep_grid(config);
+  EngineWorkers workers(config, store.dir());  // other engines' points: a worker each
   const int default_threads = selection.measure ? pinned_default_threads(store, observer, out) : 0;
   std::vector<double> write_ms;
   dist::Communicator& comm = dist::Communicator::world();
@@ -111,7 +113,8 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
     if (observer.on_point_start) observer.on_point_start(key, i, keys.size());
     PointResult r;
     PointResult::Train fit;
-    std::string no_fit = fit_check(config, key, &fit);
+    // tach's estimate is of tach's own step: another engine's point runs and shows.
+    std::string no_fit = key.engine == "tach" ? fit_check(config, key, &fit) : std::string();
     // Every rank skips or runs the point together: rank 0's estimate decides.
     if (comm.distributed()) no_fit = comm.broadcast(no_fit, "broadcast of the fit check of " + key.id());
     if (!no_fit.empty()) {
@@ -120,8 +123,9 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
     } else {
       set_threads(threads_of(key, comm, default_threads));
       try {
-        r = run_train_point(config, key, inputs ? &*inputs : nullptr, observer, store.dir(),
-                            lead ? store.tensorboard() : nullptr);
+        r = key.engine != "tach" ? workers.run_train_point(key, inputs ? &*inputs : nullptr, threads(), observer)
+                                 : run_train_point(config, key, inputs ? &*inputs : nullptr, observer, store.dir(),
+                                                   lead ? store.tensorboard() : nullptr);
       } catch (const Stopped&) {
         throw;  // a Ctrl-C inside the point (its ceilings measurement): not a result, run again on --resume
       } catch (const Error& e) { r = failed_point(key, e.what(), input_name); } catch (const std::bad_alloc&) {

@@ -23,9 +23,10 @@ std::string pct(double fraction) { return fmt("%.0f%%", 100 * fraction); }
 std::string mib(double bytes) { return fmt("%.0f MiB", bytes / 1048576.0); }
 
 std::string series_of(const PointKey& k) {
-  return k.device + " " + k.dtype + " threads " + (k.threads ? std::to_string(k.threads) : std::string("default")) +
-         " seq " + std::to_string(k.seq_len) + " " + k.method + " " + k.exec + " " +
-         (k.gradient_checkpointing ? "gc-on" : "gc-off");
+  // Another engine's points (bench --train --engine) form their own series.
+  return (k.engine == "tach" ? std::string() : k.engine + " ") + k.device + " " + k.dtype + " threads " +
+         (k.threads ? std::to_string(k.threads) : std::string("default")) + " seq " + std::to_string(k.seq_len) + " " +
+         k.method + " " + k.exec + " " + (k.gradient_checkpointing ? "gc-on" : "gc-off");
 }
 
 double allocator_peak(const PointResult& p) {

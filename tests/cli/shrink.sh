@@ -86,25 +86,6 @@ assert sorted(r["id"] for r in cut) == sorted(r["id"] for r in full), [r["id"] f
 assert [r["finished_at"] for r in cut[:3]] == [r["finished_at"] for r in full[:3]]
 print("resume ok")
 PY
-# A real kill: SIGKILL once the first variant's first point is in, then --resume: every row once.
-"$tach" shrink -m "$bert" -k "$tok" -d "$data" --text-column sentence --device cpu -t 1 -b 1,2,4 -s 32 --runs 1500 \
-  --warmup 1 --no-progress --dtype f32,int8 --runs-dir "$work" --run-id killed > "$work/killed.txt" 2>&1 &
-pid=$!
-for _ in $(seq 600); do
-  [ -s "$work/killed/variants/f32/results.jsonl" ] && break
-  sleep 0.05
-done
-kill -9 "$pid" 2>/dev/null || true
-wait "$pid" 2>/dev/null || true
-"$tach" shrink --resume "$work/killed" --no-progress > "$work/resumed.txt" 2>&1 || fail "resume after a kill: $(cat "$work/resumed.txt")"
-python3 - "$work/killed/results.jsonl" <<'PY' || fail "rows after a kill and --resume"
-import json, sys
-ids = [json.loads(l)["id"] for l in open(sys.argv[1])]
-want = [f"{v}/cpu/{v}/t1/b{b}/s32" for v in ("f32", "int8") for b in (1, 2, 4)]
-assert sorted(ids) == sorted(want), ids
-print("killed and resumed:", len(ids), "rows")
-PY
-
 expect_usage() {  # text, args...
   local text=$1
   shift

@@ -41,7 +41,8 @@ class Engine:
         raise NotImplementedError
 
     def train_step(self):
-        """One training step: (forward_ns, backward_ns, optimizer_ns, loss) with each phase complete."""
+        """One training step: (data_ns, forward_ns, backward_ns, optimizer_ns, loss) with each phase
+        complete (data: the step's batch made ready for the model)."""
         raise unsupported(f"{self.name} does not train")
 
     def named_outputs(self, raw):
@@ -79,18 +80,24 @@ class Engine:
         return {"batch": inputs.batch, "length": inputs.length}
 
     def _one_call(self):
+        """The loss of a training step; None for an inference call."""
+        loss = None
         if self.load_request.train is not None:
-            self.train_step()
+            loss = self.train_step()[-1]
         else:
             self.infer()
         self.sync()
+        return loss
 
     def op_prepare(self):
         self._need("prepare")
         t0 = time.perf_counter()
-        self._one_call()
+        loss = self._one_call()
         self.prepared = True
-        return {"first_call_s": time.perf_counter() - t0}
+        reply = {"first_call_s": time.perf_counter() - t0}
+        if loss is not None:  # the first step's: where another engine's losses are compared from
+            reply["loss"] = float(loss)
+        return reply
 
     def op_outputs(self):
         self._need("outputs")
@@ -115,12 +122,13 @@ class Engine:
                 self.sync()
                 ns.append(clock() - t0)
             return {"ns": ns}
-        phases = {"forward": [], "backward": [], "optimizer": []}
+        phases = {"data": [], "forward": [], "backward": [], "optimizer": []}
         losses = []
         for _ in range(calls):
             t0 = clock()
-            forward, backward, optimizer, loss = self.train_step()
+            data, forward, backward, optimizer, loss = self.train_step()
             ns.append(clock() - t0)
+            phases["data"].append(data)
             phases["forward"].append(forward)
             phases["backward"].append(backward)
             phases["optimizer"].append(optimizer)

@@ -23,7 +23,13 @@ class Train:
     lora_alpha: float = 16
     lora_dropout: float = 0.0
     lora_targets: list = None  # None: the engine's default for the model family
+    lora_modules_to_save: list = None  # None: peft's for the task (the head)
+    gradient_checkpointing: bool = False  # recompute each layer's activations in the backward
     max_grad_norm: float = 1.0  # tach's default clipping (0 or null: none)
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-8
+    dropout: bool = True  # false: every dropout rate of the model 0 (a loss comparable step by step)
 
 
 @dataclass
@@ -84,7 +90,19 @@ def parse_train(spec):
     targets = spec.get("lora_targets")
     if targets is not None and (not isinstance(targets, list) or not all(isinstance(t, str) for t in targets)):
         raise bad_request(f"train.lora_targets must be a list of module names, not {targets!r}")
-    return Train(method=method, lr=_number(spec, "lr", 5e-5), weight_decay=_number(spec, "weight_decay", 0.0, minimum=0),
+    save = spec.get("lora_modules_to_save")
+    if save is not None and (not isinstance(save, list) or not all(isinstance(t, str) for t in save)):
+        raise bad_request(f"train.lora_modules_to_save must be a list of module names, not {save!r}")
+    flags = {}
+    for key, default in (("dropout", True), ("gradient_checkpointing", False)):
+        flags[key] = spec.get(key, default)
+        if not isinstance(flags[key], bool):
+            raise bad_request(f"train.{key} must be true or false, not {flags[key]!r}")
+    return Train(method=method, lora_modules_to_save=save or None, **flags, lr=_number(spec, "lr", 5e-5),
+                 weight_decay=_number(spec, "weight_decay", 0.0, minimum=0),
+                 adam_beta1=_number(spec, "adam_beta1", 0.9, minimum=0),
+                 adam_beta2=_number(spec, "adam_beta2", 0.999, minimum=0),
+                 adam_eps=_number(spec, "adam_eps", 1e-8, minimum=0),
                  seed=_number(spec, "seed", 42, int), num_labels=_number(spec, "num_labels", None, int, 1),
                  lora_r=_number(spec, "lora_r", 8, int, 1), lora_alpha=_number(spec, "lora_alpha", 16),
                  lora_dropout=_number(spec, "lora_dropout", 0.0, minimum=0), lora_targets=targets or None,

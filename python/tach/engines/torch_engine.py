@@ -4,7 +4,12 @@ torch.compile (compiled at the first call: the "prepare" request times it).
 Training is one step as transformers' Trainer runs it: zero_grad, forward with the labels and the
 loss, backward, clipping at max_grad_norm, torch.optim.AdamW. f32 trains f32 weights; bf16 and f16
 keep f32 weights and run the forward and loss under autocast in that dtype (Trainer's --bf16/--fp16).
-LoRA adds peft's adapters; QLoRA loads the base in bitsandbytes' NF4 (CUDA only) under them.
+LoRA adds peft's adapters; QLoRA loads the base in bitsandbytes' NF4 under them. On the CPU,
+QLoRA takes two workarounds of bitsandbytes 0.50 (cpu_qlora below): its portable dequantization
+instead of the AVX-512 kernel that scales rows with the wrong block's absmax, and each 4-bit layer
+kept off the AVX-512-BF16 path that computes in bf16 whatever the compute dtype says. With dropout
+off (train.dropout false) every dropout rate of the model is 0, so that its losses can be compared
+with another engine's step by step.
 
 The model-building and step code here is also what scripts/peers/ time (they import it)."""
 import platform
@@ -47,30 +52,75 @@ def build_model(torch, load):
         torch.manual_seed(train.seed)
     kwargs = {}
     if train is not None and train.method == "qlora":
-        if not load.on_gpu:
-            raise unsupported("QLoRA needs CUDA: bitsandbytes' 4-bit (NF4) layers do not run on the CPU")
         _require("bitsandbytes", "QLoRA")
-        compute = torch.float16 if load.dtype == "f16" else torch.bfloat16
+        _require("peft", "QLoRA")
+        compute = torch_dtype(torch, load.dtype)
         kwargs.update(quantization_config=transformers.BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute,
-            llm_int8_skip_modules=["score", "classifier", "qa_outputs", "lm_head"]),
-            device_map={"": torch.device(load.device).index or 0})
+            llm_int8_skip_modules=["score", "classifier", "pre_classifier", "qa_outputs", "lm_head"]),
+            device_map={"": torch.device(load.device).index or 0} if load.on_gpu else "cpu")
         kwargs[dtype_keyword()] = torch.float32
     else:
         # Training keeps f32 weights (autocast runs the lower precision); inference loads the dtype.
         kwargs[dtype_keyword()] = torch.float32 if train is not None else torch_dtype(torch, load.dtype)
-    if train is not None and train.num_labels and load.task in LABELLED_TASKS:
-        kwargs.update(num_labels=train.num_labels, ignore_mismatched_sizes=True)
-    model = getattr(transformers, class_name).from_pretrained(load.model, **kwargs)
     if train is not None and train.method in ("lora", "qlora"):
         _require("peft", "LoRA")
+    if train is not None:
+        config = transformers.AutoConfig.from_pretrained(load.model)
+        if train.num_labels and load.task in LABELLED_TASKS and config.num_labels != train.num_labels:
+            config.num_labels = train.num_labels
+            kwargs.update(ignore_mismatched_sizes=True)
+        if not train.dropout:
+            for key, value in list(vars(config).items()):
+                if "dropout" in key and isinstance(value, float):
+                    setattr(config, key, 0.0)
+        kwargs["config"] = config
+    model = getattr(transformers, class_name).from_pretrained(load.model, **kwargs)
+    if train is not None and not train.dropout:
+        for module in model.modules():  # a family that fixes a rate in code rather than its config
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+    if train is not None and train.method == "qlora" and not load.on_gpu:
+        cpu_qlora(torch, model)
+    if train is not None and train.method in ("lora", "qlora"):
         from peft import LoraConfig, get_peft_model
         model = get_peft_model(model, LoraConfig(r=train.lora_r, lora_alpha=train.lora_alpha,
                                                  lora_dropout=train.lora_dropout, target_modules=train.lora_targets,
-                                                 task_type=peft_task))
+                                                 modules_to_save=train.lora_modules_to_save, task_type=peft_task))
+    if train is not None and train.gradient_checkpointing:
+        if not getattr(model, "supports_gradient_checkpointing", True):
+            raise unsupported(f"{type(model).__name__} does not support gradient checkpointing in transformers")
+        # Non-reentrant: recomputes with the same autograd rules (and works with frozen inputs under LoRA).
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if not (train is not None and train.method == "qlora"):
         model.to(torch.device(load.device))
     return model.train() if train is not None else model.eval()
+
+
+_PORTABLE_DEQUANTIZE = []
+
+
+def cpu_qlora(torch, model):
+    """bitsandbytes 0.50.2 on the CPU, made right for QLoRA: NF4 dequantization through its portable
+    PyTorch code (the native AVX-512 kernel, taken for rows of a multiple of 16 elements, scales
+    element (row, col) by absmax[row * (cols / 64) + col / 64], as if each row were whole 64-blocks,
+    so at widths 16, 32, 48, 80, ... the rows past the first take another block's scale), and each
+    Linear4bit off the AVX-512-BF16 path (gemv_4bit, which casts to bf16 whatever the compute dtype)."""
+    import bitsandbytes
+    if not _PORTABLE_DEQUANTIZE:
+        from bitsandbytes.backends.default.ops import _dequantize_4bit_compute
+        from bitsandbytes.backends.utils import _get_4bit_code
+
+        def portable_dequantize_4bit(A, absmax, blocksize, quant_type, shape, dtype):
+            if A.dtype != torch.uint8:
+                A = A.view(torch.uint8)
+            return _dequantize_4bit_compute(A.reshape(-1), absmax, _get_4bit_code(quant_type, A.device), blocksize,
+                                            shape, dtype)
+        torch.library.register_kernel("bitsandbytes::dequantize_4bit", "cpu", portable_dequantize_4bit)
+        _PORTABLE_DEQUANTIZE.append(portable_dequantize_4bit)
+    for m in model.modules():
+        if isinstance(m, bitsandbytes.nn.Linear4bit):
+            m.support_avx512bf16_for_cpu = False
 
 
 def _require(module, what):
@@ -107,7 +157,8 @@ class TrainStep:
         self.max_grad_norm = train.max_grad_norm
         self.autocast = None if dtype == "f32" else torch_dtype(torch, dtype)
         # The fused AdamW (one kernel per step on CUDA, one loop on the CPU): transformers' Trainer's default.
-        self.optimizer = torch.optim.AdamW(self.params, lr=train.lr, weight_decay=train.weight_decay, fused=True)
+        self.optimizer = torch.optim.AdamW(self.params, lr=train.lr, weight_decay=train.weight_decay, fused=True,
+                                           betas=(train.adam_beta1, train.adam_beta2), eps=train.adam_eps)
         self.forward = model
         self.cuda_graphs = False  # a torch.compile mode that records CUDA graphs: each step is marked as new
 
@@ -199,6 +250,10 @@ class TorchEngine(Engine):
                 raise bad_request(f"token id {top if top >= vocab else low} is outside the model's vocabulary "
                                   f"(0..{vocab - 1})")
         self.batch = model_inputs(self.torch, inputs, self.device, self.task, train)
+        # A training step's batch starts on the host, in pinned memory where there is a GPU to copy to.
+        pin = self.device.type == "cuda"
+        self.host_batch = {k: (v.cpu().pin_memory() if pin else v.cpu()) if hasattr(v, "cpu") else v
+                           for k, v in self.batch.items()}
 
     def sync(self):
         if self.device.type == "cuda":
@@ -209,7 +264,15 @@ class TorchEngine(Engine):
             return self.forward(**self.batch)
 
     def train_step(self):
-        return self.step(self.batch)
+        """The data phase puts the step's batch on the device, as a training loop's copy from its
+        loader does (on the CPU the tensors are there already); then the step's own phases."""
+        clock = time.perf_counter_ns
+        t0 = clock()
+        batch = {k: v.to(self.device, non_blocking=True) if hasattr(v, "to") else v for k, v in self.host_batch.items()}
+        self.sync()
+        data = clock() - t0
+        forward, backward, optimizer, loss = self.step(batch)
+        return data, forward, backward, optimizer, loss
 
     def named_outputs(self, raw):
         out = {}
