@@ -13,11 +13,13 @@
 
 #include "model/family.h"
 #include "model/peft_adapter.h"
+#include "model/safetensors.h"
 #include "tach/memory.h"
 #include "tach/train.h"
 #include "task_fixtures.h"
 #include "test_util.h"
 #include "train/lora.h"
+#include "train/training_method.h"
 #include "train/training_model.h"
 #include "train_fixtures.h"
 
@@ -116,6 +118,39 @@ TEST_P(QloraTaskFixture, ForwardMatchesBitsandbytesAndPeft) {
       }
   }
   EXPECT_LT(err, 1e-3 * std::max(1.0, scale)) << c << ", worst at " << worst;  // as the sequence classifiers
+}
+
+// One backward as tach train --method qlora sets it up (its NF4 base, peft's task defaults, r and
+// alpha of the LoRA golden) from peft's adapter: the loss of batch 0 and every trainable
+// parameter's gradient (adapters, heads saved whole) against bitsandbytes' MatMul4Bit backward
+// under peft, on the nearest absmax codes (qlora_grads.safetensors).
+TEST_P(QloraTaskFixture, GradientsMatchBitsandbytesAndPeft) {
+  const std::string c = GetParam();
+  const std::string dir = test::fixtures_dir() + "/train_tasks_lora/" + c;
+  std::ifstream in(dir + "/qlora_logits.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  test::TaskCase task = test::load_task_case(c, dir);
+  train::MethodOptions m;
+  m.method = "qlora";
+  m.lora.r = task.expected["r"].get<int64_t>();
+  m.lora.alpha = task.expected["lora_alpha"].get<float>();
+  train::apply_training_method(*task.model, model::model_family(task.source.model_type), m, 0);
+  train::load_peft_adapter_weights(*task.model, dir + "/adapter_init");
+  EXPECT_GT(task.model->params.nf4_bytes(), 0);
+  const auto state = task.model->new_state(false);
+  task.model->params.zero_grad();
+  const double loss = test::task_forward_backward(task, *state, 0);
+  EXPECT_NEAR(loss, expected["loss0"].get<double>(), 1e-4 * std::max(1.0, std::fabs(loss))) << c;
+  const auto ref = model::SafetensorsFile::open(dir + "/qlora_grads.safetensors");
+  ASSERT_FALSE(ref.header().entries.empty());
+  for (const auto& e : ref.header().entries) {
+    const train::Parameter* p = task.model->params.find(e.name);
+    ASSERT_NE(p, nullptr) << "tach has no parameter " << e.name;
+    ASSERT_TRUE(p->grad.defined()) << e.name << " trains in peft";
+    if (test::zero_in_exact_arithmetic(e.name, task.model->head())) continue;  // rounding noise
+    // The NF4 weights are bitsandbytes' to an ulp of the absmax offset: the f32 LoRA tests' 1e-4.
+    EXPECT_LT(test::tensor_error(p->grad, ref.tensor(e)), 1e-4) << c << ": " << e.name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Bitsandbytes, QloraTaskFixture,

@@ -41,12 +41,6 @@ test::TaskCase load_lora_case(const std::string& name) {
   return c;
 }
 
-// QA's qa_outputs.bias (ModernBERT's classifier.bias) gradient is zero in exact arithmetic (a softmax over a row's tokens has
-// gradients that sum to zero, and the bias adds to every token): rounding noise in both engines.
-bool zero_in_exact_arithmetic(const std::string& name, Head head) {
-  return head == Head::question_answering && (name == "qa_outputs.bias" || name == "classifier.bias");
-}
-
 class TaskLora : public ::testing::TestWithParam<std::string> {};
 
 // tach train's defaults for the task are what peft saved in adapter_config.json (its task
@@ -82,7 +76,7 @@ TEST_P(TaskLora, GradientsMatchPeft) {
       const train::Parameter* p = c.model->params.find(e.name);
       ASSERT_NE(p, nullptr) << "tach has no parameter " << e.name;
       ASSERT_TRUE(p->grad.defined()) << e.name << " trains in peft";
-      if (zero_in_exact_arithmetic(e.name, c.model->head())) {
+      if (test::zero_in_exact_arithmetic(e.name, c.model->head())) {
         for (int64_t i = 0; i < p->grad.numel(); ++i)
           EXPECT_LT(std::fabs(p->grad.data<float>()[i]), 1e-6) << e.name << " should be rounding noise";
         continue;
@@ -117,7 +111,7 @@ TEST_P(TaskLora, TwentyAdamWStepsMatchPeft) {
   for (const auto& e : ref.header().entries) {
     const train::Parameter* p = c.model->params.find(e.name);
     ASSERT_NE(p, nullptr) << e.name;
-    if (!zero_in_exact_arithmetic(e.name, c.model->head())) {
+    if (!test::zero_in_exact_arithmetic(e.name, c.model->head())) {
       EXPECT_LT(test::tensor_error(p->value, ref.tensor(e)), 1e-4) << e.name;
     }
   }

@@ -19,6 +19,10 @@ bitsandbytes' CPU search for the nearest 8-bit code of a block's absmax (double 
 approximate and can pick the code one step past the nearest (tests/test_nf4.cc); tach searches
 exactly. Where it did, the file also holds "logits_nearest_absmax": the same forward with every
 absmax code the nearest one (the codes bitsandbytes picked otherwise: "absmax_codes_not_nearest").
+For the per-token heads, one backward too, on the nearest codes (dropout off): "loss0", the loss of
+batch 0 with its labels, and qlora_grads.safetensors beside, every trainable parameter's gradient
+(the adapters and the heads saved whole) by tach's name; the frozen NF4 base passes dX through
+bitsandbytes' MatMul4Bit backward (its weight dequantized, f32).
 Development only: run with the virtualenv that has torch, transformers, peft and bitsandbytes.
 """
 import json
@@ -32,6 +36,8 @@ import transformers
 from peft import PeftModel
 from bitsandbytes.backends.default.ops import _dequantize_4bit_compute
 from bitsandbytes.backends.utils import _get_4bit_code
+from make_task_lora_golden import model_inputs, tach_name
+from safetensors.torch import save_file
 from transformers import (AutoModelForMaskedLM, AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
                           AutoModelForTokenClassification, BitsAndBytesConfig)
 
@@ -132,7 +138,7 @@ def main(root):
             os.path.join(root, base), quantization_config=q, device_map="cpu", dtype=torch.float32,
             attn_implementation="eager").eval()
         n4 = f32_compute_on_cpu(model)
-        pm = PeftModel.from_pretrained(model, os.path.join(root, lora, "adapter_init")).eval()
+        pm = PeftModel.from_pretrained(model, os.path.join(root, lora, "adapter_init"), is_trainable=True).eval()
         has_types = model.config.model_type == "bert"
         batches = json.load(open(os.path.join(root, data, "batches.json")))
 
@@ -153,6 +159,13 @@ def main(root):
         not_nearest = nearest_absmax_codes(model, f32)
         if not_nearest:
             out.update(absmax_codes_not_nearest=not_nearest, logits_nearest_absmax=all_logits())
+        if data.startswith("train_tasks/"):
+            loss0 = pm.base_model(**model_inputs(batches[0], has_types, True)).loss
+            loss0.backward()
+            out["loss0"] = loss0.item()
+            save_file({tach_name(n): p.grad.detach().clone().contiguous()
+                       for n, p in pm.named_parameters() if p.requires_grad},
+                      os.path.join(root, lora, "qlora_grads.safetensors"))
         out.update({"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
                     "bitsandbytes": bitsandbytes.__version__})
         path = os.path.join(root, lora, "qlora_logits.json")
