@@ -29,15 +29,16 @@ Command add_prune_command(CLI::App& app) {
   auto o = std::make_shared<PruneOptions>();
   auto heads = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand(
-      "prune", "Remove attention heads, FFN neurons or whole layers from an encoder and write the smaller checkpoint");
+      "prune", "Remove attention heads, FFN neurons or whole layers from a model and write the smaller checkpoint");
   sub->add_option("-m,--model", o->model, "The model: a directory or a hub id in the HF cache")->required();
   sub->add_option("-o,--output", o->output,
                   "Directory to write (config.json, model.safetensors, the tokenizer files, prune_scores.json, "
                   "prune_summary.json); an existing one is replaced only once the new one is complete")
       ->required();
   sub->add_option("--heads", *heads,
-                  "Heads to remove: a fraction of each layer's heads in [0, 1) (the lowest-ranked), or a list in "
-                  "config.json's pruned_heads spelling, '{\"0\": [1, 3], \"5\": [0]}'");
+                  "Heads to remove: a fraction of each layer's heads in [0, 1) (the lowest-ranked; a decoder's in "
+                  "whole key/value groups), or an encoder's list in config.json's pruned_heads spelling, "
+                  "'{\"0\": [1, 3], \"5\": [0]}'");
   sub->add_option("--ffn", o->ffn,
                   "The fraction of FFN neurons to remove in [0, 1): the same count in every layer, the "
                   "lowest-ranked of each")
@@ -68,12 +69,23 @@ Command add_prune_command(CLI::App& app) {
       ->capture_default_str()
       ->check(positive_count("--max-length", "--max-length values"));
   sub->footer(
-      "A head's weights are its query, key and value rows and its attention-output columns; a neuron's its\n"
-      "intermediate row and output column; a layer's all of those. Heads and neurons are ranked within their\n"
-      "layer. Removed heads are listed in config.json's pruned_heads (transformers 4 reads it; transformers 5\n"
-      "dropped head pruning and reads only FFN- and layer-pruned checkpoints); a narrower FFN and fewer layers\n"
-      "are config.json's own sizes. Removing nothing copies the model's files unchanged. MPNet keeps its\n"
-      "heads (one relative position bias table serves them all); decoders have no pruning rule yet.\n"
+      "BERT, DistilBERT, RoBERTa and XLM-R encoders: a head's weights are its query, key and value rows and\n"
+      "its attention-output columns; a neuron's its intermediate row and output column; a layer's all of\n"
+      "those. Heads and neurons are ranked within their layer. Removed heads are listed in config.json's\n"
+      "pruned_heads (transformers 4 reads it; transformers 5 dropped head pruning and reads only FFN- and\n"
+      "layer-pruned checkpoints); a narrower FFN and fewer layers are config.json's own sizes. Removing\n"
+      "nothing copies the model's files unchanged. MPNet keeps its heads (one relative position bias table\n"
+      "serves them all).\n"
+      "\n"
+      "Llama, Mistral, Qwen2, Qwen3 and Gemma 3 decoders: heads go as whole key/value groups (a key/value head\n"
+      "and the query heads sharing it; its q, k and v rows, biases included, and its o_proj columns), the same\n"
+      "count in every layer, as config.json has one num_attention_heads and num_key_value_heads: --heads takes\n"
+      "a fraction, rounded to whole groups (said when it rounds), not a list; head_dim is written, so\n"
+      "transformers 5 reads the narrower attention as an ordinary config. A neuron is its gate and up rows and\n"
+      "its down column. Layers: layer_types is sliced, or written where the family's rule would give a kept\n"
+      "layer another kind (sliding or full attention). ModernBERT: FFN neurons (both halves of Wi) and layers\n"
+      "but layer 0 (transformers builds it without an attention norm); not heads (its config has no head_dim,\n"
+      "so fewer heads would be wider ones).\n"
       "\n"
       "--by importance (Michel et al. 2019) gates each unit (xi = 1) and scores it by |dL/dxi|, averaged over\n"
       "the calibration examples: L is the loss of the model's own sequence classifier (cross-entropy, MSE or\n"
@@ -105,6 +117,7 @@ Command add_prune_command(CLI::App& app) {
             }
             const PruneResult r = prune_model(*o);
             if (r.unchanged) {
+              for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
               std::cout << "nothing to remove: copied the model's files unchanged\n  -> " << o->output << "\n";
               return 0;
             }
