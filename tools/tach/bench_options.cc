@@ -124,12 +124,15 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
                        "Engines, comma-separated: tach; torch (PyTorch eager), torch-compile (torch.compile), "
                        "onnxruntime (the model exported to ONNX), python-matmul (a pure-Python stand-in that tests "
                        "the harness). Each other engine runs in a Python worker process on the same token ids, its "
-                       "outputs checked against tach's, under the same stopping rule (default tach)")
+                       "outputs checked against tach's, under the same stopping rule (default tach). With --train: "
+                       "tach, torch, torch-compile, python-matmul train the same batch from the checkpoint, their "
+                       "first 3 steps' losses checked against tach's (--no-dropout to compare them)")
            ->delimiter(','),
        [&v](BenchConfig& c) { c.engines = v.engines; });
-    on(sub->add_option("--python", v.python,
-                       "The Python that runs the other engines' workers (a virtualenv's bin/python with torch, "
-                       "transformers, onnxruntime; default python3)"),
+    on(sub->add_option(
+           "--python", v.python,
+           "The Python that runs the other engines' workers (a virtualenv's bin/python with torch, "
+           "transformers, onnxruntime; peft for --method lora, and bitsandbytes for qlora; default python3)"),
        [&v](BenchConfig& c) { c.python = v.python; });
     on(sub->add_option("--warmup", v.warmup_runs,
                        "Warm-up runs per point, never measured (default " + std::to_string(d.warmup_runs) + ")"),
