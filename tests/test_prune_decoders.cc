@@ -185,6 +185,32 @@ TEST(PruneDecoders, ModernBertKeepsLayerZero) {
   EXPECT_EQ(model->classify(test::padded_batch({{5, 17, 33}, {9, 88}}, 0, false)).size(1), 3);
 }
 
+// A Qwen2 config in the hub's spelling (sliding from max_window_layers on, no layer_types): removing
+// layer 0 would make the sliding layer 1 full at its new index 0, so layer_types is written.
+TEST(PruneDecoders, AKeptLayerKeepsItsKindWhereTheRuleWouldMoveIt) {
+  test::TempDir tmp;
+  const std::string source = without_layer_types(decoder_fixture("qwen2-cls-kv1-f32"), tmp.file("source"));
+  json config = read_json(source + "/config.json");
+  config["use_sliding_window"] = true;
+  config["sliding_window"] = 4;
+  config["max_window_layers"] = 1;  // layer 0 full, layer 1 sliding
+  std::ofstream(source + "/config.json") << config.dump(2);
+  PruneOptions o;
+  o.model = source;
+  o.output = tmp.file("out");
+  o.layers = "0,";
+  const PruneResult r = prune_model(o);
+  EXPECT_EQ(read_json(o.output + "/config.json")["layer_types"], json::parse(R"(["sliding_attention"])"));
+  EXPECT_EQ(model::load_decoder_config(o.output + "/config.json").layer_window, (std::vector<int64_t>{4}));
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("config.json gains layer_types"), std::string::npos) << r.notes[0];
+  // Removing layer 1 instead leaves layer 0 full under the rule: nothing to add.
+  o.layers = "1,";
+  o.output = tmp.file("out2");
+  EXPECT_TRUE(prune_model(o).notes.empty());
+  EXPECT_FALSE(read_json(o.output + "/config.json").contains("layer_types"));
+}
+
 // ModernBERT's layer_types may make local a layer its global_attn_every_n_layers rule would not
 // (a pruned model's layer 0 of 1): the window is local_attention's.
 TEST(PruneDecoders, ModernBertReadsALocalLayerTheRuleWouldNotMake) {
