@@ -89,6 +89,21 @@ TEST_P(ImportanceScores, MatchPyTorchAndPruneByThem) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ImportanceScores, ::testing::Values("bert", "distilbert"));
 
+// A regression head (one output, MSE on the label as a number) on bf16 weights, which the
+// training masters widen to f32 as the reference does: its scores alone.
+TEST(ImportanceScores, RegressionHeadMatchesPyTorch) {
+  const nlohmann::json want = read_json(test::fixtures_dir() + "/prune/bert-regression-importance.json");
+  test::TempDir tmp;
+  PruneOptions o = importance_options("bert-reg1-bf16", tmp.file("pruned"));
+  o.ffn = 0.25;
+  prune_model(o);
+  const nlohmann::json scores = read_json(o.output + "/prune_scores.json");
+  EXPECT_EQ(scores["calibration"]["loss"], "regression");
+  expect_scores_near(scores["heads"], want["head_importance"], largest(want["head_importance"]), "heads");
+  expect_scores_near(scores["neurons"], want["neuron_importance"], largest(want["neuron_importance"]), "neurons");
+  expect_scores_near(scores["layers"], want["layer_importance"], largest(want["layer_importance"]), "layers");
+}
+
 // The message of what prune_model(o) throws, and whether it was a usage error (exit status 2).
 std::pair<std::string, bool> failure_of(const PruneOptions& o) {
   try {

@@ -16,6 +16,9 @@ padding, dropout off. A unit's importance is |dL/dxi| averaged over the examples
 normalisation. The calibration examples are the first N rows of tests/fixtures/train/tiny.csv,
 tokenized with tests/fixtures/tokenizers/tiny-wordpiece (truncated to the model's 32 positions).
 
+bert-regression-importance.json: the scores alone for tests/fixtures/encoders/bert-reg1-bf16, a
+regression head (one output, mean squared error with the label as a number).
+
 Writes <family>-importance.json with the scores, the units tach prune --heads 0.5 --ffn 0.25
 --layers 1 removes by them, and the logits transformers computes for the model so pruned
 (the kept layer alone, the removed units silenced: make_prune_fixtures.py's way), right- and
@@ -59,7 +62,7 @@ def examples(data, tok, n, max_len, with_types):
     for r in rows:
         e = tok.encode(r["text"])
         ids, types = e.ids[:max_len], e.type_ids[:max_len]
-        out.append((torch.tensor([ids]), torch.tensor([types]) if with_types else None, int(r["label"])))
+        out.append((torch.tensor([ids]), torch.tensor([types]) if with_types else None, r["label"]))
     return out
 
 
@@ -95,7 +98,9 @@ def importance(model, family, data):
         for g in head_gates + neuron_gates + layer_gates:
             g.grad = None
         kw = {"token_type_ids": types} if types is not None else {}
-        loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=torch.tensor([label]), **kw).loss
+        # A regression head (num_labels 1) takes the label as a number: mean squared error.
+        target = torch.tensor([float(label)]) if model.config.num_labels == 1 else torch.tensor([int(label)])
+        loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=target, **kw).loss
         loss.backward()
         for l in range(len(layers)):
             sums["heads"][l] += head_gates[l].grad.abs().double()
@@ -138,6 +143,20 @@ def write_case(out_dir, family, source, data, tok_dir):
     print(f"{path}: layer {drop_layer} dropped, heads {heads_removed}")
 
 
+def write_regression_case(out_dir, source, data, tok_dir):
+    """The scores alone for a regression head (MSE), on its bf16 weights widened to f32 as tach's
+    training masters hold them."""
+    model = AutoModelForSequenceClassification.from_pretrained(source, dtype=torch.float32).eval()
+    calib = examples(data, tokenizer(tok_dir), SAMPLES, model.config.max_position_embeddings, True)
+    scores, _, _, _ = importance(model, "bert", calib)
+    expected = {"samples": SAMPLES, "loss": model.config.problem_type, "head_importance": scores["heads"],
+                "neuron_importance": scores["neurons"], "layer_importance": scores["layers"]}
+    path = os.path.join(out_dir, "bert-regression-importance.json")
+    with open(path, "w") as f:
+        json.dump(expected, f)
+    print(f"{path}: {model.config.problem_type}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
@@ -149,6 +168,9 @@ def main():
         write_case(args.out_dir, family, os.path.join(args.fixtures, "encoders", family + "-cls2-f32"),
                    os.path.join(args.fixtures, "train", "tiny.csv"),
                    os.path.join(args.fixtures, "tokenizers", "tiny-wordpiece"))
+    write_regression_case(args.out_dir, os.path.join(args.fixtures, "encoders", "bert-reg1-bf16"),
+                          os.path.join(args.fixtures, "train", "tiny.csv"),
+                          os.path.join(args.fixtures, "tokenizers", "tiny-wordpiece"))
 
 
 if __name__ == "__main__":
