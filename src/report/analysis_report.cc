@@ -49,6 +49,13 @@ void header(Page& page, const fs::path& dir, const json& a) {
   };
   h << "<dl>";
   row("run directory", fs::absolute(dir).string());
+  // tach profile --engine: which engine ran the calls, and its one-time costs.
+  if (a.contains("engine") && a["engine"].is_object()) {
+    const json& e = a["engine"];
+    row("engine", str_or(e, "name") + ", " + str_or(e, "task") + " (" + str_or(e, "versions") + "); load " +
+                      fmt("%.2f", num_or(e, "load_s")) + " s, first call " + fmt("%.3f", num_or(e, "first_call_s")) +
+                      " s, outside the profile");
+  }
   const json traces = a.value("traces", json::array());
   for (const auto& t : traces) {
     const std::string assumed_because = str_or(t, "rank_assumed_because");

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "model/safetensors_writer.h"
+#include "report/engine_report.h"
 #include "report/figure_book.h"
 #include "report/report_sections.h"
 #include "report/svg_chart.h"
@@ -927,6 +928,7 @@ RunReport build_run_report(const std::string& run_dir) {
   if (train_sweep) report::train_sweep_section(h, page.figs, points, dir);
   else if (!points.empty()) sweep_section(page, points);
   report::speedup_section(h, page.figs, points);
+  report::engine_section(h, page.figs, points, run_dir);
   report::shrink_section(h, page.figs, points);
   if (accuracy) accuracy_section(page, *accuracy);
   if (token_eval) report::token_eval_section(h, page.figs, *token_eval);

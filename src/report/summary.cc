@@ -10,6 +10,7 @@
 
 #include "cpu/gemm.h"
 #include "cpu/train_gemm.h"
+#include "report/engine_report.h"
 #include "report/number_text.h"
 #include "tach/parameter_count.h"
 #include "tach/error.h"
@@ -126,61 +127,6 @@ std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results
 }
 
 namespace {
-
-// Other engines' points (bench --engine): a disagreement with tach's outputs first (the timings of
-// a different computation), then, per engine, where it wins against the run's first engine at the
-// same point and by how much (batch over median latency), and its one-time costs. A pair where
-// either side was contended is left out of the count and said to be.
-void engine_findings(std::ostringstream& s, const std::vector<PointResult>& results) {
-  std::vector<std::string> engines;
-  for (const auto& p : results)
-    if (std::find(engines.begin(), engines.end(), p.key.engine) == engines.end()) engines.push_back(p.key.engine);
-  if (engines.size() < 2 && (engines.empty() || engines.front() == "tach")) return;
-  for (const auto& p : results)
-    if (p.status == "ok" && p.key.engine != "tach" && p.engine_run.outputs_checked && !p.engine_run.outputs_agree)
-      s << "- " << p.key.id() << ": " << p.key.engine << "'s " << p.engine_run.outputs_name
-        << " DISAGREE with tach's on the same ids (largest difference " << fmt("%.3g", p.engine_run.max_abs_diff)
-        << ", tolerance " << fmt("%.3g", p.engine_run.tolerance) << "): its timings are of a different computation\n";
-  const std::string& base = engines.front();
-  std::map<std::string, const PointResult*> baseline;
-  for (const auto& p : results)
-    if (p.status == "ok" && p.key.engine == base) baseline[p.key.id_without("engine")] = &p;
-  for (size_t e = 1; e < engines.size(); ++e) {
-    int wins = 0, pairs = 0, contended = 0;
-    double lo = 0, hi = 0;
-    const PointResult* one_time = nullptr;
-    for (const auto& p : results) {
-      if (p.status != "ok" || p.key.engine != engines[e]) continue;
-      if (!one_time) one_time = &p;
-      const auto it = baseline.find(p.key.id_without("engine"));
-      if (it == baseline.end() || p.samples_per_s <= 0 || it->second->samples_per_s <= 0) continue;
-      if (p.load.contended || it->second->load.contended) {
-        ++contended;
-        continue;
-      }
-      const double ratio = p.samples_per_s / it->second->samples_per_s;  // > 1: this engine is faster
-      lo = pairs == 0 ? ratio : std::min(lo, ratio), hi = pairs == 0 ? ratio : std::max(hi, ratio);
-      ++pairs, wins += ratio > 1;
-    }
-    s << "- " << engines[e] << " against " << base << ": ";
-    if (pairs > 0)
-      s << engines[e] << " has the higher throughput at " << wins << " of " << pairs << " points (" << fmt("%.2f", lo)
-        << "x to " << fmt("%.2f", hi) << "x " << base << "'s samples/s)";
-    else s << "no point of both measured without contention";
-    if (contended > 0) s << "; " << contended << " pair(s) left out: measured under contention (CONTENDED, above)";
-    s << ".";
-    if (one_time && engines[e] != "tach") {
-      const PointResult::EngineRun& r = one_time->engine_run;
-      s << " One-time: load " << fmt("%.2f", r.load_s) << " s";
-      if (r.setup_kind != "none")
-        s << ", " << r.setup_kind << " " << fmt("%.2f", r.setup_s) << " s"
-          << (r.setup_cached ? " (reused from the cache)" : "");
-      s << ", first call " << fmt("%.3f", r.first_call_s) << " s; protocol " << fmt("%.1f", r.protocol_us_per_call)
-        << " us per call.";
-    }
-    s << "\n";
-  }
-}
 
 // A causal LM's decoding (bench --decode-tokens): each point's median step against the bandwidth
 // limit, and a warning where the steps beat it (the bandwidth figure is then too low).
@@ -337,7 +283,7 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
         << ").\n";
   }
   decode_findings(s, o.results);
-  engine_findings(s, o.results);
+  report::engine_findings(s, o.results);
   for (const auto& p : o.results)
     if (p.status != "ok") s << "- " << p.key.id() << " " << p.status << ": " << p.reason << "\n";
   double worst_spread = 0;

@@ -7,11 +7,14 @@
 #include <functional>
 #include <iostream>
 #include <random>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "commands.h"
 #include "format.h"
 #include "head_option.h"
+#include "tach/analyze.h"
+#include "tach/engine_profile.h"
 #include "tach/error.h"
 #include "tach/model.h"
 #include "tach/profile.h"
@@ -54,6 +57,8 @@ struct ProfileFlags {
   // --train --distill-from: a teacher's inference joins each step as its "teacher" phase.
   std::string distill_from, distill_dtype = "f32";
   double distill_temperature = 2.0, distill_alpha = 0.5;
+  std::string engine = "tach";  // or torch, torch-compile: profiled in a worker under torch.profiler
+  std::string python;           // --engine's worker interpreter ("" is python3)
 };
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -73,6 +78,88 @@ TokenBatch random_batch(int64_t vocab_size, int32_t pad_token_id, int64_t B, int
   return TokenBatch::from_rows(rows, pad_token_id);
 }
 
+std::string default_run_dir(const std::string& suffix) {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+  return "runs/" + std::string(buf) + suffix;
+}
+
+// tach profile's --sort-by as tach analyze's column: self is analyze's default (self device time
+// where the trace has GPU events, else self CPU time).
+std::string analyze_sort_column(const std::string& sort_by, bool gpu) {
+  if (sort_by == "total") return gpu ? "device" : "cpu";
+  if (sort_by == "memory") return "self_cpu_memory";
+  if (sort_by == "flops") return "flops";
+  if (sort_by == "gpu") return "self_device";
+  return "";
+}
+
+// --engine torch|torch-compile: the same model, batch, length, dtype, device and ids in the
+// engine's worker under torch.profiler, its traces read by tach analyze's library.
+int run_engine_profile(const ProfileFlags& f) {
+  check_profile_engine(f.engine, f.model, f.dtype);
+  usage_check(!f.train, "--train with --engine " + f.engine +
+                            ": tach profile profiles another engine's forwards only; profile training steps on "
+                            "tach's engine (no --engine), or time them with tach bench --train --engine " +
+                            f.engine);
+  usage_check(f.adapter.empty(), "--adapter with --engine " + f.engine +
+                                     ": the adapter is merged by tach's loader only; merge it first (tach merge) and "
+                                     "profile the merged model");
+  usage_check(f.group_by != "module", "--group-by module with --engine " + f.engine +
+                                          ": torch.profiler's op table groups by op or shape (tach analyze --group-by "
+                                          "stack reads Python frames, which this profile does not record)");
+  // tach reads the model too: its head picks the worker's task, and its vocabulary the ids, the
+  // same ids (same seed) that tach profile gives tach's own engine.
+  LoadOptions lo;
+  lo.seed = f.seed;
+  lo.head = head_to_load(f.head, HeadUse::as_published);
+  const std::unique_ptr<EncoderModel> model = load_model(f.model, lo);
+  const ModelInfo& info = model->info();
+  const TokenBatch batch = random_batch(info.vocab_size, info.pad_token_id, f.batch, f.seq_len, f.seed);
+  const std::string dir = f.output_dir.empty() ? default_run_dir("-profile-" + f.engine) : f.output_dir;
+  fs::create_directories(dir);
+  announce_run_dir(dir);
+  EngineProfileOptions eo;
+  eo.engine = f.engine, eo.python = f.python, eo.model = f.model, eo.dtype = f.dtype;
+  eo.device = parse_device(f.device), eo.threads = f.threads, eo.schedule = f.schedule, eo.gzip = f.gzip;
+  eo.output_dir = dir;
+  std::cerr << "tach: profiling forwards of " << f.model << " in engine " << f.engine << ", batch " << f.batch << " x "
+            << f.seq_len << ", " << f.dtype << ", " << f.device << " (" << f.schedule.describe() << ")\n";
+  const EngineProfile p = profile_engine(eo, info, batch);
+  AnalyzeOptions ao;
+  ao.group_by = f.group_by == "shape" ? "shape" : "name";
+  ao.sort_by = analyze_sort_column(f.sort_by, eo.device.kind == DeviceKind::cuda);
+  ao.top = f.top;
+  const TraceAnalysis a = analyze_traces(p.traces, ao);
+  std::vector<double> steps = p.step_s;
+  std::ostringstream s;
+  s << "tach profile --engine " << f.engine << ": forwards (" << p.task << ") of " << f.model << ", batch " << f.batch
+    << " x " << f.seq_len << ", " << f.dtype << ", " << f.device << ", profiled in " << f.engine
+    << " under torch.profiler (" << p.versions << ")\n"
+    << "one-time: load " << fixed(p.load_s, 2) << " s"
+    << (p.setup_kind != "none" ? ", " + p.setup_kind + " " + fixed(p.setup_s, 2) + " s" : std::string())
+    << ", first call " << fixed(p.first_call_s, 3) << " s (outside the profile)\n"
+    << "schedule: " << f.schedule.describe() << "; " << p.steps << " calls, median "
+    << fixed(steps.empty() ? 0.0 : summarize(steps).median * 1e3, 3)
+    << " ms (the profiler recording in warmup and active calls); " << p.traces.size() << " trace"
+    << (p.traces.size() == 1 ? "" : "s") << "\n\n"
+    << a.text;
+  nlohmann::json analysis = nlohmann::json::parse(a.json);
+  analysis["engine"] = {
+      {"name", p.engine},      {"task", p.task},       {"versions", p.versions},         {"load_s", p.load_s},
+      {"setup", p.setup_kind}, {"setup_s", p.setup_s}, {"first_call_s", p.first_call_s}, {"step_s", p.step_s},
+      {"log", p.log}};
+  const fs::path out(dir);
+  write_file(out / "analysis.json", analysis.dump(2) + "\n");
+  write_file(out / "summary.txt", s.str());
+  std::cout << s.str() << "\nwritten: " << dir << "/{" << fs::path(p.traces.front()).filename().string()
+            << (p.traces.size() > 1 ? ", ..." : "")
+            << " (open in ui.perfetto.dev), analysis.json, summary.txt, engines/" << f.engine << ".log}; tach report "
+            << dir << " draws it\n";
+  return 0;
+}
+
 int run_profile(ProfileFlags f) {
   if (f.threads > 0) set_threads(f.threads);
   // auto: the first GPU when one is usable, else the CPU (said on stderr); cuda without one is
@@ -80,6 +167,7 @@ int run_profile(ProfileFlags f) {
   std::string device_note;
   f.device = training_device(f.device, &device_note).str();
   if (!device_note.empty()) std::cerr << "tach: " << device_note << "\n";
+  if (f.engine != "tach") return run_engine_profile(f);
   check(f.batch > 0 && f.seq_len > 0, "--batch-size and --seq-len must be positive");
   parse_compute_dtype(f.dtype);  // names the dtypes there are
   check((f.dtype != "int8" && f.dtype != "nf4") || !f.train,
@@ -156,13 +244,7 @@ int run_profile(ProfileFlags f) {
                                          f.method + ", exec " + f.exec + ")"
                                    : "forwards";
 
-  std::string dir = f.output_dir;
-  if (dir.empty()) {
-    const std::time_t t = std::time(nullptr);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
-    dir = "runs/" + std::string(buf) + "-profile/traces";
-  }
+  const std::string dir = f.output_dir.empty() ? default_run_dir("-profile/traces") : f.output_dir;
   fs::create_directories(dir);
   announce_run_dir(dir);
 
@@ -396,6 +478,16 @@ Command add_profile_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--distill-dtype", f->distill_dtype, "--train --distill-from: the teacher's inference dtype")
       ->capture_default_str();
+  sub->add_option("--engine", f->engine,
+                  "The engine to profile: tach (its own profiler, as above), or torch or torch-compile: the same "
+                  "model, batch, length, dtype, device and token ids in a Python worker (as tach bench --engine) under "
+                  "torch.profiler (shapes recorded, no stacks; CPU, and CUDA on a GPU), its traces written to the "
+                  "output directory and read as tach analyze reads them (--group-by op or shape, --sort-by, --top). "
+                  "onnxruntime is refused: its profiler's JSON is not torch.profiler's")
+      ->capture_default_str();
+  sub->add_option("--python", f->python,
+                  "--engine: the worker's Python, one with torch and transformers (a virtualenv's bin/python; "
+                  "default python3)");
   return {sub, [f] { return run_profile(*f); }};
 }
 

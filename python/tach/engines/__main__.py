@@ -11,6 +11,7 @@ import traceback
 
 from . import ENGINES, PROTOCOL, engine_class
 from ._errors import EngineError, bad_request, is_out_of_memory
+from ._profile import profile
 from ._requests import parse_inputs, parse_load
 
 EXIT_UNAVAILABLE = 3
@@ -73,7 +74,9 @@ def handle(engine, req):
         return engine.op_memory(bool(req.get("reset", False)))
     if op == "ping":
         return {}
-    raise bad_request(f"unknown op {op!r}: load, inputs, prepare, outputs, time, memory, ping or quit")
+    if op == "profile":
+        return profile(engine, req)
+    raise bad_request(f"unknown op {op!r}: load, inputs, prepare, outputs, time, memory, profile, ping or quit")
 
 
 def serve(engine, requests, replies):

@@ -1,0 +1,125 @@
+// tach profile --engine: another engine's calls under torch.profiler, in its worker process
+// (the protocol's "profile" request, docs/engines.md), on the ids tach profiles itself.
+#include "tach/engine_profile.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "bench/engine_point.h"
+#include "engines/engine_names.h"
+#include "engines/engine_protocol.h"
+#include "model/checkpoint.h"
+#include "tach/error.h"
+
+namespace fs = std::filesystem;
+
+namespace tach {
+
+namespace {
+
+// "python 3.11.7, torch 2.5.1, transformers 4.46.0" from the worker's ready line.
+std::string versions_text(const nlohmann::json& versions) {
+  std::string s;
+  for (const auto& [k, v] : versions.items())
+    s += (s.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
+  return s;
+}
+
+// The "inputs" request: [batch][length] ids and mask (and segment ids) as integers.
+nlohmann::json inputs_request(const TokenBatch& batch) {
+  const auto rows = [](const Tensor& t) {
+    const Tensor h = t.on(Device::cpu());
+    nlohmann::json out = nlohmann::json::array();
+    const int64_t B = h.size(0), T = h.size(1);
+    for (int64_t b = 0; b < B; ++b)
+      out.push_back(std::vector<int32_t>(h.data<int32_t>() + b * T, h.data<int32_t>() + (b + 1) * T));
+    return out;
+  };
+  nlohmann::json j = {{"op", "inputs"},
+                      {"input_ids", rows(batch.input_ids)},
+                      {"attention_mask", rows(batch.attention_mask)}};
+  if (batch.token_type_ids.defined()) j["token_type_ids"] = rows(batch.token_type_ids);
+  return j;
+}
+
+std::vector<std::string> string_list(const nlohmann::json& reply, const char* key, const std::string& engine) {
+  const auto it = reply.find(key);
+  if (it == reply.end() || !it->is_array())
+    throw Error("engine " + engine + "'s profile reply has no \"" + key + "\" list");
+  std::vector<std::string> out;
+  for (const auto& v : *it) {
+    if (!v.is_string())
+      throw Error("engine " + engine + "'s profile reply lists a trace that is not a path: " + v.dump());
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_profile_engine(const std::string& engine, const std::string& model, const std::string& dtype) {
+  engines::check_engines({engine}, false);  // an unknown name, naming the known ones
+  usage_check(engine != "onnxruntime",
+              "--engine onnxruntime cannot be profiled here: ONNX Runtime has a profiler of its own "
+              "(SessionOptions.enable_profiling), whose JSON holds ONNX nodes, not the torch.profiler "
+              "events tach analyze reads; profile --engine torch or torch-compile, or tach's own engine (no --engine)");
+  usage_check(engine != "python-matmul",
+              "--engine python-matmul computes a stand-in matrix product, not the model: there is no model to "
+              "profile; profile --engine torch or torch-compile");
+  usage_check(engine == "torch" || engine == "torch-compile",
+              "--engine " + engine + ": tach profile profiles tach (no --engine), torch or torch-compile");
+  usage_check(model.rfind("preset:", 0) != 0, model + " has synthetic weights, which only tach builds: --engine " +
+                                                  engine +
+                                                  " needs a model directory or a hub id with its weights (-m DIR)");
+  usage_check(dtype == "f32" || dtype == "bf16" || dtype == "f16",
+              "--dtype " + dtype + " is tach's own quantization; --engine " + engine + " runs f32, bf16 or f16");
+}
+
+EngineProfile profile_engine(const EngineProfileOptions& o, const ModelInfo& info, const TokenBatch& batch) {
+  const std::string dir = model::resolve_model(o.model).dir;
+  check(!dir.empty(), o.model + ": --engine " + o.engine + " needs a model directory with its weights");
+  EngineProfile p;
+  p.engine = o.engine;
+  p.task = bench::engine_task(info);
+  p.log = (fs::path(o.output_dir) / "engines" / (o.engine + ".log")).string();
+  auto client = engines::EngineClient::start(engines::worker_launch(o.engine, o.python, p.log));
+  p.versions = versions_text(client->ready().versions);
+  const nlohmann::json loaded = client->call({{"op", "load"},
+                                              {"model", fs::absolute(dir).string()},
+                                              {"task", p.task},
+                                              {"dtype", o.dtype},
+                                              {"device", o.device.str()},
+                                              {"threads", o.threads},
+                                              {"train", nullptr}});
+  const engines::EngineLoad one_time = engines::load_from_reply(loaded, o.engine);
+  p.load_s = one_time.load_s, p.setup_kind = one_time.setup_kind, p.setup_s = one_time.setup_s;
+  (void)client->call(inputs_request(batch));
+  const nlohmann::json prepared = client->call({{"op", "prepare"}});
+  p.first_call_s = prepared.contains("first_call_s") && prepared.at("first_call_s").is_number()
+                       ? prepared.at("first_call_s").get<double>()
+                       : 0;
+  const ProfileSchedule& s = o.schedule;
+  const int64_t cycles = std::max(s.repeat, 1);
+  p.steps = s.skip_first + cycles * (s.wait + s.warmup + s.active);
+  // The calls' deadline as a "time" request's, plus a minute for writing the traces.
+  const double deadline = engines::request_deadline_s("time", p.steps, std::max(p.first_call_s, 1.0)) + 60;
+  const nlohmann::json reply = client->call({{"op", "profile"},
+                                             {"schedule",
+                                              {{"skip_first", s.skip_first},
+                                               {"wait", s.wait},
+                                               {"warmup", s.warmup},
+                                               {"active", s.active},
+                                               {"repeat", cycles}}},
+                                             {"output_dir", fs::absolute(o.output_dir).string()},
+                                             {"gzip", o.gzip}},
+                                            deadline);
+  client->quit();
+  p.traces = string_list(reply, "traces", o.engine);
+  check(!p.traces.empty(), "engine " + o.engine + " wrote no trace (its log: " + p.log + ")");
+  if (const auto it = reply.find("step_s"); it != reply.end() && it->is_array())
+    for (const auto& v : *it)
+      if (v.is_number()) p.step_s.push_back(v.get<double>());
+  return p;
+}
+
+}  // namespace tach

@@ -1,0 +1,45 @@
+// Other engines beside tach's own (tach bench --engine): how each stands against the run's first
+// engine, point by point, which the findings (summary.txt) and report.html's engine panel share.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tach/bench.h"
+
+namespace tach::report {
+
+class FigureBook;
+
+// One engine against the run's baseline engine (the first in the run: tach when it ran), over the
+// points both measured (the same id once the engine is left out).
+struct EngineStanding {
+  std::string engine, baseline;
+  int pairs = 0, wins = 0;  // pairs measured without contention; where this engine's throughput is higher
+  int contended = 0;        // pairs left out: either side measured under contention
+  // The throughput ratios (this engine's samples/s over the baseline's; > 1: faster) at their
+  // extremes, with the points (ids without the engine) where they were measured.
+  double best = 0, worst = 0;
+  std::string best_point, worst_point;
+  const PointResult* one_time = nullptr;  // this engine's first ok point: its one-time costs
+};
+
+// The engines of a run in the order first seen (the baseline first). Empty for a run of tach alone.
+std::vector<std::string> run_engines(const std::vector<PointResult>& points);
+// One standing per engine after the baseline; empty when the run has one engine.
+std::vector<EngineStanding> engine_standings(const std::vector<PointResult>& points);
+
+// The findings' lines for other engines (each "- ..." and a newline): a disagreement with tach's
+// outputs first (its timings are of a different computation), then each engine's standing: where
+// it wins, by how much, and its one-time costs.
+void engine_findings(std::ostringstream& s, const std::vector<PointResult>& points);
+
+// report.html's engine panel: latency and throughput per engine per point, the speed-up against
+// the baseline engine with tach compare --by engine's verdict in its words (from run_dir's
+// results.jsonl), the outputs' agreement, and each engine's one-time costs. Nothing for a run of
+// one engine.
+void engine_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points,
+                    const std::string& run_dir);
+
+}  // namespace tach::report
