@@ -44,8 +44,14 @@ add_library(tach_csv INTERFACE)
 target_link_libraries(tach_csv INTERFACE ${CSV_LIBRARY})
 target_include_directories(tach_csv INTERFACE ${CSV_INCLUDE_DIR})
 find_package(yaml-cpp REQUIRED)
-# Traces: zlib for trace.json.gz.
+# Traces: ISA-L's igzip inflates trace.json.gz (about twice zlib's speed, CRC-32 included: it was
+# a third of tach analyze's CPU, docs/perf.md); zlib is the other readers' (Parquet pages, ...).
 find_package(ZLIB REQUIRED)
+pkg_check_modules(ISAL IMPORTED_TARGET libisal)
+if(NOT ISAL_FOUND)
+  message(FATAL_ERROR "tach: ISA-L (libisal) not found: tach analyze inflates gzipped traces with it. "
+                      "Debian/Ubuntu: apt install libisal-dev (scripts/setup.sh installs it)")
+endif()
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 # Reports: librsvg (and cairo under it) renders the charts' SVG to PNG; libzip packs the slide deck.

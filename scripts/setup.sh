@@ -12,7 +12,8 @@ packages=(
   libopenblas-dev        # OpenBLAS: the GEMM comparison and BLAS checks in tach info
   libyaml-cpp-dev        # YAML run configs
   libcsv-dev             # CSV/TSV datasets (RFC 4180 quoting, multi-line fields)
-  zlib1g-dev             # gzipped traces
+  zlib1g-dev             # gzip (Parquet pages, test fixtures)
+  libisal-dev            # tach analyze: ISA-L's igzip inflates gzipped traces
   librsvg2-dev libcairo2-dev   # tach report --png: the charts' SVG rendered to PNG
   libzip-dev             # tach report --pptx: the slide deck's zip package
   libsnappy-dev libzstd-dev   # Parquet datasets: the pages' compressions

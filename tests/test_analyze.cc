@@ -46,6 +46,8 @@ std::string gunzip(const std::string& path) {
   return out;
 }
 
+std::string contents(const Trace& t);
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
@@ -89,6 +91,35 @@ TEST(TraceReader, TruncatedGzipIsSaid) {
   const std::string e = error_of([&] { load_trace(dir.file("cut.json.gz")); });
   EXPECT_NE(e.find("cut.json.gz"), std::string::npos) << e;
   EXPECT_NE(e.find("gzip stream is truncated"), std::string::npos) << e;
+}
+
+// text as one gzip member (zlib's gzip writer, as torch's gzip.open).
+std::string gzip(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+  return read_bytes(path);
+}
+
+// Members one after another read as one stream (as zlib's gzread reads them), bytes after the last
+// member are ignored as zlib ignores them, and a member whose data does not match its CRC-32 is
+// refused.
+TEST(TraceReader, GzipMembersTrailingBytesAndCorruptStreams) {
+  test::TempDir dir;
+  const std::string text = gunzip(kFixtures + "infer/server.0.pt.trace.json.gz");
+  const std::string whole = contents(load_trace_text("t.json", text));
+  const size_t half = text.size() / 2 + 7;
+  write_bytes(dir.file("two.json.gz"),
+              gzip(dir.file("a.gz"), text.substr(0, half)) + gzip(dir.file("b.gz"), text.substr(half)));
+  EXPECT_EQ(contents(load_trace(dir.file("two.json.gz"))), whole);
+  write_bytes(dir.file("tail.json.gz"), gzip(dir.file("c.gz"), text) + "\n\n");
+  EXPECT_EQ(contents(load_trace(dir.file("tail.json.gz"))), whole);
+  std::string bad = gzip(dir.file("d.gz"), text);
+  bad[bad.size() - 6] ^= 0x55;  // the CRC-32, 8 bytes from the end
+  write_bytes(dir.file("crc.json.gz"), bad);
+  const std::string e = error_of([&] { load_trace(dir.file("crc.json.gz")); });
+  EXPECT_NE(e.find("crc.json.gz: the gzip stream is corrupt (its CRC-32 does not match its data)"), std::string::npos)
+      << e;
 }
 
 TEST(TraceReader, TruncatedJsonIsSaid) {
