@@ -20,6 +20,12 @@ struct ShrinkOptions {
   std::vector<std::string> dtypes{"f32"};  // --dtype: one variant each (f32, bf16, f16, int8, nf4)
   std::vector<std::string> prunes;         // --prune: "heads:0.5", "ffn:0.25", "layers:2"
   std::vector<std::string> students;       // --student: model directories (tach train --distill-from)
+  // How tach prune ranks the units it removes: magnitude, or importance (first-order, on labelled
+  // calibration data: calibration_data, or the run's dataset when empty, its first
+  // calibration_samples examples, tokenized as the accuracy pass tokenizes).
+  std::string prune_by = "magnitude";
+  std::string calibration_data;
+  int64_t calibration_samples = 128;
 };
 
 struct ShrinkVariant {

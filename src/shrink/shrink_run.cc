@@ -30,7 +30,10 @@ std::string options_json(const ShrinkOptions& o) {
                {"base", json::parse(bench_config_to_json(o.base))},
                {"dtypes", o.dtypes},
                {"prunes", o.prunes},
-               {"students", o.students}})
+               {"students", o.students},
+               {"prune_by", o.prune_by},
+               {"calibration_data", o.calibration_data},
+               {"calibration_samples", o.calibration_samples}})
              .dump(2) +
          "\n";
 }
@@ -44,6 +47,9 @@ ShrinkOptions options_from_json(const std::string& text, const std::string& wher
     o.dtypes = j.at("dtypes").get<std::vector<std::string>>();
     o.prunes = j.at("prunes").get<std::vector<std::string>>();
     o.students = j.at("students").get<std::vector<std::string>>();
+    o.prune_by = j.value("prune_by", o.prune_by);
+    o.calibration_data = j.value("calibration_data", o.calibration_data);
+    o.calibration_samples = j.value("calibration_samples", o.calibration_samples);
     return o;
   } catch (const json::exception& e) { throw Error(where + ": " + e.what()); }
 }
@@ -67,6 +73,14 @@ void make_pruned_model(ShrinkVariant& v, const ShrinkOptions& o, const fs::path&
   if (v.part == "heads") p.heads = v.amount;
   if (v.part == "ffn") p.ffn = v.amount;
   if (v.part == "layers") p.layers = std::to_string(int64_t(v.amount));
+  p.by = o.prune_by;
+  if (o.prune_by == "importance") {  // ranked on labelled data, tokenized as the accuracy pass is
+    p.data = o.base.dataset;
+    if (!o.calibration_data.empty()) p.data.path = o.calibration_data;
+    p.calibration_samples = o.calibration_samples;
+    p.tokenizer = o.base.tokenizer;
+    p.max_length = o.base.eval_max_length;
+  }
   try {
     (void)prune_model(p);
   } catch (const Error& e) { throw UsageError("--prune " + v.name + ": " + e.what()); }

@@ -147,6 +147,12 @@ void check_shrink_variants(const ShrinkOptions& o, const std::vector<ShrinkVaria
   usage_check(!o.base.dataset.path.empty(),
               "tach shrink needs a labelled dataset for each variant's accuracy: pass -d/--dataset FILE");
   usage_check(!variants.empty(), "no variant to measure: give --dtype, --prune or --student");
+  usage_check(o.prune_by == "magnitude" || o.prune_by == "importance",
+              "--prune-by " + o.prune_by + ": not one of magnitude, importance");
+  usage_check(o.prune_by == "importance" || (o.calibration_data.empty() && o.calibration_samples == 128),
+              "--calibration-data and --calibration-samples are for --prune-by importance");
+  usage_check(o.calibration_samples >= 1,
+              "--calibration-samples " + std::to_string(o.calibration_samples) + ": must be 1 or more");
   BenchConfig base = o.base;
   base.accuracy = true;
   base.dtypes = {variants.front().dtype};

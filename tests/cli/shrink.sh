@@ -86,6 +86,37 @@ assert sorted(r["id"] for r in cut) == sorted(r["id"] for r in full), [r["id"] f
 assert [r["finished_at"] for r in cut[:3]] == [r["finished_at"] for r in full[:3]]
 print("resume ok")
 PY
+# Pruned by importance on calibration data: prune's scores say so, and the rows are there.
+"$tach" shrink -m "$bert" "${common[@]}" --dtype f32 --prune ffn:0.5 --prune-by importance --calibration-data "$data" \
+  --calibration-samples 4 --runs-dir "$work" --run-id imp > "$work/imp.txt" 2>&1 || fail "--prune-by importance: $(cat "$work/imp.txt")"
+python3 - "$work/imp" <<'PY' || fail "--prune-by importance"
+import json, sys
+scores = json.load(open(sys.argv[1] + "/models/ffn-0.5/prune_scores.json"))
+assert scores["by"] == "importance" and scores["calibration"]["samples"] == 4, scores.get("calibration")
+rows = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl")]
+assert sorted(r["variant"] for r in rows) == ["f32", "f32", "ffn:0.5", "ffn:0.5"], [r["variant"] for r in rows]
+assert json.load(open(sys.argv[1] + "/shrink.json"))["prune_by"] == "importance"
+PY
+
+# A real kill: SIGKILL once the first variant's first point is in, then --resume: every row once.
+"$tach" shrink -m "$bert" -k "$tok" -d "$data" --text-column sentence --device cpu -t 1 -b 1,2,4 -s 32 --runs 1500 \
+  --warmup 1 --no-progress --dtype f32,int8 --runs-dir "$work" --run-id killed > "$work/killed.txt" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  [ -s "$work/killed/variants/f32/results.jsonl" ] && break
+  sleep 0.05
+done
+kill -9 "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+"$tach" shrink --resume "$work/killed" --no-progress > "$work/resumed.txt" 2>&1 || fail "resume after a kill: $(cat "$work/resumed.txt")"
+python3 - "$work/killed/results.jsonl" <<'PY' || fail "rows after a kill and --resume"
+import json, sys
+ids = [json.loads(l)["id"] for l in open(sys.argv[1])]
+want = [f"{v}/cpu/{v}/t1/b{b}/s32" for v in ("f32", "int8") for b in (1, 2, 4)]
+assert sorted(ids) == sorted(want), ids
+print("killed and resumed:", len(ids), "rows")
+PY
+
 expect_usage() {  # text, args...
   local text=$1
   shift
@@ -105,6 +136,8 @@ expect_usage "differ from the model's" -m "$bert" --student "$fx/distill/bert2-b
 # A part of a family without a pruning rule: prune's own message, under the variant's name.
 expect_usage "--prune heads:0.5: tach prune: MPNet encoders (all-mpnet-base-v2) cannot be written with fewer attention heads" \
   -m "$fx/encoders/mpnet-cls2-f32" --prune heads:0.5
+expect_usage "--calibration-data and --calibration-samples are for --prune-by importance" -m "$bert" \
+  --prune heads:0.5 --calibration-samples 4
 expect_usage "--resume continues a run with its own shrink.json" --resume "$run"
 # A directory that holds a run is refused (as bench refuses one: status 1), naming --resume.
 set +e

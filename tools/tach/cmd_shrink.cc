@@ -89,9 +89,20 @@ Command add_shrink_command(CLI::App& app) {
       ->delimiter(',');
   sub->add_option("--prune", f->options.prunes,
                   "Pruned variants, comma-separated: heads:F, ffn:F (a fraction in [0, 1) of each layer's heads or "
-                  "FFN neurons), layers:N (the N lowest-ranked layers); each made by tach prune's library, by "
-                  "weight magnitude, into RUN_DIR/models/")
+                  "FFN neurons), layers:N (the N lowest-ranked layers); each made by tach prune's library (ranked "
+                  "as --prune-by says) into RUN_DIR/models/")
       ->delimiter(',');
+  sub->add_option("--prune-by", f->options.prune_by,
+                  "How pruning ranks units: magnitude (the L2 norm of each unit's weights) or importance "
+                  "(first-order, on labelled calibration data, as tach prune --by importance)")
+      ->check(one_of("--prune-by", {"magnitude", "importance"}))
+      ->capture_default_str();
+  sub->add_option("--calibration-data", f->options.calibration_data,
+                  "--prune-by importance: labelled calibration data (default: -d, the data the accuracy is "
+                  "measured on, which then favours the pruned models: give a training split where there is one)");
+  sub->add_option("--calibration-samples", f->options.calibration_samples,
+                  "--prune-by importance: score on the first N examples (default 128)")
+      ->check(positive_count("--calibration-samples", "--calibration-samples values"));
   sub->add_option("--student", f->options.students,
                   "Student model directories (tach train --distill-from), repeatable or comma-separated; their "
                   "labels must be the model's")
