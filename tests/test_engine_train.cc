@@ -11,6 +11,7 @@
 #include "bench/bench_internal.h"
 #include "engines/engine_names.h"
 #include "tach/bench.h"
+#include "tach/report.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -94,6 +95,13 @@ TEST(EngineTrainSweep, AnotherEnginesPointsCarryPhasesTheLossCheckAndResume) {
     EXPECT_EQ(p.engine_run.outputs_name, "losses of the first 3 steps");
     EXPECT_EQ(p.rss_bytes, 1 << 20);
   }
+  // The findings: the disagreement first, then where the engine stands against tach.
+  const std::string summary = summary_text(out.config, out);
+  EXPECT_NE(summary.find("- torch/cpu/f32/t1/b1/s8/full/eager/gc-off: torch's losses of the first 3 steps DISAGREE "
+                         "with tach's"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("- torch against tach: "), std::string::npos) << summary;
   const SweepOutcome again = resume_bench(out.run_dir);
   EXPECT_EQ(again.resumed_points, 4);
 }

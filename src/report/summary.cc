@@ -246,6 +246,7 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
       << kThroughputDefinition << " (here a step's); then one profiled step for the FLOPs.\n\n";
     std::ostringstream contention;
     contention_findings(contention, o.results);
+    report::engine_findings(contention, o.results);  // other engines' losses against tach's, and their standing
     return s.str() + train_findings_text(config, o, contention.str());
   }
   s << "); each point: " << config.warmup_runs << " warm-up runs (not measured), then " << config.stop.describe()
