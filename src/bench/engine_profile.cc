@@ -17,31 +17,6 @@ namespace tach {
 
 namespace {
 
-// "python 3.11.7, torch 2.5.1, transformers 4.46.0" from the worker's ready line.
-std::string versions_text(const nlohmann::json& versions) {
-  std::string s;
-  for (const auto& [k, v] : versions.items())
-    s += (s.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
-  return s;
-}
-
-// The "inputs" request: [batch][length] ids and mask (and segment ids) as integers.
-nlohmann::json inputs_request(const TokenBatch& batch) {
-  const auto rows = [](const Tensor& t) {
-    const Tensor h = t.on(Device::cpu());
-    nlohmann::json out = nlohmann::json::array();
-    const int64_t B = h.size(0), T = h.size(1);
-    for (int64_t b = 0; b < B; ++b)
-      out.push_back(std::vector<int32_t>(h.data<int32_t>() + b * T, h.data<int32_t>() + (b + 1) * T));
-    return out;
-  };
-  nlohmann::json j = {{"op", "inputs"},
-                      {"input_ids", rows(batch.input_ids)},
-                      {"attention_mask", rows(batch.attention_mask)}};
-  if (batch.token_type_ids.defined()) j["token_type_ids"] = rows(batch.token_type_ids);
-  return j;
-}
-
 std::vector<std::string> string_list(const nlohmann::json& reply, const char* key, const std::string& engine) {
   const auto it = reply.find(key);
   if (it == reply.end() || !it->is_array())
@@ -83,17 +58,18 @@ EngineProfile profile_engine(const EngineProfileOptions& o, const ModelInfo& inf
   p.task = bench::engine_task(info);
   p.log = (fs::path(o.output_dir) / "engines" / (o.engine + ".log")).string();
   auto client = engines::EngineClient::start(engines::worker_launch(o.engine, o.python, p.log));
-  p.versions = versions_text(client->ready().versions);
+  p.versions = bench::engine_detail::versions_text(client->ready().versions);
   const nlohmann::json loaded = client->call({{"op", "load"},
                                               {"model", fs::absolute(dir).string()},
                                               {"task", p.task},
                                               {"dtype", o.dtype},
                                               {"device", o.device.str()},
                                               {"threads", o.threads},
+                                              {"cache_dir", bench::engine_detail::engine_cache_dir()},
                                               {"train", nullptr}});
   const engines::EngineLoad one_time = engines::load_from_reply(loaded, o.engine);
   p.load_s = one_time.load_s, p.setup_kind = one_time.setup_kind, p.setup_s = one_time.setup_s;
-  (void)client->call(inputs_request(batch));
+  (void)client->call(bench::inputs_request(batch));
   const nlohmann::json prepared = client->call({{"op", "prepare"}});
   p.first_call_s = prepared.contains("first_call_s") && prepared.at("first_call_s").is_number()
                        ? prepared.at("first_call_s").get<double>()
