@@ -160,7 +160,9 @@ INSTANTIATE_TEST_SUITE_P(Bitsandbytes, QloraTaskFixture,
                                            "xlm-roberta-token-cls5-f32", "modernbert-token-cls5-f32",
                                            "llama-token-cls5-f32", "mistral-token-cls5-f32", "qwen3-token-cls5-f32",
                                            "bert-qa-f32", "distilbert-qa-f32", "roberta-qa-f32", "mpnet-qa-f32",
-                                           "modernbert-qa-f32", "llama-qa-f32", "mistral-qa-f32", "qwen2-qa-f32"),
+                                           "modernbert-qa-f32", "llama-qa-f32", "mistral-qa-f32", "qwen2-qa-f32",
+                                           "roberta-token-cls5-f32", "mpnet-token-cls5-f32", "qwen2-token-cls5-f32",
+                                           "xlm-roberta-qa-f32", "qwen3-qa-f32"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 
 // tach train --method qlora end to end: it learns, saves a PEFT adapter, and the base's NF4

@@ -54,10 +54,10 @@ CASES = {
 # where the family has one; the causal decoders have the token classifier and QA only.
 PER_TOKEN_HEADS = {
     "mlm": (AutoModelForMaskedLM, ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet", "modernbert")),
-    "token-cls5": (AutoModelForTokenClassification, ("bert", "distilbert", "xlm-roberta", "modernbert", "llama",
-                                                      "mistral", "qwen3")),
-    "qa": (AutoModelForQuestionAnswering, ("bert", "distilbert", "roberta", "mpnet", "modernbert", "llama", "mistral",
-                                           "qwen2")),
+    "token-cls5": (AutoModelForTokenClassification, ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet",
+                                                      "modernbert", "llama", "mistral", "qwen2", "qwen3")),
+    "qa": (AutoModelForQuestionAnswering, ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet", "modernbert",
+                                           "llama", "mistral", "qwen2", "qwen3")),
 }
 for _task, (_cls, _families) in PER_TOKEN_HEADS.items():
     for _family in _families:

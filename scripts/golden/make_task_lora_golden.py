@@ -53,7 +53,8 @@ CASES = ["bert-mlm-f32", "distilbert-mlm-f32", "roberta-mlm-f32", "mpnet-mlm-f32
          "bert-token-cls5-f32", "distilbert-token-cls5-f32", "xlm-roberta-token-cls5-f32", "bert-qa-f32",
          "distilbert-qa-f32", "roberta-qa-f32", "mpnet-qa-f32", "modernbert-mlm-f32", "modernbert-token-cls5-f32",
          "modernbert-qa-f32", "llama-token-cls5-f32", "llama-qa-f32", "mistral-token-cls5-f32", "mistral-qa-f32",
-         "qwen2-qa-f32", "qwen3-token-cls5-f32"]
+         "qwen2-qa-f32", "qwen3-token-cls5-f32", "roberta-token-cls5-f32", "mpnet-token-cls5-f32", "xlm-roberta-qa-f32",
+         "qwen2-token-cls5-f32", "qwen3-qa-f32"]
 R, ALPHA, STEPS, WARMUP, LR, WD, CLIP = 4, 8, 20, 2, 1e-3, 0.01, 1.0
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
 AUTO = {"mlm": AutoModelForMaskedLM, "token-classification": AutoModelForTokenClassification,

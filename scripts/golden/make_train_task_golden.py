@@ -67,6 +67,12 @@ CASES = {
     "mistral-qa-f32": ("decoders/mistral-cls-window4-f32", "question-answering"),
     "qwen2-qa-f32": ("decoders/qwen2-cls-kv1-f32", "question-answering"),
     "qwen3-token-cls5-f32": ("decoders/qwen3-cls-headdim16-f32", "token-classification"),
+    # The family x head pairs left: every family trains every head it has.
+    "roberta-token-cls5-f32": ("encoders/roberta-base-model-f32", "token-classification"),
+    "mpnet-token-cls5-f32": ("encoders/mpnet-base-model-f32", "token-classification"),
+    "xlm-roberta-qa-f32": ("encoders/xlm-roberta-base-model-f32", "question-answering"),
+    "qwen2-token-cls5-f32": ("decoders/qwen2-cls-kv1-f32", "token-classification"),
+    "qwen3-qa-f32": ("decoders/qwen3-cls-headdim16-f32", "question-answering"),
 }
 CAUSAL = ("llama", "mistral", "qwen2", "qwen3")
 NO_DECAY = [re.compile(p) for p in [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]]
