@@ -86,15 +86,18 @@ assert sorted(r["id"] for r in cut) == sorted(r["id"] for r in full), [r["id"] f
 assert [r["finished_at"] for r in cut[:3]] == [r["finished_at"] for r in full[:3]]
 print("resume ok")
 PY
-# Pruned by importance on calibration data: prune's scores say so, and the rows are there.
+# Pruned by importance on calibration data (prune's scores say so), beside a student with the
+# model's labels (the model pruned above, as a directory): every variant's rows are there.
 "$tach" shrink -m "$bert" "${common[@]}" --dtype f32 --prune ffn:0.5 --prune-by importance --calibration-data "$data" \
-  --calibration-samples 4 --runs-dir "$work" --run-id imp > "$work/imp.txt" 2>&1 || fail "--prune-by importance: $(cat "$work/imp.txt")"
+  --calibration-samples 4 --student "$run/models/heads-0.5" --runs-dir "$work" --run-id imp > "$work/imp.txt" 2>&1 || fail "--prune-by importance: $(cat "$work/imp.txt")"
 python3 - "$work/imp" <<'PY' || fail "--prune-by importance"
 import json, sys
 scores = json.load(open(sys.argv[1] + "/models/ffn-0.5/prune_scores.json"))
 assert scores["by"] == "importance" and scores["calibration"]["samples"] == 4, scores.get("calibration")
 rows = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl")]
-assert sorted(r["variant"] for r in rows) == ["f32", "f32", "ffn:0.5", "ffn:0.5"], [r["variant"] for r in rows]
+assert sorted(r["variant"] for r in rows) == ["f32", "f32", "ffn:0.5", "ffn:0.5", "student:heads-0.5",
+                                              "student:heads-0.5"], [r["variant"] for r in rows]
+assert all(r["accuracy"]["examples"] == 6 for r in rows)
 assert json.load(open(sys.argv[1] + "/shrink.json"))["prune_by"] == "importance"
 PY
 
