@@ -54,7 +54,9 @@ if(NOT ISAL_FOUND)
 endif()
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
-# Reports: librsvg (and cairo under it) renders the charts' SVG to PNG; libzip packs the slide deck.
+# Reports: librsvg (and cairo under it) renders the charts' SVG to PNG (opened at first use: its
+# headers are needed here, its library at run time); libzip packs the slide deck. Downloads: libcurl,
+# likewise opened at first use.
 pkg_check_modules(RSVG REQUIRED IMPORTED_TARGET librsvg-2.0 cairo)
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
 # Parquet datasets: snappy, zstd and zlib decompress the pages (the footer and page headers are

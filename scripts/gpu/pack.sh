@@ -10,9 +10,12 @@ cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 # The GPU test binaries to pack (each adds ~2 MB compressed; a call's tree holds 64 MiB in all).
 tests=${GPU_TESTS:-"test_cuda test_cuda_ops test_cuda_models test_cuda_train"}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTACH_CUDA=ON \
-  -DTACH_BUILD_BENCH=OFF > /dev/null
-ninja -C "$build" tach $tests
+# NO_BUILD=1 packs what is built (when the tree holds edits that are not to go into the pack).
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTACH_CUDA=ON \
+    -DTACH_BUILD_BENCH=OFF > /dev/null
+  ninja -C "$build" tach $tests
+fi
 stage="$build/gpu-pack"
 rm -rf "$stage" .gpu && mkdir -p "$stage/bin" "$stage/lib" .gpu
 cp "$build/tach" "$stage/bin/"
@@ -29,7 +32,7 @@ ldd "$stage"/bin/* | awk '/=> \// {print $3}' | sort -u |
 # the 32-byte header ("CmnD", format 1) and an entry count of 0, what ICU itself builds without
 # data. A lookup there finds nothing and reports ICU's missing-data error; nothing tach runs on the
 # GPU machine asks.
-icu_data=$(ls "$stage"/lib/libicudata.so.* 2>/dev/null | head -1)
+icu_data=$(ls "$stage"/lib/libicudata.so.* 2>/dev/null | head -1 || true)
 if [ -n "$icu_data" ]; then
   icu_major=${icu_data##*.so.}
   cat > "$build/icu_empty_data.c" <<C
@@ -46,16 +49,18 @@ fi
 # CUPTI goes apart, as a fallback behind the GPU machine's own (which matches its driver). tach
 # opens it at its first use (ldd does not list it): the toolkit's copy it was built with, under its
 # soname, the name tach asks the loader for.
+# CUPTI_FALLBACK=0 leaves it out (1 MiB; scripts/gpu/check.sh finds the machine's toolkit's and
+# PyTorch's wheel's).
 mkdir -p "$stage/lib-fallback"
 cupti=$(sed -n 's/^CUDA_cupti_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
-if [ -n "$cupti" ] && [ -e "$cupti" ]; then
+if [ "${CUPTI_FALLBACK:-1}" = 1 ] && [ -n "$cupti" ] && [ -e "$cupti" ]; then
   cupti_soname=$(readelf -d "$cupti" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
   cp -L "$cupti" "$stage/lib-fallback/${cupti_soname:-$(basename "$cupti")}"
 fi
-# Compressed: the libraries alone are ~120 MB (oneDNN, OpenBLAS), the tree a call carries at most
-# 64 MiB with the repository's own ~34 MB. xz -9e's 64 MiB window also finds the
-# binaries' shared code (each links libtach).
-tar -C "$stage" -cf - bin lib lib-fallback | xz -9e -T1 > .gpu/pack.tar.xz
+# Compressed: the libraries alone are ~90 MB (oneDNN, OpenBLAS), the tree a call carries at most
+# 64 MiB with the repository's own ~42 MB. A 192 MiB window finds the binaries' shared code (each
+# links libtach) across the whole archive.
+tar -C "$stage" -cf - bin lib lib-fallback | xz --lzma2=preset=9e,dict=192MiB,nice=273 -T1 > .gpu/pack.tar.xz
 exclude=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
 grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"

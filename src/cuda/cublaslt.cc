@@ -10,7 +10,7 @@
 
 #include "core/allocator.h"
 #include "cuda/cuda_error.h"
-#include "cuda/library_loader.h"
+#include "core/library_loader.h"
 #include "cuda/stream.h"
 #include "tach/error.h"
 
@@ -20,7 +20,7 @@ namespace {
 constexpr int kMaxDevices = 16;
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
 
-// cuBLASLt's entry points, resolved at the first GEMM (cuda/library_loader.h says why not linked).
+// cuBLASLt's entry points, resolved at the first GEMM (core/library_loader.h says why not linked).
 struct LtApi {
   decltype(&cublasLtCreate) create = nullptr;
   decltype(&cublasLtGetStatusString) status_string = nullptr;
@@ -40,7 +40,9 @@ const LtApi& lt() {
   static std::string error;
   static std::once_flag once;
   std::call_once(once, [] {
-    const OpenedLibrary lib = open_library({TACH_CUBLASLT_SONAME, TACH_CUBLASLT_TOOLKIT_PATH, "GEMMs on the GPU"});
+    const OpenedLibrary lib =
+        open_library({TACH_CUBLASLT_SONAME, TACH_CUBLASLT_TOOLKIT_PATH, "the CUDA toolkit tach was built with",
+                      "GEMMs on the GPU", kCudaLibraryRemedy});
     if (!lib.handle) {
       error = "cuBLASLt is not available: " + lib.error;
       return;

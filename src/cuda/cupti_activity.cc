@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "core/symbol_name.h"
-#include "cuda/library_loader.h"
+#include "core/library_loader.h"
 #include "tach/device.h"
 #include "tach/error.h"
 
@@ -32,7 +32,7 @@ Collected& collected() {
   return c;
 }
 
-// CUPTI's entry points, resolved at the first GPU profile (cuda/library_loader.h says why not linked).
+// CUPTI's entry points, resolved at the first GPU profile (core/library_loader.h says why not linked).
 struct CuptiApi {
   decltype(&cuptiGetResultString) result_string = nullptr;
   decltype(&cuptiGetTimestamp) timestamp = nullptr;
@@ -53,7 +53,9 @@ const LoadedCupti& loaded_cupti() {
   static LoadedCupti state;
   static std::once_flag once;
   std::call_once(once, [] {
-    const OpenedLibrary lib = open_library({TACH_CUPTI_SONAME, TACH_CUPTI_TOOLKIT_PATH, "GPU activity in profiles"});
+    const OpenedLibrary lib =
+        open_library({TACH_CUPTI_SONAME, TACH_CUPTI_TOOLKIT_PATH, "the CUDA toolkit tach was built with",
+                      "GPU activity in profiles", kCudaLibraryRemedy});
     if (!lib.handle) {
       state.error = "CUPTI is not available: " + lib.error;
       return;

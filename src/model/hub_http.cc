@@ -11,15 +11,57 @@
 #include <memory>
 #include <mutex>
 
+#include "core/library_loader.h"
 #include "tach/error.h"
 
 namespace tach::model {
 
 namespace {
 
-void global_init() {
+// libcurl's entry points, resolved (and libcurl initialised) at the first request: libcurl and its
+// TLS stack are opened at first use (core/library_loader.h says why not linked).
+struct CurlApi {
+  decltype(&curl_global_init) global_init = nullptr;
+  decltype(&curl_easy_init) easy_init = nullptr;
+  decltype(&curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&curl_easy_setopt) setopt = nullptr;
+  decltype(&curl_easy_perform) perform = nullptr;
+  decltype(&curl_easy_getinfo) getinfo = nullptr;
+  decltype(&curl_easy_strerror) error_string = nullptr;
+  decltype(&curl_slist_append) slist_append = nullptr;
+  decltype(&curl_slist_free_all) slist_free_all = nullptr;
+};
+
+// The loaded API; throws tach::Error naming the library (or the symbols it lacks) when it is not usable.
+const CurlApi& curl_api() {
+  static CurlApi api;
+  static std::string error;
   static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  std::call_once(once, [] {
+    const OpenedLibrary lib = open_library({"libcurl.so.4", "", "", "downloads from the Hugging Face Hub",
+                                            "install Debian's libcurl4 (or libcurl4-openssl-dev)"});
+    if (!lib.handle) {
+      error = "libcurl is not available: " + lib.error;
+      return;
+    }
+    std::string missing;
+    resolve(lib.handle, api.global_init, "curl_global_init", &missing);
+    resolve(lib.handle, api.easy_init, "curl_easy_init", &missing);
+    resolve(lib.handle, api.easy_cleanup, "curl_easy_cleanup", &missing);
+    resolve(lib.handle, api.setopt, "curl_easy_setopt", &missing);
+    resolve(lib.handle, api.perform, "curl_easy_perform", &missing);
+    resolve(lib.handle, api.getinfo, "curl_easy_getinfo", &missing);
+    resolve(lib.handle, api.error_string, "curl_easy_strerror", &missing);
+    resolve(lib.handle, api.slist_append, "curl_slist_append", &missing);
+    resolve(lib.handle, api.slist_free_all, "curl_slist_free_all", &missing);
+    if (!missing.empty()) {
+      error = "libcurl is not usable: libcurl.so.4 lacks " + missing;
+      return;
+    }
+    api.global_init(CURL_GLOBAL_DEFAULT);
+  });
+  if (!error.empty()) throw Error(error);
+  return api;
 }
 
 struct Transfer {
@@ -60,7 +102,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   }
   // Only a 200 or 206 body is the file; an error page stays in memory, for the message.
   long status = 0;
-  curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+  curl_api().getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
   if (status != 200 && status != 206) {
     if (t->response->body.size() < (1u << 16)) t->response->body.append(data, bytes);
     return bytes;
@@ -93,50 +135,50 @@ int on_progress(void* user, curl_off_t total, curl_off_t now, curl_off_t, curl_o
 }
 
 HttpResponse perform(const HttpRequest& r, Transfer& t, int64_t resume_from) {
-  global_init();
+  const CurlApi& api = curl_api();
   HttpResponse response;
   t.response = &response;
-  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  std::unique_ptr<CURL, void (*)(CURL*)> curl(api.easy_init(), api.easy_cleanup);
   check(curl != nullptr, "libcurl: cannot create a handle");
   CURL* c = curl.get();
   t.handle = c;
   curl_slist* list = nullptr;
-  for (const auto& h : r.headers) list = curl_slist_append(list, h.c_str());
-  std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(list, curl_slist_free_all);
+  for (const auto& h : r.headers) list = api.slist_append(list, h.c_str());
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(list, api.slist_free_all);
   char err[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(c, CURLOPT_URL, r.url.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "tach (libcurl)");
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, r.follow_redirects ? 1L : 0L);
-  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+  api.setopt(c, CURLOPT_URL, r.url.c_str());
+  api.setopt(c, CURLOPT_HTTPHEADER, list);
+  api.setopt(c, CURLOPT_USERAGENT, "tach (libcurl)");
+  api.setopt(c, CURLOPT_ERRORBUFFER, err);
+  api.setopt(c, CURLOPT_NOSIGNAL, 1L);
+  api.setopt(c, CURLOPT_FOLLOWLOCATION, r.follow_redirects ? 1L : 0L);
+  api.setopt(c, CURLOPT_MAXREDIRS, 10L);
   // An Authorization header is not sent on to another host after a redirect (the CDN), which
   // is libcurl's default and what the Hub expects.
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(r.connect_timeout_s * 1000));
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, std::max(1L, std::lround(r.stall_timeout_s)));
-  if (r.total_timeout_s > 0) curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(r.total_timeout_s * 1000));
-  if (r.head) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-  if (resume_from > 0) curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, curl_off_t(resume_from));
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  api.setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(r.connect_timeout_s * 1000));
+  api.setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  api.setopt(c, CURLOPT_LOW_SPEED_TIME, std::max(1L, std::lround(r.stall_timeout_s)));
+  if (r.total_timeout_s > 0) api.setopt(c, CURLOPT_TIMEOUT_MS, long(r.total_timeout_s * 1000));
+  if (r.head) api.setopt(c, CURLOPT_NOBODY, 1L);
+  if (resume_from > 0) api.setopt(c, CURLOPT_RESUME_FROM_LARGE, curl_off_t(resume_from));
+  api.setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  api.setopt(c, CURLOPT_HEADERDATA, &t);
+  api.setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  api.setopt(c, CURLOPT_WRITEDATA, &t);
   if (t.progress) {
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+    api.setopt(c, CURLOPT_NOPROGRESS, 0L);
+    api.setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    api.setopt(c, CURLOPT_XFERINFODATA, &t);
   }
-  const CURLcode rc = curl_easy_perform(c);
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
+  const CURLcode rc = api.perform(c);
+  api.getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
   char* final_url = nullptr;
-  curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &final_url);
+  api.getinfo(c, CURLINFO_EFFECTIVE_URL, &final_url);
   response.final_url = final_url ? final_url : r.url;
   if (rc == CURLE_HTTP_RETURNED_ERROR || rc == CURLE_OK) return response;
   // A 416 answer to a Range request is a status, not a transport failure.
   if (rc == CURLE_RANGE_ERROR) return response;
-  std::string what = err[0] ? err : curl_easy_strerror(rc);
+  std::string what = err[0] ? err : api.error_string(rc);
   if (rc == CURLE_WRITE_ERROR && t.write_errno)
     what = "cannot write the download: " + std::string(std::strerror(t.write_errno));
   if (rc == CURLE_OPERATION_TIMEDOUT)

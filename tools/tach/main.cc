@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tach/crash_report.h"
 #include "run_log.h"
 #include "tach/runtime.h"
 
@@ -33,6 +34,7 @@ void on_interrupt(int) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tach::install_crash_report("tach");
   tach::cli::RunLog run_log(argc, argv);
   tach::set_run_dir_listener([&run_log](const std::string& dir) { run_log.attach(dir); });
   std::signal(SIGINT, on_interrupt);
