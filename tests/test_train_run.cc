@@ -57,12 +57,12 @@ TEST(TrainRunData, MovingABatchToItsOwnDeviceCopiesNothing) {
   const void* ids = b.input_ids.raw();
   const void* mask = b.attention_mask.raw();
   const void* types = b.token_type_ids.raw();
-  move_to_device(b, Device::cpu());
+  b = b.on(Device::cpu());
   EXPECT_EQ(b.input_ids.raw(), ids);
   EXPECT_EQ(b.attention_mask.raw(), mask);
   EXPECT_EQ(b.token_type_ids.raw(), types);
   TokenBatch no_types = two_rows();
-  move_to_device(no_types, Device::cpu());
+  no_types = no_types.on(Device::cpu());
   EXPECT_FALSE(no_types.token_type_ids.defined()) << "an absent tensor stays absent";
 }
 

@@ -25,6 +25,8 @@ struct TokenBatch {
   int64_t batch() const { return input_ids.size(0); }
   int64_t seq_len() const { return input_ids.size(1); }
   int64_t real_tokens() const;  // sum of the mask
+  // The same batch with each tensor on `device` (a tensor already there is shared, not copied).
+  TokenBatch on(Device device) const;
   // Pads rows of different lengths on the right with pad_id. type_rows may be empty, or one
   // row per id row of the same length.
   static TokenBatch from_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id,

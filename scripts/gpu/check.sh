@@ -16,6 +16,9 @@ export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/C
 # cuDNN (loaded at first use, for fused attention) is not packed (800 MB): PyTorch's wheel has it.
 cudnn_lib=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
 [ -d "$cudnn_lib" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn_lib"
+# CUPTI (GPU profiles) is the machine's toolkit's; PyTorch's wheel has a copy too, tried last.
+cupti_lib=$(python3 -c 'import nvidia.cuda_cupti as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
+[ -d "$cupti_lib" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cupti_lib"
 # cuDNN compiles some of its engines at run time through NVRTC: PyTorch's wheel has that too.
 nvrtc_lib=$(python3 -c 'import nvidia.cuda_nvrtc as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
 [ -d "$nvrtc_lib" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nvrtc_lib"

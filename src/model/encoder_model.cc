@@ -247,6 +247,14 @@ int64_t TokenBatch::real_tokens() const {
   return n;
 }
 
+TokenBatch TokenBatch::on(Device device) const {
+  TokenBatch out;
+  for (auto [from, to] : {std::pair{&input_ids, &out.input_ids}, std::pair{&attention_mask, &out.attention_mask},
+                          std::pair{&token_type_ids, &out.token_type_ids}})
+    if (from->defined()) *to = from->on(device);
+  return out;
+}
+
 TokenBatch TokenBatch::from_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad_id,
                                  const std::vector<std::vector<int32_t>>& type_rows) {
   check(!rows.empty(), "empty batch: no rows of token ids");

@@ -60,7 +60,7 @@ EvalScores evaluate_per_token(const TrainableModel& model, const TrainData& data
     TokenBatch batch;
     Targets targets;
     make_batch(data, idx, &batch, &targets);
-    move_to_device(batch, model.device);
+    batch = batch.on(model.device);
     if (model.head() == Head::masked_lm) state->predicted_rows = labelled_rows(targets);
     model.forward(*state, batch, DropoutRates{});
     const int64_t L = state->logits.shape()[1];
@@ -113,7 +113,7 @@ EvalScores evaluate_trainable(const TrainableModel& model, const TrainData& data
     TokenBatch batch;
     Targets targets;
     make_batch(data, idx, &batch, &targets);
-    move_to_device(batch, model.device);
+    batch = batch.on(model.device);
     model.forward(*state, batch, DropoutRates{});
     const Tensor host_logits = state->logits.on(Device::cpu());  // read on the host below
     const float* logits = host_logits.data<float>();

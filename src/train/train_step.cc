@@ -31,7 +31,7 @@ struct MicroBatch {
 
 // The data phase: the collator's micro-batch (host memory) and, for the masked LM, the rows the
 // head will run on; the labels copied to the model's device, once (the ids and masks follow
-// after a teacher has read them where the collator made them: move_to_device).
+// after a teacher has read them where the collator made them: TokenBatch::on).
 MicroBatch load_micro_batch(const MicroBatchSource& next, int64_t micro, const TrainableModel& model,
                             ForwardState& state, DataParallel* dp) {
   ProfileScope scope("data");
@@ -100,11 +100,6 @@ MicroLoss queue_forward_backward(TrainableModel& model, ForwardState& state, con
 
 }  // namespace
 
-void move_to_device(TokenBatch& batch, Device device) {
-  for (Tensor* t : {&batch.input_ids, &batch.attention_mask, &batch.token_type_ids})
-    if (t->defined()) *t = t->on(device);
-}
-
 TrainingStep::TrainingStep(TrainableModel& model, const StepSettings& settings)
     : model_(model),
       settings_(settings),
@@ -133,7 +128,7 @@ StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBa
       out.seconds.teacher += seconds_since(t0);
     }
     t0 = std::chrono::steady_clock::now();
-    move_to_device(m.batch, model_.device);  // the data phase's last part, after the teacher read the host batch
+    m.batch = m.batch.on(model_.device);  // the data phase's last part, after the teacher read the host batch
     out.seconds.data += seconds_since(t0);
     const TokenBatch& batch = m.batch;
     const int64_t rows = m.rows, all_rows = m.all_rows;

@@ -95,10 +95,6 @@ double forward_backward(TrainableModel& model, ForwardState& state, const TokenB
 // max_grad_norm (0: no clipping) and updates at lr; when not, changes nothing.
 double clip_and_update(AdamWOptimizer& optimizer, double lr, double max_grad_norm);
 
-// The batch's ids, mask and token types on `device`: each tensor itself where it is there already
-// (no copy: the CPU's case), else one copy. A step does it once per micro-batch, in its data phase.
-void move_to_device(TokenBatch& batch, Device device);
-
 // What a bf16 run says about its GEMMs on `device`: a bf16 matmul here, or emulated (same numbers,
 // no speed-up).
 std::string bf16_training_note(Device device = Device::cpu());

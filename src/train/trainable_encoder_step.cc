@@ -319,7 +319,10 @@ const Tensor& token_types(const EncoderActivations& a, const TokenBatch& batch) 
 
 void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
                        const DropoutRates& dr) {
-  model::check_batch(batch, m.shape);
+  // The values are checked, and RoBERTa's positions (which count the ids that are not padding) made,
+  // in host memory: on a GPU, one copy each of the ids, the mask and the types, and the positions back.
+  const TokenBatch host = batch.on(Device::cpu());
+  model::check_batch(host, m.shape);
   const int64_t B = batch.batch(), T = batch.seq_len();
   prepare_activations(a, m, B, T);
   const Tensor& ids = batch.input_ids;
@@ -329,7 +332,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
   {
     core::Span span(core::SpanKind::module, "embeddings");
     // Kept for the backward's position gradients.
-    a.position_ids = model::encoder_position_ids(ids, m.shape);
+    a.position_ids = model::encoder_position_ids(host.input_ids, m.shape).on(ids.device());
     if (m.token_type)
       ops::embedding_forward_train(
           a.emb_sum,

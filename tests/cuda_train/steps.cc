@@ -37,6 +37,7 @@ struct StepCase {
   std::unique_ptr<train::TrainableModel> model;
   std::vector<TokenBatch> batches;
   std::vector<train::Targets> targets;
+  std::vector<std::string> rounding_walkers;  // this case's parameters beyond rounding_walks' (see there)
 };
 
 std::string model_of(const std::string& fixture) {
@@ -90,7 +91,9 @@ train::StepSettings settings_of(const StepCase& c, bool dropout) {
 // walks by about lr a step in a direction rounding picks (test_train_golden says the same against
 // torch). Qwen's key bias is nearly so (RoPE's lowest frequencies barely rotate it). Their
 // gradients are checked in absolute terms, their weights not at all.
-bool rounding_walks(const std::string& name) {
+bool rounding_walks(const StepCase& c, const std::string& name) {
+  for (const std::string& walker : c.rounding_walkers)
+    if (name.find(walker) != std::string::npos) return true;
   for (const char* key_bias : {"attention.self.key.bias", "attention.k_lin.bias", "attention.attn.k.bias",
                                "self_attn.k_proj.bias", "attn.Wqkv.bias"})
     if (name.find(key_bias) != std::string::npos) return true;
@@ -110,7 +113,7 @@ void expect_same_gradients(const StepCase& cpu, const StepCase& gpu) {
     ASSERT_EQ(want[i].name, got[i].name);
     if (!want[i].trainable || !want[i].grad.defined()) continue;
     const Tensor g = on_cpu(got[i].grad);
-    if (rounding_walks(want[i].name)) {
+    if (rounding_walks(cpu, want[i].name)) {
       double worst = 0;
       for (int64_t k = 0; k < g.numel(); ++k)
         worst = std::max(worst, double(std::fabs(g.data<float>()[k] - want[i].grad.data<float>()[k])));
@@ -121,13 +124,13 @@ void expect_same_gradients(const StepCase& cpu, const StepCase& gpu) {
   }
 }
 
-void expect_same_weights(const StepCase& cpu, const StepCase& gpu) {
+void expect_same_weights(const StepCase& cpu, const StepCase& gpu, double tolerance) {
   const auto& want = cpu.model->params.entries();
   const auto& got = gpu.model->params.entries();
   ASSERT_EQ(want.size(), got.size());
   for (size_t i = 0; i < want.size(); ++i) {
-    if (!want[i].value.defined() || rounding_walks(want[i].name)) continue;  // NF4: the codes do not change
-    EXPECT_LE(scaled_error(on_cpu(got[i].value), want[i].value), kStepTol) << "weight " << want[i].name;
+    if (!want[i].value.defined() || rounding_walks(cpu, want[i].name)) continue;  // NF4: the codes do not change
+    EXPECT_LE(scaled_error(on_cpu(got[i].value), want[i].value), tolerance) << "weight " << want[i].name;
   }
 }
 
@@ -144,7 +147,8 @@ train::MicroBatchSource source_of(const StepCase& c, int64_t step) {
 
 // Runs `steps` optimizer steps on both devices, comparing each step's loss and gradient norm, then
 // (one step) the gradients the update used and (always) the weights after the last update.
-void expect_same_steps(StepCase& cpu, StepCase& gpu, int64_t steps, bool dropout, double lr) {
+void expect_same_steps(StepCase& cpu, StepCase& gpu, int64_t steps, bool dropout, double lr,
+                       double weight_tolerance = kStepTol) {
   train::TrainingStep on_host(*cpu.model, settings_of(cpu, dropout));
   train::TrainingStep on_device(*gpu.model, settings_of(gpu, dropout));
   for (int64_t s = 0; s < steps; ++s) {
@@ -157,7 +161,7 @@ void expect_same_steps(StepCase& cpu, StepCase& gpu, int64_t steps, bool dropout
     EXPECT_EQ(got.tokens, want.tokens);
     if (steps == 1) expect_same_gradients(cpu, gpu);
   }
-  expect_same_weights(cpu, gpu);
+  expect_same_weights(cpu, gpu, weight_tolerance);
 }
 
 struct StepParam {
@@ -180,10 +184,17 @@ TEST_P(CudaTrainSteps, OneStepGivesTheCpuLossGradientsAndWeights) {
 
 // 20 AdamW steps over the fixture's batches (several lengths: the activations are sized again),
 // at a rate that moves the weights well past rounding.
+// Each step's loss, norm and gradients agree within kStepTol (the one-step test), but AdamW divides
+// every gradient by its own running RMS, so a component whose gradient is mostly rounding noise moves
+// by up to lr a step in a direction the noise picks, and 20 steps at 1e-3 carry the devices' different
+// summation orders into the weights: on an H200 the worst were 4.7e-5 (Mistral's up_proj) and 1.1e-5
+// (ModernBERT's Wi), against O(1) for an indexing or formula error.
+constexpr double kTwentyStepsTol = 1e-4;
+
 TEST_P(CudaTrainSteps, TwentyAdamWStepsGiveTheCpuWeights) {
   StepCase cpu = open_case(GetParam().fixture, Device::cpu(), GetParam().method);
   StepCase gpu = open_case(GetParam().fixture, kGpu, GetParam().method);
-  expect_same_steps(cpu, gpu, 20, false, 1e-3);
+  expect_same_steps(cpu, gpu, 20, false, 1e-3, kTwentyStepsTol);
 }
 
 // Encoders (DistilBERT, BERT, RoBERTa, MPNet's relative position bias) and decoders (Qwen2's
@@ -238,6 +249,12 @@ TEST_F(CudaTrainStepHeads, PerTokenHeadsGiveTheCpuStep) {
       c->batches.resize(1);
       c->targets = {per_token_targets(head, c->batches[0])};
     }
+    // The span head's bias adds one value to every position's start (or end) score, which the
+    // softmax over positions ignores: its gradient is zero in exact arithmetic, and so is that of
+    // the last layer's output norm bias under it (without dropout, the rows of dlogits sum to zero
+    // per sequence, so the norm's output gradients sum to zero over the rows).
+    if (head == Head::question_answering)
+      cpu.rounding_walkers = {"qa_outputs.bias", "transformer.layer.1.output_layer_norm.bias"};
     expect_same_steps(cpu, gpu, 1, false, 5e-5);
   }
 }
@@ -278,12 +295,11 @@ int run_tach(const std::string& args, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-void skip_with_a_gpu() {
-  if (cuda_available()) GTEST_SKIP() << "a CUDA device is usable here: the errors without one cannot show";
-}
+// GTEST_SKIP returns from the function it is in: each test says it itself, not through a helper.
+constexpr const char* kGpuHere = "a CUDA device is usable here: the errors without one cannot show";
 
 TEST(CudaTrainStepsWithoutGpu, CudaIsAnErrorNamingWhy) {
-  skip_with_a_gpu();
+  if (cuda_available()) GTEST_SKIP() << kGpuHere;
   const std::string e = error_of([] { (void)training_device("cuda"); });
   EXPECT_NE(e.find("--device cuda: no CUDA device here ("), std::string::npos) << e;
   EXPECT_NE(e.find(cuda_unavailable_reason()), std::string::npos) << e;
@@ -291,7 +307,7 @@ TEST(CudaTrainStepsWithoutGpu, CudaIsAnErrorNamingWhy) {
 }
 
 TEST(CudaTrainStepsWithoutGpu, AutoIsTheCpuAndSaysWhy) {
-  skip_with_a_gpu();
+  if (cuda_available()) GTEST_SKIP() << kGpuHere;
   std::string why;
   EXPECT_EQ(training_device("auto", &why), Device::cpu());
   EXPECT_NE(why.find("device auto: cpu (no usable GPU: "), std::string::npos) << why;
@@ -305,7 +321,7 @@ TEST(CudaTrainStepsWithoutGpu, ADeviceThatIsNoneIsAnError) {
 // The three commands that run training steps: the error, with the exit status of other bad input
 // (1), before any run directory is made.
 TEST(CudaTrainStepsWithoutGpu, TheCommandsSayWhyAndExitAsForBadInput) {
-  skip_with_a_gpu();
+  if (cuda_available()) GTEST_SKIP() << kGpuHere;
   const std::string model = model_of("distilbert-cls2-f32");
   const std::string runs = ::testing::TempDir() + "/steps_cli_runs";
   std::filesystem::remove_all(runs);
