@@ -212,3 +212,32 @@ TEST(EngineTrainSweep, TorchAndTorchCompileGiveTachsLosses) {
     EXPECT_GT(p.engine_run.first_call_s, 0);
   }
 }
+
+// Every head tach trains gives transformers' losses step by step from the same checkpoint and
+// batch (its synthetic targets sent as the task's labels): QA's positions, the masked LM's 15% of
+// tokens, a label per token (the development virtualenv only).
+TEST(EngineTrainSweep, TorchGivesTachsLossesOnEveryHead) {
+  const std::string py = reference_python();
+  if (py.empty()) GTEST_SKIP() << "needs a Python with torch and transformers (~/tach-ref, or set TACH_REF_PYTHON)";
+  if (engines::python_package_dir().empty())
+    GTEST_SKIP() << "tach's Python package with tach/engines/ is not beside this build";
+  for (const auto& [task, fixture] :
+       std::vector<std::pair<std::string, std::string>>{{"question-answering", "distilbert-qa-f32"},
+                                                        {"mlm", "distilbert-mlm-f32"},
+                                                        {"token-classification", "distilbert-token-cls5-f32"}}) {
+    SCOPED_TRACE(task);
+    test::TempDir dir;
+    BenchConfig c = train_sweep(dir.path(), {"torch"}, py);
+    c.model = test::fixtures_dir() + "/train_tasks/" + fixture + "/model";
+    c.train.task = task;
+    c.batch_sizes = {2};
+    c.train.dropout = false;
+    const SweepOutcome out = run_bench(c);
+    ASSERT_EQ(out.results.size(), 1u);
+    const PointResult& p = out.results[0];
+    ASSERT_EQ(p.status, "ok") << p.reason;
+    EXPECT_TRUE(p.engine_run.outputs_checked) << p.engine_run.outputs_note;
+    EXPECT_LT(p.engine_run.max_abs_diff, 1e-5);
+    EXPECT_EQ(p.engine_run.loss_steps_compared, 3);
+  }
+}
