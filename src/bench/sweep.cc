@@ -739,6 +739,10 @@ SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) 
 
 SweepOutcome resume_bench(const std::string& run_dir, const BenchObserver& observer) {
   const auto open = [&] {
+    // A tach shrink run's rows carry their variant; a bench resume would append the base model's
+    // points beside them.
+    check(!fs::exists(fs::path(run_dir) / "shrink.json"),
+          run_dir + " is a tach shrink run: continue it with tach shrink --resume " + run_dir);
     bench::RunStore store = bench::RunStore::open(run_dir);
     validate(store.config());
     bench::check_engines_available(store.config());

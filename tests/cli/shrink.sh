@@ -120,6 +120,14 @@ assert sorted(ids) == sorted(want), ids
 print("killed and resumed:", len(ids), "rows")
 PY
 
+# tach bench --resume on a shrink run would add the base model's points beside the variants' rows.
+set +e
+err=$("$tach" bench --resume "$run" 2>&1)
+got=$?
+set -e
+[ "$got" = 1 ] && grep -qF "is a tach shrink run: continue it with tach shrink --resume" <<< "$err" ||
+  fail "tach bench --resume on a shrink run exited $got: $err"
+
 expect_usage() {  # text, args...
   local text=$1
   shift
