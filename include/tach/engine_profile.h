@@ -24,6 +24,15 @@ struct EngineProfileOptions {
   ProfileSchedule schedule;
   bool gzip = false;       // ENGINE.N.pt.trace.json.gz
   std::string output_dir;  // where the traces go (exists); the worker's log goes to engines/ENGINE.log in it
+  // Training steps instead of forwards (the protocol's train request: transformers' Trainer step,
+  // AdamW; LoRA through peft), on info's head with these targets: [B] classes, [B*T] token labels
+  // (-100: none), or [B*2] start and end pairs for question answering.
+  bool train = false;
+  std::string method = "full";  // full | lora | qlora
+  double lr = 5e-5, lora_alpha = 8;
+  int64_t lora_r = 8, num_labels = 2;
+  uint64_t seed = 0;
+  std::vector<int32_t> labels;
 };
 
 struct EngineProfile {

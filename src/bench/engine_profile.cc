@@ -59,6 +59,11 @@ EngineProfile profile_engine(const EngineProfileOptions& o, const ModelInfo& inf
   p.log = (fs::path(o.output_dir) / "engines" / (o.engine + ".log")).string();
   auto client = engines::EngineClient::start(engines::worker_launch(o.engine, o.python, p.log));
   p.versions = bench::engine_detail::versions_text(client->ready().versions);
+  nlohmann::json train = nullptr;
+  if (o.train)
+    train = {
+        {"method", o.method},        {"lr", o.lr}, {"seed", o.seed}, {"lora_r", o.lora_r}, {"lora_alpha", o.lora_alpha},
+        {"num_labels", o.num_labels}};
   const nlohmann::json loaded = client->call({{"op", "load"},
                                               {"model", fs::absolute(dir).string()},
                                               {"task", p.task},
@@ -66,10 +71,34 @@ EngineProfile profile_engine(const EngineProfileOptions& o, const ModelInfo& inf
                                               {"device", o.device.str()},
                                               {"threads", o.threads},
                                               {"cache_dir", bench::engine_detail::engine_cache_dir()},
-                                              {"train", nullptr}});
+                                              {"train", train}});
   const engines::EngineLoad one_time = engines::load_from_reply(loaded, o.engine);
   p.load_s = one_time.load_s, p.setup_kind = one_time.setup_kind, p.setup_s = one_time.setup_s;
-  (void)client->call(bench::inputs_request(batch));
+  nlohmann::json inputs = bench::inputs_request(batch);
+  if (o.train) {
+    const int64_t B = batch.batch(), T = batch.seq_len();
+    const auto rows = [&](int64_t width, int64_t offset, int64_t stride) {
+      nlohmann::json out = nlohmann::json::array();
+      for (int64_t b = 0; b < B; ++b) {
+        std::vector<int32_t> row;
+        for (int64_t t = 0; t < width; ++t) row.push_back(o.labels.at(size_t(b * stride + offset + t)));
+        out.push_back(width == 1 ? nlohmann::json(row.front()) : nlohmann::json(row));
+      }
+      return out;
+    };
+    const size_t n = o.labels.size();
+    if (p.task == "question-answering" && n == size_t(2 * B)) {
+      inputs["start_positions"] = rows(1, 0, 2);
+      inputs["end_positions"] = rows(1, 1, 2);
+    } else if (n == size_t(B * T)) {
+      inputs["labels"] = rows(T, 0, T);
+    } else {
+      check(n == size_t(B), "engine profile: " + std::to_string(n) + " labels for a batch of " + std::to_string(B) +
+                                " x " + std::to_string(T) + " (" + p.task + ")");
+      inputs["labels"] = rows(1, 0, 1);
+    }
+  }
+  (void)client->call(inputs);
   const nlohmann::json prepared = client->call({{"op", "prepare"}});
   p.first_call_s = prepared.contains("first_call_s") && prepared.at("first_call_s").is_number()
                        ? prepared.at("first_call_s").get<double>()

@@ -21,8 +21,10 @@ _tach_eprof_refusal(python_matmul "--engine python-matmul computes a stand-in ma
 _tach_eprof_refusal(unknown "engine 'tensorrt' is not one of tach, torch" -m ${_tach_eprof_model} --engine tensorrt)
 _tach_eprof_refusal(preset "preset:distilbert-base-uncased has synthetic weights, which only tach builds: --engine torch"
   --engine torch)
-_tach_eprof_refusal(train "--train with --engine torch: tach profile profiles another engine's forwards only"
-  -m ${_tach_eprof_model} --engine torch --train)
+_tach_eprof_refusal(fused "--exec with --engine torch: it is tach's own training option"
+  -m ${_tach_eprof_model} --engine torch --train --exec fused)
+_tach_eprof_refusal(checkpointing "--gradient-checkpointing with --engine torch-compile: it is tach's own training option"
+  -m ${_tach_eprof_model} --engine torch-compile --train --gradient-checkpointing)
 _tach_eprof_refusal(int8 "--dtype int8 is tach's own quantization; --engine torch-compile runs f32, bf16 or f16"
   -m ${_tach_eprof_model} --engine torch-compile --dtype int8)
 _tach_eprof_refusal(group_by_module "--group-by module with --engine torch"

@@ -8,7 +8,9 @@
 #include <iostream>
 #include <random>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "commands.h"
 #include "format.h"
@@ -78,6 +80,32 @@ TokenBatch random_batch(int64_t vocab_size, int32_t pad_token_id, int64_t B, int
   return TokenBatch::from_rows(rows, pad_token_id);
 }
 
+// --task's head (tach train --task's names).
+Head train_head(const std::string& task) {
+  return task == "mlm"                    ? Head::masked_lm
+         : task == "token-classification" ? Head::token_classification
+         : task == "question-answering"   ? Head::question_answering
+                                          : Head::sequence_classification;
+}
+
+// Targets of the task's shape for --train: a class per row ([B]); a label per token ([B*T]); the
+// masked LM's every seventh token predicted (about the collator's 15%), -100 elsewhere ([B*T]); a
+// start and an end per row ([B*2], pairs).
+std::vector<int32_t> random_targets(Head head, const TokenBatch& batch, int64_t num_labels) {
+  const int64_t B = batch.batch(), T = batch.seq_len(), tokens = B * T;
+  const int32_t* ids = batch.input_ids.data<int32_t>();
+  std::vector<int32_t> labels;
+  if (head == Head::sequence_classification)
+    for (int64_t i = 0; i < B; ++i) labels.push_back(int32_t(i % num_labels));
+  else if (head == Head::token_classification)
+    for (int64_t i = 0; i < tokens; ++i) labels.push_back(int32_t(i % num_labels));
+  else if (head == Head::masked_lm)
+    for (int64_t i = 0; i < tokens; ++i) labels.push_back(i % 7 == 0 ? ids[i] : -100);
+  else
+    for (int64_t i = 0; i < B; ++i) labels.insert(labels.end(), {int32_t(i % T), int32_t(std::min(T - 1, i % T + 2))});
+  return labels;
+}
+
 std::string default_run_dir(const std::string& suffix) {
   const std::time_t t = std::time(nullptr);
   char buf[32];
@@ -99,10 +127,12 @@ std::string analyze_sort_column(const std::string& sort_by, bool gpu) {
 // engine's worker under torch.profiler, its traces read by tach analyze's library.
 int run_engine_profile(const ProfileFlags& f) {
   check_profile_engine(f.engine, f.model, f.dtype);
-  usage_check(!f.train, "--train with --engine " + f.engine +
-                            ": tach profile profiles another engine's forwards only; profile training steps on "
-                            "tach's engine (no --engine), or time them with tach bench --train --engine " +
-                            f.engine);
+  for (const auto& [given, option] : {std::pair{f.exec != "eager", "--exec"},
+                                      {f.gradient_checkpointing, "--gradient-checkpointing"},
+                                      {!f.distill_from.empty(), "--distill-from"}})
+    usage_check(!given, std::string(option) + " with --engine " + f.engine +
+                            ": it is tach's own training option; --engine profiles the engine's step as transformers' "
+                            "Trainer runs it");
   usage_check(f.adapter.empty(), "--adapter with --engine " + f.engine +
                                      ": the adapter is merged by tach's loader only; merge it first (tach merge) and "
                                      "profile the merged model");
@@ -111,12 +141,14 @@ int run_engine_profile(const ProfileFlags& f) {
                                           "stack reads Python frames, which this profile does not record)");
   // tach reads the model too: its head picks the worker's task, and its vocabulary the ids, the
   // same ids (same seed) that tach profile gives tach's own engine.
+  // --train: the head --task names (its labels: the checkpoint's, else 2), with its targets.
   LoadOptions lo;
   lo.seed = f.seed;
-  lo.head = head_to_load(f.head, HeadUse::as_published);
+  lo.head = f.train ? std::optional<Head>(train_head(f.task)) : head_to_load(f.head, HeadUse::as_published);
   const std::unique_ptr<EncoderModel> model = load_model(f.model, lo);
   const ModelInfo& info = model->info();
   const TokenBatch batch = random_batch(info.vocab_size, info.pad_token_id, f.batch, f.seq_len, f.seed);
+  const int64_t num_labels = info.labels.empty() ? 2 : int64_t(info.labels.size());
   const std::string dir = f.output_dir.empty() ? default_run_dir("-profile-" + f.engine) : f.output_dir;
   fs::create_directories(dir);
   announce_run_dir(dir);
@@ -124,8 +156,14 @@ int run_engine_profile(const ProfileFlags& f) {
   eo.engine = f.engine, eo.python = f.python, eo.model = f.model, eo.dtype = f.dtype;
   eo.device = parse_device(f.device), eo.threads = f.threads, eo.schedule = f.schedule, eo.gzip = f.gzip;
   eo.output_dir = dir;
-  std::cerr << "tach: profiling forwards of " << f.model << " in engine " << f.engine << ", batch " << f.batch << " x "
-            << f.seq_len << ", " << f.dtype << ", " << f.device << " (" << f.schedule.describe() << ")\n";
+  if (f.train) {
+    eo.train = true, eo.method = f.method, eo.lr = f.lr, eo.seed = f.seed;
+    eo.lora_r = f.lora_r, eo.lora_alpha = f.lora_alpha, eo.num_labels = num_labels;
+    eo.labels = random_targets(*lo.head, batch, num_labels);
+  }
+  const std::string what = f.train ? "training steps" : "forwards";
+  std::cerr << "tach: profiling " << what << " of " << f.model << " in engine " << f.engine << ", batch " << f.batch
+            << " x " << f.seq_len << ", " << f.dtype << ", " << f.device << " (" << f.schedule.describe() << ")\n";
   const EngineProfile p = profile_engine(eo, info, batch);
   AnalyzeOptions ao;
   ao.group_by = f.group_by == "shape" ? "shape" : "name";
@@ -134,9 +172,10 @@ int run_engine_profile(const ProfileFlags& f) {
   const TraceAnalysis a = analyze_traces(p.traces, ao);
   std::vector<double> steps = p.step_s;
   std::ostringstream s;
-  s << "tach profile --engine " << f.engine << ": forwards (" << p.task << ") of " << f.model << ", batch " << f.batch
-    << " x " << f.seq_len << ", " << f.dtype << ", " << f.device << ", profiled in " << f.engine
-    << " under torch.profiler (" << p.versions << ")\n"
+  s << "tach profile --engine " << f.engine << ": " << what << " (" << p.task;
+  if (f.train) s << ", " << f.method << ", lr " << f.lr;
+  s << ") of " << f.model << ", batch " << f.batch << " x " << f.seq_len << ", " << f.dtype << ", " << f.device
+    << ", profiled in " << f.engine << " under torch.profiler (" << p.versions << ")\n"
     << "one-time: load " << fixed(p.load_s, 2) << " s"
     << (p.setup_kind != "none" ? ", " + p.setup_kind + " " + fixed(p.setup_s, 2) + " s" : std::string())
     << ", first call " << fixed(p.first_call_s, 3) << " s (outside the profile)\n"
@@ -201,26 +240,11 @@ int run_profile(ProfileFlags f) {
     so.distill_dtype = f.distill_dtype;
     so.bf16 = f.dtype == "bf16";
     so.device = parse_device(f.device);
-    so.head = f.task == "mlm"                    ? Head::masked_lm
-              : f.task == "token-classification" ? Head::token_classification
-              : f.task == "question-answering"   ? Head::question_answering
-                                                 : Head::sequence_classification;
+    so.head = train_head(f.task);
     stepper = TrainStepper::create(so);
     for (const auto& n : stepper->notes()) std::cerr << "tach: note: " << n << "\n";
     batch = random_batch(stepper->vocab_size(), stepper->pad_token_id(), f.batch, f.seq_len, f.seed);
-    // Targets of the task's shape: a class per row; a label per token; the masked LM's every
-    // seventh token predicted (about the collator's 15%); a start and an end per row.
-    const int32_t* ids = batch.input_ids.data<int32_t>();
-    const int64_t tokens = f.batch * f.seq_len;
-    if (so.head == Head::sequence_classification)
-      for (int64_t i = 0; i < f.batch; ++i) labels.push_back(int32_t(i % stepper->num_labels()));
-    else if (so.head == Head::token_classification)
-      for (int64_t i = 0; i < tokens; ++i) labels.push_back(int32_t(i % stepper->num_labels()));
-    else if (so.head == Head::masked_lm)
-      for (int64_t i = 0; i < tokens; ++i) labels.push_back(i % 7 == 0 ? ids[i] : -100);
-    else
-      for (int64_t i = 0; i < f.batch; ++i)
-        labels.insert(labels.end(), {int32_t(i % f.seq_len), int32_t(std::min(f.seq_len - 1, i % f.seq_len + 2))});
+    labels = random_targets(so.head, batch, stepper->num_labels());
     run_step = [&] { (void)stepper->step(batch, labels); };
   } else {
     LoadOptions lo;
@@ -483,7 +507,8 @@ Command add_profile_command(CLI::App& app) {
                   "model, batch, length, dtype, device and token ids in a Python worker (as tach bench --engine) under "
                   "torch.profiler (shapes recorded, no stacks; CPU, and CUDA on a GPU), its traces written to the "
                   "output directory and read as tach analyze reads them (--group-by op or shape, --sort-by, --top). "
-                  "onnxruntime is refused: its profiler's JSON is not torch.profiler's")
+                  "With --train: the engine's training steps (--task, --method, --lr, --lora-r, --lora-alpha; "
+                  "transformers' Trainer step). onnxruntime is refused: its profiler's JSON is not torch.profiler's")
       ->capture_default_str();
   sub->add_option("--python", f->python,
                   "--engine: the worker's Python, one with torch and transformers (a virtualenv's bin/python; "
