@@ -10,6 +10,7 @@
 #include "dist/communicator.h"
 #include "engines/engine_protocol.h"
 #include "tach/error.h"
+#include "tach/memory.h"
 #include "tach/plain_number.h"
 
 namespace fs = std::filesystem;
@@ -127,6 +128,9 @@ PointResult EngineWorkers::run_train_point(const PointKey& key, const TrainInput
     check(!key.gradient_checkpointing || key.engine != "python-matmul",
           "python-matmul keeps no activations to checkpoint: its points run with gradient checkpointing off");
     const TrainReference ref = train_reference(config_, key, inputs, kLossCheckSteps);
+    // tach's model is gone: its allocator's cached blocks go back too, for the worker's model.
+    release_cached_memory(Device::cpu());
+    if (const Device device = parse_device(key.device); device.kind == DeviceKind::cuda) release_cached_memory(device);
     // Each point trains a fresh model from the checkpoint in a fresh worker (a worker loads once):
     // the weights, the optimizer's moments and the worker's peak memory are the point's own.
     workers_.erase(key.engine);
