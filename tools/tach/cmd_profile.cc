@@ -445,7 +445,8 @@ Command add_profile_command(CLI::App& app) {
       ->capture_default_str()
       ->check(non_negative_count("--profiler-repeat"));
   sub->add_option("--profiler-output-dir", f->output_dir,
-                  "Where the trace and tables go (default runs/<time>-profile/traces)");
+                  "Where the trace and tables go (default runs/<time>-profile/traces; with --engine, "
+                  "runs/<time>-profile-<engine>)");
   sub->add_flag("--enable-memory-logging", f->memory_logging, "Write the memory timeline to the summary");
   sub->add_option("--memory-log-steps", f->memory_log_steps, "Sample memory every N steps")
       ->capture_default_str()
