@@ -10,7 +10,7 @@ fx=$(cd "$2" && pwd)
 work=$3
 rm -rf "$work"
 mkdir -p "$work"
-fail() { echo "FAIL: $*"; exit 1; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
 bert=$fx/encoders/bert-cls2-f32
 tok=$fx/tokenizers/tiny-wordpiece
 data=$fx/bench/six_rows.csv
