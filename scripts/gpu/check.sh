@@ -124,7 +124,7 @@ if wants train-peers; then
   chmod +x "$pack/bin/tach-with-libs"
   step train-peers 420 env LD_LIBRARY_PATH="$machine_libs" PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_train_peers.py \
     --tach "$pack/bin/tach-with-libs" \
-    --json-out "$out/train_peers.json" --engines eager,compile,tach --budget-s 200 ${TRAIN_PEERS_ARGS:-}
+    --json-out "$out/train_peers.json" --engines eager,compile,tach,tach-fused --budget-s 200 ${TRAIN_PEERS_ARGS:-}
 fi
 tail -c 9000 "$log"
 echo

@@ -15,8 +15,9 @@ Workloads (sequence classification, 2 labels, full rows of random ids, no paddin
                saying so, where it is not installed or on the CPU)
 Engines: torch-eager; torch-compile (mode default) and torch-compile-max-autotune (on the
 workloads of --compile-workloads, DistilBERT by default); tach (`tach bench --train --device D
---dtype bf16`). Every step: forward with the loss under bf16 autocast (f32 master weights, as
-tach's --dtype bf16), backward, clipping at global norm 1.0, AdamW (fused in PyTorch, lr 5e-5,
+--dtype bf16`, --exec eager) and tach-fused (the same with --exec fused: fused kernels, one AdamW
+launch). Every step: forward with the loss under bf16 autocast (f32 master weights, as tach's
+--dtype bf16), backward, clipping at global norm 1.0, AdamW (fused in PyTorch, lr 5e-5,
 weight decay 0: tach's defaults). Dropout at the config's rates on both sides.
 
 Method: each PyTorch engine lives in its own process (model, optimizer and compiled graphs kept
@@ -49,7 +50,10 @@ import train_peer_engines as engines  # noqa: E402
 WORKLOADS = {"distilbert": ("distilbert", "full"), "llama-full": ("llama", "full"),
              "llama-lora": ("llama", "lora"), "llama-qlora": ("llama", "qlora")}
 ENGINE_NAMES = {"eager": "torch-eager", "compile": "torch-compile", "max-autotune": "torch-compile-max-autotune",
-                "tach": "tach"}
+                "tach": "tach", "tach-fused": "tach-fused"}
+# tach's engines: its --exec (eager: an op per kernel and AdamW per tensor; fused: the fused kernels
+# and one multi-tensor AdamW launch, PyTorch's fused=True).
+TACH_EXECS = {"tach": "eager", "tach-fused": "fused"}
 COMPILED = ("torch-compile", "torch-compile-max-autotune")
 
 # Llama 3.2 1B's config.json (tach's preset llama-3.2-1b) with a 2-label classification head.
@@ -167,7 +171,8 @@ def run_workload(args, name, checkpoint, ceiling):
     spec = {"checkpoint": checkpoint, "device": args.device, "method": method, "batch": batch, "seq": seq,
             "threads": args.threads, "lora_r": args.lora_r, "lora_alpha": args.lora_alpha, "tach_dtype": args.tach_dtype}
     wanted = [ENGINE_NAMES[e] for e in args.engines.split(",")]
-    torch_names = [e for e in wanted if e != "tach" and (e not in COMPILED or name in args.compile_workloads.split(","))]
+    torch_names = [e for e in wanted if e not in TACH_EXECS and (e not in COMPILED or name in args.compile_workloads.split(","))]
+    tach_names = [e for e in TACH_EXECS if e in wanted]
     out = {"status": "ran", "model": os.path.basename(checkpoint), "method": method, "batch": batch, "seq": seq,
            "tokens_per_step": batch * seq, "warmup_steps": args.warmup, "timed_steps": steps, "engines": {}}
     if method == "qlora" and torch_names:
@@ -199,8 +204,8 @@ def run_workload(args, name, checkpoint, ceiling):
             failed[e] = {"status": "failed", "message": f"setting up: {msg[1]}", "traceback": msg[2]}
         print(f"  {e} {failed[e]['status']}: {failed[e]['message']}", flush=True)
         stop(w)
-    tach_runs, tach_dir = [], tempfile.mkdtemp(prefix="tach-train-peers-")
-    order = [e for e in torch_names if e in info] + (["tach"] if "tach" in wanted else [])
+    tach_runs, tach_dir = {}, tempfile.mkdtemp(prefix="tach-train-peers-")
+    order = [e for e in torch_names if e in info] + tach_names
     # Without a PyTorch engine there is nothing to alternate with: one round.
     n_rounds = args.rounds if len(order) > 1 else 1
     for r in range(n_rounds):
@@ -210,13 +215,14 @@ def run_workload(args, name, checkpoint, ceiling):
         for e in order[r % len(order):] + order[:r % len(order)] if order else []:
             if e in failed:
                 continue
-            if e == "tach":
-                res = engines.tach_point(args.tach, spec, args.warmup, steps, tach_dir, args.round_timeout)
+            if e in TACH_EXECS:
+                res = engines.tach_point(args.tach, spec | {"exec": TACH_EXECS[e]}, args.warmup, steps, tach_dir,
+                                         args.round_timeout)
                 if res["status"] != "ok":
                     failed[e] = res | {"message": f"round {r + 1}: {res['message']}"}
-                    print(f"  round {r + 1} tach failed: {res['message']}", flush=True)
+                    print(f"  round {r + 1} {e} failed: {res['message']}", flush=True)
                     continue
-                tach_runs.append(res)
+                tach_runs.setdefault(e, []).append(res)
                 rounds.setdefault(e, []).append(res["step_s"])
                 peaks[e] = max(peaks.get(e, 0), res["peak_bytes"])
             else:
@@ -235,10 +241,10 @@ def run_workload(args, name, checkpoint, ceiling):
     shutil.rmtree(tach_dir, ignore_errors=True)
     flops = next((i["flops_per_step"] for i in info.values()), None)
     if flops is None and tach_runs:
-        flops = tach_runs[0]["own"].get("model_flops_per_step")
+        flops = next(iter(tach_runs.values()))[0]["own"].get("model_flops_per_step")
     out["model_flops_per_step"] = flops
     out["flops_counted_by"] = "PyTorch's forward (training_flops)" if info else ("tach's own count" if flops else None)
-    for e in torch_names + (["tach"] if "tach" in wanted else []):
+    for e in torch_names + tach_names:
         if e in failed:
             out["engines"][e] = failed[e] | ({"step_ms_rounds_before": [t * 1e3 for t in rounds[e]]} if rounds.get(e) else {})
             continue
@@ -246,15 +252,15 @@ def run_workload(args, name, checkpoint, ceiling):
         row = {"status": "ok", "step_ms": med * 1e3, "step_ms_rounds": [t * 1e3 for t in rounds[e]],
                "tokens_per_s": batch * seq / med, "peak_memory_bytes": peaks[e],
                "mfu": flops / med / ceiling["flops_per_s"] if flops and ceiling else None}
-        if e == "tach":
-            row |= {"command": tach_runs[-1]["command"], "tach_reports": tach_runs[-1]["own"]}
+        if e in TACH_EXECS:
+            row |= {"command": tach_runs[e][-1]["command"], "tach_reports": tach_runs[e][-1]["own"]}
         else:
             row |= info[e]
         out["engines"][e] = row
     if out["engines"].get("tach", {}).get("status") == "ok":
         base = out["engines"]["tach"]["step_ms"]
         for e, row in out["engines"].items():
-            if e != "tach" and row.get("status") == "ok":
+            if e != "tach" and row.get("status") == "ok":  # tach-fused too: against tach's eager step
                 row["time_over_tach"] = row["step_ms"] / base
     out["wall_s"] = time.monotonic() - t0
     return out

@@ -149,7 +149,7 @@ def tach_command(tach, spec, warmup, steps, runs_dir):
     cmd = [tach, "bench", "--train", "-m", spec["checkpoint"], "--device", spec["device"], "--dtype", spec["tach_dtype"],
            "-b", str(spec["batch"]), "-s", str(spec["seq"]), "--method", spec["method"], "--runs", str(steps),
            "--warmup", str(warmup), "--seed", "0", "--format", "json", "--no-progress", "--no-tensorboard",
-           "--runs-dir", runs_dir, "--lr", str(LR), "--max-grad-norm", str(CLIP)]
+           "--runs-dir", runs_dir, "--lr", str(LR), "--max-grad-norm", str(CLIP), "--exec", spec.get("exec", "eager")]
     if spec["method"] in ("lora", "qlora"):
         cmd += ["--lora-r", str(spec["lora_r"]), "--lora-alpha", str(spec["lora_alpha"])]
     if spec["threads"]:

@@ -134,3 +134,13 @@ def test_cuda_without_a_gpu_is_a_usage_error_naming_the_cpu_run(tmp_path):
     res = subprocess.run([sys.executable, SCRIPT, "--root", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 2
     assert "--device cuda: PyTorch sees no CUDA device here (use --device cpu --tiny" in res.stderr
+
+
+def test_tach_fused_is_tachs_fused_execution_beside_its_eager_one(tmp_path):
+    results, _ = run(tmp_path, "--engines", "tach,tach-fused", "--workloads", "distilbert")
+    engines = results["workloads"]["distilbert"]["engines"]
+    for e, exec_ in (("tach", "eager"), ("tach-fused", "fused")):
+        assert engines[e]["status"] == "ok", engines[e]
+        command = engines[e]["command"]
+        assert command[command.index("--exec") + 1] == exec_, command
+    assert "time_over_tach" in engines["tach-fused"]
