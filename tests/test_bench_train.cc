@@ -284,6 +284,25 @@ TEST(TrainSweepReport, PerSeriesFiguresAreNamedForTheirSeries) {
   for (const auto& n : names) EXPECT_EQ(n.find("_2"), std::string::npos) << n;
 }
 
+// A GPU point's time between the events around each step gets a column; a CPU sweep has none.
+TEST(TrainSweepReport, GpuStepTimeIsAColumnOnlyWhereAPointHasIt) {
+  test::TempDir dir;
+  std::vector<PointResult> pts = {curve_point(8, 100, 0.6, 0.5, 1 << 28, 8LL << 30),
+                                  curve_point(16, 180, 0.6, 0.5, 1 << 28, 8LL << 30)};
+  std::ostringstream cpu_only;
+  report::FigureBook book;
+  report::train_sweep_section(cpu_only, book, pts, dir.path());
+  EXPECT_EQ(cpu_only.str().find("GPU ms/step"), std::string::npos);
+  pts[1].gpu_time_ms = bench::distribution({97.25, 97.5, 98.0});
+  std::ostringstream with_gpu;
+  report::FigureBook book2;
+  report::train_sweep_section(with_gpu, book2, pts, dir.path());
+  const std::string h = with_gpu.str();
+  EXPECT_NE(h.find("<th>GPU ms/step median</th>"), std::string::npos);
+  EXPECT_NE(h.find("<td>97.50</td>"), std::string::npos) << "the GPU median of the point that has one";
+  EXPECT_NE(h.find("<td>n/a</td>"), std::string::npos) << "the point without one";
+}
+
 std::string write_run(const test::TempDir& root, const std::string& name, const std::vector<PointResult>& points) {
   std::string dir = root.path() + "/" + name;
   fs::create_directories(dir);

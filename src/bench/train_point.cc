@@ -267,15 +267,22 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   int64_t index = 0;
   for (int i = 0; i < config.warmup_runs; ++i) (void)step.run(index++, 1, next, lr);
 
-  std::vector<double> step_s, data_ms, fwd_ms, bwd_ms, opt_ms, comm_ms, exposed_ms;
+  std::vector<double> step_s, data_ms, fwd_ms, bwd_ms, opt_ms, comm_ms, exposed_ms, gpu_ms;
   double measured_s = 0, real_tokens = 0, padded_tokens = 0, samples = 0;
+  // On a GPU, each step's time between events queued before and after it (as an inference point's).
+  DeviceTimer gpu_timer(device);
   RaplEnergy rapl;
   if (rapl.available()) (void)rapl.joules();  // starts the counters here
   if (observer.on_measure_begin) observer.on_measure_begin(key);
   CpuLoadWindow load_window;  // other processes' CPU use while the steps are timed
   const auto wall0 = std::chrono::steady_clock::now();
   for (;;) {
-    const train::StepOutcome s = step.run(index++, 1, next, lr);
+    if (on_gpu) gpu_timer.start();
+    const train::StepOutcome s = step.run(index++, 1, next, lr);  // returns once the loss is read: the work is done
+    if (on_gpu) {
+      gpu_timer.stop();
+      gpu_ms.push_back(gpu_timer.elapsed_ms());
+    }
     check(std::isfinite(s.loss), "the loss is " + plain_number(s.loss) + " at measured step " +
                                      std::to_string(step_s.size()) + ": lower --lr");
     if (step_s.empty()) r.train.loss_first = s.loss;
@@ -325,6 +332,7 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   r.batch_latency_samples_ms = batch_ms;
   r.batch_latency_ms = distribution(batch_ms);
   r.sample_latency_ms = distribution(sample_ms);
+  if (!gpu_ms.empty()) r.gpu_time_ms = distribution(gpu_ms);
   r.train.data_ms = distribution(data_ms);
   r.train.forward_ms = distribution(fwd_ms);
   r.train.backward_ms = distribution(bwd_ms);

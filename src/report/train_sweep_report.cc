@@ -170,22 +170,29 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
     h << "</div>";
   }
   // Every point, failed and skipped ones with their reasons.
-  h << "<h3>Points</h3><table><tr><th>point</th><th>steps</th><th>ms/step median</th><th>p95</th><th>samples/s</th>"
+  // On a GPU, each step's time between the events queued around it, beside the wall clock's.
+  const bool gpu_time =
+      std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
+  h << "<h3>Points</h3><table><tr><th>point</th><th>steps</th><th>ms/step median</th><th>p95</th>"
+    << (gpu_time ? "<th>GPU ms/step median</th>" : "")
+    << "<th>samples/s</th>"
        "<th>tokens/s</th><th>MFU</th><th>GEMM share</th><th>GEMM efficiency</th><th>allocator peak MiB</th>"
        "<th>peak RSS MiB</th><th>loss first → last</th><th>stopped by</th></tr>";
   const auto opt_pct = [](double v) { return v >= 0 ? num(100 * v, 1) + "%" : std::string("n/a"); };
   for (const auto& p : points) {
     h << "<tr><td>" << escape_html(p.key.id()) << "</td>";
     if (p.status != "ok") {
-      h << "<td colspan='12' style='text-align:left'>" << escape_html(p.status) << ": " << escape_html(p.reason)
-        << "</td></tr>";
+      h << "<td colspan='" << (gpu_time ? 13 : 12) << "' style='text-align:left'>" << escape_html(p.status) << ": "
+        << escape_html(p.reason) << "</td></tr>";
       continue;
     }
     const auto& t = p.train;
     h << "<td>" << p.measured_runs << "</td><td>" << num(p.batch_latency_ms.median, 2) << "</td><td>"
-      << num(p.batch_latency_ms.p95, 2) << "</td><td>" << num(p.samples_per_s, 1) << "</td><td>"
-      << num(p.tokens_per_s, 0) << "</td><td>" << escape_html(report::of_ceiling(t.mfu, t.ceiling_under_load, "%.1f%%"))
-      << "</td><td>" << opt_pct(t.gemm_time_share) << "</td><td>"
+      << num(p.batch_latency_ms.p95, 2) << "</td><td>"
+      << (gpu_time ? (p.gpu_time_ms.n > 0 ? num(p.gpu_time_ms.median, 2) : std::string("n/a")) + "</td><td>" : "")
+      << num(p.samples_per_s, 1) << "</td><td>" << num(p.tokens_per_s, 0) << "</td><td>"
+      << escape_html(report::of_ceiling(t.mfu, t.ceiling_under_load, "%.1f%%")) << "</td><td>"
+      << opt_pct(t.gemm_time_share) << "</td><td>"
       << escape_html(report::of_ceiling(t.gemm_efficiency, t.ceiling_under_load, "%.1f%%")) << "</td><td>"
       << num(peak_of(p, "total") / 1048576.0, 1) << "</td><td>" << num(double(p.peak_rss_bytes) / 1048576.0, 1)
       << "</td><td>" << num(t.loss_first, 4) << " → " << num(t.loss_last, 4) << "</td><td>" << escape_html(p.stopped_by)
