@@ -51,3 +51,15 @@ set_tests_properties(cli.engine_profile.report_panel PROPERTIES LABELS unit ENVI
 add_test(NAME cli.engine_profile.torch COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/engine_profile.sh
   $<TARGET_FILE:tach_cli> ${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${PROJECT_SOURCE_DIR}/python ${_tach_eprof_work}/torch)
 set_tests_properties(cli.engine_profile.torch PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+# The workers' "profile" request itself: refusals by name (python-matmul in Debian's python3), and
+# with the development virtualenv one trace per profiler cycle (skips, saying why, without it).
+if(TACH_PYTHON)
+  add_test(NAME python.engines_profile COMMAND ${PROJECT_SOURCE_DIR}/python/tests/run_pytest.sh ${PROJECT_BINARY_DIR}
+    test_engines_profile.py)
+  set_tests_properties(python.engines_profile PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
+  add_test(NAME python.engines_profile_torch COMMAND sh -c
+    "PYTHON=\"\${TACH_REF_PYTHON:-$HOME/tach-ref/bin/python}\" exec \"$0\" \"$1\" test_engines_profile.py"
+    ${PROJECT_SOURCE_DIR}/python/tests/run_pytest.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(python.engines_profile_torch PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
