@@ -2,11 +2,16 @@
 // Qwen3-MoE, DeepSeek-V3 (MLA, with and without q_lora_rank) and Granite (a model_type tach does
 // not know) configs give exactly the parameter count transformers builds from them
 // (scripts/golden/make_param_counts.py); unknown types are estimated with a note; a config without
-// the standard fields is refused, naming them.
+// the standard fields is refused, naming them. A checkpoint with a task head (a decoder's sequence
+// classifier, token classifier, question answering) counts the elements of its model.safetensors:
+// the head, and no LM head beside it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "model/safetensors.h"
 #include "tach/estimate.h"
 #include "test_util.h"
 
@@ -64,6 +69,108 @@ TEST(EstimateConfigs, UnknownTypesGetANoteOrARefusal) {
   test::write_text(tmp.file("config.json"), R"({"model_type": 2, "intermediate_size": 48})");
   const std::string numeric = test::error_of([&] { estimate(tmp.path()); });
   EXPECT_NE(numeric.find("model_type \"?\" is not one tach builds"), std::string::npos) << numeric;
+}
+
+// The elements and bytes every tensor of a checkpoint's model.safetensors holds.
+struct StoredWeights {
+  int64_t elements = 0, bytes = 0;
+  DType dtype = DType::f32;
+};
+StoredWeights stored_weights(const std::string& dir) {
+  StoredWeights w;
+  const auto file = model::SafetensorsFile::open(dir + "/model.safetensors");
+  for (const auto& e : file.header().entries) {
+    int64_t n = 1;
+    for (const int64_t d : e.shape) n *= d;
+    w.elements += n;
+    w.bytes += int64_t(e.end - e.begin);
+    w.dtype = e.dtype;
+  }
+  return w;
+}
+
+int64_t weights_line(const MemoryEstimate& e) {
+  for (const auto& l : e.lines)
+    if (l.name == "weights") return l.bytes;
+  return -1;
+}
+
+// Every decoder classifier fixture (untied ones included: transformers builds no lm_head beside
+// `score`) and the causal families' token-classification and question-answering checkpoints.
+TEST(EstimateConfigs, TaskCheckpointsCountTheirSafetensors) {
+  std::vector<std::string> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(test::fixtures_dir() + "/decoders"))
+    if (entry.path().filename().string().find("-cls-") != std::string::npos) dirs.push_back(entry.path().string());
+  ASSERT_GE(dirs.size(), 7u);
+  for (const char* task : {"llama-token-cls5-f32", "qwen3-token-cls5-f32", "mistral-qa-f32", "qwen2-qa-f32"})
+    dirs.push_back(test::fixtures_dir() + "/train_tasks/" + task + "/model");
+  for (const auto& dir : dirs) {
+    const StoredWeights w = stored_weights(dir);
+    EstimateInput in;
+    in.model = dir;
+    in.seq_len = 16;
+    in.dtype = w.dtype == DType::bf16 ? "bf16" : "f32";
+    const MemoryEstimate e = estimate_memory(in);
+    EXPECT_EQ(e.parameters, w.elements) << dir;
+    EXPECT_EQ(weights_line(e), w.bytes) << dir << " (" << in.dtype << ")";
+  }
+}
+
+// A config.json of a type tach does not build, with a task architecture: its head replaces the LM
+// head (granite-tiny as a causal LM: 18,720 with tied embeddings; untied, the LM head adds V x C).
+TEST(EstimateConfigs, UnknownTypesCountTheirTaskHead) {
+  test::TempDir tmp;
+  json config = json::parse(test::read_text(dir() + "/configs/granite-tiny/config.json"));
+  const int64_t causal = 18720, V = 100, C = 32;
+  config["tie_word_embeddings"] = false;
+  config["architectures"] = {"GraniteForSequenceClassification"};
+  config["id2label"] = {{"0", "a"}, {"1", "b"}, {"2", "c"}};
+  test::write_text(tmp.file("config.json"), config.dump());
+  EXPECT_EQ(estimate(tmp.path()).parameters, causal + 3 * C);
+  config.erase("id2label");
+  config["num_labels"] = 5;
+  config["architectures"] = {"GraniteForTokenClassification"};
+  test::write_text(tmp.file("config.json"), config.dump());
+  EXPECT_EQ(estimate(tmp.path()).parameters, causal + 5 * C + 5);
+  config.erase("num_labels");
+  config["architectures"] = {"GraniteForQuestionAnswering"};
+  test::write_text(tmp.file("config.json"), config.dump());
+  EXPECT_EQ(estimate(tmp.path()).parameters, causal + 2 * C + 2);
+  config["architectures"] = {"GraniteForCausalLM"};
+  test::write_text(tmp.file("config.json"), config.dump());
+  EXPECT_EQ(estimate(tmp.path()).parameters, causal + V * C);
+}
+
+// --dtype int8 quantizes a causal LM's head beside the layers; a question-answering decoder has none.
+TEST(EstimateConfigs, Int8CountsNoLmHeadBesideATaskHead) {
+  EstimateInput in;
+  in.model = test::fixtures_dir() + "/train_tasks/llama-qa-f32/model";
+  in.seq_len = 16;
+  in.dtype = "int8";
+  const MemoryEstimate e = estimate_memory(in);
+  const auto linears = std::find_if(e.lines.begin(), e.lines.end(),
+                                    [](const EstimateLine& l) { return l.name == "weights (int8 linears)"; });
+  ASSERT_NE(linears, e.lines.end());
+  EXPECT_EQ(linears->how.find("LM head"), std::string::npos) << linears->how;
+  // The linears: every parameter but the embeddings [256, 32], 1 B each, and an f32 scale per
+  // output row (fewer than 500 a layer); an LM head would add 256 x 32 B and 256 scales.
+  EXPECT_LT(linears->bytes, e.parameters - 256 * 32 + 4 * 3 * 500);
+  // Nor has ModernBERT's bare body.
+  in.model = test::fixtures_dir() + "/decoders/modernbert-base-model-f32";
+  for (const auto& l : estimate_memory(in).lines)
+    EXPECT_EQ(l.how.find("LM head"), std::string::npos) << l.name << ": " << l.how;
+}
+
+// QLoRA keeps the embeddings in f32 beside the NF4 linears: an untied classifier's once, no LM head.
+TEST(EstimateConfigs, QloraKeepsNoLmHeadBesideAClassifier) {
+  EstimateInput in;
+  in.model = test::fixtures_dir() + "/decoders/llama-cls-bias-f32";  // V 256, C 32, untied
+  in.seq_len = 16;
+  in.mode = "train-qlora";
+  int64_t embeddings = -1;
+  for (const auto& l : estimate_memory(in).lines)
+    if (l.name == "weights (embeddings, kept in f32)") embeddings = l.bytes;
+  EXPECT_EQ(embeddings, 256 * 32 * 4);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "estimate/architecture_reader.h"
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -148,6 +149,34 @@ void read_deepseek(const model::Field& f, ArchitectureSummary& a) {
            ") are not counted, as transformers builds none";
 }
 
+// The labels config.json gives, as transformers reads them (id2label, else num_labels, else 2).
+struct Labels {
+  std::vector<std::string> id2label;
+  std::map<std::string, int> label2id;
+  std::string problem_type;
+  int64_t num_labels() const { return int64_t(id2label.size()); }
+};
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The task head its architecture names, in place of the LM head (transformers builds no lm_head
+// beside one, whatever tie_word_embeddings says): ForSequenceClassification's `score` [labels, C]
+// without a bias, ForTokenClassification's `score` and ForQuestionAnswering's `qa_outputs` [2, C]
+// with one.
+void read_task_head(const model::Field& f, ArchitectureSummary& a) {
+  const bool sequence = ends_with(a.name, "ForSequenceClassification");
+  const bool token = ends_with(a.name, "ForTokenClassification");
+  const bool qa = ends_with(a.name, "ForQuestionAnswering");
+  if (!sequence && !token && !qa) return;
+  Labels labels;
+  if (!qa) model::parse_labels(f, labels);
+  a.tied = true;
+  a.labels = labels.num_labels();
+  a.head = token ? Head::token_classification : qa ? Head::question_answering : Head::none;
+}
+
 struct ConfigReader {
   const char* model_types[2];
   void (*read)(const model::Field& f, ArchitectureSummary& a);
@@ -184,6 +213,7 @@ ArchitectureSummary describe_config(const json& j, const std::string& source) {
   a.I = f.positive_int("intermediate_size", 0, true);
   a.P = f.positive_int("max_position_embeddings", 2048, false);
   a.tied = f.flag("tie_word_embeddings", false);
+  read_task_head(f, a);
   for (const auto& reader : kReaders)
     for (const char* t : reader.model_types)
       if (t && type == t) {

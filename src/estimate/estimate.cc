@@ -102,8 +102,10 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     // (cpu/nf4_linear.h): 4 bits per weight, the double-quantized absmax and its f32 copy per 64.
     // The embeddings stay f32, and a causal LM's head is a quantized linear beside them.
     // An encoder's masked-LM decoder is such a linear too (over the tied embeddings or its own weight).
-    const int64_t embed = a.V * a.C,
-                  lm_head = (a.decoder && a.labels == 0) || (!a.decoder && a.head == Head::masked_lm) ? a.V * a.C : 0;
+    // A decoder with a task head (a classifier's score, a per-token head) has no LM head, nor has
+    // ModernBERT's bare body.
+    const bool causal_lm = a.decoder && !is_modernbert(a) && a.labels == 0 && a.head == Head::none;
+    const int64_t embed = a.V * a.C, lm_head = causal_lm || (!a.decoder && a.head == Head::masked_lm) ? a.V * a.C : 0;
     const int64_t untied = lm_head && !a.tied ? a.V * a.C : 0;
     const int64_t linear = params - embed - untied;
     if (in.dtype == "nf4")

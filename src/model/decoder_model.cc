@@ -479,6 +479,9 @@ ArchitectureSummary summarize_decoder_config(const DecoderConfig& c) {
   a.V = c.vocab_size, a.C = c.hidden_size, a.L = c.num_layers, a.H = c.num_heads, a.KVH = c.num_kv_heads;
   a.D = c.head_dim, a.I = c.intermediate_size, a.P = c.max_position_embeddings;
   a.labels = c.classification_head ? c.num_labels() : 0;
+  // A sequence classifier's `score` [labels, C] replaces the LM head: transformers builds no
+  // lm_head beside it whatever tie_word_embeddings says, so the embeddings count once.
+  if (c.classification_head) a.tied = true;
   a.qkv_bias = c.qkv_bias, a.o_bias = c.o_bias, a.mlp_bias = c.mlp_bias, a.qk_norm = c.qk_norm;
   a.sandwich_norms = c.sandwich_norms;
   if (c.causal && (c.head == Head::token_classification || c.head == Head::question_answering)) {
