@@ -72,6 +72,8 @@ def main(out):
     parts.append(command_stub("report", "str", ["run_dir: str | PathLike[str]"]))
     parts.append(command_stub("info", "dict[str, Any]"))
     parts.append(command_stub("fill-mask", "dict[str, Any]", function="fill_mask"))
+    parts.append(command_stub("prune", "dict[str, Any]"))
+    parts.append(command_stub("shrink", "Run"))
     parts.append("def cli(*args: str) -> int: ...\n")
     parts.append("def command_args(command: str, positionals: Sequence[Any] = ..., options: dict[str, Any] | None = ...) "
                  "-> list[str]: ...\n")

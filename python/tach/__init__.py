@@ -40,7 +40,7 @@ def _load_everything():
 
     from . import _tach
     from ._commands import (Error, InternalError, UsageError, analyze, bench, cli, command_args, compare, estimate,
-                            fill_mask, info, profile, report, run, train)
+                            fill_mask, info, profile, prune, report, run, shrink, train)
     from ._records import Run
     from ._tach import Model, Tokenizer, load_model, preset_names
     from .metrics import (ComprehensiveProfiler, GPUMemoryProfiler, GRPOMetricsTracker, MetricTracker,
@@ -60,6 +60,6 @@ else:
 
 __version__ = "0.1.0"
 __all__ = ["load_model", "Model", "Tokenizer", "preset_names", "bench", "profile", "train", "run", "estimate",
-           "analyze", "compare", "report", "info", "fill_mask", "cli", "command_args", "Run", "Error", "UsageError", "InternalError",
+           "analyze", "compare", "report", "info", "fill_mask", "prune", "shrink", "cli", "command_args", "Run", "Error", "UsageError", "InternalError",
            "MetricTracker", "GRPOMetricsTracker", "ScoreDistributionTracker", "TrainingLogger", "TrainingTimer",
            "ThroughputTracker", "GPUMemoryProfiler", "ComprehensiveProfiler"]

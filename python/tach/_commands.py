@@ -138,6 +138,26 @@ def estimate(**options):
     return json.loads(out)  # exit status 3 (does not fit) is an answer, not an error
 
 
+def prune(**options):
+    """`tach prune`: the smaller checkpoint written to output=DIR (model=, and heads=, ffn=, layers=,
+    by=...). Returns its prune_summary.json (parameters, FLOPs per token, weight bytes, layers,
+    heads and FFN width, before and after) with `dir` set to DIR."""
+    if not options.get("output"):
+        raise UsageError("prune: give output=DIR, the directory the pruned checkpoint is written to")
+    run_command("prune", (), options, capture_stdout=not _stdout_is_terminal())
+    out = os.fspath(options["output"])
+    with open(os.path.join(out, "prune_summary.json")) as f:
+        summary = json.load(f)
+    summary["dir"] = out
+    return summary
+
+
+def shrink(**options):
+    """`tach shrink`: the variants (dtype=, prune=, student=) measured side by side in one run
+    directory; returns its Run (`records`: each row with its `variant` and `accuracy`)."""
+    return _run_result("shrink", options)
+
+
 def compare(baseline, *runs, **options):
     options = dict(options, format="json")
     status, out, _ = run_command("compare", (baseline,) + runs, options, capture_stdout=True, ok_statuses=(0, 4))
@@ -198,7 +218,8 @@ def cli(*args):
 
 
 COMMANDS = {"bench": bench, "profile": profile, "train": train, "run": run, "estimate": estimate,
-            "compare": compare, "report": report, "info": info, "fill-mask": fill_mask}
+            "compare": compare, "report": report, "info": info, "fill-mask": fill_mask, "prune": prune,
+            "shrink": shrink}
 
 for _name, _function in COMMANDS.items():
     _function.__doc__ = (_function.__doc__ or "") + _tach.command_help(_name)

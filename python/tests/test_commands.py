@@ -255,3 +255,20 @@ def test_fill_mask_gives_the_pipelines_predictions():
     with pytest.raises(tach.UsageError, match="has no mask token"):
         tach.fill_mask(model=os.path.join(FIXTURES, "heads", "bert-mlm-f32"),
                        tokenizer=os.path.join(FIXTURES, "fill_mask", case["tokenizer"]), text="no mask here")
+
+
+def test_prune_and_shrink_are_functions_too(tmp_path):
+    bert = os.path.join(FIXTURES, "encoders", "bert-cls2-f32")
+    summary = tach.prune(model=bert, output=str(tmp_path / "half"), heads="0.5")
+    assert summary["dir"] == str(tmp_path / "half")
+    assert summary["after"]["parameters"] < summary["before"]["parameters"]
+    assert os.path.exists(tmp_path / "half" / "model.safetensors")
+    with pytest.raises(tach.UsageError, match="output=DIR"):
+        tach.prune(model=bert, heads="0.5")
+    run = tach.shrink(model=bert, tokenizer=os.path.join(FIXTURES, "tokenizers", "tiny-wordpiece"),
+                      dataset=os.path.join(FIXTURES, "bench", "six_rows.csv"), text_column="sentence", device="cpu",
+                      threads=1, batch_sizes=[1], seq_lens=8, runs=3, warmup=1, no_progress=True, dtype="f32",
+                      prune="heads:0.5", runs_dir=str(tmp_path / "runs"), run_id="s")
+    assert run.dir == str(tmp_path / "runs" / "s")
+    assert sorted({r["variant"] for r in run.records}) == ["f32", "heads:0.5"]
+    assert all(0 <= r["accuracy"]["accuracy"] <= 1 for r in run.records)
