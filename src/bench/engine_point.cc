@@ -68,6 +68,28 @@ PointResult failed_with(const PointResult& r, const std::string& reason) {
   return f;
 }
 
+PointResult engine_point_start(const BenchConfig& config, const PointKey& key, const std::string& input, int threads) {
+  PointResult r;
+  r.key = key;
+  r.input = input;
+  r.warmup_runs = config.warmup_runs;
+  r.threads_used = threads;
+  r.engine_run.log = "engines/" + key.engine + ".log";
+  return r;
+}
+
+nlohmann::json load_request(const BenchConfig& config, const PointKey& key, const std::string& task, int threads,
+                            nlohmann::json train) {
+  return {{"op", "load"},
+          {"model", fs::absolute(model_dir(config)).string()},
+          {"task", task},
+          {"dtype", key.dtype},
+          {"device", key.device},
+          {"threads", threads},
+          {"cache_dir", engine_cache_dir()},
+          {"train", std::move(train)}};
+}
+
 }  // namespace engine_detail
 
 using namespace engine_detail;
@@ -277,12 +299,7 @@ EngineWorkers::Worker& EngineWorkers::started(const std::string& engine) {
 
 PointResult EngineWorkers::run_point(const EncoderModel& tach_model, const PointKey& key, const TextSource* texts,
                                      int threads, const BenchObserver& observer) {
-  PointResult r;
-  r.key = key;
-  r.input = texts ? texts->name : "synthetic";
-  r.warmup_runs = config_.warmup_runs;
-  r.threads_used = threads;
-  r.engine_run.log = "engines/" + key.engine + ".log";
+  PointResult r = engine_point_start(config_, key, texts ? texts->name : "synthetic", threads);
   const ModelInfo& info = tach_model.info();
   try {
     // The ids tach's tokenizer makes for the point: its synthetic batch, or its first dataset batch
@@ -323,15 +340,7 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
   e.task = engine_task(info);
   e.ping_round_trip_us = w.ping_us;
   load(w, key, key.device + "/" + key.dtype + "/" + std::to_string(threads),
-       {{"op", "load"},
-        {"model", fs::absolute(model_dir(config_)).string()},
-        {"task", e.task},
-        {"dtype", key.dtype},
-        {"device", key.device},
-        {"threads", threads},
-        {"cache_dir", engine_cache_dir()},
-        {"train", nullptr}},
-       e);
+       load_request(config_, key, e.task, threads, nullptr), e);
   (void)c.call(inputs_request(batch));
   // The outputs first: a disagreement is a finding recorded with the point, not a silent number.
   const OutputCheck compared =

@@ -68,6 +68,12 @@ nlohmann::json ids_json(const Tensor& t);  // t: [B, T] i32 -> rows of integers
 std::string versions_text(const nlohmann::json& versions);
 double number_or(const nlohmann::json& j, const char* key, double fallback);
 PointResult failed_with(const PointResult& r, const std::string& reason);
+// A point of another engine before it runs: its key, input's name, warm-up, threads and the worker's log.
+PointResult engine_point_start(const BenchConfig& config, const PointKey& key, const std::string& input, int threads);
+// The worker's "load" request for the point's model: its task, dtype, device and threads, the
+// engines' cache, and `train` (the training settings, or null for inference).
+nlohmann::json load_request(const BenchConfig& config, const PointKey& key, const std::string& task, int threads,
+                            nlohmann::json train);
 }  // namespace engine_detail
 
 // Calls timed by the worker under tach's stopping rule, in chunks (shared by the inference and the

@@ -116,12 +116,7 @@ std::vector<double> phase_ms(const std::vector<std::pair<nlohmann::json, int64_t
 
 PointResult EngineWorkers::run_train_point(const PointKey& key, const TrainInputs* inputs, int threads,
                                            const BenchObserver& observer) {
-  PointResult r;
-  r.key = key;
-  r.input = inputs ? inputs->name : "synthetic";
-  r.warmup_runs = config_.warmup_runs;
-  r.threads_used = threads;
-  r.engine_run.log = "engines/" + key.engine + ".log";
+  PointResult r = engine_point_start(config_, key, inputs ? inputs->name : "synthetic", threads);
   try {
     check(!dist::Communicator::world().distributed(),
           "another engine's training steps run in one process: sweep engine " + key.engine + " without mpirun");
@@ -168,16 +163,7 @@ void EngineWorkers::measure_train(Worker& w, const PointKey& key, const TrainRef
                                 {"lora_dropout", t.dropout ? t.lora_dropout : 0.0},
                                 {"lora_targets", ref.lora_targets},
                                 {"lora_modules_to_save", ref.modules_to_save}};
-  load(w, key, "train " + key.id(),
-       {{"op", "load"},
-        {"model", fs::absolute(model_dir(config_)).string()},
-        {"task", e.task},
-        {"dtype", key.dtype},
-        {"device", key.device},
-        {"threads", threads},
-        {"cache_dir", engine_cache_dir()},
-        {"train", train}},
-       e);
+  load(w, key, "train " + key.id(), load_request(config_, key, e.task, threads, train), e);
   r.train.parameters = int64_t(number_or(w.load_reply, "parameters", 0));
   r.train.trainable_parameters = int64_t(number_or(w.load_reply, "trainable_parameters", 0));
   (void)c.call(train_inputs_request(ref));
