@@ -42,11 +42,15 @@ std::unique_ptr<CLI::App> make_app(std::vector<Command>& commands) {
   std::string batching;
   for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; }))
     if (sub->get_option_no_throw("--batch") != nullptr) batching += (batching.empty() ? "" : ", ") + sub->get_name();
-  const std::string footer = exit_status + "\nThe batch size is -b/--batch (also --batch-size, --batch-sizes) in " +
-                             batching + "; eval's is --eval-batch-size.";
+  const std::string batch_line = "The batch size is -b/--batch (also --batch-size, --batch-sizes) in " + batching +
+                                 "; eval's is --eval-batch-size.";
+  const std::string footer = exit_status + "\n" + batch_line;
   app->footer(footer);
-  for (CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; }))
+  // A command with a footer of its own that takes -b/--batch (shrink) gets the line after it.
+  for (CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
     if (sub->get_footer() == exit_status) sub->footer(footer);
+    else if (sub->get_option_no_throw("--batch") != nullptr) sub->footer(sub->get_footer() + "\n\n" + batch_line);
+  }
   return app;
 }
 
