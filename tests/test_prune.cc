@@ -12,6 +12,7 @@
 #include "tach/error.h"
 #include "tach/model.h"
 #include "tach/prune.h"
+#include "prune_scores_check.h"
 #include "test_util.h"
 
 namespace tach {
@@ -82,22 +83,8 @@ TEST(PrunedHeads, ParametersCountTheHeadsLeft) {
 
 std::string bert_fixture() { return test::fixtures_dir() + "/encoders/bert-cls2-f32"; }
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
-
-void expect_scores_near(const nlohmann::json& got, const nlohmann::json& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i].is_array()) {
-      expect_scores_near(got[i], want[i], what + "[" + std::to_string(i) + "]");
-      continue;
-    }
-    const double w = want[i].get<double>(), g = got[i].get<double>();
-    EXPECT_NEAR(g, w, 1e-5 * std::max(1.0, std::fabs(w))) << what << "[" << i << "]";
-  }
-}
+using test::expect_scores_near;
+using test::read_json;
 
 // --heads 0.5 --ffn 0.25 --layers 1 by magnitude: the scores, the units removed and the pruned
 // model's logits equal the same definition computed in PyTorch, and transformers' logits on it.

@@ -12,6 +12,7 @@
 #include "tach/error.h"
 #include "tach/model.h"
 #include "tach/prune.h"
+#include "prune_scores_check.h"
 #include "test_util.h"
 
 namespace tach {
@@ -20,24 +21,10 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
+using test::expect_scores_near;
+using test::read_json;
 
 std::string decoder_fixture(const std::string& name) { return test::fixtures_dir() + "/decoders/" + name; }
-
-void expect_scores_near(const json& got, const json& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i].is_array()) {
-      expect_scores_near(got[i], want[i], what + "[" + std::to_string(i) + "]");
-      continue;
-    }
-    const double w = want[i].get<double>(), g = got[i].get<double>();
-    EXPECT_NEAR(g, w, 1e-5 * std::max(1.0, std::fabs(w))) << what << "[" << i << "]";
-  }
-}
 
 // A copy of a fixture whose config.json lacks layer_types, as hub configs written before
 // transformers saved it (ModernBERT's global_attn_every_n_layers decides the kinds then).
