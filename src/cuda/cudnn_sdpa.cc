@@ -27,13 +27,14 @@ bool cudnn_sdpa_available(std::string* why) { return cudnn_loadable(why); }
 
 #if !TACH_HAS_CUDNN_HEADERS
 
-void sdpa_forward(int, const SdpaArgs&, void*, float*, const void*, const void*, const void*, const int32_t*) {
+void sdpa_forward(int, const SdpaArgs&, void*, float*, const void*, const void*, const void*, const int32_t*,
+                  const void*) {
   std::string why;
   cudnn_loadable(&why);
   throw Error(why);
 }
 void sdpa_backward(int, const SdpaArgs&, void*, void*, void*, const void*, const void*, const float*, const void*,
-                   const void*, const void*, const int32_t*) {
+                   const void*, const void*, const int32_t*, const void*) {
   std::string why;
   cudnn_loadable(&why);
   throw Error(why);
@@ -50,8 +51,10 @@ namespace {
 
 std::string describe(const SdpaArgs& a, bool backward) {
   return std::string("cuDNN attention ") + (backward ? "backward" : "forward") + " (" + sdpa_dtype_name(a.dtype) +
-         ", B " + std::to_string(a.B) + ", T " + std::to_string(a.T) + ", H " + std::to_string(a.H) + ", D " +
-         std::to_string(a.D) + (a.causal ? ", causal" : "") + ")";
+         ", B " + std::to_string(a.B) + ", T " + std::to_string(a.T) + ", H " + std::to_string(a.H) +
+         (a.kv_heads() != a.H ? ", H_kv " + std::to_string(a.kv_heads()) : std::string()) + ", D " +
+         std::to_string(a.D) + (a.causal ? ", causal" : "") +
+         (a.dropout_p > 0 ? ", dropout " + std::to_string(a.dropout_p) : std::string()) + ")";
 }
 
 void check_args(const SdpaArgs& a, bool backward) {
@@ -59,13 +62,21 @@ void check_args(const SdpaArgs& a, bool backward) {
   tach::check(a.B > 0 && a.T > 0 && a.H > 0 && a.D > 0, what + ": every size must be positive");
   tach::check(a.D % 8 == 0 && a.D <= 256,
               what + ": cuDNN's fused attention takes head sizes that are multiples of 8, up to 256");
+  const int64_t H_kv = a.kv_heads(), ld_kv = a.kv_stride();
+  tach::check(H_kv > 0 && a.H % H_kv == 0, what + ": " + std::to_string(H_kv) + " key/value heads must divide the " +
+                                               std::to_string(a.H) +
+                                               " query heads (each K/V head serves a group of query heads)");
   tach::check(a.ld_in >= a.H * a.D && a.ld_out >= a.H * a.D,
-              what + ": row strides " + std::to_string(a.ld_in) + " (q, k, v) and " + std::to_string(a.ld_out) +
+              what + ": row strides " + std::to_string(a.ld_in) + " (q) and " + std::to_string(a.ld_out) +
                   " (out) must be at least H*D = " + std::to_string(a.H * a.D));
+  tach::check(ld_kv >= H_kv * a.D, what + ": the row stride of k and v, " + std::to_string(ld_kv) +
+                                       ", must be at least H_kv*D = " + std::to_string(H_kv * a.D));
   // Every tensor is declared 16-byte aligned, so every row must start on 16 bytes too.
-  tach::check(a.ld_in % 8 == 0 && a.ld_out % 8 == 0,
-              what + ": row strides must be multiples of 8 elements (16 bytes), got " + std::to_string(a.ld_in) +
-                  " and " + std::to_string(a.ld_out));
+  tach::check(a.ld_in % 8 == 0 && ld_kv % 8 == 0 && a.ld_out % 8 == 0,
+              what + ": row strides must be multiples of 8 elements (16 bytes), got " + std::to_string(a.ld_in) + ", " +
+                  std::to_string(ld_kv) + " and " + std::to_string(a.ld_out));
+  tach::check(a.dropout_p >= 0.0f && a.dropout_p < 1.0f,
+              what + ": the dropout probability must be in [0, 1), got " + std::to_string(a.dropout_p));
 }
 
 void check_aligned(const void* p, const char* name, const SdpaArgs& a, bool backward) {
@@ -92,13 +103,15 @@ enum Uid : int64_t {
   kSeqLenQ,
   kSeqLenKV,
   kNegInf,
-  kOne,
+  kDropoutKeep,
   kdO,
   kdQ,
   kdK,
   kdV,
   kSoftmaxSum,
   kdQAccum,
+  kDropoutMask,
+  kDropoutScale,
   kFirstVirtual = 100
 };
 
@@ -261,8 +274,10 @@ class GraphBuilder {
 // [B, T, H*D] rows (token-major, heads side by side), the scores [B, H, T, T] contiguous.
 struct Layout {
   cudnnDataType_t io;
-  Dims qkv, qkv_strides;          // [B, H, T, D], rows strided by ld_in
-  Dims t_dims, t_strides;         // Kᵀ, Vᵀ: [B, H, D, T] over the same memory
+  Dims qkv, qkv_strides;          // Q, dQ: [B, H, T, D], rows strided by ld_in
+  Dims kv, kv_strides;            // K, V, dK, dV: [B, H_kv, T, D], rows strided by kv_stride()
+  Dims t_dims, t_strides;         // Kᵀ, Vᵀ: [B, H_kv, D, T] over the same memory
+  Dims full_heads, full_strides;  // dK, dV per query head before each group's sum: [B, H, T, D] contiguous
   Dims out_strides;               // [B, H, T, D], rows strided by ld_out
   Dims scores, scores_strides;    // [B, H, T, T]
   Dims scores_t_strides;          // the same scores read transposed, [B, H, Tk, Tq]
@@ -270,12 +285,16 @@ struct Layout {
   Dims lengths, lengths_strides;  // [B, 1, 1, 1] i32
 
   explicit Layout(const SdpaArgs& a) {
-    const int64_t B = a.B, H = a.H, T = a.T, D = a.D;
+    const int64_t B = a.B, H = a.H, T = a.T, D = a.D, H_kv = a.kv_heads(), ld_kv = a.kv_stride();
     io = a.dtype == SdpaDType::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
     qkv = {B, H, T, D};
     qkv_strides = {T * a.ld_in, D, a.ld_in, 1};
-    t_dims = {B, H, D, T};
-    t_strides = {T * a.ld_in, D, 1, a.ld_in};
+    kv = {B, H_kv, T, D};
+    kv_strides = {T * ld_kv, D, ld_kv, 1};
+    t_dims = {B, H_kv, D, T};
+    t_strides = {T * ld_kv, D, 1, ld_kv};
+    full_heads = {B, H, T, D};
+    full_strides = {H * T * D, T * D, D, 1};
     out_strides = {T * a.ld_out, D, a.ld_out, 1};
     scores = {B, H, T, T};
     scores_strides = {H * T * T, T * T, T, 1};
@@ -333,16 +352,28 @@ Lengths length_tensors(GraphBuilder& g, const Layout& l, bool padded) {
           g.io(kSeqLenKV, CUDNN_DATA_INT32, l.lengths, l.lengths_strides, "seq_len_kv")};
 }
 
+// The dropout's operands: the keep mask [B, H, T, T] in the input dtype and the scale
+// 1 / (1 - p) by value. Null both without dropout.
+struct Dropout {
+  Desc mask = nullptr, scale = nullptr;
+};
+Dropout dropout_tensors(GraphBuilder& g, const Layout& l, const SdpaArgs& a) {
+  if (a.dropout_p <= 0.0f) return {};
+  return {g.io(kDropoutMask, l.io, l.scores, l.scores_strides, "dropout mask"),
+          g.scalar(kDropoutScale, "dropout scale")};
+}
+
 void build_forward(GraphBuilder& g, const SdpaArgs& a, bool padded) {
   const Layout l(a);
   Desc q = g.io(kQ, l.io, l.qkv, l.qkv_strides, "Q");
   Desc kt = g.io(kK, l.io, l.t_dims, l.t_strides, "Kᵀ");
-  Desc v = g.io(kV, l.io, l.qkv, l.qkv_strides, "V");
+  Desc v = g.io(kV, l.io, l.kv, l.kv_strides, "V");
   Desc o = g.io(kO, l.io, l.qkv, l.out_strides, "O");
   Desc stats = g.io(kStats, CUDNN_DATA_FLOAT, l.row, l.row_strides, "Stats");
   Desc scale = g.scalar(kScale, "scale");
   const Lengths len = length_tensors(g, l, padded);
   Desc neg_inf = padded || a.causal ? g.scalar(kNegInf, "masked score") : nullptr;
+  const Dropout drop = dropout_tensors(g, l, a);
 
   Desc s = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "Q·Kᵀ");
   g.matmul(q, kt, s, len.q, len.kv, nullptr, padded, "Q·Kᵀ");
@@ -365,14 +396,21 @@ void build_forward(GraphBuilder& g, const SdpaArgs& a, bool padded) {
   g.pointwise(CUDNN_POINTWISE_LOG, CUDNN_DATA_FLOAT, sum, nullptr, nullptr, log_sum, "log row sum");
   g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, max, log_sum, nullptr, stats, "stats");
   // The probabilities enter the second GEMM in the input dtype, as cuDNN's engines require.
-  Desc p = g.virt(l.io, l.scores, l.scores_strides, "P");
+  Desc p = g.virt(drop.mask ? CUDNN_DATA_FLOAT : l.io, l.scores, l.scores_strides, "P");
   g.pointwise(CUDNN_POINTWISE_DIV, CUDNN_DATA_FLOAT, e, sum, nullptr, p, "softmax");
+  if (drop.mask) {  // P ∘ M / (1 - p), in cudnn-frontend's order: the scale, then the mask
+    Desc scaled_p = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "P / (1 - p)");
+    g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, p, drop.scale, nullptr, scaled_p, "dropout scale");
+    p = g.virt(l.io, l.scores, l.scores_strides, "dropped P");
+    g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, scaled_p, drop.mask, nullptr, p, "dropout mask");
+  }
   g.matmul(p, v, o, len.q, nullptr, len.kv, false, "P·V");
 }
 
 void build_backward(GraphBuilder& g, const SdpaArgs& a, bool padded) {
   const Layout l(a);
   const int64_t H = a.H, T = a.T, D = a.D;
+  const bool grouped = a.kv_heads() != a.H;
   Desc q = g.io(kQ, l.io, l.qkv, l.qkv_strides, "Q");
   Desc kt = g.io(kK, l.io, l.t_dims, l.t_strides, "Kᵀ");
   Desc vt = g.io(kV, l.io, l.t_dims, l.t_strides, "Vᵀ");
@@ -380,12 +418,14 @@ void build_backward(GraphBuilder& g, const SdpaArgs& a, bool padded) {
   Desc d_o = g.io(kdO, l.io, l.qkv, l.out_strides, "dO");
   Desc stats = g.io(kStats, CUDNN_DATA_FLOAT, l.row, l.row_strides, "Stats");
   Desc dq = g.io(kdQ, l.io, l.qkv, l.qkv_strides, "dQ");
-  Desc dk = g.io(kdK, l.io, l.qkv, l.qkv_strides, "dK");
-  Desc dv = g.io(kdV, l.io, l.qkv, l.qkv_strides, "dV");
+  Desc dk = g.io(kdK, l.io, l.kv, l.kv_strides, "dK");
+  Desc dv = g.io(kdV, l.io, l.kv, l.kv_strides, "dV");
   Desc scale = g.scalar(kScale, "scale");
-  Desc one = g.scalar(kOne, "one");
+  // 1 - p: sum_i is Σ dO∘O of the dropped probabilities, scaled back to the kept ones' (1 without dropout).
+  Desc keep = g.scalar(kDropoutKeep, "dropout keep");
   const Lengths len = length_tensors(g, l, padded);
   Desc neg_inf = padded || a.causal ? g.scalar(kNegInf, "masked score") : nullptr;
+  const Dropout drop = dropout_tensors(g, l, a);
   // Held in tach's workspace: sum_i per query row, and dQ accumulated in f32.
   Desc softmax_sum = g.io(kSoftmaxSum, CUDNN_DATA_FLOAT, l.row, l.row_strides, "softmax sum");
   Desc dq_accum = g.io(kdQAccum, CUDNN_DATA_FLOAT, l.qkv, {H * T * D, T * D, D, 1}, "dQ accumulator");
@@ -395,7 +435,7 @@ void build_backward(GraphBuilder& g, const SdpaArgs& a, bool padded) {
   g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, d_o, o, nullptr, do_o, "dO∘O");
   Desc row_sum = g.virt(CUDNN_DATA_FLOAT, l.row, l.row_strides, "Σ dO∘O");
   g.reduction(CUDNN_REDUCE_TENSOR_ADD, do_o, row_sum, "Σ dO∘O");
-  g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, row_sum, one, nullptr, softmax_sum, "softmax sum");
+  g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, row_sum, keep, nullptr, softmax_sum, "softmax sum");
 
   // P = exp(S - Stats), recomputed.
   Desc s = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "Q·Kᵀ");
@@ -415,28 +455,50 @@ void build_backward(GraphBuilder& g, const SdpaArgs& a, bool padded) {
   Desc p = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "P");
   g.pointwise(CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, last, nullptr, nullptr, p, "P");
 
-  // dV = Pᵀ · dO.
+  // dV = (P ∘ M / (1 - p))ᵀ · dO.
+  Desc p_dropped = p;
+  if (drop.mask) {
+    Desc masked = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "P∘M");
+    g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, p, drop.mask, nullptr, masked, "P dropout mask");
+    p_dropped = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "P∘M / (1 - p)");
+    g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, masked, drop.scale, nullptr, p_dropped, "P dropout scale");
+  }
   Desc pt = g.virt(l.io, l.scores, l.scores_t_strides, "Pᵀ");
-  g.reshape(p, pt, "Pᵀ");
-  g.matmul(pt, d_o, dv, len.kv, nullptr, len.q, false, "Pᵀ·dO");
+  g.reshape(p_dropped, pt, "Pᵀ");
+  // Grouped K/V: each query head's dV, then each group summed into its K/V head.
+  Desc dv_heads = grouped ? g.virt(l.io, l.full_heads, l.full_strides, "dV per query head") : dv;
+  g.matmul(pt, d_o, dv_heads, len.kv, nullptr, len.q, false, "Pᵀ·dO");
+  if (grouped) g.reduction(CUDNN_REDUCE_TENSOR_ADD, dv_heads, dv, "dV over each group");
 
-  // dS = P ∘ (dO · Vᵀ - sum_i) * scale.
+  // dS = P ∘ (dO · Vᵀ [∘ M] - sum_i) [/ (1 - p)] * scale.
   Desc dp = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "dO·Vᵀ");
   g.matmul(d_o, vt, dp, len.q, len.kv, nullptr, false, "dO·Vᵀ");
+  if (drop.mask) {
+    Desc masked = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "dP∘M");
+    g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, dp, drop.mask, nullptr, masked, "dP dropout mask");
+    dp = masked;
+  }
   Desc dp_centred = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "dP - sum");
   g.pointwise(CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, dp, softmax_sum, nullptr, dp_centred, "dP - sum");
   Desc ds_unscaled = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "P∘(dP - sum)");
   g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, dp_centred, p, nullptr, ds_unscaled, "P∘(dP - sum)");
+  if (drop.mask) {
+    Desc kept = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "dS / (1 - p)");
+    g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, ds_unscaled, drop.scale, nullptr, kept, "dS dropout scale");
+    ds_unscaled = kept;
+  }
   Desc ds = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "dS");
   g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, ds_unscaled, scale, nullptr, ds, "dS");
 
-  // dK = dSᵀ · Q.
+  // dK = dSᵀ · Q (grouped: per query head, then each group summed).
   Desc dst = g.virt(l.io, l.scores, l.scores_t_strides, "dSᵀ");
   g.reshape(ds, dst, "dSᵀ");
-  g.matmul(dst, q, dk, len.kv, nullptr, len.q, false, "dSᵀ·Q");
+  Desc dk_heads = grouped ? g.virt(l.io, l.full_heads, l.full_strides, "dK per query head") : dk;
+  g.matmul(dst, q, dk_heads, len.kv, nullptr, len.q, false, "dSᵀ·Q");
+  if (grouped) g.reduction(CUDNN_REDUCE_TENSOR_ADD, dk_heads, dk, "dK over each group");
 
   // dQ = dS · K, accumulated in f32, then written in the input dtype.
-  Desc k = g.virt(l.io, l.qkv, l.qkv_strides, "K");
+  Desc k = g.virt(l.io, l.kv, l.kv_strides, "K");
   g.reshape(kt, k, "K");
   g.matmul(ds, k, dq_accum, len.q, nullptr, len.kv, false, "dS·K");
   g.pointwise(CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, dq_accum, nullptr, nullptr, dq, "dQ");
@@ -462,7 +524,9 @@ struct Plan {
   Tensor q_lengths;  // [B] i32 = T on the device (padded graphs)
 };
 
-using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, int, bool>;
+// device, B, T, H, H_kv, D, ld_in, ld_kv, ld_out, causal, padded, dropout, dtype, backward.
+using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool,
+                           bool, int, bool>;
 
 // The plan of one engine configuration, kept in p when it finalizes (true); else false, with the
 // first refusal's words in *first_refusal.
@@ -556,7 +620,8 @@ Plan& plan_for(int device, const SdpaArgs& a, bool padded, bool backward) {
   // Never destroyed, as the handles are not: a plan's descriptors destroyed at exit, after the
   // CUDA runtime has gone, would unload kernels that no longer exist.
   static auto& plans = *new std::map<PlanKey, std::unique_ptr<Plan> >;
-  const PlanKey key{device, a.B, a.T, a.H, a.D, a.ld_in, a.ld_out, a.causal, padded, int(a.dtype), backward};
+  const PlanKey key{device,        a.B,      a.T,      a.H,    a.kv_heads(),    a.D,          a.ld_in,
+                    a.kv_stride(), a.ld_out, a.causal, padded, a.dropout_p > 0, int(a.dtype), backward};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
@@ -600,6 +665,14 @@ void execute(int device, Plan& p, const std::map<int64_t, const void*>& pointers
   check_cudnn(cudnn_api().backend_execute(h, p.plan->get(), pack.get()), "execute " + what);
 }
 
+// The dropout mask is there exactly when the arguments ask for dropout.
+void check_dropout(const SdpaArgs& a, const void* dropout_mask, bool backward) {
+  tach::check((a.dropout_p > 0) == (dropout_mask != nullptr),
+              describe(a, backward) + (a.dropout_p > 0 ? ": dropout needs its keep mask"
+                                                       : ": a dropout mask was given without a dropout probability"));
+  if (dropout_mask) check_aligned(dropout_mask, "the dropout mask", a, backward);
+}
+
 float masked_score() {
   return wants_lowest_for_masked() ? std::numeric_limits<float>::lowest() : -std::numeric_limits<float>::infinity();
 }
@@ -607,16 +680,18 @@ float masked_score() {
 }  // namespace
 
 void sdpa_forward(int device, const SdpaArgs& a, void* out, float* stats, const void* q, const void* k, const void* v,
-                  const int32_t* kv_lengths) {
+                  const int32_t* kv_lengths, const void* dropout_mask) {
   check_args(a, false);
+  check_dropout(a, dropout_mask, false);
   for (auto [p, name] : {std::pair<const void*, const char*>{q, "q"}, {k, "k"}, {v, "v"}, {out, "out"}})
     check_aligned(p, name, a, false);
   const std::string what = describe(a, false);
   const bool padded = kv_lengths != nullptr;
   Plan& p = plan_for(device, a, padded, false);
-  const float scale = a.scale, neg_inf = masked_score();
+  const float scale = a.scale, neg_inf = masked_score(), dropout_scale = 1.0f / (1.0f - a.dropout_p);
   std::map<int64_t, const void*> ptr{{kQ, q}, {kK, k}, {kV, v}, {kO, out}, {kStats, stats}, {kScale, &scale}};
   if (padded || a.causal) ptr[kNegInf] = &neg_inf;
+  if (dropout_mask) ptr[kDropoutMask] = dropout_mask, ptr[kDropoutScale] = &dropout_scale;
   if (padded) {
     ptr[kSeqLenQ] = p.q_lengths.raw();
     ptr[kSeqLenKV] = kv_lengths;
@@ -628,8 +703,10 @@ void sdpa_forward(int device, const SdpaArgs& a, void* out, float* stats, const 
 }
 
 void sdpa_backward(int device, const SdpaArgs& a, void* dq, void* dk, void* dv, const void* dout, const void* out,
-                   const float* stats, const void* q, const void* k, const void* v, const int32_t* kv_lengths) {
+                   const float* stats, const void* q, const void* k, const void* v, const int32_t* kv_lengths,
+                   const void* dropout_mask) {
   check_args(a, true);
+  check_dropout(a, dropout_mask, true);
   const int64_t version = cudnn_version();
   tach::check(version != 91000 && version != 91001,
               describe(a, true) +
@@ -655,7 +732,8 @@ void sdpa_backward(int device, const SdpaArgs& a, void* dq, void* dk, void* dv, 
   Tensor workspace = Tensor::empty({int64_t(total)}, DType::u8, Device::cuda(device), MemoryCategory::workspace);
   char* base = static_cast<char*>(workspace.raw());
   check(cudaMemsetAsync(base, 0, accum_bytes, stream(device)), "cudaMemsetAsync (cuDNN attention's dQ accumulator)");
-  const float scale = a.scale, one = 1.0f, neg_inf = masked_score();
+  const float scale = a.scale, keep = 1.0f - a.dropout_p, neg_inf = masked_score();
+  const float dropout_scale = 1.0f / keep;
   std::map<int64_t, const void*> ptr{{kQ, q},
                                      {kK, k},
                                      {kV, v},
@@ -666,16 +744,17 @@ void sdpa_backward(int device, const SdpaArgs& a, void* dq, void* dk, void* dv, 
                                      {kdK, dk},
                                      {kdV, dv},
                                      {kScale, &scale},
-                                     {kOne, &one},
+                                     {kDropoutKeep, &keep},
                                      {kdQAccum, base},
                                      {kSoftmaxSum, base + accum_bytes}};
   if (padded || a.causal) ptr[kNegInf] = &neg_inf;
+  if (dropout_mask) ptr[kDropoutMask] = dropout_mask, ptr[kDropoutScale] = &dropout_scale;
   if (padded) {
     ptr[kSeqLenQ] = p.q_lengths.raw();
     ptr[kSeqLenKV] = kv_lengths;
     // The GEMMs stop at each sequence's length (their m override), so the rows of padded keys
     // may be left unwritten: they get zero gradients, as the probabilities there are zero.
-    const size_t row_bytes = size_t(a.H * a.D) * 2, pitch = size_t(a.ld_in) * 2;
+    const size_t row_bytes = size_t(a.kv_heads() * a.D) * 2, pitch = size_t(a.kv_stride()) * 2;
     for (void* grad : {dk, dv})
       check(cudaMemset2DAsync(grad, pitch, 0, row_bytes, size_t(a.B * a.T), stream(device)),
             "cudaMemset2DAsync (padded keys' gradients)");

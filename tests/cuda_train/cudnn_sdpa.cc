@@ -368,6 +368,53 @@ TEST_F(CudaTrainCudnnLoader, EveryGraphsOperationsAreAccepted) {
   }
 }
 
+// The graphs the training attention ops add: grouped-query K/V (8 query heads on 2 K/V heads, as
+// Llama's and Qwen's; and 1, multi-query) with K/V rows of their own stride, and dropout with the
+// caller's keep mask (BERT's attention_probs_dropout_prob), each alone and with padding and the
+// causal mask.
+TEST_F(CudaTrainCudnnLoader, GroupedQueryAndDropoutGraphsAreAccepted) {
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+  struct Variant {
+    int64_t H, H_kv;
+    float dropout;
+    bool causal;
+  };
+  for (const Variant v : {Variant{8, 2, 0.0f, true}, Variant{8, 1, 0.0f, true}, Variant{8, 2, 0.0f, false},
+                          Variant{12, 12, 0.1f, false}, Variant{4, 2, 0.1f, true}}) {
+    cuda::SdpaArgs a;
+    a.B = 2, a.T = 64, a.H = v.H, a.H_kv = v.H_kv, a.D = 64;
+    a.ld_in = a.ld_kv = (v.H + 2 * v.H_kv) * a.D;  // one fused q|k|v row, as the decoders keep it
+    a.ld_out = v.H * a.D;
+    a.scale = 0.125f, a.causal = v.causal, a.dropout_p = v.dropout;
+    SCOPED_TRACE("H " + std::to_string(v.H) + " H_kv " + std::to_string(v.H_kv) + " dropout " +
+                 std::to_string(v.dropout) + (v.causal ? " causal" : ""));
+    for (const bool backward : {false, true})
+      for (const bool padded : {false, true}) {
+        try {
+          cuda::sdpa_check_operations(a, padded, backward);
+        } catch (const Error& e) {
+          ADD_FAILURE() << (backward ? "backward" : "forward") << (padded ? " padded" : "") << ": " << e.what();
+        }
+      }
+  }
+}
+
+// What the arguments cannot be, refused by name before cuDNN is asked.
+TEST_F(CudaTrainCudnnLoader, RefusesKvHeadsThatDoNotDivideTheQueryHeads) {
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+  cuda::SdpaArgs a;
+  a.B = 1, a.T = 16, a.H = 8, a.H_kv = 3, a.D = 64, a.ld_in = 14 * 64, a.ld_out = 8 * 64;
+  try {
+    cuda::sdpa_check_operations(a, false, false);
+    ADD_FAILURE() << "3 K/V heads for 8 query heads were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("3 key/value heads must divide the 8 query heads"), std::string::npos)
+        << e.what();
+  }
+}
+
 #else  // the CPU build: the fixtures skip (no CUDA device), the bodies are for the CUDA build
 
 TEST_F(CudaTrainCudnn, ForwardMatchesTheReference) {}
