@@ -330,6 +330,25 @@ struct AccuracyResult {
   // Other processes' CPU use over the timed pass, as a point's; contended: the pass's threads
   // shared cores with them, so its samples/s is the shared machine's.
   PointResult::Load load;
+  // Each example's predicted label id (the first `examples` of the dataset, in its order): what
+  // another engine's predictions are compared with. accuracy.json keeps them when other engines ran.
+  std::vector<int32_t> predicted;
+};
+
+// Another engine's accuracy pass (tach bench --engine NAME --accuracy): its logits for the token ids
+// tach's pass made, in tach's batches, scored by tach's metrics, one per tach pass (device, dtype,
+// sample size).
+struct EngineAccuracy {
+  std::string engine, device, dtype;
+  std::string status = "ok", reason;  // "failed" with the reason: the engine could not run this pass
+  int64_t examples = 0;
+  double accuracy = 0, macro_f1 = 0;
+  // Predictions that differ from tach's on the same examples; -1 when tach's were not at hand (a
+  // run resumed from an accuracy.json written before they were kept).
+  int64_t differ = -1;
+  double wall_s = 0;     // the pass's wall time, the protocol included: a record, not a timing
+  std::string versions;  // the worker's packages ("python 3.11.2, torch 2.5.1, ...")
+  std::string python;    // --python as given ("" is python3): a resumed run reuses the result only for the same
 };
 
 // Accuracy, macro-F1 (mean over labels present in truth or predictions), per-class metrics and
@@ -367,10 +386,11 @@ struct SweepOutcome {
   std::vector<ModelSummary> models;      // per device and dtype loaded in this process
   std::vector<AccuracyResult> accuracy;  // one per sample size (or the whole pass)
   std::string accuracy_dataset;
-  int64_t resumed_points = 0;         // points found finished in results.jsonl
-  int accuracy_threads = 0;           // the threads the accuracy pass ran with (0: none ran here)
-  double result_write_ms_median = 0;  // appending and fsyncing one results line
-  std::vector<std::string> notes;     // what the sweep decided or found, for the summary
+  std::vector<EngineAccuracy> engine_accuracy;  // other engines' passes, one per engine and tach pass
+  int64_t resumed_points = 0;                   // points found finished in results.jsonl
+  int accuracy_threads = 0;                     // the threads the accuracy pass ran with (0: none ran here)
+  double result_write_ms_median = 0;            // appending and fsyncing one results line
+  std::vector<std::string> notes;               // what the sweep decided or found, for the summary
   // Under mpirun (a training sweep, each point's steps data-parallel): this process's rank. Rank 0
   // writes the run directory and speaks for the job; the others return with nothing to write.
   int rank = 0, world_size = 1;
@@ -404,5 +424,9 @@ SweepOutcome run_eval(const BenchConfig& config, const BenchObserver& observer =
 // accuracy.json of a run: one object per sample size, schema "tach.bench.accuracy/1".
 std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const std::string& dataset);
 std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const std::string& where, std::string* dataset);
+// accuracy.json's "engines" (absent where no other engine ran): each EngineAccuracy's fields by
+// name (docs/formats.md), as a JSON array; and read back from the whole file's text (empty when absent).
+std::string engine_accuracy_to_json(const std::vector<EngineAccuracy>& results);
+std::vector<EngineAccuracy> engine_accuracy_from_json(const std::string& accuracy_json, const std::string& where);
 
 }  // namespace tach

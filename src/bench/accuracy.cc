@@ -58,6 +58,25 @@ AccuracyResult classification_metrics(const std::vector<int32_t>& truth, const s
 
 namespace bench {
 
+int64_t accuracy_max_length(const ModelInfo& info, const BenchConfig& config) {
+  return info.max_positions > 0 ? std::min(config.eval_max_length, info.max_positions) : config.eval_max_length;
+}
+
+std::vector<std::vector<size_t>> accuracy_batches(const TextSource& texts, size_t n, const BenchConfig& config) {
+  // Bucketing sorts by length so that batches carry little padding; predictions go back to their
+  // example by index.
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (config.bucketing)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return texts.examples[a].text.size() < texts.examples[b].text.size(); });
+  std::vector<std::vector<size_t>> batches;
+  for (size_t first = 0; first < n; first += size_t(config.eval_batch_size))
+    batches.emplace_back(order.begin() + long(first),
+                         order.begin() + long(std::min(n, first + size_t(config.eval_batch_size))));
+  return batches;
+}
+
 std::vector<AccuracyResult> evaluate(const EncoderModel& model, const TextSource& texts, const BenchConfig& config,
                                      const BenchObserver& observer) {
   const ModelInfo& info = model.info();
@@ -76,30 +95,17 @@ std::vector<AccuracyResult> evaluate(const EncoderModel& model, const TextSource
     if (size_t(n_wanted) > n && observer.on_note)
       observer.on_note("sample size " + std::to_string(n_wanted) + " is more than the " + std::to_string(n) +
                        " examples there are; using all of them");
-    // Bucketing sorts by length so that batches carry little padding; predictions go back to
-    // their example by index.
-    std::vector<size_t> order(n);
-    std::iota(order.begin(), order.end(), size_t{0});
-    if (config.bucketing)
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return texts.examples[a].text.size() < texts.examples[b].text.size();
-      });
     std::vector<int32_t> predicted(n, 0);
-    const int64_t max_len =
-        info.max_positions > 0 ? std::min(config.eval_max_length, info.max_positions) : config.eval_max_length;
+    const int64_t max_len = accuracy_max_length(info, config);
+    const std::vector<std::vector<size_t>> batches = accuracy_batches(texts, n, config);
     // One untimed forward of the first batch: a pass's first forward pays one-off costs (packing
     // caches, page faults, thread start-up) that would otherwise rank passes by their order.
-    const size_t warm_rows = std::min(n, size_t(config.eval_batch_size));
-    if (warm_rows > 0) {
-      const std::vector<size_t> rows(order.begin(), order.begin() + long(warm_rows));
-      model.classify(text_batch(texts, info, rows, max_len, /*pad_to_longest=*/true));
-    }
+    const size_t warm_rows = batches.empty() ? 0 : batches.front().size();
+    if (warm_rows > 0) model.classify(text_batch(texts, info, batches.front(), max_len, /*pad_to_longest=*/true));
     CpuLoadWindow load;
     double tokenize_s = 0, model_s = 0;
     const auto t_all = std::chrono::steady_clock::now();
-    for (size_t first = 0; first < n; first += size_t(config.eval_batch_size)) {
-      const size_t last = std::min(n, first + size_t(config.eval_batch_size));
-      const std::vector<size_t> rows(order.begin() + long(first), order.begin() + long(last));
+    for (const std::vector<size_t>& rows : batches) {
       const auto t0 = std::chrono::steady_clock::now();
       TokenBatch batch = text_batch(texts, info, rows, max_len, /*pad_to_longest=*/true);
       const auto t1 = std::chrono::steady_clock::now();
@@ -124,6 +130,7 @@ std::vector<AccuracyResult> evaluate(const EncoderModel& model, const TextSource
     r.samples_per_s = double(n) / total_s;
     r.warmup_batches = warm_rows > 0 ? 1 : 0;
     r.load = load_of(pass_load);
+    r.predicted = std::move(predicted);
     out.push_back(std::move(r));
   }
   return out;

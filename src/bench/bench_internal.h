@@ -214,6 +214,13 @@ PointResult::Load load_from(const nlohmann::json& j);
 PointResult run_point(const EncoderModel& model, const BenchConfig& config, const PointKey& key,
                       const TextSource* texts, const BenchObserver& observer);
 
+// The accuracy pass's batches over the first n examples (rows of texts.examples; with
+// config.bucketing, sorted by text length first), config.eval_batch_size rows each: tach's pass and
+// other engines' passes classify the same batches, each padded to its longest row.
+std::vector<std::vector<size_t>> accuracy_batches(const TextSource& texts, size_t n, const BenchConfig& config);
+// The pass's truncation: --eval-max-length, at most the model's positions.
+int64_t accuracy_max_length(const ModelInfo& info, const BenchConfig& config);
+
 // The accuracy pass on texts; one result per sample size (prefixes of the shuffled examples).
 std::vector<AccuracyResult> evaluate(const EncoderModel& model, const TextSource& texts, const BenchConfig& config,
                                      const BenchObserver& observer);

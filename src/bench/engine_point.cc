@@ -291,10 +291,14 @@ EngineWorkers::Worker& EngineWorkers::started(const std::string& engine) {
   Worker& w = workers_[engine];
   if (w.client && w.client->alive()) return w;
   w = Worker{};
+  start_worker(w, engine);
+  return w;
+}
+
+void EngineWorkers::start_worker(Worker& w, const std::string& engine) {
   const std::string log = (fs::path(run_dir_) / "engines" / (engine + ".log")).string();
   w.client = engines::EngineClient::start(engines::worker_launch(engine, config_.python, log));
   w.ping_us = engines::ping_round_trip_ns(*w.client) / 1e3;
-  return w;
 }
 
 PointResult EngineWorkers::run_point(const EncoderModel& tach_model, const PointKey& key, const TextSource* texts,
@@ -321,6 +325,11 @@ PointResult EngineWorkers::run_point(const EncoderModel& tach_model, const Point
 void EngineWorkers::load(Worker& w, const PointKey& key, const std::string& loaded, const nlohmann::json& request,
                          PointResult::EngineRun& e) {
   if (w.loaded != loaded) {
+    if (!w.loaded.empty()) {  // it holds another model, and a worker loads one in its life
+      w.client->quit();
+      w = Worker{};
+      start_worker(w, key.engine);
+    }
     w.loaded.clear();
     w.load_reply = w.client->call(request);
     w.loaded = loaded;

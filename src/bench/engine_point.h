@@ -33,6 +33,13 @@ class EngineWorkers {
   // their phases. Never throws for a worker's failure, as run_point.
   PointResult run_train_point(const PointKey& key, const TrainInputs* inputs, int threads,
                               const BenchObserver& observer);
+  // engine's accuracy pass beside tach's pass `tach` (its device, dtype, examples and predictions):
+  // tach's batches of token ids (accuracy_batches) through the worker's model loaded with `threads`,
+  // its logits' argmax scored by tach's metrics, and how many predictions differ from tach's. Never
+  // throws for the engine's failure (a dtype it lacks, a worker that dies): the result is "failed"
+  // with the reason.
+  EngineAccuracy run_accuracy(const EncoderModel& tach_model, const std::string& engine, const AccuracyResult& tach,
+                              const TextSource& texts, int threads);
 
  private:
   struct Worker {
@@ -42,12 +49,14 @@ class EngineWorkers {
     double ping_us = 0;
   };
   Worker& started(const std::string& engine);
+  void start_worker(Worker& w, const std::string& engine);  // a new worker process in w, its ping measured
   void measure(Worker& w, const EncoderModel& tach_model, const PointKey& key, const TokenBatch& batch, int threads,
                PointResult& r, const BenchObserver& observer);
   void measure_train(Worker& w, const PointKey& key, const TrainReference& ref, int threads, PointResult& r,
                      const BenchObserver& observer);
-  // Loads the worker's model for the point unless it holds it (`loaded`: what it was loaded for),
-  // and sets the point's one-time costs from that load's reply.
+  // Loads the worker's model for the point unless it holds it (`loaded`: what it was loaded for; a
+  // worker holding another gives way to a fresh one, as a worker loads one model in its life), and
+  // sets the point's one-time costs from that load's reply.
   void load(Worker& w, const PointKey& key, const std::string& loaded, const nlohmann::json& request,
             PointResult::EngineRun& e);
 
@@ -55,6 +64,11 @@ class EngineWorkers {
   std::string run_dir_;
   std::map<std::string, Worker> workers_;
 };
+
+// An earlier accuracy pass of `engine` that a resumed run keeps for tach's pass `tach`: an ok one for
+// the same device, dtype, examples and --python (the file's settings already matched), or nullptr.
+const EngineAccuracy* kept_engine_accuracy(const std::vector<EngineAccuracy>& kept, const std::string& engine,
+                                           const AccuracyResult& tach, const std::string& python);
 
 // The task the worker loads for tach's model, as the protocol names it.
 std::string engine_task(const ModelInfo& info);

@@ -575,16 +575,21 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
     // Results on disk are reused only by a resumed run, and only when measured with its settings.
     const fs::path acc_path = fs::path(store.dir()) / "accuracy.json";
     std::optional<std::vector<AccuracyResult>> kept;
+    std::vector<EngineAccuracy> kept_engines;  // other engines' passes, measured with these settings
     if (auto text = read_text(acc_path); text && !selection.measure) {  // read back as it is
       kept = accuracy_from_json(*text, acc_path.string(), &out.accuracy_dataset);
+      out.engine_accuracy = engine_accuracy_from_json(*text, acc_path.string());
     } else if (text) {
       std::string why;
       kept = matching_accuracy(*text, acc_path.string(), config, &out.accuracy_dataset, &why);
       if (!kept && observer.on_note) observer.on_note(why + ": measuring the accuracy again");
+      if (kept) kept_engines = engine_accuracy_from_json(*text, acc_path.string());
     }
+    bool measured = false;
     if (kept) {
       out.accuracy = std::move(*kept);
     } else if (selection.measure) {
+      measured = true;
       check(texts.has_value(), "no texts for the accuracy pass");
       // One pass per device and dtype, so that --dtype f32,int8 puts the accuracies side by side;
       // the model loaded last by the sweep is used first.
@@ -620,8 +625,44 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
         }
       }
       out.accuracy_dataset = texts->name;
+    }
+    std::vector<std::string> others;  // the sweep's other engines: a pass of each beside each of tach's
+    for (const auto& engine : config.engines)
+      if (engines::is_worker_engine(engine)) others.push_back(engine);
+    if (selection.measure && !others.empty()) {
+      out.engine_accuracy.clear();
+      for (const AccuracyResult& tach_pass : out.accuracy)
+        for (const std::string& engine : others) {
+          if (const EngineAccuracy* k = kept_engine_accuracy(kept_engines, engine, tach_pass, config.python)) {
+            out.engine_accuracy.push_back(*k);
+            continue;
+          }
+          const std::string group = tach_pass.device + "/" + tach_pass.dtype;
+          if (!model || group != model_group) {  // tach's model makes the ids (its tokenizer, its labels)
+            model_group = group;
+            load(tach_pass.device, tach_pass.dtype);
+            check(model != nullptr, "the model did not load: " + load_error);
+          }
+          check(texts.has_value(), "no texts for the accuracy pass");
+          if (observer.on_note)
+            observer.on_note("accuracy pass of engine " + engine + " on " + texts->name + " (" +
+                             std::to_string(tach_pass.examples) + " examples) with " + group);
+          set_threads(config.threads.size() == 1 ? config.threads.front() : 0);
+          const int pass_threads = threads();
+          set_threads(0);
+          out.engine_accuracy.push_back(workers.run_accuracy(*model, engine, tach_pass, *texts, pass_threads));
+          measured = true;
+        }
+    }
+    if (measured) {
       nlohmann::json file = nlohmann::json::parse(accuracy_to_json(out.accuracy, out.accuracy_dataset));
       file["settings"] = accuracy_settings(config);
+      if (!others.empty()) {
+        // tach's predictions, so that a resumed run can compare an engine's pass measured then.
+        for (size_t i = 0; i < out.accuracy.size(); ++i)
+          if (!out.accuracy[i].predicted.empty()) file["results"][i]["predictions"] = out.accuracy[i].predicted;
+        file["engines"] = nlohmann::json::parse(engine_accuracy_to_json(out.engine_accuracy));
+      }
       store.write_text("accuracy.json", file.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     }
   }
@@ -829,6 +870,8 @@ std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const st
       r.samples_per_s = a.at("samples_per_s");
       r.warmup_batches = a.value("warmup_batches", int64_t{0});         // absent before passes were warmed up
       if (a.contains("load")) r.load = bench::load_from(a.at("load"));  // absent where not measured
+      if (a.contains("predictions"))                                    // kept where other engines ran
+        r.predicted = a.at("predictions").get<std::vector<int32_t>>();
       out.push_back(std::move(r));
     }
     return out;

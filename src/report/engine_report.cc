@@ -3,6 +3,9 @@
 #include "report/engine_report.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "report/figure_book.h"
@@ -12,6 +15,8 @@
 #include "tach/error.h"
 
 namespace tach::report {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -202,8 +207,20 @@ void engine_section(std::ostringstream& h, FigureBook& figs, const std::vector<P
       << fmt("%.1f", r.ping_round_trip_us) << "</td></tr>";
   }
   h << "</table>";
+  // Each engine's accuracy pass beside tach's (accuracy.json's "engines"), where the run had one.
+  std::vector<AccuracyResult> tach_passes;
+  std::vector<EngineAccuracy> engine_passes;
+  if (std::ifstream in(fs::path(run_dir) / "accuracy.json"); in) {
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      tach_passes = accuracy_from_json(text, run_dir + "/accuracy.json", nullptr);
+      engine_passes = engine_accuracy_from_json(text, run_dir + "/accuracy.json");
+    } catch (const Error& e) { h << "<p class='muted'>" << escape_html(e.what()) << "</p>"; }
+  }
+  engine_accuracy_html(h, engine_passes, tach_passes);
   std::ostringstream findings;
   engine_findings(findings, points);
+  engine_accuracy_findings(findings, engine_passes, tach_passes);
   if (!findings.str().empty()) h << "<pre>" << escape_html(findings.str()) << "</pre>";
 }
 

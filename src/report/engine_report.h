@@ -42,4 +42,18 @@ void engine_findings(std::ostringstream& s, const std::vector<PointResult>& poin
 void engine_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points,
                     const std::string& run_dir);
 
+// Other engines' accuracy passes (tach bench --engine ... --accuracy; accuracy.json's "engines")
+// against tach's pass of the same device, dtype and examples (`tach`):
+//   one engine's finding: "onnxruntime's accuracy equals tach's (0.9106 on 872 examples, cpu/f32;
+//   0 predictions differ)", the difference when not, the reason when it failed;
+std::string engine_accuracy_line(const EngineAccuracy& e, const std::vector<AccuracyResult>& tach);
+//   the findings' lines (each "- ..." and a newline);
+void engine_accuracy_findings(std::ostringstream& s, const std::vector<EngineAccuracy>& engines,
+                              const std::vector<AccuracyResult>& tach);
+//   summary.txt's and the terminal's table, tach's passes first ("" when no other engine ran);
+std::string engine_accuracy_text(const std::vector<EngineAccuracy>& engines, const std::vector<AccuracyResult>& tach);
+//   the engine panel's table in report.html (nothing when no other engine ran).
+void engine_accuracy_html(std::ostringstream& h, const std::vector<EngineAccuracy>& engines,
+                          const std::vector<AccuracyResult>& tach);
+
 }  // namespace tach::report

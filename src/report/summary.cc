@@ -285,6 +285,7 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
   }
   decode_findings(s, o.results);
   report::engine_findings(s, o.results);
+  report::engine_accuracy_findings(s, o.engine_accuracy, o.accuracy);
   for (const auto& p : o.results)
     if (p.status != "ok") s << "- " << p.key.id() << " " << p.status << ": " << p.reason << "\n";
   double worst_spread = 0;
@@ -301,6 +302,7 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
   if (!o.accuracy.empty()) {
     const bool synthetic = !o.models.empty() && o.models.front().synthetic_weights;
     s << "\n" << accuracy_text(o.accuracy, o.accuracy_dataset, synthetic);
+    s << report::engine_accuracy_text(o.engine_accuracy, o.accuracy);
   }
   s << "\nMeasurement overhead: one steady-clock reading costs "
     << fmt("%.0f", o.results.empty() ? 0 : o.results.front().timer_overhead_ns) << " ns; appending a result line "
@@ -380,6 +382,8 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
       {"points", points},
   };
   if (!o.accuracy.empty()) j["accuracy"] = nlohmann::json::parse(accuracy_to_json(o.accuracy, o.accuracy_dataset));
+  if (!o.engine_accuracy.empty())
+    j["engine_accuracy"] = nlohmann::json::parse(engine_accuracy_to_json(o.engine_accuracy));
   if (o.eval_only) {  // no points, so no sweep's method, findings or overheads
     for (const char* sweep_only : {"stopping_rule", "throughput_definition", "warmup_runs", "points_total", "points_ok",
                                    "points_resumed", "findings", "overhead", "points"})
