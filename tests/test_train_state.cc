@@ -15,7 +15,10 @@
 #include "ops/grad_norm.h"
 #include "ops/lora.h"
 #include "tach/memory.h"
+#include "tach/profile.h"
 #include "test_util.h"
+#include "train/grad_norm.h"
+#include "train/optimizer.h"
 #include "train/parameters.h"
 
 namespace tach {
@@ -114,6 +117,68 @@ TEST(AdamWOp, EqualsTheKernelBitForBitEagerAndChunked) {
   EXPECT_FALSE(same_bits(eager.p[0], start.p[0])) << "the update moved nothing";
 }
 
+// Clipping read inside the update equals clipping the gradients in place and then updating, bit for
+// bit, over steps where the clip scales, where it leaves the gradients alone, and without a limit;
+// a norm that is not finite moves nothing.
+TEST(AdamWOp, ClipReadInTheUpdateEqualsClippingFirst) {
+  for (const float decay : {0.0f, 0.05f}) {
+    ops::AdamWConfig config;
+    config.lr = 3e-3f;
+    config.weight_decay = decay;
+    const AdamWCase start = adamw_case();
+    AdamWCase inside = copy_case(start), first = copy_case(start);
+    const ops::AdamWTensors list = inside.list();
+    const Tensor norm = Tensor::zeros({1}, DType::f64);
+    for (int64_t step = 1; step <= 4; ++step) {
+      const double max_norm = step == 1 ? 0.5 : step == 2 ? 1e9 : step == 3 ? 0.0 : 2.0;
+      ops::grad_norm(list, norm);
+      ops::adamw_update(list, step, config, step % 2 == 0, {norm, max_norm});
+      std::vector<Tensor> grads = first.g;
+      const double want = train::clip_grad_norm(grads, max_norm);
+      EXPECT_EQ(norm.data<double>()[0], want) << "step " << step;
+      ops::adamw_update(first.list(), step, config, false);
+      for (size_t i = 0; i < start.g.size(); ++i) first.g[i] = copy_of(start.g[i]);  // unclipped again
+    }
+    for (size_t i = 0; i < start.p.size(); ++i) {
+      EXPECT_TRUE(same_bits(inside.p[i], first.p[i])) << "tensor " << i << " decay " << decay;
+      EXPECT_TRUE(same_bits(inside.m[i], first.m[i])) << "tensor " << i << " decay " << decay;
+      EXPECT_TRUE(same_bits(inside.v[i], first.v[i])) << "tensor " << i << " decay " << decay;
+      EXPECT_TRUE(same_bits(inside.g[i], start.g[i])) << "the gradients in memory keep their values";
+    }
+    norm.data<double>()[0] = std::nan("");
+    const AdamWCase before = copy_case(inside);
+    ops::adamw_update(list, 5, config, false, {norm, 1.0});
+    for (size_t i = 0; i < start.p.size(); ++i)
+      EXPECT_TRUE(same_bits(inside.p[i], before.p[i]) && same_bits(inside.m[i], before.m[i]))
+          << "a NaN norm moved " << i;
+  }
+}
+
+// Eager AdamW is one op over every tensor (PyTorch's foreach form): one span, with every element's
+// cost, where it was one span per tensor.
+TEST(AdamWOp, OneSpanForTheWholeUpdateWithItsCost) {
+  const AdamWCase c = adamw_case();
+  const ops::AdamWTensors list = c.list();
+  ProfilerOptions o;
+  o.schedule = ProfileSchedule{0, 0, 0, 1, 0};
+  o.gpu_activity = false;
+  o.memory_logging = false;
+  Profiler profiler(o);
+  profiler.start();
+  ops::adamw_update(list, 1, ops::AdamWConfig{}, false);
+  ops::adamw_update(list, 2, ops::AdamWConfig{}, true);
+  profiler.step();
+  profiler.stop();
+  std::vector<std::string> names;
+  for (const ProfileEvent& e : profiler.data().events) {
+    if (e.kind != EventKind::op) continue;
+    names.push_back(e.name);
+    EXPECT_EQ(e.bytes, ops::adamw_cost(list.elements).bytes()) << e.name;
+    EXPECT_EQ(e.flops, ops::adamw_cost(list.elements).flops) << e.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"adamw", "adamw_fused"}));
+}
+
 TEST(AdamWOp, MismatchesAreErrorsNamingTheOp) {
   const AdamWCase c = adamw_case();
   const ops::AdamWConfig config;
@@ -162,6 +227,60 @@ TEST(GradOps, NormEqualsTheKernelAndClipScalesAsTorch) {
   for (int64_t i = 0; i < 7; ++i) EXPECT_EQ(grads[2].data<float>()[i], before.data<float>()[i] * coef);
   ops::zero_grads(grads);
   EXPECT_EQ(ops::grad_norm(grads), 0.0);
+}
+
+// The clipping step's norm over the update's chunk records equals the list form bit for bit.
+TEST(GradOps, MultiTensorNormEqualsTheListForm) {
+  const AdamWCase c = adamw_case();
+  const ops::AdamWTensors list = c.list();
+  const Tensor norm = Tensor::zeros({1}, DType::f64);
+  ops::grad_norm(list, norm);
+  EXPECT_EQ(norm.data<double>()[0], ops::grad_norm(c.g));
+  EXPECT_GT(norm.data<double>()[0], 0.0);
+  expect_error([&] { ops::grad_norm(list, Tensor::zeros({2}, DType::f64)); }, "grad_norm: norm f64[2]");
+  ops::AdamWTensors missing = c.list();
+  missing.grads[1] = Tensor();
+  expect_error([&] { ops::grad_norm(missing, norm); }, "grad_norm: gradient (undefined) must be its parameter's size");
+}
+
+// The optimizer's clipping step (what a training step runs) equals torch's order, clip_grad_norm_
+// then step(), as the separate calls give it: the same norms and weights bit for bit over steps,
+// eager and fused; a step whose norm is not finite updates nothing and counts no step.
+TEST(GradOps, OptimizerClipAndStepEqualsClipThenStep) {
+  for (const bool fused : {false, true}) {
+    train::ParameterTable one, two;
+    const std::vector<std::pair<std::string, Shape>> shapes = {{"encoder.weight", {300, 257}},
+                                                               {"encoder.bias", {257}},
+                                                               {"LayerNorm.weight", {257}}};
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const Tensor init = randn_tensor(shapes[i].second, uint32_t(50 + i));
+      for (train::ParameterTable* t : {&one, &two}) t->add(shapes[i].first, copy_of(init)).decay = i == 0;
+    }
+    train::AdamWConfig config;
+    config.weight_decay = 0.01f;
+    train::AdamWOptimizer a(one, config, train::DecayScope::trainer, fused),
+        b(two, config, train::DecayScope::trainer, fused);
+    for (int step = 0; step < 4; ++step) {
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const Tensor g = randn_tensor(shapes[i].second, uint32_t(100 * step + i), step == 2 ? 1e-4f : 0.5f);
+        std::memcpy(one.entries()[i].grad.raw(), g.raw(), g.nbytes());
+        std::memcpy(two.entries()[i].grad.raw(), g.raw(), g.nbytes());
+      }
+      const double lr = 1e-3 * (step + 1);
+      const double got = a.clip_and_step(lr, 1.0);
+      const double want = train::clip_grad_norm(b.grads(), 1.0);
+      b.step(lr);
+      EXPECT_EQ(got, want) << "step " << step;
+    }
+    EXPECT_EQ(a.steps(), 4);
+    for (size_t i = 0; i < shapes.size(); ++i)
+      EXPECT_TRUE(same_bits(one.entries()[i].value, two.entries()[i].value)) << shapes[i].first << " fused " << fused;
+    one.entries()[1].grad.data<float>()[3] = INFINITY;
+    const Tensor before = copy_of(one.entries()[0].value);
+    EXPECT_FALSE(std::isfinite(a.clip_and_step(1e-3, 1.0)));
+    EXPECT_EQ(a.steps(), 4) << "a skipped step is not counted";
+    EXPECT_TRUE(same_bits(one.entries()[0].value, before)) << "a step with an infinite norm moved a weight";
+  }
 }
 
 TEST(GradOps, MismatchesAreErrorsNamingTheOp) {

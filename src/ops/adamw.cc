@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "ops/dispatch.h"
+#include "ops/grad_norm.h"
 #include "ops/train_checks.h"
 
 namespace tach::ops {
@@ -23,62 +25,48 @@ void check_entry(const AdamWTensors& t, size_t i, Device device) {
   check_device("adamw", device, {&p, &t.grads[i], &t.m[i], &t.v[i]});
 }
 
+// The clip's coefficient for a host-side norm, or nullopt when the norm is not finite (the update
+// is skipped). No norm: 1.
+std::optional<float> host_grad_scale(const AdamWClip& clip) {
+  if (!clip.norm.defined()) return 1.0f;
+  const double norm = clip.norm.data<double>()[0];
+  if (!std::isfinite(norm)) return std::nullopt;
+  return clip.max_norm > 0 ? clip_coefficient(norm, clip.max_norm) : 1.0f;
+}
+
+}  // namespace
+
 #if TACH_HAS_CUDA
-// The device chunk records of t, uploaded again only when a listed tensor's storage moved (the
+// The device chunk records, uploaded again only when a listed tensor's storage moved (the
 // optimizer lists its tensors once: every later step compares pointers and uploads nothing).
-const AdamWTensors::DeviceChunk* device_chunks(const AdamWTensors& t, Device device) {
-  std::vector<AdamWTensors::DeviceChunk>& host = t.device_chunks_host;
-  bool same = host.size() == t.chunks.size() && t.device_chunks.defined() && t.device_chunks.device() == device;
-  for (size_t k = 0; same && k < t.chunks.size(); ++k) {
-    const AdamWTensors::Chunk& ch = t.chunks[k];
-    same = host[k].param == t.params[ch.tensor].data<float>() + ch.begin &&
-           host[k].grad == t.grads[ch.tensor].data<float>() + ch.begin &&
-           host[k].m == t.m[ch.tensor].data<float>() + ch.begin && host[k].v == t.v[ch.tensor].data<float>() + ch.begin;
+const AdamWTensors::DeviceChunk* AdamWTensors::device_records(Device device) const {
+  std::vector<DeviceChunk>& host = device_chunks_host;
+  bool same = host.size() == chunks.size() && device_chunks.defined() && device_chunks.device() == device;
+  for (size_t k = 0; same && k < chunks.size(); ++k) {
+    const Chunk& ch = chunks[k];
+    same = host[k].param == params[ch.tensor].data<float>() + ch.begin &&
+           host[k].grad == grads[ch.tensor].data<float>() + ch.begin &&
+           host[k].m == m[ch.tensor].data<float>() + ch.begin && host[k].v == v[ch.tensor].data<float>() + ch.begin;
   }
   if (!same) {
     host.clear();
-    for (const AdamWTensors::Chunk& ch : t.chunks) {
+    for (const Chunk& ch : chunks) {
       const size_t i = ch.tensor;
-      host.push_back({t.params[i].data<float>() + ch.begin, t.grads[i].data<float>() + ch.begin,
-                      t.m[i].data<float>() + ch.begin, t.v[i].data<float>() + ch.begin, ch.end - ch.begin,
-                      int64_t(t.decay[i])});
+      host.push_back({params[i].data<float>() + ch.begin, grads[i].data<float>() + ch.begin,
+                      m[i].data<float>() + ch.begin, v[i].data<float>() + ch.begin, ch.end - ch.begin,
+                      int64_t(decay[i])});
     }
-    const int64_t bytes = int64_t(host.size() * sizeof(AdamWTensors::DeviceChunk));
+    const int64_t bytes = int64_t(host.size() * sizeof(DeviceChunk));
     const Tensor staged = Tensor::from_borrowed(host.data(), {bytes}, DType::u8, nullptr);
-    t.device_chunks = staged.to_device(device, MemoryCategory::optimizer_state);
+    device_chunks = staged.to_device(device, MemoryCategory::optimizer_state);
   }
-  return static_cast<const AdamWTensors::DeviceChunk*>(t.device_chunks.raw());
+  return static_cast<const DeviceChunk*>(device_chunks.raw());
 }
-
-// One launch over every chunk (the fused span) or one per tensor (a span "adamw" each), as the CPU.
-void adamw_update_on_cuda(const AdamWTensors& t, int64_t step, const AdamWConfig& c, bool chunked, Device device) {
-  const AdamWTensors::DeviceChunk* chunks = device_chunks(t, device);
-  const AdamWScalars s = adamw_scalars(step, c, c.weight_decay != 0.f);
-  if (chunked) {
-    core::Span span(core::SpanKind::op, "adamw_fused");
-    if (span.active()) {
-      const OpCost cost = adamw_cost(t.elements);
-      span.set_cost(cost.flops, cost.bytes());
-    }
-    adamw_update_cuda(device.index, chunks, int64_t(t.chunks.size()), s);
-    return;
-  }
-  int64_t first = 0;  // tensor i's chunks follow tensor i - 1's
-  for (size_t i = 0; i < t.params.size(); ++i) {
-    const int64_t numel = t.params[i].numel();
-    const int64_t count = (numel + AdamWTensors::kChunk - 1) / AdamWTensors::kChunk;
-    core::Span span(core::SpanKind::op, "adamw");
-    if (span.active()) {
-      const OpCost cost = adamw_cost(numel);
-      span.set_cost(cost.flops, cost.bytes());
-    }
-    adamw_update_cuda(device.index, chunks + first, count, s);
-    first += count;
-  }
+#else
+const AdamWTensors::DeviceChunk* AdamWTensors::device_records(Device device) const {
+  throw Error("adamw: no CUDA in this build for " + device.str());
 }
 #endif
-
-}  // namespace
 
 void AdamWTensors::add(const Tensor& param, const Tensor& grad, const Tensor& m_, const Tensor& v_, bool decay_) {
   params.push_back(param);
@@ -100,7 +88,7 @@ OpCost adamw_cost(int64_t n) {
   return c;
 }
 
-void adamw_update(const AdamWTensors& t, int64_t step, const AdamWConfig& c, bool chunked) {
+void adamw_update(const AdamWTensors& t, int64_t step, const AdamWConfig& c, bool fused, const AdamWClip& clip) {
   const size_t n = t.params.size();
   if (t.grads.size() != n || t.m.size() != n || t.v.size() != n || t.decay.size() != n)
     throw Error("adamw: " + std::to_string(n) + " parameters listed with " + std::to_string(t.grads.size()) +
@@ -110,31 +98,25 @@ void adamw_update(const AdamWTensors& t, int64_t step, const AdamWConfig& c, boo
   if (!std::isfinite(c.lr) || c.lr < 0) throw Error("adamw: learning rate must be a finite number >= 0");
   const Device device = t.params.front().device();
   for (size_t i = 0; i < n; ++i) check_entry(t, i, device);
-  if (on_cuda("adamw", device, DType::f32)) {
-#if TACH_HAS_CUDA
-    adamw_update_on_cuda(t, step, c, chunked, device);
-#endif
-    return;
-  }
-  if (!chunked) {
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t numel = t.params[i].numel();
-      core::Span span(core::SpanKind::op, "adamw");
-      if (span.active()) {
-        const OpCost cost = adamw_cost(numel);
-        span.set_cost(cost.flops, cost.bytes());
-      }
-      adamw_update_cpu(t.params[i].data<float>(), t.grads[i].data<float>(), t.m[i].data<float>(), t.v[i].data<float>(),
-                       numel, step, c, t.decay[i] && c.weight_decay != 0.f);
-    }
-    return;
-  }
-  core::Span span(core::SpanKind::op, "adamw_fused");
+  if (clip.norm.defined()) expect_f64_on("adamw", "gradient norm", clip.norm, 1, device);
+  const bool cuda = on_cuda("adamw", device, DType::f32);
+  // One span for the whole update: every element's cost, whichever device runs it.
+  core::Span span(core::SpanKind::op, fused ? "adamw_fused" : "adamw");
   if (span.active()) {
     const OpCost cost = adamw_cost(t.elements);
     span.set_cost(cost.flops, cost.bytes());
   }
-  adamw_update_chunks_cpu(t, step, c);
+  if (cuda) {
+#if TACH_HAS_CUDA
+    // The norm stays on the device: the kernel reads it and skips or scales there.
+    adamw_update_cuda(device.index, t.device_records(device), int64_t(t.chunks.size()),
+                      adamw_scalars(step, c, c.weight_decay != 0.f),
+                      clip.norm.defined() ? clip.norm.data<double>() : nullptr, clip.max_norm);
+#endif
+    return;
+  }
+  const std::optional<float> scale = host_grad_scale(clip);
+  if (scale) adamw_update_chunks_cpu(t, step, c, *scale);
 }
 
 }  // namespace tach::ops

@@ -17,12 +17,12 @@ AdamWScalars adamw_scalars(int64_t step, const AdamWConfig& c, bool decay) {
 }
 
 void adamw_update_cpu(float* param, const float* grad, float* m, float* v, int64_t n, int64_t step,
-                      const AdamWConfig& c, bool decay) {
+                      const AdamWConfig& c, bool decay, float grad_scale) {
   const AdamWScalars s = adamw_scalars(step, c, decay);
   const float step_size = s.step_size, keep = s.keep, b1 = s.b1, b2 = s.b2, eps = s.eps, inv_bc2 = s.inv_bc2;
 #pragma omp parallel for simd schedule(static) if (n > (1 << 16))
   for (int64_t i = 0; i < n; ++i) {
-    const float g = grad[i];
+    const float g = grad[i] * grad_scale;  // the clipped gradient, rounded as a stored one
     param[i] *= keep;
     m[i] = b1 * m[i] + (1.0f - b1) * g;
     v[i] = b2 * v[i] + (1.0f - b2) * g * g;
@@ -30,14 +30,14 @@ void adamw_update_cpu(float* param, const float* grad, float* m, float* v, int64
   }
 }
 
-void adamw_update_chunks_cpu(const AdamWTensors& t, int64_t step, const AdamWConfig& c) {
+void adamw_update_chunks_cpu(const AdamWTensors& t, int64_t step, const AdamWConfig& c, float grad_scale) {
   core::parallel_for(int64_t(t.chunks.size()), 1, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
       const AdamWTensors::Chunk& ch = t.chunks[size_t(k)];
       const size_t i = ch.tensor;
       adamw_update_cpu(t.params[i].data<float>() + ch.begin, t.grads[i].data<float>() + ch.begin,
                        t.m[i].data<float>() + ch.begin, t.v[i].data<float>() + ch.begin, ch.end - ch.begin, step, c,
-                       t.decay[i] && c.weight_decay != 0.f);
+                       t.decay[i] && c.weight_decay != 0.f, grad_scale);
     }
   });
 }

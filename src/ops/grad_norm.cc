@@ -115,6 +115,28 @@ void grad_norm(const std::vector<Tensor>& grads, const Tensor& norm) {
   norm.data<double>()[0] = grad_norm_cpu(spans_of(grads));
 }
 
+void grad_norm(const AdamWTensors& t, const Tensor& norm) {
+  const GradList l = check_grads("grad_norm", t.grads);
+  const Device device = l.any || !norm.defined() ? l.device : norm.device();  // nothing trains: a norm of 0 where asked
+  expect_f64_on("grad_norm", "norm", norm, 1, device);
+  // The chunk records point into the gradients as listed: each must be there, with its parameter's size.
+  for (size_t i = 0; i < t.grads.size(); ++i)
+    if (i >= t.params.size() || !t.grads[i].defined() || t.grads[i].numel() != t.params[i].numel())
+      bad_tensor("grad_norm", "gradient", t.grads[i], "its parameter's size (every listed gradient defined)");
+  core::Span span(core::SpanKind::op, "grad_norm");
+  declare(span, grad_norm_cost(l.elements));
+  if (on_cuda("grad_norm", device, DType::f32)) {
+#if TACH_HAS_CUDA
+    const int64_t count = int64_t(t.chunks.size());
+    const Tensor partials = Tensor::empty({std::max<int64_t>(count, 1)}, DType::f64, device, MemoryCategory::workspace);
+    grad_norm_chunks_cuda(device.index, t.device_records(device), count, partials.data<double>());
+    grad_norm_finish_cuda(device.index, partials.data<double>(), count, norm.data<double>());
+#endif
+    return;
+  }
+  norm.data<double>()[0] = grad_norm_cpu(spans_of(t.grads));
+}
+
 void clip_grads_to_norm(const std::vector<Tensor>& grads, double norm, double max_norm) {
   const GradList l = check_grads("clip_grad_norm", grads);
   const bool cuda = on_cuda("clip_grad_norm", l.device, DType::f32);

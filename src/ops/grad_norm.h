@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/adamw.h"
 #include "ops/op_cost.h"
 #include "tach/tensor.h"
 
@@ -24,6 +25,12 @@ void clip_grads_to_norm(const std::vector<Tensor>& grads, double norm, double ma
 // device, as the form above would with its value.
 void grad_norm(const std::vector<Tensor>& grads, const Tensor& norm);
 void clip_grads_to_norm(const std::vector<Tensor>& grads, const Tensor& norm, double max_norm);
+// The norm over the gradients an AdamW update lists (tensors.grads, every one defined) into norm
+// (f64 [1] on their device): the clipping step's form, one multi-tensor reduction over the update's
+// own chunk records (on CUDA one launch, one block per 64K chunk, then a fixed-order total: two
+// launches in all and the same bits every run; on the CPU grad_norm_cpu, the bits of the list
+// form). adamw_update reads the norm where it lies (AdamWClip). Span "grad_norm".
+void grad_norm(const AdamWTensors& tensors, const Tensor& norm);
 // Every gradient to 0 (they accumulate with += over a step's micro-batches). Span "zero_grad".
 void zero_grads(const std::vector<Tensor>& grads);
 
@@ -54,6 +61,9 @@ __host__ __device__
 // the CPU, each summed in double by one block in a fixed tree order:
 // partials: [ceil(n / 64K)] written with g's chunk sums.
 void grad_norm_partials_cuda(int device, const float* g, int64_t n, double* partials);
+// The multi-tensor form: partials: [count] written with the sum of squares of chunk k's gradient
+// (records from AdamWTensors::device_records, each at most 64K elements).
+void grad_norm_chunks_cuda(int device, const AdamWTensors::DeviceChunk* chunks, int64_t count, double* partials);
 // norm: [1] = sqrt(Σ partials), summed in a fixed order.
 void grad_norm_finish_cuda(int device, const double* partials, int64_t count, double* norm);
 // g: [n] *= coef; the second reads coef = clip_coefficient(*norm, max_norm) on the device.

@@ -25,6 +25,16 @@ __global__ void chunk_squares_kernel(const float* g, int64_t n, double* partials
   if (threadIdx.x == 0) partials[blockIdx.x] = s;
 }
 
+// Block k: the squares of chunk k's gradient (at most 64K elements), summed as chunk_squares_kernel does.
+__global__ void chunk_records_squares_kernel(const AdamWTensors::DeviceChunk* chunks, double* partials) {
+  __shared__ double scratch[32];
+  const AdamWTensors::DeviceChunk c = chunks[blockIdx.x];
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < c.n; i += blockDim.x) s += double(c.grad[i]) * double(c.grad[i]);
+  s = cuda::block_sum_f64(s, scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
 __global__ void norm_finish_kernel(const double* partials, int64_t count, double* norm) {
   __shared__ double scratch[32];
   double s = 0;
@@ -53,6 +63,13 @@ void grad_norm_partials_cuda(int device, const float* g, int64_t n, double* part
   check(chunks <= 0x7fffffff, "grad_norm on CUDA: a gradient of " + std::to_string(n) + " elements is too large");
   chunk_squares_kernel<<<unsigned(chunks), kThreads, 0, cuda::stream(device)>>>(g, n, partials);
   cuda::check_launch("chunk_squares_kernel");
+}
+
+void grad_norm_chunks_cuda(int device, const AdamWTensors::DeviceChunk* chunks, int64_t count, double* partials) {
+  if (count == 0) return;
+  check(count <= 0x7fffffff, "grad_norm on CUDA: " + std::to_string(count) + " gradient chunks are too many");
+  chunk_records_squares_kernel<<<unsigned(count), kThreads, 0, cuda::stream(device)>>>(chunks, partials);
+  cuda::check_launch("chunk_records_squares_kernel");
 }
 
 void grad_norm_finish_cuda(int device, const double* partials, int64_t count, double* norm) {

@@ -1,5 +1,8 @@
 #include "train/optimizer.h"
 
+#include <cmath>
+
+#include "ops/grad_norm.h"
 #include "tach/error.h"
 
 namespace tach::train {
@@ -23,6 +26,20 @@ void AdamWOptimizer::step(double lr) {
   AdamWConfig c = config_;
   c.lr = float(lr);
   ops::adamw_update(tensors_, steps_, c, fused_);
+}
+
+double AdamWOptimizer::clip_and_step(double lr, double max_norm) {
+  if (!norm_.defined())
+    norm_ = Tensor::zeros({1}, DType::f64, tensors_.size() ? tensors_.params.front().device() : Device::cpu(),
+                          MemoryCategory::optimizer_state);
+  ops::grad_norm(tensors_, norm_);
+  AdamWConfig c = config_;
+  c.lr = float(lr);
+  // The update's bias correction counts this step; taken back below if the norm skipped it.
+  ops::adamw_update(tensors_, steps_ + 1, c, fused_, {norm_, max_norm});
+  const double norm = norm_.on(Device::cpu()).data<double>()[0];
+  if (std::isfinite(norm)) ++steps_;
+  return norm;
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamWOptimizer::state() const {

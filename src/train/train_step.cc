@@ -9,7 +9,6 @@
 #include "cpu/train_gemm.h"
 #include "tach/error.h"
 #include "tach/profile.h"
-#include "train/grad_norm.h"
 #include "train/head_loss.h"
 
 namespace tach::train {
@@ -224,9 +223,7 @@ std::string bf16_training_note(Device device) {
 
 double clip_and_update(AdamWOptimizer& optimizer, double lr, double max_grad_norm) {
   ProfileScope scope("optimizer");
-  const double norm = clip_grad_norm(optimizer.grads(), max_grad_norm);  // the ops grad_norm, clip_grad_norm
-  if (std::isfinite(norm)) optimizer.step(lr);
-  return norm;
+  return optimizer.clip_and_step(lr, max_grad_norm);  // the ops grad_norm and adamw, reading the norm in place
 }
 
 }  // namespace tach::train
