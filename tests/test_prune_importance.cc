@@ -1,11 +1,14 @@
 // tach prune --by importance: first-order head, neuron and layer importance from tach's own
-// forward and backward, against the same definition computed with gates in PyTorch on the
-// transformers model (scripts/golden/make_prune_importance.py), and its bad input.
+// forward and backward, on every head tach trains for the encoders (sequence and token
+// classifiers, question answering, the masked LM), against the same definition computed with
+// gates in PyTorch on the transformers model (scripts/golden/make_prune_importance.py), and its
+// bad input.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "golden_check.h"
 #include "tach/error.h"
@@ -104,6 +107,86 @@ TEST(ImportanceScores, RegressionHeadMatchesPyTorch) {
   expect_scores_near(scores["layers"], want["layer_importance"], largest(want["layer_importance"]), "layers");
 }
 
+// A per-token head's calibration: the model (tests/fixtures/train_tasks/<family>-<case>/model),
+// its data as tach train --task reads it, and the tokenizer and lengths the reference used.
+struct TaskCase {
+  std::string head, model_case, data, tokenizer;
+  int64_t max_length = 128, doc_stride = 0, samples = 128;
+};
+
+TaskCase task_case(const std::string& head) {
+  if (head == "token-classification")
+    return {head, "token-cls5-f32", "token_classes/ner.conll", "token_classes/tokenizer-wordpiece", 10, 0, 128};
+  if (head == "question-answering")
+    return {head, "qa-f32", "train_tasks/squad_train.jsonl", "question_answering/tokenizer-tiny", 24, 6, 128};
+  return {head, "mlm-f32", "train/tiny.csv", "token_classes/tokenizer-wordpiece", 128, 0, 20};
+}
+
+class TaskImportance : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+// The per-token heads, one row at a time as the reference: each scored by the loss tach train
+// lowers for it (the masked LM on its first epoch's masks at seed 42), then --heads 0.5 --ffn 0.25
+// --layers 1 removed by those scores and the pruned model's per-token outputs against
+// transformers' on the model so pruned.
+TEST_P(TaskImportance, MatchPyTorchAndPruneByThem) {
+  const auto& [family, head] = GetParam();
+  const TaskCase c = task_case(head);
+  const std::string fx = test::fixtures_dir();
+  const nlohmann::json want = read_json(fx + "/prune/" + family + "-" + head + "-importance.json");
+  test::TempDir tmp;
+  PruneOptions o;
+  o.model = fx + "/train_tasks/" + family + "-" + c.model_case + "/model";
+  o.output = tmp.file("pruned");
+  o.by = "importance";
+  o.data.path = fx + "/" + c.data;
+  o.tokenizer = fx + "/" + c.tokenizer;
+  o.max_length = c.max_length;
+  o.doc_stride = c.doc_stride;
+  o.calibration_samples = c.samples;
+  o.heads = 0.5;
+  o.ffn = 0.25;
+  o.layers = "1";
+  prune_model(o);
+  const nlohmann::json scores = read_json(o.output + "/prune_scores.json");
+  expect_scores_near(scores["heads"], want["head_importance"], largest(want["head_importance"]), "heads");
+  expect_scores_near(scores["neurons"], want["neuron_importance"], largest(want["neuron_importance"]), "neurons");
+  expect_scores_near(scores["layers"], want["layer_importance"], largest(want["layer_importance"]), "layers");
+  const nlohmann::json& cal = scores["calibration"];
+  EXPECT_EQ(cal["head"], head);
+  EXPECT_EQ(cal["samples"], want["samples"]);
+  EXPECT_EQ(cal["rows"], want["rows"]);
+  if (head == "masked-lm") {
+    EXPECT_EQ(cal["masking"]["seed"], 42);
+    EXPECT_EQ(cal["masking"]["epoch"], 0);
+  }
+  if (head == "question-answering") { EXPECT_EQ(cal["doc_stride"], 6); }
+  EXPECT_EQ(scores["removed_layers"], want["removed_layers"]);
+  EXPECT_EQ(read_json(o.output + "/config.json")["pruned_heads"], want["pruned_heads"]);
+
+  auto model = load_model(o.output);
+  const auto rows = want["input_rows"].get<std::vector<std::vector<int32_t>>>();
+  const Tensor got = model->token_logits(test::padded_batch(rows, want["pad_id"].get<int32_t>(), false));
+  const auto expected = want["token_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();
+  const int64_t T = got.size(1), V = got.size(2);
+  double worst = 0;
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (size_t t = 0; t < rows[r].size(); ++t)  // padding's outputs are nobody's
+      worst =
+          std::max(worst, test::scaled_error(got.data<float>() + (int64_t(r) * T + int64_t(t)) * V, expected[r][t]));
+  EXPECT_LT(worst, 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, TaskImportance,
+                         ::testing::Combine(::testing::Values("bert", "distilbert"),
+                                            ::testing::Values("token-classification", "question-answering",
+                                                              "masked-lm")),
+                         [](const auto& test_case) {
+                           std::string n = std::get<0>(test_case.param) + "_" + std::get<1>(test_case.param);
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
 // The message of what prune_model(o) throws, and whether it was a usage error (exit status 2).
 std::pair<std::string, bool> failure_of(const PruneOptions& o) {
   try {
@@ -145,6 +228,29 @@ TEST(ImportanceScores, BadInputIsNamed) {
   o = importance_options("bert-cls2-f32", out);
   o.model = test::fixtures_dir() + "/prune/bert-pruned";
   expect(o, "already has pruned_heads", false);
+  // Data the head does not read: named with the head, the file's kind and the task that reads it.
+  o = importance_options("bert-cls2-f32", out);
+  o.model = test::fixtures_dir() + "/train_tasks/bert-token-cls5-f32/model";
+  expect(o,
+         "'s token-classification head on -d " + o.data.path +
+             ", read as tach train --task token-classification reads it: ",
+         true);
+  expect(o, "which a sequence classifier reads", true);
+  o.model = test::fixtures_dir() + "/train_tasks/bert-qa-f32/model";
+  o.data.path = test::fixtures_dir() + "/token_classes/ner.conll";
+  expect(o, "this file is CoNLL text, which a token classifier reads, not SQuAD-format data", true);
+  o.model = test::fixtures_dir() + "/train_tasks/bert-mlm-f32/model";
+  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
+  o.data.text_column = "sentence";
+  expect(o, "sentence", true);
+  // A question-answering window no wider than the stride between windows.
+  o = importance_options("bert-cls2-f32", out);
+  o.model = test::fixtures_dir() + "/train_tasks/bert-qa-f32/model";
+  o.data.path = test::fixtures_dir() + "/train_tasks/squad_train.jsonl";
+  o.tokenizer = test::fixtures_dir() + "/question_answering/tokenizer-tiny";
+  o.max_length = 16;
+  o.doc_stride = 16;
+  expect(o, "--doc-stride 16 must be smaller than the windows, 16 tokens", true);
 }
 
 }  // namespace

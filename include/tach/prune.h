@@ -1,5 +1,5 @@
 // `tach prune`: structured pruning of an encoder checkpoint (attention heads, FFN neurons, whole
-// layers), ranked by weight magnitude or by first-order importance on labelled data, written as a
+// layers), ranked by weight magnitude or by first-order importance on calibration data, written as a
 // model directory transformers reads, with the scores that ranked the units and a before/after
 // summary beside it.
 #pragma once
@@ -23,13 +23,17 @@ struct PruneOptions {
   // Layers: a count of the lowest-ranked layers to remove ("2"), or a list of indices ("1,3", "4,").
   std::string layers;
   std::string by = "magnitude";  // how units are ranked: magnitude, importance
-  // --by importance: labelled calibration data (columns as tach train reads them; a JSON split
+  // --by importance: calibration data for the model's own head, read as tach train --task reads
+  // it (rows of text and label, tagged words, SQuAD questions, texts for a masked LM; a JSON split
   // file's "train" split by default), the number of its first examples used, the tokenizer
-  // (empty: the model's directory) and the longest row in tokens (capped by the model's positions).
+  // (empty: the model's directory), the longest row in tokens (capped by the model's positions)
+  // and question answering's overlap between a context's windows (0: 128, or half the window
+  // when that is less).
   DatasetOptions data;
   int64_t calibration_samples = 128;
   std::string tokenizer;
   int64_t max_length = 128;
+  int64_t doc_stride = 0;
 };
 
 // Parameters, FLOPs per token and weight bytes of one model.

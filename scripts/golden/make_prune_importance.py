@@ -19,6 +19,21 @@ tokenized with tests/fixtures/tokenizers/tiny-wordpiece (truncated to the model'
 bert-regression-importance.json: the scores alone for tests/fixtures/encoders/bert-reg1-bf16, a
 regression head (one output, mean squared error with the label as a number).
 
+<family>-<head>-importance.json: the per-token heads, on tests/fixtures/train_tasks/<case>/model
+(bert and distilbert), each on the data tach train --task reads for it, one row at a time:
+  token-classification   tests/fixtures/token_classes/ner.conll, run_ner.py's features truncated
+                         to 10 tokens (make_train_task_golden.py's ner_features); L the mean
+                         cross-entropy over the row's labelled tokens
+  question-answering     tests/fixtures/train_tasks/squad_train.jsonl, run_qa.py's windows of 24
+                         tokens with stride 6 (qa_features); L = (CE(start) + CE(end)) / 2
+  masked-lm              the first 20 texts of tiny.csv, truncated to the model's 32 positions, the
+                         masks tach train draws in its first epoch with seed 42 (splitmix64 hashes
+                         of seed, epoch, example, position: train/mlm_masking.cc, written again
+                         below); L the mean cross-entropy at the masked tokens; a text with none
+                         masked has no loss and is left out
+with the units --heads 0.5 --ffn 0.25 --layers 1 removes by them and the per-token outputs
+transformers computes for the model so pruned, right-padded.
+
 Writes <family>-importance.json with the scores, the units tach prune --heads 0.5 --ffn 0.25
 --layers 1 removes by them, and the logits transformers computes for the model so pruned
 (the kept layer alone, the removed units silenced: make_prune_fixtures.py's way), right- and
@@ -32,10 +47,12 @@ import sys
 
 import torch
 from tokenizers import Tokenizer
-from transformers import AutoModelForSequenceClassification
+from transformers import (AutoModelForMaskedLM, AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
+                          AutoModelForTokenClassification)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_prune_fixtures import FAMILIES, ROWS, logits, prune_state, silenced  # noqa: E402
+from make_prune_fixtures import FAMILIES, ROWS, logits, padded, prune_state, silenced  # noqa: E402
+from make_train_task_golden import ner_features, qa_features  # noqa: E402
 
 SAMPLES = 20
 
@@ -56,13 +73,18 @@ def tokenizer(path):
     return Tokenizer.from_str(json.dumps(spec))
 
 
-def examples(data, tok, n, max_len, with_types):
+def examples(data, tok, n, max_len, with_types, regression=False):
     rows = list(csv.DictReader(open(data)))[:n]
     out = []
     for r in rows:
         e = tok.encode(r["text"])
         ids, types = e.ids[:max_len], e.type_ids[:max_len]
-        out.append((torch.tensor([ids]), torch.tensor([types]) if with_types else None, r["label"]))
+        kw = {"input_ids": torch.tensor([ids])}
+        if with_types:
+            kw["token_type_ids"] = torch.tensor([types])
+        # A regression head (num_labels 1) takes the label as a number: mean squared error.
+        kw["labels"] = torch.tensor([float(r["label"])]) if regression else torch.tensor([int(r["label"])])
+        out.append(kw)
     return out
 
 
@@ -94,13 +116,10 @@ def importance(model, family, data):
     sums = dict(heads=torch.zeros(len(layers), H, dtype=torch.float64),
                 neurons=torch.zeros(len(layers), I, dtype=torch.float64),
                 layers=torch.zeros(len(layers), dtype=torch.float64))
-    for ids, types, label in data:
+    for kw in data:
         for g in head_gates + neuron_gates + layer_gates:
             g.grad = None
-        kw = {"token_type_ids": types} if types is not None else {}
-        # A regression head (num_labels 1) takes the label as a number: mean squared error.
-        target = torch.tensor([float(label)]) if model.config.num_labels == 1 else torch.tensor([int(label)])
-        loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=target, **kw).loss
+        loss = model(attention_mask=torch.ones_like(kw["input_ids"]), **kw).loss
         loss.backward()
         for l in range(len(layers)):
             sums["heads"][l] += head_gates[l].grad.abs().double()
@@ -147,7 +166,7 @@ def write_regression_case(out_dir, source, data, tok_dir):
     """The scores alone for a regression head (MSE), on its bf16 weights widened to f32 as tach's
     training masters hold them."""
     model = AutoModelForSequenceClassification.from_pretrained(source, dtype=torch.float32).eval()
-    calib = examples(data, tokenizer(tok_dir), SAMPLES, model.config.max_position_embeddings, True)
+    calib = examples(data, tokenizer(tok_dir), SAMPLES, model.config.max_position_embeddings, True, regression=True)
     scores, _, _, _ = importance(model, "bert", calib)
     expected = {"samples": SAMPLES, "loss": model.config.problem_type, "head_importance": scores["heads"],
                 "neuron_importance": scores["neurons"], "layer_importance": scores["layers"]}
@@ -157,13 +176,125 @@ def write_regression_case(out_dir, source, data, tok_dir):
     print(f"{path}: {model.config.problem_type}")
 
 
+# tach train's masked-LM masks (train/mlm_masking.cc): every draw at position i of example e in
+# epoch 0 is a splitmix64 hash of (seed, epoch, e, i, which draw).
+M64 = (1 << 64) - 1
+MASK_SEED = 42
+
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    return z ^ (z >> 31)
+
+
+def mask_key(seed, epoch, example):
+    return mix64((mix64((mix64(seed ^ 0x6d6c6d5f6d61736b) + epoch) & M64) + example * 0x9e3779b97f4a7c15) & M64)
+
+
+def tach_masks(ids, special, mask_id, vocab, key, p=0.15, mask_replace=0.8, random_replace=0.1):
+    bits = lambda i, d: mix64(key ^ mix64((i * 4 + d) & M64))
+    uniform = lambda i, d: (bits(i, d) >> 11) * 2.0 ** -53
+    random_of_rest = random_replace / (1 - mask_replace)
+    ids, labels = list(ids), [-100] * len(ids)
+    for i in range(len(ids)):
+        if special[i] or not uniform(i, 1) < p:
+            continue
+        labels[i] = ids[i]
+        if uniform(i, 2) < mask_replace:
+            ids[i] = mask_id
+        elif uniform(i, 3) < random_of_rest:
+            ids[i] = bits(i, 4) % vocab
+    return ids, labels
+
+
+# head -> (the train_tasks case's suffix, the class that loads it)
+TASKS = {
+    "token-classification": ("token-cls5-f32", AutoModelForTokenClassification),
+    "question-answering": ("qa-f32", AutoModelForQuestionAnswering),
+    "masked-lm": ("mlm-f32", AutoModelForMaskedLM),
+}
+
+
+def task_rows(head, with_types, fixtures):
+    """The calibration rows of a per-token head as model keyword arguments, and how many examples
+    they came from."""
+    one = lambda x: torch.tensor([x])
+    if head == "token-classification":
+        f = ner_features(fixtures)
+        return [{"input_ids": one(i), "labels": one(l)} for i, l in zip(f["input_ids"], f["labels"])], \
+            len(f["sentences"])
+    if head == "question-answering":
+        path = os.path.join(fixtures, "train_tasks", "squad_train.jsonl")
+        f = qa_features(fixtures, path)
+        rows = []
+        for i in range(len(f["input_ids"])):
+            kw = {"input_ids": one(f["input_ids"][i]), "start_positions": torch.tensor([f["start_positions"][i]]),
+                  "end_positions": torch.tensor([f["end_positions"][i]])}
+            if with_types:
+                kw["token_type_ids"] = one(f["token_type_ids"][i])
+            rows.append(kw)
+        return rows, sum(1 for line in open(path, encoding="utf-8") if line.strip())
+    tok = tokenizer(os.path.join(fixtures, "token_classes", "tokenizer-wordpiece"))
+    tok.enable_truncation(32)
+    mask_id, vocab = tok.token_to_id("[MASK]"), tok.get_vocab_size()
+    texts = [r["text"] for r in csv.DictReader(open(os.path.join(fixtures, "train", "tiny.csv")))][:SAMPLES]
+    rows = []
+    for e, text in enumerate(texts):
+        enc = tok.encode(text)
+        ids, labels = tach_masks(enc.ids, enc.special_tokens_mask, mask_id, vocab, mask_key(MASK_SEED, 0, e))
+        if any(l != -100 for l in labels):
+            rows.append({"input_ids": one(ids), "labels": one(labels)})
+    return rows, len(texts)
+
+
+def write_task_case(out_dir, family, head, fixtures):
+    fam = FAMILIES[family]
+    suffix, auto = TASKS[head]
+    model = auto.from_pretrained(os.path.join(fixtures, "train_tasks", family + "-" + suffix, "model")).eval()
+    rows, samples = task_rows(head, family != "distilbert", fixtures)
+    scores, H, D, I = importance(model, family, rows)
+    L = len(scores["layers"])
+    low = lambda s, n: sorted(sorted(range(len(s)), key=lambda i: (s[i], i))[:n])
+    drop_layer = low(scores["layers"], 1)[0]
+    kept_layers = [l for l in range(L) if l != drop_layer]
+    heads_removed = {l: low(scores["heads"][l], H // 2) for l in kept_layers}
+    neurons_removed = {l: low(scores["neurons"][l], I // 4) for l in kept_layers}
+    small_state = prune_state(model.state_dict(), fam, L, {}, None, H, D, kept_layers)
+    config = model.config
+    setattr(config, fam["layers_key"], len(kept_layers))
+    small = type(model)(config).eval()
+    small.load_state_dict(small_state)
+    renumber = lambda d: {kept_layers.index(l): v for l, v in d.items()}
+    ref = silenced(small, fam, renumber(heads_removed), renumber(neurons_removed), D)
+    ids, mask = padded(ROWS, 0, False)
+    with torch.no_grad():
+        out = ref(input_ids=ids, attention_mask=mask)
+    per_token = torch.stack([out.start_logits, out.end_logits], -1) if head == "question-answering" else out.logits
+    expected = {"samples": samples, "rows": len(rows), "head_importance": scores["heads"],
+                "neuron_importance": scores["neurons"], "layer_importance": scores["layers"],
+                "removed_layers": [drop_layer],
+                "pruned_heads": {str(kept_layers.index(l)): h for l, h in heads_removed.items()},
+                "input_rows": ROWS, "pad_id": 0, "token_logits_right": per_token.tolist()}
+    path = os.path.join(out_dir, f"{family}-{head}-importance.json")
+    with open(path, "w") as f:
+        json.dump(expected, f)
+    print(f"{path}: {len(rows)} rows of {samples} examples, layer {drop_layer} dropped, heads {heads_removed}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
     ap.add_argument("--fixtures", default="tests/fixtures")
+    ap.add_argument("--heads-only", action="store_true", help="only the per-token heads' files")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     torch.set_default_dtype(torch.float32)
+    for family in ("bert", "distilbert"):
+        for head in TASKS:
+            write_task_case(args.out_dir, family, head, args.fixtures)
+    if args.heads_only:
+        return
     for family in ("bert", "distilbert"):
         write_case(args.out_dir, family, os.path.join(args.fixtures, "encoders", family + "-cls2-f32"),
                    os.path.join(args.fixtures, "train", "tiny.csv"),

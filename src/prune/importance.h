@@ -1,11 +1,17 @@
-// Ranking an encoder's units by first-order importance on labelled calibration data (Michel et
-// al. 2019, "Are Sixteen Heads Really Better than One?"), with tach's own forward and backward.
+// Ranking an encoder's units by first-order importance on calibration data (Michel et al. 2019,
+// "Are Sixteen Heads Really Better than One?"), with tach's own forward and backward.
 //
 // Each unit gets a gate xi = 1 on what it contributes; |dL/dxi| is the first-order change of the
-// loss were the unit removed (xi = 0). L is the model's own sequence-classification loss on one
-// labelled example (cross-entropy, MSE or BCE as config.json's problem_type says), in f32,
-// dropout off; a unit's score is |dL/dxi| averaged over the examples:
-//   head h     |sum over the example's tokens of <context_h, dL/dcontext_h>|, context_h head h's
+// loss were the unit removed (xi = 0). L is the loss of the model's own head on one calibration
+// row, the loss tach train lowers for that head (prune/calibration.h reads the rows as it does),
+// in f32, dropout off:
+//   sequence classification  cross-entropy, MSE or BCE as config.json's problem_type says
+//   token classification     cross-entropy over the row's labelled tokens (a word's first sub-token)
+//   question answering       (CE(start) + CE(end)) / 2 over one window of a question's context
+//   masked LM                cross-entropy over the vocabulary at the row's masked tokens
+// A unit's score is |dL/dxi| averaged over the rows (a masked-LM row with no masked token has no
+// loss and is not scored):
+//   head h     |sum over the row's tokens of <context_h, dL/dcontext_h>|, context_h head h's
 //              columns of the attention output projection's input
 //   neuron j   |sum over tokens of act_j * dL/dact_j|, act the FFN activation's output
 //   layer l    |sum over tokens of <out - in, dL/dout>|: a gate on the layer's whole contribution,
@@ -28,19 +34,23 @@ namespace tach::prune {
 
 // What the scores were computed on, for prune_scores.json.
 struct Calibration {
-  std::string dataset;       // the path as given
-  std::string split;         // a JSON split file's or a Hub dataset's, else empty
-  int64_t samples = 0;       // examples read: the first --calibration-samples (all when fewer)
-  int64_t tokens = 0;        // their tokens, padding aside
-  std::string problem_type;  // the loss: single_label_classification, regression, multi_label_classification
+  std::string dataset;  // the path as given
+  std::string split;    // a JSON split file's or a Hub dataset's, else empty
+  int64_t samples = 0;  // examples read: the first --calibration-samples (all when fewer)
+  int64_t rows = 0;     // rows scored: the examples, question answering's windows, less rows with no loss
+  int64_t tokens = 0;   // their tokens, padding aside
+  std::string head;     // head_name: sequence-classification, token-classification, ...
+  std::string loss;     // a sequence classifier's problem_type, or the per-token head's loss in words
+  int64_t max_length = 0, doc_stride = 0;  // question answering's windows (doc_stride 0: other heads)
+  nlohmann::json masking;                  // the masked LM's: seed, epoch, probability
 };
 
 // --by and the calibration options, before any model is read: a ranking tach has not, data given
 // where nothing reads it, importance asked of a family it cannot rank that way (usage errors).
 void check_ranking_options(const PruneOptions& options, const model::ModelFamily& family);
 
-// Throws UsageError for options that cannot work (no dataset, a count below 1, a dataset without
-// its label column) and Error for a model that has no sequence classifier or is already head-pruned.
+// Throws UsageError for options that cannot work (no dataset, a count below 1, data the head cannot
+// read) and Error for a model that has no head to take a loss from or is already head-pruned.
 UnitScores importance_scores(const PruneOptions& options, const std::string& model_dir, Calibration* calibration);
 
 // prune_scores.json's "calibration": what the scores were computed on and how.

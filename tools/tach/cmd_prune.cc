@@ -48,26 +48,34 @@ Command add_prune_command(CLI::App& app) {
                   "\"2,\" for layer 2 alone); the rest are renumbered from 0");
   sub->add_option("--by", o->by,
                   "How units are ranked: magnitude (the L2 norm of each unit's weights) or importance (first-order: "
-                  "how much the loss on -d's labelled examples changes were the unit removed)")
+                  "how much the loss of the model's own head on -d's examples changes were the unit removed)")
       ->check(one_of("--by", {"magnitude", "importance"}))
       ->capture_default_str();
   // --by importance: the calibration data, read as tach train reads its training data.
   sub->add_option("-d,--dataset", o->data.path,
-                  "--by importance: labelled calibration data for the model's sequence classifier: .csv, .tsv, "
-                  ".jsonl, .parquet, .json with splits, or a Hub dataset (glue/sst2)");
+                  "--by importance: calibration data for the model's own head, as tach train --task reads it: a "
+                  "sequence classifier's labelled rows (.csv, .tsv, .jsonl, .parquet, .json with splits, a Hub "
+                  "dataset such as glue/sst2), a token classifier's tagged words (CoNLL, JSON), question "
+                  "answering's SQuAD-format questions, a masked LM's texts");
   sub->add_option("--dataset-format", o->data.format, "auto (from the extension), csv, tsv, jsonl, json, parquet");
   add_dataset_column_options(sub, o->data);
   sub->add_option("--split", o->data.split, "Split of a JSON split file or a Hub dataset (default train)");
   sub->add_option("--calibration-samples", o->calibration_samples,
-                  "--by importance: score on the first N examples in file order (all when fewer)")
+                  "--by importance: score on the first N examples in file order (all when fewer; a SQuAD "
+                  "question's context may give several windows)")
       ->capture_default_str()
       ->check(positive_count("--calibration-samples", "--calibration-samples values"));
   sub->add_option("-k,--tokenizer", o->tokenizer,
                   "--by importance: tokenizer file or directory (default: the model's directory)");
   sub->add_option("-s,--max-length", o->max_length,
-                  "--by importance: truncate the examples to this many tokens (never past the model's positions)")
+                  "--by importance: truncate the examples to this many tokens (never past the model's positions); "
+                  "question answering: the windows' length")
       ->capture_default_str()
       ->check(positive_count("--max-length", "--max-length values"));
+  sub->add_option("--doc-stride", o->doc_stride,
+                  "--by importance, question answering: tokens a long context's windows share (default 128, or "
+                  "half the window when that is less)")
+      ->check(positive_count("--doc-stride", "--doc-stride values"));
   sub->footer(
       "BERT, DistilBERT, RoBERTa and XLM-R encoders: a head's weights are its query, key and value rows and\n"
       "its attention-output columns; a neuron's its intermediate row and output column; a layer's all of\n"
@@ -88,17 +96,24 @@ Command add_prune_command(CLI::App& app) {
       "so fewer heads would be wider ones).\n"
       "\n"
       "--by importance (Michel et al. 2019) gates each unit (xi = 1) and scores it by |dL/dxi|, averaged over\n"
-      "the calibration examples: L is the loss of the model's own sequence classifier (cross-entropy, MSE or\n"
-      "BCE by its problem_type) on each labelled example, with tach's forward and backward in f32, dropout off.\n"
-      "A head's gate multiplies its context (the attention output projection's input), a neuron's its FFN\n"
-      "activation, a layer's its whole contribution (out = in + xi (layer(in) - in)): so a layer's score is\n"
-      "the loss change of removing it, LayerNorms included, not the sum of its units'. Padding is left out.\n"
-      "Scores are not normalised per layer (heads and neurons are ranked within their layer, where a scale\n"
-      "changes nothing). Other heads (token classifier, QA, masked LM, a bare model) are refused: rank them\n"
-      "--by magnitude. prune_scores.json's \"calibration\" names the data, the examples and the loss.");
+      "the calibration rows: L is the loss of the model's own head, the one tach train lowers, on each row of\n"
+      "-d read as tach train --task reads it, with tach's forward and backward in f32, dropout off. A sequence\n"
+      "classifier: cross-entropy, MSE or BCE by its problem_type on each labelled row. A token classifier:\n"
+      "cross-entropy over a sentence's labelled tokens (each word's first sub-token). Question answering:\n"
+      "(CE(start) + CE(end)) / 2 on each window of -s tokens a context is cut into (--doc-stride apart). A\n"
+      "masked LM: cross-entropy at the masked tokens, masked as tach train's first epoch masks them with its\n"
+      "default --seed 42 (15% of the tokens), so the scores are the same on every run; a text with none\n"
+      "masked is not scored. A head's gate multiplies its context (the attention output projection's input),\n"
+      "a neuron's its FFN activation, a layer's its whole contribution (out = in + xi (layer(in) - in)): so a\n"
+      "layer's score is the loss change of removing it, LayerNorms included, not the sum of its units'.\n"
+      "Padding is left out. Scores are not normalised per layer (heads and neurons are ranked within their\n"
+      "layer, where a scale changes nothing). A bare model has no loss to score by, and the decoder families\n"
+      "and ModernBERT are not scored this way: rank them --by magnitude. prune_scores.json's \"calibration\" names the "
+      "data, the rows, the head\n"
+      "and its loss (and the masked LM's masks).");
   return {sub, [o, heads, sub] {
-            for (const char* option : {"--calibration-samples", "-k", "-s", "--dataset-format", "--split",
-                                       "--text-column", "--text-pair-column", "--label-column", "--header"})
+            for (const char* option : {"--calibration-samples", "-k", "-s", "--doc-stride", "--dataset-format",
+                                       "--split", "--text-column", "--text-pair-column", "--label-column", "--header"})
               usage_check(
                   o->by == "importance" || sub->count(option) == 0,
                   sub->get_option(option)->get_name() + " is for --by importance; --by " + o->by + " reads no data");

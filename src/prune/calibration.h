@@ -1,0 +1,43 @@
+// --by importance's calibration: the model's own head set up for training, every weight frozen,
+// and the first examples of -d read and tokenized as tach train reads its training data for that
+// head (train/run_data.cc), so that the loss the units are scored by is the one training lowers:
+//   sequence classification  rows of text (and label), the loss as config.json's problem_type says
+//   token classification     CoNLL or JSON tagged words, the labels aligned to the first sub-token
+//   question answering       SQuAD-format questions, each context cut into windows of -s tokens
+//                            overlapping by --doc-stride (a long context gives several rows)
+//   masked LM                the text column, 15% of the tokens chosen and masked as tach train's
+//                            first epoch masks them with its default seed (kMaskSeed)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tach/model.h"
+#include "tach/prune.h"
+#include "train/train_data.h"
+#include "train/trainable_model.h"
+#include "train/training_model.h"
+
+namespace tach::prune {
+
+// The masked LM's masks: tach train's default --seed, in its first epoch (epoch 0), so that the
+// scores are reproducible and equal to a run's first-epoch masks.
+constexpr uint64_t kMaskSeed = 42;
+
+struct CalibrationSet {
+  Head head = Head::none;
+  std::unique_ptr<train::TrainableModel> model;  // f32 masters, every parameter frozen (no weight gradient)
+  train::TrainData data;                         // one row per example (question answering: per window)
+  std::string problem_type;                      // a sequence classifier's loss; empty for the other heads
+  std::string split;                             // a JSON split file's or a Hub dataset's, else empty
+  int64_t examples = 0;                          // examples read: the first --calibration-samples
+  int64_t max_length = 0, doc_stride = 0;        // as used (the model's positions cap -s)
+};
+
+// src: the opened checkpoint (its head names the loss). Throws UsageError for calibration data
+// the head cannot read (naming the file, what it is and what the head reads) and Error for a
+// model without a head, or with pruned heads.
+CalibrationSet calibration_set(const PruneOptions& options, train::TrainingModelSource src);
+
+}  // namespace tach::prune
