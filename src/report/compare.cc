@@ -360,71 +360,73 @@ std::vector<const PointChange*> regressions_beyond(const RunComparison& c, doubl
   return out;
 }
 
-std::string comparison_text(const RunComparison& c, const std::string& format) {
+namespace {
+
+// tach.compare/1 (docs/formats.md): the method, the runs, every change and eval score.
+std::string comparison_json(const RunComparison& c) {
   const CompareOptions& o = c.options;
-  const std::string ci = num(o.confidence * 100, 0) + "% CI";
-  if (format == "json") {
-    nlohmann::json j;
-    j["schema"] = "tach.compare/1";
-    j["method"] = {{"statistic", std::string("median batch latency per point; throughput: ") + kThroughputDefinition},
-                   {"interval",
-                    "percentile block bootstrap: each side's raw latencies cut in measurement order into "
-                    "n/6 blocks (2 to 8), whole blocks resampled with replacement"},
-                   {"drift",
-                    "largest block median / smallest - 1, per run; a change no larger than either run's (as "
-                    "ratios) is within noise"},
-                   {"load",
-                    "inconclusive when either side was contended (other processes took cores its threads "
-                    "needed): under different load if the other was not, and a change the other processes may "
-                    "have made if both were; inconclusive too, as under different load, when the two sides' "
-                    "other-process use (mean or busiest sub-window) differs by more than 0.25 cores, when it moved "
-                    "by more than that while either side ran, or when both ran the default thread count and got "
-                    "different counts; a run without a load record is not judged on load"},
-                   {"confidence", o.confidence},
-                   {"resamples", o.resamples},
-                   {"seed", o.seed},
-                   {"noise_threshold", o.noise_threshold},
-                   {"changes_are", "relative: new / baseline - 1"}};
-    j["runs"] = nlohmann::json::array();
-    for (const auto& r : c.runs) j["runs"].push_back({{"dir", r.dir}, {"model", r.model}, {"points", r.points.size()}});
-    j["changes"] = nlohmann::json::array();
-    for (const auto& ch : c.changes)
-      j["changes"].push_back({{"point", ch.id},
-                              {"baseline", c.runs[0].dir},
-                              {"run", c.runs[ch.run].dir},
-                              {"baseline_n", ch.baseline_n},
-                              {"n", ch.n},
-                              {"baseline_median_ms", ch.baseline_median_ms},
-                              {"median_ms", ch.median_ms},
-                              {"baseline_samples_per_s", ch.baseline_samples_per_s},
-                              {"samples_per_s", ch.samples_per_s},
-                              {"latency_change", ch.latency_change},
-                              {"latency_ci", {ch.latency_lo, ch.latency_hi}},
-                              {"throughput_change", ch.throughput_change},
-                              {"throughput_ci", {ch.throughput_lo, ch.throughput_hi}},
-                              {"significant", ch.significant},
-                              {"baseline_drift", ch.baseline_drift},
-                              {"drift", ch.drift},
-                              {"verdict", ch.verdict},
-                              {"why", ch.why}});
-    j["only_in"] = c.only_in;
-    j["scores"] = nlohmann::json::array();
-    for (const auto& sc : c.scores)
-      j["scores"].push_back({{"pass", sc.pass},
-                             {"metric", sc.metric},
-                             {"baseline", c.runs[0].dir},
-                             {"run", c.runs[sc.run].dir},
-                             {"baseline_percent", finite_or_null(sc.baseline_percent)},
-                             {"percent", finite_or_null(sc.percent)},
-                             {"change_points", finite_or_null(sc.percent - sc.baseline_percent)},
-                             {"verdict", sc.verdict},
-                             {"why", sc.why}});
-    j["by"] = c.by;
-    j["matched"] = c.note;
-    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  }
-  const bool csv = format == "csv", md = format == "md";
-  usage_check(csv || md || format == "table", "--format '" + format + "': expected table, md, csv or json");
+  nlohmann::json j;
+  j["schema"] = "tach.compare/1";
+  j["method"] = {{"statistic", std::string("median batch latency per point; throughput: ") + kThroughputDefinition},
+                 {"interval",
+                  "percentile block bootstrap: each side's raw latencies cut in measurement order into "
+                  "n/6 blocks (2 to 8), whole blocks resampled with replacement"},
+                 {"drift",
+                  "largest block median / smallest - 1, per run; a change no larger than either run's (as "
+                  "ratios) is within noise"},
+                 {"load",
+                  "inconclusive when either side was contended (other processes took cores its threads "
+                  "needed): under different load if the other was not, and a change the other processes may "
+                  "have made if both were; inconclusive too, as under different load, when the two sides' "
+                  "other-process use (mean or busiest sub-window) differs by more than 0.25 cores, when it moved "
+                  "by more than that while either side ran, or when both ran the default thread count and got "
+                  "different counts; a run without a load record is not judged on load"},
+                 {"confidence", o.confidence},
+                 {"resamples", o.resamples},
+                 {"seed", o.seed},
+                 {"noise_threshold", o.noise_threshold},
+                 {"changes_are", "relative: new / baseline - 1"}};
+  j["runs"] = nlohmann::json::array();
+  for (const auto& r : c.runs) j["runs"].push_back({{"dir", r.dir}, {"model", r.model}, {"points", r.points.size()}});
+  j["changes"] = nlohmann::json::array();
+  for (const auto& ch : c.changes)
+    j["changes"].push_back({{"point", ch.id},
+                            {"baseline", c.runs[0].dir},
+                            {"run", c.runs[ch.run].dir},
+                            {"baseline_n", ch.baseline_n},
+                            {"n", ch.n},
+                            {"baseline_median_ms", ch.baseline_median_ms},
+                            {"median_ms", ch.median_ms},
+                            {"baseline_samples_per_s", ch.baseline_samples_per_s},
+                            {"samples_per_s", ch.samples_per_s},
+                            {"latency_change", ch.latency_change},
+                            {"latency_ci", {ch.latency_lo, ch.latency_hi}},
+                            {"throughput_change", ch.throughput_change},
+                            {"throughput_ci", {ch.throughput_lo, ch.throughput_hi}},
+                            {"significant", ch.significant},
+                            {"baseline_drift", ch.baseline_drift},
+                            {"drift", ch.drift},
+                            {"verdict", ch.verdict},
+                            {"why", ch.why}});
+  j["only_in"] = c.only_in;
+  j["scores"] = nlohmann::json::array();
+  for (const auto& sc : c.scores)
+    j["scores"].push_back({{"pass", sc.pass},
+                           {"metric", sc.metric},
+                           {"baseline", c.runs[0].dir},
+                           {"run", c.runs[sc.run].dir},
+                           {"baseline_percent", finite_or_null(sc.baseline_percent)},
+                           {"percent", finite_or_null(sc.percent)},
+                           {"change_points", finite_or_null(sc.percent - sc.baseline_percent)},
+                           {"verdict", sc.verdict},
+                           {"why", sc.why}});
+  j["by"] = c.by;
+  j["matched"] = c.note;
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// The latency table: a header and one row per change (csv: the raw figures, one column each).
+std::vector<std::vector<std::string>> change_rows(const RunComparison& c, bool csv, const std::string& ci) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"point", "run", "baseline ms (n)", "ms (n)", "latency change [" + ci + "]",
                   "throughput change [" + ci + "]", "verdict", "why"});
@@ -465,53 +467,69 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
              (interval ? " [" + pct(ch.throughput_lo) + ", " + pct(ch.throughput_hi) + "]" : ""),
          ch.verdict, ch.why});
   }
-  std::ostringstream out;
-  const auto print_csv = [&](const std::vector<std::vector<std::string>>& table) {
-    for (const auto& r : table) {
-      for (size_t i = 0; i < r.size(); ++i) {
-        const bool quote = r[i].find_first_of(",\"\n") != std::string::npos;
-        std::string v = r[i];
-        if (quote) {
-          std::string q;
-          for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-          v = "\"" + q + "\"";
-        }
-        out << (i ? "," : "") << v;
+  return rows;
+}
+
+// RFC 4180: a field with a comma, quote or newline quoted, its quotes doubled.
+void print_csv(std::ostringstream& out, const std::vector<std::vector<std::string>>& table) {
+  for (const auto& r : table) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      const bool quote = r[i].find_first_of(",\"\n") != std::string::npos;
+      std::string v = r[i];
+      if (quote) {
+        std::string q;
+        for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        v = "\"" + q + "\"";
       }
+      out << (i ? "," : "") << v;
+    }
+    out << "\n";
+  }
+}
+
+// Markdown (a header rule after the first row), or columns padded to their widest cell.
+void print_table(std::ostringstream& out, const std::vector<std::vector<std::string>>& table, bool md) {
+  std::vector<size_t> width(table[0].size(), 0);
+  for (const auto& r : table)
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  for (size_t k = 0; k < table.size(); ++k) {
+    const auto& r = table[k];
+    if (md) {
+      out << "|";
+      for (const auto& v : r) out << " " << v << " |";
+      out << "\n";
+      if (k == 0) {
+        out << "|";
+        for (size_t i = 0; i < r.size(); ++i) out << "---|";
+        out << "\n";
+      }
+    } else {
+      for (size_t i = 0; i < r.size(); ++i)
+        out << (i ? "  " : "") << r[i] << std::string(i + 1 < r.size() ? width[i] - r[i].size() : 0, ' ');
       out << "\n";
     }
-  };
+  }
+}
+
+}  // namespace
+
+std::string comparison_text(const RunComparison& c, const std::string& format) {
+  if (format == "json") return comparison_json(c);
+  const CompareOptions& o = c.options;
+  const std::string ci = num(o.confidence * 100, 0) + "% CI";
+  const bool csv = format == "csv", md = format == "md";
+  usage_check(csv || md || format == "table", "--format '" + format + "': expected table, md, csv or json");
+  const std::vector<std::vector<std::string>> rows = change_rows(c, csv, ci);
+  std::ostringstream out;
   if (csv) {
     // Latency rows; eval scores as a table of their own (after a blank line when both are there).
-    if (!c.changes.empty() || c.scores.empty()) print_csv(rows);
+    if (!c.changes.empty() || c.scores.empty()) print_csv(out, rows);
     if (!c.scores.empty()) {
       if (!c.changes.empty()) out << "\n";
-      print_csv(score_rows(c, true));
+      print_csv(out, score_rows(c, true));
     }
     return out.str();
   }
-  const auto print_table = [&](const std::vector<std::vector<std::string>>& table) {
-    std::vector<size_t> width(table[0].size(), 0);
-    for (const auto& r : table)
-      for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    for (size_t k = 0; k < table.size(); ++k) {
-      const auto& r = table[k];
-      if (md) {
-        out << "|";
-        for (const auto& v : r) out << " " << v << " |";
-        out << "\n";
-        if (k == 0) {
-          out << "|";
-          for (size_t i = 0; i < r.size(); ++i) out << "---|";
-          out << "\n";
-        }
-      } else {
-        for (size_t i = 0; i < r.size(); ++i)
-          out << (i ? "  " : "") << r[i] << std::string(i + 1 < r.size() ? width[i] - r[i].size() : 0, ' ');
-        out << "\n";
-      }
-    }
-  };
   out << (md ? "" : "tach compare\n");
   if (!c.note.empty()) out << (md ? "" : "  ") << c.note << "\n";
   for (size_t r = 0; r < c.runs.size(); ++r) {
@@ -523,7 +541,7 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
   }
   out << (md ? "\n" : "");
   if (!c.changes.empty() || c.scores.empty()) {
-    print_table(rows);
+    print_table(out, rows, md);
     out << (md ? "\n" : "") << verdict_counts(c)
         << ". Latency is the median batch latency (ms, wall clock) of each point (a training point's: its optimizer "
            "step); throughput: "
@@ -539,7 +557,7 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
   }
   if (!c.scores.empty()) {
     out << (md ? "\n" : "\n  eval scores\n");
-    print_table(score_rows(c, false));
+    print_table(out, score_rows(c, false), md);
     out << (md ? "\n" : "") << score_counts(c)
         << ". Scores are percent, matched by pass (device/dtype) and metric; a change is in percentage points. An "
            "eval's score is the same each time for one model, data and dtype, so any change is real (no interval); "
