@@ -1,8 +1,10 @@
 // Fill-mask: the pipeline's post-processing (softmax, top k, the token alone and in the text,
 // several masks, the missing mask), the mask token and clean-up read from a tokenizer's files, and
-// (golden) tiny masked LMs saved by transformers against its fill-mask pipeline.
+// (golden) tiny masked LMs saved by transformers against its fill-mask pipeline, and the forward
+// at the masks alone (Model::token_logits_at) against every token's logits for every masked-LM family.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -199,12 +201,149 @@ TEST_P(FillMaskGolden, TinyMaskedLmGivesThePipelinesTokensAndScores) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Heads, FillMaskGolden, ::testing::ValuesIn(golden_case_names()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param;
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string n = param.param;
                            for (char& ch : n)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;
                          });
+
+// Every tiny masked LM of tests/fixtures/heads.
+std::vector<std::string> masked_lm_fixtures() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(test::fixtures_dir() + "/heads"))
+    if (e.path().filename().string().find("-mlm") != std::string::npos) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A padded batch of three texts of 13, 9 and 5 ids (special ids and the pad avoided) and the rows
+// read: several in any order, the first and the last position, a sequence reading none, one in
+// its padding.
+struct RowsCase {
+  TokenBatch batch;
+  std::vector<std::vector<int64_t>> rows;
+};
+RowsCase rows_case(const ModelInfo& info) {
+  std::vector<std::vector<int32_t>> ids;
+  uint32_t x = 12345;
+  for (const int n : {13, 9, 5}) {
+    std::vector<int32_t> row;
+    while (int(row.size()) < n) {
+      x = x * 1664525u + 1013904223u;
+      const int32_t id = int32_t(5 + (x >> 8) % uint32_t(info.vocab_size - 5));
+      if (id != info.pad_token_id) row.push_back(id);
+    }
+    ids.push_back(row);
+  }
+  RowsCase c;
+  std::vector<std::vector<int32_t>> types;  // BERT: the second text all of type 1
+  if (info.type_vocab_size > 0)
+    types = {std::vector<int32_t>(13, 0), std::vector<int32_t>(9, info.type_vocab_size > 1 ? 1 : 0),
+             std::vector<int32_t>(5, 0)};
+  c.batch = TokenBatch::from_rows(ids, info.pad_token_id, types);
+  c.rows = {{0, 12, 5, 6}, {8, 3}, {}};
+  return c;
+}
+
+class SelectedRows : public ::testing::TestWithParam<std::string> {};
+
+// fill-mask's forward: the last layer and the head at the masks alone equal those rows of every
+// token's logits (ModernBERT: its head and decoder at those rows), within f32 rounding.
+TEST_P(SelectedRows, LogitsAtTheRowsEqualTheFullLogitsRows) {
+  const auto model = load_model(test::fixtures_dir() + "/heads/" + GetParam());
+  ASSERT_EQ(model->info().head, Head::masked_lm);
+  RowsCase c = rows_case(model->info());
+  for (int variant = 0; variant < 2; ++variant) {
+    if (variant == 1) c.rows = {{2}, {0, 8}, {4, 7}};  // the shortest sequence's 7 is padding
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    const Tensor full = model->token_logits(c.batch);  // [B, T, V]
+    const Tensor at = model->token_logits_at(c.batch, c.rows);
+    const int64_t T = full.size(1), V = full.size(2);
+    ASSERT_EQ(at.dim(), 2);
+    ASSERT_EQ(at.size(1), V);
+    double scale = 0;
+    for (int64_t i = 0; i < full.numel(); ++i) scale = std::max(scale, double(std::fabs(full.data<float>()[i])));
+    int64_t r = 0;
+    for (size_t b = 0; b < c.rows.size(); ++b)
+      for (const int64_t p : c.rows[b]) {
+        const float* want = full.data<float>() + (int64_t(b) * T + p) * V;
+        const float* got = at.data<float>() + r++ * V;
+        double worst = 0;
+        for (int64_t v = 0; v < V; ++v) worst = std::max(worst, double(std::fabs(got[v] - want[v])));
+        EXPECT_LE(worst / scale, 1e-5) << "sequence " << b << " row " << p;
+      }
+    EXPECT_EQ(at.size(0), r);
+  }
+}
+
+// The encoders' one-row-per-sequence path (cls or last-token pooling) is the same general one.
+TEST_P(SelectedRows, HiddenRowsAnywhereEqualTheHiddenStatesRows) {
+  const auto model = load_model(test::fixtures_dir() + "/heads/" + GetParam());
+  const RowsCase c = rows_case(model->info());
+  const std::vector<int64_t> rows = {12, 0, 4};
+  const Tensor all = model->hidden_states(c.batch);  // [B, T, C]
+  const Tensor got = model->hidden_rows(c.batch, rows);
+  const int64_t T = all.size(1), C = all.size(2);
+  for (size_t b = 0; b < rows.size(); ++b)
+    for (int64_t i = 0; i < C; ++i)
+      EXPECT_NEAR(got.data<float>()[int64_t(b) * C + i], all.data<float>()[(int64_t(b) * T + rows[b]) * C + i], 1e-4)
+          << "sequence " << b;
+}
+
+TEST_P(SelectedRows, ARowOutsideItsSequenceIsAnErrorNamingIt) {
+  const auto model = load_model(test::fixtures_dir() + "/heads/" + GetParam());
+  const RowsCase c = rows_case(model->info());
+  std::string err = test::error_of([&] { model->token_logits_at(c.batch, {{0}, {13}, {}}); });
+  EXPECT_NE(err.find("row 13 of sequence 1 is outside its 13 tokens"), std::string::npos) << err;
+  err = test::error_of([&] { model->token_logits_at(c.batch, {{0}}); });
+  EXPECT_NE(err.find("rows for 1 sequences in a batch of 3"), std::string::npos) << err;
+  err = test::error_of([&] { model->token_logits_at(c.batch, {{}, {}, {}}); });
+  EXPECT_NE(err.find("no rows asked for"), std::string::npos) << err;
+}
+
+INSTANTIATE_TEST_SUITE_P(MaskedLms, SelectedRows, ::testing::ValuesIn(masked_lm_fixtures()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string n = param.param;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+// Texts batched into one padded forward give what one text per forward gives.
+TEST(FillMaskModel, BatchedTextsGiveTheUnbatchedPredictions) {
+  const json expected = golden_expectations();
+  for (const json& c : expected.at("cases")) {
+    const std::string name = c.at("model");
+    SCOPED_TRACE(name);
+    const std::string tok_path = test::fixtures_dir() + "/fill_mask/" + c.at("tokenizer").get<std::string>();
+    const auto tok = Tokenizer::load(tok_path);
+    const MaskTokens mask = read_mask_tokens(tok_path, *tok);
+    const auto model = load_model(test::fixtures_dir() + "/heads/" + name);
+    std::vector<std::string> texts;
+    for (const json& t : c.at("texts")) texts.push_back(t.at("text"));
+    ASSERT_GE(texts.size(), 2u);
+    const auto one = fill_mask(*model, *tok, mask, texts, 3, 1);
+    const auto batched = fill_mask(*model, *tok, mask, texts, 3, 3);
+    ASSERT_EQ(one.size(), batched.size());
+    for (size_t i = 0; i < one.size(); ++i) {
+      EXPECT_EQ(one[i].ids, batched[i].ids);
+      ASSERT_EQ(one[i].masks.size(), batched[i].masks.size());
+      for (size_t m = 0; m < one[i].masks.size(); ++m)
+        for (size_t k = 0; k < one[i].masks[m].size(); ++k) {
+          EXPECT_EQ(one[i].masks[m][k].token, batched[i].masks[m][k].token) << "text " << i << " mask " << m;
+          EXPECT_NEAR(one[i].masks[m][k].score, batched[i].masks[m][k].score, 1e-5);
+          EXPECT_EQ(one[i].masks[m][k].sequence, batched[i].masks[m][k].sequence);
+        }
+    }
+  }
+  const auto model = load_model(test::fixtures_dir() + "/heads/bert-mlm-f32");
+  const std::string tok_path = test::fixtures_dir() + "/fill_mask/wordpiece-120";
+  const auto tok = Tokenizer::load(tok_path);
+  const std::string err =
+      test::error_of([&] { fill_mask(*model, *tok, read_mask_tokens(tok_path, *tok), {"a [MASK]"}, 5, 0); });
+  EXPECT_NE(err.find("batch size 0: must be at least 1"), std::string::npos) << err;
+}
 
 TEST(FillMaskModel, ATextPastThePositionsIsRefusedNotTruncated) {
   const std::string tok_path = test::fixtures_dir() + "/fill_mask/wordpiece-120";

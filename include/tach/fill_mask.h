@@ -61,10 +61,12 @@ std::vector<std::vector<FillMaskCandidate>> fill_mask_candidates(const Tokenizer
                                                                  const std::vector<int64_t>& positions,
                                                                  const Tensor& mask_logits, int64_t top_k);
 
-// Every text through the model's masked-LM head (Model::token_logits), one text per forward as the
-// pipeline runs them. A text with no mask token, or longer than the model's positions, is an error
-// naming it; a model without a masked-LM head is an error naming its head.
+// Every text through the model's masked-LM head at its mask tokens only (Model::token_logits_at:
+// the last layer and the head run for the masked rows alone), batch_size texts per forward,
+// padded on the right (1: one text per forward, as the pipeline runs them by default). A text with
+// no mask token, or longer than the model's positions, is an error naming it; a model without a
+// masked-LM head is an error naming its head.
 std::vector<FillMaskResult> fill_mask(const Model& model, const Tokenizer& tokenizer, const MaskTokens& tokens,
-                                      const std::vector<std::string>& texts, int64_t top_k = 5);
+                                      const std::vector<std::string>& texts, int64_t top_k = 5, int64_t batch_size = 1);
 
 }  // namespace tach

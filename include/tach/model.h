@@ -145,6 +145,12 @@ class Model {
   // question answering [B, T, 2] (start logit, end logit), masked LM [B, T, vocab]. An error
   // naming the model's head for any other head.
   virtual Tensor token_logits(const TokenBatch& batch) const;
+  // The same outputs at chosen rows only (fill-mask's mask tokens): rows[b] the positions of
+  // sequence b, each in [0, T), in the order wanted (a sequence may have none). [R, outputs] f32
+  // on the host, R the rows in all, sequence 0's first. A model whose last layer and head can run
+  // for those rows alone does so; otherwise they are the rows of token_logits. An error naming a
+  // row outside its sequence.
+  Tensor token_logits_at(const TokenBatch& batch, const std::vector<std::vector<int64_t>>& rows) const;
   // Sentence embeddings: [B, embedding_dim] f32, pooled (and normalised) as info().pooling says.
   // An error for a model that is not an embedding model (info().embedding false).
   virtual Tensor embed(const TokenBatch& batch) const;
@@ -177,6 +183,8 @@ class Model {
  protected:
   // hidden_rows once its rows are checked; by default the rows of hidden_states.
   virtual Tensor checked_hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const;
+  // token_logits_at once its rows are checked (at least one in all); by default the rows of token_logits.
+  virtual Tensor checked_token_logits_at(const TokenBatch& batch, const std::vector<std::vector<int64_t>>& rows) const;
 };
 using EncoderModel = Model;  // the name this interface had when it held encoders only
 

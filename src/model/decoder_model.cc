@@ -93,16 +93,28 @@ class Decoder final : public Model {
     const int64_t B = batch.batch(), T = batch.seq_len(), C = config_.hidden_size, N = B * T;
     Tensor h = decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr)
                    .reshape({N, C});
-    core::Span span(core::SpanKind::module, per_token_module());
-    if (w_.head_dense) {
-      Tensor dense = Tensor::empty({N, C}, DType::f32, h.device());
-      ops::linear_forward(dense, h, *w_.head_dense);
-      decoder_norm(config_, h, dense, Tensor(), w_.head_norm);
-    }
-    const int64_t outputs = w_.per_token->out_features();
-    Tensor logits = Tensor::empty({N, outputs}, DType::f32, h.device());
-    ops::linear_forward(logits, h, *w_.per_token);
-    return to_host(logits).reshape({B, T, outputs});
+    return to_host(per_token_head(h)).reshape({B, T, w_.per_token->out_features()});
+  }
+
+  // The per-token head at the rows asked for only (fill-mask's masks: ModernBERT's head and its
+  // 50k-wide decoder for R rows, not B*T); the body runs every row (its last layer's window, when
+  // local, is placed by each query's index). [R, outputs] on the host.
+  Tensor checked_token_logits_at(const TokenBatch& batch,
+                                 const std::vector<std::vector<int64_t>>& rows) const override {
+    if (!w_.per_token) return Model::token_logits(batch);  // its error
+    check_batch(batch);
+    const int64_t T = batch.seq_len(), C = config_.hidden_size;
+    const Tensor h =
+        decoder_forward(w_, config_, batch.input_ids, batch.attention_mask, arange_positions(batch), nullptr);
+    int64_t R = 0;
+    for (const auto& r : rows) R += int64_t(r.size());
+    Tensor index = Tensor::empty({R}, DType::i32);  // [R]: each row's index among the B*T tokens
+    int32_t* at = index.data<int32_t>();
+    for (size_t b = 0; b < rows.size(); ++b)
+      for (const int64_t r : rows[b]) *at++ = int32_t(int64_t(b) * T + r);
+    Tensor picked = Tensor::empty({R, C}, DType::f32, h.device());
+    ops::gather_rows(picked, h.reshape({h.size(0) * T, C}), index.on(h.device()));
+    return to_host(per_token_head(picked));
   }
 
   // The work measured_forward does: the classifier's head, or the prefill's LM head on B rows.
@@ -373,6 +385,21 @@ class Decoder final : public Model {
     for (int64_t t = 0; t < T; ++t)
       if (ids[t] != config_.pad_token_id) at = t;
     return at;
+  }
+
+  // The per-token head on final hidden states h [N, C] (overwritten by ModernBERT's head.dense and
+  // head.norm): [N, outputs] on the model's device.
+  Tensor per_token_head(Tensor& h) const {
+    const int64_t N = h.size(0), C = config_.hidden_size;
+    core::Span span(core::SpanKind::module, per_token_module());
+    if (w_.head_dense) {
+      Tensor dense = Tensor::empty({N, C}, DType::f32, h.device());
+      ops::linear_forward(dense, h, *w_.head_dense);
+      decoder_norm(config_, h, dense, Tensor(), w_.head_norm);
+    }
+    Tensor logits = Tensor::empty({N, w_.per_token->out_features()}, DType::f32, h.device());
+    ops::linear_forward(logits, h, *w_.per_token);
+    return logits;
   }
 
   // Whether the head's forward runs the last layer for the rows it reads only (on the CPU, see

@@ -1,5 +1,6 @@
 #include "model/encoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -65,15 +66,32 @@ Tensor encoder_position_ids(const Tensor& ids, const EncoderShape& s) {
   return positions;
 }
 
+void check_rows(const SequenceRows& rows, int64_t B, int64_t T) {
+  check(int64_t(rows.size()) == B,
+        "rows for " + std::to_string(rows.size()) + " sequences in a batch of " + std::to_string(B));
+  for (size_t b = 0; b < rows.size(); ++b)
+    for (const int64_t r : rows[b])
+      check(r >= 0 && r < T, "row " + std::to_string(r) + " of sequence " + std::to_string(b) + " is outside its " +
+                                 std::to_string(T) + " tokens");
+}
+
+int64_t rows_in_all(const SequenceRows& rows) {
+  int64_t n = 0;
+  for (const auto& r : rows) n += int64_t(r.size());
+  return n;
+}
+
 namespace {
 
-// Layer `li`, whose queries are `rows` of the N = B*T tokens (all of them, or one per sequence).
-ops::OpCost layer_cost(const EncoderShape& s, size_t li, int64_t B, int64_t T, int64_t query_rows_per_sequence) {
-  const int64_t N = B * T, C = s.hidden, I = s.intermediate, R = B * query_rows_per_sequence;
+// Layer `li`, whose queries are R of the N = B*T tokens (all of them, or the rows read). R < N
+// is costed as the CPU runs it: each row one query against its sequence's T keys.
+ops::OpCost layer_cost(const EncoderShape& s, size_t li, int64_t B, int64_t T, int64_t R) {
+  const int64_t N = B * T, C = s.hidden, I = s.intermediate;
   const int64_t H = s.heads_in(li), D = s.head_dim(), A = H * D;
+  const bool biased = s.relative_buckets > 0;
   ops::OpCost c = ops::linear_cost(N, 3 * A, C, DType::f32, true);
-  c += ops::attention_cost(B, T, H, D, query_rows_per_sequence, s.relative_buckets > 0);
-  if (R < N) c += ops::copy_rows_cost(B, C);  // the residual's first tokens
+  c += R == N ? ops::attention_cost(B, T, H, D, T, biased) : ops::attention_cost(R, T, H, D, 1, biased);
+  if (R < N) c += ops::copy_rows_cost(R, C);  // the residual's rows
   c += ops::linear_cost(R, C, A, DType::f32, true);
   c += ops::layer_norm_cost(R, C, true);
   c += ops::linear_cost(R, I, C, DType::f32, true);
@@ -84,15 +102,18 @@ ops::OpCost layer_cost(const EncoderShape& s, size_t li, int64_t B, int64_t T, i
 
 }  // namespace
 
-ops::OpCost encoder_cost(const EncoderShape& s, int64_t B, int64_t T, EncoderOutput output) {
+ops::OpCost encoder_rows_cost(const EncoderShape& s, int64_t B, int64_t T, int64_t R) {
   const int64_t N = B * T, C = s.hidden;
   ops::OpCost c = ops::embedding_cost(N, C, DType::f32);
   c += ops::embedding_cost(N, C, DType::f32);
   if (s.type_vocab > 0) c += ops::embedding_cost(N, C, DType::f32);
   c += ops::layer_norm_cost(N, C, false);
-  for (int64_t i = 0; i < s.layers; ++i)
-    c += layer_cost(s, size_t(i), B, T, output == EncoderOutput::first_token && i + 1 == s.layers ? 1 : T);
+  for (int64_t i = 0; i < s.layers; ++i) c += layer_cost(s, size_t(i), B, T, i + 1 == s.layers ? R : N);
   return c;
+}
+
+ops::OpCost encoder_cost(const EncoderShape& s, int64_t B, int64_t T, EncoderOutput output) {
+  return encoder_rows_cost(s, B, T, output == EncoderOutput::first_token ? B : B * T);
 }
 
 namespace {
@@ -105,43 +126,108 @@ Tensor leading(const Tensor& buffer, const Shape& shape) {
   return buffer.reshape({buffer.numel()}).narrow(0, 0, n).reshape(shape);
 }
 
-// The last layer (li) for each row's first token: keys and values for every token of h [B, T, C]
-// (qkv [N, 3C] is the layers' buffer, [N, 3A] of it used), everything after them for B rows.
-// Returns [B, C].
-Tensor last_layer_first_tokens(const EncoderLayer& layer, size_t li, const EncoderShape& s, const Tensor& h,
-                               const Tensor& qkv_buffer, const Tensor& attention_mask, const Tensor& relative_bias,
-                               const Tensor& buckets, float scale) {
-  const int64_t B = h.size(0), T = h.size(1), C = s.hidden, I = s.intermediate;
+// m when every sequence reads its first m rows in order (a classifier's first token: m = 1), else 0.
+int64_t leading_rows(const SequenceRows& rows) {
+  const size_t m = rows.front().size();
+  for (const auto& r : rows) {
+    if (r.size() != m) return 0;
+    for (size_t i = 0; i < m; ++i)
+      if (r[i] != int64_t(i)) return 0;
+  }
+  return int64_t(m);
+}
+
+// The attention of the last layer for the rows read: ctx [R, A] from q|k|v [B, T, 3A].
+// The first m rows of every sequence: one call for the batch (the kernel's Tq). Other rows on the
+// CPU: a call per row, its query against its sequence's keys (B = 1, Tq = 1); MPNet's bucket row
+// for a query at p is handed over as row 0 of a [T, T] view starting at row p of `wide_buckets`
+// ([2T - 1, T]: the [T, T] table, then rows the kernel never reads at Tq = 1). On CUDA the kernel
+// answers all T queries whatever Tq is (reading T query rows from the one given), so there every
+// query runs once and the rows are gathered.
+void rows_attention(Tensor& ctx, const Tensor& qkv3, const SequenceRows& rows, int64_t first_m, int64_t H, float scale,
+                    const Tensor& attention_mask, const Tensor& relative_bias, const Tensor& buckets,
+                    const Tensor& row_index) {
+  const int64_t B = qkv3.size(0), T = qkv3.size(1), A = qkv3.size(2) / 3;
+  const Device device = qkv3.device();
+  const Tensor k = qkv3.narrow(2, A, A), v = qkv3.narrow(2, 2 * A, A);
+  if (first_m > 0) {
+    Tensor out = ctx.reshape({B, first_m, A});
+    ops::attention_forward(out, qkv3.narrow(1, 0, first_m).narrow(2, 0, A), k, v, attention_mask, int(H), scale,
+                           relative_bias, buckets);
+    return;
+  }
+  if (device.kind != DeviceKind::cpu) {
+    Tensor all = Tensor::empty({B, T, A}, DType::f32, device);
+    ops::attention_forward(all, qkv3.narrow(2, 0, A), k, v, attention_mask, int(H), scale, relative_bias, buckets);
+    ops::gather_rows(ctx, all.reshape({B * T, A}), row_index);
+    return;
+  }
+  Tensor wide_buckets;
+  if (relative_bias.defined()) {
+    wide_buckets = Tensor::zeros({2 * T - 1, T}, DType::i32);
+    std::copy_n(buckets.data<int32_t>(), T * T, wide_buckets.data<int32_t>());
+  }
+  int64_t r = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const Tensor seq = qkv3.narrow(0, b, 1);  // [1, T, 3A]
+    for (const int64_t p : rows[size_t(b)]) {
+      Tensor out = ctx.narrow(0, r++, 1).reshape({1, 1, A});
+      ops::attention_forward(out, seq.narrow(1, p, 1).narrow(2, 0, A), seq.narrow(2, A, A), seq.narrow(2, 2 * A, A),
+                             attention_mask.narrow(0, b, 1), int(H), scale, relative_bias,
+                             relative_bias.defined() ? wide_buckets.narrow(0, p, T) : Tensor());
+    }
+  }
+}
+
+// The last layer (li) for the rows read: keys and values for every token of h [B, T, C] (qkv
+// [N, 3C] is the layers' buffer, [N, 3A] of it used), everything after them for the R rows.
+// Returns [R, C].
+Tensor last_layer_rows(const EncoderLayer& layer, size_t li, const EncoderShape& s, const Tensor& h,
+                       const Tensor& qkv_buffer, const Tensor& attention_mask, const Tensor& relative_bias,
+                       const Tensor& buckets, float scale, const SequenceRows& rows) {
+  const int64_t B = h.size(0), T = h.size(1), C = s.hidden, I = s.intermediate, R = rows_in_all(rows);
   const int64_t H = s.heads_in(li), A = H * s.head_dim();
   const Device device = h.device();
+  const int64_t first_m = leading_rows(rows);
+  // row_index [R] i32: each row's index among the N tokens (on the device, for the gathers).
+  Tensor row_index;
+  if (first_m == 0) {
+    Tensor host = Tensor::empty({R}, DType::i32);
+    int32_t* at = host.data<int32_t>();
+    for (int64_t b = 0; b < B; ++b)
+      for (const int64_t p : rows[size_t(b)]) *at++ = int32_t(b * T + p);
+    row_index = host.on(device);
+  }
   std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
   Tensor qkv = leading(qkv_buffer, {B * T, 3 * A});
   ops::linear_forward(qkv, h.reshape({B * T, C}), *layer.qkv);
-  Tensor qkv3 = qkv.reshape({B, T, 3 * A});
-  // ctx [B, 1, A]: the first query of each sequence against all its keys.
-  Tensor ctx = Tensor::empty({B, 1, A}, DType::f32, device);
-  ops::attention_forward(ctx, qkv3.narrow(1, 0, 1).narrow(2, 0, A), qkv3.narrow(2, A, A), qkv3.narrow(2, 2 * A, A),
-                         attention_mask, static_cast<int>(H), scale, relative_bias, buckets);
-  // first [B, C]: the residual stream at each first token.
-  Tensor first = Tensor::empty({B, C}, DType::f32, device);
-  ops::copy_rows(device, first.data<float>(), C, h.data<float>(), T * C, B, C);
-  Tensor proj = Tensor::empty({B, C}, DType::f32, device);
-  ops::linear_forward(proj, ctx.reshape({B, A}), *layer.attn_out);
-  ops::layer_norm_forward(first, proj, first, layer.ln1_gamma, layer.ln1_beta, s.eps);
+  Tensor ctx = Tensor::empty({R, A}, DType::f32, device);
+  rows_attention(ctx, qkv.reshape({B, T, 3 * A}), rows, first_m, H, scale, attention_mask, relative_bias, buckets,
+                 row_index);
+  // x [R, C]: the residual stream at the rows.
+  Tensor x = Tensor::empty({R, C}, DType::f32, device);
+  if (first_m > 0) ops::copy_rows(device, x.data<float>(), first_m * C, h.data<float>(), T * C, B, first_m * C);
+  else ops::gather_rows(x, h.reshape({B * T, C}), row_index);
+  Tensor proj = Tensor::empty({R, C}, DType::f32, device);
+  ops::linear_forward(proj, ctx, *layer.attn_out);
+  ops::layer_norm_forward(x, proj, x, layer.ln1_gamma, layer.ln1_beta, s.eps);
   attn_span.reset();
   core::Span ffn_span(core::SpanKind::module, "ffn");
-  Tensor ffn = Tensor::empty({B, I}, DType::f32, device);
-  ops::linear_forward(ffn, first, *layer.ffn_in);
+  Tensor ffn = Tensor::empty({R, I}, DType::f32, device);
+  ops::linear_forward(ffn, x, *layer.ffn_in);
   ops::linear_forward(proj, ffn, *layer.ffn_out);
-  ops::layer_norm_forward(first, proj, first, layer.ln2_gamma, layer.ln2_beta, s.eps);
-  return first;
+  ops::layer_norm_forward(x, proj, x, layer.ln2_gamma, layer.ln2_beta, s.eps);
+  return x;
 }
 
 }  // namespace
 
-Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch, ops::OpCost* cost,
-                       EncoderOutput output) {
-  check_batch(batch, s);  // on the host, where the batch arrives
+namespace {
+
+// Every layer over every token ([B, T, C]), or the last for `rows` alone ([R, C]; null: every
+// token). The batch comes checked.
+Tensor forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch, const SequenceRows* rows,
+               ops::OpCost* cost) {
   const int64_t B = batch.batch(), T = batch.seq_len(), C = s.hidden, I = s.intermediate, N = B * T;
   // The model's device is where its weights are; a GPU model gets a copy of the (checked) batch.
   const Device device = w.emb_ln_gamma.device();
@@ -183,10 +269,10 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const EncoderLayer& layer = w.layers[li];
     core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.layer_prefix, li) : std::string());
-    if (output == EncoderOutput::first_token && li + 1 == w.layers.size()) {
-      Tensor first = last_layer_first_tokens(layer, li, s, h, qkv, attention_mask, w.relative_bias, buckets, scale);
-      if (cost) *cost += encoder_cost(s, B, T, output);
-      return first;
+    if (rows != nullptr && li + 1 == w.layers.size()) {
+      Tensor out = last_layer_rows(layer, li, s, h, qkv, attention_mask, w.relative_bias, buckets, scale, *rows);
+      if (cost) *cost += encoder_rows_cost(s, B, T, rows_in_all(*rows));
+      return out;
     }
     std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
     const int64_t H = s.heads_in(li), A = H * head_dim;  // A = C unless heads were pruned
@@ -205,13 +291,34 @@ Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const Tok
     ops::linear_forward(proj, ffn, *layer.ffn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln2_gamma, layer.ln2_beta, s.eps);
   }
-  if (cost) *cost += encoder_cost(s, B, T, output);
-  if (output == EncoderOutput::first_token) {  // no layers: the embeddings' first tokens
-    Tensor first = Tensor::empty({B, C}, DType::f32, device);
-    ops::copy_rows(device, first.data<float>(), C, h.data<float>(), T * C, B, C);
-    return first;
+  if (cost) *cost += encoder_rows_cost(s, B, T, rows ? rows_in_all(*rows) : N);
+  if (rows != nullptr) {  // no layers: the embeddings' rows
+    Tensor out = Tensor::empty({rows_in_all(*rows), C}, DType::f32, device);
+    int64_t r = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (const int64_t p : (*rows)[size_t(b)])
+        ops::copy_rows(device, out.data<float>() + r++ * C, C, h.data<float>() + (b * T + p) * C, C, 1, C);
+    return out;
   }
   return h;
+}
+
+}  // namespace
+
+Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch, ops::OpCost* cost,
+                       EncoderOutput output) {
+  check_batch(batch, s);  // on the host, where the batch arrives
+  if (output == EncoderOutput::every_token) return forward(w, s, batch, nullptr, cost);
+  const SequenceRows first(size_t(batch.batch()), std::vector<int64_t>{0});
+  return forward(w, s, batch, &first, cost);
+}
+
+Tensor encoder_forward_rows(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch,
+                            const SequenceRows& rows, ops::OpCost* cost) {
+  check_batch(batch, s);
+  check_rows(rows, batch.batch(), batch.seq_len());
+  check(rows_in_all(rows) > 0, "encoder_forward_rows: no rows asked for");
+  return forward(w, s, batch, &rows, cost);
 }
 
 }  // namespace tach::model

@@ -59,16 +59,30 @@ Tensor encoder_position_ids(const Tensor& ids, const EncoderShape& shape);
 void check_batch(const TokenBatch& batch, const EncoderShape& shape);
 
 // What encoder_forward returns: every token's hidden state, or each row's first token only (what a
-// classification head reads). For the first tokens the last layer computes keys and values for
-// every token but runs its queries, attention output, LayerNorms and FFN for one row per
-// sequence: the same values, with about a sixth of the FLOPs less on a six-layer model.
+// classification head reads): encoder_forward_rows with rows {0} in every sequence.
 enum class EncoderOutput { every_token, first_token };
+
+// The positions of each sequence a caller reads: rows[b] in [0, T), in the order wanted (a
+// sequence may have none; a position may repeat). fill-mask's are the mask tokens.
+using SequenceRows = std::vector<std::vector<int64_t>>;
+// An error unless rows has one entry per sequence, each position inside the sequence.
+void check_rows(const SequenceRows& rows, int64_t B, int64_t T);
+// The rows in all.
+int64_t rows_in_all(const SequenceRows& rows);
 
 // batch → hidden: [B, T, C] f32 (every_token) or [B, C] (first_token). Adds the ops' declared
 // costs to `cost` when given.
 Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& shape, const TokenBatch& batch, ops::OpCost* cost,
                        EncoderOutput output = EncoderOutput::every_token);
+// batch → the final hidden states at `rows` alone: [R, C] f32, R = rows_in_all(rows), sequence
+// 0's rows first. The last layer computes keys and values for every token (each row attends to
+// all of them) but runs its queries, attention output, LayerNorms and FFN for the R rows only:
+// the same values as encoder_forward's rows, with (T - R/B) / T of the last layer's row work less.
+Tensor encoder_forward_rows(const EncoderWeights& w, const EncoderShape& shape, const TokenBatch& batch,
+                            const SequenceRows& rows, ops::OpCost* cost);
 ops::OpCost encoder_cost(const EncoderShape& shape, int64_t B, int64_t T,
                          EncoderOutput output = EncoderOutput::every_token);
+// encoder_forward_rows's work: the last layer's queries and everything after them for R rows.
+ops::OpCost encoder_rows_cost(const EncoderShape& shape, int64_t B, int64_t T, int64_t R);
 
 }  // namespace tach::model

@@ -34,12 +34,12 @@ class Encoder final : public EncoderModel {
     return model::encoder_forward(m_.weights, m_.shape, batch, nullptr).on(Device::cpu());
   }
 
-  // Every row's first token (cls pooling): the last layer for those rows alone, as classify runs it.
+  // One row per sequence (cls pooling reads the first): the last layer for those rows alone, as
+  // classify runs it.
   Tensor checked_hidden_rows(const TokenBatch& batch, const std::vector<int64_t>& rows) const override {
-    if (!std::all_of(rows.begin(), rows.end(), [](int64_t r) { return r == 0; }))
-      return Model::checked_hidden_rows(batch, rows);
-    return model::encoder_forward(m_.weights, m_.shape, batch, nullptr, model::EncoderOutput::first_token)
-        .on(Device::cpu());
+    model::SequenceRows at;
+    for (const int64_t r : rows) at.push_back({r});
+    return model::encoder_forward_rows(m_.weights, m_.shape, batch, at, nullptr).on(Device::cpu());
   }
 
   ForwardCost hidden_rows_cost(int64_t B, int64_t T, bool first_token) const override {
@@ -75,6 +75,13 @@ class Encoder final : public EncoderModel {
     return model::per_token_head_forward(m_.head, h.reshape({B * T, m_.shape.hidden}))
         .reshape({B, T, m_.head.outputs})
         .on(Device::cpu());
+  }
+
+  // The per-token head at the rows asked for, and the last layer for them alone: [R, outputs] on the host.
+  Tensor checked_token_logits_at(const TokenBatch& batch, const model::SequenceRows& rows) const override {
+    if (!m_.head.per_token && !m_.head.mlm.decoder) return Model::token_logits(batch);         // its error
+    const Tensor h = model::encoder_forward_rows(m_.weights, m_.shape, batch, rows, nullptr);  // [R, C]
+    return model::per_token_head_forward(m_.head, h).on(Device::cpu());
   }
 
   ForwardCost hidden_states_cost(int64_t B, int64_t T) const override {

@@ -1,5 +1,6 @@
 // The heads a model can run on its body (tach/model.h's Head), their --head spellings, and the
 // error a model gives for a per-token head it does not have.
+#include <algorithm>
 #include <string>
 
 #include "tach/error.h"
@@ -38,6 +39,33 @@ Tensor Model::token_logits(const TokenBatch&) const {
   throw Error(info().spec + " (" + info().architecture + ") has " +
               (h == Head::none ? std::string("no head") : "a " + std::string(head_name(h)) + " head") +
               ": per-token logits come from a token-classification, question-answering or masked-lm head (--head)");
+}
+
+Tensor Model::token_logits_at(const TokenBatch& batch, const std::vector<std::vector<int64_t>>& rows) const {
+  const int64_t B = batch.batch(), T = batch.seq_len();
+  check(int64_t(rows.size()) == B,
+        "token_logits_at: rows for " + std::to_string(rows.size()) + " sequences in a batch of " + std::to_string(B));
+  int64_t R = 0;
+  for (size_t b = 0; b < rows.size(); ++b)
+    for (const int64_t r : rows[b]) {
+      check(r >= 0 && r < T, "token_logits_at: row " + std::to_string(r) + " of sequence " + std::to_string(b) +
+                                 " is outside its " + std::to_string(T) + " tokens");
+      ++R;
+    }
+  check(R > 0, "token_logits_at: no rows asked for");
+  return checked_token_logits_at(batch, rows);
+}
+
+Tensor Model::checked_token_logits_at(const TokenBatch& batch, const std::vector<std::vector<int64_t>>& rows) const {
+  const Tensor all = token_logits(batch).contiguous();  // [B, T, outputs] on the host
+  const int64_t T = all.size(1), K = all.size(2);
+  int64_t R = 0;
+  for (const auto& r : rows) R += int64_t(r.size());
+  Tensor out = Tensor::empty({R, K}, DType::f32);
+  float* to = out.data<float>();
+  for (size_t b = 0; b < rows.size(); ++b)
+    for (const int64_t r : rows[b]) to = std::copy_n(all.data<float>() + (int64_t(b) * T + r) * K, K, to);
+  return out;
 }
 
 }  // namespace tach

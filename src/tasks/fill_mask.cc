@@ -166,14 +166,16 @@ std::vector<std::vector<FillMaskCandidate>> fill_mask_candidates(const Tokenizer
 }
 
 std::vector<FillMaskResult> fill_mask(const Model& model, const Tokenizer& tokenizer, const MaskTokens& tokens,
-                                      const std::vector<std::string>& texts, int64_t top_k) {
+                                      const std::vector<std::string>& texts, int64_t top_k, int64_t batch_size) {
   const ModelInfo& info = model.info();
   check(info.head == Head::masked_lm,
         info.spec + " (" + info.architecture + ") runs " +
             (info.head == Head::none ? std::string("no head") : "a " + std::string(head_name(info.head)) + " head") +
             ": fill-mask needs a masked LM's head, as a *ForMaskedLM checkpoint has it");
   usage_check(!texts.empty(), "no texts: give --text with a " + tokens.mask_token + " in it");
+  usage_check(batch_size >= 1, "fill-mask: batch size " + std::to_string(batch_size) + ": must be at least 1");
   std::vector<FillMaskResult> out;
+  std::vector<std::vector<int32_t>> type_ids;
   for (const std::string& text : texts) {
     FillMaskResult r;
     r.text = text;
@@ -184,19 +186,32 @@ std::vector<FillMaskResult> fill_mask(const Model& model, const Tokenizer& token
     usage_check(info.max_positions <= 0 || int64_t(r.ids.size()) <= info.max_positions,
                 "the text " + quoted_text(text) + " is " + std::to_string(r.ids.size()) + " tokens, more than the " +
                     std::to_string(info.max_positions) + " positions of " + info.spec);
-    const TokenBatch batch = TokenBatch::from_rows(
-        {r.ids}, info.pad_token_id,
-        info.type_vocab_size > 0 ? std::vector<std::vector<int32_t>>{e.type_ids} : std::vector<std::vector<int32_t>>{});
-    const Tensor logits = model.token_logits(batch);  // [1, T, V]
-    const int64_t T = logits.size(1), V = logits.size(2);
-    Tensor at_masks = Tensor::empty({int64_t(r.mask_positions.size()), V}, DType::f32);  // [M, V]
-    for (size_t m = 0; m < r.mask_positions.size(); ++m) {
-      check(r.mask_positions[m] < T, "fill-mask: the model returned fewer positions than the text has");
-      const float* row = logits.data<float>() + r.mask_positions[m] * V;
-      std::copy(row, row + V, at_masks.data<float>() + int64_t(m) * V);
-    }
-    r.masks = fill_mask_candidates(tokenizer, tokens, r.ids, r.mask_positions, at_masks, top_k);
+    type_ids.push_back(e.type_ids);
     out.push_back(std::move(r));
+  }
+  // batch_size texts per forward, padded on the right; the head runs at the masks alone.
+  for (size_t first = 0; first < out.size(); first += size_t(batch_size)) {
+    const size_t end = std::min(out.size(), first + size_t(batch_size));
+    std::vector<std::vector<int32_t>> rows, types;
+    std::vector<std::vector<int64_t>> at;
+    for (size_t i = first; i < end; ++i) {
+      rows.push_back(out[i].ids);
+      types.push_back(type_ids[i]);
+      at.push_back(out[i].mask_positions);
+    }
+    const TokenBatch batch =
+        TokenBatch::from_rows(rows, info.pad_token_id, info.type_vocab_size > 0 ? types : decltype(types){});
+    const Tensor logits = model.token_logits_at(batch, at);  // [masks in the batch, V]
+    const int64_t V = logits.size(1);
+    int64_t row = 0;
+    for (size_t i = first; i < end; ++i) {
+      const int64_t M = int64_t(out[i].mask_positions.size());
+      out[i].masks =
+          fill_mask_candidates(tokenizer, tokens, out[i].ids, out[i].mask_positions, logits.narrow(0, row, M), top_k);
+      row += M;
+    }
+    check(row == logits.size(0) && V > 0, "fill-mask: the model returned " + std::to_string(logits.size(0)) +
+                                              " rows of logits for " + std::to_string(row) + " masks");
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include "tach/model.h"
 #include "tach/monitor.h"
 #include "tach/runtime.h"
+#include "tach/stats.h"
 #include "tach/tokenizer.h"
 #include "usage.h"
 
@@ -24,6 +25,9 @@ struct FillMaskOptions {
   std::vector<std::string> texts;
   std::string tokenizer;  // default: the model directory's
   int64_t top_k = 5;      // the pipeline's default
+  int64_t batch = 1;      // texts per forward; the pipeline's default
+  int warmup = 0;         // untimed runs of every text before the timed ones
+  int repeat = 1;         // timed runs of every text
   int threads = 0;
   std::string compute = "f32";
   std::string device = "cpu";
@@ -54,11 +58,20 @@ int run_fill_mask(const FillMaskOptions& opt) {
   const auto tokenizer = Tokenizer::load(tokenizer_path);
   const MaskTokens tokens = read_mask_tokens(tokenizer_path, *tokenizer);
   const double load_s = std::chrono::duration<double>(clock::now() - t0).count();
-  CpuLoadWindow load_window;  // other processes' CPU use while the texts run: the time is the machine's too
-  const auto t1 = clock::now();
-  const std::vector<FillMaskResult> results = fill_mask(*model, *tokenizer, tokens, opt.texts, opt.top_k);
-  const double run_s = std::chrono::duration<double>(clock::now() - t1).count();
+  std::vector<FillMaskResult> results;
+  for (int i = 0; i < opt.warmup; ++i) results = fill_mask(*model, *tokenizer, tokens, opt.texts, opt.top_k, opt.batch);
+  CpuLoadWindow load_window;    // other processes' CPU use while the texts run: the time is the machine's too
+  std::vector<double> seconds;  // each run: every text tokenized, its forwards and its predictions
+  for (int i = 0; i < opt.repeat; ++i) {
+    const auto t1 = clock::now();
+    results = fill_mask(*model, *tokenizer, tokens, opt.texts, opt.top_k, opt.batch);
+    seconds.push_back(std::chrono::duration<double>(clock::now() - t1).count());
+    load_window.sample();
+  }
   const CpuLoad load = load_window.finish(threads());
+  const Summary run = summarize(seconds);
+  const double run_s = run.median;
+  const size_t forwards = (opt.texts.size() + size_t(opt.batch) - 1) / size_t(opt.batch);
 
   if (opt.json) {
     nlohmann::json j;
@@ -73,7 +86,10 @@ int run_fill_mask(const FillMaskOptions& opt) {
         masks.push_back({{"position", r.mask_positions[m]}, {"predictions", candidates_json(r.masks[m])}});
       j["results"].push_back({{"text", r.text}, {"input_ids", r.ids}, {"masks", masks}});
     }
-    j["timing"] = {{"unit", "s"}, {"load_s", load_s}, {"fill_s", run_s}};
+    // fill_s: the median run (every text: tokenized, its forwards at the masks, the predictions).
+    j["timing"] = {{"unit", "s"},          {"load_s", load_s},          {"fill_s", run_s},
+                   {"warmup", opt.warmup}, {"repetitions", opt.repeat}, {"min", run.min},
+                   {"max", run.max},       {"samples", seconds},        {"forwards", forwards}};
     j["load"] = cpu_load_json(load);
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
@@ -83,7 +99,13 @@ int run_fill_mask(const FillMaskOptions& opt) {
   std::cout << "tokenizer   " << tokenizer_path << " (mask token " << tokens.mask_token << ", id " << tokens.mask_id
             << ")\n"
             << "time        " << fixed(load_s, 2) << " s to load, " << fixed(run_s * 1e3, 1) << " ms for "
-            << results.size() << (results.size() == 1 ? " text" : " texts") << " (one forward each)\n";
+            << results.size() << (results.size() == 1 ? " text" : " texts") << " ("
+            << (forwards == results.size() ? std::string("one forward each")
+                                           : std::to_string(forwards) + (forwards == 1 ? " forward" : " forwards"))
+            << (opt.repeat > 1 ? "; the median of " + std::to_string(opt.repeat) + " runs, " + fixed(run.min * 1e3, 1) +
+                                     "-" + fixed(run.max * 1e3, 1) + " ms"
+                               : std::string())
+            << ")\n";
   print_load_lines(std::cout, load, "the time");
   for (size_t i = 0; i < results.size(); ++i) {
     const FillMaskResult& r = results[i];
@@ -124,6 +146,18 @@ Command add_fill_mask_command(CLI::App& app) {
   sub->add_option("--top-k", opt->top_k, "Predictions per mask, best first (at most the vocabulary)")
       ->capture_default_str()
       ->check(positive_count("--top-k", "--top-k values"));
+  sub->add_option(kBatchOption, opt->batch,
+                  "Texts per forward, padded to the longest (the last layer and the head run at the masks alone)")
+      ->capture_default_str()
+      ->check(positive_count("batch size", "batch sizes"));
+  sub->add_option("--warmup", opt->warmup, "Untimed runs of every text before the timed ones")
+      ->capture_default_str()
+      ->check(non_negative_count("--warmup"));
+  sub->add_option("--repeat", opt->repeat,
+                  "Timed runs of every text; the time is their median (each: tokenizing, the forwards, the "
+                  "predictions)")
+      ->capture_default_str()
+      ->check(positive_count("--repeat", "--repeat values"));
   sub->add_option("-k,--tokenizer", opt->tokenizer,
                   "tokenizer.json or a directory (default: the model directory's); its mask token comes from "
                   "tokenizer_config.json or special_tokens_map.json beside it, else [MASK] or <mask>");
