@@ -85,6 +85,52 @@ TEST(TrainRunData, EveryMicroBatchIsCountedFromItsCollatedMask) {
   EXPECT_EQ(out.rank_samples, 4);
 }
 
+// The data phase checks the batch where the collator made it (host memory): a bad id is an error
+// naming its row and position, as the forward's own check names it, before any work on the device.
+TEST(TrainRunData, ABadIdIsNamedByRowAndPositionInTheDataPhase) {
+  TrainingModelSource src;
+  auto model = bert(src);
+  const std::string want = "input_ids[1][2] = 500 is outside the vocabulary of 120 tokens";
+  const TokenBatch bad = TokenBatch::from_rows({{2, 17, 41, 3}, {2, 90, 500, 3}}, 0);
+  const auto state = model->new_state(false);
+  EXPECT_NE(test::error_of([&] { model->prepare_batch(*state, bad); }).find(want), std::string::npos);
+  EXPECT_FALSE(state->prepared_position_ids.defined()) << "a refused batch leaves nothing for the forward";
+  TrainingStep step(*model, StepSettings{});
+  const std::string e = test::error_of([&] {
+    step.run(
+        0, 1,
+        [&](int64_t, TokenBatch* b, Targets* t) {
+          *b = bad;
+          t->classes = {0, 1};
+        },
+        1e-3);
+  });
+  EXPECT_NE(e.find(want), std::string::npos) << e;
+}
+
+// RoBERTa's position ids (counting the tokens that are not padding, pads at padding_idx, here 1 and
+// one inside a row) are made by the data phase and uploaded with the batch; the forward takes them
+// instead of reading the ids back, and computes what it computes from its own.
+TEST(TrainRunData, TheDataPhaseMakesThePositionsTheForwardReads) {
+  TrainingModelSource src;
+  src = open_training_model(test::fixtures_dir() + "/encoders/roberta-cls2-f32", 0);
+  const auto model = build_trainable_model(src, src.id2label(), src.problem_type(), 0, nullptr,
+                                           Head::sequence_classification, Device::cpu());
+  const TokenBatch batch = TokenBatch::from_rows({{0, 17, 1, 41, 2}, {0, 90, 2}}, 1);
+  const auto prepared = model->new_state(false), plain = model->new_state(false);
+  model->prepare_batch(*prepared, batch);
+  const Tensor& positions = prepared->prepared_position_ids;
+  ASSERT_TRUE(positions.defined());
+  EXPECT_EQ(std::vector<int32_t>(positions.data<int32_t>(), positions.data<int32_t>() + positions.numel()),
+            (std::vector<int32_t>{2, 3, 1, 4, 5, 2, 3, 4, 1, 1}));
+  model->forward(*prepared, batch, DropoutRates{});
+  EXPECT_FALSE(prepared->prepared_position_ids.defined()) << "the forward takes them: the next batch makes its own";
+  model->forward(*plain, batch, DropoutRates{});
+  ASSERT_EQ(prepared->logits.numel(), plain->logits.numel());
+  for (int64_t i = 0; i < plain->logits.numel(); ++i)
+    EXPECT_EQ(prepared->logits.data<float>()[i], plain->logits.data<float>()[i]) << i;
+}
+
 TEST(TrainRunPrecision, TheStepRunsAtItsSettingsPrecision) {
   TrainingModelSource src;
   auto model = bert(src);

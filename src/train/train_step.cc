@@ -28,7 +28,8 @@ struct MicroBatch {
   int64_t all_rows = 0;          // every rank's rows together
 };
 
-// The data phase: the collator's micro-batch (host memory) and, for the masked LM, the rows the
+// The data phase: the collator's micro-batch (host memory), checked there by the model (which makes
+// its position ids beside it: TrainableModel::prepare_batch) and, for the masked LM, the rows the
 // head will run on; the labels copied to the model's device, once (the ids and masks follow
 // after a teacher has read them where the collator made them: TokenBatch::on).
 MicroBatch load_micro_batch(const MicroBatchSource& next, int64_t micro, const TrainableModel& model,
@@ -44,6 +45,9 @@ MicroBatch load_micro_batch(const MicroBatchSource& next, int64_t micro, const T
   // The masked LM's head runs on the chosen tokens only: the others' logits reach no loss.
   if (model.head() == Head::masked_lm) state.predicted_rows = labelled_rows(targets);
   m.labels = loss_targets(targets, model.head(), m.batch.seq_len(), model.device, &state.predicted_rows);
+  // Checked here, on the host, with what the forward needs made beside it (the encoders' positions):
+  // the forward then reads no batch back from the device.
+  model.prepare_batch(state, m.batch);
   return m;
 }
 

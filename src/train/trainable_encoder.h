@@ -71,6 +71,9 @@ struct TrainableEncoder final : TrainableModel {
   void release_frozen_grads() override;
   int64_t quantize_base_nf4() override;
   std::unique_ptr<ForwardState> new_state(bool fused) const override;
+  // Checks the host batch against the model and makes its position ids there (RoBERTa's count the
+  // tokens that are not padding), uploaded to the model's device (trainable_encoder_step.cc).
+  void prepare_batch(ForwardState& state, const TokenBatch& host_batch) const override;
   void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const override;
   void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
                 const DropoutRates& dropout) override;

@@ -3,6 +3,7 @@
 // backward, so a trace and the op table say where time goes in both directions.
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "core/trace.h"
 #include "ops/activation.h"
@@ -15,6 +16,7 @@
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "tach/error.h"
 #include "train/step_support.h"
 #include "train/trainable_encoder.h"
 
@@ -317,12 +319,28 @@ const Tensor& token_types(const EncoderActivations& a, const TokenBatch& batch) 
 
 }  // namespace
 
+void TrainableEncoder::prepare_batch(ForwardState& state, const TokenBatch& host_batch) const {
+  // A batch already on a GPU is left to the forward, which checks it from a copy.
+  if (host_batch.input_ids.defined() && !(host_batch.input_ids.device() == Device::cpu())) return;
+  model::check_batch(host_batch, shape);
+  state.prepared_position_ids = model::encoder_position_ids(host_batch.input_ids, shape).on(device);
+}
+
 void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const TokenBatch& batch,
                        const DropoutRates& dr) {
-  // The values are checked, and RoBERTa's positions (which count the ids that are not padding) made,
-  // in host memory: on a GPU, one copy each of the ids, the mask and the types, and the positions back.
-  const TokenBatch host = batch.on(Device::cpu());
-  model::check_batch(host, m.shape);
+  // The batch's values are checked, and RoBERTa's positions (which count the ids that are not
+  // padding) made, in host memory: by the data phase where the collator made the batch
+  // (prepare_batch: the step then reads device tensors only), else here, from a host copy (on a
+  // GPU one copy each of the ids, the mask and the types, and the positions back).
+  Tensor positions = std::exchange(a.prepared_position_ids, Tensor());
+  if (!positions.defined()) {
+    const TokenBatch host = batch.on(Device::cpu());
+    model::check_batch(host, m.shape);
+    positions = model::encoder_position_ids(host.input_ids, m.shape).on(batch.input_ids.device());
+  }
+  check(positions.shape() == batch.input_ids.shape() && positions.device() == batch.input_ids.device(),
+        "encoder forward: the data phase's position ids " + positions.describe() + " are not for the batch " +
+            batch.input_ids.describe());
   const int64_t B = batch.batch(), T = batch.seq_len();
   prepare_activations(a, m, B, T);
   const Tensor& ids = batch.input_ids;
@@ -331,8 +349,7 @@ void trainable_forward(const TrainableEncoder& m, EncoderActivations& a, const T
   std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, m.family().module);
   {
     core::Span span(core::SpanKind::module, "embeddings");
-    // Kept for the backward's position gradients.
-    a.position_ids = model::encoder_position_ids(host.input_ids, m.shape).on(ids.device());
+    a.position_ids = std::move(positions);  // kept for the backward's position gradients
     if (m.token_type)
       ops::embedding_forward_train(
           a.emb_sum,

@@ -65,13 +65,18 @@ struct ForwardState {
   // The masked LM: the tokens (b * T + t) whose logits the loss reads, the chosen ones; the head
   // runs on those alone (logits [rows, V]), as only they reach the loss. Empty: every token.
   std::vector<int32_t> predicted_rows;
-  Tensor logits;         // [B, L]; per-token heads [B * T, L] (question answering L = 2: start, end; masked LM: V)
+  // Set by the data phase (TrainableModel::prepare_batch) for the next forward: the batch was
+  // checked on the host, where the collator made it, and these position ids [B, T] i32 made there
+  // and uploaded with it. The forward takes them (leaving this undefined) and reads no batch back
+  // from the device; undefined: the forward checks the batch and makes the positions itself.
+  Tensor prepared_position_ids;
+  Tensor logits;  // [B, L]; per-token heads [B * T, L] (question answering L = 2: start, end; masked LM: V)
   LoraActivations lora;  // what the adapters save, when the model has them
 };
 
 // A family's activations started afresh for a new [B, T] (the buffers are sized for the old
 // one), keeping what the caller set before the forward: the exec mode, the masked LM's predicted
-// rows and the data-parallel and importance hooks. Without them the head would run on every token and the
+// rows, the data phase's positions and the data-parallel and importance hooks. Without them the head would run on every token and the
 // all-reduce would wait for the whole backward whenever a batch's length changes.
 template <class Activations>
 void restart_activations(Activations& a) {
@@ -79,6 +84,7 @@ void restart_activations(Activations& a) {
   fresh.fused = a.fused;
   fresh.checkpoint = a.checkpoint;
   fresh.predicted_rows = std::move(a.predicted_rows);
+  fresh.prepared_position_ids = std::move(a.prepared_position_ids);
   fresh.layer_grads_ready = std::move(a.layer_grads_ready);
   fresh.unit_gradients = std::move(a.unit_gradients);
   a = std::move(fresh);
@@ -120,6 +126,11 @@ class TrainableModel {
   virtual int64_t quantize_base_nf4() = 0;
 
   virtual std::unique_ptr<ForwardState> new_state(bool fused) const = 0;
+  // The data phase's part of the next forward, on the batch in host memory before it moves to the
+  // model's device: checks it (an error naming the row and position of a bad id) and leaves in
+  // `state` what the forward would otherwise read back from the device (the encoders' position
+  // ids, ForwardState::prepared_position_ids). By default nothing: the forward checks for itself.
+  virtual void prepare_batch(ForwardState& state, const TokenBatch& host_batch) const { (void)state, (void)host_batch; }
   // state.logits: [B, L] ([B * T, L] for a per-token head). batch: input_ids, attention_mask (and token_type_ids where used).
   virtual void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const = 0;
   // From d_logits (the logits' shape): every trainable parameter's gradient accumulates (+=).
