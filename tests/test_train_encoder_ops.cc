@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "cpu/nf4_gemm.h"
@@ -21,6 +22,7 @@
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/train_attention_kernel.h"
 #include "test_util.h"
 
 namespace tach::ops {
@@ -278,6 +280,92 @@ TEST(TrainEncoderOps, AttentionOverViewsEqualsItsKernels) {
   EXPECT_TRUE(mentions(e, "attention") && mentions(e, "is not on cpu")) << e;
   e = error_of([&] { attention_forward_train(out, Tensor(), q, k, v, mask, 2, scale, 0.f, key, table, Tensor()); });
   EXPECT_TRUE(mentions(e, "attention: the score bias needs both")) << e;
+}
+
+// cuDNN's log-sum-exp in place of the probabilities ([B, H, T]) asks for cuDNN's fused attention:
+// refused on the CPU, with fewer query rows than keys, or beside a score bias, by name.
+TEST(TrainEncoderOps, AttentionRefusesCudnnsSavedStateWhereCudnnCannotRun) {
+  const int64_t B = 2, T = 4, H = 2, D = 4, C = H * D;
+  const Tensor qkv = random_normal(B * T, 3 * C, 9).reshape({B, T, 3 * C});
+  const Tensor q = qkv.narrow(2, 0, C), k = qkv.narrow(2, C, C), v = qkv.narrow(2, 2 * C, C);
+  const Tensor mask = Tensor::zeros({B, T}, DType::i32);
+  Tensor out = Tensor::zeros({B, T, C}, DType::f32);
+  const Tensor stats = Tensor::zeros({B, H, T}, DType::f32);
+  std::string e = error_of([&] { attention_forward_train(out, stats, q, k, v, mask, int(H), 0.5f, 0.f, 1); });
+  EXPECT_TRUE(mentions(e, "attention: cuDNN's fused attention") && mentions(e, "runs on CUDA devices only")) << e;
+  e = error_of([&] {
+    attention_forward_train(out.narrow(1, 0, 1), stats, q.narrow(1, 0, 1), k, v, mask, int(H), 0.5f, 0.f, 1);
+  });
+  EXPECT_TRUE(mentions(e, "answers every query row") && mentions(e, "1 of 4 rows")) << e;
+  e = error_of([&] {
+    attention_forward_train(out, Tensor::zeros({B, H, T + 1}, DType::f32), q, k, v, mask, int(H), 0.5f, 0.f, 1);
+  });
+  EXPECT_TRUE(mentions(e, "cuDNN's log-sum-exp, a contiguous f32 [2, 2, 4]")) << e;
+}
+
+// The training attention's kernels, chosen by a pure function: cuDNN's fused attention only for a
+// bf16 step on CUDA where cuDNN loads and the graph expresses the layer exactly; tach's otherwise,
+// saying why. What each keeps for the backward follows.
+TEST(TrainEncoderOps, TrainAttentionKernelIsCudnnOnlyWhereItComputesTheSameAttention) {
+  TrainAttentionCase c;
+  c.cuda = true, c.bf16 = true, c.cudnn_loads = true;
+  c.heads = 8, c.kv_heads = 2, c.head_size = 64, c.tokens = 512;
+  TrainAttentionChoice got = choose_train_attention(c);
+  EXPECT_TRUE(got.cudnn()) << got.describe();
+  EXPECT_EQ(got.describe(), "cudnn fused attention, bf16");
+  EXPECT_EQ(train_attention_saved_shape(got, false, 4, 8, 512), (Shape{4, 8, 512}));
+  EXPECT_EQ(train_attention_saved_shape(got, true, 4, 8, 512), (Shape{4, 8, 512}));  // fused or not
+  // A window as long as the rows hides nothing (Mistral's 4096 at 512 tokens).
+  c.window = 4096;
+  EXPECT_TRUE(choose_train_attention(c).cudnn());
+
+  struct Refusal {
+    const char* what;
+    std::function<void(TrainAttentionCase&)> change;
+    const char* why;
+  };
+  const std::vector<Refusal> refusals = {
+      {"CPU", [](TrainAttentionCase& x) { x.cuda = false; }, "CUDA devices only"},
+      {"f32", [](TrainAttentionCase& x) { x.bf16 = false; }, "the step computes in f32"},
+      {"forced", [](TrainAttentionCase& x) { x.forced_tach = true; }, "TACH_TRAIN_ATTENTION=tach"},
+      {"no cuDNN",
+       [](TrainAttentionCase& x) { x.cudnn_loads = false, x.cudnn_missing = "libcudnn.so.9 was not found"; },
+       "libcudnn.so.9 was not found"},
+      {"head size", [](TrainAttentionCase& x) { x.head_size = 12; }, "head size 12"},
+      {"head size", [](TrainAttentionCase& x) { x.head_size = 512; }, "multiples of 8 up to 256"},
+      {"kv heads", [](TrainAttentionCase& x) { x.kv_heads = 3; }, "3 key/value heads do not divide 8"},
+      {"bias", [](TrainAttentionCase& x) { x.score_bias = true; }, "a bias on the scores"},
+      {"window", [](TrainAttentionCase& x) { x.window = 128; }, "a sliding window of 128 keys over 512 tokens"},
+      {"first token", [](TrainAttentionCase& x) { x.first_queries_only = true; }, "first token only"},
+  };
+  for (const Refusal& r : refusals) {
+    TrainAttentionCase x = c;
+    r.change(x);
+    got = choose_train_attention(x);
+    EXPECT_FALSE(got.cudnn()) << r.what;
+    EXPECT_TRUE(mentions(got.describe(), "tach kernels, f32 (") && mentions(got.describe(), r.why))
+        << r.what << ": " << got.describe();
+    EXPECT_EQ(train_attention_saved_shape(got, false, 4, 8, 512), (Shape{4, 8, 512, 512})) << r.what;
+    EXPECT_TRUE(train_attention_saved_shape(got, true, 4, 8, 512).empty()) << r.what;  // recomputed
+  }
+  const TrainAttentionChoice cudnn = choose_train_attention(c);
+  TrainAttentionCase last = c;
+  last.first_queries_only = true;
+  EXPECT_EQ(describe_train_attention(cudnn, choose_train_attention(last)),
+            "cudnn fused attention, bf16; the last layer: tach kernels, f32 (a classifier's last layer answers its "
+            "first token only)");
+  EXPECT_EQ(describe_train_attention(cudnn, cudnn), "cudnn fused attention, bf16");
+}
+
+TEST(TrainEncoderOps, TrainAttentionEnvironmentForcesTachOrRefusesByName) {
+  EXPECT_FALSE(train_attention_forced_to_tach(nullptr));
+  EXPECT_FALSE(train_attention_forced_to_tach(""));
+  EXPECT_FALSE(train_attention_forced_to_tach("auto"));
+  EXPECT_TRUE(train_attention_forced_to_tach("tach"));
+  const std::string e = error_of([] { train_attention_forced_to_tach("cudnn"); });
+  EXPECT_TRUE(mentions(e, "TACH_TRAIN_ATTENTION=cudnn") && mentions(e, "'auto'") && mentions(e, "'tach'")) << e;
+  // On the CPU the case says tach's kernels run, whatever the precision.
+  EXPECT_FALSE(choose_train_attention(train_attention_case(Device::cpu())).cudnn());
 }
 
 TEST(TrainEncoderOps, ActivationsEqualTheirKernels) {

@@ -285,7 +285,12 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
     }
     check(std::isfinite(s.loss), "the loss is " + plain_number(s.loss) + " at measured step " +
                                      std::to_string(step_s.size()) + ": lower --lr");
-    if (step_s.empty()) r.train.loss_first = s.loss;
+    if (step_s.empty()) {
+      r.train.loss_first = s.loss;
+      // A GPU point says which attention kernels its steps ran (cuDNN's fused attention or tach's,
+      // and why); on the CPU they are tach's.
+      if (on_gpu) r.train.precision += "; attention: " + step.attention_kernels();
+    }
     r.train.loss_last = s.loss;
     step_s.push_back(s.seconds.total);
     data_ms.push_back(s.seconds.data * 1e3);

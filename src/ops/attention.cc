@@ -5,6 +5,9 @@
 #include "ops/copy_rows.h"
 #include "ops/dispatch.h"
 #include "ops/train_checks.h"
+#if TACH_HAS_CUDA
+#include "ops/attention_cudnn.h"
+#endif
 
 namespace tach::ops {
 
@@ -109,7 +112,8 @@ namespace {
 // The shapes and layouts the training kernels read (see attention.h); B, T, Tq, C out.
 struct TrainShape {
   int64_t B = 0, T = 0, Tq = 0, C = 0, ld_in = 0, ld_out = 0;
-  bool cuda = false;  // the tensors are on a CUDA device
+  bool cuda = false;   // the tensors are on a CUDA device
+  bool cudnn = false;  // probs is cuDNN's log-sum-exp [B, H, T]: its fused attention runs
 };
 
 // A [B, rows, C] f32 view with unit column stride, row stride ld and batch stride T·ld.
@@ -137,7 +141,17 @@ TrainShape check_train_attention(const char* op, const Tensor& out, const Tensor
   check_rows_view(op, "k", k, s.B, s.T, s.T, s.C, s.ld_in);
   check_rows_view(op, "v", v, s.B, s.T, s.T, s.C, s.ld_in);
   check_rows_view(op, "out", out, s.B, s.Tq, s.T, s.C, s.ld_out);
-  if (probs.defined()) expect_f32(op, "probs", probs, s.B * heads * s.T * s.T);
+  s.cudnn = probs.defined() && probs.dim() == 3;
+  if (s.cudnn) {
+    if (probs.dtype() != DType::f32 || probs.shape() != Shape{s.B, heads, s.T} || !dense(probs))
+      bad_tensor(op, "probs", probs, "cuDNN's log-sum-exp, a contiguous f32 " + shape_str({s.B, heads, s.T}));
+    if (s.Tq != s.T || bias_table.defined())
+      throw Error(std::string(op) + ": cuDNN's fused attention (probs " + shape_str({s.B, heads, s.T}) +
+                  ") answers every query row without a score bias; this call has " + std::to_string(s.Tq) + " of " +
+                  std::to_string(s.T) + " rows" + (bias_table.defined() ? " and a score bias" : ""));
+  } else if (probs.defined()) {
+    expect_f32(op, "probs", probs, s.B * heads * s.T * s.T);
+  }
   if (!key_mask.defined() || key_mask.dtype() != DType::i32 || key_mask.numel() != s.B * s.T || !dense(key_mask))
     bad_tensor(op, "key_mask", key_mask, "a contiguous i32 [" + std::to_string(s.B) + ", " + std::to_string(s.T) + "]");
   if (bias_table.defined() != bias_buckets.defined())
@@ -153,8 +167,25 @@ TrainShape check_train_attention(const char* op, const Tensor& out, const Tensor
   }
   check_device(op, q.device(), {&k, &v, &out, &probs, &key_mask, &bias_table, &bias_buckets});
   s.cuda = on_cuda(op, q.device(), DType::f32);
+  if (s.cudnn && !s.cuda)
+    throw Error(std::string(op) + ": cuDNN's fused attention (probs " + probs.describe() +
+                ") runs on CUDA devices only");
   return s;
 }
+
+#if TACH_HAS_CUDA
+CudnnAttention cudnn_call(const TrainShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const Tensor& key_mask, int heads, float scale, float dropout_p, uint64_t dropout_key) {
+  CudnnAttention c;
+  c.device = q.device().index;
+  c.B = s.B, c.T = s.T, c.H = c.KVH = heads, c.D = s.C / heads;
+  c.q = q.data<float>(), c.k = k.data<float>(), c.v = v.data<float>();
+  c.ld_q = c.ld_kv = s.ld_in, c.ld_out = s.ld_out;
+  c.key_mask = key_mask.data<int32_t>();
+  c.scale = scale, c.dropout_p = dropout_p, c.dropout_key = dropout_key;
+  return c;
+}
+#endif
 
 }  // namespace
 
@@ -169,8 +200,14 @@ void attention_forward_train(const Tensor& out, const Tensor& probs, const Tenso
   if (span.active()) {
     const OpCost c = attention_cost(s.B, s.T, H, D, Tq, bias.table != nullptr);
     span.set_cost(c.flops, c.bytes());
+    if (s.cudnn) span.set_detail("cudnn fused attention, bf16");
   }
 #if TACH_HAS_CUDA
+  if (s.cudnn) {
+    cudnn_attention_forward(cudnn_call(s, q, k, v, key_mask, heads, scale, dropout_p, dropout_key), out.data<float>(),
+                            probs.data<float>());
+    return;
+  }
   if (s.cuda) {
     attention_forward_train_cuda(q.device().index, out.data<float>(), probs.defined() ? probs.data<float>() : nullptr,
                                  q.data<float>(), k.data<float>(), v.data<float>(), key_mask.data<int32_t>(), s.B, s.T,
@@ -186,7 +223,8 @@ void attention_forward_train(const Tensor& out, const Tensor& probs, const Tenso
 void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& d_bias_table,
                         const Tensor& d_bias_parts, const Tensor& dout, const Tensor& probs, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads, float scale,
-                        float dropout_p, uint64_t dropout_key, const Tensor& bias_table, const Tensor& bias_buckets) {
+                        float dropout_p, uint64_t dropout_key, const Tensor& bias_table, const Tensor& bias_buckets,
+                        const Tensor& out) {
   const char* op = "attention_backward";
   ScoreBias bias;
   const TrainShape s = check_train_attention(op, dout, probs, q, k, v, key_mask, heads, bias_table, bias_buckets, bias);
@@ -199,14 +237,23 @@ void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
     expect_matrix(op, "d_bias_table", d_bias_table, bias.buckets, H);
     expect_f32(op, "d_bias_parts", d_bias_parts, s.B * H * bias.buckets);
   }
-  check_device(op, q.device(), {&dq, &dk, &dv, &d_bias_table, &d_bias_parts});
+  if (s.cudnn)
+    check_rows_view(op, "out (cuDNN's backward reads the forward's output)", out, s.B, s.T, s.T, s.C, s.ld_out);
+  check_device(op, q.device(), {&dq, &dk, &dv, &d_bias_table, &d_bias_parts, &out});
   core::Span span(core::SpanKind::op, op);
   if (span.active()) {
     const OpCost c = attention_backward_cost(s.B, s.T, H, D, Tq);
     span.set_cost(c.flops, c.bytes());
+    if (s.cudnn) span.set_detail("cudnn fused attention, bf16");
   }
   float* parts = d_bias_table.defined() ? d_bias_parts.data<float>() : nullptr;
 #if TACH_HAS_CUDA
+  if (s.cudnn) {
+    cudnn_attention_backward(cudnn_call(s, q, k, v, key_mask, heads, scale, dropout_p, dropout_key), dq.data<float>(),
+                             dk.data<float>(), dv.data<float>(), dout.data<float>(), out.data<float>(),
+                             probs.data<float>());
+    return;
+  }
   if (s.cuda) {
     attention_backward_cuda(q.device().index, dq.data<float>(), dk.data<float>(), dv.data<float>(),
                             parts ? d_bias_table.data<float>() : nullptr, parts, dout.data<float>(),

@@ -76,18 +76,22 @@ OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64
 // "attention": saves the softmax probabilities (before dropout) in probs [B, H, T, T], or, with
 // probs undefined (the fused path), nothing: the backward recomputes them from q and k. Dropout
 // on the probabilities uses ops/dropout's mask over element ((b*H + h)*T + i)*T + j.
+// probs [B, H, T] (ops/train_attention_kernel.h chose cuDNN, CUDA only): cuDNN's bf16 fused
+// attention runs (ops/attention_cudnn.h) and saves each query row's log-sum-exp there; every
+// query row (Tq = T), no score bias, key_mask right-padded; dropout with the same masks.
 void attention_forward_train(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
                              const Tensor& key_mask, int heads, float scale, float dropout_p, uint64_t dropout_key,
                              const Tensor& bias_table = Tensor(), const Tensor& bias_buckets = Tensor());
 // "attention_backward": dq [B, Tq, C], dk, dv [B, T, C] written (not accumulated), with q's row
 // layout. d_bias_table: [buckets, H] += the scores' gradient summed per bucket over the batch in
 // order, through d_bias_parts [B, H, buckets] (scratch); both undefined for none (no bias, or a
-// frozen one).
+// frozen one). out: the forward's output, which cuDNN's backward reads (probs [B, H, T]); the
+// other kernels do not.
 void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& d_bias_table,
                         const Tensor& d_bias_parts, const Tensor& dout, const Tensor& probs, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& key_mask, int heads, float scale,
                         float dropout_p, uint64_t dropout_key, const Tensor& bias_table = Tensor(),
-                        const Tensor& bias_buckets = Tensor());
+                        const Tensor& bias_buckets = Tensor(), const Tensor& out = Tensor());
 
 // Which CUDA attention kernel runs, for this op and causal_attention: the launcher's choice,
 // or one forced (the gpu tests run every case through both).

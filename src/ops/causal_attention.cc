@@ -6,6 +6,9 @@
 
 #include "core/trace.h"
 #include "tach/error.h"
+#if TACH_HAS_CUDA
+#include "ops/attention_cudnn.h"
+#endif
 
 namespace tach::ops {
 
@@ -100,6 +103,9 @@ int64_t row_stride(const char* op, const char* what, const Tensor& t, int64_t N,
   return t.strides()[0];
 }
 
+// probs [B, H, T]: cuDNN's log-sum-exp, saved by its fused attention (ops/train_attention_kernel.h).
+bool uses_cudnn(const Tensor& probs) { return probs.defined() && probs.dim() == 3; }
+
 // Checks the training operands against a's extents and sets a's layout from them. out_or_dout:
 // the forward's out, or the backward's dout (the kernel reads one stride for both).
 void training_layout(const char* op, CausalAttentionArgs& a, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -115,10 +121,20 @@ void training_layout(const char* op, CausalAttentionArgs& a, const Tensor& q, co
   a.ld_out = row_stride(op, "the output (or its gradient)", out_or_dout, N, a.H * a.D);
   a.batch_stride_kv = T * a.ld_kv;
   a.mask_stride = T;
-  if (probs.defined())
+  if (uses_cudnn(probs)) {
+    check(probs.dtype() == DType::f32 && probs.is_contiguous() && probs.shape() == Shape{a.B, a.H, T},
+          std::string(op) + ": cuDNN's log-sum-exp must be contiguous f32 " + shape_str({a.B, a.H, T}) + ", got " +
+              probs.describe());
+    check(a.window == 0 || a.window >= T, std::string(op) + ": cuDNN's fused attention (probs " +
+                                              shape_str({a.B, a.H, T}) + ") has no sliding window; this layer's is " +
+                                              std::to_string(a.window) + " keys over " + std::to_string(T) + " tokens");
+    check(a.device.kind == DeviceKind::cuda,
+          std::string(op) + ": cuDNN's fused attention (probs " + shape_str({a.B, a.H, T}) + ") runs on CUDA only");
+  } else if (probs.defined()) {
     check(probs.dtype() == DType::f32 && probs.is_contiguous() && probs.shape() == Shape{a.B, a.H, T, T},
           std::string(op) + ": probs must be contiguous f32 " + shape_str({a.B, a.H, T, T}) + ", got " +
               probs.describe());
+  }
   if (key_mask.defined())
     check(
         key_mask.dtype() == DType::i32 && key_mask.is_contiguous() && key_mask.shape() == Shape{a.B, T},
@@ -128,6 +144,20 @@ void training_layout(const char* op, CausalAttentionArgs& a, const Tensor& q, co
 
 const int32_t* mask_of(const Tensor& key_mask) { return key_mask.defined() ? key_mask.data<int32_t>() : nullptr; }
 float* probs_of(const Tensor& probs) { return probs.defined() ? probs.data<float>() : nullptr; }
+
+#if TACH_HAS_CUDA
+CudnnAttention cudnn_call(const CausalAttentionArgs& a, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const Tensor& key_mask) {
+  CudnnAttention c;
+  c.device = a.device.index;
+  c.B = a.B, c.T = a.Tq, c.H = a.H, c.KVH = a.KVH, c.D = a.D;
+  c.q = q.data<float>(), c.k = k.data<float>(), c.v = v.data<float>();
+  c.ld_q = a.ld_q, c.ld_kv = a.ld_kv, c.ld_out = a.ld_out;
+  c.key_mask = mask_of(key_mask);
+  c.causal = a.causal, c.scale = a.scale;
+  return c;
+}
+#endif
 
 }  // namespace
 
@@ -140,10 +170,16 @@ void causal_attention_forward_train(const Tensor& out, const Tensor& probs, cons
   if (span.active()) {
     const OpCost c = causal_attention_cost(a);
     span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32",
-                                 probs.defined() ? " saves probs" : ""));
+    span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] ",
+                                 uses_cudnn(probs) ? "cudnn fused attention, bf16"
+                                 : probs.defined() ? "f32 saves probs"
+                                                   : "f32"));
   }
 #if TACH_HAS_CUDA
+  if (uses_cudnn(probs)) {
+    cudnn_attention_forward(cudnn_call(a, q, k, v, key_mask), out.data<float>(), probs.data<float>());
+    return;
+  }
   if (cuda) {
     causal_attention_forward_train_cuda(a.device.index, out.data<float>(), probs_of(probs), q.data<float>(),
                                         k.data<float>(), v.data<float>(), mask_of(key_mask), a);
@@ -156,7 +192,7 @@ void causal_attention_forward_train(const Tensor& out, const Tensor& probs, cons
 
 void causal_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                               const Tensor& key_mask, CausalAttentionArgs a) {
+                               const Tensor& key_mask, CausalAttentionArgs a, const Tensor& out) {
   constexpr const char* kOp = "causal_attention_backward";
   training_layout(kOp, a, q, k, v, dout, probs, key_mask);
   const int64_t N = a.B * a.Tq;
@@ -165,16 +201,28 @@ void causal_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor&
             row_stride(kOp, "dv", dv, N, a.KVH * a.D) == a.ld_kv,
         std::string(kOp) + ": dq, dk, dv " + dq.describe() + ", " + dk.describe() + ", " + dv.describe() +
             " must have the row strides of q and k");
-  check_device(kOp, a.device, {&dq, &dk, &dv});
+  check_device(kOp, a.device, {&dq, &dk, &dv, &out});
+  if (uses_cudnn(probs))
+    check(out.defined() &&
+              row_stride(kOp, "out (cuDNN's backward reads the forward's output)", out, N, a.H * a.D) == a.ld_out,
+          std::string(kOp) + ": cuDNN's backward reads the forward's output with dout's row stride, got " +
+              out.describe());
   [[maybe_unused]] const bool cuda = on_cuda(kOp, a.device, DType::f32);
   core::Span span(core::SpanKind::op, kOp);
   if (span.active()) {
     const OpCost c = causal_attention_backward_cost(a);
     span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32",
-                                 probs.defined() ? "" : " recomputes probs"));
+    span.set_detail(core::concat("[", a.B, ", ", a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] ",
+                                 uses_cudnn(probs) ? "cudnn fused attention, bf16"
+                                 : probs.defined() ? "f32"
+                                                   : "f32 recomputes probs"));
   }
 #if TACH_HAS_CUDA
+  if (uses_cudnn(probs)) {
+    cudnn_attention_backward(cudnn_call(a, q, k, v, key_mask), dq.data<float>(), dk.data<float>(), dv.data<float>(),
+                             dout.data<float>(), out.data<float>(), probs.data<float>());
+    return;
+  }
   if (cuda) {
     causal_attention_backward_cuda(a.device.index, dq.data<float>(), dk.data<float>(), dv.data<float>(),
                                    dout.data<float>(), probs_of(probs), q.data<float>(), k.data<float>(),

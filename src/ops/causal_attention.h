@@ -66,14 +66,18 @@ OpCost causal_attention_cost(const CausalAttentionArgs& a);
 //   out: [N, H*D] f32, rows of any stride
 //   probs: [B, H, T, T] f32 contiguous, saved for the backward (zero where masked); undefined
 //      (--exec fused): nothing is saved and the backward recomputes them from q and k.
+//      [B, H, T] f32 (ops/train_attention_kernel.h chose cuDNN, CUDA only): cuDNN's bf16 fused
+//      attention runs (ops/attention_cudnn.h) and saves each query row's log-sum-exp; no sliding
+//      window shorter than the rows, key_mask right-padded (the rows tach's collator builds).
 void causal_attention_forward_train(const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k,
                                     const Tensor& v, const Tensor& key_mask, CausalAttentionArgs a);
 // Backward. dout: [N, H*D] (rows of any stride)  dq: as q, dk, dv: as k, v (the same row
 // strides as q's and k's): written, not accumulated; each key/value head sums the gradients of
-// its query group. probs: the forward's, or undefined to recompute them.
+// its query group. probs: the forward's, or undefined to recompute them. out: the forward's output
+// (dout's row stride), which cuDNN's backward reads (probs [B, H, T]); the other kernels do not.
 void causal_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                               const Tensor& key_mask, CausalAttentionArgs a);
+                               const Tensor& key_mask, CausalAttentionArgs a, const Tensor& out = Tensor());
 OpCost causal_attention_backward_cost(const CausalAttentionArgs& a);
 
 // Kernels.

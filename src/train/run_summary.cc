@@ -200,6 +200,7 @@ nlohmann::json step_summary(TrainRun& r, const std::string& profiled_steps) {
           {"total_steps", r.plan.total_steps},
           {"resumed_from_step", res.resumed_from},
           {"exec", r.o.exec},
+          {"attention", r.step->attention_kernels()},
           {"diverged", res.diverged},
           {"divergence", res.divergence},
           {"train_seconds", res.train_seconds},

@@ -72,6 +72,9 @@ class TrainingStep {
   StepOutcome run(int64_t step, int64_t micro_batches, const MicroBatchSource& next, double lr);
   AdamWOptimizer& optimizer() { return optimizer_; }
   const StepSettings& settings() const { return settings_; }
+  // Which kernels the attention ran in the last step, in words (ForwardState::attention_kernels;
+  // empty before the first step).
+  const std::string& attention_kernels() const { return state_->attention_kernels; }
 
  private:
   TrainableModel& model_;

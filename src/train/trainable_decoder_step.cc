@@ -20,6 +20,7 @@
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 #include "ops/silu_gate.h"
+#include "ops/train_attention_kernel.h"
 #include "tach/error.h"
 #include "train/step_support.h"
 #include "train/trainable_decoder.h"
@@ -53,6 +54,16 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
   a.T = T;
   a.layers.resize(size_t(s.num_layers));
   const Tensor branch = make({N, C});  // one scratch: each branch's output is added right away
+  // cuDNN's fused attention in bf16 on CUDA where every layer can take it (checkpointing shares
+  // one layer's buffers among all, so one choice for the model): a sliding window shorter than
+  // the rows keeps tach's kernels in every layer.
+  ops::TrainAttentionCase attention = ops::train_attention_case(m.device);
+  attention.heads = s.num_heads, attention.kv_heads = s.num_kv_heads, attention.head_size = D, attention.tokens = T;
+  for (const int64_t window : s.layer_window)
+    if (window > 0 && window < T && (attention.window == 0 || window < attention.window)) attention.window = window;
+  const ops::TrainAttentionChoice attention_choice = ops::choose_train_attention(attention);
+  a.attention_kernels = attention_choice.describe();
+  const Shape attention_saved = ops::train_attention_saved_shape(attention_choice, fused, B, s.num_heads, T);
   for (auto& l : a.layers) {
     l.resid = make({N, C});
     if (checkpoint && &l != &a.layers.front()) {
@@ -67,7 +78,7 @@ void prepare(DecoderActivations& a, const TrainableDecoder& m, int64_t B, int64_
     l.x1 = make({N, C});
     if (s.qk_norm) l.qk_raw = make({N, QK * D}), l.qk_rstd = make({N, QK});
     l.qkv = make({N, QKV});
-    if (!fused) l.probs = make({B, s.num_heads, T, T});
+    if (!attention_saved.empty()) l.probs = make(attention_saved);
     l.context = make({N, HD});
     if (s.sandwich_norms)
       l.attn_out = make({N, C}), l.rstd_ao = make({N}), l.mlp_out = make({N, C}), l.rstd_mo = make({N});
@@ -498,7 +509,8 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
       fill_zero(a.d_context);
       ops::linear_backward(a.d_context, step::grad(w.o_proj), grad_of(w.o_bias), dy, s.context, weight(w.o_proj));
       lora_bwd(*this, w.o_lora, a.d_context, dy, s.context, a, dr);
-      ops::causal_attention_backward(a.d_q, a.d_k, a.d_v, a.d_context, s.probs, qkv.q, qkv.k, qkv.v, mask, args);
+      ops::causal_attention_backward(a.d_q, a.d_k, a.d_v, a.d_context, s.probs, qkv.q, qkv.k, qkv.v, mask, args,
+                                     s.context);
       ops::rope_backward(a.d_qkv, H, KVH, D, a.rope.of(c, li));
       if (c.qk_norm)
         ops::rms_norm_heads_backward(a.d_qkv, H, KVH, D, s.qk_raw, s.qk_rstd, norm_weight(w.q_norm),

@@ -6,6 +6,7 @@
 
 #include "model/encoder_build.h"
 #include "ops/attention.h"
+#include "ops/train_attention_kernel.h"
 #include "tach/error.h"
 #include "tach/plain_number.h"
 
@@ -215,6 +216,16 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
                     .to_device(device, MemoryCategory::activations);
     a.d_bias_parts = make({B, H, m.shape.relative_buckets});
   }
+  // cuDNN's fused attention in bf16 runs on CUDA where it can (it saves each query row's
+  // log-sum-exp, not the probabilities); a classifier's last layer, answering its first token
+  // only, keeps tach's kernels.
+  ops::TrainAttentionCase attention = ops::train_attention_case(device);
+  attention.heads = attention.kv_heads = H, attention.head_size = C / H, attention.tokens = T;
+  attention.score_bias = m.relative_bias != nullptr;
+  const ops::TrainAttentionChoice layers_choice = ops::choose_train_attention(attention);
+  attention.first_queries_only = classifier;
+  const ops::TrainAttentionChoice last_choice = ops::choose_train_attention(attention);
+  a.attention_kernels = ops::describe_train_attention(layers_choice, last_choice);
   for (auto& l : a.layers) {
     const bool last = &l == &a.layers.back();
     l.input = make({N, C});
@@ -225,12 +236,17 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
       l = shared;
       l.input = input;
       if (!last) continue;
+      if (last_choice.kernel != layers_choice.kernel) {  // the last layer saves what its own kernels need
+        const Shape saved = ops::train_attention_saved_shape(last_choice, fused, B, H, T);
+        l.probs = saved.empty() ? Tensor() : make(saved);
+      }
     } else {
       l.qkv = make({N, 3 * C});
       l.q = block(l.qkv, 3 * C, 0);
       l.k = block(l.qkv, 3 * C, C);
       l.v = block(l.qkv, 3 * C, 2 * C);
-      if (!fused) l.probs = make({B, H, T, T});
+      const Shape saved = ops::train_attention_saved_shape(last ? last_choice : layers_choice, fused, B, H, T);
+      if (!saved.empty()) l.probs = make(saved);
       l.context = make({N, C});
       l.attention_out = l.context.reshape({B, T, C});
     }

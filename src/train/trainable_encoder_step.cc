@@ -276,7 +276,7 @@ void full_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
   if (a.unit_gradients.attention) a.unit_gradients.attention(int(li), s.context, s.residual1);
   ops::attention_backward(a.d_q, a.d_k, a.d_v, bias_grad(m), a.d_bias_parts, s.d_context, s.probs, s.q, s.k, s.v, mask,
                           int(H), scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), bias_table(m),
-                          a.buckets);
+                          a.buckets, s.attention_out);
   // The first layer's dX feeds only the embeddings: when they are frozen (LoRA), skip it.
   const Tensor& dx = li == 0 && embeddings_frozen ? kNone : a.d_hidden;
   ops::linear_backward(dx, grad(w.qkv_weight), grad(w.qkv_bias), a.d_qkv, s.input, weight(w.qkv_weight));

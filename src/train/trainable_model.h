@@ -71,6 +71,9 @@ struct ForwardState {
   // from the device; undefined: the forward checks the batch and makes the positions itself.
   Tensor prepared_position_ids;
   Tensor logits;  // [B, L]; per-token heads [B * T, L] (question answering L = 2: start, end; masked LM: V)
+  // Which kernels the attention runs, in words (ops/train_attention_kernel.h): set with the
+  // buffers for a [B, T] batch, e.g. "cudnn fused attention, bf16" or "tach kernels, f32 (why)".
+  std::string attention_kernels;
   LoraActivations lora;  // what the adapters save, when the model has them
 };
 

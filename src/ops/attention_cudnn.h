@@ -1,0 +1,41 @@
+// The training attention of a bf16 step through cuDNN's fused flash attention (cuda/cudnn_sdpa.h),
+// for both attention ops (encoders' attention, decoders' causal_attention). The step keeps f32
+// activations and rounds each GEMM's inputs to bf16 (torch.autocast's mixed precision), so here q,
+// k and v are rounded to bf16 once, into one packed [N, (H + 2 KVH) D] buffer, the output comes
+// back to f32, and so do the gradients: one conversion kernel each way. Compiled with CUDA only.
+//
+// Saved for the backward: each query row's log-sum-exp (stats [B, H, T] f32) beside the f32 output
+// the step keeps anyway (the output projection's input), which holds cuDNN's bf16 O exactly. The
+// backward rounds q, k, v and dout again and lets cuDNN recompute the probabilities.
+#pragma once
+
+#include <cstdint>
+
+namespace tach::ops {
+
+struct CudnnAttention {
+  int device = 0;
+  int64_t B = 0, T = 0, H = 0, KVH = 0, D = 0;  // queries = keys = T per row; KVH divides H
+  // q: [B*T, H*D] rows of stride ld_q; k, v: [B*T, KVH*D] rows of stride ld_kv (f32, on `device`).
+  const float *q = nullptr, *k = nullptr, *v = nullptr;
+  int64_t ld_q = 0, ld_kv = 0;
+  int64_t ld_out = 0;  // out's and dout's row stride ([B*T, H*D])
+  // [B, T] i32, right-padded (ones, then zeros: the rows tach's collator builds), or null: every
+  // key real. Every query row is answered over its row's real keys.
+  const int32_t* key_mask = nullptr;
+  bool causal = false;
+  float scale = 1.0f;
+  // Dropout on the probabilities with ops/dropout's mask over element ((b*H + h)*T + i)*T + j: the
+  // mask tach's own kernels (and the CPU's) draw for this key, given to cuDNN as its keep mask.
+  float dropout_p = 0.0f;
+  uint64_t dropout_key = 0;
+};
+
+// out: [B*T, H*D] f32 rows of stride ld_out, written. stats: [B, H, T] f32, written.
+void cudnn_attention_forward(const CudnnAttention& a, float* out, float* stats);
+// dout, out: [B*T, H*D] f32 (stride ld_out); stats: the forward's. dq: as q, dk, dv: as k, v
+// (their row strides), written, not accumulated.
+void cudnn_attention_backward(const CudnnAttention& a, float* dq, float* dk, float* dv, const float* dout,
+                              const float* out, const float* stats);
+
+}  // namespace tach::ops

@@ -1,0 +1,148 @@
+// ops/attention_cudnn.h: tach's f32 activations through cuDNN's bf16 fused attention. The kernels
+// here only move data: f32 -> bf16 packing of q|k|v (and dout, out), bf16 -> f32 unpacking of the
+// output and gradients, each row's real keys from the mask, and ops/dropout's keep mask in bf16.
+#include <cuda_bf16.h>
+
+#include "cuda/cuda_error.h"
+#include "cuda/cudnn_sdpa.h"
+#include "cuda/kernel_support.cuh"
+#include "cuda/stream.h"
+#include "ops/attention_cudnn.h"
+#include "ops/dropout_mask.h"
+#include "tach/error.h"
+#include "tach/tensor.h"
+
+namespace tach::ops {
+namespace {
+
+constexpr int kThreads = 256;
+
+// dst: [rows, HD + 2 KD] bf16 contiguous = q | k | v, each rounded to nearest even.
+// q: [rows, HD] stride ld_q; k, v: [rows, KD] stride ld_kv.
+__global__ void pack_kernel(__nv_bfloat16* dst, const float* q, const float* k, const float* v, int64_t rows,
+                            int64_t HD, int64_t KD, int64_t ld_q, int64_t ld_kv) {
+  const int64_t width = HD + 2 * KD, total = rows * width;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = e / width, c = e % width;
+    const float x = c < HD ? q[r * ld_q + c] : c < HD + KD ? k[r * ld_kv + c - HD] : v[r * ld_kv + c - HD - KD];
+    dst[e] = __float2bfloat16_rn(x);
+  }
+}
+
+// dst: [rows, cols] bf16 contiguous from src: [rows, cols] f32 of row stride ld.
+__global__ void to_bf16_kernel(__nv_bfloat16* dst, const float* src, int64_t rows, int64_t cols, int64_t ld) {
+  const int64_t total = rows * cols;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x)
+    dst[e] = __float2bfloat16_rn(src[(e / cols) * ld + e % cols]);
+}
+
+// dst: [rows, cols] f32 of row stride ld_dst from columns [first, first + cols) of src: [rows, ld_src] bf16.
+__global__ void to_f32_kernel(float* dst, int64_t ld_dst, const __nv_bfloat16* src, int64_t ld_src, int64_t first,
+                              int64_t rows, int64_t cols) {
+  const int64_t total = rows * cols;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = e / cols, c = e % cols;
+    dst[r * ld_dst + c] = __bfloat162float(src[r * ld_src + first + c]);
+  }
+}
+
+// lengths[b]: the real keys of row b (its leading ones; at least 1, as cuDNN takes lengths in [1, T]).
+__global__ void key_lengths_kernel(int32_t* lengths, const int32_t* mask, int64_t B, int64_t T) {
+  for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b < B; b += int64_t(gridDim.x) * blockDim.x) {
+    int64_t L = 0;
+    while (L < T && mask[b * T + L] != 0) ++L;
+    lengths[b] = int32_t(L > 0 ? L : 1);
+  }
+}
+
+// keep: [B, H, T, T] bf16, 1 where ops/dropout keeps element ((b*H + h)*T + i)*T + j, else 0.
+__global__ void dropout_keep_kernel(__nv_bfloat16* keep, int64_t total, uint64_t key, uint32_t threshold) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x)
+    keep[e] = __float2bfloat16_rn(dropout_keeps_at(key, e, threshold) ? 1.0f : 0.0f);
+}
+
+Tensor workspace(int device, const Shape& shape, DType dtype) {
+  return Tensor::empty(shape, dtype, Device::cuda(device), MemoryCategory::workspace);
+}
+
+// What both directions launch on the way in: q|k|v in bf16, each row's real keys, the keep mask.
+struct Inputs {
+  Tensor qkv, lengths, keep;
+  cuda::SdpaArgs args;
+  const void* q() const { return qkv.raw(); }
+  const void* k() const { return static_cast<const __nv_bfloat16*>(qkv.raw()) + args.H * args.D; }
+  const void* v() const { return static_cast<const __nv_bfloat16*>(qkv.raw()) + (args.H + args.H_kv) * args.D; }
+  const int32_t* kv_lengths() const { return lengths.defined() ? lengths.data<int32_t>() : nullptr; }
+  const void* dropout_mask() const { return keep.defined() ? keep.raw() : nullptr; }
+};
+
+Inputs prepare(const CudnnAttention& a) {
+  const cudaStream_t stream = cuda::stream(a.device);
+  const int64_t N = a.B * a.T, HD = a.H * a.D, KD = a.KVH * a.D, width = HD + 2 * KD;
+  Inputs in;
+  in.args.B = a.B, in.args.T = a.T, in.args.H = a.H, in.args.H_kv = a.KVH, in.args.D = a.D;
+  in.args.ld_in = in.args.ld_kv = width;
+  in.args.ld_out = HD;
+  in.args.scale = a.scale, in.args.causal = a.causal, in.args.dropout_p = a.dropout_p;
+  in.args.dtype = cuda::SdpaDType::bf16;
+  in.qkv = workspace(a.device, {N, width}, DType::bf16);
+  pack_kernel<<<cuda::grid_for(N * width, kThreads), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(in.qkv.raw()),
+                                                                            a.q, a.k, a.v, N, HD, KD, a.ld_q, a.ld_kv);
+  cuda::check_launch("pack_kernel");
+  if (a.key_mask) {
+    in.lengths = workspace(a.device, {a.B}, DType::i32);
+    key_lengths_kernel<<<cuda::grid_for(a.B, 128), 128, 0, stream>>>(in.lengths.data<int32_t>(), a.key_mask, a.B, a.T);
+    cuda::check_launch("key_lengths_kernel");
+  }
+  if (a.dropout_p > 0.0f) {
+    const int64_t total = a.B * a.H * a.T * a.T;
+    in.keep = workspace(a.device, {a.B, a.H, a.T, a.T}, DType::bf16);
+    dropout_keep_kernel<<<cuda::grid_for(total, kThreads), kThreads, 0, stream>>>(
+        static_cast<__nv_bfloat16*>(in.keep.raw()), total, a.dropout_key, dropout_threshold(a.dropout_p));
+    cuda::check_launch("dropout_keep_kernel");
+  }
+  return in;
+}
+
+Tensor to_bf16(int device, const float* src, int64_t rows, int64_t cols, int64_t ld) {
+  Tensor t = workspace(device, {rows, cols}, DType::bf16);
+  to_bf16_kernel<<<cuda::grid_for(rows * cols, kThreads), kThreads, 0, cuda::stream(device)>>>(
+      static_cast<__nv_bfloat16*>(t.raw()), src, rows, cols, ld);
+  cuda::check_launch("to_bf16_kernel");
+  return t;
+}
+
+void to_f32(int device, float* dst, int64_t ld_dst, const Tensor& src, int64_t first, int64_t cols) {
+  const int64_t rows = src.size(0);
+  to_f32_kernel<<<cuda::grid_for(rows * cols, kThreads), kThreads, 0, cuda::stream(device)>>>(
+      dst, ld_dst, static_cast<const __nv_bfloat16*>(src.raw()), src.size(1), first, rows, cols);
+  cuda::check_launch("to_f32_kernel");
+}
+
+}  // namespace
+
+void cudnn_attention_forward(const CudnnAttention& a, float* out, float* stats) {
+  const Inputs in = prepare(a);
+  const int64_t N = a.B * a.T, HD = a.H * a.D;
+  const Tensor o = workspace(a.device, {N, HD}, DType::bf16);
+  cuda::sdpa_forward(a.device, in.args, o.raw(), stats, in.q(), in.k(), in.v(), in.kv_lengths(), in.dropout_mask());
+  to_f32(a.device, out, a.ld_out, o, 0, HD);
+}
+
+void cudnn_attention_backward(const CudnnAttention& a, float* dq, float* dk, float* dv, const float* dout,
+                              const float* out, const float* stats) {
+  const Inputs in = prepare(a);
+  const int64_t N = a.B * a.T, HD = a.H * a.D, KD = a.KVH * a.D;
+  // out holds the forward's bf16 O exactly (an f32 copy of it), so rounding it again gives O back.
+  const Tensor o = to_bf16(a.device, out, N, HD, a.ld_out);
+  const Tensor d_o = to_bf16(a.device, dout, N, HD, a.ld_out);
+  const Tensor grads = workspace(a.device, {N, HD + 2 * KD}, DType::bf16);
+  auto* g = static_cast<__nv_bfloat16*>(grads.raw());
+  cuda::sdpa_backward(a.device, in.args, g, g + HD, g + HD + KD, d_o.raw(), o.raw(), stats, in.q(), in.k(), in.v(),
+                      in.kv_lengths(), in.dropout_mask());
+  to_f32(a.device, dq, a.ld_q, grads, 0, HD);
+  to_f32(a.device, dk, a.ld_kv, grads, HD, KD);
+  to_f32(a.device, dv, a.ld_kv, grads, HD + KD, KD);
+}
+
+}  // namespace tach::ops

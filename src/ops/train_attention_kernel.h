@@ -1,0 +1,59 @@
+// Which kernels a training step's attention runs: cuDNN's fused flash attention (bf16, CUDA) or
+// tach's own (f32, every device), and why. The choice is a pure function of the case, so that a
+// unit test covers every branch on any machine; the steps make it when they size what a layer
+// saves for its backward (cuDNN saves each query row's log-sum-exp, tach's kernels the
+// probabilities), and the run records it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tach/device.h"
+#include "tach/tensor.h"
+
+namespace tach::ops {
+
+enum class TrainAttentionKernel { tach, cudnn };
+
+// What decides it. Sizes are the layer's; the environment's facts are read by
+// train_attention_case below.
+struct TrainAttentionCase {
+  bool cuda = false;          // the step runs on a CUDA device
+  bool bf16 = false;          // mixed precision: the GEMMs take bf16 inputs
+  bool cudnn_loads = false;   // cuDNN 9 loads here
+  std::string cudnn_missing;  // why it does not, when it does not
+  bool forced_tach = false;   // TACH_TRAIN_ATTENTION=tach
+  int64_t heads = 0, kv_heads = 0, head_size = 0, tokens = 0;
+  bool first_queries_only = false;  // a sequence classifier's last layer: only the first token's row
+  int64_t window = 0;               // a sliding window of keys (0: none)
+  bool score_bias = false;          // a bias added to the scores (MPNet's relative positions)
+};
+
+struct TrainAttentionChoice {
+  TrainAttentionKernel kernel = TrainAttentionKernel::tach;
+  std::string why;  // tach's kernels: why cuDNN's did not run (empty: cuDNN runs)
+  bool cudnn() const { return kernel == TrainAttentionKernel::cudnn; }
+  // "cudnn fused attention, bf16" or "tach kernels, f32 (why)".
+  std::string describe() const;
+};
+
+TrainAttentionChoice choose_train_attention(const TrainAttentionCase& c);
+
+// TACH_TRAIN_ATTENTION's value: unset, empty or "auto" (false: choose), "tach" (true: tach's
+// kernels everywhere, for A/B against cuDNN). Anything else is an error naming the choices.
+bool train_attention_forced_to_tach(const char* value);
+
+// The case on `device` in this process: the GEMMs' training precision (cpu::train_precision), whether
+// cuDNN loads, and TACH_TRAIN_ATTENTION. The sizes are left for the caller.
+TrainAttentionCase train_attention_case(Device device);
+
+// A model's choices in words: its layers' one, and the last layer's where it differs (an
+// encoder classifier's last layer answers its first token only).
+std::string describe_train_attention(const TrainAttentionChoice& layers, const TrainAttentionChoice& last);
+
+// What a layer keeps for its attention's backward with this choice: cuDNN's log-sum-exp per query
+// row [B, H, T] f32; tach's probabilities [B, H, T, T] f32, or nothing under --exec fused (the
+// backward recomputes them). An empty shape: nothing.
+Shape train_attention_saved_shape(const TrainAttentionChoice& choice, bool fused, int64_t B, int64_t H, int64_t T);
+
+}  // namespace tach::ops
