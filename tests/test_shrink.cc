@@ -3,9 +3,13 @@
 // the findings that name the frontier.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "tach/bench.h"
 #include "tach/error.h"
 #include "tach/shrink.h"
+#include "test_util.h"
 
 namespace tach {
 namespace {
@@ -75,6 +79,32 @@ TEST(ShrinkVariants, SpellingsBecomeNamedVariantsInTheOrderGiven) {
   // Pruned models compute in the first dtype, and say so when it is not f32.
   o.dtypes = {"bfloat16"};
   EXPECT_EQ(shrink_variants(o)[1].name, "heads:0.5+bf16");
+}
+
+// Each variant names its own model and what was done to the base model to make it, not the base
+// alone: a dtype, a pruned model's directory with what tach prune removed (its
+// prune_summary.json), a student's directory.
+TEST(ShrinkVariants, EachDescriptionNamesTheVariantsOwnModelAndTheBase) {
+  test::TempDir tmp;
+  ShrinkOptions o;
+  o.base.model = "/models/base";
+  o.dtypes = {"int8"};
+  o.prunes = {"heads:0.5", "layers:1"};
+  o.students = {"/x/small-student"};
+  std::vector<ShrinkVariant> v = shrink_variants(o);
+  ASSERT_EQ(v.size(), 4u);
+  for (const auto& x : v) EXPECT_EQ(x.base, "/models/base") << x.name;
+  EXPECT_EQ(describe_variant(v[0], "magnitude"), "/models/base at int8");
+  // A pruned variant once tach prune has written it: heads 8 -> 4, FFN 40 -> 30, layers 2 -> 1.
+  v[1].model = tmp.file("heads-0.5");
+  std::filesystem::create_directories(v[1].model);
+  std::ofstream(v[1].model + "/prune_summary.json")
+      << R"({"before": {"heads": 8, "ffn_width": 40, "layers": 2}, "after": {"heads": 4, "ffn_width": 30, "layers": 1}})";
+  EXPECT_EQ(describe_variant(v[1], "importance"),
+            v[1].model +
+                ": /models/base with 4 of 8 attention heads, the FFN from 40 to 30 neurons a layer and 1 of 2 layers "
+                "removed (heads:0.5, ranked by importance), in int8");
+  EXPECT_EQ(describe_variant(v[3], "magnitude"), "/x/small-student: a student, measured beside /models/base, in int8");
 }
 
 TEST(ShrinkVariants, BadSpellingsAreUsageErrorsNamingThem) {

@@ -35,8 +35,16 @@ struct ShrinkVariant {
   std::string dtype;  // the dtype it computes in
   std::string part;   // prune: heads | ffn | layers
   double amount = 0;  // prune: the fraction (heads, ffn) or the count of layers
+  std::string base;   // the base model it came from (-m), as given
   std::string dir_name() const;  // the name as a directory: "heads-0.5"
 };
+
+// A variant's model in words, as summary.txt and the variant's own run (variant.json) name it:
+// its own model (a pruned one's directory with what tach prune removed, read from the
+// prune_summary.json there; a student's directory) and the base model it came from, and the
+// dtype it computes in. "heads:0.5  RUN/models/heads-0.5: BASE with 4 of 8 attention heads
+// removed (ranked by magnitude), in f32". prune_by: how the units were ranked.
+std::string describe_variant(const ShrinkVariant& variant, const std::string& prune_by);
 
 // The variants asked for, in the order given (dtypes, prunes, students). Pruned models and students
 // compute in the first dtype. A spelling tach does not know, a fraction outside [0, 1), a layer

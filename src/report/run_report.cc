@@ -173,6 +173,9 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
     if (m.is_string()) model = m.get<std::string>();
     else if (m.is_object()) model = m.value("spec", m.value("source", model));
   }
+  // A tach shrink variant's own run: the variant of the base model it measured (variant.json).
+  const std::optional<json> variant = read_json(dir / "variant.json");
+  if (variant) model = variant->value("variant", model) + " of " + variant->value("base_model", model);
   page.title = "tach report: " + model;
   h << "<h1>" << escape_html(page.title) << "</h1><dl>";
   auto row = [&](const std::string& k, const std::string& v) {
@@ -180,6 +183,7 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
     page.about.push_back(plain_text(k + ": " + v));
   };
   row("run directory", "<code>" + escape_html(fs::absolute(dir).string()) + "</code>");
+  if (variant) row("variant", escape_html(variant->value("made", std::string())));
   if (summary && summary->contains("models") && (*summary)["models"].is_array())
     for (const auto& m : (*summary)["models"])
       row("model", escape_html(m.value("architecture", std::string())) + ", " +

@@ -115,9 +115,36 @@ SweepOutcome variant_sweep(const ShrinkOptions& o, const ShrinkVariant& v, const
   }
 }
 
+// Every variant's own model, what was done to the base model to make it, and the base.
+std::string variants_text(const ShrinkOptions& o, const std::vector<ShrinkVariant>& variants) {
+  size_t width = 0;
+  for (const auto& v : variants) width = std::max(width, v.name.size());
+  std::string s;
+  for (const auto& v : variants)
+    s += "  " + v.name + std::string(width + 2 - v.name.size(), ' ') + describe_variant(v, o.prune_by) + "\n";
+  return s;
+}
+
+// The variant's own run names what it measured (tach report's header reads it): the variant, its
+// model, what was done to the base model to make it, and the base.
+void write_variant_json(const ShrinkOptions& o, const ShrinkVariant& v, const std::string& run_dir) {
+  const BenchConfig c = shrink::variant_config(o, v, run_dir);
+  const fs::path dir = fs::path(c.runs_dir) / c.run_id;
+  if (!fs::is_directory(dir)) return;  // the sweep wrote nothing (every point refused before it ran)
+  const json j = {{"schema", "tach.shrink.variant/1"},
+                  {"variant", v.name},
+                  {"kind", v.kind},
+                  {"model", v.model},
+                  {"base_model", v.base},
+                  {"dtype", v.dtype},
+                  {"made", describe_variant(v, o.prune_by)}};
+  bench::RunStore::write_file((dir / "variant.json").string(), j.dump(2) + "\n");
+}
+
 std::string summary_text(const ShrinkOptions& o, const ShrinkOutcome& out) {
-  std::string s = "tach shrink: " + o.base.model + " on " + o.base.dataset.path + ", " +
-                  std::to_string(out.variants.size()) + " variant(s)\n\n" + shrink_table(out.rows) + "\nFindings\n";
+  std::string s = "tach shrink: variants of " + o.base.model + " on " + o.base.dataset.path + ", " +
+                  std::to_string(out.variants.size()) + " variant(s), each measured on its own model:\n" +
+                  variants_text(o, out.variants) + "\n" + shrink_table(out.rows) + "\nFindings\n";
   for (const auto& f : out.findings) s += "- " + f + "\n";
   return s;
 }
@@ -133,6 +160,7 @@ ShrinkOutcome execute(const ShrinkOptions& o, std::vector<ShrinkVariant> variant
       throw Stopped("stopped before variant " + v.name + "; continue with tach shrink --resume " + store.dir());
     if (observer.on_variant) observer.on_variant(v, i, variants.size());
     const SweepOutcome sweep = variant_sweep(o, v, store.dir(), observer.bench);
+    write_variant_json(o, v, store.dir());
     for (PointResult p : sweep.results) {
       p.key.variant = v.name;
       if (store.is_finished(p.key)) {

@@ -101,12 +101,12 @@ std::vector<ShrinkVariant> shrink_variants(const ShrinkOptions& o) {
     ShrinkVariant v;
     v.name = v.dtype = d;
     v.kind = "dtype";
-    v.model = o.base.model;
+    v.model = v.base = o.base.model;
     out.push_back(v);
   }
   for (const auto& spec : o.prunes) {
     ShrinkVariant v = prune_variant(spec);
-    v.model = o.base.model;  // until it is pruned into the run directory
+    v.model = v.base = o.base.model;  // until it is pruned into the run directory
     v.name += dtype_suffix;
     v.dtype = first_dtype;
     out.push_back(v);
@@ -116,6 +116,7 @@ std::vector<ShrinkVariant> shrink_variants(const ShrinkOptions& o) {
     ShrinkVariant v;
     v.kind = "student";
     v.model = dir;
+    v.base = o.base.model;
     v.dtype = first_dtype;
     v.name = "student:" + fs::path(dir).lexically_normal().filename().string();
     if (v.name == "student:") v.name = "student:" + fs::path(dir).lexically_normal().parent_path().filename().string();
@@ -130,6 +131,38 @@ std::vector<ShrinkVariant> shrink_variants(const ShrinkOptions& o) {
                       "): give each once" +
                       (out[i].kind == "student" ? " (students are named by their directory's name)" : ""));
   return out;
+}
+
+namespace {
+
+// What tach prune removed, from the sizes before and after in its prune_summary.json: "4 of 8
+// attention heads", "the FFN from 40 to 30 neurons a layer", "1 of 2 layers".
+std::string what_prune_removed(const ShrinkVariant& v) {
+  const fs::path summary = fs::path(v.model) / "prune_summary.json";
+  if (!fs::is_regular_file(summary)) return "";
+  const nlohmann::json j = model::read_json_file(summary.string());
+  const nlohmann::json &b = j.at("before"), &a = j.at("after");
+  auto count = [&](const char* key) { return std::make_pair(b.value(key, int64_t(0)), a.value(key, int64_t(0))); };
+  std::vector<std::string> parts;
+  if (const auto [before, after] = count("heads"); after < before)
+    parts.push_back(std::to_string(before - after) + " of " + std::to_string(before) + " attention heads");
+  if (const auto [before, after] = count("ffn_width"); after < before)
+    parts.push_back("the FFN from " + std::to_string(before) + " to " + std::to_string(after) + " neurons a layer");
+  if (const auto [before, after] = count("layers"); after < before)
+    parts.push_back(std::to_string(before - after) + " of " + std::to_string(before) + " layers");
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return s;
+}
+
+}  // namespace
+
+std::string describe_variant(const ShrinkVariant& v, const std::string& prune_by) {
+  if (v.kind == "dtype") return v.base + " at " + v.dtype;
+  if (v.kind == "student") return v.model + ": a student, measured beside " + v.base + ", in " + v.dtype;
+  const std::string removed = what_prune_removed(v);
+  return v.model + ": " + v.base + " with " + (removed.empty() ? "nothing" : removed) + " removed (" + v.part + ":" +
+         plain_number(v.amount) + ", ranked by " + prune_by + "), in " + v.dtype;
 }
 
 BenchConfig shrink::variant_config(const ShrinkOptions& o, const ShrinkVariant& v, const std::string& run_dir) {

@@ -42,6 +42,22 @@ for v in {r["variant"] for r in rows}:
 print("rows ok")
 PY
 
+# Each variant is named with its own model and what was done to the base to make it, in
+# summary.txt and in its own run (variant.json, and its report's header), not the base alone.
+grep -q "^  heads:0.5  $run/models/heads-0.5: $bert with 4 of 8 attention heads removed (heads:0.5, ranked by magnitude), in f32$" \
+  "$run/summary.txt" || fail "summary.txt does not name the pruned variant's model: $(head -5 "$run/summary.txt")"
+grep -q "^  int8       $bert at int8$" "$run/summary.txt" || fail "summary.txt does not name the int8 variant"
+python3 - "$run/variants/heads-0.5/variant.json" "$run/models/heads-0.5" "$bert" <<'PY' || fail "variant.json"
+import json, sys
+v = json.load(open(sys.argv[1]))
+assert (v["variant"], v["model"], v["base_model"], v["dtype"]) == ("heads:0.5", sys.argv[2], sys.argv[3], "f32"), v
+PY
+"$tach" report "$run/variants/heads-0.5" > /dev/null 2>&1 || fail "tach report on a variant's run"
+grep -q "<h1>tach report: heads:0.5 of $bert</h1>" "$run/variants/heads-0.5/report.html" ||
+  fail "the variant's report header: $(grep -o '<h1>[^<]*' "$run/variants/heads-0.5/report.html")"
+grep -q "<dt>variant</dt><dd>$run/models/heads-0.5: " "$run/variants/heads-0.5/report.html" ||
+  fail "the variant's report does not say what was done"
+
 # Each variant's accuracy is tach eval's on the same model and dtype, to the last digit.
 n_eval=0
 eval_accuracy() {  # model dtype
