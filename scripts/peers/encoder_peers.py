@@ -15,6 +15,16 @@ last_hidden_state; tach bench --head none), the baseline for the per-token heads
 classifier's own figure is smaller by its last layer run for the first token only. tach prints no
 hidden states, so for it the agreement check is left to the golden tests.
 
+--fill-mask M1,M2,... (with --head masked-lm and --tokenizer) times the fill-mask task: B texts of
+--seq-len tokens (whole-word vocabulary entries, so that each word is one token) with M masks each.
+PyTorch and ONNX Runtime run what transformers' FillMaskPipeline runs, their forward to the logits
+[B, T, V] on those ids (the pipeline then reads the mask rows). tach's figure is `tach fill-mask
+-b B --repeat N`'s median run: the B texts tokenized, one forward at the masks alone (its last
+layer and masked-LM head for the masked rows only) and the top-k predictions, so tach's figure
+holds work the peers' does not. Beside it, tach's full masked-LM forward (`tach bench --head
+masked-lm`'s median, the logits at every token) is timed in the same rounds. The agreement check
+compares tach's top-k tokens and scores with PyTorch's softmax at the masks.
+
 PyTorch and ONNX Runtime are built and timed by tach's engine workers' own code (tach.engines:
 the model, the ONNX export and its cache, the timing loop), the code `tach bench --engine` runs in
 its worker processes; here it runs in this process. The export is cached in --onnx-cache.
@@ -64,10 +74,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--head", default="sequence-classification", choices=sorted(HEADS))
+    ap.add_argument("--fill-mask", help="comma-separated masks per text (e.g. 1,4): time the fill-mask task "
+                    "(needs --head masked-lm and --tokenizer)")
+    ap.add_argument("--tokenizer", help="the tokenizer directory for --fill-mask (its vocabulary the model's)")
+    ap.add_argument("--top-k", type=int, default=5, help="--fill-mask: predictions per mask")
     ap.add_argument("--json-out", help="write all round figures here")
     ap.add_argument("--onnx-cache", default=os.path.expanduser("~/.cache/tach/onnx"),
                     help="where the ONNX export is kept (one per model content, head and dtype)")
     args = ap.parse_args()
+    if args.fill_mask:
+        if args.head != "masked-lm" or not args.tokenizer:
+            ap.error("--fill-mask needs --head masked-lm and --tokenizer")
+        return fill_mask_main(args)
 
     task = HEADS[args.head]
     outputs = list(TASKS[task][1])
@@ -152,6 +170,106 @@ def main():
                   f"{B / med[k]:8.2f} samples/s")
         print(f"  ratio  torch/tach {med['torch'] / med['tach']:.2f}x   ort/tach {med['ort'] / med['tach']:.2f}x"
               f"   (> 1: tach faster)")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+def fill_mask_texts(tokenizer, B, T, masks, rng):
+    """B texts that tokenize to T ids each ([CLS] and [SEP] included), `masks` of them the mask token,
+    spread over the text; and their ids as the tokenizer gives them."""
+    vocab = tokenizer.get_vocab()
+    words = sorted(w for w in vocab if w.isascii() and w.isalpha() and w.islower() and len(w) > 2)
+    texts = []
+    for _ in range(B):
+        row = [words[i] for i in rng.integers(0, len(words), size=T - 2)]
+        for m in range(masks):
+            row[(m + 1) * (T - 2) // (masks + 1)] = tokenizer.mask_token
+        texts.append(" ".join(row))
+    enc = tokenizer(texts)
+    ids = enc["input_ids"]
+    assert all(len(r) == T for r in ids), "a text did not tokenize to --seq-len ids"
+    return texts, np.array(ids, dtype=np.int64)
+
+
+def fill_mask_main(args):
+    import torch
+    from transformers import AutoTokenizer
+
+    load = Load(model=os.path.abspath(args.model), task="masked-lm", dtype="f32", device="cpu",
+                threads=args.threads, cache_dir=args.onnx_cache)
+    torch_engine, ort_engine = TorchEngine(), OnnxRuntimeEngine()
+    torch_engine.op_load(load)
+    setup = ort_engine.op_load(load)["setup"]
+    versions = {**ort_engine.versions(), **torch_engine.versions()}
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    mask_counts = [int(m) for m in args.fill_mask.split(",")]
+    print(f"machine: {os.cpu_count()} logical cores; threads per engine: {args.threads}")
+    print(f"torch {versions['torch']}, onnxruntime {versions['onnxruntime']}, model {args.model}, seq {args.seq_len}; "
+          "ONNX export " + ("cached" if setup["cached"] else f"made in {setup['seconds']:.1f} s"))
+    rng = np.random.default_rng(0)
+    results = {}
+    for B in [int(b) for b in args.batches.split(",")]:
+        reps = max(3, min(20, 64 // B))
+        warm = 2
+        cases = {m: fill_mask_texts(tokenizer, B, args.seq_len, m, rng) for m in mask_counts}
+        # The peers' work does not depend on the masks: one set of ids for them.
+        ids = cases[mask_counts[0]][1]
+        for engine in (torch_engine, ort_engine):
+            engine.op_inputs(Inputs(ids.tolist(), np.ones_like(ids).tolist()))
+
+        def run_fill_mask(texts, warmup=warm, repeat=reps):
+            cmd = [args.tach, "fill-mask", "--model", args.model, "-k", args.tokenizer, "--json", "-b", str(B),
+                   "--top-k", str(args.top_k), "--threads", str(args.threads), "--warmup", str(warmup),
+                   "--repeat", str(repeat)]
+            for t in texts:
+                cmd += ["--text", t]
+            return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+        def bench_full():
+            with tempfile.TemporaryDirectory() as runs:
+                subprocess.run([args.tach, "bench", "--model", args.model, "-b", str(B), "-s", str(args.seq_len),
+                                "-t", str(args.threads), "--warmup", str(warm), "--runs", str(reps), "--no-progress",
+                                "--runs-dir", runs, "--run-id", "peers", "--no-tensorboard"],
+                               check=True, capture_output=True, text=True)
+                with open(os.path.join(runs, "peers", "results.jsonl")) as f:
+                    return json.loads(f.readline())["batch_latency_ms"]["median"] / 1e3
+
+        # Agreement: tach's predictions against PyTorch's softmax at the masks, every text and mask.
+        for m, (texts, case_ids) in cases.items():
+            got = run_fill_mask(texts, 0, 1)
+            with torch.no_grad():
+                logits = torch_engine.model(input_ids=torch.from_numpy(case_ids),
+                                            attention_mask=torch.ones_like(torch.from_numpy(case_ids))).logits
+            worst, same = 0.0, True
+            for b, r in enumerate(got["results"]):
+                assert r["input_ids"] == case_ids[b].tolist(), "tach tokenized a text differently"
+                for mask in r["masks"]:
+                    probs = torch.softmax(logits[b, mask["position"]].double(), -1)
+                    top = torch.topk(probs, args.top_k)
+                    same &= [p["token"] for p in mask["predictions"]] == top.indices.tolist()
+                    worst = max(worst, max(abs(p["score"] - float(probs[p["token"]])) for p in mask["predictions"]))
+            print(f"\nbatch {B}, {m} mask(s) per text: top-{args.top_k} tokens "
+                  f"{'equal' if same else 'DIFFER'}, max |score diff| {worst:.1e}")
+
+        names = [f"tach fill-mask {m}" for m in mask_counts] + ["tach full", "torch", "ort"]
+        rounds = {k: [] for k in names}
+        for r in range(args.rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                if name == "torch":
+                    rounds[name].append(timed(torch_engine, warm, reps))
+                elif name == "ort":
+                    rounds[name].append(timed(ort_engine, warm, reps))
+                elif name == "tach full":
+                    rounds[name].append(bench_full())
+                else:
+                    rounds[name].append(run_fill_mask(cases[int(name.split()[-1])][0])["timing"]["fill_s"])
+        med = {k: statistics.median(v) for k, v in rounds.items()}
+        results[B] = {"rounds": rounds, "median_s": med}
+        for k in names:
+            v = rounds[k]
+            print(f"  {k:17s} {med[k]*1e3:9.2f} ms/batch  (rounds {min(v)*1e3:.2f}..{max(v)*1e3:.2f})  "
+                  f"torch/it {med['torch'] / med[k]:.2f}x  ort/it {med['ort'] / med[k]:.2f}x")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(results, f, indent=1)
