@@ -241,7 +241,36 @@ TokenBatch make_input(const ClassifyOptions& opt, const ModelInfo& info, std::st
   return TokenBatch::from_rows(rows, info.pad_token_id);
 }
 
-int run_classify(const ClassifyOptions& opt) {
+// What one classify run measured and computed, for the JSON or the terminal.
+struct ClassifyRun {
+  std::unique_ptr<Model> model;
+  double load_s = 0, tokenize_s = 0, timer_s = 0;
+  bool per_token = false;  // a per-token head's logits [B, T, *], else a sequence classifier's [B, L]
+  std::string input_what;
+  std::vector<CutText> cut;
+  TokenBatch batch;
+  Tensor logits, scores;  // scores: a sequence classifier's (softmax or sigmoid), empty otherwise
+  std::vector<TextEntities> entities;
+  std::vector<double> seconds;
+  Summary lat;
+  CpuLoad load;
+  MemoryStats before, after;
+  ForwardCost cost;
+  SystemInfo sys;
+
+  int64_t labels() const { return per_token ? 0 : logits.size(1); }
+  int64_t best_label(int64_t r) const {
+    const int64_t L = labels();
+    const float* sc = scores.data<float>();
+    int64_t best = 0;
+    for (int64_t l = 1; l < L; ++l)
+      if (sc[r * L + l] > sc[r * L + best]) best = l;
+    return best;
+  }
+};
+
+// Loads the model, makes the batch, and times opt.repeat forwards after opt.warmup.
+ClassifyRun measure_classify(const ClassifyOptions& opt) {
   using clock = std::chrono::steady_clock;
   if (opt.threads > 0) set_threads(opt.threads);
   check(opt.warmup >= 0 && opt.repeat >= 1, "--warmup must be >= 0 and --repeat >= 1");
@@ -252,178 +281,194 @@ int run_classify(const ClassifyOptions& opt) {
   lo.compute = parse_compute_dtype(opt.compute);
   lo.head = head_to_load(opt.head, HeadUse::as_published);
 
+  ClassifyRun run;
   const auto t_load0 = clock::now();
-  auto model = load_model(opt.model, lo);
-  const double load_s = std::chrono::duration<double>(clock::now() - t_load0).count();
-  const ModelInfo& info = model->info();
+  run.model = load_model(opt.model, lo);
+  run.load_s = std::chrono::duration<double>(clock::now() - t_load0).count();
+  const ModelInfo& info = run.model->info();
   check(info.head != Head::none, opt.model + " is a bare " + (info.causal_lm ? "causal LM" : "encoder") + " (" +
                                      info.architecture + "): nothing to classify with (--head builds a new head)");
   // The head built: a sequence classifier's logits [B, L], or a per-token head's [B, T, *].
-  const bool per_token = info.head != Head::sequence_classification;
-  const auto forward = [&](const TokenBatch& b) { return per_token ? model->token_logits(b) : model->classify(b); };
+  run.per_token = info.head != Head::sequence_classification;
+  Model& model = *run.model;
+  const bool per_token = run.per_token;
+  const auto forward = [&](const TokenBatch& b) { return per_token ? model.token_logits(b) : model.classify(b); };
 
-  std::string input_what;
-  double tokenize_s = 0;
   std::unique_ptr<Tokenizer> tokenizer;
   std::string tokenizer_path;
-  std::vector<CutText> cut;
   check(opt.texts.empty() || (opt.ids.empty() && opt.ids_file.empty()), "give texts or ids, not both");
-  TokenBatch batch = opt.texts.empty()
-                         ? make_input(opt, info, &input_what)
-                         : tokenize_texts(opt, info, &input_what, &tokenize_s, &tokenizer, &tokenizer_path, &cut);
-  const int64_t B = batch.batch(), T = batch.seq_len();
+  run.batch = opt.texts.empty()
+                  ? make_input(opt, info, &run.input_what)
+                  : tokenize_texts(opt, info, &run.input_what, &run.tokenize_s, &tokenizer, &tokenizer_path, &run.cut);
 
   // The books of the device the model runs on (a GPU's for --device cuda).
-  const MemoryStats before = memory_stats(info.device);
+  run.before = memory_stats(info.device);
   reset_memory_peaks(info.device);
-  Tensor logits;
-  for (int i = 0; i < opt.warmup; ++i) logits = forward(batch);
-  std::vector<double> seconds;
+  for (int i = 0; i < opt.warmup; ++i) run.logits = forward(run.batch);
   // Other processes' CPU use over the timed runs, read between them: on a shared machine the
   // latency below can be theirs, not the model's, and the output says so.
   CpuLoadWindow load_window;
   for (int i = 0; i < opt.repeat; ++i) {
     const auto t0 = clock::now();
-    logits = forward(batch);
-    seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+    run.logits = forward(run.batch);
+    run.seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
     load_window.sample();
   }
-  const CpuLoad load = load_window.finish(threads());
-  const MemoryStats after = memory_stats(info.device);
-  const Summary lat = summarize(seconds);
-  const ForwardCost cost = model->forward_cost(B, T);
-  const Tensor scores = per_token ? Tensor() : scores_from_logits(logits, info.problem_type);
-  const double timer_s = timer_overhead_seconds();
-  const SystemInfo sys = system_info();
-
-  const int64_t L = per_token ? 0 : logits.size(1);
+  run.load = load_window.finish(threads());
+  run.after = memory_stats(info.device);
+  run.lat = summarize(run.seconds);
+  run.cost = model.forward_cost(run.batch.batch(), run.batch.seq_len());
+  if (!per_token) run.scores = scores_from_logits(run.logits, info.problem_type);
+  run.timer_s = timer_overhead_seconds();
+  run.sys = system_info();
   // A token classifier on texts: its entities, as the token-classification pipeline groups them.
-  const std::vector<TextEntities> entities = info.head == Head::token_classification && tokenizer
-                                                 ? text_entities(opt, info, *tokenizer, tokenizer_path, logits, batch)
-                                                 : std::vector<TextEntities>{};
-  const float* lg = logits.data<float>();
-  const float* sc = per_token ? nullptr : scores.data<float>();
-  auto best_label = [&](int64_t r) {
-    int64_t best = 0;
-    for (int64_t l = 1; l < L; ++l)
-      if (sc[r * L + l] > sc[r * L + best]) best = l;
-    return best;
-  };
+  if (info.head == Head::token_classification && tokenizer)
+    run.entities = text_entities(opt, info, *tokenizer, tokenizer_path, run.logits, run.batch);
+  return run;
+}
 
-  if (opt.json) {
-    nlohmann::json j;
-    j["schema"] = "tach.classify/1";
-    j["model"] = {{"spec", info.spec},
-                  {"source", info.source},
-                  {"architecture", info.architecture},
-                  {"head", head_name(info.head)},
-                  {"parameters", info.parameters},
-                  {"weights_dtype", info.weights_dtype},
-                  {"compute_dtype", std::string(dtype_name(info.compute))},
-                  {"labels", info.labels},
-                  {"problem_type", info.problem_type},
-                  {"notes", info.notes}};
-    j["machine"] = {{"cpu", sys.cpu_model},
-                    {"threads", threads()},
-                    {"gemm", sys.gemm_library},
-                    {"device", info.device.str()}};
-    j["input"] = {{"batch", B},
-                  {"seq_len", T},
-                  {"real_tokens", batch.real_tokens()},
-                  {"source", input_what},
-                  {"tokenize_s", tokenize_s}};
-    if (!opt.texts.empty()) j["input"]["texts"] = opt.texts;
-    if (!cut.empty()) {
-      j["input"]["truncated"] = nlohmann::json::array();
-      for (const CutText& c : cut)
-        j["input"]["truncated"].push_back(
-            {{"text", c.text}, {"tokens", c.tokens}, {"kept", c.kept}, {"note", cut_text_note(c, info)}});
-    }
-    j["rows"] = nlohmann::json::array();
-    for (int64_t r = 0; r < B; ++r) {
-      if (per_token) {
-        j["rows"].push_back(per_token_outputs_json(info.head, logits, batch, r));
-        if (!entities.empty()) j["rows"].back().update(entities_json(entities[size_t(r)]));
-        continue;
-      }
-      std::vector<float> lr(lg + r * L, lg + (r + 1) * L), sr(sc + r * L, sc + (r + 1) * L);
-      j["rows"].push_back({{"label", info.labels[size_t(best_label(r))]}, {"logits", lr}, {"scores", sr}});
-    }
-    j["timing"] = {{"unit", "s"},          {"method", "wall clock (steady_clock) around one batched forward"},
-                   {"warmup", opt.warmup}, {"repetitions", opt.repeat},
-                   {"median", lat.median}, {"min", lat.min},
-                   {"max", lat.max},       {"p10", lat.p10},
-                   {"p90", lat.p90},       {"iqr", lat.iqr},
-                   {"mean", lat.mean},     {"samples", seconds},
-                   {"load_s", load_s},     {"timer_overhead_s", timer_s}};
-    j["load"] = {{"measured", load.measured},
-                 {"other_cores_mean", load.other_cores_mean},
-                 {"other_cores_max", load.other_cores_max},
-                 {"load_average_1m", load.load_average_1m},
-                 {"contended", load.contended}};
-    j["throughput"] = {{"samples_per_s", double(B) / lat.median},
-                       {"tokens_per_s", double(B * T) / lat.median},
-                       {"flops_per_forward", cost.flops},
-                       {"achieved_flops_per_s", cost.flops / lat.median}};
-    j["memory"] = {{"unit", "bytes"},
-                   {"device", info.device.str()},
-                   {"weights", after[MemoryCategory::weights].current},
-                   {"activations_peak", after[MemoryCategory::activations].peak},
-                   {"workspace_peak", after[MemoryCategory::workspace].peak},
-                   {"total_peak", after.total.peak},
-                   {"mapped", after.mapped.current},
-                   {"allocator_cached", after.cached.current},
-                   {"before_total", before.total.current}};
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
+void print_classify_json(const ClassifyOptions& opt, const ClassifyRun& run) {
+  const ModelInfo& info = run.model->info();
+  const TokenBatch& batch = run.batch;
+  const Summary& lat = run.lat;
+  const CpuLoad& load = run.load;
+  const int64_t B = batch.batch(), T = batch.seq_len(), L = run.labels();
+  nlohmann::json j;
+  j["schema"] = "tach.classify/1";
+  j["model"] = {{"spec", info.spec},
+                {"source", info.source},
+                {"architecture", info.architecture},
+                {"head", head_name(info.head)},
+                {"parameters", info.parameters},
+                {"weights_dtype", info.weights_dtype},
+                {"compute_dtype", std::string(dtype_name(info.compute))},
+                {"labels", info.labels},
+                {"problem_type", info.problem_type},
+                {"notes", info.notes}};
+  j["machine"] = {{"cpu", run.sys.cpu_model},
+                  {"threads", threads()},
+                  {"gemm", run.sys.gemm_library},
+                  {"device", info.device.str()}};
+  j["input"] = {{"batch", B},
+                {"seq_len", T},
+                {"real_tokens", batch.real_tokens()},
+                {"source", run.input_what},
+                {"tokenize_s", run.tokenize_s}};
+  if (!opt.texts.empty()) j["input"]["texts"] = opt.texts;
+  if (!run.cut.empty()) {
+    j["input"]["truncated"] = nlohmann::json::array();
+    for (const CutText& c : run.cut)
+      j["input"]["truncated"].push_back(
+          {{"text", c.text}, {"tokens", c.tokens}, {"kept", c.kept}, {"note", cut_text_note(c, info)}});
   }
-
-  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << parameter_count_text(info.parameters)
-            << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n"
-            << "            " << info.source << "\n";
-  for (const auto& n : info.notes) std::cout << "note        " << n << "\n";
-  std::cout << "machine     " << sys.cpu_model << ", " << threads() << " threads, GEMM " << sys.gemm_library
-            << (info.device.kind == DeviceKind::cpu ? "" : "; the model runs on " + info.device.str()) << "\n"
-            << "input       " << B << " rows x " << T << " tokens (" << batch.real_tokens() << " real), " << input_what
-            << "\n"
-            << (opt.texts.empty()
-                    ? ""
-                    : "tokenize    " + fixed(tokenize_s * 1e3, 1) + " ms (load + encode, not in the latency)\n");
-  for (const CutText& c : cut) std::cout << "note        " << cut_text_note(c, info) << "\n";
-  std::cout << "load        " << fixed(load_s, 2) << " s (config, weights, packing)\n";
-  const int64_t shown = std::min<int64_t>(B, opt.show_rows);
-  for (int64_t r = 0; r < shown; ++r) {
-    if (per_token) {
-      std::cout << "row " << r << (r < 10 ? "      " : "     ") << per_token_outputs_line(info, logits, batch, r)
-                << "\n";
-      if (!entities.empty()) std::cout << entities_text(entities[size_t(r)]);
+  j["rows"] = nlohmann::json::array();
+  const float* lg = run.logits.data<float>();
+  for (int64_t r = 0; r < B; ++r) {
+    if (run.per_token) {
+      j["rows"].push_back(per_token_outputs_json(info.head, run.logits, batch, r));
+      if (!run.entities.empty()) j["rows"].back().update(entities_json(run.entities[size_t(r)]));
       continue;
     }
-    std::cout << "row " << r << (r < 10 ? "      " : "     ") << info.labels[size_t(best_label(r))] << "  (";
+    const float* sc = run.scores.data<float>();
+    std::vector<float> lr(lg + r * L, lg + (r + 1) * L), sr(sc + r * L, sc + (r + 1) * L);
+    j["rows"].push_back({{"label", info.labels[size_t(run.best_label(r))]}, {"logits", lr}, {"scores", sr}});
+  }
+  j["timing"] = {{"unit", "s"},          {"method", "wall clock (steady_clock) around one batched forward"},
+                 {"warmup", opt.warmup}, {"repetitions", opt.repeat},
+                 {"median", lat.median}, {"min", lat.min},
+                 {"max", lat.max},       {"p10", lat.p10},
+                 {"p90", lat.p90},       {"iqr", lat.iqr},
+                 {"mean", lat.mean},     {"samples", run.seconds},
+                 {"load_s", run.load_s}, {"timer_overhead_s", run.timer_s}};
+  j["load"] = {{"measured", load.measured},
+               {"other_cores_mean", load.other_cores_mean},
+               {"other_cores_max", load.other_cores_max},
+               {"load_average_1m", load.load_average_1m},
+               {"contended", load.contended}};
+  j["throughput"] = {{"samples_per_s", double(B) / lat.median},
+                     {"tokens_per_s", double(B * T) / lat.median},
+                     {"flops_per_forward", run.cost.flops},
+                     {"achieved_flops_per_s", run.cost.flops / lat.median}};
+  const MemoryStats& after = run.after;
+  j["memory"] = {{"unit", "bytes"},
+                 {"device", info.device.str()},
+                 {"weights", after[MemoryCategory::weights].current},
+                 {"activations_peak", after[MemoryCategory::activations].peak},
+                 {"workspace_peak", after[MemoryCategory::workspace].peak},
+                 {"total_peak", after.total.peak},
+                 {"mapped", after.mapped.current},
+                 {"allocator_cached", after.cached.current},
+                 {"before_total", run.before.total.current}};
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+// Each shown row's label and scores (or a per-token head's outputs and entities).
+void print_classify_rows(const ClassifyOptions& opt, const ClassifyRun& run) {
+  const ModelInfo& info = run.model->info();
+  const int64_t B = run.batch.batch(), L = run.labels();
+  const int64_t shown = std::min<int64_t>(B, opt.show_rows);
+  for (int64_t r = 0; r < shown; ++r) {
+    if (run.per_token) {
+      std::cout << "row " << r << (r < 10 ? "      " : "     ")
+                << per_token_outputs_line(info, run.logits, run.batch, r) << "\n";
+      if (!run.entities.empty()) std::cout << entities_text(run.entities[size_t(r)]);
+      continue;
+    }
+    const float* sc = run.scores.data<float>();
+    std::cout << "row " << r << (r < 10 ? "      " : "     ") << info.labels[size_t(run.best_label(r))] << "  (";
     for (int64_t l = 0; l < L; ++l)
       std::cout << (l ? ", " : "") << info.labels[size_t(l)] << " " << fixed(sc[r * L + l], 4);
     std::cout << ")\n";
   }
   if (shown < B) std::cout << "...         " << (B - shown) << " more rows (--show-rows, or --json for all)\n";
+}
+
+void print_classify_text(const ClassifyOptions& opt, const ClassifyRun& run) {
+  const ModelInfo& info = run.model->info();
+  const TokenBatch& batch = run.batch;
+  const Summary& lat = run.lat;
+  const MemoryStats& after = run.after;
+  const int64_t B = batch.batch(), T = batch.seq_len();
+  std::cout << "model       " << info.spec << ": " << info.architecture << ", " << parameter_count_text(info.parameters)
+            << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n"
+            << "            " << info.source << "\n";
+  for (const auto& n : info.notes) std::cout << "note        " << n << "\n";
+  std::cout << "machine     " << run.sys.cpu_model << ", " << threads() << " threads, GEMM " << run.sys.gemm_library
+            << (info.device.kind == DeviceKind::cpu ? "" : "; the model runs on " + info.device.str()) << "\n"
+            << "input       " << B << " rows x " << T << " tokens (" << batch.real_tokens() << " real), "
+            << run.input_what << "\n"
+            << (opt.texts.empty()
+                    ? ""
+                    : "tokenize    " + fixed(run.tokenize_s * 1e3, 1) + " ms (load + encode, not in the latency)\n");
+  for (const CutText& c : run.cut) std::cout << "note        " << cut_text_note(c, info) << "\n";
+  std::cout << "load        " << fixed(run.load_s, 2) << " s (config, weights, packing)\n";
+  print_classify_rows(opt, run);
   std::cout << "latency     per batch, wall clock; " << opt.warmup << " warm-up runs discarded, " << opt.repeat
             << " timed\n"
             << "            " << describe_ms(lat) << "\n"
-            << "load        " << describe_cpu_load(load)
-            << (load.contended ? "\n            CONTENDED: the latency above is the shared machine's, not the model's "
-                                 "(fewer threads with -t, or a quieter machine)"
-                               : "")
+            << "load        " << describe_cpu_load(run.load)
+            << (run.load.contended
+                    ? "\n            CONTENDED: the latency above is the shared machine's, not the model's "
+                      "(fewer threads with -t, or a quieter machine)"
+                    : "")
             << "\n"
             << "throughput  " << fixed(double(B) / lat.median, 1) << " samples/s, "
             << fixed(double(B * T) / lat.median, 0) << " tokens/s (from the median)\n"
-            << "compute     " << fixed(cost.flops / 1e9, 2) << " GFLOP per batch (declared by the ops), "
-            << fixed(cost.flops / lat.median / 1e9, 1) << " GFLOP/s achieved\n"
+            << "compute     " << fixed(run.cost.flops / 1e9, 2) << " GFLOP per batch (declared by the ops), "
+            << fixed(run.cost.flops / lat.median / 1e9, 1) << " GFLOP/s achieved\n"
             << "memory      " << (info.device.kind == DeviceKind::cpu ? "" : info.device.str() + ": ") << "weights "
             << human_bytes(double(after[MemoryCategory::weights].current))
             << (info.device.kind == DeviceKind::cpu ? " (packed for the GEMM)" : "") << ", activations peak "
             << human_bytes(double(after[MemoryCategory::activations].peak)) << ", mapped files "
             << human_bytes(double(after.mapped.current)) << ", allocator cache "
             << human_bytes(double(after.cached.current)) << " (counted by tach's allocator)\n"
-            << "overhead    " << fixed(timer_s * 1e9, 0) << " ns per clock reading (two per timed run)\n";
+            << "overhead    " << fixed(run.timer_s * 1e9, 0) << " ns per clock reading (two per timed run)\n";
+}
+
+int run_classify(const ClassifyOptions& opt) {
+  const ClassifyRun run = measure_classify(opt);
+  if (opt.json) print_classify_json(opt, run);
+  else print_classify_text(opt, run);
   return 0;
 }
 
