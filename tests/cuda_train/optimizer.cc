@@ -1,5 +1,6 @@
 // The optimizer step's ops and the losses on CUDA against the CPU: AdamW's multi-tensor update over
-// 20 steps, the gradient norm, clipping and zeroing, cross-entropy (rows and question answering's
+// 20 steps (with the clip read inside it, and the optimizer's clip_and_step), the gradient norm
+// (the list form and the multi-tensor one over the update's chunk records), clipping and zeroing, cross-entropy (rows and question answering's
 // span pair), MSE and BCE with logits; each loss also in its form that leaves the value on the
 // device. The checks of those device forms' arguments run without a GPU.
 #include <gtest/gtest.h>
@@ -16,6 +17,8 @@
 #include "ops/cross_entropy.h"
 #include "ops/elementwise_loss.h"
 #include "ops/grad_norm.h"
+#include "train/grad_norm.h"
+#include "train/optimizer.h"
 
 namespace tach::test {
 namespace {
@@ -101,7 +104,7 @@ TEST_F(CudaTrainOptimizer, AdamWTwentyStepsMatchTheCpuFused) {
   expect_adamw_steps_match(c, /*chunked=*/true);
 }
 
-TEST_F(CudaTrainOptimizer, AdamWTwentyStepsMatchTheCpuPerTensor) {
+TEST_F(CudaTrainOptimizer, AdamWTwentyStepsMatchTheCpuEager) {
   ops::AdamWConfig c;
   c.lr = 3e-3f, c.beta1 = 0.8f, c.beta2 = 0.99f, c.eps = 1e-6f, c.weight_decay = 0.f;
   expect_adamw_steps_match(c, /*chunked=*/false);
@@ -121,6 +124,95 @@ TEST_F(CudaTrainOptimizer, AdamWFollowsTensorsThatMoved) {
   ops::adamw_update(cpu.list, 2, c, true);
   ops::adamw_update(gpu.list, 2, c, true);
   EXPECT_LE(scaled_error(on_cpu(gpu.list.params[0]), cpu.list.params[0]), 1e-6);
+}
+
+// 20 steps with clipping read inside the update (AdamWClip: the norm left on the device by the
+// multi-tensor grad_norm): the CPU's steps within AdamWTwentyStepsMatchTheCpu's 1e-6. The clip
+// factor may differ by an ulp where the norms differ in their last bits (ClipByDeviceNormMatchesTheHostForm),
+// 6e-8 of each gradient, well inside it. The gradients in memory keep their values on both.
+void expect_clipped_adamw_steps_match(bool fused) {
+  const std::vector<int64_t> sizes = {1, 37, 300, 70000, 131077, 1000};
+  AdamWState cpu = adamw_state(sizes, false), gpu = adamw_state(sizes, true);
+  const Tensor cpu_norm = Tensor::zeros({1}, DType::f64), gpu_norm = on_gpu(cpu_norm);
+  ops::AdamWConfig c;
+  c.lr = 1e-2f, c.weight_decay = 0.1f;
+  for (int64_t step = 1; step <= 20; ++step) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const Tensor g = random_tensor({sizes[i]}, unsigned(1000 * step + i), step % 5 == 0 ? 1e-4f : 1.0f);
+      std::memcpy(cpu.grads[i].data<float>(), g.data<float>(), g.nbytes());
+      core::copy_bytes(kGpu, gpu.grads[i].raw(), Device::cpu(), g.raw(), g.nbytes());
+    }
+    const double max_norm = step % 7 == 0 ? 0.0 : 1.0;  // every fifth step within the limit; some unlimited
+    ops::grad_norm(cpu.list, cpu_norm);
+    ops::grad_norm(gpu.list, gpu_norm);
+    EXPECT_NEAR(on_cpu(gpu_norm).data<double>()[0], cpu_norm.data<double>()[0], 1e-10 * cpu_norm.data<double>()[0])
+        << "step " << step;
+    ops::adamw_update(cpu.list, step, c, fused, {cpu_norm, max_norm});
+    ops::adamw_update(gpu.list, step, c, fused, {gpu_norm, max_norm});
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    SCOPED_TRACE("tensor " + std::to_string(i) + " of " + std::to_string(sizes[i]));
+    EXPECT_LE(scaled_error(on_cpu(gpu.params[i]), cpu.params[i]), 1e-6);
+    EXPECT_LE(scaled_error(on_cpu(gpu.m[i]), cpu.m[i]), 1e-6);
+    EXPECT_LE(scaled_error(on_cpu(gpu.v[i]), cpu.v[i]), 1e-6);
+    EXPECT_EQ(scaled_error(on_cpu(gpu.grads[i]), cpu.grads[i]), 0.0) << "a gradient in memory was scaled";
+  }
+}
+
+TEST_F(CudaTrainOptimizer, AdamWWithTheClipReadOnTheDeviceMatchesTheCpu) {
+  expect_clipped_adamw_steps_match(false);
+  expect_clipped_adamw_steps_match(true);
+}
+
+// A norm that is not finite, read on the device: nothing moves (the step is skipped, as the CPU skips it).
+TEST_F(CudaTrainOptimizer, AdamWSkipsOnTheDeviceWhenTheNormIsNotFinite) {
+  AdamWState gpu = adamw_state({300, 70000}, true);
+  const AdamWState before = adamw_state({300, 70000}, false);
+  Tensor bad = random_tensor({300}, 9);
+  bad.data<float>()[17] = INFINITY;
+  core::copy_bytes(kGpu, gpu.grads[0].raw(), Device::cpu(), bad.raw(), bad.nbytes());
+  const Tensor norm = on_gpu(Tensor::zeros({1}, DType::f64));
+  ops::grad_norm(gpu.list, norm);
+  EXPECT_TRUE(std::isinf(on_cpu(norm).data<double>()[0]));
+  ops::adamw_update(gpu.list, 1, ops::AdamWConfig{}, false, {norm, 1.0});
+  for (size_t i = 0; i < gpu.params.size(); ++i) {
+    EXPECT_EQ(scaled_error(on_cpu(gpu.params[i]), before.params[i]), 0.0) << "tensor " << i;
+    EXPECT_EQ(scaled_error(on_cpu(gpu.m[i]), before.m[i]), 0.0) << "tensor " << i;
+  }
+}
+
+// One optimizer phase through AdamWOptimizer::clip_and_step (what a training step runs: the norm
+// and the update on the device, the norm read back once) against the CPU's, and its skipped step.
+TEST_F(CudaTrainOptimizer, ClipAndStepMatchesTheCpu) {
+  train::ParameterTable cpu_table(Device::cpu()), gpu_table(kGpu);
+  const std::vector<int64_t> sizes = {70000, 257, 131077};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const Tensor init = random_tensor({sizes[i]}, unsigned(60 + i));
+    cpu_table.add("w" + std::to_string(i), init);
+    gpu_table.add("w" + std::to_string(i), init);
+  }
+  train::AdamWConfig config;
+  config.weight_decay = 0.01f;
+  train::AdamWOptimizer on_host(cpu_table, config, train::DecayScope::all),
+      on_device(gpu_table, config, train::DecayScope::all);
+  for (int step = 0; step < 3; ++step) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const Tensor g = random_tensor({sizes[i]}, unsigned(500 + 10 * step + i));
+      std::memcpy(cpu_table.entries()[i].grad.raw(), g.raw(), g.nbytes());
+      core::copy_bytes(kGpu, gpu_table.entries()[i].grad.raw(), Device::cpu(), g.raw(), g.nbytes());
+    }
+    const double want = on_host.clip_and_step(1e-3, 1.0), got = on_device.clip_and_step(1e-3, 1.0);
+    EXPECT_NEAR(got, want, 1e-10 * want) << "step " << step;
+  }
+  for (size_t i = 0; i < sizes.size(); ++i)
+    EXPECT_LE(scaled_error(on_cpu(gpu_table.entries()[i].value), cpu_table.entries()[i].value), 1e-6) << "w" << i;
+  Tensor bad = random_tensor({257}, 3);
+  bad.data<float>()[0] = NAN;
+  core::copy_bytes(kGpu, gpu_table.entries()[1].grad.raw(), Device::cpu(), bad.raw(), bad.nbytes());
+  const Tensor before = on_cpu(gpu_table.entries()[0].value);
+  EXPECT_TRUE(std::isnan(on_device.clip_and_step(1e-3, 1.0)));
+  EXPECT_EQ(on_device.steps(), 3) << "a skipped step is not counted";
+  EXPECT_EQ(scaled_error(on_cpu(gpu_table.entries()[0].value), before), 0.0);
 }
 
 // ---- gradient norm, clipping, zeroing ------------------------------------------------------
@@ -151,6 +243,22 @@ TEST_F(CudaTrainOptimizer, GradNormMatchesTheCpuAndRepeatsBitwise) {
   const Tensor norm = on_gpu(Tensor::zeros({1}, DType::f64));
   ops::grad_norm(gpu, norm);
   EXPECT_TRUE(same_bits(on_cpu(norm).data<double>()[0], got)) << "the device form differs from the host form";
+}
+
+// The clipping step's multi-tensor norm (one launch over the update's chunk records, then the
+// fixed-order total) sums the same chunks in the same tree as the list form: its bits, every run,
+// and the CPU's norm within GradNormMatchesTheCpuAndRepeatsBitwise's 1e-10.
+TEST_F(CudaTrainOptimizer, MultiTensorGradNormIsTheListFormsBits) {
+  const std::vector<int64_t> sizes = {37, 1, 300, 70000, 131077};
+  const AdamWState cpu = adamw_state(sizes, false), gpu = adamw_state(sizes, true);
+  const Tensor norm = on_gpu(Tensor::zeros({1}, DType::f64));
+  ops::grad_norm(gpu.list, norm);
+  const double got = on_cpu(norm).data<double>()[0];
+  EXPECT_TRUE(same_bits(got, ops::grad_norm(gpu.grads))) << "the multi-tensor form differs from the list form";
+  ops::grad_norm(gpu.list, norm);
+  EXPECT_TRUE(same_bits(on_cpu(norm).data<double>()[0], got)) << "a second run gave other bits";
+  const double want = ops::grad_norm(cpu.grads);
+  EXPECT_NEAR(got, want, 1e-10 * want);
 }
 
 // The same f32 multiply by the same factor on both sides: equal bits.

@@ -174,7 +174,7 @@ std::string step_param_name(const ::testing::TestParamInfo<StepParam>& info) {
 
 class CudaTrainSteps : public CudaTest, public ::testing::WithParamInterface<StepParam> {};
 
-// One step: the loss, the norm, every gradient (clipped, as the update read it) and every weight
+// One step: the loss, the norm, every gradient (as the backward left it: the update reads it clipped) and every weight
 // after AdamW.
 TEST_P(CudaTrainSteps, OneStepGivesTheCpuLossGradientsAndWeights) {
   StepCase cpu = open_case(GetParam().fixture, Device::cpu(), GetParam().method);
