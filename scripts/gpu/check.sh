@@ -107,6 +107,11 @@ if wants train; then
   step train-bench 240 "$tach" bench --train -m preset:distilbert-base-uncased --device cuda --dtype f32,bf16 -b 32 \
     -s 128 --time-budget 3 --runs-dir /tmp/tach-runs --run-id train-bench
   cp /tmp/tach-runs/train-bench/results.jsonl "$out/train-bench.jsonl" 2>/dev/null
+  # The same bf16 point with tach's own f32 attention kernels in place of cuDNN's fused attention (A/B).
+  step train-bench-tach-attention 240 env TACH_TRAIN_ATTENTION=tach "$tach" bench --train \
+    -m preset:distilbert-base-uncased --device cuda --dtype bf16 -b 32 -s 128 --time-budget 3 --runs-dir /tmp/tach-runs \
+    --run-id train-bench-tach-attention
+  cp /tmp/tach-runs/train-bench-tach-attention/results.jsonl "$out/train-bench-tach-attention.jsonl" 2>/dev/null
   step train-profile 180 "$tach" profile --train -m preset:distilbert-base-uncased --device cuda -b 32 -s 128 \
     --dtype bf16 --profiler-output-dir /tmp/tach-profile-train --sort-by gpu
 fi
