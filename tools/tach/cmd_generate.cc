@@ -55,32 +55,19 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return out;
 }
 
-int run_generate(const GenerateFlags& f) {
-  if (f.threads > 0) set_threads(f.threads);
-  check(f.max_new_tokens > 0, "--max-new-tokens must be positive");
-  LoadOptions lo;
-  lo.seed = f.seed;
-  lo.compute = parse_compute_dtype(f.compute);
-  lo.device = parse_device(f.device);
-  lo.decoding = true;  // token by token: the linears' layout favours a few rows per call
-  const auto t0 = std::chrono::steady_clock::now();
-  auto model = load_model(f.model, lo);
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const ModelInfo& info = model->info();
-  check(!info.bidirectional, f.model + " (" + info.architecture +
-                                 ") cannot generate: it is a bidirectional encoder, with no language-model head");
-  check(info.causal_lm, f.model + " (" + info.architecture + ") cannot generate: it has no language-model head");
-
-  std::unique_ptr<Tokenizer> tok;
-  std::string tok_path = f.tokenizer;
-  if (tok_path.empty() && info.source.rfind("synthetic", 0) != 0)
-    tok_path = info.source.substr(0, info.source.find(" (revision"));
+// The prompts: texts through the tokenizer (loaded into *tok), --ids rows, or random ids.
+struct Prompts {
+  std::vector<std::vector<int32_t>> rows;
+  std::string input_what;
+};
+Prompts make_prompts(const GenerateFlags& f, const ModelInfo& info, const std::string& tok_path,
+                     std::unique_ptr<Tokenizer>* tok) {
   std::vector<std::vector<int32_t>> rows;
   std::string input_what;
   if (!f.texts.empty()) {
     check(!tok_path.empty(), missing_tokenizer_message(f.model, info.tokenizer_hint));
-    tok = Tokenizer::load(tok_path);
-    for (const auto& t : f.texts) rows.push_back(tok->encode(t).ids);
+    *tok = Tokenizer::load(tok_path);
+    for (const auto& t : f.texts) rows.push_back((*tok)->encode(t).ids);
     input_what = std::to_string(rows.size()) + " texts through " + tok_path;
   } else if (!f.ids.empty()) {
     for (const auto& s : f.ids) rows.push_back(parse_ids(s));
@@ -99,15 +86,14 @@ int run_generate(const GenerateFlags& f) {
       for (auto& id : r) id = pick(rng);
     input_what = "random prompts (seed " + std::to_string(f.seed) + ")";
   }
-  if (!tok && !tok_path.empty()) {
-    try {
-      tok = Tokenizer::load(tok_path);
-    } catch (const Error&) {  // a model directory without tokenizer files: print ids only
-    }
-  }
-  // A rotary decoder has no position table to run off, but it never saw a position past
-  // max_position_embeddings: a prompt longer than that, or one whose new tokens would run past it,
-  // is refused before anything runs, as tach estimate refuses it.
+  return {std::move(rows), std::move(input_what)};
+}
+
+// A rotary decoder has no position table to run off, but it never saw a position past
+// max_position_embeddings: a prompt longer than that, or one whose new tokens would run past it,
+// is refused before anything runs, as tach estimate refuses it.
+void check_prompt_lengths(const GenerateFlags& f, const ModelInfo& info,
+                          const std::vector<std::vector<int32_t>>& rows) {
   for (const auto& r : rows)
     check(info.max_positions <= 0 || int64_t(r.size()) <= info.max_positions,
           "a prompt of " + std::to_string(r.size()) + " tokens is past " + f.model + "'s " +
@@ -120,77 +106,92 @@ int run_generate(const GenerateFlags& f) {
                   " per row) is past " + f.model + "'s " + std::to_string(info.max_positions) +
                   " positions (max_position_embeddings): give --max-new-tokens at most " +
                   std::to_string(info.max_positions - longest) + ", or a shorter prompt");
-  GenerateOptions go;
-  go.max_new_tokens = f.max_new_tokens;
-  go.stop_at_eos = !f.ignore_eos;
-  go.cuda_graphs = !f.no_cuda_graphs;
-  const TokenBatch prompts = TokenBatch::left_padded(rows, info.pad_token_id);
-  // Untimed runs first: oneDNN builds its kernels for each new shape on first use.
-  for (int i = 0; i < f.warmup; ++i) (void)model->generate(prompts, go);
-  const Generation g = model->generate(prompts, go);
+}
 
-  const Summary step = summarize(g.decode_step_s);
+// What one generation measured, for the JSON or the terminal.
+struct GenerateRun {
+  const ModelInfo& info;
+  const Prompts& prompts;
+  const TokenBatch& batch;  // the prompts, left-padded
+  const Generation& g;
+  const Tokenizer* tok;  // null: ids only
+  double load_s;
+  Summary step;
   DecodeLimit limit;
-  if (!g.decode_step_s.empty())
-    limit = decode_limit(g.decode_weight_bytes + g.decode_cache_bytes, lo.device, step.median);
+};
+
+void print_generate_json(const GenerateFlags& f, const GenerateRun& run) {
+  const ModelInfo& info = run.info;
+  const Generation& g = run.g;
+  const Summary& step = run.step;
+  const DecodeLimit& limit = run.limit;
+  const TokenBatch& prompts = run.batch;
+  const std::vector<std::vector<int32_t>>& rows = run.prompts.rows;
+  const std::string& input_what = run.prompts.input_what;
+  const double load_s = run.load_s;
+  nlohmann::json j = {
+      {"schema", "tach.generate/1"},
+      {"model",
+       {{"spec", info.spec},
+        {"architecture", info.architecture},
+        {"compute_dtype", f.compute},
+        {"parameters", info.parameters},
+        {"notes", info.notes}}},
+      {"input",
+       {{"batch", prompts.batch()},
+        {"prompt_len", prompts.seq_len()},
+        {"prompt_tokens", g.prompt_tokens},
+        {"source", input_what},
+        {"prompt_ids", rows}}},
+      {"tokens", g.tokens},
+      {"time_to_first_token_ms", g.time_to_first_token_s * 1e3},
+      {"time_per_output_token_ms",
+       {{"median", step.median * 1e3}, {"p10", step.p10 * 1e3}, {"p90", step.p90 * 1e3}, {"n", step.n}}},
+      {"decode_method", g.decode_method},
+      {"total_s", g.total_s},
+      {"load_s", load_s}};
+  if (step.n > 0)
+    j["decode_limit"] = {
+        {"weight_bytes_per_step", g.decode_weight_bytes}, {"cache_bytes_per_step", g.decode_cache_bytes},
+        {"memory_bytes_per_s", limit.bandwidth},          {"limit_ms", limit.limit_s * 1e3},
+        {"median_fraction_of_limit", limit.fraction},     {"bandwidth_method", limit.method}};
+  if (step.n > 0 && limit.read_bandwidth > 0) {
+    j["decode_limit"]["memory_read_bytes_per_s"] = limit.read_bandwidth;
+    j["decode_limit"]["read_limit_ms"] = limit.read_limit_s * 1e3;
+    j["decode_limit"]["median_fraction_of_read_limit"] = limit.read_fraction;
+  }
+  if (step.n > 0 && !limit.warning.empty()) j["decode_limit"]["warning"] = limit.warning;
+  if (!f.texts.empty()) j["input"]["texts"] = f.texts;  // as received (invalid UTF-8 shown as U+FFFD)
+  if (run.tok) {
+    nlohmann::json texts = nlohmann::json::array();
+    for (const auto& r : g.tokens) texts.push_back(run.tok->decode(r, true));
+    j["texts"] = texts;
+  }
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+void print_generate_text(const GenerateFlags& f, const GenerateRun& run) {
+  const ModelInfo& info = run.info;
+  const Generation& g = run.g;
+  const Summary& step = run.step;
+  const DecodeLimit& limit = run.limit;
+  const TokenBatch& prompts = run.batch;
   int64_t produced = 0;
   for (const auto& r : g.tokens) produced += int64_t(r.size());
-  if (f.json) {
-    nlohmann::json j = {
-        {"schema", "tach.generate/1"},
-        {"model",
-         {{"spec", info.spec},
-          {"architecture", info.architecture},
-          {"compute_dtype", f.compute},
-          {"parameters", info.parameters},
-          {"notes", info.notes}}},
-        {"input",
-         {{"batch", prompts.batch()},
-          {"prompt_len", prompts.seq_len()},
-          {"prompt_tokens", g.prompt_tokens},
-          {"source", input_what},
-          {"prompt_ids", rows}}},
-        {"tokens", g.tokens},
-        {"time_to_first_token_ms", g.time_to_first_token_s * 1e3},
-        {"time_per_output_token_ms",
-         {{"median", step.median * 1e3}, {"p10", step.p10 * 1e3}, {"p90", step.p90 * 1e3}, {"n", step.n}}},
-        {"decode_method", g.decode_method},
-        {"total_s", g.total_s},
-        {"load_s", load_s}};
-    if (step.n > 0)
-      j["decode_limit"] = {
-          {"weight_bytes_per_step", g.decode_weight_bytes}, {"cache_bytes_per_step", g.decode_cache_bytes},
-          {"memory_bytes_per_s", limit.bandwidth},          {"limit_ms", limit.limit_s * 1e3},
-          {"median_fraction_of_limit", limit.fraction},     {"bandwidth_method", limit.method}};
-    if (step.n > 0 && limit.read_bandwidth > 0) {
-      j["decode_limit"]["memory_read_bytes_per_s"] = limit.read_bandwidth;
-      j["decode_limit"]["read_limit_ms"] = limit.read_limit_s * 1e3;
-      j["decode_limit"]["median_fraction_of_read_limit"] = limit.read_fraction;
-    }
-    if (step.n > 0 && !limit.warning.empty()) j["decode_limit"]["warning"] = limit.warning;
-    if (!f.texts.empty()) j["input"]["texts"] = f.texts;  // as received (invalid UTF-8 shown as U+FFFD)
-    if (tok) {
-      nlohmann::json texts = nlohmann::json::array();
-      for (const auto& r : g.tokens) texts.push_back(tok->decode(r, true));
-      j["texts"] = texts;
-    }
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
-  }
   std::cout << "model       " << info.spec << " (" << info.architecture << ", " << parameter_count_text(info.parameters)
             << " parameters, weights " << info.weights_dtype << ", compute " << f.compute << ")\n"
             << "            " << info.source << "\n"
             << "input       " << prompts.batch() << " prompts x " << prompts.seq_len() << " tokens (left-padded), "
-            << input_what << "\n"
-            << "load        " << fixed(load_s, 2) << " s\n";
+            << run.prompts.input_what << "\n"
+            << "load        " << fixed(run.load_s, 2) << " s\n";
   for (const std::string& note : info.notes) std::cout << "note        " << note << "\n";
   for (size_t r = 0; r < g.tokens.size(); ++r) {
     std::cout << "row " << r << "       ";
     for (int32_t t : g.tokens[r]) std::cout << t << " ";
     std::cout << "\n";
-    if (tok)
+    if (run.tok)
       std::cout << "            "
-                << nlohmann::json(tok->decode(g.tokens[r], true))
+                << nlohmann::json(run.tok->decode(g.tokens[r], true))
                        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
   }
@@ -216,6 +217,50 @@ int run_generate(const GenerateFlags& f) {
   if (step.n > 0 && !limit.warning.empty()) std::cout << "            " << limit.warning << "\n";
   std::cout << "total       " << produced << " tokens in " << fixed(g.total_s, 3) << " s; steady clock, after "
             << f.warmup << " untimed warm-up generation(s) of the same prompts\n";
+}
+
+int run_generate(const GenerateFlags& f) {
+  if (f.threads > 0) set_threads(f.threads);
+  check(f.max_new_tokens > 0, "--max-new-tokens must be positive");
+  LoadOptions lo;
+  lo.seed = f.seed;
+  lo.compute = parse_compute_dtype(f.compute);
+  lo.device = parse_device(f.device);
+  lo.decoding = true;  // token by token: the linears' layout favours a few rows per call
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = load_model(f.model, lo);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const ModelInfo& info = model->info();
+  check(!info.bidirectional, f.model + " (" + info.architecture +
+                                 ") cannot generate: it is a bidirectional encoder, with no language-model head");
+  check(info.causal_lm, f.model + " (" + info.architecture + ") cannot generate: it has no language-model head");
+
+  std::unique_ptr<Tokenizer> tok;
+  std::string tok_path = f.tokenizer;
+  if (tok_path.empty() && info.source.rfind("synthetic", 0) != 0)
+    tok_path = info.source.substr(0, info.source.find(" (revision"));
+  const Prompts prompts = make_prompts(f, info, tok_path, &tok);
+  if (!tok && !tok_path.empty()) {
+    try {
+      tok = Tokenizer::load(tok_path);
+    } catch (const Error&) {  // a model directory without tokenizer files: print ids only
+    }
+  }
+  check_prompt_lengths(f, info, prompts.rows);
+  GenerateOptions go;
+  go.max_new_tokens = f.max_new_tokens;
+  go.stop_at_eos = !f.ignore_eos;
+  go.cuda_graphs = !f.no_cuda_graphs;
+  const TokenBatch batch = TokenBatch::left_padded(prompts.rows, info.pad_token_id);
+  // Untimed runs first: oneDNN builds its kernels for each new shape on first use.
+  for (int i = 0; i < f.warmup; ++i) (void)model->generate(batch, go);
+  const Generation g = model->generate(batch, go);
+
+  GenerateRun run{info, prompts, batch, g, tok.get(), load_s, summarize(g.decode_step_s), {}};
+  if (!g.decode_step_s.empty())
+    run.limit = decode_limit(g.decode_weight_bytes + g.decode_cache_bytes, lo.device, run.step.median);
+  if (f.json) print_generate_json(f, run);
+  else print_generate_text(f, run);
   return 0;
 }
 
