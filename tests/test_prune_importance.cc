@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <tuple>
 
 #include "golden_check.h"
@@ -186,6 +187,47 @@ INSTANTIATE_TEST_SUITE_P(Heads, TaskImportance,
                              if (ch == '-') ch = '_';
                            return n;
                          });
+
+// A decoder sequence classifier (and ModernBERT's): a key/value group's gate on its query heads'
+// contexts together, the model pruned by those scores (the reference's options) and its logits
+// against transformers' on the pruned files.
+class DecoderImportance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecoderImportance, MatchPyTorchAndPruneByThem) {
+  const std::string family = GetParam();
+  const nlohmann::json want = read_json(test::fixtures_dir() + "/prune/" + family + "-importance.json");
+  test::TempDir tmp;
+  PruneOptions o;
+  const std::map<std::string, std::string> sources = {
+      {"llama", "llama-cls-bias-f32"}, {"mistral", "mistral-cls-window4-f32"},
+      {"qwen2", "qwen2-cls-kv2-bf16"}, {"qwen3", "qwen3-cls-headdim16-f32"},
+      {"gemma3", "gemma3-cls-f32"},    {"modernbert", "modernbert-cls-mean-f32"}};
+  o.model = test::fixtures_dir() + "/decoders/" + sources.at(family);
+  o.output = tmp.file("pruned");
+  o.by = "importance";
+  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
+  o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
+  o.calibration_samples = 20;
+  const nlohmann::json& opts = want["options"];
+  o.heads = opts.value("heads", 0.0);
+  o.ffn = opts.value("ffn", 0.0);
+  o.layers = opts.value("layers", std::string());
+  prune_model(o);
+  const nlohmann::json scores = read_json(o.output + "/prune_scores.json");
+  expect_scores_near(scores["heads"], want["head_importance"], largest(want["head_importance"]), "groups");
+  expect_scores_near(scores["neurons"], want["neuron_importance"], largest(want["neuron_importance"]), "neurons");
+  expect_scores_near(scores["layers"], want["layer_importance"], largest(want["layer_importance"]), "layers");
+  EXPECT_EQ(scores["calibration"]["samples"], 20);
+  EXPECT_EQ(scores["calibration"]["head"], "sequence-classification");
+  EXPECT_EQ(scores["removed_layers"], want["removed_layers"]);
+  std::filesystem::copy_file(test::fixtures_dir() + "/prune/" + family + "-importance.json",
+                             o.output + "/expected.json");
+  auto model = load_model(o.output);
+  test::check_decoder_classifier_against_transformers(*model, o.output);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, DecoderImportance,
+                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma3", "modernbert"));
 
 // The message of what prune_model(o) throws, and whether it was a usage error (exit status 2).
 std::pair<std::string, bool> failure_of(const PruneOptions& o) {

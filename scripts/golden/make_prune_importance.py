@@ -19,6 +19,11 @@ tokenized with tests/fixtures/tokenizers/tiny-wordpiece (truncated to the model'
 bert-regression-importance.json: the scores alone for tests/fixtures/encoders/bert-reg1-bf16, a
 regression head (one output, mean squared error with the label as a number).
 
+<decoder>-importance.json (llama, mistral, qwen2, qwen3, gemma3, modernbert): a decoder sequence
+classifier's scores on tiny.csv (a key/value group's gate on its query heads' contexts together,
+as tach prune removes a group), the units its options remove by them (make_prune_decoder_fixtures.py's
+plan and slicing), and the logits transformers computes loading the model so pruned.
+
 <family>-<head>-importance.json: the per-token heads, on tests/fixtures/train_tasks/<case>/model
 (bert and distilbert), each on the data tach train --task reads for it, one row at a time:
   token-classification   tests/fixtures/token_classes/ner.conll, run_ner.py's features truncated
@@ -63,6 +68,10 @@ MODULES = {
                  fout=lambda l: l.output.dense),
     "distilbert": dict(layers=lambda m: m.distilbert.transformer.layer, o=lambda l: l.attention.out_lin,
                        fout=lambda l: l.ffn.lin2),
+    # The causal decoders (the body under the model's base_model_prefix) and ModernBERT.
+    "decoder": dict(layers=lambda m: getattr(m, m.base_model_prefix).layers, o=lambda l: l.self_attn.o_proj,
+                    fout=lambda l: l.mlp.down_proj),
+    "modernbert": dict(layers=lambda m: m.model.layers, o=lambda l: l.attn.Wo, fout=lambda l: l.mlp.Wo),
 }
 
 
@@ -93,17 +102,21 @@ def importance(model, family, data):
     cfg = model.config
     H = getattr(cfg, "num_attention_heads", None) or cfg.n_heads
     C = getattr(cfg, "hidden_size", None) or cfg.dim
-    D = C // H
+    D = getattr(cfg, "head_dim", None) or C // H
+    # A decoder's heads are gated in key/value groups: query heads g*G .. (g+1)*G-1 share key/value
+    # head g (repeat_kv), and tach prune removes them together. An encoder's groups are its heads.
+    KVH = getattr(cfg, "num_key_value_heads", None) or H
+    G = H // KVH
     layers = list(mods["layers"](model))
     I = mods["fout"](layers[0]).in_features
-    head_gates = [torch.ones(H, requires_grad=True) for _ in layers]
+    head_gates = [torch.ones(KVH, requires_grad=True) for _ in layers]
     neuron_gates = [torch.ones(I, requires_grad=True) for _ in layers]
     layer_gates = [torch.ones((), requires_grad=True) for _ in layers]
     hooks = []
     for l, layer in enumerate(layers):
         hg, ng, lg = head_gates[l], neuron_gates[l], layer_gates[l]
         hooks.append(mods["o"](layer).register_forward_pre_hook(
-            lambda m, args, g=hg: (args[0] * g.repeat_interleave(D),) + tuple(args[1:])))
+            lambda m, args, g=hg: (args[0] * g.repeat_interleave(G * D),) + tuple(args[1:])))
         hooks.append(mods["fout"](layer).register_forward_pre_hook(
             lambda m, args, g=ng: (args[0] * g,) + tuple(args[1:])))
 
@@ -113,7 +126,7 @@ def importance(model, family, data):
             y = x + g * (y - x)
             return (y,) + tuple(out[1:]) if isinstance(out, tuple) else y
         hooks.append(layer.register_forward_hook(gate_layer, with_kwargs=True))
-    sums = dict(heads=torch.zeros(len(layers), H, dtype=torch.float64),
+    sums = dict(heads=torch.zeros(len(layers), KVH, dtype=torch.float64),
                 neurons=torch.zeros(len(layers), I, dtype=torch.float64),
                 layers=torch.zeros(len(layers), dtype=torch.float64))
     for kw in data:
@@ -282,6 +295,61 @@ def write_task_case(out_dir, family, head, fixtures):
     print(f"{path}: {len(rows)} rows of {samples} examples, layer {drop_layer} dropped, heads {heads_removed}")
 
 
+# Decoder sequence classifiers (tests/fixtures/decoders): the scores on tiny.csv's first 20 rows,
+# then pruned as make_prune_decoder_fixtures.py prunes by magnitude but ranked by these scores,
+# written, loaded by transformers from the pruned files and run on its rows.
+DECODER_CASES = [
+    ("llama", "llama-cls-bias-f32", dict(heads=0.5, ffn=0.25, layers="1")),
+    ("mistral", "mistral-cls-window4-f32", dict(heads=0.5, ffn=0.25, layers="1")),
+    ("qwen2", "qwen2-cls-kv2-bf16", dict(heads=0.5, ffn=0.25, layers="1")),
+    ("qwen3", "qwen3-cls-headdim16-f32", dict(heads=0.5, ffn=0.5)),
+    ("gemma3", "gemma3-cls-f32", dict(heads=0.5, ffn=0.25)),
+    ("modernbert", "modernbert-cls-mean-f32", dict(ffn=0.25, layers="1")),
+]
+
+
+def write_decoder_case(out_dir, family, source, opts, fixtures):
+    from make_prune_decoder_fixtures import logits as decoder_logits, names, plan, pruned_config, slice_state
+    import tempfile
+    from safetensors.torch import save_file
+    from transformers import AutoConfig
+    src = os.path.join(fixtures, "decoders", source)
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    model_type = cfg["model_type"]
+    model = AutoModelForSequenceClassification.from_pretrained(src, dtype=torch.float32,
+                                                               attn_implementation="eager").eval()
+    max_len = model.config.max_position_embeddings
+    calib = examples(os.path.join(fixtures, "train", "tiny.csv"),
+                     tokenizer(os.path.join(fixtures, "tokenizers", "tiny-wordpiece")), SAMPLES, max_len, False,
+                     regression=model.config.num_labels == 1)
+    scores, _, _, _ = importance(model, "modernbert" if model_type == "modernbert" else "decoder", calib)
+    ranked = (scores["heads"], scores["neurons"], scores["layers"])
+    removed_layers, removed_groups, kept_neurons = plan(opts, cfg, ranked, model_type)
+    source_types = list(AutoConfig.from_pretrained(src).layer_types or []) if "layer_types" in cfg or \
+        model_type in ("qwen2", "qwen3", "gemma3_text", "modernbert") else None
+    new_cfg = pruned_config(cfg, source_types, removed_layers, removed_groups, kept_neurons, model_type)
+    state = {k: v.float() for k, v in model.state_dict().items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        save_file(slice_state(state, cfg, names(model_type), removed_layers, removed_groups, kept_neurons),
+                  os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(new_cfg, f)
+        pruned, info = AutoModelForSequenceClassification.from_pretrained(
+            tmp, dtype=torch.float32, attn_implementation="eager", output_loading_info=True)
+        assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
+        e = {"samples": SAMPLES, "options": opts, "head_importance": scores["heads"],
+             "neuron_importance": scores["neurons"], "layer_importance": scores["layers"],
+             "removed_layers": removed_layers, "removed_groups": removed_groups, "architecture": cfg["architectures"][0],
+             "weights_dtype": "bf16" if source.endswith("bf16") else "f32"}
+        e.update(decoder_logits(pruned.eval()))
+    from make_qwen2_fixtures import PAD, ROWS as DECODER_ROWS  # noqa: E402
+    e.update({"input_rows": DECODER_ROWS, "pad_id": PAD})
+    path = os.path.join(out_dir, f"{family}-importance.json")
+    with open(path, "w") as f:
+        json.dump(e, f)
+    print(f"{path}: layers {removed_layers} removed, groups {removed_groups}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
@@ -290,6 +358,8 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     torch.set_default_dtype(torch.float32)
+    for family, source, opts in DECODER_CASES:
+        write_decoder_case(args.out_dir, family, source, opts, args.fixtures)
     for family in ("bert", "distilbert"):
         for head in TASKS:
             write_task_case(args.out_dir, family, head, args.fixtures)

@@ -9,6 +9,7 @@
 #include "prune/calibration.h"
 #include "train/head_loss.h"
 #include "train/train_data.h"
+#include "train/trainable_decoder.h"
 #include "train/trainable_encoder.h"
 #include "train/training_model.h"
 
@@ -49,6 +50,25 @@ void add_gate_gradients(const BatchRows& rows, const Tensor& x, const Tensor& ba
   }
 }
 
+// What the hooks' columns hold: the attention output projection's input is head_units units of
+// head_width columns (an encoder's heads; a decoder's key/value groups, each the G = H / KVH query
+// heads sharing a key/value head: transformers' repeat_kv gives query head h key/value head h / G,
+// so a group's heads are adjacent); the FFN activation one column a neuron.
+struct UnitLayout {
+  int64_t layers = 0, hidden = 0, intermediate = 0, head_units = 0, head_width = 0;
+};
+UnitLayout unit_layout(const train::TrainableModel& model) {
+  UnitLayout u;
+  if (const auto* e = dynamic_cast<const train::TrainableEncoder*>(&model)) {
+    const model::EncoderShape& s = e->shape;
+    u = {s.layers, s.hidden, s.intermediate, s.heads, s.hidden / s.heads};
+  } else {
+    const model::DecoderConfig& c = dynamic_cast<const train::TrainableDecoder&>(model).config;
+    u = {c.num_layers, c.hidden_size, c.intermediate_size, c.num_kv_heads, c.num_heads / c.num_kv_heads * c.head_dim};
+  }
+  return u;
+}
+
 // prune_scores.json's "loss": the loss the head trains with.
 std::string loss_name(Head head, const std::string& problem_type) {
   switch (head) {
@@ -61,7 +81,7 @@ std::string loss_name(Head head, const std::string& problem_type) {
 
 }  // namespace
 
-void check_ranking_options(const PruneOptions& o, const model::ModelFamily& family) {
+void check_ranking_options(const PruneOptions& o, const model::ModelFamily& /*family: every family ranks both ways*/) {
   usage_check(o.by == "magnitude" || o.by == "importance", "--by " + o.by + ": not one of magnitude, importance");
   if (o.by == "magnitude") {
     usage_check(o.data.path.empty(),
@@ -75,10 +95,6 @@ void check_ranking_options(const PruneOptions& o, const model::ModelFamily& fami
               "--calibration-samples " + std::to_string(o.calibration_samples) + ": must be 1 or more (an integer)");
   usage_check(o.max_length > 0, "--max-length " + std::to_string(o.max_length) + ": must be 1 or more (an integer)");
   usage_check(o.doc_stride >= 0, "--doc-stride " + std::to_string(o.doc_stride) + ": must be 1 or more (an integer)");
-  usage_check(family.encoder != nullptr,
-              "--by importance ranks the units of BERT, DistilBERT, RoBERTa, XLM-RoBERTa "
-              "and MPNet encoders; " +
-                  std::string(family.name) + " rank --by magnitude");
 }
 
 nlohmann::json calibration_json(const Calibration& c) {
@@ -98,7 +114,6 @@ nlohmann::json calibration_json(const Calibration& c) {
 UnitScores importance_scores(const PruneOptions& o, const std::string& model_dir, Calibration* calibration) {
   train::TrainingModelSource src = train::open_training_model(model_dir, 0);
   check_ranking_options(o, *src.family);
-  check(!src.is_decoder(), "--by importance ranks encoder units; " + o.model + " is a decoder");
   const CalibrationSet set = calibration_set(o, std::move(src));
   const Head head = set.head;
   train::TrainableModel& model = *set.model;
@@ -107,17 +122,17 @@ UnitScores importance_scores(const PruneOptions& o, const std::string& model_dir
   // example's mean: its rows go one at a time, so that each row's gradient is its own loss's.
   const int64_t batch_rows = head == Head::sequence_classification ? kBatch : 1;
 
-  const model::EncoderShape& shape = dynamic_cast<train::TrainableEncoder&>(model).shape;
-  const int64_t L = shape.layers, H = shape.heads, C = shape.hidden, I = shape.intermediate;
+  const UnitLayout u = unit_layout(model);
+  const int64_t L = u.layers, C = u.hidden, I = u.intermediate;
   using Sums = std::vector<std::vector<double>>;  // [layer][unit]
-  Sums heads(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(H)));
+  Sums heads(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(u.head_units)));
   Sums neurons(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(I)));
   Sums layers(static_cast<size_t>(L), std::vector<double>(1));
   BatchRows rows;
   std::unique_ptr<train::ForwardState> state = model.new_state(false);
   const Tensor none;
   state->unit_gradients.attention = [&](int l, const Tensor& x, const Tensor& dx) {
-    add_gate_gradients(rows, x, none, dx, C / H, heads[size_t(l)]);
+    add_gate_gradients(rows, x, none, dx, u.head_width, heads[size_t(l)]);
   };
   state->unit_gradients.ffn = [&](int l, const Tensor& x, const Tensor& dx) {
     add_gate_gradients(rows, x, none, dx, 1, neurons[size_t(l)]);

@@ -1,5 +1,7 @@
-// Ranking an encoder's units by first-order importance on calibration data (Michel et al. 2019,
-// "Are Sixteen Heads Really Better than One?"), with tach's own forward and backward.
+// Ranking a model's units by first-order importance on calibration data (Michel et al. 2019,
+// "Are Sixteen Heads Really Better than One?"), with tach's own forward and backward: an
+// encoder's heads, a decoder's key/value groups (the query heads sharing a key/value head, gated
+// together, as tach prune removes them), FFN neurons and layers.
 //
 // Each unit gets a gate xi = 1 on what it contributes; |dL/dxi| is the first-order change of the
 // loss were the unit removed (xi = 0). L is the loss of the model's own head on one calibration
@@ -12,7 +14,8 @@
 // A unit's score is |dL/dxi| averaged over the rows (a masked-LM row with no masked token has no
 // loss and is not scored):
 //   head h     |sum over the row's tokens of <context_h, dL/dcontext_h>|, context_h head h's
-//              columns of the attention output projection's input
+//              columns of the attention output projection's input (a decoder's key/value group:
+//              its query heads' columns together)
 //   neuron j   |sum over tokens of act_j * dL/dact_j|, act the FFN activation's output
 //   layer l    |sum over tokens of <out - in, dL/dout>|: a gate on the layer's whole contribution,
 //              out = in + xi (layer(in) - in), xi = 0 being the layer removed (its LayerNorms

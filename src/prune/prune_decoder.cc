@@ -7,6 +7,7 @@
 #include "model/decoder.h"
 #include "model/decoder_config.h"
 #include "prune/decoder_scores.h"
+#include "prune/importance.h"
 #include "prune/prune_files.h"
 #include "prune/prune_plan.h"
 #include "tach/error.h"
@@ -72,7 +73,9 @@ PruneResult prune_decoder_model(const PruneOptions& o, const std::string& dir, c
   const DecoderConfig c = model::parse_decoder_config(config, config_path);
   const model::WeightStore store = model::open_checkpoint_weights(dir);
   const DecoderTensors names = decoder_tensors(store, family, c);
-  const UnitScores scores = decoder_magnitude_scores(store, names);
+  Calibration calibration;
+  const UnitScores scores =
+      o.by == "importance" ? importance_scores(o, dir, &calibration) : decoder_magnitude_scores(store, names);
   const PrunePlan plan = plan_decoder_pruning(o, family, c, scores);
 
   PruneResult r;
@@ -81,7 +84,8 @@ PruneResult prune_decoder_model(const PruneOptions& o, const std::string& dir, c
   int64_t parameters = 0;
   for (const auto& n : store.names()) parameters += shape_numel(store.find(n)->shape);
   r.before = size_of(c, parameters, model::safetensors_bytes(dir), r.summary_tokens);
-  const json scores_out = scores_json(scores, plan, o.by, "key/value group");
+  json scores_out = scores_json(scores, plan, o.by, "key/value group");
+  if (o.by == "importance") scores_out["calibration"] = calibration_json(calibration);
   if (plan.removes_nothing()) {
     write_unchanged(dir, o.output, scores_out, r);
     return r;

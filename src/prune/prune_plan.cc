@@ -188,8 +188,6 @@ PrunePlan plan_pruning(const PruneOptions& o, const model::ModelFamily& family, 
 
 PrunePlan plan_decoder_pruning(const PruneOptions& o, const model::ModelFamily& family, const model::DecoderConfig& c,
                                const UnitScores& scores) {
-  usage_check(o.by == "magnitude", "tach prune: --by " + o.by + " ranks encoders' units; rank " +
-                                       std::string(family.name) + " --by magnitude");
   check_fraction(o.heads, "--heads");
   check_fraction(o.ffn, "--ffn");
   const model::PruningRule& rule = family.pruning;

@@ -491,12 +491,16 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
     core::Span layer_span(core::SpanKind::module, layer_module(li));
     // d_resid: d(layer output) on entry; the residual passes it on unchanged, and each branch's
     // norm backward adds its share: d(resid_mid), then d(resid) on exit.
+    if (a.unit_gradients.layer)
+      a.unit_gradients.layer(int(li), s.resid, li + 1 < layers.size() ? a.layers[li + 1].resid : a.resid_out,
+                             a.d_resid);
     {
       core::Span span(core::SpanKind::module, "mlp");
       const Tensor& dy = branch_grad(w.mlp_out_norm, s.mlp_out, s.rstd_mo);
       fill_zero(a.d_act);
       ops::linear_backward(a.d_act, step::grad(w.down), grad_of(w.down_bias), dy, s.act, weight(w.down));
       lora_bwd(*this, w.down_lora, a.d_act, dy, s.act, a, dr);
+      if (a.unit_gradients.ffn) a.unit_gradients.ffn(int(li), s.act, a.d_act);
       ops::silu_gate_backward(a.d_gate_up, s.gate_up, a.d_act, c.activation);
       fill_zero(a.d_x);
       ops::linear_backward(a.d_x, step::grad(w.gate_up), w.gate_up_bias.grad, a.d_gate_up, s.x2, weight(w.gate_up));
@@ -509,6 +513,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
       fill_zero(a.d_context);
       ops::linear_backward(a.d_context, step::grad(w.o_proj), grad_of(w.o_bias), dy, s.context, weight(w.o_proj));
       lora_bwd(*this, w.o_lora, a.d_context, dy, s.context, a, dr);
+      if (a.unit_gradients.attention) a.unit_gradients.attention(int(li), s.context, a.d_context);
       ops::causal_attention_backward(a.d_q, a.d_k, a.d_v, a.d_context, s.probs, qkv.q, qkv.k, qkv.v, mask, args,
                                      s.context);
       ops::rope_backward(a.d_qkv, H, KVH, D, a.rope.of(c, li));

@@ -38,11 +38,11 @@ struct DropoutRates {
 // [B, T] batch and reused while the shape holds), and the logits it produced.
 // Pruning by importance (prune/importance.h): the backward hands each layer's unit activations
 // over beside their gradients, before it reuses their buffers. Rows are every token (b * T + t)
-// or, in a sequence classifier's last layer, the first token of each sequence (b); other rows
-// have no gradient there. Unset: nothing is called.
+// or, in an encoder sequence classifier's last layer, the first token of each sequence (b);
+// other rows have no gradient there. Unset: nothing is called.
 struct UnitGradientHooks {
-  // context, d_context [rows, C]: the attention output projection's input (the heads' contexts
-  // side by side, head_dim columns each) and its gradient.
+  // context, d_context [rows, H D] (encoders: H D = C): the attention output projection's input
+  // (the heads' contexts side by side, head_dim columns each) and its gradient.
   std::function<void(int layer, const Tensor& context, const Tensor& d_context)> attention;
   // act, d_act [rows, I]: the FFN activation's output (the second linear's input) and its gradient.
   std::function<void(int layer, const Tensor& act, const Tensor& d_act)> ffn;
@@ -61,7 +61,7 @@ struct ForwardState {
   // Data-parallel: called by the backward as each layer's gradients become final (the last
   // layer first), so their all-reduce can start while the layers below are computed.
   std::function<void(int layer)> layer_grads_ready;
-  UnitGradientHooks unit_gradients;  // encoders only
+  UnitGradientHooks unit_gradients;
   // The masked LM: the tokens (b * T + t) whose logits the loss reads, the chosen ones; the head
   // runs on those alone (logits [rows, V]), as only they reach the loss. Empty: every token.
   std::vector<int32_t> predicted_rows;
