@@ -52,6 +52,10 @@ struct EngineProfile {
 // model), an unknown name, a model with synthetic weights, a dtype the worker does not run.
 void check_profile_engine(const std::string& engine, const std::string& model, const std::string& dtype);
 
+// The engine's worker started once and asked whether it can run, before a directory is made: an
+// Error naming the missing packages with their pip command (exit 1), or a worker that does not start.
+void check_engine_worker(const std::string& engine, const std::string& python);
+
 // Starts the worker (EngineUnavailable names missing packages with their pip command), loads the
 // model for info's head, sends batch's ids, makes the first call (a compile) outside the profile,
 // then runs skip_first + repeat * (wait + warmup + active) calls under torch.profiler.

@@ -266,25 +266,32 @@ void check_engines_available(const BenchConfig& config) {
           if (engines::is_worker_engine(e)) s += (s.empty() ? "" : ",") + e;
         return s;
       }() + " needs a model directory or a hub id with its weights (-m DIR)");
+  for (const auto& engine : config.engines)
+    if (engines::is_worker_engine(engine))
+      check_training_packages(config, engine, engine_detail::worker_versions(engine, config.python));
+}
+
+nlohmann::json engine_detail::worker_versions(const std::string& engine, const std::string& python) {
+  // Its log goes to a directory of its own under the system's temporary one, removed whatever
+  // happens: nothing of a refused engine is left in a run directory, which does not exist yet.
   const fs::path logs = fs::temp_directory_path() / ("tach-engine-check-" + std::to_string(getpid()));
-  for (const auto& engine : config.engines) {
-    if (!engines::is_worker_engine(engine)) continue;
-    const std::string log = (logs / (engine + ".log")).string();
-    try {
-      auto client = engines::EngineClient::start(engines::worker_launch(engine, config.python, log));
-      client->quit();
-      check_training_packages(config, engine, client->ready().versions);
-    } catch (const engines::EngineUnavailable&) {
-      fs::remove_all(logs);
-      throw;
-    } catch (const Error& e) {
-      fs::remove_all(logs);
-      throw Error("engine " + engine + "'s worker (" + (config.python.empty() ? "python3" : config.python) +
-                  " -m tach.engines) did not start: " + e.what());
-    }
+  const std::string log = (logs / (engine + ".log")).string();
+  nlohmann::json versions;
+  try {
+    auto client = engines::EngineClient::start(engines::worker_launch(engine, python, log));
+    client->quit();
+    versions = client->ready().versions;
+  } catch (const engines::EngineUnavailable&) {
+    fs::remove_all(logs);
+    throw;
+  } catch (const Error& e) {
+    fs::remove_all(logs);
+    throw Error("engine " + engine + "'s worker (" + (python.empty() ? "python3" : python) +
+                " -m tach.engines) did not start: " + e.what());
   }
   std::error_code ec;
   fs::remove_all(logs, ec);
+  return versions;
 }
 
 EngineWorkers::Worker& EngineWorkers::started(const std::string& engine) {

@@ -82,6 +82,10 @@ nlohmann::json ids_json(const Tensor& t);  // t: [B, T] i32 -> rows of integers
 std::string versions_text(const nlohmann::json& versions);
 double number_or(const nlohmann::json& j, const char* key, double fallback);
 PointResult failed_with(const PointResult& r, const std::string& reason);
+// Starts engine's worker once, before anything is written (its log in a temporary directory,
+// removed), and returns its ready line's versions: missing packages are EngineUnavailable, naming
+// them with their pip command; a worker that does not start is an Error saying so.
+nlohmann::json worker_versions(const std::string& engine, const std::string& python);
 // A point of another engine before it runs: its key, input's name, warm-up, threads and the worker's log.
 PointResult engine_point_start(const BenchConfig& config, const PointKey& key, const std::string& input, int threads);
 // The worker's "load" request for the point's model: its task, dtype, device and threads, the

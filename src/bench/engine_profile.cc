@@ -50,6 +50,10 @@ void check_profile_engine(const std::string& engine, const std::string& model, c
               "--dtype " + dtype + " is tach's own quantization; --engine " + engine + " runs f32, bf16 or f16");
 }
 
+void check_engine_worker(const std::string& engine, const std::string& python) {
+  (void)bench::engine_detail::worker_versions(engine, python);
+}
+
 EngineProfile profile_engine(const EngineProfileOptions& o, const ModelInfo& info, const TokenBatch& batch) {
   const std::string dir = model::resolve_model(o.model).dir;
   check(!dir.empty(), o.model + ": --engine " + o.engine + " needs a model directory with its weights");

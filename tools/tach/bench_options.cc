@@ -172,7 +172,10 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
     on(sub->add_flag("--bucketing", v.bucketing,
                      "Dataset input: batch texts of similar length and pad to the longest, not to --max-length"),
        [&v](BenchConfig& c) { c.bucketing = v.bucketing; });
-    on(sub->add_flag("--accuracy", v.accuracy, "Also run the accuracy pass over --dataset"),
+    on(sub->add_flag(
+           "--accuracy", v.accuracy,
+           "Also run the accuracy pass over --dataset (with --engine, each other engine's too: the same token ids, "
+           "scored by tach's metrics, with the predictions that differ from tach's)"),
        [&v](BenchConfig& c) { c.accuracy = v.accuracy; });
     on(sub->add_option(
            "--decode-tokens", v.decode_tokens,

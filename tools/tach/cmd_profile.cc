@@ -149,6 +149,7 @@ int run_engine_profile(const ProfileFlags& f) {
   const ModelInfo& info = model->info();
   const TokenBatch batch = random_batch(info.vocab_size, info.pad_token_id, f.batch, f.seq_len, f.seed);
   const int64_t num_labels = info.labels.empty() ? 2 : int64_t(info.labels.size());
+  check_engine_worker(f.engine, f.python);  // missing packages: refused before a directory is made
   const std::string dir = f.output_dir.empty() ? default_run_dir("-profile-" + f.engine) : f.output_dir;
   fs::create_directories(dir);
   announce_run_dir(dir);
