@@ -254,71 +254,77 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
   h << "</dl>";
 }
 
-void sweep_section(Page& page, const std::vector<PointResult>& all) {
-  std::ostringstream& h = page.h;
-  std::vector<PointResult> points;
-  for (const auto& p : all)
-    if (p.status == "ok") points.push_back(p);
-  h << "<h2>Sweep</h2>";
-  if (points.empty()) {
-    h << "<p class='muted'>No finished points.</p>";
-    return;
-  }
-  std::map<std::string, std::vector<const PointResult*>> by_series;
+// A sweep's finished points per series (device, dtype, threads, length, engine), each by batch size,
+// the series in the order their first point was measured.
+struct SweepSeries {
   std::vector<std::string> order;
+  std::map<std::string, std::vector<const PointResult*>> points;
+};
+
+SweepSeries sweep_series(const std::vector<PointResult>& points) {
+  SweepSeries s;
   for (const auto& p : points) {
-    if (!by_series.count(series_name(p))) order.push_back(series_name(p));
-    by_series[series_name(p)].push_back(&p);
+    if (!s.points.count(series_name(p))) s.order.push_back(series_name(p));
+    s.points[series_name(p)].push_back(&p);
   }
-  for (auto& [k, v] : by_series)
+  for (auto& [k, v] : s.points)
     std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->key.batch < b->key.batch; });
-  auto panel = [&](const std::string& title, const std::string& y_label, auto value) {
-    std::vector<report::Series> series;
-    for (const auto& name : order) {
-      report::Series s;
-      s.name = name;
-      for (const PointResult* p : by_series[name]) {
-        s.x.push_back(double(p->key.batch));
-        s.y.push_back(value(*p));
-      }
-      series.push_back(s);
+  return s;
+}
+
+// One chart over batch size (log2), a line per series.
+std::string batch_panel(const SweepSeries& by, const std::string& title, const std::string& y_label,
+                        const std::function<double(const PointResult&)>& value) {
+  std::vector<report::Series> series;
+  for (const auto& name : by.order) {
+    report::Series s;
+    s.name = name;
+    for (const PointResult* p : by.points.at(name)) {
+      s.x.push_back(double(p->key.batch));
+      s.y.push_back(value(*p));
     }
-    report::LineChartSpec spec;
-    spec.title = title;
-    spec.x_label = "batch size";
-    spec.y_label = y_label;
-    spec.log2_x = true;
-    return report::line_chart(spec, series);
-  };
-  auto peak = [](const PointResult& p, const std::string& cat) {
-    auto it = p.allocator.find(cat);
-    return it == p.allocator.end() ? std::nan("") : double(it->second.peak);
-  };
-  const bool gpu =
-      std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.key.device != "cpu"; });
+    series.push_back(s);
+  }
+  report::LineChartSpec spec;
+  spec.title = title;
+  spec.x_label = "batch size";
+  spec.y_label = y_label;
+  spec.log2_x = true;
+  return report::line_chart(spec, series);
+}
+
+double allocator_peak(const PointResult& p, const std::string& category) {
+  auto it = p.allocator.find(category);
+  return it == p.allocator.end() ? std::nan("") : double(it->second.peak);
+}
+
+// The six panels over batch size, and as figures: the six together, throughput alone, and memory
+// as both measures.
+void batch_panels(Page& page, const SweepSeries& by, bool gpu) {
+  std::ostringstream& h = page.h;
   const std::vector<std::string> six = {
-      panel("latency per sample", "ms per sample (median)",
-            [](const PointResult& p) { return p.sample_latency_ms.median; }),
-      panel("throughput", "samples/s (batch / median latency)", [](const PointResult& p) { return p.samples_per_s; }),
-      panel("GPU memory", "MiB, allocator peak on the device",
-            [&](const PointResult& p) {
-              return gpu && p.key.device != "cpu" ? peak(p, "total") / 1048576.0 : std::nan("");
-            }),
-      panel("CPU memory", "MiB, peak RSS of the process",
-            [](const PointResult& p) { return double(p.peak_rss_bytes) / 1048576.0; }),
-      panel("latency per batch", "ms per batch (median)",
-            [](const PointResult& p) { return p.batch_latency_ms.median; }),
-      panel("memory efficiency", "samples/s per GiB of peak RSS",
-            [](const PointResult& p) { return p.samples_per_s / (double(p.peak_rss_bytes) / 1073741824.0); })};
+      batch_panel(by, "latency per sample", "ms per sample (median)",
+                  [](const PointResult& p) { return p.sample_latency_ms.median; }),
+      batch_panel(by, "throughput", "samples/s (batch / median latency)",
+                  [](const PointResult& p) { return p.samples_per_s; }),
+      batch_panel(by, "GPU memory", "MiB, allocator peak on the device",
+                  [&](const PointResult& p) {
+                    return gpu && p.key.device != "cpu" ? allocator_peak(p, "total") / 1048576.0 : std::nan("");
+                  }),
+      batch_panel(by, "CPU memory", "MiB, peak RSS of the process",
+                  [](const PointResult& p) { return double(p.peak_rss_bytes) / 1048576.0; }),
+      batch_panel(by, "latency per batch", "ms per batch (median)",
+                  [](const PointResult& p) { return p.batch_latency_ms.median; }),
+      batch_panel(by, "memory efficiency", "samples/s per GiB of peak RSS",
+                  [](const PointResult& p) { return p.samples_per_s / (double(p.peak_rss_bytes) / 1073741824.0); })};
   h << "<div class='charts'>";
   for (const auto& chart : six) h << chart;
   h << "</div>";
   if (!gpu) h << "<p class='muted'>GPU memory: no point ran on a GPU.</p>";
-  // The same charts as figures: the six together, throughput alone, and memory as both measures.
   std::vector<std::string> best;
-  for (const auto& name : order) {
+  for (const auto& name : by.order) {
     const PointResult* b = nullptr;
-    for (const PointResult* p : by_series[name])
+    for (const PointResult* p : by.points.at(name))
       if (!b || p->samples_per_s > b->samples_per_s) b = p;
     best.push_back(name + ": most throughput at batch " + std::to_string(b->key.batch) + ", " +
                    num(b->samples_per_s, 1) + " samples/s, " + num(b->sample_latency_ms.median, 3) + " ms/sample, " +
@@ -326,49 +332,54 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
   }
   page.figs.add_grid("batch_size_comparison", "the sweep against batch size, six panels", six, 3, best);
   page.figs.add("throughput_vs_batch_size", "throughput against batch size", six[1], best);
-  {
-    std::vector<report::Series> memory;
-    for (const auto& name : order)
-      for (const bool rss : {true, false}) {
-        report::Series s;
-        s.name = name + (rss ? ": peak RSS" : ": allocator peak");
-        for (const PointResult* p : by_series[name]) {
-          s.x.push_back(double(p->key.batch));
-          s.y.push_back((rss ? double(p->peak_rss_bytes) : peak(*p, "total")) / 1048576.0);
-        }
-        memory.push_back(s);
+  std::vector<report::Series> memory;
+  for (const auto& name : by.order)
+    for (const bool rss : {true, false}) {
+      report::Series s;
+      s.name = name + (rss ? ": peak RSS" : ": allocator peak");
+      for (const PointResult* p : by.points.at(name)) {
+        s.x.push_back(double(p->key.batch));
+        s.y.push_back((rss ? double(p->peak_rss_bytes) : allocator_peak(*p, "total")) / 1048576.0);
       }
-    report::LineChartSpec spec;
-    spec.title = "memory usage";
-    spec.x_label = "batch size";
-    spec.y_label = "MiB (process peak RSS; allocator peak)";
-    spec.log2_x = true;
-    page.figs.add("memory_usage", "memory against batch size", report::line_chart(spec, memory));
-  }
-  // GPU points also carry the GPU's own time per run (CUDA events): beside the host's latency.
-  const bool gpu_time =
-      std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
+      memory.push_back(s);
+    }
+  report::LineChartSpec spec;
+  spec.title = "memory usage";
+  spec.x_label = "batch size";
+  spec.y_label = "MiB (process peak RSS; allocator peak)";
+  spec.log2_x = true;
+  page.figs.add("memory_usage", "memory against batch size", report::line_chart(spec, memory));
+}
+
+// GPU points' own time per run (CUDA events) beside the host's latency, and energy per sample.
+void gpu_time_and_energy_panels(Page& page, const SweepSeries& by, const std::vector<PointResult>& points, bool gpu,
+                                bool gpu_time) {
+  std::ostringstream& h = page.h;
   if (gpu_time)
     h << "<div class='charts'>"
-      << panel("GPU time per batch", "ms per batch (median; CUDA events around the forward, copies included)",
-               [](const PointResult& p) { return p.gpu_time_ms.n > 0 ? p.gpu_time_ms.median : std::nan(""); })
-      << panel("host latency minus GPU time", "ms per batch (medians): launch and host work the GPU did not overlap",
-               [](const PointResult& p) {
-                 return p.gpu_time_ms.n > 0 ? p.batch_latency_ms.median - p.gpu_time_ms.median : std::nan("");
-               })
+      << batch_panel(by, "GPU time per batch", "ms per batch (median; CUDA events around the forward, copies included)",
+                     [](const PointResult& p) { return p.gpu_time_ms.n > 0 ? p.gpu_time_ms.median : std::nan(""); })
+      << batch_panel(by, "host latency minus GPU time",
+                     "ms per batch (medians): launch and host work the GPU did not overlap",
+                     [](const PointResult& p) {
+                       return p.gpu_time_ms.n > 0 ? p.batch_latency_ms.median - p.gpu_time_ms.median : std::nan("");
+                     })
       << "</div>";
   const bool energy =
       std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.energy_j_per_sample >= 0; });
   if (energy)
     h << "<div class='charts'>"
-      << panel("energy per sample",
-               gpu ? "J per sample (RAPL: CPU package + DRAM on CPU points; NVML: the whole GPU on GPU points)"
-                   : "J per sample (RAPL: CPU package + DRAM)",
-               [](const PointResult& p) { return p.energy_j_per_sample >= 0 ? p.energy_j_per_sample : std::nan(""); })
+      << batch_panel(
+             by, "energy per sample",
+             gpu ? "J per sample (RAPL: CPU package + DRAM on CPU points; NVML: the whole GPU on GPU points)"
+                 : "J per sample (RAPL: CPU package + DRAM)",
+             [](const PointResult& p) { return p.energy_j_per_sample >= 0 ? p.energy_j_per_sample : std::nan(""); })
       << "</div>";
   else h << "<p class='muted'>Energy: " << escape_html(points.front().energy_source) << ".</p>";
+}
 
-  // The grid's metrics, each normalised over the points (0 = the best, 1 = the worst: darker is worse).
+// The grid's metrics, each normalised over the points (0 = the best, 1 = the worst: darker is worse).
+void metrics_heatmap(Page& page, const std::vector<PointResult>& points) {
   struct Metric {
     const char* name;
     bool higher_is_better;
@@ -410,16 +421,21 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
         best_per_metric.push_back(std::string(metrics[c].name) + ": best " + text[r][c] + " (" + rows[r] + ")");
         break;
       }
-  h << "<h3>Every metric over the grid</h3><p class='muted'>Each column normalised over the points: light is the best "
-       "of the run, dark the worst; the value is written in the cell.</p>"
-    << page.figs.add("metrics_heatmap", "every metric over the grid, normalised (dark = worse)",
-                     report::heatmap("normalised metrics (dark = worse)", rows, cols, level, text), best_per_metric);
+  page.h << "<h3>Every metric over the grid</h3><p class='muted'>Each column normalised over the points: light is "
+            "the best of the run, dark the worst; the value is written in the cell.</p>"
+         << page.figs.add("metrics_heatmap", "every metric over the grid, normalised (dark = worse)",
+                          report::heatmap("normalised metrics (dark = worse)", rows, cols, level, text),
+                          best_per_metric);
+}
 
-  // Latency distributions: per series, one violin per batch size (ms per sample, so sizes share an axis).
+// Per series, one violin per batch size (ms per sample, so sizes share an axis), and their dots:
+// every measured run's latency, per point.
+void latency_distributions(Page& page, const SweepSeries& by, const std::vector<PointResult>& points) {
+  std::ostringstream& h = page.h;
   h << "<h3>Latency distributions</h3><div class='charts'>";
-  for (const auto& name : order) {
+  for (const auto& name : by.order) {
     std::vector<report::Distribution1D> groups;
-    for (const PointResult* p : by_series[name]) {
+    for (const PointResult* p : by.points.at(name)) {
       report::Distribution1D d;
       d.name = "batch " + std::to_string(p->key.batch);
       for (double ms : p->batch_latency_samples_ms) d.values.push_back(ms / double(p->key.batch));
@@ -429,8 +445,6 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
                        report::distribution_chart({name, "ms per sample, one dot per measured run"}, groups));
   }
   h << "</div>";
-
-  // The dots of the violins: every measured run's latency, per point.
   h << "<details><summary>every measured run's batch latency (ms), per point</summary><table><tr><th>point</th>"
        "<th>latencies in the order measured</th></tr>";
   for (const auto& p : points) {
@@ -440,7 +454,10 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
       << (v.empty() ? "not kept (a tach.bench.point/1 run)" : v) << "</td></tr>";
   }
   h << "</table></details>";
+}
 
+// Every point, failed ones with their reason.
+void points_table(std::ostringstream& h, const std::vector<PointResult>& all, bool gpu_time) {
   h << "<h3>Points</h3><table><tr><th>point</th><th>runs</th><th>ms/batch median</th><th>p95</th>"
     << (gpu_time ? "<th>GPU ms/batch median</th>" : "")
     << "<th>ms/sample</th><th>samples/s</th><th>tokens/s</th><th>GFLOP/s</th><th>peak RSS MiB</th>"
@@ -457,12 +474,33 @@ void sweep_section(Page& page, const std::vector<PointResult>& all) {
                    : std::string())
       << num(p.sample_latency_ms.median, 4) << "</td><td>" << num(p.samples_per_s, 2) << "</td><td>"
       << num(p.tokens_per_s, 0) << "</td><td>" << num(p.achieved_gflops_per_s, 1) << "</td><td>"
-      << mib(double(p.peak_rss_bytes)) << "</td><td>" << mib(peak(p, "total")) << "</td><td>"
+      << mib(double(p.peak_rss_bytes)) << "</td><td>" << mib(allocator_peak(p, "total")) << "</td><td>"
       << (p.energy_j_per_sample >= 0 ? num(p.energy_j_per_sample, 4) : "n/a") << "</td><td>"
       << escape_html(p.stopped_by) << "</td></tr>";
   }
   h << "</table>";
-  report::decoding_section(h, all);
+}
+
+void sweep_section(Page& page, const std::vector<PointResult>& all) {
+  std::vector<PointResult> points;
+  for (const auto& p : all)
+    if (p.status == "ok") points.push_back(p);
+  page.h << "<h2>Sweep</h2>";
+  if (points.empty()) {
+    page.h << "<p class='muted'>No finished points.</p>";
+    return;
+  }
+  const SweepSeries by = sweep_series(points);
+  const bool gpu =
+      std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.key.device != "cpu"; });
+  const bool gpu_time =
+      std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.gpu_time_ms.n > 0; });
+  batch_panels(page, by, gpu);
+  gpu_time_and_energy_panels(page, by, points, gpu, gpu_time);
+  metrics_heatmap(page, points);
+  latency_distributions(page, by, points);
+  points_table(page.h, all, gpu_time);
+  report::decoding_section(page.h, all);
 }
 
 void accuracy_section(Page& page, const json& acc) {
