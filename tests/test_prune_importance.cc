@@ -270,6 +270,10 @@ TEST(ImportanceScores, BadInputIsNamed) {
   o = importance_options("bert-cls2-f32", out);
   o.model = test::fixtures_dir() + "/prune/bert-pruned";
   expect(o, "already has pruned_heads", false);
+  // A causal LM: no head loss tach trains.
+  o = importance_options("bert-cls2-f32", out);
+  o.model = test::fixtures_dir() + "/decoders/qwen2-lm-kv4-untied-f32";
+  expect(o, "has none (config.json's architecture: Qwen2ForCausalLM): rank it --by magnitude", false);
   // Data the head does not read: named with the head, the file's kind and the task that reads it.
   o = importance_options("bert-cls2-f32", out);
   o.model = test::fixtures_dir() + "/train_tasks/bert-token-cls5-f32/model";

@@ -107,9 +107,9 @@ Command add_prune_command(CLI::App& app) {
       "a neuron's its FFN activation, a layer's its whole contribution (out = in + xi (layer(in) - in)): so a\n"
       "layer's score is the loss change of removing it, LayerNorms included, not the sum of its units'.\n"
       "Padding is left out. Scores are not normalised per layer (heads and neurons are ranked within their\n"
-      "layer, where a scale changes nothing). A bare model has no loss to score by, and the decoder families\n"
-      "and ModernBERT are not scored this way: rank them --by magnitude. prune_scores.json's \"calibration\" names the "
-      "data, the rows, the head\n"
+      "layer, where a scale changes nothing). A decoder's key/value group is gated on its query heads'\n"
+      "contexts together, as it is removed. A bare model or a causal LM (…ForCausalLM) has no head loss tach\n"
+      "trains: rank it --by magnitude. prune_scores.json's \"calibration\" names the data, the rows, the head\n"
       "and its loss (and the masked LM's masks).");
   return {sub, [o, heads, sub] {
             for (const char* option : {"--calibration-samples", "-k", "-s", "--doc-stride", "--dataset-format",
