@@ -11,6 +11,7 @@
 #include "model/checkpoint.h"
 #include "estimate/architecture_reader.h"
 #include "model/family.h"
+#include "ops/train_attention_kernel.h"
 #include "tach/device.h"
 #include "tach/error.h"
 #include "tach/system_info.h"
@@ -210,6 +211,17 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
     double per_layer, rest;
     double last_layer = -1, last_shared = -1;  // encoders: the last layer's own layout (below)
     std::string layout;
+    // The attention's saved state in each layer: tach's probabilities [B, H, T, T], or, where a
+    // bf16 step on CUDA runs cuDNN's fused attention (ops/train_attention_kernel.h, the steps'
+    // choice), each query row's log-sum-exp [B, H, T]. A layer's sliding window shorter than the
+    // rows (Gemma 3, ModernBERT) keeps tach's kernels, which this count does not see.
+    ops::TrainAttentionCase attention = ops::train_attention_case(
+        in.device.rfind("cuda", 0) == 0 ? Device::cuda(0) : Device::cpu(), in.dtype == "bf16");
+    attention.heads = a.H, attention.kv_heads = a.decoder ? a.KVH : a.H, attention.head_size = a.D;
+    attention.tokens = T, attention.score_bias = a.relative_bias > 0;
+    const bool cudnn = !a.mla && ops::choose_train_attention(attention).cudnn();
+    const double scores_per_layer = cudnn ? double(B * a.H) * double(T) : double(B * a.H) * double(T * T);
+    const std::string scores_words = cudnn ? "B H T (cuDNN's log-sum-exp)" : "B H T^2";
     if (a.decoder) {
       // What tach train keeps (train/trainable_decoder.h, DecoderActivations, f32, eager): per layer the
       // residual stream before and after attention, both RMSNorm outputs (4C per token), q|k|v after
@@ -217,13 +229,11 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       // probabilities [B, H, T, T]; besides the layers, the last layer's output, the backward's
       // gradient buffers (4C + (H+2KVH)D + HD + 3I) and the RoPE table (D per token).
       const int64_t qkv = (a.H + 2 * a.KVH) * a.D, hd = a.H * a.D;
-      per_layer =
-          4.0 * (double(N) * double(4 * a.C + qkv + hd + 3 * a.active_I() + 2) + double(B * a.H) * double(T * T));
+      per_layer = 4.0 * (double(N) * double(4 * a.C + qkv + hd + 3 * a.active_I() + 2) + scores_per_layer);
       rest = 4.0 * (double(N) * double(5 * a.C + qkv + hd + 3 * a.active_I() + a.D) +
                     double(B) * double(4 * a.C + 1 + a.labels));
-      layout =
-          "per layer 4 B x (tokens x (4C + (H+2KVH)D + HD + 3I + 2) + B H T^2), + 4 B x tokens x "
-          "(5C + (H+2KVH)D + HD + 3I + D) for the output, backward buffers and RoPE table";
+      layout = "per layer 4 B x (tokens x (4C + (H+2KVH)D + HD + 3I + 2) + " + scores_words +
+               "), + 4 B x tokens x (5C + (H+2KVH)D + HD + 3I + D) for the output, backward buffers and RoPE table";
     } else {
       // What tach train keeps (train/trainable_encoder.h, EncoderActivations, f32): per layer the
       // input, q|k|v, context, both residual sums and the first LayerNorm's output (8C per token),
@@ -231,14 +241,15 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
       // statistics. The last layer runs past attention for the first tokens only: 5C per token
       // and the probabilities, plus 4C + 2I + 4 per row. Besides the layers, the embedding sum
       // (C) and the backward's gradient buffers (5C + I per token, 7C + I per row with the head's).
-      per_layer = 4.0 * (double(N) * double(8 * a.C + 2 * a.I + 4) + double(B * a.H) * double(T * T));
+      per_layer = 4.0 * (double(N) * double(8 * a.C + 2 * a.I + 4) + scores_per_layer);
       last_layer = 4.0 * (double(N) * double(5 * a.C) + double(B * a.H) * double(T * T) +
                           double(B) * double(4 * a.C + 2 * a.I + 4));
       last_shared = 4.0 * (double(N) * double(a.C) + double(B) * double(4 * a.C + 2 * a.I + 4));
       rest = 4.0 * (double(N) * double(6 * a.C + a.I + 2) + double(B) * double(7 * a.C + a.I + a.labels));
-      layout =
-          "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), the last layer 4 B x (tokens x 5C + B H T^2 + "
-          "rows x (4C + 2I + 4)), + 4 B x tokens x (6C + I + 2) for the embeddings and backward buffers";
+      // The last layer's first-token attention keeps tach's kernels and their probabilities.
+      layout = "per layer 4 B x (tokens x (8C + 2I + 4) + " + scores_words +
+               "), the last layer 4 B x (tokens x 5C + B H T^2 + rows x (4C + 2I + 4)), + 4 B x tokens x (6C + I + 2) "
+               "for the embeddings and backward buffers";
       if (a.head == Head::masked_lm || a.head == Head::token_classification || a.head == Head::question_answering) {
         // A per-token head's last layer runs on every token, and no first-token buffers are kept
         // (train/trainable_encoder.cc, prepare_activations): the sequence output (C per token), and
@@ -252,9 +263,8 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
         const double head = mlm ? double(N) * double(5 * a.C + 2) + std::ceil(0.15 * double(N)) * double(a.V)
                                 : double(N) * (double(2 * a.C) + outputs);
         rest = 4.0 * (double(N) * double(6 * a.C + a.I + 2) + double(B) * double(4 * a.C + a.I) + head);
-        layout = std::string(
-                     "per layer 4 B x (tokens x (8C + 2I + 4) + B H T^2), + 4 B x tokens x (6C + I + 2) for "
-                     "the embeddings and backward buffers, ") +
+        layout = "per layer 4 B x (tokens x (8C + 2I + 4) + " + scores_words +
+                 "), + 4 B x tokens x (6C + I + 2) for the embeddings and backward buffers, " +
                  (mlm ? "+ 4 B x tokens x (5C + 2) for the masked LM's head and 4 B x 15% of tokens x V for the "
                         "chosen tokens' logits"
                       : "+ 4 B x tokens x (2C + outputs) for the head's input and logits");

@@ -47,9 +47,13 @@ bool train_attention_forced_to_tach(const char* value) {
 }
 
 TrainAttentionCase train_attention_case(Device device) {
+  return train_attention_case(device, cpu::train_precision() == cpu::TrainPrecision::bf16);
+}
+
+TrainAttentionCase train_attention_case(Device device, bool bf16) {
   TrainAttentionCase c;
   c.cuda = device.kind == DeviceKind::cuda;
-  c.bf16 = cpu::train_precision() == cpu::TrainPrecision::bf16;
+  c.bf16 = bf16;
   c.forced_tach = train_attention_forced_to_tach(std::getenv("TACH_TRAIN_ATTENTION"));
 #if TACH_HAS_CUDA
   if (c.cuda && c.bf16 && !c.forced_tach) c.cudnn_loads = cuda::cudnn_sdpa_available(&c.cudnn_missing);

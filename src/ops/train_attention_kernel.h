@@ -46,6 +46,8 @@ bool train_attention_forced_to_tach(const char* value);
 // The case on `device` in this process: the GEMMs' training precision (cpu::train_precision), whether
 // cuDNN loads, and TACH_TRAIN_ATTENTION. The sizes are left for the caller.
 TrainAttentionCase train_attention_case(Device device);
+// The same for a step at the given precision (tach estimate, before any step runs).
+TrainAttentionCase train_attention_case(Device device, bool bf16);
 
 // A model's choices in words: its layers' one, and the last layer's where it differs (an
 // encoder classifier's last layer answers its first token only).

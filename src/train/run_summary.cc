@@ -140,6 +140,7 @@ nlohmann::json planned_memory(const TrainRun& r) {
   in.mode = "train-" + r.o.method;
   in.lora_rank = r.o.lora_r;  // on the default targets, as the run's unless --lora-target-modules named others
   in.gradient_checkpointing = r.o.gradient_checkpointing;
+  in.device = r.device().str();  // on CUDA in bf16 the attention may save cuDNN's log-sum-exp, not the probabilities
   try {
     const MemoryEstimate e = estimate_memory(in);
     int64_t activations = 0;

@@ -13,6 +13,7 @@
 #include "ops/attention.h"
 #include "ops/causal_attention.h"
 #include "ops/train_attention_kernel.h"
+#include "tach/estimate.h"
 #include "train/train_step.h"
 #include "train/training_model.h"
 
@@ -226,6 +227,30 @@ TEST_F(CudaTrainCudnnAttention, TheEnvironmentForcesTachsKernels) {
   (void)losses(s, DType::bf16, 1, &attention);
   ::unsetenv("TACH_TRAIN_ATTENTION");
   EXPECT_EQ(attention, "tach kernels, f32 (TACH_TRAIN_ATTENTION=tach)");
+}
+
+// tach estimate counts what a bf16 step on CUDA keeps: each layer's log-sum-exp in place of its
+// probabilities (the classifier's last layer keeps tach's kernels and their probabilities).
+TEST_F(CudaTrainCudnnAttention, TheEstimateCountsTheLogSumExpNotTheProbabilities) {
+  EstimateInput in;
+  in.model = "preset:bert-tiny";
+  in.mode = "train-full";
+  in.batch = 8, in.seq_len = 128, in.device = "cuda";
+  auto activations = [&](const std::string& dtype, std::string* how) {
+    in.dtype = dtype;
+    for (const auto& l : estimate_memory(in).lines)
+      if (l.name == "activations kept for the backward") {
+        *how = l.how;
+        return l.bytes;
+      }
+    return int64_t(0);
+  };
+  std::string f32_how, bf16_how;
+  const int64_t f32 = activations("f32", &f32_how), bf16 = activations("bf16", &bf16_how);
+  EXPECT_NE(bf16_how.find("B H T (cuDNN's log-sum-exp)"), std::string::npos) << bf16_how;
+  EXPECT_EQ(f32_how.find("cuDNN"), std::string::npos) << f32_how;
+  // BERT-tiny: 2 layers, 2 heads; the first layer's B H (T^2 - T) floats fewer.
+  EXPECT_EQ(f32 - bf16, int64_t(4) * 8 * 2 * (128 * 128 - 128));
 }
 
 }  // namespace
