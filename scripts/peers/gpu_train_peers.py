@@ -15,8 +15,8 @@ Workloads (sequence classification, 2 labels, full rows of random ids, no paddin
                saying so, where it is not installed or on the CPU)
 Engines: torch-eager; torch-compile (mode default) and torch-compile-max-autotune (on the
 workloads of --compile-workloads, DistilBERT by default); tach (`tach bench --train --device D
---dtype bf16`, --exec eager) and tach-fused (the same with --exec fused: fused kernels, one AdamW
-launch). Every step: forward with the loss under bf16 autocast (f32 master weights, as tach's
+--dtype bf16`, --exec eager) and tach-fused (the same with --exec fused: fused kernels; AdamW is
+one multi-tensor launch in both). Every step: forward with the loss under bf16 autocast (f32 master weights, as tach's
 --dtype bf16), backward, clipping at global norm 1.0, AdamW (fused in PyTorch, lr 5e-5,
 weight decay 0: tach's defaults). Dropout at the config's rates on both sides.
 
@@ -51,8 +51,8 @@ WORKLOADS = {"distilbert": ("distilbert", "full"), "llama-full": ("llama", "full
              "llama-lora": ("llama", "lora"), "llama-qlora": ("llama", "qlora")}
 ENGINE_NAMES = {"eager": "torch-eager", "compile": "torch-compile", "max-autotune": "torch-compile-max-autotune",
                 "tach": "tach", "tach-fused": "tach-fused"}
-# tach's engines: its --exec (eager: an op per kernel and AdamW per tensor; fused: the fused kernels
-# and one multi-tensor AdamW launch, PyTorch's fused=True).
+# tach's engines: its --exec (eager: an op per kernel; fused: the fused kernels); AdamW is one
+# multi-tensor launch in both, the gradient norm one more.
 TACH_EXECS = {"tach": "eager", "tach-fused": "fused"}
 COMPILED = ("torch-compile", "torch-compile-max-autotune")
 

@@ -161,8 +161,8 @@ void add_schedule_options(CLI::App* sub, const Options& o) {
                 "less activation memory, about one more forward of time); summary.json records both");
   sub->add_option("--exec", o->exec,
                   "eager (one op at a time, every intermediate kept; default) or fused (attention recomputes its "
-                  "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each, one "
-                  "AdamW pass over all parameters); eager,fused with a --method list compares them");
+                  "probabilities in the backward, bias+GELU and dropout+residual+LayerNorm in one pass each; AdamW "
+                  "is one pass over all parameters in both); eager,fused with a --method list compares them");
 }
 
 // --method (full, LoRA, QLoRA) and its adapters.
