@@ -411,6 +411,23 @@ TEST(EngineSweep, PythonMatmulPointsFromTachsOwnWorker) {
   }
 }
 
+// A worker loads one model in its life: a point that needs the model loaded otherwise (another
+// thread count here) gets a fresh worker, not the second load's refusal.
+TEST(EngineSweep, AnotherThreadCountGetsAFreshWorker) {
+  if (python_package_dir().empty()) GTEST_SKIP() << "tach's Python package with tach/engines/ is not beside this build";
+  test::TempDir dir;
+  BenchConfig c = engine_sweep(dir.path(), {"tach", "python-matmul"}, "");
+  c.batch_sizes = {1};
+  c.threads = {1, 2};
+  const SweepOutcome out = run_bench(c);
+  ASSERT_EQ(out.results.size(), 4u);
+  for (const auto& p : out.results) {
+    SCOPED_TRACE(p.key.id());
+    EXPECT_EQ(p.status, "ok") << p.reason;
+    EXPECT_EQ(p.threads_used, p.key.threads);
+  }
+}
+
 // PyTorch eager on the same weights and ids agrees with tach (development virtualenv only).
 TEST(EngineSweep, TorchAgreesWithTachOnTheSameIds) {
   const char* home = std::getenv("HOME");
