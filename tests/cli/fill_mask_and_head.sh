@@ -1,6 +1,6 @@
 #!/bin/sh
 # tach fill-mask through the binary: --json equals transformers' fill-mask pipeline (the golden
-# file of make_fill_mask_golden.py) for one and two masks; a text without the mask token and a
+# file of make_fill_mask_golden.py) for one and two masks, batched (-b) and timed (--repeat) alike; a text without the mask token and a
 # model with another head are refused. --head on the commands: classify --json gives every head's
 # raw outputs in the documented shapes, bench records the head in config.json, embed and bad
 # values are usage errors (exit 2).
@@ -36,6 +36,25 @@ for r in got["results"]:
             assert (p["token"], p["token_str"], p["sequence"]) == (wp["token"], wp["token_str"], wp["sequence"]), (p, wp)
             assert abs(p["score"] - wp["score"]) < 1e-4, (p, wp)
 print("ok: fill-mask --json equals the pipeline (%d texts)" % len(got["results"]))
+EOF
+
+# 1b. The same texts in one padded forward (-b 2), timed over 3 runs: the same predictions, the
+# median of the runs' times, one forward per run.
+"$tach" fill-mask -m "$mlm" -k "$tok" --text "paris is the [MASK] of france." \
+  --text "[MASK] is the [MASK] of France." --top-k 5 --json -b 2 --warmup 1 --repeat 3 > "$work/fill_b2.json"
+python3 - "$work/fill.json" "$work/fill_b2.json" <<'EOF'
+import json, statistics, sys
+one, two = (json.load(open(p)) for p in sys.argv[1:3])
+for a, b in zip(one["results"], two["results"]):
+    assert a["input_ids"] == b["input_ids"]
+    for ma, mb in zip(a["masks"], b["masks"]):
+        assert [p["token"] for p in ma["predictions"]] == [p["token"] for p in mb["predictions"]], (ma, mb)
+        assert all(abs(p["score"] - q["score"]) < 1e-5 for p, q in zip(ma["predictions"], mb["predictions"]))
+t = two["timing"]
+assert t["repetitions"] == 3 and t["warmup"] == 1 and len(t["samples"]) == 3 and t["forwards"] == 1, t
+assert t["fill_s"] == statistics.median(t["samples"]) and t["min"] <= t["fill_s"] <= t["max"], t
+assert one["timing"]["forwards"] == 2 and len(one["timing"]["samples"]) == 1, one["timing"]
+print("ok: fill-mask -b 2 --repeat 3 gives the same predictions, timed as the median of 3 runs")
 EOF
 
 expect_failure() {  # expect_failure STATUS TEXT COMMAND...: exits STATUS and says TEXT
