@@ -229,6 +229,54 @@ TEST_P(DecoderImportance, MatchPyTorchAndPruneByThem) {
 INSTANTIATE_TEST_SUITE_P(Families, DecoderImportance,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma3", "modernbert"));
 
+// A causal LM (…ForCausalLM): scored by its next-token loss, pruned by those scores, and the
+// pruned model's LM logits against transformers' loading the pruned files (right-padded, real
+// tokens).
+class CausalLmImportance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CausalLmImportance, MatchPyTorchAndPruneByThem) {
+  const std::string family = GetParam();
+  const nlohmann::json want = read_json(test::fixtures_dir() + "/prune/" + family + "-causal-lm-importance.json");
+  const std::map<std::string, std::string> sources = {{"llama", "llama-lm-llama3rope-f32"},
+                                                      {"mistral", "mistral-lm-window4-f32"},
+                                                      {"qwen2", "qwen2-lm-kv4-untied-f32"},
+                                                      {"qwen3", "qwen3-lm-window-bf16"}};
+  test::TempDir tmp;
+  PruneOptions o;
+  o.model = test::fixtures_dir() + "/decoders/" + sources.at(family);
+  o.output = tmp.file("pruned");
+  o.by = "importance";
+  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
+  o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
+  o.calibration_samples = 20;
+  const nlohmann::json& opts = want["options"];
+  o.heads = opts.value("heads", 0.0);
+  o.ffn = opts.value("ffn", 0.0);
+  o.layers = opts.value("layers", std::string());
+  prune_model(o);
+  const nlohmann::json scores = read_json(o.output + "/prune_scores.json");
+  expect_scores_near(scores["heads"], want["head_importance"], largest(want["head_importance"]), "groups");
+  expect_scores_near(scores["neurons"], want["neuron_importance"], largest(want["neuron_importance"]), "neurons");
+  expect_scores_near(scores["layers"], want["layer_importance"], largest(want["layer_importance"]), "layers");
+  EXPECT_EQ(scores["calibration"]["head"], "causal-lm");
+  EXPECT_EQ(scores["calibration"]["rows"], 20);
+  EXPECT_EQ(scores["removed_layers"], want["removed_layers"]);
+
+  auto model = load_model(o.output);
+  const auto rows = want["lm_input_rows"].get<std::vector<std::vector<int32_t>>>();
+  const Tensor got = model->lm_logits(test::padded_batch(rows, want["pad_id"].get<int32_t>(), false));
+  const auto expected = want["lm_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();
+  const int64_t T = got.size(1), V = got.size(2);
+  double worst = 0;
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (size_t t = 0; t < rows[r].size(); ++t)
+      worst =
+          std::max(worst, test::scaled_error(got.data<float>() + (int64_t(r) * T + int64_t(t)) * V, expected[r][t]));
+  EXPECT_LT(worst, 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CausalLmImportance, ::testing::Values("llama", "mistral", "qwen2", "qwen3"));
+
 // The message of what prune_model(o) throws, and whether it was a usage error (exit status 2).
 std::pair<std::string, bool> failure_of(const PruneOptions& o) {
   try {
@@ -270,10 +318,13 @@ TEST(ImportanceScores, BadInputIsNamed) {
   o = importance_options("bert-cls2-f32", out);
   o.model = test::fixtures_dir() + "/prune/bert-pruned";
   expect(o, "already has pruned_heads", false);
-  // A causal LM: no head loss tach trains.
+  // A causal LM whose family trains no token classifier (Gemma 3): its next-token loss is not built.
   o = importance_options("bert-cls2-f32", out);
-  o.model = test::fixtures_dir() + "/decoders/qwen2-lm-kv4-untied-f32";
-  expect(o, "has none (config.json's architecture: Qwen2ForCausalLM): rank it --by magnitude", false);
+  o.model = test::fixtures_dir() + "/decoders/gemma3-lm-softcap-f32";
+  expect(
+      o,
+      "--by importance scores a causal LM through its family's token classifier, which tach does not train for Gemma 3",
+      false);
   // Data the head does not read: named with the head, the file's kind and the task that reads it.
   o = importance_options("bert-cls2-f32", out);
   o.model = test::fixtures_dir() + "/train_tasks/bert-token-cls5-f32/model";

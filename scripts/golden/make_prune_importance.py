@@ -24,6 +24,10 @@ classifier's scores on tiny.csv (a key/value group's gate on its query heads' co
 as tach prune removes a group), the units its options remove by them (make_prune_decoder_fixtures.py's
 plan and slicing), and the logits transformers computes loading the model so pruned.
 
+<decoder>-causal-lm-importance.json (llama, mistral, qwen2, qwen3): a causal LM's scores by its
+next-token loss (labels = input_ids, shifted by transformers), and the LM logits of the model so
+pruned, right-padded.
+
 <family>-<head>-importance.json: the per-token heads, on tests/fixtures/train_tasks/<case>/model
 (bert and distilbert), each on the data tach train --task reads for it, one row at a time:
   token-classification   tests/fixtures/token_classes/ner.conll, run_ner.py's features truncated
@@ -52,7 +56,7 @@ import sys
 
 import torch
 from tokenizers import Tokenizer
-from transformers import (AutoModelForMaskedLM, AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
+from transformers import (AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
                           AutoModelForTokenClassification)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -308,7 +312,17 @@ DECODER_CASES = [
 ]
 
 
-def write_decoder_case(out_dir, family, source, opts, fixtures):
+# Causal LMs: L the next-token loss (transformers' labels = input_ids, shifted inside), on the same
+# texts; the pruned model's LM logits, right-padded.
+CAUSAL_CASES = [
+    ("llama-causal-lm", "llama-lm-llama3rope-f32", dict(heads=0.5, ffn=0.25, layers="1")),
+    ("mistral-causal-lm", "mistral-lm-window4-f32", dict(heads=0.5, ffn=0.25)),
+    ("qwen2-causal-lm", "qwen2-lm-kv4-untied-f32", dict(heads=0.5, ffn=0.25, layers="1")),
+    ("qwen3-causal-lm", "qwen3-lm-window-bf16", dict(ffn=0.25)),
+]
+
+
+def write_decoder_case(out_dir, family, source, opts, fixtures, causal=False):
     from make_prune_decoder_fixtures import logits as decoder_logits, names, plan, pruned_config, slice_state
     import tempfile
     from safetensors.torch import save_file
@@ -316,33 +330,47 @@ def write_decoder_case(out_dir, family, source, opts, fixtures):
     src = os.path.join(fixtures, "decoders", source)
     cfg = json.load(open(os.path.join(src, "config.json")))
     model_type = cfg["model_type"]
-    model = AutoModelForSequenceClassification.from_pretrained(src, dtype=torch.float32,
-                                                               attn_implementation="eager").eval()
+    auto = AutoModelForCausalLM if causal else AutoModelForSequenceClassification
+    model = auto.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
     max_len = model.config.max_position_embeddings
     calib = examples(os.path.join(fixtures, "train", "tiny.csv"),
                      tokenizer(os.path.join(fixtures, "tokenizers", "tiny-wordpiece")), SAMPLES, max_len, False,
                      regression=model.config.num_labels == 1)
+    if causal:
+        for kw in calib:
+            kw["labels"] = kw["input_ids"].clone()
     scores, _, _, _ = importance(model, "modernbert" if model_type == "modernbert" else "decoder", calib)
     ranked = (scores["heads"], scores["neurons"], scores["layers"])
     removed_layers, removed_groups, kept_neurons = plan(opts, cfg, ranked, model_type)
     source_types = list(AutoConfig.from_pretrained(src).layer_types or []) if "layer_types" in cfg or \
         model_type in ("qwen2", "qwen3", "gemma3_text", "modernbert") else None
     new_cfg = pruned_config(cfg, source_types, removed_layers, removed_groups, kept_neurons, model_type)
-    state = {k: v.float() for k, v in model.state_dict().items()}
+    # Tied LM heads: the embeddings alone are stored (transformers ties them again on load).
+    tied = bool(getattr(model.config, "tie_word_embeddings", False))
+    state = {k: v.float().clone() for k, v in model.state_dict().items() if not (tied and k == "lm_head.weight")}
     with tempfile.TemporaryDirectory() as tmp:
         save_file(slice_state(state, cfg, names(model_type), removed_layers, removed_groups, kept_neurons),
                   os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(new_cfg, f)
-        pruned, info = AutoModelForSequenceClassification.from_pretrained(
-            tmp, dtype=torch.float32, attn_implementation="eager", output_loading_info=True)
+        pruned, info = auto.from_pretrained(tmp, dtype=torch.float32, attn_implementation="eager",
+                                            output_loading_info=True)
         assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
         e = {"samples": SAMPLES, "options": opts, "head_importance": scores["heads"],
              "neuron_importance": scores["neurons"], "layer_importance": scores["layers"],
              "removed_layers": removed_layers, "removed_groups": removed_groups, "architecture": cfg["architectures"][0],
              "weights_dtype": "bf16" if source.endswith("bf16") else "f32"}
-        e.update(decoder_logits(pruned.eval()))
-    from make_qwen2_fixtures import PAD, ROWS as DECODER_ROWS  # noqa: E402
+        from make_qwen2_fixtures import PAD, ROWS as DECODER_ROWS, pad  # noqa: E402
+        if causal:
+            # Two rows (one padded) of 256 logits a token, to 8 significant digits: enough for 1e-4.
+            rows = DECODER_ROWS[:2]
+            ids, mask = pad(rows, "right")
+            with torch.no_grad():
+                out = pruned.eval()(input_ids=ids, attention_mask=mask).logits
+            e["lm_input_rows"] = rows
+            e["lm_logits_right"] = [[[float(f"{x:.8g}") for x in tok] for tok in row] for row in out.tolist()]
+        else:
+            e.update(decoder_logits(pruned.eval()))
     e.update({"input_rows": DECODER_ROWS, "pad_id": PAD})
     path = os.path.join(out_dir, f"{family}-importance.json")
     with open(path, "w") as f:
@@ -360,6 +388,8 @@ def main():
     torch.set_default_dtype(torch.float32)
     for family, source, opts in DECODER_CASES:
         write_decoder_case(args.out_dir, family, source, opts, args.fixtures)
+    for family, source, opts in CAUSAL_CASES:
+        write_decoder_case(args.out_dir, family, source, opts, args.fixtures, causal=True)
     for family in ("bert", "distilbert"):
         for head in TASKS:
             write_task_case(args.out_dir, family, head, args.fixtures)

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "tach/error.h"
+#include "tach/tokenizer.h"
 #include "train/train_run.h"
+#include "train/trainable_decoder.h"
 
 namespace tach::prune {
 
@@ -61,14 +63,94 @@ void read_task_examples(train::TrainRun& r) {
   usage_check(read > 0, context + "it holds no examples");
 }
 
+// Whether config.json publishes a causal LM (…ForCausalLM): its loss is the next token's.
+bool is_causal_lm(const train::TrainingModelSource& s) {
+  const nlohmann::json& a = s.config_json.contains("architectures") ? s.config_json["architectures"] : nlohmann::json();
+  if (!s.is_decoder() || !a.is_array() || a.empty() || !a[0].is_string()) return false;
+  const std::string arch = a[0].get<std::string>(), tail = "ForCausalLM";
+  return arch.size() > tail.size() && arch.compare(arch.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A causal LM's next-token loss, L = mean over t of CE(logits[t], id[t + 1]), is a token
+// classifier's over the vocabulary: the final norm's output times the LM head on every token
+// (no bias), with each token labelled by the next one (the last by none). The trainable decoder's
+// token classifier computes exactly that once its score is the LM head (lm_head.weight, or the
+// embeddings where tied) and its bias zero; the training backward then gives the gates' gradients.
+CalibrationSet causal_lm_set(const PruneOptions& o, train::TrainingModelSource src) {
+  const std::string& embed = src.family->decoder->names.embed;
+  std::string head_name;
+  for (const std::string& n :
+       {std::string("lm_head.weight"), src.family->body_prefix + embed + ".weight", embed + ".weight"})
+    if (head_name.empty() && src.store && src.store->find(n)) head_name = n;
+  check(!head_name.empty(), o.model + ": a causal LM without lm_head.weight or " + embed + ".weight");
+  const Tensor lm_head = src.store->find(head_name)->load().to(DType::f32, MemoryCategory::weights).contiguous();
+  const int64_t V = lm_head.size(0);
+
+  DatasetOptions d = o.data;
+  d.label_column.clear(), d.text_pair_column.clear();
+  if (d.split.empty()) d.split = "train";
+  Dataset texts = read_dataset(d);
+  if (int64_t(texts.examples.size()) > o.calibration_samples) texts.examples.resize(size_t(o.calibration_samples));
+  usage_check(!texts.examples.empty(), "--by importance: -d " + o.data.path + " holds no texts");
+
+  CalibrationSet s;
+  s.head = Head::token_classification;
+  s.head_label = "causal-lm";
+  s.examples = int64_t(texts.examples.size());
+  s.split = texts.split;
+  std::vector<std::string> vocabulary(static_cast<size_t>(V));
+  for (int64_t i = 0; i < V; ++i) vocabulary[size_t(i)] = std::to_string(i);
+  std::vector<std::string> notes;  // the score "initialised": it is the LM head, set below
+  try {
+    s.model = train::build_trainable_model(src, vocabulary, "", 0, &notes, Head::token_classification, Device::cpu());
+  } catch (const Error& e) {
+    throw Error(
+        "--by importance scores a causal LM through its family's token classifier, which tach does not "
+        "train for " +
+        std::string(src.family->name) + " (" + e.what() + "): rank it --by magnitude");
+  }
+  auto& decoder = dynamic_cast<train::TrainableDecoder&>(*s.model);
+  check(decoder.score && decoder.score->value.numel() == lm_head.numel(),
+        o.model + ": the LM head " + head_name + " does not fit the token classifier's score");
+  std::copy_n(lm_head.data<float>(), lm_head.numel(), decoder.score->value.data<float>());
+  if (decoder.score_bias) std::fill_n(decoder.score_bias->value.data<float>(), decoder.score_bias->value.numel(), 0.f);
+
+  const std::string tokenizer_path = o.tokenizer.empty() ? src.location.dir : o.tokenizer;
+  check(!tokenizer_path.empty(), missing_tokenizer_message(o.model, src.family->tokenizer_hint));
+  const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::load(tokenizer_path);
+  s.max_length = std::min(o.max_length, s.model->max_tokens());
+  Truncation cut;
+  cut.max_length = size_t(s.max_length);
+  train::TrainData& data = s.data;
+  data.head = Head::token_classification;
+  data.num_labels = V;
+  data.max_length = s.max_length;
+  data.pad_id = int32_t(std::max<int64_t>(0, src.pad_token_id()));
+  for (const auto& e : texts.examples) {
+    std::vector<int32_t> ids = tokenizer->encode(e.text, EncodeOptions{true, cut, std::nullopt}).ids;
+    if (ids.empty()) continue;
+    std::vector<int32_t> next(ids.size(), -100);  // the last token predicts nothing
+    for (size_t t = 0; t + 1 < ids.size(); ++t) next[t] = ids[t + 1];
+    data.ids.push_back(std::move(ids));
+    data.token_labels.push_back(std::move(next));
+  }
+  for (train::Parameter& p : s.model->params.entries()) {
+    p.trainable = false;
+    p.grad = Tensor();
+  }
+  s.model->release_frozen_grads();
+  return s;
+}
+
 }  // namespace
 
 CalibrationSet calibration_set(const PruneOptions& o, train::TrainingModelSource src) {
+  if (src.checkpoint_head == Head::none && is_causal_lm(src)) return causal_lm_set(o, std::move(src));
   const Head head = src.checkpoint_head;
   check(head == Head::sequence_classification || head == Head::token_classification ||
             head == Head::question_answering || head == Head::masked_lm,
         "--by importance ranks units by the loss of the model's own head (a sequence or token classifier, question "
-        "answering or a masked LM); " +
+        "answering, a masked LM, a causal LM); " +
             o.model + " has none (" + published_as(src) +
             "): rank it --by magnitude, or train a head on it first (tach train)");
   for (int64_t l = 0; l < src.config.num_layers; ++l)

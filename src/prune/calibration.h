@@ -7,6 +7,9 @@
 //                            overlapping by --doc-stride (a long context gives several rows)
 //   masked LM                the text column, 15% of the tokens chosen and masked as tach train's
 //                            first epoch masks them with its default seed (kMaskSeed)
+//   causal LM                the text column (…ForCausalLM checkpoints of the families with a
+//                            token classifier: Llama, Mistral, Qwen2, Qwen3), each token labelled
+//                            by the next one
 #pragma once
 
 #include <cstdint>
@@ -26,7 +29,8 @@ namespace tach::prune {
 constexpr uint64_t kMaskSeed = 42;
 
 struct CalibrationSet {
-  Head head = Head::none;
+  Head head = Head::none;  // the loss taken: a causal LM's is a token classifier's (calibration.cc)
+  std::string head_label;  // prune_scores.json's name for it: head_name(head), or "causal-lm"
   std::unique_ptr<train::TrainableModel> model;  // f32 masters, every parameter frozen (no weight gradient)
   train::TrainData data;                         // one row per example (question answering: per window)
   std::string problem_type;                      // a sequence classifier's loss; empty for the other heads

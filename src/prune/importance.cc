@@ -184,8 +184,9 @@ UnitScores importance_scores(const PruneOptions& o, const std::string& model_dir
     calibration->samples = set.examples;
     calibration->rows = scored;
     calibration->tokens = tokens;
-    calibration->head = head_name(head);
-    calibration->loss = loss_name(head, set.problem_type);
+    calibration->head = set.head_label.empty() ? head_name(head) : set.head_label;
+    calibration->loss =
+        set.head_label == "causal-lm" ? "cross-entropy of each next token" : loss_name(head, set.problem_type);
     calibration->max_length = set.max_length;
     calibration->doc_stride = set.doc_stride;
     if (head == Head::masked_lm)
