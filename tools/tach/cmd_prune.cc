@@ -56,7 +56,7 @@ Command add_prune_command(CLI::App& app) {
                   "--by importance: calibration data for the model's own head, as tach train --task reads it: a "
                   "sequence classifier's labelled rows (.csv, .tsv, .jsonl, .parquet, .json with splits, a Hub "
                   "dataset such as glue/sst2), a token classifier's tagged words (CoNLL, JSON), question "
-                  "answering's SQuAD-format questions, a masked LM's texts");
+                  "answering's SQuAD-format questions, a masked or causal LM's texts");
   sub->add_option("--dataset-format", o->data.format, "auto (from the extension), csv, tsv, jsonl, json, parquet");
   add_dataset_column_options(sub, o->data);
   sub->add_option("--split", o->data.split, "Split of a JSON split file or a Hub dataset (default train)");
@@ -108,8 +108,9 @@ Command add_prune_command(CLI::App& app) {
       "layer's score is the loss change of removing it, LayerNorms included, not the sum of its units'.\n"
       "Padding is left out. Scores are not normalised per layer (heads and neurons are ranked within their\n"
       "layer, where a scale changes nothing). A decoder's key/value group is gated on its query heads'\n"
-      "contexts together, as it is removed. A bare model or a causal LM (…ForCausalLM) has no head loss tach\n"
-      "trains: rank it --by magnitude. prune_scores.json's \"calibration\" names the data, the rows, the head\n"
+      "contexts together, as it is removed. A causal LM (Llama, Mistral, Qwen2, Qwen3 …ForCausalLM): the\n"
+      "next-token cross-entropy on -d's texts (--text-column). A bare model has no loss: rank it --by\n"
+      "magnitude. prune_scores.json's \"calibration\" names the data, the rows, the head\n"
       "and its loss (and the masked LM's masks).");
   return {sub, [o, heads, sub] {
             for (const char* option : {"--calibration-samples", "-k", "-s", "--doc-stride", "--dataset-format",
