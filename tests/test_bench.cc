@@ -461,6 +461,43 @@ TEST(GpuEnergy, PerRunEnergyBetweenTwoStepsOfTheCounter) {
   EXPECT_NE(absent.source.find("unavailable: NVML has no total-energy counter"), std::string::npos) << absent.source;
 }
 
+// A GPU training point's energy: the counter read after each measured step, the energy per step
+// between the first and last steps of the counter those steps saw. Steps enough need no more;
+// too few get more steps after them to close the window, and say how many.
+TEST(GpuEnergy, TrainingStepsEnergyOverTheMeasuredSteps) {
+  int64_t steps_done = 0;
+  const auto stepping = [&] { return 50.0 + std::floor(double(steps_done) / 4); };  // 1 J every 4 steps
+  bench::EnergyCounterSteps measured(stepping);
+  for (int i = 0; i < 21; ++i) {
+    ++steps_done;
+    ASSERT_TRUE(measured.read_after_run());
+  }
+  EXPECT_EQ(measured.steps(), 5);  // at steps 4, 8, 12, 16, 20
+  int64_t extra = 0;
+  const bench::GpuEnergy enough = bench::finish_energy_window(
+      measured, [&] { ++steps_done, ++extra; }, 0.0);
+  EXPECT_EQ(extra, 0) << "the measured steps spanned the window: no step added";
+  EXPECT_EQ(enough.added_runs, 0);
+  EXPECT_EQ(enough.runs, 16) << "from the step at 4 to the one at 20";
+  EXPECT_DOUBLE_EQ(enough.j_per_run, 0.25);
+
+  steps_done = 0;
+  bench::EnergyCounterSteps short_run(stepping);
+  for (int i = 0; i < 3; ++i) ++steps_done, short_run.read_after_run();  // no step of the counter
+  const bench::GpuEnergy closed = bench::finish_energy_window(
+      short_run, [&] { ++steps_done; }, 0.0);
+  EXPECT_GT(closed.added_runs, 0) << closed.source;
+  EXPECT_EQ(closed.runs % 4, 0);
+  EXPECT_DOUBLE_EQ(closed.j_per_run, 0.25);
+
+  bench::EnergyCounterSteps unreadable([] { return -1.0; });
+  EXPECT_FALSE(unreadable.readable());
+  EXPECT_NE(bench::finish_energy_window(
+                unreadable, [] {}, 0.0)
+                .source.find("unavailable"),
+            std::string::npos);
+}
+
 TEST(Sweep, BadEnergyWindowIsAnError) {
   test::TempDir dir;
   BenchConfig c = tiny_config(dir.path());

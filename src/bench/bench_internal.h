@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_energy.h"
 #include "core/utc_time.h"
 #include "tach/bench.h"
 #include "tach/estimate.h"
@@ -186,18 +187,7 @@ struct TrainReference {
 };
 TrainReference train_reference(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs, int steps);
 
-// The energy of one forward on a GPU: forwards back to back between two steps of an energy
-// counter (NVML's total-energy counter, in J, read by read_counter_j; < 0 when it cannot be read)
-// at least window_s apart. The counter moves in steps too coarse for the timed runs themselves.
-// j_per_run < 0 with the reason in source when the counter is absent or does not move within
-// step_wait_s.
-struct GpuEnergy {
-  double j_per_run = -1, mean_power_w = -1, window_s = 0;
-  int64_t runs = 0;
-  std::string source;
-};
-GpuEnergy measure_energy_per_run(const std::function<double()>& read_counter_j, const std::function<void()>& forward,
-                                 double window_s, double step_wait_s = 2.0);
+// The energy of a run on a GPU (NVML): bench/gpu_energy.h.
 
 // The point's load (other processes' CPU use over `window`, opened at its first timed run) into
 // r.load; a contended point's stopped_by says its precision is the shared machine's.

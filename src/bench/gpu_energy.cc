@@ -1,13 +1,12 @@
-// The energy of one forward on a GPU, from NVML's total-energy counter. The counter moves in
-// steps (every ~100 ms on the GPUs seen), so the difference over a short run of forwards says
-// nothing: a few milliseconds of forwards read 0 J. Instead the forwards run back to back from one
-// step of the counter to another at least a window later, and the energy between the two steps
-// is divided by the forwards between them; each end is known to within one forward.
-#include <chrono>
-#include <cstdio>
-#include <string>
+// The energy of a run (a forward, a training step) on a GPU, from NVML's total-energy counter.
+// The counter moves in steps (every ~100 ms on the GPUs seen), so the difference over a short
+// run of forwards says nothing: a few milliseconds of forwards read 0 J. Instead the runs go back
+// to back from one step of the counter to another at least a window later, and the energy between
+// the two steps is divided by the runs between them; each end is known to within one run.
+#include "bench/gpu_energy.h"
 
-#include "bench/bench_internal.h"
+#include <cstdio>
+#include <utility>
 
 namespace tach::bench {
 
@@ -25,50 +24,121 @@ std::string fixed_seconds(double s) {
 
 }  // namespace
 
-GpuEnergy measure_energy_per_run(const std::function<double()>& read_counter_j, const std::function<void()>& forward,
-                                 double window_s, double step_wait_s) {
+EnergyCounterSteps::EnergyCounterSteps(std::function<double()> read_counter_j) : read_(std::move(read_counter_j)) {
+  last_j_ = read_();
+  readable_ = last_j_ >= 0;
+}
+
+bool EnergyCounterSteps::read_after_run() {
+  if (steps_ > 0) ++runs_since_first_;
+  if (!readable_) return false;
+  const double now = read_();
+  if (now < 0) return readable_ = false;
+  if (now == last_j_) return true;
+  last_j_ = now;
+  if (steps_++ == 0) {
+    first_j_ = now;
+    first_t_ = Clock::now();
+    runs_since_first_ = 0;
+  } else {
+    end_j_ = now;
+    end_t_ = Clock::now();
+    runs_at_end_ = runs_since_first_;
+  }
+  return true;
+}
+
+bool EnergyCounterSteps::rebase() {
+  if (!readable_) return false;
+  const double now = read_();
+  if (now < 0) return readable_ = false;
+  last_j_ = now;
+  return true;
+}
+
+double EnergyCounterSteps::seconds_since_first_step() const { return steps_ > 0 ? seconds_since(first_t_) : 0; }
+
+GpuEnergy EnergyCounterSteps::energy() const {
   GpuEnergy e;
-  // Forwards until the counter differs from `from` (its new value), or -1 when it stops
-  // answering, -2 when it has not moved after step_wait_s.
-  const auto moved_from = [&](double from, Clock::time_point since, int64_t* runs) {
-    for (;;) {
-      forward();
-      if (runs) ++*runs;
-      const double now = read_counter_j();
-      if (now < 0) return -1.0;
-      if (now != from) return now;
-      if (seconds_since(since) > step_wait_s) return -2.0;
-    }
-  };
-  const double e0 = read_counter_j();
-  if (e0 < 0) {
+  if (steps_ < 2 || runs_at_end_ <= 0) {
+    e.source = "unavailable: fewer than two steps of NVML's energy counter";
+    return e;
+  }
+  e.window_s = std::chrono::duration<double>(end_t_ - first_t_).count();
+  e.runs = runs_at_end_;
+  e.j_per_run = (end_j_ - first_j_) / double(runs_at_end_);
+  e.mean_power_w = e.window_s > 0 ? (end_j_ - first_j_) / e.window_s : -1;
+  return e;
+}
+
+GpuEnergy finish_energy_window(EnergyCounterSteps& steps, const std::function<void()>& run, double window_s,
+                               double step_wait_s) {
+  GpuEnergy e;
+  if (!steps.readable() && steps.steps() == 0) {
     e.source = "unavailable: NVML has no total-energy counter for this GPU";
     return e;
   }
-  const double start_j = moved_from(e0, Clock::now(), nullptr);
-  if (start_j < 0) {
-    e.source = start_j == -1 ? "unavailable: NVML's energy counter stopped answering"
-                             : "unavailable: NVML's energy counter did not move in " + fixed_seconds(step_wait_s) +
-                                   " of forwards";
+  int64_t added = 0;
+  // Runs until the counter steps past `steps_before`: "" or why not.
+  const auto until_step_after = [&](int steps_before, const std::string& waiting_for) -> std::string {
+    const auto since = Clock::now();
+    while (steps.steps() == steps_before) {
+      run();
+      ++added;
+      if (!steps.read_after_run()) return "unavailable: NVML's energy counter stopped answering";
+      if (steps.steps() == steps_before && seconds_since(since) > step_wait_s)
+        return "unavailable: NVML's energy counter did not move " + waiting_for + " " + fixed_seconds(step_wait_s);
+    }
+    return "";
+  };
+  std::string why = steps.steps() == 0 ? until_step_after(0, "in") : "";
+  if (why.empty() && (steps.steps() < 2 || steps.energy().window_s < window_s)) {
+    // The window's runs unread (a read costs time the runs would not have), then runs to the next step.
+    while (steps.seconds_since_first_step() < window_s) {
+      run();
+      ++added;
+      steps.count_run();
+    }
+    if (!steps.rebase()) why = "unavailable: NVML's energy counter stopped answering";
+    if (why.empty()) why = until_step_after(steps.steps(), "again within");
+  }
+  if (!why.empty()) {
+    e.source = why;
+    e.added_runs = added;
     return e;
   }
-  const auto t0 = Clock::now();
-  int64_t runs = 0;
-  while (seconds_since(t0) < window_s) {
-    forward();
-    ++runs;
-  }
-  double end_j = read_counter_j();
-  end_j = moved_from(end_j, Clock::now(), &runs);
-  if (end_j < 0) {
-    e.source = "unavailable: NVML's energy counter did not move again within " + fixed_seconds(step_wait_s);
-    return e;
-  }
-  e.window_s = seconds_since(t0);
-  e.runs = runs;
-  e.j_per_run = (end_j - start_j) / double(runs);
-  e.mean_power_w = (end_j - start_j) / e.window_s;
+  e = steps.energy();
+  e.added_runs = added;
   return e;
+}
+
+GpuEnergy measure_energy_per_run(const std::function<double()>& read_counter_j, const std::function<void()>& forward,
+                                 double window_s, double step_wait_s) {
+  EnergyCounterSteps steps(read_counter_j);
+  return finish_energy_window(steps, forward, window_s, step_wait_s);
+}
+
+std::optional<GpuSample> nvml_sample_of(const std::vector<GpuSample>& samples, Device device) {
+  for (const CudaDeviceInfo& d : cuda_devices())
+    if (d.index == device.index)
+      for (const GpuSample& s : samples)
+        if (s.pci_domain == d.pci_domain && s.pci_bus == d.pci_bus && s.pci_device == d.pci_device) return s;
+  return std::nullopt;
+}
+
+NvmlEnergyCounter::NvmlEnergyCounter(Device device) {
+  const std::optional<GpuSample> s = nvml_.available() ? nvml_sample_of(nvml_.sample(), device) : std::nullopt;
+  if (s) {
+    index_ = s->index;
+    return;
+  }
+  why_not_ = "unavailable: " + (nvml_.available() ? "NVML has no device with " + device.str() + "'s PCI address"
+                                                  : nvml_.unavailable_reason());
+}
+
+std::function<double()> NvmlEnergyCounter::reader() const {
+  if (index_ < 0) return {};
+  return [this] { return nvml_.energy_j(index_); };
 }
 
 }  // namespace tach::bench

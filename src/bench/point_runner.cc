@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <functional>
 #include <numeric>
-#include <optional>
 #include <random>
 
 #include "bench/bench_internal.h"
@@ -24,30 +23,16 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The NVML sample of the GPU CUDA calls `device`: NVML numbers GPUs in its own order (and
-// ignores CUDA_VISIBLE_DEVICES), so they are matched by PCI address. Empty when none matches.
-// (By value: a pointer into a temporary vector of samples outlived it once, and read freed memory.)
-std::optional<GpuSample> nvml_sample_of(const std::vector<GpuSample>& samples, Device device) {
-  for (const CudaDeviceInfo& d : cuda_devices())
-    if (d.index == device.index)
-      for (const GpuSample& s : samples)
-        if (s.pci_domain == d.pci_domain && s.pci_bus == d.pci_bus && s.pci_device == d.pci_device) return s;
-  return std::nullopt;
-}
-
 // Energy on a GPU (measure_gpu_energy): the energy of one forward, and the measured runs' total
 // derived from it (the counter is too coarse to read over the timed runs themselves).
 void record_gpu_energy(PointResult& r, Device device, const std::function<void()>& forward, int64_t measured_runs,
                        double window_s) {
-  GpuMonitor nvml;
-  const std::optional<GpuSample> s = nvml.available() ? nvml_sample_of(nvml.sample(), device) : std::nullopt;
-  if (!s) {
-    r.energy_source = "unavailable: " + (nvml.available() ? "NVML has no device with " + device.str() + "'s PCI address"
-                                                          : nvml.unavailable_reason());
+  const NvmlEnergyCounter counter(device);
+  if (!counter.found()) {
+    r.energy_source = counter.why_not();
     return;
   }
-  const int index = s->index;
-  const GpuEnergy e = measure_energy_per_run([&] { return nvml.energy_j(index); }, forward, window_s);
+  const GpuEnergy e = measure_energy_per_run(counter.reader(), forward, window_s);
   if (e.j_per_run < 0) {
     r.energy_source = e.source;
     return;

@@ -3,9 +3,11 @@
 // then one profiled step for the step's FLOPs and the GEMMs' efficiency. The step is the one tach
 // train and tach profile --train run (train/train_step.h).
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "bench/bench_internal.h"
@@ -198,6 +200,30 @@ Head train_task_head(const std::string& task) {
                                           : Head::sequence_classification;
 }
 
+namespace {
+
+// A GPU point's energy from NVML (finish_energy_window's result): the energy per step between two
+// steps of the counter, times the measured steps.
+void record_train_gpu_energy(PointResult& r, const GpuEnergy& e, int64_t measured_steps) {
+  if (e.j_per_run < 0) {
+    r.energy_source = e.source;
+    return;
+  }
+  r.energy_j = e.j_per_run * double(measured_steps);
+  const std::string added =
+      e.added_runs > 0 ? "; " + std::to_string(e.added_runs) + " more steps run after them to span the window" : "";
+  char text[480];
+  std::snprintf(text, sizeof text,
+                "NVML total energy of the GPU, whole board, over the measured steps: %lld steps between two steps of "
+                "the counter %.2f s apart (mean power %.0f W)%s; j is that energy per step times the %lld measured "
+                "steps",
+                static_cast<long long>(e.runs), e.window_s, e.mean_power_w, added.c_str(),
+                static_cast<long long>(measured_steps));
+  r.energy_source = text;
+}
+
+}  // namespace
+
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
                             const BenchObserver& observer, const std::string& run_dir, TensorBoardWriter* tensorboard) {
   PointResult r;
@@ -273,6 +299,13 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   DeviceTimer gpu_timer(device);
   RaplEnergy rapl;
   if (rapl.available()) (void)rapl.joules();  // starts the counters here
+  // On a GPU, NVML's energy counter read after each measured step (outside the step's timing).
+  std::optional<NvmlEnergyCounter> nvml;
+  std::optional<EnergyCounterSteps> energy_steps;
+  if (on_gpu && config.gpu_energy_window_s > 0) {
+    nvml.emplace(device);
+    if (nvml->found()) energy_steps.emplace(nvml->reader());
+  }
   if (observer.on_measure_begin) observer.on_measure_begin(key);
   CpuLoadWindow load_window;  // other processes' CPU use while the steps are timed
   const auto wall0 = std::chrono::steady_clock::now();
@@ -307,11 +340,22 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
     r.stopped_by = stop_reason(config.stop, step_s, measured_s);
     // Every rank stops after the same step: rank 0's rule decides.
     if (dp) r.stopped_by = comm.broadcast(r.stopped_by, "broadcast of the stopping rule's decision");
+    if (energy_steps) energy_steps->read_after_run();
     if (!r.stopped_by.empty()) break;
     load_window.sample();
   }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  if (rapl.available()) {
+  if (on_gpu) {
+    // The measured steps' own counter steps; more steps after them only where those did not
+    // span two steps of the counter a window apart (then the source says how many).
+    if (energy_steps) {
+      const GpuEnergy e = finish_energy_window(
+          *energy_steps, [&] { (void)step.run(index++, 1, next, lr); }, config.gpu_energy_window_s);
+      record_train_gpu_energy(r, e, int64_t(step_s.size()));
+    } else {
+      r.energy_source = nvml ? nvml->why_not() : "not measured (--energy-window 0)";
+    }
+  } else if (rapl.available()) {
     r.energy_j = rapl.joules();
     r.energy_source = "RAPL (package + DRAM) over the measured steps, whole machine";
   } else {

@@ -138,8 +138,9 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
                        "Warm-up runs per point, never measured (default " + std::to_string(d.warmup_runs) + ")"),
        [&v](BenchConfig& c) { c.warmup_runs = v.warmup_runs; });
     on(sub->add_option("--energy-window", v.gpu_energy_window_s,
-                       "On a GPU: seconds of forwards after each point's timed runs, between two steps of NVML's "
-                       "energy counter, for the energy per forward (0: none; default " +
+                       "On a GPU: the least seconds between two steps of NVML's energy counter for the energy per "
+                       "run: forwards after each point's timed runs; with --train, the measured steps (and more "
+                       "where they are shorter) (0: none; default " +
                            fixed(d.gpu_energy_window_s, 1) + ")")
            ->check(CLI::NonNegativeNumber),
        [&v](BenchConfig& c) { c.gpu_energy_window_s = v.gpu_energy_window_s; });
