@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "core/out_of_memory.h"
 #include "tach/error.h"
 
 namespace tach {
@@ -168,11 +169,28 @@ Allocator& allocator_for(Device device) {
 }
 }  // namespace
 
+namespace {
+// TACH_MEMORY_LIMIT_MB caps the bytes in use on each device (read once; unset or 0: no cap), so
+// that running out of memory, and what tach says then, can be tried on any machine.
+int64_t memory_limit_bytes() {
+  static const int64_t limit = [] {
+    const char* env = std::getenv("TACH_MEMORY_LIMIT_MB");
+    return env ? int64_t(std::strtoll(env, nullptr, 10)) << 20 : int64_t(0);
+  }();
+  return limit;
+}
+}  // namespace
+
 void* allocate_bytes(Device device, size_t bytes, MemoryCategory category) {
+  const int64_t limit = memory_limit_bytes();
+  if (limit > 0 && ledger(device).total.current.load() + int64_t(bytes) > limit)
+    throw OutOfMemory("out of memory on " + device.str() + ": could not allocate " + std::to_string(bytes) +
+                      " bytes for " + std::string(memory_category_name(category)) +
+                      " (TACH_MEMORY_LIMIT_MB=" + std::to_string(limit >> 20) + " caps the bytes in use)");
   void* p = allocator_for(device).allocate(device.index, bytes);
   if (p == nullptr)
-    throw Error("out of memory on " + device.str() + ": could not allocate " + std::to_string(bytes) + " bytes for " +
-                std::string(memory_category_name(category)));
+    throw OutOfMemory("out of memory on " + device.str() + ": could not allocate " + std::to_string(bytes) +
+                      " bytes for " + std::string(memory_category_name(category)));
   Ledger& l = ledger(device);
   l.by_category[static_cast<int>(category)].add(static_cast<int64_t>(bytes));
   l.total.add(static_cast<int64_t>(bytes));
