@@ -65,6 +65,8 @@ Measured train_run(const std::string& model, const std::string& method, int64_t 
   const nlohmann::json s = nlohmann::json::parse(in);
   EXPECT_TRUE(s.contains("trainable_parameters")) << "summary.json lacks trainable_parameters";
   EXPECT_TRUE(s.contains("nf4_weight_bytes")) << "summary.json lacks nf4_weight_bytes";
+  // On the CPU the attention runs tach's kernels, and the run says so and why.
+  EXPECT_EQ(s.value("attention", ""), "tach kernels, f32 (cuDNN's fused attention runs on CUDA devices only)");
   EXPECT_TRUE(s.contains("memory_plan") && s["memory_plan"].contains("planned_activation_bytes"))
       << "summary.json lacks the planned activations";
   if (planned && s.contains("memory_plan") && s["memory_plan"].is_object())
