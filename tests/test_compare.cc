@@ -390,7 +390,7 @@ TEST(Compare, ThroughputChangeIsTheTablesSamplesPerSecondRatio) {
   const std::vector<PointResult> read = read_run_results(run);
   CompareOptions by;
   by.by = "threads";
-  const PointChange& ch = compare_runs({run}, by).changes.at(0);
+  const PointChange ch = compare_runs({run}, by).changes.at(0);  // a copy: the comparison is a temporary
   const double table_ratio = read[1].samples_per_s / read[0].samples_per_s - 1;
   EXPECT_GT(ch.throughput_change, 0) << "two threads' median is faster";
   EXPECT_NEAR(ch.throughput_change, table_ratio, 1e-9);
