@@ -9,9 +9,9 @@
 #include "bench/engine_point.h"
 #include "dist/communicator.h"
 #include "core/out_of_memory.h"
+#include "estimate/out_of_memory_advice.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
-#include "tach/plain_number.h"
 #include "tach/runtime.h"
 #include "tach/stats.h"
 #include "model/family.h"
@@ -53,7 +53,7 @@ TrainModelFacts model_facts(const BenchConfig& config) {
 }
 
 // What tach estimate is asked of a training point.
-EstimateInput train_estimate_input(const BenchConfig& config, const PointKey& key) {
+EstimateInput point_estimate_input(const BenchConfig& config, const PointKey& key) {
   EstimateInput ei = estimate_input(config, key);
   ei.head = train_task_head(config.train.task);
   ei.mode = "train-" + key.method;
@@ -62,57 +62,9 @@ EstimateInput train_estimate_input(const BenchConfig& config, const PointKey& ke
   return ei;
 }
 
-std::string mib(int64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-
-// A point whose step ran out of memory: the allocator's facts (`what`), then what tach estimate
-// says the point needs, the largest batch that fits the device's free memory, and each switch of
-// tach bench --train that the estimate says needs less. The allocator's facts alone where the
-// model has no estimate.
-std::string out_of_memory_advice(const BenchConfig& config, const PointKey& key, const std::string& what) {
-  const EstimateInput ei = train_estimate_input(config, key);
-  std::string advice;
-  try {
-    const MemoryEstimate e = estimate_memory(ei);
-    advice = "; tach estimate says this point needs " + mib(e.total_bytes) + " (its peak in the " + e.peak_phase +
-             ") and " + mib(e.available_bytes) + " are free (" + e.available_source + ", " +
-             plain_number(ei.margin * 100) + "% kept back)";
-    advice += e.largest_batch_that_fits > 0
-                  ? "; the largest batch that fits is " + std::to_string(e.largest_batch_that_fits) + " (-b " +
-                        std::to_string(e.largest_batch_that_fits) + ")"
-                  : "; not even batch 1 fits at -s " + std::to_string(e.seq_len);
-    std::vector<std::string> switches;
-    const auto consider = [&](const std::string& flag, EstimateInput changed) {
-      const MemoryEstimate c = estimate_memory(changed);
-      if (c.total_bytes < e.total_bytes) switches.push_back(flag + " (needs " + mib(c.total_bytes) + ")");
-    };
-    if (!key.gradient_checkpointing) {
-      EstimateInput c = ei;
-      c.gradient_checkpointing = true;
-      consider("--gradient-checkpointing on", c);
-    }
-    for (const char* method : {"lora", "qlora"})
-      if (key.method != method && !(key.method == "qlora" && std::string(method) == "lora")) {
-        EstimateInput c = ei;
-        c.mode = std::string("train-") + method;
-        consider(std::string("--method ") + method, c);
-      }
-    if (key.seq_len > 64) {
-      EstimateInput c = ei;
-      c.seq_len = key.seq_len / 2;
-      consider("-s " + std::to_string(c.seq_len), c);
-    }
-    if (!switches.empty()) {
-      advice += "; at this batch these need less:";
-      for (size_t i = 0; i < switches.size(); ++i) advice += (i ? ", " : " ") + switches[i];
-    }
-  } catch (const Error&) {  // no estimate for this model: the allocator's facts alone
-  }
-  return what + advice;
-}
-
 // The point's estimate. Empty reason when it fits (or when there is no estimate for the model).
 std::string fit_check(const BenchConfig& config, const PointKey& key, PointResult::Train* t) {
-  const EstimateInput ei = train_estimate_input(config, key);
+  const EstimateInput ei = point_estimate_input(config, key);
   MemoryEstimate e;
   std::string refusal = fit_refusal(ei, &e);
   t->estimate_bytes = e.total_bytes;
@@ -185,8 +137,10 @@ SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const
       } catch (const Stopped&) {
         throw;  // a Ctrl-C inside the point (its ceilings measurement): not a result, run again on --resume
       } catch (const OutOfMemory& e) {
-        r = failed_point(key, key.engine == "tach" ? out_of_memory_advice(config, key, e.what()) : e.what(),
-                         input_name);
+        // tach's own step: tach estimate's figures for it, and what would fit.
+        const std::string advice =
+            key.engine == "tach" ? out_of_memory_advice(point_estimate_input(config, key), MemorySwitches{}) : "";
+        r = failed_point(key, e.what() + advice, input_name);
       } catch (const Error& e) { r = failed_point(key, e.what(), input_name); } catch (const std::bad_alloc&) {
         r = failed_point(key, "out of memory (an allocation failed)", input_name);
       }

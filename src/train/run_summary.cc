@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "bench/bench_internal.h"
+#include "estimate/out_of_memory_advice.h"
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
 #include "tach/estimate.h"
@@ -132,15 +133,7 @@ nlohmann::json distributed_summary(TrainRun& r) {
 // and precision): the activations it keeps and the whole peak, beside the measured peak. Null
 // where there is no estimate for the model.
 nlohmann::json planned_memory(const TrainRun& r) {
-  EstimateInput in;
-  in.model = r.o.model;
-  in.dtype = r.o.dtype;
-  in.batch = r.o.batch_size;
-  in.seq_len = r.o.max_length;
-  in.mode = "train-" + r.o.method;
-  in.lora_rank = r.o.lora_r;  // on the default targets, as the run's unless --lora-target-modules named others
-  in.gradient_checkpointing = r.o.gradient_checkpointing;
-  in.device = r.device().str();  // on CUDA in bf16 the attention may save cuDNN's log-sum-exp, not the probabilities
+  const EstimateInput in = train_estimate_input(r.o, r.device().str());
   try {
     const MemoryEstimate e = estimate_memory(in);
     int64_t activations = 0;

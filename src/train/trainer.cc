@@ -2,7 +2,9 @@
 // Setting up: the options (or a resumed run's), the head's labels, the model and its method, the
 // data, the schedule, the run directory, the checkpoint to continue from. Then the steps, and at
 // the end the model saved and summary.json.
+#include "core/out_of_memory.h"
 #include "core/parallel.h"
+#include "estimate/out_of_memory_advice.h"
 #include "tach/error.h"
 #include "tach/runtime.h"
 #include "tach/train.h"
@@ -34,7 +36,7 @@ Head task_head(const std::string& task) {
                                           : Head::sequence_classification;
 }
 
-TrainResult train_this_rank(train::TrainRun& r, const TrainObserver& observer) {
+TrainResult train_steps_of_this_rank(train::TrainRun& r, const TrainObserver& observer) {
   train::resume_options(r);
   if (r.result.finished_already) return r.result;
   train::validate_options(r.o);
@@ -65,6 +67,18 @@ TrainResult train_this_rank(train::TrainRun& r, const TrainObserver& observer) {
   train::after_training(r, profiler, popts.schedule.describe());
   if (r.comm) r.comm->barrier("barrier at the end of training");  // rank 0's files are complete for every rank
   return r.result;
+}
+
+// A run that runs out of memory (the model, its gradients and moments, a step's activations):
+// the allocator's facts, then what tach estimate says the step needs and what would fit.
+TrainResult train_this_rank(train::TrainRun& r, const TrainObserver& observer) {
+  try {
+    return train_steps_of_this_rank(r, observer);
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(e.what() +
+                      out_of_memory_advice(train_estimate_input(r.o, r.device().str()),
+                                           {"--batch-size", "--max-length", "--gradient-checkpointing", "--method"}));
+  }
 }
 
 }  // namespace
