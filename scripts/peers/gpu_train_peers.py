@@ -26,7 +26,10 @@ once, in an order rotated per round: W warm-up steps then N timed steps (each en
 sync; the round's figure is their median) for PyTorch, one `tach bench --train --warmup W --runs N`
 point for tach (its median step). Reported per engine: step ms (median over rounds, min..max),
 tokens/s, peak memory (torch.cuda.max_memory_allocated over a round's steps; tach's allocator peak;
-on the CPU each process's peak RSS), MFU: model FLOPs per step (counted on PyTorch's forward, see
+on the CPU each process's peak RSS), energy per step (NVML's total-energy counter of the GPU, whole
+board, read after each timed step through ctypes on libnvidia-ml.so.1: the energy between its first
+and last moves over the steps, divided by the steps between them; tach's from its point's energy;
+"unavailable: why" where it is not, as on the CPU), MFU: model FLOPs per step (counted on PyTorch's forward, see
 train_peer_engines.training_flops) over the step time and a bf16 GEMM ceiling measured here
 (torch.matmul, square, best of the sizes). tach's ids are its own seeded random ids of the same
 shape (timing does not depend on the ids). An engine that fails (tach without a CUDA kernel for an
@@ -185,7 +188,7 @@ def run_workload(args, name, checkpoint, ceiling):
           flush=True)
     t0 = time.monotonic()
     workers = start_workers(torch_names, spec)
-    rounds, peaks, info, failed = {}, {}, {}, {}
+    rounds, peaks, info, failed, energies = {}, {}, {}, {}, {}
     for e, w in workers.items():
         setup_left, budget_left = args.setup_timeout - (time.monotonic() - t0), left_s(args)
         msg = receive(w, max(1.0, min(setup_left, budget_left)))
@@ -225,6 +228,7 @@ def run_workload(args, name, checkpoint, ceiling):
                 tach_runs.setdefault(e, []).append(res)
                 rounds.setdefault(e, []).append(res["step_s"])
                 peaks[e] = max(peaks.get(e, 0), res["peak_bytes"])
+                energies.setdefault(e, []).append(res["energy"])
             else:
                 workers[e][1].send(("time", args.warmup, steps))
                 msg = receive(workers[e], args.round_timeout)
@@ -235,6 +239,7 @@ def run_workload(args, name, checkpoint, ceiling):
                     continue
                 rounds.setdefault(e, []).append(statistics.median(msg[1]))
                 peaks[e] = max(peaks.get(e, 0), msg[2])
+                energies.setdefault(e, []).append(msg[3])
             print(f"  round {r + 1} {e:28s} {rounds[e][-1] * 1e3:9.2f} ms/step", flush=True)
     for w in workers.values():
         stop(w)
@@ -252,6 +257,7 @@ def run_workload(args, name, checkpoint, ceiling):
         row = {"status": "ok", "step_ms": med * 1e3, "step_ms_rounds": [t * 1e3 for t in rounds[e]],
                "tokens_per_s": batch * seq / med, "peak_memory_bytes": peaks[e],
                "mfu": flops / med / ceiling["flops_per_s"] if flops and ceiling else None}
+        row |= energy_row(energies.get(e, []))
         if e in TACH_EXECS:
             row |= {"command": tach_runs[e][-1]["command"], "tach_reports": tach_runs[e][-1]["own"]}
         else:
@@ -264,6 +270,16 @@ def run_workload(args, name, checkpoint, ceiling):
                 row["time_over_tach"] = row["step_ms"] / base
     out["wall_s"] = time.monotonic() - t0
     return out
+
+
+def energy_row(rounds):
+    """J per step: the median over the rounds that measured it, with the last source (why not,
+    where none did)."""
+    measured = [r["j_per_step"] for r in rounds if r.get("j_per_step") is not None]
+    source = next((r["source"] for r in reversed(rounds) if r.get("j_per_step") is not None),
+                  rounds[-1]["source"] if rounds else "unavailable: no round ran")
+    return {"energy_j_per_step": statistics.median(measured) if measured else None,
+            "energy_j_per_step_rounds": measured, "energy_source": source}
 
 
 def qlora_peer_missing(device):
@@ -291,8 +307,14 @@ def print_table(name, w):
         ratio = f"  {row['time_over_tach']:.2f}x tach's time" if "time_over_tach" in row else ""
         precision = (row.get("tach_reports") or {}).get("precision") or "bf16"
         ratio += "" if precision.startswith("bf16") else f"  (tach's precision: {precision})"
+        joules = row.get("energy_j_per_step")
+        energy = f"{joules:8.3f} J/step" if joules is not None else "  J/step n/a"
         print(f"  {e:28s} {row['step_ms']:9.2f} ms ({min(r):.2f}..{max(r):.2f})  {row['tokens_per_s']:10.0f} tok/s  "
-              f"peak {row['peak_memory_bytes'] / 2**30:6.2f} GiB  MFU {mfu}{ratio}")
+              f"peak {row['peak_memory_bytes'] / 2**30:6.2f} GiB  {energy}  MFU {mfu}{ratio}")
+    why = sorted({row["energy_source"] for row in w["engines"].values()
+                  if row["status"] == "ok" and row.get("energy_j_per_step") is None})
+    for reason in why:
+        print(f"  energy {reason}")
 
 
 def machine(args):

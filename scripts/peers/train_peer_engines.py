@@ -55,6 +55,64 @@ def training_flops(torch, model, ids, mask):
     return total[0] + attention
 
 
+class NvmlEnergy:
+    """NVML's total-energy counter of the GPU torch calls `device` (the whole board, every process),
+    through ctypes on libnvidia-ml.so.1, matched by PCI address as tach matches it. `why` says why
+    not where it cannot be read (no library, no such call, the CPU)."""
+
+    def __init__(self, torch, device):
+        import ctypes
+        self.read_mj, self.why = None, None
+        if device.type != "cuda":
+            self.why = "unavailable: NVML's energy counter is a GPU's; these steps ran on the CPU"
+            return
+        try:
+            nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        except OSError as e:
+            self.why = f"unavailable: libnvidia-ml.so.1 not loadable ({e})"
+            return
+        if nvml.nvmlInit_v2() != 0:
+            self.why = "unavailable: nvmlInit_v2 failed"
+            return
+        handle = ctypes.c_void_p()
+        props = torch.cuda.get_device_properties(device)
+        if hasattr(props, "pci_bus_id"):
+            bus = f"{getattr(props, 'pci_domain_id', 0):08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+            rc = nvml.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(handle))
+        elif not os.environ.get("CUDA_VISIBLE_DEVICES"):
+            rc = nvml.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(device.index or 0), ctypes.byref(handle))
+        else:
+            self.why = "unavailable: this torch gives no PCI address to find the GPU in NVML under CUDA_VISIBLE_DEVICES"
+            return
+        if rc != 0:
+            self.why = f"unavailable: NVML found no handle for {device} (error {rc})"
+            return
+        value = ctypes.c_ulonglong()
+
+        def read_mj():
+            rc = nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(value))
+            return value.value if rc == 0 else None
+
+        if read_mj() is None:
+            self.why = "unavailable: NVML has no total-energy counter for this GPU"
+            return
+        self.read_mj = read_mj
+
+
+def energy_per_step(readings_mj):
+    """J per step from the counter read after each step (readings_mj[0] before the first): the
+    counter moves in steps (~100 ms), so the energy between its first and last moves seen over the
+    steps is divided by the steps between them, as tach does. None and the reason below two moves."""
+    moves = [i for i in range(1, len(readings_mj)) if readings_mj[i] != readings_mj[i - 1]]
+    if len(moves) < 2:
+        return None, (f"unavailable: the {len(readings_mj) - 1} timed steps spanned fewer than two steps of NVML's "
+                      "energy counter (time more steps)")
+    first, last = moves[0], moves[-1]
+    return (readings_mj[last] - readings_mj[first]) / 1e3 / (last - first), (
+        f"NVML total energy of the GPU, whole board, over the timed steps: {last - first} steps between two "
+        "steps of the counter")
+
+
 class TorchStep:
     """One training step as transformers' Trainer runs it with --bf16 --optim adamw_torch_fused:
     f32 master weights, the forward and loss under bf16 autocast, backward, clipping, fused AdamW.
@@ -84,6 +142,7 @@ class TorchStep:
         self.batch = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
                       "labels": labels.to(self.device)}
         self.train_step = TrainStep(torch, model, train, spec["device"], "bf16")
+        self.energy = NvmlEnergy(torch, self.device)
         self.params = self.train_step.params
         self.info = {"parameters": sum(p.numel() for p in model.parameters()),
                      "trainable_parameters": sum(p.numel() for p in self.params),
@@ -108,28 +167,39 @@ class TorchStep:
 
     def timed_steps(self, warmup, steps):
         """Seconds of each of `steps` steps (each ends with a device sync), after `warmup` steps,
-        and the peak memory of those steps."""
+        the peak memory of those steps, and their energy: {"j_per_step", "source"}."""
         if self.device.type == "cuda":
             self.torch.cuda.reset_peak_memory_stats(self.device)
         for _ in range(warmup):
             self.step()
         self.sync()
         times = []
+        read = self.energy.read_mj
+        readings = [read()] if read else []
         for _ in range(steps):
             t0 = time.perf_counter()
             self.step()
             self.sync()
             times.append(time.perf_counter() - t0)
+            if read:
+                readings.append(read())  # outside the step's time
+        if not read:
+            energy = {"j_per_step": None, "source": self.energy.why}
+        elif None in readings:
+            energy = {"j_per_step": None, "source": "unavailable: NVML's energy counter stopped answering"}
+        else:
+            j, source = energy_per_step(readings)
+            energy = {"j_per_step": j, "source": source}
         if self.device.type == "cuda":
             peak = self.torch.cuda.max_memory_allocated(self.device)
         else:
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return times, peak
+        return times, peak, energy
 
 
 def torch_worker(conn, spec):
     """A worker process's main: builds the step, says ("ready", info), then answers each
-    ("time", warmup, steps) with ("times", [s...], peak_bytes) until ("stop",). Any failure is sent
+    ("time", warmup, steps) with ("times", [s...], peak_bytes, energy) until ("stop",). Any failure is sent
     as ("error", message, traceback) and ends the worker."""
     try:
         step = TorchStep(spec)
@@ -138,8 +208,8 @@ def torch_worker(conn, spec):
             msg = conn.recv()
             if msg[0] == "stop":
                 return
-            times, peak = step.timed_steps(msg[1], msg[2])
-            conn.send(("times", times, peak))
+            times, peak, energy = step.timed_steps(msg[1], msg[2])
+            conn.send(("times", times, peak, energy))
     except BaseException as e:  # the parent records it: an engine that failed is reported, not dropped
         last = str(e).strip().splitlines()
         conn.send(("error", f"{type(e).__name__}: {last[0] if last else ''}"[:500], traceback.format_exc()[-4000:]))
@@ -158,7 +228,7 @@ def tach_command(tach, spec, warmup, steps, runs_dir):
 
 
 def tach_point(tach, spec, warmup, steps, runs_dir, timeout):
-    """One `tach bench --train` point: {"status": "ok", "step_s", "peak_bytes", "point"} or
+    """One `tach bench --train` point: {"status": "ok", "step_s", "peak_bytes", "energy", "own"} or
     {"status": "failed", "message"} with tach's own words (its point's reason, else its stderr)."""
     cmd = tach_command(tach, spec, warmup, steps, runs_dir)
     try:
@@ -177,7 +247,11 @@ def tach_point(tach, spec, warmup, steps, runs_dir, timeout):
     mem = point["memory"]
     on_gpu = spec["device"] != "cpu"
     train = point.get("train", {})
-    return {"status": "ok", "step_s": point["batch_latency_ms"]["median"] / 1e3, "command": cmd,
+    energy = point.get("energy") or {}
+    j_per_sample = energy.get("j_per_sample", -1)
+    energy = {"j_per_step": j_per_sample * spec["batch"] if j_per_sample is not None and j_per_sample >= 0 else None,
+              "source": energy.get("source") or "unavailable: the point has no energy"}
+    return {"status": "ok", "step_s": point["batch_latency_ms"]["median"] / 1e3, "command": cmd, "energy": energy,
             "peak_bytes": mem["allocator"]["total"]["peak_bytes"] if on_gpu else mem["peak_rss_bytes"],
             "own": {k: train.get(k) for k in ("precision", "mfu", "model_flops_per_step", "parameters",
                                               "trainable_parameters", "loss_first", "loss_last")}

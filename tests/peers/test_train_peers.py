@@ -51,6 +51,27 @@ def test_every_workload_has_both_engines_figures(tiny):
     assert "time_over_tach" in results["workloads"]["distilbert"]["engines"]["torch-eager"]
 
 
+def test_every_engine_says_its_energy_per_step_or_why_not(tiny):
+    for name, w in tiny[0]["workloads"].items():
+        for e, row in w["engines"].items():
+            if row["status"] != "ok":
+                continue
+            assert row["energy_source"], (name, e, row)
+            assert (row["energy_j_per_step"] is None) == row["energy_source"].startswith("unavailable"), (name, e, row)
+    assert "NVML's energy counter is a GPU's" in tiny[0]["workloads"]["distilbert"]["engines"]["torch-eager"]["energy_source"]
+    assert "J/step" in tiny[1]
+
+
+def test_energy_per_step_is_between_the_counters_first_and_last_moves():
+    sys.path.insert(0, os.path.join(ROOT, "scripts", "peers"))
+    import train_peer_engines
+    # mJ read before the first step and after each: moves after steps 2, 4 and 6
+    j, source = train_peer_engines.energy_per_step([1000, 1000, 1100, 1100, 1200, 1200, 1300, 1300])
+    assert j == pytest.approx(0.05) and "4 steps between two steps of the counter" in source
+    j, source = train_peer_engines.energy_per_step([5, 5, 6, 6])
+    assert j is None and source.startswith("unavailable: the 3 timed steps spanned fewer than two steps")
+
+
 def test_both_sides_train_the_same_parameters(tiny):
     for name in ("distilbert", "llama-full", "llama-lora"):
         e = tiny[0]["workloads"][name]["engines"]
