@@ -14,7 +14,9 @@
 #include "report/report_sections.h"
 #include "tach/bench.h"
 #include "tach/compare.h"
+#include "tach/device.h"
 #include "tach/error.h"
+#include "tach/monitor.h"
 #include "tach/report.h"
 #include "test_util.h"
 
@@ -131,6 +133,30 @@ TEST(TrainSweep, APointThatCannotRunIsAResultAndBadAxesAreRefused) {
   bad.accuracy = true;
   bad.dataset.path = "x.csv";
   EXPECT_THROW(run_bench(bad), Error);
+}
+
+// On a GPU a training point's energy is the board's, from NVML's counter over its measured steps
+// (RAPL is the CPU's): J per step, per sample and per token, and a source saying so.
+TEST(TrainSweep, GpuPointEnergyIsNvmlsOverTheMeasuredSteps) {
+  if (cuda_devices().empty()) GTEST_SKIP() << "no CUDA device here";
+  if (!GpuMonitor().available()) GTEST_SKIP() << "no NVML here: " << GpuMonitor().unavailable_reason();
+  test::TempDir root;
+  BenchConfig c = tiny_train(root.path());
+  c.devices = {"cuda"};
+  c.batch_sizes = {4};
+  c.train.methods = {"full"};
+  c.train.gradient_checkpointing = {false};
+  c.gpu_energy_window_s = 0.3;
+  const SweepOutcome out = run_bench(c);
+  ASSERT_EQ(out.results.size(), 1u);
+  const PointResult& p = out.results[0];
+  ASSERT_EQ(p.status, "ok") << p.reason;
+  if (p.energy_source.find("no total-energy counter") != std::string::npos) GTEST_SKIP() << p.energy_source;
+  EXPECT_EQ(p.energy_source.rfind("NVML total energy of the GPU, whole board, over the measured steps", 0), 0u)
+      << p.energy_source;
+  EXPECT_GT(p.energy_j, 0);
+  EXPECT_DOUBLE_EQ(p.energy_j_per_sample, p.energy_j / double(p.measured_runs * 4));
+  EXPECT_GT(p.energy_j_per_token, 0);
 }
 
 TEST(TrainSweep, ConfigRoundTripsThroughJsonAndYaml) {
