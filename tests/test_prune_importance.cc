@@ -47,15 +47,39 @@ double largest(const nlohmann::json& j) {
   return m;
 }
 
-PruneOptions importance_options(const std::string& model, const std::string& output) {
+// fixture: a directory under tests/fixtures ("encoders/bert-...", "decoders/llama-...").
+PruneOptions importance_options_at(const std::string& fixture, const std::string& output) {
   PruneOptions o;
-  o.model = test::fixtures_dir() + "/encoders/" + model;
+  o.model = test::fixtures_dir() + "/" + fixture;
   o.output = output;
   o.by = "importance";
   o.data.path = test::fixtures_dir() + "/train/tiny.csv";
   o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
   o.calibration_samples = 20;
   return o;
+}
+
+PruneOptions importance_options(const std::string& model, const std::string& output) {
+  return importance_options_at("encoders/" + model, output);
+}
+
+// A decoder fixture pruned by importance with the options of its reference file (want), and the
+// scores it wrote compared with the reference's: every group, neuron and layer within 1e-4 of the
+// largest.
+nlohmann::json prune_decoder_by_importance(const std::string& fixture, const std::string& output,
+                                           const nlohmann::json& want) {
+  PruneOptions o = importance_options_at("decoders/" + fixture, output);
+  const nlohmann::json& opts = want["options"];
+  o.heads = opts.value("heads", 0.0);
+  o.ffn = opts.value("ffn", 0.0);
+  o.layers = opts.value("layers", std::string());
+  prune_model(o);
+  const nlohmann::json scores = read_json(output + "/prune_scores.json");
+  expect_scores_near(scores["heads"], want["head_importance"], largest(want["head_importance"]), "groups");
+  expect_scores_near(scores["neurons"], want["neuron_importance"], largest(want["neuron_importance"]), "neurons");
+  expect_scores_near(scores["layers"], want["layer_importance"], largest(want["layer_importance"]), "layers");
+  EXPECT_EQ(scores["removed_layers"], want["removed_layers"]);
+  return scores;
 }
 
 class ImportanceScores : public ::testing::TestWithParam<std::string> {};
@@ -197,33 +221,17 @@ TEST_P(DecoderImportance, MatchPyTorchAndPruneByThem) {
   const std::string family = GetParam();
   const nlohmann::json want = read_json(test::fixtures_dir() + "/prune/" + family + "-importance.json");
   test::TempDir tmp;
-  PruneOptions o;
   const std::map<std::string, std::string> sources = {
       {"llama", "llama-cls-bias-f32"}, {"mistral", "mistral-cls-window4-f32"},
       {"qwen2", "qwen2-cls-kv2-bf16"}, {"qwen3", "qwen3-cls-headdim16-f32"},
       {"gemma3", "gemma3-cls-f32"},    {"modernbert", "modernbert-cls-mean-f32"}};
-  o.model = test::fixtures_dir() + "/decoders/" + sources.at(family);
-  o.output = tmp.file("pruned");
-  o.by = "importance";
-  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
-  o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
-  o.calibration_samples = 20;
-  const nlohmann::json& opts = want["options"];
-  o.heads = opts.value("heads", 0.0);
-  o.ffn = opts.value("ffn", 0.0);
-  o.layers = opts.value("layers", std::string());
-  prune_model(o);
-  const nlohmann::json scores = read_json(o.output + "/prune_scores.json");
-  expect_scores_near(scores["heads"], want["head_importance"], largest(want["head_importance"]), "groups");
-  expect_scores_near(scores["neurons"], want["neuron_importance"], largest(want["neuron_importance"]), "neurons");
-  expect_scores_near(scores["layers"], want["layer_importance"], largest(want["layer_importance"]), "layers");
+  const std::string output = tmp.file("pruned");
+  const nlohmann::json scores = prune_decoder_by_importance(sources.at(family), output, want);
   EXPECT_EQ(scores["calibration"]["samples"], 20);
   EXPECT_EQ(scores["calibration"]["head"], "sequence-classification");
-  EXPECT_EQ(scores["removed_layers"], want["removed_layers"]);
-  std::filesystem::copy_file(test::fixtures_dir() + "/prune/" + family + "-importance.json",
-                             o.output + "/expected.json");
-  auto model = load_model(o.output);
-  test::check_decoder_classifier_against_transformers(*model, o.output);
+  std::filesystem::copy_file(test::fixtures_dir() + "/prune/" + family + "-importance.json", output + "/expected.json");
+  auto model = load_model(output);
+  test::check_decoder_classifier_against_transformers(*model, output);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DecoderImportance,
@@ -242,27 +250,12 @@ TEST_P(CausalLmImportance, MatchPyTorchAndPruneByThem) {
                                                       {"qwen2", "qwen2-lm-kv4-untied-f32"},
                                                       {"qwen3", "qwen3-lm-window-bf16"}};
   test::TempDir tmp;
-  PruneOptions o;
-  o.model = test::fixtures_dir() + "/decoders/" + sources.at(family);
-  o.output = tmp.file("pruned");
-  o.by = "importance";
-  o.data.path = test::fixtures_dir() + "/train/tiny.csv";
-  o.tokenizer = test::fixtures_dir() + "/tokenizers/tiny-wordpiece";
-  o.calibration_samples = 20;
-  const nlohmann::json& opts = want["options"];
-  o.heads = opts.value("heads", 0.0);
-  o.ffn = opts.value("ffn", 0.0);
-  o.layers = opts.value("layers", std::string());
-  prune_model(o);
-  const nlohmann::json scores = read_json(o.output + "/prune_scores.json");
-  expect_scores_near(scores["heads"], want["head_importance"], largest(want["head_importance"]), "groups");
-  expect_scores_near(scores["neurons"], want["neuron_importance"], largest(want["neuron_importance"]), "neurons");
-  expect_scores_near(scores["layers"], want["layer_importance"], largest(want["layer_importance"]), "layers");
+  const std::string output = tmp.file("pruned");
+  const nlohmann::json scores = prune_decoder_by_importance(sources.at(family), output, want);
   EXPECT_EQ(scores["calibration"]["head"], "causal-lm");
   EXPECT_EQ(scores["calibration"]["rows"], 20);
-  EXPECT_EQ(scores["removed_layers"], want["removed_layers"]);
 
-  auto model = load_model(o.output);
+  auto model = load_model(output);
   const auto rows = want["lm_input_rows"].get<std::vector<std::vector<int32_t>>>();
   const Tensor got = model->lm_logits(test::padded_batch(rows, want["pad_id"].get<int32_t>(), false));
   const auto expected = want["lm_logits_right"].get<std::vector<std::vector<std::vector<float>>>>();

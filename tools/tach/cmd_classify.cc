@@ -11,6 +11,7 @@
 #include "format.h"
 #include "head_option.h"
 #include "head_outputs.h"
+#include "task_output.h"
 #include "tach/parameter_count.h"
 #include "tach/error.h"
 #include "tach/memory.h"
@@ -335,16 +336,9 @@ void print_classify_json(const ClassifyOptions& opt, const ClassifyRun& run) {
   const int64_t B = batch.batch(), T = batch.seq_len(), L = run.labels();
   nlohmann::json j;
   j["schema"] = "tach.classify/1";
-  j["model"] = {{"spec", info.spec},
-                {"source", info.source},
-                {"architecture", info.architecture},
-                {"head", head_name(info.head)},
-                {"parameters", info.parameters},
-                {"weights_dtype", info.weights_dtype},
-                {"compute_dtype", std::string(dtype_name(info.compute))},
-                {"labels", info.labels},
-                {"problem_type", info.problem_type},
-                {"notes", info.notes}};
+  j["model"] = model_json(info);
+  j["model"]["labels"] = info.labels;
+  j["model"]["problem_type"] = info.problem_type;
   j["machine"] = {{"cpu", run.sys.cpu_model},
                   {"threads", threads()},
                   {"gemm", run.sys.gemm_library},
@@ -380,11 +374,7 @@ void print_classify_json(const ClassifyOptions& opt, const ClassifyRun& run) {
                  {"p90", lat.p90},       {"iqr", lat.iqr},
                  {"mean", lat.mean},     {"samples", run.seconds},
                  {"load_s", run.load_s}, {"timer_overhead_s", run.timer_s}};
-  j["load"] = {{"measured", load.measured},
-               {"other_cores_mean", load.other_cores_mean},
-               {"other_cores_max", load.other_cores_max},
-               {"load_average_1m", load.load_average_1m},
-               {"contended", load.contended}};
+  j["load"] = cpu_load_json(load);
   j["throughput"] = {{"samples_per_s", double(B) / lat.median},
                      {"tokens_per_s", double(B * T) / lat.median},
                      {"flops_per_forward", run.cost.flops},
