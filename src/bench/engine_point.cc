@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
+#include "bench/gpu_energy.h"
 #include "engines/engine_names.h"
 #include "model/checkpoint.h"
 #include "tach/error.h"
@@ -385,6 +387,31 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
   r.finished_at = utc_now_iso();
 }
 
+// A GPU point's energy: NVML's, per call, over the worker's measured calls (or why not).
+void record_engine_gpu_energy(PointResult& r, const GpuEnergy& e, const std::string& why_not, double calls,
+                              const PointKey& key) {
+  if (e.runs == 0 && e.j_per_run < 0 && e.source.empty()) {
+    r.energy_source = why_not;
+    return;
+  }
+  if (e.j_per_run < 0) {
+    r.energy_source = e.source;
+    return;
+  }
+  r.energy_j = e.j_per_run * calls;
+  r.energy_j_per_sample = e.j_per_run / double(key.batch);
+  r.energy_j_per_token = r.real_tokens_per_batch > 0 ? e.j_per_run / r.real_tokens_per_batch : -1;
+  const std::string added =
+      e.added_runs > 0 ? "; " + std::to_string(e.added_runs) + " more calls run after them to span the window" : "";
+  char text[520];
+  std::snprintf(text, sizeof text,
+                "NVML total energy of the GPU, whole board, over the worker's measured calls: %lld calls between two "
+                "steps of the counter %.2f s apart (mean power %.0f W; tach reads the counter between chunks of "
+                "calls, so each end is placed to within a chunk)%s",
+                static_cast<long long>(e.runs), e.window_s, e.mean_power_w, added.c_str());
+  r.energy_source = text;
+}
+
 TimedCalls time_under_rule(engines::EngineClient& c, const BenchConfig& config, const PointKey& key, int threads,
                            double first_call_s, PointResult& r, const BenchObserver& observer) {
   PointResult::EngineRun& e = r.engine_run;
@@ -395,6 +422,15 @@ TimedCalls time_under_rule(engines::EngineClient& c, const BenchConfig& config, 
   double measured_s = 0;
   RaplEnergy rapl;
   if (rapl.available()) (void)rapl.joules();
+  // On a GPU, NVML's energy counter (the whole board, whoever drives it) read by tach after each
+  // chunk of the worker's calls: a step of the counter is then placed to within a chunk.
+  const bool on_gpu = parse_device(key.device).kind == DeviceKind::cuda;
+  std::optional<NvmlEnergyCounter> nvml;
+  std::optional<EnergyCounterSteps> energy_steps;
+  if (on_gpu && config.gpu_energy_window_s > 0) {
+    nvml.emplace(parse_device(key.device));
+    if (nvml->found()) energy_steps.emplace(nvml->reader());
+  }
   if (observer.on_measure_begin) observer.on_measure_begin(key);
   CpuLoadWindow load_window;
   const double worker_cpu0 = process_cpu_s(c.process().pid());
@@ -418,6 +454,10 @@ TimedCalls time_under_rule(engines::EngineClient& c, const BenchConfig& config, 
       ++counted;
       r.stopped_by = stop_reason(config.stop, latencies_s, measured_s);
     }
+    if (energy_steps) {
+      for (size_t i = 1; i < ns.size(); ++i) energy_steps->count_run();
+      energy_steps->read_after_run();
+    }
     out.replies.emplace_back(std::move(reply), counted);
     overhead_us.push_back(std::max(0.0, wall - chunk_s) / double(k) * 1e6);
     expected_call_s = std::max(chunk_s / double(k), 1e-4);
@@ -426,6 +466,16 @@ TimedCalls time_under_rule(engines::EngineClient& c, const BenchConfig& config, 
   const double wall_s = std::chrono::duration<double>(Clock::now() - wall0).count();
   if (observer.on_measure_end) observer.on_measure_end(key, int64_t(latencies_s.size()) * key.batch);
   const double rapl_j = rapl.available() ? rapl.joules() : -1;
+  GpuEnergy gpu_energy;
+  if (energy_steps) {
+    // More calls (not timed) only where the measured ones did not span two steps a window apart.
+    gpu_energy = finish_energy_window(
+        *energy_steps,
+        [&] {
+          (void)c.call({{"op", "time"}, {"calls", 1}}, engines::request_deadline_s("time", 1, expected_call_s));
+        },
+        config.gpu_energy_window_s);
+  }
   const double worker_cpu_s = process_cpu_s(c.process().pid()) - worker_cpu0;
   // The worker's CPU is the point's own work, not another process's load on it.
   CpuLoad l = load_window.finish(threads);
@@ -456,8 +506,8 @@ TimedCalls time_under_rule(engines::EngineClient& c, const BenchConfig& config, 
 
   const double n = double(latencies_s.size());
   r.measured_runs = int(latencies_s.size());
-  if (parse_device(key.device).kind == DeviceKind::cuda) {
-    r.energy_source = "not measured: another engine's GPU point (NVML's window is tach's own forwards')";
+  if (on_gpu) {
+    record_engine_gpu_energy(r, gpu_energy, nvml ? nvml->why_not() : "not measured (--energy-window 0)", n, key);
   } else if (rapl_j >= 0) {
     r.energy_j = rapl_j;
     r.energy_source =
