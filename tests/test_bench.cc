@@ -507,30 +507,45 @@ TEST(Sweep, BadEnergyWindowIsAnError) {
 
 // The measured runs' summed latencies must agree with an outside clock around them, and the
 // throughput tach reports is the batch over their median (one definition, kThroughputDefinition).
+// The time between runs (the stopping rule, the load sample) is outside the latencies but inside
+// the outside clock, and on a busy machine the process is also descheduled there: one sweep whose
+// gap is small passes, up to three are run, and if every one was measured under contention the
+// comparison is skipped with the reason (a quiet machine keeps it).
 TEST(Sweep, ThroughputAgreesWithAnExternalClock) {
-  test::TempDir dir;
-  BenchConfig c = tiny_config(dir.path());
-  c.batch_sizes = {4};
-  c.seq_lens = {64};
-  c.stop.runs = 40;
-  std::chrono::steady_clock::time_point t0, t1;
-  int64_t samples = 0;
-  BenchObserver obs;
-  obs.on_measure_begin = [&](const PointKey&) { t0 = std::chrono::steady_clock::now(); };
-  obs.on_measure_end = [&](const PointKey&, int64_t n) {
-    t1 = std::chrono::steady_clock::now();
-    samples = n;
-  };
-  const SweepOutcome out = run_bench(c, obs);
-  ASSERT_EQ(out.results.at(0).status, "ok");
-  const double external = double(samples) / std::chrono::duration<double>(t1 - t0).count();
-  EXPECT_EQ(samples, 160);
-  const PointResult& p = out.results[0];
-  const double summed_s = p.batch_latency_ms.mean * double(p.measured_runs) / 1e3;
-  EXPECT_NEAR(double(samples) / summed_s / external, 1.0, 0.03)
-      << "summed latencies give " << double(samples) / summed_s << " samples/s, outside clock " << external;
-  EXPECT_DOUBLE_EQ(p.samples_per_s, 4 * 1e3 / p.batch_latency_ms.median);
-  EXPECT_DOUBLE_EQ(p.tokens_per_s, p.real_tokens_per_batch * 1e3 / p.batch_latency_ms.median);
+  std::string tries;
+  bool every_try_contended = true;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    test::TempDir dir;
+    BenchConfig c = tiny_config(dir.path());
+    c.batch_sizes = {4};
+    c.seq_lens = {64};
+    c.stop.runs = 40;
+    std::chrono::steady_clock::time_point t0, t1;
+    int64_t samples = 0;
+    BenchObserver obs;
+    obs.on_measure_begin = [&](const PointKey&) { t0 = std::chrono::steady_clock::now(); };
+    obs.on_measure_end = [&](const PointKey&, int64_t n) {
+      t1 = std::chrono::steady_clock::now();
+      samples = n;
+    };
+    const SweepOutcome out = run_bench(c, obs);
+    ASSERT_EQ(out.results.at(0).status, "ok");
+    const double external = double(samples) / std::chrono::duration<double>(t1 - t0).count();
+    ASSERT_EQ(samples, 160);
+    const PointResult& p = out.results[0];
+    EXPECT_DOUBLE_EQ(p.samples_per_s, 4 * 1e3 / p.batch_latency_ms.median);
+    EXPECT_DOUBLE_EQ(p.tokens_per_s, p.real_tokens_per_batch * 1e3 / p.batch_latency_ms.median);
+    const double summed_s = p.batch_latency_ms.mean * double(p.measured_runs) / 1e3;
+    const double ratio = double(samples) / summed_s / external;
+    if (std::fabs(ratio - 1.0) <= 0.03) return;
+    every_try_contended = every_try_contended && p.load.contended;
+    tries += " " + std::to_string(ratio) + (p.load.contended ? " (contended)" : "");
+  }
+  if (every_try_contended)
+    GTEST_SKIP() << "needs a quiet machine: every sweep was measured under contention, and the summed latencies "
+                    "over the outside clock were"
+                 << tries;
+  ADD_FAILURE() << "the summed latencies over the outside clock were" << tries << " in three sweeps (want within 3%)";
 }
 
 // The small DistilBERT fine-tuned on SST-2 (tests/fixtures) and its tokenizer.
