@@ -166,6 +166,8 @@ PYTHON_SKIP = [
     (r"enumerate\(loader\)", "a PyTorch training loop (model, loader, optimizer are the reader's): "
                              "python/tests/test_torch_loop.py runs it with a real one"),
     (r"", None if PYTHON else "no python3 with numpy here (the module needs it)"),
+    (r"", None if os.path.isdir(os.path.join(build_dir, "python", "tach"))
+     else "this build has no Python module (configured with -DTACH_PYTHON=OFF, as make sanitize's is)"),
     (r"\.to_pandas\(\)", None if PYTHON and subprocess.run([PYTHON, "-c", "import pandas, matplotlib"],
                                                             capture_output=True).returncode == 0
      else "needs pandas and matplotlib to plot"),
