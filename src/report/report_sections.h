@@ -31,6 +31,11 @@ void speedup_section(std::ostringstream& h, FigureBook& figs, const std::vector<
 // and the median against decoding's bandwidth limits. Nothing when no point decoded.
 void decoding_section(std::ostringstream& h, const std::vector<PointResult>& points);
 
+// An inference sweep's section of report.html (sweep_report.cc): the panels over batch size, GPU
+// time and energy, every metric as a heatmap, latency distributions, and every point (all: the
+// failed ones too, with their reason); the charts also as figures.
+void sweep_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& all);
+
 // A data-parallel training run (summary.json's distributed section): each rank's median step by
 // phase, the stragglers, the communication's share and overlap, the all-reduce's bandwidth and
 // the scaling efficiency. Nothing for a one-process run.
