@@ -1,5 +1,6 @@
-"""onnxruntime: transformers' model exported to ONNX once per (model directory content, task, dtype)
-and run by an InferenceSession (the CPU execution provider, or CUDA's on cuda:N). Inference only.
+"""onnxruntime: transformers' model exported to ONNX once per (model directory content, task, dtype,
+exporter) and run by an InferenceSession (the CPU execution provider, or CUDA's on cuda:N).
+Inference only. _onnx_export.py makes and checks the export, or refuses the model by name.
 
 The export goes to cache_dir/<key>/ through a temporary directory renamed into place, so two
 workers exporting the same model at once never read half a file; a later load reuses it and says
@@ -13,14 +14,18 @@ import tempfile
 import time
 
 from ._engine import Engine
-from ._errors import bad_request, unsupported
-from .torch_engine import TASKS
-
+from ._errors import EngineError, bad_request, unsupported
+from ._onnx_export import OPSET, RECIPE, export
 
 
 def model_key(load):
-    """A digest of the model directory's files (names, sizes, contents), the task and the dtype."""
-    h = hashlib.sha256(f"{load.task}\n{load.dtype}\n".encode())
+    """A digest of the model directory's files (names, sizes, contents), the task, the dtype and
+    how the export is made (the recipe, the opset and the exporting packages' versions): another
+    torch or transformers may trace another graph, and a refused export may then succeed."""
+    import importlib.metadata as md
+    how = [load.task, load.dtype, f"recipe {RECIPE}", f"opset {OPSET}"]
+    how += [f"{package} {md.version(package)}" for package in ("torch", "transformers")]
+    h = hashlib.sha256(("\n".join(how) + "\n").encode())
     for name in sorted(os.listdir(load.model)):
         path = os.path.join(load.model, name)
         if not os.path.isfile(path) or name.endswith(".onnx"):
@@ -32,39 +37,12 @@ def model_key(load):
     return h.hexdigest()[:24]
 
 
-def export(load, directory):
-    """Exports the model to directory/model.onnx; returns (parameters, input names, output names)."""
-    import inspect
-
-    import torch
-
-    from .torch_engine import build_model
-    model = build_model(torch, load.__class__(**{**load.__dict__, "device": "cpu", "train": None}))
-    _, outputs, _ = TASKS[load.task]
-    accepted = inspect.signature(model.forward).parameters
-    names = ["input_ids", "attention_mask"] + (["token_type_ids"] if "token_type_ids" in accepted else [])
-    causal = load.task == "causal-lm"
-
-    class ByName(torch.nn.Module):
-        # Inputs and outputs by name: the models' positional parameters differ between families.
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, *args):
-            kwargs = dict(zip(names, args))
-            if causal:
-                kwargs["use_cache"] = False
-            out = self.model(**kwargs)
-            return tuple(out[name] for name in outputs)
-
-    example = tuple(torch.ones(1, 8, dtype=torch.long) for _ in names)
-    axes = {name: {0: "batch", 1: "length"} for name in names}
-    axes.update({name: {0: "batch"} if load.task == "sequence-classification" else {0: "batch", 1: "length"}
-                 for name in outputs})
-    torch.onnx.export(ByName().eval(), example, os.path.join(directory, "model.onnx"), input_names=names,
-                      output_names=list(outputs), dynamic_axes=axes, opset_version=17, dynamo=False)
-    return sum(p.numel() for p in model.parameters()), names, list(outputs)
+def _write_atomically(path, text, directory):
+    """path holding text, or not at all: written beside it, then renamed into place."""
+    fd, scratch = tempfile.mkstemp(prefix=".refused-", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    os.replace(scratch, path)
 
 
 class OnnxRuntimeEngine(Engine):
@@ -92,17 +70,28 @@ class OnnxRuntimeEngine(Engine):
         return ["cpu"] + (["cuda:0"] if "CUDAExecutionProvider" in self.ort.get_available_providers() else [])
 
     def _cached_export(self, load):
-        """(directory, setup) of the export for `load`: made now or found in cache_dir."""
+        """(directory, setup) of the export for `load`: made now or found in cache_dir. A refused
+        export is remembered beside it (<key>.refused, its reason): the sweep's later points of the
+        model are refused at once instead of exporting it again."""
         cache = load.cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "tach", "onnx")
         os.makedirs(cache, exist_ok=True)
         final = os.path.join(cache, f"{os.path.basename(load.model.rstrip('/'))}-{model_key(load)}")
         if os.path.isfile(os.path.join(final, "meta.json")):
             age = time.time() - os.path.getmtime(os.path.join(final, "meta.json"))
             return final, {"kind": "onnx export", "seconds": 0.0, "cached": True, "cache_age_s": age}
+        refused = final + ".refused"
+        if os.path.isfile(refused):
+            with open(refused, encoding="utf-8") as f:
+                raise unsupported(f.read().strip())
         t0 = time.perf_counter()
         scratch = tempfile.mkdtemp(prefix=".export-", dir=cache)
         try:
-            parameters, inputs, outputs = export(load, scratch)
+            try:
+                parameters, inputs, outputs = export(load, scratch)
+            except EngineError as e:
+                if e.kind == "unsupported":
+                    _write_atomically(refused, str(e), cache)
+                raise
             with open(os.path.join(scratch, "meta.json"), "w") as f:
                 json.dump({"parameters": parameters, "inputs": inputs, "outputs": outputs, "model": load.model,
                            "task": load.task, "dtype": load.dtype}, f)
