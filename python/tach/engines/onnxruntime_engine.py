@@ -22,9 +22,8 @@ def model_key(load):
     """A digest of the model directory's files (names, sizes, contents), the task, the dtype and
     how the export is made (the recipe, the opset and the exporting packages' versions): another
     torch or transformers may trace another graph, and a refused export may then succeed."""
-    import importlib.metadata as md
     how = [load.task, load.dtype, f"recipe {RECIPE}", f"opset {OPSET}"]
-    how += [f"{package} {md.version(package)}" for package in ("torch", "transformers")]
+    how += [f"{package} {_version(package)}" for package in ("torch", "transformers")]
     h = hashlib.sha256(("\n".join(how) + "\n").encode())
     for name in sorted(os.listdir(load.model)):
         path = os.path.join(load.model, name)
@@ -35,6 +34,15 @@ def model_key(load):
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
     return h.hexdigest()[:24]
+
+
+def _version(package):
+    """The installed version of package, or "unknown" where it has no metadata (a source build)."""
+    import importlib.metadata as md
+    try:
+        return md.version(package)
+    except md.PackageNotFoundError:
+        return "unknown"
 
 
 def _write_atomically(path, text, directory):
