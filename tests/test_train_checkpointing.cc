@@ -18,7 +18,11 @@ namespace {
 
 const std::map<std::string, std::string> kModels = {{"distilbert-cls2-f32", "encoders/distilbert-cls2-f32"},
                                                     {"bert-cls2-f32", "encoders/bert-cls2-f32"},
-                                                    {"qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv1-f32"}};
+                                                    {"qwen2-cls-kv1-f32", "decoders/qwen2-cls-kv1-f32"},
+                                                    // Head-pruned: layer 0 keeps 2 heads of 4, layer 1 3, so the
+                                                    // buffers the layers share are sized for layer 1.
+                                                    {"bert-pruned-cls2", "prune/bert-pruned"},
+                                                    {"distilbert-pruned-cls2", "prune/distilbert-pruned"}};
 
 struct StepResult {
   std::map<std::string, std::vector<float>> grads;
@@ -79,7 +83,8 @@ TEST_P(Checkpointing, GradientsAreBitIdentical) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Checkpointing,
                          ::testing::Combine(::testing::Values("distilbert-cls2-f32", "bert-cls2-f32",
-                                                              "qwen2-cls-kv1-f32"),
+                                                              "qwen2-cls-kv1-f32", "bert-pruned-cls2",
+                                                              "distilbert-pruned-cls2"),
                                             ::testing::Bool(), ::testing::Bool()));
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The training engine (BERT, DistilBERT, Qwen2) against transformers + torch on tiny fixtures (scripts/golden/
-// make_train_fixtures.py wrote the references): every parameter's gradient on one padded batch,
-// and 20 optimizer steps of AdamW with the linear schedule and clipping.
+// make_train_fixtures.py wrote the references; make_train_pruned_golden.py those of the head-pruned
+// encoders): every parameter's gradient on one padded batch, and 20 optimizer steps of AdamW with
+// the linear schedule and clipping.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -206,7 +207,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TrainFixture,
                                            "roberta-cls2-f32", "xlm-roberta-cls3-bf16", "mpnet-cls2-f32",
                                            "qwen2-cls-kv1-f32", "qwen2-cls-kv2-bf16", "llama-cls-bias-f32",
                                            "mistral-cls-window4-f32", "qwen3-cls-headdim16-f32", "gemma3-cls-f32",
-                                           "modernbert-cls-mean-f32", "modernbert-cls-bias-bf16"),
+                                           "modernbert-cls-mean-f32", "modernbert-cls-bias-bf16",
+                                           // Head-pruned (config.json's pruned_heads): each layer as
+                                           // wide as its kept heads (make_train_pruned_golden.py).
+                                           "bert-pruned-cls2", "distilbert-pruned-cls2", "roberta-pruned-cls2"),
                          [](const auto& param_info) { return test::param_name(param_info.param); });
 
 }  // namespace

@@ -58,8 +58,11 @@ def batches(config, num_labels, regression, gen):
     return out
 
 
-def run(src, dst):
-    model = AutoModelForSequenceClassification.from_pretrained(src, attn_implementation="eager").float()
+def run(src, dst, model=None):
+    """Writes the references for the checkpoint at src (or `model`, built from it by the caller) to dst."""
+    if model is None:
+        model = AutoModelForSequenceClassification.from_pretrained(src, attn_implementation="eager")
+    model = model.float()
     model.eval()  # dropout off; gradients still flow
     cfg = model.config
     has_types = cfg.model_type == "bert"

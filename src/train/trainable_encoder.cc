@@ -14,6 +14,12 @@ namespace tach::train {
 
 namespace {
 
+// The first elements of a contiguous buffer as a tensor of `shape`: a layer with pruned heads
+// uses less of the buffers sized for the widest layer.
+Tensor leading(const Tensor& buffer, const Shape& shape) {
+  return buffer.reshape({buffer.numel()}).narrow(0, 0, shape_numel(shape)).reshape(shape);
+}
+
 // transformers' _init_weights for a new nn.Linear: weight N(0, std), bias 0. Drawn on the host
 // (ParameterTable::add copies each initial value to the model's device, as a checkpoint's).
 Tensor normal_init(const Shape& shape, float std, uint64_t seed, const std::string& name) {
@@ -42,14 +48,6 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
         std::string("training needs a head, not \"") + head_name(task) + "\"");
   check(task == Head::masked_lm || task == Head::question_answering || config.num_labels() >= 1,
         "training needs a classification head: the model has no labels");
-  // Every layer is built with num_heads; a head-pruned checkpoint's smaller tensors would then fail
-  // to bind like a corrupt file. Refused before any weight is read.
-  bool heads_pruned = false;
-  for (int64_t l = 0; l < config.num_layers; ++l) heads_pruned |= config.heads_in_layer(l) != config.num_heads;
-  check(!heads_pruned, checkpoint +
-                           " has pruned_heads (config.json); tach train does not build head-pruned models "
-                           "yet; tach eval, bench and classify run it, and tach prune --ffn or --layers "
-                           "(without --heads) makes a model tach train fine-tunes");
   TrainableEncoder m;
   m.device = device;
   m.params = ParameterTable(device);
@@ -81,14 +79,17 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
   for (int64_t i = 0; i < config.num_layers; ++i) {
     const std::string p = n.layer + std::to_string(i) + ".";
     TrainableLayer layer;
+    // The heads the layer keeps (config.json's pruned_heads removes some): its attention is A wide.
+    layer.heads = config.heads_in_layer(i);
+    const int64_t A = layer.heads * config.head_dim();
     const std::string fused = P + p + "attention.qkv";
-    layer.qkv_weight = t.add_fused(fused + ".weight", {{P + p + n.q + ".weight", w.take(p + n.q + ".weight", {C, C})},
-                                                       {P + p + n.k + ".weight", w.take(p + n.k + ".weight", {C, C})},
-                                                       {P + p + n.v + ".weight", w.take(p + n.v + ".weight", {C, C})}});
-    layer.qkv_bias = t.add_fused(fused + ".bias", {{P + p + n.q + ".bias", w.take(p + n.q + ".bias", {C})},
-                                                   {P + p + n.k + ".bias", w.take(p + n.k + ".bias", {C})},
-                                                   {P + p + n.v + ".bias", w.take(p + n.v + ".bias", {C})}});
-    layer.out_weight = &encoder(p + n.out + ".weight", {C, C});
+    layer.qkv_weight = t.add_fused(fused + ".weight", {{P + p + n.q + ".weight", w.take(p + n.q + ".weight", {A, C})},
+                                                       {P + p + n.k + ".weight", w.take(p + n.k + ".weight", {A, C})},
+                                                       {P + p + n.v + ".weight", w.take(p + n.v + ".weight", {A, C})}});
+    layer.qkv_bias = t.add_fused(fused + ".bias", {{P + p + n.q + ".bias", w.take(p + n.q + ".bias", {A})},
+                                                   {P + p + n.k + ".bias", w.take(p + n.k + ".bias", {A})},
+                                                   {P + p + n.v + ".bias", w.take(p + n.v + ".bias", {A})}});
+    layer.out_weight = &encoder(p + n.out + ".weight", {C, A});
     layer.out_bias = &encoder(p + n.out + ".bias", {C});
     layer.ln1_gamma = &encoder(p + n.ln1 + ".weight", {C});
     layer.ln1_beta = &encoder(p + n.ln1 + ".bias", {C});
@@ -192,13 +193,19 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
 
 void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64_t B, int64_t T) {
   if (a.B == B && a.T == T) return;
-  const int64_t N = B * T, C = m.shape.hidden, I = m.shape.intermediate, H = m.shape.heads;
+  const int64_t N = B * T, C = m.shape.hidden, I = m.shape.intermediate, H = m.shape.heads, D = m.shape.head_dim();
+  // The widest layer's attention: the buffers layers share (checkpointing's, the backward's
+  // d(q|k|v)) are sized for it; C unless heads were pruned.
+  int64_t widest = 0;
+  for (const TrainableLayer& l : m.layers) widest = std::max(widest, l.heads);
   const Device device = m.device;
   auto make = [&](const Shape& s) { return Tensor::empty(s, DType::f32, device, MemoryCategory::activations); };
   // Views made here, once per shape, so that the step makes none: [N, cols] as [B, T, cols], its
-  // column block [B, T, C] at `col`, and each sequence's first row as [B, C] (row stride T·cols).
-  auto block = [&](const Tensor& t, int64_t cols, int64_t col) { return t.reshape({B, T, cols}).narrow(2, col, C); };
-  auto first_rows = [&](const Tensor& t) { return t.reshape({B, T * C}).narrow(1, 0, C); };
+  // column block [B, T, width] at `col`, and each sequence's first row as [B, width] (row stride T·width).
+  auto block = [&](const Tensor& t, int64_t cols, int64_t col, int64_t width) {
+    return t.reshape({B, T, cols}).narrow(2, col, width);
+  };
+  auto first_rows = [&](const Tensor& t, int64_t width) { return t.reshape({B, T * width}).narrow(1, 0, width); };
   restart_activations(a);
   const bool fused = a.fused, checkpoint = a.checkpoint;
   const bool classifier = !m.per_token();
@@ -220,53 +227,73 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   // log-sum-exp, not the probabilities); a classifier's last layer, answering its first token
   // only, keeps tach's kernels.
   ops::TrainAttentionCase attention = ops::train_attention_case(device);
-  attention.heads = attention.kv_heads = H, attention.head_size = C / H, attention.tokens = T;
+  attention.head_size = D, attention.tokens = T;
   attention.score_bias = m.relative_bias != nullptr;
-  const ops::TrainAttentionChoice layers_choice = ops::choose_train_attention(attention);
-  attention.first_queries_only = classifier;
-  const ops::TrainAttentionChoice last_choice = ops::choose_train_attention(attention);
+  auto choose = [&](int64_t heads, bool first_queries_only) {
+    attention.heads = attention.kv_heads = heads;
+    attention.first_queries_only = first_queries_only;
+    return ops::choose_train_attention(attention);
+  };
+  const ops::TrainAttentionChoice layers_choice = choose(m.layers.front().heads, false);
+  const ops::TrainAttentionChoice last_choice = choose(m.layers.back().heads, classifier);
   a.attention_kernels = ops::describe_train_attention(layers_choice, last_choice);
-  for (auto& l : a.layers) {
-    const bool last = &l == &a.layers.back();
+  a.d_qkv = make({N, 3 * widest * D});
+  // Gradient checkpointing: every layer's intermediates in one set of buffers, sized for the
+  // widest layer (each layer views their leading elements); only the inputs are kept per layer.
+  // The last layer keeps its own past attention (a classifier's runs on B rows).
+  LayerActivations shared;
+  const ops::TrainAttentionChoice shared_choice = choose(widest, false);
+  if (checkpoint) {
+    shared.qkv = make({N, 3 * widest * D});
+    const Shape saved = ops::train_attention_saved_shape(shared_choice, fused, B, widest, T);
+    if (!saved.empty()) shared.probs = make(saved);
+    shared.context = make({N, widest * D});
+  }
+  if (checkpoint && a.layers.size() > 1) {  // past attention, for the layers before the last
+    for (Tensor* t : {&shared.residual1, &shared.hidden1, &shared.residual2}) *t = make({N, C});
+    for (Tensor* t : {&shared.ffn_pre, &shared.ffn_act}) *t = make({N, I});
+    for (Tensor* t : {&shared.mean1, &shared.rstd1, &shared.mean2, &shared.rstd2}) *t = make({N});
+  }
+  for (size_t li = 0; li < a.layers.size(); ++li) {
+    LayerActivations& l = a.layers[li];
+    const bool last = li + 1 == a.layers.size(), first_token = last && classifier;
+    const int64_t heads = m.layers[li].heads, A = heads * D;
     l.input = make({N, C});
-    if (checkpoint && &l != &a.layers.front()) {
-      // Every layer's intermediates in the first layer's buffers: only the inputs are kept.
-      const LayerActivations& shared = a.layers.front();
-      const Tensor input = l.input;
-      l = shared;
-      l.input = input;
-      if (!last) continue;
-      if (last_choice.kernel != layers_choice.kernel) {  // the last layer saves what its own kernels need
-        const Shape saved = ops::train_attention_saved_shape(last_choice, fused, B, H, T);
-        l.probs = saved.empty() ? Tensor() : make(saved);
-      }
-    } else {
-      l.qkv = make({N, 3 * C});
-      l.q = block(l.qkv, 3 * C, 0);
-      l.k = block(l.qkv, 3 * C, C);
-      l.v = block(l.qkv, 3 * C, 2 * C);
-      const Shape saved = ops::train_attention_saved_shape(last ? last_choice : layers_choice, fused, B, H, T);
-      if (!saved.empty()) l.probs = make(saved);
-      l.context = make({N, C});
-      l.attention_out = l.context.reshape({B, T, C});
-    }
+    const ops::TrainAttentionChoice kernels = choose(heads, first_token);
+    const Shape saved = ops::train_attention_saved_shape(kernels, fused, B, heads, T);
+    l.qkv = checkpoint ? leading(shared.qkv, {N, 3 * A}) : make({N, 3 * A});
+    if (!saved.empty())  // a last layer whose kernels differ from the others' saves what its own need
+      l.probs = checkpoint && shared.probs.defined() && kernels.kernel == shared_choice.kernel
+                    ? leading(shared.probs, saved)
+                    : make(saved);
+    l.context = checkpoint ? leading(shared.context, {N, A}) : make({N, A});
+    l.q = block(l.qkv, 3 * A, 0, A);
+    l.k = block(l.qkv, 3 * A, A, A);
+    l.v = block(l.qkv, 3 * A, 2 * A, A);
+    l.attention_out = l.context.reshape({B, T, A});
+    l.d_qkv = leading(a.d_qkv, {N, 3 * A});
+    l.d_q = block(l.d_qkv, 3 * A, 0, A);
+    l.d_k = block(l.d_qkv, 3 * A, A, A);
+    l.d_v = block(l.d_qkv, 3 * A, 2 * A, A);
     // A sequence classifier's last layer after attention: the first token of each row only
     // (trainable_encoder_step.cc); a per-token head's runs on every token.
-    const int64_t rows = last && classifier ? B : N;
-    if (last && classifier) {
-      l.q = block(l.qkv, 3 * C, 0).narrow(1, 0, 1);
-      l.attention_out = l.context.reshape({B, T, C}).narrow(1, 0, 1);
+    const int64_t rows = first_token ? B : N;
+    if (first_token) {
+      l.q = l.q.narrow(1, 0, 1);
+      l.attention_out = l.attention_out.narrow(1, 0, 1);
+      l.context_cls = make({B, A});
     }
-    l.residual1 = make({rows, C});
-    if (rows == N) l.d_context = l.residual1.reshape({B, T, C});
-    l.mean1 = make({rows});
-    l.rstd1 = make({rows});
-    l.hidden1 = make({rows, C});
-    l.ffn_pre = make({rows, I});
-    l.ffn_act = make({rows, I});
-    l.residual2 = make({rows, C});
-    l.mean2 = make({rows});
-    l.rstd2 = make({rows});
+    if (checkpoint && !last) {
+      l.residual1 = shared.residual1, l.hidden1 = shared.hidden1, l.residual2 = shared.residual2;
+      l.ffn_pre = shared.ffn_pre, l.ffn_act = shared.ffn_act;
+      l.mean1 = shared.mean1, l.rstd1 = shared.rstd1, l.mean2 = shared.mean2, l.rstd2 = shared.rstd2;
+    } else {
+      for (Tensor* t : {&l.residual1, &l.hidden1, &l.residual2}) *t = make({rows, C});
+      for (Tensor* t : {&l.ffn_pre, &l.ffn_act}) *t = make({rows, I});
+      for (Tensor* t : {&l.mean1, &l.rstd1, &l.mean2, &l.rstd2}) *t = make({rows});
+    }
+    l.d_context_rows = leading(l.residual1, {rows, A});
+    if (rows == N) l.d_context = l.d_context_rows.reshape({B, T, A});
   }
   if (m.per_token()) {
     a.sequence_output = make({N, C});
@@ -282,8 +309,6 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
     // The masked LM's logits are sized by each forward: its predicted rows.
     a.logits = m.task == Head::masked_lm ? make({1, m.config.vocab_size}) : make({N, m.num_labels()});
   } else {
-    LayerActivations& last = a.layers.back();
-    last.context_cls = make({B, C});
     a.first = make({B, C});
     if (m.family().dropout_before_head_dense) a.first_dropped = make({B, C});
     a.head_hidden = make({B, C});
@@ -292,10 +317,6 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   }
   a.d_hidden = make({N, C});
   a.d_scratch = make({N, C});
-  a.d_qkv = make({N, 3 * C});
-  a.d_q = block(a.d_qkv, 3 * C, 0);
-  a.d_k = block(a.d_qkv, 3 * C, C);
-  a.d_v = block(a.d_qkv, 3 * C, 2 * C);
   a.d_ffn = make({N, I});
   a.d_head = make({B, C});
   a.d_first = make({B, C});
@@ -303,13 +324,16 @@ void prepare_activations(EncoderActivations& a, const TrainableEncoder& m, int64
   a.d_cls2 = make({B, C});
   a.d_cls_ffn = make({B, I});
   if (classifier) {
+    const LayerActivations& last = a.layers.back();
+    const int64_t A = m.layers.back().heads * D;
     FirstTokenViews& v = a.first_token;
-    v.context = first_rows(a.layers.back().context);
-    v.input = first_rows(a.layers.back().input);
-    v.d_hidden = first_rows(a.d_hidden);
-    v.d_context = a.d_scratch.reshape({B, T, C}).narrow(1, 0, 1);
-    v.d_context_rows = first_rows(a.d_scratch);
-    v.d_q = a.d_q.narrow(1, 0, 1);
+    v.context = first_rows(last.context, A);
+    v.input = first_rows(last.input, C);
+    v.d_hidden = first_rows(a.d_hidden, C);
+    const Tensor d_context = leading(a.d_scratch, {N, A});  // d(context) of the last layer, whose rows it reads
+    v.d_context = d_context.reshape({B, T, A}).narrow(1, 0, 1);
+    v.d_context_rows = first_rows(d_context, A);
+    v.d_q = last.d_q.narrow(1, 0, 1);
   }
 }
 
@@ -362,10 +386,12 @@ std::vector<LinearSite> TrainableEncoder::linear_sites() {
   for (size_t i = 0; i < layers.size(); ++i) {
     TrainableLayer& l = layers[i];
     const std::string p = prefix() + n.layer + std::to_string(i) + ".";
-    sites.push_back({p + n.q, C, C, 0, &l.qkv_lora});
-    sites.push_back({p + n.k, C, C, C, &l.qkv_lora});
-    sites.push_back({p + n.v, C, C, 2 * C, &l.qkv_lora});
-    sites.push_back({p + n.out, C, C, 0, &l.out_lora});
+    // q, k, v [A, C] and the output [C, A]: A = the layer's heads x head_dim (fewer where pruned).
+    const int64_t A = l.heads * config.head_dim();
+    sites.push_back({p + n.q, C, A, 0, &l.qkv_lora});
+    sites.push_back({p + n.k, C, A, A, &l.qkv_lora});
+    sites.push_back({p + n.v, C, A, 2 * A, &l.qkv_lora});
+    sites.push_back({p + n.out, A, C, 0, &l.out_lora});
     sites.push_back({p + n.ffn_in, C, I, 0, &l.ffn_in_lora});
     sites.push_back({p + n.ffn_out, I, C, 0, &l.ffn_out_lora});
   }

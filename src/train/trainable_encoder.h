@@ -22,9 +22,12 @@
 
 namespace tach::train {
 
+// A = heads x head_dim, the layer's attention width: C, or less where heads were pruned
+// (config.json's pruned_heads; each layer keeps its own heads, as transformers 4's prune_heads left them).
 struct TrainableLayer {
-  FusedTensor qkv_weight, qkv_bias;          // [3C, C], [3C]: query, key, value stacked
-  Parameter *out_weight, *out_bias;          // [C, C], [C]
+  int64_t heads = 0;                         // the heads the layer keeps
+  FusedTensor qkv_weight, qkv_bias;          // [3A, C], [3A]: query, key, value stacked
+  Parameter *out_weight, *out_bias;          // [C, A], [C]
   Parameter *ln1_gamma, *ln1_beta;           // [C]
   Parameter *ffn_in_weight, *ffn_in_bias;    // [I, C], [I]
   Parameter *ffn_out_weight, *ffn_out_bias;  // [C, I], [C]
@@ -91,38 +94,45 @@ TrainableEncoder build_trainable_encoder(const model::EncoderConfig& config, con
                                          std::vector<std::string>* notes, Head task = Head::sequence_classification,
                                          const std::string& checkpoint = "", Device device = Device::cpu());
 
-// What one forward keeps for the backward, per layer, sized for [B, T]. Allocated once for the
-// largest batch and reused across steps (category activations).
+// What one forward keeps for the backward, per layer, sized for [B, T]; A is the layer's attention
+// width (TrainableLayer), H its heads. Allocated once for the largest batch and reused across steps
+// (category activations). Under gradient checkpointing the layers' intermediates are views of one
+// set of buffers, sized for the widest layer (a layer with pruned heads uses their leading elements).
 struct LayerActivations {
-  Tensor input;          // [N, C] the layer's input (the previous LayerNorm's output)
-  Tensor qkv;            // [N, 3C]
-  Tensor q, k, v;        // [B, T, C] views of qkv's column blocks (q [B, 1, C]: a classifier's last layer)
-  Tensor probs;          // [B, H, T, T] softmax before dropout (eager only)
-  Tensor context;        // [N, C]
-  Tensor attention_out;  // [B, T, C] view of context (the first token's row [B, 1, C]: a classifier's last layer)
-  Tensor residual1;      // [N, C] input + dropout(attention output), LayerNorm 1's input
-  Tensor d_context;      // [B, T, C] view of residual1: the backward's d(context) (full layers only)
-  Tensor mean1, rstd1;   // [N]
-  Tensor hidden1;        // [N, C] LayerNorm 1's output
-  Tensor ffn_pre;        // [N, I] before the activation
-  Tensor ffn_act;        // [N, I] after it
-  Tensor residual2;      // [N, C]
-  Tensor mean2, rstd2;   // [N]
+  Tensor input;           // [N, C] the layer's input (the previous LayerNorm's output)
+  Tensor qkv;             // [N, 3A]
+  Tensor q, k, v;         // [B, T, A] views of qkv's column blocks (q [B, 1, A]: a classifier's last layer)
+  Tensor probs;           // [B, H, T, T] softmax before dropout (eager only)
+  Tensor context;         // [N, A]
+  Tensor attention_out;   // [B, T, A] view of context (the first token's row [B, 1, A]: a classifier's last layer)
+  Tensor residual1;       // [N, C] input + dropout(attention output), LayerNorm 1's input
+  Tensor d_context_rows;  // [N, A] view of residual1's leading elements: the backward's d(context) ([B, A]:
+                          // the first tokens', a classifier's last layer)
+  Tensor d_context;       // [B, T, A] the same rows (full layers only)
+  Tensor mean1, rstd1;    // [N]
+  Tensor hidden1;         // [N, C] LayerNorm 1's output
+  Tensor ffn_pre;         // [N, I] before the activation
+  Tensor ffn_act;         // [N, I] after it
+  Tensor residual2;       // [N, C]
+  Tensor mean2, rstd2;    // [N]
   // A sequence classifier's last layer runs everything after attention for the first token of each row only: its
   // residual1, hidden1, residual2 are [B, C], ffn_pre and ffn_act [B, I], the statistics [B], and
-  // context_cls [B, C] holds the first tokens' context (context stays [N, C]).
+  // context_cls [B, A] holds the first tokens' context (context stays [N, A]).
   Tensor context_cls;
+  // The backward's d(q|k|v) [N, 3A] and its column blocks [B, T, A]: views of EncoderActivations::d_qkv.
+  Tensor d_qkv, d_q, d_k, d_v;
 };
 
 // A sequence classifier's last layer reads each sequence's first token only: views of every
-// T-th row (row stride T·C) of the [N, C] buffers it touches, made once with the buffers.
+// T-th row (row stride T·C or T·A) of the [N, C] and [N, A] buffers it touches, made once with
+// the buffers; A is the last layer's attention width.
 struct FirstTokenViews {
-  Tensor context;         // [B, C] of the last layer's context
+  Tensor context;         // [B, A] of the last layer's context
   Tensor input;           // [B, C] of its input (the residual)
   Tensor d_hidden;        // [B, C] of d_hidden: d(layer input) at the first tokens
-  Tensor d_context;       // [B, 1, C] of d_scratch: attention's dout
-  Tensor d_context_rows;  // [B, C] of the same rows
-  Tensor d_q;             // [B, 1, C] of d_qkv's query block
+  Tensor d_context;       // [B, 1, A] of d_scratch's leading [N, A]: attention's dout
+  Tensor d_context_rows;  // [B, A] of the same rows
+  Tensor d_q;             // [B, 1, A] of the last layer's d_q
 };
 
 struct EncoderActivations final : ForwardState {
@@ -148,9 +158,9 @@ struct EncoderActivations final : ForwardState {
   Tensor mlm_input;                     // [N, C] the predicted rows of sequence_output (first M rows)
   Tensor mlm_pre, mlm_act, mlm_hidden;  // [N, C] the masked-LM dense's output, its activation, the LayerNorm's
   Tensor mlm_mean, mlm_rstd;            // [N]
-  // Gradient buffers reused by the backward.
-  Tensor d_hidden, d_scratch, d_qkv, d_ffn;  // [N, C], [N, C], [N, 3C], [N, I]
-  Tensor d_q, d_k, d_v;                      // [B, T, C] views of d_qkv's column blocks
+  // Gradient buffers reused by the backward; d_qkv [N, 3A] for the widest layer, which each
+  // layer views (LayerActivations::d_qkv).
+  Tensor d_hidden, d_scratch, d_qkv, d_ffn;  // [N, C], [N, C], [N, 3A], [N, I]
   Tensor d_head, d_first;                    // [B, C], [B, C]
   Tensor d_cls1, d_cls2, d_cls_ffn;          // the last layer's: [B, C], [B, C], [B, I]
 };

@@ -63,13 +63,16 @@ const Tensor& bias_grad(const TrainableEncoder& m) { return m.relative_bias ? gr
 
 const Tensor& layer_norm_beta(const Parameter* p) { return p ? p->value : kNone; }
 
+// 1/sqrt(head_dim): the head size stays hidden / num_heads where heads were pruned.
+float attention_scale(const TrainableEncoder& m) { return 1.0f / std::sqrt(float(m.shape.head_dim())); }
+
 // One layer's forward over every token: from a.layers[li].input to the next layer's input,
 // keeping what its backward needs.
 void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const Tensor& mask,
                         const DropoutRates& dr) {
-  const int64_t H = m.shape.heads, D = m.shape.hidden / H;
-  const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
+  const float eps = m.shape.eps, scale = attention_scale(m);
   const TrainableLayer& w = m.layers[li];
+  const int64_t H = w.heads;
   LayerActivations& s = a.layers[li];
   // The next layer's input; after the last layer (a per-token head's), the sequence output.
   const Tensor& out = li + 1 < a.layers.size() ? a.layers[li + 1].input : a.sequence_output;
@@ -130,9 +133,9 @@ void full_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
 // other rows and discards them; the loss and every gradient are the same. Writes a.first [B, C].
 void last_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, const Tensor& mask,
                         const DropoutRates& dr) {
-  const int64_t H = m.shape.heads, D = m.shape.hidden / H;
-  const float eps = m.shape.eps, scale = 1.0f / std::sqrt(float(D));
+  const float eps = m.shape.eps, scale = attention_scale(m);
   const TrainableLayer& w = m.layers[li];
+  const int64_t H = w.heads;
   LayerActivations& s = a.layers[li];
   core::Span layer_span(core::SpanKind::module, layer_module(m, li));
   {
@@ -165,9 +168,9 @@ void last_layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t
 // Its backward, from d_out = d(a.first) [B, C]; leaves d(layer input) [N, C] in a.d_hidden.
 void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, const Tensor& mask,
                          const DropoutRates& dr, const Tensor& d_out) {
-  const int64_t H = m.shape.heads, D = m.shape.hidden / H;
-  const float scale = 1.0f / std::sqrt(float(D));
+  const float scale = attention_scale(m);
   TrainableLayer& w = m.layers[li];
+  const int64_t H = w.heads;
   LayerActivations& s = a.layers[li];
   const Tensor& d1 = a.d_cls1;  // [B, C]
   const Tensor& d2 = a.d_cls2;  // [B, C]
@@ -202,18 +205,18 @@ void last_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
     ops::dropout_backward(d1, d1, dr.hidden, key(dr, site_attention_output(int64_t(li))));
   // d(context_cls) into residual1's buffer, no longer needed; then into the first tokens' rows of
   // d_scratch, the only rows of d(context) the attention backward reads.
-  ops::fill_zero(s.residual1);
-  ops::linear_backward(s.residual1, grad(w.out_weight), grad(w.out_bias), d1, s.context_cls, weight(w.out_weight));
-  lora_bwd(m, w.out_lora, s.residual1, d1, s.context_cls, a, dr);
-  if (a.unit_gradients.attention) a.unit_gradients.attention(int(li), s.context_cls, s.residual1);
-  ops::copy_rows(a.first_token.d_context_rows, s.residual1);
-  ops::fill_zero(a.d_qkv);  // the rows of dq after the first token stay zero
-  ops::attention_backward(a.first_token.d_q, a.d_k, a.d_v, bias_grad(m), a.d_bias_parts, a.first_token.d_context,
+  ops::fill_zero(s.d_context_rows);
+  ops::linear_backward(s.d_context_rows, grad(w.out_weight), grad(w.out_bias), d1, s.context_cls, weight(w.out_weight));
+  lora_bwd(m, w.out_lora, s.d_context_rows, d1, s.context_cls, a, dr);
+  if (a.unit_gradients.attention) a.unit_gradients.attention(int(li), s.context_cls, s.d_context_rows);
+  ops::copy_rows(a.first_token.d_context_rows, s.d_context_rows);
+  ops::fill_zero(s.d_qkv);  // the rows of dq after the first token stay zero
+  ops::attention_backward(a.first_token.d_q, s.d_k, s.d_v, bias_grad(m), a.d_bias_parts, a.first_token.d_context,
                           s.probs, s.q, s.k, s.v, mask, int(H), scale, dr.attention,
                           key(dr, site_attention_probs(int64_t(li))), bias_table(m), a.buckets);
   ops::fill_zero(a.d_hidden);
-  ops::linear_backward(a.d_hidden, grad(w.qkv_weight), grad(w.qkv_bias), a.d_qkv, s.input, weight(w.qkv_weight));
-  lora_bwd(m, w.qkv_lora, a.d_hidden, a.d_qkv, s.input, a, dr);
+  ops::linear_backward(a.d_hidden, grad(w.qkv_weight), grad(w.qkv_bias), s.d_qkv, s.input, weight(w.qkv_weight));
+  lora_bwd(m, w.qkv_lora, a.d_hidden, s.d_qkv, s.input, a, dr);
   ops::add_inplace(a.first_token.d_hidden, d2);
 }
 
@@ -228,9 +231,9 @@ void layer_forward(const TrainableEncoder& m, EncoderActivations& a, size_t li, 
 // d(layer input) on exit (none for the first layer when the embeddings are frozen).
 void full_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, const Tensor& mask,
                          const DropoutRates& dr, bool embeddings_frozen) {
-  const int64_t H = m.shape.heads, D = m.shape.hidden / H;
-  const float scale = 1.0f / std::sqrt(float(D));
+  const float scale = attention_scale(m);
   TrainableLayer& w = m.layers[li];
+  const int64_t H = w.heads;
   LayerActivations& s = a.layers[li];
   if (a.unit_gradients.layer)
     a.unit_gradients.layer(int(li), s.input, li + 1 < a.layers.size() ? a.layers[li + 1].input : a.sequence_output,
@@ -269,18 +272,19 @@ void full_layer_backward(TrainableEncoder& m, EncoderActivations& a, size_t li, 
   ops::copy_rows(a.d_hidden, a.d_scratch);
   if (m.family().attention_output_dropout)
     ops::dropout_backward(a.d_scratch, a.d_scratch, dr.hidden, key(dr, site_attention_output(int64_t(li))));
-  // d(context) goes into residual1's buffer (s.d_context views it), no longer needed.
-  ops::fill_zero(s.residual1);
-  ops::linear_backward(s.residual1, grad(w.out_weight), grad(w.out_bias), a.d_scratch, s.context, weight(w.out_weight));
-  lora_bwd(m, w.out_lora, s.residual1, a.d_scratch, s.context, a, dr);
-  if (a.unit_gradients.attention) a.unit_gradients.attention(int(li), s.context, s.residual1);
-  ops::attention_backward(a.d_q, a.d_k, a.d_v, bias_grad(m), a.d_bias_parts, s.d_context, s.probs, s.q, s.k, s.v, mask,
+  // d(context) [N, A] goes into residual1's buffer (s.d_context_rows and s.d_context view it), no longer needed.
+  ops::fill_zero(s.d_context_rows);
+  ops::linear_backward(s.d_context_rows, grad(w.out_weight), grad(w.out_bias), a.d_scratch, s.context,
+                       weight(w.out_weight));
+  lora_bwd(m, w.out_lora, s.d_context_rows, a.d_scratch, s.context, a, dr);
+  if (a.unit_gradients.attention) a.unit_gradients.attention(int(li), s.context, s.d_context_rows);
+  ops::attention_backward(s.d_q, s.d_k, s.d_v, bias_grad(m), a.d_bias_parts, s.d_context, s.probs, s.q, s.k, s.v, mask,
                           int(H), scale, dr.attention, key(dr, site_attention_probs(int64_t(li))), bias_table(m),
                           a.buckets, s.attention_out);
   // The first layer's dX feeds only the embeddings: when they are frozen (LoRA), skip it.
   const Tensor& dx = li == 0 && embeddings_frozen ? kNone : a.d_hidden;
-  ops::linear_backward(dx, grad(w.qkv_weight), grad(w.qkv_bias), a.d_qkv, s.input, weight(w.qkv_weight));
-  lora_bwd(m, w.qkv_lora, dx, a.d_qkv, s.input, a, dr);
+  ops::linear_backward(dx, grad(w.qkv_weight), grad(w.qkv_bias), s.d_qkv, s.input, weight(w.qkv_weight));
+  lora_bwd(m, w.qkv_lora, dx, s.d_qkv, s.input, a, dr);
   if (a.layer_grads_ready) a.layer_grads_ready(int(li));
 }
 

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Distillation and pruning options refused by name (tests/cmake/review_fixes2.cmake): a --distill-*
 # option without --distill-from, a teacher dtype the device lacks, a teacher of another head named by
-# its own architecture, tach prune's --heads and --layers naming themselves and refusing duplicates,
-# and tach train refusing a head-pruned checkpoint before its weights are read.
+# its own architecture, and tach prune's --heads and --layers naming themselves and refusing duplicates.
 # Usage: review_fixes2.sh path/to/tach fixtures_dir CASE
 set -euo pipefail
 tach=$1
@@ -53,10 +52,6 @@ case "$case_name" in
     expect_exit 2 '--layers lists layer 0 twice' prune -m "$bert" -o "$dir/p" --layers 0,0
     expect_exit 2 '--layers lists "9"; the model has layers 0 to 1' prune -m "$bert" -o "$dir/p" --layers 9,
     [ ! -e "$dir/p" ] || fail "a refused prune wrote its output"
-    ;;
-  train_head_pruned)
-    expect_exit 1 "has pruned_heads (config.json); tach train does not build head-pruned models yet" train \
-      -m "$fx/prune/bert-pruned" "${common[@]}"
     ;;
   *) fail "unknown case $case_name" ;;
 esac

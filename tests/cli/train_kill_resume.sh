@@ -3,14 +3,16 @@
 # as an uninterrupted run (same data order, same dropout masks, same optimizer state), and its
 # steps.jsonl holds every step exactly once. Usage: train_kill_resume.sh path/to/tach fixtures_dir
 # [more tach train flags, e.g. --method qlora: then the saved adapter is compared]
+# RESUME_MODEL: the model to train, relative to fixtures_dir (default encoders/bert-cls2-f32).
 set -euo pipefail
 tach=$1
 fixtures=$2
 shift 2
+model=$fixtures/${RESUME_MODEL:-encoders/bert-cls2-f32}
 dir=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
-args=(train -m "$fixtures/encoders/bert-cls2-f32" -k "$fixtures/tokenizers/tiny-wordpiece" -d "$fixtures/train/tiny.csv"
+args=(train -m "$model" -k "$fixtures/tokenizers/tiny-wordpiece" -d "$fixtures/train/tiny.csv"
       --epochs 25 -b 4 --lr 1e-3 --warmup-ratio 0.1 --weight-decay 0.01 --save-every 7 --seed 5 --runs-dir "$dir"
       --no-progress "$@")
 
