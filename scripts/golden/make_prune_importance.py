@@ -29,19 +29,29 @@ next-token loss (labels = input_ids, shifted by transformers), and the LM logits
 pruned, right-padded.
 
 <family>-<head>-importance.json: the per-token heads, on tests/fixtures/train_tasks/<case>/model
-(bert and distilbert), each on the data tach train --task reads for it, one row at a time:
+(bert, distilbert, roberta, xlm-roberta, mpnet), each on the data tach train --task reads for it,
+one row at a time:
   token-classification   tests/fixtures/token_classes/ner.conll, run_ner.py's features truncated
-                         to 10 tokens (make_train_task_golden.py's ner_features); L the mean
-                         cross-entropy over the row's labelled tokens
+                         to 10 tokens (make_train_task_golden.py's ner_features: the WordPiece
+                         fixture tokenizer splits a word the same with run_ner's prefix space);
+                         L the mean cross-entropy over the row's labelled tokens
   question-answering     tests/fixtures/train_tasks/squad_train.jsonl, run_qa.py's windows of 24
-                         tokens with stride 6 (qa_features); L = (CE(start) + CE(end)) / 2
-  masked-lm              the first 20 texts of tiny.csv, truncated to the model's 32 positions, the
-                         masks tach train draws in its first epoch with seed 42 (splitmix64 hashes
-                         of seed, epoch, example, position: train/mlm_masking.cc, written again
-                         below); L the mean cross-entropy at the masked tokens; a text with none
-                         masked has no loss and is left out
-with the units --heads 0.5 --ffn 0.25 --layers 1 removes by them and the per-token outputs
-transformers computes for the model so pruned, right-padded.
+                         tokens with stride 6 (qa_features), token types for BERT alone (a
+                         one-type RoBERTa or XLM-R reads zeros); L = (CE(start) + CE(end)) / 2
+  masked-lm              the first 20 texts of tiny.csv, truncated to the model's positions (32;
+                         30 where they start after padding_idx), the masks tach train draws in its
+                         first epoch with seed 42 (splitmix64 hashes of seed, epoch, example,
+                         position: train/mlm_masking.cc, written again below); L the mean
+                         cross-entropy at the masked tokens; a text with none masked has no loss
+                         and is left out
+with the units --heads 0.5 --ffn 0.25 --layers 1 removes by them (MPNet: --ffn 0.25 --layers 1,
+its heads kept as tach prune keeps them; their scores are still written) and the per-token
+outputs transformers computes for the model so pruned, right-padded (RoBERTa, XLM-R and MPNet:
+make_prune_fixtures.py's RoBERTa rows, pad id 1, a pad id inside a row among them).
+
+    scripts/golden/make_prune_importance.py tests/fixtures/prune --heads-only --family mpnet
+
+writes one family's per-token files alone.
 
 Writes <family>-importance.json with the scores, the units tach prune --heads 0.5 --ffn 0.25
 --layers 1 removes by them, and the logits transformers computes for the model so pruned
@@ -60,16 +70,34 @@ from transformers import (AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelF
                           AutoModelForTokenClassification)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_prune_fixtures import FAMILIES, ROWS, logits, padded, prune_state, silenced  # noqa: E402
+from make_prune_fixtures import FAMILIES, ROBERTA_ROWS, ROWS, logits, padded, prune_state, silenced  # noqa: E402
 from make_train_task_golden import ner_features, qa_features  # noqa: E402
 
 SAMPLES = 20
 
+# make_prune_fixtures.py's tensor names, with XLM-R's (RoBERTa's, under roberta.) and MPNet's.
+FAMILIES = dict(FAMILIES, **{
+    "xlm-roberta": FAMILIES["roberta"],
+    "mpnet": dict(layer="mpnet.encoder.layer.{}.", q="attention.attn.q", k="attention.attn.k", v="attention.attn.v",
+                  o="attention.attn.o", fin="intermediate.dense", fout="output.dense", ffn_key="intermediate_size",
+                  layers_key="num_hidden_layers"),
+})
+# Families whose position ids start after padding_idx (pad id 1), as transformers numbers them
+# from the ids: fewer tokens than max_position_embeddings, and their own rows (a pad id inside).
+AFTER_PADDING = ("roberta", "xlm-roberta", "mpnet")
+# MPNet keeps its heads: one relative position bias table serves every layer's (tach prune refuses).
+KEEPS_HEADS = ("mpnet",)
+
 # Per family: the encoder's layers and, under each layer, the output projection and the FFN's
 # second linear.
+BERT_LAYOUT = dict(layers=lambda m: getattr(m, m.base_model_prefix).encoder.layer,
+                   o=lambda l: l.attention.output.dense, fout=lambda l: l.output.dense)
 MODULES = {
-    "bert": dict(layers=lambda m: m.bert.encoder.layer, o=lambda l: l.attention.output.dense,
-                 fout=lambda l: l.output.dense),
+    "bert": BERT_LAYOUT,
+    "roberta": BERT_LAYOUT,
+    "xlm-roberta": BERT_LAYOUT,
+    "mpnet": dict(layers=lambda m: m.mpnet.encoder.layer, o=lambda l: l.attention.attn.o,
+                  fout=lambda l: l.output.dense),
     "distilbert": dict(layers=lambda m: m.distilbert.transformer.layer, o=lambda l: l.attention.out_lin,
                        fout=lambda l: l.ffn.lin2),
     # The causal decoders (the body under the model's base_model_prefix) and ModernBERT.
@@ -147,20 +175,19 @@ def importance(model, family, data):
     return {k: (v / len(data)).tolist() for k, v in sums.items()}, H, D, I
 
 
-def write_case(out_dir, family, source, data, tok_dir):
+def prune_by_scores(model, family, scores, H, D, I):
+    """The units --heads 0.5 --ffn 0.25 --layers 1 removes by the scores (the lowest of each kind,
+    the lower index first among equals; MPNet's heads stay), and the reference: the kept layer
+    alone, its removed units silenced (make_prune_fixtures.py's way). Returns the reference model
+    and the expected file's entries for the scores and the units (pruned_heads: the kept layers'
+    removed heads, renumbered as config.json lists them)."""
     fam = FAMILIES[family]
-    model = AutoModelForSequenceClassification.from_pretrained(source).eval()
-    model.config.problem_type = "single_label_classification"
-    calib = examples(data, tokenizer(tok_dir), SAMPLES, model.config.max_position_embeddings,
-                     family != "distilbert")
-    scores, H, D, I = importance(model, family, calib)
     L = len(scores["layers"])
     low = lambda s, n: sorted(sorted(range(len(s)), key=lambda i: (s[i], i))[:n])
     drop_layer = low(scores["layers"], 1)[0]
     kept_layers = [l for l in range(L) if l != drop_layer]
-    heads_removed = {l: low(scores["heads"][l], H // 2) for l in kept_layers}
+    heads_removed = {} if family in KEEPS_HEADS else {l: low(scores["heads"][l], H // 2) for l in kept_layers}
     neurons_removed = {l: low(scores["neurons"][l], I // 4) for l in kept_layers}
-    # The reference: the kept layer alone, its removed units silenced.
     small_state = prune_state(model.state_dict(), fam, L, {}, None, H, D, kept_layers)
     config = model.config
     setattr(config, fam["layers_key"], len(kept_layers))
@@ -168,15 +195,27 @@ def write_case(out_dir, family, source, data, tok_dir):
     small.load_state_dict(small_state)
     renumber = lambda d: {kept_layers.index(l): v for l, v in d.items()}
     ref = silenced(small, fam, renumber(heads_removed), renumber(neurons_removed), D)
-    expected = {"samples": SAMPLES, "head_importance": scores["heads"], "neuron_importance": scores["neurons"],
-                "layer_importance": scores["layers"], "removed_layers": [drop_layer],
-                "pruned_heads": {str(kept_layers.index(l)): h for l, h in heads_removed.items()},
-                "input_rows": ROWS, "pad_id": 0, "architecture": type(model).__name__, "weights_dtype": "f32"}
+    expected = {"head_importance": scores["heads"], "neuron_importance": scores["neurons"],
+                "layer_importance": scores["layers"], "removed_layers": [drop_layer]}
+    if heads_removed:
+        expected["pruned_heads"] = {str(l): h for l, h in renumber(heads_removed).items()}
+    return ref, expected
+
+
+def write_case(out_dir, family, source, data, tok_dir):
+    model = AutoModelForSequenceClassification.from_pretrained(source).eval()
+    model.config.problem_type = "single_label_classification"
+    calib = examples(data, tokenizer(tok_dir), SAMPLES, model.config.max_position_embeddings,
+                     family != "distilbert")
+    scores, H, D, I = importance(model, family, calib)
+    ref, pruned = prune_by_scores(model, family, scores, H, D, I)
+    expected = {"samples": SAMPLES, **pruned, "input_rows": ROWS, "pad_id": 0, "architecture": type(model).__name__,
+                "weights_dtype": "f32"}
     expected.update(logits(ref, ROWS, 0))
     path = os.path.join(out_dir, family + "-importance.json")
     with open(path, "w") as f:
         json.dump(expected, f)
-    print(f"{path}: layer {drop_layer} dropped, heads {heads_removed}")
+    print(f"{path}: layer {pruned['removed_layers'][0]} dropped, heads {pruned['pruned_heads']}")
 
 
 def write_regression_case(out_dir, source, data, tok_dir):
@@ -225,6 +264,8 @@ def tach_masks(ids, special, mask_id, vocab, key, p=0.15, mask_replace=0.8, rand
     return ids, labels
 
 
+# The encoder families whose per-token heads tach trains: tests/fixtures/train_tasks/<family>-<case>.
+TASK_FAMILIES = ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet")
 # head -> (the train_tasks case's suffix, the class that loads it)
 TASKS = {
     "token-classification": ("token-cls5-f32", AutoModelForTokenClassification),
@@ -233,10 +274,15 @@ TASKS = {
 }
 
 
-def task_rows(head, with_types, fixtures):
+def task_rows(head, family, config, fixtures):
     """The calibration rows of a per-token head as model keyword arguments, and how many examples
-    they came from."""
+    they came from. A question's window has its token types where the model has two (BERT's):
+    a one-type model (RoBERTa, XLM-R) reads zeros, as its own tokenizer gives it none, and
+    DistilBERT and MPNet have no types. The masked LM's texts are cut to the model's positions
+    (RoBERTa's, XLM-R's and MPNet's start after padding_idx)."""
     one = lambda x: torch.tensor([x])
+    with_types = getattr(config, "type_vocab_size", 0) > 1
+    positions = config.max_position_embeddings - (config.pad_token_id + 1 if family in AFTER_PADDING else 0)
     if head == "token-classification":
         f = ner_features(fixtures)
         return [{"input_ids": one(i), "labels": one(l)} for i, l in zip(f["input_ids"], f["labels"])], \
@@ -253,7 +299,7 @@ def task_rows(head, with_types, fixtures):
             rows.append(kw)
         return rows, sum(1 for line in open(path, encoding="utf-8") if line.strip())
     tok = tokenizer(os.path.join(fixtures, "token_classes", "tokenizer-wordpiece"))
-    tok.enable_truncation(32)
+    tok.enable_truncation(positions)
     mask_id, vocab = tok.token_to_id("[MASK]"), tok.get_vocab_size()
     texts = [r["text"] for r in csv.DictReader(open(os.path.join(fixtures, "train", "tiny.csv")))][:SAMPLES]
     rows = []
@@ -266,37 +312,23 @@ def task_rows(head, with_types, fixtures):
 
 
 def write_task_case(out_dir, family, head, fixtures):
-    fam = FAMILIES[family]
     suffix, auto = TASKS[head]
     model = auto.from_pretrained(os.path.join(fixtures, "train_tasks", family + "-" + suffix, "model")).eval()
-    rows, samples = task_rows(head, family != "distilbert", fixtures)
+    rows, samples = task_rows(head, family, model.config, fixtures)
     scores, H, D, I = importance(model, family, rows)
-    L = len(scores["layers"])
-    low = lambda s, n: sorted(sorted(range(len(s)), key=lambda i: (s[i], i))[:n])
-    drop_layer = low(scores["layers"], 1)[0]
-    kept_layers = [l for l in range(L) if l != drop_layer]
-    heads_removed = {l: low(scores["heads"][l], H // 2) for l in kept_layers}
-    neurons_removed = {l: low(scores["neurons"][l], I // 4) for l in kept_layers}
-    small_state = prune_state(model.state_dict(), fam, L, {}, None, H, D, kept_layers)
-    config = model.config
-    setattr(config, fam["layers_key"], len(kept_layers))
-    small = type(model)(config).eval()
-    small.load_state_dict(small_state)
-    renumber = lambda d: {kept_layers.index(l): v for l, v in d.items()}
-    ref = silenced(small, fam, renumber(heads_removed), renumber(neurons_removed), D)
-    ids, mask = padded(ROWS, 0, False)
+    ref, pruned = prune_by_scores(model, family, scores, H, D, I)
+    input_rows, pad = (ROBERTA_ROWS, 1) if family in AFTER_PADDING else (ROWS, 0)
+    ids, mask = padded(input_rows, pad, False)
     with torch.no_grad():
         out = ref(input_ids=ids, attention_mask=mask)
     per_token = torch.stack([out.start_logits, out.end_logits], -1) if head == "question-answering" else out.logits
-    expected = {"samples": samples, "rows": len(rows), "head_importance": scores["heads"],
-                "neuron_importance": scores["neurons"], "layer_importance": scores["layers"],
-                "removed_layers": [drop_layer],
-                "pruned_heads": {str(kept_layers.index(l)): h for l, h in heads_removed.items()},
-                "input_rows": ROWS, "pad_id": 0, "token_logits_right": per_token.tolist()}
+    expected = {"samples": samples, "rows": len(rows), **pruned, "input_rows": input_rows, "pad_id": pad,
+                "token_logits_right": per_token.tolist()}
     path = os.path.join(out_dir, f"{family}-{head}-importance.json")
     with open(path, "w") as f:
         json.dump(expected, f)
-    print(f"{path}: {len(rows)} rows of {samples} examples, layer {drop_layer} dropped, heads {heads_removed}")
+    print(f"{path}: {len(rows)} rows of {samples} examples, layer {pruned['removed_layers'][0]} dropped, "
+          f"heads {pruned.get('pruned_heads', 'kept')}")
 
 
 # Decoder sequence classifiers (tests/fixtures/decoders): the scores on tiny.csv's first 20 rows,
@@ -382,19 +414,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
     ap.add_argument("--fixtures", default="tests/fixtures")
-    ap.add_argument("--heads-only", action="store_true", help="only the per-token heads' files")
+    ap.add_argument("--heads-only", action="store_true",
+                    help="only the per-token heads' files (<family>-<head>-importance.json)")
+    ap.add_argument("--family", action="append", choices=TASK_FAMILIES,
+                    help="with --heads-only: only this family's (repeat for more; default all of them)")
     args = ap.parse_args()
+    if args.family and not args.heads_only:
+        ap.error("--family narrows --heads-only: give both")
     os.makedirs(args.out_dir, exist_ok=True)
     torch.set_default_dtype(torch.float32)
-    for family, source, opts in DECODER_CASES:
-        write_decoder_case(args.out_dir, family, source, opts, args.fixtures)
-    for family, source, opts in CAUSAL_CASES:
-        write_decoder_case(args.out_dir, family, source, opts, args.fixtures, causal=True)
-    for family in ("bert", "distilbert"):
+    for family in args.family or TASK_FAMILIES:
         for head in TASKS:
             write_task_case(args.out_dir, family, head, args.fixtures)
     if args.heads_only:
         return
+    for family, source, opts in DECODER_CASES:
+        write_decoder_case(args.out_dir, family, source, opts, args.fixtures)
+    for family, source, opts in CAUSAL_CASES:
+        write_decoder_case(args.out_dir, family, source, opts, args.fixtures, causal=True)
     for family in ("bert", "distilbert"):
         write_case(args.out_dir, family, os.path.join(args.fixtures, "encoders", family + "-cls2-f32"),
                    os.path.join(args.fixtures, "train", "tiny.csv"),

@@ -158,7 +158,9 @@ void prepare_data(TrainRun& r) {
             "pad_token_id in config.json or train with --batch-size 1");
   t.pad_id = int32_t(std::max<int64_t>(0, r.src.pad_token_id()));
   t.eval_length = o.eval_max_length > 0 ? o.eval_max_length : o.max_length;
-  t.types = r.model->uses_token_types(), t.fixed = o.padding == "max_length";
+  // A pair's second text is type 1 in a BERT-style tokenizer's encoding. A one-type model (RoBERTa,
+  // XLM-R) reads zeros, as its own tokenizer gives it no types and as tach's inference feeds it.
+  t.types = r.model->uses_token_types() && r.src.config.type_vocab_size > 1, t.fixed = o.padding == "max_length";
   r.has_eval = !o.eval_data.path.empty();
   if (r.task != Head::sequence_classification) return prepare_task_data(r, t);
   r.data =
