@@ -521,6 +521,41 @@ TEST_F(CudaOps, GemvOverManyColumnsMatchesCpu) {
   }
 }
 
+// --allow-tf32: cuBLASLt rounds x and W to TF32, whose 10 explicit mantissa bits leave each input
+// within 2^-11 (round to nearest) or 2^-10 (truncation) of its f32 value, so each product within
+// about 2^-9 relative. Over K terms of random sign the errors add like the terms themselves, so
+// the output is off by about that fraction of its scale: 4 * 2^-10 (3.9e-3) bounds it with room,
+// and TF32's error, far above f32's summation-order error (kReductionTol), shows the mode ran. The
+// few-row GEMV of decoding reads f32 and stays within f32's tolerance.
+TEST_F(CudaOps, Tf32LinearIsWithinTf32OfTheCpuAndDiffersFromF32) {
+  const int64_t N = 256, K = 1024;
+  const Tensor w = random_tensor({N, K}, 110, 0.1f), b = random_tensor({N}, 111);
+  Linear cpu_linear(w, b, {Device::cpu(), DType::f32});
+  Linear f32_linear(w, b, {kGpu, DType::f32});
+  Linear tf32_linear(w, b, {kGpu, DType::f32, false, true});
+  EXPECT_TRUE(tf32_linear.tf32());
+  for (const int64_t M : {int64_t(64), int64_t(2)}) {
+    SCOPED_TRACE(M);
+    const Tensor x = random_tensor({M, K}, 112);
+    Tensor want = Tensor::empty({M, N}, DType::f32), strict = Tensor::empty({M, N}, DType::f32, kGpu),
+           tf32 = Tensor::empty({M, N}, DType::f32, kGpu);
+    linear_forward(want, x, cpu_linear);
+    poison(strict);
+    poison(tf32);
+    linear_forward(strict, on_gpu(x), f32_linear);
+    linear_forward(tf32, on_gpu(x), tf32_linear);
+    const Tensor strict_host = on_cpu(strict), tf32_host = on_cpu(tf32);
+    EXPECT_LT(scaled_error(strict_host, want), kReductionTol);
+    if (M == 2) {  // the GEMV's rows: f32 arithmetic, as the compute note says
+      EXPECT_LT(scaled_error(tf32_host, want), kReductionTol);
+      continue;
+    }
+    const double tf32_error = scaled_error(tf32_host, want);
+    EXPECT_LT(tf32_error, 4.0 / 1024) << "TF32's rounding bounds the error";
+    EXPECT_GT(scaled_error(tf32_host, strict_host), kReductionTol) << "the GEMM did not run in TF32";
+  }
+}
+
 TEST_F(CudaOps, UnsupportedHeadSizeIsAClearError) {
   const int64_t B = 1, T = 4, H = 2, D = 320, C = H * D;
   const Tensor qkv = on_gpu(random_tensor({B, T, 3 * C}, 100));

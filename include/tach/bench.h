@@ -54,6 +54,9 @@ struct BenchConfig {
   // resolved when the run starts, and config.json keeps what it resolved to.
   std::vector<std::string> devices{"auto"};
   std::vector<std::string> dtypes{"f32"};  // f32 | bf16 (compute)
+  // CUDA points in f32: the linears' GEMMs on TF32 tensor cores (LoadOptions::allow_tf32);
+  // config.json keeps it, so tach compare can say when two runs differ in it.
+  bool allow_tf32 = false;
   std::vector<int64_t> batch_sizes{1, 2, 4, 8, 16, 32};
   std::vector<int64_t> seq_lens{128};  // synthetic: exact length; dataset: max_length
   std::vector<int> threads{0};         // 0: the default (the cores free at start, or OMP_NUM_THREADS)
@@ -174,6 +177,9 @@ struct PointResult {
   double samples_per_s = 0, tokens_per_s = 0, batches_per_s = 0;  // over the measured time
   double padded_tokens_per_batch = 0, real_tokens_per_batch = 0;
   double flops_per_batch = 0, achieved_gflops_per_s = 0;  // from the ops' declared costs
+  // tach's GPU f32 points run with --allow-tf32: the linears multiplied on TF32 tensor cores, so
+  // their compute ceiling is the TF32 GEMM's (results.jsonl "gemm_tf32"; absent: false).
+  bool gemm_tf32 = false;
   // GPU points: the GPU time of each measured run, from CUDA events on tach's stream around the
   // forward (the copies of the batch in and the results out included, and any time the GPU
   // waited for the host to launch); n = 0 on the CPU.

@@ -36,8 +36,9 @@ struct RunScore {
 
 struct CompareRun {
   std::string dir;
-  std::string model;       // config.json's model
-  std::string started_at;  // from the run id / config, when known
+  std::string model;        // config.json's model
+  std::string started_at;   // from the run id / config, when known
+  bool allow_tf32 = false;  // config.json's allow_tf32: its f32 GEMMs on a GPU ran on TF32 tensor cores
   std::vector<PointResult> points;
   // Per point (as points): it ran tach's default thread count (no -t), which follows the cores
   // free when tach started, so a difference in it is a difference in load.
@@ -85,6 +86,9 @@ struct RunComparison {
   std::vector<ScoreChange> scores;   // eval scores, per later run, in the baseline's order
   std::string by;                    // the axis compared (empty: whole ids across runs)
   std::string note;                  // how the points were matched, when not by whole ids
+  // Settings of the runs that change what a point computes, where they differ from the
+  // baseline's (TF32 on one side only): said above the table, never left to be found.
+  std::vector<std::string> settings_differ;
 };
 
 // Reads each run directory's results.jsonl (a torn last line after a kill is left out) and

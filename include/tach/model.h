@@ -59,6 +59,8 @@ struct ModelInfo {
   int64_t disk_bytes = 0;     // the safetensors files read; 0 for synthetic weights
   std::string weights_dtype;  // as stored: f32, f16, bf16 (or "mixed")
   DType compute = DType::f32;
+  // f32 linears on a GPU multiply on TF32 tensor cores (LoadOptions::allow_tf32 with f32 compute).
+  bool gemm_tf32 = false;
   Device device = Device::cpu();  // where the weights live and the forward runs
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, intermediate_size = 0;
   int64_t max_positions = 0, type_vocab_size = 0;  // max_positions: the tokens a row can hold (RoBERTa: 2 fewer)
@@ -87,6 +89,10 @@ struct LoadOptions {
   // The GEMMs' input dtype; accumulation is f32 everywhere. CPU: f32, or bf16 (inputs rounded to
   // bf16). CUDA: f32 (full f32, not TF32, as PyTorch's default), bf16 or f16 through cuBLASLt.
   DType compute = DType::f32;
+  // CUDA, f32 compute: the linears' GEMMs round their inputs to TF32 (10 mantissa bits) on the
+  // tensor cores and accumulate in f32, as torch.backends.cuda.matmul.allow_tf32 = True. Off by
+  // default (PyTorch's default too); no effect on bf16/f16 compute; an error on a CPU, which has no TF32.
+  bool allow_tf32 = false;
   uint64_t seed = 0;  // synthetic weights of presets
   // A LoRA adapter directory as peft saves it (empty: none), merged into the weights at load;
   // the head it carries (modules_to_save) replaces the checkpoint's.

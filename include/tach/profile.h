@@ -171,8 +171,9 @@ struct GpuCeilings {
 };
 GpuCeilings measure_gpu_ceilings(Device device);
 // A GPU's ceilings in the roofline's terms (f32 and bf16 GEMM FLOP/s, memory bandwidth), so
-// that op tables and verdicts of a GPU profile are judged against the GPU.
-MachineCeilings as_machine_ceilings(const GpuCeilings& g);
+// that op tables and verdicts of a GPU profile are judged against the GPU. tf32: the f32 GEMMs
+// ran on TF32 tensor cores (--allow-tf32), so the f32 ceiling is the TF32 GEMM's.
+MachineCeilings as_machine_ceilings(const GpuCeilings& g, bool tf32 = false);
 
 // Decoding's floor: a step reads every weight and the key/value cache, so it takes at least
 // their bytes over the memory bandwidth: the CPU's STREAM triad (the figure roofline tools quote)

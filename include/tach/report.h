@@ -35,8 +35,49 @@ struct BatchFinding {
   // load, not the batch, so with any the best batch is not a finding.
   int contended_points = 0;
   bool conclusive() const { return contended_points == 0; }
+  // Where throughput stops growing (batch_plateau): the first batch after which the next measured
+  // batch gains less than kPlateauGainPerDoubling per doubling of the batch; 0 where it still grows
+  // at the largest batch that ran (or fewer than two batches ran).
+  int64_t plateau_batch = 0;
+  double plateau_next_gain = 0;  // the next batch's gain per doubling there (0.04 = 4%)
+  // Why, from the plateau point's own figures: "compute" (achieved FLOP/s at least
+  // kComputeBoundFraction of the device's GEMM ceiling for the point's precision), "memory" (its
+  // memory peak at least kMemoryBoundFraction of the device's, or a larger batch ran out of memory),
+  // "contention" (it or the next point measured under load), "neither" (overhead: launches, the
+  // host's work, the forward's parts that are not GEMMs), "unknown" (no ceiling to judge by);
+  // "" without a plateau.
+  std::string plateau_bound;
+  double plateau_ceiling_fraction = -1;  // achieved FLOP/s over the ceiling; -1: no ceiling known
+  double plateau_memory_fraction = -1;   // memory peak over the device's memory; -1: unknown
+  std::string plateau_why;               // the verdict as a sentence, with its numbers
 };
-std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results, double latency_budget_ms);
+
+// Throughput stops growing where doubling the batch gains less than this (10%).
+inline constexpr double kPlateauGainPerDoubling = 0.10;
+// Compute-bound: the whole forward's achieved FLOP/s at least half the GEMM ceiling (the GEMMs,
+// most of a transformer's FLOPs, then run near theirs).
+inline constexpr double kComputeBoundFraction = 0.5;
+// Memory-bound: the point's memory peak at least 80% of what the device holds.
+inline constexpr double kMemoryBoundFraction = 0.8;
+
+// What a device can do, for the plateau's verdict: GEMM FLOP/s per precision (0: not measured)
+// and the memory it holds (bytes; 0: unknown), with where the figures came from.
+struct DeviceLimits {
+  double gemm_f32_flops = 0, gemm_tf32_flops = 0, gemm_bf16_flops = 0, gemm_f16_flops = 0, gemm_int8_ops = 0;
+  double memory_bytes = 0;
+  std::string source;  // "tach info --ceilings' cache (...)", "cuBLASLt GEMMs measured now", or why none
+};
+// A device's limits by its name in a point key ("cpu", "cuda:0").
+using DeviceLimitsLookup = std::function<DeviceLimits(const std::string& device)>;
+// This machine's: the CPU's cached ceilings (never measured here: tach info --ceilings does) and
+// its memory; a GPU's ceilings measured now (about two seconds, once per device and process) and
+// its memory. A device this machine cannot see: limits of 0, the source saying why.
+DeviceLimits this_machine_limits(const std::string& device);
+
+// The best batch by throughput per series, and where its throughput stops growing and why, judged
+// against `limits` (none: every verdict is "unknown" unless memory or contention explains it).
+std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results, double latency_budget_ms,
+                                         const DeviceLimitsLookup& limits = {});
 
 std::string summary_text(const BenchConfig& config, const SweepOutcome& outcome);
 std::string summary_json(const BenchConfig& config, const SweepOutcome& outcome);

@@ -5,8 +5,10 @@
 # costs one step, not the call. The log goes to $OUT/check.log (the device tool brings back at
 # most 8 files); the last lines printed are one row per step.
 #   STEPS="tests ceilings bench profile auto families decode train"   which steps (default: all but
-#   auto and train); PEERS=1 adds the peers (scripts/peers/gpu_peers.py, ~3 minutes; PEERS_ARGS
-#   passes it flags); TRAIN_PEERS=1 adds the training peers (scripts/peers/gpu_train_peers.py, ~200 s,
+#   auto and train); PEERS=1 adds the inference peers (scripts/peers/gpu_peers.py: PEERS_CASES picks
+#   its cases, default "distilbert tf32 llama-prefill modernbert decode quantized"; without
+#   max-autotune unless PEERS_ARGS says otherwise, e.g. "--skip ort-cuda --compile-timeout 300";
+#   PEERS_LIMIT seconds, default 540); TRAIN_PEERS=1 adds the training peers (scripts/peers/gpu_train_peers.py, ~200 s,
 #   stopped from starting more past 200 s; TRAIN_PEERS_ARGS passes it flags)
 set -uo pipefail
 pack=/tmp/tach-pack
@@ -116,9 +118,16 @@ if wants train; then
     --dtype bf16 --profiler-output-dir /tmp/tach-profile-train --sort-by gpu
 fi
 if wants peers; then
-  # PEERS_ARGS narrows them, e.g. "--only decoder --rounds 3".
-  step peers 540 env PYTHONUNBUFFERED=1 python3 scripts/peers/gpu_peers.py --tach "$tach" --json-out "$out/peers.json" \
-    ${PEERS_ARGS:-}
+  # PyTorch with the machine's own libraries, tach through a wrapper with the pack's (as train-peers).
+  # max-autotune compiles for minutes per shape: left out unless PEERS_ARGS gives --skip itself.
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LD_LIBRARY_PATH" "$tach" > "$pack/bin/tach-with-libs"
+  chmod +x "$pack/bin/tach-with-libs"
+  peers_skip=--skip=torch-compile-max-autotune
+  [[ " ${PEERS_ARGS:-} " == *" --skip"* ]] && peers_skip=
+  cases=${PEERS_CASES:-distilbert tf32 llama-prefill modernbert decode quantized}
+  step peers "${PEERS_LIMIT:-540}" env LD_LIBRARY_PATH="$machine_libs" PYTHONUNBUFFERED=1 python3 \
+    scripts/peers/gpu_peers.py --tach "$pack/bin/tach-with-libs" --json-out "$out/peers.json" \
+    --cases "${cases// /,}" --compile-timeout 300 $peers_skip ${PEERS_ARGS:-}
 fi
 if wants train-peers; then
   # Without max-autotune (minutes of compiling); TRAIN_PEERS_ARGS changes that, e.g.

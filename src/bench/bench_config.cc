@@ -159,7 +159,8 @@ BenchConfig bench_config_from_yaml_text(const std::string& text, const std::stri
     check_keys(root, path, {"model", "dataset", "profiling", "output", "seed", "training"});
     if (root["seed"]) c.seed = scalar<uint64_t>(root["seed"], p + "seed");
     if (const auto m = root["model"]) {
-      check_keys(m, p + "model", {"name", "device", "dtype", "tokenizer", "adapter", "head"});
+      check_keys(m, p + "model", {"name", "device", "dtype", "tokenizer", "adapter", "head", "allow_tf32"});
+      if (m["allow_tf32"]) c.allow_tf32 = scalar<bool>(m["allow_tf32"], p + "model.allow_tf32");
       if (m["name"]) c.model = scalar<std::string>(m["name"], p + "model.name");
       if (m["head"]) {
         c.head = scalar<std::string>(m["head"], p + "model.head");
@@ -248,6 +249,7 @@ std::string bench_config_to_json(const BenchConfig& c) {
       {"head", c.head},
       {"devices", c.devices},
       {"dtypes", c.dtypes},
+      {"allow_tf32", c.allow_tf32},
       {"batch_sizes", c.batch_sizes},
       {"seq_lens", c.seq_lens},
       {"threads", c.threads},
@@ -304,6 +306,7 @@ BenchConfig bench_config_from_json(const std::string& text, const std::string& w
     c.head = j.value("head", "auto");    // absent from configs written before --head: the checkpoint's own
     c.devices = j.at("devices").get<std::vector<std::string>>();
     c.dtypes = j.at("dtypes").get<std::vector<std::string>>();
+    c.allow_tf32 = j.value("allow_tf32", false);  // absent from configs written before it: full f32
     c.batch_sizes = j.at("batch_sizes").get<std::vector<int64_t>>();
     c.seq_lens = j.at("seq_lens").get<std::vector<int64_t>>();
     c.threads = j.at("threads").get<std::vector<int>>();

@@ -105,6 +105,7 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   r.key = key;
   r.input = texts ? texts->name : "synthetic";
   r.warmup_runs = config.warmup_runs;
+  r.gemm_tf32 = info.gemm_tf32;
 
   // Dataset batches start at seeded random places, so that bucketed (sorted) pools are sampled
   // over their whole length rather than from their short end.

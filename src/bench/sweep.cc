@@ -476,6 +476,7 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
       // The model's bytes where it lives: the GPU's books for a GPU model.
       const MemoryStats before = memory_stats(lo.device);
       lo.compute = compute_dtype(dtype);
+      lo.allow_tf32 = config.allow_tf32;
       lo.seed = config.seed;
       lo.adapter = config.adapter;
       lo.head = parse_head(config.head);

@@ -19,6 +19,7 @@ std::unique_ptr<Model> load_eval_model(const BenchConfig& config, const std::str
   LoadOptions lo;
   lo.device = parse_device(device);
   lo.compute = parse_compute_dtype(dtype);
+  lo.allow_tf32 = config.allow_tf32;  // a bench run's accuracy pass at its points' precision
   lo.seed = config.seed;
   lo.adapter = config.adapter;
   lo.head = parse_head(config.head);

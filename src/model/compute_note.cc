@@ -33,7 +33,13 @@ std::string f32_compute_note(DType compute, Device device, bool decoding) {
 
 }  // namespace
 
-std::string compute_note(DType compute, Device device, bool decoding) {
+const char* const kTf32Note =
+    "f32 linears on TF32 tensor cores (--allow-tf32, as torch.backends.cuda.matmul.allow_tf32 = True): each GEMM "
+    "rounds its inputs to TF32's 10 mantissa bits and accumulates in f32, so outputs differ from f32's at about "
+    "1e-3 relative; attention, norms and the few-row GEMV of decoding stay f32";
+
+std::string compute_note(DType compute, Device device, bool decoding, bool tf32) {
+  if (tf32 && compute == DType::f32 && device.kind == DeviceKind::cuda) return kTf32Note;
   if (compute == DType::nf4)
     return "nf4: every linear's weights in 4-bit NormalFloat (blocks of 64, double-quantized absmax, as "
            "bitsandbytes), computed in f32; embeddings, norms and attention stay f32";

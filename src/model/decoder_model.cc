@@ -534,6 +534,7 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
   ModelInfo info;
   info.spec = loc.spec;
   info.compute = options.compute;
+  info.gemm_tf32 = options.allow_tf32 && options.compute == DType::f32;
   info.device = options.device;
   DecoderConfig config;
   WeightStore store;
@@ -617,7 +618,8 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
 
   info.model_type = config.model_type;
   info.tokenizer_hint = family.tokenizer_hint;
-  if (const std::string n = compute_note(options.compute, options.device, options.decoding); !n.empty())
+  if (const std::string n = compute_note(options.compute, options.device, options.decoding, options.allow_tf32);
+      !n.empty())
     info.notes.push_back(n);
   info.architecture = config.architecture;
   info.classifier = config.classification_head;
@@ -645,7 +647,8 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
   info.pad_token_id = int32_t(config.pad_token_id >= 0 ? config.pad_token_id : 0);
   info.positions = config.describe_positions();
   return std::make_unique<Decoder>(std::move(info), std::move(config), std::move(weights),
-                                   ops::LinearPlacement{options.device, options.compute, options.decoding});
+                                   ops::LinearPlacement{options.device, options.compute, options.decoding,
+                                                        options.allow_tf32 && options.compute == DType::f32});
 }
 
 }  // namespace tach::model

@@ -153,6 +153,7 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   ModelInfo info;
   info.spec = spec;
   info.compute = options.compute;
+  info.gemm_tf32 = options.allow_tf32 && options.compute == DType::f32;
   info.device = options.device;
   model::EncoderConfig config;
   model::WeightStore store;
@@ -207,8 +208,10 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
     }
   }
   config.classification_head = head == Head::sequence_classification;
-  model::BuiltEncoder built = model::build_encoder(config, family, *binder, {options.device, options.compute}, head,
-                                                   config.num_labels(), source);
+  model::BuiltEncoder built = model::build_encoder(
+      config, family, *binder,
+      {options.device, options.compute, false, options.allow_tf32 && options.compute == DType::f32}, head,
+      config.num_labels(), source);
   const std::string architecture = model::architecture_for_head(family, head);
   for (auto& n : binder->finish(architecture, loc.dir.empty() ? spec : loc.dir)) info.notes.push_back(n);
   if (const std::string note = model::new_head_note(source, architecture, loc.dir.empty() ? spec : loc.dir);
@@ -241,7 +244,8 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
   info.positions = std::string(config.family->positions_after_padding ? "learned absolute, from padding_idx + 1"
                                                                       : "learned absolute") +
                    (built.shape.relative_buckets > 0 ? ", plus a relative position bias on the scores" : "");
-  if (const std::string n = model::compute_note(options.compute, options.device); !n.empty()) info.notes.push_back(n);
+  if (const std::string n = model::compute_note(options.compute, options.device, false, options.allow_tf32); !n.empty())
+    info.notes.push_back(n);
   return std::make_unique<Encoder>(std::move(info), std::move(built), std::move(config));
 }
 

@@ -160,6 +160,9 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
           "compute dtype " + std::string(dtype_name(options.compute)) +
               " is not supported on cuda (f32, bf16, f16; int8 and nf4 run on the cpu)");
   } else {
+    usage_check(!options.allow_tf32,
+                "--allow-tf32: TF32 is a GPU tensor-core format; the CPU's f32 GEMMs have no "
+                "such mode (run on --device cuda, or drop --allow-tf32)");
     check(options.compute == DType::f32 || options.compute == DType::bf16 || options.compute == DType::i8 ||
               options.compute == DType::nf4,
           "compute dtype " + std::string(dtype_name(options.compute)) +

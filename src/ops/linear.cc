@@ -65,6 +65,8 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& 
   // Both are prepared from host copies (a tied LM head's weight may already be on the device).
   const Tensor host_w = weight.on(Device::cpu(), MemoryCategory::workspace);
   const Tensor host_b = has_bias_ ? bias.on(Device::cpu(), MemoryCategory::workspace) : Tensor();
+  check(!placement.tf32 || placement.device.kind == DeviceKind::cuda,
+        "linear on " + placement.device.str() + ": TF32 runs on NVIDIA GPUs only (no CPU GEMM has it)");
   if (placement.device.kind == DeviceKind::cpu) {
     packed_ =
         std::make_unique<cpu::PackedLinear>(host_w, host_b, placement.compute, activation, 128, placement.decoding);

@@ -17,6 +17,9 @@ struct LinearPlacement {
   Device device = Device::cpu();
   DType compute = DType::f32;  // f32, bf16 (CPU and CUDA), f16 (CUDA)
   bool decoding = false;       // mostly a few rows per call (token-by-token generation): cpu::PackedLinear
+  // CUDA, f32 compute: the GEMMs run on TF32 tensor cores (inputs rounded to 10 mantissa bits,
+  // f32 accumulation). The few-row GEMV stays f32. An error on a CPU.
+  bool tf32 = false;
 };
 
 // An inference linear layer's weights on one device.
@@ -36,6 +39,7 @@ class Linear {
   int64_t in_features() const { return K_; }
   int64_t out_features() const { return N_; }
   DType compute_dtype() const { return placement_.compute; }
+  bool tf32() const { return placement_.tf32; }  // f32 GEMMs on TF32 tensor cores (CUDA)
   Device device() const { return placement_.device; }
   bool has_bias() const { return has_bias_; }
   // The least a call reads of its weights and bias: on the CPU PackedLinear::bytes_read (the

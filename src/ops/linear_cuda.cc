@@ -54,7 +54,7 @@ void gemm(int device, float* out, int64_t ld_out, const float* x, int64_t ld_x, 
   switch (weight.compute_dtype()) {
     case DType::bf16: a.precision = cuda::GemmPrecision::bf16; break;
     case DType::f16: a.precision = cuda::GemmPrecision::f16; break;
-    default: a.precision = cuda::GemmPrecision::f32; break;
+    default: a.precision = weight.tf32() ? cuda::GemmPrecision::tf32 : cuda::GemmPrecision::f32; break;
   }
   if (weight.compute_dtype() == DType::f32) {
     a.ld_x = ld_x;

@@ -180,14 +180,14 @@ MachineCeilings measure_once(const SystemInfo& sys) {
 
 }  // namespace
 
-MachineCeilings as_machine_ceilings(const GpuCeilings& g) {
+MachineCeilings as_machine_ceilings(const GpuCeilings& g, bool tf32) {
   MachineCeilings c;
-  c.gemm_f32_flops = g.gemm_f32_flops;
+  c.gemm_f32_flops = tf32 ? g.gemm_tf32_flops : g.gemm_f32_flops;
   c.gemm_bf16_flops = g.gemm_bf16_flops;
   c.memory_bytes_per_s = g.memory_bytes_per_s;
   c.cpu = g.name + " (" + g.device + ")";
   c.measured_at = g.measured_at;
-  c.method = g.method;
+  c.method = g.method + (tf32 ? "; f32 GEMMs judged against the TF32 ceiling (--allow-tf32)" : "");
   return c;
 }
 

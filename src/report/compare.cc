@@ -48,6 +48,7 @@ CompareRun read_run(const std::string& dir) {
       const auto j = nlohmann::json::parse(c);
       run.model = j.value("model", std::string());
       run.started_at = j.value("run_id", std::string());
+      run.allow_tf32 = j.value("allow_tf32", false);
     } catch (const std::exception&) {
       // The model name is decoration here; results.jsonl is what is compared.
     }
@@ -251,6 +252,27 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
   return ch;
 }
 
+// The runs whose TF32 setting differs from the baseline's: their GPU f32 points multiplied at
+// another precision (10 mantissa bits against 23), so a change there is the precision's as much as
+// the code's.
+std::vector<std::string> tf32_differences(const std::vector<CompareRun>& runs) {
+  std::vector<std::string> out;
+  const auto setting = [](const CompareRun& r) {
+    return r.allow_tf32 ? std::string("on TF32 tensor cores (--allow-tf32)") : std::string("in full f32");
+  };
+  for (size_t r = 1; r < runs.size(); ++r)
+    if (runs[r].allow_tf32 != runs[0].allow_tf32)
+      out.push_back("run " + std::to_string(r) + " (" + runs[r].dir + ") ran its GPU f32 GEMMs " + setting(runs[r]) +
+                    ", the baseline " + setting(runs[0]) +
+                    ": a change in a cuda f32 point is the precision's as much as the code's");
+  return out;
+}
+
+// A point whose GEMMs ran at another precision on each side (TF32 on one only).
+bool tf32_differs(const CompareRun& base, const CompareRun& run, const PointResult& p) {
+  return base.allow_tf32 != run.allow_tf32 && p.key.dtype == "f32" && p.key.device.rfind("cuda", 0) == 0;
+}
+
 }  // namespace
 
 RunComparison compare_runs(const std::vector<std::string>& run_dirs, const CompareOptions& options) {
@@ -270,6 +292,7 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
   RunComparison c;
   c.options = options;
   for (const auto& d : run_dirs) c.runs.push_back(read_run(d));
+  c.settings_differ = tf32_differences(c.runs);
   c.by = options.by;
   if (c.by.empty() && c.runs.size() == 2) {
     c.by = axis_between(c.runs[0], c.runs[1]);
@@ -319,6 +342,7 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
       c.changes.push_back(latency_change(id, r, a, b, default_threads_both, a.batch_latency_samples_ms,
                                          b.batch_latency_samples_ms, a.batch_latency_ms.median,
                                          b.batch_latency_ms.median, options, rng));
+      if (tf32_differs(c.runs[0], c.runs[r], a)) c.changes.back().why += " (TF32 GEMMs on one side only)";
       // A causal LM's decoding, where both sides decoded: its steps compared as a point of their own.
       if (a.status == "ok" && b.status == "ok" && a.decode.step_ms.n > 0 && b.decode.step_ms.n > 0)
         c.changes.push_back(latency_change(id + " decode", r, a, b, default_threads_both, a.decode.step_samples_ms,
@@ -422,6 +446,7 @@ std::string comparison_json(const RunComparison& c) {
                            {"why", sc.why}});
   j["by"] = c.by;
   j["matched"] = c.note;
+  j["settings_differ"] = c.settings_differ;
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -532,9 +557,11 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
   }
   out << (md ? "" : "tach compare\n");
   if (!c.note.empty()) out << (md ? "" : "  ") << c.note << "\n";
+  for (const std::string& s : c.settings_differ) out << (md ? "" : "  ") << "SETTINGS DIFFER: " << s << "\n";
   for (size_t r = 0; r < c.runs.size(); ++r) {
     out << (md ? "- " : "  ") << "run " << r << (r == 0 ? " (baseline)" : "") << ": " << c.runs[r].dir
-        << (c.runs[r].model.empty() ? "" : ", model " + c.runs[r].model);
+        << (c.runs[r].model.empty() ? "" : ", model " + c.runs[r].model)
+        << (c.runs[r].allow_tf32 ? ", f32 GEMMs on TF32 (--allow-tf32)" : "");
     if (!c.runs[r].points.empty() || c.runs[r].scores.empty()) out << ", " << c.runs[r].points.size() << " points";
     if (!c.runs[r].scores.empty()) out << ", " << c.runs[r].scores.size() << " eval scores";
     out << "\n";

@@ -10,6 +10,7 @@
 
 #include "cpu/gemm.h"
 #include "cpu/train_gemm.h"
+#include "report/batch_plateau.h"
 #include "report/engine_report.h"
 #include "report/number_text.h"
 #include "tach/parameter_count.h"
@@ -78,11 +79,15 @@ std::string train_findings_text(const BenchConfig& config, const SweepOutcome& o
 
 }  // namespace
 
-std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results, double latency_budget_ms) {
-  std::map<std::string, std::vector<const PointResult*>> groups;
+std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results, double latency_budget_ms,
+                                         const DeviceLimitsLookup& limits) {
+  std::map<std::string, std::vector<const PointResult*>> groups, not_run;
   std::vector<std::string> order;
   for (const auto& p : results) {
-    if (p.status != "ok") continue;
+    if (p.status != "ok") {
+      not_run[group_of(p)].push_back(&p);
+      continue;
+    }
     const std::string g = group_of(p);
     if (!groups.count(g)) order.push_back(g);
     groups[g].push_back(&p);
@@ -121,6 +126,7 @@ std::vector<BatchFinding> batch_findings(const std::vector<PointResult>& results
         f.fit_r2 = vy > 0 ? cov * cov / (den * vy) : 1;
       }
     }
+    report::find_plateau(f, pts, not_run[g], limits);
     out.push_back(f);
   }
   return out;
@@ -209,6 +215,21 @@ std::string eval_summary_text(const BenchConfig& config, const SweepOutcome& o) 
   return s.str();
 }
 
+// Where the series' throughput stops growing, and why (report/batch_plateau.h has the rule).
+void plateau_line(std::ostringstream& s, const BatchFinding& f) {
+  if (f.points < 2) return;
+  if (f.plateau_batch == 0) {
+    s << "  Throughput still grows at the largest batch measured (each doubling gains "
+      << fmt("%.0f", 100 * kPlateauGainPerDoubling) << "% or more): larger batches may give more.\n";
+    return;
+  }
+  s << "  Throughput stops growing at batch " << f.plateau_batch;
+  if (f.plateau_next_gain != 0 || f.plateau_bound != "memory")
+    s << " (the next batch gains " << fmt("%.0f", 100 * f.plateau_next_gain) << "% per doubling, under "
+      << fmt("%.0f", 100 * kPlateauGainPerDoubling) << "%)";
+  s << ": " << f.plateau_why << ".\n";
+}
+
 // Points measured while other processes took cores their threads needed (PointResult::load): their
 // figures are the shared machine's, however precise their stopping rule says they are.
 void contention_findings(std::ostringstream& s, const std::vector<PointResult>& results) {
@@ -255,11 +276,13 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
 
   s << "Findings\n";
   contention_findings(s, o.results);  // first: it qualifies every finding below
-  for (const auto& f : batch_findings(o.results, config.latency_budget_ms)) {
+  for (const auto& f : batch_findings(o.results, config.latency_budget_ms, this_machine_limits)) {
     // A comparison among contended points measures the load, not the batch: not stated as a fact.
     if (!f.conclusive()) {
       s << "- " << f.group << ": which batch gives the best throughput is inconclusive: " << f.contended_points
-        << " of its " << f.points << " points were measured while other processes took the cores (CONTENDED, above).\n";
+        << " of its " << f.points
+        << " points were measured while other processes took the cores (CONTENDED, above); so is where its "
+           "throughput stops growing.\n";
       continue;
     }
     s << "- " << f.group << ": the best throughput is at batch " << f.best_batch << " ("
@@ -269,6 +292,7 @@ std::string summary_text(const BenchConfig& config, const SweepOutcome& o) {
       if (p.status == "ok" && group_of(p) == f.group && p.key.batch == 1 && p.samples_per_s > 0)
         s << " That is " << fmt("%.2f", f.best_samples_per_s / p.samples_per_s) << "x batch 1.";
     s << "\n";
+    plateau_line(s, f);
     if (config.latency_budget_ms > 0) {
       if (f.best_batch_in_budget)
         s << "  Under the latency budget of " << fmt("%.1f", config.latency_budget_ms) << " ms per batch (p95), batch "
@@ -345,7 +369,7 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
                       {"labels", m.labels},
                       {"notes", m.notes}});
   nlohmann::json findings = nlohmann::json::array();
-  for (const auto& f : batch_findings(o.results, config.latency_budget_ms))
+  for (const auto& f : batch_findings(o.results, config.latency_budget_ms, this_machine_limits))
     findings.push_back({{"group", f.group},
                         {"best_batch_by_throughput", f.best_batch},
                         {"contended_points", f.contended_points},
@@ -356,7 +380,13 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
                         {"best_in_budget_samples_per_s", f.best_in_budget_samples_per_s},
                         {"working_bytes_per_sample", f.activation_bytes_per_sample},
                         {"working_bytes_fixed", f.activation_bytes_fixed},
-                        {"working_bytes_fit_r2", f.fit_r2}});
+                        {"working_bytes_fit_r2", f.fit_r2},
+                        {"throughput_stops_growing_at_batch", f.plateau_batch},
+                        {"next_batch_gain_per_doubling", f.plateau_next_gain},
+                        {"plateau_bound", f.plateau_bound},
+                        {"plateau_ceiling_fraction", f.plateau_ceiling_fraction},
+                        {"plateau_memory_fraction", f.plateau_memory_fraction},
+                        {"plateau_why", f.plateau_why}});
   nlohmann::json points = nlohmann::json::array();
   int ok = 0;
   for (const auto& p : o.results) {
@@ -367,6 +397,7 @@ std::string summary_json(const BenchConfig& config, const SweepOutcome& o) {
       {"schema", "tach.bench.summary/1"},
       {"run_dir", o.run_dir},
       {"model", config.model},
+      {"allow_tf32", config.allow_tf32},
       {"machine", machine},
       {"models", models},
       {"stopping_rule", config.stop.describe()},

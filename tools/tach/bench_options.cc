@@ -8,6 +8,7 @@
 #include "format.h"
 #include "head_option.h"
 #include "tach/error.h"
+#include "tf32_option.h"
 #include "usage.h"
 
 namespace tach::cli {
@@ -41,6 +42,7 @@ BenchConfig BenchFlags::resolve() const {
   for (const auto& [opt, apply] : given)
     if (opt->count() > 0) apply(c);
   check_sweep_config(c);  // before anything reads the model: a bad value is a usage error now
+  check_allow_tf32(c.allow_tf32, c.devices, c.dtypes, c.train.enabled);
   return c;
 }
 
@@ -93,6 +95,8 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
          ->delimiter(',')
          ->check(device_name(true)),
      [&v](BenchConfig& c) { c.devices = v.devices; });
+  if (scope != BenchScope::eval)
+    on(add_allow_tf32_option(sub, v.allow_tf32), [&v](BenchConfig& c) { c.allow_tf32 = v.allow_tf32; });
   if (scope == BenchScope::eval) {
     on(sub->add_option("-t,--threads", v.threads,
                        "Threads of the accuracy pass; 0 = the cores other processes leave free at start, or "
@@ -175,8 +179,9 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
        [&v](BenchConfig& c) { c.bucketing = v.bucketing; });
     on(sub->add_flag(
            "--accuracy", v.accuracy,
-           "Also run the accuracy pass over --dataset (with --engine, each other engine's too: the same token ids, "
-           "scored by tach's metrics, with the predictions that differ from tach's)"),
+           "Also run the accuracy pass over --dataset (a token classifier's seqeval scores and a question-answering "
+           "model's SQuAD scores as tach eval gives them; with --engine, each other engine's too: the same token "
+           "ids, scored by tach's metrics, with the predictions that differ from tach's)"),
        [&v](BenchConfig& c) { c.accuracy = v.accuracy; });
     on(sub->add_option(
            "--decode-tokens", v.decode_tokens,

@@ -22,6 +22,7 @@
 #include "tach/system_info.h"
 #include "tach/token_classification.h"
 #include "tach/tokenizer.h"
+#include "tf32_option.h"
 #include "usage.h"
 
 namespace tach::cli {
@@ -42,6 +43,7 @@ struct ClassifyOptions {
   int threads = 0;
   std::string compute = "f32";
   std::string device = "cpu";
+  bool allow_tf32 = false;
   uint64_t seed = 0;
   std::string adapter;  // a peft LoRA adapter merged at load
   std::string head = "auto";
@@ -275,11 +277,13 @@ ClassifyRun measure_classify(const ClassifyOptions& opt) {
   using clock = std::chrono::steady_clock;
   if (opt.threads > 0) set_threads(opt.threads);
   check(opt.warmup >= 0 && opt.repeat >= 1, "--warmup must be >= 0 and --repeat >= 1");
+  check_allow_tf32(opt.allow_tf32, {opt.device}, {opt.compute});
   LoadOptions lo;
   lo.seed = opt.seed;
   lo.adapter = opt.adapter;
   lo.device = parse_device(opt.device);
   lo.compute = parse_compute_dtype(opt.compute);
+  lo.allow_tf32 = opt.allow_tf32;
   lo.head = head_to_load(opt.head, HeadUse::as_published);
 
   ClassifyRun run;
@@ -503,6 +507,7 @@ Command add_classify_command(CLI::App& app) {
       ->capture_default_str()
       ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));
+  add_allow_tf32_option(sub, opt->allow_tf32);
   sub->add_option("--compute", opt->compute, "Same as --dtype (the former name)")
       ->group("")  // hidden alias
       ->check(compute_dtype_name("--compute"));

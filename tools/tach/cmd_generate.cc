@@ -15,6 +15,7 @@
 #include "tach/runtime.h"
 #include "tach/stats.h"
 #include "tach/tokenizer.h"
+#include "tf32_option.h"
 #include "usage.h"
 
 namespace tach::cli {
@@ -31,6 +32,7 @@ struct GenerateFlags {
   int warmup = 1;
   std::string compute = "f32";
   std::string device = "cpu";
+  bool allow_tf32 = false;
   int threads = 0;
   uint64_t seed = 0;
 };
@@ -135,6 +137,7 @@ void print_generate_json(const GenerateFlags& f, const GenerateRun& run) {
        {{"spec", info.spec},
         {"architecture", info.architecture},
         {"compute_dtype", f.compute},
+        {"gemm_tf32", info.gemm_tf32},
         {"parameters", info.parameters},
         {"notes", info.notes}}},
       {"input",
@@ -222,10 +225,12 @@ void print_generate_text(const GenerateFlags& f, const GenerateRun& run) {
 int run_generate(const GenerateFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
   check(f.max_new_tokens > 0, "--max-new-tokens must be positive");
+  check_allow_tf32(f.allow_tf32, {f.device}, {f.compute});
   LoadOptions lo;
   lo.seed = f.seed;
   lo.compute = parse_compute_dtype(f.compute);
   lo.device = parse_device(f.device);
+  lo.allow_tf32 = f.allow_tf32;
   lo.decoding = true;  // token by token: the linears' layout favours a few rows per call
   const auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(f.model, lo);
@@ -301,6 +306,7 @@ Command add_generate_command(CLI::App& app) {
   sub->add_option("--device", f->device, "cpu, cuda or cuda:N (the key/value cache lives there too)")
       ->capture_default_str()
       ->check(device_name(false));
+  add_allow_tf32_option(sub, f->allow_tf32);
   sub->add_option("-t,--threads", f->threads, "Threads (default: the cores other processes leave free at start)")
       ->check(thread_count());
   sub->add_option("--seed", f->seed, "Seed for preset weights and random prompts")->capture_default_str();

@@ -23,6 +23,7 @@
 #include "tach/runtime.h"
 #include "tach/stats.h"
 #include "tach/train.h"
+#include "tf32_option.h"
 #include "usage.h"
 
 namespace fs = std::filesystem;
@@ -36,6 +37,7 @@ struct ProfileFlags {
   int64_t batch = 8, seq_len = 128;
   std::string dtype = "f32";
   std::string device = "cpu";
+  bool allow_tf32 = false;  // f32 GEMMs on TF32 tensor cores (CUDA inference)
   ProfileSchedule schedule{0, 1, 1, 3, 1};
   std::string output_dir;
   bool memory_logging = false;
@@ -207,6 +209,9 @@ int run_profile(ProfileFlags f) {
   std::string device_note;
   f.device = training_device(f.device, &device_note).str();
   if (!device_note.empty()) std::cerr << "tach: " << device_note << "\n";
+  check_allow_tf32(f.allow_tf32, {f.device}, {f.dtype}, f.train);
+  usage_check(!f.allow_tf32 || f.engine == "tach",
+              "--allow-tf32 sets tach's own GEMMs; --engine " + f.engine + " runs its own (drop --allow-tf32)");
   if (f.engine != "tach") return run_engine_profile(f);
   check(f.batch > 0 && f.seq_len > 0, "--batch-size and --seq-len must be positive");
   parse_compute_dtype(f.dtype);  // names the dtypes there are
@@ -253,6 +258,7 @@ int run_profile(ProfileFlags f) {
     lo.adapter = f.adapter;
     lo.compute = parse_compute_dtype(f.dtype);
     lo.device = parse_device(f.device);
+    lo.allow_tf32 = f.allow_tf32;
     lo.head = head_to_load(f.head, HeadUse::as_published);
     model = load_model(f.model, lo);
     check(model->info().head != Head::none || model->info().embedding || model->info().causal_lm,
@@ -312,8 +318,10 @@ int run_profile(ProfileFlags f) {
   for (const auto& e : data.events) events_per_step += e.step == data.events.front().step;
 
   // On a GPU the ops are judged by their kernels' GPU time against the GPU's ceilings.
-  MachineCeilings ceilings =
-      device.kind == DeviceKind::cuda ? as_machine_ceilings(measure_gpu_ceilings(device)) : machine_ceilings();
+  // With --allow-tf32 the f32 GEMMs are judged against the TF32 ceiling, the one they run under.
+  MachineCeilings ceilings = device.kind == DeviceKind::cuda
+                                 ? as_machine_ceilings(measure_gpu_ceilings(device), f.allow_tf32)
+                                 : machine_ceilings();
   if (!data.gpu_activity_note.empty()) std::cerr << "tach: note: " << data.gpu_activity_note << "\n";
   // An op faster than its ceiling means the ceiling is wrong (cached from a busy moment, say):
   // measure it again once, and if it still is, say so loudly above every verdict.
@@ -343,10 +351,10 @@ int run_profile(ProfileFlags f) {
     << "\n"
     << "schedule: " << f.schedule.describe() << "; " << data.events.size() << " events kept, " << data.dropped_events
     << " dropped" << (data.dropped_events ? " (WARNING: raise the cap or shorten the active window)" : "") << "\n"
-    << "machine ceilings: GEMM f32 " << fixed(ceilings.gemm_f32_flops * 1e-9, 1) << " GFLOP/s, bf16 "
-    << fixed(ceilings.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, int8 " << fixed(ceilings.gemm_int8_ops * 1e-9, 1)
-    << " GOP/s, memory " << fixed(ceilings.memory_bytes_per_s * 1e-9, 1) << " GB/s (" << ceilings.method << "; "
-    << describe_ceilings_provenance(ceilings) << ")\n"
+    << "machine ceilings: GEMM " << (f.allow_tf32 ? "tf32 " : "f32 ") << fixed(ceilings.gemm_f32_flops * 1e-9, 1)
+    << " GFLOP/s, bf16 " << fixed(ceilings.gemm_bf16_flops * 1e-9, 1) << " GFLOP/s, int8 "
+    << fixed(ceilings.gemm_int8_ops * 1e-9, 1) << " GOP/s, memory " << fixed(ceilings.memory_bytes_per_s * 1e-9, 1)
+    << " GB/s (" << ceilings.method << "; " << describe_ceilings_provenance(ceilings) << ")\n"
     << ceiling_note;
   if (!violations.empty()) {
     s << "WARNING: " << violations.size() << " ops ran faster than the machine's ceilings allow (by more than "
@@ -430,6 +438,7 @@ Command add_profile_command(CLI::App& app) {
                   "it")
       ->capture_default_str()
       ->check(device_name(true));
+  add_allow_tf32_option(sub, f->allow_tf32);
   sub->add_option("--profiler-skip-first", f->schedule.skip_first, "Steps before the first cycle")
       ->capture_default_str()
       ->check(non_negative_count("--profiler-skip-first"));

@@ -13,6 +13,7 @@ nlohmann::json model_json(const ModelInfo& info) {
           {"parameters", info.parameters},
           {"weights_dtype", info.weights_dtype},
           {"compute_dtype", std::string(dtype_name(info.compute))},
+          {"gemm_tf32", info.gemm_tf32},
           {"device", info.device.str()},
           {"notes", info.notes}};
 }
@@ -27,7 +28,8 @@ nlohmann::json cpu_load_json(const CpuLoad& load) {
 
 void print_model_lines(std::ostream& out, const ModelInfo& info) {
   out << "model       " << info.spec << ": " << info.architecture << ", " << parameter_count_text(info.parameters)
-      << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute) << "\n";
+      << " parameters, weights " << info.weights_dtype << ", compute " << dtype_name(info.compute)
+      << (info.gemm_tf32 ? " (GEMMs on TF32 tensor cores)" : "") << "\n";
   if (info.source != info.spec) out << "            " << info.source << "\n";  // a directory is its own source
   for (const auto& n : info.notes) out << "note        " << n << "\n";
 }
