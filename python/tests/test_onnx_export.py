@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import shutil
 
 import pytest
 
@@ -71,6 +72,20 @@ def test_roberta_exports_and_its_export_agrees_with_transformers(tmp_path):
     with torch.no_grad():
         want = model(**dict(zip(names, inputs))).logits
     torch.testing.assert_close(torch.from_numpy(got), want, atol=1e-4, rtol=1e-4)
+
+
+def test_a_decoder_classifier_without_a_pad_id_exports_for_one_row(tmp_path):
+    # transformers refuses such a classifier more than one row (it finds each row's last token by
+    # the pad id); a batch of 2 made its export fail, so that even its batch-1 points were refused.
+    model_dir = tmp_path / "model"
+    shutil.copytree(os.path.join(FIXTURES, "decoders", "llama-cls-bias-f32"), model_dir)
+    with open(model_dir / "config.json") as f:
+        config = json.load(f)
+    del config["pad_token_id"]
+    with open(model_dir / "config.json", "w") as f:
+        json.dump(config, f)
+    _, names, outputs = onnx_export.export(load(str(model_dir), tmp_path), str(tmp_path))
+    assert names == ["input_ids", "attention_mask"] and outputs == ["logits"]
 
 
 def test_an_export_that_fails_is_refused_by_name_once(tmp_path, monkeypatch):

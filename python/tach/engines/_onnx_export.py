@@ -23,9 +23,9 @@ import traceback
 from ._errors import is_out_of_memory, unsupported
 from .torch_engine import TASKS
 
-# A recipe version in the cache key: exports made by an earlier recipe (one that traced a batch of
-# ones) are made again rather than reused.
-RECIPE = 2
+# A recipe version in the cache key: exports and refusals of an earlier recipe (one that traced a
+# batch of ones; one that refused a classifier without a pad id) are made again rather than reused.
+RECIPE = 3
 OPSET = 17
 EXAMPLE_SHAPE = (2, 8)  # [batch, length] the trace runs
 CHECK_SHAPE = (3, 5)    # [batch, length] ONNX Runtime's outputs are compared with transformers' on
@@ -75,6 +75,15 @@ def batch_inputs(torch, config, names, shape):
     return tuple(values[name] for name in names)
 
 
+def shape_for(model, load, shape):
+    """shape, or one row of its length for a classifier whose config names no pad_token_id: a
+    decoder's sequence classifier reads each row's last token that is not the pad id, so
+    transformers refuses it more than one row (and tach does too); its batch-1 points still run."""
+    if load.task == "sequence-classification" and getattr(model.config, "pad_token_id", None) is None:
+        return 1, shape[1]
+    return shape
+
+
 def family_and_head(model, load):
     """How a refusal names what it refuses: "roberta (RobertaForSequenceClassification, sequence-classification)"."""
     return f"{getattr(model.config, 'model_type', '?')} ({type(model).__name__}, {load.task})"
@@ -114,11 +123,11 @@ def export(load, directory):
     axes.update({name: {0: "batch"} if load.task == "sequence-classification" else {0: "batch", 1: "length"}
                  for name in outputs})
     path = os.path.join(directory, "model.onnx")
+    example = batch_inputs(torch, model.config, names, shape_for(model, load, EXAMPLE_SHAPE))
     try:
         with torch.no_grad():
-            torch.onnx.export(ByName().eval(), batch_inputs(torch, model.config, names, EXAMPLE_SHAPE), path,
-                              input_names=names, output_names=list(outputs), dynamic_axes=axes, opset_version=OPSET,
-                              dynamo=False)
+            torch.onnx.export(ByName().eval(), example, path, input_names=names, output_names=list(outputs),
+                              dynamic_axes=axes, opset_version=OPSET, dynamo=False)
     except Exception as e:
         if is_out_of_memory(e):
             raise
@@ -138,7 +147,7 @@ def check_export(torch, model, load, path, names, outputs, by_name):
     import onnxruntime
     if load.dtype != "f32":
         return
-    inputs = batch_inputs(torch, model.config, names, CHECK_SHAPE)
+    inputs = batch_inputs(torch, model.config, names, shape_for(model, load, CHECK_SHAPE))
     shape = list(inputs[0].shape)
     with torch.no_grad():
         want = [t.float().numpy() for t in by_name(*inputs)]
