@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/trace.h"
+#include "ops/train_attention_kernel.h"
 #include "tach/error.h"
 #if TACH_HAS_CUDA
 #include "ops/attention_cudnn.h"
@@ -69,26 +70,67 @@ void check_args(const CausalAttentionArgs& a, bool training) {
         "causal_attention: a cache length on the device is for causal attention on CUDA");
 }
 
+// kernel: what ran, as the op table names it ("f32" on the CPU, "cudnn fused (bf16)", "tach rows f32").
+void describe_span(core::Span& span, const CausalAttentionArgs& a, const std::string& kernel) {
+  const OpCost c = causal_attention_cost(a);
+  span.set_cost(c.flops, c.bytes());
+  span.set_detail(
+      core::concat("[", a.B, ", ", a.Tq, " of ", a.past + a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] ", kernel));
+}
+
+#if TACH_HAS_CUDA
+// The call on the GPU: cuDNN's fused attention where the choice takes it (a prefill of a bf16 or
+// f16 model) and cuDNN runs the shape, tach's kernel otherwise. Notes what ran for the run and
+// returns it in the op table's words.
+std::string cuda_causal_attention(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
+                                  const CausalAttentionArgs& a) {
+  InferAttentionCase c = infer_attention_case(a.device, a.facts.compute);
+  c.heads = a.H, c.kv_heads = a.KVH, c.head_size = a.D;
+  // A captured decoding step (its cache length read on the device) decodes, whatever its rows.
+  c.queries = a.device_past ? 1 : a.Tq, c.keys = a.past + a.Tq;
+  c.causal = a.causal, c.window = a.window;
+  c.padding = key_mask ? a.facts.padding : KeyPadding::none;
+  const InferAttentionChoice choice = choose_infer_attention(c);
+  std::string refused;
+  if (choice.cudnn()) {
+    CudnnAttention ca;
+    ca.device = a.device.index;
+    ca.B = a.B, ca.T = a.Tq, ca.H = a.H, ca.KVH = a.KVH, ca.D = a.D;
+    ca.q = q, ca.k = k, ca.v = v;
+    ca.ld_q = a.ld_q, ca.ld_kv = a.ld_kv, ca.kv_batch_stride = a.batch_stride_kv, ca.ld_out = a.ld_out;
+    ca.key_mask = c.padding == KeyPadding::right ? key_mask : nullptr;
+    ca.mask_stride = a.mask_stride;
+    ca.causal = a.causal, ca.scale = a.scale, ca.dtype = choice.dtype;
+    const InferAttentionShape shape{ca.device, a.B, a.Tq, a.H, a.KVH, a.D, a.causal, choice.dtype};
+    if (run_cudnn_infer_attention(shape, [&] { cudnn_attention_inference(ca, out); })) {
+      note_infer_attention(cudnn_attention_words(choice.dtype));
+      return cudnn_attention_words(choice.dtype);
+    }
+    refused = "cuDNN refused " + shape.describe() + " at run time";
+  }
+  const std::string words =
+      tach_attention_words(causal_attention_forward_cuda(a.device.index, out, q, k, v, key_mask, a));
+  note_infer_attention(words + " (" + (refused.empty() ? choice.why : refused) + ")");
+  return words;
+}
+#endif
+
 }  // namespace
 
 void causal_attention_forward(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
                               const CausalAttentionArgs& a) {
   check_args(a, false);
   core::Span span(core::SpanKind::op, "causal_attention");
-  if (span.active()) {
-    const OpCost c = causal_attention_cost(a);
-    span.set_cost(c.flops, c.bytes());
-    span.set_detail(
-        core::concat("[", a.B, ", ", a.Tq, " of ", a.past + a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32"));
-  }
 #if TACH_HAS_CUDA
   if (on_cuda("causal_attention", a.device, DType::f32)) {
-    causal_attention_forward_cuda(a.device.index, out, q, k, v, key_mask, a);
+    const std::string kernel = cuda_causal_attention(out, q, k, v, key_mask, a);
+    if (span.active()) describe_span(span, a, kernel);
     return;
   }
 #else
   on_cuda("causal_attention", a.device, DType::f32);
 #endif
+  if (span.active()) describe_span(span, a, "f32");
   causal_attention_forward_cpu(out, nullptr, q, k, v, key_mask, a);
 }
 
@@ -157,7 +199,21 @@ CudnnAttention cudnn_call(const CausalAttentionArgs& a, const Tensor& q, const T
   c.causal = a.causal, c.scale = a.scale;
   return c;
 }
+
+CudnnAttentionShape cudnn_shape(const CausalAttentionArgs& a) {
+  CudnnAttentionShape s;
+  s.device = a.device.index;
+  s.B = a.B, s.T = a.Tq, s.H = a.H, s.KVH = a.KVH, s.D = a.D, s.causal = a.causal;
+  return s;
+}
+
+constexpr const char* kCudnnRefusedDetail = "f32 recomputes probs (cuDNN refused this shape)";
 #endif
+
+// What tach's kernels save in probs: the probabilities [B, H, T, T], or nothing (null: the backward
+// recomputes them) under --exec fused and where cuDNN refused the shape at run time (probs is then
+// its log-sum-exp's buffer).
+float* tach_probs(const Tensor& probs) { return uses_cudnn(probs) ? nullptr : probs_of(probs); }
 
 }  // namespace
 
@@ -177,16 +233,19 @@ void causal_attention_forward_train(const Tensor& out, const Tensor& probs, cons
   }
 #if TACH_HAS_CUDA
   if (uses_cudnn(probs)) {
-    cudnn_attention_forward(cudnn_call(a, q, k, v, key_mask), out.data<float>(), probs.data<float>());
-    return;
+    if (run_cudnn_attention(cudnn_shape(a), "forward", [&] {
+          cudnn_attention_forward(cudnn_call(a, q, k, v, key_mask), out.data<float>(), probs.data<float>());
+        }))
+      return;
+    if (span.active()) span.set_detail(kCudnnRefusedDetail);
   }
   if (cuda) {
-    causal_attention_forward_train_cuda(a.device.index, out.data<float>(), probs_of(probs), q.data<float>(),
+    causal_attention_forward_train_cuda(a.device.index, out.data<float>(), tach_probs(probs), q.data<float>(),
                                         k.data<float>(), v.data<float>(), mask_of(key_mask), a);
     return;
   }
 #endif
-  causal_attention_forward_cpu(out.data<float>(), probs_of(probs), q.data<float>(), k.data<float>(), v.data<float>(),
+  causal_attention_forward_cpu(out.data<float>(), tach_probs(probs), q.data<float>(), k.data<float>(), v.data<float>(),
                                mask_of(key_mask), a);
 }
 
@@ -219,19 +278,22 @@ void causal_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor&
   }
 #if TACH_HAS_CUDA
   if (uses_cudnn(probs)) {
-    cudnn_attention_backward(cudnn_call(a, q, k, v, key_mask), dq.data<float>(), dk.data<float>(), dv.data<float>(),
-                             dout.data<float>(), out.data<float>(), probs.data<float>());
-    return;
+    if (run_cudnn_attention(cudnn_shape(a), "backward", [&] {
+          cudnn_attention_backward(cudnn_call(a, q, k, v, key_mask), dq.data<float>(), dk.data<float>(),
+                                   dv.data<float>(), dout.data<float>(), out.data<float>(), probs.data<float>());
+        }))
+      return;
+    if (span.active()) span.set_detail(kCudnnRefusedDetail);
   }
   if (cuda) {
     causal_attention_backward_cuda(a.device.index, dq.data<float>(), dk.data<float>(), dv.data<float>(),
-                                   dout.data<float>(), probs_of(probs), q.data<float>(), k.data<float>(),
+                                   dout.data<float>(), tach_probs(probs), q.data<float>(), k.data<float>(),
                                    v.data<float>(), mask_of(key_mask), a);
     return;
   }
 #endif
   causal_attention_backward_cpu(dq.data<float>(), dk.data<float>(), dv.data<float>(), dout.data<float>(),
-                                probs_of(probs), q.data<float>(), k.data<float>(), v.data<float>(), mask_of(key_mask),
+                                tach_probs(probs), q.data<float>(), k.data<float>(), v.data<float>(), mask_of(key_mask),
                                 a);
 }
 

@@ -1,7 +1,12 @@
 #include "ops/train_attention_kernel.h"
 
+#include <atomic>
 #include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "cpu/train_gemm.h"
 #include "tach/error.h"
@@ -37,13 +42,19 @@ TrainAttentionChoice choose_train_attention(const TrainAttentionCase& c) {
   return {TrainAttentionKernel::cudnn, ""};
 }
 
-bool train_attention_forced_to_tach(const char* value) {
+TrainAttentionSetting train_attention_setting(const char* value) {
   const std::string v = value ? value : "";
-  if (v.empty() || v == "auto") return false;
-  if (v == "tach") return true;
+  if (v.empty() || v == "auto") return TrainAttentionSetting::choose;
+  if (v == "tach") return TrainAttentionSetting::tach;
+  if (v == "cudnn-refuses") return TrainAttentionSetting::cudnn_refuses;
   throw UsageError("TACH_TRAIN_ATTENTION=" + v +
                    ": the training attention's kernels are chosen by 'auto' (cuDNN's fused attention in bf16 runs "
-                   "on CUDA where it loads, tach's kernels otherwise) or forced to 'tach'");
+                   "on CUDA where it loads, tach's kernels otherwise), forced to 'tach', or chosen with every cuDNN "
+                   "graph refused when it runs, to see the fallback to tach's kernels ('cudnn-refuses')");
+}
+
+bool train_attention_forced_to_tach(const char* value) {
+  return train_attention_setting(value) == TrainAttentionSetting::tach;
 }
 
 TrainAttentionCase train_attention_case(Device device) {
@@ -72,6 +83,102 @@ Shape train_attention_saved_shape(const TrainAttentionChoice& choice, bool fused
   if (choice.cudnn()) return {B, H, T};
   if (fused) return {};
   return {B, H, T, T};
+}
+
+std::string CudnnAttentionShape::describe() const {
+  return "[" + std::to_string(B) + ", " + std::to_string(T) + ", " + std::to_string(H) + "/" + std::to_string(KVH) +
+         " heads x " + std::to_string(D) + "]" + (causal ? " causal" : "");
+}
+
+namespace {
+
+// A shape cuDNN refused: in which direction first, why, and when it last fell back (the count of
+// fallbacks then, which the marks compare with).
+struct Refusal {
+  std::string direction, reason;
+  uint64_t used = 0;
+};
+
+using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+
+struct Refusals {
+  std::mutex mutex;
+  std::map<ShapeKey, Refusal> by_shape;
+  uint64_t fallbacks = 0;
+  std::atomic<bool> any{false};  // read without the lock by every call until a first refusal
+};
+
+// Never destroyed: an op may run while static objects are destroyed at exit.
+Refusals& refusals() {
+  static Refusals* r = new Refusals;
+  return *r;
+}
+
+ShapeKey key_of(const CudnnAttentionShape& s) { return {s.device, s.B, s.T, s.H, s.KVH, s.D, s.causal}; }
+
+}  // namespace
+
+bool run_cudnn_attention(const CudnnAttentionShape& shape, const char* direction, const std::function<void()>& cudnn) {
+  Refusals& r = refusals();
+  const ShapeKey key = key_of(shape);
+  if (r.any.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.by_shape.find(key);
+    if (it != r.by_shape.end()) {
+      it->second.used = ++r.fallbacks;
+      return false;
+    }
+  }
+  std::string reason;
+  if (train_attention_setting(std::getenv("TACH_TRAIN_ATTENTION")) == TrainAttentionSetting::cudnn_refuses) {
+    reason = "TACH_TRAIN_ATTENTION=cudnn-refuses";
+  } else {
+    try {
+      cudnn();
+      return true;
+    } catch (const Stopped&) {
+      throw;  // Ctrl-C during the call: the run stops, cuDNN refused nothing
+    } catch (const Error& e) {
+      reason = e.what();  // cuDNN's words: what it refused, and why
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    Refusal& refusal = r.by_shape.emplace(key, Refusal{direction, reason, 0}).first->second;
+    refusal.used = ++r.fallbacks;
+    r.any.store(true, std::memory_order_release);
+  }
+  // stderr, where every command's warnings go.
+  std::cerr << "warning: cuDNN's fused attention refused the " << direction << " of " << shape.describe()
+            << " at run time (" << reason << "); tach's own attention kernels (f32) run that shape from now on\n";
+  return false;
+}
+
+uint64_t cudnn_attention_fallback_mark() {
+  Refusals& r = refusals();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.fallbacks;
+}
+
+std::string cudnn_attention_fallbacks_since(uint64_t mark) {
+  Refusals& r = refusals();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::string words;
+  for (const auto& [key, refusal] : r.by_shape) {
+    if (refusal.used <= mark) continue;
+    CudnnAttentionShape s;
+    std::tie(s.device, s.B, s.T, s.H, s.KVH, s.D, s.causal) = key;
+    if (!words.empty()) words += "; ";
+    words += "tach kernels, f32 for " + s.describe() + " (cuDNN refused its " + refusal.direction +
+             " at run time: " + refusal.reason + ")";
+  }
+  return words;
+}
+
+std::string with_cudnn_attention_fallbacks(const std::string& choice, uint64_t mark) {
+  const std::string fallbacks = cudnn_attention_fallbacks_since(mark);
+  if (fallbacks.empty()) return choice;
+  return choice.empty() ? fallbacks : choice + "; " + fallbacks;
 }
 
 }  // namespace tach::ops

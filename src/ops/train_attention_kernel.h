@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "tach/device.h"
@@ -39,8 +40,13 @@ struct TrainAttentionChoice {
 
 TrainAttentionChoice choose_train_attention(const TrainAttentionCase& c);
 
-// TACH_TRAIN_ATTENTION's value: unset, empty or "auto" (false: choose), "tach" (true: tach's
-// kernels everywhere, for A/B against cuDNN). Anything else is an error naming the choices.
+// TACH_TRAIN_ATTENTION's value: unset, empty or "auto" (choose), "tach" (tach's kernels
+// everywhere, for A/B against cuDNN), "cudnn-refuses" (choose, then take every cuDNN attention
+// graph as refused when it runs: the fallback below, on demand). Anything else is an error naming
+// the choices.
+enum class TrainAttentionSetting { choose, tach, cudnn_refuses };
+TrainAttentionSetting train_attention_setting(const char* value);
+// Whether the value forces tach's kernels ("tach").
 bool train_attention_forced_to_tach(const char* value);
 
 // The case on `device` in this process: the GEMMs' training precision (cpu::train_precision), whether
@@ -57,5 +63,39 @@ std::string describe_train_attention(const TrainAttentionChoice& layers, const T
 // row [B, H, T] f32; tach's probabilities [B, H, T, T] f32, or nothing under --exec fused (the
 // backward recomputes them). An empty shape: nothing.
 Shape train_attention_saved_shape(const TrainAttentionChoice& choice, bool fused, int64_t B, int64_t H, int64_t T);
+
+// cuDNN can refuse at run time a shape the choice accepted: no engine finalizes the graph (cuDNN's
+// heuristics and engines depend on the GPU, the driver and NVRTC), the workspace it asks for
+// cannot be had, the execution fails, a cuDNN version whose backward is known to be wrong. Then
+// the attention ops fall back to tach's own kernels for that shape, once and for the rest of the
+// process, in both directions: the forward saves nothing for them (the layer's buffer holds
+// cuDNN's log-sum-exp, not probabilities), so the backward recomputes the probabilities, as under
+// --exec fused. Each refusal is said on stderr once and recorded for the run (summary.json
+// attention): the kernels that ran never change silently.
+
+// What a cuDNN attention graph is built for (ops/attention_cudnn.h): a refusal holds for the shape.
+struct CudnnAttentionShape {
+  int device = 0;
+  int64_t B = 0, T = 0, H = 0, KVH = 0, D = 0;
+  bool causal = false;
+  // "[4, 128] x 14/2 heads of 64, causal"
+  std::string describe() const;
+};
+
+// Runs `cudnn` (the op's call into cuDNN's fused attention; direction: "forward" or "backward")
+// unless cuDNN refused this shape before. Returns true when it ran; false when the shape is
+// refused, now (a tach::Error from `cudnn`, or TACH_TRAIN_ATTENTION=cudnn-refuses: recorded with
+// its reason, and a warning on stderr) or before: the caller then runs tach's kernels.
+// tach::Stopped (Ctrl-C) passes through.
+bool run_cudnn_attention(const CudnnAttentionShape& shape, const char* direction, const std::function<void()>& cudnn);
+
+// The run's record of the fallbacks: a mark taken before (a training step's construction), then
+// the shapes that fell back to tach's kernels since, each with cuDNN's reason, in words (empty when
+// none): "tach kernels, f32 for [4, 128] x 14/2 heads of 64, causal (cuDNN refused its forward at
+// run time: ...)", one per shape, "; " between.
+uint64_t cudnn_attention_fallback_mark();
+std::string cudnn_attention_fallbacks_since(uint64_t mark);
+// A choice's words with the fallbacks since `mark` after them ("; " between).
+std::string with_cudnn_attention_fallbacks(const std::string& choice, uint64_t mark);
 
 }  // namespace tach::ops

@@ -26,10 +26,6 @@ inline ops::TrainLinearWeight weight(const FusedTensor& t) {
   return t.nf4 ? ops::TrainLinearWeight(*t.nf4) : ops::TrainLinearWeight(t.value);
 }
 
-// A raw f32 pointer, for the host loops that have no op yet (ModernBERT's masked mean pooling, the
-// decoders' last-token rows).
-inline float* f(const Tensor& t) { return t.data<float>(); }
-
 }  // namespace step
 
 }  // namespace tach::train

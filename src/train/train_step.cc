@@ -7,6 +7,7 @@
 
 #include "cpu/gemm.h"
 #include "cpu/train_gemm.h"
+#include "ops/train_attention_kernel.h"
 #include "tach/error.h"
 #include "tach/profile.h"
 #include "train/head_loss.h"
@@ -107,8 +108,13 @@ TrainingStep::TrainingStep(TrainableModel& model, const StepSettings& settings)
     : model_(model),
       settings_(settings),
       optimizer_(model.params, settings.adam, settings.decay_scope, settings.fused),
-      state_(model.new_state(settings.fused)) {
+      state_(model.new_state(settings.fused)),
+      attention_fallback_mark_(ops::cudnn_attention_fallback_mark()) {
   state_->checkpoint = settings.gradient_checkpointing;
+}
+
+std::string TrainingStep::attention_kernels() const {
+  return ops::with_cudnn_attention_fallbacks(state_->attention_kernels, attention_fallback_mark_);
 }
 
 StepOutcome TrainingStep::run(int64_t step, int64_t micro_batches, const MicroBatchSource& next, double lr) {

@@ -4,6 +4,7 @@
 // runs inside a profiler scope named as the phase and is timed on the steady clock.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -73,14 +74,16 @@ class TrainingStep {
   AdamWOptimizer& optimizer() { return optimizer_; }
   const StepSettings& settings() const { return settings_; }
   // Which kernels the attention ran in the last step, in words (ForwardState::attention_kernels;
-  // empty before the first step).
-  const std::string& attention_kernels() const { return state_->attention_kernels; }
+  // empty before the first step), then each shape that ran tach's kernels since this step was made
+  // because cuDNN refused it at run time, with cuDNN's reason (ops/train_attention_kernel.h).
+  std::string attention_kernels() const;
 
  private:
   TrainableModel& model_;
   StepSettings settings_;
   AdamWOptimizer optimizer_;
   std::unique_ptr<ForwardState> state_;
+  uint64_t attention_fallback_mark_ = 0;  // the cuDNN refusals before this step was made are another run's
 };
 
 struct PhaseSeconds {

@@ -2,7 +2,10 @@
 // (the family row's), and the parts of the model that are not the step.
 #include "train/trainable_decoder.h"
 
-#include "core/allocator.h"
+#include <algorithm>
+
+#include "ops/add.h"
+#include "ops/copy_rows.h"
 #include "tach/error.h"
 #include "tach/plain_number.h"
 
@@ -155,16 +158,21 @@ const Tensor& TrainableDecoder::norm_weight(const Parameter* p) const {
 
 void TrainableDecoder::refresh_applied_norms() const {
   if (!config.norm_plus_one) return;
-  // 1 + w is a loop over the host's memory (a [C] vector per norm: no op of its own yet); on a
-  // GPU, w comes to the host and 1 + w goes back, one small copy each way per norm.
+  // 1 + w as two ops on the model's device (ones copied in, then w added: 1.0f + w[i], as a host
+  // loop would give), so that a GPU step reads nothing back.
   auto refresh = [&](const Parameter* p) {
     if (!p) return;
+    const int64_t n = p->value.numel();
     Tensor& a = applied_norms_[p];
     if (!a.defined()) a = Tensor::empty(p->value.shape(), DType::f32, device, MemoryCategory::workspace);
-    const Tensor w = p->value.on(Device::cpu(), MemoryCategory::workspace);
-    Tensor sum = a.on(Device::cpu(), MemoryCategory::workspace);  // the CPU's: a itself
-    for (int64_t i = 0; i < sum.numel(); ++i) sum.data<float>()[i] = 1.0f + w.data<float>()[i];
-    if (sum.raw() != a.raw()) core::copy_bytes(a.device(), a.raw(), Device::cpu(), sum.raw(), a.nbytes());
+    Tensor& one = ones_[n];
+    if (!one.defined()) {
+      Tensor host = Tensor::empty({n}, DType::f32, Device::cpu(), MemoryCategory::workspace);
+      std::fill(host.data<float>(), host.data<float>() + n, 1.0f);
+      one = host.on(device, MemoryCategory::workspace);
+    }
+    ops::copy_rows(a.reshape({1, n}), one.reshape({1, n}));
+    ops::add_inplace(a, p->value);
   };
   for (const auto& l : layers)
     for (const Parameter* p : {l.attn_norm, l.q_norm, l.k_norm, l.attn_out_norm, l.mlp_norm, l.mlp_out_norm})

@@ -78,6 +78,10 @@ struct TrainableDecoder final : TrainableModel {
   // mask: the batch's attention_mask [B, T] i32.
   void layer_forward(DecoderActivations& a, size_t li, const Tensor& mask, const DropoutRates& dr) const;
   std::unique_ptr<ForwardState> new_state(bool fused) const override;
+  // Checks the host batch's ids against the vocabulary and finds the rows the head reads there
+  // (a sequence classifier's pooled tokens, the masked LM's chosen ones), uploaded to the model's
+  // device for the next forward (DecoderActivations::prepared_head_rows).
+  void prepare_batch(ForwardState& state, const TokenBatch& host_batch) const override;
   void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const override;
   void backward(ForwardState& state, const TokenBatch& batch, const float* d_logits,
                 const DropoutRates& dropout) override;
@@ -88,6 +92,7 @@ struct TrainableDecoder final : TrainableModel {
  private:
   void refresh_applied_norms() const;
   mutable std::map<const Parameter*, Tensor> applied_norms_;  // Gemma only
+  mutable std::map<int64_t, Tensor> ones_;                    // [n] ones on the device, per norm size
 };
 
 // With the head `task` (the family's row must have it; a per-token head's `config.id2label` says
@@ -121,18 +126,25 @@ struct DecoderActivations final : ForwardState {
   // R rows of buffers sized for the most (head_row_buffers).
   Tensor pooled_in;               // [R, C] the last layer's output at the rows the head reads
   Tensor final_mean, final_rstd;  // [R] (mean pooling: [N]; mean for LayerNorms only)
-  Tensor final_normed;            // [N, C] mean pooling: every row's final norm, averaged into pooled
+  Tensor final_normed;            // [N, C] mean pooling: every row's final norm, masked_mean into pooled
   Tensor pooled;          // [R, C] the final norm of pooled_in (the norm is per row, so only these rows are normed)
   Tensor pooled_dropped;  // [R, C] a causal token classifier's dropout of pooled, when its rate is not 0
   Tensor head_pre, head_act, head_mean, head_rstd, head_out;  // ModernBERT's head: [R, C] x3, [R] x2
-  std::vector<int64_t> last;       // per row, the pooled token's position (last or cls pooling)
-  std::vector<int32_t> head_rows;  // the R rows (b * T + t) the head reads, in host memory
-  Tensor pooled_rows;              // [R] i32 head_rows on the model's device; undefined when R = 0
+  std::vector<int32_t> head_rows;                             // the R rows (b * T + t) the head reads, in host memory
+  Tensor pooled_rows;  // [R] i32 head_rows on the model's device; undefined when R = 0
   // Each [R, ...] field above and below with its full-size buffer.
   std::vector<std::pair<Tensor DecoderActivations::*, Tensor>> head_row_buffers;
-  Tensor mask_host;                // [B, T] i32 the attention mask in host memory (mean pooling reads it)
-  std::vector<float> real_tokens;  // per row, its real tokens (mean pooling)
-  model::DecoderRope rope;         // cos/sin of positions 0..T-1 for every row
+  // The head's rows of a [B, T] batch, found in its ids in host memory.
+  struct HeadRows {
+    bool ready = false;
+    int64_t B = 0, T = 0;
+    std::vector<int32_t> rows;  // [R] b * T + t
+    Tensor on_device;           // [R] i32 rows on the model's device; undefined when R = 0
+  };
+  // Set by the data phase (prepare_batch) for the next forward, which takes it (leaving it not
+  // ready) and reads no batch back from the device; not ready: the forward finds the rows itself.
+  HeadRows prepared_head_rows;
+  model::DecoderRope rope;  // cos/sin of positions 0..T-1 for every row
   // Gradients, reused by the backward.
   Tensor d_resid, d_x, d_qkv, d_context, d_gate_up, d_act;  // [N, C] x2, [N, QKV], [N, HD], [N, 2I], [N, I]
   Tensor d_q, d_k, d_v;                                     // views of d_qkv, as qkv_views

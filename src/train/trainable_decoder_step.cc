@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/allocator.h"
 #include "core/trace.h"
@@ -17,6 +19,7 @@
 #include "ops/gelu.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/masked_mean.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 #include "ops/silu_gate.h"
@@ -30,7 +33,6 @@ namespace tach::train {
 namespace {
 
 using ops::fill_zero;
-using step::f;
 using step::weight;
 
 std::string layer_module(size_t i) { return core::tracing() ? core::concat("layers.", i) : std::string(); }
@@ -174,19 +176,25 @@ std::vector<int64_t> last_tokens(const TrainableDecoder& m, const Tensor& ids_ho
   return last;
 }
 
-// ids_host: the batch's input_ids in host memory.
-void check_batch(const TrainableDecoder& m, const TokenBatch& batch, const Tensor& ids_host) {
+// The batch's tensors as the step reads them (their shapes and types; nothing is read).
+void check_batch_shape(const TokenBatch& batch) {
   check(batch.input_ids.defined() && batch.input_ids.dim() == 2 && batch.input_ids.dtype() == DType::i32 &&
             batch.batch() > 0 && batch.seq_len() > 0,
         "input_ids must be a non-empty i32 [batch, seq]");
   check(batch.attention_mask.defined() && batch.attention_mask.shape() == batch.input_ids.shape() &&
             batch.attention_mask.dtype() == DType::i32,
         "attention_mask must be i32 " + shape_str(batch.input_ids.shape()));
+}
+
+// Every id inside the vocabulary. ids_host: the batch's input_ids in host memory [B, T].
+void check_ids(const TrainableDecoder& m, const Tensor& ids_host) {
+  const int64_t T = ids_host.size(1);
   const int32_t* ids = ids_host.data<int32_t>();
   for (int64_t i = 0; i < ids_host.numel(); ++i)
-    check(
-        ids[i] >= 0 && ids[i] < m.config.vocab_size,
-        "input id " + std::to_string(ids[i]) + " is outside the vocabulary of " + std::to_string(m.config.vocab_size));
+    if (ids[i] < 0 || ids[i] >= m.config.vocab_size)  // the message is built only for a bad id
+      throw Error("input_ids[" + std::to_string(i / T) + "][" + std::to_string(i % T) +
+                  "] = " + std::to_string(ids[i]) + " is outside the vocabulary of " +
+                  std::to_string(m.config.vocab_size) + " tokens");
 }
 
 // LoRA's share of a linear's backward, where the model has adapters. dx: undefined when nothing
@@ -244,76 +252,67 @@ class TrainingRunner final : public model::DecoderLayerRunner {
   const DropoutRates& dr_;
 };
 
-// The rows the head reads (a.head_rows, a.pooled_rows): each row's pooled token for a sequence
-// classifier (a.last), the masked LM's chosen tokens (every token when none are named), every
-// token for the other per-token heads; the [R, ...] buffers become views of that many rows, and a
-// per-token head's logits [R, outputs] are sized.
+// The rows the head reads (b * T + t), found in the host batch: each row's pooled token for a
+// sequence classifier (last_tokens), the masked LM's chosen tokens `predicted` (every token when
+// none are named), every token for the other per-token heads; with a copy on the model's device.
 // ids_host: the batch's input_ids in host memory [B, T].
-void select_head_rows(const TrainableDecoder& m, DecoderActivations& a, const Tensor& ids_host) {
-  const int64_t B = a.B, T = a.T, N = B * T;
-  std::vector<int32_t>& rows = a.head_rows;
-  rows.clear();
+DecoderActivations::HeadRows find_head_rows(const TrainableDecoder& m, const Tensor& ids_host,
+                                            const std::vector<int32_t>& predicted) {
+  const int64_t B = ids_host.size(0), T = ids_host.size(1), N = B * T;
+  DecoderActivations::HeadRows head;
+  head.ready = true;
+  head.B = B, head.T = T;
+  std::vector<int32_t>& rows = head.rows;
   if (!m.per_token()) {
-    a.last = last_tokens(m, ids_host);
-    for (int64_t b = 0; b < B; ++b) rows.push_back(int32_t(b * T + a.last[size_t(b)]));
-  } else if (m.task == Head::masked_lm && !a.predicted_rows.empty()) {
-    for (const int32_t r : a.predicted_rows)
+    const std::vector<int64_t> last = last_tokens(m, ids_host);
+    for (int64_t b = 0; b < B; ++b) rows.push_back(int32_t(b * T + last[size_t(b)]));
+  } else if (m.task == Head::masked_lm && !predicted.empty()) {
+    for (const int32_t r : predicted)
       check(r >= 0 && r < N, "masked LM: predicted row " + std::to_string(r) + " is outside the batch's " +
                                  std::to_string(N) + " tokens");
-    rows = a.predicted_rows;
+    rows = predicted;
   } else {
     for (int64_t r = 0; r < N; ++r) rows.push_back(int32_t(r));
   }
   const int64_t R = int64_t(rows.size());
+  if (R > 0) {
+    Tensor host = Tensor::empty({R}, DType::i32);
+    std::copy(rows.begin(), rows.end(), host.data<int32_t>());
+    head.on_device = host.on(m.device);
+  }
+  return head;
+}
+
+// The forward's head rows (a.head_rows, a.pooled_rows) from `head`: the [R, ...] buffers become
+// views of that many rows, and a per-token head's logits [R, outputs] are sized.
+void use_head_rows(const TrainableDecoder& m, DecoderActivations& a, DecoderActivations::HeadRows head) {
+  a.head_rows = std::move(head.rows);
+  a.pooled_rows = std::move(head.on_device);
+  const int64_t R = int64_t(a.head_rows.size());
   if (m.per_token()) {
     const int64_t outputs = m.task == Head::masked_lm ? m.config.vocab_size : m.num_labels();
     if (!a.logits.defined() || a.logits.shape() != Shape{R, outputs})
       a.logits = Tensor::empty({R, outputs}, DType::f32, m.device, MemoryCategory::activations);
   }
-  if (R == 0) {
-    a.pooled_rows = Tensor();
-    return;
-  }
+  if (R == 0) return;
   for (auto& [field, full] : a.head_row_buffers) a.*field = full.size(0) == R ? full : full.narrow(0, 0, R);
-  a.pooled_rows = Tensor::from_borrowed(rows.data(), {R}, DType::i32, nullptr).to_device(m.device);
 }
 
 // The final norm and the rows the head reads: a.pooled [R, C] (the last non-pad token's or the
 // first's, normed; ModernBERT's mean over the mask of every normed row; a per-token head's rows).
-// mask_host: the attention mask in host memory [B, T].
-void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor& mask_host) {
-  const int64_t B = a.B, T = a.T, C = m.config.hidden_size;
-  {
-    core::Span span(core::SpanKind::module, m.names.final_norm);
-    if (mean_pooling(m)) {
-      // Every row's final norm, then (h * mask).sum / mask.sum per sequence (a loop over the
-      // host's memory, the masked mean having no op of its own yet: on a GPU the normed rows
-      // come to the host and the pooled rows go back, one copy each).
-      const int32_t* mask = mask_host.data<int32_t>();
-      model::decoder_norm(m.config, a.final_normed, a.resid_out, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
-                          a.final_rstd);
-      const Tensor normed = a.final_normed.on(Device::cpu(), MemoryCategory::workspace);
-      const Tensor pooled = a.pooled.on(Device::cpu(), MemoryCategory::workspace);  // the CPU's: itself
-      a.real_tokens.assign(size_t(B), 0.0f);
-      std::fill(f(pooled), f(pooled) + pooled.numel(), 0.0f);
-      for (int64_t b = 0; b < B; ++b) {
-        float* out = f(pooled) + b * C;
-        for (int64_t t = 0; t < T; ++t) {
-          if (!mask[b * T + t]) continue;
-          a.real_tokens[size_t(b)] += 1;
-          const float* row = f(normed) + (b * T + t) * C;
-          for (int64_t k = 0; k < C; ++k) out[k] += row[k];
-        }
-        for (int64_t k = 0; k < C; ++k) out[k] /= a.real_tokens[size_t(b)];
-      }
-      if (pooled.raw() != a.pooled.raw())
-        core::copy_bytes(a.pooled.device(), a.pooled.raw(), Device::cpu(), pooled.raw(), a.pooled.nbytes());
-    } else {
-      // The final norm is per row, so it runs on the rows the head reads only.
-      ops::gather_rows(a.pooled_in, a.resid_out, a.pooled_rows);
-      model::decoder_norm(m.config, a.pooled, a.pooled_in, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
-                          a.final_rstd);
-    }
+// mask: the batch's attention mask [B, T] i32, on the model's device.
+void pool_forward(const TrainableDecoder& m, DecoderActivations& a, const Tensor& mask) {
+  core::Span span(core::SpanKind::module, m.names.final_norm);
+  if (mean_pooling(m)) {
+    // Every row's final norm, then (h * mask).sum / mask.sum per sequence.
+    model::decoder_norm(m.config, a.final_normed, a.resid_out, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
+                        a.final_rstd);
+    ops::masked_mean_forward(a.pooled, a.final_normed, mask);
+  } else {
+    // The final norm is per row, so it runs on the rows the head reads only.
+    ops::gather_rows(a.pooled_in, a.resid_out, a.pooled_rows);
+    model::decoder_norm(m.config, a.pooled, a.pooled_in, Tensor(), m.norm_weight(m.final_norm), a.final_mean,
+                        a.final_rstd);
   }
 }
 
@@ -380,37 +379,22 @@ void head_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& d_l
 
 // From d(pooled) to d(the last layer's output) in a.d_resid [N, C], through the final norm; rows
 // the head does not read get none.
-// mask_host: the attention mask in host memory [B, T].
-void pool_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& mask_host) {
-  const int64_t B = a.B, T = a.T, C = m.config.hidden_size;
+// mask: the batch's attention mask [B, T] i32, on the model's device.
+void pool_backward(TrainableDecoder& m, DecoderActivations& a, const Tensor& mask) {
   fill_zero(a.d_resid);
-  {
-    core::Span span(core::SpanKind::module, m.names.final_norm);
-    if (mean_pooling(m)) {
-      // d(normed row) = d_pooled / n at each real token (in host memory, as the forward's mean);
-      // then the final norm over every row.
-      const int32_t* mask = mask_host.data<int32_t>();
-      const Tensor d_pooled = a.d_pooled.on(Device::cpu(), MemoryCategory::workspace);
-      const Tensor d_x = a.d_x.on(Device::cpu(), MemoryCategory::workspace);  // the CPU's: itself
-      std::fill(f(d_x), f(d_x) + d_x.numel(), 0.0f);
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t t = 0; t < T; ++t) {
-          if (!mask[b * T + t]) continue;
-          float* d = f(d_x) + (b * T + t) * C;
-          const float* dp = f(d_pooled) + b * C;
-          for (int64_t k = 0; k < C; ++k) d[k] = dp[k] / a.real_tokens[size_t(b)];
-        }
-      if (d_x.raw() != a.d_x.raw())
-        core::copy_bytes(a.d_x.device(), a.d_x.raw(), Device::cpu(), d_x.raw(), a.d_x.nbytes());
-      norm_backward(m.config, a.d_resid, grad_of(m.final_norm), a.d_x, a.resid_out, m.norm_weight(m.final_norm),
-                    a.final_mean, a.final_rstd);
-    } else {
-      fill_zero(a.d_pooled_in);
-      norm_backward(m.config, a.d_pooled_in, grad_of(m.final_norm), a.d_pooled, a.pooled_in,
-                    m.norm_weight(m.final_norm), a.final_mean, a.final_rstd);
-      // Only each row's pooled token reaches the head.
-      ops::scatter_rows(a.d_resid, a.pooled_rows, a.d_pooled_in);
-    }
+  core::Span span(core::SpanKind::module, m.names.final_norm);
+  if (mean_pooling(m)) {
+    // d(normed row) = d_pooled / n at each real token; then the final norm over every row.
+    fill_zero(a.d_x);
+    ops::masked_mean_backward(a.d_x, a.d_pooled, mask);
+    norm_backward(m.config, a.d_resid, grad_of(m.final_norm), a.d_x, a.resid_out, m.norm_weight(m.final_norm),
+                  a.final_mean, a.final_rstd);
+  } else {
+    fill_zero(a.d_pooled_in);
+    norm_backward(m.config, a.d_pooled_in, grad_of(m.final_norm), a.d_pooled, a.pooled_in, m.norm_weight(m.final_norm),
+                  a.final_mean, a.final_rstd);
+    // Only each row's pooled token reaches the head.
+    ops::scatter_rows(a.d_resid, a.pooled_rows, a.d_pooled_in);
   }
 }
 
@@ -425,17 +409,34 @@ void TrainableDecoder::layer_forward(DecoderActivations& a, size_t li, const Ten
   model::decoder_layer_forward(config, li, a.B, a.T, a.rope, a.layers[li], run, model::DecoderLayerEnds{});
 }
 
+void TrainableDecoder::prepare_batch(ForwardState& state, const TokenBatch& host_batch) const {
+  // A batch already on a GPU is left to the forward, which reads what it needs from a copy.
+  if (host_batch.input_ids.defined() && !(host_batch.input_ids.device() == Device::cpu())) return;
+  auto& a = dynamic_cast<DecoderActivations&>(state);
+  check_batch_shape(host_batch);
+  check_ids(*this, host_batch.input_ids);
+  a.prepared_head_rows = find_head_rows(*this, host_batch.input_ids, a.predicted_rows);
+}
+
 void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dr) const {
   auto& a = dynamic_cast<DecoderActivations&>(state);
-  // The ids and the mask in host memory (on a GPU, one copy each): the checks, the pooled
-  // positions and the masked mean read them there.
-  const Tensor ids_host = batch.input_ids.defined() ? batch.input_ids.on(Device::cpu()) : Tensor();
-  check_batch(*this, batch, ids_host);
+  check_batch_shape(batch);
   const int64_t B = batch.batch(), T = batch.seq_len();
+  // The ids are checked, and the head's rows found, in host memory: by the data phase where the
+  // collator made the batch (prepare_batch: the step then reads device tensors only), else here,
+  // from a host copy of the ids (on a GPU, one copy, and the rows back).
+  DecoderActivations::HeadRows head = std::exchange(a.prepared_head_rows, DecoderActivations::HeadRows{});
+  if (!head.ready) {
+    const Tensor ids_host = batch.input_ids.on(Device::cpu());
+    check_ids(*this, ids_host);
+    head = find_head_rows(*this, ids_host, a.predicted_rows);
+  }
+  if (head.B != B || head.T != T)
+    throw Error("decoder forward: the data phase's head rows are for a [" + std::to_string(head.B) + ", " +
+                std::to_string(head.T) + "] batch, not this " + batch.input_ids.describe());
   prepare(a, *this, B, T);
-  a.mask_host = batch.attention_mask.on(Device::cpu());
   refresh_applied_norms();
-  select_head_rows(*this, a, ids_host);
+  use_head_rows(*this, a, std::move(head));
   const Tensor& mask = batch.attention_mask;
 
   std::optional<core::Span> model_span(std::in_place, core::SpanKind::module, "model");
@@ -449,7 +450,7 @@ void TrainableDecoder::forward(ForwardState& state, const TokenBatch& batch, con
   }
   for (size_t li = 0; li < layers.size(); ++li) layer_forward(a, li, mask, dr);
   if (a.head_rows.empty()) return;  // the masked LM with no token chosen: logits [0, V]
-  pool_forward(*this, a, a.mask_host);
+  pool_forward(*this, a, mask);
   model_span.reset();
   head_forward(*this, a, dr);
 }
@@ -467,7 +468,7 @@ void TrainableDecoder::backward(ForwardState& state, const TokenBatch& batch, co
   if (!a.head_rows.empty()) head_backward(*this, a, d, dr);
   core::Span model_span(core::SpanKind::module, "model");
   if (a.head_rows.empty()) fill_zero(a.d_resid);  // no token reached the loss
-  else pool_backward(*this, a, a.mask_host);
+  else pool_backward(*this, a, mask);
 
   // A branch's output gradient: d_resid itself, or through the norm on the branch's output
   // (sandwich norms) into d_branch.

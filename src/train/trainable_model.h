@@ -132,7 +132,8 @@ class TrainableModel {
   // The data phase's part of the next forward, on the batch in host memory before it moves to the
   // model's device: checks it (an error naming the row and position of a bad id) and leaves in
   // `state` what the forward would otherwise read back from the device (the encoders' position
-  // ids, ForwardState::prepared_position_ids). By default nothing: the forward checks for itself.
+  // ids, ForwardState::prepared_position_ids; the decoders' head rows). By default nothing: the
+  // forward checks for itself.
   virtual void prepare_batch(ForwardState& state, const TokenBatch& host_batch) const { (void)state, (void)host_batch; }
   // state.logits: [B, L] ([B * T, L] for a per-token head). batch: input_ids, attention_mask (and token_type_ids where used).
   virtual void forward(ForwardState& state, const TokenBatch& batch, const DropoutRates& dropout) const = 0;
