@@ -184,6 +184,10 @@ struct PointResult {
   // forward (the copies of the batch in and the results out included, and any time the GPU
   // waited for the host to launch); n = 0 on the CPU.
   Distribution gpu_time_ms;
+  // GPU points: the kernels the attention ran in the measured runs, in words: "cudnn fused (bf16)",
+  // "tach tiles f32 (why cuDNN's did not run)", several joined by "; "; "" on the CPU (results.jsonl
+  // "attention"; absent in older lines).
+  std::string attention;
   int64_t rss_bytes = 0, peak_rss_bytes = 0;
   bool peak_rss_is_per_point = true;  // false when the kernel would not reset VmHWM
   // The allocator's books for the point's device (the GPU's for a GPU point), per category, and "total".
@@ -339,6 +343,15 @@ struct AccuracyResult {
   // Each example's predicted label id (the first `examples` of the dataset, in its order): what
   // another engine's predictions are compared with. accuracy.json keeps them when other engines ran.
   std::vector<int32_t> predicted;
+  // A per-token head's pass (a token classifier's or a question-answering model's, as tach eval
+  // scores them): task "token-classification" or "question-answering" ("" for a sequence
+  // classifier, whose figures are those above); its scores by name, the headline first
+  // (accuracy_metric_names); scheme: the tags' ("conlleval", "IOB2", ...) or the SQuAD version;
+  // predicted_text: each word's tag, sentence after sentence, or each question's best answer.
+  std::string task;
+  std::vector<std::pair<std::string, double>> scores;
+  std::string scheme;
+  std::vector<std::string> predicted_text;
 };
 
 // Another engine's accuracy pass (tach bench --engine NAME --accuracy): its logits for the token ids
@@ -349,13 +362,24 @@ struct EngineAccuracy {
   std::string status = "ok", reason;  // "failed" with the reason: the engine could not run this pass
   int64_t examples = 0;
   double accuracy = 0, macro_f1 = 0;
-  // Predictions that differ from tach's on the same examples; -1 when tach's were not at hand (a
-  // run resumed from an accuracy.json written before they were kept).
+  // A per-token head's pass: its task and scores, as AccuracyResult's.
+  std::string task;
+  std::vector<std::pair<std::string, double>> scores;
+  // Predictions that differ from tach's on the same examples (a per-token head's: tags, or
+  // answers); -1 when tach's were not at hand (a run resumed from an accuracy.json written before
+  // they were kept).
   int64_t differ = -1;
   double wall_s = 0;     // the pass's wall time, the protocol included: a record, not a timing
   std::string versions;  // the worker's packages ("python 3.11.2, torch 2.5.1, ...")
   std::string python;    // --python as given ("" is python3): a resumed run reuses the result only for the same
 };
+
+// The scores of a per-token head's accuracy pass, in order, the headline first: seqeval's micro
+// f1, precision and recall and the word accuracy (fractions) for "token-classification"; SQuAD's
+// exact_match and f1 (percent) for "question-answering"; none for a sequence classifier ("").
+std::vector<std::string> accuracy_metric_names(const std::string& task);
+// A pass's score by name (NaN where it has none).
+double accuracy_score(const std::vector<std::pair<std::string, double>>& scores, const std::string& name);
 
 // Accuracy, macro-F1 (mean over labels present in truth or predictions), per-class metrics and
 // the confusion matrix. truth and predicted: ids in [0, labels.size()).

@@ -2,6 +2,7 @@
 // label; macro-F1 as their mean over the labels present in the truth or the predictions).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 
 #include "bench/bench_internal.h"
@@ -54,6 +55,18 @@ AccuracyResult classification_metrics(const std::vector<int32_t>& truth, const s
   r.macro_f1 = present ? f1_sum / present : 0;
   r.chance_accuracy = double(majority) / double(truth.size());
   return r;
+}
+
+std::vector<std::string> accuracy_metric_names(const std::string& task) {
+  if (task == "token-classification") return {"f1", "precision", "recall", "word_accuracy"};
+  if (task == "question-answering") return {"exact_match", "f1"};
+  return {};
+}
+
+double accuracy_score(const std::vector<std::pair<std::string, double>>& scores, const std::string& name) {
+  for (const auto& [n, v] : scores)
+    if (n == name) return v;
+  return std::nan("");
 }
 
 namespace bench {

@@ -13,6 +13,8 @@
 
 namespace tach::bench {
 
+struct TaskAccuracyData;  // task_passes.h
+
 // Before anything runs: usage errors for engines a sweep cannot use (a model without a directory of
 // weights: a preset's synthetic ones), then each worker engine started once and asked for its
 // ready line, so that missing packages are refused by name with their pip command.
@@ -33,13 +35,15 @@ class EngineWorkers {
   // their phases. Never throws for a worker's failure, as run_point.
   PointResult run_train_point(const PointKey& key, const TrainInputs* inputs, int threads,
                               const BenchObserver& observer);
-  // engine's accuracy pass beside tach's pass `tach` (its device, dtype, examples and predictions):
-  // tach's batches of token ids (accuracy_batches) through the worker's model loaded with `threads`,
-  // its logits' argmax scored by tach's metrics, and how many predictions differ from tach's. Never
+  // engine's accuracy pass beside tach's pass `tach` (its device, dtype, examples and predictions),
+  // through the worker's model loaded with `threads`: a sequence classifier's (tach.task "") over
+  // `texts`, tach's batches of token ids (accuracy_batches), its logits' argmax; a per-token head's
+  // over `task`, tach eval's sentences or windows, its per-token logits turned into tags or answers
+  // by tach's code. Scored by tach's metrics, with how many predictions differ from tach's. Never
   // throws for the engine's failure (a dtype it lacks, a worker that dies): the result is "failed"
   // with the reason.
   EngineAccuracy run_accuracy(const EncoderModel& tach_model, const std::string& engine, const AccuracyResult& tach,
-                              const TextSource& texts, int threads);
+                              const TextSource* texts, const TaskAccuracyData* task, int threads);
 
  private:
   struct Worker {

@@ -10,12 +10,14 @@
 
 #include "bench/bench_internal.h"
 #include "bench/task_eval_setup.h"
+#include "bench/task_passes.h"
 #include "data/dataset_kind.h"
 #include "data/squad.h"
 #include "model/family.h"
 #include "tach/error.h"
 #include "tach/question_answering.h"
 #include "tach/runtime.h"
+#include "tasks/answer_question.h"
 
 namespace fs = std::filesystem;
 
@@ -81,6 +83,71 @@ int64_t question_answering_bench_length(const BenchConfig& config) {
   return positions > 0 ? std::min<int64_t>(384, positions) : 384;
 }
 
+namespace bench {
+
+SquadEvalData read_squad_eval_data(const BenchConfig& config, AnswerOptions options, const ModelInfo& info,
+                                   std::vector<std::string>& notes) {
+  SquadEvalData d;
+  d.squad = read_squad_for_qa(config.dataset.path);
+  if (!config.sample_sizes.empty() || config.limit > 0) {
+    int64_t n = config.sample_sizes.empty() ? config.limit
+                                            : *std::max_element(config.sample_sizes.begin(), config.sample_sizes.end());
+    if (config.limit > 0) n = std::min(n, config.limit);
+    usage_check(n > 0, "sample sizes must be positive, not " + std::to_string(n));
+    if (size_t(n) < d.squad.questions.size()) {
+      d.squad.questions.resize(size_t(n));
+      notes.push_back("the first " + std::to_string(n) + " questions of the dataset (--sample-sizes, --limit)");
+    }
+  }
+  // SQuAD v2.0 is answered as run_qa.py answers it (version_2_with_negative): the empty answer competes.
+  if (d.squad.v2 && !options.handle_impossible_answer) {
+    options.handle_impossible_answer = true;
+    notes.push_back("SQuAD v2.0 data: the empty answer competes with the spans (--handle-impossible-answer)");
+  }
+  if (info.max_positions > 0 && options.max_length > info.max_positions) {
+    options.max_length = info.max_positions;
+    options.doc_stride = std::min<int64_t>(options.doc_stride, options.max_length / 2);
+    notes.push_back("windows of " + std::to_string(options.max_length) + " tokens, the model's positions");
+  }
+  d.options = options;
+  d.tokenizer = Tokenizer::load(tokenizer_path_for(info, config.tokenizer));
+  for (const auto& q : d.squad.questions) {
+    d.questions.push_back({q.question, q.context});
+    d.gold.push_back(q.answers);
+  }
+  return d;
+}
+
+QaEvalPass qa_eval_pass(const SquadEvalData& data, const ModelInfo& info, int64_t batch_size,
+                        const TokenLogitsForward& forward, bool warm_up, std::vector<std::string>* best_out) {
+  const std::vector<Question>& questions = data.questions;
+  QaEvalPass pass;
+  pass.questions = int64_t(questions.size());
+  // One untimed question first, as the accuracy pass warms up: the first forward pays one-off
+  // costs (packing caches, page faults, thread start-up).
+  if (warm_up && !questions.empty())
+    (void)answer_questions(info, forward, *data.tokenizer, {questions.front()}, data.options);
+  CpuLoadWindow load;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> best;
+  const size_t step = size_t(batch_size);
+  for (size_t first = 0; first < questions.size(); first += step) {
+    const std::vector<Question> chunk(questions.begin() + long(first),
+                                      questions.begin() + long(std::min(questions.size(), first + step)));
+    for (const auto& answers : answer_questions(info, forward, *data.tokenizer, chunk, data.options, step))
+      best.push_back(answers.empty() ? "" : answers.front().text);
+    load.sample();
+  }
+  pass.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  pass.load = load_of(load.finish(threads()));
+  pass.questions_per_s = pass.total_s > 0 ? double(questions.size()) / pass.total_s : 0;
+  pass.scores = squad_scores(data.gold, best, data.squad.v2 ? SquadVersion::v2 : SquadVersion::v1);
+  if (best_out) *best_out = std::move(best);
+  return pass;
+}
+
+}  // namespace bench
+
 QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
   BenchConfig config = given;
   QaEvalOutcome out;
@@ -98,39 +165,11 @@ QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
   const ModelInfo& info0 = model->info();
   out.model = config.model;
   out.architecture = info0.architecture;
-  SquadData data = read_squad_for_qa(config.dataset.path);
+  const bench::SquadEvalData data = bench::read_squad_eval_data(config, options, info0, out.notes);
   out.dataset = config.dataset.path;
-  out.layout = data.layout;
-  out.v2 = data.v2;
-  if (!config.sample_sizes.empty() || config.limit > 0) {
-    int64_t n = config.sample_sizes.empty() ? config.limit
-                                            : *std::max_element(config.sample_sizes.begin(), config.sample_sizes.end());
-    if (config.limit > 0) n = std::min(n, config.limit);
-    usage_check(n > 0, "sample sizes must be positive, not " + std::to_string(n));
-    if (size_t(n) < data.questions.size()) {
-      data.questions.resize(size_t(n));
-      out.notes.push_back("the first " + std::to_string(n) + " questions of the dataset (--sample-sizes, --limit)");
-    }
-  }
-  // SQuAD v2.0 is answered as run_qa.py answers it (version_2_with_negative): the empty answer competes.
-  if (data.v2 && !options.handle_impossible_answer) {
-    options.handle_impossible_answer = true;
-    out.notes.push_back("SQuAD v2.0 data: the empty answer competes with the spans (--handle-impossible-answer)");
-  }
-  if (info0.max_positions > 0 && options.max_length > info0.max_positions) {
-    options.max_length = info0.max_positions;
-    options.doc_stride = std::min<int64_t>(options.doc_stride, options.max_length / 2);
-    out.notes.push_back("windows of " + std::to_string(options.max_length) + " tokens, the model's positions");
-  }
-  out.options = options;
-  const std::string tokenizer_path = tokenizer_path_for(info0, config.tokenizer);
-  const auto tokenizer = Tokenizer::load(tokenizer_path);
-  std::vector<Question> questions;
-  std::vector<std::vector<std::string>> gold;
-  for (const auto& q : data.questions) {
-    questions.push_back({q.question, q.context});
-    gold.push_back(q.answers);
-  }
+  out.layout = data.squad.layout;
+  out.v2 = data.squad.v2;
+  out.options = data.options;
 
   if (config.run_id.empty())
     config.run_id = bench::unique_run_id(config.runs_dir, bench::default_run_id(config.model) + "-eval");
@@ -141,30 +180,15 @@ QaEvalOutcome run_qa_eval(const BenchConfig& given, AnswerOptions options) {
   for (const std::string& device : config.devices) {
     for (const std::string& dtype : config.dtypes) {
       if (!model) model = bench::load_eval_model(config, device, dtype);
-      QaEvalPass pass;
+      const EncoderModel& m = *model;
+      std::vector<std::string> best;
+      QaEvalPass pass = bench::qa_eval_pass(
+          data, m.info(), config.eval_batch_size, [&m](const TokenBatch& b) { return m.token_logits(b); },
+          /*warm_up=*/true, &best);
       pass.device = device;
       pass.dtype = dtype;
-      pass.questions = int64_t(questions.size());
-      // One untimed question first, as the accuracy pass warms up: the first forward pays one-off
-      // costs (packing caches, page faults, thread start-up).
-      if (!questions.empty()) answer_questions(*model, *tokenizer, {questions.front()}, options);
-      CpuLoadWindow load;
-      const auto t0 = std::chrono::steady_clock::now();
-      std::vector<std::string> best;
-      const size_t step = size_t(config.eval_batch_size);
-      for (size_t first = 0; first < questions.size(); first += step) {
-        const std::vector<Question> chunk(questions.begin() + long(first),
-                                          questions.begin() + long(std::min(questions.size(), first + step)));
-        for (const auto& answers : answer_questions(*model, *tokenizer, chunk, options, step))
-          best.push_back(answers.empty() ? "" : answers.front().text);
-        load.sample();
-      }
-      pass.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      pass.load = bench::load_of(load.finish(threads()));
-      pass.questions_per_s = pass.total_s > 0 ? double(questions.size()) / pass.total_s : 0;
-      pass.scores = squad_scores(gold, best, data.v2 ? SquadVersion::v2 : SquadVersion::v1);
       if (out.passes.empty())
-        for (size_t i = 0; i < best.size(); ++i) predictions[data.questions[i].id] = best[i];
+        for (size_t i = 0; i < best.size(); ++i) predictions[data.squad.questions[i].id] = best[i];
       out.passes.push_back(pass);
       model.reset();
     }

@@ -14,6 +14,7 @@
 
 #include "bench/bench_internal.h"
 #include "bench/engine_point.h"
+#include "bench/task_passes.h"
 #include "cpu/gemm.h"
 #include "engines/engine_names.h"
 #include "dist/communicator.h"
@@ -443,230 +444,341 @@ PointResult measure_grid_point(const EncoderModel& model, const BenchConfig& con
   return r;
 }
 
+// The sweep's one model at a time: tach's model of a device and dtype ("device/dtype", its group),
+// loaded when a point or a pass needs another; a model that did not load leaves its error.
+struct SweepModel {
+  std::unique_ptr<EncoderModel> model;
+  std::string group, load_error;
+};
+
+// A model the sweep cannot measure, or whose head the accuracy pass cannot score, is said once,
+// with what can be done with it, instead of failing every point.
+void check_measurable(const ModelInfo& mi, const BenchConfig& config, bool accuracy) {
+  // A model with no head, no pooling and no LM head has nothing for a point to measure. A causal
+  // LM's point measures its prefill (the forward and the LM head at each row's last token).
+  check(mi.head != Head::none || mi.embedding || mi.causal_lm,
+        config.model + " (" + mi.architecture + ", " + std::to_string(mi.num_layers) + " layers, hidden " +
+            std::to_string(mi.hidden_size) +
+            ") has no head and is neither an embedding model nor a causal LM: tach bench measures a head (--head "
+            "builds one), embeddings or a prefill. tach info -m describes it and tach estimate -m says whether it "
+            "fits");
+  if (!accuracy || mi.classifier) return;
+  // A token classifier and a question-answering model are scored as tach eval scores them; a
+  // masked LM has no labelled metric here.
+  if (mi.head == Head::token_classification || mi.head == Head::question_answering) return;
+  check(mi.head != Head::masked_lm,
+        config.model +
+            " runs a masked-lm head: the accuracy pass scores sequence classifiers, token classifiers (seqeval) and "
+            "question-answering models (SQuAD); a masked LM has no labelled metric in it: drop --accuracy (the "
+            "sweep measures the head's forward; tach fill-mask shows its predictions for a text, and tach train "
+            "--task mlm reports its evaluation loss and perplexity)");
+  check(false, config.model +
+                   (mi.embedding ? " is an embedding model (" + mi.pooling + " pooling)" : " is a causal LM") +
+                   ": the accuracy pass needs a sequence classifier; drop --accuracy (tach run: --dataset, which turns "
+                   "it on; the sweep measures its " +
+                   (mi.embedding ? "embeddings)" : "prefill)"));
+}
+
+// Loads config.model for device/dtype into m (a failure is kept in m.load_error), with its summary
+// in out.models and what loading said in the notes; then the checks that stop the run rather than
+// fail every point (check_measurable, tokenizer and label problems).
+void load_sweep_model(SweepModel& m, const BenchConfig& config, const std::string& device, const std::string& dtype,
+                      bool accuracy, std::optional<TextSource>& texts, SweepOutcome& out,
+                      const BenchObserver& observer) {
+  m.model.reset();
+  m.load_error.clear();
+  m.group = device + "/" + dtype;
+  try {
+    LoadOptions lo;
+    lo.device = parse_device(device);
+    // The model's bytes where it lives: the GPU's books for a GPU model.
+    const MemoryStats before = memory_stats(lo.device);
+    lo.compute = compute_dtype(dtype);
+    lo.allow_tf32 = config.allow_tf32;
+    lo.seed = config.seed;
+    lo.adapter = config.adapter;
+    lo.head = parse_head(config.head);
+    m.model = load_model(config.model, lo);
+    const MemoryStats after = memory_stats(lo.device);
+    const int64_t bytes = (after.total.current + after.mapped.current) - (before.total.current + before.mapped.current);
+    out.models.push_back(summarize_model(*m.model, bytes));
+    // A head built new or left out is said once (terminal, run.log), not once per device and dtype.
+    for (const std::string& n : out.models.back().notes)
+      if (std::find(out.notes.begin(), out.notes.end(), n) == out.notes.end()) {
+        out.notes.push_back(n);
+        if (observer.on_note) observer.on_note(n);
+      }
+  } catch (const Error& e) {
+    m.model.reset();
+    m.load_error = e.what();
+    return;
+  }
+  check_measurable(m.model->info(), config, accuracy);
+  // Tokenizer and label problems are the user's to fix before anything is measured: they stop
+  // the run rather than fail every point.
+  if (texts && !texts->tokenizer) attach_tokenizer(*texts, config, m.model->info());
+  if (accuracy && texts && m.model->info().classifier)
+    (void)LabelMap(m.model->info().labels).ids_of(texts->examples, texts->name);
+}
+
+// What the grid's points and the accuracy passes share as they run.
+struct SweepState {
+  RunStore& store;
+  const BenchConfig& config;
+  const BenchObserver& observer;
+  const PointSelection& selection;
+  bool accuracy;
+  SweepOutcome& out;
+  SweepModel m;
+  std::optional<TextSource> texts;  // the dataset's texts: the points' input, a sequence classifier's pass
+  EngineWorkers workers;            // other engines' points and passes: one worker each
+  SweepState(RunStore& s, const BenchObserver& o, const PointSelection& sel, bool acc, SweepOutcome& out_)
+      : store(s),
+        config(s.config()),
+        observer(o),
+        selection(sel),
+        accuracy(acc),
+        out(out_),
+        workers(s.config(), s.dir()) {}
+  // Holds the model of device/dtype, loading it unless it is held.
+  void hold(const std::string& device, const std::string& dtype) {
+    if (m.model && m.group == device + "/" + dtype) return;
+    load_sweep_model(m, config, device, dtype, accuracy, texts, out, observer);
+  }
+};
+
+// The grid's points in order, skipping those the store has finished and those the selection leaves
+// out; each appended to the store as it finishes. Returns each append's milliseconds.
+std::vector<double> run_grid_points(SweepState& st, const std::vector<PointKey>& keys, int default_threads) {
+  const BenchConfig& config = st.config;
+  const bool texts_for_points = config.input == "dataset";
+  const std::string input_name = texts_for_points ? "dataset " + config.dataset.path : "synthetic";
+  std::vector<double> write_ms;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const PointKey& key = keys[i];
+    if (stop_requested())
+      throw Stopped("stopped before point " + std::to_string(i + 1) + " of " + std::to_string(keys.size()) + " (" +
+                    key.id() + "); the points before it are in " + st.store.dir() +
+                    ": continue with tach bench --resume " + st.store.dir());
+    if (st.store.is_finished(key)) {
+      ++st.out.resumed_points;
+      continue;
+    }
+    if (!st.selection.runs(key)) continue;
+    if (key.device + "/" + key.dtype != st.m.group) {
+      if (st.observer.on_note) st.observer.on_note("loading " + config.model + " for " + key.device + "/" + key.dtype);
+      load_sweep_model(st.m, config, key.device, key.dtype, st.accuracy, st.texts, st.out, st.observer);
+    }
+    if (st.observer.on_point_start) st.observer.on_point_start(key, i, keys.size());
+    const PointResult r = st.m.model
+                              ? measure_grid_point(*st.m.model, config, key, texts_for_points ? &*st.texts : nullptr,
+                                                   default_threads, st.workers, st.observer)
+                              : failed_point(key, "the model did not load: " + st.m.load_error, input_name);
+    write_ms.push_back(st.store.append(r));
+    if (config.profile && r.status == "ok" && st.m.model && key.engine == "tach") {
+      try {
+        profile_point(*st.m.model, config, key, st.store.dir());
+      } catch (const Error& e) {
+        if (st.observer.on_note) st.observer.on_note("profile of " + key.id() + " failed: " + e.what());
+      }
+    }
+    if (st.observer.on_point_done) st.observer.on_point_done(r, i, keys.size());
+  }
+  return write_ms;
+}
+
+// The model of `group` ("device/dtype"), which must load: an accuracy pass runs on it.
+const EncoderModel& pass_model(SweepState& st, const std::string& group) {
+  const std::string device = group.substr(0, group.find('/')), dtype = group.substr(group.find('/') + 1);
+  st.hold(device, dtype);
+  check(st.m.model != nullptr, "the model did not load: " + st.m.load_error);
+  return *st.m.model;
+}
+
+// The thread count of a pass: one thread count (tach eval -t, or a sweep of one) is the pass's; a
+// sweep over several leaves it all the cores.
+int pass_threads(const BenchConfig& config) {
+  set_threads(config.threads.size() == 1 ? config.threads.front() : 0);
+  const int n = threads();
+  set_threads(0);
+  return n;
+}
+
+// A per-token head's data, read once with tach's model; what reading it said (a sample, tags the
+// model lacks, SQuAD v2.0's empty answer, windows cut to the positions) joins the run's notes.
+void read_task_data(SweepState& st, const ModelInfo& info, std::optional<TaskAccuracyData>& task) {
+  if (task) return;
+  task = read_task_accuracy_data(st.config, info);
+  for (const std::string& n : task->notes) {
+    st.out.notes.push_back(n);
+    if (st.observer.on_note) st.observer.on_note(n);
+  }
+}
+
+// tach's accuracy passes, one per device and dtype (so that --dtype f32,int8 puts them side by
+// side), the model loaded last by the sweep first: a sequence classifier's per sample size over
+// the texts, or a per-token head's over `task` (read here, with the first pass's model, unless given).
+void tach_accuracy_passes(SweepState& st, std::optional<TaskAccuracyData>& task, std::vector<TaskPass>& task_passes) {
+  const BenchConfig& config = st.config;
+  std::vector<std::string> groups;
+  for (const auto& device : config.devices)
+    for (const auto& dtype : config.dtypes) groups.push_back(device + "/" + dtype);
+  if (st.m.model) std::stable_partition(groups.begin(), groups.end(), [&](const auto& g) { return g == st.m.group; });
+  for (const std::string& group : groups) {
+    const EncoderModel& model = pass_model(st, group);
+    // Past check_measurable, a model without a sequence classifier has a per-token head.
+    if (!model.info().classifier) read_task_data(st, model.info(), task);
+    if (!task) check(st.texts.has_value(), "no texts for the accuracy pass");
+    const std::string data_name = task ? "dataset " + config.dataset.path : st.texts->name;
+    const size_t examples =
+        task ? task->tagged.sentences.size() + task->squad.questions.size() : st.texts->examples.size();
+    if (st.observer.on_note)
+      st.observer.on_note("accuracy pass on " + data_name + " (" + std::to_string(examples) + " examples) with " +
+                          group);
+    set_threads(config.threads.size() == 1 ? config.threads.front() : 0);
+    std::vector<AccuracyResult> pass;
+    try {
+      if (task) {
+        task_passes.push_back(task_accuracy_pass(
+            *task, model.info(), config, [&model](const TokenBatch& b) { return model.token_logits(b); },
+            /*warm_up=*/true));
+        pass.push_back(task_passes.back().result);
+      } else {
+        pass = evaluate(model, *st.texts, config, st.observer);
+      }
+    } catch (...) {
+      set_threads(0);
+      throw;
+    }
+    st.out.accuracy_threads = threads();
+    set_threads(0);
+    const std::string device = parse_device(group.substr(0, group.find('/'))).str();
+    const std::string dtype = group.substr(group.find('/') + 1);
+    if (task) task_passes.back().result.device = device, task_passes.back().result.dtype = dtype;
+    for (AccuracyResult& r : pass) {
+      r.device = device, r.dtype = dtype;
+      st.out.accuracy.push_back(std::move(r));
+    }
+  }
+  st.out.accuracy_dataset = task ? "dataset " + config.dataset.path : st.texts->name;
+}
+
+// Every other engine's pass beside each of tach's, a kept one (a resumed run's, measured with these
+// settings) reused. Returns whether any ran.
+bool engine_accuracy_passes(SweepState& st, const std::vector<std::string>& others,
+                            const std::vector<EngineAccuracy>& kept, std::optional<TaskAccuracyData>& task) {
+  const BenchConfig& config = st.config;
+  bool measured = false;
+  st.out.engine_accuracy.clear();
+  for (const AccuracyResult& tach_pass : st.out.accuracy)
+    for (const std::string& engine : others) {
+      if (const EngineAccuracy* k = kept_engine_accuracy(kept, engine, tach_pass, config.python)) {
+        st.out.engine_accuracy.push_back(*k);
+        continue;
+      }
+      // tach's model makes the ids (its tokenizer, its labels, its windows).
+      const std::string group = tach_pass.device + "/" + tach_pass.dtype;
+      const EncoderModel& model = pass_model(st, group);
+      if (!tach_pass.task.empty()) read_task_data(st, model.info(), task);
+      check(task || st.texts.has_value(), "no texts for the accuracy pass");
+      if (st.observer.on_note)
+        st.observer.on_note("accuracy pass of engine " + engine + " on " + st.out.accuracy_dataset + " (" +
+                            std::to_string(tach_pass.examples) + " examples) with " + group);
+      st.out.engine_accuracy.push_back(st.workers.run_accuracy(
+          model, engine, tach_pass, st.texts ? &*st.texts : nullptr, task ? &*task : nullptr, pass_threads(config)));
+      measured = true;
+    }
+  return measured;
+}
+
+// accuracy.json (and, for a per-token head's passes measured now, tach eval's file of them).
+void write_accuracy_files(SweepState& st, bool with_engines, const std::optional<TaskAccuracyData>& task,
+                          const std::vector<TaskPass>& task_passes) {
+  const SweepOutcome& out = st.out;
+  nlohmann::json file = nlohmann::json::parse(accuracy_to_json(out.accuracy, out.accuracy_dataset));
+  file["settings"] = accuracy_settings(st.config);
+  if (with_engines) {
+    // tach's predictions, so that a resumed run can compare an engine's pass measured then.
+    for (size_t i = 0; i < out.accuracy.size(); ++i) {
+      if (!out.accuracy[i].predicted.empty()) file["results"][i]["predictions"] = out.accuracy[i].predicted;
+      if (!out.accuracy[i].task.empty()) file["results"][i]["predictions"] = out.accuracy[i].predicted_text;
+    }
+    file["engines"] = nlohmann::json::parse(engine_accuracy_to_json(out.engine_accuracy));
+  }
+  st.store.write_text("accuracy.json", file.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (task && !task_passes.empty() && st.m.model) {
+    std::string name;
+    const std::string text = task_eval_file(*task, st.m.model->info(), st.config, task_passes, &name);
+    st.store.write_text(name, text);
+  }
+}
+
+// The accuracy passes: accuracy.json's results reused where a resumed run measured them with its
+// settings, else tach's passes; then every other engine's beside each of tach's.
+void accuracy_passes(SweepState& st) {
+  const BenchConfig& config = st.config;
+  SweepOutcome& out = st.out;
+  // Results on disk are reused only by a resumed run, and only when measured with its settings.
+  const fs::path acc_path = fs::path(st.store.dir()) / "accuracy.json";
+  std::optional<std::vector<AccuracyResult>> kept;
+  std::vector<EngineAccuracy> kept_engines;  // other engines' passes, measured with these settings
+  if (auto text = read_text(acc_path); text && !st.selection.measure) {  // read back as it is
+    kept = accuracy_from_json(*text, acc_path.string(), &out.accuracy_dataset);
+    out.engine_accuracy = engine_accuracy_from_json(*text, acc_path.string());
+  } else if (text) {
+    std::string why;
+    kept = matching_accuracy(*text, acc_path.string(), config, &out.accuracy_dataset, &why);
+    if (!kept && st.observer.on_note) st.observer.on_note(why + ": measuring the accuracy again");
+    if (kept) kept_engines = engine_accuracy_from_json(*text, acc_path.string());
+  }
+  bool measured = false;
+  std::optional<TaskAccuracyData> task;
+  std::vector<TaskPass> task_passes;
+  if (kept) {
+    out.accuracy = std::move(*kept);
+  } else if (st.selection.measure) {
+    measured = true;
+    tach_accuracy_passes(st, task, task_passes);
+  }
+  std::vector<std::string> others;  // the sweep's other engines: a pass of each beside each of tach's
+  for (const auto& engine : config.engines)
+    if (engines::is_worker_engine(engine)) others.push_back(engine);
+  if (st.selection.measure && !others.empty()) measured |= engine_accuracy_passes(st, others, kept_engines, task);
+  if (measured) write_accuracy_files(st, !others.empty(), task, task_passes);
+}
+
 }  // namespace
 
 // The grid (or the selection's part of it) against a store that may already hold finished points.
 SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const PointSelection& selection,
                            bool accuracy) {
-  const bool sweep = selection.sweep;
   const BenchConfig& config = store.config();
-  if (sweep && config.train.enabled) return execute_train(store, observer, selection);
+  if (selection.sweep && config.train.enabled) return execute_train(store, observer, selection);
   SweepOutcome out;
   out.run_dir = store.dir();
   out.config = config;
   out.notes = store.notes;
   for (const auto& n : store.notes)
     if (observer.on_note) observer.on_note(n);
-  const std::vector<PointKey> keys = sweep ? sweep_grid(config) : std::vector<PointKey>{};
+  const std::vector<PointKey> keys = selection.sweep ? sweep_grid(config) : std::vector<PointKey>{};
   const int default_threads = selection.measure ? pinned_default_threads(store, observer, out) : 0;
-  std::vector<double> write_ms;
-  std::unique_ptr<EncoderModel> model;
-  std::string model_group, load_error;
-  std::optional<bench::TextSource> texts;
-  const bool texts_for_points = config.input == "dataset";
-  const std::string input_name = texts_for_points ? "dataset " + config.dataset.path : "synthetic";
-  EngineWorkers workers(config, store.dir());  // other engines' points: one worker each
-
-  const auto load = [&](const std::string& device, const std::string& dtype) {
-    model.reset();
-    load_error.clear();
-    try {
-      LoadOptions lo;
-      lo.device = parse_device(device);
-      // The model's bytes where it lives: the GPU's books for a GPU model.
-      const MemoryStats before = memory_stats(lo.device);
-      lo.compute = compute_dtype(dtype);
-      lo.allow_tf32 = config.allow_tf32;
-      lo.seed = config.seed;
-      lo.adapter = config.adapter;
-      lo.head = parse_head(config.head);
-      model = load_model(config.model, lo);
-      const MemoryStats after = memory_stats(lo.device);
-      const int64_t bytes =
-          (after.total.current + after.mapped.current) - (before.total.current + before.mapped.current);
-      out.models.push_back(bench::summarize_model(*model, bytes));
-      // A head built new or left out is said once (terminal, run.log), not once per device and dtype.
-      for (const std::string& n : out.models.back().notes)
-        if (std::find(out.notes.begin(), out.notes.end(), n) == out.notes.end()) {
-          out.notes.push_back(n);
-          if (observer.on_note) observer.on_note(n);
-        }
-    } catch (const Error& e) {
-      model.reset();
-      load_error = e.what();
-      return;
-    }
-    // A model with no head, no pooling and no LM head has nothing for a point to measure: say so
-    // once, with what can be done with it, instead of failing every point. A causal LM's point
-    // measures its prefill (the forward and the LM head at each row's last token).
-    const ModelInfo& mi = model->info();
-    check(mi.head != Head::none || mi.embedding || mi.causal_lm,
-          config.model + " (" + mi.architecture + ", " + std::to_string(mi.num_layers) + " layers, hidden " +
-              std::to_string(mi.hidden_size) +
-              ") has no head and is neither an embedding model nor a causal LM: tach bench measures a head (--head "
-              "builds one), embeddings or a prefill. tach info -m describes it and tach estimate -m says whether it "
-              "fits");
-    // A per-token head has its own metrics (tach eval: seqeval's for a token classifier).
-    const bool per_token_head =
-        mi.head == Head::token_classification || mi.head == Head::question_answering || mi.head == Head::masked_lm;
-    check(!accuracy || mi.classifier || !per_token_head,
-          config.model + " runs a " + head_name(mi.head) +
-              " head: the accuracy pass needs a sequence classifier; drop --accuracy (tach run: --dataset, which turns "
-              "it on; the sweep measures the head's "
-              "forward)" +
-              (mi.head == Head::token_classification
-                   ? std::string(", and tach eval gives a token classifier's entity-level metrics (seqeval)")
-                   : std::string()));
-    check(!accuracy || mi.classifier,
-          config.model + (mi.embedding ? " is an embedding model (" + mi.pooling + " pooling)" : " is a causal LM") +
-              ": the accuracy pass needs a sequence classifier; drop --accuracy (tach run: --dataset, which turns it "
-              "on; the sweep measures its " +
-              (mi.embedding ? "embeddings)" : "prefill)"));
-    // Tokenizer and label problems are the user's to fix before anything is measured: they stop
-    // the run rather than fail every point.
-    if (texts && !texts->tokenizer) bench::attach_tokenizer(*texts, config, model->info());
-    if (accuracy && texts) (void)LabelMap(model->info().labels).ids_of(texts->examples, texts->name);
-  };
+  SweepState st(store, observer, selection, accuracy, out);
   // The dataset is read before anything runs, so that a missing column or an empty file is an
-  // error now, not after a sweep.
-  // (A run read back without measuring needs none of it.)
-  if ((texts_for_points || accuracy) && selection.measure) texts = bench::read_texts(config);
-
+  // error now, not after a sweep: the points' texts, and a sequence classifier's labelled texts (a
+  // per-token head's tagged words or questions are read with its model, and checked before the run
+  // directory was made). A run read back without measuring needs none of it.
+  const bool per_token_accuracy = accuracy && !accuracy_task(config).empty();
+  if ((config.input == "dataset" || (accuracy && !per_token_accuracy)) && selection.measure)
+    st.texts = read_texts(config);
   const StopScope stoppable;  // Ctrl-C ends the sweep between points
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const PointKey& key = keys[i];
-    if (stop_requested())
-      throw Stopped("stopped before point " + std::to_string(i + 1) + " of " + std::to_string(keys.size()) + " (" +
-                    key.id() + "); the points before it are in " + store.dir() +
-                    ": continue with tach bench --resume " + store.dir());
-    if (store.is_finished(key)) {
-      ++out.resumed_points;
-      continue;
-    }
-    if (!selection.runs(key)) continue;
-    const std::string group = key.device + "/" + key.dtype;
-    if (group != model_group) {
-      model_group = group;
-      if (observer.on_note) observer.on_note("loading " + config.model + " for " + group);
-      load(key.device, key.dtype);
-    }
-    if (observer.on_point_start) observer.on_point_start(key, i, keys.size());
-    const PointResult r = model ? measure_grid_point(*model, config, key, texts_for_points ? &*texts : nullptr,
-                                                     default_threads, workers, observer)
-                                : failed_point(key, "the model did not load: " + load_error, input_name);
-    write_ms.push_back(store.append(r));
-    if (config.profile && r.status == "ok" && model && key.engine == "tach") {
-      try {
-        profile_point(*model, config, key, store.dir());
-      } catch (const Error& e) {
-        if (observer.on_note) observer.on_note("profile of " + key.id() + " failed: " + e.what());
-      }
-    }
-    if (observer.on_point_done) observer.on_point_done(r, i, keys.size());
-  }
-
+  const std::vector<double> write_ms = run_grid_points(st, keys, default_threads);
   // Every point of the grid, in grid order, from the store (finished before or now).
   std::map<std::string, const PointResult*> by_id;
   for (const auto& p : store.finished()) by_id[p.key.id()] = &p;
   for (const auto& key : keys)
     if (auto it = by_id.find(key.id()); it != by_id.end()) out.results.push_back(*it->second);
   out.result_write_ms_median = summarize(write_ms).median;
-
-  if (accuracy) {
-    // Results on disk are reused only by a resumed run, and only when measured with its settings.
-    const fs::path acc_path = fs::path(store.dir()) / "accuracy.json";
-    std::optional<std::vector<AccuracyResult>> kept;
-    std::vector<EngineAccuracy> kept_engines;  // other engines' passes, measured with these settings
-    if (auto text = read_text(acc_path); text && !selection.measure) {  // read back as it is
-      kept = accuracy_from_json(*text, acc_path.string(), &out.accuracy_dataset);
-      out.engine_accuracy = engine_accuracy_from_json(*text, acc_path.string());
-    } else if (text) {
-      std::string why;
-      kept = matching_accuracy(*text, acc_path.string(), config, &out.accuracy_dataset, &why);
-      if (!kept && observer.on_note) observer.on_note(why + ": measuring the accuracy again");
-      if (kept) kept_engines = engine_accuracy_from_json(*text, acc_path.string());
-    }
-    bool measured = false;
-    if (kept) {
-      out.accuracy = std::move(*kept);
-    } else if (selection.measure) {
-      measured = true;
-      check(texts.has_value(), "no texts for the accuracy pass");
-      // One pass per device and dtype, so that --dtype f32,int8 puts the accuracies side by side;
-      // the model loaded last by the sweep is used first.
-      std::vector<std::string> groups;
-      for (const auto& device : config.devices)
-        for (const auto& dtype : config.dtypes) groups.push_back(device + "/" + dtype);
-      if (model) std::stable_partition(groups.begin(), groups.end(), [&](const auto& g) { return g == model_group; });
-      for (const std::string& group : groups) {
-        const std::string device = group.substr(0, group.find('/')), dtype = group.substr(group.find('/') + 1);
-        if (!model || group != model_group) {
-          model_group = group;
-          load(device, dtype);
-          check(model != nullptr, "the model did not load: " + load_error);
-        }
-        if (observer.on_note)
-          observer.on_note("accuracy pass on " + texts->name + " (" + std::to_string(texts->examples.size()) +
-                           " examples) with " + group);
-        // One thread count (tach eval -t, or a sweep of one) is the pass's; a sweep over several
-        // leaves it all the cores.
-        set_threads(config.threads.size() == 1 ? config.threads.front() : 0);
-        std::vector<AccuracyResult> pass;
-        try {
-          pass = bench::evaluate(*model, *texts, config, observer);
-        } catch (...) {
-          set_threads(0);
-          throw;
-        }
-        out.accuracy_threads = threads();
-        set_threads(0);
-        for (AccuracyResult& r : pass) {
-          r.device = parse_device(device).str(), r.dtype = dtype;
-          out.accuracy.push_back(std::move(r));
-        }
-      }
-      out.accuracy_dataset = texts->name;
-    }
-    std::vector<std::string> others;  // the sweep's other engines: a pass of each beside each of tach's
-    for (const auto& engine : config.engines)
-      if (engines::is_worker_engine(engine)) others.push_back(engine);
-    if (selection.measure && !others.empty()) {
-      out.engine_accuracy.clear();
-      for (const AccuracyResult& tach_pass : out.accuracy)
-        for (const std::string& engine : others) {
-          if (const EngineAccuracy* k = kept_engine_accuracy(kept_engines, engine, tach_pass, config.python)) {
-            out.engine_accuracy.push_back(*k);
-            continue;
-          }
-          const std::string group = tach_pass.device + "/" + tach_pass.dtype;
-          if (!model || group != model_group) {  // tach's model makes the ids (its tokenizer, its labels)
-            model_group = group;
-            load(tach_pass.device, tach_pass.dtype);
-            check(model != nullptr, "the model did not load: " + load_error);
-          }
-          check(texts.has_value(), "no texts for the accuracy pass");
-          if (observer.on_note)
-            observer.on_note("accuracy pass of engine " + engine + " on " + texts->name + " (" +
-                             std::to_string(tach_pass.examples) + " examples) with " + group);
-          set_threads(config.threads.size() == 1 ? config.threads.front() : 0);
-          const int pass_threads = threads();
-          set_threads(0);
-          out.engine_accuracy.push_back(workers.run_accuracy(*model, engine, tach_pass, *texts, pass_threads));
-          measured = true;
-        }
-    }
-    if (measured) {
-      nlohmann::json file = nlohmann::json::parse(accuracy_to_json(out.accuracy, out.accuracy_dataset));
-      file["settings"] = accuracy_settings(config);
-      if (!others.empty()) {
-        // tach's predictions, so that a resumed run can compare an engine's pass measured then.
-        for (size_t i = 0; i < out.accuracy.size(); ++i)
-          if (!out.accuracy[i].predicted.empty()) file["results"][i]["predictions"] = out.accuracy[i].predicted;
-        file["engines"] = nlohmann::json::parse(engine_accuracy_to_json(out.engine_accuracy));
-      }
-      store.write_text("accuracy.json", file.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-    }
-  }
+  if (accuracy) accuracy_passes(st);
   return out;
 }
 
@@ -714,7 +826,11 @@ RunStore create_sweep_run(const BenchConfig& given, bool here) {
   const std::string auto_note = resolve_auto_device(config);
   validate(config, here);
   if (here) check_model_runs(config);
-  if (here && (config.accuracy || config.input == "dataset")) check_text_inputs(config);
+  // What the accuracy pass reads, before a run directory is made: a per-token head's tagged words
+  // or SQuAD questions (with its model, whose labels name integer tags), else labelled texts.
+  const bool per_token_accuracy = here && config.accuracy && !bench::accuracy_task(config).empty();
+  if (here && ((config.accuracy && !per_token_accuracy) || config.input == "dataset")) check_text_inputs(config);
+  if (per_token_accuracy) bench::check_task_accuracy_inputs(config);
   if (here) check_engines_available(config);  // missing packages: refused before a run directory is made
   if (config.run_id.empty())
     config.run_id =
@@ -824,6 +940,23 @@ SweepOutcome run_eval(const BenchConfig& given, const BenchObserver& observer) {
 std::string accuracy_to_json(const std::vector<AccuracyResult>& results, const std::string& dataset) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : results) {
+    if (!r.task.empty()) {  // a per-token head's pass: its task's metrics by name (NaN: null)
+      nlohmann::json metrics = nlohmann::json::object();
+      for (const auto& [name, value] : r.scores) metrics[name] = value;
+      arr.push_back({{"device", r.device},
+                     {"dtype", r.dtype},
+                     {"task", r.task},
+                     {"examples", r.examples},
+                     {"metrics", metrics},
+                     {"scheme", r.scheme},
+                     {"tokenize_s", r.tokenize_s},
+                     {"model_s", r.model_s},
+                     {"total_s", r.total_s},
+                     {"samples_per_s", r.samples_per_s},
+                     {"warmup_batches", r.warmup_batches}});
+      if (r.load.measured) arr.back()["load"] = bench::load_json(r.load);
+      continue;
+    }
     nlohmann::json classes = nlohmann::json::array();
     for (const auto& c : r.per_class)
       classes.push_back(
@@ -859,6 +992,18 @@ std::vector<AccuracyResult> accuracy_from_json(const std::string& text, const st
       r.device = a.value("device", "");  // absent before passes ran per dtype: the sweep's first
       r.dtype = a.value("dtype", "");
       r.examples = a.at("examples");
+      if (a.contains("task")) {  // a per-token head's pass
+        r.task = a.at("task");
+        r.scores = bench::metrics_from_json(a.at("metrics"), r.task, where);
+        r.scheme = a.value("scheme", "");
+        r.tokenize_s = a.at("tokenize_s"), r.model_s = a.at("model_s"), r.total_s = a.at("total_s");
+        r.samples_per_s = a.at("samples_per_s");
+        r.warmup_batches = a.value("warmup_batches", int64_t{0});
+        if (a.contains("load")) r.load = bench::load_from(a.at("load"));
+        if (a.contains("predictions")) r.predicted_text = a.at("predictions").get<std::vector<std::string>>();
+        out.push_back(std::move(r));
+        continue;
+      }
       r.accuracy = a.at("accuracy");
       r.macro_f1 = a.at("macro_f1");
       r.chance_accuracy = a.at("chance_accuracy");

@@ -44,6 +44,7 @@ std::string pass_of(const json& p) { return text(p, "device") + "/" + text(p, "d
 void accuracy_scores(const json& acc, std::vector<RunScore>& out) {
   const std::string dataset = text(acc, "dataset");
   for (const json& r : acc.value("results", json::array())) {
+    if (r.contains("task")) continue;  // a per-token head's pass: its scores are read from its eval file
     const std::string examples = std::to_string(r.value("examples", int64_t(0)));
     const std::string pass = (r.contains("device") ? pass_of(r) : std::string("first pass")) + " n=" + examples;
     const std::string data = dataset + ", " + examples + " examples";

@@ -45,7 +45,9 @@ void engine_section(std::ostringstream& h, FigureBook& figs, const std::vector<P
 // Other engines' accuracy passes (tach bench --engine ... --accuracy; accuracy.json's "engines")
 // against tach's pass of the same device, dtype and examples (`tach`):
 //   one engine's finding: "onnxruntime's accuracy equals tach's (0.9106 on 872 examples, cpu/f32;
-//   0 predictions differ)", the difference when not, the reason when it failed;
+//   0 predictions differ)" (a per-token head's: "torch's entity F1 equals tach's (0.8123 on 12
+//   sentences, cpu/f32; 0 tags differ)", "... SQuAD F1 ... questions ...; 1 answer differs"), the
+//   difference when not, the reason when it failed;
 std::string engine_accuracy_line(const EngineAccuracy& e, const std::vector<AccuracyResult>& tach);
 //   the findings' lines (each "- ..." and a newline);
 void engine_accuracy_findings(std::ostringstream& s, const std::vector<EngineAccuracy>& engines,
@@ -55,5 +57,9 @@ std::string engine_accuracy_text(const std::vector<EngineAccuracy>& engines, con
 //   the engine panel's table in report.html (nothing when no other engine ran).
 void engine_accuracy_html(std::ostringstream& h, const std::vector<EngineAccuracy>& engines,
                           const std::vector<AccuracyResult>& tach);
+// A per-token head's scores in words, as tach eval prints them: "entity F1 0.8123, precision
+// 0.8010, recall 0.8239, word accuracy 0.9612" (seqeval, fractions) or "exact match 71.43%, F1
+// 80.12%" (SQuAD, percent).
+std::string task_scores_text(const std::string& task, const std::vector<std::pair<std::string, double>>& scores);
 
 }  // namespace tach::report

@@ -517,12 +517,15 @@ void monitor_section(Page& page, const fs::path& csv_path) {
   h << "</table></details>";
 }
 
-// A tach train run: steps.jsonl (one line per step; evaluations as extra lines), epoch_results.csv,
-// summary.json. Read as files (the run directory's schema), not through the trainer's code.
-void training_section(Page& page, const fs::path& dir, const std::string& heading) {
-  std::ostringstream& h = page.h;
+// A tach train run's steps.jsonl: one line per optimizer step, and the evaluations as extra lines
+// (those with an eval_loss).
+struct TrainingLog {
   std::vector<json> steps, evals;
-  std::istringstream in(read_file(dir / "steps.jsonl"));
+};
+
+TrainingLog read_training_log(const fs::path& path) {
+  TrainingLog log;
+  std::istringstream in(read_file(path));
   std::string line;
   while (std::getline(in, line)) {
     if (line.find('{') == std::string::npos) continue;
@@ -533,55 +536,70 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
       continue;  // a torn last line after a kill
     }
     const json& m = j.value("metrics", json::object());
-    (m.contains("eval_loss") ? evals : steps).push_back(j);
+    (m.contains("eval_loss") ? log.evals : log.steps).push_back(j);
   }
-  h << "<h2>" << escape_html(heading) << "</h2>";
-  if (steps.empty()) {
-    h << "<p class='muted'>No steps recorded.</p>";
-    return;
-  }
-  auto series = [&](const std::vector<json>& from, const std::string& name, const std::string& key, double scale) {
-    report::Series s;
-    s.name = name;
-    for (const auto& j : from)
-      if (j["metrics"].contains(key)) {
-        s.x.push_back(j.value("step", 0.0) + 1);
-        s.y.push_back(j["metrics"].value(key, 0.0) * scale);
-      }
-    return s;
-  };
-  auto chart = [&](const std::string& title, const std::string& y, const std::vector<report::Series>& s,
-                   bool zero = true) {
-    report::LineChartSpec spec;
-    spec.title = title;
-    spec.x_label = "optimizer step";
-    spec.y_label = y;
-    spec.zero_y = zero;
-    return report::line_chart(spec, s);
-  };
-  // Figure titles and files name the combination in a comparison ("Training: lora-fused"), nothing otherwise.
+  return log;
+}
+
+// One metric of the logged steps against the optimizer step (counted from 1), times scale.
+report::Series step_series(const std::vector<json>& from, const std::string& name, const std::string& key,
+                           double scale) {
+  report::Series s;
+  s.name = name;
+  for (const auto& j : from)
+    if (j["metrics"].contains(key)) {
+      s.x.push_back(j.value("step", 0.0) + 1);
+      s.y.push_back(j["metrics"].value(key, 0.0) * scale);
+    }
+  return s;
+}
+
+std::string step_chart(const std::string& title, const std::string& y, const std::vector<report::Series>& s,
+                       bool zero = true) {
+  report::LineChartSpec spec;
+  spec.title = title;
+  spec.x_label = "optimizer step";
+  spec.y_label = y;
+  spec.zero_y = zero;
+  return report::line_chart(spec, s);
+}
+
+// A training run's figures are named after the combination in a comparison ("Training: lora-fused"):
+// in their titles and their files, so that the combinations' PNG files do not overwrite each other.
+struct TrainingFigureNames {
+  std::string of_run, file_suffix;
+};
+
+TrainingFigureNames training_figure_names(const std::string& heading) {
   const std::string combination = heading == "Training" ? "" : heading.substr(heading.find(": ") + 2);
-  const std::string of_run = combination.empty() ? "" : ": " + combination;
-  const std::string file_suffix = combination.empty() ? "" : "_" + report::figure_file_stem(combination);
-  const report::Series loss = series(steps, "train loss", "loss", 1),
-                       tokens = series(steps, "tokens/s", "tokens_per_s", 1);
-  h << "<div class='charts'>"
-    << page.figs.add("training_loss" + file_suffix, "training loss" + of_run,
-                     chart("training loss", "loss (per step's batch)", {loss}, false),
-                     {loss.y.empty() ? "no loss recorded"
-                                     : "loss " + num(loss.y.front(), 4) + " at step 1, " + num(loss.y.back(), 4) +
-                                           " at step " + num(loss.x.back(), 0)});
-  if (!evals.empty()) {
-    const report::Series accuracy = series(evals, "eval accuracy", "eval_accuracy", 1);
-    h << page.figs.add(
-        "evaluation" + file_suffix, "evaluation" + of_run,
-        chart("evaluation", "loss, accuracy", {series(evals, "eval loss", "eval_loss", 1), accuracy}),
+  return {combination.empty() ? "" : ": " + combination,
+          combination.empty() ? "" : "_" + report::figure_file_stem(combination)};
+}
+
+// How training went: the loss, the evaluations where there are some, and the throughput.
+void training_progress_figures(Page& page, const TrainingLog& log, const TrainingFigureNames& names) {
+  const report::Series loss = step_series(log.steps, "train loss", "loss", 1),
+                       tokens = step_series(log.steps, "tokens/s", "tokens_per_s", 1);
+  page.h << page.figs.add("training_loss" + names.file_suffix, "training loss" + names.of_run,
+                          step_chart("training loss", "loss (per step's batch)", {loss}, false),
+                          {loss.y.empty() ? "no loss recorded"
+                                          : "loss " + num(loss.y.front(), 4) + " at step 1, " + num(loss.y.back(), 4) +
+                                                " at step " + num(loss.x.back(), 0)});
+  if (!log.evals.empty()) {
+    const report::Series accuracy = step_series(log.evals, "eval accuracy", "eval_accuracy", 1);
+    page.h << page.figs.add(
+        "evaluation" + names.file_suffix, "evaluation" + names.of_run,
+        step_chart("evaluation", "loss, accuracy", {step_series(log.evals, "eval loss", "eval_loss", 1), accuracy}),
         {accuracy.y.empty() ? "no accuracy recorded"
                             : "eval accuracy " + num(accuracy.y.back(), 4) + " at step " + num(accuracy.x.back(), 0)});
   }
-  h << page.figs.add("training_throughput" + file_suffix, "training throughput" + of_run,
-                     chart("throughput", "tokens/s (real tokens, per step)", {tokens}));
-  // The step split into its phases, stacked (every step, or an even sample of 120 of them).
+  page.h << page.figs.add("training_throughput" + names.file_suffix, "training throughput" + names.of_run,
+                          step_chart("throughput", "tokens/s (real tokens, per step)", {tokens}));
+}
+
+// The step split into its phases, stacked (every step, or an even sample of 120 of them), with each
+// phase's median over the charted steps.
+void step_phase_figure(Page& page, const std::vector<json>& steps, const TrainingFigureNames& names) {
   std::vector<std::pair<std::string, std::string>> phases = {{"data", "data_ms"},
                                                              {"forward", "forward_ms"},
                                                              {"backward", "backward_ms"},
@@ -589,38 +607,43 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
   // A distilled run's teacher (tach train --distill-from) is a phase of its own, after the data.
   if (!steps.empty() && steps.front()["metrics"].contains("teacher_ms"))
     phases.insert(phases.begin() + 1, {"teacher", "teacher_ms"});
-  std::vector<std::string> xl, names;
+  std::vector<std::string> xl, labels;
   std::vector<std::vector<double>> vals(phases.size());
   const size_t stride = std::max<size_t>(1, (steps.size() + 119) / 120);
   for (size_t i = 0; i < steps.size(); i += stride) {
     xl.push_back(std::to_string(steps[i].value("step", 0) + 1));
     for (size_t k = 0; k < phases.size(); ++k) vals[k].push_back(steps[i]["metrics"].value(phases[k].second, 0.0));
   }
-  for (const auto& p : phases) names.push_back(p.first);
-  std::vector<std::string> phase_medians;  // each phase's median over the charted steps
+  for (const auto& p : phases) labels.push_back(p.first);
+  std::vector<std::string> phase_medians;
   for (size_t k = 0; k < phases.size(); ++k) {
     std::vector<double> v = vals[k];
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     if (!v.empty()) phase_medians.push_back(phases[k].first + ": median " + num(v[v.size() / 2], 2) + " ms per step");
   }
-  h << page.figs.add(
-      "time_breakdown" + file_suffix, "step time by phase" + of_run,
+  page.h << page.figs.add(
+      "time_breakdown" + names.file_suffix, "step time by phase" + names.of_run,
       report::stacked_columns(
           "step time by phase" + std::string(stride > 1 ? " (every " + std::to_string(stride) + "th step)" : ""), xl,
-          names, vals, "optimizer step", "ms, wall clock"),
+          labels, vals, "optimizer step", "ms, wall clock"),
       phase_medians);
+}
+
+// The allocator's bytes by category at each step's end.
+void training_memory_figure(Page& page, const std::vector<json>& steps, const TrainingFigureNames& names) {
   std::vector<report::Series> mem;
   for (const char* cat : {"weights", "activations", "gradients", "optimizer_state", "workspace", "other"})
-    mem.push_back(series(steps, cat, std::string("memory_") + cat + "_bytes", 1.0 / 1048576.0));
-  h << page.figs.add("memory_usage" + file_suffix, "memory by category" + of_run,
-                     chart("memory by category (allocator, at each step's end)", "MiB", mem))
-    << "</div>";
+    mem.push_back(step_series(steps, cat, std::string("memory_") + cat + "_bytes", 1.0 / 1048576.0));
+  page.h << page.figs.add("memory_usage" + names.file_suffix, "memory by category" + names.of_run,
+                          step_chart("memory by category (allocator, at each step's end)", "MiB", mem));
+}
 
-  // The charts' numbers, step by step.
+// The charts' numbers, step by step, under a disclosure; each evaluation with the scores its task has.
+void training_steps_table(std::ostringstream& h, const TrainingLog& log) {
   h << "<details><summary>every step's numbers</summary><table><tr><th>step</th><th>loss</th><th>lr</th>"
        "<th>grad norm</th><th>step ms</th><th>data ms</th><th>forward ms</th><th>backward ms</th><th>optimizer ms</th>"
        "<th>tokens/s</th><th>allocator MiB</th></tr>";
-  for (const auto& j : steps) {
+  for (const auto& j : log.steps) {
     const json& m = j["metrics"];
     h << "<tr><td>" << j.value("step", 0) + 1 << "</td><td>" << num(m.value("loss", 0.0), 5) << "</td><td>"
       << m.value("lr", 0.0) << "</td><td>" << num(m.value("grad_norm", 0.0), 4) << "</td><td>"
@@ -629,7 +652,7 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
       << num(m.value("optimizer_ms", 0.0), 3) << "</td><td>" << num(m.value("tokens_per_s", 0.0), 1) << "</td><td>"
       << mib(m.value("memory_total_bytes", 0.0)) << "</td></tr>";
   }
-  for (const auto& j : evals) {
+  for (const auto& j : log.evals) {
     const json& m = j["metrics"];
     // Only the scores the task has (a masked LM has perplexity, no accuracy): an absent one is not 0.
     std::string scores;
@@ -641,36 +664,60 @@ void training_section(Page& page, const fs::path& dir, const std::string& headin
       << "</td><td colspan='9' style='text-align:left'>" << scores << "</td></tr>";
   }
   h << "</table></details>";
+}
 
-  if (const auto sum = read_json(dir / "summary.json")) {
-    h << "<table><tr><th>summary</th><th></th></tr>";
-    auto row = [&](const std::string& k, const std::string& v) {
-      h << "<tr><td>" << k << "</td><td>" << v << "</td></tr>";
-    };
-    std::string method = sum->value("method", std::string());
-    if (const auto cfg = read_json(dir / "config.json"); method.empty() && cfg && cfg->contains("options"))
-      method = (*cfg)["options"].value("method", std::string());
-    row("method / exec",
-        escape_html(method.empty() ? "full" : method) + " / " + escape_html(sum->value("exec", std::string())));
-    row("steps", std::to_string(sum->value("steps", 0)));
-    row("step ms (median)", num(sum->value("step_ms_median", 0.0), 1));
-    row("tokens/s (median)", num(sum->value("tokens_per_s_median", 0.0), 1));
-    if (sum->contains("phase_ms_median"))
-      for (const auto& [k, v] : (*sum)["phase_ms_median"].items())
-        if (v.is_number()) row(escape_html(k) + " ms (median)", num(v.get<double>(), 2));
-    if (sum->contains("memory_peak_bytes") && (*sum)["memory_peak_bytes"].is_object()) {
-      const json& m = (*sum)["memory_peak_bytes"];
-      row("peak memory MiB (allocator, all categories)", mib(m.value("total", 0.0)));
-      const json by_category = m.value("by_category", json::object());
-      for (const auto& [k, v] : by_category.items())
-        if (v.is_number()) row("&nbsp;&nbsp;" + escape_html(k) + " MiB", mib(v.get<double>()));
-    }
-    row("training time s", num(sum->value("train_seconds", 0.0), 1));
-    h << "</table>";
-    if (sum->contains("distributed") && (*sum)["distributed"].is_object())
-      report::distributed_section(h, page.figs, (*sum)["distributed"]);
+// summary.json as a table: the method (config.json's where the summary lacks it), the medians, the
+// allocator's peak by category, and a data-parallel run's ranks.
+void training_summary_table(Page& page, const fs::path& dir) {
+  const auto sum = read_json(dir / "summary.json");
+  if (!sum) return;
+  std::ostringstream& h = page.h;
+  h << "<table><tr><th>summary</th><th></th></tr>";
+  auto row = [&](const std::string& k, const std::string& v) {
+    h << "<tr><td>" << k << "</td><td>" << v << "</td></tr>";
+  };
+  std::string method = sum->value("method", std::string());
+  if (const auto cfg = read_json(dir / "config.json"); method.empty() && cfg && cfg->contains("options"))
+    method = (*cfg)["options"].value("method", std::string());
+  row("method / exec",
+      escape_html(method.empty() ? "full" : method) + " / " + escape_html(sum->value("exec", std::string())));
+  row("steps", std::to_string(sum->value("steps", 0)));
+  row("step ms (median)", num(sum->value("step_ms_median", 0.0), 1));
+  row("tokens/s (median)", num(sum->value("tokens_per_s_median", 0.0), 1));
+  if (sum->contains("phase_ms_median"))
+    for (const auto& [k, v] : (*sum)["phase_ms_median"].items())
+      if (v.is_number()) row(escape_html(k) + " ms (median)", num(v.get<double>(), 2));
+  if (sum->contains("memory_peak_bytes") && (*sum)["memory_peak_bytes"].is_object()) {
+    const json& m = (*sum)["memory_peak_bytes"];
+    row("peak memory MiB (allocator, all categories)", mib(m.value("total", 0.0)));
+    const json by_category = m.value("by_category", json::object());
+    for (const auto& [k, v] : by_category.items())
+      if (v.is_number()) row("&nbsp;&nbsp;" + escape_html(k) + " MiB", mib(v.get<double>()));
   }
-  if (fs::exists(dir / "epoch_results.csv")) csv_table(h, dir / "epoch_results.csv");
+  row("training time s", num(sum->value("train_seconds", 0.0), 1));
+  h << "</table>";
+  if (sum->contains("distributed") && (*sum)["distributed"].is_object())
+    report::distributed_section(h, page.figs, (*sum)["distributed"]);
+}
+
+// A tach train run: steps.jsonl (one line per step; evaluations as extra lines), epoch_results.csv,
+// summary.json. Read as files (the run directory's schema), not through the trainer's code.
+void training_section(Page& page, const fs::path& dir, const std::string& heading) {
+  const TrainingLog log = read_training_log(dir / "steps.jsonl");
+  page.h << "<h2>" << escape_html(heading) << "</h2>";
+  if (log.steps.empty()) {
+    page.h << "<p class='muted'>No steps recorded.</p>";
+    return;
+  }
+  const TrainingFigureNames names = training_figure_names(heading);
+  page.h << "<div class='charts'>";
+  training_progress_figures(page, log, names);
+  step_phase_figure(page, log.steps, names);
+  training_memory_figure(page, log.steps, names);
+  page.h << "</div>";
+  training_steps_table(page.h, log);
+  training_summary_table(page, dir);
+  if (fs::exists(dir / "epoch_results.csv")) csv_table(page.h, dir / "epoch_results.csv");
 }
 
 // tach train --method a,b --exec c,d: comparison.csv as a table, then each combination's run.
@@ -718,7 +765,8 @@ RunReport build_run_report(const std::string& run_dir) {
   report::speedup_section(h, page.figs, points);
   report::engine_section(h, page.figs, points, run_dir);
   report::shrink_section(h, page.figs, points);
-  if (accuracy) accuracy_section(page, *accuracy);
+  // A per-token head's accuracy.json (tach bench --accuracy): its scores are its eval file's section.
+  if (accuracy && !token_eval && !qa_eval) accuracy_section(page, *accuracy);
   if (token_eval) report::token_eval_section(h, page.figs, *token_eval);
   if (qa_eval) report::qa_eval_section(h, page.figs, *qa_eval);
   if (training) training_section(page, dir, "Training");

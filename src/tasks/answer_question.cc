@@ -23,8 +23,16 @@ namespace tach {
 std::vector<std::vector<Answer>> answer_questions(const Model& model, const Tokenizer& tokenizer,
                                                   const std::vector<Question>& questions, const AnswerOptions& options,
                                                   size_t batch_windows) {
+  return answer_questions(
+      model.info(), [&model](const TokenBatch& batch) { return model.token_logits(batch); }, tokenizer, questions,
+      options, batch_windows);
+}
+
+std::vector<std::vector<Answer>> answer_questions(const ModelInfo& info,
+                                                  const std::function<Tensor(const TokenBatch&)>& token_logits,
+                                                  const Tokenizer& tokenizer, const std::vector<Question>& questions,
+                                                  const AnswerOptions& options, size_t batch_windows) {
   using namespace tasks;
-  const ModelInfo& info = model.info();
   if (info.head != Head::question_answering)
     throw Error(
         info.spec + " (" + info.architecture + ") has " +
@@ -68,7 +76,7 @@ std::vector<std::vector<Answer>> answer_questions(const Model& model, const Toke
     const TokenBatch batch =
         TokenBatch::from_rows(ids, info.pad_token_id, info.type_vocab_size > 1 ? types : decltype(types){});
     // logits: [B, T, 2] (start, end)
-    const Tensor logits = model.token_logits(batch);
+    const Tensor logits = token_logits(batch);
     const int64_t T = batch.seq_len();
     check(logits.shape().size() == 3 && logits.size(0) == batch.batch() && logits.size(1) == T && logits.size(2) == 2,
           "the question-answering head gave logits of shape " + shape_str(logits.shape()) + ", not [" +

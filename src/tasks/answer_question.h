@@ -3,6 +3,7 @@
 // the answers from those (answers_from_logits). What tach answer and tach eval run.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,18 @@
 #include "tach/question_answering.h"
 #include "tach/tokenizer.h"
 #include "tasks/answer_spans.h"
+
+namespace tach {
+
+// answer_questions with its forward given: `token_logits` gives each batch of windows its start and
+// end logits, [B, T, 2] f32 on the host (tach's model, or another engine fed the same ids), and
+// `info` describes the model (its head, positions, padding and token types).
+std::vector<std::vector<Answer>> answer_questions(const ModelInfo& info,
+                                                  const std::function<Tensor(const TokenBatch&)>& token_logits,
+                                                  const Tokenizer& tokenizer, const std::vector<Question>& questions,
+                                                  const AnswerOptions& options, size_t batch_windows = 8);
+
+}  // namespace tach
 
 namespace tach::tasks {
 

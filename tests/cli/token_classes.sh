@@ -136,17 +136,17 @@ set -e
 [ $rc -ne 0 ] && echo "$msg" | grep -q "bad.conll:2" || { echo "malformed: rc $rc: $msg"; exit 1; }
 echo "ok: a scheme that does not parse, tags outside the scheme and a malformed line are errors that say so"
 
-# tach bench --accuracy on a token classifier: refused, naming its head and tach eval (it said
-# "is a causal LM" before)
+# tach bench --accuracy on a token classifier reads tagged words, as tach eval does: a table of
+# texts and labels is refused before a run directory is made, saying what the file is and who reads it
 printf 'text\tlabel\nhello world\tO\n' > "$work/labels.tsv"
 set +e
 msg=$("$tach" bench -m "$model" -k "$tok" --accuracy -d "$work/labels.tsv" -b 1 -s 8 --runs 1 --no-progress \
-  --runs-dir "$work/runs" 2>&1)
+  --runs-dir "$work/runs" --run-id table-accuracy 2>&1)
 rc=$?
 set -e
-[ $rc -ne 0 ] && echo "$msg" | grep -q "runs a token-classification head" && echo "$msg" | grep -q "tach eval" ||
+[ $rc -ne 0 ] && echo "$msg" | grep -q "which a sequence classifier reads" && [ ! -e "$work/runs/table-accuracy" ] ||
   { echo "bench --accuracy: rc $rc: $msg"; exit 1; }
-echo "ok: bench --accuracy on a token classifier points to tach eval"
+echo "ok: bench --accuracy on a token classifier refuses a table of labelled texts, saying so"
 
 # SQuAD data given to a token classifier: the error says what the file is and what a token
 # classifier reads (it said "an object without 'tokens': read as splits ... keys are: data, version")
