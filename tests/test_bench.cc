@@ -498,6 +498,43 @@ TEST(GpuEnergy, TrainingStepsEnergyOverTheMeasuredSteps) {
             std::string::npos);
 }
 
+// The record a GPU point keeps of its NVML energy: one method text for an engine's worker calls
+// and tach's training steps, word for word what results files and docs/formats.md show, the total
+// over the measured runs, and the reason where there is none.
+TEST(GpuEnergy, RecordNamesTheRunsItCounts) {
+  bench::GpuEnergy e;
+  e.j_per_run = 0.5, e.mean_power_w = 251.4, e.window_s = 1.234, e.runs = 40;
+  const bench::NvmlEnergyRecord calls = bench::nvml_energy_record(e, bench::EnergyRuns::worker_calls, 30, "unused");
+  EXPECT_DOUBLE_EQ(calls.j, 15.0);
+  EXPECT_EQ(calls.source,
+            "NVML total energy of the GPU, whole board, over the worker's measured calls: 40 calls between two steps "
+            "of the counter 1.23 s apart (mean power 251 W; tach reads the counter between chunks of calls, so each "
+            "end is placed to within a chunk)");
+  e.added_runs = 7;
+  const bench::NvmlEnergyRecord steps = bench::nvml_energy_record(e, bench::EnergyRuns::training_steps, 12, "unused");
+  EXPECT_DOUBLE_EQ(steps.j, 6.0);
+  EXPECT_EQ(steps.source,
+            "NVML total energy of the GPU, whole board, over the measured steps: 40 steps between two steps of the "
+            "counter 1.23 s apart (mean power 251 W); 7 more steps run after them to span the window; j is that "
+            "energy per step times the 12 measured steps");
+  EXPECT_NE(bench::nvml_energy_record(e, bench::EnergyRuns::worker_calls, 3, "")
+                .source.find("; 7 more calls run after them to span the window"),
+            std::string::npos);
+
+  // No counter read (--energy-window 0, or NVML absent): the caller's reason; a window that
+  // failed: its own.
+  const bench::NvmlEnergyRecord off =
+      bench::nvml_energy_record(bench::GpuEnergy{}, bench::EnergyRuns::training_steps, 12, bench::kEnergyWindowOff);
+  EXPECT_LT(off.j, 0);
+  EXPECT_EQ(off.source, "not measured (--energy-window 0)");
+  bench::GpuEnergy stuck;
+  stuck.source = "unavailable: NVML's energy counter did not move in 2 s";
+  const bench::NvmlEnergyRecord failed =
+      bench::nvml_energy_record(stuck, bench::EnergyRuns::worker_calls, 30, bench::kEnergyWindowOff);
+  EXPECT_LT(failed.j, 0);
+  EXPECT_EQ(failed.source, stuck.source);
+}
+
 TEST(Sweep, BadEnergyWindowIsAnError) {
   test::TempDir dir;
   BenchConfig c = tiny_config(dir.path());

@@ -387,29 +387,16 @@ void EngineWorkers::measure(Worker& w, const EncoderModel& tach_model, const Poi
   r.finished_at = utc_now_iso();
 }
 
-// A GPU point's energy: NVML's, per call, over the worker's measured calls (or why not).
-void record_engine_gpu_energy(PointResult& r, const GpuEnergy& e, const std::string& why_not, double calls,
+// A GPU point's energy: NVML's over the worker's measured calls, and per sample and token of a call
+// (or why not).
+void record_engine_gpu_energy(PointResult& r, const GpuEnergy& e, const std::string& why_not, int64_t calls,
                               const PointKey& key) {
-  if (e.runs == 0 && e.j_per_run < 0 && e.source.empty()) {
-    r.energy_source = why_not;
-    return;
-  }
-  if (e.j_per_run < 0) {
-    r.energy_source = e.source;
-    return;
-  }
-  r.energy_j = e.j_per_run * calls;
+  const NvmlEnergyRecord nvml = nvml_energy_record(e, EnergyRuns::worker_calls, calls, why_not);
+  r.energy_source = nvml.source;
+  if (nvml.j < 0) return;
+  r.energy_j = nvml.j;
   r.energy_j_per_sample = e.j_per_run / double(key.batch);
   r.energy_j_per_token = r.real_tokens_per_batch > 0 ? e.j_per_run / r.real_tokens_per_batch : -1;
-  const std::string added =
-      e.added_runs > 0 ? "; " + std::to_string(e.added_runs) + " more calls run after them to span the window" : "";
-  char text[520];
-  std::snprintf(text, sizeof text,
-                "NVML total energy of the GPU, whole board, over the worker's measured calls: %lld calls between two "
-                "steps of the counter %.2f s apart (mean power %.0f W; tach reads the counter between chunks of "
-                "calls, so each end is placed to within a chunk)%s",
-                static_cast<long long>(e.runs), e.window_s, e.mean_power_w, added.c_str());
-  r.energy_source = text;
 }
 
 TimedCalls time_under_rule(engines::EngineClient& c, const BenchConfig& config, const PointKey& key, int threads,
@@ -507,7 +494,8 @@ TimedCalls time_under_rule(engines::EngineClient& c, const BenchConfig& config, 
   const double n = double(latencies_s.size());
   r.measured_runs = int(latencies_s.size());
   if (on_gpu) {
-    record_engine_gpu_energy(r, gpu_energy, nvml ? nvml->why_not() : "not measured (--energy-window 0)", n, key);
+    record_engine_gpu_energy(r, gpu_energy, nvml ? nvml->why_not() : kEnergyWindowOff, int64_t(latencies_s.size()),
+                             key);
   } else if (rapl_j >= 0) {
     r.energy_j = rapl_j;
     r.energy_source =

@@ -118,6 +118,29 @@ GpuEnergy measure_energy_per_run(const std::function<double()>& read_counter_j, 
   return finish_energy_window(steps, forward, window_s, step_wait_s);
 }
 
+NvmlEnergyRecord nvml_energy_record(const GpuEnergy& e, EnergyRuns runs, int64_t measured, const std::string& why_not) {
+  NvmlEnergyRecord out;
+  if (e.j_per_run < 0) {
+    out.source = e.source.empty() ? why_not : e.source;  // a window that failed always says why
+    return out;
+  }
+  out.j = e.j_per_run * double(measured);
+  const bool calls = runs == EnergyRuns::worker_calls;
+  const std::string unit = calls ? "calls" : "steps";
+  char window[160];
+  std::snprintf(window, sizeof window, "%lld %s between two steps of the counter %.2f s apart (mean power %.0f W",
+                static_cast<long long>(e.runs), unit.c_str(), e.window_s, e.mean_power_w);
+  out.source =
+      std::string("NVML total energy of the GPU, whole board, over ") +
+      (calls ? "the worker's measured calls: " : "the measured steps: ") + window +
+      // The worker times its calls in chunks: tach sees the counter only between them.
+      (calls ? "; tach reads the counter between chunks of calls, so each end is placed to within a chunk)" : ")");
+  if (e.added_runs > 0)
+    out.source += "; " + std::to_string(e.added_runs) + " more " + unit + " run after them to span the window";
+  if (!calls) out.source += "; j is that energy per step times the " + std::to_string(measured) + " measured steps";
+  return out;
+}
+
 std::optional<GpuSample> nvml_sample_of(const std::vector<GpuSample>& samples, Device device) {
   for (const CudaDeviceInfo& d : cuda_devices())
     if (d.index == device.index)

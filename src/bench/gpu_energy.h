@@ -61,6 +61,22 @@ GpuEnergy finish_energy_window(EnergyCounterSteps& steps, const std::function<vo
 GpuEnergy measure_energy_per_run(const std::function<double()>& read_counter_j, const std::function<void()>& forward,
                                  double window_s, double step_wait_s = 2.0);
 
+// What a GPU point's energy counts, as its method names it: an engine's worker calls (timed in
+// chunks, the counter read between chunks) or tach's training steps (the counter read after each).
+enum class EnergyRuns { worker_calls, training_steps };
+
+// Why a GPU point has no NVML energy where no counter was opened.
+inline constexpr const char* kEnergyWindowOff = "not measured (--energy-window 0)";
+
+// A GPU point's NVML energy: j over its `measured` runs (the energy per run between two steps of
+// the counter, times them) and the method in the words a user reads in the results; j < 0 with
+// the reason where there is none: e.source, or why_not where no counter was read (e as GpuEnergy{}).
+struct NvmlEnergyRecord {
+  double j = -1;
+  std::string source;
+};
+NvmlEnergyRecord nvml_energy_record(const GpuEnergy& e, EnergyRuns runs, int64_t measured, const std::string& why_not);
+
 // The NVML sample of the GPU CUDA calls `device`: NVML numbers GPUs in its own order (and
 // ignores CUDA_VISIBLE_DEVICES), so they are matched by PCI address. Empty when none matches.
 std::optional<GpuSample> nvml_sample_of(const std::vector<GpuSample>& samples, Device device);

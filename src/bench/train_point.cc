@@ -200,30 +200,6 @@ Head train_task_head(const std::string& task) {
                                           : Head::sequence_classification;
 }
 
-namespace {
-
-// A GPU point's energy from NVML (finish_energy_window's result): the energy per step between two
-// steps of the counter, times the measured steps.
-void record_train_gpu_energy(PointResult& r, const GpuEnergy& e, int64_t measured_steps) {
-  if (e.j_per_run < 0) {
-    r.energy_source = e.source;
-    return;
-  }
-  r.energy_j = e.j_per_run * double(measured_steps);
-  const std::string added =
-      e.added_runs > 0 ? "; " + std::to_string(e.added_runs) + " more steps run after them to span the window" : "";
-  char text[480];
-  std::snprintf(text, sizeof text,
-                "NVML total energy of the GPU, whole board, over the measured steps: %lld steps between two steps of "
-                "the counter %.2f s apart (mean power %.0f W)%s; j is that energy per step times the %lld measured "
-                "steps",
-                static_cast<long long>(e.runs), e.window_s, e.mean_power_w, added.c_str(),
-                static_cast<long long>(measured_steps));
-  r.energy_source = text;
-}
-
-}  // namespace
-
 PointResult run_train_point(const BenchConfig& config, const PointKey& key, const TrainInputs* inputs,
                             const BenchObserver& observer, const std::string& run_dir, TensorBoardWriter* tensorboard) {
   PointResult r;
@@ -348,13 +324,14 @@ PointResult run_train_point(const BenchConfig& config, const PointKey& key, cons
   if (on_gpu) {
     // The measured steps' own counter steps; more steps after them only where those did not
     // span two steps of the counter a window apart (then the source says how many).
-    if (energy_steps) {
-      const GpuEnergy e = finish_energy_window(
+    GpuEnergy e;  // none without a counter: the record says why
+    if (energy_steps)
+      e = finish_energy_window(
           *energy_steps, [&] { (void)step.run(index++, 1, next, lr); }, config.gpu_energy_window_s);
-      record_train_gpu_energy(r, e, int64_t(step_s.size()));
-    } else {
-      r.energy_source = nvml ? nvml->why_not() : "not measured (--energy-window 0)";
-    }
+    const NvmlEnergyRecord nvml_energy = nvml_energy_record(e, EnergyRuns::training_steps, int64_t(step_s.size()),
+                                                            nvml ? nvml->why_not() : kEnergyWindowOff);
+    r.energy_j = nvml_energy.j;
+    r.energy_source = nvml_energy.source;
   } else if (rapl.available()) {
     r.energy_j = rapl.joules();
     r.energy_source = "RAPL (package + DRAM) over the measured steps, whole machine";
