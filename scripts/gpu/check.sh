@@ -51,7 +51,7 @@ step info 30 "$tach" info
 if wants tests; then
   # The packed ones (scripts/gpu/pack.sh's GPU_TESTS), training's first; GTEST_FILTER narrows them,
   # TEST_LIMIT (seconds, each binary) bounds them.
-  for t in test_cuda_train test_cuda_ops test_cuda test_cuda_models; do
+  for t in test_cuda_train test_cuda_ops test_cuda test_cuda_models test_cuda_infer_attention; do
     [ -x "$pack/bin/$t" ] && step "$t" "${TEST_LIMIT:-300}" "$pack/bin/$t" --gtest_brief=1
   done
 fi
@@ -61,6 +61,20 @@ if wants bench; then
   step bench 300 "$tach" bench -m preset:distilbert-base-uncased --device cuda --dtype f32,bf16 -b 1,32 -s 128 \
     --runs-dir /tmp/tach-runs --run-id gpu-check
   cp /tmp/tach-runs/gpu-check/results.jsonl "$out/bench.jsonl" 2>/dev/null
+  # Inference attention A/B in bf16: cuDNN's fused attention where tach chooses it (auto) against tach's f32
+  # kernels (TACH_INFER_ATTENTION=tach), on DistilBERT at b32 x 128 and a decoder's prefill (Qwen2.5-0.5B, b8 x
+  # 128); each point records the kernels its attention ran ("attention"). One file: attention-ab.jsonl.
+  : > "$out/attention-ab.jsonl"
+  for attention in auto tach; do
+    step "bench-attention-$attention" 180 env TACH_INFER_ATTENTION=$attention "$tach" bench \
+      -m preset:distilbert-base-uncased --device cuda --dtype bf16 -b 32 -s 128 --runs-dir /tmp/tach-runs \
+      --run-id "attention-$attention" --energy-window 0
+    cat /tmp/tach-runs/attention-$attention/results.jsonl >> "$out/attention-ab.jsonl" 2>/dev/null
+    step "prefill-attention-$attention" 180 env TACH_INFER_ATTENTION=$attention "$tach" bench \
+      -m preset:qwen2.5-0.5b --device cuda --dtype bf16 -b 8 -s 128 --runs-dir /tmp/tach-runs \
+      --run-id "prefill-attention-$attention" --energy-window 0
+    cat /tmp/tach-runs/prefill-attention-$attention/results.jsonl >> "$out/attention-ab.jsonl" 2>/dev/null
+  done
 fi
 if wants profile; then
   step profile 180 "$tach" profile -m preset:distilbert-base-uncased --device cuda -b 8 -s 128 \

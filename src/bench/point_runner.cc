@@ -9,6 +9,7 @@
 #include <random>
 
 #include "bench/bench_internal.h"
+#include "ops/infer_attention_kernel.h"
 #include "tach/error.h"
 #include "tach/memory.h"
 #include "tach/monitor.h"
@@ -151,6 +152,8 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   if (!on_gpu && rapl.available()) (void)rapl.joules();  // starts the counters at this point
   DeviceTimer gpu_timer(device);
   if (observer.on_measure_begin) observer.on_measure_begin(key);
+  // The kernels the measured runs' attention ran, noted by the ops from here on.
+  const uint64_t attention_mark = ops::infer_attention_mark();
   CpuLoadWindow load_window;  // other processes' CPU use while the runs are timed
   const auto wall0 = Clock::now();
   double measured_s = 0;
@@ -180,6 +183,7 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
     if (!r.stopped_by.empty()) break;
   }
   const double wall_s = seconds_since(wall0);
+  r.attention = ops::infer_attention_kernels_since(attention_mark);
   // The measured runs end here: an outside clock around them stops before the load's wait.
   if (observer.on_measure_end) observer.on_measure_end(key, int64_t(latencies_s.size()) * key.batch);
   const double rapl_j = !on_gpu && rapl.available() ? rapl.joules() : -1;  // before the load's wait, if any

@@ -311,6 +311,7 @@ std::string point_to_json(const PointResult& p) {
       {"real_tokens_per_batch", p.real_tokens_per_batch},
       {"flops_per_batch", p.flops_per_batch},
       {"achieved_gflops_per_s", p.achieved_gflops_per_s},
+      {"attention", p.attention},
       {"gemm_tf32", p.gemm_tf32},
       {"memory",
        {{"rss_bytes", p.rss_bytes},
@@ -425,6 +426,8 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.real_tokens_per_batch = j.at("real_tokens_per_batch");
     p.flops_per_batch = j.at("flops_per_batch");
     p.achieved_gflops_per_s = j.at("achieved_gflops_per_s");
+    // Absent before GPU points recorded it.
+    p.attention = j.value("attention", "");
     p.gemm_tf32 = j.value("gemm_tf32", false);  // absent before --allow-tf32: full f32
     const auto& m = j.at("memory");
     p.rss_bytes = m.at("rss_bytes");

@@ -39,7 +39,7 @@ void sdpa_backward(int, const SdpaArgs&, void*, void*, void*, const void*, const
   cudnn_loadable(&why);
   throw Error(why);
 }
-void sdpa_check_operations(const SdpaArgs&, bool, bool) {
+void sdpa_check_operations(const SdpaArgs&, bool, bool, bool) {
   std::string why;
   cudnn_loadable(&why);
   throw Error(why);
@@ -49,11 +49,15 @@ void sdpa_check_operations(const SdpaArgs&, bool, bool) {
 
 namespace {
 
-std::string describe(const SdpaArgs& a, bool backward) {
-  return std::string("cuDNN attention ") + (backward ? "backward" : "forward") + " (" + sdpa_dtype_name(a.dtype) +
-         ", B " + std::to_string(a.B) + ", T " + std::to_string(a.T) + ", H " + std::to_string(a.H) +
-         (a.kv_heads() != a.H ? ", H_kv " + std::to_string(a.kv_heads()) : std::string()) + ", D " +
-         std::to_string(a.D) + (a.causal ? ", causal" : "") +
+// stats false: the inference forward (no log-sum-exp).
+std::string describe(const SdpaArgs& a, bool backward, bool stats = true) {
+  return std::string("cuDNN attention ") +
+         (backward ? "backward"
+          : stats  ? "forward"
+                   : "inference forward") +
+         " (" + sdpa_dtype_name(a.dtype) + ", B " + std::to_string(a.B) + ", T " + std::to_string(a.T) + ", H " +
+         std::to_string(a.H) + (a.kv_heads() != a.H ? ", H_kv " + std::to_string(a.kv_heads()) : std::string()) +
+         ", D " + std::to_string(a.D) + (a.causal ? ", causal" : "") +
          (a.dropout_p > 0 ? ", dropout " + std::to_string(a.dropout_p) : std::string()) + ")";
 }
 
@@ -363,13 +367,15 @@ Dropout dropout_tensors(GraphBuilder& g, const Layout& l, const SdpaArgs& a) {
           g.scalar(kDropoutScale, "dropout scale")};
 }
 
-void build_forward(GraphBuilder& g, const SdpaArgs& a, bool padded) {
+// stats: the log-sum-exp per query row is an output (training); false: not computed (inference,
+// as cudnn-frontend's generate_stats = false builds it: the softmax without log and add).
+void build_forward(GraphBuilder& g, const SdpaArgs& a, bool padded, bool stats_out = true) {
   const Layout l(a);
   Desc q = g.io(kQ, l.io, l.qkv, l.qkv_strides, "Q");
   Desc kt = g.io(kK, l.io, l.t_dims, l.t_strides, "Kᵀ");
   Desc v = g.io(kV, l.io, l.kv, l.kv_strides, "V");
   Desc o = g.io(kO, l.io, l.qkv, l.out_strides, "O");
-  Desc stats = g.io(kStats, CUDNN_DATA_FLOAT, l.row, l.row_strides, "Stats");
+  Desc stats = stats_out ? g.io(kStats, CUDNN_DATA_FLOAT, l.row, l.row_strides, "Stats") : nullptr;
   Desc scale = g.scalar(kScale, "scale");
   const Lengths len = length_tensors(g, l, padded);
   Desc neg_inf = padded || a.causal ? g.scalar(kNegInf, "masked score") : nullptr;
@@ -383,7 +389,7 @@ void build_forward(GraphBuilder& g, const SdpaArgs& a, bool padded) {
   if (padded) last = padding_mask(g, l, last, len.q, len.kv, neg_inf, "padding");
   if (a.causal) last = causal_mask(g, l, last, neg_inf);
 
-  // Softmax over keys, saving max + log(sum exp) per row.
+  // Softmax over keys, saving max + log(sum exp) per row when asked.
   Desc max = g.virt(CUDNN_DATA_FLOAT, l.row, l.row_strides, "row max");
   g.reduction(CUDNN_REDUCE_TENSOR_MAX, last, max, "row max");
   Desc centred = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "scores - max");
@@ -392,9 +398,11 @@ void build_forward(GraphBuilder& g, const SdpaArgs& a, bool padded) {
   g.pointwise(CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, centred, nullptr, nullptr, e, "exp");
   Desc sum = g.virt(CUDNN_DATA_FLOAT, l.row, l.row_strides, "row sum");
   g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, sum, "row sum");
-  Desc log_sum = g.virt(CUDNN_DATA_FLOAT, l.row, l.row_strides, "log row sum");
-  g.pointwise(CUDNN_POINTWISE_LOG, CUDNN_DATA_FLOAT, sum, nullptr, nullptr, log_sum, "log row sum");
-  g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, max, log_sum, nullptr, stats, "stats");
+  if (stats) {
+    Desc log_sum = g.virt(CUDNN_DATA_FLOAT, l.row, l.row_strides, "log row sum");
+    g.pointwise(CUDNN_POINTWISE_LOG, CUDNN_DATA_FLOAT, sum, nullptr, nullptr, log_sum, "log row sum");
+    g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, max, log_sum, nullptr, stats, "stats");
+  }
   // The probabilities enter the second GEMM in the input dtype, as cuDNN's engines require.
   Desc p = g.virt(drop.mask ? CUDNN_DATA_FLOAT : l.io, l.scores, l.scores_strides, "P");
   g.pointwise(CUDNN_POINTWISE_DIV, CUDNN_DATA_FLOAT, e, sum, nullptr, p, "softmax");
@@ -524,9 +532,9 @@ struct Plan {
   Tensor q_lengths;  // [B] i32 = T on the device (padded graphs)
 };
 
-// device, B, T, H, H_kv, D, ld_in, ld_kv, ld_out, causal, padded, dropout, dtype, backward.
+// device, B, T, H, H_kv, D, ld_in, ld_kv, ld_out, causal, padded, dropout, dtype, backward, stats.
 using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool,
-                           bool, int, bool>;
+                           bool, int, bool, bool>;
 
 // The plan of one engine configuration, kept in p when it finalizes (true); else false, with the
 // first refusal's words in *first_refusal.
@@ -615,20 +623,21 @@ void make_plan(Plan& p, int device, const std::string& what) {
                             : ""));
 }
 
-Plan& plan_for(int device, const SdpaArgs& a, bool padded, bool backward) {
+Plan& plan_for(int device, const SdpaArgs& a, bool padded, bool backward, bool stats = true) {
   static std::mutex mutex;
   // Never destroyed, as the handles are not: a plan's descriptors destroyed at exit, after the
   // CUDA runtime has gone, would unload kernels that no longer exist.
   static auto& plans = *new std::map<PlanKey, std::unique_ptr<Plan> >;
-  const PlanKey key{device,        a.B,      a.T,      a.H,    a.kv_heads(),    a.D,          a.ld_in,
-                    a.kv_stride(), a.ld_out, a.causal, padded, a.dropout_p > 0, int(a.dtype), backward};
+  const PlanKey key{device,       a.B,           a.T,      a.H,      a.kv_heads(), a.D,
+                    a.ld_in,      a.kv_stride(), a.ld_out, a.causal, padded,       a.dropout_p > 0,
+                    int(a.dtype), backward,      stats};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
-  const std::string what = describe(a, backward);
+  const std::string what = describe(a, backward, stats);
   auto p = std::make_unique<Plan>();
   if (backward) build_backward(p->graph, a, padded);
-  else build_forward(p->graph, a, padded);
+  else build_forward(p->graph, a, padded, stats);
   make_plan(*p, device, what);
   if (padded) {
     // Every query row is answered: seq_len_q = T for each sequence, written once.
@@ -685,11 +694,12 @@ void sdpa_forward(int device, const SdpaArgs& a, void* out, float* stats, const 
   check_dropout(a, dropout_mask, false);
   for (auto [p, name] : {std::pair<const void*, const char*>{q, "q"}, {k, "k"}, {v, "v"}, {out, "out"}})
     check_aligned(p, name, a, false);
-  const std::string what = describe(a, false);
+  const std::string what = describe(a, false, stats != nullptr);
   const bool padded = kv_lengths != nullptr;
-  Plan& p = plan_for(device, a, padded, false);
+  Plan& p = plan_for(device, a, padded, false, stats != nullptr);
   const float scale = a.scale, neg_inf = masked_score(), dropout_scale = 1.0f / (1.0f - a.dropout_p);
-  std::map<int64_t, const void*> ptr{{kQ, q}, {kK, k}, {kV, v}, {kO, out}, {kStats, stats}, {kScale, &scale}};
+  std::map<int64_t, const void*> ptr{{kQ, q}, {kK, k}, {kV, v}, {kO, out}, {kScale, &scale}};
+  if (stats) ptr[kStats] = stats;
   if (padded || a.causal) ptr[kNegInf] = &neg_inf;
   if (dropout_mask) ptr[kDropoutMask] = dropout_mask, ptr[kDropoutScale] = &dropout_scale;
   if (padded) {
@@ -762,11 +772,11 @@ void sdpa_backward(int device, const SdpaArgs& a, void* dq, void* dk, void* dv, 
   execute(device, p, ptr, p.workspace_bytes > 0 ? base + accum_bytes + sum_bytes : nullptr, what);
 }
 
-void sdpa_check_operations(const SdpaArgs& a, bool padded, bool backward) {
+void sdpa_check_operations(const SdpaArgs& a, bool padded, bool backward, bool stats) {
   check_args(a, backward);
   GraphBuilder g;
   if (backward) build_backward(g, a, padded);
-  else build_forward(g, a, padded);
+  else build_forward(g, a, padded, stats);
   // The graph as a whole (every intermediate produced once, every operation connected): cuDNN
   // 9.19 finalizes it without a handle; earlier versions need one, so a device.
   if (cudnn_version() < 91900) return;

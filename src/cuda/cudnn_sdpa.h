@@ -53,7 +53,8 @@ bool cudnn_sdpa_available(std::string* why = nullptr);
 // padded ones too (over the real keys), as transformers' additive key mask does.
 // out: [B, T, H*D] in args.dtype, row stride ld_out, overwritten.
 // stats: [B, H, T] f32, overwritten: per query row, max + log(sum(exp(s - max))) of its scaled,
-// masked scores (the log-sum-exp), which the backward needs.
+// masked scores (the log-sum-exp), which the backward needs; or null (inference): a graph without
+// it (cudnn-frontend's generate_stats = false), cached apart from the training one.
 // dropout_mask: [B, H, T, T] contiguous in args.dtype, 1 where the probability is kept, 0 where
 // dropped (the stats are those of the probabilities before dropout), when args.dropout_p > 0;
 // null otherwise.
@@ -70,10 +71,11 @@ void sdpa_backward(int device, const SdpaArgs& a, void* dq, void* dk, void* dv, 
                    const void* dropout_mask = nullptr);
 
 // Builds and finalizes every tensor and operation descriptor of the graph for these arguments
-// (padded: with kv_lengths; grouped-query K/V and dropout as `a` says), and with cuDNN 9.19 or later the operation graph itself, without a
+// (padded: with kv_lengths; grouped-query K/V and dropout as `a` says; stats false: the inference
+// forward, without the log-sum-exp), and with cuDNN 9.19 or later the operation graph itself, without a
 // device: cuDNN checks each operation's attributes and the graph's connections, so a machine
 // without a GPU checks the graph a GPU would run (choosing an engine needs the GPU). Throws what
 // cuDNN refused.
-void sdpa_check_operations(const SdpaArgs& a, bool padded, bool backward);
+void sdpa_check_operations(const SdpaArgs& a, bool padded, bool backward, bool stats = true);
 
 }  // namespace tach::cuda

@@ -27,7 +27,7 @@ int row_splits(int device, const FlashAttentionParams& p, int64_t B) {
   return int(std::max<int64_t>(1, std::min({by_keys, by_grid, kMaxSplits})));
 }
 
-bool launch_rows(int device, FlashAttentionParams p, int64_t B, int64_t D, cudaStream_t stream) {
+FlashAttentionLaunch launch_rows(int device, FlashAttentionParams p, int64_t B, int64_t D, cudaStream_t stream) {
   p.splits = row_splits(device, p, B);
   if (p.splits > 1)
     p.partials = static_cast<float*>(
@@ -38,16 +38,16 @@ bool launch_rows(int device, FlashAttentionParams p, int64_t B, int64_t D, cudaS
   else if (D <= 64) row_attention_kernel<2><<<grid, threads, 0, stream>>>(p, int(D));
   else if (D <= 128) row_attention_kernel<4><<<grid, threads, 0, stream>>>(p, int(D));
   else if (D <= 256) row_attention_kernel<8><<<grid, threads, 0, stream>>>(p, int(D));
-  else return false;
+  else return FlashAttentionLaunch::none;
   check_launch("row_attention_kernel");
   if (p.splits > 1) {
     merge_row_partials<<<dim3(unsigned(p.Tq), unsigned(p.H), unsigned(B)), 64, 0, stream>>>(p, int(D));
     check_launch("merge_row_partials");
   }
-  return true;
+  return FlashAttentionLaunch::rows;
 }
 
-bool launch_tiles(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStream_t stream) {
+FlashAttentionLaunch launch_tiles(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStream_t stream) {
   const dim3 grid(unsigned((p.Tq + kFlashQueryRows - 1) / kFlashQueryRows), unsigned(p.H), unsigned(B));
   // Head sizes of the models tach loads (MiniLM 32, BERT/DistilBERT/Qwen2.5-0.5B 64, others up to
   // 128; 4 to 16 for the test fixtures and tiny presets); fewer keys per tile for large heads keep
@@ -61,16 +61,16 @@ bool launch_tiles(const FlashAttentionParams& p, int64_t B, int64_t D, cudaStrea
     case 80: flash_attention_kernel<80, 16><<<grid, kFlashQueryRows, 0, stream>>>(p); break;
     case 96: flash_attention_kernel<96, 16><<<grid, kFlashQueryRows, 0, stream>>>(p); break;
     case 128: flash_attention_kernel<128, 16><<<grid, kFlashQueryRows, 0, stream>>>(p); break;
-    default: return false;
+    default: return FlashAttentionLaunch::none;
   }
   check_launch("flash_attention_kernel");
-  return true;
+  return FlashAttentionLaunch::tiles;
 }
 
 }  // namespace
 
-bool launch_flash_attention(int device, FlashAttentionParams p, int64_t B, int64_t D) {
-  if (p.Tq == 0 || B == 0) return true;
+FlashAttentionLaunch launch_flash_attention(int device, FlashAttentionParams p, int64_t B, int64_t D) {
+  if (p.Tq == 0 || B == 0) return FlashAttentionLaunch::rows;  // nothing to run: no kernel is missing
   cudaStream_t stream = cuda::stream(device);
   if (p.device_past) {  // the length is on the device: only the rows kernel reads it there
     tach::check(p.causal && !p.bias_bucket, "attention with the cache length on the device: causal rows only");
@@ -81,7 +81,10 @@ bool launch_flash_attention(int device, FlashAttentionParams p, int64_t B, int64
   // Tiles of 64 query rows share each key they load, but a grid of fewer blocks than two per
   // multiprocessor leaves most of the GPU idle (decoding has one row per head): rows then.
   const int64_t tile_blocks = (p.Tq + kFlashQueryRows - 1) / kFlashQueryRows * p.H * B;
-  if (tile_blocks >= 2 * multiprocessors(device) && launch_tiles(p, B, D, stream)) return true;
+  if (tile_blocks >= 2 * multiprocessors(device)) {
+    const FlashAttentionLaunch tiles = launch_tiles(p, B, D, stream);
+    if (tiles != FlashAttentionLaunch::none) return tiles;
+  }
   return launch_rows(device, p, B, D, stream);
 }
 

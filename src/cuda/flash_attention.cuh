@@ -176,8 +176,11 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
   for (int d = 0; d < D; ++d) orow[d] = acc[d] * inv;
 }
 
-// Launches a kernel for the head size on tach's stream of `device`; false when none takes it (D
-// over 256; the caller says so).
-bool launch_flash_attention(int device, FlashAttentionParams p, int64_t B, int64_t D);
+// Which kernel a launch ran: none (no kernel takes the head size: D over 256; the caller says so),
+// the tiled kernel, or the rows kernel (one block per query row, the keys split for few rows).
+enum class FlashAttentionLaunch { none, tiles, rows };
+
+// Launches a kernel for the head size on tach's stream of `device`, and says which.
+FlashAttentionLaunch launch_flash_attention(int device, FlashAttentionParams p, int64_t B, int64_t D);
 
 }  // namespace tach::cuda

@@ -226,6 +226,7 @@ class InferenceRunner final : public DecoderLayerRunner {
     const Keys keys = keys_of_call(l, a.B, a.Tq, t);
     a.past = keys.past, a.device_past = pass_.device_past;
     a.ld_kv = keys.ld, a.batch_stride_kv = keys.batch_stride, a.mask_stride = pass_.mask_stride;
+    a.facts = {w_.layers[l].qkv->compute_dtype(), pass_.key_padding};
     ops::causal_attention_forward(t.context.data<float>(), q, keys.k, keys.v, pass_.key_mask, a);
   }
 
@@ -389,6 +390,7 @@ Tensor forward_pass(const DecoderWeights& w, const DecoderConfig& s, const Tenso
   pass.cache = cache;
   Tensor call_mask;
   pass.mask_stride = T;
+  pass.key_padding = ops::key_padding_of(mask.data<int32_t>(), B, T, T);
   if (cache) {
     int32_t* cm = cache->host_mask.data<int32_t>();
     for (int64_t b = 0; b < B; ++b)

@@ -97,6 +97,9 @@ struct DecoderPass {
   const DecoderRope* rope = nullptr;  // the call's positions' tables, on the device
   const int32_t* key_mask = nullptr;  // [B, mask_stride] i32 on the device: 1 = a real key
   int64_t mask_stride = 0;
+  // Where this call's padding sits (seen on the host): the GPU's attention takes cuDNN's fused
+  // kernel for a prefill without left padding only (ops/infer_attention_kernel.h).
+  ops::KeyPadding key_padding = ops::KeyPadding::unknown;
   KvCache* cache = nullptr;              // null: attention over this call's keys only
   const int32_t* device_past = nullptr;  // a captured decoding step: the cache length, read on the device
   // Each sequence's one row a head reads, or null: every row. With them, the last layer runs past

@@ -146,19 +146,20 @@ int64_t leading_rows(const SequenceRows& rows) {
 // query runs once and the rows are gathered.
 void rows_attention(Tensor& ctx, const Tensor& qkv3, const SequenceRows& rows, int64_t first_m, int64_t H, float scale,
                     const Tensor& attention_mask, const Tensor& relative_bias, const Tensor& buckets,
-                    const Tensor& row_index) {
+                    const Tensor& row_index, const ops::InferAttentionFacts& facts) {
   const int64_t B = qkv3.size(0), T = qkv3.size(1), A = qkv3.size(2) / 3;
   const Device device = qkv3.device();
   const Tensor k = qkv3.narrow(2, A, A), v = qkv3.narrow(2, 2 * A, A);
   if (first_m > 0) {
     Tensor out = ctx.reshape({B, first_m, A});
     ops::attention_forward(out, qkv3.narrow(1, 0, first_m).narrow(2, 0, A), k, v, attention_mask, int(H), scale,
-                           relative_bias, buckets);
+                           relative_bias, buckets, facts);
     return;
   }
   if (device.kind != DeviceKind::cpu) {
     Tensor all = Tensor::empty({B, T, A}, DType::f32, device);
-    ops::attention_forward(all, qkv3.narrow(2, 0, A), k, v, attention_mask, int(H), scale, relative_bias, buckets);
+    ops::attention_forward(all, qkv3.narrow(2, 0, A), k, v, attention_mask, int(H), scale, relative_bias, buckets,
+                           facts);
     ops::gather_rows(ctx, all.reshape({B * T, A}), row_index);
     return;
   }
@@ -184,7 +185,7 @@ void rows_attention(Tensor& ctx, const Tensor& qkv3, const SequenceRows& rows, i
 // Returns [R, C].
 Tensor last_layer_rows(const EncoderLayer& layer, size_t li, const EncoderShape& s, const Tensor& h,
                        const Tensor& qkv_buffer, const Tensor& attention_mask, const Tensor& relative_bias,
-                       const Tensor& buckets, float scale, const SequenceRows& rows) {
+                       const Tensor& buckets, float scale, const SequenceRows& rows, ops::KeyPadding padding) {
   const int64_t B = h.size(0), T = h.size(1), C = s.hidden, I = s.intermediate, R = rows_in_all(rows);
   const int64_t H = s.heads_in(li), A = H * s.head_dim();
   const Device device = h.device();
@@ -203,7 +204,7 @@ Tensor last_layer_rows(const EncoderLayer& layer, size_t li, const EncoderShape&
   ops::linear_forward(qkv, h.reshape({B * T, C}), *layer.qkv);
   Tensor ctx = Tensor::empty({R, A}, DType::f32, device);
   rows_attention(ctx, qkv.reshape({B, T, 3 * A}), rows, first_m, H, scale, attention_mask, relative_bias, buckets,
-                 row_index);
+                 row_index, {layer.qkv->compute_dtype(), padding});
   // x [R, C]: the residual stream at the rows.
   Tensor x = Tensor::empty({R, C}, DType::f32, device);
   if (first_m > 0) ops::copy_rows(device, x.data<float>(), first_m * C, h.data<float>(), T * C, B, first_m * C);
@@ -266,11 +267,18 @@ Tensor forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch&
   }
   const int64_t head_dim = s.head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  // Where the batch's padding sits, seen on the host (the GPU's attention takes cuDNN's fused
+  // kernel for right padding only).
+  const Tensor& host_mask = batch.attention_mask;
+  const ops::KeyPadding padding = host_mask.device().kind == DeviceKind::cpu && host_mask.is_contiguous()
+                                      ? ops::key_padding_of(host_mask.data<int32_t>(), B, T, T)
+                                      : ops::KeyPadding::unknown;
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const EncoderLayer& layer = w.layers[li];
     core::Span layer_span(core::SpanKind::module, core::tracing() ? core::concat(s.layer_prefix, li) : std::string());
     if (rows != nullptr && li + 1 == w.layers.size()) {
-      Tensor out = last_layer_rows(layer, li, s, h, qkv, attention_mask, w.relative_bias, buckets, scale, *rows);
+      Tensor out =
+          last_layer_rows(layer, li, s, h, qkv, attention_mask, w.relative_bias, buckets, scale, *rows, padding);
       if (cost) *cost += encoder_rows_cost(s, B, T, rows_in_all(*rows));
       return out;
     }
@@ -282,7 +290,8 @@ Tensor forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch&
     // q, k, v are column blocks of one [B, T, 3A] buffer: views, no copies.
     Tensor qkv3 = layer_qkv.reshape({B, T, 3 * A});
     ops::attention_forward(layer_ctx, qkv3.narrow(2, 0, A), qkv3.narrow(2, A, A), qkv3.narrow(2, 2 * A, A),
-                           attention_mask, static_cast<int>(H), scale, w.relative_bias, buckets);
+                           attention_mask, static_cast<int>(H), scale, w.relative_bias, buckets,
+                           {layer.qkv->compute_dtype(), padding});
     ops::linear_forward(proj, layer_ctx.reshape({N, A}), *layer.attn_out);
     ops::layer_norm_forward(h2, proj, h2, layer.ln1_gamma, layer.ln1_beta, s.eps);
     attn_span.reset();

@@ -42,18 +42,56 @@ OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64
 
 namespace {
 
-void describe_attention_span(core::Span& span, int64_t B, int64_t T, int64_t Tq, int64_t heads, int64_t C,
-                             bool biased) {
+// kernel: what ran, as the op table names it ("f32" on the CPU, "cudnn fused (bf16)", "tach tiles f32").
+void describe_attention_span(core::Span& span, int64_t B, int64_t T, int64_t Tq, int64_t heads, int64_t C, bool biased,
+                             const std::string& kernel) {
   const OpCost c = attention_cost(B, T, heads, C / heads, Tq, biased);
   span.set_cost(c.flops, c.bytes());
-  span.set_detail(Tq == T ? core::concat("[", B, ", ", T, ", ", heads, "x", C / heads, "] f32")
-                          : core::concat("[", B, ", ", Tq, " of ", T, ", ", heads, "x", C / heads, "] f32"));
+  span.set_detail(Tq == T ? core::concat("[", B, ", ", T, ", ", heads, "x", C / heads, "] ", kernel)
+                          : core::concat("[", B, ", ", Tq, " of ", T, ", ", heads, "x", C / heads, "] ", kernel));
 }
+
+#if TACH_HAS_CUDA
+// Every query row of q [B, T, C] (row stride ld) against k, v into all [B, T, C] on the GPU:
+// cuDNN's fused attention where the choice takes it and cuDNN runs the shape, tach's kernel
+// otherwise. Notes what ran for the run and returns it in the op table's words.
+std::string cuda_attention(float* all, const Tensor& q, const Tensor& k, const Tensor& v, const int32_t* mask,
+                           int64_t B, int64_t T, int64_t H, int64_t C, float scale, const ScoreBias& bias,
+                           const InferAttentionFacts& facts) {
+  const int64_t D = C / H, ld = q.strides()[1];
+  InferAttentionCase c = infer_attention_case(q.device(), facts.compute);
+  c.heads = c.kv_heads = H, c.head_size = D, c.queries = c.keys = T;
+  c.score_bias = bias.table != nullptr;
+  c.padding = mask ? facts.padding : KeyPadding::none;
+  const InferAttentionChoice choice = choose_infer_attention(c);
+  std::string refused;
+  if (choice.cudnn()) {
+    CudnnAttention a;
+    a.device = q.device().index;
+    a.B = B, a.T = T, a.H = a.KVH = H, a.D = D;
+    a.q = q.data<float>(), a.k = k.data<float>(), a.v = v.data<float>();
+    a.ld_q = a.ld_kv = ld, a.ld_out = C;
+    a.key_mask = c.padding == KeyPadding::right ? mask : nullptr;
+    a.scale = scale, a.dtype = choice.dtype;
+    const InferAttentionShape shape{a.device, B, T, H, H, D, false, choice.dtype};
+    if (run_cudnn_infer_attention(shape, [&] { cudnn_attention_inference(a, all); })) {
+      note_infer_attention(cudnn_attention_words(choice.dtype));
+      return cudnn_attention_words(choice.dtype);
+    }
+    refused = "cuDNN refused " + shape.describe() + " at run time";
+  }
+  const std::string words = tach_attention_words(attention_forward_cuda(
+      q.device().index, all, q.data<float>(), k.data<float>(), v.data<float>(), mask, B, T, H, D, ld, C, scale, bias));
+  note_infer_attention(words + " (" + (refused.empty() ? choice.why : refused) + ")");
+  return words;
+}
+#endif
 
 }  // namespace
 
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
-                       int heads, float scale, const Tensor& bias_table, const Tensor& bias_buckets) {
+                       int heads, float scale, const Tensor& bias_table, const Tensor& bias_buckets,
+                       [[maybe_unused]] const InferAttentionFacts& facts) {
   check(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, "attention: q, k, v must be [B, T, C]");
   const int64_t B = k.size(0), T = k.size(1), C = k.size(2), Tq = q.size(1);
   check(heads > 0 && C % heads == 0,
@@ -87,19 +125,18 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
   const int32_t* mask = key_mask.defined() ? key_mask.data<int32_t>() : nullptr;
 #if TACH_HAS_CUDA
   if (cuda) {
-    // The CUDA kernel answers every query row: with fewer asked for, it writes all T into a
+    // The CUDA kernels answer every query row: with fewer asked for, they write all T into a
     // scratch and the first Tq of each sequence are copied out (the span counts what runs).
-    if (span.active()) describe_attention_span(span, B, T, T, heads, C, bias.table != nullptr);
     Tensor all = Tq == T ? out : Tensor::empty({B, T, C}, DType::f32, q.device(), MemoryCategory::activations);
-    attention_forward_cuda(q.device().index, all.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask,
-                           B, T, heads, C / heads, q.strides()[1], C, scale, bias);
+    const std::string kernel = cuda_attention(all.data<float>(), q, k, v, mask, B, T, heads, C, scale, bias, facts);
+    if (span.active()) describe_attention_span(span, B, T, T, heads, C, bias.table != nullptr, kernel);
     if (Tq < T)
       for (int64_t b = 0; b < B; ++b)
         copy_rows(q.device(), out.data<float>() + b * Tq * C, C, all.data<float>() + b * T * C, C, Tq, C);
     return;
   }
 #endif
-  if (span.active()) describe_attention_span(span, B, T, Tq, heads, C, bias.table != nullptr);
+  if (span.active()) describe_attention_span(span, B, T, Tq, heads, C, bias.table != nullptr, "f32");
   attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask, B, T, heads,
                         C / heads, q.strides()[1], C, scale, bias, Tq);
 }

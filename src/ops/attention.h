@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "ops/infer_attention_kernel.h"
 #include "ops/op_cost.h"
 #include "tach/tensor.h"
 
@@ -31,9 +32,13 @@ std::vector<int32_t> relative_position_buckets(int64_t T, int64_t buckets, int64
 // additive mask, so a fully padded row behaves as it does there), softmax over keys, · v.
 // Inference keeps no probabilities; training calls attention_forward_train_cpu, which saves them.
 // bias_table: [buckets, H] f32 with bias_buckets [T, T] i32 on the same device, or undefined.
+// facts: the model's GEMM dtype and its batch's padding. On CUDA a bf16 or f16 model's attention
+// runs cuDNN's fused attention where ops/infer_attention_kernel.h chooses it (q, k, v rounded to
+// the model's dtype, the output back to f32), tach's f32 kernels otherwise; the span's detail
+// names the kernel that ran.
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
                        int heads, float scale, const Tensor& bias_table = Tensor(),
-                       const Tensor& bias_buckets = Tensor());
+                       const Tensor& bias_buckets = Tensor(), const InferAttentionFacts& facts = {});
 // biased: a ScoreBias is added (one flop more per score).
 OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1, bool biased = false);
 
@@ -100,10 +105,10 @@ void set_cuda_attention_kernel(CudaAttentionKernel kernel);
 CudaAttentionKernel cuda_attention_kernel();
 
 // CUDA kernel: as attention_forward_cpu, one fused pass with an online softmax (no [T, T]
-// scores in memory); head sizes up to 256.
-void attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v, const int32_t* mask,
-                            int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld_in, int64_t ld_out, float scale,
-                            const ScoreBias& bias = {});
+// scores in memory); head sizes up to 256. Returns which of tach's kernels ran.
+TachAttentionKernel attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
+                                           const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D,
+                                           int64_t ld_in, int64_t ld_out, float scale, const ScoreBias& bias = {});
 
 // CUDA kernels for training: as attention_forward_train_cpu and attention_backward_cpu (the same
 // arguments; one block per query row, the probabilities and score gradients in device memory).

@@ -1,7 +1,9 @@
-// ops/attention_cudnn.h: tach's f32 activations through cuDNN's bf16 fused attention. The kernels
-// here only move data: f32 -> bf16 packing of q|k|v (and dout, out), bf16 -> f32 unpacking of the
-// output and gradients, each row's real keys from the mask, and ops/dropout's keep mask in bf16.
+// ops/attention_cudnn.h: tach's f32 activations through cuDNN's bf16 (or, for f16 models' inference,
+// f16) fused attention. The kernels here only move data: f32 -> bf16/f16 packing of q|k|v (and
+// dout, out), bf16/f16 -> f32 unpacking of the output and gradients, each row's real keys from the
+// mask, and ops/dropout's keep mask in bf16.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "cuda/cuda_error.h"
 #include "cuda/cudnn_sdpa.h"
@@ -17,15 +19,24 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// dst: [rows, HD + 2 KD] bf16 contiguous = q | k | v, each rounded to nearest even.
-// q: [rows, HD] stride ld_q; k, v: [rows, KD] stride ld_kv.
-__global__ void pack_kernel(__nv_bfloat16* dst, const float* q, const float* k, const float* v, int64_t rows,
-                            int64_t HD, int64_t KD, int64_t ld_q, int64_t ld_kv) {
+// f32 rounded to nearest even into the 16-bit type, and back.
+__device__ __forceinline__ void round_into(__nv_bfloat16* dst, float x) { *dst = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void round_into(__half* dst, float x) { *dst = __float2half_rn(x); }
+__device__ __forceinline__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float widen(__half x) { return __half2float(x); }
+
+// dst: [rows, HD + 2 KD] bf16 or f16 contiguous = q | k | v, each rounded to nearest even.
+// q: [rows, HD] stride ld_q; k, v: rows of `tokens`-row sequences, row t of sequence b at
+// b * kv_batch_stride + t * ld_kv ([rows, KD] stride ld_kv when kv_batch_stride = tokens * ld_kv).
+template <typename Half>
+__global__ void pack_kernel(Half* dst, const float* q, const float* k, const float* v, int64_t rows, int64_t tokens,
+                            int64_t HD, int64_t KD, int64_t ld_q, int64_t ld_kv, int64_t kv_batch_stride) {
   const int64_t width = HD + 2 * KD, total = rows * width;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = e / width, c = e % width;
-    const float x = c < HD ? q[r * ld_q + c] : c < HD + KD ? k[r * ld_kv + c - HD] : v[r * ld_kv + c - HD - KD];
-    dst[e] = __float2bfloat16_rn(x);
+    const int64_t kv_row = (r / tokens) * kv_batch_stride + (r % tokens) * ld_kv;
+    const float x = c < HD ? q[r * ld_q + c] : c < HD + KD ? k[kv_row + c - HD] : v[kv_row + c - HD - KD];
+    round_into(dst + e, x);
   }
 }
 
@@ -36,21 +47,24 @@ __global__ void to_bf16_kernel(__nv_bfloat16* dst, const float* src, int64_t row
     dst[e] = __float2bfloat16_rn(src[(e / cols) * ld + e % cols]);
 }
 
-// dst: [rows, cols] f32 of row stride ld_dst from columns [first, first + cols) of src: [rows, ld_src] bf16.
-__global__ void to_f32_kernel(float* dst, int64_t ld_dst, const __nv_bfloat16* src, int64_t ld_src, int64_t first,
-                              int64_t rows, int64_t cols) {
+// dst: [rows, cols] f32 of row stride ld_dst from columns [first, first + cols) of src: [rows, ld_src]
+// bf16 or f16.
+template <typename Half>
+__global__ void to_f32_kernel(float* dst, int64_t ld_dst, const Half* src, int64_t ld_src, int64_t first, int64_t rows,
+                              int64_t cols) {
   const int64_t total = rows * cols;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = e / cols, c = e % cols;
-    dst[r * ld_dst + c] = __bfloat162float(src[r * ld_src + first + c]);
+    dst[r * ld_dst + c] = widen(src[r * ld_src + first + c]);
   }
 }
 
 // lengths[b]: the real keys of row b (its leading ones; at least 1, as cuDNN takes lengths in [1, T]).
-__global__ void key_lengths_kernel(int32_t* lengths, const int32_t* mask, int64_t B, int64_t T) {
+// mask: rows `stride` apart.
+__global__ void key_lengths_kernel(int32_t* lengths, const int32_t* mask, int64_t B, int64_t T, int64_t stride) {
   for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b < B; b += int64_t(gridDim.x) * blockDim.x) {
     int64_t L = 0;
-    while (L < T && mask[b * T + L] != 0) ++L;
+    while (L < T && mask[b * stride + L] != 0) ++L;
     lengths[b] = int32_t(L > 0 ? L : 1);
   }
 }
@@ -65,13 +79,14 @@ Tensor workspace(int device, const Shape& shape, DType dtype) {
   return Tensor::empty(shape, dtype, Device::cuda(device), MemoryCategory::workspace);
 }
 
-// What both directions launch on the way in: q|k|v in bf16, each row's real keys, the keep mask.
+// What both directions launch on the way in: q|k|v in bf16 (or f16), each row's real keys, the keep mask.
 struct Inputs {
   Tensor qkv, lengths, keep;
   cuda::SdpaArgs args;
+  // Columns of the packed rows: bf16 and f16 both take 2 bytes.
   const void* q() const { return qkv.raw(); }
-  const void* k() const { return static_cast<const __nv_bfloat16*>(qkv.raw()) + args.H * args.D; }
-  const void* v() const { return static_cast<const __nv_bfloat16*>(qkv.raw()) + (args.H + args.H_kv) * args.D; }
+  const void* k() const { return static_cast<const uint16_t*>(qkv.raw()) + args.H * args.D; }
+  const void* v() const { return static_cast<const uint16_t*>(qkv.raw()) + (args.H + args.H_kv) * args.D; }
   const int32_t* kv_lengths() const { return lengths.defined() ? lengths.data<int32_t>() : nullptr; }
   const void* dropout_mask() const { return keep.defined() ? keep.raw() : nullptr; }
 };
@@ -84,14 +99,22 @@ Inputs prepare(const CudnnAttention& a) {
   in.args.ld_in = in.args.ld_kv = width;
   in.args.ld_out = HD;
   in.args.scale = a.scale, in.args.causal = a.causal, in.args.dropout_p = a.dropout_p;
-  in.args.dtype = cuda::SdpaDType::bf16;
-  in.qkv = workspace(a.device, {N, width}, DType::bf16);
-  pack_kernel<<<cuda::grid_for(N * width, kThreads), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(in.qkv.raw()),
-                                                                            a.q, a.k, a.v, N, HD, KD, a.ld_q, a.ld_kv);
+  const bool f16 = a.dtype == DType::f16;
+  in.args.dtype = f16 ? cuda::SdpaDType::f16 : cuda::SdpaDType::bf16;
+  in.qkv = workspace(a.device, {N, width}, f16 ? DType::f16 : DType::bf16);
+  const int64_t kv_batch_stride = a.kv_batch_stride > 0 ? a.kv_batch_stride : a.T * a.ld_kv;
+  const unsigned grid = cuda::grid_for(N * width, kThreads);
+  if (f16)
+    pack_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(in.qkv.raw()), a.q, a.k, a.v, N, a.T, HD, KD,
+                                               a.ld_q, a.ld_kv, kv_batch_stride);
+  else
+    pack_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(in.qkv.raw()), a.q, a.k, a.v, N, a.T, HD, KD,
+                                               a.ld_q, a.ld_kv, kv_batch_stride);
   cuda::check_launch("pack_kernel");
   if (a.key_mask) {
     in.lengths = workspace(a.device, {a.B}, DType::i32);
-    key_lengths_kernel<<<cuda::grid_for(a.B, 128), 128, 0, stream>>>(in.lengths.data<int32_t>(), a.key_mask, a.B, a.T);
+    key_lengths_kernel<<<cuda::grid_for(a.B, 128), 128, 0, stream>>>(in.lengths.data<int32_t>(), a.key_mask, a.B, a.T,
+                                                                     a.mask_stride > 0 ? a.mask_stride : a.T);
     cuda::check_launch("key_lengths_kernel");
   }
   if (a.dropout_p > 0.0f) {
@@ -112,10 +135,16 @@ Tensor to_bf16(int device, const float* src, int64_t rows, int64_t cols, int64_t
   return t;
 }
 
+// src: bf16 or f16.
 void to_f32(int device, float* dst, int64_t ld_dst, const Tensor& src, int64_t first, int64_t cols) {
   const int64_t rows = src.size(0);
-  to_f32_kernel<<<cuda::grid_for(rows * cols, kThreads), kThreads, 0, cuda::stream(device)>>>(
-      dst, ld_dst, static_cast<const __nv_bfloat16*>(src.raw()), src.size(1), first, rows, cols);
+  const unsigned grid = cuda::grid_for(rows * cols, kThreads);
+  if (src.dtype() == DType::f16)
+    to_f32_kernel<<<grid, kThreads, 0, cuda::stream(device)>>>(dst, ld_dst, static_cast<const __half*>(src.raw()),
+                                                               src.size(1), first, rows, cols);
+  else
+    to_f32_kernel<<<grid, kThreads, 0, cuda::stream(device)>>>(
+        dst, ld_dst, static_cast<const __nv_bfloat16*>(src.raw()), src.size(1), first, rows, cols);
   cuda::check_launch("to_f32_kernel");
 }
 
@@ -126,6 +155,15 @@ void cudnn_attention_forward(const CudnnAttention& a, float* out, float* stats) 
   const int64_t N = a.B * a.T, HD = a.H * a.D;
   const Tensor o = workspace(a.device, {N, HD}, DType::bf16);
   cuda::sdpa_forward(a.device, in.args, o.raw(), stats, in.q(), in.k(), in.v(), in.kv_lengths(), in.dropout_mask());
+  to_f32(a.device, out, a.ld_out, o, 0, HD);
+}
+
+void cudnn_attention_inference(const CudnnAttention& a, float* out) {
+  tach::check(a.dropout_p == 0.0f, "cuDNN's inference attention has no dropout");
+  const Inputs in = prepare(a);
+  const int64_t N = a.B * a.T, HD = a.H * a.D;
+  const Tensor o = workspace(a.device, {N, HD}, in.qkv.dtype());
+  cuda::sdpa_forward(a.device, in.args, o.raw(), nullptr, in.q(), in.k(), in.v(), in.kv_lengths());
   to_f32(a.device, out, a.ld_out, o, 0, HD);
 }
 

@@ -70,26 +70,67 @@ void check_args(const CausalAttentionArgs& a, bool training) {
         "causal_attention: a cache length on the device is for causal attention on CUDA");
 }
 
+// kernel: what ran, as the op table names it ("f32" on the CPU, "cudnn fused (bf16)", "tach rows f32").
+void describe_span(core::Span& span, const CausalAttentionArgs& a, const std::string& kernel) {
+  const OpCost c = causal_attention_cost(a);
+  span.set_cost(c.flops, c.bytes());
+  span.set_detail(
+      core::concat("[", a.B, ", ", a.Tq, " of ", a.past + a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] ", kernel));
+}
+
+#if TACH_HAS_CUDA
+// The call on the GPU: cuDNN's fused attention where the choice takes it (a prefill of a bf16 or
+// f16 model) and cuDNN runs the shape, tach's kernel otherwise. Notes what ran for the run and
+// returns it in the op table's words.
+std::string cuda_causal_attention(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
+                                  const CausalAttentionArgs& a) {
+  InferAttentionCase c = infer_attention_case(a.device, a.facts.compute);
+  c.heads = a.H, c.kv_heads = a.KVH, c.head_size = a.D;
+  // A captured decoding step (its cache length read on the device) decodes, whatever its rows.
+  c.queries = a.device_past ? 1 : a.Tq, c.keys = a.past + a.Tq;
+  c.causal = a.causal, c.window = a.window;
+  c.padding = key_mask ? a.facts.padding : KeyPadding::none;
+  const InferAttentionChoice choice = choose_infer_attention(c);
+  std::string refused;
+  if (choice.cudnn()) {
+    CudnnAttention ca;
+    ca.device = a.device.index;
+    ca.B = a.B, ca.T = a.Tq, ca.H = a.H, ca.KVH = a.KVH, ca.D = a.D;
+    ca.q = q, ca.k = k, ca.v = v;
+    ca.ld_q = a.ld_q, ca.ld_kv = a.ld_kv, ca.kv_batch_stride = a.batch_stride_kv, ca.ld_out = a.ld_out;
+    ca.key_mask = c.padding == KeyPadding::right ? key_mask : nullptr;
+    ca.mask_stride = a.mask_stride;
+    ca.causal = a.causal, ca.scale = a.scale, ca.dtype = choice.dtype;
+    const InferAttentionShape shape{ca.device, a.B, a.Tq, a.H, a.KVH, a.D, a.causal, choice.dtype};
+    if (run_cudnn_infer_attention(shape, [&] { cudnn_attention_inference(ca, out); })) {
+      note_infer_attention(cudnn_attention_words(choice.dtype));
+      return cudnn_attention_words(choice.dtype);
+    }
+    refused = "cuDNN refused " + shape.describe() + " at run time";
+  }
+  const std::string words =
+      tach_attention_words(causal_attention_forward_cuda(a.device.index, out, q, k, v, key_mask, a));
+  note_infer_attention(words + " (" + (refused.empty() ? choice.why : refused) + ")");
+  return words;
+}
+#endif
+
 }  // namespace
 
 void causal_attention_forward(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
                               const CausalAttentionArgs& a) {
   check_args(a, false);
   core::Span span(core::SpanKind::op, "causal_attention");
-  if (span.active()) {
-    const OpCost c = causal_attention_cost(a);
-    span.set_cost(c.flops, c.bytes());
-    span.set_detail(
-        core::concat("[", a.B, ", ", a.Tq, " of ", a.past + a.Tq, ", ", a.H, "/", a.KVH, " heads x", a.D, "] f32"));
-  }
 #if TACH_HAS_CUDA
   if (on_cuda("causal_attention", a.device, DType::f32)) {
-    causal_attention_forward_cuda(a.device.index, out, q, k, v, key_mask, a);
+    const std::string kernel = cuda_causal_attention(out, q, k, v, key_mask, a);
+    if (span.active()) describe_span(span, a, kernel);
     return;
   }
 #else
   on_cuda("causal_attention", a.device, DType::f32);
 #endif
+  if (span.active()) describe_span(span, a, "f32");
   causal_attention_forward_cpu(out, nullptr, q, k, v, key_mask, a);
 }
 

@@ -8,8 +8,9 @@
 
 namespace tach::ops {
 
-void causal_attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
-                                   const int32_t* key_mask, const CausalAttentionArgs& a) {
+TachAttentionKernel causal_attention_forward_cuda(int device, float* out, const float* q, const float* k,
+                                                  const float* v, const int32_t* key_mask,
+                                                  const CausalAttentionArgs& a) {
   cuda::FlashAttentionParams p;
   p.out = out, p.q = q, p.k = k, p.v = v, p.key_mask = key_mask;
   p.Tq = a.Tq, p.Tk = a.past + a.Tq, p.past = a.past, p.H = a.H, p.KVH = a.KVH;
@@ -19,8 +20,10 @@ void causal_attention_forward_cuda(int device, float* out, const float* q, const
   p.mask_stride = a.mask_stride, p.scale = a.scale, p.causal = a.causal, p.window = a.window;
   p.device_past = a.device_past;
   p.kernel = int(cuda_attention_kernel());
-  check(cuda::launch_flash_attention(device, p, a.B, a.D),
+  const cuda::FlashAttentionLaunch ran = cuda::launch_flash_attention(device, p, a.B, a.D);
+  check(ran != cuda::FlashAttentionLaunch::none,
         "causal_attention on CUDA: head size " + std::to_string(a.D) + " has no kernel (sizes up to 256 do)");
+  return ran == cuda::FlashAttentionLaunch::tiles ? TachAttentionKernel::tiles : TachAttentionKernel::rows;
 }
 
 }  // namespace tach::ops

@@ -1,0 +1,208 @@
+#include "ops/infer_attention_kernel.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "tach/error.h"
+
+#if TACH_HAS_CUDA
+#include "cuda/cudnn_loader.h"
+#include "cuda/cudnn_sdpa.h"
+#endif
+
+namespace tach::ops {
+
+const char* key_padding_name(KeyPadding p) {
+  switch (p) {
+    case KeyPadding::none: return "none";
+    case KeyPadding::right: return "right";
+    case KeyPadding::left: return "left";
+    case KeyPadding::unknown: break;
+  }
+  return "unknown";
+}
+
+KeyPadding key_padding_of(const int32_t* mask, int64_t B, int64_t T, int64_t stride) {
+  if (mask == nullptr) return KeyPadding::none;
+  bool padded = false, left = false;
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t* row = mask + b * stride;
+    int64_t lead = 0;  // real keys first, then padding only: right padding
+    while (lead < T && row[lead] != 0) ++lead;
+    int64_t rest = lead;
+    while (rest < T && row[rest] == 0) ++rest;
+    if (rest == T) {
+      padded = padded || lead < T;
+      continue;
+    }
+    // Real keys after padding: left padding when the row is padding, then real keys to its end.
+    if (lead != 0) return KeyPadding::unknown;
+    while (rest < T && row[rest] != 0) ++rest;
+    if (rest != T) return KeyPadding::unknown;
+    left = true;
+  }
+  if (left) return KeyPadding::left;
+  return padded ? KeyPadding::right : KeyPadding::none;
+}
+
+InferAttentionChoice choose_infer_attention(const InferAttentionCase& c) {
+  const auto tach = [](std::string why) {
+    return InferAttentionChoice{InferAttentionKernel::tach, std::move(why), DType::f32};
+  };
+  if (!c.cuda) return tach("cuDNN's fused attention runs on CUDA devices only");
+  if (c.compute != DType::bf16 && c.compute != DType::f16)
+    return tach("the model computes in " + std::string(dtype_name(c.compute)) +
+                "; cuDNN's fused attention is for bf16 and f16 models");
+  if (c.forced_tach) return tach("TACH_INFER_ATTENTION=tach");
+  if (!c.cudnn_loads) return tach(c.cudnn_missing.empty() ? "cuDNN 9 does not load here" : c.cudnn_missing);
+  if (c.queries == 1) return tach("one query row per sequence (decoding): tach's split-key kernel");
+  if (c.queries != c.keys)
+    return tach(std::to_string(c.queries) + " queries after a key/value cache of " +
+                std::to_string(c.keys - c.queries) + " keys: the graph tach gives cuDNN has a query per key");
+  // cuDNN 9 runs a prefill's forward for head sizes up to 256 from 9.10 on every architecture it
+  // supports, up to 128 before (cuDNN's attention support matrix; cudnn-frontend 1.12 notes).
+  const int64_t most = c.cudnn_version >= 91000 ? 256 : 128;
+  if (c.head_size % 8 != 0 || c.head_size > most) {
+    const int64_t v = c.cudnn_version;  // 91002: 9.10.2
+    return tach("head size " + std::to_string(c.head_size) + ": cuDNN " + std::to_string(v / 10000) + "." +
+                std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
+                "'s fused attention takes multiples of 8 up to " + std::to_string(most));
+  }
+  if (c.kv_heads <= 0 || c.heads % c.kv_heads != 0)
+    return tach(std::to_string(c.kv_heads) + " key/value heads do not divide " + std::to_string(c.heads) +
+                " query heads");
+  if (c.score_bias) return tach("a bias on the scores (relative positions) is not in the graph tach gives cuDNN");
+  // A window as long as the keys hides none of them: the attention is exactly the full one.
+  if (c.window > 0 && c.window < c.keys)
+    return tach("a sliding window of " + std::to_string(c.window) + " keys over " + std::to_string(c.keys) +
+                " is not in the graph tach gives cuDNN");
+  if (c.padding == KeyPadding::left)
+    return tach("left padding: the graph tach gives cuDNN takes each row's real keys first");
+  if (c.padding == KeyPadding::unknown) return tach("a key mask not known to be right-padded");
+  return {InferAttentionKernel::cudnn, "", c.compute};
+}
+
+bool infer_attention_forced_to_tach(const char* value) {
+  const std::string v = value ? value : "";
+  if (v.empty() || v == "auto") return false;
+  if (v == "tach") return true;
+  throw UsageError("TACH_INFER_ATTENTION=" + v +
+                   ": inference attention's kernels are chosen by 'auto' (cuDNN's fused attention for bf16 and f16 "
+                   "models on CUDA where it loads, tach's kernels otherwise) or forced to 'tach'");
+}
+
+InferAttentionCase infer_attention_case(Device device, DType compute) {
+  InferAttentionCase c;
+  c.cuda = device.kind == DeviceKind::cuda;
+  c.compute = compute;
+  c.forced_tach = infer_attention_forced_to_tach(std::getenv("TACH_INFER_ATTENTION"));
+#if TACH_HAS_CUDA
+  if (c.cuda && (compute == DType::bf16 || compute == DType::f16) && !c.forced_tach) {
+    c.cudnn_loads = cuda::cudnn_sdpa_available(&c.cudnn_missing);
+    c.cudnn_version = cuda::cudnn_version();
+  }
+#else
+  c.cudnn_missing = "this tach was built without CUDA";
+#endif
+  return c;
+}
+
+std::string cudnn_attention_words(DType dtype) { return "cudnn fused (" + std::string(dtype_name(dtype)) + ")"; }
+
+std::string tach_attention_words(TachAttentionKernel kernel) {
+  return kernel == TachAttentionKernel::tiles ? "tach tiles f32" : "tach rows f32";
+}
+
+std::string InferAttentionShape::describe() const {
+  return "[" + std::to_string(B) + ", " + std::to_string(T) + "] x " + std::to_string(H) + "/" + std::to_string(KVH) +
+         " heads of " + std::to_string(D) + (causal ? ", causal, " : ", ") + std::string(dtype_name(dtype));
+}
+
+namespace {
+
+// The words noted for the run, each with the count of notes when it was last noted (a mark
+// compares with it), and the order each was first seen.
+struct Notes {
+  std::mutex mutex;
+  std::map<std::string, uint64_t> used;
+  std::vector<std::string> order;
+  uint64_t count = 0;
+};
+
+// Never destroyed: an op may run while static objects are destroyed at exit.
+Notes& notes() {
+  static Notes* n = new Notes;
+  return *n;
+}
+
+using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int>;
+
+struct Refusals {
+  std::mutex mutex;
+  std::set<ShapeKey> shapes;
+};
+
+Refusals& refusals() {
+  static Refusals* r = new Refusals;
+  return *r;
+}
+
+}  // namespace
+
+void note_infer_attention(const std::string& words) {
+  Notes& n = notes();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  auto [it, added] = n.used.emplace(words, 0);
+  if (added) n.order.push_back(words);
+  it->second = ++n.count;
+}
+
+uint64_t infer_attention_mark() {
+  Notes& n = notes();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  return n.count;
+}
+
+std::string infer_attention_kernels_since(uint64_t mark) {
+  Notes& n = notes();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  std::string words;
+  for (const std::string& w : n.order) {
+    if (n.used.at(w) <= mark) continue;
+    if (!words.empty()) words += "; ";
+    words += w;
+  }
+  return words;
+}
+
+bool run_cudnn_infer_attention(const InferAttentionShape& shape, const std::function<void()>& cudnn) {
+  Refusals& r = refusals();
+  const ShapeKey key{shape.device, shape.B, shape.T, shape.H, shape.KVH, shape.D, shape.causal, int(shape.dtype)};
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (r.shapes.count(key)) return false;
+  }
+  std::string reason;
+  try {
+    cudnn();
+    return true;
+  } catch (const Stopped&) { throw; } catch (const Error& e) {
+    reason = e.what();
+  }
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.shapes.insert(key);
+  }
+  note_infer_attention("tach kernels, f32 for " + shape.describe() + " (cuDNN refused it at run time: " + reason + ")");
+  // stderr, where every command's warnings go.
+  std::cerr << "warning: cuDNN's fused attention refused the inference forward of " << shape.describe()
+            << " at run time (" << reason << "); tach's own attention kernels (f32) run that shape from now on\n";
+  return false;
+}
+
+}  // namespace tach::ops
