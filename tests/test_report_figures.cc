@@ -258,5 +258,45 @@ TEST(ReportFigures, TitleSlideSaysTheSweepsThreadCounts) {
   EXPECT_EQ(machine->find("1 threads"), std::string::npos) << *machine;
 }
 
+// A Pareto chart (a scatter of one-point series and a frontier line): every point's marker lies
+// inside the plot, not on an axis where half of it is cut, and the frontier is a dashed line with
+// no markers of its own, so it never hides the variant markers it passes through.
+TEST(ReportFigures, ScatterPointsAtTheExtremesAreDrawnWholeAndTheFrontierHidesNone) {
+  std::vector<report::Series> series;
+  const std::vector<std::pair<double, double>> points = {{2.9, 0.79}, {3.2, 0.805}, {6.0, 0.815}, {15.3, 0.81}};
+  for (size_t i = 0; i < points.size(); ++i)
+    series.push_back({"v" + std::to_string(i), {points[i].first}, {points[i].second}, {}, {}});
+  series.push_back({"frontier", {3.2, 6.0}, {0.805, 0.815}, {}, {}, /*markers=*/false});
+  report::LineChartSpec spec;
+  spec.zero_y = false;
+  spec.pad_x = true;
+  const std::string svg = report::line_chart(spec, series);
+  // The axes: the x axis at y = H - B, the y axis at x = L (the first two lines of <g class='axes'>).
+  const size_t axes = svg.find("<g class='axes'");
+  ASSERT_NE(axes, std::string::npos);
+  auto attr = [&](size_t from, const std::string& name) {
+    const size_t at = svg.find(" " + name + "='", from) + name.size() + 3;
+    return std::stod(svg.substr(at, svg.find('\'', at) - at));
+  };
+  const double x_axis_y = attr(axes, "y1"), y_axis_x = attr(svg.find("<line", svg.find("<line", axes) + 1), "x1");
+  size_t circles = 0;
+  for (size_t at = svg.find("<g class='series'"); at != std::string::npos; at = svg.find("<g class='series'", at + 1)) {
+    const size_t end = svg.find("</g>", at);
+    const std::string group = svg.substr(at, end - at);
+    if (group.find("data-name='frontier'") != std::string::npos) {
+      EXPECT_EQ(group.find("<circle"), std::string::npos) << "the frontier draws no markers: " << group;
+      EXPECT_EQ(group.find("<rect"), std::string::npos) << group;
+      EXPECT_NE(group.find("stroke-dasharray"), std::string::npos) << group;
+      continue;
+    }
+    for (size_t c = group.find("<circle"); c != std::string::npos; c = group.find("<circle", c + 1), ++circles) {
+      const size_t abs = at + c;
+      EXPECT_LT(attr(abs, "cy") + 3.8, x_axis_y) << "a marker cut by the x axis: " << group;
+      EXPECT_GT(attr(abs, "cx") - 3.8, y_axis_x) << "a marker cut by the y axis: " << group;
+    }
+  }
+  EXPECT_GE(circles, 1u) << "circles checked";
+}
+
 }  // namespace
 }  // namespace tach

@@ -19,7 +19,8 @@ double memory_mib(const PointResult& p) {
   return it == p.allocator.end() ? 0 : double(it->second.peak) / 1048576.0;
 }
 
-// One chart: every variant a series of one point, then the frontier joined in cost order.
+// One chart: every variant a series of one point, then the frontier joined in cost order (a dashed
+// line without markers of its own, so the variants' markers on it stay visible).
 std::string pareto_chart(const std::string& title, const std::string& x_label,
                          const std::vector<const PointResult*>& rows, double (*cost)(const PointResult&),
                          double (*noise)(const PointResult&), std::vector<std::string>* frontier_names) {
@@ -34,7 +35,7 @@ std::string pareto_chart(const std::string& title, const std::string& x_label,
   for (size_t i = 0; i < verdicts.size(); ++i)
     if (verdicts[i].on_frontier) frontier.push_back(points[i]);
   std::sort(frontier.begin(), frontier.end(), [](const auto& a, const auto& b) { return a.cost < b.cost; });
-  Series line{"frontier", {}, {}, {}, {}};
+  Series line{"frontier", {}, {}, {}, {}, /*markers=*/false};
   for (const auto& f : frontier) {
     line.x.push_back(f.cost), line.y.push_back(f.accuracy);
     frontier_names->push_back(f.name);
@@ -45,6 +46,7 @@ std::string pareto_chart(const std::string& title, const std::string& x_label,
   spec.x_label = x_label;
   spec.y_label = "accuracy";
   spec.zero_y = false;
+  spec.pad_x = true;
   return line_chart(spec, series);
 }
 

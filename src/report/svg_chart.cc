@@ -110,8 +110,14 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
   }
   if (spec.zero_y) y0 = std::min(0.0, y0);
   if (y1 <= y0) y1 = y0 + 1;
-  y1 += (y1 - y0) * 0.05;
+  const double y_pad = (y1 - y0) * 0.05;
+  y1 += y_pad;
+  if (!spec.zero_y && spec.pad_x) y0 -= y_pad;  // the lowest point's marker above the axis, not cut by it
   if (x1 <= x0) x0 -= 0.5, x1 += 0.5;
+  if (spec.pad_x) {
+    const double x_pad = (x1 - x0) * 0.06;
+    x0 -= x_pad, x1 += x_pad;
+  }
   auto px = [&](double x) { return L + (tx(x) - x0) / (x1 - x0) * (W - L - R); };
   auto py = [&](double y) { return T + (1 - (y - y0) / (y1 - y0)) * (H - T - B); };
   // Axes, grid, ticks.
@@ -149,9 +155,10 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
     std::ostringstream pts;
     for (size_t i = 0; i < s.x.size(); ++i)
       if (std::isfinite(s.y[i])) pts << px(s.x[i]) << "," << py(s.y[i]) << " ";
-    o << "<polyline fill='none' stroke='" << c << "' stroke-width='1.8' points='" << pts.str() << "'/>";
+    o << "<polyline fill='none' stroke='" << c << "' stroke-width='1.8'" << (s.markers ? "" : " stroke-dasharray='5 3'")
+      << " points='" << pts.str() << "'/>";
     for (size_t i = 0; i < s.x.size(); ++i) {
-      if (!std::isfinite(s.y[i])) continue;
+      if (!std::isfinite(s.y[i]) || !s.markers) continue;
       if (i < s.y_lo.size() && i < s.y_hi.size())
         o << "<line x1='" << px(s.x[i]) << "' x2='" << px(s.x[i]) << "' y1='" << py(s.y_lo[i]) << "' y2='"
           << py(s.y_hi[i]) << "' stroke='" << c << "'/>";
@@ -165,7 +172,10 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
   }
   for (size_t k = 0; k < series.size(); ++k) {
     const double ly = H - B + 48 + double(k) * 15;
-    o << marker(kMarkers[(k + k / 8) % 4], L + 12, ly, series_colour(k)) << "/>";
+    if (series[k].markers) o << marker(kMarkers[(k + k / 8) % 4], L + 12, ly, series_colour(k)) << "/>";
+    else
+      o << "<line x1='" << L + 4 << "' x2='" << L + 20 << "' y1='" << ly << "' y2='" << ly << "' stroke='"
+        << series_colour(k) << "' stroke-width='1.8' stroke-dasharray='5 3'/>";
     o << "<text x='" << L + 22 << "' y='" << ly + 4 << "' class='legend'>" << escape_html(series[k].name) << "</text>";
   }
   o << "</svg>";

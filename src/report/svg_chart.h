@@ -16,12 +16,14 @@ struct Series {
   std::string name;
   std::vector<double> x, y;
   std::vector<double> y_lo, y_hi;  // optional error bars (same length as y), e.g. a confidence interval
+  bool markers = true;             // false: the line alone (a frontier over other series' points, never hiding them)
 };
 
 struct LineChartSpec {
   std::string title, x_label, y_label;  // labels carry units: "batch size", "latency (ms)"
   bool log2_x = false;                  // batch sizes 1, 2, 4, ...
   bool zero_y = true;                   // the y axis starts at 0
+  bool pad_x = false;                   // a scatter plot: both axes padded, so a point at an extreme is drawn whole
   int width = 460, height = 300;
 };
 
