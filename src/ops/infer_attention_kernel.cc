@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/trace.h"
 #include "tach/error.h"
 
 #if TACH_HAS_CUDA
@@ -118,9 +119,10 @@ std::string tach_attention_words(TachAttentionKernel kernel) {
   return kernel == TachAttentionKernel::tiles ? "tach tiles f32" : "tach rows f32";
 }
 
+// concat, not operator+ chains: GCC 12's -Wrestrict false positive (bug 105329).
 std::string InferAttentionShape::describe() const {
-  return "[" + std::to_string(B) + ", " + std::to_string(T) + "] x " + std::to_string(H) + "/" + std::to_string(KVH) +
-         " heads of " + std::to_string(D) + (causal ? ", causal, " : ", ") + std::string(dtype_name(dtype));
+  return core::concat("[", B, ", ", T, "] x ", H, "/", KVH, " heads of ", D, causal ? ", causal, " : ", ",
+                      dtype_name(dtype));
 }
 
 namespace {
