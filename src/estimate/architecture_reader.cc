@@ -267,4 +267,17 @@ ArchitectureSummary describe_model(const std::string& spec) {
   return describe_config(j, path);
 }
 
+std::vector<int64_t> pruned_layer_heads(const std::string& spec) {
+  if (spec.rfind("preset:", 0) == 0) return {};
+  const model::ModelLocation loc = model::resolve_model(spec);
+  if (loc.kind == model::ModelLocation::Kind::preset) return {};
+  const std::string path = (std::filesystem::path(loc.dir) / "config.json").string();
+  if (!model::parse_json_text(model::read_text_file(path), path).contains("pruned_heads")) return {};
+  const model::EncoderConfig c = model::load_encoder_config(path);
+  std::vector<int64_t> heads;
+  if (!c.pruned_heads.empty())
+    for (int64_t l = 0; l < c.num_layers; ++l) heads.push_back(c.heads_in_layer(l));
+  return heads;
+}
+
 }  // namespace tach::estimate

@@ -18,6 +18,9 @@ namespace tach::estimate {
 model::ArchitectureSummary describe_model(const std::string& spec);
 // config.json of a model_type tach does not build.
 model::ArchitectureSummary describe_config(const nlohmann::json& config, const std::string& source);
+// The heads each layer of a head-pruned encoder keeps (config.json's pruned_heads), layer by layer;
+// empty for any other model (a preset, a decoder, an encoder with all its heads).
+std::vector<int64_t> pruned_layer_heads(const std::string& spec);
 // Presets that hold a published config for tach estimate only (tach does not run them).
 std::vector<std::string> config_only_presets();
 

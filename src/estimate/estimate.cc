@@ -20,9 +20,27 @@ namespace tach {
 
 namespace {
 
-using Arch = model::ArchitectureSummary;  // the family table's numbers (model/family.h)
+// The family table's numbers (model/family.h), and the heads each layer of a head-pruned encoder
+// keeps (config.json's pruned_heads; empty: H in every layer), each layer's attention that many x D wide.
+struct Arch : model::ArchitectureSummary {
+  std::vector<int64_t> layer_heads;
+  int64_t removed_heads() const {  // summed over the layers
+    int64_t n = 0;
+    for (int64_t h : layer_heads) n += H - h;
+    return n;
+  }
+  int64_t widest_heads() const {  // the most any layer keeps
+    int64_t w = layer_heads.empty() ? H : 0;
+    for (int64_t h : layer_heads) w = std::max(w, h);
+    return w;
+  }
+};
 
-Arch describe(const std::string& spec) { return estimate::describe_model(spec); }
+Arch describe(const std::string& spec) {
+  Arch a{estimate::describe_model(spec), {}};
+  if (!a.decoder) a.layer_heads = estimate::pruned_layer_heads(spec);
+  return a;
+}
 
 int64_t dtype_size(const std::string& d) {
   // int8, nf4: the linears' weights are 1 B or 4 bits; everything else is f32.
@@ -167,6 +185,9 @@ int64_t lora_adapter_parameters(const Arch& a, const EstimateInput& in, const st
                              "'s LoRA targets are q, k, v, o, gate, up, down");
     if (target == "o") std::swap(in_f, out_f);
     adapters += a.L * in.lora_rank * (in_f + out_f);
+    // A head-pruned encoder's q, k, v (out) and o (in) are as wide as each layer's kept heads.
+    if (target == "q" || target == "k" || target == "v" || target == "o")
+      adapters -= in.lora_rank * a.D * a.removed_heads();
   }
   // tach train's default targets name the layers' linears by their Hugging Face names, and
   // BERT's "dense" (RoBERTa's, MPNet's) also matches the pooler's dense: one more adapter.
@@ -321,6 +342,18 @@ BackwardLayout per_token_encoder_backward_layout(const Arch& a, int64_t B, int64
   return l;
 }
 
+// A head-pruned encoder (train/trainable_encoder.cc, prepare_activations): each layer keeps q|k|v
+// and the context (4D per token) and the saved scores of its kept heads only; the backward's
+// d(q|k|v) (3D per token), and under checkpointing the one layer's set the others share, are the
+// widest layer's. The bytes less than the layouts above count with every head.
+double pruned_heads_bytes(const Arch& a, const SavedScores& scores, int64_t N, bool checkpointing) {
+  if (a.layer_heads.empty()) return 0;
+  const double per_head = double(N) * double(4 * a.D) + scores.per_layer / double(a.H);
+  const int64_t narrower = a.H - a.widest_heads();
+  const double layers = checkpointing && a.L > 1 ? double(narrower) * per_head : double(a.removed_heads()) * per_head;
+  return 4.0 * (layers + double(N) * double(3 * a.D * narrower));
+}
+
 // Training: the activations kept for the backward, every layer's or (checkpointing) one layer's.
 void add_backward_activations(Totals& t, const Arch& a, const EstimateInput& in, int64_t B) {
   const int64_t T = in.seq_len, N = B * T;
@@ -330,17 +363,22 @@ void add_backward_activations(Totals& t, const Arch& a, const EstimateInput& in,
   const BackwardLayout l = a.decoder        ? decoder_backward_layout(a, B, T, scores)
                            : per_token_head ? per_token_encoder_backward_layout(a, B, T, scores)
                                             : encoder_backward_layout(a, B, T, scores);
+  const double pruned = pruned_heads_bytes(a, scores, N, in.gradient_checkpointing);
+  const std::string pruned_words =
+      pruned > 0
+          ? "; less the pruned heads' q|k|v, context and scores, each layer's attention as wide as its kept heads"
+          : "";
   if (in.gradient_checkpointing) {
     // Checkpointing keeps every layer's input (4 B x tokens x C) and one layer's intermediates,
     // shared by all layers and recomputed in the backward (the encoders' last layer keeps its
     // first-token buffers of its own).
     const double kept = a.L > 1 ? l.per_layer + double(a.L - 2) * 4.0 * double(N * a.C) + l.last_shared : l.last_layer;
-    t.add("activations kept for the backward", kept + l.rest,
+    t.add("activations kept for the backward", kept + l.rest - pruned,
           "gradient checkpointing: one layer's set and each other layer's input, 4 B x tokens x C (" + l.words +
-              "; tach train's layout)");
+              "; tach train's layout" + pruned_words + ")");
   } else {
-    t.add("activations kept for the backward", l.per_layer * double(a.L - 1) + l.last_layer + l.rest,
-          l.words + ", all layers (tach train's layout)");
+    t.add("activations kept for the backward", l.per_layer * double(a.L - 1) + l.last_layer + l.rest - pruned,
+          l.words + ", all layers (tach train's layout" + pruned_words + ")");
   }
   t.phase = "backward";
 }
