@@ -55,12 +55,21 @@ add_test(NAME cli.wave2_heads.eval_conll_on_question_answering
 set_tests_properties(cli.wave2_heads.eval_conll_on_question_answering PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "this file is CoNLL text, which a token classifier reads, not SQuAD-format data .*; evaluate it with -m and a token classifier")
 
-# tach run turns the accuracy pass on for --dataset: the flag to drop is --dataset, not --accuracy.
+# tach run turns the accuracy pass on for --dataset: on a token classifier it is the seqeval pass
+# of tach eval's code (bench --accuracy's), reading tagged words; the sequence classifier's labelled
+# rows are not what it reads, said by the task pass before any run directory is made.
 add_test(NAME cli.wave2_heads.run_dataset_on_token_classifier
+  COMMAND tach_cli run -m ${_w2h_fixtures}/heads/bert-tokcls-f32 -d ${_w2h_fixtures}/token_classes/ner.conll
+          -k ${_w2h_fixtures}/token_classes/tokenizer-wordpiece -s 16 -b 1 --runs 2 --device cpu --no-progress
+          ${_w2h_runs})
+set_tests_properties(cli.wave2_heads.run_dataset_on_token_classifier PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "\\[1/4\\] data: [^\n]*ner.conll, tagged words for seqeval.*Accuracy on dataset [^\n]*ner.conll\n  cpu/f32: 24 sentences \\(seqeval, conlleval tags\\): entity F1 0.5441"
+  FAIL_REGULAR_EXPRESSION "needs a sequence classifier")
+add_test(NAME cli.wave2_heads.run_csv_on_token_classifier
   COMMAND tach_cli run -m ${_w2h_fixtures}/heads/bert-tokcls-f32 -d ${_w2h_fixtures}/train/tiny.csv -s 16
           ${_w2h_tokenizer} --device cpu ${_w2h_runs})
-set_tests_properties(cli.wave2_heads.run_dataset_on_token_classifier PROPERTIES LABELS unit
-  PASS_REGULAR_EXPRESSION "tach run's accuracy pass \\(it runs when --dataset is given\\) needs a sequence classifier; [^\n]*bert-tokcls-f32 is a token classifier[^\n]*: drop --dataset"
+set_tests_properties(cli.wave2_heads.run_csv_on_token_classifier PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "error: [^\n]*tiny.csv:1: [^\n]*this file is a table \\(csv rows\\), which a sequence classifier reads"
   FAIL_REGULAR_EXPRESSION "drop --accuracy")
 
 # tach train on question answering: the default windows (384 tokens, run_qa.py's) fit a model with

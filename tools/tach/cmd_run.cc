@@ -34,12 +34,11 @@ void check_pipeline_options(const RunFlags& f) {
   check_resume_alone(f.bench);
 }
 
-// What the model is when it is no sequence classifier ("" where it may be one: the sweep's load
-// tells the rest).
-std::string not_a_classifier(const BenchConfig& config) {
-  if (evaluates_token_classification(config)) return "a token classifier (tach eval gives seqeval's metrics)";
-  if (evaluates_question_answering(config)) return "a question-answering model (tach eval gives SQuAD's scores)";
-  if (config.head != "auto" && config.head != "sequence-classification") return "run with --head " + config.head;
+// The task pass a token classifier or a question-answering model gets from --dataset ("" for
+// neither: a sequence classifier's labelled rows, read and counted here).
+std::string per_token_task(const BenchConfig& config) {
+  if (evaluates_token_classification(config)) return "tagged words for seqeval's entity precision, recall and F1";
+  if (evaluates_question_answering(config)) return "SQuAD questions for exact match and F1";
   return "";
 }
 
@@ -51,6 +50,11 @@ int run_pipeline(const RunFlags& f) {
   // 1. Data: read and check the dataset now, so that a bad column fails before minutes of sweep.
   if (resume) {
     std::cout << "[1/4] data: as the run in " << f.bench.resume << " has it (its config.json)\n";
+  } else if (!config.dataset.path.empty() && !config.train.enabled && !per_token_task(config).empty()) {
+    // bench's task pass (tach eval's code) reads and checks the file before its run directory is made.
+    std::cout << "[1/4] data: " << config.dataset.path << ", " << per_token_task(config)
+              << " (read and checked by the bench step's accuracy pass)\n";
+    config.accuracy = true;
   } else if (!config.dataset.path.empty()) {
     const Dataset d = read_dataset(config.dataset);
     std::map<std::string, int64_t> counts;
@@ -61,11 +65,9 @@ int run_pipeline(const RunFlags& f) {
     // A training sweep measures steps; the accuracy of what it trains is tach eval's.
     if (!config.train.enabled) {
       // The pass is this command's doing, not --accuracy's: the flag to drop is --dataset.
-      const std::string other = not_a_classifier(config);
-      check(other.empty(), "tach run's accuracy pass (it runs when --dataset is given) needs a sequence classifier; " +
-                               config.model + " is " + other +
-                               ": drop --dataset (tach run then measures synthetic inputs), and run tach eval -m " +
-                               config.model + " -d FILE for its task's metrics");
+      check(config.head == "auto" || config.head == "sequence-classification",
+            "tach run's accuracy pass (it runs when --dataset is given) has no metric for --head " + config.head +
+                ": drop --dataset (tach run then measures synthetic inputs)");
       config.accuracy = true;
     }
   } else {
