@@ -130,6 +130,27 @@ TEST(ShrinkVariants, BadSpellingsAreUsageErrorsNamingThem) {
   refused({"f32"}, {"heads:0.5", "heads:0.50"}, "variant heads:0.5 is given twice");
 }
 
+// tach train saves to RUN_DIR/model by default: such students are named by their runs, so two of
+// them are two variants, not "student:model" given twice; two directories of one name still clash.
+TEST(ShrinkVariants, StudentsSavedByTachTrainAreNamedByTheirRuns) {
+  ShrinkOptions o;
+  o.base.model = "m";
+  o.students = {"runs/distilled/model", "runs/recovered/model/", "/x/small-student"};
+  const auto v = shrink_variants(o);
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v[1].name, "student:distilled");
+  EXPECT_EQ(v[2].name, "student:recovered");
+  EXPECT_EQ(v[3].name, "student:small-student");
+  o.students = {"a/same", "b/same"};
+  try {
+    (void)shrink_variants(o);
+    ADD_FAILURE() << "two students named same were accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("variant student:same is given twice"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rename one of the directories"), std::string::npos) << e.what();
+  }
+}
+
 PointResult row(const std::string& variant, const std::string& dtype, int64_t batch, double accuracy, double ms,
                 int64_t peak) {
   PointResult p;

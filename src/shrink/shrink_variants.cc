@@ -79,6 +79,15 @@ std::string joined(const std::vector<std::string>& v) {
   return s.empty() ? "none" : s;
 }
 
+// A student's name in the table: its directory's, or its run's where the directory is tach train's
+// default RUN_DIR/model (every such student would otherwise be "model").
+std::string student_name(const std::string& dir) {
+  fs::path p = fs::path(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "dir/" normalises to "dir/" with an empty name
+  if (p.filename() == "model" && !p.parent_path().filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
 }  // namespace
 
 std::string ShrinkVariant::dir_name() const {
@@ -118,9 +127,7 @@ std::vector<ShrinkVariant> shrink_variants(const ShrinkOptions& o) {
     v.model = dir;
     v.base = o.base.model;
     v.dtype = first_dtype;
-    v.name = "student:" + fs::path(dir).lexically_normal().filename().string();
-    if (v.name == "student:") v.name = "student:" + fs::path(dir).lexically_normal().parent_path().filename().string();
-    v.name += dtype_suffix;
+    v.name = "student:" + student_name(dir) + dtype_suffix;
     out.push_back(v);
   }
   for (size_t i = 0; i < out.size(); ++i)
@@ -129,7 +136,10 @@ std::vector<ShrinkVariant> shrink_variants(const ShrinkOptions& o) {
                   "variant " + out[i].name + " is given twice (" + (out[i].kind == "student" ? "--student" : "") +
                       (out[i].kind == "prune" ? "--prune" : "") + (out[i].kind == "dtype" ? "--dtype" : "") +
                       "): give each once" +
-                      (out[i].kind == "student" ? " (students are named by their directory's name)" : ""));
+                      (out[i].kind == "student"
+                           ? " (a student is named by its directory, or by its run where the directory is tach "
+                             "train's RUN_DIR/model: rename one of the directories)"
+                           : ""));
   return out;
 }
 
@@ -202,8 +212,15 @@ void check_shrink_variants(const ShrinkOptions& o, const std::vector<ShrinkVaria
                       " is a preset with synthetic weights");
     }
     if (v.kind != "student") continue;
+    usage_check(!fs::is_regular_file(fs::path(v.model) / "adapter_config.json") ||
+                    fs::is_regular_file(fs::path(v.model) / "config.json"),
+                "--student " + v.model +
+                    ": a LoRA adapter (adapter_config.json), not a model: tach merge --model BASE --adapter " +
+                    v.model + " -o DIR writes the merged model to give here");
     usage_check(fs::is_regular_file(fs::path(v.model) / "config.json"),
-                "--student " + v.model + ": no config.json there (a student is a directory tach train wrote)");
+                "--student " + v.model +
+                    ": no config.json there (a student is a model directory, as tach train "
+                    "--save writes)");
     check_lengths_fit_model(c);
     const std::vector<std::string> labels = labels_of(v.model);
     usage_check(labels == base_labels, "--student " + v.model + ": its labels (" + joined(labels) +
