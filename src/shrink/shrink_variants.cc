@@ -13,7 +13,9 @@
 #include "shrink/shrink_internal.h"
 #include "tach/error.h"
 #include "tach/plain_number.h"
+#include "tach/question_answering.h"
 #include "tach/shrink.h"
+#include "tach/token_classification.h"
 
 namespace tach {
 
@@ -199,6 +201,15 @@ void check_shrink_variants(const ShrinkOptions& o, const std::vector<ShrinkVaria
   BenchConfig base = o.base;
   base.accuracy = true;
   base.dtypes = {variants.front().dtype};
+  // The table's accuracy, Pareto fronts and findings are a sequence classifier's: a per-token head
+  // is named, with what measures it, rather than its data file being blamed for not being rows.
+  const std::string per_token = evaluates_token_classification(base) ? "a token classifier"
+                                : evaluates_question_answering(base) ? "a question-answering model"
+                                                                     : "";
+  usage_check(per_token.empty(), "tach shrink compares sequence classifiers; " + o.base.model + " is " + per_token +
+                                     ": tach bench -m MODEL --accuracy -d " + o.base.dataset.path +
+                                     " --dtype f32,int8,nf4 gives its task's scores beside its latency per dtype, "
+                                     "and for each pruned or distilled model in turn");
   check_lengths_fit_model(base);
   const std::vector<std::string> base_labels = labels_of(o.base.model);
   for (const ShrinkVariant& v : variants) {

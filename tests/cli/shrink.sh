@@ -160,6 +160,9 @@ expect_usage "heads takes a fraction in [0, 1), got 1.5" -m "$bert" --prune head
 expect_usage "--dtype f64: not one of" -m "$bert" --dtype f64
 expect_usage "dtype f16 computes on a GPU only" -m "$bert" --dtype f32,f16
 expect_usage "differ from the model's" -m "$bert" --student "$fx/distill/bert2-bert1-cls3/student"
+# A per-token head is named as such (its tagged words are not blamed for not being rows).
+expect_usage "tach shrink compares sequence classifiers; $fx/heads/bert-tokcls-f32 is a token classifier" \
+  -m "$fx/heads/bert-tokcls-f32"
 # A LoRA run's output is an adapter: named as such, with the merge that makes it a model.
 mkdir -p "$work/adapter-only" && echo '{"peft_type": "LORA"}' > "$work/adapter-only/adapter_config.json"
 expect_usage "a LoRA adapter (adapter_config.json), not a model: tach merge --model BASE --adapter" -m "$bert" \
