@@ -35,6 +35,13 @@ refused bench -m preset:bert-tiny --device cuda --dtype bf16 --allow-tf32 -b 1 -
 refused classify -m preset:bert-tiny --device cuda --dtype bf16 --allow-tf32
 want='applies to inference'
 refused bench --train -m preset:bert-tiny --device cuda --allow-tf32 -b 8 --runs-dir "$dir/runs"
+# --device auto (the default) is the CPU where no GPU is usable: refused the same, before a run
+# directory is made (where a GPU is usable, auto is that GPU and runs).
+if "$tach" info 2>/dev/null | grep -q '^cuda *none'; then
+  want='--device auto (the CPU: no usable GPU here)'
+  refused bench -m preset:bert-tiny --allow-tf32 -b 1 --runs-dir "$dir/runs"
+  refused run -m preset:bert-tiny --allow-tf32 -b 1 --runs-dir "$dir/runs"
+fi
 # Nothing was made for a refused run.
 [ ! -d "$dir/runs" ] || fail "a refused run left $dir/runs"
 echo PASS

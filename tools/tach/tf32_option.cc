@@ -20,11 +20,13 @@ void check_allow_tf32(bool allow, const std::vector<std::string>& devices, const
   usage_check(!training,
               "--allow-tf32 applies to inference: a training step's f32 GEMMs run in full f32 (--dtype bf16 runs them "
               "on the tensor cores)");
-  for (const std::string& d : devices)
-    usage_check(d == "auto" || parse_device(d).kind == DeviceKind::cuda,
-                "--allow-tf32 with --device " + d +
-                    ": TF32 is a GPU tensor-core format, and the CPU's f32 GEMMs have no such mode (run on --device "
-                    "cuda, or drop --allow-tf32)");
+  for (const std::string& d : devices) {
+    // auto is the GPU where one is usable, else the CPU: refused here, before any run directory.
+    const bool cuda = d == "auto" ? cuda_available() : parse_device(d).kind == DeviceKind::cuda;
+    usage_check(cuda, "--allow-tf32 with --device " + d + (d == "auto" ? " (the CPU: no usable GPU here)" : "") +
+                          ": TF32 is a GPU tensor-core format, and the CPU's f32 GEMMs have no such mode (run on "
+                          "--device cuda, or drop --allow-tf32)");
+  }
   bool f32 = false;
   std::string given;
   for (const std::string& t : dtypes) {
