@@ -1,16 +1,17 @@
 #include "ops/activation.h"
 
 #include "core/trace.h"
+#include "ops/activation_dtype.h"
 #include "ops/dispatch.h"
 #include "ops/train_checks.h"
 
 namespace tach::ops {
 
-OpCost activation_cost(int64_t n) {
+OpCost activation_cost(int64_t n, DType dtype) {
   OpCost c;
   c.flops = double(n);
-  c.bytes_read = double(n) * 4;
-  c.bytes_written = double(n) * 4;
+  c.bytes_read = double(dtype_bytes(dtype, size_t(n)));
+  c.bytes_written = double(dtype_bytes(dtype, size_t(n)));
   return c;
 }
 
@@ -28,19 +29,24 @@ enum class Activation { relu, tanh };
 
 void run_forward(const char* op, Activation act, const Tensor& y, const Tensor& x) {
   const int64_t n = x.numel();
-  expect_f32(op, "x", x, n);
-  expect_f32(op, "y", y, n);
+  const DType A = x.defined() ? x.dtype() : DType::f32;
+  expect_activations(op, "x", x, n, A);
+  expect_activations(op, "y", y, n, A);
   check_device(op, x.device(), {&y});
-  [[maybe_unused]] const bool cuda = on_cuda(op, x.device(), DType::f32);
+  check_activation_dtype(op, x.device(), A);
+  [[maybe_unused]] const bool cuda = on_cuda(op, x.device(), A);
   core::Span span(core::SpanKind::op, op);
   if (span.active()) {
-    const OpCost c = activation_cost(n);
+    const OpCost c = activation_cost(n, A);
     span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat("[", n, "] ", dtype_name(A)));
   }
 #if TACH_HAS_CUDA
-  if (cuda)
-    return (act == Activation::relu ? relu_forward_cuda : tanh_forward_cuda)(x.device().index, y.data<float>(),
-                                                                             x.data<float>(), n);
+  if (cuda) {
+    if (act == Activation::relu) relu_forward_cuda(x.device().index, A, y.raw(), x.raw(), n);
+    else tanh_forward_cuda(x.device().index, A, y.raw(), x.raw(), n);
+    return;
+  }
 #endif
   (act == Activation::relu ? relu_forward_cpu : tanh_forward_cpu)(y.data<float>(), x.data<float>(), n);
 }

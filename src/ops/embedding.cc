@@ -1,14 +1,15 @@
 #include "ops/embedding.h"
 
+#include "ops/activation_dtype.h"
 #include "ops/dispatch.h"
 #include "ops/train_checks.h"
 
 namespace tach::ops {
 
-OpCost embedding_cost(int64_t N, int64_t C, DType table_dtype) {
+OpCost embedding_cost(int64_t N, int64_t C, DType table_dtype, DType out_dtype) {
   OpCost c;
   c.bytes_read = double(N) * 4 + double(dtype_bytes(table_dtype, size_t(N * C)));
-  c.bytes_written = double(N * C) * 4;
+  c.bytes_written = double(dtype_bytes(out_dtype, size_t(N * C)));
   return c;
 }
 
@@ -17,10 +18,11 @@ void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool
   check(table.dim() == 2 && table.is_contiguous(),
         "embedding: table must be a contiguous [V, C], got " + table.describe());
   const int64_t N = ids.numel(), V = table.size(0), C = table.size(1);
-  check(out.dtype() == DType::f32 && out.numel() == N * C && out.is_contiguous(),
-        "embedding: out must be f32 with " + std::to_string(N) + " x " + std::to_string(C) + " elements, got " +
-            out.describe());
+  check(is_activation_dtype(out.dtype()) && out.numel() == N * C && out.is_contiguous(),
+        "embedding: out must be contiguous f32, bf16 or f16 with " + std::to_string(N) + " x " + std::to_string(C) +
+            " elements, got " + out.describe());
   check_device("embedding", out.device(), {&ids, &table});
+  check_activation_dtype("embedding", out.device(), out.dtype());
   [[maybe_unused]] const bool cuda = on_cuda("embedding", out.device(), table.dtype());
   const int32_t* id = ids.data<int32_t>();
   // Device ids cannot be read here without a copy and a wait; the models check them on the host
@@ -31,9 +33,10 @@ void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool
                                          " is outside the table of " + std::to_string(V) + " rows");
   core::Span span(core::SpanKind::op, "embedding");
   if (span.active()) {
-    const OpCost c = embedding_cost(N, C, table.dtype());
+    const OpCost c = embedding_cost(N, C, table.dtype(), out.dtype());
     span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat(N, " ids of [", V, ", ", C, "] ", dtype_name(table.dtype())));
+    span.set_detail(core::concat(N, " ids of [", V, ", ", C, "] ", dtype_name(table.dtype()), " -> ",
+                                 dtype_name(out.dtype()), accumulate ? " +=" : ""));
   }
   switch (table.dtype()) {
     case DType::f32:
@@ -41,7 +44,7 @@ void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool
     case DType::bf16:
 #if TACH_HAS_CUDA
       if (cuda) {
-        embedding_forward_cuda(out.device().index, out.data<float>(), id, table.raw(), table.dtype(), N, C, V,
+        embedding_forward_cuda(out.device().index, out.raw(), out.dtype(), id, table.raw(), table.dtype(), N, C, V,
                                accumulate);
         return;
       }

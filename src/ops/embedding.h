@@ -8,12 +8,16 @@
 
 namespace tach::ops {
 
-// ids: [N] i32 (any shape, flattened)  table: [V, C] f32|f16|bf16  out: [N, C] f32
+// ids: [N] i32 (any shape, flattened)  table: [V, C] f32|f16|bf16  out: [N, C] in the
+// activation dtype A: f32, or on CUDA also bf16 or f16 (the table keeps its own dtype; each row
+// is read as f32 and the result rounded once to A).
 // accumulate=false overwrites out, true adds to it (position and token-type embeddings add
-// onto the word embeddings). Every id is checked against V first; an id outside the table is
-// an error naming its index and value. Saves nothing for the backward (ids are the input).
+// onto the word embeddings): in bf16/f16 out = round(out + row) per call, one rounding per add,
+// as transformers' bf16 model adds its bf16 embeddings one at a time. Every id is checked
+// against V first (ids on the CPU); an id outside the table is an error naming its index and
+// value. Saves nothing for the backward (ids are the input).
 void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table, bool accumulate);
-OpCost embedding_cost(int64_t N, int64_t C, DType table_dtype);
+OpCost embedding_cost(int64_t N, int64_t C, DType table_dtype, DType out_dtype = DType::f32);
 
 // Training: a sum of lookups as one op "embedding" (BERT's word + position (+ token type)
 // embeddings), each table an f32 master [V, C] read at its own ids [N] i32.
@@ -47,7 +51,10 @@ void embedding_backward_cpu(float* dtable, const int32_t* ids, const float* dout
 OpCost embedding_backward_cost(int64_t N, int64_t C);
 
 // CUDA kernel. ids must have been checked against V on the host (model::check_batch does): an id
-// outside [0, V) gives a zero row rather than a read outside the table.
+// outside [0, V) gives a zero row rather than a read outside the table. out: [N, C] in out_dtype
+// (f32, bf16, f16); the float* form is out_dtype f32.
+void embedding_forward_cuda(int device, void* out, DType out_dtype, const int32_t* ids, const void* table,
+                            DType table_dtype, int64_t N, int64_t C, int64_t V, bool accumulate);
 void embedding_forward_cuda(int device, float* out, const int32_t* ids, const void* table, DType table_dtype, int64_t N,
                             int64_t C, int64_t V, bool accumulate);
 // The backward's scatter-add, deterministic and in the CPU's order: the rows of dout sharing an id

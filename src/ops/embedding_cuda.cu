@@ -1,8 +1,10 @@
-// Embedding lookup on the GPU: out[n, :] (+)= table[ids[n], :], the table in its stored dtype;
+// Embedding lookup on the GPU: out[n, :] (+)= table[ids[n], :], the table in its stored dtype and
+// out in the activation dtype (f32, bf16, f16);
 // and the training backward, a deterministic scatter-add into the table's gradient.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda/convert.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
@@ -12,21 +14,18 @@
 namespace tach::ops {
 namespace {
 
-__device__ __forceinline__ float load_as_float(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load_as_float(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ float load_as_float(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-
 // An id outside [0, V) reads nothing and yields zeros: the ids were checked on the host before
 // they were copied (model::check_batch), and a kernel must not read out of bounds regardless.
-template <typename T>
-__global__ void embedding_kernel(float* out, const int32_t* ids, const T* table, int64_t N, int64_t C, int64_t V,
+// Table: T (its stored dtype); out: O (the activation dtype), the sum in f32 rounded once to O.
+template <typename T, typename O>
+__global__ void embedding_kernel(O* out, const int32_t* ids, const T* table, int64_t N, int64_t C, int64_t V,
                                  bool accumulate) {
   const int64_t total = N * C;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = i / C, c = i % C;
     const int32_t id = ids[n];
-    const float v = (id >= 0 && id < V) ? load_as_float(table, int64_t(id) * C + c) : 0.0f;
-    out[i] = accumulate ? out[i] + v : v;
+    const float v = (id >= 0 && id < V) ? cuda::to_float(table[int64_t(id) * C + c]) : 0.0f;
+    out[i] = cuda::from_float<O>(accumulate ? cuda::to_float(out[i]) + v : v);
   }
 }
 
@@ -76,24 +75,25 @@ void embedding_backward_cuda(int device, float* dtable, const int32_t* ids, cons
   cuda::check_launch("embedding_backward_kernel");
 }
 
-void embedding_forward_cuda(int device, float* out, const int32_t* ids, const void* table, DType table_dtype, int64_t N,
-                            int64_t C, int64_t V, bool accumulate) {
+void embedding_forward_cuda(int device, void* out, DType out_dtype, const int32_t* ids, const void* table,
+                            DType table_dtype, int64_t N, int64_t C, int64_t V, bool accumulate) {
   if (N * C == 0) return;
   const unsigned grid = cuda::grid_for(N * C, 256);
   cudaStream_t s = cuda::stream(device);
-  switch (table_dtype) {
-    case DType::f32:
-      embedding_kernel<<<grid, 256, 0, s>>>(out, ids, static_cast<const float*>(table), N, C, V, accumulate);
-      break;
-    case DType::f16:
-      embedding_kernel<<<grid, 256, 0, s>>>(out, ids, static_cast<const __half*>(table), N, C, V, accumulate);
-      break;
-    case DType::bf16:
-      embedding_kernel<<<grid, 256, 0, s>>>(out, ids, static_cast<const __nv_bfloat16*>(table), N, C, V, accumulate);
-      break;
-    default: throw Error("embedding on CUDA: no kernel for a " + std::string(dtype_name(table_dtype)) + " table");
-  }
+  cuda::dispatch_activation(table_dtype, "embedding (table)", [&](auto table_tag) {
+    using T = typename decltype(table_tag)::type;
+    cuda::dispatch_activation(out_dtype, "embedding", [&](auto out_tag) {
+      using O = typename decltype(out_tag)::type;
+      embedding_kernel<<<grid, 256, 0, s>>>(static_cast<O*>(out), ids, static_cast<const T*>(table), N, C, V,
+                                            accumulate);
+    });
+  });
   cuda::check_launch("embedding_kernel");
+}
+
+void embedding_forward_cuda(int device, float* out, const int32_t* ids, const void* table, DType table_dtype, int64_t N,
+                            int64_t C, int64_t V, bool accumulate) {
+  embedding_forward_cuda(device, static_cast<void*>(out), DType::f32, ids, table, table_dtype, N, C, V, accumulate);
 }
 
 }  // namespace tach::ops

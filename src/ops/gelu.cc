@@ -3,16 +3,17 @@
 #include "ops/gelu.h"
 
 #include "core/trace.h"
+#include "ops/activation_dtype.h"
 #include "ops/dispatch.h"
 #include "ops/train_checks.h"
 
 namespace tach::ops {
 
-OpCost gelu_cost(int64_t n) {
+OpCost gelu_cost(int64_t n, DType dtype) {
   OpCost c;
   c.flops = double(n) * 8;  // erf counted as a few FLOPs, as the fused path counts it
-  c.bytes_read = double(n) * 4;
-  c.bytes_written = double(n) * 4;
+  c.bytes_read = double(dtype_bytes(dtype, size_t(n)));
+  c.bytes_written = double(dtype_bytes(dtype, size_t(n)));
   return c;
 }
 
@@ -45,16 +46,20 @@ void check_bias_gelu(const char* op, const Tensor& a, const Tensor& b_or_db, con
 
 void gelu_forward(const Tensor& out, const Tensor& x) {
   const int64_t n = x.numel();
-  expect_f32("gelu", "x", x, n);
-  expect_f32("gelu", "out", out, n);
+  const DType A = x.defined() ? x.dtype() : DType::f32;
+  expect_activations("gelu", "x", x, n, A);
+  expect_activations("gelu", "out", out, n, A);
   check_device("gelu", x.device(), {&out});
+  check_activation_dtype("gelu", x.device(), A);
+  [[maybe_unused]] const bool cuda = on_cuda("gelu", x.device(), A);
   core::Span span(core::SpanKind::op, "gelu");
-  declare(span, gelu_cost(n));
+  if (span.active()) {
+    const OpCost c = gelu_cost(n, A);
+    span.set_cost(c.flops, c.bytes());
+    span.set_detail(core::concat("[", n, "] ", dtype_name(A)));
+  }
 #if TACH_HAS_CUDA
-  if (on_cuda("gelu", x.device(), DType::f32))
-    return gelu_forward_cuda(x.device().index, out.data<float>(), x.data<float>(), n);
-#else
-  on_cuda("gelu", x.device(), DType::f32);
+  if (cuda) return gelu_forward_cuda(x.device().index, A, out.raw(), x.raw(), n);
 #endif
   gelu_forward_cpu(out.data<float>(), x.data<float>(), n);
 }

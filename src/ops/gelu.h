@@ -12,7 +12,8 @@ namespace tach::ops {
 
 // Training entry points: f32 tensors of one size, contiguous, on one device.
 // "gelu": out = gelu(x); the caller keeps x (the pre-activation) for the backward. out may be x
-// only when no backward follows.
+// only when no backward follows. On CUDA x and out may also be bf16 or f16 (one dtype for both:
+// inference's activations), computed in f32 and rounded once; the CPU refuses them by name.
 void gelu_forward(const Tensor& out, const Tensor& x);
 // "gelu_backward": dx += dout · gelu'(x), x the saved pre-activation.
 void gelu_backward(const Tensor& dx, const Tensor& x, const Tensor& dout);
@@ -28,7 +29,7 @@ void gelu_forward_cpu(float* out, const float* x, int64_t n);
 // d gelu / dx = Phi(x) + x phi(x).   x (the saved pre-activation), dout: [n]   dx: [n] +=
 void gelu_backward_cpu(float* dx, const float* x, const float* dout, int64_t n);
 
-OpCost gelu_cost(int64_t n);
+OpCost gelu_cost(int64_t n, DType dtype = DType::f32);
 OpCost gelu_backward_cost(int64_t n);
 
 // Fused with the linear's bias (training, --exec fused): the GEMM runs without its bias, then one
@@ -41,6 +42,8 @@ void bias_gelu_backward_cpu(float* dpre, float* db, const float* pre, const floa
 // CUDA kernels (erf form), the CPU kernels' arguments and accumulate rules.
 // out: [n] = gelu(x: [n]), in place when out == x.
 void gelu_forward_cuda(int device, float* out, const float* x, int64_t n);
+// The same with out and x in `dtype` (f32, bf16, f16): load, gelu in f32, round once.
+void gelu_forward_cuda(int device, DType dtype, void* out, const void* x, int64_t n);
 // dx: [n] += dout · gelu'(x)
 void gelu_backward_cuda(int device, float* dx, const float* x, const float* dout, int64_t n);
 // pre: [M, N] += b per row, act = gelu(pre)

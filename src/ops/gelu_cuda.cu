@@ -1,8 +1,9 @@
 // GELU (erf form) on the GPU: inference's activation after a cuBLASLt GEMM with its bias
-// epilogue (cuBLASLt's own GELU epilogue is the tanh approximation), and training's forward,
+// epilogue (in f32, bf16 or f16 activations) (cuBLASLt's own GELU epilogue is the tanh approximation), and training's forward,
 // backward and fused bias-GELU, with the CPU kernels' arguments and accumulate rules.
 #include "cuda/activation_math.cuh"
 #include "cuda/column_sum.cuh"
+#include "cuda/convert.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
@@ -11,9 +12,10 @@
 namespace tach::ops {
 namespace {
 
-__global__ void gelu_kernel(float* out, const float* x, int64_t n) {
+template <typename T>
+__global__ void gelu_kernel(T* out, const T* x, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = cuda::gelu_erf(x[i]);
+    out[i] = cuda::from_float<T>(cuda::gelu_erf(cuda::to_float(x[i])));
 }
 
 // dx += dout * gelu'(x)
@@ -41,8 +43,16 @@ __global__ void gelu_grad_kernel(float* dpre, const float* pre, const float* dac
 }  // namespace
 
 void gelu_forward_cuda(int device, float* out, const float* x, int64_t n) {
+  gelu_forward_cuda(device, DType::f32, out, x, n);
+}
+
+void gelu_forward_cuda(int device, DType dtype, void* out, const void* x, int64_t n) {
   if (n == 0) return;
-  gelu_kernel<<<cuda::grid_for(n, 256), 256, 0, cuda::stream(device)>>>(out, x, n);
+  cuda::dispatch_activation(dtype, "gelu", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gelu_kernel<T>
+        <<<cuda::grid_for(n, 256), 256, 0, cuda::stream(device)>>>(static_cast<T*>(out), static_cast<const T*>(x), n);
+  });
   cuda::check_launch("gelu_kernel");
 }
 

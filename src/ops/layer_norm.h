@@ -7,13 +7,16 @@
 
 namespace tach::ops {
 
-// x: [N, C] f32  residual: [N, C] f32 or undefined  gamma, beta: [C] f32 (the CPU: beta may be
-// undefined, no bias)  out: [N, C] f32
-// out may alias x. The inference path keeps no statistics; training calls the kernel with mean
-// and rstd outputs and layer_norm_backward_cpu.
+// x: [N, C] A  residual: [N, C] A or undefined  gamma, beta: [C] f32 (the CPU: beta may be
+// undefined, no bias)  out: [N, C] A
+// A, the activation dtype: f32, or on CUDA also bf16 or f16 (x, residual and out all in A; the
+// CPU refuses another A by name). Statistics in f32 whatever A is; in bf16/f16 x + residual is
+// rounded to A before the norm, as transformers adds the residual in the model's dtype, and the
+// output is rounded once to A. out may alias x. The inference path keeps no statistics; training
+// calls the kernel with mean and rstd outputs and layer_norm_backward_cpu.
 void layer_norm_forward(Tensor& out, const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                         float eps);
-OpCost layer_norm_cost(int64_t N, int64_t C, bool with_residual);
+OpCost layer_norm_cost(int64_t N, int64_t C, bool with_residual, DType dtype = DType::f32);
 
 // Kernel. Statistics in double-free two-pass f32 (mean first, then variance about the mean)
 // to match PyTorch's numerics to ~1e-6. For the backward it saves mean and rstd per row
@@ -23,7 +26,9 @@ void layer_norm_forward_cpu(float* out, const float* x, const float* residual, c
 
 // Pre-norm form (ModernBERT): h += delta (when given), then out = LayerNorm(h) * gamma (+ beta when
 // defined: ModernBERT's have none). h: [N, C] updated in place  out: [N, C], not aliasing h.
-// mean, rstd: [N] saved for the backward (training), or undefined.
+// h, delta and out in one activation dtype A (f32; bf16 or f16 on CUDA, where h keeps the sum
+// rounded to A and the norm reads that rounded sum, as transformers' residual stream).
+// mean, rstd: [N] f32 saved for the backward (training, A = f32 only), or undefined.
 void pre_layer_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& gamma, const Tensor& beta,
                             float eps, const Tensor& mean = Tensor(), const Tensor& rstd = Tensor());
 void add_layer_norm_forward_cpu(float* out, float* h, const float* delta, const float* gamma, const float* beta,
@@ -73,6 +78,13 @@ void layer_norm_forward_cuda(int device, float* out, const float* x, const float
 void pre_layer_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* gamma,
                                  const float* beta, int64_t N, int64_t C, float eps, float* mean = nullptr,
                                  float* rstd = nullptr);
+// The inference forms in a bf16, f16 (or f32) activation dtype: x, residual/delta, h and out point
+// to [N, C] elements of `dtype`; gamma, beta stay f32; statistics in f32, the residual sum
+// rounded to dtype before the norm, the output rounded once.
+void layer_norm_forward_cuda(int device, DType dtype, void* out, const void* x, const void* residual,
+                             const float* gamma, const float* beta, int64_t N, int64_t C, float eps);
+void pre_layer_norm_forward_cuda(int device, DType dtype, void* out, void* h, const void* delta, const float* gamma,
+                                 const float* beta, int64_t N, int64_t C, float eps);
 // The fused training forward: the CPU's dropout mask exactly (ops/dropout_mask.h).
 void dropout_add_layer_norm_forward_cuda(int device, float* sum, float* out, const float* branch, const float* x,
                                          const float* gamma, const float* beta, int64_t N, int64_t C, float eps,

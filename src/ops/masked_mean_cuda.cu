@@ -1,6 +1,7 @@
 // The masked mean on the GPU, with the CPU kernels' arithmetic: each output element sums its kept
 // tokens in token order in f32 and divides by the kept count (a float of whole numbers), so the
-// two give the same bits.
+// two give the same bits. The forward reads f32, bf16 or f16 x; its output is f32.
+#include "cuda/convert.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
@@ -13,7 +14,9 @@ constexpr int kThreads = 128;
 
 // One thread per (b, c): blockIdx.y = b, channels across blockIdx.x.
 // x: [B * T, C]  mask: [B, T]  out: [B, C], written.
-__global__ void masked_mean_kernel(float* out, const float* x, const int32_t* mask, int64_t T, int64_t C) {
+// x: E elements (f32, bf16, f16), each read as f32.
+template <typename E>
+__global__ void masked_mean_kernel(float* out, const E* x, const int32_t* mask, int64_t T, int64_t C) {
   const int64_t b = blockIdx.y, c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= C) return;
   const int32_t* m = mask + b * T;
@@ -21,7 +24,7 @@ __global__ void masked_mean_kernel(float* out, const float* x, const int32_t* ma
   for (int64_t t = 0; t < T; ++t) {
     if (m[t] == 0) continue;
     kept += 1.0f;
-    sum += x[(b * T + t) * C + c];
+    sum += cuda::to_float(x[(b * T + t) * C + c]);
   }
   out[b * C + c] = sum / kept;
 }
@@ -44,12 +47,20 @@ __global__ void masked_mean_backward_kernel(float* dx, const float* dout, const 
 
 }  // namespace
 
-void masked_mean_forward_cuda(int device, float* out, const float* x, const int32_t* mask, int64_t B, int64_t T,
-                              int64_t C) {
+void masked_mean_forward_cuda(int device, float* out, const void* x, DType x_dtype, const int32_t* mask, int64_t B,
+                              int64_t T, int64_t C) {
   if (B * C == 0) return;
   const dim3 grid(static_cast<unsigned>((C + kThreads - 1) / kThreads), static_cast<unsigned>(B));
-  masked_mean_kernel<<<grid, kThreads, 0, cuda::stream(device)>>>(out, x, mask, T, C);
+  cuda::dispatch_activation(x_dtype, "masked_mean", [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    masked_mean_kernel<<<grid, kThreads, 0, cuda::stream(device)>>>(out, static_cast<const E*>(x), mask, T, C);
+  });
   cuda::check_launch("masked_mean_kernel");
+}
+
+void masked_mean_forward_cuda(int device, float* out, const float* x, const int32_t* mask, int64_t B, int64_t T,
+                              int64_t C) {
+  masked_mean_forward_cuda(device, out, static_cast<const void*>(x), DType::f32, mask, B, T, C);
 }
 
 void masked_mean_backward_cuda(int device, float* dx, const float* dout, const int32_t* mask, int64_t B, int64_t T,

@@ -1,5 +1,7 @@
 // Sentence-embedding pooling and L2 normalisation on the GPU, the CPU kernels' rules exactly
-// (pooling.h): sums in double, so that the mean does not depend on the summation order.
+// (pooling.h): sums in double, so that the mean does not depend on the summation order. The
+// hidden states may be bf16 or f16 (read as f32); the pooled vectors are f32.
+#include "cuda/convert.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
@@ -10,23 +12,25 @@ namespace {
 
 // One thread per (row b, channel c): it walks the row's T tokens. The first and last real token
 // are found by every thread alike (T is a sentence, not a corpus).
-__global__ void pooling_kernel(float* out, int64_t out_stride, const float* hidden, const int32_t* mask, int64_t T,
+// hidden: T elements (f32, bf16, f16), each read as f32; out f32.
+template <typename T_>
+__global__ void pooling_kernel(float* out, int64_t out_stride, const T_* hidden, const int32_t* mask, int64_t T,
                                int64_t C, PoolingMode mode) {
   const int64_t b = blockIdx.y, c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= C) return;
-  const float* h = hidden + b * T * C + c;
+  const T_* h = hidden + b * T * C + c;
   const int32_t* m = mask + b * T;
   float* o = out + b * out_stride + c;
   int64_t first = 0, last = T - 1;
   while (first < T && !m[first]) ++first;
   while (last >= 0 && !m[last]) --last;
   switch (mode) {
-    case PoolingMode::cls: *o = h[(first == T ? 0 : first) * C]; return;
-    case PoolingMode::last_token: *o = last < 0 ? 0.0f : h[last * C]; return;
+    case PoolingMode::cls: *o = cuda::to_float(h[(first == T ? 0 : first) * C]); return;
+    case PoolingMode::last_token: *o = last < 0 ? 0.0f : cuda::to_float(h[last * C]); return;
     case PoolingMode::max: {
       float v = -INFINITY;
       for (int64_t t = 0; t < T; ++t)
-        if (m[t]) v = fmaxf(v, h[t * C]);
+        if (m[t]) v = fmaxf(v, cuda::to_float(h[t * C]));
       *o = v;
       return;
     }
@@ -36,7 +40,7 @@ __global__ void pooling_kernel(float* out, int64_t out_stride, const float* hidd
         if (!m[t]) continue;
         const double w = mode == PoolingMode::weighted_mean ? double(t + 1 - first) : 1.0;
         weight_sum += w;
-        acc += w * double(h[t * C]);
+        acc += w * double(cuda::to_float(h[t * C]));
       }
       double denom = fmax(weight_sum, 1e-9);
       if (mode == PoolingMode::mean_sqrt_len) denom = sqrt(denom);
@@ -62,12 +66,21 @@ __global__ void l2_normalize_kernel(float* x, int64_t E) {
 
 }  // namespace
 
-void pooling_forward_cuda(int device, float* out, int64_t out_stride, const float* hidden, const int32_t* mask,
-                          int64_t B, int64_t T, int64_t C, PoolingMode mode) {
+void pooling_forward_cuda(int device, float* out, int64_t out_stride, const void* hidden, DType hidden_dtype,
+                          const int32_t* mask, int64_t B, int64_t T, int64_t C, PoolingMode mode) {
   if (B * C == 0) return;
   const dim3 grid(unsigned((C + 127) / 128), unsigned(B));
-  pooling_kernel<<<grid, 128, 0, cuda::stream(device)>>>(out, out_stride, hidden, mask, T, C, mode);
+  cuda::dispatch_activation(hidden_dtype, "pooling", [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    pooling_kernel<<<grid, 128, 0, cuda::stream(device)>>>(out, out_stride, static_cast<const E*>(hidden), mask, T, C,
+                                                           mode);
+  });
   cuda::check_launch("pooling_kernel");
+}
+
+void pooling_forward_cuda(int device, float* out, int64_t out_stride, const float* hidden, const int32_t* mask,
+                          int64_t B, int64_t T, int64_t C, PoolingMode mode) {
+  pooling_forward_cuda(device, out, out_stride, static_cast<const void*>(hidden), DType::f32, mask, B, T, C, mode);
 }
 
 void l2_normalize_forward_cuda(int device, float* x, int64_t B, int64_t E) {
