@@ -8,6 +8,7 @@
 
 #include "ops/op_cost.h"
 #include "tach/device.h"
+#include "tach/dtype.h"
 
 namespace tach::ops {
 
@@ -21,14 +22,20 @@ struct KvAppendArgs {
   // CUDA: past read from this i32 in device memory when set (`past` then only sizes the cost).
   const int32_t* device_past = nullptr;
   Device device = Device::cpu();
+  // The element dtype of the cache and of the fused buffer (one activation dtype for both): f32,
+  // or on CUDA bf16 or f16, the rows copied as they are (no conversion). The CPU: f32 only.
+  DType dtype = DType::f32;
 };
 
-// cache_k, cache_v: [B, capacity, width] f32  qkv: [B, T, ld_qkv] f32, all on a.device.
+// cache_k, cache_v: [B, capacity, width] a.dtype  qkv: [B, T, ld_qkv] a.dtype, all on a.device.
+void kv_append(void* cache_k, void* cache_v, const void* qkv, const KvAppendArgs& a);
+// The f32 form (a.dtype must be f32).
 void kv_append(float* cache_k, float* cache_v, const float* qkv, const KvAppendArgs& a);
 OpCost kv_append_cost(const KvAppendArgs& a);
 
 // Kernels.
 void kv_append_cpu(float* cache_k, float* cache_v, const float* qkv, const KvAppendArgs& a);
-void kv_append_cuda(int device, float* cache_k, float* cache_v, const float* qkv, const KvAppendArgs& a);
+// Element-size generic: a.dtype's 4- or 2-byte elements moved as they are.
+void kv_append_cuda(int device, void* cache_k, void* cache_v, const void* qkv, const KvAppendArgs& a);
 
 }  // namespace tach::ops

@@ -2,15 +2,17 @@
 
 #include <cmath>
 
+#include "ops/activation_dtype.h"
 #include "ops/dispatch.h"
 
 namespace tach::ops {
 
-OpCost rms_norm_cost(int64_t N, int64_t C, bool with_residual) {
+OpCost rms_norm_cost(int64_t N, int64_t C, bool with_residual, DType dtype) {
   OpCost c;
+  const double row_bytes = double(dtype_bytes(dtype, size_t(N * C)));
   c.flops = double(N * C) * (with_residual ? 5 : 4);
-  c.bytes_read = double(N * C) * 4 * (with_residual ? 2 : 1) + double(C) * 4;
-  c.bytes_written = double(N * C) * 4 * (with_residual ? 2 : 1);
+  c.bytes_read = row_bytes * (with_residual ? 2 : 1) + double(C) * 4;
+  c.bytes_written = row_bytes * (with_residual ? 2 : 1);
   return c;
 }
 
@@ -24,32 +26,44 @@ OpCost rms_norm_backward_cost(int64_t N, int64_t C) {
 
 void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor& weight, float eps,
                       const Tensor& rstd) {
-  check(h.dtype() == DType::f32 && h.is_contiguous(), "rms_norm: h must be contiguous f32, got " + h.describe());
+  const DType A = h.dtype();
+  check(is_activation_dtype(A) && h.is_contiguous(),
+        "rms_norm: h must be contiguous f32, bf16 or f16, got " + h.describe());
   const int64_t C = h.size(-1), N = h.numel() / (C == 0 ? 1 : C);
   check(weight.numel() == C && weight.dtype() == DType::f32,
         "rms_norm: weight must be f32 [" + std::to_string(C) + "], got " + weight.describe());
-  check(out.numel() == h.numel() && out.dtype() == DType::f32 && out.is_contiguous() &&
-            out.data<float>() != h.data<float>(),
-        "rms_norm: out " + out.describe() + " must be a separate contiguous f32 buffer like h " + h.describe());
+  expect_activation_dtype("rms_norm", "out", out, A);
+  expect_activation_dtype("rms_norm", "delta", delta, A);
+  check(out.numel() == h.numel() && out.is_contiguous() && out.raw() != h.raw(),
+        "rms_norm: out " + out.describe() + " must be a separate contiguous buffer like h " + h.describe());
   if (delta.defined())
-    check(delta.numel() == h.numel() && delta.dtype() == DType::f32 && delta.is_contiguous(),
+    check(delta.numel() == h.numel() && delta.is_contiguous(),
           "rms_norm: delta " + delta.describe() + " does not match h " + h.describe());
   if (rstd.defined())
-    check(rstd.numel() == N && rstd.dtype() == DType::f32 && rstd.is_contiguous(),
-          "rms_norm: rstd must be contiguous f32 [" + std::to_string(N) + "], got " + rstd.describe());
+    check(A == DType::f32 && rstd.numel() == N && rstd.dtype() == DType::f32 && rstd.is_contiguous(),
+          "rms_norm: rstd (training's, with f32 activations) must be contiguous f32 [" + std::to_string(N) + "], got " +
+              rstd.describe() + " with " + std::string(dtype_name(A)) + " activations");
   check_device("rms_norm", h.device(), {&out, &delta, &weight, &rstd});
-  [[maybe_unused]] const bool cuda = on_cuda("rms_norm", h.device(), h.dtype());
+  check_activation_dtype("rms_norm", h.device(), A);
+  [[maybe_unused]] const bool cuda = on_cuda("rms_norm", h.device(), A);
   core::Span span(core::SpanKind::op, "rms_norm");
   if (span.active()) {
-    const OpCost c = rms_norm_cost(N, C, delta.defined());
+    const OpCost c = rms_norm_cost(N, C, delta.defined(), A);
     span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat("[", N, ", ", C, "] f32", delta.defined() ? " +residual" : ""));
+    span.set_detail(core::concat("[", N, ", ", C, "] ", dtype_name(A), delta.defined() ? " +residual" : ""));
   }
+#if TACH_HAS_CUDA
+  if (cuda && !rstd.defined()) {
+    rms_norm_forward_cuda(h.device().index, A, out.raw(), h.raw(), delta.defined() ? delta.raw() : nullptr,
+                          weight.data<float>(), N, C, eps);
+    return;
+  }
+#endif
   const float* d = delta.defined() ? delta.data<float>() : nullptr;
 #if TACH_HAS_CUDA
   if (cuda) {
     rms_norm_forward_cuda(h.device().index, out.data<float>(), h.data<float>(), d, weight.data<float>(), N, C, eps,
-                          rstd.defined() ? rstd.data<float>() : nullptr);
+                          rstd.data<float>());
     return;
   }
 #endif
@@ -57,42 +71,50 @@ void rms_norm_forward(Tensor& out, Tensor& h, const Tensor& delta, const Tensor&
                        rstd.defined() ? rstd.data<float>() : nullptr);
 }
 
-OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D) {
+OpCost rms_norm_heads_cost(int64_t N, int64_t heads, int64_t D, DType dtype) {
   OpCost c;
   c.flops = double(N * heads * D) * 4;
-  c.bytes_read = double(N * heads * D) * 4 + double(D) * 4;
-  c.bytes_written = double(N * heads * D) * 4;
+  c.bytes_read = double(dtype_bytes(dtype, size_t(N * heads * D))) + double(D) * 4;
+  c.bytes_written = double(dtype_bytes(dtype, size_t(N * heads * D)));
   return c;
 }
 
 void rms_norm_heads_forward(Tensor& x, int64_t col0, int64_t heads, int64_t D, const Tensor& weight, float eps,
                             const Tensor& saved_in, const Tensor& rstd) {
-  check(x.dtype() == DType::f32 && x.dim() == 2 && x.is_contiguous() && col0 + heads * D <= x.size(1),
-        "rms_norm_heads: expected a contiguous f32 [N, >= " + std::to_string(col0 + heads * D) + "] buffer, got " +
-            x.describe());
+  const DType A = x.dtype();
+  check(is_activation_dtype(A) && x.dim() == 2 && x.is_contiguous() && col0 + heads * D <= x.size(1),
+        "rms_norm_heads: expected a contiguous f32, bf16 or f16 [N, >= " + std::to_string(col0 + heads * D) +
+            "] buffer, got " + x.describe());
   check(weight.dtype() == DType::f32 && weight.numel() == D,
         "rms_norm_heads: weight must be f32 [" + std::to_string(D) + "], got " + weight.describe());
   const int64_t N = x.size(0);
   check(saved_in.defined() == rstd.defined(), "rms_norm_heads: training saves both the input and rstd, or neither");
   if (saved_in.defined())
-    check(saved_in.dtype() == DType::f32 && saved_in.is_contiguous() && saved_in.numel() == N * heads * D &&
-              rstd.dtype() == DType::f32 && rstd.is_contiguous() && rstd.numel() == N * heads,
+    check(A == DType::f32 && saved_in.dtype() == DType::f32 && saved_in.is_contiguous() &&
+              saved_in.numel() == N * heads * D && rstd.dtype() == DType::f32 && rstd.is_contiguous() &&
+              rstd.numel() == N * heads,
           "rms_norm_heads: the saved input must be contiguous f32 [" + std::to_string(N) + ", " +
               std::to_string(heads * D) + "] and rstd [" + std::to_string(N) + ", " + std::to_string(heads) +
-              "], got " + saved_in.describe() + " and " + rstd.describe());
+              "] (training, f32 activations), got " + saved_in.describe() + " and " + rstd.describe() + " for " +
+              x.describe());
   check_device("rms_norm_heads", x.device(), {&weight, &saved_in, &rstd});
-  [[maybe_unused]] const bool cuda = on_cuda("rms_norm_heads", x.device(), x.dtype());
+  check_activation_dtype("rms_norm_heads", x.device(), A);
+  [[maybe_unused]] const bool cuda = on_cuda("rms_norm_heads", x.device(), A);
   core::Span span(core::SpanKind::op, "rms_norm_heads");
   if (span.active()) {
-    const OpCost c = rms_norm_heads_cost(N, heads, D);
+    const OpCost c = rms_norm_heads_cost(N, heads, D, A);
     span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat("[", N, ", ", heads, "x", D, "] f32"));
+    span.set_detail(core::concat("[", N, ", ", heads, "x", D, "] ", dtype_name(A)));
   }
 #if TACH_HAS_CUDA
+  if (cuda && !saved_in.defined()) {
+    void* first = static_cast<char*>(x.raw()) + dtype_bytes(A, size_t(col0));
+    rms_norm_heads_forward_cuda(x.device().index, A, first, x.size(1), N, heads, D, weight.data<float>(), eps);
+    return;
+  }
   if (cuda) {
     rms_norm_heads_forward_cuda(x.device().index, x.data<float>() + col0, x.size(1), N, heads, D, weight.data<float>(),
-                                eps, saved_in.defined() ? saved_in.data<float>() : nullptr,
-                                rstd.defined() ? rstd.data<float>() : nullptr);
+                                eps, saved_in.data<float>(), rstd.data<float>());
     return;
   }
 #endif

@@ -1,7 +1,9 @@
-// RMSNorm on the GPU, with the pre-norm residual add fused: h += delta, out = weight * h * rstd;
+// RMSNorm on the GPU, with the pre-norm residual add fused: h += delta, out = weight * h * rstd
+// (inference in f32, bf16 or f16 activations, f32 arithmetic);
 // training saves rstd per row (and the per-head form its input). The backwards: one block (one warp
 // per head) per row for the input's gradient, and the weight's gradient in fixed chunks of rows
 // (ops/norm_grad_cuda.cuh), without atomics.
+#include "cuda/convert.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
@@ -17,7 +19,11 @@ namespace {
 // read again. A decoding step runs two of these per layer on one row: latency, not bandwidth.
 constexpr int kCached = 8;
 
-__global__ void rms_norm_kernel(float* out, float* h, const float* delta, const float* weight, int64_t C, float eps,
+// T: the activations' element type (h, delta, out); weight f32, arithmetic in f32. In bf16/f16
+// h + delta is rounded to T (what h then holds, as transformers' bf16 residual stream) before its
+// squares are summed, and out is rounded once.
+template <typename T>
+__global__ void rms_norm_kernel(T* out, T* h, const T* delta, const float* weight, int64_t C, float eps,
                                 float* rstd_out) {
   __shared__ float scratch[32];
   const int64_t base = int64_t(blockIdx.x) * C;
@@ -28,23 +34,23 @@ __global__ void rms_norm_kernel(float* out, float* h, const float* delta, const 
     const int64_t c = threadIdx.x + int64_t(i) * blockDim.x;
     v[i] = 0.0f, w[i] = 0.0f;
     if (c < C) {
-      v[i] = h[base + c];
+      v[i] = cuda::to_float(h[base + c]);
       w[i] = weight[c];
-      if (delta) v[i] += delta[base + c];
+      if (delta) v[i] = cuda::round_to<T>(v[i] + cuda::to_float(delta[base + c]));
     }
   }
 #pragma unroll
   for (int i = 0; i < kCached; ++i) {
     const int64_t c = threadIdx.x + int64_t(i) * blockDim.x;
-    if (delta && c < C) h[base + c] = v[i];
+    if (delta && c < C) h[base + c] = cuda::from_float<T>(v[i]);
     squares += v[i] * v[i];
   }
   // Each thread reads back only the elements it wrote itself, so h needs no shared copy.
   for (int64_t c = threadIdx.x + int64_t(kCached) * blockDim.x; c < C; c += blockDim.x) {
-    float x = h[base + c];
+    float x = cuda::to_float(h[base + c]);
     if (delta) {
-      x += delta[base + c];
-      h[base + c] = x;
+      x = cuda::round_to<T>(x + cuda::to_float(delta[base + c]));
+      h[base + c] = cuda::from_float<T>(x);
     }
     squares += x * x;
   }
@@ -53,29 +59,31 @@ __global__ void rms_norm_kernel(float* out, float* h, const float* delta, const 
 #pragma unroll
   for (int i = 0; i < kCached; ++i) {
     const int64_t c = threadIdx.x + int64_t(i) * blockDim.x;
-    if (c < C) out[base + c] = w[i] * (v[i] * rstd);
+    if (c < C) out[base + c] = cuda::from_float<T>(w[i] * (v[i] * rstd));
   }
   for (int64_t c = threadIdx.x + int64_t(kCached) * blockDim.x; c < C; c += blockDim.x)
-    out[base + c] = weight[c] * (h[base + c] * rstd);
+    out[base + c] = cuda::from_float<T>(weight[c] * (cuda::to_float(h[base + c]) * rstd));
 }
 
 // Per-head RMSNorm in place (Qwen3's and Gemma's q/k norms): one warp per (token, head), the
 // head's D values read once into the warp's sum and written back scaled. Training saves the input
-// (saved_in: [N * heads, D]) and rstd ([N * heads]) when they are not null.
-__global__ void rms_norm_heads_kernel(float* x, int64_t ld, int64_t N, int64_t heads, int64_t D, const float* weight,
+// (saved_in: [N * heads, D], f32 activations only) and rstd ([N * heads]) when they are not null.
+template <typename T>
+__global__ void rms_norm_heads_kernel(T* x, int64_t ld, int64_t N, int64_t heads, int64_t D, const float* weight,
                                       float eps, float* saved_in, float* rstd_out) {
   const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x & 31;
   if (warp >= N * heads) return;  // whole warps leave together: the shuffles below stay full
-  float* v = x + (warp / heads) * ld + (warp % heads) * D;
+  T* v = x + (warp / heads) * ld + (warp % heads) * D;
   float squares = 0.0f;
   for (int64_t d = lane; d < D; d += 32) {
-    if (saved_in) saved_in[warp * D + d] = v[d];
-    squares += v[d] * v[d];
+    const float e = cuda::to_float(v[d]);
+    if (saved_in) saved_in[warp * D + d] = e;
+    squares += e * e;
   }
   const float rstd = 1.0f / sqrtf(cuda::warp_sum(squares) / float(D) + eps);
   if (rstd_out && lane == 0) rstd_out[warp] = rstd;
-  for (int64_t d = lane; d < D; d += 32) v[d] = weight[d] * (v[d] * rstd);
+  for (int64_t d = lane; d < D; d += 32) v[d] = cuda::from_float<T>(weight[d] * (cuda::to_float(v[d]) * rstd));
 }
 
 // dinp += rstd * dout * weight - inp * rstd^3 * mean(dout * weight * inp), one block per row.
@@ -137,19 +145,42 @@ void rms_norm_weight_grad(int device, float* dweight, const float* dout, int64_t
 
 }  // namespace
 
+void rms_norm_heads_forward_cuda(int device, DType dtype, void* x, int64_t ld, int64_t N, int64_t heads, int64_t D,
+                                 const float* weight, float eps) {
+  if (N * heads == 0) return;
+  const int64_t threads = N * heads * 32;
+  cuda::dispatch_activation(dtype, "rms_norm_heads", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    rms_norm_heads_kernel<T><<<unsigned((threads + 255) / 256), 256, 0, cuda::stream(device)>>>(
+        static_cast<T*>(x), ld, N, heads, D, weight, eps, nullptr, nullptr);
+  });
+  cuda::check_launch("rms_norm_heads_kernel");
+}
+
 void rms_norm_heads_forward_cuda(int device, float* x, int64_t ld, int64_t N, int64_t heads, int64_t D,
                                  const float* weight, float eps, float* saved_in, float* rstd) {
   if (N * heads == 0) return;
   const int64_t threads = N * heads * 32;
-  rms_norm_heads_kernel<<<unsigned((threads + 255) / 256), 256, 0, cuda::stream(device)>>>(x, ld, N, heads, D, weight,
-                                                                                           eps, saved_in, rstd);
+  rms_norm_heads_kernel<float><<<unsigned((threads + 255) / 256), 256, 0, cuda::stream(device)>>>(
+      x, ld, N, heads, D, weight, eps, saved_in, rstd);
   cuda::check_launch("rms_norm_heads_kernel");
+}
+
+void rms_norm_forward_cuda(int device, DType dtype, void* out, void* h, const void* delta, const float* weight,
+                           int64_t N, int64_t C, float eps) {
+  if (N == 0) return;
+  cuda::dispatch_activation(dtype, "rms_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    rms_norm_kernel<T><<<unsigned(N), 256, 0, cuda::stream(device)>>>(
+        static_cast<T*>(out), static_cast<T*>(h), static_cast<const T*>(delta), weight, C, eps, nullptr);
+  });
+  cuda::check_launch("rms_norm_kernel");
 }
 
 void rms_norm_forward_cuda(int device, float* out, float* h, const float* delta, const float* weight, int64_t N,
                            int64_t C, float eps, float* rstd) {
   if (N == 0) return;
-  rms_norm_kernel<<<unsigned(N), 256, 0, cuda::stream(device)>>>(out, h, delta, weight, C, eps, rstd);
+  rms_norm_kernel<float><<<unsigned(N), 256, 0, cuda::stream(device)>>>(out, h, delta, weight, C, eps, rstd);
   cuda::check_launch("rms_norm_kernel");
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/activation_dtype.h"
 #include "ops/dispatch.h"
 #include "ops/train_checks.h"
 #include "tach/error.h"
@@ -100,11 +101,11 @@ RopeTable rope_table(const Tensor& positions, const std::vector<float>& inv_freq
   return t;
 }
 
-OpCost rope_cost(int64_t N, int64_t heads, int64_t D) {
+OpCost rope_cost(int64_t N, int64_t heads, int64_t D, DType dtype) {
   OpCost c;
   c.flops = double(N * heads * D) * 3;
-  c.bytes_read = double(N * heads * D) * 4 + double(N * D) * 4;
-  c.bytes_written = double(N * heads * D) * 4;
+  c.bytes_read = double(dtype_bytes(dtype, size_t(N * heads * D))) + double(N * D) * 4;  // the f32 tables
+  c.bytes_written = double(dtype_bytes(dtype, size_t(N * heads * D)));
   return c;
 }
 
@@ -112,12 +113,14 @@ namespace {
 
 void rope(Tensor& qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTable& table, bool backward) {
   const char* name = backward ? "rope_backward" : "rope";
-  check(qkv.dtype() == DType::f32 && qkv.dim() == 2 && qkv.is_contiguous() && D > 0 &&
+  const DType A = qkv.dtype();
+  check((backward ? A == DType::f32 : is_activation_dtype(A)) && qkv.dim() == 2 && qkv.is_contiguous() && D > 0 &&
             qkv.size(1) >= (q_heads + k_heads) * D,
-        std::string(name) + ": expected a contiguous f32 [N, >= " + std::to_string((q_heads + k_heads) * D) +
-            "] buffer, got " + qkv.describe());
+        std::string(name) + ": expected a contiguous " + (backward ? "f32" : "f32, bf16 or f16") +
+            " [N, >= " + std::to_string((q_heads + k_heads) * D) + "] buffer, got " + qkv.describe());
   check_device(name, qkv.device(), {&table.cos, &table.sin});
-  [[maybe_unused]] const bool cuda = on_cuda(name, qkv.device(), qkv.dtype());
+  check_activation_dtype(name, qkv.device(), A);
+  [[maybe_unused]] const bool cuda = on_cuda(name, qkv.device(), A);
   const int64_t N = qkv.size(0), ld = qkv.size(1);
   // The kernels read N·D/2 entries of each table: a table built for other rows would be read past
   // its end. (The message is built only on failure: a step calls this for every layer.)
@@ -128,19 +131,20 @@ void rope(Tensor& qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTa
                      std::to_string(N) + " rows");
   core::Span span(core::SpanKind::op, name);
   if (span.active()) {
-    const OpCost c = rope_cost(N, q_heads + k_heads, D);
+    const OpCost c = rope_cost(N, q_heads + k_heads, D, A);
     span.set_cost(c.flops, c.bytes());
-    span.set_detail(core::concat("q [", N, ", ", q_heads, "x", D, "], k [", N, ", ", k_heads, "x", D, "] f32"));
+    span.set_detail(
+        core::concat("q [", N, ", ", q_heads, "x", D, "], k [", N, ", ", k_heads, "x", D, "] ", dtype_name(A)));
   }
-  float* x = qkv.data<float>();
 #if TACH_HAS_CUDA
   if (cuda) {
     // q's and k's heads sit side by side in the row, so one launch rotates both.
-    rope_rotate_cuda(qkv.device().index, x, N, q_heads + k_heads, D, ld, table.cos.data<float>(),
+    rope_rotate_cuda(qkv.device().index, A, qkv.raw(), N, q_heads + k_heads, D, ld, table.cos.data<float>(),
                      table.sin.data<float>(), backward);
     return;
   }
 #endif
+  float* x = qkv.data<float>();
   rope_rotate_cpu(x, N, q_heads, D, ld, table, backward);
   rope_rotate_cpu(x + q_heads * D, N, k_heads, D, ld, table, backward);
 }

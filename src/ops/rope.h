@@ -44,13 +44,15 @@ RopeTable rope_table(const Tensor& positions, const std::vector<float>& inv_freq
 // layers have their own).
 RopeTable rope_table(const Tensor& positions, const RopeSettings& s, int64_t seq_len);
 
-// qkv: [N, ld] f32 with the query heads in columns [0, q_heads*D) and the key heads right after
-// them (a fused q|k|v buffer); both are rotated in place, values untouched.
+// qkv: [N, ld] with the query heads in columns [0, q_heads*D) and the key heads right after
+// them (a fused q|k|v buffer); both are rotated in place, values untouched. The forward's qkv is
+// in the activation dtype A: f32, or on CUDA also bf16 or f16 (the rotation in f32 with the f32
+// tables, each element rounded once to A; the CPU refuses another A by name). The backward is f32.
 // The backward is the same rotation by the opposite angle (a rotation's transpose), applied to
 // the gradient of the rotated q and k in place: nothing is saved.
 void rope_forward(Tensor& qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTable& table);
 void rope_backward(Tensor& d_qkv, int64_t q_heads, int64_t k_heads, int64_t D, const RopeTable& table);
-OpCost rope_cost(int64_t N, int64_t heads, int64_t D);
+OpCost rope_cost(int64_t N, int64_t heads, int64_t D, DType dtype = DType::f32);
 
 // Kernel: heads*D columns of x: [N, ld], rotated by +angle (forward) or -angle (backward).
 void rope_rotate_cpu(float* x, int64_t N, int64_t heads, int64_t D, int64_t ld, const RopeTable& table, bool inverse);
@@ -59,5 +61,8 @@ void rope_rotate_cpu(float* x, int64_t N, int64_t heads, int64_t D, int64_t ld, 
 // (a RopeTable copied with to_device).
 void rope_rotate_cuda(int device, float* x, int64_t N, int64_t heads, int64_t D, int64_t ld, const float* cos_table,
                       const float* sin_table, bool inverse);
+// The same with x in `dtype` (f32, bf16, f16); the tables stay f32.
+void rope_rotate_cuda(int device, DType dtype, void* x, int64_t N, int64_t heads, int64_t D, int64_t ld,
+                      const float* cos_table, const float* sin_table, bool inverse);
 
 }  // namespace tach::ops

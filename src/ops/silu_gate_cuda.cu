@@ -1,7 +1,9 @@
-// The gated MLP activations on the GPU: out = act(gate) * up from one [N, 2I] GEMM output, with
+// The gated MLP activations on the GPU: out = act(gate) * up from one [N, 2I] GEMM output (f32,
+// bf16 or f16 activations, f32 arithmetic), with
 // act SiLU (Llama, Qwen), tanh-GELU (Gemma) or erf-GELU (ModernBERT's GeGLU), as on the CPU;
 // and their backward into both halves of d_gate_up.
 #include "cuda/activation_math.cuh"
+#include "cuda/convert.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
@@ -27,12 +29,14 @@ struct GeluErf {
   __device__ float grad(float x) const { return cuda::gelu_erf_grad(x); }
 };
 
-template <typename Act>
-__global__ void gate_kernel(float* out, const float* gate_up, int64_t N, int64_t I) {
+// out = act(gate) * up in f32 from T elements, rounded once to T.
+template <typename Act, typename T>
+__global__ void gate_kernel(T* out, const T* gate_up, int64_t N, int64_t I) {
   const int64_t total = N * I;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = e / I, i = e % I;
-    out[e] = Act{}(gate_up[n * 2 * I + i]) * gate_up[n * 2 * I + I + i];
+    out[e] =
+        cuda::from_float<T>(Act{}(cuda::to_float(gate_up[n * 2 * I + i])) * cuda::to_float(gate_up[n * 2 * I + I + i]));
   }
 }
 
@@ -50,16 +54,26 @@ __global__ void gate_backward_kernel(float* d_gate_up, const float* gate_up, con
 
 }  // namespace
 
-void gate_forward_cuda(int device, GateActivation act, float* out, const float* gate_up, int64_t N, int64_t I) {
+void gate_forward_cuda(int device, GateActivation act, DType dtype, void* out, const void* gate_up, int64_t N,
+                       int64_t I) {
   if (N * I == 0) return;
   const unsigned grid = cuda::grid_for(N * I, 256);
   cudaStream_t s = cuda::stream(device);
-  switch (act) {
-    case GateActivation::silu: gate_kernel<Silu><<<grid, 256, 0, s>>>(out, gate_up, N, I); break;
-    case GateActivation::gelu_tanh: gate_kernel<GeluTanh><<<grid, 256, 0, s>>>(out, gate_up, N, I); break;
-    case GateActivation::gelu: gate_kernel<GeluErf><<<grid, 256, 0, s>>>(out, gate_up, N, I); break;
-  }
+  cuda::dispatch_activation(dtype, gate_op_name(act), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* o = static_cast<T*>(out);
+    const T* g = static_cast<const T*>(gate_up);
+    switch (act) {
+      case GateActivation::silu: gate_kernel<Silu><<<grid, 256, 0, s>>>(o, g, N, I); break;
+      case GateActivation::gelu_tanh: gate_kernel<GeluTanh><<<grid, 256, 0, s>>>(o, g, N, I); break;
+      case GateActivation::gelu: gate_kernel<GeluErf><<<grid, 256, 0, s>>>(o, g, N, I); break;
+    }
+  });
   cuda::check_launch("gate_kernel");
+}
+
+void gate_forward_cuda(int device, GateActivation act, float* out, const float* gate_up, int64_t N, int64_t I) {
+  gate_forward_cuda(device, act, DType::f32, out, gate_up, N, I);
 }
 
 void gate_backward_cuda(int device, GateActivation act, float* d_gate_up, const float* gate_up, const float* dout,
