@@ -93,10 +93,6 @@ void validate(const BenchConfig& c, bool here = true) {
     usage_check(
         !quantized || !c.train.enabled,
         "dtype " + d + " quantizes inference forwards; training sweeps run in f32 or bf16 (QLoRA: --method qlora)");
-    usage_check(
-        !quantized || std::all_of(c.devices.begin(), c.devices.end(),
-                                  [](const std::string& dev) { return parse_device(dev).kind == DeviceKind::cpu; }),
-        "dtype " + d + " runs on the cpu in this version; sweep --device cpu");
     // f16 checkpoints load anywhere (converted), but only CUDA computes in f16: refuse a CPU point
     // here, once, rather than failing it in the sweep.
     usage_check(d != "f16" || (!c.train.enabled && std::all_of(c.devices.begin(), c.devices.end(),

@@ -164,12 +164,12 @@ Plan make_plan(int device, const LinearArgs& args, bool has_bias, const Alignmen
   if (args.epilogue == Epilogue::bias_relu) epi = has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
   if (args.epilogue == Epilogue::bias && !has_bias) epi = CUBLASLT_EPILOGUE_DEFAULT;
   check_lt(lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "epilogue");
-  if (has_bias) {
-    const cudaDataType_t bias_type = CUDA_R_32F;
-    check_lt(lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)), "bias type");
-  }
   const cudaDataType_t in = input_type(args.precision);
   const cudaDataType_t out = args.y_in_input_type ? in : CUDA_R_32F;
+  if (has_bias) {
+    const cudaDataType_t bias_type = out;  // the bias is in y's dtype
+    check_lt(lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)), "bias type");
+  }
   check_lt(lt().layout_create(&plan.a, in, args.K, args.N, args.K), "layout W");
   check_lt(lt().layout_create(&plan.b, in, args.K, args.M, args.ld_x), "layout x");
   check_lt(lt().layout_create(&plan.c, out, args.N, args.M, args.ld_y), "layout y");
@@ -237,7 +237,7 @@ const char* gemm_precision_name(GemmPrecision p) {
   return "?";
 }
 
-void linear(int device, void* y, const void* x, const void* W, const float* bias, const LinearArgs& a) {
+void linear(int device, void* y, const void* x, const void* W, const void* bias, const LinearArgs& a) {
   tach::check(
       a.M > 0 && a.N > 0 && a.K > 0 && a.ld_x >= a.K && a.ld_y >= a.N,
       "cuda linear: bad shape M=" + std::to_string(a.M) + " N=" + std::to_string(a.N) + " K=" + std::to_string(a.K));

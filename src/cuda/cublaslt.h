@@ -27,11 +27,13 @@ struct LinearArgs {
   float beta = 0.0f;  // 1: y += x·Wᵀ (accumulate into y), 0: y is overwritten
 };
 
-// x: [M, K] (row stride ld_x)  W: [N, K] contiguous  bias: [N] f32 (bias epilogues) or null
+// x: [M, K] (row stride ld_x)  W: [N, K] contiguous  bias: [N] (bias epilogues) or null, in y's
+// dtype: f32, or bf16/f16 with y_in_input_type (cuBLASLt's default bias type is D's, the one its
+// tables promise for every 16-bit output)
 // y: [M, N] (row stride ld_y)   y = epilogue(x · Wᵀ + bias) + beta · y
 // Runs on tach's stream of `device`; the algorithm cuBLASLt's heuristic picks for each shape is
 // cached, and a 32 MiB workspace per device is allocated once (counted as `workspace`).
-void linear(int device, void* y, const void* x, const void* W, const float* bias, const LinearArgs& a);
+void linear(int device, void* y, const void* x, const void* W, const void* bias, const LinearArgs& a);
 
 // A general row-major GEMM into f32, for training's transposed products:
 //   C [M, N] = alpha · op(A) · op(B) + beta · C (+ bias [N] on every row when bias is set)

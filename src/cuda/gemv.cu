@@ -4,8 +4,10 @@
 #include <cuda_fp16.h>
 
 #include "cuda/cuda_error.h"
+#include "cuda/gemv_io.cuh"
 #include "cuda/kernel_support.cuh"
 #include "cuda/stream.h"
+#include "tach/error.h"
 
 namespace tach::cuda {
 namespace {
@@ -50,10 +52,11 @@ struct Weights16 {
 // in shared memory. SPLIT > 1 where the columns are few (decoding's 896 outputs of down, K =
 // 4864): otherwise a few hundred warps each walk a long row one load at a time, and too few bytes
 // are in flight to keep the memory busy. COLS > 1 issues every column's loads of a step before
-// any arithmetic: more bytes in flight per warp, fewer rounds.
-template <GemvWeights WT, int M, int SPLIT, int COLS>
+// any arithmetic: more bytes in flight per warp, fewer rounds. XT is x's and y's dtype: f32 (x
+// rounded to the weights' dtype), or the 16-bit weights' own (read as stored, y rounded once).
+template <GemvWeights WT, ActType XT, int M, int SPLIT, int COLS>
 __global__ void __launch_bounds__(kWarps * 32)
-    gemv_kernel(float* y, const float* x, const void* W, const float* bias, int64_t N, int64_t K, int64_t ld_x,
+    gemv_kernel(void* y, const void* x, const void* W, const float* bias, int64_t N, int64_t K, int64_t ld_x,
                 int64_t ld_y, bool relu) {
   using L = Weights16<WT>;
   constexpr int E = L::kCount;
@@ -84,17 +87,17 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
 #pragma unroll
       for (int m = 0; m < M; ++m) {
-        const float4* xp = reinterpret_cast<const float4*>(x + m * ld_x + k);
+        const char* xp = static_cast<const char*>(x) + (m * ld_x + k) * act_bytes<XT>();
         float xv[8];
-        const float4 a = xp[0];
-        xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
         if constexpr (E == 8) {
-          const float4 b = xp[1];
-          xv[4] = b.x, xv[5] = b.y, xv[6] = b.z, xv[7] = b.w;
+          load8<XT>(xp, xv);
+        } else {  // f32 weights take f32 x, 4 at a time
+          const float4 a = *reinterpret_cast<const float4*>(xp);
+          xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
         }
 #pragma unroll
         for (int e = 0; e < E; ++e) {
-          const float xr = L::round(xv[e]);
+          const float xr = XT == ActType::f32 ? L::round(xv[e]) : xv[e];
 #pragma unroll
           for (int j = 0; j < COLS; ++j) acc[j][m] = fmaf(xr, w[j][e], acc[j][m]);
         }
@@ -129,18 +132,18 @@ __global__ void __launch_bounds__(kWarps * 32)
           float v = acc[j][m];
           if (bias) v += bias[n];
           if (relu) v = fmaxf(v, 0.0f);
-          y[m * ld_y + n] = v;
+          store1<XT>(y, m * ld_y + n, v);
         }
       }
     }
   }
 }
 
-template <GemvWeights WT, int M, int SPLIT, int COLS>
-void launch_kernel(int device, cudaStream_t s, float* y, const float* x, const void* W, const float* bias,
+template <GemvWeights WT, ActType XT, int M, int SPLIT, int COLS>
+void launch_kernel(int device, cudaStream_t s, void* y, const void* x, const void* W, const float* bias,
                    const GemvArgs& a) {
   constexpr int kColumns = kWarps / SPLIT * COLS;
-  const auto kernel = gemv_kernel<WT, M, SPLIT, COLS>;
+  const auto kernel = gemv_kernel<WT, XT, M, SPLIT, COLS>;
   // One wave: the blocks resident at once (as many as the kernel's registers allow), each looping
   // over its columns, so that no partial second wave trails the first.
   static const int resident = [&] {
@@ -152,40 +155,46 @@ void launch_kernel(int device, cudaStream_t s, float* y, const float* x, const v
                                                                                a.relu);
 }
 
-template <GemvWeights WT, int SPLIT, int COLS>
-void launch_split(int device, cudaStream_t s, float* y, const float* x, const void* W, const float* bias,
+template <GemvWeights WT, ActType XT, int SPLIT, int COLS>
+void launch_split(int device, cudaStream_t s, void* y, const void* x, const void* W, const float* bias,
                   const GemvArgs& a) {
   switch (a.M) {
-    case 1: launch_kernel<WT, 1, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
-    case 2: launch_kernel<WT, 2, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
-    case 3: launch_kernel<WT, 3, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
-    default: launch_kernel<WT, 4, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
+    case 1: launch_kernel<WT, XT, 1, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
+    case 2: launch_kernel<WT, XT, 2, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
+    case 3: launch_kernel<WT, XT, 3, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
+    default: launch_kernel<WT, XT, 4, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
   }
 }
 
-template <GemvWeights WT, int COLS>
-void launch_cols(int split, int device, cudaStream_t s, float* y, const float* x, const void* W, const float* bias,
+template <GemvWeights WT, ActType XT, int COLS>
+void launch_cols(int split, int device, cudaStream_t s, void* y, const void* x, const void* W, const float* bias,
                  const GemvArgs& a) {
   switch (split) {
-    case 8: launch_split<WT, 8, COLS>(device, s, y, x, W, bias, a); break;
-    case 4: launch_split<WT, 4, COLS>(device, s, y, x, W, bias, a); break;
-    case 2: launch_split<WT, 2, COLS>(device, s, y, x, W, bias, a); break;
-    default: launch_split<WT, 1, COLS>(device, s, y, x, W, bias, a); break;
+    case 8: launch_split<WT, XT, 8, COLS>(device, s, y, x, W, bias, a); break;
+    case 4: launch_split<WT, XT, 4, COLS>(device, s, y, x, W, bias, a); break;
+    case 2: launch_split<WT, XT, 2, COLS>(device, s, y, x, W, bias, a); break;
+    default: launch_split<WT, XT, 1, COLS>(device, s, y, x, W, bias, a); break;
   }
 }
 
 // Warps per column: more while the columns alone give too few warp-sized pieces of work to keep
 // enough loads in flight (decoding's 896- and 1152-column linears), and while each warp keeps at
 // least one 16-byte load per lane.
-template <GemvWeights WT>
-void launch(int device, cudaStream_t s, float* y, const float* x, const void* W, const float* bias, const GemvArgs& a) {
+template <GemvWeights WT, ActType XT>
+void launch(int device, cudaStream_t s, void* y, const void* x, const void* W, const float* bias, const GemvArgs& a) {
   const int64_t steps = a.K / (32 * Weights16<WT>::kCount);  // a warp's loads along one column
   int split = 1;
   while (split < 8 && a.N * split < 16384 && steps > split) split *= 2;
   // Two columns per warp for 16-bit weights, one for f32: measured on an H100 (docs/perf.md), two
   // took bf16 decoding from 1.08 to 1.03 ms per token and f32's from 1.33 to 1.38.
-  if constexpr (WT == GemvWeights::f32) launch_cols<WT, 1>(split, device, s, y, x, W, bias, a);
-  else launch_cols<WT, 2>(split, device, s, y, x, W, bias, a);
+  if constexpr (WT == GemvWeights::f32) launch_cols<WT, XT, 1>(split, device, s, y, x, W, bias, a);
+  else launch_cols<WT, XT, 2>(split, device, s, y, x, W, bias, a);
+}
+
+// The activation dtypes each weight dtype takes: f32, and a 16-bit weight's own.
+bool takes_activation(GemvWeights w, DType a) {
+  if (a == DType::f32) return true;
+  return (w == GemvWeights::bf16 && a == DType::bf16) || (w == GemvWeights::f16 && a == DType::f16);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -193,16 +202,28 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }  // namespace
 
 bool gemv_fits(const GemvArgs& a, const void* x, const void* W) {
-  return a.M >= 1 && a.M <= kGemvMaxRows && a.N > 0 && a.K > 0 && a.K % 8 == 0 && a.ld_x % 4 == 0 && aligned16(x) &&
-         aligned16(W);
+  // 16 bytes of x per load: 4 f32 values or 8 16-bit ones, so x's rows must start 16-byte aligned.
+  const int64_t per16 = a.activation == DType::f32 ? 4 : 8;
+  return takes_activation(a.weights, a.activation) && a.M >= 1 && a.M <= kGemvMaxRows && a.N > 0 && a.K > 0 &&
+         a.K % 8 == 0 && a.ld_x % per16 == 0 && aligned16(x) && aligned16(W);
 }
 
-void gemv(int device, float* y, const float* x, const void* W, const float* bias, const GemvArgs& a) {
+void gemv(int device, void* y, const void* x, const void* W, const float* bias, const GemvArgs& a) {
+  tach::check(takes_activation(a.weights, a.activation), "cuda gemv: " + std::string(dtype_name(a.activation)) +
+                                                             " activations with these weights (f32, or the "
+                                                             "weights' own 16-bit dtype)");
   cudaStream_t s = stream(device);
+  const bool narrow = a.activation != DType::f32;
   switch (a.weights) {
-    case GemvWeights::bf16: launch<GemvWeights::bf16>(device, s, y, x, W, bias, a); break;
-    case GemvWeights::f16: launch<GemvWeights::f16>(device, s, y, x, W, bias, a); break;
-    default: launch<GemvWeights::f32>(device, s, y, x, W, bias, a); break;
+    case GemvWeights::bf16:
+      if (narrow) launch<GemvWeights::bf16, ActType::bf16>(device, s, y, x, W, bias, a);
+      else launch<GemvWeights::bf16, ActType::f32>(device, s, y, x, W, bias, a);
+      break;
+    case GemvWeights::f16:
+      if (narrow) launch<GemvWeights::f16, ActType::f16>(device, s, y, x, W, bias, a);
+      else launch<GemvWeights::f16, ActType::f32>(device, s, y, x, W, bias, a);
+      break;
+    default: launch<GemvWeights::f32, ActType::f32>(device, s, y, x, W, bias, a); break;
   }
   check_launch("gemv_kernel");
 }

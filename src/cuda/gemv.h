@@ -1,13 +1,15 @@
 // y = x·Wᵀ (+ bias) for a few rows of x: decoding's linears, which read every weight once per
-// step and so are bound by memory bandwidth, not arithmetic. cuBLASLt needs x in the weights'
-// dtype (one more kernel per linear, a few microseconds each at decoding's sizes) and tiles for
-// many rows; this reads f32 x and W in its stored dtype directly, 16 bytes per lane per load,
-// each warp one output column at a time for all rows, so every weight byte is read once.
+// step and so are bound by memory bandwidth, not arithmetic. cuBLASLt tiles for many rows; this
+// reads x (f32, or in the weights' 16-bit dtype) and W in its stored dtype directly, 16 bytes per
+// lane per load, each warp one output column at a time for all rows, so every weight byte is read
+// once. (Quantized weights have their own GEMVs: cuda/quant_gemv.h.)
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "tach/dtype.h"
 
 namespace tach::cuda {
 
@@ -19,14 +21,18 @@ struct GemvArgs {
   int64_t M = 0, N = 0, K = 0;
   int64_t ld_x = 0, ld_y = 0;  // row strides in elements
   GemvWeights weights = GemvWeights::f32;
+  // x and y: f32, or the 16-bit weights' own dtype (bf16 x with bf16 weights, f16 with f16).
+  DType activation = DType::f32;
   bool relu = false;
 };
 
-// Whether gemv takes these: M <= kGemvMaxRows, K a multiple of 8, x's rows and W 16-byte aligned.
+// Whether gemv takes these: M <= kGemvMaxRows, K a multiple of 8, x's rows and W 16-byte aligned,
+// an activation dtype the weights take (f32, or theirs).
 bool gemv_fits(const GemvArgs& a, const void* x, const void* W);
-// x: [M, K] f32 (row stride ld_x)  W: [N, K] contiguous, in a.weights  bias: [N] f32 or null
-// y: [M, N] f32 (row stride ld_y). With bf16/f16 weights x is rounded to that dtype first, as the
-// GEMM path's conversion does, and the products are summed in f32. Runs on tach's stream of `device`.
-void gemv(int device, float* y, const float* x, const void* W, const float* bias, const GemvArgs& a);
+// x: [M, K] in a.activation (row stride ld_x)  W: [N, K] contiguous, in a.weights  bias: [N] f32
+// or null  y: [M, N] in a.activation (row stride ld_y). f32 x with bf16/f16 weights is rounded to
+// that dtype first, as the GEMM path's conversion does; the products are summed in f32 and y
+// rounded once (to nearest even) when it is bf16/f16. Runs on tach's stream of `device`.
+void gemv(int device, void* y, const void* x, const void* W, const float* bias, const GemvArgs& a);
 
 }  // namespace tach::cuda

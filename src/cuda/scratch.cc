@@ -20,7 +20,13 @@ struct Buffer {
   size_t bytes = 0;
 };
 
-const char* use_name(ScratchUse use) { return use == ScratchUse::gemm_input ? "GEMM input" : "attention partials"; }
+const char* use_name(ScratchUse use) {
+  switch (use) {
+    case ScratchUse::gemm_input: return "GEMM input";
+    case ScratchUse::dequantized_weight: return "dequantized weight";
+    default: return "attention partials";
+  }
+}
 
 }  // namespace
 

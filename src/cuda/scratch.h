@@ -9,7 +9,8 @@
 
 namespace tach::cuda {
 
-enum class ScratchUse { gemm_input, attention_partials, count };
+// dequantized_weight: an int8/NF4 weight in bf16 for a many-row GEMM (ops/linear_cuda.cc).
+enum class ScratchUse { gemm_input, attention_partials, dequantized_weight, count };
 
 // At least `bytes` of device memory for `use` on `device`, counted as workspace. Throws when it
 // would have to grow while the stream is being captured (the capture would own the new buffer).

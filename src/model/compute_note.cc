@@ -40,6 +40,13 @@ const char* const kTf32Note =
 
 std::string compute_note(DType compute, Device device, bool decoding, bool tf32) {
   if (tf32 && compute == DType::f32 && device.kind == DeviceKind::cuda) return kTf32Note;
+  if (device.kind == DeviceKind::cuda && (compute == DType::i8 || compute == DType::nf4))
+    return std::string(compute == DType::i8 ? "int8" : "nf4") +
+           " on a GPU is weight-only: every linear's weights stored " +
+           (compute == DType::i8 ? "in int8 with an f32 scale per output row"
+                                 : "in 4-bit NormalFloat (blocks of 64, as bitsandbytes) with each block's absmax") +
+           ", dequantized as they are read and multiplied with bf16 activations in f32 (the activations are not "
+           "quantized); embeddings, norms and attention are not quantized";
   if (compute == DType::nf4)
     return "nf4: every linear's weights in 4-bit NormalFloat (blocks of 64, double-quantized absmax, as "
            "bitsandbytes), computed in f32; embeddings, norms and attention stay f32";

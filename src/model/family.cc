@@ -156,9 +156,11 @@ std::unique_ptr<EncoderModel> load_model(const std::string& spec, const LoadOpti
     check(options.device.index < cuda_device_count(), "device " + options.device.str() + ": this machine has " +
                                                           std::to_string(cuda_device_count()) +
                                                           " CUDA device(s), numbered from 0");
-    check(options.compute == DType::f32 || options.compute == DType::bf16 || options.compute == DType::f16,
+    // int8 and nf4 on a GPU are weight-only: the linears' weights quantized, bf16 activations.
+    check(options.compute == DType::f32 || options.compute == DType::bf16 || options.compute == DType::f16 ||
+              options.compute == DType::i8 || options.compute == DType::nf4,
           "compute dtype " + std::string(dtype_name(options.compute)) +
-              " is not supported on cuda (f32, bf16, f16; int8 and nf4 run on the cpu)");
+              " is not supported on cuda (f32, bf16, f16, int8, nf4)");
   } else {
     usage_check(!options.allow_tf32,
                 "--allow-tf32: TF32 is a GPU tensor-core format; the CPU's f32 GEMMs have no "

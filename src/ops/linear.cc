@@ -2,20 +2,21 @@
 
 #include "cpu/nf4_gemm.h"
 #include "ops/dispatch.h"
+#include "ops/linear_quantized.h"
 #include "ops/train_checks.h"
 
 namespace tach::ops {
 
-OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias) {
+OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias, DType activation) {
   OpCost c;
   c.flops = 2.0 * double(M) * double(N) * double(K) + (has_bias ? double(M * N) : 0);
   // The weight as the kernel reads it: int8 with an f32 scale per output row; NF4's 4-bit codes
-  // with the f32 absmax of each 64-weight block (cpu/nf4_linear.h).
+  // with the f32 absmax of each 64-weight block (cpu/nf4_linear.h, ops/linear_quantized.h).
   double weight = double(dtype_bytes(compute, size_t(N * K)));
   if (compute == DType::i8) weight += double(N) * 4;
   if (compute == DType::nf4) weight += double(N * K) / 64 * 4;
-  c.bytes_read = double(M * K) * 4 + weight + (has_bias ? double(N) * 4 : 0);
-  c.bytes_written = double(M * N) * 4;
+  c.bytes_read = double(dtype_bytes(activation, size_t(M * K))) + weight + (has_bias ? double(N) * 4 : 0);
+  c.bytes_written = double(dtype_bytes(activation, size_t(M * N)));
   return c;
 }
 
@@ -33,23 +34,35 @@ OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool
 
 namespace {
 
+// x and out in one `activation` dtype, with the weight's features, unit column strides.
 void check_linear_shapes(const Tensor& out, const Tensor& x, int64_t in_features, int64_t out_features) {
-  check(x.dtype() == DType::f32 && x.dim() == 2 && x.strides()[1] == 1,
-        "linear: x must be f32 [M, K] with unit column stride, got " + x.describe());
+  check(x.dim() == 2 && x.strides()[1] == 1, "linear: x must be [M, K] with unit column stride, got " + x.describe());
   check(x.size(1) == in_features, "linear: x " + x.describe() + " has " + std::to_string(x.size(1)) +
                                       " features, the weight expects " + std::to_string(in_features));
-  check(out.dtype() == DType::f32 && out.dim() == 2 && out.size(0) == x.size(0) && out.size(1) == out_features &&
-            out.strides()[1] == 1,
-        "linear: out " + out.describe() + " must be f32 [" + std::to_string(x.size(0)) + ", " +
-            std::to_string(out_features) + "]");
+  check(out.dim() == 2 && out.size(0) == x.size(0) && out.size(1) == out_features && out.strides()[1] == 1,
+        "linear: out " + out.describe() + " must be [" + std::to_string(x.size(0)) + ", " +
+            std::to_string(out_features) + "] with unit column stride");
+  check(out.dtype() == x.dtype(), "linear: x is " + std::string(dtype_name(x.dtype())) + " and out " +
+                                      std::string(dtype_name(out.dtype())) + "; both must be in one activation dtype");
+}
+
+// The activation dtypes a layer takes: f32 always (a GPU layer rounds it to its GEMM's dtype),
+// and its own activation_dtype().
+void check_activation_dtype(const Tensor& x, DType layer_activation, const Linear* layer, const std::string& where) {
+  const DType a = x.dtype();
+  if (a == DType::f32 || a == layer_activation) return;
+  throw Error("linear" + where + ": activations in " + std::string(dtype_name(a)) + ", but this layer (weights " +
+              std::string(dtype_name(layer ? layer->compute_dtype() : DType::f32)) + ") takes " +
+              std::string(dtype_name(layer_activation)) + (layer_activation == DType::f32 ? "" : " or f32") +
+              " activations: allocate them in the layer's activation_dtype()");
 }
 
 void describe_span(core::Span& span, const Tensor& x, int64_t N, DType compute, bool has_bias) {
   if (!span.active()) return;
-  const OpCost c = linear_cost(x.size(0), N, x.size(1), compute, has_bias);
+  const OpCost c = linear_cost(x.size(0), N, x.size(1), compute, has_bias, x.dtype());
   span.set_cost(c.flops, c.bytes());
-  span.set_detail(
-      core::concat("x [", x.size(0), ", ", x.size(1), "] · W [", N, ", ", x.size(1), "]ᵀ ", dtype_name(compute)));
+  span.set_detail(core::concat("x [", x.size(0), ", ", x.size(1), "] ", dtype_name(x.dtype()), " · W [", N, ", ",
+                               x.size(1), "]ᵀ ", dtype_name(compute)));
 }
 
 }  // namespace
@@ -73,27 +86,65 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, const LinearPlacement& 
     return;
   }
   on_cuda("linear", placement.device, placement.compute);
-  check(placement.compute == DType::f32 || placement.compute == DType::bf16 || placement.compute == DType::f16,
+  check(placement.compute == DType::f32 || placement.compute == DType::bf16 || placement.compute == DType::f16 ||
+            placement.compute == DType::i8 || placement.compute == DType::nf4,
         "linear on " + placement.device.str() + ": compute dtype " + std::string(dtype_name(placement.compute)) +
-            " is not supported (f32, bf16, f16)");
+            " is not supported (f32, bf16, f16, int8, nf4)");
+  check(!placement.tf32 || placement.compute == DType::f32, "linear on " + placement.device.str() +
+                                                                ": TF32 applies to f32 GEMMs, not " +
+                                                                std::string(dtype_name(placement.compute)));
+  place_on_cuda(host_w);
+  if (!has_bias_) return;
+  bias_ = host_b.to(DType::f32, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
+  if (activation_dtype() != DType::f32)
+    activation_bias_ =
+        host_b.to(activation_dtype(), MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
+}
+
+void Linear::place_on_cuda(const Tensor& host_w) {
+  const Device device = placement_.device;
+  if (placement_.compute == DType::nf4 && N_ * K_ % cpu::kNf4Block != 0) {
+    // A weight that does not split into 64-blocks (a small head) stays unquantized, as
+    // bitsandbytes users keep such modules out of quantization: in bf16, the activations' dtype
+    // of the layers around it, so its spans say bf16.
+    placement_.compute = DType::bf16;
+  }
+  if (placement_.compute == DType::i8 || placement_.compute == DType::nf4) {
+    const QuantizedWeight q =
+        placement_.compute == DType::i8 ? quantize_int8_weight(host_w) : quantize_nf4_weight(host_w);
+    weight_ = q.codes.to_device(device, MemoryCategory::weights);
+    scales_ = q.scales.to_device(device, MemoryCategory::weights);
+    return;
+  }
   // Converted on the host (round to nearest even, as torch's .to()) and copied once.
-  weight_ =
-      host_w.to(placement.compute, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
-  if (has_bias_)
-    bias_ = host_b.to(DType::f32, MemoryCategory::workspace).to_device(placement.device, MemoryCategory::weights);
+  weight_ = host_w.to(placement_.compute, MemoryCategory::workspace).to_device(device, MemoryCategory::weights);
 }
 
 Linear::~Linear() = default;
 
+DType Linear::activation_dtype() const {
+  if (packed_) return DType::f32;
+  switch (placement_.compute) {
+    case DType::bf16:
+    case DType::i8:
+    case DType::nf4: return DType::bf16;
+    case DType::f16: return DType::f16;
+    default: return DType::f32;
+  }
+}
+
 int64_t Linear::weight_bytes() const {
   if (packed_) return int64_t(packed_->bytes_read()) + (has_bias_ ? N_ * 4 : 0);
-  return int64_t(weight_.nbytes()) + (bias_.defined() ? int64_t(bias_.nbytes()) : 0);
+  // One bias per call: the f32 one (a GEMV, or an f32 y) or its 16-bit copy (a 16-bit GEMM's y).
+  return int64_t(weight_.nbytes()) + (scales_.defined() ? int64_t(scales_.nbytes()) : 0) +
+         (bias_.defined() ? int64_t(bias_.nbytes()) : 0);
 }
 
 void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weight) {
   check_linear_shapes(out, x, weight.in_features(), weight.out_features());
   if (x.device().kind != DeviceKind::cpu || out.device().kind != DeviceKind::cpu)
     unsupported("linear (packed for the CPU)", x.device(), weight.compute_dtype());
+  if (x.dtype() != DType::f32) unsupported("linear", x.device(), x.dtype());  // the CPU's activations are f32
   core::Span span(core::SpanKind::op, "linear");
   describe_span(span, x, weight.out_features(), weight.compute_dtype(), weight.has_bias());
   weight.forward(x.data<float>(), x.size(0), x.strides()[0], out.data<float>(), out.strides()[0]);
@@ -106,11 +157,12 @@ void linear_forward(Tensor& out, const Tensor& x, const Linear& weight) {
   }
   check_linear_shapes(out, x, weight.in_features(), weight.out_features());
   check_device("linear", weight.device(), {&x, &out});
+  check_activation_dtype(x, weight.activation_dtype(), &weight, " on " + weight.device().str());
   core::Span span(core::SpanKind::op, "linear");
   describe_span(span, x, weight.out_features(), weight.compute_dtype(), weight.has_bias());
 #if TACH_HAS_CUDA
-  linear_forward_cuda(weight.device().index, out.data<float>(), out.strides()[0], x.data<float>(), x.strides()[0],
-                      x.size(0), weight);
+  linear_forward_cuda(weight.device().index, out.raw(), out.strides()[0], x.raw(), x.strides()[0], x.size(0), x.dtype(),
+                      weight);
 #else
   unsupported("linear", weight.device(), weight.compute_dtype());
 #endif

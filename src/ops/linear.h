@@ -12,11 +12,13 @@
 namespace tach::ops {
 
 // Where a model's linear layers run, and the dtype their GEMMs take their inputs in
-// (accumulation and outputs are f32 in every case).
+// (accumulation is f32 in every case; the outputs are in Linear::activation_dtype()).
 struct LinearPlacement {
   Device device = Device::cpu();
-  DType compute = DType::f32;  // f32, bf16 (CPU and CUDA), f16 (CUDA)
-  bool decoding = false;       // mostly a few rows per call (token-by-token generation): cpu::PackedLinear
+  // f32, bf16 (CPU and CUDA), f16 (CUDA), i8 and nf4 (CPU: quantized GEMMs; CUDA: weight-only,
+  // the weights stored quantized and multiplied with bf16 activations)
+  DType compute = DType::f32;
+  bool decoding = false;  // mostly a few rows per call (token-by-token generation): cpu::PackedLinear
   // CUDA, f32 compute: the GEMMs run on TF32 tensor cores (inputs rounded to 10 mantissa bits,
   // f32 accumulation). The few-row GEMV stays f32. An error on a CPU.
   bool tf32 = false;
@@ -26,7 +28,11 @@ struct LinearPlacement {
 //   CPU:  a cpu::PackedLinear (oneDNN's blocked layout, bias and activation as post-ops; or, where
 //         oneDNN would repack per call, tach's panel kernels; or a quantized layer).
 //   CUDA: W: [N, K] in the compute dtype on the device, b: [N] f32; cuBLASLt adds the bias (and
-//         ReLU) in its epilogue; erf-GELU and tanh run as kernels after it.
+//         ReLU) in its epilogue; erf-GELU and tanh run as kernels after it. int8 and nf4 store
+//         the weight quantized as the CPU quantizes it (ops/linear_quantized.h): int8 codes with
+//         an f32 scale per output row, or NF4 codes with the f32 absmax of each 64-weight block;
+//         a few rows run a GEMV over the packed codes, more rows dequantize into bf16 and run
+//         the bf16 GEMM.
 class Linear {
  public:
   // weight: [N, K] (any float dtype, any device)  bias: [N] or undefined
@@ -39,6 +45,11 @@ class Linear {
   int64_t in_features() const { return K_; }
   int64_t out_features() const { return N_; }
   DType compute_dtype() const { return placement_.compute; }
+  // The dtype x and y are in on the layer's device: f32 on the CPU and for f32 (and TF32) weights;
+  // on a GPU bf16 for bf16 weights and for the weight-only int8/nf4 ones, f16 for f16. A model
+  // allocates its activations in its first layer's. (CUDA also takes f32 x and y for 16-bit and
+  // quantized weights: x rounded to the GEMM's dtype, y written in f32.)
+  DType activation_dtype() const;
   bool tf32() const { return placement_.tf32; }  // f32 GEMMs on TF32 tensor cores (CUDA)
   Device device() const { return placement_.device; }
   bool has_bias() const { return has_bias_; }
@@ -47,29 +58,50 @@ class Linear {
   int64_t weight_bytes() const;
   cpu::FusedActivation activation() const { return activation_; }
   const cpu::PackedLinear* packed() const { return packed_.get(); }  // CPU only
-  const Tensor& device_weight() const { return weight_; }            // CUDA only
+  const Tensor& device_weight() const { return weight_; }            // CUDA only (int8/nf4: the codes)
   const Tensor& device_bias() const { return bias_; }                // CUDA only, may be undefined
+  // CUDA int8: f32 [N], each output row's scale; nf4: f32 [N · K / 64], each block's absmax.
+  const Tensor& device_scales() const { return scales_; }
+  // CUDA, activation_dtype() bf16/f16: the bias [N] in it, for the GEMM's epilogue when y is in it
+  // too (cuBLASLt's bias takes y's dtype; as a bf16 model's own bias). May be undefined.
+  const Tensor& device_activation_bias() const { return activation_bias_; }
 
  private:
   LinearPlacement placement_;
   int64_t N_ = 0, K_ = 0;
   bool has_bias_ = false;
   cpu::FusedActivation activation_ = cpu::FusedActivation::none;
+  // Places the weight on a GPU: in its compute dtype, or quantized (int8, nf4).
+  void place_on_cuda(const Tensor& host_w);
+
   std::unique_ptr<cpu::PackedLinear> packed_;
-  Tensor weight_, bias_;
+  Tensor weight_, bias_, scales_, activation_bias_;
 };
 
-// x: [M, K] f32 (rows may be strided)  out: [M, N] f32 (rows may be strided), both on the
-// layer's device. Inference: the prepared weight is a cache over the master weight; nothing is saved.
+// x: [M, K] (rows may be strided)  out: [M, N] (rows may be strided), both on the layer's device,
+// both in the layer's activation_dtype() (or both f32 on a GPU, for any weight). Inference: the
+// prepared weight is a cache over the master weight; nothing is saved.
 void linear_forward(Tensor& out, const Tensor& x, const Linear& weight);
 void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weight);
 
-// CUDA kernel side of linear_forward: the GEMM through cuBLASLt (x converted to the compute dtype
-// first when that is not f32), then the activation. x: [M, K] (row stride ld_x), out: [M, N]
-// (row stride ld_out), every pointer on `device`.
-void linear_forward_cuda(int device, float* out, int64_t ld_out, const float* x, int64_t ld_x, int64_t M,
-                         const Linear& weight);
-OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias);
+// CUDA kernel side of linear_forward: the GEMV for a few rows, else the GEMM through cuBLASLt
+// (f32 x converted to the GEMM's dtype first when that is not f32; quantized weights dequantized
+// into bf16 first), then the activation. x: [M, K] (row stride ld_x), out: [M, N] (row stride
+// ld_out), both in `activation` (f32, or the layer's activation_dtype()), every pointer on `device`.
+void linear_forward_cuda(int device, void* out, int64_t ld_out, const void* x, int64_t ld_x, int64_t M,
+                         DType activation, const Linear& weight);
+inline void linear_forward_cuda(int device, float* out, int64_t ld_out, const float* x, int64_t ld_x, int64_t M,
+                                const Linear& weight) {
+  linear_forward_cuda(device, static_cast<void*>(out), ld_out, static_cast<const void*>(x), ld_x, M, DType::f32,
+                      weight);
+}
+// y [M, N] = act(y) in place (row stride ld), y in bf16 or f16: erf-GELU or tanh computed in f32
+// and rounded once, 16 bytes per thread where the rows allow (ops/linear_activation_cuda.cu).
+void linear_activation_cuda(int device, void* y, DType dtype, int64_t M, int64_t N, int64_t ld,
+                            cpu::FusedActivation activation);
+// x and y counted at the activation dtype's size, the weight at the compute dtype's (packed for
+// int8 and nf4, with their scales).
+OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias, DType activation = DType::f32);
 
 // Training works on the plain f32 master weight (the optimizer updates it in place, so a
 // packed copy would have to be rebuilt after every step), or on QLoRA's frozen base in NF4,

@@ -1,13 +1,19 @@
-// The CUDA side of the inference linear: for a few rows (decoding) tach's GEMV, which reads f32
-// activations and the weights as stored; otherwise a cuBLASLt GEMM with the bias (and ReLU) in its
-// epilogue. Then erf-GELU or tanh as kernels (cuBLASLt's GELU epilogue is the tanh approximation,
-// which transformers' BERT does not use). Compiled only with the CUDA backend.
+// The CUDA side of the inference linear: for a few rows (decoding) tach's GEMVs, which read x
+// and the weights as stored (packed int8/NF4 codes included); otherwise a cuBLASLt GEMM with the
+// bias (and ReLU) in its epilogue. Then erf-GELU or tanh as kernels (cuBLASLt's GELU epilogue is
+// the tanh approximation, which transformers' BERT does not use). Compiled only with the CUDA
+// backend.
+//
+// x and y are f32 or the layer's activation dtype (bf16 for bf16, int8 and nf4 weights, f16 for
+// f16): a 16-bit x goes to the GEMM as it is and y comes out in it; an f32 x is converted first
+// and y written in f32 (callers that still hold f32 activations).
 #include <cstdlib>
 #include <string>
 
 #include "cuda/convert.h"
 #include "cuda/cublaslt.h"
 #include "cuda/gemv.h"
+#include "cuda/quant_gemv.h"
 #include "cuda/scratch.h"
 #include "ops/activation.h"
 #include "ops/gelu.h"
@@ -27,69 +33,119 @@ bool gemv_allowed() {
   return allowed;
 }
 
+bool quantized(const Linear& weight) {
+  return weight.compute_dtype() == DType::i8 || weight.compute_dtype() == DType::nf4;
+}
+
+// The operands of one call.
+struct Call {
+  int device = 0;
+  void* out = nullptr;
+  int64_t ld_out = 0;
+  const void* x = nullptr;
+  int64_t ld_x = 0;
+  int64_t M = 0;
+  DType activation = DType::f32;
+};
+
 // The few-rows path; false when the GEMV does not take the shape or layout.
-bool try_gemv(int device, float* out, int64_t ld_out, const float* x, int64_t ld_x, int64_t M, const Linear& weight,
-              const float* bias) {
+bool try_gemv(const Call& c, const Linear& weight, const float* bias) {
   if (!gemv_allowed()) return false;
+  const bool relu = weight.activation() == cpu::FusedActivation::relu;
+  if (quantized(weight)) {
+    cuda::QuantGemvArgs q;
+    q.M = c.M, q.N = weight.out_features(), q.K = weight.in_features(), q.ld_x = c.ld_x, q.ld_y = c.ld_out;
+    q.weights = weight.compute_dtype() == DType::i8 ? cuda::QuantWeights::int8 : cuda::QuantWeights::nf4;
+    q.activation = c.activation, q.relu = relu;
+    if (!cuda::quant_gemv_fits(q, c.x, weight.device_weight().raw())) return false;
+    cuda::quant_gemv(c.device, c.out, c.x, weight.device_weight().raw(), weight.device_scales().data<float>(), bias, q);
+    return true;
+  }
   cuda::GemvArgs g;
-  g.M = M, g.N = weight.out_features(), g.K = weight.in_features(), g.ld_x = ld_x, g.ld_y = ld_out;
-  g.relu = weight.activation() == cpu::FusedActivation::relu;
+  g.M = c.M, g.N = weight.out_features(), g.K = weight.in_features(), g.ld_x = c.ld_x, g.ld_y = c.ld_out;
+  g.relu = relu, g.activation = c.activation;
   switch (weight.compute_dtype()) {
     case DType::bf16: g.weights = cuda::GemvWeights::bf16; break;
     case DType::f16: g.weights = cuda::GemvWeights::f16; break;
     case DType::f32: g.weights = cuda::GemvWeights::f32; break;
     default: return false;
   }
-  if (!cuda::gemv_fits(g, x, weight.device_weight().raw())) return false;
-  cuda::gemv(device, out, x, weight.device_weight().raw(), bias, g);
+  if (!cuda::gemv_fits(g, c.x, weight.device_weight().raw())) return false;
+  cuda::gemv(c.device, c.out, c.x, weight.device_weight().raw(), bias, g);
   return true;
 }
 
-void gemm(int device, float* out, int64_t ld_out, const float* x, int64_t ld_x, int64_t M, const Linear& weight,
-          const float* bias) {
+// The weight as the GEMM reads it: as stored, or an int8/NF4 weight dequantized into bf16 in the
+// device's reused buffer. Dequantizing the whole weight before a bf16 GEMM costs one pass over
+// N · K (a fraction of the GEMM's time at the many rows that come here) and keeps cuBLASLt's
+// tensor-core GEMM, with the same numbers as the GEMV's products; a GEMM that dequantizes tiles
+// as it loads them would save that pass, and is later work.
+const void* gemm_weight(const Call& c, const Linear& weight) {
+  if (!quantized(weight)) return weight.device_weight().raw();
   const int64_t N = weight.out_features(), K = weight.in_features();
+  void* w = cuda::scratch(c.device, cuda::ScratchUse::dequantized_weight, size_t(N * K) * 2);
+  cuda::dequantize_weight_bf16(c.device, w, weight.device_weight().raw(), weight.device_scales().data<float>(),
+                               weight.compute_dtype() == DType::i8 ? cuda::QuantWeights::int8 : cuda::QuantWeights::nf4,
+                               N, K);
+  return w;
+}
+
+void gemm(const Call& c, const Linear& weight) {
+  const int64_t N = weight.out_features(), K = weight.in_features();
+  const DType gemm_dtype = weight.activation_dtype();  // the GEMM's inputs: f32, bf16 or f16
   cuda::LinearArgs a;
-  a.M = M, a.N = N, a.K = K, a.ld_y = ld_out;
-  const void* input = x;
-  switch (weight.compute_dtype()) {
+  a.M = c.M, a.N = N, a.K = K, a.ld_y = c.ld_out;
+  switch (gemm_dtype) {
     case DType::bf16: a.precision = cuda::GemmPrecision::bf16; break;
     case DType::f16: a.precision = cuda::GemmPrecision::f16; break;
     default: a.precision = weight.tf32() ? cuda::GemmPrecision::tf32 : cuda::GemmPrecision::f32; break;
   }
-  if (weight.compute_dtype() == DType::f32) {
-    a.ld_x = ld_x;
-  } else {
-    // x in the compute dtype, in the device's reused GEMM-input buffer (the GEMM reads it before
+  const void* input = c.x;
+  a.ld_x = c.ld_x;
+  if (gemm_dtype != DType::f32 && c.activation == DType::f32) {
+    // x in the GEMM's dtype, in the device's reused GEMM-input buffer (the GEMM reads it before
     // the next conversion, on the same stream, writes it again).
     void* converted =
-        cuda::scratch(device, cuda::ScratchUse::gemm_input, size_t(M * K) * dtype_bytes(weight.compute_dtype(), 1));
-    cuda::convert_from_f32(device, converted, weight.compute_dtype(), x, M, K, ld_x);
+        cuda::scratch(c.device, cuda::ScratchUse::gemm_input, size_t(c.M * K) * dtype_bytes(gemm_dtype, 1));
+    cuda::convert_from_f32(c.device, converted, gemm_dtype, static_cast<const float*>(c.x), c.M, K, c.ld_x);
     input = converted;
     a.ld_x = K;
   }
+  a.y_in_input_type = c.activation != DType::f32;
+  // The bias in y's dtype (cublaslt.h).
+  const Tensor& b = a.y_in_input_type ? weight.device_activation_bias() : weight.device_bias();
+  const void* bias = b.defined() ? b.raw() : nullptr;
   const cpu::FusedActivation act = weight.activation();
   a.epilogue = act == cpu::FusedActivation::relu ? cuda::Epilogue::bias_relu
                : bias                            ? cuda::Epilogue::bias
                                                  : cuda::Epilogue::none;
-  cuda::linear(device, out, input, weight.device_weight().raw(), bias, a);
+  cuda::linear(c.device, c.out, input, gemm_weight(c, weight), bias, a);
 }
 
 }  // namespace
 
-void linear_forward_cuda(int device, float* out, int64_t ld_out, const float* x, int64_t ld_x, int64_t M,
-                         const Linear& weight) {
+void linear_forward_cuda(int device, void* out, int64_t ld_out, const void* x, int64_t ld_x, int64_t M,
+                         DType activation, const Linear& weight) {
   const int64_t N = weight.out_features();
   if (M == 0) return;
+  check(activation == DType::f32 || activation == weight.activation_dtype(),
+        "linear on CUDA: activations in " + std::string(dtype_name(activation)) + ", the layer takes f32 or " +
+            std::string(dtype_name(weight.activation_dtype())));
+  const Call c{device, out, ld_out, x, ld_x, M, activation};
   const float* bias = weight.has_bias() ? weight.device_bias().data<float>() : nullptr;
-  if (!try_gemv(device, out, ld_out, x, ld_x, M, weight, bias)) gemm(device, out, ld_out, x, ld_x, M, weight, bias);
+  if (!try_gemv(c, weight, bias)) gemm(c, weight);
   const cpu::FusedActivation act = weight.activation();
-  if (act == cpu::FusedActivation::gelu_erf || act == cpu::FusedActivation::tanh) {
-    // The activation runs over whole rows; with padded rows (ld_out > N) row by row would be
-    // needed, and no caller passes such an output with an activation.
-    check(ld_out == N, "linear on CUDA: an activation needs a contiguous output");
-    if (act == cpu::FusedActivation::gelu_erf) gelu_forward_cuda(device, out, out, M * N);
-    else tanh_forward_cuda(device, out, out, M * N);
+  if (act != cpu::FusedActivation::gelu_erf && act != cpu::FusedActivation::tanh) return;
+  if (activation != DType::f32) {
+    linear_activation_cuda(device, out, activation, M, N, ld_out, act);
+    return;
   }
+  // The f32 kernels run over whole rows; with padded rows (ld_out > N) row by row would be
+  // needed, and no caller passes such an output with an activation.
+  check(ld_out == N, "linear on CUDA: an activation needs a contiguous output");
+  float* y = static_cast<float*>(out);
+  if (act == cpu::FusedActivation::gelu_erf) gelu_forward_cuda(device, y, y, M * N);
+  else tanh_forward_cuda(device, y, y, M * N);
 }
 
 }  // namespace tach::ops

@@ -1,0 +1,119 @@
+// The inference linear's parts that run on the host: the weight-only int8/NF4 packing a GPU
+// layer is loaded with (ops/linear_quantized.h), the activation-dtype rules of ops::Linear, and
+// its declared costs. The GPU kernels that read these are checked in test_cuda_linear.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cpu/nf4.h"
+#include "ops/linear.h"
+#include "ops/linear_quantized.h"
+#include "tach/error.h"
+#include "test_util.h"
+
+namespace tach::ops {
+namespace {
+
+using test::error_of;
+using test::random_normal;
+
+// Per output row: the scale is max|w| / 127, every code within [-127, 127], code · scale within
+// half a step of the weight, and the row's largest weight lands on ±127 exactly.
+TEST(LinearQuantized, Int8PacksEachRowSymmetricallyOnTheFullRange) {
+  const int64_t N = 7, K = 40;
+  Tensor w = random_normal(N, K, 3, 0.2f);
+  w.data<float>()[2 * K + 5] = 0;  // a row may hold zeros; a row of only zeros gets scale 0
+  std::fill(w.data<float>() + 4 * K, w.data<float>() + 5 * K, 0.0f);
+  const QuantizedWeight q = quantize_int8_weight(w);
+  ASSERT_EQ(q.codes.dtype(), DType::i8);
+  ASSERT_EQ(q.codes.numel(), N * K);
+  ASSERT_EQ(q.scales.numel(), N);
+  const Tensor back = dequantize_weight(q, DType::i8, N, K);
+  for (int64_t n = 0; n < N; ++n) {
+    const float* row = w.data<float>() + n * K;
+    float absmax = 0;
+    for (int64_t k = 0; k < K; ++k) absmax = std::max(absmax, std::fabs(row[k]));
+    const float scale = q.scales.data<float>()[n];
+    EXPECT_FLOAT_EQ(scale, absmax / 127) << "row " << n;
+    int biggest = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const int code = q.codes.data<int8_t>()[n * K + k];
+      EXPECT_LE(std::abs(code), 127);
+      biggest = std::max(biggest, std::abs(code));
+      EXPECT_EQ(back.data<float>()[n * K + k], float(code) * scale);
+      EXPECT_LE(std::fabs(back.data<float>()[n * K + k] - row[k]), 0.5f * scale * (1 + 1e-5f)) << n << ", " << k;
+    }
+    EXPECT_EQ(biggest, absmax > 0 ? 127 : 0) << "row " << n;
+  }
+}
+
+// The same codes and absmax values as the CPU's NF4 (bitsandbytes' layout), and the dequantized
+// weight equal bit for bit to the CPU's dequantize_nf4_rows.
+TEST(LinearQuantized, Nf4PacksAsTheCpuQuantizerWithEachBlocksAbsmaxInF32) {
+  for (const int64_t K : {int64_t(128), int64_t(96)}) {  // 96: blocks straddle rows
+    const int64_t N = 6;
+    const Tensor w = random_normal(N, K, 5, 0.05f);
+    const QuantizedWeight q = quantize_nf4_weight(w);
+    const cpu::Nf4Tensor want = cpu::quantize_nf4(w.data<float>(), N, K);
+    ASSERT_EQ(q.codes.nbytes(), size_t(N * K / 2));
+    EXPECT_EQ(std::memcmp(q.codes.raw(), want.codes.raw(), size_t(N * K / 2)), 0);
+    ASSERT_EQ(q.scales.numel(), N * K / 64);
+    std::vector<float> absmax(size_t(N * K / 64));
+    want.absmax(absmax.data());
+    for (int64_t b = 0; b < N * K / 64; ++b) EXPECT_EQ(q.scales.data<float>()[b], absmax[size_t(b)]) << "block " << b;
+    std::vector<float> dq(size_t(N * K));
+    cpu::dequantize_nf4_rows(want, 0, N, dq.data());
+    const Tensor back = dequantize_weight(q, DType::nf4, N, K);
+    for (int64_t i = 0; i < N * K; ++i)
+      EXPECT_EQ(back.data<float>()[i], dq[size_t(i)]) << "K " << K << ", element " << i;
+  }
+}
+
+TEST(LinearQuantized, Nf4RefusesAWeightThatIsNotWholeBlocks) {
+  const std::string e = error_of([] { quantize_nf4_weight(random_normal(3, 30, 1)); });
+  EXPECT_NE(e.find("blocks of 64"), std::string::npos) << e;
+  const std::string not_quantized = error_of([] { dequantize_weight(QuantizedWeight{}, DType::bf16, 1, 1); });
+  EXPECT_NE(not_quantized.find("bf16 is not a quantized dtype"), std::string::npos) << not_quantized;
+}
+
+// On the CPU every layer's activations are f32, whatever its weights.
+TEST(LinearActivationDtype, IsF32OnTheCpuForEveryComputeDtype) {
+  const Tensor w = random_normal(8, 64, 2, 0.1f);
+  for (const DType compute : {DType::f32, DType::bf16, DType::i8, DType::nf4}) {
+    const Linear layer(w, Tensor(), {Device::cpu(), compute});
+    EXPECT_EQ(layer.activation_dtype(), DType::f32) << dtype_name(compute);
+  }
+}
+
+// A bf16 x on the CPU is the op's unsupported-dtype error; mixed x and out dtypes name both.
+TEST(LinearActivationDtype, TheCpuRefusesAnyOtherActivationDtypeByName) {
+  const Linear layer(random_normal(8, 16, 2, 0.1f), Tensor(), {Device::cpu(), DType::f32});
+  const Tensor x16 = Tensor::zeros({2, 16}, DType::bf16);
+  Tensor out16 = Tensor::empty({2, 8}, DType::bf16), out32 = Tensor::empty({2, 8}, DType::f32);
+  std::string e = error_of([&] { linear_forward(out16, x16, layer); });
+  EXPECT_NE(e.find("linear: no kernel for device cpu with dtype bf16"), std::string::npos) << e;
+  e = error_of([&] { linear_forward(out32, x16, layer); });
+  EXPECT_NE(e.find("x is bf16 and out f32"), std::string::npos) << e;
+}
+
+// x and y at the activation dtype's size, the weight at the compute dtype's, packed with its
+// scales for int8 (one f32 per row) and NF4 (one f32 per 64 weights).
+TEST(LinearCost, CountsActivationsAtTheirDtypeAndQuantizedWeightsPacked) {
+  const int64_t M = 3, N = 128, K = 256;
+  const OpCost f32 = linear_cost(M, N, K, DType::f32, true);
+  EXPECT_EQ(f32.bytes_read, double(M * K * 4 + N * K * 4 + N * 4));
+  EXPECT_EQ(f32.bytes_written, double(M * N * 4));
+  const OpCost bf16 = linear_cost(M, N, K, DType::bf16, true, DType::bf16);
+  EXPECT_EQ(bf16.bytes_read, double(M * K * 2 + N * K * 2 + N * 4));
+  EXPECT_EQ(bf16.bytes_written, double(M * N * 2));
+  EXPECT_EQ(bf16.flops, f32.flops);
+  const OpCost i8 = linear_cost(M, N, K, DType::i8, false, DType::bf16);
+  EXPECT_EQ(i8.bytes_read, double(M * K * 2 + N * K + N * 4));
+  const OpCost nf4 = linear_cost(M, N, K, DType::nf4, false, DType::bf16);
+  EXPECT_EQ(nf4.bytes_read, double(M * K * 2 + N * K / 2 + N * K / 64 * 4));
+}
+
+}  // namespace
+}  // namespace tach::ops
