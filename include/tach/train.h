@@ -31,6 +31,9 @@ struct TrainOptions {
   // the text column), token-classification (CoNLL or JSON tagged words), question-answering
   // (SQuAD-format data).
   std::string task = "sequence-classification";
+  // No task given (tach train without --task or --head): a checkpoint published as a token
+  // classifier or question-answering model trains its own head, saying so; any other trains `task`.
+  bool task_default = false;
   double mlm_probability = 0.15;  // mlm: the share of tokens chosen (DataCollatorForLanguageModeling)
   bool label_all_tokens = false;  // token classification: every sub-token gets its word's label
   int64_t doc_stride = 128;       // question answering: tokens shared by a long context's windows
@@ -51,9 +54,12 @@ struct TrainOptions {
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
   double max_grad_norm = 1.0;  // 0: no clipping
   int64_t max_length = 128;
-  // tach train's question-answering defaults (run_qa.py's 384-token windows, 128-token stride)
-  // rather than values given: the run fits them to a model with fewer positions and says so.
-  bool max_length_default = false, doc_stride_default = false;
+  // Whether --max-length was given (tach train -s, or its YAML file). A length given past the model's
+  // positions is a usage error before the run directory; one not given (128; question answering:
+  // run_qa.py's 384-token windows) is fitted to them, and the run says so.
+  bool max_length_given = false;
+  // The question-answering stride was not given: fitted windows keep at most half of theirs.
+  bool doc_stride_default = false;
   std::string padding = "longest";  // longest (per batch) | max_length
   bool dropout = true;              // false: dropout off in training too
   uint64_t seed = 42;

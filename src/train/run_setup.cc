@@ -107,7 +107,52 @@ void resolve_classifier_head(TrainRun& r) {
             std::to_string(r.labels.size()) + " come from " + (r.src.checkpoint_has_head ? r.o.model : "the data"));
 }
 
+Head head_of_task(const std::string& task) {
+  return task == "mlm"                    ? Head::masked_lm
+         : task == "token-classification" ? Head::token_classification
+         : task == "question-answering"   ? Head::question_answering
+                                          : Head::sequence_classification;
+}
+
+std::string task_of_head(Head h) { return h == Head::masked_lm ? "mlm" : head_name(h); }
+
+// "config.json's architecture: BertForTokenClassification", else where the head was found.
+std::string published_with(const TrainingModelSource& s) {
+  const nlohmann::json& a = s.config_json.contains("architectures") ? s.config_json["architectures"] : nlohmann::json();
+  if (a.is_array() && !a.empty() && a[0].is_string()) return "config.json's architecture: " + a[0].get<std::string>();
+  return "its weights";
+}
+
 }  // namespace
+
+void choose_task(TrainRun& r) {
+  const Head own = r.src.checkpoint_head;
+  // A fine-tuned per-token head: the default would drop it for a new sequence classifier. A masked
+  // LM keeps the default (a pre-trained encoder is published with it, and fine-tuning it to classify
+  // is the usual run; --task mlm continues its pre-training).
+  if (r.o.task_default && (own == Head::token_classification || own == Head::question_answering)) {
+    r.o.task = task_of_head(own);
+    if (own == Head::question_answering && !r.o.max_length_given) r.o.max_length = 384;  // run_qa.py's
+    const std::string note = "--task " + r.o.task + ", from " + r.o.model + "'s own head (" + published_with(r.src) +
+                             "), which trains; --task sequence-classification trains a new sequence classifier "
+                             "instead";
+    r.head_notes.push_back(note);
+    r.note(note);
+  }
+  r.task = head_of_task(r.o.task);
+  // A checkpoint's task-trained head the task does not train: said, with what becomes of it. (A
+  // preset's synthetic weights hold every head: nothing trained is lost.)
+  const bool task_head =
+      own == Head::sequence_classification || own == Head::token_classification || own == Head::question_answering;
+  if (task_head && own != r.task && r.src.store) {
+    const std::string note = "--task " + r.o.task + " on " + r.o.model + ", published with a " + head_name(own) +
+                             " head (" + published_with(r.src) +
+                             "): that head is left out (not trained, not saved) and a new " + head_name(r.task) +
+                             " head is initialised from --seed " + std::to_string(r.o.seed);
+    r.head_notes.push_back(note);
+    r.note(note);
+  }
+}
 
 void resolve_head(TrainRun& r) {
   if (r.task == Head::sequence_classification) return resolve_classifier_head(r);
@@ -140,27 +185,34 @@ void build_model(TrainRun& r) {
 }
 
 void fit_windows_to_model(TrainRun& r) {
-  if (r.task != Head::question_answering) return;
   TrainOptions& o = r.o;
   const int64_t positions = r.model->max_tokens();
   // RoBERTa's and MPNet's positions start after padding_idx: fewer tokens than max_position_embeddings.
   const std::string limit = o.model + "'s " + std::to_string(positions) + " positions (the tokens a row can hold)";
-  if (o.max_length > positions && o.max_length_default) {
-    // run_qa.py's max_seq_length = min(384, the tokenizer's model_max_length); the stride as the
-    // question-answering pipeline fits it, half the window at most.
+  const bool qa = r.task == Head::question_answering;
+  if (o.max_length > positions && !o.max_length_given) {
+    // A length not given (128; question answering: run_qa.py's max_seq_length = min(384, the
+    // tokenizer's model_max_length)) follows the model; the stride as the question-answering
+    // pipeline fits it, half the window at most.
+    const std::string default_length = std::to_string(o.max_length);
     o.max_length = positions;
-    if (o.doc_stride_default) o.doc_stride = std::min(o.doc_stride, positions / 2);
-    const std::string note = "question-answering windows of " + std::to_string(positions) + " tokens, " + limit +
-                             ", not the default 384" +
-                             (o.doc_stride_default ? "; --doc-stride " + std::to_string(o.doc_stride) : std::string());
+    if (qa && o.doc_stride_default) o.doc_stride = std::min(o.doc_stride, positions / 2);
+    const std::string note =
+        qa ? "question-answering windows of " + std::to_string(positions) + " tokens, " + limit + ", not the default " +
+                 default_length +
+                 (o.doc_stride_default ? "; --doc-stride " + std::to_string(o.doc_stride) : std::string())
+           : "rows of at most " + std::to_string(positions) + " tokens, " + limit + ", not the default " +
+                 default_length;
     r.head_notes.push_back(note);
     r.note(note);
   }
+  // Refused here, before the run directory: past them, the first long row would stop the run mid-way.
   usage_check(o.max_length <= positions, "--max-length " + std::to_string(o.max_length) + " is past " + limit +
                                              ": give --max-length " + std::to_string(positions) +
-                                             " or less (or leave it out: the windows then fit the model)");
+                                             " or less (or leave it out: the default then fits the model)");
   usage_check(o.eval_max_length <= positions, "--eval-max-length " + std::to_string(o.eval_max_length) + " is past " +
                                                   limit + ": give " + std::to_string(positions) + " or less");
+  if (!qa) return;
   usage_check(o.doc_stride < o.max_length, "--doc-stride " + std::to_string(o.doc_stride) +
                                                " must be smaller than the windows, " + std::to_string(o.max_length) +
                                                " tokens (" + limit + ")");

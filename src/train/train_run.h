@@ -123,10 +123,14 @@ struct TrainRun {
 // run_setup.cc
 void join_ranks(TrainRun& r);      // data-parallel: this rank's communicator, deadline and threads
 void resume_options(TrainRun& r);  // a resumed run's options (or: finished already, left as it is)
-void resolve_head(TrainRun& r);    // the head's labels and problem type
-void build_model(TrainRun& r);     // the trainable model with its method applied
-// Question answering's windows within the model's positions: a default fitted (with a note), a
-// value given past them refused.
+// The task: --task's, or where none was given (TrainOptions::task_default) a token classifier's or
+// question-answering checkpoint's own head's (said in a note); a task that leaves the checkpoint's
+// own task head out says so.
+void choose_task(TrainRun& r);
+void resolve_head(TrainRun& r);  // the head's labels and problem type
+void build_model(TrainRun& r);   // the trainable model with its method applied
+// The rows (question answering's windows) within the model's positions: a default length fitted
+// (with a note), a --max-length or --eval-max-length given past them refused (a usage error).
 void fit_windows_to_model(TrainRun& r);
 void make_step(TrainRun& r);  // the step: its execution, dropout, precision and optimizer
 

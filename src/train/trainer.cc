@@ -29,13 +29,6 @@ ProfilerOptions profiler_options(const TrainOptions& o) {
   return popts;
 }
 
-Head task_head(const std::string& task) {
-  return task == "mlm"                    ? Head::masked_lm
-         : task == "token-classification" ? Head::token_classification
-         : task == "question-answering"   ? Head::question_answering
-                                          : Head::sequence_classification;
-}
-
 TrainResult train_steps_of_this_rank(train::TrainRun& r, const TrainObserver& observer) {
   train::resume_options(r);
   if (r.result.finished_already) return r.result;
@@ -48,7 +41,7 @@ TrainResult train_steps_of_this_rank(train::TrainRun& r, const TrainObserver& ob
            std::to_string(r.o.batch_size * r.world()));
 
   r.src = train::open_training_model(r.o.model, r.o.seed);
-  r.task = task_head(r.o.task);
+  train::choose_task(r);
   train::read_training_examples(r);
   train::resolve_head(r);
   train::build_model(r);

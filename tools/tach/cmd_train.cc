@@ -105,8 +105,9 @@ void add_model_and_task_options(CLI::App* sub, const Options& o, const std::shar
                   "A new head's problem type: single_label_classification (default), multi_label_classification (each "
                   "label cell a set: a JSON list or comma-separated names) or regression");
   sub->add_option("--task", o->task,
-                  "The head that trains: sequence-classification (default; a masked-LM checkpoint gets a new "
-                  "classifier), mlm (continued pre-training on the text column; reports perplexity), "
+                  "The head that trains: sequence-classification (default; a masked-LM or bare checkpoint gets a "
+                  "new classifier; a token-classification or question-answering checkpoint trains its own head, "
+                  "saying so), mlm (continued pre-training on the text column; reports perplexity), "
                   "token-classification (CoNLL or JSON tagged words: tokens/ner_tags) or question-answering "
                   "(SQuAD-format data)");
   add_head_option(sub, *head, HeadUse::fine_tune);
@@ -316,7 +317,7 @@ Command add_train_command(CLI::App& app) {
             std::string device_note;
             options.device = training_device(*device, &device_note);
             if (!device_note.empty()) std::cout << device_note << "\n";
-            bool task_from_file = false;
+            bool task_from_file = false, length_from_file = false, stride_from_file = false;
             if (!config_file->empty()) {
               TrainOptions file;
               load_train_yaml(*config_file, file);
@@ -331,17 +332,21 @@ Command add_train_command(CLI::App& app) {
             // Given on the command line at its default, a teacher's setting is still one without a teacher.
             for (const char* flag : {"--distill-temperature", "--distill-alpha", "--distill-dtype"})
               usage_check(!options.distill_from.empty() || sub->get_option(flag)->count() == 0,
+              length_from_file = file.max_length != TrainOptions{}.max_length;
+              stride_from_file = file.doc_stride != TrainOptions{}.doc_stride;
                           std::string(flag) + " needs --distill-from (a teacher to distil from); without one it " +
                               "would be ignored");
-            options.task = training_task(*head, options.task, task_from_file || sub->get_option("--task")->count() > 0);
-            // Question answering's windows are run_qa.py's max_seq_length, 384, unless told.
-            // A model with fewer positions gets windows of its positions (the run says so).
-            if (options.task == "question-answering" && sub->get_option("--max-length")->count() == 0 &&
-                config_file->empty()) {
-              options.max_length = 384;
-              options.max_length_default = true;
-              options.doc_stride_default = sub->get_option("--doc-stride")->count() == 0;
-            }
+            const bool task_given = task_from_file || sub->get_option("--task")->count() > 0;
+            options.task = training_task(*head, options.task, task_given);
+            // Neither --task nor --head: a token classifier or question-answering checkpoint trains its own head.
+            options.task_default = !task_given && *head == "auto";
+            // Lengths not given are defaults the run fits to a model with fewer positions (and says so);
+            // one given past them is refused before the run directory. Question answering's windows are
+            // run_qa.py's max_seq_length, 384, unless told.
+            options.max_length_given = sub->get_option("--max-length")->count() > 0 || length_from_file;
+            options.doc_stride_default = sub->get_option("--doc-stride")->count() == 0 && !stride_from_file;
+            // (A question-answering task taken from the checkpoint's head gets it there.)
+            if (options.task == "question-answering" && !options.max_length_given) options.max_length = 384;
             const TrainObserver obs = train_progress(*no_progress);
             if (options.method.find(',') != std::string::npos || options.exec.find(',') != std::string::npos)
               return run_comparison(options, obs);

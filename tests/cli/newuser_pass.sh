@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# What a new user's pass over tach prune -> train -> shrink, bench --accuracy and run -d found, one
+# case each (usage: newuser_pass.sh TACH FIXTURES_DIR WORK_DIR CASE):
+#   max_length        train -s past the model's positions: a usage error before any run directory;
+#                     left out, the default fits the model (said)
+#   task_from_head    train without --task on a token-classification or question-answering
+#                     checkpoint trains its own head (said); --task given wins, saying what the
+#                     checkpoint's head becomes
+set -euo pipefail
+tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+fx=$(cd "$2" && pwd)
+work=$3
+case_name=$4
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+field() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v:=v[k] for k in sys.argv[2:]]; print(json.dumps(v))' "$@"; }
+# run STATUS OUT_FILE ARGS...: the command's combined output in OUT_FILE, its status checked.
+run() {
+  local want=$1 out=$2
+  shift 2
+  set +e
+  "$tach" "$@" >"$out" 2>&1
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || { cat "$out"; fail "tach $* exited $got, want $want"; }
+}
+bert=$fx/encoders/bert-cls2-f32
+wp=$fx/tokenizers/tiny-wordpiece
+quiet=(--no-progress --no-tensorboard --runs-dir "$work/runs")
+
+case $case_name in
+max_length)
+  # Padded to 64 tokens on a model with 32 positions: before, the first step failed and left its run.
+  run 2 "$work/past.out" train -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" -s 64 --padding max_length \
+    --max-steps 2 "${quiet[@]}"
+  grep -qF -- "usage error: --max-length 64 is past $bert's 32 positions (the tokens a row can hold): give --max-length 32 or less" \
+    "$work/past.out" || { cat "$work/past.out"; fail "the message does not name the limit"; }
+  [ ! -e "$work/runs" ] || [ -z "$(ls -A "$work/runs")" ] || fail "a refused run left $(ls "$work/runs")"
+  run 2 "$work/eval.out" train -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" --eval-dataset "$fx/train/tiny.csv" \
+    --eval-max-length 40 --max-steps 2 "${quiet[@]}"
+  grep -qF -- "--eval-max-length 40 is past $bert's 32 positions" "$work/eval.out" || fail "eval length: $(cat "$work/eval.out")"
+  # Left out: the default 128 fits the model, said once, and the run records 32.
+  run 0 "$work/default.out" train -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" --padding max_length --max-steps 2 \
+    --run-id default "${quiet[@]}"
+  grep -qF "rows of at most 32 tokens, $bert's 32 positions (the tokens a row can hold), not the default 128" \
+    "$work/default.out" || fail "no note of the fitted default: $(cat "$work/default.out")"
+  [ "$(field "$work/runs/default/config.json" options max_length)" = 32 ] || fail "config.json's max_length"
+  ;;
+task_from_head)
+  tokcls=$fx/train_tasks/bert-token-cls5-f32/model
+  qa=$fx/train_tasks/bert-qa-f32/model
+  run 0 "$work/ner.out" train -m "$tokcls" -k "$fx/token_classes/tokenizer-wordpiece" -d "$fx/token_classes/ner.conll" \
+    --max-steps 2 --run-id ner "${quiet[@]}"
+  grep -qF "tach: --task token-classification, from $tokcls's own head (config.json's architecture: BertForTokenClassification), which trains; --task sequence-classification trains a new sequence classifier instead" \
+    "$work/ner.out" || fail "no line saying the task came from the head: $(cat "$work/ner.out")"
+  [ "$(field "$work/runs/ner/config.json" options task)" = '"token-classification"' ] || fail "ner task recorded"
+  [ "$(field "$work/runs/ner/model/config.json" architectures)" = '["BertForTokenClassification"]' ] || fail "ner saved"
+  ! grep -q "were not initialized" "$work/ner.out" || fail "the checkpoint's own head was replaced: $(cat "$work/ner.out")"
+  # Question answering, with run_qa.py's windows fitted to the model's 32 positions.
+  run 0 "$work/qa.out" train -m "$qa" -k "$fx/question_answering/tokenizer-tiny" -d "$fx/train_tasks/squad_train.jsonl" \
+    --max-steps 2 --run-id qa "${quiet[@]}"
+  grep -qF -- "--task question-answering, from $qa's own head (config.json's architecture: BertForQuestionAnswering)" \
+    "$work/qa.out" || fail "qa: no line saying the task came from the head: $(cat "$work/qa.out")"
+  grep -qF "question-answering windows of 32 tokens, $qa's 32 positions (the tokens a row can hold), not the default 384; --doc-stride 16" \
+    "$work/qa.out" || fail "qa windows: $(cat "$work/qa.out")"
+  [ "$(field "$work/runs/qa/model/config.json" architectures)" = '["BertForQuestionAnswering"]' ] || fail "qa saved"
+  # --task given wins; the checkpoint's own head is said to be left out.
+  run 0 "$work/cls.out" train -m "$tokcls" -k "$fx/token_classes/tokenizer-wordpiece" -d "$fx/train/tiny.csv" \
+    --task sequence-classification --max-steps 2 --run-id cls "${quiet[@]}"
+  grep -qF -- "--task sequence-classification on $tokcls, published with a token-classification head (config.json's architecture: BertForTokenClassification): that head is left out (not trained, not saved) and a new sequence-classification head is initialised from --seed 42" \
+    "$work/cls.out" || fail "no line saying what became of the head: $(cat "$work/cls.out")"
+  [ "$(field "$work/runs/cls/model/config.json" architectures)" = '["BertForSequenceClassification"]' ] || fail "cls saved"
+  # A masked LM keeps the default: a new sequence classifier, and no line about a task from the head.
+  run 0 "$work/mlm.out" train -m "$fx/train_tasks/bert-mlm-f32/model" -k "$fx/token_classes/tokenizer-wordpiece" \
+    -d "$fx/train/tiny.csv" --max-steps 1 --run-id mlm "${quiet[@]}"
+  ! grep -q "own head" "$work/mlm.out" || fail "a masked LM's task taken from its head"
+  [ "$(field "$work/runs/mlm/config.json" options task)" = '"sequence-classification"' ] || fail "mlm default task"
+  ;;
+*) fail "no case $case_name" ;;
+esac
+echo "ok: $case_name"
