@@ -102,7 +102,9 @@ SquadEvalData read_squad_eval_data(const BenchConfig& config, AnswerOptions opti
   // SQuAD v2.0 is answered as run_qa.py answers it (version_2_with_negative): the empty answer competes.
   if (d.squad.v2 && !options.handle_impossible_answer) {
     options.handle_impossible_answer = true;
-    notes.push_back("SQuAD v2.0 data: the empty answer competes with the spans (--handle-impossible-answer)");
+    notes.push_back(
+        "SQuAD v2.0 data: the empty answer competes with the spans (as run_qa.py's version_2_with_negative and "
+        "tach eval --handle-impossible-answer)");
   }
   if (info.max_positions > 0 && options.max_length > info.max_positions) {
     options.max_length = info.max_positions;

@@ -137,18 +137,19 @@ std::vector<TaggedSentence> read_conll(const std::string& path, const std::strin
       std::string first_line = bytes.substr(start, bytes.find('\n', start) - start);
       for (char& c : first_line)
         if (c == '\t') c = ' ';
-      throw Error(path + ":" + std::to_string(lineno) + ": a tab-separated row whose field holds several words: the " +
-                  "file looks like a table with a sentence per line (its first line: '" + shown(first_line) +
-                  "'), not CoNLL text; a token classifier needs a tag for every word: one word per line with its "
-                  "tag in the last column (--tag-column), a blank line between sentences, or JSON records with "
-                  "tokens and ner_tags");
+      throw Error(
+          path + ":" + std::to_string(lineno) + ": a tab-separated row whose field holds several words: the " +
+          "file looks like a table with a sentence per line (its first line: '" + shown(first_line) +
+          "'), not CoNLL text; a token classifier needs a tag for every word: one word per line with its "
+          "tag in the last column (tach eval --tag-column picks another), a blank line between sentences, or JSON "
+          "records with tokens and ner_tags");
     }
     const int64_t index = tag_column < 0 ? int64_t(cols.size()) + tag_column : tag_column;
     if (index < 1 || index >= int64_t(cols.size()))
       throw Error(path + ":" + std::to_string(lineno) + ": '" + shown(line) + "' has " + std::to_string(cols.size()) +
                   (cols.size() == 1 ? " column" : " columns") +
                   "; a word line needs the word (column 0) and its tag (" + "column " + tag_column_text(tag_column) +
-                  ", --tag-column), separated by spaces or tabs");
+                  "; tach eval --tag-column picks another), separated by spaces or tabs");
     if (current.words.empty()) current.source = lineno;
     current.words.push_back(cols[0]);
     current.tags.push_back(cols[size_t(index)]);

@@ -171,6 +171,7 @@ CalibrationSet calibration_set(const PruneOptions& o, train::TrainingModelSource
   // Without a pad token, padded rows could not be told apart: one example at a time.
   r.o.batch_size = src.pad_token_id() >= 0 ? 8 : 1;
   r.task = head;
+  r.task_flag.clear();  // tach prune has no --task: the head is the model's own
   r.src = std::move(src);
 
   CalibrationSet s;

@@ -31,8 +31,14 @@ DatasetOptions data_source(const TrainRun& r, const DatasetOptions& which) {
 // `read` of a per-token task's file; where it fails on another task's data, an error naming the file
 // kind and the --task that reads it (rather than the reader's complaint about its first line, or a
 // SQuAD file's top-level keys listed as splits).
+// How the command reads `task`'s data, for the fix a message names: "--task T" (tach train), or a
+// model of that task where the command has no --task (r.task_flag empty: tach prune).
+std::string task_reader(const TrainRun& r, const std::string& task) {
+  return r.task_flag.empty() ? "-m with a " + task + " model" : r.task_flag + " " + task;
+}
+
 template <class Read>
-auto read_for_task(const std::string& path, Head task, Read read) -> decltype(read()) {
+auto read_for_task(const TrainRun& r, const std::string& path, Head task, Read read) -> decltype(read()) {
   try {
     return read();
   } catch (const Error& e) {
@@ -43,13 +49,13 @@ auto read_for_task(const std::string& path, Head task, Read read) -> decltype(re
     // The CoNLL reader's complaint about a table says what a word line needs: it stands.
     if (tagged && kind == data::DatasetKind::table)
       throw Error(std::string(e.what()) + " (this file is " + data::dataset_kind_name(kind, path) +
-                  ", which a sequence classifier reads: --task sequence-classification)");
+                  ", which a sequence classifier reads: " + task_reader(r, "sequence-classification") + ")");
     throw Error(data::other_task_data_message(
         path, kind,
         tagged ? "CoNLL text or JSON records with tokens and tags, as a token classifier reads them"
                : "SQuAD-format data (v1.1/v2.0 JSON, or records with id, context, question and answers) as a "
                  "question-answering model reads it",
-        "--task " + other + " reads it"));
+        task_reader(r, other) + " reads it"));
   }
 }
 
@@ -65,10 +71,9 @@ std::vector<data::TaggedSentence> read_tagged(const TrainRun& r, const DatasetOp
                                                               : r.labels;
   const std::string& format = r.o.data.format;
   check(format == "auto" || format == "conll" || format == "json" || format == "jsonl",
-        "--task token-classification reads CoNLL or JSON tagged words: --dataset-format auto, conll, json or jsonl, "
-        "not " +
-            format);
-  return read_for_task(which.path, Head::token_classification,
+        (r.task_flag.empty() ? std::string("a token classifier") : r.task_flag + " token-classification") +
+            " reads CoNLL or JSON tagged words: --dataset-format auto, conll, json or jsonl, not " + format);
+  return read_for_task(r, which.path, Head::token_classification,
                        [&] { return data::read_tagged_file(which.path, format, -1, jo); });
 }
 
@@ -119,10 +124,10 @@ void prepare_task_data(TrainRun& r, const Tokenizing& t) {
   } else {
     r.data = prepare_qa_data(r.questions, tok, o.max_length, o.doc_stride, t.fixed, t.pad_id, t.types);
     if (r.has_eval)
-      r.eval_data = prepare_qa_data(
-          read_for_task(o.eval_data.path, Head::question_answering, [&] { return data::read_squad(o.eval_data.path); })
-              .questions,
-          tok, t.eval_length, o.doc_stride, false, t.pad_id, t.types);
+      r.eval_data = prepare_qa_data(read_for_task(r, o.eval_data.path, Head::question_answering,
+                                                  [&] { return data::read_squad(o.eval_data.path); })
+                                        .questions,
+                                    tok, t.eval_length, o.doc_stride, false, t.pad_id, t.types);
   }
 }
 
@@ -133,8 +138,8 @@ void read_training_examples(TrainRun& r) {
     r.tagged = read_tagged(r, r.o.data);
     keep_first(r.tagged, r.o.max_samples);
   } else if (r.task == Head::question_answering) {
-    data::check_squad_format(r.o.data.format, "--task");
-    r.questions = read_for_task(r.o.data.path, Head::question_answering, [&] {
+    data::check_squad_format(r.o.data.format, r.task_flag);
+    r.questions = read_for_task(r, r.o.data.path, Head::question_answering, [&] {
                     return data::read_squad(r.o.data.path);
                   }).questions;
     keep_first(r.questions, r.o.max_samples);

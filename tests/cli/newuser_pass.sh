@@ -6,6 +6,7 @@
 #   task_from_head    train without --task on a token-classification or question-answering
 #                     checkpoint trains its own head (said); --task given wins, saying what the
 #                     checkpoint's head becomes
+#   option_names      messages name only options of the command run (or the command that has them)
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 fx=$(cd "$2" && pwd)
@@ -76,6 +77,25 @@ task_from_head)
     -d "$fx/train/tiny.csv" --max-steps 1 --run-id mlm "${quiet[@]}"
   ! grep -q "own head" "$work/mlm.out" || fail "a masked LM's task taken from its head"
   [ "$(field "$work/runs/mlm/config.json" options task)" = '"sequence-classification"' ] || fail "mlm default task"
+  ;;
+option_names)
+  tokcls=$fx/heads/bert-tokcls-f32
+  # bench reads tagged words with tach eval's reader: --tag-column is eval's, and the message says so.
+  run 1 "$work/bench.out" bench -m "$tokcls" -k "$fx/token_classes/tokenizer-wordpiece" -d "$fx/train/tiny.csv" \
+    --accuracy -s 16 -b 1 --runs 2 --device cpu "${quiet[@]}"
+  grep -q "tiny.csv" "$work/bench.out" || fail "bench: $(cat "$work/bench.out")"
+  ! grep -qE "(^|[^l] )\(?--tag-column" "$work/bench.out" || fail "bench names --tag-column as its own: $(cat "$work/bench.out")"
+  # prune has no --task: its messages name the model that reads the file instead.
+  run 1 "$work/prune.out" prune -m "$fx/train_tasks/bert-token-cls5-f32/model" -o "$work/pruned" --heads 0.5 \
+    --by importance -d "$fx/train/tiny.csv" -k "$fx/token_classes/tokenizer-wordpiece"
+  grep -qF "which a sequence classifier reads: -m with a sequence-classification model)" "$work/prune.out" ||
+    fail "prune: $(cat "$work/prune.out")"
+  ! grep -qE "reads it: .*--task [a-z-]+ (reads|\))|: --task sequence-classification" "$work/prune.out" ||
+    fail "prune names --task as its own: $(cat "$work/prune.out")"
+  run 1 "$work/prune-qa.out" prune -m "$fx/train_tasks/bert-qa-f32/model" -o "$work/pruned" --heads 0.5 \
+    --by importance -d "$fx/token_classes/ner.conll" -k "$fx/question_answering/tokenizer-tiny"
+  grep -qF "this file is CoNLL text, which a token classifier reads, not SQuAD-format data" "$work/prune-qa.out" &&
+    grep -qF -- "-m with a token-classification model reads it" "$work/prune-qa.out" || fail "prune qa: $(cat "$work/prune-qa.out")"
   ;;
 *) fail "no case $case_name" ;;
 esac
