@@ -165,13 +165,13 @@ CalibrationSet calibration_set(const PruneOptions& o, train::TrainingModelSource
   r.o.tokenizer = o.tokenizer;
   r.o.data = o.data;
   r.o.task = task_of(head);
+  r.task_flag.clear();  // tach prune has no --task: the head is the model's own
   r.o.max_samples = o.calibration_samples;
   r.o.max_length = o.max_length;
   r.o.seed = kMaskSeed;
   // Without a pad token, padded rows could not be told apart: one example at a time.
   r.o.batch_size = src.pad_token_id() >= 0 ? 8 : 1;
   r.task = head;
-  r.task_flag.clear();  // tach prune has no --task: the head is the model's own
   r.src = std::move(src);
 
   CalibrationSet s;

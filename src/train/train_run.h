@@ -90,11 +90,11 @@ struct TrainRun {
   std::shared_ptr<model::PeftAdapter> adapter;
   std::unique_ptr<TrainableModel> model;
   Head task = Head::sequence_classification;  // --task's head
-  // Other processes' CPU use over the steps, opened at the first step after a reading (or a
   // How the command's messages name a task that reads another kind of data: "--task" (tach train:
   // "--task token-classification reads it"); empty where the task is the model's own head and the
   // command has no --task (tach prune: "-m with a token-classification model reads it").
   std::string task_flag = "--task";
+  // Other processes' CPU use over the steps, opened at the first step after a reading (or a
   // resume), read between steps. A reading needs half a second of /proc/stat's 10 ms ticks, so
   // a window runs on across short epochs and is read at the end of the one that fills it.
   std::optional<CpuLoadWindow> load_window;

@@ -322,6 +322,8 @@ Command add_train_command(CLI::App& app) {
               TrainOptions file;
               load_train_yaml(*config_file, file);
               task_from_file = file.task != TrainOptions{}.task;
+              length_from_file = file.max_length != TrainOptions{}.max_length;
+              stride_from_file = file.doc_stride != TrainOptions{}.doc_stride;
               merge_train_options(options, file, [sub](const std::string& key) {
                 const CLI::Option* opt = sub->get_option_no_throw(key_to_flag(key));
                 if (key == "shuffle") opt = sub->get_option_no_throw("--shuffle");
@@ -332,8 +334,6 @@ Command add_train_command(CLI::App& app) {
             // Given on the command line at its default, a teacher's setting is still one without a teacher.
             for (const char* flag : {"--distill-temperature", "--distill-alpha", "--distill-dtype"})
               usage_check(!options.distill_from.empty() || sub->get_option(flag)->count() == 0,
-              length_from_file = file.max_length != TrainOptions{}.max_length;
-              stride_from_file = file.doc_stride != TrainOptions{}.doc_stride;
                           std::string(flag) + " needs --distill-from (a teacher to distil from); without one it " +
                               "would be ignored");
             const bool task_given = task_from_file || sub->get_option("--task")->count() > 0;
