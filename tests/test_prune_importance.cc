@@ -277,7 +277,8 @@ TEST_P(CausalLmImportance, MatchPyTorchAndPruneByThem) {
 
 INSTANTIATE_TEST_SUITE_P(Families, CausalLmImportance, ::testing::Values("llama", "mistral", "qwen2", "qwen3"));
 
-// The message of what prune_model(o) throws, and whether it was a usage error (exit status 2).
+// The message of what prune_model(o) throws, and whether it was a usage error (exit status 2; the
+// options), not an error in the input (exit status 1; the data, the model).
 std::pair<std::string, bool> failure_of(const PruneOptions& o) {
   try {
     prune_model(o);
@@ -304,7 +305,7 @@ TEST(ImportanceScores, BadInputIsNamed) {
   expect(o, "--calibration-samples 0: must be 1 or more", true);
   o = importance_options("bert-cls2-f32", out);
   o.data.label_column = "intent";
-  expect(o, "has no label column 'intent' (its columns: text, label); name it with --label-column", true);
+  expect(o, "has no label column 'intent' (its columns: text, label); name it with --label-column", false);
   o = importance_options("bert-cls2-f32", out);
   o.by = "magnitude";
   expect(o, "calibration data is for --by importance; --by magnitude reads none", true);
@@ -325,21 +326,22 @@ TEST(ImportanceScores, BadInputIsNamed) {
       o,
       "--by importance scores a causal LM through its family's token classifier, which tach does not train for Gemma 3",
       false);
-  // Data the head does not read: named with the head, the file's kind and the task that reads it.
+  // Data the head does not read: named with the head, the file's kind and the model that reads it; an
+  // input error (exit status 1), as every command's data errors.
   o = importance_options("bert-cls2-f32", out);
   o.model = test::fixtures_dir() + "/train_tasks/bert-token-cls5-f32/model";
   expect(o,
          "'s token-classification head on -d " + o.data.path +
              ", read as tach train --task token-classification reads it: ",
-         true);
-  expect(o, "which a sequence classifier reads", true);
+         false);
+  expect(o, "which a sequence classifier reads: -m with a sequence-classification model", false);
   o.model = test::fixtures_dir() + "/train_tasks/bert-qa-f32/model";
   o.data.path = test::fixtures_dir() + "/token_classes/ner.conll";
-  expect(o, "this file is CoNLL text, which a token classifier reads, not SQuAD-format data", true);
+  expect(o, "this file is CoNLL text, which a token classifier reads, not SQuAD-format data", false);
   o.model = test::fixtures_dir() + "/train_tasks/bert-mlm-f32/model";
   o.data.path = test::fixtures_dir() + "/train/tiny.csv";
   o.data.text_column = "sentence";
-  expect(o, "sentence", true);
+  expect(o, "sentence", false);
   // A question-answering window no wider than the stride between windows.
   o = importance_options("bert-cls2-f32", out);
   o.model = test::fixtures_dir() + "/train_tasks/bert-qa-f32/model";

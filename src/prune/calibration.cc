@@ -28,8 +28,19 @@ const char* task_of(Head h) {
   }
 }
 
-// The sequence classifier's examples with their labels. A file without the label column is a
-// usage error naming the columns there are; any other problem is the reader's own error.
+// What goes wrong reading -d (and tokenizing it as the head reads it) is the data's: a
+// CalibrationDataError, with the reader's message. A usage error (an option's value) stays one.
+template <class Read>
+auto reading_data(Read read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const UsageError&) { throw; } catch (const CalibrationDataError&) {
+    throw;
+  } catch (const Error& e) { throw CalibrationDataError(e.what()); }
+}
+
+// The sequence classifier's examples with their labels. A file without the label column names the
+// columns there are; any other problem is the reader's own error.
 Dataset read_labelled(const DatasetOptions& d) {
   try {
     return read_dataset(d);
@@ -41,8 +52,8 @@ Dataset read_labelled(const DatasetOptions& d) {
     if (std::find(cols.begin(), cols.end(), d.label_column) != cols.end()) throw;
     std::string names;
     for (const auto& c : cols) names += (names.empty() ? "" : ", ") + c;
-    throw UsageError("--by importance needs labelled calibration data: " + d.path + " has no label column '" +
-                     d.label_column + "' (its columns: " + names + "); name it with --label-column");
+    throw CalibrationDataError("--by importance needs labelled calibration data: " + d.path + " has no label column '" +
+                               d.label_column + "' (its columns: " + names + "); name it with --label-column");
   }
 }
 
@@ -55,12 +66,12 @@ void read_task_examples(train::TrainRun& r) {
   try {
     train::read_training_examples(r);
   } catch (const UsageError& e) { throw UsageError(context + e.what()); } catch (const Error& e) {
-    throw UsageError(context + e.what());
+    throw CalibrationDataError(context + e.what());
   }
   const size_t read = r.task == Head::token_classification ? r.tagged.size()
                       : r.task == Head::question_answering ? r.questions.size()
                                                            : r.train_set.examples.size();
-  usage_check(read > 0, context + "it holds no examples");
+  if (read == 0) throw CalibrationDataError(context + "it holds no examples");
 }
 
 // Whether config.json publishes a causal LM (…ForCausalLM): its loss is the next token's.
@@ -89,9 +100,9 @@ CalibrationSet causal_lm_set(const PruneOptions& o, train::TrainingModelSource s
   DatasetOptions d = o.data;
   d.label_column.clear(), d.text_pair_column.clear();
   if (d.split.empty()) d.split = "train";
-  Dataset texts = read_dataset(d);
+  Dataset texts = reading_data([&] { return read_dataset(d); });
   if (int64_t(texts.examples.size()) > o.calibration_samples) texts.examples.resize(size_t(o.calibration_samples));
-  usage_check(!texts.examples.empty(), "--by importance: -d " + o.data.path + " holds no texts");
+  if (texts.examples.empty()) throw CalibrationDataError("--by importance: -d " + o.data.path + " holds no texts");
 
   CalibrationSet s;
   s.head = Head::token_classification;
@@ -153,6 +164,7 @@ CalibrationSet calibration_set(const PruneOptions& o, train::TrainingModelSource
         "answering, a masked LM, a causal LM); " +
             o.model + " has none (" + published_as(src) +
             "): rank it --by magnitude, or train a head on it first (tach train)");
+
   for (int64_t l = 0; l < src.config.num_layers; ++l)
     check(src.config.heads_in_layer(l) == src.config.num_heads,
           "--by importance: " + o.model +
@@ -180,7 +192,7 @@ CalibrationSet calibration_set(const PruneOptions& o, train::TrainingModelSource
     // The first N labelled examples in file order (a JSON split file's "train" split, as tach train reads it).
     DatasetOptions d = o.data;
     if (d.split.empty()) d.split = "train";
-    r.train_set = read_labelled(d);
+    r.train_set = reading_data([&] { return read_labelled(d); });
     if (int64_t(r.train_set.examples.size()) > o.calibration_samples)
       r.train_set.examples.resize(size_t(o.calibration_samples));
     s.examples = int64_t(r.train_set.examples.size());
@@ -197,8 +209,9 @@ CalibrationSet calibration_set(const PruneOptions& o, train::TrainingModelSource
   r.o.max_length = std::min(r.o.max_length, r.model->max_tokens());
   r.o.doc_stride = o.doc_stride > 0 ? o.doc_stride : std::min<int64_t>(128, r.o.max_length / 2);
   train::fit_windows_to_model(r);
-  train::prepare_data(r);
-  usage_check(r.data.size() > 0, "--by importance: -d " + o.data.path + " gave no calibration rows");
+  reading_data([&] { train::prepare_data(r); });
+  if (r.data.size() == 0)
+    throw CalibrationDataError("--by importance: -d " + o.data.path + " gave no calibration rows");
 
   // Only activations' gradients are wanted: every weight frozen, so the backward computes none.
   for (train::Parameter& p : r.model->params.entries()) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "tach/error.h"
 #include "tach/model.h"
 #include "tach/prune.h"
 #include "train/train_data.h"
@@ -39,9 +40,17 @@ struct CalibrationSet {
   int64_t max_length = 0, doc_stride = 0;        // as used (the model's positions cap -s)
 };
 
-// src: the opened checkpoint (its head names the loss). Throws UsageError for calibration data
-// the head cannot read (naming the file, what it is and what the head reads) and Error for a
-// model without a head, or with pruned heads.
+// Calibration data the head cannot read: another task's file, a missing label column, a malformed
+// or empty file (naming the file, what it is and what the head reads). An input error, exit status
+// 1 as every command's data errors (docs/cli.md); its own type so that tach shrink, which makes
+// other prune refusals its usage errors, keeps it one.
+class CalibrationDataError : public Error {
+ public:
+  explicit CalibrationDataError(const std::string& message) : Error(message) {}
+};
+
+// src: the opened checkpoint (its head names the loss). Throws CalibrationDataError for calibration
+// data the head cannot read and Error for a model without a head.
 CalibrationSet calibration_set(const PruneOptions& options, train::TrainingModelSource src);
 
 }  // namespace tach::prune

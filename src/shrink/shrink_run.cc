@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_internal.h"
+#include "prune/calibration.h"
 #include "shrink/shrink_internal.h"
 #include "tach/device.h"
 #include "tach/error.h"
@@ -62,7 +63,7 @@ std::string read_file(const fs::path& p) {
 
 // A pruned variant's model, made with tach prune's library in RUN_DIR/models/ (reused by --resume
 // when already there). prune's refusals (no pruning rule for the family, a layer left with no
-// heads) are usage errors naming the variant.
+// heads) are usage errors naming the variant; calibration data the head cannot read is an error.
 void make_pruned_model(ShrinkVariant& v, const ShrinkOptions& o, const fs::path& run_dir, bool reuse) {
   const fs::path dir = run_dir / "models" / v.dir_name();
   v.model = dir.string();
@@ -81,9 +82,18 @@ void make_pruned_model(ShrinkVariant& v, const ShrinkOptions& o, const fs::path&
     p.tokenizer = o.base.tokenizer;
     p.max_length = o.base.eval_max_length;
   }
+  // tach prune's words for its options, as shrink names them.
+  const auto in_shrink_words = [](const std::string& message) {
+    return message + (message.find("--by ") == std::string::npos
+                          ? ""
+                          : " (tach prune's --by is --prune-by here, its -d --calibration-data or -d)");
+  };
   try {
     (void)prune_model(p);
-  } catch (const Error& e) { throw UsageError("--prune " + v.name + ": " + e.what()); }
+  } catch (const prune::CalibrationDataError& e) {
+    // Calibration data the head cannot read is an input error, exit 1, as every command's data errors.
+    throw Error("--prune " + v.name + ": " + in_shrink_words(e.what()));
+  } catch (const Error& e) { throw UsageError("--prune " + v.name + ": " + in_shrink_words(e.what())); }
 }
 
 // The variant's accuracy pass on the point's device and dtype (the whole pass: its most examples).

@@ -7,6 +7,7 @@
 #                     checkpoint trains its own head (said); --task given wins, saying what the
 #                     checkpoint's head becomes
 #   option_names      messages name only options of the command run (or the command that has them)
+#   data_exit_codes   one bad data file: exit 1 in train, eval, bench --accuracy, run -d, shrink, prune
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 fx=$(cd "$2" && pwd)
@@ -96,6 +97,26 @@ option_names)
     --by importance -d "$fx/token_classes/ner.conll" -k "$fx/question_answering/tokenizer-tiny"
   grep -qF "this file is CoNLL text, which a token classifier reads, not SQuAD-format data" "$work/prune-qa.out" &&
     grep -qF -- "-m with a token-classification model reads it" "$work/prune-qa.out" || fail "prune qa: $(cat "$work/prune-qa.out")"
+  ;;
+data_exit_codes)
+  # SQuAD questions given to a sequence classifier: every command says so, with exit status 1.
+  squad=$fx/question_answering/squad-v1.json
+  run 1 "$work/train.out" train -m "$bert" -k "$wp" -d "$squad" -s 16 --max-steps 1 "${quiet[@]}"
+  run 1 "$work/eval.out" eval -m "$bert" -k "$wp" -d "$squad" -s 16
+  run 1 "$work/bench.out" bench -m "$bert" -k "$wp" -d "$squad" --accuracy -s 16 -b 1 --runs 2 --device cpu "${quiet[@]}"
+  run 1 "$work/run.out" run -m "$bert" -k "$wp" -d "$squad" -s 16 -b 1 --runs 2 --device cpu "${quiet[@]}"
+  run 1 "$work/shrink.out" shrink -m "$bert" -k "$wp" -d "$squad" --dtype f32 -b 1 --runs 2 --device cpu \
+    --runs-dir "$work/runs" --no-progress
+  run 1 "$work/prune.out" prune -m "$bert" -o "$work/pruned" --heads 0.5 --by importance -d "$squad" -k "$wp"
+  for c in train eval bench run shrink prune; do
+    grep -q "SQuAD" "$work/$c.out" || fail "$c does not say what the file is: $(cat "$work/$c.out")"
+  done
+  # The label column missing: exit 1 as well (the data's), in prune as in train.
+  printf 'text\nhello world\n' >"$work/texts.csv"
+  run 1 "$work/train-nolabel.out" train -m "$bert" -k "$wp" -d "$work/texts.csv" -s 16 --max-steps 1 "${quiet[@]}"
+  run 1 "$work/prune-nolabel.out" prune -m "$bert" -o "$work/pruned" --heads 0.5 --by importance -d "$work/texts.csv" -k "$wp"
+  # The options that name the data stay usage errors.
+  run 2 "$work/prune-nodata.out" prune -m "$bert" -o "$work/pruned" --heads 0.5 --by importance
   ;;
 *) fail "no case $case_name" ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tach prune --by importance through the binary: a run on labelled data, and the exit status 2 with
-# a message naming what is wrong for each kind of bad calibration input.
+# tach prune --by importance through the binary: a run on labelled data, and a message naming what is
+# wrong for each kind of bad calibration input: exit status 2 for the options, 1 for the data itself
+# (as every command's data errors).
 # usage: prune_importance.sh TACH FIXTURES_DIR WORK_DIR
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -34,7 +35,7 @@ expect_exit 2 "--by importance needs labelled calibration data: -d DATASET" -m "
 expect_exit 2 "--calibration-samples" -m "$bert" --by importance "${data[@]}" --calibration-samples 0
 expect_exit 2 "--calibration-samples" -m "$bert" --by importance "${data[@]}" --calibration-samples -3
 printf 'text\nhello world\n' > "$work/texts.csv"
-expect_exit 2 "has no label column 'label' (its columns: text); name it with --label-column" \
+expect_exit 1 "has no label column 'label' (its columns: text); name it with --label-column" \
   -m "$bert" --by importance -d "$work/texts.csv" -k "$fx/tokenizers/tiny-wordpiece"
 expect_exit 2 "--calibration-samples is for --by importance; --by magnitude reads no data" -m "$bert" --calibration-samples 5
 expect_exit 2 "is for --by importance; --by magnitude reads no data" -m "$bert" "${data[@]}"
