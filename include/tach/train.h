@@ -133,12 +133,16 @@ void merge_train_options(TrainOptions& flags, const TrainOptions& file,
 struct TrainStepReport {
   int64_t step = 0, total_steps = 0, epoch = 0;
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, eta_s = 0;
+  double task_loss = -1;  // --distill-from: the task's own loss (cross-entropy) beside the mix; -1 without
 };
 
 struct TrainEpochReport {
   int64_t epoch = 0;
   double train_loss = 0, eval_loss = 0, eval_accuracy = 0, eval_macro_f1 = 0;
   double eval_perplexity = -1;  // mlm: exp(eval loss); -1 for the other tasks
+  // --distill-from: train_loss is the mix alpha · T² KL + (1 - alpha) · task loss; these are its
+  // terms, each a mean of the steps (-1 without a teacher).
+  double train_task_loss = -1, train_distill_loss = -1;
   bool evaluated = false;
   double seconds = 0, tokens_per_s = 0, samples_per_s = 0;
   int64_t peak_bytes = 0;
@@ -161,6 +165,8 @@ struct TrainResult {
   double tokens_per_s_median = 0, samples_per_s_median = 0;  // per step, real tokens, wall time
   // --distill-from: the medians of the teacher's phase and of the student's forward (-1: no teacher).
   double teacher_ms_median = -1, forward_ms_median = -1;
+  // --distill-from: the mix's weight alpha and temperature T (-1: no teacher; the loss is the task's).
+  double distill_alpha = -1, distill_temperature = -1;
   int64_t trainable_parameters = 0, total_parameters = 0;
   int64_t peak_bytes = 0;  // tach's allocator, the whole run
   std::map<std::string, int64_t> peak_bytes_by_category;

@@ -31,7 +31,11 @@ nlohmann::json distillation_summary(const TrainOptions& o) {
           {"alpha", o.distill_alpha},
           {"loss",
            "alpha * T^2 * KL(softmax(teacher / T) || softmax(student / T)) + (1 - alpha) * task loss; steps.jsonl "
-           "has each step's distill_loss (T^2 KL) and task_loss"}};
+           "has each step's distill_loss (T^2 KL) and task_loss"},
+          {"train_loss",
+           "the mix above: steps.jsonl's loss, the epochs' train_loss (epoch_results.csv, summary.json) and the "
+           "printed train loss; the epochs' train_task_loss and train_distill_loss are its two terms, eval_loss the "
+           "task loss alone (no teacher in evaluation)"}};
 }
 
 }  // namespace tach::train

@@ -98,7 +98,10 @@ std::optional<EvalScores> evaluate_if_due(TrainRun& r, TrainingLogger& logger, i
 TrainEpochReport epoch_report(const TrainRun& r, int64_t epoch, const std::optional<EvalScores>& scores) {
   TrainEpochReport er;
   er.epoch = epoch;
-  er.train_loss = r.epoch.loss_sum / double(std::max<int64_t>(1, r.epoch.loss_count));
+  const double steps = double(std::max<int64_t>(1, r.epoch.loss_count));
+  er.train_loss = r.epoch.loss_sum / steps;
+  if (r.teacher)
+    er.train_task_loss = r.epoch.task_loss_sum / steps, er.train_distill_loss = r.epoch.distill_loss_sum / steps;
   er.evaluated = scores.has_value();
   if (scores) {
     er.eval_loss = scores->loss;
@@ -129,7 +132,9 @@ void end_epoch(TrainRun& r, int64_t epoch, const std::optional<EvalScores>& scor
   rows << er.epoch << "," << csv_number(er.train_loss) << "," << (e ? csv_number(er.eval_loss) : "") << ","
        << (e && er.eval_accuracy >= 0 ? csv_number(er.eval_accuracy) : "") << ","
        << (e && er.eval_macro_f1 >= 0 ? csv_number(er.eval_macro_f1) : "") << "," << csv_number(er.seconds) << ","
-       << csv_number(er.tokens_per_s) << "," << csv_number(er.samples_per_s) << "," << er.peak_bytes << "\n";
+       << csv_number(er.tokens_per_s) << "," << csv_number(er.samples_per_s) << "," << er.peak_bytes;
+  if (r.teacher) rows << "," << csv_number(er.train_task_loss) << "," << csv_number(er.train_distill_loss);
+  rows << "\n";
   model::write_file_atomically(r.epochs_path, rows.str());
   r.epoch = EpochTotals{};
   r.peaks.fold(r.device());
@@ -184,11 +189,13 @@ void record_step(TrainRun& r, LoopState& loop, int64_t step, const StepOutcome& 
   if (r.comm) r.comm->heartbeat("step " + std::to_string(step + 1));
   r.series.add(s);
   r.epoch.loss_sum += s.loss, ++r.epoch.loss_count;
+  r.epoch.task_loss_sum += s.task_loss, r.epoch.distill_loss_sum += s.distill_loss;
   r.epoch.tokens += s.tokens, r.epoch.samples += s.samples, r.epoch.seconds += s.seconds.total;
   if (observer.on_step && r.lead()) {
     const double elapsed = seconds_since(loop.run_start), done = double(step - r.start_step + 1);
     observer.on_step({step + 1, p.total_steps, step / p.steps_per_epoch, s.loss, p.schedule.lr(step), s.grad_norm,
-                      double(s.tokens) / s.seconds.total, elapsed / done * double(p.total_steps - step - 1)});
+                      double(s.tokens) / s.seconds.total, elapsed / done * double(p.total_steps - step - 1),
+                      r.teacher ? s.task_loss : -1.0});
   }
 }
 

@@ -131,7 +131,10 @@ void restore_checkpoint(TrainRun& r) {
     fs::remove(r.epochs_path, ec);
   }
   if (!r.lead()) return;
-  if (!fs::exists(r.epochs_path)) model::write_file_atomically(r.epochs_path, std::string(kEpochHeader) + "\n");
+  // Distillation: train_loss is the mix; its two terms follow the other columns.
+  if (!fs::exists(r.epochs_path))
+    model::write_file_atomically(
+        r.epochs_path, std::string(kEpochHeader) + (r.teacher ? ",train_task_loss,train_distill_loss" : "") + "\n");
 }
 
 // A new event file for this process; a resumed run tells TensorBoard to drop the steps it redoes.

@@ -36,6 +36,10 @@ void result_from_summary(const nlohmann::json& s, TrainResult& res) {
   res.diverged = s.value("diverged", false);
   res.divergence = s.value("divergence", std::string());
   if (s.contains("memory_peak_bytes")) res.peak_bytes = s["memory_peak_bytes"].value("total", int64_t(0));
+  if (s.contains("distillation")) {
+    res.distill_alpha = s["distillation"].value("alpha", -1.0);
+    res.distill_temperature = s["distillation"].value("temperature", -1.0);
+  }
 }
 
 // A run whose summary.json says every step ran and the work after training was done (a summary
@@ -147,10 +151,11 @@ nlohmann::json planned_memory(const TrainRun& r) {
   } catch (const Error&) { return nullptr; }
 }
 
+// Distillation's epochs also hold the mix's two terms beside train_loss (the mix).
 nlohmann::json epochs_json(const std::vector<TrainEpochReport>& epochs) {
   nlohmann::json out = nlohmann::json::array();
   const auto or_null = [](bool has, double v) { return has ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  for (const auto& e : epochs)
+  for (const auto& e : epochs) {
     out.push_back({{"epoch", e.epoch},
                    {"train_loss", e.train_loss},
                    {"eval_loss", or_null(e.evaluated, e.eval_loss)},
@@ -160,6 +165,9 @@ nlohmann::json epochs_json(const std::vector<TrainEpochReport>& epochs) {
                    {"seconds", e.seconds},
                    {"tokens_per_s", e.tokens_per_s},
                    {"load", e.load.measured ? bench::load_json(bench::load_of(e.load)) : nlohmann::json(nullptr)}});
+    if (e.train_task_loss >= 0) out.back()["train_task_loss"] = e.train_task_loss;
+    if (e.train_distill_loss >= 0) out.back()["train_distill_loss"] = e.train_distill_loss;
+  }
   return out;
 }
 
@@ -177,7 +185,10 @@ nlohmann::json fill_result(TrainRun& r) {
   res.step_ms_p90 = p90(s.step_ms);
   res.tokens_per_s_median = median(s.tok_rates);
   res.samples_per_s_median = median(s.sample_rates);
-  if (!r.o.distill_from.empty()) res.teacher_ms_median = median(s.teacher_ms), res.forward_ms_median = median(s.fwd_ms);
+  if (!r.o.distill_from.empty()) {
+    res.teacher_ms_median = median(s.teacher_ms), res.forward_ms_median = median(s.fwd_ms);
+    res.distill_alpha = r.o.distill_alpha, res.distill_temperature = r.o.distill_temperature;
+  }
   res.trainable_parameters = r.model->params.count(true);
   res.total_parameters = r.model->params.count(false);
   return by_cat;

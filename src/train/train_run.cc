@@ -19,6 +19,8 @@ StepPlan plan_steps(const TrainOptions& o, int64_t examples, int world_size) {
 
 nlohmann::json EpochTotals::to_json() const {
   return {{"epoch_loss_sum", loss_sum},
+          {"epoch_task_loss_sum", task_loss_sum},
+          {"epoch_distill_loss_sum", distill_loss_sum},
           {"epoch_loss_count", loss_count},
           {"epoch_tokens", tokens},
           {"epoch_samples", samples},
@@ -28,6 +30,8 @@ nlohmann::json EpochTotals::to_json() const {
 EpochTotals EpochTotals::from_json(const nlohmann::json& j) {
   EpochTotals t;
   t.loss_sum = j.value("epoch_loss_sum", 0.0);
+  t.task_loss_sum = j.value("epoch_task_loss_sum", 0.0);
+  t.distill_loss_sum = j.value("epoch_distill_loss_sum", 0.0);
   t.loss_count = j.value("epoch_loss_count", int64_t(0));
   t.tokens = j.value("epoch_tokens", int64_t(0));
   t.samples = j.value("epoch_samples", int64_t(0));

@@ -57,6 +57,7 @@ StepPlan plan_steps(const TrainOptions& o, int64_t examples, int world_size);
 // What the run carries across the epochs (and across a resume, through the checkpoint).
 struct EpochTotals {
   double loss_sum = 0, seconds = 0;
+  double task_loss_sum = 0, distill_loss_sum = 0;  // distillation: the mix's two terms
   int64_t loss_count = 0, tokens = 0, samples = 0;
   CpuLoad load;  // the reading that ended in this epoch (TrainRun::load_window); unmeasured: none did
   nlohmann::json to_json() const;

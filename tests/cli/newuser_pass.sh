@@ -8,6 +8,7 @@
 #                     checkpoint's head becomes
 #   option_names      messages name only options of the command run (or the command that has them)
 #   data_exit_codes   one bad data file: exit 1 in train, eval, bench --accuracy, run -d, shrink, prune
+#   distill_mix       a distilled run labels its loss as the mix, with alpha, T and the task loss
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 fx=$(cd "$2" && pwd)
@@ -117,6 +118,39 @@ data_exit_codes)
   run 1 "$work/prune-nolabel.out" prune -m "$bert" -o "$work/pruned" --heads 0.5 --by importance -d "$work/texts.csv" -k "$wp"
   # The options that name the data stay usage errors.
   run 2 "$work/prune-nodata.out" prune -m "$bert" -o "$work/pruned" --heads 0.5 --by importance
+  ;;
+distill_mix)
+  run 0 "$work/kd.out" train -m "$fx/encoders/distilbert-cls2-f32" -k "$wp" -d "$fx/train/tiny.csv" -s 16 -b 4 \
+    --max-steps 4 --epochs 2 --distill-from "$bert" --distill-alpha 0.7 --distill-temperature 3 --run-id kd \
+    --runs-dir "$work/runs" --no-tensorboard
+  grep -qF "train loss = distillation mix 0.7 x T^2 KL + 0.3 x task loss, T 3 (eval loss: the task loss alone)" \
+    "$work/kd.out" || fail "the mix is not said: $(cat "$work/kd.out")"
+  grep -Eq "^epoch 1: train loss \(mix\) [0-9.]+, task loss [0-9.]+, T\^2 KL [0-9.]+" "$work/kd.out" ||
+    fail "the epoch line: $(cat "$work/kd.out")"
+  grep -Eq "mix loss [0-9.]+  task loss [0-9.]+" "$work/kd.out" || fail "the progress line: $(cat "$work/kd.out")"
+  grep -qF "train loss (mix)" "$work/runs/kd/run.log" || fail "run.log lacks the label"
+  python3 - "$work/runs/kd" <<'PY' || fail "epoch_results.csv or summary.json"
+import csv, json, sys
+run = sys.argv[1]
+steps = [json.loads(l)["metrics"] for l in open(run + "/steps.jsonl") if "step_ms" in l]
+rows = list(csv.DictReader(open(run + "/epoch_results.csv")))
+s = json.load(open(run + "/summary.json"))
+assert len(rows) == len(s["epochs"]) >= 1, (rows, s["epochs"])
+per_epoch = len(steps) // len(rows)
+for i, (row, e) in enumerate(zip(rows, s["epochs"])):
+    mine = steps[i * per_epoch:(i + 1) * per_epoch]
+    task = sum(m["task_loss"] for m in mine) / len(mine)
+    kl = sum(m["distill_loss"] for m in mine) / len(mine)
+    assert abs(float(row["train_task_loss"]) - task) < 1e-5 and abs(float(row["train_distill_loss"]) - kl) < 1e-5, row
+    assert abs(float(row["train_loss"]) - (0.7 * kl + 0.3 * task)) < 1e-5, row
+    assert abs(e["train_task_loss"] - task) < 1e-9 and abs(e["train_distill_loss"] - kl) < 1e-9, e
+assert "the mix" in s["distillation"]["train_loss"], s["distillation"]
+PY
+  # Without a teacher the labels are the plain ones.
+  run 0 "$work/plain.out" train -m "$fx/encoders/distilbert-cls2-f32" -k "$wp" -d "$fx/train/tiny.csv" -s 16 -b 4 \
+    --max-steps 2 --run-id plain --runs-dir "$work/runs" --no-tensorboard
+  ! grep -q "mix\|task loss" "$work/plain.out" || fail "a run without a teacher speaks of a mix"
+  [ "$(head -1 "$work/runs/plain/epoch_results.csv" | tr ',' '\n' | grep -c task_loss)" = 0 ] || fail "plain csv columns"
   ;;
 *) fail "no case $case_name" ;;
 esac

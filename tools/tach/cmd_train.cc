@@ -11,6 +11,7 @@
 #include "tach/error.h"
 #include "tach/model_families.h"
 #include "tach/parameter_count.h"
+#include "tach/plain_number.h"
 #include "tach/train.h"
 #include "usage.h"
 
@@ -256,8 +257,17 @@ void add_run_options(CLI::App* sub, const Options& o, const std::shared_ptr<std:
 int report_result(const TrainResult& res) {
   if (res.world_size > 1)
     std::cout << res.world_size << " ranks: per-rank step times in " << res.run_dir << "/ranks/\n";
+  // Distilled: the train loss is the mix of the teacher's term and the task's, said once with its
+  // weights; each epoch's task loss (cross-entropy) beside it, comparable with eval loss.
+  const bool distilled = res.distill_alpha >= 0;
+  if (distilled)
+    std::cout << "train loss = distillation mix " << plain_number(res.distill_alpha) << " x T^2 KL + "
+              << plain_number(1.0 - res.distill_alpha) << " x task loss, T " << plain_number(res.distill_temperature)
+              << " (eval loss: the task loss alone)\n";
   for (const auto& e : res.epochs) {
-    std::cout << "epoch " << e.epoch + 1 << ": train loss " << fixed(e.train_loss, 4);
+    std::cout << "epoch " << e.epoch + 1 << ": train loss " << (distilled ? "(mix) " : "") << fixed(e.train_loss, 4);
+    if (distilled && e.train_task_loss >= 0)
+      std::cout << ", task loss " << fixed(e.train_task_loss, 4) << ", T^2 KL " << fixed(e.train_distill_loss, 4);
     if (e.evaluated)
       std::cout << ", eval loss " << fixed(e.eval_loss, 4)
                 << (e.eval_perplexity >= 0 ? ", perplexity " + fixed(e.eval_perplexity, 3) : std::string())

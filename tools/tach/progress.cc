@@ -80,9 +80,12 @@ TrainObserver train_progress(bool no_progress) {
   obs.on_note = [bar](const std::string& m) { std::cerr << (bar ? "\r\033[K" : "") << "tach: " << m << "\n"; };
   auto last_line = std::make_shared<std::chrono::steady_clock::time_point>();
   obs.on_step = [bar, lines, last_line](const TrainStepReport& r) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "step %lld/%lld  epoch %lld  loss %.4f  lr %.3g  %.0f tok/s  ETA %s",
-                  (long long)r.step, (long long)r.total_steps, (long long)r.epoch + 1, r.loss, r.lr, r.tokens_per_s,
+    char buf[256], task[48] = "";
+    // Distilled: the loss is the mix of the teacher's term and the task's; the task's beside it.
+    if (r.task_loss >= 0) std::snprintf(task, sizeof task, "  task loss %.4f", r.task_loss);
+    std::snprintf(buf, sizeof buf, "step %lld/%lld  epoch %lld  %s %.4f%s  lr %.3g  %.0f tok/s  ETA %s",
+                  (long long)r.step, (long long)r.total_steps, (long long)r.epoch + 1,
+                  r.task_loss >= 0 ? "mix loss" : "loss", r.loss, task, r.lr, r.tokens_per_s,
                   clock_text(r.eta_s).c_str());
     if (bar) {
       std::cerr << bar_text(double(r.step), double(r.total_steps), 20) << buf << std::flush;
