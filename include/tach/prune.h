@@ -50,6 +50,9 @@ struct PruneResult {
   int64_t removed_heads = 0, removed_neurons = 0, removed_layers = 0;  // neurons: over all layers
   bool unchanged = false;  // nothing was removed: the model's files were copied as they are
   std::string family;      // the family row's name
+  // --by importance: what the scores were computed on, in two lines (the data, examples, rows and
+  // tokens; the head's loss and its mean); also prune_summary.json's "calibration". Empty otherwise.
+  std::string calibration;
   std::vector<std::string> notes;
 };
 

@@ -5,6 +5,7 @@
 
 #include "tach/error.h"
 #include "tach/model.h"
+#include "tach/plain_number.h"
 #include "tach/tokenizer.h"
 #include "prune/calibration.h"
 #include "train/head_loss.h"
@@ -98,17 +99,27 @@ void check_ranking_options(const PruneOptions& o, const model::ModelFamily& /*fa
 }
 
 nlohmann::json calibration_json(const Calibration& c) {
-  nlohmann::json j = {{"dataset", c.dataset},
-                      {"samples", c.samples},
-                      {"rows", c.rows},
-                      {"tokens", c.tokens},
-                      {"head", c.head},
-                      {"loss", c.loss},
-                      {"score", "mean over the scored rows of |dL/dgate|, not normalised per layer"}};
+  nlohmann::json j = {
+      {"dataset", c.dataset},     {"samples", c.samples},
+      {"rows", c.rows},           {"tokens", c.tokens},
+      {"head", c.head},           {"loss", c.loss},
+      {"mean_loss", c.mean_loss}, {"score", "mean over the scored rows of |dL/dgate|, not normalised per layer"}};
   if (!c.split.empty()) j["split"] = c.split;
   if (c.doc_stride > 0) j["max_length"] = c.max_length, j["doc_stride"] = c.doc_stride;
   if (!c.masking.empty()) j["masking"] = c.masking;
   return j;
+}
+
+std::string calibration_text(const Calibration& c) {
+  // A sequence classifier's loss is named by its problem_type; the others' are words already.
+  const std::string loss = c.loss == "single_label_classification"  ? "cross-entropy"
+                           : c.loss == "multi_label_classification" ? "binary cross-entropy with logits"
+                           : c.loss == "regression"                 ? "mean squared error"
+                                                                    : c.loss;
+  return "scored on " + std::to_string(c.samples) + (c.samples == 1 ? " example" : " examples") + " of " + c.dataset +
+         (c.split.empty() ? "" : " (split " + c.split + ")") + ": " + std::to_string(c.rows) +
+         (c.rows == 1 ? " row" : " rows") + ", " + std::to_string(c.tokens) + " tokens\n" + "the " + c.head +
+         " head's loss, " + loss + ": " + plain_number(c.mean_loss, 4) + " (mean over the rows scored)";
 }
 
 UnitScores importance_scores(const PruneOptions& o, const std::string& model_dir, Calibration* calibration) {
@@ -143,6 +154,7 @@ UnitScores importance_scores(const PruneOptions& o, const std::string& model_dir
 
   const train::DropoutRates no_dropout;
   int64_t tokens = 0, scored = 0;
+  double loss_sum = 0;  // each batch's mean loss times its rows
   for (int64_t first = 0; first < data.size(); first += batch_rows) {
     std::vector<int64_t> idx;
     for (int64_t i = first; i < std::min(data.size(), first + batch_rows); ++i) idx.push_back(i);
@@ -162,7 +174,8 @@ UnitScores importance_scores(const PruneOptions& o, const std::string& model_dir
         train::loss_targets(targets, head, batch.seq_len(), Device::cpu(), &state->predicted_rows);
     const Tensor d_logits = Tensor::zeros(state->logits.shape(), DType::f32, Device::cpu(), MemoryCategory::workspace);
     // The losses average over the batch's rows; scaled by B, d_logits is each row's own loss's.
-    train::head_loss(head, set.problem_type, state->logits, loss, d_logits, float(batch.batch()));
+    loss_sum += double(batch.batch()) *
+                train::head_loss(head, set.problem_type, state->logits, loss, d_logits, float(batch.batch()));
     model.backward(*state, batch, d_logits.data<float>(), no_dropout);
   }
   check(scored > 0, "--by importance: no row of -d " + o.data.path + " has a " +
@@ -189,6 +202,7 @@ UnitScores importance_scores(const PruneOptions& o, const std::string& model_dir
         set.head_label == "causal-lm" ? "cross-entropy of each next token" : loss_name(head, set.problem_type);
     calibration->max_length = set.max_length;
     calibration->doc_stride = set.doc_stride;
+    calibration->mean_loss = loss_sum / n;
     if (head == Head::masked_lm)
       calibration->masking = {{"seed", kMaskSeed},
                               {"epoch", 0},

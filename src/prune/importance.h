@@ -46,6 +46,7 @@ struct Calibration {
   std::string loss;     // a sequence classifier's problem_type, or the per-token head's loss in words
   int64_t max_length = 0, doc_stride = 0;  // question answering's windows (doc_stride 0: other heads)
   nlohmann::json masking;                  // the masked LM's: seed, epoch, probability
+  double mean_loss = 0;                    // the head's loss, a mean over the rows scored
 };
 
 // --by and the calibration options, before any model is read: a ranking tach has not, data given
@@ -56,7 +57,11 @@ void check_ranking_options(const PruneOptions& options, const model::ModelFamily
 // read) and Error for a model that has no head to take a loss from or is already head-pruned.
 UnitScores importance_scores(const PruneOptions& options, const std::string& model_dir, Calibration* calibration);
 
-// prune_scores.json's "calibration": what the scores were computed on and how.
+// prune_scores.json's and prune_summary.json's "calibration": what the scores were computed on and how.
 nlohmann::json calibration_json(const Calibration& calibration);
+
+// The same in words, for the terminal (PruneResult::calibration): the data, the examples and rows,
+// the head and its loss with its mean value.
+std::string calibration_text(const Calibration& calibration);
 
 }  // namespace tach::prune

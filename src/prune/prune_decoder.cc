@@ -85,7 +85,10 @@ PruneResult prune_decoder_model(const PruneOptions& o, const std::string& dir, c
   for (const auto& n : store.names()) parameters += shape_numel(store.find(n)->shape);
   r.before = size_of(c, parameters, model::safetensors_bytes(dir), r.summary_tokens);
   json scores_out = scores_json(scores, plan, o.by, "key/value group");
-  if (o.by == "importance") scores_out["calibration"] = calibration_json(calibration);
+  if (o.by == "importance") {
+    scores_out["calibration"] = calibration_json(calibration);
+    r.calibration = calibration_text(calibration);
+  }
   if (plan.removes_nothing()) {
     write_unchanged(dir, o.output, scores_out, r);
     return r;

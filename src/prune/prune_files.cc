@@ -60,10 +60,12 @@ json size_json(const PruneSize& s) {
 
 namespace {
 
+// prune_summary.json: the sizes, and --by importance's calibration (what the scores were computed on).
 void write_reports(const std::string& tmp, const json& scores, const PruneResult& r) {
   model::write_file_atomically(tmp + "/prune_scores.json", scores.dump(1) + "\n");
-  model::write_file_atomically(tmp + "/prune_summary.json",
-                               json({{"before", size_json(r.before)}, {"after", size_json(r.after)}}).dump(1) + "\n");
+  json summary = {{"before", size_json(r.before)}, {"after", size_json(r.after)}};
+  if (scores.contains("calibration")) summary["calibration"] = scores["calibration"];
+  model::write_file_atomically(tmp + "/prune_summary.json", summary.dump(1) + "\n");
 }
 
 }  // namespace

@@ -76,7 +76,10 @@ PruneResult prune_model(const PruneOptions& o) {
   for (const auto& n : store.names()) parameters += shape_numel(store.find(n)->shape);
   r.before = size_of(c, parameters, safetensors_bytes(loc.dir), r.summary_tokens);
   json scores_out = scores_json(scores, plan, o.by);
-  if (o.by == "importance") scores_out["calibration"] = calibration_json(calibration);
+  if (o.by == "importance") {
+    scores_out["calibration"] = calibration_json(calibration);
+    r.calibration = calibration_text(calibration);
+  }
 
   if (plan.removes_nothing()) {
     write_unchanged(loc.dir, o.output, scores_out, r);

@@ -9,6 +9,7 @@
 #   option_names      messages name only options of the command run (or the command that has them)
 #   data_exit_codes   one bad data file: exit 1 in train, eval, bench --accuracy, run -d, shrink, prune
 #   distill_mix       a distilled run labels its loss as the mix, with alpha, T and the task loss
+#   prune_scored      prune --by importance prints what it scored and keeps it in prune_summary.json
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 fx=$(cd "$2" && pwd)
@@ -151,6 +152,25 @@ PY
     --max-steps 2 --run-id plain --runs-dir "$work/runs" --no-tensorboard
   ! grep -q "mix\|task loss" "$work/plain.out" || fail "a run without a teacher speaks of a mix"
   [ "$(head -1 "$work/runs/plain/epoch_results.csv" | tr ',' '\n' | grep -c task_loss)" = 0 ] || fail "plain csv columns"
+  ;;
+prune_scored)
+  run 0 "$work/prune.out" prune -m "$bert" -o "$work/small" --heads 0.5 --by importance -d "$fx/train/tiny.csv" -k "$wp" \
+    --calibration-samples 12
+  grep -Eq "^importance scored on 12 examples of $fx/train/tiny.csv \(split train\): 12 rows, [0-9]+ tokens$" "$work/prune.out" ||
+    fail "no line of what was scored: $(cat "$work/prune.out")"
+  grep -Eq "^  the sequence-classification head's loss, cross-entropy: [0-9.]+ \(mean over the rows scored\)$" "$work/prune.out" ||
+    fail "no line of the head's loss: $(cat "$work/prune.out")"
+  python3 - "$work/small" <<'PY' || fail "prune_summary.json's calibration"
+import json, sys
+s = json.load(open(sys.argv[1] + "/prune_summary.json"))
+c = s["calibration"]
+assert c["samples"] == 12 and c["rows"] == 12 and c["head"] == "sequence-classification", c
+assert c["loss"] == "single_label_classification" and 0 < c["mean_loss"] < 10, c
+assert c == json.load(open(sys.argv[1] + "/prune_scores.json"))["calibration"], c
+PY
+  run 0 "$work/magnitude.out" prune -m "$bert" -o "$work/small-m" --heads 0.5
+  ! grep -q "^importance" "$work/magnitude.out" || fail "--by magnitude prints a calibration"
+  [ "$(field "$work/small-m/prune_summary.json" calibration 2>/dev/null || echo none)" = none ] || fail "magnitude summary"
   ;;
 *) fail "no case $case_name" ;;
 esac

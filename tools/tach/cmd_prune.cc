@@ -134,6 +134,12 @@ Command add_prune_command(CLI::App& app) {
               }
             }
             const PruneResult r = prune_model(*o);
+            // What --by importance scored, line by line: the data, its examples, the head's loss.
+            if (!r.calibration.empty()) {
+              std::string text = r.calibration;
+              for (size_t at = 0; (at = text.find('\n', at)) != std::string::npos; at += 3) text.replace(at, 1, "\n  ");
+              std::cout << "importance " << text << "\n";
+            }
             if (r.unchanged) {
               for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
               std::cout << "nothing to remove: copied the model's files unchanged\n  -> " << o->output << "\n";
