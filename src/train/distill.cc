@@ -2,11 +2,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
+#include "model/checkpoint.h"
 #include "model/family.h"
 #include "ops/kl_distill.h"
 #include "tach/error.h"
 #include "tach/plain_number.h"
+#include "tach/tokenizer.h"
 
 namespace tach::train {
 
@@ -45,6 +48,47 @@ std::string published_architecture(const ModelInfo& t) {
   } catch (const Error&) { return t.model_type + " with a " + head_name(t.checkpoint_head) + " head"; }
 }
 
+// Whether a model directory ships a tokenizer (one of the files Tokenizer::load reads).
+bool has_tokenizer(const std::filesystem::path& dir) {
+  for (const char* file : {"tokenizer.json", "vocab.txt", "vocab.json"})
+    if (std::filesystem::is_regular_file(dir / file)) return true;
+  return false;
+}
+
+// The teacher reads the student's token ids, so each id must be the same token on both sides: two
+// tokenizers of one size but other vocabularies (another model's WordPiece, a retrained BPE) would
+// pass a size check and teach with the wrong tokens. A teacher without a tokenizer of its own
+// (a preset, a bare checkpoint) has only its embeddings' size to compare.
+void check_vocabularies(const std::string& spec, const StudentShape& s) {
+  if (s.tokenizer.empty()) return;
+  const model::ModelLocation loc = model::resolve_model(spec);
+  if (loc.dir.empty() || !has_tokenizer(loc.dir)) return;
+  const std::unique_ptr<Tokenizer> ours = Tokenizer::load(s.tokenizer), theirs = Tokenizer::load(loc.dir);
+  const std::string sides =
+      "--distill-from " + spec + "'s tokenizer (" + loc.dir + ") and " + s.model + "'s (" + s.tokenizer + ")";
+  const std::string why =
+      ": the teacher reads the student's token ids, so both need the same vocabulary (a teacher "
+      "trained with the student's tokenizer)";
+  usage_check(ours->vocab_size() == theirs->vocab_size(), sides + " have " + std::to_string(theirs->vocab_size()) +
+                                                              " and " + std::to_string(ours->vocab_size()) + " tokens" +
+                                                              why);
+  int64_t differ = 0, first = -1;
+  for (int32_t id = 0; id < int32_t(ours->vocab_size()); ++id)
+    if (ours->id_to_token(id) != theirs->id_to_token(id)) {
+      if (first < 0) first = id;
+      ++differ;
+    }
+  if (differ == 0) return;
+  const auto token = [](const Tokenizer& t, int32_t id) {
+    const std::optional<std::string> s = t.id_to_token(id);
+    return s ? "'" + *s + "'" : std::string("no token");
+  };
+  throw UsageError(sides + " have the same size, " + std::to_string(ours->vocab_size()) + " tokens, but " +
+                   std::to_string(differ) + " of the ids name other tokens (id " + std::to_string(first) + " is " +
+                   token(*theirs, int32_t(first)) + " in the teacher's, " + token(*ours, int32_t(first)) +
+                   " in the student's)" + why);
+}
+
 }  // namespace
 
 void validate_distill_settings(double temperature, double alpha) {
@@ -66,6 +110,7 @@ DistillTeacher::DistillTeacher(const std::string& spec, const std::string& dtype
               "--distill-from: " + student.model + " is a " + student.problem_type +
                   " head; distillation softens a distribution over labels, which only a single-label classifier "
                   "has");
+  check_vocabularies(spec, student);  // before the teacher's weights are read
   LoadOptions lo;
   lo.device = device;
   lo.compute = parse_compute_dtype(dtype);

@@ -35,6 +35,9 @@ struct StudentShape {
   std::vector<std::string> labels;
   std::string problem_type;
   int64_t vocab_size = 0;
+  // The tokenizer the student's ids come from (a file or directory; empty: none to compare). Where
+  // the teacher's directory ships one too, the two vocabularies must be the same token for every id.
+  std::string tokenizer;
 };
 
 // The teacher, loaded for inference (encoder_model / decoder_model) on the student's device.
@@ -42,7 +45,8 @@ class DistillTeacher {
  public:
   // spec: any model tach loads; dtype: an inference compute dtype (f32, bf16, f16, int8, nf4).
   // Refused, naming what differs: a teacher without the student's head as trained (a head it
-  // would have to make new knows nothing), other labels, or another vocabulary; a regression or
+  // would have to make new knows nothing), other labels, or another vocabulary (its size, and where
+  // both have a tokenizer, the token of every id); a regression or
   // multi-label student (no softmax over its outputs to soften).
   DistillTeacher(const std::string& spec, const std::string& dtype, double temperature, double alpha,
                  const StudentShape& student, Device device);

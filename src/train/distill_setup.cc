@@ -14,6 +14,7 @@ std::unique_ptr<DistillTeacher> open_teacher(TrainRun& r) {
   student.labels = r.labels;
   student.problem_type = r.problem_type;
   student.vocab_size = r.src.is_decoder() ? r.src.decoder.vocab_size : r.src.config.vocab_size;
+  student.tokenizer = r.tokenizer_path;  // -k, or the model's directory (prepare_data)
   auto teacher = std::make_unique<DistillTeacher>(o.distill_from, o.distill_dtype, o.distill_temperature,
                                                   o.distill_alpha, student, r.device());
   r.note("distilling from " + o.distill_from + " (" + teacher->info().architecture + ", " +

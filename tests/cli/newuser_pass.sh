@@ -10,6 +10,7 @@
 #   data_exit_codes   one bad data file: exit 1 in train, eval, bench --accuracy, run -d, shrink, prune
 #   distill_mix       a distilled run labels its loss as the mix, with alpha, T and the task loss
 #   prune_scored      prune --by importance prints what it scored and keeps it in prune_summary.json
+#   teacher_vocab     a teacher whose tokenizer has the student's size but other tokens is refused
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 fx=$(cd "$2" && pwd)
@@ -171,6 +172,26 @@ PY
   run 0 "$work/magnitude.out" prune -m "$bert" -o "$work/small-m" --heads 0.5
   ! grep -q "^importance" "$work/magnitude.out" || fail "--by magnitude prints a calibration"
   [ "$(field "$work/small-m/prune_summary.json" calibration 2>/dev/null || echo none)" = none ] || fail "magnitude summary"
+  ;;
+teacher_vocab)
+  student=(-m "$fx/encoders/distilbert-cls2-f32" -k "$wp" -d "$fx/train/tiny.csv" -s 16 -b 4 --max-steps 1)
+  mkdir -p "$work/teacher-same" "$work/teacher-other"
+  cp "$bert"/config.json "$bert"/model.safetensors "$work/teacher-same/"
+  cp "$bert"/config.json "$bert"/model.safetensors "$work/teacher-other/"
+  cp "$wp/tokenizer.json" "$work/teacher-same/"
+  # The same size, 9 tokens, two of them swapped: 'hello' and 'world' trade ids.
+  python3 - "$wp/tokenizer.json" "$work/teacher-other/tokenizer.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+v = t["model"]["vocab"]
+v["hello"], v["world"] = v["world"], v["hello"]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+  run 0 "$work/same.out" train "${student[@]}" --distill-from "$work/teacher-same" --run-id same "${quiet[@]}"
+  run 2 "$work/other.out" train "${student[@]}" --distill-from "$work/teacher-other" --run-id other "${quiet[@]}"
+  grep -qF "have the same size, 9 tokens, but 2 of the ids name other tokens (id 6 is 'world' in the teacher's, 'hello' in the student's)" \
+    "$work/other.out" || fail "the vocabularies' difference: $(cat "$work/other.out")"
+  [ ! -e "$work/runs/other" ] || fail "a refused teacher left a run directory"
   ;;
 *) fail "no case $case_name" ;;
 esac

@@ -1,6 +1,6 @@
 # What a new user's pass over prune -> train -> shrink, bench --accuracy and run -d found, one test
 # per finding (the head of tests/cli/newuser_pass.sh says what each case checks).
-foreach(_case max_length task_from_head option_names data_exit_codes distill_mix prune_scored)
+foreach(_case max_length task_from_head option_names data_exit_codes distill_mix prune_scored teacher_vocab)
   add_test(NAME cli.newuser.${_case}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/newuser_pass.sh $<TARGET_FILE:tach_cli> ${CMAKE_CURRENT_SOURCE_DIR}/fixtures
             ${CMAKE_CURRENT_BINARY_DIR}/newuser/${_case} ${_case})
