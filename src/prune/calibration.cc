@@ -165,12 +165,6 @@ CalibrationSet calibration_set(const PruneOptions& o, train::TrainingModelSource
             o.model + " has none (" + published_as(src) +
             "): rank it --by magnitude, or train a head on it first (tach train)");
 
-  for (int64_t l = 0; l < src.config.num_layers; ++l)
-    check(src.config.heads_in_layer(l) == src.config.num_heads,
-          "--by importance: " + o.model +
-              " already has pruned_heads (config.json), which --by importance does not score yet; rank it --by "
-              "magnitude");
-
   train::TrainRun r;
   r.note = [](const std::string&) {};  // what the binder left over: the head is the checkpoint's own
   r.o.model = o.model;

@@ -28,11 +28,12 @@ struct BatchRows {
   int64_t B = 0, T = 0;
 };
 
-// sums[u] += |sum over example b's real rows r and unit u's columns c of (x[r, c] - base[r, c]) * dx[r, c]|
-// for every example b. x, base, dx: [rows, cols], rows = B * T (every token) or B (each
-// sequence's first token); a unit is `width` adjacent columns. base undefined: zero.
+// sums[index[u]] += |sum over example b's real rows r and unit u's columns c of (x[r, c] - base[r, c]) *
+// dx[r, c]| for every example b. x, base, dx: [rows, cols], rows = B * T (every token) or B (each
+// sequence's first token); a unit is `width` adjacent columns. base undefined: zero. index: the
+// unit's place in sums (a head-pruned layer's kept heads at their original indices); null: u.
 void add_gate_gradients(const BatchRows& rows, const Tensor& x, const Tensor& base, const Tensor& dx, int64_t width,
-                        std::vector<double>& sums) {
+                        std::vector<double>& sums, const std::vector<int64_t>* index = nullptr) {
   const Tensor xc = x.contiguous(), dc = dx.contiguous(), bc = base.defined() ? base.contiguous() : Tensor();
   const int64_t R = xc.size(0), cols = xc.size(1), per_example = R / rows.B;
   const float* xp = xc.data<float>();
@@ -47,7 +48,7 @@ void add_gate_gradients(const BatchRows& rows, const Tensor& x, const Tensor& ba
       for (int64_t c = 0; c < cols; ++c)
         dot[size_t(c / width)] += (double(xp[r + c]) - (bp ? bp[r + c] : 0.0)) * dp[r + c];
     }
-    for (size_t u = 0; u < dot.size(); ++u) sums[u] += std::fabs(dot[u]);
+    for (size_t u = 0; u < dot.size(); ++u) sums[index ? size_t((*index)[u]) : u] += std::fabs(dot[u]);
   }
 }
 
@@ -139,11 +140,19 @@ UnitScores importance_scores(const PruneOptions& o, const std::string& model_dir
   Sums heads(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(u.head_units)));
   Sums neurons(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(I)));
   Sums layers(static_cast<size_t>(L), std::vector<double>(1));
+  // A head-pruned encoder (config.json's pruned_heads, tach prune's output): layer l's context holds
+  // the heads it kept, in order, each scored at its original index; the heads pruned before are NaN,
+  // as --by magnitude leaves them, and the plan removes only heads that are left.
+  std::vector<std::vector<int64_t>> kept_heads(static_cast<size_t>(L));
+  const auto* encoder = dynamic_cast<const train::TrainableEncoder*>(&model);
+  if (encoder && !encoder->config.pruned_heads.empty())
+    for (int64_t l = 0; l < L; ++l) kept_heads[size_t(l)] = current_heads(encoder->config, l);
   BatchRows rows;
   std::unique_ptr<train::ForwardState> state = model.new_state(false);
   const Tensor none;
   state->unit_gradients.attention = [&](int l, const Tensor& x, const Tensor& dx) {
-    add_gate_gradients(rows, x, none, dx, u.head_width, heads[size_t(l)]);
+    const std::vector<int64_t>& kept = kept_heads[size_t(l)];
+    add_gate_gradients(rows, x, none, dx, u.head_width, heads[size_t(l)], kept.empty() ? nullptr : &kept);
   };
   state->unit_gradients.ffn = [&](int l, const Tensor& x, const Tensor& dx) {
     add_gate_gradients(rows, x, none, dx, 1, neurons[size_t(l)]);
@@ -186,6 +195,10 @@ UnitScores importance_scores(const PruneOptions& o, const std::string& model_dir
   UnitScores s;
   for (int64_t l = 0; l < L; ++l) {
     for (double& x : heads[size_t(l)]) x /= n;
+    const std::vector<int64_t>& kept = kept_heads[size_t(l)];
+    if (!kept.empty())
+      for (int64_t h = 0; h < u.head_units; ++h)
+        if (std::find(kept.begin(), kept.end(), h) == kept.end()) heads[size_t(l)][size_t(h)] = std::nan("");
     for (double& x : neurons[size_t(l)]) x /= n;
     s.layers.push_back(layers[size_t(l)][0] / n);
   }

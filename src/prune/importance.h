@@ -54,7 +54,8 @@ struct Calibration {
 void check_ranking_options(const PruneOptions& options, const model::ModelFamily& family);
 
 // Throws UsageError for options that cannot work (no dataset, a count below 1, data the head cannot
-// read) and Error for a model that has no head to take a loss from or is already head-pruned.
+// read) and Error for a model that has no head to take a loss from. A head-pruned encoder
+// (pruned_heads) is scored on the heads it has left; the heads pruned before score NaN.
 UnitScores importance_scores(const PruneOptions& options, const std::string& model_dir, Calibration* calibration);
 
 // prune_scores.json's and prune_summary.json's "calibration": what the scores were computed on and how.

@@ -11,6 +11,7 @@
 #   distill_mix       a distilled run labels its loss as the mix, with alpha, T and the task loss
 #   prune_scored      prune --by importance prints what it scored and keeps it in prune_summary.json
 #   teacher_vocab     a teacher whose tokenizer has the student's size but other tokens is refused
+#   pruned_again      prune --by importance and --by magnitude on an already head-pruned model
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 fx=$(cd "$2" && pwd)
@@ -192,6 +193,23 @@ PY
   grep -qF "have the same size, 9 tokens, but 2 of the ids name other tokens (id 6 is 'world' in the teacher's, 'hello' in the student's)" \
     "$work/other.out" || fail "the vocabularies' difference: $(cat "$work/other.out")"
   [ ! -e "$work/runs/other" ] || fail "a refused teacher left a run directory"
+  ;;
+pruned_again)
+  pruned=$fx/prune/bert-pruned  # pruned_heads {"0": [1, 3], "1": [2]}
+  for by in importance magnitude; do
+    data=()
+    [ $by = magnitude ] || data=(-d "$fx/train/tiny.csv" -k "$wp")
+    run 0 "$work/$by.out" prune -m "$pruned" -o "$work/$by" --heads 0.4 --by $by "${data[@]}"
+    grep -qF "removed 2 attention heads" "$work/$by.out" || fail "$by: $(cat "$work/$by.out")"
+    python3 - "$work/$by" <<'PY' || fail "$by: the scores or pruned_heads"
+import json, sys
+d = sys.argv[1]
+heads = json.load(open(d + "/prune_scores.json"))["heads"]
+assert [[h is None for h in layer] for layer in heads] == [[False, True, False, True], [False, False, True, False]], heads
+pruned = json.load(open(d + "/config.json"))["pruned_heads"]
+assert set(pruned["0"]) > {1, 3} and set(pruned["1"]) > {2} and len(pruned["0"]) == 3 and len(pruned["1"]) == 2, pruned
+PY
+  done
   ;;
 *) fail "no case $case_name" ;;
 esac
