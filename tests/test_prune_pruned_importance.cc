@@ -14,6 +14,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "model/checkpoint.h"
 #include "model/safetensors_writer.h"
 #include "tach/error.h"
