@@ -111,7 +111,7 @@ TEST_F(CudaInferCudnn, TachKernelsRunWhatCudnnDoesNotAndSayWhy) {
   EXPECT_NE(kernels.find("the model computes in f32"), std::string::npos) << kernels;
   // A mask whose padding the caller did not say: tach's.
   EXPECT_LT(encoder_error({2, 64, 4, 64, DType::bf16, true}, &kernels, KeyPadding::unknown), kReductionTol);
-  EXPECT_NE(kernels.find("not known to be right-padded"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("not known to be right- or left-padded"), std::string::npos) << kernels;
   // Forced, for an A/B.
   setenv("TACH_INFER_ATTENTION", "tach", 1);
   const double forced = encoder_error({2, 64, 4, 64, DType::bf16, true}, &kernels, KeyPadding::right);
@@ -128,12 +128,13 @@ struct CausalCall {
   bool cache;
 };
 
-double causal_error(const CausalCall& c, std::string* kernels, KeyPadding padding, const Tensor& mask_in = Tensor()) {
+double causal_error(const CausalCall& c, std::string* kernels, KeyPadding padding, const Tensor& mask_in = Tensor(),
+                    int64_t window = 0) {
   const int64_t HD = c.H * c.D, KD = c.KVH * c.D, QKV = HD + 2 * KD, capacity = c.T + 5;
   const Tensor qkv = random_tensor({c.B, c.T, QKV}, 400 + unsigned(c.T));
   ops::CausalAttentionArgs a;
   a.B = c.B, a.Tq = c.T, a.H = c.H, a.KVH = c.KVH, a.D = c.D;
-  a.ld_q = QKV, a.ld_out = HD, a.scale = 1.0f / std::sqrt(float(c.D));
+  a.ld_q = QKV, a.ld_out = HD, a.scale = 1.0f / std::sqrt(float(c.D)), a.window = window;
   Tensor k, v;  // [B, capacity, KD] when cached
   const float *kp = nullptr, *vp = nullptr;
   if (c.cache) {
@@ -188,13 +189,34 @@ TEST_F(CudaInferCudnn, CausalGroupedQueryPrefillMatchesTheCpu) {
   }
 }
 
-TEST_F(CudaInferCudnn, LeftPaddedPromptsKeepTachsKernels) {
-  const int64_t B = 2, T = 40;
+// A left-padded prompt: cuDNN starts each row at its first real token (ragged offsets), or, where
+// its version and GPU do not take them, tach's kernels say so. The padded rows get zeros either way.
+TEST_F(CudaInferCudnn, LeftPaddedPromptsMatchTheCpu) {
+  const int64_t B = 3, T = 40;
   Tensor mask = Tensor::zeros({B, T}, DType::i32);
-  for (int64_t t = 0; t < T; ++t) mask.data<int32_t>()[t] = 1, mask.data<int32_t>()[T + t] = t >= 7;
-  std::string kernels;
-  EXPECT_LT(causal_error({B, T, 8, 2, 64, DType::bf16, false}, &kernels, KeyPadding::left, mask), kReductionTol);
-  EXPECT_NE(kernels.find("left padding"), std::string::npos) << kernels;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) mask.data<int32_t>()[b * T + t] = t >= 7 * b;
+  for (const bool cache : {false, true}) {
+    SCOPED_TRACE(cache ? "cache" : "fused rows");
+    std::string kernels;
+    const double err = causal_error({B, T, 8, 2, 64, DType::bf16, cache}, &kernels, KeyPadding::left, mask);
+    const bool cudnn = kernels == ops::cudnn_attention_words(DType::bf16);
+    EXPECT_TRUE(cudnn || kernels.find("left padding") != std::string::npos) << kernels;
+    EXPECT_LT(err, cudnn ? tolerance(DType::bf16) : kReductionTol) << kernels;
+  }
+}
+
+// A sliding window shorter than the prompt (Mistral's, Gemma's local layers) through cuDNN's band.
+TEST_F(CudaInferCudnn, CausalSlidingWindowMatchesTheCpu) {
+  const CausalCall c{2, 96, 8, 2, 64, DType::bf16, false};
+  for (const int64_t window : {int64_t(16), int64_t(50)}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    std::string kernels;
+    const double err = causal_error(c, &kernels, KeyPadding::none, Tensor(), window);
+    const bool cudnn = kernels == ops::cudnn_attention_words(DType::bf16);
+    EXPECT_TRUE(cudnn || kernels.find("sliding window") != std::string::npos) << kernels;
+    EXPECT_LT(err, cudnn ? tolerance(DType::bf16) : kReductionTol) << kernels;
+  }
 }
 
 // cuDNN finalizes each tensor and operation descriptor when it is built, and (9.19 on) the graph:
@@ -209,18 +231,30 @@ TEST_F(CudaInferCudnnLoader, InferenceGraphsAreAccepted) {
     int64_t H, H_kv, D;
     bool causal, padded;
     cuda::SdpaDType dtype;
+    int64_t window = 0;
+    bool bias = false, ragged = false, cache = false;  // cache: k, v in a cache's rows (in place)
   };
   for (const Variant v :
        {Variant{12, 12, 64, false, true, cuda::SdpaDType::bf16},
         Variant{12, 12, 64, false, false, cuda::SdpaDType::f16}, Variant{14, 2, 64, true, false, cuda::SdpaDType::bf16},
-        Variant{8, 1, 128, true, true, cuda::SdpaDType::f16}}) {
+        Variant{8, 1, 128, true, true, cuda::SdpaDType::f16},
+        // MPNet's bias, Mistral's causal window, ModernBERT's window on both sides, a left-padded
+        // prompt (ragged offsets), and a prefill reading k and v from a cache.
+        Variant{12, 12, 64, false, true, cuda::SdpaDType::bf16, 0, true},
+        Variant{8, 2, 128, true, false, cuda::SdpaDType::bf16, 64},
+        Variant{12, 12, 64, false, true, cuda::SdpaDType::bf16, 64},
+        Variant{14, 2, 64, true, true, cuda::SdpaDType::bf16, 0, false, true},
+        Variant{14, 2, 64, true, true, cuda::SdpaDType::f16, 32, false, true, true}}) {
     cuda::SdpaArgs a;
     a.B = 2, a.T = 128, a.H = v.H, a.H_kv = v.H_kv, a.D = v.D;
     a.ld_in = a.ld_kv = (v.H + 2 * v.H_kv) * v.D;  // the packed q|k|v rows
+    if (v.cache) a.ld_kv = v.H_kv * v.D, a.kv_batch_stride = (a.T + 64) * a.ld_kv;
     a.ld_out = v.H * v.D;
     a.scale = 0.125f, a.causal = v.causal, a.dtype = v.dtype;
+    a.window = v.window, a.bias = v.bias, a.ragged = v.ragged;
     SCOPED_TRACE("H " + std::to_string(v.H) + "/" + std::to_string(v.H_kv) + (v.causal ? " causal" : "") +
-                 (v.padded ? " padded" : ""));
+                 (v.padded ? " padded" : "") + (v.window ? " window" : "") + (v.bias ? " bias" : "") +
+                 (v.ragged ? " ragged" : "") + (v.cache ? " cache" : ""));
     try {
       cuda::sdpa_check_operations(a, v.padded, false, /*stats=*/false);
     } catch (const Error& e) { ADD_FAILURE() << e.what(); }

@@ -28,7 +28,7 @@ bool cudnn_sdpa_available(std::string* why) { return cudnn_loadable(why); }
 #if !TACH_HAS_CUDNN_HEADERS
 
 void sdpa_forward(int, const SdpaArgs&, void*, float*, const void*, const void*, const void*, const int32_t*,
-                  const void*) {
+                  const void*, const SdpaMaskInputs&) {
   std::string why;
   cudnn_loadable(&why);
   throw Error(why);
@@ -58,6 +58,8 @@ std::string describe(const SdpaArgs& a, bool backward, bool stats = true) {
          " (" + sdpa_dtype_name(a.dtype) + ", B " + std::to_string(a.B) + ", T " + std::to_string(a.T) + ", H " +
          std::to_string(a.H) + (a.kv_heads() != a.H ? ", H_kv " + std::to_string(a.kv_heads()) : std::string()) +
          ", D " + std::to_string(a.D) + (a.causal ? ", causal" : "") +
+         (a.window > 0 ? ", window " + std::to_string(a.window) : std::string()) + (a.bias ? ", score bias" : "") +
+         (a.ragged ? ", left-padded" : "") +
          (a.dropout_p > 0 ? ", dropout " + std::to_string(a.dropout_p) : std::string()) + ")";
 }
 
@@ -79,6 +81,12 @@ void check_args(const SdpaArgs& a, bool backward) {
   tach::check(a.ld_in % 8 == 0 && ld_kv % 8 == 0 && a.ld_out % 8 == 0,
               what + ": row strides must be multiples of 8 elements (16 bytes), got " + std::to_string(a.ld_in) + ", " +
                   std::to_string(ld_kv) + " and " + std::to_string(a.ld_out));
+  tach::check(a.kv_batch_stride == 0 || (!backward && a.kv_batch_stride >= a.T * ld_kv && a.kv_batch_stride % 8 == 0),
+              what + ": k's and v's batch stride " + std::to_string(a.kv_batch_stride) +
+                  " must be a multiple of 8 elements holding T rows, and is for the forward only");
+  tach::check(!backward || (a.window == 0 && !a.bias && !a.ragged),
+              what + ": windows, score biases and left padding are for the inference forward only");
+  tach::check(a.window >= 0, what + ": the window must be 0 (none) or a count of keys");
   tach::check(a.dropout_p >= 0.0f && a.dropout_p < 1.0f,
               what + ": the dropout probability must be in [0, 1), got " + std::to_string(a.dropout_p));
 }
@@ -116,6 +124,13 @@ enum Uid : int64_t {
   kdQAccum,
   kDropoutMask,
   kDropoutScale,
+  kBias,
+  kWindowLeft,
+  kWindowRight,
+  kRaggedQ,
+  kRaggedK,
+  kRaggedV,
+  kRaggedO,
   kFirstVirtual = 100
 };
 
@@ -151,10 +166,11 @@ void finalize(Desc d, const std::string& what) { check_cudnn(cudnn_api().backend
 // The operations of one graph and every descriptor they refer to (kept alive with the plan).
 class GraphBuilder {
  public:
-  // A tensor the caller provides at execution, [4] dims with strides in elements.
-  Desc io(int64_t uid, cudnnDataType_t type, Dims dims, Dims strides, const std::string& name) {
+  // A tensor the caller provides at execution, [4] dims with strides in elements; ragged: the
+  // tensor of each sequence's element offset, which then stands in for the batch stride.
+  Desc io(int64_t uid, cudnnDataType_t type, Dims dims, Dims strides, const std::string& name, Desc ragged = nullptr) {
     io_uids_.push_back(uid);
-    return tensor(uid, type, dims, strides, false, false, name);
+    return tensor(uid, type, dims, strides, false, false, name, ragged);
   }
   // An f32 scalar passed by value (a host pointer at execution).
   Desc scalar(int64_t uid, const std::string& name) {
@@ -241,7 +257,7 @@ class GraphBuilder {
 
  private:
   Desc tensor(int64_t uid, cudnnDataType_t type, Dims dims, Dims strides, bool is_virtual, bool by_value,
-              const std::string& name) {
+              const std::string& name, Desc ragged = nullptr) {
     const std::string what = "tensor " + name;
     Desc t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR, what);
     const int64_t alignment = 16;
@@ -258,6 +274,7 @@ class GraphBuilder {
       const bool yes = true;
       set(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes, what + " by value");
     }
+    if (ragged) set_desc(t, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, ragged, what + " ragged offsets");
     finalize(t, what);
     return t;
   }
@@ -287,6 +304,8 @@ struct Layout {
   Dims scores_t_strides;          // the same scores read transposed, [B, H, Tk, Tq]
   Dims row, row_strides;          // [B, H, T, 1]: one f32 per query row
   Dims lengths, lengths_strides;  // [B, 1, 1, 1] i32
+  Dims bias, bias_strides;        // [1, H, T, T] contiguous
+  Dims offsets;                   // [B + 1, 1, 1, 1] i32 (ragged offsets; lengths_strides)
 
   explicit Layout(const SdpaArgs& a) {
     const int64_t B = a.B, H = a.H, T = a.T, D = a.D, H_kv = a.kv_heads(), ld_kv = a.kv_stride();
@@ -294,9 +313,9 @@ struct Layout {
     qkv = {B, H, T, D};
     qkv_strides = {T * a.ld_in, D, a.ld_in, 1};
     kv = {B, H_kv, T, D};
-    kv_strides = {T * ld_kv, D, ld_kv, 1};
+    kv_strides = {a.kv_batch(), D, ld_kv, 1};
     t_dims = {B, H_kv, D, T};
-    t_strides = {T * ld_kv, D, 1, ld_kv};
+    t_strides = {a.kv_batch(), D, 1, ld_kv};
     full_heads = {B, H, T, D};
     full_strides = {H * T * D, T * D, D, 1};
     out_strides = {T * a.ld_out, D, a.ld_out, 1};
@@ -307,6 +326,9 @@ struct Layout {
     row_strides = {H * T, T, 1, 1};
     lengths = {B, 1, 1, 1};
     lengths_strides = {1, 1, 1, 1};
+    bias = {1, H, T, T};
+    bias_strides = {H * T * T, T * T, T, 1};
+    offsets = {B + 1, 1, 1, 1};
   }
 };
 
@@ -345,8 +367,35 @@ Desc causal_mask(GraphBuilder& g, const Layout& l, Desc scores, Desc neg_inf) {
   return out;
 }
 
-// The sequence lengths as the graph reads them: every query row is answered (seq_len_q = T),
-// keys stop at kv_lengths. Null both without padding.
+// A sliding window as cudnn-frontend's diagonal band builds it from primitive operations: the
+// left bound keeps keys with column + left > row, the right bound those with row + right >=
+// column (left, right: f32 scalars by value). Causal: left = window (keys (i - window, i]), the
+// causal mask is the right bound; bidirectional: left = window + 1 and right = window (|i - j| <=
+// window, as transformers' bidirectional sliding window).
+Desc window_mask(GraphBuilder& g, const Layout& l, Desc scores, Desc left, Desc right, Desc neg_inf) {
+  Desc row = g.virt(CUDNN_DATA_INT32, l.scores, l.scores_strides, "window row index");
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, scores, nullptr, nullptr, row, "window row index", 2);
+  Desc col = g.virt(CUDNN_DATA_INT32, l.scores, l.scores_strides, "window column index");
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, scores, nullptr, nullptr, col, "window column index", 3);
+  Desc col_left = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "column + left bound");
+  g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, col, left, nullptr, col_left, "column + left bound", 3);
+  Desc keep = g.virt(CUDNN_DATA_BOOLEAN, l.scores, l.scores_strides, "column + left > row");
+  g.pointwise(CUDNN_POINTWISE_CMP_GT, CUDNN_DATA_FLOAT, col_left, row, nullptr, keep, "column + left > row");
+  Desc out = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "left bound masked");
+  g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, scores, neg_inf, keep, out, "left bound select");
+  if (!right) return out;
+  Desc row_right = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "row + right bound");
+  g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, row, right, nullptr, row_right, "row + right bound", 3);
+  Desc keep_right = g.virt(CUDNN_DATA_BOOLEAN, l.scores, l.scores_strides, "row + right >= column");
+  g.pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_FLOAT, row_right, col, nullptr, keep_right, "row + right >= column");
+  Desc both = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "right bound masked");
+  g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, out, neg_inf, keep_right, both, "right bound select");
+  return both;
+}
+
+// The sequence lengths as the graph reads them: every query row is answered (seq_len_q = T; left
+// padding: each sequence's real rows, the kv lengths again), keys stop at kv_lengths. Null both
+// without padding.
 struct Lengths {
   Desc q = nullptr, kv = nullptr;
 };
@@ -371,23 +420,36 @@ Dropout dropout_tensors(GraphBuilder& g, const Layout& l, const SdpaArgs& a) {
 // as cudnn-frontend's generate_stats = false builds it: the softmax without log and add).
 void build_forward(GraphBuilder& g, const SdpaArgs& a, bool padded, bool stats_out = true) {
   const Layout l(a);
-  Desc q = g.io(kQ, l.io, l.qkv, l.qkv_strides, "Q");
-  Desc kt = g.io(kK, l.io, l.t_dims, l.t_strides, "Kᵀ");
-  Desc v = g.io(kV, l.io, l.kv, l.kv_strides, "V");
-  Desc o = g.io(kO, l.io, l.qkv, l.out_strides, "O");
+  // Left padding: each sequence of q, k, v and out starts at the element offset its tensor gives.
+  const auto offsets = [&](int64_t uid, const char* name) {
+    return a.ragged ? g.io(uid, CUDNN_DATA_INT32, l.offsets, l.lengths_strides, name) : nullptr;
+  };
+  Desc q = g.io(kQ, l.io, l.qkv, l.qkv_strides, "Q", offsets(kRaggedQ, "Q offsets"));
+  Desc kt = g.io(kK, l.io, l.t_dims, l.t_strides, "Kᵀ", offsets(kRaggedK, "K offsets"));
+  Desc v = g.io(kV, l.io, l.kv, l.kv_strides, "V", offsets(kRaggedV, "V offsets"));
+  Desc o = g.io(kO, l.io, l.qkv, l.out_strides, "O", offsets(kRaggedO, "O offsets"));
   Desc stats = stats_out ? g.io(kStats, CUDNN_DATA_FLOAT, l.row, l.row_strides, "Stats") : nullptr;
   Desc scale = g.scalar(kScale, "scale");
   const Lengths len = length_tensors(g, l, padded);
-  Desc neg_inf = padded || a.causal ? g.scalar(kNegInf, "masked score") : nullptr;
+  Desc neg_inf = padded || a.causal || a.window > 0 ? g.scalar(kNegInf, "masked score") : nullptr;
   const Dropout drop = dropout_tensors(g, l, a);
+  Desc bias = a.bias ? g.io(kBias, l.io, l.bias, l.bias_strides, "bias") : nullptr;
+  Desc left = a.window > 0 ? g.scalar(kWindowLeft, "window's left bound") : nullptr;
+  Desc right = a.window > 0 && !a.causal ? g.scalar(kWindowRight, "window's right bound") : nullptr;
 
   Desc s = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "Q·Kᵀ");
   g.matmul(q, kt, s, len.q, len.kv, nullptr, padded, "Q·Kᵀ");
   Desc scaled = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "scaled scores");
   g.pointwise(CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, s, scale, nullptr, scaled, "scale");
   Desc last = scaled;
+  if (bias) {  // in cudnn-frontend's order: the scale, the bias, then the masks
+    Desc biased = g.virt(CUDNN_DATA_FLOAT, l.scores, l.scores_strides, "scores + bias");
+    g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, last, bias, nullptr, biased, "bias");
+    last = biased;
+  }
   if (padded) last = padding_mask(g, l, last, len.q, len.kv, neg_inf, "padding");
   if (a.causal) last = causal_mask(g, l, last, neg_inf);
+  if (left) last = window_mask(g, l, last, left, right, neg_inf);
 
   // Softmax over keys, saving max + log(sum exp) per row when asked.
   Desc max = g.virt(CUDNN_DATA_FLOAT, l.row, l.row_strides, "row max");
@@ -532,9 +594,10 @@ struct Plan {
   Tensor q_lengths;  // [B] i32 = T on the device (padded graphs)
 };
 
-// device, B, T, H, H_kv, D, ld_in, ld_kv, ld_out, causal, padded, dropout, dtype, backward, stats.
-using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool,
-                           bool, int, bool, bool>;
+// device, B, T, H, H_kv, D, ld_in, ld_kv, ld_out, kv batch stride, causal, padded, dropout, dtype,
+// backward, stats, window, bias, ragged.
+using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool,
+                           bool, bool, int, bool, bool, int64_t, bool, bool>;
 
 // The plan of one engine configuration, kept in p when it finalizes (true); else false, with the
 // first refusal's words in *first_refusal.
@@ -628,9 +691,9 @@ Plan& plan_for(int device, const SdpaArgs& a, bool padded, bool backward, bool s
   // Never destroyed, as the handles are not: a plan's descriptors destroyed at exit, after the
   // CUDA runtime has gone, would unload kernels that no longer exist.
   static auto& plans = *new std::map<PlanKey, std::unique_ptr<Plan> >;
-  const PlanKey key{device,       a.B,           a.T,      a.H,      a.kv_heads(), a.D,
-                    a.ld_in,      a.kv_stride(), a.ld_out, a.causal, padded,       a.dropout_p > 0,
-                    int(a.dtype), backward,      stats};
+  const PlanKey key{device,   a.B,          a.T,      a.H,    a.kv_heads(),    a.D,          a.ld_in,  a.kv_stride(),
+                    a.ld_out, a.kv_batch(), a.causal, padded, a.dropout_p > 0, int(a.dtype), backward, stats,
+                    a.window, a.bias,       a.ragged};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
@@ -682,6 +745,23 @@ void check_dropout(const SdpaArgs& a, const void* dropout_mask, bool backward) {
   if (dropout_mask) check_aligned(dropout_mask, "the dropout mask", a, backward);
 }
 
+// The inference masks' operands are there exactly when the arguments ask for them, and only there.
+void check_masks(const SdpaArgs& a, const float* stats, const int32_t* kv_lengths, const void* dropout_mask,
+                 const SdpaMaskInputs& m) {
+  const std::string what = describe(a, false, stats != nullptr);
+  const bool inference = stats == nullptr && dropout_mask == nullptr;
+  tach::check(inference || (a.window == 0 && !a.bias && !a.ragged),
+              what + ": windows, score biases and left padding are for the inference forward only");
+  tach::check(a.bias == (m.bias != nullptr), what + (a.bias ? ": the score bias needs its [1, H, T, T] tensor"
+                                                            : ": a score bias was given the arguments do not ask for"));
+  if (m.bias) check_aligned(m.bias, "the score bias", a, false);
+  const bool offsets = m.q_offsets && m.kv_offsets && m.out_offsets;
+  tach::check(a.ragged == offsets && (offsets || (!m.q_offsets && !m.kv_offsets && !m.out_offsets)),
+              what + (a.ragged ? ": left padding needs the offsets of q, k and v, and out"
+                               : ": ragged offsets were given without left padding"));
+  tach::check(!a.ragged || kv_lengths, what + ": left padding needs each sequence's real length");
+}
+
 float masked_score() {
   return wants_lowest_for_masked() ? std::numeric_limits<float>::lowest() : -std::numeric_limits<float>::infinity();
 }
@@ -689,9 +769,10 @@ float masked_score() {
 }  // namespace
 
 void sdpa_forward(int device, const SdpaArgs& a, void* out, float* stats, const void* q, const void* k, const void* v,
-                  const int32_t* kv_lengths, const void* dropout_mask) {
+                  const int32_t* kv_lengths, const void* dropout_mask, const SdpaMaskInputs& masks) {
   check_args(a, false);
   check_dropout(a, dropout_mask, false);
+  check_masks(a, stats, kv_lengths, dropout_mask, masks);
   for (auto [p, name] : {std::pair<const void*, const char*>{q, "q"}, {k, "k"}, {v, "v"}, {out, "out"}})
     check_aligned(p, name, a, false);
   const std::string what = describe(a, false, stats != nullptr);
@@ -700,11 +781,21 @@ void sdpa_forward(int device, const SdpaArgs& a, void* out, float* stats, const 
   const float scale = a.scale, neg_inf = masked_score(), dropout_scale = 1.0f / (1.0f - a.dropout_p);
   std::map<int64_t, const void*> ptr{{kQ, q}, {kK, k}, {kV, v}, {kO, out}, {kScale, &scale}};
   if (stats) ptr[kStats] = stats;
-  if (padded || a.causal) ptr[kNegInf] = &neg_inf;
+  // The window's bounds as the graph compares them (window_mask).
+  const float left = float(a.causal ? a.window : a.window + 1), right = float(a.window);
+  if (padded || a.causal || a.window > 0) ptr[kNegInf] = &neg_inf;
   if (dropout_mask) ptr[kDropoutMask] = dropout_mask, ptr[kDropoutScale] = &dropout_scale;
   if (padded) {
-    ptr[kSeqLenQ] = p.q_lengths.raw();
+    // Left padding: the queries are each sequence's real rows, as many as its real keys.
+    ptr[kSeqLenQ] = a.ragged ? static_cast<const void*>(kv_lengths) : p.q_lengths.raw();
     ptr[kSeqLenKV] = kv_lengths;
+  }
+  if (a.bias) ptr[kBias] = masks.bias;
+  if (a.window > 0) ptr[kWindowLeft] = &left;
+  if (a.window > 0 && !a.causal) ptr[kWindowRight] = &right;
+  if (a.ragged) {
+    ptr[kRaggedQ] = masks.q_offsets, ptr[kRaggedO] = masks.out_offsets;
+    ptr[kRaggedK] = ptr[kRaggedV] = masks.kv_offsets;  // k and v share their rows' layout
   }
   Tensor workspace;
   if (p.workspace_bytes > 0)
@@ -774,6 +865,7 @@ void sdpa_backward(int device, const SdpaArgs& a, void* dq, void* dk, void* dv, 
 
 void sdpa_check_operations(const SdpaArgs& a, bool padded, bool backward, bool stats) {
   check_args(a, backward);
+  tach::check(!a.ragged || padded, describe(a, backward, stats) + ": left padding needs each sequence's real length");
   GraphBuilder g;
   if (backward) build_backward(g, a, padded);
   else build_forward(g, a, padded, stats);

@@ -32,15 +32,42 @@ struct SdpaArgs {
   int64_t ld_in = 0;                   // row stride in elements of q and dq (>= H*D); of k, v too unless ld_kv
   int64_t ld_kv = 0;                   // row stride in elements of k, v, dk, dv (>= H_kv*D); 0: ld_in
   int64_t ld_out = 0;                  // row stride in elements of out and dout (>= H*D)
-  float scale = 1.0f;                  // on q·kᵀ, usually 1/sqrt(D)
-  bool causal = false;                 // query i sees keys j <= i
+  // k's and v's batch stride in elements: 0 (T * kv_stride(): each sequence's rows after the
+  // last's), or more (a decoder's key/value cache holds each sequence `capacity` rows apart).
+  // Forward only.
+  int64_t kv_batch_stride = 0;
+  float scale = 1.0f;   // on q·kᵀ, usually 1/sqrt(D)
+  bool causal = false;  // query i sees keys j <= i
   // > 0: dropout on the probabilities with the caller's keep mask (sdpa_forward's dropout_mask),
   // the kept ones scaled by 1 / (1 - dropout_p). In [0, 1).
   float dropout_p = 0.0f;
   SdpaDType dtype = SdpaDType::bf16;
+  // The inference forward's masks (stats null; ops/infer_attention_kernel.h says which cuDNN
+  // versions take them):
+  // window > 0: a sliding window, the diagonal band cudnn-frontend builds: causal, query i sees
+  // keys (i - window, i] (its left bound); bidirectional, keys j with |i - j| <= window (both).
+  int64_t window = 0;
+  // A bias added to the scaled scores before the masks: [1, H, T, T] in `dtype`, contiguous
+  // (MPNet's relative positions, looked up once per call).
+  bool bias = false;
+  // Left padding: each sequence's rows start at its first real token. cuDNN's padding mask knows
+  // only lengths (real keys first), so q, k, v and out get ragged offsets (SdpaMaskInputs) that
+  // start each sequence there, and kv_lengths its real tokens, for queries and keys alike: the
+  // causal diagonal and the window then hold between real positions. Rows before the first real
+  // token are not written. Needs kv_lengths.
+  bool ragged = false;
 
   int64_t kv_heads() const { return H_kv > 0 ? H_kv : H; }
   int64_t kv_stride() const { return ld_kv > 0 ? ld_kv : ld_in; }
+  int64_t kv_batch() const { return kv_batch_stride > 0 ? kv_batch_stride : T * kv_stride(); }
+};
+
+// Device memory the inference forward's masks read, as SdpaArgs asks for them.
+struct SdpaMaskInputs {
+  const void* bias = nullptr;  // [1, H, T, T] in the args' dtype (args.bias)
+  // [B + 1] i32 each (args.ragged): element offsets of each sequence's first real row in q, in k
+  // and v, and in out; the last entry past the end.
+  const int32_t *q_offsets = nullptr, *kv_offsets = nullptr, *out_offsets = nullptr;
 };
 
 // Whether cuDNN's fused attention can be used here (cuDNN 9 loads); *why says what is missing.
@@ -59,8 +86,9 @@ bool cudnn_sdpa_available(std::string* why = nullptr);
 // dropped (the stats are those of the probabilities before dropout), when args.dropout_p > 0;
 // null otherwise.
 // Runs on tach's stream of `device`; no host synchronisation except the first call of a shape.
+// masks: what args.bias and args.ragged read (inference only).
 void sdpa_forward(int device, const SdpaArgs& a, void* out, float* stats, const void* q, const void* k, const void* v,
-                  const int32_t* kv_lengths, const void* dropout_mask = nullptr);
+                  const int32_t* kv_lengths, const void* dropout_mask = nullptr, const SdpaMaskInputs& masks = {});
 
 // dout: [B, T, H*D] row stride ld_out; out and stats: what sdpa_forward wrote for these q, k, v
 // (and this dropout_mask). dq: as q, dk, dv: as k, v (column blocks of one fused gradient),

@@ -6,21 +6,42 @@
 // Each thread owns one query row: its q and its output accumulator sit in registers, and the
 // block (64 query rows of one batch row and head) walks the keys in tiles staged through shared
 // memory. Per tile the running maximum moves once and the accumulator is rescaled once
-// (FlashAttention's online softmax). f32 throughout, no tensor cores: the first, exact version.
+// (FlashAttention's online softmax). No tensor cores: the exact version, for every case cuDNN's
+// fused attention does not take.
+//
+// q, k, v and out are in the activation dtype (f32, bf16 or f16: the kernels are templated on the
+// element type T): each element is widened to f32 as it is loaded, the scores, the online softmax
+// and the accumulator stay f32, and each output is rounded once to T (to nearest even) as it is
+// stored, as torch's bf16 attention keeps its softmax in f32.
 #pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cfloat>
 #include <cstdint>
 
 #include <cuda_runtime.h>
 
+#include "tach/dtype.h"
+
 namespace tach::cuda {
 
+// An activation element widened to f32, and an f32 rounded to nearest even into one.
+__device__ __forceinline__ float attention_load(float x) { return x; }
+__device__ __forceinline__ float attention_load(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float attention_load(__half x) { return __half2float(x); }
+__device__ __forceinline__ void attention_store(float* dst, float x) { *dst = x; }
+__device__ __forceinline__ void attention_store(__nv_bfloat16* dst, float x) { *dst = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void attention_store(__half* dst, float x) { *dst = __float2half_rn(x); }
+
 struct FlashAttentionParams {
-  float* out = nullptr;
-  const float* q = nullptr;
-  const float* k = nullptr;
-  const float* v = nullptr;
+  // [.., H*D] rows in `dtype` (f32, bf16 or f16), with the strides below (in elements).
+  void* out = nullptr;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  DType dtype = DType::f32;
   const int32_t* key_mask = nullptr;  // [B, mask_stride], 1 = real token; null = all real
   int64_t Tq = 0, Tk = 0, past = 0;   // query i sits at key position past + i (causal only)
   int64_t H = 0, KVH = 0;             // query heads, key/value heads (H % KVH == 0)
@@ -60,7 +81,7 @@ struct FlashAttentionParams {
 
 constexpr int kFlashQueryRows = 64;  // threads per block, one query row each
 
-template <int D, int kKeys>
+template <typename T, int D, int kKeys>
 __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashAttentionParams p) {
   __shared__ float ks[kKeys][D];
   __shared__ float vs[kKeys][D];
@@ -71,10 +92,10 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
   const bool active = i < p.Tq;
 
   float qr[D], acc[D];
-  const float* qrow = p.q + b * p.q_batch_stride + i * p.ld_q + h * D;
+  const T* qrow = static_cast<const T*>(p.q) + b * p.q_batch_stride + i * p.ld_q + h * D;
 #pragma unroll
   for (int d = 0; d < D; ++d) {
-    qr[d] = active ? qrow[d] : 0.0f;
+    qr[d] = active ? attention_load(qrow[d]) : 0.0f;
     acc[d] = 0.0f;
   }
   float running_max = -INFINITY, denominator = 0.0f;
@@ -94,8 +115,8 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
   const int64_t P = p.past + i;
   const int64_t row_first = p.window > 0 ? (p.causal ? P + 1 - p.window : P - p.window) : 0;
   const int64_t row_end = p.causal ? P + 1 : (p.window > 0 ? P + p.window + 1 : p.Tk);
-  const float* kb = p.k + b * p.kv_batch_stride + kvh * D;
-  const float* vb = p.v + b * p.kv_batch_stride + kvh * D;
+  const T* kb = static_cast<const T*>(p.k) + b * p.kv_batch_stride + kvh * D;
+  const T* vb = static_cast<const T*>(p.v) + b * p.kv_batch_stride + kvh * D;
   const int32_t* mb = p.key_mask ? p.key_mask + b * p.mask_stride : nullptr;
   const int32_t* buckets = p.bias_bucket && active ? p.bias_bucket + i * p.Tk : nullptr;
 
@@ -105,8 +126,8 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
       const int j = e / D, d = e % D;
       const int64_t key = j0 + j;
       const bool in = key < key_end;
-      ks[j][d] = in ? kb[key * p.ld_kv + d] : 0.0f;
-      vs[j][d] = in ? vb[key * p.ld_kv + d] : 0.0f;
+      ks[j][d] = in ? attention_load(kb[key * p.ld_kv + d]) : 0.0f;
+      vs[j][d] = in ? attention_load(vb[key * p.ld_kv + d]) : 0.0f;
     }
     for (int j = threadIdx.x; j < kKeys; j += blockDim.x) {
       const int64_t key = j0 + j;
@@ -157,7 +178,7 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
       __syncthreads();
       for (int e = threadIdx.x; e < kKeys * D; e += blockDim.x) {
         const int j = e / D, d = e % D;
-        vs[j][d] = j0 + j < p.Tk ? vb[(j0 + j) * p.ld_kv + d] : 0.0f;
+        vs[j][d] = j0 + j < p.Tk ? attention_load(vb[(j0 + j) * p.ld_kv + d]) : 0.0f;
       }
       __syncthreads();
       if (padding_only) {
@@ -170,17 +191,17 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
     if (padding_only) denominator = float(p.Tk);
   }
   if (!active) return;
-  float* orow = p.out + b * p.out_batch_stride + i * p.ld_out + h * D;
+  T* orow = static_cast<T*>(p.out) + b * p.out_batch_stride + i * p.ld_out + h * D;
   const float inv = denominator > 0.0f ? 1.0f / denominator : 0.0f;
 #pragma unroll
-  for (int d = 0; d < D; ++d) orow[d] = acc[d] * inv;
+  for (int d = 0; d < D; ++d) attention_store(orow + d, acc[d] * inv);
 }
 
 // Which kernel a launch ran: none (no kernel takes the head size: D over 256; the caller says so),
 // the tiled kernel, or the rows kernel (one block per query row, the keys split for few rows).
 enum class FlashAttentionLaunch { none, tiles, rows };
 
-// Launches a kernel for the head size on tach's stream of `device`, and says which.
+// Launches a kernel for the head size and p.dtype on tach's stream of `device`, and says which.
 FlashAttentionLaunch launch_flash_attention(int device, FlashAttentionParams p, int64_t B, int64_t D);
 
 }  // namespace tach::cuda

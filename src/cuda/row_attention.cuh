@@ -27,7 +27,8 @@ namespace tach::cuda {
 
 constexpr int kRowAttentionWarps = 8;
 
-template <int E>
+// T: the element type of q, k, v and out (FlashAttentionParams::dtype); the math is f32.
+template <typename T, int E>
 __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(FlashAttentionParams p, int D) {
   constexpr int W = kRowAttentionWarps;
   __shared__ float warp_max[W], warp_sum[W];
@@ -37,9 +38,9 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
   const int64_t i = blockIdx.x / unsigned(p.splits), h = blockIdx.y, b = blockIdx.z, kvh = h / (p.H / p.KVH);
   const int64_t past = p.device_past ? int64_t(*p.device_past) : p.past;
   const int64_t Tk = p.device_past ? past + p.Tq : p.Tk;
-  const float* qrow = p.q + b * p.q_batch_stride + i * p.ld_q + h * D;
-  const float* kb = p.k + b * p.kv_batch_stride + kvh * D;
-  const float* vb = p.v + b * p.kv_batch_stride + kvh * D;
+  const T* qrow = static_cast<const T*>(p.q) + b * p.q_batch_stride + i * p.ld_q + h * D;
+  const T* kb = static_cast<const T*>(p.k) + b * p.kv_batch_stride + kvh * D;
+  const T* vb = static_cast<const T*>(p.v) + b * p.kv_batch_stride + kvh * D;
   const int32_t* mb = p.key_mask ? p.key_mask + b * p.mask_stride : nullptr;
   const int32_t* buckets = p.bias_bucket ? p.bias_bucket + i * Tk : nullptr;
 
@@ -47,7 +48,7 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int d = lane + 32 * e;
-    q[e] = d < D ? qrow[d] : 0.0f;
+    q[e] = d < D ? attention_load(qrow[d]) : 0.0f;
     acc[e] = 0.0f;
   }
   const int64_t P = past + i;
@@ -67,12 +68,12 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
   float running_max = -INFINITY, denominator = 0.0f;
   for (int64_t j = first + warp; j < end; j += W) {  // j is the same across the warp
     if (mb && mb[j] == 0) continue;
-    const float* krow = kb + j * p.ld_kv;
+    const T* krow = kb + j * p.ld_kv;
     float part = 0.0f;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const int d = lane + 32 * e;
-      if (d < D) part = fmaf(q[e], krow[d], part);
+      if (d < D) part = fmaf(q[e], attention_load(krow[d]), part);
     }
     float score = cuda::warp_sum(part) * p.scale;
     if (buckets) score += p.bias_table[int64_t(buckets[j]) * p.H + h];
@@ -85,11 +86,11 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
     }
     const float weight = expf(score - running_max);
     denominator += weight;
-    const float* vrow = vb + j * p.ld_kv;
+    const T* vrow = vb + j * p.ld_kv;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const int d = lane + 32 * e;
-      if (d < D) acc[e] = fmaf(weight, vrow[d], acc[e]);
+      if (d < D) acc[e] = fmaf(weight, attention_load(vrow[d]), acc[e]);
     }
   }
   if (lane == 0) warp_max[warp] = running_max, warp_sum[warp] = denominator;
@@ -116,7 +117,7 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
 #pragma unroll
       for (int e = 0; e < E; ++e) {
         const int d = lane + 32 * e;
-        if (d < D) out[e] += vb[j * p.ld_kv + d];
+        if (d < D) out[e] += attention_load(vb[j * p.ld_kv + d]);
       }
     }
     total = float(Tk);
@@ -131,17 +132,19 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
     }
     return;
   }
-  float* orow = p.out + b * p.out_batch_stride + i * p.ld_out + h * D;
+  T* orow = static_cast<T*>(p.out) + b * p.out_batch_stride + i * p.ld_out + h * D;
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int d = lane + 32 * e;
-    if (d < D) orow[d] = out[e] * inv;
+    if (d < D) attention_store(orow + d, out[e] * inv);
   }
 }
 
 // One block per (query row, head, batch row): the splits' partials [splits, D + 2] merged as the
-// warps of one block are, then normalised; a row no split saw a real key of gets zeros (causal).
+// warps of one block are, then normalised and rounded once to T; a row no split saw a real key of
+// gets zeros (causal).
+template <typename T>
 __global__ void merge_row_partials(FlashAttentionParams p, int D) {
   const int64_t i = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const float* part = p.partials + ((b * p.H + h) * p.Tq + i) * p.splits * (D + 2);
@@ -151,12 +154,12 @@ __global__ void merge_row_partials(FlashAttentionParams p, int D) {
   if (m != -INFINITY)
     for (int s = 0; s < p.splits; ++s) total += part[s * (D + 2) + 1] * expf(part[s * (D + 2)] - m);
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  float* orow = p.out + b * p.out_batch_stride + i * p.ld_out + h * D;
+  T* orow = static_cast<T*>(p.out) + b * p.out_batch_stride + i * p.ld_out + h * D;
   for (int d = threadIdx.x; d < D; d += blockDim.x) {
     float acc = 0.0f;
     if (m != -INFINITY)
       for (int s = 0; s < p.splits; ++s) acc = fmaf(part[s * (D + 2) + 2 + d], expf(part[s * (D + 2)] - m), acc);
-    orow[d] = acc * inv;
+    attention_store(orow + d, acc * inv);
   }
 }
 

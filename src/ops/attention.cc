@@ -2,7 +2,6 @@
 
 #include <atomic>
 
-#include "ops/copy_rows.h"
 #include "ops/dispatch.h"
 #include "ops/train_attention_kernel.h"
 #include "ops/train_checks.h"
@@ -19,14 +18,15 @@ std::atomic<int> g_cuda_attention_kernel{0};
 void set_cuda_attention_kernel(CudaAttentionKernel kernel) { g_cuda_attention_kernel = int(kernel); }
 CudaAttentionKernel cuda_attention_kernel() { return CudaAttentionKernel(g_cuda_attention_kernel.load()); }
 
-OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq, bool biased) {
+OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq, bool biased, DType dtype) {
   if (Tq < 0) Tq = T;
   OpCost c;
   // Two GEMMs of 2*Tq*T*D per head, plus scale, mask and softmax (~5 flops per score), and the bias.
   const double per_score = biased ? 6.0 : 5.0;
+  const double element = double(dtype_bytes(dtype, 1));  // q, k, v and out; the mask is i32
   c.flops = double(B * H) * (4.0 * double(Tq) * double(T) * double(D) + per_score * double(Tq) * double(T));
-  c.bytes_read = double(B * H * D) * 4 * double(Tq + 2 * T) + double(B * T) * 4;
-  c.bytes_written = double(B * Tq * H * D) * 4;
+  c.bytes_read = double(B * H * D) * element * double(Tq + 2 * T) + double(B * T) * 4;
+  c.bytes_written = double(B * Tq * H * D) * element;
   return c;
 }
 
@@ -42,47 +42,61 @@ OpCost attention_backward_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64
 
 namespace {
 
-// kernel: what ran, as the op table names it ("f32" on the CPU, "cudnn fused (bf16)", "tach tiles f32").
+// kernel: what ran, as the op table names it ("f32" on the CPU, "cudnn fused (bf16)", "tach tiles bf16").
 void describe_attention_span(core::Span& span, int64_t B, int64_t T, int64_t Tq, int64_t heads, int64_t C, bool biased,
-                             const std::string& kernel) {
-  const OpCost c = attention_cost(B, T, heads, C / heads, Tq, biased);
+                             const std::string& kernel, DType dtype) {
+  const OpCost c = attention_cost(B, T, heads, C / heads, Tq, biased, dtype);
   span.set_cost(c.flops, c.bytes());
   span.set_detail(Tq == T ? core::concat("[", B, ", ", T, ", ", heads, "x", C / heads, "] ", kernel)
                           : core::concat("[", B, ", ", Tq, " of ", T, ", ", heads, "x", C / heads, "] ", kernel));
 }
 
 #if TACH_HAS_CUDA
-// Every query row of q [B, T, C] (row stride ld) against k, v into all [B, T, C] on the GPU:
-// cuDNN's fused attention where the choice takes it and cuDNN runs the shape, tach's kernel
-// otherwise. Notes what ran for the run and returns it in the op table's words.
-std::string cuda_attention(float* all, const Tensor& q, const Tensor& k, const Tensor& v, const int32_t* mask,
-                           int64_t B, int64_t T, int64_t H, int64_t C, float scale, const ScoreBias& bias,
-                           const InferAttentionFacts& facts) {
-  const int64_t D = C / H, ld = q.strides()[1];
-  InferAttentionCase c = infer_attention_case(q.device(), facts.compute);
+// The first Tq query rows of each sequence of q [B, T, C] (row stride ld) against k, v into out
+// [B, Tq, C], all in q's dtype A, on the GPU: cuDNN's fused attention where the choice takes it and
+// cuDNN runs the shape (every row, into a scratch when fewer are asked for), tach's kernel
+// otherwise (the rows asked for). Notes what ran for the run and returns it in the op table's
+// words; *rows: the query rows computed.
+std::string cuda_attention(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const int32_t* mask,
+                           int64_t H, float scale, const ScoreBias& bias, const InferAttentionFacts& facts,
+                           int64_t* rows) {
+  const DType A = q.dtype();
+  const int64_t B = k.size(0), T = k.size(1), C = k.size(2), Tq = q.size(1), D = C / H, ld = q.strides()[1];
+  InferAttentionCase c = infer_attention_case(q.device(), A == DType::f32 ? facts.compute : A);
+  c.activations = A;
   c.heads = c.kv_heads = H, c.head_size = D, c.queries = c.keys = T;
   c.score_bias = bias.table != nullptr;
   c.padding = mask ? facts.padding : KeyPadding::none;
+  // cuDNN reads q, k, v as they are and writes out (a fresh scratch when Tq < T) in A = bf16 or f16.
+  c.aligned = A == DType::f32 || cudnn_can_read({q.raw(), k.raw(), v.raw(), Tq == T ? out.raw() : nullptr}, {ld, C});
   const InferAttentionChoice choice = choose_infer_attention(c);
   std::string refused;
   if (choice.cudnn()) {
+    const Tensor all = Tq == T ? out : Tensor::empty({B, T, C}, A, q.device(), MemoryCategory::activations);
     CudnnAttention a;
     a.device = q.device().index;
     a.B = B, a.T = T, a.H = a.KVH = H, a.D = D;
-    a.q = q.data<float>(), a.k = k.data<float>(), a.v = v.data<float>();
+    a.q = q.raw(), a.k = k.raw(), a.v = v.raw(), a.activations = A;
     a.ld_q = a.ld_kv = ld, a.ld_out = C;
     a.key_mask = c.padding == KeyPadding::right ? mask : nullptr;
     a.scale = scale, a.dtype = choice.dtype;
-    const InferAttentionShape shape{a.device, B, T, H, H, D, false, choice.dtype};
-    if (run_cudnn_infer_attention(shape, [&] { cudnn_attention_inference(a, all); })) {
+    a.bias_bucket = bias.bucket, a.bias_table = bias.table;  // MPNet's, looked up for cuDNN
+    InferAttentionShape shape{a.device, B, T, H, H, D, false, choice.dtype, A};
+    shape.score_bias = bias.table != nullptr;
+    if (run_cudnn_infer_attention(shape, [&] { cudnn_attention_inference(a, all.raw()); })) {
+      if (Tq < T) copy_first_rows_cuda(a.device, A, out.raw(), all.raw(), B, Tq, T, C);
       note_infer_attention(cudnn_attention_words(choice.dtype));
+      *rows = T;
       return cudnn_attention_words(choice.dtype);
     }
     refused = "cuDNN refused " + shape.describe() + " at run time";
   }
-  const std::string words = tach_attention_words(attention_forward_cuda(
-      q.device().index, all, q.data<float>(), k.data<float>(), v.data<float>(), mask, B, T, H, D, ld, C, scale, bias));
+  const std::string words =
+      tach_attention_words(attention_forward_cuda(q.device().index, A, out.raw(), q.raw(), k.raw(), v.raw(), mask, B, T,
+                                                  H, D, ld, C, scale, bias, Tq),
+                           A);
   note_infer_attention(words + " (" + (refused.empty() ? choice.why : refused) + ")");
+  *rows = Tq;
   return words;
 }
 #endif
@@ -102,8 +116,16 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
   check(q.strides() == k.strides() && q.strides() == v.strides() && q.strides()[2] == 1 &&
             q.strides()[0] == T * q.strides()[1],
         "attention: q, k, v must share a row layout with unit column stride");
-  check(q.dtype() == DType::f32 && out.dtype() == DType::f32 && out.is_contiguous() && out.shape() == q.shape(),
-        "attention: out must be a contiguous f32 " + shape_str(q.shape()) + ", got " + out.describe());
+  const DType A = q.dtype();
+  check(A == DType::f32 || A == DType::bf16 || A == DType::f16,
+        "attention: q, k, v and out must be f32, bf16 or f16 activations, got " + q.describe());
+  check(k.dtype() == A && v.dtype() == A && out.dtype() == A,
+        "attention: q, k, v and out must share one activation dtype; q is " + std::string(dtype_name(A)) + ", k " +
+            std::string(dtype_name(k.dtype())) + ", v " + std::string(dtype_name(v.dtype())) + ", out " +
+            std::string(dtype_name(out.dtype())));
+  check(out.is_contiguous() && out.shape() == q.shape(), "attention: out must be a contiguous " +
+                                                             std::string(dtype_name(A)) + " " + shape_str(q.shape()) +
+                                                             ", got " + out.describe());
   if (key_mask.defined())
     check(key_mask.dtype() == DType::i32 && key_mask.numel() == B * T,
           "attention: key_mask must be i32 [" + std::to_string(B) + ", " + std::to_string(T) + "], got " +
@@ -120,23 +142,20 @@ void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tens
   }
   check_device("attention", q.device(), {&bias_table, &bias_buckets});
   check_device("attention", q.device(), {&k, &v, &out, &key_mask});
-  [[maybe_unused]] const bool cuda = on_cuda("attention", q.device(), q.dtype());
+  [[maybe_unused]] const bool cuda = on_cuda("attention", q.device(), A);
+  // The CPU's kernel is f32 only (the activation contract).
+  if (!cuda && A != DType::f32) unsupported("attention", q.device(), A);
   core::Span span(core::SpanKind::op, "attention");
   const int32_t* mask = key_mask.defined() ? key_mask.data<int32_t>() : nullptr;
 #if TACH_HAS_CUDA
   if (cuda) {
-    // The CUDA kernels answer every query row: with fewer asked for, they write all T into a
-    // scratch and the first Tq of each sequence are copied out (the span counts what runs).
-    Tensor all = Tq == T ? out : Tensor::empty({B, T, C}, DType::f32, q.device(), MemoryCategory::activations);
-    const std::string kernel = cuda_attention(all.data<float>(), q, k, v, mask, B, T, heads, C, scale, bias, facts);
-    if (span.active()) describe_attention_span(span, B, T, T, heads, C, bias.table != nullptr, kernel);
-    if (Tq < T)
-      for (int64_t b = 0; b < B; ++b)
-        copy_rows(q.device(), out.data<float>() + b * Tq * C, C, all.data<float>() + b * T * C, C, Tq, C);
+    int64_t rows = Tq;
+    const std::string kernel = cuda_attention(out, q, k, v, mask, heads, scale, bias, facts, &rows);
+    if (span.active()) describe_attention_span(span, B, T, rows, heads, C, bias.table != nullptr, kernel, A);
     return;
   }
 #endif
-  if (span.active()) describe_attention_span(span, B, T, Tq, heads, C, bias.table != nullptr, "f32");
+  if (span.active()) describe_attention_span(span, B, T, Tq, heads, C, bias.table != nullptr, "f32", A);
   attention_forward_cpu(out.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(), mask, B, T, heads,
                         C / heads, q.strides()[1], C, scale, bias, Tq);
 }

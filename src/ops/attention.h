@@ -24,23 +24,27 @@ struct ScoreBias {
 // distances, the rest logarithmic up to max_distance (computed in f32, as there).
 std::vector<int32_t> relative_position_buckets(int64_t T, int64_t buckets, int64_t max_distance);
 
-// q, k, v: [B, T, H*D] f32, rows may be strided (views into one fused QKV buffer [B, T, 3*H*D])
-// key_mask: [B, T] i32 (1 = keep, 0 = padding) or undefined  out: [B, Tq, H*D] f32 contiguous
+// q, k, v: [B, T, H*D] in the activation dtype A, rows may be strided (views into one fused QKV
+// buffer [B, T, 3*H*D]); key_mask: [B, T] i32 (1 = keep, 0 = padding) or undefined; out: [B, Tq,
+// H*D] in A, contiguous. A is f32 on the CPU (bf16 or f16 there is the op's unsupported error),
+// f32, bf16 or f16 on CUDA (the activation contract: loaded as A, scores and softmax in f32, the
+// output rounded once to A); q, k, v and out share it.
 // q may hold only the first Tq <= T rows of each sequence ([B, Tq, H*D], the same batch stride as
 // k and v: a classifier's last layer asks for its first token only); out then has those rows.
 // scores = q·kᵀ * scale, plus finfo(f32).min where the key is padding (Hugging Face's
 // additive mask, so a fully padded row behaves as it does there), softmax over keys, · v.
 // Inference keeps no probabilities; training calls attention_forward_train_cpu, which saves them.
 // bias_table: [buckets, H] f32 with bias_buckets [T, T] i32 on the same device, or undefined.
-// facts: the model's GEMM dtype and its batch's padding. On CUDA a bf16 or f16 model's attention
-// runs cuDNN's fused attention where ops/infer_attention_kernel.h chooses it (q, k, v rounded to
-// the model's dtype, the output back to f32), tach's f32 kernels otherwise; the span's detail
-// names the kernel that ran.
+// facts: the model's GEMM dtype and its batch's padding. On CUDA cuDNN's fused attention runs where
+// ops/infer_attention_kernel.h chooses it: with A = bf16 or f16 on q, k, v and out as they are; with
+// A = f32 for a bf16 or f16 model, q, k, v rounded to the model's dtype and the output back to f32.
+// tach's kernels run the rest, in A; the span's detail names the kernel that ran and its dtype.
 void attention_forward(Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_mask,
                        int heads, float scale, const Tensor& bias_table = Tensor(),
                        const Tensor& bias_buckets = Tensor(), const InferAttentionFacts& facts = {});
-// biased: a ScoreBias is added (one flop more per score).
-OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1, bool biased = false);
+// biased: a ScoreBias is added (one flop more per score). dtype: q's, k's, v's and out's (bytes).
+OpCost attention_cost(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Tq = -1, bool biased = false,
+                      DType dtype = DType::f32);
 
 // Kernel. q/k/v row stride ld_in, out row stride ld_out (in floats). mask: [B, T] or null.
 // Tq >= 0: the first Tq query rows of each sequence only (out: [B, Tq, H*D]); -1: all T.
@@ -105,10 +109,26 @@ void set_cuda_attention_kernel(CudaAttentionKernel kernel);
 CudaAttentionKernel cuda_attention_kernel();
 
 // CUDA kernel: as attention_forward_cpu, one fused pass with an online softmax (no [T, T]
-// scores in memory); head sizes up to 256. Returns which of tach's kernels ran.
-TachAttentionKernel attention_forward_cuda(int device, float* out, const float* q, const float* k, const float* v,
-                                           const int32_t* mask, int64_t B, int64_t T, int64_t H, int64_t D,
-                                           int64_t ld_in, int64_t ld_out, float scale, const ScoreBias& bias = {});
+// scores in memory); head sizes up to 256. q, k, v and out in `dtype` (f32, bf16 or f16), strides
+// in elements; Tq >= 0: the first Tq query rows of each sequence only (out: [B, Tq, H*D]), -1: all
+// T. Returns which of tach's kernels ran.
+TachAttentionKernel attention_forward_cuda(int device, DType dtype, void* out, const void* q, const void* k,
+                                           const void* v, const int32_t* mask, int64_t B, int64_t T, int64_t H,
+                                           int64_t D, int64_t ld_in, int64_t ld_out, float scale,
+                                           const ScoreBias& bias = {}, int64_t Tq = -1);
+// f32 operands.
+inline TachAttentionKernel attention_forward_cuda(int device, float* out, const float* q, const float* k,
+                                                  const float* v, const int32_t* mask, int64_t B, int64_t T, int64_t H,
+                                                  int64_t D, int64_t ld_in, int64_t ld_out, float scale,
+                                                  const ScoreBias& bias = {}) {
+  return attention_forward_cuda(device, DType::f32, out, q, k, v, mask, B, T, H, D, ld_in, ld_out, scale, bias);
+}
+
+// dst [B, rows, C] = the first `rows` of each sequence of src [B, T, C], both contiguous in `dtype`,
+// on tach's stream of `device` (cuDNN answers every query row; a classifier's last layer reads
+// the first).
+void copy_first_rows_cuda(int device, DType dtype, void* dst, const void* src, int64_t B, int64_t rows, int64_t T,
+                          int64_t C);
 
 // CUDA kernels for training: as attention_forward_train_cpu and attention_backward_cpu (the same
 // arguments; one block per query row, the probabilities and score gradients in device memory).

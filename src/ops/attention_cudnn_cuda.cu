@@ -1,9 +1,11 @@
 // ops/attention_cudnn.h: tach's f32 activations through cuDNN's bf16 (or, for f16 models' inference,
-// f16) fused attention. The kernels here only move data: f32 -> bf16/f16 packing of q|k|v (and
-// dout, out), bf16/f16 -> f32 unpacking of the output and gradients, each row's real keys from the
-// mask, and ops/dropout's keep mask in bf16.
+// f16) fused attention, and bf16/f16 activations handed to it in place. The kernels here only move
+// data: f32 -> bf16/f16 packing of q|k|v (and dout, out), bf16/f16 -> f32 unpacking of the output
+// and gradients, each row's real keys from the mask, and ops/dropout's keep mask in bf16.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <algorithm>
 
 #include "cuda/cuda_error.h"
 #include "cuda/cudnn_sdpa.h"
@@ -91,8 +93,23 @@ struct Inputs {
   const void* dropout_mask() const { return keep.defined() ? keep.raw() : nullptr; }
 };
 
+// [B] i32: each row's real keys, from a right-padded mask; undefined without a mask.
+Tensor key_lengths(const CudnnAttention& a) {
+  if (!a.key_mask) return Tensor();
+  Tensor lengths = workspace(a.device, {a.B}, DType::i32);
+  key_lengths_kernel<<<cuda::grid_for(a.B, 128), 128, 0, cuda::stream(a.device)>>>(
+      lengths.data<int32_t>(), a.key_mask, a.B, a.T, a.mask_stride > 0 ? a.mask_stride : a.T);
+  cuda::check_launch("key_lengths_kernel");
+  return lengths;
+}
+
 Inputs prepare(const CudnnAttention& a) {
+  tach::check(a.activations == DType::f32,
+              "cuDNN's attention packs f32 q, k and v; got " + std::string(dtype_name(a.activations)));
   const cudaStream_t stream = cuda::stream(a.device);
+  const auto* q = static_cast<const float*>(a.q);
+  const auto* k = static_cast<const float*>(a.k);
+  const auto* v = static_cast<const float*>(a.v);
   const int64_t N = a.B * a.T, HD = a.H * a.D, KD = a.KVH * a.D, width = HD + 2 * KD;
   Inputs in;
   in.args.B = a.B, in.args.T = a.T, in.args.H = a.H, in.args.H_kv = a.KVH, in.args.D = a.D;
@@ -105,18 +122,13 @@ Inputs prepare(const CudnnAttention& a) {
   const int64_t kv_batch_stride = a.kv_batch_stride > 0 ? a.kv_batch_stride : a.T * a.ld_kv;
   const unsigned grid = cuda::grid_for(N * width, kThreads);
   if (f16)
-    pack_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(in.qkv.raw()), a.q, a.k, a.v, N, a.T, HD, KD,
-                                               a.ld_q, a.ld_kv, kv_batch_stride);
+    pack_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(in.qkv.raw()), q, k, v, N, a.T, HD, KD, a.ld_q,
+                                               a.ld_kv, kv_batch_stride);
   else
-    pack_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(in.qkv.raw()), a.q, a.k, a.v, N, a.T, HD, KD,
+    pack_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(in.qkv.raw()), q, k, v, N, a.T, HD, KD,
                                                a.ld_q, a.ld_kv, kv_batch_stride);
   cuda::check_launch("pack_kernel");
-  if (a.key_mask) {
-    in.lengths = workspace(a.device, {a.B}, DType::i32);
-    key_lengths_kernel<<<cuda::grid_for(a.B, 128), 128, 0, stream>>>(in.lengths.data<int32_t>(), a.key_mask, a.B, a.T,
-                                                                     a.mask_stride > 0 ? a.mask_stride : a.T);
-    cuda::check_launch("key_lengths_kernel");
-  }
+  if (!a.left_padded) in.lengths = key_lengths(a);
   if (a.dropout_p > 0.0f) {
     const int64_t total = a.B * a.H * a.T * a.T;
     in.keep = workspace(a.device, {a.B, a.H, a.T, a.T}, DType::bf16);
@@ -158,13 +170,121 @@ void cudnn_attention_forward(const CudnnAttention& a, float* out, float* stats) 
   to_f32(a.device, out, a.ld_out, o, 0, HD);
 }
 
-void cudnn_attention_inference(const CudnnAttention& a, float* out) {
+namespace {
+
+// dst [1, H, T, T] = table[bucket[i*T + j] * H + h] rounded to the half type: MPNet's relative
+// position bias, the ScoreBias tach's kernels look up per score, as one tensor for cuDNN.
+template <typename Half>
+__global__ void score_bias_kernel(Half* dst, const float* table, const int32_t* bucket, int64_t H, int64_t T) {
+  const int64_t total = H * T * T;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t h = e / (T * T), ij = e % (T * T);
+    round_into(dst + e, table[int64_t(bucket[ij]) * H + h]);
+  }
+}
+
+// A left-padded mask [B, T] (rows `stride` apart): lengths[b], the row's real tokens (at least 1),
+// and offsets [3, B + 1]: the element offset of row b's first real token in q (rows ld_q, batches
+// q_batch apart), in k and v (ld_kv, kv_batch) and in out (ld_out, out_batch); entry B is past
+// the last batch row.
+__global__ void left_padding_kernel(int32_t* lengths, int32_t* offsets, const int32_t* mask, int64_t B, int64_t T,
+                                    int64_t stride, int64_t ld_q, int64_t q_batch, int64_t ld_kv, int64_t kv_batch,
+                                    int64_t ld_out, int64_t out_batch) {
+  for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b <= B; b += int64_t(gridDim.x) * blockDim.x) {
+    int64_t first = 0;
+    if (b < B)
+      while (first < T - 1 && mask[b * stride + first] == 0) ++first;
+    if (b < B) lengths[b] = int32_t(T - first);
+    offsets[b] = int32_t(b * q_batch + first * ld_q);
+    offsets[(B + 1) + b] = int32_t(b * kv_batch + first * ld_kv);
+    offsets[2 * (B + 1) + b] = int32_t(b * out_batch + first * ld_out);
+  }
+}
+
+// The inference graph's masks for a call: each row's real keys (right padding: its length; left
+// padding: its length and the ragged offsets that start it at its first real token) and the
+// score bias, laid out for q, k, v and out read with these strides (elements).
+struct InferenceMasks {
+  Tensor lengths, offsets, bias;
+  cuda::SdpaMaskInputs inputs;
+  const int32_t* kv_lengths() const { return lengths.defined() ? lengths.data<int32_t>() : nullptr; }
+};
+
+InferenceMasks inference_masks(const CudnnAttention& a, cuda::SdpaArgs& args, int64_t out_batch) {
+  InferenceMasks m;
+  const cudaStream_t stream = cuda::stream(a.device);
+  args.window = a.window;
+  args.bias = a.bias_table != nullptr;
+  args.ragged = a.left_padded;
+  if (a.left_padded) {
+    tach::check(a.key_mask != nullptr, "cuDNN's attention: left padding needs the key mask");
+    const int64_t q_batch = a.T * args.ld_in, kv_batch = args.kv_batch();
+    // The ragged offsets are i32 elements.
+    tach::check(std::max({a.B * q_batch, a.B * kv_batch, a.B * out_batch}) < (int64_t(1) << 31),
+                "cuDNN's attention: a left-padded batch of more than 2^31 elements has no i32 ragged offsets");
+    m.lengths = workspace(a.device, {a.B}, DType::i32);
+    m.offsets = workspace(a.device, {3, a.B + 1}, DType::i32);
+    int32_t* offsets = m.offsets.data<int32_t>();
+    left_padding_kernel<<<cuda::grid_for(a.B + 1, 128), 128, 0, stream>>>(
+        m.lengths.data<int32_t>(), offsets, a.key_mask, a.B, a.T, a.mask_stride > 0 ? a.mask_stride : a.T, args.ld_in,
+        q_batch, args.kv_stride(), kv_batch, args.ld_out, out_batch);
+    cuda::check_launch("left_padding_kernel");
+    m.inputs.q_offsets = offsets, m.inputs.kv_offsets = offsets + (a.B + 1);
+    m.inputs.out_offsets = offsets + 2 * (a.B + 1);
+  } else {
+    m.lengths = key_lengths(a);
+  }
+  if (a.bias_table) {
+    const bool f16 = a.dtype == DType::f16;
+    m.bias = workspace(a.device, {1, a.H, a.T, a.T}, f16 ? DType::f16 : DType::bf16);
+    const unsigned grid = cuda::grid_for(a.H * a.T * a.T, kThreads);
+    if (f16)
+      score_bias_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(m.bias.raw()), a.bias_table, a.bias_bucket,
+                                                       a.H, a.T);
+    else
+      score_bias_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(m.bias.raw()), a.bias_table,
+                                                       a.bias_bucket, a.H, a.T);
+    cuda::check_launch("score_bias_kernel");
+    m.inputs.bias = m.bias.raw();
+  }
+  return m;
+}
+
+// Left padding: cuDNN writes each row from its first real token on; the rows of padding before
+// it get zeros (tach's causal kernels give a row that sees no real key zeros). out: rows of
+// `row_bytes` every `pitch` bytes, all B*T of them.
+void zero_rows(int device, void* out, size_t pitch, size_t row_bytes, int64_t rows) {
+  cuda::check(cudaMemset2DAsync(out, pitch, 0, row_bytes, size_t(rows), cuda::stream(device)),
+              "cudaMemset2DAsync (left padding's rows)");
+}
+
+// q, k, v and out already in cuDNN's dtype: the graph reads and writes them where they are (the
+// fused q|k|v rows, a key/value cache's rows), no packing or conversion kernel.
+void inference_in_place(const CudnnAttention& a, void* out) {
+  cuda::SdpaArgs args;
+  args.B = a.B, args.T = a.T, args.H = a.H, args.H_kv = a.KVH, args.D = a.D;
+  args.ld_in = a.ld_q, args.ld_kv = a.ld_kv, args.ld_out = a.ld_out;
+  args.kv_batch_stride = a.kv_batch_stride;
+  args.scale = a.scale, args.causal = a.causal;
+  args.dtype = a.dtype == DType::f16 ? cuda::SdpaDType::f16 : cuda::SdpaDType::bf16;
+  const InferenceMasks masks = inference_masks(a, args, a.T * a.ld_out);
+  if (a.left_padded) zero_rows(a.device, out, size_t(a.ld_out) * 2, size_t(a.H * a.D) * 2, a.B * a.T);
+  cuda::sdpa_forward(a.device, args, out, nullptr, a.q, a.k, a.v, masks.kv_lengths(), nullptr, masks.inputs);
+}
+
+}  // namespace
+
+void cudnn_attention_inference(const CudnnAttention& a, void* out) {
   tach::check(a.dropout_p == 0.0f, "cuDNN's inference attention has no dropout");
-  const Inputs in = prepare(a);
+  if (a.activations == a.dtype) return inference_in_place(a, out);
+  Inputs in = prepare(a);
   const int64_t N = a.B * a.T, HD = a.H * a.D;
+  const InferenceMasks masks = inference_masks(a, in.args, a.T * HD);
   const Tensor o = workspace(a.device, {N, HD}, in.qkv.dtype());
-  cuda::sdpa_forward(a.device, in.args, o.raw(), nullptr, in.q(), in.k(), in.v(), in.kv_lengths());
-  to_f32(a.device, out, a.ld_out, o, 0, HD);
+  if (a.left_padded) zero_rows(a.device, o.raw(), size_t(HD) * 2, size_t(HD) * 2, N);
+  cuda::sdpa_forward(a.device, in.args, o.raw(), nullptr, in.q(), in.k(), in.v(), masks.kv_lengths(), nullptr,
+                     masks.inputs);
+  to_f32(a.device, static_cast<float*>(out), a.ld_out, o, 0, HD);
 }
 
 void cudnn_attention_backward(const CudnnAttention& a, float* dq, float* dk, float* dv, const float* dout,

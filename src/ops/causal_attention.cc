@@ -42,9 +42,11 @@ OpCost causal_attention_cost(const CausalAttentionArgs& a) {
   const double scores = double(attention_scores_computed(a)), Tk = double(a.past + a.Tq);
   OpCost c;
   // Two GEMMs of 2*D per computed score, and ~5 flops per score for scale, mask and softmax.
+  const double element = double(dtype_bytes(a.dtype, 1));  // q, k, v and out; the mask is i32
   c.flops = double(a.B * a.H) * scores * (4.0 * double(a.D) + 5.0);
-  c.bytes_read = double(a.B) * (double(a.Tq * a.H * a.D) + 2.0 * Tk * double(a.KVH * a.D)) * 4 + double(a.B) * Tk * 4;
-  c.bytes_written = double(a.B * a.Tq * a.H * a.D) * 4;
+  c.bytes_read =
+      double(a.B) * (double(a.Tq * a.H * a.D) + 2.0 * Tk * double(a.KVH * a.D)) * element + double(a.B) * Tk * 4;
+  c.bytes_written = double(a.B * a.Tq * a.H * a.D) * element;
   return c;
 }
 
@@ -70,7 +72,7 @@ void check_args(const CausalAttentionArgs& a, bool training) {
         "causal_attention: a cache length on the device is for causal attention on CUDA");
 }
 
-// kernel: what ran, as the op table names it ("f32" on the CPU, "cudnn fused (bf16)", "tach rows f32").
+// kernel: what ran, as the op table names it ("f32" on the CPU, "cudnn fused (bf16)", "tach rows bf16").
 void describe_span(core::Span& span, const CausalAttentionArgs& a, const std::string& kernel) {
   const OpCost c = causal_attention_cost(a);
   span.set_cost(c.flops, c.bytes());
@@ -82,26 +84,33 @@ void describe_span(core::Span& span, const CausalAttentionArgs& a, const std::st
 // The call on the GPU: cuDNN's fused attention where the choice takes it (a prefill of a bf16 or
 // f16 model) and cuDNN runs the shape, tach's kernel otherwise. Notes what ran for the run and
 // returns it in the op table's words.
-std::string cuda_causal_attention(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
+std::string cuda_causal_attention(void* out, const void* q, const void* k, const void* v, const int32_t* key_mask,
                                   const CausalAttentionArgs& a) {
-  InferAttentionCase c = infer_attention_case(a.device, a.facts.compute);
+  const DType A = a.dtype;
+  InferAttentionCase c = infer_attention_case(a.device, A == DType::f32 ? a.facts.compute : A);
+  c.activations = A;
   c.heads = a.H, c.kv_heads = a.KVH, c.head_size = a.D;
   // A captured decoding step (its cache length read on the device) decodes, whatever its rows.
   c.queries = a.device_past ? 1 : a.Tq, c.keys = a.past + a.Tq;
   c.causal = a.causal, c.window = a.window;
   c.padding = key_mask ? a.facts.padding : KeyPadding::none;
+  const int64_t kv_batch = a.batch_stride_kv;
+  c.aligned = A == DType::f32 || cudnn_can_read({q, k, v, out}, {a.ld_q, a.ld_kv, a.ld_out, kv_batch});
   const InferAttentionChoice choice = choose_infer_attention(c);
   std::string refused;
   if (choice.cudnn()) {
     CudnnAttention ca;
     ca.device = a.device.index;
     ca.B = a.B, ca.T = a.Tq, ca.H = a.H, ca.KVH = a.KVH, ca.D = a.D;
-    ca.q = q, ca.k = k, ca.v = v;
+    ca.q = q, ca.k = k, ca.v = v, ca.activations = A;
     ca.ld_q = a.ld_q, ca.ld_kv = a.ld_kv, ca.kv_batch_stride = a.batch_stride_kv, ca.ld_out = a.ld_out;
-    ca.key_mask = c.padding == KeyPadding::right ? key_mask : nullptr;
+    ca.left_padded = c.padding == KeyPadding::left;  // the choice takes it for causal rows only
+    ca.key_mask = c.padding == KeyPadding::right || ca.left_padded ? key_mask : nullptr;
     ca.mask_stride = a.mask_stride;
     ca.causal = a.causal, ca.scale = a.scale, ca.dtype = choice.dtype;
-    const InferAttentionShape shape{ca.device, a.B, a.Tq, a.H, a.KVH, a.D, a.causal, choice.dtype};
+    ca.window = a.window < c.keys ? a.window : 0;  // a window over every key hides none
+    InferAttentionShape shape{ca.device, a.B, a.Tq, a.H, a.KVH, a.D, a.causal, choice.dtype, A};
+    shape.window = ca.window, shape.left_padded = ca.left_padded;
     if (run_cudnn_infer_attention(shape, [&] { cudnn_attention_inference(ca, out); })) {
       note_infer_attention(cudnn_attention_words(choice.dtype));
       return cudnn_attention_words(choice.dtype);
@@ -109,7 +118,7 @@ std::string cuda_causal_attention(float* out, const float* q, const float* k, co
     refused = "cuDNN refused " + shape.describe() + " at run time";
   }
   const std::string words =
-      tach_attention_words(causal_attention_forward_cuda(a.device.index, out, q, k, v, key_mask, a));
+      tach_attention_words(causal_attention_forward_cuda(a.device.index, out, q, k, v, key_mask, a), A);
   note_infer_attention(words + " (" + (refused.empty() ? choice.why : refused) + ")");
   return words;
 }
@@ -117,21 +126,34 @@ std::string cuda_causal_attention(float* out, const float* q, const float* k, co
 
 }  // namespace
 
-void causal_attention_forward(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
+void causal_attention_forward(void* out, const void* q, const void* k, const void* v, const int32_t* key_mask,
                               const CausalAttentionArgs& a) {
   check_args(a, false);
+  check(a.dtype == DType::f32 || a.dtype == DType::bf16 || a.dtype == DType::f16,
+        "causal_attention: q, k, v and out must be f32, bf16 or f16 activations, got " +
+            std::string(dtype_name(a.dtype)));
+  [[maybe_unused]] const bool cuda = on_cuda("causal_attention", a.device, a.dtype);
+  // The CPU's kernel is f32 only (the activation contract).
+  if (!cuda && a.dtype != DType::f32) unsupported("causal_attention", a.device, a.dtype);
   core::Span span(core::SpanKind::op, "causal_attention");
 #if TACH_HAS_CUDA
-  if (on_cuda("causal_attention", a.device, DType::f32)) {
+  if (cuda) {
     const std::string kernel = cuda_causal_attention(out, q, k, v, key_mask, a);
     if (span.active()) describe_span(span, a, kernel);
     return;
   }
-#else
-  on_cuda("causal_attention", a.device, DType::f32);
 #endif
   if (span.active()) describe_span(span, a, "f32");
-  causal_attention_forward_cpu(out, nullptr, q, k, v, key_mask, a);
+  causal_attention_forward_cpu(static_cast<float*>(out), nullptr, static_cast<const float*>(q),
+                               static_cast<const float*>(k), static_cast<const float*>(v), key_mask, a);
+}
+
+void causal_attention_forward(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
+                              const CausalAttentionArgs& a) {
+  check(a.dtype == DType::f32, "causal_attention: f32 pointers were given for " + std::string(dtype_name(a.dtype)) +
+                                   " operands (a.dtype); pass them as void* with their dtype");
+  causal_attention_forward(static_cast<void*>(out), static_cast<const void*>(q), static_cast<const void*>(k),
+                           static_cast<const void*>(v), key_mask, a);
 }
 
 namespace {
@@ -153,6 +175,7 @@ bool uses_cudnn(const Tensor& probs) { return probs.defined() && probs.dim() == 
 void training_layout(const char* op, CausalAttentionArgs& a, const Tensor& q, const Tensor& k, const Tensor& v,
                      const Tensor& out_or_dout, const Tensor& probs, const Tensor& key_mask) {
   a.past = 0;
+  a.dtype = DType::f32;  // training's operands are f32 (checked below)
   a.device = q.device();
   check_args(a, true);
   const int64_t N = a.B * a.Tq, T = a.Tq;

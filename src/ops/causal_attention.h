@@ -33,6 +33,10 @@ struct CausalAttentionArgs {
   // the split of the keys and the cost). CUDA and causal only.
   const int32_t* device_past = nullptr;
   Device device = Device::cpu();  // where every pointer lives
+  // The element dtype of q, k, v and out (the key/value cache too): f32, or on CUDA bf16 or f16
+  // (the activation contract: loaded as it, scores and softmax in f32, each output rounded once).
+  // Inference only; training's operands are f32.
+  DType dtype = DType::f32;
   // Inference on CUDA: the model's GEMM dtype and its batch's padding, which choose between cuDNN's
   // fused attention and tach's kernels (ops/infer_attention_kernel.h). Training ignores them.
   InferAttentionFacts facts;
@@ -55,10 +59,15 @@ int64_t attention_scores_computed(const CausalAttentionArgs& a, bool backward = 
 // gets the mean of every value row, as transformers' softmax over scores that all round to
 // finfo.min gives (ModernBERT's first-token pooling reads it when a row is left-padded); its
 // gradient reaches the values only.
-// The op (span, cost) around the kernel; inference keeps no probabilities. On CUDA a bf16 or f16
-// model's prefill (past = 0, more than one query, no window shorter than the keys, no left
-// padding: a.facts) runs cuDNN's fused attention (q, k, v rounded to the model's dtype, the output
-// back to f32) where ops/infer_attention_kernel.h chooses it; the span's detail names the kernel.
+// The op (span, cost) around the kernel; inference keeps no probabilities. q, k, v and out hold
+// a.dtype elements. On CUDA a bf16 or f16 model's prefill (past = 0, more than one query, no
+// window shorter than the keys, no left padding: a.facts) runs cuDNN's fused attention where
+// ops/infer_attention_kernel.h chooses it: on bf16/f16 operands in place, on f32 ones through q,
+// k, v rounded to the model's dtype and the output back to f32; tach's kernels run the rest in
+// a.dtype. The span's detail names the kernel and its dtype.
+void causal_attention_forward(void* out, const void* q, const void* k, const void* v, const int32_t* key_mask,
+                              const CausalAttentionArgs& a);
+// f32 operands (a.dtype must be f32).
 void causal_attention_forward(float* out, const float* q, const float* k, const float* v, const int32_t* key_mask,
                               const CausalAttentionArgs& a);
 OpCost causal_attention_cost(const CausalAttentionArgs& a);
@@ -95,10 +104,10 @@ void causal_attention_backward_cpu(float* dq, float* dk, float* dv, const float*
                                    const CausalAttentionArgs& a);
 
 // CUDA kernel (inference): as causal_attention_forward_cpu without probabilities, fused with an
-// online softmax; every pointer on a.device. Returns which of tach's kernels ran.
-TachAttentionKernel causal_attention_forward_cuda(int device, float* out, const float* q, const float* k,
-                                                  const float* v, const int32_t* key_mask,
-                                                  const CausalAttentionArgs& a);
+// online softmax; q, k, v and out in a.dtype, every pointer on a.device. Returns which of tach's
+// kernels ran.
+TachAttentionKernel causal_attention_forward_cuda(int device, void* out, const void* q, const void* k, const void* v,
+                                                  const int32_t* key_mask, const CausalAttentionArgs& a);
 // CUDA kernels for training: as causal_attention_forward_cpu and causal_attention_backward_cpu
 // (past = 0; one block per query row, and per key row for dK and dV, the probabilities and score
 // gradients in device memory; probs null: a scratch, recomputed by the backward).

@@ -1,5 +1,5 @@
 // Grouped-query attention on the GPU, causal (decoders) or bidirectional (ModernBERT), windowed or
-// not: the fused online-softmax kernel, padded keys left out.
+// not: the fused online-softmax kernel, padded keys left out, in f32, bf16 or f16 activations (a.dtype).
 #include "cuda/flash_attention.cuh"
 #include "cuda/stream.h"
 #include "ops/attention.h"
@@ -8,11 +8,10 @@
 
 namespace tach::ops {
 
-TachAttentionKernel causal_attention_forward_cuda(int device, float* out, const float* q, const float* k,
-                                                  const float* v, const int32_t* key_mask,
-                                                  const CausalAttentionArgs& a) {
+TachAttentionKernel causal_attention_forward_cuda(int device, void* out, const void* q, const void* k, const void* v,
+                                                  const int32_t* key_mask, const CausalAttentionArgs& a) {
   cuda::FlashAttentionParams p;
-  p.out = out, p.q = q, p.k = k, p.v = v, p.key_mask = key_mask;
+  p.out = out, p.q = q, p.k = k, p.v = v, p.key_mask = key_mask, p.dtype = a.dtype;
   p.Tq = a.Tq, p.Tk = a.past + a.Tq, p.past = a.past, p.H = a.H, p.KVH = a.KVH;
   p.q_batch_stride = a.Tq * a.ld_q, p.ld_q = a.ld_q;
   p.kv_batch_stride = a.batch_stride_kv, p.ld_kv = a.ld_kv;

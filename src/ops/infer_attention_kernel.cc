@@ -1,5 +1,6 @@
 #include "ops/infer_attention_kernel.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -12,6 +13,8 @@
 #include "tach/error.h"
 
 #if TACH_HAS_CUDA
+#include <cuda_runtime.h>
+
 #include "cuda/cudnn_loader.h"
 #include "cuda/cudnn_sdpa.h"
 #endif
@@ -67,25 +70,51 @@ InferAttentionChoice choose_infer_attention(const InferAttentionCase& c) {
                 std::to_string(c.keys - c.queries) + " keys: the graph tach gives cuDNN has a query per key");
   // cuDNN 9 runs a prefill's forward for head sizes up to 256 from 9.10 on every architecture it
   // supports, up to 128 before (cuDNN's attention support matrix; cudnn-frontend 1.12 notes).
-  const int64_t most = c.cudnn_version >= 91000 ? 256 : 128;
-  if (c.head_size % 8 != 0 || c.head_size > most) {
-    const int64_t v = c.cudnn_version;  // 91002: 9.10.2
-    return tach("head size " + std::to_string(c.head_size) + ": cuDNN " + std::to_string(v / 10000) + "." +
-                std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
-                "'s fused attention takes multiples of 8 up to " + std::to_string(most));
-  }
+  const int64_t v = c.cudnn_version;  // 91002: 9.10.2
+  const std::string cudnn = "cuDNN " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+                            std::to_string(v % 100) + "'s fused attention";
+  const int64_t most = v >= 91000 ? 256 : 128;
+  if (c.head_size % 8 != 0 || c.head_size > most)
+    return tach("head size " + std::to_string(c.head_size) + ": " + cudnn + " takes multiples of 8 up to " +
+                std::to_string(most));
+  if (!c.aligned)
+    return tach("the " + std::string(dtype_name(c.activations)) +
+                " operands are not on 16-byte boundaries with row strides of multiples of 8 (cuDNN reads them in "
+                "place in 16-byte vectors)");
   if (c.kv_heads <= 0 || c.heads % c.kv_heads != 0)
     return tach(std::to_string(c.kv_heads) + " key/value heads do not divide " + std::to_string(c.heads) +
                 " query heads");
-  if (c.score_bias) return tach("a bias on the scores (relative positions) is not in the graph tach gives cuDNN");
+  if (c.padding == KeyPadding::unknown) return tach("a key mask not known to be right- or left-padded");
+  // The version and architecture limits of cudnn-frontend's support surface for the composite
+  // graph tach builds (node/sdpa_support_surface.h): a sliding window from 9.2 as a causal band,
+  // either side of the diagonal and beside a score bias from 9.10.2; ragged offsets on Hopper and
+  // later, or any GPU from 9.18.1.
   // A window as long as the keys hides none of them: the attention is exactly the full one.
-  if (c.window > 0 && c.window < c.keys)
-    return tach("a sliding window of " + std::to_string(c.window) + " keys over " + std::to_string(c.keys) +
-                " is not in the graph tach gives cuDNN");
-  if (c.padding == KeyPadding::left)
-    return tach("left padding: the graph tach gives cuDNN takes each row's real keys first");
-  if (c.padding == KeyPadding::unknown) return tach("a key mask not known to be right-padded");
+  const bool window = c.window > 0 && c.window < c.keys;
+  const std::string band = "a sliding window of " + std::to_string(c.window) + " keys over " + std::to_string(c.keys);
+  if (window && c.causal && v < 90200) return tach(band + ": " + cudnn + " has causal windows from 9.2");
+  if (window && !c.causal && v < 91002)
+    return tach("a bidirectional " + band.substr(2) + ": " + cudnn + " has windows on both sides from 9.10.2");
+  if (window && c.score_bias && v < 91002)
+    return tach(band + " with a score bias: " + cudnn + " has them together from 9.10.2");
+  if (c.padding == KeyPadding::left) {
+    // Ragged rows leave the padded query rows out; a bidirectional padded row takes the mean of
+    // every value in transformers (a first-token pooling may read it), so those keep tach's.
+    if (!c.causal) return tach("left padding without a causal mask: the padded rows' mean of every value is tach's");
+    if (c.sm_major < 9 && v < 91801)
+      return tach("left padding: " + cudnn +
+                  " takes the ragged offsets that start each row at its first real token "
+                  "on Hopper GPUs (sm_90) and later, or from 9.18.1");
+  }
   return {InferAttentionKernel::cudnn, "", c.compute};
+}
+
+bool cudnn_can_read(std::initializer_list<const void*> pointers, std::initializer_list<int64_t> row_strides) {
+  for (const void* p : pointers)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  for (int64_t ld : row_strides)
+    if (ld % 8 != 0) return false;
+  return true;
 }
 
 bool infer_attention_forced_to_tach(const char* value) {
@@ -106,6 +135,9 @@ InferAttentionCase infer_attention_case(Device device, DType compute) {
   if (c.cuda && (compute == DType::bf16 || compute == DType::f16) && !c.forced_tach) {
     c.cudnn_loads = cuda::cudnn_sdpa_available(&c.cudnn_missing);
     c.cudnn_version = cuda::cudnn_version();
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index) == cudaSuccess)
+      c.sm_major = major;
   }
 #else
   c.cudnn_missing = "this tach was built without CUDA";
@@ -115,14 +147,16 @@ InferAttentionCase infer_attention_case(Device device, DType compute) {
 
 std::string cudnn_attention_words(DType dtype) { return "cudnn fused (" + std::string(dtype_name(dtype)) + ")"; }
 
-std::string tach_attention_words(TachAttentionKernel kernel) {
-  return kernel == TachAttentionKernel::tiles ? "tach tiles f32" : "tach rows f32";
+std::string tach_attention_words(TachAttentionKernel kernel, DType activations) {
+  return std::string(kernel == TachAttentionKernel::tiles ? "tach tiles " : "tach rows ") +
+         std::string(dtype_name(activations));
 }
 
 // concat, not operator+ chains: GCC 12's -Wrestrict false positive (bug 105329).
 std::string InferAttentionShape::describe() const {
   return core::concat("[", B, ", ", T, "] x ", H, "/", KVH, " heads of ", D, causal ? ", causal, " : ", ",
-                      dtype_name(dtype));
+                      dtype_name(dtype), window > 0 ? core::concat(", window ", window) : std::string(),
+                      score_bias ? ", score bias" : "", left_padded ? ", left-padded" : "");
 }
 
 namespace {
@@ -142,7 +176,7 @@ Notes& notes() {
   return *n;
 }
 
-using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int>;
+using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int, int64_t, bool, bool>;
 
 struct Refusals {
   std::mutex mutex;
@@ -184,7 +218,10 @@ std::string infer_attention_kernels_since(uint64_t mark) {
 
 bool run_cudnn_infer_attention(const InferAttentionShape& shape, const std::function<void()>& cudnn) {
   Refusals& r = refusals();
-  const ShapeKey key{shape.device, shape.B, shape.T, shape.H, shape.KVH, shape.D, shape.causal, int(shape.dtype)};
+  const ShapeKey key{shape.device, shape.B,          shape.T,
+                     shape.H,      shape.KVH,        shape.D,
+                     shape.causal, int(shape.dtype), int(shape.activations),
+                     shape.window, shape.score_bias, shape.left_padded};
   {
     std::lock_guard<std::mutex> lock(r.mutex);
     if (r.shapes.count(key)) return false;
@@ -200,10 +237,13 @@ bool run_cudnn_infer_attention(const InferAttentionShape& shape, const std::func
     std::lock_guard<std::mutex> lock(r.mutex);
     r.shapes.insert(key);
   }
-  note_infer_attention("tach kernels, f32 for " + shape.describe() + " (cuDNN refused it at run time: " + reason + ")");
+  const std::string in(dtype_name(shape.activations));
+  note_infer_attention("tach kernels, " + in + " for " + shape.describe() +
+                       " (cuDNN refused it at run time: " + reason + ")");
   // stderr, where every command's warnings go.
   std::cerr << "warning: cuDNN's fused attention refused the inference forward of " << shape.describe()
-            << " at run time (" << reason << "); tach's own attention kernels (f32) run that shape from now on\n";
+            << " at run time (" << reason << "); tach's own attention kernels (" << in
+            << ") run that shape from now on\n";
   return false;
 }
 
