@@ -89,6 +89,8 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaLinearActivations,
                                            DtypeCase{DType::bf16, cpu::FusedActivation::gelu_erf, true},
                                            DtypeCase{DType::bf16, cpu::FusedActivation::tanh, true},
                                            DtypeCase{DType::bf16, cpu::FusedActivation::relu, true},
+                                           DtypeCase{DType::bf16, cpu::FusedActivation::gelu_tanh, true},
+                                           DtypeCase{DType::f16, cpu::FusedActivation::gelu_tanh, false},
                                            DtypeCase{DType::f16, cpu::FusedActivation::none, true},
                                            DtypeCase{DType::f16, cpu::FusedActivation::gelu_erf, false},
                                            DtypeCase{DType::f16, cpu::FusedActivation::relu, true}));
@@ -101,6 +103,20 @@ TEST_F(CudaLinearDtypes, ActivationOnRowsOfOddLengthMatchesTheCpu) {
   const Linear gpu(w, b, {kGpu, DType::bf16}, cpu::FusedActivation::gelu_erf);
   const Tensor want = run_cpu(rounded(w, DType::bf16), b, cpu::FusedActivation::gelu_erf, x);
   EXPECT_LT(scaled_error(run_gpu(gpu, x, DType::bf16), want), 4.0 * kBf16Roundoff + 1e-4);
+}
+
+// tanh-GELU on f32: cuBLASLt's GELU epilogue for many rows, tach's pass after the GEMV for a few.
+// cuBLASLt may evaluate tanh with the hardware's approximation (tanh.approx.f32: relative error
+// about 2^-11), so 1e-3 of the outputs' scale; the GEMV's pass is torch's formula in f32.
+TEST_F(CudaLinearDtypes, TanhGeluOnF32MatchesTheCpu) {
+  const int64_t N = 96, K = 256;
+  const Tensor w = random_tensor({N, K}, 15, 0.1f), b = random_tensor({N}, 16);
+  const Linear gpu(w, b, {kGpu, DType::f32}, cpu::FusedActivation::gelu_tanh);
+  for (const int64_t M : {int64_t(2), int64_t(40)}) {
+    const Tensor x = random_tensor({M, K}, 17);
+    const Tensor want = run_cpu(w, b, cpu::FusedActivation::gelu_tanh, x);
+    EXPECT_LT(scaled_error(run_gpu(gpu, x, DType::f32), want), M <= 4 ? 1e-4 : 1e-3) << M << " rows";
+  }
 }
 
 // f32 activations still go through a bf16 layer (callers not yet on bf16): x rounded to bf16 by

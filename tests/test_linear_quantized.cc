@@ -98,6 +98,35 @@ TEST(LinearActivationDtype, TheCpuRefusesAnyOtherActivationDtypeByName) {
   EXPECT_NE(e.find("x is bf16 and out f32"), std::string::npos) << e;
 }
 
+// tanh-GELU (gelu_pytorch_tanh, gelu_new) on every CPU path: oneDNN's post-op (f32, bf16), tach's
+// panels (f32 for decoding), int8's and NF4's epilogues, each against the same layer without an
+// activation and torch's formula in double. oneDNN's tanh and std::tanh differ by a few f32 ulps:
+// 1e-5 of the outputs' scale.
+TEST(LinearTanhGelu, EveryCpuPathComputesTorchsTanhApproximation) {
+  const int64_t N = 40, K = 64;
+  const Tensor w = random_normal(N, K, 12, 0.2f), b = random_normal(1, N, 13).reshape({N});
+  for (const int64_t M : {int64_t(2), int64_t(33)})
+    for (const DType compute : {DType::f32, DType::bf16, DType::i8, DType::nf4})
+      for (const bool decoding : {false, true}) {
+        SCOPED_TRACE(std::string(dtype_name(compute)) + (decoding ? ", decoding" : "") + ", " + std::to_string(M) +
+                     " rows");
+        const Tensor x = random_normal(M, K, 14);
+        const Linear plain(w, b, {Device::cpu(), compute, decoding});
+        const Linear gelu(w, b, {Device::cpu(), compute, decoding}, cpu::FusedActivation::gelu_tanh);
+        Tensor pre = Tensor::empty({M, N}, DType::f32), got = Tensor::empty({M, N}, DType::f32);
+        linear_forward(pre, x, plain);
+        linear_forward(got, x, gelu);
+        double worst = 0, scale = 1e-6;
+        for (int64_t i = 0; i < M * N; ++i) {
+          const double v = pre.data<float>()[i];
+          const double want = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+          worst = std::max(worst, std::fabs(got.data<float>()[i] - want));
+          scale = std::max(scale, std::fabs(want));
+        }
+        EXPECT_LT(worst / scale, 1e-5);
+      }
+}
+
 // x and y at the activation dtype's size, the weight at the compute dtype's, packed with its
 // scales for int8 (one f32 per row) and NF4 (one f32 per 64 weights).
 TEST(LinearCost, CountsActivationsAtTheirDtypeAndQuantizedWeightsPacked) {

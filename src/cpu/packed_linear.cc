@@ -79,9 +79,10 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, DType compu
   impl_->gelu_after = activation == FusedActivation::gelu_erf;
   if (activation != FusedActivation::none && !impl_->gelu_after) {
     dnnl::post_ops po;
-    const dnnl::algorithm alg = activation == FusedActivation::gelu_erf ? dnnl::algorithm::eltwise_gelu_erf
-                                : activation == FusedActivation::relu   ? dnnl::algorithm::eltwise_relu
-                                                                        : dnnl::algorithm::eltwise_tanh;
+    const dnnl::algorithm alg = activation == FusedActivation::gelu_erf    ? dnnl::algorithm::eltwise_gelu_erf
+                                : activation == FusedActivation::relu      ? dnnl::algorithm::eltwise_relu
+                                : activation == FusedActivation::gelu_tanh ? dnnl::algorithm::eltwise_gelu_tanh
+                                                                           : dnnl::algorithm::eltwise_tanh;
     po.append_eltwise(1.0f, alg, 0.0f, 0.0f);
     impl_->attr.set_post_ops(po);
   }
@@ -119,10 +120,13 @@ void add_bias_rows(float* y, int64_t M, int64_t N, int64_t ld, const float* bias
 void apply_fused_activation(FusedActivation activation, float* y, int64_t M, int64_t N, int64_t ld) {
   if (activation == FusedActivation::gelu_erf) return gelu_erf_inplace(y, M, N, ld);
   if (activation == FusedActivation::none) return;
+  constexpr float kSqrt2OverPi = 0.7978845608028654f, kGeluCubic = 0.044715f;  // as ops/silu_gate_cpu.cc
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       float& v = y[m * ld + n];
-      v = activation == FusedActivation::relu ? std::max(v, 0.f) : std::tanh(v);
+      if (activation == FusedActivation::gelu_tanh)
+        v = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
+      else v = activation == FusedActivation::relu ? std::max(v, 0.f) : std::tanh(v);
     }
 }
 

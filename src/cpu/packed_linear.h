@@ -13,7 +13,9 @@
 
 namespace tach::cpu {
 
-enum class FusedActivation { none, gelu_erf, relu, tanh };
+// gelu_tanh: torch's GELU(approximate="tanh"), transformers' gelu_pytorch_tanh and gelu_new:
+// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+enum class FusedActivation { none, gelu_erf, relu, tanh, gelu_tanh };
 class Int8Linear;
 class Bf16WeightLinear;
 class Nf4Linear;

@@ -162,6 +162,7 @@ Plan make_plan(int device, const LinearArgs& args, bool has_bias, const Alignmen
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
   if (args.epilogue == Epilogue::bias) epi = CUBLASLT_EPILOGUE_BIAS;
   if (args.epilogue == Epilogue::bias_relu) epi = has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  if (args.epilogue == Epilogue::bias_gelu_tanh) epi = has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
   if (args.epilogue == Epilogue::bias && !has_bias) epi = CUBLASLT_EPILOGUE_DEFAULT;
   check_lt(lt().desc_set(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "epilogue");
   const cudaDataType_t in = input_type(args.precision);

@@ -14,8 +14,9 @@ enum class GemmPrecision { f32, tf32, bf16, f16 };
 const char* gemm_precision_name(GemmPrecision p);
 
 // Applied to x·Wᵀ in the GEMM's epilogue. ReLU is exact; cuBLASLt's GELU epilogue is the tanh
-// approximation, not transformers' erf GELU, so GELU runs as its own kernel (ops/gelu_cuda.cu).
-enum class Epilogue { none, bias, bias_relu };
+// approximation (bias_gelu_tanh: torch's GELU(approximate="tanh")), not transformers' erf GELU,
+// so erf-GELU runs as its own kernel (ops/gelu_cuda.cu, ops/linear_activation_cuda.cu).
+enum class Epilogue { none, bias, bias_relu, bias_gelu_tanh };
 
 struct LinearArgs {
   int64_t M = 0, N = 0, K = 0;

@@ -95,8 +95,9 @@ inline void linear_forward_cuda(int device, float* out, int64_t ld_out, const fl
   linear_forward_cuda(device, static_cast<void*>(out), ld_out, static_cast<const void*>(x), ld_x, M, DType::f32,
                       weight);
 }
-// y [M, N] = act(y) in place (row stride ld), y in bf16 or f16: erf-GELU or tanh computed in f32
-// and rounded once, 16 bytes per thread where the rows allow (ops/linear_activation_cuda.cu).
+// y [M, N] = act(y) in place (row stride ld), y in f32, bf16 or f16: erf-GELU, tanh or tanh-GELU
+// computed in f32 and rounded once, 16 bytes per thread where the rows allow
+// (ops/linear_activation_cuda.cu).
 void linear_activation_cuda(int device, void* y, DType dtype, int64_t M, int64_t N, int64_t ld,
                             cpu::FusedActivation activation);
 // x and y counted at the activation dtype's size, the weight at the compute dtype's (packed for

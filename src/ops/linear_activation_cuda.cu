@@ -1,8 +1,9 @@
-// The inference linear's erf-GELU and tanh on a bf16/f16 output, in place after the GEMM or GEMV:
-// each element loaded, computed in f32 (cuda/activation_math.cuh's formulas, the training
-// kernels' and the CPU's), rounded once. 16 bytes (8 values) per thread where every row starts
-// 16-byte aligned and holds whole groups of 8; else one value per thread. (The f32 outputs keep
-// ops/gelu_cuda.cu and ops/activation_cuda.cu's kernels.)
+// The inference linear's activations that run after its GEMM or GEMV, in place: erf-GELU and
+// tanh on a bf16/f16 output (the f32 ones keep ops/gelu_cuda.cu and ops/activation_cuda.cu's
+// kernels), and tanh-GELU after the GEMV in any dtype (the GEMM applies it in cuBLASLt's
+// epilogue). Each value loaded, computed in f32 (cuda/activation_math.cuh's formulas, the
+// training kernels' and the CPU's), rounded once; 16 bytes per thread where every row starts
+// 16-byte aligned and holds whole 16-byte groups, else one value per thread.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -22,9 +23,12 @@ namespace {
 
 using cuda::ActType;
 
-template <bool kGelu>
+enum class Fn { gelu_erf, tanh, gelu_tanh };
+
+template <Fn F>
 __device__ __forceinline__ float activate(float v) {
-  if constexpr (kGelu) return cuda::gelu_erf(v);
+  if constexpr (F == Fn::gelu_erf) return cuda::gelu_erf(v);
+  else if constexpr (F == Fn::gelu_tanh) return cuda::gelu_tanh(v);
   else return tanhf(v);
 }
 
@@ -39,64 +43,79 @@ __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
   }
 }
 
-// y: [M, N] (row stride ld), N and ld multiples of 8: groups of 8 values, N / 8 per row.
-template <ActType A, bool kGelu>
-__global__ void activation_vec8_kernel(void* y, int64_t M, int64_t N, int64_t ld) {
-  const int64_t groups_per_row = N / 8, groups = M * groups_per_row;
+// y: [M, N] (row stride ld), N and ld multiples of kPer16 (values in 16 bytes): one 16-byte
+// group per thread of a grid-stride loop.
+template <ActType A, Fn F>
+__global__ void activation_vec_kernel(void* y, int64_t M, int64_t N, int64_t ld) {
+  constexpr int kPer16 = 16 / cuda::act_bytes<A>();
+  const int64_t groups_per_row = N / kPer16, groups = M * groups_per_row;
   for (int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t m = g / groups_per_row, n = (g % groups_per_row) * 8;
-    uint4* p = reinterpret_cast<uint4*>(static_cast<char*>(y) + (m * ld + n) * 2);
-    float v[8];
-    cuda::load8<A>(p, v);
-    uint4 out;
-    out.x = pack_pair<A>(activate<kGelu>(v[0]), activate<kGelu>(v[1]));
-    out.y = pack_pair<A>(activate<kGelu>(v[2]), activate<kGelu>(v[3]));
-    out.z = pack_pair<A>(activate<kGelu>(v[4]), activate<kGelu>(v[5]));
-    out.w = pack_pair<A>(activate<kGelu>(v[6]), activate<kGelu>(v[7]));
-    *p = out;
+    const int64_t m = g / groups_per_row, n = (g % groups_per_row) * kPer16;
+    char* p = static_cast<char*>(y) + (m * ld + n) * cuda::act_bytes<A>();
+    if constexpr (A == ActType::f32) {
+      float4 v = *reinterpret_cast<float4*>(p);
+      v.x = activate<F>(v.x), v.y = activate<F>(v.y), v.z = activate<F>(v.z), v.w = activate<F>(v.w);
+      *reinterpret_cast<float4*>(p) = v;
+    } else {
+      float v[8];
+      cuda::load8<A>(p, v);
+      uint4 out;
+      out.x = pack_pair<A>(activate<F>(v[0]), activate<F>(v[1]));
+      out.y = pack_pair<A>(activate<F>(v[2]), activate<F>(v[3]));
+      out.z = pack_pair<A>(activate<F>(v[4]), activate<F>(v[5]));
+      out.w = pack_pair<A>(activate<F>(v[6]), activate<F>(v[7]));
+      *reinterpret_cast<uint4*>(p) = out;
+    }
   }
 }
 
 template <ActType A>
 __device__ __forceinline__ float load1(const void* y, int64_t i) {
-  if constexpr (A == ActType::bf16) return __bfloat162float(static_cast<const __nv_bfloat16*>(y)[i]);
+  if constexpr (A == ActType::f32) return static_cast<const float*>(y)[i];
+  else if constexpr (A == ActType::bf16) return __bfloat162float(static_cast<const __nv_bfloat16*>(y)[i]);
   else return __half2float(static_cast<const __half*>(y)[i]);
 }
 
-template <ActType A, bool kGelu>
+template <ActType A, Fn F>
 __global__ void activation_scalar_kernel(void* y, int64_t M, int64_t N, int64_t ld) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < M * N; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t at = (i / N) * ld + i % N;
-    cuda::store1<A>(y, at, activate<kGelu>(load1<A>(y, at)));
+    cuda::store1<A>(y, at, activate<F>(load1<A>(y, at)));
   }
 }
 
-template <ActType A, bool kGelu>
+template <ActType A, Fn F>
 void launch(int device, void* y, int64_t M, int64_t N, int64_t ld) {
+  constexpr int kPer16 = 16 / cuda::act_bytes<A>();
   cudaStream_t s = cuda::stream(device);
-  const bool vec = N % 8 == 0 && ld % 8 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
-  if (vec) activation_vec8_kernel<A, kGelu><<<cuda::grid_for(M * N / 8, 256), 256, 0, s>>>(y, M, N, ld);
-  else activation_scalar_kernel<A, kGelu><<<cuda::grid_for(M * N, 256), 256, 0, s>>>(y, M, N, ld);
+  const bool vec = N % kPer16 == 0 && ld % kPer16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  if (vec) activation_vec_kernel<A, F><<<cuda::grid_for(M * N / kPer16, 256), 256, 0, s>>>(y, M, N, ld);
+  else activation_scalar_kernel<A, F><<<cuda::grid_for(M * N, 256), 256, 0, s>>>(y, M, N, ld);
   cuda::check_launch("linear_activation_kernel");
 }
 
 template <ActType A>
 void launch_activation(int device, void* y, int64_t M, int64_t N, int64_t ld, cpu::FusedActivation activation) {
-  if (activation == cpu::FusedActivation::gelu_erf) launch<A, true>(device, y, M, N, ld);
-  else launch<A, false>(device, y, M, N, ld);
+  switch (activation) {
+    case cpu::FusedActivation::gelu_erf: launch<A, Fn::gelu_erf>(device, y, M, N, ld); break;
+    case cpu::FusedActivation::gelu_tanh: launch<A, Fn::gelu_tanh>(device, y, M, N, ld); break;
+    default: launch<A, Fn::tanh>(device, y, M, N, ld); break;
+  }
 }
 
 }  // namespace
 
 void linear_activation_cuda(int device, void* y, DType dtype, int64_t M, int64_t N, int64_t ld,
                             cpu::FusedActivation activation) {
-  check(activation == cpu::FusedActivation::gelu_erf || activation == cpu::FusedActivation::tanh,
-        "linear_activation_cuda: only erf-GELU and tanh run after the GEMM (ReLU is its epilogue)");
-  check(dtype == DType::bf16 || dtype == DType::f16,
-        "linear_activation_cuda: y in " + std::string(dtype_name(dtype)) + "; this kernel takes bf16 or f16");
+  check(activation == cpu::FusedActivation::gelu_erf || activation == cpu::FusedActivation::tanh ||
+            activation == cpu::FusedActivation::gelu_tanh,
+        "linear_activation_cuda: only erf-GELU, tanh and tanh-GELU run after the GEMM (ReLU is its epilogue)");
+  check(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
+        "linear_activation_cuda: y in " + std::string(dtype_name(dtype)) + "; this kernel takes f32, bf16 or f16");
   if (M * N == 0) return;
   if (dtype == DType::bf16) launch_activation<ActType::bf16>(device, y, M, N, ld, activation);
-  else launch_activation<ActType::f16>(device, y, M, N, ld, activation);
+  else if (dtype == DType::f16) launch_activation<ActType::f16>(device, y, M, N, ld, activation);
+  else launch_activation<ActType::f32>(device, y, M, N, ld, activation);
 }
 
 }  // namespace tach::ops

@@ -1,8 +1,8 @@
 // The CUDA side of the inference linear: for a few rows (decoding) tach's GEMVs, which read x
 // and the weights as stored (packed int8/NF4 codes included); otherwise a cuBLASLt GEMM with the
-// bias (and ReLU) in its epilogue. Then erf-GELU or tanh as kernels (cuBLASLt's GELU epilogue is
-// the tanh approximation, which transformers' BERT does not use). Compiled only with the CUDA
-// backend.
+// bias (and ReLU, or tanh-GELU) in its epilogue. Then erf-GELU or tanh as kernels (cuBLASLt's
+// GELU epilogue is the tanh approximation, which transformers' BERT does not use), and tanh-GELU
+// after a GEMV. Compiled only with the CUDA backend.
 //
 // x and y are f32 or the layer's activation dtype (bf16 for bf16, int8 and nf4 weights, f16 for
 // f16): a 16-bit x goes to the GEMM as it is and y comes out in it; an f32 x is converted first
@@ -116,9 +116,10 @@ void gemm(const Call& c, const Linear& weight) {
   const Tensor& b = a.y_in_input_type ? weight.device_activation_bias() : weight.device_bias();
   const void* bias = b.defined() ? b.raw() : nullptr;
   const cpu::FusedActivation act = weight.activation();
-  a.epilogue = act == cpu::FusedActivation::relu ? cuda::Epilogue::bias_relu
-               : bias                            ? cuda::Epilogue::bias
-                                                 : cuda::Epilogue::none;
+  a.epilogue = act == cpu::FusedActivation::relu        ? cuda::Epilogue::bias_relu
+               : act == cpu::FusedActivation::gelu_tanh ? cuda::Epilogue::bias_gelu_tanh
+               : bias                                   ? cuda::Epilogue::bias
+                                                        : cuda::Epilogue::none;
   cuda::linear(c.device, c.out, input, gemm_weight(c, weight), bias, a);
 }
 
@@ -133,8 +134,13 @@ void linear_forward_cuda(int device, void* out, int64_t ld_out, const void* x, i
             std::string(dtype_name(weight.activation_dtype())));
   const Call c{device, out, ld_out, x, ld_x, M, activation};
   const float* bias = weight.has_bias() ? weight.device_bias().data<float>() : nullptr;
-  if (!try_gemv(c, weight, bias)) gemm(c, weight);
+  const bool gemv = try_gemv(c, weight, bias);
+  if (!gemv) gemm(c, weight);
   const cpu::FusedActivation act = weight.activation();
+  if (act == cpu::FusedActivation::gelu_tanh && gemv) {  // the GEMM applied it in its epilogue
+    linear_activation_cuda(device, out, activation, M, N, ld_out, act);
+    return;
+  }
   if (act != cpu::FusedActivation::gelu_erf && act != cpu::FusedActivation::tanh) return;
   if (activation != DType::f32) {
     linear_activation_cuda(device, out, activation, M, N, ld_out, act);
