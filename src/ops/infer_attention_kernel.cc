@@ -97,6 +97,13 @@ InferAttentionChoice choose_infer_attention(const InferAttentionCase& c) {
     return tach("a bidirectional " + band.substr(2) + ": " + cudnn + " has windows on both sides from 9.10.2");
   if (window && c.score_bias && v < 91002)
     return tach(band + " with a score bias: " + cudnn + " has them together from 9.10.2");
+  // A right-padded row far enough past its real tokens sees none of them through the window:
+  // transformers gives it the mean of every value (bidirectional) or tach's causal kernels zeros,
+  // where cuDNN's fully masked row is its own. Left padding's rows of padding are zeroed instead.
+  if (window && c.padding == KeyPadding::right)
+    return tach(band +
+                " over right-padded rows: a padded row past the window sees no real key, which tach's "
+                "kernels answer as transformers does");
   if (c.padding == KeyPadding::left) {
     // Ragged rows leave the padded query rows out; a bidirectional padded row takes the mean of
     // every value in transformers (a first-token pooling may read it), so those keep tach's.
