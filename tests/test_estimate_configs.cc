@@ -39,6 +39,41 @@ TEST(EstimateConfigs, ParameterCountsEqualTransformers) {
   }
 }
 
+// A GPU runs a bf16 model's activations and key/value cache in bf16 (model/activation_dtype.h): half
+// the CPU's f32 bytes for the same forward; the weights are the same.
+TEST(EstimateConfigs, GpuBf16InferenceKeepsActivationsAndCacheIn16Bits) {
+  auto line = [](const MemoryEstimate& m, const std::string& name) {
+    for (const auto& l : m.lines)
+      if (l.name == name) return l.bytes;
+    return int64_t(-1);
+  };
+  EstimateInput in;
+  in.model = "preset:qwen2.5-0.5b";
+  in.dtype = "bf16";
+  in.seq_len = 128;
+  in.generate_tokens = 64;
+  in.available_bytes = int64_t(80) << 30;  // an H100's, given: no GPU need be here
+  const MemoryEstimate cpu = estimate_memory(in);
+  EXPECT_EQ(cpu.available_source, "given (--available)");
+  EXPECT_EQ(cpu.available_bytes, int64_t(double(int64_t(80) << 30) * 0.9));
+  in.device = "cuda";
+  const MemoryEstimate gpu = estimate_memory(in);
+  ASSERT_GT(line(cpu, "activations (forward)"), 0);
+  EXPECT_EQ(line(gpu, "activations (forward)") * 2, line(cpu, "activations (forward)"));
+  EXPECT_EQ(line(gpu, "KV cache") * 2, line(cpu, "KV cache"));
+  in.dtype = "f32";
+  EXPECT_EQ(line(estimate_memory(in), "KV cache"), line(cpu, "KV cache"));  // f32 on a GPU stays f32
+  // A GPU's int8 is weight-only (bf16 activations, no activation codes); a prompt of more rows than
+  // a GEMV's dequantizes a weight into bf16 first.
+  in.dtype = "int8";
+  const MemoryEstimate int8 = estimate_memory(in);
+  EXPECT_EQ(line(int8, "int8 activation codes"), -1);
+  EXPECT_EQ(line(int8, "KV cache"), line(gpu, "KV cache"));
+  EXPECT_GT(line(int8, "dequantized weight (bf16)"), 0);
+  in.device = "cpu";
+  EXPECT_GT(line(estimate_memory(in), "int8 activation codes"), 0);
+}
+
 TEST(EstimateConfigs, MixtureOfExpertsAndLatentAttention) {
   const MemoryEstimate ds = estimate("preset:deepseek-v3");
   EXPECT_NE(ds.note.find("multi-head latent attention"), std::string::npos) << ds.note;

@@ -180,6 +180,9 @@ struct PointResult {
   // tach's GPU f32 points run with --allow-tf32: the linears multiplied on TF32 tensor cores, so
   // their compute ceiling is the TF32 GEMM's (results.jsonl "gemm_tf32"; absent: false).
   bool gemm_tf32 = false;
+  // The forward's activations: "bf16" or "f16" where a GPU point's model ran them end to end in
+  // its compute dtype, else "f32" (results.jsonl "activations"; absent in older lines: "f32").
+  std::string activations = "f32";
   // GPU points: the GPU time of each measured run, from CUDA events on tach's stream around the
   // forward (the copies of the batch in and the results out included, and any time the GPU
   // waited for the host to launch); n = 0 on the CPU.

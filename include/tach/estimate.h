@@ -35,6 +35,9 @@ struct EstimateInput {
   bool gradient_checkpointing = false;
   int64_t generate_tokens = 0;  // decoders: KV cache for seq_len + this many positions
   std::string device = "cpu";
+  // > 0: the memory to fit into, in place of the device's free memory (tach estimate --available):
+  // planning for a GPU this machine lacks. The margin applies to it too.
+  int64_t available_bytes = 0;
   double margin = 0.10;  // fraction of the available memory kept free
   // The head counted, as LoadOptions::head builds it: std::nullopt, the checkpoint's own; another
   // (an encoder's or ModernBERT's) new, with new_head_labels outputs for a classifier (0: config.json's).
@@ -59,7 +62,7 @@ struct MemoryEstimate {
   int64_t total_bytes = 0;       // the peak: what must fit at once
   std::string peak_phase;        // "forward", "backward", "optimizer step"
   int64_t available_bytes = 0;   // on the device, after the margin
-  std::string available_source;  // "MemAvailable (/proc/meminfo)", "cudaMemGetInfo"
+  std::string available_source;  // "MemAvailable (/proc/meminfo)", "free memory of NAME (CUDA)", "given (--available)"
   bool fits = false;
   int64_t largest_batch_that_fits = 0;  // at this length and mode (0: not even 1)
 };

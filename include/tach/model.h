@@ -61,6 +61,9 @@ struct ModelInfo {
   DType compute = DType::f32;
   // f32 linears on a GPU multiply on TF32 tensor cores (LoadOptions::allow_tf32 with f32 compute).
   bool gemm_tf32 = false;
+  // The forward's activations (the residual stream, GEMM inputs and outputs, attention): bf16 or
+  // f16 on a GPU for a model computed in bf16 or f16, else f32.
+  DType activations = DType::f32;
   Device device = Device::cpu();  // where the weights live and the forward runs
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, num_heads = 0, intermediate_size = 0;
   int64_t max_positions = 0, type_vocab_size = 0;  // max_positions: the tokens a row can hold (RoBERTa: 2 fewer)

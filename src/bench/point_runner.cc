@@ -107,6 +107,7 @@ PointResult run_point(const EncoderModel& model, const BenchConfig& config, cons
   r.input = texts ? texts->name : "synthetic";
   r.warmup_runs = config.warmup_runs;
   r.gemm_tf32 = info.gemm_tf32;
+  r.activations = dtype_name(info.activations);
 
   // Dataset batches start at seeded random places, so that bucketed (sorted) pools are sampled
   // over their whole length rather than from their short end.

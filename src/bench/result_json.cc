@@ -313,6 +313,7 @@ std::string point_to_json(const PointResult& p) {
       {"achieved_gflops_per_s", p.achieved_gflops_per_s},
       {"attention", p.attention},
       {"gemm_tf32", p.gemm_tf32},
+      {"activations", p.activations},
       {"memory",
        {{"rss_bytes", p.rss_bytes},
         {"peak_rss_bytes", p.peak_rss_bytes},
@@ -428,7 +429,8 @@ PointResult point_from_json(const std::string& line, const std::string& where) {
     p.achieved_gflops_per_s = j.at("achieved_gflops_per_s");
     // Absent before GPU points recorded it.
     p.attention = j.value("attention", "");
-    p.gemm_tf32 = j.value("gemm_tf32", false);  // absent before --allow-tf32: full f32
+    p.gemm_tf32 = j.value("gemm_tf32", false);      // absent before --allow-tf32: full f32
+    p.activations = j.value("activations", "f32");  // absent before 16-bit activations on the GPU
     const auto& m = j.at("memory");
     p.rss_bytes = m.at("rss_bytes");
     p.peak_rss_bytes = m.at("peak_rss_bytes");

@@ -42,6 +42,9 @@ Arch describe(const std::string& spec) {
   return a;
 }
 
+// tach estimate --device cuda[:N]: the memory of a run on a GPU.
+bool on_gpu(const EstimateInput& in) { return in.device.rfind("cuda", 0) == 0; }
+
 int64_t dtype_size(const std::string& d) {
   // int8, nf4: the linears' weights are 1 B or 4 bits; everything else is f32.
   if (d == "f32" || d == "int8" || d == "nf4") return 4;
@@ -120,7 +123,8 @@ void add_qlora_weights(Totals& t, const Arch& a) {
 // f32 scale per output row; nf4 (cpu/nf4_linear.h): 4 bits per weight, the double-quantized absmax
 // and its f32 copy per 64. The embeddings stay f32, and a causal LM's head is a quantized linear
 // beside them.
-void add_quantized_weights(Totals& t, const Arch& a, const std::string& dtype) {
+void add_quantized_weights(Totals& t, const Arch& a, const EstimateInput& in, int64_t batch) {
+  const std::string& dtype = in.dtype;
   // An encoder's masked-LM decoder is such a linear too (over the tied embeddings or its own weight).
   // A decoder with a task head (a classifier's score, a per-token head) has no LM head, nor has
   // ModernBERT's bare body.
@@ -128,7 +132,11 @@ void add_quantized_weights(Totals& t, const Arch& a, const std::string& dtype) {
   const int64_t embed = a.V * a.C, lm_head = causal_lm || (!a.decoder && a.head == Head::masked_lm) ? a.V * a.C : 0;
   const int64_t untied = lm_head && !a.tied ? a.V * a.C : 0;
   const int64_t linear = a.parameters() - embed - untied;
-  if (dtype == "nf4")
+  if (dtype == "nf4" && on_gpu(in))  // ops/linear_quantized.h: the codes and each block's f32 absmax
+    t.add("weights (NF4 linears)", double(linear + lm_head) * (0.5 + 4.0 / 64),
+          "0.5 B per linear weight + an f32 absmax per 64 (norms and biases counted alike)" +
+              std::string(lm_head ? ", the LM head included" : ""));
+  else if (dtype == "nf4")
     t.add("weights (NF4 linears)", double(linear + lm_head) * (0.5 + 1.0 / 64 + 4.0 / (64 * 256) + 4.0 / 64),
           "0.5 B per linear weight + per 64: the 8-bit absmax and its f32 copy the GEMV reads (norms and biases "
           "counted alike)" +
@@ -140,8 +148,19 @@ void add_quantized_weights(Totals& t, const Arch& a, const std::string& dtype) {
           "row" +
               std::string(lm_head ? ", the LM head included" : ""));
   t.add("weights (embeddings, f32)", 4.0 * double(embed), "the token embedding matrix stays f32");
-  if (dtype == "nf4")
+  const int64_t rows = batch * in.seq_len;  // a prompt's, in the layers
+  if (on_gpu(in) && rows > 4) {
+    // ops/linear_cuda.cc: more rows than a GEMV's (4) dequantize the whole weight into one reused
+    // bf16 buffer and run the bf16 GEMM; the LM head too where more than 4 rows read it (a decoder's
+    // prefill reads one row per sequence).
+    const int64_t qkv = a.decoder ? (a.H + 2 * a.KVH) * a.D : 3 * a.C, up = a.decoder ? 2 * a.I : a.I;
+    int64_t most = std::max({qkv * a.C, a.C * a.C, up * a.C, a.C * a.I});
+    if (lm_head && (a.decoder ? batch : rows) > 4) most = std::max(most, a.V * a.C);
+    t.add("dequantized weight (bf16)", 2.0 * double(most),
+          "2 B x the largest linear weight: a GEMM over more rows than a GEMV's dequantizes it first");
+  } else if (dtype == "nf4" && !on_gpu(in)) {
     t.add("NF4 dequantization tile", nf4_tile_bytes(a), "a prompt's prefill multiplies one f32 tile of rows at a time");
+  }
 }
 
 // Every weight in the storage dtype. Training in 16 bits is mixed precision (cpu/train_gemm.h): the
@@ -163,9 +182,9 @@ void add_dense_weights(Totals& t, const Arch& a, const EstimateInput& in) {
           "V x C x " + std::to_string(s) + " B: the word embeddings packed for the decoder's GEMM");
 }
 
-void add_weights(Totals& t, const Arch& a, const EstimateInput& in) {
+void add_weights(Totals& t, const Arch& a, const EstimateInput& in, int64_t batch) {
   if (in.mode == "train-qlora") add_qlora_weights(t, a);
-  else if (in.dtype == "int8" || in.dtype == "nf4") add_quantized_weights(t, a, in.dtype);
+  else if (in.dtype == "int8" || in.dtype == "nf4") add_quantized_weights(t, a, in, batch);
   else add_dense_weights(t, a, in);
 }
 
@@ -226,18 +245,26 @@ int64_t add_lora(Totals& t, const Arch& a, const EstimateInput& in, int64_t toke
   return adapters + lora_full_head_parameters(a);
 }
 
-// Inference: the forward's buffers (tach's, f32) live at once within a layer, the per-token heads'
-// outputs, and int8's quantized activations.
+// Bytes per activation value of an inference forward (model/activation_dtype.h): 2 where a GPU runs a
+// bf16 or f16 model's activations in its dtype (and int8's and nf4's: weight-only there, with bf16
+// activations), 4 elsewhere (the CPU keeps f32 activations).
+int64_t inference_activation_bytes(const EstimateInput& in) { return on_gpu(in) && in.dtype != "f32" ? 2 : 4; }
+
+// Inference: the forward's buffers (tach's, in the activations' dtype) live at once within a
+// layer, the per-token heads' outputs, and int8's quantized activations.
 void add_forward_activations(Totals& t, const Arch& a, const EstimateInput& in, int64_t tokens) {
   const int64_t N = tokens;
+  const int64_t e = inference_activation_bytes(in);
+  const std::string bytes = std::to_string(e) + " B";
   if (a.decoder) {
     const int64_t qkv = (a.H + 2 * a.KVH) * a.D;
-    t.add("activations (forward)", 4.0 * double(N) * double(3 * a.C + qkv + a.H * a.D + 3 * a.active_I() + a.D),
-          "4 B x tokens x (3C + (H+2KVH)D + HD + 3I + D): hidden, normed, qkv, context, delta, gate|up, act, rope" +
+    t.add("activations (forward)", double(e * N) * double(3 * a.C + qkv + a.H * a.D + 3 * a.active_I() + a.D),
+          bytes +
+              " x tokens x (3C + (H+2KVH)D + HD + 3I + D): hidden, normed, qkv, context, delta, gate|up, act, rope" +
               std::string(a.experts ? " (I: the active experts' width, k x expert + shared)" : ""));
   } else {
-    t.add("activations (forward)", 4.0 * double(N) * double(6 * a.C + a.I),
-          "4 B x tokens x (6C + I): hidden, qkv (3C), context, projection, FFN");
+    t.add("activations (forward)", double(e * N) * double(6 * a.C + a.I),
+          bytes + " x tokens x (6C + I): hidden, qkv (3C), context, projection, FFN");
   }
   // The per-token heads' outputs: every token's logits (a masked LM's: the vocabulary, and its
   // dense's output before them).
@@ -246,7 +273,7 @@ void add_forward_activations(Totals& t, const Arch& a, const EstimateInput& in, 
   else if (a.head == Head::token_classification || a.head == Head::question_answering)
     t.add("head outputs", 4.0 * double(N) * double(a.head == Head::question_answering ? 2 : a.labels),
           "4 B x tokens x outputs: every token's logits");
-  if (in.dtype == "int8")
+  if (in.dtype == "int8" && !on_gpu(in))  // a GPU's int8 is weight-only: no activation codes
     t.add("int8 activation codes", double(N) * double(std::max(a.C, a.active_I())),
           "1 B x tokens x the widest linear input: each call's activations quantized per token");
   t.phase = "forward";
@@ -385,12 +412,14 @@ void add_backward_activations(Totals& t, const Arch& a, const EstimateInput& in,
 
 // A decoder generating: the keys and values of the prompt and the new tokens, every layer's.
 void add_kv_cache(Totals& t, const Arch& a, const EstimateInput& in, int64_t B) {
+  const int64_t e = inference_activation_bytes(in);  // the cache is in the activations' dtype
   const double kv =
-      4.0 * double(a.L) * double(B) * double(in.seq_len + in.generate_tokens) * double(a.kv_cache_width());
+      double(e) * double(a.L) * double(B) * double(in.seq_len + in.generate_tokens) * double(a.kv_cache_width());
   t.add("KV cache", kv,
-        a.mla ? "4 B x layers x batch x (prompt + new tokens) x (kv_lora_rank + qk_rope_head_dim): "
-                "MLA's compressed latent and rope key"
-              : "2 x 4 B x layers x batch x (prompt + new tokens) x KVH x D");
+        a.mla ? std::to_string(e) +
+                    " B x layers x batch x (prompt + new tokens) x (kv_lora_rank + "
+                    "qk_rope_head_dim): MLA's compressed latent and rope key"
+              : "2 x " + std::to_string(e) + " B x layers x batch x (prompt + new tokens) x KVH x D");
 }
 
 // The memory of one point at `batch` rows: every line and their total at the peak phase.
@@ -400,7 +429,7 @@ Totals compute(const Arch& a, const EstimateInput& in, int64_t batch) {
         "estimate: --dtype " + in.dtype +
             " quantizes inference; training runs in f32 or bf16 (QLoRA: --mode train-qlora)");
   Totals t;
-  add_weights(t, a, in);
+  add_weights(t, a, in, batch);
   if (in.mode == "train-full") t.trainable = a.parameters();
   if (is_lora(in)) t.trainable = add_lora(t, a, in, batch * in.seq_len);
   if (train) {
@@ -514,7 +543,9 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
   e.peak_phase = t.phase;
   e.trainable_parameters = t.trainable;
   if (is_lora(in)) e.lora_targets = lora_targets_of(a, in);
-  const int64_t avail = available_memory(in.device, &e.available_source);
+  usage_check(in.available_bytes >= 0, "estimate: the available memory cannot be negative");
+  if (in.available_bytes > 0) e.available_source = "given (--available)";
+  const int64_t avail = in.available_bytes > 0 ? in.available_bytes : available_memory(in.device, &e.available_source);
   e.available_bytes = int64_t(double(avail) * (1.0 - in.margin));
   e.fits = e.total_bytes <= e.available_bytes;
   // The largest batch that fits: doubling, then bisection (memory grows with the batch).

@@ -6,6 +6,7 @@
 #include "core/allocator.h"
 #include "core/trace.h"
 #include "ops/argmax.h"
+#include "ops/cast.h"
 #include "ops/embedding.h"
 #include "ops/linear.h"
 #include "tach/error.h"
@@ -72,8 +73,9 @@ DecodeGraph::DecodeGraph(const DecoderWeights& w, const DecoderConfig& c, const 
   pass_.mask_stride = cache.capacity;
   pass_.cache = &cache;
   pass_.device_past = state_.data<int32_t>();
-  t_ = inference_scratch(c, B, Tensor::empty({B, C}, DType::f32, device_), device_);
+  t_ = inference_scratch(c, B, Tensor::empty({B, C}, w.activations, device_), device_);
   logits_ = Tensor::empty({B, c.vocab_size}, DType::f32, device_);
+  if (w.activations != DType::f32) head_rows_f32_ = Tensor::empty({B, C}, DType::f32, device_);
   tokens_ = Tensor::empty({B}, DType::i32, device_);
 }
 
@@ -85,7 +87,8 @@ void DecodeGraph::queue_step() {
   decoder_pass(w_, c_, B_, 1, ids_, pass_, t_);
   {
     core::Span span(core::SpanKind::module, "lm_head");
-    ops::linear_forward(logits_, t_.x1, head_);
+    if (head_rows_f32_.defined()) ops::cast(head_rows_f32_, t_.x1);
+    ops::linear_forward(logits_, head_rows_f32_.defined() ? head_rows_f32_ : t_.x1, head_);
   }
   ops::argmax_rows(tokens_, logits_, softcap_);
 }

@@ -56,6 +56,10 @@ class DecodeGraph {
   DecoderPass pass_;
   DecoderLayerTensors t_;
   Tensor logits_, tokens_;  // [B, V] f32, [B] i32
+  // [B, C] f32: the final norm's 16-bit rows cast for the LM head, which writes f32 logits from f32
+  // rows (its GEMV rounds them back to the weights' dtype as it reads: exact); undefined when the
+  // activations are f32.
+  Tensor head_rows_f32_;
   std::unique_ptr<core::StreamGraph> graph_;
   std::string capture_error_;
   int64_t steps_ = 0;

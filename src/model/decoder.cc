@@ -7,8 +7,10 @@
 #include "core/allocator.h"
 #include "core/trace.h"
 
+#include "model/activation_dtype.h"
 #include "model/decoder_layer.h"
 #include "model/encoder_build.h"
+#include "ops/cast.h"
 #include "ops/causal_attention.h"
 #include "ops/copy_rows.h"
 #include "ops/add.h"
@@ -95,6 +97,7 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
     L.down = pack_linear(w.take(p + n.down + ".weight", {C, I}), take_bias(w, c.mlp_bias, p + n.down, C), place);
     m.layers.push_back(std::move(L));
   }
+  if (!m.layers.empty()) m.activations = inference_activations(*m.layers.front().qkv);
   m.final_norm = take_norm(w, n.final_norm, C, c, place.device);
   const Head head = c.classification_head ? Head::sequence_classification : c.head;
   auto take = [&](const std::string& name, const Shape& shape, HeadInit init) {
@@ -130,13 +133,13 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
   return m;
 }
 
-KvCache make_kv_cache(const DecoderConfig& s, int64_t batch, int64_t capacity, Device device) {
+KvCache make_kv_cache(const DecoderConfig& s, int64_t batch, int64_t capacity, Device device, DType dtype) {
   KvCache c;
   c.capacity = capacity;
   const int64_t KD = s.num_kv_heads * s.head_dim;
   for (int64_t l = 0; l < s.num_layers; ++l) {
-    c.k.push_back(Tensor::empty({batch, capacity, KD}, DType::f32, device, MemoryCategory::activations));
-    c.v.push_back(Tensor::empty({batch, capacity, KD}, DType::f32, device, MemoryCategory::activations));
+    c.k.push_back(Tensor::empty({batch, capacity, KD}, dtype, device, MemoryCategory::activations));
+    c.v.push_back(Tensor::empty({batch, capacity, KD}, dtype, device, MemoryCategory::activations));
   }
   c.host_mask = Tensor::zeros({batch, capacity}, DType::i32);
   c.mask = device.kind == DeviceKind::cpu ? c.host_mask : Tensor::zeros({batch, capacity}, DType::i32, device);
@@ -153,28 +156,34 @@ int64_t body_weight_bytes(const DecoderWeights& w) {
   return bytes;
 }
 
-int64_t kv_cache_bytes(const DecoderConfig& c, int64_t B, int64_t length) {
-  return 2 * c.num_layers * B * length * c.num_kv_heads * c.head_dim * int64_t(sizeof(float));
+ForwardDtypes forward_dtypes(const DecoderWeights& w, DType compute) {
+  return {compute, w.embed_tokens.dtype(), w.activations};
 }
 
-ops::OpCost decoder_cost(const DecoderConfig& s, int64_t B, int64_t T, int64_t past, bool head_rows) {
+int64_t kv_cache_bytes(const DecoderConfig& c, int64_t B, int64_t length, DType dtype) {
+  return 2 * c.num_layers * int64_t(dtype_bytes(dtype, size_t(B * length * c.num_kv_heads * c.head_dim)));
+}
+
+ops::OpCost decoder_cost(const DecoderConfig& s, int64_t B, int64_t T, int64_t past, bool head_rows,
+                         const ForwardDtypes& dtypes) {
   const int64_t N = B * T, C = s.hidden_size, I = s.intermediate_size, D = s.head_dim;
   const int64_t H = s.num_heads, KVH = s.num_kv_heads;
-  ops::OpCost c = ops::embedding_cost(N, C, DType::f32);
-  if (s.scale_embeddings) c += ops::scale_cost(N * C);
+  const DType w = dtypes.weights, act = dtypes.activations;
+  ops::OpCost c = ops::embedding_cost(N, C, dtypes.embeddings, act);
+  if (s.scale_embeddings) c += ops::scale_cost(N * C, act);
   // A layer's norm in, q|k|v, the q/k norms and RoPE: every row, in every layer.
-  ops::OpCost front = ops::rms_norm_cost(N, C, true);
-  front += ops::linear_cost(N, s.qkv_width(), C, DType::f32, s.qkv_bias);
-  if (s.qk_norm) front += ops::rms_norm_heads_cost(N, H + KVH, D);
-  front += ops::rope_cost(N, H + KVH, D);
+  ops::OpCost front = ops::rms_norm_cost(N, C, true, act);
+  front += ops::linear_cost(N, s.qkv_width(), C, w, s.qkv_bias, act);
+  if (s.qk_norm) front += ops::rms_norm_heads_cost(N, H + KVH, D, act);
+  front += ops::rope_cost(N, H + KVH, D, act);
   // After the attention, over `rows` rows: o, the norms, the MLP.
   const auto back = [&](int64_t rows) {
-    ops::OpCost b = ops::linear_cost(rows, C, H * D, DType::f32, s.o_bias);
-    if (s.sandwich_norms) b += ops::rms_norm_cost(rows, 2 * C, false);  // two norms of [rows, C]
-    b += ops::rms_norm_cost(rows, C, true);
-    b += ops::linear_cost(rows, 2 * I, C, DType::f32, s.mlp_bias);
-    b += ops::silu_gate_cost(rows, I);
-    b += ops::linear_cost(rows, C, I, DType::f32, s.mlp_bias);
+    ops::OpCost b = ops::linear_cost(rows, C, H * D, w, s.o_bias, act);
+    if (s.sandwich_norms) b += ops::rms_norm_cost(rows, 2 * C, false, act);  // two norms of [rows, C]
+    b += ops::rms_norm_cost(rows, C, true, act);
+    b += ops::linear_cost(rows, 2 * I, C, w, s.mlp_bias, act);
+    b += ops::silu_gate_cost(rows, I, act);
+    b += ops::linear_cost(rows, C, I, w, s.mlp_bias, act);
     return b;
   };
   const ops::OpCost every_row = back(N);
@@ -184,15 +193,17 @@ ops::OpCost decoder_cost(const DecoderConfig& s, int64_t B, int64_t T, int64_t p
     // The layer's window (and causality) decide the scores its attention computes.
     ops::CausalAttentionArgs a = decoder_attention_args(s, size_t(i), B, last_for_heads ? 1 : T, Device::cpu());
     a.past = last_for_heads ? past + T - 1 : past;
+    a.dtype = act;
     c += ops::causal_attention_cost(a);
     if (!last_for_heads) {
       c += every_row;
       continue;
     }
-    c += ops::copy_rows_cost(B, H * D);  // the head rows' queries, gathered
-    c += ops::copy_rows_cost(B, C);      // and their residual stream
+    c += ops::copy_rows_cost(B, H * D, act);  // the head rows' queries, gathered
+    c += ops::copy_rows_cost(B, C, act);      // and their residual stream
     c += back(B);
   }
+  if (act != DType::f32) c += ops::cast_cost((head_rows ? B : N) * C, act, DType::f32);  // the output, to f32
   return c;
 }
 
@@ -221,37 +232,43 @@ class InferenceRunner final : public DecoderLayerRunner {
     }
   }
 
+  // q|k|v, the context and the cache are all in the activations' dtype (t.qkv's).
   void attention(size_t l, ops::CausalAttentionArgs a, DecoderLayerTensors& t) override {
-    const float* q = t.qkv.data<float>();
     const Keys keys = keys_of_call(l, a.B, a.Tq, t);
     a.past = keys.past, a.device_past = pass_.device_past;
     a.ld_kv = keys.ld, a.batch_stride_kv = keys.batch_stride, a.mask_stride = pass_.mask_stride;
     a.facts = {w_.layers[l].qkv->compute_dtype(), pass_.key_padding};
-    ops::causal_attention_forward(t.context.data<float>(), q, keys.k, keys.v, pass_.key_mask, a);
+    a.dtype = t.qkv.dtype();
+    ops::causal_attention_forward(t.context.raw(), t.qkv.raw(), keys.k, keys.v, pass_.key_mask, a);
   }
 
   // Where this call's queries find their keys and values: in the fused q|k|v buffer, or (with a
   // cache) in the cache, after this call's T rows per sequence are appended at [past, past + T).
+  // Pointers to elements of the activations' dtype; ld and batch_stride count elements.
   struct Keys {
-    const float* k;
-    const float* v;
+    const void* k;
+    const void* v;
     int64_t ld, batch_stride, past;
   };
   Keys keys_of_call(size_t l, int64_t B, int64_t T, const DecoderLayerTensors& t) const {
     const DecoderConfig& c = *config_;
     const int64_t HD = c.num_heads * c.head_dim, KD = c.num_kv_heads * c.head_dim, QKV = c.qkv_width();
-    const float* qkv = t.qkv.data<float>();
+    const DType dtype = t.qkv.dtype();
+    const auto column = [&](int64_t col) { return static_cast<const char*>(t.qkv.raw()) + dtype_bytes(dtype, col); };
     KvCache* cache = pass_.cache;
-    if (cache == nullptr) return {qkv + HD, qkv + HD + KD, QKV, T * QKV, 0};  // read straight from the fused buffer
+    if (cache == nullptr) return {column(HD), column(HD + KD), QKV, T * QKV, 0};  // straight from the fused buffer
+    check(cache->k[l].dtype() == dtype, "the key/value cache is " + std::string(dtype_name(cache->k[l].dtype())) +
+                                            ", the activations " + std::string(dtype_name(dtype)));
     // A captured step reads past on the device; the host's value is then only the most it can be.
     ops::KvAppendArgs append;
     append.B = B, append.T = T, append.capacity = cache->capacity, append.width = KD, append.ld_qkv = QKV;
     append.k_col = HD, append.v_col = HD + KD, append.device = t.qkv.device();
     append.past = pass_.device_past ? cache->capacity - T : cache->length;
     append.device_past = pass_.device_past;
-    float* ck = cache->k[l].data<float>();
-    float* cv = cache->v[l].data<float>();
-    ops::kv_append(ck, cv, qkv, append);
+    append.dtype = dtype;
+    void* ck = cache->k[l].raw();
+    void* cv = cache->v[l].raw();
+    ops::kv_append(ck, cv, t.qkv.raw(), append);
     return {ck, cv, KD, cache->capacity * KD, append.past};
   }
 
@@ -277,7 +294,7 @@ class InferenceRunner final : public DecoderLayerRunner {
 }  // namespace
 
 DecoderLayerTensors inference_scratch(const DecoderConfig& s, int64_t N, const Tensor& h, Device device) {
-  auto make = [&](const Shape& shape) { return Tensor::empty(shape, DType::f32, device); };
+  auto make = [&](const Shape& shape) { return Tensor::empty(shape, h.dtype(), device); };
   const int64_t C = s.hidden_size, I = s.intermediate_size;
   DecoderLayerTensors t;
   t.resid = t.resid_mid = t.resid_out = h;
@@ -325,8 +342,10 @@ void last_layer_for_head_rows(const DecoderWeights& w, const DecoderConfig& s, s
     for (int64_t b = 0; b < calls; ++b) {
       a.past = keys.past + (s.causal ? at[size_t(b)] : T - 1);
       const int64_t kv_offset = b * keys.batch_stride;
-      ops::causal_attention_forward(r.context.data<float>() + b * HD, q.data<float>() + b * HD, keys.k + kv_offset,
-                                    keys.v + kv_offset, pass.key_mask + b * pass.mask_stride, a);
+      // The CPU's f32 activations (head_rows_supported: this path runs on the CPU only).
+      ops::causal_attention_forward(
+          r.context.data<float>() + b * HD, q.data<float>() + b * HD, static_cast<const float*>(keys.k) + kv_offset,
+          static_cast<const float*>(keys.v) + kv_offset, pass.key_mask + b * pass.mask_stride, a);
     }
     decoder_attention_output(s, l, r, run);
   }
@@ -404,15 +423,15 @@ Tensor forward_pass(const DecoderWeights& w, const DecoderConfig& s, const Tenso
   }
   if (head_rows) {
     pass.head_rows = head_rows;
-    pass.head_out = Tensor::empty({B, C}, DType::f32, device);
+    pass.head_out = Tensor::empty({B, C}, w.activations, device);
   }
 
   core::Span model_span(core::SpanKind::module, "model");
-  Tensor h = Tensor::empty({N, C}, DType::f32, device);
+  Tensor h = Tensor::empty({N, C}, w.activations, device);
   DecoderLayerTensors t = inference_scratch(s, N, h, device);
   decoder_pass(w, s, B, T, ids.on(device), pass, t);
   if (cache) cache->length += T;
-  return head_rows ? pass.head_out : t.x1.reshape({B, T, C});
+  return as_f32(head_rows ? pass.head_out : t.x1.reshape({B, T, C}));
 }
 
 }  // namespace

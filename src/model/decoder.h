@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "model/activation_dtype.h"
 #include "model/decoder_config.h"
 #include "model/decoder_layer.h"
 #include "model/encoder_heads.h"
@@ -48,6 +49,9 @@ struct DecoderWeights {
   // where tied); null without one.
   std::unique_ptr<ops::Linear> per_token;
   Tensor lm_head_weight;  // [V, C] as stored: lm_head.weight, or embed_tokens when tied
+  // The residual stream's, the layers' buffers' and the key/value cache's dtype
+  // (model/activation_dtype.h): bf16 or f16 on a GPU for a bf16 or f16 model, else f32.
+  DType activations = DType::f32;
 };
 
 // A norm weight as the forward applies it: Gemma's (1 + w), else w. [C] f32.
@@ -58,7 +62,8 @@ Tensor applied_norm(const Tensor& stored_f32, const DecoderConfig& c);
 float embedding_scale(const DecoderConfig& c, DType compute);
 
 // Keys and values of every layer for a batch, for decoding one token at a time, on the model's
-// device. k[l], v[l]: [B, capacity, KVH*D] f32; mask: [B, capacity] i32 (1 = a real token).
+// device. k[l], v[l]: [B, capacity, KVH*D] in `dtype` (the model's activations: f32, or bf16/f16 on a
+// GPU); mask: [B, capacity] i32 (1 = a real token).
 // host_mask is where the mask is written (each call appends its columns); on a GPU the whole
 // mask is then copied to `mask` (B*capacity ints), on the CPU both are one tensor.
 struct KvCache {
@@ -66,7 +71,8 @@ struct KvCache {
   Tensor mask, host_mask;
   int64_t capacity = 0, length = 0;
 };
-KvCache make_kv_cache(const DecoderConfig& c, int64_t batch, int64_t capacity, Device device = Device::cpu());
+KvCache make_kv_cache(const DecoderConfig& c, int64_t batch, int64_t capacity, Device device = Device::cpu(),
+                      DType dtype = DType::f32);
 
 // Binds and packs the body and the head c.head (names from the row: the body's, and ModernBERT's
 // per-token heads'), from `source` (model/encoder_heads.h: a head the checkpoint lacks is made new).
@@ -77,7 +83,8 @@ DecoderWeights build_decoder(const DecoderConfig& c, const DecoderTensorNames& n
 // model copies them)
 // Without a cache every query sees the keys at or before it in this call; with one, the new
 // keys and values are appended (cache->length grows by T) and queries see the whole cache.
-// Returns the final-normed hidden states [B, T, C] f32 on the model's device.
+// Returns the final-normed hidden states [B, T, C] f32 on the model's device (cast from the
+// activations' dtype where they are 16-bit).
 Tensor decoder_forward(const DecoderWeights& w, const DecoderConfig& c, const Tensor& ids, const Tensor& mask,
                        const Tensor& positions, KvCache* cache);
 // The same pass for a head that reads one row per sequence: head_rows[b] in
@@ -109,7 +116,7 @@ struct DecoderPass {
   Tensor head_out;
 };
 // The scratch of a pass over N rows, around the residual stream h [N, C] (updated in place;
-// x1 serves as both norms' output, each read before the next is written).
+// x1 serves as both norms' output, each read before the next is written), in h's dtype.
 DecoderLayerTensors inference_scratch(const DecoderConfig& c, int64_t N, const Tensor& h, Device device);
 // Embeds device_ids [B, T] i32 (on the model's device) into t.resid and runs every layer: the
 // final-normed hidden states end in t.x1 [B T, C]. Queues device work only (no copy to or from
@@ -119,12 +126,16 @@ void decoder_pass(const DecoderWeights& w, const DecoderConfig& c, int64_t B, in
 
 // head_rows: the last layer as decoder_forward_head_rows runs it (every row's q|k|v, then B rows;
 // each head row costed as the last one, its attention over all T keys).
-ops::OpCost decoder_cost(const DecoderConfig& c, int64_t B, int64_t T, int64_t past, bool head_rows = false);
+// dtypes: what the bytes are counted at (the default: an f32 model's).
+ops::OpCost decoder_cost(const DecoderConfig& c, int64_t B, int64_t T, int64_t past, bool head_rows = false,
+                         const ForwardDtypes& dtypes = {});
+// The dtypes a model's forward runs at, for decoder_cost.
+ForwardDtypes forward_dtypes(const DecoderWeights& w, DType compute);
 // The weight bytes one token's pass through the body reads: every layer's linears as placed
 // (packed, in the compute dtype) and every norm vector; the embedding row and the head apart.
 int64_t body_weight_bytes(const DecoderWeights& w);
 // The key/value cache bytes one decode step reads at cache length `length`: [B, length, KVH*D]
-// f32, keys and values, every layer.
-int64_t kv_cache_bytes(const DecoderConfig& c, int64_t B, int64_t length);
+// in the cache's dtype, keys and values, every layer.
+int64_t kv_cache_bytes(const DecoderConfig& c, int64_t B, int64_t length, DType dtype = DType::f32);
 
 }  // namespace tach::model

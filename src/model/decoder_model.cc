@@ -2,6 +2,7 @@
 // token, vocabulary logits, and greedy generation with a key/value cache.
 #include "model/decoder_model.h"
 #include "model/peft_adapter.h"
+#include "model/activation_dtype.h"
 #include "model/compute_note.h"
 
 #include <algorithm>
@@ -121,7 +122,7 @@ class Decoder final : public Model {
   ForwardCost forward_cost(int64_t B, int64_t T) const override {
     if (w_.per_token) {  // every token through the body, (ModernBERT's head.dense, head.norm) and the head
       const int64_t N = B * T, C = config_.hidden_size;
-      ops::OpCost c = decoder_cost(config_, B, T, 0);
+      ops::OpCost c = decoder_cost(config_, B, T, 0, false, forward_dtypes(w_, compute_));
       if (w_.head_dense) {
         c += ops::linear_cost(N, C, C, compute_, config_.head_dense_bias);
         c += ops::layer_norm_cost(N, C, false);
@@ -130,7 +131,8 @@ class Decoder final : public Model {
       return {c.flops, c.bytes()};
     }
     // The classifier's and the prefill's last layer run for the rows their heads read.
-    ops::OpCost c = decoder_cost(config_, B, T, 0, heads_read_one_row() && (w_.score || info_.causal_lm));
+    ops::OpCost c = decoder_cost(config_, B, T, 0, heads_read_one_row() && (w_.score || info_.causal_lm),
+                                 forward_dtypes(w_, compute_));
     if (w_.head_dense) {
       c += ops::linear_cost(B, config_.hidden_size, config_.hidden_size, compute_, config_.head_dense_bias);
       c += ops::layer_norm_cost(B, config_.hidden_size, false);
@@ -143,7 +145,7 @@ class Decoder final : public Model {
   }
 
   ForwardCost hidden_states_cost(int64_t B, int64_t T) const override {
-    const ops::OpCost c = decoder_cost(config_, B, T, 0);
+    const ops::OpCost c = decoder_cost(config_, B, T, 0, false, forward_dtypes(w_, compute_));
     return {c.flops, c.bytes()};
   }
 
@@ -155,7 +157,8 @@ class Decoder final : public Model {
   }
 
   ForwardCost hidden_rows_cost(int64_t B, int64_t T, bool /*first_token*/) const override {
-    const ops::OpCost c = decoder_cost(config_, B, T, 0, head_rows_supported(config_, place_.device));
+    const ops::OpCost c =
+        decoder_cost(config_, B, T, 0, head_rows_supported(config_, place_.device), forward_dtypes(w_, compute_));
     return {c.flops, c.bytes()};
   }
 
@@ -206,7 +209,7 @@ class Decoder final : public Model {
     Generation g;
     g.tokens.assign(size_t(B), {});
     g.prompt_tokens = prompts.real_tokens();
-    KvCache cache = make_kv_cache(config_, B, T + options.max_new_tokens, place_.device);
+    KvCache cache = make_kv_cache(config_, B, T + options.max_new_tokens, place_.device, w_.activations);
     std::vector<int32_t> next_position;
     const Tensor positions = generation_positions(prompts, next_position);
     std::vector<bool> done(size_t(B), false);
@@ -313,7 +316,7 @@ class Decoder final : public Model {
     g.decode_weight_bytes = double(body_weight_bytes(w_) + head.weight_bytes()) +
                             double(B * config_.hidden_size) * double(dtype_bytes(w_.embed_tokens.dtype(), 1));
     for (size_t s = 0; s < g.decode_step_s.size(); ++s)
-      g.decode_cache_bytes += double(kv_cache_bytes(config_, B, T + int64_t(s) + 1));
+      g.decode_cache_bytes += double(kv_cache_bytes(config_, B, T + int64_t(s) + 1, w_.activations));
     if (!g.decode_step_s.empty()) g.decode_cache_bytes /= double(g.decode_step_s.size());
   }
 
@@ -611,6 +614,9 @@ std::unique_ptr<Model> load_decoder(const ModelFamily& family, const ModelLocati
   // the file, row by row. Without this the file's pages would stay resident beside the copies.
   store.drop_resident_pages();
   release_cached_memory(Device::cpu());  // the f32 staging buffers of packing: freed, not kept cached
+  info.activations = weights.activations;
+  if (const std::string note = activations_note(options.compute, info.activations, options.device); !note.empty())
+    info.notes.push_back(note);
   for (auto& n : binder->finish(config.architecture, loc.dir.empty() ? loc.spec : loc.dir)) info.notes.push_back(n);
   if (const std::string note = new_head_note(source, config.architecture, loc.dir.empty() ? loc.spec : loc.dir);
       !note.empty())

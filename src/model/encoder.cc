@@ -7,7 +7,9 @@
 
 #include "core/trace.h"
 
+#include "model/activation_dtype.h"
 #include "ops/attention.h"
+#include "ops/cast.h"
 #include "ops/copy_rows.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
@@ -89,14 +91,15 @@ ops::OpCost layer_cost(const EncoderShape& s, size_t li, int64_t B, int64_t T, i
   const int64_t N = B * T, C = s.hidden, I = s.intermediate;
   const int64_t H = s.heads_in(li), D = s.head_dim(), A = H * D;
   const bool biased = s.relative_buckets > 0;
-  ops::OpCost c = ops::linear_cost(N, 3 * A, C, DType::f32, true);
-  c += R == N ? ops::attention_cost(B, T, H, D, T, biased) : ops::attention_cost(R, T, H, D, 1, biased);
-  if (R < N) c += ops::copy_rows_cost(R, C);  // the residual's rows
-  c += ops::linear_cost(R, C, A, DType::f32, true);
-  c += ops::layer_norm_cost(R, C, true);
-  c += ops::linear_cost(R, I, C, DType::f32, true);
-  c += ops::linear_cost(R, C, I, DType::f32, true);
-  c += ops::layer_norm_cost(R, C, true);
+  const DType w = s.compute, act = s.activations;
+  ops::OpCost c = ops::linear_cost(N, 3 * A, C, w, true, act);
+  c += R == N ? ops::attention_cost(B, T, H, D, T, biased, act) : ops::attention_cost(R, T, H, D, 1, biased, act);
+  if (R < N) c += ops::copy_rows_cost(R, C, act);  // the residual's rows
+  c += ops::linear_cost(R, C, A, w, true, act);
+  c += ops::layer_norm_cost(R, C, true, act);
+  c += ops::linear_cost(R, I, C, w, true, act);
+  c += ops::linear_cost(R, C, I, w, true, act);
+  c += ops::layer_norm_cost(R, C, true, act);
   return c;
 }
 
@@ -104,11 +107,12 @@ ops::OpCost layer_cost(const EncoderShape& s, size_t li, int64_t B, int64_t T, i
 
 ops::OpCost encoder_rows_cost(const EncoderShape& s, int64_t B, int64_t T, int64_t R) {
   const int64_t N = B * T, C = s.hidden;
-  ops::OpCost c = ops::embedding_cost(N, C, DType::f32);
-  c += ops::embedding_cost(N, C, DType::f32);
-  if (s.type_vocab > 0) c += ops::embedding_cost(N, C, DType::f32);
-  c += ops::layer_norm_cost(N, C, false);
+  ops::OpCost c = ops::embedding_cost(N, C, s.embeddings, s.activations);
+  c += ops::embedding_cost(N, C, s.embeddings, s.activations);
+  if (s.type_vocab > 0) c += ops::embedding_cost(N, C, s.embeddings, s.activations);
+  c += ops::layer_norm_cost(N, C, false, s.activations);
   for (int64_t i = 0; i < s.layers; ++i) c += layer_cost(s, size_t(i), B, T, i + 1 == s.layers ? R : N);
+  if (s.activations != DType::f32) c += ops::cast_cost(R * C, s.activations, DType::f32);  // the output, to f32
   return c;
 }
 
@@ -157,7 +161,7 @@ void rows_attention(Tensor& ctx, const Tensor& qkv3, const SequenceRows& rows, i
     return;
   }
   if (device.kind != DeviceKind::cpu) {
-    Tensor all = Tensor::empty({B, T, A}, DType::f32, device);
+    Tensor all = Tensor::empty({B, T, A}, qkv3.dtype(), device);
     ops::attention_forward(all, qkv3.narrow(2, 0, A), k, v, attention_mask, int(H), scale, relative_bias, buckets,
                            facts);
     ops::gather_rows(ctx, all.reshape({B * T, A}), row_index);
@@ -182,13 +186,14 @@ void rows_attention(Tensor& ctx, const Tensor& qkv3, const SequenceRows& rows, i
 
 // The last layer (li) for the rows read: keys and values for every token of h [B, T, C] (qkv
 // [N, 3C] is the layers' buffer, [N, 3A] of it used), everything after them for the R rows.
-// Returns [R, C].
+// Returns [R, C] in h's dtype (the activations').
 Tensor last_layer_rows(const EncoderLayer& layer, size_t li, const EncoderShape& s, const Tensor& h,
                        const Tensor& qkv_buffer, const Tensor& attention_mask, const Tensor& relative_bias,
                        const Tensor& buckets, float scale, const SequenceRows& rows, ops::KeyPadding padding) {
   const int64_t B = h.size(0), T = h.size(1), C = s.hidden, I = s.intermediate, R = rows_in_all(rows);
   const int64_t H = s.heads_in(li), A = H * s.head_dim();
   const Device device = h.device();
+  const DType act = h.dtype();
   const int64_t first_m = leading_rows(rows);
   // row_index [R] i32: each row's index among the N tokens (on the device, for the gathers).
   Tensor row_index;
@@ -202,19 +207,19 @@ Tensor last_layer_rows(const EncoderLayer& layer, size_t li, const EncoderShape&
   std::optional<core::Span> attn_span(std::in_place, core::SpanKind::module, "attention");
   Tensor qkv = leading(qkv_buffer, {B * T, 3 * A});
   ops::linear_forward(qkv, h.reshape({B * T, C}), *layer.qkv);
-  Tensor ctx = Tensor::empty({R, A}, DType::f32, device);
+  Tensor ctx = Tensor::empty({R, A}, act, device);
   rows_attention(ctx, qkv.reshape({B, T, 3 * A}), rows, first_m, H, scale, attention_mask, relative_bias, buckets,
                  row_index, {layer.qkv->compute_dtype(), padding});
   // x [R, C]: the residual stream at the rows.
-  Tensor x = Tensor::empty({R, C}, DType::f32, device);
-  if (first_m > 0) ops::copy_rows(device, x.data<float>(), first_m * C, h.data<float>(), T * C, B, first_m * C);
+  Tensor x = Tensor::empty({R, C}, act, device);
+  if (first_m > 0) ops::copy_rows(x.reshape({B, first_m * C}), h.reshape({B, T * C}).narrow(1, 0, first_m * C));
   else ops::gather_rows(x, h.reshape({B * T, C}), row_index);
-  Tensor proj = Tensor::empty({R, C}, DType::f32, device);
+  Tensor proj = Tensor::empty({R, C}, act, device);
   ops::linear_forward(proj, ctx, *layer.attn_out);
   ops::layer_norm_forward(x, proj, x, layer.ln1_gamma, layer.ln1_beta, s.eps);
   attn_span.reset();
   core::Span ffn_span(core::SpanKind::module, "ffn");
-  Tensor ffn = Tensor::empty({R, I}, DType::f32, device);
+  Tensor ffn = Tensor::empty({R, I}, act, device);
   ops::linear_forward(ffn, x, *layer.ffn_in);
   ops::linear_forward(proj, ffn, *layer.ffn_out);
   ops::layer_norm_forward(x, proj, x, layer.ln2_gamma, layer.ln2_beta, s.eps);
@@ -226,7 +231,7 @@ Tensor last_layer_rows(const EncoderLayer& layer, size_t li, const EncoderShape&
 namespace {
 
 // Every layer over every token ([B, T, C]), or the last for `rows` alone ([R, C]; null: every
-// token). The batch comes checked.
+// token), in w.activations. The batch comes checked.
 Tensor forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch, const SequenceRows* rows,
                ops::OpCost* cost) {
   const int64_t B = batch.batch(), T = batch.seq_len(), C = s.hidden, I = s.intermediate, N = B * T;
@@ -239,8 +244,11 @@ Tensor forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch&
   // names, with the fused q|k|v projection as "attention.qkv".
   core::Span model_span(core::SpanKind::module, s.module);
   std::optional<core::Span> emb_span(std::in_place, core::SpanKind::module, "embeddings");
+  // The residual stream and the layers' buffers are in the activations' dtype (bf16 or f16 on a
+  // GPU for a bf16 or f16 model: no conversion before a GEMM or around attention).
+  const DType act = w.activations;
   // Embeddings: word + position (+ token type), then LayerNorm.
-  Tensor h = Tensor::empty({B, T, C}, DType::f32, device);
+  Tensor h = Tensor::empty({B, T, C}, act, device);
   ops::embedding_forward(h, input_ids, w.word_embeddings, false);
   ops::embedding_forward(h, encoder_position_ids(batch.input_ids, s).on(device), w.position_embeddings, true);
   if (w.token_type_embeddings.defined()) {
@@ -252,10 +260,10 @@ Tensor forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch&
   emb_span.reset();
 
   // Buffers reused by every layer.
-  Tensor qkv = Tensor::empty({N, 3 * C}, DType::f32, device);
-  Tensor ctx = Tensor::empty({B, T, C}, DType::f32, device);
-  Tensor proj = Tensor::empty({N, C}, DType::f32, device);
-  Tensor ffn = Tensor::empty({N, I}, DType::f32, device);
+  Tensor qkv = Tensor::empty({N, 3 * C}, act, device);
+  Tensor ctx = Tensor::empty({B, T, C}, act, device);
+  Tensor proj = Tensor::empty({N, C}, act, device);
+  Tensor ffn = Tensor::empty({N, I}, act, device);
   Tensor h2 = h.reshape({N, C});
   // MPNet: the relative position buckets, computed once for every layer.
   Tensor buckets;
@@ -302,11 +310,10 @@ Tensor forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch&
   }
   if (cost) *cost += encoder_rows_cost(s, B, T, rows ? rows_in_all(*rows) : N);
   if (rows != nullptr) {  // no layers: the embeddings' rows
-    Tensor out = Tensor::empty({rows_in_all(*rows), C}, DType::f32, device);
+    Tensor out = Tensor::empty({rows_in_all(*rows), C}, act, device);
     int64_t r = 0;
     for (int64_t b = 0; b < B; ++b)
-      for (const int64_t p : (*rows)[size_t(b)])
-        ops::copy_rows(device, out.data<float>() + r++ * C, C, h.data<float>() + (b * T + p) * C, C, 1, C);
+      for (const int64_t p : (*rows)[size_t(b)]) ops::copy_rows(out.narrow(0, r++, 1), h2.narrow(0, b * T + p, 1));
     return out;
   }
   return h;
@@ -317,9 +324,9 @@ Tensor forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch&
 Tensor encoder_forward(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch, ops::OpCost* cost,
                        EncoderOutput output) {
   check_batch(batch, s);  // on the host, where the batch arrives
-  if (output == EncoderOutput::every_token) return forward(w, s, batch, nullptr, cost);
+  if (output == EncoderOutput::every_token) return as_f32(forward(w, s, batch, nullptr, cost));
   const SequenceRows first(size_t(batch.batch()), std::vector<int64_t>{0});
-  return forward(w, s, batch, &first, cost);
+  return as_f32(forward(w, s, batch, &first, cost));
 }
 
 Tensor encoder_forward_rows(const EncoderWeights& w, const EncoderShape& s, const TokenBatch& batch,
@@ -327,7 +334,7 @@ Tensor encoder_forward_rows(const EncoderWeights& w, const EncoderShape& s, cons
   check_batch(batch, s);
   check_rows(rows, batch.batch(), batch.seq_len());
   check(rows_in_all(rows) > 0, "encoder_forward_rows: no rows asked for");
-  return forward(w, s, batch, &rows, cost);
+  return as_f32(forward(w, s, batch, &rows, cost));
 }
 
 }  // namespace tach::model

@@ -31,6 +31,9 @@ struct EncoderWeights {
   Tensor emb_ln_gamma, emb_ln_beta;  // [C] f32
   Tensor relative_bias;              // [buckets, H] f32 (MPNet) or undefined
   std::vector<EncoderLayer> layers;
+  // The residual stream's and every layer buffer's dtype (model/activation_dtype.h): bf16 or f16
+  // on a GPU for a bf16 or f16 model, else f32. The forward's output is f32 whatever it is.
+  DType activations = DType::f32;
 };
 
 struct EncoderShape {
@@ -49,6 +52,10 @@ struct EncoderShape {
   int64_t positions_needed(int64_t T) const { return position_pad < 0 ? T : T + position_pad + 1; }
   // MPNet's relative position bias: the bucketing's buckets and max distance; 0: none.
   int64_t relative_buckets = 0, relative_max_distance = 0;
+  // The dtypes the costs count bytes at: the linears' weights (the compute dtype), the embedding
+  // tables (as stored) and the activations (EncoderWeights::activations). Set when the model is
+  // built; f32 for a shape read from a config alone.
+  DType compute = DType::f32, embeddings = DType::f32, activations = DType::f32;
 };
 
 // Position ids for a batch of ids [B, T] (i32, on the host): [B, T] i32 on the host.

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "model/activation_dtype.h"
 #include "model/family.h"
 #include "tach/error.h"
 
@@ -62,6 +63,8 @@ BuiltEncoder build_encoder(const EncoderConfig& c, const ModelFamily& row, Weigh
     take_layer_norm(w, p + n.ln2, C, &L.ln2_gamma, &L.ln2_beta, place.device);
     e.layers.push_back(std::move(L));
   }
+  if (!e.layers.empty()) e.activations = inference_activations(*e.layers.front().qkv);
+  m.shape.compute = place.compute, m.shape.embeddings = e.word_embeddings.dtype(), m.shape.activations = e.activations;
   m.head = build_encoder_head(c, row, head, labels, w, source, e.word_embeddings, place);
   return m;
 }

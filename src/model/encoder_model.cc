@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/trace.h"
+#include "model/activation_dtype.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/encoder_build.h"
@@ -212,6 +213,10 @@ std::unique_ptr<Model> load_encoder(const ModelFamily& family, const ModelLocati
       config, family, *binder,
       {options.device, options.compute, false, options.allow_tf32 && options.compute == DType::f32}, head,
       config.num_labels(), source);
+  info.activations = built.weights.activations;
+  if (const std::string note = model::activations_note(options.compute, info.activations, options.device);
+      !note.empty())
+    info.notes.push_back(note);
   const std::string architecture = model::architecture_for_head(family, head);
   for (auto& n : binder->finish(architecture, loc.dir.empty() ? spec : loc.dir)) info.notes.push_back(n);
   if (const std::string note = model::new_head_note(source, architecture, loc.dir.empty() ? spec : loc.dir);

@@ -238,6 +238,10 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_option("--device", f->in.device, "cpu, cuda or cuda:N: where it must fit")
       ->capture_default_str()
       ->check(device_name(false));
+  sub->add_option("--available", f->in.available_bytes,
+                  "Memory to fit into in place of the device's free memory, e.g. 80GiB or 80GB: plan for a GPU "
+                  "this machine lacks (with --device cuda, the estimate of a run there)")
+      ->transform(CLI::AsSizeValue(true));
   sub->add_option("--margin", f->in.margin, "Fraction of the available memory kept free")
       ->capture_default_str()
       ->check(fraction_below_one("--margin"));
