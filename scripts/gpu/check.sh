@@ -4,8 +4,8 @@
 # profile on the GPU, and (PEERS=1) the peers. Every step has its own time limit, so one hang
 # costs one step, not the call. The log goes to $OUT/check.log (the device tool brings back at
 # most 8 files); the last lines printed are one row per step.
-#   STEPS="tests ceilings bench profile auto families decode train"   which steps (default: all but
-#   auto and train); PEERS=1 adds the inference peers (scripts/peers/gpu_peers.py: PEERS_CASES picks
+#   STEPS="tests ceilings bench sweeps profile auto families decode train"   which steps (default: all
+#   but sweeps, auto and train); PEERS=1 adds the inference peers (scripts/peers/gpu_peers.py: PEERS_CASES picks
 #   its cases, default "distilbert tf32 llama-prefill modernbert decode quantized"; without
 #   max-autotune unless PEERS_ARGS says otherwise, e.g. "--skip ort-cuda --compile-timeout 300";
 #   PEERS_LIMIT seconds, default 540); TRAIN_PEERS=1 adds the training peers (scripts/peers/gpu_train_peers.py, ~200 s,
@@ -51,7 +51,8 @@ step info 30 "$tach" info
 if wants tests; then
   # The packed ones (scripts/gpu/pack.sh's GPU_TESTS), training's first; GTEST_FILTER narrows them,
   # TEST_LIMIT (seconds, each binary) bounds them.
-  for t in test_cuda_train test_cuda_ops test_cuda test_cuda_models test_cuda_infer_attention; do
+  for t in test_cuda_train test_cuda_ops test_cuda_ops_bf16 test_cuda_linear test_cuda_attention_bf16 test_cuda \
+    test_cuda_models test_cuda_bf16_models test_cuda_infer_attention; do
     [ -x "$pack/bin/$t" ] && step "$t" "${TEST_LIMIT:-300}" "$pack/bin/$t" --gtest_brief=1
   done
 fi
@@ -65,6 +66,15 @@ if wants bench; then
   # kernels (TACH_INFER_ATTENTION=tach), on DistilBERT at b32 x 128 and a decoder's prefill (Qwen2.5-0.5B, b8 x
   # 128); each point records the kernels its attention ran ("attention"). One file: attention-ab.jsonl.
   : > "$out/attention-ab.jsonl"
+  # bf16 activations end to end (auto) against f32 activations around bf16 GEMMs (TACH_GPU_ACTIVATIONS=f32, how
+  # tach ran before), DistilBERT b32 x 128 and the decoder prefill: one file, activations-ab.jsonl.
+  : > "$out/activations-ab.jsonl"
+  for activations in auto f32; do
+    step "bench-activations-$activations" 180 env TACH_GPU_ACTIVATIONS=$activations "$tach" bench \
+      -m preset:distilbert-base-uncased --device cuda --dtype bf16 -b 32 -s 128 --runs-dir /tmp/tach-runs \
+      --run-id "activations-$activations" --energy-window 0
+    cat /tmp/tach-runs/activations-$activations/results.jsonl >> "$out/activations-ab.jsonl" 2>/dev/null
+  done
   for attention in auto tach; do
     step "bench-attention-$attention" 180 env TACH_INFER_ATTENTION=$attention "$tach" bench \
       -m preset:distilbert-base-uncased --device cuda --dtype bf16 -b 32 -s 128 --runs-dir /tmp/tach-runs \
@@ -75,6 +85,17 @@ if wants bench; then
       --run-id "prefill-attention-$attention" --energy-window 0
     cat /tmp/tach-runs/prefill-attention-$attention/results.jsonl >> "$out/attention-ab.jsonl" 2>/dev/null
   done
+fi
+if wants sweeps; then
+  # The batch sweeps in bf16: DistilBERT batch 1-256 at 128 tokens, and ModernBERT-base at 1024-8192
+  # tokens (its local layers keep time linear in length); the report's findings say where throughput stops
+  # growing and why. Memory per category is in every point.
+  step sweep-distilbert 240 "$tach" bench -m preset:distilbert-base-uncased --device cuda --dtype bf16 \
+    -b 1,2,4,8,16,32,64,128,256 -s 128 --runs-dir /tmp/tach-runs --run-id sweep-distilbert --energy-window 0
+  cp /tmp/tach-runs/sweep-distilbert/results.jsonl "$out/sweep-distilbert.jsonl" 2>/dev/null
+  step sweep-modernbert 240 "$tach" bench -m preset:modernbert-base --device cuda --dtype bf16 -b 1 \
+    -s 1024,2048,4096,8192 --runs-dir /tmp/tach-runs --run-id sweep-modernbert --energy-window 0
+  cp /tmp/tach-runs/sweep-modernbert/results.jsonl "$out/sweep-modernbert.jsonl" 2>/dev/null
 fi
 if wants profile; then
   step profile 180 "$tach" profile -m preset:distilbert-base-uncased --device cuda -b 8 -s 128 \
@@ -95,7 +116,7 @@ fi
 if wants decode; then
   # Batch-1 decoding on the Qwen2.5-0.5B preset, replayed from a CUDA graph and kernel by kernel,
   # and where a step's time goes.
-  for dt in bf16 f32; do
+  for dt in bf16 f32 int8 nf4; do
     for graphs in "" --no-cuda-graphs; do
       step "generate-$dt${graphs:+-eager}" 120 "$tach" generate -m preset:qwen2.5-0.5b --device cuda --dtype $dt \
         --prompt-len 128 -n 64 --ignore-eos --warmup 1 $graphs

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 # The GPU test binaries to pack (each adds ~2 MB compressed; a call's tree holds 64 MiB in all).
-tests=${GPU_TESTS:-"test_cuda test_cuda_ops test_cuda_models test_cuda_train test_cuda_infer_attention"}
+tests=${GPU_TESTS:-"test_cuda test_cuda_ops test_cuda_ops_bf16 test_cuda_linear test_cuda_attention_bf16 test_cuda_models test_cuda_bf16_models test_cuda_train test_cuda_infer_attention"}
 # NO_BUILD=1 packs what is built (when the tree holds edits that are not to go into the pack).
 if [ "${NO_BUILD:-0}" != 1 ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTACH_CUDA=ON \
