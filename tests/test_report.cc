@@ -2,10 +2,12 @@
 // every chart drawn with the expected series, and the tables holding the run's numbers.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "report/number_text.h"
 #include "tach/bench.h"
 #include "tach/error.h"
 #include "tach/report.h"
@@ -201,6 +203,24 @@ TEST(Report, TrainingRunsAndTheComparisonAreReported) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/cmp/run.log"));
   for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/cmp"))
     if (e.is_directory()) { EXPECT_FALSE(std::filesystem::exists(e.path() / "run.log")) << e.path(); }
+}
+
+// The report's numbers with a fixed count of decimals: printf's "%.*f", whatever the size.
+TEST(ReportNumbers, FixedTextIsPrintfsFixedNotation) {
+  EXPECT_EQ(report::fixed_text(0.5, 3), "0.500");
+  EXPECT_EQ(report::fixed_text(1234.5678, 2), "1234.57");
+  EXPECT_EQ(report::fixed_text(2.5, 0), "2");  // halves to even, as printf
+  EXPECT_EQ(report::fixed_text(-1e-12, 3), "-0.000") << "the sign kept, unlike fmt's prose";
+  EXPECT_EQ(report::fmt("%.3f", -1e-12), "0.000");
+  EXPECT_EQ(report::fixed_text(std::nan(""), 2), "nan");
+  EXPECT_EQ(report::fixed_text(-INFINITY, 1), "-inf");
+  EXPECT_GT(report::fixed_text(1e60, 2).size(), 60u) << "longer than the buffers it replaced, whole";
+  for (double v : {0.1, -3.14159, 6.02e23, 1e-7, 1e60})
+    for (int d : {0, 1, 4, 9}) {
+      char expected[512];
+      std::snprintf(expected, sizeof expected, "%.*f", d, v);
+      EXPECT_EQ(report::fixed_text(v, d), expected) << v << " " << d;
+    }
 }
 
 TEST(Report, NotARunDirectoryIsAClearError) {

@@ -14,6 +14,7 @@
 #include "data/dataset_kind.h"
 #include "data/squad.h"
 #include "model/family.h"
+#include "report/number_text.h"
 #include "tach/error.h"
 #include "tach/question_answering.h"
 #include "tach/runtime.h"
@@ -25,11 +26,7 @@ namespace tach {
 
 namespace {
 
-std::string fixed_text(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+using report::fixed_text;
 
 nlohmann::json scores_json(const SquadScores& s, bool v2) {
   nlohmann::json j = {{"exact_match", s.exact}, {"f1", s.f1}, {"total", s.total}};
@@ -68,13 +65,7 @@ SquadData read_squad_for_qa(const std::string& path) {
 }  // namespace
 
 bool evaluates_question_answering(const BenchConfig& config) {
-  if (config.head != "auto") {
-    const std::optional<Head> head = parse_head(config.head);
-    return head && *head == Head::question_answering;
-  }
-  const std::string name = model::summarize_architecture(model::resolve_model(config.model)).name;
-  const std::string suffix = "ForQuestionAnswering";
-  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return bench::evaluates_head(config, Head::question_answering, "ForQuestionAnswering");
 }
 
 int64_t question_answering_bench_length(const BenchConfig& config) {

@@ -1,10 +1,22 @@
 #include "bench/task_eval_setup.h"
 
 #include "bench/bench_internal.h"
+#include "model/checkpoint.h"
+#include "model/family.h"
 #include "tach/error.h"
 #include "tach/runtime.h"
 
 namespace tach::bench {
+
+bool evaluates_head(const BenchConfig& config, Head head, const std::string& architecture_suffix) {
+  if (config.head != "auto") {
+    const std::optional<Head> named = parse_head(config.head);
+    return named && *named == head;
+  }
+  const std::string name = model::summarize_architecture(model::resolve_model(config.model)).name;
+  return name.size() >= architecture_suffix.size() &&
+         name.compare(name.size() - architecture_suffix.size(), architecture_suffix.size(), architecture_suffix) == 0;
+}
 
 void prepare_task_eval(BenchConfig& config, const std::string& needs_dataset, std::vector<std::string>& notes) {
   usage_check(!config.dataset.path.empty(), needs_dataset);

@@ -12,6 +12,11 @@
 
 namespace tach::bench {
 
+// Whether the run evaluates `head`: --head names it, or (--head auto) the model's architecture ends
+// in `architecture_suffix` ("ForTokenClassification", "ForQuestionAnswering"). Reads the model's
+// config only, loading nothing.
+bool evaluates_head(const BenchConfig& config, Head head, const std::string& architecture_suffix);
+
 // Checks the options one pass needs (a dataset, `needs_dataset` says which kind), resolves
 // `auto` devices and sets the threads; notes for the user are appended to `notes`.
 void prepare_task_eval(BenchConfig& config, const std::string& needs_dataset, std::vector<std::string>& notes);

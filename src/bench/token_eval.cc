@@ -17,6 +17,7 @@
 #include "data/conll.h"
 #include "data/dataset_kind.h"
 #include "model/family.h"
+#include "report/number_text.h"
 #include "tach/error.h"
 #include "tach/runtime.h"
 #include "tach/token_classification.h"
@@ -29,6 +30,8 @@ namespace tach {
 
 namespace {
 
+using report::fixed_text;
+
 EntityScores scores_of(const tasks::EntityTypeScores& s) {
   return {s.type, s.precision, s.recall, s.f1, s.support, s.predicted, s.correct};
 }
@@ -38,12 +41,6 @@ nlohmann::json scores_json(const EntityScores& s) {
                       {"support", s.support},     {"predicted", s.predicted}, {"correct", s.correct}};
   if (!s.type.empty()) j["type"] = s.type;
   return j;
-}
-
-std::string fixed_text(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
 }
 
 std::string cell(double v, int width) {
@@ -58,13 +55,7 @@ std::string padded(const std::string& s, size_t width) {
 }  // namespace
 
 bool evaluates_token_classification(const BenchConfig& config) {
-  if (config.head != "auto") {
-    const std::optional<Head> head = parse_head(config.head);
-    return head && *head == Head::token_classification;
-  }
-  const std::string name = model::summarize_architecture(model::resolve_model(config.model)).name;
-  const std::string suffix = "ForTokenClassification";
-  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return bench::evaluates_head(config, Head::token_classification, "ForTokenClassification");
 }
 
 namespace bench {

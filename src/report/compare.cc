@@ -13,6 +13,7 @@
 
 #include "report/compare_scores.h"
 #include "report/compare_verdict.h"
+#include "report/number_text.h"
 #include "tach/error.h"
 
 namespace tach {
@@ -20,6 +21,8 @@ namespace tach {
 namespace fs = std::filesystem;
 
 namespace {
+
+using report::fixed_text;
 
 CompareRun read_run(const std::string& dir) {
   CompareRun run;
@@ -64,17 +67,9 @@ std::string pct(double x, int decimals = 1) {
   return s.str();
 }
 
-std::string num(double x, int decimals) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(decimals);
-  s << x;
-  return s.str();
-}
-
 nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
-std::string percent_cell(double v) { return std::isfinite(v) ? num(v, 2) + "%" : "-"; }
+std::string percent_cell(double v) { return std::isfinite(v) ? fixed_text(v, 2) + "%" : "-"; }
 
 // The eval scores' table: a header row, then a row per score change (csv: numbers unformatted).
 std::vector<std::vector<std::string>> score_rows(const RunComparison& c, bool csv) {
@@ -87,9 +82,9 @@ std::vector<std::vector<std::string>> score_rows(const RunComparison& c, bool cs
     const double change = sc.percent - sc.baseline_percent;
     if (csv)
       rows.push_back({sc.pass, sc.metric, c.runs[0].dir, c.runs[sc.run].dir,
-                      std::isfinite(sc.baseline_percent) ? num(sc.baseline_percent, 6) : "",
-                      std::isfinite(sc.percent) ? num(sc.percent, 6) : "", std::isfinite(change) ? num(change, 6) : "",
-                      sc.verdict, sc.why});
+                      std::isfinite(sc.baseline_percent) ? fixed_text(sc.baseline_percent, 6) : "",
+                      std::isfinite(sc.percent) ? fixed_text(sc.percent, 6) : "",
+                      std::isfinite(change) ? fixed_text(change, 6) : "", sc.verdict, sc.why});
     else
       rows.push_back({sc.pass, sc.metric, std::to_string(sc.run), percent_cell(sc.baseline_percent),
                       percent_cell(sc.percent), sc.verdict,
@@ -235,12 +230,12 @@ PointChange latency_change(const std::string& id, size_t r, const PointResult& a
     ch.why = "not significant (the interval holds 0)";
   } else if (std::abs(change) < options.noise_threshold) {
     ch.verdict = "within noise";
-    ch.why = "below the " + num(options.noise_threshold * 100, 1) + "% threshold";
+    ch.why = "below the " + fixed_text(options.noise_threshold * 100, 1) + "% threshold";
   } else if (report::within_drift(change, drift)) {
     ch.verdict = "within noise";
     ch.why = pct(change) + what + " is within the drift inside the runs: " +
              (ch.baseline_drift >= ch.drift ? std::string("the baseline's") : std::string("this run's")) +
-             " block medians were " + num(drift * 100, 1) + "% apart while it ran";
+             " block medians were " + fixed_text(drift * 100, 1) + "% apart while it ran";
   } else {
     ch.verdict = change > 0 ? "regressed" : "improved";
     ch.why = pct(change) + what;
@@ -477,16 +472,17 @@ std::vector<std::vector<std::string>> change_rows(const RunComparison& c, bool c
     const bool interval = ch.baseline_n >= 2 && ch.n >= 2 && ch.verdict != "not comparable";
     if (csv) {
       rows.push_back({ch.id, c.runs[0].dir, c.runs[ch.run].dir, std::to_string(ch.baseline_n), std::to_string(ch.n),
-                      num(ch.baseline_median_ms, 4), num(ch.median_ms, 4), num(ch.latency_change, 5),
-                      interval ? num(ch.latency_lo, 5) : "", interval ? num(ch.latency_hi, 5) : "",
-                      num(ch.throughput_change, 5), interval ? num(ch.throughput_lo, 5) : "",
-                      interval ? num(ch.throughput_hi, 5) : "", num(ch.baseline_drift, 5), num(ch.drift, 5), ch.verdict,
-                      ch.why});
+                      fixed_text(ch.baseline_median_ms, 4), fixed_text(ch.median_ms, 4),
+                      fixed_text(ch.latency_change, 5), interval ? fixed_text(ch.latency_lo, 5) : "",
+                      interval ? fixed_text(ch.latency_hi, 5) : "", fixed_text(ch.throughput_change, 5),
+                      interval ? fixed_text(ch.throughput_lo, 5) : "", interval ? fixed_text(ch.throughput_hi, 5) : "",
+                      fixed_text(ch.baseline_drift, 5), fixed_text(ch.drift, 5), ch.verdict, ch.why});
       continue;
     }
     rows.push_back(
-        {ch.id, std::to_string(ch.run), num(ch.baseline_median_ms, 3) + " (" + std::to_string(ch.baseline_n) + ")",
-         num(ch.median_ms, 3) + " (" + std::to_string(ch.n) + ")",
+        {ch.id, std::to_string(ch.run),
+         fixed_text(ch.baseline_median_ms, 3) + " (" + std::to_string(ch.baseline_n) + ")",
+         fixed_text(ch.median_ms, 3) + " (" + std::to_string(ch.n) + ")",
          pct(ch.latency_change) + (interval ? " [" + pct(ch.latency_lo) + ", " + pct(ch.latency_hi) + "]" : ""),
          pct(ch.throughput_change) +
              (interval ? " [" + pct(ch.throughput_lo) + ", " + pct(ch.throughput_hi) + "]" : ""),
@@ -541,7 +537,7 @@ void print_table(std::ostringstream& out, const std::vector<std::vector<std::str
 std::string comparison_text(const RunComparison& c, const std::string& format) {
   if (format == "json") return comparison_json(c);
   const CompareOptions& o = c.options;
-  const std::string ci = num(o.confidence * 100, 0) + "% CI";
+  const std::string ci = fixed_text(o.confidence * 100, 0) + "% CI";
   const bool csv = format == "csv", md = format == "md";
   usage_check(csv || md || format == "table", "--format '" + format + "': expected table, md, csv or json");
   const std::vector<std::vector<std::string>> rows = change_rows(c, csv, ci);
@@ -576,7 +572,7 @@ std::string comparison_text(const RunComparison& c, const std::string& format) {
         << " block-bootstrap resamples (each run's latencies cut in time order into blocks, whole blocks "
            "resampled); a change is a verdict only with "
         << kMinSamplesForVerdict << " latencies a side or more, when the interval excludes 0, it is at least "
-        << num(o.noise_threshold * 100, 1)
+        << fixed_text(o.noise_threshold * 100, 1)
         << "% (--noise-threshold), and it exceeds the drift inside both runs (how far their blocks' medians moved "
            "apart); points measured under contention (other processes taking cores their threads needed) on either "
            "side, or under different load (other processes' use 0.25 cores apart, or moving that much while a side "

@@ -8,6 +8,7 @@
 
 #include "model/safetensors_writer.h"
 #include "report/compare_scores.h"
+#include "report/number_text.h"
 #include "report/svg_chart.h"
 #include "tach/compare.h"
 
@@ -15,15 +16,11 @@ namespace tach {
 
 namespace {
 
+using report::fixed_text;
+
 std::string pct(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%+.1f%%", v * 100);
-  return buf;
-}
-
-std::string num(double v, int decimals) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
 
@@ -50,11 +47,11 @@ std::string comparison_html(const RunComparison& c) {
       << " points</li>";
   h << "</ul><p class='method'>Latency is each point's median batch latency (ms, wall clock, per run); throughput: "
     << escape_html(kThroughputDefinition) << ". A change is new / baseline − 1, with a "
-    << num(c.options.confidence * 100, 0) << "% percentile block-bootstrap interval from " << c.options.resamples
+    << fixed_text(c.options.confidence * 100, 0) << "% percentile block-bootstrap interval from " << c.options.resamples
     << " resamples (each run's latencies cut in measurement order into blocks, whole blocks resampled with "
        "replacement, seed "
     << c.options.seed << "). Verdicts: <b>within noise</b> when the interval holds 0, the change is below "
-    << num(c.options.noise_threshold * 100, 1)
+    << fixed_text(c.options.noise_threshold * 100, 1)
     << "%, or it is no larger than the drift inside either run (how far its blocks' medians moved apart); "
        "<b>inconclusive</b> when either side was measured under contention (other processes took cores its "
        "threads needed); otherwise <b>improved</b> or "
@@ -75,14 +72,15 @@ std::string comparison_html(const RunComparison& c) {
   for (const auto& ch : c.changes) {
     const bool interval = ch.baseline_n >= 2 && ch.n >= 2 && ch.verdict != "not comparable";
     const std::string cls = ch.verdict == "improved" ? "improved" : ch.verdict == "regressed" ? "regressed" : "noise";
-    h << "<tr><td>" << escape_html(ch.id) << "</td><td>" << ch.run << "</td><td>" << num(ch.baseline_median_ms, 3)
-      << " (" << ch.baseline_n << ")</td><td>" << num(ch.median_ms, 3) << " (" << ch.n << ")</td><td>"
-      << pct(ch.latency_change) << "</td><td>" << (interval ? pct(ch.latency_lo) + " … " + pct(ch.latency_hi) : "–")
-      << "</td><td>" << pct(ch.throughput_change) << "</td><td>"
-      << (interval ? pct(ch.throughput_lo) + " … " + pct(ch.throughput_hi) : "–") << "</td><td>"
-      << num(ch.baseline_samples_per_s, 2) << "</td><td>" << num(ch.samples_per_s, 2) << "</td><td>"
-      << (interval ? num(ch.baseline_drift * 100, 1) + "%, " + num(ch.drift * 100, 1) + "%" : "–") << "</td><td class='"
-      << cls << "'>" << escape_html(ch.verdict) << "</td><td>" << escape_html(ch.why) << "</td></tr>";
+    h << "<tr><td>" << escape_html(ch.id) << "</td><td>" << ch.run << "</td><td>"
+      << fixed_text(ch.baseline_median_ms, 3) << " (" << ch.baseline_n << ")</td><td>" << fixed_text(ch.median_ms, 3)
+      << " (" << ch.n << ")</td><td>" << pct(ch.latency_change) << "</td><td>"
+      << (interval ? pct(ch.latency_lo) + " … " + pct(ch.latency_hi) : "–") << "</td><td>" << pct(ch.throughput_change)
+      << "</td><td>" << (interval ? pct(ch.throughput_lo) + " … " + pct(ch.throughput_hi) : "–") << "</td><td>"
+      << fixed_text(ch.baseline_samples_per_s, 2) << "</td><td>" << fixed_text(ch.samples_per_s, 2) << "</td><td>"
+      << (interval ? fixed_text(ch.baseline_drift * 100, 1) + "%, " + fixed_text(ch.drift * 100, 1) + "%" : "–")
+      << "</td><td class='" << cls << "'>" << escape_html(ch.verdict) << "</td><td>" << escape_html(ch.why)
+      << "</td></tr>";
   }
   h << "</table>";
 
@@ -112,7 +110,7 @@ std::string comparison_html(const RunComparison& c) {
       << "</b>. Percent, matched by pass and metric; an eval's score is the same each time for one model, data and "
          "dtype, so any change is one.</p><table><tr><th>pass</th><th>metric</th><th>run</th><th>baseline</th>"
          "<th>score</th><th>change</th><th>verdict</th><th>why</th></tr>";
-    const auto percent = [](double v) { return std::isfinite(v) ? num(v, 2) + "%" : std::string("–"); };
+    const auto percent = [](double v) { return std::isfinite(v) ? fixed_text(v, 2) + "%" : std::string("–"); };
     for (const auto& sc : c.scores) {
       const std::string cls = sc.verdict == "higher" ? "improved" : sc.verdict == "lower" ? "regressed" : "noise";
       const double change = sc.percent - sc.baseline_percent;

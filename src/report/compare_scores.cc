@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "report/eval_json.h"
 #include "tach/error.h"
 
 namespace tach::report {
@@ -28,68 +29,56 @@ std::optional<json> read_json(const fs::path& p) {
   } catch (const json::exception& e) { throw Error(p.string() + ": not valid JSON (" + e.what() + ")"); }
 }
 
-double number(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_number() ? it->get<double>() : std::nan("");
-}
-
-std::string text(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::string pass_of(const json& p) { return text(p, "device") + "/" + text(p, "dtype"); }
-
 // accuracy.json: a pass per device, dtype and sample size; accuracy and macro-F1 are fractions.
 void accuracy_scores(const json& acc, std::vector<RunScore>& out) {
-  const std::string dataset = text(acc, "dataset");
+  const std::string dataset = field_text(acc, "dataset");
   for (const json& r : acc.value("results", json::array())) {
     if (r.contains("task")) continue;  // a per-token head's pass: its scores are read from its eval file
     const std::string examples = std::to_string(r.value("examples", int64_t(0)));
-    const std::string pass = (r.contains("device") ? pass_of(r) : std::string("first pass")) + " n=" + examples;
+    const std::string pass = (r.contains("device") ? pass_name(r) : std::string("first pass")) + " n=" + examples;
     const std::string data = dataset + ", " + examples + " examples";
-    out.push_back({pass, "accuracy", 100 * number(r, "accuracy"), data});
-    out.push_back({pass, "macro-F1", 100 * number(r, "macro_f1"), data});
+    out.push_back({pass, "accuracy", 100 * field_number(r, "accuracy"), data});
+    out.push_back({pass, "macro-F1", 100 * field_number(r, "macro_f1"), data});
   }
 }
 
 // token_classification.json: seqeval's scores are fractions.
 void token_scores(const json& eval, std::vector<RunScore>& out) {
-  const std::string dataset = text(eval, "dataset");
+  const std::string dataset = field_text(eval, "dataset");
   for (const json& p : eval.value("passes", json::array())) {
-    const std::string pass = pass_of(p);
+    const std::string pass = pass_name(p);
     const std::string data = dataset + ", " + std::to_string(p.value("sentences", int64_t(0))) + " sentences, " +
-                             text(p, "scheme") + " tags";
+                             field_text(p, "scheme") + " tags";
     const json micro = p.value("micro", json::object()), macro = p.value("macro", json::object());
-    out.push_back({pass, "entity F1 (micro)", 100 * number(micro, "f1"), data});
-    out.push_back({pass, "entity precision (micro)", 100 * number(micro, "precision"), data});
-    out.push_back({pass, "entity recall (micro)", 100 * number(micro, "recall"), data});
-    out.push_back({pass, "entity F1 (macro)", 100 * number(macro, "f1"), data});
-    out.push_back({pass, "word accuracy", 100 * number(p, "word_accuracy"), data});
+    out.push_back({pass, "entity F1 (micro)", 100 * field_number(micro, "f1"), data});
+    out.push_back({pass, "entity precision (micro)", 100 * field_number(micro, "precision"), data});
+    out.push_back({pass, "entity recall (micro)", 100 * field_number(micro, "recall"), data});
+    out.push_back({pass, "entity F1 (macro)", 100 * field_number(macro, "f1"), data});
+    out.push_back({pass, "word accuracy", 100 * field_number(p, "word_accuracy"), data});
     for (const json& t : p.value("per_type", json::array()))
-      out.push_back({pass, "F1 " + text(t, "type"), 100 * number(t, "f1"), data});
+      out.push_back({pass, "F1 " + field_text(t, "type"), 100 * field_number(t, "f1"), data});
   }
 }
 
 // question_answering.json: the official scripts' scores are percent already.
 void squad_scores(const json& eval, std::vector<RunScore>& out) {
   const json options = eval.value("options", json::object());
-  const std::string settings = "SQuAD " + text(eval, "squad_version") + ", windows of " +
+  const std::string settings = "SQuAD " + field_text(eval, "squad_version") + ", windows of " +
                                std::to_string(options.value("max_length", int64_t(0))) + " tokens";
   for (const json& p : eval.value("passes", json::array())) {
-    const std::string pass = pass_of(p);
-    const std::string data =
-        text(eval, "dataset") + ", " + std::to_string(p.value("questions", int64_t(0))) + " questions, " + settings;
+    const std::string pass = pass_name(p);
+    const std::string data = field_text(eval, "dataset") + ", " + std::to_string(p.value("questions", int64_t(0))) +
+                             " questions, " + settings;
     const json s = p.value("scores", json::object());
-    out.push_back({pass, "exact match", number(s, "exact_match"), data});
-    out.push_back({pass, "F1", number(s, "f1"), data});
+    out.push_back({pass, "exact match", field_number(s, "exact_match"), data});
+    out.push_back({pass, "F1", field_number(s, "f1"), data});
     if (s.contains("HasAns_exact")) {
-      out.push_back({pass, "HasAns exact match", number(s, "HasAns_exact"), data});
-      out.push_back({pass, "HasAns F1", number(s, "HasAns_f1"), data});
+      out.push_back({pass, "HasAns exact match", field_number(s, "HasAns_exact"), data});
+      out.push_back({pass, "HasAns F1", field_number(s, "HasAns_f1"), data});
     }
     if (s.contains("NoAns_exact")) {
-      out.push_back({pass, "NoAns exact match", number(s, "NoAns_exact"), data});
-      out.push_back({pass, "NoAns F1", number(s, "NoAns_f1"), data});
+      out.push_back({pass, "NoAns exact match", field_number(s, "NoAns_exact"), data});
+      out.push_back({pass, "NoAns F1", field_number(s, "NoAns_f1"), data});
     }
   }
 }

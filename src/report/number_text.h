@@ -1,6 +1,7 @@
-// Numbers as the report room writes them in prose: printf formats, and no "-0.0".
+// Numbers as the report room writes them: printf formats, and no "-0.0" in prose.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -12,6 +13,16 @@ inline std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
+}
+
+// `v` with exactly `decimals` digits after the point, as printf's "%.*f" writes it: fixed_text(0.5, 3)
+// is "0.500", nan "nan". Unlike fmt, a tiny negative keeps its sign ("-0.000"): tables and files
+// that always wrote it so stay byte for byte the same.
+inline std::string fixed_text(double v, int decimals) {
+  const int length = std::snprintf(nullptr, 0, "%.*f", decimals, v);
+  std::string text(size_t(std::max(length, 0)), '\0');
+  std::snprintf(text.data(), text.size() + 1, "%.*f", decimals, v);  // writes the '\0' past the end
+  return text;
 }
 
 // A fraction of a measured ceiling (MFU, GEMM efficiency) as a percentage in `format`. Against a

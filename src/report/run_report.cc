@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -18,6 +17,7 @@
 #include "model/safetensors_writer.h"
 #include "report/engine_report.h"
 #include "report/figure_book.h"
+#include "report/number_text.h"
 #include "report/report_sections.h"
 #include "report/svg_chart.h"
 #include "tach/error.h"
@@ -34,6 +34,8 @@ using report::escape_html;
 
 namespace {
 
+using report::fixed_text;
+
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;
@@ -48,13 +50,7 @@ std::optional<json> read_json(const fs::path& p) {
   } catch (const json::exception& e) { throw Error(p.string() + ": not valid JSON (" + e.what() + ")"); }
 }
 
-std::string num(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string mib(double bytes) { return num(bytes / (1024.0 * 1024.0), 1); }
+std::string mib(double bytes) { return fixed_text(bytes / (1024.0 * 1024.0), 1); }
 
 // The report while it is composed: the page, and its pieces for the PNG files and the slides.
 struct Page {
@@ -218,10 +214,10 @@ void header_section(Page& page, const fs::path& dir, const std::optional<json>& 
       if (!prof && fs::exists(e.path() / "profile.json")) prof = read_json(e.path() / "profile.json");
   if (prof && prof->contains("ceilings")) {
     const json& c = (*prof)["ceilings"];
-    row("ceilings", "GEMM f32 " + num(c.value("gemm_f32_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, bf16 " +
-                        num(c.value("gemm_bf16_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, int8 " +
-                        num(c.value("gemm_int8_ops_per_s", 0.0) / 1e9, 1) + " GOP/s, memory " +
-                        num(c.value("memory_bytes_per_s", 0.0) / 1e9, 1) + " GB/s (" +
+    row("ceilings", "GEMM f32 " + fixed_text(c.value("gemm_f32_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, bf16 " +
+                        fixed_text(c.value("gemm_bf16_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, int8 " +
+                        fixed_text(c.value("gemm_int8_ops_per_s", 0.0) / 1e9, 1) + " GOP/s, memory " +
+                        fixed_text(c.value("memory_bytes_per_s", 0.0) / 1e9, 1) + " GB/s (" +
                         escape_html(c.value("provenance", std::string())) + ")");
   }
   if (summary && summary->value("kind", std::string()) == "eval")
@@ -258,9 +254,9 @@ void accuracy_section(Page& page, const json& acc) {
   for (const auto& r : results)
     h << "<tr><td>" << escape_html(r.value("device", std::string())) << "</td><td>"
       << escape_html(r.value("dtype", std::string())) << "</td><td>" << r.value("examples", 0) << "</td><td>"
-      << num(r.value("accuracy", 0.0), 4) << "</td><td>" << num(r.value("macro_f1", 0.0), 4) << "</td><td>"
-      << num(r.value("chance_accuracy", 0.0), 4) << "</td><td>" << num(r.value("samples_per_s", 0.0), 1)
-      << "</td></tr>";
+      << fixed_text(r.value("accuracy", 0.0), 4) << "</td><td>" << fixed_text(r.value("macro_f1", 0.0), 4)
+      << "</td><td>" << fixed_text(r.value("chance_accuracy", 0.0), 4) << "</td><td>"
+      << fixed_text(r.value("samples_per_s", 0.0), 1) << "</td></tr>";
   h << "</table>";
   // Per class and the confusion matrix for every device and dtype (each at its largest sample
   // size, the last it ran), each titled with its own.
@@ -285,9 +281,9 @@ void accuracy_section(Page& page, const json& acc) {
     const json per_class = last.value("per_class", json::array());
     for (const auto& c : per_class) {
       labels.push_back(c.value("label", std::string()));
-      h << "<tr><td>" << escape_html(labels.back()) << "</td><td>" << num(c.value("precision", 0.0), 4) << "</td><td>"
-        << num(c.value("recall", 0.0), 4) << "</td><td>" << num(c.value("f1", 0.0), 4) << "</td><td>"
-        << c.value("support", 0) << "</td></tr>";
+      h << "<tr><td>" << escape_html(labels.back()) << "</td><td>" << fixed_text(c.value("precision", 0.0), 4)
+        << "</td><td>" << fixed_text(c.value("recall", 0.0), 4) << "</td><td>" << fixed_text(c.value("f1", 0.0), 4)
+        << "</td><td>" << c.value("support", 0) << "</td></tr>";
     }
     h << "</table>";
     const auto confusion = last.value("confusion", std::vector<std::vector<int64_t>>{});
@@ -316,8 +312,8 @@ void accuracy_section(Page& page, const json& acc) {
         report::heatmap("confusion matrix" + (which.empty() ? std::string() : " (" + which + ")") +
                             " (counts; shade = share of the true label's row)",
                         rows, cols, level, text),
-        {(which.empty() ? std::string() : which + ": ") + "accuracy " + num(last.value("accuracy", 0.0), 4) +
-         ", macro-F1 " + num(last.value("macro_f1", 0.0), 4) + " over " + examples});
+        {(which.empty() ? std::string() : which + ": ") + "accuracy " + fixed_text(last.value("accuracy", 0.0), 4) +
+         ", macro-F1 " + fixed_text(last.value("macro_f1", 0.0), 4) + " over " + examples});
   }
 }
 
@@ -336,12 +332,12 @@ void profile_summary(Page& page, const json& p, const std::string& point, const 
   std::vector<std::string> top;  // the three ops with the most self time, with their verdicts
   for (const auto& op : p.at("ops")) {
     if (top.size() == 3) break;
-    top.push_back(op.value("op", std::string()) + ": " + num(op.value("self_ms", 0.0), 2) + " ms self, " +
-                  op.value("verdict", std::string()) + ", " + num(100 * op.value("achieved_fraction", 0.0), 0) +
+    top.push_back(op.value("op", std::string()) + ": " + fixed_text(op.value("self_ms", 0.0), 2) + " ms self, " +
+                  op.value("verdict", std::string()) + ", " + fixed_text(100 * op.value("achieved_fraction", 0.0), 0) +
                   "% of its ceiling");
   }
-  top.push_back("ceilings: GEMM f32 " + num(c.value("gemm_f32_flops_per_s", 0.0) / 1e9, 1) + " GFLOP/s, memory " +
-                num(c.value("memory_bytes_per_s", 0.0) / 1e9, 1) + " GB/s");
+  top.push_back("ceilings: GEMM f32 " + fixed_text(c.value("gemm_f32_flops_per_s", 0.0) / 1e9, 1) +
+                " GFLOP/s, memory " + fixed_text(c.value("memory_bytes_per_s", 0.0) / 1e9, 1) + " GB/s");
   h << page.figs.add("roofline" + suffix, "roofline: " + point,
                      report::roofline_chart("roofline: each op against the measured ceilings", pts,
                                             c.value("gemm_f32_flops_per_s", 0.0), c.value("memory_bytes_per_s", 0.0)),
@@ -353,21 +349,22 @@ void profile_summary(Page& page, const json& p, const std::string& point, const 
   for (const auto& op : p.at("ops")) {
     const double ms = op.value("self_ms", 0.0), flops = op.value("flops", 0.0), bytes = op.value("bytes", 0.0);
     h << "<tr><td>" << escape_html(op.value("op", std::string())) << "</td><td>" << op.value("calls", 0) << "</td><td>"
-      << num(ms, 4) << "</td><td>" << (bytes > 0 ? num(flops / bytes, 2) : "–") << "</td><td>"
-      << (ms > 0 ? num(flops / (ms * 1e-3) / 1e9, 2) : "–") << "</td><td>"
+      << fixed_text(ms, 4) << "</td><td>" << (bytes > 0 ? fixed_text(flops / bytes, 2) : "–") << "</td><td>"
+      << (ms > 0 ? fixed_text(flops / (ms * 1e-3) / 1e9, 2) : "–") << "</td><td>"
       << escape_html(op.value("verdict", std::string())) << "</td><td>"
-      << num(100 * op.value("achieved_fraction", 0.0), 0) << "%</td></tr>";
+      << fixed_text(100 * op.value("achieved_fraction", 0.0), 0) << "%</td></tr>";
   }
   h << "</table>";
   const json& st = p.at("step_ms");
   const double wall = st.value("wall", 0.0);
-  auto share = [&](double v) { return wall > 0 ? " (" + num(100 * v / wall, 1) + "%)" : std::string(); };
+  auto share = [&](double v) { return wall > 0 ? " (" + fixed_text(100 * v / wall, 1) + "%)" : std::string(); };
   h << "<table><tr><th>step time (" << escape_html(st.value("method", std::string())) << ")</th><th>ms</th></tr>"
-    << "<tr><td>step wall time</td><td>" << num(wall, 3) << "</td></tr><tr><td>ops (the op-sum)</td><td>"
-    << num(st.value("ops", 0.0), 3) << share(st.value("ops", 0.0))
-    << "</td></tr><tr><td>in modules, between ops (the gap)</td><td>" << num(st.value("in_modules_between_ops", 0.0), 3)
-    << share(st.value("in_modules_between_ops", 0.0)) << "</td></tr><tr><td>outside the model</td><td>"
-    << num(st.value("outside_model", 0.0), 3) << share(st.value("outside_model", 0.0)) << "</td></tr></table>";
+    << "<tr><td>step wall time</td><td>" << fixed_text(wall, 3) << "</td></tr><tr><td>ops (the op-sum)</td><td>"
+    << fixed_text(st.value("ops", 0.0), 3) << share(st.value("ops", 0.0))
+    << "</td></tr><tr><td>in modules, between ops (the gap)</td><td>"
+    << fixed_text(st.value("in_modules_between_ops", 0.0), 3) << share(st.value("in_modules_between_ops", 0.0))
+    << "</td></tr><tr><td>outside the model</td><td>" << fixed_text(st.value("outside_model", 0.0), 3)
+    << share(st.value("outside_model", 0.0)) << "</td></tr></table>";
   h << "<p><b>Top bottlenecks</b></p><ol>";
   for (const auto& b : p.at("bottlenecks")) {
     h << "<li>" << escape_html(b.get<std::string>()) << "</li>";
@@ -420,8 +417,8 @@ void profile_section(Page& page, const fs::path& traces) {
       // The largest three: ops as shares of the listed self time; modules nest, so their totals only.
       std::vector<std::string> largest;
       for (size_t i = 0; i < names.size() && i < 3 && sum > 0; ++i)
-        largest.push_back(names[i] + ": " + num(ms[i], 2) + " ms" +
-                          (ops ? " (" + num(100 * ms[i] / sum, 0) + "% of the self time of the ops listed)"
+        largest.push_back(names[i] + ": " + fixed_text(ms[i], 2) + " ms" +
+                          (ops ? " (" + fixed_text(100 * ms[i] / sum, 0) + "% of the self time of the ops listed)"
                                : " in all, its children included"));
       h << page.figs.add((ops ? "time_breakdown" : "time_by_module") + suffix, title + ": " + d.filename().string(),
                          report::bar_chart(title, names, ms, "ms"), largest);
@@ -511,7 +508,7 @@ void monitor_section(Page& page, const fs::path& csv_path) {
   h << "</tr>";
   for (const auto& r : rows) {
     h << "<tr>";
-    for (double v : r) h << "<td>" << num(v, std::abs(v) < 100 ? 3 : 0) << "</td>";
+    for (double v : r) h << "<td>" << fixed_text(v, std::abs(v) < 100 ? 3 : 0) << "</td>";
     h << "</tr>";
   }
   h << "</table></details>";
@@ -580,18 +577,20 @@ TrainingFigureNames training_figure_names(const std::string& heading) {
 void training_progress_figures(Page& page, const TrainingLog& log, const TrainingFigureNames& names) {
   const report::Series loss = step_series(log.steps, "train loss", "loss", 1),
                        tokens = step_series(log.steps, "tokens/s", "tokens_per_s", 1);
-  page.h << page.figs.add("training_loss" + names.file_suffix, "training loss" + names.of_run,
-                          step_chart("training loss", "loss (per step's batch)", {loss}, false),
-                          {loss.y.empty() ? "no loss recorded"
-                                          : "loss " + num(loss.y.front(), 4) + " at step 1, " + num(loss.y.back(), 4) +
-                                                " at step " + num(loss.x.back(), 0)});
+  page.h << page.figs.add(
+      "training_loss" + names.file_suffix, "training loss" + names.of_run,
+      step_chart("training loss", "loss (per step's batch)", {loss}, false),
+      {loss.y.empty() ? "no loss recorded"
+                      : "loss " + fixed_text(loss.y.front(), 4) + " at step 1, " + fixed_text(loss.y.back(), 4) +
+                            " at step " + fixed_text(loss.x.back(), 0)});
   if (!log.evals.empty()) {
     const report::Series accuracy = step_series(log.evals, "eval accuracy", "eval_accuracy", 1);
     page.h << page.figs.add(
         "evaluation" + names.file_suffix, "evaluation" + names.of_run,
         step_chart("evaluation", "loss, accuracy", {step_series(log.evals, "eval loss", "eval_loss", 1), accuracy}),
-        {accuracy.y.empty() ? "no accuracy recorded"
-                            : "eval accuracy " + num(accuracy.y.back(), 4) + " at step " + num(accuracy.x.back(), 0)});
+        {accuracy.y.empty()
+             ? "no accuracy recorded"
+             : "eval accuracy " + fixed_text(accuracy.y.back(), 4) + " at step " + fixed_text(accuracy.x.back(), 0)});
   }
   page.h << page.figs.add("training_throughput" + names.file_suffix, "training throughput" + names.of_run,
                           step_chart("throughput", "tokens/s (real tokens, per step)", {tokens}));
@@ -619,7 +618,8 @@ void step_phase_figure(Page& page, const std::vector<json>& steps, const Trainin
   for (size_t k = 0; k < phases.size(); ++k) {
     std::vector<double> v = vals[k];
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    if (!v.empty()) phase_medians.push_back(phases[k].first + ": median " + num(v[v.size() / 2], 2) + " ms per step");
+    if (!v.empty())
+      phase_medians.push_back(phases[k].first + ": median " + fixed_text(v[v.size() / 2], 2) + " ms per step");
   }
   page.h << page.figs.add(
       "time_breakdown" + names.file_suffix, "step time by phase" + names.of_run,
@@ -645,12 +645,13 @@ void training_steps_table(std::ostringstream& h, const TrainingLog& log) {
        "<th>tokens/s</th><th>allocator MiB</th></tr>";
   for (const auto& j : log.steps) {
     const json& m = j["metrics"];
-    h << "<tr><td>" << j.value("step", 0) + 1 << "</td><td>" << num(m.value("loss", 0.0), 5) << "</td><td>"
-      << m.value("lr", 0.0) << "</td><td>" << num(m.value("grad_norm", 0.0), 4) << "</td><td>"
-      << num(m.value("step_ms", 0.0), 2) << "</td><td>" << num(m.value("data_ms", 0.0), 3) << "</td><td>"
-      << num(m.value("forward_ms", 0.0), 2) << "</td><td>" << num(m.value("backward_ms", 0.0), 2) << "</td><td>"
-      << num(m.value("optimizer_ms", 0.0), 3) << "</td><td>" << num(m.value("tokens_per_s", 0.0), 1) << "</td><td>"
-      << mib(m.value("memory_total_bytes", 0.0)) << "</td></tr>";
+    h << "<tr><td>" << j.value("step", 0) + 1 << "</td><td>" << fixed_text(m.value("loss", 0.0), 5) << "</td><td>"
+      << m.value("lr", 0.0) << "</td><td>" << fixed_text(m.value("grad_norm", 0.0), 4) << "</td><td>"
+      << fixed_text(m.value("step_ms", 0.0), 2) << "</td><td>" << fixed_text(m.value("data_ms", 0.0), 3) << "</td><td>"
+      << fixed_text(m.value("forward_ms", 0.0), 2) << "</td><td>" << fixed_text(m.value("backward_ms", 0.0), 2)
+      << "</td><td>" << fixed_text(m.value("optimizer_ms", 0.0), 3) << "</td><td>"
+      << fixed_text(m.value("tokens_per_s", 0.0), 1) << "</td><td>" << mib(m.value("memory_total_bytes", 0.0))
+      << "</td></tr>";
   }
   for (const auto& j : log.evals) {
     const json& m = j["metrics"];
@@ -659,8 +660,8 @@ void training_steps_table(std::ostringstream& h, const TrainingLog& log) {
     for (const auto& [key, label] : {std::pair{"eval_accuracy", "accuracy"}, std::pair{"eval_macro_f1", "macro-F1"},
                                      std::pair{"eval_perplexity", "perplexity"}})
       if (m.contains(key) && m[key].is_number())
-        scores += (scores.empty() ? "" : ", ") + std::string(label) + " " + num(m[key].get<double>(), 4);
-    h << "<tr><td>" << j.value("step", 0) + 1 << " (eval)</td><td>" << num(m.value("eval_loss", 0.0), 5)
+        scores += (scores.empty() ? "" : ", ") + std::string(label) + " " + fixed_text(m[key].get<double>(), 4);
+    h << "<tr><td>" << j.value("step", 0) + 1 << " (eval)</td><td>" << fixed_text(m.value("eval_loss", 0.0), 5)
       << "</td><td colspan='9' style='text-align:left'>" << scores << "</td></tr>";
   }
   h << "</table></details>";
@@ -682,11 +683,11 @@ void training_summary_table(Page& page, const fs::path& dir) {
   row("method / exec",
       escape_html(method.empty() ? "full" : method) + " / " + escape_html(sum->value("exec", std::string())));
   row("steps", std::to_string(sum->value("steps", 0)));
-  row("step ms (median)", num(sum->value("step_ms_median", 0.0), 1));
-  row("tokens/s (median)", num(sum->value("tokens_per_s_median", 0.0), 1));
+  row("step ms (median)", fixed_text(sum->value("step_ms_median", 0.0), 1));
+  row("tokens/s (median)", fixed_text(sum->value("tokens_per_s_median", 0.0), 1));
   if (sum->contains("phase_ms_median"))
     for (const auto& [k, v] : (*sum)["phase_ms_median"].items())
-      if (v.is_number()) row(escape_html(k) + " ms (median)", num(v.get<double>(), 2));
+      if (v.is_number()) row(escape_html(k) + " ms (median)", fixed_text(v.get<double>(), 2));
   if (sum->contains("memory_peak_bytes") && (*sum)["memory_peak_bytes"].is_object()) {
     const json& m = (*sum)["memory_peak_bytes"];
     row("peak memory MiB (allocator, all categories)", mib(m.value("total", 0.0)));
@@ -694,7 +695,7 @@ void training_summary_table(Page& page, const fs::path& dir) {
     for (const auto& [k, v] : by_category.items())
       if (v.is_number()) row("&nbsp;&nbsp;" + escape_html(k) + " MiB", mib(v.get<double>()));
   }
-  row("training time s", num(sum->value("train_seconds", 0.0), 1));
+  row("training time s", fixed_text(sum->value("train_seconds", 0.0), 1));
   h << "</table>";
   if (sum->contains("distributed") && (*sum)["distributed"].is_object())
     report::distributed_section(h, page.figs, (*sum)["distributed"]);

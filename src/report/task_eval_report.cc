@@ -2,11 +2,12 @@
 // (token_classification.json) and a question-answering model's SQuAD scores
 // (question_answering.json), each pass a row, as the sequence classifier's accuracy section does.
 #include <cmath>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "report/eval_json.h"
 #include "report/figure_book.h"
+#include "report/number_text.h"
 #include "report/report_sections.h"
 #include "report/svg_chart.h"
 
@@ -16,25 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string fixed(double v, int decimals) {
-  if (std::isnan(v)) return "–";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-// A score of the file, NaN where it is null (seqeval's average over no entity types) or absent.
-double score(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_number() ? it->get<double>() : std::nan("");
-}
-
-std::string text(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::string pass_name(const json& p) { return text(p, "device") + "/" + text(p, "dtype"); }
+std::string fixed(double v, int decimals) { return std::isnan(v) ? "–" : fixed_text(v, decimals); }
 
 void notes(std::ostringstream& h, const json& eval) {
   const json list = eval.value("notes", json::array());
@@ -48,8 +31,8 @@ void notes(std::ostringstream& h, const json& eval) {
 }  // namespace
 
 void token_eval_section(std::ostringstream& h, FigureBook& figs, const json& eval) {
-  h << "<h2>Entity scores (seqeval)</h2><p>" << escape_html(text(eval, "model")) << " ("
-    << escape_html(text(eval, "architecture")) << ") on " << escape_html(text(eval, "dataset"))
+  h << "<h2>Entity scores (seqeval)</h2><p>" << escape_html(field_text(eval, "model")) << " ("
+    << escape_html(field_text(eval, "architecture")) << ") on " << escape_html(field_text(eval, "dataset"))
     << ": entity-level precision, recall and F1 as seqeval's classification_report gives them (an entity counts "
        "when its type and words are both right).</p>";
   notes(h, eval);
@@ -59,13 +42,15 @@ void token_eval_section(std::ostringstream& h, FigureBook& figs, const json& eva
        "accuracy</th><th>sentences/s</th></tr>";
   for (const auto& p : passes) {
     const json micro = p.value("micro", json::object());
-    h << "<tr><td>" << escape_html(text(p, "device")) << "</td><td>" << escape_html(text(p, "dtype")) << "</td><td>"
-      << escape_html(text(p, "scheme")) << "</td><td>" << p.value("sentences", int64_t(0)) << "</td><td>"
-      << p.value("words", int64_t(0)) << " (" << p.value("words_cut", int64_t(0)) << ")</td><td>"
-      << fixed(score(micro, "precision"), 4) << "</td><td>" << fixed(score(micro, "recall"), 4) << "</td><td>"
-      << fixed(score(micro, "f1"), 4) << "</td><td>" << fixed(score(p.value("macro", json::object()), "f1"), 4)
-      << "</td><td>" << fixed(score(p.value("weighted", json::object()), "f1"), 4) << "</td><td>"
-      << fixed(score(p, "word_accuracy"), 4) << "</td><td>" << fixed(score(p, "sentences_per_s"), 1) << "</td></tr>";
+    h << "<tr><td>" << escape_html(field_text(p, "device")) << "</td><td>" << escape_html(field_text(p, "dtype"))
+      << "</td><td>" << escape_html(field_text(p, "scheme")) << "</td><td>" << p.value("sentences", int64_t(0))
+      << "</td><td>" << p.value("words", int64_t(0)) << " (" << p.value("words_cut", int64_t(0)) << ")</td><td>"
+      << fixed(field_number(micro, "precision"), 4) << "</td><td>" << fixed(field_number(micro, "recall"), 4)
+      << "</td><td>" << fixed(field_number(micro, "f1"), 4) << "</td><td>"
+      << fixed(field_number(p.value("macro", json::object()), "f1"), 4) << "</td><td>"
+      << fixed(field_number(p.value("weighted", json::object()), "f1"), 4) << "</td><td>"
+      << fixed(field_number(p, "word_accuracy"), 4) << "</td><td>" << fixed(field_number(p, "sentences_per_s"), 1)
+      << "</td></tr>";
   }
   h << "</table>";
   // Per entity type, for every pass, and the first pass's F1 per type as bars.
@@ -76,10 +61,10 @@ void token_eval_section(std::ostringstream& h, FigureBook& figs, const json& eva
     std::vector<std::string> types;
     std::vector<double> f1;
     for (const auto& t : p.value("per_type", json::array())) {
-      types.push_back(text(t, "type"));
-      f1.push_back(score(t, "f1"));
-      h << "<tr><td>" << escape_html(types.back()) << "</td><td>" << fixed(score(t, "precision"), 4) << "</td><td>"
-        << fixed(score(t, "recall"), 4) << "</td><td>" << fixed(f1.back(), 4) << "</td><td>"
+      types.push_back(field_text(t, "type"));
+      f1.push_back(field_number(t, "f1"));
+      h << "<tr><td>" << escape_html(types.back()) << "</td><td>" << fixed(field_number(t, "precision"), 4)
+        << "</td><td>" << fixed(field_number(t, "recall"), 4) << "</td><td>" << fixed(f1.back(), 4) << "</td><td>"
         << t.value("support", int64_t(0)) << "</td><td>" << t.value("predicted", int64_t(0)) << "</td><td>"
         << t.value("correct", int64_t(0)) << "</td></tr>";
     }
@@ -88,17 +73,17 @@ void token_eval_section(std::ostringstream& h, FigureBook& figs, const json& eva
     const json micro = p.value("micro", json::object());
     h << figs.add("entity_f1", "entity F1 per type",
                   bar_chart("entity F1 per type (" + pass_name(p) + ")", types, f1, "F1"),
-                  {pass_name(p) + ": entity F1 " + fixed(score(micro, "f1"), 4) + " (micro), precision " +
-                   fixed(score(micro, "precision"), 4) + ", recall " + fixed(score(micro, "recall"), 4)});
+                  {pass_name(p) + ": entity F1 " + fixed(field_number(micro, "f1"), 4) + " (micro), precision " +
+                   fixed(field_number(micro, "precision"), 4) + ", recall " + fixed(field_number(micro, "recall"), 4)});
   }
 }
 
 void qa_eval_section(std::ostringstream& h, FigureBook& figs, const json& eval) {
-  const bool v2 = text(eval, "squad_version") == "v2.0";
+  const bool v2 = field_text(eval, "squad_version") == "v2.0";
   const json options = eval.value("options", json::object());
-  h << "<h2>SQuAD scores</h2><p>" << escape_html(text(eval, "model")) << " (" << escape_html(text(eval, "architecture"))
-    << ") on " << escape_html(text(eval, "dataset")) << " (" << escape_html(text(eval, "layout")) << "), SQuAD "
-    << escape_html(text(eval, "squad_version"))
+  h << "<h2>SQuAD scores</h2><p>" << escape_html(field_text(eval, "model")) << " ("
+    << escape_html(field_text(eval, "architecture")) << ") on " << escape_html(field_text(eval, "dataset")) << " ("
+    << escape_html(field_text(eval, "layout")) << "), SQuAD " << escape_html(field_text(eval, "squad_version"))
     << " scoring: exact match and F1 in percent, each question's best over its gold answers after the official "
        "normalisation. Windows of "
     << options.value("max_length", int64_t(0)) << " tokens sharing " << options.value("doc_stride", int64_t(0))
@@ -113,30 +98,31 @@ void qa_eval_section(std::ostringstream& h, FigureBook& figs, const json& eval) 
   const json passes = eval.value("passes", json::array());
   for (const auto& p : passes) {
     const json s = p.value("scores", json::object());
-    h << "<tr><td>" << escape_html(text(p, "device")) << "</td><td>" << escape_html(text(p, "dtype")) << "</td><td>"
-      << p.value("questions", int64_t(0)) << "</td><td>" << fixed(score(s, "exact_match"), 2) << "%</td><td>"
-      << fixed(score(s, "f1"), 2) << "%</td>";
+    h << "<tr><td>" << escape_html(field_text(p, "device")) << "</td><td>" << escape_html(field_text(p, "dtype"))
+      << "</td><td>" << p.value("questions", int64_t(0)) << "</td><td>" << fixed(field_number(s, "exact_match"), 2)
+      << "%</td><td>" << fixed(field_number(s, "f1"), 2) << "%</td>";
     // A group with no questions has no scores (left out, as the official script leaves it out).
     for (const std::string group : {"HasAns", "NoAns"}) {
       if (!v2) break;
       if (s.contains(group + "_exact"))
-        h << "<td>" << fixed(score(s, (group + "_exact").c_str()), 2) << "% (" << s.value(group + "_total", int64_t(0))
-          << ")</td><td>" << fixed(score(s, (group + "_f1").c_str()), 2) << "%</td>";
+        h << "<td>" << fixed(field_number(s, (group + "_exact").c_str()), 2) << "% ("
+          << s.value(group + "_total", int64_t(0)) << ")</td><td>" << fixed(field_number(s, (group + "_f1").c_str()), 2)
+          << "%</td>";
       else h << "<td>-</td><td>-</td>";
     }
-    h << "<td>" << fixed(score(p, "questions_per_s"), 1) << "</td></tr>";
+    h << "<td>" << fixed(field_number(p, "questions_per_s"), 1) << "</td></tr>";
     labels.push_back(pass_name(p) + " exact match");
-    values.push_back(score(s, "exact_match"));
+    values.push_back(field_number(s, "exact_match"));
     labels.push_back(pass_name(p) + " F1");
-    values.push_back(score(s, "f1"));
+    values.push_back(field_number(s, "f1"));
   }
   h << "</table>";
   if (passes.empty()) return;
   const json first = passes[0].value("scores", json::object());
   h << figs.add("squad_scores", "SQuAD exact match and F1", bar_chart("SQuAD scores (%)", labels, values, "%"),
-                {pass_name(passes[0]) + ": exact match " + fixed(score(first, "exact_match"), 2) + "%, F1 " +
-                 fixed(score(first, "f1"), 2) + "% over " + std::to_string(passes[0].value("questions", int64_t(0))) +
-                 " questions"});
+                {pass_name(passes[0]) + ": exact match " + fixed(field_number(first, "exact_match"), 2) + "%, F1 " +
+                 fixed(field_number(first, "f1"), 2) + "% over " +
+                 std::to_string(passes[0].value("questions", int64_t(0))) + " questions"});
 }
 
 }  // namespace tach::report
