@@ -2,12 +2,15 @@
 // every chart drawn with the expected series, and the tables holding the run's numbers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "report/figure_book.h"
 #include "report/number_text.h"
+#include "report/svg_chart.h"
 #include "tach/bench.h"
 #include "tach/error.h"
 #include "tach/report.h"
@@ -144,6 +147,100 @@ TEST(Report, TheSamePointsOnTheCpuAndAGpuGiveTheSpeedUp) {
   EXPECT_NE(html.find("CPU / GPU speed-up"), std::string::npos);
   EXPECT_EQ(count(html, "<td>4.00x</td>"), 2u) << "one row per point measured on both";
   EXPECT_NE(html.find("class='chart bar-chart'"), std::string::npos);
+}
+
+// The series drawn in each chart of one kind: its <g class='series'> names, chart by chart.
+std::vector<std::vector<std::string>> series_names(const std::string& html, const std::string& kind) {
+  std::vector<std::vector<std::string>> out;
+  const std::string open = "<svg class='chart " + kind + "'", name = "<g class='series' data-name='";
+  for (size_t at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
+    const std::string chart = html.substr(at, html.find("</svg>", at) - at);
+    out.emplace_back();
+    for (size_t g = chart.find(name); g != std::string::npos; g = chart.find(name, g + 1)) {
+      const size_t from = g + name.size();
+      out.back().push_back(chart.substr(from, chart.find('\'', from) - from));
+    }
+  }
+  return out;
+}
+
+// A tach shrink run's rows (the same bert-tiny points as three variants: f32 and heads:0.5 in f32,
+// int8): each variant is a line of its own in the panels over batch size, not a zig-zag through
+// the points of two variants that share a device and dtype; the latency distributions put every
+// variant's violins in one chart, each named by its variant, with the names drawn whole.
+TEST(Report, EachShrinkVariantIsASeriesOfItsOwn) {
+  test::TempDir dir;
+  const SweepOutcome out = two_point_sweep(dir, "v");
+  std::string lines;
+  for (const char* variant : {"f32", "heads:0.5", "int8"})
+    for (PointResult p : out.results) {
+      p.key.variant = variant;
+      if (p.key.variant == "int8") p.key.dtype = "int8";
+      lines += point_to_json(p) + "\n";
+    }
+  test::write_text(out.run_dir + "/results.jsonl", lines);
+  const RunReport report = build_run_report(out.run_dir);
+  const std::string rest = " seq 8 threads " + threads_label(out.results[0]);
+  const std::vector<std::string> variants = {"f32 cpu f32" + rest, "heads:0.5 cpu f32" + rest, "int8 cpu int8" + rest};
+  const auto panels = series_names(report.html, "line-chart");
+  ASSERT_GE(panels.size(), 6u);
+  for (size_t k : {0, 1, 3, 4, 5}) EXPECT_EQ(panels[k], variants) << "panel " << k;  // 2: GPU memory, no data
+  // Each line joins its own variant's two batch sizes, one marker each (its <title> says where).
+  const size_t first = report.html.find("<svg class='chart line-chart'");
+  const std::string panel = report.html.substr(first, report.html.find("</svg>", first) - first);
+  for (const auto& v : variants) {
+    const size_t g = panel.find("data-name='" + v + "'");
+    ASSERT_NE(g, std::string::npos) << v;
+    const std::string line = panel.substr(g, panel.find("</g>", g) - g);
+    EXPECT_EQ(count(line, "<title>"), 2u) << line;
+    EXPECT_EQ(count(line, "<title>" + v + ": 1, "), 1u) << line;
+    EXPECT_EQ(count(line, "<title>" + v + ": 2, "), 1u) << line;
+  }
+  EXPECT_EQ(series_names(report.html, "distribution-chart"),
+            (std::vector<std::vector<std::string>>{{"f32 batch 1", "f32 batch 2", "heads:0.5 batch 1",
+                                                    "heads:0.5 batch 2", "int8 batch 1", "int8 batch 2"}}));
+  const auto figure = std::find_if(report.figures.begin(), report.figures.end(),
+                                   [](const ReportFigure& f) { return f.name.rfind("latency_distribution_", 0) == 0; });
+  ASSERT_NE(figure, report.figures.end());
+  EXPECT_EQ(figure->name, "latency_distribution_" + report::figure_file_stem("cpu" + rest));
+  // The names end 8 units left of the plot, which starts far enough in for the longest.
+  const std::string label = "text-anchor='end' class='legend'>heads:0.5 batch 2<";
+  const size_t at = figure->svg.find(label);
+  ASSERT_NE(at, std::string::npos);
+  const size_t x = figure->svg.rfind("<text x='", at) + 9;
+  EXPECT_GE(std::stod(figure->svg.substr(x)), report::text_width_px("heads:0.5 batch 2", report::kChartFontPx));
+}
+
+// A sweep with another engine's points beside tach's on the same device and dtype: a line each,
+// and the violins say whose they are.
+TEST(Report, AnotherEnginesPointsAreASeriesOfTheirOwn) {
+  test::TempDir dir;
+  const SweepOutcome out = two_point_sweep(dir, "e");
+  std::string lines;
+  for (const char* engine : {"tach", "torch"})
+    for (PointResult p : out.results) {
+      p.key.engine = engine;
+      lines += point_to_json(p) + "\n";
+    }
+  test::write_text(out.run_dir + "/results.jsonl", lines);
+  const std::string html = run_report_html(out.run_dir);
+  const std::string rest = "cpu f32 seq 8 threads " + threads_label(out.results[0]);
+  const auto panels = series_names(html, "line-chart");
+  ASSERT_GE(panels.size(), 6u);
+  for (size_t k : {0, 1, 3, 4, 5}) EXPECT_EQ(panels[k], (std::vector<std::string>{rest, "torch " + rest})) << k;
+  EXPECT_EQ(
+      series_names(html, "distribution-chart"),
+      (std::vector<std::vector<std::string>>{{"tach batch 1", "tach batch 2", "torch batch 1", "torch batch 2"}}));
+}
+
+// A run of tach's points alone keeps its series' names and its violins' ("batch 1").
+TEST(Report, TachsOwnPointsKeepTheirSeriesNames) {
+  test::TempDir dir;
+  const SweepOutcome out = two_point_sweep(dir, "t");
+  const std::string html = run_report_html(out.run_dir);
+  const std::string name = "cpu f32 seq 8 threads " + threads_label(out.results[0]);
+  EXPECT_EQ(series_names(html, "line-chart")[0], std::vector<std::string>{name});
+  EXPECT_EQ(series_names(html, "distribution-chart"), (std::vector<std::vector<std::string>>{{"batch 1", "batch 2"}}));
 }
 
 TEST(Report, EvalRunShowsAccuracyAndTheConfusionMatrix) {

@@ -183,7 +183,10 @@ std::string line_chart(const LineChartSpec& spec, const std::vector<Series>& ser
 }
 
 std::string distribution_chart(const DistributionChartSpec& spec, const std::vector<Distribution1D>& groups) {
-  const double W = spec.width, L = 90, R = 14, T = 28, B = 40;
+  // The left margin holds the longest label whole ("heads:0.5 batch 32" is wider than "batch 32").
+  double widest_label = 0;
+  for (const auto& g : groups) widest_label = std::max(widest_label, text_width_px(g.name, kChartFontPx));
+  const double W = spec.width, L = std::max(90.0, widest_label + 16), R = 14, T = 28, B = 40;
   const double row = 56;
   const double H = T + B + row * double(std::max<size_t>(groups.size(), 1));
   double v0 = std::numeric_limits<double>::infinity(), v1 = -v0;

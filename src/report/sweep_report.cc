@@ -2,12 +2,13 @@
 // energy, every metric as a heatmap, the latency distributions and the points' table.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <sstream>
 
+#include "report/batch_series.h"
 #include "report/figure_book.h"
+#include "report/number_text.h"
 #include "report/report_sections.h"
 #include "report/svg_chart.h"
 
@@ -15,56 +16,23 @@ namespace tach::report {
 
 namespace {
 
-std::string num(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+std::string mib(double bytes) { return fixed_text(bytes / (1024.0 * 1024.0), 1); }
 
-std::string mib(double bytes) { return num(bytes / (1024.0 * 1024.0), 1); }
-
-// A series of the sweep: every point but the batch size.
+// A series of the sweep: every axis but the batch size (a shrink variant and another engine first).
 std::string series_name(const PointResult& p) {
-  return p.key.device + " " + p.key.dtype + " seq " + std::to_string(p.key.seq_len) + " threads " + threads_label(p);
-}
-
-// A sweep's finished points per series (device, dtype, threads, length, engine), each by batch size,
-// the series in the order their first point was measured.
-struct SweepSeries {
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<const PointResult*>> points;
-};
-
-SweepSeries sweep_series(const std::vector<PointResult>& points) {
-  SweepSeries s;
-  for (const auto& p : points) {
-    if (!s.points.count(series_name(p))) s.order.push_back(series_name(p));
-    s.points[series_name(p)].push_back(&p);
-  }
-  for (auto& [k, v] : s.points)
-    std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->key.batch < b->key.batch; });
-  return s;
+  return who_ran(p.key) + p.key.device + " " + p.key.dtype + " seq " + std::to_string(p.key.seq_len) + " threads " +
+         threads_label(p);
 }
 
 // One chart over batch size (log2), a line per series.
-std::string batch_panel(const SweepSeries& by, const std::string& title, const std::string& y_label,
+std::string batch_panel(const BatchSeries& by, const std::string& title, const std::string& y_label,
                         const std::function<double(const PointResult&)>& value) {
-  std::vector<Series> series;
-  for (const auto& name : by.order) {
-    Series s;
-    s.name = name;
-    for (const PointResult* p : by.points.at(name)) {
-      s.x.push_back(double(p->key.batch));
-      s.y.push_back(value(*p));
-    }
-    series.push_back(s);
-  }
   LineChartSpec spec;
   spec.title = title;
   spec.x_label = "batch size";
   spec.y_label = y_label;
   spec.log2_x = true;
-  return line_chart(spec, series);
+  return line_chart(spec, lines_over_batch(by, value));
 }
 
 double allocator_peak(const PointResult& p, const std::string& category) {
@@ -74,7 +42,7 @@ double allocator_peak(const PointResult& p, const std::string& category) {
 
 // The six panels over batch size, and as figures: the six together, throughput alone, and memory
 // as both measures.
-void batch_panels(std::ostringstream& h, FigureBook& figs, const SweepSeries& by, bool gpu) {
+void batch_panels(std::ostringstream& h, FigureBook& figs, const BatchSeries& by, bool gpu) {
   const std::vector<std::string> six = {
       batch_panel(by, "latency per sample", "ms per sample (median)",
                   [](const PointResult& p) { return p.sample_latency_ms.median; }),
@@ -100,8 +68,8 @@ void batch_panels(std::ostringstream& h, FigureBook& figs, const SweepSeries& by
     for (const PointResult* p : by.points.at(name))
       if (!b || p->samples_per_s > b->samples_per_s) b = p;
     best.push_back(name + ": most throughput at batch " + std::to_string(b->key.batch) + ", " +
-                   num(b->samples_per_s, 1) + " samples/s, " + num(b->sample_latency_ms.median, 3) + " ms/sample, " +
-                   mib(double(b->peak_rss_bytes)) + " MiB peak RSS");
+                   fixed_text(b->samples_per_s, 1) + " samples/s, " + fixed_text(b->sample_latency_ms.median, 3) +
+                   " ms/sample, " + mib(double(b->peak_rss_bytes)) + " MiB peak RSS");
   }
   figs.add_grid("batch_size_comparison", "the sweep against batch size, six panels", six, 3, best);
   figs.add("throughput_vs_batch_size", "throughput against batch size", six[1], best);
@@ -125,7 +93,7 @@ void batch_panels(std::ostringstream& h, FigureBook& figs, const SweepSeries& by
 }
 
 // GPU points' own time per run (CUDA events) beside the host's latency, and energy per sample.
-void gpu_time_and_energy_panels(std::ostringstream& h, const SweepSeries& by, const std::vector<PointResult>& points,
+void gpu_time_and_energy_panels(std::ostringstream& h, const BatchSeries& by, const std::vector<PointResult>& points,
                                 bool gpu, bool gpu_time) {
   if (gpu_time)
     h << "<div class='charts'>"
@@ -183,7 +151,7 @@ void metrics_heatmap(std::ostringstream& h, FigureBook& figs, const std::vector<
       double t = std::isfinite(v) && hi > lo ? (v - lo) / (hi - lo) : (std::isfinite(v) ? 0 : std::nan(""));
       if (std::isfinite(t) && metrics[c].higher_is_better) t = 1 - t;
       level[r].push_back(t);
-      text[r].push_back(std::isfinite(v) ? num(v, metrics[c].decimals) : "n/a");
+      text[r].push_back(std::isfinite(v) ? fixed_text(v, metrics[c].decimals) : "n/a");
     }
   }
   std::vector<std::string> best_per_metric;
@@ -199,21 +167,41 @@ void metrics_heatmap(std::ostringstream& h, FigureBook& figs, const std::vector<
                 heatmap("normalised metrics (dark = worse)", rows, cols, level, text), best_per_metric);
 }
 
-// Per series, one violin per batch size (ms per sample, so sizes share an axis), and their dots:
-// every measured run's latency, per point.
-void latency_distributions(std::ostringstream& h, FigureBook& figs, const SweepSeries& by,
+// The points one distribution chart compares: every axis but the batch and who ran them (a variant
+// fixes its dtype, so tach shrink's variants of one device, length and threads share a chart).
+std::string compared_on(const PointResult& p) {
+  return p.key.device + (p.key.variant.empty() ? " " + p.key.dtype : std::string()) + " seq " +
+         std::to_string(p.key.seq_len) + " threads " + threads_label(p);
+}
+
+// Per chart, one violin per series and batch size (ms per sample, so sizes share an axis), and their
+// dots: every measured run's latency, per point. Where a chart holds a shrink variant or another
+// engine, each violin says whose it is.
+void latency_distributions(std::ostringstream& h, FigureBook& figs, const BatchSeries& by,
                            const std::vector<PointResult>& points) {
-  h << "<h3>Latency distributions</h3><div class='charts'>";
-  for (const auto& name : by.order) {
-    std::vector<Distribution1D> groups;
+  std::vector<std::string> charts;
+  std::map<std::string, std::vector<const PointResult*>> compared;
+  for (const auto& name : by.order)
     for (const PointResult* p : by.points.at(name)) {
+      const std::string chart = compared_on(*p);
+      if (!compared.count(chart)) charts.push_back(chart);
+      compared[chart].push_back(p);
+    }
+  h << "<h3>Latency distributions</h3><div class='charts'>";
+  for (const auto& chart : charts) {
+    const auto& rows = compared.at(chart);
+    const bool named =
+        std::any_of(rows.begin(), rows.end(), [](const PointResult* p) { return !who_ran(p->key).empty(); });
+    std::vector<Distribution1D> groups;
+    for (const PointResult* p : rows) {
       Distribution1D d;
-      d.name = "batch " + std::to_string(p->key.batch);
+      const std::string who = who_ran(p->key);
+      d.name = (named ? (who.empty() ? "tach " : who) : "") + "batch " + std::to_string(p->key.batch);
       for (double ms : p->batch_latency_samples_ms) d.values.push_back(ms / double(p->key.batch));
       groups.push_back(d);
     }
-    h << figs.add("latency_distribution_" + figure_file_stem(name), "latency distributions: " + name,
-                  distribution_chart({name, "ms per sample, one dot per measured run"}, groups));
+    h << figs.add("latency_distribution_" + figure_file_stem(chart), "latency distributions: " + chart,
+                  distribution_chart({chart, "ms per sample, one dot per measured run"}, groups));
   }
   h << "</div>";
   h << "<details><summary>every measured run's batch latency (ms), per point</summary><table><tr><th>point</th>"
@@ -222,7 +210,7 @@ void latency_distributions(std::ostringstream& h, FigureBook& figs, const SweepS
     std::string v;
     for (double ms : p.batch_latency_samples_ms) {
       if (!v.empty()) v += ' ';
-      v += num(ms, 4);
+      v += fixed_text(ms, 4);
     }
     h << "<tr><td>" << escape_html(p.key.id()) << "</td><td style='text-align:left;white-space:normal'>"
       << (v.empty() ? "not kept (a tach.bench.point/1 run)" : v) << "</td></tr>";
@@ -243,13 +231,13 @@ void points_table(std::ostringstream& h, const std::vector<PointResult>& all, bo
       continue;
     }
     h << "<tr><td>" << escape_html(p.key.id()) << "</td><td>" << p.measured_runs << "</td><td>"
-      << num(p.batch_latency_ms.median, 3) << "</td><td>" << num(p.batch_latency_ms.p95, 3) << "</td><td>"
-      << (gpu_time ? (p.gpu_time_ms.n > 0 ? num(p.gpu_time_ms.median, 3) : std::string("n/a")) + "</td><td>"
+      << fixed_text(p.batch_latency_ms.median, 3) << "</td><td>" << fixed_text(p.batch_latency_ms.p95, 3) << "</td><td>"
+      << (gpu_time ? (p.gpu_time_ms.n > 0 ? fixed_text(p.gpu_time_ms.median, 3) : std::string("n/a")) + "</td><td>"
                    : std::string())
-      << num(p.sample_latency_ms.median, 4) << "</td><td>" << num(p.samples_per_s, 2) << "</td><td>"
-      << num(p.tokens_per_s, 0) << "</td><td>" << num(p.achieved_gflops_per_s, 1) << "</td><td>"
+      << fixed_text(p.sample_latency_ms.median, 4) << "</td><td>" << fixed_text(p.samples_per_s, 2) << "</td><td>"
+      << fixed_text(p.tokens_per_s, 0) << "</td><td>" << fixed_text(p.achieved_gflops_per_s, 1) << "</td><td>"
       << mib(double(p.peak_rss_bytes)) << "</td><td>" << mib(allocator_peak(p, "total")) << "</td><td>"
-      << (p.energy_j_per_sample >= 0 ? num(p.energy_j_per_sample, 4) : "n/a") << "</td><td>"
+      << (p.energy_j_per_sample >= 0 ? fixed_text(p.energy_j_per_sample, 4) : "n/a") << "</td><td>"
       << escape_html(p.stopped_by) << "</td></tr>";
   }
   h << "</table>";
@@ -266,7 +254,7 @@ void sweep_section(std::ostringstream& h, FigureBook& figs, const std::vector<Po
     h << "<p class='muted'>No finished points.</p>";
     return;
   }
-  const SweepSeries by = sweep_series(points);
+  const BatchSeries by = batch_series(points, series_name);
   const bool gpu =
       std::any_of(points.begin(), points.end(), [](const PointResult& p) { return p.key.device != "cpu"; });
   const bool gpu_time =

@@ -1,11 +1,11 @@
 // report.html's sections for a training sweep and for CPU/GPU speed-ups.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
 
+#include "report/batch_series.h"
 #include "report/figure_book.h"
 #include "report/number_text.h"
 #include "report/report_sections.h"
@@ -15,15 +15,10 @@ namespace tach::report {
 
 namespace {
 
-std::string num(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-// A series of a training sweep: every axis but the batch.
-std::string train_series(const PointKey& k) {
-  return k.method + " " + k.exec + " " + k.dtype + (k.gradient_checkpointing ? " ckpt" : "") + " seq " +
+// A series of a training sweep: every axis but the batch (another engine first).
+std::string train_series(const PointResult& p) {
+  const PointKey& k = p.key;
+  return who_ran(k) + k.method + " " + k.exec + " " + k.dtype + (k.gradient_checkpointing ? " ckpt" : "") + " seq " +
          std::to_string(k.seq_len) + (k.threads ? " t" + std::to_string(k.threads) : std::string()) +
          (k.device != "cpu" ? " " + k.device : std::string());
 }
@@ -33,60 +28,37 @@ double peak_of(const PointResult& p, const std::string& cat) {
   return it == p.allocator.end() ? 0 : double(it->second.peak);
 }
 
-struct Grouped {
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<const PointResult*>> by;
-};
-
-Grouped group(const std::vector<PointResult>& points) {
-  Grouped g;
-  for (const auto& p : points) {
-    if (p.status != "ok") continue;
-    const std::string s = train_series(p.key);
-    if (!g.by.count(s)) g.order.push_back(s);
-    g.by[s].push_back(&p);
-  }
-  for (auto& [_, v] : g.by) std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->key.batch < b->key.batch; });
-  return g;
-}
-
 // One line chart against batch, one series per group, and the same numbers as a table. Returns the chart.
-std::string panel_with_table(std::ostringstream& h, const Grouped& g, const std::string& title,
+std::string panel_with_table(std::ostringstream& h, const BatchSeries& g, const std::string& title,
                              const std::string& y_label, const std::function<double(const PointResult&)>& value,
                              int decimals) {
-  std::vector<Series> series;
-  for (const auto& name : g.order) {
-    Series s;
-    s.name = name;
-    for (const PointResult* p : g.by.at(name)) s.x.push_back(double(p->key.batch)), s.y.push_back(value(*p));
-    series.push_back(s);
-  }
   LineChartSpec spec;
   spec.title = title;
   spec.x_label = "batch size";
   spec.y_label = y_label;
   spec.log2_x = true;
-  std::string chart = line_chart(spec, series);
+  std::string chart = line_chart(spec, lines_over_batch(g, value));
   h << "<div class='panel'>" << chart << "<table><tr><th>series</th><th>batch</th><th>" << escape_html(y_label)
     << "</th></tr>";
   for (const auto& name : g.order)
-    for (const PointResult* p : g.by.at(name))
+    for (const PointResult* p : g.points.at(name))
       h << "<tr><td>" << escape_html(name) << "</td><td>" << p->key.batch << "</td><td>"
-        << (std::isfinite(value(*p)) ? num(value(*p), decimals) : "n/a") << "</td></tr>";
+        << (std::isfinite(value(*p)) ? fixed_text(value(*p), decimals) : "n/a") << "</td></tr>";
   h << "</table></div>";
   return chart;
 }
 
 // Per series, the batch with the most samples/s: what a slide says beside the sweep's charts.
-std::vector<std::string> best_throughput_lines(const Grouped& g) {
+std::vector<std::string> best_throughput_lines(const BatchSeries& g) {
   std::vector<std::string> lines;
   for (const auto& name : g.order) {
     const PointResult* best = nullptr;
-    for (const PointResult* p : g.by.at(name))
+    for (const PointResult* p : g.points.at(name))
       if (!best || p->samples_per_s > best->samples_per_s) best = p;
     if (best == nullptr) continue;  // a series with no points
     lines.push_back(name + ": most throughput at batch " + std::to_string(best->key.batch) + ", " +
-                    num(best->samples_per_s, 1) + " samples/s, " + num(best->batch_latency_ms.median, 1) + " ms/step");
+                    fixed_text(best->samples_per_s, 1) + " samples/s, " + fixed_text(best->batch_latency_ms.median, 1) +
+                    " ms/step");
   }
   return lines;
 }
@@ -96,7 +68,7 @@ std::vector<std::string> best_throughput_lines(const Grouped& g) {
 void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vector<PointResult>& points,
                          const std::filesystem::path& dir) {
   h << "<h2>Training sweep</h2>";
-  const Grouped g = group(points);
+  const BatchSeries g = batch_series(points, train_series);
   if (g.order.empty()) {
     h << "<p class='muted'>No finished training points.</p>";
   } else {
@@ -135,7 +107,7 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
       const std::string suffix = name == g.order.front() ? "" : "_" + figure_file_stem(name);
       std::vector<std::string> x;
       std::vector<std::vector<double>> time(phases.size()), mem(cats.size());
-      for (const PointResult* p : g.by.at(name)) {
+      for (const PointResult* p : g.points.at(name)) {
         x.push_back(std::to_string(p->key.batch));
         const auto& t = p->train;
         const double v[] = {t.data_ms.median, t.forward_ms.median, t.backward_ms.median, t.optimizer_ms.median};
@@ -146,8 +118,9 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
       double step_ms = 0;
       for (const auto& t : time) step_ms += t.back();
       for (size_t i = 0; i < phases.size() && step_ms > 0; ++i)
-        at_largest.push_back(phases[i] + ": " + num(time[i].back(), 1) + " ms (" +
-                             num(100 * time[i].back() / step_ms, 0) + "% of the step at batch " + x.back() + ")");
+        at_largest.push_back(phases[i] + ": " + fixed_text(time[i].back(), 1) + " ms (" +
+                             fixed_text(100 * time[i].back() / step_ms, 0) + "% of the step at batch " + x.back() +
+                             ")");
       h << "<div class='panel'>"
         << figs.add(
                "time_breakdown" + suffix, "time breakdown: " + name,
@@ -161,8 +134,8 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
       h << "</tr>";
       for (size_t k = 0; k < x.size(); ++k) {
         h << "<tr><td>" << x[k] << "</td>";
-        for (size_t i = 0; i < phases.size(); ++i) h << "<td>" << num(time[i][k], 2) << "</td>";
-        for (size_t i = 0; i < cats.size(); ++i) h << "<td>" << num(mem[i][k], 1) << "</td>";
+        for (size_t i = 0; i < phases.size(); ++i) h << "<td>" << fixed_text(time[i][k], 2) << "</td>";
+        for (size_t i = 0; i < cats.size(); ++i) h << "<td>" << fixed_text(mem[i][k], 1) << "</td>";
         h << "</tr>";
       }
       h << "</table></div>";
@@ -178,7 +151,7 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
     << "<th>samples/s</th>"
        "<th>tokens/s</th><th>MFU</th><th>GEMM share</th><th>GEMM efficiency</th><th>allocator peak MiB</th>"
        "<th>peak RSS MiB</th><th>loss first → last</th><th>stopped by</th></tr>";
-  const auto opt_pct = [](double v) { return v >= 0 ? num(100 * v, 1) + "%" : std::string("n/a"); };
+  const auto opt_pct = [](double v) { return v >= 0 ? fixed_text(100 * v, 1) + "%" : std::string("n/a"); };
   for (const auto& p : points) {
     h << "<tr><td>" << escape_html(p.key.id()) << "</td>";
     if (p.status != "ok") {
@@ -187,16 +160,17 @@ void train_sweep_section(std::ostringstream& h, FigureBook& figs, const std::vec
       continue;
     }
     const auto& t = p.train;
-    h << "<td>" << p.measured_runs << "</td><td>" << num(p.batch_latency_ms.median, 2) << "</td><td>"
-      << num(p.batch_latency_ms.p95, 2) << "</td><td>"
-      << (gpu_time ? (p.gpu_time_ms.n > 0 ? num(p.gpu_time_ms.median, 2) : std::string("n/a")) + "</td><td>" : "")
-      << num(p.samples_per_s, 1) << "</td><td>" << num(p.tokens_per_s, 0) << "</td><td>"
+    h << "<td>" << p.measured_runs << "</td><td>" << fixed_text(p.batch_latency_ms.median, 2) << "</td><td>"
+      << fixed_text(p.batch_latency_ms.p95, 2) << "</td><td>"
+      << (gpu_time ? (p.gpu_time_ms.n > 0 ? fixed_text(p.gpu_time_ms.median, 2) : std::string("n/a")) + "</td><td>"
+                   : "")
+      << fixed_text(p.samples_per_s, 1) << "</td><td>" << fixed_text(p.tokens_per_s, 0) << "</td><td>"
       << escape_html(report::of_ceiling(t.mfu, t.ceiling_under_load, "%.1f%%")) << "</td><td>"
       << opt_pct(t.gemm_time_share) << "</td><td>"
       << escape_html(report::of_ceiling(t.gemm_efficiency, t.ceiling_under_load, "%.1f%%")) << "</td><td>"
-      << num(peak_of(p, "total") / 1048576.0, 1) << "</td><td>" << num(double(p.peak_rss_bytes) / 1048576.0, 1)
-      << "</td><td>" << num(t.loss_first, 4) << " → " << num(t.loss_last, 4) << "</td><td>" << escape_html(p.stopped_by)
-      << "</td></tr>";
+      << fixed_text(peak_of(p, "total") / 1048576.0, 1) << "</td><td>"
+      << fixed_text(double(p.peak_rss_bytes) / 1048576.0, 1) << "</td><td>" << fixed_text(t.loss_first, 4) << " → "
+      << fixed_text(t.loss_last, 4) << "</td><td>" << escape_html(p.stopped_by) << "</td></tr>";
   }
   h << "</table>";
   std::ifstream md(dir / "performance_report.md");
@@ -222,8 +196,8 @@ void speedup_section(std::ostringstream& h, FigureBook& figs, const std::vector<
     labels.push_back(p.key.id_without("device") + " " + p.key.device);
     speedups.push_back(s);
     rows << "<tr><td>" << escape_html(p.key.id_without("device")) << "</td><td>" << escape_html(p.key.device)
-         << "</td><td>" << num(it->second->batch_latency_ms.median, 3) << "</td><td>"
-         << num(p.batch_latency_ms.median, 3) << "</td><td>" << num(s, 2) << "x</td></tr>";
+         << "</td><td>" << fixed_text(it->second->batch_latency_ms.median, 3) << "</td><td>"
+         << fixed_text(p.batch_latency_ms.median, 3) << "</td><td>" << fixed_text(s, 2) << "x</td></tr>";
   }
   if (labels.empty()) return;
   h << "<h2>CPU / GPU speed-up</h2><p class='muted'>The same point (every other axis equal) on the CPU and on a GPU: "
