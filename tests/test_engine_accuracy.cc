@@ -4,10 +4,10 @@
 // last-label), which needs only python3.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "accuracy_fixtures.h"
 #include "bench/engine_point.h"
 #include "report/engine_report.h"
 #include "tach/bench.h"
@@ -18,17 +18,13 @@ using namespace tach;
 
 namespace {
 
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  const char* name_;
-};
+using test::Notes;
+using test::ScopedEnv;
 
 EngineAccuracy engine_pass(const std::string& engine, double accuracy, int64_t differ) {
-  EngineAccuracy e;
-  e.engine = engine, e.device = "cpu", e.dtype = "f32", e.examples = 872;
-  e.accuracy = accuracy, e.macro_f1 = accuracy - 0.01, e.differ = differ, e.wall_s = 1.5;
-  e.versions = "python 3.11.7", e.python = "/venv/bin/python";
+  EngineAccuracy e = test::recorded_engine_pass(engine, differ, 1.5);
+  e.examples = 872;
+  e.accuracy = accuracy, e.macro_f1 = accuracy - 0.01;
   return e;
 }
 
@@ -38,43 +34,14 @@ AccuracyResult tach_pass(double accuracy) {
   return r;
 }
 
-// tiny.csv (48 texts, 34 of label 0) on the 2-label BERT fixture, which classifies each as label 0.
+// tiny.csv (48 texts, 34 of label 0) on the 2-label BERT fixture, which classifies each as label 0,
+// read in three batches, against the stand-in worker's torch.
 BenchConfig accuracy_sweep(const std::string& runs_dir) {
-  BenchConfig c;
-  c.model = test::fixtures_dir() + "/encoders/bert-cls2-f32";
-  c.tokenizer = test::fixtures_dir() + "/token_classes/tokenizer-wordpiece";
-  c.dataset.path = test::fixtures_dir() + "/train/tiny.csv";
-  c.accuracy = true;
-  c.eval_batch_size = 16;  // three batches
-  c.devices = {"cpu"};
-  c.batch_sizes = {1};
-  c.seq_lens = {8};
-  c.threads = {1};
-  c.warmup_runs = 0;
-  c.stop.runs = 1;
-  c.tensorboard = false;
-  c.decode_tokens = 0;
-  c.runs_dir = runs_dir;
-  c.run_id = "r";
-  c.engines = {"tach", "torch"};
-  c.python = test::fixtures_dir() + "/engines/python";
-  return c;
+  const std::string fx = test::fixtures_dir();
+  return test::against_stand_in_torch(test::one_point_accuracy_sweep(runs_dir, "r", fx + "/encoders/bert-cls2-f32",
+                                                                     fx + "/token_classes/tokenizer-wordpiece",
+                                                                     fx + "/train/tiny.csv", 16));
 }
-
-// The notes a sweep gives, to see which passes ran.
-struct Notes {
-  std::vector<std::string> lines;
-  BenchObserver observer() {
-    BenchObserver o;
-    o.on_note = [this](const std::string& n) { lines.push_back(n); };
-    return o;
-  }
-  bool has(const std::string& part) const {
-    for (const auto& l : lines)
-      if (l.find(part) != std::string::npos) return true;
-    return false;
-  }
-};
 
 }  // namespace
 

@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "accuracy_fixtures.h"
 #include "bench/engine_point.h"
 #include "bench/task_passes.h"
 #include "data/conll.h"
@@ -24,37 +24,19 @@ using namespace tach;
 
 namespace {
 
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  const char* name_;
-};
+using test::ScopedEnv;
 
+// A token classifier on CoNLL sentences or a question-answering model on SQuAD questions, read in
+// batches of 4 (several batches).
 BenchConfig task_config(const std::string& runs_dir, const std::string& task) {
-  BenchConfig c;
   const std::string fx = test::fixtures_dir();
-  if (task == "token-classification") {
-    c.model = fx + "/heads/bert-tokcls-f32";
-    c.tokenizer = fx + "/token_classes/tokenizer-wordpiece";
-    c.dataset.path = fx + "/token_classes/ner.conll";
-  } else {
-    c.model = fx + "/heads/bert-qa-f32";
-    c.tokenizer = fx + "/question_answering/tokenizer-tiny";
-    c.dataset.path = fx + "/question_answering/squad-v1.json";
-  }
-  c.accuracy = true;
-  c.eval_batch_size = 4;  // several batches
-  c.devices = {"cpu"};
-  c.batch_sizes = {1};
-  c.seq_lens = {8};
-  c.threads = {1};
-  c.warmup_runs = 0;
-  c.stop.runs = 1;
-  c.tensorboard = false;
-  c.decode_tokens = 0;
-  c.runs_dir = runs_dir;
-  c.run_id = "bench";
-  return c;
+  if (task == "token-classification")
+    return test::one_point_accuracy_sweep(runs_dir, "bench", fx + "/heads/bert-tokcls-f32",
+                                          fx + "/token_classes/tokenizer-wordpiece", fx + "/token_classes/ner.conll",
+                                          4);
+  return test::one_point_accuracy_sweep(runs_dir, "bench", fx + "/heads/bert-qa-f32",
+                                        fx + "/question_answering/tokenizer-tiny",
+                                        fx + "/question_answering/squad-v1.json", 4);
 }
 
 AccuracyResult token_result() {
@@ -69,11 +51,10 @@ AccuracyResult token_result() {
 
 EngineAccuracy engine_pass(const std::string& task, std::vector<std::pair<std::string, double>> scores,
                            int64_t differ) {
-  EngineAccuracy e;
-  e.engine = "torch", e.device = "cpu", e.dtype = "f32", e.task = task;
+  EngineAccuracy e = test::recorded_engine_pass("torch", differ, 1.25);
+  e.task = task;
   e.examples = task == "token-classification" ? 12 : 7;
-  e.scores = std::move(scores), e.differ = differ, e.wall_s = 1.25;
-  e.versions = "python 3.11.7", e.python = "/venv/bin/python";
+  e.scores = std::move(scores);
   return e;
 }
 
@@ -214,9 +195,7 @@ TEST(TaskAccuracySweep, TachsQuestionAnsweringPassGivesTachEvalsFigures) {
 TEST(TaskAccuracySweep, AnEnginesTagsAreScoredByTachsCodeAndComparedWithTachs) {
   test::TempDir dir;
   ScopedEnv mode("TACH_TEST_WORKER_MODE", "ok");  // zero logits: every word "O", the first label
-  BenchConfig c = task_config(dir.path(), "token-classification");
-  c.engines = {"tach", "torch"};
-  c.python = test::fixtures_dir() + "/engines/python";
+  const BenchConfig c = test::against_stand_in_torch(task_config(dir.path(), "token-classification"));
   const SweepOutcome out = run_bench(c);
   ASSERT_EQ(out.accuracy.size(), 1u);
   ASSERT_EQ(out.engine_accuracy.size(), 1u);
@@ -253,10 +232,7 @@ TEST(TaskAccuracySweep, AnEnginesTagsAreScoredByTachsCodeAndComparedWithTachs) {
 TEST(TaskAccuracySweep, AnEnginesAnswersAreScoredAndAResumedRunKeepsThem) {
   test::TempDir dir;
   ScopedEnv mode("TACH_TEST_WORKER_MODE", "ok");
-  BenchConfig c = task_config(dir.path(), "question-answering");
-  c.engines = {"tach", "torch"};
-  c.python = test::fixtures_dir() + "/engines/python";
-  const SweepOutcome out = run_bench(c);
+  const SweepOutcome out = run_bench(test::against_stand_in_torch(task_config(dir.path(), "question-answering")));
   ASSERT_EQ(out.engine_accuracy.size(), 1u);
   const EngineAccuracy& e = out.engine_accuracy[0];
   ASSERT_EQ(e.status, "ok") << e.reason;
@@ -264,11 +240,9 @@ TEST(TaskAccuracySweep, AnEnginesAnswersAreScoredAndAResumedRunKeepsThem) {
   EXPECT_GE(e.differ, 0);
   EXPECT_LE(e.differ, 7);
   // Resumed: both passes kept, nothing measured again.
-  std::vector<std::string> notes;
-  BenchObserver o;
-  o.on_note = [&notes](const std::string& n) { notes.push_back(n); };
-  const SweepOutcome again = resume_bench(out.run_dir, o);
-  for (const auto& n : notes) EXPECT_EQ(n.find("accuracy pass"), std::string::npos) << n;
+  test::Notes notes;
+  const SweepOutcome again = resume_bench(out.run_dir, notes.observer());
+  for (const auto& n : notes.lines) EXPECT_EQ(n.find("accuracy pass"), std::string::npos) << n;
   ASSERT_EQ(again.engine_accuracy.size(), 1u);
   EXPECT_EQ(again.engine_accuracy[0].scores, e.scores);
   EXPECT_EQ(again.accuracy[0].scores, out.accuracy[0].scores);
