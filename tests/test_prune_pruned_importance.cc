@@ -148,7 +148,8 @@ TEST(PrunedModelImportance, PrunesAgainOnlyTheHeadsLeft) {
     EXPECT_EQ(r.before.heads, 5) << by;
     EXPECT_EQ(r.after.heads, 3) << by;
     const nlohmann::json config = read_json(o.output + "/config.json");
-    for (const auto& [layer, before] : nlohmann::json::parse(R"({"0": [1, 3], "1": [2]})").items()) {
+    const nlohmann::json pruned_before = nlohmann::json::parse(R"({"0": [1, 3], "1": [2]})");
+    for (const auto& [layer, before] : pruned_before.items()) {
       const auto now = config["pruned_heads"][layer].get<std::vector<int64_t>>();
       EXPECT_EQ(now.size(), before.size() + 1) << by << " layer " << layer;
       for (int64_t h : before.get<std::vector<int64_t>>())
