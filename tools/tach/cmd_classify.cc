@@ -503,7 +503,8 @@ Command add_classify_command(CLI::App& app) {
       ->check(thread_count());
   sub->add_option(
          "--dtype", opt->compute,
-         "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 too on cuda")
+         "Compute dtype: f32, bf16, int8 (the linears quantized: dynamically on the cpu, weight-only on cuda) or nf4 "
+         "(4-bit weights); f16 too on cuda")
       ->capture_default_str()
       ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));

@@ -300,7 +300,8 @@ Command add_generate_command(CLI::App& app) {
       ->check(non_negative_count("--warmup"));
   sub->add_option(
          "--dtype", f->compute,
-         "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 too on cuda")
+         "Compute dtype: f32, bf16, int8 (the linears quantized: dynamically on the cpu, weight-only on cuda) or nf4 "
+         "(4-bit weights); f16 too on cuda")
       ->capture_default_str()
       ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", f->device, "cpu, cuda or cuda:N (the key/value cache lives there too)")

@@ -84,7 +84,7 @@ Command add_shrink_command(CLI::App& app) {
   sub->add_option("--split", b.dataset.split, "Split of a JSON split file or of a Hub dataset");
   sub->add_option("--limit", b.limit, "Read at most N examples (after the seeded shuffle); 0 = all");
   sub->add_option("--dtype", f->options.dtypes,
-                  "Dtype variants, comma-separated: f32, bf16, int8, nf4 (cpu), f16 (cuda); pruned models and "
+                  "Dtype variants, comma-separated: f32, bf16, int8, nf4, f16 (cuda); pruned models and "
                   "students compute in the first (default f32)")
       ->delimiter(',');
   sub->add_option("--prune", f->options.prunes,
