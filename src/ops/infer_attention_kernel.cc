@@ -133,6 +133,23 @@ bool infer_attention_forced_to_tach(const char* value) {
                    "models on CUDA where it loads, tach's kernels otherwise) or forced to 'tach'");
 }
 
+#if TACH_HAS_CUDA
+namespace {
+// The compute capability's major of a device (0 where it cannot be read), asked once per device:
+// every attention call of every layer makes the choice.
+int sm_major_of(int device) {
+  static std::mutex mutex;
+  static std::map<int, int> majors;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = majors.find(device);
+  if (it != majors.end()) return it->second;
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) major = 0;
+  return majors[device] = major;
+}
+}  // namespace
+#endif
+
 InferAttentionCase infer_attention_case(Device device, DType compute) {
   InferAttentionCase c;
   c.cuda = device.kind == DeviceKind::cuda;
@@ -142,9 +159,7 @@ InferAttentionCase infer_attention_case(Device device, DType compute) {
   if (c.cuda && (compute == DType::bf16 || compute == DType::f16) && !c.forced_tach) {
     c.cudnn_loads = cuda::cudnn_sdpa_available(&c.cudnn_missing);
     c.cudnn_version = cuda::cudnn_version();
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index) == cudaSuccess)
-      c.sm_major = major;
+    c.sm_major = sm_major_of(device.index);
   }
 #else
   c.cudnn_missing = "this tach was built without CUDA";
