@@ -66,7 +66,8 @@ TEST_P(CudaOpsHalf, CastMatchesCpuBitForBit) {
   const Tensor half = x.to(A);
   for (auto [from, to] : std::vector<std::pair<DType, DType>>{{DType::f32, A},
                                                               {A, DType::f32},
-                                                              {A, A == DType::bf16 ? DType::f16 : DType::bf16}}) {
+                                                              {A, A == DType::bf16 ? DType::f16 : DType::bf16},
+                                                              {A, A}}) {
     const Tensor src = from == DType::f32 ? x : half;
     Tensor want = Tensor::empty(src.shape(), to), got = Tensor::empty(src.shape(), to, kGpu);
     cast(want, src);

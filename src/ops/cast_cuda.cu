@@ -1,5 +1,7 @@
 // The cast on the GPU: one grid-stride pass, 8 elements per access where both pointers are
 // aligned to their packs (16 bytes of bf16/f16), element by element for the rest.
+#include <cuda_runtime.h>
+
 #include <cstdint>
 
 #include "cuda/convert.cuh"
@@ -38,6 +40,11 @@ __global__ void cast_kernel(D* dst, const S* src, int64_t n, bool packed) {
 void cast_cuda(int device, void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n) {
   if (n == 0) return;
   cudaStream_t s = cuda::stream(device);
+  if (src_dtype == dst_dtype) {  // a copy, every bit kept (NaN payloads too, as the CPU's memcpy)
+    cuda::check(cudaMemcpyAsync(dst, src, dtype_bytes(src_dtype, size_t(n)), cudaMemcpyDeviceToDevice, s),
+                "cast (cudaMemcpyAsync)");
+    return;
+  }
   cuda::dispatch_activation(src_dtype, "cast", [&](auto src_tag) {
     using S = typename decltype(src_tag)::type;
     cuda::dispatch_activation(dst_dtype, "cast", [&](auto dst_tag) {
