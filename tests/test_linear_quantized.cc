@@ -8,6 +8,10 @@
 #include <cstring>
 
 #include "cpu/nf4.h"
+#if TACH_HAS_CUDA
+#include "cuda/gemv.h"
+#include "cuda/quant_gemv.h"
+#endif
 #include "ops/linear.h"
 #include "ops/linear_quantized.h"
 #include "tach/error.h"
@@ -143,6 +147,56 @@ TEST(LinearCost, CountsActivationsAtTheirDtypeAndQuantizedWeightsPacked) {
   const OpCost nf4 = linear_cost(M, N, K, DType::nf4, false, DType::bf16);
   EXPECT_EQ(nf4.bytes_read, double(M * K * 2 + N * K / 2 + N * K / 64 * 4));
 }
+
+#if TACH_HAS_CUDA
+// Which calls the GPU's GEMVs take, decided on the host (no GPU needed): the rows, K's multiple
+// (a 16-byte load of x or of codes must not cross a row), the activation dtype, and alignment.
+TEST(LinearGemvRules, TheGemvsTakeOnlyShapesTheirLoadsFit) {
+  const void* aligned = reinterpret_cast<const void*>(uintptr_t(4096));
+  const void* off = reinterpret_cast<const void*>(uintptr_t(4096 + 8));
+  cuda::GemvArgs g;
+  g.M = 2, g.N = 64, g.K = 256, g.ld_x = 256, g.ld_y = 64, g.weights = cuda::GemvWeights::bf16;
+  g.activation = DType::bf16;
+  EXPECT_TRUE(cuda::gemv_fits(g, aligned, aligned));
+  EXPECT_FALSE(cuda::gemv_fits(g, off, aligned)) << "x not 16-byte aligned";
+  g.ld_x = 260;  // a 16-bit row that starts mid-load
+  EXPECT_FALSE(cuda::gemv_fits(g, aligned, aligned));
+  g.ld_x = 256, g.activation = DType::f16;
+  EXPECT_FALSE(cuda::gemv_fits(g, aligned, aligned)) << "f16 x with bf16 weights";
+  g.activation = DType::f32, g.ld_x = 260;
+  EXPECT_TRUE(cuda::gemv_fits(g, aligned, aligned)) << "f32 rows need 4-value alignment only";
+  g.M = 5;
+  EXPECT_FALSE(cuda::gemv_fits(g, aligned, aligned));
+
+  cuda::QuantGemvArgs q;
+  q.M = 1, q.N = 64, q.K = 96, q.ld_x = 96, q.ld_y = 64, q.weights = cuda::QuantWeights::int8;
+  EXPECT_TRUE(cuda::quant_gemv_fits(q, aligned, aligned)) << "int8: K a multiple of 16";
+  q.weights = cuda::QuantWeights::nf4;
+  EXPECT_FALSE(cuda::quant_gemv_fits(q, aligned, aligned)) << "nf4: each row whole 64-blocks";
+  q.K = q.ld_x = 128;
+  EXPECT_TRUE(cuda::quant_gemv_fits(q, aligned, aligned));
+  q.activation = DType::f16;
+  EXPECT_FALSE(cuda::quant_gemv_fits(q, aligned, aligned)) << "quantized weights take bf16 or f32 x";
+  q.activation = DType::bf16, q.M = 5;
+  EXPECT_FALSE(cuda::quant_gemv_fits(q, aligned, aligned));
+}
+
+// Refused before anything is launched, naming what is wrong.
+TEST(LinearGemvRules, WrongDtypesAreErrorsBeforeAnyLaunch) {
+  cuda::QuantGemvArgs q;
+  q.M = 1, q.N = 8, q.K = 64, q.ld_x = 64, q.ld_y = 8, q.activation = DType::f16;
+  std::string e = error_of([&] { cuda::quant_gemv(0, nullptr, nullptr, nullptr, nullptr, nullptr, q); });
+  EXPECT_NE(e.find("activations in f16"), std::string::npos) << e;
+  cuda::GemvArgs g;
+  g.M = 1, g.N = 8, g.K = 64, g.weights = cuda::GemvWeights::f32, g.activation = DType::bf16;
+  e = error_of([&] { cuda::gemv(0, nullptr, nullptr, nullptr, nullptr, g); });
+  EXPECT_NE(e.find("bf16 activations with these weights"), std::string::npos) << e;
+  e = error_of([] { linear_activation_cuda(0, nullptr, DType::i32, 1, 1, 1, cpu::FusedActivation::gelu_erf); });
+  EXPECT_NE(e.find("y in i32"), std::string::npos) << e;
+  e = error_of([] { linear_activation_cuda(0, nullptr, DType::bf16, 1, 1, 1, cpu::FusedActivation::relu); });
+  EXPECT_NE(e.find("ReLU is its epilogue"), std::string::npos) << e;
+}
+#endif
 
 }  // namespace
 }  // namespace tach::ops
