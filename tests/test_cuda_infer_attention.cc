@@ -1,9 +1,11 @@
 // Inference attention through cuDNN's fused attention (a bf16 or f16 model on CUDA,
 // ops/infer_attention_kernel.h) against the CPU's f32 reference: encoders' bidirectional attention
 // with right padding, decoders' causal grouped-query prefill (from the fused q|k|v buffer and from
-// a key/value cache's rows), and the cases that keep tach's kernels (left padding, decoding,
+// a key/value cache's rows), left-padded prompts (ragged offsets) and sliding windows, and the
+// cases that keep tach's kernels (f32 models, a mask not known to be padded on one side,
 // TACH_INFER_ATTENTION=tach), each checked by what the run records as having run. Skips without a
-// GPU or cuDNN 9; the graphs' acceptance by cuDNN is checked without a GPU.
+// GPU or cuDNN 9; the graphs' acceptance by cuDNN (bias, windows, ragged offsets included) and
+// their arguments' checks run without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -259,6 +261,32 @@ TEST_F(CudaInferCudnnLoader, InferenceGraphsAreAccepted) {
       cuda::sdpa_check_operations(a, v.padded, false, /*stats=*/false);
     } catch (const Error& e) { ADD_FAILURE() << e.what(); }
   }
+#else
+  GTEST_SKIP() << "this tach was built without CUDA";
+#endif
+}
+
+// The masks' arguments are checked by name before cuDNN sees them: windows, biases and left
+// padding are the inference forward's, left padding needs each row's length.
+TEST_F(CudaInferCudnnLoader, MaskArgumentsAreCheckedByName) {
+#if TACH_HAS_CUDA
+  std::string why;
+  if (!cuda::cudnn_loadable(&why)) GTEST_SKIP() << why;
+  cuda::SdpaArgs a;
+  a.B = 2, a.T = 64, a.H = a.H_kv = 4, a.D = 64, a.ld_in = 3 * 256, a.ld_out = 256, a.causal = true;
+  const auto refused = [&](bool padded, bool backward, const std::string& part) {
+    try {
+      cuda::sdpa_check_operations(a, padded, backward, /*stats=*/backward);
+      ADD_FAILURE() << "accepted; expected an error saying " << part;
+    } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what(); }
+  };
+  a.ragged = true;
+  refused(false, false, "left padding needs each sequence's real length");
+  refused(true, true, "for the inference forward only");
+  a.ragged = false, a.window = 16;
+  refused(false, true, "for the inference forward only");
+  a.window = -1;
+  refused(false, false, "the window must be 0");
 #else
   GTEST_SKIP() << "this tach was built without CUDA";
 #endif
