@@ -79,6 +79,18 @@ TEST(BatchPlateau, BfloatPointsMeetTheBfloatCeiling) {
   EXPECT_NEAR(only(pts).plateau_ceiling_fraction, 90.0 / 400, 1e-9);
 }
 
+// A GPU's int8 and nf4 are weight-only (bf16 activations and GEMMs): bf16's ceiling judges them;
+// the CPU's int8 its s8 GEMM's (none here: not judged).
+TEST(BatchPlateau, QuantizedGpuPointsMeetTheBfloatCeiling) {
+  for (const char* dtype : {"int8", "nf4"}) {
+    std::vector<PointResult> pts = levelling("cuda:0", 90);
+    for (auto& p : pts) p.key.dtype = dtype;
+    const BatchFinding f = only(pts);
+    EXPECT_NEAR(f.plateau_ceiling_fraction, 90.0 / 400, 1e-9) << dtype;
+    EXPECT_NE(f.plateau_why.find("bf16 GEMM ceiling"), std::string::npos) << f.plateau_why;
+  }
+}
+
 TEST(BatchPlateau, MemoryBoundNearTheDevicesMemory) {
   const BatchFinding f = only(levelling("cuda:0", 10, 70 * GiB));
   EXPECT_EQ(f.plateau_bound, "memory") << f.plateau_why;

@@ -244,3 +244,32 @@ TEST(Ceilings, ProfileMeasuresAgainWhenACachedCeilingIsBeaten) {
 
 }  // namespace
 }  // namespace tach
+
+namespace tach {
+namespace {
+
+// Each op is judged by the precision its detail names: an f16 attention or linear by the f16
+// GEMM's ceiling, not f32's (which would call a tensor-core op faster than possible), a GPU's
+// weight-only int8 and nf4 by bf16's.
+TEST(Ceilings, OpsAreJudgedAtThePrecisionTheirDetailNames) {
+  EXPECT_EQ(ceiling_dtype_of("attention | cudnn fused (f16)", true), DType::f16);
+  EXPECT_EQ(ceiling_dtype_of("attention | cudnn fused (bf16)", true), DType::bf16);
+  EXPECT_EQ(ceiling_dtype_of("linear | x [8, 64] · W [64, 64]ᵀ bf16", false), DType::bf16);
+  EXPECT_EQ(ceiling_dtype_of("linear | x [8, 64] · W [64, 64]ᵀ int8", false), DType::i8);
+  EXPECT_EQ(ceiling_dtype_of("linear | x [8, 64] · W [64, 64]ᵀ int8", true), DType::bf16);
+  EXPECT_EQ(ceiling_dtype_of("linear | x [8, 64] · W [64, 64]ᵀ nf4", true), DType::bf16);
+  EXPECT_EQ(ceiling_dtype_of("linear | x [8, 64] · W [64, 64]ᵀ nf4", false), DType::f32);
+  EXPECT_EQ(ceiling_dtype_of("attention | tach tiles f32", true), DType::f32);
+
+  GpuCeilings g;
+  g.gemm_f32_flops = 50e12, g.gemm_tf32_flops = 400e12, g.gemm_bf16_flops = 700e12, g.gemm_f16_flops = 720e12;
+  g.memory_bytes_per_s = 3e12;
+  const MachineCeilings c = as_machine_ceilings(g);
+  EXPECT_EQ(gemm_ceiling(c, DType::f16), 720e12);
+  // 100 TFLOP in 0.2 s: 500 TFLOP/s is within f16's ceiling, ten times f32's.
+  EXPECT_FALSE(roofline(100e12, 1e9, 0.2, c, DType::f16).above_ceiling);
+  EXPECT_TRUE(roofline(100e12, 1e9, 0.2, c, DType::f32).above_ceiling);
+}
+
+}  // namespace
+}  // namespace tach

@@ -132,6 +132,7 @@ struct MachineCeilings {
   double gemm_f32_flops = 0;           // FLOP/s, oneDNN sgemm 1024^3 (best of repetitions)
   double gemm_bf16_flops = 0;          // FLOP/s, oneDNN bf16 matmul (emulated where the CPU lacks bf16)
   double gemm_int8_ops = 0;            // multiply-adds x 2 per second: --dtype int8's GEMM (s8 x s8 -> s32)
+  double gemm_f16_flops = 0;           // FLOP/s, a GPU's f16 GEMM (0 on a CPU: no f16 GEMM there)
   double memory_bytes_per_s = 0;       // STREAM triad, all threads, arrays well past the caches
   double memory_read_bytes_per_s = 0;  // a read-only sum over 384 MiB, all threads: a GEMV's traffic
   int threads = 0;
@@ -200,8 +201,14 @@ struct RooflineVerdict {
   bool above_ceiling = false;
 };
 inline constexpr double kCeilingTolerance = 1.10;
+// The compute ceiling of a precision: c's GEMM FLOP/s at it (int8: its ops per second).
+double gemm_ceiling(const MachineCeilings& c, DType compute);
+// The precision an op's detail says its multiplies ran at, for the ceiling that judges it: bf16 or
+// f16 where it names them (a linear's "]ᵀ bf16", attention's "cudnn fused (f16)"), int8 (bf16 on a
+// GPU, whose int8 and nf4 are weight-only with bf16 activations), else f32.
+DType ceiling_dtype_of(const std::string& detail, bool on_gpu);
 // overhead-bound: the time is more than `overhead_factor` times what either ceiling allows.
-// compute: the GEMM precision the op ran at (f32, bf16 or i8), which picks the compute ceiling.
+// compute: the GEMM precision the op ran at (f32, bf16, f16 or i8), which picks the compute ceiling.
 RooflineVerdict roofline(double flops, double bytes, double seconds, const MachineCeilings& c,
                          DType compute = DType::f32, double overhead_factor = 10);
 

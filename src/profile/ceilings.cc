@@ -184,6 +184,7 @@ MachineCeilings as_machine_ceilings(const GpuCeilings& g, bool tf32) {
   MachineCeilings c;
   c.gemm_f32_flops = tf32 ? g.gemm_tf32_flops : g.gemm_f32_flops;
   c.gemm_bf16_flops = g.gemm_bf16_flops;
+  c.gemm_f16_flops = g.gemm_f16_flops;
   c.memory_bytes_per_s = g.memory_bytes_per_s;
   c.cpu = g.name + " (" + g.device + ")";
   c.measured_at = g.measured_at;
@@ -361,12 +362,30 @@ const char* bound_name(Bound b) {
   }
 }
 
+double gemm_ceiling(const MachineCeilings& c, DType compute) {
+  switch (compute) {
+    case DType::bf16: return c.gemm_bf16_flops;
+    case DType::f16: return c.gemm_f16_flops;
+    case DType::i8: return c.gemm_int8_ops;
+    default: return c.gemm_f32_flops;
+  }
+}
+
+DType ceiling_dtype_of(const std::string& detail, bool on_gpu) {
+  // "bf16" holds "f16": look for it first.
+  if (detail.find("bf16") != std::string::npos) return DType::bf16;
+  if (detail.find("f16") != std::string::npos) return DType::f16;
+  // A GPU's int8 and nf4 are weight-only: bf16 activations, and a bf16 GEMM where more rows than
+  // a GEMV's come (ops/linear_cuda.cc). The CPU's int8 is an s8 GEMM; its nf4 dequantizes to f32.
+  if (detail.find("int8") != std::string::npos) return on_gpu ? DType::bf16 : DType::i8;
+  if (detail.find("nf4") != std::string::npos) return on_gpu ? DType::bf16 : DType::f32;
+  return DType::f32;
+}
+
 RooflineVerdict roofline(double flops, double bytes, double seconds, const MachineCeilings& c, DType compute,
                          double overhead_factor) {
   RooflineVerdict v;
-  const double peak = compute == DType::bf16 ? c.gemm_bf16_flops
-                      : compute == DType::i8 ? c.gemm_int8_ops
-                                             : c.gemm_f32_flops;
+  const double peak = gemm_ceiling(c, compute);
   const double t_compute = peak > 0 ? flops / peak : 0;
   const double t_memory = c.memory_bytes_per_s > 0 ? bytes / c.memory_bytes_per_s : 0;
   const double floor = std::max(t_compute, t_memory);

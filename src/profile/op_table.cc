@@ -40,9 +40,7 @@ bool beats_dram_from_cache(const OpTableRow& r, const MachineCeilings& c, DType 
   if (r.gpu_ns > 0 || llc_bytes <= 0 || c.memory_bytes_per_s <= 0 || r.calls <= 0) return false;
   const double s = rate_seconds(r);
   if (s <= 0) return false;
-  const double peak = compute == DType::bf16 ? c.gemm_bf16_flops
-                      : compute == DType::i8 ? c.gemm_int8_ops
-                                             : c.gemm_f32_flops;
+  const double peak = gemm_ceiling(c, compute);
   const bool beats_dram = r.bytes / s > kCeilingTolerance * c.memory_bytes_per_s;
   const bool beats_compute = peak > 0 && r.flops / s > kCeilingTolerance * peak;
   return beats_dram && !beats_compute && r.bytes / double(r.calls) <= double(llc_bytes);
@@ -107,10 +105,9 @@ std::vector<OpTableRow> op_table(const ProfileData& d, const std::string& group_
   std::vector<OpTableRow> out;
   for (auto& [k, r] : rows) {
     r.percent_of_steps = steps_ns > 0 ? 100.0 * r.self_ns / steps_ns : 0;
-    // The op's detail names the GEMM's dtype ("... ]ᵀ bf16"); that dtype's ceiling judges it.
-    const DType compute = r.key.find("bf16") != std::string::npos   ? DType::bf16
-                          : r.key.find("int8") != std::string::npos ? DType::i8
-                                                                    : DType::f32;
+    // The op's detail names the GEMM's dtype ("... ]ᵀ bf16", "cudnn fused (f16)"); that dtype's
+    // ceiling judges it.
+    const DType compute = ceiling_dtype_of(r.key, r.gpu_ns > 0);
     r.verdict = roofline(r.flops, r.bytes, (r.gpu_ns > 0 ? r.gpu_ns : r.total_ns) * 1e-9, ceilings, compute);
     if (r.verdict.above_ceiling && beats_dram_from_cache(r, ceilings, compute, llc)) {
       r.cache_resident = true;

@@ -12,10 +12,11 @@ namespace {
 bool on_gpu(const PointResult& p) { return p.key.device.rfind("cuda", 0) == 0; }
 
 // The GEMM ceiling of the precision the point's linears multiplied in: TF32's for a GPU f32 point
-// run with --allow-tf32; f32's for nf4 (its weights are dequantized and multiplied in f32).
+// run with --allow-tf32; on a CPU f32's for nf4 (its weights are dequantized and multiplied in
+// f32); on a GPU bf16's for int8 and nf4 (weight-only there: bf16 activations and GEMMs).
 double ceiling_for(const PointResult& p, const DeviceLimits& d) {
   const std::string& t = p.key.dtype;
-  if (t == "bf16") return d.gemm_bf16_flops;
+  if (t == "bf16" || (on_gpu(p) && (t == "int8" || t == "nf4"))) return d.gemm_bf16_flops;
   if (t == "f16") return d.gemm_f16_flops;
   if (t == "int8") return d.gemm_int8_ops;
   if (t == "f32" && p.gemm_tf32) return d.gemm_tf32_flops;
@@ -23,6 +24,7 @@ double ceiling_for(const PointResult& p, const DeviceLimits& d) {
 }
 
 std::string precision_of(const PointResult& p) {
+  if (on_gpu(p) && (p.key.dtype == "int8" || p.key.dtype == "nf4")) return "bf16";
   return p.key.dtype == "f32" && p.gemm_tf32 ? std::string("TF32") : p.key.dtype;
 }
 
