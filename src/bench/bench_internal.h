@@ -158,6 +158,9 @@ void validate_sweep(const BenchConfig& config, bool here = true);  // the errors
 // point the store holds, in grid order.
 SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const PointSelection& selection,
                            bool accuracy);
+// A sweep's outcome before any point: the store's directory, config and what opening it found
+// (its notes), each note also given to the observer.
+SweepOutcome outcome_of_store(const RunStore& store, const BenchObserver& observer);
 // A training sweep's points against the store (tach bench --train).
 SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const PointSelection& selection);
 

@@ -188,6 +188,16 @@ void RunStore::write_file(const std::string& path, const std::string& text) {
   fs::rename(tmp, target);
 }
 
+SweepOutcome outcome_of_store(const RunStore& store, const BenchObserver& observer) {
+  SweepOutcome out;
+  out.run_dir = store.dir();
+  out.config = store.config();
+  out.notes = store.notes;
+  for (const auto& n : store.notes)
+    if (observer.on_note) observer.on_note(n);
+  return out;
+}
+
 }  // namespace tach::bench
 
 namespace tach {

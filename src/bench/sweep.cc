@@ -750,12 +750,7 @@ SweepOutcome execute_sweep(RunStore& store, const BenchObserver& observer, const
                            bool accuracy) {
   const BenchConfig& config = store.config();
   if (selection.sweep && config.train.enabled) return execute_train(store, observer, selection);
-  SweepOutcome out;
-  out.run_dir = store.dir();
-  out.config = config;
-  out.notes = store.notes;
-  for (const auto& n : store.notes)
-    if (observer.on_note) observer.on_note(n);
+  SweepOutcome out = outcome_of_store(store, observer);
   const std::vector<PointKey> keys = selection.sweep ? sweep_grid(config) : std::vector<PointKey>{};
   const int default_threads = selection.measure ? pinned_default_threads(store, observer, out) : 0;
   SweepState st(store, observer, selection, accuracy, out);

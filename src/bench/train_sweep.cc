@@ -86,12 +86,7 @@ int threads_of(const PointKey& key, const dist::Communicator& comm, int pinned) 
 
 SweepOutcome execute_train(RunStore& store, const BenchObserver& observer, const PointSelection& selection) {
   const BenchConfig& config = store.config();
-  SweepOutcome out;
-  out.run_dir = store.dir();
-  out.config = config;
-  out.notes = store.notes;
-  for (const auto& n : store.notes)
-    if (observer.on_note) observer.on_note(n);
+  SweepOutcome out = outcome_of_store(store, observer);
   // A missing column, unknown labels or no tokenizer stop the run before anything is measured.
   std::optional<TrainInputs> inputs;
   if (!config.dataset.path.empty() && selection.measure) inputs = read_train_inputs(config);  // not to read back
