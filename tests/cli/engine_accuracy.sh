@@ -6,27 +6,15 @@
 # truncated to the model's positions (no tach in between), and torch's predictions agree with tach's; the findings say so.
 # usage: engine_accuracy.sh TACH FIXTURES PYTHON_PACKAGE WORK_DIR
 set -eu
-tach=$1
-fixtures=$2
-export TACH_PYTHON_PACKAGE="$3"
-work=$4
-python="${TACH_REF_PYTHON:-$HOME/tach-ref/bin/python}"
-[ -x "$python" ] || { echo "skip: no development virtualenv at $python (scripts/peers/README.md)"; exit 77; }
-"$python" -c "import torch, transformers, tokenizers, onnxruntime, onnx" 2> /dev/null ||
-  { echo "skip: $python lacks torch, transformers, tokenizers, onnxruntime or onnx"; exit 77; }
-rm -rf "$work"
-mkdir -p "$work"
+. "$(dirname "$0")/engine_script.sh"
+engine_script_start "$@" torch transformers tokenizers onnxruntime onnx
 model="$fixtures/encoders/distilbert-cls2-f32"
 tokenizer="$fixtures/token_classes/tokenizer-wordpiece"
 data="$fixtures/train/tiny.csv"
 
-"$tach" bench -m "$model" -k "$tokenizer" -d "$data" --accuracy --eval-batch-size 16 \
-  --engine tach,torch,onnxruntime --python "$python" -b 1 -s 8 -t 1 --runs 2 --warmup 1 \
-  --no-progress --no-tensorboard --runs-dir "$work" --run-id run > "$work/bench.txt" 2>&1 ||
-  { cat "$work/bench.txt"; exit 1; }
-cat "$work/bench.txt"
-grep -q "^- torch's accuracy equals tach's (0.7292 on 48 examples, cpu/f32; 0 predictions differ)" "$work/bench.txt"
-grep -q "^Accuracy per engine" "$work/bench.txt"
+accuracy_bench run "$model" "$tokenizer" "$data" 16
+grep -q "^- torch's accuracy equals tach's (0.7292 on 48 examples, cpu/f32; 0 predictions differ)" "$work/run.txt"
+grep -q "^Accuracy per engine" "$work/run.txt"
 
 # The same accuracy from transformers alone: the tokenizer.json tach reads, one text at a time.
 "$python" - "$model" "$tokenizer/tokenizer.json" "$data" "$work/run/accuracy.json" << 'PY'
@@ -62,7 +50,5 @@ assert len(tach["predictions"]) == len(rows)
 PY
 
 # A resumed run keeps every pass: no engine's pass runs again.
-"$tach" bench --resume "$work/run" --no-progress > "$work/resume.txt" 2>&1 || { cat "$work/resume.txt"; exit 1; }
-if grep -q "accuracy pass of engine" "$work/resume.txt"; then cat "$work/resume.txt"; exit 1; fi
-grep -q "^- onnxruntime's accuracy" "$work/resume.txt"
+resumed_keeps_every_pass "$work/run" "accuracy pass of engine" "- onnxruntime's accuracy"
 echo "engine accuracy: ok"

@@ -6,15 +6,8 @@
 # report has the engine panel and its finding.
 # usage: engine_profile.sh TACH FIXTURES PYTHON_PACKAGE WORK_DIR
 set -eu
-tach=$1
-fixtures=$2
-export TACH_PYTHON_PACKAGE="$3"
-work=$4
-python="${TACH_REF_PYTHON:-$HOME/tach-ref/bin/python}"
-[ -x "$python" ] || { echo "skip: no development virtualenv at $python (scripts/peers/README.md)"; exit 77; }
-"$python" -c "import torch, transformers" 2> /dev/null || { echo "skip: $python lacks torch or transformers"; exit 77; }
-rm -rf "$work"
-mkdir -p "$work"
+. "$(dirname "$0")/engine_script.sh"
+engine_script_start "$@" torch transformers
 model="$fixtures/encoders/bert-cls2-f32"
 
 "$tach" profile -m "$model" -b 2 -s 8 -t 1 --engine torch --python "$python" --profiler-output-dir "$work/profile" \

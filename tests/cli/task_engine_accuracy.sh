@@ -13,29 +13,14 @@
 #  - a resumed run keeps every pass.
 # usage: task_engine_accuracy.sh TACH FIXTURES PYTHON_PACKAGE WORK_DIR
 set -eu
-tach=$1
-fixtures=$2
-export TACH_PYTHON_PACKAGE="$3"
-work=$4
-python="${TACH_REF_PYTHON:-$HOME/tach-ref/bin/python}"
-[ -x "$python" ] || { echo "skip: no development virtualenv at $python (scripts/peers/README.md)"; exit 77; }
-"$python" -c "import torch, transformers, tokenizers, onnxruntime, onnx, seqeval" 2> /dev/null ||
-  { echo "skip: $python lacks torch, transformers, tokenizers, onnxruntime, onnx or seqeval"; exit 77; }
-rm -rf "$work"
-mkdir -p "$work"
-
-bench() {  # bench RUN_ID MODEL TOKENIZER DATA
-  "$tach" bench -m "$2" -k "$3" -d "$4" --accuracy --eval-batch-size 4 --engine tach,torch,onnxruntime \
-    --python "$python" -b 1 -s 8 -t 1 --runs 2 --warmup 1 --no-progress --no-tensorboard --runs-dir "$work" \
-    --run-id "$1" > "$work/$1.txt" 2>&1 || { cat "$work/$1.txt"; exit 1; }
-  cat "$work/$1.txt"
-}
+. "$(dirname "$0")/engine_script.sh"
+engine_script_start "$@" torch transformers tokenizers onnxruntime onnx seqeval
 
 # 1. Token classification.
 model="$fixtures/heads/bert-tokcls-f32"
 tokenizer="$fixtures/token_classes/tokenizer-wordpiece"
 data="$fixtures/token_classes/ner.conll"
-bench tokens "$model" "$tokenizer" "$data"
+accuracy_bench tokens "$model" "$tokenizer" "$data" 4
 grep -q "^- torch's entity F1 equals tach's (.* on 24 sentences, cpu/f32; 0 tags differ)" "$work/tokens.txt"
 grep -q "^Accuracy per engine" "$work/tokens.txt"
 "$tach" eval -m "$model" -k "$tokenizer" -d "$data" --runs-dir "$work" --run-id tokens-eval > /dev/null
@@ -109,7 +94,7 @@ PY
 # 2. Question answering.
 qa="$fixtures/question_answering"
 model="$fixtures/heads/bert-qa-f32"
-bench answers "$model" "$qa/tokenizer-tiny" "$qa/squad-v1.json"
+accuracy_bench answers "$model" "$qa/tokenizer-tiny" "$qa/squad-v1.json" 4
 grep -q "^- torch's SQuAD F1 equals tach's (.* on 7 questions, cpu/f32; 0 answers differ)" "$work/answers.txt"
 "$tach" eval -m "$model" -k "$qa/tokenizer-tiny" -d "$qa/squad-v1.json" --runs-dir "$work" --run-id answers-eval \
   > /dev/null
@@ -135,7 +120,5 @@ print("tach bench's question-answering pass = tach eval's")
 PY
 
 # 3. A resumed run keeps every pass: no engine's pass runs again.
-"$tach" bench --resume "$work/tokens" --no-progress > "$work/resume.txt" 2>&1 || { cat "$work/resume.txt"; exit 1; }
-if grep -q "accuracy pass" "$work/resume.txt"; then cat "$work/resume.txt"; exit 1; fi
-grep -q "^- onnxruntime's entity F1" "$work/resume.txt"
+resumed_keeps_every_pass "$work/tokens" "accuracy pass" "- onnxruntime's entity F1"
 echo "task engine accuracy: ok"
