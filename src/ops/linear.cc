@@ -46,14 +46,14 @@ void check_linear_shapes(const Tensor& out, const Tensor& x, int64_t in_features
                                       std::string(dtype_name(out.dtype())) + "; both must be in one activation dtype");
 }
 
-// The activation dtypes a layer takes: f32 always (a GPU layer rounds it to its GEMM's dtype),
-// and its own activation_dtype().
-void check_activation_dtype(const Tensor& x, DType layer_activation, const Linear* layer, const std::string& where) {
-  const DType a = x.dtype();
-  if (a == DType::f32 || a == layer_activation) return;
-  throw Error("linear" + where + ": activations in " + std::string(dtype_name(a)) + ", but this layer (weights " +
-              std::string(dtype_name(layer ? layer->compute_dtype() : DType::f32)) + ") takes " +
-              std::string(dtype_name(layer_activation)) + (layer_activation == DType::f32 ? "" : " or f32") +
+// The activation dtypes a GPU layer takes: f32 always (rounded to its GEMM's dtype), and its own
+// activation_dtype().
+void check_activation_dtype(const Tensor& x, const Linear& layer) {
+  const DType a = x.dtype(), own = layer.activation_dtype();
+  if (a == DType::f32 || a == own) return;
+  throw Error("linear on " + layer.device().str() + ": activations in " + std::string(dtype_name(a)) +
+              ", but this layer (weights " + std::string(dtype_name(layer.compute_dtype())) + ") takes " +
+              std::string(dtype_name(own)) + (own == DType::f32 ? "" : " or f32") +
               " activations: allocate them in the layer's activation_dtype()");
 }
 
@@ -157,7 +157,7 @@ void linear_forward(Tensor& out, const Tensor& x, const Linear& weight) {
   }
   check_linear_shapes(out, x, weight.in_features(), weight.out_features());
   check_device("linear", weight.device(), {&x, &out});
-  check_activation_dtype(x, weight.activation_dtype(), &weight, " on " + weight.device().str());
+  check_activation_dtype(x, weight);
   core::Span span(core::SpanKind::op, "linear");
   describe_span(span, x, weight.out_features(), weight.compute_dtype(), weight.has_bias());
 #if TACH_HAS_CUDA
