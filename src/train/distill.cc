@@ -60,7 +60,8 @@ bool has_tokenizer(const std::filesystem::path& dir) {
 // pass a size check and teach with the wrong tokens. A teacher without a tokenizer of its own
 // (a preset, a bare checkpoint) has only its embeddings' size to compare.
 void check_vocabularies(const std::string& spec, const StudentShape& s) {
-  if (s.tokenizer.empty()) return;
+  // A student directory without tokenizer files (its ids given with -k elsewhere) has none to compare.
+  if (s.tokenizer.empty() || (std::filesystem::is_directory(s.tokenizer) && !has_tokenizer(s.tokenizer))) return;
   const model::ModelLocation loc = model::resolve_model(spec);
   if (loc.dir.empty() || !has_tokenizer(loc.dir)) return;
   const std::unique_ptr<Tokenizer> ours = Tokenizer::load(s.tokenizer), theirs = Tokenizer::load(loc.dir);

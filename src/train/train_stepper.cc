@@ -97,6 +97,7 @@ class Stepper final : public TrainStepper {
       student.labels = head_labels(s, o);
     student.problem_type = o.head == Head::sequence_classification ? s.problem_type() : "";
     student.vocab_size = s.is_decoder() ? s.decoder.vocab_size : s.config.vocab_size;
+    student.tokenizer = s.location.dir;  // compared where both directories ship a tokenizer
     return std::make_unique<train::DistillTeacher>(o.distill_from, o.distill_dtype, o.distill_temperature,
                                                    o.distill_alpha, student, o.device);
   }

@@ -11,6 +11,7 @@
 #   distill_mix       a distilled run labels its loss as the mix, with alpha, T and the task loss
 #   prune_scored      prune --by importance prints what it scored and keeps it in prune_summary.json
 #   teacher_vocab     a teacher whose tokenizer has the student's size but other tokens is refused
+#                     (tach train, tach profile --train)
 #   pruned_again      prune --by importance and --by magnitude on an already head-pruned model
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -193,6 +194,13 @@ PY
   grep -qF "have the same size, 9 tokens, but 2 of the ids name other tokens (id 6 is 'world' in the teacher's, 'hello' in the student's)" \
     "$work/other.out" || fail "the vocabularies' difference: $(cat "$work/other.out")"
   [ ! -e "$work/runs/other" ] || fail "a refused teacher left a run directory"
+  # tach profile --train compares them too, where the student's directory ships its tokenizer.
+  mkdir -p "$work/student"
+  cp "$fx/encoders/distilbert-cls2-f32"/config.json "$fx/encoders/distilbert-cls2-f32"/model.safetensors "$wp/tokenizer.json" \
+    "$work/student/"
+  run 2 "$work/profile.out" profile --train -m "$work/student" --distill-from "$work/teacher-other" -b 2 -s 8 \
+    --profiler-output-dir "$work/profile"
+  grep -qF "but 2 of the ids name other tokens" "$work/profile.out" || fail "profile --train: $(cat "$work/profile.out")"
   ;;
 pruned_again)
   pruned=$fx/prune/bert-pruned  # pruned_heads {"0": [1, 3], "1": [2]}
