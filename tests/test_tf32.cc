@@ -112,6 +112,30 @@ std::string write_run(const test::TempDir& root, const std::string& name, bool t
   return dir;
 }
 
+// bf16 activations end to end on one side, f32 activations around bf16 GEMMs on the other
+// (TACH_GPU_ACTIVATIONS=f32): each changed point says so.
+TEST(Tf32, CompareSaysWhenThePointsActivationsDiffer) {
+  test::TempDir root;
+  const auto run = [&](const std::string& name, const std::string& activations, double ms) {
+    const std::string dir = root.path() + "/" + name;
+    fs::create_directories(dir);
+    PointResult p = point("cuda:0", 32, ms, 1);
+    p.key.dtype = "bf16";
+    p.activations = activations;
+    test::write_text(dir + "/results.jsonl", point_to_json(p) + "\n");
+    BenchConfig c;
+    c.run_id = name;
+    test::write_text(dir + "/config.json", bench_config_to_json(c));
+    return dir;
+  };
+  const RunComparison c = compare_runs({run("f32-activations", "f32", 10), run("bf16-activations", "bf16", 5)});
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_NE(c.changes[0].why.find("activations f32 in the baseline, bf16 here"), std::string::npos) << c.changes[0].why;
+  const RunComparison same = compare_runs({run("a", "bf16", 10), run("b", "bf16", 5)});
+  ASSERT_EQ(same.changes.size(), 1u);
+  EXPECT_EQ(same.changes[0].why.find("activations"), std::string::npos) << same.changes[0].why;
+}
+
 TEST(Tf32, CompareSaysWhenOneRunUsedTf32) {
   test::TempDir root;
   const std::string plain = write_run(root, "plain", false), tf32 = write_run(root, "tf32", true);

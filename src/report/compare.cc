@@ -338,6 +338,10 @@ RunComparison compare_runs(const std::vector<std::string>& run_dirs, const Compa
                                          b.batch_latency_samples_ms, a.batch_latency_ms.median,
                                          b.batch_latency_ms.median, options, rng));
       if (tf32_differs(c.runs[0], c.runs[r], a)) c.changes.back().why += " (TF32 GEMMs on one side only)";
+      // A GPU point whose activations were 16-bit on one side (TACH_GPU_ACTIVATIONS=f32 on the other,
+      // or an older tach): the change is the activations' as much as the code's.
+      if (a.activations != b.activations)
+        c.changes.back().why += " (activations " + a.activations + " in the baseline, " + b.activations + " here)";
       // A causal LM's decoding, where both sides decoded: its steps compared as a point of their own.
       if (a.status == "ok" && b.status == "ok" && a.decode.step_ms.n > 0 && b.decode.step_ms.n > 0)
         c.changes.push_back(latency_change(id + " decode", r, a, b, default_threads_both, a.decode.step_samples_ms,
