@@ -309,10 +309,12 @@ TEST(Distill, TeacherOptionsAreCheckedBeforeAnyModel) {
   o.distill_dtype = "f16";
   usage_error(o, "--distill-dtype f16 is not supported on cpu (f32, bf16, int8, nf4)");
   o.device = Device{DeviceKind::cuda, 0};
-  o.distill_dtype = "int8";
-  usage_error(o, "--distill-dtype int8 is not supported on cuda");
-  o.distill_dtype = "f16";
-  EXPECT_NO_THROW(train::validate_options(o));
+  o.distill_dtype = "i4";
+  usage_error(o, "--distill-dtype: ");
+  for (const char* dtype : {"f16", "int8", "nf4"}) {  // a GPU runs every one (int8, nf4 weight-only)
+    o.distill_dtype = dtype;
+    EXPECT_NO_THROW(train::validate_options(o)) << dtype;
+  }
 }
 
 }  // namespace

@@ -112,9 +112,9 @@ void check_distill_dtype(const std::string& name, const Device& device) {
   try {
     d = parse_compute_dtype(name);
   } catch (const Error& e) { throw UsageError(std::string("--distill-dtype: ") + e.what()); }
-  if (device.kind == DeviceKind::cuda)
-    usage_check(d == DType::f32 || d == DType::bf16 || d == DType::f16,
-                "--distill-dtype " + name + " is not supported on cuda (f32, bf16, f16; int8 and nf4 run on the cpu)");
+  if (device.kind == DeviceKind::cuda)  // int8 and nf4 weight-only there (ops/linear_quantized.h)
+    usage_check(d == DType::f32 || d == DType::bf16 || d == DType::f16 || d == DType::i8 || d == DType::nf4,
+                "--distill-dtype " + name + " is not supported on cuda (f32, bf16, f16, int8, nf4)");
   else
     usage_check(d == DType::f32 || d == DType::bf16 || d == DType::i8 || d == DType::nf4,
                 "--distill-dtype " + name + " is not supported on cpu (f32, bf16, int8, nf4)");
