@@ -24,6 +24,7 @@
 #include "ops/pooling.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
+#include "ops/rope_kv_append.h"
 #include "ops/silu_gate.h"
 #include "cuda_compare.h"
 #include "test_util.h"
@@ -309,6 +310,42 @@ TEST_P(CudaOpsHalf, KvAppendCopiesRowsAsTheyAre) {
     kv_append(k.raw(), v.raw(), qkv_gpu.raw(), g);
     expect_same_bits(on_cpu(k), want_k.to(A), on_device ? "k, length on the device" : "k");
     expect_same_bits(on_cpu(v), want_v.to(A), on_device ? "v, length on the device" : "v");
+  }
+}
+
+// Decoding's fused RoPE and append against rope_forward then kv_append on the GPU: the same bits
+// in the buffer (q and k rotated) and in the cache, at a host length and at one read on the device;
+// f32 too (the fused op serves every activation dtype).
+TEST_P(CudaOpsHalf, RopeKvAppendIsTheTwoOpsBitForBit) {
+  const int64_t B = 3, T = 2, H = 4, KVH = 2, D = 16, capacity = 12;
+  const int64_t ld = (H + 2 * KVH) * D, N = B * T;
+  Tensor positions = Tensor::empty({N}, DType::i32);
+  for (int64_t n = 0; n < N; ++n) positions.data<int32_t>()[n] = int32_t(3 + n % T);
+  RopeSettings settings;
+  settings.head_dim = D;
+  const RopeTable host_table = rope_table(positions, settings, 16);
+  const RopeTable table{on_gpu(host_table.cos), on_gpu(host_table.sin)};
+  const Tensor qkv = random_tensor({N, ld}, 90);
+  for (const DType A : {GetParam(), DType::f32}) {
+    for (const bool on_device : {false, true}) {
+      Tensor past = Tensor::empty({1}, DType::i32);
+      past.data<int32_t>()[0] = 4;
+      const Tensor past_gpu = on_gpu(past);
+      KvAppendArgs a;
+      a.B = B, a.T = T, a.past = 4, a.capacity = capacity, a.width = KVH * D, a.ld_qkv = ld;
+      a.k_col = H * D, a.v_col = (H + KVH) * D, a.device = kGpu, a.dtype = A;
+      if (on_device) a.device_past = past_gpu.data<int32_t>(), a.past = capacity - T;
+      Tensor want_qkv = gpu_in(qkv, A), got_qkv = gpu_in(qkv, A);
+      const auto cache = [&] { return Tensor::zeros({B, capacity, KVH * D}, A, kGpu); };
+      Tensor want_k = cache(), want_v = cache(), got_k = cache(), got_v = cache();
+      rope_forward(want_qkv, H, KVH, D, table);
+      kv_append(want_k.raw(), want_v.raw(), want_qkv.raw(), a);
+      rope_kv_append(got_qkv.raw(), got_k.raw(), got_v.raw(), a, H, D, table);
+      const std::string what = std::string(dtype_name(A)) + (on_device ? ", length on the device" : "");
+      expect_same_bits(on_cpu(got_qkv), on_cpu(want_qkv), "q|k|v, " + what);
+      expect_same_bits(on_cpu(got_k), on_cpu(want_k), "k cache, " + what);
+      expect_same_bits(on_cpu(got_v), on_cpu(want_v), "v cache, " + what);
+    }
   }
 }
 
