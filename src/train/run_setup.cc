@@ -169,6 +169,8 @@ void build_model(TrainRun& r) {
         "--device " + r.o.device.str() +
             " under mpirun: data-parallel training sums its gradients in host memory, "
             "so each rank trains on the CPU in this version; run one process on the GPU, or drop --device");
+  // choose_task's notes were said when made: only the ones made here are said below.
+  const size_t said = r.head_notes.size();
   r.model = build_trainable_model(r.src, r.labels, r.problem_type, r.o.seed, &r.head_notes, r.task, r.o.device);
   MethodOptions mo;
   mo.method = r.o.method;
@@ -181,7 +183,7 @@ void build_model(TrainRun& r) {
   mo.adapter_dir = r.o.adapter;
   for (auto& n : apply_training_method(*r.model, *r.src.family, mo, r.o.seed)) r.head_notes.push_back(n);
   r.src.store.reset();  // every weight is an f32 master copy (or NF4) now
-  for (const auto& n : r.head_notes) r.note(n);
+  for (size_t i = said; i < r.head_notes.size(); ++i) r.note(r.head_notes[i]);
 }
 
 void fit_windows_to_model(TrainRun& r) {
