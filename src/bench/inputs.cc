@@ -7,6 +7,7 @@
 #include "model/checkpoint.h"
 #include "model/family.h"
 #include "tach/error.h"
+#include "train/train_data.h"
 
 namespace tach::bench {
 
@@ -53,13 +54,20 @@ void attach_tokenizer(TextSource& ts, const BenchConfig& config, const ModelInfo
 
 void check_text_inputs(const BenchConfig& config) {
   (void)read_texts(config);
+  const model::ModelLocation location = model::resolve_model(config.model);
   std::string path = config.tokenizer;
   if (path.empty()) {
-    const model::ModelLocation location = model::resolve_model(config.model);
     check(!location.dir.empty(), missing_tokenizer_message(config.model, model::family_of(location).tokenizer_hint));
     path = location.dir;
   }
-  (void)Tokenizer::load(path);
+  const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::load(path);
+  // Ids past the model's embeddings would stop the pass at the first row holding one. A model tach
+  // cannot summarize (another engine's file) has no vocabulary to compare here: its loader checks.
+  int64_t vocab_size = 0;
+  try {
+    vocab_size = model::summarize_architecture(location).V;
+  } catch (const Error&) {}
+  train::check_tokenizer_fits(*tokenizer, config.tokenizer, config.model, vocab_size);
 }
 
 TokenBatch synthetic_batch(const ModelInfo& info, int64_t batch, int64_t seq_len, uint64_t seed) {

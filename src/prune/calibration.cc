@@ -129,6 +129,7 @@ CalibrationSet causal_lm_set(const PruneOptions& o, train::TrainingModelSource s
   const std::string tokenizer_path = o.tokenizer.empty() ? src.location.dir : o.tokenizer;
   check(!tokenizer_path.empty(), missing_tokenizer_message(o.model, src.family->tokenizer_hint));
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::load(tokenizer_path);
+  train::check_tokenizer_fits(*tokenizer, o.tokenizer, o.model, src.vocab_size());
   s.max_length = std::min(o.max_length, s.model->max_tokens());
   Truncation cut;
   cut.max_length = size_t(s.max_length);

@@ -157,6 +157,7 @@ void prepare_data(TrainRun& r) {
         missing_tokenizer_message(o.model, r.src.family ? r.src.family->tokenizer_hint : ""));
   Tokenizing t;
   t.tokenizer = Tokenizer::load(r.tokenizer_path);
+  check_tokenizer_fits(*t.tokenizer, o.tokenizer, o.model, r.src.vocab_size());  // before any row runs
   check(r.src.pad_token_id() >= 0 || o.batch_size == 1,
         o.model +
             ": config.json names no pad_token_id, so padded rows of a batch cannot be told apart; set "

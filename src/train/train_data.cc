@@ -175,4 +175,18 @@ std::vector<std::string> labels_from_data(const Dataset& dataset, bool multi_lab
   return labels;
 }
 
+void check_tokenizer_fits(const Tokenizer& tokenizer, const std::string& given, const std::string& model,
+                          int64_t vocab_size) {
+  // The tokenizer's ids run from 0 to its size - 1 (added tokens included).
+  const int64_t size = int64_t(tokenizer.vocab_size());
+  if (vocab_size <= 0 || size <= vocab_size) return;
+  const std::string which = given.empty() ? model + "'s own tokenizer" : "-k " + given;
+  throw UsageError(which + " has " + std::to_string(size) + " tokens (ids up to " + std::to_string(size - 1) +
+                   "), but " + model + " has embeddings for " + std::to_string(vocab_size) +
+                   " (config.json's vocab_size): its ids would fall outside them. " +
+                   (given.empty() ? std::string("Give -k the tokenizer the model was trained with")
+                                  : std::string("Give -k the tokenizer the model was trained with (or leave -k out "
+                                                "to use the one in the model's directory)")));
+}
+
 }  // namespace tach::train

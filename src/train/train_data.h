@@ -56,4 +56,11 @@ void make_batch(const TrainData& data, const std::vector<int64_t>& examples, Tok
 // of every example's set (split_label_set), pooled.
 std::vector<std::string> labels_from_data(const Dataset& dataset, bool multi_label = false);
 
+// Refused (a usage error) before any row runs: a tokenizer whose ids reach past the model's
+// embeddings (another model's tokenizer given with -k). Left unchecked, the first row holding such
+// an id stops the run mid-way. given: the -k value (empty: the model's own tokenizer); model: the
+// model as named; vocab_size: its embeddings' rows (config.json's vocab_size).
+void check_tokenizer_fits(const Tokenizer& tokenizer, const std::string& given, const std::string& model,
+                          int64_t vocab_size);
+
 }  // namespace tach::train

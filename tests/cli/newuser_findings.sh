@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# What a new user's pass over train, eval, prune and shrink found, one case each
+# (usage: newuser_findings.sh TACH FIXTURES_DIR WORK_DIR CASE):
+#   tokenizer_vocab   -k naming a tokenizer larger than the model's vocabulary: a usage error naming
+#                     both sizes, before any run directory (train, eval, prune --by importance;
+#                     an encoder and a decoder)
+#   notes_once        train's note of the task taken from the checkpoint's head is said once
+set -euo pipefail
+tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+fx=$(cd "$2" && pwd)
+work=$3
+case_name=$4
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+# run STATUS OUT_FILE ARGS...: the command's combined output in OUT_FILE, its status checked.
+run() {
+  local want=$1 out=$2
+  shift 2
+  set +e
+  (cd "$work" && "$tach" "$@") >"$out" 2>&1
+  local got=$?
+  set -e
+  [ "$got" = "$want" ] || { cat "$out"; fail "tach $* exited $got, want $want"; }
+}
+# nothing_left DIR: a refused command left no files under DIR.
+nothing_left() { [ ! -e "$1" ] || [ -z "$(ls -A "$1")" ] || fail "a refused command left $(ls -R "$1")"; }
+bert=$fx/encoders/bert-cls2-f32
+wp=$fx/tokenizers/tiny-wordpiece
+quiet=(--no-progress --no-tensorboard --runs-dir "$work/runs")
+
+case $case_name in
+tokenizer_vocab)
+  big=$fx/tokenizers/mpnet  # 30526 tokens (added ones included); bert-cls2-f32 has 120
+  want="usage error: -k $big has 30526 tokens (ids up to 30525), but $bert has embeddings for 120 (config.json's vocab_size)"
+  run 2 "$work/train.out" train -m "$bert" -k "$big" -d "$fx/train/tiny.csv" --max-steps 1 "${quiet[@]}"
+  grep -qF -- "$want" "$work/train.out" || fail "train: $(cat "$work/train.out")"
+  run 2 "$work/eval.out" eval -m "$bert" -k "$big" -d "$fx/train/tiny.csv" --runs-dir "$work/runs"
+  grep -qF -- "$want" "$work/eval.out" || fail "eval: $(cat "$work/eval.out")"
+  run 2 "$work/prune.out" prune -m "$bert" -k "$big" -d "$fx/train/tiny.csv" --by importance --heads 0.5 \
+    -o "$work/runs/pruned"
+  grep -qF -- "$want" "$work/prune.out" || fail "prune: $(cat "$work/prune.out")"
+  # A decoder (256 tokens) with a 2000-token BPE.
+  llama=$fx/decoders/llama-lm-llama3rope-f32
+  bpe=$fx/tokenizers/modernbert-bpe
+  run 2 "$work/dec.out" prune -m "$llama" -k "$bpe" -d "$fx/train/tiny.csv" --by importance --heads 0.5 \
+    -o "$work/runs/pruned-llama"
+  grep -qF -- "-k $bpe has 2000 tokens (ids up to 1999), but $llama has embeddings for 256" "$work/dec.out" ||
+    fail "decoder prune: $(cat "$work/dec.out")"
+  run 2 "$work/dectrain.out" train -m "$fx/decoders/llama-cls-bias-f32" -k "$bpe" -d "$fx/train/tiny.csv" \
+    --max-steps 1 "${quiet[@]}"
+  grep -qF -- "-k $bpe has 2000 tokens" "$work/dectrain.out" || fail "decoder train: $(cat "$work/dectrain.out")"
+  nothing_left "$work/runs"
+  # The model's own tokenizer (it fits) still trains.
+  run 0 "$work/fits.out" train -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" --max-steps 1 "${quiet[@]}"
+  ;;
+notes_once)
+  run 0 "$work/ner.out" train -m "$fx/heads/bert-tokcls-f32" -k "$fx/token_classes/tokenizer-wordpiece" \
+    -d "$fx/token_classes/ner.jsonl" --max-steps 2 --run-id ner "${quiet[@]}"
+  [ "$(grep -c -- "--task token-classification, from" "$work/ner.out")" = 1 ] || fail "said $(cat "$work/ner.out")"
+  [ "$(grep -c -- "--task token-classification, from" "$work/runs/ner/run.log")" = 1 ] ||
+    fail "run.log: $(cat "$work/runs/ner/run.log")"
+  ;;
+*)
+  fail "unknown case $case_name"
+  ;;
+esac
+echo "ok: $case_name"
