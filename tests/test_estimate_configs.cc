@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/safetensors.h"
+#include "tach/error.h"
 #include "tach/estimate.h"
 #include "test_util.h"
 
@@ -72,6 +73,29 @@ TEST(EstimateConfigs, GpuBf16InferenceKeepsActivationsAndCacheIn16Bits) {
   EXPECT_GT(line(int8, "dequantized weight (bf16)"), 0);
   in.device = "cpu";
   EXPECT_GT(line(estimate_memory(in), "int8 activation codes"), 0);
+}
+
+// A batch no device holds is refused by name, never counted past an int64 into a negative total
+// that "fits"; a large batch still finds the largest that fits below it.
+TEST(EstimateConfigs, ASizeNoDeviceHoldsIsRefusedNotWrappedAround) {
+  EstimateInput in;
+  in.model = "preset:llama-3.2-1b";
+  in.dtype = "bf16";
+  in.device = "cuda";
+  in.available_bytes = int64_t(80) << 30;
+  in.batch = 2000000000;
+  in.seq_len = 120000;
+  try {
+    estimate_memory(in);
+    FAIL() << "a batch of 2e9 x 120000 tokens was estimated";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 512 PiB"), std::string::npos) << e.what();
+  }
+  in.batch = 2;
+  in.seq_len = 100000;
+  const MemoryEstimate e = estimate_memory(in);
+  EXPECT_GT(e.total_bytes, 0);
+  EXPECT_GT(e.largest_batch_that_fits, 0);
 }
 
 TEST(EstimateConfigs, MixtureOfExpertsAndLatentAttention) {

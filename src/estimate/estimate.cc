@@ -93,11 +93,20 @@ std::vector<std::string> lora_targets_of(const Arch& a, const EstimateInput& in)
 
 // The estimate while it is composed: its lines (each with the formula in words), the total, the
 // parameters that train and the phase at the peak.
+// Past this a line is not counted (512 PiB: no device holds it, and a few such lines still sum
+// within an int64).
+constexpr double kCountableBytes = double(int64_t(1) << 59);
+
 struct Totals {
   std::vector<EstimateLine> lines;
   int64_t total = 0, trainable = 0;
   std::string phase;
+  std::string too_large;  // the first line past kCountableBytes (its value capped there), or ""
   void add(std::string name, double bytes, std::string how) {
+    if (!(bytes < kCountableBytes)) {
+      if (too_large.empty()) too_large = name;
+      bytes = kCountableBytes;
+    }
     lines.push_back({std::move(name), int64_t(bytes), std::move(how)});
   }
 };
@@ -538,6 +547,9 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
   e.seq_len = in.seq_len;
   e.seq_len_note = seq_len_note;
   const Totals t = compute(a, in, in.batch);
+  usage_check(t.too_large.empty(), "estimate: " + t.too_large + " alone would be more than 512 PiB at batch " +
+                                       std::to_string(in.batch) + " x " + std::to_string(in.seq_len) +
+                                       " tokens: no device holds it; give a smaller batch (-b) or length (-s)");
   e.lines = t.lines;
   e.total_bytes = t.total;
   e.peak_phase = t.phase;
@@ -550,10 +562,14 @@ MemoryEstimate estimate_memory(const EstimateInput& given) {
   e.fits = e.total_bytes <= e.available_bytes;
   // The largest batch that fits: doubling, then bisection (memory grows with the batch).
   int64_t lo = 0, hi = 1;
-  while (hi <= (int64_t(1) << 20) && compute(a, in, hi).total <= e.available_bytes) lo = hi, hi *= 2;
+  const auto fits = [&](int64_t batch) {
+    const Totals at = compute(a, in, batch);
+    return at.too_large.empty() && at.total <= e.available_bytes;
+  };
+  while (hi <= (int64_t(1) << 20) && fits(hi)) lo = hi, hi *= 2;
   while (hi - lo > 1) {
     const int64_t mid = (lo + hi) / 2;
-    (compute(a, in, mid).total <= e.available_bytes ? lo : hi) = mid;
+    (fits(mid) ? lo : hi) = mid;
   }
   e.largest_batch_that_fits = lo;
   return e;

@@ -241,7 +241,18 @@ Command add_estimate_command(CLI::App& app) {
   sub->add_option("--available", f->in.available_bytes,
                   "Memory to fit into in place of the device's free memory, e.g. 80GiB or 80GB: plan for a GPU "
                   "this machine lacks (with --device cuda, the estimate of a run there)")
-      ->transform(CLI::AsSizeValue(true));
+      ->transform(CLI::AsSizeValue(true))
+      // transform() puts a validator first: the sign is read before the size is converted.
+      ->transform(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return !text.empty() && text[0] == '-' ? "--available " + text + ": a memory size cannot be negative" : "";
+          },
+          "SIZE", "non_negative_size"))
+      ->check(CLI::Validator(
+          [](std::string& bytes) -> std::string {
+            return bytes == "0" ? "--available 0: give the memory to fit into, more than 0 bytes" : "";
+          },
+          "SIZE", "positive_size"));
   sub->add_option("--margin", f->in.margin, "Fraction of the available memory kept free")
       ->capture_default_str()
       ->check(fraction_below_one("--margin"));
