@@ -5,6 +5,9 @@
 #                     both sizes, before any run directory (train, eval, prune --by importance;
 #                     an encoder and a decoder)
 #   notes_once        train's note of the task taken from the checkpoint's head is said once
+#   split_flat        --split (--eval-split) on a CSV/JSONL file, which has no splits: a usage error in
+#                     train, eval and prune --by importance, not the whole file read; a JSON split file
+#                     still takes it
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 fx=$(cd "$2" && pwd)
@@ -60,6 +63,27 @@ notes_once)
   [ "$(grep -c -- "--task token-classification, from" "$work/ner.out")" = 1 ] || fail "said $(cat "$work/ner.out")"
   [ "$(grep -c -- "--task token-classification, from" "$work/runs/ner/run.log")" = 1 ] ||
     fail "run.log: $(cat "$work/runs/ner/run.log")"
+  ;;
+split_flat)
+  want="--split validation: dataset $fx/train/tiny.csv is one file of rows with no splits"
+  run 2 "$work/train.out" train -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" --split validation --max-steps 1 "${quiet[@]}"
+  grep -qF -- "$want" "$work/train.out" || fail "train: $(cat "$work/train.out")"
+  run 2 "$work/evalsplit.out" train -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" --eval-dataset "$fx/train/tiny.csv" \
+    --eval-split test --max-steps 1 "${quiet[@]}"
+  grep -qF -- "--eval-split test: dataset $fx/train/tiny.csv is one file" "$work/evalsplit.out" ||
+    fail "--eval-split: $(cat "$work/evalsplit.out")"
+  run 2 "$work/eval.out" eval -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" --split validation --runs-dir "$work/runs"
+  grep -qF -- "$want" "$work/eval.out" || fail "eval: $(cat "$work/eval.out")"
+  run 2 "$work/prune.out" prune -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" --split validation --by importance \
+    --heads 0.5 -o "$work/runs/pruned"
+  grep -qF -- "$want" "$work/prune.out" || fail "prune: $(cat "$work/prune.out")"
+  run 2 "$work/jsonl.out" eval -m "$fx/heads/bert-tokcls-f32" -k "$fx/token_classes/tokenizer-wordpiece" \
+    -d "$fx/token_classes/ner.jsonl" --split validation --runs-dir "$work/runs"
+  grep -qF -- "dataset $fx/token_classes/ner.jsonl is one file of rows with no splits" "$work/jsonl.out" ||
+    fail "jsonl: $(cat "$work/jsonl.out")"
+  nothing_left "$work/runs"
+  run 0 "$work/splits.out" train -m "$bert" -k "$wp" -d "$fx/train/tiny_splits.json" --split train --max-steps 1 \
+    "${quiet[@]}"
   ;;
 *)
   fail "unknown case $case_name"

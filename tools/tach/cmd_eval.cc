@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "bench_options.h"
+#include "dataset_options.h"
 #include "progress.h"
 #include "commands.h"
 #include "tach/question_answering.h"
@@ -48,6 +49,7 @@ Command add_eval_command(CLI::App& app) {
                 "A question-answering model: let the empty answer compete (on by itself for SQuAD v2.0 data)");
   return {sub, [f, tokens, answers, sub, tag_names] {
             const BenchConfig config = f->resolve();
+            check_split_applies(config.dataset, "--split");
             // A question-answering model: the official SQuAD scores of its best spans.
             if (evaluates_question_answering(config)) {
               AnswerOptions options = *answers;

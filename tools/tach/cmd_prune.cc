@@ -120,6 +120,7 @@ Command add_prune_command(CLI::App& app) {
               usage_check(
                   o->by == "importance" || sub->count(option) == 0,
                   sub->get_option(option)->get_name() + " is for --by importance; --by " + o->by + " reads no data");
+            check_split_applies(o->data, "--split");
             if (!heads->empty()) {
               if (heads->front() == '{') o->heads_list = *heads;
               else {

@@ -341,6 +341,8 @@ Command add_train_command(CLI::App& app) {
                 return opt != nullptr && opt->count() > 0;
               });
             }
+            check_split_applies(options.data, "--split");
+            check_split_applies(options.eval_data, "--eval-split");
             // Given on the command line at its default, a teacher's setting is still one without a teacher.
             for (const char* flag : {"--distill-temperature", "--distill-alpha", "--distill-dtype"})
               usage_check(!options.distill_from.empty() || sub->get_option(flag)->count() == 0,
