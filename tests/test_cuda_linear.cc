@@ -4,10 +4,12 @@
 // that what remains is the GPU's own rounding. Skipped, saying why, without a CUDA device.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "ops/linear.h"
 #include "ops/linear_quantized.h"
+#include "ops/silu_gate.h"
 #include "tach/error.h"
 #include "cuda_compare.h"
 #include "test_util.h"
@@ -210,6 +212,72 @@ TEST_F(CudaLinearDtypes, Nf4KeepsAWeightOfPartialBlocksInBf16) {
   const Tensor x = rounded(random_tensor({2, 90}, 42), DType::bf16);
   const Tensor want = run_cpu(rounded(w, DType::bf16), b, cpu::FusedActivation::none, x);
   EXPECT_LT(scaled_error(run_gpu(gpu, x, DType::bf16), want), 4.0 * kBf16Roundoff + 1e-4);
+}
+
+// The down projection with the gate inside its GEMV (linear_forward_gated) against the gate op then
+// the plain linear, on the same gate|up: bit for bit, since the fused GEMV rounds act(gate) · up to
+// the activation dtype as the gate op does and then sums as the plain GEMV does. For each gate
+// activation, each weight/activation pair the GEMV takes, 1 to 4 rows (fused: the act buffer is
+// left as it was) and 6 (the fallback: act written), rows of gate|up strided or not.
+struct GatedCase {
+  DType compute, activation;
+};
+
+class CudaLinearGated : public CudaLinearDtypes, public ::testing::WithParamInterface<GatedCase> {};
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  const Tensor x = on_cpu(a), y = on_cpu(b);
+  return x.nbytes() == y.nbytes() && std::memcmp(x.raw(), y.raw(), x.nbytes()) == 0;
+}
+
+TEST_P(CudaLinearGated, FusedGateMatchesTheGateOpThenTheLinearBitForBit) {
+  const GatedCase c = GetParam();
+  const DType a = c.activation;
+  const int64_t N = 72;
+  for (const GateActivation gate : {GateActivation::silu, GateActivation::gelu_tanh, GateActivation::gelu})
+    for (const int64_t I : {int64_t(64), int64_t(1032), int64_t(4864)})
+      for (const int64_t M : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(6)})
+        for (const int64_t stride : {int64_t(1), int64_t(2)}) {
+          SCOPED_TRACE(std::string(gate_op_name(gate)) + ", " + std::to_string(M) + " rows, I " + std::to_string(I) +
+                       ", row stride x" + std::to_string(stride));
+          const Tensor w = random_tensor({N, I}, 30, 0.05f), b = random_tensor({N}, 31);
+          const Linear layer(w, b, {kGpu, c.compute});
+          const Tensor values = random_tensor({M, 2 * I}, 32, 2.0f);
+          Tensor wide = Tensor::zeros({M, 2 * I * stride}, DType::f32);
+          for (int64_t m = 0; m < M; ++m)
+            std::memcpy(wide.data<float>() + m * 2 * I * stride, values.data<float>() + m * 2 * I, 2 * I * 4);
+          const Tensor gate_up = on_gpu(wide.to(a)).narrow(1, 0, 2 * I);
+          // Unfused: the gate op into act (from a contiguous copy), then the linear.
+          Tensor act = Tensor::empty({M, I}, a, kGpu), want = Tensor::empty({M, N}, a, kGpu);
+          silu_gate_forward(act, on_gpu(values.to(a)), gate);
+          linear_forward(want, act, layer);
+          // Fused (or its fallback), with an act buffer holding zeros: untouched where fused.
+          Tensor scratch = on_gpu(Tensor::zeros({M, I}, a)), got = Tensor::empty({M, N}, a, kGpu);
+          linear_forward_gated(got, gate_up, layer, gate, &scratch);
+          EXPECT_TRUE(same_bytes(got, want));
+          if (M <= 4) EXPECT_TRUE(same_bytes(scratch, Tensor::zeros({M, I}, a))) << "the gate op ran: not fused";
+          else EXPECT_TRUE(same_bytes(scratch, act)) << "the fallback did not write act";
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightsAndActivations, CudaLinearGated,
+                         ::testing::Values(GatedCase{DType::bf16, DType::bf16}, GatedCase{DType::f16, DType::f16},
+                                           GatedCase{DType::f32, DType::f32}, GatedCase{DType::bf16, DType::f32}));
+
+// int8 and NF4 weights have their own GEMVs without the gate: the gate op, then the layer, with
+// the same bytes as calling them one by one.
+TEST_F(CudaLinearDtypes, GatedDownWithQuantizedWeightsRunsTheGateOpFirst) {
+  const int64_t M = 2, I = 128, N = 64;
+  const Tensor gate_up = on_gpu(random_tensor({M, 2 * I}, 33).to(DType::bf16));
+  for (const DType q : {DType::i8, DType::nf4}) {
+    const Linear layer(random_tensor({N, I}, 34, 0.05f), Tensor(), {kGpu, q});
+    Tensor act = Tensor::empty({M, I}, DType::bf16, kGpu), want = Tensor::empty({M, N}, DType::bf16, kGpu);
+    silu_gate_forward(act, gate_up);
+    linear_forward(want, act, layer);
+    Tensor got = Tensor::empty({M, N}, DType::bf16, kGpu);
+    linear_forward_gated(got, gate_up, layer, GateActivation::silu);
+    EXPECT_TRUE(same_bytes(got, want)) << dtype_name(q);
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "cpu/nf4.h"
 #if TACH_HAS_CUDA
@@ -14,6 +15,7 @@
 #endif
 #include "ops/linear.h"
 #include "ops/linear_quantized.h"
+#include "ops/silu_gate.h"
 #include "tach/error.h"
 #include "test_util.h"
 
@@ -148,6 +150,46 @@ TEST(LinearCost, CountsActivationsAtTheirDtypeAndQuantizedWeightsPacked) {
   EXPECT_EQ(nf4.bytes_read, double(M * K * 2 + N * K / 2 + N * K / 64 * 4));
 }
 
+// The gated down projection's cost: the linear's over I inputs, with gate|up [M, 2I] read where
+// act [M, I] was and the gate's arithmetic (silu_gate_cost's) added.
+TEST(LinearCost, TheGatedDownCountsGateUpAndTheGatesArithmetic) {
+  const int64_t M = 2, N = 96, I = 320;
+  const OpCost plain = linear_cost(M, N, I, DType::bf16, true, DType::bf16);
+  const OpCost gated = linear_gated_cost(M, N, I, DType::bf16, true, DType::bf16);
+  EXPECT_EQ(gated.flops, plain.flops + silu_gate_cost(M, I, DType::bf16).flops);
+  EXPECT_EQ(gated.bytes_read, plain.bytes_read + double(M * I * 2));
+  EXPECT_EQ(gated.bytes_written, plain.bytes_written);
+}
+
+// On the CPU the gated down is the gate op then the linear (no GEMV to fuse into): the same
+// bytes as the two calls, the act buffer written when given; wrong shapes are errors naming them.
+TEST(LinearGated, OnTheCpuItIsTheGateOpThenTheLinear) {
+  const int64_t M = 3, N = 40, I = 64;
+  const Linear layer(random_normal(N, I, 41, 0.1f), Tensor(), {Device::cpu(), DType::f32});
+  const Tensor gate_up = random_normal(M, 2 * I, 42);
+  for (const GateActivation gate : {GateActivation::silu, GateActivation::gelu_tanh, GateActivation::gelu}) {
+    Tensor act = Tensor::empty({M, I}, DType::f32), want = Tensor::empty({M, N}, DType::f32);
+    silu_gate_forward(act, gate_up, gate);
+    linear_forward(want, act, layer);
+    Tensor scratch = Tensor::zeros({M, I}, DType::f32), got = Tensor::empty({M, N}, DType::f32);
+    linear_forward_gated(got, gate_up, layer, gate, &scratch);
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.nbytes()), 0) << gate_op_name(gate);
+    EXPECT_EQ(std::memcmp(scratch.raw(), act.raw(), act.nbytes()), 0) << gate_op_name(gate);
+    Tensor again = Tensor::empty({M, N}, DType::f32);
+    linear_forward_gated(again, gate_up, layer, gate);  // act allocated inside
+    EXPECT_EQ(std::memcmp(again.raw(), want.raw(), want.nbytes()), 0) << gate_op_name(gate);
+  }
+  Tensor out = Tensor::empty({M, N}, DType::f32);
+  const Tensor narrow_gate_up = random_normal(M, I, 43);  // [M, I]: no up half
+  const std::string width = error_of([&] { linear_forward_gated(out, narrow_gate_up, layer, GateActivation::silu); });
+  EXPECT_NE(width.find("gate_up"), std::string::npos) << width;
+  EXPECT_NE(width.find("[M, 128]"), std::string::npos) << width;
+  Tensor short_out = Tensor::empty({M, N - 1}, DType::f32);
+  const std::string rows = error_of([&] { linear_forward_gated(short_out, gate_up, layer, GateActivation::silu); });
+  EXPECT_NE(rows.find("out"), std::string::npos) << rows;
+  EXPECT_NE(rows.find("[3, 40]"), std::string::npos) << rows;
+}
+
 #if TACH_HAS_CUDA
 // Which calls the GPU's GEMVs take, decided on the host (no GPU needed): the rows, K's multiple
 // (a 16-byte load of x or of codes must not cross a row), the activation dtype, and alignment.
@@ -167,6 +209,11 @@ TEST(LinearGemvRules, TheGemvsTakeOnlyShapesTheirLoadsFit) {
   EXPECT_TRUE(cuda::gemv_fits(g, aligned, aligned)) << "f32 rows need 4-value alignment only";
   g.M = 5;
   EXPECT_FALSE(cuda::gemv_fits(g, aligned, aligned));
+  g.M = 2, g.activation = DType::bf16, g.ld_x = 256, g.gate = cuda::GemvGate::silu;
+  EXPECT_FALSE(cuda::gemv_fits(g, aligned, aligned)) << "a gate's rows hold gate|up: 2K values";
+  g.ld_x = 512;
+  EXPECT_TRUE(cuda::gemv_fits(g, aligned, aligned));
+  g.gate = cuda::GemvGate::none;
 
   cuda::QuantGemvArgs q;
   q.M = 1, q.N = 64, q.K = 96, q.ld_x = 96, q.ld_y = 64, q.weights = cuda::QuantWeights::int8;

@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda/activation_math.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/gemv_io.cuh"
 #include "cuda/kernel_support.cuh"
@@ -47,6 +48,42 @@ struct Weights16 {
   }
 };
 
+// E values of x as floats: 8 (16 bytes of bf16/f16, 32 of f32) or, beside f32 weights, 4 f32.
+template <ActType XT, int E>
+__device__ __forceinline__ void load_x(const char* p, float* x) {
+  if constexpr (E == 8) {
+    load8<XT>(p, x);
+  } else {
+    const float4 a = *reinterpret_cast<const float4*>(p);
+    x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w;
+  }
+}
+
+// The gate's activation: the same device functions as the gate op's kernel (ops/silu_gate_cuda.cu).
+__device__ __forceinline__ float gate_activation(GemvGate gate, float g) {
+  switch (gate) {
+    case GemvGate::gelu_tanh: return gelu_tanh(g);
+    case GemvGate::gelu: return gelu_erf(g);
+    default: return silu(g);
+  }
+}
+
+// x[0..E) = act(gate) · up from gate|up (gate at p, up `up_bytes` further), in f32 and rounded
+// once to XT, as the gate op writes act: so the products below see exactly the unfused x.
+template <ActType XT, int E>
+__device__ __forceinline__ void load_gated_x(const char* p, int64_t up_bytes, GemvGate gate, float* x) {
+  float g[8], u[8];
+  load_x<XT, E>(p, g);
+  load_x<XT, E>(p + up_bytes, u);
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const float v = gate_activation(gate, g[e]) * u[e];
+    if constexpr (XT == ActType::bf16) x[e] = __bfloat162float(__float2bfloat16_rn(v));
+    else if constexpr (XT == ActType::f16) x[e] = __half2float(__float2half_rn(v));
+    else x[e] = v;
+  }
+}
+
 // A block of kWarps warps takes kWarps / SPLIT groups of COLS adjacent output columns; each
 // group's K is shared by SPLIT warps (interleaved in steps of 32 * E weights) and their sums meet
 // in shared memory. SPLIT > 1 where the columns are few (decoding's 896 outputs of down, K =
@@ -54,10 +91,11 @@ struct Weights16 {
 // are in flight to keep the memory busy. COLS > 1 issues every column's loads of a step before
 // any arithmetic: more bytes in flight per warp, fewer rounds. XT is x's and y's dtype: f32 (x
 // rounded to the weights' dtype), or the 16-bit weights' own (read as stored, y rounded once).
-template <GemvWeights WT, ActType XT, int M, int SPLIT, int COLS>
+// GATED: x is gate|up and each x value act(gate) · up (load_gated_x), the activation `gate`.
+template <GemvWeights WT, ActType XT, int M, int SPLIT, int COLS, bool GATED>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(void* y, const void* x, const void* W, const float* bias, int64_t N, int64_t K, int64_t ld_x,
-                int64_t ld_y, bool relu) {
+                int64_t ld_y, bool relu, GemvGate gate) {
   using L = Weights16<WT>;
   constexpr int E = L::kCount;
   constexpr int kBytes = WT == GemvWeights::f32 ? 4 : 2;
@@ -88,13 +126,9 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int m = 0; m < M; ++m) {
         const char* xp = static_cast<const char*>(x) + (m * ld_x + k) * act_bytes<XT>();
-        float xv[8];
-        if constexpr (E == 8) {
-          load8<XT>(xp, xv);
-        } else {  // f32 weights take f32 x, 4 at a time
-          const float4 a = *reinterpret_cast<const float4*>(xp);
-          xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
-        }
+        float xv[8];  // f32 weights take f32 x, 4 at a time
+        if constexpr (GATED) load_gated_x<XT, E>(xp, K * act_bytes<XT>(), gate, xv);
+        else load_x<XT, E>(xp, xv);
 #pragma unroll
         for (int e = 0; e < E; ++e) {
           const float xr = XT == ActType::f32 ? L::round(xv[e]) : xv[e];
@@ -139,11 +173,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-template <GemvWeights WT, ActType XT, int M, int SPLIT, int COLS>
+template <GemvWeights WT, ActType XT, int M, int SPLIT, int COLS, bool GATED>
 void launch_kernel(int device, cudaStream_t s, void* y, const void* x, const void* W, const float* bias,
                    const GemvArgs& a) {
   constexpr int kColumns = kWarps / SPLIT * COLS;
-  const auto kernel = gemv_kernel<WT, XT, M, SPLIT, COLS>;
+  const auto kernel = gemv_kernel<WT, XT, M, SPLIT, COLS, GATED>;
   // One wave: the blocks resident at once (as many as the kernel's registers allow), each looping
   // over its columns, so that no partial second wave trails the first.
   static const int resident = [&] {
@@ -152,18 +186,27 @@ void launch_kernel(int device, cudaStream_t s, void* y, const void* x, const voi
   }();
   const int64_t blocks = (a.N + kColumns - 1) / kColumns, wave = int64_t(resident) * multiprocessors(device);
   kernel<<<dim3(unsigned(blocks < wave ? blocks : wave)), kWarps * 32, 0, s>>>(y, x, W, bias, a.N, a.K, a.ld_x, a.ld_y,
-                                                                               a.relu);
+                                                                               a.relu, a.gate);
 }
 
+template <GemvWeights WT, ActType XT, int SPLIT, int COLS, bool GATED>
+void launch_rows(int device, cudaStream_t s, void* y, const void* x, const void* W, const float* bias,
+                 const GemvArgs& a) {
+  switch (a.M) {
+    case 1: launch_kernel<WT, XT, 1, SPLIT, COLS, GATED>(device, s, y, x, W, bias, a); break;
+    case 2: launch_kernel<WT, XT, 2, SPLIT, COLS, GATED>(device, s, y, x, W, bias, a); break;
+    case 3: launch_kernel<WT, XT, 3, SPLIT, COLS, GATED>(device, s, y, x, W, bias, a); break;
+    default: launch_kernel<WT, XT, 4, SPLIT, COLS, GATED>(device, s, y, x, W, bias, a); break;
+  }
+}
+
+// The plain kernel, or the one that forms the gate as it loads x (a separate instance, so that
+// the plain GEMV's code is as it was).
 template <GemvWeights WT, ActType XT, int SPLIT, int COLS>
 void launch_split(int device, cudaStream_t s, void* y, const void* x, const void* W, const float* bias,
                   const GemvArgs& a) {
-  switch (a.M) {
-    case 1: launch_kernel<WT, XT, 1, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
-    case 2: launch_kernel<WT, XT, 2, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
-    case 3: launch_kernel<WT, XT, 3, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
-    default: launch_kernel<WT, XT, 4, SPLIT, COLS>(device, s, y, x, W, bias, a); break;
-  }
+  if (a.gate == GemvGate::none) launch_rows<WT, XT, SPLIT, COLS, false>(device, s, y, x, W, bias, a);
+  else launch_rows<WT, XT, SPLIT, COLS, true>(device, s, y, x, W, bias, a);
 }
 
 template <GemvWeights WT, ActType XT, int COLS>
@@ -204,8 +247,10 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 bool gemv_fits(const GemvArgs& a, const void* x, const void* W) {
   // 16 bytes of x per load: 4 f32 values or 8 16-bit ones, so x's rows must start 16-byte aligned.
   const int64_t per16 = a.activation == DType::f32 ? 4 : 8;
+  // A gate's up half starts K values after its gate, 16-byte aligned too since K % 8 == 0.
   return takes_activation(a.weights, a.activation) && a.M >= 1 && a.M <= kGemvMaxRows && a.N > 0 && a.K > 0 &&
-         a.K % 8 == 0 && a.ld_x % per16 == 0 && aligned16(x) && aligned16(W);
+         a.K % 8 == 0 && a.ld_x % per16 == 0 && aligned16(x) && aligned16(W) &&
+         (a.gate == GemvGate::none || a.ld_x >= 2 * a.K);
 }
 
 void gemv(int device, void* y, const void* x, const void* W, const float* bias, const GemvArgs& a) {

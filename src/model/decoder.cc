@@ -232,6 +232,12 @@ class InferenceRunner final : public DecoderLayerRunner {
     }
   }
 
+  // Decoding's few rows: the down GEMV forms act(gate) · up as it loads gate|up (no gate kernel,
+  // no act round trip); otherwise the gate op into t.act, then down.
+  void gated_down(size_t l, ops::GateActivation act, Tensor& out, DecoderLayerTensors& t) override {
+    ops::linear_forward_gated(out, t.gate_up, *w_.layers[l].down, act, &t.act);
+  }
+
   // q|k|v, the context and the cache are all in the activations' dtype (t.qkv's).
   void attention(size_t l, ops::CausalAttentionArgs a, DecoderLayerTensors& t) override {
     const Keys keys = keys_of_call(l, a.B, a.Tq, t);

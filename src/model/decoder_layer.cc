@@ -8,7 +8,6 @@
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
 #include "ops/rms_norm.h"
-#include "ops/silu_gate.h"
 #include "tach/error.h"
 
 namespace tach::model {
@@ -100,9 +99,8 @@ void decoder_mlp_block(const DecoderConfig& c, size_t l, DecoderLayerTensors& t,
   {
     core::Span span(core::SpanKind::module, "mlp");
     run.linear(l, DecoderLinear::gate_up, t.gate_up, t.x2);
-    ops::silu_gate_forward(t.act, t.gate_up, c.activation);
     Tensor& down_out = branch_target(c, t.mlp_out, t);
-    run.linear(l, DecoderLinear::down, down_out, t.act);
+    run.gated_down(l, c.activation, down_out, t);
     norm_branch(c, l, DecoderNorm::mlp_out, down_out, t.rstd_mo, run, t);
   }
   // resid_out = resid_mid + MLP, normed for what follows in the same pass when the caller asks.

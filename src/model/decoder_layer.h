@@ -15,6 +15,7 @@
 #include "model/decoder_config.h"
 #include "ops/causal_attention.h"
 #include "ops/rope.h"
+#include "ops/silu_gate.h"
 #include "tach/tensor.h"
 
 namespace tach::model {
@@ -71,6 +72,13 @@ class DecoderLayerRunner {
   virtual void attention(size_t layer, ops::CausalAttentionArgs args, DecoderLayerTensors& t) = 0;
   // A norm's weight as the forward applies it (Gemma's 1 + w): [C] or [D] f32, on the model's device.
   virtual const Tensor& norm(size_t layer, DecoderNorm which) const = 0;
+  // out [N, C] = (act(gate) · up) · Wdownᵀ from t.gate_up [N, 2I]. By default the gate op into
+  // t.act, then linear(down): training keeps act for its backward. Inference fuses the two where
+  // its GEMV can (ops::linear_forward_gated), with the same numbers.
+  virtual void gated_down(size_t layer, ops::GateActivation act, Tensor& out, DecoderLayerTensors& t) {
+    ops::silu_gate_forward(t.act, t.gate_up, act);
+    linear(layer, DecoderLinear::down, out, t.act);
+  }
 };
 
 // How a layer starts and ends. The attention norm is computed here unless the previous layer's

@@ -20,6 +20,13 @@ OpCost linear_cost(int64_t M, int64_t N, int64_t K, DType compute, bool has_bias
   return c;
 }
 
+OpCost linear_gated_cost(int64_t M, int64_t N, int64_t I, DType compute, bool has_bias, DType activation) {
+  OpCost c = linear_cost(M, N, I, compute, has_bias, activation);
+  c.flops += silu_gate_cost(M, I, activation).flops;
+  c.bytes_read += double(dtype_bytes(activation, size_t(M * I)));  // gate|up [M, 2I] read where act [M, I] was
+  return c;
+}
+
 OpCost linear_backward_cost(int64_t M, int64_t N, int64_t K, bool has_bias, bool needs_dx, bool needs_dw) {
   OpCost c;
   // dW = dyᵀ·x (2MNK, skipped for a frozen weight), dx = dy·W (2MNK), db (MN).
@@ -166,6 +173,56 @@ void linear_forward(Tensor& out, const Tensor& x, const Linear& weight) {
 #else
   unsupported("linear", weight.device(), weight.compute_dtype());
 #endif
+}
+
+namespace {
+
+// gate_up [M, 2I] for a layer of I inputs, out [M, N], one dtype, unit column strides.
+void check_gated_shapes(const Tensor& out, const Tensor& gate_up, const Linear& weight) {
+  const int64_t I = weight.in_features(), N = weight.out_features();
+  check(gate_up.dim() == 2 && gate_up.strides()[1] == 1 && gate_up.size(1) == 2 * I,
+        "linear with the gate: gate_up " + gate_up.describe() + " must be [M, " + std::to_string(2 * I) +
+            "] (gate then up, for the layer's " + std::to_string(I) + " inputs) with unit column stride");
+  check(out.dim() == 2 && out.size(0) == gate_up.size(0) && out.size(1) == N && out.strides()[1] == 1,
+        "linear with the gate: out " + out.describe() + " must be [" + std::to_string(gate_up.size(0)) + ", " +
+            std::to_string(N) + "] with unit column stride");
+  check(out.dtype() == gate_up.dtype(), "linear with the gate: gate_up is " + std::string(dtype_name(gate_up.dtype())) +
+                                            " and out " + std::string(dtype_name(out.dtype())) +
+                                            "; both must be in one activation dtype");
+}
+
+}  // namespace
+
+void linear_forward_gated(Tensor& out, const Tensor& gate_up, const Linear& weight, GateActivation activation,
+                          Tensor* act) {
+  check_gated_shapes(out, gate_up, weight);
+  const int64_t M = gate_up.size(0), I = weight.in_features();
+#if TACH_HAS_CUDA
+  if (!weight.packed() && gate_up.device() == weight.device() && out.device() == weight.device() &&
+      linear_gated_fits_cuda(gate_up.raw(), gate_up.strides()[0], M, gate_up.dtype(), weight, activation)) {
+    check_activation_dtype(gate_up, weight);
+    core::Span span(core::SpanKind::op, "linear");
+    if (span.active()) {
+      const OpCost c =
+          linear_gated_cost(M, weight.out_features(), I, weight.compute_dtype(), weight.has_bias(), gate_up.dtype());
+      span.set_cost(c.flops, c.bytes());
+      span.set_detail(core::concat(gate_op_name(activation), "(gate|up [", M, ", 2x", I, "] ",
+                                   dtype_name(gate_up.dtype()), ") · W [", weight.out_features(), ", ", I, "]ᵀ ",
+                                   dtype_name(weight.compute_dtype())));
+    }
+    linear_forward_gated_cuda(weight.device().index, out.raw(), out.strides()[0], gate_up.raw(), gate_up.strides()[0],
+                              M, gate_up.dtype(), weight, activation);
+    return;
+  }
+#endif
+  // The gate op, then the layer: the same numbers in two steps (each its own span).
+  Tensor own;
+  if (act == nullptr || !act->defined()) {
+    own = Tensor::empty({M, I}, gate_up.dtype(), gate_up.device());
+    act = &own;
+  }
+  silu_gate_forward(*act, gate_up, activation);
+  linear_forward(out, *act, weight);
 }
 
 }  // namespace tach::ops

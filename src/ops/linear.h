@@ -7,6 +7,7 @@
 #include "cpu/nf4.h"
 #include "cpu/packed_linear.h"
 #include "ops/op_cost.h"
+#include "ops/silu_gate.h"
 #include "tach/tensor.h"
 
 namespace tach::ops {
@@ -84,6 +85,19 @@ class Linear {
 void linear_forward(Tensor& out, const Tensor& x, const Linear& weight);
 void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weight);
 
+// A gated MLP's down projection: out = (act(gate) · up) · Wᵀ (+ b), the gate op then the layer.
+// gate_up: [M, 2I] (gate in columns [0, I), up in [I, 2I); rows may be strided)  W: [N, I]
+// out: [M, N], both in one activation dtype the layer takes (as linear_forward). On a GPU, for a
+// few rows (decoding) of 16-bit or f32 weights, the GEMV forms act(gate) · up as it loads x, in
+// f32 rounded to the activation dtype as the gate op rounds act: the same numbers, without the
+// gate's kernel or act's round trip through memory; one span "linear" that names the gate. Every
+// other case (more rows, the CPU, int8/nf4 weights, TACH_CUDA_GEMV=0) runs the gate op into `act`
+// ([M, I] in the activation dtype; allocated here when not given), then linear_forward.
+void linear_forward_gated(Tensor& out, const Tensor& gate_up, const Linear& weight, GateActivation activation,
+                          Tensor* act = nullptr);
+// linear_cost with x replaced by gate|up [M, 2I] and the gate's arithmetic added.
+OpCost linear_gated_cost(int64_t M, int64_t N, int64_t I, DType compute, bool has_bias, DType activation);
+
 // CUDA kernel side of linear_forward: the GEMV for a few rows, else the GEMM through cuBLASLt
 // (f32 x converted to the GEMM's dtype first when that is not f32; quantized weights dequantized
 // into bf16 first), then the activation. x: [M, K] (row stride ld_x), out: [M, N] (row stride
@@ -95,6 +109,12 @@ inline void linear_forward_cuda(int device, float* out, int64_t ld_out, const fl
   linear_forward_cuda(device, static_cast<void*>(out), ld_out, static_cast<const void*>(x), ld_x, M, DType::f32,
                       weight);
 }
+// CUDA side of linear_forward_gated's fused path: whether the GEMV takes these operands (gate_up
+// [M, 2I] with row stride ld_gate_up), and the call (out: [M, N], row stride ld_out).
+bool linear_gated_fits_cuda(const void* gate_up, int64_t ld_gate_up, int64_t M, DType activation, const Linear& weight,
+                            GateActivation act);
+void linear_forward_gated_cuda(int device, void* out, int64_t ld_out, const void* gate_up, int64_t ld_gate_up,
+                               int64_t M, DType activation, const Linear& weight, GateActivation act);
 // y [M, N] = act(y) in place (row stride ld), y in f32, bf16 or f16: erf-GELU, tanh or tanh-GELU
 // computed in f32 and rounded once, 16 bytes per thread where the rows allow
 // (ops/linear_activation_cuda.cu).

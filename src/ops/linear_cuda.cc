@@ -2,7 +2,8 @@
 // and the weights as stored (packed int8/NF4 codes included); otherwise a cuBLASLt GEMM with the
 // bias (and ReLU, or tanh-GELU) in its epilogue. Then erf-GELU or tanh as kernels (cuBLASLt's
 // GELU epilogue is the tanh approximation, which transformers' BERT does not use), and tanh-GELU
-// after a GEMV. Compiled only with the CUDA backend.
+// after a GEMV. A gated MLP's down projection over a few rows forms act(gate) · up as its GEMV
+// loads x (linear_forward_gated). Compiled only with the CUDA backend.
 //
 // x and y are f32 or the layer's activation dtype (bf16 for bf16, int8 and nf4 weights, f16 for
 // f16): a 16-bit x goes to the GEMM as it is and y comes out in it; an f32 x is converted first
@@ -48,6 +49,28 @@ struct Call {
   DType activation = DType::f32;
 };
 
+// The dense (f32, bf16, f16 weights) GEMV's arguments for a call; false when it does not take them.
+bool dense_gemv_args(const Call& c, const Linear& weight, cuda::GemvGate gate, cuda::GemvArgs& g) {
+  if (!gemv_allowed()) return false;
+  g.M = c.M, g.N = weight.out_features(), g.K = weight.in_features(), g.ld_x = c.ld_x, g.ld_y = c.ld_out;
+  g.relu = weight.activation() == cpu::FusedActivation::relu, g.activation = c.activation, g.gate = gate;
+  switch (weight.compute_dtype()) {
+    case DType::bf16: g.weights = cuda::GemvWeights::bf16; break;
+    case DType::f16: g.weights = cuda::GemvWeights::f16; break;
+    case DType::f32: g.weights = cuda::GemvWeights::f32; break;
+    default: return false;  // int8/nf4: cuda/quant_gemv.h, which has no gate
+  }
+  return cuda::gemv_fits(g, c.x, weight.device_weight().raw());
+}
+
+cuda::GemvGate gemv_gate(GateActivation act) {
+  switch (act) {
+    case GateActivation::gelu_tanh: return cuda::GemvGate::gelu_tanh;
+    case GateActivation::gelu: return cuda::GemvGate::gelu;
+    default: return cuda::GemvGate::silu;
+  }
+}
+
 // The few-rows path; false when the GEMV does not take the shape or layout.
 bool try_gemv(const Call& c, const Linear& weight, const float* bias) {
   if (!gemv_allowed()) return false;
@@ -62,15 +85,7 @@ bool try_gemv(const Call& c, const Linear& weight, const float* bias) {
     return true;
   }
   cuda::GemvArgs g;
-  g.M = c.M, g.N = weight.out_features(), g.K = weight.in_features(), g.ld_x = c.ld_x, g.ld_y = c.ld_out;
-  g.relu = relu, g.activation = c.activation;
-  switch (weight.compute_dtype()) {
-    case DType::bf16: g.weights = cuda::GemvWeights::bf16; break;
-    case DType::f16: g.weights = cuda::GemvWeights::f16; break;
-    case DType::f32: g.weights = cuda::GemvWeights::f32; break;
-    default: return false;
-  }
-  if (!cuda::gemv_fits(g, c.x, weight.device_weight().raw())) return false;
+  if (!dense_gemv_args(c, weight, cuda::GemvGate::none, g)) return false;
   cuda::gemv(c.device, c.out, c.x, weight.device_weight().raw(), bias, g);
   return true;
 }
@@ -123,19 +138,10 @@ void gemm(const Call& c, const Linear& weight) {
   cuda::linear(c.device, c.out, input, gemm_weight(c, weight), bias, a);
 }
 
-}  // namespace
-
-void linear_forward_cuda(int device, void* out, int64_t ld_out, const void* x, int64_t ld_x, int64_t M,
-                         DType activation, const Linear& weight) {
+// The layer's activation after its GEMM or GEMV (y [M, N], row stride ld_out): what neither applied.
+void apply_layer_activation(int device, void* out, int64_t ld_out, int64_t M, DType activation, const Linear& weight,
+                            bool gemv) {
   const int64_t N = weight.out_features();
-  if (M == 0) return;
-  check(activation == DType::f32 || activation == weight.activation_dtype(),
-        "linear on CUDA: activations in " + std::string(dtype_name(activation)) + ", the layer takes f32 or " +
-            std::string(dtype_name(weight.activation_dtype())));
-  const Call c{device, out, ld_out, x, ld_x, M, activation};
-  const float* bias = weight.has_bias() ? weight.device_bias().data<float>() : nullptr;
-  const bool gemv = try_gemv(c, weight, bias);
-  if (!gemv) gemm(c, weight);
   const cpu::FusedActivation act = weight.activation();
   if (act == cpu::FusedActivation::gelu_tanh && gemv) {  // the GEMM applied it in its epilogue
     linear_activation_cuda(device, out, activation, M, N, ld_out, act);
@@ -154,4 +160,37 @@ void linear_forward_cuda(int device, void* out, int64_t ld_out, const void* x, i
   else tanh_forward_cuda(device, y, y, M * N);
 }
 
+}  // namespace
+
+void linear_forward_cuda(int device, void* out, int64_t ld_out, const void* x, int64_t ld_x, int64_t M,
+                         DType activation, const Linear& weight) {
+  if (M == 0) return;
+  check(activation == DType::f32 || activation == weight.activation_dtype(),
+        "linear on CUDA: activations in " + std::string(dtype_name(activation)) + ", the layer takes f32 or " +
+            std::string(dtype_name(weight.activation_dtype())));
+  const Call c{device, out, ld_out, x, ld_x, M, activation};
+  const float* bias = weight.has_bias() ? weight.device_bias().data<float>() : nullptr;
+  const bool gemv = try_gemv(c, weight, bias);
+  if (!gemv) gemm(c, weight);
+  apply_layer_activation(device, out, ld_out, M, activation, weight, gemv);
+}
+
+bool linear_gated_fits_cuda(const void* gate_up, int64_t ld_gate_up, int64_t M, DType activation, const Linear& weight,
+                            GateActivation act) {
+  if (activation != DType::f32 && activation != weight.activation_dtype()) return false;
+  const Call c{weight.device().index, nullptr, weight.out_features(), gate_up, ld_gate_up, M, activation};
+  cuda::GemvArgs g;
+  return dense_gemv_args(c, weight, gemv_gate(act), g);
+}
+
+void linear_forward_gated_cuda(int device, void* out, int64_t ld_out, const void* gate_up, int64_t ld_gate_up,
+                               int64_t M, DType activation, const Linear& weight, GateActivation act) {
+  const Call c{device, out, ld_out, gate_up, ld_gate_up, M, activation};
+  cuda::GemvArgs g;
+  check(dense_gemv_args(c, weight, gemv_gate(act), g),
+        "linear with the gate on CUDA: the GEMV does not take these operands (ask linear_gated_fits_cuda first)");
+  const float* bias = weight.has_bias() ? weight.device_bias().data<float>() : nullptr;
+  cuda::gemv(device, out, gate_up, weight.device_weight().raw(), bias, g);
+  apply_layer_activation(device, out, ld_out, M, activation, weight, true);
+}
 }  // namespace tach::ops
