@@ -23,17 +23,10 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/convert.cuh"
 #include "tach/dtype.h"
 
 namespace tach::cuda {
-
-// An activation element widened to f32, and an f32 rounded to nearest even into one.
-__device__ __forceinline__ float attention_load(float x) { return x; }
-__device__ __forceinline__ float attention_load(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float attention_load(__half x) { return __half2float(x); }
-__device__ __forceinline__ void attention_store(float* dst, float x) { *dst = x; }
-__device__ __forceinline__ void attention_store(__nv_bfloat16* dst, float x) { *dst = __float2bfloat16_rn(x); }
-__device__ __forceinline__ void attention_store(__half* dst, float x) { *dst = __float2half_rn(x); }
 
 struct FlashAttentionParams {
   // [.., H*D] rows in `dtype` (f32, bf16 or f16), with the strides below (in elements).
@@ -95,7 +88,7 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
   const T* qrow = static_cast<const T*>(p.q) + b * p.q_batch_stride + i * p.ld_q + h * D;
 #pragma unroll
   for (int d = 0; d < D; ++d) {
-    qr[d] = active ? attention_load(qrow[d]) : 0.0f;
+    qr[d] = active ? to_float(qrow[d]) : 0.0f;
     acc[d] = 0.0f;
   }
   float running_max = -INFINITY, denominator = 0.0f;
@@ -126,8 +119,8 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
       const int j = e / D, d = e % D;
       const int64_t key = j0 + j;
       const bool in = key < key_end;
-      ks[j][d] = in ? attention_load(kb[key * p.ld_kv + d]) : 0.0f;
-      vs[j][d] = in ? attention_load(vb[key * p.ld_kv + d]) : 0.0f;
+      ks[j][d] = in ? to_float(kb[key * p.ld_kv + d]) : 0.0f;
+      vs[j][d] = in ? to_float(vb[key * p.ld_kv + d]) : 0.0f;
     }
     for (int j = threadIdx.x; j < kKeys; j += blockDim.x) {
       const int64_t key = j0 + j;
@@ -178,7 +171,7 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
       __syncthreads();
       for (int e = threadIdx.x; e < kKeys * D; e += blockDim.x) {
         const int j = e / D, d = e % D;
-        vs[j][d] = j0 + j < p.Tk ? attention_load(vb[(j0 + j) * p.ld_kv + d]) : 0.0f;
+        vs[j][d] = j0 + j < p.Tk ? to_float(vb[(j0 + j) * p.ld_kv + d]) : 0.0f;
       }
       __syncthreads();
       if (padding_only) {
@@ -194,7 +187,7 @@ __global__ void __launch_bounds__(kFlashQueryRows) flash_attention_kernel(FlashA
   T* orow = static_cast<T*>(p.out) + b * p.out_batch_stride + i * p.ld_out + h * D;
   const float inv = denominator > 0.0f ? 1.0f / denominator : 0.0f;
 #pragma unroll
-  for (int d = 0; d < D; ++d) attention_store(orow + d, acc[d] * inv);
+  for (int d = 0; d < D; ++d) orow[d] = from_float<T>(acc[d] * inv);
 }
 
 // Which kernel a launch ran: none (no kernel takes the head size: D over 256; the caller says so),

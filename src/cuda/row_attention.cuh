@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int d = lane + 32 * e;
-    q[e] = d < D ? attention_load(qrow[d]) : 0.0f;
+    q[e] = d < D ? to_float(qrow[d]) : 0.0f;
     acc[e] = 0.0f;
   }
   const int64_t P = past + i;
@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const int d = lane + 32 * e;
-      if (d < D) part = fmaf(q[e], attention_load(krow[d]), part);
+      if (d < D) part = fmaf(q[e], to_float(krow[d]), part);
     }
     float score = cuda::warp_sum(part) * p.scale;
     if (buckets) score += p.bias_table[int64_t(buckets[j]) * p.H + h];
@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const int d = lane + 32 * e;
-      if (d < D) acc[e] = fmaf(weight, attention_load(vrow[d]), acc[e]);
+      if (d < D) acc[e] = fmaf(weight, to_float(vrow[d]), acc[e]);
     }
   }
   if (lane == 0) warp_max[warp] = running_max, warp_sum[warp] = denominator;
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
 #pragma unroll
       for (int e = 0; e < E; ++e) {
         const int d = lane + 32 * e;
-        if (d < D) out[e] += attention_load(vb[j * p.ld_kv + d]);
+        if (d < D) out[e] += to_float(vb[j * p.ld_kv + d]);
       }
     }
     total = float(Tk);
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kRowAttentionWarps * 32) row_attention_kernel(
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int d = lane + 32 * e;
-    if (d < D) attention_store(orow + d, out[e] * inv);
+    if (d < D) orow[d] = from_float<T>(out[e] * inv);
   }
 }
 
@@ -159,7 +159,7 @@ __global__ void merge_row_partials(FlashAttentionParams p, int D) {
     float acc = 0.0f;
     if (m != -INFINITY)
       for (int s = 0; s < p.splits; ++s) acc = fmaf(part[s * (D + 2) + 2 + d], expf(part[s * (D + 2)] - m), acc);
-    attention_store(orow + d, acc * inv);
+    orow[d] = from_float<T>(acc * inv);
   }
 }
 
