@@ -16,6 +16,7 @@
 #include "ops/add.h"
 #include "ops/embedding.h"
 #include "ops/kv_append.h"
+#include "ops/rope_kv_append.h"
 #include "ops/linear.h"
 #include "ops/rms_norm.h"
 #include "ops/silu_gate.h"
@@ -274,8 +275,15 @@ class InferenceRunner final : public DecoderLayerRunner {
     append.dtype = dtype;
     void* ck = cache->k[l].raw();
     void* cv = cache->v[l].raw();
-    ops::kv_append(ck, cv, t.qkv.raw(), append);
+    if (rope_in_attention())  // RoPE on q and k in the same kernel (decoder_qkv left it)
+      ops::rope_kv_append(t.qkv.raw(), ck, cv, append, c.num_heads, c.head_dim, pass_.rope->of(c, l));
+    else ops::kv_append(ck, cv, t.qkv.raw(), append);
     return {ck, cv, KD, cache->capacity * KD, append.past};
+  }
+
+  // With a cache on a GPU, where the fused kernel runs (the CPU's would be the two ops anyway).
+  bool rope_in_attention() const override {
+    return pass_.cache != nullptr && pass_.cache->mask.device().kind == DeviceKind::cuda;
   }
 
   const Tensor& norm(size_t l, DecoderNorm which) const override {

@@ -82,7 +82,7 @@ void decoder_qkv(const DecoderConfig& c, size_t l, int64_t B, int64_t T, const D
     ops::rms_norm_heads_forward(t.qkv, HD, KVH, D, run.norm(l, DecoderNorm::k), c.norm_eps,
                                 part(t.qk_raw, N * HD, N * KVH * D), part(t.qk_rstd, N * H, N * KVH));
   }
-  ops::rope_forward(t.qkv, H, KVH, D, rope.of(c, l));  // q, then k columns
+  if (!run.rope_in_attention()) ops::rope_forward(t.qkv, H, KVH, D, rope.of(c, l));  // q, then k columns
 }
 
 void decoder_attention_output(const DecoderConfig& c, size_t l, DecoderLayerTensors& t, DecoderLayerRunner& run) {

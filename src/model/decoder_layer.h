@@ -70,6 +70,9 @@ class DecoderLayerRunner {
   // context [N, H D] from t.qkv (q, k and v after RoPE). `args` has everything but where the
   // keys, values and mask are: inference reads its cache, training saves t.probs.
   virtual void attention(size_t layer, ops::CausalAttentionArgs args, DecoderLayerTensors& t) = 0;
+  // True where attention() rotates q and k itself as it appends the keys to its cache (decoding on
+  // a GPU: ops::rope_kv_append, one kernel for the two), so decoder_qkv leaves them unrotated.
+  virtual bool rope_in_attention() const { return false; }
   // A norm's weight as the forward applies it (Gemma's 1 + w): [C] or [D] f32, on the model's device.
   virtual const Tensor& norm(size_t layer, DecoderNorm which) const = 0;
   // out [N, C] = (act(gate) · up) · Wdownᵀ from t.gate_up [N, 2I]. By default the gate op into
