@@ -264,20 +264,26 @@ INSTANTIATE_TEST_SUITE_P(WeightsAndActivations, CudaLinearGated,
                          ::testing::Values(GatedCase{DType::bf16, DType::bf16}, GatedCase{DType::f16, DType::f16},
                                            GatedCase{DType::f32, DType::f32}, GatedCase{DType::bf16, DType::f32}));
 
-// int8 and NF4 weights have their own GEMVs without the gate: the gate op, then the layer, with
-// the same bytes as calling them one by one.
-TEST_F(CudaLinearDtypes, GatedDownWithQuantizedWeightsRunsTheGateOpFirst) {
-  const int64_t M = 2, I = 128, N = 64;
-  const Tensor gate_up = on_gpu(random_tensor({M, 2 * I}, 33).to(DType::bf16));
-  for (const DType q : {DType::i8, DType::nf4}) {
-    const Linear layer(random_tensor({N, I}, 34, 0.05f), Tensor(), {kGpu, q});
-    Tensor act = Tensor::empty({M, I}, DType::bf16, kGpu), want = Tensor::empty({M, N}, DType::bf16, kGpu);
-    silu_gate_forward(act, gate_up);
-    linear_forward(want, act, layer);
-    Tensor got = Tensor::empty({M, N}, DType::bf16, kGpu);
-    linear_forward_gated(got, gate_up, layer, GateActivation::silu);
-    EXPECT_TRUE(same_bytes(got, want)) << dtype_name(q);
-  }
+// int8 and NF4 weights' GEMVs form the gate too (bf16 or f32 activations, x rounded to bf16 as
+// their plain GEMV rounds it): the same bytes as the gate op then the layer, the act buffer
+// untouched for 2 rows and written by the fallback for 6.
+TEST_F(CudaLinearDtypes, GatedDownWithQuantizedWeightsMatchesTheGateOpThenTheLinear) {
+  const int64_t I = 256, N = 64;
+  for (const DType q : {DType::i8, DType::nf4})
+    for (const DType a : {DType::bf16, DType::f32})
+      for (const int64_t M : {int64_t(2), int64_t(6)}) {
+        SCOPED_TRACE(std::string(dtype_name(q)) + " weights, " + std::string(dtype_name(a)) + ", " + std::to_string(M) +
+                     " rows");
+        const Tensor gate_up = on_gpu(random_tensor({M, 2 * I}, 33, 2.0f).to(a));
+        const Linear layer(random_tensor({N, I}, 34, 0.05f), random_tensor({N}, 35), {kGpu, q});
+        Tensor act = Tensor::empty({M, I}, a, kGpu), want = Tensor::empty({M, N}, a, kGpu);
+        silu_gate_forward(act, gate_up, GateActivation::gelu_tanh);
+        linear_forward(want, act, layer);
+        Tensor scratch = on_gpu(Tensor::zeros({M, I}, a)), got = Tensor::empty({M, N}, a, kGpu);
+        linear_forward_gated(got, gate_up, layer, GateActivation::gelu_tanh, &scratch);
+        EXPECT_TRUE(same_bytes(got, want));
+        EXPECT_TRUE(same_bytes(scratch, M <= 4 ? Tensor::zeros({M, I}, a) : act)) << "fused for 4 rows or fewer only";
+      }
 }
 
 }  // namespace

@@ -226,6 +226,10 @@ TEST(LinearGemvRules, TheGemvsTakeOnlyShapesTheirLoadsFit) {
   EXPECT_FALSE(cuda::quant_gemv_fits(q, aligned, aligned)) << "quantized weights take bf16 or f32 x";
   q.activation = DType::bf16, q.M = 5;
   EXPECT_FALSE(cuda::quant_gemv_fits(q, aligned, aligned));
+  q.M = 1, q.gate = cuda::GemvGate::gelu;
+  EXPECT_FALSE(cuda::quant_gemv_fits(q, aligned, aligned)) << "a gate's rows hold gate|up: 2K values";
+  q.ld_x = 2 * q.K;
+  EXPECT_TRUE(cuda::quant_gemv_fits(q, aligned, aligned));
 }
 
 // Refused before anything is launched, naming what is wrong.

@@ -3,7 +3,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "cuda/activation_math.cuh"
 #include "cuda/cuda_error.h"
 #include "cuda/gemv_io.cuh"
 #include "cuda/kernel_support.cuh"
@@ -59,29 +58,15 @@ __device__ __forceinline__ void load_x(const char* p, float* x) {
   }
 }
 
-// The gate's activation: the same device functions as the gate op's kernel (ops/silu_gate_cuda.cu).
-__device__ __forceinline__ float gate_activation(GemvGate gate, float g) {
-  switch (gate) {
-    case GemvGate::gelu_tanh: return gelu_tanh(g);
-    case GemvGate::gelu: return gelu_erf(g);
-    default: return silu(g);
-  }
-}
-
-// x[0..E) = act(gate) · up from gate|up (gate at p, up `up_bytes` further), in f32 and rounded
-// once to XT, as the gate op writes act: so the products below see exactly the unfused x.
+// x[0..E) = act(gate) · up from gate|up (gate at p, up `up_bytes` further), rounded as the gate
+// op writes act (gemv_io.cuh): so the products below see exactly the unfused x.
 template <ActType XT, int E>
 __device__ __forceinline__ void load_gated_x(const char* p, int64_t up_bytes, GemvGate gate, float* x) {
   float g[8], u[8];
   load_x<XT, E>(p, g);
   load_x<XT, E>(p + up_bytes, u);
 #pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const float v = gate_activation(gate, g[e]) * u[e];
-    if constexpr (XT == ActType::bf16) x[e] = __bfloat162float(__float2bfloat16_rn(v));
-    else if constexpr (XT == ActType::f16) x[e] = __half2float(__float2half_rn(v));
-    else x[e] = v;
-  }
+  for (int e = 0; e < E; ++e) x[e] = gated_value<XT>(gate, g[e], u[e]);
 }
 
 // A block of kWarps warps takes kWarps / SPLIT groups of COLS adjacent output columns; each

@@ -9,6 +9,9 @@
 
 #include <cstdint>
 
+#include "cuda/activation_math.cuh"
+#include "cuda/gemv.h"
+
 namespace tach::cuda {
 
 enum class ActType { f32, bf16, f16 };
@@ -43,6 +46,34 @@ __device__ __forceinline__ void store1(void* y, int64_t i, float v) {
   if constexpr (A == ActType::f32) static_cast<float*>(y)[i] = v;
   else if constexpr (A == ActType::bf16) static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16_rn(v);
   else static_cast<__half*>(y)[i] = __float2half_rn(v);
+}
+
+// The gate's activation: the same device functions as the gate op's kernel (ops/silu_gate_cuda.cu).
+__device__ __forceinline__ float gate_activation(GemvGate gate, float g) {
+  switch (gate) {
+    case GemvGate::gelu_tanh: return gelu_tanh(g);
+    case GemvGate::gelu: return gelu_erf(g);
+    default: return silu(g);
+  }
+}
+
+// act(g) · u in f32, rounded once to A, as the gate op writes act: what a GEMV then reads as x.
+template <ActType A>
+__device__ __forceinline__ float gated_value(GemvGate gate, float g, float u) {
+  const float v = gate_activation(gate, g) * u;
+  if constexpr (A == ActType::bf16) return __bfloat162float(__float2bfloat16_rn(v));
+  else if constexpr (A == ActType::f16) return __half2float(__float2half_rn(v));
+  else return v;
+}
+
+// x[0..8) = act(gate) · up from gate|up: gate at p (16-byte aligned), up `up_bytes` further.
+template <ActType A>
+__device__ __forceinline__ void load8_gated(const void* p, int64_t up_bytes, GemvGate gate, float* x) {
+  float g[8], u[8];
+  load8<A>(p, g);
+  load8<A>(static_cast<const char*>(p) + up_bytes, u);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) x[e] = gated_value<A>(gate, g[e], u[e]);
 }
 
 // Bytes per element.

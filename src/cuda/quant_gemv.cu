@@ -76,10 +76,11 @@ __device__ __forceinline__ float as_bf16(float v) {
 // share each group's K (interleaved in steps of 32 loads) and meet in shared memory; each round
 // issues every column's 16-byte load before any arithmetic. A lane's 32 NF4 codes lie in one
 // 64-block (K is whole blocks), so its products are summed first and scaled once by the absmax.
-template <QuantWeights QW, ActType XT, int M, int SPLIT>
+// GATED: x is gate|up, each x value act(gate) · up (gemv_io.cuh's load8_gated).
+template <QuantWeights QW, ActType XT, int M, int SPLIT, bool GATED>
 __global__ void __launch_bounds__(kWarps * 32)
     quant_gemv_kernel(void* y, const void* x, const uint8_t* codes, const float* scales, const float* bias,
-                      CodeBook book_in, int64_t N, int64_t K, int64_t ld_x, int64_t ld_y, bool relu) {
+                      CodeBook book_in, int64_t N, int64_t K, int64_t ld_x, int64_t ld_y, bool relu, GemvGate gate) {
   using P = Packing<QW>;
   constexpr int kColumns = kWarps / SPLIT * kCols;
   __shared__ float partial[kWarps][kCols][M];
@@ -119,7 +120,9 @@ __global__ void __launch_bounds__(kWarps * 32)
         float xv[M][8];
 #pragma unroll
         for (int m = 0; m < M; ++m) {
-          load8<XT>(static_cast<const char*>(x) + (m * ld_x + k + 8 * c) * act_bytes<XT>(), xv[m]);
+          const char* xp = static_cast<const char*>(x) + (m * ld_x + k + 8 * c) * act_bytes<XT>();
+          if constexpr (GATED) load8_gated<XT>(xp, K * act_bytes<XT>(), gate, xv[m]);
+          else load8<XT>(xp, xv[m]);
 #pragma unroll
           for (int e = 0; e < 8; ++e) xv[m][e] = as_bf16<XT>(xv[m][e]);
         }
@@ -176,11 +179,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-template <QuantWeights QW, ActType XT, int M, int SPLIT>
+template <QuantWeights QW, ActType XT, int M, int SPLIT, bool GATED>
 void launch_kernel(int device, void* y, const void* x, const void* codes, const float* scales, const float* bias,
                    const QuantGemvArgs& a) {
   constexpr int kColumns = kWarps / SPLIT * kCols;
-  const auto kernel = quant_gemv_kernel<QW, XT, M, SPLIT>;
+  const auto kernel = quant_gemv_kernel<QW, XT, M, SPLIT, GATED>;
   // One wave of resident blocks, each looping over its columns (as cuda/gemv.cu).
   static const int resident = [&] {
     int n = 0;
@@ -188,18 +191,26 @@ void launch_kernel(int device, void* y, const void* x, const void* codes, const 
   }();
   const int64_t blocks = (a.N + kColumns - 1) / kColumns, wave = int64_t(resident) * multiprocessors(device);
   kernel<<<dim3(unsigned(blocks < wave ? blocks : wave)), kWarps * 32, 0, stream(device)>>>(
-      y, x, static_cast<const uint8_t*>(codes), scales, bias, nf4_book(), a.N, a.K, a.ld_x, a.ld_y, a.relu);
+      y, x, static_cast<const uint8_t*>(codes), scales, bias, nf4_book(), a.N, a.K, a.ld_x, a.ld_y, a.relu, a.gate);
 }
 
+template <QuantWeights QW, ActType XT, int SPLIT, bool GATED>
+void launch_gated(int device, void* y, const void* x, const void* codes, const float* scales, const float* bias,
+                  const QuantGemvArgs& a) {
+  switch (a.M) {
+    case 1: launch_kernel<QW, XT, 1, SPLIT, GATED>(device, y, x, codes, scales, bias, a); break;
+    case 2: launch_kernel<QW, XT, 2, SPLIT, GATED>(device, y, x, codes, scales, bias, a); break;
+    case 3: launch_kernel<QW, XT, 3, SPLIT, GATED>(device, y, x, codes, scales, bias, a); break;
+    default: launch_kernel<QW, XT, 4, SPLIT, GATED>(device, y, x, codes, scales, bias, a); break;
+  }
+}
+
+// The plain kernel, or the one that forms the gate as it loads x (a separate instance).
 template <QuantWeights QW, ActType XT, int SPLIT>
 void launch_rows(int device, void* y, const void* x, const void* codes, const float* scales, const float* bias,
                  const QuantGemvArgs& a) {
-  switch (a.M) {
-    case 1: launch_kernel<QW, XT, 1, SPLIT>(device, y, x, codes, scales, bias, a); break;
-    case 2: launch_kernel<QW, XT, 2, SPLIT>(device, y, x, codes, scales, bias, a); break;
-    case 3: launch_kernel<QW, XT, 3, SPLIT>(device, y, x, codes, scales, bias, a); break;
-    default: launch_kernel<QW, XT, 4, SPLIT>(device, y, x, codes, scales, bias, a); break;
-  }
+  if (a.gate == GemvGate::none) launch_gated<QW, XT, SPLIT, false>(device, y, x, codes, scales, bias, a);
+  else launch_gated<QW, XT, SPLIT, true>(device, y, x, codes, scales, bias, a);
 }
 
 // Warps per column group: more while the columns alone give too few warps to keep enough loads
@@ -247,7 +258,8 @@ bool quant_gemv_fits(const QuantGemvArgs& a, const void* x, const void* codes) {
   const int64_t k_multiple = a.weights == QuantWeights::int8 ? 16 : 64;
   const int64_t per16 = a.activation == DType::f32 ? 4 : 8;  // x elements in 16 bytes
   return (a.activation == DType::f32 || a.activation == DType::bf16) && a.M >= 1 && a.M <= kGemvMaxRows && a.N > 0 &&
-         a.K > 0 && a.K % k_multiple == 0 && a.ld_x % per16 == 0 && aligned16(x) && aligned16(codes);
+         a.K > 0 && a.K % k_multiple == 0 && a.ld_x % per16 == 0 && aligned16(x) && aligned16(codes) &&
+         (a.gate == GemvGate::none || a.ld_x >= 2 * a.K);
 }
 
 void quant_gemv(int device, void* y, const void* x, const void* codes, const float* scales, const float* bias,

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "cuda/gemv.h"
 #include "tach/dtype.h"
 
 namespace tach::cuda {
@@ -22,10 +23,12 @@ struct QuantGemvArgs {
   QuantWeights weights = QuantWeights::int8;
   DType activation = DType::bf16;  // x and y: bf16, or f32 (x rounded to bf16 first, as the GEMM path does)
   bool relu = false;
+  // Not none: x is gate|up [M, 2K] and x_k = act(gate_k) · up_k, as cuda/gemv.h's GemvArgs::gate.
+  GemvGate gate = GemvGate::none;
 };
 
 // Whether quant_gemv takes these: 1 to kGemvMaxRows rows, K a multiple of 16 (int8) or of 64
-// (NF4: each row whole blocks), x's rows and the codes 16-byte aligned.
+// (NF4: each row whole blocks), x's rows and the codes 16-byte aligned; with a gate, ld_x >= 2K.
 bool quant_gemv_fits(const QuantGemvArgs& a, const void* x, const void* codes);
 
 // x: [M, K] (row stride ld_x)  codes: int8 i8 [N, K], or NF4 u8 [N · K / 2] (element 2i in the

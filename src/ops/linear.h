@@ -88,10 +88,10 @@ void linear_forward(Tensor& out, const Tensor& x, const cpu::PackedLinear& weigh
 // A gated MLP's down projection: out = (act(gate) · up) · Wᵀ (+ b), the gate op then the layer.
 // gate_up: [M, 2I] (gate in columns [0, I), up in [I, 2I); rows may be strided)  W: [N, I]
 // out: [M, N], both in one activation dtype the layer takes (as linear_forward). On a GPU, for a
-// few rows (decoding) of 16-bit or f32 weights, the GEMV forms act(gate) · up as it loads x, in
-// f32 rounded to the activation dtype as the gate op rounds act: the same numbers, without the
-// gate's kernel or act's round trip through memory; one span "linear" that names the gate. Every
-// other case (more rows, the CPU, int8/nf4 weights, TACH_CUDA_GEMV=0) runs the gate op into `act`
+// few rows (decoding), the GEMV (dense or int8/nf4) forms act(gate) · up as it loads x, in f32
+// rounded to the activation dtype as the gate op rounds act: the same numbers, without the gate's
+// kernel or act's round trip through memory; one span "linear" that names the gate. Every other
+// case (more rows, the CPU, TACH_CUDA_GEMV=0) runs the gate op into `act`
 // ([M, I] in the activation dtype; allocated here when not given), then linear_forward.
 void linear_forward_gated(Tensor& out, const Tensor& gate_up, const Linear& weight, GateActivation activation,
                           Tensor* act = nullptr);

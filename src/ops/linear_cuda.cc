@@ -58,7 +58,7 @@ bool dense_gemv_args(const Call& c, const Linear& weight, cuda::GemvGate gate, c
     case DType::bf16: g.weights = cuda::GemvWeights::bf16; break;
     case DType::f16: g.weights = cuda::GemvWeights::f16; break;
     case DType::f32: g.weights = cuda::GemvWeights::f32; break;
-    default: return false;  // int8/nf4: cuda/quant_gemv.h, which has no gate
+    default: return false;  // int8/nf4: quant_gemv_args
   }
   return cuda::gemv_fits(g, c.x, weight.device_weight().raw());
 }
@@ -71,22 +71,30 @@ cuda::GemvGate gemv_gate(GateActivation act) {
   }
 }
 
-// The few-rows path; false when the GEMV does not take the shape or layout.
-bool try_gemv(const Call& c, const Linear& weight, const float* bias) {
-  if (!gemv_allowed()) return false;
-  const bool relu = weight.activation() == cpu::FusedActivation::relu;
+// The quantized (int8, nf4 weights) GEMV's arguments for a call; false when it does not take them.
+bool quant_gemv_args(const Call& c, const Linear& weight, cuda::GemvGate gate, cuda::QuantGemvArgs& q) {
+  if (!gemv_allowed() || !quantized(weight)) return false;
+  q.M = c.M, q.N = weight.out_features(), q.K = weight.in_features(), q.ld_x = c.ld_x, q.ld_y = c.ld_out;
+  q.weights = weight.compute_dtype() == DType::i8 ? cuda::QuantWeights::int8 : cuda::QuantWeights::nf4;
+  q.activation = c.activation, q.relu = weight.activation() == cpu::FusedActivation::relu, q.gate = gate;
+  return cuda::quant_gemv_fits(q, c.x, weight.device_weight().raw());
+}
+
+// The few-rows path (x, or gate|up with a gate); false when no GEMV takes the shape or layout.
+// With launch false it only answers.
+bool try_gemv(const Call& c, const Linear& weight, cuda::GemvGate gate = cuda::GemvGate::none, bool launch = true) {
+  const float* bias = weight.has_bias() ? weight.device_bias().data<float>() : nullptr;
   if (quantized(weight)) {
     cuda::QuantGemvArgs q;
-    q.M = c.M, q.N = weight.out_features(), q.K = weight.in_features(), q.ld_x = c.ld_x, q.ld_y = c.ld_out;
-    q.weights = weight.compute_dtype() == DType::i8 ? cuda::QuantWeights::int8 : cuda::QuantWeights::nf4;
-    q.activation = c.activation, q.relu = relu;
-    if (!cuda::quant_gemv_fits(q, c.x, weight.device_weight().raw())) return false;
-    cuda::quant_gemv(c.device, c.out, c.x, weight.device_weight().raw(), weight.device_scales().data<float>(), bias, q);
+    if (!quant_gemv_args(c, weight, gate, q)) return false;
+    if (launch)
+      cuda::quant_gemv(c.device, c.out, c.x, weight.device_weight().raw(), weight.device_scales().data<float>(), bias,
+                       q);
     return true;
   }
   cuda::GemvArgs g;
-  if (!dense_gemv_args(c, weight, cuda::GemvGate::none, g)) return false;
-  cuda::gemv(c.device, c.out, c.x, weight.device_weight().raw(), bias, g);
+  if (!dense_gemv_args(c, weight, gate, g)) return false;
+  if (launch) cuda::gemv(c.device, c.out, c.x, weight.device_weight().raw(), bias, g);
   return true;
 }
 
@@ -169,8 +177,7 @@ void linear_forward_cuda(int device, void* out, int64_t ld_out, const void* x, i
         "linear on CUDA: activations in " + std::string(dtype_name(activation)) + ", the layer takes f32 or " +
             std::string(dtype_name(weight.activation_dtype())));
   const Call c{device, out, ld_out, x, ld_x, M, activation};
-  const float* bias = weight.has_bias() ? weight.device_bias().data<float>() : nullptr;
-  const bool gemv = try_gemv(c, weight, bias);
+  const bool gemv = try_gemv(c, weight);
   if (!gemv) gemm(c, weight);
   apply_layer_activation(device, out, ld_out, M, activation, weight, gemv);
 }
@@ -179,18 +186,14 @@ bool linear_gated_fits_cuda(const void* gate_up, int64_t ld_gate_up, int64_t M, 
                             GateActivation act) {
   if (activation != DType::f32 && activation != weight.activation_dtype()) return false;
   const Call c{weight.device().index, nullptr, weight.out_features(), gate_up, ld_gate_up, M, activation};
-  cuda::GemvArgs g;
-  return dense_gemv_args(c, weight, gemv_gate(act), g);
+  return try_gemv(c, weight, gemv_gate(act), false);
 }
 
 void linear_forward_gated_cuda(int device, void* out, int64_t ld_out, const void* gate_up, int64_t ld_gate_up,
                                int64_t M, DType activation, const Linear& weight, GateActivation act) {
   const Call c{device, out, ld_out, gate_up, ld_gate_up, M, activation};
-  cuda::GemvArgs g;
-  check(dense_gemv_args(c, weight, gemv_gate(act), g),
-        "linear with the gate on CUDA: the GEMV does not take these operands (ask linear_gated_fits_cuda first)");
-  const float* bias = weight.has_bias() ? weight.device_bias().data<float>() : nullptr;
-  cuda::gemv(device, out, gate_up, weight.device_weight().raw(), bias, g);
+  const bool ran = try_gemv(c, weight, gemv_gate(act));
+  check(ran, "linear with the gate on CUDA: no GEMV takes these operands (ask linear_gated_fits_cuda first)");
   apply_layer_activation(device, out, ld_out, M, activation, weight, true);
 }
 }  // namespace tach::ops
