@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Recovery fine-tuning of head-pruned encoders (config.json's pruned_heads; tests/cmake/s61_prunedtrain.cmake):
+# Recovery fine-tuning of head-pruned encoders (config.json's pruned_heads; tests/cmake/pruned_training.cmake):
 # tach train builds each layer with its kept heads, saves the smaller tensors with pruned_heads
 # kept, and the saved model loads again; LoRA's adapters follow the pruned widths, as peft's on a
 # transformers 4 pruned model; a pruned student distils from its unpruned teacher.
