@@ -70,10 +70,9 @@ void add_bench_options(CLI::App* sub, BenchFlags& f, BenchScope scope) {
   on(sub->add_option("-k,--tokenizer", v.tokenizer,
                      "Tokenizer for dataset texts: tokenizer.json or a directory (default: the model directory's)"),
      [&v](BenchConfig& c) { c.tokenizer = v.tokenizer; });
-  on(sub->add_option(
-            "--dtype", f.dtypes,
-            "Compute dtypes, comma-separated: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit "
-            "weights), both for inference on the cpu; f16 on cuda (default f32)")
+  on(sub->add_option("--dtype", f.dtypes,
+                     "Compute dtypes, comma-separated: f32, bf16, int8 (the linears quantized: dynamically on the cpu, "
+                     "weight-only on cuda) or nf4 (4-bit weights); f16 too on cuda (default f32)")
          ->delimiter(','),
      [&f](BenchConfig& c) {
        c.dtypes.clear();

@@ -54,6 +54,7 @@ int run_answer(AnswerCommandOptions opt, bool max_length_given, bool doc_stride_
     opt.context = s.str();
     if (opt.context.empty()) throw Error(opt.context_file + ": the context file is empty");
   }
+  check_dtype_on_device(opt.compute, opt.device);
   LoadOptions lo;
   lo.seed = opt.seed;
   lo.device = parse_device(opt.device);
@@ -154,9 +155,10 @@ Command add_answer_command(CLI::App& app) {
   sub->add_option("-t,--threads", opt->threads,
                   "Threads (default: the cores other processes leave free at start, or OMP_NUM_THREADS)")
       ->check(thread_count());
-  sub->add_option("--dtype", opt->compute,
-                  "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 "
-                  "too on cuda")
+  sub->add_option(
+         "--dtype", opt->compute,
+         "Compute dtype: f32, bf16, int8 (the linears quantized: dynamically on the cpu, weight-only on cuda) or nf4 "
+         "(4-bit weights); f16 too on cuda")
       ->capture_default_str()
       ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));

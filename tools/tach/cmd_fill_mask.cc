@@ -46,6 +46,7 @@ int run_fill_mask(const FillMaskOptions& opt) {
   using clock = std::chrono::steady_clock;
   if (opt.threads > 0) set_threads(opt.threads);
   usage_check(!opt.texts.empty(), "nothing to fill: give --text with a mask token in it (repeat for more texts)");
+  check_dtype_on_device(opt.compute, opt.device);
   LoadOptions lo;
   lo.seed = opt.seed;
   lo.device = parse_device(opt.device);
@@ -164,9 +165,10 @@ Command add_fill_mask_command(CLI::App& app) {
   sub->add_option("-t,--threads", opt->threads,
                   "Threads (default: the cores other processes leave free at start, or OMP_NUM_THREADS)")
       ->check(thread_count());
-  sub->add_option("--dtype", opt->compute,
-                  "Compute dtype: f32, bf16, int8 (dynamic quantization of the linears) or nf4 (4-bit weights); f16 "
-                  "too on cuda")
+  sub->add_option(
+         "--dtype", opt->compute,
+         "Compute dtype: f32, bf16, int8 (the linears quantized: dynamically on the cpu, weight-only on cuda) or nf4 "
+         "(4-bit weights); f16 too on cuda")
       ->capture_default_str()
       ->check(compute_dtype_name("--dtype"));
   sub->add_option("--device", opt->device, "cpu, cuda or cuda:N")->capture_default_str()->check(device_name(false));
