@@ -278,6 +278,7 @@ ClassifyRun measure_classify(const ClassifyOptions& opt) {
   if (opt.threads > 0) set_threads(opt.threads);
   check(opt.warmup >= 0 && opt.repeat >= 1, "--warmup must be >= 0 and --repeat >= 1");
   check_allow_tf32(opt.allow_tf32, {opt.device}, {opt.compute});
+  check_dtype_on_device(opt.compute, opt.device);
   LoadOptions lo;
   lo.seed = opt.seed;
   lo.adapter = opt.adapter;

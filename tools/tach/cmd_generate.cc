@@ -226,6 +226,7 @@ int run_generate(const GenerateFlags& f) {
   if (f.threads > 0) set_threads(f.threads);
   check(f.max_new_tokens > 0, "--max-new-tokens must be positive");
   check_allow_tf32(f.allow_tf32, {f.device}, {f.compute});
+  check_dtype_on_device(f.compute, f.device);
   LoadOptions lo;
   lo.seed = f.seed;
   lo.compute = parse_compute_dtype(f.compute);

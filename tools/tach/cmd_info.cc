@@ -14,6 +14,7 @@
 #include "tach/profile.h"
 #include "tach/runtime.h"
 #include "tach/system_info.h"
+#include "usage.h"
 
 namespace tach::cli {
 
@@ -29,6 +30,7 @@ struct InfoOptions {
 // What loading a model costs in memory: the file, tach's packed copies, the mapping, and what
 // the kernel says is resident (RSS before and after, so the cost is the model's alone).
 int run_model_info(const InfoOptions& opt) {
+  check_dtype_on_device(opt.compute, "cpu");  // the model is loaded on the CPU
   LoadOptions lo;
   lo.compute = parse_compute_dtype(opt.compute);
   lo.head = head_to_load(opt.head, HeadUse::as_published);

@@ -218,8 +218,8 @@ int run_profile(ProfileFlags f) {
   check((f.dtype != "int8" && f.dtype != "nf4") || !f.train,
         "--dtype " + f.dtype + " quantizes an inference forward; training runs in f32 or bf16 (QLoRA: --method qlora)");
   // f16 GEMMs exist on CUDA only; the CPU reads f16 checkpoints but computes in f32 or bf16.
-  check(f.dtype != "f16" || (!f.train && parse_device(f.device).kind == DeviceKind::cuda),
-        "--dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16");
+  usage_check(f.dtype != "f16" || (!f.train && parse_device(f.device).kind == DeviceKind::cuda),
+              "--dtype f16 computes on a GPU only (--device cuda, inference): the CPU computes in f32 or bf16");
   // One step: a forward (inference), or with --train a whole training step.
   std::unique_ptr<EncoderModel> model;
   std::unique_ptr<TrainStepper> stepper;

@@ -105,6 +105,15 @@ CLI::Validator compute_dtype_name(const std::string& option) {
       "", "compute_dtype_name");
 }
 
+void check_dtype_on_device(const std::string& dtype, const std::string& device, const std::string& dtype_flag) {
+  // f16 GEMMs exist on CUDA only; the CPU reads f16 checkpoints but computes in f32, bf16, int8 or nf4.
+  usage_check(parse_compute_dtype(dtype) != DType::f16 || parse_device(device).kind == DeviceKind::cuda,
+              dtype_flag +
+                  " f16 computes on a GPU only (--device cuda): the CPU computes in f32, bf16, int8 or nf4 "
+                  "(an f16 checkpoint is read and converted); give --device cuda, or another " +
+                  dtype_flag);
+}
+
 CLI::Validator fraction_below_one(const std::string& option) {
   return CLI::Validator(
       [option](std::string& text) -> std::string {

@@ -20,6 +20,12 @@ CLI::Validator one_of(const std::string& option, const std::vector<std::string>&
 CLI::Validator one_of_any_case(const std::string& option, const std::vector<std::string>& choices);
 // A compute dtype as parse_compute_dtype reads it (f32, bf16, f16, int8, nf4).
 CLI::Validator compute_dtype_name(const std::string& option);
+
+// A compute dtype the device does not take (f16 on the CPU): a usage error before the model loads,
+// as docs/cli.md's exit-status rule says a value the device does not take is. dtype_flag names the
+// option (--dtype); device: as given (cpu, cuda, cuda:N).
+void check_dtype_on_device(const std::string& dtype, const std::string& device,
+                           const std::string& dtype_flag = "--dtype");
 // A fraction in [0, 1): "--margin 1.5: must be in [0, 1)".
 CLI::Validator fraction_below_one(const std::string& option);
 // Threads: 0 (all cores) or more.
