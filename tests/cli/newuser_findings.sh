@@ -8,6 +8,13 @@
 #   split_flat        --split (--eval-split) on a CSV/JSONL file, which has no splits: a usage error in
 #                     train, eval and prune --by importance, not the whole file read; a JSON split file
 #                     still takes it
+#   help_dtype        every inference command's --help says int8 is dynamic on the cpu, weight-only on
+#                     cuda (not "for inference on the cpu" or dynamic only)
+#   f16_on_cpu        --dtype f16 on the CPU: a usage error (exit 2) in classify, generate, fill-mask,
+#                     answer, profile, as in bench
+#   failed_runs_left  eval with a label the model lacks, and shrink --prune-by importance with bad
+#                     calibration data, leave no run directory of their own (one given with --run-id
+#                     that was there stays)
 set -euo pipefail
 tach=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 fx=$(cd "$2" && pwd)
@@ -84,6 +91,41 @@ split_flat)
   nothing_left "$work/runs"
   run 0 "$work/splits.out" train -m "$bert" -k "$wp" -d "$fx/train/tiny_splits.json" --split train --max-steps 1 \
     "${quiet[@]}"
+  ;;
+help_dtype)
+  for cmd in classify bench eval run fill-mask answer generate; do
+    run 0 "$work/$cmd.out" "$cmd" --help
+    grep -qF "int8 (the linears quantized: dynamically on the cpu, weight-only on cuda)" "$work/$cmd.out" ||
+      fail "tach $cmd --help: $(grep -F -- --dtype "$work/$cmd.out")"
+    ! grep -qF -e "for inference on the cpu" -e "int8 (dynamic quantization of the linears)" "$work/$cmd.out" ||
+      fail "tach $cmd --help still says int8 is the cpu's alone"
+  done
+  ;;
+f16_on_cpu)
+  want="--dtype f16 computes on a GPU only (--device cuda)"
+  run 2 "$work/classify.out" classify -m "$bert" -k "$wp" --text hello --dtype f16 --device cpu
+  grep -qF -- "$want" "$work/classify.out" || fail "classify: $(cat "$work/classify.out")"
+  run 2 "$work/generate.out" generate -m "$fx/decoders/llama-lm-llama3rope-f32" --ids "1 2 3" -n 2 --dtype f16 \
+    --device cpu
+  grep -qF -- "$want" "$work/generate.out" || fail "generate: $(cat "$work/generate.out")"
+  run 2 "$work/fill.out" fill-mask -m "$bert" -k "$wp" --text "a [MASK]" --dtype f16
+  grep -qF -- "$want" "$work/fill.out" || fail "fill-mask: $(cat "$work/fill.out")"
+  run 2 "$work/profile.out" profile -m "$bert" --dtype f16 --device cpu -b 1 -s 8
+  grep -qF -- "--dtype f16 computes on a GPU only" "$work/profile.out" || fail "profile: $(cat "$work/profile.out")"
+  run 0 "$work/f32.out" classify -m "$bert" -k "$wp" --text hello --dtype f32 --device cpu
+  ;;
+failed_runs_left)
+  printf 'text,label\nhello,7\n' >"$work/bad.csv"
+  run 1 "$work/eval.out" eval -m "$bert" -k "$wp" -d "$work/bad.csv" --runs-dir "$work/runs"
+  nothing_left "$work/runs"
+  mkdir -p "$work/runs/mine"
+  run 1 "$work/mine.out" eval -m "$bert" -k "$wp" -d "$work/bad.csv" --runs-dir "$work/runs" --run-id mine
+  [ -d "$work/runs/mine" ] || fail "eval removed a directory that was there before it"
+  rm -rf "$work/runs"
+  printf 'nothing,here\n' >"$work/nocols.csv"
+  run 1 "$work/shrink.out" shrink -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" -s 32 --prune heads:0.5 \
+    --prune-by importance --calibration-data "$work/nocols.csv" --runs-dir "$work/runs"
+  nothing_left "$work/runs"
   ;;
 *)
   fail "unknown case $case_name"
