@@ -918,12 +918,24 @@ SweepOutcome run_eval(const BenchConfig& given, const BenchObserver& observer) {
   check(config.threads.size() == 1, "tach eval runs its pass with one thread count: give -t once");
   (void)model::summarize_architecture(model::resolve_model(config.model));  // a model that cannot load: now
   bench::check_text_inputs(config);  // and a dataset or tokenizer that cannot be read
+  // unique_run_id makes the directory it names (so no other run takes the id): made here too.
+  std::error_code ec;
+  const bool made_here = config.run_id.empty() || !fs::exists(fs::path(config.runs_dir) / config.run_id, ec);
   if (config.run_id.empty()) config.run_id = unique_run_id(config.runs_dir, default_run_id(config.model) + "-eval");
-  bench::RunStore store = bench::RunStore::create((fs::path(config.runs_dir) / config.run_id).string(), config);
+  const fs::path dir = fs::path(config.runs_dir) / config.run_id;
+  bench::RunStore store = bench::RunStore::create(dir.string(), config);
   if (!auto_note.empty()) store.notes.insert(store.notes.begin(), auto_note);
   bench::PointSelection accuracy_only;
   accuracy_only.sweep = false;
-  SweepOutcome out = bench::execute_sweep(store, observer, accuracy_only, true);
+  SweepOutcome out;
+  try {
+    out = bench::execute_sweep(store, observer, accuracy_only, true);
+  } catch (const Error&) {
+    // The one pass failed (labels the model lacks, a row it cannot take): a directory this run made
+    // holds its config.json and run.log alone, and goes; one that was there (--run-id) stays.
+    if (made_here) fs::remove_all(dir, ec);
+    throw;
+  }
   out.eval_only = true;
   return out;
 }

@@ -210,20 +210,28 @@ ShrinkOutcome run_shrink(const ShrinkOptions& given, const ShrinkObserver& obser
   ShrinkOptions o = given;
   std::vector<ShrinkVariant> variants = shrink_variants(o);
   check_shrink_variants(o, variants);
+  // unique_run_id makes the directory it names (so no other run takes the id): made here too.
+  std::error_code ec;
+  const bool made_here = o.base.run_id.empty() || !fs::exists(fs::path(o.base.runs_dir) / o.base.run_id, ec);
   if (o.base.run_id.empty())
     o.base.run_id = bench::unique_run_id(o.base.runs_dir, bench::default_run_id(o.base.model) + "-shrink");
   const fs::path dir = fs::path(o.base.runs_dir) / o.base.run_id;
-  std::error_code ec;
   fs::create_directories(dir, ec);
   check(!ec, dir.string() + ": cannot create the run directory: " + ec.message());
   refuse_run_dir_in_use(dir.string(), {"shrink.json", "results.jsonl", "config.json", "accuracy.json", "steps.jsonl"},
                         "choose another --run-id" + (fs::exists(dir / "shrink.json")
                                                          ? ", or continue it with tach shrink --resume " + dir.string()
                                                          : std::string()));
-  // Pruned before the run is made: a pruning the model cannot take is refused with nothing written
-  // but the models made before it, and the same command, corrected, runs under the same --run-id.
-  for (ShrinkVariant& v : variants)
-    if (v.kind == "prune") make_pruned_model(v, o, dir, /*reuse=*/false);
+  // Pruned before the run is made: a pruning the model cannot take (or its calibration data) is
+  // refused with nothing written but the models made before it, in a directory given with --run-id
+  // that was there already; a directory this run made holds nothing else, and goes with them.
+  try {
+    for (ShrinkVariant& v : variants)
+      if (v.kind == "prune") make_pruned_model(v, o, dir, /*reuse=*/false);
+  } catch (...) {
+    if (made_here) fs::remove_all(dir, ec);
+    throw;
+  }
   bench::RunStore store = bench::RunStore::create(dir.string(), run_config(o, variants));
   store.write_text("shrink.json", options_json(o));
   return execute(o, std::move(variants), store, observer);
