@@ -882,8 +882,18 @@ SweepOutcome run_bench(const BenchConfig& given, const BenchObserver& observer) 
     };
     return execute_on_ranks(comm, lead, observer);
   }
+  std::error_code ec;
+  const bool made_here = given.run_id.empty() || !fs::exists(fs::path(given.runs_dir) / given.run_id, ec);
   bench::RunStore store = bench::create_sweep_run(given);
-  return bench::execute_sweep(store, observer, {}, store.config().accuracy);
+  try {
+    return bench::execute_sweep(store, observer, {}, store.config().accuracy);
+  } catch (const Error&) {
+    // Stopped before any point was measured (labels the model lacks, a tokenizer it cannot take): a
+    // directory this run made holds its config.json and run.log alone, and goes. Measured points stay.
+    const fs::path results = fs::path(store.dir()) / "results.jsonl";
+    if (made_here && (!fs::exists(results, ec) || fs::file_size(results, ec) == 0)) fs::remove_all(store.dir(), ec);
+    throw;
+  }
 }
 
 SweepOutcome resume_bench(const std::string& run_dir, const BenchObserver& observer) {

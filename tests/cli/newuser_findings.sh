@@ -12,7 +12,7 @@
 #                     cuda (not "for inference on the cpu" or dynamic only)
 #   f16_on_cpu        --dtype f16 on the CPU: a usage error (exit 2) in classify, generate, fill-mask,
 #                     answer, profile, as in bench
-#   failed_runs_left  eval with a label the model lacks, and shrink --prune-by importance with bad
+#   failed_runs_left  eval and bench --accuracy with a label the model lacks, and shrink --prune-by importance with bad
 #                     calibration data, leave no run directory of their own (one given with --run-id
 #                     that was there stays)
 set -euo pipefail
@@ -121,6 +121,10 @@ failed_runs_left)
   mkdir -p "$work/runs/mine"
   run 1 "$work/mine.out" eval -m "$bert" -k "$wp" -d "$work/bad.csv" --runs-dir "$work/runs" --run-id mine
   [ -d "$work/runs/mine" ] || fail "eval removed a directory that was there before it"
+  rm -rf "$work/runs"
+  run 1 "$work/bench.out" bench -m "$bert" -k "$wp" --accuracy -d "$work/bad.csv" -s 16 -b 1 --no-progress \
+    --runs-dir "$work/runs"
+  nothing_left "$work/runs"
   rm -rf "$work/runs"
   printf 'nothing,here\n' >"$work/nocols.csv"
   run 1 "$work/shrink.out" shrink -m "$bert" -k "$wp" -d "$fx/train/tiny.csv" -s 32 --prune heads:0.5 \
